@@ -1,0 +1,1 @@
+//! config (see lib.rs crate map).

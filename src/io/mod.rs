@@ -1,0 +1,4 @@
+//! `[io]` Edges that touch the OS: the clock, DMA helpers, zero-copy socket writes.
+//! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
+
+pub mod clock;

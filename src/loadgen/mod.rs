@@ -1,0 +1,1 @@
+//! loadgen (see lib.rs crate map).

@@ -1,0 +1,3 @@
+fn main() {
+    println!("shardlog: not yet wired");
+}

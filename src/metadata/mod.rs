@@ -1,0 +1,1 @@
+//! metadata (see lib.rs crate map).

@@ -1,0 +1,1 @@
+//! protocol (see lib.rs crate map).

@@ -1,0 +1,1 @@
+//! purgatory (see lib.rs crate map).

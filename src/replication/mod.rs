@@ -1,0 +1,1 @@
+//! replication (see lib.rs crate map).

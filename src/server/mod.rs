@@ -1,0 +1,1 @@
+//! server (see lib.rs crate map).

@@ -1,0 +1,1 @@
+//! shard (see lib.rs crate map).

@@ -1,0 +1,1 @@
+//! storage (see lib.rs crate map).

@@ -1,0 +1,1 @@
+//! zk (see lib.rs crate map).

@@ -1,1 +1,4 @@
-//! config (see lib.rs crate map).
+//! `[pure]` Configuration: `server.properties` with Kafka's key names, and
+//! topic-level configs.
+
+pub mod topic;

@@ -2,3 +2,5 @@
 //! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
 
 pub mod clock;
+pub mod dma;
+pub mod zerocopy;

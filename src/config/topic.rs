@@ -1,0 +1,1 @@
+//! `[pure]` Topic-level configs (Kafka names: cleanup.policy, retention.ms, ...) with broker defaults.

@@ -1,0 +1,1 @@
+//! `[pure]` Record batch (magic v2) view: validate, read header fields, patch offsets.

@@ -1,1 +1,3 @@
 //! server (see lib.rs crate map).
+
+pub mod fetch_session;

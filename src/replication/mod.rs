@@ -1,1 +1,3 @@
 //! replication (see lib.rs crate map).
+
+pub mod producer_state;

@@ -1,3 +1,4 @@
 //! replication (see lib.rs crate map).
 
+pub mod isr;
 pub mod producer_state;

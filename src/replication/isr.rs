@@ -1,0 +1,295 @@
+//! `[pure]` Leader-side replica state of one partition: the high watermark
+//! rule, ISR shrink and expand (Kafka's `Partition.maybeIncrementLeaderHW`,
+//! `maybeShrinkIsr`, `maybeExpandIsr`).
+//!
+//! The high watermark is kept apart from the leader's log end offset even
+//! with a single replica: every acks=all produce waits on the HW, so the
+//! single-node data path already runs through the rule replication will use.
+//!
+//! HW = min LEO over the leader and every remote replica that is in the ISR or
+//! has caught up within `replica.lag.time.max.ms` (Kafka counts recently
+//! caught-up replicas too, so an expanding ISR never stalls the HW); it never
+//! moves backwards.
+
+use crate::types::{BrokerId, Offset};
+use std::collections::BTreeMap;
+
+/// Kafka default of `replica.lag.time.max.ms` (30 s).
+pub const DEFAULT_REPLICA_LAG_TIME_MAX_MS: i64 = 30_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowerState {
+    pub log_end_offset: Offset,
+    /// Last time the follower's fetch reached the leader's LEO of that moment.
+    pub last_caught_up_time_ms: i64,
+}
+
+/// What changed after an event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IsrActions {
+    /// The new high watermark, when it advanced.
+    pub high_watermark_advanced: Option<Offset>,
+    /// A proposed ISR to send to the controller (AlterPartition), when it changed.
+    pub propose_isr: Option<Vec<BrokerId>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LeaderReplicaState {
+    leader_id: BrokerId,
+    isr: Vec<BrokerId>,
+    high_watermark: Offset,
+    leader_log_end_offset: Offset,
+    followers: BTreeMap<BrokerId, FollowerState>,
+    replica_lag_time_max_ms: i64,
+}
+
+impl LeaderReplicaState {
+    /// `replicas` includes the leader; followers start unknown (LEO 0).
+    pub fn new(
+        leader_id: BrokerId,
+        replicas: &[BrokerId],
+        isr: &[BrokerId],
+        high_watermark: Offset,
+        leader_log_end_offset: Offset,
+        replica_lag_time_max_ms: i64,
+        now_ms: i64,
+    ) -> Self {
+        let followers = replicas
+            .iter()
+            .filter(|r| **r != leader_id)
+            .map(|r| {
+                (
+                    *r,
+                    FollowerState {
+                        log_end_offset: 0,
+                        last_caught_up_time_ms: now_ms,
+                    },
+                )
+            })
+            .collect();
+        let s = Self {
+            leader_id,
+            isr: isr.to_vec(),
+            high_watermark: high_watermark.min(leader_log_end_offset),
+            leader_log_end_offset,
+            followers,
+            replica_lag_time_max_ms,
+        };
+        s.check_invariants();
+        s
+    }
+
+    pub fn high_watermark(&self) -> Offset {
+        self.high_watermark
+    }
+    pub fn log_end_offset(&self) -> Offset {
+        self.leader_log_end_offset
+    }
+    pub fn isr(&self) -> &[BrokerId] {
+        &self.isr
+    }
+
+    /// The leader appended; its LEO moved.
+    pub fn on_leader_append(&mut self, now_ms: i64, log_end_offset: Offset) -> IsrActions {
+        self.leader_log_end_offset = log_end_offset;
+        let actions = IsrActions {
+            high_watermark_advanced: self.maybe_increment_hw(now_ms),
+            propose_isr: None,
+        };
+        self.check_invariants();
+        actions
+    }
+
+    /// A follower fetched at `fetch_offset` (its LEO).
+    pub fn on_follower_fetch(
+        &mut self,
+        now_ms: i64,
+        follower: BrokerId,
+        fetch_offset: Offset,
+    ) -> IsrActions {
+        let leo = self.leader_log_end_offset;
+        let Some(f) = self.followers.get_mut(&follower) else {
+            return IsrActions::default();
+        };
+        f.log_end_offset = fetch_offset;
+        if fetch_offset >= leo {
+            f.last_caught_up_time_ms = now_ms;
+        }
+        // maybeExpandIsr: an out-of-sync follower joins once its LEO ≥ HW.
+        let propose_isr = if !self.isr.contains(&follower) && fetch_offset >= self.high_watermark {
+            let mut isr = self.isr.clone();
+            isr.push(follower);
+            isr.sort_unstable();
+            Some(isr)
+        } else {
+            None
+        };
+        let actions = IsrActions {
+            high_watermark_advanced: self.maybe_increment_hw(now_ms),
+            propose_isr,
+        };
+        self.check_invariants();
+        actions
+    }
+
+    /// maybeShrinkIsr: followers not caught up for `replica.lag.time.max.ms`
+    /// leave the ISR (the leader never removes itself).
+    pub fn maybe_shrink_isr(&mut self, now_ms: i64) -> IsrActions {
+        let lag = self.replica_lag_time_max_ms;
+        let out: Vec<BrokerId> = self
+            .isr
+            .iter()
+            .copied()
+            .filter(|r| *r != self.leader_id)
+            .filter(|r| {
+                self.followers
+                    .get(r)
+                    .is_some_and(|f| now_ms - f.last_caught_up_time_ms > lag)
+            })
+            .collect();
+        if out.is_empty() {
+            return IsrActions::default();
+        }
+        let isr: Vec<BrokerId> = self
+            .isr
+            .iter()
+            .copied()
+            .filter(|r| !out.contains(r))
+            .collect();
+        IsrActions {
+            high_watermark_advanced: None,
+            propose_isr: Some(isr),
+        }
+    }
+
+    /// The controller accepted an ISR (AlterPartition response / LeaderAndIsr).
+    pub fn on_isr_committed(&mut self, now_ms: i64, isr: &[BrokerId]) -> IsrActions {
+        self.isr = isr.to_vec();
+        let actions = IsrActions {
+            high_watermark_advanced: self.maybe_increment_hw(now_ms),
+            propose_isr: None,
+        };
+        self.check_invariants();
+        actions
+    }
+
+    fn maybe_increment_hw(&mut self, now_ms: i64) -> Option<Offset> {
+        let lag = self.replica_lag_time_max_ms;
+        let min_follower = self
+            .followers
+            .iter()
+            .filter(|(id, f)| self.isr.contains(id) || now_ms - f.last_caught_up_time_ms <= lag)
+            .map(|(_, f)| f.log_end_offset)
+            .min();
+        let candidate = min_follower.map_or(self.leader_log_end_offset, |m| {
+            m.min(self.leader_log_end_offset)
+        });
+        if candidate > self.high_watermark {
+            self.high_watermark = candidate;
+            Some(candidate)
+        } else {
+            None
+        }
+    }
+
+    pub fn check_invariants(&self) {
+        debug_assert!(self.high_watermark <= self.leader_log_end_offset);
+        debug_assert!(self.isr.contains(&self.leader_id) || self.isr.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LAG: i64 = DEFAULT_REPLICA_LAG_TIME_MAX_MS;
+
+    #[test]
+    fn single_replica_hw_follows_the_leader_leo() {
+        let mut s = LeaderReplicaState::new(1, &[1], &[1], 0, 0, LAG, 0);
+        assert_eq!(s.on_leader_append(1, 10).high_watermark_advanced, Some(10));
+        assert_eq!(s.high_watermark(), 10);
+        assert_eq!(s.on_leader_append(2, 10).high_watermark_advanced, None);
+    }
+
+    #[test]
+    fn hw_is_the_minimum_leo_of_the_isr() {
+        // (event, expected HW) — Partition.maybeIncrementLeaderHW.
+        let mut s = LeaderReplicaState::new(1, &[1, 2, 3], &[1, 2, 3], 0, 0, LAG, 0);
+        let rows: Vec<(
+            &str,
+            Box<dyn Fn(&mut LeaderReplicaState) -> IsrActions>,
+            Offset,
+        )> = vec![
+            (
+                "leader appends, followers behind: HW stays",
+                Box::new(|s| s.on_leader_append(1, 100)),
+                0,
+            ),
+            (
+                "one follower catches up: min is the other",
+                Box::new(|s| s.on_follower_fetch(2, 2, 100)),
+                0,
+            ),
+            (
+                "second follower partly: HW = its LEO",
+                Box::new(|s| s.on_follower_fetch(3, 3, 60)),
+                60,
+            ),
+            (
+                "second follower caught up: HW = leader LEO",
+                Box::new(|s| s.on_follower_fetch(4, 3, 100)),
+                100,
+            ),
+            (
+                "a stale fetch never moves HW back",
+                Box::new(|s| s.on_follower_fetch(5, 2, 50)),
+                100,
+            ),
+        ];
+        for (case, ev, want) in rows {
+            ev(&mut s);
+            assert_eq!(s.high_watermark(), want, "{case}");
+        }
+    }
+
+    #[test]
+    fn lagging_follower_is_proposed_out_of_the_isr() {
+        let mut s = LeaderReplicaState::new(1, &[1, 2, 3], &[1, 2, 3], 0, 0, LAG, 0);
+        s.on_leader_append(0, 10);
+        s.on_follower_fetch(1, 2, 10);
+        assert_eq!(
+            s.maybe_shrink_isr(LAG).propose_isr,
+            None,
+            "exactly at the limit stays"
+        );
+        let a = s.maybe_shrink_isr(LAG + 1);
+        assert_eq!(
+            a.propose_isr,
+            Some(vec![1, 2]),
+            "3 never caught up within the lag"
+        );
+        // After the controller commits the shrink, HW advances past 3's LEO.
+        let a = s.on_isr_committed(LAG + 2, &[1, 2]);
+        assert_eq!(a.high_watermark_advanced, Some(10));
+    }
+
+    #[test]
+    fn follower_rejoins_when_it_reaches_the_hw() {
+        let mut s = LeaderReplicaState::new(1, &[1, 2], &[1], 0, 0, LAG, 0);
+        s.on_leader_append(0, 20);
+        assert_eq!(
+            s.high_watermark(),
+            0,
+            "2 was caught up at start: it still counts"
+        );
+        let a = s.on_follower_fetch(LAG + 1, 2, 5);
+        assert_eq!(a.propose_isr, Some(vec![1, 2]), "LEO 5 ≥ HW 0 → expand");
+    }
+
+    #[test]
+    fn unknown_follower_fetch_changes_nothing() {
+        let mut s = LeaderReplicaState::new(1, &[1], &[1], 0, 0, LAG, 0);
+        assert_eq!(s.on_follower_fetch(0, 9, 100), IsrActions::default());
+    }
+}

@@ -203,6 +203,7 @@ mod tests {
     use super::*;
 
     const LAG: i64 = DEFAULT_REPLICA_LAG_TIME_MAX_MS;
+    type Step = Box<dyn Fn(&mut LeaderReplicaState) -> IsrActions>;
 
     #[test]
     fn single_replica_hw_follows_the_leader_leo() {
@@ -216,11 +217,7 @@ mod tests {
     fn hw_is_the_minimum_leo_of_the_isr() {
         // (event, expected HW) — Partition.maybeIncrementLeaderHW.
         let mut s = LeaderReplicaState::new(1, &[1, 2, 3], &[1, 2, 3], 0, 0, LAG, 0);
-        let rows: Vec<(
-            &str,
-            Box<dyn Fn(&mut LeaderReplicaState) -> IsrActions>,
-            Offset,
-        )> = vec![
+        let rows: Vec<(&str, Step, Offset)> = vec![
             (
                 "leader appends, followers behind: HW stays",
                 Box::new(|s| s.on_leader_append(1, 100)),

@@ -96,7 +96,12 @@ fn parse_table(stdout: &str) -> HashMap<String, Vec<String>> {
 fn table_reports_every_setting_with_current_and_recommended_values() {
     let log_dir = tempfile::tempdir().expect("temp dir");
     let out = run_check(
-        &["--shard-cpus", "0", "--log-dir", log_dir.path().to_str().expect("utf-8 path")],
+        &[
+            "--shard-cpus",
+            "0",
+            "--log-dir",
+            log_dir.path().to_str().expect("utf-8 path"),
+        ],
         None,
         "",
     );
@@ -108,10 +113,18 @@ fn table_reports_every_setting_with_current_and_recommended_values() {
             .unwrap_or_else(|| panic!("setting {name} missing from:\n{stdout}"));
         assert!(!row[0].is_empty(), "{name}: empty current value");
         assert!(!row[1].is_empty(), "{name}: empty recommended value");
-        assert!(STATUSES.contains(&row[2].as_str()), "{name}: bad status {}", row[2]);
+        assert!(
+            STATUSES.contains(&row[2].as_str()),
+            "{name}: bad status {}",
+            row[2]
+        );
         assert!(!row[3].is_empty(), "{name}: no reason given");
     }
-    assert_eq!(rows.len(), EXPECTED_SETTINGS.len(), "unexpected extra rows:\n{stdout}");
+    assert_eq!(
+        rows.len(),
+        EXPECTED_SETTINGS.len(),
+        "unexpected extra rows:\n{stdout}"
+    );
 }
 
 #[test]
@@ -131,7 +144,10 @@ fn json_output_parses_and_lists_every_setting() {
         }
         let status = entry["status"].as_str().unwrap_or_default();
         assert!(STATUSES.contains(&status), "{name}: bad status {status}");
-        assert!(entry["applicable"].is_boolean(), "{name}: applicable not a bool");
+        assert!(
+            entry["applicable"].is_boolean(),
+            "{name}: applicable not a bool"
+        );
     }
     assert_eq!(doc["shard_cpus"], "0");
 }
@@ -145,12 +161,18 @@ fn fake_sysroot() -> tempfile::TempDir {
         fs::write(path, text).expect("write fake sysfs file");
     };
     write("proc/sys/vm/swappiness", "60\n");
-    write("sys/kernel/mm/transparent_hugepage/defrag", "[always] defer defer+madvise madvise never\n");
+    write(
+        "sys/kernel/mm/transparent_hugepage/defrag",
+        "[always] defer defer+madvise madvise never\n",
+    );
     root
 }
 
 fn read_trimmed(path: &Path) -> String {
-    fs::read_to_string(path).expect("read fake file").trim().to_string()
+    fs::read_to_string(path)
+        .expect("read fake file")
+        .trim()
+        .to_string()
 }
 
 #[test]
@@ -159,11 +181,21 @@ fn apply_changes_nothing_unless_each_change_is_confirmed() {
     let undo = root.path().join("undo.sh");
     let undo_arg = undo.to_str().expect("utf-8 path");
     // One explicit "n", then end of input: both must count as no.
-    let out = run_check(&["--apply", "--undo-file", undo_arg], Some(root.path()), "n\n");
+    let out = run_check(
+        &["--apply", "--undo-file", undo_arg],
+        Some(root.path()),
+        "n\n",
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("nothing applied"), "{stdout}");
-    assert_eq!(read_trimmed(&root.path().join("proc/sys/vm/swappiness")), "60");
-    assert!(!undo.exists(), "no undo file may be written when nothing changed");
+    assert_eq!(
+        read_trimmed(&root.path().join("proc/sys/vm/swappiness")),
+        "60"
+    );
+    assert!(
+        !undo.exists(),
+        "no undo file may be written when nothing changed"
+    );
 }
 
 #[test]
@@ -171,21 +203,39 @@ fn apply_yes_writes_recommended_values_and_undo_file_restores_them() {
     let root = fake_sysroot();
     let undo = root.path().join("undo.sh");
     let swappiness = root.path().join("proc/sys/vm/swappiness");
-    let defrag = root.path().join("sys/kernel/mm/transparent_hugepage/defrag");
+    let defrag = root
+        .path()
+        .join("sys/kernel/mm/transparent_hugepage/defrag");
     // rlimit changes go to a throwaway child, never to this test process.
-    let mut sleeper = Command::new("sleep").arg("60").spawn().expect("spawn sleep");
+    let mut sleeper = Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
     let pid = sleeper.id().to_string();
     let out = run_check(
-        &["--apply", "--yes", "--pid", &pid, "--undo-file", undo.to_str().expect("utf-8")],
+        &[
+            "--apply",
+            "--yes",
+            "--pid",
+            &pid,
+            "--undo-file",
+            undo.to_str().expect("utf-8"),
+        ],
         Some(root.path()),
         "",
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(read_trimmed(&swappiness), "1", "{stdout}");
     assert_eq!(read_trimmed(&defrag), "madvise", "{stdout}");
-    assert!(stdout.contains("undo: echo '60'"), "undo command not printed:\n{stdout}");
+    assert!(
+        stdout.contains("undo: echo '60'"),
+        "undo command not printed:\n{stdout}"
+    );
 
-    let status = Command::new("bash").arg(&undo).status().expect("run undo file");
+    let status = Command::new("bash")
+        .arg(&undo)
+        .status()
+        .expect("run undo file");
     let _ = sleeper.kill();
     let _ = sleeper.wait();
     assert!(status.success(), "undo script failed");

@@ -85,7 +85,7 @@ extract() {
     if grep -qE -- "($MATCH)[[:space:]:=]*$NUM" <<<"$line"; then
       grep -oE -- "($MATCH)[[:space:]:=]*$NUM" <<<"$line" | tail -1 | grep -oE -- "$NUM\$"
     else
-      grep -oE -- "$NUM[[:space:]]*($MATCH)" <<<"$line" | tail -1 | grep -oE -- "^$NUM"
+      grep -oE -- "${NUM}[[:space:]]*($MATCH)" <<<"$line" | tail -1 | grep -oE -- "^$NUM"
     fi
   fi
 }

@@ -103,8 +103,8 @@ port_listening() {
 }
 
 free_port() {
-  local p i
-  for i in $(seq 1 50); do
+  local p
+  for _ in $(seq 1 50); do
     p=$((20000 + RANDOM % 40000))
     port_listening "$p" || { echo "$p"; return; }
   done

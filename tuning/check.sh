@@ -67,18 +67,19 @@ bracketed() { sed -n 's/.*\[\([^]]*\)\].*/\1/p' <<<"$1"; }
 
 # Expand "0-2,5" -> "0 1 2 5".
 expand_cpus() {
-  local part out=() a b i
+  local part a b i
+  local -a cpus=() parts=()
   IFS=',' read -ra parts <<<"$1"
   for part in "${parts[@]}"; do
     [ -z "$part" ] && continue
     if [[ "$part" == *-* ]]; then
       a="${part%-*}"; b="${part#*-}"
-      for ((i = a; i <= b; i++)); do out+=("$i"); done
+      for ((i = a; i <= b; i++)); do cpus+=("$i"); done
     else
-      out+=("$part")
+      cpus+=("$part")
     fi
   done
-  echo "${out[*]:-}"
+  echo "${cpus[*]:-}"
 }
 
 # "0 1 2 5" -> "0-2,5".
@@ -208,7 +209,8 @@ device_irqs() {
 # check_irqs NAME IRQ_LIST WHAT
 check_irqs() {
   local name="$1" irqs="$2" what="$3" i eff cur="" apply="" undo="" ok=1 k=0 target old
-  local -a shard_arr=($SHARD)
+  local -a shard_arr=()
+  read -ra shard_arr <<<"$SHARD"
   if [ -z "$irqs" ]; then
     add "$name" "no $what queue IRQs" "n/a" UNKNOWN "no $what queue interrupts found (loopback-only or unsupported device)"; return
   fi
@@ -249,13 +251,13 @@ check_irqs() {
 }
 
 nic_irqs() {
-  local n out=""
+  local n irqs=""
   for n in "$R"/sys/class/net/*; do
     [ "$(basename "$n")" = lo ] && continue
     [ -e "$n/device" ] || continue
-    out+=" $(device_irqs "$n/device" | tr '\n' ' ')"
+    irqs+=" $(device_irqs "$n/device" | tr '\n' ' ')"
   done
-  echo $out
+  echo "$irqs" | xargs
 }
 
 # ---------------------------------------------------------------- memory, sysctls
@@ -290,7 +292,7 @@ check_io_uring() {
 # ---------------------------------------------------------------- disk
 
 check_disk() {
-  local majmin src fstype node dev q why
+  local majmin src node dev q why
   majmin="$(findmnt -no MAJ:MIN -T "$LOG_DIR" 2>/dev/null | head -1 | tr -d ' ')"
   src="$(findmnt -no SOURCE,FSTYPE -T "$LOG_DIR" 2>/dev/null | head -1)"
   node=""

@@ -139,6 +139,9 @@ default_workload() {
     [ -x "$c" ] && { rdk="$c"; break; }
   done
   if [ -n "$rdk" ]; then
+    # The wrapper compiles librdkafka on first use: do it now, not while sampling.
+    log "preparing $rdk (first use builds librdkafka, a few minutes)"
+    "$rdk" -h >/dev/null 2>&1 || true
     echo "'$rdk' -P -t flamegraph -b \"\$SHARDLOG_BOOTSTRAP\" -s 1024 -c 100000000 -X acks=1 -X linger.ms=5"
   elif command -v kcat >/dev/null; then
     echo "yes 'shardlog flamegraph payload 0123456789abcdef' | head -n 100000000 | kcat -P -b \"\$SHARDLOG_BOOTSTRAP\" -t flamegraph"
@@ -149,7 +152,7 @@ default_workload() {
 
 [ "$START" = 1 ] && start_broker
 kill -0 "$PID" 2>/dev/null || die "no process $PID"
-if [ -z "$WORKLOAD" ] && [ "$START" = 1 ]; then WORKLOAD="$(default_workload)"; fi
+if [ -z "$WORKLOAD" ] && [ "$START" = 1 ]; then WORKLOAD="$(default_workload)" || exit 1; fi
 if [ -n "$WORKLOAD" ]; then
   log "workload: $WORKLOAD"
   setsid bash -c "$WORKLOAD" >"$TMP/workload.log" 2>&1 &

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Reference figures of this host, the ceilings shardlog's own numbers are read
+# against: loopback TCP (what a local produce/fetch benchmark can at most move),
+# O_DIRECT sequential write (what segment appends can at most reach), and small
+# write + fdatasync (the price of a durable, fsync-per-batch produce).
+# Each figure is printed as one line: "name value unit".
+#
+#   perf/reference.sh [--quick] [--only iperf3,seqwrite,fsync] [--dir DIR]
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: perf/reference.sh [options]
+  --quick            short runs (iperf3 2 s, 256 MiB sequential write, 4 KiB fsync 2 s)
+  --only LIST        comma list of: iperf3, seqwrite, fsync (default: all)
+  --dir DIR          run fio in a temp dir under DIR: use the broker's log dir so the
+                     figures are for its filesystem (default: .)
+  --size SIZE        sequential write size (default 1g; --quick 256m)
+  --seconds N        iperf3 and fsync run time (default 10; --quick 2)
+  --ioengine E       fio engine for the sequential write: io_uring (default) or libaio
+  --iodepth N        sequential write queue depth (default 4)
+  --fsync-sizes LIST block sizes for the fdatasync test (default 4k,16k; --quick 4k)
+EOF
+}
+
+QUICK=0 ONLY="iperf3,seqwrite,fsync" DIR="." SIZE="" SECS="" ENGINE=io_uring IODEPTH=4 FSIZES=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1; shift ;;
+    --only) ONLY="$2"; shift 2 ;;
+    --dir) DIR="$2"; shift 2 ;;
+    --size) SIZE="$2"; shift 2 ;;
+    --seconds) SECS="$2"; shift 2 ;;
+    --ioengine) ENGINE="$2"; shift 2 ;;
+    --iodepth) IODEPTH="$2"; shift 2 ;;
+    --fsync-sizes) FSIZES="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "reference.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+if [ "$QUICK" = 1 ]; then : "${SIZE:=256m}" "${SECS:=2}" "${FSIZES:=4k}"; else : "${SIZE:=1g}" "${SECS:=10}" "${FSIZES:=4k,16k}"; fi
+log() { echo "reference.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+want() { [[ ",$ONLY," == *",$1,"* ]]; }
+
+# Install a missing tool once; a no-op when it is already there.
+ensure() {
+  command -v "$1" >/dev/null && return 0
+  log "$1 missing: apt-get install -y $1"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$1" >&2 || die "could not install $1; run 'apt-get install -y $1' as root"
+}
+command -v python3 >/dev/null || die "python3 is needed to read iperf3/fio JSON"
+jget() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+TMP="$(mktemp -d -t shardlog-ref.XXXXXX)"
+WORK=""
+SERVER_PID=""
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null || true
+  [ -n "$WORK" ] && rm -rf "$WORK"
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+port_listening() {
+  awk -v p=":$(printf '%04X' "$1")" '$2 ~ p"$" && $4 == "0A" { f = 1 } END { exit !f }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+run_iperf3() {
+  ensure iperf3
+  local port
+  for _ in $(seq 1 50); do port=$((20000 + RANDOM % 40000)); port_listening "$port" || break; done
+  # -1: serve one client, then exit.
+  iperf3 -s -1 -B 127.0.0.1 -p "$port" >"$TMP/iperf3-server.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 100); do port_listening "$port" && break; sleep 0.05; done
+  iperf3 -c 127.0.0.1 -p "$port" -t "$SECS" -J >"$TMP/iperf3.json" 2>"$TMP/iperf3.err" \
+    || { cat "$TMP/iperf3.err" "$TMP/iperf3.json" >&2; die "iperf3 client failed"; }
+  wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+  echo "iperf3_loopback_1stream $(jget "$TMP/iperf3.json" '"%.1f" % (j["end"]["sum_received"]["bits_per_second"] / 1e9)') Gbit/s"
+}
+
+fio_dir() {
+  if [ -z "$WORK" ]; then
+    mkdir -p "$DIR"
+    WORK="$(mktemp -d "$(cd "$DIR" && pwd)/shardlog-ref.XXXXXX")"
+  fi
+}
+
+run_seqwrite() {
+  ensure fio; fio_dir
+  local eng="$ENGINE"
+  # end_fsync: the figure includes getting the data to stable storage.
+  local args=(--name=seqwrite --directory="$WORK" --rw=write --bs=1M --size="$SIZE" --direct=1
+    --iodepth="$IODEPTH" --end_fsync=1 --output-format=json)
+  if ! fio "${args[@]}" --ioengine="$eng" >"$TMP/seq.json" 2>"$TMP/seq.err"; then
+    [ "$eng" = io_uring ] || { cat "$TMP/seq.err" >&2; die "fio sequential write failed"; }
+    log "io_uring engine failed ($(head -c 200 "$TMP/seq.err")); retrying with libaio"
+    eng=libaio
+    fio "${args[@]}" --ioengine="$eng" >"$TMP/seq.json" 2>"$TMP/seq.err" || { cat "$TMP/seq.err" >&2; die "fio sequential write failed"; }
+  fi
+  rm -f "$WORK"/seqwrite.*
+  echo "fio_seqwrite_1MiB_direct_${eng} $(jget "$TMP/seq.json" '"%.0f" % (j["jobs"][0]["write"]["bw_bytes"] / 1e6)') MB/s"
+}
+
+run_fsync() {
+  ensure fio; fio_dir
+  local bs
+  for bs in ${FSIZES//,/ }; do
+    # Appends of bs bytes, each followed by fdatasync (--fdatasync=1): the
+    # cost of acknowledging a produce only once it is on stable storage.
+    fio --name="fsync$bs" --directory="$WORK" --rw=write --bs="$bs" --size=1g --ioengine=psync \
+      --fdatasync=1 --time_based --runtime="$SECS" --output-format=json >"$TMP/fsync.json" 2>"$TMP/fsync.err" \
+      || { cat "$TMP/fsync.err" >&2; die "fio fdatasync test failed"; }
+    rm -f "$WORK"/fsync*
+    local up; up="$(tr '[:lower:]' '[:upper:]' <<<"$bs")"
+    echo "fio_write_${up}iB_fdatasync $(jget "$TMP/fsync.json" '"%.0f" % j["jobs"][0]["write"]["iops"]') writes/s"
+    echo "fio_write_${up}iB_fdatasync_p99 $(jget "$TMP/fsync.json" '"%.0f" % (j["jobs"][0]["sync"]["lat_ns"]["percentile"]["99.000000"] / 1e3)') us"
+  done
+}
+
+log "host $(uname -n), $(nproc) cpus, kernel $(uname -r); fio dir: $DIR"
+want iperf3 && run_iperf3
+want seqwrite && run_seqwrite
+want fsync && run_fsync
+exit 0

@@ -1,0 +1,219 @@
+//! Runs the perf scripts for real: a flamegraph of a busy helper process,
+//! an A/B comparison of two fixed commands, and the quick reference figures.
+//! Missing tools fail the test with the install step (they never skip).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+const BUSY_ENV: &str = "SHARDLOG_PERF_BUSY_SECS";
+
+fn repo_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// PATH plus ~/.cargo/bin, where `cargo install inferno` puts its tools.
+fn tool_path() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    match std::env::var("HOME") {
+        Ok(home) => format!("{path}:{home}/.cargo/bin"),
+        Err(_) => path,
+    }
+}
+
+fn require_tool(tool: &str, install: &str) {
+    let found = Command::new("bash")
+        .args(["-c", &format!("command -v {tool}")])
+        .env("PATH", tool_path())
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(found, "{tool} is not installed: run `{install}` first");
+}
+
+fn run_script(script: &str, args: &[&str]) -> Output {
+    let out = Command::new("bash")
+        .arg(repo_file(script))
+        .args(args)
+        .env("PATH", tool_path())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {script}: {e}"));
+    assert!(
+        out.status.success(),
+        "{script} {args:?} failed\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The function the flamegraph must show: it is where the helper spends its time.
+#[inline(never)]
+fn flamegraph_marker_spin(rounds: u64) -> u64 {
+    let mut acc = 0u64;
+    for i in 0..rounds {
+        acc = std::hint::black_box(acc.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }
+    acc
+}
+
+/// Not a test: the busy process profiled by `flamegraph_svg_names_the_busy_function`
+/// (this test binary re-executed with SHARDLOG_PERF_BUSY_SECS set).
+#[test]
+#[ignore = "helper process for the flamegraph test"]
+fn busy_helper_process() {
+    let Ok(secs) = std::env::var(BUSY_ENV) else {
+        return;
+    };
+    let deadline =
+        std::time::Instant::now() + std::time::Duration::from_secs(secs.parse().unwrap_or(30));
+    while std::time::Instant::now() < deadline {
+        std::hint::black_box(flamegraph_marker_spin(1_000_000));
+    }
+}
+
+struct KillOnDrop(Child);
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn flamegraph_svg_names_the_busy_function() {
+    require_tool("perf", "apt-get install -y linux-perf");
+    require_tool("inferno-flamegraph", "cargo install inferno --locked");
+    require_tool("inferno-collapse-perf", "cargo install inferno --locked");
+    let exe = std::env::current_exe().expect("test executable path");
+    let busy = Command::new(exe)
+        .args(["busy_helper_process", "--exact", "--ignored", "--nocapture"])
+        .env(BUSY_ENV, "60")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn busy helper");
+    let busy = KillOnDrop(busy);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let svg = dir.path().join("busy.svg");
+    let pid = busy.0.id().to_string();
+    let out = run_script(
+        "perf/flamegraph.sh",
+        &[
+            "--pid",
+            &pid,
+            "--duration",
+            "3",
+            "--no-install",
+            "--out",
+            svg.to_str().expect("utf-8"),
+        ],
+    );
+    drop(busy);
+    let text = std::fs::read_to_string(&svg).unwrap_or_else(|e| {
+        panic!(
+            "no SVG written ({e}); script said: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert!(text.contains("<svg"), "output is not an SVG");
+    assert!(
+        text.contains("flamegraph_marker_spin"),
+        "SVG does not name the busy function; script said: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn compare_prints_each_round_and_the_median_ratio() {
+    let out = run_script(
+        "perf/compare.sh",
+        &[
+            "--a",
+            "echo 'rate 100'",
+            "--b",
+            "echo 'rate 150'",
+            "--rounds",
+            "3",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rounds = stdout.lines().filter(|l| l.starts_with("round ")).count();
+    assert_eq!(rounds, 3, "{stdout}");
+    assert!(
+        stdout.contains("round 2  A 100  B 150  B/A 1.500"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("median ratio B/A 1.500"), "{stdout}");
+}
+
+#[test]
+fn compare_reads_a_csv_column_written_to_compare_csv() {
+    let out = run_script(
+        "perf/compare.sh",
+        &[
+            "--a",
+            "printf 'acks,msgs_per_sec\\n1,2000\\n' > \"$COMPARE_CSV\"",
+            "--b",
+            "printf 'acks,msgs_per_sec\\n1,1000\\n' > \"$COMPARE_CSV\"",
+            "--metric",
+            "msgs_per_sec",
+            "--rounds",
+            "1",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("median ratio B/A 0.500"), "{stdout}");
+}
+
+#[test]
+fn compare_fails_when_the_output_has_no_figure() {
+    let status = Command::new("bash")
+        .arg(repo_file("perf/compare.sh"))
+        .args([
+            "--a",
+            "echo hello",
+            "--b",
+            "echo 'rate 1'",
+            "--rounds",
+            "1",
+            "--quiet",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run compare.sh");
+    assert!(!status.success());
+}
+
+/// Value of the `name value unit` line whose name starts with `prefix`.
+fn reference_value(stdout: &str, prefix: &str, unit: &str) -> f64 {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix}* line in:\n{stdout}"));
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(fields.len(), 3, "not `name value unit`: {line}");
+    assert_eq!(fields[2], unit, "{line}");
+    fields[1]
+        .parse()
+        .unwrap_or_else(|_| panic!("value not a number: {line}"))
+}
+
+#[test]
+fn reference_quick_prints_loopback_seqwrite_and_fdatasync_figures() {
+    require_tool("iperf3", "apt-get install -y iperf3");
+    require_tool("fio", "apt-get install -y fio");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = run_script(
+        "perf/reference.sh",
+        &["--quick", "--dir", dir.path().to_str().expect("utf-8")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(reference_value(&stdout, "iperf3_loopback_1stream", "Gbit/s") > 0.0);
+    assert!(reference_value(&stdout, "fio_seqwrite_1MiB_direct_", "MB/s") > 0.0);
+    assert!(reference_value(&stdout, "fio_write_4KiB_fdatasync ", "writes/s") > 0.0);
+    assert!(reference_value(&stdout, "fio_write_4KiB_fdatasync_p99", "us") > 0.0);
+    let leftovers = std::fs::read_dir(dir.path()).expect("read dir").count();
+    assert_eq!(leftovers, 0, "reference.sh must remove its fio files");
+}

@@ -1,1 +1,17 @@
-//! replication (see lib.rs crate map).
+//! Replication (ARCHITECTURE.md §6): the pure rules a partition leader and
+//! its followers follow, and the producer-id allocation idempotent
+//! producers depend on.
+//!
+//! - [`producer_id`] `[pure]`: producer-id blocks from
+//!   `/latest_producer_id_block` (Kafka's `ZkProducerIdManager`).
+//!
+//! Future files (not written yet):
+//! - `isr` `[pure]`: HW advance (`maybeIncrementLeaderHW`), ISR shrink after
+//!   `replica.lag.time.max.ms`, ISR expand when a follower's LEO ≥ HW.
+//! - `truncation` `[pure]`: follower truncation by leader epoch (KIP-101,
+//!   OffsetsForLeaderEpoch).
+//! - `producer_state` `[pure]`: per-partition idempotence state
+//!   (producer epoch, last sequences, duplicate detection).
+//! - `fetcher` `[drv]`: replica fetcher tasks.
+
+pub mod producer_id;

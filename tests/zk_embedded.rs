@@ -33,43 +33,41 @@ struct Before {
 
 async fn first_run(dir: &Path) -> Before {
     let store = EmbeddedStore::open(dir).expect("open");
-    {
-        let mut rng = StdRng::seed_from_u64(1);
-        let defaults = BrokerTopicDefaults::default();
-        admin::create_top_level_paths(&store).await.unwrap();
-        admin::register_broker(&store, 1, "localhost", 9092, 1_700_000_000_000)
-            .await
-            .unwrap();
-        let cluster_id = admin::ensure_cluster_id(&store, &mut rng).await.unwrap();
-        let live = admin::live_brokers(&store).await.unwrap();
-        assert_eq!(live, vec![1]);
-        for (name, partitions) in [("orders", 3), ("payments", 1)] {
-            let topic = NewTopic {
-                name: name.to_string(),
-                num_partitions: partitions,
-                replication_factor: 1,
-                replica_assignment: BTreeMap::new(),
-                configs: BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]),
-            };
-            admin::create_topic(&store, &topic, &live, &defaults, false, &mut rng)
-                .await
-                .unwrap();
-        }
-        admin::create_partitions(&store, "orders", 4, None, &live, false)
-            .await
-            .unwrap();
-        let set = AlterConfigOp {
-            name: "cleanup.policy".to_string(),
-            op: AlterConfigOpType::Set,
-            value: Some("compact".to_string()),
+    let mut rng = StdRng::seed_from_u64(1);
+    let defaults = BrokerTopicDefaults::default();
+    admin::create_top_level_paths(&store).await.unwrap();
+    admin::register_broker(&store, 1, "localhost", 9092, 1_700_000_000_000)
+        .await
+        .unwrap();
+    let cluster_id = admin::ensure_cluster_id(&store, &mut rng).await.unwrap();
+    let live = admin::live_brokers(&store).await.unwrap();
+    assert_eq!(live, vec![1]);
+    for (name, partitions) in [("orders", 3), ("payments", 1)] {
+        let topic = NewTopic {
+            name: name.to_string(),
+            num_partitions: partitions,
+            replication_factor: 1,
+            replica_assignment: BTreeMap::new(),
+            configs: BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]),
         };
-        admin::incremental_alter_configs(&store, "payments", &[set], &defaults, false)
+        admin::create_topic(&store, &topic, &live, &defaults, false, &mut rng)
             .await
             .unwrap();
-        Before {
-            topics: admin::load_topics(&store).await.unwrap(),
-            cluster_id,
-        }
+    }
+    admin::create_partitions(&store, "orders", 4, None, &live, false)
+        .await
+        .unwrap();
+    let set = AlterConfigOp {
+        name: "cleanup.policy".to_string(),
+        op: AlterConfigOpType::Set,
+        value: Some("compact".to_string()),
+    };
+    admin::incremental_alter_configs(&store, "payments", &[set], &defaults, false)
+        .await
+        .unwrap();
+    Before {
+        topics: admin::load_topics(&store).await.unwrap(),
+        cluster_id,
     }
 }
 
@@ -88,28 +86,26 @@ fn topics_configs_and_ids_survive_reopen_but_ephemeral_nodes_do_not() {
 
     on_executor(move || async move {
         let store = EmbeddedStore::open(&path).expect("reopen");
-        {
-            let after = admin::load_topics(&store).await.unwrap();
-            assert_eq!(
-                after, before.topics,
-                "topics, topic ids, state and configs unchanged"
-            );
-            let mut other_rng = StdRng::seed_from_u64(2);
-            let cluster_id = admin::ensure_cluster_id(&store, &mut other_rng)
-                .await
-                .unwrap();
-            assert_eq!(cluster_id, before.cluster_id);
-            assert!(admin::live_brokers(&store).await.unwrap().is_empty());
-            assert!(store.exists("/brokers/ids/1").await.unwrap().is_none());
-            // The store keeps working after reopen.
-            admin::delete_topic(&store, "orders").await.unwrap();
-            let names: Vec<String> = admin::load_topics(&store)
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|t| t.name)
-                .collect();
-            assert_eq!(names, vec!["payments"]);
-        }
+        let after = admin::load_topics(&store).await.unwrap();
+        assert_eq!(
+            after, before.topics,
+            "topics, topic ids, state and configs unchanged"
+        );
+        let mut other_rng = StdRng::seed_from_u64(2);
+        let cluster_id = admin::ensure_cluster_id(&store, &mut other_rng)
+            .await
+            .unwrap();
+        assert_eq!(cluster_id, before.cluster_id);
+        assert!(admin::live_brokers(&store).await.unwrap().is_empty());
+        assert!(store.exists("/brokers/ids/1").await.unwrap().is_none());
+        // The store keeps working after reopen.
+        admin::delete_topic(&store, "orders").await.unwrap();
+        let names: Vec<String> = admin::load_topics(&store)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, vec!["payments"]);
     });
 }

@@ -87,7 +87,7 @@ pub fn assign_replicas_to_brokers(
     let first_partition = start_partition_id.max(0);
     for partition in first_partition..first_partition.saturating_add(partitions) {
         let p = partition as usize;
-        if p > 0 && p % n == 0 {
+        if p > 0 && p.is_multiple_of(n) {
             shift += 1;
         }
         let first = (p + start_index) % n;

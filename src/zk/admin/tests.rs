@@ -244,7 +244,8 @@ fn create_partitions_continues_round_robin_and_only_grows() {
         assert_eq!(info.partitions[3].leader, 1);
         assert_eq!(load_topic(&s, "t").await.unwrap(), info);
 
-        let rows: Vec<(i32, Option<Vec<Vec<i32>>>, i16)> = vec![
+        type Row = (i32, Option<Vec<Vec<i32>>>, i16);
+        let rows: Vec<Row> = vec![
             (4, None, 37),
             (3, None, 37),
             (5, Some(vec![]), 39),

@@ -797,4 +797,115 @@ mod tests {
             assert_eq!(s.get("/x/y").await.unwrap().0, Vec::<u8>::new());
         });
     }
+
+    /// A model of persistent znodes: path → (data, version).
+    type Model = BTreeMap<String, (Vec<u8>, i32)>;
+
+    #[derive(Debug, Clone)]
+    enum ModelOp {
+        Create(usize, u8),
+        Set(usize, u8, Option<i32>),
+        Delete(usize, Option<i32>),
+    }
+
+    const UNIVERSE: &[&str] = &["/a", "/a/b", "/a/b/c", "/a/d", "/e"];
+
+    fn model_op() -> impl proptest::strategy::Strategy<Value = ModelOp> {
+        use proptest::prelude::*;
+        let idx = 0..UNIVERSE.len();
+        let ver = proptest::option::of(0i32..3);
+        prop_oneof![
+            (idx.clone(), any::<u8>()).prop_map(|(i, d)| ModelOp::Create(i, d)),
+            (idx.clone(), any::<u8>(), ver.clone()).prop_map(|(i, d, v)| ModelOp::Set(i, d, v)),
+            (idx, ver).prop_map(|(i, v)| ModelOp::Delete(i, v)),
+        ]
+    }
+
+    /// The model's answer: Ok or the ZooKeeper error for `op`.
+    fn model_apply(model: &mut Model, op: &ModelOp) -> Result<(), StoreError> {
+        let path = |i: usize| UNIVERSE[i].to_string();
+        let parent_exists =
+            |m: &Model, p: &str| parent_of(p).is_some_and(|pp| pp == "/" || m.contains_key(pp));
+        let version_ok = |m: &Model, p: &str, v: Option<i32>| {
+            v.is_none_or(|v| m.get(p).is_some_and(|n| n.1 == v))
+        };
+        match op {
+            ModelOp::Create(i, d) => {
+                let p = path(*i);
+                if model.contains_key(&p) {
+                    return Err(StoreError::NodeExists(p));
+                }
+                if !parent_exists(model, &p) {
+                    return Err(StoreError::NoParent(p));
+                }
+                model.insert(p, (vec![*d], 0));
+            }
+            ModelOp::Set(i, d, v) => {
+                let p = path(*i);
+                if !model.contains_key(&p) {
+                    return Err(StoreError::NoNode(p));
+                }
+                if !version_ok(model, &p, *v) {
+                    return Err(StoreError::BadVersion(p));
+                }
+                let node = model.get_mut(&p).expect("checked above");
+                *node = (vec![*d], node.1 + 1);
+            }
+            ModelOp::Delete(i, v) => {
+                let p = path(*i);
+                if !model.contains_key(&p) {
+                    return Err(StoreError::NoNode(p));
+                }
+                if !version_ok(model, &p, *v) {
+                    return Err(StoreError::BadVersion(p));
+                }
+                if model.keys().any(|k| parent_of(k) == Some(p.as_str())) {
+                    return Err(StoreError::NotEmpty(p));
+                }
+                model.remove(&p);
+            }
+        }
+        Ok(())
+    }
+
+    async fn store_apply(s: &EmbeddedStore, op: &ModelOp) -> Result<(), StoreError> {
+        match op {
+            ModelOp::Create(i, d) => s.create(UNIVERSE[*i], &[*d], P).await.map(|_| ()),
+            ModelOp::Set(i, d, v) => s.set(UNIVERSE[*i], &[*d], *v).await.map(|_| ()),
+            ModelOp::Delete(i, v) => s.delete(UNIVERSE[*i], *v).await,
+        }
+    }
+
+    async fn snapshot(s: &EmbeddedStore) -> Model {
+        let mut out = Model::new();
+        for p in UNIVERSE {
+            if let Ok((data, stat)) = s.get(p).await {
+                out.insert(p.to_string(), (data, stat.version));
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn store_matches_znode_model_and_survives_reopen(
+            ops in proptest::collection::vec(model_op(), 1..25),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            block_on(async {
+                let s = EmbeddedStore::open(dir.path()).unwrap();
+                let mut model = Model::new();
+                for op in &ops {
+                    let want = model_apply(&mut model, op);
+                    assert_eq!(store_apply(&s, op).await, want, "{op:?}");
+                }
+                assert_eq!(snapshot(&s).await, model);
+                drop(s);
+                let reopened = EmbeddedStore::open(dir.path()).unwrap();
+                assert_eq!(snapshot(&reopened).await, model);
+            });
+        }
+    }
 }

@@ -895,9 +895,7 @@ fn apply_alter_ops(
     Ok(overrides)
 }
 
-/// IncrementalAlterConfigs for a topic. Writes the new overrides and a
-/// `/config/changes` notification (so ZooKeeper-mode brokers reload) in one
-/// `multi`, guarded by the config znode's version. Returns the new overrides.
+/// IncrementalAlterConfigs for a topic (KIP-339). Returns the new overrides.
 pub async fn incremental_alter_configs<S: MetadataStore>(
     store: &S,
     name: &str,
@@ -914,7 +912,40 @@ pub async fn incremental_alter_configs<S: MetadataStore>(
     if validate_only {
         return Ok(updated);
     }
-    let data = ConfigZNode::new(updated.clone()).encode();
+    write_topic_overrides(store, name, &updated, version).await?;
+    Ok(updated)
+}
+
+/// AlterConfigs (the legacy, replace-everything API kafka-python uses):
+/// the topic's overrides become exactly `configs`.
+pub async fn alter_configs<S: MetadataStore>(
+    store: &S,
+    name: &str,
+    configs: &BTreeMap<String, String>,
+    defaults: &BrokerTopicDefaults,
+    validate_only: bool,
+) -> Result<(), AdminError> {
+    if store.exists(&paths::topic(name)).await?.is_none() {
+        return Err(unknown_topic(name));
+    }
+    TopicConfig::resolve(configs, defaults)?;
+    if validate_only {
+        return Ok(());
+    }
+    let (_, version) = read_topic_overrides(store, name).await?;
+    write_topic_overrides(store, name, configs, version).await
+}
+
+/// Writes the overrides (guarded by the config znode's `version`) and a
+/// `/config/changes` notification in one `multi`, as Kafka's
+/// `AdminZkClient.changeTopicConfig` does, so ZooKeeper-mode brokers reload.
+async fn write_topic_overrides<S: MetadataStore>(
+    store: &S,
+    name: &str,
+    overrides: &BTreeMap<String, String>,
+    version: Option<i32>,
+) -> Result<(), AdminError> {
+    let data = ConfigZNode::new(overrides.clone()).encode();
     let config_op = match version {
         Some(v) => Op::Set {
             path: paths::topic_config(name),
@@ -930,7 +961,7 @@ pub async fn incremental_alter_configs<S: MetadataStore>(
     };
     create_top_level_paths(store).await?;
     store.multi(vec![config_op, notify]).await?;
-    Ok(updated)
+    Ok(())
 }
 
 #[cfg(test)]

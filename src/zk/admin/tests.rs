@@ -416,3 +416,25 @@ fn broker_registration_is_ephemeral_and_listed() {
         assert!(live_brokers(&s).await.unwrap().is_empty());
     });
 }
+
+#[test]
+fn alter_configs_replaces_all_overrides() {
+    block_on(async {
+        let s = EmbeddedStore::in_memory();
+        let mut t = new_topic("t", 1, 1);
+        t.configs.insert("retention.ms".into(), "1000".into());
+        create(&s, &t, &[1]).await.unwrap();
+        let d = defaults();
+        let next = BTreeMap::from([("segment.ms".to_string(), "60000".to_string())]);
+        alter_configs(&s, "t", &next, &d, false).await.unwrap();
+        assert_eq!(load_topic(&s, "t").await.unwrap().configs, next);
+        let bad = BTreeMap::from([("segment.ms".to_string(), "0".to_string())]);
+        let err = alter_configs(&s, "t", &bad, &d, false).await.unwrap_err();
+        assert_eq!(err.error_code(), 40);
+        assert_eq!(load_topic(&s, "t").await.unwrap().configs, next);
+        let err = alter_configs(&s, "nope", &next, &d, false)
+            .await
+            .unwrap_err();
+        assert_eq!(err.error_code(), 3);
+    });
+}

@@ -331,18 +331,18 @@ fn validate_manual_assignment(
     for (partition, replicas) in assignment {
         if replicas.is_empty() {
             return bad(format!(
-                "Replica assignment for partition {partition} is empty."
+                "Cannot have replication factor of 0 for partition id {partition}."
             ));
         }
         let distinct: BTreeSet<_> = replicas.iter().collect();
         if distinct.len() != replicas.len() {
             return bad(format!(
-                "Duplicate replica assignment found for partition {partition}: {replicas:?}"
+                "Duplicate brokers not allowed in replica assignment: {replicas:?} for partition id {partition}."
             ));
         }
         if let Some(unknown) = replicas.iter().find(|r| !live.contains(r)) {
             return bad(format!(
-                "Unknown broker(s) in replica assignment: {unknown}."
+                "The manual partition assignment includes broker {unknown}, but no such broker is registered."
             ));
         }
         match rf {
@@ -379,12 +379,15 @@ async fn validate_topic_create<S: MetadataStore>(store: &S, name: &str) -> Resul
     }
     if name.contains(['.', '_']) {
         let unified = unify_collision_chars(name);
-        if let Some(other) = existing
+        let colliding: Vec<&str> = existing
             .iter()
-            .find(|t| unify_collision_chars(t) == unified)
-        {
+            .filter(|t| unify_collision_chars(t) == unified)
+            .map(String::as_str)
+            .collect();
+        if !colliding.is_empty() {
             return Err(AdminError::InvalidTopic(format!(
-                "Topic '{name}' collides with existing topic: {other}"
+                "Topic '{name}' collides with existing topics: {}",
+                colliding.join(", ")
             )));
         }
     }

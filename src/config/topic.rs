@@ -1,1 +1,1197 @@
-//! `[pure]` Topic-level configs (Kafka names: cleanup.policy, retention.ms, ...) with broker defaults.
+//! `[pure]` Topic-level configs (Kafka names: cleanup.policy, retention.ms, ...)
+//! with broker defaults.
+//!
+//! Follows Kafka 3.9's `LogConfig`: the same keys, types, validators and
+//! broker synonyms. A topic's effective config is its overrides (the
+//! `/config/topics/<t>` znode) over [`BrokerTopicDefaults`], which the
+//! `server.properties` parser fills from the `log.*` keys. [`TopicConfig::describe`]
+//! produces what DescribeConfigs needs (value, source, synonyms, type).
+//!
+//! Left out: `message.format.version` (ignored since Kafka 3.0, removed in
+//! 4.0) and the tiered-storage copy/delete switches; `remote.storage.enable`
+//! is accepted only as `false` because we have no remote log storage.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// `ConfigType` codes of DescribeConfigs v3+ (`DescribeConfigsResponse.ConfigType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Short = 4,
+    Long = 5,
+    Double = 6,
+    List = 7,
+    Class = 8,
+    Password = 9,
+}
+
+/// `ConfigSource` codes of DescribeConfigs v1+ (`DescribeConfigsResponse.ConfigSource`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// A per-topic override (Kafka calls it TOPIC_CONFIG on the wire).
+    DynamicTopicConfig = 1,
+    StaticBrokerConfig = 4,
+    DefaultConfig = 5,
+}
+
+/// A parsed config value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfigValue {
+    Boolean(bool),
+    Int(i32),
+    Long(i64),
+    Double(f64),
+    String(String),
+    List(Vec<String>),
+}
+
+impl ConfigValue {
+    /// Kafka's `ConfigDef.convertToString`: what DescribeConfigs shows.
+    pub fn to_kafka_string(&self) -> String {
+        match self {
+            Self::Boolean(b) => b.to_string(),
+            Self::Int(v) => v.to_string(),
+            Self::Long(v) => v.to_string(),
+            Self::Double(v) => java_double(*v),
+            Self::String(s) => s.clone(),
+            Self::List(items) => items.join(","),
+        }
+    }
+}
+
+/// Java's `Double.toString` for the values we use (always a fraction part).
+fn java_double(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e7 {
+        format!("{v:.1}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// An override failed validation: INVALID_CONFIG (40) at the protocol edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub key: String,
+    pub value: String,
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Kafka's ConfigException wording.
+        write!(
+            f,
+            "Invalid value {} for configuration {}: {}",
+            self.value, self.key, self.reason
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// How a key's value is validated (Kafka's `ConfigDef.Validator`s).
+#[derive(Debug, Clone, Copy)]
+enum Check {
+    Any,
+    AtLeast(i64),
+    Between(i64, i64),
+    /// `GzipCompression.LEVEL_VALIDATOR`: -1 (default) or 1..=9.
+    GzipLevel,
+    DoubleBetween(f64, f64),
+    OneOf(&'static [&'static str]),
+    ListOf(&'static [&'static str]),
+    /// `ThrottledReplicaListValidator`: `*` or `partition:broker,...`.
+    ThrottledReplicas,
+}
+
+struct KeyDef {
+    name: &'static str,
+    kind: ConfigType,
+    check: Check,
+    /// The broker key that supplies the default (first synonym).
+    broker_key: Option<&'static str>,
+    /// Other broker keys feeding the same default (e.g. log.retention.hours).
+    broker_synonyms: &'static [&'static str],
+}
+
+const fn key(
+    name: &'static str,
+    kind: ConfigType,
+    check: Check,
+    broker_key: Option<&'static str>,
+    broker_synonyms: &'static [&'static str],
+) -> KeyDef {
+    KeyDef {
+        name,
+        kind,
+        check,
+        broker_key,
+        broker_synonyms,
+    }
+}
+
+const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
+const CLEANUP_POLICIES: &[&str] = &["compact", "delete"];
+const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
+/// `LegacyRecord.RECORD_OVERHEAD_V0`: the floor of segment.bytes.
+const RECORD_OVERHEAD_V0: i64 = 14;
+
+use Check::*;
+use ConfigType as T;
+
+/// Every topic key we accept, sorted by name (describe order).
+static KEYS: &[KeyDef] = &[
+    key(
+        "cleanup.policy",
+        T::List,
+        ListOf(CLEANUP_POLICIES),
+        Some("log.cleanup.policy"),
+        &[],
+    ),
+    key(
+        "compression.gzip.level",
+        T::Int,
+        GzipLevel,
+        Some("compression.gzip.level"),
+        &[],
+    ),
+    key(
+        "compression.lz4.level",
+        T::Int,
+        Between(1, 17),
+        Some("compression.lz4.level"),
+        &[],
+    ),
+    key(
+        "compression.type",
+        T::String,
+        OneOf(COMPRESSION_TYPES),
+        Some("compression.type"),
+        &[],
+    ),
+    key(
+        "compression.zstd.level",
+        T::Int,
+        Between(-131072, 22),
+        Some("compression.zstd.level"),
+        &[],
+    ),
+    key(
+        "delete.retention.ms",
+        T::Long,
+        AtLeast(0),
+        Some("log.cleaner.delete.retention.ms"),
+        &[],
+    ),
+    key(
+        "file.delete.delay.ms",
+        T::Long,
+        AtLeast(0),
+        Some("log.segment.delete.delay.ms"),
+        &[],
+    ),
+    key(
+        "flush.messages",
+        T::Long,
+        AtLeast(1),
+        Some("log.flush.interval.messages"),
+        &[],
+    ),
+    key(
+        "flush.ms",
+        T::Long,
+        AtLeast(0),
+        Some("log.flush.interval.ms"),
+        &["log.flush.scheduler.interval.ms"],
+    ),
+    key(
+        "follower.replication.throttled.replicas",
+        T::List,
+        ThrottledReplicas,
+        None,
+        &[],
+    ),
+    key(
+        "index.interval.bytes",
+        T::Int,
+        AtLeast(0),
+        Some("log.index.interval.bytes"),
+        &[],
+    ),
+    key(
+        "leader.replication.throttled.replicas",
+        T::List,
+        ThrottledReplicas,
+        None,
+        &[],
+    ),
+    key(
+        "local.retention.bytes",
+        T::Long,
+        AtLeast(-2),
+        Some("log.local.retention.bytes"),
+        &[],
+    ),
+    key(
+        "local.retention.ms",
+        T::Long,
+        AtLeast(-2),
+        Some("log.local.retention.ms"),
+        &[],
+    ),
+    key(
+        "max.compaction.lag.ms",
+        T::Long,
+        AtLeast(1),
+        Some("log.cleaner.max.compaction.lag.ms"),
+        &[],
+    ),
+    key(
+        "max.message.bytes",
+        T::Int,
+        AtLeast(0),
+        Some("message.max.bytes"),
+        &[],
+    ),
+    key(
+        "message.downconversion.enable",
+        T::Boolean,
+        Any,
+        Some("log.message.downconversion.enable"),
+        &[],
+    ),
+    key(
+        "message.timestamp.after.max.ms",
+        T::Long,
+        AtLeast(0),
+        Some("log.message.timestamp.after.max.ms"),
+        &[],
+    ),
+    key(
+        "message.timestamp.before.max.ms",
+        T::Long,
+        AtLeast(0),
+        Some("log.message.timestamp.before.max.ms"),
+        &[],
+    ),
+    key(
+        "message.timestamp.difference.max.ms",
+        T::Long,
+        AtLeast(0),
+        Some("log.message.timestamp.difference.max.ms"),
+        &[],
+    ),
+    key(
+        "message.timestamp.type",
+        T::String,
+        OneOf(TIMESTAMP_TYPES),
+        Some("log.message.timestamp.type"),
+        &[],
+    ),
+    key(
+        "min.cleanable.dirty.ratio",
+        T::Double,
+        DoubleBetween(0.0, 1.0),
+        Some("log.cleaner.min.cleanable.ratio"),
+        &[],
+    ),
+    key(
+        "min.compaction.lag.ms",
+        T::Long,
+        AtLeast(0),
+        Some("log.cleaner.min.compaction.lag.ms"),
+        &[],
+    ),
+    key(
+        "min.insync.replicas",
+        T::Int,
+        AtLeast(1),
+        Some("min.insync.replicas"),
+        &[],
+    ),
+    key("preallocate", T::Boolean, Any, Some("log.preallocate"), &[]),
+    key("remote.storage.enable", T::Boolean, Any, None, &[]),
+    key(
+        "retention.bytes",
+        T::Long,
+        Any,
+        Some("log.retention.bytes"),
+        &[],
+    ),
+    key(
+        "retention.ms",
+        T::Long,
+        AtLeast(-1),
+        Some("log.retention.ms"),
+        &["log.retention.minutes", "log.retention.hours"],
+    ),
+    key(
+        "segment.bytes",
+        T::Int,
+        AtLeast(RECORD_OVERHEAD_V0),
+        Some("log.segment.bytes"),
+        &[],
+    ),
+    key(
+        "segment.index.bytes",
+        T::Int,
+        AtLeast(4),
+        Some("log.index.size.max.bytes"),
+        &[],
+    ),
+    key(
+        "segment.jitter.ms",
+        T::Long,
+        AtLeast(0),
+        Some("log.roll.jitter.ms"),
+        &["log.roll.jitter.hours"],
+    ),
+    key(
+        "segment.ms",
+        T::Long,
+        AtLeast(1),
+        Some("log.roll.ms"),
+        &["log.roll.hours"],
+    ),
+    key(
+        "unclean.leader.election.enable",
+        T::Boolean,
+        Any,
+        Some("unclean.leader.election.enable"),
+        &[],
+    ),
+];
+
+fn key_def(name: &str) -> Option<&'static KeyDef> {
+    KEYS.iter().find(|k| k.name == name)
+}
+
+/// Names of every topic config key we accept.
+pub fn topic_config_names() -> impl Iterator<Item = &'static str> {
+    KEYS.iter().map(|k| k.name)
+}
+
+/// The config type of a topic key, if known.
+pub fn topic_config_type(name: &str) -> Option<ConfigType> {
+    key_def(name).map(|k| k.kind)
+}
+
+/// Broker-level defaults for topic configs. Field = Kafka broker key with
+/// dots → underscores; values already resolved by the broker config parser
+/// (e.g. `log.retention.ms` ← minutes ← hours). Defaults are Kafka 3.9's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerTopicDefaults {
+    /// `log.cleanup.policy` = delete
+    pub log_cleanup_policy: Vec<String>,
+    /// `compression.type` = producer
+    pub compression_type: String,
+    /// `compression.gzip.level` = -1 (KIP-390)
+    pub compression_gzip_level: i32,
+    /// `compression.lz4.level` = 9
+    pub compression_lz4_level: i32,
+    /// `compression.zstd.level` = 3
+    pub compression_zstd_level: i32,
+    /// `log.cleaner.delete.retention.ms` = 1 day
+    pub log_cleaner_delete_retention_ms: i64,
+    /// `log.segment.delete.delay.ms` = 60 s
+    pub log_segment_delete_delay_ms: i64,
+    /// `log.flush.interval.messages` = Long.MAX_VALUE
+    pub log_flush_interval_messages: i64,
+    /// `log.flush.interval.ms` (unset → `log.flush.scheduler.interval.ms` = Long.MAX_VALUE)
+    pub log_flush_interval_ms: i64,
+    /// `log.index.interval.bytes` = 4096
+    pub log_index_interval_bytes: i32,
+    /// `log.local.retention.bytes` = -2 (follow retention.bytes)
+    pub log_local_retention_bytes: i64,
+    /// `log.local.retention.ms` = -2 (follow retention.ms)
+    pub log_local_retention_ms: i64,
+    /// `log.cleaner.max.compaction.lag.ms` = Long.MAX_VALUE
+    pub log_cleaner_max_compaction_lag_ms: i64,
+    /// `message.max.bytes` = 1048588
+    pub message_max_bytes: i32,
+    /// `log.message.downconversion.enable` = true
+    pub log_message_downconversion_enable: bool,
+    /// `log.message.timestamp.after.max.ms` = Long.MAX_VALUE (KIP-937)
+    pub log_message_timestamp_after_max_ms: i64,
+    /// `log.message.timestamp.before.max.ms` = Long.MAX_VALUE (KIP-937)
+    pub log_message_timestamp_before_max_ms: i64,
+    /// `log.message.timestamp.difference.max.ms` = Long.MAX_VALUE (deprecated by KIP-937)
+    pub log_message_timestamp_difference_max_ms: i64,
+    /// `log.message.timestamp.type` = CreateTime
+    pub log_message_timestamp_type: String,
+    /// `log.cleaner.min.cleanable.ratio` = 0.5
+    pub log_cleaner_min_cleanable_ratio: f64,
+    /// `log.cleaner.min.compaction.lag.ms` = 0
+    pub log_cleaner_min_compaction_lag_ms: i64,
+    /// `min.insync.replicas` = 1
+    pub min_insync_replicas: i32,
+    /// `log.preallocate` = false
+    pub log_preallocate: bool,
+    /// `log.retention.bytes` = -1 (unlimited)
+    pub log_retention_bytes: i64,
+    /// `log.retention.ms` (← minutes ← `log.retention.hours` = 168) = 7 days
+    pub log_retention_ms: i64,
+    /// `log.segment.bytes` = 1 GiB
+    pub log_segment_bytes: i32,
+    /// `log.index.size.max.bytes` = 10 MiB
+    pub log_index_size_max_bytes: i32,
+    /// `log.roll.jitter.ms` (← `log.roll.jitter.hours` = 0)
+    pub log_roll_jitter_ms: i64,
+    /// `log.roll.ms` (← `log.roll.hours` = 168) = 7 days
+    pub log_roll_ms: i64,
+    /// `unclean.leader.election.enable` = false
+    pub unclean_leader_election_enable: bool,
+    /// `remote.log.storage.system.enable` = false (KIP-405); we have none.
+    pub remote_log_storage_system_enable: bool,
+    /// `num.partitions` = 1: CreateTopics with num_partitions -1 (KIP-464).
+    pub num_partitions: i32,
+    /// `default.replication.factor` = 1: CreateTopics with replication_factor -1.
+    pub default_replication_factor: i16,
+    /// Broker keys set explicitly in server.properties: their defaults show
+    /// as STATIC_BROKER_CONFIG instead of DEFAULT_CONFIG in DescribeConfigs.
+    pub static_keys: BTreeSet<String>,
+}
+
+impl Default for BrokerTopicDefaults {
+    fn default() -> Self {
+        Self {
+            log_cleanup_policy: vec!["delete".to_string()],
+            compression_type: "producer".to_string(),
+            compression_gzip_level: -1,
+            compression_lz4_level: 9,
+            compression_zstd_level: 3,
+            log_cleaner_delete_retention_ms: 86_400_000,
+            log_segment_delete_delay_ms: 60_000,
+            log_flush_interval_messages: i64::MAX,
+            log_flush_interval_ms: i64::MAX,
+            log_index_interval_bytes: 4096,
+            log_local_retention_bytes: -2,
+            log_local_retention_ms: -2,
+            log_cleaner_max_compaction_lag_ms: i64::MAX,
+            message_max_bytes: 1_048_588,
+            log_message_downconversion_enable: true,
+            log_message_timestamp_after_max_ms: i64::MAX,
+            log_message_timestamp_before_max_ms: i64::MAX,
+            log_message_timestamp_difference_max_ms: i64::MAX,
+            log_message_timestamp_type: "CreateTime".to_string(),
+            log_cleaner_min_cleanable_ratio: 0.5,
+            log_cleaner_min_compaction_lag_ms: 0,
+            min_insync_replicas: 1,
+            log_preallocate: false,
+            log_retention_bytes: -1,
+            log_retention_ms: 7 * 24 * 3_600_000,
+            log_segment_bytes: 1 << 30,
+            log_index_size_max_bytes: 10 * 1024 * 1024,
+            log_roll_jitter_ms: 0,
+            log_roll_ms: 7 * 24 * 3_600_000,
+            unclean_leader_election_enable: false,
+            remote_log_storage_system_enable: false,
+            num_partitions: 1,
+            default_replication_factor: 1,
+            static_keys: BTreeSet::new(),
+        }
+    }
+}
+
+/// `compression.type` at topic level (`BrokerCompressionType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerCompressionType {
+    Uncompressed,
+    Zstd,
+    Lz4,
+    Snappy,
+    Gzip,
+    /// Keep whatever the producer used.
+    Producer,
+}
+
+impl BrokerCompressionType {
+    fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "uncompressed" => Self::Uncompressed,
+            "zstd" => Self::Zstd,
+            "lz4" => Self::Lz4,
+            "snappy" => Self::Snappy,
+            "gzip" => Self::Gzip,
+            "producer" => Self::Producer,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Uncompressed => "uncompressed",
+            Self::Zstd => "zstd",
+            Self::Lz4 => "lz4",
+            Self::Snappy => "snappy",
+            Self::Gzip => "gzip",
+            Self::Producer => "producer",
+        }
+    }
+}
+
+/// `message.timestamp.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    CreateTime,
+    LogAppendTime,
+}
+
+impl TimestampType {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::CreateTime => "CreateTime",
+            Self::LogAppendTime => "LogAppendTime",
+        }
+    }
+}
+
+/// A topic's effective configuration. Field = topic key, dots → underscores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicConfig {
+    pub cleanup_policy: Vec<String>,
+    pub compression_gzip_level: i32,
+    pub compression_lz4_level: i32,
+    pub compression_type: BrokerCompressionType,
+    pub compression_zstd_level: i32,
+    pub delete_retention_ms: i64,
+    pub file_delete_delay_ms: i64,
+    pub flush_messages: i64,
+    pub flush_ms: i64,
+    pub follower_replication_throttled_replicas: Vec<String>,
+    pub index_interval_bytes: i32,
+    pub leader_replication_throttled_replicas: Vec<String>,
+    pub local_retention_bytes: i64,
+    pub local_retention_ms: i64,
+    pub max_compaction_lag_ms: i64,
+    pub max_message_bytes: i32,
+    pub message_downconversion_enable: bool,
+    pub message_timestamp_after_max_ms: i64,
+    pub message_timestamp_before_max_ms: i64,
+    pub message_timestamp_difference_max_ms: i64,
+    pub message_timestamp_type: TimestampType,
+    pub min_cleanable_dirty_ratio: f64,
+    pub min_compaction_lag_ms: i64,
+    pub min_insync_replicas: i32,
+    pub preallocate: bool,
+    pub remote_storage_enable: bool,
+    pub retention_bytes: i64,
+    pub retention_ms: i64,
+    pub segment_bytes: i32,
+    pub segment_index_bytes: i32,
+    pub segment_jitter_ms: i64,
+    pub segment_ms: i64,
+    pub unclean_leader_election_enable: bool,
+}
+
+/// One DescribeConfigs synonym.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSynonym {
+    pub name: String,
+    pub value: Option<String>,
+    pub source: ConfigSource,
+}
+
+/// One DescribeConfigs result entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub name: String,
+    /// None only for sensitive configs (no topic config is).
+    pub value: Option<String>,
+    pub source: ConfigSource,
+    /// Topic configs are all alterable.
+    pub read_only: bool,
+    /// v0's `is_default`: true when no override and no static broker value.
+    pub is_default: bool,
+    pub is_sensitive: bool,
+    pub config_type: ConfigType,
+    /// Most specific first: the topic override, then the broker key.
+    pub synonyms: Vec<ConfigSynonym>,
+}
+
+fn parse_error(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        key: key.to_string(),
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Parses `raw` for `def` like Kafka's `ConfigDef.parseType` (values are
+/// trimmed; booleans case-insensitive; lists split on commas) and runs the
+/// key's validator.
+fn parse_value(def: &KeyDef, raw: &str) -> Result<ConfigValue, ConfigError> {
+    let err = |reason: &str| parse_error(def.name, raw, reason);
+    let trimmed = raw.trim();
+    let value = match def.kind {
+        T::Boolean => match trimmed.to_ascii_lowercase().as_str() {
+            "true" => ConfigValue::Boolean(true),
+            "false" => ConfigValue::Boolean(false),
+            _ => return Err(err("Expected value to be either true or false")),
+        },
+        T::Int | T::Short => ConfigValue::Int(
+            trimmed
+                .parse()
+                .map_err(|_| err("Not a number of type INT"))?,
+        ),
+        T::Long => ConfigValue::Long(
+            trimmed
+                .parse()
+                .map_err(|_| err("Not a number of type LONG"))?,
+        ),
+        T::Double => ConfigValue::Double(
+            trimmed
+                .parse()
+                .map_err(|_| err("Not a number of type DOUBLE"))?,
+        ),
+        T::List => ConfigValue::List(if trimmed.is_empty() {
+            Vec::new()
+        } else {
+            trimmed.split(',').map(|s| s.trim().to_string()).collect()
+        }),
+        T::String | T::Class | T::Password => ConfigValue::String(trimmed.to_string()),
+    };
+    check_value(def, &value).map_err(|reason| err(&reason))?;
+    Ok(value)
+}
+
+fn check_value(def: &KeyDef, value: &ConfigValue) -> Result<(), String> {
+    let number = match value {
+        ConfigValue::Int(v) => Some(i64::from(*v)),
+        ConfigValue::Long(v) => Some(*v),
+        _ => None,
+    };
+    match (def.check, value) {
+        (Any, _) => Ok(()),
+        (AtLeast(min), _) => match number {
+            Some(n) if n < min => Err(format!("Value must be at least {min}")),
+            _ => Ok(()),
+        },
+        (Between(lo, hi), _) => match number {
+            Some(n) if n < lo || n > hi => Err(format!(
+                "Value must be no less than {lo} and no more than {hi}"
+            )),
+            _ => Ok(()),
+        },
+        (GzipLevel, _) => match number {
+            Some(n) if n != -1 && !(1..=9).contains(&n) => {
+                Err("Value must be between 1 and 9, or -1".into())
+            }
+            _ => Ok(()),
+        },
+        (DoubleBetween(lo, hi), ConfigValue::Double(d)) if !(*d >= lo && *d <= hi) => Err(format!(
+            "Value must be no less than {lo} and no more than {hi}"
+        )),
+        (DoubleBetween(..), _) => Ok(()),
+        (OneOf(allowed), ConfigValue::String(s)) if !allowed.contains(&s.as_str()) => {
+            Err(format!("String must be one of: {}", allowed.join(", ")))
+        }
+        (OneOf(_), _) => Ok(()),
+        (ListOf(allowed), ConfigValue::List(items)) => {
+            match items.iter().find(|i| !allowed.contains(&i.as_str())) {
+                Some(bad) => Err(format!(
+                    "Invalid value {bad}: String must be one of: {}",
+                    allowed.join(", ")
+                )),
+                None => Ok(()),
+            }
+        }
+        (ListOf(_), _) => Ok(()),
+        (ThrottledReplicas, ConfigValue::List(items)) => check_throttled(items),
+        (ThrottledReplicas, _) => Ok(()),
+    }
+}
+
+fn check_throttled(items: &[String]) -> Result<(), String> {
+    let pair = |s: &str| {
+        s.is_empty()
+            || s.split_once(':').is_some_and(|(p, b)| {
+                !p.is_empty()
+                    && !b.is_empty()
+                    && p.bytes().all(|c| c.is_ascii_digit())
+                    && b.bytes().all(|c| c.is_ascii_digit())
+            })
+    };
+    if items.iter().all(|i| pair(i)) || items.concat().trim() == "*" {
+        Ok(())
+    } else {
+        Err("must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...".into())
+    }
+}
+
+impl TopicConfig {
+    /// The config of a topic with no overrides.
+    pub fn from_broker_defaults(d: &BrokerTopicDefaults) -> Self {
+        Self {
+            cleanup_policy: d.log_cleanup_policy.clone(),
+            compression_gzip_level: d.compression_gzip_level,
+            compression_lz4_level: d.compression_lz4_level,
+            compression_type: BrokerCompressionType::parse(&d.compression_type)
+                .unwrap_or(BrokerCompressionType::Producer),
+            compression_zstd_level: d.compression_zstd_level,
+            delete_retention_ms: d.log_cleaner_delete_retention_ms,
+            file_delete_delay_ms: d.log_segment_delete_delay_ms,
+            flush_messages: d.log_flush_interval_messages,
+            flush_ms: d.log_flush_interval_ms,
+            follower_replication_throttled_replicas: Vec::new(),
+            index_interval_bytes: d.log_index_interval_bytes,
+            leader_replication_throttled_replicas: Vec::new(),
+            local_retention_bytes: d.log_local_retention_bytes,
+            local_retention_ms: d.log_local_retention_ms,
+            max_compaction_lag_ms: d.log_cleaner_max_compaction_lag_ms,
+            max_message_bytes: d.message_max_bytes,
+            message_downconversion_enable: d.log_message_downconversion_enable,
+            message_timestamp_after_max_ms: d.log_message_timestamp_after_max_ms,
+            message_timestamp_before_max_ms: d.log_message_timestamp_before_max_ms,
+            message_timestamp_difference_max_ms: d.log_message_timestamp_difference_max_ms,
+            message_timestamp_type: if d.log_message_timestamp_type == "LogAppendTime" {
+                TimestampType::LogAppendTime
+            } else {
+                TimestampType::CreateTime
+            },
+            min_cleanable_dirty_ratio: d.log_cleaner_min_cleanable_ratio,
+            min_compaction_lag_ms: d.log_cleaner_min_compaction_lag_ms,
+            min_insync_replicas: d.min_insync_replicas,
+            preallocate: d.log_preallocate,
+            remote_storage_enable: false,
+            retention_bytes: d.log_retention_bytes,
+            retention_ms: d.log_retention_ms,
+            segment_bytes: d.log_segment_bytes,
+            segment_index_bytes: d.log_index_size_max_bytes,
+            segment_jitter_ms: d.log_roll_jitter_ms,
+            segment_ms: d.log_roll_ms,
+            unclean_leader_election_enable: d.unclean_leader_election_enable,
+        }
+    }
+
+    /// Validates `overrides` (unknown keys, types, ranges, cross-key rules)
+    /// and applies them over the broker defaults (Kafka's
+    /// `LogConfig.validate` + `LogConfig.fromProps`).
+    pub fn resolve(
+        overrides: &BTreeMap<String, String>,
+        broker_defaults: &BrokerTopicDefaults,
+    ) -> Result<TopicConfig, ConfigError> {
+        let mut config = Self::from_broker_defaults(broker_defaults);
+        for (name, raw) in overrides {
+            let def =
+                key_def(name).ok_or_else(|| parse_error(name, raw, "Unknown topic config name"))?;
+            config.apply(def.name, parse_value(def, raw)?);
+        }
+        config.validate_values(overrides, broker_defaults)?;
+        Ok(config)
+    }
+
+    /// Kafka's `LogConfig.validateValues`: rules spanning several keys.
+    fn validate_values(
+        &self,
+        overrides: &BTreeMap<String, String>,
+        d: &BrokerTopicDefaults,
+    ) -> Result<(), ConfigError> {
+        let raw = |k: &str| overrides.get(k).cloned().unwrap_or_default();
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms {
+            return Err(parse_error(
+                "min.compaction.lag.ms",
+                &raw("min.compaction.lag.ms"),
+                format!(
+                    "conflict: min.compaction.lag.ms {} must not exceed max.compaction.lag.ms {}",
+                    self.min_compaction_lag_ms, self.max_compaction_lag_ms
+                ),
+            ));
+        }
+        if self.remote_storage_enable && !d.remote_log_storage_system_enable {
+            return Err(parse_error(
+                "remote.storage.enable",
+                &raw("remote.storage.enable"),
+                "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.",
+            ));
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, name: &str, value: ConfigValue) {
+        use ConfigValue as V;
+        match (name, value) {
+            ("cleanup.policy", V::List(v)) => self.cleanup_policy = v,
+            ("compression.gzip.level", V::Int(v)) => self.compression_gzip_level = v,
+            ("compression.lz4.level", V::Int(v)) => self.compression_lz4_level = v,
+            ("compression.type", V::String(v)) => {
+                self.compression_type =
+                    BrokerCompressionType::parse(&v).unwrap_or(self.compression_type)
+            }
+            ("compression.zstd.level", V::Int(v)) => self.compression_zstd_level = v,
+            ("delete.retention.ms", V::Long(v)) => self.delete_retention_ms = v,
+            ("file.delete.delay.ms", V::Long(v)) => self.file_delete_delay_ms = v,
+            ("flush.messages", V::Long(v)) => self.flush_messages = v,
+            ("flush.ms", V::Long(v)) => self.flush_ms = v,
+            ("follower.replication.throttled.replicas", V::List(v)) => {
+                self.follower_replication_throttled_replicas = v
+            }
+            ("index.interval.bytes", V::Int(v)) => self.index_interval_bytes = v,
+            ("leader.replication.throttled.replicas", V::List(v)) => {
+                self.leader_replication_throttled_replicas = v
+            }
+            ("local.retention.bytes", V::Long(v)) => self.local_retention_bytes = v,
+            ("local.retention.ms", V::Long(v)) => self.local_retention_ms = v,
+            ("max.compaction.lag.ms", V::Long(v)) => self.max_compaction_lag_ms = v,
+            ("max.message.bytes", V::Int(v)) => self.max_message_bytes = v,
+            ("message.downconversion.enable", V::Boolean(v)) => {
+                self.message_downconversion_enable = v
+            }
+            ("message.timestamp.after.max.ms", V::Long(v)) => {
+                self.message_timestamp_after_max_ms = v
+            }
+            ("message.timestamp.before.max.ms", V::Long(v)) => {
+                self.message_timestamp_before_max_ms = v
+            }
+            ("message.timestamp.difference.max.ms", V::Long(v)) => {
+                self.message_timestamp_difference_max_ms = v
+            }
+            ("message.timestamp.type", V::String(v)) => {
+                self.message_timestamp_type = if v == "LogAppendTime" {
+                    TimestampType::LogAppendTime
+                } else {
+                    TimestampType::CreateTime
+                }
+            }
+            ("min.cleanable.dirty.ratio", V::Double(v)) => self.min_cleanable_dirty_ratio = v,
+            ("min.compaction.lag.ms", V::Long(v)) => self.min_compaction_lag_ms = v,
+            ("min.insync.replicas", V::Int(v)) => self.min_insync_replicas = v,
+            ("preallocate", V::Boolean(v)) => self.preallocate = v,
+            ("remote.storage.enable", V::Boolean(v)) => self.remote_storage_enable = v,
+            ("retention.bytes", V::Long(v)) => self.retention_bytes = v,
+            ("retention.ms", V::Long(v)) => self.retention_ms = v,
+            ("segment.bytes", V::Int(v)) => self.segment_bytes = v,
+            ("segment.index.bytes", V::Int(v)) => self.segment_index_bytes = v,
+            ("segment.jitter.ms", V::Long(v)) => self.segment_jitter_ms = v,
+            ("segment.ms", V::Long(v)) => self.segment_ms = v,
+            ("unclean.leader.election.enable", V::Boolean(v)) => {
+                self.unclean_leader_election_enable = v
+            }
+            // parse_value produced the KeyDef's type, so no other pairs occur.
+            _ => debug_assert!(false, "type mismatch applying {name}"),
+        }
+    }
+
+    /// The effective value of `name` (None for unknown keys).
+    pub fn value_of(&self, name: &str) -> Option<ConfigValue> {
+        use ConfigValue as V;
+        Some(match name {
+            "cleanup.policy" => V::List(self.cleanup_policy.clone()),
+            "compression.gzip.level" => V::Int(self.compression_gzip_level),
+            "compression.lz4.level" => V::Int(self.compression_lz4_level),
+            "compression.type" => V::String(self.compression_type.name().to_string()),
+            "compression.zstd.level" => V::Int(self.compression_zstd_level),
+            "delete.retention.ms" => V::Long(self.delete_retention_ms),
+            "file.delete.delay.ms" => V::Long(self.file_delete_delay_ms),
+            "flush.messages" => V::Long(self.flush_messages),
+            "flush.ms" => V::Long(self.flush_ms),
+            "follower.replication.throttled.replicas" => {
+                V::List(self.follower_replication_throttled_replicas.clone())
+            }
+            "index.interval.bytes" => V::Int(self.index_interval_bytes),
+            "leader.replication.throttled.replicas" => {
+                V::List(self.leader_replication_throttled_replicas.clone())
+            }
+            "local.retention.bytes" => V::Long(self.local_retention_bytes),
+            "local.retention.ms" => V::Long(self.local_retention_ms),
+            "max.compaction.lag.ms" => V::Long(self.max_compaction_lag_ms),
+            "max.message.bytes" => V::Int(self.max_message_bytes),
+            "message.downconversion.enable" => V::Boolean(self.message_downconversion_enable),
+            "message.timestamp.after.max.ms" => V::Long(self.message_timestamp_after_max_ms),
+            "message.timestamp.before.max.ms" => V::Long(self.message_timestamp_before_max_ms),
+            "message.timestamp.difference.max.ms" => {
+                V::Long(self.message_timestamp_difference_max_ms)
+            }
+            "message.timestamp.type" => V::String(self.message_timestamp_type.name().to_string()),
+            "min.cleanable.dirty.ratio" => V::Double(self.min_cleanable_dirty_ratio),
+            "min.compaction.lag.ms" => V::Long(self.min_compaction_lag_ms),
+            "min.insync.replicas" => V::Int(self.min_insync_replicas),
+            "preallocate" => V::Boolean(self.preallocate),
+            "remote.storage.enable" => V::Boolean(self.remote_storage_enable),
+            "retention.bytes" => V::Long(self.retention_bytes),
+            "retention.ms" => V::Long(self.retention_ms),
+            "segment.bytes" => V::Int(self.segment_bytes),
+            "segment.index.bytes" => V::Int(self.segment_index_bytes),
+            "segment.jitter.ms" => V::Long(self.segment_jitter_ms),
+            "segment.ms" => V::Long(self.segment_ms),
+            "unclean.leader.election.enable" => V::Boolean(self.unclean_leader_election_enable),
+            _ => return None,
+        })
+    }
+
+    pub fn is_compacted(&self) -> bool {
+        self.cleanup_policy.iter().any(|p| p == "compact")
+    }
+
+    pub fn is_delete(&self) -> bool {
+        self.cleanup_policy.iter().any(|p| p == "delete")
+    }
+
+    /// DescribeConfigs entries for this (resolved) config. `overrides` are
+    /// the topic's stored overrides (they decide the source); `keys` limits
+    /// the answer to those names (unknown names are skipped, as in Kafka);
+    /// None = every key.
+    pub fn describe(
+        &self,
+        overrides: &BTreeMap<String, String>,
+        broker_defaults: &BrokerTopicDefaults,
+        keys: Option<&[String]>,
+    ) -> Vec<ConfigEntry> {
+        let defaults = Self::from_broker_defaults(broker_defaults);
+        KEYS.iter()
+            .filter(|def| keys.is_none_or(|ks| ks.iter().any(|k| k == def.name)))
+            .map(|def| self.describe_key(def, overrides, broker_defaults, &defaults))
+            .collect()
+    }
+
+    fn describe_key(
+        &self,
+        def: &KeyDef,
+        overrides: &BTreeMap<String, String>,
+        broker_defaults: &BrokerTopicDefaults,
+        defaults: &TopicConfig,
+    ) -> ConfigEntry {
+        let value = self.value_of(def.name).map(|v| v.to_kafka_string());
+        let default_value = defaults.value_of(def.name).map(|v| v.to_kafka_string());
+        let static_broker = def
+            .broker_key
+            .into_iter()
+            .chain(def.broker_synonyms.iter().copied())
+            .any(|k| broker_defaults.static_keys.contains(k));
+        let broker_source = if static_broker {
+            ConfigSource::StaticBrokerConfig
+        } else {
+            ConfigSource::DefaultConfig
+        };
+        let mut synonyms = Vec::new();
+        let overridden = overrides.contains_key(def.name);
+        if overridden {
+            synonyms.push(ConfigSynonym {
+                name: def.name.to_string(),
+                value: value.clone(),
+                source: ConfigSource::DynamicTopicConfig,
+            });
+        }
+        // Kafka names the broker key as the synonym for the default;
+        // keys without a broker synonym show themselves.
+        synonyms.push(ConfigSynonym {
+            name: def.broker_key.unwrap_or(def.name).to_string(),
+            value: default_value,
+            source: broker_source,
+        });
+        let source = if overridden {
+            ConfigSource::DynamicTopicConfig
+        } else {
+            broker_source
+        };
+        ConfigEntry {
+            name: def.name.to_string(),
+            value,
+            source,
+            read_only: false,
+            is_default: source == ConfigSource::DefaultConfig,
+            is_sensitive: def.kind == ConfigType::Password,
+            config_type: def.kind,
+            synonyms,
+        }
+    }
+}
+
+/// Validates one key/value pair alone (no cross-key rules), e.g. for
+/// IncrementalAlterConfigs APPEND/SUBTRACT on list keys.
+pub fn validate_one(name: &str, raw: &str) -> Result<ConfigValue, ConfigError> {
+    let def = key_def(name).ok_or_else(|| parse_error(name, raw, "Unknown topic config name"))?;
+    parse_value(def, raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn overrides(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn resolve(pairs: &[(&str, &str)]) -> Result<TopicConfig, ConfigError> {
+        TopicConfig::resolve(&overrides(pairs), &BrokerTopicDefaults::default())
+    }
+
+    #[test]
+    fn keys_are_sorted_and_unique() {
+        let names: Vec<&str> = topic_config_names().collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn no_overrides_gives_kafka_defaults() {
+        let c = resolve(&[]).unwrap();
+        assert_eq!(c.retention_ms, 604_800_000);
+        assert_eq!(c.segment_bytes, 1_073_741_824);
+        assert_eq!(c.max_message_bytes, 1_048_588);
+        assert_eq!(c.cleanup_policy, vec!["delete"]);
+        assert_eq!(c.compression_type, BrokerCompressionType::Producer);
+        assert_eq!(c.min_insync_replicas, 1);
+        assert!(!c.unclean_leader_election_enable);
+        assert!(c.is_delete() && !c.is_compacted());
+    }
+
+    #[test]
+    fn valid_overrides_are_applied() {
+        let c = resolve(&[
+            ("retention.ms", " 1000 "),
+            ("cleanup.policy", "compact, delete"),
+            ("compression.type", "zstd"),
+            ("min.cleanable.dirty.ratio", "0.1"),
+            ("preallocate", "TRUE"),
+            ("message.timestamp.type", "LogAppendTime"),
+            ("retention.bytes", "-1"),
+            ("leader.replication.throttled.replicas", "0:1,1:2"),
+            ("follower.replication.throttled.replicas", "*"),
+        ])
+        .unwrap();
+        assert_eq!(c.retention_ms, 1000);
+        assert_eq!(c.cleanup_policy, vec!["compact", "delete"]);
+        assert!(c.is_compacted());
+        assert_eq!(c.compression_type, BrokerCompressionType::Zstd);
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.1);
+        assert!(c.preallocate);
+        assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
+        assert_eq!(c.leader_replication_throttled_replicas, vec!["0:1", "1:2"]);
+    }
+
+    #[test]
+    fn invalid_overrides_are_rejected_with_the_key() {
+        let rows: &[(&str, &str)] = &[
+            ("no.such.key", "1"),
+            ("retention.ms", "-2"),
+            ("retention.ms", "abc"),
+            ("segment.bytes", "13"),
+            ("segment.bytes", "4294967296"),
+            ("segment.ms", "0"),
+            ("segment.index.bytes", "3"),
+            ("flush.messages", "0"),
+            ("min.insync.replicas", "0"),
+            ("max.message.bytes", "-1"),
+            ("cleanup.policy", "compact,forever"),
+            ("compression.type", "brotli"),
+            ("compression.type", "ZSTD"),
+            ("compression.gzip.level", "0"),
+            ("compression.lz4.level", "18"),
+            ("compression.zstd.level", "23"),
+            ("min.cleanable.dirty.ratio", "1.5"),
+            ("min.cleanable.dirty.ratio", "NaN"),
+            ("preallocate", "yes"),
+            ("message.timestamp.type", "createtime"),
+            ("leader.replication.throttled.replicas", "0-1"),
+            ("local.retention.ms", "-3"),
+            ("remote.storage.enable", "true"),
+        ];
+        for (key, value) in rows {
+            let err = resolve(&[(key, value)]).expect_err(&format!("{key}={value}"));
+            assert_eq!(err.key, *key);
+            assert_eq!(err.value, *value);
+        }
+    }
+
+    #[test]
+    fn compaction_lag_conflict_is_rejected() {
+        let err = resolve(&[
+            ("min.compaction.lag.ms", "10"),
+            ("max.compaction.lag.ms", "5"),
+        ])
+        .unwrap_err();
+        assert_eq!(err.key, "min.compaction.lag.ms");
+        assert!(err.reason.contains("conflict"));
+    }
+
+    #[test]
+    fn broker_defaults_flow_into_topic_config() {
+        let d = BrokerTopicDefaults {
+            log_retention_ms: 3_600_000,
+            log_cleanup_policy: vec!["compact".into()],
+            ..Default::default()
+        };
+        let c = TopicConfig::resolve(&BTreeMap::new(), &d).unwrap();
+        assert_eq!(c.retention_ms, 3_600_000);
+        assert!(c.is_compacted());
+    }
+
+    #[test]
+    fn describe_reports_sources_and_synonyms() {
+        let mut d = BrokerTopicDefaults::default();
+        d.static_keys.insert("log.retention.hours".into());
+        let o = overrides(&[("segment.ms", "1000")]);
+        let c = TopicConfig::resolve(&o, &d).unwrap();
+        let entries = c.describe(&o, &d, None);
+        assert_eq!(entries.len(), topic_config_names().count());
+        let get = |n: &str| entries.iter().find(|e| e.name == n).unwrap().clone();
+
+        let seg = get("segment.ms");
+        assert_eq!(
+            (seg.value.as_deref(), seg.source),
+            (Some("1000"), ConfigSource::DynamicTopicConfig)
+        );
+        assert!(!seg.is_default && !seg.read_only && !seg.is_sensitive);
+        assert_eq!(seg.config_type, ConfigType::Long);
+        assert_eq!(seg.synonyms.len(), 2);
+        assert_eq!(seg.synonyms[1].name, "log.roll.ms");
+        assert_eq!(seg.synonyms[1].value.as_deref(), Some("604800000"));
+
+        let ret = get("retention.ms");
+        assert_eq!(ret.source, ConfigSource::StaticBrokerConfig);
+        assert!(!ret.is_default);
+
+        let ratio = get("min.cleanable.dirty.ratio");
+        assert_eq!(
+            (ratio.value.as_deref(), ratio.source),
+            (Some("0.5"), ConfigSource::DefaultConfig)
+        );
+        assert!(ratio.is_default);
+        assert_eq!(
+            get("flush.messages").value.as_deref(),
+            Some("9223372036854775807")
+        );
+        assert_eq!(get("cleanup.policy").config_type, ConfigType::List);
+
+        let only = c.describe(
+            &o,
+            &d,
+            Some(&["retention.ms".to_string(), "bogus".to_string()]),
+        );
+        assert_eq!(only.len(), 1);
+    }
+
+    #[test]
+    fn every_key_has_a_value_and_round_trips_through_its_string() {
+        let c = resolve(&[]).unwrap();
+        for name in topic_config_names() {
+            let v = c.value_of(name).expect(name);
+            let again = validate_one(name, &v.to_kafka_string()).expect(name);
+            assert_eq!(again, v, "{name}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn resolve_never_panics(key_idx in 0usize..40, value in ".{0,20}") {
+            let names: Vec<&str> = topic_config_names().collect();
+            let key = names.get(key_idx).copied().unwrap_or("unknown.key");
+            let _ = resolve(&[(key, &value)]);
+        }
+
+        #[test]
+        fn long_keys_accept_exactly_their_range(v in any::<i64>()) {
+            let r = resolve(&[("retention.ms", &v.to_string())]);
+            prop_assert_eq!(r.is_ok(), v >= -1);
+        }
+    }
+}

@@ -1,1 +1,18 @@
-//! zk (see lib.rs crate map).
+//! Control-plane metadata (ARCHITECTURE.md §7): Kafka's ZooKeeper layout
+//! behind the [`store::MetadataStore`] seam.
+//!
+//! - [`paths`] `[pure]`: znode paths and JSON payloads as Kafka writes them.
+//! - [`store`]: the `MetadataStore` trait (ZooKeeper's data model) and
+//!   helpers (`create_recursive`, `delete_recursive`).
+//! - [`embedded`] `[io]`: the in-process store persisted under the log dir,
+//!   used when `zookeeper.connect` is unset.
+//! - [`admin`]: Kafka's topic admin operations over any store.
+//! - [`assignment`] `[pure]`: Kafka's replica assignment.
+//!
+//! A ZooKeeper-backed store (zookeeper-client crate) is a later file here.
+
+pub mod admin;
+pub mod assignment;
+pub mod embedded;
+pub mod paths;
+pub mod store;

@@ -1,0 +1,971 @@
+//! Kafka's topic admin operations (`AdminZkClient` + `ZkAdminManager` in
+//! Kafka 3.9) over any [`MetadataStore`]: create/delete topics, add
+//! partitions, describe/alter topic configs, cluster id, broker registration.
+//!
+//! Errors are [`AdminError`]s carrying the Kafka error code the
+//! CreateTopics / DeleteTopics / CreatePartitions / DescribeConfigs /
+//! IncrementalAlterConfigs handlers put in their responses.
+//!
+//! Kafka (ZooKeeper mode) writes the assignment and the controller then
+//! creates the partition state znodes; with no separate controller yet we
+//! write both in one atomic `multi`: leader = first replica, leader_epoch 0,
+//! isr = all replicas (every replica is a live broker by construction).
+//!
+//! Deletion keeps Kafka's marker protocol: `/admin/delete_topics/<t>` is
+//! created first, then the topic's znodes and the marker are removed in one
+//! `multi`. A crash in between leaves the marker, and
+//! [`complete_pending_deletions`] (call it at start-up, as Kafka's
+//! controller resumes `TopicDeletionManager`) finishes the job.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::Rng;
+use uuid::Uuid;
+
+use super::assignment::{assign_replicas_to_brokers, AssignmentError, AssignmentSeed};
+use super::paths::{
+    self, kafka_uuid, BrokerIdZNode, ClusterIdZNode, ConfigChangeZNode, ConfigZNode,
+};
+use super::paths::{PartitionStateZNode, TopicZNode};
+use super::store::{join, CreateMode, MetadataStore, Op, StoreError};
+use crate::config::topic::{
+    topic_config_type, validate_one, BrokerTopicDefaults, ConfigEntry, ConfigError, ConfigType,
+    ConfigValue, TopicConfig,
+};
+use crate::types::{BrokerId, PartitionId};
+
+/// Kafka error codes used here (`org.apache.kafka.common.protocol.Errors`).
+pub mod error_codes {
+    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
+    pub const TOPIC_ALREADY_EXISTS: i16 = 36;
+    pub const INVALID_PARTITIONS: i16 = 37;
+    pub const INVALID_REPLICATION_FACTOR: i16 = 38;
+    pub const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+    pub const INVALID_CONFIG: i16 = 40;
+    pub const INVALID_REQUEST: i16 = 42;
+}
+
+/// Kafka's `Topic.MAX_NAME_LENGTH`.
+pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
+/// Not a Kafka limit: a guard so one request cannot make us build an
+/// arbitrarily large `multi` (Kafka would fail later, on the controller).
+pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
+/// Used for partition state when `/controller_epoch` does not exist yet
+/// (Kafka's first elected controller writes epoch 1).
+const FIRST_CONTROLLER_EPOCH: i32 = 1;
+
+/// A failed admin operation, with the Kafka error code to return.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdminError {
+    #[error("{0}")]
+    InvalidTopic(String),
+    #[error("{0}")]
+    TopicAlreadyExists(String),
+    #[error("{0}")]
+    UnknownTopicOrPartition(String),
+    #[error("{0}")]
+    InvalidPartitions(String),
+    #[error("{0}")]
+    InvalidReplicationFactor(String),
+    #[error("{0}")]
+    InvalidReplicaAssignment(String),
+    #[error("{0}")]
+    InvalidConfig(String),
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The metadata store failed (I/O, session): not the client's fault.
+    #[error("metadata store error: {0}")]
+    Store(#[from] StoreError),
+    /// A znode holds data we cannot decode.
+    #[error("corrupt metadata: {0}")]
+    Corrupt(String),
+}
+
+impl AdminError {
+    /// The Kafka error code for responses.
+    pub fn error_code(&self) -> i16 {
+        use error_codes::*;
+        match self {
+            Self::InvalidTopic(_) => INVALID_TOPIC_EXCEPTION,
+            Self::TopicAlreadyExists(_) => TOPIC_ALREADY_EXISTS,
+            Self::UnknownTopicOrPartition(_) => UNKNOWN_TOPIC_OR_PARTITION,
+            Self::InvalidPartitions(_) => INVALID_PARTITIONS,
+            Self::InvalidReplicationFactor(_) => INVALID_REPLICATION_FACTOR,
+            Self::InvalidReplicaAssignment(_) => INVALID_REPLICA_ASSIGNMENT,
+            Self::InvalidConfig(_) => INVALID_CONFIG,
+            Self::InvalidRequest(_) => INVALID_REQUEST,
+            Self::Store(_) | Self::Corrupt(_) => UNKNOWN_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<ConfigError> for AdminError {
+    fn from(e: ConfigError) -> Self {
+        Self::InvalidConfig(e.to_string())
+    }
+}
+
+impl From<AssignmentError> for AdminError {
+    fn from(e: AssignmentError) -> Self {
+        match e {
+            AssignmentError::InvalidPartitions => Self::InvalidPartitions(e.to_string()),
+            _ => Self::InvalidReplicationFactor(e.to_string()),
+        }
+    }
+}
+
+fn corrupt(path: &str, e: impl std::fmt::Display) -> AdminError {
+    AdminError::Corrupt(format!("{path}: {e}"))
+}
+
+fn unknown_topic(name: &str) -> AdminError {
+    AdminError::UnknownTopicOrPartition(format!("Topic '{name}' does not exist."))
+}
+
+/// One partition's assignment and state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionState {
+    pub partition: PartitionId,
+    pub replicas: Vec<BrokerId>,
+    /// -1 when no state znode exists yet (no leader elected).
+    pub leader: BrokerId,
+    pub leader_epoch: i32,
+    pub isr: Vec<BrokerId>,
+    pub controller_epoch: i32,
+    /// Version of the state znode, for conditional updates (-1 if absent).
+    pub zk_version: i32,
+}
+
+/// A topic as stored: assignment, state, and config overrides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicInfo {
+    pub name: String,
+    /// Nil for topics written by Kafka before 2.8 (no KIP-516 id).
+    pub topic_id: Uuid,
+    /// Sorted by partition id.
+    pub partitions: Vec<PartitionState>,
+    /// The topic's overrides only (`/config/topics/<t>`), not defaults.
+    pub configs: BTreeMap<String, String>,
+}
+
+/// A CreateTopics request entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewTopic {
+    pub name: String,
+    /// -1 = broker default `num.partitions` (KIP-464).
+    pub num_partitions: i32,
+    /// -1 = broker default `default.replication.factor` (KIP-464).
+    pub replication_factor: i16,
+    /// Manual assignment (partition → replicas); empty = automatic.
+    pub replica_assignment: BTreeMap<PartitionId, Vec<BrokerId>>,
+    pub configs: BTreeMap<String, String>,
+}
+
+/// IncrementalAlterConfigs operation types (KIP-339).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlterConfigOpType {
+    Set = 0,
+    Delete = 1,
+    Append = 2,
+    Subtract = 3,
+}
+
+impl AlterConfigOpType {
+    pub fn from_i8(v: i8) -> Option<Self> {
+        Some(match v {
+            0 => Self::Set,
+            1 => Self::Delete,
+            2 => Self::Append,
+            3 => Self::Subtract,
+            _ => return None,
+        })
+    }
+}
+
+/// One IncrementalAlterConfigs entry for a topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterConfigOp {
+    pub name: String,
+    pub op: AlterConfigOpType,
+    /// None is allowed only for DELETE.
+    pub value: Option<String>,
+}
+
+/// Kafka's `Topic.validate`.
+pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
+    let invalid = |m: String| Err(AdminError::InvalidTopic(m));
+    if name.is_empty() {
+        return invalid("Topic name is illegal, it can't be empty".into());
+    }
+    if name == "." || name == ".." {
+        return invalid("Topic name cannot be \".\" or \"..\"".into());
+    }
+    if name.len() > MAX_TOPIC_NAME_LENGTH {
+        return invalid(format!(
+            "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}"
+        ));
+    }
+    if !name
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+    {
+        return invalid(format!(
+            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+/// Kafka's `Topic.unifyCollisionChars`: `.` and `_` collide in metric names.
+fn unify_collision_chars(name: &str) -> String {
+    name.replace('.', "_")
+}
+
+/// Creates Kafka's persistent top-level znodes if missing
+/// (`KafkaZkClient.createTopLevelPaths`). Idempotent; run at start-up.
+pub async fn create_top_level_paths<S: MetadataStore>(store: &S) -> Result<(), AdminError> {
+    for path in paths::PERSISTENT_PATHS {
+        if store.exists(path).await?.is_none() {
+            match super::store::create_recursive(store, path, &[], CreateMode::Persistent).await {
+                Ok(_) | Err(StoreError::NodeExists(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Broker ids registered under `/brokers/ids`, ascending.
+pub async fn live_brokers<S: MetadataStore>(store: &S) -> Result<Vec<BrokerId>, AdminError> {
+    let names = match store.children(paths::BROKER_IDS).await {
+        Ok(names) => names,
+        Err(StoreError::NoNode(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut ids: Vec<BrokerId> = names.iter().filter_map(|n| n.parse().ok()).collect();
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Registers this broker: ephemeral `/brokers/ids/<id>` with a v5 payload
+/// for one PLAINTEXT listener. `NodeExists` means the id is taken.
+pub async fn register_broker<S: MetadataStore>(
+    store: &S,
+    broker_id: BrokerId,
+    host: &str,
+    port: i32,
+    timestamp_ms: i64,
+) -> Result<BrokerIdZNode, AdminError> {
+    let registration = BrokerIdZNode::plaintext(host, port, timestamp_ms);
+    register_broker_znode(store, broker_id, &registration).await?;
+    Ok(registration)
+}
+
+/// Registers an arbitrary (multi-listener) registration.
+pub async fn register_broker_znode<S: MetadataStore>(
+    store: &S,
+    broker_id: BrokerId,
+    registration: &BrokerIdZNode,
+) -> Result<(), AdminError> {
+    create_top_level_paths(store).await?;
+    let path = paths::broker_id(broker_id);
+    store
+        .create(&path, &registration.encode(), CreateMode::Ephemeral)
+        .await?;
+    Ok(())
+}
+
+/// Returns the cluster id, creating `/cluster/id` with a fresh Kafka Uuid
+/// the first time (`KafkaZkClient.getOrCreateClusterId`).
+pub async fn ensure_cluster_id<S: MetadataStore, R: Rng + ?Sized>(
+    store: &S,
+    rng: &mut R,
+) -> Result<String, AdminError> {
+    match store.get(paths::CLUSTER_ID).await {
+        Ok((data, _)) => {
+            return ClusterIdZNode::decode(&data)
+                .map(|z| z.id)
+                .map_err(|e| corrupt(paths::CLUSTER_ID, e))
+        }
+        Err(StoreError::NoNode(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let id = kafka_uuid::to_string(&kafka_uuid::random(rng));
+    let data = ClusterIdZNode::new(&id).encode();
+    match super::store::create_recursive(store, paths::CLUSTER_ID, &data, CreateMode::Persistent)
+        .await
+    {
+        Ok(_) => Ok(id),
+        // Another broker won the race: use its id.
+        Err(StoreError::NodeExists(_)) => {
+            let (data, _) = store.get(paths::CLUSTER_ID).await?;
+            ClusterIdZNode::decode(&data)
+                .map(|z| z.id)
+                .map_err(|e| corrupt(paths::CLUSTER_ID, e))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn controller_epoch<S: MetadataStore>(store: &S) -> Result<i32, AdminError> {
+    match store.get(paths::CONTROLLER_EPOCH).await {
+        Ok((data, _)) => {
+            paths::decode_controller_epoch(&data).map_err(|e| corrupt(paths::CONTROLLER_EPOCH, e))
+        }
+        Err(StoreError::NoNode(_)) => Ok(FIRST_CONTROLLER_EPOCH),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Checks a manual assignment (Kafka's `validateReplicaAssignment`, plus
+/// KRaft's rule that every replica is a registered broker).
+fn validate_manual_assignment(
+    assignment: &BTreeMap<PartitionId, Vec<BrokerId>>,
+    live: &[BrokerId],
+    expected_rf: Option<usize>,
+) -> Result<(), AdminError> {
+    let bad = |m: String| Err(AdminError::InvalidReplicaAssignment(m));
+    let mut rf = expected_rf;
+    for (partition, replicas) in assignment {
+        if replicas.is_empty() {
+            return bad(format!(
+                "Cannot have replication factor of 0 for partition id {partition}."
+            ));
+        }
+        let distinct: BTreeSet<_> = replicas.iter().collect();
+        if distinct.len() != replicas.len() {
+            return bad(format!(
+                "Duplicate brokers not allowed in replica assignment: {replicas:?} for partition id {partition}."
+            ));
+        }
+        if let Some(unknown) = replicas.iter().find(|r| !live.contains(r)) {
+            return bad(format!(
+                "The manual partition assignment includes broker {unknown}, but no such broker is registered."
+            ));
+        }
+        match rf {
+            Some(n) if n != replicas.len() => {
+                return bad("All partitions should have the same number of replicas".into());
+            }
+            _ => rf = Some(replicas.len()),
+        }
+    }
+    Ok(())
+}
+
+/// Validates name, existence and collisions for a new topic.
+async fn validate_topic_create<S: MetadataStore>(store: &S, name: &str) -> Result<(), AdminError> {
+    validate_topic_name(name)?;
+    if store
+        .exists(&paths::delete_topic_marker(name))
+        .await?
+        .is_some()
+    {
+        return Err(AdminError::TopicAlreadyExists(format!(
+            "Topic '{name}' is marked for deletion."
+        )));
+    }
+    let existing = match store.children(paths::TOPICS).await {
+        Ok(names) => names,
+        Err(StoreError::NoNode(_)) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    if existing.iter().any(|t| t == name) {
+        return Err(AdminError::TopicAlreadyExists(format!(
+            "Topic '{name}' already exists."
+        )));
+    }
+    if name.contains(['.', '_']) {
+        let unified = unify_collision_chars(name);
+        let colliding: Vec<&str> = existing
+            .iter()
+            .filter(|t| unify_collision_chars(t) == unified)
+            .map(String::as_str)
+            .collect();
+        if !colliding.is_empty() {
+            return Err(AdminError::InvalidTopic(format!(
+                "Topic '{name}' collides with existing topics: {}",
+                colliding.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Resolves -1 defaults and builds the assignment for a new topic.
+fn plan_assignment<R: Rng + ?Sized>(
+    topic: &NewTopic,
+    live: &[BrokerId],
+    defaults: &BrokerTopicDefaults,
+    rng: &mut R,
+) -> Result<BTreeMap<PartitionId, Vec<BrokerId>>, AdminError> {
+    if !topic.replica_assignment.is_empty() {
+        if topic.num_partitions != -1 || topic.replication_factor != -1 {
+            return Err(AdminError::InvalidRequest(
+                "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
+                    .into(),
+            ));
+        }
+        let n = topic.replica_assignment.len() as i32;
+        if topic.replica_assignment.keys().copied().ne(0..n) {
+            return Err(AdminError::InvalidReplicaAssignment(
+                "partitions should be a consecutive 0-based integer sequence".into(),
+            ));
+        }
+        if n > MAX_PARTITIONS_PER_TOPIC {
+            return Err(AdminError::InvalidPartitions(format!(
+                "Number of partitions {n} exceeds {MAX_PARTITIONS_PER_TOPIC}."
+            )));
+        }
+        validate_manual_assignment(&topic.replica_assignment, live, None)?;
+        return Ok(topic.replica_assignment.clone());
+    }
+    let partitions = if topic.num_partitions == -1 {
+        defaults.num_partitions
+    } else {
+        topic.num_partitions
+    };
+    let rf = if topic.replication_factor == -1 {
+        defaults.default_replication_factor
+    } else {
+        topic.replication_factor
+    };
+    if partitions > MAX_PARTITIONS_PER_TOPIC {
+        return Err(AdminError::InvalidPartitions(format!(
+            "Number of partitions {partitions} exceeds {MAX_PARTITIONS_PER_TOPIC}."
+        )));
+    }
+    let seed = AssignmentSeed::random(rng, live.len());
+    Ok(assign_replicas_to_brokers(
+        live,
+        partitions,
+        i32::from(rf),
+        seed,
+        0,
+    )?)
+}
+
+fn partition_ops(
+    topic: &str,
+    assignment: &BTreeMap<PartitionId, Vec<BrokerId>>,
+    controller_epoch: i32,
+) -> (Vec<Op>, Vec<PartitionState>) {
+    let mut ops = Vec::with_capacity(assignment.len() * 2);
+    let mut states = Vec::with_capacity(assignment.len());
+    for (&partition, replicas) in assignment {
+        let leader = replicas.first().copied().unwrap_or(-1);
+        let state = PartitionStateZNode::new(leader, 0, replicas.clone(), controller_epoch);
+        ops.push(create_op(
+            paths::topic_partition(topic, partition),
+            Vec::new(),
+        ));
+        ops.push(create_op(
+            paths::partition_state(topic, partition),
+            state.encode(),
+        ));
+        states.push(PartitionState {
+            partition,
+            replicas: replicas.clone(),
+            leader,
+            leader_epoch: 0,
+            isr: replicas.clone(),
+            controller_epoch,
+            zk_version: 0,
+        });
+    }
+    (ops, states)
+}
+
+fn create_op(path: String, data: Vec<u8>) -> Op {
+    Op::Create {
+        path,
+        data,
+        mode: CreateMode::Persistent,
+    }
+}
+
+/// CreateTopics for one topic. `live_brokers` are the registered broker
+/// ids; `rng` drives the topic id and the assignment's start index.
+/// With `validate_only` nothing is written.
+pub async fn create_topic<S: MetadataStore, R: Rng + ?Sized>(
+    store: &S,
+    topic: &NewTopic,
+    live_brokers: &[BrokerId],
+    defaults: &BrokerTopicDefaults,
+    validate_only: bool,
+    rng: &mut R,
+) -> Result<TopicInfo, AdminError> {
+    validate_topic_create(store, &topic.name).await?;
+    let assignment = plan_assignment(topic, live_brokers, defaults, rng)?;
+    TopicConfig::resolve(&topic.configs, defaults)?;
+    let topic_id = kafka_uuid::random(rng);
+    let epoch = controller_epoch(store).await?;
+    let name = topic.name.as_str();
+    let (state_ops, partitions) = partition_ops(name, &assignment, epoch);
+    let info = TopicInfo {
+        name: name.to_string(),
+        topic_id,
+        partitions,
+        configs: topic.configs.clone(),
+    };
+    if validate_only {
+        return Ok(info);
+    }
+    create_top_level_paths(store).await?;
+    // Kafka writes the config znode before the assignment, so a broker that
+    // sees the topic always finds its config.
+    let mut ops = vec![
+        create_op(
+            paths::topic_config(name),
+            ConfigZNode::new(topic.configs.clone()).encode(),
+        ),
+        create_op(
+            paths::topic(name),
+            TopicZNode::new(topic_id, assignment).encode(),
+        ),
+        create_op(paths::topic_partitions(name), Vec::new()),
+    ];
+    ops.extend(state_ops);
+    match store.multi(ops).await {
+        Ok(_) => Ok(info),
+        Err(StoreError::NodeExists(_)) => Err(AdminError::TopicAlreadyExists(format!(
+            "Topic '{name}' already exists."
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads one topic; `UnknownTopicOrPartition` if absent.
+pub async fn load_topic<S: MetadataStore>(store: &S, name: &str) -> Result<TopicInfo, AdminError> {
+    let topic_path = paths::topic(name);
+    let (data, _) = match store.get(&topic_path).await {
+        Ok(found) => found,
+        Err(StoreError::NoNode(_)) => return Err(unknown_topic(name)),
+        Err(e) => return Err(e.into()),
+    };
+    let znode = TopicZNode::decode(&data).map_err(|e| corrupt(&topic_path, e))?;
+    let mut partitions = Vec::with_capacity(znode.partitions.len());
+    for (&partition, replicas) in &znode.partitions {
+        let state_path = paths::partition_state(name, partition);
+        let state = match store.get(&state_path).await {
+            Ok((data, stat)) => {
+                let s = PartitionStateZNode::decode(&data).map_err(|e| corrupt(&state_path, e))?;
+                PartitionState {
+                    partition,
+                    replicas: replicas.clone(),
+                    leader: s.leader,
+                    leader_epoch: s.leader_epoch,
+                    isr: s.isr,
+                    controller_epoch: s.controller_epoch,
+                    zk_version: stat.version,
+                }
+            }
+            Err(StoreError::NoNode(_)) => PartitionState {
+                partition,
+                replicas: replicas.clone(),
+                leader: -1,
+                leader_epoch: -1,
+                isr: Vec::new(),
+                controller_epoch: -1,
+                zk_version: -1,
+            },
+            Err(e) => return Err(e.into()),
+        };
+        partitions.push(state);
+    }
+    Ok(TopicInfo {
+        name: name.to_string(),
+        topic_id: znode.topic_id.unwrap_or(Uuid::nil()),
+        partitions,
+        configs: read_topic_overrides(store, name).await?.0,
+    })
+}
+
+/// Every topic under `/brokers/topics`, sorted by name.
+pub async fn load_topics<S: MetadataStore>(store: &S) -> Result<Vec<TopicInfo>, AdminError> {
+    let names = match store.children(paths::TOPICS).await {
+        Ok(names) => names,
+        Err(StoreError::NoNode(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut topics = Vec::with_capacity(names.len());
+    for name in names {
+        match load_topic(store, &name).await {
+            Ok(info) => topics.push(info),
+            // Deleted between listing and reading.
+            Err(AdminError::UnknownTopicOrPartition(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(topics)
+}
+
+/// The topic's overrides and the config znode version (-1 if no znode).
+async fn read_topic_overrides<S: MetadataStore>(
+    store: &S,
+    name: &str,
+) -> Result<(BTreeMap<String, String>, Option<i32>), AdminError> {
+    let path = paths::topic_config(name);
+    match store.get(&path).await {
+        Ok((data, stat)) => {
+            let z = ConfigZNode::decode(&data).map_err(|e| corrupt(&path, e))?;
+            Ok((z.config, Some(stat.version)))
+        }
+        Err(StoreError::NoNode(_)) => Ok((BTreeMap::new(), None)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Post-order delete ops for the subtree at `path` (children first).
+async fn subtree_delete_ops<S: MetadataStore>(
+    store: &S,
+    path: &str,
+) -> Result<Vec<Op>, AdminError> {
+    let mut order = Vec::new();
+    let mut stack = vec![path.to_string()];
+    while let Some(node) = stack.pop() {
+        match store.children(&node).await {
+            Ok(kids) => stack.extend(kids.iter().map(|k| join(&node, k))),
+            Err(StoreError::NoNode(_)) => continue,
+            Err(e) => return Err(e.into()),
+        }
+        order.push(node);
+    }
+    // Pre-order reversed = every child before its parent.
+    Ok(order
+        .into_iter()
+        .rev()
+        .map(|path| Op::Delete {
+            path,
+            expected_version: None,
+        })
+        .collect())
+}
+
+/// DeleteTopics for one topic. Returns what was deleted (the caller drops
+/// the local logs of these partitions).
+pub async fn delete_topic<S: MetadataStore>(
+    store: &S,
+    name: &str,
+) -> Result<TopicInfo, AdminError> {
+    let info = load_topic(store, name).await?;
+    create_top_level_paths(store).await?;
+    match store
+        .create(
+            &paths::delete_topic_marker(name),
+            &[],
+            CreateMode::Persistent,
+        )
+        .await
+    {
+        Ok(_) | Err(StoreError::NodeExists(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    finish_deletion(store, name).await?;
+    Ok(info)
+}
+
+/// Removes the topic znodes, its config and the marker in one `multi`.
+async fn finish_deletion<S: MetadataStore>(store: &S, name: &str) -> Result<(), AdminError> {
+    let mut ops = subtree_delete_ops(store, &paths::topic(name)).await?;
+    if store.exists(&paths::topic_config(name)).await?.is_some() {
+        ops.push(Op::Delete {
+            path: paths::topic_config(name),
+            expected_version: None,
+        });
+    }
+    ops.push(Op::Delete {
+        path: paths::delete_topic_marker(name),
+        expected_version: None,
+    });
+    store.multi(ops).await?;
+    Ok(())
+}
+
+/// Finishes deletions a crash interrupted (markers under
+/// `/admin/delete_topics`). Returns the topics deleted.
+pub async fn complete_pending_deletions<S: MetadataStore>(
+    store: &S,
+) -> Result<Vec<String>, AdminError> {
+    let marked = match store.children(paths::DELETE_TOPICS).await {
+        Ok(names) => names,
+        Err(StoreError::NoNode(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    for name in &marked {
+        finish_deletion(store, name).await?;
+    }
+    Ok(marked)
+}
+
+/// CreatePartitions for one topic: grows it to `new_total` partitions.
+/// `assignments` (optional) gives the replicas of each new partition.
+pub async fn create_partitions<S: MetadataStore>(
+    store: &S,
+    name: &str,
+    new_total: i32,
+    assignments: Option<&[Vec<BrokerId>]>,
+    live_brokers: &[BrokerId],
+    validate_only: bool,
+) -> Result<TopicInfo, AdminError> {
+    let topic_path = paths::topic(name);
+    let (data, stat) = match store.get(&topic_path).await {
+        Ok(found) => found,
+        Err(StoreError::NoNode(_)) => return Err(unknown_topic(name)),
+        Err(e) => return Err(e.into()),
+    };
+    let mut znode = TopicZNode::decode(&data).map_err(|e| corrupt(&topic_path, e))?;
+    let old = znode.partitions.len() as i32;
+    if new_total == old {
+        return Err(AdminError::InvalidPartitions(format!(
+            "Topic already has {old} partitions."
+        )));
+    }
+    if new_total < old {
+        return Err(AdminError::InvalidPartitions(format!(
+            "Topic currently has {old} partitions, which is higher than the requested {new_total}."
+        )));
+    }
+    if new_total > MAX_PARTITIONS_PER_TOPIC {
+        return Err(AdminError::InvalidPartitions(format!(
+            "Number of partitions {new_total} exceeds {MAX_PARTITIONS_PER_TOPIC}."
+        )));
+    }
+    let first = znode
+        .partitions
+        .get(&0)
+        .cloned()
+        .ok_or_else(|| corrupt(&topic_path, "partition 0 is missing"))?;
+    let added = plan_new_partitions(old, new_total, assignments, &first, live_brokers)?;
+    let epoch = controller_epoch(store).await?;
+    let (mut ops, new_states) = partition_ops(name, &added, epoch);
+    if validate_only {
+        let mut info = load_topic(store, name).await?;
+        info.partitions.extend(new_states);
+        return Ok(info);
+    }
+    znode.partitions.extend(added);
+    // Guarded by the assignment's version: a concurrent change fails the
+    // whole multi instead of being overwritten.
+    ops.insert(
+        0,
+        Op::Set {
+            path: topic_path,
+            data: znode.encode(),
+            expected_version: Some(stat.version),
+        },
+    );
+    store.multi(ops).await?;
+    load_topic(store, name).await
+}
+
+/// Kafka's `createNewPartitionsAssignment`: manual, or continue the
+/// round-robin from partition 0's leader with partition 0's replication
+/// factor.
+fn plan_new_partitions(
+    old: i32,
+    new_total: i32,
+    assignments: Option<&[Vec<BrokerId>]>,
+    partition0: &[BrokerId],
+    live: &[BrokerId],
+) -> Result<BTreeMap<PartitionId, Vec<BrokerId>>, AdminError> {
+    let to_add = new_total - old;
+    if let Some(manual) = assignments {
+        if manual.len() as i32 != to_add {
+            return Err(AdminError::InvalidReplicaAssignment(format!(
+                "Increasing the number of partitions by {to_add} but {} assignments provided.",
+                manual.len()
+            )));
+        }
+        let planned: BTreeMap<PartitionId, Vec<BrokerId>> =
+            (old..).zip(manual.iter().cloned()).collect();
+        validate_manual_assignment(&planned, live, Some(partition0.len()))?;
+        return Ok(planned);
+    }
+    let mut sorted = live.to_vec();
+    sorted.sort_unstable();
+    let leader0 = partition0.first().copied().unwrap_or(0);
+    let start = sorted.iter().position(|&b| b >= leader0).unwrap_or(0);
+    let rf = partition0.len() as i32;
+    Ok(assign_replicas_to_brokers(
+        &sorted,
+        to_add,
+        rf,
+        AssignmentSeed::fixed(start),
+        old,
+    )?)
+}
+
+/// DescribeConfigs for a topic. Stored overrides that fail validation (a
+/// newer Kafka may have written keys we do not know) are shown as defaults.
+pub async fn describe_configs<S: MetadataStore>(
+    store: &S,
+    name: &str,
+    defaults: &BrokerTopicDefaults,
+    keys: Option<&[String]>,
+) -> Result<Vec<ConfigEntry>, AdminError> {
+    if store.exists(&paths::topic(name)).await?.is_none() {
+        return Err(unknown_topic(name));
+    }
+    let (overrides, _) = read_topic_overrides(store, name).await?;
+    let usable: BTreeMap<String, String> = overrides
+        .into_iter()
+        .filter(|(k, v)| validate_one(k, v).is_ok())
+        .collect();
+    let config = TopicConfig::resolve(&usable, defaults)
+        .unwrap_or_else(|_| TopicConfig::from_broker_defaults(defaults));
+    Ok(config.describe(&usable, defaults, keys))
+}
+
+/// The effective value of a list key before an APPEND/SUBTRACT.
+fn current_list(
+    key: &str,
+    overrides: &BTreeMap<String, String>,
+    defaults: &BrokerTopicDefaults,
+) -> Vec<String> {
+    let from_override = overrides
+        .get(key)
+        .and_then(|raw| match validate_one(key, raw) {
+            Ok(ConfigValue::List(items)) => Some(items),
+            _ => None,
+        });
+    from_override.unwrap_or_else(|| {
+        match TopicConfig::from_broker_defaults(defaults).value_of(key) {
+            Some(ConfigValue::List(items)) => items,
+            _ => Vec::new(),
+        }
+    })
+}
+
+/// Applies `ops` to `overrides` (Kafka's `prepareIncrementalConfigs`).
+fn apply_alter_ops(
+    mut overrides: BTreeMap<String, String>,
+    ops: &[AlterConfigOp],
+    defaults: &BrokerTopicDefaults,
+) -> Result<BTreeMap<String, String>, AdminError> {
+    let mut seen = BTreeSet::new();
+    for op in ops {
+        if !seen.insert(op.name.as_str()) {
+            return Err(AdminError::InvalidRequest(
+                "Error due to duplicate config keys".into(),
+            ));
+        }
+        let value = match (&op.value, op.op) {
+            (_, AlterConfigOpType::Delete) => {
+                overrides.remove(&op.name);
+                continue;
+            }
+            (Some(v), _) => v.clone(),
+            (None, _) => {
+                return Err(AdminError::InvalidRequest(format!(
+                    "Null value not supported for : {}",
+                    op.name
+                )))
+            }
+        };
+        if op.op == AlterConfigOpType::Set {
+            overrides.insert(op.name.clone(), value);
+            continue;
+        }
+        // APPEND / SUBTRACT: list-typed keys only.
+        if topic_config_type(&op.name) != Some(ConfigType::List) {
+            let verb = if op.op == AlterConfigOpType::Append {
+                "append"
+            } else {
+                "subtract"
+            };
+            return Err(AdminError::InvalidConfig(format!(
+                "Config value {verb} is not allowed for config key: {}",
+                op.name
+            )));
+        }
+        let mut items = current_list(&op.name, &overrides, defaults);
+        let given = value.split(',').map(str::trim).filter(|s| !s.is_empty());
+        if op.op == AlterConfigOpType::Append {
+            for item in given {
+                if !items.iter().any(|i| i == item) {
+                    items.push(item.to_string());
+                }
+            }
+        } else {
+            let remove: Vec<&str> = given.collect();
+            items.retain(|i| !remove.contains(&i.as_str()));
+        }
+        overrides.insert(op.name.clone(), items.join(","));
+    }
+    Ok(overrides)
+}
+
+/// IncrementalAlterConfigs for a topic (KIP-339). Returns the new overrides.
+pub async fn incremental_alter_configs<S: MetadataStore>(
+    store: &S,
+    name: &str,
+    ops: &[AlterConfigOp],
+    defaults: &BrokerTopicDefaults,
+    validate_only: bool,
+) -> Result<BTreeMap<String, String>, AdminError> {
+    if store.exists(&paths::topic(name)).await?.is_none() {
+        return Err(unknown_topic(name));
+    }
+    let (overrides, version) = read_topic_overrides(store, name).await?;
+    let updated = apply_alter_ops(overrides, ops, defaults)?;
+    TopicConfig::resolve(&updated, defaults)?;
+    if validate_only {
+        return Ok(updated);
+    }
+    write_topic_overrides(store, name, &updated, version).await?;
+    Ok(updated)
+}
+
+/// AlterConfigs (the legacy, replace-everything API kafka-python uses):
+/// the topic's overrides become exactly `configs`.
+pub async fn alter_configs<S: MetadataStore>(
+    store: &S,
+    name: &str,
+    configs: &BTreeMap<String, String>,
+    defaults: &BrokerTopicDefaults,
+    validate_only: bool,
+) -> Result<(), AdminError> {
+    if store.exists(&paths::topic(name)).await?.is_none() {
+        return Err(unknown_topic(name));
+    }
+    TopicConfig::resolve(configs, defaults)?;
+    if validate_only {
+        return Ok(());
+    }
+    let (_, version) = read_topic_overrides(store, name).await?;
+    write_topic_overrides(store, name, configs, version).await
+}
+
+/// Writes the overrides (guarded by the config znode's `version`) and a
+/// `/config/changes` notification in one `multi`, as Kafka's
+/// `AdminZkClient.changeTopicConfig` does, so ZooKeeper-mode brokers reload.
+async fn write_topic_overrides<S: MetadataStore>(
+    store: &S,
+    name: &str,
+    overrides: &BTreeMap<String, String>,
+    version: Option<i32>,
+) -> Result<(), AdminError> {
+    let data = ConfigZNode::new(overrides.clone()).encode();
+    let config_op = match version {
+        Some(v) => Op::Set {
+            path: paths::topic_config(name),
+            data,
+            expected_version: Some(v),
+        },
+        None => create_op(paths::topic_config(name), data),
+    };
+    let notify = Op::Create {
+        path: paths::config_change_sequential_prefix(),
+        data: ConfigChangeZNode::topic(name).encode(),
+        mode: CreateMode::PersistentSequential,
+    };
+    create_top_level_paths(store).await?;
+    store.multi(vec![config_op, notify]).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

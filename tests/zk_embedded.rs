@@ -1,0 +1,111 @@
+//! The embedded metadata store on a real glommio executor (the control
+//! shard's runtime): topics, configs, topic ids and the cluster id survive a
+//! reopen of the log dir; ephemeral broker registrations do not.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use shardlog::config::topic::BrokerTopicDefaults;
+use shardlog::zk::admin::{self, AlterConfigOp, AlterConfigOpType, NewTopic};
+use shardlog::zk::embedded::EmbeddedStore;
+use shardlog::zk::store::MetadataStore;
+
+/// Runs `f`'s future on a fresh glommio executor and returns its output.
+fn on_executor<T, F, Fut>(f: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T> + 'static,
+{
+    glommio::LocalExecutorBuilder::default()
+        .spawn(f)
+        .expect("spawn glommio executor")
+        .join()
+        .expect("executor thread")
+}
+
+struct Before {
+    topics: Vec<admin::TopicInfo>,
+    cluster_id: String,
+}
+
+async fn first_run(dir: &Path) -> Before {
+    let store = EmbeddedStore::open(dir).expect("open");
+    let mut rng = StdRng::seed_from_u64(1);
+    let defaults = BrokerTopicDefaults::default();
+    admin::create_top_level_paths(&store).await.unwrap();
+    admin::register_broker(&store, 1, "localhost", 9092, 1_700_000_000_000)
+        .await
+        .unwrap();
+    let cluster_id = admin::ensure_cluster_id(&store, &mut rng).await.unwrap();
+    let live = admin::live_brokers(&store).await.unwrap();
+    assert_eq!(live, vec![1]);
+    for (name, partitions) in [("orders", 3), ("payments", 1)] {
+        let topic = NewTopic {
+            name: name.to_string(),
+            num_partitions: partitions,
+            replication_factor: 1,
+            replica_assignment: BTreeMap::new(),
+            configs: BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]),
+        };
+        admin::create_topic(&store, &topic, &live, &defaults, false, &mut rng)
+            .await
+            .unwrap();
+    }
+    admin::create_partitions(&store, "orders", 4, None, &live, false)
+        .await
+        .unwrap();
+    let set = AlterConfigOp {
+        name: "cleanup.policy".to_string(),
+        op: AlterConfigOpType::Set,
+        value: Some("compact".to_string()),
+    };
+    admin::incremental_alter_configs(&store, "payments", &[set], &defaults, false)
+        .await
+        .unwrap();
+    Before {
+        topics: admin::load_topics(&store).await.unwrap(),
+        cluster_id,
+    }
+}
+
+#[test]
+fn topics_configs_and_ids_survive_reopen_but_ephemeral_nodes_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let before = on_executor({
+        let path = path.clone();
+        move || async move { first_run(&path).await }
+    });
+    assert_eq!(before.topics.len(), 2);
+    assert_eq!(before.topics[0].partitions.len(), 4);
+    assert_eq!(before.topics[1].configs["cleanup.policy"], "compact");
+    assert!(path.join("__embedded_metadata/znodes.json").exists());
+
+    on_executor(move || async move {
+        let store = EmbeddedStore::open(&path).expect("reopen");
+        let after = admin::load_topics(&store).await.unwrap();
+        assert_eq!(
+            after, before.topics,
+            "topics, topic ids, state and configs unchanged"
+        );
+        let mut other_rng = StdRng::seed_from_u64(2);
+        let cluster_id = admin::ensure_cluster_id(&store, &mut other_rng)
+            .await
+            .unwrap();
+        assert_eq!(cluster_id, before.cluster_id);
+        assert!(admin::live_brokers(&store).await.unwrap().is_empty());
+        assert!(store.exists("/brokers/ids/1").await.unwrap().is_none());
+        // The store keeps working after reopen.
+        admin::delete_topic(&store, "orders").await.unwrap();
+        let names: Vec<String> = admin::load_topics(&store)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, vec!["payments"]);
+    });
+}

@@ -1,1 +1,3 @@
-//! loadgen (see lib.rs crate map).
+//! `[io]` The load generator (`shardlog loadgen`).
+pub mod accumulator;
+pub mod partitioner;

@@ -1,3 +1,8 @@
 //! `[io]` The load generator (`shardlog loadgen`).
 pub mod accumulator;
+pub mod args;
+pub mod histogram;
+pub mod omb;
 pub mod partitioner;
+pub mod report;
+pub mod sweep;

@@ -6,3 +6,4 @@ pub mod omb;
 pub mod partitioner;
 pub mod report;
 pub mod sweep;
+pub mod client;

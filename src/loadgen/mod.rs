@@ -7,3 +7,5 @@ pub mod partitioner;
 pub mod report;
 pub mod sweep;
 pub mod client;
+pub mod producer;
+pub mod consumer;

@@ -316,7 +316,10 @@ impl Producer {
         let mut budget = 512;
         while budget > 0 {
             let count_done = self.plan.max_messages.is_some_and(|m| self.next_seq >= m);
-            let time_done = self.plan.max_messages.is_none() && now >= self.plan.end_ns;
+            // At a fixed rate the grid of intended times decides, so a
+            // producer running late still sends every record due before the end.
+            let clock = if self.interval_ns.is_some() { self.next_intended_ns } else { now };
+            let time_done = self.plan.max_messages.is_none() && clock >= self.plan.end_ns;
             if count_done || time_done {
                 self.done_generating = true;
                 return Ok(());

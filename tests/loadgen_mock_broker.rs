@@ -25,9 +25,7 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{
-    decode_request_header_from_buffer, Decodable, Encodable, StrBytes,
-};
+use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
 
 use loadgen_support::{check_outputs, check_point_verified, run_loadgen};
@@ -89,7 +87,8 @@ fn serve(mut s: TcpStream, state: Shared, port: u16) {
         let mut frame = BytesMut::new();
         let mut rh = ResponseHeader::default();
         rh.correlation_id = header.correlation_id;
-        rh.encode(&mut frame, key.response_header_version(v)).unwrap();
+        rh.encode(&mut frame, key.response_header_version(v))
+            .unwrap();
         frame.extend_from_slice(&out);
         let mut whole = (frame.len() as i32).to_be_bytes().to_vec();
         whole.extend_from_slice(&frame);
@@ -112,7 +111,14 @@ fn name(s: &str) -> TopicName {
 }
 
 /// Handles one request; returns false when no response is due (acks=0).
-fn handle(key: ApiKey, v: i16, buf: &mut Bytes, state: &Shared, port: u16, out: &mut BytesMut) -> bool {
+fn handle(
+    key: ApiKey,
+    v: i16,
+    buf: &mut Bytes,
+    state: &Shared,
+    port: u16,
+    out: &mut BytesMut,
+) -> bool {
     match key {
         ApiKey::ApiVersions => {
             let mut r = ApiVersionsResponse::default();
@@ -168,10 +174,11 @@ fn handle(key: ApiKey, v: i16, buf: &mut Bytes, state: &Shared, port: u16, out: 
                 let n = t.name.0.to_string();
                 let mut res = CreatableTopicResult::default();
                 res.name = t.name.clone();
-                if st.topics.contains_key(&n) {
-                    res.error_code = 36;
-                } else {
-                    st.topics.insert(n, (0..t.num_partitions).map(|_| Log::default()).collect());
+                match st.topics.entry(n) {
+                    std::collections::hash_map::Entry::Occupied(_) => res.error_code = 36,
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert((0..t.num_partitions).map(|_| Log::default()).collect());
+                    }
                 }
                 r.topics.push(res);
             }
@@ -316,7 +323,10 @@ fn sweep_over_acks_produces_and_consumes_every_record_in_order() {
     ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     println!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.contains("acks=all linger.ms=5"), "table on stdout:\n{stdout}");
+    assert!(
+        stdout.contains("acks=all linger.ms=5"),
+        "table on stdout:\n{stdout}"
+    );
     let points = check_outputs(&out, &["0", "1", "all"]);
     assert_eq!(points.len(), 6);
     for p in &points {
@@ -363,7 +373,10 @@ fn omb_workload_at_fixed_rate_reports_intended_latency() {
     let bootstrap = start_mock_broker();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let workload = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/omb/1-topic-3-partitions-1kb.yaml");
+    let workload = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/omb/1-topic-3-partitions-1kb.yaml"
+    );
     run_loadgen(&[
         "--bootstrap",
         &bootstrap,
@@ -395,7 +408,13 @@ fn unreachable_broker_stops_with_a_clear_message() {
         l.local_addr().unwrap().port()
     };
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
-        .args(["loadgen", "--bootstrap", &format!("127.0.0.1:{port}"), "--duration", "1s"])
+        .args([
+            "loadgen",
+            "--bootstrap",
+            &format!("127.0.0.1:{port}"),
+            "--duration",
+            "1s",
+        ])
         .env("RUST_BACKTRACE", "0")
         .output()
         .unwrap();

@@ -199,7 +199,10 @@ impl<M> Accumulator<M> {
         if last.closed {
             return None;
         }
-        let first_ts = last.records.first().map_or(record.timestamp_ms, |r| r.timestamp_ms);
+        let first_ts = last
+            .records
+            .first()
+            .map_or(record.timestamp_ms, |r| r.timestamp_ms);
         let size = record_size_in_bytes(
             last.records.len() as i64,
             record.timestamp_ms - first_ts,
@@ -329,7 +332,8 @@ impl<M> Accumulator<M> {
                 if first.attempts > 0 && now_ms < first.retry_at_ms {
                     continue;
                 }
-                if !batches.is_empty() && bytes + first.estimated_bytes > self.config.max_request_size
+                if !batches.is_empty()
+                    && bytes + first.estimated_bytes > self.config.max_request_size
                 {
                     break;
                 }

@@ -12,7 +12,9 @@ use serde::Serialize;
 /// set; `--set key=value` sets any supported key and `--sweep key=v1,v2`
 /// makes that key an axis of the sweep.
 #[derive(Debug, Clone, clap::Args)]
-#[command(about = "Kafka producer/consumer load generator with acks x linger.ms x batch.size sweeps")]
+#[command(
+    about = "Kafka producer/consumer load generator with acks x linger.ms x batch.size sweeps"
+)]
 pub struct LoadgenArgs {
     /// bootstrap.servers: comma-separated host:port list.
     #[arg(long, default_value = "127.0.0.1:9092")]
@@ -133,7 +135,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => value * 3600.0,
         other => return Err(format!("invalid duration unit {other:?} in {s:?}")),
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
         return Err(format!("duration {s:?} out of range"));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -346,7 +348,9 @@ impl ProducerSettings {
             return Err("max.in.flight.requests.per.connection must be >= 1".into());
         }
         if self.linger_ms < 0 || self.delivery_timeout_ms <= 0 || self.request_timeout_ms <= 0 {
-            return Err("linger.ms, delivery.timeout.ms and request.timeout.ms must be positive".into());
+            return Err(
+                "linger.ms, delivery.timeout.ms and request.timeout.ms must be positive".into(),
+            );
         }
         if self.batch_size > self.buffer_memory {
             return Err(format!(

@@ -178,8 +178,12 @@ pub fn correlation_id(frame: &Bytes) -> Option<i32> {
 pub fn decode_response<R: Request>(mut frame: Bytes, version: i16) -> Result<R::Response> {
     ResponseHeader::decode(&mut frame, R::Response::header_version(version))
         .context("decoding response header")?;
-    R::Response::decode(&mut frame, version)
-        .with_context(|| format!("decoding {:?} v{version} response", ApiKey::try_from(R::KEY)))
+    R::Response::decode(&mut frame, version).with_context(|| {
+        format!(
+            "decoding {:?} v{version} response",
+            ApiKey::try_from(R::KEY)
+        )
+    })
 }
 
 /// Resolves `host:port` and connects with a timeout.
@@ -234,7 +238,10 @@ impl Connection {
             .spawn(move || loop {
                 match read_frame(&mut reader) {
                     Ok(frame) => {
-                        if events.send(ConnEvent::Response { conn: id, frame }).is_err() {
+                        if events
+                            .send(ConnEvent::Response { conn: id, frame })
+                            .is_err()
+                        {
                             return;
                         }
                     }
@@ -353,9 +360,17 @@ impl SyncClient {
 }
 
 /// Connects to the first reachable address of a `bootstrap.servers` list.
-pub fn connect_bootstrap(bootstrap: &str, client_id: &str, timeout: Duration) -> Result<SyncClient> {
+pub fn connect_bootstrap(
+    bootstrap: &str,
+    client_id: &str,
+    timeout: Duration,
+) -> Result<SyncClient> {
     let mut errors = Vec::new();
-    for addr in bootstrap.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+    for addr in bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
         match SyncClient::connect(addr, client_id, timeout) {
             Ok(c) => return Ok(c),
             Err(e) => errors.push(format!("{addr}: {e:#}")),
@@ -503,7 +518,9 @@ impl SyncClient {
         partitions: &[(String, i32)],
         timestamp: i64,
     ) -> Result<HashMap<(String, i32), i64>> {
-        use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+        use kafka_protocol::messages::list_offsets_request::{
+            ListOffsetsPartition, ListOffsetsTopic,
+        };
         use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
         let version = self.pick(ApiKey::ListOffsets, LIST_OFFSETS_VERSIONS)?;
         let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
@@ -584,7 +601,9 @@ pub fn ensure_topics(
         .collect();
     if !missing.is_empty() {
         let mut controller = match meta.brokers.get(&meta.controller_id) {
-            Some(addr) if *addr != boot.conn.addr => SyncClient::connect(addr, client_id, timeout).ok(),
+            Some(addr) if *addr != boot.conn.addr => {
+                SyncClient::connect(addr, client_id, timeout).ok()
+            }
             _ => None,
         };
         let target = controller.as_mut().unwrap_or(boot);
@@ -623,7 +642,10 @@ pub fn ensure_topics(
             return Ok(meta);
         }
         if Instant::now() >= deadline {
-            bail!("topics without leaders after {timeout:?}: {}", pending.join(", "));
+            bail!(
+                "topics without leaders after {timeout:?}: {}",
+                pending.join(", ")
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -688,7 +710,10 @@ mod tests {
         let req = MetadataRequest::default();
         encode_frame(&mut buf, &req, 9, 42, &StrBytes::from_static_str("c")).unwrap();
         assert_eq!(be_i32(&buf, 0), Some(buf.len() as i32 - 4));
-        assert_eq!(i16::from_be_bytes([buf[4], buf[5]]), ApiKey::Metadata as i16);
+        assert_eq!(
+            i16::from_be_bytes([buf[4], buf[5]]),
+            ApiKey::Metadata as i16
+        );
         assert_eq!(i16::from_be_bytes([buf[6], buf[7]]), 9);
         assert_eq!(be_i32(&buf, 8), Some(42));
     }

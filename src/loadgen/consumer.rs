@@ -221,7 +221,10 @@ fn consume(plan: &ConsumerPlan, live: &LiveStats, out: &mut ConsumerOutcome) -> 
             continue;
         }
         let c = SyncClient::connect(&p.leader_addr, &plan.client_id, plan.request_timeout)?;
-        let v = c.conn.versions.pick(ApiKey::Fetch, FETCH_VERSIONS.0, FETCH_VERSIONS.1)?;
+        let v = c
+            .conn
+            .versions
+            .pick(ApiKey::Fetch, FETCH_VERSIONS.0, FETCH_VERSIONS.1)?;
         leaders.push((c, v, vec![slot]));
     }
     let starts: Vec<i64> = plan.partitions.iter().map(|p| p.start_offset).collect();
@@ -313,7 +316,8 @@ fn on_records(
                     }
                 }
             }
-            live.consumed.fetch_add(v.consumed - before, Ordering::Relaxed);
+            live.consumed
+                .fetch_add(v.consumed - before, Ordering::Relaxed);
         }
         v.on_batch_end(slot, next);
     }
@@ -334,7 +338,10 @@ mod tests {
     #[test]
     fn verifier_counts_gaps_duplicates_and_reordering() {
         let mut v = Verifier::new(&[10, 0]);
-        assert!(v.on_record(0, 9, &payload(0, 99)).is_none(), "before position");
+        assert!(
+            v.on_record(0, 9, &payload(0, 99)).is_none(),
+            "before position"
+        );
         v.on_record(0, 10, &payload(0, 0));
         v.on_record(0, 11, &payload(0, 1));
         v.on_record(0, 14, &payload(0, 3)); // offsets 12, 13 missing

@@ -130,7 +130,10 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
     print!("{}", report::render_table(&report.points));
     if let Some(dir) = &args.out {
         write_outputs(dir, &report)?;
-        eprintln!("loadgen: wrote results.csv, results.json, latency.svg, report.html to {}", dir.display());
+        eprintln!(
+            "loadgen: wrote results.csv, results.json, latency.svg, report.html to {}",
+            dir.display()
+        );
     }
     Ok(())
 }
@@ -203,20 +206,34 @@ fn partitions_of(meta: &ClusterMeta, topics: &[String]) -> Result<Vec<(String, i
     Ok(out)
 }
 
-fn run_point(ctx: &RunContext<'_>, boot: &mut SyncClient, point: &SweepPoint) -> Result<PointResult> {
+fn run_point(
+    ctx: &RunContext<'_>,
+    boot: &mut SyncClient,
+    point: &SweepPoint,
+) -> Result<PointResult> {
     let w = ctx.workload;
     let args = ctx.args;
     let topics = w.topic_names();
     let meta = boot.metadata(&topics)?;
     let parts = partitions_of(&meta, &topics)?;
     let tp: Vec<(String, i32)> = parts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
-    let starts = client::list_offsets_all(&meta, &tp, LATEST_TIMESTAMP, &args.client_id, ctx.admin_timeout)?;
+    let starts = client::list_offsets_all(
+        &meta,
+        &tp,
+        LATEST_TIMESTAMP,
+        &args.client_id,
+        ctx.admin_timeout,
+    )?;
 
     let timebase = Timebase::new();
     let live = Arc::new(LiveStats::default());
     let t0 = timebase.now_ns();
     let count_mode = w.messages.is_some();
-    let warmup_ns = if count_mode { 0 } else { w.warmup.as_nanos() as u64 };
+    let warmup_ns = if count_mode {
+        0
+    } else {
+        w.warmup.as_nanos() as u64
+    };
     let warmup_end_ns = t0 + warmup_ns;
     let end_ns = warmup_end_ns + w.duration.as_nanos() as u64;
     let mut cpu_cycle = ctx.cpus.iter().copied().cycle();
@@ -247,9 +264,17 @@ fn run_point(ctx: &RunContext<'_>, boot: &mut SyncClient, point: &SweepPoint) ->
             let plan = ConsumerPlan {
                 partitions: mine,
                 client_id: args.client_id.clone(),
-                cpu: if ctx.cpus.is_empty() { None } else { cpu_cycle.next() },
+                cpu: if ctx.cpus.is_empty() {
+                    None
+                } else {
+                    cpu_cycle.next()
+                },
                 timebase,
-                warmup_end_wall_ns: if count_mode { 0 } else { timebase.wall_ns(warmup_end_ns) },
+                warmup_end_wall_ns: if count_mode {
+                    0
+                } else {
+                    timebase.wall_ns(warmup_end_ns)
+                },
                 request_timeout: ctx.admin_timeout,
                 targets: targets.clone(),
                 drain_deadline_ns: drain_deadline.clone(),
@@ -284,7 +309,11 @@ fn run_point(ctx: &RunContext<'_>, boot: &mut SyncClient, point: &SweepPoint) ->
                 end_ns,
                 max_messages: w.messages.map(|m| m / n + u64::from(i < m % n)),
                 client_id: args.client_id.clone(),
-                cpu: if ctx.cpus.is_empty() { None } else { cpu_cycle.next() },
+                cpu: if ctx.cpus.is_empty() {
+                    None
+                } else {
+                    cpu_cycle.next()
+                },
                 timebase,
                 seed: 0x5eed ^ (i << 32) ^ point.index as u64,
             };
@@ -297,7 +326,15 @@ fn run_point(ctx: &RunContext<'_>, boot: &mut SyncClient, point: &SweepPoint) ->
         }
     }
 
-    watch_producers(ctx, point, &timebase, &live, &mut threads, t0, warmup_end_ns)?;
+    watch_producers(
+        ctx,
+        point,
+        &timebase,
+        &live,
+        &mut threads,
+        t0,
+        warmup_end_ns,
+    )?;
 
     let fatal: Vec<String> = threads
         .producer_outcomes
@@ -316,13 +353,27 @@ fn run_point(ctx: &RunContext<'_>, boot: &mut SyncClient, point: &SweepPoint) ->
             "nothing could be produced to {} (point {}): {}{}",
             args.bootstrap,
             point.label(),
-            if fatal.is_empty() { "no record was acknowledged".to_string() } else { fatal.join("; ") },
-            if errors.is_empty() { String::new() } else { format!("; errors by code: {errors:?}") }
+            if fatal.is_empty() {
+                "no record was acknowledged".to_string()
+            } else {
+                fatal.join("; ")
+            },
+            if errors.is_empty() {
+                String::new()
+            } else {
+                format!("; errors by code: {errors:?}")
+            }
         );
     }
 
     // Drain: consumers read up to the log end offsets as of now.
-    let ends = client::list_offsets_all(&meta, &tp, LATEST_TIMESTAMP, &args.client_id, ctx.admin_timeout)?;
+    let ends = client::list_offsets_all(
+        &meta,
+        &tp,
+        LATEST_TIMESTAMP,
+        &args.client_id,
+        ctx.admin_timeout,
+    )?;
     let _ = targets.set(ends);
     drain_deadline.store(
         timebase.now_ns() + args.drain_timeout.as_nanos() as u64,
@@ -396,7 +447,11 @@ fn watch_producers(
                 .lock()
                 .map(|h| h.value_at_quantile_us(0.99) / 1_000.0)
                 .unwrap_or(0.0);
-            let phase = if now < warmup_end_ns { "warm-up" } else { "measure" };
+            let phase = if now < warmup_end_ns {
+                "warm-up"
+            } else {
+                "measure"
+            };
             let line = format!(
                 "[{}/{}] {} {phase} {:>5.1}s  {:>9.0} msgs/s  p99 {:.3} ms  errors {}  consumed {}",
                 point.index + 1,
@@ -448,7 +503,11 @@ fn aggregate(
     }
     let measured: u64 = producers.iter().map(|o| o.measured_acked).sum();
     let secs = if w.messages.is_some() {
-        let first = producers.iter().filter_map(|o| o.first_measured_ns).min().unwrap_or(0);
+        let first = producers
+            .iter()
+            .filter_map(|o| o.first_measured_ns)
+            .min()
+            .unwrap_or(0);
         let last = producers.iter().map(|o| o.last_ack_ns).max().unwrap_or(0);
         (last.saturating_sub(first) as f64 / 1e9).max(1e-3)
     } else {

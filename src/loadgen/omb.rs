@@ -44,7 +44,7 @@ fn one_f() -> f64 {
 }
 
 fn minutes(m: f64, what: &str) -> Result<Duration, String> {
-    if !m.is_finite() || m < 0.0 || m > 1e6 {
+    if !m.is_finite() || !(0.0..=1e6).contains(&m) {
         return Err(format!("{what} {m} out of range"));
     }
     Ok(Duration::from_secs_f64(m * 60.0))
@@ -102,7 +102,10 @@ mod tests {
         assert_eq!(w.subscriptions_per_topic, 1);
         assert_eq!(w.consumers_per_subscription, 1);
         assert_eq!(w.producer_rate, Some(2000));
-        assert_eq!(w.key_distributor, KeyDistributor::RoundRobin(OMB_UNIQUE_KEYS));
+        assert_eq!(
+            w.key_distributor,
+            KeyDistributor::RoundRobin(OMB_UNIQUE_KEYS)
+        );
         assert_eq!(w.duration, Duration::from_secs(60));
         assert_eq!(w.warmup, Duration::from_secs(6));
     }
@@ -110,7 +113,8 @@ mod tests {
     #[test]
     fn omb_key_distributors_and_max_rate() {
         let base = "topics: 2\npartitionsPerTopic: 4\nmessageSize: 100\n";
-        let w = parse_workload(&format!("{base}keyDistributor: NO_KEY\nproducerRate: 0\n")).unwrap();
+        let w =
+            parse_workload(&format!("{base}keyDistributor: NO_KEY\nproducerRate: 0\n")).unwrap();
         assert_eq!(w.key_distributor, KeyDistributor::NoKey);
         assert_eq!(w.producer_rate, None, "producerRate 0 means max rate");
         let w = parse_workload(&format!("{base}keyDistributor: RANDOM_NANO\n")).unwrap();

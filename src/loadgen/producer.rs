@@ -26,7 +26,10 @@ use super::accumulator::{
     Accumulator, AccumulatorConfig, AppendOutcome, PendingRecord, ProducerBatch,
 };
 use super::args::{KeyDistributor, ProducerSettings};
-use super::client::{correlation_id, decode_response, error_label, ConnEvent, Connection, SyncClient, Timebase, PRODUCE_VERSIONS};
+use super::client::{
+    correlation_id, decode_response, error_label, ConnEvent, Connection, SyncClient, Timebase,
+    PRODUCE_VERSIONS,
+};
 use super::histogram::LatencyHistogram;
 use super::partitioner::{partition_for_key, StickyPartitioner};
 
@@ -208,12 +211,21 @@ impl Producer {
         }
         let mut conns = Vec::new();
         for (i, addr) in addrs.iter().enumerate() {
-            conns.push(Connection::connect(addr, i, &plan.client_id, timeout, tx.clone())?);
+            conns.push(Connection::connect(
+                addr,
+                i,
+                &plan.client_id,
+                timeout,
+                tx.clone(),
+            )?);
         }
         let mut produce_version = i16::MAX;
         for c in &conns {
-            produce_version =
-                produce_version.min(c.versions.pick(ApiKey::Produce, PRODUCE_VERSIONS.0, PRODUCE_VERSIONS.1)?);
+            produce_version = produce_version.min(c.versions.pick(
+                ApiKey::Produce,
+                PRODUCE_VERSIONS.0,
+                PRODUCE_VERSIONS.1,
+            )?);
         }
         let (producer_id, producer_epoch, idempotent) = init_idempotence(&plan, &conns, timeout)?;
         let s = &plan.settings;
@@ -233,10 +245,7 @@ impl Producer {
         let mut rng = StdRng::seed_from_u64(plan.seed);
         let mut filler = vec![0u8; plan.message_size];
         rng.fill_bytes(&mut filler);
-        let interval_ns = plan
-            .rate_per_sec
-            .filter(|r| *r > 0.0)
-            .map(|r| 1e9 / r);
+        let interval_ns = plan.rate_per_sec.filter(|r| *r > 0.0).map(|r| 1e9 / r);
         let now = plan.timebase.now_ns();
         Ok(Self {
             sticky: StickyPartitioner::new(slots.len() as i32),
@@ -275,8 +284,8 @@ impl Producer {
     }
 
     fn run(&mut self) -> Result<()> {
-        let hard_stop_ns = self.plan.end_ns
-            + (self.plan.settings.delivery_timeout_ms.max(0) as u64) * 1_000_000;
+        let hard_stop_ns =
+            self.plan.end_ns + (self.plan.settings.delivery_timeout_ms.max(0) as u64) * 1_000_000;
         loop {
             let now = self.now_ns();
             if self.live.abort.load(Ordering::Relaxed) {
@@ -318,7 +327,11 @@ impl Producer {
             let count_done = self.plan.max_messages.is_some_and(|m| self.next_seq >= m);
             // At a fixed rate the grid of intended times decides, so a
             // producer running late still sends every record due before the end.
-            let clock = if self.interval_ns.is_some() { self.next_intended_ns } else { now };
+            let clock = if self.interval_ns.is_some() {
+                self.next_intended_ns
+            } else {
+                now
+            };
             let time_done = self.plan.max_messages.is_none() && clock >= self.plan.end_ns;
             if count_done || time_done {
                 self.done_generating = true;
@@ -343,7 +356,6 @@ impl Producer {
         }
         Ok(())
     }
-
 
     fn measured(&self, intended_ns: u64) -> bool {
         self.plan.max_messages.is_some() || intended_ns >= self.plan.warmup_end_ns
@@ -391,7 +403,10 @@ impl Producer {
                 let r = self.rng.next_u32();
                 let mut p = self.sticky.partition(r).unwrap_or(0);
                 if self.acc.would_open_new_batch(p as usize, &rec) {
-                    p = self.sticky.on_new_batch(p, self.rng.next_u32()).unwrap_or(0);
+                    p = self
+                        .sticky
+                        .on_new_batch(p, self.rng.next_u32())
+                        .unwrap_or(0);
                 }
                 p as usize
             }
@@ -571,7 +586,13 @@ impl Producer {
 
     /// Re-enqueues a batch within `retries` and `delivery.timeout.ms`, or
     /// fails it with `label`.
-    fn retry_or_fail(&mut self, b: ProducerBatch<RecordMeta>, now: u64, label: String, retriable: bool) {
+    fn retry_or_fail(
+        &mut self,
+        b: ProducerBatch<RecordMeta>,
+        now: u64,
+        label: String,
+        retriable: bool,
+    ) {
         let s = &self.plan.settings;
         let age_ms = ms(now) - b.created_ms;
         if retriable && b.attempts <= s.retries && age_ms < s.delivery_timeout_ms {
@@ -606,13 +627,18 @@ impl Producer {
                 continue;
             }
             self.out.measured_acked += 1;
-            self.out.first_measured_ns =
-                Some(self.out.first_measured_ns.map_or(m.send_ns, |f| f.min(m.send_ns)));
+            self.out.first_measured_ns = Some(
+                self.out
+                    .first_measured_ns
+                    .map_or(m.send_ns, |f| f.min(m.send_ns)),
+            );
             let lat = now.saturating_sub(m.send_ns);
             self.out.ack_hist.record_ns(lat);
             self.live_hist.record_ns(lat);
             if self.interval_ns.is_some() {
-                self.out.ack_intended_hist.record_ns(now.saturating_sub(m.intended_ns));
+                self.out
+                    .ack_intended_hist
+                    .record_ns(now.saturating_sub(m.intended_ns));
             }
         }
     }
@@ -633,7 +659,11 @@ impl Producer {
         }
         if self.blocked.take().is_some() {
             self.out.failed += 1;
-            *self.out.errors_by_code.entry(label.to_string()).or_default() += 1;
+            *self
+                .out
+                .errors_by_code
+                .entry(label.to_string())
+                .or_default() += 1;
         }
     }
 
@@ -673,7 +703,10 @@ fn init_idempotence(
     };
     if !first.versions.supports(ApiKey::InitProducerId) {
         if plan.settings.enable_idempotence == Some(true) {
-            bail!("enable.idempotence=true but {} lacks InitProducerId", first.addr);
+            bail!(
+                "enable.idempotence=true but {} lacks InitProducerId",
+                first.addr
+            );
         }
         return Ok((-1, -1, false));
     }
@@ -785,7 +818,10 @@ mod tests {
                     let want_seq = seq.map_or(-1 + i as i32, |s| s + i as i32);
                     assert_eq!(r.sequence, want_seq);
                     let v = r.value.as_ref().unwrap();
-                    assert_eq!(read_payload_header(v), Some((1_000 + i as u64, 3, i as u64)));
+                    assert_eq!(
+                        read_payload_header(v),
+                        Some((1_000 + i as u64, 3, i as u64))
+                    );
                     assert_eq!(r.key.is_some(), i % 2 == 0);
                 }
             }

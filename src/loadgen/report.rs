@@ -199,8 +199,11 @@ const COLORS: [&str; 6] = [
 ];
 
 /// Points grouped by acks level, each group sorted by throughput.
-fn series(points: &[PointResult]) -> Vec<(String, Vec<(f64, f64, String)>)> {
-    let mut groups: BTreeMap<String, Vec<(f64, f64, String)>> = BTreeMap::new();
+/// `(msgs/s, p99 ms, label)` of one plotted point.
+type PlotPoint = (f64, f64, String);
+
+fn series(points: &[PointResult]) -> Vec<(String, Vec<PlotPoint>)> {
+    let mut groups: BTreeMap<String, Vec<PlotPoint>> = BTreeMap::new();
     for p in points {
         groups.entry(p.acks.clone()).or_default().push((
             p.msgs_per_sec,

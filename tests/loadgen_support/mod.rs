@@ -44,7 +44,10 @@ pub fn check_outputs(dir: &Path, acks_levels: &[&str]) -> Vec<serde_json::Value>
     assert_eq!(svg.matches("<polyline").count(), acks_levels.len());
     assert_eq!(svg.matches(r#"class="series""#).count(), acks_levels.len());
     for a in acks_levels {
-        assert!(svg.contains(&format!(r#"data-acks="{a}""#)), "series acks={a}");
+        assert!(
+            svg.contains(&format!(r#"data-acks="{a}""#)),
+            "series acks={a}"
+        );
     }
 
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
@@ -56,7 +59,10 @@ pub fn check_outputs(dir: &Path, acks_levels: &[&str]) -> Vec<serde_json::Value>
 /// Every produced record consumed exactly once, in order, without gaps.
 pub fn check_point_verified(p: &serde_json::Value, expected: u64) {
     let label = p["label"].as_str().unwrap_or("?");
-    let n = |k: &str| p[k].as_u64().unwrap_or_else(|| panic!("{label}: {k} missing"));
+    let n = |k: &str| {
+        p[k].as_u64()
+            .unwrap_or_else(|| panic!("{label}: {k} missing"))
+    };
     assert_eq!(n("errors"), 0, "{label}: errors {}", p["errors_by_code"]);
     assert_eq!(n("produced"), expected, "{label}: produced");
     assert_eq!(n("consumed"), expected, "{label}: consumed");
@@ -64,6 +70,12 @@ pub fn check_point_verified(p: &serde_json::Value, expected: u64) {
     assert_eq!(n("duplicates"), 0, "{label}: duplicates");
     assert_eq!(n("offset_gaps"), 0, "{label}: offset gaps");
     assert_eq!(n("out_of_order"), 0, "{label}: out of order");
-    assert!(p["ack_latency"]["count"].as_u64().unwrap_or(0) > 0, "{label}: latencies");
-    assert!(p["e2e_latency"]["count"].as_u64().unwrap_or(0) > 0, "{label}: e2e");
+    assert!(
+        p["ack_latency"]["count"].as_u64().unwrap_or(0) > 0,
+        "{label}: latencies"
+    );
+    assert!(
+        p["e2e_latency"]["count"].as_u64().unwrap_or(0) > 0,
+        "{label}: e2e"
+    );
 }

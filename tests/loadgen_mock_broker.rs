@@ -42,15 +42,25 @@ struct State {
     topics: HashMap<String, Vec<Log>>,
     next_producer_id: i64,
     produce_requests: HashMap<i16, u64>,
+    /// Answer this many partition appends with NOT_LEADER_OR_FOLLOWER (6).
+    fail_appends: u32,
+    /// Next expected sequence per (topic, partition, producer id), as
+    /// Kafka's ProducerStateManager checks it.
+    sequences: HashMap<(String, i32, i64), i32>,
 }
 
 type Shared = Arc<Mutex<State>>;
 
 fn start_mock_broker() -> String {
+    start_mock_broker_failing(0)
+}
+
+fn start_mock_broker_failing(fail_appends: u32) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let state: Shared = Arc::new(Mutex::new(State {
         next_producer_id: 1000,
+        fail_appends,
         ..State::default()
     }));
     std::thread::spawn(move || {
@@ -229,20 +239,39 @@ fn produce(v: i16, buf: &mut Bytes, state: &Shared, out: &mut BytesMut) -> bool 
         let mut rt = TopicProduceResponse::default();
         rt.name = t.name.clone();
         for p in t.partition_data {
-            let log = &mut st.topics.get_mut(&t.name.0.to_string()).unwrap()[p.index as usize];
+            let topic = t.name.0.to_string();
             let records = p.records.unwrap();
             // Validates CRC, codec and record layout independently of loadgen.
             let mut check = records.clone();
             let sets = RecordBatchDecoder::decode_all(&mut check).unwrap();
             assert_eq!(sets.len(), 1, "one batch per partition");
             let n = sets[0].records.len() as i64;
+            let first = &sets[0].records[0];
+            let mut rp = PartitionProduceResponse::default();
+            rp.index = p.index;
+            if st.fail_appends > 0 {
+                st.fail_appends -= 1;
+                rp.error_code = 6;
+                rt.partition_responses.push(rp);
+                continue;
+            }
+            if first.producer_id >= 0 {
+                let key = (topic.clone(), p.index, first.producer_id);
+                let expected = st.sequences.get(&key).copied().unwrap_or(0);
+                if first.sequence != expected {
+                    // 46 for a batch already written, 45 for a gap.
+                    rp.error_code = if first.sequence < expected { 46 } else { 45 };
+                    rt.partition_responses.push(rp);
+                    continue;
+                }
+                st.sequences.insert(key, expected + n as i32);
+            }
+            let log = &mut st.topics.get_mut(&topic).unwrap()[p.index as usize];
             let mut stored = BytesMut::from(&records[..]);
             stored[..8].copy_from_slice(&log.end_offset.to_be_bytes());
             let base = log.end_offset;
             log.batches.push((base, stored.freeze()));
             log.end_offset += n;
-            let mut rp = PartitionProduceResponse::default();
-            rp.index = p.index;
             rp.base_offset = base;
             rp.log_append_time_ms = -1;
             rt.partition_responses.push(rp);
@@ -399,6 +428,49 @@ fn omb_workload_at_fixed_rate_reports_intended_latency() {
     assert!(p["ack_latency_intended"]["count"].as_u64().unwrap() > 0);
     assert_eq!(p["missing"], 0);
     assert_eq!(p["offset_gaps"], 0);
+}
+
+#[test]
+fn leader_errors_are_retried_in_sequence_order_without_loss() {
+    // The first 5 appends fail with NOT_LEADER_OR_FOLLOWER; with up to 5
+    // requests in flight the idempotent producer must refresh metadata,
+    // resend in sequence order (later batches see OUT_OF_ORDER_SEQUENCE
+    // until the gap is filled) and lose or duplicate nothing.
+    let bootstrap = start_mock_broker_failing(5);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    run_loadgen(&[
+        "--bootstrap",
+        &bootstrap,
+        "--topic",
+        "retries",
+        "--partitions",
+        "2",
+        "--messages",
+        "2000",
+        "--acks",
+        "all",
+        "--linger-ms",
+        "0",
+        "--batch-size",
+        "2048",
+        "--set",
+        "retry.backoff.ms=5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let points = check_outputs(&out, &["all"]);
+    let p = &points[0];
+    println!("errors by code: {}", p["errors_by_code"]);
+    check_point_verified(p, 2000);
+    assert_eq!(p["idempotent"], true);
+    assert!(p["retries"].as_u64().unwrap() >= 5, "{p}");
+    assert!(
+        p["errors_by_code"]["6 NotLeaderOrFollower (retried)"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
 }
 
 #[test]

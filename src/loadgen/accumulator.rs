@@ -411,6 +411,17 @@ impl<M> Accumulator<M> {
         expired
     }
 
+    /// The partition in `slot` moved to another node (leader change seen in
+    /// Metadata): its queued batches go to the new node from now on.
+    pub fn on_leader_change(&mut self, slot: usize, node: usize) {
+        if node >= self.in_flight.len() {
+            self.in_flight.resize(node + 1, 0);
+        }
+        if let Some(q) = self.partitions.get_mut(slot) {
+            q.node = node;
+        }
+    }
+
     /// From now on every batch is sendable (Java's `beginFlush`).
     pub fn begin_flush(&mut self) {
         self.flushing = true;
@@ -696,6 +707,19 @@ mod tests {
         assert_eq!(expired.len(), 1);
         acc.on_batch_done(&expired[0]);
         assert_eq!(acc.queued_batches(), 0);
+    }
+
+    #[test]
+    fn leader_change_routes_queued_batches_to_the_new_node() {
+        let mut acc = Accumulator::new(cfg(16_384, 0), &[0], 1);
+        assert!(appended(acc.on_append(0, 0, rec(10, 0))));
+        acc.on_leader_change(0, 2);
+        let out = acc.on_drain(0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].node, 2);
+        assert_eq!(acc.in_flight(2), 1);
+        assert_eq!(acc.in_flight(0), 0);
+        acc.check_invariants();
     }
 
     #[test]

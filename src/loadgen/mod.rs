@@ -437,7 +437,12 @@ fn watch_producers(
         }
         let now = timebase.now_ns();
         let acked = live.acked.load(Ordering::Relaxed);
-        if acked == 0 && now.saturating_sub(t0) > stall_ns {
+        // Nothing acknowledged: give up after 10 s when every attempt so
+        // far failed, or after request.timeout.ms of silence.
+        let elapsed = now.saturating_sub(t0);
+        let failing =
+            live.errors.load(Ordering::Relaxed) + live.retries.load(Ordering::Relaxed) > 0;
+        if acked == 0 && (elapsed > stall_ns || (failing && elapsed > 10_000_000_000)) {
             live.abort.store(true, Ordering::Relaxed);
         }
         if now.saturating_sub(last_tick) >= 1_000_000_000 {

@@ -6,14 +6,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::messages::{
+    ApiKey, MetadataRequest, ProduceRequest, ProduceResponse, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
@@ -28,7 +31,7 @@ use super::accumulator::{
 use super::args::{KeyDistributor, ProducerSettings};
 use super::client::{
     correlation_id, decode_response, error_label, ConnEvent, Connection, SyncClient, Timebase,
-    PRODUCE_VERSIONS,
+    METADATA_VERSIONS, PRODUCE_VERSIONS,
 };
 use super::histogram::LatencyHistogram;
 use super::partitioner::{partition_for_key, StickyPartitioner};
@@ -62,6 +65,7 @@ pub struct LiveStats {
     pub sent: AtomicU64,
     pub acked: AtomicU64,
     pub errors: AtomicU64,
+    pub retries: AtomicU64,
     pub consumed: AtomicU64,
     /// Measured-window produce-ack latency, merged in by producers.
     pub ack_hist: Mutex<LatencyHistogram>,
@@ -160,7 +164,9 @@ struct Producer {
     plan: ProducerPlan,
     live: Arc<LiveStats>,
     conns: Vec<Connection>,
+    tx: Sender<ConnEvent>,
     rx: Receiver<ConnEvent>,
+    metadata_version: i16,
     slots: Vec<Slot>,
     slot_of: HashMap<i32, usize>,
     acc: Accumulator<RecordMeta>,
@@ -178,6 +184,9 @@ struct Producer {
     rate_origin_ns: u64,
     interval_ns: Option<f64>,
     blocked: Option<(usize, PendingRecord<RecordMeta>)>,
+    metadata_stale: bool,
+    metadata_corr: Option<(usize, i32)>,
+    timeout: Duration,
     done_generating: bool,
     live_hist: LatencyHistogram,
     live_flush_ns: u64,
@@ -258,7 +267,9 @@ impl Producer {
             plan,
             live,
             conns,
+            tx,
             rx,
+            metadata_version: 0,
             slots,
             slot_of,
             acc,
@@ -273,6 +284,9 @@ impl Producer {
             rate_origin_ns: now,
             interval_ns,
             blocked: None,
+            metadata_stale: false,
+            metadata_corr: None,
+            timeout,
             done_generating: false,
             live_hist: LatencyHistogram::new(),
             live_flush_ns: now,
@@ -299,6 +313,9 @@ impl Producer {
                 }
             }
             self.expire(now);
+            if self.metadata_stale && self.metadata_corr.is_none() {
+                self.request_metadata()?;
+            }
             self.send_ready(now)?;
             if self.done_generating && self.acc.queued_batches() == 0 && self.in_flight.is_empty() {
                 self.flush_live(now, true);
@@ -544,6 +561,10 @@ impl Producer {
                 let Some(corr) = correlation_id(&frame) else {
                     bail!("short response frame")
                 };
+                if self.metadata_corr == Some((conn, corr)) {
+                    self.metadata_corr = None;
+                    return self.on_metadata(frame);
+                }
                 // A response to a request we already timed out is dropped.
                 let Some(f) = self.in_flight.remove(&(conn, corr)) else {
                     return Ok(());
@@ -556,6 +577,66 @@ impl Producer {
                 Ok(())
             }
         }
+    }
+
+    fn request_metadata(&mut self) -> Result<()> {
+        let (lo, hi) = METADATA_VERSIONS;
+        let conn = &mut self.conns[0];
+        let version = conn.versions.pick(ApiKey::Metadata, lo, hi)?;
+        let mut topic = MetadataRequestTopic::default();
+        topic.name = Some(self.topic_name.clone());
+        let mut req = MetadataRequest::default();
+        req.topics = Some(vec![topic]);
+        let corr = conn.send(&req, version)?;
+        self.metadata_corr = Some((0, corr));
+        self.metadata_version = version;
+        Ok(())
+    }
+
+    /// Applies new partition leaders; connects to brokers not seen before.
+    fn on_metadata(&mut self, frame: Bytes) -> Result<()> {
+        let resp = decode_response::<MetadataRequest>(frame, self.metadata_version)?;
+        self.metadata_stale = false;
+        let brokers: HashMap<i32, String> = resp
+            .brokers
+            .iter()
+            .map(|b| (b.node_id.0, format!("{}:{}", b.host.as_str(), b.port)))
+            .collect();
+        let Some(topic) = resp.topics.iter().find(|t| {
+            t.name
+                .as_ref()
+                .is_some_and(|n| n.0.as_str() == self.plan.topic)
+        }) else {
+            return Ok(());
+        };
+        for p in &topic.partitions {
+            let (Some(&slot), Some(addr)) = (
+                self.slot_of.get(&p.partition_index),
+                brokers.get(&p.leader_id.0),
+            ) else {
+                continue;
+            };
+            let node = match self.conns.iter().position(|c| &c.addr == addr) {
+                Some(n) => n,
+                None => {
+                    let id = self.conns.len();
+                    let c = Connection::connect(
+                        addr,
+                        id,
+                        &self.plan.client_id,
+                        self.timeout,
+                        self.tx.clone(),
+                    )?;
+                    self.conns.push(c);
+                    id
+                }
+            };
+            if self.slots[slot].node != node {
+                self.slots[slot].node = node;
+                self.acc.on_leader_change(slot, node);
+            }
+        }
+        Ok(())
     }
 
     fn on_produce_response(&mut self, f: InFlight, resp: &ProduceResponse, now: u64) {
@@ -574,6 +655,11 @@ impl Producer {
                 // 46 DUPLICATE_SEQUENCE_NUMBER: the broker already has it.
                 Some(0) | Some(46) => self.complete_batch(b, now, None),
                 Some(code) => {
+                    // Leadership moved or is unknown: refresh Metadata
+                    // before the retry (Java's `metadata.requestUpdate`).
+                    if matches!(code, 3 | 5 | 6 | 74 | 75) {
+                        self.metadata_stale = true;
+                    }
                     let retriable = ResponseError::try_from_code(code)
                         .is_some_and(|e| e.is_retriable())
                         || (code == 45 && self.producer_id >= 0);
@@ -597,6 +683,7 @@ impl Producer {
         let age_ms = ms(now) - b.created_ms;
         if retriable && b.attempts <= s.retries && age_ms < s.delivery_timeout_ms {
             self.out.retries += 1;
+            self.live.retries.fetch_add(1, Ordering::Relaxed);
             *self
                 .out
                 .errors_by_code

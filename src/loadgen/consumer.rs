@@ -68,8 +68,8 @@ pub struct ConsumerOutcome {
     pub caught_up: bool,
 }
 
-/// Record verification state of one consumer. `[pure]` in spirit: fed
-/// decoded records, no I/O.
+/// Record verification state of one consumer: fed decoded records, does
+/// no I/O (unit-tested below).
 #[derive(Debug, Default)]
 pub struct Verifier {
     /// Next expected offset per partition slot.

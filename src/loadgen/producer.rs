@@ -298,8 +298,11 @@ impl Producer {
     }
 
     fn run(&mut self) -> Result<()> {
-        let hard_stop_ns =
-            self.plan.end_ns + (self.plan.settings.delivery_timeout_ms.max(0) as u64) * 1_000_000;
+        // Once generation ends, what is still unsent or unacknowledged gets
+        // delivery.timeout.ms to complete.
+        let delivery_timeout_ns =
+            (self.plan.settings.delivery_timeout_ms.max(0) as u64) * 1_000_000;
+        let mut hard_stop_ns = u64::MAX;
         loop {
             let now = self.now_ns();
             if self.live.abort.load(Ordering::Relaxed) {
@@ -310,6 +313,7 @@ impl Producer {
                 self.generate(now)?;
                 if self.done_generating {
                     self.acc.begin_flush();
+                    hard_stop_ns = now.saturating_add(delivery_timeout_ns);
                 }
             }
             self.expire(now);
@@ -527,8 +531,13 @@ impl Producer {
                 None => until = now,
             }
         }
+        // A batch already due but not drained is held by the in-flight cap:
+        // only a response can free it, so do not spin on it.
         if let Some(t) = self.acc.next_ready_ms() {
-            until = until.min((t.max(0) as u64) * 1_000_000);
+            let t_ns = (t.max(0) as u64) * 1_000_000;
+            if t_ns > now {
+                until = until.min(t_ns);
+            }
         }
         Duration::from_nanos(until.saturating_sub(now))
     }

@@ -62,7 +62,17 @@ fn ms(us: f64) -> String {
 /// The stdout table: throughput, produce-ack percentiles (ms), e2e p99, errors.
 pub fn render_table(points: &[PointResult]) -> String {
     let mut rows: Vec<Vec<String>> = vec![[
-        "point", "msgs/s", "MB/s", "p50", "p90", "p99", "p99.9", "p99.99", "max", "e2e p99",
+        "point",
+        "msgs/s",
+        "MB/s",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "p99.99",
+        "max",
+        "p99 intended",
+        "e2e p99",
         "errors",
     ]
     .iter()
@@ -75,6 +85,7 @@ pub fn render_table(points: &[PointResult]) -> String {
             format!("{:.2}", p.mb_per_sec),
         ];
         row.extend(p.ack_latency.columns().iter().map(|(_, v)| ms(*v)));
+        row.push(p.ack_latency_intended.map_or("-".into(), |e| ms(e.p99_us)));
         row.push(p.e2e_latency.map_or("-".into(), |e| ms(e.p99_us)));
         row.push(p.errors.to_string());
         rows.push(row);
@@ -83,7 +94,10 @@ pub fn render_table(points: &[PointResult]) -> String {
     let widths: Vec<usize> = (0..cols)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
-    let mut out = String::from("produce-ack latency in ms (from send)\n");
+    let mut out = String::from(
+        "produce-ack latency in ms from send (acks=0: until written); \
+         p99 intended: from the fixed-rate schedule (--rate)\n",
+    );
     for (i, r) in rows.iter().enumerate() {
         let cells: Vec<String> = r
             .iter()
@@ -218,6 +232,16 @@ fn series(points: &[PointResult]) -> Vec<(String, Vec<PlotPoint>)> {
     out
 }
 
+/// Axis tick text with as many decimals as the axis range needs.
+fn tick_label(v: f64, max: f64) -> String {
+    match max {
+        m if m >= 10.0 => format!("{v:.0}"),
+        m if m >= 1.0 => format!("{v:.1}"),
+        m if m >= 0.1 => format!("{v:.2}"),
+        _ => format!("{v:.3}"),
+    }
+}
+
 fn nice_max(v: f64) -> f64 {
     if !(v.is_finite() && v > 0.0) {
         return 1.0;
@@ -274,11 +298,11 @@ pub fn render_svg(points: &[PointResult]) -> String {
         );
         let _ = writeln!(
             s,
-            r##"<line x1="{}" y1="{y:.1}" x2="{left}" y2="{y:.1}" stroke="#333"/><text x="{}" y="{:.1}" text-anchor="end">{:.3}</text>"##,
+            r##"<line x1="{}" y1="{y:.1}" x2="{left}" y2="{y:.1}" stroke="#333"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
             left - 5.0,
             left - 8.0,
             y + 4.0,
-            max_y * f
+            tick_label(max_y * f, max_y)
         );
     }
     let _ = writeln!(
@@ -474,5 +498,8 @@ mod tests {
         assert_eq!(nice_max(3.2), 5.0);
         assert_eq!(nice_max(1_700.0), 2_000.0);
         assert_eq!(nice_max(100.0), 100.0);
+        assert_eq!(tick_label(250.0, 500.0), "250");
+        assert_eq!(tick_label(0.5, 2.5), "0.5");
+        assert_eq!(tick_label(0.025, 0.05), "0.025");
     }
 }

@@ -28,6 +28,14 @@ pub fn run_loadgen(args: &[&str]) -> Output {
 /// Checks results.json / results.csv / latency.svg / report.html in `dir`
 /// and returns the parsed JSON points.
 pub fn check_outputs(dir: &Path, acks_levels: &[&str]) -> Vec<serde_json::Value> {
+    // LOADGEN_TEST_KEEP=<dir> keeps a copy of the outputs for inspection.
+    if let Some(keep) = std::env::var_os("LOADGEN_TEST_KEEP") {
+        let keep = Path::new(&keep);
+        std::fs::create_dir_all(keep).expect("creating LOADGEN_TEST_KEEP");
+        for f in ["results.json", "results.csv", "latency.svg", "report.html"] {
+            let _ = std::fs::copy(dir.join(f), keep.join(f));
+        }
+    }
     let json = std::fs::read_to_string(dir.join("results.json")).expect("results.json");
     let v: serde_json::Value = serde_json::from_str(&json).expect("results.json parses");
     let points = v["points"].as_array().expect("points array").clone();

@@ -474,6 +474,30 @@ fn leader_errors_are_retried_in_sequence_order_without_loss() {
 }
 
 #[test]
+fn all_requests_failing_stops_with_error_codes() {
+    let bootstrap = start_mock_broker_failing(u32::MAX);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args([
+            "loadgen",
+            "--bootstrap",
+            &bootstrap,
+            "--messages",
+            "200",
+            "--acks",
+            "1",
+            "--set",
+            "retries=0",
+        ])
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nothing could be produced"), "{err}");
+    assert!(err.contains("6 NotLeaderOrFollower"), "{err}");
+}
+
+#[test]
 fn unreachable_broker_stops_with_a_clear_message() {
     let port = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -638,4 +638,17 @@ mod tests {
         let too_small = parse(&["--message-size", "8"]);
         assert!(Workload::default().override_with(&too_small).is_err());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_flag_values_never_panic(s in ".{0,24}") {
+            let _ = parse_duration(&s);
+            let _ = parse_cpu_list(&s);
+            let _ = parse_acks(&s);
+            let _ = CompressionType::parse(&s);
+            for key in ProducerSettings::KEYS {
+                let _ = ProducerSettings::default().set(key, &s);
+            }
+        }
+    }
 }

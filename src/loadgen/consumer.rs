@@ -400,4 +400,20 @@ mod tests {
         assert!(split_batches(Bytes::from_static(&[0; 11])).is_empty());
         assert_eq!(batch_bounds(&[0u8; 10]), None);
     }
+
+    proptest::proptest! {
+        /// Fetched bytes come from the network: no input may panic.
+        #[test]
+        fn arbitrary_fetch_bytes_never_panic(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400), offset in proptest::prelude::any::<i64>()) {
+            let bytes = Bytes::from(data.clone());
+            for b in split_batches(bytes) {
+                let _ = batch_bounds(&b);
+                let _ = RecordBatchDecoder::decode(&mut b.clone());
+            }
+            let _ = batch_bounds(&data);
+            let mut v = Verifier::new(&[0]);
+            let _ = v.on_record(0, offset, &data);
+            let _ = v.on_record(0, offset.saturating_add(1), &data);
+        }
+    }
 }

@@ -770,7 +770,11 @@ mod tests {
 
     mod props {
         use super::*;
+        use kafka_protocol::records::{
+            Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+        };
         use proptest::prelude::*;
+        use std::collections::VecDeque;
 
         #[derive(Debug, Clone)]
         enum Op {
@@ -789,12 +793,18 @@ mod tests {
             ]
         }
 
-        proptest! {
-            /// Whatever the interleaving, records leave each partition in
-            /// append order exactly once, memory stays within buffer.memory
-            /// and in-flight requests within the cap.
-            #[test]
-            fn records_drain_in_order_exactly_once_within_limits(ops in proptest::collection::vec(op(), 1..200)) {
+        /// The accumulator plus what a test harness observed of it.
+        struct Model {
+            acc: Accumulator<u32>,
+            now: i64,
+            next_id: u32,
+            appended: Vec<Vec<u32>>,
+            drained: Vec<Vec<u32>>,
+            requests: VecDeque<Drained<u32>>,
+        }
+
+        impl Model {
+            fn new() -> Self {
                 let config = AccumulatorConfig {
                     batch_size: 300,
                     linger_ms: 3,
@@ -803,82 +813,130 @@ mod tests {
                     max_request_size: 700,
                     ..AccumulatorConfig::default()
                 };
-                let mut acc: Accumulator<u32> = Accumulator::new(config, &[0, 1, 0], 2);
-                let mut now = 0i64;
-                let mut next_id = 0u32;
-                let mut appended: Vec<Vec<u32>> = vec![Vec::new(); 3];
-                let mut drained: Vec<Vec<u32>> = vec![Vec::new(); 3];
-                let mut requests: std::collections::VecDeque<Drained<u32>> = Default::default();
-                let drain = |acc: &mut Accumulator<u32>, now: i64, requests: &mut std::collections::VecDeque<Drained<u32>>, drained: &mut Vec<Vec<u32>>| {
-                    for d in acc.on_drain(now) {
-                        for b in &d.batches {
-                            drained[b.slot].extend(b.records.iter().map(|r| r.meta));
+                Self {
+                    acc: Accumulator::new(config, &[0, 1, 0], 2),
+                    now: 0,
+                    next_id: 0,
+                    appended: vec![Vec::new(); 3],
+                    drained: vec![Vec::new(); 3],
+                    requests: VecDeque::new(),
+                }
+            }
+
+            fn apply(&mut self, op: Op) {
+                match op {
+                    Op::Append { slot, len } => {
+                        let r = PendingRecord {
+                            key: None,
+                            value: Bytes::from(vec![0u8; len]),
+                            timestamp_ms: self.now,
+                            meta: self.next_id,
+                        };
+                        let outcome = self.acc.on_append(self.now, slot, r);
+                        if let Ok(AppendOutcome::Appended { .. }) = outcome {
+                            self.appended[slot].push(self.next_id);
                         }
-                        requests.push_back(d);
+                        self.next_id += 1;
                     }
-                };
+                    Op::Advance(ms) => self.now += ms,
+                    Op::Drain => self.drain(),
+                    Op::Complete => self.complete(),
+                }
+            }
+
+            fn drain(&mut self) {
+                for d in self.acc.on_drain(self.now) {
+                    for b in &d.batches {
+                        self.drained[b.slot].extend(b.records.iter().map(|r| r.meta));
+                    }
+                    self.requests.push_back(d);
+                }
+            }
+
+            fn complete(&mut self) {
+                if let Some(d) = self.requests.pop_front() {
+                    self.acc.on_request_complete(d.node);
+                    for b in &d.batches {
+                        self.acc.on_batch_done(b);
+                    }
+                }
+            }
+        }
+
+        fn record(i: usize, key: Option<usize>, value: usize, ts: i64) -> Record {
+            Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: -1 + i as i32,
+                timestamp: ts,
+                key: key.map(|k| Bytes::from(vec![1u8; k])),
+                value: Some(Bytes::from(vec![2u8; value])),
+                headers: Default::default(),
+            }
+        }
+
+        proptest! {
+            /// Whatever the interleaving, records leave each partition in
+            /// append order exactly once, memory stays within buffer.memory
+            /// and in-flight requests within the cap.
+            #[test]
+            fn records_drain_in_order_exactly_once_within_limits(
+                ops in proptest::collection::vec(op(), 1..200)
+            ) {
+                let mut m = Model::new();
                 for op in ops {
-                    match op {
-                        Op::Append { slot, len } => {
-                            let r = PendingRecord { key: None, value: Bytes::from(vec![0u8; len]), timestamp_ms: now, meta: next_id };
-                            if let AppendOutcome::Appended { .. } = acc.on_append(now, slot, r).unwrap() {
-                                appended[slot].push(next_id);
-                            }
-                            next_id += 1;
-                        }
-                        Op::Advance(ms) => now += ms,
-                        Op::Drain => drain(&mut acc, now, &mut requests, &mut drained),
-                        Op::Complete => {
-                            if let Some(d) = requests.pop_front() {
-                                acc.on_request_complete(d.node);
-                                for b in &d.batches {
-                                    acc.on_batch_done(b);
-                                }
-                            }
-                        }
-                    }
-                    acc.check_invariants();
-                    prop_assert!(acc.memory_used() <= 1_500);
-                    prop_assert!(acc.in_flight(0) <= 2 && acc.in_flight(1) <= 2);
+                    m.apply(op);
+                    m.acc.check_invariants();
+                    prop_assert!(m.acc.memory_used() <= 1_500);
+                    prop_assert!(m.acc.in_flight(0) <= 2 && m.acc.in_flight(1) <= 2);
                     for slot in 0..3 {
-                        prop_assert_eq!(&drained[slot][..], &appended[slot][..drained[slot].len()]);
+                        let n = m.drained[slot].len();
+                        prop_assert_eq!(&m.drained[slot][..], &m.appended[slot][..n]);
                     }
                 }
-                acc.begin_flush();
-                while acc.queued_batches() > 0 || !requests.is_empty() {
-                    drain(&mut acc, now, &mut requests, &mut drained);
-                    if let Some(d) = requests.pop_front() {
-                        acc.on_request_complete(d.node);
-                        for b in &d.batches {
-                            acc.on_batch_done(b);
-                        }
-                    }
+                m.acc.begin_flush();
+                while m.acc.queued_batches() > 0 || !m.requests.is_empty() {
+                    m.drain();
+                    m.complete();
                 }
-                prop_assert_eq!(drained, appended);
-                prop_assert_eq!(acc.memory_used(), 0);
+                prop_assert_eq!(&m.drained, &m.appended);
+                prop_assert_eq!(m.acc.memory_used(), 0);
             }
 
             /// The size estimate is exact for uncompressed v2 batches, as
             /// Java's `DefaultRecord.sizeInBytes` is.
             #[test]
-            fn size_estimate_matches_encoded_batch(records in proptest::collection::vec((proptest::option::of(0usize..300), 0usize..3000, 0i64..100_000), 1..20)) {
-                use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+            fn size_estimate_matches_encoded_batch(
+                spec in proptest::collection::vec(
+                    (proptest::option::of(0usize..300), 0usize..3000, 0i64..100_000),
+                    1..20,
+                )
+            ) {
                 let base_ts = 1_700_000_000_000i64;
-                let recs: Vec<Record> = records.iter().enumerate().map(|(i, (k, v, dt))| Record {
-                    transactional: false, control: false, delete_horizon: false,
-                    partition_leader_epoch: -1, producer_id: -1, producer_epoch: -1,
-                    timestamp_type: TimestampType::Creation,
-                    offset: i as i64, sequence: -1 + i as i32,
-                    timestamp: base_ts + if i == 0 { 0 } else { *dt },
-                    key: k.map(|k| Bytes::from(vec![1u8; k])),
-                    value: Some(Bytes::from(vec![2u8; *v])),
-                    headers: Default::default(),
-                }).collect();
+                let recs: Vec<Record> = spec
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, v, dt))| record(i, *k, *v, base_ts + if i == 0 { 0 } else { *dt }))
+                    .collect();
                 let mut buf = bytes::BytesMut::new();
-                RecordBatchEncoder::encode(&mut buf, recs.iter(), &RecordEncodeOptions { version: 2, compression: Compression::None }).unwrap();
-                let estimate: usize = RECORD_BATCH_OVERHEAD + recs.iter().enumerate().map(|(i, r)| {
-                    record_size_in_bytes(i as i64, r.timestamp - base_ts, r.key.as_ref().map(Bytes::len), r.value.as_ref().map_or(0, Bytes::len))
-                }).sum::<usize>();
+                let opts = RecordEncodeOptions { version: 2, compression: Compression::None };
+                RecordBatchEncoder::encode(&mut buf, recs.iter(), &opts).unwrap();
+                let estimate: usize = RECORD_BATCH_OVERHEAD
+                    + recs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, r)| {
+                            let key = r.key.as_ref().map(Bytes::len);
+                            let value = r.value.as_ref().map_or(0, Bytes::len);
+                            record_size_in_bytes(i as i64, r.timestamp - base_ts, key, value)
+                        })
+                        .sum::<usize>();
                 prop_assert_eq!(estimate, buf.len());
             }
         }

@@ -404,7 +404,10 @@ mod tests {
     proptest::proptest! {
         /// Fetched bytes come from the network: no input may panic.
         #[test]
-        fn arbitrary_fetch_bytes_never_panic(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400), offset in proptest::prelude::any::<i64>()) {
+        fn arbitrary_fetch_bytes_never_panic(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+            offset in proptest::prelude::any::<i64>(),
+        ) {
             let bytes = Bytes::from(data.clone());
             for b in split_batches(bytes) {
                 let _ = batch_bounds(&b);

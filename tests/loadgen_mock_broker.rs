@@ -44,6 +44,8 @@ struct State {
     produce_requests: HashMap<i16, u64>,
     /// Answer this many partition appends with NOT_LEADER_OR_FOLLOWER (6).
     fail_appends: u32,
+    /// Answer this many partition fetches with NOT_LEADER_OR_FOLLOWER (6).
+    fail_fetches: u32,
     /// Next expected sequence per (topic, partition, producer id), as
     /// Kafka's ProducerStateManager checks it.
     sequences: HashMap<(String, i32, i64), i32>,
@@ -52,15 +54,16 @@ struct State {
 type Shared = Arc<Mutex<State>>;
 
 fn start_mock_broker() -> String {
-    start_mock_broker_failing(0)
+    start_mock_broker_failing(0, 0)
 }
 
-fn start_mock_broker_failing(fail_appends: u32) -> String {
+fn start_mock_broker_failing(fail_appends: u32, fail_fetches: u32) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let state: Shared = Arc::new(Mutex::new(State {
         next_producer_id: 1000,
         fail_appends,
+        fail_fetches,
         ..State::default()
     }));
     std::thread::spawn(move || {
@@ -286,15 +289,22 @@ fn fetch(v: i16, buf: &mut Bytes, state: &Shared, out: &mut BytesMut) {
     let req = FetchRequest::decode(buf, v).unwrap();
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     loop {
-        let st = state.lock().unwrap();
+        let mut st = state.lock().unwrap();
         let mut r = FetchResponse::default();
         let mut bytes = 0usize;
         for t in &req.topics {
-            let logs = &st.topics[&t.topic.0.to_string()];
             let mut rt = FetchableTopicResponse::default();
             rt.topic = t.topic.clone();
             for p in &t.partitions {
-                let log = &logs[p.partition as usize];
+                if st.fail_fetches > 0 {
+                    st.fail_fetches -= 1;
+                    let mut pd = PartitionData::default();
+                    pd.partition_index = p.partition;
+                    pd.error_code = 6;
+                    rt.partitions.push(pd);
+                    continue;
+                }
+                let log = &st.topics[&t.topic.0.to_string()][p.partition as usize];
                 let mut data = BytesMut::new();
                 for (base, b) in &log.batches {
                     let n = i32::from_be_bytes(b[23..27].try_into().unwrap()) as i64 + 1;
@@ -435,8 +445,9 @@ fn leader_errors_are_retried_in_sequence_order_without_loss() {
     // The first 5 appends fail with NOT_LEADER_OR_FOLLOWER; with up to 5
     // requests in flight the idempotent producer must refresh metadata,
     // resend in sequence order (later batches see OUT_OF_ORDER_SEQUENCE
-    // until the gap is filled) and lose or duplicate nothing.
-    let bootstrap = start_mock_broker_failing(5);
+    // until the gap is filled) and lose or duplicate nothing. The first 3
+    // partition fetches fail the same way: the consumer refreshes leaders.
+    let bootstrap = start_mock_broker_failing(5, 3);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     run_loadgen(&[
@@ -475,7 +486,7 @@ fn leader_errors_are_retried_in_sequence_order_without_loss() {
 
 #[test]
 fn all_requests_failing_stops_with_error_codes() {
-    let bootstrap = start_mock_broker_failing(u32::MAX);
+    let bootstrap = start_mock_broker_failing(u32::MAX, 0);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
         .args([
             "loadgen",

@@ -16,7 +16,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::RecordBatchDecoder;
 
-use super::client::{be_i32, error_label, SyncClient, Timebase, FETCH_VERSIONS};
+use super::client::{be_i32, connect_bootstrap, error_label, SyncClient, Timebase, FETCH_VERSIONS};
 use super::histogram::LatencyHistogram;
 use super::producer::{read_payload_header, LiveStats};
 
@@ -41,6 +41,8 @@ pub type DrainTargets = HashMap<(String, i32), i64>;
 
 #[derive(Debug, Clone)]
 pub struct ConsumerPlan {
+    /// `bootstrap.servers`, for metadata refreshes after leader errors.
+    pub bootstrap: String,
     pub partitions: Vec<ConsumerPartition>,
     pub client_id: String,
     pub cpu: Option<usize>,
@@ -213,41 +215,66 @@ fn fetch_request(plan: &ConsumerPlan, slots: &[usize], v: &Verifier) -> FetchReq
     req
 }
 
-fn consume(plan: &ConsumerPlan, live: &LiveStats, out: &mut ConsumerOutcome) -> Result<()> {
-    let mut leaders: Vec<(SyncClient, i16, Vec<usize>)> = Vec::new();
-    for (slot, p) in plan.partitions.iter().enumerate() {
-        if let Some(l) = leaders.iter_mut().find(|l| l.0.conn.addr == p.leader_addr) {
+/// One connection per partition leader, with the Fetch version it speaks
+/// and the partition slots it serves.
+type Leaders = Vec<(SyncClient, i16, Vec<usize>)>;
+
+fn connect_leaders(plan: &ConsumerPlan, addrs: &[String]) -> Result<Leaders> {
+    let mut leaders: Leaders = Vec::new();
+    for (slot, addr) in addrs.iter().enumerate() {
+        if let Some(l) = leaders.iter_mut().find(|l| &l.0.conn.addr == addr) {
             l.2.push(slot);
             continue;
         }
-        let c = SyncClient::connect(&p.leader_addr, &plan.client_id, plan.request_timeout)?;
-        let v = c
-            .conn
-            .versions
-            .pick(ApiKey::Fetch, FETCH_VERSIONS.0, FETCH_VERSIONS.1)?;
+        let c = SyncClient::connect(addr, &plan.client_id, plan.request_timeout)?;
+        let (lo, hi) = FETCH_VERSIONS;
+        let v = c.conn.versions.pick(ApiKey::Fetch, lo, hi)?;
         leaders.push((c, v, vec![slot]));
     }
+    Ok(leaders)
+}
+
+/// Re-reads partition leaders from the bootstrap servers after a leader
+/// error (Java's consumer does the same through its metadata updates).
+fn refresh_leaders(plan: &ConsumerPlan, addrs: &mut [String]) -> Result<()> {
+    let mut boot = connect_bootstrap(&plan.bootstrap, &plan.client_id, plan.request_timeout)?;
+    let mut topics: Vec<String> = plan.partitions.iter().map(|p| p.topic.clone()).collect();
+    topics.dedup();
+    let meta = boot.metadata(&topics)?;
+    for (slot, p) in plan.partitions.iter().enumerate() {
+        if let Some((_, addr)) = meta.leader_addr(&p.topic, p.partition) {
+            addrs[slot] = addr.to_string();
+        }
+    }
+    Ok(())
+}
+
+/// True once every partition reached its drain target, or draining is over.
+fn drained(plan: &ConsumerPlan, v: &Verifier, out: &mut ConsumerOutcome) -> bool {
+    let Some(targets) = plan.targets.get() else {
+        return false;
+    };
+    let done = plan.partitions.iter().enumerate().all(|(slot, p)| {
+        targets
+            .get(&(p.topic.clone(), p.partition))
+            .is_none_or(|t| v.position(slot) >= *t)
+    });
+    out.caught_up = done;
+    let deadline = plan.drain_deadline_ns.load(Ordering::Relaxed);
+    done || (deadline != 0 && plan.timebase.now_ns() >= deadline)
+}
+
+fn consume(plan: &ConsumerPlan, live: &LiveStats, out: &mut ConsumerOutcome) -> Result<()> {
+    let mut addrs: Vec<String> = plan
+        .partitions
+        .iter()
+        .map(|p| p.leader_addr.clone())
+        .collect();
+    let mut leaders = connect_leaders(plan, &addrs)?;
     let starts: Vec<i64> = plan.partitions.iter().map(|p| p.start_offset).collect();
     let mut v = Verifier::new(&starts);
-    loop {
-        if live.abort.load(Ordering::Relaxed) {
-            break;
-        }
-        if let Some(targets) = plan.targets.get() {
-            let done = plan.partitions.iter().enumerate().all(|(slot, p)| {
-                targets
-                    .get(&(p.topic.clone(), p.partition))
-                    .is_none_or(|t| v.position(slot) >= *t)
-            });
-            if done {
-                out.caught_up = true;
-                break;
-            }
-            let deadline = plan.drain_deadline_ns.load(Ordering::Relaxed);
-            if deadline != 0 && plan.timebase.now_ns() >= deadline {
-                break;
-            }
-        }
+    while !live.abort.load(Ordering::Relaxed) && !drained(plan, &v, out) {
+        let mut stale = false;
         for (client, version, slots) in &mut leaders {
             let req = fetch_request(plan, slots, &v);
             let resp = client.call(&req, *version)?;
@@ -264,24 +291,32 @@ fn consume(plan: &ConsumerPlan, live: &LiveStats, out: &mut ConsumerOutcome) -> 
                     }) else {
                         continue;
                     };
-                    if pd.error_code != 0 {
-                        out.fetch_errors += 1;
-                        if pd.error_code == 1 {
-                            bail!(
-                                "fetch {}-{} at {}: {}",
-                                t.topic.0.as_str(),
-                                pd.partition_index,
-                                v.position(slot),
-                                error_label(pd.error_code)
-                            );
+                    match pd.error_code {
+                        0 => {}
+                        // OFFSET_OUT_OF_RANGE: records we must verify are gone.
+                        1 => bail!(
+                            "fetch {}-{} at {}: {}",
+                            t.topic.0.as_str(),
+                            pd.partition_index,
+                            v.position(slot),
+                            error_label(pd.error_code)
+                        ),
+                        code => {
+                            out.fetch_errors += 1;
+                            stale |= matches!(code, 3 | 5 | 6 | 74 | 75);
+                            continue;
                         }
-                        continue;
                     }
                     if let Some(records) = &pd.records {
                         on_records(plan, live, &mut v, out, slot, records.clone())?;
                     }
                 }
             }
+        }
+        if stale {
+            std::thread::sleep(Duration::from_millis(100));
+            refresh_leaders(plan, &mut addrs)?;
+            leaders = connect_leaders(plan, &addrs)?;
         }
     }
     out.consumed = v.consumed;

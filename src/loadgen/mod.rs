@@ -262,6 +262,7 @@ fn run_point(
                 continue;
             }
             let plan = ConsumerPlan {
+                bootstrap: args.bootstrap.clone(),
                 partitions: mine,
                 client_id: args.client_id.clone(),
                 cpu: if ctx.cpus.is_empty() {

@@ -97,3 +97,26 @@ pub fn render(r: &EchoReport) -> String {
         vals.join(" ")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echo_round_trips_are_recorded_after_warmup() {
+        let r = measure(
+            100,
+            Duration::from_millis(200),
+            Duration::from_millis(20),
+            None,
+            None,
+        )
+        .unwrap();
+        assert!(r.round_trips > 0);
+        assert_eq!(r.rtt.count, r.round_trips);
+        assert!(r.rtt.p50_us > 0.0 && r.rtt.p50_us <= r.rtt.max_us);
+        let text = render(&r);
+        assert!(text.contains("100 B messages"));
+        assert!(text.contains("p99.99"));
+    }
+}

@@ -367,14 +367,27 @@ fn run_point(
         );
     }
 
-    // Drain: consumers read up to the log end offsets as of now.
-    let ends = client::list_offsets_all(
-        &meta,
-        &tp,
-        LATEST_TIMESTAMP,
-        &args.client_id,
-        ctx.admin_timeout,
-    )?;
+    // Drain: consumers read up to the log end offsets once the logs hold
+    // what was produced (with acks=0 the last writes may still be on the
+    // wire when producers finish).
+    let give_up = std::time::Instant::now() + args.drain_timeout;
+    let ends = loop {
+        let ends = client::list_offsets_all(
+            &meta,
+            &tp,
+            LATEST_TIMESTAMP,
+            &args.client_id,
+            ctx.admin_timeout,
+        )?;
+        let appended: i64 = ends
+            .iter()
+            .map(|(k, end)| end - starts.get(k).copied().unwrap_or(0))
+            .sum();
+        if appended >= produced as i64 || std::time::Instant::now() >= give_up {
+            break ends;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let _ = targets.set(ends);
     drain_deadline.store(
         timebase.now_ns() + args.drain_timeout.as_nanos() as u64,

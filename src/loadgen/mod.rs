@@ -31,6 +31,7 @@ pub mod producer;
 pub mod report;
 pub mod sweep;
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,7 +44,7 @@ use anyhow::{anyhow, bail, Context, Result};
 pub use args::LoadgenArgs;
 use args::{acks_label, parse_cpu_list, ProducerSettings, Workload};
 use client::{ClusterMeta, SyncClient, Timebase, LATEST_TIMESTAMP};
-use consumer::{ConsumerOutcome, ConsumerPartition, ConsumerPlan};
+use consumer::{ConsumerOutcome, ConsumerPartition, ConsumerPlan, DrainTargets};
 use histogram::LatencyHistogram;
 use producer::{LiveStats, ProducerOutcome, ProducerPlan};
 use report::{PointResult, RunReport};
@@ -189,6 +190,31 @@ struct PointThreads {
     consumers: Vec<(usize, JoinHandle<ConsumerOutcome>)>,
 }
 
+/// The shared facts of one running point.
+struct PointRun {
+    /// `(topic, partition, leader address)`.
+    parts: Vec<(String, i32, String)>,
+    starts: HashMap<(String, i32), i64>,
+    timebase: Timebase,
+    live: Arc<LiveStats>,
+    t0: u64,
+    warmup_end_ns: u64,
+    end_ns: u64,
+    count_mode: bool,
+    targets: Arc<OnceLock<DrainTargets>>,
+    drain_deadline: Arc<AtomicU64>,
+    next_cpu: usize,
+}
+
+impl PointRun {
+    /// CPUs are handed out round-robin over `--client-cpus`.
+    fn cpu(&mut self, cpus: &[usize]) -> Option<usize> {
+        let cpu = cpus.get(self.next_cpu % cpus.len().max(1)).copied();
+        self.next_cpu += 1;
+        cpu
+    }
+}
+
 fn partitions_of(meta: &ClusterMeta, topics: &[String]) -> Result<Vec<(String, i32, String)>> {
     let mut out = Vec::new();
     for t in topics {
@@ -206,48 +232,17 @@ fn partitions_of(meta: &ClusterMeta, topics: &[String]) -> Result<Vec<(String, i
     Ok(out)
 }
 
-fn run_point(
+/// Each subscription reads every partition; its consumers split them.
+fn spawn_consumers(
     ctx: &RunContext<'_>,
-    boot: &mut SyncClient,
-    point: &SweepPoint,
-) -> Result<PointResult> {
+    run: &mut PointRun,
+) -> Result<Vec<(usize, JoinHandle<ConsumerOutcome>)>> {
     let w = ctx.workload;
-    let args = ctx.args;
-    let topics = w.topic_names();
-    let meta = boot.metadata(&topics)?;
-    let parts = partitions_of(&meta, &topics)?;
-    let tp: Vec<(String, i32)> = parts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
-    let starts = client::list_offsets_all(
-        &meta,
-        &tp,
-        LATEST_TIMESTAMP,
-        &args.client_id,
-        ctx.admin_timeout,
-    )?;
-
-    let timebase = Timebase::new();
-    let live = Arc::new(LiveStats::default());
-    let t0 = timebase.now_ns();
-    let count_mode = w.messages.is_some();
-    let warmup_ns = if count_mode {
-        0
-    } else {
-        w.warmup.as_nanos() as u64
-    };
-    let warmup_end_ns = t0 + warmup_ns;
-    let end_ns = warmup_end_ns + w.duration.as_nanos() as u64;
-    let mut cpu_cycle = ctx.cpus.iter().copied().cycle();
-    let targets = Arc::new(OnceLock::new());
-    let drain_deadline = Arc::new(AtomicU64::new(0));
-
-    let mut threads = PointThreads {
-        producers: Vec::new(),
-        producer_outcomes: Vec::new(),
-        consumers: Vec::new(),
-    };
+    let mut out = Vec::new();
     for sub in 0..w.subscriptions_per_topic {
         for c in 0..w.consumers_per_subscription {
-            let mine: Vec<ConsumerPartition> = parts
+            let mine: Vec<ConsumerPartition> = run
+                .parts
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| i % w.consumers_per_subscription == c)
@@ -255,49 +250,56 @@ fn run_point(
                     topic: t.clone(),
                     partition: *p,
                     leader_addr: addr.clone(),
-                    start_offset: starts.get(&(t.clone(), *p)).copied().unwrap_or(0),
+                    start_offset: run.starts.get(&(t.clone(), *p)).copied().unwrap_or(0),
                 })
                 .collect();
             if mine.is_empty() {
                 continue;
             }
             let plan = ConsumerPlan {
-                bootstrap: args.bootstrap.clone(),
+                bootstrap: ctx.args.bootstrap.clone(),
                 partitions: mine,
-                client_id: args.client_id.clone(),
-                cpu: if ctx.cpus.is_empty() {
-                    None
-                } else {
-                    cpu_cycle.next()
-                },
-                timebase,
-                warmup_end_wall_ns: if count_mode {
+                client_id: ctx.args.client_id.clone(),
+                cpu: run.cpu(&ctx.cpus),
+                timebase: run.timebase,
+                warmup_end_wall_ns: if run.count_mode {
                     0
                 } else {
-                    timebase.wall_ns(warmup_end_ns)
+                    run.timebase.wall_ns(run.warmup_end_ns)
                 },
                 request_timeout: ctx.admin_timeout,
-                targets: targets.clone(),
-                drain_deadline_ns: drain_deadline.clone(),
+                targets: run.targets.clone(),
+                drain_deadline_ns: run.drain_deadline.clone(),
             };
-            let live = live.clone();
+            let live = run.live.clone();
             let h = std::thread::Builder::new()
                 .name(format!("loadgen-cons-{sub}-{c}"))
                 .spawn(move || consumer::run_consumer(plan, live))?;
-            threads.consumers.push((sub, h));
+            out.push((sub, h));
         }
     }
+    Ok(out)
+}
 
-    let total_producers = w.topics * w.producers_per_topic;
+/// `producersPerTopic` producers per topic share the rate and the message
+/// count evenly.
+fn spawn_producers(
+    ctx: &RunContext<'_>,
+    run: &mut PointRun,
+    point: &SweepPoint,
+) -> Result<Vec<Option<JoinHandle<ProducerOutcome>>>> {
+    let w = ctx.workload;
+    let n = (w.topics * w.producers_per_topic) as u64;
+    let mut out = Vec::new();
     let mut index = 0u32;
-    for topic in &topics {
+    for topic in &w.topic_names() {
         for _ in 0..w.producers_per_topic {
             let i = index as u64;
-            let n = total_producers as u64;
             let plan = ProducerPlan {
                 index,
                 topic: topic.clone(),
-                partitions: parts
+                partitions: run
+                    .parts
                     .iter()
                     .filter(|(t, _, _)| t == topic)
                     .map(|(_, p, a)| (*p, a.clone()))
@@ -306,91 +308,71 @@ fn run_point(
                 message_size: w.message_size,
                 key_distributor: w.key_distributor,
                 rate_per_sec: w.producer_rate.map(|r| r as f64 / n as f64),
-                warmup_end_ns,
-                end_ns,
+                warmup_end_ns: run.warmup_end_ns,
+                end_ns: run.end_ns,
                 max_messages: w.messages.map(|m| m / n + u64::from(i < m % n)),
-                client_id: args.client_id.clone(),
-                cpu: if ctx.cpus.is_empty() {
-                    None
-                } else {
-                    cpu_cycle.next()
-                },
-                timebase,
+                client_id: ctx.args.client_id.clone(),
+                cpu: run.cpu(&ctx.cpus),
+                timebase: run.timebase,
                 seed: 0x5eed ^ (i << 32) ^ point.index as u64,
             };
-            let live = live.clone();
+            let live = run.live.clone();
             let h = std::thread::Builder::new()
                 .name(format!("loadgen-prod-{index}"))
                 .spawn(move || producer::run_producer(plan, live))?;
-            threads.producers.push(Some(h));
+            out.push(Some(h));
             index += 1;
         }
     }
+    Ok(out)
+}
 
-    watch_producers(
-        ctx,
-        point,
-        &timebase,
-        &live,
-        &mut threads,
-        t0,
-        warmup_end_ns,
-    )?;
-
-    let fatal: Vec<String> = threads
-        .producer_outcomes
-        .iter()
-        .filter_map(|o| o.fatal.clone())
-        .collect();
-    let produced: u64 = threads.producer_outcomes.iter().map(|o| o.acked).sum();
-    if !fatal.is_empty() || produced == 0 {
-        live.abort.store(true, Ordering::Relaxed);
-        let _ = targets.set(Default::default());
-        for (_, h) in threads.consumers.drain(..) {
-            let _ = h.join();
-        }
-        let errors = merged_errors(&threads.producer_outcomes);
-        bail!(
-            "nothing could be produced to {} (point {}): {}{}",
-            args.bootstrap,
-            point.label(),
-            if fatal.is_empty() {
-                "no record was acknowledged".to_string()
-            } else {
-                fatal.join("; ")
-            },
-            if errors.is_empty() {
-                String::new()
-            } else {
-                format!("; errors by code: {errors:?}")
-            }
-        );
-    }
-
-    // Drain: consumers read up to the log end offsets once the logs hold
-    // what was produced (with acks=0 the last writes may still be on the
-    // wire when producers finish).
-    let give_up = std::time::Instant::now() + args.drain_timeout;
-    let ends = loop {
-        let ends = client::list_offsets_all(
-            &meta,
-            &tp,
-            LATEST_TIMESTAMP,
-            &args.client_id,
-            ctx.admin_timeout,
-        )?;
-        let appended: i64 = ends
-            .iter()
-            .map(|(k, end)| end - starts.get(k).copied().unwrap_or(0))
-            .sum();
-        if appended >= produced as i64 || std::time::Instant::now() >= give_up {
-            break ends;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+fn run_point(
+    ctx: &RunContext<'_>,
+    boot: &mut SyncClient,
+    point: &SweepPoint,
+) -> Result<PointResult> {
+    let w = ctx.workload;
+    let meta = boot.metadata(&w.topic_names())?;
+    let parts = partitions_of(&meta, &w.topic_names())?;
+    let tp: Vec<(String, i32)> = parts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
+    let id = &ctx.args.client_id;
+    let starts = client::list_offsets_all(&meta, &tp, LATEST_TIMESTAMP, id, ctx.admin_timeout)?;
+    let timebase = Timebase::new();
+    let t0 = timebase.now_ns();
+    let count_mode = w.messages.is_some();
+    // Count mode measures every record: the warm-up applies to timed runs.
+    let warmup_ns = if count_mode {
+        0
+    } else {
+        w.warmup.as_nanos() as u64
     };
-    let _ = targets.set(ends);
-    drain_deadline.store(
-        timebase.now_ns() + args.drain_timeout.as_nanos() as u64,
+    let mut run = PointRun {
+        parts,
+        starts,
+        timebase,
+        live: Arc::new(LiveStats::default()),
+        t0,
+        warmup_end_ns: t0 + warmup_ns,
+        end_ns: t0 + warmup_ns + w.duration.as_nanos() as u64,
+        count_mode,
+        targets: Arc::new(OnceLock::new()),
+        drain_deadline: Arc::new(AtomicU64::new(0)),
+        next_cpu: 0,
+    };
+    let mut threads = PointThreads {
+        consumers: spawn_consumers(ctx, &mut run)?,
+        producers: spawn_producers(ctx, &mut run, point)?,
+        producer_outcomes: Vec::new(),
+    };
+    watch_producers(ctx, point, &run, &mut threads)?;
+    let produced: u64 = threads.producer_outcomes.iter().map(|o| o.acked).sum();
+    check_something_produced(ctx, point, &run, &mut threads, produced)?;
+
+    let ends = drain_targets(ctx, &meta, &tp, &run.starts, produced)?;
+    let _ = run.targets.set(ends);
+    run.drain_deadline.store(
+        timebase.now_ns() + ctx.args.drain_timeout.as_nanos() as u64,
         Ordering::Relaxed,
     );
     let mut consumer_outcomes = Vec::new();
@@ -417,80 +399,146 @@ fn run_point(
     Ok(result)
 }
 
+/// Stops the run with the reasons when a producer failed or nothing at all
+/// was acknowledged.
+fn check_something_produced(
+    ctx: &RunContext<'_>,
+    point: &SweepPoint,
+    run: &PointRun,
+    threads: &mut PointThreads,
+    produced: u64,
+) -> Result<()> {
+    let fatal: Vec<String> = threads
+        .producer_outcomes
+        .iter()
+        .filter_map(|o| o.fatal.clone())
+        .collect();
+    if fatal.is_empty() && produced > 0 {
+        return Ok(());
+    }
+    run.live.abort.store(true, Ordering::Relaxed);
+    let _ = run.targets.set(Default::default());
+    for (_, h) in threads.consumers.drain(..) {
+        let _ = h.join();
+    }
+    let errors = merged_errors(&threads.producer_outcomes);
+    bail!(
+        "nothing could be produced to {} (point {}): {}{}",
+        ctx.args.bootstrap,
+        point.label(),
+        if fatal.is_empty() {
+            "no record was acknowledged".to_string()
+        } else {
+            fatal.join("; ")
+        },
+        if errors.is_empty() {
+            String::new()
+        } else {
+            format!("; errors by code: {errors:?}")
+        }
+    )
+}
+
+/// Log end offsets for the consumers to reach, read once the logs hold what
+/// was produced (with acks=0 the last writes may still be on the wire when
+/// producers finish) or the drain timeout passed.
+fn drain_targets(
+    ctx: &RunContext<'_>,
+    meta: &ClusterMeta,
+    tp: &[(String, i32)],
+    starts: &HashMap<(String, i32), i64>,
+    produced: u64,
+) -> Result<DrainTargets> {
+    let give_up = std::time::Instant::now() + ctx.args.drain_timeout;
+    loop {
+        let id = &ctx.args.client_id;
+        let ends = client::list_offsets_all(meta, tp, LATEST_TIMESTAMP, id, ctx.admin_timeout)?;
+        let appended: i64 = ends
+            .iter()
+            .map(|(k, end)| end - starts.get(k).copied().unwrap_or(0))
+            .sum();
+        if appended >= produced as i64 || std::time::Instant::now() >= give_up {
+            return Ok(ends);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Joins the producers that finished; a failed one stops the others.
+fn reap_producers(run: &PointRun, threads: &mut PointThreads) -> Result<()> {
+    for slot in threads.producers.iter_mut() {
+        if slot.as_ref().is_some_and(|h| h.is_finished()) {
+            if let Some(h) = slot.take() {
+                let o = h.join().map_err(|_| anyhow!("producer thread panicked"))?;
+                if o.fatal.is_some() {
+                    run.live.abort.store(true, Ordering::Relaxed);
+                }
+                threads.producer_outcomes.push(o);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Prints a progress line each second (rewritten in place on a TTY, plain
 /// lines otherwise) while producers run; aborts when nothing is being
-/// acknowledged, or when a producer failed.
+/// acknowledged: after 10 s when every attempt so far failed, or after
+/// `request.timeout.ms` of silence.
 fn watch_producers(
     ctx: &RunContext<'_>,
     point: &SweepPoint,
-    timebase: &Timebase,
-    live: &LiveStats,
+    run: &PointRun,
     threads: &mut PointThreads,
-    t0: u64,
-    warmup_end_ns: u64,
 ) -> Result<()> {
+    let live = &run.live;
     let tty = std::io::stderr().is_terminal();
     let stall_ns = 10_000_000_000u64.max(point.settings.request_timeout_ms as u64 * 1_000_000);
-    let mut last_acked = 0u64;
-    let mut last_tick = t0;
+    let (mut last_acked, mut last_tick) = (0u64, run.t0);
     loop {
         std::thread::sleep(Duration::from_millis(100));
-        for slot in threads.producers.iter_mut() {
-            if slot.as_ref().is_some_and(|h| h.is_finished()) {
-                if let Some(h) = slot.take() {
-                    let o = h.join().map_err(|_| anyhow!("producer thread panicked"))?;
-                    if o.fatal.is_some() {
-                        live.abort.store(true, Ordering::Relaxed);
-                    }
-                    threads.producer_outcomes.push(o);
-                }
-            }
-        }
+        reap_producers(run, threads)?;
         if threads.producers.iter().all(Option::is_none) {
             break;
         }
-        let now = timebase.now_ns();
+        let now = run.timebase.now_ns();
         let acked = live.acked.load(Ordering::Relaxed);
-        // Nothing acknowledged: give up after 10 s when every attempt so
-        // far failed, or after request.timeout.ms of silence.
-        let elapsed = now.saturating_sub(t0);
+        let elapsed = now.saturating_sub(run.t0);
         let failing =
             live.errors.load(Ordering::Relaxed) + live.retries.load(Ordering::Relaxed) > 0;
         if acked == 0 && (elapsed > stall_ns || (failing && elapsed > 10_000_000_000)) {
             live.abort.store(true, Ordering::Relaxed);
         }
-        if now.saturating_sub(last_tick) >= 1_000_000_000 {
-            let secs = (now - last_tick) as f64 / 1e9;
-            let p99 = live
-                .ack_hist
-                .lock()
-                .map(|h| h.value_at_quantile_us(0.99) / 1_000.0)
-                .unwrap_or(0.0);
-            let phase = if now < warmup_end_ns {
-                "warm-up"
-            } else {
-                "measure"
-            };
-            let line = format!(
-                "[{}/{}] {} {phase} {:>5.1}s  {:>9.0} msgs/s  p99 {:.3} ms  errors {}  consumed {}",
-                point.index + 1,
-                ctx.points,
-                point.label(),
-                (now - t0) as f64 / 1e9,
-                (acked - last_acked) as f64 / secs,
-                p99,
-                live.errors.load(Ordering::Relaxed),
-                live.consumed.load(Ordering::Relaxed),
-            );
-            if tty {
-                eprint!("\r\x1b[2K{line}");
-                let _ = std::io::stderr().flush();
-            } else {
-                eprintln!("{line}");
-            }
-            last_acked = acked;
-            last_tick = now;
+        if now.saturating_sub(last_tick) < 1_000_000_000 {
+            continue;
         }
+        let p99 = live
+            .ack_hist
+            .lock()
+            .map(|h| h.value_at_quantile_us(0.99) / 1_000.0)
+            .unwrap_or(0.0);
+        let phase = if now < run.warmup_end_ns {
+            "warm-up"
+        } else {
+            "measure"
+        };
+        let line = format!(
+            "[{}/{}] {} {phase} {:>5.1}s  {:>9.0} msgs/s  p99 {:.3} ms  errors {}  consumed {}",
+            point.index + 1,
+            ctx.points,
+            point.label(),
+            elapsed as f64 / 1e9,
+            (acked - last_acked) as f64 / ((now - last_tick) as f64 / 1e9),
+            p99,
+            live.errors.load(Ordering::Relaxed),
+            live.consumed.load(Ordering::Relaxed),
+        );
+        if tty {
+            eprint!("\r\x1b[2K{line}");
+            let _ = std::io::stderr().flush();
+        } else {
+            eprintln!("{line}");
+        }
+        (last_acked, last_tick) = (acked, now);
     }
     if tty {
         eprintln!();

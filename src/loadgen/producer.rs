@@ -197,24 +197,7 @@ impl Producer {
     fn start(plan: ProducerPlan, live: Arc<LiveStats>) -> Result<Self> {
         let timeout = Duration::from_millis(plan.settings.request_timeout_ms as u64);
         let (tx, rx) = mpsc::channel();
-        let mut addrs: Vec<String> = Vec::new();
-        let mut slots = Vec::new();
-        let mut slot_of = HashMap::new();
-        for (partition, addr) in &plan.partitions {
-            let node = match addrs.iter().position(|a| a == addr) {
-                Some(n) => n,
-                None => {
-                    addrs.push(addr.clone());
-                    addrs.len() - 1
-                }
-            };
-            slot_of.insert(*partition, slots.len());
-            slots.push(Slot {
-                partition: *partition,
-                node,
-                next_sequence: 0,
-            });
-        }
+        let (addrs, slots, slot_of) = route_partitions(&plan.partitions);
         if slots.is_empty() {
             bail!("topic {} has no partitions", plan.topic);
         }
@@ -239,15 +222,7 @@ impl Producer {
         let (producer_id, producer_epoch, idempotent) = init_idempotence(&plan, &conns, timeout)?;
         let s = &plan.settings;
         let acc = Accumulator::new(
-            AccumulatorConfig {
-                batch_size: s.batch_size,
-                linger_ms: s.linger_ms,
-                buffer_memory: s.buffer_memory,
-                max_in_flight_requests_per_connection: s.max_in_flight_requests_per_connection,
-                max_request_size: s.max_request_size,
-                retry_backoff_ms: s.retry_backoff_ms,
-                delivery_timeout_ms: s.delivery_timeout_ms,
-            },
+            accumulator_config(s),
             &slots.iter().map(|s| s.node).collect::<Vec<_>>(),
             conns.len(),
         );
@@ -776,6 +751,42 @@ impl Producer {
             h.add(&self.live_hist);
         }
         self.live_hist.reset();
+    }
+}
+
+/// Broker addresses (node = index), one slot per partition, and the slot
+/// of each partition id.
+fn route_partitions(partitions: &[(i32, String)]) -> (Vec<String>, Vec<Slot>, HashMap<i32, usize>) {
+    let mut addrs: Vec<String> = Vec::new();
+    let mut slots = Vec::new();
+    let mut slot_of = HashMap::new();
+    for (partition, addr) in partitions {
+        let node = match addrs.iter().position(|a| a == addr) {
+            Some(n) => n,
+            None => {
+                addrs.push(addr.clone());
+                addrs.len() - 1
+            }
+        };
+        slot_of.insert(*partition, slots.len());
+        slots.push(Slot {
+            partition: *partition,
+            node,
+            next_sequence: 0,
+        });
+    }
+    (addrs, slots, slot_of)
+}
+
+fn accumulator_config(s: &ProducerSettings) -> AccumulatorConfig {
+    AccumulatorConfig {
+        batch_size: s.batch_size,
+        linger_ms: s.linger_ms,
+        buffer_memory: s.buffer_memory,
+        max_in_flight_requests_per_connection: s.max_in_flight_requests_per_connection,
+        max_request_size: s.max_request_size,
+        retry_backoff_ms: s.retry_backoff_ms,
+        delivery_timeout_ms: s.delivery_timeout_ms,
     }
 }
 

@@ -255,72 +255,92 @@ fn nice_max(v: f64) -> f64 {
     10.0 * mag
 }
 
-/// Hand-written SVG: throughput (msgs/s, x) against p99 produce-ack latency
-/// (ms, y); one `<polyline class="series">` per acks level.
-pub fn render_svg(points: &[PointResult]) -> String {
-    let (w, h, left, right, top, bottom) = (720.0, 440.0, 80.0, 150.0, 30.0, 60.0);
-    let pw = w - left - right;
-    let ph = h - top - bottom;
-    let groups = series(points);
-    let max_x = nice_max(points.iter().map(|p| p.msgs_per_sec).fold(0.0, f64::max));
-    let max_y = nice_max(
-        points
-            .iter()
-            .map(|p| p.ack_latency.p99_us / 1_000.0)
-            .fold(0.0, f64::max),
-    );
-    let sx = |x: f64| left + pw * (x / max_x).clamp(0.0, 1.0);
-    let sy = |y: f64| top + ph - ph * (y / max_y).clamp(0.0, 1.0);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r##"<g class="axes" stroke="#333"><line x1="{left}" y1="{}" x2="{}" y2="{}"/><line x1="{left}" y1="{top}" x2="{left}" y2="{}"/></g>"##,
-        top + ph,
-        left + pw,
-        top + ph,
-        top + ph
-    );
-    for i in 0..=5 {
-        let f = i as f64 / 5.0;
-        let (x, y) = (left + pw * f, top + ph - ph * f);
+/// Plot area geometry and axis ranges.
+struct Plot {
+    width: f64,
+    height: f64,
+    left: f64,
+    top: f64,
+    plot_w: f64,
+    plot_h: f64,
+    max_x: f64,
+    max_y: f64,
+}
+
+impl Plot {
+    fn new(points: &[PointResult]) -> Self {
+        let (width, height, left, right, top, bottom) = (720.0, 440.0, 80.0, 150.0, 30.0, 60.0);
+        let max_x = nice_max(points.iter().map(|p| p.msgs_per_sec).fold(0.0, f64::max));
+        let max_y = nice_max(
+            points
+                .iter()
+                .map(|p| p.ack_latency.p99_us / 1_000.0)
+                .fold(0.0, f64::max),
+        );
+        Self {
+            width,
+            height,
+            left,
+            top,
+            plot_w: width - left - right,
+            plot_h: height - top - bottom,
+            max_x,
+            max_y,
+        }
+    }
+    fn sx(&self, x: f64) -> f64 {
+        self.left + self.plot_w * (x / self.max_x).clamp(0.0, 1.0)
+    }
+    fn sy(&self, y: f64) -> f64 {
+        self.top + self.plot_h - self.plot_h * (y / self.max_y).clamp(0.0, 1.0)
+    }
+
+    /// Axes, five ticks each, and axis titles.
+    fn axes(&self, s: &mut String) {
+        let (left, top, bottom) = (self.left, self.top, self.top + self.plot_h);
         let _ = writeln!(
             s,
-            r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" text-anchor="middle">{:.0}</text>"##,
-            top + ph,
-            top + ph + 5.0,
-            top + ph + 18.0,
-            max_x * f
+            r##"<g class="axes" stroke="#333"><line x1="{left}" y1="{bottom}" x2="{}" y2="{bottom}"/><line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}"/></g>"##,
+            left + self.plot_w,
+        );
+        for i in 0..=5 {
+            let f = i as f64 / 5.0;
+            let (x, y) = (left + self.plot_w * f, bottom - self.plot_h * f);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" text-anchor="middle">{:.0}</text>"##,
+                bottom + 5.0,
+                bottom + 18.0,
+                self.max_x * f
+            );
+            let _ = writeln!(
+                s,
+                r##"<line x1="{}" y1="{y:.1}" x2="{left}" y2="{y:.1}" stroke="#333"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+                left - 5.0,
+                left - 8.0,
+                y + 4.0,
+                tick_label(self.max_y * f, self.max_y)
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">throughput (msgs/s)</text>"#,
+            left + self.plot_w / 2.0,
+            self.height - 15.0
         );
         let _ = writeln!(
             s,
-            r##"<line x1="{}" y1="{y:.1}" x2="{left}" y2="{y:.1}" stroke="#333"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
-            left - 5.0,
-            left - 8.0,
-            y + 4.0,
-            tick_label(max_y * f, max_y)
+            r#"<text transform="translate(18,{}) rotate(-90)" text-anchor="middle">p99 produce latency (ms)</text>"#,
+            top + self.plot_h / 2.0
         );
     }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">throughput (msgs/s)</text>"#,
-        left + pw / 2.0,
-        h - 15.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text transform="translate(18,{}) rotate(-90)" text-anchor="middle">p99 produce latency (ms)</text>"#,
-        top + ph / 2.0
-    );
-    for (i, (acks, pts)) in groups.iter().enumerate() {
+
+    /// One polyline with its points and a legend entry.
+    fn series(&self, s: &mut String, i: usize, acks: &str, pts: &[PlotPoint]) {
         let color = COLORS[i % COLORS.len()];
         let coords: Vec<String> = pts
             .iter()
-            .map(|(x, y, _)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
+            .map(|(x, y, _)| format!("{:.1},{:.1}", self.sx(*x), self.sy(*y)))
             .collect();
         let acks = escape_xml(acks);
         let _ = writeln!(
@@ -332,15 +352,15 @@ pub fn render_svg(points: &[PointResult]) -> String {
             let _ = writeln!(
                 s,
                 r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{}: {:.0} msgs/s, p99 {:.3} ms</title></circle>"#,
-                sx(*x),
-                sy(*y),
+                self.sx(*x),
+                self.sy(*y),
                 escape_xml(label),
                 x,
                 y
             );
         }
-        let ly = top + 10.0 + 20.0 * i as f64;
-        let lx = left + pw + 20.0;
+        let ly = self.top + 10.0 + 20.0 * i as f64;
+        let lx = self.left + self.plot_w + 20.0;
         let _ = writeln!(
             s,
             r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"/><text x="{}" y="{}">acks={acks}</text>"#,
@@ -348,6 +368,23 @@ pub fn render_svg(points: &[PointResult]) -> String {
             lx + 26.0,
             ly + 4.0
         );
+    }
+}
+
+/// Hand-written SVG: throughput (msgs/s, x) against p99 produce-ack latency
+/// (ms, y); one `<polyline class="series">` per acks level.
+pub fn render_svg(points: &[PointResult]) -> String {
+    let plot = Plot::new(points);
+    let (w, h) = (plot.width, plot.height);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    plot.axes(&mut s);
+    for (i, (acks, pts)) in series(points).iter().enumerate() {
+        plot.series(&mut s, i, acks, pts);
     }
     s.push_str("</svg>\n");
     s

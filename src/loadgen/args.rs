@@ -253,6 +253,9 @@ pub struct ProducerSettings {
     pub max_request_size: usize,
     /// `retry.backoff.ms`, default 100.
     pub retry_backoff_ms: i64,
+    /// `max.block.ms`, default 60000: how long a send may wait for
+    /// `buffer.memory` before it fails.
+    pub max_block_ms: i64,
 }
 
 impl Default for ProducerSettings {
@@ -270,6 +273,7 @@ impl Default for ProducerSettings {
             request_timeout_ms: 30_000,
             max_request_size: 1_048_576,
             retry_backoff_ms: 100,
+            max_block_ms: 60_000,
         }
     }
 }
@@ -296,6 +300,7 @@ impl ProducerSettings {
         "request.timeout.ms",
         "max.request.size",
         "retry.backoff.ms",
+        "max.block.ms",
     ];
 
     /// Sets one producer key from its string form.
@@ -315,6 +320,7 @@ impl ProducerSettings {
             "request.timeout.ms" => self.request_timeout_ms = num(key, value)?,
             "max.request.size" => self.max_request_size = num(key, value)?,
             "retry.backoff.ms" => self.retry_backoff_ms = num(key, value)?,
+            "max.block.ms" => self.max_block_ms = num(key, value)?,
             other => {
                 return Err(format!(
                     "unsupported producer key {other:?}; supported: {}",

@@ -140,6 +140,7 @@ struct InFlight {
 const CLIENT_DELIVERY_TIMEOUT: &str = "-1001 ClientDeliveryTimeout";
 const CLIENT_REQUEST_TIMEOUT: &str = "-1002 ClientRequestTimeout";
 const CLIENT_MISSING_PARTITION: &str = "-1003 PartitionMissingInResponse";
+const CLIENT_MAX_BLOCK: &str = "-1004 ClientMaxBlockTimeout";
 
 /// Runs one producer to completion on the current thread.
 pub fn run_producer(plan: ProducerPlan, live: Arc<LiveStats>) -> ProducerOutcome {
@@ -183,7 +184,8 @@ struct Producer {
     next_intended_ns: u64,
     rate_origin_ns: u64,
     interval_ns: Option<f64>,
-    blocked: Option<(usize, PendingRecord<RecordMeta>)>,
+    /// A record refused for lack of `buffer.memory`, since when (ns).
+    blocked: Option<(usize, PendingRecord<RecordMeta>, u64)>,
     metadata_stale: bool,
     metadata_corr: Option<(usize, i32)>,
     timeout: Duration,
@@ -313,8 +315,18 @@ impl Producer {
     /// Generates due records: at the fixed rate (intended times on a grid),
     /// or flat out in chunks so responses are still serviced.
     fn generate(&mut self, now: u64) -> Result<()> {
-        if let Some((slot, rec)) = self.blocked.take() {
-            if !self.append(now, slot, rec)? {
+        if let Some((slot, rec, since)) = self.blocked.take() {
+            let max_block_ns = self.plan.settings.max_block_ms.max(0) as u64 * 1_000_000;
+            if now.saturating_sub(since) >= max_block_ns {
+                // Java's send() throws after max.block.ms; count and move on.
+                self.out.failed += 1;
+                *self
+                    .out
+                    .errors_by_code
+                    .entry(CLIENT_MAX_BLOCK.into())
+                    .or_default() += 1;
+                self.live.errors.fetch_add(1, Ordering::Relaxed);
+            } else if !self.append(now, slot, rec, since)? {
                 return Ok(());
             }
         }
@@ -345,7 +357,7 @@ impl Producer {
             }
             self.out.sent += 1;
             self.live.sent.fetch_add(1, Ordering::Relaxed);
-            if !self.append(now, slot, rec)? {
+            if !self.append(now, slot, rec, now)? {
                 return Ok(());
             }
             budget -= 1;
@@ -411,12 +423,19 @@ impl Producer {
     }
 
     /// Appends or parks the record when `buffer.memory` is exhausted
-    /// (the producer then blocks on responses). Returns false when parked.
-    fn append(&mut self, now: u64, slot: usize, rec: PendingRecord<RecordMeta>) -> Result<bool> {
+    /// (the producer then blocks on responses, at most `max.block.ms` from
+    /// `since`). Returns false when parked.
+    fn append(
+        &mut self,
+        now: u64,
+        slot: usize,
+        rec: PendingRecord<RecordMeta>,
+        since: u64,
+    ) -> Result<bool> {
         match self.acc.on_append(ms(now), slot, rec)? {
             AppendOutcome::Appended { .. } => Ok(true),
             AppendOutcome::BufferFull(rec) => {
-                self.blocked = Some((slot, rec));
+                self.blocked = Some((slot, rec, since));
                 Ok(false)
             }
         }

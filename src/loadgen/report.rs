@@ -391,6 +391,32 @@ pub fn render_svg(points: &[PointResult]) -> String {
 }
 
 /// A self-contained HTML report: workload, the table and the SVG inline.
+/// HTML rows of the delivery and verification counters per point.
+fn html_delivery_rows(points: &[PointResult]) -> String {
+    let mut rows = String::new();
+    for p in points {
+        let codes: Vec<String> = p
+            .errors_by_code
+            .iter()
+            .map(|(k, v)| format!("{}: {v}", escape_xml(k)))
+            .collect();
+        let _ = writeln!(
+            rows,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape_xml(&p.label),
+            p.produced,
+            p.consumed,
+            p.missing,
+            p.duplicates,
+            p.offset_gaps,
+            p.out_of_order,
+            p.retries,
+            codes.join("<br>")
+        );
+    }
+    rows
+}
+
 pub fn render_html(report: &RunReport, svg: &str) -> String {
     let mut rows = String::new();
     for p in &report.points {
@@ -413,6 +439,7 @@ pub fn render_html(report: &RunReport, svg: &str) -> String {
         );
     }
     let w = &report.workload;
+    let delivery = html_delivery_rows(&report.points);
     format!(
         r#"<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>shardlog loadgen report</title>
@@ -425,6 +452,9 @@ pub fn render_html(report: &RunReport, svg: &str) -> String {
 <h2>Results (latency in ms)</h2>
 <table><tr><th>point</th><th>msgs/s</th><th>MB/s</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>e2e p99</th><th>errors</th></tr>
 {rows}</table>
+<h2>Delivery and verification</h2>
+<table><tr><th>point</th><th>produced</th><th>consumed</th><th>missing</th><th>duplicates</th><th>offset gaps</th><th>out of order</th><th>retries</th><th>errors by code</th></tr>
+{delivery}</table>
 </body></html>
 "#,
         escape_xml(&report.bootstrap),
@@ -525,7 +555,8 @@ mod tests {
             points: pts,
         };
         let html = render_html(&report, &render_svg(&report.points));
-        assert_eq!(html.matches("<tr>").count(), 6);
+        assert_eq!(html.matches("<tr>").count(), 2 * 6, "two tables");
+        assert!(html.contains("6 NotLeaderOrFollower: 2"));
         assert!(html.contains("<svg") && html.contains("h&lt;1&gt;"));
     }
 

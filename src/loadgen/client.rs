@@ -435,6 +435,12 @@ impl SyncClient {
 
     /// Metadata for `topics` (never auto-creating them).
     pub fn metadata(&mut self, topics: &[String]) -> Result<ClusterMeta> {
+        self.metadata_with(topics, false)
+    }
+
+    /// Metadata; `auto_create` asks the broker to create absent topics
+    /// (honoured where `auto.create.topics.enable` is on).
+    pub fn metadata_with(&mut self, topics: &[String], auto_create: bool) -> Result<ClusterMeta> {
         use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
         use kafka_protocol::messages::{MetadataRequest, TopicName};
         let version = self.pick(ApiKey::Metadata, METADATA_VERSIONS)?;
@@ -449,7 +455,7 @@ impl SyncClient {
                 })
                 .collect(),
         );
-        req.allow_auto_topic_creation = false;
+        req.allow_auto_topic_creation = auto_create;
         let resp = self.call(&req, version)?;
         let mut meta = ClusterMeta {
             controller_id: resp.controller_id.0,
@@ -599,7 +605,11 @@ pub fn ensure_topics(
         .filter(|t| meta.topics.get(*t).is_none_or(|m| m.error_code == 3))
         .cloned()
         .collect();
-    if !missing.is_empty() {
+    if !missing.is_empty() && !boot.conn.versions.supports(ApiKey::CreateTopics) {
+        // No CreateTopics: fall back to broker-side auto-creation, with the
+        // broker's num.partitions.
+        boot.metadata_with(&missing, true)?;
+    } else if !missing.is_empty() {
         let mut controller = match meta.brokers.get(&meta.controller_id) {
             Some(addr) if *addr != boot.conn.addr => {
                 SyncClient::connect(addr, client_id, timeout).ok()

@@ -9,13 +9,30 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use loadgen_support::{check_outputs, check_point_verified, run_loadgen};
+use loadgen_support::{check_outputs, check_point_verified, run_loadgen_with_context};
 
 /// A broker process, killed when dropped.
 struct Broker {
     child: Child,
     addr: String,
+    log_path: std::path::PathBuf,
     _dir: tempfile::TempDir,
+}
+
+impl Broker {
+    /// The end of the broker's log, for failure messages.
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let start = log.len().saturating_sub(4096);
+        let start = (start..log.len())
+            .find(|i| log.is_char_boundary(*i))
+            .unwrap_or(0);
+        format!("broker log (tail):\n{}", &log[start..])
+    }
+
+    fn run_loadgen(&self, args: &[&str]) -> std::process::Output {
+        run_loadgen_with_context(args, || self.log_tail())
+    }
 }
 
 impl Drop for Broker {
@@ -37,21 +54,26 @@ fn start_broker() -> Broker {
     let dir = tempfile::tempdir().expect("temp log dir");
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
+    // The broker's log goes to a file: an undrained pipe would block it.
+    let log_path = dir.path().join("broker.log");
+    let log = std::fs::File::create(&log_path).expect("broker log file");
+    let log_dir = dir.path().join("data");
     let child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
         .args([
             "broker",
             "--override",
             &format!("listeners=PLAINTEXT://{addr}"),
             "--override",
-            &format!("log.dirs={}", dir.path().display()),
+            &format!("log.dirs={}", log_dir.display()),
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::from(log))
         .spawn()
         .expect("spawning shardlog broker");
     let mut broker = Broker {
         child,
         addr,
+        log_path: log_path.clone(),
         _dir: dir,
     };
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -60,10 +82,7 @@ fn start_broker() -> Broker {
             return broker;
         }
         if let Ok(Some(status)) = broker.child.try_wait() {
-            let mut err = String::new();
-            if let Some(mut e) = broker.child.stderr.take() {
-                let _ = std::io::Read::read_to_string(&mut e, &mut err);
-            }
+            let err = std::fs::read_to_string(&log_path).unwrap_or_default();
             panic!(
                 "shardlog broker exited ({status}) before accepting connections on {}; \
                  the broker subcommand/data path is not available yet.\nstderr:\n{err}",
@@ -84,7 +103,7 @@ fn every_acks_mode_produces_and_consumes_all_records_in_order() {
     let broker = start_broker();
     let out_dir = tempfile::tempdir().unwrap();
     let out = out_dir.path().join("out");
-    let output = run_loadgen(&[
+    let output = broker.run_loadgen(&[
         "--bootstrap",
         &broker.addr,
         "--topic",
@@ -124,7 +143,7 @@ fn omb_workload_drives_a_run_against_the_broker() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/omb/1-topic-3-partitions-1kb.yaml"
     );
-    run_loadgen(&[
+    broker.run_loadgen(&[
         "--bootstrap",
         &broker.addr,
         "--workload",

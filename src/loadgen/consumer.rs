@@ -108,9 +108,9 @@ impl Verifier {
             return None;
         }
         if offset > *pos {
-            self.offset_gaps += (offset - *pos) as u64;
+            self.offset_gaps += offset.saturating_sub(*pos) as u64;
         }
-        *pos = offset + 1;
+        *pos = offset.saturating_add(1);
         self.consumed += 1;
         let (ts, producer, seq) = read_payload_header(value)?;
         if let Some(last) = self.last_seq.insert((slot, producer), seq) {
@@ -168,7 +168,8 @@ pub fn batch_bounds(batch: &[u8]) -> Option<(i64, i64, bool)> {
     }
     let attributes = i16::from_be_bytes(batch.get(21..23)?.try_into().ok()?);
     let last_delta = be_i32(batch, 23)?;
-    Some((base, base + last_delta as i64 + 1, attributes & 0x20 != 0))
+    let next = base.saturating_add(last_delta as i64).saturating_add(1);
+    Some((base, next, attributes & 0x20 != 0))
 }
 
 pub fn run_consumer(plan: ConsumerPlan, live: Arc<LiveStats>) -> ConsumerOutcome {
@@ -392,6 +393,14 @@ mod tests {
         v.on_batch_end(0, 20);
         assert_eq!(v.position(0), 20);
         assert!(v.on_record(7, 0, &payload(0, 0)).is_none(), "unknown slot");
+        // Offsets at the edge of i64 saturate instead of overflowing.
+        v.on_record(1, i64::MAX, &payload(1, 1));
+        assert_eq!(v.position(1), i64::MAX);
+        let mut edge = vec![0u8; 27];
+        edge[..8].copy_from_slice(&i64::MAX.to_be_bytes());
+        edge[16] = 2;
+        edge[23..27].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert_eq!(batch_bounds(&edge), Some((i64::MAX, i64::MAX, false)));
     }
 
     #[test]

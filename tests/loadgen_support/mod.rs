@@ -9,6 +9,12 @@ use std::process::{Command, Output};
 /// Runs `shardlog loadgen <args>` and returns its output; fails the test
 /// with stdout/stderr when it exits non-zero.
 pub fn run_loadgen(args: &[&str]) -> Output {
+    run_loadgen_with_context(args, String::new)
+}
+
+/// Like [`run_loadgen`]; `context` adds to the failure message (e.g. the
+/// broker's log).
+pub fn run_loadgen_with_context(args: &[&str], context: impl Fn() -> String) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
         .arg("loadgen")
         .args(args)
@@ -17,10 +23,11 @@ pub fn run_loadgen(args: &[&str]) -> Output {
         .expect("spawning shardlog loadgen");
     assert!(
         out.status.success(),
-        "shardlog loadgen {args:?} failed: {}\nstdout:\n{}\nstderr:\n{}",
+        "shardlog loadgen {args:?} failed: {}\nstdout:\n{}\nstderr:\n{}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stderr),
+        context()
     );
     out
 }

@@ -97,6 +97,16 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
         .map(parse_cpu_list)
         .transpose()
         .map_err(|e| anyhow!(e))?;
+    if let Some(cpus) = &cpus {
+        let available: Vec<usize> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.id)
+            .collect();
+        if let Some(bad) = cpus.iter().find(|c| !available.contains(c)) {
+            bail!("--client-cpus: CPU {bad} is not available (available: {available:?})");
+        }
+    }
     if args.echo_rtt {
         return run_echo(&args, cpus.as_deref());
     }

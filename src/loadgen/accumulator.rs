@@ -360,6 +360,7 @@ impl<M> Accumulator<M> {
         if let Some(c) = self.in_flight.get_mut(node) {
             *c = c.saturating_sub(1);
         }
+        self.debug_check();
     }
 
     /// A batch is finished (acknowledged, failed or expired): its memory
@@ -369,6 +370,7 @@ impl<M> Accumulator<M> {
         if self.memory_used < self.config.buffer_memory {
             self.exhausted = false;
         }
+        self.debug_check();
     }
 
     /// Puts a batch that failed with a retriable error back at the head of
@@ -408,6 +410,7 @@ impl<M> Accumulator<M> {
                 }
             }
         }
+        self.debug_check();
         expired
     }
 
@@ -420,6 +423,7 @@ impl<M> Accumulator<M> {
         if let Some(q) = self.partitions.get_mut(slot) {
             q.node = node;
         }
+        self.debug_check();
     }
 
     /// From now on every batch is sendable (Java's `beginFlush`).

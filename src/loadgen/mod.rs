@@ -150,19 +150,32 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
         admin_timeout,
         points: points.len(),
     };
-    let mut results = Vec::with_capacity(points.len());
-    for point in &points {
-        let r = run_point(&ctx, &mut boot, point)?;
-        results.push(r);
-    }
-    let report = RunReport {
+    let mut report = RunReport {
         bootstrap: args.bootstrap.clone(),
         workload: workload.clone(),
-        points: results,
+        points: Vec::with_capacity(points.len()),
     };
+    for point in &points {
+        match run_point(&ctx, &mut boot, point) {
+            Ok(r) => report.points.push(r),
+            Err(e) => {
+                // Keep what the finished points measured.
+                if !report.points.is_empty() {
+                    let _ = publish(&args, &report);
+                    eprintln!("loadgen: stopped after {} point(s)", report.points.len());
+                }
+                return Err(e);
+            }
+        }
+    }
+    publish(&args, &report)
+}
+
+/// The table on stdout and, with `--out`, the report files.
+fn publish(args: &LoadgenArgs, report: &RunReport) -> Result<()> {
     print!("{}", report::render_table(&report.points));
     if let Some(dir) = &args.out {
-        write_outputs(dir, &report)?;
+        write_outputs(dir, report)?;
         eprintln!(
             "loadgen: wrote results.csv, results.json, latency.svg, report.html to {}",
             dir.display()

@@ -1,3 +1,8 @@
-fn main() {
+fn main() -> anyhow::Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("loadgen") {
+        let args = shardlog::loadgen::parse_args_from(std::env::args().skip(1));
+        return shardlog::loadgen::run(args);
+    }
     println!("shardlog: not yet wired");
+    Ok(())
 }

@@ -1,0 +1,466 @@
+//! `[io]` The consumer: one std thread per consumer, partitions assigned
+//! statically (like `assign()`, no group protocol), plain Fetch without
+//! sessions, from the offsets the run recorded before producing. It measures
+//! end-to-end latency from the timestamp in each payload and verifies the
+//! data: offsets without gaps, per-partition order per producer, duplicates.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::RecordBatchDecoder;
+
+use super::client::{be_i32, connect_bootstrap, error_label, SyncClient, Timebase, FETCH_VERSIONS};
+use super::histogram::LatencyHistogram;
+use super::producer::{read_payload_header, LiveStats};
+
+/// `fetch.max.bytes` default.
+pub const FETCH_MAX_BYTES: i32 = 52_428_800;
+/// `max.partition.fetch.bytes` default.
+pub const MAX_PARTITION_FETCH_BYTES: i32 = 1_048_576;
+/// `fetch.max.wait.ms`; Kafka's default is 500, shorter here so a drained
+/// point ends promptly.
+pub const FETCH_MAX_WAIT_MS: i32 = 100;
+
+#[derive(Debug, Clone)]
+pub struct ConsumerPartition {
+    pub topic: String,
+    pub partition: i32,
+    pub leader_addr: String,
+    pub start_offset: i64,
+}
+
+/// Log end offsets to reach once producers are done, keyed by (topic, partition).
+pub type DrainTargets = HashMap<(String, i32), i64>;
+
+#[derive(Debug, Clone)]
+pub struct ConsumerPlan {
+    /// `bootstrap.servers`, for metadata refreshes after leader errors.
+    pub bootstrap: String,
+    pub partitions: Vec<ConsumerPartition>,
+    pub client_id: String,
+    pub cpu: Option<usize>,
+    pub timebase: Timebase,
+    /// Payloads stamped before this wall-clock ns are warm-up.
+    pub warmup_end_wall_ns: u64,
+    pub request_timeout: Duration,
+    /// Set by the run once producers finished.
+    pub targets: Arc<OnceLock<DrainTargets>>,
+    /// Monotonic ns after which to give up draining (0 = not yet set).
+    pub drain_deadline_ns: Arc<AtomicU64>,
+}
+
+#[derive(Debug, Default)]
+pub struct ConsumerOutcome {
+    pub consumed: u64,
+    pub unique: u64,
+    pub duplicates: u64,
+    pub offset_gaps: u64,
+    pub out_of_order: u64,
+    pub fetch_errors: u64,
+    pub e2e_hist: LatencyHistogram,
+    pub fatal: Option<String>,
+    /// Reached the drain targets (rather than timing out or aborting).
+    pub caught_up: bool,
+}
+
+/// Record verification state of one consumer: fed decoded records, does
+/// no I/O (unit-tested below).
+#[derive(Debug, Default)]
+pub struct Verifier {
+    /// Next expected offset per partition slot.
+    positions: Vec<i64>,
+    /// Last sequence per (slot, producer).
+    last_seq: HashMap<(usize, u32), u64>,
+    /// Seen sequences per producer (bitset).
+    seen: HashMap<u32, Vec<u64>>,
+    pub consumed: u64,
+    pub unique: u64,
+    pub duplicates: u64,
+    pub offset_gaps: u64,
+    pub out_of_order: u64,
+}
+
+impl Verifier {
+    pub fn new(start_offsets: &[i64]) -> Self {
+        Self {
+            positions: start_offsets.to_vec(),
+            ..Self::default()
+        }
+    }
+
+    pub fn position(&self, slot: usize) -> i64 {
+        self.positions.get(slot).copied().unwrap_or(0)
+    }
+
+    /// One record at `offset` of partition `slot`. Returns the payload header
+    /// when the record is new (not before the position).
+    pub fn on_record(&mut self, slot: usize, offset: i64, value: &[u8]) -> Option<(u64, u32, u64)> {
+        let pos = self.positions.get_mut(slot)?;
+        if offset < *pos {
+            // Fetch may return a batch starting before the fetch offset.
+            return None;
+        }
+        if offset > *pos {
+            self.offset_gaps += offset.saturating_sub(*pos) as u64;
+        }
+        *pos = offset.saturating_add(1);
+        self.consumed += 1;
+        let (ts, producer, seq) = read_payload_header(value)?;
+        if let Some(last) = self.last_seq.insert((slot, producer), seq) {
+            if seq <= last {
+                self.out_of_order += 1;
+            }
+        }
+        let bits = self.seen.entry(producer).or_default();
+        let (word, bit) = ((seq / 64) as usize, seq % 64);
+        if word >= bits.len() {
+            // Sequences are dense from 0; cap growth against garbage input.
+            if word > (1 << 26) {
+                return Some((ts, producer, seq));
+            }
+            bits.resize(word + 1, 0);
+        }
+        if bits[word] & (1 << bit) != 0 {
+            self.duplicates += 1;
+        } else {
+            bits[word] |= 1 << bit;
+            self.unique += 1;
+        }
+        Some((ts, producer, seq))
+    }
+
+    /// Moves the position past a whole batch (control batches, or records
+    /// removed by compaction).
+    pub fn on_batch_end(&mut self, slot: usize, next_offset: i64) {
+        if let Some(pos) = self.positions.get_mut(slot) {
+            *pos = (*pos).max(next_offset);
+        }
+    }
+}
+
+/// Splits fetched record data into whole v2 batches; a trailing partial
+/// batch (allowed by the protocol) is dropped.
+pub fn split_batches(mut data: Bytes) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    while data.len() >= 12 {
+        let Some(len) = be_i32(&data, 8) else { break };
+        let total = 12 + len.max(0) as usize;
+        if len < 0 || data.len() < total {
+            break;
+        }
+        out.push(data.split_to(total));
+    }
+    out
+}
+
+/// `(base_offset, next_offset, is_control)` from a v2 batch header.
+pub fn batch_bounds(batch: &[u8]) -> Option<(i64, i64, bool)> {
+    let base = i64::from_be_bytes(batch.get(..8)?.try_into().ok()?);
+    if *batch.get(16)? != 2 {
+        return None;
+    }
+    let attributes = i16::from_be_bytes(batch.get(21..23)?.try_into().ok()?);
+    let last_delta = be_i32(batch, 23)?;
+    let next = base.saturating_add(last_delta as i64).saturating_add(1);
+    Some((base, next, attributes & 0x20 != 0))
+}
+
+pub fn run_consumer(plan: ConsumerPlan, live: Arc<LiveStats>) -> ConsumerOutcome {
+    if let Some(cpu) = plan.cpu {
+        core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+    }
+    let mut out = ConsumerOutcome::default();
+    if let Err(e) = consume(&plan, &live, &mut out) {
+        out.fatal = Some(format!("{e:#}"));
+    }
+    out
+}
+
+fn fetch_request(plan: &ConsumerPlan, slots: &[usize], v: &Verifier) -> FetchRequest {
+    let mut by_topic: Vec<FetchTopic> = Vec::new();
+    for &slot in slots {
+        let p = &plan.partitions[slot];
+        let mut fp = FetchPartition::default();
+        fp.partition = p.partition;
+        fp.current_leader_epoch = -1;
+        fp.fetch_offset = v.position(slot);
+        fp.log_start_offset = -1;
+        fp.partition_max_bytes = MAX_PARTITION_FETCH_BYTES;
+        match by_topic.iter_mut().find(|t| t.topic.0.as_str() == p.topic) {
+            Some(t) => t.partitions.push(fp),
+            None => {
+                let mut t = FetchTopic::default();
+                t.topic = TopicName(StrBytes::from_string(p.topic.clone()));
+                t.partitions.push(fp);
+                by_topic.push(t);
+            }
+        }
+    }
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_wait_ms = FETCH_MAX_WAIT_MS;
+    req.min_bytes = 1;
+    req.max_bytes = FETCH_MAX_BYTES;
+    req.isolation_level = 0;
+    // No fetch session: id 0 with epoch -1 (FINAL_EPOCH) is a full fetch.
+    req.session_id = 0;
+    req.session_epoch = -1;
+    req.topics = by_topic;
+    req
+}
+
+/// One connection per partition leader, with the Fetch version it speaks
+/// and the partition slots it serves.
+type Leaders = Vec<(SyncClient, i16, Vec<usize>)>;
+
+fn connect_leaders(plan: &ConsumerPlan, addrs: &[String]) -> Result<Leaders> {
+    let mut leaders: Leaders = Vec::new();
+    for (slot, addr) in addrs.iter().enumerate() {
+        if let Some(l) = leaders.iter_mut().find(|l| &l.0.conn.addr == addr) {
+            l.2.push(slot);
+            continue;
+        }
+        let c = SyncClient::connect(addr, &plan.client_id, plan.request_timeout)?;
+        let (lo, hi) = FETCH_VERSIONS;
+        let v = c.conn.versions.pick(ApiKey::Fetch, lo, hi)?;
+        leaders.push((c, v, vec![slot]));
+    }
+    Ok(leaders)
+}
+
+/// Re-reads partition leaders from the bootstrap servers after a leader
+/// error (Java's consumer does the same through its metadata updates).
+fn refresh_leaders(plan: &ConsumerPlan, addrs: &mut [String]) -> Result<()> {
+    let mut boot = connect_bootstrap(&plan.bootstrap, &plan.client_id, plan.request_timeout)?;
+    let mut topics: Vec<String> = plan.partitions.iter().map(|p| p.topic.clone()).collect();
+    topics.dedup();
+    let meta = boot.metadata(&topics)?;
+    for (slot, p) in plan.partitions.iter().enumerate() {
+        if let Some((_, addr)) = meta.leader_addr(&p.topic, p.partition) {
+            addrs[slot] = addr.to_string();
+        }
+    }
+    Ok(())
+}
+
+/// True once every partition reached its drain target, or draining is over.
+fn drained(plan: &ConsumerPlan, v: &Verifier, out: &mut ConsumerOutcome) -> bool {
+    let Some(targets) = plan.targets.get() else {
+        return false;
+    };
+    let done = plan.partitions.iter().enumerate().all(|(slot, p)| {
+        targets
+            .get(&(p.topic.clone(), p.partition))
+            .is_none_or(|t| v.position(slot) >= *t)
+    });
+    out.caught_up = done;
+    let deadline = plan.drain_deadline_ns.load(Ordering::Relaxed);
+    done || (deadline != 0 && plan.timebase.now_ns() >= deadline)
+}
+
+fn consume(plan: &ConsumerPlan, live: &LiveStats, out: &mut ConsumerOutcome) -> Result<()> {
+    let mut addrs: Vec<String> = plan
+        .partitions
+        .iter()
+        .map(|p| p.leader_addr.clone())
+        .collect();
+    let mut leaders = connect_leaders(plan, &addrs)?;
+    let starts: Vec<i64> = plan.partitions.iter().map(|p| p.start_offset).collect();
+    let mut v = Verifier::new(&starts);
+    while !live.abort.load(Ordering::Relaxed) && !drained(plan, &v, out) {
+        let mut stale = false;
+        for (client, version, slots) in &mut leaders {
+            let req = fetch_request(plan, slots, &v);
+            let resp = client.call(&req, *version)?;
+            if resp.error_code != 0 {
+                out.fetch_errors += 1;
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            for t in &resp.responses {
+                for pd in &t.partitions {
+                    let Some(slot) = slots.iter().copied().find(|s| {
+                        let p = &plan.partitions[*s];
+                        p.partition == pd.partition_index && p.topic == t.topic.0.as_str()
+                    }) else {
+                        continue;
+                    };
+                    match pd.error_code {
+                        0 => {}
+                        // OFFSET_OUT_OF_RANGE: records we must verify are gone.
+                        1 => bail!(
+                            "fetch {}-{} at {}: {}",
+                            t.topic.0.as_str(),
+                            pd.partition_index,
+                            v.position(slot),
+                            error_label(pd.error_code)
+                        ),
+                        code => {
+                            out.fetch_errors += 1;
+                            stale |= matches!(code, 3 | 5 | 6 | 74 | 75);
+                            continue;
+                        }
+                    }
+                    if let Some(records) = &pd.records {
+                        on_records(plan, live, &mut v, out, slot, records.clone())?;
+                    }
+                }
+            }
+        }
+        if stale {
+            std::thread::sleep(Duration::from_millis(100));
+            refresh_leaders(plan, &mut addrs)?;
+            leaders = connect_leaders(plan, &addrs)?;
+        }
+    }
+    out.consumed = v.consumed;
+    out.unique = v.unique;
+    out.duplicates = v.duplicates;
+    out.offset_gaps = v.offset_gaps;
+    out.out_of_order = v.out_of_order;
+    Ok(())
+}
+
+fn on_records(
+    plan: &ConsumerPlan,
+    live: &LiveStats,
+    v: &mut Verifier,
+    out: &mut ConsumerOutcome,
+    slot: usize,
+    data: Bytes,
+) -> Result<()> {
+    for mut batch in split_batches(data) {
+        let Some((_, next, control)) = batch_bounds(&batch) else {
+            bail!("fetched a record batch that is not magic v2");
+        };
+        if !control {
+            let set = RecordBatchDecoder::decode(&mut batch)?;
+            let now_wall = plan.timebase.wall_now_ns();
+            let before = v.consumed;
+            for r in &set.records {
+                let value = r.value.as_deref().unwrap_or(&[]);
+                if let Some((ts, _, _)) = v.on_record(slot, r.offset, value) {
+                    if ts >= plan.warmup_end_wall_ns {
+                        out.e2e_hist.record_ns(now_wall.saturating_sub(ts));
+                    }
+                }
+            }
+            live.consumed
+                .fetch_add(v.consumed - before, Ordering::Relaxed);
+        }
+        v.on_batch_end(slot, next);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loadgen::producer::write_payload_header;
+
+    fn payload(producer: u32, seq: u64) -> Vec<u8> {
+        let mut v = vec![0u8; 24];
+        write_payload_header(&mut v, 5, producer, seq);
+        v
+    }
+
+    #[test]
+    fn verifier_counts_gaps_duplicates_and_reordering() {
+        let mut v = Verifier::new(&[10, 0]);
+        assert!(
+            v.on_record(0, 9, &payload(0, 99)).is_none(),
+            "before position"
+        );
+        v.on_record(0, 10, &payload(0, 0));
+        v.on_record(0, 11, &payload(0, 1));
+        v.on_record(0, 14, &payload(0, 3)); // offsets 12, 13 missing
+        v.on_record(0, 15, &payload(0, 2)); // order broken for producer 0
+        v.on_record(1, 0, &payload(0, 3)); // duplicate seq 3 on another partition
+        v.on_record(1, 1, &payload(1, 0));
+        assert_eq!(v.consumed, 6);
+        assert_eq!(v.unique, 5);
+        assert_eq!(v.duplicates, 1);
+        assert_eq!(v.offset_gaps, 2);
+        assert_eq!(v.out_of_order, 1);
+        assert_eq!(v.position(0), 16);
+        v.on_batch_end(0, 20);
+        assert_eq!(v.position(0), 20);
+        assert!(v.on_record(7, 0, &payload(0, 0)).is_none(), "unknown slot");
+        // Offsets at the edge of i64 saturate instead of overflowing.
+        v.on_record(1, i64::MAX, &payload(1, 1));
+        assert_eq!(v.position(1), i64::MAX);
+        let mut edge = vec![0u8; 27];
+        edge[..8].copy_from_slice(&i64::MAX.to_be_bytes());
+        edge[16] = 2;
+        edge[23..27].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert_eq!(batch_bounds(&edge), Some((i64::MAX, i64::MAX, false)));
+    }
+
+    #[test]
+    fn split_batches_drops_trailing_partial_batch() {
+        use kafka_protocol::records::{
+            Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+        };
+        let rec = |offset: i64| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset,
+            // The encoder keeps records in one batch while offset - sequence
+            // stays constant.
+            sequence: offset as i32,
+            timestamp: 0,
+            key: None,
+            value: Some(Bytes::from(payload(0, offset as u64))),
+            headers: Default::default(),
+        };
+        let opts = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        let mut buf = bytes::BytesMut::new();
+        // Two batches: offsets 5..=6, then 7.
+        RecordBatchEncoder::encode(&mut buf, [rec(5), rec(6)].iter(), &opts).unwrap();
+        let first_len = buf.len();
+        RecordBatchEncoder::encode(&mut buf, [rec(7)].iter(), &opts).unwrap();
+        let all = buf.freeze();
+        let batches = split_batches(all.clone());
+        assert_eq!(batches.len(), 2);
+        assert_eq!(batch_bounds(&batches[0]), Some((5, 7, false)));
+        assert_eq!(batch_bounds(&batches[1]), Some((7, 8, false)));
+        let partial = split_batches(all.slice(..first_len + 20));
+        assert_eq!(partial.len(), 1);
+        assert!(split_batches(Bytes::from_static(&[0; 11])).is_empty());
+        assert_eq!(batch_bounds(&[0u8; 10]), None);
+    }
+
+    proptest::proptest! {
+        /// Fetched bytes come from the network: no input may panic.
+        #[test]
+        fn arbitrary_fetch_bytes_never_panic(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+            offset in proptest::prelude::any::<i64>(),
+        ) {
+            let bytes = Bytes::from(data.clone());
+            for b in split_batches(bytes) {
+                let _ = batch_bounds(&b);
+                let _ = RecordBatchDecoder::decode(&mut b.clone());
+            }
+            let _ = batch_bounds(&data);
+            let mut v = Verifier::new(&[0]);
+            let _ = v.on_record(0, offset, &data);
+            let _ = v.on_record(0, offset.saturating_add(1), &data);
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! End to end: `shardlog loadgen` against a `shardlog broker` started by the
+//! test. Needs the broker's Produce/Fetch data path; until it lands these
+//! tests fail at broker start-up or at the first produce, with a message
+//! saying which.
+
+mod loadgen_support;
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use loadgen_support::{check_outputs, check_point_verified, run_loadgen_with_context};
+
+/// A broker process, killed when dropped.
+struct Broker {
+    child: Child,
+    addr: String,
+    log_path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Broker {
+    /// The end of the broker's log, for failure messages.
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let start = log.len().saturating_sub(4096);
+        let start = (start..log.len())
+            .find(|i| log.is_char_boundary(*i))
+            .unwrap_or(0);
+        format!("broker log (tail):\n{}", &log[start..])
+    }
+
+    fn run_loadgen(&self, args: &[&str]) -> std::process::Output {
+        run_loadgen_with_context(args, || self.log_tail())
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("finding a free port")
+}
+
+/// Starts `shardlog broker` on a free port and waits until it accepts TCP.
+fn start_broker() -> Broker {
+    let dir = tempfile::tempdir().expect("temp log dir");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    // The broker's log goes to a file: an undrained pipe would block it.
+    let log_path = dir.path().join("broker.log");
+    let log = std::fs::File::create(&log_path).expect("broker log file");
+    let log_dir = dir.path().join("data");
+    let child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args([
+            "broker",
+            "--override",
+            &format!("listeners=PLAINTEXT://{addr}"),
+            "--override",
+            &format!("log.dirs={}", log_dir.display()),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("spawning shardlog broker");
+    let mut broker = Broker {
+        child,
+        addr,
+        log_path: log_path.clone(),
+        _dir: dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if TcpStream::connect(&broker.addr).is_ok() {
+            return broker;
+        }
+        if let Ok(Some(status)) = broker.child.try_wait() {
+            let err = std::fs::read_to_string(&log_path).unwrap_or_default();
+            panic!(
+                "shardlog broker exited ({status}) before accepting connections on {}; \
+                 the broker subcommand/data path is not available yet.\nstderr:\n{err}",
+                broker.addr
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "shardlog broker did not accept connections on {} within 30s",
+            broker.addr
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn every_acks_mode_produces_and_consumes_all_records_in_order() {
+    let broker = start_broker();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("out");
+    let output = broker.run_loadgen(&[
+        "--bootstrap",
+        &broker.addr,
+        "--topic",
+        "e2e-acks",
+        "--partitions",
+        "3",
+        "--producers",
+        "2",
+        "--message-size",
+        "256",
+        "--messages",
+        "3000",
+        "--sweep",
+        "acks=0,1,all",
+        "--drain-timeout",
+        "20s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for a in ["acks=0", "acks=1", "acks=all"] {
+        assert!(stdout.contains(a), "table lists {a}:\n{stdout}");
+    }
+    let points = check_outputs(&out, &["0", "1", "all"]);
+    assert_eq!(points.len(), 3);
+    for p in &points {
+        check_point_verified(p, 3000);
+    }
+}
+
+#[test]
+fn omb_workload_drives_a_run_against_the_broker() {
+    let broker = start_broker();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("out");
+    let workload = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/omb/1-topic-3-partitions-1kb.yaml"
+    );
+    broker.run_loadgen(&[
+        "--bootstrap",
+        &broker.addr,
+        "--workload",
+        workload,
+        "--duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--drain-timeout",
+        "20s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let points = check_outputs(&out, &["all"]);
+    let p = &points[0];
+    assert_eq!(p["errors"], 0, "errors: {}", p["errors_by_code"]);
+    assert_eq!(p["missing"], 0);
+    assert_eq!(p["offset_gaps"], 0);
+    assert_eq!(p["out_of_order"], 0);
+    assert!(p["ack_latency_intended"]["count"].as_u64().unwrap() > 0);
+}

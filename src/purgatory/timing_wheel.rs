@@ -102,7 +102,10 @@ impl<T> TimingWheel<T> {
     }
 
     pub fn with_geometry(tick_ms: i64, wheel_size: usize, start_ms: i64) -> Self {
-        assert!(tick_ms > 0 && wheel_size > 1, "invalid timing wheel geometry");
+        assert!(
+            tick_ms > 0 && wheel_size > 1,
+            "invalid timing wheel geometry"
+        );
         let mut wheel = Self {
             tick_ms,
             wheel_size,
@@ -246,7 +249,8 @@ impl<T> TimingWheel<T> {
 
     fn live_index(&self, handle: TimerHandle) -> Option<u32> {
         let s = self.slots.get(handle.index())?;
-        (s.generation == handle.generation() && s.payload.is_some()).then_some(handle.index() as u32)
+        (s.generation == handle.generation() && s.payload.is_some())
+            .then_some(handle.index() as u32)
     }
 
     /// Removes an entry before it expires, in O(1). `None` if the handle is
@@ -366,9 +370,14 @@ impl<T> TimingWheel<T> {
         let mut live = 0;
         for (b, bucket) in self.buckets.iter().enumerate() {
             if !bucket.items.is_empty() {
-                assert!(bucket.expiration_ms >= 0, "non-empty bucket {b} has no expiration");
                 assert!(
-                    self.heap.iter().any(|Reverse((e, hb))| *hb as usize == b && *e == bucket.expiration_ms),
+                    bucket.expiration_ms >= 0,
+                    "non-empty bucket {b} has no expiration"
+                );
+                assert!(
+                    self.heap
+                        .iter()
+                        .any(|Reverse((e, hb))| *hb as usize == b && *e == bucket.expiration_ms),
                     "non-empty bucket {b} missing from the heap"
                 );
             }

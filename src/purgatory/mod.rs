@@ -16,6 +16,7 @@
 pub mod core;
 pub mod delayed_fetch;
 pub mod delayed_produce;
+pub mod driver;
 pub mod notes;
 pub mod timing_wheel;
 pub mod view;

@@ -6,10 +6,10 @@ use std::rc::Rc;
 
 use glommio::{LocalExecutorBuilder, Placement};
 use shardlog::io::clock::{Clock, SystemClock};
-use shardlog::purgatory::core::{PurgatoryConfig, WatchChange};
 use shardlog::purgatory::delayed_fetch::{
     DelayedFetch, FetchCompletion, FetchIsolation, FetchPartitionSpec,
 };
+use shardlog::purgatory::delayed_operation::{PurgatoryConfig, WatchChange};
 use shardlog::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use shardlog::purgatory::driver::PurgatoryDriver;
 use shardlog::purgatory::notes::{AdvanceNotes, PartitionAdvanced};

@@ -27,7 +27,7 @@
 //! follower truncate. An HW/LSO temporarily *below* the fetch offset (a new
 //! leader still catching its HW up) waits, as Kafka does.
 
-use crate::purgatory::core::DelayedOperation;
+use crate::purgatory::delayed_operation::DelayedOperation;
 use crate::purgatory::view::{
     error_code, LogOffsetMetadata, PartitionRole, PartitionSnapshot, PartitionView,
 };

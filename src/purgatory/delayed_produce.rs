@@ -7,7 +7,7 @@
 //! partition is pending; on expiry the pending ones become
 //! REQUEST_TIMED_OUT (7) and the done ones keep their result.
 
-use crate::purgatory::core::DelayedOperation;
+use crate::purgatory::delayed_operation::DelayedOperation;
 use crate::purgatory::view::{error_code, PartitionRole, PartitionSnapshot, PartitionView};
 use crate::types::{Offset, TopicPartition};
 

@@ -22,10 +22,10 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::io::clock::Clock;
-use crate::purgatory::core::{
+use crate::purgatory::delayed_fetch::{DelayedFetch, FetchOutcome};
+use crate::purgatory::delayed_operation::{
     CompletedOp, DelayedOperation, Parked, Purgatory, PurgatoryConfig, WatchChange,
 };
-use crate::purgatory::delayed_fetch::{DelayedFetch, FetchOutcome};
 use crate::purgatory::delayed_produce::{DelayedProduce, ProduceOutcome};
 use crate::purgatory::notes::{apply_notes, AdvanceNotes};
 use crate::purgatory::view::{PartitionSnapshot, PartitionView};

@@ -62,32 +62,19 @@ impl<K: Hash + Eq + Clone> WatchList<K> {
         }
     }
 
-    /// Takes `key`'s list out for checking; the caller gives back what stays
-    /// watched with [`restore`](Self::restore). Taking avoids borrowing the
-    /// lists while the caller mutates the ops they point to.
-    pub fn take(&mut self, key: &K) -> Vec<TimerHandle> {
-        match self.lists.remove(key) {
-            Some(list) => {
-                self.entries -= list.len();
-                list
-            }
-            None => Vec::new(),
+    /// Visits `key`'s list in order, keeping the handles for which `keep`
+    /// returns true (drop completed and stale ones). Returns `None` if `key`
+    /// was not watched, `Some(true)` if its list is now empty and removed.
+    pub fn retain(&mut self, key: &K, keep: impl FnMut(&TimerHandle) -> bool) -> Option<bool> {
+        let list = self.lists.get_mut(key)?;
+        let before = list.len();
+        list.retain(keep);
+        self.entries -= before - list.len();
+        if list.is_empty() {
+            self.lists.remove(key);
+            return Some(true);
         }
-    }
-
-    /// Puts back the still-watching handles of `key` (in their order, ahead
-    /// of any added meanwhile). Returns true if `key` is no longer watched.
-    pub fn restore(&mut self, key: &K, mut kept: Vec<TimerHandle>) -> bool {
-        if let Some(added) = self.lists.remove(key) {
-            self.entries -= added.len();
-            kept.extend(added);
-        }
-        if kept.is_empty() {
-            return true;
-        }
-        self.entries += kept.len();
-        self.lists.insert(key.clone(), kept);
-        false
+        Some(false)
     }
 
     /// Drops every handle for which `is_live` is false and every list left
@@ -135,5 +122,53 @@ impl<K: Hash + Eq + Clone> WatchList<K> {
             self.lists.values().all(|l| !l.is_empty()),
             "empty list kept"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(i: u64) -> TimerHandle {
+        TimerHandle(i)
+    }
+
+    #[test]
+    fn watch_reports_first_watcher_and_retain_reports_emptied_key() {
+        let mut w: WatchList<&str> = WatchList::new();
+        assert!(w.watch(&"a", h(1)));
+        assert!(!w.watch(&"a", h(2)));
+        assert!(w.watch(&"b", h(1)));
+        assert_eq!(w.entries(), 3);
+        assert_eq!(w.retain(&"zzz", |_| true), None);
+        let mut seen = Vec::new();
+        assert_eq!(
+            w.retain(&"a", |x| {
+                seen.push(*x);
+                *x == h(2)
+            }),
+            Some(false)
+        );
+        assert_eq!(seen, vec![h(1), h(2)], "visited in watch order");
+        assert_eq!(w.watchers(&"a"), &[h(2)]);
+        assert_eq!(w.retain(&"a", |_| false), Some(true));
+        assert!(!w.is_watched(&"a"));
+        assert_eq!(w.entries(), 1);
+        w.check_invariants();
+    }
+
+    #[test]
+    fn purge_drops_dead_handles_and_empty_keys() {
+        let mut w: WatchList<u32> = WatchList::new();
+        for k in 0..4u32 {
+            w.watch(&k, h(k as u64));
+            w.watch(&k, h(100));
+        }
+        let mut gone = w.purge(|x| x.0 == 1 || x.0 == 3);
+        gone.sort();
+        assert_eq!(gone, vec![0, 2]);
+        assert_eq!(w.entries(), 2);
+        assert_eq!(w.keys(), 2);
+        w.check_invariants();
     }
 }

@@ -152,27 +152,25 @@ impl<Op: DelayedOperation> Purgatory<Op> {
         view: &Op::View,
     ) -> Vec<CompletedOp<Op::Outcome>> {
         let mut done = Vec::new();
-        if !self.watch.is_watched(key) {
-            return done;
-        }
-        let list = self.watch.take(key);
-        let mut kept = Vec::with_capacity(list.len());
-        for id in list {
-            let Some(entry) = self.wheel.get_mut(id) else {
-                continue; // stale: completed via another key, or expired
+        let wheel = &mut self.wheel;
+        let mut released = 0;
+        let emptied = self.watch.retain(key, |&id| {
+            let Some(entry) = wheel.get_mut(id) else {
+                return false; // stale: completed via another key, or expired
             };
             if !entry.op.try_complete(now_ms, view) {
-                kept.push(id);
-                continue;
+                return true;
             }
-            let entry = self.wheel.cancel(id).expect("entry was live");
-            self.live_watch_entries -= entry.watched_keys;
+            let entry = wheel.cancel(id).expect("entry was live");
+            released += entry.watched_keys;
             done.push(CompletedOp {
                 op_id: id,
                 outcome: entry.op.on_complete(),
             });
-        }
-        if self.watch.restore(key, kept) {
+            false
+        });
+        self.live_watch_entries -= released;
+        if emptied == Some(true) {
             self.changes.push(WatchChange::Unwatch(key.clone()));
         }
         self.maybe_purge();
@@ -580,5 +578,96 @@ mod tests {
                 error_code: 6
             }
         );
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Park {
+            parts: Vec<(i32, i64)>,
+            timeout_ms: i64,
+        },
+        Hw {
+            partition: i32,
+            delta: i64,
+        },
+        Tick(i64),
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            2 => (prop::collection::btree_map(0i32..4, 0i64..30, 1..4), 0i64..60)
+                .prop_map(|(m, timeout_ms)| Step::Park { parts: m.into_iter().collect(), timeout_ms }),
+            2 => (0i32..4, 0i64..8).prop_map(|(partition, delta)| Step::Hw { partition, delta }),
+            1 => (0i64..25).prop_map(Step::Tick),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Every parked op completes exactly once: by event only when all its
+        /// partitions reached their offsets, by expiry only at the first
+        /// advance past its deadline and only if some partition was short.
+        #[test]
+        fn every_parked_op_completes_exactly_once(steps in proptest::collection::vec(step(), 1..120)) {
+            use std::collections::HashMap;
+            let cfg = PurgatoryConfig { purge_interval_requests: 3 };
+            let mut p: Purgatory<DelayedProduce> = Purgatory::new(cfg, 0);
+            let mut view = PartitionView::new();
+            let mut hw = [0i64; 4];
+            for (i, h) in hw.iter().enumerate() {
+                view.update(tp(i as i32), PartitionSnapshot::leader_at(*h, 0));
+            }
+            let (mut now, mut last_advance, mut advances) = (0i64, -1i64, 0usize);
+            // op id -> (deadline, required offsets, advances done before parking)
+            type Model = HashMap<OpId, (i64, Vec<(i32, i64)>, usize)>;
+            let mut parked: Model = HashMap::new();
+            let mut finished: HashMap<OpId, bool> = HashMap::new();
+            let check_expired = |exp: Vec<ExpiredOp<ProduceOutcome>>, parked: &Model, finished: &mut HashMap<OpId, bool>, (now, last, advances): (i64, i64, usize), hw: &[i64; 4]| {
+                for e in exp {
+                    let (deadline, req, parked_after) = &parked[&e.op_id];
+                    assert!(*deadline <= now, "expired at {now} before deadline {deadline}");
+                    // Not late: an advance after parking and past the deadline would have expired it.
+                    assert!(*parked_after == advances || *deadline > last, "expired late at {now}, deadline {deadline}, previous advance {last}");
+                    assert!(e.outcome.expired);
+                    assert!(req.iter().any(|&(q, last_offset)| hw[q as usize] < last_offset + 1));
+                    assert!(finished.insert(e.op_id, false).is_none(), "op finished twice");
+                }
+            };
+            for s in steps {
+                match s {
+                    Step::Park { parts, timeout_ms } => {
+                        let op = produce(timeout_ms, &parts);
+                        let keys = op.keys();
+                        if let Parked::Watching(id) = p.try_complete_else_watch(op, &keys, now, &view) {
+                            parked.insert(id, (now + timeout_ms, parts, advances));
+                        }
+                    }
+                    Step::Hw { partition, delta } => {
+                        hw[partition as usize] += delta;
+                        view.update(tp(partition), PartitionSnapshot::leader_at(hw[partition as usize], 0));
+                        for c in p.check_and_complete(&tp(partition), now, &view) {
+                            let (_, req, _) = &parked[&c.op_id];
+                            proptest::prop_assert!(req.iter().all(|&(q, last_offset)| hw[q as usize] > last_offset));
+                            proptest::prop_assert!(c.outcome.partitions.iter().all(|(_, code)| *code == 0));
+                            proptest::prop_assert!(finished.insert(c.op_id, true).is_none(), "op finished twice");
+                        }
+                    }
+                    Step::Tick(dt) => {
+                        now += dt;
+                        let exp = p.advance(now);
+                        check_expired(exp, &parked, &mut finished, (now, last_advance, advances), &hw);
+                        last_advance = now;
+                        advances += 1;
+                    }
+                }
+                p.check_invariants();
+            }
+            now += 1_000;
+            let exp = p.advance(now);
+            check_expired(exp, &parked, &mut finished, (now, last_advance, advances), &hw);
+            proptest::prop_assert_eq!(finished.len(), parked.len());
+            proptest::prop_assert!(p.is_empty());
+        }
     }
 }

@@ -580,6 +580,64 @@ mod tests {
         );
     }
 
+    /// A fetch over partitions owned by shards 1 and 2, parked on shard 0:
+    /// `min_bytes` is reached only by the sum of both owners' notes.
+    #[test]
+    fn fetch_across_owner_shards_needs_bytes_noted_by_both_owners() {
+        let watcher = ShardId(0);
+        let mut p: Purgatory<DelayedFetch> = Purgatory::new(PurgatoryConfig::default(), 0);
+        let mut view = PartitionView::new();
+        let op = DelayedFetch::new(
+            500,
+            1_000,
+            1 << 20,
+            FetchIsolation::HighWatermark,
+            vec![fetch_spec(0, 10, 0), fetch_spec(1, 10, 0)],
+        );
+        let keys = op.keys();
+        assert!(matches!(
+            p.try_complete_else_watch(op, &keys, 0, &view),
+            Parked::Watching(_)
+        ));
+        let mut registry = [RemoteWatchRegistry::new(), RemoteWatchRegistry::new()];
+        for change in p.drain_watch_changes() {
+            let WatchChange::Watch(t) = change else {
+                panic!("unexpected {change:?}")
+            };
+            registry[t.partition as usize].on_watch(watcher, &t);
+        }
+        let mut coalescers = [AdvanceCoalescer::new(), AdvanceCoalescer::new()];
+        coalescers[0].on_partition_advanced(
+            &registry[0],
+            &tp(0),
+            PartitionSnapshot::leader_at(15, 600),
+        );
+        let mut completed = Vec::new();
+        for msg in coalescers[0].drain() {
+            for t in apply_notes(&mut view, msg) {
+                completed.extend(p.check_and_complete(&t, 1, &view));
+            }
+        }
+        assert!(completed.is_empty(), "600 bytes from shard 1 alone < 1 000");
+        coalescers[1].on_partition_advanced(
+            &registry[1],
+            &tp(1),
+            PartitionSnapshot::leader_at(14, 400),
+        );
+        for msg in coalescers[1].drain() {
+            for t in apply_notes(&mut view, msg) {
+                completed.extend(p.check_and_complete(&t, 2, &view));
+            }
+        }
+        assert_eq!(completed.len(), 1);
+        assert_eq!(
+            completed[0].outcome.reason,
+            FetchCompletion::MinBytes {
+                accumulated_bytes: 1_000
+            }
+        );
+    }
+
     #[derive(Debug, Clone)]
     enum Step {
         Park {

@@ -83,36 +83,43 @@ fn geometry(outstanding: usize) -> (i64, usize) {
     (span, per_ms)
 }
 
+// Setup (prefilling up to 1M ops) happens outside `bench_function`:
+// criterion calls the routine closure once per sample.
+
 fn bench_insert_cancel(c: &mut Criterion) {
     let mut group = c.benchmark_group("insert_cancel");
     for &n in &OUTSTANDING {
+        let mut w = TimingWheel::new(0);
+        for i in 0..n {
+            w.insert(1 + (i as i64 * 7_919) % SPAN_MS, i as u64);
+        }
+        let mut i = 0i64;
         group.bench_function(BenchmarkId::new("timing_wheel", n), |b| {
-            let mut w = TimingWheel::new(0);
-            for i in 0..n {
-                w.insert(1 + (i as i64 * 7_919) % SPAN_MS, i as u64);
-            }
-            let mut i = 0i64;
             b.iter(|| {
                 i += 1;
                 let h = w.insert(1 + (i * 7_919) % SPAN_MS, 0);
                 black_box(w.cancel(h));
             });
         });
+        drop(w);
+
+        let mut t = HeapTimer::new();
+        for i in 0..n {
+            t.insert(1 + (i as i64 * 7_919) % SPAN_MS);
+        }
+        let mut i = 0i64;
         group.bench_function(BenchmarkId::new("binary_heap", n), |b| {
-            let mut t = HeapTimer::new();
-            for i in 0..n {
-                t.insert(1 + (i as i64 * 7_919) % SPAN_MS);
-            }
-            let mut i = 0i64;
             b.iter(|| {
                 i += 1;
                 let id = t.insert(1 + (i * 7_919) % SPAN_MS);
                 t.cancel(black_box(id));
             });
         });
+        drop(t);
+
+        let ex = executor();
+        let parked = ex.run(async move { prefill_glommio(n) });
         group.bench_function(BenchmarkId::new("glommio_timer_action_once", n), |b| {
-            let ex = executor();
-            let _parked = ex.run(async move { prefill_glommio(n) });
             b.iter_custom(|iters| {
                 ex.run(async move {
                     let start = Instant::now();
@@ -127,6 +134,7 @@ fn bench_insert_cancel(c: &mut Criterion) {
                 })
             });
         });
+        drop(parked);
     }
     group.finish();
 }
@@ -135,13 +143,13 @@ fn bench_insert_expire(c: &mut Criterion) {
     let mut group = c.benchmark_group("insert_expire");
     for &n in &OUTSTANDING {
         let (span, per_ms) = geometry(n);
+        let mut w = TimingWheel::new(0);
+        for i in 0..n {
+            w.insert(1 + (i / per_ms) as i64, i as u64);
+        }
+        let (mut now, mut k) = (0i64, 0usize);
+        let mut out = Vec::with_capacity(per_ms);
         group.bench_function(BenchmarkId::new("timing_wheel", n), |b| {
-            let mut w = TimingWheel::new(0);
-            for i in 0..n {
-                w.insert(1 + (i / per_ms) as i64, i as u64);
-            }
-            let (mut now, mut k) = (0i64, 0usize);
-            let mut out = Vec::with_capacity(per_ms);
             b.iter(|| {
                 w.insert(now + span, 0);
                 k += 1;
@@ -154,12 +162,19 @@ fn bench_insert_expire(c: &mut Criterion) {
                 }
             });
         });
+        assert!(
+            w.len().abs_diff(n) <= per_ms,
+            "steady state kept {} of {n} outstanding",
+            w.len()
+        );
+        drop(w);
+
+        let mut t = HeapTimer::new();
+        for i in 0..n {
+            t.insert(1 + (i / per_ms) as i64);
+        }
+        let (mut now, mut k) = (0i64, 0usize);
         group.bench_function(BenchmarkId::new("binary_heap", n), |b| {
-            let mut t = HeapTimer::new();
-            for i in 0..n {
-                t.insert(1 + (i / per_ms) as i64);
-            }
-            let (mut now, mut k) = (0i64, 0usize);
             b.iter(|| {
                 t.insert(now + span);
                 k += 1;
@@ -170,9 +185,11 @@ fn bench_insert_expire(c: &mut Criterion) {
                 }
             });
         });
+        drop(t);
+
+        let ex = executor();
+        let parked = ex.run(async move { prefill_glommio(n) });
         group.bench_function(BenchmarkId::new("glommio_timer_action_once", n), |b| {
-            let ex = executor();
-            let _parked = ex.run(async move { prefill_glommio(n) });
             b.iter_custom(|iters| {
                 ex.run(async move {
                     // Zero-delay timers: creation + firing + the spawned
@@ -194,6 +211,7 @@ fn bench_insert_expire(c: &mut Criterion) {
                 })
             });
         });
+        drop(parked);
     }
     group.finish();
 }
@@ -212,5 +230,9 @@ fn prefill_glommio(n: usize) -> Vec<TimerActionOnce<()>> {
         .collect()
 }
 
-criterion_group!(benches, bench_insert_cancel, bench_insert_expire);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = bench_insert_cancel, bench_insert_expire
+}
 criterion_main!(benches);

@@ -206,7 +206,7 @@ impl<Op: DelayedOperation> Purgatory<Op> {
     }
 
     /// When the driver's timer should fire next.
-    pub fn next_deadline(&mut self) -> Option<i64> {
+    pub fn next_deadline(&self) -> Option<i64> {
         self.wheel.next_deadline()
     }
 

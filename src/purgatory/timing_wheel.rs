@@ -5,10 +5,13 @@
 //! created on demand, as Kafka does, so a wheel that only ever sees 30 s
 //! timeouts grows exactly as many levels as that needs (4 at 1 ms × 20).
 //!
-//! Instead of Kafka's `DelayQueue` of buckets we keep a `BinaryHeap` of bucket
-//! expirations: one heap entry per non-empty *bucket*, never per operation, so
-//! insert is O(1) amortised (a heap push only when a bucket is first used for
-//! a round) and cancel is O(1) (swap-remove from the bucket's vector).
+//! Instead of Kafka's `DelayQueue` of buckets each level keeps a bitmap of
+//! its non-empty buckets: the next bucket to expire is the first set bit after
+//! the level's current slot, so finding it costs a shift and a
+//! `trailing_zeros` per level (a `BinaryHeap` of bucket expirations, tried
+//! first, cost a push and a pop per bucket round, i.e. per op when ops are
+//! sparse). Nothing is kept per operation outside its bucket: insert is O(1)
+//! and cancel is O(1) (swap-remove from the bucket's vector).
 //!
 //! When a higher-level bucket expires its entries are re-inserted relative to
 //! the advanced clock: they fall into a lower level (Kafka's "demotion") or,
@@ -18,9 +21,6 @@
 //! index + generation, so a stale handle (already expired or cancelled) is
 //! detected instead of touching a reused slot. Time is passed in (`now_ms`);
 //! nothing here reads a clock.
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Kafka's `TimingWheel` tick for the purgatory: 1 ms.
 pub const DEFAULT_TICK_MS: i64 = 1;
@@ -77,6 +77,8 @@ struct Level {
     tick_ms: i64,
     interval_ms: i64,
     current_time_ms: i64,
+    /// Bit `s` set iff bucket `s` of this level is non-empty.
+    occupied: u64,
 }
 
 /// A hierarchical timing wheel holding payloads `T`.
@@ -87,8 +89,6 @@ pub struct TimingWheel<T> {
     levels: Vec<Level>,
     /// `levels.len() * wheel_size` buckets, level-major.
     buckets: Vec<Bucket>,
-    /// (bucket expiration, global bucket index) for every bucket in use.
-    heap: BinaryHeap<Reverse<(i64, u32)>>,
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     len: usize,
@@ -103,7 +103,7 @@ impl<T> TimingWheel<T> {
 
     pub fn with_geometry(tick_ms: i64, wheel_size: usize, start_ms: i64) -> Self {
         assert!(
-            tick_ms > 0 && wheel_size > 1,
+            tick_ms > 0 && (2..=64).contains(&wheel_size),
             "invalid timing wheel geometry"
         );
         let mut wheel = Self {
@@ -111,7 +111,6 @@ impl<T> TimingWheel<T> {
             wheel_size,
             levels: Vec::new(),
             buckets: Vec::new(),
-            heap: BinaryHeap::new(),
             slots: Vec::new(),
             free: Vec::new(),
             len: 0,
@@ -125,6 +124,7 @@ impl<T> TimingWheel<T> {
             tick_ms,
             interval_ms: tick_ms.saturating_mul(self.wheel_size as i64),
             current_time_ms: start_ms - start_ms.rem_euclid(tick_ms),
+            occupied: 0,
         });
         for _ in 0..self.wheel_size {
             self.buckets.push(Bucket {
@@ -197,7 +197,7 @@ impl<T> TimingWheel<T> {
             if deadline < current.saturating_add(interval) || interval == i64::MAX {
                 // Clamp to the current tick so overdue fresh entries land in
                 // the bucket that expires first.
-                let virtual_id = deadline.max(current) / tick;
+                let virtual_id = deadline.max(current).div_euclid(tick);
                 let slot_in_level = virtual_id.rem_euclid(self.wheel_size as i64) as usize;
                 let b = (level * self.wheel_size + slot_in_level) as u32;
                 self.add_to_bucket(b, index, virtual_id * tick);
@@ -216,7 +216,8 @@ impl<T> TimingWheel<T> {
         if bucket.expiration_ms != expiration_ms {
             debug_assert!(bucket.items.is_empty(), "bucket reused before it expired");
             bucket.expiration_ms = expiration_ms;
-            self.heap.push(Reverse((expiration_ms, b)));
+            let (level, slot) = (b as usize / self.wheel_size, b as usize % self.wheel_size);
+            self.levels[level].occupied |= 1 << slot;
         }
         let slot = &mut self.slots[index as usize];
         slot.bucket = b;
@@ -234,6 +235,10 @@ impl<T> TimingWheel<T> {
         items.swap_remove(pos);
         if let Some(&moved) = items.get(pos) {
             self.slots[moved as usize].pos = pos as u32;
+        } else if items.is_empty() {
+            // Emptied by cancellation: the driver must not wake for it.
+            self.buckets[b].expiration_ms = -1;
+            self.levels[b / self.wheel_size].occupied &= !(1 << (b % self.wheel_size));
         }
         self.slots[index as usize].bucket = NO_BUCKET;
     }
@@ -282,20 +287,38 @@ impl<T> TimingWheel<T> {
     }
 
     /// Expiration of the earliest non-empty bucket: the driver arms its one
-    /// timer there. Buckets emptied by cancellation are dropped from the heap
-    /// here so the driver does not wake for nothing.
-    pub fn next_deadline(&mut self) -> Option<i64> {
-        while let Some(&Reverse((exp, b))) = self.heap.peek() {
-            let bucket = &mut self.buckets[b as usize];
-            if bucket.expiration_ms == exp && !bucket.items.is_empty() {
-                return Some(exp);
+    /// timer there. Never later than the earliest deadline; equal to it for
+    /// entries in level 0.
+    pub fn next_deadline(&self) -> Option<i64> {
+        self.next_bucket().map(|(exp, _)| exp)
+    }
+
+    /// (expiration, global bucket index) of the earliest non-empty bucket;
+    /// ties go to the lower level. Each level's non-empty buckets all lie in
+    /// its window `[current, current + interval)`, so the first set bit at or
+    /// after the current slot (circularly) is that level's earliest bucket.
+    fn next_bucket(&self) -> Option<(i64, u32)> {
+        let size = self.wheel_size as u32;
+        let mut best: Option<(i64, u32)> = None;
+        for (l, level) in self.levels.iter().enumerate() {
+            if level.occupied == 0 {
+                continue;
             }
-            if bucket.expiration_ms == exp {
-                bucket.expiration_ms = -1;
+            let current_id = level.current_time_ms.div_euclid(level.tick_ms);
+            let start = current_id.rem_euclid(size as i64) as u32;
+            let ahead = level.occupied >> start;
+            let offset = if ahead != 0 {
+                ahead.trailing_zeros()
+            } else {
+                (size - start) + level.occupied.trailing_zeros()
+            };
+            let exp = (current_id + offset as i64).saturating_mul(level.tick_ms);
+            if best.is_none_or(|(e, _)| exp < e) {
+                let slot = (start + offset) % size;
+                best = Some((exp, l as u32 * size + slot));
             }
-            self.heap.pop();
         }
-        None
+        best
     }
 
     /// Advances the clock to `now_ms` and returns every entry whose deadline
@@ -312,13 +335,9 @@ impl<T> TimingWheel<T> {
     /// [`advance`](Self::advance) appending to a caller-owned vector (no
     /// allocation on the hot path).
     pub fn advance_into(&mut self, now_ms: i64, out: &mut Vec<Expired<T>>) {
-        while let Some(&Reverse((exp, b))) = self.heap.peek() {
+        while let Some((exp, b)) = self.next_bucket() {
             if exp > now_ms {
                 break;
-            }
-            self.heap.pop();
-            if self.buckets[b as usize].expiration_ms != exp {
-                continue; // stale heap entry
             }
             self.advance_clocks(exp);
             self.flush_bucket(b, out);
@@ -340,6 +359,8 @@ impl<T> TimingWheel<T> {
     fn flush_bucket(&mut self, b: u32, out: &mut Vec<Expired<T>>) {
         let mut items = std::mem::take(&mut self.buckets[b as usize].items);
         self.buckets[b as usize].expiration_ms = -1;
+        self.levels[b as usize / self.wheel_size].occupied &=
+            !(1 << (b as usize % self.wheel_size));
         let level0_current = self.levels[0].current_time_ms;
         for &index in &items {
             let slot = &mut self.slots[index as usize];
@@ -369,16 +390,22 @@ impl<T> TimingWheel<T> {
     pub fn check_invariants(&self) {
         let mut live = 0;
         for (b, bucket) in self.buckets.iter().enumerate() {
-            if !bucket.items.is_empty() {
+            let level = &self.levels[b / self.wheel_size];
+            let bit = level.occupied & (1 << (b % self.wheel_size)) != 0;
+            assert_eq!(
+                bit,
+                !bucket.items.is_empty(),
+                "bucket {b} occupancy bit wrong"
+            );
+            if bit {
+                // The bucket's round lies in its level's window, which is
+                // what next_bucket relies on.
                 assert!(
-                    bucket.expiration_ms >= 0,
-                    "non-empty bucket {b} has no expiration"
-                );
-                assert!(
-                    self.heap
-                        .iter()
-                        .any(|Reverse((e, hb))| *hb as usize == b && *e == bucket.expiration_ms),
-                    "non-empty bucket {b} missing from the heap"
+                    bucket.expiration_ms >= level.current_time_ms
+                        && bucket.expiration_ms
+                            < level.current_time_ms.saturating_add(level.interval_ms),
+                    "bucket {b} expiration {} outside its level window",
+                    bucket.expiration_ms
                 );
             }
             for (pos, &index) in bucket.items.iter().enumerate() {
@@ -403,7 +430,8 @@ impl<T> TimingWheel<T> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::collections::BTreeSet;
+    use std::cmp::Reverse;
+    use std::collections::{BTreeSet, BinaryHeap};
 
     fn payloads(v: Vec<Expired<u32>>) -> Vec<u32> {
         v.into_iter().map(|e| e.payload).collect()

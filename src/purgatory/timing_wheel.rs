@@ -1,6 +1,6 @@
 //! `[pure]` Hierarchical timing wheel (Kafka's `TimingWheel` + `SystemTimer`).
 //!
-//! Level 0 has `wheel_size` buckets of `tick_ms` each; level *n+1* has buckets
+//! Level 0 has `WHEEL_SIZE` (20) buckets of `tick_ms` each; level *n+1* has buckets
 //! as wide as the whole of level *n* (its `interval`). Overflow levels are
 //! created on demand, as Kafka does, so a wheel that only ever sees 30 s
 //! timeouts grows exactly as many levels as that needs (4 at 1 ms × 20).
@@ -24,8 +24,9 @@
 
 /// Kafka's `TimingWheel` tick for the purgatory: 1 ms.
 pub const DEFAULT_TICK_MS: i64 = 1;
-/// Kafka's `SystemTimer` default wheel size: 20 buckets per level.
-pub const DEFAULT_WHEEL_SIZE: usize = 20;
+/// Kafka's `SystemTimer` wheel size: 20 buckets per level. A constant so
+/// slot arithmetic compiles to multiplies instead of hardware divides.
+pub const WHEEL_SIZE: usize = 20;
 
 const NO_BUCKET: u32 = u32::MAX;
 
@@ -77,15 +78,66 @@ struct Level {
     tick_ms: i64,
     interval_ms: i64,
     current_time_ms: i64,
+    /// `current_time_ms / tick_ms` and that modulo `WHEEL_SIZE`, kept so the
+    /// hot paths need no division.
+    current_id: i64,
+    current_slot: u32,
+    /// `1 / tick_ms`, to estimate quotients without a divide.
+    inv_tick: f64,
     /// Bit `s` set iff bucket `s` of this level is non-empty.
     occupied: u64,
+}
+
+impl Level {
+    fn new(tick_ms: i64, start_ms: i64) -> Self {
+        let current_id = start_ms.div_euclid(tick_ms);
+        Self {
+            tick_ms,
+            interval_ms: tick_ms.saturating_mul(WHEEL_SIZE as i64),
+            current_time_ms: current_id * tick_ms,
+            current_id,
+            current_slot: current_id.rem_euclid(WHEEL_SIZE as i64) as u32,
+            inv_tick: 1.0 / tick_ms as f64,
+            occupied: 0,
+        }
+    }
+
+    /// `floor(rel / tick_ms)` for `0 <= rel` within this level's window (at
+    /// most ~20 ticks): a float estimate corrected exactly, no `idiv`.
+    fn ticks_in(&self, rel: i64) -> i64 {
+        if self.tick_ms == 1 {
+            return rel;
+        }
+        let (rel, tick) = (rel as i128, self.tick_ms as i128);
+        let mut q = (rel as f64 * self.inv_tick) as i128;
+        while q * tick > rel {
+            q -= 1;
+        }
+        while (q + 1) * tick <= rel {
+            q += 1;
+        }
+        q as i64
+    }
+
+    fn advance_to(&mut self, time_ms: i64) {
+        if time_ms < self.current_time_ms.saturating_add(self.tick_ms) {
+            return;
+        }
+        let id = if self.tick_ms == 1 {
+            time_ms
+        } else {
+            time_ms.div_euclid(self.tick_ms)
+        };
+        self.current_id = id;
+        self.current_time_ms = id * self.tick_ms;
+        self.current_slot = id.rem_euclid(WHEEL_SIZE as i64) as u32;
+    }
 }
 
 /// A hierarchical timing wheel holding payloads `T`.
 #[derive(Debug)]
 pub struct TimingWheel<T> {
     tick_ms: i64,
-    wheel_size: usize,
     levels: Vec<Level>,
     /// `levels.len() * wheel_size` buckets, level-major.
     buckets: Vec<Bucket>,
@@ -98,17 +150,13 @@ impl<T> TimingWheel<T> {
     /// A wheel with Kafka's purgatory geometry (1 ms × 20) whose clock starts
     /// at `start_ms`.
     pub fn new(start_ms: i64) -> Self {
-        Self::with_geometry(DEFAULT_TICK_MS, DEFAULT_WHEEL_SIZE, start_ms)
+        Self::with_tick(DEFAULT_TICK_MS, start_ms)
     }
 
-    pub fn with_geometry(tick_ms: i64, wheel_size: usize, start_ms: i64) -> Self {
-        assert!(
-            tick_ms > 0 && (2..=64).contains(&wheel_size),
-            "invalid timing wheel geometry"
-        );
+    pub fn with_tick(tick_ms: i64, start_ms: i64) -> Self {
+        assert!(tick_ms > 0, "timing wheel tick must be positive");
         let mut wheel = Self {
             tick_ms,
-            wheel_size,
             levels: Vec::new(),
             buckets: Vec::new(),
             slots: Vec::new(),
@@ -120,13 +168,8 @@ impl<T> TimingWheel<T> {
     }
 
     fn push_level(&mut self, tick_ms: i64, start_ms: i64) {
-        self.levels.push(Level {
-            tick_ms,
-            interval_ms: tick_ms.saturating_mul(self.wheel_size as i64),
-            current_time_ms: start_ms - start_ms.rem_euclid(tick_ms),
-            occupied: 0,
-        });
-        for _ in 0..self.wheel_size {
+        self.levels.push(Level::new(tick_ms, start_ms));
+        for _ in 0..WHEEL_SIZE {
             self.buckets.push(Bucket {
                 expiration_ms: -1,
                 items: Vec::new(),
@@ -188,24 +231,27 @@ impl<T> TimingWheel<T> {
         let deadline = self.slots[index as usize].deadline_ms;
         let mut level = 0;
         loop {
-            let (tick, interval, current) = {
-                let l = &self.levels[level];
-                (l.tick_ms, l.interval_ms, l.current_time_ms)
-            };
+            let l = &self.levels[level];
+            let rel = deadline.saturating_sub(l.current_time_ms);
             // A saturated interval covers every remaining deadline (i64::MAX
             // timeouts must not grow levels forever).
-            if deadline < current.saturating_add(interval) || interval == i64::MAX {
-                // Clamp to the current tick so overdue fresh entries land in
-                // the bucket that expires first.
-                let virtual_id = deadline.max(current).div_euclid(tick);
-                let slot_in_level = virtual_id.rem_euclid(self.wheel_size as i64) as usize;
-                let b = (level * self.wheel_size + slot_in_level) as u32;
-                self.add_to_bucket(b, index, virtual_id * tick);
+            if rel < l.interval_ms || l.interval_ms == i64::MAX {
+                // Overdue entries (rel < 0) are clamped to the current tick
+                // so they land in the bucket that expires first.
+                let q = l.ticks_in(rel.max(0));
+                let mut slot = l.current_slot as usize + q as usize;
+                if slot >= WHEEL_SIZE {
+                    slot -= WHEEL_SIZE;
+                }
+                let expiration = l
+                    .current_time_ms
+                    .saturating_add(q.saturating_mul(l.tick_ms));
+                self.add_to_bucket((level * WHEEL_SIZE + slot) as u32, index, expiration);
                 return;
             }
+            let (interval, start) = (l.interval_ms, l.current_time_ms);
             level += 1;
             if level == self.levels.len() {
-                let start = self.levels[level - 1].current_time_ms;
                 self.push_level(interval, start);
             }
         }
@@ -216,7 +262,7 @@ impl<T> TimingWheel<T> {
         if bucket.expiration_ms != expiration_ms {
             debug_assert!(bucket.items.is_empty(), "bucket reused before it expired");
             bucket.expiration_ms = expiration_ms;
-            let (level, slot) = (b as usize / self.wheel_size, b as usize % self.wheel_size);
+            let (level, slot) = (b as usize / WHEEL_SIZE, b as usize % WHEEL_SIZE);
             self.levels[level].occupied |= 1 << slot;
         }
         let slot = &mut self.slots[index as usize];
@@ -238,7 +284,7 @@ impl<T> TimingWheel<T> {
         } else if items.is_empty() {
             // Emptied by cancellation: the driver must not wake for it.
             self.buckets[b].expiration_ms = -1;
-            self.levels[b / self.wheel_size].occupied &= !(1 << (b % self.wheel_size));
+            self.levels[b / WHEEL_SIZE].occupied &= !(1 << (b % WHEEL_SIZE));
         }
         self.slots[index as usize].bucket = NO_BUCKET;
     }
@@ -298,21 +344,20 @@ impl<T> TimingWheel<T> {
     /// its window `[current, current + interval)`, so the first set bit at or
     /// after the current slot (circularly) is that level's earliest bucket.
     fn next_bucket(&self) -> Option<(i64, u32)> {
-        let size = self.wheel_size as u32;
+        let size = WHEEL_SIZE as u32;
         let mut best: Option<(i64, u32)> = None;
         for (l, level) in self.levels.iter().enumerate() {
             if level.occupied == 0 {
                 continue;
             }
-            let current_id = level.current_time_ms.div_euclid(level.tick_ms);
-            let start = current_id.rem_euclid(size as i64) as u32;
+            let start = level.current_slot;
             let ahead = level.occupied >> start;
             let offset = if ahead != 0 {
                 ahead.trailing_zeros()
             } else {
                 (size - start) + level.occupied.trailing_zeros()
             };
-            let exp = (current_id + offset as i64).saturating_mul(level.tick_ms);
+            let exp = (level.current_id + offset as i64).saturating_mul(level.tick_ms);
             if best.is_none_or(|(e, _)| exp < e) {
                 let slot = (start + offset) % size;
                 best = Some((exp, l as u32 * size + slot));
@@ -350,17 +395,14 @@ impl<T> TimingWheel<T> {
 
     fn advance_clocks(&mut self, time_ms: i64) {
         for level in &mut self.levels {
-            if time_ms >= level.current_time_ms + level.tick_ms {
-                level.current_time_ms = time_ms - time_ms.rem_euclid(level.tick_ms);
-            }
+            level.advance_to(time_ms);
         }
     }
 
     fn flush_bucket(&mut self, b: u32, out: &mut Vec<Expired<T>>) {
         let mut items = std::mem::take(&mut self.buckets[b as usize].items);
         self.buckets[b as usize].expiration_ms = -1;
-        self.levels[b as usize / self.wheel_size].occupied &=
-            !(1 << (b as usize % self.wheel_size));
+        self.levels[b as usize / WHEEL_SIZE].occupied &= !(1 << (b as usize % WHEEL_SIZE));
         let level0_current = self.levels[0].current_time_ms;
         for &index in &items {
             let slot = &mut self.slots[index as usize];
@@ -390,8 +432,8 @@ impl<T> TimingWheel<T> {
     pub fn check_invariants(&self) {
         let mut live = 0;
         for (b, bucket) in self.buckets.iter().enumerate() {
-            let level = &self.levels[b / self.wheel_size];
-            let bit = level.occupied & (1 << (b % self.wheel_size)) != 0;
+            let level = &self.levels[b / WHEEL_SIZE];
+            let bit = level.occupied & (1 << (b % WHEEL_SIZE)) != 0;
             assert_eq!(
                 bit,
                 !bucket.items.is_empty(),
@@ -413,7 +455,7 @@ impl<T> TimingWheel<T> {
                 assert_eq!(s.bucket as usize, b, "slot {index} in wrong bucket");
                 assert_eq!(s.pos as usize, pos, "slot {index} has wrong position");
                 assert!(s.payload.is_some(), "bucket holds a free slot");
-                let level = &self.levels[b / self.wheel_size];
+                let level = &self.levels[b / WHEEL_SIZE];
                 assert!(
                     s.deadline_ms.max(level.current_time_ms) < bucket.expiration_ms + level.tick_ms,
                     "slot {index} deadline beyond its bucket"
@@ -578,6 +620,18 @@ mod tests {
             1 => any::<usize>().prop_map(Step::Cancel),
             2 => prop_oneof![0i64..5, 0i64..100, 0i64..20_000].prop_map(Step::Advance),
         ]
+    }
+
+    proptest! {
+        #[test]
+        fn division_free_quotient_matches_integer_division(level in 0u32..15, frac in 0.0f64..1.0) {
+            let tick = (WHEEL_SIZE as i64).saturating_pow(level);
+            let l = Level::new(tick, 0);
+            let window = if l.interval_ms == i64::MAX { i64::MAX } else { l.interval_ms - 1 };
+            let rel = (window as f64 * frac) as i64;
+            prop_assert_eq!(l.ticks_in(rel), rel / tick);
+            prop_assert_eq!(l.ticks_in(window), window / tick);
+        }
     }
 
     proptest! {

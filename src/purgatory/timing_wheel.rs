@@ -108,15 +108,17 @@ impl Level {
         if self.tick_ms == 1 {
             return rel;
         }
-        let (rel, tick) = (rel as i128, self.tick_ms as i128);
-        let mut q = (rel as f64 * self.inv_tick) as i128;
-        while q * tick > rel {
+        let tick = self.tick_ms;
+        // A product that overflows is certainly above `rel`.
+        let above = |q: i64| q.checked_mul(tick).is_none_or(|p| p > rel);
+        let mut q = (rel as f64 * self.inv_tick) as i64;
+        while q > 0 && above(q) {
             q -= 1;
         }
-        while (q + 1) * tick <= rel {
+        while !above(q + 1) {
             q += 1;
         }
-        q as i64
+        q
     }
 
     fn advance_to(&mut self, time_ms: i64) {

@@ -1,0 +1,241 @@
+//! Purgatory timer cost per operation, side by side:
+//! - our hierarchical timing wheel (`purgatory::timing_wheel`),
+//! - a `BinaryHeap` timer with lazy (tombstone) cancellation,
+//! - one glommio `TimerActionOnce` per op, inside an executor
+//!   (what ARCHITECTURE.md §5 avoids).
+//!
+//! Two workloads, each with 10k and 1M ops outstanding:
+//! - `insert_cancel`: park an op and cancel it (completion by event);
+//! - `insert_expire`: park an op and let it expire (steady state: as many
+//!   expire per tick as are inserted; wheel and heap deadlines 10–30 s out,
+//!   so a wheel entry is demoted through up to 3 levels). The glommio column
+//!   uses zero-delay timers (creation + firing + task run, no idle time in
+//!   the measurement), which is glommio's cheapest path.
+//!
+//! Run short: `cargo bench --bench purgatory -- --warm-up-time 1 --measurement-time 3`
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use glommio::timer::TimerActionOnce;
+use glommio::{LocalExecutor, LocalExecutorBuilder, Placement};
+use shardlog::purgatory::timing_wheel::TimingWheel;
+
+const OUTSTANDING: [usize; 2] = [10_000, 1_000_000];
+/// Kafka's `request.timeout.ms` default: deadlines spread over 30 s.
+const SPAN_MS: i64 = 30_000;
+
+/// A heap timer with cancellation by tombstone and periodic compaction, the
+/// usual alternative to a wheel.
+struct HeapTimer {
+    heap: BinaryHeap<Reverse<(i64, u64)>>,
+    cancelled: Vec<bool>,
+    tombstones: usize,
+    next_id: u64,
+}
+
+impl HeapTimer {
+    fn new() -> Self {
+        Self {
+            heap: BinaryHeap::new(),
+            cancelled: Vec::new(),
+            tombstones: 0,
+            next_id: 0,
+        }
+    }
+    fn insert(&mut self, deadline: i64) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.cancelled.push(false);
+        self.heap.push(Reverse((deadline, id)));
+        id
+    }
+    fn cancel(&mut self, id: u64) {
+        self.cancelled[id as usize] = true;
+        self.tombstones += 1;
+        if self.tombstones > self.heap.len() / 2 {
+            let cancelled = &self.cancelled;
+            self.heap
+                .retain(|Reverse((_, id))| !cancelled[*id as usize]);
+            self.tombstones = 0;
+        }
+    }
+    fn advance(&mut self, now: i64) -> usize {
+        let mut n = 0;
+        while let Some(&Reverse((d, id))) = self.heap.peek() {
+            if d > now {
+                break;
+            }
+            self.heap.pop();
+            if !self.cancelled[id as usize] {
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+/// Steady-state geometry: `per_ms` ops inserted (and expiring) per tick so
+/// that `outstanding` ops are always waiting.
+fn geometry(outstanding: usize) -> (i64, usize) {
+    let per_ms = (outstanding / SPAN_MS as usize).max(1);
+    let span = (outstanding / per_ms) as i64;
+    (span, per_ms)
+}
+
+// Setup (prefilling up to 1M ops) happens outside `bench_function`:
+// criterion calls the routine closure once per sample.
+
+fn bench_insert_cancel(c: &mut Criterion) {
+    let mut group = c.benchmark_group("insert_cancel");
+    for &n in &OUTSTANDING {
+        let mut w = TimingWheel::new(0);
+        for i in 0..n {
+            w.insert(1 + (i as i64 * 7_919) % SPAN_MS, i as u64);
+        }
+        let mut i = 0i64;
+        group.bench_function(BenchmarkId::new("timing_wheel", n), |b| {
+            b.iter(|| {
+                i += 1;
+                let h = w.insert(1 + (i * 7_919) % SPAN_MS, 0);
+                black_box(w.cancel(h));
+            });
+        });
+        drop(w);
+
+        let mut t = HeapTimer::new();
+        for i in 0..n {
+            t.insert(1 + (i as i64 * 7_919) % SPAN_MS);
+        }
+        let mut i = 0i64;
+        group.bench_function(BenchmarkId::new("binary_heap", n), |b| {
+            b.iter(|| {
+                i += 1;
+                let id = t.insert(1 + (i * 7_919) % SPAN_MS);
+                t.cancel(black_box(id));
+            });
+        });
+        drop(t);
+
+        let ex = executor();
+        let parked = ex.run(async move { prefill_glommio(n) });
+        group.bench_function(BenchmarkId::new("glommio_timer_action_once", n), |b| {
+            b.iter_custom(|iters| {
+                ex.run(async move {
+                    let start = Instant::now();
+                    for i in 0..iters {
+                        let t = TimerActionOnce::do_in(
+                            Duration::from_millis(10_000 + i % 20_000),
+                            async {},
+                        );
+                        t.cancel().await;
+                    }
+                    start.elapsed()
+                })
+            });
+        });
+        drop(parked);
+    }
+    group.finish();
+}
+
+fn bench_insert_expire(c: &mut Criterion) {
+    let mut group = c.benchmark_group("insert_expire");
+    for &n in &OUTSTANDING {
+        let (span, per_ms) = geometry(n);
+        let mut w = TimingWheel::new(0);
+        for i in 0..n {
+            w.insert(1 + (i / per_ms) as i64, i as u64);
+        }
+        let (mut now, mut k) = (0i64, 0usize);
+        let mut out = Vec::with_capacity(per_ms);
+        group.bench_function(BenchmarkId::new("timing_wheel", n), |b| {
+            b.iter(|| {
+                w.insert(now + span, 0);
+                k += 1;
+                if k == per_ms {
+                    k = 0;
+                    now += 1;
+                    out.clear();
+                    w.advance_into(now, &mut out);
+                    black_box(out.len());
+                }
+            });
+        });
+        assert!(
+            w.len().abs_diff(n) <= per_ms,
+            "steady state kept {} of {n} outstanding",
+            w.len()
+        );
+        drop(w);
+
+        let mut t = HeapTimer::new();
+        for i in 0..n {
+            t.insert(1 + (i / per_ms) as i64);
+        }
+        let (mut now, mut k) = (0i64, 0usize);
+        group.bench_function(BenchmarkId::new("binary_heap", n), |b| {
+            b.iter(|| {
+                t.insert(now + span);
+                k += 1;
+                if k == per_ms {
+                    k = 0;
+                    now += 1;
+                    black_box(t.advance(now));
+                }
+            });
+        });
+        drop(t);
+
+        let ex = executor();
+        let parked = ex.run(async move { prefill_glommio(n) });
+        group.bench_function(BenchmarkId::new("glommio_timer_action_once", n), |b| {
+            b.iter_custom(|iters| {
+                ex.run(async move {
+                    // Zero-delay timers: creation + firing + the spawned
+                    // task's run, without idle sleeping in the measurement.
+                    let start = Instant::now();
+                    let mut pending = Vec::with_capacity(1024);
+                    for _ in 0..iters {
+                        pending.push(TimerActionOnce::do_in(Duration::ZERO, async {}));
+                        if pending.len() == 1024 {
+                            for t in pending.drain(..) {
+                                t.join().await;
+                            }
+                        }
+                    }
+                    for t in pending.drain(..) {
+                        t.join().await;
+                    }
+                    start.elapsed()
+                })
+            });
+        });
+        drop(parked);
+    }
+    group.finish();
+}
+
+fn executor() -> LocalExecutor {
+    LocalExecutorBuilder::new(Placement::Unbound)
+        .io_memory(512 << 10)
+        .make()
+        .expect("glommio executor")
+}
+
+/// `n` long glommio timers kept outstanding while measuring.
+fn prefill_glommio(n: usize) -> Vec<TimerActionOnce<()>> {
+    (0..n)
+        .map(|i| TimerActionOnce::do_in(Duration::from_secs(600 + (i % 600) as u64), async {}))
+        .collect()
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = bench_insert_cancel, bench_insert_expire
+}
+criterion_main!(benches);

@@ -1,0 +1,695 @@
+//! `[pure]` Hierarchical timing wheel (Kafka's `TimingWheel` + `SystemTimer`).
+//!
+//! Level 0 has `WHEEL_SIZE` (20) buckets of `tick_ms` each; level *n+1* has buckets
+//! as wide as the whole of level *n* (its `interval`). Overflow levels are
+//! created on demand, as Kafka does, so a wheel that only ever sees 30 s
+//! timeouts grows exactly as many levels as that needs (4 at 1 ms × 20).
+//!
+//! Instead of Kafka's `DelayQueue` of buckets each level keeps a bitmap of
+//! its non-empty buckets: the next bucket to expire is the first set bit after
+//! the level's current slot, so finding it costs a shift and a
+//! `trailing_zeros` per level (a `BinaryHeap` of bucket expirations, tried
+//! first, cost a push and a pop per bucket round, i.e. per op when ops are
+//! sparse). Nothing is kept per operation outside its bucket: insert is O(1)
+//! and cancel is O(1) (swap-remove from the bucket's vector).
+//!
+//! When a higher-level bucket expires its entries are re-inserted relative to
+//! the advanced clock: they fall into a lower level (Kafka's "demotion") or,
+//! when their deadline has been reached, come out as expired.
+//!
+//! Operations live in a slab owned by the wheel; [`TimerHandle`]s are slab
+//! index + generation, so a stale handle (already expired or cancelled) is
+//! detected instead of touching a reused slot. Time is passed in (`now_ms`);
+//! nothing here reads a clock.
+
+/// Kafka's `TimingWheel` tick for the purgatory: 1 ms.
+pub const DEFAULT_TICK_MS: i64 = 1;
+/// Kafka's `SystemTimer` wheel size: 20 buckets per level. A constant so
+/// slot arithmetic compiles to multiplies instead of hardware divides.
+pub const WHEEL_SIZE: usize = 20;
+
+const NO_BUCKET: u32 = u32::MAX;
+
+/// Handle of an entry in the wheel: slab index (low 32 bits) + generation
+/// (high 32 bits). Copyable and cheap to store in watch lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TimerHandle(pub u64);
+
+impl TimerHandle {
+    fn new(index: u32, generation: u32) -> Self {
+        Self(((generation as u64) << 32) | index as u64)
+    }
+    fn index(self) -> usize {
+        (self.0 & 0xffff_ffff) as usize
+    }
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+/// An entry that reached its deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expired<T> {
+    pub handle: TimerHandle,
+    pub deadline_ms: i64,
+    pub payload: T,
+}
+
+#[derive(Debug)]
+struct Slot<T> {
+    generation: u32,
+    deadline_ms: i64,
+    /// Global bucket index (`level * wheel_size + slot`), `NO_BUCKET` if free.
+    bucket: u32,
+    /// Position inside the bucket's vector (for O(1) swap-remove).
+    pos: u32,
+    payload: Option<T>,
+}
+
+#[derive(Debug, Default)]
+struct Bucket {
+    /// Expiration of the round this bucket currently holds; -1 when unused.
+    expiration_ms: i64,
+    items: Vec<u32>,
+}
+
+#[derive(Debug)]
+struct Level {
+    tick_ms: i64,
+    interval_ms: i64,
+    current_time_ms: i64,
+    /// `current_time_ms / tick_ms` and that modulo `WHEEL_SIZE`, kept so the
+    /// hot paths need no division.
+    current_id: i64,
+    current_slot: u32,
+    /// `1 / tick_ms`, to estimate quotients without a divide.
+    inv_tick: f64,
+    /// Bit `s` set iff bucket `s` of this level is non-empty.
+    occupied: u64,
+}
+
+impl Level {
+    fn new(tick_ms: i64, start_ms: i64) -> Self {
+        let current_id = start_ms.div_euclid(tick_ms);
+        Self {
+            tick_ms,
+            interval_ms: tick_ms.saturating_mul(WHEEL_SIZE as i64),
+            current_time_ms: current_id * tick_ms,
+            current_id,
+            current_slot: current_id.rem_euclid(WHEEL_SIZE as i64) as u32,
+            inv_tick: 1.0 / tick_ms as f64,
+            occupied: 0,
+        }
+    }
+
+    /// `floor(rel / tick_ms)` for `0 <= rel` within this level's window (at
+    /// most ~20 ticks): a float estimate corrected exactly, no `idiv`.
+    fn ticks_in(&self, rel: i64) -> i64 {
+        if self.tick_ms == 1 {
+            return rel;
+        }
+        let tick = self.tick_ms;
+        // A product that overflows is certainly above `rel`.
+        let above = |q: i64| q.checked_mul(tick).is_none_or(|p| p > rel);
+        let mut q = (rel as f64 * self.inv_tick) as i64;
+        while q > 0 && above(q) {
+            q -= 1;
+        }
+        while !above(q + 1) {
+            q += 1;
+        }
+        q
+    }
+
+    fn advance_to(&mut self, time_ms: i64) {
+        if time_ms < self.current_time_ms.saturating_add(self.tick_ms) {
+            return;
+        }
+        let id = if self.tick_ms == 1 {
+            time_ms
+        } else {
+            time_ms.div_euclid(self.tick_ms)
+        };
+        self.current_id = id;
+        self.current_time_ms = id * self.tick_ms;
+        self.current_slot = id.rem_euclid(WHEEL_SIZE as i64) as u32;
+    }
+}
+
+/// A hierarchical timing wheel holding payloads `T`.
+#[derive(Debug)]
+pub struct TimingWheel<T> {
+    tick_ms: i64,
+    levels: Vec<Level>,
+    /// `levels.len() * wheel_size` buckets, level-major.
+    buckets: Vec<Bucket>,
+    slots: Vec<Slot<T>>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl<T> TimingWheel<T> {
+    /// A wheel with Kafka's purgatory geometry (1 ms × 20) whose clock starts
+    /// at `start_ms`.
+    pub fn new(start_ms: i64) -> Self {
+        Self::with_tick(DEFAULT_TICK_MS, start_ms)
+    }
+
+    pub fn with_tick(tick_ms: i64, start_ms: i64) -> Self {
+        assert!(tick_ms > 0, "timing wheel tick must be positive");
+        let mut wheel = Self {
+            tick_ms,
+            levels: Vec::new(),
+            buckets: Vec::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+        };
+        wheel.push_level(tick_ms, start_ms);
+        wheel
+    }
+
+    fn push_level(&mut self, tick_ms: i64, start_ms: i64) {
+        self.levels.push(Level::new(tick_ms, start_ms));
+        for _ in 0..WHEEL_SIZE {
+            self.buckets.push(Bucket {
+                expiration_ms: -1,
+                items: Vec::new(),
+            });
+        }
+    }
+
+    /// Number of entries waiting.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of levels created so far (1 + overflow wheels).
+    pub fn levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// The wheel's clock (level 0's current time, a multiple of `tick_ms`).
+    pub fn current_time_ms(&self) -> i64 {
+        self.levels[0].current_time_ms
+    }
+
+    /// Schedules `payload` to expire at `deadline_ms`. A deadline at or before
+    /// the wheel's clock is not rejected (Kafka's `add` returns false and the
+    /// caller runs the task): it is placed in the current tick's bucket and
+    /// comes out of the next [`advance`](Self::advance), which keeps the API
+    /// to one path.
+    pub fn insert(&mut self, deadline_ms: i64, payload: T) -> TimerHandle {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    deadline_ms: 0,
+                    bucket: NO_BUCKET,
+                    pos: 0,
+                    payload: None,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slots[index as usize];
+        slot.deadline_ms = deadline_ms;
+        slot.payload = Some(payload);
+        let generation = slot.generation;
+        self.len += 1;
+        self.place(index);
+        TimerHandle::new(index, generation)
+    }
+
+    /// Puts slot `index` into the bucket its deadline belongs to, relative to
+    /// the current clocks, creating overflow levels on demand. Overdue
+    /// deadlines are clamped to the current tick.
+    fn place(&mut self, index: u32) {
+        let deadline = self.slots[index as usize].deadline_ms;
+        let mut level = 0;
+        loop {
+            let l = &self.levels[level];
+            let rel = deadline.saturating_sub(l.current_time_ms);
+            // A saturated interval covers every remaining deadline (i64::MAX
+            // timeouts must not grow levels forever).
+            if rel < l.interval_ms || l.interval_ms == i64::MAX {
+                // Overdue entries (rel < 0) are clamped to the current tick
+                // so they land in the bucket that expires first.
+                let q = l.ticks_in(rel.max(0));
+                let mut slot = l.current_slot as usize + q as usize;
+                if slot >= WHEEL_SIZE {
+                    slot -= WHEEL_SIZE;
+                }
+                let expiration = l
+                    .current_time_ms
+                    .saturating_add(q.saturating_mul(l.tick_ms));
+                self.add_to_bucket((level * WHEEL_SIZE + slot) as u32, index, expiration);
+                return;
+            }
+            let (interval, start) = (l.interval_ms, l.current_time_ms);
+            level += 1;
+            if level == self.levels.len() {
+                self.push_level(interval, start);
+            }
+        }
+    }
+
+    fn add_to_bucket(&mut self, b: u32, index: u32, expiration_ms: i64) {
+        let bucket = &mut self.buckets[b as usize];
+        if bucket.expiration_ms != expiration_ms {
+            debug_assert!(bucket.items.is_empty(), "bucket reused before it expired");
+            bucket.expiration_ms = expiration_ms;
+            let (level, slot) = (b as usize / WHEEL_SIZE, b as usize % WHEEL_SIZE);
+            self.levels[level].occupied |= 1 << slot;
+        }
+        let slot = &mut self.slots[index as usize];
+        slot.bucket = b;
+        slot.pos = bucket.items.len() as u32;
+        bucket.items.push(index);
+    }
+
+    /// Detaches slot `index` from its bucket in O(1).
+    fn detach(&mut self, index: u32) {
+        let (b, pos) = {
+            let s = &self.slots[index as usize];
+            (s.bucket as usize, s.pos as usize)
+        };
+        let items = &mut self.buckets[b].items;
+        items.swap_remove(pos);
+        if let Some(&moved) = items.get(pos) {
+            self.slots[moved as usize].pos = pos as u32;
+        } else if items.is_empty() {
+            // Emptied by cancellation: the driver must not wake for it.
+            self.buckets[b].expiration_ms = -1;
+            self.levels[b / WHEEL_SIZE].occupied &= !(1 << (b % WHEEL_SIZE));
+        }
+        self.slots[index as usize].bucket = NO_BUCKET;
+    }
+
+    fn release(&mut self, index: u32) -> T {
+        let slot = &mut self.slots[index as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.bucket = NO_BUCKET;
+        self.len -= 1;
+        self.free.push(index);
+        slot.payload.take().expect("live slot has a payload")
+    }
+
+    fn live_index(&self, handle: TimerHandle) -> Option<u32> {
+        let s = self.slots.get(handle.index())?;
+        (s.generation == handle.generation() && s.payload.is_some())
+            .then_some(handle.index() as u32)
+    }
+
+    /// Removes an entry before it expires, in O(1). `None` if the handle is
+    /// stale (already expired or cancelled): this is what makes completion
+    /// exactly-once.
+    pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
+        let index = self.live_index(handle)?;
+        self.detach(index);
+        Some(self.release(index))
+    }
+
+    pub fn get(&self, handle: TimerHandle) -> Option<&T> {
+        let index = self.live_index(handle)?;
+        self.slots[index as usize].payload.as_ref()
+    }
+
+    pub fn get_mut(&mut self, handle: TimerHandle) -> Option<&mut T> {
+        let index = self.live_index(handle)?;
+        self.slots[index as usize].payload.as_mut()
+    }
+
+    pub fn contains(&self, handle: TimerHandle) -> bool {
+        self.live_index(handle).is_some()
+    }
+
+    pub fn deadline_ms(&self, handle: TimerHandle) -> Option<i64> {
+        let index = self.live_index(handle)?;
+        Some(self.slots[index as usize].deadline_ms)
+    }
+
+    /// Expiration of the earliest non-empty bucket: the driver arms its one
+    /// timer there. Never later than the earliest deadline; equal to it for
+    /// entries in level 0.
+    pub fn next_deadline(&self) -> Option<i64> {
+        self.next_bucket().map(|(exp, _)| exp)
+    }
+
+    /// (expiration, global bucket index) of the earliest non-empty bucket;
+    /// ties go to the lower level. Each level's non-empty buckets all lie in
+    /// its window `[current, current + interval)`, so the first set bit at or
+    /// after the current slot (circularly) is that level's earliest bucket.
+    fn next_bucket(&self) -> Option<(i64, u32)> {
+        let size = WHEEL_SIZE as u32;
+        let mut best: Option<(i64, u32)> = None;
+        for (l, level) in self.levels.iter().enumerate() {
+            if level.occupied == 0 {
+                continue;
+            }
+            let start = level.current_slot;
+            let ahead = level.occupied >> start;
+            let offset = if ahead != 0 {
+                ahead.trailing_zeros()
+            } else {
+                (size - start) + level.occupied.trailing_zeros()
+            };
+            let exp = (level.current_id + offset as i64).saturating_mul(level.tick_ms);
+            if best.is_none_or(|(e, _)| exp < e) {
+                let slot = (start + offset) % size;
+                best = Some((exp, l as u32 * size + slot));
+            }
+        }
+        best
+    }
+
+    /// Advances the clock to `now_ms` and returns every entry whose deadline
+    /// is `<= now_ms`, in bucket order (earliest tick first). Kafka's
+    /// `SystemTimer.advanceClock`: pop each due bucket, move the clocks to its
+    /// expiration, and re-insert its entries (demotion to a lower level, or
+    /// expiry).
+    pub fn advance(&mut self, now_ms: i64) -> Vec<Expired<T>> {
+        let mut out = Vec::new();
+        self.advance_into(now_ms, &mut out);
+        out
+    }
+
+    /// [`advance`](Self::advance) appending to a caller-owned vector (no
+    /// allocation on the hot path).
+    pub fn advance_into(&mut self, now_ms: i64, out: &mut Vec<Expired<T>>) {
+        while let Some((exp, b)) = self.next_bucket() {
+            if exp > now_ms {
+                break;
+            }
+            self.advance_clocks(exp);
+            self.flush_bucket(b, out);
+        }
+        // Every bucket due by `now_ms` has been flushed, so moving the clocks
+        // to `now_ms` keeps each level's window consistent and makes later
+        // inserts land in the lowest possible level.
+        self.advance_clocks(now_ms);
+    }
+
+    fn advance_clocks(&mut self, time_ms: i64) {
+        for level in &mut self.levels {
+            level.advance_to(time_ms);
+        }
+    }
+
+    fn flush_bucket(&mut self, b: u32, out: &mut Vec<Expired<T>>) {
+        let mut items = std::mem::take(&mut self.buckets[b as usize].items);
+        self.buckets[b as usize].expiration_ms = -1;
+        self.levels[b as usize / WHEEL_SIZE].occupied &= !(1 << (b as usize % WHEEL_SIZE));
+        let level0_current = self.levels[0].current_time_ms;
+        for &index in &items {
+            let slot = &mut self.slots[index as usize];
+            slot.bucket = NO_BUCKET;
+            if slot.deadline_ms < level0_current + self.tick_ms {
+                let deadline_ms = slot.deadline_ms;
+                let generation = slot.generation;
+                let payload = self.release(index);
+                out.push(Expired {
+                    handle: TimerHandle::new(index, generation),
+                    deadline_ms,
+                    payload,
+                });
+            } else {
+                self.place(index);
+            }
+        }
+        // Give the (now empty) allocation back to the bucket for its next round.
+        items.clear();
+        let bucket = &mut self.buckets[b as usize];
+        if bucket.items.is_empty() {
+            bucket.items = items;
+        }
+    }
+
+    /// Checks the wheel's structural invariants (tests and debug builds).
+    pub fn check_invariants(&self) {
+        let mut live = 0;
+        for (b, bucket) in self.buckets.iter().enumerate() {
+            let level = &self.levels[b / WHEEL_SIZE];
+            let bit = level.occupied & (1 << (b % WHEEL_SIZE)) != 0;
+            assert_eq!(
+                bit,
+                !bucket.items.is_empty(),
+                "bucket {b} occupancy bit wrong"
+            );
+            if bit {
+                // The bucket's round lies in its level's window, which is
+                // what next_bucket relies on.
+                assert!(
+                    bucket.expiration_ms >= level.current_time_ms
+                        && bucket.expiration_ms
+                            < level.current_time_ms.saturating_add(level.interval_ms),
+                    "bucket {b} expiration {} outside its level window",
+                    bucket.expiration_ms
+                );
+            }
+            for (pos, &index) in bucket.items.iter().enumerate() {
+                let s = &self.slots[index as usize];
+                assert_eq!(s.bucket as usize, b, "slot {index} in wrong bucket");
+                assert_eq!(s.pos as usize, pos, "slot {index} has wrong position");
+                assert!(s.payload.is_some(), "bucket holds a free slot");
+                let level = &self.levels[b / WHEEL_SIZE];
+                assert!(
+                    s.deadline_ms.max(level.current_time_ms) < bucket.expiration_ms + level.tick_ms,
+                    "slot {index} deadline beyond its bucket"
+                );
+                live += 1;
+            }
+        }
+        assert_eq!(live, self.len, "len does not match bucket contents");
+        assert_eq!(self.len + self.free.len(), self.slots.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::cmp::Reverse;
+    use std::collections::{BTreeSet, BinaryHeap};
+
+    fn payloads(v: Vec<Expired<u32>>) -> Vec<u32> {
+        v.into_iter().map(|e| e.payload).collect()
+    }
+
+    #[test]
+    fn entry_expires_on_its_exact_tick_and_not_before() {
+        let mut w = TimingWheel::new(1_000);
+        w.insert(1_007, 7u32);
+        assert_eq!(w.next_deadline(), Some(1_007));
+        assert!(w.advance(1_006).is_empty());
+        w.check_invariants();
+        let out = w.advance(1_007);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].deadline_ms, 1_007);
+        assert_eq!(out[0].payload, 7);
+        assert!(w.is_empty());
+        assert_eq!(w.next_deadline(), None);
+        w.check_invariants();
+    }
+
+    #[test]
+    fn far_deadlines_create_overflow_levels_and_are_demoted_to_expire_exactly() {
+        let mut w = TimingWheel::new(0);
+        // 20 ms fits level 0? No: level 0 covers [0, 20); 20 goes to level 1.
+        let deadlines = [5i64, 19, 20, 399, 400, 7_999, 8_000, 123_457];
+        for (i, d) in deadlines.iter().enumerate() {
+            w.insert(*d, i as u32);
+        }
+        assert_eq!(w.levels(), 4, "123 457 ms needs level 3 (8 000 ms buckets)");
+        w.check_invariants();
+        for (i, d) in deadlines.iter().enumerate() {
+            assert!(w.advance(d - 1).is_empty(), "deadline {d} fired early");
+            w.check_invariants();
+            assert_eq!(payloads(w.advance(*d)), vec![i as u32], "deadline {d}");
+            w.check_invariants();
+        }
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn next_deadline_is_a_bucket_expiration_not_later_than_the_earliest_op() {
+        let mut w = TimingWheel::new(0);
+        w.insert(4_321, 1u32);
+        let first = w.next_deadline().expect("non-empty");
+        assert!(first <= 4_321);
+        // Following the driver loop (sleep until next_deadline, advance)
+        // reaches the op on its exact tick.
+        let mut fired = Vec::new();
+        while let Some(t) = w.next_deadline() {
+            for e in w.advance(t) {
+                fired.push((t, e.payload));
+            }
+        }
+        assert_eq!(fired, vec![(4_321, 1)]);
+    }
+
+    #[test]
+    fn cancelled_entry_never_expires_and_stale_handle_is_rejected() {
+        let mut w = TimingWheel::new(0);
+        let a = w.insert(10, 1u32);
+        let b = w.insert(10, 2u32);
+        let c = w.insert(500, 3u32);
+        assert_eq!(w.cancel(a), Some(1));
+        assert_eq!(w.cancel(a), None, "second cancel of the same handle");
+        assert_eq!(w.cancel(c), Some(3));
+        w.check_invariants();
+        assert_eq!(payloads(w.advance(1_000)), vec![2]);
+        assert_eq!(w.cancel(b), None, "expired handle cannot be cancelled");
+        // Freed slots are reused with a new generation: old handles stay dead.
+        let d = w.insert(2_000, 4u32);
+        assert!(d.index() == a.index() || d.index() == b.index() || d.index() == c.index());
+        assert!(w.get(a).is_none() && w.get(b).is_none());
+        assert_eq!(w.get(d), Some(&4));
+    }
+
+    #[test]
+    fn cancelled_bucket_does_not_report_a_deadline() {
+        let mut w = TimingWheel::new(0);
+        let a = w.insert(10, 1u32);
+        w.insert(30, 2u32);
+        w.cancel(a);
+        assert_eq!(w.next_deadline(), Some(20), "level-1 bucket [20,40)");
+    }
+
+    #[test]
+    fn overdue_insert_expires_on_next_advance() {
+        let mut w = TimingWheel::new(0);
+        w.advance(100);
+        w.insert(50, 9u32);
+        w.insert(100, 10u32);
+        assert_eq!(w.next_deadline(), Some(100));
+        let mut got = payloads(w.advance(100));
+        got.sort();
+        assert_eq!(got, vec![9, 10]);
+    }
+
+    #[test]
+    fn huge_deadline_is_accepted_without_unbounded_levels() {
+        let mut w = TimingWheel::new(0);
+        let h = w.insert(i64::MAX, 1u32);
+        assert!(w.levels() < 20);
+        assert!(w.advance(1_000_000).is_empty());
+        assert_eq!(w.cancel(h), Some(1));
+    }
+
+    #[test]
+    fn one_million_ops_all_expire_once_on_their_tick() {
+        let mut w = TimingWheel::new(0);
+        let n = 1_000_000u32;
+        for i in 0..n {
+            // Deadlines spread over 0..30 s (Kafka's request.timeout.ms).
+            w.insert(1 + (i as i64 * 7_919) % 30_000, i);
+        }
+        assert_eq!(w.len(), n as usize);
+        let mut seen = vec![false; n as usize];
+        let mut count = 0usize;
+        let mut out = Vec::new();
+        while let Some(t) = w.next_deadline() {
+            out.clear();
+            w.advance_into(t, &mut out);
+            for e in &out {
+                assert_eq!(e.deadline_ms, 1 + (e.payload as i64 * 7_919) % 30_000);
+                assert!(e.deadline_ms <= t);
+                assert!(!seen[e.payload as usize], "expired twice");
+                seen[e.payload as usize] = true;
+                count += 1;
+            }
+        }
+        assert_eq!(count, n as usize);
+        w.check_invariants();
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Insert(i64),
+        Cancel(usize),
+        Advance(i64),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => prop_oneof![0i64..30, 0i64..1_000, 0i64..200_000].prop_map(Step::Insert),
+            1 => any::<usize>().prop_map(Step::Cancel),
+            2 => prop_oneof![0i64..5, 0i64..100, 0i64..20_000].prop_map(Step::Advance),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn division_free_quotient_matches_integer_division(level in 0u32..15, frac in 0.0f64..1.0) {
+            let tick = (WHEEL_SIZE as i64).saturating_pow(level);
+            let l = Level::new(tick, 0);
+            let window = if l.interval_ms == i64::MAX { i64::MAX } else { l.interval_ms - 1 };
+            let rel = (window as f64 * frac) as i64;
+            prop_assert_eq!(l.ticks_in(rel), rel / tick);
+            prop_assert_eq!(l.ticks_in(window), window / tick);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn wheel_matches_binary_heap_reference(start in 0i64..100_000, steps in prop::collection::vec(step(), 1..300)) {
+            let mut wheel = TimingWheel::new(start);
+            // Reference model: a heap ordered by (deadline, id).
+            let mut reference: BinaryHeap<Reverse<(i64, u32)>> = BinaryHeap::new();
+            let mut cancelled: BTreeSet<u32> = BTreeSet::new();
+            let mut handles: Vec<(TimerHandle, u32)> = Vec::new();
+            let mut now = start;
+            let mut next_id = 0u32;
+            for s in steps {
+                match s {
+                    Step::Insert(delay) => {
+                        let h = wheel.insert(now + delay, next_id);
+                        reference.push(Reverse((now + delay, next_id)));
+                        handles.push((h, next_id));
+                        next_id += 1;
+                    }
+                    Step::Cancel(i) if !handles.is_empty() => {
+                        let (h, id) = handles.swap_remove(i % handles.len());
+                        let live = !cancelled.contains(&id) && reference.iter().any(|Reverse((_, r))| *r == id);
+                        prop_assert_eq!(wheel.cancel(h).is_some(), live);
+                        if live { cancelled.insert(id); }
+                    }
+                    Step::Cancel(_) => {}
+                    Step::Advance(dt) => {
+                        now += dt;
+                        let got = wheel.advance(now);
+                        let got_pairs: Vec<(i64, u32)> = got.iter().map(|e| (e.deadline_ms, e.payload)).collect();
+                        let mut want = Vec::new();
+                        while let Some(Reverse((d, id))) = reference.peek().copied() {
+                            if d > now { break; }
+                            reference.pop();
+                            if !cancelled.contains(&id) { want.push((d, id)); }
+                        }
+                        // Same ops, each on or after its deadline, in deadline order.
+                        prop_assert!(got_pairs.windows(2).all(|w| w[0].0 <= w[1].0), "out of order: {:?}", got_pairs);
+                        let mut sorted = got_pairs.clone();
+                        sorted.sort();
+                        prop_assert_eq!(sorted, want);
+                    }
+                }
+                wheel.check_invariants();
+                let live_min = reference.iter().filter(|Reverse((_, id))| !cancelled.contains(id)).map(|Reverse((d, _))| *d).min();
+                let next = wheel.next_deadline();
+                prop_assert_eq!(next.is_some(), live_min.is_some());
+                if let (Some(n), Some(m)) = (next, live_min) {
+                    prop_assert!(n <= m, "next_deadline {} after earliest op {}", n, m);
+                    // A driver sleeping until `n` must not spin: future ops
+                    // give a future bucket.
+                    prop_assert!(m <= now || n > now, "next_deadline {} not in the future of {}", n, now);
+                }
+            }
+        }
+    }
+}

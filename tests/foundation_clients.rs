@@ -16,10 +16,21 @@ fn kcat_lists_the_broker_as_controller_and_no_topics() {
         .output()
         .expect("run kcat");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "kcat failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let expected = format!("broker {} at {} (controller)", broker.broker_id, broker.bootstrap());
+    assert!(
+        out.status.success(),
+        "kcat failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = format!(
+        "broker {} at {} (controller)",
+        broker.broker_id,
+        broker.bootstrap()
+    );
     assert!(stdout.contains(" 1 brokers:"), "{stdout}");
-    assert!(stdout.contains(&expected), "missing {expected:?} in:\n{stdout}");
+    assert!(
+        stdout.contains(&expected),
+        "missing {expected:?} in:\n{stdout}"
+    );
     assert!(stdout.contains(" 0 topics:"), "{stdout}");
 }
 
@@ -31,7 +42,11 @@ fn kcat_json_metadata_names_controller_and_broker() {
         .args(["-L", "-J", "-b", &broker.bootstrap(), "-m", "20"])
         .output()
         .expect("run kcat");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("kcat -J output");
     assert_eq!(json["controllerid"], 7, "{json}");
     assert_eq!(json["brokers"][0]["id"], 7, "{json}");
@@ -44,7 +59,15 @@ fn kcat_reports_unknown_topic_for_a_missing_topic() {
     let kcat = kcat();
     let broker = Broker::start();
     let out = Command::new(kcat)
-        .args(["-L", "-b", &broker.bootstrap(), "-t", "no-such-topic", "-m", "20"])
+        .args([
+            "-L",
+            "-b",
+            &broker.bootstrap(),
+            "-t",
+            "no-such-topic",
+            "-m",
+            "20",
+        ])
         .output()
         .expect("run kcat");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -69,12 +92,15 @@ print(len(md.topics))
 "#,
     );
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines, vec![
-        broker.cluster_id.as_str(),
-        &broker.broker_id.to_string(),
-        &format!("{}@{}", broker.broker_id, broker.bootstrap()),
-        "0",
-    ]);
+    assert_eq!(
+        lines,
+        vec![
+            broker.cluster_id.as_str(),
+            &broker.broker_id.to_string(),
+            &format!("{}@{}", broker.broker_id, broker.bootstrap()),
+            "0",
+        ]
+    );
 }
 
 #[test]
@@ -98,12 +124,15 @@ consumer.close()
 "#,
     );
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines, vec![
-        broker.cluster_id.as_str(),
-        &broker.broker_id.to_string(),
-        &format!("{}@{}", broker.broker_id, broker.bootstrap()),
-        "0",
-    ]);
+    assert_eq!(
+        lines,
+        vec![
+            broker.cluster_id.as_str(),
+            &broker.broker_id.to_string(),
+            &format!("{}@{}", broker.broker_id, broker.bootstrap()),
+            "0",
+        ]
+    );
 }
 
 #[test]

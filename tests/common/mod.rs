@@ -42,13 +42,20 @@ impl Broker {
             "shardlog.shards=2".into(),
             "broker.id=0".into(),
         ];
-        for o in base.iter().map(String::as_str).chain(overrides.iter().copied()) {
+        for o in base
+            .iter()
+            .map(String::as_str)
+            .chain(overrides.iter().copied())
+        {
             args.push("--override".into());
             args.push(o.to_owned());
         }
         let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
             .args(&args)
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -144,7 +151,12 @@ impl Drop for Broker {
 }
 
 /// Encode a request frame (size prefix + header + body).
-pub fn request_frame<T: Encodable>(api_key: ApiKey, version: i16, correlation_id: i32, body: &T) -> Vec<u8> {
+pub fn request_frame<T: Encodable>(
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &T,
+) -> Vec<u8> {
     let mut header = RequestHeader::default();
     header.request_api_key = api_key as i16;
     header.request_api_version = version;
@@ -180,7 +192,9 @@ pub fn round_trip(stream: &mut TcpStream, frame: &[u8]) -> Bytes {
 pub fn venv_python() -> PathBuf {
     let venv = std::env::var_os("SHARDLOG_TEST_VENV")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/shardlog/test-venv")))
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/shardlog/test-venv"))
+        })
         .expect("HOME or SHARDLOG_TEST_VENV");
     let python = venv.join("bin/python");
     let ok = Command::new(&python)
@@ -199,8 +213,15 @@ pub fn venv_python() -> PathBuf {
 
 /// kcat on PATH.
 pub fn kcat() -> PathBuf {
-    let ok = Command::new("kcat").arg("-V").output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(ok, "kcat missing: run `bash tests/run.sh` (apt-get install -y --no-install-recommends kcat)");
+    let ok = Command::new("kcat")
+        .arg("-V")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "kcat missing: run `bash tests/run.sh` (apt-get install -y --no-install-recommends kcat)"
+    );
     PathBuf::from("kcat")
 }
 

@@ -1,5 +1,5 @@
 //! The Kafka-facing server (§2): listener and connections `[io]`, the
-//! response sequencer `[pure]`, dispatch `[drv]` and one handler file per
+//! response sequencer (pure), dispatch `[drv]` and one handler file per
 //! Kafka API `[drv]`.
 //!
 //! A connection belongs to the shard that accepted it. Its reader decodes

@@ -1,4 +1,4 @@
-//! Shards (§1–2): placement (`shard_of`, coordinator partition) `[pure]`;
+//! Shards (§1–2): placement (`shard_of`, coordinator partition) is pure;
 //! the cross-shard mesh and executor boot `[io]`; the per-shard context.
 
 pub mod boot;

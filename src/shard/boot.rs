@@ -219,7 +219,17 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
 
 async fn control_shard_main(setup: ShardSetup) {
     let ctx = join_shard(&setup).await;
-    let _ = setup.ready.send(Ok(()));
+    // Every executor primes the probe before it could open a DMA file.
+    match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
+        Ok(()) => {
+            let _ = setup.ready.send(Ok(()));
+        }
+        Err(e) => {
+            let _ = setup
+                .ready
+                .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));
+        }
+    }
     ctx.stopping.wait().await;
     // Data shards may still call us while draining their connections.
     while setup.data_running.load(Ordering::Acquire) > 0 {

@@ -167,6 +167,10 @@ macro_rules! server_config {
 
             /// Set `key` from its text; `Ok(false)` if the key is unknown.
             fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
+                // Kafka keys never contain '_'; `broker_id` is not `broker.id`.
+                if key.contains('_') {
+                    return Ok(false);
+                }
                 let field = key.replace('.', "_");
                 match field.as_str() {
                     $( stringify!($field) => {
@@ -661,9 +665,11 @@ mod tests {
 
     #[test]
     fn unknown_keys_warn_and_replaced_kafka_keys_do_not() {
-        let loaded = load("no.such.key=1\nnum.io.threads=8").unwrap();
-        assert_eq!(loaded.warnings.len(), 1);
+        let loaded = load("no.such.key=1\nnum.io.threads=8\nbroker_id=5").unwrap();
+        assert_eq!(loaded.warnings.len(), 2);
         assert!(loaded.warnings[0].contains("no.such.key"));
+        assert!(loaded.warnings[1].contains("broker_id"));
+        assert_eq!(loaded.config.broker_id, -1);
     }
 
     #[test]

@@ -11,6 +11,9 @@ use super::connection;
 use crate::shard::local_sync::Notify;
 use crate::shard::ShardContext;
 
+/// How long a stopping shard waits for busy connections.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// Accept until the shard stops, then wait for open connections to finish
 /// their in-flight requests.
 pub async fn serve(ctx: Rc<ShardContext>, listener: TcpListener) {
@@ -42,7 +45,19 @@ pub async fn serve(ctx: Rc<ShardContext>, listener: TcpListener) {
         }
     }
     drop(listener);
-    while open.get() > 0 {
-        drained.notified().await;
-    }
+    // Connections finish their in-flight requests; one whose client stopped
+    // reading must not hold the shutdown forever.
+    let drain = async {
+        while open.get() > 0 {
+            drained.notified().await;
+        }
+    };
+    let grace = async {
+        glommio::timer::sleep(SHUTDOWN_GRACE).await;
+        tracing::warn!(
+            open = open.get(),
+            "closing connections still busy at shutdown"
+        );
+    };
+    futures_lite::future::or(drain, grace).await;
 }

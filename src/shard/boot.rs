@@ -150,7 +150,7 @@ fn announce(info: &BootInfo) {
         "shardlog: listening on {} with {} shards (broker.id={}, cluster.id={})",
         info.bound, info.shards, info.broker_id, info.cluster_id
     );
-    tracing::info!("{line}");
+    // Plain stderr, whatever RUST_LOG says: tests and scripts wait for it.
     eprintln!("{line}");
 }
 

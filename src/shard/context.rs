@@ -168,3 +168,124 @@ impl ShardContext {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::{BrokerEndpoint, PartitionState, TopicState};
+    use crate::shard::mesh;
+    use glommio::{LocalExecutorBuilder, Placement};
+
+    fn snapshot(version: u64, topic: Option<&str>) -> Snapshot {
+        let mut s = Snapshot::single_broker(
+            "c",
+            BrokerEndpoint {
+                broker_id: 0,
+                host: "h".into(),
+                port: 1,
+                rack: None,
+            },
+        );
+        s.version = version;
+        if let Some(name) = topic {
+            s = s.with_topic(TopicState {
+                name: name.into(),
+                topic_id: uuid::Uuid::from_u128(9),
+                is_internal: false,
+                partitions: vec![PartitionState {
+                    partition: 0,
+                    leader: 0,
+                    leader_epoch: 0,
+                    replicas: vec![0],
+                    isr: vec![0],
+                    offline_replicas: vec![],
+                }],
+            });
+        }
+        s
+    }
+
+    fn context(role: Role) -> Rc<ShardContext> {
+        ShardContext::new(
+            role,
+            1,
+            Arc::new(ServerConfig::default()),
+            vec![],
+            snapshot(1, None),
+        )
+    }
+
+    #[test]
+    fn set_snapshot_ignores_an_older_snapshot() {
+        let ctx = context(Role::Data(ShardId(0)));
+        ctx.set_snapshot(Rc::new(snapshot(5, Some("new"))));
+        ctx.set_snapshot(Rc::new(snapshot(4, None)));
+        assert_eq!(ctx.snapshot().version, 5);
+        assert!(ctx.snapshot().topic("new").is_some());
+    }
+
+    #[test]
+    fn the_control_shard_publishes_snapshots_to_a_data_shard_over_the_mesh() {
+        let builder = mesh::builder::<ShardRequest, ShardResponse>(2, 8);
+        // Peer 0 = data shard, peer 1 = control shard (creation order).
+        let spawn = |role: Role| {
+            let builder = builder.clone();
+            LocalExecutorBuilder::new(Placement::Unbound)
+                .io_memory(512 << 10)
+                .spawn(move || async move {
+                    let ctx = context(role);
+                    ctx.set_mesh(Mesh::join(builder, ctx.mesh_handler()).await.unwrap());
+                    if role == Role::Control {
+                        let publish =
+                            ShardRequest::SetSnapshot(Box::new(snapshot(2, Some("orders"))));
+                        let applied = ctx.call(0, publish).await.unwrap();
+                        assert_eq!(applied, ShardResponse::SnapshotApplied { version: 2 });
+                        let ping = ShardRequest::Ping {
+                            payload: Bytes::from_static(b"x"),
+                        };
+                        let seen = ctx.call(0, ping).await.unwrap();
+                        // Version 3 tells the data shard we are done with it.
+                        let done = ShardRequest::SetSnapshot(Box::new(snapshot(3, None)));
+                        ctx.call(0, done).await.unwrap();
+                        seen
+                    } else {
+                        let at_least = |v: u64| {
+                            let ctx = ctx.clone();
+                            async move {
+                                while ctx.snapshot().version < v {
+                                    glommio::timer::sleep(std::time::Duration::from_millis(1))
+                                        .await;
+                                }
+                            }
+                        };
+                        at_least(2).await;
+                        assert!(ctx.snapshot().topic("orders").is_some());
+                        let create = ShardRequest::AutoCreateTopics {
+                            topics: vec!["t".into()],
+                        };
+                        let seen = ctx.call(1, create).await.unwrap();
+                        at_least(3).await;
+                        seen
+                    }
+                })
+                .unwrap()
+        };
+        let data = spawn(Role::Data(ShardId(0)));
+        let control = spawn(Role::Control);
+        let from_control = control.join().unwrap();
+        let from_data = data.join().unwrap();
+        assert_eq!(
+            from_control,
+            ShardResponse::Pong {
+                shard: 0,
+                payload: Bytes::from_static(b"x")
+            }
+        );
+        assert_eq!(
+            from_data,
+            ShardResponse::AutoCreated {
+                results: vec![("t".into(), ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)]
+            }
+        );
+    }
+}

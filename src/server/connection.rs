@@ -18,7 +18,7 @@ use glommio::net::TcpStream;
 
 use super::dispatch::{frame_response, route, Request, Response, Routing};
 use super::in_order::InOrder;
-use super::out::{write_parts, OutPart};
+use super::out::{write_parts, ConnWriter, OutPart};
 use crate::protocol::frame::{frame_len, take_frame};
 use crate::protocol::header::{decode_request_header, peek_fixed};
 use crate::shard::local_sync::{Notify, Trigger};
@@ -61,7 +61,9 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
         .unwrap_or_else(|_| "?".into());
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
     let (mut reader, writer) = futures_lite::io::split(stream);
+    let writer = ConnWriter { stream: writer, fd };
     let conn = Rc::new(Conn {
         ctx,
         peer,
@@ -182,7 +184,7 @@ fn close_after_pending(conn: &Conn, reason: String) -> bool {
     false
 }
 
-async fn write_loop(conn: Rc<Conn>, mut writer: WriteHalf<TcpStream>) {
+async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>) {
     loop {
         let mut parts = Vec::new();
         let mut close = None;
@@ -220,5 +222,5 @@ async fn write_loop(conn: Rc<Conn>, mut writer: WriteHalf<TcpStream>) {
         }
         conn.wake_writer.notified().await;
     }
-    let _ = writer.close().await;
+    let _ = writer.stream.close().await;
 }

@@ -440,12 +440,14 @@ impl ServerConfig {
             .max(1)
     }
 
-    /// The core for data shard `shard` (cycling through `shardlog.cpus`,
-    /// else `shard % available_cores`).
-    pub fn cpu_for_shard(&self, shard: usize, available_cores: usize) -> usize {
-        match &self.shardlog_cpus {
-            Some(CpuList(cpus)) if !cpus.is_empty() => cpus[shard % cpus.len()],
-            _ => shard % available_cores.max(1),
+    /// The core for data shard `shard`: cycling through `shardlog.cpus`,
+    /// else through `allowed_cpus` (the process's affinity mask, so a
+    /// cgroup-restricted container pins only to cores it may use).
+    pub fn cpu_for_shard(&self, shard: usize, allowed_cpus: &[usize]) -> usize {
+        match (&self.shardlog_cpus, allowed_cpus) {
+            (Some(CpuList(cpus)), _) if !cpus.is_empty() => cpus[shard % cpus.len()],
+            (_, []) => shard,
+            (_, allowed) => allowed[shard % allowed.len()],
         }
     }
 }
@@ -697,10 +699,11 @@ mod tests {
         let c = load("shardlog.cpus=2-3,6").unwrap().config;
         assert_eq!(c.shardlog_cpus, Some(CpuList(vec![2, 3, 6])));
         assert_eq!(c.data_shards(8), 3);
-        assert_eq!(c.cpu_for_shard(2, 8), 6);
+        assert_eq!(c.cpu_for_shard(2, &[0, 1]), 6);
         let c = load("").unwrap().config;
         assert_eq!(c.data_shards(4), 4);
-        assert_eq!(c.cpu_for_shard(5, 4), 1);
+        assert_eq!(c.cpu_for_shard(5, &[0, 1, 2, 3]), 1);
+        assert_eq!(c.cpu_for_shard(1, &[4, 7]), 7);
     }
 
     #[test]

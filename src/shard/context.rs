@@ -245,7 +245,7 @@ mod tests {
                         };
                         let seen = ctx.call(0, ping).await.unwrap();
                         // Version 3 tells the data shard we are done with it.
-                        let done = ShardRequest::SetSnapshot(Box::new(snapshot(3, None)));
+                        let done = ShardRequest::SetSnapshot(Box::new(snapshot(3, Some("orders"))));
                         ctx.call(0, done).await.unwrap();
                         seen
                     } else {

@@ -174,9 +174,24 @@ async fn join_shard(setup: &ShardSetup) -> std::rc::Rc<ShardContext> {
         server::dispatch::api_table(),
         setup.snapshot.clone(),
     );
+    let expected_peer = match setup.role {
+        Role::Data(id) => id.index(),
+        Role::Control => setup.n_shards,
+    };
     match Mesh::join(setup.mesh_builder.clone(), ctx.mesh_handler()).await {
-        Ok(mesh) => ctx.set_mesh(mesh),
-        Err(e) => tracing::error!(error = %e, "mesh join failed"),
+        // Peer ids follow executor creation order; run_broker_until creates
+        // data shards 0..n, then the control shard.
+        Ok(mesh) if mesh.me() == expected_peer => ctx.set_mesh(mesh),
+        Ok(mesh) => {
+            let _ = setup.ready.send(Err(format!(
+                "{:?} joined the mesh as peer {}, expected {expected_peer}",
+                setup.role,
+                mesh.me()
+            )));
+        }
+        Err(e) => {
+            let _ = setup.ready.send(Err(format!("mesh join failed: {e}")));
+        }
     }
     // Signals arrive on another thread; each shard turns the flag into its
     // local trigger.

@@ -289,6 +289,8 @@ server_config! {
     num_replica_fetchers: i32 = 1;
     /// `controlled.shutdown.enable` (default true).
     controlled_shutdown_enable: bool = true;
+    /// `connections.max.idle.ms` (default 600000): close idle connections.
+    connections_max_idle_ms: i64 = 600_000;
     /// `request.timeout.ms` (default 30000): controller-to-broker requests.
     request_timeout_ms: i32 = 30_000;
     /// `fetch.max.bytes` (default 57671680).

@@ -98,10 +98,13 @@ impl PartitionLog {
     /// ListOffsets MAX_TIMESTAMP (KIP-734): the largest timestamp and the
     /// base offset of the batch holding it; `None` for an empty log.
     pub fn max_timestamp_and_offset(&self) -> Option<(i64, i64)> {
-        self.segments
-            .values()
-            .filter(|s| s.index.max_timestamp >= 0)
-            .max_by_key(|s| s.index.max_timestamp)
-            .map(|s| (s.index.max_timestamp, s.index.offset_of_max_timestamp))
+        // First segment reaching the maximum wins ties, like a linear scan.
+        let mut best: Option<(i64, i64)> = None;
+        for s in self.segments.values() {
+            if s.index.max_timestamp >= 0 && best.is_none_or(|(t, _)| s.index.max_timestamp > t) {
+                best = Some((s.index.max_timestamp, s.index.offset_of_max_timestamp));
+            }
+        }
+        best
     }
 }

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use rand::{Rng, SeedableRng};
-use shardlog::protocol::record_batch::{build_test_batch, set_base_offset, set_partition_leader_epoch, RecordBatch};
+use shardlog::protocol::record_batch::{
+    build_test_batch, set_base_offset, set_partition_leader_epoch, RecordBatch,
+};
 use shardlog::storage::{BatchCache, LogConfig, PartitionLog, Region};
 use shardlog::types::TopicPartition;
 
@@ -53,17 +55,32 @@ fn config() -> LogConfig {
 fn batch_at(base_offset: i64) -> Vec<u8> {
     let count = 1 + (base_offset % 3) as i32;
     let payload = ((base_offset * 7_919) % 3_000) as usize;
-    let mut b = build_test_batch(0, count, base_offset, base_offset, payload, base_offset as u8);
+    let mut b = build_test_batch(
+        0,
+        count,
+        base_offset,
+        base_offset,
+        payload,
+        base_offset as u8,
+    );
     set_base_offset(&mut b, base_offset);
     set_partition_leader_epoch(&mut b, 1);
     b
 }
 
 async fn open(dir: &Path) -> PartitionLog {
-    shardlog::io::dma::prime_iopoll_probe(dir).await.expect("prime");
-    PartitionLog::open(dir, &TopicPartition::new("crash", 0), None, config(), BatchCache::shared(1 << 20))
+    shardlog::io::dma::prime_iopoll_probe(dir)
         .await
-        .expect("open")
+        .expect("prime");
+    PartitionLog::open(
+        dir,
+        &TopicPartition::new("crash", 0),
+        None,
+        config(),
+        BatchCache::shared(1 << 20),
+    )
+    .await
+    .expect("open")
 }
 
 #[test]
@@ -80,7 +97,10 @@ fn crash_child_appends_until_killed() {
         loop {
             let next = log.log_end_offset();
             let b = batch_at(next);
-            let info = log.append(BytesMut::from(&b[..]), 1, next, false).await.expect("append");
+            let info = log
+                .append(BytesMut::from(&b[..]), 1, next, false)
+                .await
+                .expect("append");
             // flush_every_append: append returned after fdatasync.
             writeln!(out, "ACK {}", info.first_offset).unwrap();
             out.flush().unwrap();
@@ -92,7 +112,13 @@ fn crash_child_appends_until_killed() {
 /// it acknowledged (complete lines only).
 fn crash_round(dir: &Path, rng: &mut impl Rng) -> Vec<i64> {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child_appends_until_killed", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "crash_child_appends_until_killed",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -129,7 +155,11 @@ fn region_bytes(regions: &[Region]) -> Vec<u8> {
     for r in regions {
         match r {
             Region::Cached(b) => out.extend_from_slice(b),
-            Region::File { file, position, len } => {
+            Region::File {
+                file,
+                position,
+                len,
+            } => {
                 let mut v = vec![0u8; *len as usize];
                 file.read_exact_at(&mut v, *position).unwrap();
                 out.extend_from_slice(&v);
@@ -147,7 +177,10 @@ fn verify(dir: PathBuf, acked: Vec<i64>, close_cleanly: bool) -> i64 {
         assert!(!log.recovery_stats().clean_shutdown);
         assert!(log.recovery_stats().segments_scanned >= 1);
         let max_acked = acked.iter().copied().max().unwrap_or(-1);
-        assert!(leo > max_acked, "LEO {leo} lost acknowledged offset {max_acked}");
+        assert!(
+            leo > max_acked,
+            "LEO {leo} lost acknowledged offset {max_acked}"
+        );
         // Walk every batch from the start: each must be exactly what the
         // generator wrote at that offset, contiguous up to the LEO.
         let (mut off, mut batches) = (log.log_start_offset(), 0);
@@ -182,7 +215,10 @@ fn verify(dir: PathBuf, acked: Vec<i64>, close_cleanly: bool) -> i64 {
 fn kill9_never_loses_an_acknowledged_batch() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
-    let seed = std::env::var("CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random::<u64>);
+    let seed = std::env::var("CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random::<u64>);
     eprintln!("crash test seed {seed} (rerun with CRASH_SEED={seed})");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut total_acked = 0;
@@ -191,11 +227,17 @@ fn kill9_never_loses_an_acknowledged_batch() {
         let acked = crash_round(&dir, &mut rng);
         total_acked += acked.len();
         if let Some(first) = acked.first() {
-            assert!(*first >= last_leo, "round {round}: child restarted below the previous LEO");
+            assert!(
+                *first >= last_leo,
+                "round {round}: child restarted below the previous LEO"
+            );
         }
         // Parent closes cleanly on some rounds so the child sees both kinds of open.
         last_leo = verify(dir.clone(), acked, round % 3 == 2);
     }
-    assert!(total_acked > ROUNDS, "children acknowledged only {total_acked} batches");
+    assert!(
+        total_acked > ROUNDS,
+        "children acknowledged only {total_acked} batches"
+    );
     eprintln!("{ROUNDS} rounds, {total_acked} acknowledged batches, final LEO {last_leo}");
 }

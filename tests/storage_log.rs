@@ -8,7 +8,9 @@ use std::path::Path;
 
 use bytes::BytesMut;
 use proptest::prelude::*;
-use shardlog::protocol::record_batch::{build_test_batch, set_base_offset, set_partition_leader_epoch, RecordBatch};
+use shardlog::protocol::record_batch::{
+    build_test_batch, set_base_offset, set_partition_leader_epoch, RecordBatch,
+};
 use shardlog::storage::log_dir::{LogDir, PartitionOffsets};
 use shardlog::storage::{BatchCache, LogConfig, PartitionLog, Region, StorageError};
 use shardlog::types::TopicPartition;
@@ -35,7 +37,14 @@ fn tp() -> TopicPartition {
 fn batch(i: u64) -> Vec<u8> {
     let count = 1 + (i % 4) as i32;
     let payload = ((i * 7919) % 1500) as usize;
-    build_test_batch(0, count, 1_000 + i as i64, 1_000 + i as i64, payload, i as u8)
+    build_test_batch(
+        0,
+        count,
+        1_000 + i as i64,
+        1_000 + i as i64,
+        payload,
+        i as u8,
+    )
 }
 
 /// What the log must hold for batch `i` at `base_offset`.
@@ -54,7 +63,11 @@ fn region_bytes(regions: &[Region]) -> (Vec<u8>, usize, usize) {
                 cached += 1;
                 out.extend_from_slice(b);
             }
-            Region::File { file: f, position, len } => {
+            Region::File {
+                file: f,
+                position,
+                len,
+            } => {
                 file += 1;
                 let mut v = vec![0u8; *len as usize];
                 f.read_exact_at(&mut v, *position).expect("pread");
@@ -66,10 +79,18 @@ fn region_bytes(regions: &[Region]) -> (Vec<u8>, usize, usize) {
 }
 
 async fn open(dir: &Path, config: LogConfig, cache_bytes: usize) -> PartitionLog {
-    shardlog::io::dma::prime_iopoll_probe(dir).await.expect("prime");
-    PartitionLog::open(dir, &tp(), Some(uuid::Uuid::from_bytes([7; 16])), config, BatchCache::shared(cache_bytes))
+    shardlog::io::dma::prime_iopoll_probe(dir)
         .await
-        .expect("open")
+        .expect("prime");
+    PartitionLog::open(
+        dir,
+        &tp(),
+        Some(uuid::Uuid::from_bytes([7; 16])),
+        config,
+        BatchCache::shared(cache_bytes),
+    )
+    .await
+    .expect("open")
 }
 
 fn small_config() -> LogConfig {
@@ -91,10 +112,17 @@ fn hundred_thousand_batches_round_trip_through_cache_and_file_paths() {
         let n = 100_000u64;
         let mut bases = Vec::with_capacity(n as usize);
         for i in 0..n {
-            let info = log.append(BytesMut::from(&batch(i)[..]), 5, 2_000, false).await.unwrap();
+            let info = log
+                .append(BytesMut::from(&batch(i)[..]), 5, 2_000, false)
+                .await
+                .unwrap();
             bases.push(info.first_offset);
         }
-        assert!(log.segment_count() > 50, "segments: {}", log.segment_count());
+        assert!(
+            log.segment_count() > 50,
+            "segments: {}",
+            log.segment_count()
+        );
         let leo = log.log_end_offset();
         let (mut via_cache, mut via_file) = (0, 0);
         for (i, &base) in bases.iter().enumerate() {
@@ -105,14 +133,18 @@ fn hundred_thousand_batches_round_trip_through_cache_and_file_paths() {
             via_cache += c.min(1);
             via_file += f.min(1);
         }
-        assert!(via_cache > 100 && via_file > 10_000, "cache {via_cache} file {via_file}");
+        assert!(
+            via_cache > 100 && via_file > 10_000,
+            "cache {via_cache} file {via_file}"
+        );
         // Multi-batch reads from the file path concatenate whole batches.
         let r = log.read(bases[10], 20_000, leo, true).unwrap();
         let (bytes, _, _) = region_bytes(&r.regions);
         let mut pos = 0;
         let mut i = 10u64;
         while pos < bytes.len() {
-            let b = RecordBatch::new(&bytes[pos..pos + expected(i, bases[i as usize], 5).len()]).unwrap();
+            let b = RecordBatch::new(&bytes[pos..pos + expected(i, bases[i as usize], 5).len()])
+                .unwrap();
             assert_eq!(b.base_offset(), bases[i as usize]);
             pos += b.total_len();
             i += 1;
@@ -143,11 +175,16 @@ fn first_read_of_a_freshly_created_segment_works_in_a_new_executor() {
     let dir = tmp.path().to_path_buf();
     let seg_path = run(move || async move {
         let mut log = open(&dir, small_config(), 1 << 20).await;
-        log.append(BytesMut::from(&batch(1)[..]), 0, 1, false).await.unwrap();
+        log.append(BytesMut::from(&batch(1)[..]), 0, 1, false)
+            .await
+            .unwrap();
         log.flush().await.unwrap();
         let p = log.dir().join("00000000000000000000.log");
         let f = glommio::io::DmaFile::open(&p).await.unwrap();
-        let r = f.read_at(0, batch(1).len()).await.expect("DMA read of fresh segment");
+        let r = f
+            .read_at(0, batch(1).len())
+            .await
+            .expect("DMA read of fresh segment");
         assert_eq!(&r[..], &expected(1, 0, 0)[..]);
         f.close().await.unwrap();
         drop(log); // unclean: next open must rescan with DMA reads
@@ -170,7 +207,9 @@ fn clean_shutdown_reopen_does_not_rescan_but_unclean_does() {
     run(move || async move {
         let mut log = open(&dir, small_config(), 1 << 20).await;
         for i in 0..2_000 {
-            log.append(BytesMut::from(&batch(i)[..]), 1, 5, false).await.unwrap();
+            log.append(BytesMut::from(&batch(i)[..]), 1, 5, false)
+                .await
+                .unwrap();
         }
         let leo = log.log_end_offset();
         let segments = log.segment_count();
@@ -182,7 +221,10 @@ fn clean_shutdown_reopen_does_not_rescan_but_unclean_does() {
         assert_eq!((s.segments_scanned, s.bytes_scanned), (0, 0));
         assert_eq!((log.log_end_offset(), log.segment_count()), (leo, segments));
         let r = log.read(leo - 1, 1, leo, true).unwrap();
-        assert_eq!(region_bytes(&r.regions).0, expected(1_999, leo - 1 - (1_999 % 4) as i64, 1));
+        assert_eq!(
+            region_bytes(&r.regions).0,
+            expected(1_999, leo - 1 - (1_999 % 4) as i64, 1)
+        );
         drop(log); // no close: the marker was consumed by open
 
         let log = open(&dir, small_config(), 1 << 20).await;
@@ -220,7 +262,9 @@ fn retention_deletes_exactly_the_expired_segments() {
             for j in 0..10 {
                 let ts = k * 1_000 + j * 99;
                 let b = build_test_batch(0, 2, ts, ts, 100, 1);
-                log.append(BytesMut::from(&b[..]), 0, ts, false).await.unwrap();
+                log.append(BytesMut::from(&b[..]), 0, ts, false)
+                    .await
+                    .unwrap();
             }
             log.roll(k * 1_000 + 999).await.unwrap();
         }
@@ -230,7 +274,10 @@ fn retention_deletes_exactly_the_expired_segments() {
         assert_eq!(log.apply_retention(13_500).unwrap(), 3);
         assert_eq!(log.log_start_offset(), seg_bases[3]);
         assert_eq!(log.segment_base_offsets()[0], seg_bases[3]);
-        assert!(matches!(log.read(0, 100, leo, true), Err(StorageError::OffsetOutOfRange { .. })));
+        assert!(matches!(
+            log.read(0, 100, leo, true),
+            Err(StorageError::OffsetOutOfRange { .. })
+        ));
         for base in &seg_bases[..3] {
             assert!(!log.dir().join(format!("{base:020}.log")).exists());
         }
@@ -252,7 +299,7 @@ fn retention_deletes_exactly_the_expired_segments() {
                 log
             }
         };
-        let mut log = reopen(0).await;
+        let log = reopen(0).await;
         let per_segment = log.size_bytes() as i64 / 3;
         log.close().await.unwrap();
         let mut log = reopen(2 * per_segment).await;
@@ -278,12 +325,20 @@ fn truncation_and_delete_records_move_the_right_offsets() {
         let mut log = open(&dir, small_config(), 1 << 20).await;
         let mut bases = Vec::new();
         for i in 0..1_000 {
-            bases.push(log.append(BytesMut::from(&batch(i)[..]), (i / 300) as i32, 5, false).await.unwrap().first_offset);
+            bases.push(
+                log.append(BytesMut::from(&batch(i)[..]), (i / 300) as i32, 5, false)
+                    .await
+                    .unwrap()
+                    .first_offset,
+            );
         }
         let leo = log.log_end_offset();
         log.set_high_watermark(leo + 100);
         assert_eq!(log.high_watermark(), leo, "HW clamps to LEO");
-        assert_eq!(log.leader_epochs(), &[(0, 0), (1, bases[300]), (2, bases[600]), (3, bases[900])]);
+        assert_eq!(
+            log.leader_epochs(),
+            &[(0, 0), (1, bases[300]), (2, bases[600]), (3, bases[900])]
+        );
 
         // Truncate into the middle of batch 703 (4 records): the whole batch goes.
         assert_eq!(bases[704] - bases[703], 4);
@@ -291,30 +346,49 @@ fn truncation_and_delete_records_move_the_right_offsets() {
         let new_leo = bases[703];
         assert_eq!(log.log_end_offset(), new_leo);
         assert_eq!(log.high_watermark(), new_leo);
-        assert_eq!(log.leader_epochs(), &[(0, 0), (1, bases[300]), (2, bases[600])]);
+        assert_eq!(
+            log.leader_epochs(),
+            &[(0, 0), (1, bases[300]), (2, bases[600])]
+        );
         let r = log.read(bases[702], 1 << 20, i64::MAX, true).unwrap();
         assert_eq!(region_bytes(&r.regions).0, expected(702, bases[702], 2));
         // Appends continue from the new end.
-        let info = log.append(BytesMut::from(&batch(5)[..]), 4, 5, false).await.unwrap();
+        let info = log
+            .append(BytesMut::from(&batch(5)[..]), 4, 5, false)
+            .await
+            .unwrap();
         assert_eq!(info.first_offset, new_leo);
         let r = log.read(new_leo, 1 << 20, i64::MAX, true).unwrap();
         assert_eq!(region_bytes(&r.regions).0, expected(5, new_leo, 4));
 
         // DeleteRecords beyond HW is refused; below it advances log start.
         log.set_high_watermark(bases[500]);
-        assert!(matches!(log.delete_records_before(bases[500] + 1), Err(StorageError::OffsetOutOfRange { .. })));
+        assert!(matches!(
+            log.delete_records_before(bases[500] + 1),
+            Err(StorageError::OffsetOutOfRange { .. })
+        ));
         let segs_before = log.segment_count();
         assert_eq!(log.delete_records_before(bases[400]).unwrap(), bases[400]);
         assert_eq!(log.log_start_offset(), bases[400]);
         assert!(log.segment_count() < segs_before);
         assert!(log.segment_base_offsets()[0] <= bases[400]);
-        assert!(matches!(log.read(bases[399], 1, i64::MAX, true), Err(StorageError::OffsetOutOfRange { .. })));
+        assert!(matches!(
+            log.read(bases[399], 1, i64::MAX, true),
+            Err(StorageError::OffsetOutOfRange { .. })
+        ));
         let r = log.read(bases[400], 1, i64::MAX, true).unwrap();
         assert_eq!(region_bytes(&r.regions).0, expected(400, bases[400], 1));
 
         // Truncating below the log start offset empties the log at that offset.
         log.truncate_to(bases[10]).await.unwrap();
-        assert_eq!((log.log_start_offset(), log.log_end_offset(), log.segment_count()), (bases[10], bases[10], 1));
+        assert_eq!(
+            (
+                log.log_start_offset(),
+                log.log_end_offset(),
+                log.segment_count()
+            ),
+            (bases[10], bases[10], 1)
+        );
         log.close().await.unwrap();
         let log = open(&dir, small_config(), 1 << 20).await;
         assert_eq!(log.log_end_offset(), bases[10]);
@@ -333,26 +407,40 @@ fn reads_honour_upper_bound_max_bytes_kip74_and_range_errors() {
             let mut bases = Vec::new();
             for i in 0..10 {
                 let b = build_test_batch(0, 2, i, i, 1_000, 0);
-                bases.push(log.append(BytesMut::from(&b[..]), 0, 0, false).await.unwrap().first_offset);
+                bases.push(
+                    log.append(BytesMut::from(&b[..]), 0, 0, false)
+                        .await
+                        .unwrap()
+                        .first_offset,
+                );
             }
             let len = 1_061;
             let rows: Vec<(i64, usize, i64, bool, usize)> = vec![
                 (0, 10 * len, 20, true, 10 * len),
                 (3, 10 * len, 20, true, 9 * len), // offset 3 is inside batch 2..3
                 (0, 3 * len + 5, 20, true, 3 * len),
-                (0, 10, 20, true, len),           // KIP-74: one batch anyway
+                (0, 10, 20, true, len), // KIP-74: one batch anyway
                 (0, 10, 20, false, 0),
-                (0, 10 * len, 6, true, 3 * len),  // upper bound (HW) = 6
-                (0, 10 * len, 1, true, 0),        // batch 0..1 reaches the bound
-                (20, 10 * len, 20, true, 0),      // at LEO: empty
+                (0, 10 * len, 6, true, 3 * len), // upper bound (HW) = 6
+                (0, 10 * len, 1, true, 0),       // batch 0..1 reaches the bound
+                (20, 10 * len, 20, true, 0),     // at LEO: empty
             ];
             for (start, max, upper, min_one, want) in rows {
                 let r = log.read(start, max, upper, min_one).unwrap();
-                assert_eq!(r.bytes, want, "start {start} max {max} upper {upper} cache {cache_bytes}");
+                assert_eq!(
+                    r.bytes, want,
+                    "start {start} max {max} upper {upper} cache {cache_bytes}"
+                );
                 assert_eq!(region_bytes(&r.regions).0.len(), want);
             }
-            assert_eq!(log.read(21, 100, 100, true).unwrap_err().kafka_error_code(), 1);
-            assert_eq!(log.read(-1, 100, 100, true).unwrap_err().kafka_error_code(), 1);
+            assert_eq!(
+                log.read(21, 100, 100, true).unwrap_err().kafka_error_code(),
+                1
+            );
+            assert_eq!(
+                log.read(-1, 100, 100, true).unwrap_err().kafka_error_code(),
+                1
+            );
             log.close().await.unwrap();
         }
     });
@@ -364,7 +452,9 @@ fn corrupt_batches_are_rejected_and_nothing_is_appended() {
     let dir = tmp.path().to_path_buf();
     run(move || async move {
         let mut log = open(&dir, small_config(), 1 << 20).await;
-        log.append(BytesMut::from(&batch(0)[..]), 0, 0, false).await.unwrap();
+        log.append(BytesMut::from(&batch(0)[..]), 0, 0, false)
+            .await
+            .unwrap();
         let leo = log.log_end_offset();
         let good = batch(1);
         let mut bad_crc = good.clone();
@@ -382,16 +472,30 @@ fn corrupt_batches_are_rejected_and_nothing_is_appended() {
             ("empty", Vec::new(), 2),
         ];
         for (name, bytes, code) in cases {
-            let e = log.append(BytesMut::from(&bytes[..]), 0, 0, false).await.unwrap_err();
+            let e = log
+                .append(BytesMut::from(&bytes[..]), 0, 0, false)
+                .await
+                .unwrap_err();
             assert_eq!(e.kafka_error_code(), code, "{name}");
             assert_eq!(log.log_end_offset(), leo, "{name}");
         }
         let big = build_test_batch(0, 1, 0, 0, 2 << 20, 0);
-        assert_eq!(log.append(BytesMut::from(&big[..]), 0, 0, false).await.unwrap_err().kafka_error_code(), 10);
+        assert_eq!(
+            log.append(BytesMut::from(&big[..]), 0, 0, false)
+                .await
+                .unwrap_err()
+                .kafka_error_code(),
+            10
+        );
         // LogAppendTime: stamped, CRC recomputed, reported back.
-        let info = log.append(BytesMut::from(&good[..]), 0, 777_000, true).await.unwrap();
+        let info = log
+            .append(BytesMut::from(&good[..]), 0, 777_000, true)
+            .await
+            .unwrap();
         assert_eq!(info.log_append_time_ms, 777_000);
-        let r = log.read(info.first_offset, 1 << 20, i64::MAX, true).unwrap();
+        let r = log
+            .read(info.first_offset, 1 << 20, i64::MAX, true)
+            .unwrap();
         let bytes = region_bytes(&r.regions).0;
         let b = RecordBatch::new(&bytes).unwrap();
         assert_eq!(b.max_timestamp(), 777_000);
@@ -412,7 +516,10 @@ fn lookup_case(timestamps: Vec<i64>, probes: Vec<i64>) {
         let mut all = Vec::new(); // (base, last, max_ts)
         for (i, ts) in timestamps.iter().enumerate() {
             let b = build_test_batch(0, 1 + (i % 3) as i32, *ts, *ts, (i * 131) % 700, 0);
-            let info = log.append(BytesMut::from(&b[..]), 0, 0, false).await.unwrap();
+            let info = log
+                .append(BytesMut::from(&b[..]), 0, 0, false)
+                .await
+                .unwrap();
             all.push((info.first_offset, info.last_offset, *ts));
         }
         let leo = log.log_end_offset();
@@ -423,7 +530,11 @@ fn lookup_case(timestamps: Vec<i64>, probes: Vec<i64>) {
             let want = all.iter().find(|b| b.1 >= off).unwrap();
             let r = log.read(off, 1, leo, true).unwrap();
             let bytes = region_bytes(&r.regions).0;
-            assert_eq!(RecordBatch::new(&bytes).unwrap().base_offset(), want.0, "offset {off}");
+            assert_eq!(
+                RecordBatch::new(&bytes).unwrap().base_offset(),
+                want.0,
+                "offset {off}"
+            );
         }
         let max = all.iter().map(|b| b.2).max().unwrap();
         let first_with_max = all.iter().find(|b| b.2 == max).unwrap().0;
@@ -455,8 +566,12 @@ fn log_dir_writes_meta_properties_and_kafka_checkpoints() {
     }];
     ld.write_checkpoints(&entries).unwrap();
     assert_eq!(ld.read_checkpoints().unwrap(), entries);
-    let text = std::fs::read_to_string(tmp.path().join("recovery-point-offset-checkpoint")).unwrap();
+    let text =
+        std::fs::read_to_string(tmp.path().join("recovery-point-offset-checkpoint")).unwrap();
     assert_eq!(text, "0\n1\norders 3 10\n");
     assert_eq!(ld.meta_properties().unwrap().broker_id, 7);
-    assert!(LogDir::open(tmp.path(), 8, None).is_err(), "another broker's dir");
+    assert!(
+        LogDir::open(tmp.path(), 8, None).is_err(),
+        "another broker's dir"
+    );
 }

@@ -186,8 +186,12 @@ impl<'a> RecordBatch<'a> {
         if count <= 0 {
             return Err(BatchError::InvalidRecord("record batch holds no records"));
         }
-        if self.last_offset_delta() < 0 || i64::from(self.last_offset_delta()) + 1 != i64::from(count) {
-            return Err(BatchError::InvalidRecord("recordCount disagrees with lastOffsetDelta"));
+        if self.last_offset_delta() < 0
+            || i64::from(self.last_offset_delta()) + 1 != i64::from(count)
+        {
+            return Err(BatchError::InvalidRecord(
+                "recordCount disagrees with lastOffsetDelta",
+            ));
         }
         Ok(())
     }
@@ -460,29 +464,46 @@ mod tests {
 
     #[test]
     fn corrupt_inputs_map_to_kafka_errors() {
-        let table: Vec<(&str, fn(&mut Vec<u8>), i16)> = vec![
+        type Mutation = fn(&mut Vec<u8>);
+        let table: Vec<(&str, Mutation, i16)> = vec![
             ("bad crc", |b| b[70] ^= 1, 2),
             ("short buffer", |b| b.truncate(40), 2),
             ("length says more", |b| b.truncate(b.len() - 1), 2),
             ("length says less", |b| b.push(0), 2),
-            ("tiny batchLength", |b| b[8..12].copy_from_slice(&10i32.to_be_bytes()), 2),
+            (
+                "tiny batchLength",
+                |b| b[8..12].copy_from_slice(&10i32.to_be_bytes()),
+                2,
+            ),
             ("magic 1", |b| b[16] = 1, 43),
             ("magic 7", |b| b[16] = 7, 87),
-            ("zero records", |b| {
-                b[57..61].copy_from_slice(&0i32.to_be_bytes());
-                let c = crc32c::crc32c(&b[21..]);
-                b[17..21].copy_from_slice(&c.to_be_bytes());
-            }, 87),
-            ("count disagrees", |b| {
-                b[57..61].copy_from_slice(&5i32.to_be_bytes());
-                let c = crc32c::crc32c(&b[21..]);
-                b[17..21].copy_from_slice(&c.to_be_bytes());
-            }, 87),
-            ("codec 6", |b| {
-                b[22] |= 6;
-                let c = crc32c::crc32c(&b[21..]);
-                b[17..21].copy_from_slice(&c.to_be_bytes());
-            }, 87),
+            (
+                "zero records",
+                |b| {
+                    b[57..61].copy_from_slice(&0i32.to_be_bytes());
+                    let c = crc32c::crc32c(&b[21..]);
+                    b[17..21].copy_from_slice(&c.to_be_bytes());
+                },
+                87,
+            ),
+            (
+                "count disagrees",
+                |b| {
+                    b[57..61].copy_from_slice(&5i32.to_be_bytes());
+                    let c = crc32c::crc32c(&b[21..]);
+                    b[17..21].copy_from_slice(&c.to_be_bytes());
+                },
+                87,
+            ),
+            (
+                "codec 6",
+                |b| {
+                    b[22] |= 6;
+                    let c = crc32c::crc32c(&b[21..]);
+                    b[17..21].copy_from_slice(&c.to_be_bytes());
+                },
+                87,
+            ),
         ];
         for (name, m, code) in table {
             assert_eq!(corrupt(m).kafka_error_code(), code, "{name}");
@@ -498,7 +519,12 @@ mod tests {
         assert_eq!(all[1].record_count, 4);
         assert_eq!(all[1].range.end, buf.len());
         buf.extend_from_slice(&[0, 0, 0]);
-        assert_eq!(validate_all_for_append(&buf).unwrap_err().kafka_error_code(), 2);
+        assert_eq!(
+            validate_all_for_append(&buf)
+                .unwrap_err()
+                .kafka_error_code(),
+            2
+        );
         let items: Vec<_> = BatchIter::new(&buf).collect();
         assert_eq!(items.len(), 3);
         assert!(items[2].is_err());

@@ -53,8 +53,19 @@ impl DmaAppender {
     /// Bytes past `logical_end` are cut off (a torn tail after recovery);
     /// `tail` must hold the file's bytes from the page holding `logical_end`
     /// up to it (read by the caller), so that page can be rewritten whole.
-    pub async fn open(path: &Path, logical_end: u64, tail: &[u8], buf_cap: usize, prealloc_step: u64) -> Result<Self, StorageError> {
-        let file = OpenOptions::new().read(true).write(true).create(true).dma_open(path).await?;
+    pub async fn open(
+        path: &Path,
+        logical_end: u64,
+        tail: &[u8],
+        buf_cap: usize,
+        prealloc_step: u64,
+    ) -> Result<Self, StorageError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .dma_open(path)
+            .await?;
         file.truncate(logical_end).await?;
         let buf_cap = (round_up(buf_cap.max(PAGE as usize) as u64)) as usize;
         let buf_file_pos = round_down(logical_end);
@@ -165,7 +176,9 @@ impl DmaAppender {
             let rc = Rc::new(buf);
             let res = self.file.write_rc_at(rc.clone(), self.buf_file_pos).await;
             // The write has completed, so our handle is the only one left.
-            self.buf = Some(Rc::try_unwrap(rc).unwrap_or_else(|_| self.file.alloc_dma_buffer(self.buf_cap)));
+            self.buf = Some(
+                Rc::try_unwrap(rc).unwrap_or_else(|_| self.file.alloc_dma_buffer(self.buf_cap)),
+            );
             match res {
                 Ok(n) if n == self.buf_cap => {}
                 Ok(_) => return self.poison(std::io::Error::other("short O_DIRECT write")),
@@ -196,7 +209,11 @@ impl DmaAppender {
         let valid = self.fill - from;
         scratch.as_bytes_mut()[..valid].copy_from_slice(&buf.as_bytes()[from..self.fill]);
         scratch.as_bytes_mut()[valid..].fill(0);
-        match self.file.write_at(scratch, self.buf_file_pos + from as u64).await {
+        match self
+            .file
+            .write_at(scratch, self.buf_file_pos + from as u64)
+            .await
+        {
             Ok(n) if n == to - from => Ok(()),
             Ok(_) => self.poison(std::io::Error::other("short O_DIRECT write")),
             Err(e) => self.poison(e),

@@ -134,7 +134,14 @@ impl BatchCache {
     /// their last offset is below `upper_bound` and the total stays within
     /// `max_bytes` (at least one batch when `min_one_batch`, KIP-74).
     /// `None` when `start_offset` is not cached (caller reads the file).
-    pub fn read(&self, id: u64, start_offset: i64, max_bytes: usize, upper_bound: i64, min_one_batch: bool) -> Option<CacheHit> {
+    pub fn read(
+        &self,
+        id: u64,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: i64,
+        min_one_batch: bool,
+    ) -> Option<CacheHit> {
         let q = self.partitions.get(&id)?;
         let front = q.front()?;
         if start_offset < front.base_offset || q.back()?.last_offset < start_offset {
@@ -150,7 +157,8 @@ impl BatchCache {
                 break;
             }
             let fits = hit.bytes + b.bytes.len() <= max_bytes;
-            if !fits && !(hit.batches.is_empty() && min_one_batch) {
+            let kip74_first = hit.batches.is_empty() && min_one_batch;
+            if !(fits || kip74_first) {
                 break;
             }
             hit.bytes += b.bytes.len();
@@ -164,11 +172,19 @@ impl BatchCache {
 
     /// Debug/test check: accounting matches the content.
     pub fn check_invariants(&self) {
-        let sum: usize = self.partitions.values().flatten().map(|b| b.bytes.len()).sum();
+        let sum: usize = self
+            .partitions
+            .values()
+            .flatten()
+            .map(|b| b.bytes.len())
+            .sum();
         assert_eq!(sum, self.used_bytes);
         assert!(self.used_bytes <= self.budget_bytes);
         for q in self.partitions.values() {
-            assert!(q.iter().zip(q.iter().skip(1)).all(|(a, b)| a.last_offset < b.base_offset));
+            assert!(q
+                .iter()
+                .zip(q.iter().skip(1))
+                .all(|(a, b)| a.last_offset < b.base_offset));
         }
     }
 }

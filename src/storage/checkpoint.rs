@@ -146,8 +146,13 @@ pub fn decode_partition_metadata(text: &str) -> Result<uuid::Uuid, CheckpointErr
     if lines.next().map(str::trim) != Some("version: 0") {
         return err("partition.metadata: bad version line");
     }
-    match lines.next().and_then(|l| l.trim().strip_prefix("topic_id: ")) {
-        Some(id) => kafka_uuid_from_str(id.trim()).ok_or_else(|| CheckpointError("bad topic id".into())),
+    match lines
+        .next()
+        .and_then(|l| l.trim().strip_prefix("topic_id: "))
+    {
+        Some(id) => {
+            kafka_uuid_from_str(id.trim()).ok_or_else(|| CheckpointError("bad topic id".into()))
+        }
         None => err("partition.metadata: missing topic_id"),
     }
 }
@@ -159,7 +164,10 @@ pub fn kafka_uuid_to_string(id: uuid::Uuid) -> String {
     let b = id.as_bytes();
     let mut s = String::with_capacity(22);
     for chunk in b.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, &x)| acc | u32::from(x) << (16 - 8 * i));
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, &x)| acc | u32::from(x) << (16 - 8 * i));
         let chars = chunk.len() + 1;
         for i in 0..chars {
             s.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
@@ -193,7 +201,10 @@ mod tests {
 
     #[test]
     fn offset_checkpoint_matches_kafka_text() {
-        let e = vec![(TopicPartition::new("orders", 0), 42), (TopicPartition::new("a.b_c-d", 7), 0)];
+        let e = vec![
+            (TopicPartition::new("orders", 0), 42),
+            (TopicPartition::new("a.b_c-d", 7), 0),
+        ];
         let text = encode_offsets(&e);
         assert_eq!(text, "0\n2\norders 0 42\na.b_c-d 7 0\n");
         assert_eq!(decode_offsets(&text).unwrap(), e);
@@ -201,7 +212,14 @@ mod tests {
 
     #[test]
     fn malformed_checkpoints_are_rejected() {
-        for bad in ["", "1\n0\n", "0\n2\nt 0 1\n", "0\nx\n", "0\n1\nt zero 1\n", "0\n1\nt 0\n"] {
+        for bad in [
+            "",
+            "1\n0\n",
+            "0\n2\nt 0 1\n",
+            "0\nx\n",
+            "0\n1\nt zero 1\n",
+            "0\n1\nt 0\n",
+        ] {
             assert!(decode_offsets(bad).is_err(), "{bad:?}");
         }
         assert!(decode_leader_epochs("0\n1\n5\n").is_err());
@@ -216,7 +234,10 @@ mod tests {
             broker_id: 3,
             cluster_id: Some("abc".into()),
         };
-        assert_eq!(decode_meta_properties(&encode_meta_properties(&m)).unwrap(), m);
+        assert_eq!(
+            decode_meta_properties(&encode_meta_properties(&m)).unwrap(),
+            m
+        );
     }
 
     #[test]

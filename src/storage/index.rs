@@ -69,7 +69,7 @@ impl OffsetIndex {
     /// Decode an index file; `None` if it is malformed or not strictly
     /// increasing (then the caller rebuilds it from the segment).
     pub fn decode(bytes: &[u8], max_entries: usize, segment_size: u64) -> Option<Self> {
-        if bytes.len() % 8 != 0 {
+        if !bytes.len().is_multiple_of(8) {
             return None;
         }
         let mut idx = OffsetIndex::new(max_entries);
@@ -144,7 +144,7 @@ impl TimeIndex {
         out
     }
     pub fn decode(bytes: &[u8], max_entries: usize) -> Option<Self> {
-        if bytes.len() % 12 != 0 {
+        if !bytes.len().is_multiple_of(12) {
             return None;
         }
         let mut idx = TimeIndex::new(max_entries);
@@ -182,7 +182,12 @@ pub struct SegmentIndex {
 }
 
 impl SegmentIndex {
-    pub fn new(base_offset: i64, index_interval_bytes: u64, max_offset_entries: usize, max_time_entries: usize) -> Self {
+    pub fn new(
+        base_offset: i64,
+        index_interval_bytes: u64,
+        max_offset_entries: usize,
+        max_time_entries: usize,
+    ) -> Self {
         SegmentIndex {
             base_offset,
             offsets: OffsetIndex::new(max_offset_entries),

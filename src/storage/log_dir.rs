@@ -5,7 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::checkpoint::{self, MetaProperties, LOG_START_OFFSET_CHECKPOINT, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT};
+use super::checkpoint::{
+    self, MetaProperties, LOG_START_OFFSET_CHECKPOINT, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_CHECKPOINT,
+};
 use super::partition_log::{write_atomically, PartitionLog};
 use super::StorageError;
 use crate::types::TopicPartition;
@@ -37,12 +40,17 @@ pub struct LogDir {
 impl LogDir {
     /// Open `path`, creating it and `meta.properties` if absent; refuse a dir
     /// that belongs to another broker id (Kafka's InconsistentBrokerIdException).
-    pub fn open(path: &Path, broker_id: i32, cluster_id: Option<&str>) -> Result<Self, StorageError> {
+    pub fn open(
+        path: &Path,
+        broker_id: i32,
+        cluster_id: Option<&str>,
+    ) -> Result<Self, StorageError> {
         std::fs::create_dir_all(path)?;
         let meta_path = path.join(META_PROPERTIES);
         match std::fs::read_to_string(&meta_path) {
             Ok(text) => {
-                let meta = checkpoint::decode_meta_properties(&text).map_err(|e| StorageError::CorruptCheckpoint(e.0))?;
+                let meta = checkpoint::decode_meta_properties(&text)
+                    .map_err(|e| StorageError::CorruptCheckpoint(e.0))?;
                 if meta.broker_id != broker_id {
                     return Err(StorageError::CorruptCheckpoint(format!(
                         "log dir {} belongs to broker {}, not {broker_id}",
@@ -61,7 +69,9 @@ impl LogDir {
             }
             Err(e) => return Err(e.into()),
         }
-        Ok(LogDir { path: path.to_path_buf() })
+        Ok(LogDir {
+            path: path.to_path_buf(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -75,10 +85,24 @@ impl LogDir {
 
     /// Rewrite all three checkpoints for the partitions this dir manages.
     pub fn write_checkpoints(&self, partitions: &[PartitionOffsets]) -> Result<(), StorageError> {
-        let pick = |f: fn(&PartitionOffsets) -> i64| partitions.iter().map(|p| (p.tp.clone(), f(p))).collect::<Vec<_>>();
-        write_atomically(&self.path.join(RECOVERY_POINT_CHECKPOINT), &checkpoint::encode_offsets(&pick(|p| p.recovery_point)))?;
-        write_atomically(&self.path.join(REPLICATION_CHECKPOINT), &checkpoint::encode_offsets(&pick(|p| p.high_watermark)))?;
-        write_atomically(&self.path.join(LOG_START_OFFSET_CHECKPOINT), &checkpoint::encode_offsets(&pick(|p| p.log_start_offset)))?;
+        let pick = |f: fn(&PartitionOffsets) -> i64| {
+            partitions
+                .iter()
+                .map(|p| (p.tp.clone(), f(p)))
+                .collect::<Vec<_>>()
+        };
+        write_atomically(
+            &self.path.join(RECOVERY_POINT_CHECKPOINT),
+            &checkpoint::encode_offsets(&pick(|p| p.recovery_point)),
+        )?;
+        write_atomically(
+            &self.path.join(REPLICATION_CHECKPOINT),
+            &checkpoint::encode_offsets(&pick(|p| p.high_watermark)),
+        )?;
+        write_atomically(
+            &self.path.join(LOG_START_OFFSET_CHECKPOINT),
+            &checkpoint::encode_offsets(&pick(|p| p.log_start_offset)),
+        )?;
         Ok(())
     }
 
@@ -86,7 +110,9 @@ impl LogDir {
     pub fn read_checkpoints(&self) -> Result<Vec<PartitionOffsets>, StorageError> {
         let read = |name: &str| -> Result<Vec<(TopicPartition, i64)>, StorageError> {
             match std::fs::read_to_string(self.path.join(name)) {
-                Ok(t) => checkpoint::decode_offsets(&t).map_err(|e| StorageError::CorruptCheckpoint(e.0)),
+                Ok(t) => {
+                    checkpoint::decode_offsets(&t).map_err(|e| StorageError::CorruptCheckpoint(e.0))
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
                 Err(e) => Err(e.into()),
             }
@@ -94,7 +120,9 @@ impl LogDir {
         let rp = read(RECOVERY_POINT_CHECKPOINT)?;
         let hw = read(REPLICATION_CHECKPOINT)?;
         let ls = read(LOG_START_OFFSET_CHECKPOINT)?;
-        let find = |v: &[(TopicPartition, i64)], tp: &TopicPartition| v.iter().find(|(t, _)| t == tp).map_or(0, |(_, o)| *o);
+        let find = |v: &[(TopicPartition, i64)], tp: &TopicPartition| {
+            v.iter().find(|(t, _)| t == tp).map_or(0, |(_, o)| *o)
+        };
         Ok(rp
             .iter()
             .map(|(tp, r)| PartitionOffsets {

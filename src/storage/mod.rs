@@ -88,7 +88,10 @@ mod tests {
     #[test]
     fn segment_names_are_twenty_digit_base_offsets() {
         assert_eq!(segment_file_name(0, ".log"), "00000000000000000000.log");
-        assert_eq!(segment_file_name(1234, ".index"), "00000000000000001234.index");
+        assert_eq!(
+            segment_file_name(1234, ".index"),
+            "00000000000000001234.index"
+        );
     }
 
     #[test]
@@ -100,7 +103,13 @@ mod tests {
         };
         assert_eq!(oor.kafka_error_code(), 1);
         assert_eq!(StorageError::Poisoned.kafka_error_code(), 56);
-        assert_eq!(StorageError::Batch(BatchError::Corrupt("x")).kafka_error_code(), 2);
-        assert_eq!(StorageError::MessageTooLarge { size: 2, max: 1 }.kafka_error_code(), 10);
+        assert_eq!(
+            StorageError::Batch(BatchError::Corrupt("x")).kafka_error_code(),
+            2
+        );
+        assert_eq!(
+            StorageError::MessageTooLarge { size: 2, max: 1 }.kafka_error_code(),
+            10
+        );
     }
 }

@@ -15,7 +15,10 @@ use std::rc::Rc;
 use bytes::{Bytes, BytesMut};
 
 use super::batch_cache::SharedBatchCache;
-use super::checkpoint::{self, LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT};
+use super::checkpoint::{
+    self, LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT,
+};
 use super::config::LogConfig;
 use super::policy::{should_roll, RollInput};
 use super::segment::{delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
@@ -36,7 +39,11 @@ pub enum Region {
     /// Exact appended bytes from the batch cache (or the unwritten buffer).
     Cached(Bytes),
     /// A byte range of a segment, for sendfile/pread from the page cache.
-    File { file: Rc<File>, position: u64, len: u32 },
+    File {
+        file: Rc<File>,
+        position: u64,
+        len: u32,
+    },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -82,10 +89,15 @@ pub struct PartitionLog {
     leader_epochs: Vec<(i32, i64)>,
 }
 
-fn checkpoint_entry(log_dir: &Path, name: &str, tp: &TopicPartition) -> Result<Option<i64>, StorageError> {
+fn checkpoint_entry(
+    log_dir: &Path,
+    name: &str,
+    tp: &TopicPartition,
+) -> Result<Option<i64>, StorageError> {
     match std::fs::read_to_string(log_dir.join(name)) {
         Ok(text) => {
-            let entries = checkpoint::decode_offsets(&text).map_err(|e| StorageError::CorruptCheckpoint(e.0))?;
+            let entries = checkpoint::decode_offsets(&text)
+                .map_err(|e| StorageError::CorruptCheckpoint(e.0))?;
             Ok(entries.into_iter().find(|(t, _)| t == tp).map(|(_, o)| o))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -127,7 +139,13 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, StorageError> {
 impl PartitionLog {
     /// Open (or create) the log of `tp` under `log_dir`, recovering it if the
     /// last shutdown was not clean.
-    pub async fn open(log_dir: &Path, tp: &TopicPartition, topic_id: Option<uuid::Uuid>, config: LogConfig, cache: SharedBatchCache) -> Result<Self, StorageError> {
+    pub async fn open(
+        log_dir: &Path,
+        tp: &TopicPartition,
+        topic_id: Option<uuid::Uuid>,
+        config: LogConfig,
+        cache: SharedBatchCache,
+    ) -> Result<Self, StorageError> {
         let dir = log_dir.join(tp.dir_name());
         std::fs::create_dir_all(&dir)?;
         if let Some(id) = topic_id {
@@ -145,7 +163,15 @@ impl PartitionLog {
             clean_shutdown: clean,
             ..RecoveryStats::default()
         };
-        let segments = Self::load_segments(&dir, &config, clean, recovery_point, start_cp.unwrap_or(0), &mut stats).await?;
+        let segments = Self::load_segments(
+            &dir,
+            &config,
+            clean,
+            recovery_point,
+            start_cp.unwrap_or(0),
+            &mut stats,
+        )
+        .await?;
         let cache_id = cache.borrow_mut().register();
         let mut log = PartitionLog {
             tp: tp.clone(),
@@ -169,7 +195,9 @@ impl PartitionLog {
         let first_base = log.segments.keys().next().copied().unwrap_or(0);
         let leo = log.log_end_offset();
         log.log_start_offset = start_cp.unwrap_or(first_base).max(first_base).min(leo);
-        log.high_watermark = hw_cp.unwrap_or(log.log_start_offset).clamp(log.log_start_offset, leo);
+        log.high_watermark = hw_cp
+            .unwrap_or(log.log_start_offset)
+            .clamp(log.log_start_offset, leo);
         log.recovery_point = leo;
         log.load_leader_epochs()?;
         if clean {
@@ -178,7 +206,14 @@ impl PartitionLog {
         Ok(log)
     }
 
-    async fn load_segments(dir: &Path, config: &LogConfig, clean: bool, recovery_point: i64, start_offset: i64, stats: &mut RecoveryStats) -> Result<BTreeMap<i64, Segment>, StorageError> {
+    async fn load_segments(
+        dir: &Path,
+        config: &LogConfig,
+        clean: bool,
+        recovery_point: i64,
+        start_offset: i64,
+        stats: &mut RecoveryStats,
+    ) -> Result<BTreeMap<i64, Segment>, StorageError> {
         let bases = list_segments(dir)?;
         let mut segments = BTreeMap::new();
         for (i, &base) in bases.iter().enumerate() {
@@ -187,7 +222,11 @@ impl PartitionLog {
             // the last segment is always rescanned after an unclean stop
             // because its pre-allocated file size says nothing.
             let trusted = clean || next_base.is_some_and(|n| n <= recovery_point);
-            let loaded = if trusted { Segment::load_trusted(dir, base, config, UNSET_MS)? } else { None };
+            let loaded = if trusted {
+                Segment::load_trusted(dir, base, config, UNSET_MS)?
+            } else {
+                None
+            };
             let seg = match loaded {
                 Some(seg) => seg,
                 None => {
@@ -232,7 +271,10 @@ impl PartitionLog {
         self.log_start_offset
     }
     pub fn log_end_offset(&self) -> i64 {
-        self.segments.values().next_back().map_or(0, |s| s.next_offset)
+        self.segments
+            .values()
+            .next_back()
+            .map_or(0, |s| s.next_offset)
     }
     pub fn high_watermark(&self) -> i64 {
         self.high_watermark
@@ -279,5 +321,5 @@ impl PartitionLog {
     }
 }
 
-mod write;
 mod read;
+mod write;

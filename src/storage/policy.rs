@@ -87,14 +87,71 @@ mod tests {
         };
         let rows: Vec<(&str, RollInput, Option<RollReason>)> = vec![
             ("fits", base(), None),
-            ("size exceeded", RollInput { append_bytes: 501, ..base() }, Some(RollReason::Size)),
-            ("size exactly full", RollInput { append_bytes: 500, ..base() }, None),
-            ("timestamp age", RollInput { append_max_timestamp: 1_101, ..base() }, Some(RollReason::Time)),
-            ("no timestamp: wall age", RollInput { first_batch_timestamp: Some(-1), ..base() }, Some(RollReason::Time)),
-            ("index full", RollInput { offset_index_full: true, ..base() }, Some(RollReason::IndexFull)),
-            ("time index full", RollInput { time_index_full: true, ..base() }, Some(RollReason::IndexFull)),
-            ("offset overflow", RollInput { append_last_offset: i64::from(i32::MAX) + 1, ..base() }, Some(RollReason::OffsetOverflow)),
-            ("empty never rolls on size", RollInput { segment_bytes: 0, append_bytes: 5000, ..base() }, None),
+            (
+                "size exceeded",
+                RollInput {
+                    append_bytes: 501,
+                    ..base()
+                },
+                Some(RollReason::Size),
+            ),
+            (
+                "size exactly full",
+                RollInput {
+                    append_bytes: 500,
+                    ..base()
+                },
+                None,
+            ),
+            (
+                "timestamp age",
+                RollInput {
+                    append_max_timestamp: 1_101,
+                    ..base()
+                },
+                Some(RollReason::Time),
+            ),
+            (
+                "no timestamp: wall age",
+                RollInput {
+                    first_batch_timestamp: Some(-1),
+                    ..base()
+                },
+                Some(RollReason::Time),
+            ),
+            (
+                "index full",
+                RollInput {
+                    offset_index_full: true,
+                    ..base()
+                },
+                Some(RollReason::IndexFull),
+            ),
+            (
+                "time index full",
+                RollInput {
+                    time_index_full: true,
+                    ..base()
+                },
+                Some(RollReason::IndexFull),
+            ),
+            (
+                "offset overflow",
+                RollInput {
+                    append_last_offset: i64::from(i32::MAX) + 1,
+                    ..base()
+                },
+                Some(RollReason::OffsetOverflow),
+            ),
+            (
+                "empty never rolls on size",
+                RollInput {
+                    segment_bytes: 0,
+                    append_bytes: 5000,
+                    ..base()
+                },
+                None,
+            ),
         ];
         for (name, input, want) in rows {
             assert_eq!(should_roll(&cfg, &input), want, "{name}");

@@ -95,7 +95,14 @@ mod tests {
     fn log_of(n: i64) -> Vec<u8> {
         let mut v = Vec::new();
         for i in 0..n {
-            v.extend(build_test_batch(i * 2, 2, i, i, (i as usize * 37) % 300, i as u8));
+            v.extend(build_test_batch(
+                i * 2,
+                2,
+                i,
+                i,
+                (i as usize * 37) % 300,
+                i as u8,
+            ));
         }
         v
     }

@@ -44,7 +44,10 @@ pub fn path_of(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
 }
 
 fn invalid(msg: &str) -> StorageError {
-    StorageError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, msg.to_string()))
+    StorageError::Io(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        msg.to_string(),
+    ))
 }
 
 impl Segment {
@@ -63,12 +66,16 @@ impl Segment {
 
     /// Logical size: bytes of whole batches in this segment.
     pub fn size(&self) -> u64 {
-        self.appender.as_ref().map_or(self.closed_size, |a| a.logical_end())
+        self.appender
+            .as_ref()
+            .map_or(self.closed_size, |a| a.logical_end())
     }
 
     /// Bytes readable through `read_file`.
     pub fn file_end(&self) -> u64 {
-        self.appender.as_ref().map_or(self.closed_size, |a| a.written_end())
+        self.appender
+            .as_ref()
+            .map_or(self.closed_size, |a| a.written_end())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -142,7 +149,11 @@ impl Segment {
     }
 
     /// Walk batches from `pos` to the end of the segment.
-    pub fn walk_from(&self, mut pos: u64, mut f: impl FnMut(&ScannedBatch) -> bool) -> Result<(), StorageError> {
+    pub fn walk_from(
+        &self,
+        mut pos: u64,
+        mut f: impl FnMut(&ScannedBatch) -> bool,
+    ) -> Result<(), StorageError> {
         let size = self.size();
         while pos < size {
             let h = self.header_at(pos)?;
@@ -156,8 +167,14 @@ impl Segment {
 
     /// Write `.index` and `.timeindex` (on roll and clean shutdown).
     pub fn write_index_files(&self) -> Result<(), StorageError> {
-        std::fs::write(path_of(&self.dir, self.base_offset, INDEX_SUFFIX), self.index.offsets.encode())?;
-        std::fs::write(path_of(&self.dir, self.base_offset, TIME_INDEX_SUFFIX), self.index.times.encode())?;
+        std::fs::write(
+            path_of(&self.dir, self.base_offset, INDEX_SUFFIX),
+            self.index.offsets.encode(),
+        )?;
+        std::fs::write(
+            path_of(&self.dir, self.base_offset, TIME_INDEX_SUFFIX),
+            self.index.times.encode(),
+        )?;
         Ok(())
     }
 
@@ -171,7 +188,12 @@ impl Segment {
     /// recovery point): load index files, walk only from the last index
     /// entry to find the next offset (Kafka's `readNextOffset`). Falls back
     /// to `None` (caller rescans) when the index files are missing or bad.
-    pub fn load_trusted(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Option<Segment>, StorageError> {
+    pub fn load_trusted(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<Option<Segment>, StorageError> {
         let log = path_of(dir, base_offset, LOG_SUFFIX);
         let read_file = Rc::new(File::open(&log)?);
         let size = read_file.metadata()?.len();
@@ -207,7 +229,12 @@ impl Segment {
         if size > 0 {
             seg.index.first_batch_timestamp = Some(seg.header_at(0)?.max_timestamp);
         }
-        let (mut next, mut max_ts, mut max_off, mut since) = (base_offset, seg.index.max_timestamp, seg.index.offset_of_max_timestamp, 0);
+        let (mut next, mut max_ts, mut max_off, mut since) = (
+            base_offset,
+            seg.index.max_timestamp,
+            seg.index.offset_of_max_timestamp,
+            0,
+        );
         let walked = seg.walk_from(start, |h| {
             next = h.last_offset + 1;
             if h.max_timestamp > max_ts {
@@ -230,12 +257,18 @@ impl Segment {
     /// Rescan a segment file with O_DIRECT reads (length + CRC of every
     /// batch), rebuild its indexes and cut the file after the last good
     /// batch. Returns the segment and the bytes scanned.
-    pub async fn recover(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<(Segment, u64), StorageError> {
+    pub async fn recover(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<(Segment, u64), StorageError> {
         let log = path_of(dir, base_offset, LOG_SUFFIX);
         let file = DmaFile::open(&log).await?;
         let file_len = file.file_size().await?;
         let mut index = Self::new_index(base_offset, config);
-        let (mut next, mut pos, mut carry, mut found) = (base_offset, 0u64, Vec::<u8>::new(), Vec::new());
+        let (mut next, mut pos, mut carry, mut found) =
+            (base_offset, 0u64, Vec::<u8>::new(), Vec::new());
         let mut valid_end = 0u64;
         while pos < file_len {
             let chunk = file.read_at_aligned(pos, RECOVERY_CHUNK).await?;
@@ -282,9 +315,18 @@ impl Segment {
     }
 
     /// A new, empty segment at `base_offset`.
-    pub fn create_empty(dir: &Path, base_offset: i64, config: &LogConfig, now_ms: i64) -> Result<Segment, StorageError> {
+    pub fn create_empty(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<Segment, StorageError> {
         let log = path_of(dir, base_offset, LOG_SUFFIX);
-        std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&log)?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&log)?;
         // Make the new name durable (a crash must not lose the segment file).
         File::open(dir)?.sync_all()?;
         Ok(Segment {
@@ -308,9 +350,18 @@ impl Segment {
         let step = if config.preallocate {
             config.segment_bytes.min(1 << 31)
         } else {
-            config.preallocate_step_bytes.min(config.segment_bytes.max(super::appender::PAGE))
+            config
+                .preallocate_step_bytes
+                .min(config.segment_bytes.max(super::appender::PAGE))
         };
-        let a = DmaAppender::open(&self.log_path(), size, &tail, config.write_buffer_bytes, step).await?;
+        let a = DmaAppender::open(
+            &self.log_path(),
+            size,
+            &tail,
+            config.write_buffer_bytes,
+            step,
+        )
+        .await?;
         self.appender = Some(a);
         Ok(())
     }

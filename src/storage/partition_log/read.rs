@@ -7,7 +7,13 @@ impl PartitionLog {
     /// `upper_bound` (the caller passes HW, LSO or LEO) nor the log end, at
     /// most `max_bytes` unless `min_one_batch` (KIP-74) and the first batch
     /// is bigger. Like Kafka, one read serves from a single segment.
-    pub fn read(&self, start_offset: i64, max_bytes: usize, upper_bound: i64, min_one_batch: bool) -> Result<ReadResult, StorageError> {
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: i64,
+        min_one_batch: bool,
+    ) -> Result<ReadResult, StorageError> {
         let leo = self.log_end_offset();
         if start_offset < self.log_start_offset || start_offset > leo {
             return Err(StorageError::OffsetOutOfRange {
@@ -20,7 +26,11 @@ impl PartitionLog {
         if start_offset >= upper {
             return Ok(ReadResult::default());
         }
-        if let Some(hit) = self.cache.borrow().read(self.cache_id, start_offset, max_bytes, upper, min_one_batch) {
+        if let Some(hit) =
+            self.cache
+                .borrow()
+                .read(self.cache_id, start_offset, max_bytes, upper, min_one_batch)
+        {
             return Ok(ReadResult {
                 bytes: hit.bytes,
                 regions: hit.batches.into_iter().map(Region::Cached).collect(),
@@ -36,14 +46,22 @@ impl PartitionLog {
         Ok(ReadResult::default())
     }
 
-    fn read_segment(&self, seg: &Segment, start: u64, max_bytes: usize, upper: i64, min_one_batch: bool) -> Result<ReadResult, StorageError> {
+    fn read_segment(
+        &self,
+        seg: &Segment,
+        start: u64,
+        max_bytes: usize,
+        upper: i64,
+        min_one_batch: bool,
+    ) -> Result<ReadResult, StorageError> {
         let mut total = 0u64;
         seg.walk_from(start, |h| {
             if h.last_offset >= upper {
                 return false;
             }
             let fits = total + h.len <= max_bytes as u64;
-            if !fits && !(total == 0 && min_one_batch) {
+            let kip74_first = total == 0 && min_one_batch;
+            if !(fits || kip74_first) {
                 return false;
             }
             total += h.len;

@@ -5,7 +5,13 @@ use super::*;
 impl PartitionLog {
     /// Append one produce request's `records` (1+ v2 batches). Every batch is
     /// validated before anything is written; on error nothing is appended.
-    pub async fn append(&mut self, mut batches: BytesMut, leader_epoch: i32, now_ms: i64, log_append_time: bool) -> Result<AppendInfo, StorageError> {
+    pub async fn append(
+        &mut self,
+        mut batches: BytesMut,
+        leader_epoch: i32,
+        now_ms: i64,
+        log_append_time: bool,
+    ) -> Result<AppendInfo, StorageError> {
         self.check_poison()?;
         let summaries = validate_all_for_append(&batches)?;
         let mut record_offsets: i64 = 0;
@@ -26,7 +32,8 @@ impl PartitionLog {
         }
         let first_offset = self.log_end_offset();
         let last_offset = first_offset + record_offsets - 1;
-        self.maybe_roll(batches.len() as u64, max_ts, last_offset, now_ms).await?;
+        self.maybe_roll(batches.len() as u64, max_ts, last_offset, now_ms)
+            .await?;
 
         // Assign offsets in place: baseOffset and partitionLeaderEpoch are
         // outside the CRC; only LogAppendTime rewrites covered bytes.
@@ -41,9 +48,16 @@ impl PartitionLog {
             next += i64::from(s.last_offset_delta) + 1;
         }
         let bytes = batches.freeze();
-        self.write_to_active(&bytes, &summaries, first_offset, log_append_time.then_some(now_ms)).await?;
+        self.write_to_active(
+            &bytes,
+            &summaries,
+            first_offset,
+            log_append_time.then_some(now_ms),
+        )
+        .await?;
         self.maybe_record_leader_epoch(leader_epoch, first_offset)?;
-        self.maybe_flush_after_append(record_offsets, now_ms).await?;
+        self.maybe_flush_after_append(record_offsets, now_ms)
+            .await?;
         Ok(AppendInfo {
             first_offset,
             last_offset,
@@ -53,13 +67,21 @@ impl PartitionLog {
         })
     }
 
-    async fn write_to_active(&mut self, bytes: &Bytes, summaries: &[record_batch::BatchSummary], first_offset: i64, append_time: Option<i64>) -> Result<(), StorageError> {
+    async fn write_to_active(
+        &mut self,
+        bytes: &Bytes,
+        summaries: &[record_batch::BatchSummary],
+        first_offset: i64,
+        append_time: Option<i64>,
+    ) -> Result<(), StorageError> {
         let cache = self.cache.clone();
         let cache_id = self.cache_id;
         let seg = self.active()?;
         let position = seg.size();
         let Some(appender) = seg.appender.as_mut() else {
-            return Err(StorageError::Io(std::io::Error::other("active segment has no appender")));
+            return Err(StorageError::Io(std::io::Error::other(
+                "active segment has no appender",
+            )));
         };
         if let Err(e) = appender.append(bytes).await {
             self.poisoned = true;
@@ -70,7 +92,12 @@ impl PartitionLog {
         for s in summaries {
             let last = base + i64::from(s.last_offset_delta);
             let ts = append_time.unwrap_or(s.max_timestamp);
-            seg.index.on_batch(base, position + s.range.start as u64, s.range.len() as u64, ts);
+            seg.index.on_batch(
+                base,
+                position + s.range.start as u64,
+                s.range.len() as u64,
+                ts,
+            );
             cache.on_append(cache_id, base, last, bytes.slice(s.range.clone()));
             base = last + 1;
         }
@@ -78,7 +105,11 @@ impl PartitionLog {
         Ok(())
     }
 
-    async fn maybe_flush_after_append(&mut self, records: i64, now_ms: i64) -> Result<(), StorageError> {
+    async fn maybe_flush_after_append(
+        &mut self,
+        records: i64,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
         self.messages_since_flush += records;
         if self.last_flush_ms == UNSET_MS {
             self.last_flush_ms = now_ms;
@@ -111,7 +142,13 @@ impl PartitionLog {
         Ok(())
     }
 
-    async fn maybe_roll(&mut self, append_bytes: u64, append_max_ts: i64, append_last_offset: i64, now_ms: i64) -> Result<(), StorageError> {
+    async fn maybe_roll(
+        &mut self,
+        append_bytes: u64,
+        append_max_ts: i64,
+        append_last_offset: i64,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
         let config = self.config.clone();
         let seg = self.active()?;
         if seg.created_ms == UNSET_MS {
@@ -203,7 +240,9 @@ impl PartitionLog {
             return self.truncate_fully_and_start_at(offset).await;
         };
         if let Some(cut) = seg.find_batch(offset)? {
-            let f = std::fs::OpenOptions::new().write(true).open(seg.log_path())?;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(seg.log_path())?;
             f.set_len(cut.position)?;
         }
         // Rescan the cut segment: rebuilds indexes and max timestamp exactly.
@@ -255,7 +294,10 @@ impl PartitionLog {
 
     /// Delete the oldest non-active segments while `pred(segment, next
     /// segment base, log)` holds; advances the log start offset.
-    fn delete_segments_while(&mut self, mut pred: impl FnMut(&Segment, i64, &Self) -> bool) -> Result<usize, StorageError> {
+    fn delete_segments_while(
+        &mut self,
+        mut pred: impl FnMut(&Segment, i64, &Self) -> bool,
+    ) -> Result<usize, StorageError> {
         let mut deleted = 0;
         loop {
             let mut it = self.segments.iter();
@@ -283,7 +325,9 @@ impl PartitionLog {
         let retention_ms = self.config.retention_ms;
         if retention_ms >= 0 {
             deleted += self.delete_segments_while(|seg, next_base, log| {
-                next_base <= log.high_watermark && seg.index.max_timestamp >= 0 && now_ms.saturating_sub(seg.index.max_timestamp) > retention_ms
+                next_base <= log.high_watermark
+                    && seg.index.max_timestamp >= 0
+                    && now_ms.saturating_sub(seg.index.max_timestamp) > retention_ms
             })?;
         }
         if self.config.retention_bytes >= 0 {
@@ -302,7 +346,8 @@ impl PartitionLog {
     pub(super) fn load_leader_epochs(&mut self) -> Result<(), StorageError> {
         match std::fs::read_to_string(self.dir.join(LEADER_EPOCH_CHECKPOINT)) {
             Ok(text) => {
-                self.leader_epochs = checkpoint::decode_leader_epochs(&text).map_err(|e| StorageError::CorruptCheckpoint(e.0))?;
+                self.leader_epochs = checkpoint::decode_leader_epochs(&text)
+                    .map_err(|e| StorageError::CorruptCheckpoint(e.0))?;
                 let leo = self.log_end_offset();
                 self.leader_epochs.retain(|&(_, start)| start < leo);
                 Ok(())
@@ -313,11 +358,18 @@ impl PartitionLog {
     }
 
     fn write_leader_epochs(&self) -> Result<(), StorageError> {
-        write_atomically(&self.dir.join(LEADER_EPOCH_CHECKPOINT), &checkpoint::encode_leader_epochs(&self.leader_epochs))
+        write_atomically(
+            &self.dir.join(LEADER_EPOCH_CHECKPOINT),
+            &checkpoint::encode_leader_epochs(&self.leader_epochs),
+        )
     }
 
     /// KIP-101: remember the first offset of each new leader epoch.
-    fn maybe_record_leader_epoch(&mut self, epoch: i32, start_offset: i64) -> Result<(), StorageError> {
+    fn maybe_record_leader_epoch(
+        &mut self,
+        epoch: i32,
+        start_offset: i64,
+    ) -> Result<(), StorageError> {
         if epoch < 0 || self.leader_epochs.last().is_some_and(|&(e, _)| e >= epoch) {
             return Ok(());
         }

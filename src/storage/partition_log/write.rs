@@ -168,7 +168,11 @@ impl PartitionLog {
         };
         if let Some(reason) = should_roll(&config, &input) {
             tracing::debug!(tp = %self.tp, ?reason, "rolling segment");
-            self.roll(now_ms).await?;
+            if let Err(e) = self.roll(now_ms).await {
+                // Half-rolled: no usable active segment. Stop writing.
+                self.poisoned = true;
+                return Err(e);
+            }
         }
         Ok(())
     }
@@ -225,6 +229,15 @@ impl PartitionLog {
         if offset >= self.log_end_offset() {
             return Ok(());
         }
+        let result = self.truncate_inner(offset).await;
+        if result.is_err() {
+            // Files may be half-cut: refuse further writes.
+            self.poisoned = true;
+        }
+        result
+    }
+
+    async fn truncate_inner(&mut self, offset: i64) -> Result<(), StorageError> {
         self.close_active().await?;
         let first_base = self.segments.keys().next().copied().unwrap_or(0);
         if offset <= self.log_start_offset || offset <= first_base {

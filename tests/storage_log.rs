@@ -575,3 +575,32 @@ fn log_dir_writes_meta_properties_and_kafka_checkpoints() {
         "another broker's dir"
     );
 }
+
+#[test]
+fn closing_or_dropping_a_log_releases_its_cache_share() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        shardlog::io::dma::prime_iopoll_probe(&dir).await.unwrap();
+        let cache = BatchCache::shared(1 << 20);
+        let mut a = PartitionLog::open(&dir, &tp(), None, small_config(), cache.clone())
+            .await
+            .unwrap();
+        let other = TopicPartition::new("orders", 4);
+        let mut b = PartitionLog::open(&dir, &other, None, small_config(), cache.clone())
+            .await
+            .unwrap();
+        a.append(BytesMut::from(&batch(1)[..]), 0, 0, false)
+            .await
+            .unwrap();
+        b.append(BytesMut::from(&batch(2)[..]), 0, 0, false)
+            .await
+            .unwrap();
+        assert_eq!(cache.borrow().used_bytes(), batch(1).len() + batch(2).len());
+        a.close().await.unwrap();
+        assert_eq!(cache.borrow().used_bytes(), batch(2).len());
+        drop(b);
+        assert_eq!(cache.borrow().used_bytes(), 0);
+        cache.borrow().check_invariants();
+    });
+}

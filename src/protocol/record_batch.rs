@@ -275,20 +275,29 @@ impl<'a> RecordBatch<'a> {
     }
 }
 
-/// Write `baseOffset` in place (outside the CRC'd range).
-/// `buf` must hold at least a header; callers pass validated batches.
+/// Write `baseOffset` in place (outside the CRC'd range). Callers pass
+/// validated batches; a buffer shorter than a header is left untouched.
 pub fn set_base_offset(buf: &mut [u8], base_offset: i64) {
+    if buf.len() < HEADER_LEN {
+        return;
+    }
     buf[BASE_OFFSET..BASE_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
 }
 
 /// Write `partitionLeaderEpoch` in place (outside the CRC'd range).
 pub fn set_partition_leader_epoch(buf: &mut [u8], epoch: i32) {
+    if buf.len() < HEADER_LEN {
+        return;
+    }
     buf[PARTITION_LEADER_EPOCH..PARTITION_LEADER_EPOCH + 4].copy_from_slice(&epoch.to_be_bytes());
 }
 
 /// LogAppendTime (`message.timestamp.type=LogAppendTime`): set the timestamp
 /// type bit and `maxTimestamp`, both covered by the CRC, so recompute it.
 pub fn set_log_append_time(buf: &mut [u8], timestamp_ms: i64) {
+    if buf.len() < HEADER_LEN {
+        return;
+    }
     let attrs = be_i16(buf, ATTRIBUTES) | TIMESTAMP_TYPE_BIT;
     buf[ATTRIBUTES..ATTRIBUTES + 2].copy_from_slice(&attrs.to_be_bytes());
     buf[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&timestamp_ms.to_be_bytes());

@@ -321,5 +321,14 @@ impl PartitionLog {
     }
 }
 
+impl Drop for PartitionLog {
+    /// Release this partition's share of the shard's batch cache.
+    fn drop(&mut self) {
+        if let Ok(mut cache) = self.cache.try_borrow_mut() {
+            cache.remove_partition(self.cache_id);
+        }
+    }
+}
+
 mod read;
 mod write;

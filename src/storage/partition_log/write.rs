@@ -216,6 +216,7 @@ impl PartitionLog {
         }
         self.close_active().await?;
         self.write_leader_epochs()?;
+        self.cache.borrow_mut().remove_partition(self.cache_id);
         write_atomically(&self.dir.join(CLEAN_SHUTDOWN_MARKER), "")?;
         File::open(&self.dir)?.sync_all()?;
         Ok(())

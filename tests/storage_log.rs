@@ -604,3 +604,41 @@ fn closing_or_dropping_a_log_releases_its_cache_share() {
         cache.borrow().check_invariants();
     });
 }
+
+#[test]
+fn flush_policy_follows_flush_messages_and_flush_ms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        let config = LogConfig {
+            flush_messages: 10,
+            flush_ms: 100,
+            ..small_config()
+        };
+        let mut log = open(&dir, config, 1 << 20).await;
+        // batch(0) holds 1 record, batch(3) holds 4.
+        log.append(BytesMut::from(&batch(0)[..]), 0, 0, false)
+            .await
+            .unwrap();
+        assert_eq!(log.recovery_point(), 0, "1 message < flush.messages");
+        assert!(!log.maybe_flush(50).await.unwrap());
+        assert!(log.maybe_flush(100).await.unwrap(), "flush.ms elapsed");
+        assert_eq!(log.recovery_point(), log.log_end_offset());
+        assert!(!log.maybe_flush(500).await.unwrap(), "nothing new to flush");
+        for _ in 0..2 {
+            log.append(BytesMut::from(&batch(3)[..]), 0, 110, false)
+                .await
+                .unwrap();
+        }
+        assert_eq!(log.recovery_point(), 1, "8 messages < flush.messages");
+        log.append(BytesMut::from(&batch(3)[..]), 0, 120, false)
+            .await
+            .unwrap();
+        assert_eq!(
+            log.recovery_point(),
+            log.log_end_offset(),
+            "12 messages >= 10"
+        );
+        log.close().await.unwrap();
+    });
+}

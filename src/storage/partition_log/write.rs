@@ -126,6 +126,19 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Periodic check for `flush.ms` (the shard's timer calls it; Kafka's
+    /// log flusher does the same). Returns whether it flushed.
+    pub async fn maybe_flush(&mut self, now_ms: i64) -> Result<bool, StorageError> {
+        let due = self.messages_since_flush > 0
+            && self.last_flush_ms != UNSET_MS
+            && now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms;
+        if due {
+            self.flush().await?;
+            self.last_flush_ms = now_ms;
+        }
+        Ok(due)
+    }
+
     /// Write everything buffered and fdatasync; advances the recovery point.
     pub async fn flush(&mut self) -> Result<(), StorageError> {
         self.check_poison()?;

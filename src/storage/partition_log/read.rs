@@ -1,4 +1,4 @@
-//! Reads (cache, then file) and timestamp lookups.
+//! Reads (cache, then file) and timestamp lookups (part of the `[drv]` partition log).
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! Append, flush, roll, close, truncation, retention.
+//! Append, flush, roll, close, truncation, retention (part of the `[drv]` partition log).
 
 use super::*;
 

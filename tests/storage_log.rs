@@ -642,3 +642,50 @@ fn flush_policy_follows_flush_messages_and_flush_ms() {
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn uncached_reads_of_unwritten_bytes_come_from_the_dma_buffers() {
+    // No cache, 64 KiB DMA buffers, no flush: recent batches sit in the
+    // in-flight or the filling buffer, never past what the file holds.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&dir, small_config(), 0).await;
+        let mut bases = Vec::new();
+        for i in 0..150u64 {
+            bases.push(
+                log.append(BytesMut::from(&batch(i)[..]), 0, 0, false)
+                    .await
+                    .unwrap()
+                    .first_offset,
+            );
+            let leo = log.log_end_offset();
+            let r = log.read(bases[i as usize], 1, leo, true).unwrap();
+            assert_eq!(
+                region_bytes(&r.regions).0,
+                expected(i, bases[i as usize], 0),
+                "right after append {i}"
+            );
+        }
+        let leo = log.log_end_offset();
+        let r = log.read(0, 1 << 20, leo, true).unwrap();
+        let (all, _, files) = region_bytes(&r.regions);
+        let want: Vec<u8> = (0..150u64)
+            .flat_map(|i| expected(i, bases[i as usize], 0))
+            .collect();
+        assert_eq!(all, want);
+        assert_eq!(
+            files, 0,
+            "nothing awaited a write yet: all bytes are buffered"
+        );
+        log.flush().await.unwrap();
+        let r = log.read(0, 1 << 20, leo, true).unwrap();
+        let (all, cached, files) = region_bytes(&r.regions);
+        assert_eq!(
+            (all == want, cached, files),
+            (true, 0, 1),
+            "after flush the file holds it all"
+        );
+        log.close().await.unwrap();
+    });
+}

@@ -1,7 +1,9 @@
 //! `[io]` DMA (O_DIRECT) appender for the active segment (ARCHITECTURE.md §3).
 //!
 //! Batches are copied once into a 4 KiB-aligned buffer from
-//! `alloc_dma_buffer`; a full buffer is written with O_DIRECT in one call; a
+//! `alloc_dma_buffer`; a full buffer is written with O_DIRECT in one call,
+//! in the background while the next buffer fills (double buffering: at
+//! most one write in flight, so copying overlaps the disk); a
 //! flush writes the dirty pages of the partial buffer (the partial tail page
 //! is rewritten by every later flush until the buffer fills) and may
 //! `fdatasync`. Files grow by `pre_allocate` in large steps, so `st_size`
@@ -31,9 +33,20 @@ fn round_up(v: u64) -> u64 {
     v.div_ceil(PAGE) * PAGE
 }
 
+/// A full buffer being written in the background.
+struct InFlight {
+    task: glommio::Task<glommio::Result<usize, ()>>,
+    buf: Rc<DmaBuffer>,
+    pos: u64,
+}
+
 pub struct DmaAppender {
-    file: DmaFile,
+    file: Rc<DmaFile>,
     buf: Option<DmaBuffer>,
+    /// The previous full buffer while its write is in flight.
+    inflight: Option<InFlight>,
+    /// A buffer recovered from a completed write, reused for the next one.
+    spare: Option<DmaBuffer>,
     buf_cap: usize,
     /// File position of `buf[0]`; page aligned.
     buf_file_pos: u64,
@@ -79,8 +92,10 @@ impl DmaAppender {
         let mut buf = file.alloc_dma_buffer(buf_cap);
         buf.as_bytes_mut()[..fill].copy_from_slice(tail);
         let mut a = DmaAppender {
-            file,
+            file: Rc::new(file),
             buf: Some(buf),
+            inflight: None,
+            spare: None,
             buf_cap,
             buf_file_pos,
             fill,
@@ -111,7 +126,15 @@ impl DmaAppender {
 
     /// Bytes `[pos, logical_end)` not necessarily in the file yet, if `pos`
     /// lies within the in-memory buffer.
+    /// May be shorter than that when the bytes span the in-flight buffer
+    /// and the current one: call again from where it ends.
     pub fn buffered_from(&self, pos: u64) -> Option<&[u8]> {
+        if let Some(f) = &self.inflight {
+            let len = f.buf.len() as u64;
+            if pos >= f.pos && pos < f.pos + len {
+                return Some(&f.buf.as_bytes()[(pos - f.pos) as usize..]);
+            }
+        }
         let buf = self.buf.as_ref()?;
         if pos < self.buf_file_pos || pos > self.logical_end() {
             return None;
@@ -166,31 +189,49 @@ impl DmaAppender {
         Ok(())
     }
 
+    /// Wait for the in-flight write, if any; recover its buffer.
+    async fn await_inflight(&mut self) -> Result<(), StorageError> {
+        let Some(f) = self.inflight.take() else {
+            return Ok(());
+        };
+        let res = f.task.await;
+        let len = f.buf.len();
+        match res {
+            Ok(n) if n == len => {}
+            Ok(_) => return self.poison(std::io::Error::other("short O_DIRECT write")),
+            Err(e) => return self.poison(e),
+        }
+        self.written_end = f.pos + len as u64;
+        // The write completed, so our handle is the only one left.
+        self.spare = Rc::try_unwrap(f.buf).ok();
+        Ok(())
+    }
+
     async fn write_full_buffer(&mut self) -> Result<(), StorageError> {
         let end = self.buf_file_pos + self.buf_cap as u64;
+        self.await_inflight().await?;
         self.ensure_allocated(end).await?;
         if self.dirty_from == 0 {
             let Some(buf) = self.buf.take() else {
                 return self.poison(std::io::Error::other("appender lost its buffer"));
             };
-            let rc = Rc::new(buf);
-            let res = self.file.write_rc_at(rc.clone(), self.buf_file_pos).await;
-            // The write has completed, so our handle is the only one left.
-            self.buf = Some(
-                Rc::try_unwrap(rc).unwrap_or_else(|_| self.file.alloc_dma_buffer(self.buf_cap)),
-            );
-            match res {
-                Ok(n) if n == self.buf_cap => {}
-                Ok(_) => return self.poison(std::io::Error::other("short O_DIRECT write")),
-                Err(e) => return self.poison(e),
-            }
+            let buf = Rc::new(buf);
+            let (file, shared, pos) = (self.file.clone(), buf.clone(), self.buf_file_pos);
+            let task = glommio::spawn_local(async move { file.write_rc_at(shared, pos).await });
+            self.inflight = Some(InFlight { task, buf, pos });
+            let next = self
+                .spare
+                .take()
+                .unwrap_or_else(|| self.file.alloc_dma_buffer(self.buf_cap));
+            self.buf = Some(next);
         } else {
+            // Part of this buffer was flushed already: write the rest now.
             self.write_dirty_pages().await?;
+            self.written_end = end;
         }
         self.buf_file_pos = end;
         self.fill = 0;
         self.dirty_from = 0;
-        self.written_end = end;
         Ok(())
     }
 
@@ -223,6 +264,7 @@ impl DmaAppender {
     /// Write every buffered byte to the file; `fdatasync` if `sync`.
     pub async fn flush(&mut self, sync: bool) -> Result<(), StorageError> {
         self.check()?;
+        self.await_inflight().await?;
         let end = self.logical_end();
         if end > self.written_end {
             self.ensure_allocated(end).await?;
@@ -251,12 +293,24 @@ impl DmaAppender {
         if let Err(e) = self.file.fdatasync().await {
             return self.poison(e);
         }
-        self.file.close().await?;
+        match Rc::try_unwrap(self.file) {
+            Ok(file) => file.close().await?,
+            Err(_) => {
+                return Err(StorageError::Io(std::io::Error::other(
+                    "DMA file still shared",
+                )))
+            }
+        }
         Ok(end)
     }
 
     /// Close without writing anything (log poisoned or being deleted).
-    pub async fn abandon(self) {
-        let _ = self.file.close().await;
+    pub async fn abandon(mut self) {
+        if let Some(f) = self.inflight.take() {
+            let _ = f.task.await;
+        }
+        if let Ok(file) = Rc::try_unwrap(self.file) {
+            let _ = file.close().await;
+        }
     }
 }

@@ -93,18 +93,19 @@ impl Segment {
         if in_file > 0 {
             self.read_file.read_exact_at(&mut out[..in_file], pos)?;
         }
-        if in_file < out.len() {
-            let from = pos + in_file as u64;
-            let tail = self
+        // The rest sits in the in-flight and/or the current DMA buffer.
+        let mut done = in_file;
+        while done < out.len() {
+            let from = pos + done as u64;
+            let part = self
                 .appender
                 .as_ref()
                 .and_then(|a| a.buffered_from(from))
+                .filter(|p| !p.is_empty())
                 .ok_or_else(|| invalid("bytes neither in file nor in buffer"))?;
-            let need = out.len() - in_file;
-            if tail.len() < need {
-                return Err(invalid("buffer shorter than logical end"));
-            }
-            out[in_file..].copy_from_slice(&tail[..need]);
+            let n = part.len().min(out.len() - done);
+            out[done..done + n].copy_from_slice(&part[..n]);
+            done += n;
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //!
 //! - `append_16k_nofsync`: PartitionLog::append of 16 KiB batches, Kafka's
 //!   default flush policy (no forced fsync), DMA writes of 1 MiB buffers.
+//! - `append_16k_nofsync_nocache`: the same without the batch cache.
 //! - `append_16k_fsync_each`: same with `flush_every_append` (O_DIRECT
 //!   write of the tail page(s) + fdatasync per batch).
 //! - `recovery_scan_64m`: the pure recovery scan (length + CRC-32C) over
@@ -53,23 +54,29 @@ fn batch_16k() -> Vec<u8> {
 }
 
 async fn open(dir: &Path, config: LogConfig) -> PartitionLog {
+    open_cached(dir, config, 64 << 20).await
+}
+
+async fn open_cached(dir: &Path, config: LogConfig, cache_bytes: usize) -> PartitionLog {
     shardlog::io::dma::prime_iopoll_probe(dir).await.unwrap();
     PartitionLog::open(
         dir,
         &TopicPartition::new("bench", 0),
         None,
         config,
-        BatchCache::shared(64 << 20),
+        BatchCache::shared(cache_bytes),
     )
     .await
     .unwrap()
 }
 
-/// Time `iters` appends in a fresh log (open/close excluded).
-fn time_appends(iters: u64, config: LogConfig) -> Duration {
+/// Time `iters` appends in a fresh log (open/close excluded). With a batch
+/// cache the appended buffers stay alive, so each new request buffer is
+/// fresh memory (page faults): the cost of the zero-copy tail cache.
+fn time_appends(iters: u64, config: LogConfig, cache_bytes: usize) -> Duration {
     run(move || async move {
         let tmp = bench_dir();
-        let mut log = open(tmp.path(), config).await;
+        let mut log = open_cached(tmp.path(), config, cache_bytes).await;
         let src = batch_16k();
         let start = Instant::now();
         for i in 0..iters {
@@ -87,7 +94,10 @@ fn append_benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("storage");
     g.throughput(Throughput::Bytes(BATCH as u64));
     g.bench_function("append_16k_nofsync", |b| {
-        b.iter_custom(|iters| time_appends(iters, LogConfig::default()))
+        b.iter_custom(|iters| time_appends(iters, LogConfig::default(), 64 << 20))
+    });
+    g.bench_function("append_16k_nofsync_nocache", |b| {
+        b.iter_custom(|iters| time_appends(iters, LogConfig::default(), 0))
     });
     g.throughput(Throughput::Elements(1));
     g.bench_function("append_16k_fsync_each", |b| {
@@ -98,6 +108,7 @@ fn append_benches(c: &mut Criterion) {
                     flush_every_append: true,
                     ..LogConfig::default()
                 },
+                64 << 20,
             )
         })
     });

@@ -50,6 +50,7 @@ _, sync_iops = fio("sync.json")
 app_ns = crit("storage/append_16k_nofsync")
 fs_ns = crit("storage/append_16k_fsync_each")
 app_mb = 16384 / app_ns * 1e3
+nc_mb = 16384 / crit("storage/append_16k_nofsync_nocache") * 1e3
 fs_ops = 1e9 / fs_ns
 scan_gb = (64 << 20) // 16384 * 16384 / crit("storage/recovery_scan_64m")
 rec_gb = (128 << 20) // 16384 * 16384 / crit("storage/recover_segment_128m")
@@ -59,6 +60,7 @@ crc1m = (1 << 20) / crit("storage/crc32c/1048576")
 print()
 print(f"{'metric':42} {'shardlog':>12} {'fio':>12} {'ratio':>7}")
 print(f"{'seq write 16 KiB batches, no fsync (MB/s)':42} {app_mb:12.0f} {seq_mb:12.0f} {app_mb/seq_mb:7.2f}")
+print(f"{'  same, batch cache off (MB/s)':42} {nc_mb:12.0f} {seq_mb:12.0f} {nc_mb/seq_mb:7.2f}")
 print(f"{'16 KiB append + fdatasync each (ops/s)':42} {fs_ops:12.0f} {sync_iops:12.0f} {fs_ops/sync_iops:7.2f}")
 print(f"{'recovery scan in memory (GB/s)':42} {scan_gb:12.2f}")
 print(f"{'recover 128 MiB segment from disk (GB/s)':42} {rec_gb:12.2f}")

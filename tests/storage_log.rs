@@ -689,3 +689,58 @@ fn uncached_reads_of_unwritten_bytes_come_from_the_dma_buffers() {
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn recovery_cuts_at_a_corrupt_batch_and_drops_later_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&dir, small_config(), 1 << 20).await;
+        let mut bases = Vec::new();
+        for i in 0..1_500 {
+            bases.push(
+                log.append(BytesMut::from(&batch(i)[..]), 0, 0, false)
+                    .await
+                    .unwrap()
+                    .first_offset,
+            );
+        }
+        log.flush().await.unwrap();
+        let segs = log.segment_base_offsets();
+        assert!(segs.len() >= 4);
+        let victim_seg = segs[1];
+        let log_dir = log.dir().to_path_buf();
+        drop(log); // unclean, no recovery point: everything is rescanned
+
+        // Flip one payload byte of the 5th batch of the second segment.
+        let victim = bases.iter().position(|&b| b == victim_seg).unwrap() + 4;
+        let path = log_dir.join(format!("{victim_seg:020}.log"));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let pos: usize = (0..4).map(|k| batch((victim - 4 + k) as u64).len()).sum();
+        let mut byte = [0u8; 1];
+        f.read_exact_at(&mut byte, (pos + 70) as u64).unwrap();
+        f.write_all_at(&[byte[0] ^ 0xff], (pos + 70) as u64)
+            .unwrap();
+        drop(f);
+
+        let log = open(&dir, small_config(), 1 << 20).await;
+        let s = log.recovery_stats();
+        assert_eq!(log.log_end_offset(), bases[victim]);
+        assert_eq!(log.segment_base_offsets(), segs[..2].to_vec());
+        assert_eq!(s.segments_dropped as usize, segs.len() - 2);
+        assert_eq!(s.segments_scanned, 2);
+        assert!(!log_dir.join(format!("{:020}.log", segs[2])).exists());
+        let r = log
+            .read(bases[victim - 1], 1 << 20, i64::MAX, true)
+            .unwrap();
+        assert_eq!(
+            region_bytes(&r.regions).0,
+            expected((victim - 1) as u64, bases[victim - 1], 0)
+        );
+        log.close().await.unwrap();
+    });
+}

@@ -172,6 +172,13 @@ impl PartitionLog {
             &mut stats,
         )
         .await?;
+        if clean {
+            // Consume the marker before activation touches the active
+            // segment (truncate + pre-allocate): a crash from here on must
+            // be followed by a rescan, never by trusting the file size.
+            std::fs::remove_file(&marker)?;
+            File::open(&dir)?.sync_all()?;
+        }
         let cache_id = cache.borrow_mut().register();
         let mut log = PartitionLog {
             tp: tp.clone(),
@@ -200,9 +207,6 @@ impl PartitionLog {
             .clamp(log.log_start_offset, leo);
         log.recovery_point = leo;
         log.load_leader_epochs()?;
-        if clean {
-            std::fs::remove_file(&marker)?;
-        }
         Ok(log)
     }
 

@@ -96,7 +96,12 @@ struct Level {
     /// hot paths need no division.
     current_id: i64,
     current_slot: u32,
-    /// `1 / tick_ms`, to estimate quotients without a divide.
+    /// `ceil(2^64 / tick_ms)` when `1 < tick_ms < 2^32`, else 0: then
+    /// `floor(rel / tick_ms)` is the high half of `rel * magic` for every
+    /// `rel < 2^32` (Lemire, Kaser & Kurz 2019, "Faster remainder by direct
+    /// computation"), one multiply instead of a divide.
+    magic: u64,
+    /// `1 / tick_ms`, to estimate quotients beyond the `magic` range.
     inv_tick: f64,
     /// Bit `s` set iff bucket `s` of this level is non-empty.
     occupied: u64,
@@ -111,16 +116,25 @@ impl Level {
             current_time_ms: current_id * tick_ms,
             current_id,
             current_slot: current_id.rem_euclid(WHEEL_SIZE as i64) as u32,
+            magic: if tick_ms > 1 && tick_ms < 1 << 32 {
+                (u64::MAX / tick_ms as u64) + 1
+            } else {
+                0
+            },
             inv_tick: 1.0 / tick_ms as f64,
             occupied: 0,
         }
     }
 
     /// `floor(rel / tick_ms)` for `0 <= rel` within this level's window (at
-    /// most ~20 ticks): a float estimate corrected exactly, no `idiv`.
+    /// most ~20 ticks), with no `idiv`: a multiply-high for the usual
+    /// levels, else a float estimate corrected exactly.
     fn ticks_in(&self, rel: i64) -> i64 {
         if self.tick_ms == 1 {
             return rel;
+        }
+        if self.magic != 0 && rel < 1 << 32 {
+            return ((rel as u128 * self.magic as u128) >> 64) as i64;
         }
         let tick = self.tick_ms;
         // A product that overflows is certainly above `rel`.
@@ -679,6 +693,13 @@ mod tests {
             let rel = (window as f64 * frac) as i64;
             prop_assert_eq!(l.ticks_in(rel), rel / tick);
             prop_assert_eq!(l.ticks_in(window), window / tick);
+        }
+
+        #[test]
+        fn multiply_high_quotient_is_exact_below_two_to_the_32(tick in 2i64..(1 << 32), rel in 0i64..(1 << 32)) {
+            let l = Level::new(tick, 0);
+            prop_assert_eq!(l.ticks_in(rel), rel / tick);
+            prop_assert_eq!(l.ticks_in((1 << 32) - 1), ((1i64 << 32) - 1) / tick);
         }
     }
 

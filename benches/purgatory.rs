@@ -195,15 +195,19 @@ fn bench_insert_expire(c: &mut Criterion) {
     let mut group = c.benchmark_group("insert_expire");
     for &n in &OUTSTANDING {
         let (span, per_ms) = geometry(n);
+        // Prefill deadlines 1..=span, `per_ms` each; the stream then adds
+        // `per_ms` per tick at `now + span + 1`, so exactly `per_ms` expire
+        // per tick and `steady` ops (≈ n) stay outstanding.
+        let steady = span as usize * per_ms;
         let mut w = TimingWheel::new(0);
-        for i in 0..n {
+        for i in 0..steady {
             w.insert(1 + (i / per_ms) as i64, i as u64);
         }
         let (mut now, mut k) = (0i64, 0usize);
         let mut out = Vec::with_capacity(per_ms);
         group.bench_function(BenchmarkId::new("timing_wheel", n), |b| {
             b.iter(|| {
-                w.insert(now + span, 0);
+                w.insert(now + span + 1, 0);
                 k += 1;
                 if k == per_ms {
                     k = 0;
@@ -215,20 +219,20 @@ fn bench_insert_expire(c: &mut Criterion) {
             });
         });
         assert!(
-            w.len().abs_diff(n) <= per_ms,
-            "steady state kept {} of {n} outstanding",
+            (steady..=steady + per_ms).contains(&w.len()),
+            "steady state kept {} of {steady} outstanding",
             w.len()
         );
         drop(w);
 
         let mut t = HeapTimer::new();
-        for i in 0..n {
+        for i in 0..steady {
             t.insert(1 + (i / per_ms) as i64);
         }
         let (mut now, mut k) = (0i64, 0usize);
         group.bench_function(BenchmarkId::new("binary_heap", n), |b| {
             b.iter(|| {
-                t.insert(now + span);
+                t.insert(now + span + 1);
                 k += 1;
                 if k == per_ms {
                     k = 0;

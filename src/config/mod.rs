@@ -1,4 +1,713 @@
 //! `[pure]` Configuration: `server.properties` with Kafka's key names, and
 //! topic-level configs.
+//!
+//! Every field is the Kafka key with dots → underscores and defaults to
+//! Kafka's default for that key (the table below cites it). shardlog's own
+//! keys live under `shardlog.`. Unknown keys produce a warning; a value that
+//! does not parse stops the start with an error naming key and value.
 
 pub mod topic;
+
+use std::fmt;
+
+/// The sample `server.properties`, used when `shardlog broker` gets no `--config`.
+pub const SAMPLE_SERVER_PROPERTIES: &str = include_str!("server.properties");
+
+/// A configuration problem; the broker refuses to start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid value for {key}: {value:?} ({reason})")]
+    InvalidValue {
+        key: String,
+        value: String,
+        reason: String,
+    },
+    #[error("line {line}: cannot parse {text:?} as key=value")]
+    Syntax { line: usize, text: String },
+}
+
+/// One `listeners` entry: `PLAINTEXT://host:port` (empty host = all interfaces).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+}
+
+impl fmt::Display for Listener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}:{}", self.name, self.host, self.port)
+    }
+}
+
+/// Parse one value from its text in `server.properties`.
+pub trait ConfigValue: Sized {
+    fn parse_value(text: &str) -> Result<Self, String>;
+}
+
+macro_rules! int_values {
+    ($($t:ty),*) => {$(
+        impl ConfigValue for $t {
+            fn parse_value(text: &str) -> Result<Self, String> {
+                text.parse::<$t>().map_err(|e| e.to_string())
+            }
+        }
+    )*};
+}
+int_values!(i16, i32, i64, u16, u32, u64, usize);
+
+impl ConfigValue for bool {
+    fn parse_value(text: &str) -> Result<Self, String> {
+        // Kafka's ConfigDef accepts true/false case-insensitively.
+        match text.to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err("expected true or false".into()),
+        }
+    }
+}
+
+impl ConfigValue for String {
+    fn parse_value(text: &str) -> Result<Self, String> {
+        Ok(text.to_owned())
+    }
+}
+
+impl<T: ConfigValue> ConfigValue for Option<T> {
+    fn parse_value(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Ok(None);
+        }
+        T::parse_value(text).map(Some)
+    }
+}
+
+impl ConfigValue for Vec<String> {
+    fn parse_value(text: &str) -> Result<Self, String> {
+        Ok(split_list(text).map(str::to_owned).collect())
+    }
+}
+
+impl ConfigValue for Vec<Listener> {
+    fn parse_value(text: &str) -> Result<Self, String> {
+        split_list(text).map(parse_listener).collect()
+    }
+}
+
+/// A cpu list such as `0-3,6` (the `taskset`/cgroup syntax).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+impl ConfigValue for CpuList {
+    fn parse_value(text: &str) -> Result<Self, String> {
+        let mut cpus = Vec::new();
+        for part in split_list(text) {
+            let (lo, hi) = match part.split_once('-') {
+                Some((lo, hi)) => (lo.trim(), hi.trim()),
+                None => (part, part),
+            };
+            let lo: usize = lo.parse().map_err(|_| format!("bad cpu {lo:?}"))?;
+            let hi: usize = hi.parse().map_err(|_| format!("bad cpu {hi:?}"))?;
+            if lo > hi || hi - lo > 4096 {
+                return Err(format!("bad cpu range {part:?}"));
+            }
+            cpus.extend(lo..=hi);
+        }
+        if cpus.is_empty() {
+            return Err("empty cpu list".into());
+        }
+        Ok(CpuList(cpus))
+    }
+}
+
+fn split_list(text: &str) -> impl Iterator<Item = &str> {
+    text.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn parse_listener(text: &str) -> Result<Listener, String> {
+    let (name, rest) = text
+        .split_once("://")
+        .ok_or_else(|| format!("{text:?} is not NAME://host:port"))?;
+    let (host, port) = rest
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{text:?} has no port"))?;
+    let port: u16 = port.parse().map_err(|_| format!("bad port in {text:?}"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    // Only plaintext is implemented; TLS/SASL listeners would silently
+    // accept clients that expect a handshake.
+    if name != "PLAINTEXT" {
+        return Err(format!("listener {name} not supported (only PLAINTEXT)"));
+    }
+    Ok(Listener {
+        name: name.to_owned(),
+        host: host.to_owned(),
+        port,
+    })
+}
+
+macro_rules! server_config {
+    ($( $(#[$doc:meta])* $field:ident : $ty:ty = $default:expr ; )*) => {
+        /// Broker configuration (`server.properties`).
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct ServerConfig {
+            $( $(#[$doc])* pub $field: $ty, )*
+        }
+
+        impl Default for ServerConfig {
+            fn default() -> Self {
+                Self { $( $field: $default, )* }
+            }
+        }
+
+        impl ServerConfig {
+            /// Every key we understand, in Kafka spelling.
+            pub fn keys() -> Vec<String> {
+                vec![$( stringify!($field).replace('_', ".") ),*]
+            }
+
+            /// Set `key` from its text; `Ok(false)` if the key is unknown.
+            fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
+                // Kafka keys never contain '_'; `broker_id` is not `broker.id`.
+                if key.contains('_') {
+                    return Ok(false);
+                }
+                let field = key.replace('.', "_");
+                match field.as_str() {
+                    $( stringify!($field) => {
+                        self.$field = <$ty as ConfigValue>::parse_value(value)?;
+                        Ok(true)
+                    } )*
+                    _ => Ok(false),
+                }
+            }
+        }
+    };
+}
+
+server_config! {
+    /// `broker.id` (Kafka default -1 = generated; the sample config sets 0).
+    broker_id: i32 = -1;
+    /// `broker.rack` (default null).
+    broker_rack: Option<String> = None;
+    /// `listeners` (default `PLAINTEXT://:9092`).
+    listeners: Vec<Listener> = vec![Listener { name: "PLAINTEXT".into(), host: String::new(), port: 9092 }];
+    /// `advertised.listeners` (default null = `listeners`).
+    advertised_listeners: Option<Vec<Listener>> = None;
+    /// `log.dirs` (default null = `log.dir`).
+    log_dirs: Option<Vec<String>> = None;
+    /// `log.dir` (default `/tmp/kafka-logs`).
+    log_dir: String = "/tmp/kafka-logs".into();
+    /// `num.partitions` (default 1).
+    num_partitions: i32 = 1;
+    /// `default.replication.factor` (default 1).
+    default_replication_factor: i16 = 1;
+    /// `auto.create.topics.enable` (default true).
+    auto_create_topics_enable: bool = true;
+    /// `delete.topic.enable` (default true).
+    delete_topic_enable: bool = true;
+    /// `message.max.bytes` (default 1048588).
+    message_max_bytes: i32 = 1_048_588;
+    /// `socket.request.max.bytes` (default 104857600).
+    socket_request_max_bytes: i32 = 104_857_600;
+    /// `log.segment.bytes` (default 1 GiB).
+    log_segment_bytes: i32 = 1_073_741_824;
+    /// `log.roll.hours` (default 168).
+    log_roll_hours: i32 = 168;
+    /// `log.roll.ms` (default null = `log.roll.hours`).
+    log_roll_ms: Option<i64> = None;
+    /// `log.retention.hours` (default 168).
+    log_retention_hours: i32 = 168;
+    /// `log.retention.minutes` (default null = hours).
+    log_retention_minutes: Option<i32> = None;
+    /// `log.retention.ms` (default null = minutes; -1 = unlimited).
+    log_retention_ms: Option<i64> = None;
+    /// `log.retention.bytes` (default -1 = unlimited).
+    log_retention_bytes: i64 = -1;
+    /// `log.retention.check.interval.ms` (default 300000).
+    log_retention_check_interval_ms: i64 = 300_000;
+    /// `log.cleanup.policy` (default delete).
+    log_cleanup_policy: Vec<String> = vec!["delete".into()];
+    /// `log.cleaner.enable` (default true).
+    log_cleaner_enable: bool = true;
+    /// `log.flush.interval.messages` (default Long.MAX_VALUE).
+    log_flush_interval_messages: i64 = i64::MAX;
+    /// `log.flush.interval.ms` (default null = `log.flush.scheduler.interval.ms`).
+    log_flush_interval_ms: Option<i64> = None;
+    /// `log.flush.scheduler.interval.ms` (default Long.MAX_VALUE).
+    log_flush_scheduler_interval_ms: i64 = i64::MAX;
+    /// `log.index.interval.bytes` (default 4096).
+    log_index_interval_bytes: i32 = 4096;
+    /// `log.index.size.max.bytes` (default 10485760).
+    log_index_size_max_bytes: i32 = 10_485_760;
+    /// `log.preallocate` (default false).
+    log_preallocate: bool = false;
+    /// `log.message.timestamp.type` (default CreateTime).
+    log_message_timestamp_type: String = "CreateTime".into();
+    /// `compression.type` (default producer).
+    compression_type: String = "producer".into();
+    /// `min.insync.replicas` (default 1).
+    min_insync_replicas: i32 = 1;
+    /// `unclean.leader.election.enable` (default false).
+    unclean_leader_election_enable: bool = false;
+    /// `offsets.topic.num.partitions` (default 50).
+    offsets_topic_num_partitions: i32 = 50;
+    /// `offsets.topic.replication.factor` (default 3).
+    offsets_topic_replication_factor: i16 = 3;
+    /// `offsets.topic.segment.bytes` (default 104857600).
+    offsets_topic_segment_bytes: i32 = 104_857_600;
+    /// `offsets.retention.minutes` (default 10080).
+    offsets_retention_minutes: i32 = 10_080;
+    /// `transaction.state.log.num.partitions` (default 50).
+    transaction_state_log_num_partitions: i32 = 50;
+    /// `transaction.state.log.replication.factor` (default 3).
+    transaction_state_log_replication_factor: i16 = 3;
+    /// `transaction.state.log.min.isr` (default 2).
+    transaction_state_log_min_isr: i32 = 2;
+    /// `group.initial.rebalance.delay.ms` (default 3000).
+    group_initial_rebalance_delay_ms: i32 = 3000;
+    /// `group.min.session.timeout.ms` (default 6000).
+    group_min_session_timeout_ms: i32 = 6000;
+    /// `group.max.session.timeout.ms` (default 1800000).
+    group_max_session_timeout_ms: i32 = 1_800_000;
+    /// `zookeeper.connect` (default null = embedded store under the log dir).
+    zookeeper_connect: Option<String> = None;
+    /// `zookeeper.session.timeout.ms` (default 18000).
+    zookeeper_session_timeout_ms: i32 = 18_000;
+    /// `zookeeper.connection.timeout.ms` (default null = session timeout).
+    zookeeper_connection_timeout_ms: Option<i32> = None;
+    /// `replica.lag.time.max.ms` (default 30000).
+    replica_lag_time_max_ms: i64 = 30_000;
+    /// `replica.fetch.max.bytes` (default 1048576).
+    replica_fetch_max_bytes: i32 = 1_048_576;
+    /// `replica.fetch.min.bytes` (default 1).
+    replica_fetch_min_bytes: i32 = 1;
+    /// `replica.fetch.wait.max.ms` (default 500).
+    replica_fetch_wait_max_ms: i32 = 500;
+    /// `replica.socket.timeout.ms` (default 30000).
+    replica_socket_timeout_ms: i32 = 30_000;
+    /// `num.replica.fetchers` (default 1).
+    num_replica_fetchers: i32 = 1;
+    /// `controlled.shutdown.enable` (default true).
+    controlled_shutdown_enable: bool = true;
+    /// `request.timeout.ms` (default 30000): controller-to-broker requests.
+    request_timeout_ms: i32 = 30_000;
+    /// `fetch.max.bytes` (default 57671680).
+    fetch_max_bytes: i32 = 57_671_680;
+    /// `producer.id.expiration.ms` (default 86400000).
+    producer_id_expiration_ms: i32 = 86_400_000;
+    /// `shardlog.shards`: data shards (pinned executors); default all cores.
+    shardlog_shards: Option<usize> = None;
+    /// `shardlog.cpus`: cores for the data shards; default `0..shards`.
+    shardlog_cpus: Option<CpuList> = None;
+    /// `shardlog.batch.cache.bytes`: per-shard cache of recent batches (default 64 MiB).
+    shardlog_batch_cache_bytes: u64 = 64 << 20;
+    /// `shardlog.flush.every.append`: fdatasync after every append (default false).
+    shardlog_flush_every_append: bool = false;
+}
+
+/// Kafka keys that configure machinery shardlog replaces (network/IO thread
+/// pools, socket buffers): accepted without a warning, and without effect.
+const ACCEPTED_WITHOUT_EFFECT: &[&str] = &[
+    "num.network.threads",
+    "num.io.threads",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "num.recovery.threads.per.data.dir",
+    "queued.max.requests",
+    "background.threads",
+];
+
+/// A loaded configuration and the warnings to log about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub config: ServerConfig,
+    pub warnings: Vec<String>,
+}
+
+impl ServerConfig {
+    /// Parse `server.properties` text, then apply `overrides` (`--override
+    /// key=value`, later wins), then validate.
+    pub fn from_properties(
+        text: &str,
+        overrides: &[(String, String)],
+    ) -> Result<Loaded, ConfigError> {
+        let mut config = ServerConfig::default();
+        let mut warnings = Vec::new();
+        let pairs = parse_properties(text)?;
+        for (key, value) in pairs.iter().chain(overrides) {
+            let known = config
+                .set(key, value)
+                .map_err(|reason| ConfigError::InvalidValue {
+                    key: key.clone(),
+                    value: value.clone(),
+                    reason,
+                })?;
+            if !known && !ACCEPTED_WITHOUT_EFFECT.contains(&key.as_str()) {
+                warnings.push(format!("unknown config key {key} (ignored)"));
+            }
+        }
+        config.validate()?;
+        Ok(Loaded { config, warnings })
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, value: String, reason: &str| ConfigError::InvalidValue {
+            key: key.into(),
+            value,
+            reason: reason.into(),
+        };
+        if self.listeners.is_empty() {
+            return Err(invalid("listeners", String::new(), "at least one listener"));
+        }
+        let positive: [(&str, i64); 6] = [
+            ("num.partitions", self.num_partitions.into()),
+            (
+                "default.replication.factor",
+                self.default_replication_factor.into(),
+            ),
+            ("message.max.bytes", self.message_max_bytes.into()),
+            (
+                "socket.request.max.bytes",
+                self.socket_request_max_bytes.into(),
+            ),
+            ("log.segment.bytes", self.log_segment_bytes.into()),
+            (
+                "offsets.topic.num.partitions",
+                self.offsets_topic_num_partitions.into(),
+            ),
+        ];
+        for (key, value) in positive {
+            if value < 1 {
+                return Err(invalid(key, value.to_string(), "must be at least 1"));
+            }
+        }
+        if self.broker_id < -1 {
+            return Err(invalid(
+                "broker.id",
+                self.broker_id.to_string(),
+                "must be >= -1",
+            ));
+        }
+        if self.shardlog_shards == Some(0) {
+            return Err(invalid("shardlog.shards", "0".into(), "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// `log.dirs` if set, else `log.dir` (Kafka's precedence).
+    pub fn effective_log_dirs(&self) -> Vec<String> {
+        match &self.log_dirs {
+            Some(dirs) if !dirs.is_empty() => dirs.clone(),
+            _ => vec![self.log_dir.clone()],
+        }
+    }
+
+    /// `advertised.listeners` if set, else `listeners`.
+    pub fn effective_advertised_listeners(&self) -> &[Listener] {
+        self.advertised_listeners
+            .as_deref()
+            .filter(|l| !l.is_empty())
+            .unwrap_or(&self.listeners)
+    }
+
+    /// `log.roll.ms`, else `log.roll.hours` in ms.
+    pub fn effective_log_roll_ms(&self) -> i64 {
+        self.log_roll_ms
+            .unwrap_or(i64::from(self.log_roll_hours) * 3_600_000)
+    }
+
+    /// `log.retention.ms`, else minutes, else hours (Kafka's precedence);
+    /// negative means unlimited.
+    pub fn effective_log_retention_ms(&self) -> i64 {
+        match (self.log_retention_ms, self.log_retention_minutes) {
+            (Some(ms), _) => ms,
+            (None, Some(min)) => i64::from(min) * 60_000,
+            (None, None) => i64::from(self.log_retention_hours) * 3_600_000,
+        }
+    }
+
+    /// `log.flush.interval.ms`, else `log.flush.scheduler.interval.ms`.
+    pub fn effective_log_flush_interval_ms(&self) -> i64 {
+        self.log_flush_interval_ms
+            .unwrap_or(self.log_flush_scheduler_interval_ms)
+    }
+
+    /// Number of data shards given `available_cores`.
+    pub fn data_shards(&self, available_cores: usize) -> usize {
+        self.shardlog_shards
+            .or(self.shardlog_cpus.as_ref().map(|c| c.0.len()))
+            .unwrap_or(available_cores)
+            .max(1)
+    }
+
+    /// The core for data shard `shard` (cycling through `shardlog.cpus`,
+    /// else `shard % available_cores`).
+    pub fn cpu_for_shard(&self, shard: usize, available_cores: usize) -> usize {
+        match &self.shardlog_cpus {
+            Some(CpuList(cpus)) if !cpus.is_empty() => cpus[shard % cpus.len()],
+            _ => shard % available_cores.max(1),
+        }
+    }
+}
+
+/// Parse `--override key=value`.
+pub fn parse_override(text: &str) -> Result<(String, String), ConfigError> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+        _ => Err(ConfigError::Syntax {
+            line: 0,
+            text: text.to_owned(),
+        }),
+    }
+}
+
+/// Java `Properties` syntax: `#`/`!` comments, `key=value`, `key: value` or
+/// `key value`, surrounding whitespace trimmed, `\` continues a line.
+pub fn parse_properties(text: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut pairs = Vec::new();
+    let mut logical = String::new();
+    let mut start_line = 0;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim_start();
+        if logical.is_empty() {
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            start_line = i + 1;
+        }
+        match line.strip_suffix('\\') {
+            Some(head) if !head.ends_with('\\') => logical.push_str(head),
+            _ => {
+                logical.push_str(line);
+                pairs.push(split_pair(&logical, start_line)?);
+                logical.clear();
+            }
+        }
+    }
+    if !logical.is_empty() {
+        pairs.push(split_pair(&logical, start_line)?);
+    }
+    Ok(pairs)
+}
+
+fn split_pair(line: &str, line_no: usize) -> Result<(String, String), ConfigError> {
+    let line = line.trim();
+    // The key ends at the first unescaped '=', ':' or whitespace; whitespace
+    // may be followed by one '=' or ':' (java.util.Properties.load).
+    let (key, value) = match line.find(|c: char| c == '=' || c == ':' || c.is_whitespace()) {
+        Some(at) => {
+            let after = &line[at..];
+            let value = if after.starts_with(char::is_whitespace) {
+                let after = after.trim_start();
+                after.strip_prefix(['=', ':']).unwrap_or(after)
+            } else {
+                // '=' and ':' are one byte long.
+                &after[1..]
+            };
+            (&line[..at], value)
+        }
+        None => (line, ""),
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(ConfigError::Syntax {
+            line: line_no,
+            text: line.to_owned(),
+        });
+    }
+    Ok((key.to_owned(), value.trim().to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Loaded, ConfigError> {
+        ServerConfig::from_properties(text, &[])
+    }
+
+    #[test]
+    fn java_properties_syntax_is_understood() {
+        let text = "# comment\n! also comment\n  broker.id = 7\nlog.dirs: /a, /b\n\
+                    num.partitions 3\nzookeeper.session.timeout.ms 6000\nzookeeper.connect=zk1:2181,\\\n   zk2:2181\n\n";
+        let pairs = parse_properties(text).unwrap();
+        assert_eq!(
+            pairs,
+            vec![
+                ("broker.id".to_string(), "7".to_string()),
+                ("log.dirs".into(), "/a, /b".into()),
+                ("num.partitions".into(), "3".into()),
+                ("zookeeper.session.timeout.ms".into(), "6000".into()),
+                ("zookeeper.connect".into(), "zk1:2181,zk2:2181".into()),
+            ]
+        );
+        let c = load(text).unwrap().config;
+        assert_eq!(c.broker_id, 7);
+        assert_eq!(c.effective_log_dirs(), vec!["/a".to_string(), "/b".into()]);
+        assert_eq!(c.num_partitions, 3);
+        assert_eq!(c.zookeeper_connect.as_deref(), Some("zk1:2181,zk2:2181"));
+    }
+
+    #[test]
+    fn defaults_are_kafkas() {
+        let c = load("").unwrap().config;
+        // (what, ours, Kafka's default)
+        let rows: [(&str, i64, i64); 9] = [
+            ("broker.id", c.broker_id.into(), -1),
+            ("num.partitions", c.num_partitions.into(), 1),
+            ("message.max.bytes", c.message_max_bytes.into(), 1_048_588),
+            (
+                "socket.request.max.bytes",
+                c.socket_request_max_bytes.into(),
+                104_857_600,
+            ),
+            ("log.segment.bytes", c.log_segment_bytes.into(), 1 << 30),
+            (
+                "log.index.interval.bytes",
+                c.log_index_interval_bytes.into(),
+                4096,
+            ),
+            (
+                "offsets.topic.num.partitions",
+                c.offsets_topic_num_partitions.into(),
+                50,
+            ),
+            ("replica.lag.time.max.ms", c.replica_lag_time_max_ms, 30_000),
+            (
+                "log.retention (ms)",
+                c.effective_log_retention_ms(),
+                168 * 3_600_000,
+            ),
+        ];
+        for (key, ours, kafka) in rows {
+            assert_eq!(ours, kafka, "{key}");
+        }
+        assert_eq!(c.listeners[0].port, 9092);
+        assert_eq!(c.effective_log_dirs(), vec!["/tmp/kafka-logs".to_string()]);
+        assert!(c.auto_create_topics_enable);
+    }
+
+    #[test]
+    fn every_field_is_the_kafka_key_with_underscores() {
+        let keys = ServerConfig::keys();
+        for key in [
+            "broker.id",
+            "log.retention.ms",
+            "shardlog.batch.cache.bytes",
+        ] {
+            assert!(keys.contains(&key.to_string()), "{key}");
+        }
+        for key in keys {
+            let mut c = ServerConfig::default();
+            // Every listed key is settable by its own name.
+            let value = if key.contains("listeners") {
+                "PLAINTEXT://h:1"
+            } else if key == "shardlog.cpus" {
+                "0"
+            } else if key.ends_with("enable") || key.ends_with("append") || key == "log.preallocate"
+            {
+                "true"
+            } else {
+                "1"
+            };
+            assert_eq!(c.set(&key, value), Ok(true), "{key}");
+        }
+    }
+
+    #[test]
+    fn retention_and_roll_follow_kafka_precedence() {
+        let c = load("log.retention.hours=1\nlog.retention.minutes=2")
+            .unwrap()
+            .config;
+        assert_eq!(c.effective_log_retention_ms(), 120_000);
+        let c = load("log.retention.minutes=2\nlog.retention.ms=5")
+            .unwrap()
+            .config;
+        assert_eq!(c.effective_log_retention_ms(), 5);
+        let c = load("log.roll.hours=2").unwrap().config;
+        assert_eq!(c.effective_log_roll_ms(), 7_200_000);
+        let c = load("log.roll.hours=2\nlog.roll.ms=10").unwrap().config;
+        assert_eq!(c.effective_log_roll_ms(), 10);
+        let c = load("log.dir=/x").unwrap().config;
+        assert_eq!(c.effective_log_dirs(), vec!["/x".to_string()]);
+    }
+
+    #[test]
+    fn invalid_values_name_the_key_and_value() {
+        let rows = [
+            ("num.partitions=abc", "num.partitions", "abc"),
+            ("num.partitions=0", "num.partitions", "0"),
+            (
+                "auto.create.topics.enable=yes",
+                "auto.create.topics.enable",
+                "yes",
+            ),
+            ("listeners=SSL://h:9093", "listeners", "SSL://h:9093"),
+            (
+                "listeners=PLAINTEXT://h:99999",
+                "listeners",
+                "PLAINTEXT://h:99999",
+            ),
+            ("shardlog.cpus=3-1", "shardlog.cpus", "3-1"),
+            ("shardlog.shards=0", "shardlog.shards", "0"),
+        ];
+        for (text, key, value) in rows {
+            match load(text) {
+                Err(ConfigError::InvalidValue {
+                    key: k, value: v, ..
+                }) => {
+                    assert_eq!((k.as_str(), v.as_str()), (key, value), "{text}");
+                }
+                other => panic!("{text}: expected InvalidValue, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_keys_warn_and_replaced_kafka_keys_do_not() {
+        let loaded = load("no.such.key=1\nnum.io.threads=8\nbroker_id=5").unwrap();
+        assert_eq!(loaded.warnings.len(), 2);
+        assert!(loaded.warnings[0].contains("no.such.key"));
+        assert!(loaded.warnings[1].contains("broker_id"));
+        assert_eq!(loaded.config.broker_id, -1);
+    }
+
+    #[test]
+    fn overrides_win_over_the_file() {
+        let overrides = vec![parse_override("broker.id=9").unwrap()];
+        let c = ServerConfig::from_properties("broker.id=1", &overrides)
+            .unwrap()
+            .config;
+        assert_eq!(c.broker_id, 9);
+        assert!(parse_override("novalue").is_err());
+    }
+
+    #[test]
+    fn listeners_and_advertised_listeners_parse() {
+        let c = load("listeners=PLAINTEXT://:9092\nadvertised.listeners=PLAINTEXT://[::1]:19092")
+            .unwrap()
+            .config;
+        assert_eq!(c.listeners[0].host, "");
+        let adv = &c.effective_advertised_listeners()[0];
+        assert_eq!((adv.host.as_str(), adv.port), ("::1", 19092));
+    }
+
+    #[test]
+    fn shards_and_cpus() {
+        let c = load("shardlog.cpus=2-3,6").unwrap().config;
+        assert_eq!(c.shardlog_cpus, Some(CpuList(vec![2, 3, 6])));
+        assert_eq!(c.data_shards(8), 3);
+        assert_eq!(c.cpu_for_shard(2, 8), 6);
+        let c = load("").unwrap().config;
+        assert_eq!(c.data_shards(4), 4);
+        assert_eq!(c.cpu_for_shard(5, 4), 1);
+    }
+
+    #[test]
+    fn the_sample_config_loads_without_warnings() {
+        let loaded = load(SAMPLE_SERVER_PROPERTIES).unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config.broker_id, 0);
+        assert_eq!(loaded.config.listeners[0].port, 9092);
+    }
+}

@@ -1,5 +1,19 @@
 //! `[pure]` The Kafka wire protocol: frames, headers, the API version table,
 //! error codes and the record batch view.
+//!
+//! Message bodies are encoded and decoded with the `kafka-protocol` crate
+//! (generated from Kafka's JSON schemas); this module owns what surrounds
+//! them: the size prefix, request/response headers, which versions we
+//! speak, and guards that keep hostile input from reaching the crate's
+//! pre-allocating decoders.
 
 pub mod fetch_response;
+pub mod api;
+pub mod decode;
+pub mod error;
+pub mod frame;
+pub mod header;
 pub mod record_batch;
+
+pub use api::ApiRange;
+pub use error::ErrorCode;

@@ -1,3 +1,18 @@
-//! server (see lib.rs crate map).
+//! The Kafka-facing server (§2): listener and connections `[io]`, the
+//! response sequencer (pure), dispatch `[drv]` and one handler file per
+//! Kafka API `[drv]`.
+//!
+//! A connection belongs to the shard that accepted it. Its reader decodes
+//! frames and spawns one task per request (handlers may await other
+//! shards); its writer sends responses strictly in request order.
 
+pub mod connection;
+pub mod dispatch;
 pub mod fetch_session;
+pub mod handlers;
+pub mod in_order;
+pub mod listener;
+pub mod out;
+
+pub use dispatch::{HandlerError, Request, Response};
+pub use out::OutPart;

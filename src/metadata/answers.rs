@@ -1,0 +1,228 @@
+//! `[pure]` ApiVersions and Metadata answers built from a [`Snapshot`].
+//!
+//! Handlers decode the request, call into here, and encode what comes back;
+//! everything here is deterministic and tested without sockets.
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
+use kafka_protocol::messages::metadata_request::MetadataRequest;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, TopicName};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use uuid::Uuid;
+
+use super::snapshot::{Snapshot, TopicState};
+use crate::protocol::{ApiRange, ErrorCode};
+
+/// ApiVersions answer listing `table`, with `error` (NONE, or
+/// UNSUPPORTED_VERSION for the v0 fallback of KIP-511).
+///
+/// Features and `zk_migration_ready` stay at their defaults so that the
+/// encoder leaves the tagged fields out: librdkafka < 2.2 fails with
+/// "Read underflow" when default-valued tagged fields are present.
+pub fn api_versions_response(table: &[ApiRange], error: ErrorCode) -> ApiVersionsResponse {
+    let api_keys = table
+        .iter()
+        .map(|r| {
+            ApiVersion::default()
+                .with_api_key(r.api_key as i16)
+                .with_min_version(r.min)
+                .with_max_version(r.max)
+        })
+        .collect();
+    ApiVersionsResponse::default()
+        .with_error_code(error.0)
+        .with_api_keys(api_keys)
+}
+
+/// Encode any response body with the crate.
+pub fn encode<T: Encodable>(message: &T, version: i16) -> Result<Bytes, String> {
+    let size = message.compute_size(version).map_err(|e| e.to_string())?;
+    let mut buf = BytesMut::with_capacity(size);
+    message
+        .encode(&mut buf, version)
+        .map_err(|e| e.to_string())?;
+    Ok(buf.freeze())
+}
+
+/// A Metadata answer plus the topics the caller may try to auto-create
+/// (`auto.create.topics.enable` and the request's `allow_auto_topic_creation`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetadataAnswer {
+    pub response: MetadataResponse,
+    pub auto_create_candidates: Vec<String>,
+}
+
+/// Build the Metadata response for `request` at `version`.
+///
+/// Kafka's rules (KafkaApis.handleTopicMetadataRequest): a null topic list
+/// (v1+) or an empty one at v0 means "all topics"; names are deduplicated;
+/// invalid names get INVALID_TOPIC_EXCEPTION, unknown ones
+/// UNKNOWN_TOPIC_OR_PARTITION; unknown topic ids (v10+) UNKNOWN_TOPIC_ID.
+pub fn metadata_response(
+    snapshot: &Snapshot,
+    request: &MetadataRequest,
+    version: i16,
+    auto_create_topics_enable: bool,
+) -> MetadataAnswer {
+    let mut response = MetadataResponse::default();
+    response.brokers = snapshot
+        .brokers
+        .iter()
+        .map(|b| {
+            let mut broker = MetadataResponseBroker::default();
+            broker.node_id = BrokerId(b.broker_id);
+            broker.host = StrBytes::from_string(b.host.clone());
+            broker.port = i32::from(b.port);
+            broker.rack = b.rack.clone().map(StrBytes::from_string);
+            broker
+        })
+        .collect();
+    response.cluster_id = Some(StrBytes::from_string(snapshot.cluster_id.clone()));
+    response.controller_id = BrokerId(snapshot.controller_id);
+    if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = ALL_CLUSTER_OPERATIONS;
+    }
+    let include_topic_ops = version >= 8 && request.include_topic_authorized_operations;
+
+    let mut auto_create_candidates = Vec::new();
+    let all_topics = match &request.topics {
+        None => true,
+        Some(t) => t.is_empty() && version == 0,
+    };
+    if all_topics {
+        response.topics = snapshot
+            .topics
+            .values()
+            .map(|t| topic_answer(t, include_topic_ops))
+            .collect();
+    } else {
+        let allow_auto_create =
+            auto_create_topics_enable && (version < 4 || request.allow_auto_topic_creation);
+        let mut seen_names: Vec<&str> = Vec::new();
+        for requested in request.topics.iter().flatten() {
+            let answer = match requested.name.as_ref().map(|n| n.0.as_str()) {
+                Some(name) if seen_names.contains(&name) => continue,
+                Some(name) => {
+                    seen_names.push(name);
+                    named_topic_answer(snapshot, name, include_topic_ops, |unknown| {
+                        if allow_auto_create {
+                            auto_create_candidates.push(unknown.to_owned());
+                        }
+                    })
+                }
+                None => id_topic_answer(snapshot, requested.topic_id, include_topic_ops),
+            };
+            response.topics.push(answer);
+        }
+    }
+    MetadataAnswer {
+        response,
+        auto_create_candidates,
+    }
+}
+
+fn named_topic_answer(
+    snapshot: &Snapshot,
+    name: &str,
+    include_topic_ops: bool,
+    mut on_unknown: impl FnMut(&str),
+) -> MetadataResponseTopic {
+    if let Some(topic) = snapshot.topic(name) {
+        return topic_answer(topic, include_topic_ops);
+    }
+    let mut answer = MetadataResponseTopic::default();
+    answer.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
+    answer.error_code = if is_valid_topic_name(name) {
+        on_unknown(name);
+        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0
+    } else {
+        ErrorCode::INVALID_TOPIC_EXCEPTION.0
+    };
+    answer
+}
+
+fn id_topic_answer(
+    snapshot: &Snapshot,
+    topic_id: Uuid,
+    include_ops: bool,
+) -> MetadataResponseTopic {
+    match snapshot.topic_by_id(topic_id) {
+        Some(topic) => topic_answer(topic, include_ops),
+        None => {
+            let mut answer = MetadataResponseTopic::default();
+            answer.name = None;
+            answer.topic_id = topic_id;
+            answer.error_code = ErrorCode::UNKNOWN_TOPIC_ID.0;
+            answer
+        }
+    }
+}
+
+fn topic_answer(topic: &TopicState, include_topic_ops: bool) -> MetadataResponseTopic {
+    let mut answer = MetadataResponseTopic::default();
+    answer.name = Some(TopicName(StrBytes::from_string(topic.name.to_string())));
+    answer.topic_id = topic.topic_id;
+    answer.is_internal = topic.is_internal;
+    if include_topic_ops {
+        answer.topic_authorized_operations = ALL_TOPIC_OPERATIONS;
+    }
+    answer.partitions = topic
+        .partitions
+        .iter()
+        .map(|p| {
+            let mut partition = MetadataResponsePartition::default();
+            // Kafka reports LEADER_NOT_AVAILABLE for a partition without a
+            // live leader, and the rest of the state as known.
+            partition.error_code = if p.leader < 0 {
+                ErrorCode::LEADER_NOT_AVAILABLE.0
+            } else {
+                ErrorCode::NONE.0
+            };
+            partition.partition_index = p.partition;
+            partition.leader_id = BrokerId(p.leader);
+            partition.leader_epoch = p.leader_epoch;
+            partition.replica_nodes = p.replicas.iter().copied().map(BrokerId).collect();
+            partition.isr_nodes = p.isr.iter().copied().map(BrokerId).collect();
+            partition.offline_replicas = p.offline_replicas.iter().copied().map(BrokerId).collect();
+            partition
+        })
+        .collect();
+    answer
+}
+
+/// Kafka's topic name rule (`org.apache.kafka.common.internals.Topic.validate`):
+/// 1..=249 characters of `[a-zA-Z0-9._-]`, and not `.` or `..`.
+pub fn is_valid_topic_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+/// Operation bit sets (KIP-430, `AclOperation` codes) reported when a
+/// client asks for authorized operations. shardlog has no authorizer, so
+/// everything is allowed, as on a Kafka broker without `authorizer.class.name`.
+const fn ops(codes: &[u8]) -> i32 {
+    let mut bits = 0i32;
+    let mut i = 0;
+    while i < codes.len() {
+        bits |= 1 << codes[i];
+        i += 1;
+    }
+    bits
+}
+/// READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
+/// DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
+const ALL_TOPIC_OPERATIONS: i32 = ops(&[3, 4, 5, 6, 7, 8, 10, 11]);
+/// CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
+/// ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+const ALL_CLUSTER_OPERATIONS: i32 = ops(&[5, 7, 8, 9, 10, 11, 12]);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,246 @@
+use super::*;
+use crate::metadata::snapshot::{BrokerEndpoint, PartitionState};
+use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::protocol::Decodable;
+
+fn snapshot() -> Snapshot {
+    Snapshot::single_broker(
+        "cluster-A",
+        BrokerEndpoint {
+            broker_id: 3,
+            host: "127.0.0.1".into(),
+            port: 19092,
+            rack: Some("r1".into()),
+        },
+    )
+    .with_topic(TopicState {
+        name: "orders".into(),
+        topic_id: Uuid::from_u128(0xfeed),
+        is_internal: false,
+        partitions: (0..2)
+            .map(|p| PartitionState {
+                partition: p,
+                leader: 3,
+                leader_epoch: 5,
+                replicas: vec![3],
+                isr: vec![3],
+                offline_replicas: vec![],
+            })
+            .collect(),
+    })
+}
+
+fn request(names: Option<&[&str]>) -> MetadataRequest {
+    let mut r = MetadataRequest::default();
+    r.topics = names.map(|ns| {
+        ns.iter()
+            .map(|n| {
+                let mut t = MetadataRequestTopic::default();
+                t.name = Some(TopicName(StrBytes::from_string((*n).to_owned())));
+                t
+            })
+            .collect()
+    });
+    r
+}
+
+fn round_trip(resp: &MetadataResponse, version: i16) -> MetadataResponse {
+    let mut bytes = encode(resp, version).unwrap();
+    let decoded = MetadataResponse::decode(&mut bytes, version).unwrap();
+    assert!(bytes.is_empty(), "v{version}: trailing bytes");
+    decoded
+}
+
+#[test]
+fn every_metadata_version_encodes_brokers_and_cluster_identity() {
+    let snap = snapshot();
+    for version in 0..=13 {
+        let req = request(if version == 0 { Some(&[]) } else { None });
+        let answer = metadata_response(&snap, &req, version, true);
+        let decoded = round_trip(&answer.response, version);
+        assert_eq!(decoded.brokers.len(), 1);
+        assert_eq!(decoded.brokers[0].node_id, BrokerId(3));
+        assert_eq!(decoded.brokers[0].host.as_str(), "127.0.0.1");
+        assert_eq!(decoded.brokers[0].port, 19092);
+        assert_eq!(decoded.topics.len(), 1, "v{version}: all topics");
+        assert_eq!(decoded.topics[0].partitions.len(), 2);
+        if version >= 1 {
+            assert_eq!(decoded.controller_id, BrokerId(3));
+            assert_eq!(
+                decoded.brokers[0].rack.as_ref().map(|r| r.as_str()),
+                Some("r1")
+            );
+        }
+        if version >= 2 {
+            assert_eq!(
+                decoded.cluster_id.as_ref().map(|c| c.as_str()),
+                Some("cluster-A")
+            );
+        }
+        if version >= 7 {
+            assert_eq!(decoded.topics[0].partitions[1].leader_epoch, 5);
+        }
+        if version >= 10 {
+            assert_eq!(decoded.topics[0].topic_id, Uuid::from_u128(0xfeed));
+        }
+    }
+}
+
+#[test]
+fn requested_topics_get_kafka_error_codes() {
+    // (requested name, expected error, auto-create candidate?)
+    let rows = [
+        ("orders", ErrorCode::NONE, false),
+        ("missing", ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, true),
+        ("bad name!", ErrorCode::INVALID_TOPIC_EXCEPTION, false),
+        ("..", ErrorCode::INVALID_TOPIC_EXCEPTION, false),
+    ];
+    let names: Vec<&str> = rows.iter().map(|r| r.0).collect();
+    let answer = metadata_response(&snapshot(), &request(Some(&names)), 12, true);
+    for (i, (name, error, candidate)) in rows.iter().enumerate() {
+        let topic = &answer.response.topics[i];
+        assert_eq!(topic.name.as_ref().unwrap().0.as_str(), *name);
+        assert_eq!(ErrorCode(topic.error_code), *error, "{name}");
+        assert_eq!(
+            answer.auto_create_candidates.contains(&name.to_string()),
+            *candidate
+        );
+    }
+}
+
+#[test]
+fn auto_create_needs_both_the_broker_config_and_the_request_flag() {
+    let mut req = request(Some(&["missing"]));
+    assert!(metadata_response(&snapshot(), &req, 12, false)
+        .auto_create_candidates
+        .is_empty());
+    req.allow_auto_topic_creation = false;
+    assert!(metadata_response(&snapshot(), &req, 12, true)
+        .auto_create_candidates
+        .is_empty());
+    // v0–v3 have no flag: the broker config alone decides.
+    assert_eq!(
+        metadata_response(&snapshot(), &req, 3, true)
+            .auto_create_candidates
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn empty_topic_list_means_none_from_v1_and_all_at_v0() {
+    let req = request(Some(&[]));
+    assert_eq!(
+        metadata_response(&snapshot(), &req, 1, true)
+            .response
+            .topics
+            .len(),
+        0
+    );
+    assert_eq!(
+        metadata_response(&snapshot(), &req, 0, true)
+            .response
+            .topics
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn duplicate_names_are_answered_once() {
+    let req = request(Some(&["orders", "orders"]));
+    assert_eq!(
+        metadata_response(&snapshot(), &req, 9, true)
+            .response
+            .topics
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn topic_ids_are_resolved_and_unknown_ids_reported() {
+    let mut req = MetadataRequest::default();
+    let mut known = MetadataRequestTopic::default();
+    known.name = None;
+    known.topic_id = Uuid::from_u128(0xfeed);
+    let mut unknown = known.clone();
+    unknown.topic_id = Uuid::from_u128(1);
+    req.topics = Some(vec![known, unknown]);
+    let resp = round_trip(&metadata_response(&snapshot(), &req, 12, true).response, 12);
+    assert_eq!(resp.topics[0].name.as_ref().unwrap().0.as_str(), "orders");
+    assert_eq!(
+        ErrorCode(resp.topics[1].error_code),
+        ErrorCode::UNKNOWN_TOPIC_ID
+    );
+    assert!(resp.topics[1].name.is_none());
+}
+
+#[test]
+fn authorized_operations_only_when_asked_and_supported() {
+    let mut req = request(None);
+    req.include_cluster_authorized_operations = true;
+    req.include_topic_authorized_operations = true;
+    for version in [7, 8, 10, 11, 12] {
+        let resp = round_trip(
+            &metadata_response(&snapshot(), &req, version, true).response,
+            version,
+        );
+        let cluster_ops = resp.cluster_authorized_operations;
+        assert_eq!(
+            cluster_ops != i32::MIN,
+            (8..=10).contains(&version),
+            "v{version}"
+        );
+        let topic_ops = resp.topics[0].topic_authorized_operations;
+        assert_eq!(topic_ops != i32::MIN, version >= 8, "v{version}");
+    }
+}
+
+#[test]
+fn api_versions_v3_carries_no_default_tagged_fields() {
+    let table = [
+        ApiRange::new(ApiKey::Metadata, 0, 12),
+        ApiRange::new(ApiKey::ApiVersions, 0, 4),
+    ];
+    let resp = api_versions_response(&table, ErrorCode::NONE);
+    let bytes = encode(&resp, 3).unwrap();
+    // error_code(2) + compact array len(1) + 2 × (key, min, max, tags)(7)
+    // + throttle_time_ms(4) + empty tagged-field section(1).
+    assert_eq!(bytes.len(), 2 + 1 + 2 * 7 + 4 + 1);
+    assert_eq!(bytes.last(), Some(&0u8));
+    let decoded = ApiVersionsResponse::decode(&mut bytes.clone(), 3).unwrap();
+    assert_eq!(decoded.api_keys.len(), 2);
+    assert_eq!(decoded.api_keys[0].max_version, 12);
+}
+
+#[test]
+fn api_versions_fallback_is_v0_with_unsupported_version() {
+    let table = [ApiRange::new(ApiKey::ApiVersions, 0, 4)];
+    let resp = api_versions_response(&table, ErrorCode::UNSUPPORTED_VERSION);
+    let mut bytes = encode(&resp, 0).unwrap();
+    let decoded = ApiVersionsResponse::decode(&mut bytes, 0).unwrap();
+    assert_eq!(decoded.error_code, 35);
+    assert_eq!(decoded.api_keys[0].max_version, 4);
+}
+
+#[test]
+fn topic_name_rule_matches_kafka() {
+    let long = "a".repeat(250);
+    let rows = [
+        ("a", true),
+        ("A.b_c-9", true),
+        ("", false),
+        (".", false),
+        ("..", false),
+        ("a b", false),
+        ("é", false),
+        (&long[..249], true),
+        (&long[..], false),
+    ];
+    for (name, ok) in rows {
+        assert_eq!(is_valid_topic_name(name), ok, "{name}");
+    }
+}

@@ -1,0 +1,159 @@
+//! `[pure]` An immutable view of cluster metadata.
+//!
+//! Each data shard holds an `Rc<Snapshot>`; the control shard builds a new
+//! snapshot on every change (broker join/leave, topic create/delete, leader
+//! or ISR change) and ships a copy to every shard, which swaps it in
+//! (`shard::ShardContext::set_snapshot`). Readers never lock: a request
+//! keeps the `Rc` it started with.
+
+use indexmap::IndexMap;
+use std::sync::Arc;
+use uuid::Uuid;
+
+use crate::types::{BrokerId, LeaderEpoch, PartitionId};
+
+/// A broker's advertised endpoint (`advertised.listeners`, `broker.rack`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    pub broker_id: BrokerId,
+    pub host: String,
+    pub port: u16,
+    pub rack: Option<String>,
+}
+
+/// One partition's leadership state (Kafka's LeaderAndIsr plus assignment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionState {
+    pub partition: PartitionId,
+    /// `-1` when no leader is available.
+    pub leader: BrokerId,
+    pub leader_epoch: LeaderEpoch,
+    pub replicas: Vec<BrokerId>,
+    pub isr: Vec<BrokerId>,
+    pub offline_replicas: Vec<BrokerId>,
+}
+
+/// A topic and its partitions, ordered by partition index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicState {
+    pub name: Arc<str>,
+    pub topic_id: Uuid,
+    /// `__consumer_offsets`, `__transaction_state`.
+    pub is_internal: bool,
+    pub partitions: Vec<PartitionState>,
+}
+
+/// Everything ApiVersions/Metadata/FindCoordinator answers from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Bumped by the control shard on every change; lets shards ignore a
+    /// stale snapshot that arrives after a newer one.
+    pub version: u64,
+    pub cluster_id: String,
+    /// `-1` when no controller is known.
+    pub controller_id: BrokerId,
+    pub brokers: Vec<BrokerEndpoint>,
+    /// Topics in name order of creation; lookups by name are O(1).
+    pub topics: IndexMap<Arc<str>, TopicState>,
+}
+
+impl Snapshot {
+    /// A snapshot with one broker (itself as controller) and no topics: what
+    /// a single broker knows before the control plane publishes anything.
+    pub fn single_broker(cluster_id: &str, broker: BrokerEndpoint) -> Self {
+        Self {
+            version: 0,
+            cluster_id: cluster_id.to_owned(),
+            controller_id: broker.broker_id,
+            brokers: vec![broker],
+            topics: IndexMap::new(),
+        }
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&TopicState> {
+        self.topics.get(name)
+    }
+
+    pub fn topic_by_id(&self, topic_id: Uuid) -> Option<&TopicState> {
+        self.topics.values().find(|t| t.topic_id == topic_id)
+    }
+
+    pub fn broker(&self, broker_id: BrokerId) -> Option<&BrokerEndpoint> {
+        self.brokers.iter().find(|b| b.broker_id == broker_id)
+    }
+
+    /// Add or replace a topic (used by the control shard and tests).
+    pub fn with_topic(mut self, topic: TopicState) -> Self {
+        self.topics.insert(topic.name.clone(), topic);
+        self
+    }
+
+    /// Invariants every published snapshot satisfies: partitions are
+    /// numbered 0..n in order, a leader is one of the replicas, the ISR is a
+    /// subset of the replicas.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for t in self.topics.values() {
+            for (i, p) in t.partitions.iter().enumerate() {
+                if p.partition as usize != i {
+                    return Err(format!(
+                        "{}: partition {} at index {i}",
+                        t.name, p.partition
+                    ));
+                }
+                if p.leader != -1 && !p.replicas.contains(&p.leader) {
+                    return Err(format!("{}-{}: leader not a replica", t.name, p.partition));
+                }
+                if p.isr.iter().any(|r| !p.replicas.contains(r)) {
+                    return Err(format!(
+                        "{}-{}: isr not within replicas",
+                        t.name, p.partition
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint() -> BrokerEndpoint {
+        BrokerEndpoint {
+            broker_id: 1,
+            host: "localhost".into(),
+            port: 9092,
+            rack: None,
+        }
+    }
+
+    #[test]
+    fn single_broker_snapshot_names_itself_controller() {
+        let s = Snapshot::single_broker("abc", endpoint());
+        assert_eq!(s.controller_id, 1);
+        assert_eq!(s.broker(1).unwrap().port, 9092);
+        assert!(s.topics.is_empty());
+        s.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn invariants_reject_a_leader_outside_the_replicas() {
+        let id = Uuid::from_u128(7);
+        let s = Snapshot::single_broker("abc", endpoint()).with_topic(TopicState {
+            name: "t".into(),
+            topic_id: id,
+            is_internal: false,
+            partitions: vec![PartitionState {
+                partition: 0,
+                leader: 2,
+                leader_epoch: 0,
+                replicas: vec![1],
+                isr: vec![1],
+                offline_replicas: vec![],
+            }],
+        });
+        assert!(s.check_invariants().is_err());
+        assert_eq!(s.topic_by_id(id).map(|t| &*t.name), Some("t"));
+    }
+}

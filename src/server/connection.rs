@@ -1,0 +1,224 @@
+//! `[io]` One client connection, owned by the shard that accepted it.
+//!
+//! The reader splits frames off the socket, decodes headers and spawns one
+//! task per request; tasks finish in any order and hand their outcome to
+//! the [`InOrder`] sequencer; the writer sends outcomes in request order,
+//! coalescing whatever is ready into one write. A malformed frame, an
+//! unknown API or an unsupported version closes the connection after the
+//! responses before it are sent (Kafka closes; we are slightly kinder).
+
+use std::cell::{Cell, RefCell};
+use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
+
+use bytes::BytesMut;
+use futures_lite::io::{ReadHalf, WriteHalf};
+use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
+use glommio::net::TcpStream;
+
+use super::dispatch::{frame_response, route, Request, Response, Routing};
+use super::in_order::InOrder;
+use super::out::{write_parts, OutPart};
+use crate::protocol::frame::{frame_len, take_frame};
+use crate::protocol::header::{decode_request_header, peek_fixed};
+use crate::shard::local_sync::{Notify, Trigger};
+use crate::shard::ShardContext;
+
+/// Requests read ahead of their responses per connection; past this the
+/// reader waits (Kafka clients default to 5 in flight; this bounds memory
+/// against a client that never reads).
+const MAX_IN_FLIGHT: usize = 4096;
+/// Read size when no frame size is known yet.
+const READ_CHUNK: usize = 16 * 1024;
+/// Largest single read, so huge frames grow the buffer in steps.
+const READ_CHUNK_MAX: usize = 4 << 20;
+
+enum Outcome {
+    Respond(Vec<OutPart>),
+    Nothing,
+    Close(String),
+}
+
+struct Conn {
+    ctx: Rc<ShardContext>,
+    peer: String,
+    in_order: RefCell<InOrder<Outcome>>,
+    /// Reader → writer: an outcome finished, or the reader stopped.
+    wake_writer: Notify,
+    /// Writer → reader: in-flight count dropped.
+    wake_reader: Notify,
+    reader_done: Cell<bool>,
+    /// Fired when the connection must close (bad input, write failure).
+    closed: Trigger,
+}
+
+/// Serve one connection until the client leaves, it must be closed, or
+/// the shard stops (then in-flight responses are finished first).
+pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?".into());
+    // Responses are complete messages; do not let Nagle hold them back.
+    let _ = stream.set_nodelay(true);
+    let (mut reader, writer) = futures_lite::io::split(stream);
+    let conn = Rc::new(Conn {
+        ctx,
+        peer,
+        in_order: RefCell::new(InOrder::new()),
+        wake_writer: Notify::default(),
+        wake_reader: Notify::default(),
+        reader_done: Cell::new(false),
+        closed: Trigger::default(),
+    });
+    tracing::debug!(peer = %conn.peer, "connection accepted");
+    let writer_task = glommio::spawn_local(write_loop(conn.clone(), writer));
+    read_loop(&conn, &mut reader).await;
+    conn.reader_done.set(true);
+    conn.wake_writer.notify();
+    writer_task.await;
+    tracing::debug!(peer = %conn.peer, "connection closed");
+}
+
+async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
+    let max = usize::try_from(conn.ctx.config.socket_request_max_bytes).unwrap_or(0);
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    loop {
+        loop {
+            match take_frame(&mut buf, max) {
+                Ok(Some(frame)) => {
+                    if !on_frame(conn, frame) {
+                        return;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    // Kafka: InvalidReceiveException closes the connection.
+                    tracing::warn!(peer = %conn.peer, error = %e, "closing connection: bad frame");
+                    conn.closed.fire();
+                    return;
+                }
+            }
+        }
+        while conn.in_order.borrow().in_flight() >= MAX_IN_FLIGHT {
+            if wait_or_stop(conn, conn.wake_reader.notified())
+                .await
+                .is_none()
+            {
+                return;
+            }
+        }
+        let want = match frame_len(&buf, max) {
+            Ok(Some(total)) => total
+                .saturating_sub(buf.len())
+                .clamp(READ_CHUNK, READ_CHUNK_MAX),
+            _ => READ_CHUNK,
+        };
+        let start = buf.len();
+        buf.resize(start + want, 0);
+        let read = wait_or_stop(conn, reader.read(&mut buf[start..])).await;
+        match read {
+            Some(Ok(n)) if n > 0 => buf.truncate(start + n),
+            Some(Ok(_)) => return, // client closed its side
+            Some(Err(e)) => {
+                tracing::debug!(peer = %conn.peer, error = %e, "read failed");
+                return;
+            }
+            None => return, // stopping or closed
+        }
+    }
+}
+
+/// Run `fut` unless the shard stops or the connection closes first.
+async fn wait_or_stop<T>(conn: &Conn, fut: impl std::future::Future<Output = T>) -> Option<T> {
+    let stop = async {
+        futures_lite::future::or(conn.ctx.stopping.wait(), conn.closed.wait()).await;
+        None
+    };
+    futures_lite::future::or(async { Some(fut.await) }, stop).await
+}
+
+/// Handle one frame; `false` when the connection must stop reading.
+fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
+    let mut body = frame;
+    let fixed = peek_fixed(&body);
+    let header = match decode_request_header(&mut body) {
+        Ok(h) => h,
+        Err(e) => return close_after_pending(conn, format!("{e} {fixed:?}")),
+    };
+    let handler = match route(&header) {
+        Routing::Run(handler) => handler,
+        Routing::Close(reason) => return close_after_pending(conn, reason),
+    };
+    let seq = conn.in_order.borrow_mut().on_request();
+    let conn = conn.clone();
+    glommio::spawn_local(async move {
+        let request = Request {
+            header: header.clone(),
+            body,
+        };
+        let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();
+        let outcome = match run.await {
+            Ok(Ok(Response::Body(parts))) => Outcome::Respond(frame_response(&header, parts)),
+            Ok(Ok(Response::NoResponse)) => Outcome::Nothing,
+            Ok(Err(e)) => {
+                Outcome::Close(format!("{:?} v{}: {e}", header.api_key, header.api_version))
+            }
+            // A handler bug must not take the shard down with it.
+            Err(_) => Outcome::Close(format!("handler for {:?} panicked", header.api_key)),
+        };
+        conn.in_order.borrow_mut().on_complete(seq, outcome);
+        conn.wake_writer.notify();
+    })
+    .detach();
+    true
+}
+
+fn close_after_pending(conn: &Conn, reason: String) -> bool {
+    let mut in_order = conn.in_order.borrow_mut();
+    let seq = in_order.on_request();
+    in_order.on_complete(seq, Outcome::Close(reason));
+    conn.wake_writer.notify();
+    false
+}
+
+async fn write_loop(conn: Rc<Conn>, mut writer: WriteHalf<TcpStream>) {
+    loop {
+        let mut parts = Vec::new();
+        let mut close = None;
+        {
+            let mut in_order = conn.in_order.borrow_mut();
+            while let Some(outcome) = in_order.pop_ready() {
+                match outcome {
+                    Outcome::Respond(p) => parts.extend(p),
+                    Outcome::Nothing => {}
+                    Outcome::Close(reason) => {
+                        close = Some(reason);
+                        break;
+                    }
+                }
+            }
+        }
+        if !parts.is_empty() {
+            if let Err(e) = write_parts(&mut writer, parts).await {
+                tracing::debug!(peer = %conn.peer, error = %e, "write failed");
+                conn.closed.fire();
+                break;
+            }
+            conn.wake_reader.notify();
+        }
+        if let Some(reason) = close {
+            tracing::warn!(peer = %conn.peer, %reason, "closing connection");
+            conn.closed.fire();
+            break;
+        }
+        if conn.reader_done.get() && conn.in_order.borrow().in_flight() == 0 {
+            break;
+        }
+        if conn.closed.is_fired() {
+            break;
+        }
+        conn.wake_writer.notified().await;
+    }
+    let _ = writer.close().await;
+}

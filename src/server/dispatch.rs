@@ -1,0 +1,162 @@
+//! `[drv]` Request dispatch: THE table of supported APIs.
+//!
+//! Each row names a Kafka API, the version range its handler file declares,
+//! and the handler. ApiVersions advertises exactly these rows. To add an API:
+//! write `handlers/<api>.rs` with `VERSIONS` and `handle`, add a row.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::ApiKey;
+
+use super::handlers;
+use super::out::OutPart;
+use crate::protocol::header::{response_head, response_header_version, RequestHeader};
+use crate::protocol::ApiRange;
+use crate::shard::ShardContext;
+
+/// A decoded request header and its still-encoded body.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub header: RequestHeader,
+    pub body: Bytes,
+}
+
+/// What a handler produces.
+#[derive(Debug)]
+pub enum Response {
+    /// The encoded response body (without size prefix or header), as parts.
+    Body(Vec<OutPart>),
+    /// No response at all (Produce with acks=0).
+    NoResponse,
+}
+
+/// A request the handler cannot serve; Kafka closes the connection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandlerError {
+    #[error("malformed request body: {0}")]
+    Malformed(String),
+    #[error("cannot encode response: {0}")]
+    Encode(String),
+}
+
+pub type HandlerFn = fn(Rc<ShardContext>, Request) -> BoxedLocal<Result<Response, HandlerError>>;
+
+/// One supported API.
+pub struct Route {
+    pub range: ApiRange,
+    pub handle: HandlerFn,
+}
+
+/// The supported APIs. librdkafka infers features from the whole list
+/// (PLATFORM.md), so only list what is implemented.
+pub const ROUTES: &[Route] = &[
+    Route {
+        range: handlers::api_versions::VERSIONS,
+        handle: handlers::api_versions::handle,
+    },
+    Route {
+        range: handlers::metadata::VERSIONS,
+        handle: handlers::metadata::handle,
+    },
+];
+
+/// The version table ApiVersions advertises.
+pub fn api_table() -> Vec<ApiRange> {
+    ROUTES.iter().map(|r| r.range).collect()
+}
+
+/// How the connection must treat a request before running it.
+pub enum Routing {
+    Run(HandlerFn),
+    /// Kafka closes the connection on a version it does not support
+    /// (except ApiVersions, which gets the v0 fallback).
+    Close(String),
+}
+
+/// Pick the handler for `header`.
+pub fn route(header: &RequestHeader) -> Routing {
+    let Some(route) = ROUTES.iter().find(|r| r.range.api_key == header.api_key) else {
+        return Routing::Close(format!("unsupported api {:?}", header.api_key));
+    };
+    if route.range.supports(header.api_version) {
+        return Routing::Run(route.handle);
+    }
+    if header.api_key == ApiKey::ApiVersions && header.api_version > route.range.max {
+        return Routing::Run(handlers::api_versions::handle_unsupported_version);
+    }
+    Routing::Close(format!(
+        "unsupported version {} of {:?} (supported {}..={})",
+        header.api_version, header.api_key, route.range.min, route.range.max
+    ))
+}
+
+/// Prepend the size prefix and response header to a handler's body parts.
+pub fn frame_response(header: &RequestHeader, body: Vec<OutPart>) -> Vec<OutPart> {
+    let body_len: usize = body.iter().map(OutPart::len).sum();
+    // The ApiVersions v0 fallback answers at v0 whatever was asked.
+    let version = if header.api_key == ApiKey::ApiVersions {
+        header.api_version.min(handlers::api_versions::VERSIONS.max)
+    } else {
+        header.api_version
+    };
+    let head_version = response_header_version(header.api_key, version);
+    let mut parts = Vec::with_capacity(body.len() + 1);
+    parts.push(OutPart::Bytes(response_head(
+        header.correlation_id,
+        head_version,
+        body_len,
+    )));
+    parts.extend(body);
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::api;
+
+    #[test]
+    fn the_route_table_is_consistent_with_the_codec() {
+        assert!(
+            api::table_problems(&api_table()).is_empty(),
+            "{:?}",
+            api::table_problems(&api_table())
+        );
+    }
+
+    fn header(api_key: ApiKey, api_version: i16) -> RequestHeader {
+        RequestHeader {
+            api_key,
+            api_version,
+            correlation_id: 1,
+            client_id: None,
+            header_version: 1,
+        }
+    }
+
+    #[test]
+    fn unsupported_versions_close_except_api_versions_above_ours() {
+        assert!(matches!(
+            route(&header(ApiKey::Metadata, 0)),
+            Routing::Run(_)
+        ));
+        assert!(matches!(
+            route(&header(ApiKey::Metadata, 99)),
+            Routing::Close(_)
+        ));
+        assert!(matches!(
+            route(&header(ApiKey::ApiVersions, 99)),
+            Routing::Run(_)
+        ));
+        assert!(matches!(
+            route(&header(ApiKey::ApiVersions, -1)),
+            Routing::Close(_)
+        ));
+        assert!(matches!(
+            route(&header(ApiKey::DescribeAcls, 0)),
+            Routing::Close(_)
+        ));
+    }
+}

@@ -1,0 +1,5 @@
+//! `[drv]` One file per Kafka API. Each declares `VERSIONS` (the range it
+//! implements, listed by ApiVersions) and `handle`.
+
+pub mod api_versions;
+pub mod metadata;

@@ -1,0 +1,393 @@
+//! `[io]` Process boot: bind the listeners, start one pinned glommio
+//! executor per data shard plus the control executor, join them into the
+//! mesh, announce readiness, and stop cleanly on SIGINT/SIGTERM.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{IntoRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _};
+use glommio::{LocalExecutorBuilder, Placement};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::context::{Role, ShardContext, ShardRequest, ShardResponse};
+use super::mesh::{self, Mesh};
+use crate::config::ServerConfig;
+use crate::metadata::{BrokerEndpoint, Snapshot};
+use crate::server;
+use crate::types::ShardId;
+
+/// Registered io_uring buffer memory per executor: keeps data shards plus
+/// the control shard under the default 8 MiB RLIMIT_MEMLOCK (PLATFORM.md).
+const IO_MEMORY_BYTES: usize = 512 << 10;
+/// Listen backlog per shard socket.
+const LISTEN_BACKLOG: i32 = 1024;
+/// Mesh queue length per peer pair.
+const MESH_QUEUE_LEN: usize = 1024;
+/// How often shards look at the signal flag.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// What the broker resolved at start (printed in the readiness line).
+#[derive(Debug, Clone)]
+pub struct BootInfo {
+    pub bound: SocketAddr,
+    pub shards: usize,
+    pub broker_id: i32,
+    pub cluster_id: String,
+}
+
+/// Run the broker until SIGINT/SIGTERM. Returns after every shard stopped.
+pub fn run_broker(config: ServerConfig) -> anyhow::Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, stop.clone()).context("installing signal handler")?;
+    }
+    run_broker_until(config, stop)
+}
+
+/// Run the broker until `stop` becomes true.
+pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let n_shards = config.data_shards(cores);
+    let listener = config
+        .listeners
+        .first()
+        .cloned()
+        .ok_or_else(|| anyhow!("no listeners"))?;
+    let bind_addr = resolve(&listener.host, listener.port)?;
+    let (fds, bound) =
+        bind_shard_sockets(bind_addr, n_shards).with_context(|| format!("binding {}", listener))?;
+
+    let log_dir = PathBuf::from(&config.effective_log_dirs()[0]);
+    std::fs::create_dir_all(&log_dir)
+        .with_context(|| format!("creating log dir {}", log_dir.display()))?;
+    let (broker_id, cluster_id) = load_or_create_meta(&log_dir, config.broker_id)?;
+    config.broker_id = broker_id;
+    let snapshot = Snapshot::single_broker(&cluster_id, advertised_endpoint(&config, bound));
+    let config = Arc::new(config);
+    let info = BootInfo {
+        bound,
+        shards: n_shards,
+        broker_id,
+        cluster_id,
+    };
+
+    let mesh_builder = mesh::builder::<ShardRequest, ShardResponse>(n_shards + 1, MESH_QUEUE_LEN);
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    let data_running = Arc::new(AtomicUsize::new(n_shards));
+    let mut handles = Vec::new();
+    // Spawn order defines mesh peer ids: data shards 0..n, control = n.
+    for (i, fd) in fds.into_iter().enumerate() {
+        let cpu = config.cpu_for_shard(i, cores);
+        let shard = ShardSetup {
+            role: Role::Data(ShardId(i as u16)),
+            n_shards,
+            config: config.clone(),
+            snapshot: snapshot.clone(),
+            log_dir: log_dir.clone(),
+            mesh_builder: mesh_builder.clone(),
+            stop: stop.clone(),
+            data_running: data_running.clone(),
+            ready: ready_tx.clone(),
+        };
+        let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
+            .name(&format!("shard-{i}"))
+            .io_memory(IO_MEMORY_BYTES)
+            .spawn(move || data_shard_main(shard, fd))
+            .map_err(|e| anyhow!("starting shard {i} on cpu {cpu}: {e}"))?;
+        handles.push(handle);
+    }
+    let control = ShardSetup {
+        role: Role::Control,
+        n_shards,
+        config: config.clone(),
+        snapshot,
+        log_dir,
+        mesh_builder,
+        stop: stop.clone(),
+        data_running,
+        ready: ready_tx,
+    };
+    // The control shard is off the data path; on small hosts it shares a core.
+    handles.push(
+        LocalExecutorBuilder::new(Placement::Unbound)
+            .name("control")
+            .io_memory(IO_MEMORY_BYTES)
+            .spawn(move || control_shard_main(control))
+            .map_err(|e| anyhow!("starting the control shard: {e}"))?,
+    );
+
+    let startup = wait_ready(&ready_rx, n_shards + 1);
+    match &startup {
+        Ok(()) => announce(&info),
+        Err(_) => stop.store(true, Ordering::Relaxed),
+    }
+    for handle in handles {
+        handle.join().map_err(|e| anyhow!("shard failed: {e}"))?;
+    }
+    startup.map_err(|e| anyhow!(e))?;
+    tracing::info!("shardlog stopped");
+    Ok(())
+}
+
+fn wait_ready(ready: &mpsc::Receiver<Result<(), String>>, expected: usize) -> Result<(), String> {
+    for _ in 0..expected {
+        match ready.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err("a shard exited during startup".into()),
+        }
+    }
+    Ok(())
+}
+
+/// The readiness line tests and operators wait for.
+fn announce(info: &BootInfo) {
+    let line = format!(
+        "shardlog: listening on {} with {} shards (broker.id={}, cluster.id={})",
+        info.bound, info.shards, info.broker_id, info.cluster_id
+    );
+    // Plain stderr, whatever RUST_LOG says: tests and scripts wait for it.
+    eprintln!("{line}");
+}
+
+struct ShardSetup {
+    role: Role,
+    n_shards: usize,
+    config: Arc<ServerConfig>,
+    snapshot: Snapshot,
+    log_dir: PathBuf,
+    mesh_builder: mesh::Builder<ShardRequest, ShardResponse>,
+    stop: Arc<AtomicBool>,
+    data_running: Arc<AtomicUsize>,
+    ready: mpsc::Sender<Result<(), String>>,
+}
+
+async fn join_shard(setup: &ShardSetup) -> std::rc::Rc<ShardContext> {
+    let ctx = ShardContext::new(
+        setup.role,
+        setup.n_shards,
+        setup.config.clone(),
+        server::dispatch::api_table(),
+        setup.snapshot.clone(),
+    );
+    match Mesh::join(setup.mesh_builder.clone(), ctx.mesh_handler()).await {
+        Ok(mesh) => ctx.set_mesh(mesh),
+        Err(e) => tracing::error!(error = %e, "mesh join failed"),
+    }
+    // Signals arrive on another thread; each shard turns the flag into its
+    // local trigger.
+    let (stop, local) = (setup.stop.clone(), ctx.clone());
+    glommio::spawn_local(async move {
+        while !stop.load(Ordering::Relaxed) {
+            glommio::timer::sleep(SIGNAL_POLL).await;
+        }
+        local.stopping.fire();
+    })
+    .detach();
+    ctx
+}
+
+async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
+    let ctx = join_shard(&setup).await;
+    // Before any DMA file is opened on this thread (PLATFORM.md).
+    if let Err(e) = crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
+        let _ = setup
+            .ready
+            .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));
+    } else {
+        // SAFETY: `fd` is a bound, listening TCP socket we own; ownership
+        // moves into the glommio listener, which closes it on drop.
+        let listener = unsafe {
+            <glommio::net::TcpListener as std::os::fd::FromRawFd>::from_raw_fd(fd.into_raw_fd())
+        };
+        let _ = setup.ready.send(Ok(()));
+        server::listener::serve(ctx.clone(), listener).await;
+    }
+    setup.data_running.fetch_sub(1, Ordering::AcqRel);
+    // Keep answering mesh calls until every shard is done with us.
+    while setup.data_running.load(Ordering::Acquire) > 0 {
+        glommio::timer::sleep(SIGNAL_POLL).await;
+    }
+    if let Some(mesh) = ctx.mesh() {
+        mesh.close();
+    }
+}
+
+async fn control_shard_main(setup: ShardSetup) {
+    let ctx = join_shard(&setup).await;
+    // Every executor primes the probe before it could open a DMA file.
+    match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
+        Ok(()) => {
+            let _ = setup.ready.send(Ok(()));
+        }
+        Err(e) => {
+            let _ = setup
+                .ready
+                .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));
+        }
+    }
+    ctx.stopping.wait().await;
+    // Data shards may still call us while draining their connections.
+    while setup.data_running.load(Ordering::Acquire) > 0 {
+        glommio::timer::sleep(SIGNAL_POLL).await;
+    }
+    if let Some(mesh) = ctx.mesh() {
+        mesh.close();
+    }
+}
+
+fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
+    // An empty host means all interfaces (Kafka's `PLAINTEXT://:9092`).
+    let host = if host.is_empty() { "0.0.0.0" } else { host };
+    (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {host}"))?
+        .next()
+        .ok_or_else(|| anyhow!("{host} resolves to nothing"))
+}
+
+/// One listening socket per shard on the same address (SO_REUSEPORT; the
+/// kernel spreads connections). SO_REUSEADDR lets a restart bind while old
+/// connections sit in TIME_WAIT. Port 0 picks a free port once, then every
+/// other shard binds that port.
+fn bind_shard_sockets(addr: SocketAddr, n: usize) -> anyhow::Result<(Vec<OwnedFd>, SocketAddr)> {
+    let mut addr = addr;
+    let mut fds = Vec::with_capacity(n);
+    for _ in 0..n {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(LISTEN_BACKLOG)?;
+        if addr.port() == 0 {
+            addr = socket
+                .local_addr()?
+                .as_socket()
+                .ok_or_else(|| anyhow!("listener has no inet address"))?;
+        }
+        fds.push(OwnedFd::from(socket));
+    }
+    Ok((fds, addr))
+}
+
+fn advertised_endpoint(config: &ServerConfig, bound: SocketAddr) -> BrokerEndpoint {
+    let advertised = config.effective_advertised_listeners().first().cloned();
+    let (host, port) = match advertised {
+        Some(l) => (l.host, l.port),
+        None => (String::new(), 0),
+    };
+    // Like Kafka, an empty host advertises this machine's name; port 0
+    // (tests) advertises the port actually bound.
+    let host = if host.is_empty() || host == "0.0.0.0" {
+        hostname().unwrap_or_else(|| bound.ip().to_string())
+    } else {
+        host
+    };
+    let port = if port == 0 { bound.port() } else { port };
+    BrokerEndpoint {
+        broker_id: config.broker_id,
+        host,
+        port,
+        rack: config.broker_rack.clone(),
+    }
+}
+
+fn hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+}
+
+/// Kafka's first generated broker id (`reserved.broker.max.id` 1000 + 1).
+const FIRST_GENERATED_BROKER_ID: i32 = 1001;
+
+/// Read `<log.dir>/meta.properties` (Kafka's v0 format: version, broker.id,
+/// cluster.id) or create it. The cluster id persists across restarts;
+/// a broker.id that disagrees with the file is refused, as Kafka does
+/// (InconsistentBrokerIdException).
+fn load_or_create_meta(log_dir: &Path, configured_broker_id: i32) -> anyhow::Result<(i32, String)> {
+    let path = log_dir.join("meta.properties");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let pairs = crate::config::parse_properties(&text).unwrap_or_default();
+        let get = |k: &str| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
+        if let Some(cluster_id) = get("cluster.id") {
+            let stored: Option<i32> = get("broker.id").and_then(|v| v.parse().ok());
+            let broker_id = match (configured_broker_id, stored) {
+                (-1, Some(id)) => id,
+                (-1, None) => FIRST_GENERATED_BROKER_ID,
+                (configured, Some(id)) if configured != id => bail!(
+                    "broker.id={configured} does not match broker.id={id} in {}",
+                    path.display()
+                ),
+                (configured, _) => configured,
+            };
+            return Ok((broker_id, cluster_id));
+        }
+    }
+    let broker_id = if configured_broker_id == -1 {
+        FIRST_GENERATED_BROKER_ID
+    } else {
+        configured_broker_id
+    };
+    let cluster_id = new_cluster_id(uuid::Uuid::new_v4());
+    let text = format!("#shardlog\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n");
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok((broker_id, cluster_id))
+}
+
+/// Kafka's cluster id form: the UUID's 16 bytes in URL-safe base64 without
+/// padding (22 characters), as `Uuid.toString()` prints it.
+pub fn new_cluster_id(uuid: uuid::Uuid) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = uuid.as_bytes();
+    let mut out = String::with_capacity(22);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_ids_are_22_url_safe_base64_chars() {
+        // Uuid 0x00..0xff pattern checked against Java's Base64 url encoder.
+        let id = new_cluster_id(uuid::Uuid::from_bytes([0xfb; 16]));
+        assert_eq!(id, "-_v7-_v7-_v7-_v7-_v7-w");
+        assert_eq!(new_cluster_id(uuid::Uuid::nil()), "AAAAAAAAAAAAAAAAAAAAAA");
+    }
+
+    #[test]
+    fn meta_properties_keep_the_cluster_id_and_guard_the_broker_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let (id, cluster) = load_or_create_meta(dir.path(), 4).unwrap();
+        assert_eq!(id, 4);
+        assert_eq!(
+            load_or_create_meta(dir.path(), 4).unwrap(),
+            (4, cluster.clone())
+        );
+        assert_eq!(load_or_create_meta(dir.path(), -1).unwrap(), (4, cluster));
+        assert!(load_or_create_meta(dir.path(), 5).is_err());
+    }
+}

@@ -1,0 +1,291 @@
+//! `[io]` Per-shard state every handler sees: identity, config, the current
+//! metadata snapshot, the mesh, and the shutdown trigger.
+//!
+//! One `ShardContext` per executor, shared by `Rc` (never crosses threads).
+
+use std::cell::{OnceCell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::local_sync::Trigger;
+use super::mesh::{Handler, Mesh, MeshError};
+use crate::config::ServerConfig;
+use crate::metadata::Snapshot;
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::types::ShardId;
+
+/// Requests one shard sends another over the mesh. The data path adds
+/// variants here (e.g. `Produce { tp, batches: Bytes }`) with a matching
+/// arm in [`ShardContext::on_mesh_request`].
+#[derive(Debug)]
+pub enum ShardRequest {
+    /// Liveness probe; answered with `Pong`.
+    Ping { payload: Bytes },
+    /// Control shard → data shards: replace the metadata snapshot.
+    SetSnapshot(Box<Snapshot>),
+    /// Data shard → control shard: Metadata named topics that do not exist
+    /// and may be auto-created (`auto.create.topics.enable`).
+    AutoCreateTopics { topics: Vec<String> },
+}
+
+/// Answers to [`ShardRequest`]s.
+#[derive(Debug, PartialEq)]
+pub enum ShardResponse {
+    Pong {
+        shard: usize,
+        payload: Bytes,
+    },
+    SnapshotApplied {
+        version: u64,
+    },
+    /// Per topic: NONE once created, or why not.
+    AutoCreated {
+        results: Vec<(String, ErrorCode)>,
+    },
+    /// The receiving shard does not serve this request.
+    Unsupported,
+}
+
+pub type ShardMesh = Mesh<ShardRequest, ShardResponse>;
+
+/// Role of an executor in the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Data(ShardId),
+    Control,
+}
+
+pub struct ShardContext {
+    pub role: Role,
+    /// Number of data shards; the control shard is mesh peer `n_shards`.
+    pub n_shards: usize,
+    pub config: Arc<ServerConfig>,
+    /// Supported API table (drives ApiVersions and dispatch).
+    pub api_table: Vec<ApiRange>,
+    snapshot: RefCell<Rc<Snapshot>>,
+    mesh: OnceCell<Rc<ShardMesh>>,
+    /// Fired on SIGINT/SIGTERM: stop accepting, finish in-flight work.
+    pub stopping: Trigger,
+    /// Cached encoded ApiVersions bodies by version (identical every time).
+    pub api_versions_cache: RefCell<Vec<Option<Bytes>>>,
+}
+
+impl ShardContext {
+    pub fn new(
+        role: Role,
+        n_shards: usize,
+        config: Arc<ServerConfig>,
+        api_table: Vec<ApiRange>,
+        snapshot: Snapshot,
+    ) -> Rc<Self> {
+        Rc::new(Self {
+            role,
+            n_shards,
+            config,
+            api_table,
+            snapshot: RefCell::new(Rc::new(snapshot)),
+            mesh: OnceCell::new(),
+            stopping: Trigger::default(),
+            api_versions_cache: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// The mesh peer id of the control shard.
+    pub fn control_peer(&self) -> usize {
+        self.n_shards
+    }
+
+    /// The snapshot current at the time of the call; requests keep it.
+    pub fn snapshot(&self) -> Rc<Snapshot> {
+        self.snapshot.borrow().clone()
+    }
+
+    /// Replace the snapshot unless `snapshot` is older than ours.
+    pub fn set_snapshot(&self, snapshot: Rc<Snapshot>) {
+        let mut current = self.snapshot.borrow_mut();
+        if snapshot.version >= current.version {
+            *current = snapshot;
+        }
+    }
+
+    pub fn set_mesh(&self, mesh: Rc<ShardMesh>) {
+        let _ = self.mesh.set(mesh);
+    }
+
+    pub fn mesh(&self) -> Option<&Rc<ShardMesh>> {
+        self.mesh.get()
+    }
+
+    /// Call another shard (or ourselves) through the mesh.
+    pub async fn call(&self, target: usize, req: ShardRequest) -> Result<ShardResponse, MeshError> {
+        match self.mesh.get() {
+            Some(mesh) => mesh.call(target, req).await,
+            None => Err(MeshError::PeerGone(target)),
+        }
+    }
+
+    /// The mesh handler for this shard.
+    pub fn mesh_handler(self: &Rc<Self>) -> Handler<ShardRequest, ShardResponse> {
+        let weak = Rc::downgrade(self);
+        Rc::new(move |from, req| {
+            let ctx = weak.upgrade();
+            Box::pin(async move {
+                match ctx {
+                    Some(ctx) => ctx.on_mesh_request(from, req).await,
+                    None => ShardResponse::Unsupported,
+                }
+            })
+        })
+    }
+
+    async fn on_mesh_request(self: Rc<Self>, _from: usize, req: ShardRequest) -> ShardResponse {
+        match (req, self.role) {
+            (ShardRequest::Ping { payload }, role) => ShardResponse::Pong {
+                shard: match role {
+                    Role::Data(id) => id.index(),
+                    Role::Control => self.control_peer(),
+                },
+                payload,
+            },
+            (ShardRequest::SetSnapshot(snapshot), _) => {
+                let version = snapshot.version;
+                self.set_snapshot(Rc::new(*snapshot));
+                ShardResponse::SnapshotApplied { version }
+            }
+            (ShardRequest::AutoCreateTopics { topics }, Role::Control) => {
+                // Hook for the controller (§7): topic creation is not wired
+                // yet, so every candidate stays unknown, as Kafka answers
+                // with auto.create.topics.enable=false.
+                let results = topics
+                    .into_iter()
+                    .map(|t| (t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+                    .collect();
+                ShardResponse::AutoCreated { results }
+            }
+            (ShardRequest::AutoCreateTopics { .. }, Role::Data(_)) => ShardResponse::Unsupported,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::{BrokerEndpoint, PartitionState, TopicState};
+    use crate::shard::mesh;
+    use glommio::{LocalExecutorBuilder, Placement};
+
+    fn snapshot(version: u64, topic: Option<&str>) -> Snapshot {
+        let mut s = Snapshot::single_broker(
+            "c",
+            BrokerEndpoint {
+                broker_id: 0,
+                host: "h".into(),
+                port: 1,
+                rack: None,
+            },
+        );
+        s.version = version;
+        if let Some(name) = topic {
+            s = s.with_topic(TopicState {
+                name: name.into(),
+                topic_id: uuid::Uuid::from_u128(9),
+                is_internal: false,
+                partitions: vec![PartitionState {
+                    partition: 0,
+                    leader: 0,
+                    leader_epoch: 0,
+                    replicas: vec![0],
+                    isr: vec![0],
+                    offline_replicas: vec![],
+                }],
+            });
+        }
+        s
+    }
+
+    fn context(role: Role) -> Rc<ShardContext> {
+        ShardContext::new(
+            role,
+            1,
+            Arc::new(ServerConfig::default()),
+            vec![],
+            snapshot(1, None),
+        )
+    }
+
+    #[test]
+    fn set_snapshot_ignores_an_older_snapshot() {
+        let ctx = context(Role::Data(ShardId(0)));
+        ctx.set_snapshot(Rc::new(snapshot(5, Some("new"))));
+        ctx.set_snapshot(Rc::new(snapshot(4, None)));
+        assert_eq!(ctx.snapshot().version, 5);
+        assert!(ctx.snapshot().topic("new").is_some());
+    }
+
+    #[test]
+    fn the_control_shard_publishes_snapshots_to_a_data_shard_over_the_mesh() {
+        let builder = mesh::builder::<ShardRequest, ShardResponse>(2, 8);
+        // Peer 0 = data shard, peer 1 = control shard (creation order).
+        let spawn = |role: Role| {
+            let builder = builder.clone();
+            LocalExecutorBuilder::new(Placement::Unbound)
+                .io_memory(512 << 10)
+                .spawn(move || async move {
+                    let ctx = context(role);
+                    ctx.set_mesh(Mesh::join(builder, ctx.mesh_handler()).await.unwrap());
+                    if role == Role::Control {
+                        let publish =
+                            ShardRequest::SetSnapshot(Box::new(snapshot(2, Some("orders"))));
+                        let applied = ctx.call(0, publish).await.unwrap();
+                        assert_eq!(applied, ShardResponse::SnapshotApplied { version: 2 });
+                        let ping = ShardRequest::Ping {
+                            payload: Bytes::from_static(b"x"),
+                        };
+                        let seen = ctx.call(0, ping).await.unwrap();
+                        // Version 3 tells the data shard we are done with it.
+                        let done = ShardRequest::SetSnapshot(Box::new(snapshot(3, None)));
+                        ctx.call(0, done).await.unwrap();
+                        seen
+                    } else {
+                        let at_least = |v: u64| {
+                            let ctx = ctx.clone();
+                            async move {
+                                while ctx.snapshot().version < v {
+                                    glommio::timer::sleep(std::time::Duration::from_millis(1))
+                                        .await;
+                                }
+                            }
+                        };
+                        at_least(2).await;
+                        assert!(ctx.snapshot().topic("orders").is_some());
+                        let create = ShardRequest::AutoCreateTopics {
+                            topics: vec!["t".into()],
+                        };
+                        let seen = ctx.call(1, create).await.unwrap();
+                        at_least(3).await;
+                        seen
+                    }
+                })
+                .unwrap()
+        };
+        let data = spawn(Role::Data(ShardId(0)));
+        let control = spawn(Role::Control);
+        let from_control = control.join().unwrap();
+        let from_data = data.join().unwrap();
+        assert_eq!(
+            from_control,
+            ShardResponse::Pong {
+                shard: 0,
+                payload: Bytes::from_static(b"x")
+            }
+        );
+        assert_eq!(
+            from_data,
+            ShardResponse::AutoCreated {
+                results: vec![("t".into(), ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)]
+            }
+        );
+    }
+}

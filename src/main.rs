@@ -2,6 +2,7 @@
 //!
 //! Each subcommand is a variant of [`Command`] and one arm in `main`.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -9,6 +10,119 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use shardlog::config::{parse_override, ServerConfig, SAMPLE_SERVER_PROPERTIES};
+
+/// Allocations of at least this size reserve address space lazily.
+const LAZY_ALLOC_BYTES: usize = 1 << 30;
+/// mmap alignment (page size on every Linux target we run on).
+const PAGE_BYTES: usize = 4096;
+
+/// The system allocator, except that huge allocations are anonymous
+/// `MAP_NORESERVE` mappings backed only where touched.
+///
+/// Why: `kafka-protocol`'s generated decoders call `Vec::with_capacity(n)`
+/// with an element count read from the wire before reading the elements.
+/// A hostile count asks for hundreds of GiB; malloc refuses (overcommit
+/// heuristic) and Rust aborts the whole process. Handlers check the counts
+/// they know about (`protocol::decode::check_array_len`); this is the
+/// backstop for any they miss: the reservation succeeds, decoding fails at
+/// the end of the (bounded) frame, the mapping is released, and only that
+/// connection is closed.
+struct LazyHugeAllocator;
+
+fn is_lazy(size: usize, align: usize) -> bool {
+    size >= LAZY_ALLOC_BYTES && align <= PAGE_BYTES
+}
+
+// SAFETY: delegates to `System` except for huge sizes, which get fresh
+// private anonymous mappings (page-aligned, zero-filled) that are unmapped
+// with the same size in `dealloc`; `realloc` preserves contents.
+unsafe impl GlobalAlloc for LazyHugeAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if is_lazy(layout.size(), layout.align()) {
+            return map_lazy(layout.size());
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if is_lazy(layout.size(), layout.align()) {
+            return map_lazy(layout.size()); // anonymous mappings are zeroed
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if is_lazy(layout.size(), layout.align()) {
+            // SAFETY: `ptr` came from `map_lazy(layout.size())`.
+            unsafe { libc::munmap(ptr.cast(), layout.size()) };
+            return;
+        }
+        // SAFETY: `ptr` came from `System` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let (old_lazy, new_lazy) = (
+            is_lazy(layout.size(), layout.align()),
+            is_lazy(new_size, layout.align()),
+        );
+        if !old_lazy && !new_lazy {
+            // SAFETY: same contract as ours.
+            return unsafe { System.realloc(ptr, layout, new_size) };
+        }
+        if old_lazy && new_lazy {
+            // Move the page tables, never the (mostly untouched) pages: a
+            // copy would touch the whole old reservation.
+            // SAFETY: `ptr` is a mapping of `layout.size()` bytes from
+            // `map_lazy`; MREMAP_MAYMOVE returns a new page-aligned mapping.
+            let moved =
+                unsafe { libc::mremap(ptr.cast(), layout.size(), new_size, libc::MREMAP_MAYMOVE) };
+            return if moved == libc::MAP_FAILED {
+                std::ptr::null_mut()
+            } else {
+                moved.cast()
+            };
+        }
+        // One side is below LAZY_ALLOC_BYTES, so the copy is below it too.
+        // SAFETY: `new_size` is non-zero and, with the old alignment, a
+        // valid layout (the caller guarantees it does not overflow).
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        // SAFETY: fresh allocation, then a copy of the overlapping prefix
+        // between two distinct blocks, then release of the old block.
+        unsafe {
+            let new = self.alloc(new_layout);
+            if !new.is_null() {
+                std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+            new
+        }
+    }
+}
+
+fn map_lazy(size: usize) -> *mut u8 {
+    // SAFETY: anonymous private mapping; no file, no fixed address.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        std::ptr::null_mut()
+    } else {
+        ptr.cast()
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: LazyHugeAllocator = LazyHugeAllocator;
 
 #[derive(Parser)]
 #[command(
@@ -78,4 +192,30 @@ fn broker(args: BrokerArgs) -> anyhow::Result<()> {
         tracing::warn!("{warning}");
     }
     shardlog::shard::boot::run_broker(loaded.config)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The bin's test harness runs with `LazyHugeAllocator` installed.
+    #[test]
+    fn a_hostile_capacity_reserves_address_space_instead_of_aborting() {
+        // What the crate does for an array count of i32::MAX with
+        // 80-byte elements: ~170 GiB, more than RAM + swap here.
+        let mut v: Vec<[u8; 80]> = Vec::with_capacity(i32::MAX as usize);
+        assert!(v.capacity() >= i32::MAX as usize);
+        v.extend(std::iter::repeat_n([7u8; 80], 1000));
+        // Growing past the capacity moves the contents intact (mremap, no copy).
+        v.reserve(v.capacity() - v.len() + 1);
+        assert_eq!(v[999], [7u8; 80]);
+        assert_eq!(v.len(), 1000);
+    }
+
+    #[test]
+    fn small_and_mid_sized_allocations_round_trip() {
+        let mut v = vec![1u8; 10];
+        v.resize(3 << 20, 2);
+        assert_eq!((v[9], v[10], v.len()), (1, 2, 3 << 20));
+        let zeroed = vec![0u64; 1 << 20];
+        assert!(zeroed.iter().all(|&x| x == 0));
+    }
 }

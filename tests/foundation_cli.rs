@@ -4,7 +4,7 @@
 use std::process::Command;
 
 fn shardlog(args: &[&str]) -> (Option<i32>, String) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let log_dirs = format!("log.dirs={}", dir.path().display());
     let out = Command::new(env!("CARGO_BIN_EXE_shardlog"))
         .args(args)

@@ -285,3 +285,43 @@ fn unknown_api_keys_and_unsupported_versions_close_the_connection() {
         );
     }
 }
+
+#[test]
+fn every_api_versions_and_metadata_version_is_answered_and_decodes() {
+    let broker = Broker::start();
+    let mut stream = broker.connect();
+    for version in 0..=4 {
+        let frame = common::request_frame(
+            ApiKey::ApiVersions,
+            version,
+            100 + i32::from(version),
+            &ApiVersionsRequest::default(),
+        );
+        let mut resp = common::round_trip(&mut stream, &frame);
+        let header = ResponseHeader::decode(&mut resp, 0).unwrap();
+        assert_eq!(header.correlation_id, 100 + i32::from(version));
+        let answer = ApiVersionsResponse::decode(&mut resp, version).expect("decodes");
+        assert!(!resp.has_remaining(), "v{version}: trailing bytes");
+        assert_eq!(answer.error_code, 0);
+        let keys: Vec<i16> = answer.api_keys.iter().map(|k| k.api_key).collect();
+        assert!(
+            keys.contains(&(ApiKey::ApiVersions as i16))
+                && keys.contains(&(ApiKey::Metadata as i16))
+        );
+    }
+    for version in 0..=13 {
+        let mut req = MetadataRequest::default();
+        // v0 has no null list: empty means all topics there.
+        req.topics = if version == 0 { Some(vec![]) } else { None };
+        let frame =
+            common::request_frame(ApiKey::Metadata, version, 200 + i32::from(version), &req);
+        let mut resp = common::round_trip(&mut stream, &frame);
+        let header =
+            ResponseHeader::decode(&mut resp, ApiKey::Metadata.response_header_version(version))
+                .unwrap();
+        assert_eq!(header.correlation_id, 200 + i32::from(version));
+        let answer = MetadataResponse::decode(&mut resp, version).expect("decodes");
+        assert!(!resp.has_remaining(), "v{version}: trailing bytes");
+        assert_eq!(answer.brokers[0].port, i32::from(broker.port), "v{version}");
+    }
+}

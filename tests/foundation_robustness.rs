@@ -241,3 +241,17 @@ fn hostile_lengths_close_only_that_connection() {
         assert_serves_a_second_client(&mut broker);
     }
 }
+
+#[test]
+fn idle_connections_are_closed_after_connections_max_idle_ms() {
+    let mut broker = Broker::start_with(&["connections.max.idle.ms=100"]);
+    let mut idle = broker.connect();
+    // One request, then silence: the broker closes the connection (EOF,
+    // not a reset and not the 30 s read timeout).
+    let frame = request_frame(ApiKey::ApiVersions, 3, 1, &ApiVersionsRequest::default());
+    idle.write_all(&frame).unwrap();
+    assert!(read_frame(&mut idle).is_some());
+    let mut rest = Vec::new();
+    assert_eq!(idle.read_to_end(&mut rest).expect("clean close"), 0);
+    assert_serves_a_second_client(&mut broker);
+}

@@ -289,6 +289,8 @@ server_config! {
     num_replica_fetchers: i32 = 1;
     /// `controlled.shutdown.enable` (default true).
     controlled_shutdown_enable: bool = true;
+    /// `connections.max.idle.ms` (default 600000): close idle connections.
+    connections_max_idle_ms: i64 = 600_000;
     /// `request.timeout.ms` (default 30000): controller-to-broker requests.
     request_timeout_ms: i32 = 30_000;
     /// `fetch.max.bytes` (default 57671680).
@@ -440,12 +442,14 @@ impl ServerConfig {
             .max(1)
     }
 
-    /// The core for data shard `shard` (cycling through `shardlog.cpus`,
-    /// else `shard % available_cores`).
-    pub fn cpu_for_shard(&self, shard: usize, available_cores: usize) -> usize {
-        match &self.shardlog_cpus {
-            Some(CpuList(cpus)) if !cpus.is_empty() => cpus[shard % cpus.len()],
-            _ => shard % available_cores.max(1),
+    /// The core for data shard `shard`: cycling through `shardlog.cpus`,
+    /// else through `allowed_cpus` (the process's affinity mask, so a
+    /// cgroup-restricted container pins only to cores it may use).
+    pub fn cpu_for_shard(&self, shard: usize, allowed_cpus: &[usize]) -> usize {
+        match (&self.shardlog_cpus, allowed_cpus) {
+            (Some(CpuList(cpus)), _) if !cpus.is_empty() => cpus[shard % cpus.len()],
+            (_, []) => shard,
+            (_, allowed) => allowed[shard % allowed.len()],
         }
     }
 }
@@ -697,10 +701,11 @@ mod tests {
         let c = load("shardlog.cpus=2-3,6").unwrap().config;
         assert_eq!(c.shardlog_cpus, Some(CpuList(vec![2, 3, 6])));
         assert_eq!(c.data_shards(8), 3);
-        assert_eq!(c.cpu_for_shard(2, 8), 6);
+        assert_eq!(c.cpu_for_shard(2, &[0, 1]), 6);
         let c = load("").unwrap().config;
         assert_eq!(c.data_shards(4), 4);
-        assert_eq!(c.cpu_for_shard(5, 4), 1);
+        assert_eq!(c.cpu_for_shard(5, &[0, 1, 2, 3]), 1);
+        assert_eq!(c.cpu_for_shard(1, &[4, 7]), 7);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use glommio::net::TcpStream;
 
 use super::dispatch::{frame_response, route, Request, Response, Routing};
 use super::in_order::InOrder;
-use super::out::{write_parts, OutPart};
+use super::out::{write_parts, ConnWriter, OutPart};
 use crate::protocol::frame::{frame_len, take_frame};
 use crate::protocol::header::{decode_request_header, peek_fixed};
 use crate::shard::local_sync::{Notify, Trigger};
@@ -48,6 +48,8 @@ struct Conn {
     /// Writer → reader: in-flight count dropped.
     wake_reader: Notify,
     reader_done: Cell<bool>,
+    /// Requests received so far (activity for the idle check).
+    frames: Cell<u64>,
     /// Fired when the connection must close (bad input, write failure).
     closed: Trigger,
 }
@@ -61,7 +63,9 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
         .unwrap_or_else(|_| "?".into());
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
     let (mut reader, writer) = futures_lite::io::split(stream);
+    let writer = ConnWriter { stream: writer, fd };
     let conn = Rc::new(Conn {
         ctx,
         peer,
@@ -69,15 +73,50 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
         wake_writer: Notify::default(),
         wake_reader: Notify::default(),
         reader_done: Cell::new(false),
+        frames: Cell::new(0),
         closed: Trigger::default(),
     });
     tracing::debug!(peer = %conn.peer, "connection accepted");
     let writer_task = glommio::spawn_local(write_loop(conn.clone(), writer));
+    glommio::spawn_local(idle_watch(conn.clone())).detach();
     read_loop(&conn, &mut reader).await;
     conn.reader_done.set(true);
     conn.wake_writer.notify();
     writer_task.await;
+    // Ends the idle watch.
+    conn.closed.fire();
     tracing::debug!(peer = %conn.peer, "connection closed");
+}
+
+/// Kafka's `connections.max.idle.ms`: close a connection that neither sent
+/// a request nor had one in flight for that long. One timer per period per
+/// connection, not per read.
+async fn idle_watch(conn: Rc<Conn>) {
+    let Ok(idle_ms) = u64::try_from(conn.ctx.config.connections_max_idle_ms) else {
+        return; // negative: never close idle connections
+    };
+    let period = std::time::Duration::from_millis(idle_ms.max(1));
+    let mut seen = conn.frames.get();
+    loop {
+        let tick = async {
+            glommio::timer::sleep(period).await;
+            true
+        };
+        let ended = async {
+            conn.closed.wait().await;
+            false
+        };
+        if !futures_lite::future::or(tick, ended).await {
+            return;
+        }
+        let now = conn.frames.get();
+        if now == seen && conn.in_order.borrow().in_flight() == 0 {
+            tracing::debug!(peer = %conn.peer, "closing idle connection (connections.max.idle.ms)");
+            conn.closed.fire();
+            return;
+        }
+        seen = now;
+    }
 }
 
 async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
@@ -140,6 +179,7 @@ async fn wait_or_stop<T>(conn: &Conn, fut: impl std::future::Future<Output = T>)
 
 /// Handle one frame; `false` when the connection must stop reading.
 fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
+    conn.frames.set(conn.frames.get() + 1);
     let mut body = frame;
     let fixed = peek_fixed(&body);
     let header = match decode_request_header(&mut body) {
@@ -182,7 +222,7 @@ fn close_after_pending(conn: &Conn, reason: String) -> bool {
     false
 }
 
-async fn write_loop(conn: Rc<Conn>, mut writer: WriteHalf<TcpStream>) {
+async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>) {
     loop {
         let mut parts = Vec::new();
         let mut close = None;
@@ -220,5 +260,5 @@ async fn write_loop(conn: Rc<Conn>, mut writer: WriteHalf<TcpStream>) {
         }
         conn.wake_writer.notified().await;
     }
-    let _ = writer.close().await;
+    let _ = writer.stream.close().await;
 }

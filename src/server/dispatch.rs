@@ -83,7 +83,9 @@ pub fn route(header: &RequestHeader) -> Routing {
     if route.range.supports(header.api_version) {
         return Routing::Run(route.handle);
     }
-    if header.api_key == ApiKey::ApiVersions && header.api_version > route.range.max {
+    // Kafka (RequestContext.isUnsupportedApiVersionsRequest): any
+    // unsupported ApiVersions version gets the v0 fallback.
+    if header.api_key == ApiKey::ApiVersions {
         return Routing::Run(handlers::api_versions::handle_unsupported_version);
     }
     Routing::Close(format!(
@@ -137,7 +139,7 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_versions_close_except_api_versions_above_ours() {
+    fn unsupported_versions_close_except_api_versions() {
         assert!(matches!(
             route(&header(ApiKey::Metadata, 0)),
             Routing::Run(_)
@@ -152,7 +154,7 @@ mod tests {
         ));
         assert!(matches!(
             route(&header(ApiKey::ApiVersions, -1)),
-            Routing::Close(_)
+            Routing::Run(_)
         ));
         assert!(matches!(
             route(&header(ApiKey::DescribeAcls, 0)),

@@ -3,6 +3,7 @@
 //! segment file (`sendfile`) without copying it into a response buffer.
 
 use std::fs::File;
+use std::os::fd::RawFd;
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
@@ -37,15 +38,24 @@ impl OutPart {
 /// responses costs one write, not two per response.
 const COALESCE_BYTES: usize = 64 * 1024;
 
+/// The write side of a connection: the stream half glommio writes through,
+/// plus the socket's raw fd for `crate::io::zerocopy` (sendmsg/sendfile).
+pub struct ConnWriter<W> {
+    pub stream: W,
+    pub fd: RawFd,
+}
+
 /// Write `parts` in order.
 ///
 /// Hook for `crate::io::zerocopy`: this is the one place to swap in raw
-/// `sendmsg` of `Bytes` iovecs and `sendfile` for `File` parts. Until then
-/// bytes go through `write_all` and file regions are read with `pread`.
+/// `sendmsg` of `Bytes` iovecs and `sendfile` for `File` parts (using
+/// `writer.fd`). Until then bytes go through `write_all` and file regions
+/// are read with `pread`.
 pub async fn write_parts<W: AsyncWrite + Unpin>(
-    stream: &mut W,
+    writer: &mut ConnWriter<W>,
     parts: Vec<OutPart>,
 ) -> std::io::Result<()> {
+    let stream = &mut writer.stream;
     let mut gather = BytesMut::new();
     for part in parts {
         match part {
@@ -88,4 +98,38 @@ fn read_file_region(file: &File, position: u64, len: usize) -> std::io::Result<V
     let mut data = vec![0u8; len];
     file.read_exact_at(&mut data, position)?;
     Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn parts_are_written_in_order_whatever_their_kind_and_size() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(b"0123456789").unwrap();
+        let big = Bytes::from(vec![b'B'; COALESCE_BYTES + 5]);
+        let parts = vec![
+            OutPart::Bytes(Bytes::from_static(b"head")),
+            OutPart::File {
+                file: Rc::new(file),
+                position: 3,
+                len: 4,
+            },
+            OutPart::Bytes(big.clone()),
+            OutPart::Bytes(Bytes::from_static(b"tail")),
+        ];
+        let total: usize = parts.iter().map(OutPart::len).sum();
+        let mut writer = ConnWriter {
+            stream: Vec::new(),
+            fd: -1,
+        };
+        futures_lite::future::block_on(write_parts(&mut writer, parts)).unwrap();
+        let mut expected = b"head3456".to_vec();
+        expected.extend_from_slice(&big);
+        expected.extend_from_slice(b"tail");
+        assert_eq!(writer.stream.len(), total);
+        assert_eq!(writer.stream, expected);
+    }
 }

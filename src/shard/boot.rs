@@ -50,8 +50,8 @@ pub fn run_broker(config: ServerConfig) -> anyhow::Result<()> {
 
 /// Run the broker until `stop` becomes true.
 pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let n_shards = config.data_shards(cores);
+    let allowed = allowed_cpus();
+    let n_shards = config.data_shards(allowed.len().max(1));
     let listener = config
         .listeners
         .first()
@@ -81,7 +81,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let mut handles = Vec::new();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fd) in fds.into_iter().enumerate() {
-        let cpu = config.cpu_for_shard(i, cores);
+        let cpu = config.cpu_for_shard(i, &allowed);
         let shard = ShardSetup {
             role: Role::Data(ShardId(i as u16)),
             n_shards,
@@ -174,9 +174,24 @@ async fn join_shard(setup: &ShardSetup) -> std::rc::Rc<ShardContext> {
         server::dispatch::api_table(),
         setup.snapshot.clone(),
     );
+    let expected_peer = match setup.role {
+        Role::Data(id) => id.index(),
+        Role::Control => setup.n_shards,
+    };
     match Mesh::join(setup.mesh_builder.clone(), ctx.mesh_handler()).await {
-        Ok(mesh) => ctx.set_mesh(mesh),
-        Err(e) => tracing::error!(error = %e, "mesh join failed"),
+        // Peer ids follow executor creation order; run_broker_until creates
+        // data shards 0..n, then the control shard.
+        Ok(mesh) if mesh.me() == expected_peer => ctx.set_mesh(mesh),
+        Ok(mesh) => {
+            let _ = setup.ready.send(Err(format!(
+                "{:?} joined the mesh as peer {}, expected {expected_peer}",
+                setup.role,
+                mesh.me()
+            )));
+        }
+        Err(e) => {
+            let _ = setup.ready.send(Err(format!("mesh join failed: {e}")));
+        }
     }
     // Signals arrive on another thread; each shard turns the flag into its
     // local trigger.
@@ -238,6 +253,23 @@ async fn control_shard_main(setup: ShardSetup) {
     if let Some(mesh) = ctx.mesh() {
         mesh.close();
     }
+}
+
+/// The cores this process may run on (sched_getaffinity), in order.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for pid 0
+    // (this thread, which inherits the process mask at start).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        return (0..n).collect();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` < CPU_SETSIZE and `set` is initialised.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
 }
 
 fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {

@@ -92,6 +92,20 @@ impl ShardContext {
         })
     }
 
+    /// The mesh peer id of the data shard owning `(topic, partition)`
+    /// (§2; data shard i is mesh peer i).
+    pub fn owner_of(&self, topic: &str, partition: i32) -> usize {
+        super::placement::shard_of(topic, partition, self.n_shards).index()
+    }
+
+    /// This executor's mesh peer id.
+    pub fn peer_id(&self) -> usize {
+        match self.role {
+            Role::Data(id) => id.index(),
+            Role::Control => self.control_peer(),
+        }
+    }
+
     /// The mesh peer id of the control shard.
     pub fn control_peer(&self) -> usize {
         self.n_shards
@@ -142,11 +156,8 @@ impl ShardContext {
 
     async fn on_mesh_request(self: Rc<Self>, _from: usize, req: ShardRequest) -> ShardResponse {
         match (req, self.role) {
-            (ShardRequest::Ping { payload }, role) => ShardResponse::Pong {
-                shard: match role {
-                    Role::Data(id) => id.index(),
-                    Role::Control => self.control_peer(),
-                },
+            (ShardRequest::Ping { payload }, _) => ShardResponse::Pong {
+                shard: self.peer_id(),
                 payload,
             },
             (ShardRequest::SetSnapshot(snapshot), _) => {
@@ -245,7 +256,7 @@ mod tests {
                         };
                         let seen = ctx.call(0, ping).await.unwrap();
                         // Version 3 tells the data shard we are done with it.
-                        let done = ShardRequest::SetSnapshot(Box::new(snapshot(3, None)));
+                        let done = ShardRequest::SetSnapshot(Box::new(snapshot(3, Some("orders"))));
                         ctx.call(0, done).await.unwrap();
                         seen
                     } else {

@@ -34,7 +34,9 @@ impl Broker {
     }
 
     pub fn start_with(overrides: &[&str]) -> Broker {
-        let log_dir = tempfile::tempdir().expect("temp log dir");
+        // Under target/ rather than /tmp: log dirs need O_DIRECT, which a
+        // tmpfs /tmp may not offer.
+        let log_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp log dir");
         let mut args: Vec<String> = vec!["broker".into()];
         let base = [
             "listeners=PLAINTEXT://127.0.0.1:0".to_string(),

@@ -1,0 +1,316 @@
+//! `[io]` DMA (O_DIRECT) appender for the active segment (ARCHITECTURE.md §3).
+//!
+//! Batches are copied once into a 4 KiB-aligned buffer from
+//! `alloc_dma_buffer`; a full buffer is written with O_DIRECT in one call,
+//! in the background while the next buffer fills (double buffering: at
+//! most one write in flight, so copying overlaps the disk); a
+//! flush writes the dirty pages of the partial buffer (the partial tail page
+//! is rewritten by every later flush until the buffer fills) and may
+//! `fdatasync`. Files grow by `pre_allocate` in large steps, so `st_size`
+//! does not tell where the data ends: the appender tracks the logical end
+//! and the prefix already in the file (`written_end`), and the log never
+//! exposes bytes past them (PLATFORM.md).
+//!
+//! Any failed write or fsync poisons the appender: every later call returns
+//! [`StorageError::Poisoned`] (KAFKA_STORAGE_ERROR). An fsync is never
+//! retried, since after a failure the kernel may have dropped dirty pages.
+
+use std::path::Path;
+use std::rc::Rc;
+
+use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
+
+use super::StorageError;
+
+/// O_DIRECT page size used for buffer layout (PLATFORM.md: 512 is the
+/// minimum alignment; whole pages avoid read-modify-write in the kernel).
+pub const PAGE: u64 = 4096;
+
+fn round_down(v: u64) -> u64 {
+    v / PAGE * PAGE
+}
+fn round_up(v: u64) -> u64 {
+    v.div_ceil(PAGE) * PAGE
+}
+
+/// A full buffer being written in the background.
+struct InFlight {
+    task: glommio::Task<glommio::Result<usize, ()>>,
+    buf: Rc<DmaBuffer>,
+    pos: u64,
+}
+
+pub struct DmaAppender {
+    file: Rc<DmaFile>,
+    buf: Option<DmaBuffer>,
+    /// The previous full buffer while its write is in flight.
+    inflight: Option<InFlight>,
+    /// A buffer recovered from a completed write, reused for the next one.
+    spare: Option<DmaBuffer>,
+    buf_cap: usize,
+    /// File position of `buf[0]`; page aligned.
+    buf_file_pos: u64,
+    /// Valid bytes in `buf`.
+    fill: usize,
+    /// Start (page aligned, within `buf`) of bytes not yet in the file.
+    dirty_from: usize,
+    written_end: u64,
+    synced_end: u64,
+    allocated: u64,
+    prealloc_step: u64,
+    poisoned: bool,
+}
+
+impl DmaAppender {
+    /// Open (creating if needed) `path` for appending at `logical_end`.
+    /// Bytes past `logical_end` are cut off (a torn tail after recovery);
+    /// `tail` must hold the file's bytes from the page holding `logical_end`
+    /// up to it (read by the caller), so that page can be rewritten whole.
+    pub async fn open(
+        path: &Path,
+        logical_end: u64,
+        tail: &[u8],
+        buf_cap: usize,
+        prealloc_step: u64,
+    ) -> Result<Self, StorageError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .dma_open(path)
+            .await?;
+        file.truncate(logical_end).await?;
+        let buf_cap = (round_up(buf_cap.max(PAGE as usize) as u64)) as usize;
+        let buf_file_pos = round_down(logical_end);
+        let fill = (logical_end - buf_file_pos) as usize;
+        if tail.len() != fill {
+            return Err(StorageError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "tail bytes do not match the logical end",
+            )));
+        }
+        let mut buf = file.alloc_dma_buffer(buf_cap);
+        buf.as_bytes_mut()[..fill].copy_from_slice(tail);
+        let mut a = DmaAppender {
+            file: Rc::new(file),
+            buf: Some(buf),
+            inflight: None,
+            spare: None,
+            buf_cap,
+            buf_file_pos,
+            fill,
+            dirty_from: 0,
+            written_end: logical_end,
+            synced_end: logical_end,
+            allocated: logical_end,
+            prealloc_step: prealloc_step.max(PAGE),
+            poisoned: false,
+        };
+        a.ensure_allocated(logical_end + 1).await?;
+        Ok(a)
+    }
+
+    pub fn logical_end(&self) -> u64 {
+        self.buf_file_pos + self.fill as u64
+    }
+    /// Bytes `[0, written_end)` are in the file (page cache coherent).
+    pub fn written_end(&self) -> u64 {
+        self.written_end
+    }
+    pub fn synced_end(&self) -> u64 {
+        self.synced_end
+    }
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// Bytes `[pos, logical_end)` not necessarily in the file yet, if `pos`
+    /// lies within the in-memory buffer.
+    /// May be shorter than that when the bytes span the in-flight buffer
+    /// and the current one: call again from where it ends.
+    pub fn buffered_from(&self, pos: u64) -> Option<&[u8]> {
+        if let Some(f) = &self.inflight {
+            let len = f.buf.len() as u64;
+            if pos >= f.pos && pos < f.pos + len {
+                return Some(&f.buf.as_bytes()[(pos - f.pos) as usize..]);
+            }
+        }
+        let buf = self.buf.as_ref()?;
+        if pos < self.buf_file_pos || pos > self.logical_end() {
+            return None;
+        }
+        Some(&buf.as_bytes()[(pos - self.buf_file_pos) as usize..self.fill])
+    }
+
+    fn check(&self) -> Result<(), StorageError> {
+        if self.poisoned {
+            Err(StorageError::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn poison<T>(&mut self, e: impl Into<StorageError>) -> Result<T, StorageError> {
+        self.poisoned = true;
+        let e = e.into();
+        tracing::error!(error = %e, "segment write failed; log poisoned");
+        Err(e)
+    }
+
+    async fn ensure_allocated(&mut self, end: u64) -> Result<(), StorageError> {
+        if end <= self.allocated {
+            return Ok(());
+        }
+        let target = round_up(end).max(self.allocated) + self.prealloc_step;
+        // keep_size = false: the file size covers the allocation, so an
+        // O_DIRECT write inside it needs no size update (cheaper fdatasync).
+        if let Err(e) = self.file.pre_allocate(target, false).await {
+            return self.poison(e);
+        }
+        self.allocated = target;
+        Ok(())
+    }
+
+    /// Copy `data` into the aligned buffer, writing each buffer as it fills.
+    pub async fn append(&mut self, mut data: &[u8]) -> Result<(), StorageError> {
+        self.check()?;
+        while !data.is_empty() {
+            let Some(buf) = self.buf.as_mut() else {
+                return self.poison(std::io::Error::other("appender lost its buffer"));
+            };
+            let n = data.len().min(self.buf_cap - self.fill);
+            buf.as_bytes_mut()[self.fill..self.fill + n].copy_from_slice(&data[..n]);
+            self.fill += n;
+            data = &data[n..];
+            if self.fill == self.buf_cap {
+                self.write_full_buffer().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait for the in-flight write, if any; recover its buffer.
+    async fn await_inflight(&mut self) -> Result<(), StorageError> {
+        let Some(f) = self.inflight.take() else {
+            return Ok(());
+        };
+        let res = f.task.await;
+        let len = f.buf.len();
+        match res {
+            Ok(n) if n == len => {}
+            Ok(_) => return self.poison(std::io::Error::other("short O_DIRECT write")),
+            Err(e) => return self.poison(e),
+        }
+        self.written_end = f.pos + len as u64;
+        // The write completed, so our handle is the only one left.
+        self.spare = Rc::try_unwrap(f.buf).ok();
+        Ok(())
+    }
+
+    async fn write_full_buffer(&mut self) -> Result<(), StorageError> {
+        let end = self.buf_file_pos + self.buf_cap as u64;
+        self.await_inflight().await?;
+        self.ensure_allocated(end).await?;
+        if self.dirty_from == 0 {
+            let Some(buf) = self.buf.take() else {
+                return self.poison(std::io::Error::other("appender lost its buffer"));
+            };
+            let buf = Rc::new(buf);
+            let (file, shared, pos) = (self.file.clone(), buf.clone(), self.buf_file_pos);
+            let task = glommio::spawn_local(async move { file.write_rc_at(shared, pos).await });
+            self.inflight = Some(InFlight { task, buf, pos });
+            let next = self
+                .spare
+                .take()
+                .unwrap_or_else(|| self.file.alloc_dma_buffer(self.buf_cap));
+            self.buf = Some(next);
+        } else {
+            // Part of this buffer was flushed already: write the rest now.
+            self.write_dirty_pages().await?;
+            self.written_end = end;
+        }
+        self.buf_file_pos = end;
+        self.fill = 0;
+        self.dirty_from = 0;
+        Ok(())
+    }
+
+    /// Write `buf[dirty_from .. round_up(fill)]` through a scratch buffer,
+    /// zero-padding past `fill` so no stale bytes land beyond the end.
+    async fn write_dirty_pages(&mut self) -> Result<(), StorageError> {
+        let from = self.dirty_from;
+        let to = round_up(self.fill as u64) as usize;
+        if to <= from {
+            return Ok(());
+        }
+        let mut scratch = self.file.alloc_dma_buffer(to - from);
+        let Some(buf) = self.buf.as_ref() else {
+            return self.poison(std::io::Error::other("appender lost its buffer"));
+        };
+        let valid = self.fill - from;
+        scratch.as_bytes_mut()[..valid].copy_from_slice(&buf.as_bytes()[from..self.fill]);
+        scratch.as_bytes_mut()[valid..].fill(0);
+        match self
+            .file
+            .write_at(scratch, self.buf_file_pos + from as u64)
+            .await
+        {
+            Ok(n) if n == to - from => Ok(()),
+            Ok(_) => self.poison(std::io::Error::other("short O_DIRECT write")),
+            Err(e) => self.poison(e),
+        }
+    }
+
+    /// Write every buffered byte to the file; `fdatasync` if `sync`.
+    pub async fn flush(&mut self, sync: bool) -> Result<(), StorageError> {
+        self.check()?;
+        self.await_inflight().await?;
+        let end = self.logical_end();
+        if end > self.written_end {
+            self.ensure_allocated(end).await?;
+            self.write_dirty_pages().await?;
+            self.written_end = end;
+            // The partial last page is rewritten by the next flush.
+            self.dirty_from = round_down(self.fill as u64) as usize;
+        }
+        if sync && self.synced_end < end {
+            if let Err(e) = self.file.fdatasync().await {
+                return self.poison(e);
+            }
+            self.synced_end = end;
+        }
+        Ok(())
+    }
+
+    /// Flush, sync, cut the file to its logical end (dropping the
+    /// pre-allocated tail, as Kafka trims on roll) and close it.
+    pub async fn close(mut self) -> Result<u64, StorageError> {
+        self.flush(true).await?;
+        let end = self.logical_end();
+        if let Err(e) = self.file.truncate(end).await {
+            return self.poison(e);
+        }
+        if let Err(e) = self.file.fdatasync().await {
+            return self.poison(e);
+        }
+        match Rc::try_unwrap(self.file) {
+            Ok(file) => file.close().await?,
+            Err(_) => {
+                return Err(StorageError::Io(std::io::Error::other(
+                    "DMA file still shared",
+                )))
+            }
+        }
+        Ok(end)
+    }
+
+    /// Close without writing anything (log poisoned or being deleted).
+    pub async fn abandon(mut self) {
+        if let Some(f) = self.inflight.take() {
+            let _ = f.task.await;
+        }
+        if let Ok(file) = Rc::try_unwrap(self.file) {
+            let _ = file.close().await;
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! `[pure]` Per-shard cache of recently appended batches (ARCHITECTURE.md §4).
+//!
+//! Holds the exact bytes appended (offsets already patched) as refcounted
+//! `Bytes`, so tail fetches are answered without touching the file and
+//! without copying. One cache is shared by every partition of a shard and
+//! bounded by a byte budget; the oldest batch (across partitions) goes first.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+/// Handle shared by the partitions of one shard (never crosses threads).
+pub type SharedBatchCache = Rc<RefCell<BatchCache>>;
+
+#[derive(Debug, Clone)]
+struct CachedBatch {
+    base_offset: i64,
+    last_offset: i64,
+    bytes: Bytes,
+}
+
+#[derive(Debug, Default)]
+pub struct BatchCache {
+    budget_bytes: usize,
+    used_bytes: usize,
+    next_id: u64,
+    partitions: HashMap<u64, VecDeque<CachedBatch>>,
+    /// Insertion order across partitions: (partition id, base offset).
+    /// Entries whose batch was already dropped (truncation) are skipped.
+    fifo: VecDeque<(u64, i64)>,
+}
+
+/// What a cache read returns: whole batches, in offset order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheHit {
+    pub batches: Vec<Bytes>,
+    pub bytes: usize,
+}
+
+impl BatchCache {
+    pub fn new(budget_bytes: usize) -> Self {
+        BatchCache {
+            budget_bytes,
+            ..Default::default()
+        }
+    }
+
+    pub fn shared(budget_bytes: usize) -> SharedBatchCache {
+        Rc::new(RefCell::new(BatchCache::new(budget_bytes)))
+    }
+
+    /// A fresh id for a partition using this cache.
+    pub fn register(&mut self) -> u64 {
+        self.next_id += 1;
+        self.partitions.insert(self.next_id, VecDeque::new());
+        self.next_id
+    }
+
+    pub fn used_bytes(&self) -> usize {
+        self.used_bytes
+    }
+
+    /// Cache one appended batch. Callers insert in offset order per
+    /// partition. A batch larger than the whole budget is not cached.
+    pub fn on_append(&mut self, id: u64, base_offset: i64, last_offset: i64, bytes: Bytes) {
+        if bytes.len() > self.budget_bytes {
+            return;
+        }
+        while self.used_bytes + bytes.len() > self.budget_bytes {
+            if !self.evict_oldest() {
+                break;
+            }
+        }
+        let Some(q) = self.partitions.get_mut(&id) else {
+            return;
+        };
+        if q.back().is_some_and(|b| b.last_offset >= base_offset) {
+            // Out of order (should not happen): start over for this partition.
+            self.drop_partition_batches(id);
+        }
+        self.used_bytes += bytes.len();
+        self.fifo.push_back((id, base_offset));
+        if let Some(q) = self.partitions.get_mut(&id) {
+            q.push_back(CachedBatch {
+                base_offset,
+                last_offset,
+                bytes,
+            });
+        }
+    }
+
+    fn evict_oldest(&mut self) -> bool {
+        while let Some((id, base)) = self.fifo.pop_front() {
+            if let Some(q) = self.partitions.get_mut(&id) {
+                if q.front().is_some_and(|b| b.base_offset == base) {
+                    if let Some(b) = q.pop_front() {
+                        self.used_bytes -= b.bytes.len();
+                    }
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn drop_partition_batches(&mut self, id: u64) {
+        if let Some(q) = self.partitions.get_mut(&id) {
+            let freed: usize = q.iter().map(|b| b.bytes.len()).sum();
+            q.clear();
+            self.used_bytes -= freed;
+        }
+    }
+
+    /// Forget batches holding offsets >= `offset` (log truncation).
+    pub fn truncate_to(&mut self, id: u64, offset: i64) {
+        if let Some(q) = self.partitions.get_mut(&id) {
+            while q.back().is_some_and(|b| b.last_offset >= offset) {
+                if let Some(b) = q.pop_back() {
+                    self.used_bytes -= b.bytes.len();
+                }
+            }
+        }
+    }
+
+    /// Forget a partition entirely (closed or deleted).
+    pub fn remove_partition(&mut self, id: u64) {
+        self.drop_partition_batches(id);
+        self.partitions.remove(&id);
+    }
+
+    /// Whole batches starting with the one holding `start_offset`, while
+    /// their last offset is below `upper_bound` and the total stays within
+    /// `max_bytes` (at least one batch when `min_one_batch`, KIP-74).
+    /// `None` when `start_offset` is not cached (caller reads the file).
+    pub fn read(
+        &self,
+        id: u64,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: i64,
+        min_one_batch: bool,
+    ) -> Option<CacheHit> {
+        let q = self.partitions.get(&id)?;
+        let front = q.front()?;
+        if start_offset < front.base_offset || q.back()?.last_offset < start_offset {
+            return None;
+        }
+        let first = q.partition_point(|b| b.last_offset < start_offset);
+        let mut hit = CacheHit {
+            batches: Vec::new(),
+            bytes: 0,
+        };
+        for b in q.iter().skip(first) {
+            if b.last_offset >= upper_bound {
+                break;
+            }
+            let fits = hit.bytes + b.bytes.len() <= max_bytes;
+            let kip74_first = hit.batches.is_empty() && min_one_batch;
+            if !(fits || kip74_first) {
+                break;
+            }
+            hit.bytes += b.bytes.len();
+            hit.batches.push(b.bytes.clone());
+            if !fits {
+                break;
+            }
+        }
+        Some(hit)
+    }
+
+    /// Debug/test check: accounting matches the content.
+    pub fn check_invariants(&self) {
+        let sum: usize = self
+            .partitions
+            .values()
+            .flatten()
+            .map(|b| b.bytes.len())
+            .sum();
+        assert_eq!(sum, self.used_bytes);
+        assert!(self.used_bytes <= self.budget_bytes);
+        for q in self.partitions.values() {
+            assert!(q
+                .iter()
+                .zip(q.iter().skip(1))
+                .all(|(a, b)| a.last_offset < b.base_offset));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(n: usize) -> Bytes {
+        Bytes::from(vec![n as u8; n])
+    }
+
+    #[test]
+    fn evicts_oldest_across_partitions_within_budget() {
+        let mut c = BatchCache::new(100);
+        let (p, q) = (c.register(), c.register());
+        c.on_append(p, 0, 0, b(40));
+        c.on_append(q, 0, 4, b(40));
+        c.on_append(p, 1, 1, b(40)); // evicts p@0
+        c.check_invariants();
+        assert!(c.read(p, 0, 1000, 100, true).is_none());
+        assert_eq!(c.read(p, 1, 1000, 100, true).unwrap().bytes, 40);
+        assert_eq!(c.read(q, 3, 1000, 100, true).unwrap().bytes, 40);
+    }
+
+    #[test]
+    fn read_honours_upper_bound_max_bytes_and_kip74() {
+        let mut c = BatchCache::new(1000);
+        let p = c.register();
+        for i in 0..5 {
+            c.on_append(p, i * 10, i * 10 + 9, b(50));
+        }
+        assert_eq!(c.read(p, 15, 1000, 1000, true).unwrap().batches.len(), 4);
+        assert_eq!(c.read(p, 15, 1000, 25, true).unwrap().batches.len(), 1);
+        assert_eq!(c.read(p, 15, 120, 1000, true).unwrap().batches.len(), 2);
+        assert_eq!(c.read(p, 15, 10, 1000, true).unwrap().batches.len(), 1);
+        assert_eq!(c.read(p, 15, 10, 1000, false).unwrap().batches.len(), 0);
+        assert!(c.read(p, 50, 1000, 1000, true).is_none());
+    }
+
+    #[test]
+    fn truncation_drops_batches_holding_later_offsets() {
+        let mut c = BatchCache::new(1000);
+        let p = c.register();
+        for i in 0..5 {
+            c.on_append(p, i * 10, i * 10 + 9, b(50));
+        }
+        c.truncate_to(p, 25);
+        c.check_invariants();
+        assert!(c.read(p, 25, 1000, 1000, true).is_none());
+        assert_eq!(c.read(p, 0, 1000, 1000, true).unwrap().batches.len(), 2);
+        c.on_append(p, 20, 20, b(50));
+        c.on_append(p, 21, 21, b(60));
+        c.check_invariants();
+        // the stale FIFO entry for offset 20 must not evict the new one wrongly
+        for i in 0..20 {
+            c.on_append(p, 100 + i, 100 + i, b(50));
+            c.check_invariants();
+        }
+        c.remove_partition(p);
+        assert_eq!(c.used_bytes(), 0);
+    }
+}

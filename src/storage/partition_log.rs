@@ -1,0 +1,338 @@
+//! `[drv]` One partition's log, owned by one shard (`!Send`).
+//!
+//! Segments in an ordered map by base offset; the last one is active and
+//! owns the DMA appender. Appends validate every batch first, assign
+//! offsets by patching headers in place, copy the bytes once into the DMA
+//! buffer and share them (`Bytes`) with the per-shard batch cache. Reads
+//! return regions: cached `Bytes` for the tail, or (file, position, len)
+//! ranges of the segment's buffered fd for sendfile.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+
+use super::batch_cache::SharedBatchCache;
+use super::checkpoint::{
+    self, LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT,
+};
+use super::config::LogConfig;
+use super::policy::{should_roll, RollInput};
+use super::segment::{delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
+use super::StorageError;
+use crate::protocol::record_batch::{self, validate_all_for_append};
+use crate::types::TopicPartition;
+
+/// Kafka's clean-shutdown marker. Kafka keeps one per log dir; partitions
+/// here open and close independently (each shard owns its own), so the
+/// marker lives in the partition directory.
+pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
+/// `segment.ms` falls back to wall age from this, set at the first append.
+const UNSET_MS: i64 = i64::MIN;
+
+/// A piece of a fetch response's records.
+#[derive(Debug, Clone)]
+pub enum Region {
+    /// Exact appended bytes from the batch cache (or the unwritten buffer).
+    Cached(Bytes),
+    /// A byte range of a segment, for sendfile/pread from the page cache.
+    File {
+        file: Rc<File>,
+        position: u64,
+        len: u32,
+    },
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReadResult {
+    pub regions: Vec<Region>,
+    pub bytes: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// The LogAppendTime stamped on the batches, or -1 for CreateTime.
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
+    pub bytes: usize,
+}
+
+/// What opening the log cost: tests assert a clean reopen scans nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecoveryStats {
+    pub clean_shutdown: bool,
+    pub segments_scanned: u64,
+    pub bytes_scanned: u64,
+    /// Segments dropped because an earlier one was cut short.
+    pub segments_dropped: u64,
+}
+
+pub struct PartitionLog {
+    tp: TopicPartition,
+    dir: PathBuf,
+    config: LogConfig,
+    segments: BTreeMap<i64, Segment>,
+    log_start_offset: i64,
+    high_watermark: i64,
+    recovery_point: i64,
+    cache: SharedBatchCache,
+    cache_id: u64,
+    messages_since_flush: i64,
+    last_flush_ms: i64,
+    poisoned: bool,
+    recovery_stats: RecoveryStats,
+    leader_epochs: Vec<(i32, i64)>,
+}
+
+fn checkpoint_entry(
+    log_dir: &Path,
+    name: &str,
+    tp: &TopicPartition,
+) -> Result<Option<i64>, StorageError> {
+    match std::fs::read_to_string(log_dir.join(name)) {
+        Ok(text) => {
+            let entries = checkpoint::decode_offsets(&text)
+                .map_err(|e| StorageError::CorruptCheckpoint(e.0))?;
+            Ok(entries.into_iter().find(|(t, _)| t == tp).map(|(_, o)| o))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Write `text` to `path` atomically (tmp file, fsync, rename), as Kafka's
+/// CheckpointFile does.
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), StorageError> {
+    use std::io::Write;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let mut f = File::create(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// Base offsets of the `.log` files in `dir`; removes `.deleted` leftovers.
+fn list_segments(dir: &Path) -> Result<Vec<i64>, StorageError> {
+    let mut bases = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.ends_with(DELETED_SUFFIX) || name.ends_with(".tmp") {
+            std::fs::remove_file(entry.path())?;
+        } else if let Some(stem) = name.strip_suffix(LOG_SUFFIX) {
+            if let Ok(base) = stem.parse::<i64>() {
+                bases.push(base);
+            }
+        }
+    }
+    bases.sort_unstable();
+    Ok(bases)
+}
+
+impl PartitionLog {
+    /// Open (or create) the log of `tp` under `log_dir`, recovering it if the
+    /// last shutdown was not clean.
+    pub async fn open(
+        log_dir: &Path,
+        tp: &TopicPartition,
+        topic_id: Option<uuid::Uuid>,
+        config: LogConfig,
+        cache: SharedBatchCache,
+    ) -> Result<Self, StorageError> {
+        let dir = log_dir.join(tp.dir_name());
+        std::fs::create_dir_all(&dir)?;
+        if let Some(id) = topic_id {
+            let p = dir.join(PARTITION_METADATA);
+            if !p.exists() {
+                write_atomically(&p, &checkpoint::encode_partition_metadata(id))?;
+            }
+        }
+        let marker = dir.join(CLEAN_SHUTDOWN_MARKER);
+        let clean = marker.exists();
+        let recovery_point = checkpoint_entry(log_dir, RECOVERY_POINT_CHECKPOINT, tp)?.unwrap_or(0);
+        let start_cp = checkpoint_entry(log_dir, LOG_START_OFFSET_CHECKPOINT, tp)?;
+        let hw_cp = checkpoint_entry(log_dir, REPLICATION_CHECKPOINT, tp)?;
+        let mut stats = RecoveryStats {
+            clean_shutdown: clean,
+            ..RecoveryStats::default()
+        };
+        let segments = Self::load_segments(
+            &dir,
+            &config,
+            clean,
+            recovery_point,
+            start_cp.unwrap_or(0),
+            &mut stats,
+        )
+        .await?;
+        if clean {
+            // Consume the marker before activation touches the active
+            // segment (truncate + pre-allocate): a crash from here on must
+            // be followed by a rescan, never by trusting the file size.
+            std::fs::remove_file(&marker)?;
+            File::open(&dir)?.sync_all()?;
+        }
+        let cache_id = cache.borrow_mut().register();
+        let mut log = PartitionLog {
+            tp: tp.clone(),
+            dir,
+            config,
+            segments,
+            log_start_offset: 0,
+            high_watermark: 0,
+            recovery_point: 0,
+            cache,
+            cache_id,
+            messages_since_flush: 0,
+            last_flush_ms: UNSET_MS,
+            poisoned: false,
+            recovery_stats: stats,
+            leader_epochs: Vec::new(),
+        };
+        if let Some(active) = log.segments.values_mut().next_back() {
+            active.activate(&log.config).await?;
+        }
+        let first_base = log.segments.keys().next().copied().unwrap_or(0);
+        let leo = log.log_end_offset();
+        log.log_start_offset = start_cp.unwrap_or(first_base).max(first_base).min(leo);
+        log.high_watermark = hw_cp
+            .unwrap_or(log.log_start_offset)
+            .clamp(log.log_start_offset, leo);
+        log.recovery_point = leo;
+        log.load_leader_epochs()?;
+        Ok(log)
+    }
+
+    async fn load_segments(
+        dir: &Path,
+        config: &LogConfig,
+        clean: bool,
+        recovery_point: i64,
+        start_offset: i64,
+        stats: &mut RecoveryStats,
+    ) -> Result<BTreeMap<i64, Segment>, StorageError> {
+        let bases = list_segments(dir)?;
+        let mut segments = BTreeMap::new();
+        for (i, &base) in bases.iter().enumerate() {
+            let next_base = bases.get(i + 1).copied();
+            // Kafka recovers from the segment holding the recovery point on;
+            // the last segment is always rescanned after an unclean stop
+            // because its pre-allocated file size says nothing.
+            let trusted = clean || next_base.is_some_and(|n| n <= recovery_point);
+            let loaded = if trusted {
+                Segment::load_trusted(dir, base, config, UNSET_MS)?
+            } else {
+                None
+            };
+            let seg = match loaded {
+                Some(seg) => seg,
+                None => {
+                    let (seg, scanned) = Segment::recover(dir, base, config, UNSET_MS).await?;
+                    stats.segments_scanned += 1;
+                    stats.bytes_scanned += scanned;
+                    seg
+                }
+            };
+            let complete = next_base.is_none_or(|n| seg.next_offset == n);
+            segments.insert(base, seg);
+            if !complete {
+                // A cut-short segment in the middle: later ones cannot follow
+                // it (Kafka deletes every segment after a corrupt one).
+                for &later in &bases[i + 1..] {
+                    delete_segment_files(dir, later)?;
+                    stats.segments_dropped += 1;
+                }
+                break;
+            }
+        }
+        if segments.is_empty() {
+            let seg = Segment::create_empty(dir, start_offset.max(0), config, UNSET_MS)?;
+            segments.insert(seg.base_offset, seg);
+        }
+        Ok(segments)
+    }
+
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+    pub fn recovery_stats(&self) -> RecoveryStats {
+        self.recovery_stats
+    }
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+    pub fn log_end_offset(&self) -> i64 {
+        self.segments
+            .values()
+            .next_back()
+            .map_or(0, |s| s.next_offset)
+    }
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+    /// Offsets below this are fsynced.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.keys().copied().collect()
+    }
+    /// Bytes of all segments.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.values().map(|s| s.size()).sum()
+    }
+    pub fn leader_epochs(&self) -> &[(i32, i64)] {
+        &self.leader_epochs
+    }
+
+    /// Set by the replication layer; clamped to [log start, LEO].
+    pub fn set_high_watermark(&mut self, hw: i64) {
+        self.high_watermark = hw.clamp(self.log_start_offset, self.log_end_offset());
+    }
+
+    fn active(&mut self) -> Result<&mut Segment, StorageError> {
+        self.segments
+            .values_mut()
+            .next_back()
+            .ok_or_else(|| StorageError::Io(std::io::Error::other("log has no segment")))
+    }
+
+    fn check_poison(&self) -> Result<(), StorageError> {
+        if self.poisoned {
+            Err(StorageError::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Drop for PartitionLog {
+    /// Release this partition's share of the shard's batch cache.
+    fn drop(&mut self) {
+        if let Ok(mut cache) = self.cache.try_borrow_mut() {
+            cache.remove_partition(self.cache_id);
+        }
+    }
+}
+
+mod read;
+mod write;

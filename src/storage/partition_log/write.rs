@@ -1,0 +1,406 @@
+//! Append, flush, roll, close, truncation, retention (part of the `[drv]` partition log).
+
+use super::*;
+
+impl PartitionLog {
+    /// Append one produce request's `records` (1+ v2 batches). Every batch is
+    /// validated before anything is written; on error nothing is appended.
+    pub async fn append(
+        &mut self,
+        mut batches: BytesMut,
+        leader_epoch: i32,
+        now_ms: i64,
+        log_append_time: bool,
+    ) -> Result<AppendInfo, StorageError> {
+        self.check_poison()?;
+        let summaries = validate_all_for_append(&batches)?;
+        let mut record_offsets: i64 = 0;
+        let mut max_ts = -1i64;
+        for s in &summaries {
+            if s.range.len() > self.config.max_message_bytes {
+                return Err(StorageError::MessageTooLarge {
+                    size: s.range.len(),
+                    max: self.config.max_message_bytes,
+                });
+            }
+            record_offsets += i64::from(s.last_offset_delta) + 1;
+            max_ts = max_ts.max(s.max_timestamp);
+        }
+        let log_append_time = log_append_time || self.config.message_timestamp_log_append_time;
+        if log_append_time {
+            max_ts = now_ms;
+        }
+        let first_offset = self.log_end_offset();
+        let last_offset = first_offset + record_offsets - 1;
+        self.maybe_roll(batches.len() as u64, max_ts, last_offset, now_ms)
+            .await?;
+
+        // Assign offsets in place: baseOffset and partitionLeaderEpoch are
+        // outside the CRC; only LogAppendTime rewrites covered bytes.
+        let mut next = first_offset;
+        for s in &summaries {
+            let b = &mut batches[s.range.clone()];
+            record_batch::set_base_offset(b, next);
+            record_batch::set_partition_leader_epoch(b, leader_epoch);
+            if log_append_time {
+                record_batch::set_log_append_time(b, now_ms);
+            }
+            next += i64::from(s.last_offset_delta) + 1;
+        }
+        let bytes = batches.freeze();
+        self.write_to_active(
+            &bytes,
+            &summaries,
+            first_offset,
+            log_append_time.then_some(now_ms),
+        )
+        .await?;
+        self.maybe_record_leader_epoch(leader_epoch, first_offset)?;
+        self.maybe_flush_after_append(record_offsets, now_ms)
+            .await?;
+        Ok(AppendInfo {
+            first_offset,
+            last_offset,
+            log_append_time_ms: if log_append_time { now_ms } else { -1 },
+            log_start_offset: self.log_start_offset,
+            bytes: bytes.len(),
+        })
+    }
+
+    async fn write_to_active(
+        &mut self,
+        bytes: &Bytes,
+        summaries: &[record_batch::BatchSummary],
+        first_offset: i64,
+        append_time: Option<i64>,
+    ) -> Result<(), StorageError> {
+        let cache = self.cache.clone();
+        let cache_id = self.cache_id;
+        let seg = self.active()?;
+        let position = seg.size();
+        let Some(appender) = seg.appender.as_mut() else {
+            return Err(StorageError::Io(std::io::Error::other(
+                "active segment has no appender",
+            )));
+        };
+        if let Err(e) = appender.append(bytes).await {
+            self.poisoned = true;
+            return Err(e);
+        }
+        let mut cache = cache.borrow_mut();
+        let mut base = first_offset;
+        for s in summaries {
+            let last = base + i64::from(s.last_offset_delta);
+            let ts = append_time.unwrap_or(s.max_timestamp);
+            seg.index.on_batch(
+                base,
+                position + s.range.start as u64,
+                s.range.len() as u64,
+                ts,
+            );
+            cache.on_append(cache_id, base, last, bytes.slice(s.range.clone()));
+            base = last + 1;
+        }
+        seg.next_offset = base;
+        Ok(())
+    }
+
+    async fn maybe_flush_after_append(
+        &mut self,
+        records: i64,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        self.messages_since_flush += records;
+        if self.last_flush_ms == UNSET_MS {
+            self.last_flush_ms = now_ms;
+        }
+        // log.flush.interval.messages / log.flush.interval.ms; Kafka's
+        // defaults (Long.MAX) never force an fsync.
+        let due = self.config.flush_every_append
+            || self.messages_since_flush >= self.config.flush_messages
+            || now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms;
+        if due {
+            self.flush().await?;
+            self.last_flush_ms = now_ms;
+        }
+        Ok(())
+    }
+
+    /// Periodic check for `flush.ms` (the shard's timer calls it; Kafka's
+    /// log flusher does the same). Returns whether it flushed.
+    pub async fn maybe_flush(&mut self, now_ms: i64) -> Result<bool, StorageError> {
+        let due = self.messages_since_flush > 0
+            && self.last_flush_ms != UNSET_MS
+            && now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms;
+        if due {
+            self.flush().await?;
+            self.last_flush_ms = now_ms;
+        }
+        Ok(due)
+    }
+
+    /// Write everything buffered and fdatasync; advances the recovery point.
+    pub async fn flush(&mut self) -> Result<(), StorageError> {
+        self.check_poison()?;
+        let leo = self.log_end_offset();
+        let seg = self.active()?;
+        if let Some(a) = seg.appender.as_mut() {
+            if let Err(e) = a.flush(true).await {
+                self.poisoned = true;
+                return Err(e);
+            }
+        }
+        self.recovery_point = leo;
+        self.messages_since_flush = 0;
+        Ok(())
+    }
+
+    async fn maybe_roll(
+        &mut self,
+        append_bytes: u64,
+        append_max_ts: i64,
+        append_last_offset: i64,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        let config = self.config.clone();
+        let seg = self.active()?;
+        if seg.created_ms == UNSET_MS {
+            seg.created_ms = now_ms;
+        }
+        let input = RollInput {
+            segment_base_offset: seg.base_offset,
+            segment_bytes: seg.size(),
+            first_batch_timestamp: seg.index.first_batch_timestamp,
+            segment_created_ms: seg.created_ms,
+            offset_index_full: seg.index.offsets.is_full(),
+            time_index_full: seg.index.times.is_full(),
+            append_bytes,
+            append_max_timestamp: append_max_ts,
+            append_last_offset,
+            now_ms,
+        };
+        if let Some(reason) = should_roll(&config, &input) {
+            tracing::debug!(tp = %self.tp, ?reason, "rolling segment");
+            if let Err(e) = self.roll(now_ms).await {
+                // Half-rolled: no usable active segment. Stop writing.
+                self.poisoned = true;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Close the active segment (sync, trim, write its indexes) and start a
+    /// new one at the log end offset.
+    pub async fn roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
+        self.close_active().await?;
+        let leo = self.log_end_offset();
+        let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms)?;
+        seg.activate(&self.config).await?;
+        self.segments.insert(leo, seg);
+        self.recovery_point = leo;
+        Ok(())
+    }
+
+    async fn close_active(&mut self) -> Result<(), StorageError> {
+        let seg = self.active()?;
+        if let Some(a) = seg.appender.take() {
+            match a.close().await {
+                Ok(size) => seg.set_closed(size),
+                Err(e) => {
+                    self.poisoned = true;
+                    return Err(e);
+                }
+            }
+        }
+        seg.write_index_files()
+    }
+
+    /// Clean shutdown: flush, trim the active segment, write its indexes,
+    /// the leader epoch checkpoint and the clean-shutdown marker, so the
+    /// next open trusts the files without rescanning. The log dir's offset
+    /// checkpoints are written by [`super::super::log_dir::LogDir`].
+    pub async fn close(mut self) -> Result<(), StorageError> {
+        if self.poisoned {
+            if let Some(a) = self.active()?.appender.take() {
+                a.abandon().await;
+            }
+            return Err(StorageError::Poisoned);
+        }
+        self.close_active().await?;
+        self.write_leader_epochs()?;
+        self.cache.borrow_mut().remove_partition(self.cache_id);
+        write_atomically(&self.dir.join(CLEAN_SHUTDOWN_MARKER), "")?;
+        File::open(&self.dir)?.sync_all()?;
+        Ok(())
+    }
+
+    /// Remove every offset >= `offset` (replication truncation, KIP-101).
+    /// Cuts at the batch holding `offset`, so the new LEO is a batch
+    /// boundary <= `offset`.
+    pub async fn truncate_to(&mut self, offset: i64) -> Result<(), StorageError> {
+        self.check_poison()?;
+        if offset >= self.log_end_offset() {
+            return Ok(());
+        }
+        let result = self.truncate_inner(offset).await;
+        if result.is_err() {
+            // Files may be half-cut: refuse further writes.
+            self.poisoned = true;
+        }
+        result
+    }
+
+    async fn truncate_inner(&mut self, offset: i64) -> Result<(), StorageError> {
+        self.close_active().await?;
+        let first_base = self.segments.keys().next().copied().unwrap_or(0);
+        if offset <= self.log_start_offset || offset <= first_base {
+            return self.truncate_fully_and_start_at(offset.max(0)).await;
+        }
+        let doomed: Vec<i64> = self.segments.range(offset..).map(|(b, _)| *b).collect();
+        for base in doomed {
+            if let Some(seg) = self.segments.remove(&base) {
+                seg.delete_files()?;
+            }
+        }
+        let Some((&base, seg)) = self.segments.iter().next_back() else {
+            return self.truncate_fully_and_start_at(offset).await;
+        };
+        if let Some(cut) = seg.find_batch(offset)? {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(seg.log_path())?;
+            f.set_len(cut.position)?;
+        }
+        // Rescan the cut segment: rebuilds indexes and max timestamp exactly.
+        let (mut seg, _) = Segment::recover(&self.dir, base, &self.config, UNSET_MS).await?;
+        seg.activate(&self.config).await?;
+        self.segments.insert(base, seg);
+        self.after_truncation();
+        Ok(())
+    }
+
+    async fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), StorageError> {
+        for (_, seg) in std::mem::take(&mut self.segments) {
+            seg.delete_files()?;
+        }
+        let mut seg = Segment::create_empty(&self.dir, offset, &self.config, UNSET_MS)?;
+        seg.activate(&self.config).await?;
+        self.segments.insert(offset, seg);
+        self.log_start_offset = offset;
+        self.after_truncation();
+        Ok(())
+    }
+
+    fn after_truncation(&mut self) {
+        let leo = self.log_end_offset();
+        self.cache.borrow_mut().truncate_to(self.cache_id, leo);
+        self.high_watermark = self.high_watermark.min(leo).max(self.log_start_offset);
+        self.recovery_point = self.recovery_point.min(leo);
+        self.leader_epochs.retain(|&(_, start)| start < leo);
+        let _ = self.write_leader_epochs();
+    }
+
+    /// DeleteRecords: advance the log start offset to `offset` (at most the
+    /// high watermark, else OFFSET_OUT_OF_RANGE) and drop whole segments
+    /// that lie entirely below it. Returns the new log start offset.
+    pub fn delete_records_before(&mut self, offset: i64) -> Result<i64, StorageError> {
+        if offset > self.high_watermark || offset < 0 {
+            return Err(StorageError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: self.log_end_offset(),
+            });
+        }
+        if offset > self.log_start_offset {
+            self.log_start_offset = offset;
+            self.delete_segments_while(|_, next_base, log| next_base <= log.log_start_offset)?;
+        }
+        Ok(self.log_start_offset)
+    }
+
+    /// Delete the oldest non-active segments while `pred(segment, next
+    /// segment base, log)` holds; advances the log start offset.
+    fn delete_segments_while(
+        &mut self,
+        mut pred: impl FnMut(&Segment, i64, &Self) -> bool,
+    ) -> Result<usize, StorageError> {
+        let mut deleted = 0;
+        loop {
+            let mut it = self.segments.iter();
+            let (Some((&base, seg)), Some((&next_base, _))) = (it.next(), it.next()) else {
+                break; // never the active segment
+            };
+            if !pred(seg, next_base, self) {
+                break;
+            }
+            if let Some(seg) = self.segments.remove(&base) {
+                seg.delete_files()?;
+            }
+            self.log_start_offset = self.log_start_offset.max(next_base);
+            deleted += 1;
+        }
+        Ok(deleted)
+    }
+
+    /// Time (`retention.ms`, by the segment's largest timestamp) and size
+    /// (`retention.bytes`) retention, as Kafka's `deleteOldSegments`: only
+    /// whole segments, oldest first, never the active one, and only those
+    /// entirely below the high watermark. Returns segments deleted.
+    pub fn apply_retention(&mut self, now_ms: i64) -> Result<usize, StorageError> {
+        let mut deleted = 0;
+        let retention_ms = self.config.retention_ms;
+        if retention_ms >= 0 {
+            deleted += self.delete_segments_while(|seg, next_base, log| {
+                next_base <= log.high_watermark
+                    && seg.index.max_timestamp >= 0
+                    && now_ms.saturating_sub(seg.index.max_timestamp) > retention_ms
+            })?;
+        }
+        if self.config.retention_bytes >= 0 {
+            let mut excess = self.size_bytes() as i64 - self.config.retention_bytes;
+            deleted += self.delete_segments_while(|seg, next_base, log| {
+                let fits = next_base <= log.high_watermark && excess - seg.size() as i64 >= 0;
+                if fits {
+                    excess -= seg.size() as i64;
+                }
+                fits
+            })?;
+        }
+        Ok(deleted)
+    }
+
+    pub(super) fn load_leader_epochs(&mut self) -> Result<(), StorageError> {
+        match std::fs::read_to_string(self.dir.join(LEADER_EPOCH_CHECKPOINT)) {
+            Ok(text) => {
+                self.leader_epochs = checkpoint::decode_leader_epochs(&text)
+                    .map_err(|e| StorageError::CorruptCheckpoint(e.0))?;
+                let leo = self.log_end_offset();
+                self.leader_epochs.retain(|&(_, start)| start < leo);
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn write_leader_epochs(&self) -> Result<(), StorageError> {
+        write_atomically(
+            &self.dir.join(LEADER_EPOCH_CHECKPOINT),
+            &checkpoint::encode_leader_epochs(&self.leader_epochs),
+        )
+    }
+
+    /// KIP-101: remember the first offset of each new leader epoch.
+    fn maybe_record_leader_epoch(
+        &mut self,
+        epoch: i32,
+        start_offset: i64,
+    ) -> Result<(), StorageError> {
+        if epoch < 0 || self.leader_epochs.last().is_some_and(|&(e, _)| e >= epoch) {
+            return Ok(());
+        }
+        self.leader_epochs.push((epoch, start_offset));
+        self.write_leader_epochs()
+    }
+}

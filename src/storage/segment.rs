@@ -1,0 +1,392 @@
+//! `[io]` One log segment: `<base offset>.log` plus its `.index` and
+//! `.timeindex`, the in-memory indexes, and byte access that spans the file
+//! (via a buffered read-only fd, page cache) and, for the active segment,
+//! the DMA appender's not-yet-written buffer.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use glommio::io::DmaFile;
+
+use super::appender::DmaAppender;
+use super::config::LogConfig;
+use super::index::{OffsetIndex, SegmentIndex, TimeIndex};
+use super::recovery::{scan, ScanStop, ScannedBatch};
+use super::{segment_file_name, StorageError};
+
+pub const LOG_SUFFIX: &str = ".log";
+pub const INDEX_SUFFIX: &str = ".index";
+pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+pub const DELETED_SUFFIX: &str = ".deleted";
+/// Recovery reads segments with O_DIRECT in chunks of this size.
+const RECOVERY_CHUNK: usize = 1 << 20;
+/// Bytes of a batch header needed to walk a segment (through maxTimestamp).
+const WALK_HEADER: usize = 43;
+
+pub struct Segment {
+    pub base_offset: i64,
+    pub dir: PathBuf,
+    /// Buffered read-only fd for pread / sendfile (page cache).
+    pub read_file: Rc<File>,
+    /// Logical size when closed; the appender tracks it while active.
+    closed_size: u64,
+    pub index: SegmentIndex,
+    /// Last offset + 1 (base offset when empty).
+    pub next_offset: i64,
+    pub created_ms: i64,
+    pub appender: Option<DmaAppender>,
+}
+
+pub fn path_of(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
+    dir.join(segment_file_name(base_offset, suffix))
+}
+
+fn invalid(msg: &str) -> StorageError {
+    StorageError::Io(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        msg.to_string(),
+    ))
+}
+
+impl Segment {
+    pub fn new_index(base_offset: i64, config: &LogConfig) -> SegmentIndex {
+        SegmentIndex::new(
+            base_offset,
+            config.index_interval_bytes,
+            config.max_offset_index_entries(),
+            config.max_time_index_entries(),
+        )
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        path_of(&self.dir, self.base_offset, LOG_SUFFIX)
+    }
+
+    /// Logical size: bytes of whole batches in this segment.
+    pub fn size(&self) -> u64 {
+        self.appender
+            .as_ref()
+            .map_or(self.closed_size, |a| a.logical_end())
+    }
+
+    /// Bytes readable through `read_file`.
+    pub fn file_end(&self) -> u64 {
+        self.appender
+            .as_ref()
+            .map_or(self.closed_size, |a| a.written_end())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.size() == 0
+    }
+
+    /// Copy bytes `[pos, pos + out.len())` from the file and, past what the
+    /// file holds, from the appender's buffer.
+    pub fn read_exact_at(&self, pos: u64, out: &mut [u8]) -> Result<(), StorageError> {
+        let end = pos + out.len() as u64;
+        if end > self.size() {
+            return Err(invalid("read past the logical end of a segment"));
+        }
+        let in_file = self.file_end().saturating_sub(pos).min(out.len() as u64) as usize;
+        if in_file > 0 {
+            self.read_file.read_exact_at(&mut out[..in_file], pos)?;
+        }
+        // The rest sits in the in-flight and/or the current DMA buffer.
+        let mut done = in_file;
+        while done < out.len() {
+            let from = pos + done as u64;
+            let part = self
+                .appender
+                .as_ref()
+                .and_then(|a| a.buffered_from(from))
+                .filter(|p| !p.is_empty())
+                .ok_or_else(|| invalid("bytes neither in file nor in buffer"))?;
+            let n = part.len().min(out.len() - done);
+            out[done..done + n].copy_from_slice(&part[..n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Header of the batch at `pos` (already validated when appended).
+    pub fn header_at(&self, pos: u64) -> Result<ScannedBatch, StorageError> {
+        let mut h = [0u8; WALK_HEADER];
+        self.read_exact_at(pos, &mut h)?;
+        let i64_at = |at: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&h[at..at + 8]);
+            i64::from_be_bytes(a)
+        };
+        let i32_at = |at: usize| i32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+        let len = 12 + i64::from(i32_at(8));
+        if len < 61 || pos + len as u64 > self.size() {
+            return Err(invalid("batch header inconsistent with segment"));
+        }
+        let base = i64_at(0);
+        Ok(ScannedBatch {
+            position: pos,
+            base_offset: base,
+            last_offset: base + i64::from(i32_at(23)),
+            max_timestamp: i64_at(35),
+            len: len as u64,
+        })
+    }
+
+    /// The batch holding `offset` (or the first after it), via the sparse
+    /// index then a forward walk. `None` when the segment ends before it.
+    pub fn find_batch(&self, offset: i64) -> Result<Option<ScannedBatch>, StorageError> {
+        let mut pos = self.index.lookup_position(offset);
+        let size = self.size();
+        while pos < size {
+            let h = self.header_at(pos)?;
+            if h.last_offset >= offset {
+                return Ok(Some(h));
+            }
+            pos += h.len;
+        }
+        Ok(None)
+    }
+
+    /// Walk batches from `pos` to the end of the segment.
+    pub fn walk_from(
+        &self,
+        mut pos: u64,
+        mut f: impl FnMut(&ScannedBatch) -> bool,
+    ) -> Result<(), StorageError> {
+        let size = self.size();
+        while pos < size {
+            let h = self.header_at(pos)?;
+            if !f(&h) {
+                break;
+            }
+            pos += h.len;
+        }
+        Ok(())
+    }
+
+    /// Write `.index` and `.timeindex` (on roll and clean shutdown).
+    pub fn write_index_files(&self) -> Result<(), StorageError> {
+        std::fs::write(
+            path_of(&self.dir, self.base_offset, INDEX_SUFFIX),
+            self.index.offsets.encode(),
+        )?;
+        std::fs::write(
+            path_of(&self.dir, self.base_offset, TIME_INDEX_SUFFIX),
+            self.index.times.encode(),
+        )?;
+        Ok(())
+    }
+
+    /// Mark closed with its final logical size (appender already closed).
+    pub fn set_closed(&mut self, size: u64) {
+        self.appender = None;
+        self.closed_size = size;
+    }
+
+    /// A segment whose files are trusted (clean shutdown or below the
+    /// recovery point): load index files, walk only from the last index
+    /// entry to find the next offset (Kafka's `readNextOffset`). Falls back
+    /// to `None` (caller rescans) when the index files are missing or bad.
+    pub fn load_trusted(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<Option<Segment>, StorageError> {
+        let log = path_of(dir, base_offset, LOG_SUFFIX);
+        let read_file = Rc::new(File::open(&log)?);
+        let size = read_file.metadata()?.len();
+        let (Ok(ib), Ok(tb)) = (
+            std::fs::read(path_of(dir, base_offset, INDEX_SUFFIX)),
+            std::fs::read(path_of(dir, base_offset, TIME_INDEX_SUFFIX)),
+        ) else {
+            return Ok(None);
+        };
+        let (Some(offsets), Some(times)) = (
+            OffsetIndex::decode(&ib, config.max_offset_index_entries(), size),
+            TimeIndex::decode(&tb, config.max_time_index_entries()),
+        ) else {
+            return Ok(None);
+        };
+        let mut seg = Segment {
+            base_offset,
+            dir: dir.to_path_buf(),
+            read_file,
+            closed_size: size,
+            index: Self::new_index(base_offset, config),
+            next_offset: base_offset,
+            created_ms: now_ms,
+            appender: None,
+        };
+        let start = offsets.entries().last().map_or(0, |e| u64::from(e.1));
+        if let Some(&(ts, rel)) = times.entries().last() {
+            seg.index.max_timestamp = ts;
+            seg.index.offset_of_max_timestamp = base_offset + i64::from(rel);
+        }
+        seg.index.offsets = offsets;
+        seg.index.times = times;
+        if size > 0 {
+            seg.index.first_batch_timestamp = Some(seg.header_at(0)?.max_timestamp);
+        }
+        let (mut next, mut max_ts, mut max_off, mut since) = (
+            base_offset,
+            seg.index.max_timestamp,
+            seg.index.offset_of_max_timestamp,
+            0,
+        );
+        let walked = seg.walk_from(start, |h| {
+            next = h.last_offset + 1;
+            if h.max_timestamp > max_ts {
+                max_ts = h.max_timestamp;
+                max_off = h.base_offset;
+            }
+            since += h.len;
+            true
+        });
+        if walked.is_err() {
+            return Ok(None);
+        }
+        seg.next_offset = next;
+        seg.index.max_timestamp = max_ts;
+        seg.index.offset_of_max_timestamp = max_off;
+        seg.index.bytes_since_last_entry = since;
+        Ok(Some(seg))
+    }
+
+    /// Rescan a segment file with O_DIRECT reads (length + CRC of every
+    /// batch), rebuild its indexes and cut the file after the last good
+    /// batch. Returns the segment and the bytes scanned.
+    pub async fn recover(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<(Segment, u64), StorageError> {
+        let log = path_of(dir, base_offset, LOG_SUFFIX);
+        let file = DmaFile::open(&log).await?;
+        let file_len = file.file_size().await?;
+        let mut index = Self::new_index(base_offset, config);
+        let (mut next, mut pos, mut carry, mut found) =
+            (base_offset, 0u64, Vec::<u8>::new(), Vec::new());
+        let mut valid_end = 0u64;
+        while pos < file_len {
+            let chunk = file.read_at_aligned(pos, RECOVERY_CHUNK).await?;
+            if chunk.is_empty() {
+                break;
+            }
+            pos += chunk.len() as u64;
+            let outcome = if carry.is_empty() {
+                let o = scan(&chunk, valid_end, &mut next, usize::MAX, true, &mut found);
+                carry.extend_from_slice(&chunk[o.consumed..]);
+                o
+            } else {
+                carry.extend_from_slice(&chunk);
+                let o = scan(&carry, valid_end, &mut next, usize::MAX, true, &mut found);
+                carry.drain(..o.consumed);
+                o
+            };
+            valid_end += outcome.consumed as u64;
+            for b in found.drain(..) {
+                index.on_batch(b.base_offset, b.position, b.len, b.max_timestamp);
+            }
+            match outcome.stop {
+                ScanStop::Corrupt => break,
+                ScanStop::NeedMore { needed } if valid_end + needed as u64 > file_len => break,
+                ScanStop::NeedMore { .. } => {}
+            }
+        }
+        file.close().await?;
+        if valid_end < file_len {
+            let f = std::fs::OpenOptions::new().write(true).open(&log)?;
+            f.set_len(valid_end)?;
+        }
+        let seg = Segment {
+            base_offset,
+            dir: dir.to_path_buf(),
+            read_file: Rc::new(File::open(&log)?),
+            closed_size: valid_end,
+            index,
+            next_offset: next.max(base_offset),
+            created_ms: now_ms,
+            appender: None,
+        };
+        Ok((seg, pos))
+    }
+
+    /// A new, empty segment at `base_offset`.
+    pub fn create_empty(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<Segment, StorageError> {
+        let log = path_of(dir, base_offset, LOG_SUFFIX);
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&log)?;
+        // Make the new name durable (a crash must not lose the segment file).
+        File::open(dir)?.sync_all()?;
+        Ok(Segment {
+            base_offset,
+            dir: dir.to_path_buf(),
+            read_file: Rc::new(File::open(&log)?),
+            closed_size: 0,
+            index: Self::new_index(base_offset, config),
+            next_offset: base_offset,
+            created_ms: now_ms,
+            appender: None,
+        })
+    }
+
+    /// Turn this segment into the active one: open a DMA appender at its end.
+    pub async fn activate(&mut self, config: &LogConfig) -> Result<(), StorageError> {
+        let size = self.closed_size;
+        let page_start = size / super::appender::PAGE * super::appender::PAGE;
+        let mut tail = vec![0u8; (size - page_start) as usize];
+        self.read_file.read_exact_at(&mut tail, page_start)?;
+        let step = if config.preallocate {
+            config.segment_bytes.min(1 << 31)
+        } else {
+            config
+                .preallocate_step_bytes
+                .min(config.segment_bytes.max(super::appender::PAGE))
+        };
+        let a = DmaAppender::open(
+            &self.log_path(),
+            size,
+            &tail,
+            config.write_buffer_bytes,
+            step,
+        )
+        .await?;
+        self.appender = Some(a);
+        Ok(())
+    }
+
+    /// Kafka's delete: rename every file to `.deleted`, then remove them.
+    pub fn delete_files(&self) -> Result<(), StorageError> {
+        delete_segment_files(&self.dir, self.base_offset)
+    }
+}
+
+/// Rename a segment's files to `.deleted`, then remove them (Kafka renames
+/// first so a crash mid-delete leaves names the next open cleans up).
+pub fn delete_segment_files(dir: &Path, base_offset: i64) -> Result<(), StorageError> {
+    {
+        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+            let p = path_of(dir, base_offset, suffix);
+            let mut d = p.clone().into_os_string();
+            d.push(DELETED_SUFFIX);
+            match std::fs::rename(&p, &d) {
+                Ok(()) => std::fs::remove_file(&d)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}

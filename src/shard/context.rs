@@ -200,6 +200,7 @@ mod tests {
         s.version = version;
         if let Some(name) = topic {
             s = s.with_topic(TopicState {
+                configs: Default::default(),
                 name: name.into(),
                 topic_id: uuid::Uuid::from_u128(9),
                 is_internal: false,

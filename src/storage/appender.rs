@@ -2,8 +2,8 @@
 //!
 //! Batches are copied once into a 4 KiB-aligned buffer from
 //! `alloc_dma_buffer`; a full buffer is written with O_DIRECT in one call,
-//! in the background while the next buffer fills (double buffering: at
-//! most one write in flight, so copying overlaps the disk); a
+//! in the background while the next buffer fills (at most two writes in
+//! flight, so copying overlaps the disk); a
 //! flush writes the dirty pages of the partial buffer (the partial tail page
 //! is rewritten by every later flush until the buffer fills) and may
 //! `fdatasync`. Files grow by `pre_allocate` in large steps, so `st_size`
@@ -15,6 +15,7 @@
 //! [`StorageError::Poisoned`] (KAFKA_STORAGE_ERROR). An fsync is never
 //! retried, since after a failure the kernel may have dropped dirty pages.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -44,9 +45,9 @@ pub struct DmaAppender {
     file: Rc<DmaFile>,
     buf: Option<DmaBuffer>,
     /// The previous full buffer while its write is in flight.
-    inflight: Option<InFlight>,
+    inflight: VecDeque<InFlight>,
     /// A buffer recovered from a completed write, reused for the next one.
-    spare: Option<DmaBuffer>,
+    spares: Vec<DmaBuffer>,
     buf_cap: usize,
     /// File position of `buf[0]`; page aligned.
     buf_file_pos: u64,
@@ -94,8 +95,8 @@ impl DmaAppender {
         let mut a = DmaAppender {
             file: Rc::new(file),
             buf: Some(buf),
-            inflight: None,
-            spare: None,
+            inflight: VecDeque::new(),
+            spares: Vec::new(),
             buf_cap,
             buf_file_pos,
             fill,
@@ -129,7 +130,7 @@ impl DmaAppender {
     /// May be shorter than that when the bytes span the in-flight buffer
     /// and the current one: call again from where it ends.
     pub fn buffered_from(&self, pos: u64) -> Option<&[u8]> {
-        if let Some(f) = &self.inflight {
+        for f in &self.inflight {
             let len = f.buf.len() as u64;
             if pos >= f.pos && pos < f.pos + len {
                 return Some(&f.buf.as_bytes()[(pos - f.pos) as usize..]);
@@ -189,9 +190,18 @@ impl DmaAppender {
         Ok(())
     }
 
-    /// Wait for the in-flight write, if any; recover its buffer.
+    /// Wait for every in-flight write.
     async fn await_inflight(&mut self) -> Result<(), StorageError> {
-        let Some(f) = self.inflight.take() else {
+        while !self.inflight.is_empty() {
+            self.await_oldest().await?;
+        }
+        Ok(())
+    }
+
+    /// Wait for the oldest in-flight write; recover its buffer. Writes
+    /// complete in submission order as far as `written_end` is concerned.
+    async fn await_oldest(&mut self) -> Result<(), StorageError> {
+        let Some(f) = self.inflight.pop_front() else {
             return Ok(());
         };
         let res = f.task.await;
@@ -203,13 +213,14 @@ impl DmaAppender {
         }
         self.written_end = f.pos + len as u64;
         // The write completed, so our handle is the only one left.
-        self.spare = Rc::try_unwrap(f.buf).ok();
+        if let Ok(buf) = Rc::try_unwrap(f.buf) {
+            self.spares.push(buf);
+        }
         Ok(())
     }
 
     async fn write_full_buffer(&mut self) -> Result<(), StorageError> {
         let end = self.buf_file_pos + self.buf_cap as u64;
-        self.await_inflight().await?;
         self.ensure_allocated(end).await?;
         if self.dirty_from == 0 {
             let Some(buf) = self.buf.take() else {
@@ -218,14 +229,21 @@ impl DmaAppender {
             let buf = Rc::new(buf);
             let (file, shared, pos) = (self.file.clone(), buf.clone(), self.buf_file_pos);
             let task = glommio::spawn_local(async move { file.write_rc_at(shared, pos).await });
-            self.inflight = Some(InFlight { task, buf, pos });
+            self.inflight.push_back(InFlight { task, buf, pos });
             let next = self
-                .spare
-                .take()
+                .spares
+                .pop()
                 .unwrap_or_else(|| self.file.alloc_dma_buffer(self.buf_cap));
             self.buf = Some(next);
+            // glommio submits queued I/O only when every task is waiting:
+            // waiting here for the previous write is what submits this one,
+            // so the disk always has the next buffer while we fill another.
+            while self.inflight.len() > 1 {
+                self.await_oldest().await?;
+            }
         } else {
             // Part of this buffer was flushed already: write the rest now.
+            self.await_inflight().await?;
             self.write_dirty_pages().await?;
             self.written_end = end;
         }
@@ -306,7 +324,7 @@ impl DmaAppender {
 
     /// Close without writing anything (log poisoned or being deleted).
     pub async fn abandon(mut self) {
-        if let Some(f) = self.inflight.take() {
+        while let Some(f) = self.inflight.pop_front() {
             let _ = f.task.await;
         }
         if let Ok(file) = Rc::try_unwrap(self.file) {

@@ -36,7 +36,6 @@ pub struct PartitionState {
 /// A topic and its partitions, ordered by partition index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicState {
-    configs: Default::default(),
     pub name: Arc<str>,
     pub topic_id: Uuid,
     /// `__consumer_offsets`, `__transaction_state`.

@@ -396,6 +396,104 @@ impl ServerConfig {
         Ok(())
     }
 
+    /// The broker-level defaults for topic configs (Kafka's `LogConfig`
+    /// synonyms: `log.retention.ms` → `retention.ms`, ...). A key whose value
+    /// differs from Kafka's default counts as set in server.properties, so
+    /// DescribeConfigs reports it as STATIC_BROKER_CONFIG.
+    pub fn broker_topic_defaults(&self) -> topic::BrokerTopicDefaults {
+        let kafka = ServerConfig::default();
+        let mut d = topic::BrokerTopicDefaults {
+            log_cleanup_policy: self.log_cleanup_policy.clone(),
+            compression_type: self.compression_type.clone(),
+            log_flush_interval_messages: self.log_flush_interval_messages,
+            log_flush_interval_ms: self.effective_log_flush_interval_ms(),
+            log_index_interval_bytes: self.log_index_interval_bytes,
+            message_max_bytes: self.message_max_bytes,
+            log_message_timestamp_type: self.log_message_timestamp_type.clone(),
+            min_insync_replicas: self.min_insync_replicas,
+            log_preallocate: self.log_preallocate,
+            log_retention_bytes: self.log_retention_bytes,
+            log_retention_ms: self.effective_log_retention_ms(),
+            log_segment_bytes: self.log_segment_bytes,
+            log_index_size_max_bytes: self.log_index_size_max_bytes,
+            log_roll_ms: self.effective_log_roll_ms(),
+            unclean_leader_election_enable: self.unclean_leader_election_enable,
+            num_partitions: self.num_partitions,
+            default_replication_factor: self.default_replication_factor,
+            ..Default::default()
+        };
+        let set: [(&str, bool); 17] = [
+            (
+                "log.cleanup.policy",
+                self.log_cleanup_policy != kafka.log_cleanup_policy,
+            ),
+            (
+                "compression.type",
+                self.compression_type != kafka.compression_type,
+            ),
+            (
+                "log.flush.interval.messages",
+                self.log_flush_interval_messages != kafka.log_flush_interval_messages,
+            ),
+            (
+                "log.flush.interval.ms",
+                self.log_flush_interval_ms.is_some(),
+            ),
+            (
+                "log.index.interval.bytes",
+                self.log_index_interval_bytes != kafka.log_index_interval_bytes,
+            ),
+            (
+                "message.max.bytes",
+                self.message_max_bytes != kafka.message_max_bytes,
+            ),
+            (
+                "log.message.timestamp.type",
+                self.log_message_timestamp_type != kafka.log_message_timestamp_type,
+            ),
+            (
+                "min.insync.replicas",
+                self.min_insync_replicas != kafka.min_insync_replicas,
+            ),
+            (
+                "log.preallocate",
+                self.log_preallocate != kafka.log_preallocate,
+            ),
+            (
+                "log.retention.bytes",
+                self.log_retention_bytes != kafka.log_retention_bytes,
+            ),
+            ("log.retention.ms", self.log_retention_ms.is_some()),
+            (
+                "log.retention.minutes",
+                self.log_retention_minutes.is_some(),
+            ),
+            (
+                "log.retention.hours",
+                self.log_retention_hours != kafka.log_retention_hours,
+            ),
+            (
+                "log.segment.bytes",
+                self.log_segment_bytes != kafka.log_segment_bytes,
+            ),
+            (
+                "log.index.size.max.bytes",
+                self.log_index_size_max_bytes != kafka.log_index_size_max_bytes,
+            ),
+            ("log.roll.ms", self.log_roll_ms.is_some()),
+            (
+                "log.roll.hours",
+                self.log_roll_hours != kafka.log_roll_hours,
+            ),
+        ];
+        d.static_keys = set
+            .iter()
+            .filter(|(_, changed)| *changed)
+            .map(|(k, _)| (*k).to_owned())
+            .collect();
+        d
+    }
+
     /// `log.dirs` if set, else `log.dir` (Kafka's precedence).
     pub fn effective_log_dirs(&self) -> Vec<String> {
         match &self.log_dirs {

@@ -542,6 +542,189 @@ mod tests {
         }
     }
 
+    /// Run `f` on a control-shard context with no data shards (publication
+    /// then only installs the snapshot locally), on its own executor.
+    fn on_control<T: Send + 'static>(
+        dir: &Path,
+        f: impl FnOnce(Rc<ShardContext>) -> futures_lite::future::BoxedLocal<T> + Send + 'static,
+    ) -> T {
+        let dir = dir.to_path_buf();
+        glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+            .io_memory(512 << 10)
+            .spawn(move || async move {
+                let config = crate::config::ServerConfig {
+                    broker_id: 0,
+                    num_partitions: 2,
+                    ..Default::default()
+                };
+                let base = Snapshot::single_broker(
+                    "cluster-a",
+                    BrokerEndpoint {
+                        broker_id: 0,
+                        host: "h".into(),
+                        port: 9,
+                        rack: None,
+                    },
+                );
+                let ctx = ShardContext::new(
+                    super::super::context::Role::Control,
+                    0,
+                    Arc::new(config),
+                    vec![],
+                    base,
+                );
+                start(&ctx, &dir).await.expect("start");
+                f(ctx).await
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    async fn admin(ctx: &Rc<ShardContext>, req: AdminRequest) -> AdminResponse {
+        match on_admin_request(ctx, req).await {
+            ShardResponse::Admin(resp) => *resp,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn new_topic(name: &str, partitions: i32, rf: i16) -> NewTopic {
+        NewTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: rf,
+            ..Default::default()
+        }
+    }
+
+    fn codes<T>(results: &[AdminResult<T>]) -> Vec<ErrorCode> {
+        results
+            .iter()
+            .map(|r| r.as_ref().map_or_else(|e| e.code, |_| ErrorCode::NONE))
+            .collect()
+    }
+
+    #[test]
+    fn admin_operations_change_the_published_snapshot_and_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (id, versions) = on_control(dir.path(), |ctx| {
+            Box::pin(async move {
+                let v0 = ctx.snapshot().version;
+                let AdminResponse::CreatedTopics(created) = admin(
+                    &ctx,
+                    AdminRequest::CreateTopics {
+                        topics: vec![
+                            new_topic("a", 3, 1),
+                            new_topic("a", 1, 1),
+                            new_topic("b", 1, 2),
+                            new_topic("c", 0, 1),
+                            new_topic("d", -1, -1),
+                        ],
+                        validate_only: false,
+                    },
+                )
+                .await
+                else {
+                    panic!("wrong answer")
+                };
+                assert_eq!(
+                    codes(&created),
+                    vec![
+                        ErrorCode::NONE,
+                        ErrorCode::TOPIC_ALREADY_EXISTS,
+                        ErrorCode::INVALID_REPLICATION_FACTOR,
+                        ErrorCode::INVALID_PARTITIONS,
+                        ErrorCode::NONE,
+                    ]
+                );
+                let snap = ctx.snapshot();
+                assert!(snap.version > v0);
+                assert_eq!(snap.topic("a").unwrap().partitions.len(), 3);
+                // -1 = the broker's num.partitions (KIP-464).
+                assert_eq!(snap.topic("d").unwrap().partitions.len(), 2);
+                let grow = AdminRequest::CreatePartitions {
+                    topics: vec![NewPartitions {
+                        topic: "a".into(),
+                        count: 5,
+                        assignments: None,
+                    }],
+                    validate_only: false,
+                };
+                admin(&ctx, grow).await;
+                assert_eq!(ctx.snapshot().topic("a").unwrap().partitions.len(), 5);
+                let alter = AdminRequest::AlterTopicConfigs {
+                    topics: vec![(
+                        "a".into(),
+                        BTreeMap::from([("retention.ms".into(), "7".into())]),
+                    )],
+                    validate_only: false,
+                };
+                admin(&ctx, alter).await;
+                let a = ctx.snapshot().topic("a").cloned().unwrap();
+                assert_eq!(a.configs.get("retention.ms").map(String::as_str), Some("7"));
+                let delete = AdminRequest::DeleteTopics {
+                    topics: vec![TopicRef::Id(ctx.snapshot().topic("d").unwrap().topic_id)],
+                };
+                let AdminResponse::DeletedTopics(deleted) = admin(&ctx, delete).await else {
+                    panic!("wrong answer")
+                };
+                assert_eq!(deleted[0].as_ref().map(|d| d.0.as_str()), Ok("d"));
+                assert!(ctx.snapshot().topic("d").is_none());
+                (a.topic_id, ctx.snapshot().version)
+            })
+        });
+        assert!(versions >= 4);
+        // A restart loads the same topics, partition counts, configs, ids.
+        let after = on_control(dir.path(), |ctx| {
+            Box::pin(async move { ctx.snapshot().topic("a").cloned() })
+        })
+        .unwrap();
+        assert_eq!(after.topic_id, id);
+        assert_eq!(after.partitions.len(), 5);
+        assert_eq!(
+            after.configs.get("retention.ms").map(String::as_str),
+            Some("7")
+        );
+    }
+
+    #[test]
+    fn producer_ids_increase_and_reinit_bumps_the_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = on_control(dir.path(), |ctx| {
+            Box::pin(async move {
+                let mut out = Vec::new();
+                for (id, epoch) in [(-1, -1), (-1, -1), (0, 0), (0, i16::MAX - 1), (77_777, 3)] {
+                    let req = AdminRequest::InitProducerId {
+                        producer_id: id,
+                        producer_epoch: epoch,
+                    };
+                    match admin(&ctx, req).await {
+                        AdminResponse::ProducerId(r) => out.push(r.unwrap()),
+                        other => panic!("{other:?}"),
+                    }
+                }
+                out
+            })
+        });
+        // (requested) → new, new, bump, exhausted → new, unknown id → new.
+        assert_eq!(ids, vec![(0, 0), (1, 0), (0, 1), (2, 0), (3, 0)]);
+    }
+
+    #[test]
+    fn a_store_from_another_cluster_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        futures_lite::future::block_on(async {
+            let data = ClusterIdZNode::new("other").encode();
+            create_recursive(&store, paths::CLUSTER_ID, &data, CreateMode::Persistent)
+                .await
+                .unwrap();
+            assert!(check_cluster_id(&store, "other").await.is_ok());
+            let err = check_cluster_id(&store, "cluster-a").await.unwrap_err();
+            assert!(err.contains("doesn't match"), "{err}");
+        });
+    }
+
     #[test]
     fn snapshot_carries_ids_state_and_configs_of_stored_topics() {
         let base = Snapshot::single_broker(

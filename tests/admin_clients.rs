@@ -10,6 +10,12 @@ use std::process::Command;
 
 use bytes::Bytes;
 use common::{kcat, request_frame, round_trip, run_python, Broker};
+use std::io::Write;
+
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreateTopicsRequest};
+use kafka_protocol::messages::create_topics_response::CreateTopicsResponse;
+use kafka_protocol::messages::delete_topics_request::{DeleteTopicState, DeleteTopicsRequest};
+use kafka_protocol::messages::delete_topics_response::DeleteTopicsResponse;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
@@ -355,4 +361,106 @@ fn init_producer_id_hands_out_increasing_ids_and_bumps_epochs_on_reinit() {
     let broker = Broker::start_in(dir, &[]);
     let after = init_producer_id(&broker, None, -1, -1);
     assert!(after.producer_id.0 > exhausted.producer_id.0);
+}
+
+fn creatable(name: &str, partitions: i32) -> CreatableTopic {
+    CreatableTopic::default()
+        .with_name(TopicName(StrBytes::from_string(name.into())))
+        .with_num_partitions(partitions)
+        .with_replication_factor(1)
+}
+
+fn metadata_for(broker: &Broker, name: &str) -> MetadataResponse {
+    let mut req = MetadataRequest::default();
+    let mut t = MetadataRequestTopic::default();
+    t.name = Some(TopicName(StrBytes::from_string(name.into())));
+    req.topics = Some(vec![t]);
+    exchange(broker, ApiKey::Metadata, 12, &req)
+}
+
+#[test]
+fn create_topics_v7_returns_the_topic_id_and_delete_topics_v6_deletes_by_id() {
+    let broker = Broker::start_with(&["auto.create.topics.enable=false"]);
+    let create = |validate_only: bool| -> CreateTopicsResponse {
+        let req = CreateTopicsRequest::default()
+            .with_topics(vec![creatable("by-id", 2)])
+            .with_timeout_ms(10_000)
+            .with_validate_only(validate_only);
+        exchange(&broker, ApiKey::CreateTopics, 7, &req)
+    };
+    // validate_only checks without creating.
+    assert_eq!(create(true).topics[0].error_code, 0);
+    assert_eq!(metadata_for(&broker, "by-id").topics[0].error_code, 3);
+
+    let created = create(false);
+    let t = &created.topics[0];
+    assert_eq!(
+        (t.error_code, t.num_partitions, t.replication_factor),
+        (0, 2, 1)
+    );
+    let configs = t.configs.as_ref().expect("v5+ configs");
+    assert!(configs.iter().any(|c| c.name.as_str() == "retention.ms"));
+    let md = metadata_for(&broker, "by-id");
+    assert_eq!(md.topics[0].topic_id, t.topic_id);
+    assert!(!t.topic_id.is_nil());
+
+    let delete = |id: uuid::Uuid| -> DeleteTopicsResponse {
+        let req = DeleteTopicsRequest::default()
+            .with_topics(vec![DeleteTopicState::default().with_topic_id(id)])
+            .with_timeout_ms(10_000);
+        exchange(&broker, ApiKey::DeleteTopics, 6, &req)
+    };
+    let deleted = delete(t.topic_id);
+    assert_eq!(deleted.responses[0].error_code, 0);
+    assert_eq!(
+        deleted.responses[0].name.as_ref().map(|n| n.0.as_str()),
+        Some("by-id")
+    );
+    assert_eq!(metadata_for(&broker, "by-id").topics[0].error_code, 3);
+    // UNKNOWN_TOPIC_ID (100) once gone.
+    assert_eq!(delete(t.topic_id).responses[0].error_code, 100);
+}
+
+#[test]
+fn a_nested_array_count_beyond_the_body_closes_only_that_connection() {
+    let broker = Broker::start();
+    // CreateTopics v4 (classic encoding): one topic whose configs array
+    // claims 2^31-1 entries.
+    let mut body = Vec::new();
+    body.extend_from_slice(&1i32.to_be_bytes());
+    body.extend_from_slice(&1i16.to_be_bytes());
+    body.push(b'x');
+    body.extend_from_slice(&1i32.to_be_bytes()); // num_partitions
+    body.extend_from_slice(&1i16.to_be_bytes()); // replication_factor
+    body.extend_from_slice(&0i32.to_be_bytes()); // assignments
+    body.extend_from_slice(&i32::MAX.to_be_bytes()); // configs
+    let mut frame = request_frame(ApiKey::CreateTopics, 4, 1, &RawBody(&[]));
+    frame.extend_from_slice(&body);
+    let size = (frame.len() - 4) as i32;
+    frame[..4].copy_from_slice(&size.to_be_bytes());
+    let mut stream = broker.connect();
+    stream.write_all(&frame).unwrap();
+    assert!(
+        common::read_frame(&mut stream).is_none(),
+        "expected a close"
+    );
+    // The broker still serves others.
+    assert_eq!(metadata_for(&broker, "x").topics.len(), 1);
+}
+
+/// An already-encoded body.
+struct RawBody<'a>(&'a [u8]);
+
+impl kafka_protocol::protocol::Encodable for RawBody<'_> {
+    fn encode<B: kafka_protocol::protocol::buf::ByteBufMut>(
+        &self,
+        buf: &mut B,
+        _version: i16,
+    ) -> anyhow::Result<()> {
+        buf.put_slice(self.0);
+        Ok(())
+    }
+    fn compute_size(&self, _version: i16) -> anyhow::Result<usize> {
+        Ok(self.0.len())
+    }
 }

@@ -227,12 +227,7 @@ pub async fn on_auto_create(ctx: &Rc<ShardContext>, topics: Vec<String>) -> Shar
     let _turn = control.serial.acquire_permit(1).await;
     let new_topics = topics
         .iter()
-        .map(|name| NewTopic {
-            name: name.clone(),
-            num_partitions: -1,
-            replication_factor: -1,
-            ..Default::default()
-        })
+        .map(|name| auto_created_topic(name, &ctx.config))
         .collect();
     let created = control.create_topics(ctx, new_topics, false).await;
     let results = topics
@@ -247,6 +242,64 @@ pub async fn on_auto_create(ctx: &Rc<ShardContext>, topics: Vec<String>) -> Shar
         .collect();
     ShardResponse::AutoCreated { results }
 }
+
+/// Kafka's `AutoTopicCreationManager.creatableTopic`: the internal topics
+/// get their own partition count, replication factor and configs
+/// (`offsets.topic.*`, `transaction.state.log.*`, as GroupCoordinator /
+/// TransactionStateManager define them); any other topic the broker
+/// defaults (`num.partitions`, `default.replication.factor`, KIP-464 -1).
+pub fn auto_created_topic(name: &str, config: &crate::config::ServerConfig) -> NewTopic {
+    let configs = |pairs: &[(&str, String)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    };
+    match name {
+        OFFSETS_TOPIC => NewTopic {
+            name: name.to_owned(),
+            num_partitions: config.offsets_topic_num_partitions,
+            replication_factor: config.offsets_topic_replication_factor,
+            configs: configs(&[
+                ("cleanup.policy", "compact".into()),
+                ("compression.type", "producer".into()),
+                (
+                    "segment.bytes",
+                    config.offsets_topic_segment_bytes.to_string(),
+                ),
+            ]),
+            ..Default::default()
+        },
+        TRANSACTION_STATE_TOPIC => NewTopic {
+            name: name.to_owned(),
+            num_partitions: config.transaction_state_log_num_partitions,
+            replication_factor: config.transaction_state_log_replication_factor,
+            configs: configs(&[
+                ("cleanup.policy", "compact".into()),
+                ("compression.type", "uncompressed".into()),
+                (
+                    "min.insync.replicas",
+                    config.transaction_state_log_min_isr.to_string(),
+                ),
+                // `transaction.state.log.segment.bytes` default 104857600.
+                ("segment.bytes", "104857600".into()),
+                ("unclean.leader.election.enable", "false".into()),
+            ]),
+            ..Default::default()
+        },
+        _ => NewTopic {
+            name: name.to_owned(),
+            num_partitions: -1,
+            replication_factor: -1,
+            ..Default::default()
+        },
+    }
+}
+
+/// Kafka's internal topic names (`Topic.GROUP_METADATA_TOPIC_NAME`,
+/// `Topic.TRANSACTION_STATE_TOPIC_NAME`).
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
 impl Control {
     async fn run(&self, ctx: &Rc<ShardContext>, req: AdminRequest) -> AdminResponse {
@@ -513,7 +566,7 @@ fn topic_state(info: &TopicInfo, broker_id: BrokerId) -> TopicState {
         name: Arc::from(info.name.as_str()),
         topic_id: info.topic_id,
         // Kafka's `Topic.isInternal`.
-        is_internal: info.name == "__consumer_offsets" || info.name == "__transaction_state",
+        is_internal: info.name == OFFSETS_TOPIC || info.name == TRANSACTION_STATE_TOPIC,
         partitions,
         configs: info.configs.clone(),
     }
@@ -708,6 +761,49 @@ mod tests {
         });
         // (requested) → new, new, bump, exhausted → new, unknown id → new.
         assert_eq!(ids, vec![(0, 0), (1, 0), (0, 1), (2, 0), (3, 0)]);
+    }
+
+    #[test]
+    fn internal_topics_are_auto_created_with_their_kafka_specs() {
+        let config = crate::config::ServerConfig {
+            offsets_topic_replication_factor: 1,
+            ..Default::default()
+        };
+        let offsets = auto_created_topic(OFFSETS_TOPIC, &config);
+        assert_eq!(
+            (offsets.num_partitions, offsets.replication_factor),
+            (50, 1)
+        );
+        assert_eq!(
+            offsets.configs.get("cleanup.policy").map(String::as_str),
+            Some("compact")
+        );
+        let txn = auto_created_topic(TRANSACTION_STATE_TOPIC, &config);
+        assert_eq!((txn.num_partitions, txn.replication_factor), (50, 3));
+        let plain = auto_created_topic("orders", &config);
+        assert_eq!((plain.num_partitions, plain.replication_factor), (-1, -1));
+        assert!(plain.configs.is_empty());
+    }
+
+    #[test]
+    fn auto_create_reports_why_a_topic_could_not_be_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let answer = on_control(dir.path(), |ctx| {
+            Box::pin(async move {
+                let topics = vec!["auto-a".to_string(), OFFSETS_TOPIC.to_string()];
+                let answer = on_auto_create(&ctx, topics).await;
+                let made = ctx.snapshot().topic("auto-a").map(|t| t.partitions.len());
+                (answer, made)
+            })
+        });
+        // offsets.topic.replication.factor defaults to 3: one broker is not enough.
+        let expected = ShardResponse::AutoCreated {
+            results: vec![
+                ("auto-a".into(), ErrorCode::NONE),
+                (OFFSETS_TOPIC.into(), ErrorCode::INVALID_REPLICATION_FACTOR),
+            ],
+        };
+        assert_eq!(answer, (expected, Some(2)));
     }
 
     #[test]

@@ -41,8 +41,12 @@ fn schema_for(_version: i16) -> &'static [Field] {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: CreatePartitionsRequest =
-            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let request: CreatePartitionsRequest = decode_checked(
+            req.body,
+            schema_for(version),
+            version,
+            version >= FIRST_FLEXIBLE,
+        )?;
         let mut listed: HashMap<&str, usize> = HashMap::new();
         for t in &request.topics {
             *listed.entry(t.name.0.as_str()).or_default() += 1;

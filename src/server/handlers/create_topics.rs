@@ -54,8 +54,12 @@ fn schema_for(_version: i16) -> &'static [Field] {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: CreateTopicsRequest =
-            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let request: CreateTopicsRequest = decode_checked(
+            req.body,
+            schema_for(version),
+            version,
+            version >= FIRST_FLEXIBLE,
+        )?;
         let defaults = ctx.config.broker_topic_defaults();
         let (mut results, to_create) = prepare(&request);
         if !to_create.is_empty() {

@@ -52,8 +52,12 @@ fn schema_for(_version: i16) -> &'static [Field] {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: IncrementalAlterConfigsRequest =
-            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let request: IncrementalAlterConfigsRequest = decode_checked(
+            req.body,
+            schema_for(version),
+            version,
+            version >= FIRST_FLEXIBLE,
+        )?;
         let mut outcomes = Vec::with_capacity(request.resources.len());
         let mut topics = Vec::new();
         let mut seen = HashSet::new();

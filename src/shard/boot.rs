@@ -27,6 +27,8 @@ const IO_MEMORY_BYTES: usize = 512 << 10;
 const LISTEN_BACKLOG: i32 = 1024;
 /// Mesh queue length per peer pair.
 const MESH_QUEUE_LEN: usize = 1024;
+/// How often a data shard looks for the control shard's first snapshot.
+const FIRST_SNAPSHOT_POLL: Duration = Duration::from_millis(1);
 /// How often shards look at the signal flag.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
@@ -229,6 +231,11 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
             .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));
     } else {
         start_data_path(&ctx, &setup).await;
+        // Serve only with the control shard's first snapshot (the stored
+        // topics), so a restarted broker never answers from an empty one.
+        while ctx.snapshot().version == 0 && !setup.stop.load(Ordering::Relaxed) {
+            glommio::timer::sleep(FIRST_SNAPSHOT_POLL).await;
+        }
         // SAFETY: `fd` is a bound, listening TCP socket we own; ownership
         // moves into the glommio listener, which closes it on drop.
         let listener = unsafe {
@@ -337,16 +344,15 @@ fn finish_shutdown(config: &ServerConfig, report: &Mutex<ShutdownReport>) {
 async fn control_shard_main(setup: ShardSetup) {
     let ctx = join_shard(&setup).await;
     // Every executor primes the probe before it could open a DMA file.
-    match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
-        Ok(()) => {
-            let _ = setup.ready.send(Ok(()));
-        }
-        Err(e) => {
-            let _ = setup
-                .ready
-                .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));
-        }
-    }
+    let started = match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
+        // The first snapshot (stored topics) reaches every data shard
+        // before readiness, so a restarted broker serves its topics at once.
+        Ok(()) => super::control::start(&ctx, &setup.log_dir)
+            .await
+            .map_err(|e| format!("metadata store: {e}")),
+        Err(e) => Err(format!("log dir {}: {e}", setup.log_dir.display())),
+    };
+    let _ = setup.ready.send(started);
     ctx.stopping.wait().await;
     // Data shards may still call us while draining their connections.
     while setup.data_running.load(Ordering::Acquire) > 0 {

@@ -82,6 +82,10 @@ pub struct BenchArgs {
     /// shardlog.flush.every.append=true.
     #[arg(long = "broker-override", value_name = "KEY=VALUE")]
     pub broker_overrides: Vec<String>,
+    /// Broker executable to start (default: this executable), e.g. another
+    /// build for an A/B comparison.
+    #[arg(long, value_name = "PATH")]
+    pub broker_bin: Option<PathBuf>,
     /// How long the broker may take to print its readiness line.
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub startup_timeout: Duration,
@@ -179,8 +183,11 @@ pub fn resolve_plan(args: &BenchArgs, available: &[usize]) -> Result<BenchPlan, 
     let client = given("--client-cpus", &args.client_cpus)?;
     let mut warnings = Vec::new();
     let (broker_cpus, client_cpus) = if args.bootstrap.is_some() {
-        if broker.is_some() {
-            return Err("--broker-cpus needs a broker started by bench (no --bootstrap)".into());
+        if broker.is_some() || args.broker_bin.is_some() || !args.broker_overrides.is_empty() {
+            return Err(
+                "--broker-cpus, --broker-bin and --broker-override need a broker started by bench (no --bootstrap)"
+                    .into(),
+            );
         }
         // An external broker's cores are unknown: pin only when asked.
         (None, client)
@@ -656,7 +663,10 @@ fn start_broker(
     work: &WorkDir,
     record: &mut BenchRecord,
 ) -> Result<(BrokerChild, SocketAddr)> {
-    let exe = std::env::current_exe().context("locating the shardlog executable")?;
+    let exe = match &args.broker_bin {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().context("locating the shardlog executable")?,
+    };
     let log_dir = work.path.join("data");
     let mut last_err = None;
     for _ in 0..3 {
@@ -718,10 +728,10 @@ fn run_with_broker(
             Some(status) => format!("the broker exited during the run ({status})"),
             None => "the broker was running".to_string(),
         };
-        return Err(e.context(format!(
-            "the load generator failed; {what}; broker output (tail):\n{}",
+        bail!(
+            "the load generator failed: {e:#}\n{what}; broker output (tail):\n{}",
             tail(&log, 20)
-        )));
+        );
     }
     match exit? {
         BrokerExit::Stopped(s) if s.success() => Ok(()),

@@ -651,8 +651,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
         serde_json::to_string_pretty(&record)?,
     )
     .with_context(|| format!("writing {}", out.join("bench.json").display()))?;
-    eprintln!("bench: results in {}", out.display());
-    println!("results: {}", out.display());
+    match &result {
+        Ok(()) => println!("results: {}", out.display()),
+        Err(_) => eprintln!(
+            "bench: what was written (bench.json, broker.log, any finished points) is in {}",
+            out.display()
+        ),
+    }
     result
 }
 
@@ -806,11 +811,17 @@ mod tests {
     }
 
     #[test]
-    fn external_broker_is_not_pinned_and_rejects_broker_cpus() {
+    fn external_broker_is_not_pinned_and_rejects_broker_flags() {
         let p = resolve_plan(&parse(&["--bootstrap", "h:9092"]), &[0, 1]).unwrap();
         assert_eq!((p.broker_cpus, p.client_cpus), (None, None));
-        let bad = parse(&["--bootstrap", "h:9092", "--broker-cpus", "0"]);
-        assert!(resolve_plan(&bad, &[0, 1]).is_err());
+        for flags in [
+            ["--broker-cpus", "0"],
+            ["--broker-bin", "/x"],
+            ["--broker-override", "a=b"],
+        ] {
+            let bad = parse(&["--bootstrap", "h:9092", flags[0], flags[1]]);
+            assert!(resolve_plan(&bad, &[0, 1]).is_err(), "{flags:?}");
+        }
     }
 
     #[test]

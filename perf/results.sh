@@ -73,12 +73,14 @@ if [ -z "$RDK" ]; then
   done
 fi
 
+# Error chains, not backtraces, in the failure cells.
+export RUST_BACKTRACE=0 RUST_LIB_BACKTRACE=0
 log() { echo "results.sh: $(date -u +%H:%M:%S) $*" >&2; }
 want() { [[ ",$ONLY," == *",$1,"* ]]; }
 command -v python3 >/dev/null || { log "python3 is needed to read JSON outputs"; exit 1; }
 
 TMP="$(mktemp -d -t shardlog-results.XXXXXX)"
-BROKER_PID="" BROKER_ADDR="" BROKER_LOG="" BROKER_CMD="" ZC_LINE=""
+BROKER_PID="" BROKER_ADDR="" BROKER_LOG="" BROKER_CMD="" ZC_LINE="" BROKER_NAME="" BROKER_EXITS=""
 cleanup() {
   [ -n "$BROKER_PID" ] && { kill -KILL "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
   if [ "$KEEP" = 1 ]; then log "kept $TMP"; else rm -rf "$TMP"; fi
@@ -93,6 +95,8 @@ set_fail() { local why="${2//|//}"; NOTE[$1]="failed: $why"; log "$1 failed: $wh
 cell() { # key [unit] -> the value, or why it is missing
   if [ -n "${R[$1]:-}" ]; then echo "${R[$1]}${2:+ $2}"; else echo "${NOTE[$1]:-not measured}"; fi
 }
+opt() { [ -z "${R[$1]:-}" ] || echo " (${R[$1]} $2)"; }  # a secondary figure, if any
+first() { local v="${R[$1]:-}"; echo "${v%% *}"; }  # a figure without its remarks
 record_cmd() { local q; q="$(printf '%q ' "$@")"; CMDS+=("${q% }"); }
 calc() { awk "BEGIN { v = $1; if (v != v) exit 1; printf \"%.${2:-2}f\", v }" 2>/dev/null; }
 ratio() { # key numerator denominator digits
@@ -105,7 +109,7 @@ meets() { # value op target -> yes/no/—
 pyjson() { # file expression(j)
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null
 }
-tail_of() { tail -n "${2:-8}" "$1" 2>/dev/null | tr '\n' ' ' | cut -c1-300; }
+tail_of() { tail -n "${2:-8}" "$1" 2>/dev/null | tr '\n' ' ' | cut -c1-160; }
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -137,7 +141,7 @@ start_broker() { # name extra-override...
   local name="$1"; shift
   local dir="$TMP/$name" port
   mkdir -p "$dir"; port="$(free_port)"
-  BROKER_LOG="$dir/broker.log"
+  BROKER_LOG="$dir/broker.log" BROKER_NAME="$name"
   local args=(broker --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$dir/data"
     --override "shardlog.shards=$NSHARDS" --override "shardlog.cpus=$BROKER_CPUS"
     --override auto.create.topics.enable=true --override "num.partitions=$PARTITIONS")
@@ -168,6 +172,7 @@ stop_broker() { # SIGTERM, wait 15 s, then SIGKILL with a warning; sets ZC_LINE
   fi
   wait "$BROKER_PID" 2>/dev/null; local rc=$?
   [ "$rc" = 0 ] || log "warning: broker exited with status $rc"
+  BROKER_EXITS+="$BROKER_NAME: $rc; "
   ZC_LINE="$(grep -a 'zerocopy:' "$BROKER_LOG" | tail -1 | sed 's/^.*zerocopy:/zerocopy:/')"
   BROKER_PID=""
   return 0
@@ -192,7 +197,11 @@ lg_point() {
 rdk() { # PREFIX rdkafka_performance args...
   local pre="$1"; shift
   [ -n "$RDK" ] || { echo "rdkafka-perf not found (pass --rdkafka-perf)" >"$pre.log"; return 1; }
-  timed "$pre" timeout $((DUR * 10 + 120)) taskset -c "$CLIENT_CPUS" "$RDK" "$@"
+  # Counts are sized to take about DUR seconds; a stuck run is cut off.
+  local limit=$((DUR * 6 + 30)) rc
+  timed "$pre" timeout "$limit" taskset -c "$CLIENT_CPUS" "$RDK" "$@"; rc=$?
+  [ "$rc" = 124 ] && echo "results.sh: rdkafka_performance cut off after $limit s" >>"$pre.log"
+  return $rc
 }
 # rdk_summary PREFIX produced|consumed -> "msgs msgs_per_sec MB_per_sec failed"
 rdk_summary() {
@@ -201,10 +210,29 @@ import re, sys
 text = open(sys.argv[1], errors="replace").read()
 if sys.argv[2] == "produced":
     m = re.findall(r"(\d+) delivered \(offset -?\d+, (\d+) failed\) in \d+ms: (\d+) msgs/s and ([\d.]+) MB/s", text)
-    if m: d, f, r, mb = m[-1]; print(d, r, mb, f)
+    if m and int(m[-1][0]) > 0: d, f, r, mb = m[-1]; print(d, r, mb, f)
 else:
     m = re.findall(r"(\d+) messages \(\d+ bytes\) consumed in \d+ms: (\d+) msgs/s \(([\d.]+) MB/s\)", text)
-    if m: n, r, mb = m[-1]; print(n, r, mb, 0)
+    if m and int(m[-1][0]) > 0: n, r, mb = m[-1]; print(n, r, mb, 0)
+EOF
+}
+# rdk_why PREFIX -> a short reason an rdkafka_performance run gave no figure
+rdk_why() {
+  python3 - "$1.log" <<'EOF' 2>/dev/null || tail_of "$1.log" 2
+import re, sys
+t = open(sys.argv[1], errors="replace").read()
+parts = []
+cut = re.search(r"cut off after \d+ s", t)
+if cut: parts.append(cut.group(0))
+done = re.findall(r"(\d+) (delivered|messages \(\d+ bytes\) consumed)", t)
+if done: parts.append(done[-1][0] + (" delivered" if done[-1][1] == "delivered" else " consumed"))
+for pat in (r"produce error: [^\n]*", r"[Cc]onsume(?:r)? error[^\n]*", r"ERROR[^\n]*"):
+    err = re.search(pat, t)
+    if err:
+        parts.append(err.group(0).strip()[:100])
+        break
+lines = t.strip().splitlines()
+print("; ".join(parts) if parts else (lines[-1][:160] if lines else "no output"))
 EOF
 }
 per_msg_us() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "${2:-0}" != 0 ] && calc "$1 * 1e6 / $2" 2; }
@@ -258,9 +286,9 @@ step_p1() {
     [ "$f" = 0 ] || R[p1_rdk_mb]+=" ($f failed)"
     R[p1_rdk_cpu]="$(per_msg_us "$C_CPU" "$d")"
     R[p1_rdk_bcpu]="$(per_msg_us "$B_CPU" "$d")"
-  else set_fail p1_rdk_mb "$(tail_of "$TMP/p1rdk.log" 4)"; fi
+  else set_fail p1_rdk_mb "$(rdk_why "$TMP/p1rdk")"; fi
   ratio p1_lg_ratio "${R[p1_lg_mb]:-}" "${R[iperf3_mb]:-}"
-  ratio p1_rdk_ratio "${R[p1_rdk_mb]%% *}" "${R[iperf3_mb]:-}"
+  ratio p1_rdk_ratio "$(first p1_rdk_mb)" "${R[iperf3_mb]:-}"
   ratio lg_vs_rdk "${R[p1_lg_msgs]:-}" "${R[p1_rdk_msgs]:-}"
 }
 
@@ -297,8 +325,8 @@ step_p4() {
     read -r n r mb _ <<<"$s"
     R[p4_msgs]="$r" R[p4_mb]="$(printf '%.1f' "$mb")" R[p4_count]="$n"
     R[p4_bytes]="$((n * SIZE))"
-    ratio p4_ratio "${R[p4_mb]}" "${R[p1_rdk_mb]%% *}"
-  else set_fail p4_mb "$(tail_of "$TMP/p4.log" 4)"; fi
+    ratio p4_ratio "${R[p4_mb]}" "$(first p1_rdk_mb)"
+  else set_fail p4_mb "$(rdk_why "$TMP/p4")"; fi
 }
 
 zerocopy_figure() { # after broker A stopped
@@ -336,10 +364,10 @@ step_p2() {
     read -r _ r mb f <<<"$s"
     R[p2_rdk_msgs]="$r" R[p2_rdk_mb]="$(printf '%.1f' "$mb")"
     [ "$f" = 0 ] || R[p2_rdk_mb]+=" ($f failed)"
-  else set_fail p2_rdk_mb "$(tail_of "$TMP/p2rdk.log" 4)"; fi
+  else set_fail p2_rdk_mb "$(rdk_why "$TMP/p2rdk")"; fi
   stop_broker
   ratio p2_lg_ratio "${R[p2_lg_mb]:-}" "${R[fio_mb]:-}"
-  ratio p2_rdk_ratio "${R[p2_rdk_mb]%% *}" "${R[fio_mb]:-}"
+  ratio p2_rdk_ratio "$(first p2_rdk_mb)" "${R[fio_mb]:-}"
 }
 
 # ------------------------------------------------------------- run
@@ -348,8 +376,11 @@ if [ ! -x "$BIN" ]; then
   log "$BIN missing: cargo build --release"
   (cd "$REPO" && cargo build --release >&2) || log "cargo build --release failed; steps needing $BIN will fail"
 fi
-[ -n "$RDK" ] && { "$RDK" -h >/dev/null 2>&1 || true; }  # first use builds librdkafka
+RDK_VER=""
+# The first use of the wrapper builds librdkafka: do it before measuring.
+[ -n "$RDK" ] && RDK_VER="$("$RDK" -h 2>&1 | sed -n 's/^librdkafka version \([0-9.]*\).*/\1/p' | head -1)"
 START="$(date -u '+%Y-%m-%d %H:%M UTC')"
+LOAD0="$(cut -d' ' -f1-3 /proc/loadavg)"
 log "host $(uname -n): $NPROC cpus, kernel $(uname -r); broker cpus $BROKER_CPUS ($NSHARDS shard(s)), client cpus $CLIENT_CPUS"
 
 want ref && step_ref
@@ -374,7 +405,8 @@ cat <<EOF
 
 ## Run of $START (\`perf/results.sh$MODE\`)
 
-Host \`$(uname -n)\`: nproc $NPROC, kernel $(uname -r), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo).
+Host \`$(uname -n)\`: nproc $NPROC, kernel $(uname -r), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo),
+load average at start $LOAD0 and end $(cut -d' ' -f1-3 /proc/loadavg) (other tenants share the cores).
 shardlog $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "?") ($BIN); broker data shards on CPU(s) $BROKER_CPUS
 ($NSHARDS shard(s)), clients pinned to CPU(s) $CLIENT_CPUS. Records 1 KiB, $PARTITIONS partitions,
 ${DUR} s measured after ${WARM} s warm-up per loadgen run. MB/s = 10^6 payload bytes per second.
@@ -382,27 +414,28 @@ One run, not a median: figures on this shared VM swing 2-3x between runs.
 
 | figure | shardlog | reference | ratio | target | met |
 |---|---|---|---|---|---|
-| P1 produce, acks=1, linger.ms=$LINGER, batch.size=$BATCH (loadgen) | $(cell p1_lg_mb MB/s) ($(cell p1_lg_msgs msgs/s)) | iperf3 1 stream: $(cell iperf3_mb MB/s) | $(cell p1_lg_ratio) | ≥ 0.50 | $(meets "${R[p1_lg_ratio]:-}" '>=' 0.5) |
-| P1 same, rdkafka_performance | $(cell p1_rdk_mb MB/s) ($(cell p1_rdk_msgs msgs/s)) | iperf3 1 stream: $(cell iperf3_mb MB/s) | $(cell p1_rdk_ratio) | ≥ 0.50 | $(meets "${R[p1_rdk_ratio]:-}" '>=' 0.5) |
+| P1 produce, acks=1, linger.ms=$LINGER, batch.size=$BATCH (loadgen) | $(cell p1_lg_mb MB/s)$(opt p1_lg_msgs msgs/s) | iperf3 1 stream: $(cell iperf3_mb MB/s) | $(cell p1_lg_ratio) | ≥ 0.50 | $(meets "${R[p1_lg_ratio]:-}" '>=' 0.5) |
+| P1 same, rdkafka_performance | $(cell p1_rdk_mb MB/s)$(opt p1_rdk_msgs msgs/s) | iperf3 1 stream: $(cell iperf3_mb MB/s) | $(cell p1_rdk_ratio) | ≥ 0.50 | $(meets "${R[p1_rdk_ratio]:-}" '>=' 0.5) |
 | P2 durable produce, acks=all, flush every append (loadgen) | $(cell p2_lg_mb MB/s) | fio O_DIRECT 1 MiB seq write: $(cell fio_mb MB/s) | $(cell p2_lg_ratio) | ≥ 0.60 | $(meets "${R[p2_lg_ratio]:-}" '>=' 0.6) |
 | P2 same, rdkafka_performance | $(cell p2_rdk_mb MB/s) | fio: $(cell fio_mb MB/s) | $(cell p2_rdk_ratio) | ≥ 0.60 | $(meets "${R[p2_rdk_ratio]:-}" '>=' 0.6) |
 | P3 produce p99 / p99.9 at $(cell p3_rate msgs/s), linger.ms=0 | $(cell p3_p99_0 µs) / $(cell p3_p999_0 µs) | echo RTT p99 / p99.9: $(cell echo_p99 µs) / $(cell echo_p999 µs); bound 3×p99.9+linger = $(cell p3_bound_0 µs) | $(cell p3_ratio_0) | ≤ 1.00 | $(meets "${R[p3_ratio_0]:-}" '<=' 1) |
 | P3 same, linger.ms=$LINGER | $(cell p3_p99_5 µs) / $(cell p3_p999_5 µs) | bound: $(cell p3_bound_5 µs) | $(cell p3_ratio_5) | ≤ 1.00 | $(meets "${R[p3_ratio_5]:-}" '<=' 1) |
-| P4 consume from the beginning (rdkafka_performance -C) | $(cell p4_mb MB/s) ($(cell p4_count msgs)) | P1 produce, rdkafka_performance: $(cell p1_rdk_mb MB/s) | $(cell p4_ratio) | ≥ 1.50 | $(meets "${R[p4_ratio]:-}" '>=' 1.5) |
+| P4 consume from the beginning (rdkafka_performance -C) | $(cell p4_mb MB/s)$(opt p4_count msgs) | P1 produce, rdkafka_performance: $(cell p1_rdk_mb MB/s) | $(cell p4_ratio) | ≥ 1.50 | $(meets "${R[p4_ratio]:-}" '>=' 1.5) |
 | P4 user-space bytes copied per fetched byte | $(cell p4_copied) | ${R[p4_zc_line]:-—} | | | |
 
 P3 latencies are from the intended send time on the fixed-rate schedule
 (coordinated omission corrected); from the actual send, p99.9 was
 $(cell p3_sent_p999_0 µs) (linger 0) and $(cell p3_sent_p999_5 µs) (linger $LINGER).
 P3's rate is half of P1's loadgen rate. P4 counts every fetch the broker
-served in this run (only P4 consumed).
+served in this run (only P4 consumed). Broker exit status after SIGTERM:
+${BROKER_EXITS:-none started}.
 
 ### loadgen vs rdkafka_performance (issue 7: 1 KiB, acks=1, linger.ms=$LINGER, $PARTITIONS partitions)
 
 | producer | msgs/s | MB/s | client CPU µs/msg | broker CPU µs/msg |
 |---|---|---|---|---|
 | shardlog loadgen | $(cell p1_lg_msgs) | $(cell p1_lg_mb) | $(cell p1_lg_cpu) | $(cell p1_lg_bcpu) |
-| rdkafka_performance (librdkafka $("$RDK" -h 2>&1 | sed -n 's/^librdkafka version \([0-9.]*\).*/\1/p' | head -1)) | $(cell p1_rdk_msgs) | $(cell p1_rdk_mb) | $(cell p1_rdk_cpu) | $(cell p1_rdk_bcpu) |
+| rdkafka_performance (librdkafka ${RDK_VER:-?}) | $(cell p1_rdk_msgs) | $(cell p1_rdk_mb) | $(cell p1_rdk_cpu) | $(cell p1_rdk_bcpu) |
 
 loadgen / rdkafka_performance msgs/s: $(cell lg_vs_rdk) (target ≥ 1.00: $(meets "${R[lg_vs_rdk]:-}" '>=' 1)).
 CPU is user+system seconds (\`/usr/bin/time\`, broker: \`/proc/<pid>/stat\`) over

@@ -529,6 +529,16 @@ impl BrokerChild {
     }
 }
 
+impl std::fmt::Display for BrokerExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stopped(s) => write!(f, "stopped by SIGTERM, {s}"),
+            Self::Killed => write!(f, "killed with SIGKILL after ignoring SIGTERM"),
+            Self::ExitedEarly(s) => write!(f, "exited before SIGTERM, {s}"),
+        }
+    }
+}
+
 impl Drop for BrokerChild {
     fn drop(&mut self) {
         if !self.done {
@@ -725,7 +735,7 @@ fn run_with_broker(
     report_zerocopy(&log, record);
     record.loadgen_error = loadgen.as_ref().err().map(|e| format!("{e:#}"));
     record.broker_exit = Some(match &exit {
-        Ok(x) => format!("{x:?}"),
+        Ok(x) => x.to_string(),
         Err(e) => format!("{e:#}"),
     });
     if let Err(e) = loadgen {

@@ -403,7 +403,7 @@ want p2 && step_p2
 MODE=""; [ "$QUICK" = 1 ] && MODE=" --quick"
 cat <<EOF
 
-## Run of $START (\`perf/results.sh$MODE\`)
+### Run of $START (\`perf/results.sh$MODE\`)
 
 Host \`$(uname -n)\`: nproc $NPROC, kernel $(uname -r), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo),
 load average at start $LOAD0 and end $(cut -d' ' -f1-3 /proc/loadavg) (other tenants share the cores).
@@ -428,9 +428,9 @@ P3 latencies are from the intended send time on the fixed-rate schedule
 $(cell p3_sent_p999_0 µs) (linger 0) and $(cell p3_sent_p999_5 µs) (linger $LINGER).
 P3's rate is half of P1's loadgen rate. P4 counts every fetch the broker
 served in this run (only P4 consumed). Broker exit status after SIGTERM:
-${BROKER_EXITS:-none started}.
+$([ -n "$BROKER_EXITS" ] && echo "${BROKER_EXITS%; }" || echo "no broker started").
 
-### loadgen vs rdkafka_performance (issue 7: 1 KiB, acks=1, linger.ms=$LINGER, $PARTITIONS partitions)
+#### loadgen vs rdkafka_performance (issue 7: 1 KiB, acks=1, linger.ms=$LINGER, $PARTITIONS partitions)
 
 | producer | msgs/s | MB/s | client CPU µs/msg | broker CPU µs/msg |
 |---|---|---|---|---|

@@ -63,8 +63,15 @@ PARTITIONS=6 SIZE=1024 LINGER=5 BATCH=1000000
 NPROC="$(nproc)"
 : "${BROKER_CPUS:=0}"
 if [ -z "$CLIENT_CPUS" ]; then [ "$NPROC" -ge 2 ] && CLIENT_CPUS=1 || CLIENT_CPUS=0; fi
-NSHARDS="$(tr ',' '\n' <<<"$BROKER_CPUS" | grep -c .)"
-[[ "$BROKER_CPUS" == *-* ]] && NSHARDS="$(awk -F- '{ print $2 - $1 + 1 }' <<<"$BROKER_CPUS")"
+count_cpus() { # "0-1,3" -> 3
+  local n=0 part parts
+  IFS=',' read -ra parts <<<"$1"
+  for part in "${parts[@]}"; do
+    if [[ "$part" == *-* ]]; then n=$((n + ${part#*-} - ${part%-*} + 1)); elif [ -n "$part" ]; then n=$((n + 1)); fi
+  done
+  echo "$n"
+}
+NSHARDS="$(count_cpus "$BROKER_CPUS")"  # shardlog.shards: one data shard per broker core
 FIRST_BROKER_CPU="${BROKER_CPUS%%[,-]*}" FIRST_CLIENT_CPU="${CLIENT_CPUS%%[,-]*}"
 [ -n "$BIN" ] || BIN="$REPO/target/release/shardlog"
 if [ -z "$RDK" ]; then

@@ -4,8 +4,10 @@
 //! start-up or at the first produce, and the failure message says which
 //! (bench prints the broker's output tail).
 
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 fn bench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_shardlog"))
@@ -123,4 +125,71 @@ fn broker_that_fails_to_start_is_reported_with_its_output() {
         stderr.contains("invalid value for shardlog.shards"),
         "the broker's own error is shown:\n{stderr}"
     );
+}
+
+/// A stand-in broker: prints the readiness line naming `addr`, and records
+/// the SIGTERM it gets in `marker`.
+fn fake_broker(dir: &Path, addr: &str, marker: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("fake-broker.sh");
+    let body = format!(
+        "#!/bin/sh\ntrap 'echo sigterm > {}; exit 0' TERM\n\
+         echo 'shardlog: listening on {addr} with 1 shards' >&2\n\
+         while :; do sleep 0.05; done\n",
+        marker.display()
+    );
+    std::fs::write(&script, body).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+#[test]
+fn bench_stopped_by_sigterm_stops_its_broker_and_removes_its_work_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Accepts connections and never answers: loadgen waits on its first
+    // request, so bench is mid-run when the signal comes.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let marker = tmp.path().join("broker-got-sigterm");
+    let script = fake_broker(tmp.path(), &addr, &marker);
+    let out = tmp.path().join("report");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["bench", "--quick", "--out", out.to_str().unwrap()])
+        .args(["--broker-bin", script.to_str().unwrap()])
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning shardlog bench");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let work = loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("bench ended before the broker was ready: {seen:#?}"))
+            .unwrap();
+        if let Some((_, dir)) = line.split_once("; work dir ") {
+            break dir.to_string();
+        }
+        seen.push(line);
+    };
+    assert!(
+        Path::new(&work).exists(),
+        "work dir {work} exists while running"
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(128 + 15),
+        "bench exits as killed by SIGTERM: {rest:#?}"
+    );
+    assert!(marker.exists(), "the broker got SIGTERM: {rest:#?}");
+    assert!(!Path::new(&work).exists(), "work dir {work} removed");
+    drop(silent);
 }

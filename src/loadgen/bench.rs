@@ -548,6 +548,74 @@ impl Drop for BrokerChild {
     }
 }
 
+/// Stops the broker and removes the work dir when bench itself is told to
+/// stop (Ctrl-C, a CI timeout's SIGTERM, a closed terminal): a broker pinned
+/// to a core must not outlive the bench that started it. Dropping the guard
+/// ends the watch.
+struct SignalGuard {
+    handle: signal_hook::iterator::Handle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SignalGuard {
+    fn install(pid: u32, work_dir: Option<PathBuf>, stop_timeout: Duration) -> Result<Self> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            .context("installing signal handlers")?;
+        let handle = signals.handle();
+        let thread = std::thread::Builder::new()
+            .name("bench-signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    eprintln!("bench: got signal {sig}; stopping the broker (pid {pid})");
+                    terminate_pid(pid, stop_timeout);
+                    if let Some(dir) = work_dir {
+                        let _ = std::fs::remove_dir_all(dir);
+                    }
+                    std::process::exit(128 + sig);
+                }
+            })?;
+        Ok(Self {
+            handle,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for SignalGuard {
+    fn drop(&mut self) {
+        self.handle.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// SIGTERM, reap within `timeout`, else SIGKILL: the signal thread's version
+/// of [`BrokerChild::stop`] (the `Child` stays with the main thread).
+fn terminate_pid(pid: u32, timeout: Duration) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    let clock = SystemClock::new();
+    // SAFETY: kill(2) and waitpid(2) take plain integers and a pointer to a
+    // local; `pid` is our child, which stays a zombie (so its pid cannot be
+    // reused) until it is reaped here or by the main thread (then ECHILD).
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+        let mut status = 0;
+        while clock.mono_ms() < timeout.as_millis() as i64 {
+            if libc::waitpid(pid, &mut status, libc::WNOHANG) != 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("bench: warning: the broker ignored SIGTERM for {timeout:?}; sending SIGKILL");
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, &mut status, 0);
+    }
+}
+
 /// A free loopback port (bound, read, released: another process could
 /// take it in between, so the start is retried on "Address in use").
 fn free_loopback_addr() -> Result<SocketAddr> {
@@ -716,19 +784,24 @@ fn run_with_broker(
     record.work_dir = Some(work.path.clone());
     let cpus = plan.broker_cpus.clone().unwrap_or_else(|| vec![0]);
     let (mut broker, bound) = start_broker(args, &cpus, &work, record)?;
+    let work_to_remove = (!args.keep).then(|| work.path.clone());
+    let guard = SignalGuard::install(broker.pid(), work_to_remove, args.stop_timeout)?;
     let bootstrap = bound.to_string();
     eprintln!(
-        "bench: broker pid {} ready on {bootstrap}: {} shard(s) on CPU(s) {}; load generator on CPU(s) {}",
+        "bench: broker pid {} ready on {bootstrap}: {} shard(s) on CPU(s) {}; load generator on CPU(s) {}; work dir {}",
         broker.pid(),
         cpus.len(),
         format_cpu_list(&cpus),
         plan.client_cpus.as_deref().map_or("any".into(), format_cpu_list),
+        work.path.display(),
     );
     record.bootstrap = bootstrap.clone();
     record.loadgen_command = loadgen_argv(args, plan, &bootstrap, out);
     let loadgen = run_loadgen(&record.loadgen_command);
     // Whether the broker died under load decides how a loadgen error reads.
     let died = broker.exited();
+    // The signal thread must not race this stop for the same child.
+    drop(guard);
     let exit = broker.stop(args.stop_timeout);
     let log = broker.log();
     let _ = std::fs::write(out.join("broker.log"), &log);

@@ -38,6 +38,7 @@ fn snapshot(topics: usize, partitions: i32) -> Snapshot {
     };
     (0..topics).fold(Snapshot::single_broker("bench-cluster", broker), |s, t| {
         s.with_topic(TopicState {
+            configs: Default::default(),
             name: format!("topic-{t:03}").into(),
             topic_id: uuid::Uuid::from_u128(t as u128 + 1),
             is_internal: false,

@@ -41,6 +41,9 @@ pub struct TopicState {
     /// `__consumer_offsets`, `__transaction_state`.
     pub is_internal: bool,
     pub partitions: Vec<PartitionState>,
+    /// Topic-level config overrides (`/config/topics/<t>`), Kafka key names;
+    /// owner shards resolve them against broker defaults for their logs.
+    pub configs: std::collections::BTreeMap<String, String>,
 }
 
 /// Everything ApiVersions/Metadata/FindCoordinator answers from.
@@ -141,6 +144,7 @@ mod tests {
     fn invariants_reject_a_leader_outside_the_replicas() {
         let id = Uuid::from_u128(7);
         let s = Snapshot::single_broker("abc", endpoint()).with_topic(TopicState {
+            configs: Default::default(),
             name: "t".into(),
             topic_id: id,
             is_internal: false,

@@ -7,10 +7,10 @@
 //! speak, and guards that keep hostile input from reaching the crate's
 //! pre-allocating decoders.
 
-pub mod fetch_response;
 pub mod api;
 pub mod decode;
 pub mod error;
+pub mod fetch_response;
 pub mod frame;
 pub mod header;
 pub mod record_batch;

@@ -3,9 +3,12 @@
 
 pub mod boot;
 pub mod context;
+pub mod control;
 pub mod local_sync;
 pub mod mesh;
 pub mod placement;
 
 pub use context::{ShardContext, ShardRequest, ShardResponse};
 pub use placement::{coordinator_partition, shard_of};
+pub mod datapath;
+pub mod partitions;

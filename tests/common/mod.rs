@@ -34,9 +34,11 @@ impl Broker {
     }
 
     pub fn start_with(overrides: &[&str]) -> Broker {
-        // Under target/ rather than /tmp: log dirs need O_DIRECT, which a
-        // tmpfs /tmp may not offer.
-        let log_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp log dir");
+        Broker::start_in(new_log_dir(), overrides)
+    }
+
+    /// Start on an existing log dir (a restart after [`Broker::stop_keeping_dir`]).
+    pub fn start_in(log_dir: tempfile::TempDir, overrides: &[&str]) -> Broker {
         let mut args: Vec<String> = vec!["broker".into()];
         let base = [
             "listeners=PLAINTEXT://127.0.0.1:0".to_string(),
@@ -137,6 +139,12 @@ impl Broker {
         child.wait().expect("wait")
     }
 
+    /// SIGTERM, wait for exit, and hand back the log dir for a restart.
+    pub fn stop_keeping_dir(mut self) -> (ExitStatus, tempfile::TempDir) {
+        let log_dir = std::mem::replace(&mut self.log_dir, new_log_dir());
+        (self.stop(), log_dir)
+    }
+
     /// Broker log lines printed so far.
     pub fn log_lines(&self) -> Vec<String> {
         self.stderr.try_iter().collect()
@@ -150,6 +158,12 @@ impl Drop for Broker {
             let _ = child.wait();
         }
     }
+}
+
+/// A fresh log dir under target/ rather than /tmp: log dirs need
+/// O_DIRECT, which a tmpfs /tmp may not offer.
+fn new_log_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp log dir")
 }
 
 /// Encode a request frame (size prefix + header + body).

@@ -16,6 +16,7 @@ fn snapshot() -> Snapshot {
         },
     )
     .with_topic(TopicState {
+        configs: Default::default(),
         name: "orders".into(),
         topic_id: Uuid::from_u128(0xfeed),
         is_internal: false,

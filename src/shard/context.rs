@@ -341,6 +341,16 @@ mod tests {
                 .spawn(move || async move {
                     let ctx = context(role);
                     ctx.set_mesh(Mesh::join(builder, ctx.mesh_handler()).await.unwrap());
+                    let at_least = |v: u64| {
+                        let ctx = ctx.clone();
+                        async move {
+                            while ctx.snapshot().version < v {
+                                glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
+                            }
+                        }
+                    };
+                    // Each side exits only after its last call was answered
+                    // and the other side has nothing left to ask it.
                     if role == Role::Control {
                         let publish =
                             ShardRequest::SetSnapshot(Box::new(snapshot(2, Some("orders"))));
@@ -350,27 +360,18 @@ mod tests {
                             payload: Bytes::from_static(b"x"),
                         };
                         let seen = ctx.call(0, ping).await.unwrap();
-                        // Version 3 tells the data shard we are done with it.
-                        let done = ShardRequest::SetSnapshot(Box::new(snapshot(3, Some("orders"))));
-                        ctx.call(0, done).await.unwrap();
+                        // The data shard's version 3 says it is done with us.
+                        at_least(3).await;
                         seen
                     } else {
-                        let at_least = |v: u64| {
-                            let ctx = ctx.clone();
-                            async move {
-                                while ctx.snapshot().version < v {
-                                    glommio::timer::sleep(std::time::Duration::from_millis(1))
-                                        .await;
-                                }
-                            }
-                        };
                         at_least(2).await;
                         assert!(ctx.snapshot().topic("orders").is_some());
                         let create = ShardRequest::AutoCreateTopics {
                             topics: vec!["t".into()],
                         };
                         let seen = ctx.call(1, create).await.unwrap();
-                        at_least(3).await;
+                        let done = ShardRequest::SetSnapshot(Box::new(snapshot(3, None)));
+                        ctx.call(1, done).await.unwrap();
                         seen
                     }
                 })

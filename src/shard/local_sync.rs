@@ -119,6 +119,94 @@ impl Future for Notified<'_> {
     }
 }
 
+/// A first-come, first-served gate: tickets are taken synchronously (in
+/// arrival order) and served strictly in that order. Used to keep appends
+/// to one partition in the order their requests arrived — a plain async
+/// lock may let a newcomer barge in ahead of a woken waiter.
+#[derive(Default)]
+pub struct FifoGate {
+    next: Cell<u64>,
+    serving: Cell<u64>,
+    waiters: RefCell<std::collections::BTreeMap<u64, Waker>>,
+    abandoned: RefCell<std::collections::BTreeSet<u64>>,
+}
+
+impl FifoGate {
+    /// Take a ticket now; await `turn()` on it before the ordered work.
+    pub fn ticket(self: &std::rc::Rc<Self>) -> FifoTicket {
+        let n = self.next.get();
+        self.next.set(n + 1);
+        FifoTicket {
+            gate: self.clone(),
+            n,
+            done: false,
+        }
+    }
+
+    fn advance(&self) {
+        let mut s = self.serving.get() + 1;
+        {
+            let mut abandoned = self.abandoned.borrow_mut();
+            while abandoned.remove(&s) {
+                s += 1;
+            }
+        }
+        self.serving.set(s);
+        if let Some(w) = self.waiters.borrow_mut().remove(&s) {
+            w.wake();
+        }
+    }
+}
+
+/// A place in a [`FifoGate`]'s queue; releasing (or dropping) it lets the
+/// next ticket in.
+pub struct FifoTicket {
+    gate: std::rc::Rc<FifoGate>,
+    n: u64,
+    done: bool,
+}
+
+impl FifoTicket {
+    /// Completes when every earlier ticket has been released.
+    pub fn turn(&self) -> FifoTurn<'_> {
+        FifoTurn { ticket: self }
+    }
+}
+
+impl Drop for FifoTicket {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        self.gate.waiters.borrow_mut().remove(&self.n);
+        if self.gate.serving.get() == self.n {
+            self.gate.advance();
+        } else {
+            self.gate.abandoned.borrow_mut().insert(self.n);
+        }
+    }
+}
+
+pub struct FifoTurn<'a> {
+    ticket: &'a FifoTicket,
+}
+
+impl Future for FifoTurn<'_> {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let gate = &self.ticket.gate;
+        if gate.serving.get() == self.ticket.n {
+            Poll::Ready(())
+        } else {
+            gate.waiters
+                .borrow_mut()
+                .insert(self.ticket.n, cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,5 +239,44 @@ mod tests {
         n.notify();
         assert!(block_on(poll_once(n.notified())).is_some());
         assert!(block_on(poll_once(n.notified())).is_none());
+    }
+
+    #[test]
+    fn fifo_gate_serves_tickets_in_the_order_they_were_taken() {
+        use std::rc::Rc;
+        let gate = Rc::new(FifoGate::default());
+        let order = Rc::new(RefCell::new(Vec::new()));
+        let a = gate.ticket();
+        let b = gate.ticket();
+        let c = gate.ticket();
+        let run = |t: FifoTicket, name: &'static str| {
+            let order = order.clone();
+            async move {
+                t.turn().await;
+                order.borrow_mut().push(name);
+                drop(t);
+            }
+        };
+        // Poll c and b first: they must wait for a.
+        let mut fc = Box::pin(run(c, "c"));
+        let mut fb = Box::pin(run(b, "b"));
+        assert!(block_on(poll_once(&mut fc)).is_none());
+        assert!(block_on(poll_once(&mut fb)).is_none());
+        block_on(run(a, "a"));
+        block_on(fb);
+        block_on(fc);
+        assert_eq!(*order.borrow(), vec!["a", "b", "c"]);
+    }
+
+    #[test]
+    fn an_abandoned_ticket_does_not_block_the_queue() {
+        use std::rc::Rc;
+        let gate = Rc::new(FifoGate::default());
+        let a = gate.ticket();
+        let b = gate.ticket();
+        let c = gate.ticket();
+        drop(b); // cancelled while waiting
+        drop(a); // released after its turn
+        assert!(block_on(poll_once(c.turn())).is_some());
     }
 }

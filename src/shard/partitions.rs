@@ -37,6 +37,7 @@ use crate::storage::partition_log::{PartitionLog, Region};
 use crate::storage::StorageError;
 use crate::types::{ShardId, TopicPartition};
 
+use super::local_sync::FifoGate;
 use super::placement::shard_of;
 
 /// Kafka's `ListOffsetsRequest` special timestamps.
@@ -52,6 +53,9 @@ pub struct Partition {
     pub leader_epoch: i32,
     pub config: TopicConfig,
     log: RwLock<PartitionLog>,
+    /// Appends run in arrival order (requests pipelined on one connection
+    /// must land in the order they were sent).
+    append_order: Rc<FifoGate>,
     replica: RefCell<LeaderReplicaState>,
     producers: RefCell<ProducerStateManager>,
     /// Bytes appended since open: a logical position for DelayedFetch's
@@ -169,6 +173,8 @@ impl Partition {
 
     /// Append one produce request's records for this partition.
     async fn append(&self, records: Bytes, now_ms: i64) -> ProduceResult {
+        // Take our place before the first await.
+        let ticket = self.append_order.ticket();
         // Kafka: v3+ produce requests carry exactly one v2 batch per partition.
         let summary = match record_batch::validate_all_for_append(&records) {
             Ok(s) if s.len() == 1 => s[0].clone(),
@@ -185,6 +191,7 @@ impl Partition {
                 },
                 Err(e) => return ProduceResult::error(e.kafka_error_code()),
             };
+        ticket.turn().await;
         let Ok(mut log) = self.log.write().await else {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER.0);
         };
@@ -469,6 +476,7 @@ impl PartitionRegistry {
             leader_epoch,
             config,
             log: RwLock::new(log),
+            append_order: Rc::new(FifoGate::default()),
             replica: RefCell::new(replica),
             producers: RefCell::new(ProducerStateManager::new()),
             leo_position: Cell::new(0),

@@ -140,7 +140,7 @@ enum Command {
     /// Run a broker (Kafka's `kafka-server-start.sh server.properties`).
     Broker(BrokerArgs),
     /// Load generator: acks × linger.ms × batch.size sweeps against any Kafka broker.
-    Loadgen(shardlog::loadgen::LoadgenArgs),
+    Loadgen(Box<shardlog::loadgen::LoadgenArgs>),
 }
 
 #[derive(Args)]
@@ -164,7 +164,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Broker(args) => broker(args),
-        Command::Loadgen(args) => shardlog::loadgen::run(args),
+        Command::Loadgen(args) => shardlog::loadgen::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -178,13 +178,14 @@ fn pread_chunk(file: &File, position: u64, len: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Write every part, in order, to `stream`. `stream` must be non-blocking
-/// (see [`set_nonblocking`]). Returns once all bytes are in the kernel.
-pub async fn write_parts<S>(stream: &mut S, parts: &[OutPart]) -> io::Result<()>
+/// Write every part, in order, to the socket `fd`, which `stream` writes
+/// through too (glommio's half of the same socket). The socket must be
+/// non-blocking (see [`set_nonblocking`]). Returns once all bytes are in
+/// the kernel.
+pub async fn write_parts<S>(fd: RawFd, stream: &mut S, parts: &[OutPart]) -> io::Result<()>
 where
-    S: AsRawFd + futures_lite::AsyncWrite + Unpin,
+    S: futures_lite::AsyncWrite + Unpin,
 {
-    let fd = stream.as_raw_fd();
     let mut i = 0; // current part
     let mut skip = 0usize; // bytes of parts[i] already sent
     while i < parts.len() {
@@ -322,7 +323,9 @@ mod tests {
                         OutPart::Bytes(mid),
                         OutPart::Bytes(tail),
                     ];
-                    write_parts(&mut stream, &parts).await.expect("write");
+                    write_parts(stream.as_raw_fd(), &mut stream, &parts)
+                        .await
+                        .expect("write");
                     stream.close().await.expect("close");
                     stats()
                 })

@@ -73,25 +73,15 @@ fn put_array_len(buf: &mut BytesMut, flexible: bool, n: usize) {
     }
 }
 
-/// Encodes a whole response frame (4-byte size prefix, response header,
-/// body) as parts ready for `io::zerocopy::write_parts`.
-pub fn encode_fetch_response(
-    version: i16,
-    correlation_id: i32,
-    top: FetchTop,
-    topics: Vec<FetchTopicOut>,
-) -> Vec<OutPart> {
+/// Encodes a response body (the connection adds the size prefix and the
+/// response header) as parts ready for `io::zerocopy::write_parts`.
+pub fn encode_fetch_body(version: i16, top: FetchTop, topics: Vec<FetchTopicOut>) -> Vec<OutPart> {
     let flexible = version >= 12;
     let mut head = BytesMut::with_capacity(64 + topics.len() * 64);
     // Where each header chunk ends, followed by the record parts to insert.
     let mut cuts: Vec<(usize, Vec<OutPart>)> = Vec::new();
     let mut records_total = 0usize;
 
-    head.put_i32(0); // size, patched below
-    head.put_i32(correlation_id);
-    if flexible {
-        put_uvarint(&mut head, 0); // response header v1: no tagged fields
-    }
     head.put_i32(top.throttle_time_ms);
     if version >= 7 {
         head.put_i16(top.error_code);
@@ -143,9 +133,7 @@ pub fn encode_fetch_response(
     if flexible {
         put_uvarint(&mut head, 0); // top-level tagged fields
     }
-    let frame_len = head.len() - 4 + records_total;
-    head[0..4].copy_from_slice(&(frame_len as i32).to_be_bytes());
-
+    debug_assert!(records_total <= i32::MAX as usize);
     let head: Bytes = head.freeze();
     let mut parts = Vec::with_capacity(cuts.len() * 2 + 1);
     let mut from = 0;
@@ -161,7 +149,7 @@ pub fn encode_fetch_response(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_protocol::messages::{FetchResponse, ResponseHeader};
+    use kafka_protocol::messages::FetchResponse;
     use kafka_protocol::protocol::Decodable;
 
     fn flatten(parts: &[OutPart]) -> Vec<u8> {
@@ -213,9 +201,8 @@ mod tests {
     #[test]
     fn every_version_re_decodes_with_the_protocol_crate() {
         for version in 4..=16i16 {
-            let parts = encode_fetch_response(
+            let parts = encode_fetch_body(
                 version,
-                42,
                 FetchTop {
                     throttle_time_ms: 0,
                     error_code: 0,
@@ -223,13 +210,7 @@ mod tests {
                 },
                 sample(),
             );
-            let bytes = flatten(&parts);
-            let size = i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
-            assert_eq!(size, bytes.len() - 4, "v{version} size prefix");
-            let mut buf = Bytes::from(bytes[4..].to_vec());
-            let header_version = if version >= 12 { 1 } else { 0 };
-            let header = ResponseHeader::decode(&mut buf, header_version).expect("header");
-            assert_eq!(header.correlation_id, 42);
+            let mut buf = Bytes::from(flatten(&parts));
             let resp = FetchResponse::decode(&mut buf, version).expect("body");
             assert!(buf.is_empty(), "v{version}: trailing bytes");
             if version >= 7 {
@@ -262,9 +243,8 @@ mod tests {
     fn record_parts_are_passed_through_not_copied() {
         let rec = Bytes::from(vec![1u8; 4096]);
         let ptr = rec.as_ptr();
-        let parts = encode_fetch_response(
+        let parts = encode_fetch_body(
             11,
-            1,
             FetchTop::default(),
             vec![FetchTopicOut {
                 topic: "t".into(),

@@ -64,6 +64,12 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    // sendfile must never block the shard; glommio itself only uses
+    // MSG_DONTWAIT calls plus readiness polls, so this changes nothing for it.
+    if let Err(e) = crate::io::zerocopy::set_nonblocking(fd) {
+        tracing::warn!(error = %e, "cannot make socket non-blocking; closing");
+        return;
+    }
     let (mut reader, writer) = futures_lite::io::split(stream);
     let writer = ConnWriter { stream: writer, fd };
     let conn = Rc::new(Conn {

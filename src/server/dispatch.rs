@@ -60,6 +60,18 @@ pub const ROUTES: &[Route] = &[
         range: handlers::metadata::VERSIONS,
         handle: handlers::metadata::handle,
     },
+    Route {
+        range: handlers::produce::VERSIONS,
+        handle: handlers::produce::handle,
+    },
+    Route {
+        range: handlers::fetch::VERSIONS,
+        handle: handlers::fetch::handle,
+    },
+    Route {
+        range: handlers::list_offsets::VERSIONS,
+        handle: handlers::list_offsets::handle,
+    },
 ];
 
 /// The version table ApiVersions advertises.

@@ -4,35 +4,11 @@
 
 use std::fs::File;
 use std::os::fd::RawFd;
-use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use futures_lite::{AsyncWrite, AsyncWriteExt};
 
-/// One piece of a response on the wire.
-#[derive(Debug, Clone)]
-pub enum OutPart {
-    Bytes(Bytes),
-    /// `len` bytes of `file` starting at `position` (a segment region).
-    File {
-        file: Rc<File>,
-        position: u64,
-        len: usize,
-    },
-}
-
-impl OutPart {
-    pub fn len(&self) -> usize {
-        match self {
-            OutPart::Bytes(b) => b.len(),
-            OutPart::File { len, .. } => *len,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
+pub use crate::io::zerocopy::OutPart;
 
 /// Small parts are gathered into one buffer so that a burst of pipelined
 /// responses costs one write, not two per response.
@@ -47,14 +23,19 @@ pub struct ConnWriter<W> {
 
 /// Write `parts` in order.
 ///
-/// Hook for `crate::io::zerocopy`: this is the one place to swap in raw
-/// `sendmsg` of `Bytes` iovecs and `sendfile` for `File` parts (using
-/// `writer.fd`). Until then bytes go through `write_all` and file regions
-/// are read with `pread`.
+/// With a socket fd this is `crate::io::zerocopy` (raw `sendmsg` of
+/// `Bytes` iovecs, `sendfile` for `File` parts). Without one (fd < 0: an
+/// in-memory writer in tests) bytes go through `write_all` and file
+/// regions are read with `pread`.
 pub async fn write_parts<W: AsyncWrite + Unpin>(
     writer: &mut ConnWriter<W>,
     parts: Vec<OutPart>,
 ) -> std::io::Result<()> {
+    if writer.fd >= 0 {
+        // A real (non-blocking) socket: sendmsg of the buffers as iovecs and
+        // sendfile for segment regions; no record byte is copied.
+        return crate::io::zerocopy::write_parts(writer.fd, &mut writer.stream, &parts).await;
+    }
     let stream = &mut writer.stream;
     let mut gather = BytesMut::new();
     for part in parts {
@@ -103,7 +84,9 @@ fn read_file_region(file: &File, position: u64, len: usize) -> std::io::Result<V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use std::io::Write;
+    use std::rc::Rc;
 
     #[test]
     fn parts_are_written_in_order_whatever_their_kind_and_size() {

@@ -6,7 +6,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{IntoRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
@@ -78,6 +78,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let mesh_builder = mesh::builder::<ShardRequest, ShardResponse>(n_shards + 1, MESH_QUEUE_LEN);
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
     let data_running = Arc::new(AtomicUsize::new(n_shards));
+    let report = Arc::new(Mutex::new(ShutdownReport::default()));
     let mut handles = Vec::new();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fd) in fds.into_iter().enumerate() {
@@ -92,6 +93,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             stop: stop.clone(),
             data_running: data_running.clone(),
             ready: ready_tx.clone(),
+            report: report.clone(),
         };
         let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
@@ -110,6 +112,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         stop: stop.clone(),
         data_running,
         ready: ready_tx,
+        report: report.clone(),
     };
     // The control shard is off the data path; on small hosts it shares a core.
     handles.push(
@@ -129,6 +132,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         handle.join().map_err(|e| anyhow!("shard failed: {e}"))?;
     }
     startup.map_err(|e| anyhow!(e))?;
+    finish_shutdown(&config, &report);
     tracing::info!("shardlog stopped");
     Ok(())
 }
@@ -164,6 +168,16 @@ struct ShardSetup {
     stop: Arc<AtomicBool>,
     data_running: Arc<AtomicUsize>,
     ready: mpsc::Sender<Result<(), String>>,
+    report: Arc<Mutex<ShutdownReport>>,
+}
+
+/// What data shards hand back when they stop: offsets for the log dir's
+/// checkpoint files (one file for all shards, written once) and their
+/// zero-copy counters.
+#[derive(Debug, Default)]
+struct ShutdownReport {
+    offsets: Vec<crate::storage::log_dir::PartitionOffsets>,
+    zerocopy: crate::io::zerocopy::ZeroCopyStats,
 }
 
 async fn join_shard(setup: &ShardSetup) -> std::rc::Rc<ShardContext> {
@@ -214,6 +228,7 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
             .ready
             .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));
     } else {
+        start_data_path(&ctx, &setup).await;
         // SAFETY: `fd` is a bound, listening TCP socket we own; ownership
         // moves into the glommio listener, which closes it on drop.
         let listener = unsafe {
@@ -221,6 +236,7 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
         };
         let _ = setup.ready.send(Ok(()));
         server::listener::serve(ctx.clone(), listener).await;
+        stop_data_path(&ctx, &setup).await;
     }
     setup.data_running.fetch_sub(1, Ordering::AcqRel);
     // Keep answering mesh calls until every shard is done with us.
@@ -230,6 +246,92 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
     if let Some(mesh) = ctx.mesh() {
         mesh.close();
     }
+}
+
+/// Data shards: the partition registry (opened from the current snapshot),
+/// the purgatory, and the housekeeping timer (`log.flush.*`,
+/// `log.retention.check.interval.ms`).
+async fn start_data_path(ctx: &std::rc::Rc<ShardContext>, setup: &ShardSetup) {
+    let Role::Data(id) = setup.role else {
+        return;
+    };
+    let registry = std::rc::Rc::new(crate::shard::partitions::PartitionRegistry::new(
+        id,
+        setup.n_shards,
+        &setup.log_dir,
+        setup.config.clone(),
+    ));
+    let clock: std::rc::Rc<dyn crate::io::clock::Clock> =
+        std::rc::Rc::new(crate::io::clock::SystemClock::new());
+    let driver = crate::purgatory::driver::PurgatoryDriver::new(
+        clock,
+        crate::purgatory::delayed_operation::PurgatoryConfig::default(),
+    );
+    ctx.set_data_path(registry.clone(), driver);
+    registry.sync(&ctx.snapshot()).await;
+    let retention_every_ms = setup.config.log_retention_check_interval_ms.max(1000);
+    let weak = std::rc::Rc::downgrade(ctx);
+    glommio::spawn_local(async move {
+        use crate::io::clock::Clock as _;
+        let clock = crate::io::clock::SystemClock::new();
+        let mut last_retention = 0i64;
+        loop {
+            glommio::timer::sleep(HOUSEKEEPING_EVERY).await;
+            let Some(ctx) = weak.upgrade() else { return };
+            if ctx.stopping.is_fired() {
+                return;
+            }
+            let now = clock.wall_ms();
+            let retention = now - last_retention >= retention_every_ms;
+            if retention {
+                last_retention = now;
+            }
+            if let Some(registry) = ctx.partitions() {
+                registry.housekeeping(now, retention).await;
+            }
+        }
+    })
+    .detach();
+}
+
+/// How often flush timers and retention are looked at.
+const HOUSEKEEPING_EVERY: Duration = Duration::from_millis(100);
+
+/// Clean shutdown of a data shard's logs (flush, indexes, clean marker).
+async fn stop_data_path(ctx: &std::rc::Rc<ShardContext>, setup: &ShardSetup) {
+    let offsets = match ctx.partitions() {
+        Some(registry) => registry.close_all().await,
+        None => Vec::new(),
+    };
+    let stats = crate::io::zerocopy::stats();
+    if let Ok(mut report) = setup.report.lock() {
+        report.offsets.extend(offsets);
+        let z = &mut report.zerocopy;
+        z.bytes_sendmsg += stats.bytes_sendmsg;
+        z.bytes_sendfile += stats.bytes_sendfile;
+        z.bytes_copied += stats.bytes_copied;
+        z.bytes_glommio += stats.bytes_glommio;
+    }
+}
+
+/// After every shard stopped: the log dir's checkpoint files, and the
+/// zero-copy counters line (operators and tests read it).
+fn finish_shutdown(config: &ServerConfig, report: &Mutex<ShutdownReport>) {
+    let Ok(report) = report.lock() else { return };
+    let log_dir = PathBuf::from(&config.effective_log_dirs()[0]);
+    match crate::storage::log_dir::LogDir::open(&log_dir, config.broker_id, None) {
+        Ok(dir) => {
+            if let Err(e) = dir.write_checkpoints(&report.offsets) {
+                tracing::error!(error = %e, "writing offset checkpoints");
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "opening log dir for checkpoints"),
+    }
+    let z = report.zerocopy;
+    eprintln!(
+        "zerocopy: sendmsg={} sendfile={} copied={} glommio={}",
+        z.bytes_sendmsg, z.bytes_sendfile, z.bytes_copied, z.bytes_glommio
+    );
 }
 
 async fn control_shard_main(setup: ShardSetup) {

@@ -3,7 +3,7 @@
 //!
 //! One `ShardContext` per executor, shared by `Rc` (never crosses threads).
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -14,7 +14,14 @@ use super::mesh::{Handler, Mesh, MeshError};
 use crate::config::ServerConfig;
 use crate::metadata::Snapshot;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::types::ShardId;
+use crate::purgatory::driver::PurgatoryDriver;
+use crate::purgatory::notes::{AdvanceCoalescer, AdvanceNotes, RemoteWatchRegistry};
+use crate::purgatory::view::PartitionSnapshot;
+use crate::server::fetch_session::FetchSessionCache;
+use crate::types::{ShardId, TopicPartition};
+
+use super::datapath::{ReadSpec, SendReadAnswer};
+use super::partitions::{OffsetAnswer, PartitionRegistry, ProduceResult, ReadBound};
 
 /// Requests one shard sends another over the mesh. The data path adds
 /// variants here (e.g. `Produce { tp, batches: Bytes }`) with a matching
@@ -28,6 +35,30 @@ pub enum ShardRequest {
     /// Data shard → control shard: Metadata named topics that do not exist
     /// and may be auto-created (`auto.create.topics.enable`).
     AutoCreateTopics { topics: Vec<String> },
+    // --- data path (shard/datapath.rs) ---
+    /// Append each partition's records on its owner.
+    Produce {
+        parts: Vec<(TopicPartition, Bytes)>,
+        now_ms: i64,
+    },
+    /// Read owned partitions in order within one byte budget.
+    Read {
+        specs: Vec<ReadSpec>,
+        bound: ReadBound,
+        max_bytes: usize,
+        min_one_batch: bool,
+    },
+    /// ListOffsets lookups (partition, timestamp or -1/-2/-3).
+    ListOffsets {
+        parts: Vec<(TopicPartition, i64)>,
+        bound: ReadBound,
+    },
+    /// The sender's purgatory started (true) / stopped (false) watching.
+    Watch {
+        changes: Vec<(TopicPartition, bool)>,
+    },
+    /// Coalesced "partition advanced" notes for the receiver's purgatory.
+    Advance(AdvanceNotes),
 }
 
 /// Answers to [`ShardRequest`]s.
@@ -44,6 +75,12 @@ pub enum ShardResponse {
     AutoCreated {
         results: Vec<(String, ErrorCode)>,
     },
+    // --- data path ---
+    Produced(Vec<ProduceResult>),
+    Read(Vec<SendReadAnswer>),
+    Offsets(Vec<OffsetAnswer>),
+    Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
+    Ack,
     /// The receiving shard does not serve this request.
     Unsupported,
 }
@@ -70,6 +107,15 @@ pub struct ShardContext {
     pub stopping: Trigger,
     /// Cached encoded ApiVersions bodies by version (identical every time).
     pub api_versions_cache: RefCell<Vec<Option<Bytes>>>,
+    // --- data path (data shards only) ---
+    partitions: OnceCell<Rc<PartitionRegistry>>,
+    purgatory: OnceCell<Rc<PurgatoryDriver>>,
+    /// KIP-227 sessions of connections on this shard.
+    pub fetch_sessions: RefCell<FetchSessionCache>,
+    /// Which remote shards watch which of our partitions.
+    pub(crate) remote_watchers: RefCell<RemoteWatchRegistry>,
+    pub(crate) coalescer: RefCell<AdvanceCoalescer>,
+    pub(crate) notes_scheduled: Cell<bool>,
 }
 
 impl ShardContext {
@@ -89,7 +135,38 @@ impl ShardContext {
             mesh: OnceCell::new(),
             stopping: Trigger::default(),
             api_versions_cache: RefCell::new(Vec::new()),
+            partitions: OnceCell::new(),
+            purgatory: OnceCell::new(),
+            fetch_sessions: RefCell::new(FetchSessionCache::new(
+                match role {
+                    Role::Data(id) => id.0,
+                    Role::Control => u16::MAX,
+                },
+                crate::server::fetch_session::DEFAULT_CACHE_SLOTS,
+            )),
+            remote_watchers: RefCell::new(RemoteWatchRegistry::new()),
+            coalescer: RefCell::new(AdvanceCoalescer::new()),
+            notes_scheduled: Cell::new(false),
         })
+    }
+
+    /// Data shards: install the partition registry and purgatory (once).
+    pub fn set_data_path(&self, partitions: Rc<PartitionRegistry>, purgatory: Rc<PurgatoryDriver>) {
+        let _ = self.partitions.set(partitions);
+        let _ = self.purgatory.set(purgatory);
+    }
+
+    pub fn partitions(&self) -> Option<&Rc<PartitionRegistry>> {
+        self.partitions.get()
+    }
+
+    pub fn purgatory(&self) -> Option<&Rc<PurgatoryDriver>> {
+        self.purgatory.get()
+    }
+
+    /// This executor's mesh peer id (alias used by the data path).
+    pub fn my_peer(&self) -> usize {
+        self.peer_id()
     }
 
     /// The mesh peer id of the data shard owning `(topic, partition)`
@@ -154,7 +231,7 @@ impl ShardContext {
         })
     }
 
-    async fn on_mesh_request(self: Rc<Self>, _from: usize, req: ShardRequest) -> ShardResponse {
+    async fn on_mesh_request(self: Rc<Self>, from: usize, req: ShardRequest) -> ShardResponse {
         match (req, self.role) {
             (ShardRequest::Ping { payload }, _) => ShardResponse::Pong {
                 shard: self.peer_id(),
@@ -162,7 +239,13 @@ impl ShardContext {
             },
             (ShardRequest::SetSnapshot(snapshot), _) => {
                 let version = snapshot.version;
-                self.set_snapshot(Rc::new(*snapshot));
+                let snapshot = Rc::new(*snapshot);
+                self.set_snapshot(snapshot.clone());
+                // Owners open/close their partitions before acknowledging, so
+                // a Produce right after CreateTopics finds its log.
+                if let Some(registry) = self.partitions() {
+                    registry.sync(&snapshot).await;
+                }
                 ShardResponse::SnapshotApplied { version }
             }
             (ShardRequest::AutoCreateTopics { topics }, Role::Control) => {
@@ -176,6 +259,8 @@ impl ShardContext {
                 ShardResponse::AutoCreated { results }
             }
             (ShardRequest::AutoCreateTopics { .. }, Role::Data(_)) => ShardResponse::Unsupported,
+            (req, Role::Data(_)) => self.on_data_request(from, req).await,
+            (_, Role::Control) => ShardResponse::Unsupported,
         }
     }
 }

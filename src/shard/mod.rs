@@ -9,3 +9,5 @@ pub mod placement;
 
 pub use context::{ShardContext, ShardRequest, ShardResponse};
 pub use placement::{coordinator_partition, shard_of};
+pub mod datapath;
+pub mod partitions;

@@ -2,4 +2,7 @@
 //! implements, listed by ApiVersions) and `handle`.
 
 pub mod api_versions;
+pub mod fetch;
+pub mod list_offsets;
 pub mod metadata;
+pub mod produce;

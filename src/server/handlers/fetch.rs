@@ -1,0 +1,380 @@
+//! `[drv]` Fetch (key 1), v4–v16: topic names (≤ v12) and topic ids (v13+),
+//! incremental fetch sessions (KIP-227), `max_bytes` / partition
+//! `max_bytes`, at least one whole batch (KIP-74), isolation levels
+//! (read_committed reads up to the LSO, which equals the HW until
+//! transactions exist), and long polls through the purgatory
+//! (`min_bytes` / `max_wait_ms`, Kafka's DelayedFetch).
+//!
+//! Record bytes are never copied: owners return cached `Bytes` or segment
+//! file regions; the response is header chunks interleaved with those
+//! regions (`protocol::fetch_response`), written with sendmsg/sendfile.
+
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::fetch_request::FetchRequest;
+use kafka_protocol::messages::ApiKey;
+
+use crate::protocol::decode::{check_array_len, decode_body};
+use crate::protocol::fetch_response::{
+    encode_fetch_body, FetchPartitionOut, FetchTop, FetchTopicOut,
+};
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::purgatory::delayed_fetch::{DelayedFetch, FetchIsolation, FetchPartitionSpec};
+use crate::purgatory::view::LogOffsetMetadata;
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::fetch_session::{PartitionFetch, SentState, SessionDecision};
+use crate::shard::datapath::{LocalRead, ReadSpec};
+use crate::shard::partitions::ReadBound;
+use crate::shard::ShardContext;
+use crate::types::TopicPartition;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Fetch, 4, 16);
+
+const FIRST_FLEXIBLE: i16 = 12;
+const FIRST_TOPIC_IDS: i16 = 13;
+
+/// Byte offset of the topics array in the request body.
+fn topics_array_at(version: i16) -> usize {
+    // replica_id (until v14), max_wait_ms, min_bytes, max_bytes,
+    // isolation_level, then session_id + session_epoch (v7+).
+    let replica = if version < 15 { 4 } else { 0 };
+    let session = if version >= 7 { 8 } else { 0 };
+    replica + 4 + 4 + 4 + 1 + session
+}
+
+/// One partition the response answers, in order.
+struct Wanted {
+    topic: String,
+    topic_id: [u8; 16],
+    tp: Option<TopicPartition>,
+    partition: i32,
+    fetch: PartitionFetch,
+    /// Set when the partition cannot be read (unknown topic / id).
+    error: Option<i16>,
+}
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        check_array_len(
+            &req.body,
+            topics_array_at(version),
+            version >= FIRST_FLEXIBLE,
+        )
+        .map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let mut body = req.body.clone();
+        let request: FetchRequest =
+            decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let parts = fetch(&ctx, &request, version).await;
+        Ok(Response::Body(parts))
+    })
+}
+
+async fn fetch(
+    ctx: &Rc<ShardContext>,
+    request: &FetchRequest,
+    version: i16,
+) -> Vec<crate::server::OutPart> {
+    let replica_id = if version >= 15 {
+        request.replica_state.replica_id.0
+    } else {
+        request.replica_id.0
+    };
+    let (bound, isolation) = if replica_id >= 0 {
+        (ReadBound::LogEnd, FetchIsolation::LogEnd)
+    } else if request.isolation_level == 1 {
+        (ReadBound::LastStable, FetchIsolation::TxnCommitted)
+    } else {
+        (ReadBound::HighWatermark, FetchIsolation::HighWatermark)
+    };
+    let (wanted, forgotten) = resolve(ctx, request, version);
+    let (session_epoch, session_id) = if version >= 7 {
+        (request.session_epoch, request.session_id)
+    } else {
+        (-1, 0)
+    };
+    let session_parts: Vec<(TopicPartition, PartitionFetch)> = wanted
+        .iter()
+        .filter_map(|w| w.tp.clone().map(|tp| (tp, w.fetch)))
+        .collect();
+    let decision = ctx.fetch_sessions.borrow_mut().on_fetch(
+        session_id,
+        session_epoch,
+        &session_parts,
+        &forgotten,
+    );
+    let (response_session, incremental, mut wanted) = match decision {
+        SessionDecision::Error { error_code } => {
+            let top = FetchTop {
+                error_code,
+                ..FetchTop::default()
+            };
+            return encode_fetch_body(version, top, Vec::new());
+        }
+        SessionDecision::Full { session_id } => (session_id, false, wanted),
+        SessionDecision::Incremental { session_id } => {
+            let mut all = session_wanted(ctx, session_id);
+            // Unknown ids in the request still answer with their error.
+            all.extend(wanted.into_iter().filter(|w| w.error.is_some()));
+            (session_id, true, all)
+        }
+    };
+    let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0);
+    let mut reads = read_all(ctx, &wanted, bound, max_bytes).await;
+    let total: usize = reads.iter().flatten().map(|r| r.bytes).sum();
+    let any_error = reads.iter().flatten().any(|r| r.error_code != 0)
+        || wanted.iter().any(|w| w.error.is_some());
+    if total < request.min_bytes.max(0) as usize && request.max_wait_ms > 0 && !any_error {
+        long_poll(ctx, request, isolation, &wanted, &reads).await;
+        reads = read_all(ctx, &wanted, bound, max_bytes).await;
+    }
+    let topics = build_topics(ctx, response_session, incremental, &mut wanted, reads);
+    let top = FetchTop {
+        throttle_time_ms: 0,
+        error_code: 0,
+        session_id: response_session,
+    };
+    encode_fetch_body(version, top, topics)
+}
+
+/// The request's partitions, with names resolved (v13+ sends topic ids).
+fn resolve(
+    ctx: &ShardContext,
+    request: &FetchRequest,
+    version: i16,
+) -> (Vec<Wanted>, Vec<TopicPartition>) {
+    let snapshot = ctx.snapshot();
+    let by_id = version >= FIRST_TOPIC_IDS;
+    let mut wanted = Vec::new();
+    for topic in &request.topics {
+        let state = if by_id {
+            snapshot.topic_by_id(topic.topic_id)
+        } else {
+            snapshot.topic(topic.topic.as_str())
+        };
+        for p in &topic.partitions {
+            let fetch = PartitionFetch {
+                fetch_offset: p.fetch_offset,
+                partition_max_bytes: p.partition_max_bytes,
+                current_leader_epoch: p.current_leader_epoch,
+            };
+            let (name, id, tp, error) = match state {
+                Some(t) if t.partitions.iter().any(|s| s.partition == p.partition) => (
+                    t.name.to_string(),
+                    *t.topic_id.as_bytes(),
+                    Some(TopicPartition::new(t.name.clone(), p.partition)),
+                    None,
+                ),
+                Some(t) => (
+                    t.name.to_string(),
+                    *t.topic_id.as_bytes(),
+                    None,
+                    Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+                ),
+                None if by_id => (
+                    String::new(),
+                    *topic.topic_id.as_bytes(),
+                    None,
+                    Some(ErrorCode::UNKNOWN_TOPIC_ID.0),
+                ),
+                None => (
+                    topic.topic.to_string(),
+                    [0; 16],
+                    None,
+                    Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+                ),
+            };
+            wanted.push(Wanted {
+                topic: name,
+                topic_id: id,
+                tp,
+                partition: p.partition,
+                fetch,
+                error,
+            });
+        }
+    }
+    let mut forgotten = Vec::new();
+    if version >= 7 {
+        for f in &request.forgotten_topics_data {
+            let name = if by_id {
+                snapshot.topic_by_id(f.topic_id).map(|t| t.name.clone())
+            } else {
+                Some(std::sync::Arc::from(f.topic.as_str()))
+            };
+            if let Some(name) = name {
+                forgotten.extend(
+                    f.partitions
+                        .iter()
+                        .map(|p| TopicPartition::new(name.clone(), *p)),
+                );
+            }
+        }
+    }
+    (wanted, forgotten)
+}
+
+fn session_wanted(ctx: &ShardContext, session_id: i32) -> Vec<Wanted> {
+    let snapshot = ctx.snapshot();
+    ctx.fetch_sessions
+        .borrow()
+        .session_partitions(session_id)
+        .into_iter()
+        .map(|(tp, fetch)| {
+            let state = snapshot.topic(&tp.topic);
+            Wanted {
+                topic: tp.topic.to_string(),
+                topic_id: state.map(|t| *t.topic_id.as_bytes()).unwrap_or([0; 16]),
+                partition: tp.partition,
+                error: match state {
+                    Some(t) if t.partitions.iter().any(|s| s.partition == tp.partition) => None,
+                    _ => Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+                },
+                tp: Some(tp),
+                fetch,
+            }
+        })
+        .collect()
+}
+
+async fn read_all(
+    ctx: &Rc<ShardContext>,
+    wanted: &[Wanted],
+    bound: ReadBound,
+    max_bytes: usize,
+) -> Vec<Option<LocalRead>> {
+    let mut specs = Vec::new();
+    let mut index = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        match (&w.tp, w.error) {
+            (Some(tp), None) => {
+                index.push(Some(specs.len()));
+                specs.push(ReadSpec {
+                    tp: tp.clone(),
+                    offset: w.fetch.fetch_offset,
+                    partition_max_bytes: usize::try_from(w.fetch.partition_max_bytes).unwrap_or(0),
+                });
+            }
+            _ => index.push(None),
+        }
+    }
+    let mut answers: Vec<Option<LocalRead>> = ctx
+        .read_on_owners(specs, bound, max_bytes)
+        .await
+        .into_iter()
+        .map(Some)
+        .collect();
+    index
+        .into_iter()
+        .map(|i| i.and_then(|i| answers.get_mut(i).and_then(Option::take)))
+        .collect()
+}
+
+/// Park the fetch until `min_bytes` are readable or `max_wait_ms` passes.
+async fn long_poll(
+    ctx: &Rc<ShardContext>,
+    request: &FetchRequest,
+    isolation: FetchIsolation,
+    wanted: &[Wanted],
+    reads: &[Option<LocalRead>],
+) {
+    let Some(driver) = ctx.purgatory() else {
+        return;
+    };
+    let mut specs = Vec::new();
+    for (w, r) in wanted.iter().zip(reads) {
+        let (Some(tp), Some(r)) = (&w.tp, r) else {
+            continue;
+        };
+        let Some(s) = r.snapshot else { continue };
+        driver.on_partition_advanced(tp, s);
+        // The read stopped at the watermark: its logical byte position
+        // minus what was read is where this fetch stands.
+        let at = isolation.watermark(&s);
+        let position = at.relative_position - r.bytes as i64;
+        specs.push(FetchPartitionSpec {
+            tp: tp.clone(),
+            fetch_offset: LogOffsetMetadata::new(
+                w.fetch.fetch_offset,
+                at.segment_base_offset,
+                position,
+            ),
+            partition_max_bytes: w.fetch.partition_max_bytes,
+            current_leader_epoch: (w.fetch.current_leader_epoch >= 0)
+                .then_some(w.fetch.current_leader_epoch),
+        });
+    }
+    if specs.is_empty() {
+        return;
+    }
+    let keys: Vec<TopicPartition> = specs.iter().map(|s| s.tp.clone()).collect();
+    let op = DelayedFetch::new(
+        i64::from(request.max_wait_ms),
+        request.min_bytes,
+        request.max_bytes,
+        isolation,
+        specs,
+    );
+    let ctx2 = ctx.clone();
+    glommio::spawn_local(async move {
+        futures_lite::future::yield_now().await;
+        ctx2.sync_watches().await;
+    })
+    .detach();
+    let _ = driver.wait_fetch(op, &keys).await;
+    // Let owners forget this watch if nothing else waits on it.
+    let ctx3 = ctx.clone();
+    glommio::spawn_local(async move { ctx3.sync_watches().await }).detach();
+}
+
+fn build_topics(
+    ctx: &ShardContext,
+    session_id: i32,
+    incremental: bool,
+    wanted: &mut [Wanted],
+    reads: Vec<Option<LocalRead>>,
+) -> Vec<FetchTopicOut> {
+    let mut topics: Vec<FetchTopicOut> = Vec::new();
+    let mut sessions = ctx.fetch_sessions.borrow_mut();
+    for (w, r) in wanted.iter_mut().zip(reads) {
+        let out = match (w.error, r) {
+            (Some(code), _) => FetchPartitionOut::error(w.partition, code),
+            (None, None) => {
+                FetchPartitionOut::error(w.partition, ErrorCode::NOT_LEADER_OR_FOLLOWER.0)
+            }
+            (None, Some(r)) => FetchPartitionOut {
+                partition_index: w.partition,
+                error_code: r.error_code,
+                high_watermark: r.high_watermark,
+                last_stable_offset: r.last_stable_offset,
+                log_start_offset: r.log_start_offset,
+                records: r.parts,
+            },
+        };
+        if session_id != 0 {
+            if let Some(tp) = &w.tp {
+                let sent = SentState {
+                    high_watermark: out.high_watermark,
+                    last_stable_offset: out.last_stable_offset,
+                    log_start_offset: out.log_start_offset,
+                };
+                let has_records = !out.records.is_empty();
+                let respond =
+                    sessions.must_respond(session_id, tp, sent, has_records, out.error_code);
+                if incremental && !respond {
+                    continue;
+                }
+            }
+        }
+        match topics.last_mut() {
+            Some(t) if t.topic == w.topic && t.topic_id == w.topic_id => t.partitions.push(out),
+            _ => topics.push(FetchTopicOut {
+                topic: w.topic.clone(),
+                topic_id: w.topic_id,
+                partitions: vec![out],
+            }),
+        }
+    }
+    topics
+}

@@ -1,0 +1,115 @@
+//! `[drv]` ListOffsets (key 2), v1–v8: earliest (-2), latest (-1), max
+//! timestamp (-3, KIP-734, v7+) and by timestamp (time index), answered by
+//! each partition's owner shard.
+//!
+//! Like Kafka, `latest` for consumers is the HW (read_uncommitted) or the
+//! LSO (read_committed, v2+); a timestamp with no later record answers
+//! offset -1.
+
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::list_offsets_request::ListOffsetsRequest;
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ApiKey, TopicName};
+
+use crate::metadata::answers::encode;
+use crate::protocol::decode::{check_array_len, decode_body};
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::OutPart;
+use crate::shard::partitions::{ReadBound, MAX_TIMESTAMP};
+use crate::shard::ShardContext;
+use crate::types::TopicPartition;
+
+/// A partition's place in the answer: index, lookup slot, early error.
+type Planned = (i32, Option<usize>, i16);
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::ListOffsets, 1, 8);
+
+const FIRST_FLEXIBLE: i16 = 6;
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        // replica_id (int32), isolation_level (int8, v2+), then topics.
+        let at = if version >= 2 { 5 } else { 4 };
+        check_array_len(&req.body, at, version >= FIRST_FLEXIBLE)
+            .map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let mut body = req.body.clone();
+        let request: ListOffsetsRequest =
+            decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let bound = if request.replica_id.0 >= 0 {
+            ReadBound::LogEnd
+        } else if request.isolation_level == 1 {
+            ReadBound::LastStable
+        } else {
+            ReadBound::HighWatermark
+        };
+        let snapshot = ctx.snapshot();
+        let mut lookups = Vec::new();
+        let mut layout: Vec<(TopicName, Vec<Planned>)> = Vec::new();
+        for topic in &request.topics {
+            let known = snapshot.topic(topic.name.as_str());
+            let mut parts = Vec::new();
+            for p in &topic.partitions {
+                let exists = known.is_some_and(|t| {
+                    t.partitions
+                        .iter()
+                        .any(|s| s.partition == p.partition_index)
+                });
+                if !exists {
+                    parts.push((
+                        p.partition_index,
+                        None,
+                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,
+                    ));
+                } else if p.timestamp == MAX_TIMESTAMP && version < 7 {
+                    parts.push((p.partition_index, None, ErrorCode::UNSUPPORTED_VERSION.0));
+                } else {
+                    parts.push((p.partition_index, Some(lookups.len()), 0));
+                    lookups.push((
+                        TopicPartition::new(topic.name.as_str(), p.partition_index),
+                        p.timestamp,
+                    ));
+                }
+            }
+            layout.push((topic.name.clone(), parts));
+        }
+        let answers = ctx.list_offsets_on_owners(lookups, bound).await;
+        let topics = layout
+            .into_iter()
+            .map(|(name, parts)| {
+                let partitions = parts
+                    .into_iter()
+                    .map(|(index, lookup, error)| {
+                        let r = ListOffsetsPartitionResponse::default().with_partition_index(index);
+                        match lookup.and_then(|i| answers.get(i)) {
+                            Some(a) => r
+                                .with_error_code(a.error_code)
+                                .with_timestamp(a.timestamp)
+                                .with_offset(a.offset)
+                                .with_leader_epoch(if version >= 4 { a.leader_epoch } else { -1 }),
+                            None => r
+                                .with_error_code(if error != 0 {
+                                    error
+                                } else {
+                                    ErrorCode::NOT_LEADER_OR_FOLLOWER.0
+                                })
+                                .with_timestamp(-1)
+                                .with_offset(-1),
+                        }
+                    })
+                    .collect();
+                ListOffsetsTopicResponse::default()
+                    .with_name(name)
+                    .with_partitions(partitions)
+            })
+            .collect();
+        let response = ListOffsetsResponse::default().with_topics(topics);
+        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}

@@ -1,0 +1,213 @@
+//! `[drv]` Produce (key 0), v3–v10 (record batch v2 only).
+//!
+//! Partitions are grouped by owner shard and appended there (§2); the
+//! response is assembled here. `acks`:
+//! - 0: no response at all (Kafka sends none);
+//! - 1: answer after the leader's append;
+//! - -1 (all): the request parks as a DelayedProduce until the HW passes
+//!   every appended batch (with one replica the HW moves on append, so it
+//!   completes at once — through the same mechanism replication will use).
+//!
+//! Errors follow Kafka: INVALID_REQUIRED_ACKS for other acks values,
+//! UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE (`max.message.bytes`,
+//! nothing appended), CORRUPT_MESSAGE / INVALID_RECORD, KAFKA_STORAGE_ERROR.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::produce_request::ProduceRequest;
+use kafka_protocol::messages::produce_response::{
+    PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::{ApiKey, TopicName};
+
+use crate::metadata::answers::encode;
+use crate::protocol::decode::{check_array_len, decode_body};
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::OutPart;
+use crate::shard::partitions::ProduceResult;
+use crate::shard::ShardContext;
+use crate::types::TopicPartition;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Produce, 3, 10);
+
+const FIRST_FLEXIBLE: i16 = 9;
+
+/// Where the topics array starts: after `transactional_id` (nullable
+/// string), `acks` (int16) and `timeout_ms` (int32).
+fn topics_array_at(body: &[u8], flexible: bool) -> Option<usize> {
+    let after_id = if flexible {
+        let (len_plus_one, n) = crate::protocol::decode::read_unsigned_varint(body)?;
+        n + (len_plus_one.saturating_sub(1) as usize)
+    } else {
+        let len = i16::from_be_bytes([*body.first()?, *body.get(1)?]);
+        2 + usize::try_from(len).unwrap_or(0)
+    };
+    Some(after_id + 2 + 4)
+}
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let flexible = version >= FIRST_FLEXIBLE;
+        let at = topics_array_at(&req.body, flexible)
+            .ok_or_else(|| HandlerError::Malformed("truncated produce header".into()))?;
+        check_array_len(&req.body, at, flexible)
+            .map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let mut body = req.body.clone();
+        let request: ProduceRequest =
+            decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let acks = request.acks;
+        let responses = produce(&ctx, &request).await;
+        if acks == 0 {
+            return Ok(Response::NoResponse);
+        }
+        let response = ProduceResponse::default()
+            .with_responses(responses)
+            .with_throttle_time_ms(0);
+        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}
+
+/// One partition of the request, in request order.
+struct Slot {
+    topic: TopicName,
+    partition: i32,
+    result: ProduceResult,
+}
+
+async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicProduceResponse> {
+    let acks = request.acks;
+    let snapshot = ctx.snapshot();
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut to_append: Vec<(usize, TopicPartition, Bytes)> = Vec::new();
+    for topic in &request.topic_data {
+        let name = topic.name.clone();
+        let known = snapshot.topic(name.as_str());
+        for p in &topic.partition_data {
+            let idx = slots.len();
+            let error = if !matches!(acks, -1..=1) {
+                // Kafka: acks must be -1, 0 or 1.
+                Some(ErrorCode::INVALID_REQUIRED_ACKS)
+            } else if !known.is_some_and(|t| t.partitions.iter().any(|s| s.partition == p.index)) {
+                Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+            } else {
+                None
+            };
+            let result = match (error, &p.records) {
+                (Some(e), _) => ProduceResult::error(e.0),
+                (None, None) => ProduceResult::error(ErrorCode::CORRUPT_MESSAGE.0),
+                (None, Some(records)) => {
+                    let tp = TopicPartition::new(name.as_str(), p.index);
+                    to_append.push((idx, tp, records.clone()));
+                    ProduceResult::error(ErrorCode::NONE.0)
+                }
+            };
+            slots.push(Slot {
+                topic: name.clone(),
+                partition: p.index,
+                result,
+            });
+        }
+    }
+    if !to_append.is_empty() {
+        let now_ms = wall_now_ms();
+        let (idx, parts): (Vec<usize>, Vec<(TopicPartition, Bytes)>) =
+            to_append.into_iter().map(|(i, tp, b)| (i, (tp, b))).unzip();
+        let keys: Vec<TopicPartition> = parts.iter().map(|(tp, _)| tp.clone()).collect();
+        let results = ctx.produce_on_owners(parts, now_ms).await;
+        if acks == -1 {
+            wait_for_replication(ctx, request.timeout_ms, &keys, &idx, &results, &mut slots).await;
+        }
+        for (i, r) in idx.into_iter().zip(results) {
+            let keep_error = slots[i].result.error_code;
+            slots[i].result = ProduceResult {
+                error_code: if keep_error != 0 {
+                    keep_error
+                } else {
+                    r.error_code
+                },
+                ..r
+            };
+        }
+    }
+    to_responses(slots)
+}
+
+/// acks=all: park until the HW covers every appended batch (DelayedProduce).
+async fn wait_for_replication(
+    ctx: &Rc<ShardContext>,
+    timeout_ms: i32,
+    keys: &[TopicPartition],
+    idx: &[usize],
+    results: &[ProduceResult],
+    slots: &mut [Slot],
+) {
+    let Some(driver) = ctx.purgatory() else {
+        return;
+    };
+    let mut appended = Vec::with_capacity(keys.len());
+    for (tp, r) in keys.iter().zip(results) {
+        // The owner's state as of the append feeds this shard's view.
+        if let Some(s) = r.snapshot {
+            driver.on_partition_advanced(tp, s);
+        }
+        let a = if r.error_code == 0 {
+            AppendResult::Appended {
+                last_offset: r.last_offset,
+            }
+        } else {
+            AppendResult::Failed {
+                error_code: r.error_code,
+            }
+        };
+        appended.push((tp.clone(), a));
+    }
+    let op = DelayedProduce::new(i64::from(timeout_ms.max(0)), appended);
+    let ctx2 = ctx.clone();
+    glommio::spawn_local(async move {
+        futures_lite::future::yield_now().await;
+        ctx2.sync_watches().await;
+    })
+    .detach();
+    let outcome = driver.wait_produce(op, keys).await;
+    for ((_, code), i) in outcome.partitions.into_iter().zip(idx) {
+        if code != 0 {
+            slots[*i].result.error_code = code;
+        }
+    }
+}
+
+fn to_responses(slots: Vec<Slot>) -> Vec<TopicProduceResponse> {
+    let mut out: Vec<TopicProduceResponse> = Vec::new();
+    for s in slots {
+        let p = PartitionProduceResponse::default()
+            .with_index(s.partition)
+            .with_error_code(s.result.error_code)
+            .with_base_offset(if s.result.error_code == 0 {
+                s.result.base_offset
+            } else {
+                -1
+            })
+            .with_log_append_time_ms(s.result.log_append_time_ms)
+            .with_log_start_offset(s.result.log_start_offset);
+        match out.last_mut() {
+            Some(t) if t.name == s.topic => t.partition_responses.push(p),
+            _ => out.push(
+                TopicProduceResponse::default()
+                    .with_name(s.topic)
+                    .with_partition_responses(vec![p]),
+            ),
+        }
+    }
+    out
+}
+
+fn wall_now_ms() -> i64 {
+    use crate::io::clock::Clock as _;
+    crate::io::clock::SystemClock::new().wall_ms()
+}

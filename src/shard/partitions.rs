@@ -1,0 +1,614 @@
+//! `[drv]` The partitions a data shard owns (ARCHITECTURE.md §2): their logs,
+//! leader replica state (HW kept apart from LEO), idempotent producer state,
+//! and the append / read / offset-lookup operations the Produce, Fetch and
+//! ListOffsets handlers route here (locally or over the mesh).
+//!
+//! Ownership: partition `(t, p)` lives on shard `shard_of(t, p)`. The set of
+//! partitions follows the metadata snapshot: [`PartitionRegistry::sync`]
+//! opens the ones this shard should own and closes (and, for deleted topics,
+//! removes) the others.
+//!
+//! Concurrency: a log is appended under a per-partition glommio `RwLock`
+//! write guard (appends await DMA writes); reads take the read guard, so a
+//! read never observes a half-finished append.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use glommio::sync::RwLock;
+
+use crate::config::topic::{BrokerTopicDefaults, TimestampType, TopicConfig};
+use crate::config::ServerConfig;
+use crate::metadata::Snapshot;
+use crate::protocol::record_batch;
+use crate::protocol::ErrorCode;
+use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot};
+use crate::replication::isr::LeaderReplicaState;
+use crate::replication::producer_state::{
+    BatchMetadata, ProducerBatch, ProducerStateManager, SeqCheck,
+};
+use crate::storage::batch_cache::{BatchCache, SharedBatchCache};
+use crate::storage::config::LogConfig;
+use crate::storage::log_dir::PartitionOffsets;
+use crate::storage::partition_log::{PartitionLog, Region};
+use crate::storage::StorageError;
+use crate::types::{ShardId, TopicPartition};
+
+use super::placement::shard_of;
+
+/// Kafka's `ListOffsetsRequest` special timestamps.
+pub const LATEST_TIMESTAMP: i64 = -1;
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+/// KIP-734 (ListOffsets v7+).
+pub const MAX_TIMESTAMP: i64 = -3;
+
+/// One owned partition.
+pub struct Partition {
+    pub tp: TopicPartition,
+    pub topic_id: uuid::Uuid,
+    pub leader_epoch: i32,
+    pub config: TopicConfig,
+    log: RwLock<PartitionLog>,
+    replica: RefCell<LeaderReplicaState>,
+    producers: RefCell<ProducerStateManager>,
+    /// Bytes appended since open: a logical position for DelayedFetch's
+    /// byte accounting (`LogOffsetMetadata.relative_position`).
+    leo_position: Cell<i64>,
+    hw_position: Cell<i64>,
+    leo: Cell<i64>,
+    log_start: Cell<i64>,
+}
+
+/// The answer to one partition's append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProduceResult {
+    pub error_code: i16,
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
+    pub snapshot: Option<PartitionSnapshot>,
+}
+
+impl ProduceResult {
+    pub fn error(error_code: i16) -> Self {
+        Self {
+            error_code,
+            base_offset: -1,
+            last_offset: -1,
+            log_append_time_ms: -1,
+            log_start_offset: -1,
+            snapshot: None,
+        }
+    }
+}
+
+/// Which watermark bounds a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadBound {
+    HighWatermark,
+    LastStable,
+    LogEnd,
+}
+
+/// The answer to one partition's read, in shard-local form.
+#[derive(Debug, Clone)]
+pub struct ReadAnswer {
+    pub error_code: i16,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_start_offset: i64,
+    pub regions: Vec<Region>,
+    pub bytes: usize,
+    pub snapshot: Option<PartitionSnapshot>,
+}
+
+impl ReadAnswer {
+    pub fn error(error_code: i16) -> Self {
+        Self {
+            error_code,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            regions: Vec::new(),
+            bytes: 0,
+            snapshot: None,
+        }
+    }
+}
+
+/// The answer to a ListOffsets lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetAnswer {
+    pub error_code: i16,
+    pub timestamp: i64,
+    pub offset: i64,
+    pub leader_epoch: i32,
+}
+
+/// Broker-level topic defaults from `server.properties` (the `log.*` keys).
+pub fn broker_topic_defaults(config: &ServerConfig) -> BrokerTopicDefaults {
+    BrokerTopicDefaults {
+        message_max_bytes: config.message_max_bytes,
+        log_segment_bytes: config.log_segment_bytes,
+        log_roll_ms: config.effective_log_roll_ms(),
+        log_retention_ms: config.effective_log_retention_ms(),
+        log_retention_bytes: config.log_retention_bytes,
+        log_flush_interval_messages: config.log_flush_interval_messages,
+        log_flush_interval_ms: config.effective_log_flush_interval_ms(),
+        log_index_interval_bytes: config.log_index_interval_bytes,
+        log_index_size_max_bytes: config.log_index_size_max_bytes,
+        log_preallocate: config.log_preallocate,
+        log_message_timestamp_type: config.log_message_timestamp_type.clone(),
+        log_cleanup_policy: config.log_cleanup_policy.clone(),
+        min_insync_replicas: config.min_insync_replicas,
+        num_partitions: config.num_partitions,
+        default_replication_factor: config.default_replication_factor,
+        ..BrokerTopicDefaults::default()
+    }
+}
+
+/// The storage layer's view of a topic's config.
+pub fn log_config(topic: &TopicConfig, server: &ServerConfig) -> LogConfig {
+    LogConfig {
+        segment_bytes: topic.segment_bytes.max(1) as u64,
+        segment_ms: topic.segment_ms,
+        segment_index_bytes: topic.segment_index_bytes.max(8) as u64,
+        index_interval_bytes: topic.index_interval_bytes.max(0) as u64,
+        flush_messages: topic.flush_messages,
+        flush_ms: topic.flush_ms,
+        retention_ms: topic.retention_ms,
+        retention_bytes: topic.retention_bytes,
+        max_message_bytes: topic.max_message_bytes.max(0) as usize,
+        preallocate: topic.preallocate,
+        message_timestamp_log_append_time: topic.message_timestamp_type
+            == TimestampType::LogAppendTime,
+        flush_every_append: server.shardlog_flush_every_append,
+        ..LogConfig::default()
+    }
+}
+
+impl Partition {
+    fn snapshot(&self) -> PartitionSnapshot {
+        let replica = self.replica.borrow();
+        let leo = LogOffsetMetadata::new(self.leo.get(), 0, self.leo_position.get());
+        let hw = LogOffsetMetadata::new(replica.high_watermark(), 0, self.hw_position.get());
+        PartitionSnapshot {
+            role: PartitionRole::Leader,
+            leader_epoch: self.leader_epoch,
+            log_start_offset: self.log_start.get(),
+            log_end_offset: leo,
+            high_watermark: hw,
+            // No transactions yet: the LSO is the HW.
+            last_stable_offset: hw,
+            isr_size: replica.isr().len() as u32,
+            min_insync_replicas: self.config.min_insync_replicas.max(1) as u32,
+        }
+    }
+
+    /// Append one produce request's records for this partition.
+    async fn append(&self, records: Bytes, now_ms: i64) -> ProduceResult {
+        // Kafka: v3+ produce requests carry exactly one v2 batch per partition.
+        let summary = match record_batch::validate_all_for_append(&records) {
+            Ok(s) if s.len() == 1 => s[0].clone(),
+            Ok(_) => return ProduceResult::error(ErrorCode::INVALID_RECORD.0),
+            Err(e) => return ProduceResult::error(e.kafka_error_code()),
+        };
+        let batch =
+            match record_batch::RecordBatch::new_unchecked_crc(&records[summary.range.clone()]) {
+                Ok(view) => ProducerBatch {
+                    producer_id: view.producer_id(),
+                    epoch: view.producer_epoch(),
+                    first_seq: view.base_sequence(),
+                    last_seq: view.base_sequence().wrapping_add(view.last_offset_delta()),
+                },
+                Err(e) => return ProduceResult::error(e.kafka_error_code()),
+            };
+        let Ok(mut log) = self.log.write().await else {
+            return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER.0);
+        };
+        match self.producers.borrow().check(&batch) {
+            Ok(SeqCheck::Append) => {}
+            Ok(SeqCheck::Duplicate(meta)) => {
+                // A retry of a batch already in the log: its original offsets.
+                return ProduceResult {
+                    error_code: 0,
+                    base_offset: meta.first_offset,
+                    last_offset: meta.last_offset,
+                    log_append_time_ms: -1,
+                    log_start_offset: self.log_start.get(),
+                    snapshot: Some(self.snapshot()),
+                };
+            }
+            Err(e) => return ProduceResult::error(e.error_code()),
+        }
+        let size = records.len() as i64;
+        let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
+        let info = match log
+            .append(
+                BytesMut::from(&records[..]),
+                self.leader_epoch,
+                now_ms,
+                log_append_time,
+            )
+            .await
+        {
+            Ok(info) => info,
+            Err(e) => {
+                if matches!(e, StorageError::Poisoned | StorageError::Io(_)) {
+                    tracing::error!(tp = %self.tp, error = %e, "append failed");
+                }
+                return ProduceResult::error(e.kafka_error_code());
+            }
+        };
+        let leo = log.log_end_offset();
+        self.leo.set(leo);
+        self.log_start.set(log.log_start_offset());
+        self.leo_position.set(self.leo_position.get() + size);
+        let meta = BatchMetadata {
+            first_seq: batch.first_seq,
+            last_seq: batch.last_seq,
+            first_offset: info.first_offset,
+            last_offset: info.last_offset,
+            max_timestamp: summary.max_timestamp,
+        };
+        self.producers.borrow_mut().on_append(&batch, meta, now_ms);
+        let advanced = self.replica.borrow_mut().on_leader_append(now_ms, leo);
+        if let Some(hw) = advanced.high_watermark_advanced {
+            log.set_high_watermark(hw);
+            if hw == leo {
+                self.hw_position.set(self.leo_position.get());
+            }
+        }
+        ProduceResult {
+            error_code: 0,
+            base_offset: info.first_offset,
+            last_offset: info.last_offset,
+            log_append_time_ms: info.log_append_time_ms,
+            log_start_offset: info.log_start_offset,
+            snapshot: Some(self.snapshot()),
+        }
+    }
+
+    async fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        min_one_batch: bool,
+    ) -> ReadAnswer {
+        let Ok(log) = self.log.read().await else {
+            return ReadAnswer::error(ErrorCode::NOT_LEADER_OR_FOLLOWER.0);
+        };
+        let hw = log.high_watermark();
+        let upper = match bound {
+            ReadBound::HighWatermark | ReadBound::LastStable => hw,
+            ReadBound::LogEnd => log.log_end_offset(),
+        };
+        let (error_code, regions, bytes) = match log.read(offset, max_bytes, upper, min_one_batch) {
+            Ok(r) => (0, r.regions, r.bytes),
+            Err(e) => (e.kafka_error_code(), Vec::new(), 0),
+        };
+        ReadAnswer {
+            error_code,
+            high_watermark: hw,
+            last_stable_offset: hw,
+            log_start_offset: log.log_start_offset(),
+            regions,
+            bytes,
+            snapshot: Some(self.snapshot()),
+        }
+    }
+
+    async fn list_offset(&self, timestamp: i64, bound: ReadBound) -> OffsetAnswer {
+        let Ok(log) = self.log.read().await else {
+            return offset_error(ErrorCode::NOT_LEADER_OR_FOLLOWER.0);
+        };
+        let epoch = self.leader_epoch;
+        let found = |offset: i64, ts: i64| OffsetAnswer {
+            error_code: 0,
+            timestamp: ts,
+            offset,
+            leader_epoch: epoch,
+        };
+        match timestamp {
+            LATEST_TIMESTAMP => found(
+                match bound {
+                    ReadBound::LogEnd => log.log_end_offset(),
+                    _ => log.high_watermark(),
+                },
+                -1,
+            ),
+            EARLIEST_TIMESTAMP => found(log.log_start_offset(), -1),
+            MAX_TIMESTAMP => match log.max_timestamp_and_offset() {
+                Some((ts, offset)) => found(offset, ts),
+                None => found(-1, -1),
+            },
+            ts if ts < 0 => offset_error(ErrorCode::INVALID_REQUEST.0),
+            ts => match log.offset_for_timestamp(ts) {
+                // Only offsets below the HW are visible to consumers.
+                Ok(Some((offset, found_ts))) if offset < log.high_watermark() => {
+                    found(offset, found_ts)
+                }
+                Ok(_) => found(-1, -1),
+                Err(e) => offset_error(e.kafka_error_code()),
+            },
+        }
+    }
+}
+
+fn offset_error(error_code: i16) -> OffsetAnswer {
+    OffsetAnswer {
+        error_code,
+        timestamp: -1,
+        offset: -1,
+        leader_epoch: -1,
+    }
+}
+
+/// The partitions of one data shard.
+pub struct PartitionRegistry {
+    shard: ShardId,
+    n_shards: usize,
+    log_dir: PathBuf,
+    server: std::sync::Arc<ServerConfig>,
+    cache: SharedBatchCache,
+    partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
+    /// Snapshot version last synced (ignore older ones).
+    synced_version: Cell<Option<u64>>,
+}
+
+impl PartitionRegistry {
+    pub fn new(
+        shard: ShardId,
+        n_shards: usize,
+        log_dir: &Path,
+        server: std::sync::Arc<ServerConfig>,
+    ) -> Self {
+        let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
+        Self {
+            shard,
+            n_shards,
+            log_dir: log_dir.to_path_buf(),
+            server,
+            cache: BatchCache::shared(budget),
+            partitions: RefCell::new(HashMap::new()),
+            synced_version: Cell::new(None),
+        }
+    }
+
+    pub fn get(&self, tp: &TopicPartition) -> Option<Rc<Partition>> {
+        self.partitions.borrow().get(tp).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.partitions.borrow().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.partitions.borrow().is_empty()
+    }
+
+    /// Bring the owned set in line with `snapshot`: open new partitions,
+    /// close ones that moved or were deleted (deleting their files when the
+    /// topic is gone).
+    pub async fn sync(&self, snapshot: &Snapshot) {
+        if self
+            .synced_version
+            .get()
+            .is_some_and(|v| v > snapshot.version)
+        {
+            return;
+        }
+        self.synced_version.set(Some(snapshot.version));
+        let defaults = broker_topic_defaults(&self.server);
+        let mut wanted: BTreeMap<TopicPartition, (uuid::Uuid, i32, TopicConfig)> = BTreeMap::new();
+        for topic in snapshot.topics.values() {
+            let config = match TopicConfig::resolve(&topic.configs, &defaults) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(topic = %topic.name, ?e, "bad topic config; using defaults");
+                    TopicConfig::from_broker_defaults(&defaults)
+                }
+            };
+            for p in &topic.partitions {
+                if shard_of(&topic.name, p.partition, self.n_shards) == self.shard {
+                    let tp = TopicPartition::new(topic.name.clone(), p.partition);
+                    wanted.insert(tp, (topic.topic_id, p.leader_epoch, config.clone()));
+                }
+            }
+        }
+        let stale: Vec<(TopicPartition, bool)> = self
+            .partitions
+            .borrow()
+            .iter()
+            .filter_map(|(tp, p)| match wanted.get(tp) {
+                None => Some((tp.clone(), true)),
+                Some((id, _, cfg)) if *id != p.topic_id || *cfg != p.config => {
+                    Some((tp.clone(), *id != p.topic_id))
+                }
+                Some(_) => None,
+            })
+            .collect();
+        for (tp, delete) in stale {
+            let removed = self.partitions.borrow_mut().remove(&tp);
+            if let Some(p) = removed {
+                self.close_partition(p, delete).await;
+            }
+        }
+        for (tp, (topic_id, epoch, config)) in wanted {
+            if self.partitions.borrow().contains_key(&tp) {
+                continue;
+            }
+            match self.open_partition(&tp, topic_id, epoch, config).await {
+                Ok(p) => {
+                    self.partitions.borrow_mut().insert(tp, Rc::new(p));
+                }
+                Err(e) => tracing::error!(%tp, error = %e, "cannot open partition log"),
+            }
+        }
+    }
+
+    async fn open_partition(
+        &self,
+        tp: &TopicPartition,
+        topic_id: uuid::Uuid,
+        leader_epoch: i32,
+        config: TopicConfig,
+    ) -> Result<Partition, StorageError> {
+        let log = PartitionLog::open(
+            &self.log_dir,
+            tp,
+            Some(topic_id),
+            log_config(&config, &self.server),
+            self.cache.clone(),
+        )
+        .await?;
+        let leo = log.log_end_offset();
+        let hw = log.high_watermark();
+        // Single replica (this broker): ISR = {self}, so the HW rule moves the
+        // HW to the LEO as soon as we lead (Kafka's becomeLeader + maybeIncrementLeaderHW).
+        let me = self.server.broker_id;
+        let mut replica = LeaderReplicaState::new(
+            me,
+            &[me],
+            &[me],
+            hw,
+            leo,
+            self.server.replica_lag_time_max_ms,
+            0,
+        );
+        replica.on_leader_append(0, leo);
+        let mut log = log;
+        log.set_high_watermark(replica.high_watermark());
+        let log_start = log.log_start_offset();
+        Ok(Partition {
+            tp: tp.clone(),
+            topic_id,
+            leader_epoch,
+            config,
+            log: RwLock::new(log),
+            replica: RefCell::new(replica),
+            producers: RefCell::new(ProducerStateManager::new()),
+            leo_position: Cell::new(0),
+            hw_position: Cell::new(0),
+            leo: Cell::new(leo),
+            log_start: Cell::new(log_start),
+        })
+    }
+
+    async fn close_partition(&self, p: Rc<Partition>, delete: bool) {
+        let tp = p.tp.clone();
+        let dir = self.log_dir.join(tp.dir_name());
+        let Ok(p) = Rc::try_unwrap(p) else {
+            // An operation still holds it; it will finish on the old log.
+            tracing::warn!(%tp, "partition busy at close; leaving it to drop");
+            return;
+        };
+        let log = p.log.into_inner();
+        match log {
+            Ok(log) => {
+                if let Err(e) = log.close().await {
+                    tracing::warn!(%tp, error = %e, "closing partition log");
+                }
+            }
+            Err(_) => tracing::warn!(%tp, "partition lock poisoned at close"),
+        }
+        if delete {
+            // Kafka renames to `<dir>-<uuid>-delete` and deletes later
+            // (`file.delete.delay.ms`); nothing reads it after close, so remove now.
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                tracing::warn!(%tp, error = %e, "deleting partition dir");
+            }
+        }
+    }
+
+    /// Clean shutdown: close every log; returns the offsets the log dir's
+    /// checkpoint files record.
+    pub async fn close_all(&self) -> Vec<PartitionOffsets> {
+        let all: Vec<Rc<Partition>> = self
+            .partitions
+            .borrow_mut()
+            .drain()
+            .map(|(_, p)| p)
+            .collect();
+        let mut offsets = Vec::new();
+        for p in all {
+            if let Ok(log) = p.log.read().await {
+                offsets.push(PartitionOffsets::of(&log));
+            }
+            self.close_partition(p, false).await;
+        }
+        offsets
+    }
+
+    /// `flush.ms` / `flush.messages` timers and time/size retention
+    /// (`log.retention.check.interval.ms`).
+    pub async fn housekeeping(&self, now_ms: i64, retention: bool) {
+        let all: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
+        for p in all {
+            let Ok(mut log) = p.log.write().await else {
+                continue;
+            };
+            if let Err(e) = log.maybe_flush(now_ms).await {
+                tracing::error!(tp = %p.tp, error = %e, "flush failed");
+            }
+            if retention {
+                match log.apply_retention(now_ms) {
+                    Ok(n) if n > 0 => {
+                        p.log_start.set(log.log_start_offset());
+                        tracing::info!(tp = %p.tp, segments = n, "retention deleted segments");
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(tp = %p.tp, error = %e, "retention failed"),
+                }
+            }
+        }
+    }
+
+    pub async fn append(&self, tp: &TopicPartition, records: Bytes, now_ms: i64) -> ProduceResult {
+        match self.get(tp) {
+            Some(p) => p.append(records, now_ms).await,
+            None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+        }
+    }
+
+    pub async fn read(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        min_one_batch: bool,
+    ) -> ReadAnswer {
+        match self.get(tp) {
+            Some(p) => p.read(offset, max_bytes, bound, min_one_batch).await,
+            None => ReadAnswer::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+        }
+    }
+
+    pub async fn list_offset(
+        &self,
+        tp: &TopicPartition,
+        timestamp: i64,
+        bound: ReadBound,
+    ) -> OffsetAnswer {
+        match self.get(tp) {
+            Some(p) => p.list_offset(timestamp, bound).await,
+            None => offset_error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+        }
+    }
+
+    pub fn partition_snapshot(&self, tp: &TopicPartition) -> PartitionSnapshot {
+        match self.get(tp) {
+            Some(p) => p.snapshot(),
+            None => PartitionSnapshot {
+                role: PartitionRole::Unknown,
+                ..PartitionSnapshot::leader_at(0, 0)
+            },
+        }
+    }
+}

@@ -43,6 +43,10 @@ impl fmt::Display for Listener {
 /// Parse one value from its text in `server.properties`.
 pub trait ConfigValue: Sized {
     fn parse_value(text: &str) -> Result<Self, String>;
+    /// The value as DescribeConfigs shows it; `None` for null.
+    fn show_value(&self) -> Option<String>;
+    /// The DescribeConfigs (v3+) type of the key.
+    fn config_type() -> topic::ConfigType;
 }
 
 macro_rules! int_values {
@@ -50,6 +54,16 @@ macro_rules! int_values {
         impl ConfigValue for $t {
             fn parse_value(text: &str) -> Result<Self, String> {
                 text.parse::<$t>().map_err(|e| e.to_string())
+            }
+            fn show_value(&self) -> Option<String> {
+                Some(self.to_string())
+            }
+            fn config_type() -> topic::ConfigType {
+                match std::mem::size_of::<$t>() {
+                    2 => topic::ConfigType::Short,
+                    4 => topic::ConfigType::Int,
+                    _ => topic::ConfigType::Long,
+                }
             }
         }
     )*};
@@ -65,11 +79,23 @@ impl ConfigValue for bool {
             _ => Err("expected true or false".into()),
         }
     }
+    fn show_value(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+    fn config_type() -> topic::ConfigType {
+        topic::ConfigType::Boolean
+    }
 }
 
 impl ConfigValue for String {
     fn parse_value(text: &str) -> Result<Self, String> {
         Ok(text.to_owned())
+    }
+    fn show_value(&self) -> Option<String> {
+        Some(self.clone())
+    }
+    fn config_type() -> topic::ConfigType {
+        topic::ConfigType::String
     }
 }
 
@@ -80,17 +106,40 @@ impl<T: ConfigValue> ConfigValue for Option<T> {
         }
         T::parse_value(text).map(Some)
     }
+    fn show_value(&self) -> Option<String> {
+        self.as_ref().and_then(T::show_value)
+    }
+    fn config_type() -> topic::ConfigType {
+        T::config_type()
+    }
 }
 
 impl ConfigValue for Vec<String> {
     fn parse_value(text: &str) -> Result<Self, String> {
         Ok(split_list(text).map(str::to_owned).collect())
     }
+    fn show_value(&self) -> Option<String> {
+        Some(self.join(","))
+    }
+    fn config_type() -> topic::ConfigType {
+        topic::ConfigType::List
+    }
 }
 
 impl ConfigValue for Vec<Listener> {
     fn parse_value(text: &str) -> Result<Self, String> {
         split_list(text).map(parse_listener).collect()
+    }
+    fn show_value(&self) -> Option<String> {
+        Some(
+            self.iter()
+                .map(Listener::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+    }
+    fn config_type() -> topic::ConfigType {
+        topic::ConfigType::List
     }
 }
 
@@ -117,6 +166,18 @@ impl ConfigValue for CpuList {
             return Err("empty cpu list".into());
         }
         Ok(CpuList(cpus))
+    }
+    fn show_value(&self) -> Option<String> {
+        Some(
+            self.0
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+    }
+    fn config_type() -> topic::ConfigType {
+        topic::ConfigType::List
     }
 }
 
@@ -145,6 +206,16 @@ fn parse_listener(text: &str) -> Result<Listener, String> {
     })
 }
 
+/// One broker config key as DescribeConfigs shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerKeyValue {
+    pub name: String,
+    pub value: Option<String>,
+    /// Differs from Kafka's default: shown as STATIC_BROKER_CONFIG.
+    pub is_set: bool,
+    pub config_type: topic::ConfigType,
+}
+
 macro_rules! server_config {
     ($( $(#[$doc:meta])* $field:ident : $ty:ty = $default:expr ; )*) => {
         /// Broker configuration (`server.properties`).
@@ -163,6 +234,19 @@ macro_rules! server_config {
             /// Every key we understand, in Kafka spelling.
             pub fn keys() -> Vec<String> {
                 vec![$( stringify!($field).replace('_', ".") ),*]
+            }
+
+            /// Every key (Kafka spelling) with its value, whether it differs
+            /// from Kafka's default, and its type: DescribeConfigs for the
+            /// broker resource.
+            pub fn key_values(&self) -> Vec<BrokerKeyValue> {
+                let kafka = ServerConfig::default();
+                vec![$( BrokerKeyValue {
+                    name: stringify!($field).replace('_', "."),
+                    value: ConfigValue::show_value(&self.$field),
+                    is_set: self.$field != kafka.$field,
+                    config_type: <$ty as ConfigValue>::config_type(),
+                } ),*]
             }
 
             /// Set `key` from its text; `Ok(false)` if the key is unknown.
@@ -394,6 +478,104 @@ impl ServerConfig {
             return Err(invalid("shardlog.shards", "0".into(), "must be at least 1"));
         }
         Ok(())
+    }
+
+    /// The broker-level defaults for topic configs (Kafka's `LogConfig`
+    /// synonyms: `log.retention.ms` → `retention.ms`, ...). A key whose value
+    /// differs from Kafka's default counts as set in server.properties, so
+    /// DescribeConfigs reports it as STATIC_BROKER_CONFIG.
+    pub fn broker_topic_defaults(&self) -> topic::BrokerTopicDefaults {
+        let kafka = ServerConfig::default();
+        let mut d = topic::BrokerTopicDefaults {
+            log_cleanup_policy: self.log_cleanup_policy.clone(),
+            compression_type: self.compression_type.clone(),
+            log_flush_interval_messages: self.log_flush_interval_messages,
+            log_flush_interval_ms: self.effective_log_flush_interval_ms(),
+            log_index_interval_bytes: self.log_index_interval_bytes,
+            message_max_bytes: self.message_max_bytes,
+            log_message_timestamp_type: self.log_message_timestamp_type.clone(),
+            min_insync_replicas: self.min_insync_replicas,
+            log_preallocate: self.log_preallocate,
+            log_retention_bytes: self.log_retention_bytes,
+            log_retention_ms: self.effective_log_retention_ms(),
+            log_segment_bytes: self.log_segment_bytes,
+            log_index_size_max_bytes: self.log_index_size_max_bytes,
+            log_roll_ms: self.effective_log_roll_ms(),
+            unclean_leader_election_enable: self.unclean_leader_election_enable,
+            num_partitions: self.num_partitions,
+            default_replication_factor: self.default_replication_factor,
+            ..Default::default()
+        };
+        let set: [(&str, bool); 17] = [
+            (
+                "log.cleanup.policy",
+                self.log_cleanup_policy != kafka.log_cleanup_policy,
+            ),
+            (
+                "compression.type",
+                self.compression_type != kafka.compression_type,
+            ),
+            (
+                "log.flush.interval.messages",
+                self.log_flush_interval_messages != kafka.log_flush_interval_messages,
+            ),
+            (
+                "log.flush.interval.ms",
+                self.log_flush_interval_ms.is_some(),
+            ),
+            (
+                "log.index.interval.bytes",
+                self.log_index_interval_bytes != kafka.log_index_interval_bytes,
+            ),
+            (
+                "message.max.bytes",
+                self.message_max_bytes != kafka.message_max_bytes,
+            ),
+            (
+                "log.message.timestamp.type",
+                self.log_message_timestamp_type != kafka.log_message_timestamp_type,
+            ),
+            (
+                "min.insync.replicas",
+                self.min_insync_replicas != kafka.min_insync_replicas,
+            ),
+            (
+                "log.preallocate",
+                self.log_preallocate != kafka.log_preallocate,
+            ),
+            (
+                "log.retention.bytes",
+                self.log_retention_bytes != kafka.log_retention_bytes,
+            ),
+            ("log.retention.ms", self.log_retention_ms.is_some()),
+            (
+                "log.retention.minutes",
+                self.log_retention_minutes.is_some(),
+            ),
+            (
+                "log.retention.hours",
+                self.log_retention_hours != kafka.log_retention_hours,
+            ),
+            (
+                "log.segment.bytes",
+                self.log_segment_bytes != kafka.log_segment_bytes,
+            ),
+            (
+                "log.index.size.max.bytes",
+                self.log_index_size_max_bytes != kafka.log_index_size_max_bytes,
+            ),
+            ("log.roll.ms", self.log_roll_ms.is_some()),
+            (
+                "log.roll.hours",
+                self.log_roll_hours != kafka.log_roll_hours,
+            ),
+        ];
+        d.static_keys = set
+            .iter()
+            .filter(|(_, changed)| *changed)
+            .map(|(k, _)| (*k).to_owned())
+            .collect();
+        d
     }
 
     /// `log.dirs` if set, else `log.dir` (Kafka's precedence).

@@ -72,6 +72,36 @@ pub const ROUTES: &[Route] = &[
         range: handlers::list_offsets::VERSIONS,
         handle: handlers::list_offsets::handle,
     },
+    // --- topic admin ---
+    Route {
+        range: handlers::create_topics::VERSIONS,
+        handle: handlers::create_topics::handle,
+    },
+    Route {
+        range: handlers::delete_topics::VERSIONS,
+        handle: handlers::delete_topics::handle,
+    },
+    Route {
+        range: handlers::create_partitions::VERSIONS,
+        handle: handlers::create_partitions::handle,
+    },
+    Route {
+        range: handlers::describe_configs::VERSIONS,
+        handle: handlers::describe_configs::handle,
+    },
+    Route {
+        range: handlers::alter_configs::VERSIONS,
+        handle: handlers::alter_configs::handle,
+    },
+    Route {
+        range: handlers::incremental_alter_configs::VERSIONS,
+        handle: handlers::incremental_alter_configs::handle,
+    },
+    Route {
+        range: handlers::init_producer_id::VERSIONS,
+        handle: handlers::init_producer_id::handle,
+    },
+    // --- end topic admin ---
 ];
 
 /// The version table ApiVersions advertises.

@@ -337,16 +337,15 @@ fn finish_shutdown(config: &ServerConfig, report: &Mutex<ShutdownReport>) {
 async fn control_shard_main(setup: ShardSetup) {
     let ctx = join_shard(&setup).await;
     // Every executor primes the probe before it could open a DMA file.
-    match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
-        Ok(()) => {
-            let _ = setup.ready.send(Ok(()));
-        }
-        Err(e) => {
-            let _ = setup
-                .ready
-                .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));
-        }
-    }
+    let started = match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
+        // The first snapshot (stored topics) reaches every data shard
+        // before readiness, so a restarted broker serves its topics at once.
+        Ok(()) => super::control::start(&ctx, &setup.log_dir)
+            .await
+            .map_err(|e| format!("metadata store: {e}")),
+        Err(e) => Err(format!("log dir {}: {e}", setup.log_dir.display())),
+    };
+    let _ = setup.ready.send(started);
     ctx.stopping.wait().await;
     // Data shards may still call us while draining their connections.
     while setup.data_running.load(Ordering::Acquire) > 0 {

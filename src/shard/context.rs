@@ -59,6 +59,12 @@ pub enum ShardRequest {
     },
     /// Coalesced "partition advanced" notes for the receiver's purgatory.
     Advance(AdvanceNotes),
+    // --- topic admin (shard::control) ---
+    /// Data shard → control shard: a topic admin operation or
+    /// InitProducerId; answered with `Admin` after the resulting snapshot
+    /// reached every data shard.
+    Admin(Box<super::control::AdminRequest>),
+    // --- end topic admin ---
 }
 
 /// Answers to [`ShardRequest`]s.
@@ -81,6 +87,10 @@ pub enum ShardResponse {
     Offsets(Vec<OffsetAnswer>),
     Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
     Ack,
+    // --- topic admin (shard::control) ---
+    /// Per-item results of an `Admin` request.
+    Admin(Box<super::control::AdminResponse>),
+    // --- end topic admin ---
     /// The receiving shard does not serve this request.
     Unsupported,
 }
@@ -249,16 +259,15 @@ impl ShardContext {
                 ShardResponse::SnapshotApplied { version }
             }
             (ShardRequest::AutoCreateTopics { topics }, Role::Control) => {
-                // Hook for the controller (§7): topic creation is not wired
-                // yet, so every candidate stays unknown, as Kafka answers
-                // with auto.create.topics.enable=false.
-                let results = topics
-                    .into_iter()
-                    .map(|t| (t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
-                    .collect();
-                ShardResponse::AutoCreated { results }
+                super::control::on_auto_create(&self, topics).await
             }
             (ShardRequest::AutoCreateTopics { .. }, Role::Data(_)) => ShardResponse::Unsupported,
+            // --- topic admin (shard::control) ---
+            (ShardRequest::Admin(req), Role::Control) => {
+                super::control::on_admin_request(&self, *req).await
+            }
+            (ShardRequest::Admin(_), Role::Data(_)) => ShardResponse::Unsupported,
+            // --- end topic admin ---
             (req, Role::Data(_)) => self.on_data_request(from, req).await,
             (_, Role::Control) => ShardResponse::Unsupported,
         }

@@ -3,6 +3,7 @@
 
 pub mod boot;
 pub mod context;
+pub mod control;
 pub mod local_sync;
 pub mod mesh;
 pub mod placement;

@@ -1,19 +1,22 @@
 //! `[drv]` Metadata (key 3), every version the codec knows (v0–v13),
 //! answered from this shard's snapshot.
 //!
-//! Topics that do not exist go to the auto-create hook on the control shard
-//! (`auto.create.topics.enable`); the answer is then rebuilt from whatever
-//! snapshot is current.
+//! Topics that do not exist are auto-created by the control shard
+//! (`auto.create.topics.enable`, and the request's
+//! `allow_auto_topic_creation` from v4); the answer is then rebuilt from
+//! the snapshot that includes them, with Kafka's LEADER_NOT_AVAILABLE for
+//! the just-created ones.
 
 use std::rc::Rc;
 
 use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::metadata_request::MetadataRequest;
+use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::ApiKey;
 
-use crate::metadata::answers::{encode, metadata_response};
+use crate::metadata::answers::{encode, is_valid_topic_name, metadata_response};
 use crate::protocol::decode::{check_array_len, decode_body};
-use crate::protocol::ApiRange;
+use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
 use crate::shard::{ShardContext, ShardRequest, ShardResponse};
@@ -31,21 +34,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let mut answer = metadata_response(&ctx.snapshot(), &request, version, auto_create);
         if !answer.auto_create_candidates.is_empty() {
             let topics = std::mem::take(&mut answer.auto_create_candidates);
-            // Hook: the control shard owns topic creation. Whatever it did,
-            // answer from the snapshot current now (Kafka answers
-            // LEADER_NOT_AVAILABLE while a new topic's leaders are elected).
-            match ctx
-                .call(
-                    ctx.control_peer(),
-                    ShardRequest::AutoCreateTopics { topics },
-                )
-                .await
-            {
-                Ok(ShardResponse::AutoCreated { .. }) => {
-                    answer = metadata_response(&ctx.snapshot(), &request, version, false);
-                }
-                Ok(other) => tracing::warn!(?other, "unexpected auto-create answer"),
-                Err(e) => tracing::warn!(error = %e, "auto-create hook unavailable"),
+            // The control shard owns topic creation and answers once the
+            // new topics are in our snapshot.
+            if let Some(results) = request_auto_create(&ctx, topics).await {
+                answer = metadata_response(&ctx.snapshot(), &request, version, false);
+                mark_auto_created(&mut answer.response, &results);
             }
         }
         let body = encode(&answer.response, version).map_err(HandlerError::Encode)?;
@@ -62,4 +55,77 @@ pub fn decode_request(
     check_array_len(&body, 0, version >= FIRST_FLEXIBLE)
         .map_err(|e| HandlerError::Malformed(e.to_string()))?;
     decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))
+}
+
+/// Ask the control shard to create `topics` with the broker defaults
+/// (`num.partitions`, `default.replication.factor`); per topic, NONE once
+/// created (or found created meanwhile) or why not. `None` if the control
+/// shard could not be asked.
+async fn request_auto_create(
+    ctx: &Rc<ShardContext>,
+    topics: Vec<String>,
+) -> Option<Vec<(String, ErrorCode)>> {
+    match ctx
+        .call(
+            ctx.control_peer(),
+            ShardRequest::AutoCreateTopics { topics },
+        )
+        .await
+    {
+        Ok(ShardResponse::AutoCreated { results }) => Some(results),
+        Ok(other) => {
+            tracing::warn!(?other, "unexpected auto-create answer");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "auto-create unavailable");
+            None
+        }
+    }
+}
+
+/// Kafka (KafkaApis.getTopicMetadata → createTopic) answers a topic it has
+/// just auto-created with LEADER_NOT_AVAILABLE and no partitions; clients
+/// (librdkafka, the Java client) retry Metadata. A topic that could not be
+/// created carries the creation error (e.g. INVALID_REPLICATION_FACTOR).
+fn mark_auto_created(response: &mut MetadataResponse, results: &[(String, ErrorCode)]) {
+    for topic in &mut response.topics {
+        let Some(name) = topic.name.as_ref().map(|n| n.0.as_str()) else {
+            continue;
+        };
+        let Some((_, code)) = results.iter().find(|(t, _)| t == name) else {
+            continue;
+        };
+        topic.error_code = if *code == ErrorCode::NONE {
+            ErrorCode::LEADER_NOT_AVAILABLE.0
+        } else {
+            code.0
+        };
+        topic.partitions.clear();
+    }
+}
+
+/// For the Produce path: make sure `topic` exists, auto-creating it
+/// (`auto.create.topics.enable`) as Metadata does. Returns NONE when the
+/// topic is in this shard's snapshot afterwards; else
+/// UNKNOWN_TOPIC_OR_PARTITION (auto-create off or impossible),
+/// INVALID_TOPIC_EXCEPTION (bad name), or the creation error.
+pub async fn ensure_topic_auto_created(ctx: &Rc<ShardContext>, topic: &str) -> ErrorCode {
+    if ctx.snapshot().topic(topic).is_some() {
+        return ErrorCode::NONE;
+    }
+    if !is_valid_topic_name(topic) {
+        return ErrorCode::INVALID_TOPIC_EXCEPTION;
+    }
+    if !ctx.config.auto_create_topics_enable {
+        return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
+    }
+    match request_auto_create(ctx, vec![topic.to_owned()]).await {
+        Some(results) => match results.first() {
+            Some((_, code)) if *code != ErrorCode::NONE => *code,
+            _ if ctx.snapshot().topic(topic).is_some() => ErrorCode::NONE,
+            _ => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        },
+        None => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+    }
 }

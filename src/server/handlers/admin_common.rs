@@ -1,0 +1,335 @@
+//! `[drv]` What the topic admin handlers share: the call to the control
+//! shard, and a walk over a request body that checks EVERY array count
+//! (nested ones too) before the crate decodes it.
+//!
+//! `protocol::decode::check_array_len` checks one array at a known offset;
+//! admin requests nest arrays (CreateTopics: topics → assignments →
+//! broker ids, topics → configs), and the crate pre-allocates each from its
+//! wire count. [`check_arrays`] walks the body with a small schema of the
+//! request (Kafka's message JSON, flattened) and refuses any count larger
+//! than the bytes left, so every allocation is bounded by the body size.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use kafka_protocol::protocol::{Decodable, StrBytes};
+
+use crate::protocol::decode::{decode_body, read_unsigned_varint, DecodeError};
+use crate::protocol::ErrorCode;
+use crate::server::dispatch::HandlerError;
+use crate::shard::control::{AdminFailure, AdminRequest, AdminResponse};
+use crate::shard::{ShardContext, ShardRequest, ShardResponse};
+
+/// Ask the control shard to run `req`. A control shard that cannot be
+/// reached answers NOT_CONTROLLER (41), which clients retry.
+pub async fn call_control(
+    ctx: &Rc<ShardContext>,
+    req: AdminRequest,
+) -> Result<AdminResponse, ErrorCode> {
+    match ctx
+        .call(ctx.control_peer(), ShardRequest::Admin(Box::new(req)))
+        .await
+    {
+        Ok(ShardResponse::Admin(resp)) => Ok(*resp),
+        Ok(other) => {
+            tracing::warn!(?other, "unexpected answer from the control shard");
+            Err(ErrorCode::NOT_CONTROLLER)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "control shard unavailable");
+            Err(ErrorCode::NOT_CONTROLLER)
+        }
+    }
+}
+
+/// One field of a request schema.
+#[derive(Debug, Clone, Copy)]
+pub enum Field {
+    /// Fixed-size field of this many bytes (int8/bool 1, int16 2, ...,
+    /// uuid 16).
+    Fixed(usize),
+    /// string / nullable string.
+    Str,
+    /// Array (or nullable array) of fixed-size items.
+    FixedArray(usize),
+    /// Array (or nullable array) of strings.
+    StrArray,
+    /// Array (or nullable array) of structs; in flexible versions each
+    /// struct ends with tagged fields.
+    Structs(&'static [Field]),
+    /// Present only from this version on.
+    Since(i16, &'static Field),
+}
+
+pub const INT8: Field = Field::Fixed(1);
+pub const BOOL: Field = Field::Fixed(1);
+pub const INT16: Field = Field::Fixed(2);
+pub const INT32: Field = Field::Fixed(4);
+pub const UUID: Field = Field::Fixed(16);
+
+struct Walk<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    version: i16,
+    flexible: bool,
+}
+
+impl Walk<'_> {
+    fn left(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
+    fn skip(&mut self, n: usize) -> Result<(), DecodeError> {
+        if n > self.left() {
+            return Err(DecodeError::Truncated);
+        }
+        self.pos += n;
+        Ok(())
+    }
+
+    fn varint(&mut self) -> Result<u32, DecodeError> {
+        let rest = self.buf.get(self.pos..).ok_or(DecodeError::Truncated)?;
+        let (v, n) = read_unsigned_varint(rest).ok_or(DecodeError::Truncated)?;
+        self.pos += n;
+        Ok(v)
+    }
+
+    fn fixed<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let b = self
+            .buf
+            .get(self.pos..self.pos + N)
+            .ok_or(DecodeError::Truncated)?;
+        self.pos += N;
+        let mut out = [0u8; N];
+        out.copy_from_slice(b);
+        Ok(out)
+    }
+
+    /// A string or array length; None = null.
+    fn length(&mut self, wide: bool) -> Result<Option<usize>, DecodeError> {
+        if self.flexible {
+            let n = self.varint()?;
+            return Ok(n.checked_sub(1).map(|n| n as usize));
+        }
+        let n = if wide {
+            i32::from_be_bytes(self.fixed::<4>()?)
+        } else {
+            i32::from(i16::from_be_bytes(self.fixed::<2>()?))
+        };
+        Ok(usize::try_from(n).ok())
+    }
+
+    fn count(&mut self) -> Result<usize, DecodeError> {
+        let n = self.length(true)?.unwrap_or(0);
+        if n > self.left() {
+            return Err(DecodeError::ImplausibleArray {
+                claimed: n as u64,
+                remaining: self.left(),
+            });
+        }
+        Ok(n)
+    }
+
+    fn tagged_fields(&mut self) -> Result<(), DecodeError> {
+        if !self.flexible {
+            return Ok(());
+        }
+        for _ in 0..self.count()? {
+            self.varint()?;
+            let size = self.varint()? as usize;
+            self.skip(size)?;
+        }
+        Ok(())
+    }
+
+    fn fields(&mut self, fields: &[Field]) -> Result<(), DecodeError> {
+        for f in fields {
+            self.field(f)?;
+        }
+        self.tagged_fields()
+    }
+
+    fn field(&mut self, f: &Field) -> Result<(), DecodeError> {
+        match *f {
+            Field::Fixed(n) => self.skip(n),
+            Field::Str => {
+                let n = self.length(false)?.unwrap_or(0);
+                self.skip(n)
+            }
+            Field::FixedArray(size) => {
+                let n = self.count()?;
+                self.skip(n.saturating_mul(size))
+            }
+            Field::StrArray => {
+                for _ in 0..self.count()? {
+                    self.field(&Field::Str)?;
+                }
+                Ok(())
+            }
+            Field::Structs(inner) => {
+                for _ in 0..self.count()? {
+                    self.fields(inner)?;
+                }
+                Ok(())
+            }
+            Field::Since(v, inner) if self.version >= v => self.field(inner),
+            Field::Since(..) => Ok(()),
+        }
+    }
+}
+
+/// Walk `body` with `schema` (top-level fields; tagged fields follow in
+/// flexible versions) and refuse any array longer than the bytes left.
+pub fn check_arrays(
+    body: &[u8],
+    schema: &[Field],
+    version: i16,
+    flexible: bool,
+) -> Result<(), DecodeError> {
+    let mut walk = Walk {
+        buf: body,
+        pos: 0,
+        version,
+        flexible,
+    };
+    walk.fields(schema)
+}
+
+/// Check every array with `schema`, then decode with the crate.
+pub fn decode_checked<T: Decodable>(
+    mut body: Bytes,
+    schema: &[Field],
+    version: i16,
+    flexible: bool,
+) -> Result<T, HandlerError> {
+    check_arrays(&body, schema, version, flexible)
+        .map_err(|e| HandlerError::Malformed(e.to_string()))?;
+    decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))
+}
+
+/// A failure decided by the handler itself.
+pub fn failure(code: ErrorCode, message: &str) -> AdminFailure {
+    AdminFailure {
+        code,
+        message: message.to_owned(),
+    }
+}
+
+/// One AlterConfigs / IncrementalAlterConfigs resource: decided here, or
+/// sent to the control shard (in order).
+pub enum ResourceOutcome {
+    Done(AdminFailure),
+    Pending,
+}
+
+/// Send the pending topic resources of `req` to the control shard and
+/// merge its answers into `outcomes`: per resource, the failure or None.
+pub async fn alter_results(
+    ctx: &Rc<ShardContext>,
+    req: AdminRequest,
+    outcomes: Vec<ResourceOutcome>,
+) -> Vec<Option<AdminFailure>> {
+    let pending = outcomes
+        .iter()
+        .filter(|o| matches!(o, ResourceOutcome::Pending))
+        .count();
+    let answers = if pending == 0 {
+        Vec::new()
+    } else {
+        match call_control(ctx, req).await {
+            Ok(AdminResponse::AlteredConfigs(r)) => r,
+            Ok(_) => vec![Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")); pending],
+            Err(code) => vec![Err(failure(code, "")); pending],
+        }
+    };
+    let mut answers = answers.into_iter();
+    outcomes
+        .into_iter()
+        .map(|o| match o {
+            ResourceOutcome::Done(f) => Some(f),
+            ResourceOutcome::Pending => match answers.next() {
+                Some(Ok(())) => None,
+                Some(Err(f)) => Some(f),
+                None => Some(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")),
+            },
+        })
+        .collect()
+}
+
+pub fn str_bytes(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCHEMA: &[Field] = &[
+        Field::Structs(&[Field::Str, INT32, Field::FixedArray(4)]),
+        Field::Since(1, &BOOL),
+    ];
+
+    #[test]
+    fn nested_array_counts_beyond_the_body_are_refused() {
+        // (body, version, flexible, ok?)
+        let rows: &[(&[u8], i16, bool, bool)] = &[
+            // one struct: "a", 7, [1], then validate_only at v1
+            (
+                &[
+                    0, 0, 0, 1, 0, 1, b'a', 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 1, 1,
+                ],
+                1,
+                false,
+                true,
+            ),
+            // the same without the v1 field at v0
+            (
+                &[0, 0, 0, 1, 0, 1, b'a', 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 1],
+                0,
+                false,
+                true,
+            ),
+            // the inner array claims 2^31-1 items
+            (
+                &[
+                    0, 0, 0, 1, 0, 1, b'a', 0, 0, 0, 7, 0x7f, 0xff, 0xff, 0xff, 0,
+                ],
+                0,
+                false,
+                false,
+            ),
+            // outer count too large
+            (&[0x7f, 0xff, 0xff, 0xff], 0, false, false),
+            // flexible: compact arrays/strings and tagged fields
+            (
+                &[2, 2, b'a', 0, 0, 0, 7, 2, 0, 0, 0, 1, 0, 1, 0],
+                1,
+                true,
+                true,
+            ),
+            (
+                &[2, 2, b'a', 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff, 0x0f],
+                1,
+                true,
+                false,
+            ),
+            // truncated string
+            (&[0, 0, 0, 1, 0, 9, b'a'], 0, false, false),
+        ];
+        for (body, version, flexible, ok) in rows {
+            assert_eq!(
+                check_arrays(body, SCHEMA, *version, *flexible).is_ok(),
+                *ok,
+                "{body:?} v{version} flexible={flexible}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bodies_never_panic(body in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let _ = check_arrays(&body, SCHEMA, 1, false);
+            let _ = check_arrays(&body, SCHEMA, 1, true);
+        }
+    }
+}

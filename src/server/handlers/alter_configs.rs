@@ -1,0 +1,126 @@
+//! `[drv]` AlterConfigs (key 33), v0–v2 (every version the codec knows):
+//! the legacy API that replaces a resource's whole override set (what
+//! kafka-python's `alter_configs` sends).
+//!
+//! Topic resources go to the control shard (INVALID_CONFIG with Kafka's
+//! message when a value fails validation); broker resources are refused
+//! with INVALID_REQUEST, as Kafka answers a change to a config it cannot
+//! update dynamically (ZkAdminManager.alterConfigs maps the
+//! ConfigException to InvalidRequestException); shardlog's broker configs
+//! are all static.
+
+use std::collections::{BTreeMap, HashSet};
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::alter_configs_request::AlterConfigsRequest;
+use kafka_protocol::messages::alter_configs_response::{
+    AlterConfigsResourceResponse, AlterConfigsResponse,
+};
+use kafka_protocol::messages::ApiKey;
+
+use super::admin_common::{
+    alter_results, decode_checked, failure, str_bytes, Field, ResourceOutcome, BOOL, INT8,
+};
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::metadata::answers::encode;
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::OutPart;
+use crate::shard::control::{AdminFailure, AdminRequest};
+use crate::shard::ShardContext;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::AlterConfigs, 0, 2);
+
+const FIRST_FLEXIBLE: i16 = 2;
+
+/// AlterConfigsRequest.json: resources [type, name, configs [name,
+/// value]], validate_only.
+const SCHEMA: &[Field] = &[
+    Field::Structs(&[INT8, Field::Str, Field::Structs(&[Field::Str, Field::Str])]),
+    BOOL,
+];
+
+/// Topic resources proceed; broker and other resources fail here.
+pub fn classify(resource_type: i8) -> Result<(), AdminFailure> {
+    match resource_type {
+        RESOURCE_TOPIC => Ok(()),
+        RESOURCE_BROKER => Err(failure(
+            ErrorCode::INVALID_REQUEST,
+            "Cannot update these configs dynamically: shardlog broker configs are static (server.properties)",
+        )),
+        other => Err(failure(
+            ErrorCode::INVALID_REQUEST,
+            &format!("Unsupported resource type {other}"),
+        )),
+    }
+}
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let request: AlterConfigsRequest =
+            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let mut outcomes = Vec::with_capacity(request.resources.len());
+        let mut topics = Vec::new();
+        let mut seen = HashSet::new();
+        for r in &request.resources {
+            let key = (r.resource_type, r.resource_name.to_string());
+            let outcome = if !seen.insert(key) {
+                ResourceOutcome::Done(failure(
+                    ErrorCode::INVALID_REQUEST,
+                    "Duplicate resource in request.",
+                ))
+            } else {
+                match classify(r.resource_type).and_then(|()| configs(r)) {
+                    Ok(configs) => {
+                        topics.push((r.resource_name.to_string(), configs));
+                        ResourceOutcome::Pending
+                    }
+                    Err(f) => ResourceOutcome::Done(f),
+                }
+            };
+            outcomes.push(outcome);
+        }
+        let req = AdminRequest::AlterTopicConfigs {
+            topics,
+            validate_only: request.validate_only,
+        };
+        let results = alter_results(&ctx, req, outcomes).await;
+        let mut response = AlterConfigsResponse::default();
+        response.responses = request
+            .resources
+            .iter()
+            .zip(results)
+            .map(|(r, e)| {
+                let mut out = AlterConfigsResourceResponse::default();
+                out.resource_type = r.resource_type;
+                out.resource_name = r.resource_name.clone();
+                if let Some(e) = e {
+                    out.error_code = e.code.0;
+                    out.error_message = Some(str_bytes(e.message));
+                }
+                out
+            })
+            .collect();
+        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}
+
+fn configs(
+    r: &kafka_protocol::messages::alter_configs_request::AlterConfigsResource,
+) -> Result<BTreeMap<String, String>, AdminFailure> {
+    let mut out = BTreeMap::new();
+    for c in &r.configs {
+        let Some(value) = &c.value else {
+            // Kafka: null values are not supported in AlterConfigs.
+            return Err(failure(
+                ErrorCode::INVALID_REQUEST,
+                &format!("Null value not supported for : {}", c.name),
+            ));
+        };
+        out.insert(c.name.to_string(), value.to_string());
+    }
+    Ok(out)
+}

@@ -1,0 +1,102 @@
+//! `[drv]` CreatePartitions (key 37), v0–v3 (every version the codec
+//! knows): grow a topic's partition count (never shrink: INVALID_PARTITIONS).
+//!
+//! Forwarded to the control shard, which answers after the new partitions
+//! are in the snapshot of every data shard.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsRequest;
+use kafka_protocol::messages::create_partitions_response::{
+    CreatePartitionsResponse, CreatePartitionsTopicResult,
+};
+use kafka_protocol::messages::ApiKey;
+
+use super::admin_common::{call_control, decode_checked, failure, str_bytes, Field, BOOL, INT32};
+use crate::metadata::answers::encode;
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::OutPart;
+use crate::shard::control::{AdminRequest, AdminResponse, AdminResult, NewPartitions};
+use crate::shard::ShardContext;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::CreatePartitions, 0, 3);
+
+const FIRST_FLEXIBLE: i16 = 2;
+
+/// CreatePartitionsRequest.json: topics [name, count, assignments
+/// (nullable) [broker_ids]], timeout_ms, validate_only.
+const SCHEMA: &[Field] = &[
+    Field::Structs(&[Field::Str, INT32, Field::Structs(&[Field::FixedArray(4)])]),
+    INT32,
+    BOOL,
+];
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let request: CreatePartitionsRequest =
+            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let mut listed: HashMap<&str, usize> = HashMap::new();
+        for t in &request.topics {
+            *listed.entry(t.name.0.as_str()).or_default() += 1;
+        }
+        let mut results: Vec<Option<AdminResult<()>>> = vec![None; request.topics.len()];
+        let mut slots = Vec::new();
+        let mut topics = Vec::new();
+        for (i, t) in request.topics.iter().enumerate() {
+            if listed.get(t.name.0.as_str()).copied().unwrap_or(0) > 1 {
+                // Kafka: "Duplicate topic in request."
+                results[i] = Some(Err(failure(
+                    ErrorCode::INVALID_REQUEST,
+                    "Duplicate topic in request.",
+                )));
+                continue;
+            }
+            slots.push(i);
+            topics.push(NewPartitions {
+                topic: t.name.0.to_string(),
+                count: t.count,
+                assignments: t.assignments.as_ref().map(|a| {
+                    a.iter()
+                        .map(|x| x.broker_ids.iter().map(|b| b.0).collect())
+                        .collect()
+                }),
+            });
+        }
+        if !topics.is_empty() {
+            let req = AdminRequest::CreatePartitions {
+                topics,
+                validate_only: request.validate_only,
+            };
+            let outcome = match call_control(&ctx, req).await {
+                Ok(AdminResponse::CreatedPartitions(r)) => r,
+                Ok(_) => vec![Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")); slots.len()],
+                Err(code) => vec![Err(failure(code, "")); slots.len()],
+            };
+            for (slot, r) in slots.into_iter().zip(outcome) {
+                results[slot] = Some(r);
+            }
+        }
+        let mut response = CreatePartitionsResponse::default();
+        response.results = request
+            .topics
+            .iter()
+            .zip(results)
+            .map(|(t, r)| {
+                let mut out = CreatePartitionsTopicResult::default();
+                out.name = t.name.clone();
+                let r = r.unwrap_or_else(|| Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")));
+                if let Err(e) = r {
+                    out.error_code = e.code.0;
+                    out.error_message = Some(str_bytes(e.message));
+                }
+                out
+            })
+            .collect();
+        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}

@@ -1,0 +1,208 @@
+//! `[drv]` CreateTopics (key 19), v2–v7 (every version the codec knows).
+//!
+//! Forwarded to the control shard, which writes the topics to the metadata
+//! store and publishes the new snapshot to every data shard before it
+//! answers (Kafka's CreateTopics waits for metadata propagation). From v5
+//! the answer carries partitions, replication factor and the resolved
+//! configs (KIP-525); from v7 the topic id (KIP-516).
+
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::create_topics_request::CreateTopicsRequest;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse,
+};
+use kafka_protocol::messages::{ApiKey, TopicName};
+
+use super::admin_common::{
+    call_control, decode_checked, failure, str_bytes, Field, BOOL, INT16, INT32,
+};
+use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
+use crate::metadata::answers::encode;
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::OutPart;
+use crate::shard::control::{AdminRequest, AdminResponse, AdminResult};
+use crate::shard::ShardContext;
+use crate::zk::admin::{NewTopic, TopicInfo};
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::CreateTopics, 2, 7);
+
+const FIRST_FLEXIBLE: i16 = 5;
+
+/// CreateTopicsRequest.json: topics [name, num_partitions,
+/// replication_factor, assignments [partition, broker_ids], configs [name,
+/// value]], timeout_ms, validate_only (v1+).
+const SCHEMA: &[Field] = &[
+    Field::Structs(&[
+        Field::Str,
+        INT32,
+        INT16,
+        Field::Structs(&[INT32, Field::FixedArray(4)]),
+        Field::Structs(&[Field::Str, Field::Str]),
+    ]),
+    INT32,
+    Field::Since(1, &BOOL),
+];
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let request: CreateTopicsRequest =
+            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let defaults = ctx.config.broker_topic_defaults();
+        let (mut results, to_create) = prepare(&request);
+        if !to_create.is_empty() {
+            let slots: Vec<usize> = to_create.iter().map(|(i, _)| *i).collect();
+            let topics = to_create.into_iter().map(|(_, t)| t).collect();
+            let answer = call_control(
+                &ctx,
+                AdminRequest::CreateTopics {
+                    topics,
+                    validate_only: request.validate_only,
+                },
+            )
+            .await;
+            let created = match answer {
+                Ok(AdminResponse::CreatedTopics(created)) => created,
+                Ok(_) => vec![Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")); slots.len()],
+                Err(code) => vec![Err(failure(code, "")); slots.len()],
+            };
+            for (slot, outcome) in slots.into_iter().zip(created) {
+                results[slot] = Some(outcome);
+            }
+        }
+        let mut response = CreateTopicsResponse::default();
+        response.topics = request
+            .topics
+            .iter()
+            .zip(results)
+            .map(|(t, r)| topic_result(&t.name.0, r, version, &defaults))
+            .collect();
+        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}
+
+/// Results decided here (duplicates, null config values) and the topics
+/// to send to the control shard, with their slot in the response.
+#[allow(clippy::type_complexity)]
+fn prepare(
+    request: &CreateTopicsRequest,
+) -> (Vec<Option<AdminResult<TopicInfo>>>, Vec<(usize, NewTopic)>) {
+    let mut results = vec![None; request.topics.len()];
+    let mut to_create = Vec::new();
+    let mut listed: HashMap<&str, usize> = HashMap::new();
+    for t in &request.topics {
+        *listed.entry(t.name.0.as_str()).or_default() += 1;
+    }
+    for (i, t) in request.topics.iter().enumerate() {
+        let name = t.name.0.as_str();
+        // Kafka: a topic listed twice fails as INVALID_REQUEST, every time.
+        if listed.get(name).copied().unwrap_or(0) > 1 {
+            let message = format!("Create topics request from client contains multiple entries for the following topics: {name}");
+            results[i] = Some(Err(failure(ErrorCode::INVALID_REQUEST, &message)));
+            continue;
+        }
+        let mut configs = BTreeMap::new();
+        let mut null_key = None;
+        for c in &t.configs {
+            match &c.value {
+                Some(v) => {
+                    configs.insert(c.name.to_string(), v.to_string());
+                }
+                None => null_key = Some(c.name.to_string()),
+            }
+        }
+        if let Some(key) = null_key {
+            let message = format!("Null value not supported for topic configs: {key}");
+            results[i] = Some(Err(failure(ErrorCode::INVALID_CONFIG, &message)));
+            continue;
+        }
+        let replica_assignment = t
+            .assignments
+            .iter()
+            .map(|a| {
+                (
+                    a.partition_index,
+                    a.broker_ids.iter().map(|b| b.0).collect(),
+                )
+            })
+            .collect();
+        to_create.push((
+            i,
+            NewTopic {
+                name: name.to_owned(),
+                num_partitions: t.num_partitions,
+                replication_factor: t.replication_factor,
+                replica_assignment,
+                configs,
+            },
+        ));
+    }
+    (results, to_create)
+}
+
+fn topic_result(
+    name: &str,
+    outcome: Option<AdminResult<TopicInfo>>,
+    version: i16,
+    defaults: &BrokerTopicDefaults,
+) -> CreatableTopicResult {
+    let mut r = CreatableTopicResult::default();
+    r.name = TopicName(str_bytes(name));
+    let info = match outcome {
+        Some(Ok(info)) => info,
+        Some(Err(e)) => {
+            r.error_code = e.code.0;
+            r.error_message = Some(str_bytes(e.message));
+            // Kafka leaves configs null on error (v5+).
+            r.configs = None;
+            return r;
+        }
+        None => {
+            r.error_code = ErrorCode::UNKNOWN_SERVER_ERROR.0;
+            r.configs = None;
+            return r;
+        }
+    };
+    r.topic_id = info.topic_id;
+    if version >= FIRST_FLEXIBLE {
+        r.num_partitions = info.partitions.len() as i32;
+        r.replication_factor = info
+            .partitions
+            .first()
+            .map_or(-1, |p| p.replicas.len() as i16);
+        r.configs = Some(resolved_configs(&info.configs, defaults));
+    }
+    r
+}
+
+/// Every topic config with its effective value and source (KIP-525).
+fn resolved_configs(
+    overrides: &BTreeMap<String, String>,
+    defaults: &BrokerTopicDefaults,
+) -> Vec<CreatableTopicConfigs> {
+    let usable: BTreeMap<String, String> = overrides
+        .iter()
+        .filter(|(k, v)| validate_one(k, v).is_ok())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let config = TopicConfig::resolve(&usable, defaults)
+        .unwrap_or_else(|_| TopicConfig::from_broker_defaults(defaults));
+    config
+        .describe(&usable, defaults, None)
+        .into_iter()
+        .map(|e| {
+            let mut c = CreatableTopicConfigs::default();
+            c.name = str_bytes(e.name);
+            c.value = e.value.map(str_bytes);
+            c.read_only = e.read_only;
+            c.config_source = e.source as i8;
+            c.is_sensitive = e.is_sensitive;
+            c
+        })
+        .collect()
+}

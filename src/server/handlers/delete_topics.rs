@@ -1,0 +1,127 @@
+//! `[drv]` DeleteTopics (key 20), v1–v6 (every version the codec knows):
+//! by name, and from v6 by topic id (KIP-516).
+//!
+//! Forwarded to the control shard; it answers after the snapshot without
+//! the topics reached every data shard (their owners then drop the logs).
+
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::delete_topics_request::DeleteTopicsRequest;
+use kafka_protocol::messages::delete_topics_response::{
+    DeletableTopicResult, DeleteTopicsResponse,
+};
+use kafka_protocol::messages::{ApiKey, TopicName};
+use uuid::Uuid;
+
+use super::admin_common::{call_control, decode_checked, failure, str_bytes, Field, INT32, UUID};
+use crate::metadata::answers::encode;
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::OutPart;
+use crate::shard::control::{AdminFailure, AdminRequest, AdminResponse, TopicRef};
+use crate::shard::ShardContext;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DeleteTopics, 1, 6);
+
+const FIRST_FLEXIBLE: i16 = 4;
+const FIRST_WITH_IDS: i16 = 6;
+
+/// DeleteTopicsRequest.json v0–5: topic_names [string], timeout_ms.
+const SCHEMA_BY_NAME: &[Field] = &[Field::StrArray, INT32];
+/// v6+: topics [name (nullable), topic_id], timeout_ms.
+const SCHEMA_BY_ID: &[Field] = &[Field::Structs(&[Field::Str, UUID]), INT32];
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let schema = if version >= FIRST_WITH_IDS {
+            SCHEMA_BY_ID
+        } else {
+            SCHEMA_BY_NAME
+        };
+        let request: DeleteTopicsRequest =
+            decode_checked(req.body, schema, version, version >= FIRST_FLEXIBLE)?;
+        let refs = topic_refs(&request, version);
+        let mut results: Vec<Result<(String, Uuid), AdminFailure>> = Vec::new();
+        let valid: Vec<TopicRef> = refs.iter().filter_map(|r| r.clone().ok()).collect();
+        let mut deleted = if valid.is_empty() {
+            Vec::new()
+        } else {
+            match call_control(&ctx, AdminRequest::DeleteTopics { topics: valid }).await {
+                Ok(AdminResponse::DeletedTopics(d)) => d,
+                Ok(_) => vec![Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")); refs.len()],
+                Err(code) => vec![Err(failure(code, "")); refs.len()],
+            }
+        }
+        .into_iter();
+        for r in &refs {
+            results.push(match r {
+                Ok(_) => deleted
+                    .next()
+                    .unwrap_or_else(|| Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, ""))),
+                Err(e) => Err(e.clone()),
+            });
+        }
+        let mut response = DeleteTopicsResponse::default();
+        response.responses = refs
+            .iter()
+            .zip(results)
+            .map(|(asked, r)| topic_result(asked, r, version))
+            .collect();
+        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}
+
+/// The topics asked for; an entry naming both or neither name and id is
+/// INVALID_REQUEST (Kafka's DeleteTopics validation).
+fn topic_refs(request: &DeleteTopicsRequest, version: i16) -> Vec<Result<TopicRef, AdminFailure>> {
+    if version < FIRST_WITH_IDS {
+        return request
+            .topic_names
+            .iter()
+            .map(|n| Ok(TopicRef::Name(n.0.to_string())))
+            .collect();
+    }
+    request
+        .topics
+        .iter()
+        .map(|t| match (&t.name, t.topic_id.is_nil()) {
+            (Some(name), true) => Ok(TopicRef::Name(name.0.to_string())),
+            (None, false) => Ok(TopicRef::Id(t.topic_id)),
+            _ => Err(failure(
+                ErrorCode::INVALID_REQUEST,
+                "Topic name and topic id are both set or both unset.",
+            )),
+        })
+        .collect()
+}
+
+fn topic_result(
+    asked: &Result<TopicRef, AdminFailure>,
+    outcome: Result<(String, Uuid), AdminFailure>,
+    version: i16,
+) -> DeletableTopicResult {
+    let mut r = DeletableTopicResult::default();
+    let (name, id) = match asked {
+        Ok(TopicRef::Name(n)) => (Some(n.clone()), Uuid::nil()),
+        Ok(TopicRef::Id(id)) => (None, *id),
+        Err(_) => (None, Uuid::nil()),
+    };
+    match outcome {
+        Ok((deleted, topic_id)) => {
+            r.name = Some(TopicName(str_bytes(deleted)));
+            r.topic_id = topic_id;
+        }
+        Err(e) => {
+            r.name = name.map(|n| TopicName(str_bytes(n)));
+            r.topic_id = id;
+            r.error_code = e.code.0;
+            if version >= 5 && !e.message.is_empty() {
+                r.error_message = Some(str_bytes(e.message));
+            }
+        }
+    }
+    r
+}

@@ -1,0 +1,197 @@
+//! `[drv]` DescribeConfigs (key 32), v1–v4 (every version the codec knows),
+//! answered locally: topic overrides travel in the snapshot, broker keys
+//! come from this process's `server.properties`.
+//!
+//! - TOPIC (2): every topic config with value, source and synonyms
+//!   (KIP-226); unknown topic → UNKNOWN_TOPIC_OR_PARTITION, bad name →
+//!   INVALID_TOPIC_EXCEPTION.
+//! - BROKER (4): the broker's keys, read-only (shardlog has no dynamic
+//!   broker configs), STATIC_BROKER_CONFIG when set, else DEFAULT_CONFIG.
+//!   The name must be empty or this broker's id, as Kafka checks.
+//! - anything else: INVALID_REQUEST.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::describe_configs_request::{
+    DescribeConfigsRequest, DescribeConfigsResource,
+};
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResponse, DescribeConfigsResult,
+    DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::ApiKey;
+
+use super::admin_common::{decode_checked, str_bytes, Field, BOOL, INT8};
+use crate::config::topic::{validate_one, ConfigEntry, ConfigSource, TopicConfig};
+use crate::metadata::answers::{encode, is_valid_topic_name};
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::OutPart;
+use crate::shard::ShardContext;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeConfigs, 1, 4);
+
+const FIRST_FLEXIBLE: i16 = 4;
+/// Kafka's `ConfigResource.Type` codes.
+pub const RESOURCE_TOPIC: i8 = 2;
+pub const RESOURCE_BROKER: i8 = 4;
+
+/// DescribeConfigsRequest.json: resources [type, name, keys (nullable)],
+/// include_synonyms (v1+), include_documentation (v3+).
+const SCHEMA: &[Field] = &[
+    Field::Structs(&[INT8, Field::Str, Field::StrArray]),
+    Field::Since(1, &BOOL),
+    Field::Since(3, &BOOL),
+];
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let request: DescribeConfigsRequest =
+            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let mut response = DescribeConfigsResponse::default();
+        response.results = request
+            .resources
+            .iter()
+            .map(|r| describe(&ctx, r, request.include_synonyms, version))
+            .collect();
+        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}
+
+fn describe(
+    ctx: &ShardContext,
+    resource: &DescribeConfigsResource,
+    include_synonyms: bool,
+    version: i16,
+) -> DescribeConfigsResult {
+    let mut result = DescribeConfigsResult::default();
+    result.resource_type = resource.resource_type;
+    result.resource_name = resource.resource_name.clone();
+    let keys: Option<Vec<String>> = resource
+        .configuration_keys
+        .as_ref()
+        .map(|ks| ks.iter().map(|k| k.to_string()).collect());
+    let entries = match resource.resource_type {
+        RESOURCE_TOPIC => topic_entries(ctx, &resource.resource_name, keys.as_deref()),
+        RESOURCE_BROKER => broker_entries(ctx, &resource.resource_name, keys.as_deref()),
+        other => Err((
+            ErrorCode::INVALID_REQUEST,
+            format!("Unsupported resource type {other}"),
+        )),
+    };
+    match entries {
+        Ok(entries) => {
+            result.configs = entries
+                .into_iter()
+                .map(|e| config_result(e, include_synonyms, version))
+                .collect();
+        }
+        Err((code, message)) => {
+            result.error_code = code.0;
+            result.error_message = Some(str_bytes(message));
+        }
+    }
+    result
+}
+
+type Described = Result<Vec<ConfigEntry>, (ErrorCode, String)>;
+
+fn topic_entries(ctx: &ShardContext, name: &str, keys: Option<&[String]>) -> Described {
+    if !is_valid_topic_name(name) {
+        return Err((
+            ErrorCode::INVALID_TOPIC_EXCEPTION,
+            format!("Topic name \"{name}\" is illegal"),
+        ));
+    }
+    let snapshot = ctx.snapshot();
+    let Some(topic) = snapshot.topic(name) else {
+        return Err((
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("Topic '{name}' does not exist."),
+        ));
+    };
+    let defaults = ctx.config.broker_topic_defaults();
+    // Stored overrides a newer Kafka may have written and we cannot parse
+    // show as defaults (zk::admin::describe_configs does the same).
+    let usable: BTreeMap<String, String> = topic
+        .configs
+        .iter()
+        .filter(|(k, v)| validate_one(k, v).is_ok())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let config = TopicConfig::resolve(&usable, &defaults)
+        .unwrap_or_else(|_| TopicConfig::from_broker_defaults(&defaults));
+    Ok(config.describe(&usable, &defaults, keys))
+}
+
+fn broker_entries(ctx: &ShardContext, name: &str, keys: Option<&[String]>) -> Described {
+    let me = ctx.config.broker_id.to_string();
+    if !name.is_empty() && name != me {
+        // Kafka (ConfigHelper): a broker resource for another broker.
+        return Err((
+            ErrorCode::INVALID_REQUEST,
+            format!("Unexpected broker id, expected {me} or empty string, but received {name}"),
+        ));
+    }
+    Ok(ctx
+        .config
+        .key_values()
+        .into_iter()
+        .filter(|kv| keys.is_none_or(|ks| ks.contains(&kv.name)))
+        .map(|kv| {
+            let source = if kv.is_set {
+                ConfigSource::StaticBrokerConfig
+            } else {
+                ConfigSource::DefaultConfig
+            };
+            ConfigEntry {
+                synonyms: vec![crate::config::topic::ConfigSynonym {
+                    name: kv.name.clone(),
+                    value: kv.value.clone(),
+                    source,
+                }],
+                name: kv.name,
+                value: kv.value,
+                source,
+                read_only: true,
+                is_default: !kv.is_set,
+                is_sensitive: false,
+                config_type: kv.config_type,
+            }
+        })
+        .collect())
+}
+
+fn config_result(
+    e: ConfigEntry,
+    include_synonyms: bool,
+    version: i16,
+) -> DescribeConfigsResourceResult {
+    let mut c = DescribeConfigsResourceResult::default();
+    c.name = str_bytes(e.name);
+    c.value = e.value.map(str_bytes);
+    c.read_only = e.read_only;
+    c.config_source = e.source as i8;
+    c.is_sensitive = e.is_sensitive;
+    if include_synonyms {
+        c.synonyms = e
+            .synonyms
+            .into_iter()
+            .map(|s| {
+                let mut out = DescribeConfigsSynonym::default();
+                out.name = str_bytes(s.name);
+                out.value = s.value.map(str_bytes);
+                out.source = s.source as i8;
+                out
+            })
+            .collect();
+    }
+    if version >= 3 {
+        c.config_type = e.config_type as i8;
+    }
+    c
+}

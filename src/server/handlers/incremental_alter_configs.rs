@@ -1,0 +1,122 @@
+//! `[drv]` IncrementalAlterConfigs (key 44), v0–v1 (every version the codec
+//! knows; KIP-339): SET / DELETE / APPEND / SUBTRACT on topic configs.
+//!
+//! Topic resources go to the control shard (validation failures are
+//! INVALID_CONFIG with Kafka's message); the answer follows publication of
+//! the new overrides to every data shard. Broker resources are refused
+//! with INVALID_REQUEST: shardlog has no dynamic broker configs, so every
+//! broker key is static, and Kafka (ZkAdminManager.alterConfigs) answers a
+//! change it cannot apply dynamically ("Cannot update these configs
+//! dynamically") with InvalidRequestException.
+
+use std::collections::HashSet;
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::incremental_alter_configs_request::IncrementalAlterConfigsRequest;
+use kafka_protocol::messages::incremental_alter_configs_response::{
+    AlterConfigsResourceResponse, IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::messages::ApiKey;
+
+use super::admin_common::{
+    alter_results, decode_checked, failure, Field, ResourceOutcome, BOOL, INT8,
+};
+use crate::metadata::answers::encode;
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::OutPart;
+use crate::shard::control::AdminRequest;
+use crate::shard::ShardContext;
+use crate::zk::admin::{AlterConfigOp, AlterConfigOpType};
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::IncrementalAlterConfigs, 0, 1);
+
+const FIRST_FLEXIBLE: i16 = 1;
+
+/// IncrementalAlterConfigsRequest.json: resources [type, name, configs
+/// [name, op, value]], validate_only.
+const SCHEMA: &[Field] = &[
+    Field::Structs(&[
+        INT8,
+        Field::Str,
+        Field::Structs(&[Field::Str, INT8, Field::Str]),
+    ]),
+    BOOL,
+];
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let request: IncrementalAlterConfigsRequest =
+            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let mut outcomes = Vec::with_capacity(request.resources.len());
+        let mut topics = Vec::new();
+        let mut seen = HashSet::new();
+        for r in &request.resources {
+            let key = (r.resource_type, r.resource_name.to_string());
+            let outcome = if !seen.insert(key) {
+                ResourceOutcome::Done(failure(
+                    ErrorCode::INVALID_REQUEST,
+                    "Duplicate resource in request.",
+                ))
+            } else {
+                match super::alter_configs::classify(r.resource_type) {
+                    Err(f) => ResourceOutcome::Done(f),
+                    Ok(()) => match ops(r) {
+                        Ok(ops) => {
+                            topics.push((r.resource_name.to_string(), ops));
+                            ResourceOutcome::Pending
+                        }
+                        Err(f) => ResourceOutcome::Done(f),
+                    },
+                }
+            };
+            outcomes.push(outcome);
+        }
+        let req = AdminRequest::IncrementalAlterTopicConfigs {
+            topics,
+            validate_only: request.validate_only,
+        };
+        let results = alter_results(&ctx, req, outcomes).await;
+        let mut response = IncrementalAlterConfigsResponse::default();
+        response.responses = request
+            .resources
+            .iter()
+            .zip(results)
+            .map(|(r, e)| {
+                let mut out = AlterConfigsResourceResponse::default();
+                out.resource_type = r.resource_type;
+                out.resource_name = r.resource_name.clone();
+                if let Some(e) = e {
+                    out.error_code = e.code.0;
+                    out.error_message = Some(super::admin_common::str_bytes(e.message));
+                }
+                out
+            })
+            .collect();
+        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}
+
+fn ops(
+    r: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
+) -> Result<Vec<AlterConfigOp>, crate::shard::control::AdminFailure> {
+    r.configs
+        .iter()
+        .map(|c| {
+            let op = AlterConfigOpType::from_i8(c.config_operation).ok_or_else(|| {
+                failure(
+                    ErrorCode::INVALID_REQUEST,
+                    &format!("Unknown alter config operation {}", c.config_operation),
+                )
+            })?;
+            Ok(AlterConfigOp {
+                name: c.name.to_string(),
+                op,
+                value: c.value.as_ref().map(|v| v.to_string()),
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,69 @@
+//! `[drv]` InitProducerId (key 22), v0–v5 (every version the codec knows),
+//! for idempotent producers.
+//!
+//! Producer ids come from blocks the control shard reserves in the
+//! metadata store (`/latest_producer_id_block`, Kafka's
+//! `ZkProducerIdManager`). A request carrying an existing producer id and
+//! epoch (v3+, KIP-360) gets the same id with the epoch bumped; an epoch
+//! at its limit gets a new id.
+//!
+//! shardlog has no transaction coordinator. A transactional id is answered
+//! with COORDINATOR_NOT_AVAILABLE (15): what a Kafka broker answers while
+//! it cannot host `__transaction_state` (KafkaApis' FindCoordinator and
+//! the coordinator's lookup both report it when the state topic has no
+//! available partitions); clients treat it as retriable.
+
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
+use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
+use kafka_protocol::messages::{ApiKey, ProducerId};
+
+use super::admin_common::call_control;
+use crate::metadata::answers::encode;
+use crate::protocol::decode::decode_body;
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::OutPart;
+use crate::shard::control::{AdminRequest, AdminResponse};
+use crate::shard::ShardContext;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::InitProducerId, 0, 5);
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let mut body = req.body;
+        // No arrays in this request: nothing for the crate to pre-allocate.
+        let request: InitProducerIdRequest =
+            decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let outcome = if request.transactional_id.is_some() {
+            Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+        } else {
+            let req = AdminRequest::InitProducerId {
+                producer_id: request.producer_id.0,
+                producer_epoch: request.producer_epoch,
+            };
+            match call_control(&ctx, req).await {
+                Ok(AdminResponse::ProducerId(r)) => r,
+                Ok(_) => Err(ErrorCode::UNKNOWN_SERVER_ERROR),
+                Err(_) => Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+            }
+        };
+        let mut response = InitProducerIdResponse::default();
+        match outcome {
+            Ok((id, epoch)) => {
+                response.producer_id = ProducerId(id);
+                response.producer_epoch = epoch;
+            }
+            Err(code) => {
+                response.error_code = code.0;
+                response.producer_id = ProducerId(-1);
+                response.producer_epoch = -1;
+            }
+        }
+        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}

@@ -1,0 +1,577 @@
+//! `[drv]` The control shard's state (ARCHITECTURE.md §7): the embedded
+//! metadata store, the metadata snapshot built from it and published to
+//! every data shard, and the topic admin operations data shards forward
+//! here over the mesh ([`AdminRequest`]).
+//!
+//! Only this executor touches the store. Every change is followed by a
+//! fresh snapshot (version + 1) sent to every data shard; the admin answer
+//! goes back only after all of them applied it, as Kafka's CreateTopics
+//! waits for metadata propagation, so a Produce right after CreateTopics
+//! finds the topic.
+//!
+//! Cluster id: the store's `/cluster/id` is the source of truth, as in
+//! Kafka's ZooKeeper mode. On first start it is seeded from
+//! `meta.properties` (which boot creates before any executor runs); later a
+//! mismatch refuses the start (Kafka's InconsistentClusterIdException).
+//!
+//! The state lives in a thread-local of the control executor so the shared
+//! `ShardContext` needs no field for it; data shards never see it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use glommio::sync::Semaphore;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use uuid::Uuid;
+
+use super::context::{ShardContext, ShardRequest, ShardResponse};
+use crate::config::topic::BrokerTopicDefaults;
+use crate::io::clock::{Clock, SystemClock};
+use crate::metadata::{PartitionState, Snapshot, TopicState};
+use crate::protocol::ErrorCode;
+use crate::replication::producer_id::{generate_producer_id, ProducerIdManager};
+use crate::types::{BrokerId, PartitionId, ProducerId};
+use crate::zk::admin::{self, AdminError, AlterConfigOp, NewTopic, TopicInfo};
+use crate::zk::embedded::EmbeddedStore;
+use crate::zk::paths::{self, ClusterIdZNode};
+use crate::zk::store::{create_recursive, CreateMode, MetadataStore, StoreError};
+
+/// A topic named by DeleteTopics: by name, or by topic id (v6+).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopicRef {
+    Name(String),
+    Id(Uuid),
+}
+
+/// One CreatePartitions entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPartitions {
+    pub topic: String,
+    pub count: i32,
+    pub assignments: Option<Vec<Vec<BrokerId>>>,
+}
+
+/// Topic admin operations data shards forward to the control shard.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AdminRequest {
+    CreateTopics {
+        topics: Vec<NewTopic>,
+        validate_only: bool,
+    },
+    DeleteTopics {
+        topics: Vec<TopicRef>,
+    },
+    CreatePartitions {
+        topics: Vec<NewPartitions>,
+        validate_only: bool,
+    },
+    IncrementalAlterTopicConfigs {
+        topics: Vec<(String, Vec<AlterConfigOp>)>,
+        validate_only: bool,
+    },
+    AlterTopicConfigs {
+        topics: Vec<(String, BTreeMap<String, String>)>,
+        validate_only: bool,
+    },
+    /// Non-transactional InitProducerId; `producer_id` -1 asks for a new id,
+    /// an existing (id, epoch) asks for an epoch bump (KIP-360).
+    InitProducerId {
+        producer_id: ProducerId,
+        producer_epoch: i16,
+    },
+}
+
+/// Why one admin item failed: the Kafka error code and message to return.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminFailure {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl From<AdminError> for AdminFailure {
+    fn from(e: AdminError) -> Self {
+        Self {
+            code: ErrorCode(e.error_code()),
+            message: e.to_string(),
+        }
+    }
+}
+
+pub type AdminResult<T> = Result<T, AdminFailure>;
+
+/// Answers to [`AdminRequest`]s, one result per requested item, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AdminResponse {
+    CreatedTopics(Vec<AdminResult<TopicInfo>>),
+    /// The deleted topic's name and id.
+    DeletedTopics(Vec<AdminResult<(String, Uuid)>>),
+    CreatedPartitions(Vec<AdminResult<()>>),
+    AlteredConfigs(Vec<AdminResult<()>>),
+    ProducerId(Result<(ProducerId, i16), ErrorCode>),
+}
+
+thread_local! {
+    static CONTROL: RefCell<Option<Rc<Control>>> = const { RefCell::new(None) };
+}
+
+/// The control shard's metadata state.
+pub struct Control {
+    store: EmbeddedStore,
+    broker_id: BrokerId,
+    defaults: BrokerTopicDefaults,
+    delete_topic_enable: bool,
+    /// Brokers and cluster id; topics are rebuilt from the store.
+    base: Snapshot,
+    version: Cell<u64>,
+    producer_ids: RefCell<ProducerIdManager>,
+    rng: RefCell<StdRng>,
+    /// One admin operation at a time: store updates and the publication
+    /// that follows must not interleave (mesh requests run concurrently).
+    serial: Semaphore,
+}
+
+/// Open the store under `log_dir`, register this broker, finish
+/// interrupted deletions, and publish the first snapshot to every data
+/// shard. Call on the control executor before it reports readiness.
+pub async fn start(ctx: &Rc<ShardContext>, log_dir: &Path) -> Result<(), String> {
+    let store = EmbeddedStore::open(log_dir).map_err(|e| e.to_string())?;
+    let base = ctx.snapshot().as_ref().clone();
+    let broker_id = ctx.config.broker_id;
+    admin::create_top_level_paths(&store)
+        .await
+        .map_err(|e| e.to_string())?;
+    check_cluster_id(&store, &base.cluster_id).await?;
+    let me = base
+        .broker(broker_id)
+        .cloned()
+        .ok_or_else(|| format!("broker {broker_id} missing from the boot snapshot"))?;
+    let now_ms = SystemClock::new().wall_ms();
+    admin::register_broker(&store, broker_id, &me.host, i32::from(me.port), now_ms)
+        .await
+        .map_err(|e| format!("registering broker {broker_id}: {e}"))?;
+    let finished = admin::complete_pending_deletions(&store)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !finished.is_empty() {
+        tracing::info!(topics = ?finished, "finished interrupted topic deletions");
+    }
+    let control = Rc::new(Control {
+        store,
+        broker_id,
+        defaults: ctx.config.broker_topic_defaults(),
+        delete_topic_enable: ctx.config.delete_topic_enable,
+        base,
+        version: Cell::new(0),
+        producer_ids: RefCell::new(ProducerIdManager::new(broker_id)),
+        rng: RefCell::new(StdRng::from_entropy()),
+        serial: Semaphore::new(1),
+    });
+    control.publish(ctx).await.map_err(|e| e.to_string())?;
+    CONTROL.with(|c| *c.borrow_mut() = Some(control));
+    Ok(())
+}
+
+/// `/cluster/id` is the truth; seed it from meta.properties the first time.
+async fn check_cluster_id(store: &EmbeddedStore, meta_id: &str) -> Result<(), String> {
+    let stored = match store.get(paths::CLUSTER_ID).await {
+        Ok((data, _)) => ClusterIdZNode::decode(&data)
+            .map(|z| z.id)
+            .map_err(|e| format!("{}: {e}", paths::CLUSTER_ID))?,
+        Err(StoreError::NoNode(_)) => {
+            let data = ClusterIdZNode::new(meta_id).encode();
+            create_recursive(store, paths::CLUSTER_ID, &data, CreateMode::Persistent)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(());
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    if stored != meta_id {
+        return Err(format!(
+            "The Cluster ID {stored} doesn't match stored clusterId {meta_id} in meta.properties"
+        ));
+    }
+    Ok(())
+}
+
+/// The control state, on the control executor once started.
+fn control() -> Option<Rc<Control>> {
+    CONTROL.with(|c| c.borrow().clone())
+}
+
+/// Mesh entry point (control shard): run `req`.
+pub async fn on_admin_request(ctx: &Rc<ShardContext>, req: AdminRequest) -> ShardResponse {
+    let Some(control) = control() else {
+        return ShardResponse::Unsupported;
+    };
+    let _turn = control.serial.acquire_permit(1).await;
+    let resp = control.run(ctx, req).await;
+    ShardResponse::Admin(Box::new(resp))
+}
+
+/// Mesh entry point (control shard): auto-create `topics` with the broker
+/// defaults (`num.partitions`, `default.replication.factor`).
+pub async fn on_auto_create(ctx: &Rc<ShardContext>, topics: Vec<String>) -> ShardResponse {
+    let Some(control) = control() else {
+        // Not started (unit tests of the mesh): as auto-create disabled.
+        let results = topics
+            .into_iter()
+            .map(|t| (t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+            .collect();
+        return ShardResponse::AutoCreated { results };
+    };
+    let _turn = control.serial.acquire_permit(1).await;
+    let new_topics = topics
+        .iter()
+        .map(|name| NewTopic {
+            name: name.clone(),
+            num_partitions: -1,
+            replication_factor: -1,
+            ..Default::default()
+        })
+        .collect();
+    let created = control.create_topics(ctx, new_topics, false).await;
+    let results = topics
+        .into_iter()
+        .zip(created)
+        .map(|(name, r)| match r {
+            Ok(_) => (name, ErrorCode::NONE),
+            // Created meanwhile by another request: it exists now.
+            Err(e) if e.code == ErrorCode::TOPIC_ALREADY_EXISTS => (name, ErrorCode::NONE),
+            Err(e) => (name, e.code),
+        })
+        .collect();
+    ShardResponse::AutoCreated { results }
+}
+
+impl Control {
+    async fn run(&self, ctx: &Rc<ShardContext>, req: AdminRequest) -> AdminResponse {
+        match req {
+            AdminRequest::CreateTopics {
+                topics,
+                validate_only,
+            } => AdminResponse::CreatedTopics(self.create_topics(ctx, topics, validate_only).await),
+            AdminRequest::DeleteTopics { topics } => {
+                AdminResponse::DeletedTopics(self.delete_topics(ctx, topics).await)
+            }
+            AdminRequest::CreatePartitions {
+                topics,
+                validate_only,
+            } => AdminResponse::CreatedPartitions(
+                self.create_partitions(ctx, topics, validate_only).await,
+            ),
+            AdminRequest::IncrementalAlterTopicConfigs {
+                topics,
+                validate_only,
+            } => {
+                let mut results = Vec::with_capacity(topics.len());
+                for (name, ops) in &topics {
+                    let r = admin::incremental_alter_configs(
+                        &self.store,
+                        name,
+                        ops,
+                        &self.defaults,
+                        validate_only,
+                    )
+                    .await;
+                    results.push(r.map(|_| ()).map_err(AdminFailure::from));
+                }
+                self.publish_if_changed(ctx, !validate_only, &results).await;
+                AdminResponse::AlteredConfigs(results)
+            }
+            AdminRequest::AlterTopicConfigs {
+                topics,
+                validate_only,
+            } => {
+                let mut results = Vec::with_capacity(topics.len());
+                for (name, configs) in &topics {
+                    let r = admin::alter_configs(
+                        &self.store,
+                        name,
+                        configs,
+                        &self.defaults,
+                        validate_only,
+                    )
+                    .await;
+                    results.push(r.map_err(AdminFailure::from));
+                }
+                self.publish_if_changed(ctx, !validate_only, &results).await;
+                AdminResponse::AlteredConfigs(results)
+            }
+            AdminRequest::InitProducerId {
+                producer_id,
+                producer_epoch,
+            } => {
+                AdminResponse::ProducerId(self.init_producer_id(producer_id, producer_epoch).await)
+            }
+        }
+    }
+
+    async fn create_topics(
+        &self,
+        ctx: &Rc<ShardContext>,
+        topics: Vec<NewTopic>,
+        validate_only: bool,
+    ) -> Vec<AdminResult<TopicInfo>> {
+        let live = match admin::live_brokers(&self.store).await {
+            Ok(live) => live,
+            Err(e) => return topics.iter().map(|_| Err(e.clone().into())).collect(),
+        };
+        let mut results = Vec::with_capacity(topics.len());
+        for topic in &topics {
+            // A per-topic generator: no RefCell borrow lives across awaits.
+            let seed: u64 = self.rng.borrow_mut().gen();
+            let mut rng = StdRng::seed_from_u64(seed);
+            let r = admin::create_topic(
+                &self.store,
+                topic,
+                &live,
+                &self.defaults,
+                validate_only,
+                &mut rng,
+            )
+            .await;
+            results.push(r.map_err(AdminFailure::from));
+        }
+        self.publish_if_changed(ctx, !validate_only, &results).await;
+        results
+    }
+
+    async fn delete_topics(
+        &self,
+        ctx: &Rc<ShardContext>,
+        topics: Vec<TopicRef>,
+    ) -> Vec<AdminResult<(String, Uuid)>> {
+        let mut results = Vec::with_capacity(topics.len());
+        for topic in topics {
+            results.push(self.delete_topic(topic).await);
+        }
+        self.publish_if_changed(ctx, true, &results).await;
+        results
+    }
+
+    async fn delete_topic(&self, topic: TopicRef) -> AdminResult<(String, Uuid)> {
+        let name = match topic {
+            TopicRef::Name(name) => name,
+            TopicRef::Id(id) => admin::load_topics(&self.store)
+                .await?
+                .into_iter()
+                .find(|t| t.topic_id == id && !id.is_nil())
+                .map(|t| t.name)
+                .ok_or_else(|| AdminFailure {
+                    code: ErrorCode::UNKNOWN_TOPIC_ID,
+                    message: format!("Topic id {id} not found"),
+                })?,
+        };
+        if !self.delete_topic_enable {
+            // Kafka with `delete.topic.enable=false`.
+            return Err(AdminFailure {
+                code: ErrorCode::TOPIC_DELETION_DISABLED,
+                message: "Topic deletion is disabled.".into(),
+            });
+        }
+        let info = admin::delete_topic(&self.store, &name).await?;
+        Ok((info.name, info.topic_id))
+    }
+
+    async fn create_partitions(
+        &self,
+        ctx: &Rc<ShardContext>,
+        topics: Vec<NewPartitions>,
+        validate_only: bool,
+    ) -> Vec<AdminResult<()>> {
+        let live = match admin::live_brokers(&self.store).await {
+            Ok(live) => live,
+            Err(e) => return topics.iter().map(|_| Err(e.clone().into())).collect(),
+        };
+        let mut results = Vec::with_capacity(topics.len());
+        for t in &topics {
+            let r = admin::create_partitions(
+                &self.store,
+                &t.topic,
+                t.count,
+                t.assignments.as_deref(),
+                &live,
+                validate_only,
+            )
+            .await;
+            results.push(r.map(|_| ()).map_err(AdminFailure::from));
+        }
+        self.publish_if_changed(ctx, !validate_only, &results).await;
+        results
+    }
+
+    /// Kafka's `TransactionCoordinator.handleInitProducerId` without a
+    /// transactional id: a new id at epoch 0, or (KIP-360) the same id
+    /// with the epoch bumped; an exhausted epoch gets a new id.
+    async fn init_producer_id(
+        &self,
+        producer_id: ProducerId,
+        producer_epoch: i16,
+    ) -> Result<(ProducerId, i16), ErrorCode> {
+        let issued = self
+            .producer_ids
+            .borrow()
+            .current_block()
+            .map_or(-1, |b| b.last_producer_id());
+        let known = producer_id >= 0 && producer_id <= issued && producer_epoch >= 0;
+        if known && producer_epoch < i16::MAX - 1 {
+            return Ok((producer_id, producer_epoch + 1));
+        }
+        let mut manager = self.producer_ids.borrow().clone();
+        let id = generate_producer_id(&self.store, &mut manager).await;
+        *self.producer_ids.borrow_mut() = manager;
+        match id {
+            Ok(id) => Ok((id, 0)),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot allocate a producer id");
+                Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+            }
+        }
+    }
+
+    async fn publish_if_changed<T>(
+        &self,
+        ctx: &Rc<ShardContext>,
+        writes: bool,
+        results: &[AdminResult<T>],
+    ) {
+        if writes && results.iter().any(Result::is_ok) {
+            if let Err(e) = self.publish(ctx).await {
+                tracing::warn!(error = %e, "cannot rebuild the metadata snapshot");
+            }
+        }
+    }
+
+    /// Rebuild the snapshot from the store, bump its version, install it
+    /// here and on every data shard; returns once all applied it.
+    async fn publish(&self, ctx: &Rc<ShardContext>) -> Result<u64, AdminError> {
+        let topics = admin::load_topics(&self.store).await?;
+        let version = self.version.get() + 1;
+        self.version.set(version);
+        let snapshot = build_snapshot(&self.base, version, self.broker_id, &topics);
+        debug_assert_eq!(snapshot.check_invariants(), Ok(()));
+        ctx.set_snapshot(Rc::new(snapshot.clone()));
+        for shard in 0..ctx.n_shards {
+            let publish = ShardRequest::SetSnapshot(Box::new(snapshot.clone()));
+            match ctx.call(shard, publish).await {
+                Ok(ShardResponse::SnapshotApplied { .. }) => {}
+                other => tracing::warn!(shard, ?other, "snapshot not applied"),
+            }
+        }
+        Ok(version)
+    }
+}
+
+/// The snapshot for `topics` over `base`'s brokers and cluster id. A
+/// partition whose state znode is missing gets this broker as leader when
+/// it is a replica (a single broker is its own controller).
+pub fn build_snapshot(
+    base: &Snapshot,
+    version: u64,
+    broker_id: BrokerId,
+    topics: &[TopicInfo],
+) -> Snapshot {
+    let mut snapshot = base.clone();
+    snapshot.version = version;
+    snapshot.topics = topics
+        .iter()
+        .map(|t| {
+            let state = topic_state(t, broker_id);
+            (state.name.clone(), state)
+        })
+        .collect();
+    snapshot
+}
+
+fn topic_state(info: &TopicInfo, broker_id: BrokerId) -> TopicState {
+    let partitions = info
+        .partitions
+        .iter()
+        .map(|p| {
+            let elected = p.leader >= 0 || !p.replicas.contains(&broker_id);
+            let (leader, leader_epoch, isr) = if elected {
+                (p.leader, p.leader_epoch, p.isr.clone())
+            } else {
+                (broker_id, 0, vec![broker_id])
+            };
+            PartitionState {
+                partition: p.partition as PartitionId,
+                leader,
+                leader_epoch,
+                replicas: p.replicas.clone(),
+                isr,
+                offline_replicas: Vec::new(),
+            }
+        })
+        .collect();
+    TopicState {
+        name: Arc::from(info.name.as_str()),
+        topic_id: info.topic_id,
+        // Kafka's `Topic.isInternal`.
+        is_internal: info.name == "__consumer_offsets" || info.name == "__transaction_state",
+        partitions,
+        configs: info.configs.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::BrokerEndpoint;
+    use crate::zk::admin::PartitionState as ZkPartition;
+
+    fn info(name: &str, leader: BrokerId) -> TopicInfo {
+        TopicInfo {
+            name: name.into(),
+            topic_id: Uuid::from_u128(5),
+            partitions: vec![ZkPartition {
+                partition: 0,
+                replicas: vec![1],
+                leader,
+                leader_epoch: if leader < 0 { -1 } else { 3 },
+                isr: if leader < 0 { vec![] } else { vec![1] },
+                controller_epoch: 1,
+                zk_version: 0,
+            }],
+            configs: BTreeMap::from([("retention.ms".into(), "1000".into())]),
+        }
+    }
+
+    #[test]
+    fn snapshot_carries_ids_state_and_configs_of_stored_topics() {
+        let base = Snapshot::single_broker(
+            "c",
+            BrokerEndpoint {
+                broker_id: 1,
+                host: "h".into(),
+                port: 9,
+                rack: None,
+            },
+        );
+        let topics = [info("a", 1), info("__consumer_offsets", -1)];
+        let s = build_snapshot(&base, 7, 1, &topics);
+        assert_eq!(s.version, 7);
+        s.check_invariants().unwrap();
+        let a = s.topic("a").unwrap();
+        assert_eq!(a.topic_id, Uuid::from_u128(5));
+        assert_eq!(
+            (a.partitions[0].leader, a.partitions[0].leader_epoch),
+            (1, 3)
+        );
+        assert_eq!(
+            a.configs.get("retention.ms").map(String::as_str),
+            Some("1000")
+        );
+        assert!(!a.is_internal);
+        // No state znode: this broker leads its own replica.
+        let offsets = s.topic("__consumer_offsets").unwrap();
+        assert!(offsets.is_internal);
+        assert_eq!(offsets.partitions[0].leader, 1);
+        assert_eq!(offsets.partitions[0].isr, vec![1]);
+    }
+}

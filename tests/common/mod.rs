@@ -778,7 +778,9 @@ pub fn encode_batch(records: &[RawRecord], compression: Compression) -> Bytes {
             producer_epoch: -1,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
-            sequence: -1,
+            // kafka-protocol starts a new batch whenever offset - sequence
+            // changes; this keeps one batch with baseSequence -1 (none).
+            sequence: i as i32 - 1,
             timestamp: *timestamp,
             key: key.map(Bytes::copy_from_slice),
             value: Some(Bytes::copy_from_slice(value)),

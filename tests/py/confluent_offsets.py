@@ -23,7 +23,12 @@ def main():
         "enable.auto.commit": False,
     })
     low, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=20)
-    found = c.offsets_for_times([TopicPartition(topic, partition, ts) for ts in timestamps], timeout=20)
+    # One lookup per call: a request naming the same partition twice is not
+    # what clients send.
+    found = [
+        c.offsets_for_times([TopicPartition(topic, partition, ts)], timeout=20)[0]
+        for ts in timestamps
+    ]
     c.close()
 
     admin = AdminClient({"bootstrap.servers": bootstrap})

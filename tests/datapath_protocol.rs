@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::FetchRequest;
+use kafka_protocol::messages::{FetchRequest, ProduceRequest};
 use kafka_protocol::records::Compression;
 
 use common::{
@@ -281,6 +281,80 @@ fn connection_keeps_serving_after_every_kind_of_refused_request() {
         let resp = conn.recv::<FetchRequest>(FETCH_VERSION, id);
         assert_eq!(resp.responses[0].partitions[0].error_code, error_code::NONE);
     }
+}
+
+// --- ordering -----------------------------------------------------------------
+
+/// Kafka keeps per-partition order for requests pipelined on one connection
+/// (librdkafka has up to 1M in flight without idempotence): request i's
+/// batch must land before request i+1's, whichever shard owns the partition.
+#[test]
+fn pipelined_produce_requests_on_one_connection_append_in_request_order() {
+    const REQUESTS: usize = 120;
+    const RECORDS: usize = 960;
+    const PARTITIONS: i32 = 4;
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("pipelined", PARTITIONS, &[]);
+    let filler = [b'p'; 1000];
+    let mut sent = Vec::new();
+    for i in 0..REQUESTS {
+        let partition = (i % PARTITIONS as usize) as i32;
+        let values: Vec<Vec<u8>> = (0..RECORDS)
+            .map(|r| [format!("{:08}:", i * RECORDS + r).as_bytes(), &filler].concat())
+            .collect();
+        let records: Vec<RawRecord> = values
+            .iter()
+            .map(|v| (None, v.as_slice(), now_ms()))
+            .collect();
+        let req = produce_request(
+            "pipelined",
+            partition,
+            encode_batch(&records, Compression::None),
+        );
+        sent.push((partition, conn.send(common::PRODUCE_VERSION, &req)));
+    }
+    let mut next_base = [0i64; PARTITIONS as usize];
+    for (i, (partition, id)) in sent.into_iter().enumerate() {
+        let resp = conn.recv::<ProduceRequest>(common::PRODUCE_VERSION, id);
+        let part = &resp.responses[0].partition_responses[0];
+        assert_eq!(part.error_code, error_code::NONE, "request {i}: {part:?}");
+        assert_eq!(
+            part.base_offset, next_base[partition as usize],
+            "request {i} (partition {partition}) appended out of order"
+        );
+        next_base[partition as usize] += RECORDS as i64;
+    }
+    for partition in 0..PARTITIONS {
+        let batches = conn.fetch_to_high_watermark("pipelined", partition, 0);
+        let seqs: Vec<usize> = decode_records(&batches)
+            .iter()
+            .map(|r| {
+                let v = r.value.as_ref().expect("value");
+                std::str::from_utf8(&v[..8]).unwrap().parse().unwrap()
+            })
+            .collect();
+        let expected: Vec<usize> = (0..REQUESTS)
+            .filter(|i| i % PARTITIONS as usize == partition as usize)
+            .flat_map(|i| i * RECORDS..(i + 1) * RECORDS)
+            .collect();
+        assert!(
+            seqs == expected,
+            "partition {partition}: log order differs from request order"
+        );
+    }
+}
+
+fn produce_request(topic: &str, partition: i32, records: Bytes) -> ProduceRequest {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(common::topic_name(topic))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(records))])])
 }
 
 // --- ListOffsets -------------------------------------------------------------

@@ -57,6 +57,7 @@ class Checker:
         self.wrong_partition = 0
         self.bad_payloads = []
         self.out_of_order = 0
+        self.out_of_order_at = []
         self.duplicates = 0
         self.unknown = 0
 
@@ -82,6 +83,8 @@ class Checker:
             self.wrong_partition += 1
         if seq <= self.last_seq[partition]:
             self.out_of_order += 1
+            if len(self.out_of_order_at) < 10:
+                self.out_of_order_at.append([partition, offset, seq, self.last_seq[partition]])
         self.last_seq[partition] = seq
         if self.seen[seq]:
             self.duplicates += 1
@@ -101,6 +104,8 @@ class Checker:
             "bad_payloads": self.bad_payloads,
             "wrong_partition": self.wrong_partition,
             "out_of_order": self.out_of_order,
+            # [partition, offset, seq, previous seq] of the first few
+            "out_of_order_at": self.out_of_order_at,
             "per_partition": self.per_partition,
             "next_offsets": self.next_offset,
         }

@@ -77,7 +77,7 @@ fn restart_on_the_same_log_dir_keeps_messages_offsets_and_topic_ids() {
     );
     drop(conn);
 
-    let stopped = broker.stop_keep_dir();
+    let stopped = broker.stop_with_logs();
     assert_eq!(stopped.status.code(), Some(0), "{:?}", stopped.log_lines);
     let broker = Broker::start_in(stopped.log_dir, &[]);
     assert_eq!(broker.cluster_id, cluster_id, "cluster.id after restart");
@@ -188,7 +188,7 @@ fn tail_fetches_leave_by_sendmsg_and_cold_fetches_by_sendfile() {
     );
     let tail_bytes = fetched_bytes(&tail);
     drop(conn);
-    let stopped = broker.stop_keep_dir();
+    let stopped = broker.stop_with_logs();
     assert_eq!(stopped.status.code(), Some(0));
     let hot = parse_zerocopy_line(&stopped.log_lines);
     assert!(

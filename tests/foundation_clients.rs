@@ -57,7 +57,9 @@ fn kcat_json_metadata_names_controller_and_broker() {
 #[test]
 fn kcat_reports_unknown_topic_for_a_missing_topic() {
     let kcat = kcat();
-    let broker = Broker::start();
+    // With auto.create.topics.enable (Kafka's default true) the Metadata
+    // request would create the topic.
+    let broker = Broker::start_with(&["auto.create.topics.enable=false"]);
     let out = Command::new(kcat)
         .args([
             "-L",

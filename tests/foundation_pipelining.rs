@@ -61,7 +61,9 @@ fn frame_for(correlation_id: i32) -> Vec<u8> {
 
 #[test]
 fn a_thousand_pipelined_requests_get_responses_in_request_order() {
-    let broker = Broker::start();
+    // Unknown topics stay unknown (auto.create.topics.enable defaults to
+    // true, which would create them).
+    let broker = Broker::start_with(&["auto.create.topics.enable=false"]);
     let mut stream = broker.connect();
     let mut writer = stream.try_clone().unwrap();
     // Write everything without reading, from another thread so that

@@ -735,6 +735,30 @@ mod tests {
     }
 
     #[test]
+    fn broker_topic_defaults_follow_log_keys_and_mark_set_ones_static() {
+        let c = load("log.retention.hours=1\nlog.segment.bytes=2048\nnum.partitions=4\n")
+            .unwrap()
+            .config;
+        let d = c.broker_topic_defaults();
+        assert_eq!(d.log_retention_ms, 3_600_000);
+        assert_eq!(d.log_segment_bytes, 2048);
+        assert_eq!(d.num_partitions, 4);
+        let stat: Vec<&str> = d.static_keys.iter().map(String::as_str).collect();
+        assert_eq!(stat, vec!["log.retention.hours", "log.segment.bytes"]);
+        let kv = c.key_values();
+        let get = |k: &str| kv.iter().find(|e| e.name == k).unwrap().clone();
+        assert_eq!(get("num.partitions").value.as_deref(), Some("4"));
+        assert!(get("num.partitions").is_set);
+        assert!(!get("message.max.bytes").is_set);
+        assert_eq!(get("log.roll.ms").value, None);
+        assert_eq!(
+            get("log.cleanup.policy").config_type,
+            topic::ConfigType::List
+        );
+        assert_eq!(kv.len(), ServerConfig::keys().len());
+    }
+
+    #[test]
     fn defaults_are_kafkas() {
         let c = load("").unwrap().config;
         // (what, ours, Kafka's default)

@@ -27,6 +27,8 @@ const IO_MEMORY_BYTES: usize = 512 << 10;
 const LISTEN_BACKLOG: i32 = 1024;
 /// Mesh queue length per peer pair.
 const MESH_QUEUE_LEN: usize = 1024;
+/// How often a data shard looks for the control shard's first snapshot.
+const FIRST_SNAPSHOT_POLL: Duration = Duration::from_millis(1);
 /// How often shards look at the signal flag.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
@@ -228,6 +230,11 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
             .ready
             .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));
     } else {
+        // Serve only with the control shard's first snapshot (the stored
+        // topics), so a restarted broker never answers from an empty one.
+        while ctx.snapshot().version == 0 && !setup.stop.load(Ordering::Relaxed) {
+            glommio::timer::sleep(FIRST_SNAPSHOT_POLL).await;
+        }
         start_data_path(&ctx, &setup).await;
         // SAFETY: `fd` is a bound, listening TCP socket we own; ownership
         // moves into the glommio listener, which closes it on drop.

@@ -227,12 +227,7 @@ pub async fn on_auto_create(ctx: &Rc<ShardContext>, topics: Vec<String>) -> Shar
     let _turn = control.serial.acquire_permit(1).await;
     let new_topics = topics
         .iter()
-        .map(|name| NewTopic {
-            name: name.clone(),
-            num_partitions: -1,
-            replication_factor: -1,
-            ..Default::default()
-        })
+        .map(|name| auto_created_topic(name, &ctx.config))
         .collect();
     let created = control.create_topics(ctx, new_topics, false).await;
     let results = topics
@@ -247,6 +242,64 @@ pub async fn on_auto_create(ctx: &Rc<ShardContext>, topics: Vec<String>) -> Shar
         .collect();
     ShardResponse::AutoCreated { results }
 }
+
+/// Kafka's `AutoTopicCreationManager.creatableTopic`: the internal topics
+/// get their own partition count, replication factor and configs
+/// (`offsets.topic.*`, `transaction.state.log.*`, as GroupCoordinator /
+/// TransactionStateManager define them); any other topic the broker
+/// defaults (`num.partitions`, `default.replication.factor`, KIP-464 -1).
+pub fn auto_created_topic(name: &str, config: &crate::config::ServerConfig) -> NewTopic {
+    let configs = |pairs: &[(&str, String)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    };
+    match name {
+        OFFSETS_TOPIC => NewTopic {
+            name: name.to_owned(),
+            num_partitions: config.offsets_topic_num_partitions,
+            replication_factor: config.offsets_topic_replication_factor,
+            configs: configs(&[
+                ("cleanup.policy", "compact".into()),
+                ("compression.type", "producer".into()),
+                (
+                    "segment.bytes",
+                    config.offsets_topic_segment_bytes.to_string(),
+                ),
+            ]),
+            ..Default::default()
+        },
+        TRANSACTION_STATE_TOPIC => NewTopic {
+            name: name.to_owned(),
+            num_partitions: config.transaction_state_log_num_partitions,
+            replication_factor: config.transaction_state_log_replication_factor,
+            configs: configs(&[
+                ("cleanup.policy", "compact".into()),
+                ("compression.type", "uncompressed".into()),
+                (
+                    "min.insync.replicas",
+                    config.transaction_state_log_min_isr.to_string(),
+                ),
+                // `transaction.state.log.segment.bytes` default 104857600.
+                ("segment.bytes", "104857600".into()),
+                ("unclean.leader.election.enable", "false".into()),
+            ]),
+            ..Default::default()
+        },
+        _ => NewTopic {
+            name: name.to_owned(),
+            num_partitions: -1,
+            replication_factor: -1,
+            ..Default::default()
+        },
+    }
+}
+
+/// Kafka's internal topic names (`Topic.GROUP_METADATA_TOPIC_NAME`,
+/// `Topic.TRANSACTION_STATE_TOPIC_NAME`).
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
 impl Control {
     async fn run(&self, ctx: &Rc<ShardContext>, req: AdminRequest) -> AdminResponse {
@@ -513,7 +566,7 @@ fn topic_state(info: &TopicInfo, broker_id: BrokerId) -> TopicState {
         name: Arc::from(info.name.as_str()),
         topic_id: info.topic_id,
         // Kafka's `Topic.isInternal`.
-        is_internal: info.name == "__consumer_offsets" || info.name == "__transaction_state",
+        is_internal: info.name == OFFSETS_TOPIC || info.name == TRANSACTION_STATE_TOPIC,
         partitions,
         configs: info.configs.clone(),
     }
@@ -540,6 +593,232 @@ mod tests {
             }],
             configs: BTreeMap::from([("retention.ms".into(), "1000".into())]),
         }
+    }
+
+    /// Run `f` on a control-shard context with no data shards (publication
+    /// then only installs the snapshot locally), on its own executor.
+    fn on_control<T: Send + 'static>(
+        dir: &Path,
+        f: impl FnOnce(Rc<ShardContext>) -> futures_lite::future::BoxedLocal<T> + Send + 'static,
+    ) -> T {
+        let dir = dir.to_path_buf();
+        glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+            .io_memory(512 << 10)
+            .spawn(move || async move {
+                let config = crate::config::ServerConfig {
+                    broker_id: 0,
+                    num_partitions: 2,
+                    ..Default::default()
+                };
+                let base = Snapshot::single_broker(
+                    "cluster-a",
+                    BrokerEndpoint {
+                        broker_id: 0,
+                        host: "h".into(),
+                        port: 9,
+                        rack: None,
+                    },
+                );
+                let ctx = ShardContext::new(
+                    super::super::context::Role::Control,
+                    0,
+                    Arc::new(config),
+                    vec![],
+                    base,
+                );
+                start(&ctx, &dir).await.expect("start");
+                f(ctx).await
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    async fn admin(ctx: &Rc<ShardContext>, req: AdminRequest) -> AdminResponse {
+        match on_admin_request(ctx, req).await {
+            ShardResponse::Admin(resp) => *resp,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn new_topic(name: &str, partitions: i32, rf: i16) -> NewTopic {
+        NewTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: rf,
+            ..Default::default()
+        }
+    }
+
+    fn codes<T>(results: &[AdminResult<T>]) -> Vec<ErrorCode> {
+        results
+            .iter()
+            .map(|r| r.as_ref().map_or_else(|e| e.code, |_| ErrorCode::NONE))
+            .collect()
+    }
+
+    #[test]
+    fn admin_operations_change_the_published_snapshot_and_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (id, versions) = on_control(dir.path(), |ctx| {
+            Box::pin(async move {
+                let v0 = ctx.snapshot().version;
+                let AdminResponse::CreatedTopics(created) = admin(
+                    &ctx,
+                    AdminRequest::CreateTopics {
+                        topics: vec![
+                            new_topic("a", 3, 1),
+                            new_topic("a", 1, 1),
+                            new_topic("b", 1, 2),
+                            new_topic("c", 0, 1),
+                            new_topic("d", -1, -1),
+                        ],
+                        validate_only: false,
+                    },
+                )
+                .await
+                else {
+                    panic!("wrong answer")
+                };
+                assert_eq!(
+                    codes(&created),
+                    vec![
+                        ErrorCode::NONE,
+                        ErrorCode::TOPIC_ALREADY_EXISTS,
+                        ErrorCode::INVALID_REPLICATION_FACTOR,
+                        ErrorCode::INVALID_PARTITIONS,
+                        ErrorCode::NONE,
+                    ]
+                );
+                let snap = ctx.snapshot();
+                assert!(snap.version > v0);
+                assert_eq!(snap.topic("a").unwrap().partitions.len(), 3);
+                // -1 = the broker's num.partitions (KIP-464).
+                assert_eq!(snap.topic("d").unwrap().partitions.len(), 2);
+                let grow = AdminRequest::CreatePartitions {
+                    topics: vec![NewPartitions {
+                        topic: "a".into(),
+                        count: 5,
+                        assignments: None,
+                    }],
+                    validate_only: false,
+                };
+                admin(&ctx, grow).await;
+                assert_eq!(ctx.snapshot().topic("a").unwrap().partitions.len(), 5);
+                let alter = AdminRequest::AlterTopicConfigs {
+                    topics: vec![(
+                        "a".into(),
+                        BTreeMap::from([("retention.ms".into(), "7".into())]),
+                    )],
+                    validate_only: false,
+                };
+                admin(&ctx, alter).await;
+                let a = ctx.snapshot().topic("a").cloned().unwrap();
+                assert_eq!(a.configs.get("retention.ms").map(String::as_str), Some("7"));
+                let delete = AdminRequest::DeleteTopics {
+                    topics: vec![TopicRef::Id(ctx.snapshot().topic("d").unwrap().topic_id)],
+                };
+                let AdminResponse::DeletedTopics(deleted) = admin(&ctx, delete).await else {
+                    panic!("wrong answer")
+                };
+                assert_eq!(deleted[0].as_ref().map(|d| d.0.as_str()), Ok("d"));
+                assert!(ctx.snapshot().topic("d").is_none());
+                (a.topic_id, ctx.snapshot().version)
+            })
+        });
+        assert!(versions >= 4);
+        // A restart loads the same topics, partition counts, configs, ids.
+        let after = on_control(dir.path(), |ctx| {
+            Box::pin(async move { ctx.snapshot().topic("a").cloned() })
+        })
+        .unwrap();
+        assert_eq!(after.topic_id, id);
+        assert_eq!(after.partitions.len(), 5);
+        assert_eq!(
+            after.configs.get("retention.ms").map(String::as_str),
+            Some("7")
+        );
+    }
+
+    #[test]
+    fn producer_ids_increase_and_reinit_bumps_the_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = on_control(dir.path(), |ctx| {
+            Box::pin(async move {
+                let mut out = Vec::new();
+                for (id, epoch) in [(-1, -1), (-1, -1), (0, 0), (0, i16::MAX - 1), (77_777, 3)] {
+                    let req = AdminRequest::InitProducerId {
+                        producer_id: id,
+                        producer_epoch: epoch,
+                    };
+                    match admin(&ctx, req).await {
+                        AdminResponse::ProducerId(r) => out.push(r.unwrap()),
+                        other => panic!("{other:?}"),
+                    }
+                }
+                out
+            })
+        });
+        // (requested) → new, new, bump, exhausted → new, unknown id → new.
+        assert_eq!(ids, vec![(0, 0), (1, 0), (0, 1), (2, 0), (3, 0)]);
+    }
+
+    #[test]
+    fn internal_topics_are_auto_created_with_their_kafka_specs() {
+        let config = crate::config::ServerConfig {
+            offsets_topic_replication_factor: 1,
+            ..Default::default()
+        };
+        let offsets = auto_created_topic(OFFSETS_TOPIC, &config);
+        assert_eq!(
+            (offsets.num_partitions, offsets.replication_factor),
+            (50, 1)
+        );
+        assert_eq!(
+            offsets.configs.get("cleanup.policy").map(String::as_str),
+            Some("compact")
+        );
+        let txn = auto_created_topic(TRANSACTION_STATE_TOPIC, &config);
+        assert_eq!((txn.num_partitions, txn.replication_factor), (50, 3));
+        let plain = auto_created_topic("orders", &config);
+        assert_eq!((plain.num_partitions, plain.replication_factor), (-1, -1));
+        assert!(plain.configs.is_empty());
+    }
+
+    #[test]
+    fn auto_create_reports_why_a_topic_could_not_be_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let answer = on_control(dir.path(), |ctx| {
+            Box::pin(async move {
+                let topics = vec!["auto-a".to_string(), OFFSETS_TOPIC.to_string()];
+                let answer = on_auto_create(&ctx, topics).await;
+                let made = ctx.snapshot().topic("auto-a").map(|t| t.partitions.len());
+                (answer, made)
+            })
+        });
+        // offsets.topic.replication.factor defaults to 3: one broker is not enough.
+        let expected = ShardResponse::AutoCreated {
+            results: vec![
+                ("auto-a".into(), ErrorCode::NONE),
+                (OFFSETS_TOPIC.into(), ErrorCode::INVALID_REPLICATION_FACTOR),
+            ],
+        };
+        assert_eq!(answer, (expected, Some(2)));
+    }
+
+    #[test]
+    fn a_store_from_another_cluster_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        futures_lite::future::block_on(async {
+            let data = ClusterIdZNode::new("other").encode();
+            create_recursive(&store, paths::CLUSTER_ID, &data, CreateMode::Persistent)
+                .await
+                .unwrap();
+            assert!(check_cluster_id(&store, "other").await.is_ok());
+            let err = check_cluster_id(&store, "cluster-a").await.unwrap_err();
+            assert!(err.contains("doesn't match"), "{err}");
+        });
     }
 
     #[test]

@@ -34,11 +34,10 @@ impl Broker {
     }
 
     pub fn start_with(overrides: &[&str]) -> Broker {
-        Broker::start_in(fresh_log_dir(), overrides)
+        Broker::start_in(new_log_dir(), overrides)
     }
 
-    /// Start on an existing log dir (e.g. the one [`Broker::stop_keep_dir`]
-    /// handed back), to test what survives a restart. The port is new.
+    /// Start on an existing log dir (a restart after [`Broker::stop_keeping_dir`]).
     pub fn start_in(log_dir: tempfile::TempDir, overrides: &[&str]) -> Broker {
         let mut args: Vec<String> = vec!["broker".into()];
         let base = [
@@ -140,6 +139,12 @@ impl Broker {
         child.wait().expect("wait")
     }
 
+    /// SIGTERM, wait for exit, and hand back the log dir for a restart.
+    pub fn stop_keeping_dir(mut self) -> (ExitStatus, tempfile::TempDir) {
+        let log_dir = std::mem::replace(&mut self.log_dir, new_log_dir());
+        (self.stop(), log_dir)
+    }
+
     /// Broker log lines printed so far.
     pub fn log_lines(&self) -> Vec<String> {
         self.stderr.try_iter().collect()
@@ -148,28 +153,22 @@ impl Broker {
     /// SIGTERM, wait for exit, and return every stderr line printed after
     /// the readiness line (including what the broker prints at shutdown).
     pub fn stop_collect(self) -> (ExitStatus, Vec<String>) {
-        let stopped = self.stop_keep_dir();
+        let stopped = self.stop_with_logs();
         (stopped.status, stopped.log_lines)
     }
 
-    /// Like [`Broker::stop_collect`], and keep the log dir for a restart
-    /// with [`Broker::start_in`].
-    pub fn stop_keep_dir(mut self) -> Stopped {
-        let mut child = self.child.take().expect("running");
-        // SAFETY: plain kill(2) on our own child.
-        unsafe {
-            libc::kill(child.id() as i32, libc::SIGTERM);
-        }
-        let status = child.wait().expect("wait");
+    /// Like [`Broker::stop_keeping_dir`], and also return every stderr line
+    /// printed after the readiness line.
+    pub fn stop_with_logs(mut self) -> Stopped {
+        let log_dir = std::mem::replace(&mut self.log_dir, new_log_dir());
+        let stderr = std::mem::replace(&mut self.stderr, mpsc::channel().1);
+        let status = self.stop();
         // The reader thread ends at EOF once the process is gone; the
         // limit only guards against a stuck pipe.
         let mut log_lines = Vec::new();
-        while let Ok(line) = self.stderr.recv_timeout(STARTUP_LIMIT) {
+        while let Ok(line) = stderr.recv_timeout(STARTUP_LIMIT) {
             log_lines.push(line);
         }
-        // `Broker` has a destructor, so the dir is swapped out rather than
-        // moved; the placeholder is an empty temp dir.
-        let log_dir = std::mem::replace(&mut self.log_dir, fresh_log_dir());
         Stopped {
             status,
             log_lines,
@@ -178,17 +177,11 @@ impl Broker {
     }
 }
 
-/// What [`Broker::stop_keep_dir`] leaves behind.
+/// What [`Broker::stop_with_logs`] leaves behind.
 pub struct Stopped {
     pub status: ExitStatus,
     pub log_lines: Vec<String>,
     pub log_dir: tempfile::TempDir,
-}
-
-/// A new log dir under target/ rather than /tmp: log dirs need O_DIRECT,
-/// which a tmpfs /tmp may not offer.
-pub fn fresh_log_dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp log dir")
 }
 
 impl Drop for Broker {
@@ -198,6 +191,12 @@ impl Drop for Broker {
             let _ = child.wait();
         }
     }
+}
+
+/// A fresh log dir under target/ rather than /tmp: log dirs need
+/// O_DIRECT, which a tmpfs /tmp may not offer.
+fn new_log_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp log dir")
 }
 
 /// Encode a request frame (size prefix + header + body).

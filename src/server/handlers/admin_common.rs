@@ -180,19 +180,38 @@ impl Walk<'_> {
 
 /// Walk `body` with `schema` (top-level fields; tagged fields follow in
 /// flexible versions) and refuse any array longer than the bytes left.
+/// Returns the number of bytes the schema covers.
 pub fn check_arrays(
     body: &[u8],
     schema: &[Field],
     version: i16,
     flexible: bool,
-) -> Result<(), DecodeError> {
+) -> Result<usize, DecodeError> {
     let mut walk = Walk {
         buf: body,
         pos: 0,
         version,
         flexible,
     };
-    walk.fields(schema)
+    walk.fields(schema)?;
+    Ok(walk.pos)
+}
+
+/// Test helper: `schema` covers exactly the crate's encoding of `message`
+/// at `version` (so real requests are never refused).
+#[cfg(test)]
+pub fn assert_schema_covers<T: kafka_protocol::protocol::Encodable>(
+    message: &T,
+    schema: &[Field],
+    version: i16,
+    flexible: bool,
+) {
+    let body = crate::metadata::answers::encode(message, version).expect("encode");
+    assert_eq!(
+        check_arrays(&body, schema, version, flexible),
+        Ok(body.len()),
+        "v{version}"
+    );
 }
 
 /// Check every array with `schema`, then decode with the crate.

@@ -34,11 +34,19 @@ const SCHEMA: &[Field] = &[
     BOOL,
 ];
 
+fn schema_for(_version: i16) -> &'static [Field] {
+    SCHEMA
+}
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: CreatePartitionsRequest =
-            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let request: CreatePartitionsRequest = decode_checked(
+            req.body,
+            schema_for(version),
+            version,
+            version >= FIRST_FLEXIBLE,
+        )?;
         let mut listed: HashMap<&str, usize> = HashMap::new();
         for t in &request.topics {
             *listed.entry(t.name.0.as_str()).or_default() += 1;
@@ -99,4 +107,46 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+    use kafka_protocol::messages::create_partitions_request::{
+        CreatePartitionsAssignment, CreatePartitionsTopic,
+    };
+    use kafka_protocol::messages::{BrokerId, TopicName};
+
+    #[test]
+    fn the_schema_covers_every_version_exactly() {
+        for v in VERSIONS.min..=VERSIONS.max {
+            let request = CreatePartitionsRequest::default()
+                .with_topics(vec![
+                    CreatePartitionsTopic::default()
+                        .with_name(TopicName(str_bytes("t")))
+                        .with_count(3)
+                        .with_assignments(Some(vec![CreatePartitionsAssignment::default()
+                            .with_broker_ids(vec![BrokerId(1)])])),
+                    CreatePartitionsTopic::default()
+                        .with_name(TopicName(str_bytes("u")))
+                        .with_assignments(None),
+                ])
+                .with_timeout_ms(5)
+                .with_validate_only(true);
+            let schema = schema_for(v);
+            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bodies_never_panic(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
+            v in VERSIONS.min..=VERSIONS.max,
+        ) {
+            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
+            let _ = decode_checked::<CreatePartitionsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
+        }
+    }
 }

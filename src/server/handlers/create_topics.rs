@@ -47,11 +47,19 @@ const SCHEMA: &[Field] = &[
     Field::Since(1, &BOOL),
 ];
 
+fn schema_for(_version: i16) -> &'static [Field] {
+    SCHEMA
+}
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: CreateTopicsRequest =
-            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let request: CreateTopicsRequest = decode_checked(
+            req.body,
+            schema_for(version),
+            version,
+            version >= FIRST_FLEXIBLE,
+        )?;
         let defaults = ctx.config.broker_topic_defaults();
         let (mut results, to_create) = prepare(&request);
         if !to_create.is_empty() {
@@ -205,4 +213,49 @@ fn resolved_configs(
             c
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+    use kafka_protocol::messages::create_topics_request::{
+        CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+    };
+    use kafka_protocol::messages::BrokerId;
+
+    #[test]
+    fn the_schema_covers_every_version_exactly() {
+        for v in VERSIONS.min..=VERSIONS.max {
+            let request = CreateTopicsRequest::default()
+                .with_topics(vec![CreatableTopic::default()
+                    .with_name(TopicName(str_bytes("t")))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1)
+                    .with_assignments(vec![CreatableReplicaAssignment::default()
+                        .with_partition_index(0)
+                        .with_broker_ids(vec![BrokerId(1), BrokerId(2)])])
+                    .with_configs(vec![
+                        CreatableTopicConfig::default()
+                            .with_name(str_bytes("retention.ms"))
+                            .with_value(Some(str_bytes("1"))),
+                        CreatableTopicConfig::default().with_name(str_bytes("x")),
+                    ])])
+                .with_timeout_ms(5)
+                .with_validate_only(true);
+            let schema = schema_for(v);
+            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bodies_never_panic(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
+            v in VERSIONS.min..=VERSIONS.max,
+        ) {
+            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
+            let _ = decode_checked::<CreateTopicsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
+        }
+    }
 }

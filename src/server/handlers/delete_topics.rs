@@ -32,16 +32,23 @@ const SCHEMA_BY_NAME: &[Field] = &[Field::StrArray, INT32];
 /// v6+: topics [name (nullable), topic_id], timeout_ms.
 const SCHEMA_BY_ID: &[Field] = &[Field::Structs(&[Field::Str, UUID]), INT32];
 
+fn schema_for(version: i16) -> &'static [Field] {
+    if version >= FIRST_WITH_IDS {
+        SCHEMA_BY_ID
+    } else {
+        SCHEMA_BY_NAME
+    }
+}
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let schema = if version >= FIRST_WITH_IDS {
-            SCHEMA_BY_ID
-        } else {
-            SCHEMA_BY_NAME
-        };
-        let request: DeleteTopicsRequest =
-            decode_checked(req.body, schema, version, version >= FIRST_FLEXIBLE)?;
+        let request: DeleteTopicsRequest = decode_checked(
+            req.body,
+            schema_for(version),
+            version,
+            version >= FIRST_FLEXIBLE,
+        )?;
         let refs = topic_refs(&request, version);
         let mut results: Vec<Result<(String, Uuid), AdminFailure>> = Vec::new();
         let valid: Vec<TopicRef> = refs.iter().filter_map(|r| r.clone().ok()).collect();
@@ -124,4 +131,45 @@ fn topic_result(
         }
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+    use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+
+    #[test]
+    fn the_schema_covers_every_version_exactly() {
+        for v in VERSIONS.min..=VERSIONS.max {
+            let request = DeleteTopicsRequest::default()
+                .with_topics(if v >= FIRST_WITH_IDS {
+                    vec![
+                        DeleteTopicState::default().with_name(Some(TopicName(str_bytes("a")))),
+                        DeleteTopicState::default().with_topic_id(uuid::Uuid::from_u128(3)),
+                    ]
+                } else {
+                    vec![]
+                })
+                .with_topic_names(if v < FIRST_WITH_IDS {
+                    vec![TopicName(str_bytes("a")), TopicName(str_bytes("bb"))]
+                } else {
+                    vec![]
+                })
+                .with_timeout_ms(5);
+            let schema = schema_for(v);
+            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bodies_never_panic(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
+            v in VERSIONS.min..=VERSIONS.max,
+        ) {
+            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
+            let _ = decode_checked::<DeleteTopicsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
+        }
+    }
 }

@@ -46,11 +46,19 @@ const SCHEMA: &[Field] = &[
     Field::Since(3, &BOOL),
 ];
 
+fn schema_for(_version: i16) -> &'static [Field] {
+    SCHEMA
+}
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: DescribeConfigsRequest =
-            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let request: DescribeConfigsRequest = decode_checked(
+            req.body,
+            schema_for(version),
+            version,
+            version >= FIRST_FLEXIBLE,
+        )?;
         let mut response = DescribeConfigsResponse::default();
         response.results = request
             .resources
@@ -194,4 +202,41 @@ fn config_result(
         c.config_type = e.config_type as i8;
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+
+    #[test]
+    fn the_schema_covers_every_version_exactly() {
+        for v in VERSIONS.min..=VERSIONS.max {
+            let request = DescribeConfigsRequest::default()
+                .with_resources(vec![
+                    DescribeConfigsResource::default()
+                        .with_resource_type(RESOURCE_TOPIC)
+                        .with_resource_name(str_bytes("t"))
+                        .with_configuration_keys(Some(vec![str_bytes("a"), str_bytes("bc")])),
+                    DescribeConfigsResource::default()
+                        .with_resource_type(RESOURCE_BROKER)
+                        .with_configuration_keys(None),
+                ])
+                .with_include_synonyms(true)
+                .with_include_documentation(v >= 3);
+            let schema = schema_for(v);
+            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bodies_never_panic(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
+            v in VERSIONS.min..=VERSIONS.max,
+        ) {
+            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
+            let _ = decode_checked::<DescribeConfigsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
+        }
+    }
 }

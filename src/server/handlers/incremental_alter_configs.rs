@@ -45,11 +45,19 @@ const SCHEMA: &[Field] = &[
     BOOL,
 ];
 
+fn schema_for(_version: i16) -> &'static [Field] {
+    SCHEMA
+}
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: IncrementalAlterConfigsRequest =
-            decode_checked(req.body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let request: IncrementalAlterConfigsRequest = decode_checked(
+            req.body,
+            schema_for(version),
+            version,
+            version >= FIRST_FLEXIBLE,
+        )?;
         let mut outcomes = Vec::with_capacity(request.resources.len());
         let mut topics = Vec::new();
         let mut seen = HashSet::new();
@@ -119,4 +127,47 @@ fn ops(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::admin_common::str_bytes;
+    use super::*;
+    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+
+    #[test]
+    fn the_schema_covers_every_version_exactly() {
+        for v in VERSIONS.min..=VERSIONS.max {
+            let request = IncrementalAlterConfigsRequest::default()
+                .with_resources(vec![AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(str_bytes("t"))
+                    .with_configs(vec![
+                        AlterableConfig::default()
+                            .with_name(str_bytes("retention.ms"))
+                            .with_config_operation(0)
+                            .with_value(Some(str_bytes("5"))),
+                        AlterableConfig::default()
+                            .with_name(str_bytes("x"))
+                            .with_config_operation(1),
+                    ])])
+                .with_validate_only(true);
+            let schema = schema_for(v);
+            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bodies_never_panic(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
+            v in VERSIONS.min..=VERSIONS.max,
+        ) {
+            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
+            let _ = decode_checked::<IncrementalAlterConfigsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
+        }
+    }
 }

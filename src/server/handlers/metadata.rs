@@ -19,6 +19,7 @@ use crate::protocol::decode::{check_array_len, decode_body};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
+use crate::shard::control::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::shard::{ShardContext, ShardRequest, ShardResponse};
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Metadata, 0, 13);
@@ -105,8 +106,10 @@ fn mark_auto_created(response: &mut MetadataResponse, results: &[(String, ErrorC
     }
 }
 
-/// For the Produce path: make sure `topic` exists, auto-creating it
-/// (`auto.create.topics.enable`) as Metadata does. Returns NONE when the
+/// For the Produce path (and FindCoordinator for the internal topics):
+/// make sure `topic` exists, auto-creating it (`auto.create.topics.enable`)
+/// as Metadata does; internal topics get their Kafka specs
+/// (`offsets.topic.num.partitions`, ...). Returns NONE when the
 /// topic is in this shard's snapshot afterwards; else
 /// UNKNOWN_TOPIC_OR_PARTITION (auto-create off or impossible),
 /// INVALID_TOPIC_EXCEPTION (bad name), or the creation error.
@@ -117,7 +120,10 @@ pub async fn ensure_topic_auto_created(ctx: &Rc<ShardContext>, topic: &str) -> E
     if !is_valid_topic_name(topic) {
         return ErrorCode::INVALID_TOPIC_EXCEPTION;
     }
-    if !ctx.config.auto_create_topics_enable {
+    // Kafka creates its internal topics on demand whatever
+    // auto.create.topics.enable says (FindCoordinator's path).
+    let internal = topic == OFFSETS_TOPIC || topic == TRANSACTION_STATE_TOPIC;
+    if !ctx.config.auto_create_topics_enable && !internal {
         return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
     }
     match request_auto_create(ctx, vec![topic.to_owned()]).await {

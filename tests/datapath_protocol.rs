@@ -288,45 +288,69 @@ fn connection_keeps_serving_after_every_kind_of_refused_request() {
 /// Kafka keeps per-partition order for requests pipelined on one connection
 /// (librdkafka has up to 1M in flight without idempotence): request i's
 /// batch must land before request i+1's, whichever shard owns the partition.
+/// Several connections do this at once, since the reordering seen with
+/// confluent-kafka needed a busy broker to show.
 #[test]
 fn pipelined_produce_requests_on_one_connection_append_in_request_order() {
-    const REQUESTS: usize = 120;
-    const RECORDS: usize = 960;
-    const PARTITIONS: i32 = 4;
+    const CONNECTIONS: usize = 6;
     let broker = Broker::start();
+    let topics: Vec<String> = (0..CONNECTIONS).map(|c| format!("pipelined-{c}")).collect();
     let mut conn = Conn::open(&broker);
-    conn.create_topic("pipelined", PARTITIONS, &[]);
+    for topic in &topics {
+        conn.create_topic(topic, PIPELINE_PARTITIONS, &[]);
+    }
+    std::thread::scope(|scope| {
+        for topic in &topics {
+            let mut conn = Conn::open(&broker);
+            scope.spawn(move || pipeline_produce_and_check_order(&mut conn, topic));
+        }
+    });
+}
+
+const PIPELINE_REQUESTS: usize = 120;
+const PIPELINE_RECORDS: usize = 200;
+const PIPELINE_PARTITIONS: i32 = 4;
+
+/// Send every produce request before reading any response, round-robin over
+/// the partitions; then check base offsets and the log's record order.
+fn pipeline_produce_and_check_order(conn: &mut Conn, topic: &str) {
     let filler = [b'p'; 1000];
     let mut sent = Vec::new();
-    for i in 0..REQUESTS {
-        let partition = (i % PARTITIONS as usize) as i32;
-        let values: Vec<Vec<u8>> = (0..RECORDS)
-            .map(|r| [format!("{:08}:", i * RECORDS + r).as_bytes(), &filler].concat())
+    for i in 0..PIPELINE_REQUESTS {
+        let partition = (i % PIPELINE_PARTITIONS as usize) as i32;
+        let values: Vec<Vec<u8>> = (0..PIPELINE_RECORDS)
+            .map(|r| {
+                [
+                    format!("{:08}:", i * PIPELINE_RECORDS + r).as_bytes(),
+                    &filler,
+                ]
+                .concat()
+            })
             .collect();
         let records: Vec<RawRecord> = values
             .iter()
             .map(|v| (None, v.as_slice(), now_ms()))
             .collect();
-        let req = produce_request(
-            "pipelined",
-            partition,
-            encode_batch(&records, Compression::None),
-        );
+        let req = produce_request(topic, partition, encode_batch(&records, Compression::None));
         sent.push((partition, conn.send(common::PRODUCE_VERSION, &req)));
     }
-    let mut next_base = [0i64; PARTITIONS as usize];
+    let mut next_base = [0i64; PIPELINE_PARTITIONS as usize];
     for (i, (partition, id)) in sent.into_iter().enumerate() {
         let resp = conn.recv::<ProduceRequest>(common::PRODUCE_VERSION, id);
         let part = &resp.responses[0].partition_responses[0];
-        assert_eq!(part.error_code, error_code::NONE, "request {i}: {part:?}");
+        assert_eq!(
+            part.error_code,
+            error_code::NONE,
+            "{topic} request {i}: {part:?}"
+        );
         assert_eq!(
             part.base_offset, next_base[partition as usize],
-            "request {i} (partition {partition}) appended out of order"
+            "{topic} request {i} (partition {partition}) appended out of order"
         );
-        next_base[partition as usize] += RECORDS as i64;
+        next_base[partition as usize] += PIPELINE_RECORDS as i64;
     }
-    for partition in 0..PARTITIONS {
-        let batches = conn.fetch_to_high_watermark("pipelined", partition, 0);
+    for partition in 0..PIPELINE_PARTITIONS {
+        let batches = conn.fetch_to_high_watermark(topic, partition, 0);
         let seqs: Vec<usize> = decode_records(&batches)
             .iter()
             .map(|r| {
@@ -334,13 +358,13 @@ fn pipelined_produce_requests_on_one_connection_append_in_request_order() {
                 std::str::from_utf8(&v[..8]).unwrap().parse().unwrap()
             })
             .collect();
-        let expected: Vec<usize> = (0..REQUESTS)
-            .filter(|i| i % PARTITIONS as usize == partition as usize)
-            .flat_map(|i| i * RECORDS..(i + 1) * RECORDS)
+        let expected: Vec<usize> = (0..PIPELINE_REQUESTS)
+            .filter(|i| i % PIPELINE_PARTITIONS as usize == partition as usize)
+            .flat_map(|i| i * PIPELINE_RECORDS..(i + 1) * PIPELINE_RECORDS)
             .collect();
         assert!(
             seqs == expected,
-            "partition {partition}: log order differs from request order"
+            "{topic} partition {partition}: log order differs from request order"
         );
     }
 }

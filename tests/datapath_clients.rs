@@ -80,3 +80,21 @@ fn aiokafka_reads_back_10k_messages_it_produced() {
     );
     assert_complete_round_trip(&report, COUNT, PARTITIONS);
 }
+
+#[test]
+fn confluent_kafka_consumer_tailing_a_live_producer_reads_every_message() {
+    const PARTITIONS: i32 = 3;
+    let trip = RoundTrip {
+        topic: "confluent-tail",
+        count: 200_000,
+        partitions: PARTITIONS,
+        size: 512,
+    };
+    let broker = Broker::start();
+    Conn::open(&broker).create_topic(trip.topic, PARTITIONS, &[]);
+    // The consumer assigns first and long-polls the empty partitions; the
+    // producer then runs while it reads from the tail (the batch cache).
+    let args = trip.args(&broker, "concurrent");
+    let report = run_py_script(&["confluent_kafka"], "confluent_roundtrip.py", &args);
+    assert_complete_round_trip(&report, trip.count, PARTITIONS);
+}

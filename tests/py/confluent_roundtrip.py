@@ -6,6 +6,7 @@ enable.auto.commit=false (group.id is still required by the client config);
 isolation.level left at librdkafka's default, read_committed.
 """
 
+import threading
 import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -80,6 +81,13 @@ def consume(args):
 def main():
     args = parse_args("confluent-kafka round trip")
     result = {}
+    if args.mode == "concurrent":
+        consumer = threading.Thread(target=lambda: result.__setitem__("consume", consume(args)))
+        consumer.start()
+        result["produce"] = produce(args)
+        consumer.join()
+        emit(result)
+        return
     if args.mode in ("produce", "both"):
         result["produce"] = produce(args)
     if args.mode in ("consume", "both"):

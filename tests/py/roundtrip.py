@@ -34,7 +34,9 @@ def parse_args(description):
     ap.add_argument("--count", type=int, required=True)
     ap.add_argument("--partitions", type=int, required=True)
     ap.add_argument("--size", type=int, default=100)
-    ap.add_argument("--mode", choices=["produce", "consume", "both"], default="both")
+    # both: produce, then consume; concurrent: the consumer starts first and
+    # tails the partitions while the producer runs.
+    ap.add_argument("--mode", choices=["produce", "consume", "both", "concurrent"], default="both")
     # A guard against a broker that stops serving (not a speed assertion):
     # give up when nothing arrives for this long and report what we have.
     ap.add_argument("--idle-timeout", type=float, default=60.0)

@@ -141,6 +141,8 @@ enum Command {
     Broker(BrokerArgs),
     /// Load generator: acks × linger.ms × batch.size sweeps against any Kafka broker.
     Loadgen(Box<shardlog::loadgen::LoadgenArgs>),
+    /// The main job: a broker on embedded metadata plus a load-generator sweep.
+    Bench(Box<shardlog::loadgen::bench::BenchArgs>),
 }
 
 #[derive(Args)]
@@ -165,6 +167,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Broker(args) => broker(args),
         Command::Loadgen(args) => shardlog::loadgen::run(*args),
+        Command::Bench(args) => shardlog::loadgen::bench::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -43,6 +43,7 @@
 
 pub mod accumulator;
 pub mod args;
+pub mod bench;
 pub mod client;
 pub mod consumer;
 pub mod echo;

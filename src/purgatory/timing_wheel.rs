@@ -10,8 +10,12 @@
 //! the level's current slot, so finding it costs a shift and a
 //! `trailing_zeros` per level (a `BinaryHeap` of bucket expirations, tried
 //! first, cost a push and a pop per bucket round, i.e. per op when ops are
-//! sparse). Nothing is kept per operation outside its bucket: insert is O(1)
-//! and cancel is O(1) (swap-remove from the bucket's vector).
+//! sparse). Insert is O(1) and cancel is O(1) (swap-remove from the bucket's
+//! vector). Buckets hold `(deadline, slot index)` pairs, so a cascade scans
+//! one vector sequentially and reads no slot; the slot is only written (its
+//! new bucket and position). Vectors rather than intrusive linked lists:
+//! walking a list of slots scattered over a 1M-entry slab is a chain of
+//! dependent cache misses, while a vector's entries are independent loads.
 //!
 //! When a higher-level bucket expires its entries are re-inserted relative to
 //! the advanced clock: they fall into a lower level (Kafka's "demotion") or,
@@ -55,22 +59,32 @@ pub struct Expired<T> {
     pub payload: T,
 }
 
-#[derive(Debug)]
-struct Slot<T> {
+/// Per-op bookkeeping, kept apart from the payloads so that moving ops
+/// between buckets touches 12 bytes per op, not the whole (possibly large)
+/// payload's cache lines.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
     generation: u32,
-    deadline_ms: i64,
-    /// Global bucket index (`level * wheel_size + slot`), `NO_BUCKET` if free.
+    /// Global bucket index (`level * WHEEL_SIZE + slot`), `NO_BUCKET` if free.
     bucket: u32,
     /// Position inside the bucket's vector (for O(1) swap-remove).
     pos: u32,
-    payload: Option<T>,
+}
+
+/// What a bucket stores per op: the deadline travels with the index, so a
+/// cascade reads the bucket's vector sequentially and never loads the slot
+/// to decide where an op goes (only a store to update its position).
+#[derive(Debug, Clone, Copy)]
+struct BucketEntry {
+    deadline_ms: i64,
+    index: u32,
 }
 
 #[derive(Debug, Default)]
 struct Bucket {
     /// Expiration of the round this bucket currently holds; -1 when unused.
     expiration_ms: i64,
-    items: Vec<u32>,
+    items: Vec<BucketEntry>,
 }
 
 #[derive(Debug)]
@@ -82,7 +96,12 @@ struct Level {
     /// hot paths need no division.
     current_id: i64,
     current_slot: u32,
-    /// `1 / tick_ms`, to estimate quotients without a divide.
+    /// `ceil(2^64 / tick_ms)` when `1 < tick_ms < 2^32`, else 0: then
+    /// `floor(rel / tick_ms)` is the high half of `rel * magic` for every
+    /// `rel < 2^32` (Lemire, Kaser & Kurz 2019, "Faster remainder by direct
+    /// computation"), one multiply instead of a divide.
+    magic: u64,
+    /// `1 / tick_ms`, to estimate quotients beyond the `magic` range.
     inv_tick: f64,
     /// Bit `s` set iff bucket `s` of this level is non-empty.
     occupied: u64,
@@ -97,16 +116,25 @@ impl Level {
             current_time_ms: current_id * tick_ms,
             current_id,
             current_slot: current_id.rem_euclid(WHEEL_SIZE as i64) as u32,
+            magic: if tick_ms > 1 && tick_ms < 1 << 32 {
+                (u64::MAX / tick_ms as u64) + 1
+            } else {
+                0
+            },
             inv_tick: 1.0 / tick_ms as f64,
             occupied: 0,
         }
     }
 
     /// `floor(rel / tick_ms)` for `0 <= rel` within this level's window (at
-    /// most ~20 ticks): a float estimate corrected exactly, no `idiv`.
+    /// most ~20 ticks), with no `idiv`: a multiply-high for the usual
+    /// levels, else a float estimate corrected exactly.
     fn ticks_in(&self, rel: i64) -> i64 {
         if self.tick_ms == 1 {
             return rel;
+        }
+        if self.magic != 0 && rel < 1 << 32 {
+            return ((rel as u128 * self.magic as u128) >> 64) as i64;
         }
         let tick = self.tick_ms;
         // A product that overflows is certainly above `rel`.
@@ -143,8 +171,12 @@ pub struct TimingWheel<T> {
     levels: Vec<Level>,
     /// `levels.len() * wheel_size` buckets, level-major.
     buckets: Vec<Bucket>,
-    slots: Vec<Slot<T>>,
+    slots: Vec<Slot>,
+    /// `payloads[i]` is `Some` iff slot `i` is live.
+    payloads: Vec<Option<T>>,
     free: Vec<u32>,
+    /// Reused by cascades so flushing a bucket allocates nothing.
+    spare: Vec<BucketEntry>,
     len: usize,
 }
 
@@ -162,7 +194,9 @@ impl<T> TimingWheel<T> {
             levels: Vec::new(),
             buckets: Vec::new(),
             slots: Vec::new(),
+            payloads: Vec::new(),
             free: Vec::new(),
+            spare: Vec::new(),
             len: 0,
         };
         wheel.push_level(tick_ms, start_ms);
@@ -205,32 +239,31 @@ impl<T> TimingWheel<T> {
     /// to one path.
     pub fn insert(&mut self, deadline_ms: i64, payload: T) -> TimerHandle {
         let index = match self.free.pop() {
-            Some(i) => i,
+            Some(i) => {
+                self.payloads[i as usize] = Some(payload);
+                i
+            }
             None => {
                 self.slots.push(Slot {
                     generation: 0,
-                    deadline_ms: 0,
                     bucket: NO_BUCKET,
                     pos: 0,
-                    payload: None,
                 });
+                self.payloads.push(Some(payload));
                 (self.slots.len() - 1) as u32
             }
         };
-        let slot = &mut self.slots[index as usize];
-        slot.deadline_ms = deadline_ms;
-        slot.payload = Some(payload);
-        let generation = slot.generation;
+        let generation = self.slots[index as usize].generation;
         self.len += 1;
-        self.place(index);
+        self.place(BucketEntry { deadline_ms, index });
         TimerHandle::new(index, generation)
     }
 
-    /// Puts slot `index` into the bucket its deadline belongs to, relative to
-    /// the current clocks, creating overflow levels on demand. Overdue
-    /// deadlines are clamped to the current tick.
-    fn place(&mut self, index: u32) {
-        let deadline = self.slots[index as usize].deadline_ms;
+    /// Puts `entry` into the bucket its deadline belongs to, relative to the
+    /// current clocks, creating overflow levels on demand. Overdue deadlines
+    /// are clamped to the current tick.
+    fn place(&mut self, entry: BucketEntry) {
+        let deadline = entry.deadline_ms;
         let mut level = 0;
         loop {
             let l = &self.levels[level];
@@ -248,7 +281,7 @@ impl<T> TimingWheel<T> {
                 let expiration = l
                     .current_time_ms
                     .saturating_add(q.saturating_mul(l.tick_ms));
-                self.add_to_bucket((level * WHEEL_SIZE + slot) as u32, index, expiration);
+                self.add_to_bucket((level * WHEEL_SIZE + slot) as u32, entry, expiration);
                 return;
             }
             let (interval, start) = (l.interval_ms, l.current_time_ms);
@@ -259,7 +292,7 @@ impl<T> TimingWheel<T> {
         }
     }
 
-    fn add_to_bucket(&mut self, b: u32, index: u32, expiration_ms: i64) {
+    fn add_to_bucket(&mut self, b: u32, entry: BucketEntry, expiration_ms: i64) {
         let bucket = &mut self.buckets[b as usize];
         if bucket.expiration_ms != expiration_ms {
             debug_assert!(bucket.items.is_empty(), "bucket reused before it expired");
@@ -267,42 +300,48 @@ impl<T> TimingWheel<T> {
             let (level, slot) = (b as usize / WHEEL_SIZE, b as usize % WHEEL_SIZE);
             self.levels[level].occupied |= 1 << slot;
         }
-        let slot = &mut self.slots[index as usize];
+        let slot = &mut self.slots[entry.index as usize];
         slot.bucket = b;
         slot.pos = bucket.items.len() as u32;
-        bucket.items.push(index);
+        bucket.items.push(entry);
     }
 
-    /// Detaches slot `index` from its bucket in O(1).
-    fn detach(&mut self, index: u32) {
-        let (b, pos) = {
-            let s = &self.slots[index as usize];
-            (s.bucket as usize, s.pos as usize)
-        };
+    /// Detaches slot `index` from its bucket in O(1); returns its deadline.
+    fn detach(&mut self, index: u32) -> i64 {
+        let Slot { bucket: b, pos, .. } = self.slots[index as usize];
+        let (b, pos) = (b as usize, pos as usize);
         let items = &mut self.buckets[b].items;
-        items.swap_remove(pos);
-        if let Some(&moved) = items.get(pos) {
-            self.slots[moved as usize].pos = pos as u32;
+        let removed = items.swap_remove(pos);
+        debug_assert_eq!(removed.index, index);
+        if let Some(moved) = items.get(pos) {
+            self.slots[moved.index as usize].pos = pos as u32;
         } else if items.is_empty() {
             // Emptied by cancellation: the driver must not wake for it.
             self.buckets[b].expiration_ms = -1;
             self.levels[b / WHEEL_SIZE].occupied &= !(1 << (b % WHEEL_SIZE));
         }
         self.slots[index as usize].bucket = NO_BUCKET;
+        removed.deadline_ms
     }
 
-    fn release(&mut self, index: u32) -> T {
+    /// Frees slot `index` (already out of its bucket): bumps its generation
+    /// so outstanding handles go stale, and returns the handle it had.
+    fn release(&mut self, index: u32) -> (TimerHandle, T) {
         let slot = &mut self.slots[index as usize];
+        let handle = TimerHandle::new(index, slot.generation);
         slot.generation = slot.generation.wrapping_add(1);
         slot.bucket = NO_BUCKET;
         self.len -= 1;
         self.free.push(index);
-        slot.payload.take().expect("live slot has a payload")
+        let payload = self.payloads[index as usize]
+            .take()
+            .expect("live slot has a payload");
+        (handle, payload)
     }
 
     fn live_index(&self, handle: TimerHandle) -> Option<u32> {
         let s = self.slots.get(handle.index())?;
-        (s.generation == handle.generation() && s.payload.is_some())
+        (s.generation == handle.generation() && s.bucket != NO_BUCKET)
             .then_some(handle.index() as u32)
     }
 
@@ -312,17 +351,17 @@ impl<T> TimingWheel<T> {
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
         let index = self.live_index(handle)?;
         self.detach(index);
-        Some(self.release(index))
+        Some(self.release(index).1)
     }
 
     pub fn get(&self, handle: TimerHandle) -> Option<&T> {
         let index = self.live_index(handle)?;
-        self.slots[index as usize].payload.as_ref()
+        self.payloads[index as usize].as_ref()
     }
 
     pub fn get_mut(&mut self, handle: TimerHandle) -> Option<&mut T> {
         let index = self.live_index(handle)?;
-        self.slots[index as usize].payload.as_mut()
+        self.payloads[index as usize].as_mut()
     }
 
     pub fn contains(&self, handle: TimerHandle) -> bool {
@@ -331,7 +370,8 @@ impl<T> TimingWheel<T> {
 
     pub fn deadline_ms(&self, handle: TimerHandle) -> Option<i64> {
         let index = self.live_index(handle)?;
-        Some(self.slots[index as usize].deadline_ms)
+        let Slot { bucket, pos, .. } = self.slots[index as usize];
+        Some(self.buckets[bucket as usize].items[pos as usize].deadline_ms)
     }
 
     /// Expiration of the earliest non-empty bucket: the driver arms its one
@@ -361,7 +401,10 @@ impl<T> TimingWheel<T> {
             };
             let exp = (level.current_id + offset as i64).saturating_mul(level.tick_ms);
             if best.is_none_or(|(e, _)| exp < e) {
-                let slot = (start + offset) % size;
+                let mut slot = start + offset;
+                if slot >= size {
+                    slot -= size;
+                }
                 best = Some((exp, l as u32 * size + slot));
             }
         }
@@ -380,7 +423,7 @@ impl<T> TimingWheel<T> {
     }
 
     /// [`advance`](Self::advance) appending to a caller-owned vector (no
-    /// allocation on the hot path).
+    /// allocation on the hot path once `out` and the buckets have grown).
     pub fn advance_into(&mut self, now_ms: i64, out: &mut Vec<Expired<T>>) {
         while let Some((exp, b)) = self.next_bucket() {
             if exp > now_ms {
@@ -401,33 +444,45 @@ impl<T> TimingWheel<T> {
         }
     }
 
+    /// Empties due bucket `b` (the clocks already stand at its expiration):
+    /// its entries expire or are demoted to a lower level.
     fn flush_bucket(&mut self, b: u32, out: &mut Vec<Expired<T>>) {
-        let mut items = std::mem::take(&mut self.buckets[b as usize].items);
+        // Swap in the spare (empty) vector so the bucket keeps an allocation
+        // for its next round and the cascade below allocates nothing.
+        let mut items = std::mem::replace(
+            &mut self.buckets[b as usize].items,
+            std::mem::take(&mut self.spare),
+        );
         self.buckets[b as usize].expiration_ms = -1;
-        self.levels[b as usize / WHEEL_SIZE].occupied &= !(1 << (b as usize % WHEEL_SIZE));
-        let level0_current = self.levels[0].current_time_ms;
-        for &index in &items {
-            let slot = &mut self.slots[index as usize];
-            slot.bucket = NO_BUCKET;
-            if slot.deadline_ms < level0_current + self.tick_ms {
-                let deadline_ms = slot.deadline_ms;
-                let generation = slot.generation;
-                let payload = self.release(index);
-                out.push(Expired {
-                    handle: TimerHandle::new(index, generation),
-                    deadline_ms,
-                    payload,
-                });
-            } else {
-                self.place(index);
+        let level = b as usize / WHEEL_SIZE;
+        self.levels[level].occupied &= !(1 << (b as usize % WHEEL_SIZE));
+        out.reserve(items.len());
+        if level == 0 {
+            // A level-0 bucket is one tick: everything in it is due (its
+            // deadlines lie in [expiration, expiration + tick), or overdue).
+            for e in items.drain(..) {
+                self.expire(e, out);
+            }
+        } else {
+            let due_before = self.levels[0].current_time_ms + self.tick_ms;
+            for e in items.drain(..) {
+                if e.deadline_ms < due_before {
+                    self.expire(e, out);
+                } else {
+                    self.place(e);
+                }
             }
         }
-        // Give the (now empty) allocation back to the bucket for its next round.
-        items.clear();
-        let bucket = &mut self.buckets[b as usize];
-        if bucket.items.is_empty() {
-            bucket.items = items;
-        }
+        self.spare = items;
+    }
+
+    fn expire(&mut self, e: BucketEntry, out: &mut Vec<Expired<T>>) {
+        let (handle, payload) = self.release(e.index);
+        out.push(Expired {
+            handle,
+            deadline_ms: e.deadline_ms,
+            payload,
+        });
     }
 
     /// Checks the wheel's structural invariants (tests and debug builds).
@@ -452,14 +507,17 @@ impl<T> TimingWheel<T> {
                     bucket.expiration_ms
                 );
             }
-            for (pos, &index) in bucket.items.iter().enumerate() {
+            for (pos, e) in bucket.items.iter().enumerate() {
+                let index = e.index;
                 let s = &self.slots[index as usize];
                 assert_eq!(s.bucket as usize, b, "slot {index} in wrong bucket");
                 assert_eq!(s.pos as usize, pos, "slot {index} has wrong position");
-                assert!(s.payload.is_some(), "bucket holds a free slot");
-                let level = &self.levels[b / WHEEL_SIZE];
                 assert!(
-                    s.deadline_ms.max(level.current_time_ms) < bucket.expiration_ms + level.tick_ms,
+                    self.payloads[index as usize].is_some(),
+                    "bucket holds a free slot"
+                );
+                assert!(
+                    e.deadline_ms.max(level.current_time_ms) < bucket.expiration_ms + level.tick_ms,
                     "slot {index} deadline beyond its bucket"
                 );
                 live += 1;
@@ -467,6 +525,8 @@ impl<T> TimingWheel<T> {
         }
         assert_eq!(live, self.len, "len does not match bucket contents");
         assert_eq!(self.len + self.free.len(), self.slots.len());
+        assert_eq!(self.slots.len(), self.payloads.len());
+        assert!(self.spare.is_empty(), "spare vector holds entries");
     }
 }
 
@@ -633,6 +693,13 @@ mod tests {
             let rel = (window as f64 * frac) as i64;
             prop_assert_eq!(l.ticks_in(rel), rel / tick);
             prop_assert_eq!(l.ticks_in(window), window / tick);
+        }
+
+        #[test]
+        fn multiply_high_quotient_is_exact_below_two_to_the_32(tick in 2i64..(1 << 32), rel in 0i64..(1 << 32)) {
+            let l = Level::new(tick, 0);
+            prop_assert_eq!(l.ticks_in(rel), rel / tick);
+            prop_assert_eq!(l.ticks_in((1 << 32) - 1), ((1i64 << 32) - 1) / tick);
         }
     }
 

@@ -230,12 +230,12 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
             .ready
             .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));
     } else {
+        start_data_path(&ctx, &setup).await;
         // Serve only with the control shard's first snapshot (the stored
         // topics), so a restarted broker never answers from an empty one.
         while ctx.snapshot().version == 0 && !setup.stop.load(Ordering::Relaxed) {
             glommio::timer::sleep(FIRST_SNAPSHOT_POLL).await;
         }
-        start_data_path(&ctx, &setup).await;
         // SAFETY: `fd` is a bound, listening TCP socket we own; ownership
         // moves into the glommio listener, which closes it on drop.
         let listener = unsafe {

@@ -20,7 +20,7 @@ use std::rc::Rc;
 use bytes::{Bytes, BytesMut};
 use glommio::sync::RwLock;
 
-use crate::config::topic::{BrokerTopicDefaults, TimestampType, TopicConfig};
+use crate::config::topic::{TimestampType, TopicConfig};
 use crate::config::ServerConfig;
 use crate::metadata::Snapshot;
 use crate::protocol::record_batch;
@@ -127,28 +127,6 @@ pub struct OffsetAnswer {
     pub timestamp: i64,
     pub offset: i64,
     pub leader_epoch: i32,
-}
-
-/// Broker-level topic defaults from `server.properties` (the `log.*` keys).
-pub fn broker_topic_defaults(config: &ServerConfig) -> BrokerTopicDefaults {
-    BrokerTopicDefaults {
-        message_max_bytes: config.message_max_bytes,
-        log_segment_bytes: config.log_segment_bytes,
-        log_roll_ms: config.effective_log_roll_ms(),
-        log_retention_ms: config.effective_log_retention_ms(),
-        log_retention_bytes: config.log_retention_bytes,
-        log_flush_interval_messages: config.log_flush_interval_messages,
-        log_flush_interval_ms: config.effective_log_flush_interval_ms(),
-        log_index_interval_bytes: config.log_index_interval_bytes,
-        log_index_size_max_bytes: config.log_index_size_max_bytes,
-        log_preallocate: config.log_preallocate,
-        log_message_timestamp_type: config.log_message_timestamp_type.clone(),
-        log_cleanup_policy: config.log_cleanup_policy.clone(),
-        min_insync_replicas: config.min_insync_replicas,
-        num_partitions: config.num_partitions,
-        default_replication_factor: config.default_replication_factor,
-        ..BrokerTopicDefaults::default()
-    }
 }
 
 /// The storage layer's view of a topic's config.
@@ -404,7 +382,7 @@ impl PartitionRegistry {
             return;
         }
         self.synced_version.set(Some(snapshot.version));
-        let defaults = broker_topic_defaults(&self.server);
+        let defaults = self.server.broker_topic_defaults();
         let mut wanted: BTreeMap<TopicPartition, (uuid::Uuid, i32, TopicConfig)> = BTreeMap::new();
         for topic in snapshot.topics.values() {
             let config = match TopicConfig::resolve(&topic.configs, &defaults) {
@@ -537,7 +515,11 @@ impl PartitionRegistry {
             .collect();
         let mut offsets = Vec::new();
         for p in all {
-            if let Ok(log) = p.log.read().await {
+            if let Ok(mut log) = p.log.write().await {
+                // Flushed first, so the recovery point recorded is the LEO.
+                if let Err(e) = log.flush().await {
+                    tracing::error!(tp = %p.tp, error = %e, "flush at shutdown failed");
+                }
                 offsets.push(PartitionOffsets::of(&log));
             }
             self.close_partition(p, false).await;

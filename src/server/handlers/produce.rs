@@ -82,6 +82,13 @@ struct Slot {
 
 async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicProduceResponse> {
     let acks = request.acks;
+    // `auto.create.topics.enable`: unknown topics are created (num.partitions)
+    // before the append, as the issue asks for Produce as well as Metadata.
+    for topic in &request.topic_data {
+        if ctx.snapshot().topic(topic.name.as_str()).is_none() {
+            let _ = super::metadata::ensure_topic_auto_created(ctx, topic.name.as_str()).await;
+        }
+    }
     let snapshot = ctx.snapshot();
     let mut slots: Vec<Slot> = Vec::new();
     let mut to_append: Vec<(usize, TopicPartition, Bytes)> = Vec::new();

@@ -1,0 +1,455 @@
+#!/usr/bin/env bash
+# The data-path results of issue 8 (P1-P4) and issue 7's loadgen-vs-librdkafka
+# comparison, measured side by side with this host's reference figures in one
+# run, printed as a markdown section to append to perf/RESULTS.md:
+#
+#   perf/results.sh [--quick] | tee -a perf/RESULTS.md
+#
+# P1 produce 1 KiB, acks=1, broker on one pinned shard, client on another core:
+#    shardlog loadgen and librdkafka's rdkafka_performance vs iperf3 loopback.
+# P2 durable produce (shardlog.flush.every.append=true, acks=all) vs fio
+#    O_DIRECT sequential write.
+# P3 produce p99 / p99.9 at 50% of P1's loadgen rate vs loopback echo RTT.
+# P4 consume throughput (rdkafka_performance -C) vs produce throughput, and
+#    user-space bytes copied per fetched byte (the broker's `zerocopy:` line).
+# Issue 7: loadgen vs rdkafka_performance producer, msgs/s and CPU per message.
+#
+# A step that fails prints why and the run goes on; its cells read "failed".
+# Progress goes to stderr, the markdown to stdout.
+set -uo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: perf/results.sh [options]
+  --quick              short runs (3 s points, iperf3 2 s, 256 MiB fio): under 3 minutes
+  --only LIST          comma list of steps: ref,p1,p3,p4,p2 (default: all; p3 needs p1's
+                       rate or --p3-rate, p4 needs p1's rdkafka topic)
+  --bin PATH           shardlog binary (default <repo>/target/release/shardlog, built if missing)
+  --rdkafka-perf PATH  rdkafka_performance wrapper (default: $RDKAFKA_PERF or
+                       /work/shared/tools/rdkafka-perf or <repo>/../shared/tools/rdkafka-perf)
+  --broker-cpus LIST   cores of the broker's data shards (default 0; one shard per core)
+  --client-cpus LIST   cores of the clients (default: 1, or 0 on a 1-core host)
+  --duration SECS      measured seconds per loadgen run (default 10; --quick 3)
+  --p3-rate N          P3 rate in msgs/s when P1 is not run
+  --keep               keep the temp dir (broker logs, raw outputs)
+EOF
+}
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+QUICK=0 ONLY="ref,p1,p3,p4,p2" BIN="" RDK="${RDKAFKA_PERF:-}" BROKER_CPUS="" CLIENT_CPUS=""
+DUR="" P3_RATE="" KEEP=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1; shift ;;
+    --only) ONLY="$2"; shift 2 ;;
+    --bin) BIN="$2"; shift 2 ;;
+    --rdkafka-perf) RDK="$2"; shift 2 ;;
+    --broker-cpus) BROKER_CPUS="$2"; shift 2 ;;
+    --client-cpus) CLIENT_CPUS="$2"; shift 2 ;;
+    --duration) DUR="$2"; shift 2 ;;
+    --p3-rate) P3_RATE="$2"; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "results.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+if [ "$QUICK" = 1 ]; then
+  : "${DUR:=3}"; WARM=1; REF_SECS=2; FIO_SIZE=256m; ECHO_SECS=2; RDK_MIN=50000; RDK_MAX=1500000
+else
+  : "${DUR:=10}"; WARM=2; REF_SECS=10; FIO_SIZE=1g; ECHO_SECS=5; RDK_MIN=100000; RDK_MAX=5000000
+fi
+PARTITIONS=6 SIZE=1024 LINGER=5 BATCH=1000000
+NPROC="$(nproc)"
+: "${BROKER_CPUS:=0}"
+if [ -z "$CLIENT_CPUS" ]; then [ "$NPROC" -ge 2 ] && CLIENT_CPUS=1 || CLIENT_CPUS=0; fi
+count_cpus() { # "0-1,3" -> 3
+  local n=0 part parts
+  IFS=',' read -ra parts <<<"$1"
+  for part in "${parts[@]}"; do
+    if [[ "$part" == *-* ]]; then n=$((n + ${part#*-} - ${part%-*} + 1)); elif [ -n "$part" ]; then n=$((n + 1)); fi
+  done
+  echo "$n"
+}
+NSHARDS="$(count_cpus "$BROKER_CPUS")"  # shardlog.shards: one data shard per broker core
+FIRST_BROKER_CPU="${BROKER_CPUS%%[,-]*}" FIRST_CLIENT_CPU="${CLIENT_CPUS%%[,-]*}"
+[ -n "$BIN" ] || BIN="$REPO/target/release/shardlog"
+if [ -z "$RDK" ]; then
+  for c in /work/shared/tools/rdkafka-perf "$REPO/../shared/tools/rdkafka-perf" "$REPO/../../shared/tools/rdkafka-perf"; do
+    [ -x "$c" ] && { RDK="$c"; break; }
+  done
+fi
+
+# Error chains, not backtraces, in the failure cells.
+export RUST_BACKTRACE=0 RUST_LIB_BACKTRACE=0
+log() { echo "results.sh: $(date -u +%H:%M:%S) $*" >&2; }
+want() { [[ ",$ONLY," == *",$1,"* ]]; }
+command -v python3 >/dev/null || { log "python3 is needed to read JSON outputs"; exit 1; }
+
+TMP="$(mktemp -d -t shardlog-results.XXXXXX)"
+BROKER_PID="" BROKER_ADDR="" BROKER_LOG="" BROKER_CMD="" ZC_LINE="" BROKER_NAME="" BROKER_EXITS=""
+cleanup() {
+  [ -n "$BROKER_PID" ] && { kill -KILL "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
+  if [ "$KEEP" = 1 ]; then log "kept $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Results: R[key]=value; a failed figure's cell shows NOTE[key].
+declare -A R NOTE
+CMDS=()
+set_fail() { local why="${2//|//}"; NOTE[$1]="failed: $why"; log "$1 failed: $why"; }
+cell() { # key [unit] -> the value, or why it is missing
+  if [ -n "${R[$1]:-}" ]; then echo "${R[$1]}${2:+ $2}"; else echo "${NOTE[$1]:-not measured}"; fi
+}
+opt() { [ -z "${R[$1]:-}" ] || echo " (${R[$1]} $2)"; }  # a secondary figure, if any
+first() { local v="${R[$1]:-}"; echo "${v%% *}"; }  # a figure without its remarks
+record_cmd() { local q; q="$(printf '%q ' "$@")"; CMDS+=("${q% }"); }
+calc() { awk "BEGIN { v = $1; if (v != v) exit 1; printf \"%.${2:-2}f\", v }" 2>/dev/null; }
+ratio() { # key numerator denominator digits
+  [ -n "${2:-}" ] && [ -n "${3:-}" ] && R[$1]="$(calc "$2 / $3" "${4:-2}")"
+}
+meets() { # value op target -> yes/no/—
+  [ -n "${1:-}" ] || { echo "—"; return; }
+  awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN { ok = (op == ">=") ? v >= t : v <= t; print ok ? "yes" : "no" }'
+}
+pyjson() { # file expression(j)
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null
+}
+tail_of() { tail -n "${2:-8}" "$1" 2>/dev/null | tr '\n' ' ' | cut -c1-160; }
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+HZ="$(getconf CLK_TCK)"
+proc_cpu() { # user+system CPU seconds of a live process
+  if [ -z "${1:-}" ] || [ ! -r "/proc/$1/stat" ]; then echo ""; return; fi
+  # Drop "pid (comm) " first: comm may hold spaces; utime/stime are then $12/$13.
+  sed 's/^.*) //' "/proc/$1/stat" | awk -v hz="$HZ" '{ printf "%.3f", ($12 + $13) / hz }'
+}
+
+# timed PREFIX cmd... : output in PREFIX.log, client CPU seconds in
+# C_CPU, broker CPU seconds over the run in B_CPU.
+timed() {
+  local pre="$1"; shift
+  record_cmd "$@"
+  local b0 b1 rc
+  b0="$(proc_cpu "$BROKER_PID")"
+  /usr/bin/time -f '%U %S %e' -o "$pre.time" "$@" >"$pre.log" 2>&1; rc=$?
+  b1="$(proc_cpu "$BROKER_PID")"
+  C_CPU="$(awk '/^[0-9.]+ [0-9.]+ [0-9.]+$/ { printf "%.3f", $1 + $2 }' "$pre.time" 2>/dev/null)"
+  B_CPU=""; [ -n "$b0" ] && [ -n "$b1" ] && B_CPU="$(calc "$b1 - $b0" 3)"
+  return $rc
+}
+
+# ------------------------------------------------------------- broker
+
+start_broker() { # name extra-override...
+  local name="$1"; shift
+  local dir="$TMP/$name" port
+  mkdir -p "$dir"; port="$(free_port)"
+  BROKER_LOG="$dir/broker.log" BROKER_NAME="$name"
+  local args=(broker --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$dir/data"
+    --override "shardlog.shards=$NSHARDS" --override "shardlog.cpus=$BROKER_CPUS"
+    --override auto.create.topics.enable=true --override "num.partitions=$PARTITIONS")
+  local o; for o in "$@"; do args+=(--override "$o"); done
+  BROKER_CMD="$(printf '%q ' "$BIN" "${args[@]}")"
+  CMDS+=("${BROKER_CMD% }")
+  log "starting broker $name on 127.0.0.1:$port (cpus $BROKER_CPUS)"
+  "$BIN" "${args[@]}" >"$BROKER_LOG" 2>&1 &
+  BROKER_PID=$!
+  for _ in $(seq 1 300); do
+    grep -aq 'listening on' "$BROKER_LOG" && { BROKER_ADDR="127.0.0.1:$port"; return 0; }
+    kill -0 "$BROKER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  BROKER_ERR="broker did not become ready: $(tail_of "$BROKER_LOG" 5)"
+  kill -KILL "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; BROKER_PID=""
+  log "$BROKER_ERR"
+  return 1
+}
+
+stop_broker() { # SIGTERM, wait 15 s, then SIGKILL with a warning; sets ZC_LINE
+  [ -n "$BROKER_PID" ] || return 0
+  kill -TERM "$BROKER_PID" 2>/dev/null
+  for _ in $(seq 1 150); do kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$BROKER_PID" 2>/dev/null; then
+    log "warning: broker ignored SIGTERM for 15 s; SIGKILL"
+    kill -KILL "$BROKER_PID" 2>/dev/null
+  fi
+  wait "$BROKER_PID" 2>/dev/null; local rc=$?
+  [ "$rc" = 0 ] || log "warning: broker exited with status $rc"
+  BROKER_EXITS+="$BROKER_NAME: $rc; "
+  ZC_LINE="$(grep -a 'zerocopy:' "$BROKER_LOG" | tail -1 | sed 's/^.*zerocopy:/zerocopy:/')"
+  BROKER_PID=""
+  return 0
+}
+
+# ------------------------------------------------------------- clients
+
+# loadgen PREFIX args... against the running broker, pinned to the client cores.
+loadgen() {
+  local pre="$1"; shift
+  timed "$pre" "$BIN" loadgen --bootstrap "$BROKER_ADDR" --client-cpus "$CLIENT_CPUS" \
+    --message-size "$SIZE" --partitions "$PARTITIONS" --out "$pre.out" "$@"
+}
+# lg_point PREFIX INDEX EXPR [DIGITS] -> a field of a loadgen results.json
+# point (formatted to DIGITS decimals when given), or nothing.
+lg_point() {
+  local v; v="$(pyjson "$1.out/results.json" "j['points'][$2]$3")"
+  [[ "$v" =~ ^-?[0-9.eE+-]+$ ]] || return 0
+  if [ -n "${4:-}" ]; then printf "%.${4}f" "$v"; else echo "$v"; fi
+}
+
+rdk() { # PREFIX rdkafka_performance args...
+  local pre="$1"; shift
+  [ -n "$RDK" ] || { echo "rdkafka-perf not found (pass --rdkafka-perf)" >"$pre.log"; return 1; }
+  # Counts are sized to take about DUR seconds; a stuck run is cut off.
+  local limit=$((DUR * 6 + 30)) rc
+  timed "$pre" timeout "$limit" taskset -c "$CLIENT_CPUS" "$RDK" "$@"; rc=$?
+  [ "$rc" = 124 ] && echo "results.sh: rdkafka_performance cut off after $limit s" >>"$pre.log"
+  return $rc
+}
+# rdk_summary PREFIX produced|consumed -> "msgs msgs_per_sec MB_per_sec failed"
+rdk_summary() {
+  python3 - "$1.log" "$2" <<'EOF' 2>/dev/null
+import re, sys
+text = open(sys.argv[1], errors="replace").read()
+if sys.argv[2] == "produced":
+    m = re.findall(r"(\d+) delivered \(offset -?\d+, (\d+) failed\) in \d+ms: (\d+) msgs/s and ([\d.]+) MB/s", text)
+    if m and int(m[-1][0]) > 0: d, f, r, mb = m[-1]; print(d, r, mb, f)
+else:
+    m = re.findall(r"(\d+) messages \(\d+ bytes\) consumed in \d+ms: (\d+) msgs/s \(([\d.]+) MB/s\)", text)
+    if m and int(m[-1][0]) > 0: n, r, mb = m[-1]; print(n, r, mb, 0)
+EOF
+}
+# rdk_why PREFIX -> a short reason an rdkafka_performance run gave no figure
+rdk_why() {
+  python3 - "$1.log" <<'EOF' 2>/dev/null || tail_of "$1.log" 2
+import re, sys
+t = open(sys.argv[1], errors="replace").read()
+parts = []
+cut = re.search(r"cut off after \d+ s", t)
+if cut: parts.append(cut.group(0))
+done = re.findall(r"(\d+) (delivered|messages \(\d+ bytes\) consumed)", t)
+if done: parts.append(done[-1][0] + (" delivered" if done[-1][1] == "delivered" else " consumed"))
+for pat in (r"produce error: [^\n]*", r"[Cc]onsume(?:r)? error[^\n]*", r"ERROR[^\n]*"):
+    err = re.search(pat, t)
+    if err:
+        parts.append(err.group(0).strip()[:100])
+        break
+lines = t.strip().splitlines()
+print("; ".join(parts) if parts else (lines[-1][:160] if lines else "no output"))
+EOF
+}
+per_msg_us() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "${2:-0}" != 0 ] && calc "$1 * 1e6 / $2" 2; }
+
+# ------------------------------------------------------------- steps
+
+step_ref() {
+  log "reference: iperf3 loopback, fio O_DIRECT sequential write, echo RTT"
+  local out
+  record_cmd "$REPO/perf/reference.sh" --only iperf3 --seconds "$REF_SECS"
+  if out="$("$REPO/perf/reference.sh" --only iperf3 --seconds "$REF_SECS" 2>"$TMP/ref-iperf3.err")"; then
+    R[iperf3_gbit]="$(awk '/^iperf3_loopback_1stream/ { print $2 }' <<<"$out")"
+    R[iperf3_mb]="$(calc "${R[iperf3_gbit]} * 125" 0)"
+  else set_fail iperf3_mb "$(tail_of "$TMP/ref-iperf3.err" 3)"; fi
+  # fio in the temp dir: the filesystem the brokers' log dirs are on.
+  record_cmd "$REPO/perf/reference.sh" --only seqwrite --size "$FIO_SIZE" --dir "$TMP"
+  if out="$("$REPO/perf/reference.sh" --only seqwrite --size "$FIO_SIZE" --dir "$TMP" 2>"$TMP/ref-fio.err")"; then
+    R[fio_mb]="$(awk '/^fio_seqwrite/ { print $2 }' <<<"$out")"
+  else set_fail fio_mb "$(tail_of "$TMP/ref-fio.err" 3)"; fi
+  # Echo client on the client core, server on the broker core: the broker's layout.
+  if timed "$TMP/echo" "$BIN" loadgen --echo-rtt --duration "${ECHO_SECS}s" --warmup 1s \
+    --client-cpus "$FIRST_CLIENT_CPU,$FIRST_BROKER_CPU" --out "$TMP/echo.out"; then
+    R[echo_p99]="$(pyjson "$TMP/echo.out/echo.json" "'%.1f' % j['rtt']['p99_us']")"
+    R[echo_p999]="$(pyjson "$TMP/echo.out/echo.json" "'%.1f' % j['rtt']['p999_us']")"
+  else set_fail echo_p999 "$(tail_of "$TMP/echo.log" 3)"; NOTE[echo_p99]="${NOTE[echo_p999]}"; fi
+}
+
+step_p1() {
+  log "P1: produce 1 KiB acks=1 linger.ms=$LINGER batch.size=$BATCH, $PARTITIONS partitions"
+  if loadgen "$TMP/p1lg" --topic p1-loadgen --acks 1 --linger-ms "$LINGER" --batch-size "$BATCH" \
+    --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+    R[p1_lg_msgs]="$(lg_point "$TMP/p1lg" 0 "['msgs_per_sec']" 0)"
+    R[p1_lg_mb]="$(lg_point "$TMP/p1lg" 0 "['mb_per_sec']" 1)"
+    local produced; produced="$(lg_point "$TMP/p1lg" 0 "['produced']")"
+    R[p1_lg_cpu]="$(per_msg_us "$C_CPU" "$produced")"
+    R[p1_lg_bcpu]="$(per_msg_us "$B_CPU" "$produced")"
+  else set_fail p1_lg_mb "$(tail_of "$TMP/p1lg.log" 4)"; fi
+  # Count sized to last about as long as the loadgen run.
+  local count=$((QUICK ? 300000 : 1000000))
+  [ -n "${R[p1_lg_msgs]:-}" ] && count="$(awk -v r="${R[p1_lg_msgs]}" -v d="$DUR" -v lo="$RDK_MIN" -v hi="$RDK_MAX" \
+    'BEGIN { c = int(r * d); if (c < lo) c = lo; if (c > hi) c = hi; print c }')"
+  # Create the topic with $PARTITIONS partitions first (num.partitions also says so).
+  timed "$TMP/p1pre" "$BIN" loadgen --bootstrap "$BROKER_ADDR" --topic p1-rdkafka --partitions "$PARTITIONS" \
+    --messages 10 --consumers 0 --acks 1 || log "pre-creating p1-rdkafka failed: $(tail_of "$TMP/p1pre.log" 2)"
+  R[p1_rdk_count]="$count"
+  local s
+  if rdk "$TMP/p1rdk" -P -t p1-rdkafka -b "$BROKER_ADDR" -s "$SIZE" -c "$count" \
+    -X acks=1 -X "linger.ms=$LINGER" -X "batch.size=$BATCH" && s="$(rdk_summary "$TMP/p1rdk" produced)" && [ -n "$s" ]; then
+    read -r d r mb f <<<"$s"
+    R[p1_rdk_msgs]="$r" R[p1_rdk_mb]="$(printf '%.1f' "$mb")" R[p1_rdk_delivered]="$d"
+    [ "$f" = 0 ] || R[p1_rdk_mb]+=" ($f failed)"
+    R[p1_rdk_cpu]="$(per_msg_us "$C_CPU" "$d")"
+    R[p1_rdk_bcpu]="$(per_msg_us "$B_CPU" "$d")"
+  else set_fail p1_rdk_mb "$(rdk_why "$TMP/p1rdk")"; fi
+  ratio p1_lg_ratio "${R[p1_lg_mb]:-}" "${R[iperf3_mb]:-}"
+  ratio p1_rdk_ratio "$(first p1_rdk_mb)" "${R[iperf3_mb]:-}"
+  ratio lg_vs_rdk "${R[p1_lg_msgs]:-}" "${R[p1_rdk_msgs]:-}"
+}
+
+step_p3() {
+  local rate="${P3_RATE:-}"
+  [ -n "$rate" ] || [ -z "${R[p1_lg_msgs]:-}" ] || rate="$(calc "${R[p1_lg_msgs]} / 2" 0)"
+  [ -n "$rate" ] || { set_fail p3_p999_5 "needs P1's loadgen rate (or --p3-rate)"; NOTE[p3_p999_0]="${NOTE[p3_p999_5]}"; return; }
+  R[p3_rate]="$rate"
+  log "P3: produce latency at $rate msgs/s (50% of P1), linger.ms=0 and $LINGER"
+  if loadgen "$TMP/p3" --topic p3-latency --acks 1 --sweep "linger.ms=0,$LINGER" --batch-size "$BATCH" \
+    --rate "$rate" --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+    local i l
+    for i in 0 1; do
+      l="$(lg_point "$TMP/p3" "$i" "['settings']['linger_ms']")"
+      [ -n "$l" ] || continue
+      R[p3_p99_$l]="$(lg_point "$TMP/p3" "$i" "['ack_latency_intended']['p99_us']" 0)"
+      R[p3_p999_$l]="$(lg_point "$TMP/p3" "$i" "['ack_latency_intended']['p999_us']" 0)"
+      R[p3_sent_p999_$l]="$(lg_point "$TMP/p3" "$i" "['ack_latency']['p999_us']" 0)"
+      R[p3_msgs_$l]="$(lg_point "$TMP/p3" "$i" "['msgs_per_sec']" 0)"
+      # Target: p99.9 <= 3 x echo p99.9 + linger.ms.
+      [ -n "${R[echo_p999]:-}" ] && R[p3_bound_$l]="$(calc "3 * ${R[echo_p999]} + $l * 1000" 0)" \
+        && ratio "p3_ratio_$l" "${R[p3_p999_$l]}" "${R[p3_bound_$l]}"
+    done
+  else set_fail p3_p999_5 "$(tail_of "$TMP/p3.log" 4)"; NOTE[p3_p999_0]="${NOTE[p3_p999_5]}"; fi
+}
+
+step_p4() {
+  [ -n "${R[p1_rdk_delivered]:-}" ] || { set_fail p4_mb "needs P1's rdkafka_performance topic"; return; }
+  log "P4: consume p1-rdkafka from the beginning (rdkafka_performance -C)"
+  local parts=() p s
+  for ((p = 0; p < PARTITIONS; p++)); do parts+=(-p "$p"); done
+  if rdk "$TMP/p4" -C -t p1-rdkafka -b "$BROKER_ADDR" "${parts[@]}" -o beginning -e \
+    && s="$(rdk_summary "$TMP/p4" consumed)" && [ -n "$s" ]; then
+    read -r n r mb _ <<<"$s"
+    R[p4_msgs]="$r" R[p4_mb]="$(printf '%.1f' "$mb")" R[p4_count]="$n"
+    R[p4_bytes]="$((n * SIZE))"
+    ratio p4_ratio "${R[p4_mb]}" "$(first p1_rdk_mb)"
+  else set_fail p4_mb "$(rdk_why "$TMP/p4")"; fi
+}
+
+zerocopy_figure() { # after broker A stopped
+  if [ -z "$ZC_LINE" ]; then
+    NOTE[p4_copied]="n/a: the broker printed no \`zerocopy:\` line at shutdown"
+    return
+  fi
+  R[p4_zc_line]="$ZC_LINE"
+  # Counters are bytes by path; copied / all = user-space copies per fetched byte.
+  R[p4_copied]="$(python3 - "$ZC_LINE" <<'EOF' 2>/dev/null
+import sys
+kv = dict(p.split("=", 1) for p in sys.argv[1].split()[1:] if "=" in p)
+vals = {k: float(v.rstrip(",")) for k, v in kv.items()}
+total = sum(vals.values())
+print("%.3f" % (vals.get("copied", 0.0) / total) if total else "")
+EOF
+)"
+  [ -n "${R[p4_copied]}" ] || NOTE[p4_copied]="n/a: could not read \`$ZC_LINE\`"
+}
+
+step_p2() {
+  log "P2: durable produce (shardlog.flush.every.append=true), acks=all"
+  start_broker durable shardlog.flush.every.append=true || { set_fail p2_lg_mb "$BROKER_ERR"; NOTE[p2_rdk_mb]="${NOTE[p2_lg_mb]}"; return; }
+  R[p2_broker]="$BROKER_CMD"
+  if loadgen "$TMP/p2lg" --topic p2-loadgen --acks all --linger-ms "$LINGER" --batch-size "$BATCH" \
+    --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+    R[p2_lg_msgs]="$(lg_point "$TMP/p2lg" 0 "['msgs_per_sec']" 0)"
+    R[p2_lg_mb]="$(lg_point "$TMP/p2lg" 0 "['mb_per_sec']" 1)"
+  else set_fail p2_lg_mb "$(tail_of "$TMP/p2lg.log" 4)"; fi
+  local count=$((QUICK ? 100000 : 300000)) s
+  [ -n "${R[p2_lg_msgs]:-}" ] && count="$(awk -v r="${R[p2_lg_msgs]}" -v d="$DUR" -v lo="$RDK_MIN" -v hi="$RDK_MAX" \
+    'BEGIN { c = int(r * d); if (c < lo) c = lo; if (c > hi) c = hi; print c }')"
+  if rdk "$TMP/p2rdk" -P -t p2-rdkafka -b "$BROKER_ADDR" -s "$SIZE" -c "$count" \
+    -X acks=all -X "linger.ms=$LINGER" -X "batch.size=$BATCH" && s="$(rdk_summary "$TMP/p2rdk" produced)" && [ -n "$s" ]; then
+    read -r _ r mb f <<<"$s"
+    R[p2_rdk_msgs]="$r" R[p2_rdk_mb]="$(printf '%.1f' "$mb")"
+    [ "$f" = 0 ] || R[p2_rdk_mb]+=" ($f failed)"
+  else set_fail p2_rdk_mb "$(rdk_why "$TMP/p2rdk")"; fi
+  stop_broker
+  ratio p2_lg_ratio "${R[p2_lg_mb]:-}" "${R[fio_mb]:-}"
+  ratio p2_rdk_ratio "$(first p2_rdk_mb)" "${R[fio_mb]:-}"
+}
+
+# ------------------------------------------------------------- run
+
+if [ ! -x "$BIN" ]; then
+  log "$BIN missing: cargo build --release"
+  (cd "$REPO" && cargo build --release >&2) || log "cargo build --release failed; steps needing $BIN will fail"
+fi
+RDK_VER=""
+# The first use of the wrapper builds librdkafka: do it before measuring.
+[ -n "$RDK" ] && RDK_VER="$("$RDK" -h 2>&1 | sed -n 's/^librdkafka version \([0-9.]*\).*/\1/p' | head -1)"
+START="$(date -u '+%Y-%m-%d %H:%M UTC')"
+LOAD0="$(cut -d' ' -f1-3 /proc/loadavg)"
+log "host $(uname -n): $NPROC cpus, kernel $(uname -r); broker cpus $BROKER_CPUS ($NSHARDS shard(s)), client cpus $CLIENT_CPUS"
+
+want ref && step_ref
+if want p1 || want p3 || want p4; then
+  if start_broker fast; then
+    R[a_broker]="$BROKER_CMD"
+    want p1 && step_p1
+    want p3 && step_p3
+    want p4 && step_p4
+    stop_broker
+    want p4 && zerocopy_figure
+  else
+    for k in p1_lg_mb p1_rdk_mb p3_p999_0 p3_p999_5 p4_mb p4_copied; do set_fail "$k" "$BROKER_ERR"; done
+  fi
+fi
+want p2 && step_p2
+
+# ------------------------------------------------------------- markdown
+
+MODE=""; [ "$QUICK" = 1 ] && MODE=" --quick"
+cat <<EOF
+
+### Run of $START (\`perf/results.sh$MODE\`)
+
+Host \`$(uname -n)\`: nproc $NPROC, kernel $(uname -r), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo),
+load average at start $LOAD0 and end $(cut -d' ' -f1-3 /proc/loadavg) (other tenants share the cores).
+shardlog $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "?") ($BIN); broker data shards on CPU(s) $BROKER_CPUS
+($NSHARDS shard(s)), clients pinned to CPU(s) $CLIENT_CPUS. Records 1 KiB, $PARTITIONS partitions,
+${DUR} s measured after ${WARM} s warm-up per loadgen run. MB/s = 10^6 payload bytes per second.
+One run, not a median: figures on this shared VM swing 2-3x between runs.
+
+| figure | shardlog | reference | ratio | target | met |
+|---|---|---|---|---|---|
+| P1 produce, acks=1, linger.ms=$LINGER, batch.size=$BATCH (loadgen) | $(cell p1_lg_mb MB/s)$(opt p1_lg_msgs msgs/s) | iperf3 1 stream: $(cell iperf3_mb MB/s) | $(cell p1_lg_ratio) | ≥ 0.50 | $(meets "${R[p1_lg_ratio]:-}" '>=' 0.5) |
+| P1 same, rdkafka_performance | $(cell p1_rdk_mb MB/s)$(opt p1_rdk_msgs msgs/s) | iperf3 1 stream: $(cell iperf3_mb MB/s) | $(cell p1_rdk_ratio) | ≥ 0.50 | $(meets "${R[p1_rdk_ratio]:-}" '>=' 0.5) |
+| P2 durable produce, acks=all, flush every append (loadgen) | $(cell p2_lg_mb MB/s) | fio O_DIRECT 1 MiB seq write: $(cell fio_mb MB/s) | $(cell p2_lg_ratio) | ≥ 0.60 | $(meets "${R[p2_lg_ratio]:-}" '>=' 0.6) |
+| P2 same, rdkafka_performance | $(cell p2_rdk_mb MB/s) | fio: $(cell fio_mb MB/s) | $(cell p2_rdk_ratio) | ≥ 0.60 | $(meets "${R[p2_rdk_ratio]:-}" '>=' 0.6) |
+| P3 produce p99 / p99.9 at $(cell p3_rate msgs/s), linger.ms=0 | $(cell p3_p99_0 µs) / $(cell p3_p999_0 µs) | echo RTT p99 / p99.9: $(cell echo_p99 µs) / $(cell echo_p999 µs); bound 3×p99.9+linger = $(cell p3_bound_0 µs) | $(cell p3_ratio_0) | ≤ 1.00 | $(meets "${R[p3_ratio_0]:-}" '<=' 1) |
+| P3 same, linger.ms=$LINGER | $(cell p3_p99_5 µs) / $(cell p3_p999_5 µs) | bound: $(cell p3_bound_5 µs) | $(cell p3_ratio_5) | ≤ 1.00 | $(meets "${R[p3_ratio_5]:-}" '<=' 1) |
+| P4 consume from the beginning (rdkafka_performance -C) | $(cell p4_mb MB/s)$(opt p4_count msgs) | P1 produce, rdkafka_performance: $(cell p1_rdk_mb MB/s) | $(cell p4_ratio) | ≥ 1.50 | $(meets "${R[p4_ratio]:-}" '>=' 1.5) |
+| P4 user-space bytes copied per fetched byte | $(cell p4_copied) | ${R[p4_zc_line]:-—} | | | |
+
+P3 latencies are from the intended send time on the fixed-rate schedule
+(coordinated omission corrected); from the actual send, p99.9 was
+$(cell p3_sent_p999_0 µs) (linger 0) and $(cell p3_sent_p999_5 µs) (linger $LINGER).
+P3's rate is half of P1's loadgen rate. P4 counts every fetch the broker
+served in this run (only P4 consumed). Broker exit status after SIGTERM:
+$([ -n "$BROKER_EXITS" ] && echo "${BROKER_EXITS%; }" || echo "no broker started").
+
+#### loadgen vs rdkafka_performance (issue 7: 1 KiB, acks=1, linger.ms=$LINGER, $PARTITIONS partitions)
+
+| producer | msgs/s | MB/s | client CPU µs/msg | broker CPU µs/msg |
+|---|---|---|---|---|
+| shardlog loadgen | $(cell p1_lg_msgs) | $(cell p1_lg_mb) | $(cell p1_lg_cpu) | $(cell p1_lg_bcpu) |
+| rdkafka_performance (librdkafka ${RDK_VER:-?}) | $(cell p1_rdk_msgs) | $(cell p1_rdk_mb) | $(cell p1_rdk_cpu) | $(cell p1_rdk_bcpu) |
+
+loadgen / rdkafka_performance msgs/s: $(cell lg_vs_rdk) (target ≥ 1.00: $(meets "${R[lg_vs_rdk]:-}" '>=' 1)).
+CPU is user+system seconds (\`/usr/bin/time\`, broker: \`/proc/<pid>/stat\`) over
+the whole run including warm-up, divided by the records it acknowledged.
+
+Commands:
+\`\`\`
+EOF
+for c in "${CMDS[@]}"; do echo "$c"; done
+echo '```'

@@ -1,0 +1,1044 @@
+//! `[io]` `shardlog bench`: the one-command benchmark (`cargo run --release
+//! -- bench`). It starts a broker child process (this same executable,
+//! `broker --override ...`) on embedded metadata in a temporary directory and
+//! a free loopback port, with the broker's data shards pinned to some cores
+//! and the load generator pinned to the others; runs a load generator sweep
+//! against it; writes the report folder; then stops the broker with SIGTERM
+//! and checks its exit status (SIGKILL only after `--stop-timeout`, with a
+//! warning).
+//!
+//! ```text
+//! cargo run --release -- bench                        # ~2 min on a 2-core host
+//! shardlog bench --quick                              # ~30 s
+//! shardlog bench --broker-cpus 0-1 --client-cpus 2-3 --sweep acks=1,all --duration 20s
+//! shardlog bench --broker-override shardlog.flush.every.append=true --sweep acks=all
+//! shardlog bench --bootstrap 10.0.0.5:9092            # an external broker
+//! shardlog bench -- --compression lz4 --keys 1000     # more loadgen flags after `--`
+//! ```
+//!
+//! The results folder (default `results/bench-<UTC timestamp>/`, `--out`)
+//! holds loadgen's `results.csv`, `results.json`, `latency.svg` and
+//! `report.html`, plus `bench.json` (host, core split, broker command and
+//! exit, its `zerocopy:` shutdown line) and `broker.log`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Serialize;
+
+use super::args::{parse_cpu_list, parse_duration, LoadgenArgs};
+use crate::io::clock::{Clock, SystemClock};
+
+/// `shardlog bench` flags.
+#[derive(Debug, Clone, clap::Args)]
+#[command(about = "Start a pinned broker, sweep it with the load generator, write a report folder")]
+pub struct BenchArgs {
+    /// Short run (~30 s): acks=1,all x linger.ms=0,5 x batch.size=131072,
+    /// 3 s points after 1 s warm-up.
+    #[arg(long)]
+    pub quick: bool,
+    /// Results folder (default: results/bench-<UTC timestamp>/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Keep the broker's temporary directory (log dirs and broker.log).
+    #[arg(long)]
+    pub keep: bool,
+    /// Bench an external broker at HOST:PORT instead of starting one.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub bootstrap: Option<String>,
+    /// CPUs of the broker's data shards (`shardlog.cpus`, one shard each).
+    /// Default: the first half of the cores (core 0 on a 2-core host).
+    #[arg(long, value_name = "LIST")]
+    pub broker_cpus: Option<String>,
+    /// CPUs of the load generator's threads. Default: the cores the broker
+    /// does not use (core 1 on a 2-core host).
+    #[arg(long, value_name = "LIST")]
+    pub client_cpus: Option<String>,
+    /// Measured duration of each sweep point (default 10s; --quick 3s).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Warm-up before each point (default 2s; --quick 1s).
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+    /// Sweep axis passed to loadgen (repeatable); any --sweep replaces the
+    /// default sweep (acks=1,all x linger.ms=0,5 x batch.size=16384,1048576).
+    #[arg(long = "sweep", value_name = "KEY=V1,V2,...")]
+    pub sweep: Vec<String>,
+    /// Topic to produce to (created with --partitions if absent).
+    #[arg(long, default_value = "bench")]
+    pub topic: String,
+    /// Partitions of the bench topic.
+    #[arg(long, default_value_t = 6)]
+    pub partitions: i32,
+    /// Record value size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    pub message_size: usize,
+    /// Extra broker config, Kafka key names (repeatable), e.g.
+    /// shardlog.flush.every.append=true.
+    #[arg(long = "broker-override", value_name = "KEY=VALUE")]
+    pub broker_overrides: Vec<String>,
+    /// Broker executable to start (default: this executable), e.g. another
+    /// build for an A/B comparison.
+    #[arg(long, value_name = "PATH")]
+    pub broker_bin: Option<PathBuf>,
+    /// How long the broker may take to print its readiness line.
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    pub startup_timeout: Duration,
+    /// How long the broker may take to exit after SIGTERM before SIGKILL.
+    #[arg(long, value_parser = parse_duration, default_value = "15s")]
+    pub stop_timeout: Duration,
+    /// Further `shardlog loadgen` flags, after `--`.
+    #[arg(last = true, value_name = "LOADGEN FLAGS")]
+    pub loadgen_args: Vec<String>,
+}
+
+#[derive(clap::Parser)]
+#[command(name = "shardlog bench", bin_name = "shardlog bench")]
+struct Cli {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+#[derive(clap::Parser)]
+#[command(name = "shardlog loadgen", bin_name = "shardlog loadgen")]
+struct LoadgenCli {
+    #[command(flatten)]
+    args: LoadgenArgs,
+}
+
+/// Parses `bench` arguments (the first item is the program name); prints
+/// help or the error and exits like any clap program.
+pub fn parse_args_from<I, T>(iter: I) -> BenchArgs
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    <Cli as clap::Parser>::parse_from(iter).args
+}
+
+/// The default sweep: ~2 minutes on a 2-core host (8 points of 10 s + 2 s),
+/// `--quick` ~30 s (4 points of 3 s + 1 s).
+pub fn default_sweep(quick: bool) -> Vec<String> {
+    let batch = if quick {
+        "batch.size=131072"
+    } else {
+        "batch.size=16384,1048576"
+    };
+    vec!["acks=1,all".into(), "linger.ms=0,5".into(), batch.into()]
+}
+
+/// What a bench run does once the flags are resolved against the host.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchPlan {
+    /// `None` with `--bootstrap`: no broker is started.
+    pub broker_cpus: Option<Vec<usize>>,
+    pub client_cpus: Option<Vec<usize>>,
+    pub sweep: Vec<String>,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub warnings: Vec<String>,
+}
+
+/// Splits the cores: the broker gets the first half (at least one), the load
+/// generator the rest. A 1-core host shares its core.
+pub fn default_core_split(available: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    match available {
+        [] => (vec![0], vec![0]),
+        [only] => (vec![*only], vec![*only]),
+        _ => {
+            let n = (available.len() / 2).max(1);
+            (available[..n].to_vec(), available[n..].to_vec())
+        }
+    }
+}
+
+fn without(all: &[usize], taken: &[usize]) -> Vec<usize> {
+    all.iter().copied().filter(|c| !taken.contains(c)).collect()
+}
+
+fn check_cpus(flag: &str, cpus: &[usize], available: &[usize]) -> Result<(), String> {
+    match cpus.iter().find(|c| !available.contains(c)) {
+        Some(bad) => Err(format!(
+            "{flag}: CPU {bad} is not available (available: {available:?})"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Resolves the core split, sweep and durations. `available` lists the
+/// CPUs this process may run on.
+pub fn resolve_plan(args: &BenchArgs, available: &[usize]) -> Result<BenchPlan, String> {
+    let given = |flag: &str, v: &Option<String>| -> Result<Option<Vec<usize>>, String> {
+        let Some(s) = v else { return Ok(None) };
+        let cpus = parse_cpu_list(s).map_err(|e| format!("{flag}: {e}"))?;
+        check_cpus(flag, &cpus, available)?;
+        Ok(Some(cpus))
+    };
+    let broker = given("--broker-cpus", &args.broker_cpus)?;
+    let client = given("--client-cpus", &args.client_cpus)?;
+    let mut warnings = Vec::new();
+    let (broker_cpus, client_cpus) = if args.bootstrap.is_some() {
+        if broker.is_some() || args.broker_bin.is_some() || !args.broker_overrides.is_empty() {
+            return Err(
+                "--broker-cpus, --broker-bin and --broker-override need a broker started by bench (no --bootstrap)"
+                    .into(),
+            );
+        }
+        // An external broker's cores are unknown: pin only when asked.
+        (None, client)
+    } else {
+        let (db, dc) = default_core_split(available);
+        let (b, c) = match (broker, client) {
+            (Some(b), Some(c)) => (b, c),
+            (Some(b), None) => {
+                let rest = without(available, &b);
+                let c = if rest.is_empty() { b.clone() } else { rest };
+                (b, c)
+            }
+            (None, Some(c)) => {
+                let rest = without(available, &c);
+                let b = if rest.is_empty() { c.clone() } else { rest };
+                (b, c)
+            }
+            (None, None) => (db, dc),
+        };
+        if b.iter().any(|x| c.contains(x)) {
+            warnings.push(format!(
+                "broker CPUs {b:?} and load generator CPUs {c:?} overlap: the two compete for cores"
+            ));
+        }
+        (Some(b), Some(c))
+    };
+    let sweep = if args.sweep.is_empty() {
+        default_sweep(args.quick)
+    } else {
+        args.sweep.clone()
+    };
+    let (d, w) = if args.quick { (3, 1) } else { (10, 2) };
+    Ok(BenchPlan {
+        broker_cpus,
+        client_cpus,
+        sweep,
+        duration: args.duration.unwrap_or(Duration::from_secs(d)),
+        warmup: args.warmup.unwrap_or(Duration::from_secs(w)),
+        warnings,
+    })
+}
+
+/// `1,3` style list for flags and broker config.
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn duration_flag(d: Duration) -> String {
+    format!("{}ms", d.as_millis())
+}
+
+/// The `shardlog loadgen` command line the bench runs (program name first).
+pub fn loadgen_argv(
+    args: &BenchArgs,
+    plan: &BenchPlan,
+    bootstrap: &str,
+    out: &Path,
+) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "shardlog loadgen",
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        &args.topic,
+        "--partitions",
+        &args.partitions.to_string(),
+        "--message-size",
+        &args.message_size.to_string(),
+        "--duration",
+        &duration_flag(plan.duration),
+        "--warmup",
+        &duration_flag(plan.warmup),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.push("--out".into());
+    v.push(out.display().to_string());
+    if let Some(c) = &plan.client_cpus {
+        v.push("--client-cpus".into());
+        v.push(format_cpu_list(c));
+    }
+    for s in &plan.sweep {
+        v.push("--sweep".into());
+        v.push(s.clone());
+    }
+    v.extend(args.loadgen_args.iter().cloned());
+    v
+}
+
+/// The broker's `--override` values: listener, log dir, pinned shards,
+/// topic auto-creation, then the user's overrides (which win, coming last).
+pub fn broker_overrides(
+    addr: &SocketAddr,
+    log_dir: &Path,
+    cpus: &[usize],
+    extra: &[String],
+) -> Vec<String> {
+    let mut v = vec![
+        format!("listeners=PLAINTEXT://{addr}"),
+        format!("log.dirs={}", log_dir.display()),
+        format!("shardlog.shards={}", cpus.len().max(1)),
+        format!("shardlog.cpus={}", format_cpu_list(cpus)),
+        // Kafka's default is true; stated so a config file cannot turn it
+        // off under the bench, whose topic may need creating.
+        "auto.create.topics.enable=true".into(),
+    ];
+    v.extend(extra.iter().cloned());
+    v
+}
+
+/// The bound address in the broker's readiness line
+/// (`shardlog: listening on 127.0.0.1:9092 with 1 shards ...`).
+pub fn parse_readiness_line(log: &str) -> Option<Option<SocketAddr>> {
+    let line = log.lines().find(|l| l.contains("listening on "))?;
+    let rest = line.split("listening on ").nth(1)?;
+    let addr = rest
+        .split_whitespace()
+        .next()
+        .map(|a| a.trim_start_matches("PLAINTEXT://"));
+    Some(addr.and_then(|a| a.parse().ok()))
+}
+
+/// The counters of the broker's shutdown line
+/// `zerocopy: sendmsg=N sendfile=N copied=N glommio=N` (last one wins).
+pub fn parse_zerocopy_line(log: &str) -> Option<(String, BTreeMap<String, u64>)> {
+    let line = log.lines().rev().find(|l| l.contains("zerocopy:"))?;
+    let rest = line.split("zerocopy:").nth(1)?;
+    let counters = rest
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .filter_map(|(k, v)| Some((k.to_string(), v.trim_end_matches(',').parse().ok()?)))
+        .collect();
+    Some((line.trim().to_string(), counters))
+}
+
+/// The last `lines` lines of `text`.
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// `YYYYMMDD-HHMMSS` (UTC) of a Unix time in milliseconds.
+pub fn utc_timestamp(unix_ms: i64) -> String {
+    let secs = unix_ms.div_euclid(1000);
+    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (proleptic Gregorian; the
+    // well-known era/day-of-era algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+}
+
+/// A temporary directory removed on drop unless kept.
+struct WorkDir {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl WorkDir {
+    fn create(keep: bool, clock: &SystemClock) -> Result<Self> {
+        let base = std::env::temp_dir();
+        for attempt in 0..100 {
+            let name = format!(
+                "shardlog-bench-{}-{}-{attempt}",
+                std::process::id(),
+                clock.wall_ms()
+            );
+            let path = base.join(name);
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(Self { path, keep }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+            }
+        }
+        bail!(
+            "could not create a temporary directory under {}",
+            base.display()
+        )
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if self.keep {
+            eprintln!("bench: kept {}", self.path.display());
+        } else if let Err(e) = std::fs::remove_dir_all(&self.path) {
+            eprintln!("bench: warning: removing {}: {e}", self.path.display());
+        }
+    }
+}
+
+/// How the broker ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrokerExit {
+    /// Exited after our SIGTERM.
+    Stopped(ExitStatus),
+    /// Ignored SIGTERM for the stop timeout; killed.
+    Killed,
+    /// Was already gone when we came to stop it.
+    ExitedEarly(ExitStatus),
+}
+
+/// A broker child process whose stdout and stderr go to one log file (a
+/// file, not a pipe nobody drains, which would block the broker). Killed on
+/// drop if still running.
+pub struct BrokerChild {
+    child: Child,
+    log_path: PathBuf,
+    addr: SocketAddr,
+    done: bool,
+    clock: SystemClock,
+}
+
+impl BrokerChild {
+    /// Spawns `program args...` with its output in `log_path`.
+    pub fn spawn(
+        program: &Path,
+        args: &[String],
+        log_path: &Path,
+        addr: SocketAddr,
+    ) -> Result<Self> {
+        let log =
+            File::create(log_path).with_context(|| format!("creating {}", log_path.display()))?;
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone()?))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .with_context(|| format!("starting {}", program.display()))?;
+        Ok(Self {
+            child,
+            log_path: log_path.to_path_buf(),
+            addr,
+            done: false,
+            clock: SystemClock::new(),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the broker printed so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Waits for the readiness line (preferred: every shard is up) or, if
+    /// the broker never prints one, a TCP accept that held for 2 s. Returns
+    /// the address to bench.
+    pub fn wait_ready(&mut self, timeout: Duration) -> Result<SocketAddr> {
+        let start = self.clock.mono_ms();
+        let limit = timeout.as_millis() as i64;
+        let mut accepted_at: Option<i64> = None;
+        loop {
+            if let Some(bound) = parse_readiness_line(&self.log()) {
+                return Ok(bound.unwrap_or(self.addr));
+            }
+            if let Some(status) = self.child.try_wait()? {
+                self.done = true;
+                bail!(
+                    "the broker exited ({status}) before it was ready; its output:\n{}",
+                    tail(&self.log(), 30)
+                );
+            }
+            let now = self.clock.mono_ms();
+            if accepted_at.is_none()
+                && TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok()
+            {
+                accepted_at = Some(now);
+            }
+            if accepted_at.is_some_and(|t| now - t >= 2_000) {
+                eprintln!("bench: no readiness line from the broker; it accepts TCP, going ahead");
+                return Ok(self.addr);
+            }
+            if now - start > limit {
+                bail!(
+                    "the broker printed no readiness line within {timeout:?}; its output:\n{}",
+                    tail(&self.log(), 30)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The exit status if the broker has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGTERM, wait up to `timeout`, then SIGKILL with a warning.
+    pub fn stop(&mut self, timeout: Duration) -> Result<BrokerExit> {
+        if let Some(status) = self.child.try_wait()? {
+            self.done = true;
+            return Ok(BrokerExit::ExitedEarly(status));
+        }
+        let pid = libc::pid_t::try_from(self.child.id()).context("broker pid")?;
+        // SAFETY: kill(2) takes plain integers; `pid` is our own child, not
+        // yet reaped (try_wait above saw it running), so it names no other
+        // process.
+        if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("sending SIGTERM to the broker");
+        }
+        let start = self.clock.mono_ms();
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                self.done = true;
+                return Ok(BrokerExit::Stopped(status));
+            }
+            if self.clock.mono_ms() - start > timeout.as_millis() as i64 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!(
+            "bench: warning: the broker (pid {pid}) did not exit within {timeout:?} of SIGTERM; sending SIGKILL"
+        );
+        self.child.kill().context("killing the broker")?;
+        self.child.wait().context("waiting for the killed broker")?;
+        self.done = true;
+        Ok(BrokerExit::Killed)
+    }
+}
+
+impl std::fmt::Display for BrokerExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stopped(s) => write!(f, "stopped by SIGTERM, {s}"),
+            Self::Killed => write!(f, "killed with SIGKILL after ignoring SIGTERM"),
+            Self::ExitedEarly(s) => write!(f, "exited before SIGTERM, {s}"),
+        }
+    }
+}
+
+impl Drop for BrokerChild {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Stops the broker and removes the work dir when bench itself is told to
+/// stop (Ctrl-C, a CI timeout's SIGTERM, a closed terminal): a broker pinned
+/// to a core must not outlive the bench that started it. Dropping the guard
+/// ends the watch.
+struct SignalGuard {
+    handle: signal_hook::iterator::Handle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SignalGuard {
+    fn install(pid: u32, work_dir: Option<PathBuf>, stop_timeout: Duration) -> Result<Self> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            .context("installing signal handlers")?;
+        let handle = signals.handle();
+        let thread = std::thread::Builder::new()
+            .name("bench-signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    eprintln!("bench: got signal {sig}; stopping the broker (pid {pid})");
+                    terminate_pid(pid, stop_timeout);
+                    if let Some(dir) = work_dir {
+                        let _ = std::fs::remove_dir_all(dir);
+                    }
+                    std::process::exit(128 + sig);
+                }
+            })?;
+        Ok(Self {
+            handle,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for SignalGuard {
+    fn drop(&mut self) {
+        self.handle.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// SIGTERM, reap within `timeout`, else SIGKILL: the signal thread's version
+/// of [`BrokerChild::stop`] (the `Child` stays with the main thread).
+fn terminate_pid(pid: u32, timeout: Duration) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    let clock = SystemClock::new();
+    // SAFETY: kill(2) and waitpid(2) take plain integers and a pointer to a
+    // local; `pid` is our child, which stays a zombie (so its pid cannot be
+    // reused) until it is reaped here or by the main thread (then ECHILD).
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+        let mut status = 0;
+        while clock.mono_ms() < timeout.as_millis() as i64 {
+            if libc::waitpid(pid, &mut status, libc::WNOHANG) != 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("bench: warning: the broker ignored SIGTERM for {timeout:?}; sending SIGKILL");
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, &mut status, 0);
+    }
+}
+
+/// A free loopback port (bound, read, released: another process could
+/// take it in between, so the start is retried on "Address in use").
+fn free_loopback_addr() -> Result<SocketAddr> {
+    let l = TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
+    Ok(l.local_addr()?)
+}
+
+fn available_cpus() -> Vec<usize> {
+    let mut v: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Facts recorded next to the results.
+#[derive(Debug, Serialize)]
+struct BenchRecord {
+    started_utc: String,
+    host: HostFacts,
+    plan: BenchPlan,
+    bootstrap: String,
+    /// The broker's temporary directory (removed at the end unless `--keep`).
+    work_dir: Option<PathBuf>,
+    broker_command: Option<Vec<String>>,
+    broker_exit: Option<String>,
+    zerocopy_line: Option<String>,
+    zerocopy: Option<BTreeMap<String, u64>>,
+    loadgen_command: Vec<String>,
+    loadgen_error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct HostFacts {
+    hostname: String,
+    cpus: Vec<usize>,
+    kernel: String,
+}
+
+fn host_facts(cpus: &[usize]) -> HostFacts {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    HostFacts {
+        hostname: read("/proc/sys/kernel/hostname"),
+        cpus: cpus.to_vec(),
+        kernel: read("/proc/sys/kernel/osrelease"),
+    }
+}
+
+fn default_out_dir(started: &str) -> PathBuf {
+    let base = PathBuf::from("results").join(format!("bench-{started}"));
+    let mut dir = base.clone();
+    let mut n = 2;
+    while dir.exists() {
+        dir = PathBuf::from(format!("{}-{n}", base.display()));
+        n += 1;
+    }
+    dir
+}
+
+fn run_loadgen(argv: &[String]) -> Result<()> {
+    let parsed = <LoadgenCli as clap::Parser>::try_parse_from(argv)
+        .map_err(|e| anyhow!("loadgen flags {:?}: {e}", &argv[1..]))?;
+    super::run(parsed.args)
+}
+
+/// Entry point of `shardlog bench`.
+pub fn run(args: BenchArgs) -> Result<()> {
+    let clock = SystemClock::new();
+    let available = available_cpus();
+    let plan = resolve_plan(&args, &available).map_err(|e| anyhow!(e))?;
+    for w in &plan.warnings {
+        eprintln!("bench: warning: {w}");
+    }
+    let started = utc_timestamp(clock.wall_ms());
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out_dir(&started));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut record = BenchRecord {
+        started_utc: started,
+        host: host_facts(&available),
+        plan: plan.clone(),
+        bootstrap: String::new(),
+        work_dir: None,
+        broker_command: None,
+        broker_exit: None,
+        zerocopy_line: None,
+        zerocopy: None,
+        loadgen_command: Vec::new(),
+        loadgen_error: None,
+    };
+    let result = match &args.bootstrap {
+        Some(b) => {
+            record.bootstrap = b.clone();
+            record.loadgen_command = loadgen_argv(&args, &plan, b, &out);
+            let r = run_loadgen(&record.loadgen_command);
+            record.loadgen_error = r.as_ref().err().map(|e| format!("{e:#}"));
+            r
+        }
+        None => run_with_broker(&args, &plan, &out, &clock, &mut record),
+    };
+    std::fs::write(
+        out.join("bench.json"),
+        serde_json::to_string_pretty(&record)?,
+    )
+    .with_context(|| format!("writing {}", out.join("bench.json").display()))?;
+    match &result {
+        Ok(()) => println!("results: {}", out.display()),
+        Err(_) => eprintln!(
+            "bench: what was written (bench.json, broker.log, any finished points) is in {}",
+            out.display()
+        ),
+    }
+    result
+}
+
+/// Starts the broker, retrying on a new port when the chosen one was taken.
+fn start_broker(
+    args: &BenchArgs,
+    cpus: &[usize],
+    work: &WorkDir,
+    record: &mut BenchRecord,
+) -> Result<(BrokerChild, SocketAddr)> {
+    let exe = match &args.broker_bin {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().context("locating the shardlog executable")?,
+    };
+    let log_dir = work.path.join("data");
+    let mut last_err = None;
+    for _ in 0..3 {
+        let addr = free_loopback_addr()?;
+        let mut cmd = vec!["broker".to_string()];
+        for o in broker_overrides(&addr, &log_dir, cpus, &args.broker_overrides) {
+            cmd.push("--override".into());
+            cmd.push(o);
+        }
+        eprintln!("bench: starting {} {}", exe.display(), cmd.join(" "));
+        let mut broker = BrokerChild::spawn(&exe, &cmd, &work.path.join("broker.log"), addr)?;
+        record.broker_command = Some(cmd);
+        match broker.wait_ready(args.startup_timeout) {
+            Ok(bound) => return Ok((broker, bound)),
+            Err(e) if broker.log().contains("in use") => last_err = Some(e),
+            Err(e) => return Err(e.context("the broker did not start")),
+        }
+    }
+    Err(last_err
+        .unwrap_or_else(|| anyhow!("no attempt made"))
+        .context("the broker did not start (port taken three times)"))
+}
+
+fn run_with_broker(
+    args: &BenchArgs,
+    plan: &BenchPlan,
+    out: &Path,
+    clock: &SystemClock,
+    record: &mut BenchRecord,
+) -> Result<()> {
+    let work = WorkDir::create(args.keep, clock)?;
+    record.work_dir = Some(work.path.clone());
+    let cpus = plan.broker_cpus.clone().unwrap_or_else(|| vec![0]);
+    let (mut broker, bound) = start_broker(args, &cpus, &work, record)?;
+    let work_to_remove = (!args.keep).then(|| work.path.clone());
+    let guard = SignalGuard::install(broker.pid(), work_to_remove, args.stop_timeout)?;
+    let bootstrap = bound.to_string();
+    eprintln!(
+        "bench: broker pid {} ready on {bootstrap}: {} shard(s) on CPU(s) {}; load generator on CPU(s) {}; work dir {}",
+        broker.pid(),
+        cpus.len(),
+        format_cpu_list(&cpus),
+        plan.client_cpus.as_deref().map_or("any".into(), format_cpu_list),
+        work.path.display(),
+    );
+    record.bootstrap = bootstrap.clone();
+    record.loadgen_command = loadgen_argv(args, plan, &bootstrap, out);
+    let loadgen = run_loadgen(&record.loadgen_command);
+    // Whether the broker died under load decides how a loadgen error reads.
+    let died = broker.exited();
+    // The signal thread must not race this stop for the same child.
+    drop(guard);
+    let exit = broker.stop(args.stop_timeout);
+    let log = broker.log();
+    let _ = std::fs::write(out.join("broker.log"), &log);
+    report_zerocopy(&log, record);
+    record.loadgen_error = loadgen.as_ref().err().map(|e| format!("{e:#}"));
+    record.broker_exit = Some(match &exit {
+        Ok(x) => x.to_string(),
+        Err(e) => format!("{e:#}"),
+    });
+    if let Err(e) = loadgen {
+        let what = match died {
+            Some(status) => format!("the broker exited during the run ({status})"),
+            None => "the broker was running".to_string(),
+        };
+        bail!(
+            "the load generator failed: {e:#}\n{what}; broker output (tail):\n{}",
+            tail(&log, 20)
+        );
+    }
+    match exit? {
+        BrokerExit::Stopped(s) if s.success() => Ok(()),
+        BrokerExit::Stopped(s) => bail!(
+            "the broker exited with {s} after SIGTERM; its output (tail):\n{}",
+            tail(&log, 20)
+        ),
+        BrokerExit::ExitedEarly(s) => bail!(
+            "the broker exited ({s}) before the bench stopped it; its output (tail):\n{}",
+            tail(&log, 20)
+        ),
+        // Already warned; the measurements stand.
+        BrokerExit::Killed => Ok(()),
+    }
+}
+
+fn report_zerocopy(log: &str, record: &mut BenchRecord) {
+    match parse_zerocopy_line(log) {
+        Some((line, counters)) => {
+            eprintln!("bench: broker {line}");
+            record.zerocopy_line = Some(line);
+            record.zerocopy = Some(counters);
+        }
+        None => {
+            eprintln!("bench: zerocopy: n/a (the broker printed no `zerocopy:` line at shutdown)")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(v: &[&str]) -> BenchArgs {
+        Cli::try_parse_from(std::iter::once("bench").chain(v.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn default_split_gives_the_broker_the_first_half_of_the_cores() {
+        let table: [(&[usize], &[usize], &[usize]); 5] = [
+            (&[0, 1], &[0], &[1]),
+            (&[0, 1, 2, 3], &[0, 1], &[2, 3]),
+            (&[0, 1, 2], &[0], &[1, 2]),
+            (&[3], &[3], &[3]),
+            (&[], &[0], &[0]),
+        ];
+        for (avail, broker, client) in table {
+            let (b, c) = default_core_split(avail);
+            assert_eq!((b.as_slice(), c.as_slice()), (broker, client), "{avail:?}");
+        }
+    }
+
+    #[test]
+    fn plan_derives_the_missing_side_of_the_core_split() {
+        let p = resolve_plan(&parse(&["--broker-cpus", "1"]), &[0, 1]).unwrap();
+        assert_eq!(p.broker_cpus, Some(vec![1]));
+        assert_eq!(p.client_cpus, Some(vec![0]));
+        let p = resolve_plan(&parse(&["--client-cpus", "0"]), &[0, 1, 2]).unwrap();
+        assert_eq!(p.broker_cpus, Some(vec![1, 2]));
+        assert!(p.warnings.is_empty());
+        let p = resolve_plan(
+            &parse(&["--broker-cpus", "0", "--client-cpus", "0"]),
+            &[0, 1],
+        )
+        .unwrap();
+        assert_eq!(p.warnings.len(), 1, "overlap warned");
+        assert!(resolve_plan(&parse(&["--broker-cpus", "7"]), &[0, 1]).is_err());
+        assert!(resolve_plan(&parse(&["--client-cpus", "x"]), &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn external_broker_is_not_pinned_and_rejects_broker_flags() {
+        let p = resolve_plan(&parse(&["--bootstrap", "h:9092"]), &[0, 1]).unwrap();
+        assert_eq!((p.broker_cpus, p.client_cpus), (None, None));
+        for flags in [
+            ["--broker-cpus", "0"],
+            ["--broker-bin", "/x"],
+            ["--broker-override", "a=b"],
+        ] {
+            let bad = parse(&["--bootstrap", "h:9092", flags[0], flags[1]]);
+            assert!(resolve_plan(&bad, &[0, 1]).is_err(), "{flags:?}");
+        }
+    }
+
+    #[test]
+    fn quick_and_explicit_sweeps_and_durations() {
+        let q = resolve_plan(&parse(&["--quick"]), &[0, 1]).unwrap();
+        assert_eq!(q.sweep, default_sweep(true));
+        assert_eq!(
+            (q.duration, q.warmup),
+            (Duration::from_secs(3), Duration::from_secs(1))
+        );
+        let f = resolve_plan(&parse(&[]), &[0, 1]).unwrap();
+        assert_eq!(f.sweep, default_sweep(false));
+        assert_eq!(f.duration, Duration::from_secs(10));
+        let s = resolve_plan(
+            &parse(&["--sweep", "acks=0", "--duration", "500ms", "--quick"]),
+            &[0, 1],
+        )
+        .unwrap();
+        assert_eq!(s.sweep, vec!["acks=0".to_string()]);
+        assert_eq!(s.duration, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn loadgen_command_line_parses_into_the_intended_loadgen_args() {
+        let args = parse(&["--quick", "--topic", "t", "--", "--compression", "lz4"]);
+        let plan = resolve_plan(&args, &[0, 1]).unwrap();
+        let argv = loadgen_argv(&args, &plan, "127.0.0.1:1234", Path::new("/tmp/o"));
+        let lg = LoadgenCli::try_parse_from(&argv).unwrap().args;
+        assert_eq!(lg.bootstrap, "127.0.0.1:1234");
+        assert_eq!(lg.topic, "t");
+        assert_eq!(lg.partitions, Some(6));
+        assert_eq!(lg.message_size, Some(1024));
+        assert_eq!(lg.duration, Some(Duration::from_secs(3)));
+        assert_eq!(lg.warmup, Some(Duration::from_secs(1)));
+        assert_eq!(lg.client_cpus.as_deref(), Some("1"));
+        assert_eq!(lg.sweep, default_sweep(true));
+        assert_eq!(lg.out, Some(PathBuf::from("/tmp/o")));
+        assert_eq!(lg.compression.as_deref(), Some("lz4"));
+    }
+
+    #[test]
+    fn broker_overrides_pin_shards_and_put_user_keys_last() {
+        let addr: SocketAddr = "127.0.0.1:5555".parse().unwrap();
+        let extra = vec!["shardlog.flush.every.append=true".to_string()];
+        let v = broker_overrides(&addr, Path::new("/d"), &[0, 2], &extra);
+        assert_eq!(v[0], "listeners=PLAINTEXT://127.0.0.1:5555");
+        assert!(v.contains(&"log.dirs=/d".to_string()));
+        assert!(v.contains(&"shardlog.shards=2".to_string()));
+        assert!(v.contains(&"shardlog.cpus=0,2".to_string()));
+        assert_eq!(v.last(), extra.last());
+    }
+
+    #[test]
+    fn readiness_and_zerocopy_lines_parse() {
+        let log = "INFO x\nshardlog: listening on 127.0.0.1:9092 with 1 shards (broker.id=0, cluster.id=c)\n";
+        assert_eq!(
+            parse_readiness_line(log),
+            Some(Some("127.0.0.1:9092".parse().unwrap()))
+        );
+        assert_eq!(parse_readiness_line("listening on somewhere"), Some(None));
+        assert_eq!(parse_readiness_line("starting\n"), None);
+        let log = "a\nINFO zerocopy: sendmsg=10 sendfile=20 copied=3 glommio=0\nstopped\n";
+        let (line, c) = parse_zerocopy_line(log).unwrap();
+        assert!(line.ends_with("glommio=0"));
+        assert_eq!(c.get("sendfile"), Some(&20));
+        assert_eq!(c.len(), 4);
+        assert!(parse_zerocopy_line("no such line").is_none());
+    }
+
+    #[test]
+    fn utc_timestamps_match_known_dates() {
+        let table = [
+            (0, "19700101-000000"),
+            (951_782_400_000, "20000229-000000"),
+            (1_798_761_599_000, "20261231-235959"),
+            (1_700_000_000_123, "20231114-221320"),
+        ];
+        for (ms, s) in table {
+            assert_eq!(utc_timestamp(ms), s, "{ms}");
+        }
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail("a", 5), "a");
+        assert_eq!(tail("", 3), "");
+    }
+
+    fn sh(script: &str, log: &Path) -> BrokerChild {
+        let addr = free_loopback_addr().unwrap();
+        let args = vec!["-c".to_string(), script.to_string()];
+        BrokerChild::spawn(Path::new("/bin/sh"), &args, log, addr).unwrap()
+    }
+
+    #[test]
+    fn broker_ready_on_its_line_and_stopped_by_sigterm() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = "trap 'echo zerocopy: copied=0; exit 0' TERM; \
+                      echo 'shardlog: listening on 127.0.0.1:4321 with 1 shards' >&2; \
+                      while :; do sleep 0.05; done";
+        let mut b = sh(script, &dir.path().join("log"));
+        let addr = b.wait_ready(Duration::from_secs(20)).unwrap();
+        assert_eq!(addr, "127.0.0.1:4321".parse().unwrap());
+        let exit = b.stop(Duration::from_secs(20)).unwrap();
+        assert!(
+            matches!(exit, BrokerExit::Stopped(s) if s.success()),
+            "{exit:?}"
+        );
+        assert!(parse_zerocopy_line(&b.log()).is_some());
+    }
+
+    #[test]
+    fn broker_exiting_at_startup_reports_its_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = sh(
+            "echo 'bad config: shardlog.shards' >&2; exit 3",
+            &dir.path().join("log"),
+        );
+        let err = format!("{:#}", b.wait_ready(Duration::from_secs(20)).unwrap_err());
+        assert!(err.contains("bad config: shardlog.shards"), "{err}");
+        assert!(err.contains("exit status: 3"), "{err}");
+    }
+
+    #[test]
+    fn broker_ignoring_sigterm_is_killed_after_the_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let script =
+            "trap '' TERM; echo 'listening on 127.0.0.1:1 ' >&2; while :; do sleep 0.05; done";
+        let mut b = sh(script, &dir.path().join("log"));
+        b.wait_ready(Duration::from_secs(20)).unwrap();
+        assert_eq!(
+            b.stop(Duration::from_millis(300)).unwrap(),
+            BrokerExit::Killed
+        );
+    }
+}

@@ -2,7 +2,8 @@
 # The one test command (README "Test"; .ci/run runs exactly this).
 # Installs what the integration tests need, idempotently, then runs cargo test.
 #   - kcat and python3-venv from Debian (skipped when present)
-#   - a Python venv with confluent-kafka and kafka-python (skipped when present)
+#   - a Python venv with confluent-kafka, kafka-python and aiokafka (each
+#     installed only when missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,11 +20,19 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 VENV="${SHARDLOG_TEST_VENV:-$HOME/.cache/shardlog/test-venv}"
-if ! "$VENV/bin/python" -c 'import confluent_kafka, kafka' 2>/dev/null; then
+[ -x "$VENV/bin/python" ] || {
     echo "tests/run.sh: creating Python venv at $VENV" >&2
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install --quiet --upgrade pip
-    "$VENV/bin/pip" install --quiet confluent-kafka kafka-python
+}
+# PyPI name -> import name; install only the ones the venv lacks.
+need_pip=()
+for pair in confluent-kafka:confluent_kafka kafka-python:kafka aiokafka:aiokafka; do
+    "$VENV/bin/python" -c "import ${pair#*:}" 2>/dev/null || need_pip+=("${pair%%:*}")
+done
+if [ ${#need_pip[@]} -gt 0 ]; then
+    echo "tests/run.sh: pip installing ${need_pip[*]} into $VENV" >&2
+    "$VENV/bin/pip" install --quiet "${need_pip[@]}"
 fi
 export SHARDLOG_TEST_VENV="$VENV"
 

@@ -1,0 +1,100 @@
+//! Issue 5, data path end to end with the Python clients: confluent-kafka
+//! (librdkafka 2.16: Produce v10, Fetch v16 with topic ids), kafka-python
+//! (Produce v9, Fetch v12 with fetch sessions) and aiokafka (Produce v7,
+//! Fetch v11) produce and then read back every message (tests/py/*.py; they
+//! report, these tests assert). Needs `bash tests/run.sh` (the venv).
+
+mod common;
+
+use common::{assert_complete_round_trip, run_py_script, Broker, Conn, RoundTrip};
+
+fn round_trip(
+    modules: &[&str],
+    script: &str,
+    broker: &Broker,
+    topic: &str,
+    count: u64,
+    partitions: i32,
+    size: usize,
+) -> serde_json::Value {
+    let args = RoundTrip {
+        topic,
+        count,
+        partitions,
+        size,
+    }
+    .args(broker, "both");
+    run_py_script(modules, script, &args)
+}
+
+#[test]
+fn confluent_kafka_reads_back_a_million_1kib_messages_produced_with_acks_all() {
+    const COUNT: u64 = 1_000_000;
+    const PARTITIONS: i32 = 4;
+    let broker = Broker::start();
+    Conn::open(&broker).create_topic("confluent-1m", PARTITIONS, &[]);
+    let report = round_trip(
+        &["confluent_kafka"],
+        "confluent_roundtrip.py",
+        &broker,
+        "confluent-1m",
+        COUNT,
+        PARTITIONS,
+        1024,
+    );
+    assert_complete_round_trip(&report, COUNT, PARTITIONS);
+}
+
+#[test]
+fn kafka_python_reads_back_10k_messages_it_produced_without_idempotence() {
+    const COUNT: u64 = 10_000;
+    const PARTITIONS: i32 = 3;
+    let broker = Broker::start();
+    Conn::open(&broker).create_topic("kafka-python-10k", PARTITIONS, &[]);
+    let report = round_trip(
+        &["kafka"],
+        "kafka_python_roundtrip.py",
+        &broker,
+        "kafka-python-10k",
+        COUNT,
+        PARTITIONS,
+        200,
+    );
+    assert_complete_round_trip(&report, COUNT, PARTITIONS);
+}
+
+#[test]
+fn aiokafka_reads_back_10k_messages_it_produced() {
+    const COUNT: u64 = 10_000;
+    const PARTITIONS: i32 = 3;
+    let broker = Broker::start();
+    Conn::open(&broker).create_topic("aiokafka-10k", PARTITIONS, &[]);
+    let report = round_trip(
+        &["aiokafka"],
+        "aiokafka_roundtrip.py",
+        &broker,
+        "aiokafka-10k",
+        COUNT,
+        PARTITIONS,
+        200,
+    );
+    assert_complete_round_trip(&report, COUNT, PARTITIONS);
+}
+
+#[test]
+fn confluent_kafka_consumer_tailing_a_live_producer_reads_every_message() {
+    const PARTITIONS: i32 = 3;
+    let trip = RoundTrip {
+        topic: "confluent-tail",
+        count: 200_000,
+        partitions: PARTITIONS,
+        size: 512,
+    };
+    let broker = Broker::start();
+    Conn::open(&broker).create_topic(trip.topic, PARTITIONS, &[]);
+    // The consumer assigns first and long-polls the empty partitions; the
+    // producer then runs while it reads from the tail (the batch cache).
+    let args = trip.args(&broker, "concurrent");
+    let report = run_py_script(&["confluent_kafka"], "confluent_roundtrip.py", &args);
+    assert_complete_round_trip(&report, trip.count, PARTITIONS);
+}

@@ -1,0 +1,483 @@
+//! Issue 5, data-path protocol behaviour seen on the wire with raw requests
+//! (kafka-protocol types): Fetch long poll through the purgatory, the error
+//! codes a client can provoke (and that the connection survives them), and
+//! ListOffsets by spec and timestamp, the last also through confluent-kafka.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::messages::{FetchRequest, ProduceRequest};
+use kafka_protocol::records::Compression;
+
+use common::{
+    decode_records, encode_batch, error_code, now_ms, run_py_script, Broker, Conn, FetchSpec,
+    RawRecord, EARLIEST_TIMESTAMP, FETCH_VERSION, LATEST_TIMESTAMP, MAX_TIMESTAMP,
+};
+
+/// A one-record uncompressed batch.
+fn one_record(value: &[u8]) -> Bytes {
+    encode_batch(&[(None, value, now_ms())], Compression::None)
+}
+
+fn latest_offset(conn: &mut Conn, topic: &str) -> i64 {
+    let r = conn.list_offset(topic, 0, LATEST_TIMESTAMP);
+    assert_eq!(r.error_code, error_code::NONE, "{r:?}");
+    r.offset
+}
+
+/// Values of every record in partition 0.
+fn values(conn: &mut Conn, topic: &str) -> Vec<Bytes> {
+    let batches = conn.fetch_to_high_watermark(topic, 0, 0);
+    decode_records(&batches)
+        .into_iter()
+        .map(|r| r.value.expect("value"))
+        .collect()
+}
+
+// --- long poll (DelayedFetch) ----------------------------------------------
+//
+// The only timed assertions in these tests, with generous bounds: they
+// check that the purgatory parks and wakes fetches, not how fast it does.
+
+#[test]
+fn fetch_on_an_idle_partition_answers_empty_after_max_wait_ms() {
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("idle", 1, &[]);
+    let mut spec = FetchSpec::new("idle", 0, 0);
+    spec.max_wait_ms = 500;
+    spec.min_bytes = 1;
+    let started = Instant::now();
+    let part = conn.fetch(&spec);
+    let waited = started.elapsed();
+    assert_eq!(part.error_code, error_code::NONE, "{part:?}");
+    assert_eq!(part.high_watermark, 0);
+    assert!(
+        part.records.as_ref().is_none_or(Bytes::is_empty),
+        "{part:?}"
+    );
+    assert!(
+        waited >= Duration::from_millis(400),
+        "answered after {waited:?}, max_wait_ms=500"
+    );
+    assert!(
+        waited < Duration::from_secs(5),
+        "answered after {waited:?}, max_wait_ms=500"
+    );
+}
+
+#[test]
+fn fetch_waiting_on_an_idle_partition_answers_as_soon_as_a_produce_arrives() {
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    // Two partitions, so with two shards the wake-up likely crosses shards
+    // for one of them (partition owner ≠ the fetching connection's shard).
+    conn.create_topic("wakeup", 2, &[]);
+    for partition in 0..2 {
+        let mut spec = FetchSpec::new("wakeup", partition, 0);
+        // Far longer than the produce takes: an answer before it expires
+        // can only come from the produce waking the fetch.
+        spec.max_wait_ms = 10_000;
+        let correlation_id = conn.send(FETCH_VERSION, &spec.request());
+        // Give the fetch time to park (ordering, not a measurement: if it
+        // has not parked yet it answers with the data just the same).
+        std::thread::sleep(Duration::from_millis(300));
+        let producer = std::thread::spawn({
+            let mut producer = Conn::open(&broker);
+            move || {
+                let sent = Instant::now();
+                let resp = producer.produce("wakeup", partition, one_record(b"wake up"), -1);
+                (sent, resp)
+            }
+        });
+        let part = conn.recv_fetch(correlation_id, &spec);
+        let answered = Instant::now();
+        let (sent, resp) = producer.join().expect("producer thread");
+        assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+        assert_eq!(part.error_code, error_code::NONE, "{part:?}");
+        let batches = common::whole_batches(part.records.as_ref());
+        let got: Vec<_> = decode_records(&batches)
+            .into_iter()
+            .map(|r| r.value)
+            .collect();
+        assert_eq!(
+            got,
+            vec![Some(Bytes::from_static(b"wake up"))],
+            "partition {partition}"
+        );
+        let after_produce = answered.saturating_duration_since(sent);
+        assert!(
+            after_produce < Duration::from_millis(400),
+            "partition {partition}: fetch answered {after_produce:?} after the produce was sent"
+        );
+    }
+}
+
+// --- errors a client can provoke ---------------------------------------------
+
+/// A batch bigger than the limit is refused whole, whether the limit comes
+/// from the broker (`message.max.bytes`) or the topic (`max.message.bytes`).
+#[test]
+fn oversize_batch_gets_message_too_large_and_nothing_is_appended() {
+    type TopicConfigs<'a> = &'a [(&'a str, &'a str)];
+    // (broker overrides, topic configs)
+    let cases: [(&[&str], TopicConfigs); 2] = [
+        (&["message.max.bytes=4096"], &[]),
+        (&[], &[("max.message.bytes", "4096")]),
+    ];
+    for (overrides, topic_configs) in cases {
+        let case = format!("overrides {overrides:?}, topic configs {topic_configs:?}");
+        let broker = Broker::start_with(overrides);
+        let mut conn = Conn::open(&broker);
+        conn.create_topic("limits", 1, topic_configs);
+        let ok = conn.produce("limits", 0, one_record(b"small"), -1);
+        assert_eq!(
+            (ok.error_code, ok.base_offset),
+            (error_code::NONE, 0),
+            "{case}: {ok:?}"
+        );
+
+        let big = one_record(&[b'x'; 8192]);
+        let refused = conn.produce("limits", 0, big, -1);
+        assert_eq!(
+            refused.error_code,
+            error_code::MESSAGE_TOO_LARGE,
+            "{case}: {refused:?}"
+        );
+
+        // Same connection: nothing appended, and appends still work.
+        assert_eq!(latest_offset(&mut conn, "limits"), 1, "{case}");
+        assert_eq!(
+            values(&mut conn, "limits"),
+            vec![Bytes::from_static(b"small")],
+            "{case}"
+        );
+        let next = conn.produce("limits", 0, one_record(b"after"), -1);
+        assert_eq!(
+            (next.error_code, next.base_offset),
+            (error_code::NONE, 1),
+            "{case}: {next:?}"
+        );
+    }
+}
+
+#[test]
+fn batch_with_a_broken_crc_gets_corrupt_message_and_nothing_is_appended() {
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("crc", 1, &[]);
+    let ok = conn.produce("crc", 0, one_record(b"good"), -1);
+    assert_eq!(
+        (ok.error_code, ok.base_offset),
+        (error_code::NONE, 0),
+        "{ok:?}"
+    );
+
+    // Flip a bit in the last byte: inside the record's value, covered by
+    // the CRC32C, so only the checksum is wrong.
+    let mut corrupt = one_record(b"this batch is damaged in transit").to_vec();
+    *corrupt.last_mut().unwrap() ^= 0x01;
+    let refused = conn.produce("crc", 0, Bytes::from(corrupt), -1);
+    assert_eq!(
+        refused.error_code,
+        error_code::CORRUPT_MESSAGE,
+        "{refused:?}"
+    );
+
+    assert_eq!(latest_offset(&mut conn, "crc"), 1);
+    assert_eq!(values(&mut conn, "crc"), vec![Bytes::from_static(b"good")]);
+    let next = conn.produce("crc", 0, one_record(b"after"), -1);
+    assert_eq!(
+        (next.error_code, next.base_offset),
+        (error_code::NONE, 1),
+        "{next:?}"
+    );
+}
+
+#[test]
+fn fetch_past_the_log_end_gets_offset_out_of_range() {
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("range", 1, &[]);
+    let batch = encode_batch(
+        &[
+            (None, b"a", now_ms()),
+            (None, b"b", now_ms()),
+            (None, b"c", now_ms()),
+        ],
+        Compression::None,
+    );
+    let ok = conn.produce("range", 0, batch, -1);
+    assert_eq!(ok.error_code, error_code::NONE, "{ok:?}");
+
+    // (fetch offset, expected error): the log end itself is a valid
+    // position with nothing to read yet (Kafka's rule); beyond it, or
+    // negative, is out of range.
+    let cases = [
+        (3, error_code::NONE),
+        (4, error_code::OFFSET_OUT_OF_RANGE),
+        (1_000_000, error_code::OFFSET_OUT_OF_RANGE),
+        (-5, error_code::OFFSET_OUT_OF_RANGE),
+    ];
+    for (offset, expected) in cases {
+        let mut spec = FetchSpec::new("range", 0, offset);
+        spec.max_wait_ms = 0;
+        let part = conn.fetch(&spec);
+        assert_eq!(part.error_code, expected, "fetch at {offset}: {part:?}");
+        assert!(
+            part.records.as_ref().is_none_or(Bytes::is_empty),
+            "fetch at {offset}: {part:?}"
+        );
+    }
+    // Same connection still serves.
+    let got = values(&mut conn, "range");
+    assert_eq!(
+        got,
+        [&b"a"[..], b"b", b"c"].map(Bytes::from_static).to_vec()
+    );
+}
+
+/// Several bad requests in a row on one connection, then good ones: the
+/// connection stays open and answers in order.
+#[test]
+fn connection_keeps_serving_after_every_kind_of_refused_request() {
+    let broker = Broker::start_with(&["message.max.bytes=4096"]);
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("mixed", 1, &[]);
+    let mut corrupt = one_record(b"damaged").to_vec();
+    *corrupt.last_mut().unwrap() ^= 0x80;
+    let refused = [
+        conn.produce("mixed", 0, one_record(&[0u8; 8192]), -1)
+            .error_code,
+        conn.produce("mixed", 0, Bytes::from(corrupt), -1)
+            .error_code,
+        {
+            let mut spec = FetchSpec::new("mixed", 0, 7);
+            spec.max_wait_ms = 0;
+            conn.fetch(&spec).error_code
+        },
+    ];
+    assert_eq!(
+        refused,
+        [
+            error_code::MESSAGE_TOO_LARGE,
+            error_code::CORRUPT_MESSAGE,
+            error_code::OFFSET_OUT_OF_RANGE
+        ]
+    );
+    let ok = conn.produce("mixed", 0, one_record(b"fine"), -1);
+    assert_eq!(
+        (ok.error_code, ok.base_offset),
+        (error_code::NONE, 0),
+        "{ok:?}"
+    );
+    // Pipelined: two fetches in flight, answered in request order.
+    let spec = FetchSpec::new("mixed", 0, 0);
+    let first = conn.send(FETCH_VERSION, &spec.request());
+    let second = conn.send(FETCH_VERSION, &spec.request());
+    for id in [first, second] {
+        let resp = conn.recv::<FetchRequest>(FETCH_VERSION, id);
+        assert_eq!(resp.responses[0].partitions[0].error_code, error_code::NONE);
+    }
+}
+
+// --- ordering -----------------------------------------------------------------
+
+/// Kafka keeps per-partition order for requests pipelined on one connection
+/// (librdkafka has up to 1M in flight without idempotence): request i's
+/// batch must land before request i+1's, whichever shard owns the partition.
+/// Several connections do this at once, since the reordering seen with
+/// confluent-kafka needed a busy broker to show.
+#[test]
+fn pipelined_produce_requests_on_one_connection_append_in_request_order() {
+    const CONNECTIONS: usize = 6;
+    let broker = Broker::start();
+    let topics: Vec<String> = (0..CONNECTIONS).map(|c| format!("pipelined-{c}")).collect();
+    let mut conn = Conn::open(&broker);
+    for topic in &topics {
+        conn.create_topic(topic, PIPELINE_PARTITIONS, &[]);
+    }
+    std::thread::scope(|scope| {
+        for topic in &topics {
+            let mut conn = Conn::open(&broker);
+            scope.spawn(move || pipeline_produce_and_check_order(&mut conn, topic));
+        }
+    });
+}
+
+const PIPELINE_REQUESTS: usize = 120;
+const PIPELINE_RECORDS: usize = 200;
+const PIPELINE_PARTITIONS: i32 = 4;
+
+/// Send every produce request before reading any response, round-robin over
+/// the partitions; then check base offsets and the log's record order.
+fn pipeline_produce_and_check_order(conn: &mut Conn, topic: &str) {
+    let filler = [b'p'; 1000];
+    let mut sent = Vec::new();
+    for i in 0..PIPELINE_REQUESTS {
+        let partition = (i % PIPELINE_PARTITIONS as usize) as i32;
+        let values: Vec<Vec<u8>> = (0..PIPELINE_RECORDS)
+            .map(|r| {
+                [
+                    format!("{:08}:", i * PIPELINE_RECORDS + r).as_bytes(),
+                    &filler,
+                ]
+                .concat()
+            })
+            .collect();
+        let records: Vec<RawRecord> = values
+            .iter()
+            .map(|v| (None, v.as_slice(), now_ms()))
+            .collect();
+        let req = produce_request(topic, partition, encode_batch(&records, Compression::None));
+        sent.push((partition, conn.send(common::PRODUCE_VERSION, &req)));
+    }
+    let mut next_base = [0i64; PIPELINE_PARTITIONS as usize];
+    for (i, (partition, id)) in sent.into_iter().enumerate() {
+        let resp = conn.recv::<ProduceRequest>(common::PRODUCE_VERSION, id);
+        let part = &resp.responses[0].partition_responses[0];
+        assert_eq!(
+            part.error_code,
+            error_code::NONE,
+            "{topic} request {i}: {part:?}"
+        );
+        assert_eq!(
+            part.base_offset, next_base[partition as usize],
+            "{topic} request {i} (partition {partition}) appended out of order"
+        );
+        next_base[partition as usize] += PIPELINE_RECORDS as i64;
+    }
+    for partition in 0..PIPELINE_PARTITIONS {
+        let batches = conn.fetch_to_high_watermark(topic, partition, 0);
+        let seqs: Vec<usize> = decode_records(&batches)
+            .iter()
+            .map(|r| {
+                let v = r.value.as_ref().expect("value");
+                std::str::from_utf8(&v[..8]).unwrap().parse().unwrap()
+            })
+            .collect();
+        let expected: Vec<usize> = (0..PIPELINE_REQUESTS)
+            .filter(|i| i % PIPELINE_PARTITIONS as usize == partition as usize)
+            .flat_map(|i| i * PIPELINE_RECORDS..(i + 1) * PIPELINE_RECORDS)
+            .collect();
+        assert!(
+            seqs == expected,
+            "{topic} partition {partition}: log order differs from request order"
+        );
+    }
+}
+
+fn produce_request(topic: &str, partition: i32, records: Bytes) -> ProduceRequest {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(common::topic_name(topic))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(records))])])
+}
+
+// --- ListOffsets -------------------------------------------------------------
+
+/// Three batches with out-of-order timestamps; offsets 0..8.
+/// `(offset, timestamp delta from t0)`; the maximum (t0+90) is offset 4,
+/// in the middle of the second batch.
+const TIMED_BATCHES: [&[(i64, i64)]; 3] = [
+    &[(0, 0), (1, 10), (2, 20)],
+    &[(3, 30), (4, 90), (5, 40)],
+    &[(6, 50), (7, 60)],
+];
+
+fn produce_timed_batches(conn: &mut Conn, topic: &str, t0: i64) {
+    for batch in TIMED_BATCHES {
+        let values: Vec<String> = batch.iter().map(|(o, _)| format!("offset {o}")).collect();
+        let records: Vec<RawRecord> = batch
+            .iter()
+            .zip(&values)
+            .map(|((_, dt), v)| (None, v.as_bytes(), t0 + dt))
+            .collect();
+        let resp = conn.produce(topic, 0, encode_batch(&records, Compression::None), -1);
+        assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+        assert_eq!(resp.base_offset, batch[0].0);
+    }
+}
+
+/// Target timestamp delta → (offset, timestamp delta) Kafka answers: the
+/// first record in offset order whose timestamp is ≥ the target.
+const BY_TIMESTAMP: [(i64, Option<(i64, i64)>); 7] = [
+    (-1000, Some((0, 0))),
+    (0, Some((0, 0))),
+    (5, Some((1, 10))),
+    (25, Some((3, 30))),
+    (31, Some((4, 90))),
+    (90, Some((4, 90))),
+    (91, None),
+];
+
+#[test]
+fn list_offsets_answers_earliest_latest_max_timestamp_and_by_timestamp() {
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("times", 1, &[]);
+    // An hour ago: inside any timestamp-validation window.
+    let t0 = now_ms() - 3_600_000;
+    produce_timed_batches(&mut conn, "times", t0);
+
+    let mut spec = |ts| {
+        let r = conn.list_offset("times", 0, ts);
+        assert_eq!(r.error_code, error_code::NONE, "ListOffsets {ts}: {r:?}");
+        (r.offset, r.timestamp)
+    };
+    assert_eq!(spec(EARLIEST_TIMESTAMP), (0, -1), "earliest");
+    assert_eq!(spec(LATEST_TIMESTAMP), (8, -1), "latest");
+    assert_eq!(spec(MAX_TIMESTAMP), (4, t0 + 90), "max timestamp (KIP-734)");
+    for (dt, expected) in BY_TIMESTAMP {
+        let expected = expected.map_or((-1, -1), |(o, t)| (o, t0 + t));
+        assert_eq!(spec(t0 + dt), expected, "timestamp t0{dt:+}");
+    }
+}
+
+#[test]
+fn confluent_kafka_sees_the_same_watermarks_and_offsets_for_times() {
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("times-ck", 1, &[]);
+    let t0 = now_ms() - 3_600_000;
+    produce_timed_batches(&mut conn, "times-ck", t0);
+
+    let mut args = vec![broker.bootstrap(), "times-ck".into(), "0".into()];
+    args.extend(BY_TIMESTAMP.iter().map(|(dt, _)| (t0 + dt).to_string()));
+    let report = run_py_script(&["confluent_kafka"], "confluent_offsets.py", &args);
+    assert_eq!(report["watermarks"], serde_json::json!([0, 8]), "{report}");
+    assert_eq!(
+        report["offsets_for_times_errors"],
+        serde_json::json!([]),
+        "{report}"
+    );
+    let listed = &report["list_offsets"];
+    assert_eq!(listed["earliest"][0], 0, "{report}");
+    assert_eq!(listed["latest"][0], 8, "{report}");
+    assert_eq!(
+        listed["max_timestamp"],
+        serde_json::json!([4, t0 + 90]),
+        "{report}"
+    );
+    for (dt, expected) in BY_TIMESTAMP {
+        let ts = (t0 + dt).to_string();
+        // librdkafka reports "no such offset" as OFFSET_END (-1).
+        let offset = expected.map_or(-1, |(o, _)| o);
+        assert_eq!(
+            report["offsets_for_times"][&ts], offset,
+            "offsets_for_times t0{dt:+}: {report}"
+        );
+        assert_eq!(
+            listed[format!("ts:{ts}")][0],
+            offset,
+            "list_offsets t0{dt:+}: {report}"
+        );
+    }
+}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one test command (README "Test"; .ci/run runs exactly this).
 # Installs what the integration tests need, idempotently, then runs cargo test.
-#   - kcat and python3-venv from Debian (skipped when present)
+#   - kcat, python3-venv, linux-perf, fio and iperf3 from Debian (skipped
+#     when present; one `apt-get update` first)
+#   - inferno (flamegraph SVGs) with `cargo install` (skipped when present)
 #   - a Python venv with confluent-kafka, kafka-python and aiokafka (each
 #     installed only when missing)
 set -euo pipefail
@@ -13,10 +15,19 @@ if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 need_apt=()
 command -v kcat >/dev/null || need_apt+=(kcat)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+command -v perf >/dev/null || need_apt+=(linux-perf)
+command -v fio >/dev/null || need_apt+=(fio)
+command -v iperf3 >/dev/null || need_apt+=(iperf3)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${need_apt[*]}" >&2
     $SUDO apt-get update
-    $SUDO apt-get install -y --no-install-recommends "${need_apt[@]}"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${need_apt[@]}"
+fi
+
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v inferno-flamegraph >/dev/null || ! command -v inferno-collapse-perf >/dev/null; then
+    echo "tests/run.sh: cargo install inferno" >&2
+    cargo install --quiet --locked inferno
 fi
 
 VENV="${SHARDLOG_TEST_VENV:-$HOME/.cache/shardlog/test-venv}"

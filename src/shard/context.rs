@@ -249,8 +249,12 @@ mod tests {
     fn the_control_shard_publishes_snapshots_to_a_data_shard_over_the_mesh() {
         let builder = mesh::builder::<ShardRequest, ShardResponse>(2, 8);
         // Peer 0 = data shard, peer 1 = control shard (creation order).
+        // The control executor must outlive the data shard's last call to
+        // it: a call to an executor that has exited is never answered.
+        let data_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let spawn = |role: Role| {
             let builder = builder.clone();
+            let data_done = data_done.clone();
             LocalExecutorBuilder::new(Placement::Unbound)
                 .io_memory(512 << 10)
                 .spawn(move || async move {
@@ -268,6 +272,9 @@ mod tests {
                         // Version 3 tells the data shard we are done with it.
                         let done = ShardRequest::SetSnapshot(Box::new(snapshot(3, Some("orders"))));
                         ctx.call(0, done).await.unwrap();
+                        while !data_done.load(std::sync::atomic::Ordering::Acquire) {
+                            glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
+                        }
                         seen
                     } else {
                         let at_least = |v: u64| {
@@ -286,6 +293,7 @@ mod tests {
                         };
                         let seen = ctx.call(1, create).await.unwrap();
                         at_least(3).await;
+                        data_done.store(true, std::sync::atomic::Ordering::Release);
                         seen
                     }
                 })

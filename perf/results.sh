@@ -151,7 +151,9 @@ start_broker() { # name extra-override...
   BROKER_LOG="$dir/broker.log" BROKER_NAME="$name"
   local args=(broker --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$dir/data"
     --override "shardlog.shards=$NSHARDS" --override "shardlog.cpus=$BROKER_CPUS"
-    --override auto.create.topics.enable=true --override "num.partitions=$PARTITIONS")
+    --override auto.create.topics.enable=true --override "num.partitions=$PARTITIONS"
+    --override log.segment.bytes=134217728 --override log.retention.bytes=536870912
+    --override log.retention.check.interval.ms=1000)
   local o; for o in "$@"; do args+=(--override "$o"); done
   BROKER_CMD="$(printf '%q ' "$BIN" "${args[@]}")"
   CMDS+=("${BROKER_CMD% }")

@@ -297,6 +297,12 @@ pub fn broker_overrides(
         // Kafka's default is true; stated so a config file cannot turn it
         // off under the bench, whose topic may need creating.
         "auto.create.topics.enable=true".into(),
+        // A sweep writes hundreds of MB/s for minutes: keep at most
+        // ~512 MiB per partition (Kafka's log.retention.bytes, checked every
+        // second) so a benchmark never fills the disk.
+        "log.segment.bytes=134217728".into(),
+        "log.retention.bytes=536870912".into(),
+        "log.retention.check.interval.ms=1000".into(),
     ];
     v.extend(extra.iter().cloned());
     v

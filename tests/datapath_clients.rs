@@ -7,7 +7,8 @@
 mod common;
 
 use common::{
-    assert_complete_round_trip, batch_compression, run_py_script, Broker, Conn, RoundTrip,
+    assert_complete_round_trip, batch_compression, decode_records, run_py_script, Broker, Conn,
+    RoundTrip,
 };
 
 fn round_trip(
@@ -128,11 +129,31 @@ fn confluent_kafka_round_trips_with_every_codec_and_the_batches_stay_compressed(
         let report = run_py_script(&["confluent_kafka"], "confluent_roundtrip.py", &args);
         assert_complete_round_trip(&report, COUNT, PARTITIONS);
         for partition in 0..PARTITIONS {
+            // librdkafka sends a batch uncompressed when compressing does
+            // not shrink it (a lone record with incompressible filler), so
+            // every batch carries the codec or none, and nearly every
+            // record travels compressed.
             let batches = conn.fetch_to_high_watermark(&topic, partition, 0);
-            let codecs: Vec<i16> = batches.iter().map(|b| batch_compression(b)).collect();
+            let stored: Vec<(i16, usize)> = batches
+                .iter()
+                .map(|b| {
+                    (
+                        batch_compression(b),
+                        decode_records(std::slice::from_ref(b)).len(),
+                    )
+                })
+                .collect();
+            let total: usize = stored.iter().map(|(_, n)| n).sum();
+            let compressed: usize = stored
+                .iter()
+                .filter(|(c, _)| *c == codec_id)
+                .map(|(_, n)| n)
+                .sum();
             assert!(
-                !codecs.is_empty() && codecs.iter().all(|c| *c == codec_id),
-                "{codec}: partition {partition} stored batch codecs {codecs:?}, expected all {codec_id}"
+                stored.iter().all(|(c, _)| *c == codec_id || *c == 0)
+                    && compressed * 10 >= total * 9,
+                "{codec}: partition {partition}: {compressed} of {total} records compressed; \
+                 (codec, records) per batch {stored:?}, expected codec {codec_id}"
             );
         }
     }

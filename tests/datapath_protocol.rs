@@ -1,7 +1,8 @@
 //! Issue 5, data-path protocol behaviour seen on the wire with raw requests
 //! (kafka-protocol types): Fetch long poll through the purgatory, the error
 //! codes a client can provoke (and that the connection survives them), and
-//! ListOffsets by spec and timestamp, the last also through confluent-kafka.
+//! ListOffsets by spec and timestamp, the last also through confluent-kafka,
+//! and FindCoordinator.
 
 mod common;
 
@@ -480,4 +481,84 @@ fn confluent_kafka_sees_the_same_watermarks_and_offsets_for_times() {
             "list_offsets t0{dt:+}: {report}"
         );
     }
+}
+
+// --- FindCoordinator -----------------------------------------------------------
+
+/// Error codes FindCoordinator answers with.
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const INVALID_REQUEST: i16 = 42;
+
+/// Every version, group and transaction keys and an unknown key type: the
+/// single broker coordinates every group (without creating
+/// `__consumer_offsets`), there is no transaction coordinator, and unknown
+/// key types are invalid. v4+ answers each batched key.
+#[test]
+fn find_coordinator_names_this_broker_for_groups_at_every_version() {
+    use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest};
+    use kafka_protocol::protocol::StrBytes;
+
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    let me = (
+        BrokerId(broker.broker_id),
+        broker.host.clone(),
+        i32::from(broker.port),
+    );
+    let no_node = (BrokerId(-1), String::new(), -1);
+    // (key type, expected error, expected node); v0 only knows groups.
+    let cases = [
+        (0i8, error_code::NONE, me.clone()),
+        (1, COORDINATOR_NOT_AVAILABLE, no_node.clone()),
+        (5, INVALID_REQUEST, no_node.clone()),
+    ];
+    for version in 0..=3i16 {
+        for (key_type, error, node) in &cases {
+            if version == 0 && *key_type != 0 {
+                continue;
+            }
+            let req = FindCoordinatorRequest::default()
+                .with_key(StrBytes::from_static_str("my-group"))
+                .with_key_type(*key_type);
+            let r = conn.call(version, &req);
+            let got = (r.node_id, r.host.to_string(), r.port);
+            assert_eq!(
+                (r.error_code, &got),
+                (*error, node),
+                "v{version} key type {key_type}"
+            );
+        }
+    }
+    let keys = ["g1", "g2", "console-consumer-1"].map(StrBytes::from_static_str);
+    for (key_type, error, node) in &cases {
+        let req = FindCoordinatorRequest::default()
+            .with_key_type(*key_type)
+            .with_coordinator_keys(keys.to_vec());
+        let r = conn.call(4, &req);
+        let answered: Vec<String> = r.coordinators.iter().map(|c| c.key.to_string()).collect();
+        assert_eq!(
+            answered,
+            ["g1", "g2", "console-consumer-1"],
+            "key type {key_type}"
+        );
+        for c in &r.coordinators {
+            let got = (c.node_id, c.host.to_string(), c.port);
+            assert_eq!(
+                (c.error_code, &got),
+                (*error, node),
+                "v4 key type {key_type}"
+            );
+        }
+    }
+    // The group coordinator, not FindCoordinator, creates the offsets topic.
+    let topics: Vec<String> = conn
+        .metadata(None)
+        .topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
+        .collect();
+    assert!(
+        !topics.iter().any(|t| t == "__consumer_offsets"),
+        "{topics:?}"
+    );
 }

@@ -72,6 +72,10 @@ pub const ROUTES: &[Route] = &[
         range: handlers::list_offsets::VERSIONS,
         handle: handlers::list_offsets::handle,
     },
+    Route {
+        range: handlers::find_coordinator::VERSIONS,
+        handle: handlers::find_coordinator::handle,
+    },
     // --- topic admin ---
     Route {
         range: handlers::create_topics::VERSIONS,

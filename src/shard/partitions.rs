@@ -19,6 +19,7 @@ use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
 use glommio::sync::RwLock;
+use kafka_protocol::records::RecordBatchDecoder;
 
 use crate::config::topic::{TimestampType, TopicConfig};
 use crate::config::ServerConfig;
@@ -288,41 +289,176 @@ impl Partition {
         }
     }
 
+    /// ListOffsets for one partition, answered at record level like Kafka
+    /// (`UnifiedLog.fetchOffsetByTimestamp`): the time index finds the
+    /// batch, then that batch's records are searched.
     async fn list_offset(&self, timestamp: i64, bound: ReadBound) -> OffsetAnswer {
         let Ok(log) = self.log.read().await else {
             return offset_error(ErrorCode::NOT_LEADER_OR_FOLLOWER.0);
         };
-        let epoch = self.leader_epoch;
+        // Kafka (Partition.fetchOffsetForTimestamp): answers at or past the
+        // last fetchable offset (HW, or LEO for replicas) are "not found".
+        let fetchable = match bound {
+            ReadBound::LogEnd => log.log_end_offset(),
+            _ => log.high_watermark(),
+        };
         let found = |offset: i64, ts: i64| OffsetAnswer {
             error_code: 0,
             timestamp: ts,
             offset,
-            leader_epoch: epoch,
+            leader_epoch: self.leader_epoch,
         };
-        match timestamp {
-            LATEST_TIMESTAMP => found(
-                match bound {
-                    ReadBound::LogEnd => log.log_end_offset(),
-                    _ => log.high_watermark(),
-                },
-                -1,
-            ),
-            EARLIEST_TIMESTAMP => found(log.log_start_offset(), -1),
+        let lookup = match timestamp {
+            LATEST_TIMESTAMP => return found(fetchable, -1),
+            EARLIEST_TIMESTAMP => return found(log.log_start_offset(), -1),
             MAX_TIMESTAMP => match log.max_timestamp_and_offset() {
-                Some((ts, offset)) => found(offset, ts),
-                None => found(-1, -1),
+                Some((_, batch_base)) => find_record(&log, batch_base, RecordPick::MaxTimestamp),
+                None => Ok(None),
             },
-            ts if ts < 0 => offset_error(ErrorCode::INVALID_REQUEST.0),
+            ts if ts < 0 => return offset_error(ErrorCode::INVALID_REQUEST.0),
             ts => match log.offset_for_timestamp(ts) {
-                // Only offsets below the HW are visible to consumers.
-                Ok(Some((offset, found_ts))) if offset < log.high_watermark() => {
-                    found(offset, found_ts)
+                Ok(Some((batch_base, _))) => {
+                    find_record(&log, batch_base, RecordPick::AtOrAfter(ts))
                 }
-                Ok(_) => found(-1, -1),
-                Err(e) => offset_error(e.kafka_error_code()),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e.kafka_error_code()),
             },
+        };
+        match lookup {
+            Ok(Some((offset, ts))) if offset < fetchable => found(offset, ts),
+            Ok(_) => found(-1, -1),
+            Err(code) => offset_error(code),
         }
     }
+}
+
+/// Which record of a batch a ListOffsets lookup wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RecordPick {
+    /// The first record (offset order) with timestamp >= the target
+    /// (Kafka `FileRecords.searchForTimestamp`).
+    AtOrAfter(i64),
+    /// The earliest record holding the batch's largest timestamp
+    /// (KIP-734; Kafka `RecordBatch.offsetOfMaxTimestamp`).
+    MaxTimestamp,
+}
+
+/// Choose the answer among one batch's `(offset, timestamp)` records,
+/// ignoring records below `log_start_offset`.
+fn pick_record(
+    records: &[(i64, i64)],
+    pick: RecordPick,
+    log_start_offset: i64,
+) -> Option<(i64, i64)> {
+    let visible = records.iter().filter(|(o, _)| *o >= log_start_offset);
+    match pick {
+        RecordPick::AtOrAfter(target) => visible.copied().find(|(_, t)| *t >= target),
+        // `min_by_key` on the negated timestamp keeps the first of equal maxima.
+        RecordPick::MaxTimestamp => visible.copied().min_by_key(|(_, t)| std::cmp::Reverse(*t)),
+    }
+}
+
+/// Find the record `pick` names, starting at the batch holding
+/// `batch_offset`. A timestamp search moves on to later batches only when
+/// the records that matched lie below the log start offset (Kafka's
+/// segment search does the same).
+fn find_record(
+    log: &PartitionLog,
+    batch_offset: i64,
+    pick: RecordPick,
+) -> Result<Option<(i64, i64)>, i16> {
+    let log_start = log.log_start_offset();
+    let leo = log.log_end_offset();
+    let mut next = batch_offset.max(log_start);
+    while next < leo {
+        let Some(batch) = read_one_batch(log, next, leo)? else {
+            return Ok(None);
+        };
+        let (last_offset, max_timestamp) = batch_header(&batch)?;
+        let wanted = match pick {
+            RecordPick::AtOrAfter(target) => max_timestamp >= target,
+            RecordPick::MaxTimestamp => true,
+        };
+        if wanted {
+            let records = batch_record_timestamps(batch)?;
+            if let Some(hit) = pick_record(&records, pick, log_start) {
+                return Ok(Some(hit));
+            }
+        }
+        if pick == RecordPick::MaxTimestamp {
+            return Ok(None);
+        }
+        next = last_offset + 1;
+    }
+    Ok(None)
+}
+
+/// The bytes of the batch holding `offset` (cold path: file regions are
+/// copied out with pread).
+fn read_one_batch(log: &PartitionLog, offset: i64, leo: i64) -> Result<Option<Bytes>, i16> {
+    use std::os::unix::fs::FileExt;
+    let read = log
+        .read(offset, 1, leo, true)
+        .map_err(|e| e.kafka_error_code())?;
+    if read.regions.is_empty() {
+        return Ok(None);
+    }
+    let mut out = BytesMut::with_capacity(read.bytes);
+    for region in read.regions {
+        match region {
+            Region::Cached(b) => out.extend_from_slice(&b),
+            Region::File {
+                file,
+                position,
+                len,
+            } => {
+                let mut buf = vec![0u8; len as usize];
+                file.read_exact_at(&mut buf, position).map_err(|e| {
+                    tracing::error!(error = %e, "reading a batch for ListOffsets");
+                    ErrorCode::KAFKA_STORAGE_ERROR.0
+                })?;
+                out.extend_from_slice(&buf);
+            }
+        }
+    }
+    Ok(Some(out.freeze()))
+}
+
+/// `(last offset, max timestamp)` from a stored batch's header.
+fn batch_header(batch: &[u8]) -> Result<(i64, i64), i16> {
+    let view =
+        record_batch::RecordBatch::new_unchecked_crc(batch).map_err(|e| e.kafka_error_code())?;
+    Ok((view.last_offset(), view.max_timestamp()))
+}
+
+/// `(offset, timestamp)` of every record of the first batch in `batch`
+/// (decompressing it). LogAppendTime batches: every record's timestamp is
+/// the batch's max timestamp (Kafka `DefaultRecordBatch` overrides them).
+fn batch_record_timestamps(mut batch: Bytes) -> Result<Vec<(i64, i64)>, i16> {
+    let (log_append_time, max_timestamp) = {
+        let view = record_batch::RecordBatch::new_unchecked_crc(&batch)
+            .map_err(|e| e.kafka_error_code())?;
+        (
+            view.timestamp_type() == record_batch::TimestampType::LogAppendTime,
+            view.max_timestamp(),
+        )
+    };
+    let set = RecordBatchDecoder::decode(&mut batch).map_err(|e| {
+        tracing::error!(error = %e, "cannot decode a stored batch for ListOffsets");
+        ErrorCode::CORRUPT_MESSAGE.0
+    })?;
+    Ok(set
+        .records
+        .iter()
+        .map(|r| {
+            let ts = if log_append_time {
+                max_timestamp
+            } else {
+                r.timestamp
+            };
+            (r.offset, ts)
+        })
+        .collect())
 }
 
 fn offset_error(error_code: i16) -> OffsetAnswer {
@@ -600,5 +736,129 @@ impl PartitionRegistry {
                 ..PartitionSnapshot::leader_at(0, 0)
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions,
+        TimestampType as WireTimestampType,
+    };
+
+    /// Out-of-order timestamps with a repeated maximum (offsets 10..15).
+    const RECORDS: [(i64, i64); 5] = [(10, 100), (11, 300), (12, 200), (13, 300), (14, 250)];
+
+    #[test]
+    fn at_or_after_picks_the_first_record_in_offset_order_not_the_closest_timestamp() {
+        // (target, expected)
+        let table: [(i64, Option<(i64, i64)>); 6] = [
+            (0, Some((10, 100))),
+            (100, Some((10, 100))),
+            (101, Some((11, 300))),
+            (201, Some((11, 300))),
+            (300, Some((11, 300))),
+            (301, None),
+        ];
+        for (target, expected) in table {
+            assert_eq!(
+                pick_record(&RECORDS, RecordPick::AtOrAfter(target), 0),
+                expected,
+                "target {target}"
+            );
+        }
+    }
+
+    #[test]
+    fn max_timestamp_picks_the_earliest_record_holding_the_maximum() {
+        assert_eq!(
+            pick_record(&RECORDS, RecordPick::MaxTimestamp, 0),
+            Some((11, 300))
+        );
+        assert_eq!(pick_record(&[], RecordPick::MaxTimestamp, 0), None);
+    }
+
+    #[test]
+    fn records_below_the_log_start_offset_are_never_answered() {
+        assert_eq!(
+            pick_record(&RECORDS, RecordPick::AtOrAfter(0), 12),
+            Some((12, 200))
+        );
+        assert_eq!(
+            pick_record(&RECORDS, RecordPick::MaxTimestamp, 12),
+            Some((13, 300))
+        );
+        assert_eq!(pick_record(&RECORDS, RecordPick::AtOrAfter(0), 15), None);
+    }
+
+    fn encoded_batch(base_offset: i64, timestamps: &[i64], compression: Compression) -> Bytes {
+        let records: Vec<Record> = timestamps
+            .iter()
+            .enumerate()
+            .map(|(i, ts)| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: WireTimestampType::Creation,
+                offset: base_offset + i as i64,
+                // kafka-protocol starts a new batch whenever offset -
+                // sequence changes: keep one batch.
+                sequence: i as i32 - 1,
+                timestamp: *ts,
+                key: None,
+                value: Some(Bytes::from(vec![b'x'; 64])),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression,
+        };
+        RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
+        buf.freeze()
+    }
+
+    #[test]
+    fn stored_batches_decode_to_record_offsets_and_timestamps_with_every_codec() {
+        for compression in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let batch = encoded_batch(40, &[5, 9, 7], compression);
+            assert_eq!(batch_header(&batch), Ok((42, 9)), "{compression:?}");
+            assert_eq!(
+                batch_record_timestamps(batch),
+                Ok(vec![(40, 5), (41, 9), (42, 7)]),
+                "{compression:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn log_append_time_batches_give_every_record_the_batch_timestamp() {
+        let mut batch = BytesMut::from(&encoded_batch(0, &[5, 9, 7], Compression::None)[..]);
+        record_batch::set_log_append_time(&mut batch, 1_000);
+        let records = batch_record_timestamps(batch.freeze()).expect("decode");
+        assert_eq!(records, vec![(0, 1_000), (1, 1_000), (2, 1_000)]);
+        assert_eq!(
+            pick_record(&records, RecordPick::MaxTimestamp, 0),
+            Some((0, 1_000))
+        );
+    }
+
+    #[test]
+    fn a_truncated_batch_is_an_error_not_a_panic() {
+        let batch = encoded_batch(0, &[5, 9, 7], Compression::Gzip);
+        let cut = batch.slice(..batch.len() - 10);
+        assert!(batch_record_timestamps(cut).is_err());
+        assert!(batch_header(&batch[..20]).is_err());
     }
 }

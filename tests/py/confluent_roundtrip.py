@@ -1,6 +1,7 @@
 """confluent-kafka (librdkafka 2.16) producer then assign()-consumer.
 
-Producer: acks=all, linger.ms=5, explicit partition per message.
+Producer: acks=all, linger.ms=5, explicit partition per message,
+compression.type from --compression.
 Consumer: no group coordinator is needed: assign() with OFFSET_BEGINNING,
 enable.auto.commit=false (group.id is still required by the client config);
 isolation.level left at librdkafka's default, read_committed.
@@ -20,6 +21,7 @@ def produce(args):
         "acks": "all",
         "linger.ms": 5,
         "enable.idempotence": False,
+        "compression.type": args.compression,
     })
     state = {"delivered": 0, "errors": 0, "first_error": None}
 

@@ -40,6 +40,8 @@ def parse_args(description):
     # A guard against a broker that stops serving (not a speed assertion):
     # give up when nothing arrives for this long and report what we have.
     ap.add_argument("--idle-timeout", type=float, default=60.0)
+    # The producer's compression.type (Kafka's names); none by default.
+    ap.add_argument("--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none")
     return ap.parse_args()
 
 

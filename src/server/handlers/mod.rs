@@ -9,6 +9,7 @@ pub mod create_topics;
 pub mod delete_topics;
 pub mod describe_configs;
 pub mod fetch;
+pub mod find_coordinator;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod list_offsets;

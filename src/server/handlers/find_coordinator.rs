@@ -1,0 +1,252 @@
+//! `[drv]` FindCoordinator (key 10), v0–v4 (v4+: batched
+//! `coordinator_keys`, KIP-699).
+//!
+//! Kafka's rule (KafkaApis.getCoordinator): the coordinator of group `g`
+//! is the leader of `__consumer_offsets` partition
+//! `coordinator_partition(g, offsets.topic.num.partitions)`. While that
+//! topic does not exist, this single broker is the only possible leader,
+//! so it answers itself; the group coordinator creates the topic.
+//!
+//! Key type 1 (transactions): shardlog has no transaction coordinator, so
+//! COORDINATOR_NOT_AVAILABLE (15), what Kafka answers while
+//! `__transaction_state` has no available leader (see init_producer_id.rs).
+//! Any other key type: INVALID_REQUEST (42), as Kafka's
+//! `CoordinatorType.forId` refuses it.
+//!
+//! Advertising this API matters beyond groups: librdkafka turns on its LZ4
+//! feature only when FindCoordinator is listed (its feature map ties
+//! RD_KAFKA_FEATURE_LZ4 to FindCoordinator), and otherwise sends lz4
+//! batches uncompressed.
+
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::find_coordinator_response::{Coordinator, FindCoordinatorResponse};
+use kafka_protocol::messages::{ApiKey, BrokerId};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::metadata::answers::encode;
+use crate::metadata::{BrokerEndpoint, Snapshot};
+use crate::protocol::decode::{check_array_len, decode_body};
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::dispatch::{HandlerError, Request, Response};
+use crate::server::OutPart;
+use crate::shard::control::OFFSETS_TOPIC;
+use crate::shard::placement::coordinator_partition;
+use crate::shard::ShardContext;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::FindCoordinator, 0, 4);
+
+/// First version with batched `coordinator_keys` (KIP-699).
+const FIRST_BATCHED: i16 = 4;
+
+/// Kafka's `FindCoordinatorRequest.CoordinatorType` ids.
+pub const KEY_TYPE_GROUP: i8 = 0;
+pub const KEY_TYPE_TRANSACTION: i8 = 1;
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let mut body = req.body;
+        if version >= FIRST_BATCHED {
+            // `coordinator_keys` follows the one-byte key type.
+            check_array_len(&body, 1, true).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        }
+        let request: FindCoordinatorRequest =
+            decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let snapshot = ctx.snapshot();
+        let lookup =
+            |key: &str| coordinator_for(&snapshot, ctx.config.broker_id, request.key_type, key);
+        let mut response = FindCoordinatorResponse::default();
+        if version >= FIRST_BATCHED {
+            response.coordinators = request
+                .coordinator_keys
+                .iter()
+                .map(|key| coordinator_entry(key.clone(), lookup(key)))
+                .collect();
+        } else {
+            let c = coordinator_entry(request.key.clone(), lookup(&request.key));
+            response.error_code = c.error_code;
+            response.error_message = c.error_message;
+            response.node_id = c.node_id;
+            response.host = c.host;
+            response.port = c.port;
+        }
+        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}
+
+/// The broker coordinating `key` of `key_type`, or why there is none.
+/// `self_id` is this broker. Kafka maps keys with the partition count of
+/// the existing `__consumer_offsets` (`offsets.topic.num.partitions` only
+/// sizes its creation).
+pub fn coordinator_for<'a>(
+    snapshot: &'a Snapshot,
+    self_id: i32,
+    key_type: i8,
+    key: &str,
+) -> Result<&'a BrokerEndpoint, ErrorCode> {
+    match key_type {
+        KEY_TYPE_GROUP => {}
+        KEY_TYPE_TRANSACTION => return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+        _ => return Err(ErrorCode::INVALID_REQUEST),
+    }
+    let leader = match snapshot.topic(OFFSETS_TOPIC) {
+        // Kafka reads the partition count of the existing topic.
+        Some(topic) => {
+            let count = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
+            let p = coordinator_partition(key, count);
+            topic
+                .partitions
+                .iter()
+                .find(|s| s.partition == p)
+                .map_or(-1, |s| s.leader)
+        }
+        // Whichever partition the key maps to, this single broker would
+        // lead it once created.
+        None => self_id,
+    };
+    // No leader (-1) or a leader not alive: Kafka's COORDINATOR_NOT_AVAILABLE.
+    snapshot
+        .broker(leader)
+        .ok_or(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+}
+
+/// One answer; errors carry Kafka's `Node.noNode()` (-1, "", -1).
+fn coordinator_entry(key: StrBytes, found: Result<&BrokerEndpoint, ErrorCode>) -> Coordinator {
+    let mut c = Coordinator::default();
+    c.key = key;
+    match found {
+        Ok(b) => {
+            c.node_id = BrokerId(b.broker_id);
+            c.host = StrBytes::from_string(b.host.clone());
+            c.port = i32::from(b.port);
+        }
+        Err(code) => {
+            c.error_code = code.0;
+            c.error_message = code.name().map(StrBytes::from_static_str);
+            c.node_id = BrokerId(-1);
+            c.host = StrBytes::from_static_str("");
+            c.port = -1;
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::{PartitionState, TopicState};
+
+    fn endpoint(broker_id: i32, port: u16) -> BrokerEndpoint {
+        BrokerEndpoint {
+            broker_id,
+            host: format!("host{broker_id}"),
+            port,
+            rack: None,
+        }
+    }
+
+    fn snapshot() -> Snapshot {
+        let mut s = Snapshot::single_broker("c", endpoint(1, 9092));
+        s.brokers.push(endpoint(2, 9093));
+        s
+    }
+
+    /// `__consumer_offsets` with 3 partitions led by brokers 1, 2 and none.
+    fn with_offsets_topic(s: Snapshot) -> Snapshot {
+        let partitions = [1, 2, -1]
+            .iter()
+            .enumerate()
+            .map(|(p, leader)| PartitionState {
+                partition: p as i32,
+                leader: *leader,
+                leader_epoch: 0,
+                replicas: vec![],
+                isr: vec![],
+                offline_replicas: vec![],
+            })
+            .collect();
+        s.with_topic(TopicState {
+            name: OFFSETS_TOPIC.into(),
+            topic_id: uuid::Uuid::from_u128(7),
+            is_internal: true,
+            partitions,
+            configs: Default::default(),
+        })
+    }
+
+    #[test]
+    fn without_the_offsets_topic_this_broker_coordinates_every_group() {
+        let s = snapshot();
+        for group in ["", "g", "console-consumer-12345"] {
+            let got = coordinator_for(&s, 2, KEY_TYPE_GROUP, group).map(|b| b.port);
+            assert_eq!(got, Ok(9093), "group {group:?}");
+        }
+        // This broker missing from the snapshot: nobody to answer with.
+        assert_eq!(
+            coordinator_for(&s, 9, KEY_TYPE_GROUP, "g"),
+            Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+        );
+    }
+
+    #[test]
+    fn with_the_offsets_topic_the_leader_of_the_groups_partition_coordinates() {
+        let s = with_offsets_topic(snapshot());
+        // Find a group for each partition via Kafka's hash rule.
+        let group_on = |p: i32| {
+            (0..1000)
+                .map(|i| format!("group-{i}"))
+                .find(|g| coordinator_partition(g, 3) == p)
+                .expect("a group on every partition")
+        };
+        let table = [
+            (0, Ok(1)),
+            (1, Ok(2)),
+            (2, Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)),
+        ];
+        for (partition, expected) in table {
+            let got =
+                coordinator_for(&s, 1, KEY_TYPE_GROUP, &group_on(partition)).map(|b| b.broker_id);
+            assert_eq!(got, expected, "partition {partition}");
+        }
+    }
+
+    #[test]
+    fn transaction_keys_have_no_coordinator_and_unknown_key_types_are_invalid() {
+        let s = snapshot();
+        let table = [
+            (KEY_TYPE_TRANSACTION, ErrorCode::COORDINATOR_NOT_AVAILABLE),
+            (2, ErrorCode::INVALID_REQUEST),
+            (-1, ErrorCode::INVALID_REQUEST),
+            (i8::MAX, ErrorCode::INVALID_REQUEST),
+        ];
+        for (key_type, expected) in table {
+            assert_eq!(
+                coordinator_for(&s, 1, key_type, "k").map(|b| b.broker_id),
+                Err(expected),
+                "key type {key_type}"
+            );
+        }
+    }
+
+    #[test]
+    fn error_entries_carry_kafkas_no_node() {
+        let c = coordinator_entry(
+            StrBytes::from_static_str("k"),
+            Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+        );
+        assert_eq!(
+            (c.error_code, c.node_id, c.host.as_str(), c.port),
+            (15, BrokerId(-1), "", -1)
+        );
+        let b = endpoint(3, 19092);
+        let c = coordinator_entry(StrBytes::from_static_str("k"), Ok(&b));
+        assert_eq!(
+            (c.error_code, c.node_id, c.host.as_str(), c.port),
+            (0, BrokerId(3), "host3", 19092)
+        );
+    }
+}

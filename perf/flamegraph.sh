@@ -27,7 +27,8 @@ usage: perf/flamegraph.sh (--pid PID | --start) [options]
   --freq HZ            sampling frequency (default 999)
   --bin PATH           broker binary for --start (default: <repo>/target/release/shardlog)
   --broker-args ARGS   broker arguments for --start; {dir} and {port} are substituted
-                       (default: $SHARDLOG_BROKER_ARGS or "broker --log-dir {dir} --port {port}")
+                       (default: $SHARDLOG_BROKER_ARGS or "broker --override
+                       listeners=PLAINTEXT://127.0.0.1:{port} --override log.dirs={dir}")
   --title TEXT         flamegraph title
   --keep               keep perf.data and the collapsed stacks next to the SVG
   --no-install         fail instead of installing missing perf/inferno
@@ -36,7 +37,7 @@ EOF
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PID="" START=0 DURATION=20 WARMUP="" WORKLOAD="" OUT="" DWARF=0 FREQ=999 BIN="" TITLE="" KEEP=0 INSTALL=1
-BROKER_ARGS="${SHARDLOG_BROKER_ARGS:-broker --log-dir {dir} --port {port}}"
+BROKER_ARGS="${SHARDLOG_BROKER_ARGS:-broker --override listeners=PLAINTEXT://127.0.0.1:{port} --override log.dirs={dir} --override log.retention.bytes=536870912 --override log.retention.check.interval.ms=1000}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --pid) PID="$2"; shift 2 ;;

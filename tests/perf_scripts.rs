@@ -124,6 +124,49 @@ fn flamegraph_svg_names_the_busy_function() {
     );
 }
 
+/// The issue's check: the script starts the real broker, drives it with a
+/// real client (kcat) and the SVG names shardlog's own functions.
+#[test]
+fn flamegraph_of_the_broker_under_load_names_shardlog_functions() {
+    require_tool("perf", "apt-get install -y linux-perf");
+    require_tool("inferno-flamegraph", "cargo install inferno --locked");
+    require_tool("kcat", "apt-get install -y kcat");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let svg = dir.path().join("broker.svg");
+    let workload = "yes 'shardlog flamegraph payload 0123456789abcdef0123456789abcdef' \
+        | head -n 3000000 | kcat -P -b \"$SHARDLOG_BOOTSTRAP\" -t flamegraph -X linger.ms=5";
+    let out = run_script(
+        "perf/flamegraph.sh",
+        &[
+            "--start",
+            "--bin",
+            env!("CARGO_BIN_EXE_shardlog"),
+            "--workload",
+            workload,
+            "--warmup",
+            "2",
+            "--duration",
+            "3",
+            "--no-install",
+            "--out",
+            svg.to_str().expect("utf-8"),
+        ],
+    );
+    let text = std::fs::read_to_string(&svg).unwrap_or_else(|e| {
+        panic!(
+            "no SVG written ({e}); script said: {} {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(text.contains("<svg"), "output is not an SVG");
+    assert!(
+        text.contains("shardlog::"),
+        "SVG names no shardlog function; script said: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn compare_prints_each_round_and_the_median_ratio() {
     let out = run_script(

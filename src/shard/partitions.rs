@@ -205,6 +205,13 @@ impl Partition {
             Ok(SeqCheck::Append) => {}
             Ok(SeqCheck::Duplicate(meta)) => {
                 // A retry of a batch already in the log: its original offsets.
+                tracing::debug!(
+                    tp = %self.tp,
+                    producer_id = batch.producer_id,
+                    first_seq = batch.first_seq,
+                    base_offset = meta.first_offset,
+                    "duplicate batch answered with its original offsets"
+                );
                 return ProduceResult {
                     error_code: 0,
                     base_offset: meta.first_offset,

@@ -202,3 +202,22 @@ fn an_idle_producer_expires_after_producer_id_expiration_ms() {
         "the gap must be refused while the producer is known"
     );
 }
+
+#[test]
+fn a_damaged_shutdown_snapshot_falls_back_to_the_older_one_and_the_log() {
+    let broker = Broker::start_with(BROKER);
+    let before = produce_before_restart(&broker);
+    let (_, dir) = broker.stop_keeping_dir();
+    let part_dir = dir.path().join(format!("{TOPIC}-0"));
+    let snaps = snapshot_offsets(&part_dir);
+    assert_eq!(snaps.last(), Some(&before.log_end), "{snaps:?}");
+    // Flip a byte of the newest snapshot's body: its CRC-32C fails.
+    let newest = part_dir.join(format!("{:020}.snapshot", before.log_end));
+    let mut bytes = std::fs::read(&newest).expect("snapshot");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x5a;
+    std::fs::write(&newest, bytes).expect("damage snapshot");
+
+    let broker = Broker::start_in(dir, BROKER);
+    check_after_restart(&broker, &before);
+}

@@ -19,7 +19,11 @@
 //!
 //! State is snapshotted in Kafka's `<offset>.snapshot` layout (version 1,
 //! CRC-32C, one entry per producer with its last batch) and rebuilt after a
-//! crash by replaying the batches appended since the snapshot.
+//! crash by replaying the batches appended since the snapshot. This module
+//! holds the pure parts of that: file naming, which snapshot to load and
+//! which to delete ([`plan_snapshot_load`], [`snapshots_to_delete`]), and the
+//! replay of logged batch headers ([`ProducerStateManager::on_replay`]); the
+//! owner shard (`shard::partitions`) does the file I/O.
 
 use crate::types::{Offset, ProducerEpoch, ProducerId};
 use std::collections::{BTreeMap, VecDeque};
@@ -28,6 +32,74 @@ use std::collections::{BTreeMap, VecDeque};
 pub const BATCHES_KEPT: usize = 5;
 /// Kafka default of `producer.id.expiration.ms` (1 day).
 pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
+/// Kafka's producer snapshot file suffix (`LogFileUtils.PRODUCER_SNAPSHOT_FILE_SUFFIX`).
+pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
+/// Snapshots kept in a partition dir after a new one is written: the
+/// newest two, so a damaged newest file still leaves an older one to
+/// replay from (Kafka keeps one per segment and deletes them with the
+/// segments; a bound of two keeps the dir small with the same recovery).
+pub const SNAPSHOTS_KEPT: usize = 2;
+/// Bytes of one producer entry in a version-1 snapshot.
+const SNAPSHOT_ENTRY_LEN: usize = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8;
+
+/// `<20-digit offset>.snapshot`, Kafka's name for a snapshot of the state
+/// of every batch below `offset`.
+pub fn snapshot_file_name(offset: Offset) -> String {
+    format!("{offset:020}{SNAPSHOT_SUFFIX}")
+}
+
+/// The offset a snapshot file name stands for; `None` for other files
+/// (including `.snapshot.tmp` leftovers of an interrupted write).
+pub fn parse_snapshot_file_name(name: &str) -> Option<Offset> {
+    let stem = name.strip_suffix(SNAPSHOT_SUFFIX)?;
+    if stem.is_empty() || !stem.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+/// What to do with a partition's snapshot files when its log opens.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotPlan {
+    /// Snapshots at or below the log end offset, newest first: load the
+    /// first that decodes, then replay the log from its offset.
+    pub candidates: Vec<Offset>,
+    /// Snapshots beyond the log end offset (the log lost its tail in a
+    /// crash after they were written): delete them, as Kafka's
+    /// `removeStraySnapshots` / `truncateAndReload` do.
+    pub stray: Vec<Offset>,
+}
+
+pub fn plan_snapshot_load(offsets: &[Offset], log_end_offset: Offset) -> SnapshotPlan {
+    let mut sorted = offsets.to_vec();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    sorted.dedup();
+    let (stray, candidates) = sorted.into_iter().partition(|&o| o > log_end_offset);
+    SnapshotPlan { candidates, stray }
+}
+
+/// All but the `keep` newest snapshots, oldest first.
+pub fn snapshots_to_delete(offsets: &[Offset], keep: usize) -> Vec<Offset> {
+    let mut sorted = offsets.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let cut = sorted.len().saturating_sub(keep);
+    sorted.truncate(cut);
+    sorted
+}
+
+/// A batch header read back from the log, for rebuilding state (the
+/// fields Kafka's `ProducerStateManager` reads during log recovery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoggedBatch {
+    pub base_offset: Offset,
+    pub last_offset_delta: i32,
+    pub max_timestamp: i64,
+    pub producer_id: ProducerId,
+    pub producer_epoch: ProducerEpoch,
+    pub base_sequence: i32,
+    pub is_control: bool,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchMetadata {
@@ -174,6 +246,34 @@ impl ProducerStateManager {
         self.check_invariants();
     }
 
+    /// Replays one batch found in the log (recovery after a crash, or the
+    /// batches appended after the loaded snapshot). No checks: the log is
+    /// the truth, as in Kafka's recovery (`loadProducersFromRecords`). The
+    /// batch's max timestamp stands in for its append time, which is what
+    /// Kafka records as the producer's last timestamp.
+    pub fn on_replay(&mut self, logged: &LoggedBatch) {
+        // Control batches (transaction markers) carry no sequence.
+        if logged.is_control || logged.producer_id < 0 || logged.last_offset_delta < 0 {
+            return;
+        }
+        let batch = ProducerBatch {
+            producer_id: logged.producer_id,
+            epoch: logged.producer_epoch,
+            first_seq: logged.base_sequence,
+            last_seq: logged.base_sequence.wrapping_add(logged.last_offset_delta),
+        };
+        let meta = BatchMetadata {
+            first_seq: batch.first_seq,
+            last_seq: batch.last_seq,
+            first_offset: logged.base_offset,
+            last_offset: logged
+                .base_offset
+                .saturating_add(i64::from(logged.last_offset_delta)),
+            max_timestamp: logged.max_timestamp,
+        };
+        self.on_append(&batch, meta, logged.max_timestamp);
+    }
+
     /// Drops producers idle longer than `producer.id.expiration.ms`.
     pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
@@ -205,12 +305,14 @@ impl ProducerStateManager {
     /// offset_delta i32, timestamp i64, coordinator_epoch i32,
     /// txn_first_offset i64`. Like Kafka, only the last batch is kept.
     pub fn encode_snapshot(&self) -> Vec<u8> {
-        let mut body = Vec::with_capacity(4 + self.producers.len() * 46);
-        body.extend_from_slice(&(self.producers.len() as i32).to_be_bytes());
-        for (id, e) in &self.producers {
-            let Some(last) = e.batches.back() else {
-                continue;
-            };
+        let entries: Vec<(&ProducerId, &ProducerEntry, &BatchMetadata)> = self
+            .producers
+            .iter()
+            .filter_map(|(id, e)| e.batches.back().map(|last| (id, e, last)))
+            .collect();
+        let mut body = Vec::with_capacity(4 + entries.len() * SNAPSHOT_ENTRY_LEN);
+        body.extend_from_slice(&(entries.len() as i32).to_be_bytes());
+        for (id, e, last) in entries {
             body.extend_from_slice(&id.to_be_bytes());
             body.extend_from_slice(&e.epoch.to_be_bytes());
             body.extend_from_slice(&last.last_seq.to_be_bytes());
@@ -239,8 +341,9 @@ impl ProducerStateManager {
             return None;
         }
         let count = i32::from_be_bytes(rd(body, 0, 4)?.try_into().ok()?);
-        const ENTRY: usize = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8;
-        if count < 0 || body.len() != 4 + count as usize * ENTRY {
+        const ENTRY: usize = SNAPSHOT_ENTRY_LEN;
+        let count_len = usize::try_from(count).ok()?.checked_mul(ENTRY)?;
+        if body.len() != 4 + count_len {
             return None;
         }
         let mut producers = BTreeMap::new();
@@ -252,10 +355,14 @@ impl ProducerStateManager {
             let last_offset = i64::from_be_bytes(e[14..22].try_into().ok()?);
             let delta = i32::from_be_bytes(e[22..26].try_into().ok()?);
             let ts = i64::from_be_bytes(e[26..34].try_into().ok()?);
+            // Our own file, but a damaged one must not break an invariant.
+            if delta < 0 || last_offset < 0 {
+                return None;
+            }
             let meta = BatchMetadata {
                 first_seq: last_seq.wrapping_sub(delta),
                 last_seq,
-                first_offset: last_offset - delta as i64,
+                first_offset: last_offset.checked_sub(i64::from(delta))?,
                 last_offset,
                 max_timestamp: ts,
             };
@@ -268,7 +375,9 @@ impl ProducerStateManager {
                 },
             );
         }
-        Some(Self { producers })
+        let state = Self { producers };
+        state.check_invariants();
+        Some(state)
     }
 }
 
@@ -463,6 +572,203 @@ mod tests {
         assert!(ProducerStateManager::decode_snapshot(&bytes).is_none());
         assert!(ProducerStateManager::decode_snapshot(&bytes[..3]).is_none());
         assert!(ProducerStateManager::decode_snapshot(&[]).is_none());
+    }
+
+    #[test]
+    fn snapshot_file_names_are_kafkas_20_digit_offsets() {
+        assert_eq!(snapshot_file_name(42), "00000000000000000042.snapshot");
+        assert_eq!(snapshot_file_name(0), "00000000000000000000.snapshot");
+        let table: &[(&str, Option<Offset>)] = &[
+            ("00000000000000000042.snapshot", Some(42)),
+            ("00000000000001000000.snapshot", Some(1_000_000)),
+            ("42.snapshot", Some(42)),
+            ("00000000000000000042.snapshot.tmp", None),
+            ("00000000000000000042.log", None),
+            ("00000000000000000042.index", None),
+            (".snapshot", None),
+            ("-1.snapshot", None),
+            ("+1.snapshot", None),
+            ("abc.snapshot", None),
+            ("99999999999999999999.snapshot", None),
+        ];
+        for (name, want) in table {
+            assert_eq!(parse_snapshot_file_name(name), *want, "{name}");
+        }
+        for o in [0, 1, 99, i64::MAX] {
+            assert_eq!(parse_snapshot_file_name(&snapshot_file_name(o)), Some(o));
+        }
+    }
+
+    #[test]
+    fn load_plan_tries_newest_snapshot_at_or_below_the_log_end_first() {
+        // (case, snapshot offsets on disk, log end offset, candidates, stray)
+        type Row<'a> = (&'a str, &'a [Offset], Offset, &'a [Offset], &'a [Offset]);
+        let table: &[Row<'_>] = &[
+            ("no snapshots: replay the whole log", &[], 100, &[], &[]),
+            (
+                "clean shutdown at the LEO",
+                &[50, 100],
+                100,
+                &[100, 50],
+                &[],
+            ),
+            ("crash after a roll", &[10, 50], 73, &[50, 10], &[]),
+            (
+                "log lost its tail past a snapshot",
+                &[50, 100],
+                80,
+                &[50],
+                &[100],
+            ),
+            (
+                "every snapshot is past the log end",
+                &[90, 100],
+                0,
+                &[],
+                &[100, 90],
+            ),
+            (
+                "unsorted listing, duplicates",
+                &[10, 60, 10, 30],
+                60,
+                &[60, 30, 10],
+                &[],
+            ),
+        ];
+        for (case, on_disk, leo, candidates, stray) in table {
+            let plan = plan_snapshot_load(on_disk, *leo);
+            assert_eq!(plan.candidates, candidates.to_vec(), "{case}");
+            assert_eq!(plan.stray, stray.to_vec(), "{case}");
+        }
+    }
+
+    #[test]
+    fn only_the_two_newest_snapshots_are_kept() {
+        let table: &[(&[Offset], &[Offset])] = &[
+            (&[], &[]),
+            (&[5], &[]),
+            (&[5, 9], &[]),
+            (&[9, 5, 20], &[5]),
+            (&[40, 10, 30, 20], &[10, 20]),
+        ];
+        for (on_disk, delete) in table {
+            assert_eq!(
+                snapshots_to_delete(on_disk, SNAPSHOTS_KEPT),
+                delete.to_vec(),
+                "{on_disk:?}"
+            );
+        }
+    }
+
+    fn logged(pid: i64, epoch: i16, first_seq: i32, count: i32, base: i64) -> LoggedBatch {
+        LoggedBatch {
+            base_offset: base,
+            last_offset_delta: count - 1,
+            max_timestamp: 5_000,
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: first_seq,
+            is_control: false,
+        }
+    }
+
+    #[test]
+    fn replaying_the_log_rebuilds_duplicate_detection() {
+        let log = [
+            logged(7, 0, 0, 3, 0),
+            logged(-1, -1, -1, 2, 3),
+            logged(8, 1, 0, 1, 5),
+            logged(7, 0, 3, 2, 6),
+            LoggedBatch {
+                is_control: true,
+                ..logged(8, 1, -1, 1, 8)
+            },
+        ];
+        let mut s = ProducerStateManager::new();
+        for l in &log {
+            s.on_replay(l);
+        }
+        assert_eq!(s.len(), 2, "control and non-idempotent batches add nobody");
+        let retry = s.check(&b(7, 0, 3, 2));
+        let Ok(SeqCheck::Duplicate(m)) = retry else {
+            panic!("retry of a replayed batch must be a duplicate: {retry:?}");
+        };
+        assert_eq!((m.first_offset, m.last_offset), (6, 7));
+        assert_eq!(s.check(&b(7, 0, 5, 1)), Ok(SeqCheck::Append));
+        assert_eq!(
+            s.check(&b(7, 0, 6, 1)),
+            Err(ProducerError::OutOfOrderSequence)
+        );
+        assert_eq!(s.check(&b(8, 1, 1, 1)), Ok(SeqCheck::Append));
+        assert_eq!(
+            s.check(&b(8, 0, 1, 1)),
+            Err(ProducerError::InvalidProducerEpoch)
+        );
+        assert_eq!(s.entry(7).map(|e| e.last_timestamp_ms), Some(5_000));
+    }
+
+    /// A producer's appends: (producer id, epoch bump?, record count).
+    fn appends() -> impl proptest::strategy::Strategy<Value = Vec<(i64, bool, i32)>> {
+        proptest::collection::vec((1i64..4, proptest::bool::weighted(0.1), 1i32..20), 1..40)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn snapshot_plus_replay_of_the_tail_equals_the_live_state(
+            ops in appends(),
+            cut_at in 0usize..40,
+        ) {
+            // Live: every batch goes through check + on_append. Log: the
+            // same batches as headers. Rebuilt: snapshot of the first
+            // `cut` batches, decoded, then the rest replayed.
+            let mut live = ProducerStateManager::new();
+            let mut log = Vec::new();
+            let mut next: BTreeMap<i64, (i16, i32)> = BTreeMap::new();
+            let mut offset = 0i64;
+            for (pid, bump, count) in ops {
+                let (epoch, seq) = next.entry(pid).or_insert((0, 0));
+                if bump {
+                    *epoch += 1;
+                    *seq = 0;
+                }
+                let l = LoggedBatch { max_timestamp: offset, ..logged(pid, *epoch, *seq, count, offset) };
+                let batch = b(pid, *epoch, *seq, count);
+                proptest::prop_assert_eq!(live.check(&batch), Ok(SeqCheck::Append));
+                live.on_append(&batch, BatchMetadata { max_timestamp: offset, ..meta(&batch, offset) }, offset);
+                log.push(l);
+                *seq += count;
+                offset += i64::from(count);
+            }
+            let cut = cut_at.min(log.len());
+            let mut head = ProducerStateManager::new();
+            log[..cut].iter().for_each(|l| head.on_replay(l));
+            let mut rebuilt = ProducerStateManager::decode_snapshot(&head.encode_snapshot())
+                .expect("own snapshot decodes");
+            log[cut..].iter().for_each(|l| rebuilt.on_replay(l));
+            proptest::prop_assert_eq!(rebuilt.len(), live.len());
+            for (pid, (epoch, seq)) in &next {
+                let entry = live.entry(*pid).expect("live entry");
+                let last = *entry.batches.back().expect("a batch");
+                let again = ProducerBatch { producer_id: *pid, epoch: *epoch, first_seq: last.first_seq, last_seq: last.last_seq };
+                proptest::prop_assert_eq!(rebuilt.check(&again), Ok(SeqCheck::Duplicate(last)));
+                proptest::prop_assert_eq!(rebuilt.check(&b(*pid, *epoch, *seq, 1)), Ok(SeqCheck::Append));
+                proptest::prop_assert_eq!(rebuilt.check(&b(*pid, *epoch, seq + 1, 1)), Err(ProducerError::OutOfOrderSequence));
+                proptest::prop_assert_eq!(rebuilt.entry(*pid).map(|e| (e.epoch, e.last_timestamp_ms)), Some((entry.epoch, entry.last_timestamp_ms)));
+            }
+        }
+    }
+
+    #[test]
+    fn snapshot_with_an_impossible_entry_is_rejected() {
+        let mut s = ProducerStateManager::new();
+        let x = b(3, 0, 0, 2);
+        s.on_append(&x, meta(&x, 10), 0);
+        let mut bytes = s.encode_snapshot();
+        // offset_delta at body offset 4 + 22: make it negative, fix the CRC.
+        bytes[6 + 4 + 22..6 + 4 + 26].copy_from_slice(&(-5i32).to_be_bytes());
+        let crc = crc32c::crc32c(&bytes[6..]);
+        bytes[2..6].copy_from_slice(&crc.to_be_bytes());
+        assert!(ProducerStateManager::decode_snapshot(&bytes).is_none());
     }
 
     proptest::proptest! {

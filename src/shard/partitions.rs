@@ -11,6 +11,18 @@
 //! Concurrency: a log is appended under a per-partition glommio `RwLock`
 //! write guard (appends await DMA writes); reads take the read guard, so a
 //! read never observes a half-finished append.
+//!
+//! Idempotent producer state (KIP-98) lives with the log: sequence checks
+//! run under the write guard, and the state is written to Kafka's
+//! `<offset>.snapshot` files at every segment roll and at close (the newest
+//! two are kept). Opening a partition loads the newest snapshot at or below
+//! the log end offset and replays the batch headers logged after it, so a
+//! `kill -9` (no snapshot at the log end) still rebuilds every producer's
+//! last batches from the log tail. With no usable snapshot the replay
+//! starts at the log start offset: one header pread per batch, the same
+//! bound Kafka accepts (`loadProducerState` from the log start when it has
+//! no snapshot). Producers idle past `producer.id.expiration.ms` are
+//! dropped by the housekeeping timer.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -29,7 +41,8 @@ use crate::protocol::ErrorCode;
 use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot};
 use crate::replication::isr::LeaderReplicaState;
 use crate::replication::producer_state::{
-    BatchMetadata, ProducerBatch, ProducerStateManager, SeqCheck,
+    parse_snapshot_file_name, plan_snapshot_load, snapshot_file_name, snapshots_to_delete,
+    BatchMetadata, LoggedBatch, ProducerBatch, ProducerStateManager, SeqCheck, SNAPSHOTS_KEPT,
 };
 use crate::storage::batch_cache::{BatchCache, SharedBatchCache};
 use crate::storage::config::LogConfig;
@@ -200,6 +213,13 @@ impl Partition {
             Ok(SeqCheck::Append) => {}
             Ok(SeqCheck::Duplicate(meta)) => {
                 // A retry of a batch already in the log: its original offsets.
+                tracing::debug!(
+                    tp = %self.tp,
+                    producer_id = batch.producer_id,
+                    first_seq = batch.first_seq,
+                    base_offset = meta.first_offset,
+                    "duplicate batch answered with its original offsets"
+                );
                 return ProduceResult {
                     error_code: 0,
                     base_offset: meta.first_offset,
@@ -213,6 +233,7 @@ impl Partition {
         }
         let size = records.len() as i64;
         let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
+        let active_before = log.active_segment_base_offset();
         let info = match log
             .append(
                 BytesMut::from(&records[..]),
@@ -230,6 +251,13 @@ impl Partition {
                 return ProduceResult::error(e.kafka_error_code());
             }
         };
+        let rolled_at = log.active_segment_base_offset();
+        if rolled_at != active_before {
+            // Kafka snapshots producer state when a segment rolls, at the
+            // new segment's base offset: the state of everything before
+            // this batch, which is what the state holds right now.
+            write_snapshot_or_warn(&self.tp, log.dir(), rolled_at, &self.producers.borrow());
+        }
         let leo = log.log_end_offset();
         self.leo.set(leo);
         self.log_start.set(log.log_start_offset());
@@ -461,6 +489,114 @@ fn batch_record_timestamps(mut batch: Bytes) -> Result<Vec<(i64, i64)>, i16> {
         .collect())
 }
 
+/// Offsets of the producer snapshot files in a partition dir.
+fn snapshot_offsets(dir: &Path) -> std::io::Result<Vec<i64>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        if let Some(o) = parse_snapshot_file_name(&entry?.file_name().to_string_lossy()) {
+            out.push(o);
+        }
+    }
+    Ok(out)
+}
+
+/// Write `state` as `<offset>.snapshot` (tmp file, fsync, rename: a crash
+/// leaves the old file or the new one, and the log's open removes `.tmp`
+/// leftovers), then delete all but the newest [`SNAPSHOTS_KEPT`].
+fn write_producer_snapshot(
+    dir: &Path,
+    offset: i64,
+    state: &ProducerStateManager,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = dir.join(snapshot_file_name(offset));
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(&state.encode_snapshot())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, &path)?;
+    std::fs::File::open(dir)?.sync_all()?;
+    for old in snapshots_to_delete(&snapshot_offsets(dir)?, SNAPSHOTS_KEPT) {
+        std::fs::remove_file(dir.join(snapshot_file_name(old)))?;
+    }
+    Ok(())
+}
+
+/// A failed snapshot loses nothing: the next open replays the log from an
+/// older snapshot (or the log start) instead.
+fn write_snapshot_or_warn(
+    tp: &TopicPartition,
+    dir: &Path,
+    offset: i64,
+    state: &ProducerStateManager,
+) {
+    if let Err(e) = write_producer_snapshot(dir, offset, state) {
+        tracing::warn!(%tp, offset, error = %e, "cannot write producer state snapshot");
+    }
+}
+
+/// How a partition's producer state was rebuilt at open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerStateLoad {
+    /// The snapshot loaded, if any.
+    pub snapshot_offset: Option<i64>,
+    /// Batches replayed from the log after it.
+    pub batches_replayed: u64,
+}
+
+/// Rebuild producer state for an opened log: the newest snapshot at or
+/// below the log end offset that decodes (stray ones past it are deleted,
+/// damaged ones skipped), then every batch header from its offset on.
+fn load_producer_state(
+    log: &PartitionLog,
+) -> Result<(ProducerStateManager, ProducerStateLoad), StorageError> {
+    let dir = log.dir();
+    let leo = log.log_end_offset();
+    let plan = plan_snapshot_load(&snapshot_offsets(dir)?, leo);
+    for stray in plan.stray {
+        std::fs::remove_file(dir.join(snapshot_file_name(stray)))?;
+    }
+    let mut loaded = None;
+    for offset in plan.candidates {
+        let path = dir.join(snapshot_file_name(offset));
+        match std::fs::read(&path).map(|b| ProducerStateManager::decode_snapshot(&b)) {
+            Ok(Some(state)) => {
+                loaded = Some((offset, state));
+                break;
+            }
+            Ok(None) => tracing::warn!(path = %path.display(), "damaged producer snapshot skipped"),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "unreadable producer snapshot")
+            }
+        }
+    }
+    let snapshot_offset = loaded.as_ref().map(|(o, _)| *o);
+    let (from, mut state) = loaded.unwrap_or((log.log_start_offset(), ProducerStateManager::new()));
+    let batches_replayed = if from < leo {
+        log.scan_batches_from(from, |h| {
+            state.on_replay(&LoggedBatch {
+                base_offset: h.base_offset,
+                last_offset_delta: h.last_offset_delta,
+                max_timestamp: h.max_timestamp,
+                producer_id: h.producer_id,
+                producer_epoch: h.producer_epoch,
+                base_sequence: h.base_sequence,
+                is_control: h.is_control,
+            })
+        })?
+    } else {
+        0
+    };
+    Ok((
+        state,
+        ProducerStateLoad {
+            snapshot_offset,
+            batches_replayed,
+        },
+    ))
+}
+
 fn offset_error(error_code: i16) -> OffsetAnswer {
     OffsetAnswer {
         error_code,
@@ -606,6 +742,8 @@ impl PartitionRegistry {
         let mut log = log;
         log.set_high_watermark(replica.high_watermark());
         let log_start = log.log_start_offset();
+        let (producers, load) = load_producer_state(&log)?;
+        tracing::debug!(%tp, ?load, producers = producers.len(), "producer state loaded");
         Ok(Partition {
             tp: tp.clone(),
             topic_id,
@@ -614,7 +752,7 @@ impl PartitionRegistry {
             log: RwLock::new(log),
             append_order: Rc::new(FifoGate::default()),
             replica: RefCell::new(replica),
-            producers: RefCell::new(ProducerStateManager::new()),
+            producers: RefCell::new(producers),
             leo_position: Cell::new(0),
             hw_position: Cell::new(0),
             leo: Cell::new(leo),
@@ -633,8 +771,15 @@ impl PartitionRegistry {
         let log = p.log.into_inner();
         match log {
             Ok(log) => {
-                if let Err(e) = log.close().await {
-                    tracing::warn!(%tp, error = %e, "closing partition log");
+                let (dir, leo) = (log.dir().to_path_buf(), log.log_end_offset());
+                match log.close().await {
+                    // Kafka snapshots producer state at the log end on a
+                    // clean close, so the next open replays nothing.
+                    Ok(()) if !delete => {
+                        write_snapshot_or_warn(&tp, &dir, leo, &p.producers.borrow())
+                    }
+                    Ok(()) => {}
+                    Err(e) => tracing::warn!(%tp, error = %e, "closing partition log"),
                 }
             }
             Err(_) => tracing::warn!(%tp, "partition lock poisoned at close"),
@@ -671,11 +816,24 @@ impl PartitionRegistry {
         offsets
     }
 
-    /// `flush.ms` / `flush.messages` timers and time/size retention
-    /// (`log.retention.check.interval.ms`).
+    /// `flush.ms` / `flush.messages` timers, time/size retention
+    /// (`log.retention.check.interval.ms`) and, at the same cadence,
+    /// producer expiration (`producer.id.expiration.ms`; Kafka checks it
+    /// every `producer.id.expiration.check.interval.ms`, which shardlog
+    /// folds into the retention check).
     pub async fn housekeeping(&self, now_ms: i64, retention: bool) {
         let all: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
+        let expiration_ms = i64::from(self.server.producer_id_expiration_ms);
         for p in all {
+            if retention {
+                let expired = p
+                    .producers
+                    .borrow_mut()
+                    .remove_expired(now_ms, expiration_ms);
+                if expired > 0 {
+                    tracing::debug!(tp = %p.tp, expired, "expired idle producer ids");
+                }
+            }
             let Ok(mut log) = p.log.write().await else {
                 continue;
             };

@@ -335,4 +335,6 @@ impl Drop for PartitionLog {
 }
 
 mod read;
+mod scan;
+pub use scan::BatchHeaderInfo;
 mod write;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README "Test"; .ci/run runs exactly this).
 # Installs what the integration tests need, idempotently, then runs cargo test.
-#   - kcat, python3-venv, linux-perf, fio and iperf3 from Debian (skipped
+#   - kcat, python3-venv, linux-perf, fio, iperf3 and iproute2 (ss) from Debian (skipped
 #     when present; one `apt-get update` first)
 #   - inferno (flamegraph SVGs) with `cargo install` (skipped when present)
 #   - a Python venv with confluent-kafka, kafka-python and aiokafka (each
@@ -18,6 +18,7 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 command -v perf >/dev/null || need_apt+=(linux-perf)
 command -v fio >/dev/null || need_apt+=(fio)
 command -v iperf3 >/dev/null || need_apt+=(iperf3)
+command -v ss >/dev/null || need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${need_apt[*]}" >&2
     $SUDO apt-get update

@@ -108,6 +108,9 @@ fn plan() -> Vec<(u64, Disruption)> {
         .collect()
 }
 
+/// No producer output for this long means it is stuck.
+const STALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 #[test]
 fn confluent_idempotent_producer_survives_connection_kills_and_a_restart_exactly_once() {
     const N: u64 = 1_000_000;
@@ -130,10 +133,30 @@ fn confluent_idempotent_producer_survives_connection_kills_and_a_restart_exactly
         .spawn()
         .expect("spawn producer");
     let stdout = BufReader::new(producer.stdout.take().expect("stdout"));
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let plan_points = plan();
     let mut plan = plan_points.iter().peekable();
     let (mut killed, mut restarts, mut last_line) = (0usize, 0, String::new());
-    for line in stdout.lines().map_while(Result::ok) {
+    loop {
+        // A hang guard, not a speed check: a producer that reports nothing
+        // for this long is stuck (say, the broker died).
+        let line = match lines.recv_timeout(STALL_LIMIT) {
+            Ok(line) => line,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(e) => {
+                let _ = producer.kill();
+                let alive = broker.is_running();
+                let log = broker.log_lines().join("\n");
+                panic!("producer stalled ({e}); broker running: {alive}; broker log:\n{log}");
+            }
+        };
         if let Some(done) = line.strip_prefix("progress ") {
             let percent = done.parse::<u64>().expect("progress count") * 100 / N;
             while let Some(&&(at, what)) = plan.peek() {

@@ -185,6 +185,45 @@ impl Partition {
         }
     }
 
+    /// Kafka's idempotence check (`analyzeAndValidateProducerState`), run
+    /// under the log's write guard: `Some(answer)` when the batch must not
+    /// be appended (a retried duplicate, or a sequence/epoch error).
+    fn check_producer(&self, batch: &ProducerBatch) -> Option<ProduceResult> {
+        match self.producers.borrow().check(batch) {
+            Ok(SeqCheck::Append) => None,
+            Ok(SeqCheck::Duplicate(meta)) => {
+                // A retry of a batch already in the log: its original offsets.
+                tracing::debug!(
+                    tp = %self.tp,
+                    producer_id = batch.producer_id,
+                    first_seq = batch.first_seq,
+                    base_offset = meta.first_offset,
+                    "duplicate batch answered with its original offsets"
+                );
+                Some(ProduceResult {
+                    error_code: 0,
+                    base_offset: meta.first_offset,
+                    last_offset: meta.last_offset,
+                    log_append_time_ms: -1,
+                    log_start_offset: self.log_start.get(),
+                    snapshot: Some(self.snapshot()),
+                })
+            }
+            Err(e) => Some(ProduceResult::error(e.error_code())),
+        }
+    }
+
+    /// Kafka snapshots producer state when a segment rolls, at the new
+    /// segment's base offset. Called after the append that rolled and
+    /// before its `on_append`, so the state is exactly that of every batch
+    /// below the new base offset.
+    fn maybe_snapshot_on_roll(&self, log: &PartitionLog, active_before: i64) {
+        let rolled_at = log.active_segment_base_offset();
+        if rolled_at != active_before {
+            write_snapshot_or_warn(&self.tp, log.dir(), rolled_at, &self.producers.borrow());
+        }
+    }
+
     /// Append one produce request's records for this partition.
     async fn append(&self, records: Bytes, now_ms: i64) -> ProduceResult {
         // Take our place before the first await.
@@ -209,27 +248,8 @@ impl Partition {
         let Ok(mut log) = self.log.write().await else {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER.0);
         };
-        match self.producers.borrow().check(&batch) {
-            Ok(SeqCheck::Append) => {}
-            Ok(SeqCheck::Duplicate(meta)) => {
-                // A retry of a batch already in the log: its original offsets.
-                tracing::debug!(
-                    tp = %self.tp,
-                    producer_id = batch.producer_id,
-                    first_seq = batch.first_seq,
-                    base_offset = meta.first_offset,
-                    "duplicate batch answered with its original offsets"
-                );
-                return ProduceResult {
-                    error_code: 0,
-                    base_offset: meta.first_offset,
-                    last_offset: meta.last_offset,
-                    log_append_time_ms: -1,
-                    log_start_offset: self.log_start.get(),
-                    snapshot: Some(self.snapshot()),
-                };
-            }
-            Err(e) => return ProduceResult::error(e.error_code()),
+        if let Some(answer) = self.check_producer(&batch) {
+            return answer;
         }
         let size = records.len() as i64;
         let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
@@ -251,13 +271,7 @@ impl Partition {
                 return ProduceResult::error(e.kafka_error_code());
             }
         };
-        let rolled_at = log.active_segment_base_offset();
-        if rolled_at != active_before {
-            // Kafka snapshots producer state when a segment rolls, at the
-            // new segment's base offset: the state of everything before
-            // this batch, which is what the state holds right now.
-            write_snapshot_or_warn(&self.tp, log.dir(), rolled_at, &self.producers.borrow());
-        }
+        self.maybe_snapshot_on_roll(&log, active_before);
         let leo = log.log_end_offset();
         self.leo.set(leo);
         self.log_start.set(log.log_start_offset());

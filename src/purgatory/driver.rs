@@ -187,43 +187,38 @@ impl PurgatoryDriver {
         op: DelayedProduce,
         keys: &[TopicPartition],
     ) -> ProduceOutcome {
-        let slot = OutcomeSlot::new();
-        let parked = {
-            let now = self.clock.mono_ms();
-            let mut st = self.state.borrow_mut();
-            let State { produce, view, .. } = &mut *st;
-            let waiting = Waiting {
-                op,
-                slot: slot.clone(),
-            };
-            let parked = produce.try_complete_else_watch(waiting, keys, now, view);
-            let changes = produce.drain_watch_changes();
-            st.watch_changes.extend(changes);
-            parked
-        };
-        match parked {
-            Parked::Completed((_, outcome)) => outcome,
-            Parked::Watching(_) => {
-                self.maybe_rearm();
-                WaitOutcome { slot }.await
-            }
-        }
+        self.park(op, keys, |st| (&mut st.produce, &st.view)).await
     }
 
     /// Parks a fetch until `min_bytes` are readable, an early-answer case
     /// holds, or `max_wait_ms` runs out. The caller then re-reads the log.
     pub async fn wait_fetch(&self, op: DelayedFetch, keys: &[TopicPartition]) -> FetchOutcome {
+        self.park(op, keys, |st| (&mut st.fetch, &st.view)).await
+    }
+
+    /// Completes `op` at once if the view already satisfies it, else parks it
+    /// in the purgatory `pick` selects and waits for its outcome. Produce and
+    /// fetch share this; only the purgatory differs.
+    async fn park<Op>(
+        &self,
+        op: Op,
+        keys: &[TopicPartition],
+        pick: impl FnOnce(&mut State) -> (&mut Purgatory<Waiting<Op>>, &PartitionView),
+    ) -> Op::Outcome
+    where
+        Op: DelayedOperation<Key = TopicPartition, View = PartitionView>,
+    {
         let slot = OutcomeSlot::new();
         let parked = {
             let now = self.clock.mono_ms();
             let mut st = self.state.borrow_mut();
-            let State { fetch, view, .. } = &mut *st;
+            let (purgatory, view) = pick(&mut st);
             let waiting = Waiting {
                 op,
                 slot: slot.clone(),
             };
-            let parked = fetch.try_complete_else_watch(waiting, keys, now, view);
-            let changes = fetch.drain_watch_changes();
+            let parked = purgatory.try_complete_else_watch(waiting, keys, now, view);
+            let changes = purgatory.drain_watch_changes();
             st.watch_changes.extend(changes);
             parked
         };

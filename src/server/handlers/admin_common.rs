@@ -9,15 +9,16 @@
 //! request (Kafka's message JSON, flattened) and refuses any count larger
 //! than the bytes left, so every allocation is bounded by the body size.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use bytes::Bytes;
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
 use crate::protocol::decode::{decode_body, read_unsigned_varint, DecodeError};
-use crate::protocol::ErrorCode;
+use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::HandlerError;
-use crate::shard::control::{AdminFailure, AdminRequest, AdminResponse};
+use crate::shard::control::{AdminFailure, AdminRequest, AdminResponse, AdminResult};
 use crate::shard::{ShardContext, ShardRequest, ShardResponse};
 
 /// Ask the control shard to run `req`. A control shard that cannot be
@@ -39,6 +40,23 @@ pub async fn call_control(
             tracing::warn!(error = %e, "control shard unavailable");
             Err(ErrorCode::NOT_CONTROLLER)
         }
+    }
+}
+
+/// Ask the control shard to run `req`, whose answer holds one result per
+/// item (`n` items), taken out of the response by `pick`. An answer of
+/// another kind fails every item with UNKNOWN_SERVER_ERROR; an unreachable
+/// control shard fails each with NOT_CONTROLLER (see [`call_control`]).
+pub async fn call_control_each<T: Clone>(
+    ctx: &Rc<ShardContext>,
+    req: AdminRequest,
+    n: usize,
+    pick: impl FnOnce(AdminResponse) -> Option<Vec<AdminResult<T>>>,
+) -> Vec<AdminResult<T>> {
+    match call_control(ctx, req).await.map(pick) {
+        Ok(Some(results)) => results,
+        Ok(None) => vec![Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")); n],
+        Err(code) => vec![Err(failure(code, "")); n],
     }
 }
 
@@ -226,6 +244,70 @@ pub fn decode_checked<T: Decodable>(
     decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))
 }
 
+/// A topic admin API's wire shape: the part of the request preamble
+/// (array check, then decode) that differs per API. Each handler keeps its
+/// own versions and schema and declares one of these.
+#[derive(Clone, Copy)]
+pub struct AdminApi {
+    pub versions: ApiRange,
+    /// First flexible version (KIP-482: compact arrays, tagged fields).
+    pub first_flexible: i16,
+    /// The request schema [`check_arrays`] walks at a version.
+    pub schema_for: fn(i16) -> &'static [Field],
+}
+
+impl AdminApi {
+    /// Check every array of `body` with this API's schema at `version`,
+    /// then decode it with the crate.
+    pub fn decode<T: Decodable>(&self, body: Bytes, version: i16) -> Result<T, HandlerError> {
+        decode_checked(
+            body,
+            (self.schema_for)(version),
+            version,
+            version >= self.first_flexible,
+        )
+    }
+
+    /// Test helper: at every version, the schema covers exactly the crate's
+    /// encoding of the request `make` builds for that version.
+    #[cfg(test)]
+    pub fn assert_schema_covers_every_version<T: kafka_protocol::protocol::Encodable>(
+        &self,
+        make: impl Fn(i16) -> T,
+    ) {
+        for v in self.versions.min..=self.versions.max {
+            assert_schema_covers(&make(v), (self.schema_for)(v), v, v >= self.first_flexible);
+        }
+    }
+}
+
+/// Test boilerplate every admin handler shares: a proptest that arbitrary
+/// bodies, at every version of `$api`, neither panic the schema walk nor
+/// the checked decode into `$request`.
+#[cfg(test)]
+macro_rules! admin_fuzz_test {
+    ($api:expr, $request:ty) => {
+        proptest::proptest! {
+            #[test]
+            fn arbitrary_bodies_never_panic(
+                body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
+                v in $api.versions.min..=$api.versions.max,
+            ) {
+                let api = $api;
+                let _ = $crate::server::handlers::admin_common::check_arrays(
+                    &body,
+                    (api.schema_for)(v),
+                    v,
+                    v >= api.first_flexible,
+                );
+                let _ = api.decode::<$request>(bytes::Bytes::from(body), v);
+            }
+        }
+    };
+}
+#[cfg(test)]
+pub(crate) use admin_fuzz_test;
+
 /// A failure decided by the handler itself.
 pub fn failure(code: ErrorCode, message: &str) -> AdminFailure {
     AdminFailure {
@@ -239,6 +321,40 @@ pub fn failure(code: ErrorCode, message: &str) -> AdminFailure {
 pub enum ResourceOutcome {
     Done(AdminFailure),
     Pending,
+}
+
+/// Sort AlterConfigs / IncrementalAlterConfigs resources: a repeated
+/// (type, name) fails with INVALID_REQUEST as Kafka answers it, a resource
+/// `check` refuses fails with its failure; the rest are pending, and their
+/// names with what `check` built are returned in order for the control
+/// shard.
+pub fn sort_resources<R, C>(
+    resources: &[R],
+    key: impl Fn(&R) -> (i8, String),
+    check: impl Fn(&R) -> Result<C, AdminFailure>,
+) -> (Vec<ResourceOutcome>, Vec<(String, C)>) {
+    let mut outcomes = Vec::with_capacity(resources.len());
+    let mut pending = Vec::new();
+    let mut seen = HashSet::new();
+    for r in resources {
+        let (resource_type, name) = key(r);
+        let outcome = if !seen.insert((resource_type, name.clone())) {
+            ResourceOutcome::Done(failure(
+                ErrorCode::INVALID_REQUEST,
+                "Duplicate resource in request.",
+            ))
+        } else {
+            match check(r) {
+                Ok(built) => {
+                    pending.push((name, built));
+                    ResourceOutcome::Pending
+                }
+                Err(f) => ResourceOutcome::Done(f),
+            }
+        };
+        outcomes.push(outcome);
+    }
+    (outcomes, pending)
 }
 
 /// Send the pending topic resources of `req` to the control shard and
@@ -255,11 +371,11 @@ pub async fn alter_results(
     let answers = if pending == 0 {
         Vec::new()
     } else {
-        match call_control(ctx, req).await {
-            Ok(AdminResponse::AlteredConfigs(r)) => r,
-            Ok(_) => vec![Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")); pending],
-            Err(code) => vec![Err(failure(code, "")); pending],
-        }
+        call_control_each(ctx, req, pending, |r| match r {
+            AdminResponse::AlteredConfigs(r) => Some(r),
+            _ => None,
+        })
+        .await
     };
     let mut answers = answers.into_iter();
     outcomes

@@ -9,7 +9,7 @@
 //! ConfigException to InvalidRequestException); shardlog's broker configs
 //! are all static.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use futures_lite::future::BoxedLocal;
@@ -20,7 +20,7 @@ use kafka_protocol::messages::alter_configs_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::{
-    alter_results, decode_checked, failure, str_bytes, Field, ResourceOutcome, BOOL, INT8,
+    alter_results, failure, sort_resources, str_bytes, AdminApi, Field, BOOL, INT8,
 };
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::answers::encode;
@@ -60,36 +60,22 @@ fn schema_for(_version: i16) -> &'static [Field] {
     SCHEMA
 }
 
+/// What the shared admin preamble needs to decode this API.
+const API: AdminApi = AdminApi {
+    versions: VERSIONS,
+    first_flexible: FIRST_FLEXIBLE,
+    schema_for,
+};
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: AlterConfigsRequest = decode_checked(
-            req.body,
-            schema_for(version),
-            version,
-            version >= FIRST_FLEXIBLE,
-        )?;
-        let mut outcomes = Vec::with_capacity(request.resources.len());
-        let mut topics = Vec::new();
-        let mut seen = HashSet::new();
-        for r in &request.resources {
-            let key = (r.resource_type, r.resource_name.to_string());
-            let outcome = if !seen.insert(key) {
-                ResourceOutcome::Done(failure(
-                    ErrorCode::INVALID_REQUEST,
-                    "Duplicate resource in request.",
-                ))
-            } else {
-                match classify(r.resource_type).and_then(|()| configs(r)) {
-                    Ok(configs) => {
-                        topics.push((r.resource_name.to_string(), configs));
-                        ResourceOutcome::Pending
-                    }
-                    Err(f) => ResourceOutcome::Done(f),
-                }
-            };
-            outcomes.push(outcome);
-        }
+        let request: AlterConfigsRequest = API.decode(req.body, version)?;
+        let (outcomes, topics) = sort_resources(
+            &request.resources,
+            |r| (r.resource_type, r.resource_name.to_string()),
+            |r| classify(r.resource_type).and_then(|()| configs(r)),
+        );
         let req = AdminRequest::AlterTopicConfigs {
             topics,
             validate_only: request.validate_only,
@@ -136,13 +122,13 @@ fn configs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+    use crate::server::handlers::admin_common::admin_fuzz_test;
     use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
 
     #[test]
     fn the_schema_covers_every_version_exactly() {
-        for v in VERSIONS.min..=VERSIONS.max {
-            let request = AlterConfigsRequest::default()
+        API.assert_schema_covers_every_version(|_| {
+            AlterConfigsRequest::default()
                 .with_resources(vec![AlterConfigsResource::default()
                     .with_resource_type(2)
                     .with_resource_name(str_bytes("t"))
@@ -152,20 +138,9 @@ mod tests {
                             .with_value(Some(str_bytes("5"))),
                         AlterableConfig::default().with_name(str_bytes("x")),
                     ])])
-                .with_validate_only(true);
-            let schema = schema_for(v);
-            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
-        }
+                .with_validate_only(true)
+        });
     }
 
-    proptest::proptest! {
-        #[test]
-        fn arbitrary_bodies_never_panic(
-            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
-            v in VERSIONS.min..=VERSIONS.max,
-        ) {
-            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
-            let _ = decode_checked::<AlterConfigsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
-        }
-    }
+    admin_fuzz_test!(API, AlterConfigsRequest);
 }

@@ -14,7 +14,7 @@ use kafka_protocol::messages::create_partitions_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{call_control, decode_checked, failure, str_bytes, Field, BOOL, INT32};
+use super::admin_common::{call_control_each, failure, str_bytes, AdminApi, Field, BOOL, INT32};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -38,15 +38,17 @@ fn schema_for(_version: i16) -> &'static [Field] {
     SCHEMA
 }
 
+/// What the shared admin preamble needs to decode this API.
+const API: AdminApi = AdminApi {
+    versions: VERSIONS,
+    first_flexible: FIRST_FLEXIBLE,
+    schema_for,
+};
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: CreatePartitionsRequest = decode_checked(
-            req.body,
-            schema_for(version),
-            version,
-            version >= FIRST_FLEXIBLE,
-        )?;
+        let request: CreatePartitionsRequest = API.decode(req.body, version)?;
         let mut listed: HashMap<&str, usize> = HashMap::new();
         for t in &request.topics {
             *listed.entry(t.name.0.as_str()).or_default() += 1;
@@ -79,11 +81,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 topics,
                 validate_only: request.validate_only,
             };
-            let outcome = match call_control(&ctx, req).await {
-                Ok(AdminResponse::CreatedPartitions(r)) => r,
-                Ok(_) => vec![Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")); slots.len()],
-                Err(code) => vec![Err(failure(code, "")); slots.len()],
-            };
+            let outcome = call_control_each(&ctx, req, slots.len(), |r| match r {
+                AdminResponse::CreatedPartitions(r) => Some(r),
+                _ => None,
+            })
+            .await;
             for (slot, r) in slots.into_iter().zip(outcome) {
                 results[slot] = Some(r);
             }
@@ -112,7 +114,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+    use crate::server::handlers::admin_common::admin_fuzz_test;
     use kafka_protocol::messages::create_partitions_request::{
         CreatePartitionsAssignment, CreatePartitionsTopic,
     };
@@ -120,8 +122,8 @@ mod tests {
 
     #[test]
     fn the_schema_covers_every_version_exactly() {
-        for v in VERSIONS.min..=VERSIONS.max {
-            let request = CreatePartitionsRequest::default()
+        API.assert_schema_covers_every_version(|_| {
+            CreatePartitionsRequest::default()
                 .with_topics(vec![
                     CreatePartitionsTopic::default()
                         .with_name(TopicName(str_bytes("t")))
@@ -133,20 +135,9 @@ mod tests {
                         .with_assignments(None),
                 ])
                 .with_timeout_ms(5)
-                .with_validate_only(true);
-            let schema = schema_for(v);
-            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
-        }
+                .with_validate_only(true)
+        });
     }
 
-    proptest::proptest! {
-        #[test]
-        fn arbitrary_bodies_never_panic(
-            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
-            v in VERSIONS.min..=VERSIONS.max,
-        ) {
-            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
-            let _ = decode_checked::<CreatePartitionsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
-        }
-    }
+    admin_fuzz_test!(API, CreatePartitionsRequest);
 }

@@ -17,7 +17,7 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::{
-    call_control, decode_checked, failure, str_bytes, Field, BOOL, INT16, INT32,
+    call_control_each, failure, str_bytes, AdminApi, Field, BOOL, INT16, INT32,
 };
 use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
 use crate::metadata::answers::encode;
@@ -51,33 +51,31 @@ fn schema_for(_version: i16) -> &'static [Field] {
     SCHEMA
 }
 
+/// What the shared admin preamble needs to decode this API.
+const API: AdminApi = AdminApi {
+    versions: VERSIONS,
+    first_flexible: FIRST_FLEXIBLE,
+    schema_for,
+};
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: CreateTopicsRequest = decode_checked(
-            req.body,
-            schema_for(version),
-            version,
-            version >= FIRST_FLEXIBLE,
-        )?;
+        let request: CreateTopicsRequest = API.decode(req.body, version)?;
         let defaults = ctx.config.broker_topic_defaults();
         let (mut results, to_create) = prepare(&request);
         if !to_create.is_empty() {
             let slots: Vec<usize> = to_create.iter().map(|(i, _)| *i).collect();
             let topics = to_create.into_iter().map(|(_, t)| t).collect();
-            let answer = call_control(
-                &ctx,
-                AdminRequest::CreateTopics {
-                    topics,
-                    validate_only: request.validate_only,
-                },
-            )
-            .await;
-            let created = match answer {
-                Ok(AdminResponse::CreatedTopics(created)) => created,
-                Ok(_) => vec![Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")); slots.len()],
-                Err(code) => vec![Err(failure(code, "")); slots.len()],
+            let req = AdminRequest::CreateTopics {
+                topics,
+                validate_only: request.validate_only,
             };
+            let created = call_control_each(&ctx, req, slots.len(), |r| match r {
+                AdminResponse::CreatedTopics(created) => Some(created),
+                _ => None,
+            })
+            .await;
             for (slot, outcome) in slots.into_iter().zip(created) {
                 results[slot] = Some(outcome);
             }
@@ -218,7 +216,7 @@ fn resolved_configs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+    use crate::server::handlers::admin_common::admin_fuzz_test;
     use kafka_protocol::messages::create_topics_request::{
         CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
     };
@@ -226,8 +224,8 @@ mod tests {
 
     #[test]
     fn the_schema_covers_every_version_exactly() {
-        for v in VERSIONS.min..=VERSIONS.max {
-            let request = CreateTopicsRequest::default()
+        API.assert_schema_covers_every_version(|_| {
+            CreateTopicsRequest::default()
                 .with_topics(vec![CreatableTopic::default()
                     .with_name(TopicName(str_bytes("t")))
                     .with_num_partitions(-1)
@@ -242,20 +240,9 @@ mod tests {
                         CreatableTopicConfig::default().with_name(str_bytes("x")),
                     ])])
                 .with_timeout_ms(5)
-                .with_validate_only(true);
-            let schema = schema_for(v);
-            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
-        }
+                .with_validate_only(true)
+        });
     }
 
-    proptest::proptest! {
-        #[test]
-        fn arbitrary_bodies_never_panic(
-            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
-            v in VERSIONS.min..=VERSIONS.max,
-        ) {
-            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
-            let _ = decode_checked::<CreateTopicsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
-        }
-    }
+    admin_fuzz_test!(API, CreateTopicsRequest);
 }

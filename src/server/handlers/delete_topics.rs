@@ -14,7 +14,7 @@ use kafka_protocol::messages::delete_topics_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 use uuid::Uuid;
 
-use super::admin_common::{call_control, decode_checked, failure, str_bytes, Field, INT32, UUID};
+use super::admin_common::{call_control_each, failure, str_bytes, AdminApi, Field, INT32, UUID};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -40,26 +40,29 @@ fn schema_for(version: i16) -> &'static [Field] {
     }
 }
 
+/// What the shared admin preamble needs to decode this API.
+const API: AdminApi = AdminApi {
+    versions: VERSIONS,
+    first_flexible: FIRST_FLEXIBLE,
+    schema_for,
+};
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: DeleteTopicsRequest = decode_checked(
-            req.body,
-            schema_for(version),
-            version,
-            version >= FIRST_FLEXIBLE,
-        )?;
+        let request: DeleteTopicsRequest = API.decode(req.body, version)?;
         let refs = topic_refs(&request, version);
         let mut results: Vec<Result<(String, Uuid), AdminFailure>> = Vec::new();
         let valid: Vec<TopicRef> = refs.iter().filter_map(|r| r.clone().ok()).collect();
         let mut deleted = if valid.is_empty() {
             Vec::new()
         } else {
-            match call_control(&ctx, AdminRequest::DeleteTopics { topics: valid }).await {
-                Ok(AdminResponse::DeletedTopics(d)) => d,
-                Ok(_) => vec![Err(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")); refs.len()],
-                Err(code) => vec![Err(failure(code, "")); refs.len()],
-            }
+            let req = AdminRequest::DeleteTopics { topics: valid };
+            call_control_each(&ctx, req, refs.len(), |r| match r {
+                AdminResponse::DeletedTopics(d) => Some(d),
+                _ => None,
+            })
+            .await
         }
         .into_iter();
         for r in &refs {
@@ -136,13 +139,13 @@ fn topic_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+    use crate::server::handlers::admin_common::admin_fuzz_test;
     use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 
     #[test]
     fn the_schema_covers_every_version_exactly() {
-        for v in VERSIONS.min..=VERSIONS.max {
-            let request = DeleteTopicsRequest::default()
+        API.assert_schema_covers_every_version(|v| {
+            DeleteTopicsRequest::default()
                 .with_topics(if v >= FIRST_WITH_IDS {
                     vec![
                         DeleteTopicState::default().with_name(Some(TopicName(str_bytes("a")))),
@@ -156,20 +159,9 @@ mod tests {
                 } else {
                     vec![]
                 })
-                .with_timeout_ms(5);
-            let schema = schema_for(v);
-            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
-        }
+                .with_timeout_ms(5)
+        });
     }
 
-    proptest::proptest! {
-        #[test]
-        fn arbitrary_bodies_never_panic(
-            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
-            v in VERSIONS.min..=VERSIONS.max,
-        ) {
-            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
-            let _ = decode_checked::<DeleteTopicsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
-        }
-    }
+    admin_fuzz_test!(API, DeleteTopicsRequest);
 }

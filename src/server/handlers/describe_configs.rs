@@ -23,7 +23,7 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{decode_checked, str_bytes, Field, BOOL, INT8};
+use super::admin_common::{str_bytes, AdminApi, Field, BOOL, INT8};
 use crate::config::topic::{validate_one, ConfigEntry, ConfigSource, TopicConfig};
 use crate::metadata::answers::{encode, is_valid_topic_name};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -50,15 +50,17 @@ fn schema_for(_version: i16) -> &'static [Field] {
     SCHEMA
 }
 
+/// What the shared admin preamble needs to decode this API.
+const API: AdminApi = AdminApi {
+    versions: VERSIONS,
+    first_flexible: FIRST_FLEXIBLE,
+    schema_for,
+};
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: DescribeConfigsRequest = decode_checked(
-            req.body,
-            schema_for(version),
-            version,
-            version >= FIRST_FLEXIBLE,
-        )?;
+        let request: DescribeConfigsRequest = API.decode(req.body, version)?;
         let mut response = DescribeConfigsResponse::default();
         response.results = request
             .resources
@@ -207,12 +209,12 @@ fn config_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+    use crate::server::handlers::admin_common::admin_fuzz_test;
 
     #[test]
     fn the_schema_covers_every_version_exactly() {
-        for v in VERSIONS.min..=VERSIONS.max {
-            let request = DescribeConfigsRequest::default()
+        API.assert_schema_covers_every_version(|v| {
+            DescribeConfigsRequest::default()
                 .with_resources(vec![
                     DescribeConfigsResource::default()
                         .with_resource_type(RESOURCE_TOPIC)
@@ -223,20 +225,9 @@ mod tests {
                         .with_configuration_keys(None),
                 ])
                 .with_include_synonyms(true)
-                .with_include_documentation(v >= 3);
-            let schema = schema_for(v);
-            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
-        }
+                .with_include_documentation(v >= 3)
+        });
     }
 
-    proptest::proptest! {
-        #[test]
-        fn arbitrary_bodies_never_panic(
-            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
-            v in VERSIONS.min..=VERSIONS.max,
-        ) {
-            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
-            let _ = decode_checked::<DescribeConfigsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
-        }
-    }
+    admin_fuzz_test!(API, DescribeConfigsRequest);
 }

@@ -9,7 +9,6 @@
 //! change it cannot apply dynamically ("Cannot update these configs
 //! dynamically") with InvalidRequestException.
 
-use std::collections::HashSet;
 use std::rc::Rc;
 
 use futures_lite::future::BoxedLocal;
@@ -19,9 +18,7 @@ use kafka_protocol::messages::incremental_alter_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{
-    alter_results, decode_checked, failure, Field, ResourceOutcome, BOOL, INT8,
-};
+use super::admin_common::{alter_results, failure, sort_resources, AdminApi, Field, BOOL, INT8};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -49,39 +46,22 @@ fn schema_for(_version: i16) -> &'static [Field] {
     SCHEMA
 }
 
+/// What the shared admin preamble needs to decode this API.
+const API: AdminApi = AdminApi {
+    versions: VERSIONS,
+    first_flexible: FIRST_FLEXIBLE,
+    schema_for,
+};
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: IncrementalAlterConfigsRequest = decode_checked(
-            req.body,
-            schema_for(version),
-            version,
-            version >= FIRST_FLEXIBLE,
-        )?;
-        let mut outcomes = Vec::with_capacity(request.resources.len());
-        let mut topics = Vec::new();
-        let mut seen = HashSet::new();
-        for r in &request.resources {
-            let key = (r.resource_type, r.resource_name.to_string());
-            let outcome = if !seen.insert(key) {
-                ResourceOutcome::Done(failure(
-                    ErrorCode::INVALID_REQUEST,
-                    "Duplicate resource in request.",
-                ))
-            } else {
-                match super::alter_configs::classify(r.resource_type) {
-                    Err(f) => ResourceOutcome::Done(f),
-                    Ok(()) => match ops(r) {
-                        Ok(ops) => {
-                            topics.push((r.resource_name.to_string(), ops));
-                            ResourceOutcome::Pending
-                        }
-                        Err(f) => ResourceOutcome::Done(f),
-                    },
-                }
-            };
-            outcomes.push(outcome);
-        }
+        let request: IncrementalAlterConfigsRequest = API.decode(req.body, version)?;
+        let (outcomes, topics) = sort_resources(
+            &request.resources,
+            |r| (r.resource_type, r.resource_name.to_string()),
+            |r| super::alter_configs::classify(r.resource_type).and_then(|()| ops(r)),
+        );
         let req = AdminRequest::IncrementalAlterTopicConfigs {
             topics,
             validate_only: request.validate_only,
@@ -133,15 +113,15 @@ fn ops(
 mod tests {
     use super::super::admin_common::str_bytes;
     use super::*;
-    use crate::server::handlers::admin_common::{assert_schema_covers, check_arrays};
+    use crate::server::handlers::admin_common::admin_fuzz_test;
     use kafka_protocol::messages::incremental_alter_configs_request::{
         AlterConfigsResource, AlterableConfig,
     };
 
     #[test]
     fn the_schema_covers_every_version_exactly() {
-        for v in VERSIONS.min..=VERSIONS.max {
-            let request = IncrementalAlterConfigsRequest::default()
+        API.assert_schema_covers_every_version(|_| {
+            IncrementalAlterConfigsRequest::default()
                 .with_resources(vec![AlterConfigsResource::default()
                     .with_resource_type(2)
                     .with_resource_name(str_bytes("t"))
@@ -154,20 +134,9 @@ mod tests {
                             .with_name(str_bytes("x"))
                             .with_config_operation(1),
                     ])])
-                .with_validate_only(true);
-            let schema = schema_for(v);
-            assert_schema_covers(&request, schema, v, v >= FIRST_FLEXIBLE);
-        }
+                .with_validate_only(true)
+        });
     }
 
-    proptest::proptest! {
-        #[test]
-        fn arbitrary_bodies_never_panic(
-            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
-            v in VERSIONS.min..=VERSIONS.max,
-        ) {
-            let _ = check_arrays(&body, schema_for(v), v, v >= FIRST_FLEXIBLE);
-            let _ = decode_checked::<IncrementalAlterConfigsRequest>(bytes::Bytes::from(body), schema_for(v), v, v >= FIRST_FLEXIBLE);
-        }
-    }
+    admin_fuzz_test!(API, IncrementalAlterConfigsRequest);
 }

@@ -308,6 +308,18 @@ impl ShardContext {
         }
     }
 
+    /// Serve `req` on the owner shard: directly when that is this shard,
+    /// over the mesh otherwise (an unreachable owner answers `Unsupported`).
+    async fn ask_owner(self: &Rc<Self>, owner: usize, req: ShardRequest) -> ShardResponse {
+        if owner == self.my_peer() {
+            self.on_data_request(owner, req).await
+        } else {
+            self.call(owner, req)
+                .await
+                .unwrap_or(ShardResponse::Unsupported)
+        }
+    }
+
     /// Connection side: append to partitions on their owners.
     pub async fn produce_on_owners(
         self: &Rc<Self>,
@@ -321,14 +333,9 @@ impl ShardContext {
             async move {
                 let (idx, parts): (Vec<usize>, Vec<(TopicPartition, Bytes)>) =
                     items.into_iter().unzip();
-                let answer = if owner == ctx.my_peer() {
-                    ctx.on_data_request(owner, ShardRequest::Produce { parts, now_ms })
-                        .await
-                } else {
-                    ctx.call(owner, ShardRequest::Produce { parts, now_ms })
-                        .await
-                        .unwrap_or(ShardResponse::Unsupported)
-                };
+                let answer = ctx
+                    .ask_owner(owner, ShardRequest::Produce { parts, now_ms })
+                    .await;
                 (idx, answer)
             }
         });
@@ -417,14 +424,7 @@ impl ShardContext {
         for (owner, items) in groups.by_owner {
             let (idx, parts): (Vec<usize>, Vec<(TopicPartition, i64)>) = items.into_iter().unzip();
             let req = ShardRequest::ListOffsets { parts, bound };
-            let answer = if owner == self.my_peer() {
-                self.on_data_request(owner, req).await
-            } else {
-                self.call(owner, req)
-                    .await
-                    .unwrap_or(ShardResponse::Unsupported)
-            };
-            if let ShardResponse::Offsets(list) = answer {
+            if let ShardResponse::Offsets(list) = self.ask_owner(owner, req).await {
                 for (i, a) in idx.into_iter().zip(list) {
                     results[i] = Some(a);
                 }

@@ -493,6 +493,51 @@ const INVALID_REQUEST: i16 = 42;
 /// single broker coordinates every group (without creating
 /// `__consumer_offsets`), there is no transaction coordinator, and unknown
 /// key types are invalid. v4+ answers each batched key.
+/// A partition Metadata shows with a leader is already open on its owner:
+/// the control shard publishes in two phases (owners open their logs, then
+/// every shard shows the snapshot). A shard used to show a new snapshot
+/// before opening its partitions; `shardlog loadgen` on a loaded host once
+/// got UNKNOWN_TOPIC_OR_PARTITION from its first ListOffsets. The window is
+/// timing-dependent, so this test polls as hard as a client can and checks
+/// every partition of ten fresh topics.
+#[test]
+fn a_partition_metadata_shows_is_open_on_its_owner_at_once() {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::MetadataRequest;
+    let broker = Broker::start_with(&["auto.create.topics.enable=true", "num.partitions=8"]);
+    let mut conn = Conn::open(&broker);
+    for round in 0..10 {
+        let topic = format!("fresh-{round}");
+        let req = MetadataRequest::default()
+            .with_allow_auto_topic_creation(true)
+            .with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(common::topic_name(&topic)))
+            ]));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let md = conn.call(common::METADATA_VERSION, &req);
+            let t = &md.topics[0];
+            if t.error_code == 0
+                && t.partitions.len() == 8
+                && t.partitions.iter().all(|p| p.leader_id.0 >= 0)
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{topic} never got leaders: {md:?}"
+            );
+            // Poll as fast as a client would: no pause, so the test looks
+            // right into the window between creation and open logs.
+        }
+        for partition in 0..8 {
+            let r = conn.list_offset(&topic, partition, LATEST_TIMESTAMP);
+            assert_eq!(r.error_code, error_code::NONE, "{topic}-{partition}: {r:?}");
+            assert_eq!(r.offset, 0, "{topic}-{partition}: {r:?}");
+        }
+    }
+}
+
 #[test]
 fn find_coordinator_names_this_broker_for_groups_at_every_version() {
     use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest};

@@ -558,12 +558,13 @@ impl SyncClient {
         for t in &resp.topics {
             for p in &t.partitions {
                 if p.error_code != 0 {
-                    bail!(
-                        "ListOffsets {}-{}: {}",
-                        t.name.0.as_str(),
-                        p.partition_index,
-                        error_label(p.error_code)
-                    );
+                    return Err(PartitionError {
+                        api: "ListOffsets",
+                        topic: t.name.0.as_str().to_string(),
+                        partition: p.partition_index,
+                        code: p.error_code,
+                    }
+                    .into());
                 }
                 out.insert((t.name.0.as_str().to_string(), p.partition_index), p.offset);
             }
@@ -677,11 +678,44 @@ pub fn list_offsets_all(
         by_leader.entry(addr).or_default().push((t.clone(), *p));
     }
     let mut out = HashMap::new();
+    let give_up = Instant::now() + timeout;
     for (addr, parts) in by_leader {
         let mut c = SyncClient::connect(addr, client_id, timeout)?;
-        out.extend(c.list_offsets(&parts, timestamp)?);
+        loop {
+            match c.list_offsets(&parts, timestamp) {
+                Ok(offsets) => {
+                    out.extend(offsets);
+                    break;
+                }
+                // The Java consumer retries these (they are RetriableException
+                // subclasses): a just-created partition may not be open on
+                // its leader yet, or leadership may be moving.
+                Err(e) if is_retriable_listing(&e) && Instant::now() < give_up => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
     Ok(out)
+}
+
+/// A Kafka error code a broker returned for one partition.
+#[derive(Debug, thiserror::Error)]
+#[error("{api} {topic}-{partition}: {}", error_label(*.code))]
+pub struct PartitionError {
+    pub api: &'static str,
+    pub topic: String,
+    pub partition: i32,
+    pub code: i16,
+}
+
+/// A ListOffsets failure worth retrying: UNKNOWN_TOPIC_OR_PARTITION (3),
+/// LEADER_NOT_AVAILABLE (5), NOT_LEADER_OR_FOLLOWER (6),
+/// OFFSET_NOT_AVAILABLE (78) — all retriable in Kafka's error table.
+fn is_retriable_listing(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<PartitionError>()
+        .is_some_and(|p| matches!(p.code, 3 | 5 | 6 | 78))
 }
 
 #[cfg(test)]
@@ -726,6 +760,30 @@ mod tests {
         );
         assert_eq!(i16::from_be_bytes([buf[6], buf[7]]), 9);
         assert_eq!(be_i32(&buf, 8), Some(42));
+    }
+
+    #[test]
+    fn list_offsets_retries_only_kafkas_retriable_partition_errors() {
+        let err = |code| -> anyhow::Error {
+            PartitionError {
+                api: "ListOffsets",
+                topic: "t".into(),
+                partition: 0,
+                code,
+            }
+            .into()
+        };
+        for code in [3, 5, 6, 78] {
+            assert!(is_retriable_listing(&err(code)), "{code}");
+        }
+        for code in [1, 29, 87] {
+            assert!(!is_retriable_listing(&err(code)), "{code}");
+        }
+        assert!(!is_retriable_listing(&anyhow!("ListOffsets t-0: 3 x")));
+        assert_eq!(
+            err(3).to_string(),
+            "ListOffsets t-0: 3 UnknownTopicOrPartition"
+        );
     }
 
     #[test]

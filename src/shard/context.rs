@@ -30,7 +30,12 @@ use super::partitions::{OffsetAnswer, PartitionRegistry, ProduceResult, ReadBoun
 pub enum ShardRequest {
     /// Liveness probe; answered with `Pong`.
     Ping { payload: Bytes },
-    /// Control shard → data shards: replace the metadata snapshot.
+    /// Control shard → data shards, first phase of a publication: owners
+    /// open/close their partitions for this snapshot without showing it to
+    /// clients yet.
+    SyncPartitions(Box<Snapshot>),
+    /// Control shard → data shards: replace the metadata snapshot (syncing
+    /// owned partitions first, if the first phase did not).
     SetSnapshot(Box<Snapshot>),
     /// Data shard → control shard: Metadata named topics that do not exist
     /// and may be auto-created (`auto.create.topics.enable`).
@@ -247,15 +252,24 @@ impl ShardContext {
                 shard: self.peer_id(),
                 payload,
             },
-            (ShardRequest::SetSnapshot(snapshot), _) => {
+            (ShardRequest::SyncPartitions(snapshot), _) => {
                 let version = snapshot.version;
-                let snapshot = Rc::new(*snapshot);
-                self.set_snapshot(snapshot.clone());
-                // Owners open/close their partitions before acknowledging, so
-                // a Produce right after CreateTopics finds its log.
                 if let Some(registry) = self.partitions() {
                     registry.sync(&snapshot).await;
                 }
+                ShardResponse::SnapshotApplied { version }
+            }
+            (ShardRequest::SetSnapshot(snapshot), _) => {
+                let version = snapshot.version;
+                let snapshot = Rc::new(*snapshot);
+                // Owners open their partitions before clients can see them
+                // in Metadata, so a ListOffsets/Produce right after a topic
+                // appears finds its log (no UNKNOWN_TOPIC_OR_PARTITION
+                // window while the log files are being opened).
+                if let Some(registry) = self.partitions() {
+                    registry.sync(&snapshot).await;
+                }
+                self.set_snapshot(snapshot);
                 ShardResponse::SnapshotApplied { version }
             }
             (ShardRequest::AutoCreateTopics { topics }, Role::Control) => {

@@ -508,6 +508,16 @@ impl Control {
         self.version.set(version);
         let snapshot = build_snapshot(&self.base, version, self.broker_id, &topics);
         debug_assert_eq!(snapshot.check_invariants(), Ok(()));
+        // Two phases: every owner opens (or closes) its partitions, then every
+        // shard shows the new snapshot. A client that sees a partition in
+        // Metadata from any shard can then reach its log on the owner.
+        for shard in 0..ctx.n_shards {
+            let sync = ShardRequest::SyncPartitions(Box::new(snapshot.clone()));
+            match ctx.call(shard, sync).await {
+                Ok(ShardResponse::SnapshotApplied { .. }) => {}
+                other => tracing::warn!(shard, ?other, "partitions not synced"),
+            }
+        }
         ctx.set_snapshot(Rc::new(snapshot.clone()));
         for shard in 0..ctx.n_shards {
             let publish = ShardRequest::SetSnapshot(Box::new(snapshot.clone()));

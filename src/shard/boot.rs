@@ -97,9 +97,18 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             ready: ready_tx.clone(),
             report: report.clone(),
         };
-        let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
+        let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
             .io_memory(IO_MEMORY_BYTES)
+            .preempt_timer(std::time::Duration::from_micros(
+                config.shardlog_preempt_timer_us.max(50),
+            ));
+        if config.shardlog_stall_detect_ms > 0 {
+            builder = builder.detect_stalls(Some(Box::new(StallReport {
+                threshold: std::time::Duration::from_millis(config.shardlog_stall_detect_ms),
+            })));
+        }
+        let handle = builder
             .spawn(move || data_shard_main(shard, fd))
             .map_err(|e| anyhow!("starting shard {i} on cpu {cpu}: {e}"))?;
         handles.push(handle);
@@ -530,4 +539,24 @@ mod tests {
         assert_eq!(load_or_create_meta(dir.path(), -1).unwrap(), (4, cluster));
         assert!(load_or_create_meta(dir.path(), 5).is_err());
     }
+}
+
+/// `shardlog.stall.detect.ms`: glommio's stall detector with our threshold,
+/// logging the over-budget task queue's backtrace as a warning.
+#[derive(Debug)]
+struct StallReport {
+    threshold: std::time::Duration,
+}
+
+impl glommio::StallDetectionHandler for StallReport {
+    fn threshold(
+        &self,
+        _queue: glommio::TaskQueueHandle,
+        _max_expected_runtime: std::time::Duration,
+    ) -> Option<std::time::Duration> {
+        Some(self.threshold)
+    }
+
+    // stall(): glommio's default, a `log::warn!` with the backtrace, which
+    // tracing-subscriber's log bridge prints like our own warnings.
 }

@@ -334,7 +334,7 @@ mod tests {
             rb.commit(want, n);
             fed += n;
             // Split off a "frame" now and then, as take_frame does.
-            if step % 3 == 0 {
+            if step.is_multiple_of(3) {
                 let k = rb.buf.len() / 2;
                 out.extend_from_slice(&rb.buf.split_to(k));
             }

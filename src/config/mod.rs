@@ -394,13 +394,6 @@ server_config! {
     /// time slice; 0 turns the detector off (default). A diagnostic for tail
     /// latency: a blocking syscall on a shard delays every request on it.
     shardlog_stall_detect_ms: u64 = 0;
-    /// `shardlog.preempt.timer.us`: how long a shard runs ready tasks before
-    /// it polls io_uring for completions again (glommio's preempt timer,
-    /// 100 ms by default there). Under load, socket reads complete without
-    /// waiting, so tasks stay ready and a 100 ms slice delays every I/O
-    /// completion — DMA writes, other connections — by up to 100 ms.
-    /// Default 500 µs.
-    shardlog_preempt_timer_us: u64 = 500;
 }
 
 /// Kafka keys that configure machinery shardlog replaces (network/IO thread

@@ -99,10 +99,10 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         };
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
-            .io_memory(IO_MEMORY_BYTES)
-            .preempt_timer(std::time::Duration::from_micros(
-                config.shardlog_preempt_timer_us.max(50),
-            ));
+            .io_memory(IO_MEMORY_BYTES);
+        // glommio's preempt timer stays at its 100 ms default: a 500 µs
+        // timer made 4 of 12 broker starts hang for seconds in the mesh
+        // connect (tried 2026-11-30).
         if config.shardlog_stall_detect_ms > 0 {
             builder = builder.detect_stalls(Some(Box::new(StallReport {
                 threshold: std::time::Duration::from_millis(config.shardlog_stall_detect_ms),

@@ -220,7 +220,13 @@ impl Partition {
     fn maybe_snapshot_on_roll(&self, log: &PartitionLog, active_before: i64) {
         let rolled_at = log.active_segment_base_offset();
         if rolled_at != active_before {
-            write_snapshot_or_warn(&self.tp, log.dir(), rolled_at, &self.producers.borrow());
+            let bytes = self.producers.borrow().encode_snapshot();
+            write_snapshot_in_background(
+                self.tp.clone(),
+                log.dir().to_path_buf(),
+                rolled_at,
+                bytes,
+            );
         }
     }
 
@@ -517,17 +523,13 @@ fn snapshot_offsets(dir: &Path) -> std::io::Result<Vec<i64>> {
 /// Write `state` as `<offset>.snapshot` (tmp file, fsync, rename: a crash
 /// leaves the old file or the new one, and the log's open removes `.tmp`
 /// leftovers), then delete all but the newest [`SNAPSHOTS_KEPT`].
-fn write_producer_snapshot(
-    dir: &Path,
-    offset: i64,
-    state: &ProducerStateManager,
-) -> std::io::Result<()> {
+fn write_producer_snapshot(dir: &Path, offset: i64, encoded: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let path = dir.join(snapshot_file_name(offset));
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(&state.encode_snapshot())?;
+    f.write_all(encoded)?;
     f.sync_all()?;
     std::fs::rename(&tmp, &path)?;
     std::fs::File::open(dir)?.sync_all()?;
@@ -545,9 +547,26 @@ fn write_snapshot_or_warn(
     offset: i64,
     state: &ProducerStateManager,
 ) {
-    if let Err(e) = write_producer_snapshot(dir, offset, state) {
+    if let Err(e) = write_producer_snapshot(dir, offset, &state.encode_snapshot()) {
         tracing::warn!(%tp, offset, error = %e, "cannot write producer state snapshot");
     }
+}
+
+/// The roll-time snapshot, written and fsynced on glommio's blocking pool:
+/// two fsyncs on the shard would stall every connection it serves for
+/// milliseconds (Kafka, too, flushes the roll's snapshot from its
+/// scheduler, not the request path). A crash before it lands only means
+/// the next open replays from an older snapshot.
+fn write_snapshot_in_background(tp: TopicPartition, dir: PathBuf, offset: i64, encoded: Vec<u8>) {
+    glommio::spawn_local(async move {
+        let written = glommio::executor()
+            .spawn_blocking(move || write_producer_snapshot(&dir, offset, &encoded))
+            .await;
+        if let Err(e) = written {
+            tracing::warn!(%tp, offset, error = %e, "cannot write producer state snapshot");
+        }
+    })
+    .detach();
 }
 
 /// How a partition's producer state was rebuilt at open.

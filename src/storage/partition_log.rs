@@ -253,7 +253,7 @@ impl PartitionLog {
             }
         }
         if segments.is_empty() {
-            let seg = Segment::create_empty(dir, start_offset.max(0), config, UNSET_MS)?;
+            let seg = Segment::create_empty(dir, start_offset.max(0), config, UNSET_MS).await?;
             segments.insert(seg.base_offset, seg);
         }
         Ok(segments)

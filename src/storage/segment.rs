@@ -316,7 +316,7 @@ impl Segment {
     }
 
     /// A new, empty segment at `base_offset`.
-    pub fn create_empty(
+    pub async fn create_empty(
         dir: &Path,
         base_offset: i64,
         config: &LogConfig,
@@ -328,8 +328,14 @@ impl Segment {
             .truncate(true)
             .write(true)
             .open(&log)?;
-        // Make the new name durable (a crash must not lose the segment file).
-        File::open(dir)?.sync_all()?;
+        // Make the new name durable (a crash must not lose the segment
+        // file) before any append to it is acknowledged. The directory
+        // fsync runs on glommio's blocking pool: on the shard it stalled
+        // every connection for milliseconds at each roll.
+        let d = dir.to_path_buf();
+        glommio::executor()
+            .spawn_blocking(move || File::open(d)?.sync_all())
+            .await?;
         Ok(Segment {
             base_offset,
             dir: dir.to_path_buf(),
@@ -370,6 +376,44 @@ impl Segment {
     /// Kafka's delete: rename every file to `.deleted`, then remove them.
     pub fn delete_files(&self) -> Result<(), StorageError> {
         delete_segment_files(&self.dir, self.base_offset)
+    }
+
+    /// Retention's delete, as Kafka's `asyncDeleteSegment`: rename every
+    /// file to `.deleted` now, free and remove them on glommio's blocking
+    /// pool. Freeing a large file's blocks (in `unlink`, or in the last
+    /// `close` of an unlinked file) took milliseconds on the shard, stalling
+    /// every connection it serves. The file is truncated to zero first, so
+    /// whichever fd closes last (ours, or a fetch's `sendfile` dup) frees
+    /// nothing. A crash in between leaves `.deleted` names, which open
+    /// removes.
+    pub fn delete_files_in_background(&self) -> Result<(), StorageError> {
+        let mut renamed = Vec::new();
+        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+            let p = path_of(&self.dir, self.base_offset, suffix);
+            let mut d = p.clone().into_os_string();
+            d.push(DELETED_SUFFIX);
+            match std::fs::rename(&p, &d) {
+                Ok(()) => renamed.push(PathBuf::from(d)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        glommio::spawn_local(async move {
+            glommio::executor()
+                .spawn_blocking(move || {
+                    for p in renamed {
+                        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&p) {
+                            let _ = f.set_len(0);
+                        }
+                        if let Err(e) = std::fs::remove_file(&p) {
+                            tracing::warn!(path = %p.display(), error = %e, "cannot remove deleted segment file");
+                        }
+                    }
+                })
+                .await;
+        })
+        .detach();
+        Ok(())
     }
 }
 

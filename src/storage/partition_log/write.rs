@@ -195,7 +195,7 @@ impl PartitionLog {
     pub async fn roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
         self.close_active().await?;
         let leo = self.log_end_offset();
-        let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms)?;
+        let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms).await?;
         seg.activate(&self.config).await?;
         self.segments.insert(leo, seg);
         self.recovery_point = leo;
@@ -260,7 +260,7 @@ impl PartitionLog {
         let doomed: Vec<i64> = self.segments.range(offset..).map(|(b, _)| *b).collect();
         for base in doomed {
             if let Some(seg) = self.segments.remove(&base) {
-                seg.delete_files()?;
+                seg.delete_files_in_background()?;
             }
         }
         let Some((&base, seg)) = self.segments.iter().next_back() else {
@@ -284,7 +284,7 @@ impl PartitionLog {
         for (_, seg) in std::mem::take(&mut self.segments) {
             seg.delete_files()?;
         }
-        let mut seg = Segment::create_empty(&self.dir, offset, &self.config, UNSET_MS)?;
+        let mut seg = Segment::create_empty(&self.dir, offset, &self.config, UNSET_MS).await?;
         seg.activate(&self.config).await?;
         self.segments.insert(offset, seg);
         self.log_start_offset = offset;
@@ -335,7 +335,7 @@ impl PartitionLog {
                 break;
             }
             if let Some(seg) = self.segments.remove(&base) {
-                seg.delete_files()?;
+                seg.delete_files_in_background()?;
             }
             self.log_start_offset = self.log_start_offset.max(next_base);
             deleted += 1;

@@ -62,6 +62,12 @@ impl BatchCache {
         self.used_bytes
     }
 
+    /// Whether a batch of `len` bytes would be cached (the appender lends
+    /// its bytes only then).
+    pub fn accepts(&self, len: usize) -> bool {
+        len > 0 && len <= self.budget_bytes
+    }
+
     /// Cache one appended batch. Callers insert in offset order per
     /// partition. A batch larger than the whole budget is not cached.
     pub fn on_append(&mut self, id: u64, base_offset: i64, last_offset: i64, bytes: Bytes) {

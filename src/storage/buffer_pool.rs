@@ -1,0 +1,235 @@
+//! `[io]` Per-shard pool of DMA write buffers whose filled bytes are lent
+//! out as `Bytes` (ARCHITECTURE.md §4: the batch cache holds exactly the
+//! appended bytes).
+//!
+//! Why: the batch cache used to keep each produce request's own buffer
+//! alive. Those buffers were fresh heap memory for every request (the cache
+//! holds tens of MiB of them), so the append path paid a page fault per
+//! 4 KiB (PLATFORM.md: first touch ~1.3 GB/s) plus a second copy. Now a
+//! batch is copied once, into the appender's aligned buffer, and the cache
+//! holds a slice of that buffer. A buffer goes back to this pool when its
+//! write has completed and the last lent slice is dropped (cache eviction,
+//! fetch response sent), so its pages stay mapped and the next fill touches
+//! warm memory.
+//!
+//! Safety invariant: bytes of a buffer that were lent are never written
+//! again until the buffer is recycled, and a buffer is recycled or freed
+//! only when no lent slice is alive (checked with `Arc::get_mut`, which
+//! synchronises with slices dropped on other threads). A buffer that still
+//! has lent slices when its owner goes away is leaked, never freed.
+
+use std::cell::RefCell;
+use std::ops::Range;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use glommio::io::DmaBuffer;
+
+/// Free buffers kept per shard beyond those in use: enough for a roll or a
+/// burst on another partition without holding much idle memory.
+const FREE_MAX: usize = 8;
+
+/// A buffer being filled by the appender. Bytes below `lent_end` are
+/// immutable (slices of them are alive or may be).
+pub struct FillBuffer {
+    buf: Option<DmaBuffer>,
+    /// One strong count per lent slice, plus this one.
+    leases: Arc<()>,
+    lent_end: usize,
+}
+
+/// The owner behind a lent `Bytes`: keeps its buffer from being reused.
+struct Lease {
+    _leases: Arc<()>,
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: a lease only reads `len` bytes at `ptr`, which stay allocated and
+// unchanged while any lease of the buffer is alive (module invariant); the
+// buffer itself is dropped or reused only on its shard, after the Arc
+// count shows no lease is left.
+unsafe impl Send for Lease {}
+// SAFETY: as above; the memory is immutable while shared.
+unsafe impl Sync for Lease {}
+
+impl AsRef<[u8]> for Lease {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: see `unsafe impl Send for Lease`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl FillBuffer {
+    fn new(buf: DmaBuffer) -> Self {
+        FillBuffer {
+            buf: Some(buf),
+            leases: Arc::new(()),
+            lent_end: 0,
+        }
+    }
+
+    fn dma(&self) -> &DmaBuffer {
+        // `buf` is `None` only inside `into_shared` / `drop`.
+        self.buf.as_ref().expect("fill buffer present")
+    }
+
+    pub fn len(&self) -> usize {
+        self.dma().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        self.dma().as_bytes()
+    }
+
+    /// Copy `src` to `at`. Writing over lent bytes is our bug: it panics.
+    pub fn copy_in(&mut self, at: usize, src: &[u8]) {
+        let end = at + src.len();
+        assert!(
+            at >= self.lent_end && end <= self.len(),
+            "write into lent or missing bytes"
+        );
+        let buf = self.buf.as_mut().expect("fill buffer present");
+        // SAFETY: `at..end` lies inside the buffer and past every lent
+        // byte, so no other reference to it exists; raw pointers avoid a
+        // `&mut` over the lent prefix, which other threads may be reading.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), buf.as_mut_ptr().add(at), src.len()) }
+    }
+
+    /// Lend `range` (already filled) as `Bytes` without copying.
+    pub fn lend(&mut self, range: Range<usize>) -> Bytes {
+        assert!(range.start <= range.end && range.end <= self.len());
+        self.lent_end = self.lent_end.max(range.end);
+        let lease = Lease {
+            _leases: self.leases.clone(),
+            // SAFETY: in bounds (asserted above).
+            ptr: unsafe { self.dma().as_ptr().add(range.start) },
+            len: range.len(),
+        };
+        Bytes::from_owner(lease)
+    }
+
+    /// Hand the buffer to a write. The pool keeps a handle and recycles
+    /// the buffer once the write has dropped its `Rc` and no slice is lent.
+    pub fn into_shared(mut self) -> Rc<DmaBuffer> {
+        let buf = Rc::new(self.buf.take().expect("fill buffer present"));
+        retire(buf.clone(), self.leases.clone());
+        buf
+    }
+}
+
+impl Drop for FillBuffer {
+    fn drop(&mut self) {
+        if let Some(buf) = self.buf.take() {
+            retire(Rc::new(buf), self.leases.clone());
+        }
+    }
+}
+
+struct Retired {
+    buf: Rc<DmaBuffer>,
+    leases: Arc<()>,
+}
+
+impl Retired {
+    /// Neither a write nor a lent slice uses the buffer any more.
+    fn is_idle(&mut self) -> bool {
+        Rc::strong_count(&self.buf) == 1 && Arc::get_mut(&mut self.leases).is_some()
+    }
+}
+
+#[derive(Default)]
+struct BufferPool {
+    free: Vec<DmaBuffer>,
+    retired: Vec<Retired>,
+}
+
+impl BufferPool {
+    /// Move idle retired buffers to the free list (dropping extras).
+    fn sweep(&mut self) {
+        let mut i = 0;
+        while i < self.retired.len() {
+            if self.retired[i].is_idle() {
+                let r = self.retired.swap_remove(i);
+                if let Ok(buf) = Rc::try_unwrap(r.buf) {
+                    if self.free.len() < FREE_MAX {
+                        self.free.push(buf);
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        for mut r in self.retired.drain(..) {
+            if Arc::get_mut(&mut r.leases).is_none() {
+                // Slices may outlive this shard (e.g. in a response being
+                // sent elsewhere): never free memory they point to.
+                std::mem::forget(r.buf);
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// One pool per shard: glommio executors are one per thread.
+    static POOL: RefCell<BufferPool> = RefCell::new(BufferPool::default());
+}
+
+fn retire(buf: Rc<DmaBuffer>, leases: Arc<()>) {
+    let mut r = Retired { buf, leases };
+    if r.is_idle() {
+        if let Ok(buf) = Rc::try_unwrap(r.buf) {
+            let _ = POOL.try_with(|p| {
+                let mut p = p.borrow_mut();
+                if p.free.len() < FREE_MAX {
+                    p.free.push(buf);
+                }
+            });
+        }
+        return;
+    }
+    let mut slot = Some(r);
+    let _ = POOL.try_with(|p| {
+        if let Some(r) = slot.take() {
+            p.borrow_mut().retired.push(r);
+        }
+    });
+    if let Some(r) = slot {
+        // Thread exiting, the pool is gone: leak rather than free memory
+        // a lent slice may still read.
+        std::mem::forget(r.buf);
+    }
+}
+
+/// A buffer of `len` bytes: a recycled one when available, else `alloc`.
+pub fn take(len: usize, alloc: impl FnOnce(usize) -> DmaBuffer) -> FillBuffer {
+    let recycled = POOL
+        .try_with(|p| {
+            let mut p = p.borrow_mut();
+            p.sweep();
+            let at = p.free.iter().position(|b| b.len() == len)?;
+            Some(p.free.swap_remove(at))
+        })
+        .ok()
+        .flatten();
+    FillBuffer::new(recycled.unwrap_or_else(|| alloc(len)))
+}
+
+/// Buffers waiting for their writes or lent slices, and free ones
+/// (tests and diagnostics).
+pub fn pool_counts() -> (usize, usize) {
+    POOL.with(|p| {
+        let p = p.borrow();
+        (p.retired.len(), p.free.len())
+    })
+}

@@ -38,7 +38,9 @@ where
     T: Send + 'static,
 {
     glommio::LocalExecutorBuilder::default()
-        .io_memory(4 << 20)
+        // As the broker's shards (src/shard/boot.rs IO_MEMORY_BYTES): too
+        // small for 1 MiB registered write buffers, so none are.
+        .io_memory(512 << 10)
         .spawn(g)
         .expect("spawn executor")
         .join()

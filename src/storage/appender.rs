@@ -277,7 +277,9 @@ impl DmaAppender {
             // polls its rings, which a task that never waits does not
             // allow: a timer wait lets the write task queue its request and
             // the reactor submit it now, so the disk works while we fill
-            // the next buffer instead of when we next block.
+            // the next buffer instead of when we next block. In a busy
+            // shard other tasks run meanwhile; an idle one pays one reactor
+            // turn per buffer (measured: no slower than not waiting).
             glommio::timer::sleep(Duration::from_micros(1)).await;
             while self.inflight.len() > MAX_WRITES_IN_FLIGHT {
                 self.await_oldest().await?;
@@ -290,7 +292,9 @@ impl DmaAppender {
             // Its bytes may be lent to the batch cache: never refill it in
             // place; the pool recycles it once they are dropped.
             let file = &self.file;
-            self.buf = Some(buffer_pool::take(self.buf_cap, |n| file.alloc_dma_buffer(n)));
+            self.buf = Some(buffer_pool::take(self.buf_cap, |n| {
+                file.alloc_dma_buffer(n)
+            }));
         }
         self.buf_file_pos = end;
         self.fill = 0;

@@ -217,7 +217,8 @@ pub fn take(len: usize, alloc: impl FnOnce(usize) -> DmaBuffer) -> FillBuffer {
         .try_with(|p| {
             let mut p = p.borrow_mut();
             p.sweep();
-            let at = p.free.iter().position(|b| b.len() == len)?;
+            // The most recently freed buffer: its pages are the warmest.
+            let at = p.free.iter().rposition(|b| b.len() == len)?;
             Some(p.free.swap_remove(at))
         })
         .ok()
@@ -232,4 +233,85 @@ pub fn pool_counts() -> (usize, usize) {
         let p = p.borrow();
         (p.retired.len(), p.free.len())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_executor<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move { f() })
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    const LEN: usize = 8192;
+
+    fn take_one() -> FillBuffer {
+        take(LEN, glommio::allocate_dma_buffer)
+    }
+
+    #[test]
+    fn lent_bytes_survive_their_buffer_being_retired_and_the_pool_reused() {
+        in_executor(|| {
+            let mut a = take_one();
+            let a_ptr = a.as_bytes().as_ptr();
+            a.copy_in(0, &[7u8; 100]);
+            let lent = a.lend(0..100);
+            drop(a);
+            // Still lent: the next buffer must be a different one.
+            let mut b = take_one();
+            assert_ne!(b.as_bytes().as_ptr(), a_ptr);
+            b.copy_in(0, &[9u8; LEN]);
+            assert_eq!(&lent[..], &[7u8; 100][..]);
+            assert_eq!(pool_counts(), (1, 0));
+            // The last slice goes: the buffer is recycled, not reallocated.
+            drop(lent);
+            let c = take_one();
+            assert_eq!(c.as_bytes().as_ptr(), a_ptr);
+            assert_eq!(pool_counts(), (0, 0));
+        });
+    }
+
+    #[test]
+    fn a_slice_dropped_on_another_thread_frees_the_buffer_for_reuse() {
+        in_executor(|| {
+            let mut a = take_one();
+            let a_ptr = a.as_bytes().as_ptr();
+            a.copy_in(0, b"kafka");
+            let lent = a.lend(0..5);
+            drop(a);
+            let seen = std::thread::spawn(move || lent.to_vec()).join().unwrap();
+            assert_eq!(seen, b"kafka");
+            assert_eq!(take_one().as_bytes().as_ptr(), a_ptr);
+        });
+    }
+
+    #[test]
+    fn buffers_in_use_by_a_write_are_not_recycled() {
+        in_executor(|| {
+            let a = take_one();
+            let a_ptr = a.as_bytes().as_ptr();
+            let in_write = a.into_shared();
+            assert_ne!(take_one().as_bytes().as_ptr(), a_ptr);
+            drop(in_write);
+            let (retired, free) = pool_counts();
+            assert_eq!((retired, free), (1, 1));
+            assert_eq!(take_one().as_bytes().as_ptr(), a_ptr);
+        });
+    }
+
+    #[test]
+    fn writing_over_lent_bytes_is_refused() {
+        let refused = in_executor(|| {
+            let mut a = take_one();
+            a.copy_in(0, &[1u8; 64]);
+            let _lent = a.lend(0..64);
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.copy_in(32, &[2u8; 8])))
+                .is_err()
+        });
+        assert!(refused);
+    }
 }

@@ -117,16 +117,24 @@ impl FillBuffer {
     /// Hand the buffer to a write. The pool keeps a handle and recycles
     /// the buffer once the write has dropped its `Rc` and no slice is lent.
     pub fn into_shared(mut self) -> Rc<DmaBuffer> {
-        let buf = Rc::new(self.buf.take().expect("fill buffer present"));
-        retire(buf.clone(), self.leases.clone());
+        let (buf, leases) = self.take_parts().expect("fill buffer present");
+        let buf = Rc::new(buf);
+        retire(buf.clone(), leases);
         buf
+    }
+
+    /// The buffer and our lease count, leaving `self` empty (so the pool
+    /// sees only the leases of lent slices).
+    fn take_parts(&mut self) -> Option<(DmaBuffer, Arc<()>)> {
+        let buf = self.buf.take()?;
+        Some((buf, std::mem::replace(&mut self.leases, Arc::new(()))))
     }
 }
 
 impl Drop for FillBuffer {
     fn drop(&mut self) {
-        if let Some(buf) = self.buf.take() {
-            retire(Rc::new(buf), self.leases.clone());
+        if let Some((buf, leases)) = self.take_parts() {
+            retire(Rc::new(buf), leases);
         }
     }
 }

@@ -101,8 +101,10 @@ impl AppendRig {
                 let mut log = open_cached(tmp.path(), config, cache_bytes).await;
                 let src = batch_16k();
                 let mut now_ms = 0i64;
+                let (mut cpu, mut batches) = (Duration::ZERO, 0u64);
                 // Blocking between samples is fine: nothing else runs here.
                 while let Ok(iters) = rx.recv() {
+                    let cpu_start = thread_cpu_time();
                     let start = Instant::now();
                     for _ in 0..iters {
                         // What the broker gets per produce request: a fresh
@@ -113,6 +115,8 @@ impl AppendRig {
                         now_ms += 1;
                     }
                     let elapsed = start.elapsed();
+                    cpu += thread_cpu_time().saturating_sub(cpu_start);
+                    batches += iters;
                     log.set_high_watermark(log.log_end_offset());
                     log.apply_retention(now_ms).unwrap();
                     if tx.send(elapsed).is_err() {
@@ -120,6 +124,14 @@ impl AppendRig {
                     }
                 }
                 log.close().await.unwrap();
+                // CPU of the shard thread per append (not what criterion
+                // reports): less sensitive to other load on a shared host.
+                if batches > 0 {
+                    eprintln!(
+                        "append rig: {batches} appends, shard thread CPU {:.2} µs per append",
+                        cpu.as_secs_f64() * 1e6 / batches as f64
+                    );
+                }
             })
         });
         AppendRig {
@@ -135,6 +147,17 @@ impl AppendRig {
         requests.send(iters).expect("rig thread alive");
         self.timings.recv().expect("rig thread alive")
     }
+}
+
+/// CPU time consumed by the calling thread.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec we own; CLOCK_THREAD_CPUTIME_ID always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 impl Drop for AppendRig {

@@ -4,6 +4,11 @@
 //! `Bytes`, so tail fetches are answered without touching the file and
 //! without copying. One cache is shared by every partition of a shard and
 //! bounded by a byte budget; the oldest batch (across partitions) goes first.
+//!
+//! The `Bytes` are slices of the appender's DMA write buffers
+//! (`buffer_pool`): a buffer is recycled when its last cached batch is
+//! evicted. Since each partition's batches leave in order, memory beyond
+//! the budget is at most about one write buffer per partition.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};

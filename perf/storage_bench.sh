@@ -38,7 +38,7 @@ rm -f "$WORK"/syncwrite*
 
 echo "== criterion: benches/storage.rs"
 STORAGE_BENCH_DIR="$WORK" cargo bench --bench storage -- \
-    --warm-up-time 1 --measurement-time "$MEAS" --noplot 2>&1 | grep -E '^storage/|time:|thrpt:' || true
+    --warm-up-time 1 --measurement-time "$MEAS" --noplot 2>&1 | grep -E '^storage/|time:|thrpt:|^append rig' || true
 seq_fio seq_after
 
 python3 - "$WORK" <<'PY'

@@ -47,7 +47,7 @@ use crate::replication::producer_state::{
 use crate::storage::batch_cache::{BatchCache, SharedBatchCache};
 use crate::storage::config::LogConfig;
 use crate::storage::log_dir::PartitionOffsets;
-use crate::storage::partition_log::{PartitionLog, Region};
+use crate::storage::partition_log::{PartitionLog, Region, ValidatedRecords};
 use crate::storage::StorageError;
 use crate::types::{ShardId, TopicPartition};
 
@@ -234,22 +234,28 @@ impl Partition {
     async fn append(&self, records: Bytes, now_ms: i64) -> ProduceResult {
         // Take our place before the first await.
         let ticket = self.append_order.ticket();
-        // Kafka: v3+ produce requests carry exactly one v2 batch per partition.
-        let summary = match record_batch::validate_all_for_append(&records) {
-            Ok(s) if s.len() == 1 => s[0].clone(),
-            Ok(_) => return ProduceResult::error(ErrorCode::INVALID_RECORD.0),
+        // Validated once here (CRC included); the log appends these bytes
+        // without checking them again and without an intermediate copy.
+        let records = match ValidatedRecords::new(records) {
+            Ok(r) => r,
             Err(e) => return ProduceResult::error(e.kafka_error_code()),
         };
-        let batch =
-            match record_batch::RecordBatch::new_unchecked_crc(&records[summary.range.clone()]) {
-                Ok(view) => ProducerBatch {
-                    producer_id: view.producer_id(),
-                    epoch: view.producer_epoch(),
-                    first_seq: view.base_sequence(),
-                    last_seq: view.base_sequence().wrapping_add(view.last_offset_delta()),
-                },
-                Err(e) => return ProduceResult::error(e.kafka_error_code()),
-            };
+        // Kafka: v3+ produce requests carry exactly one v2 batch per partition.
+        let summary = match records.summaries() {
+            [one] => one.clone(),
+            _ => return ProduceResult::error(ErrorCode::INVALID_RECORD.0),
+        };
+        let batch = match record_batch::RecordBatch::new_unchecked_crc(
+            &records.bytes()[summary.range.clone()],
+        ) {
+            Ok(view) => ProducerBatch {
+                producer_id: view.producer_id(),
+                epoch: view.producer_epoch(),
+                first_seq: view.base_sequence(),
+                last_seq: view.base_sequence().wrapping_add(view.last_offset_delta()),
+            },
+            Err(e) => return ProduceResult::error(e.kafka_error_code()),
+        };
         ticket.turn().await;
         let Ok(mut log) = self.log.write().await else {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER.0);
@@ -257,16 +263,11 @@ impl Partition {
         if let Some(answer) = self.check_producer(&batch) {
             return answer;
         }
-        let size = records.len() as i64;
+        let size = records.bytes().len() as i64;
         let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
         let active_before = log.active_segment_base_offset();
         let info = match log
-            .append(
-                BytesMut::from(&records[..]),
-                self.leader_epoch,
-                now_ms,
-                log_append_time,
-            )
+            .append_validated(records, self.leader_epoch, now_ms, log_append_time)
             .await
         {
             Ok(info) => info,

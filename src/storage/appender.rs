@@ -1,9 +1,11 @@
 //! `[io]` DMA (O_DIRECT) appender for the active segment (ARCHITECTURE.md §3).
 //!
-//! Batches are copied once into a 4 KiB-aligned buffer from
-//! `alloc_dma_buffer`; a full buffer is written with O_DIRECT in one call,
-//! in the background while the next buffer fills (at most two writes in
-//! flight, so copying overlaps the disk); a
+//! Batches are copied once into a 4 KiB-aligned buffer from the shard's
+//! [`buffer_pool`](super::buffer_pool) (the batch cache keeps slices of it,
+//! so there is no second copy); a full buffer is written with O_DIRECT in
+//! one call, in the background while the next buffer fills (up to
+//! [`MAX_WRITES_IN_FLIGHT`] writes, submitted as soon as they are queued,
+//! so copying overlaps the disk); a
 //! flush writes the dirty pages of the partial buffer (the partial tail page
 //! is rewritten by every later flush until the buffer fills) and may
 //! `fdatasync`. Files grow by `pre_allocate` in large steps, so `st_size`
@@ -18,14 +20,20 @@
 use std::collections::VecDeque;
 use std::path::Path;
 use std::rc::Rc;
+use std::time::Duration;
 
+use bytes::{Bytes, BytesMut};
 use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
 
+use super::buffer_pool::{self, FillBuffer};
 use super::StorageError;
 
 /// O_DIRECT page size used for buffer layout (PLATFORM.md: 512 is the
 /// minimum alignment; whole pages avoid read-modify-write in the kernel).
 pub const PAGE: u64 = 4096;
+/// Full buffers being written while the next one fills. Two keep the disk
+/// busy (one running, one queued behind it) without holding much memory.
+pub const MAX_WRITES_IN_FLIGHT: usize = 2;
 
 fn round_down(v: u64) -> u64 {
     v / PAGE * PAGE
@@ -43,11 +51,9 @@ struct InFlight {
 
 pub struct DmaAppender {
     file: Rc<DmaFile>,
-    buf: Option<DmaBuffer>,
-    /// The previous full buffer while its write is in flight.
+    buf: Option<FillBuffer>,
+    /// Full buffers whose writes are in flight, oldest first.
     inflight: VecDeque<InFlight>,
-    /// A buffer recovered from a completed write, reused for the next one.
-    spares: Vec<DmaBuffer>,
     buf_cap: usize,
     /// File position of `buf[0]`; page aligned.
     buf_file_pos: u64,
@@ -90,13 +96,12 @@ impl DmaAppender {
                 "tail bytes do not match the logical end",
             )));
         }
-        let mut buf = file.alloc_dma_buffer(buf_cap);
-        buf.as_bytes_mut()[..fill].copy_from_slice(tail);
+        let mut buf = buffer_pool::take(buf_cap, |n| file.alloc_dma_buffer(n));
+        buf.copy_in(0, tail);
         let mut a = DmaAppender {
             file: Rc::new(file),
             buf: Some(buf),
             inflight: VecDeque::new(),
-            spares: Vec::new(),
             buf_cap,
             buf_file_pos,
             fill,
@@ -172,6 +177,42 @@ impl DmaAppender {
         Ok(())
     }
 
+    /// Append one batch given as its (patched) header and the rest. With
+    /// `lend`, also return the batch's bytes for the batch cache: a slice
+    /// of the write buffer, or a copy when the batch spans two buffers.
+    pub async fn append_batch(
+        &mut self,
+        head: &[u8],
+        body: &[u8],
+        lend: bool,
+    ) -> Result<Option<Bytes>, StorageError> {
+        self.check()?;
+        let len = head.len() + body.len();
+        if self.fill + len > self.buf_cap {
+            let copy = lend.then(|| {
+                let mut b = BytesMut::with_capacity(len);
+                b.extend_from_slice(head);
+                b.extend_from_slice(body);
+                b.freeze()
+            });
+            self.append(head).await?;
+            self.append(body).await?;
+            return Ok(copy);
+        }
+        let start = self.fill;
+        let Some(buf) = self.buf.as_mut() else {
+            return self.poison(std::io::Error::other("appender lost its buffer"));
+        };
+        buf.copy_in(start, head);
+        buf.copy_in(start + head.len(), body);
+        let lent = lend.then(|| buf.lend(start..start + len));
+        self.fill += len;
+        if self.fill == self.buf_cap {
+            self.write_full_buffer().await?;
+        }
+        Ok(lent)
+    }
+
     /// Copy `data` into the aligned buffer, writing each buffer as it fills.
     pub async fn append(&mut self, mut data: &[u8]) -> Result<(), StorageError> {
         self.check()?;
@@ -180,7 +221,7 @@ impl DmaAppender {
                 return self.poison(std::io::Error::other("appender lost its buffer"));
             };
             let n = data.len().min(self.buf_cap - self.fill);
-            buf.as_bytes_mut()[self.fill..self.fill + n].copy_from_slice(&data[..n]);
+            buf.copy_in(self.fill, &data[..n]);
             self.fill += n;
             data = &data[n..];
             if self.fill == self.buf_cap {
@@ -212,10 +253,8 @@ impl DmaAppender {
             Err(e) => return self.poison(e),
         }
         self.written_end = f.pos + len as u64;
-        // The write completed, so our handle is the only one left.
-        if let Ok(buf) = Rc::try_unwrap(f.buf) {
-            self.spares.push(buf);
-        }
+        // Dropping our handle lets the pool recycle the buffer once the
+        // batch cache no longer holds slices of it.
         Ok(())
     }
 
@@ -226,19 +265,23 @@ impl DmaAppender {
             let Some(buf) = self.buf.take() else {
                 return self.poison(std::io::Error::other("appender lost its buffer"));
             };
-            let buf = Rc::new(buf);
+            let buf = buf.into_shared();
             let (file, shared, pos) = (self.file.clone(), buf.clone(), self.buf_file_pos);
             let task = glommio::spawn_local(async move { file.write_rc_at(shared, pos).await });
             self.inflight.push_back(InFlight { task, buf, pos });
-            let next = self
-                .spares
-                .pop()
-                .unwrap_or_else(|| self.file.alloc_dma_buffer(self.buf_cap));
-            self.buf = Some(next);
-            // glommio submits queued I/O only when every task is waiting:
-            // waiting here for the previous write is what submits this one,
-            // so the disk always has the next buffer while we fill another.
-            while self.inflight.len() > 1 {
+            let file = &self.file;
+            self.buf = Some(buffer_pool::take(self.buf_cap, |n| {
+                file.alloc_dma_buffer(n)
+            }));
+            // glommio hands queued I/O to the kernel only when the executor
+            // polls its rings, which a task that never waits does not
+            // allow: a timer wait lets the write task queue its request and
+            // the reactor submit it now, so the disk works while we fill
+            // the next buffer instead of when we next block. In a busy
+            // shard other tasks run meanwhile; an idle one pays one reactor
+            // turn per buffer (measured: no slower than not waiting).
+            glommio::timer::sleep(Duration::from_micros(1)).await;
+            while self.inflight.len() > MAX_WRITES_IN_FLIGHT {
                 self.await_oldest().await?;
             }
         } else {
@@ -246,6 +289,12 @@ impl DmaAppender {
             self.await_inflight().await?;
             self.write_dirty_pages().await?;
             self.written_end = end;
+            // Its bytes may be lent to the batch cache: never refill it in
+            // place; the pool recycles it once they are dropped.
+            let file = &self.file;
+            self.buf = Some(buffer_pool::take(self.buf_cap, |n| {
+                file.alloc_dma_buffer(n)
+            }));
         }
         self.buf_file_pos = end;
         self.fill = 0;

@@ -4,6 +4,11 @@
 //! `Bytes`, so tail fetches are answered without touching the file and
 //! without copying. One cache is shared by every partition of a shard and
 //! bounded by a byte budget; the oldest batch (across partitions) goes first.
+//!
+//! The `Bytes` are slices of the appender's DMA write buffers
+//! (`buffer_pool`): a buffer is recycled when its last cached batch is
+//! evicted. Since each partition's batches leave in order, memory beyond
+//! the budget is at most about one write buffer per partition.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -60,6 +65,12 @@ impl BatchCache {
 
     pub fn used_bytes(&self) -> usize {
         self.used_bytes
+    }
+
+    /// Whether a batch of `len` bytes would be cached (the appender lends
+    /// its bytes only then).
+    pub fn accepts(&self, len: usize) -> bool {
+        len > 0 && len <= self.budget_bytes
     }
 
     /// Cache one appended batch. Callers insert in offset order per

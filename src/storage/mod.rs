@@ -9,12 +9,14 @@
 //! | `checkpoint`    | pure  | Kafka's checkpoint / properties text formats |
 //! | `batch_cache`   | pure  | per-shard cache of recently appended batches |
 //! | `appender`      | io    | DMA (O_DIRECT) appender for the active segment |
+//! | `buffer_pool`   | io    | per-shard recycled DMA write buffers, lent to the batch cache |
 //! | `segment`       | io    | one segment: files, indexes, reads by position |
 //! | `partition_log` | drv   | [`PartitionLog`]: append, read, roll, recover, retain |
 //! | `log_dir`       | io    | per log dir `meta.properties` and checkpoint files |
 
 pub mod appender;
 pub mod batch_cache;
+pub mod buffer_pool;
 pub mod checkpoint;
 pub mod config;
 pub mod index;
@@ -26,7 +28,9 @@ pub mod segment;
 
 pub use batch_cache::{BatchCache, SharedBatchCache};
 pub use config::LogConfig;
-pub use partition_log::{AppendInfo, PartitionLog, ReadResult, RecoveryStats, Region};
+pub use partition_log::{
+    AppendInfo, PartitionLog, ReadResult, RecoveryStats, Region, ValidatedRecords,
+};
 
 use crate::protocol::record_batch::BatchError;
 

@@ -1,9 +1,10 @@
 //! `[drv]` One partition's log, owned by one shard (`!Send`).
 //!
 //! Segments in an ordered map by base offset; the last one is active and
-//! owns the DMA appender. Appends validate every batch first, assign
-//! offsets by patching headers in place, copy the bytes once into the DMA
-//! buffer and share them (`Bytes`) with the per-shard batch cache. Reads
+//! owns the DMA appender. Appends validate every batch first (once), copy
+//! the bytes once into the DMA buffer with offsets assigned in the copied
+//! header, and share that copy (`Bytes` slices of the buffer) with the
+//! per-shard batch cache. Reads
 //! return regions: cached `Bytes` for the tail, or (file, position, len)
 //! ranges of the segment's buffered fd for sendfile.
 
@@ -12,7 +13,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::batch_cache::SharedBatchCache;
 use super::checkpoint::{
@@ -23,7 +24,7 @@ use super::config::LogConfig;
 use super::policy::{should_roll, RollInput};
 use super::segment::{delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
 use super::StorageError;
-use crate::protocol::record_batch::{self, validate_all_for_append};
+use crate::protocol::record_batch::{self, validate_all_for_append, BatchError, BatchSummary};
 use crate::types::TopicPartition;
 
 /// Kafka's clean-shutdown marker. Kafka keeps one per log dir; partitions
@@ -60,6 +61,29 @@ pub struct AppendInfo {
     pub log_append_time_ms: i64,
     pub log_start_offset: i64,
     pub bytes: usize,
+}
+
+/// A produce request's records, validated once (structure, magic, CRC-32C
+/// and Kafka's client-origin rules). Only [`ValidatedRecords::new`] builds
+/// one, so holding it proves the check ran.
+#[derive(Debug, Clone)]
+pub struct ValidatedRecords {
+    bytes: Bytes,
+    summaries: Vec<BatchSummary>,
+}
+
+impl ValidatedRecords {
+    pub fn new(bytes: Bytes) -> Result<Self, BatchError> {
+        let summaries = validate_all_for_append(&bytes)?;
+        Ok(ValidatedRecords { bytes, summaries })
+    }
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+    /// One per batch, in order; never empty.
+    pub fn summaries(&self) -> &[BatchSummary] {
+        &self.summaries
+    }
 }
 
 /// What opening the log cost: tests assert a clean reopen scans nothing.

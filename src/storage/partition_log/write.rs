@@ -1,22 +1,69 @@
 //! Append, flush, roll, close, truncation, retention (part of the `[drv]` partition log).
 
 use super::*;
+use crate::protocol::record_batch::{BatchError, CRC_START, HEADER_LEN};
+
+/// Offset of the CRC field in a v2 batch header (Kafka's
+/// `DefaultRecordBatch.CRC_OFFSET`).
+const CRC_OFFSET: usize = 17;
+
+/// The header of `batch` with its offsets assigned. baseOffset and
+/// partitionLeaderEpoch lie outside the CRC; LogAppendTime rewrites
+/// attributes and maxTimestamp, which it covers, so the CRC is recomputed
+/// over the patched header and the unchanged rest.
+fn patched_header(
+    batch: &[u8],
+    base_offset: i64,
+    leader_epoch: i32,
+    append_time: Option<i64>,
+) -> Result<[u8; HEADER_LEN], StorageError> {
+    let (Some(src), Some(rest)) = (batch.get(..HEADER_LEN), batch.get(HEADER_LEN..)) else {
+        return Err(BatchError::Corrupt("batch shorter than its header").into());
+    };
+    let mut head = [0u8; HEADER_LEN];
+    head.copy_from_slice(src);
+    record_batch::set_base_offset(&mut head, base_offset);
+    record_batch::set_partition_leader_epoch(&mut head, leader_epoch);
+    if let Some(ts) = append_time {
+        record_batch::set_log_append_time(&mut head, ts);
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&head[CRC_START..]), rest);
+        head[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    }
+    Ok(head)
+}
 
 impl PartitionLog {
     /// Append one produce request's `records` (1+ v2 batches). Every batch is
     /// validated before anything is written; on error nothing is appended.
+    /// Takes the request's bytes as they arrived (`Bytes` or `BytesMut`):
+    /// they are copied once, into the DMA buffer, and not kept.
     pub async fn append(
         &mut self,
-        mut batches: BytesMut,
+        records: impl Into<Bytes>,
         leader_epoch: i32,
         now_ms: i64,
         log_append_time: bool,
     ) -> Result<AppendInfo, StorageError> {
         self.check_poison()?;
-        let summaries = validate_all_for_append(&batches)?;
+        let records = ValidatedRecords::new(records.into())?;
+        self.append_validated(records, leader_epoch, now_ms, log_append_time)
+            .await
+    }
+
+    /// [`Self::append`] for records the caller has validated already (the
+    /// shard reads producer fields from them first), so the CRC is checked
+    /// once per request.
+    pub async fn append_validated(
+        &mut self,
+        records: ValidatedRecords,
+        leader_epoch: i32,
+        now_ms: i64,
+        log_append_time: bool,
+    ) -> Result<AppendInfo, StorageError> {
+        self.check_poison()?;
         let mut record_offsets: i64 = 0;
         let mut max_ts = -1i64;
-        for s in &summaries {
+        for s in records.summaries() {
             if s.range.len() > self.config.max_message_bytes {
                 return Err(StorageError::MessageTooLarge {
                     size: s.range.len(),
@@ -32,26 +79,12 @@ impl PartitionLog {
         }
         let first_offset = self.log_end_offset();
         let last_offset = first_offset + record_offsets - 1;
-        self.maybe_roll(batches.len() as u64, max_ts, last_offset, now_ms)
+        self.maybe_roll(records.bytes().len() as u64, max_ts, last_offset, now_ms)
             .await?;
-
-        // Assign offsets in place: baseOffset and partitionLeaderEpoch are
-        // outside the CRC; only LogAppendTime rewrites covered bytes.
-        let mut next = first_offset;
-        for s in &summaries {
-            let b = &mut batches[s.range.clone()];
-            record_batch::set_base_offset(b, next);
-            record_batch::set_partition_leader_epoch(b, leader_epoch);
-            if log_append_time {
-                record_batch::set_log_append_time(b, now_ms);
-            }
-            next += i64::from(s.last_offset_delta) + 1;
-        }
-        let bytes = batches.freeze();
         self.write_to_active(
-            &bytes,
-            &summaries,
+            &records,
             first_offset,
+            leader_epoch,
             log_append_time.then_some(now_ms),
         )
         .await?;
@@ -63,15 +96,18 @@ impl PartitionLog {
             last_offset,
             log_append_time_ms: if log_append_time { now_ms } else { -1 },
             log_start_offset: self.log_start_offset,
-            bytes: bytes.len(),
+            bytes: records.bytes().len(),
         })
     }
 
+    /// Copy each batch into the active segment's DMA buffer with its offsets
+    /// assigned (the patched header goes in, the request is not modified),
+    /// then index it and hand the buffer's copy to the batch cache.
     async fn write_to_active(
         &mut self,
-        bytes: &Bytes,
-        summaries: &[record_batch::BatchSummary],
+        records: &ValidatedRecords,
         first_offset: i64,
+        leader_epoch: i32,
         append_time: Option<i64>,
     ) -> Result<(), StorageError> {
         let cache = self.cache.clone();
@@ -83,13 +119,32 @@ impl PartitionLog {
                 "active segment has no appender",
             )));
         };
-        if let Err(e) = appender.append(bytes).await {
+        let mut lent = Vec::with_capacity(records.summaries().len());
+        let mut base = first_offset;
+        let mut failed = None;
+        for s in records.summaries() {
+            let batch = &records.bytes()[s.range.clone()];
+            let head = patched_header(batch, base, leader_epoch, append_time)?;
+            let lend = cache.borrow().accepts(batch.len());
+            match appender
+                .append_batch(&head, &batch[HEADER_LEN..], lend)
+                .await
+            {
+                Ok(bytes) => lent.push(bytes),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            base += i64::from(s.last_offset_delta) + 1;
+        }
+        if let Some(e) = failed {
             self.poisoned = true;
             return Err(e);
         }
         let mut cache = cache.borrow_mut();
         let mut base = first_offset;
-        for s in summaries {
+        for (s, bytes) in records.summaries().iter().zip(lent) {
             let last = base + i64::from(s.last_offset_delta);
             let ts = append_time.unwrap_or(s.max_timestamp);
             seg.index.on_batch(
@@ -98,7 +153,9 @@ impl PartitionLog {
                 s.range.len() as u64,
                 ts,
             );
-            cache.on_append(cache_id, base, last, bytes.slice(s.range.clone()));
+            if let Some(bytes) = bytes {
+                cache.on_append(cache_id, base, last, bytes);
+            }
             base = last + 1;
         }
         seg.next_offset = base;

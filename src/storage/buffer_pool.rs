@@ -1,0 +1,325 @@
+//! `[io]` Per-shard pool of DMA write buffers whose filled bytes are lent
+//! out as `Bytes` (ARCHITECTURE.md §4: the batch cache holds exactly the
+//! appended bytes).
+//!
+//! Why: the batch cache used to keep each produce request's own buffer
+//! alive. Those buffers were fresh heap memory for every request (the cache
+//! holds tens of MiB of them), so the append path paid a page fault per
+//! 4 KiB (PLATFORM.md: first touch ~1.3 GB/s) plus a second copy. Now a
+//! batch is copied once, into the appender's aligned buffer, and the cache
+//! holds a slice of that buffer. A buffer goes back to this pool when its
+//! write has completed and the last lent slice is dropped (cache eviction,
+//! fetch response sent), so its pages stay mapped and the next fill touches
+//! warm memory.
+//!
+//! Safety invariant: bytes of a buffer that were lent are never written
+//! again until the buffer is recycled, and a buffer is recycled or freed
+//! only when no lent slice is alive (checked with `Arc::get_mut`, which
+//! synchronises with slices dropped on other threads). A buffer that still
+//! has lent slices when its owner goes away is leaked, never freed.
+
+use std::cell::RefCell;
+use std::ops::Range;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use glommio::io::DmaBuffer;
+
+/// Free buffers kept per shard beyond those in use: enough for a roll or a
+/// burst on another partition without holding much idle memory.
+const FREE_MAX: usize = 8;
+
+/// A buffer being filled by the appender. Bytes below `lent_end` are
+/// immutable (slices of them are alive or may be).
+pub struct FillBuffer {
+    buf: Option<DmaBuffer>,
+    /// One strong count per lent slice, plus this one.
+    leases: Arc<()>,
+    lent_end: usize,
+}
+
+/// The owner behind a lent `Bytes`: keeps its buffer from being reused.
+struct Lease {
+    _leases: Arc<()>,
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: a lease only reads `len` bytes at `ptr`, which stay allocated and
+// unchanged while any lease of the buffer is alive (module invariant); the
+// buffer itself is dropped or reused only on its shard, after the Arc
+// count shows no lease is left.
+unsafe impl Send for Lease {}
+// SAFETY: as above; the memory is immutable while shared.
+unsafe impl Sync for Lease {}
+
+impl AsRef<[u8]> for Lease {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: see `unsafe impl Send for Lease`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl FillBuffer {
+    fn new(buf: DmaBuffer) -> Self {
+        FillBuffer {
+            buf: Some(buf),
+            leases: Arc::new(()),
+            lent_end: 0,
+        }
+    }
+
+    fn dma(&self) -> &DmaBuffer {
+        // `buf` is `None` only inside `into_shared` / `drop`.
+        self.buf.as_ref().expect("fill buffer present")
+    }
+
+    pub fn len(&self) -> usize {
+        self.dma().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        self.dma().as_bytes()
+    }
+
+    /// Copy `src` to `at`. Writing over lent bytes is our bug: it panics.
+    pub fn copy_in(&mut self, at: usize, src: &[u8]) {
+        let end = at + src.len();
+        assert!(
+            at >= self.lent_end && end <= self.len(),
+            "write into lent or missing bytes"
+        );
+        let buf = self.buf.as_mut().expect("fill buffer present");
+        // SAFETY: `at..end` lies inside the buffer and past every lent
+        // byte, so no other reference to it exists; raw pointers avoid a
+        // `&mut` over the lent prefix, which other threads may be reading.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), buf.as_mut_ptr().add(at), src.len()) }
+    }
+
+    /// Lend `range` (already filled) as `Bytes` without copying.
+    pub fn lend(&mut self, range: Range<usize>) -> Bytes {
+        assert!(range.start <= range.end && range.end <= self.len());
+        self.lent_end = self.lent_end.max(range.end);
+        let lease = Lease {
+            _leases: self.leases.clone(),
+            // SAFETY: in bounds (asserted above).
+            ptr: unsafe { self.dma().as_ptr().add(range.start) },
+            len: range.len(),
+        };
+        Bytes::from_owner(lease)
+    }
+
+    /// Hand the buffer to a write. The pool keeps a handle and recycles
+    /// the buffer once the write has dropped its `Rc` and no slice is lent.
+    pub fn into_shared(mut self) -> Rc<DmaBuffer> {
+        let (buf, leases) = self.take_parts().expect("fill buffer present");
+        let buf = Rc::new(buf);
+        retire(buf.clone(), leases);
+        buf
+    }
+
+    /// The buffer and our lease count, leaving `self` empty (so the pool
+    /// sees only the leases of lent slices).
+    fn take_parts(&mut self) -> Option<(DmaBuffer, Arc<()>)> {
+        let buf = self.buf.take()?;
+        Some((buf, std::mem::replace(&mut self.leases, Arc::new(()))))
+    }
+}
+
+impl Drop for FillBuffer {
+    fn drop(&mut self) {
+        if let Some((buf, leases)) = self.take_parts() {
+            retire(Rc::new(buf), leases);
+        }
+    }
+}
+
+struct Retired {
+    buf: Rc<DmaBuffer>,
+    leases: Arc<()>,
+}
+
+impl Retired {
+    /// Neither a write nor a lent slice uses the buffer any more.
+    fn is_idle(&mut self) -> bool {
+        Rc::strong_count(&self.buf) == 1 && Arc::get_mut(&mut self.leases).is_some()
+    }
+}
+
+#[derive(Default)]
+struct BufferPool {
+    free: Vec<DmaBuffer>,
+    retired: Vec<Retired>,
+}
+
+impl BufferPool {
+    /// Move idle retired buffers to the free list (dropping extras).
+    fn sweep(&mut self) {
+        let mut i = 0;
+        while i < self.retired.len() {
+            if self.retired[i].is_idle() {
+                let r = self.retired.swap_remove(i);
+                if let Ok(buf) = Rc::try_unwrap(r.buf) {
+                    if self.free.len() < FREE_MAX {
+                        self.free.push(buf);
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        for mut r in self.retired.drain(..) {
+            if Arc::get_mut(&mut r.leases).is_none() {
+                // Slices may outlive this shard (e.g. in a response being
+                // sent elsewhere): never free memory they point to.
+                std::mem::forget(r.buf);
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// One pool per shard: glommio executors are one per thread.
+    static POOL: RefCell<BufferPool> = RefCell::new(BufferPool::default());
+}
+
+fn retire(buf: Rc<DmaBuffer>, leases: Arc<()>) {
+    let mut r = Retired { buf, leases };
+    if r.is_idle() {
+        if let Ok(buf) = Rc::try_unwrap(r.buf) {
+            let _ = POOL.try_with(|p| {
+                let mut p = p.borrow_mut();
+                if p.free.len() < FREE_MAX {
+                    p.free.push(buf);
+                }
+            });
+        }
+        return;
+    }
+    let mut slot = Some(r);
+    let _ = POOL.try_with(|p| {
+        if let Some(r) = slot.take() {
+            p.borrow_mut().retired.push(r);
+        }
+    });
+    if let Some(r) = slot {
+        // Thread exiting, the pool is gone: leak rather than free memory
+        // a lent slice may still read.
+        std::mem::forget(r.buf);
+    }
+}
+
+/// A buffer of `len` bytes: a recycled one when available, else `alloc`.
+pub fn take(len: usize, alloc: impl FnOnce(usize) -> DmaBuffer) -> FillBuffer {
+    let recycled = POOL
+        .try_with(|p| {
+            let mut p = p.borrow_mut();
+            p.sweep();
+            // The most recently freed buffer: its pages are the warmest.
+            let at = p.free.iter().rposition(|b| b.len() == len)?;
+            Some(p.free.swap_remove(at))
+        })
+        .ok()
+        .flatten();
+    FillBuffer::new(recycled.unwrap_or_else(|| alloc(len)))
+}
+
+/// Buffers waiting for their writes or lent slices, and free ones
+/// (tests and diagnostics).
+pub fn pool_counts() -> (usize, usize) {
+    POOL.with(|p| {
+        let p = p.borrow();
+        (p.retired.len(), p.free.len())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_executor<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move { f() })
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    const LEN: usize = 8192;
+
+    fn take_one() -> FillBuffer {
+        take(LEN, glommio::allocate_dma_buffer)
+    }
+
+    #[test]
+    fn lent_bytes_survive_their_buffer_being_retired_and_the_pool_reused() {
+        in_executor(|| {
+            let mut a = take_one();
+            let a_ptr = a.as_bytes().as_ptr();
+            a.copy_in(0, &[7u8; 100]);
+            let lent = a.lend(0..100);
+            drop(a);
+            // Still lent: the next buffer must be a different one.
+            let mut b = take_one();
+            assert_ne!(b.as_bytes().as_ptr(), a_ptr);
+            b.copy_in(0, &[9u8; LEN]);
+            assert_eq!(&lent[..], &[7u8; 100][..]);
+            assert_eq!(pool_counts(), (1, 0));
+            // The last slice goes: the buffer is recycled, not reallocated.
+            drop(lent);
+            let c = take_one();
+            assert_eq!(c.as_bytes().as_ptr(), a_ptr);
+            assert_eq!(pool_counts(), (0, 0));
+        });
+    }
+
+    #[test]
+    fn a_slice_dropped_on_another_thread_frees_the_buffer_for_reuse() {
+        in_executor(|| {
+            let mut a = take_one();
+            let a_ptr = a.as_bytes().as_ptr();
+            a.copy_in(0, b"kafka");
+            let lent = a.lend(0..5);
+            drop(a);
+            let seen = std::thread::spawn(move || lent.to_vec()).join().unwrap();
+            assert_eq!(seen, b"kafka");
+            assert_eq!(take_one().as_bytes().as_ptr(), a_ptr);
+        });
+    }
+
+    #[test]
+    fn buffers_in_use_by_a_write_are_not_recycled() {
+        in_executor(|| {
+            let a = take_one();
+            let a_ptr = a.as_bytes().as_ptr();
+            let in_write = a.into_shared();
+            assert_ne!(take_one().as_bytes().as_ptr(), a_ptr);
+            drop(in_write);
+            let (retired, free) = pool_counts();
+            assert_eq!((retired, free), (1, 1));
+            assert_eq!(take_one().as_bytes().as_ptr(), a_ptr);
+        });
+    }
+
+    #[test]
+    fn writing_over_lent_bytes_is_refused() {
+        let refused = in_executor(|| {
+            let mut a = take_one();
+            a.copy_in(0, &[1u8; 64]);
+            let _lent = a.lend(0..64);
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.copy_in(32, &[2u8; 8])))
+                .is_err()
+        });
+        assert!(refused);
+    }
+}

@@ -308,6 +308,35 @@ fn pipelined_produce_requests_on_one_connection_append_in_request_order() {
     });
 }
 
+/// `shardlog.flush.every.append`: pipelined appends are group-committed
+/// (one fdatasync covers the appends that queued behind the previous one),
+/// yet each is acknowledged in request order and only once synced.
+#[test]
+fn durable_pipelined_produce_requests_are_group_committed_in_request_order() {
+    let broker = Broker::start_with(&["shardlog.flush.every.append=true"]);
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("durable-pipelined", PIPELINE_PARTITIONS, &[]);
+    pipeline_produce_and_check_order(&mut conn, "durable-pipelined");
+    let (status, lines) = broker.stop_collect();
+    assert!(status.success(), "{status:?}");
+    let line = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("durable: "))
+        .unwrap_or_else(|| panic!("no `durable:` line at shutdown: {lines:?}"));
+    let count = |key: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} in {line}"))
+    };
+    let (appends, syncs) = (count("appends="), count("syncs="));
+    assert_eq!(appends, PIPELINE_REQUESTS as u64, "{line}");
+    assert!(
+        (1..appends).contains(&syncs),
+        "every append synced on its own: {line}"
+    );
+}
+
 const PIPELINE_REQUESTS: usize = 120;
 const PIPELINE_RECORDS: usize = 200;
 const PIPELINE_PARTITIONS: i32 = 4;

@@ -189,6 +189,10 @@ struct ShardSetup {
 struct ShutdownReport {
     offsets: Vec<crate::storage::log_dir::PartitionOffsets>,
     zerocopy: crate::io::zerocopy::ZeroCopyStats,
+    /// `shardlog.flush.every.append` group commit: appends acknowledged and
+    /// fdatasync rounds that covered them.
+    durable_appends: u64,
+    durable_syncs: u64,
 }
 
 async fn join_shard(setup: &ShardSetup) -> std::rc::Rc<ShardContext> {
@@ -322,6 +326,9 @@ async fn stop_data_path(ctx: &std::rc::Rc<ShardContext>, setup: &ShardSetup) {
     let stats = crate::io::zerocopy::stats();
     if let Ok(mut report) = setup.report.lock() {
         report.offsets.extend(offsets);
+        let (appends, syncs) = crate::shard::partitions::durable_counts();
+        report.durable_appends += appends;
+        report.durable_syncs += syncs;
         let z = &mut report.zerocopy;
         z.bytes_sendmsg += stats.bytes_sendmsg;
         z.bytes_sendfile += stats.bytes_sendfile;
@@ -342,6 +349,12 @@ fn finish_shutdown(config: &ServerConfig, report: &Mutex<ShutdownReport>) {
             }
         }
         Err(e) => tracing::error!(error = %e, "opening log dir for checkpoints"),
+    }
+    if report.durable_appends > 0 {
+        eprintln!(
+            "durable: appends={} syncs={}",
+            report.durable_appends, report.durable_syncs
+        );
     }
     let z = report.zerocopy;
     eprintln!(

@@ -51,7 +51,7 @@ use crate::storage::partition_log::{PartitionLog, Region, ValidatedRecords};
 use crate::storage::StorageError;
 use crate::types::{ShardId, TopicPartition};
 
-use super::local_sync::FifoGate;
+use super::local_sync::{FifoGate, Trigger};
 use super::placement::shard_of;
 
 /// Kafka's `ListOffsetsRequest` special timestamps.
@@ -78,6 +78,43 @@ pub struct Partition {
     hw_position: Cell<i64>,
     leo: Cell<i64>,
     log_start: Cell<i64>,
+    /// `shardlog.flush.every.append`: acknowledge an append only once an
+    /// fdatasync covers it, with group commit (see [`Partition::sync_through`]).
+    durable: bool,
+    durable_sync: DurableSync,
+}
+
+/// Group-commit state of a durable partition: appends buffer under the log
+/// lock and then wait for one fdatasync that covers them all, instead of
+/// holding the lock through an fsync each.
+#[derive(Default)]
+struct DurableSync {
+    /// Every offset below this is on disk (fdatasync done).
+    synced_end: Cell<i64>,
+    /// A sync leader is flushing now.
+    syncing: Cell<bool>,
+    /// The last flush failed: the log is poisoned (no retry of an fsync).
+    failed: Cell<bool>,
+    /// Fired when the current sync round ends; replaced for the next one.
+    round: RefCell<Rc<Trigger>>,
+}
+
+thread_local! {
+    /// This shard's group-commit counters: (durable appends, fdatasync rounds).
+    static DURABLE_COUNTS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// This shard's (durable appends acknowledged, fdatasync rounds) since start:
+/// their ratio is the group-commit batching factor.
+pub fn durable_counts() -> (u64, u64) {
+    DURABLE_COUNTS.with(Cell::get)
+}
+
+fn count_durable(appends: u64, syncs: u64) {
+    DURABLE_COUNTS.with(|c| {
+        let (a, s) = c.get();
+        c.set((a + appends, s + syncs));
+    });
 }
 
 /// The answer to one partition's append.
@@ -148,7 +185,7 @@ pub struct OffsetAnswer {
 }
 
 /// The storage layer's view of a topic's config.
-pub fn log_config(topic: &TopicConfig, server: &ServerConfig) -> LogConfig {
+pub fn log_config(topic: &TopicConfig) -> LogConfig {
     LogConfig {
         segment_bytes: topic.segment_bytes.max(1) as u64,
         segment_ms: topic.segment_ms,
@@ -162,7 +199,9 @@ pub fn log_config(topic: &TopicConfig, server: &ServerConfig) -> LogConfig {
         preallocate: topic.preallocate,
         message_timestamp_log_append_time: topic.message_timestamp_type
             == TimestampType::LogAppendTime,
-        flush_every_append: server.shardlog_flush_every_append,
+        // shardlog.flush.every.append is group-committed by the partition
+        // (Partition::sync_through), not flushed by the log per append.
+        flush_every_append: false,
         ..LogConfig::default()
     }
 }
@@ -230,6 +269,86 @@ impl Partition {
         }
     }
 
+    /// The single-replica HW rule after the log end moved to `leo`.
+    fn advance_high_watermark(&self, log: &mut PartitionLog, now_ms: i64, leo: i64) {
+        let advanced = self.replica.borrow_mut().on_leader_append(now_ms, leo);
+        if let Some(hw) = advanced.high_watermark_advanced {
+            log.set_high_watermark(hw);
+            if hw == leo {
+                self.hw_position.set(self.leo_position.get());
+            }
+        }
+    }
+
+    /// Group commit for `shardlog.flush.every.append`: return once every
+    /// offset below `end` is fdatasynced. The first waiter to find no sync
+    /// running becomes the leader: it takes the log lock, writes out and
+    /// fdatasyncs everything appended so far, advances the HW to that log
+    /// end and wakes the others; appends that arrived meanwhile are covered
+    /// by the next round. A failed flush poisons the log (storage never
+    /// retries an fsync) and fails every waiter with its error code.
+    async fn sync_through(&self, end: i64, now_ms: i64) -> Result<(), i16> {
+        let sync = &self.durable_sync;
+        loop {
+            if sync.failed.get() {
+                return Err(ErrorCode::KAFKA_STORAGE_ERROR.0);
+            }
+            if sync.synced_end.get() >= end {
+                return Ok(());
+            }
+            if sync.syncing.get() {
+                let round = sync.round.borrow().clone();
+                round.wait().await;
+                continue;
+            }
+            sync.syncing.set(true);
+            count_durable(0, 1);
+            let synced = self.lead_one_sync(now_ms).await;
+            match synced {
+                Some(leo) => sync.synced_end.set(sync.synced_end.get().max(leo)),
+                None => sync.failed.set(true),
+            }
+            sync.syncing.set(false);
+            let done =
+                std::mem::replace(&mut *sync.round.borrow_mut(), Rc::new(Trigger::default()));
+            done.fire();
+        }
+    }
+
+    /// One group-commit round: write out under the log lock, fdatasync
+    /// without it (appends keep buffering), then record the sync and move
+    /// the HW to the synced log end. `None` if it failed (log poisoned).
+    async fn lead_one_sync(&self, now_ms: i64) -> Option<i64> {
+        let (pending, position) = {
+            let Ok(mut log) = self.log.write().await else {
+                return None;
+            };
+            match log.write_out().await {
+                Ok(p) => (p, self.leo_position.get()),
+                Err(e) => {
+                    tracing::error!(tp = %self.tp, error = %e, "write-out failed");
+                    return None;
+                }
+            }
+        };
+        let synced = pending.sync().await;
+        let Ok(mut log) = self.log.write().await else {
+            return None;
+        };
+        log.on_synced(&pending, synced.is_ok());
+        if let Err(e) = synced {
+            tracing::error!(tp = %self.tp, error = %e, "fdatasync failed; log poisoned");
+            return None;
+        }
+        let leo = pending.log_end_offset;
+        let advanced = self.replica.borrow_mut().on_leader_append(now_ms, leo);
+        if let Some(hw) = advanced.high_watermark_advanced {
+            log.set_high_watermark(hw);
+            self.hw_position.set(position);
+        }
+        Some(leo)
+    }
+
     /// Append one produce request's records for this partition.
     async fn append(&self, records: Bytes, now_ms: i64) -> ProduceResult {
         // Take our place before the first await.
@@ -291,12 +410,16 @@ impl Partition {
             max_timestamp: summary.max_timestamp,
         };
         self.producers.borrow_mut().on_append(&batch, meta, now_ms);
-        let advanced = self.replica.borrow_mut().on_leader_append(now_ms, leo);
-        if let Some(hw) = advanced.high_watermark_advanced {
-            log.set_high_watermark(hw);
-            if hw == leo {
-                self.hw_position.set(self.leo_position.get());
+        if self.durable {
+            // Durable: the HW (and the acknowledgement) waits for the sync.
+            drop(log);
+            drop(ticket);
+            if let Err(code) = self.sync_through(info.last_offset + 1, now_ms).await {
+                return ProduceResult::error(code);
             }
+            count_durable(1, 0);
+        } else {
+            self.advance_high_watermark(&mut log, now_ms, leo);
         }
         ProduceResult {
             error_code: 0,
@@ -754,7 +877,7 @@ impl PartitionRegistry {
             &self.log_dir,
             tp,
             Some(topic_id),
-            log_config(&config, &self.server),
+            log_config(&config),
             self.cache.clone(),
         )
         .await?;
@@ -791,6 +914,11 @@ impl PartitionRegistry {
             hw_position: Cell::new(0),
             leo: Cell::new(leo),
             log_start: Cell::new(log_start),
+            durable: self.server.shardlog_flush_every_append,
+            durable_sync: DurableSync {
+                synced_end: Cell::new(leo),
+                ..DurableSync::default()
+            },
         })
     }
 

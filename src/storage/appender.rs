@@ -328,6 +328,12 @@ impl DmaAppender {
         }
     }
 
+    /// The segment file, for an fdatasync outside the log lock (group
+    /// commit); `close` tolerates this extra holder.
+    pub fn file_handle(&self) -> Rc<DmaFile> {
+        self.file.clone()
+    }
+
     /// Write every buffered byte to the file; `fdatasync` if `sync`.
     pub async fn flush(&mut self, sync: bool) -> Result<(), StorageError> {
         self.check()?;
@@ -360,13 +366,10 @@ impl DmaAppender {
         if let Err(e) = self.file.fdatasync().await {
             return self.poison(e);
         }
-        match Rc::try_unwrap(self.file) {
-            Ok(file) => file.close().await?,
-            Err(_) => {
-                return Err(StorageError::Io(std::io::Error::other(
-                    "DMA file still shared",
-                )))
-            }
+        // If a group-commit fdatasync still holds the file (it was synced
+        // above), the fd closes when that handle drops.
+        if let Ok(file) = Rc::try_unwrap(self.file) {
+            file.close().await?;
         }
         Ok(end)
     }

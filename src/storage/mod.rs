@@ -29,7 +29,7 @@ pub mod segment;
 pub use batch_cache::{BatchCache, SharedBatchCache};
 pub use config::LogConfig;
 pub use partition_log::{
-    AppendInfo, PartitionLog, ReadResult, RecoveryStats, Region, ValidatedRecords,
+    AppendInfo, PartitionLog, PendingSync, ReadResult, RecoveryStats, Region, ValidatedRecords,
 };
 
 use crate::protocol::record_batch::BatchError;

@@ -362,3 +362,22 @@ mod read;
 mod scan;
 pub use scan::BatchHeaderInfo;
 mod write;
+
+/// Written-out bytes waiting for their fdatasync (see
+/// [`PartitionLog::write_out`]).
+pub struct PendingSync {
+    file: Option<Rc<glommio::io::DmaFile>>,
+    /// Every offset below this was written out.
+    pub log_end_offset: i64,
+}
+
+impl PendingSync {
+    /// fdatasync the segment the bytes went to. If that segment rolled
+    /// meanwhile, its close already synced it and this is a cheap no-op.
+    pub async fn sync(&self) -> Result<(), StorageError> {
+        match &self.file {
+            Some(f) => f.fdatasync().await.map_err(|e| StorageError::Io(e.into())),
+            None => Ok(()),
+        }
+    }
+}

@@ -212,6 +212,41 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// First half of a group-committed flush, under the log lock: write
+    /// every buffered byte of the active segment (no fdatasync) and return
+    /// what [`PendingSync::sync`] needs to make it durable without the
+    /// lock, so appends can go on buffering meanwhile.
+    pub async fn write_out(&mut self) -> Result<PendingSync, StorageError> {
+        self.check_poison()?;
+        let log_end_offset = self.log_end_offset();
+        let seg = self.active()?;
+        let Some(a) = seg.appender.as_mut() else {
+            return Ok(PendingSync {
+                file: None,
+                log_end_offset,
+            });
+        };
+        if let Err(e) = a.flush(false).await {
+            self.poisoned = true;
+            return Err(e);
+        }
+        Ok(PendingSync {
+            file: Some(a.file_handle()),
+            log_end_offset,
+        })
+    }
+
+    /// Second half, under the lock again: the sync of `pending` succeeded
+    /// (advances the recovery point) or failed (poisons the log: an fsync
+    /// is never retried).
+    pub fn on_synced(&mut self, pending: &PendingSync, ok: bool) {
+        if ok {
+            self.recovery_point = self.recovery_point.max(pending.log_end_offset);
+        } else {
+            self.poisoned = true;
+        }
+    }
+
     async fn maybe_roll(
         &mut self,
         append_bytes: u64,

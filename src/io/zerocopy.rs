@@ -178,41 +178,6 @@ fn pread_chunk(file: &File, position: u64, len: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Bytes of a segment read ahead of a fetched file region (see
-/// [`prefetch_following`]); about one more fetch of a partition at Kafka's
-/// `max.partition.fetch.bytes` default (1 MiB), times two.
-pub const PREFETCH_BYTES: usize = 2 * 1024 * 1024;
-
-/// Asks the kernel to start reading the bytes that follow each file region
-/// into the page cache (`posix_fadvise(WILLNEED)` submits the reads and
-/// returns without waiting for them). Consumers read sequentially, so the
-/// next Fetch of the partition finds its region already cached instead of
-/// waiting on the disk inside `sendfile`. Segments are written with
-/// O_DIRECT, which leaves nothing in the page cache, so without this every
-/// first read of a record is cold. Errors are ignored: this is a hint.
-pub fn prefetch_following(parts: &[OutPart]) {
-    for part in parts {
-        if let OutPart::File {
-            file,
-            position,
-            len,
-        } = part
-        {
-            let ahead = (*len).clamp(64 * 1024, PREFETCH_BYTES);
-            let from = position.saturating_add(*len as u64);
-            // SAFETY: fadvise on an open fd; no memory is passed.
-            unsafe {
-                libc::posix_fadvise(
-                    file.as_raw_fd(),
-                    from as libc::off_t,
-                    ahead as libc::off_t,
-                    libc::POSIX_FADV_WILLNEED,
-                );
-            }
-        }
-    }
-}
-
 /// Write every part, in order, to the socket `fd`, which `stream` writes
 /// through too (glommio's half of the same socket). The socket must be
 /// non-blocking (see [`set_nonblocking`]). Returns once all bytes are in

@@ -231,11 +231,13 @@ fn join_with_deadline(
     shared: &Shared,
     deadline: Option<Instant>,
 ) -> Result<Totals> {
-    while !h.is_finished() {
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            shared.stop.store(true, Ordering::Relaxed);
+    if let Some(deadline) = deadline {
+        while !h.is_finished() {
+            if Instant::now() >= deadline {
+                shared.stop.store(true, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
     h.join().map_err(|_| anyhow!("consumer thread panicked"))?
 }
@@ -290,6 +292,8 @@ struct FetchConn {
     correlation_id: i32,
     request: BytesMut,
     response: Vec<u8>,
+    /// Bytes of `response` the last frame filled.
+    frame_len: usize,
 }
 
 fn connect_leaders(slots: &[Slot], client_id: &str) -> Result<Vec<FetchConn>> {
@@ -318,6 +322,7 @@ fn connect_leaders(slots: &[Slot], client_id: &str) -> Result<Vec<FetchConn>> {
             correlation_id: 0,
             request: BytesMut::with_capacity(4096),
             response: Vec::new(),
+            frame_len: 0,
         });
     }
     Ok(conns)
@@ -346,7 +351,7 @@ impl FetchConn {
         self.read_frame()?;
         totals.fetches += 1;
         let version = self.version;
-        let top = consumer::walk_fetch_response(&self.response, version, |p| {
+        let top = consumer::walk_fetch_response(&self.response[..self.frame_len], version, |p| {
             let Some(slot) = slots
                 .iter_mut()
                 .find(|s| s.partition == p.partition && s.topic.as_bytes() == p.topic)
@@ -399,8 +404,8 @@ impl FetchConn {
             .with_context(|| format!("sending Fetch to {}", self.leader))
     }
 
-    /// Reads one response frame into the reused buffer (no zeroing, no
-    /// allocation once it has grown to the largest response).
+    /// Reads one response frame into the reused buffer (no allocation once
+    /// it has grown to the largest response).
     fn read_frame(&mut self) -> Result<()> {
         let mut len = [0u8; 4];
         self.stream
@@ -411,14 +416,16 @@ impl FetchConn {
             .ok()
             .filter(|l| (4..=MAX_FRAME_BYTES).contains(l))
             .ok_or_else(|| anyhow!("invalid response frame size {len}"))?;
-        self.response.clear();
-        self.response.reserve(len);
-        let got = (&mut self.stream)
-            .take(len as u64)
-            .read_to_end(&mut self.response)?;
-        if got != len {
-            bail!("{} closed the connection mid-response", self.leader);
+        // One read_exact into the buffer's first `len` bytes: recv asks for
+        // everything still missing (read_to_end would start at 8 KiB reads),
+        // and the buffer is zeroed only when it grows.
+        if self.response.len() < len {
+            self.response.resize(len, 0);
         }
+        self.frame_len = len;
+        self.stream
+            .read_exact(&mut self.response[..len])
+            .with_context(|| format!("{} closed the connection mid-response", self.leader))?;
         let corr = self.response.get(..4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
         if corr != Some(self.correlation_id) {
             bail!("response correlation id {corr:?}, expected {}", self.correlation_id);

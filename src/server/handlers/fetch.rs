@@ -135,13 +135,6 @@ async fn fetch(
         error_code: 0,
         session_id: response_session,
     };
-    // Consumers read on from where this response ends: start reading that
-    // into the page cache now so the next Fetch does not wait on the disk.
-    for t in &topics {
-        for p in &t.partitions {
-            crate::io::zerocopy::prefetch_following(&p.records);
-        }
-    }
     encode_fetch_body(version, top, topics)
 }
 

@@ -49,7 +49,7 @@ fn free_port() -> u16 {
         .expect("finding a free port")
 }
 
-/// Starts `shardlog broker` on a free port and waits until it accepts TCP.
+/// Starts `shardlog broker` on a free port and waits until it is ready.
 fn start_broker() -> Broker {
     let dir = tempfile::tempdir().expect("temp log dir");
     let port = free_port();
@@ -78,7 +78,12 @@ fn start_broker() -> Broker {
     };
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if TcpStream::connect(&broker.addr).is_ok() {
+        // Shards accept TCP before the broker is ready (CreateTopics can then
+        // answer NotController): wait for its readiness line too.
+        let ready = std::fs::read_to_string(&log_path)
+            .map(|l| l.contains("shardlog: listening on"))
+            .unwrap_or(false);
+        if ready && TcpStream::connect(&broker.addr).is_ok() {
             return broker;
         }
         if let Ok(Some(status)) = broker.child.try_wait() {

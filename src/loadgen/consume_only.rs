@@ -117,7 +117,10 @@ pub fn run(args: &LoadgenArgs, cpus: &[usize]) -> Result<()> {
     if consumers == 0 {
         bail!("--consume-only needs at least one consumer (--consumers)");
     }
-    let available: u64 = slots.iter().map(|s| (s.end - s.position).max(0) as u64).sum();
+    let available: u64 = slots
+        .iter()
+        .map(|s| (s.end - s.position).max(0) as u64)
+        .sum();
     eprintln!(
         "loadgen: consume-only {} partition(s) of {:?} with {consumers} consumer(s): {available} records from the earliest offsets",
         slots.len(),
@@ -138,10 +141,16 @@ pub fn run(args: &LoadgenArgs, cpus: &[usize]) -> Result<()> {
     );
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("consume.json"), serde_json::to_string_pretty(&report)?)?;
+        std::fs::write(
+            dir.join("consume.json"),
+            serde_json::to_string_pretty(&report)?,
+        )?;
     }
     if report.crc_errors > 0 {
-        bail!("{} fetched batches failed their CRC-32C check", report.crc_errors);
+        bail!(
+            "{} fetched batches failed their CRC-32C check",
+            report.crc_errors
+        );
     }
     Ok(())
 }
@@ -309,8 +318,8 @@ fn connect_leaders(slots: &[Slot], client_id: &str) -> Result<Vec<FetchConn>> {
             let (lo, hi) = FETCH_VERSIONS;
             c.conn.versions.pick(ApiKey::Fetch, lo, hi)?
         };
-        let stream = TcpStream::connect(&s.leader)
-            .with_context(|| format!("connecting to {}", s.leader))?;
+        let stream =
+            TcpStream::connect(&s.leader).with_context(|| format!("connecting to {}", s.leader))?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(timeout))?;
         stream.set_write_timeout(Some(timeout))?;
@@ -343,7 +352,11 @@ impl FetchConn {
         totals: &mut Totals,
         shared: &Shared,
     ) -> Result<()> {
-        let req = fetch_request(slots.iter().filter(|s| s.leader == self.leader && s.position < s.end));
+        let req = fetch_request(
+            slots
+                .iter()
+                .filter(|s| s.leader == self.leader && s.position < s.end),
+        );
         if req.topics.is_empty() {
             return Ok(());
         }
@@ -426,9 +439,15 @@ impl FetchConn {
         self.stream
             .read_exact(&mut self.response[..len])
             .with_context(|| format!("{} closed the connection mid-response", self.leader))?;
-        let corr = self.response.get(..4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        let corr = self
+            .response
+            .get(..4)
+            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
         if corr != Some(self.correlation_id) {
-            bail!("response correlation id {corr:?}, expected {}", self.correlation_id);
+            bail!(
+                "response correlation id {corr:?}, expected {}",
+                self.correlation_id
+            );
         }
         Ok(())
     }
@@ -482,7 +501,11 @@ fn verify_records(data: &[u8], position: i64, scan: &consumer::BatchScan) -> Res
             let from = expected;
             for r in set.records.iter().filter(|r| r.offset >= from) {
                 if r.offset != expected {
-                    bail!("offset {} follows {}: records missing", r.offset, expected - 1);
+                    bail!(
+                        "offset {} follows {}: records missing",
+                        r.offset,
+                        expected - 1
+                    );
                 }
                 expected += 1;
                 count += 1;

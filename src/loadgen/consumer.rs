@@ -433,7 +433,10 @@ pub fn scan_batches(data: &[u8], position: i64) -> Result<BatchScan> {
 }
 
 fn crc_matches(batch: &[u8]) -> bool {
-    match (batch.get(BATCH_CRC_AT..BATCH_CRC_FROM), batch.get(BATCH_CRC_FROM..)) {
+    match (
+        batch.get(BATCH_CRC_AT..BATCH_CRC_FROM),
+        batch.get(BATCH_CRC_FROM..),
+    ) {
         (Some(c), Some(covered)) => {
             u32::from_be_bytes([c[0], c[1], c[2], c[3]]) == crc32c::crc32c(covered)
         }
@@ -792,7 +795,10 @@ mod tests {
     fn scan_counts_compressed_records_without_value_bytes() {
         let data = encoded_batches(0, &[&[64, 64, 64]], true);
         let scan = scan_batches(&data, 0).unwrap();
-        assert_eq!((scan.records, scan.value_bytes, scan.next_offset), (3, 0, 3));
+        assert_eq!(
+            (scan.records, scan.value_bytes, scan.next_offset),
+            (3, 0, 3)
+        );
     }
 
     /// A FetchResponse frame as a broker sends it (header + body).
@@ -841,7 +847,12 @@ mod tests {
             let frame = response_frame(version, &parts);
             let mut seen = Vec::new();
             let top = walk_fetch_response(&frame, version, |p| {
-                seen.push((p.topic.to_vec(), p.partition, p.error_code, p.records.to_vec()));
+                seen.push((
+                    p.topic.to_vec(),
+                    p.partition,
+                    p.error_code,
+                    p.records.to_vec(),
+                ));
                 assert_eq!(p.high_watermark, 42);
                 Ok(())
             })

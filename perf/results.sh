@@ -10,7 +10,8 @@
 # P2 durable produce (shardlog.flush.every.append=true, acks=all) vs fio
 #    O_DIRECT sequential write.
 # P3 produce p99 / p99.9 at 50% of P1's loadgen rate vs loopback echo RTT.
-# P4 consume throughput (rdkafka_performance -C) vs produce throughput, and
+# P4 consume throughput (loadgen --consume-only and rdkafka_performance -C) vs
+#    produce throughput, and
 #    user-space bytes copied per fetched byte (the broker's `zerocopy:` line).
 # Issue 7: loadgen vs rdkafka_performance producer, msgs/s and CPU per message.
 #
@@ -23,7 +24,7 @@ usage() {
 usage: perf/results.sh [options]
   --quick              short runs (3 s points, iperf3 2 s, 256 MiB fio): under 3 minutes
   --only LIST          comma list of steps: ref,p1,p3,p4,p2 (default: all; p3 needs p1's
-                       rate or --p3-rate, p4 needs p1's rdkafka topic)
+                       rate or --p3-rate, p4 needs p1's topics)
   --bin PATH           shardlog binary (default <repo>/target/release/shardlog, built if missing)
   --rdkafka-perf PATH  rdkafka_performance wrapper (default: $RDKAFKA_PERF or
                        /work/shared/tools/rdkafka-perf or <repo>/../shared/tools/rdkafka-perf)
@@ -325,6 +326,18 @@ step_p3() {
 }
 
 step_p4() {
+  # Each client reads the topic its own P1 run produced, so both read cold
+  # data (segments are written with O_DIRECT, so nothing of them is cached).
+  if [ -n "${R[p1_lg_mb]:-}" ]; then
+    log "P4: consume p1-loadgen from the beginning (loadgen --consume-only)"
+    if loadgen "$TMP/p4lg" --topic p1-loadgen --consume-only --consumers 1; then
+      R[p4_lg_mb]="$(pyjson "$TMP/p4lg.out/consume.json" "'%.1f' % j['mb_per_sec']")"
+      R[p4_lg_msgs]="$(pyjson "$TMP/p4lg.out/consume.json" "'%.0f' % j['msgs_per_sec']")"
+      R[p4_lg_count]="$(pyjson "$TMP/p4lg.out/consume.json" "j['records']")"
+      R[p4_lg_cpu]="$(per_msg_us "$C_CPU" "${R[p4_lg_count]:-}")"
+      ratio p4_lg_ratio "${R[p4_lg_mb]:-}" "${R[p1_lg_mb]:-}"
+    else set_fail p4_lg_mb "$(tail_of "$TMP/p4lg.log" 4)"; fi
+  else set_fail p4_lg_mb "needs P1's loadgen topic"; fi
   [ -n "${R[p1_rdk_delivered]:-}" ] || { set_fail p4_mb "needs P1's rdkafka_performance topic"; return; }
   log "P4: consume p1-rdkafka from the beginning (rdkafka_performance -C)"
   local parts=() p s
@@ -334,6 +347,7 @@ step_p4() {
     read -r n r mb _ <<<"$s"
     R[p4_msgs]="$r" R[p4_mb]="$(printf '%.1f' "$mb")" R[p4_count]="$n"
     R[p4_bytes]="$((n * SIZE))"
+    R[p4_rdk_cpu]="$(per_msg_us "$C_CPU" "$n")"
     ratio p4_ratio "${R[p4_mb]}" "$(first p1_rdk_mb)"
   else set_fail p4_mb "$(rdk_why "$TMP/p4")"; fi
 }
@@ -402,7 +416,7 @@ if want p1 || want p3 || want p4; then
     stop_broker
     want p4 && zerocopy_figure
   else
-    for k in p1_lg_mb p1_rdk_mb p3_p999_0 p3_p999_5 p4_mb p4_copied; do set_fail "$k" "$BROKER_ERR"; done
+    for k in p1_lg_mb p1_rdk_mb p3_p999_0 p3_p999_5 p4_lg_mb p4_mb p4_copied; do set_fail "$k" "$BROKER_ERR"; done
   fi
 fi
 want p2 && step_p2
@@ -429,14 +443,18 @@ One run, not a median: figures on this shared VM swing 2-3x between runs.
 | P2 same, rdkafka_performance | $(cell p2_rdk_mb MB/s) | fio: $(cell fio_mb MB/s) | $(cell p2_rdk_ratio) | ≥ 0.60 | $(meets "${R[p2_rdk_ratio]:-}" '>=' 0.6) |
 | P3 produce p99 / p99.9 at $(cell p3_rate msgs/s), linger.ms=0 | $(cell p3_p99_0 µs) / $(cell p3_p999_0 µs) | echo RTT p99 / p99.9: $(cell echo_p99 µs) / $(cell echo_p999 µs); bound 3×p99.9+linger = $(cell p3_bound_0 µs) | $(cell p3_ratio_0) | ≤ 1.00 | $(meets "${R[p3_ratio_0]:-}" '<=' 1) |
 | P3 same, linger.ms=$LINGER | $(cell p3_p99_5 µs) / $(cell p3_p999_5 µs) | bound: $(cell p3_bound_5 µs) | $(cell p3_ratio_5) | ≤ 1.00 | $(meets "${R[p3_ratio_5]:-}" '<=' 1) |
+| P4 consume from the beginning (loadgen --consume-only, 1 consumer) | $(cell p4_lg_mb MB/s)$(opt p4_lg_count msgs) | P1 produce, loadgen: $(cell p1_lg_mb MB/s) | $(cell p4_lg_ratio) | ≥ 1.50 | $(meets "${R[p4_lg_ratio]:-}" '>=' 1.5) |
 | P4 consume from the beginning (rdkafka_performance -C) | $(cell p4_mb MB/s)$(opt p4_count msgs) | P1 produce, rdkafka_performance: $(cell p1_rdk_mb MB/s) | $(cell p4_ratio) | ≥ 1.50 | $(meets "${R[p4_ratio]:-}" '>=' 1.5) |
 | P4 user-space bytes copied per fetched byte | $(cell p4_copied) | ${R[p4_zc_line]:-—} | | | |
 
 P3 latencies are from the intended send time on the fixed-rate schedule
 (coordinated omission corrected); from the actual send, p99.9 was
 $(cell p3_sent_p999_0 µs) (linger 0) and $(cell p3_sent_p999_5 µs) (linger $LINGER).
-P3's rate is half of P1's loadgen rate. P4 counts every fetch the broker
-served in this run (only P4 consumed). Broker exit status after SIGTERM:
+P3's rate is half of P1's loadgen rate. P4: each consumer reads the topic
+its own P1 run produced, from the earliest offset (cold: segments are written
+with O_DIRECT); client CPU per record: loadgen $(cell p4_lg_cpu µs),
+rdkafka_performance $(cell p4_rdk_cpu µs). The copy figure counts every fetch
+the broker served in this run (only P4 consumed). Broker exit status after SIGTERM:
 $([ -n "$BROKER_EXITS" ] && echo "${BROKER_EXITS%; }" || echo "no broker started").
 
 #### loadgen vs rdkafka_performance (issue 7: 1 KiB, acks=1, linger.ms=$LINGER, $PARTITIONS partitions)

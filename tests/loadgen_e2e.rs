@@ -49,7 +49,7 @@ fn free_port() -> u16 {
         .expect("finding a free port")
 }
 
-/// Starts `shardlog broker` on a free port and waits until it accepts TCP.
+/// Starts `shardlog broker` on a free port and waits until it is ready.
 fn start_broker() -> Broker {
     let dir = tempfile::tempdir().expect("temp log dir");
     let port = free_port();
@@ -78,7 +78,12 @@ fn start_broker() -> Broker {
     };
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if TcpStream::connect(&broker.addr).is_ok() {
+        // Shards accept TCP before the broker is ready (CreateTopics can then
+        // answer NotController): wait for its readiness line too.
+        let ready = std::fs::read_to_string(&log_path)
+            .map(|l| l.contains("shardlog: listening on"))
+            .unwrap_or(false);
+        if ready && TcpStream::connect(&broker.addr).is_ok() {
             return broker;
         }
         if let Ok(Some(status)) = broker.child.try_wait() {
@@ -164,4 +169,56 @@ fn omb_workload_drives_a_run_against_the_broker() {
     assert_eq!(p["offset_gaps"], 0);
     assert_eq!(p["out_of_order"], 0);
     assert!(p["ack_latency_intended"]["count"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn consume_only_reads_every_produced_record_from_the_beginning() {
+    let broker = start_broker();
+    broker.run_loadgen(&[
+        "--bootstrap",
+        &broker.addr,
+        "--topic",
+        "e2e-consume",
+        "--partitions",
+        "3",
+        "--message-size",
+        "300",
+        "--messages",
+        "2000",
+        "--consumers",
+        "0",
+        "--acks",
+        "1",
+    ]);
+    // Header counting (default) and full record decoding must agree.
+    for (consumers, verify) in [("1", false), ("2", true)] {
+        let out_dir = tempfile::tempdir().unwrap();
+        let out = out_dir.path().join("out");
+        let mut args = vec![
+            "--bootstrap",
+            &broker.addr,
+            "--topic",
+            "e2e-consume",
+            "--consume-only",
+            "--consumers",
+            consumers,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if verify {
+            args.push("--verify-records");
+        }
+        let output = broker.run_loadgen(&args);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains("consume: 2000 records"), "{stdout}");
+        let json = std::fs::read_to_string(out.join("consume.json")).expect("consume.json");
+        let v: serde_json::Value = serde_json::from_str(&json).expect("consume.json parses");
+        assert_eq!(v["records"], 2000, "{v}");
+        assert_eq!(v["value_bytes"], 2000 * 300, "{v}");
+        assert_eq!(v["partitions"], 3, "{v}");
+        assert_eq!(v["crc_errors"], 0, "{v}");
+        assert_eq!(v["offset_gaps"], 0, "{v}");
+        assert_eq!(v["caught_up"], true, "{v}");
+        assert_eq!(v["verify_records"], verify, "{v}");
+    }
 }

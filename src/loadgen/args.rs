@@ -112,6 +112,17 @@ pub struct LoadgenArgs {
     /// Measure loopback TCP echo round trips instead (latency reference).
     #[arg(long)]
     pub echo_rtt: bool,
+    /// Consume the existing topic(s) from the earliest offsets up to the log
+    /// end offsets read at the start, without producing (stops early at
+    /// --messages records or after --duration); prints consume throughput
+    /// and writes consume.json with --out.
+    #[arg(long)]
+    pub consume_only: bool,
+    /// With --consume-only: decode every record and check offsets are dense
+    /// (default: count records from batch headers and check each batch's
+    /// CRC-32C, which keeps the client cheap).
+    #[arg(long, requires = "consume_only")]
+    pub verify_records: bool,
     /// Echo message size in bytes.
     #[arg(long, default_value_t = 64)]
     pub echo_size: usize,

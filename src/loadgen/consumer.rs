@@ -360,6 +360,273 @@ fn on_records(
     Ok(())
 }
 
+/// Record batch v2 layout (KIP-98): CRC-32C at 17 covers bytes 21.. (from
+/// the attributes to the end); the record count is at 57; records start at 61.
+const BATCH_CRC_AT: usize = 17;
+const BATCH_CRC_FROM: usize = 21;
+const BATCH_RECORDS_COUNT_AT: usize = 57;
+const BATCH_HEADER_BYTES: usize = 61;
+/// `attributes` bits 0-2: the compression codec (0 = none).
+const COMPRESSION_MASK: i16 = 0x07;
+
+/// What [`scan_batches`] found in one partition's fetched record data.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BatchScan {
+    pub batches: u64,
+    /// Records at or after the fetch position (control batches excluded).
+    pub records: u64,
+    /// Bytes of record values: the payload `rdkafka_performance` counts.
+    pub value_bytes: u64,
+    /// Batches whose CRC-32C did not match (their records are not counted).
+    pub crc_errors: u64,
+    /// Offsets skipped between the position and a later batch's base offset.
+    pub offset_gaps: u64,
+    /// The position after the last whole batch.
+    pub next_offset: i64,
+}
+
+/// Scans fetched record data batch by batch without decoding records:
+/// counts come from batch headers, each batch's CRC-32C is checked, and
+/// value sizes of uncompressed batches are read from the record varints (a
+/// compressed batch counts its records but not their value bytes). A
+/// trailing partial batch is ignored, as Kafka's consumer does.
+pub fn scan_batches(data: &[u8], position: i64) -> Result<BatchScan> {
+    let mut scan = BatchScan {
+        next_offset: position,
+        ..BatchScan::default()
+    };
+    let mut at = 0usize;
+    while let Some(len) = be_i32(data, at + 8) {
+        let total = 12usize.saturating_add(len.max(0) as usize);
+        let Some(batch) = data.get(at..at.saturating_add(total)) else {
+            break;
+        };
+        at += total;
+        let Some((base, next, control)) = batch_bounds(batch) else {
+            bail!("fetched a record batch that is not magic v2");
+        };
+        scan.batches += 1;
+        if next <= scan.next_offset {
+            continue; // a batch before the fetch position (Fetch may return it)
+        }
+        if !crc_matches(batch) {
+            scan.crc_errors += 1;
+            continue;
+        }
+        if !control {
+            let from = scan.next_offset;
+            if base > from {
+                scan.offset_gaps += base.saturating_sub(from) as u64;
+            }
+            let count = be_i32(batch, BATCH_RECORDS_COUNT_AT).unwrap_or(0).max(0) as i64;
+            // Offsets inside a batch are dense unless compacted; a batch that
+            // starts before the position counts only the offsets after it.
+            scan.records += count.min(next.saturating_sub(from.max(base))).max(0) as u64;
+            let attributes = i16::from_be_bytes([batch[21], batch[22]]);
+            if attributes & COMPRESSION_MASK == 0 {
+                scan.value_bytes += value_bytes(&batch[BATCH_HEADER_BYTES..], base, from);
+            }
+        }
+        scan.next_offset = next;
+    }
+    Ok(scan)
+}
+
+fn crc_matches(batch: &[u8]) -> bool {
+    match (
+        batch.get(BATCH_CRC_AT..BATCH_CRC_FROM),
+        batch.get(BATCH_CRC_FROM..),
+    ) {
+        (Some(c), Some(covered)) => {
+            u32::from_be_bytes([c[0], c[1], c[2], c[3]]) == crc32c::crc32c(covered)
+        }
+        _ => false,
+    }
+}
+
+/// Sum of value lengths of the records at offsets `>= from` in an
+/// uncompressed batch's record section (stops at the first malformed record).
+fn value_bytes(mut records: &[u8], base: i64, from: i64) -> u64 {
+    let mut sum = 0u64;
+    while let Some((len, n)) = read_varint(records) {
+        let Some(body) = records.get(n..n.saturating_add(len.max(0) as usize)) else {
+            break;
+        };
+        records = &records[n + body.len()..];
+        // attributes (1 byte), timestampDelta, offsetDelta, key, value.
+        let mut r = body.get(1..).unwrap_or(&[]);
+        let mut field = || -> Option<i64> {
+            let (v, n) = read_varint(r)?;
+            r = r.get(n..)?;
+            Some(v)
+        };
+        let (Some(_ts), Some(delta), Some(key_len)) = (field(), field(), field()) else {
+            break;
+        };
+        r = r.get(key_len.max(0) as usize..).unwrap_or(&[]);
+        let Some((value_len, _)) = read_varint(r) else {
+            break;
+        };
+        if base.saturating_add(delta) >= from {
+            sum += value_len.max(0) as u64;
+        }
+    }
+    sum
+}
+
+/// A zig-zag varint (Kafka's record fields) and its length in bytes.
+fn read_varint(b: &[u8]) -> Option<(i64, usize)> {
+    let mut raw = 0u64;
+    for (i, byte) in b.iter().take(10).enumerate() {
+        raw |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((((raw >> 1) as i64) ^ -((raw & 1) as i64), i + 1));
+        }
+    }
+    None
+}
+
+/// One partition of a FetchResponse, borrowed from the response frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchedPartition<'a> {
+    pub topic: &'a [u8],
+    pub partition: i32,
+    pub error_code: i16,
+    pub high_watermark: i64,
+    pub records: &'a [u8],
+}
+
+/// A bounds-checked cursor over a response frame.
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.at.saturating_add(n);
+        let Some(s) = self.b.get(self.at..end) else {
+            bail!("FetchResponse truncated at byte {}", self.at);
+        };
+        self.at = end;
+        Ok(s)
+    }
+    fn int<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let s = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+    fn i16(&mut self) -> Result<i16> {
+        Ok(i16::from_be_bytes(self.int()?))
+    }
+    fn i32(&mut self) -> Result<i32> {
+        Ok(i32::from_be_bytes(self.int()?))
+    }
+    fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_be_bytes(self.int()?))
+    }
+    fn uvarint(&mut self) -> Result<u64> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let byte = self.take(1)?[0];
+            v |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        bail!("FetchResponse: varint too long at byte {}", self.at)
+    }
+    /// An array/bytes length: compact (uvarint N+1, 0 = null) when flexible.
+    fn len(&mut self, flexible: bool, wide: bool) -> Result<Option<usize>> {
+        let n: i64 = if flexible {
+            self.uvarint()? as i64 - 1
+        } else if wide {
+            i64::from(self.i32()?)
+        } else {
+            i64::from(self.i16()?)
+        };
+        Ok(usize::try_from(n).ok())
+    }
+    fn skip_tagged_fields(&mut self) -> Result<()> {
+        for _ in 0..self.uvarint()? {
+            self.uvarint()?;
+            let size = self.uvarint()? as usize;
+            self.take(size)?;
+        }
+        Ok(())
+    }
+}
+
+/// Walks a FetchResponse frame (after the size prefix) of `version` 4..=12
+/// without copying, calling `on_partition` for every partition. Returns the
+/// top-level error code.
+pub fn walk_fetch_response(
+    frame: &[u8],
+    version: i16,
+    mut on_partition: impl FnMut(FetchedPartition<'_>) -> Result<()>,
+) -> Result<i16> {
+    if !(4..=12).contains(&version) {
+        bail!("FetchResponse v{version} is not walked (names end at v12)");
+    }
+    let flexible = version >= 12;
+    let mut c = Cursor { b: frame, at: 0 };
+    c.i32()?; // correlation id
+    if flexible {
+        c.skip_tagged_fields()?;
+    }
+    c.i32()?; // throttle_time_ms
+    let mut error_code = 0;
+    if version >= 7 {
+        error_code = c.i16()?;
+        c.i32()?; // session_id
+    }
+    for _ in 0..c.len(flexible, true)?.unwrap_or(0) {
+        let name_len = c.len(flexible, false)?.unwrap_or(0);
+        let topic = c.take(name_len)?;
+        for _ in 0..c.len(flexible, true)?.unwrap_or(0) {
+            let partition = c.i32()?;
+            let p_error = c.i16()?;
+            let high_watermark = c.i64()?;
+            c.i64()?; // last_stable_offset
+            if version >= 5 {
+                c.i64()?; // log_start_offset
+            }
+            for _ in 0..c.len(flexible, true)?.unwrap_or(0) {
+                c.i64()?; // aborted producer_id
+                c.i64()?; // first_offset
+                if flexible {
+                    c.skip_tagged_fields()?;
+                }
+            }
+            if version >= 11 {
+                c.i32()?; // preferred_read_replica
+            }
+            let records = match c.len(flexible, true)? {
+                Some(n) => c.take(n)?,
+                None => &[],
+            };
+            if flexible {
+                c.skip_tagged_fields()?;
+            }
+            on_partition(FetchedPartition {
+                topic,
+                partition,
+                error_code: p_error,
+                high_watermark,
+                records,
+            })?;
+        }
+        if flexible {
+            c.skip_tagged_fields()?;
+        }
+    }
+    if flexible {
+        c.skip_tagged_fields()?;
+    }
+    Ok(error_code)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,6 +712,165 @@ mod tests {
         assert_eq!(batch_bounds(&[0u8; 10]), None);
     }
 
+    /// Uncompressed batches of `values`, the first at `base`, one batch per slice.
+    fn encoded_batches(base: i64, batches: &[&[usize]], compression: bool) -> Vec<u8> {
+        use kafka_protocol::records::{
+            Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+        };
+        let mut buf = bytes::BytesMut::new();
+        let mut offset = base;
+        for sizes in batches {
+            let records: Vec<Record> = sizes
+                .iter()
+                .map(|&size| {
+                    offset += 1;
+                    Record {
+                        transactional: false,
+                        control: false,
+                        delete_horizon: false,
+                        partition_leader_epoch: 0,
+                        producer_id: -1,
+                        producer_epoch: -1,
+                        timestamp_type: TimestampType::Creation,
+                        offset: offset - 1,
+                        sequence: (offset - 1) as i32,
+                        timestamp: 0,
+                        key: Some(Bytes::from_static(b"key")),
+                        value: Some(Bytes::from(vec![7u8; size])),
+                        headers: Default::default(),
+                    }
+                })
+                .collect();
+            let opts = RecordEncodeOptions {
+                version: 2,
+                compression: if compression {
+                    Compression::Gzip
+                } else {
+                    Compression::None
+                },
+            };
+            RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).unwrap();
+        }
+        buf.to_vec()
+    }
+
+    #[test]
+    fn scan_counts_records_and_value_bytes_from_batch_headers() {
+        let data = encoded_batches(100, &[&[10, 20, 30], &[1000], &[5, 5]], false);
+        let cases = [
+            // (position, records, value bytes, offset gaps)
+            (100, 6, 1070, 0),
+            (101, 5, 1060, 0), // mid-batch position: earlier records are not counted
+            (103, 3, 1010, 0), // the first batch is wholly before the position
+            (90, 6, 1070, 10), // the data starts after the position
+        ];
+        for (position, records, value_bytes, gaps) in cases {
+            let scan = scan_batches(&data, position).unwrap();
+            assert_eq!(scan.batches, 3, "position {position}");
+            assert_eq!(scan.records, records, "position {position}");
+            assert_eq!(scan.value_bytes, value_bytes, "position {position}");
+            assert_eq!(scan.offset_gaps, gaps, "position {position}");
+            assert_eq!(scan.next_offset, 106, "position {position}");
+            assert_eq!(scan.crc_errors, 0);
+        }
+        // A trailing partial batch is left for the next fetch.
+        let scan = scan_batches(&data[..data.len() - 3], 100).unwrap();
+        assert_eq!((scan.batches, scan.records, scan.next_offset), (2, 4, 104));
+    }
+
+    #[test]
+    fn scan_skips_batches_whose_crc_does_not_match() {
+        let mut data = encoded_batches(0, &[&[8, 8], &[8]], false);
+        let last = data.len() - 1;
+        data[last] ^= 0xff; // a value byte of the second batch
+        let scan = scan_batches(&data, 0).unwrap();
+        assert_eq!(scan.crc_errors, 1);
+        assert_eq!(scan.records, 2);
+        assert_eq!(scan.next_offset, 2, "the corrupt batch does not advance");
+        data[16] = 1; // magic 1 in the first batch
+        assert!(scan_batches(&data, 0).is_err());
+    }
+
+    #[test]
+    fn scan_counts_compressed_records_without_value_bytes() {
+        let data = encoded_batches(0, &[&[64, 64, 64]], true);
+        let scan = scan_batches(&data, 0).unwrap();
+        assert_eq!(
+            (scan.records, scan.value_bytes, scan.next_offset),
+            (3, 0, 3)
+        );
+    }
+
+    /// A FetchResponse frame as a broker sends it (header + body).
+    fn response_frame(version: i16, parts: &[(&str, i32, i16, Bytes)]) -> Vec<u8> {
+        use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+        use kafka_protocol::messages::{FetchResponse, ResponseHeader, TopicName};
+        use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
+        let mut resp = FetchResponse::default();
+        resp.session_id = if version >= 7 { 9 } else { 0 };
+        for (topic, partition, error, records) in parts {
+            let mut pd = PartitionData::default();
+            pd.partition_index = *partition;
+            pd.error_code = *error;
+            pd.high_watermark = 42;
+            pd.records = Some(records.clone());
+            match resp.responses.last_mut() {
+                Some(t) if t.topic.0.as_str() == *topic => t.partitions.push(pd),
+                _ => {
+                    let mut t = FetchableTopicResponse::default();
+                    t.topic = TopicName(StrBytes::from_string(topic.to_string()));
+                    t.partitions.push(pd);
+                    resp.responses.push(t);
+                }
+            }
+        }
+        let mut buf = bytes::BytesMut::new();
+        let mut header = ResponseHeader::default();
+        header.correlation_id = 77;
+        header
+            .encode(&mut buf, FetchResponse::header_version(version))
+            .unwrap();
+        resp.encode(&mut buf, version).unwrap();
+        buf.to_vec()
+    }
+
+    #[test]
+    fn fetch_response_walk_finds_every_partition_at_every_version() {
+        let a = Bytes::from(encoded_batches(0, &[&[100, 100]], false));
+        let b = Bytes::from(encoded_batches(5, &[&[3]], false));
+        let parts = [
+            ("t1", 0, 0, a.clone()),
+            ("t1", 3, 0, b.clone()),
+            ("t2", 1, 6, Bytes::new()),
+        ];
+        for version in [4, 5, 7, 11, 12] {
+            let frame = response_frame(version, &parts);
+            let mut seen = Vec::new();
+            let top = walk_fetch_response(&frame, version, |p| {
+                seen.push((
+                    p.topic.to_vec(),
+                    p.partition,
+                    p.error_code,
+                    p.records.to_vec(),
+                ));
+                assert_eq!(p.high_watermark, 42);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(top, 0, "v{version}");
+            let expected: Vec<_> = parts
+                .iter()
+                .map(|(t, p, e, r)| (t.as_bytes().to_vec(), *p, *e, r.to_vec()))
+                .collect();
+            assert_eq!(seen, expected, "v{version}");
+            assert!(
+                walk_fetch_response(&frame[..frame.len() - 1], version, |_| Ok(())).is_err(),
+                "truncated v{version}"
+            );
+        }
+        assert!(walk_fetch_response(&response_frame(12, &parts), 13, |_| Ok(())).is_err());
+    }
+
     proptest::proptest! {
         /// Fetched bytes come from the network: no input may panic.
         #[test]
@@ -458,6 +884,10 @@ mod tests {
                 let _ = RecordBatchDecoder::decode(&mut b.clone());
             }
             let _ = batch_bounds(&data);
+            let _ = scan_batches(&data, offset);
+            for version in [4, 11, 12] {
+                let _ = walk_fetch_response(&data, version, |p| scan_batches(p.records, offset).map(|_| ()));
+            }
             let mut v = Verifier::new(&[0]);
             let _ = v.on_record(0, offset, &data);
             let _ = v.on_record(0, offset.saturating_add(1), &data);

@@ -38,13 +38,15 @@
 //! | [`report`] | pure | table, CSV, JSON, SVG, HTML rendering |
 //! | [`client`] | io | connections, framing, pipelining, admin requests |
 //! | [`producer`] | io | producer threads |
-//! | [`consumer`] | io | consumer threads, end-to-end latency, verification |
+//! | [`consumer`] | io | consumer threads, end-to-end latency, verification; batch-header scan and in-place FetchResponse walk |
+//! | [`consume_only`] | io | `--consume-only`: consume existing topics from the earliest offsets, throughput |
 //! | [`echo`] | io | loopback TCP echo RTT reference |
 
 pub mod accumulator;
 pub mod args;
 pub mod bench;
 pub mod client;
+pub mod consume_only;
 pub mod consumer;
 pub mod echo;
 pub mod histogram;
@@ -110,6 +112,9 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
     }
     if args.echo_rtt {
         return run_echo(&args, cpus.as_deref());
+    }
+    if args.consume_only {
+        return consume_only::run(&args, cpus.as_deref().unwrap_or(&[]));
     }
     let workload = resolve_workload(&args)?;
     let base = ProducerSettings::from_args(&args).map_err(|e| anyhow!(e))?;

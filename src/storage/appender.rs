@@ -374,6 +374,19 @@ impl DmaAppender {
         Ok(end)
     }
 
+    /// Roll's close: write every buffered byte and cut the file to its
+    /// logical end, but leave the fdatasync to the caller, who runs it off
+    /// the append path (Kafka's roll schedules the old segment's flush too).
+    /// Returns the logical end and the file to sync.
+    pub async fn close_unsynced(mut self) -> Result<(u64, Rc<DmaFile>), StorageError> {
+        self.flush(false).await?;
+        let end = self.logical_end();
+        if let Err(e) = self.file.truncate(end).await {
+            return self.poison(e);
+        }
+        Ok((end, self.file.clone()))
+    }
+
     /// Close without writing anything (log poisoned or being deleted).
     pub async fn abandon(mut self) {
         while let Some(f) = self.inflight.pop_front() {

@@ -8,6 +8,7 @@
 //! return regions: cached `Bytes` for the tail, or (file, position, len)
 //! ranges of the segment's buffered fd for sendfile.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -103,12 +104,17 @@ pub struct PartitionLog {
     segments: BTreeMap<i64, Segment>,
     log_start_offset: i64,
     high_watermark: i64,
-    recovery_point: i64,
+    recovery_point: Rc<Cell<i64>>,
     cache: SharedBatchCache,
     cache_id: u64,
     messages_since_flush: i64,
     last_flush_ms: i64,
-    poisoned: bool,
+    poisoned: Rc<Cell<bool>>,
+    /// The background fdatasync of the segment the last roll closed.
+    roll_sync: Option<glommio::task::JoinHandle<()>>,
+    /// That segment's file while its background fdatasync has not finished
+    /// (a group commit must cover it too: it holds appends not yet synced).
+    rolled_unsynced: Option<(Rc<glommio::io::DmaFile>, Rc<Cell<bool>>)>,
     recovery_stats: RecoveryStats,
     leader_epochs: Vec<(i32, i64)>,
 }
@@ -211,12 +217,14 @@ impl PartitionLog {
             segments,
             log_start_offset: 0,
             high_watermark: 0,
-            recovery_point: 0,
+            recovery_point: Rc::new(Cell::new(0)),
             cache,
             cache_id,
             messages_since_flush: 0,
             last_flush_ms: UNSET_MS,
-            poisoned: false,
+            poisoned: Rc::new(Cell::new(false)),
+            roll_sync: None,
+            rolled_unsynced: None,
             recovery_stats: stats,
             leader_epochs: Vec::new(),
         };
@@ -229,7 +237,7 @@ impl PartitionLog {
         log.high_watermark = hw_cp
             .unwrap_or(log.log_start_offset)
             .clamp(log.log_start_offset, leo);
-        log.recovery_point = leo;
+        log.recovery_point.set(leo);
         log.load_leader_epochs()?;
         Ok(log)
     }
@@ -309,10 +317,10 @@ impl PartitionLog {
     }
     /// Offsets below this are fsynced.
     pub fn recovery_point(&self) -> i64 {
-        self.recovery_point
+        self.recovery_point.get()
     }
     pub fn is_poisoned(&self) -> bool {
-        self.poisoned
+        self.poisoned.get()
     }
     pub fn segment_count(&self) -> usize {
         self.segments.len()
@@ -341,7 +349,7 @@ impl PartitionLog {
     }
 
     fn check_poison(&self) -> Result<(), StorageError> {
-        if self.poisoned {
+        if self.poisoned.get() {
             Err(StorageError::Poisoned)
         } else {
             Ok(())
@@ -366,18 +374,21 @@ mod write;
 /// Written-out bytes waiting for their fdatasync (see
 /// [`PartitionLog::write_out`]).
 pub struct PendingSync {
-    file: Option<Rc<glommio::io::DmaFile>>,
+    /// The active segment's file, and a just-rolled one whose background
+    /// fdatasync may not have finished.
+    files: Vec<Rc<glommio::io::DmaFile>>,
     /// Every offset below this was written out.
     pub log_end_offset: i64,
 }
 
 impl PendingSync {
-    /// fdatasync the segment the bytes went to. If that segment rolled
-    /// meanwhile, its close already synced it and this is a cheap no-op.
+    /// fdatasync every file the written-out bytes went to.
     pub async fn sync(&self) -> Result<(), StorageError> {
-        match &self.file {
-            Some(f) => f.fdatasync().await.map_err(|e| StorageError::Io(e.into())),
-            None => Ok(()),
+        for f in &self.files {
+            f.fdatasync()
+                .await
+                .map_err(|e| StorageError::Io(e.into()))?;
         }
+        Ok(())
     }
 }

@@ -139,7 +139,7 @@ impl PartitionLog {
             base += i64::from(s.last_offset_delta) + 1;
         }
         if let Some(e) = failed {
-            self.poisoned = true;
+            self.poisoned.set(true);
             return Err(e);
         }
         let mut cache = cache.borrow_mut();
@@ -200,14 +200,25 @@ impl PartitionLog {
     pub async fn flush(&mut self) -> Result<(), StorageError> {
         self.check_poison()?;
         let leo = self.log_end_offset();
+        // Bytes of the segment the last roll closed count as flushed only
+        // once its (background) fdatasync is done: do it here if not yet.
+        if let Some((file, done)) = &self.rolled_unsynced {
+            if !done.get() {
+                if let Err(e) = file.fdatasync().await {
+                    self.poisoned.set(true);
+                    return Err(StorageError::Io(e.into()));
+                }
+                done.set(true);
+            }
+        }
         let seg = self.active()?;
         if let Some(a) = seg.appender.as_mut() {
             if let Err(e) = a.flush(true).await {
-                self.poisoned = true;
+                self.poisoned.set(true);
                 return Err(e);
             }
         }
-        self.recovery_point = leo;
+        self.recovery_point.set(leo);
         self.messages_since_flush = 0;
         Ok(())
     }
@@ -219,19 +230,22 @@ impl PartitionLog {
     pub async fn write_out(&mut self) -> Result<PendingSync, StorageError> {
         self.check_poison()?;
         let log_end_offset = self.log_end_offset();
+        let mut files = Vec::new();
+        if let Some((file, done)) = &self.rolled_unsynced {
+            if !done.get() {
+                files.push(file.clone());
+            }
+        }
         let seg = self.active()?;
-        let Some(a) = seg.appender.as_mut() else {
-            return Ok(PendingSync {
-                file: None,
-                log_end_offset,
-            });
-        };
-        if let Err(e) = a.flush(false).await {
-            self.poisoned = true;
-            return Err(e);
+        if let Some(a) = seg.appender.as_mut() {
+            if let Err(e) = a.flush(false).await {
+                self.poisoned.set(true);
+                return Err(e);
+            }
+            files.push(a.file_handle());
         }
         Ok(PendingSync {
-            file: Some(a.file_handle()),
+            files,
             log_end_offset,
         })
     }
@@ -241,9 +255,10 @@ impl PartitionLog {
     /// is never retried).
     pub fn on_synced(&mut self, pending: &PendingSync, ok: bool) {
         if ok {
-            self.recovery_point = self.recovery_point.max(pending.log_end_offset);
+            self.recovery_point
+                .set(self.recovery_point.get().max(pending.log_end_offset));
         } else {
-            self.poisoned = true;
+            self.poisoned.set(true);
         }
     }
 
@@ -275,7 +290,7 @@ impl PartitionLog {
             tracing::debug!(tp = %self.tp, ?reason, "rolling segment");
             if let Err(e) = self.roll(now_ms).await {
                 // Half-rolled: no usable active segment. Stop writing.
-                self.poisoned = true;
+                self.poisoned.set(true);
                 return Err(e);
             }
         }
@@ -285,13 +300,70 @@ impl PartitionLog {
     /// Close the active segment (sync, trim, write its indexes) and start a
     /// new one at the log end offset.
     pub async fn roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
-        self.close_active().await?;
+        if let Some(previous) = self.roll_sync.take() {
+            // Rolls are seconds apart; this is normally long finished.
+            previous.await;
+        }
+        let old_file = self.close_active_unsynced().await?;
         let leo = self.log_end_offset();
         let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms).await?;
         seg.activate(&self.config).await?;
         self.segments.insert(leo, seg);
-        self.recovery_point = leo;
+        // Kafka's roll schedules the old segment's flush
+        // (flushUptoOffsetExclusive on its scheduler) instead of making the
+        // append that rolled wait for it: the fdatasync runs in the
+        // background, and only its success moves the recovery point; a
+        // failure poisons the log (never retried).
+        let (recovery_point, poisoned) = (self.recovery_point.clone(), self.poisoned.clone());
+        let dir = self.dir.clone();
+        let done = Rc::new(Cell::new(false));
+        self.rolled_unsynced = Some((old_file.clone(), done.clone()));
+        self.roll_sync = Some(
+            glommio::spawn_local(async move {
+                match old_file.fdatasync().await {
+                    Ok(()) => {
+                        done.set(true);
+                        recovery_point.set(recovery_point.get().max(leo));
+                    }
+                    Err(e) => {
+                        tracing::error!(dir = %dir.display(), error = %e, "fdatasync of a rolled segment failed; log poisoned");
+                        poisoned.set(true);
+                    }
+                }
+            })
+            .detach(),
+        );
         Ok(())
+    }
+
+    /// The active segment's appender closed without its fdatasync (roll):
+    /// returns the file to sync.
+    async fn close_active_unsynced(&mut self) -> Result<Rc<glommio::io::DmaFile>, StorageError> {
+        let seg = self.active()?;
+        let Some(a) = seg.appender.take() else {
+            return Err(StorageError::Io(std::io::Error::other(
+                "active segment has no appender",
+            )));
+        };
+        match a.close_unsynced().await {
+            Ok((size, file)) => {
+                seg.set_closed(size);
+                seg.write_index_files()?;
+                Ok(file)
+            }
+            Err(e) => {
+                self.poisoned.set(true);
+                Err(e)
+            }
+        }
+    }
+
+    /// Wait for a rolled segment's background fdatasync (clean close).
+    async fn await_roll_sync(&mut self) {
+        if let Some(pending) = self.roll_sync.take() {
+            pending.await;
+        }
+        self.rolled_unsynced = None;
     }
 
     async fn close_active(&mut self) -> Result<(), StorageError> {
@@ -300,7 +372,7 @@ impl PartitionLog {
             match a.close().await {
                 Ok(size) => seg.set_closed(size),
                 Err(e) => {
-                    self.poisoned = true;
+                    self.poisoned.set(true);
                     return Err(e);
                 }
             }
@@ -313,12 +385,13 @@ impl PartitionLog {
     /// next open trusts the files without rescanning. The log dir's offset
     /// checkpoints are written by [`super::super::log_dir::LogDir`].
     pub async fn close(mut self) -> Result<(), StorageError> {
-        if self.poisoned {
+        if self.poisoned.get() {
             if let Some(a) = self.active()?.appender.take() {
                 a.abandon().await;
             }
             return Err(StorageError::Poisoned);
         }
+        self.await_roll_sync().await;
         self.close_active().await?;
         self.write_leader_epochs()?;
         self.cache.borrow_mut().remove_partition(self.cache_id);
@@ -338,7 +411,7 @@ impl PartitionLog {
         let result = self.truncate_inner(offset).await;
         if result.is_err() {
             // Files may be half-cut: refuse further writes.
-            self.poisoned = true;
+            self.poisoned.set(true);
         }
         result
     }
@@ -388,7 +461,7 @@ impl PartitionLog {
         let leo = self.log_end_offset();
         self.cache.borrow_mut().truncate_to(self.cache_id, leo);
         self.high_watermark = self.high_watermark.min(leo).max(self.log_start_offset);
-        self.recovery_point = self.recovery_point.min(leo);
+        self.recovery_point.set(self.recovery_point.get().min(leo));
         self.leader_epochs.retain(|&(_, start)| start < leo);
         let _ = self.write_leader_epochs();
     }

@@ -33,12 +33,14 @@ usage: perf/results.sh [options]
   --duration SECS      measured seconds per loadgen run (default 10; --quick 3)
   --p3-rate N          P3 rate in msgs/s when P1 is not run
   --keep               keep the temp dir (broker logs, raw outputs)
+  --broker-override K=V  extra broker setting for every broker started (repeatable),
+                       e.g. shardlog.batch.cache.bytes=4294967296
 EOF
 }
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 QUICK=0 ONLY="ref,p1,p3,p4,p2" BIN="" RDK="${RDKAFKA_PERF:-}" BROKER_CPUS="" CLIENT_CPUS=""
-DUR="" P3_RATE="" KEEP=0
+DUR="" P3_RATE="" KEEP=0 EXTRA_OVERRIDES=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1; shift ;;
@@ -50,6 +52,7 @@ while [ $# -gt 0 ]; do
     --duration) DUR="$2"; shift 2 ;;
     --p3-rate) P3_RATE="$2"; shift 2 ;;
     --keep) KEEP=1; shift ;;
+    --broker-override) EXTRA_OVERRIDES+=("$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "results.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -155,7 +158,7 @@ start_broker() { # name extra-override...
     --override auto.create.topics.enable=true --override "num.partitions=$PARTITIONS"
     --override log.segment.bytes=134217728 --override log.retention.bytes=536870912
     --override log.retention.check.interval.ms=1000)
-  local o; for o in "$@"; do args+=(--override "$o"); done
+  local o; for o in "${EXTRA_OVERRIDES[@]}" "$@"; do args+=(--override "$o"); done
   BROKER_CMD="$(printf '%q ' "$BIN" "${args[@]}")"
   CMDS+=("${BROKER_CMD% }")
   log "starting broker $name on 127.0.0.1:$port (cpus $BROKER_CPUS)"

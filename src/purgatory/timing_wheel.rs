@@ -33,6 +33,10 @@ pub const DEFAULT_TICK_MS: i64 = 1;
 pub const WHEEL_SIZE: usize = 20;
 
 const NO_BUCKET: u32 = u32::MAX;
+/// How many entries ahead the slab lines are prefetched: enough to cover a
+/// memory miss plus its page walk (well over 100 ns in a VM) at a few ns of
+/// work per entry (8 measured slower than 16 at 1M ops, 32 no better).
+const PREFETCH_AHEAD: usize = 16;
 
 /// Handle of an entry in the wheel: slab index (low 32 bits) + generation
 /// (high 32 bits). Copyable and cheap to store in watch lists.
@@ -59,16 +63,21 @@ pub struct Expired<T> {
     pub payload: T,
 }
 
-/// Per-op bookkeeping, kept apart from the payloads so that moving ops
-/// between buckets touches 12 bytes per op, not the whole (possibly large)
-/// payload's cache lines.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
+/// Per-op bookkeeping with the payload inline: with 1M ops outstanding
+/// every slot access is a cache miss, so insert and expiry should each touch
+/// one line per op, not a slot line plus a payload line (measured: keeping
+/// the payloads in a separate vector cost a second miss per insert and per
+/// expiry). A cascade only writes `bucket`/`pos`, which share the first
+/// 12 bytes, so a large payload does not make moving ops dearer.
+#[derive(Debug)]
+struct Slot<T> {
     generation: u32,
     /// Global bucket index (`level * WHEEL_SIZE + slot`), `NO_BUCKET` if free.
     bucket: u32,
     /// Position inside the bucket's vector (for O(1) swap-remove).
     pos: u32,
+    /// `Some` iff the slot is live.
+    payload: Option<T>,
 }
 
 /// What a bucket stores per op: the deadline travels with the index, so a
@@ -171,9 +180,7 @@ pub struct TimingWheel<T> {
     levels: Vec<Level>,
     /// `levels.len() * wheel_size` buckets, level-major.
     buckets: Vec<Bucket>,
-    slots: Vec<Slot>,
-    /// `payloads[i]` is `Some` iff slot `i` is live.
-    payloads: Vec<Option<T>>,
+    slots: Vec<Slot<T>>,
     free: Vec<u32>,
     /// Reused by cascades so flushing a bucket allocates nothing.
     spare: Vec<BucketEntry>,
@@ -194,7 +201,6 @@ impl<T> TimingWheel<T> {
             levels: Vec::new(),
             buckets: Vec::new(),
             slots: Vec::new(),
-            payloads: Vec::new(),
             free: Vec::new(),
             spare: Vec::new(),
             len: 0,
@@ -240,7 +246,17 @@ impl<T> TimingWheel<T> {
     pub fn insert(&mut self, deadline_ms: i64, payload: T) -> TimerHandle {
         let index = match self.free.pop() {
             Some(i) => {
-                self.payloads[i as usize] = Some(payload);
+                // The free list is LIFO: warm the slot a later insert will
+                // take, so a burst of inserts overlaps its slot misses.
+                if let Some(&ahead) = self
+                    .free
+                    .len()
+                    .checked_sub(PREFETCH_AHEAD)
+                    .and_then(|k| self.free.get(k))
+                {
+                    self.prefetch_slot(ahead);
+                }
+                self.slots[i as usize].payload = Some(payload);
                 i
             }
             None => {
@@ -248,8 +264,8 @@ impl<T> TimingWheel<T> {
                     generation: 0,
                     bucket: NO_BUCKET,
                     pos: 0,
+                    payload: Some(payload),
                 });
-                self.payloads.push(Some(payload));
                 (self.slots.len() - 1) as u32
             }
         };
@@ -331,11 +347,9 @@ impl<T> TimingWheel<T> {
         let handle = TimerHandle::new(index, slot.generation);
         slot.generation = slot.generation.wrapping_add(1);
         slot.bucket = NO_BUCKET;
+        let payload = slot.payload.take().expect("live slot has a payload");
         self.len -= 1;
         self.free.push(index);
-        let payload = self.payloads[index as usize]
-            .take()
-            .expect("live slot has a payload");
         (handle, payload)
     }
 
@@ -356,12 +370,12 @@ impl<T> TimingWheel<T> {
 
     pub fn get(&self, handle: TimerHandle) -> Option<&T> {
         let index = self.live_index(handle)?;
-        self.payloads[index as usize].as_ref()
+        self.slots[index as usize].payload.as_ref()
     }
 
     pub fn get_mut(&mut self, handle: TimerHandle) -> Option<&mut T> {
         let index = self.live_index(handle)?;
-        self.payloads[index as usize].as_mut()
+        self.slots[index as usize].payload.as_mut()
     }
 
     pub fn contains(&self, handle: TimerHandle) -> bool {
@@ -457,22 +471,29 @@ impl<T> TimingWheel<T> {
         let level = b as usize / WHEEL_SIZE;
         self.levels[level].occupied &= !(1 << (b as usize % WHEEL_SIZE));
         out.reserve(items.len());
-        if level == 0 {
-            // A level-0 bucket is one tick: everything in it is due (its
-            // deadlines lie in [expiration, expiration + tick), or overdue).
-            for e in items.drain(..) {
-                self.expire(e, out);
-            }
+        // A level-0 bucket is one tick: everything in it is due (its
+        // deadlines lie in [expiration, expiration + tick), or overdue).
+        let due_before = if level == 0 {
+            i64::MAX
         } else {
-            let due_before = self.levels[0].current_time_ms + self.tick_ms;
-            for e in items.drain(..) {
-                if e.deadline_ms < due_before {
-                    self.expire(e, out);
-                } else {
-                    self.place(e);
-                }
+            self.levels[0].current_time_ms + self.tick_ms
+        };
+        for k in 0..items.len() {
+            // Each entry's slot is a random line of the slab (expiry reads
+            // and frees it, a demotion rewrites its bucket/pos); the bucket
+            // itself is read in order, so the slots some entries ahead can
+            // be requested while this one is handled.
+            if let Some(ahead) = items.get(k + PREFETCH_AHEAD) {
+                self.prefetch_slot(ahead.index);
+            }
+            let e = items[k];
+            if e.deadline_ms < due_before {
+                self.expire(e, out);
+            } else {
+                self.place(e);
             }
         }
+        items.clear();
         self.spare = items;
     }
 
@@ -483,6 +504,25 @@ impl<T> TimingWheel<T> {
             deadline_ms: e.deadline_ms,
             payload,
         });
+    }
+
+    /// Hints the CPU to load slot `index`'s cache line. Only a hint: no
+    /// effect on behaviour, and a no-op off x86_64.
+    #[inline(always)]
+    fn prefetch_slot(&self, index: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // `wrapping_add` keeps the address computation defined even for
+            // an index past the end.
+            let p = self.slots.as_ptr().wrapping_add(index as usize);
+            // SAFETY: `prefetcht0` needs SSE, part of the x86_64 baseline,
+            // and only hints the cache: it never faults or reads memory into
+            // the program, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = index;
     }
 
     /// Checks the wheel's structural invariants (tests and debug builds).
@@ -512,10 +552,7 @@ impl<T> TimingWheel<T> {
                 let s = &self.slots[index as usize];
                 assert_eq!(s.bucket as usize, b, "slot {index} in wrong bucket");
                 assert_eq!(s.pos as usize, pos, "slot {index} has wrong position");
-                assert!(
-                    self.payloads[index as usize].is_some(),
-                    "bucket holds a free slot"
-                );
+                assert!(s.payload.is_some(), "bucket holds a free slot");
                 assert!(
                     e.deadline_ms.max(level.current_time_ms) < bucket.expiration_ms + level.tick_ms,
                     "slot {index} deadline beyond its bucket"
@@ -525,7 +562,6 @@ impl<T> TimingWheel<T> {
         }
         assert_eq!(live, self.len, "len does not match bucket contents");
         assert_eq!(self.len + self.free.len(), self.slots.len());
-        assert_eq!(self.slots.len(), self.payloads.len());
         assert!(self.spare.is_empty(), "spare vector holds entries");
     }
 }

@@ -77,48 +77,48 @@ pub struct Expired<T> {
     pub payload: T,
 }
 
-/// Per-op bookkeeping with the payload inline: with 1M ops outstanding
-/// every slot access is a cache miss, so insert and expiry should each touch
-/// one line per op, not a slot line plus a payload line (measured: keeping
-/// the payloads in a separate vector cost a second miss per insert and per
-/// expiry). A cascade only writes `bucket`/`pos`, which share the first
-/// 12 bytes, so a large payload does not make moving ops dearer.
-#[derive(Debug)]
-struct Slot<T> {
-    generation: u32,
-    /// Global bucket index (`level * WHEEL_SIZE + slot`), `NO_BUCKET` if free.
+/// Where a live op's entry sits, for O(1) cancel and lookup. Written when
+/// the op is inserted or demoted, never read by expiry: an expiring op's
+/// payload travels in its bucket entry, so a level-0 flush reads one bucket
+/// vector in order and touches no slot (with 1M ops outstanding every slot
+/// access is a cache miss; expiry through the slots cost one per op).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// Global bucket index (`level * WHEEL_SIZE + slot`).
     bucket: u32,
     /// Position inside the bucket's vector (for O(1) swap-remove).
     pos: u32,
-    /// `Some` iff the slot is live.
-    payload: Option<T>,
 }
 
-/// What a bucket stores per op: the deadline travels with the index, so a
-/// cascade reads the bucket's vector sequentially and never loads the slot
-/// to decide where an op goes (only a store to update its position).
-#[derive(Debug, Clone, Copy)]
-struct BucketEntry {
+/// What a bucket stores per op: the deadline and payload travel with the
+/// slot index, so a cascade reads the bucket's vector sequentially and only
+/// writes each demoted op's slot (its new bucket and position).
+#[derive(Debug)]
+struct BucketEntry<T> {
     deadline_ms: i64,
     index: u32,
+    payload: T,
 }
 
 #[derive(Debug)]
-struct Bucket {
+struct Bucket<T> {
     /// Expiration of the round this bucket currently holds; -1 when unused.
     expiration_ms: i64,
-    items: Vec<BucketEntry>,
+    items: Vec<BucketEntry<T>>,
     /// Chunk that ops inserted into this bucket's current round take their
     /// slots from (`NO_CHUNK`: none yet), and how many it has handed out.
     open_chunk: u32,
     open_fill: u32,
 }
 
-/// A run of `CHUNK` consecutive slab slots.
+/// A run of `CHUNK` consecutive slab slots. A chunk hands out each slot
+/// once per use, so liveness is one bit per slot and the generation that
+/// makes stale handles detectable is per chunk, bumped when it is freed.
 #[derive(Debug, Clone, Copy, Default)]
 struct Chunk {
-    /// Slots of this chunk holding a live op.
-    live: u32,
+    generation: u32,
+    /// Bit `i` set iff slot `i` of this chunk holds a live op.
+    live: u64,
     /// A bucket is handing out this chunk's slots.
     open: bool,
 }
@@ -206,14 +206,14 @@ pub struct TimingWheel<T> {
     tick_ms: i64,
     levels: Vec<Level>,
     /// `levels.len() * wheel_size` buckets, level-major.
-    buckets: Vec<Bucket>,
-    slots: Vec<Slot<T>>,
+    buckets: Vec<Bucket<T>>,
+    slots: Vec<Slot>,
     /// Per-chunk bookkeeping: slab slots `c * CHUNK .. (c + 1) * CHUNK`.
     chunks: Vec<Chunk>,
     /// Chunks with no live slot that no bucket is filling: reusable.
     free_chunks: Vec<u32>,
     /// Reused by cascades so flushing a bucket allocates nothing.
-    spare: Vec<BucketEntry>,
+    spare: Vec<BucketEntry<T>>,
     len: usize,
 }
 
@@ -279,12 +279,14 @@ impl<T> TimingWheel<T> {
     pub fn insert(&mut self, deadline_ms: i64, payload: T) -> TimerHandle {
         let (b, expiration) = self.locate(deadline_ms);
         let index = self.alloc_slot(b, expiration);
-        let slot = &mut self.slots[index as usize];
-        debug_assert!(slot.payload.is_none(), "allocated a live slot");
-        slot.payload = Some(payload);
-        let generation = slot.generation;
+        let generation = self.chunks[(index / CHUNK) as usize].generation;
         self.len += 1;
-        self.add_to_bucket(b, BucketEntry { deadline_ms, index }, expiration);
+        let entry = BucketEntry {
+            deadline_ms,
+            index,
+            payload,
+        };
+        self.add_to_bucket(b, entry, expiration);
         TimerHandle::new(index, generation)
     }
 
@@ -307,8 +309,14 @@ impl<T> TimingWheel<T> {
         let bucket = &mut self.buckets[b as usize];
         let c = bucket.open_chunk;
         let index = c * CHUNK + bucket.open_fill;
+        let chunk = &mut self.chunks[c as usize];
+        debug_assert_eq!(
+            chunk.live & (1 << bucket.open_fill),
+            0,
+            "slot handed out twice"
+        );
+        chunk.live |= 1 << bucket.open_fill;
         bucket.open_fill += 1;
-        self.chunks[c as usize].live += 1;
         // The chunk fills in order: request its lines a few inserts ahead.
         self.prefetch_slot(index + SLOTS_AHEAD);
         index
@@ -326,10 +334,8 @@ impl<T> TimingWheel<T> {
                     .expect("timing wheel slab exceeds u32 slot indices");
                 self.chunks.push(Chunk::default());
                 self.slots.extend((0..CHUNK).map(|_| Slot {
-                    generation: 0,
                     bucket: NO_BUCKET,
                     pos: 0,
-                    payload: None,
                 }));
                 c
             }
@@ -344,9 +350,16 @@ impl<T> TimingWheel<T> {
         if let Some(chunk) = self.chunks.get_mut(c as usize) {
             chunk.open = false;
             if chunk.live == 0 {
-                self.free_chunks.push(c);
+                self.free_chunk(c);
             }
         }
+    }
+
+    /// Makes empty, closed chunk `c` reusable; its handles go stale.
+    fn free_chunk(&mut self, c: u32) {
+        let chunk = &mut self.chunks[c as usize];
+        chunk.generation = chunk.generation.wrapping_add(1);
+        self.free_chunks.push(c);
     }
 
     /// (global bucket index, bucket expiration) where `deadline` belongs,
@@ -381,12 +394,12 @@ impl<T> TimingWheel<T> {
     }
 
     /// Re-inserts a demoted entry (its slot stays where it is).
-    fn place(&mut self, entry: BucketEntry) {
+    fn place(&mut self, entry: BucketEntry<T>) {
         let (b, expiration) = self.locate(entry.deadline_ms);
         self.add_to_bucket(b, entry, expiration);
     }
 
-    fn add_to_bucket(&mut self, b: u32, entry: BucketEntry, expiration_ms: i64) {
+    fn add_to_bucket(&mut self, b: u32, entry: BucketEntry<T>, expiration_ms: i64) {
         let bucket = &mut self.buckets[b as usize];
         if bucket.expiration_ms != expiration_ms {
             debug_assert!(bucket.items.is_empty(), "bucket reused before it expired");
@@ -407,9 +420,9 @@ impl<T> TimingWheel<T> {
         );
     }
 
-    /// Detaches slot `index` from its bucket in O(1); returns its deadline.
-    fn detach(&mut self, index: u32) -> i64 {
-        let Slot { bucket: b, pos, .. } = self.slots[index as usize];
+    /// Takes live slot `index`'s entry out of its bucket in O(1).
+    fn detach(&mut self, index: u32) -> BucketEntry<T> {
+        let Slot { bucket: b, pos } = self.slots[index as usize];
         let (b, pos) = (b as usize, pos as usize);
         let items = &mut self.buckets[b].items;
         let removed = items.swap_remove(pos);
@@ -421,32 +434,35 @@ impl<T> TimingWheel<T> {
             self.buckets[b].expiration_ms = -1;
             self.levels[b / WHEEL_SIZE].occupied &= !(1 << (b % WHEEL_SIZE));
         }
-        self.slots[index as usize].bucket = NO_BUCKET;
-        removed.deadline_ms
+        removed
     }
 
-    /// Frees slot `index` (already out of its bucket): bumps its generation
-    /// so outstanding handles go stale, and returns the handle it had.
-    fn release(&mut self, index: u32) -> (TimerHandle, T) {
-        let slot = &mut self.slots[index as usize];
-        let handle = TimerHandle::new(index, slot.generation);
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.bucket = NO_BUCKET;
-        let payload = slot.payload.take().expect("live slot has a payload");
-        self.len -= 1;
+    /// Frees slot `index` (already out of its bucket) and returns the handle
+    /// it had. Touches only the chunk's bookkeeping, not the slot.
+    fn release(&mut self, index: u32) -> TimerHandle {
         let c = index / CHUNK;
         let chunk = &mut self.chunks[c as usize];
-        chunk.live -= 1;
+        let handle = TimerHandle::new(index, chunk.generation);
+        let bit = 1 << (index % CHUNK);
+        debug_assert_ne!(chunk.live & bit, 0, "released a free slot");
+        chunk.live &= !bit;
+        self.len -= 1;
         if chunk.live == 0 && !chunk.open {
-            self.free_chunks.push(c);
+            self.free_chunk(c);
         }
-        (handle, payload)
+        handle
     }
 
     fn live_index(&self, handle: TimerHandle) -> Option<u32> {
-        let s = self.slots.get(handle.index())?;
-        (s.generation == handle.generation() && s.bucket != NO_BUCKET)
-            .then_some(handle.index() as u32)
+        let index = u32::try_from(handle.index()).ok()?;
+        let chunk = self.chunks.get((index / CHUNK) as usize)?;
+        (chunk.generation == handle.generation() && chunk.live & (1 << (index % CHUNK)) != 0)
+            .then_some(index)
+    }
+
+    fn entry(&self, index: u32) -> &BucketEntry<T> {
+        let Slot { bucket, pos } = self.slots[index as usize];
+        &self.buckets[bucket as usize].items[pos as usize]
     }
 
     /// Removes an entry before it expires, in O(1). `None` if the handle is
@@ -454,18 +470,20 @@ impl<T> TimingWheel<T> {
     /// exactly-once.
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
         let index = self.live_index(handle)?;
-        self.detach(index);
-        Some(self.release(index).1)
+        let entry = self.detach(index);
+        self.release(index);
+        Some(entry.payload)
     }
 
     pub fn get(&self, handle: TimerHandle) -> Option<&T> {
         let index = self.live_index(handle)?;
-        self.slots[index as usize].payload.as_ref()
+        Some(&self.entry(index).payload)
     }
 
     pub fn get_mut(&mut self, handle: TimerHandle) -> Option<&mut T> {
         let index = self.live_index(handle)?;
-        self.slots[index as usize].payload.as_mut()
+        let Slot { bucket, pos } = self.slots[index as usize];
+        Some(&mut self.buckets[bucket as usize].items[pos as usize].payload)
     }
 
     pub fn contains(&self, handle: TimerHandle) -> bool {
@@ -474,8 +492,7 @@ impl<T> TimingWheel<T> {
 
     pub fn deadline_ms(&self, handle: TimerHandle) -> Option<i64> {
         let index = self.live_index(handle)?;
-        let Slot { bucket, pos, .. } = self.slots[index as usize];
-        Some(self.buckets[bucket as usize].items[pos as usize].deadline_ms)
+        Some(self.entry(index).deadline_ms)
     }
 
     /// Expiration of the earliest non-empty bucket: the driver arms its one
@@ -571,31 +588,37 @@ impl<T> TimingWheel<T> {
         } else {
             self.levels[0].current_time_ms + self.tick_ms
         };
-        for k in 0..items.len() {
-            // Each entry's slot is a random line of the slab (expiry reads
-            // and frees it, a demotion rewrites its bucket/pos); the bucket
-            // itself is read in order, so the slots some entries ahead can
-            // be requested while this one is handled.
-            if let Some(ahead) = items.get(k + PREFETCH_AHEAD) {
-                self.prefetch_slot(ahead.index);
+        let mut drain = items.drain(..);
+        while let Some(e) = drain.next() {
+            // The bucket is read in order but each entry's chunk bookkeeping
+            // (and, when demoted, its slot) is elsewhere: request those some
+            // entries ahead while this one is handled.
+            if let Some(ahead) = drain.as_slice().get(PREFETCH_AHEAD) {
+                prefetch(
+                    self.chunks
+                        .as_ptr()
+                        .wrapping_add((ahead.index / CHUNK) as usize),
+                );
+                if level > 0 {
+                    self.prefetch_slot(ahead.index);
+                }
             }
-            let e = items[k];
             if e.deadline_ms < due_before {
                 self.expire(e, out);
             } else {
                 self.place(e);
             }
         }
-        items.clear();
+        drop(drain);
         self.spare = items;
     }
 
-    fn expire(&mut self, e: BucketEntry, out: &mut Vec<Expired<T>>) {
-        let (handle, payload) = self.release(e.index);
+    fn expire(&mut self, e: BucketEntry<T>, out: &mut Vec<Expired<T>>) {
+        let handle = self.release(e.index);
         out.push(Expired {
             handle,
             deadline_ms: e.deadline_ms,
-            payload,
+            payload: e.payload,
         });
     }
 
@@ -608,8 +631,9 @@ impl<T> TimingWheel<T> {
         prefetch(self.slots.as_ptr().wrapping_add(index as usize));
     }
 
-    /// Chunk bookkeeping matches the slab: live counts, open chunks owned by
-    /// exactly one bucket, and the free chunks exactly the empty closed ones.
+    /// Chunk bookkeeping matches the slab: live bits exactly the slots of
+    /// the entries in buckets, open chunks owned by exactly one bucket, and
+    /// the free chunks exactly the empty closed ones.
     fn check_chunks(&self) {
         assert_eq!(self.slots.len(), self.chunks.len() * CHUNK as usize);
         let mut opened_by = vec![0usize; self.chunks.len()];
@@ -619,24 +643,26 @@ impl<T> TimingWheel<T> {
                 assert!(bucket.open_fill <= CHUNK, "open chunk overfilled");
             }
         }
+        let mut live = vec![0u64; self.chunks.len()];
+        for e in self.buckets.iter().flat_map(|b| &b.items) {
+            let (c, bit) = ((e.index / CHUNK) as usize, 1u64 << (e.index % CHUNK));
+            assert_eq!(live[c] & bit, 0, "slot {} in two entries", e.index);
+            live[c] |= bit;
+        }
         let mut free = vec![false; self.chunks.len()];
         for &c in &self.free_chunks {
             assert!(!free[c as usize], "chunk {c} freed twice");
             free[c as usize] = true;
         }
         for (c, chunk) in self.chunks.iter().enumerate() {
-            let slots = &self.slots[c * CHUNK as usize..(c + 1) * CHUNK as usize];
-            let live = slots.iter().filter(|s| s.bucket != NO_BUCKET).count();
-            assert_eq!(chunk.live as usize, live, "chunk {c} live count");
-            assert!(
-                slots
-                    .iter()
-                    .all(|s| (s.bucket != NO_BUCKET) == s.payload.is_some()),
-                "chunk {c}: payload without a bucket or the reverse"
-            );
+            assert_eq!(chunk.live, live[c], "chunk {c} live bits");
             assert_eq!(chunk.open, opened_by[c] == 1, "chunk {c} open flag");
             assert!(opened_by[c] <= 1, "chunk {c} opened by several buckets");
-            assert_eq!(free[c], !chunk.open && live == 0, "chunk {c} free list");
+            assert_eq!(
+                free[c],
+                !chunk.open && chunk.live == 0,
+                "chunk {c} free list"
+            );
         }
     }
 
@@ -667,7 +693,6 @@ impl<T> TimingWheel<T> {
                 let s = &self.slots[index as usize];
                 assert_eq!(s.bucket as usize, b, "slot {index} in wrong bucket");
                 assert_eq!(s.pos as usize, pos, "slot {index} has wrong position");
-                assert!(s.payload.is_some(), "bucket holds a free slot");
                 assert!(
                     e.deadline_ms.max(level.current_time_ms) < bucket.expiration_ms + level.tick_ms,
                     "slot {index} deadline beyond its bucket"

@@ -82,12 +82,17 @@ pub struct Expired<T> {
 /// payload travels in its bucket entry, so a level-0 flush reads one bucket
 /// vector in order and touches no slot (with 1M ops outstanding every slot
 /// access is a cache miss; expiry through the slots cost one per op).
+/// 16-byte aligned so no slot straddles two cache lines.
 #[derive(Debug, Clone, Copy)]
+#[repr(align(16))]
 struct Slot {
     /// Global bucket index (`level * WHEEL_SIZE + slot`).
     bucket: u32,
     /// Position inside the bucket's vector (for O(1) swap-remove).
     pos: u32,
+    /// Bumped each time the slot is handed out, so a handle to an earlier
+    /// op in this slot is stale.
+    generation: u32,
 }
 
 /// What a bucket stores per op: the deadline and payload travel with the
@@ -97,6 +102,9 @@ struct Slot {
 struct BucketEntry<T> {
     deadline_ms: i64,
     index: u32,
+    /// The slot's generation for this op (fills padding), so expiry can
+    /// build the op's handle without reading the slot.
+    generation: u32,
     payload: T,
 }
 
@@ -109,14 +117,16 @@ struct Bucket<T> {
     /// slots from (`NO_CHUNK`: none yet), and how many it has handed out.
     open_chunk: u32,
     open_fill: u32,
+    /// Expiration of the round the open chunk serves (a bucket emptied by
+    /// cancellation keeps filling it if ops for the same round come back).
+    open_round_ms: i64,
 }
 
-/// A run of `CHUNK` consecutive slab slots. A chunk hands out each slot
-/// once per use, so liveness is one bit per slot and the generation that
-/// makes stale handles detectable is per chunk, bumped when it is freed.
+/// A run of `CHUNK` consecutive slab slots. Liveness is one bit per slot
+/// here rather than in the slot, so freeing an op touches this small array
+/// (16 bytes per 64 ops) instead of the slab.
 #[derive(Debug, Clone, Copy, Default)]
 struct Chunk {
-    generation: u32,
     /// Bit `i` set iff slot `i` of this chunk holds a live op.
     live: u64,
     /// A bucket is handing out this chunk's slots.
@@ -248,6 +258,7 @@ impl<T> TimingWheel<T> {
                 items: Vec::new(),
                 open_chunk: NO_CHUNK,
                 open_fill: 0,
+                open_round_ms: -1,
             });
         }
     }
@@ -279,11 +290,14 @@ impl<T> TimingWheel<T> {
     pub fn insert(&mut self, deadline_ms: i64, payload: T) -> TimerHandle {
         let (b, expiration) = self.locate(deadline_ms);
         let index = self.alloc_slot(b, expiration);
-        let generation = self.chunks[(index / CHUNK) as usize].generation;
+        let slot = &mut self.slots[index as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        let generation = slot.generation;
         self.len += 1;
         let entry = BucketEntry {
             deadline_ms,
             index,
+            generation,
             payload,
         };
         self.add_to_bucket(b, entry, expiration);
@@ -297,13 +311,14 @@ impl<T> TimingWheel<T> {
         let bucket = &self.buckets[b as usize];
         if bucket.open_chunk == NO_CHUNK
             || bucket.open_fill == CHUNK
-            || bucket.expiration_ms != expiration_ms
+            || bucket.open_round_ms != expiration_ms
         {
             let old = bucket.open_chunk;
             let fresh = self.take_chunk();
             let bucket = &mut self.buckets[b as usize];
             bucket.open_chunk = fresh;
             bucket.open_fill = 0;
+            bucket.open_round_ms = expiration_ms;
             self.close_chunk(old);
         }
         let bucket = &mut self.buckets[b as usize];
@@ -336,6 +351,7 @@ impl<T> TimingWheel<T> {
                 self.slots.extend((0..CHUNK).map(|_| Slot {
                     bucket: NO_BUCKET,
                     pos: 0,
+                    generation: 0,
                 }));
                 c
             }
@@ -355,10 +371,8 @@ impl<T> TimingWheel<T> {
         }
     }
 
-    /// Makes empty, closed chunk `c` reusable; its handles go stale.
+    /// Makes empty, closed chunk `c` reusable.
     fn free_chunk(&mut self, c: u32) {
-        let chunk = &mut self.chunks[c as usize];
-        chunk.generation = chunk.generation.wrapping_add(1);
         self.free_chunks.push(c);
     }
 
@@ -422,7 +436,7 @@ impl<T> TimingWheel<T> {
 
     /// Takes live slot `index`'s entry out of its bucket in O(1).
     fn detach(&mut self, index: u32) -> BucketEntry<T> {
-        let Slot { bucket: b, pos } = self.slots[index as usize];
+        let Slot { bucket: b, pos, .. } = self.slots[index as usize];
         let (b, pos) = (b as usize, pos as usize);
         let items = &mut self.buckets[b].items;
         let removed = items.swap_remove(pos);
@@ -437,12 +451,11 @@ impl<T> TimingWheel<T> {
         removed
     }
 
-    /// Frees slot `index` (already out of its bucket) and returns the handle
-    /// it had. Touches only the chunk's bookkeeping, not the slot.
-    fn release(&mut self, index: u32) -> TimerHandle {
+    /// Frees slot `index` (already out of its bucket). Touches only the
+    /// chunk's bookkeeping, not the slot.
+    fn release(&mut self, index: u32) {
         let c = index / CHUNK;
         let chunk = &mut self.chunks[c as usize];
-        let handle = TimerHandle::new(index, chunk.generation);
         let bit = 1 << (index % CHUNK);
         debug_assert_ne!(chunk.live & bit, 0, "released a free slot");
         chunk.live &= !bit;
@@ -450,18 +463,31 @@ impl<T> TimingWheel<T> {
         if chunk.live == 0 && !chunk.open {
             self.free_chunk(c);
         }
-        handle
     }
 
     fn live_index(&self, handle: TimerHandle) -> Option<u32> {
         let index = u32::try_from(handle.index()).ok()?;
         let chunk = self.chunks.get((index / CHUNK) as usize)?;
-        (chunk.generation == handle.generation() && chunk.live & (1 << (index % CHUNK)) != 0)
-            .then_some(index)
+        (chunk.live & (1 << (index % CHUNK)) != 0
+            && self.slots[index as usize].generation == handle.generation())
+        .then_some(index)
+    }
+
+    /// Gives freed slot `index` back to the open chunk of `bucket` (the
+    /// bucket the op was in) when it is that chunk's last handed-out slot:
+    /// an op cancelled before anything else was inserted there (park, then
+    /// complete at once) leaves its slot to the next insert, still cached,
+    /// instead of using up the chunk. The slot's generation already makes
+    /// the old handle stale.
+    fn maybe_unallocate(&mut self, bucket: u32, index: u32) {
+        let b = &mut self.buckets[bucket as usize];
+        if b.open_chunk == index / CHUNK && b.open_fill == index % CHUNK + 1 {
+            b.open_fill -= 1;
+        }
     }
 
     fn entry(&self, index: u32) -> &BucketEntry<T> {
-        let Slot { bucket, pos } = self.slots[index as usize];
+        let Slot { bucket, pos, .. } = self.slots[index as usize];
         &self.buckets[bucket as usize].items[pos as usize]
     }
 
@@ -470,8 +496,10 @@ impl<T> TimingWheel<T> {
     /// exactly-once.
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
         let index = self.live_index(handle)?;
+        let bucket = self.slots[index as usize].bucket;
         let entry = self.detach(index);
         self.release(index);
+        self.maybe_unallocate(bucket, index);
         Some(entry.payload)
     }
 
@@ -482,7 +510,7 @@ impl<T> TimingWheel<T> {
 
     pub fn get_mut(&mut self, handle: TimerHandle) -> Option<&mut T> {
         let index = self.live_index(handle)?;
-        let Slot { bucket, pos } = self.slots[index as usize];
+        let Slot { bucket, pos, .. } = self.slots[index as usize];
         Some(&mut self.buckets[bucket as usize].items[pos as usize].payload)
     }
 
@@ -614,9 +642,9 @@ impl<T> TimingWheel<T> {
     }
 
     fn expire(&mut self, e: BucketEntry<T>, out: &mut Vec<Expired<T>>) {
-        let handle = self.release(e.index);
+        self.release(e.index);
         out.push(Expired {
-            handle,
+            handle: TimerHandle::new(e.index, e.generation),
             deadline_ms: e.deadline_ms,
             payload: e.payload,
         });
@@ -647,6 +675,11 @@ impl<T> TimingWheel<T> {
         for e in self.buckets.iter().flat_map(|b| &b.items) {
             let (c, bit) = ((e.index / CHUNK) as usize, 1u64 << (e.index % CHUNK));
             assert_eq!(live[c] & bit, 0, "slot {} in two entries", e.index);
+            assert_eq!(
+                self.slots[e.index as usize].generation, e.generation,
+                "slot {} generation",
+                e.index
+            );
             live[c] |= bit;
         }
         let mut free = vec![false; self.chunks.len()];
@@ -802,6 +835,69 @@ mod tests {
         assert!(d.index() == a.index() || d.index() == b.index() || d.index() == c.index());
         assert!(w.get(a).is_none() && w.get(b).is_none());
         assert_eq!(w.get(d), Some(&4));
+    }
+
+    #[test]
+    fn slot_reused_right_after_cancel_gets_a_new_generation() {
+        let mut w = TimingWheel::new(0);
+        let old = w.insert(10, 1u32);
+        assert_eq!(w.cancel(old), Some(1));
+        let new = w.insert(10, 2u32);
+        assert_eq!(
+            new.index(),
+            old.index(),
+            "cancelled last slot is handed out again"
+        );
+        assert_ne!(new, old);
+        assert_eq!(w.get(old), None);
+        assert_eq!(
+            w.cancel(old),
+            None,
+            "stale handle must not cancel the new op"
+        );
+        assert_eq!(w.get(new), Some(&2));
+        w.check_invariants();
+        assert_eq!(payloads(w.advance(10)), vec![2]);
+    }
+
+    #[test]
+    fn slab_stops_growing_once_ops_expire_or_are_cancelled() {
+        let mut w = TimingWheel::new(0);
+        let mut sizes = Vec::new();
+        for round in 0..6i64 {
+            let now = w.current_time_ms();
+            let mut handles = Vec::new();
+            for i in 0..20_000i64 {
+                handles.push(w.insert(now + 1 + (i * 7_919) % 3_000, i));
+            }
+            // Park-then-complete churn on top: every other op is cancelled.
+            for h in handles.iter().step_by(2) {
+                assert!(w.cancel(*h).is_some());
+            }
+            for i in 0..5_000i64 {
+                let h = w.insert(now + 1 + (i * 31) % 3_000, -i);
+                assert_eq!(w.cancel(h), Some(-i));
+            }
+            w.check_invariants();
+            let mut expired = 0;
+            while let Some(t) = w.next_deadline() {
+                expired += w.advance(t).len();
+            }
+            assert_eq!(expired, 10_000, "round {round}");
+            sizes.push(w.slots.len());
+        }
+        assert!(
+            sizes[1..].iter().all(|s| *s <= sizes[1]),
+            "slab kept growing: {sizes:?}"
+        );
+        assert!(
+            w.free_chunks.len()
+                == w.chunks.len()
+                    - w.buckets
+                        .iter()
+                        .filter(|b| b.open_chunk != NO_CHUNK)
+                        .count()
+        );
     }
 
     #[test]

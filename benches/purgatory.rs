@@ -26,7 +26,10 @@
 //!   `timing_wheel_in_executor` is the wheel as the driver runs it: real
 //!   clock, one glommio sleep per `next_deadline`, so it pays executor
 //!   wake-ups too (at most one per 1 ms tick, where one timer per op can
-//!   cost a wake-up per op).
+//!   cost a wake-up per op). Like a shard's, its wheel lives across samples
+//!   (as the standalone column's does), so its one-time growth to 1M slots
+//!   is not charged to the measured ops; glommio's executor and its timer
+//!   structures persist across samples the same way.
 //!
 //! Run short: `cargo bench --bench purgatory -- --warm-up-time 1 --measurement-time 3`
 

@@ -11,20 +11,24 @@
 //! `trailing_zeros` per level (a `BinaryHeap` of bucket expirations, tried
 //! first, cost a push and a pop per bucket round, i.e. per op when ops are
 //! sparse). Insert is O(1) and cancel is O(1) (swap-remove from the bucket's
-//! vector). Buckets hold `(deadline, slot index)` pairs, so a cascade scans
-//! one vector sequentially and reads no slot; the slot is only written (its
-//! new bucket and position). Vectors rather than intrusive linked lists:
-//! walking a list of slots scattered over a 1M-entry slab is a chain of
-//! dependent cache misses, while a vector's entries are independent loads.
+//! vector). Buckets hold `(deadline, slot index, generation, payload)`
+//! entries, so a cascade scans one vector sequentially and only writes each
+//! demoted op's slot (its new bucket and position), and expiry reads the
+//! bucket and touches no slot at all. Vectors rather than intrusive linked
+//! lists: walking a list of slots scattered over a 1M-entry slab is a chain
+//! of dependent cache misses, while a vector's entries are independent loads.
 //!
 //! When a higher-level bucket expires its entries are re-inserted relative to
 //! the advanced clock: they fall into a lower level (Kafka's "demotion") or,
 //! when their deadline has been reached, come out as expired.
 //!
-//! Operations live in a slab owned by the wheel; [`TimerHandle`]s are slab
-//! index + generation, so a stale handle (already expired or cancelled) is
-//! detected instead of touching a reused slot. Time is passed in (`now_ms`);
-//! nothing here reads a clock.
+//! Slots (bucket + position + generation, 16 bytes) live in a slab handed
+//! out in 64-slot chunks, one open chunk per bucket round, so the ops one
+//! flush touches sit together instead of one random line (and page) each of
+//! a 1M-op slab; liveness is a bit per slot in the chunk's bookkeeping.
+//! [`TimerHandle`]s are slot index + generation, so a stale handle (already
+//! expired or cancelled) is detected instead of touching a reused slot.
+//! Time is passed in (`now_ms`); nothing here reads a clock.
 
 /// Kafka's `TimingWheel` tick for the purgatory: 1 ms.
 pub const DEFAULT_TICK_MS: i64 = 1;
@@ -34,22 +38,24 @@ pub const WHEEL_SIZE: usize = 20;
 
 const NO_BUCKET: u32 = u32::MAX;
 const NO_CHUNK: u32 = u32::MAX;
-/// Slots per slab chunk (2 KiB for a `u64` payload). Ops inserted into the
-/// same bucket round take consecutive slots of that bucket's open chunk, so
-/// the ops a bucket flush touches sit together in the slab: inserting,
-/// demoting and expiring them walk a few dense runs instead of hitting one
-/// random cache line (and page) of a 1M-op slab each, which is what a single
-/// LIFO free list did (measured at 1M ops outstanding, see perf/RESULTS.md).
-/// The price is memory: a chunk is reused only once all its ops are gone, so
-/// a few long-lived ops can keep cancelled neighbours' slots allocated; all
-/// ops of a chunk went into one bucket round, so they leave within that
-/// bucket's span and the waste is bounded by what was inserted over it.
+/// Slots per slab chunk (1 KiB). Ops inserted into the same bucket round
+/// take consecutive slots of that bucket's open chunk, so inserting and
+/// demoting them writes a few dense runs instead of one random cache line
+/// (and page) of a 1M-op slab each, which is what a single LIFO free list
+/// did (measured at 1M ops outstanding, see perf/RESULTS.md). The price is
+/// memory: a chunk is reused only once all its ops are gone, so a live op
+/// keeps its cancelled neighbours' slots allocated; but all ops of a chunk
+/// went into one bucket round, so they have left by that round's end and
+/// the waste is bounded by what was inserted over one bucket span.
 const CHUNK: u32 = 64;
+/// Slots ahead of the fill point of an open chunk to prefetch (two lines).
 const SLOTS_AHEAD: u32 = 8;
+/// Entries ahead of a bucket vector's end to prefetch while pushing.
 const ITEMS_AHEAD: usize = 16;
-/// How many entries ahead the slab lines are prefetched: enough to cover a
-/// memory miss plus its page walk (well over 100 ns in a VM) at a few ns of
-/// work per entry (8 measured slower than 16 at 1M ops, 32 no better).
+/// How many bucket entries ahead a flush prefetches their chunk bookkeeping
+/// and (for demotions) their slots: enough to cover a memory miss plus its
+/// page walk (well over 100 ns in a VM) at a few ns of work per entry (8
+/// measured slower than 16 at 1M ops, 32 no better).
 const PREFETCH_AHEAD: usize = 16;
 
 /// Handle of an entry in the wheel: slab index (low 32 bits) + generation

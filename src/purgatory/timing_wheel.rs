@@ -11,20 +11,24 @@
 //! `trailing_zeros` per level (a `BinaryHeap` of bucket expirations, tried
 //! first, cost a push and a pop per bucket round, i.e. per op when ops are
 //! sparse). Insert is O(1) and cancel is O(1) (swap-remove from the bucket's
-//! vector). Buckets hold `(deadline, slot index)` pairs, so a cascade scans
-//! one vector sequentially and reads no slot; the slot is only written (its
-//! new bucket and position). Vectors rather than intrusive linked lists:
-//! walking a list of slots scattered over a 1M-entry slab is a chain of
-//! dependent cache misses, while a vector's entries are independent loads.
+//! vector). Buckets hold `(deadline, slot index, generation, payload)`
+//! entries, so a cascade scans one vector sequentially and only writes each
+//! demoted op's slot (its new bucket and position), and expiry reads the
+//! bucket and touches no slot at all. Vectors rather than intrusive linked
+//! lists: walking a list of slots scattered over a 1M-entry slab is a chain
+//! of dependent cache misses, while a vector's entries are independent loads.
 //!
 //! When a higher-level bucket expires its entries are re-inserted relative to
 //! the advanced clock: they fall into a lower level (Kafka's "demotion") or,
 //! when their deadline has been reached, come out as expired.
 //!
-//! Operations live in a slab owned by the wheel; [`TimerHandle`]s are slab
-//! index + generation, so a stale handle (already expired or cancelled) is
-//! detected instead of touching a reused slot. Time is passed in (`now_ms`);
-//! nothing here reads a clock.
+//! Slots (bucket + position + generation, 16 bytes) live in a slab handed
+//! out in 64-slot chunks, one open chunk per bucket round, so the ops one
+//! flush touches sit together instead of one random line (and page) each of
+//! a 1M-op slab; liveness is a bit per slot in the chunk's bookkeeping.
+//! [`TimerHandle`]s are slot index + generation, so a stale handle (already
+//! expired or cancelled) is detected instead of touching a reused slot.
+//! Time is passed in (`now_ms`); nothing here reads a clock.
 
 /// Kafka's `TimingWheel` tick for the purgatory: 1 ms.
 pub const DEFAULT_TICK_MS: i64 = 1;
@@ -33,6 +37,26 @@ pub const DEFAULT_TICK_MS: i64 = 1;
 pub const WHEEL_SIZE: usize = 20;
 
 const NO_BUCKET: u32 = u32::MAX;
+const NO_CHUNK: u32 = u32::MAX;
+/// Slots per slab chunk (1 KiB). Ops inserted into the same bucket round
+/// take consecutive slots of that bucket's open chunk, so inserting and
+/// demoting them writes a few dense runs instead of one random cache line
+/// (and page) of a 1M-op slab each, which is what a single LIFO free list
+/// did (measured at 1M ops outstanding, see perf/RESULTS.md). The price is
+/// memory: a chunk is reused only once all its ops are gone, so a live op
+/// keeps its cancelled neighbours' slots allocated; but all ops of a chunk
+/// went into one bucket round, so they have left by that round's end and
+/// the waste is bounded by what was inserted over one bucket span.
+const CHUNK: u32 = 64;
+/// Slots ahead of the fill point of an open chunk to prefetch (two lines).
+const SLOTS_AHEAD: u32 = 8;
+/// Entries ahead of a bucket vector's end to prefetch while pushing.
+const ITEMS_AHEAD: usize = 16;
+/// How many bucket entries ahead a flush prefetches their chunk bookkeeping
+/// and (for demotions) their slots: enough to cover a memory miss plus its
+/// page walk (well over 100 ns in a VM) at a few ns of work per entry (8
+/// measured slower than 16 at 1M ops, 32 no better).
+const PREFETCH_AHEAD: usize = 16;
 
 /// Handle of an entry in the wheel: slab index (low 32 bits) + generation
 /// (high 32 bits). Copyable and cheap to store in watch lists.
@@ -59,32 +83,60 @@ pub struct Expired<T> {
     pub payload: T,
 }
 
-/// Per-op bookkeeping, kept apart from the payloads so that moving ops
-/// between buckets touches 12 bytes per op, not the whole (possibly large)
-/// payload's cache lines.
+/// Where a live op's entry sits, for O(1) cancel and lookup. Written when
+/// the op is inserted or demoted, never read by expiry: an expiring op's
+/// payload travels in its bucket entry, so a level-0 flush reads one bucket
+/// vector in order and touches no slot (with 1M ops outstanding every slot
+/// access is a cache miss; expiry through the slots cost one per op).
+/// 16-byte aligned so no slot straddles two cache lines.
 #[derive(Debug, Clone, Copy)]
+#[repr(align(16))]
 struct Slot {
-    generation: u32,
-    /// Global bucket index (`level * WHEEL_SIZE + slot`), `NO_BUCKET` if free.
+    /// Global bucket index (`level * WHEEL_SIZE + slot`).
     bucket: u32,
     /// Position inside the bucket's vector (for O(1) swap-remove).
     pos: u32,
+    /// Bumped each time the slot is handed out, so a handle to an earlier
+    /// op in this slot is stale.
+    generation: u32,
 }
 
-/// What a bucket stores per op: the deadline travels with the index, so a
-/// cascade reads the bucket's vector sequentially and never loads the slot
-/// to decide where an op goes (only a store to update its position).
-#[derive(Debug, Clone, Copy)]
-struct BucketEntry {
+/// What a bucket stores per op: the deadline and payload travel with the
+/// slot index, so a cascade reads the bucket's vector sequentially and only
+/// writes each demoted op's slot (its new bucket and position).
+#[derive(Debug)]
+struct BucketEntry<T> {
     deadline_ms: i64,
     index: u32,
+    /// The slot's generation for this op (fills padding), so expiry can
+    /// build the op's handle without reading the slot.
+    generation: u32,
+    payload: T,
 }
 
-#[derive(Debug, Default)]
-struct Bucket {
+#[derive(Debug)]
+struct Bucket<T> {
     /// Expiration of the round this bucket currently holds; -1 when unused.
     expiration_ms: i64,
-    items: Vec<BucketEntry>,
+    items: Vec<BucketEntry<T>>,
+    /// Chunk that ops inserted into this bucket's current round take their
+    /// slots from (`NO_CHUNK`: none yet), and how many it has handed out.
+    open_chunk: u32,
+    open_fill: u32,
+    /// Expiration of the round the open chunk serves (a bucket emptied by
+    /// cancellation keeps filling it if ops for the same round come back).
+    open_round_ms: i64,
+}
+
+/// A run of `CHUNK` consecutive slab slots. Liveness is one bit per slot
+/// here rather than in the slot, so freeing an op touches this small array
+/// (16 bytes per 64 ops) instead of the slab.
+#[derive(Debug, Clone, Copy, Default)]
+struct Chunk {
+    /// Bit `i` set iff slot `i` of this chunk holds a live op.
+    live: u64,
+    /// A bucket is handing out this chunk's slots.
+    open: bool,
 }
 
 #[derive(Debug)]
@@ -170,13 +222,14 @@ pub struct TimingWheel<T> {
     tick_ms: i64,
     levels: Vec<Level>,
     /// `levels.len() * wheel_size` buckets, level-major.
-    buckets: Vec<Bucket>,
+    buckets: Vec<Bucket<T>>,
     slots: Vec<Slot>,
-    /// `payloads[i]` is `Some` iff slot `i` is live.
-    payloads: Vec<Option<T>>,
-    free: Vec<u32>,
+    /// Per-chunk bookkeeping: slab slots `c * CHUNK .. (c + 1) * CHUNK`.
+    chunks: Vec<Chunk>,
+    /// Chunks with no live slot that no bucket is filling: reusable.
+    free_chunks: Vec<u32>,
     /// Reused by cascades so flushing a bucket allocates nothing.
-    spare: Vec<BucketEntry>,
+    spare: Vec<BucketEntry<T>>,
     len: usize,
 }
 
@@ -194,8 +247,8 @@ impl<T> TimingWheel<T> {
             levels: Vec::new(),
             buckets: Vec::new(),
             slots: Vec::new(),
-            payloads: Vec::new(),
-            free: Vec::new(),
+            chunks: Vec::new(),
+            free_chunks: Vec::new(),
             spare: Vec::new(),
             len: 0,
         };
@@ -209,6 +262,9 @@ impl<T> TimingWheel<T> {
             self.buckets.push(Bucket {
                 expiration_ms: -1,
                 items: Vec::new(),
+                open_chunk: NO_CHUNK,
+                open_fill: 0,
+                open_round_ms: -1,
             });
         }
     }
@@ -238,32 +294,98 @@ impl<T> TimingWheel<T> {
     /// comes out of the next [`advance`](Self::advance), which keeps the API
     /// to one path.
     pub fn insert(&mut self, deadline_ms: i64, payload: T) -> TimerHandle {
-        let index = match self.free.pop() {
-            Some(i) => {
-                self.payloads[i as usize] = Some(payload);
-                i
-            }
-            None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    bucket: NO_BUCKET,
-                    pos: 0,
-                });
-                self.payloads.push(Some(payload));
-                (self.slots.len() - 1) as u32
-            }
-        };
-        let generation = self.slots[index as usize].generation;
+        let (b, expiration) = self.locate(deadline_ms);
+        let index = self.alloc_slot(b, expiration);
+        let slot = &mut self.slots[index as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        let generation = slot.generation;
         self.len += 1;
-        self.place(BucketEntry { deadline_ms, index });
+        let entry = BucketEntry {
+            deadline_ms,
+            index,
+            generation,
+            payload,
+        };
+        self.add_to_bucket(b, entry, expiration);
         TimerHandle::new(index, generation)
     }
 
-    /// Puts `entry` into the bucket its deadline belongs to, relative to the
-    /// current clocks, creating overflow levels on demand. Overdue deadlines
-    /// are clamped to the current tick.
-    fn place(&mut self, entry: BucketEntry) {
-        let deadline = entry.deadline_ms;
+    /// Hands out the next slot of bucket `b`'s open chunk for its round
+    /// expiring at `expiration_ms`, opening a fresh chunk when the bucket
+    /// starts a new round or its chunk is full.
+    fn alloc_slot(&mut self, b: u32, expiration_ms: i64) -> u32 {
+        let bucket = &self.buckets[b as usize];
+        if bucket.open_chunk == NO_CHUNK
+            || bucket.open_fill == CHUNK
+            || bucket.open_round_ms != expiration_ms
+        {
+            let old = bucket.open_chunk;
+            let fresh = self.take_chunk();
+            let bucket = &mut self.buckets[b as usize];
+            bucket.open_chunk = fresh;
+            bucket.open_fill = 0;
+            bucket.open_round_ms = expiration_ms;
+            self.close_chunk(old);
+        }
+        let bucket = &mut self.buckets[b as usize];
+        let c = bucket.open_chunk;
+        let index = c * CHUNK + bucket.open_fill;
+        let chunk = &mut self.chunks[c as usize];
+        debug_assert_eq!(
+            chunk.live & (1 << bucket.open_fill),
+            0,
+            "slot handed out twice"
+        );
+        chunk.live |= 1 << bucket.open_fill;
+        bucket.open_fill += 1;
+        // The chunk fills in order: request its lines a few inserts ahead.
+        self.prefetch_slot(index + SLOTS_AHEAD);
+        index
+    }
+
+    /// A chunk with no live slot, marked open: a freed one (most recently
+    /// freed first, likely still cached) or a new one at the slab's end.
+    fn take_chunk(&mut self) -> u32 {
+        let c = match self.free_chunks.pop() {
+            Some(c) => c,
+            None => {
+                let c = u32::try_from(self.chunks.len())
+                    .ok()
+                    .filter(|c| c.checked_mul(CHUNK).is_some_and(|i| i < NO_BUCKET))
+                    .expect("timing wheel slab exceeds u32 slot indices");
+                self.chunks.push(Chunk::default());
+                self.slots.extend((0..CHUNK).map(|_| Slot {
+                    bucket: NO_BUCKET,
+                    pos: 0,
+                    generation: 0,
+                }));
+                c
+            }
+        };
+        self.chunks[c as usize].open = true;
+        c
+    }
+
+    /// Stops handing out chunk `c` (`NO_CHUNK`: nothing to do); it becomes
+    /// reusable as soon as it holds no live op.
+    fn close_chunk(&mut self, c: u32) {
+        if let Some(chunk) = self.chunks.get_mut(c as usize) {
+            chunk.open = false;
+            if chunk.live == 0 {
+                self.free_chunk(c);
+            }
+        }
+    }
+
+    /// Makes empty, closed chunk `c` reusable.
+    fn free_chunk(&mut self, c: u32) {
+        self.free_chunks.push(c);
+    }
+
+    /// (global bucket index, bucket expiration) where `deadline` belongs,
+    /// relative to the current clocks, creating overflow levels on demand.
+    /// Overdue deadlines are clamped to the current tick.
+    fn locate(&mut self, deadline: i64) -> (u32, i64) {
         let mut level = 0;
         loop {
             let l = &self.levels[level];
@@ -281,8 +403,7 @@ impl<T> TimingWheel<T> {
                 let expiration = l
                     .current_time_ms
                     .saturating_add(q.saturating_mul(l.tick_ms));
-                self.add_to_bucket((level * WHEEL_SIZE + slot) as u32, entry, expiration);
-                return;
+                return ((level * WHEEL_SIZE + slot) as u32, expiration);
             }
             let (interval, start) = (l.interval_ms, l.current_time_ms);
             level += 1;
@@ -292,7 +413,13 @@ impl<T> TimingWheel<T> {
         }
     }
 
-    fn add_to_bucket(&mut self, b: u32, entry: BucketEntry, expiration_ms: i64) {
+    /// Re-inserts a demoted entry (its slot stays where it is).
+    fn place(&mut self, entry: BucketEntry<T>) {
+        let (b, expiration) = self.locate(entry.deadline_ms);
+        self.add_to_bucket(b, entry, expiration);
+    }
+
+    fn add_to_bucket(&mut self, b: u32, entry: BucketEntry<T>, expiration_ms: i64) {
         let bucket = &mut self.buckets[b as usize];
         if bucket.expiration_ms != expiration_ms {
             debug_assert!(bucket.items.is_empty(), "bucket reused before it expired");
@@ -304,10 +431,17 @@ impl<T> TimingWheel<T> {
         slot.bucket = b;
         slot.pos = bucket.items.len() as u32;
         bucket.items.push(entry);
+        // Buckets fill in order too: warm the line a few pushes ahead.
+        prefetch(
+            bucket
+                .items
+                .as_ptr()
+                .wrapping_add(bucket.items.len() + ITEMS_AHEAD),
+        );
     }
 
-    /// Detaches slot `index` from its bucket in O(1); returns its deadline.
-    fn detach(&mut self, index: u32) -> i64 {
+    /// Takes live slot `index`'s entry out of its bucket in O(1).
+    fn detach(&mut self, index: u32) -> BucketEntry<T> {
         let Slot { bucket: b, pos, .. } = self.slots[index as usize];
         let (b, pos) = (b as usize, pos as usize);
         let items = &mut self.buckets[b].items;
@@ -320,29 +454,47 @@ impl<T> TimingWheel<T> {
             self.buckets[b].expiration_ms = -1;
             self.levels[b / WHEEL_SIZE].occupied &= !(1 << (b % WHEEL_SIZE));
         }
-        self.slots[index as usize].bucket = NO_BUCKET;
-        removed.deadline_ms
+        removed
     }
 
-    /// Frees slot `index` (already out of its bucket): bumps its generation
-    /// so outstanding handles go stale, and returns the handle it had.
-    fn release(&mut self, index: u32) -> (TimerHandle, T) {
-        let slot = &mut self.slots[index as usize];
-        let handle = TimerHandle::new(index, slot.generation);
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.bucket = NO_BUCKET;
+    /// Frees slot `index` (already out of its bucket). Touches only the
+    /// chunk's bookkeeping, not the slot.
+    fn release(&mut self, index: u32) {
+        let c = index / CHUNK;
+        let chunk = &mut self.chunks[c as usize];
+        let bit = 1 << (index % CHUNK);
+        debug_assert_ne!(chunk.live & bit, 0, "released a free slot");
+        chunk.live &= !bit;
         self.len -= 1;
-        self.free.push(index);
-        let payload = self.payloads[index as usize]
-            .take()
-            .expect("live slot has a payload");
-        (handle, payload)
+        if chunk.live == 0 && !chunk.open {
+            self.free_chunk(c);
+        }
     }
 
     fn live_index(&self, handle: TimerHandle) -> Option<u32> {
-        let s = self.slots.get(handle.index())?;
-        (s.generation == handle.generation() && s.bucket != NO_BUCKET)
-            .then_some(handle.index() as u32)
+        let index = u32::try_from(handle.index()).ok()?;
+        let chunk = self.chunks.get((index / CHUNK) as usize)?;
+        (chunk.live & (1 << (index % CHUNK)) != 0
+            && self.slots[index as usize].generation == handle.generation())
+        .then_some(index)
+    }
+
+    /// Gives freed slot `index` back to the open chunk of `bucket` (the
+    /// bucket the op was in) when it is that chunk's last handed-out slot:
+    /// an op cancelled before anything else was inserted there (park, then
+    /// complete at once) leaves its slot to the next insert, still cached,
+    /// instead of using up the chunk. The slot's generation already makes
+    /// the old handle stale.
+    fn maybe_unallocate(&mut self, bucket: u32, index: u32) {
+        let b = &mut self.buckets[bucket as usize];
+        if b.open_chunk == index / CHUNK && b.open_fill == index % CHUNK + 1 {
+            b.open_fill -= 1;
+        }
+    }
+
+    fn entry(&self, index: u32) -> &BucketEntry<T> {
+        let Slot { bucket, pos, .. } = self.slots[index as usize];
+        &self.buckets[bucket as usize].items[pos as usize]
     }
 
     /// Removes an entry before it expires, in O(1). `None` if the handle is
@@ -350,18 +502,22 @@ impl<T> TimingWheel<T> {
     /// exactly-once.
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
         let index = self.live_index(handle)?;
-        self.detach(index);
-        Some(self.release(index).1)
+        let bucket = self.slots[index as usize].bucket;
+        let entry = self.detach(index);
+        self.release(index);
+        self.maybe_unallocate(bucket, index);
+        Some(entry.payload)
     }
 
     pub fn get(&self, handle: TimerHandle) -> Option<&T> {
         let index = self.live_index(handle)?;
-        self.payloads[index as usize].as_ref()
+        Some(&self.entry(index).payload)
     }
 
     pub fn get_mut(&mut self, handle: TimerHandle) -> Option<&mut T> {
         let index = self.live_index(handle)?;
-        self.payloads[index as usize].as_mut()
+        let Slot { bucket, pos, .. } = self.slots[index as usize];
+        Some(&mut self.buckets[bucket as usize].items[pos as usize].payload)
     }
 
     pub fn contains(&self, handle: TimerHandle) -> bool {
@@ -370,8 +526,7 @@ impl<T> TimingWheel<T> {
 
     pub fn deadline_ms(&self, handle: TimerHandle) -> Option<i64> {
         let index = self.live_index(handle)?;
-        let Slot { bucket, pos, .. } = self.slots[index as usize];
-        Some(self.buckets[bucket as usize].items[pos as usize].deadline_ms)
+        Some(self.entry(index).deadline_ms)
     }
 
     /// Expiration of the earliest non-empty bucket: the driver arms its one
@@ -454,35 +609,100 @@ impl<T> TimingWheel<T> {
             std::mem::take(&mut self.spare),
         );
         self.buckets[b as usize].expiration_ms = -1;
+        // The round is over: later inserts here belong to the next one.
+        let open = std::mem::replace(&mut self.buckets[b as usize].open_chunk, NO_CHUNK);
+        self.close_chunk(open);
         let level = b as usize / WHEEL_SIZE;
         self.levels[level].occupied &= !(1 << (b as usize % WHEEL_SIZE));
         out.reserve(items.len());
-        if level == 0 {
-            // A level-0 bucket is one tick: everything in it is due (its
-            // deadlines lie in [expiration, expiration + tick), or overdue).
-            for e in items.drain(..) {
-                self.expire(e, out);
-            }
+        // A level-0 bucket is one tick: everything in it is due (its
+        // deadlines lie in [expiration, expiration + tick), or overdue).
+        let due_before = if level == 0 {
+            i64::MAX
         } else {
-            let due_before = self.levels[0].current_time_ms + self.tick_ms;
-            for e in items.drain(..) {
-                if e.deadline_ms < due_before {
-                    self.expire(e, out);
-                } else {
-                    self.place(e);
+            self.levels[0].current_time_ms + self.tick_ms
+        };
+        let mut drain = items.drain(..);
+        while let Some(e) = drain.next() {
+            // The bucket is read in order but each entry's chunk bookkeeping
+            // (and, when demoted, its slot) is elsewhere: request those some
+            // entries ahead while this one is handled.
+            if let Some(ahead) = drain.as_slice().get(PREFETCH_AHEAD) {
+                prefetch(
+                    self.chunks
+                        .as_ptr()
+                        .wrapping_add((ahead.index / CHUNK) as usize),
+                );
+                if level > 0 {
+                    self.prefetch_slot(ahead.index);
                 }
             }
+            if e.deadline_ms < due_before {
+                self.expire(e, out);
+            } else {
+                self.place(e);
+            }
         }
+        drop(drain);
         self.spare = items;
     }
 
-    fn expire(&mut self, e: BucketEntry, out: &mut Vec<Expired<T>>) {
-        let (handle, payload) = self.release(e.index);
+    fn expire(&mut self, e: BucketEntry<T>, out: &mut Vec<Expired<T>>) {
+        self.release(e.index);
         out.push(Expired {
-            handle,
+            handle: TimerHandle::new(e.index, e.generation),
             deadline_ms: e.deadline_ms,
-            payload,
+            payload: e.payload,
         });
+    }
+
+    /// Hints the CPU to load slot `index`'s cache line. Only a hint: no
+    /// effect on behaviour, and a no-op off x86_64.
+    #[inline(always)]
+    fn prefetch_slot(&self, index: u32) {
+        // `wrapping_add` keeps the address computation defined even for an
+        // index past the end.
+        prefetch(self.slots.as_ptr().wrapping_add(index as usize));
+    }
+
+    /// Chunk bookkeeping matches the slab: live bits exactly the slots of
+    /// the entries in buckets, open chunks owned by exactly one bucket, and
+    /// the free chunks exactly the empty closed ones.
+    fn check_chunks(&self) {
+        assert_eq!(self.slots.len(), self.chunks.len() * CHUNK as usize);
+        let mut opened_by = vec![0usize; self.chunks.len()];
+        for bucket in &self.buckets {
+            if bucket.open_chunk != NO_CHUNK {
+                opened_by[bucket.open_chunk as usize] += 1;
+                assert!(bucket.open_fill <= CHUNK, "open chunk overfilled");
+            }
+        }
+        let mut live = vec![0u64; self.chunks.len()];
+        for e in self.buckets.iter().flat_map(|b| &b.items) {
+            let (c, bit) = ((e.index / CHUNK) as usize, 1u64 << (e.index % CHUNK));
+            assert_eq!(live[c] & bit, 0, "slot {} in two entries", e.index);
+            assert_eq!(
+                self.slots[e.index as usize].generation, e.generation,
+                "slot {} generation",
+                e.index
+            );
+            live[c] |= bit;
+        }
+        let mut free = vec![false; self.chunks.len()];
+        for &c in &self.free_chunks {
+            assert!(!free[c as usize], "chunk {c} freed twice");
+            free[c as usize] = true;
+        }
+        for (c, chunk) in self.chunks.iter().enumerate() {
+            assert_eq!(chunk.live, live[c], "chunk {c} live bits");
+            assert_eq!(chunk.open, opened_by[c] == 1, "chunk {c} open flag");
+            assert!(opened_by[c] <= 1, "chunk {c} opened by several buckets");
+            assert_eq!(
+                free[c],
+                !chunk.open && chunk.live == 0,
+                "chunk {c} free list"
+            );
+        }
     }
 
     /// Checks the wheel's structural invariants (tests and debug builds).
@@ -513,10 +733,6 @@ impl<T> TimingWheel<T> {
                 assert_eq!(s.bucket as usize, b, "slot {index} in wrong bucket");
                 assert_eq!(s.pos as usize, pos, "slot {index} has wrong position");
                 assert!(
-                    self.payloads[index as usize].is_some(),
-                    "bucket holds a free slot"
-                );
-                assert!(
                     e.deadline_ms.max(level.current_time_ms) < bucket.expiration_ms + level.tick_ms,
                     "slot {index} deadline beyond its bucket"
                 );
@@ -524,10 +740,25 @@ impl<T> TimingWheel<T> {
             }
         }
         assert_eq!(live, self.len, "len does not match bucket contents");
-        assert_eq!(self.len + self.free.len(), self.slots.len());
-        assert_eq!(self.slots.len(), self.payloads.len());
+        self.check_chunks();
         assert!(self.spare.is_empty(), "spare vector holds entries");
     }
+}
+
+/// Hints the CPU to load the cache line at `p`. Only a hint: no effect on
+/// behaviour, and a no-op off x86_64.
+#[inline(always)]
+fn prefetch<E>(p: *const E) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: `prefetcht0` needs SSE, part of the x86_64 baseline, and
+        // only hints the cache: it never faults or reads memory into the
+        // program, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(test)]
@@ -610,6 +841,69 @@ mod tests {
         assert!(d.index() == a.index() || d.index() == b.index() || d.index() == c.index());
         assert!(w.get(a).is_none() && w.get(b).is_none());
         assert_eq!(w.get(d), Some(&4));
+    }
+
+    #[test]
+    fn slot_reused_right_after_cancel_gets_a_new_generation() {
+        let mut w = TimingWheel::new(0);
+        let old = w.insert(10, 1u32);
+        assert_eq!(w.cancel(old), Some(1));
+        let new = w.insert(10, 2u32);
+        assert_eq!(
+            new.index(),
+            old.index(),
+            "cancelled last slot is handed out again"
+        );
+        assert_ne!(new, old);
+        assert_eq!(w.get(old), None);
+        assert_eq!(
+            w.cancel(old),
+            None,
+            "stale handle must not cancel the new op"
+        );
+        assert_eq!(w.get(new), Some(&2));
+        w.check_invariants();
+        assert_eq!(payloads(w.advance(10)), vec![2]);
+    }
+
+    #[test]
+    fn slab_stops_growing_once_ops_expire_or_are_cancelled() {
+        let mut w = TimingWheel::new(0);
+        let mut sizes = Vec::new();
+        for round in 0..6i64 {
+            let now = w.current_time_ms();
+            let mut handles = Vec::new();
+            for i in 0..20_000i64 {
+                handles.push(w.insert(now + 1 + (i * 7_919) % 3_000, i));
+            }
+            // Park-then-complete churn on top: every other op is cancelled.
+            for h in handles.iter().step_by(2) {
+                assert!(w.cancel(*h).is_some());
+            }
+            for i in 0..5_000i64 {
+                let h = w.insert(now + 1 + (i * 31) % 3_000, -i);
+                assert_eq!(w.cancel(h), Some(-i));
+            }
+            w.check_invariants();
+            let mut expired = 0;
+            while let Some(t) = w.next_deadline() {
+                expired += w.advance(t).len();
+            }
+            assert_eq!(expired, 10_000, "round {round}");
+            sizes.push(w.slots.len());
+        }
+        assert!(
+            sizes[1..].iter().all(|s| *s <= sizes[1]),
+            "slab kept growing: {sizes:?}"
+        );
+        assert!(
+            w.free_chunks.len()
+                == w.chunks.len()
+                    - w.buckets
+                        .iter()
+                        .filter(|b| b.open_chunk != NO_CHUNK)
+                        .count()
+        );
     }
 
     #[test]

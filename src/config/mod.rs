@@ -389,6 +389,12 @@ server_config! {
     shardlog_batch_cache_bytes: u64 = 64 << 20;
     /// `shardlog.flush.every.append`: fdatasync after every append (default false).
     shardlog_flush_every_append: bool = false;
+    /// `shardlog.write.buffer.bytes`: DMA write buffer of each active
+    /// segment (default 1 MiB). The batch cache holds slices of these
+    /// buffers; a batch that straddles two buffers is cached as a separate
+    /// copy, so buffers well above the producers' batch.size keep the cache
+    /// copy-free (each active partition holds up to three of them).
+    shardlog_write_buffer_bytes: u64 = 1 << 20;
     /// `shardlog.stall.detect.ms`: report (with a backtrace, on stderr) any
     /// task that keeps a data shard's executor busy this many ms past its
     /// time slice; 0 turns the detector off (default). A diagnostic for tail

@@ -184,8 +184,15 @@ pub struct OffsetAnswer {
     pub leader_epoch: i32,
 }
 
+/// `shardlog.write.buffer.bytes`, kept between one page and 64 MiB.
+fn write_buffer_bytes(configured: u64) -> usize {
+    usize::try_from(configured)
+        .unwrap_or(1 << 20)
+        .clamp(4096, 64 << 20)
+}
+
 /// The storage layer's view of a topic's config.
-pub fn log_config(topic: &TopicConfig) -> LogConfig {
+pub fn log_config(topic: &TopicConfig, buffer_bytes: u64) -> LogConfig {
     LogConfig {
         segment_bytes: topic.segment_bytes.max(1) as u64,
         segment_ms: topic.segment_ms,
@@ -202,6 +209,7 @@ pub fn log_config(topic: &TopicConfig) -> LogConfig {
         // shardlog.flush.every.append is group-committed by the partition
         // (Partition::sync_through), not flushed by the log per append.
         flush_every_append: false,
+        write_buffer_bytes: write_buffer_bytes(buffer_bytes),
         ..LogConfig::default()
     }
 }
@@ -783,6 +791,10 @@ impl PartitionRegistry {
         server: std::sync::Arc<ServerConfig>,
     ) -> Self {
         let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
+        // The cache holds slices of the appenders' write buffers: reserve
+        // (and pre-fault) as many as it can hold.
+        let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
+        crate::storage::buffer_pool::reserve(budget / buffer, buffer);
         Self {
             shard,
             n_shards,
@@ -877,7 +889,7 @@ impl PartitionRegistry {
             &self.log_dir,
             tp,
             Some(topic_id),
-            log_config(&config),
+            log_config(&config, self.server.shardlog_write_buffer_bytes),
             self.cache.clone(),
         )
         .await?;

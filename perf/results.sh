@@ -456,8 +456,10 @@ P3 latencies are from the intended send time on the fixed-rate schedule
 (coordinated omission corrected); from the actual send, p99.9 was
 $(cell p3_sent_p999_0 µs) (linger 0) and $(cell p3_sent_p999_5 µs) (linger $LINGER).
 P3's rate is half of P1's loadgen rate. P4: each consumer reads the topic
-its own P1 run produced, from the earliest offset (cold: segments are written
-with O_DIRECT); client CPU per record: loadgen $(cell p4_lg_cpu µs),
+its own P1 run produced, from the earliest offset, right after P1: what is
+still in the batch cache is sent from memory (sendmsg), the rest is cold
+(segments are written with O_DIRECT, so not in the page cache; sendfile
+reads it from disk); client CPU per record: loadgen $(cell p4_lg_cpu µs),
 rdkafka_performance $(cell p4_rdk_cpu µs). The copy figure counts every fetch
 the broker served in this run (only P4 consumed). Broker exit status after SIGTERM:
 $([ -n "$BROKER_EXITS" ] && echo "${BROKER_EXITS%; }" || echo "no broker started").

@@ -672,26 +672,8 @@ mod tests {
 
     #[test]
     fn split_batches_drops_trailing_partial_batch() {
-        use kafka_protocol::records::{
-            Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-        };
-        let rec = |offset: i64| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset,
-            // The encoder keeps records in one batch while offset - sequence
-            // stays constant.
-            sequence: offset as i32,
-            timestamp: 0,
-            key: None,
-            value: Some(Bytes::from(payload(0, offset as u64))),
-            headers: Default::default(),
-        };
+        use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions};
+        let rec = |offset: i64| test_record(offset, None, Bytes::from(payload(0, offset as u64)));
         let opts = RecordEncodeOptions {
             version: 2,
             compression: Compression::None,
@@ -712,10 +694,34 @@ mod tests {
         assert_eq!(batch_bounds(&[0u8; 10]), None);
     }
 
+    /// A plain record at `offset` (sequence = offset: the encoder keeps
+    /// records in one batch while offset - sequence stays constant).
+    fn test_record(
+        offset: i64,
+        key: Option<Bytes>,
+        value: Bytes,
+    ) -> kafka_protocol::records::Record {
+        kafka_protocol::records::Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: kafka_protocol::records::TimestampType::Creation,
+            offset,
+            sequence: offset as i32,
+            timestamp: 0,
+            key,
+            value: Some(value),
+            headers: Default::default(),
+        }
+    }
+
     /// Uncompressed batches of `values`, the first at `base`, one batch per slice.
     fn encoded_batches(base: i64, batches: &[&[usize]], compression: bool) -> Vec<u8> {
         use kafka_protocol::records::{
-            Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+            Compression, Record, RecordBatchEncoder, RecordEncodeOptions,
         };
         let mut buf = bytes::BytesMut::new();
         let mut offset = base;
@@ -724,21 +730,11 @@ mod tests {
                 .iter()
                 .map(|&size| {
                     offset += 1;
-                    Record {
-                        transactional: false,
-                        control: false,
-                        delete_horizon: false,
-                        partition_leader_epoch: 0,
-                        producer_id: -1,
-                        producer_epoch: -1,
-                        timestamp_type: TimestampType::Creation,
-                        offset: offset - 1,
-                        sequence: (offset - 1) as i32,
-                        timestamp: 0,
-                        key: Some(Bytes::from_static(b"key")),
-                        value: Some(Bytes::from(vec![7u8; size])),
-                        headers: Default::default(),
-                    }
+                    test_record(
+                        offset - 1,
+                        Some(Bytes::from_static(b"key")),
+                        Bytes::from(vec![7u8; size]),
+                    )
                 })
                 .collect();
             let opts = RecordEncodeOptions {

@@ -23,21 +23,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::BytesMut;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, RequestHeader, TopicName};
+use kafka_protocol::messages::{ApiKey, FetchRequest, RequestHeader};
 use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
 use serde::Serialize;
 
 use super::args::LoadgenArgs;
 use super::client::{self, SyncClient, FETCH_VERSIONS, MAX_FRAME_BYTES};
-use super::consumer::{
-    self, scan_batches, split_batches, FETCH_MAX_BYTES, MAX_PARTITION_FETCH_BYTES,
-};
+use super::consumer::{self, scan_batches, split_batches};
 
-/// `fetch.max.wait.ms` for the long poll when a partition is at its end
-/// (never reached before the targets in a consume-only run).
-const FETCH_MAX_WAIT_MS: i32 = 100;
 /// ListOffsets timestamps: earliest and latest (KIP-79 sentinels).
 const EARLIEST: i64 = -2;
 const LATEST: i64 = -1;
@@ -455,33 +449,7 @@ impl FetchConn {
 
 /// A full Fetch (no session: id 0, epoch -1) for `slots` at their positions.
 fn fetch_request<'a>(slots: impl Iterator<Item = &'a Slot>) -> FetchRequest {
-    let mut topics: Vec<FetchTopic> = Vec::new();
-    for s in slots {
-        let mut fp = FetchPartition::default();
-        fp.partition = s.partition;
-        fp.current_leader_epoch = -1;
-        fp.fetch_offset = s.position;
-        fp.log_start_offset = -1;
-        fp.partition_max_bytes = MAX_PARTITION_FETCH_BYTES;
-        match topics.iter_mut().find(|t| t.topic.0.as_str() == s.topic) {
-            Some(t) => t.partitions.push(fp),
-            None => {
-                let mut t = FetchTopic::default();
-                t.topic = TopicName(StrBytes::from_string(s.topic.clone()));
-                t.partitions.push(fp);
-                topics.push(t);
-            }
-        }
-    }
-    let mut req = FetchRequest::default();
-    req.replica_id = BrokerId(-1);
-    req.max_wait_ms = FETCH_MAX_WAIT_MS;
-    req.min_bytes = 1;
-    req.max_bytes = FETCH_MAX_BYTES;
-    req.session_id = 0;
-    req.session_epoch = -1;
-    req.topics = topics;
-    req
+    super::consumer::full_fetch_request(slots.map(|s| (s.topic.as_str(), s.partition, s.position)))
 }
 
 /// `--verify-records`: decodes every record and checks that the decoded

@@ -184,20 +184,28 @@ pub fn run_consumer(plan: ConsumerPlan, live: Arc<LiveStats>) -> ConsumerOutcome
 }
 
 fn fetch_request(plan: &ConsumerPlan, slots: &[usize], v: &Verifier) -> FetchRequest {
-    let mut by_topic: Vec<FetchTopic> = Vec::new();
-    for &slot in slots {
+    full_fetch_request(slots.iter().map(|&slot| {
         let p = &plan.partitions[slot];
+        (p.topic.as_str(), p.partition, v.position(slot))
+    }))
+}
+
+/// A read_uncommitted Fetch of `(topic, partition, fetch offset)`s with no
+/// fetch session (id 0, epoch -1 = FINAL_EPOCH: a full fetch, KIP-227).
+pub fn full_fetch_request<'a>(parts: impl Iterator<Item = (&'a str, i32, i64)>) -> FetchRequest {
+    let mut by_topic: Vec<FetchTopic> = Vec::new();
+    for (topic, partition, offset) in parts {
         let mut fp = FetchPartition::default();
-        fp.partition = p.partition;
+        fp.partition = partition;
         fp.current_leader_epoch = -1;
-        fp.fetch_offset = v.position(slot);
+        fp.fetch_offset = offset;
         fp.log_start_offset = -1;
         fp.partition_max_bytes = MAX_PARTITION_FETCH_BYTES;
-        match by_topic.iter_mut().find(|t| t.topic.0.as_str() == p.topic) {
+        match by_topic.iter_mut().find(|t| t.topic.0.as_str() == topic) {
             Some(t) => t.partitions.push(fp),
             None => {
                 let mut t = FetchTopic::default();
-                t.topic = TopicName(StrBytes::from_string(p.topic.clone()));
+                t.topic = TopicName(StrBytes::from_string(topic.to_owned()));
                 t.partitions.push(fp);
                 by_topic.push(t);
             }
@@ -209,7 +217,6 @@ fn fetch_request(plan: &ConsumerPlan, slots: &[usize], v: &Verifier) -> FetchReq
     req.min_bytes = 1;
     req.max_bytes = FETCH_MAX_BYTES;
     req.isolation_level = 0;
-    // No fetch session: id 0 with epoch -1 (FINAL_EPOCH) is a full fetch.
     req.session_id = 0;
     req.session_epoch = -1;
     req.topics = by_topic;

@@ -319,6 +319,7 @@ impl<T> TimingWheel<T> {
     /// caller runs the task): it is placed in the current tick's bucket and
     /// comes out of the next [`advance`](Self::advance), which keeps the API
     /// to one path.
+    #[inline]
     pub fn insert(&mut self, deadline_ms: i64, payload: T) -> TimerHandle {
         let (b, expiration) = self.locate(deadline_ms);
         let bucket = &self.buckets[b as usize];
@@ -328,7 +329,16 @@ impl<T> TimingWheel<T> {
         if bucket.open_fill >= CHUNK || bucket.open_round_ms != expiration {
             self.open_fresh_chunk(b, expiration);
         }
-        let bucket = &mut self.buckets[b as usize];
+        // Disjoint borrows, so the compiler need not reload (and re-check)
+        // the bucket after writing the slot.
+        let Self {
+            buckets,
+            slots,
+            levels,
+            len,
+            ..
+        } = self;
+        let bucket = &mut buckets[b as usize];
         let (c, fill) = (bucket.open_chunk, bucket.open_fill);
         debug_assert_eq!(bucket.open_live & (1 << fill), 0, "slot handed out twice");
         bucket.open_fill = fill + 1;
@@ -338,18 +348,17 @@ impl<T> TimingWheel<T> {
             debug_assert!(bucket.items.is_empty(), "bucket reused before it expired");
             bucket.expiration_ms = expiration;
             let (level, slot) = (b as usize / WHEEL_SIZE, b as usize % WHEEL_SIZE);
-            self.levels[level].occupied |= 1 << slot;
+            levels[level].occupied |= 1 << slot;
         }
-        let pos = bucket.items.len() as u32;
-        let slot = &mut self.slots[index as usize];
+        let items = &mut bucket.items;
+        let slot = &mut slots[index as usize];
         let generation = slot.generation.wrapping_add(1);
         *slot = Slot {
             bucket: b,
-            pos,
+            pos: items.len() as u32,
             generation,
         };
-        self.len += 1;
-        let items = &mut self.buckets[b as usize].items;
+        *len += 1;
         items.push(BucketEntry {
             deadline_ms,
             index,
@@ -359,7 +368,7 @@ impl<T> TimingWheel<T> {
         // The chunk and the bucket vector fill in order: request their
         // lines a few inserts ahead.
         prefetch(items.as_ptr().wrapping_add(items.len() + ITEMS_AHEAD));
-        self.prefetch_slot(index + SLOTS_AHEAD);
+        prefetch(slots.as_ptr().wrapping_add((index + SLOTS_AHEAD) as usize));
         TimerHandle::new(index, generation)
     }
 
@@ -440,9 +449,9 @@ impl<T> TimingWheel<T> {
                 if slot >= WHEEL_SIZE {
                     slot -= WHEEL_SIZE;
                 }
-                let expiration = l
-                    .current_time_ms
-                    .saturating_add(q.saturating_mul(l.tick_ms));
+                // No overflow: `q * tick <= rel`, and `current + rel` is
+                // the deadline (or `rel` saturated because `current < 0`).
+                let expiration = l.current_time_ms + q * l.tick_ms;
                 return ((level * WHEEL_SIZE + slot) as u32, expiration);
             }
             level += 1;
@@ -535,6 +544,7 @@ impl<T> TimingWheel<T> {
     /// Removes an entry before it expires, in O(1). `None` if the handle is
     /// stale (already expired or cancelled): this is what makes completion
     /// exactly-once.
+    #[inline]
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
         let index = self.live_index(handle)?;
         let Slot { bucket: b, pos, .. } = self.slots[index as usize];

@@ -25,9 +25,12 @@
 //! Slots (bucket + position + generation, 16 bytes) live in a slab handed
 //! out in 64-slot chunks, one open chunk per bucket round, so the ops one
 //! flush touches sit together instead of one random line (and page) each of
-//! a 1M-op slab; liveness is a bit per slot in the chunk's bookkeeping.
+//! a 1M-op slab. Liveness is a bit per slot, kept in the bucket while it
+//! fills the chunk and in the chunk's bookkeeping once closed, so park and
+//! cancel touch only the bucket, the slot and the entry.
 //! [`TimerHandle`]s are slot index + generation, so a stale handle (already
-//! expired or cancelled) is detected instead of touching a reused slot.
+//! expired or cancelled) is detected instead of touching a reused slot: the
+//! entry the slot points at must name that slot and generation.
 //! Time is passed in (`now_ms`); nothing here reads a clock.
 
 /// Kafka's `TimingWheel` tick for the purgatory: 1 ms.
@@ -955,6 +958,36 @@ mod tests {
         assert_eq!(w.get(new), Some(&2));
         w.check_invariants();
         assert_eq!(payloads(w.advance(10)), vec![2]);
+    }
+
+    #[test]
+    fn cancel_in_an_open_chunk_frees_only_the_last_slot_for_reuse() {
+        let mut w = TimingWheel::new(0);
+        let a = w.insert(10, 1u32);
+        let b = w.insert(10, 2u32);
+        // `a` is not the chunk's last handed-out slot: cancelling it must
+        // not rewind the fill point onto `b`'s slot.
+        assert_eq!(w.cancel(a), Some(1));
+        let c = w.insert(10, 3u32);
+        assert_ne!(
+            c.index(),
+            a.index(),
+            "a middle slot is not handed out again"
+        );
+        assert_ne!(c.index(), b.index());
+        assert_eq!((w.get(a), w.get(b), w.get(c)), (None, Some(&2), Some(&3)));
+        w.check_invariants();
+        // Expiry after the chunk closes goes through its bookkeeping; the
+        // handles of expired ops stay stale though their slots are unused.
+        assert_eq!(payloads(w.advance(10)), vec![2, 3]);
+        assert!(!w.contains(b) && !w.contains(c));
+        assert_eq!(w.cancel(b), None);
+        w.check_invariants();
+        assert_eq!(
+            w.free_chunks.len(),
+            w.chunks.len(),
+            "emptied chunk reusable"
+        );
     }
 
     #[test]

@@ -25,9 +25,12 @@
 //! Slots (bucket + position + generation, 16 bytes) live in a slab handed
 //! out in 64-slot chunks, one open chunk per bucket round, so the ops one
 //! flush touches sit together instead of one random line (and page) each of
-//! a 1M-op slab; liveness is a bit per slot in the chunk's bookkeeping.
+//! a 1M-op slab. Liveness is a bit per slot, kept in the bucket while it
+//! fills the chunk and in the chunk's bookkeeping once closed, so park and
+//! cancel touch only the bucket, the slot and the entry.
 //! [`TimerHandle`]s are slot index + generation, so a stale handle (already
-//! expired or cancelled) is detected instead of touching a reused slot.
+//! expired or cancelled) is detected instead of touching a reused slot: the
+//! entry the slot points at must name that slot and generation.
 //! Time is passed in (`now_ms`); nothing here reads a clock.
 
 /// Kafka's `TimingWheel` tick for the purgatory: 1 ms.
@@ -120,20 +123,29 @@ struct Bucket<T> {
     expiration_ms: i64,
     items: Vec<BucketEntry<T>>,
     /// Chunk that ops inserted into this bucket's current round take their
-    /// slots from (`NO_CHUNK`: none yet), and how many it has handed out.
+    /// slots from (`NO_CHUNK`: none yet), and how many it has handed out
+    /// (`CHUNK` when there is none, so one compare covers both).
     open_chunk: u32,
     open_fill: u32,
+    /// Live bits of the open chunk. They live here, next to `open_fill`,
+    /// while the chunk is open (all its live ops are in this bucket's
+    /// round, so only this bucket's inserts and cancels change them) and
+    /// move to the chunk's bookkeeping when it closes: park and cancel touch
+    /// no chunk bookkeeping.
+    open_live: u64,
     /// Expiration of the round the open chunk serves (a bucket emptied by
     /// cancellation keeps filling it if ops for the same round come back).
     open_round_ms: i64,
 }
 
-/// A run of `CHUNK` consecutive slab slots. Liveness is one bit per slot
-/// here rather than in the slot, so freeing an op touches this small array
-/// (16 bytes per 64 ops) instead of the slab.
+/// A run of `CHUNK` consecutive slab slots. Liveness of a closed chunk's
+/// slots is one bit per slot here rather than in the slot, so an op
+/// expiring touches this small array (16 bytes per 64 ops) instead of the
+/// slab.
 #[derive(Debug, Clone, Copy, Default)]
 struct Chunk {
-    /// Bit `i` set iff slot `i` of this chunk holds a live op.
+    /// Bit `i` set iff slot `i` of this (closed) chunk holds a live op;
+    /// 0 while open (the opening bucket's `open_live` has the bits).
     live: u64,
     /// A bucket is handing out this chunk's slots.
     open: bool,
@@ -144,6 +156,11 @@ struct Level {
     tick_ms: i64,
     interval_ms: i64,
     current_time_ms: i64,
+    /// Last deadline this level's window holds: `current_time_ms +
+    /// interval_ms - 1`, saturated (`i64::MAX` once the interval saturates,
+    /// the level that holds everything), so locating an op's level is one
+    /// compare per level.
+    last_ms: i64,
     /// `current_time_ms / tick_ms` and that modulo `WHEEL_SIZE`, kept so the
     /// hot paths need no division.
     current_id: i64,
@@ -162,10 +179,12 @@ struct Level {
 impl Level {
     fn new(tick_ms: i64, start_ms: i64) -> Self {
         let current_id = start_ms.div_euclid(tick_ms);
+        let interval_ms = tick_ms.saturating_mul(WHEEL_SIZE as i64);
         Self {
             tick_ms,
-            interval_ms: tick_ms.saturating_mul(WHEEL_SIZE as i64),
+            interval_ms,
             current_time_ms: current_id * tick_ms,
+            last_ms: Self::last_of(current_id * tick_ms, interval_ms),
             current_id,
             current_slot: current_id.rem_euclid(WHEEL_SIZE as i64) as u32,
             magic: if tick_ms > 1 && tick_ms < 1 << 32 {
@@ -175,6 +194,14 @@ impl Level {
             },
             inv_tick: 1.0 / tick_ms as f64,
             occupied: 0,
+        }
+    }
+
+    fn last_of(current_time_ms: i64, interval_ms: i64) -> i64 {
+        if interval_ms == i64::MAX {
+            i64::MAX
+        } else {
+            current_time_ms.saturating_add(interval_ms - 1)
         }
     }
 
@@ -212,6 +239,7 @@ impl Level {
         };
         self.current_id = id;
         self.current_time_ms = id * self.tick_ms;
+        self.last_ms = Self::last_of(self.current_time_ms, self.interval_ms);
         self.current_slot = id.rem_euclid(WHEEL_SIZE as i64) as u32;
     }
 }
@@ -263,7 +291,8 @@ impl<T> TimingWheel<T> {
                 expiration_ms: -1,
                 items: Vec::new(),
                 open_chunk: NO_CHUNK,
-                open_fill: 0,
+                open_fill: CHUNK,
+                open_live: 0,
                 open_round_ms: -1,
             });
         }
@@ -293,54 +322,70 @@ impl<T> TimingWheel<T> {
     /// caller runs the task): it is placed in the current tick's bucket and
     /// comes out of the next [`advance`](Self::advance), which keeps the API
     /// to one path.
+    #[inline]
     pub fn insert(&mut self, deadline_ms: i64, payload: T) -> TimerHandle {
         let (b, expiration) = self.locate(deadline_ms);
-        let index = self.alloc_slot(b, expiration);
-        let slot = &mut self.slots[index as usize];
-        slot.generation = slot.generation.wrapping_add(1);
-        let generation = slot.generation;
-        self.len += 1;
-        let entry = BucketEntry {
+        let bucket = &self.buckets[b as usize];
+        // `open_fill == CHUNK` also stands for "no open chunk", so the
+        // common case (the bucket's chunk serves this round and has room)
+        // is two compares.
+        if bucket.open_fill >= CHUNK || bucket.open_round_ms != expiration {
+            self.open_fresh_chunk(b, expiration);
+        }
+        // Disjoint borrows, so the compiler need not reload (and re-check)
+        // the bucket after writing the slot.
+        let Self {
+            buckets,
+            slots,
+            levels,
+            len,
+            ..
+        } = self;
+        let bucket = &mut buckets[b as usize];
+        let (c, fill) = (bucket.open_chunk, bucket.open_fill);
+        debug_assert_eq!(bucket.open_live & (1 << fill), 0, "slot handed out twice");
+        bucket.open_fill = fill + 1;
+        bucket.open_live |= 1 << fill;
+        let index = c * CHUNK + fill;
+        if bucket.expiration_ms != expiration {
+            debug_assert!(bucket.items.is_empty(), "bucket reused before it expired");
+            bucket.expiration_ms = expiration;
+            let (level, slot) = (b as usize / WHEEL_SIZE, b as usize % WHEEL_SIZE);
+            levels[level].occupied |= 1 << slot;
+        }
+        let items = &mut bucket.items;
+        let slot = &mut slots[index as usize];
+        let generation = slot.generation.wrapping_add(1);
+        *slot = Slot {
+            bucket: b,
+            pos: items.len() as u32,
+            generation,
+        };
+        *len += 1;
+        items.push(BucketEntry {
             deadline_ms,
             index,
             generation,
             payload,
-        };
-        self.add_to_bucket(b, entry, expiration);
+        });
+        // The chunk and the bucket vector fill in order: request their
+        // lines a few inserts ahead.
+        prefetch(items.as_ptr().wrapping_add(items.len() + ITEMS_AHEAD));
+        prefetch(slots.as_ptr().wrapping_add((index + SLOTS_AHEAD) as usize));
         TimerHandle::new(index, generation)
     }
 
-    /// Hands out the next slot of bucket `b`'s open chunk for its round
-    /// expiring at `expiration_ms`, opening a fresh chunk when the bucket
-    /// starts a new round or its chunk is full.
-    fn alloc_slot(&mut self, b: u32, expiration_ms: i64) -> u32 {
-        let bucket = &self.buckets[b as usize];
-        if bucket.open_chunk == NO_CHUNK
-            || bucket.open_fill == CHUNK
-            || bucket.open_round_ms != expiration_ms
-        {
-            let old = bucket.open_chunk;
-            let fresh = self.take_chunk();
-            let bucket = &mut self.buckets[b as usize];
-            bucket.open_chunk = fresh;
-            bucket.open_fill = 0;
-            bucket.open_round_ms = expiration_ms;
-            self.close_chunk(old);
-        }
+    /// Gives bucket `b` a fresh open chunk for its round expiring at
+    /// `expiration_ms` (it starts a new round, or its chunk is full).
+    #[cold]
+    #[inline(never)]
+    fn open_fresh_chunk(&mut self, b: u32, expiration_ms: i64) {
+        self.close_open_chunk(b);
+        let fresh = self.take_chunk();
         let bucket = &mut self.buckets[b as usize];
-        let c = bucket.open_chunk;
-        let index = c * CHUNK + bucket.open_fill;
-        let chunk = &mut self.chunks[c as usize];
-        debug_assert_eq!(
-            chunk.live & (1 << bucket.open_fill),
-            0,
-            "slot handed out twice"
-        );
-        chunk.live |= 1 << bucket.open_fill;
-        bucket.open_fill += 1;
-        // The chunk fills in order: request its lines a few inserts ahead.
-        self.prefetch_slot(index + SLOTS_AHEAD);
-        index
+        bucket.open_chunk = fresh;
+        bucket.open_fill = 0;
+        bucket.open_round_ms = expiration_ms;
     }
 
     /// A chunk with no live slot, marked open: a freed one (most recently
@@ -366,12 +411,18 @@ impl<T> TimingWheel<T> {
         c
     }
 
-    /// Stops handing out chunk `c` (`NO_CHUNK`: nothing to do); it becomes
-    /// reusable as soon as it holds no live op.
-    fn close_chunk(&mut self, c: u32) {
+    /// Bucket `b` stops handing out its open chunk (if any): the chunk's
+    /// live bits move to its bookkeeping, and it becomes reusable as soon
+    /// as it holds no live op.
+    fn close_open_chunk(&mut self, b: u32) {
+        let bucket = &mut self.buckets[b as usize];
+        let c = std::mem::replace(&mut bucket.open_chunk, NO_CHUNK);
+        let live = std::mem::take(&mut bucket.open_live);
+        bucket.open_fill = CHUNK;
         if let Some(chunk) = self.chunks.get_mut(c as usize) {
             chunk.open = false;
-            if chunk.live == 0 {
+            chunk.live = live;
+            if live == 0 {
                 self.free_chunk(c);
             }
         }
@@ -385,31 +436,45 @@ impl<T> TimingWheel<T> {
     /// (global bucket index, bucket expiration) where `deadline` belongs,
     /// relative to the current clocks, creating overflow levels on demand.
     /// Overdue deadlines are clamped to the current tick.
+    #[inline(always)]
     fn locate(&mut self, deadline: i64) -> (u32, i64) {
         let mut level = 0;
         loop {
-            let l = &self.levels[level];
-            let rel = deadline.saturating_sub(l.current_time_ms);
-            // A saturated interval covers every remaining deadline (i64::MAX
-            // timeouts must not grow levels forever).
-            if rel < l.interval_ms || l.interval_ms == i64::MAX {
+            let Some(l) = self.levels.get(level) else {
+                return self.locate_growing(deadline);
+            };
+            if deadline <= l.last_ms {
                 // Overdue entries (rel < 0) are clamped to the current tick
                 // so they land in the bucket that expires first.
-                let q = l.ticks_in(rel.max(0));
+                let rel = deadline.saturating_sub(l.current_time_ms).max(0);
+                let q = l.ticks_in(rel);
                 let mut slot = l.current_slot as usize + q as usize;
                 if slot >= WHEEL_SIZE {
                     slot -= WHEEL_SIZE;
                 }
-                let expiration = l
-                    .current_time_ms
-                    .saturating_add(q.saturating_mul(l.tick_ms));
+                // No overflow: `q * tick <= rel`, and `current + rel` is
+                // the deadline (or `rel` saturated because `current < 0`).
+                let expiration = l.current_time_ms + q * l.tick_ms;
                 return ((level * WHEEL_SIZE + slot) as u32, expiration);
             }
-            let (interval, start) = (l.interval_ms, l.current_time_ms);
             level += 1;
-            if level == self.levels.len() {
-                self.push_level(interval, start);
+        }
+    }
+
+    /// [`locate`](Self::locate) for a deadline beyond the top level's
+    /// window: creates overflow levels (Kafka's `overflowWheel`) until one
+    /// holds it. The interval saturates at `i64::MAX` (a level that holds
+    /// every deadline), so this ends.
+    #[cold]
+    #[inline(never)]
+    fn locate_growing(&mut self, deadline: i64) -> (u32, i64) {
+        loop {
+            let top = self.levels.last().expect("a wheel has a level");
+            if deadline <= top.last_ms {
+                return self.locate(deadline);
             }
+            let (interval, start) = (top.interval_ms, top.current_time_ms);
+            self.push_level(interval, start);
         }
     }
 
@@ -440,23 +505,6 @@ impl<T> TimingWheel<T> {
         );
     }
 
-    /// Takes live slot `index`'s entry out of its bucket in O(1).
-    fn detach(&mut self, index: u32) -> BucketEntry<T> {
-        let Slot { bucket: b, pos, .. } = self.slots[index as usize];
-        let (b, pos) = (b as usize, pos as usize);
-        let items = &mut self.buckets[b].items;
-        let removed = items.swap_remove(pos);
-        debug_assert_eq!(removed.index, index);
-        if let Some(moved) = items.get(pos) {
-            self.slots[moved.index as usize].pos = pos as u32;
-        } else if items.is_empty() {
-            // Emptied by cancellation: the driver must not wake for it.
-            self.buckets[b].expiration_ms = -1;
-            self.levels[b / WHEEL_SIZE].occupied &= !(1 << (b % WHEEL_SIZE));
-        }
-        removed
-    }
-
     /// Frees slot `index` (already out of its bucket). Touches only the
     /// chunk's bookkeeping, not the slot.
     fn release(&mut self, index: u32) {
@@ -466,30 +514,29 @@ impl<T> TimingWheel<T> {
         debug_assert_ne!(chunk.live & bit, 0, "released a free slot");
         chunk.live &= !bit;
         self.len -= 1;
-        if chunk.live == 0 && !chunk.open {
+        debug_assert!(
+            !chunk.open,
+            "an open chunk's op released through its bookkeeping"
+        );
+        if chunk.live == 0 {
             self.free_chunk(c);
         }
     }
 
+    /// The slot of `handle`'s op if it is still waiting. A freed slot keeps
+    /// its last bucket and position, but no entry there names it (entries
+    /// exist only for live ops, and a live op's slot points at its entry),
+    /// so the entry's index and generation decide without reading any
+    /// liveness bookkeeping, and cancel then reads only what it removes.
     fn live_index(&self, handle: TimerHandle) -> Option<u32> {
         let index = u32::try_from(handle.index()).ok()?;
-        let chunk = self.chunks.get((index / CHUNK) as usize)?;
-        (chunk.live & (1 << (index % CHUNK)) != 0
-            && self.slots[index as usize].generation == handle.generation())
-        .then_some(index)
-    }
-
-    /// Gives freed slot `index` back to the open chunk of `bucket` (the
-    /// bucket the op was in) when it is that chunk's last handed-out slot:
-    /// an op cancelled before anything else was inserted there (park, then
-    /// complete at once) leaves its slot to the next insert, still cached,
-    /// instead of using up the chunk. The slot's generation already makes
-    /// the old handle stale.
-    fn maybe_unallocate(&mut self, bucket: u32, index: u32) {
-        let b = &mut self.buckets[bucket as usize];
-        if b.open_chunk == index / CHUNK && b.open_fill == index % CHUNK + 1 {
-            b.open_fill -= 1;
-        }
+        let slot = self.slots.get(index as usize)?;
+        let entry = self
+            .buckets
+            .get(slot.bucket as usize)?
+            .items
+            .get(slot.pos as usize)?;
+        (entry.index == index && entry.generation == handle.generation()).then_some(index)
     }
 
     fn entry(&self, index: u32) -> &BucketEntry<T> {
@@ -500,13 +547,37 @@ impl<T> TimingWheel<T> {
     /// Removes an entry before it expires, in O(1). `None` if the handle is
     /// stale (already expired or cancelled): this is what makes completion
     /// exactly-once.
+    #[inline]
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<T> {
         let index = self.live_index(handle)?;
-        let bucket = self.slots[index as usize].bucket;
-        let entry = self.detach(index);
-        self.release(index);
-        self.maybe_unallocate(bucket, index);
-        Some(entry.payload)
+        let Slot { bucket: b, pos, .. } = self.slots[index as usize];
+        let bucket = &mut self.buckets[b as usize];
+        let removed = bucket.items.swap_remove(pos as usize);
+        debug_assert_eq!(removed.index, index);
+        if let Some(moved) = bucket.items.get(pos as usize) {
+            self.slots[moved.index as usize].pos = pos;
+        } else if bucket.items.is_empty() {
+            // Emptied by cancellation: the driver must not wake for it.
+            bucket.expiration_ms = -1;
+            self.levels[b as usize / WHEEL_SIZE].occupied &= !(1 << (b as usize % WHEEL_SIZE));
+        }
+        let (c, bit) = (index / CHUNK, index % CHUNK);
+        if bucket.open_chunk == c {
+            // Its chunk is still open (then this bucket opened it): only
+            // the bucket's copy of the live bits changes. If the op took
+            // the chunk's last handed-out slot (park, then complete at
+            // once), that slot goes back, still cached, to the next insert
+            // instead of using up the chunk; the slot's generation already
+            // makes the old handle stale.
+            bucket.open_live &= !(1 << bit);
+            if bucket.open_fill == bit + 1 {
+                bucket.open_fill = bit;
+            }
+            self.len -= 1;
+        } else {
+            self.release(index);
+        }
+        Some(removed.payload)
     }
 
     pub fn get(&self, handle: TimerHandle) -> Option<&T> {
@@ -610,8 +681,7 @@ impl<T> TimingWheel<T> {
         );
         self.buckets[b as usize].expiration_ms = -1;
         // The round is over: later inserts here belong to the next one.
-        let open = std::mem::replace(&mut self.buckets[b as usize].open_chunk, NO_CHUNK);
-        self.close_chunk(open);
+        self.close_open_chunk(b);
         let level = b as usize / WHEEL_SIZE;
         self.levels[level].occupied &= !(1 << (b as usize % WHEEL_SIZE));
         out.reserve(items.len());
@@ -671,13 +741,30 @@ impl<T> TimingWheel<T> {
     fn check_chunks(&self) {
         assert_eq!(self.slots.len(), self.chunks.len() * CHUNK as usize);
         let mut opened_by = vec![0usize; self.chunks.len()];
-        for bucket in &self.buckets {
+        let mut opener = vec![NO_BUCKET; self.chunks.len()];
+        for (b, bucket) in self.buckets.iter().enumerate() {
             if bucket.open_chunk != NO_CHUNK {
                 opened_by[bucket.open_chunk as usize] += 1;
+                opener[bucket.open_chunk as usize] = b as u32;
                 assert!(bucket.open_fill <= CHUNK, "open chunk overfilled");
+                let handed_out = u64::MAX.checked_shr(64 - bucket.open_fill).unwrap_or(0);
+                assert_eq!(bucket.open_live & !handed_out, 0, "live bit past fill");
+            } else {
+                assert_eq!(bucket.open_fill, CHUNK, "bucket {b} fill without chunk");
+                assert_eq!(bucket.open_live, 0, "bucket {b} live bits without chunk");
             }
         }
         let mut live = vec![0u64; self.chunks.len()];
+        for (b, bucket) in self.buckets.iter().enumerate() {
+            for e in &bucket.items {
+                let c = (e.index / CHUNK) as usize;
+                assert!(
+                    opener[c] == NO_BUCKET || opener[c] == b as u32,
+                    "op {} of open chunk {c} outside its bucket",
+                    e.index
+                );
+            }
+        }
         for e in self.buckets.iter().flat_map(|b| &b.items) {
             let (c, bit) = ((e.index / CHUNK) as usize, 1u64 << (e.index % CHUNK));
             assert_eq!(live[c] & bit, 0, "slot {} in two entries", e.index);
@@ -694,7 +781,14 @@ impl<T> TimingWheel<T> {
             free[c as usize] = true;
         }
         for (c, chunk) in self.chunks.iter().enumerate() {
-            assert_eq!(chunk.live, live[c], "chunk {c} live bits");
+            let bits = match opener[c] {
+                NO_BUCKET => chunk.live,
+                b => {
+                    assert_eq!(chunk.live, 0, "open chunk {c} has bookkeeping bits");
+                    self.buckets[b as usize].open_live
+                }
+            };
+            assert_eq!(bits, live[c], "chunk {c} live bits");
             assert_eq!(chunk.open, opened_by[c] == 1, "chunk {c} open flag");
             assert!(opened_by[c] <= 1, "chunk {c} opened by several buckets");
             assert_eq!(
@@ -864,6 +958,36 @@ mod tests {
         assert_eq!(w.get(new), Some(&2));
         w.check_invariants();
         assert_eq!(payloads(w.advance(10)), vec![2]);
+    }
+
+    #[test]
+    fn cancel_in_an_open_chunk_frees_only_the_last_slot_for_reuse() {
+        let mut w = TimingWheel::new(0);
+        let a = w.insert(10, 1u32);
+        let b = w.insert(10, 2u32);
+        // `a` is not the chunk's last handed-out slot: cancelling it must
+        // not rewind the fill point onto `b`'s slot.
+        assert_eq!(w.cancel(a), Some(1));
+        let c = w.insert(10, 3u32);
+        assert_ne!(
+            c.index(),
+            a.index(),
+            "a middle slot is not handed out again"
+        );
+        assert_ne!(c.index(), b.index());
+        assert_eq!((w.get(a), w.get(b), w.get(c)), (None, Some(&2), Some(&3)));
+        w.check_invariants();
+        // Expiry after the chunk closes goes through its bookkeeping; the
+        // handles of expired ops stay stale though their slots are unused.
+        assert_eq!(payloads(w.advance(10)), vec![2, 3]);
+        assert!(!w.contains(b) && !w.contains(c));
+        assert_eq!(w.cancel(b), None);
+        w.check_invariants();
+        assert_eq!(
+            w.free_chunks.len(),
+            w.chunks.len(),
+            "emptied chunk reusable"
+        );
     }
 
     #[test]

@@ -133,8 +133,12 @@ fn flamegraph_of_the_broker_under_load_names_shardlog_functions() {
     require_tool("kcat", "apt-get install -y kcat");
     let dir = tempfile::tempdir().expect("temp dir");
     let svg = dir.path().join("broker.svg");
-    let workload = "yes 'shardlog flamegraph payload 0123456789abcdef0123456789abcdef' \
-        | head -n 3000000 | kcat -P -b \"$SHARDLOG_BOOTSTRAP\" -t flamegraph -X linger.ms=5";
+    // Repeated until the script stops it (it kills the workload's process
+    // group after sampling): one kcat run can finish inside the warm-up on
+    // a fast host, and then perf samples an idle broker.
+    let workload =
+        "while :; do yes 'shardlog flamegraph payload 0123456789abcdef0123456789abcdef' \
+        | head -n 3000000 | kcat -P -b \"$SHARDLOG_BOOTSTRAP\" -t flamegraph -X linger.ms=5; done";
     let out = run_script(
         "perf/flamegraph.sh",
         &[

@@ -511,22 +511,31 @@ impl Control {
         // Two phases: every owner opens (or closes) its partitions, then every
         // shard shows the new snapshot. A client that sees a partition in
         // Metadata from any shard can then reach its log on the owner.
-        for shard in 0..ctx.n_shards {
-            let sync = ShardRequest::SyncPartitions(Box::new(snapshot.clone()));
-            match ctx.call(shard, sync).await {
-                Ok(ShardResponse::SnapshotApplied { .. }) => {}
-                other => tracing::warn!(shard, ?other, "partitions not synced"),
-            }
-        }
+        send_to_data_shards(ctx, "partitions not synced", || {
+            ShardRequest::SyncPartitions(Box::new(snapshot.clone()))
+        })
+        .await;
         ctx.set_snapshot(Rc::new(snapshot.clone()));
-        for shard in 0..ctx.n_shards {
-            let publish = ShardRequest::SetSnapshot(Box::new(snapshot.clone()));
-            match ctx.call(shard, publish).await {
-                Ok(ShardResponse::SnapshotApplied { .. }) => {}
-                other => tracing::warn!(shard, ?other, "snapshot not applied"),
-            }
-        }
+        send_to_data_shards(ctx, "snapshot not applied", || {
+            ShardRequest::SetSnapshot(Box::new(snapshot.clone()))
+        })
+        .await;
         Ok(version)
+    }
+}
+
+/// One phase of a publication: `request()` to every data shard in turn,
+/// warning with `failure` for any that does not acknowledge it.
+async fn send_to_data_shards(
+    ctx: &ShardContext,
+    failure: &str,
+    request: impl Fn() -> ShardRequest,
+) {
+    for shard in 0..ctx.n_shards {
+        match ctx.call(shard, request()).await {
+            Ok(ShardResponse::SnapshotApplied { .. }) => {}
+            other => tracing::warn!(shard, ?other, "{failure}"),
+        }
     }
 }
 

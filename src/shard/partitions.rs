@@ -277,13 +277,20 @@ impl Partition {
         }
     }
 
-    /// The single-replica HW rule after the log end moved to `leo`.
-    fn advance_high_watermark(&self, log: &mut PartitionLog, now_ms: i64, leo: i64) {
+    /// The single-replica HW rule after the log end moved to `leo`, whose
+    /// logical byte position is `leo_position`.
+    fn advance_high_watermark(
+        &self,
+        log: &mut PartitionLog,
+        now_ms: i64,
+        leo: i64,
+        leo_position: i64,
+    ) {
         let advanced = self.replica.borrow_mut().on_leader_append(now_ms, leo);
         if let Some(hw) = advanced.high_watermark_advanced {
             log.set_high_watermark(hw);
             if hw == leo {
-                self.hw_position.set(self.leo_position.get());
+                self.hw_position.set(leo_position);
             }
         }
     }
@@ -349,11 +356,7 @@ impl Partition {
             return None;
         }
         let leo = pending.log_end_offset;
-        let advanced = self.replica.borrow_mut().on_leader_append(now_ms, leo);
-        if let Some(hw) = advanced.high_watermark_advanced {
-            log.set_high_watermark(hw);
-            self.hw_position.set(position);
-        }
+        self.advance_high_watermark(&mut log, now_ms, leo, position);
         Some(leo)
     }
 
@@ -427,7 +430,7 @@ impl Partition {
             }
             count_durable(1, 0);
         } else {
-            self.advance_high_watermark(&mut log, now_ms, leo);
+            self.advance_high_watermark(&mut log, now_ms, leo, self.leo_position.get());
         }
         ProduceResult {
             error_code: 0,

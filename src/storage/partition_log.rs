@@ -110,11 +110,9 @@ pub struct PartitionLog {
     messages_since_flush: i64,
     last_flush_ms: i64,
     poisoned: Rc<Cell<bool>>,
-    /// The background fdatasync of the segment the last roll closed.
-    roll_sync: Option<glommio::task::JoinHandle<()>>,
-    /// That segment's file while its background fdatasync has not finished
-    /// (a group commit must cover it too: it holds appends not yet synced).
-    rolled_unsynced: Option<(Rc<glommio::io::DmaFile>, Rc<Cell<bool>>)>,
+    /// The segment the last roll closed, while its fdatasync may still be
+    /// running in the background.
+    rolled: Option<RolledSegment>,
     recovery_stats: RecoveryStats,
     leader_epochs: Vec<(i32, i64)>,
 }
@@ -223,8 +221,7 @@ impl PartitionLog {
             messages_since_flush: 0,
             last_flush_ms: UNSET_MS,
             poisoned: Rc::new(Cell::new(false)),
-            roll_sync: None,
-            rolled_unsynced: None,
+            rolled: None,
             recovery_stats: stats,
             leader_epochs: Vec::new(),
         };
@@ -370,6 +367,22 @@ mod read;
 mod scan;
 pub use scan::BatchHeaderInfo;
 mod write;
+
+/// A just-rolled segment's file and its background fdatasync.
+struct RolledSegment {
+    file: Rc<glommio::io::DmaFile>,
+    /// Set once an fdatasync of `file` succeeded (background or not).
+    synced: Rc<Cell<bool>>,
+    task: glommio::task::JoinHandle<()>,
+}
+
+impl RolledSegment {
+    /// The file, if its bytes may not be durable yet (flushes and group
+    /// commits must then sync it too: it holds appends not yet synced).
+    fn file_to_sync(&self) -> Option<Rc<glommio::io::DmaFile>> {
+        (!self.synced.get()).then(|| self.file.clone())
+    }
+}
 
 /// Written-out bytes waiting for their fdatasync (see
 /// [`PartitionLog::write_out`]).

@@ -387,17 +387,7 @@ impl Segment {
     /// nothing. A crash in between leaves `.deleted` names, which open
     /// removes.
     pub fn delete_files_in_background(&self) -> Result<(), StorageError> {
-        let mut renamed = Vec::new();
-        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
-            let p = path_of(&self.dir, self.base_offset, suffix);
-            let mut d = p.clone().into_os_string();
-            d.push(DELETED_SUFFIX);
-            match std::fs::rename(&p, &d) {
-                Ok(()) => renamed.push(PathBuf::from(d)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let renamed = rename_to_deleted(&self.dir, self.base_offset)?;
         glommio::spawn_local(async move {
             glommio::executor()
                 .spawn_blocking(move || {
@@ -420,17 +410,25 @@ impl Segment {
 /// Rename a segment's files to `.deleted`, then remove them (Kafka renames
 /// first so a crash mid-delete leaves names the next open cleans up).
 pub fn delete_segment_files(dir: &Path, base_offset: i64) -> Result<(), StorageError> {
-    {
-        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
-            let p = path_of(dir, base_offset, suffix);
-            let mut d = p.clone().into_os_string();
-            d.push(DELETED_SUFFIX);
-            match std::fs::rename(&p, &d) {
-                Ok(()) => std::fs::remove_file(&d)?,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
+    for d in rename_to_deleted(dir, base_offset)? {
+        std::fs::remove_file(&d)?;
     }
+    Ok(())
+}
+
+/// Kafka's first step of a delete: rename each of the segment's files that
+/// exists to `<name>.deleted`; returns the new names.
+fn rename_to_deleted(dir: &Path, base_offset: i64) -> Result<Vec<PathBuf>, StorageError> {
+    let mut renamed = Vec::new();
+    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        let p = path_of(dir, base_offset, suffix);
+        let mut d = p.clone().into_os_string();
+        d.push(DELETED_SUFFIX);
+        match std::fs::rename(&p, &d) {
+            Ok(()) => renamed.push(PathBuf::from(d)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(renamed)
 }

@@ -202,13 +202,13 @@ impl PartitionLog {
         let leo = self.log_end_offset();
         // Bytes of the segment the last roll closed count as flushed only
         // once its (background) fdatasync is done: do it here if not yet.
-        if let Some((file, done)) = &self.rolled_unsynced {
-            if !done.get() {
+        if let Some(rolled) = &self.rolled {
+            if let Some(file) = rolled.file_to_sync() {
                 if let Err(e) = file.fdatasync().await {
                     self.poisoned.set(true);
                     return Err(StorageError::Io(e.into()));
                 }
-                done.set(true);
+                rolled.synced.set(true);
             }
         }
         let seg = self.active()?;
@@ -230,12 +230,11 @@ impl PartitionLog {
     pub async fn write_out(&mut self) -> Result<PendingSync, StorageError> {
         self.check_poison()?;
         let log_end_offset = self.log_end_offset();
-        let mut files = Vec::new();
-        if let Some((file, done)) = &self.rolled_unsynced {
-            if !done.get() {
-                files.push(file.clone());
-            }
-        }
+        let mut files: Vec<_> = self
+            .rolled
+            .iter()
+            .filter_map(|r| r.file_to_sync())
+            .collect();
         let seg = self.active()?;
         if let Some(a) = seg.appender.as_mut() {
             if let Err(e) = a.flush(false).await {
@@ -300,10 +299,8 @@ impl PartitionLog {
     /// Close the active segment (sync, trim, write its indexes) and start a
     /// new one at the log end offset.
     pub async fn roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
-        if let Some(previous) = self.roll_sync.take() {
-            // Rolls are seconds apart; this is normally long finished.
-            previous.await;
-        }
+        // Rolls are seconds apart; the previous sync is normally long done.
+        self.await_roll_sync().await;
         let old_file = self.close_active_unsynced().await?;
         let leo = self.log_end_offset();
         let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms).await?;
@@ -316,23 +313,27 @@ impl PartitionLog {
         // failure poisons the log (never retried).
         let (recovery_point, poisoned) = (self.recovery_point.clone(), self.poisoned.clone());
         let dir = self.dir.clone();
-        let done = Rc::new(Cell::new(false));
-        self.rolled_unsynced = Some((old_file.clone(), done.clone()));
-        self.roll_sync = Some(
-            glommio::spawn_local(async move {
-                match old_file.fdatasync().await {
-                    Ok(()) => {
-                        done.set(true);
-                        recovery_point.set(recovery_point.get().max(leo));
-                    }
-                    Err(e) => {
-                        tracing::error!(dir = %dir.display(), error = %e, "fdatasync of a rolled segment failed; log poisoned");
-                        poisoned.set(true);
-                    }
+        let synced = Rc::new(Cell::new(false));
+        let done = synced.clone();
+        let file = old_file.clone();
+        let task = glommio::spawn_local(async move {
+            match old_file.fdatasync().await {
+                Ok(()) => {
+                    done.set(true);
+                    recovery_point.set(recovery_point.get().max(leo));
                 }
-            })
-            .detach(),
-        );
+                Err(e) => {
+                    tracing::error!(
+                        dir = %dir.display(),
+                        error = %e,
+                        "fdatasync of a rolled segment failed; log poisoned"
+                    );
+                    poisoned.set(true);
+                }
+            }
+        })
+        .detach();
+        self.rolled = Some(RolledSegment { file, synced, task });
         Ok(())
     }
 
@@ -360,10 +361,9 @@ impl PartitionLog {
 
     /// Wait for a rolled segment's background fdatasync (clean close).
     async fn await_roll_sync(&mut self) {
-        if let Some(pending) = self.roll_sync.take() {
-            pending.await;
+        if let Some(rolled) = self.rolled.take() {
+            rolled.task.await;
         }
-        self.rolled_unsynced = None;
     }
 
     async fn close_active(&mut self) -> Result<(), StorageError> {

@@ -60,6 +60,22 @@ pub async fn call_control_each<T: Clone>(
     }
 }
 
+/// Send `req` (built from the items at `slots`) to the control shard and
+/// put each answer in `results` at its slot, in order; a missing or failed
+/// call answers every slot with the error.
+pub async fn call_control_into<T: Clone>(
+    ctx: &Rc<ShardContext>,
+    req: AdminRequest,
+    slots: Vec<usize>,
+    results: &mut [Option<AdminResult<T>>],
+    pick: impl FnOnce(AdminResponse) -> Option<Vec<AdminResult<T>>>,
+) {
+    let answers = call_control_each(ctx, req, slots.len(), pick).await;
+    for (slot, answer) in slots.into_iter().zip(answers) {
+        results[slot] = Some(answer);
+    }
+}
+
 /// One field of a request schema.
 #[derive(Debug, Clone, Copy)]
 pub enum Field {

@@ -14,7 +14,7 @@ use kafka_protocol::messages::create_partitions_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{call_control_each, failure, str_bytes, AdminApi, Field, BOOL, INT32};
+use super::admin_common::{call_control_into, failure, str_bytes, AdminApi, Field, BOOL, INT32};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -81,14 +81,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 topics,
                 validate_only: request.validate_only,
             };
-            let outcome = call_control_each(&ctx, req, slots.len(), |r| match r {
+            call_control_into(&ctx, req, slots, &mut results, |r| match r {
                 AdminResponse::CreatedPartitions(r) => Some(r),
                 _ => None,
             })
             .await;
-            for (slot, r) in slots.into_iter().zip(outcome) {
-                results[slot] = Some(r);
-            }
         }
         let mut response = CreatePartitionsResponse::default();
         response.results = request

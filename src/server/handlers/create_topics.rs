@@ -17,7 +17,7 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::{
-    call_control_each, failure, str_bytes, AdminApi, Field, BOOL, INT16, INT32,
+    call_control_into, failure, str_bytes, AdminApi, Field, BOOL, INT16, INT32,
 };
 use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
 use crate::metadata::answers::encode;
@@ -71,14 +71,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 topics,
                 validate_only: request.validate_only,
             };
-            let created = call_control_each(&ctx, req, slots.len(), |r| match r {
+            call_control_into(&ctx, req, slots, &mut results, |r| match r {
                 AdminResponse::CreatedTopics(created) => Some(created),
                 _ => None,
             })
             .await;
-            for (slot, outcome) in slots.into_iter().zip(created) {
-                results[slot] = Some(outcome);
-            }
         }
         let mut response = CreateTopicsResponse::default();
         response.topics = request

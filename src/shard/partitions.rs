@@ -184,6 +184,22 @@ pub struct OffsetAnswer {
     pub leader_epoch: i32,
 }
 
+/// Half of physical memory divided among `n_shards` (unbounded if the
+/// host does not say).
+fn half_of_memory_per_shard(n_shards: usize) -> usize {
+    // SAFETY: sysconf only reads system values.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages <= 0 || page <= 0 {
+        return usize::MAX;
+    }
+    (pages as usize).saturating_mul(page as usize) / 2 / n_shards.max(1)
+}
+
 /// `shardlog.write.buffer.bytes`, kept between one page and 64 MiB.
 fn write_buffer_bytes(configured: u64) -> usize {
     usize::try_from(configured)
@@ -795,9 +811,12 @@ impl PartitionRegistry {
     ) -> Self {
         let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
         // The cache holds slices of the appenders' write buffers: reserve
-        // (and pre-fault) as many as it can hold.
+        // (and pre-fault) as many as it can hold, but never more than this
+        // shard's half of the host's memory (a budget typed too large must
+        // not make the start itself run out of memory).
         let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
-        crate::storage::buffer_pool::reserve(budget / buffer, buffer);
+        let reservable = budget.min(half_of_memory_per_shard(n_shards));
+        crate::storage::buffer_pool::reserve(reservable / buffer, buffer);
         Self {
             shard,
             n_shards,

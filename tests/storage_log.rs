@@ -744,3 +744,102 @@ fn recovery_cuts_at_a_corrupt_batch_and_drops_later_segments() {
         log.close().await.unwrap();
     });
 }
+
+/// Pages of `path` in the page cache, by 4 KiB page (mincore of a mapping).
+fn resident_pages(path: &Path) -> Vec<bool> {
+    let file = std::fs::File::open(path).expect("open segment");
+    let len = file.metadata().expect("stat").len() as usize;
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: a private read-only mapping of a file we keep open for the
+    // call; only mincore looks at it, nothing dereferences it.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(addr, libc::MAP_FAILED, "mmap");
+    let mut vec = vec![0u8; len.div_ceil(4096)];
+    // SAFETY: `vec` has one byte per page of the mapping.
+    let rc = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
+    // SAFETY: unmapping what we mapped above.
+    unsafe { libc::munmap(addr, len) };
+    assert_eq!(rc, 0, "mincore");
+    vec.iter().map(|b| b & 1 == 1).collect()
+}
+
+/// Wait (on the executor, so the blocking pool's work can land) until
+/// `pred` holds or `secs` pass; returns whether it held.
+async fn eventually(secs: u64, mut pred: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if pred() {
+            return true;
+        }
+        glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    pred()
+}
+
+#[test]
+fn a_read_from_a_cold_segment_file_reads_ahead_into_the_page_cache() {
+    // Segments are written with O_DIRECT, so nothing of them is in the page
+    // cache; a read served from the file asks the kernel (off the shard) to
+    // read `readahead_bytes` past it. With 0 it asks for nothing.
+    const MIB: usize = 1 << 20;
+    for window in [4 * MIB as u64, 0] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        run(move || async move {
+            let config = LogConfig {
+                segment_bytes: 64 << 20,
+                write_buffer_bytes: MIB,
+                preallocate_step_bytes: 16 << 20,
+                readahead_bytes: window,
+                retention_ms: -1,
+                ..LogConfig::default()
+            };
+            let mut log = open(&dir, config, 0).await;
+            let mut i = 0u8;
+            while log.size_bytes() < 8 * MIB as u64 {
+                let b = build_test_batch(0, 1, 1_000, 1_000, 16_000, i);
+                log.append(BytesMut::from(&b[..]), 0, 0, false)
+                    .await
+                    .unwrap();
+                i = i.wrapping_add(1);
+            }
+            log.flush().await.unwrap();
+            let seg = log.dir().join("00000000000000000000.log");
+            let page = |at: usize| resident_pages(&seg)[at / 4096];
+            assert!(
+                !page(3 * MIB),
+                "O_DIRECT writes left the segment out of the page cache"
+            );
+            let leo = log.log_end_offset();
+            let r = log.read(0, MIB, leo, true).unwrap();
+            // Not read here (a pread would start the kernel's own
+            // read-ahead): only the log's request may bring pages in.
+            assert!(
+                matches!(r.regions[..], [Region::File { position: 0, .. }]),
+                "served from the file"
+            );
+            // The read covers about 1 MiB; read-ahead goes 4 MiB past it.
+            if window > 0 {
+                let ahead = eventually(5, || page(3 * MIB) && page(4 * MIB + 512 * 1024)).await;
+                assert!(ahead, "bytes 3-4.5 MiB were read ahead");
+                assert!(!page(7 * MIB), "nothing past the window was asked for");
+            } else {
+                glommio::timer::sleep(std::time::Duration::from_millis(200)).await;
+                assert!(
+                    !page(4 * MIB + 512 * 1024),
+                    "no read-ahead with a zero window"
+                );
+            }
+            log.close().await.unwrap();
+        });
+    }
+}

@@ -395,6 +395,12 @@ server_config! {
     /// copy, so buffers well above the producers' batch.size keep the cache
     /// copy-free (each active partition holds up to three of them).
     shardlog_write_buffer_bytes: u64 = 1 << 20;
+    /// `shardlog.fetch.readahead.bytes`: how far past a fetch served from a
+    /// segment file the broker asks the kernel to read ahead into the page
+    /// cache (default 16 MiB; 0 leaves it to the kernel). Segments are
+    /// written with O_DIRECT, so a consumer reading behind the batch cache
+    /// otherwise waits for the disk inside `sendfile` on the shard.
+    shardlog_fetch_readahead_bytes: u64 = 16 << 20;
     /// `shardlog.stall.detect.ms`: report (with a backtrace, on stderr) any
     /// task that keeps a data shard's executor busy this many ms past its
     /// time slice; 0 turns the detector off (default). A diagnostic for tail

@@ -208,7 +208,7 @@ fn write_buffer_bytes(configured: u64) -> usize {
 }
 
 /// The storage layer's view of a topic's config.
-pub fn log_config(topic: &TopicConfig, buffer_bytes: u64) -> LogConfig {
+pub fn log_config(topic: &TopicConfig, server: &ServerConfig) -> LogConfig {
     LogConfig {
         segment_bytes: topic.segment_bytes.max(1) as u64,
         segment_ms: topic.segment_ms,
@@ -225,7 +225,8 @@ pub fn log_config(topic: &TopicConfig, buffer_bytes: u64) -> LogConfig {
         // shardlog.flush.every.append is group-committed by the partition
         // (Partition::sync_through), not flushed by the log per append.
         flush_every_append: false,
-        write_buffer_bytes: write_buffer_bytes(buffer_bytes),
+        write_buffer_bytes: write_buffer_bytes(server.shardlog_write_buffer_bytes),
+        readahead_bytes: server.shardlog_fetch_readahead_bytes,
         ..LogConfig::default()
     }
 }
@@ -911,7 +912,7 @@ impl PartitionRegistry {
             &self.log_dir,
             tp,
             Some(topic_id),
-            log_config(&config, self.server.shardlog_write_buffer_bytes),
+            log_config(&config, &self.server),
             self.cache.clone(),
         )
         .await?;

@@ -37,6 +37,10 @@ pub struct LogConfig {
     /// shardlog: size of the DMA write buffer of the active segment (1 MiB;
     /// PLATFORM.md: 512 KiB–1 MiB writes reach the disk's bandwidth).
     pub write_buffer_bytes: usize,
+    /// shardlog: bytes of a segment read ahead into the page cache past a
+    /// fetch served from the file (16 MiB; 0 = the kernel's own read-ahead
+    /// only). See `readahead`.
+    pub readahead_bytes: u64,
 }
 
 impl Default for LogConfig {
@@ -56,6 +60,7 @@ impl Default for LogConfig {
             flush_every_append: false,
             preallocate_step_bytes: 64 << 20,
             write_buffer_bytes: 1 << 20,
+            readahead_bytes: 16 << 20,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! | `config`        | pure  | [`LogConfig`]: Kafka topic-level log keys |
 //! | `index`         | pure  | sparse offset and time indexes (in memory, file codec) |
 //! | `policy`        | pure  | segment roll rule |
+//! | `readahead`     | pure  | what to read ahead of a fetch from a segment file |
 //! | `recovery`      | pure  | batch scanning over bytes (length + CRC), torn-tail detection |
 //! | `checkpoint`    | pure  | Kafka's checkpoint / properties text formats |
 //! | `batch_cache`   | pure  | per-shard cache of recently appended batches |
@@ -23,6 +24,7 @@ pub mod index;
 pub mod log_dir;
 pub mod partition_log;
 pub mod policy;
+pub mod readahead;
 pub mod recovery;
 pub mod segment;
 

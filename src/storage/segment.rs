@@ -3,6 +3,7 @@
 //! (via a buffered read-only fd, page cache) and, for the active segment,
 //! the DMA appender's not-yet-written buffer.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use glommio::io::DmaFile;
 use super::appender::DmaAppender;
 use super::config::LogConfig;
 use super::index::{OffsetIndex, SegmentIndex, TimeIndex};
+use super::readahead::ReadAhead;
 use super::recovery::{scan, ScanStop, ScannedBatch};
 use super::{segment_file_name, StorageError};
 
@@ -22,6 +24,9 @@ pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
 pub const DELETED_SUFFIX: &str = ".deleted";
 /// Recovery reads segments with O_DIRECT in chunks of this size.
 const RECOVERY_CHUNK: usize = 1 << 20;
+/// Largest `posix_fadvise(WILLNEED)` call of a read-ahead (below the
+/// kernel's per-call cap, the block device's `read_ahead_kb`).
+const READAHEAD_STEP: u64 = 2 << 20;
 /// Bytes of a batch header needed to walk a segment (through maxTimestamp).
 const WALK_HEADER: usize = 43;
 
@@ -37,6 +42,8 @@ pub struct Segment {
     pub next_offset: i64,
     pub created_ms: i64,
     pub appender: Option<DmaAppender>,
+    /// What fetches from this file asked the kernel to read ahead.
+    readahead: Cell<ReadAhead>,
 }
 
 pub fn path_of(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
@@ -179,6 +186,44 @@ impl Segment {
         Ok(())
     }
 
+    /// Ask the kernel, off the shard, to read ahead of a fetch of `[start,
+    /// end)` from this file into the page cache (see `readahead`), so the
+    /// consumer's next `sendfile` does not wait for the disk on the shard.
+    pub fn read_ahead(&self, start: u64, end: u64, window: u64) {
+        use std::os::unix::io::AsRawFd;
+        let mut ra = self.readahead.get();
+        let plan = ra.plan(start, end, self.file_end(), window);
+        self.readahead.set(ra);
+        let Some((from, to)) = plan else { return };
+        // A dup of the fd: the blocking pool may outlive this segment.
+        let Ok(file) = self.read_file.try_clone() else {
+            return;
+        };
+        let advise = glommio::executor().spawn_blocking(move || {
+            // The kernel reads at most `read_ahead_kb` per WILLNEED call
+            // (measured: 8 MiB of a 16 MiB request): ask in smaller steps.
+            let mut at = from;
+            while at < to {
+                let n = (to - at).min(READAHEAD_STEP);
+                // SAFETY: fadvise on an fd owned by `file`, open for the
+                // call; no memory is passed. A failure only loses the hint.
+                let rc = unsafe {
+                    libc::posix_fadvise(
+                        file.as_raw_fd(),
+                        at as libc::off_t,
+                        n as libc::off_t,
+                        libc::POSIX_FADV_WILLNEED,
+                    )
+                };
+                if rc != 0 {
+                    break;
+                }
+                at += n;
+            }
+        });
+        glommio::spawn_local(advise).detach();
+    }
+
     /// Mark closed with its final logical size (appender already closed).
     pub fn set_closed(&mut self, size: u64) {
         self.appender = None;
@@ -219,6 +264,7 @@ impl Segment {
             next_offset: base_offset,
             created_ms: now_ms,
             appender: None,
+            readahead: Cell::default(),
         };
         let start = offsets.entries().last().map_or(0, |e| u64::from(e.1));
         if let Some(&(ts, rel)) = times.entries().last() {
@@ -311,6 +357,7 @@ impl Segment {
             next_offset: next.max(base_offset),
             created_ms: now_ms,
             appender: None,
+            readahead: Cell::default(),
         };
         Ok((seg, pos))
     }
@@ -345,6 +392,7 @@ impl Segment {
             next_offset: base_offset,
             created_ms: now_ms,
             appender: None,
+            readahead: Cell::default(),
         })
     }
 

@@ -73,6 +73,7 @@ impl PartitionLog {
         };
         let in_file = seg.file_end().saturating_sub(start).min(total);
         if in_file > 0 {
+            seg.read_ahead(start, start + in_file, self.config.readahead_bytes);
             out.regions.push(Region::File {
                 file: seg.read_file.clone(),
                 position: start,

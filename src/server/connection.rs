@@ -10,11 +10,13 @@
 use std::cell::{Cell, RefCell};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
+use std::time::Instant;
 
 use bytes::BytesMut;
 use futures_lite::io::{ReadHalf, WriteHalf};
 use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
 use glommio::net::TcpStream;
+use kafka_protocol::messages::ApiKey;
 
 use super::dispatch::{frame_response, route, Request, Response, Routing};
 use super::in_order::InOrder;
@@ -34,7 +36,9 @@ const READ_CHUNK: usize = 16 * 1024;
 const READ_CHUNK_MAX: usize = 4 << 20;
 
 enum Outcome {
-    Respond(Vec<OutPart>),
+    /// The response, and when a Produce request was read (for
+    /// `request_metrics`).
+    Respond(Vec<OutPart>, Option<Instant>),
     Nothing,
     Close(String),
 }
@@ -239,6 +243,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
     };
     let seq = conn.in_order.borrow_mut().on_request();
     let conn = conn.clone();
+    let received = (header.api_key == ApiKey::Produce).then(Instant::now);
     glommio::spawn_local(async move {
         let request = Request {
             header: header.clone(),
@@ -246,7 +251,9 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
         };
         let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();
         let outcome = match run.await {
-            Ok(Ok(Response::Body(parts))) => Outcome::Respond(frame_response(&header, parts)),
+            Ok(Ok(Response::Body(parts))) => {
+                Outcome::Respond(frame_response(&header, parts), received)
+            }
             Ok(Ok(Response::NoResponse)) => Outcome::Nothing,
             Ok(Err(e)) => {
                 Outcome::Close(format!("{:?} v{}: {e}", header.api_key, header.api_version))
@@ -272,12 +279,16 @@ fn close_after_pending(conn: &Conn, reason: String) -> bool {
 async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>) {
     loop {
         let mut parts = Vec::new();
+        let mut produced = Vec::new();
         let mut close = None;
         {
             let mut in_order = conn.in_order.borrow_mut();
             while let Some(outcome) = in_order.pop_ready() {
                 match outcome {
-                    Outcome::Respond(p) => parts.extend(p),
+                    Outcome::Respond(p, received) => {
+                        parts.extend(p);
+                        produced.extend(received);
+                    }
                     Outcome::Nothing => {}
                     Outcome::Close(reason) => {
                         close = Some(reason);
@@ -291,6 +302,10 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
                 tracing::debug!(peer = %conn.peer, error = %e, "write failed");
                 conn.closed.fire();
                 break;
+            }
+            let now = Instant::now();
+            for received in produced {
+                super::request_metrics::record_produce(received, now);
             }
             conn.wake_reader.notify();
         }

@@ -13,6 +13,7 @@ pub mod handlers;
 pub mod in_order;
 pub mod listener;
 pub mod out;
+pub mod request_metrics;
 
 pub use dispatch::{HandlerError, Request, Response};
 pub use out::OutPart;

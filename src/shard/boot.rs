@@ -211,6 +211,8 @@ struct ShutdownReport {
     /// fdatasync rounds that covered them.
     durable_appends: u64,
     durable_syncs: u64,
+    /// Broker-side Produce latency, all data shards merged.
+    produce_latency: crate::loadgen::histogram::LatencyHistogram,
 }
 
 async fn join_shard(setup: &ShardSetup) -> std::rc::Rc<ShardContext> {
@@ -347,6 +349,9 @@ async fn stop_data_path(ctx: &std::rc::Rc<ShardContext>, setup: &ShardSetup) {
         let (appends, syncs) = crate::shard::partitions::durable_counts();
         report.durable_appends += appends;
         report.durable_syncs += syncs;
+        report
+            .produce_latency
+            .add(&crate::server::request_metrics::produce_snapshot());
         let z = &mut report.zerocopy;
         z.bytes_sendmsg += stats.bytes_sendmsg;
         z.bytes_sendfile += stats.bytes_sendfile;
@@ -373,6 +378,9 @@ fn finish_shutdown(config: &ServerConfig, report: &Mutex<ShutdownReport>) {
             "durable: appends={} syncs={}",
             report.durable_appends, report.durable_syncs
         );
+    }
+    if let Some(line) = crate::server::request_metrics::produce_line(&report.produce_latency) {
+        eprintln!("{line}");
     }
     let z = report.zerocopy;
     eprintln!(

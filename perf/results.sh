@@ -9,7 +9,9 @@
 #    shardlog loadgen and librdkafka's rdkafka_performance vs iperf3 loopback.
 # P2 durable produce (shardlog.flush.every.append=true, acks=all) vs fio
 #    O_DIRECT sequential write.
-# P3 produce p99 / p99.9 at 50% of P1's loadgen rate vs loopback echo RTT.
+# P3 produce p99 / p99.9 at 50% of P1's loadgen rate vs loopback echo RTT,
+#    each linger.ms on a fresh broker whose shutdown line gives the broker's
+#    own share (request latency: produce p99 / p99.9 / max).
 # P4 consume throughput (loadgen --consume-only and rdkafka_performance -C) vs
 #    produce throughput, and
 #    user-space bytes copied per fetched byte (the broker's `zerocopy:` line).
@@ -339,7 +341,8 @@ step_p3() {
 
 step_p4() {
   # Each client reads the topic its own P1 run produced, so both read cold
-  # data (segments are written with O_DIRECT, so nothing of them is cached).
+  # data (segments are written with O_DIRECT, so nothing of them is in the
+  # page cache until the broker's read-ahead brings it in).
   if [ -n "${R[p1_lg_mb]:-}" ]; then
     log "P4: consume p1-loadgen from the beginning (loadgen --consume-only)"
     if loadgen "$TMP/p4lg" --topic p1-loadgen --consume-only --consumers 1; then
@@ -469,8 +472,9 @@ broker of its own): p99 / p99.9 / max $(cell p3_broker_p99_0 µs) / $(cell p3_br
 P3's rate is half of P1's loadgen rate. P4: each consumer reads the topic
 its own P1 run produced, from the earliest offset, right after P1: what is
 still in the batch cache is sent from memory (sendmsg), the rest is cold
-(segments are written with O_DIRECT, so not in the page cache; sendfile
-reads it from disk); client CPU per record: loadgen $(cell p4_lg_cpu µs),
+(segments are written with O_DIRECT, so not in the page cache: each fetch
+from a file asks the kernel to read shardlog.fetch.readahead.bytes past it,
+and sendfile sends from the page cache); client CPU per record: loadgen $(cell p4_lg_cpu µs),
 rdkafka_performance $(cell p4_rdk_cpu µs). The copy figure counts every fetch
 the broker served in this run (only P4 consumed). Broker exit status after SIGTERM:
 $([ -n "$BROKER_EXITS" ] && echo "${BROKER_EXITS%; }" || echo "no broker started").

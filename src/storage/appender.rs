@@ -51,6 +51,12 @@ fn round_up(v: u64) -> u64 {
     v.div_ceil(PAGE) * PAGE
 }
 
+/// A write buffer for `file`: a recycled one from the shard's pool, else a
+/// fresh aligned allocation.
+fn take_buffer(file: &DmaFile, cap: usize) -> FillBuffer {
+    buffer_pool::take(cap, |n| file.alloc_dma_buffer(n))
+}
+
 /// A pre-allocation running in the background (see `ensure_allocated`).
 struct Allocating {
     task: glommio::Task<glommio::Result<(), ()>>,
@@ -115,7 +121,7 @@ impl DmaAppender {
                 "tail bytes do not match the logical end",
             )));
         }
-        let mut buf = buffer_pool::take(buf_cap, |n| file.alloc_dma_buffer(n));
+        let mut buf = take_buffer(&file, buf_cap);
         buf.copy_in(0, tail);
         let mut a = DmaAppender {
             file: Rc::new(file),
@@ -190,12 +196,7 @@ impl DmaAppender {
     /// now and then) unless writes outrun it.
     async fn ensure_allocated(&mut self, end: u64) -> Result<(), StorageError> {
         if end > self.allocated {
-            if let Some(a) = self.allocating.take() {
-                if let Err(e) = a.task.await {
-                    return self.poison(e);
-                }
-                self.allocated = self.allocated.max(a.target);
-            }
+            self.settle_allocation().await?;
         }
         if end > self.allocated {
             let target = round_up(end).max(self.allocated) + self.prealloc_step;
@@ -320,10 +321,7 @@ impl DmaAppender {
             let (file, shared, pos) = (self.file.clone(), buf.clone(), self.buf_file_pos);
             let task = glommio::spawn_local(async move { file.write_rc_at(shared, pos).await });
             self.inflight.push_back(InFlight { task, buf, pos });
-            let file = &self.file;
-            self.buf = Some(buffer_pool::take(self.buf_cap, |n| {
-                file.alloc_dma_buffer(n)
-            }));
+            self.buf = Some(take_buffer(&self.file, self.buf_cap));
             // The write reaches the kernel when the shard next polls its
             // rings (as soon as this request's task yields). A 1 µs timer
             // wait here used to force that earlier, but on a busy shard it
@@ -339,10 +337,7 @@ impl DmaAppender {
             self.written_end = end;
             // Its bytes may be lent to the batch cache: never refill it in
             // place; the pool recycles it once they are dropped.
-            let file = &self.file;
-            self.buf = Some(buffer_pool::take(self.buf_cap, |n| {
-                file.alloc_dma_buffer(n)
-            }));
+            self.buf = Some(take_buffer(&self.file, self.buf_cap));
         }
         self.buf_file_pos = end;
         self.fill = 0;

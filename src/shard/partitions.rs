@@ -419,8 +419,16 @@ impl Partition {
         {
             Ok(info) => info,
             Err(e) => {
-                if matches!(e, StorageError::Poisoned | StorageError::Io(_)) {
-                    tracing::error!(tp = %self.tp, error = %e, "append failed");
+                match e {
+                    StorageError::Io(_) => {
+                        tracing::error!(tp = %self.tp, error = %e, "append failed");
+                    }
+                    // Said once when the log failed; a client retrying
+                    // KAFKA_STORAGE_ERROR must not flood the log.
+                    StorageError::Poisoned => {
+                        tracing::debug!(tp = %self.tp, "append refused: log failed earlier");
+                    }
+                    _ => {}
                 }
                 return ProduceResult::error(e.kafka_error_code());
             }

@@ -145,6 +145,14 @@ impl Broker {
         (self.stop(), log_dir)
     }
 
+    /// SIGKILL (`kill -9`), wait, and hand back the log dir for a restart.
+    pub fn kill_keeping_dir(mut self) -> tempfile::TempDir {
+        let log_dir = std::mem::replace(&mut self.log_dir, new_log_dir());
+        // Drop is Child::kill, i.e. SIGKILL, then wait.
+        drop(self);
+        log_dir
+    }
+
     /// Broker log lines printed so far.
     pub fn log_lines(&self) -> Vec<String> {
         self.stderr.try_iter().collect()

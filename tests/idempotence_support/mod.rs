@@ -154,12 +154,8 @@ pub fn latest_offset(broker: &Broker, topic: &str, partition: i32) -> i64 {
 }
 
 /// SIGKILL the broker (no shutdown path runs) and keep its log dir.
-pub fn kill_keeping_dir(mut broker: Broker) -> tempfile::TempDir {
-    let fresh = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
-    let dir = std::mem::replace(&mut broker.log_dir, fresh);
-    // Broker's Drop is Child::kill, i.e. SIGKILL, then wait.
-    drop(broker);
-    dir
+pub fn kill_keeping_dir(broker: Broker) -> tempfile::TempDir {
+    broker.kill_keeping_dir()
 }
 
 /// Offsets of the `<offset>.snapshot` files in a partition dir.

@@ -1,0 +1,170 @@
+//! A log dir that runs out of space: produce answers KAFKA_STORAGE_ERROR
+//! (56, Kafka's code for an I/O failure in a log dir), the broker keeps
+//! running and serving what it acknowledged, nothing it refused becomes
+//! visible, and after a `kill -9` and a restart with space again every
+//! acknowledged record is there and appends go on from the same offset.
+//!
+//! The log dir is a size-limited tmpfs mounted by the test (tmpfs takes
+//! O_DIRECT on Linux ≥ 6.6), so the test needs root, as CI runs it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use bytes::Bytes;
+use kafka_protocol::records::Compression;
+
+use common::{
+    decode_records, encode_batch, error_code, now_ms, Broker, Conn, RawRecord, LATEST_TIMESTAMP,
+};
+
+const KAFKA_STORAGE_ERROR: i16 = 56;
+const RECORD_BYTES: usize = 1024;
+const RECORDS_PER_BATCH: usize = 100;
+
+/// A tmpfs of `size` mounted on a fresh directory, unmounted on drop.
+struct SmallFs {
+    mount_point: PathBuf,
+}
+
+impl SmallFs {
+    fn mount(size: &str) -> SmallFs {
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(
+            euid, 0,
+            "this test mounts a size-limited tmpfs and needs root (CI runs as root): \
+             run `sudo -E cargo test --test storage_full_disk`"
+        );
+        let mount_point = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .expect("mount point")
+            .keep();
+        let fs = SmallFs { mount_point };
+        fs.run(&["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]);
+        fs
+    }
+
+    /// Resizes the filesystem in place (the broker's files stay).
+    fn resize(&self, size: &str) {
+        self.run(&["-o", &format!("remount,size={size}")]);
+    }
+
+    fn run(&self, args: &[&str]) {
+        let out = Command::new("mount")
+            .args(args)
+            .arg(&self.mount_point)
+            .output()
+            .expect("run mount (package `mount`)");
+        assert!(
+            out.status.success(),
+            "mount {args:?} {}: {}",
+            self.mount_point.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn path(&self) -> &Path {
+        &self.mount_point
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(&self.mount_point)
+            .status();
+        let _ = std::fs::remove_dir(&self.mount_point);
+    }
+}
+
+/// Value of record `i`: its index in the first 8 bytes, then filler.
+fn value(i: u64) -> Vec<u8> {
+    let mut v = vec![b'x'; RECORD_BYTES];
+    v[..8].copy_from_slice(&i.to_be_bytes());
+    v
+}
+
+fn batch_from(first: u64) -> Bytes {
+    let values: Vec<Vec<u8>> = (first..first + RECORDS_PER_BATCH as u64)
+        .map(value)
+        .collect();
+    // Current timestamps: retention.ms would delete segments of epoch-0 records.
+    let ts = now_ms();
+    let records: Vec<RawRecord> = values.iter().map(|v| (None, &v[..], ts)).collect();
+    encode_batch(&records, Compression::None)
+}
+
+/// Every record of the partition, checked to be exactly records
+/// `0..expected` in order.
+fn assert_log_holds(conn: &mut Conn, topic: &str, expected: u64) {
+    let latest = conn.list_offset(topic, 0, LATEST_TIMESTAMP);
+    assert_eq!(latest.error_code, error_code::NONE, "{latest:?}");
+    assert_eq!(
+        latest.offset, expected as i64,
+        "log end offset must be the acknowledged count"
+    );
+    let records = decode_records(&conn.fetch_to_high_watermark(topic, 0, 0));
+    assert_eq!(records.len() as u64, expected, "records in the log");
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(r.offset, i as i64);
+        let v = r.value.as_ref().expect("value");
+        assert_eq!(&v[..], &value(i as u64)[..], "record {i}");
+    }
+}
+
+#[test]
+fn a_full_log_dir_fails_produce_with_kafka_storage_error_and_loses_no_acknowledged_record() {
+    let fs = SmallFs::mount("24m");
+    let log_dir = tempfile::tempdir_in(fs.path()).expect("log dir on the small fs");
+    let overrides = [
+        "shardlog.shards=1",
+        "log.segment.bytes=4194304",
+        "shardlog.write.buffer.bytes=262144",
+    ];
+    let topic = "full-disk";
+    let broker = Broker::start_in(log_dir, &overrides);
+    let mut conn = Conn::open(&broker);
+    conn.create_topic(topic, 1, &[]);
+
+    // Produce until the disk refuses; 24 MiB cannot hold 100 MB.
+    let mut acked = 0u64;
+    let mut refused = None;
+    for _ in 0..1000 {
+        let resp = conn.produce(topic, 0, batch_from(acked), 1);
+        if resp.error_code == error_code::NONE {
+            assert_eq!(resp.base_offset, acked as i64, "offsets are dense");
+            acked += RECORDS_PER_BATCH as u64;
+        } else {
+            refused = Some(resp.error_code);
+            break;
+        }
+    }
+    assert_eq!(
+        refused,
+        Some(KAFKA_STORAGE_ERROR),
+        "a full disk is KAFKA_STORAGE_ERROR (after {acked} acknowledged records)"
+    );
+    assert!(acked > 0, "some records fit before the disk filled");
+
+    // The partition stays failed (Kafka takes the log dir offline); the
+    // broker keeps serving what it acknowledged and nothing it refused.
+    let again = conn.produce(topic, 0, batch_from(acked), 1);
+    assert_eq!(again.error_code, KAFKA_STORAGE_ERROR, "{again:?}");
+    assert_log_holds(&mut conn, topic, acked);
+    drop(conn);
+
+    // kill -9, give the filesystem room, restart on the same files.
+    let log_dir = broker.kill_keeping_dir();
+    fs.resize("64m");
+    let broker = Broker::start_in(log_dir, &overrides);
+    let mut conn = Conn::open(&broker);
+    assert_log_holds(&mut conn, topic, acked);
+    let resp = conn.produce(topic, 0, batch_from(acked), 1);
+    assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+    assert_eq!(resp.base_offset, acked as i64);
+    assert_log_holds(&mut conn, topic, acked + RECORDS_PER_BATCH as u64);
+    drop(conn);
+    assert!(broker.stop().success());
+}

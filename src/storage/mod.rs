@@ -20,6 +20,7 @@ pub mod batch_cache;
 pub mod buffer_pool;
 pub mod checkpoint;
 pub mod config;
+pub mod helper_thread;
 pub mod index;
 pub mod log_dir;
 pub mod partition_log;

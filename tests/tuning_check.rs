@@ -33,6 +33,7 @@ const EXPECTED_SETTINGS: &[&str] = &[
     "net.ipv4.tcp_no_metrics_save",
     "fs.aio-max-nr",
     "disk.scheduler",
+    "disk.discard",
     "disk.nr_requests",
     "disk.read_ahead_kb",
     "disk.rotational",

@@ -47,6 +47,15 @@ pub const MIN_WRITES_IN_FLIGHT: usize = 2;
 fn round_down(v: u64) -> u64 {
     v / PAGE * PAGE
 }
+/// The next pre-allocation size (`[pure]`): one `step` past `from`, but not
+/// past `limit` (the segment's size limit) unless the write ending at `end`
+/// needs it. Growing past the limit only to free the rest at the roll cost
+/// a 64 MiB `fallocate` and then a 64 MiB free (and trim) per segment, the
+/// free inside the roll every append behind it waits for.
+fn allocation_target(from: u64, step: u64, limit: u64, end: u64) -> u64 {
+    (from + step).min(limit).max(round_up(end))
+}
+
 fn round_up(v: u64) -> u64 {
     v.div_ceil(PAGE) * PAGE
 }
@@ -88,6 +97,9 @@ pub struct DmaAppender {
     /// The next pre-allocation step, started before it is needed.
     allocating: Option<Allocating>,
     prealloc_step: u64,
+    /// Pre-allocation stops here (the segment's size limit, rounded up to a
+    /// page) unless a write needs more.
+    prealloc_limit: u64,
     /// Full-buffer writes allowed in flight (from [`WRITE_BEHIND_BYTES`]).
     max_in_flight: usize,
     poisoned: bool,
@@ -98,12 +110,15 @@ impl DmaAppender {
     /// Bytes past `logical_end` are cut off (a torn tail after recovery);
     /// `tail` must hold the file's bytes from the page holding `logical_end`
     /// up to it (read by the caller), so that page can be rewritten whole.
+    /// The file grows in `prealloc_step` steps up to `prealloc_limit` (the
+    /// segment's size limit), past it only as far as writes go.
     pub async fn open(
         path: &Path,
         logical_end: u64,
         tail: &[u8],
         buf_cap: usize,
         prealloc_step: u64,
+        prealloc_limit: u64,
     ) -> Result<Self, StorageError> {
         let file = OpenOptions::new()
             .read(true)
@@ -136,6 +151,7 @@ impl DmaAppender {
             allocated: logical_end,
             allocating: None,
             prealloc_step: prealloc_step.max(PAGE),
+            prealloc_limit: round_up(prealloc_limit),
             max_in_flight: (WRITE_BEHIND_BYTES / buf_cap).max(MIN_WRITES_IN_FLIGHT),
             poisoned: false,
         };
@@ -199,7 +215,12 @@ impl DmaAppender {
             self.settle_allocation().await?;
         }
         if end > self.allocated {
-            let target = round_up(end).max(self.allocated) + self.prealloc_step;
+            let target = allocation_target(
+                round_up(end).max(self.allocated),
+                self.prealloc_step,
+                self.prealloc_limit,
+                end,
+            );
             // keep_size = false: the file size covers the allocation, so an
             // O_DIRECT write inside it needs no size update (cheaper
             // fdatasync).
@@ -208,8 +229,12 @@ impl DmaAppender {
             }
             self.allocated = target;
         }
-        if self.allocating.is_none() && end + self.prealloc_step / 2 > self.allocated {
-            let target = self.allocated + self.prealloc_step;
+        if self.allocating.is_none()
+            && end + self.prealloc_step / 2 > self.allocated
+            && self.allocated < self.prealloc_limit
+        {
+            let target =
+                allocation_target(self.allocated, self.prealloc_step, self.prealloc_limit, end);
             let file = self.file.clone();
             let task = glommio::spawn_local(async move { file.pre_allocate(target, false).await });
             self.allocating = Some(Allocating { task, target });
@@ -443,5 +468,31 @@ impl DmaAppender {
         if let Ok(file) = Rc::try_unwrap(self.file) {
             let _ = file.close().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn pre_allocation_stops_at_the_segment_limit_unless_a_write_needs_more() {
+        // Steps of 64 MiB towards a 128 MiB segment: 64, 128, then no more.
+        assert_eq!(allocation_target(0, 64 * MIB, 128 * MIB, 1), 64 * MIB);
+        assert_eq!(
+            allocation_target(64 * MIB, 64 * MIB, 128 * MIB, 97 * MIB),
+            128 * MIB
+        );
+        assert_eq!(
+            allocation_target(100 * MIB, 64 * MIB, 128 * MIB, 101 * MIB),
+            128 * MIB
+        );
+        // A single batch larger than the segment: exactly as far as it goes.
+        assert_eq!(
+            allocation_target(128 * MIB, 64 * MIB, 128 * MIB, 130 * MIB + 5),
+            round_up(130 * MIB + 5)
+        );
     }
 }

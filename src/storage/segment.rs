@@ -463,6 +463,7 @@ impl Segment {
             &tail,
             config.write_buffer_bytes,
             step,
+            config.segment_bytes,
         )
         .await?;
         self.appender = Some(a);

@@ -772,8 +772,8 @@ fn resident_pages(path: &Path) -> Vec<bool> {
     vec.iter().map(|b| b & 1 == 1).collect()
 }
 
-/// Wait (on the executor, so the blocking pool's work can land) until
-/// `pred` holds or `secs` pass; returns whether it held.
+/// Wait (on the executor, so the shard's read-ahead thread's work can
+/// land) until `pred` holds or `secs` pass; returns whether it held.
 async fn eventually(secs: u64, mut pred: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     while std::time::Instant::now() < deadline {

@@ -11,6 +11,7 @@
 //! | `batch_cache`   | pure  | per-shard cache of recently appended batches |
 //! | `appender`      | io    | DMA (O_DIRECT) appender for the active segment |
 //! | `buffer_pool`   | io    | per-shard recycled DMA write buffers, lent to the batch cache |
+//! | `helper_thread` | io    | per-shard threads for read-ahead hints and freeing deleted segments |
 //! | `segment`       | io    | one segment: files, indexes, reads by position |
 //! | `partition_log` | drv   | [`PartitionLog`]: append, read, roll, recover, retain |
 //! | `log_dir`       | io    | per log dir `meta.properties` and checkpoint files |

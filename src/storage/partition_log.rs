@@ -153,7 +153,12 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, StorageError> {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().to_string();
         if name.ends_with(DELETED_SUFFIX) || name.ends_with(".tmp") {
-            std::fs::remove_file(entry.path())?;
+            match std::fs::remove_file(entry.path()) {
+                // This process's delete thread may be removing it too (a
+                // log reopened while its retention deletes still run).
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            }
         } else if let Some(stem) = name.strip_suffix(LOG_SUFFIX) {
             if let Ok(base) = stem.parse::<i64>() {
                 bases.push(base);

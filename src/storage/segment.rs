@@ -67,8 +67,12 @@ fn free_and_remove(path: &Path) {
             }
         }
     }
-    if let Err(e) = std::fs::remove_file(path) {
-        tracing::warn!(path = %path.display(), error = %e, "cannot remove deleted segment file");
+    match std::fs::remove_file(path) {
+        // A reopen of the log removed it first (see `list_segments`).
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot remove deleted segment file");
+        }
+        _ => {}
     }
 }
 

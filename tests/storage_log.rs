@@ -9,7 +9,7 @@ use std::path::Path;
 use bytes::BytesMut;
 use proptest::prelude::*;
 use shardlog::protocol::record_batch::{
-    build_test_batch, set_base_offset, set_partition_leader_epoch, RecordBatch,
+    build_test_batch, set_base_offset, set_partition_leader_epoch, RecordBatch, HEADER_LEN,
 };
 use shardlog::storage::log_dir::{LogDir, PartitionOffsets};
 use shardlog::storage::{BatchCache, LogConfig, PartitionLog, Region, StorageError};
@@ -842,4 +842,194 @@ fn a_read_from_a_cold_segment_file_reads_ahead_into_the_page_cache() {
             log.close().await.unwrap();
         });
     }
+}
+
+fn pool_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".recycle"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn seg_path(dir: &Path, base: i64) -> std::path::PathBuf {
+    dir.join(format!("{base:020}.log"))
+}
+
+/// Batch `i` of exactly one page (4096 bytes), so a tail of them ends on a
+/// page boundary where an old batch may start intact.
+fn page_batch(i: u64) -> Vec<u8> {
+    let ts = 1_000 + i as i64;
+    build_test_batch(0, 1 + (i % 4) as i32, ts, ts, 4096 - HEADER_LEN, i as u8)
+}
+
+fn page_expected(i: u64, base_offset: i64) -> Vec<u8> {
+    let mut b = page_batch(i);
+    set_base_offset(&mut b, base_offset);
+    set_partition_leader_epoch(&mut b, 0);
+    b
+}
+
+/// Appends page batches `from..to` and returns the offset of each.
+async fn append_range(log: &mut PartitionLog, from: u64, to: u64) -> Vec<i64> {
+    let mut offsets = Vec::new();
+    for i in from..to {
+        let info = log
+            .append(BytesMut::from(&page_batch(i)[..]), 0, 5, false)
+            .await
+            .unwrap();
+        offsets.push(info.first_offset);
+    }
+    offsets
+}
+
+#[test]
+fn retired_segment_files_are_reused_and_their_old_batches_never_come_back() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let d = dir.clone();
+    let (new_base, tail_offsets) = run(move || async move {
+        let mut log = open(&d, small_config(), 1 << 20).await;
+        let mut bases = Vec::new();
+        for k in 0..4u64 {
+            bases.push(log.log_end_offset());
+            append_range(&mut log, k * 50, k * 50 + 50).await;
+            log.roll(0).await.unwrap();
+        }
+        let leo = log.log_end_offset();
+        log.set_high_watermark(leo);
+        // DeleteRecords drops segments 0 and 1: both files go to the pool,
+        // named after the offset each segment ended at.
+        assert_eq!(log.delete_records_before(bases[2]).unwrap(), bases[2]);
+        let dir = log.dir().to_path_buf();
+        assert_eq!(
+            pool_names(&dir),
+            vec![
+                format!("{:020}.recycle", bases[1]),
+                format!("{:020}.recycle", bases[2])
+            ]
+        );
+        assert!(!seg_path(&dir, bases[0]).exists());
+        let oldest = dir.join(format!("{:020}.recycle", bases[1]));
+        let (inode, old_len) = {
+            let m = std::fs::metadata(&oldest).unwrap();
+            (m.ino(), m.len())
+        };
+        assert_eq!(old_len, 50 * 4096, "segment 0's bytes are in the file");
+
+        // The next roll writes into the oldest pooled file.
+        append_range(&mut log, 200, 210).await;
+        log.roll(0).await.unwrap();
+        let new_base = log.log_end_offset();
+        assert_eq!(
+            std::fs::metadata(seg_path(&dir, new_base)).unwrap().ino(),
+            inode
+        );
+        assert_eq!(pool_names(&dir), vec![format!("{:020}.recycle", bases[2])]);
+        // Two page-sized batches, written out, then a crash: the file still
+        // holds segment 0's batches from the third page on, the first of
+        // them whole right after the new ones (its CRC is good; only its
+        // offset, below the segment's base, tells it is old).
+        let tail_offsets = append_range(&mut log, 300, 302).await;
+        log.flush().await.unwrap();
+        let f = std::fs::File::open(seg_path(&dir, new_base)).unwrap();
+        let mut stale = vec![0u8; 4096];
+        f.read_exact_at(&mut stale, 2 * 4096).unwrap();
+        assert_eq!(
+            stale,
+            page_expected(2, bases[0] + 1 + 2),
+            "old batch 2 intact"
+        );
+        drop(log);
+        (new_base, tail_offsets)
+    });
+    run(move || async move {
+        let log = open(&dir, small_config(), 1 << 20).await;
+        assert!(!log.recovery_stats().clean_shutdown);
+        let want: Vec<u8> = (0..2)
+            .flat_map(|j| page_expected(300 + j, tail_offsets[j as usize]))
+            .collect();
+        let leo = tail_offsets[1] + 1 + (301 % 4) as i64;
+        assert_eq!(
+            log.log_end_offset(),
+            leo,
+            "recovery stopped at the old batches"
+        );
+        let r = log.read(new_base, 1 << 20, i64::MAX, true).unwrap();
+        assert_eq!(region_bytes(&r.regions).0, want);
+        // The old bytes past the tail were cut (what the appender allocates
+        // again reads as zeros).
+        let f = std::fs::File::open(seg_path(log.dir(), new_base)).unwrap();
+        let mut past = vec![0xffu8; 16 << 10];
+        f.read_exact_at(&mut past, want.len() as u64).unwrap();
+        assert!(
+            past.iter().all(|&b| b == 0),
+            "stale bytes survived recovery"
+        );
+        // The pool survives the restart and serves the next roll.
+        assert_eq!(pool_names(log.dir()).len(), 1);
+        let mut log = log;
+        append_range(&mut log, 400, 401).await;
+        log.roll(0).await.unwrap();
+        assert!(pool_names(log.dir()).is_empty());
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_segment_a_fetch_still_reads_is_neither_recycled_nor_shrunk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        // A cache too small for the segments: reads come from the files.
+        let mut log = open(&dir, small_config(), 64 << 10).await;
+        let mut bases = Vec::new();
+        for k in 0..3u64 {
+            bases.push(log.log_end_offset());
+            append_range(&mut log, k * 50, k * 50 + 50).await;
+            log.roll(0).await.unwrap();
+        }
+        log.set_high_watermark(log.log_end_offset());
+        let held = log.read(bases[0], 1 << 20, bases[1], true).unwrap();
+        let (before, _, from_file) = region_bytes(&held.regions);
+        assert!(from_file > 0, "the read must hold the segment file");
+        assert_eq!(log.delete_records_before(bases[2]).unwrap(), bases[2]);
+        // Segment 1 (not held) went to the pool; segment 0 was deleted.
+        assert_eq!(
+            pool_names(log.dir()),
+            vec![format!("{:020}.recycle", bases[2])]
+        );
+        // Give the delete thread time to run, then read the held regions.
+        glommio::timer::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(region_bytes(&held.regions).0, before);
+        drop(held);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn with_recycling_off_retired_segments_are_deleted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        let config = LogConfig {
+            recycle_segments: false,
+            ..small_config()
+        };
+        let mut log = open(&dir, config, 1 << 20).await;
+        let mut bases = Vec::new();
+        for k in 0..3u64 {
+            bases.push(log.log_end_offset());
+            append_range(&mut log, k * 50, k * 50 + 50).await;
+            log.roll(0).await.unwrap();
+        }
+        log.set_high_watermark(log.log_end_offset());
+        assert_eq!(log.delete_records_before(bases[2]).unwrap(), bases[2]);
+        assert!(pool_names(log.dir()).is_empty());
+        assert!(!seg_path(log.dir(), bases[0]).exists());
+        log.close().await.unwrap();
+    });
 }

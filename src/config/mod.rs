@@ -401,6 +401,12 @@ server_config! {
     /// written with O_DIRECT, so a consumer reading behind the batch cache
     /// otherwise waits for the disk inside `sendfile` on the shard.
     shardlog_fetch_readahead_bytes: u64 = 16 << 20;
+    /// `shardlog.segment.recycle`: a segment file retention drops is kept
+    /// (up to two per partition) and overwritten by a later segment
+    /// instead of being freed, as RocksDB's `recycle_log_file_num` does:
+    /// overwriting a file's blocks is cheaper than allocating fresh ones
+    /// (default true; see `storage::recycle`).
+    shardlog_segment_recycle: bool = true;
     /// `shardlog.stall.detect.ms`: report (with a backtrace, on stderr) any
     /// task that keeps a data shard's executor busy this many ms past its
     /// time slice; 0 turns the detector off (default). A diagnostic for tail
@@ -831,7 +837,10 @@ mod tests {
                 "PLAINTEXT://h:1"
             } else if key == "shardlog.cpus" {
                 "0"
-            } else if key.ends_with("enable") || key.ends_with("append") || key == "log.preallocate"
+            } else if key.ends_with("enable")
+                || key.ends_with("append")
+                || key == "log.preallocate"
+                || key == "shardlog.segment.recycle"
             {
                 "true"
             } else {

@@ -227,6 +227,7 @@ pub fn log_config(topic: &TopicConfig, server: &ServerConfig) -> LogConfig {
         flush_every_append: false,
         write_buffer_bytes: write_buffer_bytes(server.shardlog_write_buffer_bytes),
         readahead_bytes: server.shardlog_fetch_readahead_bytes,
+        recycle_segments: server.shardlog_segment_recycle,
         ..LogConfig::default()
     }
 }

@@ -111,7 +111,10 @@ impl DmaAppender {
     /// `tail` must hold the file's bytes from the page holding `logical_end`
     /// up to it (read by the caller), so that page can be rewritten whole.
     /// The file grows in `prealloc_step` steps up to `prealloc_limit` (the
-    /// segment's size limit), past it only as far as writes go.
+    /// segment's size limit), past it only as far as writes go. With
+    /// `keep_allocation` (a recycled file, see `recycle`) the file keeps
+    /// its size and blocks: the bytes past `logical_end` are old ones that
+    /// appends overwrite, and closing cuts the file at its logical end.
     pub async fn open(
         path: &Path,
         logical_end: u64,
@@ -119,6 +122,7 @@ impl DmaAppender {
         buf_cap: usize,
         prealloc_step: u64,
         prealloc_limit: u64,
+        keep_allocation: bool,
     ) -> Result<Self, StorageError> {
         let file = OpenOptions::new()
             .read(true)
@@ -126,7 +130,12 @@ impl DmaAppender {
             .create(true)
             .dma_open(path)
             .await?;
-        file.truncate(logical_end).await?;
+        let mut allocated = logical_end;
+        if keep_allocation {
+            allocated = round_down(file.file_size().await?).max(logical_end);
+        } else {
+            file.truncate(logical_end).await?;
+        }
         let buf_cap = (round_up(buf_cap.max(PAGE as usize) as u64)) as usize;
         let buf_file_pos = round_down(logical_end);
         let fill = (logical_end - buf_file_pos) as usize;
@@ -148,7 +157,7 @@ impl DmaAppender {
             dirty_from: 0,
             written_end: logical_end,
             synced_end: logical_end,
-            allocated: logical_end,
+            allocated,
             allocating: None,
             prealloc_step: prealloc_step.max(PAGE),
             prealloc_limit: round_up(prealloc_limit),

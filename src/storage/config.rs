@@ -41,6 +41,9 @@ pub struct LogConfig {
     /// fetch served from the file (16 MiB; 0 = the kernel's own read-ahead
     /// only). See `readahead`.
     pub readahead_bytes: u64,
+    /// shardlog: reuse the files of segments retention drops for new
+    /// segments (`shardlog.segment.recycle`, default true; see `recycle`).
+    pub recycle_segments: bool,
 }
 
 impl Default for LogConfig {
@@ -61,6 +64,7 @@ impl Default for LogConfig {
             preallocate_step_bytes: 64 << 20,
             write_buffer_bytes: 1 << 20,
             readahead_bytes: 16 << 20,
+            recycle_segments: true,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! | `appender`      | io    | DMA (O_DIRECT) appender for the active segment |
 //! | `buffer_pool`   | io    | per-shard recycled DMA write buffers, lent to the batch cache |
 //! | `helper_thread` | io    | per-shard threads for read-ahead hints and freeing deleted segments |
+//! | `recycle`       | pure  | per-partition pool of retired segment files reused for new segments |
 //! | `segment`       | io    | one segment: files, indexes, reads by position |
 //! | `partition_log` | drv   | [`PartitionLog`]: append, read, roll, recover, retain |
 //! | `log_dir`       | io    | per log dir `meta.properties` and checkpoint files |
@@ -28,6 +29,7 @@ pub mod partition_log;
 pub mod policy;
 pub mod readahead;
 pub mod recovery;
+pub mod recycle;
 pub mod segment;
 
 pub use batch_cache::{BatchCache, SharedBatchCache};

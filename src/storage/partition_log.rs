@@ -23,7 +23,8 @@ use super::checkpoint::{
 };
 use super::config::LogConfig;
 use super::policy::{should_roll, RollInput};
-use super::segment::{delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
+use super::recycle::RecyclePool;
+use super::segment::{self, delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
 use super::StorageError;
 use crate::protocol::record_batch::{self, validate_all_for_append, BatchError, BatchSummary};
 use crate::types::TopicPartition;
@@ -115,6 +116,8 @@ pub struct PartitionLog {
     rolled: Option<RolledSegment>,
     recovery_stats: RecoveryStats,
     leader_epochs: Vec<(i32, i64)>,
+    /// Files of segments retention dropped, for new segments to reuse.
+    recycle: RecyclePool,
 }
 
 fn checkpoint_entry(
@@ -229,7 +232,13 @@ impl PartitionLog {
             rolled: None,
             recovery_stats: stats,
             leader_epochs: Vec::new(),
+            recycle: RecyclePool::default(),
         };
+        let mut pool = RecyclePool::load(&log.dir)?;
+        if !log.config.recycle_segments {
+            segment::free_in_background(pool.drain(), true);
+        }
+        log.recycle = pool;
         if let Some(active) = log.segments.values_mut().next_back() {
             active.activate(&log.config).await?;
         }
@@ -287,7 +296,8 @@ impl PartitionLog {
             }
         }
         if segments.is_empty() {
-            let seg = Segment::create_empty(dir, start_offset.max(0), config, UNSET_MS).await?;
+            let seg =
+                Segment::create_empty(dir, start_offset.max(0), config, UNSET_MS, None).await?;
             segments.insert(seg.base_offset, seg);
         }
         Ok(segments)

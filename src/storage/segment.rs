@@ -17,12 +17,15 @@ use super::helper_thread;
 use super::index::{OffsetIndex, SegmentIndex, TimeIndex};
 use super::readahead::ReadAhead;
 use super::recovery::{scan, ScanStop, ScannedBatch};
+use super::recycle;
 use super::{segment_file_name, StorageError};
 
 pub const LOG_SUFFIX: &str = ".log";
 pub const INDEX_SUFFIX: &str = ".index";
 pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
 pub const DELETED_SUFFIX: &str = ".deleted";
+const ALL_SUFFIXES: [&str; 3] = [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX];
+const INDEX_SUFFIXES: [&str; 2] = [INDEX_SUFFIX, TIME_INDEX_SUFFIX];
 /// Recovery reads segments with O_DIRECT in chunks of this size.
 const RECOVERY_CHUNK: usize = 1 << 20;
 /// Largest `posix_fadvise(WILLNEED)` call of a read-ahead (below the
@@ -55,11 +58,17 @@ fn free_steps(size: u64, step: u64) -> Vec<u64> {
     out
 }
 
-/// Frees a deleted file in [`FREE_STEP`] steps from its end, then removes
-/// it. Whichever fd closes last (a fetch's `sendfile` dup may still hold
-/// it) then frees nothing.
-fn free_and_remove(path: &Path) {
-    if let Ok(f) = std::fs::OpenOptions::new().write(true).open(path) {
+/// Frees a deleted file in [`FREE_STEP`] steps from its end (when
+/// `shrink`), then removes it. A file a fetch still reads is only removed:
+/// its blocks are freed when the last fd closes, and until then the fetch
+/// reads what it was promised.
+fn free_and_remove(path: &Path, shrink: bool) {
+    let file = if shrink {
+        std::fs::OpenOptions::new().write(true).open(path).ok()
+    } else {
+        None
+    };
+    if let Some(f) = file {
         let size = f.metadata().map(|m| m.len()).unwrap_or(0);
         for len in free_steps(size, FREE_STEP) {
             if f.set_len(len).is_err() {
@@ -115,6 +124,9 @@ pub struct Segment {
     pub appender: Option<DmaAppender>,
     /// What fetches from this file asked the kernel to read ahead.
     readahead: Cell<ReadAhead>,
+    /// The file is a recycled one ([`recycle`]): its blocks stay allocated
+    /// when the appender opens it (its old bytes are overwritten).
+    reused_file: bool,
 }
 
 pub fn path_of(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
@@ -317,6 +329,7 @@ impl Segment {
             created_ms: now_ms,
             appender: None,
             readahead: Cell::default(),
+            reused_file: false,
         };
         let start = offsets.entries().last().map_or(0, |e| u64::from(e.1));
         if let Some(&(ts, rel)) = times.entries().last() {
@@ -410,23 +423,36 @@ impl Segment {
             created_ms: now_ms,
             appender: None,
             readahead: Cell::default(),
+            reused_file: false,
         };
         Ok((seg, pos))
     }
 
-    /// A new, empty segment at `base_offset`.
+    /// A new, empty segment at `base_offset`, in a new file or in `reuse`,
+    /// a file from the partition's [`recycle`] pool (renamed to the
+    /// segment's name; its old bytes stay until overwritten).
     pub async fn create_empty(
         dir: &Path,
         base_offset: i64,
         config: &LogConfig,
         now_ms: i64,
+        reuse: Option<PathBuf>,
     ) -> Result<Segment, StorageError> {
         let log = path_of(dir, base_offset, LOG_SUFFIX);
-        std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(&log)?;
+        let reused_file = match reuse {
+            Some(from) => {
+                std::fs::rename(&from, &log)?;
+                true
+            }
+            None => {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(true)
+                    .write(true)
+                    .open(&log)?;
+                false
+            }
+        };
         // Make the new name durable (a crash must not lose the segment
         // file) before any append to it is acknowledged. The directory
         // fsync runs on glommio's blocking pool: on the shard it stalled
@@ -445,6 +471,7 @@ impl Segment {
             created_ms: now_ms,
             appender: None,
             readahead: Cell::default(),
+            reused_file,
         })
     }
 
@@ -468,8 +495,12 @@ impl Segment {
             config.write_buffer_bytes,
             step,
             config.segment_bytes,
+            // Only a recycled file that nothing was appended to yet keeps
+            // its blocks; any other reopen cuts the file at its end.
+            self.reused_file && size == 0,
         )
         .await?;
+        self.reused_file = false;
         self.appender = Some(a);
         Ok(())
     }
@@ -488,26 +519,63 @@ impl Segment {
     /// stalled the disk's writes: files shrink in [`FREE_STEP`] steps. A
     /// crash in between leaves `.deleted` names, which open removes.
     pub fn delete_files_in_background(&self) -> Result<(), StorageError> {
-        let renamed = rename_to_deleted(&self.dir, self.base_offset)?;
-        let job: helper_thread::Job = Box::new(move || {
-            for p in renamed {
-                free_and_remove(&p);
-            }
-        });
-        if let Err(job) = helper_thread::submit(&helper_thread::DELETER, job) {
-            glommio::spawn_local(async move {
-                glommio::executor().spawn_blocking(job).await;
-            })
-            .detach();
-        }
+        // A fetch holding the file (its `Region::File`) must keep reading it.
+        let shrink = Rc::strong_count(&self.read_file) == 1;
+        let renamed = rename_to_deleted(&self.dir, self.base_offset, &ALL_SUFFIXES)?;
+        free_in_background(renamed, shrink);
         Ok(())
+    }
+}
+
+impl Segment {
+    /// Retention's delete into the partition's [`recycle`] pool: the log
+    /// file is renamed to the pool's name for this segment's next offset,
+    /// the index files are deleted as in [`Self::delete_files_in_background`].
+    /// Returns the pooled file's path; `None` when a fetch still holds the
+    /// file (its `sendfile` must keep reading the old bytes), and then the
+    /// caller deletes the segment instead.
+    pub fn retire_to_pool(&self) -> Result<Option<PathBuf>, StorageError> {
+        if Rc::strong_count(&self.read_file) > 1 || self.appender.is_some() {
+            return Ok(None);
+        }
+        let to = recycle::pool_path(&self.dir, self.next_offset);
+        if to.exists() {
+            return Ok(None);
+        }
+        // Index files first: a crash in between leaves `.deleted` names
+        // (removed at open), never index files without their log.
+        let renamed = rename_to_deleted(&self.dir, self.base_offset, &INDEX_SUFFIXES)?;
+        std::fs::rename(self.log_path(), &to)?;
+        if !renamed.is_empty() {
+            free_in_background(renamed, true);
+        }
+        Ok(Some(to))
+    }
+}
+
+/// Frees (in steps, when `shrink`) and removes files on the shard's delete
+/// thread (glommio's blocking pool if it cannot run).
+pub fn free_in_background(paths: Vec<PathBuf>, shrink: bool) {
+    if paths.is_empty() {
+        return;
+    }
+    let job: helper_thread::Job = Box::new(move || {
+        for p in paths {
+            free_and_remove(&p, shrink);
+        }
+    });
+    if let Err(job) = helper_thread::submit(&helper_thread::DELETER, job) {
+        glommio::spawn_local(async move {
+            glommio::executor().spawn_blocking(job).await;
+        })
+        .detach();
     }
 }
 
 /// Rename a segment's files to `.deleted`, then remove them (Kafka renames
 /// first so a crash mid-delete leaves names the next open cleans up).
 pub fn delete_segment_files(dir: &Path, base_offset: i64) -> Result<(), StorageError> {
-    for d in rename_to_deleted(dir, base_offset)? {
+    for d in rename_to_deleted(dir, base_offset, &ALL_SUFFIXES)? {
         std::fs::remove_file(&d)?;
     }
     Ok(())
@@ -515,9 +583,13 @@ pub fn delete_segment_files(dir: &Path, base_offset: i64) -> Result<(), StorageE
 
 /// Kafka's first step of a delete: rename each of the segment's files that
 /// exists to `<name>.deleted`; returns the new names.
-fn rename_to_deleted(dir: &Path, base_offset: i64) -> Result<Vec<PathBuf>, StorageError> {
+fn rename_to_deleted(
+    dir: &Path,
+    base_offset: i64,
+    suffixes: &[&str],
+) -> Result<Vec<PathBuf>, StorageError> {
     let mut renamed = Vec::new();
-    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+    for &suffix in suffixes {
         let p = path_of(dir, base_offset, suffix);
         let mut d = p.clone().into_os_string();
         d.push(DELETED_SUFFIX);
@@ -548,7 +620,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("00000000000000000000.log.deleted");
         std::fs::write(&p, vec![7u8; (FREE_STEP * 2 + 5) as usize]).unwrap();
-        free_and_remove(&p);
+        free_and_remove(&p, true);
         assert!(!p.exists());
     }
 }

@@ -303,7 +303,12 @@ impl PartitionLog {
         self.await_roll_sync().await;
         let old_file = self.close_active_unsynced().await?;
         let leo = self.log_end_offset();
-        let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms).await?;
+        let reuse = if self.config.recycle_segments {
+            self.recycle.take(leo)
+        } else {
+            None
+        };
+        let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms, reuse).await?;
         seg.activate(&self.config).await?;
         self.segments.insert(leo, seg);
         // Kafka's roll schedules the old segment's flush
@@ -449,7 +454,10 @@ impl PartitionLog {
         for (_, seg) in std::mem::take(&mut self.segments) {
             seg.delete_files()?;
         }
-        let mut seg = Segment::create_empty(&self.dir, offset, &self.config, UNSET_MS).await?;
+        // The log may restart below offsets the pooled files held.
+        segment::free_in_background(self.recycle.drain(), true);
+        let mut seg =
+            Segment::create_empty(&self.dir, offset, &self.config, UNSET_MS, None).await?;
         seg.activate(&self.config).await?;
         self.segments.insert(offset, seg);
         self.log_start_offset = offset;
@@ -484,6 +492,18 @@ impl PartitionLog {
         Ok(self.log_start_offset)
     }
 
+    /// A segment dropped below the log start offset: into the recycle pool
+    /// when it is on and has room, else deleted in the background.
+    fn retire(&mut self, seg: Segment) -> Result<(), StorageError> {
+        if self.config.recycle_segments && self.recycle.has_room() {
+            if let Some(path) = seg.retire_to_pool()? {
+                self.recycle.add(seg.next_offset, path);
+                return Ok(());
+            }
+        }
+        seg.delete_files_in_background()
+    }
+
     /// Delete the oldest non-active segments while `pred(segment, next
     /// segment base, log)` holds; advances the log start offset.
     fn delete_segments_while(
@@ -500,7 +520,7 @@ impl PartitionLog {
                 break;
             }
             if let Some(seg) = self.segments.remove(&base) {
-                seg.delete_files_in_background()?;
+                self.retire(seg)?;
             }
             self.log_start_offset = self.log_start_offset.max(next_base);
             deleted += 1;

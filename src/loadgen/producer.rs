@@ -137,6 +137,10 @@ struct InFlight {
 }
 
 /// Pseudo error labels for failures the client detects itself.
+/// Record payloads are cut from chunks of this size rather than allocated
+/// one by one (a `malloc` and `free` per 1 KiB record was ~10% of the
+/// client's CPU at 1M msgs/s); a chunk is freed when its last record is.
+const PAYLOAD_SLAB: usize = 1 << 20;
 const CLIENT_DELIVERY_TIMEOUT: &str = "-1001 ClientDeliveryTimeout";
 const CLIENT_REQUEST_TIMEOUT: &str = "-1002 ClientRequestTimeout";
 const CLIENT_MISSING_PARTITION: &str = "-1003 PartitionMissingInResponse";
@@ -175,6 +179,8 @@ struct Producer {
     sticky: StickyPartitioner,
     rng: StdRng,
     filler: Bytes,
+    /// Payloads are carved from this chunk (see [`PAYLOAD_SLAB`]).
+    slab: BytesMut,
     topic_name: TopicName,
     produce_version: i16,
     compression: Compression,
@@ -253,6 +259,7 @@ impl Producer {
             in_flight: HashMap::new(),
             rng,
             filler: Bytes::from(filler),
+            slab: BytesMut::new(),
             produce_version,
             producer_id,
             producer_epoch,
@@ -383,8 +390,12 @@ impl Producer {
             KeyDistributor::Random(n) => Some(self.rng.gen_range(0..n.max(1))),
         };
         let key = key_index.map(|k| Bytes::from(format!("key-{k}")));
-        let mut value = BytesMut::with_capacity(self.plan.message_size);
-        value.put_slice(&self.filler);
+        let size = self.plan.message_size;
+        if self.slab.capacity() - self.slab.len() < size {
+            self.slab = BytesMut::with_capacity(PAYLOAD_SLAB.max(size));
+        }
+        self.slab.put_slice(&self.filler);
+        let mut value = self.slab.split_to(size);
         // The payload timestamp is the intended send time, so end-to-end
         // latency in fixed-rate mode is free of coordinated omission.
         let wall = self.plan.timebase.wall_ns(intended_ns);

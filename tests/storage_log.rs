@@ -1033,3 +1033,86 @@ fn with_recycling_off_retired_segments_are_deleted() {
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn a_rolled_segment_reads_its_tail_from_memory_until_the_background_close_wrote_it() {
+    use shardlog::storage::segment::{PendingTail, Segment};
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        shardlog::io::dma::prime_iopoll_probe(&dir).await.unwrap();
+        let config = small_config(); // 64 KiB write buffers
+        let mut seg = Segment::create_empty(&dir, 0, &config, 0, None)
+            .await
+            .unwrap();
+        seg.activate(&config).await.unwrap();
+        // 40 pages: full buffers in flight or written, a partial one filling.
+        let mut want = Vec::new();
+        for i in 0..40u64 {
+            let b = page_expected(i, i as i64);
+            seg.appender.as_mut().unwrap().append(&b).await.unwrap();
+            want.extend_from_slice(&b);
+        }
+        // What a roll does: take the appender, keep its unwritten bytes.
+        let appender = seg.appender.take().unwrap();
+        let done = Rc::new(Cell::new(false));
+        let written = appender.written_end();
+        assert!(written < want.len() as u64, "part of the tail is unwritten");
+        seg.set_closing(
+            want.len() as u64,
+            PendingTail {
+                written,
+                parts: appender.unwritten_parts(),
+                done: done.clone(),
+            },
+        );
+        assert!(seg.is_closing());
+        assert_eq!(seg.file_end(), written);
+        let mut got = vec![0u8; want.len()];
+        seg.read_exact_at(0, &mut got).unwrap();
+        assert_eq!(got, want, "read while the close has not run");
+        // The close writes everything; reads then come from the file.
+        let (end, _file) = appender.close_unsynced().await.unwrap();
+        assert_eq!(end, want.len() as u64);
+        done.set(true);
+        assert!(!seg.is_closing());
+        assert_eq!(seg.file_end(), end);
+        seg.reap_tail();
+        let mut got = vec![0u8; want.len()];
+        seg.read_exact_at(0, &mut got).unwrap();
+        assert_eq!(got, want, "read from the file after the close");
+    });
+}
+
+#[test]
+fn reads_right_after_each_roll_and_after_reopen_return_every_batch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&dir, small_config(), 0).await;
+        let mut offsets = Vec::new();
+        for k in 0..5u64 {
+            offsets.extend(append_range(&mut log, k * 30, k * 30 + 30).await);
+            log.roll(0).await.unwrap();
+            // No cache: the just-closed segment's bytes come from its kept
+            // tail or its file, whichever holds them now.
+            let from = offsets[(k * 30) as usize];
+            let r = log.read(from, 1 << 20, i64::MAX, true).unwrap();
+            let want: Vec<u8> = (k * 30..k * 30 + 30)
+                .flat_map(|i| page_expected(i, offsets[i as usize]))
+                .collect();
+            assert_eq!(region_bytes(&r.regions).0, want, "segment {k}");
+        }
+        let leo = log.log_end_offset();
+        log.close().await.unwrap();
+        let log = open(&dir, small_config(), 0).await;
+        assert_eq!(log.log_end_offset(), leo);
+        for (i, &o) in offsets.iter().enumerate() {
+            let r = log.read(o, 1, i64::MAX, true).unwrap();
+            assert_eq!(region_bytes(&r.regions).0, page_expected(i as u64, o));
+        }
+        log.close().await.unwrap();
+    });
+}

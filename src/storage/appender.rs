@@ -66,6 +66,24 @@ fn take_buffer(file: &DmaFile, cap: usize) -> FillBuffer {
     buffer_pool::take(cap, |n| file.alloc_dma_buffer(n))
 }
 
+/// Bytes of a segment not yet in its file, kept for reads while a
+/// background close writes them (see [`DmaAppender::unwritten_parts`]).
+pub enum TailPart {
+    /// A full buffer whose write is in flight.
+    Shared(Rc<DmaBuffer>),
+    /// A copy of the partial last buffer.
+    Owned(Vec<u8>),
+}
+
+impl TailPart {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            TailPart::Shared(b) => b.as_bytes(),
+            TailPart::Owned(v) => v,
+        }
+    }
+}
+
 /// A pre-allocation running in the background (see `ensure_allocated`).
 struct Allocating {
     task: glommio::Task<glommio::Result<(), ()>>,
@@ -198,6 +216,27 @@ impl DmaAppender {
             return None;
         }
         Some(&buf.as_bytes()[(pos - self.buf_file_pos) as usize..self.fill])
+    }
+
+    /// The bytes `[written_end, logical_end)` as `(file position, part)`,
+    /// in file order: the in-flight buffers (shared, no copy) and a copy
+    /// of the partial current one. A roll keeps them so the closed
+    /// segment's reads need not wait for its writes.
+    pub fn unwritten_parts(&self) -> Vec<(u64, TailPart)> {
+        let mut parts: Vec<(u64, TailPart)> = self
+            .inflight
+            .iter()
+            .map(|f| (f.pos, TailPart::Shared(f.buf.clone())))
+            .collect();
+        if let Some(buf) = self.buf.as_ref() {
+            if self.fill > 0 {
+                parts.push((
+                    self.buf_file_pos,
+                    TailPart::Owned(buf.as_bytes()[..self.fill].to_vec()),
+                ));
+            }
+        }
+        parts
     }
 
     fn check(&self) -> Result<(), StorageError> {

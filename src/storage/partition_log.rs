@@ -386,6 +386,9 @@ mod write;
 /// A just-rolled segment's file and its background fdatasync.
 struct RolledSegment {
     file: Rc<glommio::io::DmaFile>,
+    base_offset: i64,
+    /// Set once the background close wrote every byte into `file`.
+    written: Rc<Cell<bool>>,
     /// Set once an fdatasync of `file` succeeded (background or not).
     synced: Rc<Cell<bool>>,
     task: glommio::task::JoinHandle<()>,

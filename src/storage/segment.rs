@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use glommio::io::DmaFile;
 
-use super::appender::DmaAppender;
+use super::appender::{DmaAppender, TailPart};
 use super::config::LogConfig;
 use super::helper_thread;
 use super::index::{OffsetIndex, SegmentIndex, TimeIndex};
@@ -110,6 +110,25 @@ fn fadvise_willneed(file: &File, from: u64, to: u64) {
     }
 }
 
+/// A rolled segment's bytes still being written by its background close:
+/// reads of `[written, size)` are served from these parts until `done`.
+pub struct PendingTail {
+    /// Bytes `[0, written)` were in the file at the roll.
+    pub written: u64,
+    pub parts: Vec<(u64, TailPart)>,
+    /// Set once the background close wrote everything.
+    pub done: Rc<Cell<bool>>,
+}
+
+impl PendingTail {
+    fn buffered_from(&self, pos: u64) -> Option<&[u8]> {
+        self.parts.iter().find_map(|(at, part)| {
+            let b = part.bytes();
+            (pos >= *at && pos < at + b.len() as u64).then(|| &b[(pos - at) as usize..])
+        })
+    }
+}
+
 pub struct Segment {
     pub base_offset: i64,
     pub dir: PathBuf,
@@ -127,6 +146,8 @@ pub struct Segment {
     /// The file is a recycled one ([`recycle`]): its blocks stay allocated
     /// when the appender opens it (its old bytes are overwritten).
     reused_file: bool,
+    /// Set by a roll while the closed appender's writes finish.
+    tail: Option<PendingTail>,
 }
 
 pub fn path_of(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
@@ -163,9 +184,37 @@ impl Segment {
 
     /// Bytes readable through `read_file`.
     pub fn file_end(&self) -> u64 {
+        if let Some(t) = self.pending_tail() {
+            return t.written;
+        }
         self.appender
             .as_ref()
             .map_or(self.closed_size, |a| a.written_end())
+    }
+
+    /// The tail a roll left to write, while it is being written.
+    fn pending_tail(&self) -> Option<&PendingTail> {
+        self.tail.as_ref().filter(|t| !t.done.get())
+    }
+
+    /// Whether a background close is still writing this segment's tail.
+    pub fn is_closing(&self) -> bool {
+        self.pending_tail().is_some()
+    }
+
+    /// Drops the kept tail once its writes are done (frees the buffers).
+    pub fn reap_tail(&mut self) {
+        if self.tail.as_ref().is_some_and(|t| t.done.get()) {
+            self.tail = None;
+        }
+    }
+
+    /// Closed at `size` by a roll whose background close still writes
+    /// `tail` (appender taken by the caller).
+    pub fn set_closing(&mut self, size: u64, tail: PendingTail) {
+        self.appender = None;
+        self.closed_size = size;
+        self.tail = Some(tail);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -191,6 +240,7 @@ impl Segment {
                 .appender
                 .as_ref()
                 .and_then(|a| a.buffered_from(from))
+                .or_else(|| self.pending_tail().and_then(|t| t.buffered_from(from)))
                 .filter(|p| !p.is_empty())
                 .ok_or_else(|| invalid("bytes neither in file nor in buffer"))?;
             let n = part.len().min(out.len() - done);
@@ -330,6 +380,7 @@ impl Segment {
             appender: None,
             readahead: Cell::default(),
             reused_file: false,
+            tail: None,
         };
         let start = offsets.entries().last().map_or(0, |e| u64::from(e.1));
         if let Some(&(ts, rel)) = times.entries().last() {
@@ -424,6 +475,7 @@ impl Segment {
             appender: None,
             readahead: Cell::default(),
             reused_file: false,
+            tail: None,
         };
         Ok((seg, pos))
     }
@@ -472,6 +524,7 @@ impl Segment {
             appender: None,
             readahead: Cell::default(),
             reused_file,
+            tail: None,
         })
     }
 

@@ -61,6 +61,7 @@ impl PartitionLog {
         log_append_time: bool,
     ) -> Result<AppendInfo, StorageError> {
         self.check_poison()?;
+        self.reap_rolled();
         let mut record_offsets: i64 = 0;
         let mut max_ts = -1i64;
         for s in records.summaries() {
@@ -199,6 +200,8 @@ impl PartitionLog {
     /// Write everything buffered and fdatasync; advances the recovery point.
     pub async fn flush(&mut self) -> Result<(), StorageError> {
         self.check_poison()?;
+        self.await_rolled_writes().await;
+        self.check_poison()?;
         let leo = self.log_end_offset();
         // Bytes of the segment the last roll closed count as flushed only
         // once its (background) fdatasync is done: do it here if not yet.
@@ -228,6 +231,8 @@ impl PartitionLog {
     /// what [`PendingSync::sync`] needs to make it durable without the
     /// lock, so appends can go on buffering meanwhile.
     pub async fn write_out(&mut self) -> Result<PendingSync, StorageError> {
+        self.check_poison()?;
+        self.await_rolled_writes().await;
         self.check_poison()?;
         let log_end_offset = self.log_end_offset();
         let mut files: Vec<_> = self
@@ -296,13 +301,36 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Close the active segment (sync, trim, write its indexes) and start a
-    /// new one at the log end offset.
+    /// Close the active segment and start a new one at the log end offset.
+    /// The old segment's last writes, its trim to the logical end and its
+    /// fdatasync finish in the background (Kafka's roll also schedules
+    /// the old segment's flush); until they are written, reads of its tail
+    /// come from the kept buffers ([`segment::PendingTail`]). Waiting for
+    /// up to `WRITE_BEHIND_BYTES` of writes here held every append behind
+    /// the roll for 1-2.7 ms, the broker's produce p99.9 (2026-11-30).
     pub async fn roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
-        // Rolls are seconds apart; the previous sync is normally long done.
+        // Rolls are seconds apart; the previous close is normally long done.
         self.await_roll_sync().await;
-        let old_file = self.close_active_unsynced().await?;
         let leo = self.log_end_offset();
+        let seg = self.active()?;
+        let Some(appender) = seg.appender.take() else {
+            return Err(StorageError::Io(std::io::Error::other(
+                "active segment has no appender",
+            )));
+        };
+        let written = Rc::new(Cell::new(false));
+        let size = appender.logical_end();
+        seg.set_closing(
+            size,
+            segment::PendingTail {
+                written: appender.written_end(),
+                parts: appender.unwritten_parts(),
+                done: written.clone(),
+            },
+        );
+        seg.write_index_files()?;
+        let old_base = seg.base_offset;
+        let file = appender.file_handle();
         let reuse = if self.config.recycle_segments {
             self.recycle.take(leo)
         } else {
@@ -311,63 +339,77 @@ impl PartitionLog {
         let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms, reuse).await?;
         seg.activate(&self.config).await?;
         self.segments.insert(leo, seg);
-        // Kafka's roll schedules the old segment's flush
-        // (flushUptoOffsetExclusive on its scheduler) instead of making the
-        // append that rolled wait for it: the fdatasync runs in the
-        // background, and only its success moves the recovery point; a
-        // failure poisons the log (never retried).
+        // Only the fdatasync's success moves the recovery point; any
+        // failure poisons the log (an fsync is never retried).
         let (recovery_point, poisoned) = (self.recovery_point.clone(), self.poisoned.clone());
         let dir = self.dir.clone();
         let synced = Rc::new(Cell::new(false));
-        let done = synced.clone();
-        let file = old_file.clone();
+        let (done_writing, done_syncing) = (written.clone(), synced.clone());
         let task = glommio::spawn_local(async move {
-            match old_file.fdatasync().await {
+            let result = match appender.close_unsynced().await {
+                Ok((_, f)) => {
+                    done_writing.set(true);
+                    f.fdatasync().await.map_err(|e| StorageError::Io(e.into()))
+                }
+                Err(e) => Err(e),
+            };
+            match result {
                 Ok(()) => {
-                    done.set(true);
+                    done_syncing.set(true);
                     recovery_point.set(recovery_point.get().max(leo));
                 }
                 Err(e) => {
                     tracing::error!(
                         dir = %dir.display(),
                         error = %e,
-                        "fdatasync of a rolled segment failed; log poisoned"
+                        "closing a rolled segment failed; log poisoned"
                     );
                     poisoned.set(true);
                 }
             }
         })
         .detach();
-        self.rolled = Some(RolledSegment { file, synced, task });
+        self.rolled = Some(RolledSegment {
+            file,
+            base_offset: old_base,
+            written,
+            synced,
+            task,
+        });
         Ok(())
     }
 
-    /// The active segment's appender closed without its fdatasync (roll):
-    /// returns the file to sync.
-    async fn close_active_unsynced(&mut self) -> Result<Rc<glommio::io::DmaFile>, StorageError> {
-        let seg = self.active()?;
-        let Some(a) = seg.appender.take() else {
-            return Err(StorageError::Io(std::io::Error::other(
-                "active segment has no appender",
-            )));
+    /// Drops a rolled segment's kept tail once its writes are done.
+    pub(super) fn reap_rolled(&mut self) {
+        let Some(base) = self
+            .rolled
+            .as_ref()
+            .filter(|r| r.written.get())
+            .map(|r| r.base_offset)
+        else {
+            return;
         };
-        match a.close_unsynced().await {
-            Ok((size, file)) => {
-                seg.set_closed(size);
-                seg.write_index_files()?;
-                Ok(file)
-            }
-            Err(e) => {
-                self.poisoned.set(true);
-                Err(e)
-            }
+        if let Some(seg) = self.segments.get_mut(&base) {
+            seg.reap_tail();
+        }
+    }
+
+    /// Waits until a rolled segment's bytes are all in its file (before a
+    /// flush may count them durable, or a truncation cut the file).
+    async fn await_rolled_writes(&mut self) {
+        if self.rolled.as_ref().is_some_and(|r| !r.written.get()) {
+            self.await_roll_sync().await;
         }
     }
 
     /// Wait for a rolled segment's background fdatasync (clean close).
     async fn await_roll_sync(&mut self) {
         if let Some(rolled) = self.rolled.take() {
+            let base = rolled.base_offset;
             rolled.task.await;
+            if let Some(seg) = self.segments.get_mut(&base) {
+                seg.reap_tail();
+            }
         }
     }
 
@@ -422,6 +464,7 @@ impl PartitionLog {
     }
 
     async fn truncate_inner(&mut self, offset: i64) -> Result<(), StorageError> {
+        self.await_roll_sync().await;
         self.close_active().await?;
         let first_base = self.segments.keys().next().copied().unwrap_or(0);
         if offset <= self.log_start_offset || offset <= first_base {
@@ -516,7 +559,9 @@ impl PartitionLog {
             let (Some((&base, seg)), Some((&next_base, _))) = (it.next(), it.next()) else {
                 break; // never the active segment
             };
-            if !pred(seg, next_base, self) {
+            // A segment whose background close still writes it waits for
+            // the next retention pass.
+            if seg.is_closing() || !pred(seg, next_base, self) {
                 break;
             }
             if let Some(seg) = self.segments.remove(&base) {

@@ -10,6 +10,7 @@
 # P2 durable produce (shardlog.flush.every.append=true, acks=all) vs fio
 #    O_DIRECT sequential write.
 # P3 produce p99 / p99.9 at 50% of P1's loadgen rate vs loopback echo RTT,
+#    with Kafka's default batch.size (16384; see P3_BATCH below),
 #    each linger.ms on a fresh broker whose shutdown line gives the broker's
 #    own share (request latency: produce p99 / p99.9 / max).
 # P4 consume throughput (loadgen --consume-only and rdkafka_performance -C) vs
@@ -66,6 +67,13 @@ else
   : "${DUR:=10}"; WARM=2; REF_SECS=10; FIO_SIZE=1g; ECHO_SECS=5; RDK_MIN=100000; RDK_MAX=5000000
 fi
 PARTITIONS=6 SIZE=1024 LINGER=5 BATCH=1000000
+# P3 measures latency with Kafka's default batch.size (producer config
+# batch.size=16384), what a latency-sensitive producer runs. With P1's 1 MB
+# batches at half P1's rate a batch never fills within linger.ms, so the
+# first record of each waits the whole linger and then a ~3 MB request
+# (six partitions' batches) crosses loopback: more than 3 x echo p99.9 by
+# construction, on any broker.
+P3_BATCH=16384
 NPROC="$(nproc)"
 : "${BROKER_CPUS:=0}"
 if [ -z "$CLIENT_CPUS" ]; then [ "$NPROC" -ge 2 ] && CLIENT_CPUS=1 || CLIENT_CPUS=0; fi
@@ -319,7 +327,7 @@ step_p3() {
   for l in 0 "$LINGER"; do
     log "P3: produce latency at $rate msgs/s (50% of P1), linger.ms=$l"
     start_broker "latency-l$l" || { set_fail "p3_p999_$l" "$BROKER_ERR"; continue; }
-    if loadgen "$TMP/p3-l$l" --topic p3-latency --acks 1 --linger-ms "$l" --batch-size "$BATCH" \
+    if loadgen "$TMP/p3-l$l" --topic p3-latency --acks 1 --linger-ms "$l" --batch-size "$P3_BATCH" \
       --rate "$rate" --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
       R[p3_p99_$l]="$(lg_point "$TMP/p3-l$l" 0 "['ack_latency_intended']['p99_us']" 0)"
       R[p3_p999_$l]="$(lg_point "$TMP/p3-l$l" 0 "['ack_latency_intended']['p999_us']" 0)"
@@ -456,7 +464,7 @@ One run, not a median: figures on this shared VM swing 2-3x between runs.
 | P1 same, rdkafka_performance | $(cell p1_rdk_mb MB/s)$(opt p1_rdk_msgs msgs/s) | iperf3 1 stream: $(cell iperf3_mb MB/s) | $(cell p1_rdk_ratio) | ≥ 0.50 | $(meets "${R[p1_rdk_ratio]:-}" '>=' 0.5) |
 | P2 durable produce, acks=all, flush every append (loadgen) | $(cell p2_lg_mb MB/s) | fio O_DIRECT 1 MiB seq write: $(cell fio_mb MB/s) | $(cell p2_lg_ratio) | ≥ 0.60 | $(meets "${R[p2_lg_ratio]:-}" '>=' 0.6) |
 | P2 same, rdkafka_performance | $(cell p2_rdk_mb MB/s) | fio: $(cell fio_mb MB/s) | $(cell p2_rdk_ratio) | ≥ 0.60 | $(meets "${R[p2_rdk_ratio]:-}" '>=' 0.6) |
-| P3 produce p99 / p99.9 at $(cell p3_rate msgs/s), linger.ms=0 | $(cell p3_p99_0 µs) / $(cell p3_p999_0 µs) | echo RTT p99 / p99.9: $(cell echo_p99 µs) / $(cell echo_p999 µs); bound 3×p99.9+linger = $(cell p3_bound_0 µs) | $(cell p3_ratio_0) | ≤ 1.00 | $(meets "${R[p3_ratio_0]:-}" '<=' 1) |
+| P3 produce p99 / p99.9 at $(cell p3_rate msgs/s), linger.ms=0, batch.size=$P3_BATCH | $(cell p3_p99_0 µs) / $(cell p3_p999_0 µs) | echo RTT p99 / p99.9: $(cell echo_p99 µs) / $(cell echo_p999 µs); bound 3×p99.9+linger = $(cell p3_bound_0 µs) | $(cell p3_ratio_0) | ≤ 1.00 | $(meets "${R[p3_ratio_0]:-}" '<=' 1) |
 | P3 same, linger.ms=$LINGER | $(cell p3_p99_5 µs) / $(cell p3_p999_5 µs) | bound: $(cell p3_bound_5 µs) | $(cell p3_ratio_5) | ≤ 1.00 | $(meets "${R[p3_ratio_5]:-}" '<=' 1) |
 | P4 consume from the beginning (loadgen --consume-only, 1 consumer) | $(cell p4_lg_mb MB/s)$(opt p4_lg_count msgs) | P1 produce, loadgen: $(cell p1_lg_mb MB/s) | $(cell p4_lg_ratio) | ≥ 1.50 | $(meets "${R[p4_lg_ratio]:-}" '>=' 1.5) |
 | P4 consume from the beginning (rdkafka_performance -C) | $(cell p4_mb MB/s)$(opt p4_count msgs) | P1 produce, rdkafka_performance: $(cell p1_rdk_mb MB/s) | $(cell p4_ratio) | ≥ 1.50 | $(meets "${R[p4_ratio]:-}" '>=' 1.5) |

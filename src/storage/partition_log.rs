@@ -23,7 +23,7 @@ use super::checkpoint::{
 };
 use super::config::LogConfig;
 use super::policy::{should_roll, RollInput};
-use super::recycle::RecyclePool;
+use super::recycle::{RecyclePool, RECYCLE_SUFFIX};
 use super::segment::{self, delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
 use super::StorageError;
 use crate::protocol::record_batch::{self, validate_all_for_append, BatchError, BatchSummary};
@@ -172,6 +172,26 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, StorageError> {
     Ok(bases)
 }
 
+/// The recycle pool left in `dir` by an earlier run; removes pool files
+/// past the limit and names that do not parse.
+fn load_recycle_pool(dir: &Path) -> Result<RecyclePool, StorageError> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().to_string();
+        if name.ends_with(RECYCLE_SUFFIX) {
+            names.push(name);
+        }
+    }
+    let (pool, remove) = RecyclePool::from_names(&names);
+    for name in remove {
+        match std::fs::remove_file(dir.join(&name)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+    }
+    Ok(pool.within(dir))
+}
+
 impl PartitionLog {
     /// Open (or create) the log of `tp` under `log_dir`, recovering it if the
     /// last shutdown was not clean.
@@ -234,7 +254,7 @@ impl PartitionLog {
             leader_epochs: Vec::new(),
             recycle: RecyclePool::default(),
         };
-        let mut pool = RecyclePool::load(&log.dir)?;
+        let mut pool = load_recycle_pool(&log.dir)?;
         if !log.config.recycle_segments {
             segment::free_in_background(pool.drain(), true);
         }

@@ -1,5 +1,5 @@
-//! A partition's pool of retired segment files, reused for new segments
-//! (`[pure]` rules, thin `[io]` listing). RocksDB's `recycle_log_file_num`
+//! `[pure]` A partition's pool of retired segment files, reused for new
+//! segments (the directory listing and renames are the callers'). RocksDB's `recycle_log_file_num`
 //! and PostgreSQL's WAL recycling do the same for their logs.
 //!
 //! Why: overwriting blocks a file already owns is much cheaper than
@@ -87,27 +87,12 @@ impl RecyclePool {
         (pool, remove)
     }
 
-    /// Reads `dir`'s pool after a restart, removing files past the limit
-    /// and names that do not parse.
-    pub fn load(dir: &Path) -> std::io::Result<RecyclePool> {
-        let mut names = Vec::new();
-        for entry in std::fs::read_dir(dir)? {
-            let name = entry?.file_name().to_string_lossy().to_string();
-            if name.ends_with(RECYCLE_SUFFIX) {
-                names.push(name);
-            }
-        }
-        let (mut pool, remove) = Self::from_names(&names);
-        for name in remove {
-            match std::fs::remove_file(dir.join(&name)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-        }
-        for (_, p) in &mut pool.files {
+    /// Makes the pool's paths absolute under `dir`.
+    pub fn within(mut self, dir: &Path) -> RecyclePool {
+        for (_, p) in &mut self.files {
             *p = dir.join(&*p);
         }
-        Ok(pool)
+        self
     }
 
     pub fn len(&self) -> usize {

@@ -18,6 +18,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 
+use super::wire;
+
 /// Largest response frame accepted (Kafka's `socket.request.max.bytes`
 /// default is 100 MiB; responses are bounded by `fetch.max.bytes`).
 pub const MAX_FRAME_BYTES: usize = 256 * 1024 * 1024;
@@ -121,6 +123,8 @@ pub struct Connection {
     client_id: StrBytes,
     next_correlation_id: i32,
     buf: BytesMut,
+    /// Frame bytes of a Produce request sent with `writev`.
+    frame: Vec<u8>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -227,6 +231,7 @@ impl Connection {
             client_id: StrBytes::from_string(client_id.to_string()),
             next_correlation_id: 0,
             buf: BytesMut::with_capacity(64 * 1024),
+            frame: Vec::with_capacity(4096),
         };
         conn.versions = conn
             .negotiate_versions(timeout)
@@ -300,6 +305,61 @@ impl Connection {
         result.with_context(|| format!("sending to {}", self.addr))?;
         Ok(corr)
     }
+}
+
+impl Connection {
+    /// Writes a Produce request for one topic whose record batches
+    /// (`(partition, batch)`) go out from their own buffers with `writev`
+    /// rather than being copied into the frame; returns its correlation id.
+    pub fn send_produce(
+        &mut self,
+        version: i16,
+        acks: i16,
+        timeout_ms: i32,
+        topic: &str,
+        partitions: &[(i32, Bytes)],
+    ) -> Result<i32> {
+        let corr = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1) & i32::MAX;
+        let fields = wire::ProduceFields {
+            version,
+            correlation_id: corr,
+            client_id: &self.client_id,
+            acks,
+            timeout_ms,
+        };
+        let mut frame = std::mem::take(&mut self.frame);
+        let pieces = wire::encode_produce_frame(&mut frame, fields, topic, partitions);
+        let mut slices: Vec<std::io::IoSlice<'_>> = pieces
+            .iter()
+            .map(|p| match *p {
+                wire::Piece::Frame(a, b) => std::io::IoSlice::new(&frame[a..b]),
+                wire::Piece::Batch(n) => std::io::IoSlice::new(&partitions[n].1),
+            })
+            .collect();
+        let result = write_all_vectored(&mut self.stream, &mut slices);
+        drop(slices);
+        self.frame = frame;
+        result.with_context(|| format!("sending to {}", self.addr))?;
+        Ok(corr)
+    }
+}
+
+/// `Write::write_all_vectored` (unstable in std): writes every slice.
+fn write_all_vectored(
+    w: &mut impl Write,
+    mut slices: &mut [std::io::IoSlice<'_>],
+) -> std::io::Result<()> {
+    std::io::IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match w.write_vectored(slices) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => std::io::IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 impl Drop for Connection {

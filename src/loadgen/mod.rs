@@ -35,6 +35,7 @@
 //! | [`accumulator`] | pure | batching: batch.size, linger.ms, buffer.memory, in-flight cap |
 //! | [`partitioner`] | pure | murmur2 (keyed) and sticky (KIP-480) partitioners |
 //! | [`histogram`] | pure | HdrHistogram latencies and percentiles |
+//! | [`wire`] | pure | hot-path encoders: plain v2 batches, Produce frames without their batches |
 //! | [`report`] | pure | table, CSV, JSON, SVG, HTML rendering |
 //! | [`client`] | io | connections, framing, pipelining, admin requests |
 //! | [`producer`] | io | producer threads |
@@ -55,6 +56,7 @@ pub mod partitioner;
 pub mod producer;
 pub mod report;
 pub mod sweep;
+pub mod wire;
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};

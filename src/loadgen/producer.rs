@@ -13,7 +13,6 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, MetadataRequest, ProduceRequest, ProduceResponse, TopicName,
 };
@@ -35,6 +34,7 @@ use super::client::{
 };
 use super::histogram::LatencyHistogram;
 use super::partitioner::{partition_for_key, StickyPartitioner};
+use super::wire;
 
 /// Payload header: wall-clock send timestamp (ns), producer index, sequence.
 pub const PAYLOAD_HEADER_BYTES: usize = 20;
@@ -488,25 +488,27 @@ impl Producer {
                     slot.next_sequence = slot.next_sequence.wrapping_add(b.record_count() as i32);
                 }
                 b.attempts += 1;
-                let mut pd = PartitionProduceData::default();
-                pd.index = slot.partition;
-                pd.records = Some(encode_batch(
-                    b,
-                    self.producer_id,
-                    self.producer_epoch,
-                    self.compression,
-                )?);
-                partition_data.push(pd);
+                let records = if self.compression == Compression::None {
+                    wire::encode_plain_batch(
+                        &b.records,
+                        self.producer_id,
+                        self.producer_epoch,
+                        b.base_sequence.unwrap_or(-1),
+                    )
+                } else {
+                    encode_batch(b, self.producer_id, self.producer_epoch, self.compression)?
+                };
+                partition_data.push((slot.partition, records));
             }
-            let mut td = TopicProduceData::default();
-            td.name = self.topic_name.clone();
-            td.partition_data = partition_data;
-            let mut req = ProduceRequest::default();
-            req.acks = self.plan.settings.acks;
-            req.timeout_ms = self.plan.settings.request_timeout_ms.min(i32::MAX as i64) as i32;
-            req.topic_data = vec![td];
+            let timeout_ms = self.plan.settings.request_timeout_ms.min(i32::MAX as i64) as i32;
             let node = drained.node;
-            let corr = self.conns[node].send(&req, self.produce_version)?;
+            let corr = self.conns[node].send_produce(
+                self.produce_version,
+                self.plan.settings.acks,
+                timeout_ms,
+                &self.plan.topic,
+                &partition_data,
+            )?;
             if self.plan.settings.acks == 0 {
                 // acks=0: the broker sends no response; the write completes it.
                 self.acc.on_request_complete(node);

@@ -43,6 +43,7 @@ fn pure_loadgen_modules_do_no_io_and_read_no_clock() {
         "partitioner.rs",
         "report.rs",
         "sweep.rs",
+        "wire.rs",
     ];
     assert_eq!(pure, expected);
 }

@@ -328,17 +328,11 @@ impl PartitionLog {
                 done: written.clone(),
             },
         );
-        seg.write_index_files()?;
         let old_base = seg.base_offset;
         let file = appender.file_handle();
-        let reuse = if self.config.recycle_segments {
-            self.recycle.take(leo)
-        } else {
-            None
-        };
-        let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms, reuse).await?;
-        seg.activate(&self.config).await?;
-        self.segments.insert(leo, seg);
+        // The close starts before anything below can fail: the kept tail
+        // holds acknowledged records that must reach the file even if the
+        // next segment cannot be created (a full disk).
         // Only the fdatasync's success moves the recovery point; any
         // failure poisons the log (an fsync is never retried).
         let (recovery_point, poisoned) = (self.recovery_point.clone(), self.poisoned.clone());
@@ -376,6 +370,15 @@ impl PartitionLog {
             synced,
             task,
         });
+        self.active()?.write_index_files()?;
+        let reuse = if self.config.recycle_segments {
+            self.recycle.take(leo)
+        } else {
+            None
+        };
+        let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms, reuse).await?;
+        seg.activate(&self.config).await?;
+        self.segments.insert(leo, seg);
         Ok(())
     }
 
@@ -432,13 +435,14 @@ impl PartitionLog {
     /// next open trusts the files without rescanning. The log dir's offset
     /// checkpoints are written by [`super::super::log_dir::LogDir`].
     pub async fn close(mut self) -> Result<(), StorageError> {
+        // A rolled segment's close still writes acknowledged records.
+        self.await_roll_sync().await;
         if self.poisoned.get() {
             if let Some(a) = self.active()?.appender.take() {
                 a.abandon().await;
             }
             return Err(StorageError::Poisoned);
         }
-        self.await_roll_sync().await;
         self.close_active().await?;
         self.write_leader_epochs()?;
         self.cache.borrow_mut().remove_partition(self.cache_id);

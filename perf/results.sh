@@ -9,7 +9,7 @@
 #    shardlog loadgen and librdkafka's rdkafka_performance vs iperf3 loopback.
 # P2 durable produce (shardlog.flush.every.append=true, acks=all) vs fio
 #    O_DIRECT sequential write.
-# P3 produce p99 / p99.9 at 50% of P1's loadgen rate vs loopback echo RTT,
+# P3 produce p99 / p99.9 vs loopback echo RTT,
 #    with Kafka's default batch.size (16384; see P3_BATCH below), at half
 #    the rate the same setting reaches flat out (measured first),
 #    each linger.ms on a fresh broker whose shutdown line gives the broker's

@@ -137,7 +137,7 @@ pub struct Accumulator<M> {
 }
 
 /// Varint size in bytes of a zig-zag encoded value (Kafka record format).
-fn varint_size(value: i64) -> usize {
+pub fn varint_size(value: i64) -> usize {
     let mut v = ((value << 1) ^ (value >> 63)) as u64;
     let mut n = 1;
     while v >= 0x80 {
@@ -154,18 +154,27 @@ pub fn record_size_in_bytes(
     key_len: Option<usize>,
     value_len: usize,
 ) -> usize {
+    let body = record_body_size(offset_delta, timestamp_delta, key_len, value_len);
+    varint_size(body as i64) + body
+}
+
+/// Size of one v2 record after its length varint, no headers.
+pub fn record_body_size(
+    offset_delta: i64,
+    timestamp_delta: i64,
+    key_len: Option<usize>,
+    value_len: usize,
+) -> usize {
     let key = match key_len {
         Some(k) => varint_size(k as i64) + k,
         None => varint_size(-1),
     };
-    let body = 1
-        + varint_size(timestamp_delta)
+    1 + varint_size(timestamp_delta)
         + varint_size(offset_delta)
         + key
         + varint_size(value_len as i64)
         + value_len
-        + varint_size(0);
-    varint_size(body as i64) + body
+        + varint_size(0)
 }
 
 impl<M> Accumulator<M> {

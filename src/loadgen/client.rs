@@ -294,10 +294,16 @@ impl Connection {
         bail!("ApiVersions negotiation did not converge")
     }
 
-    /// Writes one request; returns its correlation id.
-    pub fn send<R: Request>(&mut self, req: &R, version: i16) -> Result<i32> {
+    /// The next request's correlation id (non-negative, wrapping).
+    fn take_correlation_id(&mut self) -> i32 {
         let corr = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1) & i32::MAX;
+        corr
+    }
+
+    /// Writes one request; returns its correlation id.
+    pub fn send<R: Request>(&mut self, req: &R, version: i16) -> Result<i32> {
+        let corr = self.take_correlation_id();
         let mut buf = std::mem::take(&mut self.buf);
         let result = encode_frame(&mut buf, req, version, corr, &self.client_id)
             .and_then(|_| self.stream.write_all(&buf).map_err(Into::into));
@@ -319,8 +325,7 @@ impl Connection {
         topic: &str,
         partitions: &[(i32, Bytes)],
     ) -> Result<i32> {
-        let corr = self.next_correlation_id;
-        self.next_correlation_id = self.next_correlation_id.wrapping_add(1) & i32::MAX;
+        let corr = self.take_correlation_id();
         let fields = wire::ProduceFields {
             version,
             correlation_id: corr,

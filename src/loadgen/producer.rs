@@ -496,7 +496,13 @@ impl Producer {
                         b.base_sequence.unwrap_or(-1),
                     )
                 } else {
-                    encode_batch(b, self.producer_id, self.producer_epoch, self.compression)?
+                    encode_batch(
+                        &b.records,
+                        self.producer_id,
+                        self.producer_epoch,
+                        b.base_sequence.unwrap_or(-1),
+                        self.compression,
+                    )?
                 };
                 partition_data.push((slot.partition, records));
             }
@@ -858,15 +864,16 @@ fn init_idempotence(
 /// idempotence the base sequence is -1 (records carry `-1 + i` so the
 /// encoder keeps them in one batch: it splits where offset - sequence
 /// changes).
-fn encode_batch(
-    b: &ProducerBatch<RecordMeta>,
+/// The generic path (any codec); `wire::encode_plain_batch` writes the
+/// same bytes for uncompressed batches without a `Record` per message.
+pub(crate) fn encode_batch<M>(
+    pending: &[PendingRecord<M>],
     producer_id: i64,
     producer_epoch: i16,
+    base_sequence: i32,
     compression: Compression,
 ) -> Result<Bytes> {
-    let base_sequence = b.base_sequence.unwrap_or(-1);
-    let records: Vec<Record> = b
-        .records
+    let records: Vec<Record> = pending
         .iter()
         .enumerate()
         .map(|(i, r)| Record {
@@ -885,7 +892,8 @@ fn encode_batch(
             headers: Default::default(),
         })
         .collect();
-    let mut buf = BytesMut::with_capacity(b.estimated_bytes + 64);
+    let estimate: usize = pending.iter().map(|r| r.value.len() + 32).sum();
+    let mut buf = BytesMut::with_capacity(estimate + 64);
     RecordBatchEncoder::encode(
         &mut buf,
         records.iter(),
@@ -945,7 +953,9 @@ mod tests {
         ] {
             for (pid, seq) in [(-1i64, None), (9, Some(100))] {
                 let b = batch_of(5, seq);
-                let mut bytes = encode_batch(&b, pid, if pid < 0 { -1 } else { 0 }, codec).unwrap();
+                let epoch = if pid < 0 { -1 } else { 0 };
+                let seq0 = b.base_sequence.unwrap_or(-1);
+                let mut bytes = encode_batch(&b.records, pid, epoch, seq0, codec).unwrap();
                 let sets = RecordBatchDecoder::decode_all(&mut bytes).unwrap();
                 assert_eq!(sets.len(), 1, "{codec:?}: one batch");
                 let recs = &sets[0].records;

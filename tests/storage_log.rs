@@ -1002,8 +1002,14 @@ fn a_segment_a_fetch_still_reads_is_neither_recycled_nor_shrunk() {
             pool_names(log.dir()),
             vec![format!("{:020}.recycle", bases[2])]
         );
-        // Give the delete thread time to run, then read the held regions.
-        glommio::timer::sleep(std::time::Duration::from_millis(300)).await;
+        // The delete thread removes the file's name last (after any
+        // shrinking): once it is gone, read the held regions.
+        let deleted = log.dir().join(format!("{:020}.log.deleted", bases[0]));
+        assert!(
+            eventually(10, || !deleted.exists()).await,
+            "the delete thread never removed {}",
+            deleted.display()
+        );
         assert_eq!(region_bytes(&held.regions).0, before);
         drop(held);
         log.close().await.unwrap();

@@ -167,6 +167,70 @@ fn hundred_thousand_batches_round_trip_through_cache_and_file_paths() {
     });
 }
 
+/// Batches larger than half a write buffer mostly span two buffers; the
+/// cache keeps a slice of each (no joined copy), and fetches send them back
+/// to back.
+#[test]
+fn batches_spanning_write_buffers_are_cached_in_pieces_and_read_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        let config = LogConfig {
+            segment_bytes: 4 << 20,
+            write_buffer_bytes: 64 << 10,
+            ..small_config()
+        };
+        let big = |i: u64| build_test_batch(0, 3, 1_000 + i as i64, 1_000, 40_000, i as u8);
+        let mut log = open(&dir, config.clone(), 64 << 20).await;
+        let mut bases = Vec::new();
+        for i in 0..40u64 {
+            let info = log
+                .append(BytesMut::from(&big(i)[..]), 4, 2_000, false)
+                .await
+                .unwrap();
+            bases.push(info.first_offset);
+        }
+        let leo = log.log_end_offset();
+        let mut split = 0;
+        for (i, &base) in bases.iter().enumerate() {
+            let r = log.read(base, 1, leo, true).unwrap();
+            let (bytes, cached, file) = region_bytes(&r.regions);
+            let mut want = big(i as u64);
+            set_base_offset(&mut want, base);
+            set_partition_leader_epoch(&mut want, 4);
+            assert_eq!(bytes, want, "batch {i}");
+            assert_eq!((file, r.bytes), (0, want.len()), "batch {i} from the cache");
+            if cached > 1 {
+                split += 1;
+            }
+        }
+        // 40 kB batches in 64 KiB buffers: well over half cross a boundary.
+        assert!(split >= 20, "batches cached in pieces: {split}");
+        // A multi-batch read is whole batches back to back.
+        let r = log.read(bases[3], 200_000, leo, true).unwrap();
+        let (bytes, _, _) = region_bytes(&r.regions);
+        let n = big(0).len();
+        assert!(bytes.len() >= 2 * n && bytes.len() <= 200_000);
+        let first = RecordBatch::new(&bytes[..n]).unwrap();
+        assert_eq!(first.base_offset(), bases[3]);
+        let second = RecordBatch::new(&bytes[n..2 * n]).unwrap();
+        assert_eq!(second.base_offset(), bases[4]);
+        log.close().await.unwrap();
+
+        // The file holds the same bytes.
+        let log = open(&dir, config, 64 << 20).await;
+        for (i, &base) in bases.iter().enumerate() {
+            let r = log.read(base, 1, leo, true).unwrap();
+            let (bytes, cached, _) = region_bytes(&r.regions);
+            let mut want = big(i as u64);
+            set_base_offset(&mut want, base);
+            set_partition_leader_epoch(&mut want, 4);
+            assert_eq!((cached, bytes), (0, want), "batch {i} from the file");
+        }
+        log.close().await.unwrap();
+    });
+}
+
 #[test]
 fn first_read_of_a_freshly_created_segment_works_in_a_new_executor() {
     // PLATFORM.md: glommio's IOPOLL probe makes DMA reads fail with

@@ -7,7 +7,8 @@
 //!
 //! The `Bytes` are slices of the appender's DMA write buffers
 //! (`buffer_pool`): a buffer is recycled when its last cached batch is
-//! evicted. Since each partition's batches leave in order, memory beyond
+//! evicted. A batch that spans two write buffers is cached as a slice of
+//! each ([`BatchBytes`]), not copied into one piece. Since each partition's batches leave in order, memory beyond
 //! the budget is at most about one write buffer per partition.
 
 use std::cell::RefCell;
@@ -19,11 +20,58 @@ use bytes::Bytes;
 /// Handle shared by the partitions of one shard (never crosses threads).
 pub type SharedBatchCache = Rc<RefCell<BatchCache>>;
 
+/// One batch's bytes, in order: one slice, or more when the batch spans
+/// write buffers (the pieces are sent back to back, never joined).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchBytes {
+    first: Bytes,
+    rest: Vec<Bytes>,
+    len: usize,
+}
+
+impl BatchBytes {
+    /// Add the next piece (empty pieces are skipped).
+    pub fn push(&mut self, piece: Bytes) {
+        if piece.is_empty() {
+            return;
+        }
+        self.len += piece.len();
+        if self.first.is_empty() {
+            self.first = piece;
+        } else {
+            self.rest.push(piece);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The pieces, in order.
+    pub fn pieces(&self) -> impl Iterator<Item = &Bytes> {
+        std::iter::once(&self.first)
+            .filter(|b| !b.is_empty())
+            .chain(self.rest.iter())
+    }
+}
+
+impl From<Bytes> for BatchBytes {
+    fn from(b: Bytes) -> Self {
+        let mut out = BatchBytes::default();
+        out.push(b);
+        out
+    }
+}
+
 #[derive(Debug, Clone)]
 struct CachedBatch {
     base_offset: i64,
     last_offset: i64,
-    bytes: Bytes,
+    bytes: BatchBytes,
 }
 
 #[derive(Debug, Default)]
@@ -37,10 +85,11 @@ pub struct BatchCache {
     fifo: VecDeque<(u64, i64)>,
 }
 
-/// What a cache read returns: whole batches, in offset order.
+/// What a cache read returns: whole batches, in offset order, as the
+/// pieces they were cached in (a split batch's pieces back to back).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheHit {
-    pub batches: Vec<Bytes>,
+    pub pieces: Vec<Bytes>,
     pub bytes: usize,
 }
 
@@ -75,8 +124,15 @@ impl BatchCache {
 
     /// Cache one appended batch. Callers insert in offset order per
     /// partition. A batch larger than the whole budget is not cached.
-    pub fn on_append(&mut self, id: u64, base_offset: i64, last_offset: i64, bytes: Bytes) {
-        if bytes.len() > self.budget_bytes {
+    pub fn on_append(
+        &mut self,
+        id: u64,
+        base_offset: i64,
+        last_offset: i64,
+        bytes: impl Into<BatchBytes>,
+    ) {
+        let bytes = bytes.into();
+        if bytes.is_empty() || bytes.len() > self.budget_bytes {
             return;
         }
         while self.used_bytes + bytes.len() > self.budget_bytes {
@@ -160,7 +216,7 @@ impl BatchCache {
         }
         let first = q.partition_point(|b| b.last_offset < start_offset);
         let mut hit = CacheHit {
-            batches: Vec::new(),
+            pieces: Vec::new(),
             bytes: 0,
         };
         for b in q.iter().skip(first) {
@@ -168,12 +224,12 @@ impl BatchCache {
                 break;
             }
             let fits = hit.bytes + b.bytes.len() <= max_bytes;
-            let kip74_first = hit.batches.is_empty() && min_one_batch;
+            let kip74_first = hit.bytes == 0 && min_one_batch;
             if !(fits || kip74_first) {
                 break;
             }
             hit.bytes += b.bytes.len();
-            hit.batches.push(b.bytes.clone());
+            hit.pieces.extend(b.bytes.pieces().cloned());
             if !fits {
                 break;
             }
@@ -228,12 +284,41 @@ mod tests {
         for i in 0..5 {
             c.on_append(p, i * 10, i * 10 + 9, b(50));
         }
-        assert_eq!(c.read(p, 15, 1000, 1000, true).unwrap().batches.len(), 4);
-        assert_eq!(c.read(p, 15, 1000, 25, true).unwrap().batches.len(), 1);
-        assert_eq!(c.read(p, 15, 120, 1000, true).unwrap().batches.len(), 2);
-        assert_eq!(c.read(p, 15, 10, 1000, true).unwrap().batches.len(), 1);
-        assert_eq!(c.read(p, 15, 10, 1000, false).unwrap().batches.len(), 0);
+        assert_eq!(c.read(p, 15, 1000, 1000, true).unwrap().pieces.len(), 4);
+        assert_eq!(c.read(p, 15, 1000, 25, true).unwrap().pieces.len(), 1);
+        assert_eq!(c.read(p, 15, 120, 1000, true).unwrap().pieces.len(), 2);
+        assert_eq!(c.read(p, 15, 10, 1000, true).unwrap().pieces.len(), 1);
+        assert_eq!(c.read(p, 15, 10, 1000, false).unwrap().pieces.len(), 0);
         assert!(c.read(p, 50, 1000, 1000, true).is_none());
+    }
+
+    #[test]
+    fn a_batch_in_two_pieces_is_read_whole_and_counted_once() {
+        let mut c = BatchCache::new(1000);
+        let p = c.register();
+        c.on_append(p, 0, 9, b(50));
+        let mut split = BatchBytes::default();
+        split.push(Bytes::from_static(b"head-"));
+        split.push(Bytes::new());
+        split.push(Bytes::from_static(b"tail"));
+        assert_eq!((split.len(), split.pieces().count()), (9, 2));
+        c.on_append(p, 10, 19, split);
+        c.on_append(p, 20, 29, b(50));
+        c.check_invariants();
+        assert_eq!(c.used_bytes(), 109);
+        let hit = c.read(p, 10, 1000, 1000, true).unwrap();
+        let joined: Vec<u8> = hit.pieces.iter().flat_map(|p| p.iter().copied()).collect();
+        assert_eq!(&joined[..9], b"head-tail");
+        assert_eq!((hit.pieces.len(), hit.bytes), (3, 59));
+        // max_bytes counts the split batch as one: 9 fits, 9 + 50 does not.
+        let hit = c.read(p, 10, 20, 1000, true).unwrap();
+        assert_eq!((hit.pieces.len(), hit.bytes), (2, 9));
+        // KIP-74: the first batch goes whole even past max_bytes.
+        let hit = c.read(p, 10, 1, 1000, true).unwrap();
+        assert_eq!((hit.pieces.len(), hit.bytes), (2, 9));
+        c.truncate_to(p, 10);
+        c.check_invariants();
+        assert_eq!(c.used_bytes(), 50);
     }
 
     #[test]
@@ -246,7 +331,7 @@ mod tests {
         c.truncate_to(p, 25);
         c.check_invariants();
         assert!(c.read(p, 25, 1000, 1000, true).is_none());
-        assert_eq!(c.read(p, 0, 1000, 1000, true).unwrap().batches.len(), 2);
+        assert_eq!(c.read(p, 0, 1000, 1000, true).unwrap().pieces.len(), 2);
         c.on_append(p, 20, 20, b(50));
         c.on_append(p, 21, 21, b(60));
         c.check_invariants();

@@ -33,7 +33,7 @@ impl PartitionLog {
         {
             return Ok(ReadResult {
                 bytes: hit.bytes,
-                regions: hit.batches.into_iter().map(Region::Cached).collect(),
+                regions: hit.pieces.into_iter().map(Region::Cached).collect(),
             });
         }
         let below = self.segments.range(..=start_offset).next_back();

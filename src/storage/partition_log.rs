@@ -114,6 +114,9 @@ pub struct PartitionLog {
     /// The segment the last roll closed, while its fdatasync may still be
     /// running in the background.
     rolled: Option<RolledSegment>,
+    /// The fsync of the log directory after the last roll created the
+    /// active segment's file, running in the background.
+    dir_sync: Option<glommio::task::JoinHandle<std::io::Result<()>>>,
     recovery_stats: RecoveryStats,
     leader_epochs: Vec<(i32, i64)>,
     /// Files of segments retention dropped, for new segments to reuse.
@@ -250,6 +253,7 @@ impl PartitionLog {
             last_flush_ms: UNSET_MS,
             poisoned: Rc::new(Cell::new(false)),
             rolled: None,
+            dir_sync: None,
             recovery_stats: stats,
             leader_epochs: Vec::new(),
             recycle: RecyclePool::default(),

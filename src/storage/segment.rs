@@ -490,6 +490,23 @@ impl Segment {
         now_ms: i64,
         reuse: Option<PathBuf>,
     ) -> Result<Segment, StorageError> {
+        let seg = Self::create_empty_unsynced(dir, base_offset, config, now_ms, reuse)?;
+        // Make the new name durable (a crash must not lose the segment
+        // file) before any append to it is acknowledged.
+        sync_dir(dir).await?;
+        Ok(seg)
+    }
+
+    /// [`Segment::create_empty`] without the directory fsync: the caller
+    /// runs [`sync_dir`] and waits for it before anything appended to this
+    /// segment counts as flushed (a roll, see `PartitionLog::roll`).
+    pub fn create_empty_unsynced(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+        reuse: Option<PathBuf>,
+    ) -> Result<Segment, StorageError> {
         let log = path_of(dir, base_offset, LOG_SUFFIX);
         let reused_file = match reuse {
             Some(from) => {
@@ -505,14 +522,6 @@ impl Segment {
                 false
             }
         };
-        // Make the new name durable (a crash must not lose the segment
-        // file) before any append to it is acknowledged. The directory
-        // fsync runs on glommio's blocking pool: on the shard it stalled
-        // every connection for milliseconds at each roll.
-        let d = dir.to_path_buf();
-        glommio::executor()
-            .spawn_blocking(move || File::open(d)?.sync_all())
-            .await?;
         Ok(Segment {
             base_offset,
             dir: dir.to_path_buf(),
@@ -653,6 +662,16 @@ fn rename_to_deleted(
         }
     }
     Ok(renamed)
+}
+
+/// fsync `dir`, so names created or renamed in it survive a crash. Runs
+/// on glommio's blocking pool: on the shard it stalled every connection
+/// for milliseconds.
+pub async fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    let d = dir.to_path_buf();
+    glommio::executor()
+        .spawn_blocking(move || File::open(d)?.sync_all())
+        .await
 }
 
 #[cfg(test)]

@@ -201,6 +201,7 @@ impl PartitionLog {
     pub async fn flush(&mut self) -> Result<(), StorageError> {
         self.check_poison()?;
         self.await_rolled_writes().await;
+        self.await_dir_sync().await?;
         self.check_poison()?;
         let leo = self.log_end_offset();
         // Bytes of the segment the last roll closed count as flushed only
@@ -233,6 +234,7 @@ impl PartitionLog {
     pub async fn write_out(&mut self) -> Result<PendingSync, StorageError> {
         self.check_poison()?;
         self.await_rolled_writes().await;
+        self.await_dir_sync().await?;
         self.check_poison()?;
         let log_end_offset = self.log_end_offset();
         let mut files: Vec<_> = self
@@ -311,9 +313,10 @@ impl PartitionLog {
     pub async fn roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
         // Rolls are seconds apart; the previous close is normally long done.
         self.await_roll_sync().await;
+        self.await_dir_sync().await?;
         let leo = self.log_end_offset();
         let seg = self.active()?;
-        let Some(appender) = seg.appender.take() else {
+        let Some(mut appender) = seg.appender.take() else {
             return Err(StorageError::Io(std::io::Error::other(
                 "active segment has no appender",
             )));
@@ -376,10 +379,35 @@ impl PartitionLog {
         } else {
             None
         };
-        let mut seg = Segment::create_empty(&self.dir, leo, &self.config, now_ms, reuse).await?;
+        // The new file's name becomes durable in the background, as
+        // Kafka's roll leaves the directory flush to the flush it
+        // schedules: waiting here held this partition's appends (and every
+        // produce request naming it) for the 1-2 ms of a directory fsync.
+        // Flushes and group commits wait for it (`await_dir_sync`) before
+        // counting the new segment's records flushed.
+        let mut seg = Segment::create_empty_unsynced(&self.dir, leo, &self.config, now_ms, reuse)?;
+        let dir = self.dir.clone();
+        self.dir_sync =
+            Some(glommio::spawn_local(async move { segment::sync_dir(&dir).await }).detach());
         seg.activate(&self.config).await?;
         self.segments.insert(leo, seg);
         Ok(())
+    }
+
+    /// Wait for the directory fsync of the last roll; a failure poisons
+    /// the log (the new segment's name may not survive a crash).
+    async fn await_dir_sync(&mut self) -> Result<(), StorageError> {
+        let Some(task) = self.dir_sync.take() else {
+            return Ok(());
+        };
+        let err = match task.await {
+            Some(Ok(())) => return Ok(()),
+            Some(Err(e)) => e,
+            None => std::io::Error::other("directory fsync task was cancelled"),
+        };
+        tracing::error!(dir = %self.dir.display(), error = %err, "directory fsync failed; log poisoned");
+        self.poisoned.set(true);
+        Err(StorageError::Io(err))
     }
 
     /// Drops a rolled segment's kept tail once its writes are done.
@@ -437,6 +465,7 @@ impl PartitionLog {
     pub async fn close(mut self) -> Result<(), StorageError> {
         // A rolled segment's close still writes acknowledged records.
         self.await_roll_sync().await;
+        let _ = self.await_dir_sync().await;
         if self.poisoned.get() {
             if let Some(a) = self.active()?.appender.take() {
                 a.abandon().await;
@@ -469,6 +498,7 @@ impl PartitionLog {
 
     async fn truncate_inner(&mut self, offset: i64) -> Result<(), StorageError> {
         self.await_roll_sync().await;
+        self.await_dir_sync().await?;
         self.close_active().await?;
         let first_base = self.segments.keys().next().copied().unwrap_or(0);
         if offset <= self.log_start_offset || offset <= first_base {

@@ -1126,7 +1126,7 @@ fn a_rolled_segment_reads_its_tail_from_memory_until_the_background_close_wrote_
             want.extend_from_slice(&b);
         }
         // What a roll does: take the appender, keep its unwritten bytes.
-        let appender = seg.appender.take().unwrap();
+        let mut appender = seg.appender.take().unwrap();
         let done = Rc::new(Cell::new(false));
         let written = appender.written_end();
         assert!(written < want.len() as u64, "part of the tail is unwritten");

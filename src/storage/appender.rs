@@ -190,11 +190,11 @@ impl DmaAppender {
             max_in_flight: (WRITE_BEHIND_BYTES / buf_cap).max(MIN_WRITES_IN_FLIGHT),
             poisoned: false,
         };
-        // The first step too runs in the background: a roll opens the next
-        // segment on the append path, and awaiting a 64 MiB fallocate there
-        // held the partition's appends. The first full-buffer write (or a
-        // flush) waits for it if it is not done by then.
-        a.allocate_ahead(logical_end + 1);
+        // The first step is awaited: the records a produce request appends
+        // to this segment are acknowledged before any buffer is written, so
+        // a full disk must refuse them here (KAFKA_STORAGE_ERROR) rather
+        // than lose them at the first write (tests/storage_full_disk.rs).
+        a.ensure_allocated(logical_end + 1).await?;
         Ok(a)
     }
 

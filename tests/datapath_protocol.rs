@@ -345,7 +345,11 @@ const PIPELINE_PARTITIONS: i32 = 4;
 /// the partitions; then check base offsets and the log's record order.
 fn pipeline_produce_and_check_order(conn: &mut Conn, topic: &str) {
     let filler = [b'p'; 1000];
-    let mut sent = Vec::new();
+    // Build every request first, then send them back to back: built one
+    // by one between sends (a debug build, other tests on the cores) they
+    // reached the broker so far apart that each fdatasync ended before the
+    // next append came, and the group-commit test saw no grouping.
+    let mut requests = Vec::with_capacity(PIPELINE_REQUESTS);
     for i in 0..PIPELINE_REQUESTS {
         let partition = (i % PIPELINE_PARTITIONS as usize) as i32;
         let values: Vec<Vec<u8>> = (0..PIPELINE_RECORDS)
@@ -362,8 +366,12 @@ fn pipeline_produce_and_check_order(conn: &mut Conn, topic: &str) {
             .map(|v| (None, v.as_slice(), now_ms()))
             .collect();
         let req = produce_request(topic, partition, encode_batch(&records, Compression::None));
-        sent.push((partition, conn.send(common::PRODUCE_VERSION, &req)));
+        requests.push((partition, req));
     }
+    let sent: Vec<_> = requests
+        .iter()
+        .map(|(partition, req)| (*partition, conn.send(common::PRODUCE_VERSION, req)))
+        .collect();
     let mut next_base = [0i64; PIPELINE_PARTITIONS as usize];
     for (i, (partition, id)) in sent.into_iter().enumerate() {
         let resp = conn.recv::<ProduceRequest>(common::PRODUCE_VERSION, id);

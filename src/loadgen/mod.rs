@@ -226,7 +226,17 @@ fn run_echo(args: &LoadgenArgs, cpus: Option<&[usize]>) -> Result<()> {
     let warmup = args.warmup.unwrap_or(Duration::from_secs(1));
     let client_cpu = cpus.and_then(|c| c.first().copied());
     let server_cpu = cpus.and_then(|c| c.get(1).or(c.first()).copied());
-    let r = echo::measure(args.echo_size, duration, warmup, client_cpu, server_cpu)?;
+    let r = match args.rate {
+        Some(rate) => echo::measure_at_rate(
+            args.echo_size,
+            rate,
+            duration,
+            warmup,
+            client_cpu,
+            server_cpu,
+        )?,
+        None => echo::measure(args.echo_size, duration, warmup, client_cpu, server_cpu)?,
+    };
     print!("{}", echo::render(&r));
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)?;

@@ -49,7 +49,8 @@ pub struct LoadgenArgs {
     #[arg(long)]
     pub consumers: Option<usize>,
     /// Fixed total rate in messages/s (latency measured from the intended
-    /// send time too); without it producers run flat out.
+    /// send time too); without it producers run flat out. With --echo-rtt:
+    /// a fixed-rate echo instead of the closed loop.
     #[arg(long)]
     pub rate: Option<u64>,
     /// Measured duration of each sweep point (e.g. 10s, 500ms, 2m).

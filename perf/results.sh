@@ -260,6 +260,15 @@ lines = t.strip().splitlines()
 print("; ".join(parts) if parts else (lines[-1][:160] if lines else "no output"))
 EOF
 }
+# rdk_consume PREFIX TOPIC: rdkafka_performance reads every partition of
+# TOPIC from the beginning to its end; RDK_S="msgs msgs_per_sec MB_per_sec 0".
+rdk_consume() {
+  local parts=() p
+  RDK_S=""
+  for ((p = 0; p < PARTITIONS; p++)); do parts+=(-p "$p"); done
+  rdk "$1" -C -t "$2" -b "$BROKER_ADDR" "${parts[@]}" -o beginning -e \
+    && RDK_S="$(rdk_summary "$1" consumed)" && [ -n "$RDK_S" ]
+}
 per_msg_us() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "${2:-0}" != 0 ] && calc "$1 * 1e6 / $2" 2; }
 
 # ------------------------------------------------------------- steps
@@ -392,11 +401,8 @@ step_p4() {
   else set_fail p4_lg_mb "needs P1's loadgen topic"; fi
   [ -n "${R[p1_rdk_delivered]:-}" ] || { set_fail p4_mb "needs P1's rdkafka_performance topic"; return; }
   log "P4: consume p1-rdkafka from the beginning (rdkafka_performance -C)"
-  local parts=() p s
-  for ((p = 0; p < PARTITIONS; p++)); do parts+=(-p "$p"); done
-  if rdk "$TMP/p4" -C -t p1-rdkafka -b "$BROKER_ADDR" "${parts[@]}" -o beginning -e \
-    && s="$(rdk_summary "$TMP/p4" consumed)" && [ -n "$s" ]; then
-    read -r n r mb _ <<<"$s"
+  if rdk_consume "$TMP/p4" p1-rdkafka; then
+    read -r n r mb _ <<<"$RDK_S"
     R[p4_msgs]="$r" R[p4_mb]="$(printf '%.1f' "$mb")" R[p4_count]="$n"
     R[p4_bytes]="$((n * SIZE))"
     R[p4_rdk_cpu]="$(per_msg_us "$C_CPU" "$n")"
@@ -431,11 +437,8 @@ step_p4hot() {
     ratio p4h_lg_ratio "${R[p4h_lg_mb]:-}" "${R[p4h_prod_mb]:-}"
   else set_fail p4h_lg_mb "$(tail_of "$TMP/p4hlg.log" 4)"; fi
   log "P4 from memory: consume p4-hot from the beginning (rdkafka_performance -C)"
-  local parts=() p s
-  for ((p = 0; p < PARTITIONS; p++)); do parts+=(-p "$p"); done
-  if rdk "$TMP/p4h" -C -t p4-hot -b "$BROKER_ADDR" "${parts[@]}" -o beginning -e \
-    && s="$(rdk_summary "$TMP/p4h" consumed)" && [ -n "$s" ]; then
-    read -r n _ mb _ <<<"$s"
+  if rdk_consume "$TMP/p4h" p4-hot; then
+    read -r n _ mb _ <<<"$RDK_S"
     R[p4h_mb]="$(printf '%.1f' "$mb")" R[p4h_count]="$n"
     R[p4h_rdk_cpu]="$(per_msg_us "$C_CPU" "$n")"
     ratio p4h_ratio "${R[p4h_mb]}" "$(first p1_rdk_mb)"

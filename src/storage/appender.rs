@@ -332,38 +332,39 @@ impl DmaAppender {
         lend: bool,
     ) -> Result<Option<BatchBytes>, StorageError> {
         self.check()?;
-        let mut lent = lend.then(BatchBytes::default);
+        let mut lent = BatchBytes::default();
         // Where the batch starts in the current buffer.
         let mut start = self.fill;
-        for mut data in [head, body] {
-            while !data.is_empty() {
-                let Some(buf) = self.buf.as_mut() else {
-                    return self.poison(std::io::Error::other("appender lost its buffer"));
-                };
-                let n = data.len().min(self.buf_cap - self.fill);
-                buf.copy_in(self.fill, &data[..n]);
-                self.fill += n;
-                data = &data[n..];
-                if self.fill == self.buf_cap {
-                    if let Some(l) = lent.as_mut() {
-                        l.push(buf.lend(start..self.fill));
-                    }
-                    self.write_full_buffer().await?;
-                    start = 0;
-                }
-            }
+        for data in [head, body] {
+            self.fill_from(data, lend.then_some((&mut lent, &mut start)))
+                .await?;
         }
-        if let (Some(l), Some(buf)) = (lent.as_mut(), self.buf.as_mut()) {
+        if !lend {
+            return Ok(None);
+        }
+        if let Some(buf) = self.buf.as_mut() {
             if self.fill > start {
-                l.push(buf.lend(start..self.fill));
+                lent.push(buf.lend(start..self.fill));
             }
         }
-        Ok(lent)
+        Ok(Some(lent))
     }
 
     /// Copy `data` into the aligned buffer, writing each buffer as it fills.
-    pub async fn append(&mut self, mut data: &[u8]) -> Result<(), StorageError> {
+    pub async fn append(&mut self, data: &[u8]) -> Result<(), StorageError> {
         self.check()?;
+        self.fill_from(data, None).await
+    }
+
+    /// Copy `data` in, writing each buffer as it fills. With `lend` (the
+    /// batch so far, and where it starts in the current buffer), a full
+    /// buffer's share of the batch is lent before the buffer is written,
+    /// and the batch goes on at the start of the next one.
+    async fn fill_from(
+        &mut self,
+        mut data: &[u8],
+        mut lend: Option<(&mut BatchBytes, &mut usize)>,
+    ) -> Result<(), StorageError> {
         while !data.is_empty() {
             let Some(buf) = self.buf.as_mut() else {
                 return self.poison(std::io::Error::other("appender lost its buffer"));
@@ -373,6 +374,10 @@ impl DmaAppender {
             self.fill += n;
             data = &data[n..];
             if self.fill == self.buf_cap {
+                if let Some((lent, start)) = lend.as_mut() {
+                    lent.push(buf.lend(**start..self.fill));
+                    **start = 0;
+                }
                 self.write_full_buffer().await?;
             }
         }

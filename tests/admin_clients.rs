@@ -330,7 +330,7 @@ fn init_producer_id(
 }
 
 #[test]
-fn init_producer_id_hands_out_increasing_ids_and_bumps_epochs_on_reinit() {
+fn init_producer_id_hands_out_a_new_id_at_epoch_0_every_time() {
     let broker = Broker::start();
     let first = init_producer_id(&broker, None, -1, -1);
     let second = init_producer_id(&broker, None, -1, -1);
@@ -338,17 +338,15 @@ fn init_producer_id_hands_out_increasing_ids_and_bumps_epochs_on_reinit() {
     assert!(second.producer_id.0 > first.producer_id.0);
     assert_eq!((first.producer_epoch, second.producer_epoch), (0, 0));
 
-    // KIP-360 re-initialisation keeps the id and bumps the epoch.
+    // A re-initialisation naming an existing id and epoch (v3+, KIP-360)
+    // gets a new id at epoch 0, as from Kafka without a transactional id.
     let again = init_producer_id(&broker, None, first.producer_id.0, 0);
     assert_eq!(again.error_code, 0);
-    assert_eq!(
-        (again.producer_id, again.producer_epoch),
-        (first.producer_id, 1)
-    );
-    // At the epoch limit the producer gets a fresh id.
-    let exhausted = init_producer_id(&broker, None, first.producer_id.0, i16::MAX - 1);
+    assert_eq!(again.producer_epoch, 0);
+    assert!(again.producer_id.0 > second.producer_id.0);
+    let exhausted = init_producer_id(&broker, None, again.producer_id.0, i16::MAX - 1);
     assert_eq!(exhausted.producer_epoch, 0);
-    assert!(exhausted.producer_id.0 > second.producer_id.0);
+    assert!(exhausted.producer_id.0 > again.producer_id.0);
 
     // No transaction coordinator here.
     let txn = init_producer_id(&broker, Some("tx-1"), -1, -1);

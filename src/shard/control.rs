@@ -77,8 +77,8 @@ pub enum AdminRequest {
         topics: Vec<(String, BTreeMap<String, String>)>,
         validate_only: bool,
     },
-    /// Non-transactional InitProducerId; `producer_id` -1 asks for a new id,
-    /// an existing (id, epoch) asks for an epoch bump (KIP-360).
+    /// Non-transactional InitProducerId. Whatever id and epoch the request
+    /// carries, the answer is a new id at epoch 0 (see `init_producer_id`).
     InitProducerId {
         producer_id: ProducerId,
         producer_epoch: i16,
@@ -459,22 +459,16 @@ impl Control {
     }
 
     /// Kafka's `TransactionCoordinator.handleInitProducerId` without a
-    /// transactional id: a new id at epoch 0, or (KIP-360) the same id
-    /// with the epoch bumped; an exhausted epoch gets a new id.
+    /// transactional id "blindly accepts the request and returns a new
+    /// producerId": a new id at epoch 0, even when the request names an
+    /// existing id and epoch (v3+, KIP-360). KIP-360's epoch bump without
+    /// a new id is the transactional path, and an idempotent producer bumps
+    /// its epoch itself, which the partition's producer state accepts.
     async fn init_producer_id(
         &self,
-        producer_id: ProducerId,
-        producer_epoch: i16,
+        _producer_id: ProducerId,
+        _producer_epoch: i16,
     ) -> Result<(ProducerId, i16), ErrorCode> {
-        let issued = self
-            .producer_ids
-            .borrow()
-            .current_block()
-            .map_or(-1, |b| b.last_producer_id());
-        let known = producer_id >= 0 && producer_id <= issued && producer_epoch >= 0;
-        if known && producer_epoch < i16::MAX - 1 {
-            return Ok((producer_id, producer_epoch + 1));
-        }
         let mut manager = self.producer_ids.borrow().clone();
         let id = generate_producer_id(&self.store, &mut manager).await;
         *self.producer_ids.borrow_mut() = manager;
@@ -760,7 +754,7 @@ mod tests {
     }
 
     #[test]
-    fn producer_ids_increase_and_reinit_bumps_the_epoch() {
+    fn every_init_producer_id_gets_a_new_id_at_epoch_0() {
         let dir = tempfile::tempdir().unwrap();
         let ids = on_control(dir.path(), |ctx| {
             Box::pin(async move {
@@ -778,8 +772,9 @@ mod tests {
                 out
             })
         });
-        // (requested) → new, new, bump, exhausted → new, unknown id → new.
-        assert_eq!(ids, vec![(0, 0), (1, 0), (0, 1), (2, 0), (3, 0)]);
+        // Kafka answers a re-initialisation (an existing id and epoch) with a
+        // new id too, as it does an unknown id or an exhausted epoch.
+        assert_eq!(ids, vec![(0, 0), (1, 0), (2, 0), (3, 0), (4, 0)]);
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //!
 //! Producer ids come from blocks the control shard reserves in the
 //! metadata store (`/latest_producer_id_block`, Kafka's
-//! `ZkProducerIdManager`). A request carrying an existing producer id and
-//! epoch (v3+, KIP-360) gets the same id with the epoch bumped; an epoch
-//! at its limit gets a new id.
+//! `ZkProducerIdManager`). Every request gets a new id at epoch 0, even
+//! one carrying an existing producer id and epoch (v3+, KIP-360): Kafka's
+//! coordinator answers a request without a transactional id that way.
 //!
 //! shardlog has no transaction coordinator. A transactional id is answered
 //! with COORDINATOR_NOT_AVAILABLE (15): what a Kafka broker answers while

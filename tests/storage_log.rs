@@ -231,6 +231,80 @@ fn batches_spanning_write_buffers_are_cached_in_pieces_and_read_whole() {
     });
 }
 
+/// A flush after every append (flush.messages=1, what group commit does)
+/// writes the partly filled buffer in place and goes on in a new one:
+/// after each flush the segment file holds exactly the log, zeros past its
+/// end, and cached batches (slices of the flushed buffers) stay intact.
+#[test]
+fn flushing_after_every_append_leaves_the_file_exact_and_the_cache_intact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        let config = LogConfig {
+            segment_bytes: 8 << 20,
+            write_buffer_bytes: 64 << 10,
+            flush_messages: 1,
+            ..small_config()
+        };
+        let mut log = open(&dir, config.clone(), 64 << 20).await;
+        let mut want = Vec::new();
+        let mut bases = Vec::new();
+        for i in 0..300u64 {
+            // 1.5 kB to 40 kB: flushes land mid-page, at page ends and
+            // across buffer boundaries.
+            let b = build_test_batch(
+                0,
+                2,
+                1_000,
+                1_000,
+                1_500 + ((i * 7_919) % 38_000) as usize,
+                i as u8,
+            );
+            let info = log
+                .append(BytesMut::from(&b[..]), 3, 2_000, false)
+                .await
+                .unwrap();
+            assert_eq!(
+                log.recovery_point(),
+                log.log_end_offset(),
+                "flushed after batch {i}"
+            );
+            let mut e = b.clone();
+            set_base_offset(&mut e, info.first_offset);
+            set_partition_leader_epoch(&mut e, 3);
+            want.extend_from_slice(&e);
+            bases.push((info.first_offset, e));
+            // The file holds every byte of the log, then only zeros up to
+            // the page end.
+            let file = std::fs::read(seg_path(log.dir(), 0)).unwrap();
+            assert_eq!(&file[..want.len()], &want[..], "file after batch {i}");
+            let page_end = want.len().div_ceil(4096) * 4096;
+            assert!(
+                file[want.len()..page_end.min(file.len())]
+                    .iter()
+                    .all(|&b| b == 0),
+                "bytes past the end of batch {i} are zeros"
+            );
+        }
+        let leo = log.log_end_offset();
+        for (base, e) in &bases {
+            let r = log.read(*base, 1, leo, true).unwrap();
+            let (bytes, cached, file) = region_bytes(&r.regions);
+            assert_eq!((file, &bytes), (0, e), "cached batch at {base}");
+            assert!(cached >= 1);
+        }
+        log.close().await.unwrap();
+        let log = open(&dir, config, 64 << 20).await;
+        assert_eq!(log.log_end_offset(), leo);
+        for (base, e) in &bases {
+            let r = log.read(*base, 1, leo, true).unwrap();
+            let (bytes, _, _) = region_bytes(&r.regions);
+            assert_eq!(&bytes, e, "batch at {base} after reopen");
+        }
+        log.close().await.unwrap();
+    });
+}
+
 #[test]
 fn first_read_of_a_freshly_created_segment_works_in_a_new_executor() {
     // PLATFORM.md: glommio's IOPOLL probe makes DMA reads fail with

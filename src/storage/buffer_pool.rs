@@ -119,8 +119,33 @@ impl FillBuffer {
     pub fn into_shared(mut self) -> Rc<DmaBuffer> {
         let (buf, leases) = self.take_parts().expect("fill buffer present");
         let buf = Rc::new(buf);
-        retire(buf.clone(), leases);
+        retire(buf.clone(), leases, true);
         buf
+    }
+
+    /// Hand the first `len` bytes (page aligned) to a write: a flush of a
+    /// partly filled buffer, without copying it. glommio cannot grow a
+    /// trimmed buffer back, so the pool frees it (instead of recycling it)
+    /// once the write and every lent slice are done with it.
+    pub fn into_shared_prefix(mut self, len: usize) -> Rc<DmaBuffer> {
+        let (mut buf, leases) = self.take_parts().expect("fill buffer present");
+        buf.trim_to_size(len);
+        let buf = Rc::new(buf);
+        retire(buf.clone(), leases, false);
+        buf
+    }
+
+    /// Zero `range` (past every lent byte): what lands on disk past the
+    /// logical end of a flush is zeros, never a reused buffer's old bytes.
+    pub fn zero(&mut self, range: Range<usize>) {
+        assert!(
+            range.start >= self.lent_end && range.start <= range.end && range.end <= self.len(),
+            "zeroing lent or missing bytes"
+        );
+        let buf = self.buf.as_mut().expect("fill buffer present");
+        // SAFETY: in bounds and past every lent byte (asserted), so no
+        // other reference to these bytes exists.
+        unsafe { std::ptr::write_bytes(buf.as_mut_ptr().add(range.start), 0, range.len()) }
     }
 
     /// The buffer and our lease count, leaving `self` empty (so the pool
@@ -134,7 +159,7 @@ impl FillBuffer {
 impl Drop for FillBuffer {
     fn drop(&mut self) {
         if let Some((buf, leases)) = self.take_parts() {
-            retire(Rc::new(buf), leases);
+            retire(Rc::new(buf), leases, true);
         }
     }
 }
@@ -142,6 +167,8 @@ impl Drop for FillBuffer {
 struct Retired {
     buf: Rc<DmaBuffer>,
     leases: Arc<()>,
+    /// Whole (not trimmed): goes back to the free list when idle.
+    recycle: bool,
 }
 
 impl Retired {
@@ -173,7 +200,7 @@ impl BufferPool {
             if self.retired[i].is_idle() {
                 let r = self.retired.swap_remove(i);
                 if let Ok(buf) = Rc::try_unwrap(r.buf) {
-                    if self.free.len() < self.free_max() {
+                    if r.recycle && self.free.len() < self.free_max() {
                         self.free.push(buf);
                     }
                 }
@@ -201,13 +228,17 @@ thread_local! {
     static POOL: RefCell<BufferPool> = RefCell::new(BufferPool::default());
 }
 
-fn retire(buf: Rc<DmaBuffer>, leases: Arc<()>) {
-    let mut r = Retired { buf, leases };
+fn retire(buf: Rc<DmaBuffer>, leases: Arc<()>, recycle: bool) {
+    let mut r = Retired {
+        buf,
+        leases,
+        recycle,
+    };
     if r.is_idle() {
         if let Ok(buf) = Rc::try_unwrap(r.buf) {
             let _ = POOL.try_with(|p| {
                 let mut p = p.borrow_mut();
-                if p.free.len() < p.free_max() {
+                if recycle && p.free.len() < p.free_max() {
                     p.free.push(buf);
                 }
             });

@@ -41,11 +41,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let outcome = if request.transactional_id.is_some() {
             Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
         } else {
-            let req = AdminRequest::InitProducerId {
-                producer_id: request.producer_id.0,
-                producer_epoch: request.producer_epoch,
-            };
-            match call_control(&ctx, req).await {
+            match call_control(&ctx, AdminRequest::InitProducerId).await {
                 Ok(AdminResponse::ProducerId(r)) => r,
                 Ok(_) => Err(ErrorCode::UNKNOWN_SERVER_ERROR),
                 Err(_) => Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),

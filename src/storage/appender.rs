@@ -228,8 +228,8 @@ impl DmaAppender {
     }
 
     /// The bytes `[written_end, logical_end)` as `(file position, part)`,
-    /// in file order: the in-flight buffers (shared, no copy) and a copy
-    /// of the partial current one. A roll keeps them so the closed
+    /// in file order: the in-flight buffers (shared) and the filled part
+    /// of the current one (lent); nothing is copied. A roll keeps them so the closed
     /// segment's reads need not wait for its writes.
     pub fn unwritten_parts(&mut self) -> Vec<(u64, TailPart)> {
         let mut parts: Vec<(u64, TailPart)> = self
@@ -285,13 +285,6 @@ impl DmaAppender {
             }
             self.allocated = target;
         }
-        self.allocate_ahead(end);
-        Ok(())
-    }
-
-    /// Start the next pre-allocation step in the background once `end`
-    /// passes half of the current one.
-    fn allocate_ahead(&mut self, end: u64) {
         if self.allocating.is_none()
             && end + self.prealloc_step / 2 > self.allocated
             && self.allocated < self.prealloc_limit
@@ -302,6 +295,7 @@ impl DmaAppender {
             let task = glommio::spawn_local(async move { file.pre_allocate(target, false).await });
             self.allocating = Some(Allocating { task, target });
         }
+        Ok(())
     }
 
     /// Wait for a background pre-allocation (before truncating or closing,

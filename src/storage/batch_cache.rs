@@ -8,8 +8,9 @@
 //! The `Bytes` are slices of the appender's DMA write buffers
 //! (`buffer_pool`): a buffer is recycled when its last cached batch is
 //! evicted. A batch that spans two write buffers is cached as a slice of
-//! each ([`BatchBytes`]), not copied into one piece. Since each partition's batches leave in order, memory beyond
-//! the budget is at most about one write buffer per partition.
+//! each ([`BatchBytes`]), not copied into one piece. Since each
+//! partition's batches leave in order, memory beyond the budget is at most
+//! about one write buffer per partition.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};

@@ -190,6 +190,14 @@ impl BufferPool {
     fn free_max(&self) -> usize {
         FREE_MAX + self.reserved
     }
+
+    /// An idle buffer: back to the free list if it is whole and there is
+    /// room, else dropped (freed).
+    fn give_back(&mut self, buf: DmaBuffer, recycle: bool) {
+        if recycle && self.free.len() < self.free_max() {
+            self.free.push(buf);
+        }
+    }
 }
 
 impl BufferPool {
@@ -200,9 +208,7 @@ impl BufferPool {
             if self.retired[i].is_idle() {
                 let r = self.retired.swap_remove(i);
                 if let Ok(buf) = Rc::try_unwrap(r.buf) {
-                    if r.recycle && self.free.len() < self.free_max() {
-                        self.free.push(buf);
-                    }
+                    self.give_back(buf, r.recycle);
                 }
             } else {
                 i += 1;
@@ -236,12 +242,7 @@ fn retire(buf: Rc<DmaBuffer>, leases: Arc<()>, recycle: bool) {
     };
     if r.is_idle() {
         if let Ok(buf) = Rc::try_unwrap(r.buf) {
-            let _ = POOL.try_with(|p| {
-                let mut p = p.borrow_mut();
-                if recycle && p.free.len() < p.free_max() {
-                    p.free.push(buf);
-                }
-            });
+            let _ = POOL.try_with(|p| p.borrow_mut().give_back(buf, recycle));
         }
         return;
     }

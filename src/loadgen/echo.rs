@@ -110,17 +110,26 @@ fn echo_server(
                     continue;
                 };
                 have += n;
-                let whole = have / size * size;
                 acks.clear();
-                for m in buf[..whole].chunks_exact(size) {
-                    acks.extend_from_slice(&m[..8]);
-                }
+                take_whole(&mut buf, &mut have, size, |m| {
+                    acks.extend_from_slice(&m[..8])
+                });
                 s.write_all(&acks)?;
-                buf.copy_within(whole..have, 0);
-                have -= whole;
             }
         })?;
     Ok((addr, server))
+}
+
+/// `[pure]` Calls `each` on every whole `size`-byte message in
+/// `buf[..*have]`, then moves the partial one left over to the front
+/// (`*have` becomes its length).
+fn take_whole(buf: &mut [u8], have: &mut usize, size: usize, mut each: impl FnMut(&[u8])) {
+    let whole = *have / size * size;
+    for m in buf[..whole].chunks_exact(size) {
+        each(m);
+    }
+    buf.copy_within(whole..*have, 0);
+    *have -= whole;
 }
 
 /// `[pure]` How many messages of a `interval_ns` grid are due `elapsed_ns`
@@ -167,16 +176,13 @@ pub fn measure_at_rate(
                 }
                 have += n;
                 let now = origin.elapsed().as_nanos() as u64;
-                let whole = have / 8 * 8;
-                for m in buf[..whole].chunks_exact(8) {
-                    let seq = u64::from_le_bytes(m[..8].try_into().expect("8 bytes"));
+                take_whole(&mut buf, &mut have, 8, |m| {
+                    let seq = u64::from_le_bytes(m.try_into().expect("8 bytes"));
                     if seq >= first_measured {
                         hist.record_ns(now.saturating_sub(seq * interval_ns));
                     }
                     seq_seen += 1;
-                }
-                buf.copy_within(whole..have, 0);
-                have -= whole;
+                });
             }
             Ok(hist)
         })?;
@@ -205,13 +211,13 @@ pub fn measure_at_rate(
         .map_err(|_| anyhow::anyhow!("echo reader panicked"))??;
     drop(out);
     let _ = server.join();
-    let round_trips = hist.summary().count;
+    let rtt = hist.summary();
     Ok(EchoReport {
         message_size: size,
         rate: Some(rate),
-        round_trips,
+        round_trips: rtt.count,
         measured_secs: duration.as_secs_f64(),
-        rtt: hist.summary(),
+        rtt,
     })
 }
 
@@ -255,6 +261,16 @@ mod tests {
         let text = render(&r);
         assert!(text.contains("100 B messages"));
         assert!(text.contains("p99.99"));
+    }
+
+    #[test]
+    fn whole_messages_are_taken_and_the_partial_one_kept_in_front() {
+        let mut buf = *b"aaabbbcc--";
+        let mut have = 8;
+        let mut seen = Vec::new();
+        take_whole(&mut buf, &mut have, 3, |m| seen.push(m.to_vec()));
+        assert_eq!(seen, vec![b"aaa".to_vec(), b"bbb".to_vec()]);
+        assert_eq!((have, &buf[..2]), (2, &b"cc"[..]));
     }
 
     #[test]

@@ -10,28 +10,12 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::accumulator::{record_body_size, varint_size, PendingRecord};
+use crate::protocol::varint::{put_unsigned_varint, put_varint};
 
 /// Bytes of a v2 batch header (`DefaultRecordBatch.RECORD_BATCH_OVERHEAD`).
 const BATCH_HEADER: usize = 61;
 /// The CRC covers the batch from the attributes field on.
 const CRC_FROM: usize = 21;
-
-fn put_varint(buf: &mut BytesMut, v: i64) {
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
-    while z >= 0x80 {
-        buf.put_u8((z as u8) | 0x80);
-        z >>= 7;
-    }
-    buf.put_u8(z as u8);
-}
-
-fn put_uvarint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
-}
 
 /// One uncompressed v2 batch of `records` (offset deltas from 0, base
 /// offset 0 for the broker to assign), with the producer fields given;
@@ -147,10 +131,10 @@ pub fn encode_produce_frame(
     frame.extend_from_slice(&acks.to_be_bytes());
     frame.extend_from_slice(&timeout_ms.to_be_bytes());
     if flexible {
-        put_uvarint(frame, 2); // one topic
-        put_uvarint(frame, topic.len() as u64 + 1);
+        put_unsigned_varint(frame, 2); // one topic
+        put_unsigned_varint(frame, topic.len() as u64 + 1);
         frame.extend_from_slice(topic.as_bytes());
-        put_uvarint(frame, partitions.len() as u64 + 1);
+        put_unsigned_varint(frame, partitions.len() as u64 + 1);
     } else {
         frame.extend_from_slice(&1i32.to_be_bytes());
         frame.extend_from_slice(&(topic.len() as i16).to_be_bytes());
@@ -166,7 +150,7 @@ pub fn encode_produce_frame(
         }
         frame.extend_from_slice(&index.to_be_bytes());
         if flexible {
-            put_uvarint(frame, batch.len() as u64 + 1);
+            put_unsigned_varint(frame, batch.len() as u64 + 1);
         } else {
             frame.extend_from_slice(&(batch.len() as i32).to_be_bytes());
         }

@@ -9,6 +9,7 @@
 //! of names from v13, response header v1 when flexible.
 
 use crate::io::zerocopy::OutPart;
+use crate::protocol::varint::put_unsigned_varint;
 use bytes::{BufMut, Bytes, BytesMut};
 
 /// One partition's answer.
@@ -57,17 +58,9 @@ pub struct FetchTop {
     pub session_id: i32,
 }
 
-fn put_uvarint(buf: &mut BytesMut, mut v: u32) {
-    while v >= 0x80 {
-        buf.put_u8((v as u8) | 0x80);
-        v >>= 7;
-    }
-    buf.put_u8(v as u8);
-}
-
 fn put_array_len(buf: &mut BytesMut, flexible: bool, n: usize) {
     if flexible {
-        put_uvarint(buf, n as u32 + 1);
+        put_unsigned_varint(buf, n as u64 + 1);
     } else {
         buf.put_i32(n as i32);
     }
@@ -92,7 +85,7 @@ pub fn encode_fetch_body(version: i16, top: FetchTop, topics: Vec<FetchTopicOut>
         if version >= 13 {
             head.put_slice(&t.topic_id);
         } else if flexible {
-            put_uvarint(&mut head, t.topic.len() as u32 + 1);
+            put_unsigned_varint(&mut head, t.topic.len() as u64 + 1);
             head.put_slice(t.topic.as_bytes());
         } else {
             head.put_i16(t.topic.len() as i16);
@@ -114,7 +107,7 @@ pub fn encode_fetch_body(version: i16, top: FetchTop, topics: Vec<FetchTopicOut>
             }
             let len = p.records_len();
             if flexible {
-                put_uvarint(&mut head, len as u32 + 1);
+                put_unsigned_varint(&mut head, len as u64 + 1);
             } else {
                 head.put_i32(len as i32);
             }
@@ -123,15 +116,15 @@ pub fn encode_fetch_body(version: i16, top: FetchTop, topics: Vec<FetchTopicOut>
                 cuts.push((head.len(), p.records));
             }
             if flexible {
-                put_uvarint(&mut head, 0); // partition tagged fields
+                put_unsigned_varint(&mut head, 0); // partition tagged fields
             }
         }
         if flexible {
-            put_uvarint(&mut head, 0); // topic tagged fields
+            put_unsigned_varint(&mut head, 0); // topic tagged fields
         }
     }
     if flexible {
-        put_uvarint(&mut head, 0); // top-level tagged fields
+        put_unsigned_varint(&mut head, 0); // top-level tagged fields
     }
     debug_assert!(records_total <= i32::MAX as usize);
     let head: Bytes = head.freeze();

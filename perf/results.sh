@@ -260,6 +260,21 @@ lines = t.strip().splitlines()
 print("; ".join(parts) if parts else (lines[-1][:160] if lines else "no output"))
 EOF
 }
+# lg_consume PREFIX TOPIC KEY: loadgen --consume-only (1 consumer) reads TOPIC
+# from the beginning; sets R[KEY_mb], R[KEY_msgs], R[KEY_count], R[KEY_cpu]
+# (client CPU µs per record), or why KEY_mb failed.
+lg_consume() {
+  local out="$1.out/consume.json"
+  if loadgen "$1" --topic "$2" --consume-only --consumers 1; then
+    R[$3_mb]="$(pyjson "$out" "'%.1f' % j['mb_per_sec']")"
+    R[$3_msgs]="$(pyjson "$out" "'%.0f' % j['msgs_per_sec']")"
+    R[$3_count]="$(pyjson "$out" "j['records']")"
+    R[$3_cpu]="$(per_msg_us "$C_CPU" "${R[$3_count]:-}")"
+  else
+    set_fail "$3_mb" "$(tail_of "$1.log" 4)"
+    return 1
+  fi
+}
 # rdk_consume PREFIX TOPIC: rdkafka_performance reads every partition of
 # TOPIC from the beginning to its end; RDK_S="msgs msgs_per_sec MB_per_sec 0".
 rdk_consume() {
@@ -391,13 +406,7 @@ step_p4() {
   # page cache until the broker's read-ahead brings it in).
   if [ -n "${R[p1_lg_mb]:-}" ]; then
     log "P4: consume p1-loadgen from the beginning (loadgen --consume-only)"
-    if loadgen "$TMP/p4lg" --topic p1-loadgen --consume-only --consumers 1; then
-      R[p4_lg_mb]="$(pyjson "$TMP/p4lg.out/consume.json" "'%.1f' % j['mb_per_sec']")"
-      R[p4_lg_msgs]="$(pyjson "$TMP/p4lg.out/consume.json" "'%.0f' % j['msgs_per_sec']")"
-      R[p4_lg_count]="$(pyjson "$TMP/p4lg.out/consume.json" "j['records']")"
-      R[p4_lg_cpu]="$(per_msg_us "$C_CPU" "${R[p4_lg_count]:-}")"
-      ratio p4_lg_ratio "${R[p4_lg_mb]:-}" "${R[p1_lg_mb]:-}"
-    else set_fail p4_lg_mb "$(tail_of "$TMP/p4lg.log" 4)"; fi
+    lg_consume "$TMP/p4lg" p1-loadgen p4_lg && ratio p4_lg_ratio "${R[p4_lg_mb]:-}" "${R[p1_lg_mb]:-}"
   else set_fail p4_lg_mb "needs P1's loadgen topic"; fi
   [ -n "${R[p1_rdk_delivered]:-}" ] || { set_fail p4_mb "needs P1's rdkafka_performance topic"; return; }
   log "P4: consume p1-rdkafka from the beginning (rdkafka_performance -C)"
@@ -430,12 +439,7 @@ step_p4hot() {
     R[p4h_prod_msgs]="$(lg_point "$TMP/p4hp" 0 "['produced']")"
   else set_fail p4h_prod_mb "$(tail_of "$TMP/p4hp.log" 4)"; fi
   log "P4 from memory: consume p4-hot from the beginning (loadgen --consume-only)"
-  if loadgen "$TMP/p4hlg" --topic p4-hot --consume-only --consumers 1; then
-    R[p4h_lg_mb]="$(pyjson "$TMP/p4hlg.out/consume.json" "'%.1f' % j['mb_per_sec']")"
-    R[p4h_lg_count]="$(pyjson "$TMP/p4hlg.out/consume.json" "j['records']")"
-    R[p4h_lg_cpu]="$(per_msg_us "$C_CPU" "${R[p4h_lg_count]:-}")"
-    ratio p4h_lg_ratio "${R[p4h_lg_mb]:-}" "${R[p4h_prod_mb]:-}"
-  else set_fail p4h_lg_mb "$(tail_of "$TMP/p4hlg.log" 4)"; fi
+  lg_consume "$TMP/p4hlg" p4-hot p4h_lg && ratio p4h_lg_ratio "${R[p4h_lg_mb]:-}" "${R[p4h_prod_mb]:-}"
   log "P4 from memory: consume p4-hot from the beginning (rdkafka_performance -C)"
   if rdk_consume "$TMP/p4h" p4-hot; then
     read -r n _ mb _ <<<"$RDK_S"

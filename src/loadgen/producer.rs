@@ -864,6 +864,7 @@ fn init_idempotence(
 /// idempotence the base sequence is -1 (records carry `-1 + i` so the
 /// encoder keeps them in one batch: it splits where offset - sequence
 /// changes).
+///
 /// The generic path (any codec); `wire::encode_plain_batch` writes the
 /// same bytes for uncompressed batches without a `Record` per message.
 pub(crate) fn encode_batch<M>(

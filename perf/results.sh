@@ -510,6 +510,10 @@ RDK_VER=""
 [ -n "$RDK" ] && RDK_VER="$("$RDK" -h 2>&1 | sed -n 's/^librdkafka version \([0-9.]*\).*/\1/p' | head -1)"
 START="$(date -u '+%Y-%m-%d %H:%M UTC')"
 LOAD0="$(cut -d' ' -f1-3 /proc/loadavg)"
+# Idle-state setting (tuning/check.sh cpu.idle): it moves wake-up latency.
+IDLE="$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none)"
+[ -r /sys/module/haltpoll/parameters/guest_halt_poll_ns ] &&
+  IDLE+=" guest_halt_poll_ns=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns)"
 log "host $(uname -n): $NPROC cpus, kernel $(uname -r); broker cpus $BROKER_CPUS ($NSHARDS shard(s)), client cpus $CLIENT_CPUS"
 
 want ref && step_ref
@@ -539,7 +543,8 @@ cat <<EOF
 ### Run of $START (\`perf/results.sh$MODE\`)
 
 Host \`$(uname -n)\`: nproc $NPROC, kernel $(uname -r), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo),
-load average at start $LOAD0 and end $(cut -d' ' -f1-3 /proc/loadavg) (other tenants share the cores).
+load average at start $LOAD0 and end $(cut -d' ' -f1-3 /proc/loadavg) (other tenants share the cores),
+cpuidle $IDLE.
 shardlog $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "?") ($BIN); broker data shards on CPU(s) $BROKER_CPUS
 ($NSHARDS shard(s)), clients pinned to CPU(s) $CLIENT_CPUS. Records 1 KiB, $PARTITIONS partitions,
 ${DUR} s measured after ${WARM} s warm-up per loadgen run. MB/s = 10^6 payload bytes per second.

@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 const EXPECTED_SETTINGS: &[&str] = &[
     "cpu.governor",
     "cpu.smt",
+    "cpu.idle",
     "irq.nic",
     "irq.disk",
     "thp.enabled",
@@ -153,19 +154,30 @@ fn json_output_parses_and_lists_every_setting() {
     assert_eq!(doc["shard_cpus"], "0");
 }
 
-/// A fake tree with two settings that need changing.
+fn write_fake(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    fs::write(path, text).expect("write fake sysfs file");
+}
+
+const HALT_POLL: &str = "sys/module/haltpoll/parameters/guest_halt_poll_ns";
+
+/// A fake tree with three settings that need changing (a VM guest whose
+/// halt polling is off).
 fn fake_sysroot() -> tempfile::TempDir {
     let root = tempfile::tempdir().expect("temp dir");
-    let write = |rel: &str, text: &str| {
-        let path = root.path().join(rel);
-        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        fs::write(path, text).expect("write fake sysfs file");
-    };
-    write("proc/sys/vm/swappiness", "60\n");
-    write(
+    write_fake(root.path(), "proc/sys/vm/swappiness", "60\n");
+    write_fake(
+        root.path(),
         "sys/kernel/mm/transparent_hugepage/defrag",
         "[always] defer defer+madvise madvise never\n",
     );
+    write_fake(
+        root.path(),
+        "sys/devices/system/cpu/cpuidle/current_driver",
+        "haltpoll\n",
+    );
+    write_fake(root.path(), HALT_POLL, "0\n");
     root
 }
 
@@ -228,6 +240,11 @@ fn apply_yes_writes_recommended_values_and_undo_file_restores_them() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(read_trimmed(&swappiness), "1", "{stdout}");
     assert_eq!(read_trimmed(&defrag), "madvise", "{stdout}");
+    assert_eq!(
+        read_trimmed(&root.path().join(HALT_POLL)),
+        "200000",
+        "{stdout}"
+    );
     assert!(
         stdout.contains("undo: echo '60'"),
         "undo command not printed:\n{stdout}"
@@ -242,6 +259,69 @@ fn apply_yes_writes_recommended_values_and_undo_file_restores_them() {
     assert!(status.success(), "undo script failed");
     assert_eq!(read_trimmed(&swappiness), "60");
     assert_eq!(read_trimmed(&defrag), "always");
+    assert_eq!(read_trimmed(&root.path().join(HALT_POLL)), "0");
+}
+
+/// On bare metal, deep C-states are disabled on the shard cpus only.
+#[test]
+fn apply_disables_deep_idle_states_on_shard_cpus_only() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let r = root.path();
+    write_fake(r, "sys/devices/system/cpu/online", "0-1\n");
+    write_fake(
+        r,
+        "sys/devices/system/cpu/cpuidle/current_driver",
+        "intel_idle\n",
+    );
+    for cpu in 0..2 {
+        for (state, name, latency) in [(0, "POLL", 0), (1, "C1", 2), (2, "C6", 133)] {
+            let dir = format!("sys/devices/system/cpu/cpu{cpu}/cpuidle/state{state}");
+            write_fake(r, &format!("{dir}/name"), &format!("{name}\n"));
+            write_fake(r, &format!("{dir}/latency"), &format!("{latency}\n"));
+            write_fake(r, &format!("{dir}/disable"), "0\n");
+        }
+    }
+    let disable = |cpu: u32, state: u32| {
+        read_trimmed(&r.join(format!(
+            "sys/devices/system/cpu/cpu{cpu}/cpuidle/state{state}/disable"
+        )))
+    };
+    let before = run_check(&["--shard-cpus", "0"], Some(r), "");
+    let table = parse_table(&String::from_utf8_lossy(&before.stdout));
+    let row = table.get("cpu.idle").expect("cpu.idle row");
+    assert_eq!(row[2], "CHANGE", "{row:?}");
+    assert!(row[0].contains("cpu0:C6(133us)"), "{row:?}");
+    assert!(!row[0].contains("cpu1"), "{row:?}");
+
+    let undo = r.join("undo.sh");
+    let mut sleeper = Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
+    let pid = sleeper.id().to_string();
+    let out = run_check(
+        &[
+            "--shard-cpus",
+            "0",
+            "--apply",
+            "--yes",
+            "--pid",
+            &pid,
+            "--undo-file",
+            undo.to_str().expect("utf-8"),
+        ],
+        Some(r),
+        "",
+    );
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(disable(0, 2), "1", "{stdout}");
+    assert_eq!(disable(0, 1), "0", "C1 exits in 2 us and stays: {stdout}");
+    assert_eq!(disable(1, 2), "0", "cpu1 is not a shard cpu: {stdout}");
+    let after = run_check(&["--shard-cpus", "0"], Some(r), "");
+    let table = parse_table(&String::from_utf8_lossy(&after.stdout));
+    assert_eq!(table.get("cpu.idle").expect("cpu.idle row")[2], "OK");
 }
 
 #[test]

@@ -185,6 +185,53 @@ check_smt() {
   fi
 }
 
+# Idle states: how long a shard's cpu takes to wake when a request arrives.
+# In a KVM guest with the haltpoll cpuidle driver the knob is
+# guest_halt_poll_ns (Documentation/virt/guest-halt-polling.rst; the
+# kernel's default is 200000): at 0 an idle vCPU halts at once, and every
+# wake-up is a round trip through the hypervisor. On bare metal the knob is
+# the per-cpu C-state `disable` files (the rpk cpu tuner disables C-states).
+HALTPOLL_NS_WANT=200000
+CSTATE_MAX_LATENCY_US=10
+check_cpu_idle() {
+  local drv p cur st cpu lat dis name apply="" undo="" deep=""
+  drv="$(rd "$R/sys/devices/system/cpu/cpuidle/current_driver")"
+  if [ -z "$drv" ]; then
+    add cpu.idle "no cpuidle" "shallow idle states on shard cpus" UNKNOWN "no cpuidle driver: the kernel idles with its default loop"; return
+  fi
+  if [ "$drv" = haltpoll ]; then
+    p="$R/sys/module/haltpoll/parameters/guest_halt_poll_ns"
+    cur="$(rd "$p")"
+    local why="VM guest: an idle vCPU polls this long before it halts; at 0 each request that wakes a shard waits for the hypervisor to run the vCPU again (perf/RESULTS.md: loopback echo p50 54 -> 12 us on a 2-vCPU guest)"
+    if [ -z "$cur" ]; then
+      add cpu.idle "driver=haltpoll" "guest_halt_poll_ns=$HALTPOLL_NS_WANT" UNKNOWN "$why"
+    elif [ "$cur" -ge "$HALTPOLL_NS_WANT" ]; then
+      add cpu.idle "driver=haltpoll guest_halt_poll_ns=$cur" "guest_halt_poll_ns>=$HALTPOLL_NS_WANT" OK "$why"
+    else
+      add cpu.idle "driver=haltpoll guest_halt_poll_ns=$cur" "guest_halt_poll_ns=$HALTPOLL_NS_WANT" CHANGE "$why" \
+        "$(sysfs_cmd "$p" "$HALTPOLL_NS_WANT")" "$(sysfs_cmd "$p" "$cur")"
+    fi
+    return
+  fi
+  for cpu in $SHARD; do
+    for st in "$R"/sys/devices/system/cpu/cpu"$cpu"/cpuidle/state[0-9]*; do
+      [ -d "$st" ] || continue
+      lat="$(rd "$st/latency")"; dis="$(rd "$st/disable")"; name="$(rd "$st/name")"
+      if [ -n "$lat" ] && [ "$lat" -gt "$CSTATE_MAX_LATENCY_US" ] && [ "$dis" = 0 ]; then
+        deep+="${deep:+,}cpu$cpu:$name(${lat}us)"
+        apply+="${apply:+; }$(sysfs_cmd "$st/disable" 1)"; undo+="${undo:+; }$(sysfs_cmd "$st/disable" 0)"
+      fi
+    done
+  done
+  local rec="no idle state with exit latency > ${CSTATE_MAX_LATENCY_US}us on shard cpus"
+  local why2="a shard that sleeps in a deep C-state pays its exit latency on the next request (rpk cpu tuner disables C-states)"
+  if [ -z "$deep" ]; then
+    add cpu.idle "driver=$drv" "$rec" OK "$why2"
+  else
+    add cpu.idle "driver=$drv enabled: $deep" "$rec" CHANGE "$why2" "$apply" "$undo"
+  fi
+}
+
 # ---------------------------------------------------------------- IRQs
 
 # IRQ numbers whose /proc/interrupts name starts with PREFIX (config IRQs and
@@ -417,6 +464,7 @@ check_clocksource() {
 DISK_NAME=""
 check_governor
 check_smt
+check_cpu_idle
 check_irqs irq.nic "$(nic_irqs)" "NIC"
 check_thp enabled "madvise always" madvise \
   "huge pages where asked (madvise) cut TLB misses; 'always' is also acceptable"

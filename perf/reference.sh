@@ -2,20 +2,22 @@
 # Reference figures of this host, the ceilings shardlog's own numbers are read
 # against: loopback TCP (what a local produce/fetch benchmark can at most move),
 # O_DIRECT sequential write (what segment appends can at most reach), and small
-# write + fdatasync (the price of a durable, fsync-per-batch produce).
+# write + fdatasync (the price of a durable, fsync-per-batch produce), and
+# O_DIRECT sequential read (what a consumer of data no longer in memory can at
+# most get).
 # Each figure is printed as one line: "name value unit".
 #
-#   perf/reference.sh [--quick] [--only iperf3,seqwrite,fsync] [--dir DIR]
+#   perf/reference.sh [--quick] [--only iperf3,seqwrite,fsync,seqread] [--dir DIR]
 set -euo pipefail
 
 usage() {
   cat <<'EOF'
 usage: perf/reference.sh [options]
   --quick            short runs (iperf3 2 s, 256 MiB sequential write, 4 KiB fsync 2 s)
-  --only LIST        comma list of: iperf3, seqwrite, fsync (default: all)
+  --only LIST        comma list of: iperf3, seqwrite, fsync, seqread (default: all)
   --dir DIR          run fio in a temp dir under DIR: use the broker's log dir so the
                      figures are for its filesystem (default: .)
-  --size SIZE        sequential write size (default 1g; --quick 256m)
+  --size SIZE        sequential write and read size (default 1g; --quick 256m)
   --seconds N        iperf3 and fsync run time (default 10; --quick 2)
   --ioengine E       fio engine for the sequential write: io_uring (default) or libaio
   --iodepth N        sequential write queue depth (default 4)
@@ -23,7 +25,7 @@ usage: perf/reference.sh [options]
 EOF
 }
 
-QUICK=0 ONLY="iperf3,seqwrite,fsync" DIR="." SIZE="" SECS="" ENGINE=io_uring IODEPTH=4 FSIZES=""
+QUICK=0 ONLY="iperf3,seqwrite,fsync,seqread" DIR="." SIZE="" SECS="" ENGINE=io_uring IODEPTH=4 FSIZES=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1; shift ;;
@@ -113,6 +115,18 @@ run_seqwrite() {
   echo "fio_seqwrite_1MiB_direct_${eng} $(jget "$TMP/seq.json" '"%.0f" % (j["jobs"][0]["write"]["bw_bytes"] / 1e6)') MB/s"
 }
 
+run_seqread() {
+  ensure fio; fio_dir
+  # fio lays the file out first (not timed), then reads it with O_DIRECT,
+  # so the page cache does not serve it; iodepth 8 as the broker's
+  # read-ahead keeps several reads in flight.
+  local args=(--name=seqread --directory="$WORK" --rw=read --bs=1M --size="$SIZE" --direct=1
+    --iodepth=8 --ioengine="$ENGINE" --output-format=json)
+  fio "${args[@]}" >"$TMP/seqr.json" 2>"$TMP/seqr.err" || { rm -f "$WORK"/seqread.*; cat "$TMP/seqr.err" >&2; die "fio sequential read failed"; }
+  rm -f "$WORK"/seqread.*
+  echo "fio_seqread_1MiB_direct_${ENGINE} $(jget "$TMP/seqr.json" '"%.0f" % (j["jobs"][0]["read"]["bw_bytes"] / 1e6)') MB/s"
+}
+
 run_fsync() {
   ensure fio; fio_dir
   local bs
@@ -133,4 +147,5 @@ log "host $(uname -n), $(nproc) cpus, kernel $(uname -r); fio dir: $DIR"
 want iperf3 && run_iperf3
 want seqwrite && run_seqwrite
 want fsync && run_fsync
+want seqread && run_seqread
 exit 0

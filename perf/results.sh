@@ -284,6 +284,19 @@ rdk_consume() {
   rdk "$1" -C -t "$2" -b "$BROKER_ADDR" "${parts[@]}" -o beginning -e \
     && RDK_S="$(rdk_summary "$1" consumed)" && [ -n "$RDK_S" ]
 }
+# The log dir's block device as /proc/diskstats names it ("" if unknown).
+disk_of() { basename "$(findmnt -n -o SOURCE --target "$1" 2>/dev/null)" 2>/dev/null; }
+# diskstats_now: "sectors_read io_ms" of $DISK.
+diskstats_now() { awk -v d="$DISK" '$3 == d { print $6, $13 }' /proc/diskstats; }
+# disk_use BEFORE AFTER SECONDS -> "read N MB/s, busy P%".
+disk_use() {
+  python3 - "$1" "$2" "$3" <<'EOF' 2>/dev/null
+import sys
+a, b = [list(map(int, x.split())) for x in sys.argv[1:3]]
+dt = float(sys.argv[3])
+print("read %.0f MB/s, busy %.0f%%" % ((b[0] - a[0]) * 512 / dt / 1e6, (b[1] - a[1]) / 10 / dt))
+EOF
+}
 per_msg_us() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "${2:-0}" != 0 ] && calc "$1 * 1e6 / $2" 2; }
 
 # ------------------------------------------------------------- steps
@@ -406,7 +419,11 @@ step_p4() {
   # page cache until the broker's read-ahead brings it in).
   if [ -n "${R[p1_lg_mb]:-}" ]; then
     log "P4: consume p1-loadgen from the beginning (loadgen --consume-only)"
+    local d0 t0 d1 t1
+    DISK="$(disk_of "$TMP")"; d0="$(diskstats_now)"; t0="$(date +%s.%N)"
     lg_consume "$TMP/p4lg" p1-loadgen p4_lg && ratio p4_lg_ratio "${R[p4_lg_mb]:-}" "${R[p1_lg_mb]:-}"
+    d1="$(diskstats_now)"; t1="$(date +%s.%N)"
+    [ -n "$d0" ] && [ -n "$d1" ] && R[p4_lg_disk]="$DISK $(disk_use "$d0" "$d1" "$(calc "$t1 - $t0" 3)")"
   else set_fail p4_lg_mb "needs P1's loadgen topic"; fi
   [ -n "${R[p1_rdk_delivered]:-}" ] || { set_fail p4_mb "needs P1's rdkafka_performance topic"; return; }
   log "P4: consume p1-rdkafka from the beginning (rdkafka_performance -C)"
@@ -465,6 +482,17 @@ print("%.3f" % (vals.get(sys.argv[2], 0.0) / total) if total else "")
 EOF
 }
 
+# The disk's read ceiling right after the cold P4 read (broker stopped): the
+# cold read is served from segment files, so it can at most reach this.
+step_fio_read() {
+  local out
+  record_cmd "$REPO/perf/reference.sh" --only seqread --size "$FIO_SIZE" --dir "$TMP"
+  if out="$("$REPO/perf/reference.sh" --only seqread --size "$FIO_SIZE" --dir "$TMP" 2>"$TMP/ref-fior.err")"; then
+    R[fio_read_mb]="$(awk '/^fio_seqread/ { print $2 }' <<<"$out")"
+    ratio p4_lg_disk_ratio "${R[p4_lg_mb]:-}" "${R[fio_read_mb]:-}"
+  else set_fail fio_read_mb "$(tail_of "$TMP/ref-fior.err" 3)"; fi
+}
+
 zerocopy_figure() { # after broker A stopped
   if [ -z "$ZC_LINE" ]; then
     NOTE[p4_copied]="n/a: the broker printed no \`zerocopy:\` line at shutdown"
@@ -473,6 +501,7 @@ zerocopy_figure() { # after broker A stopped
   R[p4_zc_line]="$ZC_LINE"
   # Counters are bytes by path; copied / all = user-space copies per fetched byte.
   R[p4_copied]="$(zc_share "$ZC_LINE" copied)"
+  R[p4_from_file]="$(zc_share "$ZC_LINE" sendfile)"
   [ -n "${R[p4_copied]}" ] || NOTE[p4_copied]="n/a: could not read \`$ZC_LINE\`"
 }
 
@@ -524,6 +553,7 @@ if want p1 || want p4; then
     want p4 && step_p4
     stop_broker
     want p4 && zerocopy_figure
+    want p4 && step_fio_read
   else
     for k in p1_lg_mb p1_rdk_mb p4_lg_mb p4_mb p4_copied; do set_fail "$k" "$BROKER_ERR"; done
   fi
@@ -562,6 +592,7 @@ One run, not a median: figures on this shared VM swing 2-3x between runs.
 | P3 diagnostic, linger.ms=$LINGER, same | $(cell p3_p99_5 µs) / $(cell p3_p999_5 µs) | fixed-rate echo p99 / p99.9: $(cell p3_echo_rate_p99_5 µs) / $(cell p3_echo_rate_p999_5 µs); 3×p99.9+linger = $(cell p3_bound_rate_5 µs) | $(cell p3_ratio_rate_5) | | |
 | P4 consume from the beginning (loadgen --consume-only, 1 consumer) | $(cell p4_lg_mb MB/s)$(opt p4_lg_count msgs) | P1 produce, loadgen: $(cell p1_lg_mb MB/s) | $(cell p4_lg_ratio) | ≥ 1.50 | $(meets "${R[p4_lg_ratio]:-}" '>=' 1.5) |
 | P4 consume from the beginning (rdkafka_performance -C) | $(cell p4_mb MB/s)$(opt p4_count msgs) | P1 produce, rdkafka_performance: $(cell p1_rdk_mb MB/s) | $(cell p4_ratio) | ≥ 1.50 | $(meets "${R[p4_ratio]:-}" '>=' 1.5) |
+| P4 cold diagnostic, not the target: the loadgen's cold read against the disk's read speed, measured right after it (share of fetched bytes sent from segment files: $(cell p4_from_file)) | $(cell p4_lg_mb MB/s) | fio O_DIRECT 1 MiB seq read, iodepth 8: $(cell fio_read_mb MB/s); the disk during the loadgen's read: ${R[p4_lg_disk]:-not measured} | $(cell p4_lg_disk_ratio) | | |
 | P4 user-space bytes copied per fetched byte | $(cell p4_copied) | ${R[p4_zc_line]:-—} | | | |
 | P4 from memory: consume a topic that fits in the batch cache ($(cell p4h_cache)) (loadgen --consume-only, 1 consumer) | $(cell p4h_lg_mb MB/s)$(opt p4h_lg_count msgs) | producing that topic on the same broker, loadgen: $(cell p4h_prod_mb MB/s)$(opt p4h_prod_msgs msgs) | $(cell p4h_lg_ratio) | ≥ 1.50 | $(meets "${R[p4h_lg_ratio]:-}" '>=' 1.5) |
 | P4 from memory, rdkafka_performance -C | $(cell p4h_mb MB/s)$(opt p4h_count msgs) | P1 produce, rdkafka_performance: $(cell p1_rdk_mb MB/s) | $(cell p4h_ratio) | ≥ 1.50 | $(meets "${R[p4h_ratio]:-}" '>=' 1.5) |

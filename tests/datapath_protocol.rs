@@ -644,3 +644,112 @@ fn find_coordinator_names_this_broker_for_groups_at_every_version() {
         "{topics:?}"
     );
 }
+
+// --- stored batches whose records are hostile --------------------------------
+//
+// Produce checks a batch's header and CRC, not its records (as the broker
+// never decodes them on the data path). ListOffsets by timestamp reads
+// records back: these batches must cost it neither the broker's memory nor
+// a wrong answer.
+
+/// A v2 batch at base offset 0 with a valid CRC around `body`.
+fn raw_batch(codec: i16, record_count: i32, timestamp: i64, body: &[u8]) -> Bytes {
+    let mut b = Vec::with_capacity(61 + body.len());
+    b.extend_from_slice(&0i64.to_be_bytes()); // baseOffset
+    b.extend_from_slice(&((49 + body.len()) as i32).to_be_bytes()); // batchLength
+    b.extend_from_slice(&0i32.to_be_bytes()); // partitionLeaderEpoch
+    b.push(2); // magic
+    b.extend_from_slice(&[0; 4]); // crc, below
+    b.extend_from_slice(&codec.to_be_bytes()); // attributes
+    b.extend_from_slice(&(record_count - 1).to_be_bytes()); // lastOffsetDelta
+    b.extend_from_slice(&timestamp.to_be_bytes()); // baseTimestamp
+    b.extend_from_slice(&timestamp.to_be_bytes()); // maxTimestamp
+    b.extend_from_slice(&(-1i64).to_be_bytes()); // producerId
+    b.extend_from_slice(&(-1i16).to_be_bytes()); // producerEpoch
+    b.extend_from_slice(&(-1i32).to_be_bytes()); // baseSequence
+    b.extend_from_slice(&record_count.to_be_bytes());
+    b.extend_from_slice(body);
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(b)
+}
+
+#[test]
+fn list_offsets_by_timestamp_reads_a_record_claiming_2_billion_headers() {
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("headers", 1, &[]);
+    let ts = now_ms() - 60_000;
+    // One record: attributes, timestampDelta 0, offsetDelta 0, null key,
+    // value "abcd", then a header count of 2^31-1 (zig-zag varint) and no
+    // headers. A decoder that sizes a map from that count reserves ~36 GiB.
+    let mut record = vec![0u8, 0, 0, 1, 8];
+    record.extend_from_slice(b"abcd");
+    record.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 0x0f]);
+    let mut body = vec![(record.len() as u8) << 1];
+    body.extend_from_slice(&record);
+    let r = conn.produce("headers", 0, raw_batch(0, 1, ts, &body), 1);
+    assert_eq!(r.error_code, error_code::NONE, "{r:?}");
+
+    let hit = conn.list_offset("headers", 0, ts - 1);
+    assert_eq!(hit.error_code, error_code::NONE, "{hit:?}");
+    assert_eq!((hit.offset, hit.timestamp), (0, ts));
+    let max = conn.list_offset("headers", 0, MAX_TIMESTAMP);
+    assert_eq!(
+        (max.error_code, max.offset),
+        (error_code::NONE, 0),
+        "{max:?}"
+    );
+}
+
+/// A small zstd body that inflates to 320 MiB of 8-byte records. A search
+/// by timestamp stops at the first record that matches; the max-timestamp
+/// lookup (KIP-734), which must see every record, is refused after the
+/// lookup's limit (CORRUPT_MESSAGE for that partition), with the broker
+/// alive and the connection serving. Inflated whole, the body would take
+/// the broker's memory.
+#[test]
+fn list_offsets_by_timestamp_refuses_a_batch_inflating_past_its_limit() {
+    use std::io::Write;
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("bomb", 1, &[]);
+    let ts = now_ms() - 60_000;
+    // length 7, attributes, timestampDelta 0, offsetDelta 0, null key,
+    // null value, no headers.
+    let record = [14u8, 0, 0, 0, 1, 1, 0, 0];
+    let chunk: Vec<u8> = record.iter().copied().cycle().take(1 << 16).collect();
+    let mut enc = zstd::stream::Encoder::new(Vec::new(), 3).expect("zstd encoder");
+    for _ in 0..(320 << 20) / chunk.len() {
+        enc.write_all(&chunk).expect("compress");
+    }
+    let body = enc.finish().expect("zstd finish");
+    assert!(
+        body.len() < 1 << 20,
+        "bomb compressed to {} bytes",
+        body.len()
+    );
+    let r = conn.produce("bomb", 0, raw_batch(4, i32::MAX, ts, &body), 1);
+    assert_eq!(r.error_code, error_code::NONE, "{r:?}");
+
+    let first = conn.list_offset("bomb", 0, ts - 1);
+    assert_eq!(
+        (first.error_code, first.offset),
+        (error_code::NONE, 0),
+        "{first:?}"
+    );
+    let refused = conn.list_offset("bomb", 0, MAX_TIMESTAMP);
+    assert_eq!(
+        refused.error_code,
+        error_code::CORRUPT_MESSAGE,
+        "{refused:?}"
+    );
+    let latest = conn.list_offset("bomb", 0, LATEST_TIMESTAMP);
+    assert_eq!(
+        (latest.error_code, latest.offset),
+        (error_code::NONE, i64::from(i32::MAX)),
+        "{latest:?}"
+    );
+    let mut broker = broker;
+    assert!(broker.is_running(), "the broker must survive the lookup");
+}

@@ -14,6 +14,7 @@ pub mod fetch_response;
 pub mod frame;
 pub mod header;
 pub mod record_batch;
+pub mod record_walk;
 pub mod varint;
 
 pub use api::ApiRange;

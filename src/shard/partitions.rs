@@ -26,18 +26,18 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
 use glommio::sync::RwLock;
-use kafka_protocol::records::RecordBatchDecoder;
 
 use crate::config::topic::{TimestampType, TopicConfig};
 use crate::config::ServerConfig;
 use crate::metadata::Snapshot;
-use crate::protocol::record_batch;
 use crate::protocol::ErrorCode;
+use crate::protocol::{record_batch, record_walk};
 use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot};
 use crate::replication::isr::LeaderReplicaState;
 use crate::replication::producer_state::{
@@ -552,18 +552,42 @@ enum RecordPick {
     MaxTimestamp,
 }
 
-/// Choose the answer among one batch's `(offset, timestamp)` records,
-/// ignoring records below `log_start_offset`.
-fn pick_record(
-    records: &[(i64, i64)],
+/// Chooses the answer among one batch's records as they are walked,
+/// ignoring records below the log start offset.
+struct RecordPicker {
     pick: RecordPick,
     log_start_offset: i64,
-) -> Option<(i64, i64)> {
-    let visible = records.iter().filter(|(o, _)| *o >= log_start_offset);
-    match pick {
-        RecordPick::AtOrAfter(target) => visible.copied().find(|(_, t)| *t >= target),
-        // `min_by_key` on the negated timestamp keeps the first of equal maxima.
-        RecordPick::MaxTimestamp => visible.copied().min_by_key(|(_, t)| std::cmp::Reverse(*t)),
+    best: Option<(i64, i64)>,
+}
+
+impl RecordPicker {
+    fn new(pick: RecordPick, log_start_offset: i64) -> Self {
+        RecordPicker {
+            pick,
+            log_start_offset,
+            best: None,
+        }
+    }
+
+    /// The next record in offset order; `Break` once the answer is known.
+    fn offer(&mut self, offset: i64, timestamp: i64) -> ControlFlow<()> {
+        if offset < self.log_start_offset {
+            return ControlFlow::Continue(());
+        }
+        match self.pick {
+            RecordPick::AtOrAfter(target) if timestamp >= target => {
+                self.best = Some((offset, timestamp));
+                ControlFlow::Break(())
+            }
+            RecordPick::AtOrAfter(_) => ControlFlow::Continue(()),
+            // Strictly greater: the first of equal maxima stays.
+            RecordPick::MaxTimestamp => {
+                if self.best.is_none_or(|(_, best)| timestamp > best) {
+                    self.best = Some((offset, timestamp));
+                }
+                ControlFlow::Continue(())
+            }
+        }
     }
 }
 
@@ -589,8 +613,9 @@ fn find_record(
             RecordPick::MaxTimestamp => true,
         };
         if wanted {
-            let records = batch_record_timestamps(batch)?;
-            if let Some(hit) = pick_record(&records, pick, log_start) {
+            let mut picker = RecordPicker::new(pick, log_start);
+            walk_batch(&batch, |o, t| picker.offer(o, t))?;
+            if let Some(hit) = picker.best {
                 return Ok(Some(hit));
             }
         }
@@ -640,34 +665,34 @@ fn batch_header(batch: &[u8]) -> Result<(i64, i64), i16> {
     Ok((view.last_offset(), view.max_timestamp()))
 }
 
-/// `(offset, timestamp)` of every record of the first batch in `batch`
-/// (decompressing it). LogAppendTime batches: every record's timestamp is
-/// the batch's max timestamp (Kafka `DefaultRecordBatch` overrides them).
-fn batch_record_timestamps(mut batch: Bytes) -> Result<Vec<(i64, i64)>, i16> {
+/// Calls `visit(offset, timestamp)` for the records of the first batch in
+/// `batch`, in offset order, without decoding them whole (a stored batch's
+/// records are the client's bytes: see `record_walk`). LogAppendTime
+/// batches: every record's timestamp is the batch's max timestamp (Kafka
+/// `DefaultRecordBatch` overrides them).
+fn walk_batch(batch: &[u8], mut visit: impl FnMut(i64, i64) -> ControlFlow<()>) -> Result<(), i16> {
     let (log_append_time, max_timestamp) = {
-        let view = record_batch::RecordBatch::new_unchecked_crc(&batch)
+        let view = record_batch::RecordBatch::new_unchecked_crc(batch)
             .map_err(|e| e.kafka_error_code())?;
         (
             view.timestamp_type() == record_batch::TimestampType::LogAppendTime,
             view.max_timestamp(),
         )
     };
-    let set = RecordBatchDecoder::decode(&mut batch).map_err(|e| {
-        tracing::error!(error = %e, "cannot decode a stored batch for ListOffsets");
-        ErrorCode::CORRUPT_MESSAGE.0
-    })?;
-    Ok(set
-        .records
-        .iter()
-        .map(|r| {
-            let ts = if log_append_time {
+    record_walk::for_each_record(batch, |offset, timestamp| {
+        visit(
+            offset,
+            if log_append_time {
                 max_timestamp
             } else {
-                r.timestamp
-            };
-            (r.offset, ts)
-        })
-        .collect())
+                timestamp
+            },
+        )
+    })
+    .map_err(|e| {
+        tracing::error!(error = %e, "cannot read a stored batch's records for ListOffsets");
+        ErrorCode::CORRUPT_MESSAGE.0
+    })
 }
 
 /// Offsets of the producer snapshot files in a partition dir.
@@ -1111,6 +1136,29 @@ mod tests {
         TimestampType as WireTimestampType,
     };
 
+    fn pick_record(
+        records: &[(i64, i64)],
+        pick: RecordPick,
+        log_start_offset: i64,
+    ) -> Option<(i64, i64)> {
+        let mut picker = RecordPicker::new(pick, log_start_offset);
+        for &(o, t) in records {
+            if picker.offer(o, t).is_break() {
+                break;
+            }
+        }
+        picker.best
+    }
+
+    fn batch_record_timestamps(batch: &[u8]) -> Result<Vec<(i64, i64)>, i16> {
+        let mut out = Vec::new();
+        walk_batch(batch, |o, t| {
+            out.push((o, t));
+            ControlFlow::Continue(())
+        })?;
+        Ok(out)
+    }
+
     /// Out-of-order timestamps with a repeated maximum (offsets 10..15).
     const RECORDS: [(i64, i64); 5] = [(10, 100), (11, 300), (12, 200), (13, 300), (14, 250)];
 
@@ -1199,7 +1247,7 @@ mod tests {
             let batch = encoded_batch(40, &[5, 9, 7], compression);
             assert_eq!(batch_header(&batch), Ok((42, 9)), "{compression:?}");
             assert_eq!(
-                batch_record_timestamps(batch),
+                batch_record_timestamps(&batch),
                 Ok(vec![(40, 5), (41, 9), (42, 7)]),
                 "{compression:?}"
             );
@@ -1210,7 +1258,7 @@ mod tests {
     fn log_append_time_batches_give_every_record_the_batch_timestamp() {
         let mut batch = BytesMut::from(&encoded_batch(0, &[5, 9, 7], Compression::None)[..]);
         record_batch::set_log_append_time(&mut batch, 1_000);
-        let records = batch_record_timestamps(batch.freeze()).expect("decode");
+        let records = batch_record_timestamps(&batch).expect("decode");
         assert_eq!(records, vec![(0, 1_000), (1, 1_000), (2, 1_000)]);
         assert_eq!(
             pick_record(&records, RecordPick::MaxTimestamp, 0),
@@ -1222,7 +1270,7 @@ mod tests {
     fn a_truncated_batch_is_an_error_not_a_panic() {
         let batch = encoded_batch(0, &[5, 9, 7], Compression::Gzip);
         let cut = batch.slice(..batch.len() - 10);
-        assert!(batch_record_timestamps(cut).is_err());
+        assert!(batch_record_timestamps(&cut).is_err());
         assert!(batch_header(&batch[..20]).is_err());
     }
 }

@@ -1,0 +1,471 @@
+//! `[pure]` The offset and timestamp of each record of one stored v2 batch,
+//! read without decoding keys, values or headers.
+//!
+//! ListOffsets by timestamp (Kafka `FileRecords.searchForTimestamp`) and
+//! KIP-734's max-timestamp lookup need each record's `offsetDelta` and
+//! `timestampDelta`. Produce checks a batch's header and CRC but not its
+//! records, so the records of a stored batch are whatever a client sent:
+//! a general decoder that pre-sizes from counts in those bytes (a header
+//! count of 2^31-1, a record count of 2^31-1) or inflates a compressed body
+//! whole (a zstd body of a few hundred KiB can inflate to tens of GB) can be
+//! made to exhaust the broker's memory. This walker keeps nothing but the
+//! current record's position: it reads each record's length, its two deltas,
+//! and skips the rest, streaming compressed bodies through the codec, and it
+//! stops with an error after [`MAX_WALKED_BYTES`] of records.
+//!
+//! Record layout (Kafka `DefaultRecord`): length (varint), attributes (i8),
+//! timestampDelta (varlong), offsetDelta (varint), key, value, headers.
+
+use std::io::{self, BufRead, BufReader, Read};
+use std::ops::ControlFlow;
+
+use super::record_batch::{BatchError, Compression, RecordBatch, HEADER_LEN};
+
+/// Uncompressed record bytes one walk reads at most: 256 times what a
+/// default broker accepts in one batch (`message.max.bytes` 1 MiB,
+/// compressed), and it bounds the time one lookup can be made to spend
+/// inflating a body (about a second of a shard).
+pub const MAX_WALKED_BYTES: u64 = 256 << 20;
+
+/// Calls `visit(offset, timestamp)` for each record of the batch at the
+/// start of `batch`, in order, until it returns `Break` or the records end.
+/// Timestamps are `baseTimestamp + timestampDelta` as stored (the caller
+/// applies LogAppendTime). The CRC is not checked here (stored batches were
+/// checked on append).
+pub fn for_each_record(
+    batch: &[u8],
+    visit: impl FnMut(i64, i64) -> ControlFlow<()>,
+) -> Result<(), BatchError> {
+    for_each_record_limited(batch, MAX_WALKED_BYTES, visit)
+}
+
+/// [`for_each_record`] with the byte limit as a parameter (tests).
+pub fn for_each_record_limited(
+    batch: &[u8],
+    max_bytes: u64,
+    visit: impl FnMut(i64, i64) -> ControlFlow<()>,
+) -> Result<(), BatchError> {
+    let view = RecordBatch::new_unchecked_crc(batch)?;
+    let body = &batch[HEADER_LEN..view.total_len()];
+    let walk = Walk {
+        base_offset: view.base_offset(),
+        base_timestamp: view.base_timestamp(),
+        count: view.record_count().max(0) as u64,
+        max_bytes,
+    };
+    // One byte past the limit is read from a codec, so a body that inflates
+    // beyond it ends in "too large", not in a short-record error.
+    let cap = max_bytes.saturating_add(1);
+    let inflate_error = |_| BatchError::Corrupt("cannot decompress the records");
+    match view.compression() {
+        Some(Compression::None) => walk.run(body, visit),
+        Some(Compression::Gzip) => walk.run(
+            BufReader::new(flate2::read::GzDecoder::new(body).take(cap)),
+            visit,
+        ),
+        Some(Compression::Snappy) => walk.run(BufReader::new(Snappy::new(body, cap)), visit),
+        Some(Compression::Lz4) => walk.run(
+            BufReader::new(lz4_flex::frame::FrameDecoder::new(body).take(cap)),
+            visit,
+        ),
+        Some(Compression::Zstd) => {
+            let decoder = zstd::stream::read::Decoder::with_buffer(body).map_err(inflate_error)?;
+            walk.run(BufReader::new(decoder.take(cap)), visit)
+        }
+        None => Err(BatchError::InvalidRecord("unknown compression codec")),
+    }
+}
+
+struct Walk {
+    base_offset: i64,
+    base_timestamp: i64,
+    count: u64,
+    max_bytes: u64,
+}
+
+impl Walk {
+    fn run<R: BufRead>(
+        &self,
+        mut records: R,
+        mut visit: impl FnMut(i64, i64) -> ControlFlow<()>,
+    ) -> Result<(), BatchError> {
+        let short = BatchError::Corrupt("records end before the record count");
+        // Bytes of the record stream read so far, length prefixes included,
+        // so the walk stops before the stream reaches a codec's cap.
+        let mut walked: u64 = 0;
+        for _ in 0..self.count {
+            let (len, prefix) = read_varint(&mut records, 5)?.ok_or(short.clone())?;
+            let len =
+                u64::try_from(len).map_err(|_| BatchError::Corrupt("negative record length"))?;
+            walked = walked.saturating_add(prefix).saturating_add(len);
+            if walked > self.max_bytes {
+                return Err(too_large());
+            }
+            let mut record = (&mut records).take(len);
+            let mut attributes = [0u8; 1];
+            record
+                .read_exact(&mut attributes)
+                .map_err(|e| io_error(e, &short))?;
+            let (timestamp_delta, _) = read_varint(&mut record, 10)?.ok_or(short.clone())?;
+            let (offset_delta, _) = read_varint(&mut record, 5)?.ok_or(short.clone())?;
+            let rest = record.limit();
+            let skipped =
+                io::copy(&mut record, &mut io::sink()).map_err(|e| io_error(e, &short))?;
+            if skipped != rest {
+                return Err(short);
+            }
+            let offset = self.base_offset.wrapping_add(offset_delta);
+            let timestamp = self.base_timestamp.wrapping_add(timestamp_delta);
+            if visit(offset, timestamp).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn too_large() -> BatchError {
+    BatchError::Corrupt("records larger than a lookup reads")
+}
+
+/// Marks the snappy reader's refusal of a block past the limit.
+#[derive(Debug)]
+struct TooLarge;
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("snappy block past the walk's limit")
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
+/// A read error: the limit, a cut-off record (`short`), or a bad body.
+fn io_error(e: io::Error, short: &BatchError) -> BatchError {
+    if e.get_ref().is_some_and(|inner| inner.is::<TooLarge>()) {
+        too_large()
+    } else if e.kind() == io::ErrorKind::UnexpectedEof {
+        short.clone()
+    } else {
+        BatchError::Corrupt("cannot decompress the records")
+    }
+}
+
+/// A zig-zag varint of at most `max_len` bytes (5 for an int, 10 for a
+/// long) and how many bytes it took; `None` at the end of the input.
+fn read_varint<R: Read>(r: &mut R, max_len: usize) -> Result<Option<(i64, u64)>, BatchError> {
+    let mut raw: u64 = 0;
+    let mut i = 0;
+    while i < max_len {
+        let mut b = [0u8; 1];
+        match r.read(&mut b) {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_error(e, &BatchError::Corrupt("cut-off varint"))),
+        }
+        raw |= u64::from(b[0] & 0x7f) << (7 * i);
+        i += 1;
+        if b[0] & 0x80 == 0 {
+            return Ok(Some((((raw >> 1) as i64) ^ -((raw & 1) as i64), i as u64)));
+        }
+    }
+    Err(BatchError::Corrupt("varint too long"))
+}
+
+/// Snappy as Kafka stores it: snappy-java's framing (`\x82SNAPPY\0`, two
+/// version ints, then blocks each prefixed by its big-endian length), or
+/// one raw snappy block when the magic is absent (snappy-java's
+/// `SnappyInputStream` accepts both). Each block is inflated only after
+/// its announced length was checked against what is left of the limit.
+struct Snappy<'a> {
+    input: &'a [u8],
+    framed: bool,
+    left: u64,
+    block: Vec<u8>,
+    at: usize,
+}
+
+const SNAPPY_MAGIC: &[u8] = b"\x82SNAPPY\x00";
+const SNAPPY_HEADER_LEN: usize = 16;
+
+impl<'a> Snappy<'a> {
+    fn new(input: &'a [u8], limit: u64) -> Self {
+        let framed = input.starts_with(SNAPPY_MAGIC);
+        Snappy {
+            input: if framed {
+                input.get(SNAPPY_HEADER_LEN..).unwrap_or_default()
+            } else {
+                input
+            },
+            framed,
+            left: limit,
+            block: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// Inflates the next block into `self.block`; false at the end.
+    fn next_block(&mut self) -> io::Result<bool> {
+        if self.input.is_empty() {
+            return Ok(false);
+        }
+        let block = if self.framed {
+            let Some(len_bytes) = self.input.get(..4) else {
+                return Err(invalid("snappy block length cut off"));
+            };
+            let len = u32::from_be_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]);
+            let end = 4usize.saturating_add(len as usize);
+            let Some(block) = self.input.get(4..end) else {
+                return Err(invalid("snappy block cut off"));
+            };
+            self.input = &self.input[end..];
+            block
+        } else {
+            std::mem::take(&mut self.input)
+        };
+        let len = snap::raw::decompress_len(block).map_err(|_| invalid("bad snappy block"))?;
+        if len as u64 > self.left {
+            self.input = &[];
+            return Err(io::Error::other(TooLarge));
+        }
+        self.left -= len as u64;
+        self.block.resize(len, 0);
+        snap::raw::Decoder::new()
+            .decompress(block, &mut self.block)
+            .map_err(|_| invalid("bad snappy block"))?;
+        self.at = 0;
+        Ok(true)
+    }
+}
+
+fn invalid(what: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what)
+}
+
+impl Read for Snappy<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.block.len() {
+            if !self.next_block()? {
+                return Ok(0);
+            }
+        }
+        let n = buf.len().min(self.block.len() - self.at);
+        buf[..n].copy_from_slice(&self.block[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::{BufMut, Bytes, BytesMut};
+    use indexmap::IndexMap;
+    use kafka_protocol::protocol::StrBytes;
+    use kafka_protocol::records::{
+        Compression as Codec, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
+        TimestampType,
+    };
+
+    fn records(n: usize, value_len: usize) -> Vec<Record> {
+        (0..n)
+            .map(|i| {
+                let mut headers = IndexMap::new();
+                headers.insert(
+                    StrBytes::from_static_str("h"),
+                    Some(Bytes::from_static(b"v")),
+                );
+                Record {
+                    transactional: false,
+                    control: false,
+                    delete_horizon: false,
+                    partition_leader_epoch: 0,
+                    producer_id: -1,
+                    producer_epoch: -1,
+                    timestamp_type: TimestampType::Creation,
+                    offset: 100 + i as i64,
+                    // kafka-protocol starts a new batch whenever offset -
+                    // sequence changes: keep one batch.
+                    sequence: i as i32 - 1,
+                    // Out of order on purpose: deltas may be negative.
+                    timestamp: 1_700_000_000_000 + ((i * 7919) % 50) as i64,
+                    key: (i % 2 == 0).then(|| Bytes::from(format!("key-{i}"))),
+                    value: Some(Bytes::from(vec![b'x'; value_len])),
+                    headers,
+                }
+            })
+            .collect()
+    }
+
+    fn encode(recs: &[Record], compression: Codec) -> Bytes {
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            recs,
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .expect("encode");
+        buf.freeze()
+    }
+
+    fn walk(batch: &[u8], limit: u64) -> Result<Vec<(i64, i64)>, BatchError> {
+        let mut out = Vec::new();
+        for_each_record_limited(batch, limit, |o, t| {
+            out.push((o, t));
+            ControlFlow::Continue(())
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn every_codec_gives_the_offsets_and_timestamps_the_full_decoder_gives() {
+        let recs = records(300, 700);
+        for codec in [
+            Codec::None,
+            Codec::Gzip,
+            Codec::Snappy,
+            Codec::Lz4,
+            Codec::Zstd,
+        ] {
+            let batch = encode(&recs, codec);
+            let expected: Vec<(i64, i64)> = RecordBatchDecoder::decode(&mut batch.clone())
+                .expect("decode")
+                .records
+                .iter()
+                .map(|r| (r.offset, r.timestamp))
+                .collect();
+            assert_eq!(expected.len(), 300);
+            assert_eq!(
+                walk(&batch, MAX_WALKED_BYTES).expect("walk"),
+                expected,
+                "{codec:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_walk_stops_where_the_visitor_breaks() {
+        let batch = encode(&records(50, 10), Codec::Lz4);
+        let mut seen = 0;
+        for_each_record(&batch, |o, _| {
+            seen += 1;
+            if o == 104 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .expect("walk");
+        assert_eq!(seen, 5);
+    }
+
+    #[test]
+    fn raw_snappy_without_the_java_framing_is_read_too() {
+        let plain = encode(&records(20, 100), Codec::None);
+        let body = &plain[HEADER_LEN..];
+        let mut batch = BytesMut::from(&plain[..HEADER_LEN]);
+        batch.put_slice(
+            &snap::raw::Encoder::new()
+                .compress_vec(body)
+                .expect("snappy"),
+        );
+        set_codec_and_length(&mut batch, 2);
+        assert_eq!(
+            walk(&batch, MAX_WALKED_BYTES).expect("walk"),
+            walk(&plain, MAX_WALKED_BYTES).expect("walk")
+        );
+    }
+
+    /// Sets the codec bits and batchLength of a hand-built batch.
+    fn set_codec_and_length(batch: &mut BytesMut, codec: i16) {
+        let attributes = (i16::from_be_bytes([batch[21], batch[22]]) & !7) | codec;
+        batch[21..23].copy_from_slice(&attributes.to_be_bytes());
+        let len = (batch.len() - 12) as i32;
+        batch[8..12].copy_from_slice(&len.to_be_bytes());
+    }
+
+    /// A record whose header count claims 2^31-1 headers: a decoder that
+    /// pre-sizes from it reserves tens of GiB; the walk never reads headers.
+    #[test]
+    fn a_huge_header_count_is_skipped_not_allocated() {
+        let plain = encode(&records(1, 4), Codec::None);
+        let mut batch = BytesMut::from(&plain[..HEADER_LEN]);
+        // attributes, timestampDelta 3, offsetDelta 0, key null, value "abcd",
+        // header count 2^31-1 (zig-zag varint of 2147483647).
+        let mut record = vec![0u8, 6, 0, 1, 8];
+        record.extend_from_slice(b"abcd");
+        record.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 0x0f]);
+        batch.put_u8((record.len() as u8) << 1);
+        batch.put_slice(&record);
+        set_codec_and_length(&mut batch, 0);
+        let base_ts = RecordBatch::new_unchecked_crc(&batch)
+            .expect("view")
+            .base_timestamp();
+        assert_eq!(
+            walk(&batch, MAX_WALKED_BYTES).expect("walk"),
+            vec![(100, base_ts + 3)]
+        );
+    }
+
+    /// A small compressed body that inflates past the limit is refused
+    /// after the limit, for every codec, without inflating the rest.
+    #[test]
+    fn a_body_inflating_past_the_limit_is_refused() {
+        let recs = records(2000, 1000);
+        for codec in [Codec::Gzip, Codec::Snappy, Codec::Lz4, Codec::Zstd] {
+            let batch = encode(&recs, codec);
+            assert!(
+                batch.len() < 200_000,
+                "{codec:?} compressed to {}",
+                batch.len()
+            );
+            assert_eq!(
+                walk(&batch, 1 << 20),
+                Err(BatchError::Corrupt("records larger than a lookup reads")),
+                "{codec:?}"
+            );
+            assert_eq!(
+                walk(&batch, 4 << 20).expect("walk").len(),
+                2000,
+                "{codec:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_record_count_beyond_the_records_is_corrupt() {
+        let mut batch = BytesMut::from(&encode(&records(3, 10), Codec::None)[..]);
+        batch[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert_eq!(
+            walk(&batch, MAX_WALKED_BYTES),
+            Err(BatchError::Corrupt("records end before the record count"))
+        );
+        // A record cut short is corrupt too.
+        let mut cut = BytesMut::from(&encode(&records(3, 10), Codec::None)[..]);
+        let len = cut.len();
+        cut.truncate(len - 5);
+        set_codec_and_length(&mut cut, 0);
+        assert_eq!(
+            walk(&cut, MAX_WALKED_BYTES),
+            Err(BatchError::Corrupt("records end before the record count"))
+        );
+    }
+
+    #[test]
+    fn garbage_compressed_bodies_are_errors_not_panics() {
+        for codec in 1..=4 {
+            let plain = encode(&records(1, 10), Codec::None);
+            let mut batch = BytesMut::from(&plain[..HEADER_LEN]);
+            batch.put_slice(&[
+                0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1,
+            ]);
+            batch.put_slice(&[0xff; 64]);
+            set_codec_and_length(&mut batch, codec);
+            assert!(walk(&batch, MAX_WALKED_BYTES).is_err(), "codec {codec}");
+        }
+    }
+}

@@ -1119,6 +1119,18 @@ fn retired_segment_files_are_reused_and_their_old_batches_never_come_back() {
 
 #[test]
 fn a_segment_a_fetch_still_reads_is_neither_recycled_nor_shrunk() {
+    held_segment_survives_retention(false);
+}
+
+/// A fetch answered for a connection on another shard sends from another
+/// thread: the regions it holds there (the segment's own `Arc<File>`, not
+/// a dup of the fd) must keep retention's hands off the file all the same.
+#[test]
+fn a_segment_read_for_another_shard_is_neither_recycled_nor_shrunk() {
+    held_segment_survives_retention(true);
+}
+
+fn held_segment_survives_retention(held_on_another_thread: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     run(move || async move {
@@ -1134,6 +1146,16 @@ fn a_segment_a_fetch_still_reads_is_neither_recycled_nor_shrunk() {
         let held = log.read(bases[0], 1 << 20, bases[1], true).unwrap();
         let (before, _, from_file) = region_bytes(&held.regions);
         assert!(from_file > 0, "the read must hold the segment file");
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let mut holder = None;
+        let mut held = Some(held);
+        if held_on_another_thread {
+            let regions = held.take().unwrap().regions;
+            holder = Some(std::thread::spawn(move || {
+                wait.recv().unwrap();
+                region_bytes(&regions).0
+            }));
+        }
         assert_eq!(log.delete_records_before(bases[2]).unwrap(), bases[2]);
         // Segment 1 (not held) went to the pool; segment 0 was deleted.
         assert_eq!(
@@ -1148,8 +1170,15 @@ fn a_segment_a_fetch_still_reads_is_neither_recycled_nor_shrunk() {
             "the delete thread never removed {}",
             deleted.display()
         );
-        assert_eq!(region_bytes(&held.regions).0, before);
-        drop(held);
+        let after = match (held.take(), holder) {
+            (Some(held), _) => region_bytes(&held.regions).0,
+            (None, Some(thread)) => {
+                go.send(()).unwrap();
+                thread.join().unwrap()
+            }
+            (None, None) => unreachable!("the regions are held somewhere"),
+        };
+        assert_eq!(after, before);
         log.close().await.unwrap();
     });
 }

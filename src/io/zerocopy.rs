@@ -24,7 +24,7 @@ use std::cell::Cell;
 use std::fs::File;
 use std::io;
 use std::os::unix::io::{AsRawFd, RawFd};
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// iovecs per `sendmsg` call (Linux IOV_MAX is 1024; 64 keeps the array on
 /// the stack and was measured 3–4× cheaper than one write per buffer).
@@ -41,7 +41,7 @@ pub enum OutPart {
     Bytes(Bytes),
     /// A region of a segment file, sent with `sendfile` from the page cache.
     File {
-        file: Rc<File>,
+        file: Arc<File>,
         position: u64,
         len: usize,
     },
@@ -312,7 +312,7 @@ mod tests {
                 .spawn(move || async move {
                     let mut stream = TcpStream::connect(addr).await.expect("connect");
                     set_nonblocking(stream.as_raw_fd()).expect("nonblock");
-                    let file = Rc::new(std::fs::File::open(&path).expect("open"));
+                    let file = Arc::new(std::fs::File::open(&path).expect("open"));
                     let parts = vec![
                         OutPart::Bytes(head),
                         OutPart::File {

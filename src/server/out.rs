@@ -86,7 +86,6 @@ mod tests {
     use super::*;
     use bytes::Bytes;
     use std::io::Write;
-    use std::rc::Rc;
 
     #[test]
     fn parts_are_written_in_order_whatever_their_kind_and_size() {
@@ -96,7 +95,7 @@ mod tests {
         let parts = vec![
             OutPart::Bytes(Bytes::from_static(b"head")),
             OutPart::File {
-                file: Rc::new(file),
+                file: std::sync::Arc::new(file),
                 position: 3,
                 len: 4,
             },

@@ -15,6 +15,7 @@
 
 use std::fs::File;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -27,12 +28,16 @@ use crate::purgatory::view::PartitionSnapshot;
 use crate::storage::partition_log::Region;
 use crate::types::{ShardId, TopicPartition};
 
-/// A record region that may cross shards.
+/// A record region that may cross shards. A file region carries the
+/// segment's own `Arc<File>`, not a dup of its fd: while the connection's
+/// shard sends from it, the owner's retention sees the reference
+/// (`Arc::strong_count`) and neither recycles the file for a new segment
+/// nor shrinks it, as for a fetch on its own shard.
 #[derive(Debug)]
 pub enum SendRegion {
     Bytes(Bytes),
     File {
-        file: File,
+        file: Arc<File>,
         position: u64,
         len: usize,
     },
@@ -110,38 +115,29 @@ fn to_parts(regions: Vec<Region>) -> Vec<OutPart> {
 }
 
 fn to_send(answer: ReadAnswer) -> SendReadAnswer {
-    let mut regions = Vec::with_capacity(answer.regions.len());
-    let mut error_code = answer.error_code;
-    for r in answer.regions {
-        match r {
-            Region::Cached(b) => regions.push(SendRegion::Bytes(b)),
+    let regions = answer
+        .regions
+        .into_iter()
+        .map(|r| match r {
+            Region::Cached(b) => SendRegion::Bytes(b),
             Region::File {
                 file,
                 position,
                 len,
-            } => match file.try_clone() {
-                Ok(file) => regions.push(SendRegion::File {
-                    file,
-                    position,
-                    len: len as usize,
-                }),
-                Err(e) => {
-                    tracing::error!(error = %e, "dup of segment fd failed");
-                    error_code = crate::protocol::ErrorCode::KAFKA_STORAGE_ERROR.0;
-                    regions.clear();
-                    break;
-                }
+            } => SendRegion::File {
+                file,
+                position,
+                len: len as usize,
             },
-        }
-    }
-    let bytes = if regions.is_empty() { 0 } else { answer.bytes };
+        })
+        .collect();
     SendReadAnswer {
-        error_code,
+        error_code: answer.error_code,
         high_watermark: answer.high_watermark,
         last_stable_offset: answer.last_stable_offset,
         log_start_offset: answer.log_start_offset,
         regions,
-        bytes,
+        bytes: answer.bytes,
         snapshot: answer.snapshot,
     }
 }
@@ -157,7 +153,7 @@ fn from_send(answer: SendReadAnswer) -> LocalRead {
                 position,
                 len,
             } => OutPart::File {
-                file: Rc::new(file),
+                file,
                 position,
                 len,
             },
@@ -505,4 +501,37 @@ where
         out.push(h.await);
     }
     out
+}
+
+#[cfg(test)]
+mod send_region_tests {
+    use super::*;
+
+    /// The cross-shard form of a file region is the segment's own
+    /// `Arc<File>`: retention on the owner counts it as a reader until the
+    /// connection's shard has sent it and dropped it.
+    #[test]
+    fn a_file_region_crosses_shards_as_the_same_reference() {
+        let file = Arc::new(tempfile::tempfile().expect("temp file"));
+        let mut answer = ReadAnswer::error(0);
+        answer.regions = vec![
+            Region::Cached(Bytes::from_static(b"cached")),
+            Region::File {
+                file: file.clone(),
+                position: 0,
+                len: 10,
+            },
+        ];
+        answer.bytes = 16;
+        let sent = to_send(answer);
+        assert_eq!(Arc::strong_count(&file), 2);
+        let local = std::thread::spawn(move || from_send(sent))
+            .join()
+            .expect("other thread");
+        assert_eq!(local.parts.len(), 2);
+        assert_eq!(local.bytes, 16);
+        assert_eq!(Arc::strong_count(&file), 2, "held by the sending side");
+        drop(local);
+        assert_eq!(Arc::strong_count(&file), 1);
+    }
 }

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -43,7 +44,7 @@ pub enum Region {
     Cached(Bytes),
     /// A byte range of a segment, for sendfile/pread from the page cache.
     File {
-        file: Rc<File>,
+        file: Arc<File>,
         position: u64,
         len: u32,
     },

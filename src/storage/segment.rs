@@ -8,6 +8,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use glommio::io::DmaFile;
 
@@ -133,7 +134,7 @@ pub struct Segment {
     pub base_offset: i64,
     pub dir: PathBuf,
     /// Buffered read-only fd for pread / sendfile (page cache).
-    pub read_file: Rc<File>,
+    pub read_file: Arc<File>,
     /// Logical size when closed; the appender tracks it while active.
     closed_size: u64,
     pub index: SegmentIndex,
@@ -355,7 +356,7 @@ impl Segment {
         now_ms: i64,
     ) -> Result<Option<Segment>, StorageError> {
         let log = path_of(dir, base_offset, LOG_SUFFIX);
-        let read_file = Rc::new(File::open(&log)?);
+        let read_file = Arc::new(File::open(&log)?);
         let size = read_file.metadata()?.len();
         let (Ok(ib), Ok(tb)) = (
             std::fs::read(path_of(dir, base_offset, INDEX_SUFFIX)),
@@ -467,7 +468,7 @@ impl Segment {
         let seg = Segment {
             base_offset,
             dir: dir.to_path_buf(),
-            read_file: Rc::new(File::open(&log)?),
+            read_file: Arc::new(File::open(&log)?),
             closed_size: valid_end,
             index,
             next_offset: next.max(base_offset),
@@ -525,7 +526,7 @@ impl Segment {
         Ok(Segment {
             base_offset,
             dir: dir.to_path_buf(),
-            read_file: Rc::new(File::open(&log)?),
+            read_file: Arc::new(File::open(&log)?),
             closed_size: 0,
             index: Self::new_index(base_offset, config),
             next_offset: base_offset,
@@ -582,7 +583,7 @@ impl Segment {
     /// crash in between leaves `.deleted` names, which open removes.
     pub fn delete_files_in_background(&self) -> Result<(), StorageError> {
         // A fetch holding the file (its `Region::File`) must keep reading it.
-        let shrink = Rc::strong_count(&self.read_file) == 1;
+        let shrink = Arc::strong_count(&self.read_file) == 1;
         let renamed = rename_to_deleted(&self.dir, self.base_offset, &ALL_SUFFIXES)?;
         free_in_background(renamed, shrink);
         Ok(())
@@ -597,7 +598,7 @@ impl Segment {
     /// file (its `sendfile` must keep reading the old bytes), and then the
     /// caller deletes the segment instead.
     pub fn retire_to_pool(&self) -> Result<Option<PathBuf>, StorageError> {
-        if Rc::strong_count(&self.read_file) > 1 || self.appender.is_some() {
+        if Arc::strong_count(&self.read_file) > 1 || self.appender.is_some() {
             return Ok(None);
         }
         let to = recycle::pool_path(&self.dir, self.next_offset);

@@ -84,6 +84,9 @@ pub enum Field {
     Fixed(usize),
     /// string / nullable string.
     Str,
+    /// bytes / nullable bytes / records (an int32 length in classic
+    /// versions).
+    Bytes,
     /// Array (or nullable array) of fixed-size items.
     FixedArray(usize),
     /// Array (or nullable array) of strings.
@@ -99,6 +102,7 @@ pub const INT8: Field = Field::Fixed(1);
 pub const BOOL: Field = Field::Fixed(1);
 pub const INT16: Field = Field::Fixed(2);
 pub const INT32: Field = Field::Fixed(4);
+pub const INT64: Field = Field::Fixed(8);
 pub const UUID: Field = Field::Fixed(16);
 
 struct Walk<'a> {
@@ -168,7 +172,15 @@ impl Walk<'_> {
         if !self.flexible {
             return Ok(());
         }
-        for _ in 0..self.count()? {
+        // A plain unsigned varint (KIP-482), not a compact length (n + 1).
+        let count = self.varint()? as usize;
+        if count > self.left() {
+            return Err(DecodeError::ImplausibleArray {
+                claimed: count as u64,
+                remaining: self.left(),
+            });
+        }
+        for _ in 0..count {
             self.varint()?;
             let size = self.varint()? as usize;
             self.skip(size)?;
@@ -188,6 +200,10 @@ impl Walk<'_> {
             Field::Fixed(n) => self.skip(n),
             Field::Str => {
                 let n = self.length(false)?.unwrap_or(0);
+                self.skip(n)
+            }
+            Field::Bytes => {
+                let n = self.length(true)?.unwrap_or(0);
                 self.skip(n)
             }
             Field::FixedArray(size) => {
@@ -260,11 +276,12 @@ pub fn decode_checked<T: Decodable>(
     decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))
 }
 
-/// A topic admin API's wire shape: the part of the request preamble
-/// (array check, then decode) that differs per API. Each handler keeps its
-/// own versions and schema and declares one of these.
+/// An API's wire shape for the checked decode (array check, then decode):
+/// the topic admin APIs, and Produce, Fetch and ListOffsets, whose nested
+/// arrays the crate would otherwise pre-size from the wire. Each handler
+/// keeps its own versions and schema and declares one of these.
 #[derive(Clone, Copy)]
-pub struct AdminApi {
+pub struct CheckedApi {
     pub versions: ApiRange,
     /// First flexible version (KIP-482: compact arrays, tagged fields).
     pub first_flexible: i16,
@@ -272,7 +289,7 @@ pub struct AdminApi {
     pub schema_for: fn(i16) -> &'static [Field],
 }
 
-impl AdminApi {
+impl CheckedApi {
     /// Check every array of `body` with this API's schema at `version`,
     /// then decode it with the crate.
     pub fn decode<T: Decodable>(&self, body: Bytes, version: i16) -> Result<T, HandlerError> {

@@ -20,7 +20,7 @@ use kafka_protocol::messages::alter_configs_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::{
-    alter_results, failure, sort_resources, str_bytes, AdminApi, Field, BOOL, INT8,
+    alter_results, failure, sort_resources, str_bytes, CheckedApi, Field, BOOL, INT8,
 };
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::answers::encode;
@@ -61,7 +61,7 @@ fn schema_for(_version: i16) -> &'static [Field] {
 }
 
 /// What the shared admin preamble needs to decode this API.
-const API: AdminApi = AdminApi {
+const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
     schema_for,

@@ -14,7 +14,7 @@ use kafka_protocol::messages::create_partitions_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{call_control_into, failure, str_bytes, AdminApi, Field, BOOL, INT32};
+use super::admin_common::{call_control_into, failure, str_bytes, CheckedApi, Field, BOOL, INT32};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -39,7 +39,7 @@ fn schema_for(_version: i16) -> &'static [Field] {
 }
 
 /// What the shared admin preamble needs to decode this API.
-const API: AdminApi = AdminApi {
+const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
     schema_for,

@@ -23,7 +23,7 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{str_bytes, AdminApi, Field, BOOL, INT8};
+use super::admin_common::{str_bytes, CheckedApi, Field, BOOL, INT8};
 use crate::config::topic::{validate_one, ConfigEntry, ConfigSource, TopicConfig};
 use crate::metadata::answers::{encode, is_valid_topic_name};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -51,7 +51,7 @@ fn schema_for(_version: i16) -> &'static [Field] {
 }
 
 /// What the shared admin preamble needs to decode this API.
-const API: AdminApi = AdminApi {
+const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
     schema_for,

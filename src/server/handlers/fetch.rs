@@ -15,7 +15,7 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::ApiKey;
 
-use crate::protocol::decode::{check_array_len, decode_body};
+use super::admin_common::{CheckedApi, Field, INT32, INT64, INT8, UUID};
 use crate::protocol::fetch_response::{
     encode_fetch_body, FetchPartitionOut, FetchTop, FetchTopicOut,
 };
@@ -34,14 +34,60 @@ pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Fetch, 4, 16);
 const FIRST_FLEXIBLE: i16 = 12;
 const FIRST_TOPIC_IDS: i16 = 13;
 
-/// Byte offset of the topics array in the request body.
-fn topics_array_at(version: i16) -> usize {
-    // replica_id (until v14), max_wait_ms, min_bytes, max_bytes,
-    // isolation_level, then session_id + session_epoch (v7+).
-    let replica = if version < 15 { 4 } else { 0 };
-    let session = if version >= 7 { 8 } else { 0 };
-    replica + 4 + 4 + 4 + 1 + session
+/// FetchRequest.json (v4–v16), up to the topics: replica_id (until v14;
+/// v15+ sends it in the tagged replica_state), max_wait_ms, min_bytes,
+/// max_bytes, isolation_level, session_id and session_epoch (v7+).
+macro_rules! fetch_schema {
+    ($($head:expr),*; $topic:expr) => {
+        &[
+            $($head,)*
+            INT32,
+            INT32,
+            INT32,
+            INT8,
+            Field::Since(7, &INT32),
+            Field::Since(7, &INT32),
+            // topics [topic | topic_id, partitions [partition,
+            // current_leader_epoch (v9+), fetch_offset, last_fetched_epoch
+            // (v12+), log_start_offset (v5+), partition_max_bytes]]
+            Field::Structs(&[
+                $topic,
+                Field::Structs(&[
+                    INT32,
+                    Field::Since(9, &INT32),
+                    INT64,
+                    Field::Since(12, &INT32),
+                    Field::Since(5, &INT64),
+                    INT32,
+                ]),
+            ]),
+            // forgotten_topics_data (v7+) [topic | topic_id, partitions]
+            Field::Since(7, &Field::Structs(&[$topic, Field::FixedArray(4)])),
+            // rack_id (v11+)
+            Field::Since(11, &Field::Str),
+        ]
+    };
 }
+
+const SCHEMA_BY_NAME: &[Field] = fetch_schema!(INT32; Field::Str);
+const SCHEMA_BY_ID: &[Field] = fetch_schema!(INT32; UUID);
+const SCHEMA_NO_REPLICA_ID: &[Field] = fetch_schema!(; UUID);
+
+fn schema_for(version: i16) -> &'static [Field] {
+    if version < FIRST_TOPIC_IDS {
+        SCHEMA_BY_NAME
+    } else if version < 15 {
+        SCHEMA_BY_ID
+    } else {
+        SCHEMA_NO_REPLICA_ID
+    }
+}
+
+pub const API: CheckedApi = CheckedApi {
+    versions: VERSIONS,
+    first_flexible: FIRST_FLEXIBLE,
+    schema_for,
+};
 
 /// One partition the response answers, in order.
 struct Wanted {
@@ -57,15 +103,7 @@ struct Wanted {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        check_array_len(
-            &req.body,
-            topics_array_at(version),
-            version >= FIRST_FLEXIBLE,
-        )
-        .map_err(|e| HandlerError::Malformed(e.to_string()))?;
-        let mut body = req.body.clone();
-        let request: FetchRequest =
-            decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let request: FetchRequest = API.decode(req.body.clone(), version)?;
         let parts = fetch(&ctx, &request, version).await;
         Ok(Response::Body(parts))
     })
@@ -377,4 +415,103 @@ fn build_topics(
         }
     }
     topics
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::admin_common::{admin_fuzz_test, str_bytes};
+    use super::*;
+    use bytes::Bytes;
+    use kafka_protocol::messages::fetch_request::{
+        FetchPartition, FetchTopic, ForgottenTopic, ReplicaState,
+    };
+    use kafka_protocol::messages::{BrokerId, TopicName};
+    use uuid::Uuid;
+
+    fn request(v: i16) -> FetchRequest {
+        let id = Uuid::from_bytes([7; 16]);
+        let partition = {
+            let p = FetchPartition::default()
+                .with_partition(1)
+                .with_fetch_offset(100)
+                .with_partition_max_bytes(1 << 20);
+            let p = if v >= 9 {
+                p.with_current_leader_epoch(3)
+            } else {
+                p
+            };
+            let p = if v >= 12 {
+                p.with_last_fetched_epoch(2)
+            } else {
+                p
+            };
+            if v >= 5 {
+                p.with_log_start_offset(10)
+            } else {
+                p
+            }
+        };
+        let topic = |name: &str| {
+            let t =
+                FetchTopic::default().with_partitions(vec![partition.clone(), partition.clone()]);
+            if v >= FIRST_TOPIC_IDS {
+                t.with_topic_id(id)
+            } else {
+                t.with_topic(TopicName(str_bytes(name)))
+            }
+        };
+        let mut r = FetchRequest::default()
+            .with_max_wait_ms(500)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 24)
+            .with_isolation_level(1)
+            .with_topics(vec![topic("t"), topic("u")]);
+        if v < 15 {
+            r = r.with_replica_id(BrokerId(-1));
+        } else {
+            r = r.with_replica_state(ReplicaState::default().with_replica_id(BrokerId(-1)));
+        }
+        if v >= 7 {
+            let forgotten = ForgottenTopic::default().with_partitions(vec![0, 1, 2]);
+            let forgotten = if v >= FIRST_TOPIC_IDS {
+                forgotten.with_topic_id(id)
+            } else {
+                forgotten.with_topic(TopicName(str_bytes("f")))
+            };
+            r = r
+                .with_session_id(9)
+                .with_session_epoch(1)
+                .with_forgotten_topics_data(vec![forgotten]);
+        }
+        if v >= 11 {
+            r = r.with_rack_id(str_bytes("rack-a"));
+        }
+        if v >= FIRST_FLEXIBLE {
+            r = r.with_cluster_id(Some(str_bytes("cluster")));
+        }
+        r
+    }
+
+    #[test]
+    fn the_schema_covers_every_version_of_the_request() {
+        API.assert_schema_covers_every_version(request);
+    }
+
+    /// A v7 request whose forgotten_topics_data claims 2^31-1 entries.
+    #[test]
+    fn a_nested_array_longer_than_the_body_is_refused() {
+        let mut body = Vec::new();
+        for field in [-1i32, 500, 1, 1 << 20] {
+            body.extend_from_slice(&field.to_be_bytes());
+        }
+        body.push(0); // isolation_level
+        body.extend_from_slice(&0i32.to_be_bytes()); // session_id
+        body.extend_from_slice(&0i32.to_be_bytes()); // session_epoch
+        body.extend_from_slice(&0i32.to_be_bytes()); // no topics
+        body.extend_from_slice(&i32::MAX.to_be_bytes()); // forgotten topics
+        let r = API.decode::<FetchRequest>(Bytes::from(body), 7);
+        assert!(matches!(r, Err(HandlerError::Malformed(_))), "{r:?}");
+    }
+
+    admin_fuzz_test!(API, FetchRequest);
 }

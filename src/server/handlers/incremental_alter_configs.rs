@@ -18,7 +18,7 @@ use kafka_protocol::messages::incremental_alter_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{alter_results, failure, sort_resources, AdminApi, Field, BOOL, INT8};
+use super::admin_common::{alter_results, failure, sort_resources, CheckedApi, Field, BOOL, INT8};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -47,7 +47,7 @@ fn schema_for(_version: i16) -> &'static [Field] {
 }
 
 /// What the shared admin preamble needs to decode this API.
-const API: AdminApi = AdminApi {
+const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
     schema_for,

@@ -16,7 +16,8 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use crate::metadata::answers::encode;
-use crate::protocol::decode::{check_array_len, decode_body};
+
+use super::admin_common::{CheckedApi, Field, INT32, INT64, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
@@ -31,16 +32,32 @@ pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::ListOffsets, 1, 8);
 
 const FIRST_FLEXIBLE: i16 = 6;
 
+/// ListOffsetsRequest.json (v1–v8): replica_id, isolation_level (v2+),
+/// topics [name, partitions [partition_index, current_leader_epoch (v4+),
+/// timestamp]].
+const SCHEMA: &[Field] = &[
+    INT32,
+    Field::Since(2, &INT8),
+    Field::Structs(&[
+        Field::Str,
+        Field::Structs(&[INT32, Field::Since(4, &INT32), INT64]),
+    ]),
+];
+
+fn schema_for(_version: i16) -> &'static [Field] {
+    SCHEMA
+}
+
+pub const API: CheckedApi = CheckedApi {
+    versions: VERSIONS,
+    first_flexible: FIRST_FLEXIBLE,
+    schema_for,
+};
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        // replica_id (int32), isolation_level (int8, v2+), then topics.
-        let at = if version >= 2 { 5 } else { 4 };
-        check_array_len(&req.body, at, version >= FIRST_FLEXIBLE)
-            .map_err(|e| HandlerError::Malformed(e.to_string()))?;
-        let mut body = req.body.clone();
-        let request: ListOffsetsRequest =
-            decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let request: ListOffsetsRequest = API.decode(req.body.clone(), version)?;
         let bound = if request.replica_id.0 >= 0 {
             ReadBound::LogEnd
         } else if request.isolation_level == 1 {
@@ -112,4 +129,49 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::admin_common::{admin_fuzz_test, str_bytes};
+    use super::*;
+    use bytes::Bytes;
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::BrokerId;
+
+    #[test]
+    fn the_schema_covers_every_version_of_the_request() {
+        API.assert_schema_covers_every_version(|v| {
+            let partition = ListOffsetsPartition::default()
+                .with_partition_index(2)
+                .with_timestamp(-3);
+            let partition = if v >= 4 {
+                partition.with_current_leader_epoch(7)
+            } else {
+                partition
+            };
+            ListOffsetsRequest::default()
+                .with_replica_id(BrokerId(-1))
+                .with_isolation_level(if v >= 2 { 1 } else { 0 })
+                .with_topics(vec![
+                    ListOffsetsTopic::default()
+                        .with_name(TopicName(str_bytes("t")))
+                        .with_partitions(vec![partition.clone(), partition]),
+                    ListOffsetsTopic::default().with_name(TopicName(str_bytes("u"))),
+                ])
+        });
+    }
+
+    /// One topic whose partitions claim 2^31-1 entries (the audit's
+    /// example): refused before the crate pre-sizes them.
+    #[test]
+    fn a_nested_array_longer_than_the_body_is_refused() {
+        let body = [
+            0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0, 1, b'a', 0x7f, 0xff, 0xff, 0xff,
+        ];
+        let r = API.decode::<ListOffsetsRequest>(Bytes::copy_from_slice(&body), 1);
+        assert!(matches!(r, Err(HandlerError::Malformed(_))), "{r:?}");
+    }
+
+    admin_fuzz_test!(API, ListOffsetsRequest);
 }

@@ -23,7 +23,8 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use crate::metadata::answers::encode;
-use crate::protocol::decode::{check_array_len, decode_body};
+
+use super::admin_common::{CheckedApi, Field, INT16, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -36,30 +37,30 @@ pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Produce, 3, 10);
 
 const FIRST_FLEXIBLE: i16 = 9;
 
-/// Where the topics array starts: after `transactional_id` (nullable
-/// string), `acks` (int16) and `timeout_ms` (int32).
-fn topics_array_at(body: &[u8], flexible: bool) -> Option<usize> {
-    let after_id = if flexible {
-        let (len_plus_one, n) = crate::protocol::decode::read_unsigned_varint(body)?;
-        n + (len_plus_one.saturating_sub(1) as usize)
-    } else {
-        let len = i16::from_be_bytes([*body.first()?, *body.get(1)?]);
-        2 + usize::try_from(len).unwrap_or(0)
-    };
-    Some(after_id + 2 + 4)
+/// ProduceRequest.json (v3–v10): transactional_id, acks, timeout_ms,
+/// topic_data [name, partition_data [index, records]]. Every nested array
+/// is checked before the crate pre-sizes it from the wire.
+const SCHEMA: &[Field] = &[
+    Field::Str,
+    INT16,
+    INT32,
+    Field::Structs(&[Field::Str, Field::Structs(&[INT32, Field::Bytes])]),
+];
+
+fn schema_for(_version: i16) -> &'static [Field] {
+    SCHEMA
 }
+
+pub const API: CheckedApi = CheckedApi {
+    versions: VERSIONS,
+    first_flexible: FIRST_FLEXIBLE,
+    schema_for,
+};
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let flexible = version >= FIRST_FLEXIBLE;
-        let at = topics_array_at(&req.body, flexible)
-            .ok_or_else(|| HandlerError::Malformed("truncated produce header".into()))?;
-        check_array_len(&req.body, at, flexible)
-            .map_err(|e| HandlerError::Malformed(e.to_string()))?;
-        let mut body = req.body.clone();
-        let request: ProduceRequest =
-            decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let request: ProduceRequest = API.decode(req.body.clone(), version)?;
         let acks = request.acks;
         let responses = produce(&ctx, &request).await;
         if acks == 0 {
@@ -217,4 +218,46 @@ fn to_responses(slots: Vec<Slot>) -> Vec<TopicProduceResponse> {
 fn wall_now_ms() -> i64 {
     use crate::io::clock::Clock as _;
     crate::io::clock::SystemClock::new().wall_ms()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::admin_common::{admin_fuzz_test, str_bytes};
+    use super::*;
+    use bytes::Bytes;
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::TransactionalId;
+
+    #[test]
+    fn the_schema_covers_every_version_of_the_request() {
+        API.assert_schema_covers_every_version(|_| {
+            ProduceRequest::default()
+                .with_transactional_id(Some(TransactionalId(str_bytes("tx"))))
+                .with_acks(-1)
+                .with_timeout_ms(5)
+                .with_topic_data(vec![
+                    TopicProduceData::default()
+                        .with_name(TopicName(str_bytes("t")))
+                        .with_partition_data(vec![
+                            PartitionProduceData::default()
+                                .with_index(3)
+                                .with_records(Some(Bytes::from_static(b"0123456789"))),
+                            PartitionProduceData::default().with_index(4),
+                        ]),
+                    TopicProduceData::default().with_name(TopicName(str_bytes("u"))),
+                ])
+        });
+    }
+
+    /// One topic whose partition_data claims 2^31-1 entries: refused by the
+    /// walk, before the crate would reserve ~100 GB for it.
+    #[test]
+    fn a_nested_array_longer_than_the_body_is_refused() {
+        let mut body = vec![0xff, 0xff, 0, 1, 0, 0, 0, 5, 0, 0, 0, 1, 0, 1, b't'];
+        body.extend_from_slice(&i32::MAX.to_be_bytes());
+        let r = API.decode::<ProduceRequest>(Bytes::from(body), 3);
+        assert!(matches!(r, Err(HandlerError::Malformed(_))), "{r:?}");
+    }
+
+    admin_fuzz_test!(API, ProduceRequest);
 }

@@ -181,6 +181,38 @@ fn fake_sysroot() -> tempfile::TempDir {
     root
 }
 
+/// A throwaway child whose rlimits `--apply` may change (never this test
+/// process's); killed on drop, so keep it until the undo file has run.
+struct Sleeper(std::process::Child);
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `--apply --yes` on the fake tree at `root`, undo commands to `undo`.
+fn apply_yes(root: &Path, extra: &[&str], undo: &Path) -> (Output, Sleeper) {
+    let sleeper = Sleeper(
+        Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("spawn sleep"),
+    );
+    let pid = sleeper.0.id().to_string();
+    let mut args = extra.to_vec();
+    args.extend([
+        "--apply",
+        "--yes",
+        "--pid",
+        &pid,
+        "--undo-file",
+        undo.to_str().expect("utf-8"),
+    ]);
+    (run_check(&args, Some(root), ""), sleeper)
+}
+
 fn read_trimmed(path: &Path) -> String {
     fs::read_to_string(path)
         .expect("read fake file")
@@ -219,24 +251,7 @@ fn apply_yes_writes_recommended_values_and_undo_file_restores_them() {
     let defrag = root
         .path()
         .join("sys/kernel/mm/transparent_hugepage/defrag");
-    // rlimit changes go to a throwaway child, never to this test process.
-    let mut sleeper = Command::new("sleep")
-        .arg("60")
-        .spawn()
-        .expect("spawn sleep");
-    let pid = sleeper.id().to_string();
-    let out = run_check(
-        &[
-            "--apply",
-            "--yes",
-            "--pid",
-            &pid,
-            "--undo-file",
-            undo.to_str().expect("utf-8"),
-        ],
-        Some(root.path()),
-        "",
-    );
+    let (out, _sleeper) = apply_yes(root.path(), &[], &undo);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(read_trimmed(&swappiness), "1", "{stdout}");
     assert_eq!(read_trimmed(&defrag), "madvise", "{stdout}");
@@ -254,8 +269,6 @@ fn apply_yes_writes_recommended_values_and_undo_file_restores_them() {
         .arg(&undo)
         .status()
         .expect("run undo file");
-    let _ = sleeper.kill();
-    let _ = sleeper.wait();
     assert!(status.success(), "undo script failed");
     assert_eq!(read_trimmed(&swappiness), "60");
     assert_eq!(read_trimmed(&defrag), "always");
@@ -293,28 +306,7 @@ fn apply_disables_deep_idle_states_on_shard_cpus_only() {
     assert!(row[0].contains("cpu0:C6(133us)"), "{row:?}");
     assert!(!row[0].contains("cpu1"), "{row:?}");
 
-    let undo = r.join("undo.sh");
-    let mut sleeper = Command::new("sleep")
-        .arg("60")
-        .spawn()
-        .expect("spawn sleep");
-    let pid = sleeper.id().to_string();
-    let out = run_check(
-        &[
-            "--shard-cpus",
-            "0",
-            "--apply",
-            "--yes",
-            "--pid",
-            &pid,
-            "--undo-file",
-            undo.to_str().expect("utf-8"),
-        ],
-        Some(r),
-        "",
-    );
-    let _ = sleeper.kill();
-    let _ = sleeper.wait();
+    let (out, _sleeper) = apply_yes(r, &["--shard-cpus", "0"], &r.join("undo.sh"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(disable(0, 2), "1", "{stdout}");
     assert_eq!(disable(0, 1), "0", "C1 exits in 2 us and stays: {stdout}");

@@ -701,28 +701,12 @@ mod tests {
         assert_eq!(batch_bounds(&[0u8; 10]), None);
     }
 
-    /// A plain record at `offset` (sequence = offset: the encoder keeps
-    /// records in one batch while offset - sequence stays constant).
     fn test_record(
         offset: i64,
         key: Option<Bytes>,
         value: Bytes,
     ) -> kafka_protocol::records::Record {
-        kafka_protocol::records::Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: kafka_protocol::records::TimestampType::Creation,
-            offset,
-            sequence: offset as i32,
-            timestamp: 0,
-            key,
-            value: Some(value),
-            headers: Default::default(),
-        }
+        crate::protocol::test_records::record(offset, 0, key, Some(value))
     }
 
     /// Uncompressed batches of `values`, the first at `base`, one batch per slice.

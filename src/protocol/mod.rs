@@ -15,6 +15,8 @@ pub mod frame;
 pub mod header;
 pub mod record_batch;
 pub mod record_walk;
+#[cfg(test)]
+pub mod test_records;
 pub mod varint;
 
 pub use api::ApiRange;

@@ -260,40 +260,30 @@ impl Read for Snappy<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::test_records::record;
     use bytes::{BufMut, Bytes, BytesMut};
-    use indexmap::IndexMap;
     use kafka_protocol::protocol::StrBytes;
     use kafka_protocol::records::{
         Compression as Codec, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-        TimestampType,
     };
 
     fn records(n: usize, value_len: usize) -> Vec<Record> {
         (0..n)
             .map(|i| {
-                let mut headers = IndexMap::new();
-                headers.insert(
+                // Out of order on purpose: deltas may be negative.
+                let timestamp = 1_700_000_000_000 + ((i * 7919) % 50) as i64;
+                let key = (i % 2 == 0).then(|| Bytes::from(format!("key-{i}")));
+                let mut r = record(
+                    100 + i as i64,
+                    timestamp,
+                    key,
+                    Some(Bytes::from(vec![b'x'; value_len])),
+                );
+                r.headers.insert(
                     StrBytes::from_static_str("h"),
                     Some(Bytes::from_static(b"v")),
                 );
-                Record {
-                    transactional: false,
-                    control: false,
-                    delete_horizon: false,
-                    partition_leader_epoch: 0,
-                    producer_id: -1,
-                    producer_epoch: -1,
-                    timestamp_type: TimestampType::Creation,
-                    offset: 100 + i as i64,
-                    // kafka-protocol starts a new batch whenever offset -
-                    // sequence changes: keep one batch.
-                    sequence: i as i32 - 1,
-                    // Out of order on purpose: deltas may be negative.
-                    timestamp: 1_700_000_000_000 + ((i * 7919) % 50) as i64,
-                    key: (i % 2 == 0).then(|| Bytes::from(format!("key-{i}"))),
-                    value: Some(Bytes::from(vec![b'x'; value_len])),
-                    headers,
-                }
+                r
             })
             .collect()
     }

@@ -1131,10 +1131,7 @@ impl PartitionRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions,
-        TimestampType as WireTimestampType,
-    };
+    use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 
     fn pick_record(
         records: &[(i64, i64)],
@@ -1208,22 +1205,13 @@ mod tests {
         let records: Vec<Record> = timestamps
             .iter()
             .enumerate()
-            .map(|(i, ts)| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: 0,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: WireTimestampType::Creation,
-                offset: base_offset + i as i64,
-                // kafka-protocol starts a new batch whenever offset -
-                // sequence changes: keep one batch.
-                sequence: i as i32 - 1,
-                timestamp: *ts,
-                key: None,
-                value: Some(Bytes::from(vec![b'x'; 64])),
-                headers: Default::default(),
+            .map(|(i, ts)| {
+                crate::protocol::test_records::record(
+                    base_offset + i as i64,
+                    *ts,
+                    None,
+                    Some(Bytes::from(vec![b'x'; 64])),
+                )
             })
             .collect();
         let mut buf = BytesMut::new();

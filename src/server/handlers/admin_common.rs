@@ -285,8 +285,26 @@ pub struct CheckedApi {
     pub versions: ApiRange,
     /// First flexible version (KIP-482: compact arrays, tagged fields).
     pub first_flexible: i16,
-    /// The request schema [`check_arrays`] walks at a version.
-    pub schema_for: fn(i16) -> &'static [Field],
+    /// The request schema [`check_arrays`] walks.
+    pub schema: Schema,
+}
+
+/// A request schema across an API's versions.
+#[derive(Clone, Copy)]
+pub enum Schema {
+    /// One for every version (fields added later are `Field::Since`).
+    Fixed(&'static [Field]),
+    /// Chosen per version (for fields that are replaced or dropped).
+    PerVersion(fn(i16) -> &'static [Field]),
+}
+
+impl Schema {
+    pub fn at(&self, version: i16) -> &'static [Field] {
+        match self {
+            Schema::Fixed(fields) => fields,
+            Schema::PerVersion(pick) => pick(version),
+        }
+    }
 }
 
 impl CheckedApi {
@@ -295,7 +313,7 @@ impl CheckedApi {
     pub fn decode<T: Decodable>(&self, body: Bytes, version: i16) -> Result<T, HandlerError> {
         decode_checked(
             body,
-            (self.schema_for)(version),
+            self.schema.at(version),
             version,
             version >= self.first_flexible,
         )
@@ -309,7 +327,7 @@ impl CheckedApi {
         make: impl Fn(i16) -> T,
     ) {
         for v in self.versions.min..=self.versions.max {
-            assert_schema_covers(&make(v), (self.schema_for)(v), v, v >= self.first_flexible);
+            assert_schema_covers(&make(v), self.schema.at(v), v, v >= self.first_flexible);
         }
     }
 }
@@ -329,7 +347,7 @@ macro_rules! admin_fuzz_test {
                 let api = $api;
                 let _ = $crate::server::handlers::admin_common::check_arrays(
                     &body,
-                    (api.schema_for)(v),
+                    api.schema.at(v),
                     v,
                     v >= api.first_flexible,
                 );

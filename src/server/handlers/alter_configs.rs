@@ -20,7 +20,7 @@ use kafka_protocol::messages::alter_configs_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::{
-    alter_results, failure, sort_resources, str_bytes, CheckedApi, Field, BOOL, INT8,
+    alter_results, failure, sort_resources, str_bytes, CheckedApi, Field, Schema, BOOL, INT8,
 };
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::answers::encode;
@@ -56,15 +56,11 @@ pub fn classify(resource_type: i8) -> Result<(), AdminFailure> {
     }
 }
 
-fn schema_for(_version: i16) -> &'static [Field] {
-    SCHEMA
-}
-
 /// What the shared admin preamble needs to decode this API.
 const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
-    schema_for,
+    schema: Schema::Fixed(SCHEMA),
 };
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {

@@ -14,7 +14,9 @@ use kafka_protocol::messages::create_partitions_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{call_control_into, failure, str_bytes, CheckedApi, Field, BOOL, INT32};
+use super::admin_common::{
+    call_control_into, failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT32,
+};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -34,15 +36,11 @@ const SCHEMA: &[Field] = &[
     BOOL,
 ];
 
-fn schema_for(_version: i16) -> &'static [Field] {
-    SCHEMA
-}
-
 /// What the shared admin preamble needs to decode this API.
 const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
-    schema_for,
+    schema: Schema::Fixed(SCHEMA),
 };
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {

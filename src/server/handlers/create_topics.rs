@@ -17,7 +17,7 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::{
-    call_control_into, failure, str_bytes, CheckedApi, Field, BOOL, INT16, INT32,
+    call_control_into, failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT16, INT32,
 };
 use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
 use crate::metadata::answers::encode;
@@ -47,15 +47,11 @@ const SCHEMA: &[Field] = &[
     Field::Since(1, &BOOL),
 ];
 
-fn schema_for(_version: i16) -> &'static [Field] {
-    SCHEMA
-}
-
 /// What the shared admin preamble needs to decode this API.
 const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
-    schema_for,
+    schema: Schema::Fixed(SCHEMA),
 };
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {

@@ -14,7 +14,9 @@ use kafka_protocol::messages::delete_topics_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 use uuid::Uuid;
 
-use super::admin_common::{call_control_each, failure, str_bytes, CheckedApi, Field, INT32, UUID};
+use super::admin_common::{
+    call_control_each, failure, str_bytes, CheckedApi, Field, Schema, INT32, UUID,
+};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -44,7 +46,7 @@ fn schema_for(version: i16) -> &'static [Field] {
 const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
-    schema_for,
+    schema: Schema::PerVersion(schema_for),
 };
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {

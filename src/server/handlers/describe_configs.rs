@@ -23,7 +23,7 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{str_bytes, CheckedApi, Field, BOOL, INT8};
+use super::admin_common::{str_bytes, CheckedApi, Field, Schema, BOOL, INT8};
 use crate::config::topic::{validate_one, ConfigEntry, ConfigSource, TopicConfig};
 use crate::metadata::answers::{encode, is_valid_topic_name};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -46,15 +46,11 @@ const SCHEMA: &[Field] = &[
     Field::Since(3, &BOOL),
 ];
 
-fn schema_for(_version: i16) -> &'static [Field] {
-    SCHEMA
-}
-
 /// What the shared admin preamble needs to decode this API.
 const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
-    schema_for,
+    schema: Schema::Fixed(SCHEMA),
 };
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {

@@ -15,7 +15,7 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{CheckedApi, Field, INT32, INT64, INT8, UUID};
+use super::admin_common::{CheckedApi, Field, Schema, INT32, INT64, INT8, UUID};
 use crate::protocol::fetch_response::{
     encode_fetch_body, FetchPartitionOut, FetchTop, FetchTopicOut,
 };
@@ -86,7 +86,7 @@ fn schema_for(version: i16) -> &'static [Field] {
 pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
-    schema_for,
+    schema: Schema::PerVersion(schema_for),
 };
 
 /// One partition the response answers, in order.

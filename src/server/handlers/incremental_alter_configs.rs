@@ -18,7 +18,9 @@ use kafka_protocol::messages::incremental_alter_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{alter_results, failure, sort_resources, CheckedApi, Field, BOOL, INT8};
+use super::admin_common::{
+    alter_results, failure, sort_resources, CheckedApi, Field, Schema, BOOL, INT8,
+};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -42,15 +44,11 @@ const SCHEMA: &[Field] = &[
     BOOL,
 ];
 
-fn schema_for(_version: i16) -> &'static [Field] {
-    SCHEMA
-}
-
 /// What the shared admin preamble needs to decode this API.
 const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
-    schema_for,
+    schema: Schema::Fixed(SCHEMA),
 };
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {

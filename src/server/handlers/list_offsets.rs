@@ -17,7 +17,7 @@ use kafka_protocol::messages::{ApiKey, TopicName};
 
 use crate::metadata::answers::encode;
 
-use super::admin_common::{CheckedApi, Field, INT32, INT64, INT8};
+use super::admin_common::{CheckedApi, Field, Schema, INT32, INT64, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
@@ -44,14 +44,10 @@ const SCHEMA: &[Field] = &[
     ]),
 ];
 
-fn schema_for(_version: i16) -> &'static [Field] {
-    SCHEMA
-}
-
 pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
-    schema_for,
+    schema: Schema::Fixed(SCHEMA),
 };
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {

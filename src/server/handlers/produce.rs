@@ -24,7 +24,7 @@ use kafka_protocol::messages::{ApiKey, TopicName};
 
 use crate::metadata::answers::encode;
 
-use super::admin_common::{CheckedApi, Field, INT16, INT32};
+use super::admin_common::{CheckedApi, Field, Schema, INT16, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::server::dispatch::{HandlerError, Request, Response};
@@ -47,14 +47,10 @@ const SCHEMA: &[Field] = &[
     Field::Structs(&[Field::Str, Field::Structs(&[INT32, Field::Bytes])]),
 ];
 
-fn schema_for(_version: i16) -> &'static [Field] {
-    SCHEMA
-}
-
 pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
-    schema_for,
+    schema: Schema::Fixed(SCHEMA),
 };
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {

@@ -305,10 +305,20 @@ impl ShardContext {
     }
 
     /// Serve `req` on the owner shard: directly when that is this shard,
-    /// over the mesh otherwise (an unreachable owner answers `Unsupported`).
+    /// over the mesh otherwise (an unreachable owner, or a request that
+    /// panicked, answers `Unsupported`).
     async fn ask_owner(self: &Rc<Self>, owner: usize, req: ShardRequest) -> ShardResponse {
         if owner == self.my_peer() {
-            self.on_data_request(owner, req).await
+            // Runs as its own task (`futures_join_all`), out of reach of the
+            // connection's catch_unwind: a panic must fail this request,
+            // not end the shard.
+            let run = std::panic::AssertUnwindSafe(self.on_data_request(owner, req));
+            futures_lite::FutureExt::catch_unwind(run)
+                .await
+                .unwrap_or_else(|_| {
+                    tracing::error!("a partition request panicked on its owner; the request fails");
+                    ShardResponse::Unsupported
+                })
         } else {
             self.call(owner, req)
                 .await

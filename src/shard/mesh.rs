@@ -10,15 +10,30 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use std::panic::AssertUnwindSafe;
+
 use futures_lite::future::BoxedLocal;
+use futures_lite::FutureExt;
 use glommio::channels::channel_mesh::{Full, MeshBuilder};
 use glommio::channels::local_channel::{self, LocalSender};
 
 /// What travels on the mesh.
 #[derive(Debug)]
 pub enum Envelope<Req, Resp> {
-    Request { id: u64, from: usize, req: Req },
-    Response { id: u64, resp: Resp },
+    Request {
+        id: u64,
+        from: usize,
+        req: Req,
+    },
+    Response {
+        id: u64,
+        resp: Resp,
+    },
+    /// The handler panicked on request `id`: the caller gets an error, and
+    /// the serving shard goes on (the panic stays in that one task).
+    Failed {
+        id: u64,
+    },
 }
 
 /// The builder every peer joins (create one, clone it into each executor).
@@ -43,6 +58,8 @@ pub enum MeshError {
     NoSuchPeer(usize),
     #[error("peer {0} is gone (shutting down)")]
     PeerGone(usize),
+    #[error("the handler on peer {0} panicked")]
+    HandlerPanicked(usize),
 }
 
 /// This executor's end of the mesh.
@@ -50,7 +67,9 @@ pub struct Mesh<Req: Send + 'static, Resp: Send + 'static> {
     me: usize,
     peers: usize,
     senders: glommio::channels::channel_mesh::Senders<Envelope<Req, Resp>>,
-    pending: RefCell<HashMap<u64, LocalSender<Resp>>>,
+    /// Callers waiting for an answer: `Some(resp)`, or `None` when the
+    /// handler panicked.
+    pending: RefCell<HashMap<u64, LocalSender<Option<Resp>>>>,
     next_id: Cell<u64>,
     handler: Handler<Req, Resp>,
 }
@@ -103,7 +122,9 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
             return Err(MeshError::NoSuchPeer(target));
         }
         if target == self.me {
-            return Ok((self.handler)(self.me, req).await);
+            return run_handler(&self.handler, self.me, req)
+                .await
+                .ok_or(MeshError::HandlerPanicked(target));
         }
         let id = self.next_id.get();
         self.next_id.set(id.wrapping_add(1));
@@ -119,7 +140,11 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
             return Err(MeshError::PeerGone(target));
         }
         // `None` when the pending entry was dropped (mesh closing).
-        rx.recv().await.ok_or(MeshError::PeerGone(target))
+        match rx.recv().await {
+            Some(Some(resp)) => Ok(resp),
+            Some(None) => Err(MeshError::HandlerPanicked(target)),
+            None => Err(MeshError::PeerGone(target)),
+        }
     }
 
     fn on_envelope(self: &Rc<Self>, envelope: Envelope<Req, Resp>) {
@@ -127,18 +152,23 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
             Envelope::Request { id, from, req } => {
                 let mesh = self.clone();
                 glommio::spawn_local(async move {
-                    let resp = (mesh.handler)(from, req).await;
+                    let answer = match run_handler(&mesh.handler, from, req).await {
+                        Some(resp) => Envelope::Response { id, resp },
+                        None => Envelope::Failed { id },
+                    };
                     // The caller may be shutting down; nothing to do then.
-                    let _ = mesh
-                        .senders
-                        .send_to(from, Envelope::Response { id, resp })
-                        .await;
+                    let _ = mesh.senders.send_to(from, answer).await;
                 })
                 .detach();
             }
             Envelope::Response { id, resp } => {
                 if let Some(tx) = self.pending.borrow_mut().remove(&id) {
-                    let _ = tx.try_send(resp);
+                    let _ = tx.try_send(Some(resp));
+                }
+            }
+            Envelope::Failed { id } => {
+                if let Some(tx) = self.pending.borrow_mut().remove(&id) {
+                    let _ = tx.try_send(None);
                 }
             }
         }
@@ -151,6 +181,27 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
     }
 }
 
+/// Runs the handler on one request; `None` if it panicked. A panic in a
+/// detached task would otherwise end the whole executor, and with it every
+/// partition the shard owns (the connection side catches its own handlers
+/// the same way, `server::connection`).
+async fn run_handler<Req, Resp>(
+    handler: &Handler<Req, Resp>,
+    from: usize,
+    req: Req,
+) -> Option<Resp> {
+    match AssertUnwindSafe(handler(from, req)).catch_unwind().await {
+        Ok(resp) => Some(resp),
+        Err(_) => {
+            tracing::error!(
+                from,
+                "a cross-shard request handler panicked; the request fails"
+            );
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +211,8 @@ mod tests {
     #[derive(Debug)]
     enum Req {
         Echo(Bytes),
+        /// The handler panics on this one.
+        Panic,
         /// "I have made all my calls"; lets both sides close only when
         /// neither needs the other any more.
         Done,
@@ -171,7 +224,7 @@ mod tests {
     }
 
     #[test]
-    fn two_executors_round_trip_bytes_payloads_both_ways() {
+    fn two_executors_round_trip_bytes_payloads_both_ways_and_survive_a_handler_panic() {
         let builder: Builder<Req, Resp> = builder(2, 16);
         let handles: Vec<_> = (0..2)
             .map(|_| {
@@ -188,6 +241,7 @@ mod tests {
                             Box::pin(async move {
                                 match req {
                                     Req::Echo(payload) => Resp::Echoed { from, payload },
+                                    Req::Panic => panic!("handler bug (test)"),
                                     Req::Done => {
                                         peer_done.fire();
                                         Resp::Ack
@@ -202,6 +256,16 @@ mod tests {
                             let payload = Bytes::from(vec![i; 3]);
                             answers.push(mesh.call(other, Req::Echo(payload)).await.unwrap());
                         }
+                        // A handler that panics fails that call only, on a
+                        // peer and on this shard; both executors go on.
+                        assert!(matches!(
+                            mesh.call(other, Req::Panic).await,
+                            Err(MeshError::HandlerPanicked(p)) if p == other
+                        ));
+                        assert!(matches!(
+                            mesh.call(mesh.me(), Req::Panic).await,
+                            Err(MeshError::HandlerPanicked(_))
+                        ));
                         let own = mesh.call(mesh.me(), Req::Echo(Bytes::new())).await.unwrap();
                         let _ = mesh.call(other, Req::Done).await;
                         peer_done.wait().await;

@@ -92,7 +92,11 @@ pub struct Notify {
 impl Notify {
     pub fn notify(&self) {
         self.pending.set(true);
-        if let Some(w) = self.waker.borrow_mut().take() {
+        // Bind first: in an `if let` the RefCell guard would live through
+        // `wake()`, and a wake that drops a task whose drop touches this
+        // cell would then panic inside a destructor (glommio aborts).
+        let waker = self.waker.borrow_mut().take();
+        if let Some(w) = waker {
             w.wake();
         }
     }
@@ -152,7 +156,10 @@ impl FifoGate {
             }
         }
         self.serving.set(s);
-        if let Some(w) = self.waiters.borrow_mut().remove(&s) {
+        // Not in the `if let`: the guard must be gone before `wake()`
+        // (see `Notify::notify`).
+        let waker = self.waiters.borrow_mut().remove(&s);
+        if let Some(w) = waker {
             w.wake();
         }
     }
@@ -278,5 +285,62 @@ mod tests {
         drop(b); // cancelled while waiting
         drop(a); // released after its turn
         assert!(block_on(poll_once(c.turn())).is_some());
+    }
+
+    thread_local! {
+        /// What the next wake of a [`reentrant_waker`] does.
+        static ON_WAKE: RefCell<Option<Box<dyn FnOnce()>>> = RefCell::new(None);
+    }
+
+    /// A waker whose wake runs `ON_WAKE` on this thread, as a glommio wake
+    /// can run a task's destructor before returning.
+    fn reentrant_waker() -> Waker {
+        use std::task::{RawWaker, RawWakerVTable};
+        fn clone(_: *const ()) -> RawWaker {
+            RawWaker::new(std::ptr::null(), &VTABLE)
+        }
+        fn wake(_: *const ()) {
+            if let Some(f) = ON_WAKE.with(|w| w.borrow_mut().take()) {
+                f();
+            }
+        }
+        fn noop(_: *const ()) {}
+        static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake, noop);
+        // SAFETY: the vtable ignores the data pointer.
+        unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+    }
+
+    /// Waking must not hold the cell the wake may touch again.
+    #[test]
+    fn a_wake_that_reenters_notify_does_not_panic() {
+        let n = std::rc::Rc::new(Notify::default());
+        let waker = reentrant_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut waiting = Box::pin(n.notified());
+        assert!(waiting.as_mut().poll(&mut cx).is_pending());
+        let again = n.clone();
+        ON_WAKE.with(|w| *w.borrow_mut() = Some(Box::new(move || again.notify())));
+        n.notify();
+        assert!(waiting.as_mut().poll(&mut cx).is_ready());
+    }
+
+    #[test]
+    fn a_wake_that_drops_another_waiting_ticket_does_not_panic() {
+        let gate = std::rc::Rc::new(FifoGate::default());
+        let first = gate.ticket();
+        let second = gate.ticket();
+        let third = gate.ticket();
+        let waker = reentrant_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut second_turn = Box::pin(second.turn());
+        assert!(second_turn.as_mut().poll(&mut cx).is_pending());
+        {
+            let mut third_turn = Box::pin(third.turn());
+            assert!(third_turn.as_mut().poll(&mut cx).is_pending());
+        }
+        // Waking `second` drops `third`, which unregisters from the gate.
+        ON_WAKE.with(|w| *w.borrow_mut() = Some(Box::new(move || drop(third))));
+        drop(first);
+        assert!(second_turn.as_mut().poll(&mut cx).is_ready());
     }
 }

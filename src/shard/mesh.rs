@@ -161,13 +161,17 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
                 })
                 .detach();
             }
+            // The `pending` guard is released before the send wakes the
+            // caller (see `local_sync::Notify::notify`).
             Envelope::Response { id, resp } => {
-                if let Some(tx) = self.pending.borrow_mut().remove(&id) {
+                let tx = self.pending.borrow_mut().remove(&id);
+                if let Some(tx) = tx {
                     let _ = tx.try_send(Some(resp));
                 }
             }
             Envelope::Failed { id } => {
-                if let Some(tx) = self.pending.borrow_mut().remove(&id) {
+                let tx = self.pending.borrow_mut().remove(&id);
+                if let Some(tx) = tx {
                     let _ = tx.try_send(None);
                 }
             }

@@ -136,7 +136,16 @@ impl Broker {
         unsafe {
             libc::kill(pid, libc::SIGTERM);
         }
-        child.wait().expect("wait")
+        let status = child.wait().expect("wait");
+        if !status.success() {
+            // The reason is in the broker's own output: show it with the
+            // test's failure.
+            std::thread::sleep(Duration::from_millis(200));
+            for line in self.stderr.try_iter() {
+                eprintln!("[broker {status}] {line}");
+            }
+        }
+        status
     }
 
     /// SIGTERM, wait for exit, and hand back the log dir for a restart.

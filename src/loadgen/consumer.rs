@@ -19,6 +19,7 @@ use kafka_protocol::records::RecordBatchDecoder;
 use super::client::{be_i32, connect_bootstrap, error_label, SyncClient, Timebase, FETCH_VERSIONS};
 use super::histogram::LatencyHistogram;
 use super::producer::{read_payload_header, LiveStats};
+use crate::protocol::varint::read_varint;
 
 /// `fetch.max.bytes` default.
 pub const FETCH_MAX_BYTES: i32 = 52_428_800;
@@ -479,18 +480,6 @@ fn value_bytes(mut records: &[u8], base: i64, from: i64) -> u64 {
         }
     }
     sum
-}
-
-/// A zig-zag varint (Kafka's record fields) and its length in bytes.
-fn read_varint(b: &[u8]) -> Option<(i64, usize)> {
-    let mut raw = 0u64;
-    for (i, byte) in b.iter().take(10).enumerate() {
-        raw |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((((raw >> 1) as i64) ^ -((raw & 1) as i64), i + 1));
-        }
-    }
-    None
 }
 
 /// One partition of a FetchResponse, borrowed from the response frame.

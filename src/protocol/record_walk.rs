@@ -20,6 +20,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::ops::ControlFlow;
 
 use super::record_batch::{BatchError, Compression, RecordBatch, HEADER_LEN};
+use super::varint::zigzag_decode;
 
 /// Uncompressed record bytes one walk reads at most: 256 times what a
 /// default broker accepts in one batch (`message.max.bytes` 1 MiB,
@@ -167,7 +168,7 @@ fn read_varint<R: Read>(r: &mut R, max_len: usize) -> Result<Option<(i64, u64)>,
         raw |= u64::from(b[0] & 0x7f) << (7 * i);
         i += 1;
         if b[0] & 0x80 == 0 {
-            return Ok(Some((((raw >> 1) as i64) ^ -((raw & 1) as i64), i as u64)));
+            return Ok(Some((zigzag_decode(raw), i as u64)));
         }
     }
     Err(BatchError::Corrupt("varint too long"))

@@ -19,7 +19,7 @@
 use std::io::{self, BufRead, BufReader, Read};
 use std::ops::ControlFlow;
 
-use super::record_batch::{BatchError, Compression, RecordBatch, HEADER_LEN};
+use super::record_batch::{BatchError, Compression, RecordBatch, TimestampType, HEADER_LEN};
 use super::varint::zigzag_decode;
 
 /// Uncompressed record bytes one walk reads at most: 256 times what a
@@ -30,8 +30,9 @@ pub const MAX_WALKED_BYTES: u64 = 256 << 20;
 
 /// Calls `visit(offset, timestamp)` for each record of the batch at the
 /// start of `batch`, in order, until it returns `Break` or the records end.
-/// Timestamps are `baseTimestamp + timestampDelta` as stored (the caller
-/// applies LogAppendTime). The CRC is not checked here (stored batches were
+/// Timestamps are `baseTimestamp + timestampDelta`, or for a LogAppendTime
+/// batch its max timestamp (Kafka `DefaultRecordBatch` overrides every
+/// record's with it). The CRC is not checked here (stored batches were
 /// checked on append).
 pub fn for_each_record(
     batch: &[u8],
@@ -51,6 +52,8 @@ pub fn for_each_record_limited(
     let walk = Walk {
         base_offset: view.base_offset(),
         base_timestamp: view.base_timestamp(),
+        log_append_time: (view.timestamp_type() == TimestampType::LogAppendTime)
+            .then(|| view.max_timestamp()),
         count: view.record_count().max(0) as u64,
         max_bytes,
     };
@@ -80,6 +83,8 @@ pub fn for_each_record_limited(
 struct Walk {
     base_offset: i64,
     base_timestamp: i64,
+    /// The timestamp of every record, for a LogAppendTime batch.
+    log_append_time: Option<i64>,
     count: u64,
     max_bytes: u64,
 }
@@ -116,7 +121,9 @@ impl Walk {
                 return Err(short);
             }
             let offset = self.base_offset.wrapping_add(offset_delta);
-            let timestamp = self.base_timestamp.wrapping_add(timestamp_delta);
+            let timestamp = self
+                .log_append_time
+                .unwrap_or(self.base_timestamp.wrapping_add(timestamp_delta));
             if visit(offset, timestamp).is_break() {
                 break;
             }

@@ -667,29 +667,10 @@ fn batch_header(batch: &[u8]) -> Result<(i64, i64), i16> {
 
 /// Calls `visit(offset, timestamp)` for the records of the first batch in
 /// `batch`, in offset order, without decoding them whole (a stored batch's
-/// records are the client's bytes: see `record_walk`). LogAppendTime
-/// batches: every record's timestamp is the batch's max timestamp (Kafka
-/// `DefaultRecordBatch` overrides them).
-fn walk_batch(batch: &[u8], mut visit: impl FnMut(i64, i64) -> ControlFlow<()>) -> Result<(), i16> {
-    let (log_append_time, max_timestamp) = {
-        let view = record_batch::RecordBatch::new_unchecked_crc(batch)
-            .map_err(|e| e.kafka_error_code())?;
-        (
-            view.timestamp_type() == record_batch::TimestampType::LogAppendTime,
-            view.max_timestamp(),
-        )
-    };
-    record_walk::for_each_record(batch, |offset, timestamp| {
-        visit(
-            offset,
-            if log_append_time {
-                max_timestamp
-            } else {
-                timestamp
-            },
-        )
-    })
-    .map_err(|e| {
+/// records are the client's bytes; LogAppendTime applied: see
+/// `record_walk`).
+fn walk_batch(batch: &[u8], visit: impl FnMut(i64, i64) -> ControlFlow<()>) -> Result<(), i16> {
+    record_walk::for_each_record(batch, visit).map_err(|e| {
         tracing::error!(error = %e, "cannot read a stored batch's records for ListOffsets");
         ErrorCode::CORRUPT_MESSAGE.0
     })

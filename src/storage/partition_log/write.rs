@@ -200,8 +200,7 @@ impl PartitionLog {
     /// Write everything buffered and fdatasync; advances the recovery point.
     pub async fn flush(&mut self) -> Result<(), StorageError> {
         self.check_poison()?;
-        self.await_rolled_writes().await;
-        self.await_dir_sync().await?;
+        self.await_rolled_writes().await?;
         self.check_poison()?;
         let leo = self.log_end_offset();
         // Bytes of the segment the last roll closed count as flushed only
@@ -233,8 +232,7 @@ impl PartitionLog {
     /// lock, so appends can go on buffering meanwhile.
     pub async fn write_out(&mut self) -> Result<PendingSync, StorageError> {
         self.check_poison()?;
-        self.await_rolled_writes().await;
-        self.await_dir_sync().await?;
+        self.await_rolled_writes().await?;
         self.check_poison()?;
         let log_end_offset = self.log_end_offset();
         let mut files: Vec<_> = self
@@ -312,8 +310,7 @@ impl PartitionLog {
     /// the roll for 1-2.7 ms, the broker's produce p99.9 (2026-11-30).
     pub async fn roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
         // Rolls are seconds apart; the previous close is normally long done.
-        self.await_roll_sync().await;
-        self.await_dir_sync().await?;
+        self.await_roll_sync().await?;
         let leo = self.log_end_offset();
         let seg = self.active()?;
         let Some(mut appender) = seg.appender.take() else {
@@ -426,15 +423,24 @@ impl PartitionLog {
     }
 
     /// Waits until a rolled segment's bytes are all in its file (before a
-    /// flush may count them durable, or a truncation cut the file).
-    async fn await_rolled_writes(&mut self) {
+    /// flush may count them durable), and for the last roll's directory
+    /// fsync (`await_dir_sync`).
+    async fn await_rolled_writes(&mut self) -> Result<(), StorageError> {
         if self.rolled.as_ref().is_some_and(|r| !r.written.get()) {
-            self.await_roll_sync().await;
+            self.await_rolled_close().await;
         }
+        self.await_dir_sync().await
     }
 
-    /// Wait for a rolled segment's background fdatasync (clean close).
-    async fn await_roll_sync(&mut self) {
+    /// Waits for all the last roll left running: the closed segment's
+    /// background close with its fdatasync, and the directory fsync.
+    async fn await_roll_sync(&mut self) -> Result<(), StorageError> {
+        self.await_rolled_close().await;
+        self.await_dir_sync().await
+    }
+
+    /// Wait for a rolled segment's background close (writes, fdatasync).
+    async fn await_rolled_close(&mut self) {
         if let Some(rolled) = self.rolled.take() {
             let base = rolled.base_offset;
             rolled.task.await;
@@ -464,8 +470,8 @@ impl PartitionLog {
     /// checkpoints are written by [`super::super::log_dir::LogDir`].
     pub async fn close(mut self) -> Result<(), StorageError> {
         // A rolled segment's close still writes acknowledged records.
-        self.await_roll_sync().await;
-        let _ = self.await_dir_sync().await;
+        // A failed directory fsync poisons the log, handled just below.
+        let _ = self.await_roll_sync().await;
         if self.poisoned.get() {
             if let Some(a) = self.active()?.appender.take() {
                 a.abandon().await;
@@ -497,8 +503,7 @@ impl PartitionLog {
     }
 
     async fn truncate_inner(&mut self, offset: i64) -> Result<(), StorageError> {
-        self.await_roll_sync().await;
-        self.await_dir_sync().await?;
+        self.await_roll_sync().await?;
         self.close_active().await?;
         let first_base = self.segments.keys().next().copied().unwrap_or(0);
         if offset <= self.log_start_offset || offset <= first_base {

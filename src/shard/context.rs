@@ -20,7 +20,7 @@ use crate::purgatory::view::PartitionSnapshot;
 use crate::server::fetch_session::FetchSessionCache;
 use crate::types::{ShardId, TopicPartition};
 
-use super::datapath::{ReadSpec, SendReadAnswer};
+use super::datapath::ReadSpec;
 use super::partitions::{OffsetAnswer, PartitionRegistry, ProduceResult, ReadBound};
 
 /// Requests one shard sends another over the mesh. The data path adds
@@ -88,7 +88,7 @@ pub enum ShardResponse {
     },
     // --- data path ---
     Produced(Vec<ProduceResult>),
-    Read(Vec<SendReadAnswer>),
+    Read(Vec<super::partitions::ReadAnswer>),
     Offsets(Vec<OffsetAnswer>),
     Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
     Ack,

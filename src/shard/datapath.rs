@@ -13,9 +13,7 @@
 //! appends; a new watch is answered with the partition's current state so
 //! an append racing the registration is never missed.
 
-use std::fs::File;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -27,54 +25,6 @@ use crate::purgatory::notes::AdvanceNotes;
 use crate::purgatory::view::PartitionSnapshot;
 use crate::storage::partition_log::Region;
 use crate::types::{ShardId, TopicPartition};
-
-/// A record region that may cross shards. A file region carries the
-/// segment's own `Arc<File>`, not a dup of its fd: while the connection's
-/// shard sends from it, the owner's retention sees the reference
-/// (`Arc::strong_count`) and neither recycles the file for a new segment
-/// nor shrinks it, as for a fetch on its own shard.
-#[derive(Debug)]
-pub enum SendRegion {
-    Bytes(Bytes),
-    File {
-        file: Arc<File>,
-        position: u64,
-        len: usize,
-    },
-}
-
-impl PartialEq for SendRegion {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (SendRegion::Bytes(a), SendRegion::Bytes(b)) => a == b,
-            (
-                SendRegion::File {
-                    position: pa,
-                    len: la,
-                    ..
-                },
-                SendRegion::File {
-                    position: pb,
-                    len: lb,
-                    ..
-                },
-            ) => pa == pb && la == lb,
-            _ => false,
-        }
-    }
-}
-
-/// One partition's read, in cross-shard form.
-#[derive(Debug, PartialEq)]
-pub struct SendReadAnswer {
-    pub error_code: i16,
-    pub high_watermark: i64,
-    pub last_stable_offset: i64,
-    pub log_start_offset: i64,
-    pub regions: Vec<SendRegion>,
-    pub bytes: usize,
-    pub snapshot: Option<PartitionSnapshot>,
-}
 
 /// One partition to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,62 +64,9 @@ fn to_parts(regions: Vec<Region>) -> Vec<OutPart> {
         .collect()
 }
 
-fn to_send(answer: ReadAnswer) -> SendReadAnswer {
-    let regions = answer
-        .regions
-        .into_iter()
-        .map(|r| match r {
-            Region::Cached(b) => SendRegion::Bytes(b),
-            Region::File {
-                file,
-                position,
-                len,
-            } => SendRegion::File {
-                file,
-                position,
-                len: len as usize,
-            },
-        })
-        .collect();
-    SendReadAnswer {
-        error_code: answer.error_code,
-        high_watermark: answer.high_watermark,
-        last_stable_offset: answer.last_stable_offset,
-        log_start_offset: answer.log_start_offset,
-        regions,
-        bytes: answer.bytes,
-        snapshot: answer.snapshot,
-    }
-}
-
-fn from_send(answer: SendReadAnswer) -> LocalRead {
-    let parts = answer
-        .regions
-        .into_iter()
-        .map(|r| match r {
-            SendRegion::Bytes(b) => OutPart::Bytes(b),
-            SendRegion::File {
-                file,
-                position,
-                len,
-            } => OutPart::File {
-                file,
-                position,
-                len,
-            },
-        })
-        .collect();
-    LocalRead {
-        error_code: answer.error_code,
-        high_watermark: answer.high_watermark,
-        last_stable_offset: answer.last_stable_offset,
-        log_start_offset: answer.log_start_offset,
-        parts,
-        bytes: answer.bytes,
-        snapshot: answer.snapshot,
-    }
-}
-
+/// An owner's read answer (from this shard or across the mesh: a file
+/// region carries the segment's own `Arc<File>`, so the owner's retention
+/// sees a read in flight on any shard) turned into response parts.
 fn local_read(answer: ReadAnswer) -> LocalRead {
     LocalRead {
         error_code: answer.error_code,
@@ -213,7 +110,7 @@ impl ShardContext {
                 let answers = self
                     .read_owned(&specs, bound, max_bytes, min_one_batch)
                     .await;
-                ShardResponse::Read(answers.into_iter().map(to_send).collect())
+                ShardResponse::Read(answers)
             }
             ShardRequest::ListOffsets { parts, bound } => {
                 let mut out = Vec::with_capacity(parts.len());
@@ -394,7 +291,7 @@ impl ShardContext {
                     min_one_batch: min_one,
                 };
                 match self.call(owner, req).await {
-                    Ok(ShardResponse::Read(list)) => list.into_iter().map(from_send).collect(),
+                    Ok(ShardResponse::Read(list)) => list.into_iter().map(local_read).collect(),
                     _ => Vec::new(),
                 }
             };
@@ -516,10 +413,11 @@ where
 #[cfg(test)]
 mod send_region_tests {
     use super::*;
+    use std::sync::Arc;
 
-    /// The cross-shard form of a file region is the segment's own
-    /// `Arc<File>`: retention on the owner counts it as a reader until the
-    /// connection's shard has sent it and dropped it.
+    /// A file region crosses shards as the segment's own `Arc<File>`:
+    /// retention on the owner counts it as a reader until the connection's
+    /// shard has sent it and dropped it.
     #[test]
     fn a_file_region_crosses_shards_as_the_same_reference() {
         let file = Arc::new(tempfile::tempfile().expect("temp file"));
@@ -533,13 +431,16 @@ mod send_region_tests {
             },
         ];
         answer.bytes = 16;
-        let sent = to_send(answer);
+        let sent = ShardResponse::Read(vec![answer]);
         assert_eq!(Arc::strong_count(&file), 2);
-        let local = std::thread::spawn(move || from_send(sent))
-            .join()
-            .expect("other thread");
-        assert_eq!(local.parts.len(), 2);
-        assert_eq!(local.bytes, 16);
+        let local = std::thread::spawn(move || match sent {
+            ShardResponse::Read(list) => list.into_iter().map(local_read).collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        })
+        .join()
+        .expect("other thread");
+        assert_eq!(local[0].parts.len(), 2);
+        assert_eq!(local[0].bytes, 16);
         assert_eq!(Arc::strong_count(&file), 2, "held by the sending side");
         drop(local);
         assert_eq!(Arc::strong_count(&file), 1);

@@ -149,8 +149,9 @@ pub enum ReadBound {
     LogEnd,
 }
 
-/// The answer to one partition's read, in shard-local form.
-#[derive(Debug, Clone)]
+/// The answer to one partition's read (it may cross shards: see
+/// `datapath::local_read`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReadAnswer {
     pub error_code: i16,
     pub high_watermark: i64,

@@ -50,6 +50,28 @@ pub enum Region {
     },
 }
 
+/// Equal bytes, or the same range of the same open file.
+impl PartialEq for Region {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Region::Cached(a), Region::Cached(b)) => a == b,
+            (
+                Region::File {
+                    file: fa,
+                    position: pa,
+                    len: la,
+                },
+                Region::File {
+                    file: fb,
+                    position: pb,
+                    len: lb,
+                },
+            ) => Arc::ptr_eq(fa, fb) && pa == pb && la == lb,
+            _ => false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct ReadResult {
     pub regions: Vec<Region>,

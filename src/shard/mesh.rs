@@ -25,14 +25,12 @@ pub enum Envelope<Req, Resp> {
         from: usize,
         req: Req,
     },
+    /// `resp: None`: the handler panicked on request `id`; the caller gets
+    /// an error, and the serving shard goes on (the panic stays in that one
+    /// task).
     Response {
         id: u64,
-        resp: Resp,
-    },
-    /// The handler panicked on request `id`: the caller gets an error, and
-    /// the serving shard goes on (the panic stays in that one task).
-    Failed {
-        id: u64,
+        resp: Option<Resp>,
     },
 }
 
@@ -152,12 +150,12 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
             Envelope::Request { id, from, req } => {
                 let mesh = self.clone();
                 glommio::spawn_local(async move {
-                    let answer = match run_handler(&mesh.handler, from, req).await {
-                        Some(resp) => Envelope::Response { id, resp },
-                        None => Envelope::Failed { id },
-                    };
+                    let resp = run_handler(&mesh.handler, from, req).await;
                     // The caller may be shutting down; nothing to do then.
-                    let _ = mesh.senders.send_to(from, answer).await;
+                    let _ = mesh
+                        .senders
+                        .send_to(from, Envelope::Response { id, resp })
+                        .await;
                 })
                 .detach();
             }
@@ -166,13 +164,7 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
             Envelope::Response { id, resp } => {
                 let tx = self.pending.borrow_mut().remove(&id);
                 if let Some(tx) = tx {
-                    let _ = tx.try_send(Some(resp));
-                }
-            }
-            Envelope::Failed { id } => {
-                let tx = self.pending.borrow_mut().remove(&id);
-                if let Some(tx) = tx {
-                    let _ = tx.try_send(None);
+                    let _ = tx.try_send(resp);
                 }
             }
         }

@@ -159,6 +159,11 @@ impl Walk<'_> {
 
     fn count(&mut self) -> Result<usize, DecodeError> {
         let n = self.length(true)?.unwrap_or(0);
+        self.plausible(n)
+    }
+
+    /// `n` items can follow only if at least `n` bytes are left.
+    fn plausible(&self, n: usize) -> Result<usize, DecodeError> {
         if n > self.left() {
             return Err(DecodeError::ImplausibleArray {
                 claimed: n as u64,
@@ -174,13 +179,7 @@ impl Walk<'_> {
         }
         // A plain unsigned varint (KIP-482), not a compact length (n + 1).
         let count = self.varint()? as usize;
-        if count > self.left() {
-            return Err(DecodeError::ImplausibleArray {
-                claimed: count as u64,
-                remaining: self.left(),
-            });
-        }
-        for _ in 0..count {
+        for _ in 0..self.plausible(count)? {
             self.varint()?;
             let size = self.varint()? as usize;
             self.skip(size)?;

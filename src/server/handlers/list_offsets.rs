@@ -15,9 +15,8 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
-use crate::metadata::answers::encode;
-
 use super::admin_common::{CheckedApi, Field, Schema, INT32, INT64, INT8};
+use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;

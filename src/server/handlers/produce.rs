@@ -22,9 +22,8 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
-use crate::metadata::answers::encode;
-
 use super::admin_common::{CheckedApi, Field, Schema, INT16, INT32};
+use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::server::dispatch::{HandlerError, Request, Response};

@@ -99,20 +99,30 @@ fio_dir() {
   fi
 }
 
+# fio_seq NAME RW IODEPTH [fio options]: one O_DIRECT 1 MiB sequential job
+# over $SIZE in $WORK with $ENGINE (libaio if io_uring fails); sets FIO_MB
+# (MB/s of RW) and FIO_ENG (the engine that ran).
+fio_seq() {
+  local name="$1" rw="$2" depth="$3"; shift 3
+  local args=(--name="$name" --directory="$WORK" --rw="$rw" --bs=1M --size="$SIZE" --direct=1
+    --iodepth="$depth" --output-format=json "$@")
+  FIO_ENG="$ENGINE"
+  if ! fio "${args[@]}" --ioengine="$FIO_ENG" >"$TMP/$name.json" 2>"$TMP/$name.err"; then
+    [ "$FIO_ENG" = io_uring ] || { rm -f "$WORK/$name".*; cat "$TMP/$name.err" >&2; die "fio $name failed"; }
+    log "io_uring engine failed ($(head -c 200 "$TMP/$name.err")); retrying with libaio"
+    FIO_ENG=libaio
+    fio "${args[@]}" --ioengine="$FIO_ENG" >"$TMP/$name.json" 2>"$TMP/$name.err" \
+      || { rm -f "$WORK/$name".*; cat "$TMP/$name.err" >&2; die "fio $name failed"; }
+  fi
+  rm -f "$WORK/$name".*
+  FIO_MB="$(jget "$TMP/$name.json" "'%.0f' % (j['jobs'][0]['$rw']['bw_bytes'] / 1e6)")"
+}
+
 run_seqwrite() {
   ensure fio; fio_dir
-  local eng="$ENGINE"
   # end_fsync: the figure includes getting the data to stable storage.
-  local args=(--name=seqwrite --directory="$WORK" --rw=write --bs=1M --size="$SIZE" --direct=1
-    --iodepth="$IODEPTH" --end_fsync=1 --output-format=json)
-  if ! fio "${args[@]}" --ioengine="$eng" >"$TMP/seq.json" 2>"$TMP/seq.err"; then
-    [ "$eng" = io_uring ] || { cat "$TMP/seq.err" >&2; die "fio sequential write failed"; }
-    log "io_uring engine failed ($(head -c 200 "$TMP/seq.err")); retrying with libaio"
-    eng=libaio
-    fio "${args[@]}" --ioengine="$eng" >"$TMP/seq.json" 2>"$TMP/seq.err" || { cat "$TMP/seq.err" >&2; die "fio sequential write failed"; }
-  fi
-  rm -f "$WORK"/seqwrite.*
-  echo "fio_seqwrite_1MiB_direct_${eng} $(jget "$TMP/seq.json" '"%.0f" % (j["jobs"][0]["write"]["bw_bytes"] / 1e6)') MB/s"
+  fio_seq seqwrite write "$IODEPTH" --end_fsync=1
+  echo "fio_seqwrite_1MiB_direct_${FIO_ENG} $FIO_MB MB/s"
 }
 
 run_seqread() {
@@ -120,11 +130,8 @@ run_seqread() {
   # fio lays the file out first (not timed), then reads it with O_DIRECT,
   # so the page cache does not serve it; iodepth 8 as the broker's
   # read-ahead keeps several reads in flight.
-  local args=(--name=seqread --directory="$WORK" --rw=read --bs=1M --size="$SIZE" --direct=1
-    --iodepth=8 --ioengine="$ENGINE" --output-format=json)
-  fio "${args[@]}" >"$TMP/seqr.json" 2>"$TMP/seqr.err" || { rm -f "$WORK"/seqread.*; cat "$TMP/seqr.err" >&2; die "fio sequential read failed"; }
-  rm -f "$WORK"/seqread.*
-  echo "fio_seqread_1MiB_direct_${ENGINE} $(jget "$TMP/seqr.json" '"%.0f" % (j["jobs"][0]["read"]["bw_bytes"] / 1e6)') MB/s"
+  fio_seq seqread read 8
+  echo "fio_seqread_1MiB_direct_${FIO_ENG} $FIO_MB MB/s"
 }
 
 run_fsync() {

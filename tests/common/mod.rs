@@ -139,9 +139,9 @@ impl Broker {
         let status = child.wait().expect("wait");
         if !status.success() {
             // The reason is in the broker's own output: show it with the
-            // test's failure.
-            std::thread::sleep(Duration::from_millis(200));
-            for line in self.stderr.try_iter() {
+            // test's failure. The reader thread ends at the pipe's EOF;
+            // the timeout only guards a pipe some child still holds.
+            while let Ok(line) = self.stderr.recv_timeout(Duration::from_secs(5)) {
                 eprintln!("[broker {status}] {line}");
             }
         }

@@ -9,12 +9,15 @@
 //! | [`protocol`]  | —       | pure  | frames, headers, API version table, error codes, record batch view |
 //! | [`storage`]   | §3–4    | mixed | per-partition log: DMA appender, indexes, batch cache, recovery |
 //! | [`purgatory`] | §5      | mixed | timing wheel, DelayedProduce, DelayedFetch |
-//! | [`replication`] | §6    | pure  | HW/ISR rules, producer state (idempotence) |
+//! | [`replication`] | §6    | mixed | a shard's partitions (`ReplicaManager`), HW/ISR rules, producer state |
+//! | [`group`]     | §2, §5  | —     | the group coordinator (not built yet) |
+//! | [`controller`] | §7     | mixed | the controller: topic admin over the store, assignment, the published snapshot |
 //! | [`zk`]        | §7      | mixed | `MetadataStore` over Kafka's znode layout (embedded or ZooKeeper) |
 //! | [`metadata`]  | §2      | pure  | per-shard metadata snapshot and the answers built from it |
-//! | [`shard`]     | §1–2    | mixed | placement (`shard_of`), mesh, boot |
+//! | [`shard`]     | §1–2    | mixed | placement (`shard_of`), mesh, context, data/control shard parts, routing |
 //! | [`server`]    | §2      | mixed | listener, connections, response sequencer, one handler per API |
 //! | [`io`]        | —       | io    | clock, DMA helpers, zero-copy socket writes |
+//! | [`boot`]      | §1      | io    | the composition root: listeners, shards, control shard, shutdown |
 //! | [`loadgen`]   | —       | mixed | the load generator (`shardlog loadgen`) |
 //!
 //! Markers used in module docs: `[pure]` no I/O and no clock, unit-tested inline;
@@ -23,7 +26,10 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(rust_2018_idioms)]
 
+pub mod boot;
 pub mod config;
+pub mod controller;
+pub mod group;
 pub mod io;
 pub mod loadgen;
 pub mod metadata;

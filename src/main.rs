@@ -1,4 +1,4 @@
-//! `shardlog` command line: `shardlog broker|...` → Config → `shard::boot`.
+//! `shardlog` command line: `shardlog broker|...` → Config → `boot`.
 //!
 //! Each subcommand is a variant of [`Command`] and one arm in `main`.
 
@@ -194,7 +194,7 @@ fn broker(args: BrokerArgs) -> anyhow::Result<()> {
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
-    shardlog::shard::boot::run_broker(loaded.config)
+    shardlog::boot::run_broker(loaded.config)
 }
 
 #[cfg(test)]

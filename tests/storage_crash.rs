@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use rand::{Rng, SeedableRng};
+use shardlog::io::zerocopy::OutPart;
 use shardlog::protocol::record_batch::{
     build_test_batch, set_base_offset, set_partition_leader_epoch, RecordBatch,
 };
-use shardlog::storage::{BatchCache, LogConfig, PartitionLog, Region};
+use shardlog::storage::{BatchCache, LogConfig, PartitionLog};
 use shardlog::types::TopicPartition;
 
 const CHILD_ENV: &str = "SHARDLOG_CRASH_CHILD_DIR";
@@ -164,12 +165,12 @@ fn crash_round(dir: &Path, rng: &mut impl Rng) -> Vec<i64> {
     acks
 }
 
-fn region_bytes(regions: &[Region]) -> Vec<u8> {
+fn region_bytes(regions: &[OutPart]) -> Vec<u8> {
     let mut out = Vec::new();
     for r in regions {
         match r {
-            Region::Cached(b) => out.extend_from_slice(b),
-            Region::File {
+            OutPart::Bytes(b) => out.extend_from_slice(b),
+            OutPart::File {
                 file,
                 position,
                 len,

@@ -8,11 +8,12 @@ use std::path::Path;
 
 use bytes::BytesMut;
 use proptest::prelude::*;
+use shardlog::io::zerocopy::OutPart;
 use shardlog::protocol::record_batch::{
     build_test_batch, set_base_offset, set_partition_leader_epoch, RecordBatch, HEADER_LEN,
 };
 use shardlog::storage::log_dir::{LogDir, PartitionOffsets};
-use shardlog::storage::{BatchCache, LogConfig, PartitionLog, Region, StorageError};
+use shardlog::storage::{BatchCache, LogConfig, PartitionLog, StorageError};
 use shardlog::types::TopicPartition;
 
 fn run<G, F, T>(g: G) -> T
@@ -55,15 +56,15 @@ fn expected(i: u64, base_offset: i64, epoch: i32) -> Vec<u8> {
     b
 }
 
-fn region_bytes(regions: &[Region]) -> (Vec<u8>, usize, usize) {
+fn region_bytes(regions: &[OutPart]) -> (Vec<u8>, usize, usize) {
     let (mut out, mut cached, mut file) = (Vec::new(), 0, 0);
     for r in regions {
         match r {
-            Region::Cached(b) => {
+            OutPart::Bytes(b) => {
                 cached += 1;
                 out.extend_from_slice(b);
             }
-            Region::File {
+            OutPart::File {
                 file: f,
                 position,
                 len,
@@ -962,7 +963,7 @@ fn a_read_from_a_cold_segment_file_reads_ahead_into_the_page_cache() {
             // Not read here (a pread would start the kernel's own
             // read-ahead): only the log's request may bring pages in.
             assert!(
-                matches!(r.regions[..], [Region::File { position: 0, .. }]),
+                matches!(r.regions[..], [OutPart::File { position: 0, .. }]),
                 "served from the file"
             );
             // The read covers about 1 MiB; read-ahead goes 4 MiB past it.

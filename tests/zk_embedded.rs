@@ -8,7 +8,8 @@ use std::path::Path;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use shardlog::config::topic::BrokerTopicDefaults;
-use shardlog::zk::admin::{self, AlterConfigOp, AlterConfigOpType, NewTopic};
+use shardlog::controller::topic_admin::{self, AlterConfigOp, AlterConfigOpType, NewTopic};
+use shardlog::controller::{brokers, topic_configs};
 use shardlog::zk::embedded::EmbeddedStore;
 use shardlog::zk::store::MetadataStore;
 
@@ -27,7 +28,7 @@ where
 }
 
 struct Before {
-    topics: Vec<admin::TopicInfo>,
+    topics: Vec<topic_admin::TopicInfo>,
     cluster_id: String,
 }
 
@@ -35,12 +36,12 @@ async fn first_run(dir: &Path) -> Before {
     let store = EmbeddedStore::open(dir).expect("open");
     let mut rng = StdRng::seed_from_u64(1);
     let defaults = BrokerTopicDefaults::default();
-    admin::create_top_level_paths(&store).await.unwrap();
-    admin::register_broker(&store, 1, "localhost", 9092, 1_700_000_000_000)
+    brokers::create_top_level_paths(&store).await.unwrap();
+    brokers::register_broker(&store, 1, "localhost", 9092, 1_700_000_000_000)
         .await
         .unwrap();
-    let cluster_id = admin::ensure_cluster_id(&store, &mut rng).await.unwrap();
-    let live = admin::live_brokers(&store).await.unwrap();
+    let cluster_id = brokers::ensure_cluster_id(&store, &mut rng).await.unwrap();
+    let live = brokers::live_brokers(&store).await.unwrap();
     assert_eq!(live, vec![1]);
     for (name, partitions) in [("orders", 3), ("payments", 1)] {
         let topic = NewTopic {
@@ -50,11 +51,11 @@ async fn first_run(dir: &Path) -> Before {
             replica_assignment: BTreeMap::new(),
             configs: BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]),
         };
-        admin::create_topic(&store, &topic, &live, &defaults, false, &mut rng)
+        topic_admin::create_topic(&store, &topic, &live, &defaults, false, &mut rng)
             .await
             .unwrap();
     }
-    admin::create_partitions(&store, "orders", 4, None, &live, false)
+    topic_admin::create_partitions(&store, "orders", 4, None, &live, false)
         .await
         .unwrap();
     let set = AlterConfigOp {
@@ -62,11 +63,11 @@ async fn first_run(dir: &Path) -> Before {
         op: AlterConfigOpType::Set,
         value: Some("compact".to_string()),
     };
-    admin::incremental_alter_configs(&store, "payments", &[set], &defaults, false)
+    topic_configs::incremental_alter_configs(&store, "payments", &[set], &defaults, false)
         .await
         .unwrap();
     Before {
-        topics: admin::load_topics(&store).await.unwrap(),
+        topics: topic_admin::load_topics(&store).await.unwrap(),
         cluster_id,
     }
 }
@@ -86,21 +87,21 @@ fn topics_configs_and_ids_survive_reopen_but_ephemeral_nodes_do_not() {
 
     on_executor(move || async move {
         let store = EmbeddedStore::open(&path).expect("reopen");
-        let after = admin::load_topics(&store).await.unwrap();
+        let after = topic_admin::load_topics(&store).await.unwrap();
         assert_eq!(
             after, before.topics,
             "topics, topic ids, state and configs unchanged"
         );
         let mut other_rng = StdRng::seed_from_u64(2);
-        let cluster_id = admin::ensure_cluster_id(&store, &mut other_rng)
+        let cluster_id = brokers::ensure_cluster_id(&store, &mut other_rng)
             .await
             .unwrap();
         assert_eq!(cluster_id, before.cluster_id);
-        assert!(admin::live_brokers(&store).await.unwrap().is_empty());
+        assert!(brokers::live_brokers(&store).await.unwrap().is_empty());
         assert!(store.exists("/brokers/ids/1").await.unwrap().is_none());
         // The store keeps working after reopen.
-        admin::delete_topic(&store, "orders").await.unwrap();
-        let names: Vec<String> = admin::load_topics(&store)
+        topic_admin::delete_topic(&store, "orders").await.unwrap();
+        let names: Vec<String> = topic_admin::load_topics(&store)
             .await
             .unwrap()
             .into_iter()

@@ -47,6 +47,28 @@ pub enum OutPart {
     },
 }
 
+/// Equal bytes, or the same range of the same open file.
+impl PartialEq for OutPart {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (OutPart::Bytes(a), OutPart::Bytes(b)) => a == b,
+            (
+                OutPart::File {
+                    file: fa,
+                    position: pa,
+                    len: la,
+                },
+                OutPart::File {
+                    file: fb,
+                    position: pb,
+                    len: lb,
+                },
+            ) => Arc::ptr_eq(fa, fb) && pa == pb && la == lb,
+            _ => false,
+        }
+    }
+}
+
 impl OutPart {
     pub fn len(&self) -> usize {
         match self {

@@ -32,7 +32,7 @@ use crate::purgatory::view::{PartitionSnapshot, PartitionView};
 use crate::types::TopicPartition;
 
 /// A single-assignment slot a waiter polls.
-struct OutcomeSlot<T> {
+pub(crate) struct OutcomeSlot<T> {
     value: RefCell<Option<T>>,
     waker: Cell<Option<Waker>>,
 }
@@ -97,7 +97,7 @@ impl Notify {
 }
 
 /// An op plus the slot its waiter reads.
-struct Waiting<Op: DelayedOperation> {
+pub(crate) struct Waiting<Op: DelayedOperation> {
     op: Op,
     slot: Rc<OutcomeSlot<Op::Outcome>>,
 }
@@ -123,7 +123,27 @@ impl<Op: DelayedOperation> DelayedOperation for Waiting<Op> {
     }
 }
 
-struct State {
+/// The delayed operations this driver parks, each in its own purgatory.
+pub(crate) trait Parkable:
+    DelayedOperation<Key = TopicPartition, View = PartitionView> + Sized
+{
+    /// This operation's purgatory in the driver's state, and the view.
+    fn purgatory(st: &mut State) -> (&mut Purgatory<Waiting<Self>>, &PartitionView);
+}
+
+impl Parkable for DelayedProduce {
+    fn purgatory(st: &mut State) -> (&mut Purgatory<Waiting<Self>>, &PartitionView) {
+        (&mut st.produce, &st.view)
+    }
+}
+
+impl Parkable for DelayedFetch {
+    fn purgatory(st: &mut State) -> (&mut Purgatory<Waiting<Self>>, &PartitionView) {
+        (&mut st.fetch, &st.view)
+    }
+}
+
+pub(crate) struct State {
     produce: Purgatory<Waiting<DelayedProduce>>,
     fetch: Purgatory<Waiting<DelayedFetch>>,
     view: PartitionView,
@@ -187,13 +207,18 @@ impl PurgatoryDriver {
         op: DelayedProduce,
         keys: &[TopicPartition],
     ) -> ProduceOutcome {
-        self.park(op, keys, |st| (&mut st.produce, &st.view)).await
+        self.wait(op, keys).await
     }
 
     /// Parks a fetch until `min_bytes` are readable, an early-answer case
     /// holds, or `max_wait_ms` runs out. The caller then re-reads the log.
     pub async fn wait_fetch(&self, op: DelayedFetch, keys: &[TopicPartition]) -> FetchOutcome {
-        self.park(op, keys, |st| (&mut st.fetch, &st.view)).await
+        self.wait(op, keys).await
+    }
+
+    /// The one parking path, for either operation (the shard's `park`).
+    pub(crate) async fn wait<Op: Parkable>(&self, op: Op, keys: &[TopicPartition]) -> Op::Outcome {
+        self.park(op, keys, Op::purgatory).await
     }
 
     /// Completes `op` at once if the view already satisfies it, else parks it

@@ -1,7 +1,11 @@
-//! Replication (ARCHITECTURE.md §6): the pure rules a partition leader and
-//! its followers follow, and the producer-id allocation idempotent
-//! producers depend on.
+//! Replication (ARCHITECTURE.md §6): a shard's partitions and their replica
+//! state, the pure rules a partition leader and its followers follow, and
+//! the producer-id allocation idempotent producers depend on.
 //!
+//! - [`replica_manager`] `[drv]`: the partitions one data shard owns
+//!   (Kafka's `ReplicaManager`, per shard).
+//! - [`partition`] `[drv]`: one partition — log, role, leader epoch, ISR
+//!   view, producer state; append / read / ListOffsets.
 //! - [`isr`] `[pure]`: HW advance (`maybeIncrementLeaderHW`), ISR shrink after
 //!   `replica.lag.time.max.ms`, ISR expand when a follower's LEO ≥ HW.
 //! - [`producer_state`] `[pure]`: per-partition idempotence state
@@ -10,10 +14,12 @@
 //!   `/latest_producer_id_block` (Kafka's `ZkProducerIdManager`).
 //!
 //! Future files (not written yet):
-//! - `truncation` `[pure]`: follower truncation by leader epoch (KIP-101,
-//!   OffsetsForLeaderEpoch).
+//! - `leader_epoch`, `truncation` `[pure]`: follower truncation by leader
+//!   epoch (KIP-101, OffsetsForLeaderEpoch).
 //! - `fetcher` `[drv]`: replica fetcher tasks.
 
 pub mod isr;
+pub mod partition;
 pub mod producer_id;
 pub mod producer_state;
+pub mod replica_manager;

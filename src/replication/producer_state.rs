@@ -20,10 +20,10 @@
 //! State is snapshotted in Kafka's `<offset>.snapshot` layout (version 1,
 //! CRC-32C, one entry per producer with its last batch) and rebuilt after a
 //! crash by replaying the batches appended since the snapshot. This module
-//! holds the pure parts of that: file naming, which snapshot to load and
-//! which to delete ([`plan_snapshot_load`], [`snapshots_to_delete`]), and the
-//! replay of logged batch headers ([`ProducerStateManager::on_replay`]); the
-//! owner shard (`shard::partitions`) does the file I/O.
+//! holds the pure parts of that: the snapshot's contents and the replay of
+//! logged batch headers ([`ProducerStateManager::on_replay`]); the files
+//! (naming, which to load, atomic writes) are `storage::producer_snapshot`'s,
+//! and `replication::partition` joins the two.
 
 use crate::types::{Offset, ProducerEpoch, ProducerId};
 use std::collections::{BTreeMap, VecDeque};
@@ -32,61 +32,8 @@ use std::collections::{BTreeMap, VecDeque};
 pub const BATCHES_KEPT: usize = 5;
 /// Kafka default of `producer.id.expiration.ms` (1 day).
 pub const DEFAULT_PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
-/// Kafka's producer snapshot file suffix (`LogFileUtils.PRODUCER_SNAPSHOT_FILE_SUFFIX`).
-pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
-/// Snapshots kept in a partition dir after a new one is written: the
-/// newest two, so a damaged newest file still leaves an older one to
-/// replay from (Kafka keeps one per segment and deletes them with the
-/// segments; a bound of two keeps the dir small with the same recovery).
-pub const SNAPSHOTS_KEPT: usize = 2;
 /// Bytes of one producer entry in a version-1 snapshot.
 const SNAPSHOT_ENTRY_LEN: usize = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8;
-
-/// `<20-digit offset>.snapshot`, Kafka's name for a snapshot of the state
-/// of every batch below `offset`.
-pub fn snapshot_file_name(offset: Offset) -> String {
-    format!("{offset:020}{SNAPSHOT_SUFFIX}")
-}
-
-/// The offset a snapshot file name stands for; `None` for other files
-/// (including `.snapshot.tmp` leftovers of an interrupted write).
-pub fn parse_snapshot_file_name(name: &str) -> Option<Offset> {
-    let stem = name.strip_suffix(SNAPSHOT_SUFFIX)?;
-    if stem.is_empty() || !stem.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    stem.parse().ok()
-}
-
-/// What to do with a partition's snapshot files when its log opens.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SnapshotPlan {
-    /// Snapshots at or below the log end offset, newest first: load the
-    /// first that decodes, then replay the log from its offset.
-    pub candidates: Vec<Offset>,
-    /// Snapshots beyond the log end offset (the log lost its tail in a
-    /// crash after they were written): delete them, as Kafka's
-    /// `removeStraySnapshots` / `truncateAndReload` do.
-    pub stray: Vec<Offset>,
-}
-
-pub fn plan_snapshot_load(offsets: &[Offset], log_end_offset: Offset) -> SnapshotPlan {
-    let mut sorted = offsets.to_vec();
-    sorted.sort_unstable_by(|a, b| b.cmp(a));
-    sorted.dedup();
-    let (stray, candidates) = sorted.into_iter().partition(|&o| o > log_end_offset);
-    SnapshotPlan { candidates, stray }
-}
-
-/// All but the `keep` newest snapshots, oldest first.
-pub fn snapshots_to_delete(offsets: &[Offset], keep: usize) -> Vec<Offset> {
-    let mut sorted = offsets.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let cut = sorted.len().saturating_sub(keep);
-    sorted.truncate(cut);
-    sorted
-}
 
 /// A batch header read back from the log, for rebuilding state (the
 /// fields Kafka's `ProducerStateManager` reads during log recovery).
@@ -572,92 +519,6 @@ mod tests {
         assert!(ProducerStateManager::decode_snapshot(&bytes).is_none());
         assert!(ProducerStateManager::decode_snapshot(&bytes[..3]).is_none());
         assert!(ProducerStateManager::decode_snapshot(&[]).is_none());
-    }
-
-    #[test]
-    fn snapshot_file_names_are_kafkas_20_digit_offsets() {
-        assert_eq!(snapshot_file_name(42), "00000000000000000042.snapshot");
-        assert_eq!(snapshot_file_name(0), "00000000000000000000.snapshot");
-        let table: &[(&str, Option<Offset>)] = &[
-            ("00000000000000000042.snapshot", Some(42)),
-            ("00000000000001000000.snapshot", Some(1_000_000)),
-            ("42.snapshot", Some(42)),
-            ("00000000000000000042.snapshot.tmp", None),
-            ("00000000000000000042.log", None),
-            ("00000000000000000042.index", None),
-            (".snapshot", None),
-            ("-1.snapshot", None),
-            ("+1.snapshot", None),
-            ("abc.snapshot", None),
-            ("99999999999999999999.snapshot", None),
-        ];
-        for (name, want) in table {
-            assert_eq!(parse_snapshot_file_name(name), *want, "{name}");
-        }
-        for o in [0, 1, 99, i64::MAX] {
-            assert_eq!(parse_snapshot_file_name(&snapshot_file_name(o)), Some(o));
-        }
-    }
-
-    #[test]
-    fn load_plan_tries_newest_snapshot_at_or_below_the_log_end_first() {
-        // (case, snapshot offsets on disk, log end offset, candidates, stray)
-        type Row<'a> = (&'a str, &'a [Offset], Offset, &'a [Offset], &'a [Offset]);
-        let table: &[Row<'_>] = &[
-            ("no snapshots: replay the whole log", &[], 100, &[], &[]),
-            (
-                "clean shutdown at the LEO",
-                &[50, 100],
-                100,
-                &[100, 50],
-                &[],
-            ),
-            ("crash after a roll", &[10, 50], 73, &[50, 10], &[]),
-            (
-                "log lost its tail past a snapshot",
-                &[50, 100],
-                80,
-                &[50],
-                &[100],
-            ),
-            (
-                "every snapshot is past the log end",
-                &[90, 100],
-                0,
-                &[],
-                &[100, 90],
-            ),
-            (
-                "unsorted listing, duplicates",
-                &[10, 60, 10, 30],
-                60,
-                &[60, 30, 10],
-                &[],
-            ),
-        ];
-        for (case, on_disk, leo, candidates, stray) in table {
-            let plan = plan_snapshot_load(on_disk, *leo);
-            assert_eq!(plan.candidates, candidates.to_vec(), "{case}");
-            assert_eq!(plan.stray, stray.to_vec(), "{case}");
-        }
-    }
-
-    #[test]
-    fn only_the_two_newest_snapshots_are_kept() {
-        let table: &[(&[Offset], &[Offset])] = &[
-            (&[], &[]),
-            (&[5], &[]),
-            (&[5, 9], &[]),
-            (&[9, 5, 20], &[5]),
-            (&[40, 10, 30, 20], &[10, 20]),
-        ];
-        for (on_disk, delete) in table {
-            assert_eq!(
-                snapshots_to_delete(on_disk, SNAPSHOTS_KEPT),
-                delete.to_vec(),
-                "{on_disk:?}"
-            );
-        }
     }
 
     fn logged(pid: i64, epoch: i16, first_seq: i32, count: i32, base: i64) -> LoggedBatch {

@@ -21,9 +21,9 @@ use kafka_protocol::messages::ApiKey;
 use super::dispatch::{frame_response, route, Request, Response, Routing};
 use super::in_order::InOrder;
 use super::out::{write_parts, ConnWriter, OutPart};
+use crate::io::local_sync::{Notify, Trigger};
 use crate::protocol::frame::{frame_len, take_frame};
 use crate::protocol::header::{decode_request_header, peek_fixed};
-use crate::shard::local_sync::{Notify, Trigger};
 use crate::shard::ShardContext;
 
 /// Requests read ahead of their responses per connection; past this the

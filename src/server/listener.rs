@@ -1,5 +1,5 @@
 //! `[io]` The per-shard accept loop. Every shard listens on the same port
-//! (SO_REUSEPORT, see `shard::boot`); the kernel spreads connections.
+//! (SO_REUSEPORT, see `boot`); the kernel spreads connections.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use glommio::net::TcpListener;
 
 use super::connection;
-use crate::shard::local_sync::Notify;
+use crate::io::local_sync::Notify;
 use crate::shard::ShardContext;
 
 /// How long a stopping shard waits for busy connections.

@@ -8,7 +8,6 @@
 
 pub mod connection;
 pub mod dispatch;
-pub mod fetch_session;
 pub mod handlers;
 pub mod in_order;
 pub mod listener;

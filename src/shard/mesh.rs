@@ -228,7 +228,7 @@ mod tests {
                 LocalExecutorBuilder::new(Placement::Unbound)
                     .io_memory(512 << 10)
                     .spawn(move || async move {
-                        let peer_done = Rc::new(crate::shard::local_sync::Trigger::default());
+                        let peer_done = Rc::new(crate::io::local_sync::Trigger::default());
                         let peer_done2 = peer_done.clone();
                         // Answers carry the caller id the handler saw, so the
                         // caller can check routing.

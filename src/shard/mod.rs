@@ -1,14 +1,28 @@
-//! Shards (§1–2): placement (`shard_of`, coordinator partition) is pure;
-//! the cross-shard mesh and executor boot `[io]`; the per-shard context.
+//! Shards (§1–2): one executor per core, each owning a disjoint set of
+//! partitions, plus the control shard.
+//!
+//! - [`placement`] `[pure]`: `shard_of`, the coordinator partition.
+//! - [`mesh`] `[io]`: the cross-shard queues.
+//! - [`context`] `[io]`: what every shard has, and its role's part.
+//! - [`data_shard`] `[drv]`: a data shard's partitions, purgatory, fetch
+//!   sessions; the owner side of partition work.
+//! - [`control_shard`] `[drv]`: the control shard's controller.
+//! - [`router`] `[drv]`: mesh messages to the part that answers them;
+//!   metadata publication; purgatory notes.
+//! - [`datapath`], [`control_client`] `[drv]`: the connection side (fan
+//!   out to owners, park in the purgatory; ask the control shard).
+//! - [`fetch_session`] `[pure]`: KIP-227 fetch sessions of a shard's
+//!   connections.
 
-pub mod boot;
 pub mod context;
-pub mod control;
-pub mod local_sync;
+pub mod control_client;
+pub mod control_shard;
+pub mod data_shard;
+pub mod datapath;
+pub mod fetch_session;
 pub mod mesh;
 pub mod placement;
+pub mod router;
 
 pub use context::{ShardContext, ShardRequest, ShardResponse};
 pub use placement::{coordinator_partition, shard_of};
-pub mod datapath;
-pub mod partitions;

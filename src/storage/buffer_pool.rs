@@ -267,6 +267,35 @@ fn retire(buf: Rc<DmaBuffer>, leases: Arc<()>, recycle: bool) {
 /// append path. Reserving up front is what Redpanda's seastar does with all
 /// of its memory.
 pub fn reserve(count: usize, len: usize) {
+    reserve_buffers(count, len);
+}
+
+/// Reserve `len`-byte buffers for a batch cache of `budget` bytes, but
+/// never more than this shard's half of the host's memory (`n_shards`
+/// shards share it): a budget typed too large must not make the start
+/// itself run out of memory.
+pub fn reserve_within_memory(budget: usize, len: usize, n_shards: usize) {
+    let reservable = budget.min(half_of_memory_per_shard(n_shards));
+    reserve_buffers(reservable / len.max(1), len);
+}
+
+/// Half of physical memory divided among `n_shards` (unbounded if the
+/// host does not say).
+fn half_of_memory_per_shard(n_shards: usize) -> usize {
+    // SAFETY: sysconf only reads system values.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages <= 0 || page <= 0 {
+        return usize::MAX;
+    }
+    (pages as usize).saturating_mul(page as usize) / 2 / n_shards.max(1)
+}
+
+fn reserve_buffers(count: usize, len: usize) {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         p.reserved = p.reserved.max(count);

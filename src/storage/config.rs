@@ -1,6 +1,9 @@
 //! `[pure]` Per-log configuration: Kafka's topic-level keys with dots →
 //! underscores; each default is Kafka's, citing the key.
 
+use crate::config::topic::{TimestampType, TopicConfig};
+use crate::config::ServerConfig;
+
 /// Log configuration for one partition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogConfig {
@@ -78,4 +81,40 @@ impl LogConfig {
     pub fn max_time_index_entries(&self) -> usize {
         (self.segment_index_bytes / 12) as usize
     }
+}
+
+impl LogConfig {
+    /// The storage layer's view of a topic's config (topic keys resolved
+    /// over the broker's, plus shardlog's own storage keys).
+    pub fn for_topic(topic: &TopicConfig, server: &ServerConfig) -> LogConfig {
+        LogConfig {
+            segment_bytes: topic.segment_bytes.max(1) as u64,
+            segment_ms: topic.segment_ms,
+            segment_index_bytes: topic.segment_index_bytes.max(8) as u64,
+            index_interval_bytes: topic.index_interval_bytes.max(0) as u64,
+            flush_messages: topic.flush_messages,
+            flush_ms: topic.flush_ms,
+            retention_ms: topic.retention_ms,
+            retention_bytes: topic.retention_bytes,
+            max_message_bytes: topic.max_message_bytes.max(0) as usize,
+            preallocate: topic.preallocate,
+            message_timestamp_log_append_time: topic.message_timestamp_type
+                == TimestampType::LogAppendTime,
+            // shardlog.flush.every.append is group-committed by the partition
+            // (replication::partition's sync_through), not flushed by the log
+            // per append.
+            flush_every_append: false,
+            write_buffer_bytes: write_buffer_bytes(server.shardlog_write_buffer_bytes),
+            readahead_bytes: server.shardlog_fetch_readahead_bytes,
+            recycle_segments: server.shardlog_segment_recycle,
+            ..LogConfig::default()
+        }
+    }
+}
+
+/// `shardlog.write.buffer.bytes`, kept between one page and 64 MiB.
+pub fn write_buffer_bytes(configured: u64) -> usize {
+    usize::try_from(configured)
+        .unwrap_or(1 << 20)
+        .clamp(4096, 64 << 20)
 }

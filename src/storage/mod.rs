@@ -27,6 +27,7 @@ pub mod index;
 pub mod log_dir;
 pub mod partition_log;
 pub mod policy;
+pub mod producer_snapshot;
 pub mod readahead;
 pub mod recovery;
 pub mod recycle;
@@ -35,7 +36,7 @@ pub mod segment;
 pub use batch_cache::{BatchCache, SharedBatchCache};
 pub use config::LogConfig;
 pub use partition_log::{
-    AppendInfo, PartitionLog, PendingSync, ReadResult, RecoveryStats, Region, ValidatedRecords,
+    AppendInfo, PartitionLog, PendingSync, ReadResult, RecoveryStats, ValidatedRecords,
 };
 
 use crate::protocol::record_batch::BatchError;

@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -27,6 +26,7 @@ use super::policy::{should_roll, RollInput};
 use super::recycle::{RecyclePool, RECYCLE_SUFFIX};
 use super::segment::{self, delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
 use super::StorageError;
+use crate::io::zerocopy::OutPart;
 use crate::protocol::record_batch::{self, validate_all_for_append, BatchError, BatchSummary};
 use crate::types::TopicPartition;
 
@@ -37,44 +37,11 @@ pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
 /// `segment.ms` falls back to wall age from this, set at the first append.
 const UNSET_MS: i64 = i64::MIN;
 
-/// A piece of a fetch response's records.
-#[derive(Debug, Clone)]
-pub enum Region {
-    /// Exact appended bytes from the batch cache (or the unwritten buffer).
-    Cached(Bytes),
-    /// A byte range of a segment, for sendfile/pread from the page cache.
-    File {
-        file: Arc<File>,
-        position: u64,
-        len: u32,
-    },
-}
-
-/// Equal bytes, or the same range of the same open file.
-impl PartialEq for Region {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Region::Cached(a), Region::Cached(b)) => a == b,
-            (
-                Region::File {
-                    file: fa,
-                    position: pa,
-                    len: la,
-                },
-                Region::File {
-                    file: fb,
-                    position: pb,
-                    len: lb,
-                },
-            ) => Arc::ptr_eq(fa, fb) && pa == pb && la == lb,
-            _ => false,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Default)]
 pub struct ReadResult {
-    pub regions: Vec<Region>,
+    /// The records as response parts: cached `Bytes` for the tail, or a
+    /// segment file range for sendfile.
+    pub regions: Vec<OutPart>,
     pub bytes: usize,
 }
 
@@ -121,13 +88,47 @@ pub struct RecoveryStats {
     pub segments_dropped: u64,
 }
 
+/// A log's offsets as the log itself last published them: what other
+/// owners on the shard (the partition's replica state, the purgatory's
+/// view) read without taking the log's lock. Only [`PartitionLog`] writes
+/// it, after every change; nothing else stores these values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogEnds {
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub high_watermark: i64,
+    /// Bytes appended since the log was opened: the logical position of
+    /// the LEO (Kafka's `LogOffsetMetadata.relativePositionInSegment`,
+    /// enough for DelayedFetch's byte accounting).
+    pub log_end_position: i64,
+    /// The logical position of the HW, as of the last time the HW reached
+    /// the LEO it was set against.
+    pub high_watermark_position: i64,
+}
+
+/// A read-only handle on a log's published [`LogEnds`].
+#[derive(Debug, Clone)]
+pub struct LogEndsView(Rc<Cell<LogEnds>>);
+
+impl LogEndsView {
+    pub fn get(&self) -> LogEnds {
+        self.0.get()
+    }
+}
+
 pub struct PartitionLog {
     tp: TopicPartition,
     dir: PathBuf,
     config: LogConfig,
     segments: BTreeMap<i64, Segment>,
     log_start_offset: i64,
+    /// Kafka's `UnifiedLog.highWatermark`: the log stores it (it bounds
+    /// retention, DeleteRecords and truncation, and is checkpointed with
+    /// the log); the replica state decides when it moves.
     high_watermark: i64,
+    high_watermark_position: i64,
+    appended_bytes: i64,
+    ends: Rc<Cell<LogEnds>>,
     recovery_point: Rc<Cell<i64>>,
     cache: SharedBatchCache,
     cache_id: u64,
@@ -269,6 +270,9 @@ impl PartitionLog {
             segments,
             log_start_offset: 0,
             high_watermark: 0,
+            high_watermark_position: 0,
+            appended_bytes: 0,
+            ends: Rc::new(Cell::new(LogEnds::default())),
             recovery_point: Rc::new(Cell::new(0)),
             cache,
             cache_id,
@@ -297,6 +301,7 @@ impl PartitionLog {
             .clamp(log.log_start_offset, leo);
         log.recovery_point.set(leo);
         log.load_leader_epochs()?;
+        log.publish_ends();
         Ok(log)
     }
 
@@ -397,7 +402,44 @@ impl PartitionLog {
 
     /// Set by the replication layer; clamped to [log start, LEO].
     pub fn set_high_watermark(&mut self, hw: i64) {
+        let position = self.appended_bytes;
+        self.set_high_watermark_at(hw, position);
+    }
+
+    /// [`Self::set_high_watermark`] where the caller knows the logical
+    /// position `position` of the offset `hw` was computed against (a group
+    /// commit advances the HW to the end it synced, which later appends may
+    /// have passed). The HW's position follows only when the HW lands on
+    /// that offset.
+    pub fn set_high_watermark_at(&mut self, hw: i64, position: i64) {
+        let before = self.high_watermark;
         self.high_watermark = hw.clamp(self.log_start_offset, self.log_end_offset());
+        if self.high_watermark > before && self.high_watermark == hw {
+            self.high_watermark_position = position;
+        }
+        self.publish_ends();
+    }
+
+    /// The offsets as of now (see [`LogEnds`]).
+    pub fn ends(&self) -> LogEnds {
+        self.ends.get()
+    }
+
+    /// A handle that reads the published offsets without this log.
+    pub fn ends_view(&self) -> LogEndsView {
+        LogEndsView(self.ends.clone())
+    }
+
+    /// Publish the offsets after a change (append, truncation, retention,
+    /// DeleteRecords, HW move, open).
+    pub(super) fn publish_ends(&self) {
+        self.ends.set(LogEnds {
+            log_start_offset: self.log_start_offset,
+            log_end_offset: self.log_end_offset(),
+            high_watermark: self.high_watermark,
+            log_end_position: self.appended_bytes,
+            high_watermark_position: self.high_watermark_position,
+        });
     }
 
     fn active(&mut self) -> Result<&mut Segment, StorageError> {
@@ -426,6 +468,7 @@ impl Drop for PartitionLog {
 }
 
 mod read;
+pub use read::RecordPick;
 mod scan;
 pub use scan::BatchHeaderInfo;
 mod write;

@@ -582,7 +582,7 @@ impl Segment {
     /// stalled the disk's writes: files shrink in [`FREE_STEP`] steps. A
     /// crash in between leaves `.deleted` names, which open removes.
     pub fn delete_files_in_background(&self) -> Result<(), StorageError> {
-        // A fetch holding the file (its `Region::File`) must keep reading it.
+        // A fetch holding the file (its `OutPart::File`) must keep reading it.
         let shrink = Arc::strong_count(&self.read_file) == 1;
         let renamed = rename_to_deleted(&self.dir, self.base_offset, &ALL_SUFFIXES)?;
         free_in_background(renamed, shrink);

@@ -6,13 +6,11 @@
 //!   helpers (`create_recursive`, `delete_recursive`).
 //! - [`embedded`] `[io]`: the in-process store persisted under the log dir,
 //!   used when `zookeeper.connect` is unset.
-//! - [`admin`]: Kafka's topic admin operations over any store.
-//! - [`assignment`] `[pure]`: Kafka's replica assignment.
 //!
-//! A ZooKeeper-backed store (zookeeper-client crate) is a later file here.
+//! What the broker and controller do over the store (topic admin, broker
+//! registration, replica assignment) is `controller`'s. A ZooKeeper-backed
+//! store (zookeeper-client crate) is a later file here.
 
-pub mod admin;
-pub mod assignment;
 pub mod embedded;
 pub mod paths;
 pub mod store;

@@ -15,11 +15,11 @@ use std::rc::Rc;
 use bytes::Bytes;
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
+use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, AdminResult};
 use crate::protocol::decode::{decode_body, read_unsigned_varint, DecodeError};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::HandlerError;
-use crate::shard::control::{AdminFailure, AdminRequest, AdminResponse, AdminResult};
-use crate::shard::{ShardContext, ShardRequest, ShardResponse};
+use crate::shard::ShardContext;
 
 /// Ask the control shard to run `req`. A control shard that cannot be
 /// reached answers NOT_CONTROLLER (41), which clients retry.
@@ -27,20 +27,10 @@ pub async fn call_control(
     ctx: &Rc<ShardContext>,
     req: AdminRequest,
 ) -> Result<AdminResponse, ErrorCode> {
-    match ctx
-        .call(ctx.control_peer(), ShardRequest::Admin(Box::new(req)))
-        .await
-    {
-        Ok(ShardResponse::Admin(resp)) => Ok(*resp),
-        Ok(other) => {
-            tracing::warn!(?other, "unexpected answer from the control shard");
-            Err(ErrorCode::NOT_CONTROLLER)
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "control shard unavailable");
-            Err(ErrorCode::NOT_CONTROLLER)
-        }
-    }
+    ctx.run_admin(req).await.map_err(|e| {
+        tracing::warn!(error = %e, "control shard unavailable");
+        ErrorCode::NOT_CONTROLLER
+    })
 }
 
 /// Ask the control shard to run `req`, whose answer holds one result per

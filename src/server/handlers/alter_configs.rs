@@ -23,11 +23,11 @@ use super::admin_common::{
     alter_results, failure, sort_resources, str_bytes, CheckedApi, Field, Schema, BOOL, INT8,
 };
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::controller::requests::{AdminFailure, AdminRequest};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
-use crate::shard::control::{AdminFailure, AdminRequest};
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::AlterConfigs, 0, 2);

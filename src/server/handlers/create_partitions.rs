@@ -17,11 +17,11 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::{
     call_control_into, failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT32,
 };
+use crate::controller::requests::{AdminRequest, AdminResponse, AdminResult, NewPartitions};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
-use crate::shard::control::{AdminRequest, AdminResponse, AdminResult, NewPartitions};
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::CreatePartitions, 0, 3);

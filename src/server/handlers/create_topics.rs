@@ -20,13 +20,13 @@ use super::admin_common::{
     call_control_into, failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT16, INT32,
 };
 use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
+use crate::controller::requests::{AdminRequest, AdminResponse, AdminResult};
+use crate::controller::topic_admin::{NewTopic, TopicInfo};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
-use crate::shard::control::{AdminRequest, AdminResponse, AdminResult};
 use crate::shard::ShardContext;
-use crate::zk::admin::{NewTopic, TopicInfo};
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::CreateTopics, 2, 7);
 

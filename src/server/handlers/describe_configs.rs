@@ -122,7 +122,7 @@ fn topic_entries(ctx: &ShardContext, name: &str, keys: Option<&[String]>) -> Des
     };
     let defaults = ctx.config.broker_topic_defaults();
     // Stored overrides a newer Kafka may have written and we cannot parse
-    // show as defaults (zk::admin::describe_configs does the same).
+    // show as defaults (controller::topic_configs::describe_configs does the same).
     let usable: BTreeMap<String, String> = topic
         .configs
         .iter()

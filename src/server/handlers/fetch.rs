@@ -22,10 +22,10 @@ use crate::protocol::fetch_response::{
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_fetch::{DelayedFetch, FetchIsolation, FetchPartitionSpec};
 use crate::purgatory::view::LogOffsetMetadata;
+use crate::replication::partition::ReadAnswer;
 use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::fetch_session::{PartitionFetch, SentState, SessionDecision};
-use crate::shard::datapath::{LocalRead, ReadSpec};
-use crate::shard::partitions::ReadBound;
+use crate::shard::data_shard::ReadSpec;
+use crate::shard::fetch_session::{PartitionFetch, SentState, SessionDecision};
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;
 
@@ -119,12 +119,12 @@ async fn fetch(
     } else {
         request.replica_id.0
     };
-    let (bound, isolation) = if replica_id >= 0 {
-        (ReadBound::LogEnd, FetchIsolation::LogEnd)
+    let isolation = if replica_id >= 0 {
+        FetchIsolation::LogEnd
     } else if request.isolation_level == 1 {
-        (ReadBound::LastStable, FetchIsolation::TxnCommitted)
+        FetchIsolation::TxnCommitted
     } else {
-        (ReadBound::HighWatermark, FetchIsolation::HighWatermark)
+        FetchIsolation::HighWatermark
     };
     let (wanted, forgotten) = resolve(ctx, request, version);
     let (session_epoch, session_id) = if version >= 7 {
@@ -136,7 +136,16 @@ async fn fetch(
         .iter()
         .filter_map(|w| w.tp.clone().map(|tp| (tp, w.fetch)))
         .collect();
-    let decision = ctx.fetch_sessions.borrow_mut().on_fetch(
+    // Connections live on data shards only; a shard without one has no
+    // sessions to offer (answered as Kafka answers a broker-side failure).
+    let Some(data) = ctx.data() else {
+        let top = FetchTop {
+            error_code: ErrorCode::UNKNOWN_SERVER_ERROR.0,
+            ..FetchTop::default()
+        };
+        return encode_fetch_body(version, top, Vec::new());
+    };
+    let decision = data.fetch_sessions.borrow_mut().on_fetch(
         session_id,
         session_epoch,
         &session_parts,
@@ -159,13 +168,16 @@ async fn fetch(
         }
     };
     let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0);
-    let mut reads = read_all(ctx, &wanted, bound, max_bytes).await;
+    let mut reads = read_all(ctx, &wanted, isolation, max_bytes).await;
     let total: usize = reads.iter().flatten().map(|r| r.bytes).sum();
-    let any_error = reads.iter().flatten().any(|r| r.error_code != 0)
+    let any_error = reads
+        .iter()
+        .flatten()
+        .any(|r| r.error_code != ErrorCode::NONE)
         || wanted.iter().any(|w| w.error.is_some());
     if total < request.min_bytes.max(0) as usize && request.max_wait_ms > 0 && !any_error {
         long_poll(ctx, request, isolation, &wanted, &reads).await;
-        reads = read_all(ctx, &wanted, bound, max_bytes).await;
+        reads = read_all(ctx, &wanted, isolation, max_bytes).await;
     }
     let topics = build_topics(ctx, response_session, incremental, &mut wanted, reads);
     let top = FetchTop {
@@ -255,7 +267,10 @@ fn resolve(
 
 fn session_wanted(ctx: &ShardContext, session_id: i32) -> Vec<Wanted> {
     let snapshot = ctx.snapshot();
-    ctx.fetch_sessions
+    let Some(data) = ctx.data() else {
+        return Vec::new();
+    };
+    data.fetch_sessions
         .borrow()
         .session_partitions(session_id)
         .into_iter()
@@ -279,9 +294,9 @@ fn session_wanted(ctx: &ShardContext, session_id: i32) -> Vec<Wanted> {
 async fn read_all(
     ctx: &Rc<ShardContext>,
     wanted: &[Wanted],
-    bound: ReadBound,
+    isolation: FetchIsolation,
     max_bytes: usize,
-) -> Vec<Option<LocalRead>> {
+) -> Vec<Option<ReadAnswer>> {
     let mut specs = Vec::new();
     let mut index = Vec::with_capacity(wanted.len());
     for w in wanted {
@@ -297,8 +312,8 @@ async fn read_all(
             _ => index.push(None),
         }
     }
-    let mut answers: Vec<Option<LocalRead>> = ctx
-        .read_on_owners(specs, bound, max_bytes)
+    let mut answers: Vec<Option<ReadAnswer>> = ctx
+        .read_on_owners(specs, isolation, max_bytes)
         .await
         .into_iter()
         .map(Some)
@@ -315,18 +330,16 @@ async fn long_poll(
     request: &FetchRequest,
     isolation: FetchIsolation,
     wanted: &[Wanted],
-    reads: &[Option<LocalRead>],
+    reads: &[Option<ReadAnswer>],
 ) {
-    let Some(driver) = ctx.purgatory() else {
-        return;
-    };
     let mut specs = Vec::new();
+    let mut seen = Vec::new();
     for (w, r) in wanted.iter().zip(reads) {
         let (Some(tp), Some(r)) = (&w.tp, r) else {
             continue;
         };
         let Some(s) = r.snapshot else { continue };
-        driver.on_partition_advanced(tp, s);
+        seen.push((tp.clone(), s));
         // The read stopped at the watermark: its logical byte position
         // minus what was read is where this fetch stands.
         let at = isolation.watermark(&s);
@@ -354,16 +367,7 @@ async fn long_poll(
         isolation,
         specs,
     );
-    let ctx2 = ctx.clone();
-    glommio::spawn_local(async move {
-        futures_lite::future::yield_now().await;
-        ctx2.sync_watches().await;
-    })
-    .detach();
-    let _ = driver.wait_fetch(op, &keys).await;
-    // Let owners forget this watch if nothing else waits on it.
-    let ctx3 = ctx.clone();
-    glommio::spawn_local(async move { ctx3.sync_watches().await }).detach();
+    let _ = ctx.park(op, &keys, seen).await;
 }
 
 fn build_topics(
@@ -371,10 +375,13 @@ fn build_topics(
     session_id: i32,
     incremental: bool,
     wanted: &mut [Wanted],
-    reads: Vec<Option<LocalRead>>,
+    reads: Vec<Option<ReadAnswer>>,
 ) -> Vec<FetchTopicOut> {
     let mut topics: Vec<FetchTopicOut> = Vec::new();
-    let mut sessions = ctx.fetch_sessions.borrow_mut();
+    let Some(data) = ctx.data() else {
+        return Vec::new();
+    };
+    let mut sessions = data.fetch_sessions.borrow_mut();
     for (w, r) in wanted.iter_mut().zip(reads) {
         let out = match (w.error, r) {
             (Some(code), _) => FetchPartitionOut::error(w.partition, code),
@@ -383,11 +390,11 @@ fn build_topics(
             }
             (None, Some(r)) => FetchPartitionOut {
                 partition_index: w.partition,
-                error_code: r.error_code,
+                error_code: r.error_code.0,
                 high_watermark: r.high_watermark,
                 last_stable_offset: r.last_stable_offset,
                 log_start_offset: r.log_start_offset,
-                records: r.parts,
+                records: r.records,
             },
         };
         if session_id != 0 {

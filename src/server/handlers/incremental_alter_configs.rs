@@ -21,13 +21,13 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::{
     alter_results, failure, sort_resources, CheckedApi, Field, Schema, BOOL, INT8,
 };
+use crate::controller::requests::AdminRequest;
+use crate::controller::topic_admin::{AlterConfigOp, AlterConfigOpType};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
-use crate::shard::control::AdminRequest;
 use crate::shard::ShardContext;
-use crate::zk::admin::{AlterConfigOp, AlterConfigOpType};
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::IncrementalAlterConfigs, 0, 1);
 
@@ -88,7 +88,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 
 fn ops(
     r: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
-) -> Result<Vec<AlterConfigOp>, crate::shard::control::AdminFailure> {
+) -> Result<Vec<AlterConfigOp>, crate::controller::requests::AdminFailure> {
     r.configs
         .iter()
         .map(|c| {

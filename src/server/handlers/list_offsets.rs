@@ -18,9 +18,10 @@ use kafka_protocol::messages::{ApiKey, TopicName};
 use super::admin_common::{CheckedApi, Field, Schema, INT32, INT64, INT8};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
+use crate::purgatory::delayed_fetch::FetchIsolation;
+use crate::replication::partition::MAX_TIMESTAMP;
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
-use crate::shard::partitions::{ReadBound, MAX_TIMESTAMP};
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;
 
@@ -54,11 +55,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let version = req.header.api_version;
         let request: ListOffsetsRequest = API.decode(req.body.clone(), version)?;
         let bound = if request.replica_id.0 >= 0 {
-            ReadBound::LogEnd
+            FetchIsolation::LogEnd
         } else if request.isolation_level == 1 {
-            ReadBound::LastStable
+            FetchIsolation::TxnCommitted
         } else {
-            ReadBound::HighWatermark
+            FetchIsolation::HighWatermark
         };
         let snapshot = ctx.snapshot();
         let mut lookups = Vec::new();
@@ -100,7 +101,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                         let r = ListOffsetsPartitionResponse::default().with_partition_index(index);
                         match lookup.and_then(|i| answers.get(i)) {
                             Some(a) => r
-                                .with_error_code(a.error_code)
+                                .with_error_code(a.error_code.0)
                                 .with_timestamp(a.timestamp)
                                 .with_offset(a.offset)
                                 .with_leader_epoch(if version >= 4 { a.leader_epoch } else { -1 }),

@@ -14,13 +14,13 @@ use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::ApiKey;
 
+use crate::controller::image::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::metadata::answers::{encode, is_valid_topic_name, metadata_response};
 use crate::protocol::decode::{check_array_len, decode_body};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
-use crate::shard::control::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
-use crate::shard::{ShardContext, ShardRequest, ShardResponse};
+use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Metadata, 0, 13);
 
@@ -66,23 +66,11 @@ async fn request_auto_create(
     ctx: &Rc<ShardContext>,
     topics: Vec<String>,
 ) -> Option<Vec<(String, ErrorCode)>> {
-    match ctx
-        .call(
-            ctx.control_peer(),
-            ShardRequest::AutoCreateTopics { topics },
-        )
-        .await
-    {
-        Ok(ShardResponse::AutoCreated { results }) => Some(results),
-        Ok(other) => {
-            tracing::warn!(?other, "unexpected auto-create answer");
-            None
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "auto-create unavailable");
-            None
-        }
+    let results = ctx.auto_create_topics(topics).await;
+    if results.is_none() {
+        tracing::warn!("control shard unavailable for auto-create");
     }
+    results
 }
 
 /// Kafka (KafkaApis.getTopicMetadata → createTopic) answers a topic it has

@@ -26,9 +26,9 @@ use super::admin_common::{CheckedApi, Field, Schema, INT16, INT32};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
+use crate::replication::partition::ProduceResult;
 use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::OutPart;
-use crate::shard::partitions::ProduceResult;
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;
 
@@ -102,12 +102,12 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
                 None
             };
             let result = match (error, &p.records) {
-                (Some(e), _) => ProduceResult::error(e.0),
-                (None, None) => ProduceResult::error(ErrorCode::CORRUPT_MESSAGE.0),
+                (Some(e), _) => ProduceResult::error(e),
+                (None, None) => ProduceResult::error(ErrorCode::CORRUPT_MESSAGE),
                 (None, Some(records)) => {
                     let tp = TopicPartition::new(name.as_str(), p.index);
                     to_append.push((idx, tp, records.clone()));
-                    ProduceResult::error(ErrorCode::NONE.0)
+                    ProduceResult::error(ErrorCode::NONE)
                 }
             };
             slots.push(Slot {
@@ -118,7 +118,7 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
         }
     }
     if !to_append.is_empty() {
-        let now_ms = wall_now_ms();
+        let now_ms = ctx.clock.wall_ms();
         let (idx, parts): (Vec<usize>, Vec<(TopicPartition, Bytes)>) =
             to_append.into_iter().map(|(i, tp, b)| (i, (tp, b))).unzip();
         let keys: Vec<TopicPartition> = parts.iter().map(|(tp, _)| tp.clone()).collect();
@@ -129,7 +129,7 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
         for (i, r) in idx.into_iter().zip(results) {
             let keep_error = slots[i].result.error_code;
             slots[i].result = ProduceResult {
-                error_code: if keep_error != 0 {
+                error_code: if keep_error != ErrorCode::NONE {
                     keep_error
                 } else {
                     r.error_code
@@ -150,37 +150,31 @@ async fn wait_for_replication(
     results: &[ProduceResult],
     slots: &mut [Slot],
 ) {
-    let Some(driver) = ctx.purgatory() else {
-        return;
-    };
     let mut appended = Vec::with_capacity(keys.len());
     for (tp, r) in keys.iter().zip(results) {
-        // The owner's state as of the append feeds this shard's view.
-        if let Some(s) = r.snapshot {
-            driver.on_partition_advanced(tp, s);
-        }
-        let a = if r.error_code == 0 {
+        let a = if r.error_code == ErrorCode::NONE {
             AppendResult::Appended {
                 last_offset: r.last_offset,
             }
         } else {
             AppendResult::Failed {
-                error_code: r.error_code,
+                error_code: r.error_code.0,
             }
         };
         appended.push((tp.clone(), a));
     }
     let op = DelayedProduce::new(i64::from(timeout_ms.max(0)), appended);
-    let ctx2 = ctx.clone();
-    glommio::spawn_local(async move {
-        futures_lite::future::yield_now().await;
-        ctx2.sync_watches().await;
-    })
-    .detach();
-    let outcome = driver.wait_produce(op, keys).await;
+    // The owner's state as of the append feeds this shard's view.
+    let seen = keys
+        .iter()
+        .zip(results)
+        .filter_map(|(tp, r)| r.snapshot.map(|s| (tp.clone(), s)));
+    let Some(outcome) = ctx.park(op, keys, seen).await else {
+        return;
+    };
     for ((_, code), i) in outcome.partitions.into_iter().zip(idx) {
         if code != 0 {
-            slots[*i].result.error_code = code;
+            slots[*i].result.error_code = ErrorCode(code);
         }
     }
 }
@@ -190,8 +184,8 @@ fn to_responses(slots: Vec<Slot>) -> Vec<TopicProduceResponse> {
     for s in slots {
         let p = PartitionProduceResponse::default()
             .with_index(s.partition)
-            .with_error_code(s.result.error_code)
-            .with_base_offset(if s.result.error_code == 0 {
+            .with_error_code(s.result.error_code.0)
+            .with_base_offset(if s.result.error_code == ErrorCode::NONE {
                 s.result.base_offset
             } else {
                 -1
@@ -208,11 +202,6 @@ fn to_responses(slots: Vec<Slot>) -> Vec<TopicProduceResponse> {
         }
     }
     out
-}
-
-fn wall_now_ms() -> i64 {
-    use crate::io::clock::Clock as _;
-    crate::io::clock::SystemClock::new().wall_ms()
 }
 
 #[cfg(test)]

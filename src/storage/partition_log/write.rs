@@ -89,6 +89,8 @@ impl PartitionLog {
             log_append_time.then_some(now_ms),
         )
         .await?;
+        self.appended_bytes += records.bytes().len() as i64;
+        self.publish_ends();
         self.maybe_record_leader_epoch(leader_epoch, first_offset)?;
         self.maybe_flush_after_append(record_offsets, now_ms)
             .await?;
@@ -554,6 +556,7 @@ impl PartitionLog {
         self.recovery_point.set(self.recovery_point.get().min(leo));
         self.leader_epochs.retain(|&(_, start)| start < leo);
         let _ = self.write_leader_epochs();
+        self.publish_ends();
     }
 
     /// DeleteRecords: advance the log start offset to `offset` (at most the
@@ -570,6 +573,7 @@ impl PartitionLog {
         if offset > self.log_start_offset {
             self.log_start_offset = offset;
             self.delete_segments_while(|_, next_base, log| next_base <= log.log_start_offset)?;
+            self.publish_ends();
         }
         Ok(self.log_start_offset)
     }
@@ -608,6 +612,9 @@ impl PartitionLog {
             }
             self.log_start_offset = self.log_start_offset.max(next_base);
             deleted += 1;
+        }
+        if deleted > 0 {
+            self.publish_ends();
         }
         Ok(deleted)
     }

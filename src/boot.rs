@@ -13,11 +13,21 @@ use anyhow::{anyhow, bail, Context as _};
 use glommio::{LocalExecutorBuilder, Placement};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::context::{Role, ShardContext, ShardRequest, ShardResponse};
-use super::mesh::{self, Mesh};
+use std::rc::Rc;
+
 use crate::config::ServerConfig;
+use crate::controller::Controller;
+use crate::io::clock::{Clock, SystemClock};
 use crate::metadata::{BrokerEndpoint, Snapshot};
+use crate::purgatory::delayed_operation::PurgatoryConfig;
+use crate::purgatory::driver::PurgatoryDriver;
+use crate::replication::replica_manager::ReplicaManager;
 use crate::server;
+use crate::shard::context::{Role, RolePart, ShardBase, ShardContext, ShardRequest, ShardResponse};
+use crate::shard::control_shard::ControlShard;
+use crate::shard::data_shard::DataShard;
+use crate::shard::mesh::{self, Mesh};
+use crate::shard::router;
 use crate::types::ShardId;
 
 /// Registered io_uring buffer memory per executor: keeps data shards plus
@@ -215,19 +225,24 @@ struct ShutdownReport {
     produce_latency: crate::loadgen::histogram::LatencyHistogram,
 }
 
-async fn join_shard(setup: &ShardSetup) -> std::rc::Rc<ShardContext> {
-    let ctx = ShardContext::new(
-        setup.role,
-        setup.n_shards,
-        setup.config.clone(),
-        server::dispatch::api_table(),
-        setup.snapshot.clone(),
-    );
+/// The parts every shard shares, as of boot.
+fn shard_base(setup: &ShardSetup, clock: Rc<dyn Clock>) -> ShardBase {
+    ShardBase {
+        n_shards: setup.n_shards,
+        config: setup.config.clone(),
+        api_table: server::dispatch::api_table(),
+        clock,
+        snapshot: setup.snapshot.clone(),
+    }
+}
+
+async fn join_shard(setup: &ShardSetup, base: ShardBase, part: RolePart) -> Rc<ShardContext> {
+    let ctx = ShardContext::new(base, part);
     let expected_peer = match setup.role {
         Role::Data(id) => id.index(),
         Role::Control => setup.n_shards,
     };
-    match Mesh::join(setup.mesh_builder.clone(), ctx.mesh_handler()).await {
+    match Mesh::join(setup.mesh_builder.clone(), router::mesh_handler(&ctx)).await {
         // Peer ids follow executor creation order; run_broker_until creates
         // data shards 0..n, then the control shard.
         Ok(mesh) if mesh.me() == expected_peer => ctx.set_mesh(mesh),
@@ -255,8 +270,24 @@ async fn join_shard(setup: &ShardSetup) -> std::rc::Rc<ShardContext> {
     ctx
 }
 
+/// A data shard's own part: its partitions (none open yet) and purgatory.
+fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard {
+    let replicas = Rc::new(ReplicaManager::new(
+        setup.n_shards,
+        &setup.log_dir,
+        setup.config.clone(),
+    ));
+    let purgatory = PurgatoryDriver::new(clock, PurgatoryConfig::default());
+    DataShard::new(id, setup.n_shards, replicas, purgatory)
+}
+
 async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
-    let ctx = join_shard(&setup).await;
+    let Role::Data(id) = setup.role else {
+        return;
+    };
+    let clock: Rc<dyn Clock> = Rc::new(SystemClock::new());
+    let part = RolePart::Data(data_part(&setup, id, clock.clone()));
+    let ctx = join_shard(&setup, shard_base(&setup, clock), part).await;
     // Before any DMA file is opened on this thread (PLATFORM.md).
     if let Err(e) = crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
         let _ = setup
@@ -288,32 +319,16 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
     }
 }
 
-/// Data shards: the partition registry (opened from the current snapshot),
-/// the purgatory, and the housekeeping timer (`log.flush.*`,
-/// `log.retention.check.interval.ms`).
-async fn start_data_path(ctx: &std::rc::Rc<ShardContext>, setup: &ShardSetup) {
-    let Role::Data(id) = setup.role else {
+/// Data shards: the partitions of the current snapshot opened, and the
+/// housekeeping timer (`log.flush.*`, `log.retention.check.interval.ms`).
+async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
+    let Some(data) = ctx.data() else {
         return;
     };
-    let registry = std::rc::Rc::new(crate::shard::partitions::PartitionRegistry::new(
-        id,
-        setup.n_shards,
-        &setup.log_dir,
-        setup.config.clone(),
-    ));
-    let clock: std::rc::Rc<dyn crate::io::clock::Clock> =
-        std::rc::Rc::new(crate::io::clock::SystemClock::new());
-    let driver = crate::purgatory::driver::PurgatoryDriver::new(
-        clock,
-        crate::purgatory::delayed_operation::PurgatoryConfig::default(),
-    );
-    ctx.set_data_path(registry.clone(), driver);
-    registry.sync(&ctx.snapshot()).await;
+    data.sync_partitions(&ctx.snapshot()).await;
     let retention_every_ms = setup.config.log_retention_check_interval_ms.max(1000);
-    let weak = std::rc::Rc::downgrade(ctx);
+    let weak = Rc::downgrade(ctx);
     glommio::spawn_local(async move {
-        use crate::io::clock::Clock as _;
-        let clock = crate::io::clock::SystemClock::new();
         let mut last_retention = 0i64;
         loop {
             glommio::timer::sleep(HOUSEKEEPING_EVERY).await;
@@ -321,13 +336,13 @@ async fn start_data_path(ctx: &std::rc::Rc<ShardContext>, setup: &ShardSetup) {
             if ctx.stopping.is_fired() {
                 return;
             }
-            let now = clock.wall_ms();
+            let now = ctx.clock.wall_ms();
             let retention = now - last_retention >= retention_every_ms;
             if retention {
                 last_retention = now;
             }
-            if let Some(registry) = ctx.partitions() {
-                registry.housekeeping(now, retention).await;
+            if let Some(data) = ctx.data() {
+                data.replicas.housekeeping(now, retention).await;
             }
         }
     })
@@ -338,15 +353,15 @@ async fn start_data_path(ctx: &std::rc::Rc<ShardContext>, setup: &ShardSetup) {
 const HOUSEKEEPING_EVERY: Duration = Duration::from_millis(100);
 
 /// Clean shutdown of a data shard's logs (flush, indexes, clean marker).
-async fn stop_data_path(ctx: &std::rc::Rc<ShardContext>, setup: &ShardSetup) {
-    let offsets = match ctx.partitions() {
-        Some(registry) => registry.close_all().await,
-        None => Vec::new(),
+async fn stop_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
+    let Some(data) = ctx.data() else {
+        return;
     };
+    let offsets = data.replicas.close_all().await;
     let stats = crate::io::zerocopy::stats();
     if let Ok(mut report) = setup.report.lock() {
         report.offsets.extend(offsets);
-        let (appends, syncs) = crate::shard::partitions::durable_counts();
+        let (appends, syncs) = data.replicas.durable_counts();
         report.durable_appends += appends;
         report.durable_syncs += syncs;
         report
@@ -390,15 +405,36 @@ fn finish_shutdown(config: &ServerConfig, report: &Mutex<ShutdownReport>) {
 }
 
 async fn control_shard_main(setup: ShardSetup) {
-    let ctx = join_shard(&setup).await;
+    let clock: Rc<dyn Clock> = Rc::new(SystemClock::new());
     // Every executor primes the probe before it could open a DMA file.
-    let started = match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
-        // The first snapshot (stored topics) reaches every data shard
-        // before readiness, so a restarted broker serves its topics at once.
-        Ok(()) => super::control::start(&ctx, &setup.log_dir)
-            .await
-            .map_err(|e| format!("metadata store: {e}")),
+    let opened = match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
+        Ok(()) => Controller::open_embedded(
+            &setup.log_dir,
+            setup.config.clone(),
+            setup.snapshot.clone(),
+            clock.wall_ms(),
+        )
+        .await
+        .map_err(|e| format!("metadata store: {e}")),
         Err(e) => Err(format!("log dir {}: {e}", setup.log_dir.display())),
+    };
+    // Join the mesh either way: data shards wait for every peer.
+    let (part, started) = match opened {
+        Ok(controller) => (RolePart::Control(ControlShard::new(controller)), Ok(())),
+        Err(e) => (RolePart::Bare(Role::Control), Err(e)),
+    };
+    let ctx = join_shard(&setup, shard_base(&setup, clock), part).await;
+    // The first snapshot (stored topics) reaches every data shard before
+    // readiness, so a restarted broker serves its topics at once.
+    let started = match (started, ctx.control()) {
+        (Ok(()), Some(control)) => match control.controller.next_snapshot().await {
+            Ok(snapshot) => {
+                router::publish(&ctx, snapshot).await;
+                Ok(())
+            }
+            Err(e) => Err(format!("metadata store: {e}")),
+        },
+        (started, _) => started,
     };
     let _ = setup.ready.send(started);
     ctx.stopping.wait().await;

@@ -23,16 +23,11 @@ use rand::Rng;
 use uuid::Uuid;
 
 use super::assignment::{assign_replicas_to_brokers, AssignmentError, AssignmentSeed};
-use super::paths::{
-    self, kafka_uuid, BrokerIdZNode, ClusterIdZNode, ConfigChangeZNode, ConfigZNode,
-};
-use super::paths::{PartitionStateZNode, TopicZNode};
-use super::store::{join, CreateMode, MetadataStore, Op, StoreError};
-use crate::config::topic::{
-    topic_config_type, validate_one, BrokerTopicDefaults, ConfigEntry, ConfigError, ConfigType,
-    ConfigValue, TopicConfig,
-};
+use super::brokers::{controller_epoch, create_top_level_paths};
+use crate::config::topic::{BrokerTopicDefaults, ConfigError, TopicConfig};
 use crate::types::{BrokerId, PartitionId};
+use crate::zk::paths::{self, kafka_uuid, ConfigZNode, PartitionStateZNode, TopicZNode};
+use crate::zk::store::{join, CreateMode, MetadataStore, Op, StoreError};
 
 /// Kafka error codes used here (`org.apache.kafka.common.protocol.Errors`).
 pub mod error_codes {
@@ -52,9 +47,6 @@ pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
 /// Not a Kafka limit: a guard so one request cannot make us build an
 /// arbitrarily large `multi` (Kafka would fail later, on the controller).
 pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
-/// Used for partition state when `/controller_epoch` does not exist yet
-/// (Kafka's first elected controller writes epoch 1).
-const FIRST_CONTROLLER_EPOCH: i32 = 1;
 
 /// A failed admin operation, with the Kafka error code to return.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -116,11 +108,11 @@ impl From<AssignmentError> for AdminError {
     }
 }
 
-fn corrupt(path: &str, e: impl std::fmt::Display) -> AdminError {
+pub(super) fn corrupt(path: &str, e: impl std::fmt::Display) -> AdminError {
     AdminError::Corrupt(format!("{path}: {e}"))
 }
 
-fn unknown_topic(name: &str) -> AdminError {
+pub(super) fn unknown_topic(name: &str) -> AdminError {
     AdminError::UnknownTopicOrPartition(format!("Topic '{name}' does not exist."))
 }
 
@@ -221,102 +213,6 @@ pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
 /// Kafka's `Topic.unifyCollisionChars`: `.` and `_` collide in metric names.
 fn unify_collision_chars(name: &str) -> String {
     name.replace('.', "_")
-}
-
-/// Creates Kafka's persistent top-level znodes if missing
-/// (`KafkaZkClient.createTopLevelPaths`). Idempotent; run at start-up.
-pub async fn create_top_level_paths<S: MetadataStore>(store: &S) -> Result<(), AdminError> {
-    for path in paths::PERSISTENT_PATHS {
-        if store.exists(path).await?.is_none() {
-            match super::store::create_recursive(store, path, &[], CreateMode::Persistent).await {
-                Ok(_) | Err(StoreError::NodeExists(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Broker ids registered under `/brokers/ids`, ascending.
-pub async fn live_brokers<S: MetadataStore>(store: &S) -> Result<Vec<BrokerId>, AdminError> {
-    let names = match store.children(paths::BROKER_IDS).await {
-        Ok(names) => names,
-        Err(StoreError::NoNode(_)) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
-    let mut ids: Vec<BrokerId> = names.iter().filter_map(|n| n.parse().ok()).collect();
-    ids.sort_unstable();
-    Ok(ids)
-}
-
-/// Registers this broker: ephemeral `/brokers/ids/<id>` with a v5 payload
-/// for one PLAINTEXT listener. `NodeExists` means the id is taken.
-pub async fn register_broker<S: MetadataStore>(
-    store: &S,
-    broker_id: BrokerId,
-    host: &str,
-    port: i32,
-    timestamp_ms: i64,
-) -> Result<BrokerIdZNode, AdminError> {
-    let registration = BrokerIdZNode::plaintext(host, port, timestamp_ms);
-    register_broker_znode(store, broker_id, &registration).await?;
-    Ok(registration)
-}
-
-/// Registers an arbitrary (multi-listener) registration.
-pub async fn register_broker_znode<S: MetadataStore>(
-    store: &S,
-    broker_id: BrokerId,
-    registration: &BrokerIdZNode,
-) -> Result<(), AdminError> {
-    create_top_level_paths(store).await?;
-    let path = paths::broker_id(broker_id);
-    store
-        .create(&path, &registration.encode(), CreateMode::Ephemeral)
-        .await?;
-    Ok(())
-}
-
-/// Returns the cluster id, creating `/cluster/id` with a fresh Kafka Uuid
-/// the first time (`KafkaZkClient.getOrCreateClusterId`).
-pub async fn ensure_cluster_id<S: MetadataStore, R: Rng + ?Sized>(
-    store: &S,
-    rng: &mut R,
-) -> Result<String, AdminError> {
-    match store.get(paths::CLUSTER_ID).await {
-        Ok((data, _)) => {
-            return ClusterIdZNode::decode(&data)
-                .map(|z| z.id)
-                .map_err(|e| corrupt(paths::CLUSTER_ID, e))
-        }
-        Err(StoreError::NoNode(_)) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let id = kafka_uuid::to_string(&kafka_uuid::random(rng));
-    let data = ClusterIdZNode::new(&id).encode();
-    match super::store::create_recursive(store, paths::CLUSTER_ID, &data, CreateMode::Persistent)
-        .await
-    {
-        Ok(_) => Ok(id),
-        // Another broker won the race: use its id.
-        Err(StoreError::NodeExists(_)) => {
-            let (data, _) = store.get(paths::CLUSTER_ID).await?;
-            ClusterIdZNode::decode(&data)
-                .map(|z| z.id)
-                .map_err(|e| corrupt(paths::CLUSTER_ID, e))
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-async fn controller_epoch<S: MetadataStore>(store: &S) -> Result<i32, AdminError> {
-    match store.get(paths::CONTROLLER_EPOCH).await {
-        Ok((data, _)) => {
-            paths::decode_controller_epoch(&data).map_err(|e| corrupt(paths::CONTROLLER_EPOCH, e))
-        }
-        Err(StoreError::NoNode(_)) => Ok(FIRST_CONTROLLER_EPOCH),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Checks a manual assignment (Kafka's `validateReplicaAssignment`, plus
@@ -478,7 +374,7 @@ fn partition_ops(
     (ops, states)
 }
 
-fn create_op(path: String, data: Vec<u8>) -> Op {
+pub(super) fn create_op(path: String, data: Vec<u8>) -> Op {
     Op::Create {
         path,
         data,
@@ -603,7 +499,7 @@ pub async fn load_topics<S: MetadataStore>(store: &S) -> Result<Vec<TopicInfo>, 
 }
 
 /// The topic's overrides and the config znode version (-1 if no znode).
-async fn read_topic_overrides<S: MetadataStore>(
+pub(super) async fn read_topic_overrides<S: MetadataStore>(
     store: &S,
     name: &str,
 ) -> Result<(BTreeMap<String, String>, Option<i32>), AdminError> {
@@ -796,175 +692,6 @@ fn plan_new_partitions(
         AssignmentSeed::fixed(start),
         old,
     )?)
-}
-
-/// DescribeConfigs for a topic. Stored overrides that fail validation (a
-/// newer Kafka may have written keys we do not know) are shown as defaults.
-pub async fn describe_configs<S: MetadataStore>(
-    store: &S,
-    name: &str,
-    defaults: &BrokerTopicDefaults,
-    keys: Option<&[String]>,
-) -> Result<Vec<ConfigEntry>, AdminError> {
-    if store.exists(&paths::topic(name)).await?.is_none() {
-        return Err(unknown_topic(name));
-    }
-    let (overrides, _) = read_topic_overrides(store, name).await?;
-    let usable: BTreeMap<String, String> = overrides
-        .into_iter()
-        .filter(|(k, v)| validate_one(k, v).is_ok())
-        .collect();
-    let config = TopicConfig::resolve(&usable, defaults)
-        .unwrap_or_else(|_| TopicConfig::from_broker_defaults(defaults));
-    Ok(config.describe(&usable, defaults, keys))
-}
-
-/// The effective value of a list key before an APPEND/SUBTRACT.
-fn current_list(
-    key: &str,
-    overrides: &BTreeMap<String, String>,
-    defaults: &BrokerTopicDefaults,
-) -> Vec<String> {
-    let from_override = overrides
-        .get(key)
-        .and_then(|raw| match validate_one(key, raw) {
-            Ok(ConfigValue::List(items)) => Some(items),
-            _ => None,
-        });
-    from_override.unwrap_or_else(|| {
-        match TopicConfig::from_broker_defaults(defaults).value_of(key) {
-            Some(ConfigValue::List(items)) => items,
-            _ => Vec::new(),
-        }
-    })
-}
-
-/// Applies `ops` to `overrides` (Kafka's `prepareIncrementalConfigs`).
-fn apply_alter_ops(
-    mut overrides: BTreeMap<String, String>,
-    ops: &[AlterConfigOp],
-    defaults: &BrokerTopicDefaults,
-) -> Result<BTreeMap<String, String>, AdminError> {
-    let mut seen = BTreeSet::new();
-    for op in ops {
-        if !seen.insert(op.name.as_str()) {
-            return Err(AdminError::InvalidRequest(
-                "Error due to duplicate config keys".into(),
-            ));
-        }
-        let value = match (&op.value, op.op) {
-            (_, AlterConfigOpType::Delete) => {
-                overrides.remove(&op.name);
-                continue;
-            }
-            (Some(v), _) => v.clone(),
-            (None, _) => {
-                return Err(AdminError::InvalidRequest(format!(
-                    "Null value not supported for : {}",
-                    op.name
-                )))
-            }
-        };
-        if op.op == AlterConfigOpType::Set {
-            overrides.insert(op.name.clone(), value);
-            continue;
-        }
-        // APPEND / SUBTRACT: list-typed keys only.
-        if topic_config_type(&op.name) != Some(ConfigType::List) {
-            let verb = if op.op == AlterConfigOpType::Append {
-                "append"
-            } else {
-                "subtract"
-            };
-            return Err(AdminError::InvalidConfig(format!(
-                "Config value {verb} is not allowed for config key: {}",
-                op.name
-            )));
-        }
-        let mut items = current_list(&op.name, &overrides, defaults);
-        let given = value.split(',').map(str::trim).filter(|s| !s.is_empty());
-        if op.op == AlterConfigOpType::Append {
-            for item in given {
-                if !items.iter().any(|i| i == item) {
-                    items.push(item.to_string());
-                }
-            }
-        } else {
-            let remove: Vec<&str> = given.collect();
-            items.retain(|i| !remove.contains(&i.as_str()));
-        }
-        overrides.insert(op.name.clone(), items.join(","));
-    }
-    Ok(overrides)
-}
-
-/// IncrementalAlterConfigs for a topic (KIP-339). Returns the new overrides.
-pub async fn incremental_alter_configs<S: MetadataStore>(
-    store: &S,
-    name: &str,
-    ops: &[AlterConfigOp],
-    defaults: &BrokerTopicDefaults,
-    validate_only: bool,
-) -> Result<BTreeMap<String, String>, AdminError> {
-    if store.exists(&paths::topic(name)).await?.is_none() {
-        return Err(unknown_topic(name));
-    }
-    let (overrides, version) = read_topic_overrides(store, name).await?;
-    let updated = apply_alter_ops(overrides, ops, defaults)?;
-    TopicConfig::resolve(&updated, defaults)?;
-    if validate_only {
-        return Ok(updated);
-    }
-    write_topic_overrides(store, name, &updated, version).await?;
-    Ok(updated)
-}
-
-/// AlterConfigs (the legacy, replace-everything API kafka-python uses):
-/// the topic's overrides become exactly `configs`.
-pub async fn alter_configs<S: MetadataStore>(
-    store: &S,
-    name: &str,
-    configs: &BTreeMap<String, String>,
-    defaults: &BrokerTopicDefaults,
-    validate_only: bool,
-) -> Result<(), AdminError> {
-    if store.exists(&paths::topic(name)).await?.is_none() {
-        return Err(unknown_topic(name));
-    }
-    TopicConfig::resolve(configs, defaults)?;
-    if validate_only {
-        return Ok(());
-    }
-    let (_, version) = read_topic_overrides(store, name).await?;
-    write_topic_overrides(store, name, configs, version).await
-}
-
-/// Writes the overrides (guarded by the config znode's `version`) and a
-/// `/config/changes` notification in one `multi`, as Kafka's
-/// `AdminZkClient.changeTopicConfig` does, so ZooKeeper-mode brokers reload.
-async fn write_topic_overrides<S: MetadataStore>(
-    store: &S,
-    name: &str,
-    overrides: &BTreeMap<String, String>,
-    version: Option<i32>,
-) -> Result<(), AdminError> {
-    let data = ConfigZNode::new(overrides.clone()).encode();
-    let config_op = match version {
-        Some(v) => Op::Set {
-            path: paths::topic_config(name),
-            data,
-            expected_version: Some(v),
-        },
-        None => create_op(paths::topic_config(name), data),
-    };
-    let notify = Op::Create {
-        path: paths::config_change_sequential_prefix(),
-        data: ConfigChangeZNode::topic(name).encode(),
-        mode: CreateMode::PersistentSequential,
-    };
-    create_top_level_paths(store).await?;
-    store.multi(vec![config_op, notify]).await?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 use super::*;
 use crate::config::topic::ConfigSource;
+use crate::controller::brokers::*;
+use crate::controller::topic_configs::*;
 use crate::zk::embedded::EmbeddedStore;
 use futures_lite::future::block_on;
 use rand::rngs::StdRng;

@@ -1,0 +1,25 @@
+//! The controller (ARCHITECTURE.md §7; seed 002): Kafka's ZooKeeper-mode
+//! controller, run on the control shard. Today it serves one broker over
+//! the embedded store; the ZooKeeper session, controller election, the
+//! partition and replica state machines and LeaderAndIsr / UpdateMetadata
+//! land here next.
+//!
+//! - [`event_loop`] `[drv]`: the [`Controller`] — owns the store, runs
+//!   admin operations one at a time, hands back the snapshot to publish.
+//! - [`requests`] `[pure]`: the admin operations data shards forward.
+//! - [`image`] `[pure]`: the metadata snapshot built from stored topics;
+//!   the specs of auto-created (internal) topics.
+//! - [`topic_admin`], [`topic_configs`], [`brokers`]: Kafka's topic admin,
+//!   topic config and broker registration operations over any
+//!   `zk::store::MetadataStore` (`AdminZkClient`, `KafkaZkClient`).
+//! - [`assignment`] `[pure]`: Kafka's replica assignment.
+
+pub mod assignment;
+pub mod brokers;
+pub mod event_loop;
+pub mod image;
+pub mod requests;
+pub mod topic_admin;
+pub mod topic_configs;
+
+pub use event_loop::{Controller, Outcome};

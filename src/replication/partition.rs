@@ -1,0 +1,629 @@
+//! `[drv]` One partition this shard owns (Kafka's `Partition`): its log,
+//! its replica state (role, leader epoch, ISR view; the HW rule), its
+//! idempotent producer state, and the append / read / offset-lookup
+//! operations the Produce, Fetch and ListOffsets handlers route here
+//! (locally or over the mesh). The registry of a shard's partitions is
+//! [`super::replica_manager`].
+//!
+//! One owner per value: the log owns the log start offset, the LEO and the
+//! HW it stores (Kafka's `UnifiedLog`; it bounds retention, DeleteRecords
+//! and truncation), and publishes them ([`LogEnds`]); the replica state
+//! decides when the HW moves. Nothing here keeps a copy.
+//!
+//! Concurrency: a log is appended under a per-partition glommio `RwLock`
+//! write guard (appends await DMA writes); reads take the read guard, so a
+//! read never observes a half-finished append.
+//!
+//! Idempotent producer state (KIP-98) lives with the log: sequence checks
+//! run under the write guard, and the state is written to Kafka's
+//! `<offset>.snapshot` files at every segment roll and at close (the newest
+//! two are kept; `storage::producer_snapshot`). Opening a partition loads
+//! the newest snapshot at or below the log end offset and replays the
+//! batch headers logged after it, so a `kill -9` (no snapshot at the log
+//! end) still rebuilds every producer's last batches from the log tail.
+//! With no usable snapshot the replay starts at the log start offset: one
+//! header pread per batch, the same bound Kafka accepts
+//! (`loadProducerState` from the log start when it has no snapshot).
+//! Producers idle past `producer.id.expiration.ms` are dropped by the
+//! housekeeping timer.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use bytes::Bytes;
+use glommio::sync::RwLock;
+
+use crate::config::topic::{TimestampType, TopicConfig};
+use crate::io::local_sync::{FifoGate, Trigger};
+use crate::io::zerocopy::OutPart;
+use crate::protocol::record_batch;
+use crate::protocol::ErrorCode;
+use crate::purgatory::delayed_fetch::FetchIsolation;
+use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot};
+use crate::replication::isr::LeaderReplicaState;
+use crate::replication::producer_state::{
+    BatchMetadata, LoggedBatch, ProducerBatch, ProducerStateManager, SeqCheck,
+};
+use crate::storage::partition_log::{
+    LogEnds, LogEndsView, PartitionLog, RecordPick, ValidatedRecords,
+};
+use crate::storage::producer_snapshot;
+use crate::storage::StorageError;
+use crate::types::{LeaderEpoch, TopicPartition};
+
+/// Kafka's `ListOffsetsRequest` special timestamps.
+pub const LATEST_TIMESTAMP: i64 = -1;
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+/// KIP-734 (ListOffsets v7+).
+pub const MAX_TIMESTAMP: i64 = -3;
+
+/// One owned partition.
+pub struct Partition {
+    pub tp: TopicPartition,
+    pub topic_id: uuid::Uuid,
+    pub leader_epoch: LeaderEpoch,
+    /// This broker's role as the metadata snapshot names it: the leader
+    /// appends and serves consumers; a follower refuses produce
+    /// (NOT_LEADER_OR_FOLLOWER), as Kafka's `Partition.appendRecordsToLeader`.
+    pub role: PartitionRole,
+    pub config: TopicConfig,
+    log: RwLock<PartitionLog>,
+    /// The log's published offsets (read without the lock; the log writes them).
+    ends: LogEndsView,
+    /// Appends run in arrival order (requests pipelined on one connection
+    /// must land in the order they were sent).
+    append_order: Rc<FifoGate>,
+    replica: RefCell<LeaderReplicaState>,
+    producers: RefCell<ProducerStateManager>,
+    /// `shardlog.flush.every.append`: acknowledge an append only once an
+    /// fdatasync covers it, with group commit (see [`Partition::sync_through`]).
+    durable: bool,
+    durable_sync: DurableSync,
+}
+
+/// What [`Partition::open`] needs besides the log.
+pub struct PartitionSpec {
+    pub tp: TopicPartition,
+    pub topic_id: uuid::Uuid,
+    pub leader_epoch: LeaderEpoch,
+    pub role: PartitionRole,
+    pub config: TopicConfig,
+    /// This broker, the replicas and the ISR from the metadata snapshot.
+    pub me: crate::types::BrokerId,
+    pub replicas: Vec<crate::types::BrokerId>,
+    pub isr: Vec<crate::types::BrokerId>,
+    pub replica_lag_time_max_ms: i64,
+    pub durable: bool,
+    pub durable_counts: DurableCounts,
+}
+
+/// A shard's group-commit counters: (durable appends acknowledged,
+/// fdatasync rounds); their ratio is the batching factor. Shared by the
+/// shard's partitions, read at shutdown.
+#[derive(Debug, Clone, Default)]
+pub struct DurableCounts(Rc<Cell<(u64, u64)>>);
+
+impl DurableCounts {
+    pub fn get(&self) -> (u64, u64) {
+        self.0.get()
+    }
+
+    fn add(&self, appends: u64, syncs: u64) {
+        let (a, s) = self.0.get();
+        self.0.set((a + appends, s + syncs));
+    }
+}
+
+/// Group-commit state of a durable partition: appends buffer under the log
+/// lock and then wait for one fdatasync that covers them all, instead of
+/// holding the lock through an fsync each.
+#[derive(Default)]
+struct DurableSync {
+    /// Every offset below this is on disk (fdatasync done).
+    synced_end: Cell<i64>,
+    /// A sync leader is flushing now.
+    syncing: Cell<bool>,
+    /// The last flush failed: the log is poisoned (no retry of an fsync).
+    failed: Cell<bool>,
+    /// Fired when the current sync round ends; replaced for the next one.
+    round: RefCell<Rc<Trigger>>,
+    counts: DurableCounts,
+}
+
+/// The answer to one partition's append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProduceResult {
+    pub error_code: ErrorCode,
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
+    pub snapshot: Option<PartitionSnapshot>,
+}
+
+impl ProduceResult {
+    pub fn error(error_code: ErrorCode) -> Self {
+        Self {
+            error_code,
+            base_offset: -1,
+            last_offset: -1,
+            log_append_time_ms: -1,
+            log_start_offset: -1,
+            snapshot: None,
+        }
+    }
+}
+
+/// The answer to one partition's read, from the log to the socket: the
+/// records are the response's parts (cached `Bytes` or a segment region
+/// sent with sendfile; they may cross shards, see `shard::datapath`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadAnswer {
+    pub error_code: ErrorCode,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_start_offset: i64,
+    pub records: Vec<OutPart>,
+    pub bytes: usize,
+    pub snapshot: Option<PartitionSnapshot>,
+}
+
+impl ReadAnswer {
+    pub fn error(error_code: ErrorCode) -> Self {
+        Self {
+            error_code,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            records: Vec::new(),
+            bytes: 0,
+            snapshot: None,
+        }
+    }
+}
+
+/// The answer to a ListOffsets lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetAnswer {
+    pub error_code: ErrorCode,
+    pub timestamp: i64,
+    pub offset: i64,
+    pub leader_epoch: LeaderEpoch,
+}
+
+impl OffsetAnswer {
+    pub fn error(error_code: ErrorCode) -> Self {
+        Self {
+            error_code,
+            timestamp: -1,
+            offset: -1,
+            leader_epoch: -1,
+        }
+    }
+}
+
+impl Partition {
+    /// Open the partition over its opened `log`: replica state from the
+    /// snapshot's replicas and ISR, producer state from the newest usable
+    /// snapshot file plus the log tail.
+    pub fn open(spec: PartitionSpec, mut log: PartitionLog) -> Result<Self, StorageError> {
+        let LogEnds {
+            log_end_offset: leo,
+            high_watermark: hw,
+            ..
+        } = log.ends();
+        // Kafka's becomeLeader + maybeIncrementLeaderHW: with every replica
+        // in the ISR at its LEO (a single broker: ISR = {self}), the HW rule
+        // moves the HW to the LEO as soon as we lead.
+        let mut replica = LeaderReplicaState::new(
+            spec.me,
+            &spec.replicas,
+            &spec.isr,
+            hw,
+            leo,
+            spec.replica_lag_time_max_ms,
+            0,
+        );
+        if spec.role == PartitionRole::Leader {
+            replica.on_leader_append(0, leo);
+            log.set_high_watermark(replica.high_watermark());
+        }
+        let (producers, load) = load_producer_state(&log)?;
+        tracing::debug!(tp = %spec.tp, ?load, producers = producers.len(), "producer state loaded");
+        Ok(Partition {
+            tp: spec.tp,
+            topic_id: spec.topic_id,
+            leader_epoch: spec.leader_epoch,
+            role: spec.role,
+            config: spec.config,
+            ends: log.ends_view(),
+            log: RwLock::new(log),
+            append_order: Rc::new(FifoGate::default()),
+            replica: RefCell::new(replica),
+            producers: RefCell::new(producers),
+            durable: spec.durable,
+            durable_sync: DurableSync {
+                synced_end: Cell::new(leo),
+                counts: spec.durable_counts,
+                ..DurableSync::default()
+            },
+        })
+    }
+
+    /// The state delayed operations test against, from the log's
+    /// published offsets.
+    pub fn snapshot(&self) -> PartitionSnapshot {
+        let ends = self.ends.get();
+        let leo = LogOffsetMetadata::new(ends.log_end_offset, 0, ends.log_end_position);
+        let hw = LogOffsetMetadata::new(ends.high_watermark, 0, ends.high_watermark_position);
+        PartitionSnapshot {
+            role: self.role,
+            leader_epoch: self.leader_epoch,
+            log_start_offset: ends.log_start_offset,
+            log_end_offset: leo,
+            high_watermark: hw,
+            // No transactions yet: the LSO is the HW.
+            last_stable_offset: hw,
+            isr_size: self.replica.borrow().isr().len() as u32,
+            min_insync_replicas: self.config.min_insync_replicas.max(1) as u32,
+        }
+    }
+
+    /// The log, for the shard's housekeeping and shutdown.
+    pub(super) fn log(&self) -> &RwLock<PartitionLog> {
+        &self.log
+    }
+
+    /// Kafka's `producer.id.expiration.ms`: drop producers idle past it.
+    pub(super) fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers
+            .borrow_mut()
+            .remove_expired(now_ms, expiration_ms)
+    }
+
+    /// The log, once nothing else holds the partition (close).
+    pub(super) fn into_log(self) -> Result<PartitionLog, ()> {
+        self.log.into_inner().map_err(|_| ())
+    }
+
+    /// The encoded producer state (for the snapshot written at close).
+    pub(super) fn encoded_producer_state(&self) -> Vec<u8> {
+        self.producers.borrow().encode_snapshot()
+    }
+
+    /// Kafka's idempotence check (`analyzeAndValidateProducerState`), run
+    /// under the log's write guard: `Some(answer)` when the batch must not
+    /// be appended (a retried duplicate, or a sequence/epoch error).
+    fn check_producer(&self, batch: &ProducerBatch) -> Option<ProduceResult> {
+        match self.producers.borrow().check(batch) {
+            Ok(SeqCheck::Append) => None,
+            Ok(SeqCheck::Duplicate(meta)) => {
+                // A retry of a batch already in the log: its original offsets.
+                tracing::debug!(
+                    tp = %self.tp,
+                    producer_id = batch.producer_id,
+                    first_seq = batch.first_seq,
+                    base_offset = meta.first_offset,
+                    "duplicate batch answered with its original offsets"
+                );
+                Some(ProduceResult {
+                    error_code: ErrorCode::NONE,
+                    base_offset: meta.first_offset,
+                    last_offset: meta.last_offset,
+                    log_append_time_ms: -1,
+                    log_start_offset: self.ends.get().log_start_offset,
+                    snapshot: Some(self.snapshot()),
+                })
+            }
+            Err(e) => Some(ProduceResult::error(ErrorCode(e.error_code()))),
+        }
+    }
+
+    /// Kafka snapshots producer state when a segment rolls, at the new
+    /// segment's base offset. Called after the append that rolled and
+    /// before its `on_append`, so the state is exactly that of every batch
+    /// below the new base offset.
+    fn maybe_snapshot_on_roll(&self, log: &PartitionLog, active_before: i64) {
+        let rolled_at = log.active_segment_base_offset();
+        if rolled_at != active_before {
+            let bytes = self.producers.borrow().encode_snapshot();
+            producer_snapshot::write_snapshot_in_background(
+                self.tp.clone(),
+                log.dir().to_path_buf(),
+                rolled_at,
+                bytes,
+            );
+        }
+    }
+
+    /// The HW rule after the log end moved to `leo`, whose logical byte
+    /// position is `leo_position`: the replica state decides, the log
+    /// stores.
+    fn advance_high_watermark(
+        &self,
+        log: &mut PartitionLog,
+        now_ms: i64,
+        leo: i64,
+        leo_position: i64,
+    ) {
+        let advanced = self.replica.borrow_mut().on_leader_append(now_ms, leo);
+        if let Some(hw) = advanced.high_watermark_advanced {
+            log.set_high_watermark_at(hw, leo_position);
+        }
+    }
+
+    /// Group commit for `shardlog.flush.every.append`: return once every
+    /// offset below `end` is fdatasynced. The first waiter to find no sync
+    /// running becomes the leader: it takes the log lock, writes out and
+    /// fdatasyncs everything appended so far, advances the HW to that log
+    /// end and wakes the others; appends that arrived meanwhile are covered
+    /// by the next round. A failed flush poisons the log (storage never
+    /// retries an fsync) and fails every waiter with its error code.
+    async fn sync_through(&self, end: i64, now_ms: i64) -> Result<(), ErrorCode> {
+        let sync = &self.durable_sync;
+        loop {
+            if sync.failed.get() {
+                return Err(ErrorCode::KAFKA_STORAGE_ERROR);
+            }
+            if sync.synced_end.get() >= end {
+                return Ok(());
+            }
+            if sync.syncing.get() {
+                let round = sync.round.borrow().clone();
+                round.wait().await;
+                continue;
+            }
+            sync.syncing.set(true);
+            sync.counts.add(0, 1);
+            let synced = self.lead_one_sync(now_ms).await;
+            match synced {
+                Some(leo) => sync.synced_end.set(sync.synced_end.get().max(leo)),
+                None => sync.failed.set(true),
+            }
+            sync.syncing.set(false);
+            let done =
+                std::mem::replace(&mut *sync.round.borrow_mut(), Rc::new(Trigger::default()));
+            done.fire();
+        }
+    }
+
+    /// One group-commit round: write out under the log lock, fdatasync
+    /// without it (appends keep buffering), then record the sync and move
+    /// the HW to the synced log end. `None` if it failed (log poisoned).
+    async fn lead_one_sync(&self, now_ms: i64) -> Option<i64> {
+        let (pending, position) = {
+            let Ok(mut log) = self.log.write().await else {
+                return None;
+            };
+            match log.write_out().await {
+                Ok(p) => (p, log.ends().log_end_position),
+                Err(e) => {
+                    tracing::error!(tp = %self.tp, error = %e, "write-out failed");
+                    return None;
+                }
+            }
+        };
+        let synced = pending.sync().await;
+        let Ok(mut log) = self.log.write().await else {
+            return None;
+        };
+        log.on_synced(&pending, synced.is_ok());
+        if let Err(e) = synced {
+            tracing::error!(tp = %self.tp, error = %e, "fdatasync failed; log poisoned");
+            return None;
+        }
+        let leo = pending.log_end_offset;
+        self.advance_high_watermark(&mut log, now_ms, leo, position);
+        Some(leo)
+    }
+
+    /// The one v2 batch of a v3+ produce request for this partition,
+    /// validated once here (CRC included; the log appends these bytes
+    /// without checking them again), and its producer fields.
+    fn validate_produce(
+        records: Bytes,
+    ) -> Result<(ValidatedRecords, ProducerBatch, i64), ErrorCode> {
+        let records =
+            ValidatedRecords::new(records).map_err(|e| ErrorCode(e.kafka_error_code()))?;
+        // Kafka: v3+ produce requests carry exactly one v2 batch per partition.
+        let summary = match records.summaries() {
+            [one] => one.clone(),
+            _ => return Err(ErrorCode::INVALID_RECORD),
+        };
+        let view =
+            record_batch::RecordBatch::new_unchecked_crc(&records.bytes()[summary.range.clone()])
+                .map_err(|e| ErrorCode(e.kafka_error_code()))?;
+        let batch = ProducerBatch {
+            producer_id: view.producer_id(),
+            epoch: view.producer_epoch(),
+            first_seq: view.base_sequence(),
+            last_seq: view.base_sequence().wrapping_add(view.last_offset_delta()),
+        };
+        Ok((records, batch, summary.max_timestamp))
+    }
+
+    /// Append one produce request's records for this partition.
+    pub async fn append(&self, records: Bytes, now_ms: i64) -> ProduceResult {
+        // Take our place before the first await.
+        let ticket = self.append_order.ticket();
+        if self.role != PartitionRole::Leader {
+            return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        }
+        let (records, batch, max_timestamp) = match Self::validate_produce(records) {
+            Ok(v) => v,
+            Err(code) => return ProduceResult::error(code),
+        };
+        ticket.turn().await;
+        let Ok(mut log) = self.log.write().await else {
+            return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        };
+        if let Some(answer) = self.check_producer(&batch) {
+            return answer;
+        }
+        let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
+        let active_before = log.active_segment_base_offset();
+        let info = match log
+            .append_validated(records, self.leader_epoch, now_ms, log_append_time)
+            .await
+        {
+            Ok(info) => info,
+            Err(e) => {
+                match e {
+                    StorageError::Io(_) => {
+                        tracing::error!(tp = %self.tp, error = %e, "append failed");
+                    }
+                    // Said once when the log failed; a client retrying
+                    // KAFKA_STORAGE_ERROR must not flood the log.
+                    StorageError::Poisoned => {
+                        tracing::debug!(tp = %self.tp, "append refused: log failed earlier");
+                    }
+                    _ => {}
+                }
+                return ProduceResult::error(ErrorCode(e.kafka_error_code()));
+            }
+        };
+        self.maybe_snapshot_on_roll(&log, active_before);
+        let meta = BatchMetadata {
+            first_seq: batch.first_seq,
+            last_seq: batch.last_seq,
+            first_offset: info.first_offset,
+            last_offset: info.last_offset,
+            max_timestamp,
+        };
+        self.producers.borrow_mut().on_append(&batch, meta, now_ms);
+        if self.durable {
+            // Durable: the HW (and the acknowledgement) waits for the sync.
+            drop(log);
+            drop(ticket);
+            if let Err(code) = self.sync_through(info.last_offset + 1, now_ms).await {
+                return ProduceResult::error(code);
+            }
+            self.durable_sync.counts.add(1, 0);
+        } else {
+            let ends = log.ends();
+            self.advance_high_watermark(
+                &mut log,
+                now_ms,
+                ends.log_end_offset,
+                ends.log_end_position,
+            );
+        }
+        ProduceResult {
+            error_code: ErrorCode::NONE,
+            base_offset: info.first_offset,
+            last_offset: info.last_offset,
+            log_append_time_ms: info.log_append_time_ms,
+            log_start_offset: info.log_start_offset,
+            snapshot: Some(self.snapshot()),
+        }
+    }
+
+    /// Whole batches from `offset`, bounded by `isolation`'s watermark.
+    pub async fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        isolation: FetchIsolation,
+        min_one_batch: bool,
+    ) -> ReadAnswer {
+        let Ok(log) = self.log.read().await else {
+            return ReadAnswer::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        };
+        let ends = log.ends();
+        let upper = match isolation {
+            // No transactions yet: the LSO is the HW.
+            FetchIsolation::HighWatermark | FetchIsolation::TxnCommitted => ends.high_watermark,
+            FetchIsolation::LogEnd => ends.log_end_offset,
+        };
+        let (error_code, records, bytes) = match log.read(offset, max_bytes, upper, min_one_batch) {
+            Ok(r) => (ErrorCode::NONE, r.regions, r.bytes),
+            Err(e) => (ErrorCode(e.kafka_error_code()), Vec::new(), 0),
+        };
+        ReadAnswer {
+            error_code,
+            high_watermark: ends.high_watermark,
+            last_stable_offset: ends.high_watermark,
+            log_start_offset: ends.log_start_offset,
+            records,
+            bytes,
+            snapshot: Some(self.snapshot()),
+        }
+    }
+
+    /// ListOffsets for one partition, answered at record level like Kafka
+    /// (`UnifiedLog.fetchOffsetByTimestamp`; the search is the log's).
+    pub async fn list_offset(&self, timestamp: i64, isolation: FetchIsolation) -> OffsetAnswer {
+        let Ok(log) = self.log.read().await else {
+            return OffsetAnswer::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        };
+        let ends = log.ends();
+        // Kafka (Partition.fetchOffsetForTimestamp): answers at or past the
+        // last fetchable offset (HW, or LEO for replicas) are "not found".
+        let fetchable = match isolation {
+            FetchIsolation::LogEnd => ends.log_end_offset,
+            _ => ends.high_watermark,
+        };
+        let found = |offset: i64, ts: i64| OffsetAnswer {
+            error_code: ErrorCode::NONE,
+            timestamp: ts,
+            offset,
+            leader_epoch: self.leader_epoch,
+        };
+        let pick = match timestamp {
+            LATEST_TIMESTAMP => return found(fetchable, -1),
+            EARLIEST_TIMESTAMP => return found(ends.log_start_offset, -1),
+            MAX_TIMESTAMP => RecordPick::MaxTimestamp,
+            ts if ts < 0 => return OffsetAnswer::error(ErrorCode::INVALID_REQUEST),
+            ts => RecordPick::AtOrAfter(ts),
+        };
+        match log.find_record_by_timestamp(pick, fetchable) {
+            Ok(Some((offset, ts))) => found(offset, ts),
+            Ok(None) => found(-1, -1),
+            Err(code) => OffsetAnswer::error(code),
+        }
+    }
+}
+
+/// How a partition's producer state was rebuilt at open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerStateLoad {
+    /// The snapshot loaded, if any.
+    pub snapshot_offset: Option<i64>,
+    /// Batches replayed from the log after it.
+    pub batches_replayed: u64,
+}
+
+/// Rebuild producer state for an opened log: the newest snapshot at or
+/// below the log end offset that decodes (stray ones past it are deleted,
+/// damaged ones skipped), then every batch header from its offset on.
+fn load_producer_state(
+    log: &PartitionLog,
+) -> Result<(ProducerStateManager, ProducerStateLoad), StorageError> {
+    let leo = log.log_end_offset();
+    let loaded =
+        producer_snapshot::load_newest(log.dir(), leo, ProducerStateManager::decode_snapshot)?;
+    let snapshot_offset = loaded.as_ref().map(|(o, _)| *o);
+    let (from, mut state) = loaded.unwrap_or((log.log_start_offset(), ProducerStateManager::new()));
+    let batches_replayed = if from < leo {
+        log.scan_batches_from(from, |h| {
+            state.on_replay(&LoggedBatch {
+                base_offset: h.base_offset,
+                last_offset_delta: h.last_offset_delta,
+                max_timestamp: h.max_timestamp,
+                producer_id: h.producer_id,
+                producer_epoch: h.producer_epoch,
+                base_sequence: h.base_sequence,
+                is_control: h.is_control,
+            })
+        })?
+    } else {
+        0
+    };
+    Ok((
+        state,
+        ProducerStateLoad {
+            snapshot_offset,
+            batches_replayed,
+        },
+    ))
+}

@@ -1,0 +1,323 @@
+//! `[drv]` The partitions one data shard owns (Kafka's `ReplicaManager`,
+//! per shard): opened and closed as the metadata snapshot changes, looked
+//! up by the data path, flushed and trimmed by the housekeeping timer,
+//! closed at shutdown.
+//!
+//! Ownership: partition `(t, p)` lives on shard `shard_of(t, p)`; the shard
+//! layer says which partitions are this shard's ([`ReplicaManager::sync`]
+//! takes that as a predicate), so this module needs no placement rule.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::partition::{
+    DurableCounts, OffsetAnswer, Partition, PartitionSpec, ProduceResult, ReadAnswer,
+};
+use crate::config::topic::TopicConfig;
+use crate::config::ServerConfig;
+use crate::metadata::{PartitionState, Snapshot};
+use crate::protocol::ErrorCode;
+use crate::purgatory::delayed_fetch::FetchIsolation;
+use crate::purgatory::view::{PartitionRole, PartitionSnapshot};
+use crate::storage::batch_cache::{BatchCache, SharedBatchCache};
+use crate::storage::config::{write_buffer_bytes, LogConfig};
+use crate::storage::log_dir::PartitionOffsets;
+use crate::storage::partition_log::PartitionLog;
+use crate::storage::producer_snapshot;
+use crate::storage::StorageError;
+use crate::types::TopicPartition;
+
+/// The partitions of one data shard.
+pub struct ReplicaManager {
+    log_dir: PathBuf,
+    server: Arc<ServerConfig>,
+    cache: SharedBatchCache,
+    partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
+    /// Snapshot version last synced (ignore older ones).
+    synced_version: Cell<Option<u64>>,
+    durable_counts: DurableCounts,
+}
+
+/// What one owned partition should be, per the snapshot.
+struct Wanted {
+    topic_id: uuid::Uuid,
+    state: PartitionState,
+    config: TopicConfig,
+}
+
+impl ReplicaManager {
+    /// `n_shards` sizes this shard's share of the host's memory for the
+    /// batch cache's write buffers.
+    pub fn new(n_shards: usize, log_dir: &Path, server: Arc<ServerConfig>) -> Self {
+        let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
+        // The cache holds slices of the appenders' write buffers: reserve
+        // (and pre-fault) as many as it can hold, but never more than this
+        // shard's half of the host's memory (a budget typed too large must
+        // not make the start itself run out of memory).
+        let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
+        crate::storage::buffer_pool::reserve_within_memory(budget, buffer, n_shards);
+        Self {
+            log_dir: log_dir.to_path_buf(),
+            server,
+            cache: BatchCache::shared(budget),
+            partitions: RefCell::new(HashMap::new()),
+            synced_version: Cell::new(None),
+            durable_counts: DurableCounts::default(),
+        }
+    }
+
+    pub fn get(&self, tp: &TopicPartition) -> Option<Rc<Partition>> {
+        self.partitions.borrow().get(tp).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.partitions.borrow().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.partitions.borrow().is_empty()
+    }
+
+    /// This shard's (durable appends acknowledged, fdatasync rounds).
+    pub fn durable_counts(&self) -> (u64, u64) {
+        self.durable_counts.get()
+    }
+
+    /// Bring the owned set in line with `snapshot`: open new partitions
+    /// (`owns(topic, partition)` says which are this shard's), close ones
+    /// that moved or were deleted (deleting their files when the topic is
+    /// gone).
+    pub async fn sync(&self, snapshot: &Snapshot, owns: impl Fn(&str, i32) -> bool) {
+        if self
+            .synced_version
+            .get()
+            .is_some_and(|v| v > snapshot.version)
+        {
+            return;
+        }
+        self.synced_version.set(Some(snapshot.version));
+        let defaults = self.server.broker_topic_defaults();
+        let mut wanted: BTreeMap<TopicPartition, Wanted> = BTreeMap::new();
+        for topic in snapshot.topics.values() {
+            let config = match TopicConfig::resolve(&topic.configs, &defaults) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(topic = %topic.name, ?e, "bad topic config; using defaults");
+                    TopicConfig::from_broker_defaults(&defaults)
+                }
+            };
+            for p in &topic.partitions {
+                if owns(&topic.name, p.partition) {
+                    let tp = TopicPartition::new(topic.name.clone(), p.partition);
+                    let w = Wanted {
+                        topic_id: topic.topic_id,
+                        state: p.clone(),
+                        config: config.clone(),
+                    };
+                    wanted.insert(tp, w);
+                }
+            }
+        }
+        let stale: Vec<(TopicPartition, bool)> = self
+            .partitions
+            .borrow()
+            .iter()
+            .filter_map(|(tp, p)| match wanted.get(tp) {
+                None => Some((tp.clone(), true)),
+                Some(w) if w.topic_id != p.topic_id || w.config != p.config => {
+                    Some((tp.clone(), w.topic_id != p.topic_id))
+                }
+                Some(_) => None,
+            })
+            .collect();
+        for (tp, delete) in stale {
+            let removed = self.partitions.borrow_mut().remove(&tp);
+            if let Some(p) = removed {
+                self.close_partition(p, delete).await;
+            }
+        }
+        for (tp, w) in wanted {
+            if self.partitions.borrow().contains_key(&tp) {
+                continue;
+            }
+            match self.open_partition(&tp, w).await {
+                Ok(p) => {
+                    self.partitions.borrow_mut().insert(tp, Rc::new(p));
+                }
+                Err(e) => tracing::error!(%tp, error = %e, "cannot open partition log"),
+            }
+        }
+    }
+
+    async fn open_partition(
+        &self,
+        tp: &TopicPartition,
+        wanted: Wanted,
+    ) -> Result<Partition, StorageError> {
+        let log = PartitionLog::open(
+            &self.log_dir,
+            tp,
+            Some(wanted.topic_id),
+            LogConfig::for_topic(&wanted.config, &self.server),
+            self.cache.clone(),
+        )
+        .await?;
+        let me = self.server.broker_id;
+        let role = if wanted.state.leader == me {
+            PartitionRole::Leader
+        } else {
+            PartitionRole::Follower
+        };
+        let spec = PartitionSpec {
+            tp: tp.clone(),
+            topic_id: wanted.topic_id,
+            leader_epoch: wanted.state.leader_epoch,
+            role,
+            config: wanted.config,
+            me,
+            replicas: wanted.state.replicas,
+            isr: wanted.state.isr,
+            replica_lag_time_max_ms: self.server.replica_lag_time_max_ms,
+            durable: self.server.shardlog_flush_every_append,
+            durable_counts: self.durable_counts.clone(),
+        };
+        Partition::open(spec, log)
+    }
+
+    async fn close_partition(&self, p: Rc<Partition>, delete: bool) {
+        let tp = p.tp.clone();
+        let dir = self.log_dir.join(tp.dir_name());
+        let Ok(p) = Rc::try_unwrap(p) else {
+            // An operation still holds it; it will finish on the old log.
+            tracing::warn!(%tp, "partition busy at close; leaving it to drop");
+            return;
+        };
+        let producers = p.encoded_producer_state();
+        match p.into_log() {
+            Ok(log) => {
+                let (dir, leo) = (log.dir().to_path_buf(), log.log_end_offset());
+                match log.close().await {
+                    // Kafka snapshots producer state at the log end on a
+                    // clean close, so the next open replays nothing.
+                    Ok(()) if !delete => {
+                        producer_snapshot::write_snapshot_or_warn(&tp, &dir, leo, &producers)
+                    }
+                    Ok(()) => {}
+                    Err(e) => tracing::warn!(%tp, error = %e, "closing partition log"),
+                }
+            }
+            Err(_) => tracing::warn!(%tp, "partition lock poisoned at close"),
+        }
+        if delete {
+            // Kafka renames to `<dir>-<uuid>-delete` and deletes later
+            // (`file.delete.delay.ms`); nothing reads it after close, so remove now.
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                tracing::warn!(%tp, error = %e, "deleting partition dir");
+            }
+        }
+    }
+
+    /// Clean shutdown: close every log; returns the offsets the log dir's
+    /// checkpoint files record.
+    pub async fn close_all(&self) -> Vec<PartitionOffsets> {
+        let all: Vec<Rc<Partition>> = self
+            .partitions
+            .borrow_mut()
+            .drain()
+            .map(|(_, p)| p)
+            .collect();
+        let mut offsets = Vec::new();
+        for p in all {
+            if let Ok(mut log) = p.log().write().await {
+                // Flushed first, so the recovery point recorded is the LEO.
+                if let Err(e) = log.flush().await {
+                    tracing::error!(tp = %p.tp, error = %e, "flush at shutdown failed");
+                }
+                offsets.push(PartitionOffsets::of(&log));
+            }
+            self.close_partition(p, false).await;
+        }
+        offsets
+    }
+
+    /// `flush.ms` / `flush.messages` timers, time/size retention
+    /// (`log.retention.check.interval.ms`) and, at the same cadence,
+    /// producer expiration (`producer.id.expiration.ms`; Kafka checks it
+    /// every `producer.id.expiration.check.interval.ms`, which shardlog
+    /// folds into the retention check).
+    pub async fn housekeeping(&self, now_ms: i64, retention: bool) {
+        let all: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
+        let expiration_ms = i64::from(self.server.producer_id_expiration_ms);
+        for p in all {
+            if retention {
+                let expired = p.expire_producers(now_ms, expiration_ms);
+                if expired > 0 {
+                    tracing::debug!(tp = %p.tp, expired, "expired idle producer ids");
+                }
+            }
+            let Ok(mut log) = p.log().write().await else {
+                continue;
+            };
+            if let Err(e) = log.maybe_flush(now_ms).await {
+                tracing::error!(tp = %p.tp, error = %e, "flush failed");
+            }
+            if retention {
+                match log.apply_retention(now_ms) {
+                    Ok(n) if n > 0 => {
+                        tracing::info!(tp = %p.tp, segments = n, "retention deleted segments");
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(tp = %p.tp, error = %e, "retention failed"),
+                }
+            }
+        }
+    }
+
+    pub async fn append(&self, tp: &TopicPartition, records: Bytes, now_ms: i64) -> ProduceResult {
+        match self.get(tp) {
+            Some(p) => p.append(records, now_ms).await,
+            None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+        }
+    }
+
+    pub async fn read(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+        isolation: FetchIsolation,
+        min_one_batch: bool,
+    ) -> ReadAnswer {
+        match self.get(tp) {
+            Some(p) => p.read(offset, max_bytes, isolation, min_one_batch).await,
+            None => ReadAnswer::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+        }
+    }
+
+    pub async fn list_offset(
+        &self,
+        tp: &TopicPartition,
+        timestamp: i64,
+        isolation: FetchIsolation,
+    ) -> OffsetAnswer {
+        match self.get(tp) {
+            Some(p) => p.list_offset(timestamp, isolation).await,
+            None => OffsetAnswer::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+        }
+    }
+
+    pub fn partition_snapshot(&self, tp: &TopicPartition) -> PartitionSnapshot {
+        match self.get(tp) {
+            Some(p) => p.snapshot(),
+            None => PartitionSnapshot {
+                role: PartitionRole::Unknown,
+                ..PartitionSnapshot::leader_at(0, 0)
+            },
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! `[drv]` The data shards' side of the control shard's requests: a topic
+//! admin operation, topic auto-creation.
+
+use super::context::{ShardContext, ShardRequest, ShardResponse};
+use super::control_shard::{ControlRequest, ControlResponse};
+use super::mesh::MeshError;
+use crate::controller::requests::{AdminRequest, AdminResponse};
+use crate::protocol::ErrorCode;
+
+impl ShardContext {
+    /// Run an admin operation on the control shard; it answers once the
+    /// resulting snapshot reached every data shard.
+    pub async fn run_admin(&self, req: AdminRequest) -> Result<AdminResponse, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::Admin(Box::new(req)));
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::Admin(resp)) => Ok(*resp),
+            _ => Err(MeshError::PeerGone(self.control_peer())),
+        }
+    }
+
+    /// Ask the control shard to auto-create `topics`: per topic NONE once
+    /// it exists, or why not; `None` when the control shard cannot answer.
+    pub async fn auto_create_topics(
+        &self,
+        topics: Vec<String>,
+    ) -> Option<Vec<(String, ErrorCode)>> {
+        let req = ShardRequest::Control(ControlRequest::AutoCreateTopics { topics });
+        match self.call(self.control_peer(), req).await {
+            Ok(ShardResponse::Control(ControlResponse::AutoCreated { results })) => Some(results),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! `[drv]` A data shard's own part (ARCHITECTURE.md §2, §5): the partitions
+//! it owns ([`ReplicaManager`]), its purgatory, the KIP-227 fetch sessions
+//! of its connections, and which remote shards watch which of its
+//! partitions; and the owner side of the partition work other shards (or
+//! its own connections) send it: [`DataRequest`].
+//!
+//! Owners answer in request order. Record regions cross shards as `Bytes`
+//! (refcounted, no copy) or as the segment's own `Arc<File>`, so the
+//! owner's retention sees a read in flight on any shard and `sendfile`
+//! stays zero-copy on the connection's shard.
+//!
+//! Owners keep a registry of which remote shards watch which of their
+//! partitions and queue coalesced "partition advanced" notes after appends
+//! (sent by `router` once the task yields); a new watch is answered with
+//! the partition's current state so an append racing the registration is
+//! never missed.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use super::fetch_session::{FetchSessionCache, DEFAULT_CACHE_SLOTS};
+use crate::metadata::Snapshot;
+use crate::purgatory::delayed_fetch::FetchIsolation;
+use crate::purgatory::driver::PurgatoryDriver;
+use crate::purgatory::notes::{AdvanceCoalescer, AdvanceNotes, RemoteWatchRegistry};
+use crate::purgatory::view::PartitionSnapshot;
+use crate::replication::partition::{OffsetAnswer, ProduceResult, ReadAnswer};
+use crate::replication::replica_manager::ReplicaManager;
+use crate::types::{ShardId, TopicPartition};
+
+/// One partition to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadSpec {
+    pub tp: TopicPartition,
+    pub offset: i64,
+    pub partition_max_bytes: usize,
+}
+
+/// Requests to a data shard.
+#[derive(Debug)]
+pub enum DataRequest {
+    /// Control shard → data shards, first phase of a publication: owners
+    /// open/close their partitions for this snapshot without showing it to
+    /// clients yet.
+    SyncPartitions(Box<Snapshot>),
+    /// Control shard → data shards: replace the metadata snapshot (syncing
+    /// owned partitions first, if the first phase did not).
+    SetSnapshot(Box<Snapshot>),
+    /// Append each partition's records on its owner.
+    Produce {
+        parts: Vec<(TopicPartition, Bytes)>,
+        now_ms: i64,
+    },
+    /// Read owned partitions in order within one byte budget.
+    Read {
+        specs: Vec<ReadSpec>,
+        isolation: FetchIsolation,
+        max_bytes: usize,
+        min_one_batch: bool,
+    },
+    /// ListOffsets lookups (partition, timestamp or -1/-2/-3).
+    ListOffsets {
+        parts: Vec<(TopicPartition, i64)>,
+        isolation: FetchIsolation,
+    },
+    /// The sender's purgatory started (true) / stopped (false) watching.
+    Watch {
+        changes: Vec<(TopicPartition, bool)>,
+    },
+    /// Coalesced "partition advanced" notes for the receiver's purgatory.
+    Advance(AdvanceNotes),
+}
+
+/// Answers to [`DataRequest`]s.
+#[derive(Debug, PartialEq)]
+pub enum DataResponse {
+    SnapshotApplied { version: u64 },
+    Produced(Vec<ProduceResult>),
+    Read(Vec<ReadAnswer>),
+    Offsets(Vec<OffsetAnswer>),
+    Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
+    Ack,
+}
+
+/// A data shard's part of its context.
+pub struct DataShard {
+    pub shard: ShardId,
+    n_shards: usize,
+    pub replicas: Rc<ReplicaManager>,
+    pub purgatory: Rc<PurgatoryDriver>,
+    /// KIP-227 sessions of connections on this shard.
+    pub fetch_sessions: RefCell<FetchSessionCache>,
+    /// Which remote shards watch which of our partitions.
+    remote_watchers: RefCell<RemoteWatchRegistry>,
+    coalescer: RefCell<AdvanceCoalescer>,
+    /// A send of the queued notes is scheduled and has not drained yet.
+    notes_scheduled: Cell<bool>,
+    /// A send must be scheduled (notes queued while none was).
+    notes_due: Cell<bool>,
+}
+
+impl DataShard {
+    pub fn new(
+        shard: ShardId,
+        n_shards: usize,
+        replicas: Rc<ReplicaManager>,
+        purgatory: Rc<PurgatoryDriver>,
+    ) -> Self {
+        Self {
+            shard,
+            n_shards,
+            replicas,
+            purgatory,
+            fetch_sessions: RefCell::new(FetchSessionCache::new(shard.0, DEFAULT_CACHE_SLOTS)),
+            remote_watchers: RefCell::new(RemoteWatchRegistry::new()),
+            coalescer: RefCell::new(AdvanceCoalescer::new()),
+            notes_scheduled: Cell::new(false),
+            notes_due: Cell::new(false),
+        }
+    }
+
+    /// Open/close this shard's partitions for `snapshot`.
+    pub async fn sync_partitions(&self, snapshot: &Snapshot) {
+        let (me, n) = (self.shard, self.n_shards);
+        self.replicas
+            .sync(snapshot, |topic, p| {
+                super::placement::shard_of(topic, p, n) == me
+            })
+            .await;
+    }
+
+    /// Owner side: serve a data-path request from shard `from` (or this
+    /// one). Publication requests are `router`'s (they touch the context).
+    pub async fn on_request(&self, from: usize, req: DataRequest) -> DataResponse {
+        let registry = &self.replicas;
+        match req {
+            DataRequest::SyncPartitions(snapshot) | DataRequest::SetSnapshot(snapshot) => {
+                self.sync_partitions(&snapshot).await;
+                DataResponse::SnapshotApplied {
+                    version: snapshot.version,
+                }
+            }
+            DataRequest::Produce { parts, now_ms } => {
+                let mut out = Vec::with_capacity(parts.len());
+                for (tp, records) in parts {
+                    let r = registry.append(&tp, records, now_ms).await;
+                    if let Some(s) = r.snapshot {
+                        self.on_local_advance(&tp, s);
+                    }
+                    out.push(r);
+                }
+                DataResponse::Produced(out)
+            }
+            DataRequest::Read {
+                specs,
+                isolation,
+                max_bytes,
+                min_one_batch,
+            } => DataResponse::Read(
+                self.read_owned(&specs, isolation, max_bytes, min_one_batch)
+                    .await,
+            ),
+            DataRequest::ListOffsets { parts, isolation } => {
+                let mut out = Vec::with_capacity(parts.len());
+                for (tp, ts) in parts {
+                    out.push(registry.list_offset(&tp, ts, isolation).await);
+                }
+                DataResponse::Offsets(out)
+            }
+            DataRequest::Watch { changes } => {
+                let from = ShardId(from as u16);
+                let mut current = Vec::new();
+                let mut watchers = self.remote_watchers.borrow_mut();
+                for (tp, watch) in changes {
+                    if watch {
+                        watchers.on_watch(from, &tp);
+                        current.push((tp.clone(), registry.partition_snapshot(&tp)));
+                    } else {
+                        watchers.on_unwatch(from, &tp);
+                    }
+                }
+                DataResponse::Snapshots(current)
+            }
+            DataRequest::Advance(notes) => {
+                self.purgatory.on_advance_notes(notes);
+                DataResponse::Ack
+            }
+        }
+    }
+
+    /// Reads owned partitions in order within a shared `max_bytes` budget
+    /// (Kafka's `readFromLog`: the first partition may return one oversized
+    /// batch, KIP-74).
+    pub async fn read_owned(
+        &self,
+        specs: &[ReadSpec],
+        isolation: FetchIsolation,
+        max_bytes: usize,
+        mut min_one_batch: bool,
+    ) -> Vec<ReadAnswer> {
+        let mut left = max_bytes;
+        let mut out = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let limit = spec.partition_max_bytes.min(left);
+            let a = self
+                .replicas
+                .read(&spec.tp, spec.offset, limit, isolation, min_one_batch)
+                .await;
+            if a.bytes > 0 {
+                min_one_batch = false;
+            }
+            left = left.saturating_sub(a.bytes);
+            out.push(a);
+        }
+        out
+    }
+
+    /// Owner side: a partition advanced; wake local waiters now and queue
+    /// notes for remote watchers.
+    fn on_local_advance(&self, tp: &TopicPartition, s: PartitionSnapshot) {
+        self.purgatory.on_partition_advanced(tp, s);
+        let queued = {
+            let watchers = self.remote_watchers.borrow();
+            self.coalescer
+                .borrow_mut()
+                .on_partition_advanced(&watchers, tp, s)
+        };
+        if queued > 0 && !self.notes_scheduled.replace(true) {
+            self.notes_due.set(true);
+        }
+    }
+
+    /// True once per batch of queued notes: the caller schedules one send.
+    pub fn take_notes_due(&self) -> bool {
+        self.notes_due.replace(false)
+    }
+
+    /// The queued notes, one message per watching shard; later notes
+    /// schedule a new send.
+    pub fn drain_notes(&self) -> Vec<AdvanceNotes> {
+        self.notes_scheduled.set(false);
+        self.coalescer.borrow_mut().drain()
+    }
+}

@@ -1,0 +1,291 @@
+//! `[drv]` What a shard does with a mesh message it receives, and the two
+//! things only the shard as a whole can do: publish a metadata snapshot to
+//! every data shard, and send the purgatory notes its partitions queued.
+
+use std::rc::Rc;
+
+use super::context::{ShardContext, ShardRequest, ShardResponse};
+use super::control_shard::{ControlRequest, ControlResponse, ControlShard};
+use super::data_shard::{DataRequest, DataResponse};
+use super::mesh::Handler;
+use crate::metadata::Snapshot;
+use crate::protocol::ErrorCode;
+
+/// The mesh handler for this shard.
+pub fn mesh_handler(ctx: &Rc<ShardContext>) -> Handler<ShardRequest, ShardResponse> {
+    let weak = Rc::downgrade(ctx);
+    Rc::new(move |from, req| {
+        let ctx = weak.upgrade();
+        Box::pin(async move {
+            match ctx {
+                Some(ctx) => on_mesh_request(&ctx, from, req).await,
+                None => ShardResponse::Unsupported,
+            }
+        })
+    })
+}
+
+async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest) -> ShardResponse {
+    match req {
+        ShardRequest::Ping { payload } => ShardResponse::Pong {
+            shard: ctx.peer_id(),
+            payload,
+        },
+        ShardRequest::Data(req) => match serve_data(ctx, from, req).await {
+            Some(resp) => ShardResponse::Data(resp),
+            None => ShardResponse::Unsupported,
+        },
+        ShardRequest::Control(req) => match ctx.control() {
+            Some(control) => ShardResponse::Control(serve_control(ctx, control, req).await),
+            None => match req {
+                // A shard without a controller (mesh unit tests): as
+                // auto-create disabled.
+                ControlRequest::AutoCreateTopics { topics } => {
+                    let results = topics
+                        .into_iter()
+                        .map(|t| (t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+                        .collect();
+                    ShardResponse::Control(ControlResponse::AutoCreated { results })
+                }
+                ControlRequest::Admin(_) => ShardResponse::Unsupported,
+            },
+        },
+    }
+}
+
+/// Serve a data request on this shard, from the mesh or from one of its
+/// own connections; `None` when this shard has no data part.
+pub async fn serve_data(
+    ctx: &Rc<ShardContext>,
+    from: usize,
+    req: DataRequest,
+) -> Option<DataResponse> {
+    let resp = match (req, ctx.data()) {
+        // Owners open their partitions before clients can see them in
+        // Metadata, so a ListOffsets/Produce right after a topic appears
+        // finds its log (no UNKNOWN_TOPIC_OR_PARTITION window while the log
+        // files are being opened).
+        (DataRequest::SetSnapshot(snapshot), data) => {
+            let version = snapshot.version;
+            if let Some(data) = data {
+                data.sync_partitions(&snapshot).await;
+            }
+            ctx.set_snapshot(Rc::new(*snapshot));
+            DataResponse::SnapshotApplied { version }
+        }
+        (DataRequest::SyncPartitions(snapshot), None) => DataResponse::SnapshotApplied {
+            version: snapshot.version,
+        },
+        (req, Some(data)) => data.on_request(from, req).await,
+        (_, None) => return None,
+    };
+    maybe_send_notes(ctx);
+    Some(resp)
+}
+
+async fn serve_control(
+    ctx: &Rc<ShardContext>,
+    control: &ControlShard,
+    req: ControlRequest,
+) -> ControlResponse {
+    let _turn = control.serial.acquire_permit(1).await;
+    match req {
+        ControlRequest::AutoCreateTopics { topics } => {
+            let outcome = control.controller.auto_create(topics).await;
+            if let Some(snapshot) = outcome.publish {
+                publish(ctx, snapshot).await;
+            }
+            ControlResponse::AutoCreated {
+                results: outcome.answer,
+            }
+        }
+        ControlRequest::Admin(req) => {
+            let outcome = control.controller.run(*req).await;
+            if let Some(snapshot) = outcome.publish {
+                publish(ctx, snapshot).await;
+            }
+            ControlResponse::Admin(Box::new(outcome.answer))
+        }
+    }
+}
+
+/// Install `snapshot` here and on every data shard; returns once all
+/// applied it. Two phases: every owner opens (or closes) its partitions,
+/// then every shard shows the new snapshot. A client that sees a partition
+/// in Metadata from any shard can then reach its log on the owner.
+pub async fn publish(ctx: &ShardContext, snapshot: Snapshot) {
+    send_to_data_shards(ctx, "partitions not synced", || {
+        DataRequest::SyncPartitions(Box::new(snapshot.clone()))
+    })
+    .await;
+    ctx.set_snapshot(Rc::new(snapshot.clone()));
+    send_to_data_shards(ctx, "snapshot not applied", || {
+        DataRequest::SetSnapshot(Box::new(snapshot.clone()))
+    })
+    .await;
+}
+
+/// One phase of a publication: `request()` to every data shard in turn,
+/// warning with `failure` for any that does not acknowledge it.
+async fn send_to_data_shards(ctx: &ShardContext, failure: &str, request: impl Fn() -> DataRequest) {
+    for shard in 0..ctx.n_shards {
+        match ctx.call(shard, ShardRequest::Data(request())).await {
+            Ok(ShardResponse::Data(DataResponse::SnapshotApplied { .. })) => {}
+            other => tracing::warn!(shard, ?other, "{failure}"),
+        }
+    }
+}
+
+/// Send the notes this shard's partitions queued for remote watchers, in
+/// one task once the current one yields (appends in the same tick share
+/// the messages).
+pub fn maybe_send_notes(ctx: &Rc<ShardContext>) {
+    let Some(data) = ctx.data() else { return };
+    if !data.take_notes_due() {
+        return;
+    }
+    let ctx = ctx.clone();
+    glommio::spawn_local(async move {
+        futures_lite::future::yield_now().await;
+        let Some(data) = ctx.data() else { return };
+        for notes in data.drain_notes() {
+            let to = notes.to.index();
+            if let Err(e) = ctx
+                .call(to, ShardRequest::Data(DataRequest::Advance(notes)))
+                .await
+            {
+                tracing::debug!(error = %e, "advance note not delivered");
+            }
+        }
+    })
+    .detach();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::clock::ManualClock;
+    use crate::metadata::{BrokerEndpoint, PartitionState, TopicState};
+    use crate::protocol::ErrorCode;
+    use crate::shard::context::{Role, RolePart, ShardBase};
+    use crate::shard::control_shard::{ControlRequest, ControlResponse};
+    use crate::shard::data_shard::{DataRequest, DataResponse};
+    use crate::shard::mesh::{self, Mesh};
+    use crate::types::ShardId;
+    use bytes::Bytes;
+    use glommio::{LocalExecutorBuilder, Placement};
+    use std::sync::Arc;
+
+    fn snapshot(version: u64, topic: Option<&str>) -> Snapshot {
+        let mut s = Snapshot::single_broker(
+            "c",
+            BrokerEndpoint {
+                broker_id: 0,
+                host: "h".into(),
+                port: 1,
+                rack: None,
+            },
+        );
+        s.version = version;
+        if let Some(name) = topic {
+            s = s.with_topic(TopicState {
+                configs: Default::default(),
+                name: name.into(),
+                topic_id: uuid::Uuid::from_u128(9),
+                is_internal: false,
+                partitions: vec![PartitionState {
+                    partition: 0,
+                    leader: 0,
+                    leader_epoch: 0,
+                    replicas: vec![0],
+                    isr: vec![0],
+                    offline_replicas: vec![],
+                }],
+            });
+        }
+        s
+    }
+
+    fn context(role: Role) -> Rc<ShardContext> {
+        let base = ShardBase {
+            n_shards: 1,
+            config: Arc::new(crate::config::ServerConfig::default()),
+            api_table: vec![],
+            clock: Rc::new(ManualClock::new(0)),
+            snapshot: snapshot(1, None),
+        };
+        ShardContext::new(base, RolePart::Bare(role))
+    }
+
+    #[test]
+    fn the_control_shard_publishes_snapshots_to_a_data_shard_over_the_mesh() {
+        let builder = mesh::builder::<ShardRequest, ShardResponse>(2, 8);
+        // Peer 0 = data shard, peer 1 = control shard (creation order).
+        let spawn = |role: Role| {
+            let builder = builder.clone();
+            LocalExecutorBuilder::new(Placement::Unbound)
+                .io_memory(512 << 10)
+                .spawn(move || async move {
+                    let ctx = context(role);
+                    ctx.set_mesh(Mesh::join(builder, mesh_handler(&ctx)).await.unwrap());
+                    let at_least = |v: u64| {
+                        let ctx = ctx.clone();
+                        async move {
+                            while ctx.snapshot().version < v {
+                                glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
+                            }
+                        }
+                    };
+                    // Each side exits only after its last call was answered
+                    // and the other side has nothing left to ask it.
+                    if role == Role::Control {
+                        let publish = ShardRequest::Data(DataRequest::SetSnapshot(Box::new(
+                            snapshot(2, Some("orders")),
+                        )));
+                        let applied = ctx.call(0, publish).await.unwrap();
+                        assert_eq!(
+                            applied,
+                            ShardResponse::Data(DataResponse::SnapshotApplied { version: 2 })
+                        );
+                        let ping = ShardRequest::Ping {
+                            payload: Bytes::from_static(b"x"),
+                        };
+                        let seen = ctx.call(0, ping).await.unwrap();
+                        // The data shard's version 3 says it is done with us.
+                        at_least(3).await;
+                        seen
+                    } else {
+                        at_least(2).await;
+                        assert!(ctx.snapshot().topic("orders").is_some());
+                        let create = ShardRequest::Control(ControlRequest::AutoCreateTopics {
+                            topics: vec!["t".into()],
+                        });
+                        let seen = ctx.call(1, create).await.unwrap();
+                        let done = ShardRequest::Data(DataRequest::SetSnapshot(Box::new(
+                            snapshot(3, None),
+                        )));
+                        ctx.call(1, done).await.unwrap();
+                        seen
+                    }
+                })
+                .unwrap()
+        };
+        let data = spawn(Role::Data(ShardId(0)));
+        let control = spawn(Role::Control);
+        let from_control = control.join().unwrap();
+        let from_data = data.join().unwrap();
+        assert_eq!(
+            from_control,
+            ShardResponse::Pong {
+                shard: 0,
+                payload: Bytes::from_static(b"x")
+            }
+        );
+        assert_eq!(
+            from_data,
+            ShardResponse::Control(ControlResponse::AutoCreated {
+                results: vec![("t".into(), ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)]
+            })
+        );
+    }
+}

@@ -420,7 +420,10 @@ async fn control_shard_main(setup: ShardSetup) {
     };
     // Join the mesh either way: data shards wait for every peer.
     let (part, started) = match opened {
-        Ok(controller) => (RolePart::Control(ControlShard::new(controller)), Ok(())),
+        Ok(controller) => (
+            RolePart::Control(Box::new(ControlShard::new(controller))),
+            Ok(()),
+        ),
         Err(e) => (RolePart::Bare(Role::Control), Err(e)),
     };
     let ctx = join_shard(&setup, shard_base(&setup, clock), part).await;

@@ -175,7 +175,7 @@ fn region_bytes(regions: &[OutPart]) -> Vec<u8> {
                 position,
                 len,
             } => {
-                let mut v = vec![0u8; *len as usize];
+                let mut v = vec![0u8; *len];
                 file.read_exact_at(&mut v, *position).unwrap();
                 out.extend_from_slice(&v);
             }

@@ -70,7 +70,7 @@ fn region_bytes(regions: &[OutPart]) -> (Vec<u8>, usize, usize) {
                 len,
             } => {
                 file += 1;
-                let mut v = vec![0u8; *len as usize];
+                let mut v = vec![0u8; *len];
                 f.read_exact_at(&mut v, *position).expect("pread");
                 out.extend_from_slice(&v);
             }

@@ -5,7 +5,7 @@
 
 use rand::Rng;
 
-use super::topic_admin::{corrupt, AdminError};
+use super::admin_error::{corrupt, AdminError};
 use crate::types::BrokerId;
 use crate::zk::paths::{self, kafka_uuid, BrokerIdZNode, ClusterIdZNode};
 use crate::zk::store::{CreateMode, MetadataStore, StoreError};

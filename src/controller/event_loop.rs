@@ -17,12 +17,13 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::admin_error::AdminError;
 use super::brokers;
 use super::image::{auto_created_topic, build_snapshot};
 use super::requests::{
     AdminFailure, AdminRequest, AdminResponse, AdminResult, NewPartitions, TopicRef,
 };
-use super::topic_admin::{AdminError, NewTopic, TopicInfo};
+use super::topic_admin::{NewTopic, TopicInfo};
 use super::{topic_admin, topic_configs};
 use crate::config::topic::BrokerTopicDefaults;
 use crate::config::ServerConfig;

@@ -12,8 +12,11 @@
 //! - [`topic_admin`], [`topic_configs`], [`brokers`]: Kafka's topic admin,
 //!   topic config and broker registration operations over any
 //!   `zk::store::MetadataStore` (`AdminZkClient`, `KafkaZkClient`).
+//! - [`admin_error`] `[pure]`: why an admin operation failed, as a Kafka
+//!   error code.
 //! - [`assignment`] `[pure]`: Kafka's replica assignment.
 
+pub mod admin_error;
 pub mod assignment;
 pub mod brokers;
 pub mod event_loop;

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::topic_admin::{AdminError, AlterConfigOp, NewTopic, TopicInfo};
+use super::admin_error::AdminError;
+use super::topic_admin::{AlterConfigOp, NewTopic, TopicInfo};
 use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, ProducerId};
 

@@ -1,10 +1,12 @@
 //! Kafka's topic admin operations (`AdminZkClient` + `ZkAdminManager` in
 //! Kafka 3.9) over any [`MetadataStore`]: create/delete topics, add
-//! partitions, describe/alter topic configs, cluster id, broker registration.
+//! partitions, load the stored topics. Topic configs are
+//! `super::topic_configs`', broker registration and the cluster id
+//! `super::brokers`'.
 //!
 //! Errors are [`AdminError`]s carrying the Kafka error code the
-//! CreateTopics / DeleteTopics / CreatePartitions / DescribeConfigs /
-//! IncrementalAlterConfigs handlers put in their responses.
+//! CreateTopics / DeleteTopics / CreatePartitions handlers put in their
+//! responses.
 //!
 //! Kafka (ZooKeeper mode) writes the assignment and the controller then
 //! creates the partition state znodes; with no separate controller yet we
@@ -22,99 +24,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand::Rng;
 use uuid::Uuid;
 
-use super::assignment::{assign_replicas_to_brokers, AssignmentError, AssignmentSeed};
+use super::admin_error::{corrupt, unknown_topic, AdminError};
+use super::assignment::{assign_replicas_to_brokers, AssignmentSeed};
 use super::brokers::{controller_epoch, create_top_level_paths};
-use crate::config::topic::{BrokerTopicDefaults, ConfigError, TopicConfig};
+use crate::config::topic::{BrokerTopicDefaults, TopicConfig};
 use crate::types::{BrokerId, PartitionId};
 use crate::zk::paths::{self, kafka_uuid, ConfigZNode, PartitionStateZNode, TopicZNode};
 use crate::zk::store::{join, CreateMode, MetadataStore, Op, StoreError};
-
-/// Kafka error codes used here (`org.apache.kafka.common.protocol.Errors`).
-pub mod error_codes {
-    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
-    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-    pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
-    pub const TOPIC_ALREADY_EXISTS: i16 = 36;
-    pub const INVALID_PARTITIONS: i16 = 37;
-    pub const INVALID_REPLICATION_FACTOR: i16 = 38;
-    pub const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
-    pub const INVALID_CONFIG: i16 = 40;
-    pub const INVALID_REQUEST: i16 = 42;
-}
 
 /// Kafka's `Topic.MAX_NAME_LENGTH`.
 pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
 /// Not a Kafka limit: a guard so one request cannot make us build an
 /// arbitrarily large `multi` (Kafka would fail later, on the controller).
 pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
-
-/// A failed admin operation, with the Kafka error code to return.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AdminError {
-    #[error("{0}")]
-    InvalidTopic(String),
-    #[error("{0}")]
-    TopicAlreadyExists(String),
-    #[error("{0}")]
-    UnknownTopicOrPartition(String),
-    #[error("{0}")]
-    InvalidPartitions(String),
-    #[error("{0}")]
-    InvalidReplicationFactor(String),
-    #[error("{0}")]
-    InvalidReplicaAssignment(String),
-    #[error("{0}")]
-    InvalidConfig(String),
-    #[error("{0}")]
-    InvalidRequest(String),
-    /// The metadata store failed (I/O, session): not the client's fault.
-    #[error("metadata store error: {0}")]
-    Store(#[from] StoreError),
-    /// A znode holds data we cannot decode.
-    #[error("corrupt metadata: {0}")]
-    Corrupt(String),
-}
-
-impl AdminError {
-    /// The Kafka error code for responses.
-    pub fn error_code(&self) -> i16 {
-        use error_codes::*;
-        match self {
-            Self::InvalidTopic(_) => INVALID_TOPIC_EXCEPTION,
-            Self::TopicAlreadyExists(_) => TOPIC_ALREADY_EXISTS,
-            Self::UnknownTopicOrPartition(_) => UNKNOWN_TOPIC_OR_PARTITION,
-            Self::InvalidPartitions(_) => INVALID_PARTITIONS,
-            Self::InvalidReplicationFactor(_) => INVALID_REPLICATION_FACTOR,
-            Self::InvalidReplicaAssignment(_) => INVALID_REPLICA_ASSIGNMENT,
-            Self::InvalidConfig(_) => INVALID_CONFIG,
-            Self::InvalidRequest(_) => INVALID_REQUEST,
-            Self::Store(_) | Self::Corrupt(_) => UNKNOWN_SERVER_ERROR,
-        }
-    }
-}
-
-impl From<ConfigError> for AdminError {
-    fn from(e: ConfigError) -> Self {
-        Self::InvalidConfig(e.to_string())
-    }
-}
-
-impl From<AssignmentError> for AdminError {
-    fn from(e: AssignmentError) -> Self {
-        match e {
-            AssignmentError::InvalidPartitions => Self::InvalidPartitions(e.to_string()),
-            _ => Self::InvalidReplicationFactor(e.to_string()),
-        }
-    }
-}
-
-pub(super) fn corrupt(path: &str, e: impl std::fmt::Display) -> AdminError {
-    AdminError::Corrupt(format!("{path}: {e}"))
-}
-
-pub(super) fn unknown_topic(name: &str) -> AdminError {
-    AdminError::UnknownTopicOrPartition(format!("Topic '{name}' does not exist."))
-}
 
 /// One partition's assignment and state.
 #[derive(Debug, Clone, PartialEq, Eq)]

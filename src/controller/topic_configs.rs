@@ -5,10 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::admin_error::{unknown_topic, AdminError};
 use super::brokers::create_top_level_paths;
-use super::topic_admin::{
-    create_op, read_topic_overrides, unknown_topic, AdminError, AlterConfigOp, AlterConfigOpType,
-};
+use super::topic_admin::{create_op, read_topic_overrides, AlterConfigOp, AlterConfigOpType};
 use crate::config::topic::{
     topic_config_type, validate_one, BrokerTopicDefaults, ConfigEntry, ConfigType, ConfigValue,
     TopicConfig,

@@ -6,6 +6,10 @@
 //! with a single replica: every acks=all produce waits on the HW, so the
 //! single-node data path already runs through the rule replication will use.
 //!
+//! This state holds neither value: the leader's log owns its LEO and the
+//! HW it stores (Kafka's `UnifiedLog`), and every event passes them in as
+//! [`LeaderLog`]; what the rule decides comes back in [`IsrActions`].
+//!
 //! HW = min LEO over the leader and every remote replica that is in the ISR or
 //! has caught up within `replica.lag.time.max.ms` (Kafka counts recently
 //! caught-up replicas too, so an expanding ISR never stalls the HW); it never
@@ -33,12 +37,17 @@ pub struct IsrActions {
     pub propose_isr: Option<Vec<BrokerId>>,
 }
 
+/// The leader's log as of an event: its LEO and the HW it stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderLog {
+    pub log_end_offset: Offset,
+    pub high_watermark: Offset,
+}
+
 #[derive(Debug, Clone)]
 pub struct LeaderReplicaState {
     leader_id: BrokerId,
     isr: Vec<BrokerId>,
-    high_watermark: Offset,
-    leader_log_end_offset: Offset,
     followers: BTreeMap<BrokerId, FollowerState>,
     replica_lag_time_max_ms: i64,
 }
@@ -49,8 +58,6 @@ impl LeaderReplicaState {
         leader_id: BrokerId,
         replicas: &[BrokerId],
         isr: &[BrokerId],
-        high_watermark: Offset,
-        leader_log_end_offset: Offset,
         replica_lag_time_max_ms: i64,
         now_ms: i64,
     ) -> Self {
@@ -70,8 +77,6 @@ impl LeaderReplicaState {
         let s = Self {
             leader_id,
             isr: isr.to_vec(),
-            high_watermark: high_watermark.min(leader_log_end_offset),
-            leader_log_end_offset,
             followers,
             replica_lag_time_max_ms,
         };
@@ -79,21 +84,14 @@ impl LeaderReplicaState {
         s
     }
 
-    pub fn high_watermark(&self) -> Offset {
-        self.high_watermark
-    }
-    pub fn log_end_offset(&self) -> Offset {
-        self.leader_log_end_offset
-    }
     pub fn isr(&self) -> &[BrokerId] {
         &self.isr
     }
 
     /// The leader appended; its LEO moved.
-    pub fn on_leader_append(&mut self, now_ms: i64, log_end_offset: Offset) -> IsrActions {
-        self.leader_log_end_offset = log_end_offset;
+    pub fn on_leader_append(&mut self, now_ms: i64, log: LeaderLog) -> IsrActions {
         let actions = IsrActions {
-            high_watermark_advanced: self.maybe_increment_hw(now_ms),
+            high_watermark_advanced: self.maybe_increment_hw(now_ms, log),
             propose_isr: None,
         };
         self.check_invariants();
@@ -104,10 +102,11 @@ impl LeaderReplicaState {
     pub fn on_follower_fetch(
         &mut self,
         now_ms: i64,
+        log: LeaderLog,
         follower: BrokerId,
         fetch_offset: Offset,
     ) -> IsrActions {
-        let leo = self.leader_log_end_offset;
+        let leo = log.log_end_offset;
         let Some(f) = self.followers.get_mut(&follower) else {
             return IsrActions::default();
         };
@@ -116,7 +115,7 @@ impl LeaderReplicaState {
             f.last_caught_up_time_ms = now_ms;
         }
         // maybeExpandIsr: an out-of-sync follower joins once its LEO ≥ HW.
-        let propose_isr = if !self.isr.contains(&follower) && fetch_offset >= self.high_watermark {
+        let propose_isr = if !self.isr.contains(&follower) && fetch_offset >= log.high_watermark {
             let mut isr = self.isr.clone();
             isr.push(follower);
             isr.sort_unstable();
@@ -125,7 +124,7 @@ impl LeaderReplicaState {
             None
         };
         let actions = IsrActions {
-            high_watermark_advanced: self.maybe_increment_hw(now_ms),
+            high_watermark_advanced: self.maybe_increment_hw(now_ms, log),
             propose_isr,
         };
         self.check_invariants();
@@ -163,17 +162,24 @@ impl LeaderReplicaState {
     }
 
     /// The controller accepted an ISR (AlterPartition response / LeaderAndIsr).
-    pub fn on_isr_committed(&mut self, now_ms: i64, isr: &[BrokerId]) -> IsrActions {
+    pub fn on_isr_committed(
+        &mut self,
+        now_ms: i64,
+        log: LeaderLog,
+        isr: &[BrokerId],
+    ) -> IsrActions {
         self.isr = isr.to_vec();
         let actions = IsrActions {
-            high_watermark_advanced: self.maybe_increment_hw(now_ms),
+            high_watermark_advanced: self.maybe_increment_hw(now_ms, log),
             propose_isr: None,
         };
         self.check_invariants();
         actions
     }
 
-    fn maybe_increment_hw(&mut self, now_ms: i64) -> Option<Offset> {
+    /// `Some(new HW)` when the rule moves it past `log.high_watermark`
+    /// (it never moves backwards, nor past the leader's LEO).
+    fn maybe_increment_hw(&self, now_ms: i64, log: LeaderLog) -> Option<Offset> {
         let lag = self.replica_lag_time_max_ms;
         let min_follower = self
             .followers
@@ -181,19 +187,12 @@ impl LeaderReplicaState {
             .filter(|(id, f)| self.isr.contains(id) || now_ms - f.last_caught_up_time_ms <= lag)
             .map(|(_, f)| f.log_end_offset)
             .min();
-        let candidate = min_follower.map_or(self.leader_log_end_offset, |m| {
-            m.min(self.leader_log_end_offset)
-        });
-        if candidate > self.high_watermark {
-            self.high_watermark = candidate;
-            Some(candidate)
-        } else {
-            None
-        }
+        let leo = log.log_end_offset;
+        let candidate = min_follower.map_or(leo, |m| m.min(leo));
+        (candidate > log.high_watermark).then_some(candidate)
     }
 
     pub fn check_invariants(&self) {
-        debug_assert!(self.high_watermark <= self.leader_log_end_offset);
         debug_assert!(self.isr.contains(&self.leader_id) || self.isr.is_empty());
     }
 }
@@ -203,11 +202,65 @@ mod tests {
     use super::*;
 
     const LAG: i64 = DEFAULT_REPLICA_LAG_TIME_MAX_MS;
-    type Step = Box<dyn Fn(&mut LeaderReplicaState) -> IsrActions>;
+    type Step = Box<dyn Fn(&mut Leader) -> IsrActions>;
+
+    /// The replica state beside a log that stores what it decides (as the
+    /// partition does with its `PartitionLog`).
+    struct Leader {
+        state: LeaderReplicaState,
+        log: LeaderLog,
+    }
+
+    impl Leader {
+        #[allow(clippy::too_many_arguments)]
+        fn new(
+            leader: BrokerId,
+            replicas: &[BrokerId],
+            isr: &[BrokerId],
+            high_watermark: Offset,
+            log_end_offset: Offset,
+            lag: i64,
+            now_ms: i64,
+        ) -> Self {
+            Self {
+                state: LeaderReplicaState::new(leader, replicas, isr, lag, now_ms),
+                log: LeaderLog {
+                    log_end_offset,
+                    high_watermark: high_watermark.min(log_end_offset),
+                },
+            }
+        }
+        fn stored(&mut self, a: IsrActions) -> IsrActions {
+            if let Some(hw) = a.high_watermark_advanced {
+                assert!(hw > self.log.high_watermark && hw <= self.log.log_end_offset);
+                self.log.high_watermark = hw;
+            }
+            a
+        }
+        fn on_leader_append(&mut self, now_ms: i64, leo: Offset) -> IsrActions {
+            self.log.log_end_offset = leo;
+            let a = self.state.on_leader_append(now_ms, self.log);
+            self.stored(a)
+        }
+        fn on_follower_fetch(&mut self, now_ms: i64, f: BrokerId, offset: Offset) -> IsrActions {
+            let a = self.state.on_follower_fetch(now_ms, self.log, f, offset);
+            self.stored(a)
+        }
+        fn maybe_shrink_isr(&mut self, now_ms: i64) -> IsrActions {
+            self.state.maybe_shrink_isr(now_ms)
+        }
+        fn on_isr_committed(&mut self, now_ms: i64, isr: &[BrokerId]) -> IsrActions {
+            let a = self.state.on_isr_committed(now_ms, self.log, isr);
+            self.stored(a)
+        }
+        fn high_watermark(&self) -> Offset {
+            self.log.high_watermark
+        }
+    }
 
     #[test]
     fn single_replica_hw_follows_the_leader_leo() {
-        let mut s = LeaderReplicaState::new(1, &[1], &[1], 0, 0, LAG, 0);
+        let mut s = Leader::new(1, &[1], &[1], 0, 0, LAG, 0);
         assert_eq!(s.on_leader_append(1, 10).high_watermark_advanced, Some(10));
         assert_eq!(s.high_watermark(), 10);
         assert_eq!(s.on_leader_append(2, 10).high_watermark_advanced, None);
@@ -216,7 +269,7 @@ mod tests {
     #[test]
     fn hw_is_the_minimum_leo_of_the_isr() {
         // (event, expected HW) — Partition.maybeIncrementLeaderHW.
-        let mut s = LeaderReplicaState::new(1, &[1, 2, 3], &[1, 2, 3], 0, 0, LAG, 0);
+        let mut s = Leader::new(1, &[1, 2, 3], &[1, 2, 3], 0, 0, LAG, 0);
         let rows: Vec<(&str, Step, Offset)> = vec![
             (
                 "leader appends, followers behind: HW stays",
@@ -252,7 +305,7 @@ mod tests {
 
     #[test]
     fn lagging_follower_is_proposed_out_of_the_isr() {
-        let mut s = LeaderReplicaState::new(1, &[1, 2, 3], &[1, 2, 3], 0, 0, LAG, 0);
+        let mut s = Leader::new(1, &[1, 2, 3], &[1, 2, 3], 0, 0, LAG, 0);
         s.on_leader_append(0, 10);
         s.on_follower_fetch(1, 2, 10);
         assert_eq!(
@@ -273,7 +326,7 @@ mod tests {
 
     #[test]
     fn follower_rejoins_when_it_reaches_the_hw() {
-        let mut s = LeaderReplicaState::new(1, &[1, 2], &[1], 0, 0, LAG, 0);
+        let mut s = Leader::new(1, &[1, 2], &[1], 0, 0, LAG, 0);
         s.on_leader_append(0, 20);
         assert_eq!(
             s.high_watermark(),
@@ -286,7 +339,7 @@ mod tests {
 
     #[test]
     fn unknown_follower_fetch_changes_nothing() {
-        let mut s = LeaderReplicaState::new(1, &[1], &[1], 0, 0, LAG, 0);
+        let mut s = Leader::new(1, &[1], &[1], 0, 0, LAG, 0);
         assert_eq!(s.on_follower_fetch(0, 9, 100), IsrActions::default());
     }
 }

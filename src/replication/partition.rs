@@ -40,7 +40,7 @@ use crate::protocol::record_batch;
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot};
-use crate::replication::isr::LeaderReplicaState;
+use crate::replication::isr::{LeaderLog, LeaderReplicaState};
 use crate::replication::producer_state::{
     BatchMetadata, LoggedBatch, ProducerBatch, ProducerStateManager, SeqCheck,
 };
@@ -219,14 +219,17 @@ impl Partition {
             spec.me,
             &spec.replicas,
             &spec.isr,
-            hw,
-            leo,
             spec.replica_lag_time_max_ms,
             0,
         );
         if spec.role == PartitionRole::Leader {
-            replica.on_leader_append(0, leo);
-            log.set_high_watermark(replica.high_watermark());
+            let ends = LeaderLog {
+                log_end_offset: leo,
+                high_watermark: hw,
+            };
+            if let Some(hw) = replica.on_leader_append(0, ends).high_watermark_advanced {
+                log.set_high_watermark(hw);
+            }
         }
         let (producers, load) = load_producer_state(&log)?;
         tracing::debug!(tp = %spec.tp, ?load, producers = producers.len(), "producer state loaded");
@@ -346,7 +349,11 @@ impl Partition {
         leo: i64,
         leo_position: i64,
     ) {
-        let advanced = self.replica.borrow_mut().on_leader_append(now_ms, leo);
+        let ends = LeaderLog {
+            log_end_offset: leo,
+            high_watermark: log.ends().high_watermark,
+        };
+        let advanced = self.replica.borrow_mut().on_leader_append(now_ms, ends);
         if let Some(hw) = advanced.high_watermark_advanced {
             log.set_high_watermark_at(hw, leo_position);
         }

@@ -62,7 +62,7 @@ pub enum Role {
 /// What a shard is besides the common part.
 pub enum RolePart {
     Data(DataShard),
-    Control(ControlShard),
+    Control(Box<ControlShard>),
     /// A shard with no subsystem of its own (mesh unit tests): it answers
     /// pings and takes metadata snapshots.
     Bare(Role),
@@ -135,7 +135,7 @@ impl ShardContext {
     /// The control shard's part (`None` on data shards).
     pub fn control(&self) -> Option<&ControlShard> {
         match &self.part {
-            RolePart::Control(c) => Some(c),
+            RolePart::Control(c) => Some(c.as_ref()),
             _ => None,
         }
     }

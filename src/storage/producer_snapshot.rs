@@ -1,9 +1,9 @@
-//! Producer-state snapshot files of one partition directory (Kafka's
+//! `[io]` Producer-state snapshot files of one partition directory (Kafka's
 //! `<offset>.snapshot`, `ProducerStateManager`'s file handling): naming,
-//! which file to load and which to delete `[pure]` (the functions over
-//! offsets), and the file I/O over encoded bytes: list, atomic write, read
-//! the newest usable one. The contents (encode/decode, replay) are
-//! `replication::producer_state`'s.
+//! which file to load and which to delete (pure functions over offsets,
+//! unit-tested here), and the file I/O over encoded bytes: list, atomic
+//! write, read the newest usable one. The contents (encode/decode, replay)
+//! are `replication::producer_state`'s.
 
 use std::path::{Path, PathBuf};
 

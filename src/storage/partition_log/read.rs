@@ -268,7 +268,7 @@ fn read_one_batch(log: &PartitionLog, offset: i64, leo: i64) -> Result<Option<By
                 position,
                 len,
             } => {
-                let mut buf = vec![0u8; len as usize];
+                let mut buf = vec![0u8; len];
                 file.read_exact_at(&mut buf, position).map_err(|e| {
                     tracing::error!(error = %e, "reading a batch for ListOffsets");
                     ErrorCode::KAFKA_STORAGE_ERROR

@@ -452,18 +452,14 @@ async fn control_shard_main(setup: ShardSetup) {
 
 /// The cores this process may run on (sched_getaffinity), in order.
 fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for pid 0
-    // (this thread, which inherits the process mask at start).
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
+    use nix::sched::{sched_getaffinity, CpuSet};
+    // pid 0: this thread, which inherits the process mask at start.
+    let Ok(set) = sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());
         return (0..n).collect();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `cpu` < CPU_SETSIZE and `set` is initialised.
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+    };
+    (0..CpuSet::count())
+        .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
         .collect()
 }
 

@@ -3,11 +3,14 @@
 //! Each subcommand is a variant of [`Command`] and one arm in `main`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::ptr::NonNull;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
+use nix::sys::mman::{mmap_anonymous, mremap, munmap, MRemapFlags, MapFlags, ProtFlags};
 
 use shardlog::config::{parse_override, ServerConfig, SAMPLE_SERVER_PROPERTIES};
 
@@ -55,8 +58,10 @@ unsafe impl GlobalAlloc for LazyHugeAllocator {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if is_lazy(layout.size(), layout.align()) {
-            // SAFETY: `ptr` came from `map_lazy(layout.size())`.
-            unsafe { libc::munmap(ptr.cast(), layout.size()) };
+            if let Some(mapping) = NonNull::new(ptr.cast()) {
+                // SAFETY: `ptr` came from `map_lazy(layout.size())`.
+                let _ = unsafe { munmap(mapping, layout.size()) };
+            }
             return;
         }
         // SAFETY: `ptr` came from `System` with this layout.
@@ -75,15 +80,21 @@ unsafe impl GlobalAlloc for LazyHugeAllocator {
         if old_lazy && new_lazy {
             // Move the page tables, never the (mostly untouched) pages: a
             // copy would touch the whole old reservation.
+            let Some(mapping) = NonNull::new(ptr.cast()) else {
+                return std::ptr::null_mut();
+            };
             // SAFETY: `ptr` is a mapping of `layout.size()` bytes from
             // `map_lazy`; MREMAP_MAYMOVE returns a new page-aligned mapping.
-            let moved =
-                unsafe { libc::mremap(ptr.cast(), layout.size(), new_size, libc::MREMAP_MAYMOVE) };
-            return if moved == libc::MAP_FAILED {
-                std::ptr::null_mut()
-            } else {
-                moved.cast()
+            let moved = unsafe {
+                mremap(
+                    mapping,
+                    layout.size(),
+                    new_size,
+                    MRemapFlags::MREMAP_MAYMOVE,
+                    None,
+                )
             };
+            return moved.map_or(std::ptr::null_mut(), |m| m.as_ptr().cast());
         }
         // One side is below LAZY_ALLOC_BYTES, so the copy is below it too.
         // SAFETY: `new_size` is non-zero and, with the old alignment, a
@@ -103,22 +114,19 @@ unsafe impl GlobalAlloc for LazyHugeAllocator {
 }
 
 fn map_lazy(size: usize) -> *mut u8 {
+    let Some(len) = NonZeroUsize::new(size) else {
+        return std::ptr::null_mut();
+    };
     // SAFETY: anonymous private mapping; no file, no fixed address.
-    let ptr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
+    let mapped = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
         )
     };
-    if ptr == libc::MAP_FAILED {
-        std::ptr::null_mut()
-    } else {
-        ptr.cast()
-    }
+    mapped.map_or(std::ptr::null_mut(), |p| p.as_ptr().cast())
 }
 
 #[global_allocator]

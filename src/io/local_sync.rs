@@ -295,19 +295,15 @@ mod tests {
     /// A waker whose wake runs `ON_WAKE` on this thread, as a glommio wake
     /// can run a task's destructor before returning.
     fn reentrant_waker() -> Waker {
-        use std::task::{RawWaker, RawWakerVTable};
-        fn clone(_: *const ()) -> RawWaker {
-            RawWaker::new(std::ptr::null(), &VTABLE)
-        }
-        fn wake(_: *const ()) {
-            if let Some(f) = ON_WAKE.with(|w| w.borrow_mut().take()) {
-                f();
+        struct Reentrant;
+        impl std::task::Wake for Reentrant {
+            fn wake(self: std::sync::Arc<Self>) {
+                if let Some(f) = ON_WAKE.with(|w| w.borrow_mut().take()) {
+                    f();
+                }
             }
         }
-        fn noop(_: *const ()) {}
-        static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake, noop);
-        // SAFETY: the vtable ignores the data pointer.
-        unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+        Waker::from(std::sync::Arc::new(Reentrant))
     }
 
     /// Waking must not hold the cell the wake may touch again.

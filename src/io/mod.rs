@@ -1,10 +1,11 @@
 //! `[io]` Edges that touch the OS: the clock, DMA helpers, zero-copy socket
 //! writes (and the one records type, [`zerocopy::OutPart`], a read result
-//! travels in from the log to the socket), plus the executor-local
-//! synchronisation primitives every layer shares.
+//! travels in from the log to the socket), host facts, plus the
+//! executor-local synchronisation primitives every layer shares.
 //! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
 
 pub mod clock;
 pub mod dma;
+pub mod host;
 pub mod local_sync;
 pub mod zerocopy;

@@ -8,6 +8,9 @@
 //! - file regions go out with `sendfile` from a buffered read-only fd, in
 //!   chunks of at most [`SENDFILE_CHUNK`] so one call never stalls the shard.
 //!
+//! The system calls go through `nix`'s safe wrappers; the one raw step is
+//! borrowing the socket's fd (glommio's streams implement only `AsRawFd`).
+//!
 //! The socket must be non-blocking ([`set_nonblocking`]); glommio itself only
 //! ever uses `MSG_DONTWAIT` sends/recvs plus readiness polls, so that flag does
 //! not disturb it. When the kernel buffer is full (EAGAIN) we need to wait for
@@ -20,10 +23,13 @@
 
 use bytes::Bytes;
 use futures_lite::AsyncWriteExt;
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::sys::socket::{sendmsg, MsgFlags};
 use std::cell::Cell;
 use std::fs::File;
-use std::io;
-use std::os::unix::io::{AsRawFd, RawFd};
+use std::io::{self, IoSlice};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::Arc;
 
 /// iovecs per `sendmsg` call (Linux IOV_MAX is 1024; 64 keeps the array on
@@ -114,16 +120,12 @@ fn bump(f: impl FnOnce(&mut ZeroCopyStats)) {
 
 /// Put the socket in non-blocking mode so `sendfile` returns EAGAIN instead
 /// of blocking the shard.
-pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
-    // SAFETY: fcntl on a caller-owned open fd; no memory is passed.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+pub fn set_nonblocking(stream: &glommio::net::TcpStream) -> io::Result<()> {
+    // SAFETY: `stream` owns this open fd (so it is not -1) and is borrowed
+    // for the whole call, which is as long as the `BorrowedFd` lives.
+    let fd = unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) };
+    let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
     Ok(())
 }
 
@@ -135,61 +137,52 @@ enum Step {
     WouldBlock,
 }
 
-/// `sendmsg` of up to [`IOV_MAX_PER_CALL`] memory parts starting at
-/// `parts[0]` offset `skip`.
-fn sendmsg_run(fd: RawFd, parts: &[&Bytes], skip: usize) -> io::Result<Step> {
-    let mut iov: [libc::iovec; IOV_MAX_PER_CALL] = [libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    }; IOV_MAX_PER_CALL];
-    let mut n = 0;
-    for (i, b) in parts.iter().take(IOV_MAX_PER_CALL).enumerate() {
-        let slice = if i == 0 { &b[skip..] } else { &b[..] };
-        iov[n] = libc::iovec {
-            iov_base: slice.as_ptr() as *mut libc::c_void,
-            iov_len: slice.len(),
-        };
-        n += 1;
-    }
-    // SAFETY: a zeroed msghdr is valid; we point it at `n` initialised iovecs
-    // whose buffers (`Bytes`) outlive the call.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = iov.as_mut_ptr();
-    msg.msg_iovlen = n as _;
-    // SAFETY: valid fd and msghdr as above.
-    let r = unsafe { libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
-    if r >= 0 {
-        return Ok(Step::Sent(r as usize));
-    }
-    let e = io::Error::last_os_error();
-    match e.kind() {
-        io::ErrorKind::WouldBlock => Ok(Step::WouldBlock),
-        io::ErrorKind::Interrupted => Ok(Step::Sent(0)),
-        _ => Err(e),
+/// A failed non-blocking send: a full buffer or a signal is a `Step`,
+/// anything else an error.
+fn step_of(e: Errno) -> io::Result<Step> {
+    match e {
+        Errno::EAGAIN => Ok(Step::WouldBlock),
+        Errno::EINTR => Ok(Step::Sent(0)),
+        e => Err(e.into()),
     }
 }
 
-fn sendfile_once(fd: RawFd, file: &File, position: u64, len: usize) -> io::Result<Step> {
+/// `sendmsg` of up to [`IOV_MAX_PER_CALL`] memory parts starting at
+/// `parts[0]` offset `skip`.
+fn sendmsg_run(fd: RawFd, parts: &[&Bytes], skip: usize) -> io::Result<Step> {
+    let mut iov = [IoSlice::new(&[]); IOV_MAX_PER_CALL];
+    let mut n = 0;
+    for (i, b) in parts.iter().take(IOV_MAX_PER_CALL).enumerate() {
+        iov[n] = IoSlice::new(if i == 0 { &b[skip..] } else { &b[..] });
+        n += 1;
+    }
+    let flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL;
+    match sendmsg::<()>(fd, &iov[..n], &[], flags, None) {
+        Ok(sent) => Ok(Step::Sent(sent)),
+        Err(e) => step_of(e),
+    }
+}
+
+fn sendfile_once(
+    socket: BorrowedFd<'_>,
+    file: &File,
+    position: u64,
+    len: usize,
+) -> io::Result<Step> {
     let mut off = position as libc::off_t;
     let want = len.min(SENDFILE_CHUNK);
-    // SAFETY: both fds are open; `off` is a valid in/out pointer.
-    let r = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, want) };
-    if r > 0 {
-        return Ok(Step::Sent(r as usize));
-    }
-    if r == 0 {
-        // The file is shorter than the region: a bug of ours (regions never
-        // pass the log's logical end), surfaced as an error, not a spin.
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "sendfile reached end of file inside a region",
-        ));
-    }
-    let e = io::Error::last_os_error();
-    match e.kind() {
-        io::ErrorKind::WouldBlock => Ok(Step::WouldBlock),
-        io::ErrorKind::Interrupted => Ok(Step::Sent(0)),
-        _ => Err(e),
+    match nix::sys::sendfile::sendfile(socket, file, Some(&mut off), want) {
+        Ok(0) => {
+            // The file is shorter than the region: a bug of ours (regions
+            // never pass the log's logical end), surfaced as an error, not
+            // a spin.
+            Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "sendfile reached end of file inside a region",
+            ))
+        }
+        Ok(sent) => Ok(Step::Sent(sent)),
+        Err(e) => step_of(e),
     }
 }
 
@@ -208,6 +201,14 @@ pub async fn write_parts<S>(fd: RawFd, stream: &mut S, parts: &[OutPart]) -> io:
 where
     S: futures_lite::AsyncWrite + Unpin,
 {
+    if fd < 0 {
+        // What the kernel answered for such an fd; -1 cannot be borrowed.
+        return Err(Errno::EBADF.into());
+    }
+    // SAFETY: `fd` is not -1 (checked above), and the caller's `stream`
+    // writes through this same socket, so the socket stays open while
+    // `stream` is borrowed, which is the whole call.
+    let socket = unsafe { BorrowedFd::borrow_raw(fd) };
     let mut i = 0; // current part
     let mut skip = 0usize; // bytes of parts[i] already sent
     while i < parts.len() {
@@ -259,7 +260,7 @@ where
                     continue;
                 }
                 let pos = position + skip as u64;
-                match sendfile_once(fd, file, pos, len - skip)? {
+                match sendfile_once(socket, file, pos, len - skip)? {
                     Step::Sent(n) => {
                         bump(|s| s.bytes_sendfile += n as u64);
                         skip += n;
@@ -333,7 +334,7 @@ mod tests {
                 .io_memory(512 * 1024)
                 .spawn(move || async move {
                     let mut stream = TcpStream::connect(addr).await.expect("connect");
-                    set_nonblocking(stream.as_raw_fd()).expect("nonblock");
+                    set_nonblocking(&stream).expect("nonblock");
                     let file = Arc::new(std::fs::File::open(&path).expect("open"));
                     let parts = vec![
                         OutPart::Bytes(head),

@@ -29,6 +29,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
 use serde::Serialize;
 
 use super::args::{parse_cpu_list, parse_duration, LoadgenArgs};
@@ -507,13 +510,12 @@ impl BrokerChild {
             self.done = true;
             return Ok(BrokerExit::ExitedEarly(status));
         }
-        let pid = libc::pid_t::try_from(self.child.id()).context("broker pid")?;
-        // SAFETY: kill(2) takes plain integers; `pid` is our own child, not
-        // yet reaped (try_wait above saw it running), so it names no other
-        // process.
-        if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("sending SIGTERM to the broker");
-        }
+        let pid = Pid::from_raw(i32::try_from(self.child.id()).context("broker pid")?);
+        // `pid` is our own child, not yet reaped (try_wait above saw it
+        // running), so it names no other process.
+        kill(pid, Signal::SIGTERM)
+            .map_err(std::io::Error::from)
+            .context("sending SIGTERM to the broker")?;
         let start = self.clock.mono_ms();
         loop {
             if let Some(status) = self.child.try_wait()? {
@@ -600,26 +602,26 @@ impl Drop for SignalGuard {
 /// SIGTERM, reap within `timeout`, else SIGKILL: the signal thread's version
 /// of [`BrokerChild::stop`] (the `Child` stays with the main thread).
 fn terminate_pid(pid: u32, timeout: Duration) {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
+    let Ok(pid) = i32::try_from(pid).map(Pid::from_raw) else {
         return;
     };
     let clock = SystemClock::new();
-    // SAFETY: kill(2) and waitpid(2) take plain integers and a pointer to a
-    // local; `pid` is our child, which stays a zombie (so its pid cannot be
+    // `pid` is our child, which stays a zombie (so its pid cannot be
     // reused) until it is reaped here or by the main thread (then ECHILD).
-    unsafe {
-        libc::kill(pid, libc::SIGTERM);
-        let mut status = 0;
-        while clock.mono_ms() < timeout.as_millis() as i64 {
-            if libc::waitpid(pid, &mut status, libc::WNOHANG) != 0 {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+    let _ = kill(pid, Signal::SIGTERM);
+    while clock.mono_ms() < timeout.as_millis() as i64 {
+        // Reaped here, or by the main thread already (an error): done.
+        if !matches!(
+            waitpid(pid, Some(WaitPidFlag::WNOHANG)),
+            Ok(WaitStatus::StillAlive)
+        ) {
+            return;
         }
-        eprintln!("bench: warning: the broker ignored SIGTERM for {timeout:?}; sending SIGKILL");
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, &mut status, 0);
+        std::thread::sleep(Duration::from_millis(20));
     }
+    eprintln!("bench: warning: the broker ignored SIGTERM for {timeout:?}; sending SIGKILL");
+    let _ = kill(pid, Signal::SIGKILL);
+    let _ = waitpid(pid, None);
 }
 
 /// A free loopback port (bound, read, released: another process could

@@ -103,7 +103,7 @@ where
 /// `buffer.memory` and the consumers' fetch sizes anyway.
 pub(crate) fn keep_freed_memory() {
     // SAFETY: mallopt only changes allocator parameters; it is called
-    // before the loadgen starts its threads.
+    // before the loadgen starts its threads. (nix has no wrapper for it.)
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);

@@ -70,7 +70,7 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
     // sendfile must never block the shard; glommio itself only uses
     // MSG_DONTWAIT calls plus readiness polls, so this changes nothing for it.
-    if let Err(e) = crate::io::zerocopy::set_nonblocking(fd) {
+    if let Err(e) = crate::io::zerocopy::set_nonblocking(&stream) {
         tracing::warn!(error = %e, "cannot make socket non-blocking; closing");
         return;
     }

@@ -282,17 +282,9 @@ pub fn reserve_within_memory(budget: usize, len: usize, n_shards: usize) {
 /// Half of physical memory divided among `n_shards` (unbounded if the
 /// host does not say).
 fn half_of_memory_per_shard(n_shards: usize) -> usize {
-    // SAFETY: sysconf only reads system values.
-    let (pages, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    if pages <= 0 || page <= 0 {
-        return usize::MAX;
-    }
-    (pages as usize).saturating_mul(page as usize) / 2 / n_shards.max(1)
+    crate::io::host::physical_memory_bytes().map_or(usize::MAX, |bytes| {
+        usize::try_from(bytes).unwrap_or(usize::MAX) / 2 / n_shards.max(1)
+    })
 }
 
 fn reserve_buffers(count: usize, len: usize) {

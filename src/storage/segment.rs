@@ -88,23 +88,20 @@ fn free_and_remove(path: &Path, shrink: bool) {
 
 /// Asks the kernel to read `[from, to)` of `file` into the page cache.
 fn fadvise_willneed(file: &File, from: u64, to: u64) {
-    use std::os::unix::io::AsRawFd;
+    use nix::fcntl::{posix_fadvise, PosixFadviseAdvice};
     // The kernel reads at most `read_ahead_kb` per WILLNEED call
     // (measured: 8 MiB of a 16 MiB request): ask in smaller steps.
     let mut at = from;
     while at < to {
         let n = (to - at).min(READAHEAD_STEP);
-        // SAFETY: fadvise on an fd owned by `file`, open for the call; no
-        // memory is passed. A failure only loses the hint.
-        let rc = unsafe {
-            libc::posix_fadvise(
-                file.as_raw_fd(),
-                at as libc::off_t,
-                n as libc::off_t,
-                libc::POSIX_FADV_WILLNEED,
-            )
-        };
-        if rc != 0 {
+        // A failure only loses the hint.
+        let advised = posix_fadvise(
+            file,
+            at as libc::off_t,
+            n as libc::off_t,
+            PosixFadviseAdvice::POSIX_FADV_WILLNEED,
+        );
+        if advised.is_err() {
             break;
         }
         at += n;

@@ -1,0 +1,28 @@
+//! `[io]` Facts about the host read from the kernel (`sysconf`), for
+//! defaults that scale with the machine.
+
+use nix::unistd::{sysconf, SysconfVar};
+
+/// Physical memory in bytes (`_SC_PHYS_PAGES` × `_SC_PAGESIZE`), or `None`
+/// if the host does not say. Saturates rather than overflows.
+pub fn physical_memory_bytes() -> Option<u64> {
+    let positive = |var| match sysconf(var) {
+        Ok(Some(v)) if v > 0 => u64::try_from(v).ok(),
+        _ => None,
+    };
+    let pages = positive(SysconfVar::_PHYS_PAGES)?;
+    let page = positive(SysconfVar::PAGE_SIZE)?;
+    Some(pages.saturating_mul(page))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn physical_memory_is_whole_pages_of_at_least_64_mib() {
+        let bytes = physical_memory_bytes().expect("Linux reports physical memory");
+        assert!(bytes >= 64 << 20, "{bytes}");
+        assert_eq!(bytes % 4096, 0, "{bytes}");
+    }
+}

@@ -34,10 +34,11 @@ fn pure_loadgen_modules_do_no_io_and_read_no_clock() {
         }
     }
     pure.sort();
+    // The latency histogram moved to `src/histogram.rs` (the broker uses it
+    // too); `foundation_style` checks every `[pure]` file under `src/`.
     let expected = [
         "accumulator.rs",
         "args.rs",
-        "histogram.rs",
         "omb.rs",
         "partitioner.rs",
         "report.rs",

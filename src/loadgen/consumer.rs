@@ -17,8 +17,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::RecordBatchDecoder;
 
 use super::client::{be_i32, connect_bootstrap, error_label, SyncClient, Timebase, FETCH_VERSIONS};
-use super::histogram::LatencyHistogram;
 use super::producer::{read_payload_header, LiveStats};
+use crate::histogram::LatencyHistogram;
 use crate::protocol::varint::read_varint;
 
 /// `fetch.max.bytes` default.

@@ -32,9 +32,9 @@ use super::client::{
     correlation_id, decode_response, error_label, ConnEvent, Connection, SyncClient, Timebase,
     METADATA_VERSIONS, PRODUCE_VERSIONS,
 };
-use super::histogram::LatencyHistogram;
 use super::partitioner::{partition_for_key, StickyPartitioner};
 use super::wire;
+use crate::histogram::LatencyHistogram;
 
 /// Payload header: wall-clock send timestamp (ns), producer index, sequence.
 pub const PAYLOAD_HEADER_BYTES: usize = 20;

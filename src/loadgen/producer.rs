@@ -17,9 +17,7 @@ use kafka_protocol::messages::{
     ApiKey, MetadataRequest, ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::Compression;
 use kafka_protocol::ResponseError;
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
@@ -33,31 +31,8 @@ use super::client::{
     METADATA_VERSIONS, PRODUCE_VERSIONS,
 };
 use super::partitioner::{partition_for_key, StickyPartitioner};
-use super::wire;
+use super::wire::{self, encode_batch, write_payload_header};
 use crate::histogram::LatencyHistogram;
-
-/// Payload header: wall-clock send timestamp (ns), producer index, sequence.
-pub const PAYLOAD_HEADER_BYTES: usize = 20;
-
-/// Writes the payload header into the first 20 bytes of `value`.
-pub fn write_payload_header(value: &mut [u8], send_wall_ns: u64, producer: u32, seq: u64) -> bool {
-    let Some(h) = value.get_mut(..PAYLOAD_HEADER_BYTES) else {
-        return false;
-    };
-    h[..8].copy_from_slice(&send_wall_ns.to_le_bytes());
-    h[8..12].copy_from_slice(&producer.to_le_bytes());
-    h[12..20].copy_from_slice(&seq.to_le_bytes());
-    true
-}
-
-/// Reads `(send_wall_ns, producer, seq)` from a payload.
-pub fn read_payload_header(value: &[u8]) -> Option<(u64, u32, u64)> {
-    let h = value.get(..PAYLOAD_HEADER_BYTES)?;
-    let ts = u64::from_le_bytes(h[..8].try_into().ok()?);
-    let producer = u32::from_le_bytes(h[8..12].try_into().ok()?);
-    let seq = u64::from_le_bytes(h[12..20].try_into().ok()?);
-    Some((ts, producer, seq))
-}
 
 /// Counters shared with the progress line and the watchdog.
 #[derive(Debug, Default)]
@@ -858,52 +833,6 @@ fn init_idempotence(
     let mut c = SyncClient::connect(&first.addr, &plan.client_id, timeout)?;
     let (id, epoch) = c.init_producer_id(60_000)?;
     Ok((id, epoch, true))
-}
-
-/// Encodes one v2 record batch. Offsets are 0-based deltas; without
-/// idempotence the base sequence is -1 (records carry `-1 + i` so the
-/// encoder keeps them in one batch: it splits where offset - sequence
-/// changes).
-///
-/// The generic path (any codec); `wire::encode_plain_batch` writes the
-/// same bytes for uncompressed batches without a `Record` per message.
-pub(crate) fn encode_batch<M>(
-    pending: &[PendingRecord<M>],
-    producer_id: i64,
-    producer_epoch: i16,
-    base_sequence: i32,
-    compression: Compression,
-) -> Result<Bytes> {
-    let records: Vec<Record> = pending
-        .iter()
-        .enumerate()
-        .map(|(i, r)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id,
-            producer_epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: base_sequence.wrapping_add(i as i32),
-            timestamp: r.timestamp_ms,
-            key: r.key.clone(),
-            value: Some(r.value.clone()),
-            headers: Default::default(),
-        })
-        .collect();
-    let estimate: usize = pending.iter().map(|r| r.value.len() + 32).sum();
-    let mut buf = BytesMut::with_capacity(estimate + 64);
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )?;
-    Ok(buf.freeze())
 }
 
 #[cfg(test)]

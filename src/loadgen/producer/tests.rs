@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::loadgen::accumulator::AccumulatorConfig;
+use crate::loadgen::wire::read_payload_header;
 use kafka_protocol::records::RecordBatchDecoder;
 
 fn batch_of(n: usize, base_sequence: Option<i32>) -> ProducerBatch<RecordMeta> {

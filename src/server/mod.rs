@@ -15,5 +15,5 @@ pub mod listener;
 pub mod out;
 pub mod request_metrics;
 
-pub use dispatch::{HandlerError, Request, Response};
+pub use handlers::{HandlerError, Request, Response};
 pub use out::OutPart;

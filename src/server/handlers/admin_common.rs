@@ -15,9 +15,9 @@ use std::rc::Rc;
 use bytes::Bytes;
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
+use super::HandlerError;
 use crate::protocol::decode::{decode_body, read_unsigned_varint, DecodeError};
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::HandlerError;
 use crate::shard::control::{AdminFailure, AdminRequest, AdminResponse, AdminResult};
 use crate::shard::{ShardContext, ShardRequest, ShardResponse};
 

@@ -23,10 +23,10 @@ use super::admin_common::{
     alter_results, failure, sort_resources, str_bytes, CheckedApi, Field, Schema, BOOL, INT8,
 };
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::{HandlerError, Request, Response};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::control::{AdminFailure, AdminRequest};
 use crate::shard::ShardContext;
 

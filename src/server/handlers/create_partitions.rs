@@ -17,10 +17,10 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::{
     call_control_into, failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT32,
 };
+use super::{HandlerError, Request, Response};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::control::{AdminRequest, AdminResponse, AdminResult, NewPartitions};
 use crate::shard::ShardContext;
 

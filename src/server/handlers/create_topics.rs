@@ -19,11 +19,11 @@ use kafka_protocol::messages::{ApiKey, TopicName};
 use super::admin_common::{
     call_control_into, failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT16, INT32,
 };
+use super::{HandlerError, Request, Response};
 use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::control::{AdminRequest, AdminResponse, AdminResult};
 use crate::shard::ShardContext;
 use crate::zk::admin::{NewTopic, TopicInfo};

@@ -17,10 +17,10 @@ use uuid::Uuid;
 use super::admin_common::{
     call_control_each, failure, str_bytes, CheckedApi, Field, Schema, INT32, UUID,
 };
+use super::{HandlerError, Request, Response};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::control::{AdminFailure, AdminRequest, AdminResponse, TopicRef};
 use crate::shard::ShardContext;
 

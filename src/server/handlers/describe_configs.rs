@@ -24,11 +24,11 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::{str_bytes, CheckedApi, Field, Schema, BOOL, INT8};
+use super::{HandlerError, Request, Response};
 use crate::config::topic::{validate_one, ConfigEntry, ConfigSource, TopicConfig};
 use crate::metadata::answers::{encode, is_valid_topic_name};
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeConfigs, 1, 4);

@@ -16,13 +16,13 @@ use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::{CheckedApi, Field, Schema, INT32, INT64, INT8, UUID};
+use super::{HandlerError, Request, Response};
 use crate::protocol::fetch_response::{
     encode_fetch_body, FetchPartitionOut, FetchTop, FetchTopicOut,
 };
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_fetch::{DelayedFetch, FetchIsolation, FetchPartitionSpec};
 use crate::purgatory::view::LogOffsetMetadata;
-use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::server::fetch_session::{PartitionFetch, SentState, SessionDecision};
 use crate::shard::datapath::{LocalRead, ReadSpec};
 use crate::shard::partitions::ReadBound;
@@ -113,7 +113,7 @@ async fn fetch(
     ctx: &Rc<ShardContext>,
     request: &FetchRequest,
     version: i16,
-) -> Vec<crate::server::OutPart> {
+) -> Vec<crate::server::out::OutPart> {
     let replica_id = if version >= 15 {
         request.replica_state.replica_id.0
     } else {

@@ -21,10 +21,10 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::{
     alter_results, failure, sort_resources, CheckedApi, Field, Schema, BOOL, INT8,
 };
+use super::{HandlerError, Request, Response};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::control::AdminRequest;
 use crate::shard::ShardContext;
 use crate::zk::admin::{AlterConfigOp, AlterConfigOpType};

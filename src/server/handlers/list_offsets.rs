@@ -16,10 +16,10 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::{CheckedApi, Field, Schema, INT32, INT64, INT8};
+use super::{HandlerError, Request, Response};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::partitions::{ReadBound, MAX_TIMESTAMP};
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;

@@ -14,11 +14,11 @@ use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::ApiKey;
 
+use super::{HandlerError, Request, Response};
 use crate::metadata::answers::{encode, is_valid_topic_name, metadata_response};
 use crate::protocol::decode::{check_array_len, decode_body};
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::control::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::shard::{ShardContext, ShardRequest, ShardResponse};
 

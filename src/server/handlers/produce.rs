@@ -23,11 +23,11 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::{CheckedApi, Field, Schema, INT16, INT32};
+use super::{HandlerError, Request, Response};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::partitions::ProduceResult;
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;

@@ -6,6 +6,7 @@
 //! frames and spawns one task per request (handlers may await other
 //! shards); its writer sends responses strictly in request order.
 
+pub mod auto_create;
 pub mod connection;
 pub mod dispatch;
 pub mod fetch_session;

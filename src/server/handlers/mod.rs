@@ -2,8 +2,9 @@
 //! implements, listed by ApiVersions) and `handle`.
 //!
 //! The types every handler speaks live here, below the handlers and below
-//! `dispatch` (which routes to them): a handler imports this module,
-//! never `dispatch`.
+//! `dispatch` (which routes to them): a handler imports this module and
+//! the shared pieces it needs (`admin_common`, `server::auto_create`),
+//! never `dispatch` and never another handler.
 
 use std::rc::Rc;
 

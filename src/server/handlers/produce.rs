@@ -27,6 +27,7 @@ use super::{HandlerError, Request, Response};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
+use crate::server::auto_create::ensure_topic_auto_created;
 use crate::server::out::OutPart;
 use crate::shard::partitions::ProduceResult;
 use crate::shard::ShardContext;
@@ -82,7 +83,7 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
     // before the append, as the issue asks for Produce as well as Metadata.
     for topic in &request.topic_data {
         if ctx.snapshot().topic(topic.name.as_str()).is_none() {
-            let _ = super::metadata::ensure_topic_auto_created(ctx, topic.name.as_str()).await;
+            let _ = ensure_topic_auto_created(ctx, topic.name.as_str()).await;
         }
     }
     let snapshot = ctx.snapshot();

@@ -24,6 +24,7 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::{str_bytes, CheckedApi, Field, Schema, BOOL, INT8};
+use super::config_resources::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{HandlerError, Request, Response};
 use crate::config::topic::{validate_one, ConfigEntry, ConfigSource, TopicConfig};
 use crate::metadata::answers::{encode, is_valid_topic_name};
@@ -34,9 +35,6 @@ use crate::shard::ShardContext;
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeConfigs, 1, 4);
 
 const FIRST_FLEXIBLE: i16 = 4;
-/// Kafka's `ConfigResource.Type` codes.
-pub const RESOURCE_TOPIC: i8 = 2;
-pub const RESOURCE_BROKER: i8 = 4;
 
 /// DescribeConfigsRequest.json: resources [type, name, keys (nullable)],
 /// include_synonyms (v1+), include_documentation (v3+).

@@ -18,9 +18,8 @@ use kafka_protocol::messages::incremental_alter_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{
-    alter_results, failure, sort_resources, CheckedApi, Field, Schema, BOOL, INT8,
-};
+use super::admin_common::{failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT8};
+use super::config_resources::{alter_results, classify, sort_resources};
 use super::{HandlerError, Request, Response};
 use crate::metadata::answers::encode;
 use crate::protocol::{ApiRange, ErrorCode};
@@ -58,7 +57,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let (outcomes, topics) = sort_resources(
             &request.resources,
             |r| (r.resource_type, r.resource_name.to_string()),
-            |r| super::alter_configs::classify(r.resource_type).and_then(|()| ops(r)),
+            |r| classify(r.resource_type).and_then(|()| ops(r)),
         );
         let req = AdminRequest::IncrementalAlterTopicConfigs {
             topics,
@@ -76,7 +75,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 out.resource_name = r.resource_name.clone();
                 if let Some(e) = e {
                     out.error_code = e.code.0;
-                    out.error_message = Some(super::admin_common::str_bytes(e.message));
+                    out.error_message = Some(str_bytes(e.message));
                 }
                 out
             })
@@ -109,7 +108,6 @@ fn ops(
 
 #[cfg(test)]
 mod tests {
-    use super::super::admin_common::str_bytes;
     use super::*;
     use crate::server::handlers::admin_common::admin_fuzz_test;
     use kafka_protocol::messages::incremental_alter_configs_request::{

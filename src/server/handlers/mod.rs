@@ -3,8 +3,8 @@
 //!
 //! The types every handler speaks live here, below the handlers and below
 //! `dispatch` (which routes to them): a handler imports this module and
-//! the shared pieces it needs (`admin_common`, `server::auto_create`),
-//! never `dispatch` and never another handler.
+//! the shared pieces it needs (`admin_common`, `config_resources`,
+//! `server::auto_create`), never `dispatch` and never another handler.
 
 use std::rc::Rc;
 
@@ -18,6 +18,7 @@ use crate::shard::ShardContext;
 pub mod admin_common;
 pub mod alter_configs;
 pub mod api_versions;
+pub mod config_resources;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_topics;

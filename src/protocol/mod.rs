@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod decode;
+pub mod encode;
 pub mod error;
 pub mod fetch_response;
 pub mod frame;

@@ -1,5 +1,6 @@
 use super::*;
 use crate::metadata::snapshot::{BrokerEndpoint, PartitionState};
+use crate::protocol::encode::encode;
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::ApiKey;

@@ -254,7 +254,7 @@ pub fn assert_schema_covers<T: kafka_protocol::protocol::Encodable>(
     version: i16,
     flexible: bool,
 ) {
-    let body = crate::metadata::answers::encode(message, version).expect("encode");
+    let body = crate::protocol::encode::encode(message, version).expect("encode");
     assert_eq!(
         check_arrays(&body, schema, version, flexible),
         Ok(body.len()),

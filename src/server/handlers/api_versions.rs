@@ -10,7 +10,8 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::ApiKey;
 
 use super::{HandlerError, Request, Response};
-use crate::metadata::answers::{api_versions_response, encode};
+use crate::metadata::answers::api_versions_response;
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;

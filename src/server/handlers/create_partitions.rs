@@ -18,7 +18,7 @@ use super::admin_common::{
     call_control_into, failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT32,
 };
 use super::{HandlerError, Request, Response};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::control::{AdminRequest, AdminResponse, AdminResult, NewPartitions};

@@ -21,7 +21,7 @@ use super::admin_common::{
 };
 use super::{HandlerError, Request, Response};
 use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::control::{AdminRequest, AdminResponse, AdminResult};

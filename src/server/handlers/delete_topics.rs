@@ -18,7 +18,7 @@ use super::admin_common::{
     call_control_each, failure, str_bytes, CheckedApi, Field, Schema, INT32, UUID,
 };
 use super::{HandlerError, Request, Response};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::control::{AdminFailure, AdminRequest, AdminResponse, TopicRef};

@@ -27,9 +27,9 @@ use kafka_protocol::messages::{ApiKey, BrokerId};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{HandlerError, Request, Response};
-use crate::metadata::answers::encode;
 use crate::metadata::{BrokerEndpoint, Snapshot};
 use crate::protocol::decode::{check_array_len, decode_body};
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::control::OFFSETS_TOPIC;

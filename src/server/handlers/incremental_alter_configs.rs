@@ -21,7 +21,7 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::{failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT8};
 use super::config_resources::{alter_results, classify, sort_resources};
 use super::{HandlerError, Request, Response};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::control::AdminRequest;

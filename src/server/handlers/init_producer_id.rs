@@ -22,8 +22,8 @@ use kafka_protocol::messages::{ApiKey, ProducerId};
 
 use super::admin_common::call_control;
 use super::{HandlerError, Request, Response};
-use crate::metadata::answers::encode;
 use crate::protocol::decode::decode_body;
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::control::{AdminRequest, AdminResponse};

@@ -17,7 +17,7 @@ use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::{CheckedApi, Field, Schema, INT32, INT64, INT8};
 use super::{HandlerError, Request, Response};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::partitions::{ReadBound, MAX_TIMESTAMP};

@@ -15,8 +15,9 @@ use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::ApiKey;
 
 use super::{HandlerError, Request, Response};
-use crate::metadata::answers::{encode, metadata_response};
+use crate::metadata::answers::metadata_response;
 use crate::protocol::decode::{check_array_len, decode_body};
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::auto_create::request_auto_create;
 use crate::server::out::OutPart;

@@ -24,7 +24,7 @@ use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::{CheckedApi, Field, Schema, INT16, INT32};
 use super::{HandlerError, Request, Response};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::server::auto_create::ensure_topic_auto_created;

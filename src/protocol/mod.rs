@@ -16,6 +16,7 @@ pub mod frame;
 pub mod header;
 pub mod record_batch;
 pub mod record_walk;
+pub mod schema;
 #[cfg(test)]
 pub mod test_records;
 pub mod varint;

@@ -23,12 +23,13 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{str_bytes, CheckedApi, Field, Schema, BOOL, INT8};
+use super::admin_common::str_bytes;
 use super::config_resources::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{HandlerError, Request, Response};
 use crate::config::topic::{validate_one, ConfigEntry, ConfigSource, TopicConfig};
 use crate::metadata::answers::is_valid_topic_name;
 use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
@@ -204,7 +205,7 @@ fn config_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::admin_fuzz_test;
+    use crate::protocol::schema::schema_fuzz_test;
 
     #[test]
     fn the_schema_covers_every_version_exactly() {
@@ -224,5 +225,5 @@ mod tests {
         });
     }
 
-    admin_fuzz_test!(API, DescribeConfigsRequest);
+    schema_fuzz_test!(API, DescribeConfigsRequest);
 }

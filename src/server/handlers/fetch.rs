@@ -15,11 +15,11 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{CheckedApi, Field, Schema, INT32, INT64, INT8, UUID};
 use super::{HandlerError, Request, Response};
 use crate::protocol::fetch_response::{
     encode_fetch_body, FetchPartitionOut, FetchTop, FetchTopicOut,
 };
+use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, INT64, INT8, UUID};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_fetch::{DelayedFetch, FetchIsolation, FetchPartitionSpec};
 use crate::purgatory::view::LogOffsetMetadata;
@@ -419,8 +419,9 @@ fn build_topics(
 
 #[cfg(test)]
 mod tests {
-    use super::super::admin_common::{admin_fuzz_test, str_bytes};
+    use super::super::admin_common::str_bytes;
     use super::*;
+    use crate::protocol::schema::schema_fuzz_test;
     use bytes::Bytes;
     use kafka_protocol::messages::fetch_request::{
         FetchPartition, FetchTopic, ForgottenTopic, ReplicaState,
@@ -509,9 +510,11 @@ mod tests {
         body.extend_from_slice(&0i32.to_be_bytes()); // session_epoch
         body.extend_from_slice(&0i32.to_be_bytes()); // no topics
         body.extend_from_slice(&i32::MAX.to_be_bytes()); // forgotten topics
-        let r = API.decode::<FetchRequest>(Bytes::from(body), 7);
+        let r = API
+            .decode::<FetchRequest>(Bytes::from(body), 7)
+            .map_err(HandlerError::from);
         assert!(matches!(r, Err(HandlerError::Malformed(_))), "{r:?}");
     }
 
-    admin_fuzz_test!(API, FetchRequest);
+    schema_fuzz_test!(API, FetchRequest);
 }

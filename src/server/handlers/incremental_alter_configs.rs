@@ -18,10 +18,11 @@ use kafka_protocol::messages::incremental_alter_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT8};
+use super::admin_common::{failure, str_bytes};
 use super::config_resources::{alter_results, classify, sort_resources};
 use super::{HandlerError, Request, Response};
 use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::control::AdminRequest;
@@ -109,7 +110,7 @@ fn ops(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::admin_fuzz_test;
+    use crate::protocol::schema::schema_fuzz_test;
     use kafka_protocol::messages::incremental_alter_configs_request::{
         AlterConfigsResource, AlterableConfig,
     };
@@ -134,5 +135,5 @@ mod tests {
         });
     }
 
-    admin_fuzz_test!(API, IncrementalAlterConfigsRequest);
+    schema_fuzz_test!(API, IncrementalAlterConfigsRequest);
 }

@@ -11,6 +11,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 use futures_lite::future::BoxedLocal;
 
+use crate::protocol::decode::DecodeError;
 use crate::protocol::header::RequestHeader;
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
@@ -54,6 +55,13 @@ pub enum HandlerError {
     Malformed(String),
     #[error("cannot encode response: {0}")]
     Encode(String),
+}
+
+/// A body the protocol layer refused to decode closes the connection.
+impl From<DecodeError> for HandlerError {
+    fn from(e: DecodeError) -> Self {
+        HandlerError::Malformed(e.to_string())
+    }
 }
 
 /// Every handler's signature: `handle(ctx, request)`.

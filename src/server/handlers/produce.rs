@@ -22,9 +22,9 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
-use super::admin_common::{CheckedApi, Field, Schema, INT16, INT32};
 use super::{HandlerError, Request, Response};
 use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::server::auto_create::ensure_topic_auto_created;
@@ -218,8 +218,9 @@ fn wall_now_ms() -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::admin_common::{admin_fuzz_test, str_bytes};
+    use super::super::admin_common::str_bytes;
     use super::*;
+    use crate::protocol::schema::schema_fuzz_test;
     use bytes::Bytes;
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     use kafka_protocol::messages::TransactionalId;
@@ -251,9 +252,11 @@ mod tests {
     fn a_nested_array_longer_than_the_body_is_refused() {
         let mut body = vec![0xff, 0xff, 0, 1, 0, 0, 0, 5, 0, 0, 0, 1, 0, 1, b't'];
         body.extend_from_slice(&i32::MAX.to_be_bytes());
-        let r = API.decode::<ProduceRequest>(Bytes::from(body), 3);
+        let r = API
+            .decode::<ProduceRequest>(Bytes::from(body), 3)
+            .map_err(HandlerError::from);
         assert!(matches!(r, Err(HandlerError::Malformed(_))), "{r:?}");
     }
 
-    admin_fuzz_test!(API, ProduceRequest);
+    schema_fuzz_test!(API, ProduceRequest);
 }

@@ -13,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use super::snapshot::{Snapshot, TopicState};
+use crate::protocol::topic_name::is_valid_topic_name;
 use crate::protocol::{ApiRange, ErrorCode};
 
 /// ApiVersions answer listing `table`, with `error` (NONE, or
@@ -180,18 +181,6 @@ fn topic_answer(topic: &TopicState, include_topic_ops: bool) -> MetadataResponse
         })
         .collect();
     answer
-}
-
-/// Kafka's topic name rule (`org.apache.kafka.common.internals.Topic.validate`):
-/// 1..=249 characters of `[a-zA-Z0-9._-]`, and not `.` or `..`.
-pub fn is_valid_topic_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 249
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }
 
 /// Operation bit sets (KIP-430, `AclOperation` codes) reported when a

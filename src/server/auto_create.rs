@@ -8,7 +8,7 @@
 
 use std::rc::Rc;
 
-use crate::metadata::answers::is_valid_topic_name;
+use crate::protocol::topic_name::is_valid_topic_name;
 use crate::protocol::ErrorCode;
 use crate::shard::control::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::shard::{ShardContext, ShardRequest, ShardResponse};

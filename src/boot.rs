@@ -222,7 +222,7 @@ struct ShutdownReport {
     durable_appends: u64,
     durable_syncs: u64,
     /// Broker-side Produce latency, all data shards merged.
-    produce_latency: crate::loadgen::histogram::LatencyHistogram,
+    produce_latency: crate::histogram::LatencyHistogram,
 }
 
 /// The parts every shard shares, as of boot.

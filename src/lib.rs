@@ -6,6 +6,7 @@
 //! |---------------|---------|-------|------------------|
 //! | [`types`]     | —       | pure  | newtypes shared by every layer |
 //! | [`config`]    | —       | pure  | `server.properties` (Kafka key names) + overrides |
+//! | [`histogram`] | —       | pure  | latency histograms shared by the broker and the load generator |
 //! | [`protocol`]  | —       | pure  | frames, headers, API version table, error codes, record batch view |
 //! | [`storage`]   | §3–4    | mixed | per-partition log: DMA appender, indexes, batch cache, recovery |
 //! | [`purgatory`] | §5      | mixed | timing wheel, DelayedProduce, DelayedFetch |
@@ -30,6 +31,7 @@ pub mod boot;
 pub mod config;
 pub mod controller;
 pub mod group;
+pub mod histogram;
 pub mod io;
 pub mod loadgen;
 pub mod metadata;

@@ -17,8 +17,9 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::RecordBatchDecoder;
 
 use super::client::{be_i32, connect_bootstrap, error_label, SyncClient, Timebase, FETCH_VERSIONS};
-use super::histogram::LatencyHistogram;
-use super::producer::{read_payload_header, LiveStats};
+use super::producer::LiveStats;
+use super::wire::read_payload_header;
+use crate::histogram::LatencyHistogram;
 use crate::protocol::varint::read_varint;
 
 /// `fetch.max.bytes` default.
@@ -626,7 +627,7 @@ pub fn walk_fetch_response(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loadgen::producer::write_payload_header;
+    use crate::loadgen::wire::write_payload_header;
 
     fn payload(producer: u32, seq: u64) -> Vec<u8> {
         let mut v = vec![0u8; 24];

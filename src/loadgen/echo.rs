@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::histogram::{LatencyHistogram, LatencySummary};
+use crate::histogram::{LatencyHistogram, LatencySummary};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct EchoReport {

@@ -34,7 +34,6 @@
 //! | [`omb`] | pure | OpenMessaging Benchmark workload YAML |
 //! | [`accumulator`] | pure | batching: batch.size, linger.ms, buffer.memory, in-flight cap |
 //! | [`partitioner`] | pure | murmur2 (keyed) and sticky (KIP-480) partitioners |
-//! | [`histogram`] | pure | HdrHistogram latencies and percentiles |
 //! | [`wire`] | pure | hot-path encoders: plain v2 batches, Produce frames without their batches |
 //! | [`report`] | pure | table, CSV, JSON, SVG, HTML rendering |
 //! | [`client`] | io | connections, framing, pipelining, admin requests |
@@ -50,7 +49,6 @@ pub mod client;
 pub mod consume_only;
 pub mod consumer;
 pub mod echo;
-pub mod histogram;
 pub mod omb;
 pub mod partitioner;
 pub mod producer;
@@ -68,11 +66,11 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use crate::histogram::LatencyHistogram;
 pub use args::LoadgenArgs;
 use args::{acks_label, parse_cpu_list, ProducerSettings, Workload};
 use client::{ClusterMeta, SyncClient, Timebase, LATEST_TIMESTAMP};
 use consumer::{ConsumerOutcome, ConsumerPartition, ConsumerPlan, DrainTargets};
-use histogram::LatencyHistogram;
 use producer::{LiveStats, ProducerOutcome, ProducerPlan};
 use report::{PointResult, RunReport};
 use sweep::SweepPoint;

@@ -17,9 +17,7 @@ use kafka_protocol::messages::{
     ApiKey, MetadataRequest, ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::Compression;
 use kafka_protocol::ResponseError;
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
@@ -32,32 +30,9 @@ use super::client::{
     correlation_id, decode_response, error_label, ConnEvent, Connection, SyncClient, Timebase,
     METADATA_VERSIONS, PRODUCE_VERSIONS,
 };
-use super::histogram::LatencyHistogram;
 use super::partitioner::{partition_for_key, StickyPartitioner};
-use super::wire;
-
-/// Payload header: wall-clock send timestamp (ns), producer index, sequence.
-pub const PAYLOAD_HEADER_BYTES: usize = 20;
-
-/// Writes the payload header into the first 20 bytes of `value`.
-pub fn write_payload_header(value: &mut [u8], send_wall_ns: u64, producer: u32, seq: u64) -> bool {
-    let Some(h) = value.get_mut(..PAYLOAD_HEADER_BYTES) else {
-        return false;
-    };
-    h[..8].copy_from_slice(&send_wall_ns.to_le_bytes());
-    h[8..12].copy_from_slice(&producer.to_le_bytes());
-    h[12..20].copy_from_slice(&seq.to_le_bytes());
-    true
-}
-
-/// Reads `(send_wall_ns, producer, seq)` from a payload.
-pub fn read_payload_header(value: &[u8]) -> Option<(u64, u32, u64)> {
-    let h = value.get(..PAYLOAD_HEADER_BYTES)?;
-    let ts = u64::from_le_bytes(h[..8].try_into().ok()?);
-    let producer = u32::from_le_bytes(h[8..12].try_into().ok()?);
-    let seq = u64::from_le_bytes(h[12..20].try_into().ok()?);
-    Some((ts, producer, seq))
-}
+use super::wire::{self, encode_batch, write_payload_header};
+use crate::histogram::LatencyHistogram;
 
 /// Counters shared with the progress line and the watchdog.
 #[derive(Debug, Default)]
@@ -860,121 +835,5 @@ fn init_idempotence(
     Ok((id, epoch, true))
 }
 
-/// Encodes one v2 record batch. Offsets are 0-based deltas; without
-/// idempotence the base sequence is -1 (records carry `-1 + i` so the
-/// encoder keeps them in one batch: it splits where offset - sequence
-/// changes).
-///
-/// The generic path (any codec); `wire::encode_plain_batch` writes the
-/// same bytes for uncompressed batches without a `Record` per message.
-pub(crate) fn encode_batch<M>(
-    pending: &[PendingRecord<M>],
-    producer_id: i64,
-    producer_epoch: i16,
-    base_sequence: i32,
-    compression: Compression,
-) -> Result<Bytes> {
-    let records: Vec<Record> = pending
-        .iter()
-        .enumerate()
-        .map(|(i, r)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id,
-            producer_epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: base_sequence.wrapping_add(i as i32),
-            timestamp: r.timestamp_ms,
-            key: r.key.clone(),
-            value: Some(r.value.clone()),
-            headers: Default::default(),
-        })
-        .collect();
-    let estimate: usize = pending.iter().map(|r| r.value.len() + 32).sum();
-    let mut buf = BytesMut::with_capacity(estimate + 64);
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )?;
-    Ok(buf.freeze())
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::loadgen::accumulator::AccumulatorConfig;
-    use kafka_protocol::records::RecordBatchDecoder;
-
-    fn batch_of(n: usize, base_sequence: Option<i32>) -> ProducerBatch<RecordMeta> {
-        let mut acc = Accumulator::new(AccumulatorConfig::default(), &[0], 1);
-        for i in 0..n {
-            let mut v = vec![7u8; 64];
-            write_payload_header(&mut v, 1_000 + i as u64, 3, i as u64);
-            let rec = PendingRecord {
-                key: (i % 2 == 0).then(|| Bytes::from(format!("key-{i}"))),
-                value: Bytes::from(v),
-                timestamp_ms: 1_700_000_000_000 + i as i64,
-                meta: RecordMeta {
-                    intended_ns: 0,
-                    send_ns: 0,
-                },
-            };
-            acc.on_append(0, 0, rec).unwrap();
-        }
-        acc.begin_flush();
-        let mut b = acc.on_drain(0).pop().unwrap().batches.pop().unwrap();
-        b.base_sequence = base_sequence;
-        b
-    }
-
-    #[test]
-    fn payload_header_round_trips() {
-        let mut v = vec![0u8; 32];
-        assert!(write_payload_header(&mut v, 123_456_789, 7, 42));
-        assert_eq!(read_payload_header(&v), Some((123_456_789, 7, 42)));
-        assert_eq!(read_payload_header(&v[..19]), None);
-        assert!(!write_payload_header(&mut [0u8; 10], 1, 1, 1));
-    }
-
-    #[test]
-    fn encoded_batch_is_one_v2_batch_for_every_codec() {
-        for codec in [
-            Compression::None,
-            Compression::Gzip,
-            Compression::Snappy,
-            Compression::Lz4,
-            Compression::Zstd,
-        ] {
-            for (pid, seq) in [(-1i64, None), (9, Some(100))] {
-                let b = batch_of(5, seq);
-                let epoch = if pid < 0 { -1 } else { 0 };
-                let seq0 = b.base_sequence.unwrap_or(-1);
-                let mut bytes = encode_batch(&b.records, pid, epoch, seq0, codec).unwrap();
-                let sets = RecordBatchDecoder::decode_all(&mut bytes).unwrap();
-                assert_eq!(sets.len(), 1, "{codec:?}: one batch");
-                let recs = &sets[0].records;
-                assert_eq!(recs.len(), 5);
-                assert_eq!(sets[0].compression, codec);
-                for (i, r) in recs.iter().enumerate() {
-                    assert_eq!(r.offset, i as i64);
-                    assert_eq!(r.producer_id, pid);
-                    let want_seq = seq.map_or(-1 + i as i32, |s| s + i as i32);
-                    assert_eq!(r.sequence, want_seq);
-                    let v = r.value.as_ref().unwrap();
-                    assert_eq!(
-                        read_payload_header(v),
-                        Some((1_000 + i as u64, 3, i as u64))
-                    );
-                    assert_eq!(r.key.is_some(), i % 2 == 0);
-                }
-            }
-        }
-    }
-}
+mod tests;

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::args::{ProducerSettings, Workload};
-use super::histogram::LatencySummary;
+use crate::histogram::LatencySummary;
 
 /// Measured results of one sweep point.
 #[derive(Debug, Clone, Serialize, Default)]

@@ -3,17 +3,17 @@
 //! Handlers decode the request, call into here, and encode what comes back;
 //! everything here is deterministic and tested without sockets.
 
-use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
 use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{BrokerId, TopicName};
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use super::snapshot::{Snapshot, TopicState};
+use crate::protocol::topic_name::is_valid_topic_name;
 use crate::protocol::{ApiRange, ErrorCode};
 
 /// ApiVersions answer listing `table`, with `error` (NONE, or
@@ -35,16 +35,6 @@ pub fn api_versions_response(table: &[ApiRange], error: ErrorCode) -> ApiVersion
     ApiVersionsResponse::default()
         .with_error_code(error.0)
         .with_api_keys(api_keys)
-}
-
-/// Encode any response body with the crate.
-pub fn encode<T: Encodable>(message: &T, version: i16) -> Result<Bytes, String> {
-    let size = message.compute_size(version).map_err(|e| e.to_string())?;
-    let mut buf = BytesMut::with_capacity(size);
-    message
-        .encode(&mut buf, version)
-        .map_err(|e| e.to_string())?;
-    Ok(buf.freeze())
 }
 
 /// A Metadata answer plus the topics the caller may try to auto-create
@@ -191,18 +181,6 @@ fn topic_answer(topic: &TopicState, include_topic_ops: bool) -> MetadataResponse
         })
         .collect();
     answer
-}
-
-/// Kafka's topic name rule (`org.apache.kafka.common.internals.Topic.validate`):
-/// 1..=249 characters of `[a-zA-Z0-9._-]`, and not `.` or `..`.
-pub fn is_valid_topic_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 249
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }
 
 /// Operation bit sets (KIP-430, `AclOperation` codes) reported when a

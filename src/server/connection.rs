@@ -18,7 +18,8 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
 use glommio::net::TcpStream;
 use kafka_protocol::messages::ApiKey;
 
-use super::dispatch::{frame_response, route, Request, Response, Routing};
+use super::dispatch::{frame_response, route, Routing};
+use super::handlers::{Request, Response};
 use super::in_order::InOrder;
 use super::out::{write_parts, ConnWriter, OutPart};
 use crate::io::local_sync::{Notify, Trigger};

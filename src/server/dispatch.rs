@@ -4,44 +4,12 @@
 //! and the handler. ApiVersions advertises exactly these rows. To add an API:
 //! write `handlers/<api>.rs` with `VERSIONS` and `handle`, add a row.
 
-use std::rc::Rc;
-
-use bytes::Bytes;
-use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::ApiKey;
 
-use super::handlers;
+use super::handlers::{self, HandlerFn};
 use super::out::OutPart;
 use crate::protocol::header::{response_head, response_header_version, RequestHeader};
 use crate::protocol::ApiRange;
-use crate::shard::ShardContext;
-
-/// A decoded request header and its still-encoded body.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub header: RequestHeader,
-    pub body: Bytes,
-}
-
-/// What a handler produces.
-#[derive(Debug)]
-pub enum Response {
-    /// The encoded response body (without size prefix or header), as parts.
-    Body(Vec<OutPart>),
-    /// No response at all (Produce with acks=0).
-    NoResponse,
-}
-
-/// A request the handler cannot serve; Kafka closes the connection.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HandlerError {
-    #[error("malformed request body: {0}")]
-    Malformed(String),
-    #[error("cannot encode response: {0}")]
-    Encode(String),
-}
-
-pub type HandlerFn = fn(Rc<ShardContext>, Request) -> BoxedLocal<Result<Response, HandlerError>>;
 
 /// One supported API.
 pub struct Route {

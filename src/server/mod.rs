@@ -6,6 +6,7 @@
 //! frames and spawns one task per request (handlers may await other
 //! shards); its writer sends responses strictly in request order.
 
+pub mod auto_create;
 pub mod connection;
 pub mod dispatch;
 pub mod handlers;
@@ -14,5 +15,5 @@ pub mod listener;
 pub mod out;
 pub mod request_metrics;
 
-pub use dispatch::{HandlerError, Request, Response};
+pub use handlers::{HandlerError, Request, Response};
 pub use out::OutPart;

@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::time::Instant;
 
-use crate::loadgen::histogram::LatencyHistogram;
+use crate::histogram::LatencyHistogram;
 
 thread_local! {
     /// One per shard thread (glommio executors are one per thread).

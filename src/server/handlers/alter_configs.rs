@@ -19,15 +19,14 @@ use kafka_protocol::messages::alter_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{
-    alter_results, failure, sort_resources, str_bytes, CheckedApi, Field, Schema, BOOL, INT8,
-};
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::admin_common::{failure, str_bytes};
+use super::config_resources::{alter_results, classify, sort_resources};
+use super::{HandlerError, Request, Response};
 use crate::controller::requests::{AdminFailure, AdminRequest};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::AlterConfigs, 0, 2);
@@ -40,21 +39,6 @@ const SCHEMA: &[Field] = &[
     Field::Structs(&[INT8, Field::Str, Field::Structs(&[Field::Str, Field::Str])]),
     BOOL,
 ];
-
-/// Topic resources proceed; broker and other resources fail here.
-pub fn classify(resource_type: i8) -> Result<(), AdminFailure> {
-    match resource_type {
-        RESOURCE_TOPIC => Ok(()),
-        RESOURCE_BROKER => Err(failure(
-            ErrorCode::INVALID_REQUEST,
-            "Cannot update these configs dynamically: shardlog broker configs are static (server.properties)",
-        )),
-        other => Err(failure(
-            ErrorCode::INVALID_REQUEST,
-            &format!("Unsupported resource type {other}"),
-        )),
-    }
-}
 
 /// What the shared admin preamble needs to decode this API.
 const API: CheckedApi = CheckedApi {
@@ -118,7 +102,7 @@ fn configs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::admin_fuzz_test;
+    use crate::protocol::schema::schema_fuzz_test;
     use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
 
     #[test]
@@ -138,5 +122,5 @@ mod tests {
         });
     }
 
-    admin_fuzz_test!(API, AlterConfigsRequest);
+    schema_fuzz_test!(API, AlterConfigsRequest);
 }

@@ -9,10 +9,11 @@ use std::rc::Rc;
 use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::ApiKey;
 
-use crate::metadata::answers::{api_versions_response, encode};
+use super::{HandlerError, Request, Response};
+use crate::metadata::answers::api_versions_response;
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::ApiVersions, 0, 4);

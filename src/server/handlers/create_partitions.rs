@@ -14,14 +14,13 @@ use kafka_protocol::messages::create_partitions_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{
-    call_control_into, failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT32,
-};
+use super::admin_common::{call_control_into, failure, str_bytes};
+use super::{HandlerError, Request, Response};
 use crate::controller::requests::{AdminRequest, AdminResponse, AdminResult, NewPartitions};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::CreatePartitions, 0, 3);
@@ -109,7 +108,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::admin_fuzz_test;
+    use crate::protocol::schema::schema_fuzz_test;
     use kafka_protocol::messages::create_partitions_request::{
         CreatePartitionsAssignment, CreatePartitionsTopic,
     };
@@ -134,5 +133,5 @@ mod tests {
         });
     }
 
-    admin_fuzz_test!(API, CreatePartitionsRequest);
+    schema_fuzz_test!(API, CreatePartitionsRequest);
 }

@@ -16,16 +16,15 @@ use kafka_protocol::messages::create_topics_response::{
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
-use super::admin_common::{
-    call_control_into, failure, str_bytes, CheckedApi, Field, Schema, BOOL, INT16, INT32,
-};
+use super::admin_common::{call_control_into, failure, str_bytes};
+use super::{HandlerError, Request, Response};
 use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
 use crate::controller::requests::{AdminRequest, AdminResponse, AdminResult};
 use crate::controller::topic_admin::{NewTopic, TopicInfo};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT16, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::CreateTopics, 2, 7);
@@ -209,7 +208,7 @@ fn resolved_configs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::admin_fuzz_test;
+    use crate::protocol::schema::schema_fuzz_test;
     use kafka_protocol::messages::create_topics_request::{
         CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
     };
@@ -237,5 +236,5 @@ mod tests {
         });
     }
 
-    admin_fuzz_test!(API, CreateTopicsRequest);
+    schema_fuzz_test!(API, CreateTopicsRequest);
 }

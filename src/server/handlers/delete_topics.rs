@@ -14,14 +14,13 @@ use kafka_protocol::messages::delete_topics_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 use uuid::Uuid;
 
-use super::admin_common::{
-    call_control_each, failure, str_bytes, CheckedApi, Field, Schema, INT32, UUID,
-};
+use super::admin_common::{call_control_each, failure, str_bytes};
+use super::{HandlerError, Request, Response};
 use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, TopicRef};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, UUID};
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DeleteTopics, 1, 6);
@@ -141,7 +140,7 @@ fn topic_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::admin_fuzz_test;
+    use crate::protocol::schema::schema_fuzz_test;
     use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 
     #[test]
@@ -165,5 +164,5 @@ mod tests {
         });
     }
 
-    admin_fuzz_test!(API, DeleteTopicsRequest);
+    schema_fuzz_test!(API, DeleteTopicsRequest);
 }

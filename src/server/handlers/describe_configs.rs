@@ -23,20 +23,20 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{str_bytes, CheckedApi, Field, Schema, BOOL, INT8};
+use super::admin_common::str_bytes;
+use super::config_resources::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::{HandlerError, Request, Response};
 use crate::config::topic::{validate_one, ConfigEntry, ConfigSource, TopicConfig};
-use crate::metadata::answers::{encode, is_valid_topic_name};
+use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
+use crate::protocol::topic_name::is_valid_topic_name;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeConfigs, 1, 4);
 
 const FIRST_FLEXIBLE: i16 = 4;
-/// Kafka's `ConfigResource.Type` codes.
-pub const RESOURCE_TOPIC: i8 = 2;
-pub const RESOURCE_BROKER: i8 = 4;
 
 /// DescribeConfigsRequest.json: resources [type, name, keys (nullable)],
 /// include_synonyms (v1+), include_documentation (v3+).
@@ -205,7 +205,7 @@ fn config_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::handlers::admin_common::admin_fuzz_test;
+    use crate::protocol::schema::schema_fuzz_test;
 
     #[test]
     fn the_schema_covers_every_version_exactly() {
@@ -225,5 +225,5 @@ mod tests {
         });
     }
 
-    admin_fuzz_test!(API, DescribeConfigsRequest);
+    schema_fuzz_test!(API, DescribeConfigsRequest);
 }

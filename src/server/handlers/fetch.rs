@@ -15,15 +15,15 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{CheckedApi, Field, Schema, INT32, INT64, INT8, UUID};
+use super::{HandlerError, Request, Response};
 use crate::protocol::fetch_response::{
     encode_fetch_body, FetchPartitionOut, FetchTop, FetchTopicOut,
 };
+use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, INT64, INT8, UUID};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_fetch::{DelayedFetch, FetchIsolation, FetchPartitionSpec};
 use crate::purgatory::view::LogOffsetMetadata;
 use crate::replication::partition::ReadAnswer;
-use crate::server::dispatch::{HandlerError, Request, Response};
 use crate::shard::data_shard::ReadSpec;
 use crate::shard::fetch_session::{PartitionFetch, SentState, SessionDecision};
 use crate::shard::ShardContext;
@@ -113,7 +113,7 @@ async fn fetch(
     ctx: &Rc<ShardContext>,
     request: &FetchRequest,
     version: i16,
-) -> Vec<crate::server::OutPart> {
+) -> Vec<crate::server::out::OutPart> {
     let replica_id = if version >= 15 {
         request.replica_state.replica_id.0
     } else {
@@ -426,8 +426,9 @@ fn build_topics(
 
 #[cfg(test)]
 mod tests {
-    use super::super::admin_common::{admin_fuzz_test, str_bytes};
+    use super::super::admin_common::str_bytes;
     use super::*;
+    use crate::protocol::schema::schema_fuzz_test;
     use bytes::Bytes;
     use kafka_protocol::messages::fetch_request::{
         FetchPartition, FetchTopic, ForgottenTopic, ReplicaState,
@@ -516,9 +517,11 @@ mod tests {
         body.extend_from_slice(&0i32.to_be_bytes()); // session_epoch
         body.extend_from_slice(&0i32.to_be_bytes()); // no topics
         body.extend_from_slice(&i32::MAX.to_be_bytes()); // forgotten topics
-        let r = API.decode::<FetchRequest>(Bytes::from(body), 7);
+        let r = API
+            .decode::<FetchRequest>(Bytes::from(body), 7)
+            .map_err(HandlerError::from);
         assert!(matches!(r, Err(HandlerError::Malformed(_))), "{r:?}");
     }
 
-    admin_fuzz_test!(API, FetchRequest);
+    schema_fuzz_test!(API, FetchRequest);
 }

@@ -26,13 +26,13 @@ use kafka_protocol::messages::find_coordinator_response::{Coordinator, FindCoord
 use kafka_protocol::messages::{ApiKey, BrokerId};
 use kafka_protocol::protocol::StrBytes;
 
+use super::{HandlerError, Request, Response};
 use crate::controller::image::OFFSETS_TOPIC;
-use crate::metadata::answers::encode;
 use crate::metadata::{BrokerEndpoint, Snapshot};
 use crate::protocol::decode::{check_array_len, decode_body};
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::placement::coordinator_partition;
 use crate::shard::ShardContext;
 

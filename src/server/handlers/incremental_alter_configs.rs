@@ -18,15 +18,15 @@ use kafka_protocol::messages::incremental_alter_configs_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
-use super::admin_common::{
-    alter_results, failure, sort_resources, CheckedApi, Field, Schema, BOOL, INT8,
-};
+use super::admin_common::{failure, str_bytes};
+use super::config_resources::{alter_results, classify, sort_resources};
+use super::{HandlerError, Request, Response};
 use crate::controller::requests::AdminRequest;
 use crate::controller::topic_admin::{AlterConfigOp, AlterConfigOpType};
-use crate::metadata::answers::encode;
+use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::IncrementalAlterConfigs, 0, 1);
@@ -58,7 +58,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let (outcomes, topics) = sort_resources(
             &request.resources,
             |r| (r.resource_type, r.resource_name.to_string()),
-            |r| super::alter_configs::classify(r.resource_type).and_then(|()| ops(r)),
+            |r| classify(r.resource_type).and_then(|()| ops(r)),
         );
         let req = AdminRequest::IncrementalAlterTopicConfigs {
             topics,
@@ -76,7 +76,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 out.resource_name = r.resource_name.clone();
                 if let Some(e) = e {
                     out.error_code = e.code.0;
-                    out.error_message = Some(super::admin_common::str_bytes(e.message));
+                    out.error_message = Some(str_bytes(e.message));
                 }
                 out
             })
@@ -109,9 +109,8 @@ fn ops(
 
 #[cfg(test)]
 mod tests {
-    use super::super::admin_common::str_bytes;
     use super::*;
-    use crate::server::handlers::admin_common::admin_fuzz_test;
+    use crate::protocol::schema::schema_fuzz_test;
     use kafka_protocol::messages::incremental_alter_configs_request::{
         AlterConfigsResource, AlterableConfig,
     };
@@ -136,5 +135,5 @@ mod tests {
         });
     }
 
-    admin_fuzz_test!(API, IncrementalAlterConfigsRequest);
+    schema_fuzz_test!(API, IncrementalAlterConfigsRequest);
 }

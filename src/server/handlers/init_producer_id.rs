@@ -21,12 +21,12 @@ use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::{ApiKey, ProducerId};
 
 use super::admin_common::call_control;
+use super::{HandlerError, Request, Response};
 use crate::controller::requests::{AdminRequest, AdminResponse};
-use crate::metadata::answers::encode;
 use crate::protocol::decode::decode_body;
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::InitProducerId, 0, 5);

@@ -15,13 +15,13 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
-use super::admin_common::{CheckedApi, Field, Schema, INT32, INT64, INT8};
-use crate::metadata::answers::encode;
+use super::{HandlerError, Request, Response};
+use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, INT64, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::replication::partition::MAX_TIMESTAMP;
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;
 
@@ -129,8 +129,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 
 #[cfg(test)]
 mod tests {
-    use super::super::admin_common::{admin_fuzz_test, str_bytes};
+    use super::super::admin_common::str_bytes;
     use super::*;
+    use crate::protocol::schema::schema_fuzz_test;
     use bytes::Bytes;
     use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
     use kafka_protocol::messages::BrokerId;
@@ -165,9 +166,11 @@ mod tests {
         let body = [
             0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0, 1, b'a', 0x7f, 0xff, 0xff, 0xff,
         ];
-        let r = API.decode::<ListOffsetsRequest>(Bytes::copy_from_slice(&body), 1);
+        let r = API
+            .decode::<ListOffsetsRequest>(Bytes::copy_from_slice(&body), 1)
+            .map_err(HandlerError::from);
         assert!(matches!(r, Err(HandlerError::Malformed(_))), "{r:?}");
     }
 
-    admin_fuzz_test!(API, ListOffsetsRequest);
+    schema_fuzz_test!(API, ListOffsetsRequest);
 }

@@ -14,12 +14,13 @@ use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::ApiKey;
 
-use crate::controller::image::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
-use crate::metadata::answers::{encode, is_valid_topic_name, metadata_response};
+use super::{HandlerError, Request, Response};
+use crate::metadata::answers::metadata_response;
 use crate::protocol::decode::{check_array_len, decode_body};
+use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::auto_create::request_auto_create;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Metadata, 0, 13);
@@ -58,21 +59,6 @@ pub fn decode_request(
     decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))
 }
 
-/// Ask the control shard to create `topics` with the broker defaults
-/// (`num.partitions`, `default.replication.factor`); per topic, NONE once
-/// created (or found created meanwhile) or why not. `None` if the control
-/// shard could not be asked.
-async fn request_auto_create(
-    ctx: &Rc<ShardContext>,
-    topics: Vec<String>,
-) -> Option<Vec<(String, ErrorCode)>> {
-    let results = ctx.auto_create_topics(topics).await;
-    if results.is_none() {
-        tracing::warn!("control shard unavailable for auto-create");
-    }
-    results
-}
-
 /// Kafka (KafkaApis.getTopicMetadata → createTopic) answers a topic it has
 /// just auto-created with LEADER_NOT_AVAILABLE and no partitions; clients
 /// (librdkafka, the Java client) retry Metadata. A topic that could not be
@@ -91,35 +77,5 @@ fn mark_auto_created(response: &mut MetadataResponse, results: &[(String, ErrorC
             code.0
         };
         topic.partitions.clear();
-    }
-}
-
-/// For the Produce path (and FindCoordinator for the internal topics):
-/// make sure `topic` exists, auto-creating it (`auto.create.topics.enable`)
-/// as Metadata does; internal topics get their Kafka specs
-/// (`offsets.topic.num.partitions`, ...). Returns NONE when the
-/// topic is in this shard's snapshot afterwards; else
-/// UNKNOWN_TOPIC_OR_PARTITION (auto-create off or impossible),
-/// INVALID_TOPIC_EXCEPTION (bad name), or the creation error.
-pub async fn ensure_topic_auto_created(ctx: &Rc<ShardContext>, topic: &str) -> ErrorCode {
-    if ctx.snapshot().topic(topic).is_some() {
-        return ErrorCode::NONE;
-    }
-    if !is_valid_topic_name(topic) {
-        return ErrorCode::INVALID_TOPIC_EXCEPTION;
-    }
-    // Kafka creates its internal topics on demand whatever
-    // auto.create.topics.enable says (FindCoordinator's path).
-    let internal = topic == OFFSETS_TOPIC || topic == TRANSACTION_STATE_TOPIC;
-    if !ctx.config.auto_create_topics_enable && !internal {
-        return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION;
-    }
-    match request_auto_create(ctx, vec![topic.to_owned()]).await {
-        Some(results) => match results.first() {
-            Some((_, code)) if *code != ErrorCode::NONE => *code,
-            _ if ctx.snapshot().topic(topic).is_some() => ErrorCode::NONE,
-            _ => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-        },
-        None => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
     }
 }

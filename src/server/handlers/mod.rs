@@ -1,9 +1,25 @@
 //! `[drv]` One file per Kafka API. Each declares `VERSIONS` (the range it
 //! implements, listed by ApiVersions) and `handle`.
+//!
+//! The types every handler speaks live here, below the handlers and below
+//! `dispatch` (which routes to them): a handler imports this module and
+//! the shared pieces it needs (`admin_common`, `config_resources`,
+//! `server::auto_create`), never `dispatch` and never another handler.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use futures_lite::future::BoxedLocal;
+
+use crate::protocol::decode::DecodeError;
+use crate::protocol::header::RequestHeader;
+use crate::server::out::OutPart;
+use crate::shard::ShardContext;
 
 pub mod admin_common;
 pub mod alter_configs;
 pub mod api_versions;
+pub mod config_resources;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_topics;
@@ -15,3 +31,38 @@ pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
+
+/// A decoded request header and its still-encoded body.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub header: RequestHeader,
+    pub body: Bytes,
+}
+
+/// What a handler produces.
+#[derive(Debug)]
+pub enum Response {
+    /// The encoded response body (without size prefix or header), as parts.
+    Body(Vec<OutPart>),
+    /// No response at all (Produce with acks=0).
+    NoResponse,
+}
+
+/// A request the handler cannot serve; Kafka closes the connection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandlerError {
+    #[error("malformed request body: {0}")]
+    Malformed(String),
+    #[error("cannot encode response: {0}")]
+    Encode(String),
+}
+
+/// A body the protocol layer refused to decode closes the connection.
+impl From<DecodeError> for HandlerError {
+    fn from(e: DecodeError) -> Self {
+        HandlerError::Malformed(e.to_string())
+    }
+}
+
+/// Every handler's signature: `handle(ctx, request)`.
+pub type HandlerFn = fn(Rc<ShardContext>, Request) -> BoxedLocal<Result<Response, HandlerError>>;

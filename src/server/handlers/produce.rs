@@ -22,13 +22,14 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
-use super::admin_common::{CheckedApi, Field, Schema, INT16, INT32};
-use crate::metadata::answers::encode;
+use super::{HandlerError, Request, Response};
+use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::replication::partition::ProduceResult;
-use crate::server::dispatch::{HandlerError, Request, Response};
-use crate::server::OutPart;
+use crate::server::auto_create::ensure_topic_auto_created;
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;
 
@@ -82,7 +83,7 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
     // before the append, as the issue asks for Produce as well as Metadata.
     for topic in &request.topic_data {
         if ctx.snapshot().topic(topic.name.as_str()).is_none() {
-            let _ = super::metadata::ensure_topic_auto_created(ctx, topic.name.as_str()).await;
+            let _ = ensure_topic_auto_created(ctx, topic.name.as_str()).await;
         }
     }
     let snapshot = ctx.snapshot();
@@ -206,8 +207,9 @@ fn to_responses(slots: Vec<Slot>) -> Vec<TopicProduceResponse> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::admin_common::{admin_fuzz_test, str_bytes};
+    use super::super::admin_common::str_bytes;
     use super::*;
+    use crate::protocol::schema::schema_fuzz_test;
     use bytes::Bytes;
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     use kafka_protocol::messages::TransactionalId;
@@ -239,9 +241,11 @@ mod tests {
     fn a_nested_array_longer_than_the_body_is_refused() {
         let mut body = vec![0xff, 0xff, 0, 1, 0, 0, 0, 5, 0, 0, 0, 1, 0, 1, b't'];
         body.extend_from_slice(&i32::MAX.to_be_bytes());
-        let r = API.decode::<ProduceRequest>(Bytes::from(body), 3);
+        let r = API
+            .decode::<ProduceRequest>(Bytes::from(body), 3)
+            .map_err(HandlerError::from);
         assert!(matches!(r, Err(HandlerError::Malformed(_))), "{r:?}");
     }
 
-    admin_fuzz_test!(API, ProduceRequest);
+    schema_fuzz_test!(API, ProduceRequest);
 }

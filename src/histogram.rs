@@ -1,5 +1,9 @@
 //! `[pure]` Latency histograms (HdrHistogram, nanosecond values, 3
 //! significant digits) and their percentile summary.
+//!
+//! On the lower floor because both sides record latencies: the broker
+//! (`server::request_metrics`, Produce latency at shutdown) and the load
+//! generator (producer, consumer, echo, report). Neither imports the other.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;

@@ -1,0 +1,192 @@
+//! Unit tests of `loadgen::bench`.
+
+use super::*;
+use clap::Parser;
+
+fn parse(v: &[&str]) -> BenchArgs {
+    Cli::try_parse_from(std::iter::once("bench").chain(v.iter().copied()))
+        .unwrap()
+        .args
+}
+
+#[test]
+fn default_split_gives_the_broker_the_first_half_of_the_cores() {
+    let table: [(&[usize], &[usize], &[usize]); 5] = [
+        (&[0, 1], &[0], &[1]),
+        (&[0, 1, 2, 3], &[0, 1], &[2, 3]),
+        (&[0, 1, 2], &[0], &[1, 2]),
+        (&[3], &[3], &[3]),
+        (&[], &[0], &[0]),
+    ];
+    for (avail, broker, client) in table {
+        let (b, c) = default_core_split(avail);
+        assert_eq!((b.as_slice(), c.as_slice()), (broker, client), "{avail:?}");
+    }
+}
+
+#[test]
+fn plan_derives_the_missing_side_of_the_core_split() {
+    let p = resolve_plan(&parse(&["--broker-cpus", "1"]), &[0, 1]).unwrap();
+    assert_eq!(p.broker_cpus, Some(vec![1]));
+    assert_eq!(p.client_cpus, Some(vec![0]));
+    let p = resolve_plan(&parse(&["--client-cpus", "0"]), &[0, 1, 2]).unwrap();
+    assert_eq!(p.broker_cpus, Some(vec![1, 2]));
+    assert!(p.warnings.is_empty());
+    let p = resolve_plan(
+        &parse(&["--broker-cpus", "0", "--client-cpus", "0"]),
+        &[0, 1],
+    )
+    .unwrap();
+    assert_eq!(p.warnings.len(), 1, "overlap warned");
+    assert!(resolve_plan(&parse(&["--broker-cpus", "7"]), &[0, 1]).is_err());
+    assert!(resolve_plan(&parse(&["--client-cpus", "x"]), &[0, 1]).is_err());
+}
+
+#[test]
+fn external_broker_is_not_pinned_and_rejects_broker_flags() {
+    let p = resolve_plan(&parse(&["--bootstrap", "h:9092"]), &[0, 1]).unwrap();
+    assert_eq!((p.broker_cpus, p.client_cpus), (None, None));
+    for flags in [
+        ["--broker-cpus", "0"],
+        ["--broker-bin", "/x"],
+        ["--broker-override", "a=b"],
+    ] {
+        let bad = parse(&["--bootstrap", "h:9092", flags[0], flags[1]]);
+        assert!(resolve_plan(&bad, &[0, 1]).is_err(), "{flags:?}");
+    }
+}
+
+#[test]
+fn quick_and_explicit_sweeps_and_durations() {
+    let q = resolve_plan(&parse(&["--quick"]), &[0, 1]).unwrap();
+    assert_eq!(q.sweep, default_sweep(true));
+    assert_eq!(
+        (q.duration, q.warmup),
+        (Duration::from_secs(3), Duration::from_secs(1))
+    );
+    let f = resolve_plan(&parse(&[]), &[0, 1]).unwrap();
+    assert_eq!(f.sweep, default_sweep(false));
+    assert_eq!(f.duration, Duration::from_secs(10));
+    let s = resolve_plan(
+        &parse(&["--sweep", "acks=0", "--duration", "500ms", "--quick"]),
+        &[0, 1],
+    )
+    .unwrap();
+    assert_eq!(s.sweep, vec!["acks=0".to_string()]);
+    assert_eq!(s.duration, Duration::from_millis(500));
+}
+
+#[test]
+fn loadgen_command_line_parses_into_the_intended_loadgen_args() {
+    let args = parse(&["--quick", "--topic", "t", "--", "--compression", "lz4"]);
+    let plan = resolve_plan(&args, &[0, 1]).unwrap();
+    let argv = loadgen_argv(&args, &plan, "127.0.0.1:1234", Path::new("/tmp/o"));
+    let lg = LoadgenCli::try_parse_from(&argv).unwrap().args;
+    assert_eq!(lg.bootstrap, "127.0.0.1:1234");
+    assert_eq!(lg.topic, "t");
+    assert_eq!(lg.partitions, Some(6));
+    assert_eq!(lg.message_size, Some(1024));
+    assert_eq!(lg.duration, Some(Duration::from_secs(3)));
+    assert_eq!(lg.warmup, Some(Duration::from_secs(1)));
+    assert_eq!(lg.client_cpus.as_deref(), Some("1"));
+    assert_eq!(lg.sweep, default_sweep(true));
+    assert_eq!(lg.out, Some(PathBuf::from("/tmp/o")));
+    assert_eq!(lg.compression.as_deref(), Some("lz4"));
+}
+
+#[test]
+fn broker_overrides_pin_shards_and_put_user_keys_last() {
+    let addr: SocketAddr = "127.0.0.1:5555".parse().unwrap();
+    let extra = vec!["shardlog.flush.every.append=true".to_string()];
+    let v = broker_overrides(&addr, Path::new("/d"), &[0, 2], &extra);
+    assert_eq!(v[0], "listeners=PLAINTEXT://127.0.0.1:5555");
+    assert!(v.contains(&"log.dirs=/d".to_string()));
+    assert!(v.contains(&"shardlog.shards=2".to_string()));
+    assert!(v.contains(&"shardlog.cpus=0,2".to_string()));
+    assert_eq!(v.last(), extra.last());
+}
+
+#[test]
+fn readiness_and_zerocopy_lines_parse() {
+    let log =
+        "INFO x\nshardlog: listening on 127.0.0.1:9092 with 1 shards (broker.id=0, cluster.id=c)\n";
+    assert_eq!(
+        parse_readiness_line(log),
+        Some(Some("127.0.0.1:9092".parse().unwrap()))
+    );
+    assert_eq!(parse_readiness_line("listening on somewhere"), Some(None));
+    assert_eq!(parse_readiness_line("starting\n"), None);
+    let log = "a\nINFO zerocopy: sendmsg=10 sendfile=20 copied=3 glommio=0\nstopped\n";
+    let (line, c) = parse_zerocopy_line(log).unwrap();
+    assert!(line.ends_with("glommio=0"));
+    assert_eq!(c.get("sendfile"), Some(&20));
+    assert_eq!(c.len(), 4);
+    assert!(parse_zerocopy_line("no such line").is_none());
+}
+
+#[test]
+fn utc_timestamps_match_known_dates() {
+    let table = [
+        (0, "19700101-000000"),
+        (951_782_400_000, "20000229-000000"),
+        (1_798_761_599_000, "20261231-235959"),
+        (1_700_000_000_123, "20231114-221320"),
+    ];
+    for (ms, s) in table {
+        assert_eq!(utc_timestamp(ms), s, "{ms}");
+    }
+}
+
+#[test]
+fn tail_keeps_the_last_lines() {
+    assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+    assert_eq!(tail("a", 5), "a");
+    assert_eq!(tail("", 3), "");
+}
+
+fn sh(script: &str, log: &Path) -> BrokerChild {
+    let addr = free_loopback_addr().unwrap();
+    let args = vec!["-c".to_string(), script.to_string()];
+    BrokerChild::spawn(Path::new("/bin/sh"), &args, log, addr).unwrap()
+}
+
+#[test]
+fn broker_ready_on_its_line_and_stopped_by_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "trap 'echo zerocopy: copied=0; exit 0' TERM; \
+                      echo 'shardlog: listening on 127.0.0.1:4321 with 1 shards' >&2; \
+                      while :; do sleep 0.05; done";
+    let mut b = sh(script, &dir.path().join("log"));
+    let addr = b.wait_ready(Duration::from_secs(20)).unwrap();
+    assert_eq!(addr, "127.0.0.1:4321".parse().unwrap());
+    let exit = b.stop(Duration::from_secs(20)).unwrap();
+    assert!(
+        matches!(exit, BrokerExit::Stopped(s) if s.success()),
+        "{exit:?}"
+    );
+    assert!(parse_zerocopy_line(&b.log()).is_some());
+}
+
+#[test]
+fn broker_exiting_at_startup_reports_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = sh(
+        "echo 'bad config: shardlog.shards' >&2; exit 3",
+        &dir.path().join("log"),
+    );
+    let err = format!("{:#}", b.wait_ready(Duration::from_secs(20)).unwrap_err());
+    assert!(err.contains("bad config: shardlog.shards"), "{err}");
+    assert!(err.contains("exit status: 3"), "{err}");
+}
+
+#[test]
+fn broker_ignoring_sigterm_is_killed_after_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "trap '' TERM; echo 'listening on 127.0.0.1:1 ' >&2; while :; do sleep 0.05; done";
+    let mut b = sh(script, &dir.path().join("log"));
+    b.wait_ready(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        b.stop(Duration::from_millis(300)).unwrap(),
+        BrokerExit::Killed
+    );
+}

@@ -28,12 +28,11 @@ use super::admin_error::{corrupt, unknown_topic, AdminError};
 use super::assignment::{assign_replicas_to_brokers, AssignmentSeed};
 use super::brokers::{controller_epoch, create_top_level_paths};
 use crate::config::topic::{BrokerTopicDefaults, TopicConfig};
+use crate::protocol::topic_name;
 use crate::types::{BrokerId, PartitionId};
 use crate::zk::paths::{self, kafka_uuid, ConfigZNode, PartitionStateZNode, TopicZNode};
 use crate::zk::store::{join, CreateMode, MetadataStore, Op, StoreError};
 
-/// Kafka's `Topic.MAX_NAME_LENGTH`.
-pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
 /// Not a Kafka limit: a guard so one request cannot make us build an
 /// arbitrarily large `multi` (Kafka would fail later, on the controller).
 pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
@@ -107,29 +106,9 @@ pub struct AlterConfigOp {
     pub value: Option<String>,
 }
 
-/// Kafka's `Topic.validate`.
+/// Kafka's `Topic.validate` (the one rule: `protocol::topic_name`).
 pub fn validate_topic_name(name: &str) -> Result<(), AdminError> {
-    let invalid = |m: String| Err(AdminError::InvalidTopic(m));
-    if name.is_empty() {
-        return invalid("Topic name is illegal, it can't be empty".into());
-    }
-    if name == "." || name == ".." {
-        return invalid("Topic name cannot be \".\" or \"..\"".into());
-    }
-    if name.len() > MAX_TOPIC_NAME_LENGTH {
-        return invalid(format!(
-            "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}"
-        ));
-    }
-    if !name
-        .bytes()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
-    {
-        return invalid(format!(
-            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-        ));
-    }
-    Ok(())
+    topic_name::validate_topic_name(name).map_err(|e| AdminError::InvalidTopic(e.to_string()))
 }
 
 /// Kafka's `Topic.unifyCollisionChars`: `.` and `_` collide in metric names.

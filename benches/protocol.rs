@@ -15,6 +15,7 @@ use shardlog::protocol::frame::take_frame;
 use shardlog::protocol::header::decode_request_header;
 use shardlog::protocol::ErrorCode;
 use shardlog::server::dispatch::api_table;
+use shardlog::types::{BrokerId, LeaderEpoch};
 
 /// librdkafka 2.0.2's Metadata v4 "all topics" request (tests/golden).
 const METADATA_V4: &str = "0003000400000003000772646b61666b61ffffffff01";
@@ -32,7 +33,7 @@ fn frame_bytes() -> BytesMut {
 
 fn snapshot(topics: usize, partitions: i32) -> Snapshot {
     let broker = BrokerEndpoint {
-        broker_id: 0,
+        broker_id: BrokerId(0),
         host: "127.0.0.1".into(),
         port: 9092,
         rack: None,
@@ -46,10 +47,10 @@ fn snapshot(topics: usize, partitions: i32) -> Snapshot {
             partitions: (0..partitions)
                 .map(|p| PartitionState {
                     partition: p,
-                    leader: 0,
-                    leader_epoch: 3,
-                    replicas: vec![0],
-                    isr: vec![0],
+                    leader: BrokerId(0),
+                    leader_epoch: LeaderEpoch(3),
+                    replicas: vec![BrokerId(0)],
+                    isr: vec![BrokerId(0)],
                     offline_replicas: vec![],
                 })
                 .collect(),

@@ -512,7 +512,7 @@ fn advertised_endpoint(config: &ServerConfig, bound: SocketAddr) -> BrokerEndpoi
     };
     let port = if port == 0 { bound.port() } else { port };
     BrokerEndpoint {
-        broker_id: config.broker_id,
+        broker_id: crate::types::BrokerId(config.broker_id),
         host,
         port,
         rack: config.broker_rack.clone(),

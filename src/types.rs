@@ -1,18 +1,92 @@
 //! `[pure]` Small vocabulary types shared by every layer.
 //!
 //! Numeric Kafka quantities are plain aliases (they cross the wire as the
-//! same integer types and are compared and added constantly); identities that
-//! must not be mixed up are structs.
+//! same integer types and are compared and added constantly); identities and
+//! epochs that must not be mixed up where they meet (a broker id passed as
+//! a leader epoch, a controller epoch as a partition epoch) are newtypes,
+//! serialised as the bare integer (znode JSON, the wire).
 
 use std::fmt;
 use std::sync::Arc;
 
 /// A position in a partition's log (Kafka `int64` offset).
 pub type Offset = i64;
-/// A leader epoch (KIP-101); `-1` means unknown.
-pub type LeaderEpoch = i32;
-/// A broker id (`broker.id`).
-pub type BrokerId = i32;
+/// An `i32` newtype: `Display` and serde as the bare integer, `.0` for the
+/// wire value.
+macro_rules! int_newtype {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default,
+            serde::Serialize, serde::Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $name(pub i32);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = std::num::ParseIntError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                s.parse().map(Self)
+            }
+        }
+
+        impl From<i32> for $name {
+            fn from(v: i32) -> Self {
+                Self(v)
+            }
+        }
+
+        /// Unit tests compare against literal wire values.
+        #[cfg(test)]
+        impl PartialEq<i32> for $name {
+            fn eq(&self, other: &i32) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl From<$name> for i32 {
+            fn from(v: $name) -> i32 {
+                v.0
+            }
+        }
+    };
+}
+
+int_newtype!(
+    /// A broker id (`broker.id`); `-1` means none (no leader).
+    BrokerId
+);
+int_newtype!(
+    /// A partition's leader epoch (KIP-101), bumped by every leader
+    /// election; `-1` means unknown.
+    LeaderEpoch
+);
+int_newtype!(
+    /// The controller's epoch (`/controller_epoch`), fencing a deposed
+    /// controller's requests.
+    ControllerEpoch
+);
+int_newtype!(
+    /// A partition state's version (the ZooKeeper version of its state
+    /// znode, KIP-497's `partition_epoch`), for conditional updates.
+    PartitionEpoch
+);
+
+impl BrokerId {
+    /// No broker (`-1` on the wire: no leader, no controller).
+    pub const NONE: BrokerId = BrokerId(-1);
+}
+
+impl LeaderEpoch {
+    /// Unknown (`-1` on the wire).
+    pub const UNKNOWN: LeaderEpoch = LeaderEpoch(-1);
+}
 /// A partition index within a topic.
 pub type PartitionId = i32;
 /// An idempotent producer id; `-1` means none.

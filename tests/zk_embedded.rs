@@ -10,6 +10,7 @@ use rand::SeedableRng;
 use shardlog::config::topic::BrokerTopicDefaults;
 use shardlog::controller::topic_admin::{self, AlterConfigOp, AlterConfigOpType, NewTopic};
 use shardlog::controller::{brokers, topic_configs};
+use shardlog::types::BrokerId;
 use shardlog::zk::embedded::EmbeddedStore;
 use shardlog::zk::store::MetadataStore;
 
@@ -37,12 +38,12 @@ async fn first_run(dir: &Path) -> Before {
     let mut rng = StdRng::seed_from_u64(1);
     let defaults = BrokerTopicDefaults::default();
     brokers::create_top_level_paths(&store).await.unwrap();
-    brokers::register_broker(&store, 1, "localhost", 9092, 1_700_000_000_000)
+    brokers::register_broker(&store, BrokerId(1), "localhost", 9092, 1_700_000_000_000)
         .await
         .unwrap();
     let cluster_id = brokers::ensure_cluster_id(&store, &mut rng).await.unwrap();
     let live = brokers::live_brokers(&store).await.unwrap();
-    assert_eq!(live, vec![1]);
+    assert_eq!(live, vec![BrokerId(1)]);
     for (name, partitions) in [("orders", 3), ("payments", 1)] {
         let topic = NewTopic {
             name: name.to_string(),

@@ -111,18 +111,17 @@ fn replica_index(first: usize, shift: usize, j: usize, n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ids(v: &[i32]) -> Vec<BrokerId> {
+        v.iter().copied().map(BrokerId).collect()
+    }
     use proptest::prelude::*;
 
-    fn assign(
-        brokers: &[BrokerId],
-        p: i32,
-        rf: i32,
-        seed: usize,
-        start: i32,
-    ) -> Vec<(i32, Vec<i32>)> {
-        assign_replicas_to_brokers(brokers, p, rf, AssignmentSeed::fixed(seed), start)
+    fn assign(brokers: &[i32], p: i32, rf: i32, seed: usize, start: i32) -> Vec<(i32, Vec<i32>)> {
+        assign_replicas_to_brokers(&ids(brokers), p, rf, AssignmentSeed::fixed(seed), start)
             .unwrap()
             .into_iter()
+            .map(|(p, r)| (p, r.into_iter().map(|b| b.0).collect()))
             .collect()
     }
 
@@ -191,15 +190,15 @@ mod tests {
     fn invalid_requests_map_to_kafka_errors() {
         let seed = AssignmentSeed::fixed(0);
         assert_eq!(
-            assign_replicas_to_brokers(&[1], 0, 1, seed, 0),
+            assign_replicas_to_brokers(&ids(&[1]), 0, 1, seed, 0),
             Err(AssignmentError::InvalidPartitions)
         );
         assert_eq!(
-            assign_replicas_to_brokers(&[1], 1, 0, seed, 0),
+            assign_replicas_to_brokers(&ids(&[1]), 1, 0, seed, 0),
             Err(AssignmentError::ReplicationFactorNotPositive)
         );
         assert_eq!(
-            assign_replicas_to_brokers(&[1, 1], 1, 2, seed, 0),
+            assign_replicas_to_brokers(&ids(&[1, 1]), 1, 2, seed, 0),
             Err(AssignmentError::ReplicationFactorTooLarge {
                 replication_factor: 2,
                 brokers: 1
@@ -214,7 +213,7 @@ mod tests {
             n in 1usize..8, rf_pick in 0usize..8, parts in 1i32..40,
             start in 0usize..16, shift in 0usize..16,
         ) {
-            let brokers: Vec<i32> = (0..n as i32).map(|b| b * 10).collect();
+            let brokers: Vec<BrokerId> = (0..n as i32).map(|b| BrokerId(b * 10)).collect();
             let rf = (rf_pick % n) as i32 + 1;
             let seed = AssignmentSeed { start_index: start, replica_shift: shift };
             let a = assign_replicas_to_brokers(&brokers, parts, rf, seed, 0).unwrap();
@@ -227,7 +226,7 @@ mod tests {
                 d.dedup();
                 prop_assert_eq!(d.len(), replicas.len());
                 prop_assert!(replicas.iter().all(|r| brokers.contains(r)));
-                leaders[(replicas[0] / 10) as usize] += 1;
+                leaders[(replicas[0].0 / 10) as usize] += 1;
             }
             let (lo, hi) = (leaders.iter().min().unwrap(), leaders.iter().max().unwrap());
             prop_assert!(hi - lo <= 1);

@@ -6,13 +6,13 @@
 use rand::Rng;
 
 use super::admin_error::{corrupt, AdminError};
-use crate::types::BrokerId;
+use crate::types::{BrokerId, ControllerEpoch};
 use crate::zk::paths::{self, kafka_uuid, BrokerIdZNode, ClusterIdZNode};
 use crate::zk::store::{CreateMode, MetadataStore, StoreError};
 
 /// Used for partition state when `/controller_epoch` does not exist yet
 /// (Kafka's first elected controller writes epoch 1).
-const FIRST_CONTROLLER_EPOCH: i32 = 1;
+const FIRST_CONTROLLER_EPOCH: ControllerEpoch = ControllerEpoch(1);
 
 /// Creates Kafka's persistent top-level znodes if missing
 /// (`KafkaZkClient.createTopLevelPaths`). Idempotent; run at start-up.
@@ -106,7 +106,9 @@ pub async fn ensure_cluster_id<S: MetadataStore, R: Rng + ?Sized>(
     }
 }
 
-pub(super) async fn controller_epoch<S: MetadataStore>(store: &S) -> Result<i32, AdminError> {
+pub(super) async fn controller_epoch<S: MetadataStore>(
+    store: &S,
+) -> Result<ControllerEpoch, AdminError> {
     match store.get(paths::CONTROLLER_EPOCH).await {
         Ok((data, _)) => {
             paths::decode_controller_epoch(&data).map_err(|e| corrupt(paths::CONTROLLER_EPOCH, e))

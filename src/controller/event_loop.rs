@@ -82,7 +82,7 @@ impl<S: MetadataStore> Controller<S> {
         base: Snapshot,
         now_ms: i64,
     ) -> Result<Self, String> {
-        let broker_id = config.broker_id;
+        let broker_id = BrokerId(config.broker_id);
         brokers::create_top_level_paths(&store)
             .await
             .map_err(|e| e.to_string())?;
@@ -368,6 +368,7 @@ async fn check_cluster_id<S: MetadataStore>(store: &S, meta_id: &str) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::{ControllerEpoch, LeaderEpoch, PartitionEpoch};
     use std::cell::RefCell;
     use std::collections::BTreeMap;
     use std::rc::Rc;
@@ -384,12 +385,16 @@ mod tests {
             topic_id: Uuid::from_u128(5),
             partitions: vec![ZkPartition {
                 partition: 0,
-                replicas: vec![1],
+                replicas: vec![BrokerId(1)],
                 leader,
-                leader_epoch: if leader < 0 { -1 } else { 3 },
-                isr: if leader < 0 { vec![] } else { vec![1] },
-                controller_epoch: 1,
-                zk_version: 0,
+                leader_epoch: LeaderEpoch(if leader.0 < 0 { -1 } else { 3 }),
+                isr: if leader.0 < 0 {
+                    vec![]
+                } else {
+                    vec![BrokerId(1)]
+                },
+                controller_epoch: ControllerEpoch(1),
+                zk_version: PartitionEpoch(0),
             }],
             configs: BTreeMap::from([("retention.ms".into(), "1000".into())]),
         }
@@ -426,7 +431,7 @@ mod tests {
                 let base = Snapshot::single_broker(
                     "cluster-a",
                     BrokerEndpoint {
-                        broker_id: 0,
+                        broker_id: BrokerId(0),
                         host: "h".into(),
                         port: 9,
                         rack: None,
@@ -644,21 +649,24 @@ mod tests {
         let base = Snapshot::single_broker(
             "c",
             BrokerEndpoint {
-                broker_id: 1,
+                broker_id: BrokerId(1),
                 host: "h".into(),
                 port: 9,
                 rack: None,
             },
         );
-        let topics = [info("a", 1), info("__consumer_offsets", -1)];
-        let s = build_snapshot(&base, 7, 1, &topics);
+        let topics = [
+            info("a", BrokerId(1)),
+            info("__consumer_offsets", BrokerId::NONE),
+        ];
+        let s = build_snapshot(&base, 7, BrokerId(1), &topics);
         assert_eq!(s.version, 7);
         s.check_invariants().unwrap();
         let a = s.topic("a").unwrap();
         assert_eq!(a.topic_id, Uuid::from_u128(5));
         assert_eq!(
             (a.partitions[0].leader, a.partitions[0].leader_epoch),
-            (1, 3)
+            (BrokerId(1), LeaderEpoch(3))
         );
         assert_eq!(
             a.configs.get("retention.ms").map(String::as_str),

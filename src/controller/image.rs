@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::topic_admin::{NewTopic, TopicInfo};
 use crate::metadata::{PartitionState, Snapshot, TopicState};
-use crate::types::{BrokerId, PartitionId};
+use crate::types::{BrokerId, LeaderEpoch, PartitionId};
 
 /// Kafka's `AutoTopicCreationManager.creatableTopic`: the internal topics
 /// get their own partition count, replication factor and configs
@@ -93,11 +93,11 @@ fn topic_state(info: &TopicInfo, broker_id: BrokerId) -> TopicState {
         .partitions
         .iter()
         .map(|p| {
-            let elected = p.leader >= 0 || !p.replicas.contains(&broker_id);
+            let elected = p.leader != BrokerId::NONE || !p.replicas.contains(&broker_id);
             let (leader, leader_epoch, isr) = if elected {
                 (p.leader, p.leader_epoch, p.isr.clone())
             } else {
-                (broker_id, 0, vec![broker_id])
+                (broker_id, LeaderEpoch(0), vec![broker_id])
             };
             PartitionState {
                 partition: p.partition as PartitionId,

@@ -29,7 +29,7 @@ use super::assignment::{assign_replicas_to_brokers, AssignmentSeed};
 use super::brokers::{controller_epoch, create_top_level_paths};
 use crate::config::topic::{BrokerTopicDefaults, TopicConfig};
 use crate::protocol::topic_name;
-use crate::types::{BrokerId, PartitionId};
+use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, PartitionEpoch, PartitionId};
 use crate::zk::paths::{self, kafka_uuid, ConfigZNode, PartitionStateZNode, TopicZNode};
 use crate::zk::store::{join, CreateMode, MetadataStore, Op, StoreError};
 
@@ -44,11 +44,11 @@ pub struct PartitionState {
     pub replicas: Vec<BrokerId>,
     /// -1 when no state znode exists yet (no leader elected).
     pub leader: BrokerId,
-    pub leader_epoch: i32,
+    pub leader_epoch: LeaderEpoch,
     pub isr: Vec<BrokerId>,
-    pub controller_epoch: i32,
+    pub controller_epoch: ControllerEpoch,
     /// Version of the state znode, for conditional updates (-1 if absent).
-    pub zk_version: i32,
+    pub zk_version: PartitionEpoch,
 }
 
 /// A topic as stored: assignment, state, and config overrides.
@@ -247,13 +247,14 @@ fn plan_assignment<R: Rng + ?Sized>(
 fn partition_ops(
     topic: &str,
     assignment: &BTreeMap<PartitionId, Vec<BrokerId>>,
-    controller_epoch: i32,
+    controller_epoch: ControllerEpoch,
 ) -> (Vec<Op>, Vec<PartitionState>) {
     let mut ops = Vec::with_capacity(assignment.len() * 2);
     let mut states = Vec::with_capacity(assignment.len());
     for (&partition, replicas) in assignment {
-        let leader = replicas.first().copied().unwrap_or(-1);
-        let state = PartitionStateZNode::new(leader, 0, replicas.clone(), controller_epoch);
+        let leader = replicas.first().copied().unwrap_or(BrokerId::NONE);
+        let state =
+            PartitionStateZNode::new(leader, LeaderEpoch(0), replicas.clone(), controller_epoch);
         ops.push(create_op(
             paths::topic_partition(topic, partition),
             Vec::new(),
@@ -266,10 +267,10 @@ fn partition_ops(
             partition,
             replicas: replicas.clone(),
             leader,
-            leader_epoch: 0,
+            leader_epoch: LeaderEpoch(0),
             isr: replicas.clone(),
             controller_epoch,
-            zk_version: 0,
+            zk_version: PartitionEpoch(0),
         });
     }
     (ops, states)
@@ -356,17 +357,17 @@ pub async fn load_topic<S: MetadataStore>(store: &S, name: &str) -> Result<Topic
                     leader_epoch: s.leader_epoch,
                     isr: s.isr,
                     controller_epoch: s.controller_epoch,
-                    zk_version: stat.version,
+                    zk_version: PartitionEpoch(stat.version),
                 }
             }
             Err(StoreError::NoNode(_)) => PartitionState {
                 partition,
                 replicas: replicas.clone(),
-                leader: -1,
-                leader_epoch: -1,
+                leader: BrokerId::NONE,
+                leader_epoch: LeaderEpoch::UNKNOWN,
                 isr: Vec::new(),
-                controller_epoch: -1,
-                zk_version: -1,
+                controller_epoch: ControllerEpoch(-1),
+                zk_version: PartitionEpoch(-1),
             },
             Err(e) => return Err(e.into()),
         };
@@ -583,7 +584,7 @@ fn plan_new_partitions(
     }
     let mut sorted = live.to_vec();
     sorted.sort_unstable();
-    let leader0 = partition0.first().copied().unwrap_or(0);
+    let leader0 = partition0.first().copied().unwrap_or(BrokerId(0));
     let start = sorted.iter().position(|&b| b >= leader0).unwrap_or(0);
     let rf = partition0.len() as i32;
     Ok(assign_replicas_to_brokers(

@@ -63,7 +63,7 @@ pub fn metadata_response(
         .iter()
         .map(|b| {
             let mut broker = MetadataResponseBroker::default();
-            broker.node_id = BrokerId(b.broker_id);
+            broker.node_id = BrokerId(b.broker_id.0);
             broker.host = StrBytes::from_string(b.host.clone());
             broker.port = i32::from(b.port);
             broker.rack = b.rack.clone().map(StrBytes::from_string);
@@ -71,7 +71,7 @@ pub fn metadata_response(
         })
         .collect();
     response.cluster_id = Some(StrBytes::from_string(snapshot.cluster_id.clone()));
-    response.controller_id = BrokerId(snapshot.controller_id);
+    response.controller_id = BrokerId(snapshot.controller_id.0);
     if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
         response.cluster_authorized_operations = ALL_CLUSTER_OPERATIONS;
     }
@@ -166,17 +166,17 @@ fn topic_answer(topic: &TopicState, include_topic_ops: bool) -> MetadataResponse
             let mut partition = MetadataResponsePartition::default();
             // Kafka reports LEADER_NOT_AVAILABLE for a partition without a
             // live leader, and the rest of the state as known.
-            partition.error_code = if p.leader < 0 {
+            partition.error_code = if p.leader == crate::types::BrokerId::NONE {
                 ErrorCode::LEADER_NOT_AVAILABLE.0
             } else {
                 ErrorCode::NONE.0
             };
             partition.partition_index = p.partition;
-            partition.leader_id = BrokerId(p.leader);
-            partition.leader_epoch = p.leader_epoch;
-            partition.replica_nodes = p.replicas.iter().copied().map(BrokerId).collect();
-            partition.isr_nodes = p.isr.iter().copied().map(BrokerId).collect();
-            partition.offline_replicas = p.offline_replicas.iter().copied().map(BrokerId).collect();
+            partition.leader_id = BrokerId(p.leader.0);
+            partition.leader_epoch = p.leader_epoch.0;
+            partition.replica_nodes = p.replicas.iter().map(|b| BrokerId(b.0)).collect();
+            partition.isr_nodes = p.isr.iter().map(|b| BrokerId(b.0)).collect();
+            partition.offline_replicas = p.offline_replicas.iter().map(|b| BrokerId(b.0)).collect();
             partition
         })
         .collect();

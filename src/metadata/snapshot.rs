@@ -103,7 +103,7 @@ impl Snapshot {
                         t.name, p.partition
                     ));
                 }
-                if p.leader != -1 && !p.replicas.contains(&p.leader) {
+                if p.leader != BrokerId::NONE && !p.replicas.contains(&p.leader) {
                     return Err(format!("{}-{}: leader not a replica", t.name, p.partition));
                 }
                 if p.isr.iter().any(|r| !p.replicas.contains(r)) {
@@ -124,7 +124,7 @@ mod tests {
 
     fn endpoint() -> BrokerEndpoint {
         BrokerEndpoint {
-            broker_id: 1,
+            broker_id: BrokerId(1),
             host: "localhost".into(),
             port: 9092,
             rack: None,
@@ -135,7 +135,7 @@ mod tests {
     fn single_broker_snapshot_names_itself_controller() {
         let s = Snapshot::single_broker("abc", endpoint());
         assert_eq!(s.controller_id, 1);
-        assert_eq!(s.broker(1).unwrap().port, 9092);
+        assert_eq!(s.broker(BrokerId(1)).unwrap().port, 9092);
         assert!(s.topics.is_empty());
         s.check_invariants().unwrap();
     }
@@ -150,10 +150,10 @@ mod tests {
             is_internal: false,
             partitions: vec![PartitionState {
                 partition: 0,
-                leader: 2,
-                leader_epoch: 0,
-                replicas: vec![1],
-                isr: vec![1],
+                leader: BrokerId(2),
+                leader_epoch: LeaderEpoch(0),
+                replicas: vec![BrokerId(1)],
+                isr: vec![BrokerId(1)],
                 offline_replicas: vec![],
             }],
         });

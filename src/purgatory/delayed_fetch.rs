@@ -288,7 +288,7 @@ mod tests {
             tp: tp(p),
             fetch_offset: LogOffsetMetadata::new(offset, 0, position),
             partition_max_bytes: 1_048_576,
-            current_leader_epoch: Some(5),
+            current_leader_epoch: Some(LeaderEpoch(5)),
         }
     }
 
@@ -296,7 +296,7 @@ mod tests {
     fn leader() -> PartitionSnapshot {
         PartitionSnapshot {
             role: PartitionRole::Leader,
-            leader_epoch: 5,
+            leader_epoch: LeaderEpoch(5),
             log_start_offset: 0,
             log_end_offset: LogOffsetMetadata::new(100, 0, 10_000),
             high_watermark: LogOffsetMetadata::new(90, 0, 9_000),
@@ -365,7 +365,7 @@ mod tests {
             ),
             (
                 "E: request epoch fenced",
-                Some(with(|s| s.leader_epoch = 6)),
+                Some(with(|s| s.leader_epoch = LeaderEpoch(6))),
                 HighWatermark,
                 (50, 0, 5_000),
                 err(74),

@@ -89,7 +89,7 @@ impl PartitionSnapshot {
         let at = LogOffsetMetadata::new(offset, 0, position);
         Self {
             role: PartitionRole::Leader,
-            leader_epoch: 0,
+            leader_epoch: LeaderEpoch(0),
             log_start_offset: 0,
             log_end_offset: at,
             high_watermark: at,

@@ -204,6 +204,10 @@ mod tests {
     const LAG: i64 = DEFAULT_REPLICA_LAG_TIME_MAX_MS;
     type Step = Box<dyn Fn(&mut Leader) -> IsrActions>;
 
+    fn ids(v: &[i32]) -> Vec<BrokerId> {
+        v.iter().copied().map(BrokerId).collect()
+    }
+
     /// The replica state beside a log that stores what it decides (as the
     /// partition does with its `PartitionLog`).
     struct Leader {
@@ -214,16 +218,22 @@ mod tests {
     impl Leader {
         #[allow(clippy::too_many_arguments)]
         fn new(
-            leader: BrokerId,
-            replicas: &[BrokerId],
-            isr: &[BrokerId],
+            leader: i32,
+            replicas: &[i32],
+            isr: &[i32],
             high_watermark: Offset,
             log_end_offset: Offset,
             lag: i64,
             now_ms: i64,
         ) -> Self {
             Self {
-                state: LeaderReplicaState::new(leader, replicas, isr, lag, now_ms),
+                state: LeaderReplicaState::new(
+                    BrokerId(leader),
+                    &ids(replicas),
+                    &ids(isr),
+                    lag,
+                    now_ms,
+                ),
                 log: LeaderLog {
                     log_end_offset,
                     high_watermark: high_watermark.min(log_end_offset),
@@ -242,15 +252,17 @@ mod tests {
             let a = self.state.on_leader_append(now_ms, self.log);
             self.stored(a)
         }
-        fn on_follower_fetch(&mut self, now_ms: i64, f: BrokerId, offset: Offset) -> IsrActions {
-            let a = self.state.on_follower_fetch(now_ms, self.log, f, offset);
+        fn on_follower_fetch(&mut self, now_ms: i64, f: i32, offset: Offset) -> IsrActions {
+            let a = self
+                .state
+                .on_follower_fetch(now_ms, self.log, BrokerId(f), offset);
             self.stored(a)
         }
         fn maybe_shrink_isr(&mut self, now_ms: i64) -> IsrActions {
             self.state.maybe_shrink_isr(now_ms)
         }
-        fn on_isr_committed(&mut self, now_ms: i64, isr: &[BrokerId]) -> IsrActions {
-            let a = self.state.on_isr_committed(now_ms, self.log, isr);
+        fn on_isr_committed(&mut self, now_ms: i64, isr: &[i32]) -> IsrActions {
+            let a = self.state.on_isr_committed(now_ms, self.log, &ids(isr));
             self.stored(a)
         }
         fn high_watermark(&self) -> Offset {
@@ -316,7 +328,7 @@ mod tests {
         let a = s.maybe_shrink_isr(LAG + 1);
         assert_eq!(
             a.propose_isr,
-            Some(vec![1, 2]),
+            Some(ids(&[1, 2])),
             "3 never caught up within the lag"
         );
         // After the controller commits the shrink, HW advances past 3's LEO.
@@ -334,7 +346,7 @@ mod tests {
             "2 was caught up at start: it still counts"
         );
         let a = s.on_follower_fetch(LAG + 1, 2, 5);
-        assert_eq!(a.propose_isr, Some(vec![1, 2]), "LEO 5 ≥ HW 0 → expand");
+        assert_eq!(a.propose_isr, Some(ids(&[1, 2])), "LEO 5 ≥ HW 0 → expand");
     }
 
     #[test]

@@ -197,7 +197,7 @@ impl OffsetAnswer {
             error_code,
             timestamp: -1,
             offset: -1,
-            leader_epoch: -1,
+            leader_epoch: LeaderEpoch::UNKNOWN,
         }
     }
 }
@@ -470,7 +470,7 @@ impl Partition {
         let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
         let active_before = log.active_segment_base_offset();
         let info = match log
-            .append_validated(records, self.leader_epoch, now_ms, log_append_time)
+            .append_validated(records, self.leader_epoch.0, now_ms, log_append_time)
             .await
         {
             Ok(info) => info,

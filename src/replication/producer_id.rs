@@ -241,7 +241,7 @@ mod tests {
     fn block_json(broker: i32, start: i64, end: i64) -> Vec<u8> {
         ProducerIdBlockZNode {
             version: 1,
-            broker,
+            broker: BrokerId(broker),
             block_start: start,
             block_end: end,
         }
@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn first_block_starts_at_zero() {
-        let mut m = ProducerIdManager::new(1);
+        let mut m = ProducerIdManager::new(BrokerId(1));
         assert_eq!(m.generate_producer_id(), None);
         let action = m.on_block_read(b"", 0).unwrap();
         assert_eq!(
@@ -277,7 +277,7 @@ mod tests {
             (5, 7, 8, 1007),
         ];
         for (start, end, want_first, want_last) in rows {
-            let mut m = ProducerIdManager::new(2);
+            let mut m = ProducerIdManager::new(BrokerId(2));
             let action = m.on_block_read(&block_json(9, start, end), 4).unwrap();
             let ProducerIdAction::WriteBlockZnode {
                 data,
@@ -290,7 +290,7 @@ mod tests {
             let written = ProducerIdBlockZNode::decode(&data).unwrap();
             assert_eq!(
                 (written.broker, written.block_start, written.block_end),
-                (2, want_first, want_last)
+                (BrokerId(2), want_first, want_last)
             );
             let block = m.on_block_written().unwrap();
             assert_eq!(block.first_producer_id, want_first);
@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn conflict_discards_the_proposal_and_rereads() {
-        let mut m = ProducerIdManager::new(1);
+        let mut m = ProducerIdManager::new(BrokerId(1));
         m.on_block_read(&block_json(1, 0, 999), 1).unwrap();
         assert_eq!(m.on_write_conflict(), ProducerIdAction::ReadBlockZnode);
         assert_eq!(m.on_block_written(), None);
@@ -308,7 +308,7 @@ mod tests {
 
     #[test]
     fn exhausted_and_corrupt_blocks_are_errors() {
-        let mut m = ProducerIdManager::new(1);
+        let mut m = ProducerIdManager::new(BrokerId(1));
         let near_max = block_json(1, i64::MAX - 1500, i64::MAX - 500);
         assert_eq!(
             m.on_block_read(&near_max, 0),
@@ -326,7 +326,7 @@ mod tests {
 
     #[test]
     fn block_runs_out_after_block_size_ids() {
-        let mut m = ProducerIdManager::new(1);
+        let mut m = ProducerIdManager::new(BrokerId(1));
         m.on_block_read(b"", 0).unwrap();
         m.on_block_written();
         let ids: Vec<i64> = std::iter::from_fn(|| m.generate_producer_id()).collect();
@@ -338,8 +338,8 @@ mod tests {
     fn two_brokers_sharing_a_store_get_disjoint_blocks() {
         block_on(async {
             let s = EmbeddedStore::in_memory();
-            let mut a = ProducerIdManager::new(1);
-            let mut b = ProducerIdManager::new(2);
+            let mut a = ProducerIdManager::new(BrokerId(1));
+            let mut b = ProducerIdManager::new(BrokerId(2));
             assert_eq!(generate_producer_id(&s, &mut a).await.unwrap(), 0);
             assert_eq!(generate_producer_id(&s, &mut b).await.unwrap(), 1000);
             for _ in 1..PRODUCER_ID_BLOCK_SIZE {
@@ -360,7 +360,7 @@ mod tests {
     fn a_lost_race_is_retried_with_the_winners_block() {
         block_on(async {
             let s = EmbeddedStore::in_memory();
-            let mut a = ProducerIdManager::new(1);
+            let mut a = ProducerIdManager::new(BrokerId(1));
             s.create(paths::LATEST_PRODUCER_ID_BLOCK, b"", CreateMode::Persistent)
                 .await
                 .unwrap();

@@ -167,7 +167,7 @@ impl ReplicaManager {
             self.cache.clone(),
         )
         .await?;
-        let me = self.server.broker_id;
+        let me = crate::types::BrokerId(self.server.broker_id);
         let role = if wanted.state.leader == me {
             PartitionRole::Leader
         } else {

@@ -196,13 +196,14 @@ mod tests {
     use crate::metadata::{BrokerEndpoint, PartitionState, TopicState};
     use crate::shard::context::{Role, RolePart, ShardBase, ShardContext};
     use crate::types::ShardId;
+    use crate::types::{BrokerId, LeaderEpoch};
     use std::sync::Arc;
 
     fn snapshot(version: u64, topic: Option<&str>) -> Snapshot {
         let mut s = Snapshot::single_broker(
             "c",
             BrokerEndpoint {
-                broker_id: 0,
+                broker_id: BrokerId(0),
                 host: "h".into(),
                 port: 1,
                 rack: None,
@@ -217,10 +218,10 @@ mod tests {
                 is_internal: false,
                 partitions: vec![PartitionState {
                     partition: 0,
-                    leader: 0,
-                    leader_epoch: 0,
-                    replicas: vec![0],
-                    isr: vec![0],
+                    leader: BrokerId(0),
+                    leader_epoch: LeaderEpoch(0),
+                    replicas: vec![BrokerId(0)],
+                    isr: vec![BrokerId(0)],
                     offline_replicas: vec![],
                 }],
             });

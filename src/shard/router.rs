@@ -172,6 +172,7 @@ mod tests {
     use crate::shard::data_shard::{DataRequest, DataResponse};
     use crate::shard::mesh::{self, Mesh};
     use crate::types::ShardId;
+    use crate::types::{BrokerId, LeaderEpoch};
     use bytes::Bytes;
     use glommio::{LocalExecutorBuilder, Placement};
     use std::sync::Arc;
@@ -180,7 +181,7 @@ mod tests {
         let mut s = Snapshot::single_broker(
             "c",
             BrokerEndpoint {
-                broker_id: 0,
+                broker_id: BrokerId(0),
                 host: "h".into(),
                 port: 1,
                 rack: None,
@@ -195,10 +196,10 @@ mod tests {
                 is_internal: false,
                 partitions: vec![PartitionState {
                     partition: 0,
-                    leader: 0,
-                    leader_epoch: 0,
-                    replicas: vec![0],
-                    isr: vec![0],
+                    leader: BrokerId(0),
+                    leader_epoch: LeaderEpoch(0),
+                    replicas: vec![BrokerId(0)],
+                    isr: vec![BrokerId(0)],
                     offline_replicas: vec![],
                 }],
             });

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::{BrokerId, PartitionId};
+use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, PartitionId};
 
 // ---------------------------------------------------------------- paths
 
@@ -294,10 +294,10 @@ impl TopicZNode {
 /// `/brokers/topics/<t>/partitions/<p>/state` (TopicPartitionStateZNode).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionStateZNode {
-    pub controller_epoch: i32,
+    pub controller_epoch: ControllerEpoch,
     pub leader: BrokerId,
     pub version: i32,
-    pub leader_epoch: i32,
+    pub leader_epoch: LeaderEpoch,
     pub isr: Vec<BrokerId>,
     /// KIP-704: written only when not RECOVERED (0); 1 = RECOVERING.
     #[serde(default, skip_serializing_if = "is_zero_u8")]
@@ -311,9 +311,9 @@ fn is_zero_u8(v: &u8) -> bool {
 impl PartitionStateZNode {
     pub fn new(
         leader: BrokerId,
-        leader_epoch: i32,
+        leader_epoch: LeaderEpoch,
         isr: Vec<BrokerId>,
-        controller_epoch: i32,
+        controller_epoch: ControllerEpoch,
     ) -> Self {
         Self {
             controller_epoch,
@@ -504,11 +504,11 @@ impl ControllerZNode {
 }
 
 /// `/controller_epoch` holds a bare decimal integer (ControllerEpochZNode).
-pub fn encode_controller_epoch(epoch: i32) -> Vec<u8> {
+pub fn encode_controller_epoch(epoch: ControllerEpoch) -> Vec<u8> {
     epoch.to_string().into_bytes()
 }
 
-pub fn decode_controller_epoch(bytes: &[u8]) -> Result<i32, DecodeError> {
+pub fn decode_controller_epoch(bytes: &[u8]) -> Result<ControllerEpoch, DecodeError> {
     std::str::from_utf8(bytes)
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -553,7 +553,7 @@ mod tests {
     #[test]
     fn paths_follow_kafka_layout() {
         let rows: &[(String, &str)] = &[
-            (broker_id(3), "/brokers/ids/3"),
+            (broker_id(BrokerId(3)), "/brokers/ids/3"),
             (topic("orders"), "/brokers/topics/orders"),
             (
                 topic_partitions("orders"),
@@ -626,7 +626,10 @@ mod tests {
 
     #[test]
     fn topic_znode_golden() {
-        let z = TopicZNode::new(id(), BTreeMap::from([(0, vec![1]), (1, vec![2, 1])]));
+        let z = TopicZNode::new(
+            id(),
+            BTreeMap::from([(0, vec![BrokerId(1)]), (1, vec![BrokerId(2), BrokerId(1)])]),
+        );
         let text = String::from_utf8(z.encode()).unwrap();
         assert_eq!(
             text,
@@ -653,7 +656,12 @@ mod tests {
 
     #[test]
     fn partition_state_golden() {
-        let s = PartitionStateZNode::new(1, 0, vec![1], 1);
+        let s = PartitionStateZNode::new(
+            BrokerId(1),
+            LeaderEpoch(0),
+            vec![BrokerId(1)],
+            ControllerEpoch(1),
+        );
         let text = String::from_utf8(s.encode()).unwrap();
         assert_eq!(
             text,
@@ -701,7 +709,7 @@ mod tests {
     fn producer_id_block_golden() {
         let p = ProducerIdBlockZNode {
             version: 1,
-            broker: 1,
+            broker: BrokerId(1),
             block_start: 0,
             block_end: 999,
         };
@@ -727,14 +735,14 @@ mod tests {
 
     #[test]
     fn controller_and_notifications_golden() {
-        let c = ControllerZNode::new(2, 1700000000000);
+        let c = ControllerZNode::new(BrokerId(2), 1700000000000);
         assert_eq!(
             String::from_utf8(c.encode()).unwrap(),
             r#"{"version":1,"brokerid":2,"timestamp":"1700000000000"}"#
         );
         assert_eq!(ControllerZNode::decode(&c.encode()).unwrap(), c);
-        assert_eq!(encode_controller_epoch(7), b"7");
-        assert_eq!(decode_controller_epoch(b"7").unwrap(), 7);
+        assert_eq!(encode_controller_epoch(ControllerEpoch(7)), b"7");
+        assert_eq!(decode_controller_epoch(b"7").unwrap(), ControllerEpoch(7));
         assert!(decode_controller_epoch(b"x").is_err());
         let change = ConfigChangeZNode::topic("orders");
         assert_eq!(
@@ -770,7 +778,7 @@ mod tests {
         #[test]
         fn topic_znode_round_trips(
             v in any::<u128>(),
-            parts in proptest::collection::btree_map(0i32..5000, proptest::collection::vec(0i32..100, 1..4), 0..20),
+            parts in proptest::collection::btree_map(0i32..5000, proptest::collection::vec((0i32..100).prop_map(BrokerId), 1..4), 0..20),
         ) {
             let z = TopicZNode::new(Uuid::from_u128(v), parts);
             prop_assert_eq!(TopicZNode::decode(&z.encode()).unwrap(), z);

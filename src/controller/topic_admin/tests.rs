@@ -61,7 +61,9 @@ fn create_topic_writes_kafka_znodes() {
         let s = EmbeddedStore::in_memory();
         let mut t = new_topic("orders", 3, 2);
         t.configs.insert("retention.ms".into(), "1000".into());
-        let info = create(&s, &t, &[1, 2, 3]).await.unwrap();
+        let info = create(&s, &t, &[BrokerId(1), BrokerId(2), BrokerId(3)])
+            .await
+            .unwrap();
         assert_eq!(info.partitions.len(), 3);
 
         let (data, _) = s.get("/brokers/topics/orders").await.unwrap();
@@ -79,7 +81,7 @@ fn create_topic_writes_kafka_znodes() {
             assert_eq!(state.leader, p.replicas[0]);
             assert_eq!(
                 (state.leader_epoch, &state.isr, stat.version),
-                (0, &p.replicas, 0)
+                (LeaderEpoch(0), &p.replicas, 0)
             );
         }
         let (cfg, _) = s.get("/config/topics/orders").await.unwrap();
@@ -94,8 +96,12 @@ fn create_topic_writes_kafka_znodes() {
 fn create_topic_errors_map_to_kafka_codes() {
     block_on(async {
         let s = EmbeddedStore::in_memory();
-        create(&s, &new_topic("exists", 1, 1), &[1]).await.unwrap();
-        create(&s, &new_topic("a_b", 1, 1), &[1]).await.unwrap();
+        create(&s, &new_topic("exists", 1, 1), &[BrokerId(1)])
+            .await
+            .unwrap();
+        create(&s, &new_topic("a_b", 1, 1), &[BrokerId(1)])
+            .await
+            .unwrap();
         let mut bad_config = new_topic("cfg", 1, 1);
         bad_config
             .configs
@@ -105,13 +111,17 @@ fn create_topic_errors_map_to_kafka_codes() {
         let mut manual_unknown_broker = new_topic("m", -1, -1);
         manual_unknown_broker
             .replica_assignment
-            .insert(0, vec![1, 9]);
+            .insert(0, vec![BrokerId(1), BrokerId(9)]);
         let mut manual_and_count = new_topic("m2", 2, -1);
-        manual_and_count.replica_assignment.insert(0, vec![1]);
+        manual_and_count
+            .replica_assignment
+            .insert(0, vec![BrokerId(1)]);
         let mut manual_gap = new_topic("m3", -1, -1);
-        manual_gap.replica_assignment.insert(1, vec![1]);
+        manual_gap.replica_assignment.insert(1, vec![BrokerId(1)]);
         let mut manual_dup = new_topic("m4", -1, -1);
-        manual_dup.replica_assignment.insert(0, vec![1, 1]);
+        manual_dup
+            .replica_assignment
+            .insert(0, vec![BrokerId(1), BrokerId(1)]);
         let rows: Vec<(NewTopic, i16)> = vec![
             (new_topic("exists", 1, 1), 36),
             (new_topic("a.b", 1, 1), 17),
@@ -129,7 +139,7 @@ fn create_topic_errors_map_to_kafka_codes() {
             (manual_dup, 39),
         ];
         for (t, code) in rows {
-            let err = create(&s, &t, &[1]).await.expect_err(&t.name);
+            let err = create(&s, &t, &[BrokerId(1)]).await.expect_err(&t.name);
             assert_eq!(err.error_code(), code, "{}: {err}", t.name);
         }
         let names: Vec<String> = load_topics(&s)
@@ -151,9 +161,16 @@ fn create_topic_uses_broker_defaults_for_minus_one() {
             default_replication_factor: 2,
             ..defaults()
         };
-        let info = create_topic(&s, &new_topic("t", -1, -1), &[1, 2], &d, false, &mut rng())
-            .await
-            .unwrap();
+        let info = create_topic(
+            &s,
+            &new_topic("t", -1, -1),
+            &[BrokerId(1), BrokerId(2)],
+            &d,
+            false,
+            &mut rng(),
+        )
+        .await
+        .unwrap();
         assert_eq!(info.partitions.len(), 4);
         assert!(info.partitions.iter().all(|p| p.replicas.len() == 2));
     });
@@ -166,7 +183,7 @@ fn validate_only_writes_nothing() {
         let info = create_topic(
             &s,
             &new_topic("t", 2, 1),
-            &[1],
+            &[BrokerId(1)],
             &defaults(),
             true,
             &mut rng(),
@@ -183,7 +200,9 @@ fn validate_only_writes_nothing() {
 fn delete_topic_removes_all_znodes_and_allows_recreate_with_new_id() {
     block_on(async {
         let s = EmbeddedStore::in_memory();
-        let first = create(&s, &new_topic("t", 2, 1), &[1]).await.unwrap();
+        let first = create(&s, &new_topic("t", 2, 1), &[BrokerId(1)])
+            .await
+            .unwrap();
         let deleted = delete_topic(&s, "t").await.unwrap();
         assert_eq!(deleted.topic_id, first.topic_id);
         for path in [
@@ -198,7 +217,7 @@ fn delete_topic_removes_all_znodes_and_allows_recreate_with_new_id() {
         let again = create_topic(
             &s,
             &new_topic("t", 1, 1),
-            &[1],
+            &[BrokerId(1)],
             &defaults(),
             false,
             &mut other_rng,
@@ -213,12 +232,16 @@ fn delete_topic_removes_all_znodes_and_allows_recreate_with_new_id() {
 fn pending_deletion_marker_blocks_create_and_is_completed_at_startup() {
     block_on(async {
         let s = EmbeddedStore::in_memory();
-        create(&s, &new_topic("t", 1, 1), &[1]).await.unwrap();
+        create(&s, &new_topic("t", 1, 1), &[BrokerId(1)])
+            .await
+            .unwrap();
         // A crash after the marker was written, before the multi.
         s.create("/admin/delete_topics/t", b"", CreateMode::Persistent)
             .await
             .unwrap();
-        let err = create(&s, &new_topic("t", 1, 1), &[1]).await.unwrap_err();
+        let err = create(&s, &new_topic("t", 1, 1), &[BrokerId(1)])
+            .await
+            .unwrap_err();
         assert_eq!(err.error_code(), 36);
         assert_eq!(complete_pending_deletions(&s).await.unwrap(), vec!["t"]);
         assert!(load_topics(&s).await.unwrap().is_empty());
@@ -231,46 +254,88 @@ fn create_partitions_continues_round_robin_and_only_grows() {
     block_on(async {
         let s = EmbeddedStore::in_memory();
         let mut t = new_topic("t", -1, -1);
-        t.replica_assignment = BTreeMap::from([(0, vec![1, 2]), (1, vec![2, 3])]);
-        create(&s, &t, &[1, 2, 3]).await.unwrap();
-        let info = create_partitions(&s, "t", 4, None, &[1, 2, 3], false)
+        t.replica_assignment = BTreeMap::from([
+            (0, vec![BrokerId(1), BrokerId(2)]),
+            (1, vec![BrokerId(2), BrokerId(3)]),
+        ]);
+        create(&s, &t, &[BrokerId(1), BrokerId(2), BrokerId(3)])
             .await
             .unwrap();
-        let replicas: Vec<Vec<i32>> = info.partitions.iter().map(|p| p.replicas.clone()).collect();
+        let info = create_partitions(
+            &s,
+            "t",
+            4,
+            None,
+            &[BrokerId(1), BrokerId(2), BrokerId(3)],
+            false,
+        )
+        .await
+        .unwrap();
+        let replicas: Vec<Vec<BrokerId>> =
+            info.partitions.iter().map(|p| p.replicas.clone()).collect();
         // Start index = position of partition 0's leader (broker 1) = 0;
         // fixed shift 0; partitions 2 and 3 continue the round-robin.
         assert_eq!(
             replicas,
-            vec![vec![1, 2], vec![2, 3], vec![3, 1], vec![1, 3]]
+            vec![
+                vec![BrokerId(1), BrokerId(2)],
+                vec![BrokerId(2), BrokerId(3)],
+                vec![BrokerId(3), BrokerId(1)],
+                vec![BrokerId(1), BrokerId(3)]
+            ]
         );
         assert_eq!(info.partitions[3].leader, 1);
         assert_eq!(load_topic(&s, "t").await.unwrap(), info);
 
-        type Row = (i32, Option<Vec<Vec<i32>>>, i16);
+        type Row = (i32, Option<Vec<Vec<BrokerId>>>, i16);
         let rows: Vec<Row> = vec![
             (4, None, 37),
             (3, None, 37),
             (5, Some(vec![]), 39),
-            (5, Some(vec![vec![1]]), 39),
-            (5, Some(vec![vec![1, 9]]), 39),
+            (5, Some(vec![vec![BrokerId(1)]]), 39),
+            (5, Some(vec![vec![BrokerId(1), BrokerId(9)]]), 39),
         ];
         for (total, manual, code) in rows {
-            let err = create_partitions(&s, "t", total, manual.as_deref(), &[1, 2, 3], false)
-                .await
-                .unwrap_err();
+            let err = create_partitions(
+                &s,
+                "t",
+                total,
+                manual.as_deref(),
+                &[BrokerId(1), BrokerId(2), BrokerId(3)],
+                false,
+            )
+            .await
+            .unwrap_err();
             assert_eq!(err.error_code(), code, "{total} {manual:?}");
         }
-        let err = create_partitions(&s, "nope", 2, None, &[1], false)
+        let err = create_partitions(&s, "nope", 2, None, &[BrokerId(1)], false)
             .await
             .unwrap_err();
         assert_eq!(err.error_code(), 3);
-        let manual = create_partitions(&s, "t", 5, Some(&[vec![3, 2]]), &[1, 2, 3], false)
-            .await
-            .unwrap();
-        assert_eq!(manual.partitions[4].replicas, vec![3, 2]);
-        let dry = create_partitions(&s, "t", 7, None, &[1, 2, 3], true)
-            .await
-            .unwrap();
+        let manual = create_partitions(
+            &s,
+            "t",
+            5,
+            Some(&[vec![BrokerId(3), BrokerId(2)]]),
+            &[BrokerId(1), BrokerId(2), BrokerId(3)],
+            false,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            manual.partitions[4].replicas,
+            vec![BrokerId(3), BrokerId(2)]
+        );
+        let dry = create_partitions(
+            &s,
+            "t",
+            7,
+            None,
+            &[BrokerId(1), BrokerId(2), BrokerId(3)],
+            true,
+        )
+        .await
+        .unwrap();
         assert_eq!(dry.partitions.len(), 7);
         assert_eq!(load_topic(&s, "t").await.unwrap().partitions.len(), 5);
     });
@@ -282,7 +347,7 @@ fn describe_configs_reports_overrides_as_dynamic_topic_config() {
         let s = EmbeddedStore::in_memory();
         let mut t = new_topic("t", 1, 1);
         t.configs.insert("cleanup.policy".into(), "compact".into());
-        create(&s, &t, &[1]).await.unwrap();
+        create(&s, &t, &[BrokerId(1)]).await.unwrap();
         let entries = describe_configs(&s, "t", &defaults(), None).await.unwrap();
         let policy = entries.iter().find(|e| e.name == "cleanup.policy").unwrap();
         assert_eq!(policy.value.as_deref(), Some("compact"));
@@ -311,7 +376,7 @@ fn incremental_alter_configs_set_delete_append_subtract() {
         let s = EmbeddedStore::in_memory();
         let mut t = new_topic("t", 1, 1);
         t.configs.insert("retention.ms".into(), "1000".into());
-        create(&s, &t, &[1]).await.unwrap();
+        create(&s, &t, &[BrokerId(1)]).await.unwrap();
         let d = defaults();
         let out = incremental_alter_configs(
             &s,
@@ -407,10 +472,19 @@ fn cluster_id_is_created_once_and_kept() {
 fn broker_registration_is_ephemeral_and_listed() {
     block_on(async {
         let s = EmbeddedStore::in_memory();
-        register_broker(&s, 10, "h", 9092, 5).await.unwrap();
-        register_broker(&s, 2, "h", 9093, 5).await.unwrap();
-        assert_eq!(live_brokers(&s).await.unwrap(), vec![2, 10]);
-        let err = register_broker(&s, 2, "h", 9093, 5).await.unwrap_err();
+        register_broker(&s, BrokerId(10), "h", 9092, 5)
+            .await
+            .unwrap();
+        register_broker(&s, BrokerId(2), "h", 9093, 5)
+            .await
+            .unwrap();
+        assert_eq!(
+            live_brokers(&s).await.unwrap(),
+            vec![BrokerId(2), BrokerId(10)]
+        );
+        let err = register_broker(&s, BrokerId(2), "h", 9093, 5)
+            .await
+            .unwrap_err();
         assert!(matches!(err, AdminError::Store(StoreError::NodeExists(_))));
         let stat = s.exists("/brokers/ids/2").await.unwrap().unwrap();
         assert_eq!(stat.ephemeral_owner, s.session_id());
@@ -425,7 +499,7 @@ fn alter_configs_replaces_all_overrides() {
         let s = EmbeddedStore::in_memory();
         let mut t = new_topic("t", 1, 1);
         t.configs.insert("retention.ms".into(), "1000".into());
-        create(&s, &t, &[1]).await.unwrap();
+        create(&s, &t, &[BrokerId(1)]).await.unwrap();
         let d = defaults();
         let next = BTreeMap::from([("segment.ms".to_string(), "60000".to_string())]);
         alter_configs(&s, "t", &next, &d, false).await.unwrap();

@@ -1,6 +1,7 @@
 use super::*;
 use crate::metadata::snapshot::{BrokerEndpoint, PartitionState};
 use crate::protocol::encode::encode;
+use crate::types::LeaderEpoch;
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::ApiKey;
@@ -10,7 +11,7 @@ fn snapshot() -> Snapshot {
     Snapshot::single_broker(
         "cluster-A",
         BrokerEndpoint {
-            broker_id: 3,
+            broker_id: crate::types::BrokerId(3),
             host: "127.0.0.1".into(),
             port: 19092,
             rack: Some("r1".into()),
@@ -24,10 +25,10 @@ fn snapshot() -> Snapshot {
         partitions: (0..2)
             .map(|p| PartitionState {
                 partition: p,
-                leader: 3,
-                leader_epoch: 5,
-                replicas: vec![3],
-                isr: vec![3],
+                leader: crate::types::BrokerId(3),
+                leader_epoch: LeaderEpoch(5),
+                replicas: vec![crate::types::BrokerId(3)],
+                isr: vec![crate::types::BrokerId(3)],
                 offline_replicas: vec![],
             })
             .collect(),

@@ -68,7 +68,12 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 count: t.count,
                 assignments: t.assignments.as_ref().map(|a| {
                     a.iter()
-                        .map(|x| x.broker_ids.iter().map(|b| b.0).collect())
+                        .map(|x| {
+                            x.broker_ids
+                                .iter()
+                                .map(|b| crate::types::BrokerId(b.0))
+                                .collect()
+                        })
                         .collect()
                 }),
             });

@@ -125,7 +125,10 @@ fn prepare(
             .map(|a| {
                 (
                     a.partition_index,
-                    a.broker_ids.iter().map(|b| b.0).collect(),
+                    a.broker_ids
+                        .iter()
+                        .map(|b| crate::types::BrokerId(b.0))
+                        .collect(),
                 )
             })
             .collect();

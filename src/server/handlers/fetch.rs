@@ -353,7 +353,7 @@ async fn long_poll(
             ),
             partition_max_bytes: w.fetch.partition_max_bytes,
             current_leader_epoch: (w.fetch.current_leader_epoch >= 0)
-                .then_some(w.fetch.current_leader_epoch),
+                .then_some(crate::types::LeaderEpoch(w.fetch.current_leader_epoch)),
         });
     }
     if specs.is_empty() {

@@ -56,8 +56,14 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let request: FindCoordinatorRequest =
             decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
         let snapshot = ctx.snapshot();
-        let lookup =
-            |key: &str| coordinator_for(&snapshot, ctx.config.broker_id, request.key_type, key);
+        let lookup = |key: &str| {
+            coordinator_for(
+                &snapshot,
+                crate::types::BrokerId(ctx.config.broker_id),
+                request.key_type,
+                key,
+            )
+        };
         let mut response = FindCoordinatorResponse::default();
         if version >= FIRST_BATCHED {
             response.coordinators = request
@@ -84,7 +90,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 /// sizes its creation).
 pub fn coordinator_for<'a>(
     snapshot: &'a Snapshot,
-    self_id: i32,
+    self_id: crate::types::BrokerId,
     key_type: i8,
     key: &str,
 ) -> Result<&'a BrokerEndpoint, ErrorCode> {
@@ -102,7 +108,7 @@ pub fn coordinator_for<'a>(
                 .partitions
                 .iter()
                 .find(|s| s.partition == p)
-                .map_or(-1, |s| s.leader)
+                .map_or(crate::types::BrokerId::NONE, |s| s.leader)
         }
         // Whichever partition the key maps to, this single broker would
         // lead it once created.
@@ -120,7 +126,7 @@ fn coordinator_entry(key: StrBytes, found: Result<&BrokerEndpoint, ErrorCode>) -
     c.key = key;
     match found {
         Ok(b) => {
-            c.node_id = BrokerId(b.broker_id);
+            c.node_id = BrokerId(b.broker_id.0);
             c.host = StrBytes::from_string(b.host.clone());
             c.port = i32::from(b.port);
         }
@@ -139,10 +145,11 @@ fn coordinator_entry(key: StrBytes, found: Result<&BrokerEndpoint, ErrorCode>) -
 mod tests {
     use super::*;
     use crate::metadata::{PartitionState, TopicState};
+    use crate::types::{BrokerId, LeaderEpoch};
 
     fn endpoint(broker_id: i32, port: u16) -> BrokerEndpoint {
         BrokerEndpoint {
-            broker_id,
+            broker_id: BrokerId(broker_id),
             host: format!("host{broker_id}"),
             port,
             rack: None,
@@ -162,8 +169,8 @@ mod tests {
             .enumerate()
             .map(|(p, leader)| PartitionState {
                 partition: p as i32,
-                leader: *leader,
-                leader_epoch: 0,
+                leader: BrokerId(*leader),
+                leader_epoch: LeaderEpoch(0),
                 replicas: vec![],
                 isr: vec![],
                 offline_replicas: vec![],
@@ -182,12 +189,12 @@ mod tests {
     fn without_the_offsets_topic_this_broker_coordinates_every_group() {
         let s = snapshot();
         for group in ["", "g", "console-consumer-12345"] {
-            let got = coordinator_for(&s, 2, KEY_TYPE_GROUP, group).map(|b| b.port);
+            let got = coordinator_for(&s, BrokerId(2), KEY_TYPE_GROUP, group).map(|b| b.port);
             assert_eq!(got, Ok(9093), "group {group:?}");
         }
         // This broker missing from the snapshot: nobody to answer with.
         assert_eq!(
-            coordinator_for(&s, 9, KEY_TYPE_GROUP, "g"),
+            coordinator_for(&s, BrokerId(9), KEY_TYPE_GROUP, "g"),
             Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
         );
     }
@@ -203,13 +210,13 @@ mod tests {
                 .expect("a group on every partition")
         };
         let table = [
-            (0, Ok(1)),
-            (1, Ok(2)),
+            (0, Ok(BrokerId(1))),
+            (1, Ok(BrokerId(2))),
             (2, Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)),
         ];
         for (partition, expected) in table {
-            let got =
-                coordinator_for(&s, 1, KEY_TYPE_GROUP, &group_on(partition)).map(|b| b.broker_id);
+            let got = coordinator_for(&s, BrokerId(1), KEY_TYPE_GROUP, &group_on(partition))
+                .map(|b| b.broker_id);
             assert_eq!(got, expected, "partition {partition}");
         }
     }
@@ -225,7 +232,7 @@ mod tests {
         ];
         for (key_type, expected) in table {
             assert_eq!(
-                coordinator_for(&s, 1, key_type, "k").map(|b| b.broker_id),
+                coordinator_for(&s, BrokerId(1), key_type, "k").map(|b| b.broker_id),
                 Err(expected),
                 "key type {key_type}"
             );
@@ -240,13 +247,13 @@ mod tests {
         );
         assert_eq!(
             (c.error_code, c.node_id, c.host.as_str(), c.port),
-            (15, BrokerId(-1), "", -1)
+            (15, kafka_protocol::messages::BrokerId(-1), "", -1)
         );
         let b = endpoint(3, 19092);
         let c = coordinator_entry(StrBytes::from_static_str("k"), Ok(&b));
         assert_eq!(
             (c.error_code, c.node_id, c.host.as_str(), c.port),
-            (0, BrokerId(3), "host3", 19092)
+            (0, kafka_protocol::messages::BrokerId(3), "host3", 19092)
         );
     }
 }

@@ -104,7 +104,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                                 .with_error_code(a.error_code.0)
                                 .with_timestamp(a.timestamp)
                                 .with_offset(a.offset)
-                                .with_leader_epoch(if version >= 4 { a.leader_epoch } else { -1 }),
+                                .with_leader_epoch(if version >= 4 {
+                                    a.leader_epoch.0
+                                } else {
+                                    -1
+                                }),
                             None => r
                                 .with_error_code(if error != 0 {
                                     error

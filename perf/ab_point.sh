@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One measurement for an A/B of two broker builds (perf/compare.sh runs it
+# interleaved): start BIN's broker on one pinned shard (core 0), run the
+# load generator on core 1 with the same binary, print "<case> <MB/s> MB/s".
+#
+#   perf/ab_point.sh BIN p1      produce 1 KiB, acks=1, linger.ms=5,
+#                                batch.size=1000000, 6 partitions (P1)
+#   perf/ab_point.sh BIN p4hot   consume from memory: produce N records into a
+#                                batch cache larger than the topic, then read
+#                                them from the beginning (P4 from memory)
+#
+# Example (main before vs after a change):
+#   perf/compare.sh --rounds 4 --match 'MB/s' \
+#     --a 'perf/ab_point.sh /tmp/shardlog-before p1' --b 'perf/ab_point.sh target/release/shardlog p1'
+# Env: AB_DURATION (default 10s), AB_MESSAGES (p4hot records, default 2000000),
+#      AB_CACHE_BYTES (p4hot batch cache, default 3 GiB).
+set -euo pipefail
+BIN="${1:?usage: ab_point.sh BIN p1|p4hot}"
+CASE="${2:?usage: ab_point.sh BIN p1|p4hot}"
+DUR="${AB_DURATION:-10s}"
+TMP="$(mktemp -d /tmp/ab-point.XXXXXX)"
+BROKER_PID=""
+cleanup() {
+  if [ -n "$BROKER_PID" ]; then kill -TERM "$BROKER_PID" 2>/dev/null || true; wait "$BROKER_PID" 2>/dev/null || true; fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+extra=()
+[ "$CASE" = p4hot ] && extra=(--override "shardlog.batch.cache.bytes=${AB_CACHE_BYTES:-3221225472}" --override log.retention.bytes=-1)
+"$BIN" broker --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$TMP/data" \
+  --override shardlog.shards=1 --override shardlog.cpus=0 --override auto.create.topics.enable=true \
+  --override num.partitions=6 --override log.segment.bytes=134217728 \
+  --override log.retention.check.interval.ms=1000 "${extra[@]}" >"$TMP/broker.log" 2>&1 &
+BROKER_PID=$!
+for _ in $(seq 1 300); do
+  grep -aq 'listening on' "$TMP/broker.log" && break
+  kill -0 "$BROKER_PID" 2>/dev/null || { cat "$TMP/broker.log" >&2; exit 1; }
+  sleep 0.1
+done
+lg() { "$BIN" loadgen --bootstrap "127.0.0.1:$port" --client-cpus 1 --message-size 1024 --partitions 6 "$@"; }
+mb() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('%.1f' % $2)" "$1"; }
+case "$CASE" in
+  p1)
+    lg --out "$TMP/p1" --topic p1 --acks 1 --linger-ms 5 --batch-size 1000000 --consumers 0 \
+      --duration "$DUR" --warmup 2s >"$TMP/p1.log" 2>&1 || { tail -5 "$TMP/p1.log" >&2; exit 1; }
+    echo "p1 $(mb "$TMP/p1/results.json" "j['points'][0]['mb_per_sec']") MB/s"
+    ;;
+  p4hot)
+    lg --out "$TMP/prod" --topic hot --acks 1 --linger-ms 5 --batch-size 1000000 --consumers 0 \
+      --messages "${AB_MESSAGES:-2000000}" --warmup 0s >"$TMP/prod.log" 2>&1 || { tail -5 "$TMP/prod.log" >&2; exit 1; }
+    lg --out "$TMP/cons" --topic hot --consume-only --consumers 1 >"$TMP/cons.log" 2>&1 \
+      || { tail -5 "$TMP/cons.log" >&2; exit 1; }
+    echo "p4hot $(mb "$TMP/cons/consume.json" "j['mb_per_sec']") MB/s"
+    ;;
+  *) echo "ab_point.sh: unknown case $CASE" >&2; exit 2 ;;
+esac

@@ -2,6 +2,7 @@
 //! ApiVersions encode, Metadata (100 topics × 10 partitions) build + encode.
 //!
 //! cargo bench --bench protocol -- --warm-up-time 1 --measurement-time 3
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::hint::black_box;
 

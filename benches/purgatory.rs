@@ -32,6 +32,7 @@
 //!   structures persist across samples the same way.
 //!
 //! Run short: `cargo bench --bench purgatory -- --warm-up-time 1 --measurement-time 3`
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -15,6 +15,7 @@
 //! - `crc32c_16k` / `crc32c_1m`.
 //!
 //! perf/storage_bench.sh runs these side by side with fio.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::future::Future;
 use std::path::Path;

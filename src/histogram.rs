@@ -25,6 +25,7 @@ impl Default for LatencyHistogram {
 }
 
 impl LatencyHistogram {
+    #[allow(clippy::expect_used, reason = "constant bounds hdrhistogram accepts")]
     pub fn new() -> Self {
         // Bounds are constants that hdrhistogram accepts (low >= 1,
         // high >= 2 * low, sigfig <= 5), so creation cannot fail.

@@ -3,6 +3,7 @@
 //! create / describe / alter / expand / delete, Kafka's error codes,
 //! auto-create through Metadata, persistence across a restart (topic ids
 //! included), and InitProducerId.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! Produce/Fetch data path; until it lands these tests fail at broker
 //! start-up or at the first produce, and the failure message says which
 //! (bench prints the broker's output tail).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;

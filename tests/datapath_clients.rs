@@ -3,6 +3,7 @@
 //! (Produce v9, Fetch v12 with fetch sessions) and aiokafka (Produce v7,
 //! Fetch v11) produce and then read back every message (tests/py/*.py; they
 //! report, these tests assert). Needs `bash tests/run.sh` (the venv).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

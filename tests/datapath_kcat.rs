@@ -5,6 +5,7 @@
 //! sends gzip, snappy and lz4 uncompressed to brokers without Produce v0;
 //! see `expected_stored_codec`).
 //! Needs `bash tests/run.sh` (kcat from apt).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! codes a client can provoke (and that the connection survives them), and
 //! ListOffsets by spec and timestamp, the last also through confluent-kafka,
 //! and FindCoordinator.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

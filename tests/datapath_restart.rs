@@ -3,6 +3,7 @@
 //! cold reads from segment files by `sendfile` (ARCHITECTURE.md §4), as
 //! counted by the `zerocopy:` line the broker prints at shutdown.
 //! Needs `bash tests/run.sh` (the venv with confluent-kafka).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! The `shardlog` command line: config errors stop the start with a
 //! message naming the key and value; unknown keys only warn.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::process::Command;
 

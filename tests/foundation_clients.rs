@@ -1,6 +1,7 @@
 //! Real Kafka clients against the broker binary: kcat (Debian's, librdkafka
 //! 2.0.2), confluent-kafka and kafka-python read correct broker and cluster
 //! metadata. Needs `bash tests/run.sh` to have installed them.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! 2.0.2 (kcat), confluent-kafka 2.16 and kafka-python 3.0 sent them
 //! (captured with tests/golden/capture.py), decoded by the crate, sent to
 //! the broker, and our responses re-decoded by the crate.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

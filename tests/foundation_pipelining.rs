@@ -2,6 +2,7 @@
 //! their responses in request order, although they finish out of order
 //! (Metadata for an unknown topic waits for a mesh round trip to the
 //! control shard's auto-create hook; ApiVersions answers at once).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Never panic: random and mutated frames go into the decoders (many
 //! cases) and into a live connection; the broker keeps serving others.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

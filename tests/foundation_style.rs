@@ -13,6 +13,7 @@
 //!
 //! The word `io` inside other identifiers (`io_error`, `num.io.threads`)
 //! is not an import and is ignored.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,6 +4,7 @@
 //! connections from outside (`ss -K`) and restarts the broker once. A
 //! consumer then finds every message exactly once, in order per partition.
 //! Needs `bash tests/run.sh` (venv) and iproute2's `ss` with socket kill.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 mod idempotence_support;
@@ -112,6 +113,7 @@ fn plan() -> Vec<(u64, Disruption)> {
 const STALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario read top to bottom")]
 fn confluent_idempotent_producer_survives_connection_kills_and_a_restart_exactly_once() {
     const N: u64 = 1_000_000;
     const PARTITIONS: u64 = 4;

@@ -2,6 +2,7 @@
 //! recovery replays: every batch at or past an offset, across rolled
 //! segments and the active segment's unwritten DMA buffer, with the
 //! producer fields exactly as appended.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 mod idempotence_support;

@@ -5,6 +5,7 @@
 //! retried batch gets its original offsets and appends nothing, the next
 //! sequence appends, a gap is OUT_OF_ORDER_SEQUENCE_NUMBER (45) and a
 //! fenced epoch is INVALID_PRODUCER_EPOCH (47).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 mod idempotence_support;

@@ -2,6 +2,7 @@
 //! test. Needs the broker's Produce/Fetch data path; until it lands these
 //! tests fail at broker start-up or at the first produce, with a message
 //! saying which.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod loadgen_support;
 

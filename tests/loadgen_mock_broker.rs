@@ -4,6 +4,7 @@
 //! shardlog broker's data path is being written: ApiVersions, Metadata,
 //! CreateTopics, ListOffsets, InitProducerId, Produce (acks 0/1/all, all
 //! codecs), Fetch, plus the sweep outputs.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod loadgen_support;
 
@@ -124,6 +125,10 @@ fn name(s: &str) -> TopicName {
 }
 
 /// Handles one request; returns false when no response is due (acks=0).
+#[allow(
+    clippy::too_many_lines,
+    reason = "one mock broker loop answering every API the loadgen sends"
+)]
 fn handle(
     key: ApiKey,
     v: i16,

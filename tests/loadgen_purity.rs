@@ -1,4 +1,5 @@
 //! The loadgen modules marked `[pure]` do no I/O and read no clock.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 const FORBIDDEN: &[&str] = &[
     "glommio",

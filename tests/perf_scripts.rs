@@ -1,6 +1,7 @@
 //! Runs the perf scripts for real: a flamegraph of a busy helper process,
 //! an A/B comparison of two fixed commands, and the quick reference figures.
 //! Missing tools fail the test with the install step (they never skip).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -1,6 +1,7 @@
 //! The purgatory driver inside a real glommio executor: waits complete on
 //! the event they wait for and on their timeout. Outcomes are asserted, never
 //! timings.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::rc::Rc;
 

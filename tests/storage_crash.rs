@@ -5,6 +5,7 @@
 //! nothing past a torn tail is visible, and the rebuilt indexes agree with
 //! a scan. Each round continues the same log, so the child also recovers
 //! from the previous crash.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::future::Future;
 use std::io::{BufRead, BufReader, Write};

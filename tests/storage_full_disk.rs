@@ -6,6 +6,7 @@
 //!
 //! The log dir is a size-limited tmpfs mounted by the test (tmpfs takes
 //! O_DIRECT on Linux ≥ 6.6), so the test needs root, as CI runs it.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! PartitionLog end to end on a real file system: round trips through the
 //! cache and file paths, clean vs unclean reopen, retention, truncation,
 //! lookups, rejected input.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::future::Future;
 use std::os::unix::fs::FileExt;

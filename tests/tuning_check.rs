@@ -3,6 +3,7 @@
 //! recommended value, in the table and in `--json`. The `--apply` path is
 //! exercised only on a fake sysfs/procfs tree (SHARDLOG_TUNING_SYSROOT) so the
 //! test never changes the host.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::collections::HashMap;
 use std::fs;

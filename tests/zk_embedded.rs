@@ -1,6 +1,7 @@
 //! The embedded metadata store on a real glommio executor (the control
 //! shard's runtime): topics, configs, topic ids and the cluster id survive a
 //! reopen of the log dir; ephemeral broker registrations do not.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -144,6 +144,10 @@ fn due_count(elapsed_ns: u64, interval_ns: u64) -> u64 {
 /// 8-byte sequence number (a record and its acknowledgement). A reader
 /// thread on the client core takes the answers and records each latency
 /// from its message's intended send time.
+#[allow(
+    clippy::expect_used,
+    reason = "take_whole hands out whole 8-byte messages"
+)]
 pub fn measure_at_rate(
     message_size: usize,
     rate: u64,

@@ -321,6 +321,10 @@ mod tests {
     );
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one table-driven test: a row per early-answer case"
+    )]
     fn probe_snapshot_follows_kafka_delayed_fetch_cases() {
         use FetchIsolation::*;
         let err = |c| {

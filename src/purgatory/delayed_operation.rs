@@ -145,6 +145,10 @@ impl<Op: DelayedOperation> Purgatory<Op> {
 
     /// Kafka's `checkAndComplete(key)`: re-tries every op watching `key`,
     /// returning those that completed, in the order they were parked.
+    #[allow(
+        clippy::expect_used,
+        reason = "the entry was found live in the wheel just above"
+    )]
     pub fn check_and_complete(
         &mut self,
         key: &Op::Key,

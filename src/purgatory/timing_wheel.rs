@@ -390,6 +390,10 @@ impl<T> TimingWheel<T> {
 
     /// A chunk with no live slot, marked open: a freed one (most recently
     /// freed first, likely still cached) or a new one at the slab's end.
+    #[allow(
+        clippy::expect_used,
+        reason = "chunk ids are bounded by the wheel's capacity check"
+    )]
     fn take_chunk(&mut self) -> u32 {
         let c = match self.free_chunks.pop() {
             Some(c) => c,
@@ -467,6 +471,10 @@ impl<T> TimingWheel<T> {
     /// every deadline), so this ends.
     #[cold]
     #[inline(never)]
+    #[allow(
+        clippy::expect_used,
+        reason = "a wheel is created with one level and never loses it"
+    )]
     fn locate_growing(&mut self, deadline: i64) -> (u32, i64) {
         loop {
             let top = self.levels.last().expect("a wheel has a level");

@@ -70,6 +70,10 @@ impl FillBuffer {
         }
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant of this type: the buffer is taken only by into_shared and drop"
+    )]
     fn dma(&self) -> &DmaBuffer {
         // `buf` is `None` only inside `into_shared` / `drop`.
         self.buf.as_ref().expect("fill buffer present")
@@ -88,6 +92,10 @@ impl FillBuffer {
     }
 
     /// Copy `src` to `at`. Writing over lent bytes is our bug: it panics.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant of this type: the buffer is taken only by into_shared and drop"
+    )]
     pub fn copy_in(&mut self, at: usize, src: &[u8]) {
         let end = at + src.len();
         assert!(
@@ -116,6 +124,10 @@ impl FillBuffer {
 
     /// Hand the buffer to a write. The pool keeps a handle and recycles
     /// the buffer once the write has dropped its `Rc` and no slice is lent.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant of this type: the buffer is taken only by into_shared and drop"
+    )]
     pub fn into_shared(mut self) -> Rc<DmaBuffer> {
         let (buf, leases) = self.take_parts().expect("fill buffer present");
         let buf = Rc::new(buf);
@@ -127,6 +139,10 @@ impl FillBuffer {
     /// partly filled buffer, without copying it. glommio cannot grow a
     /// trimmed buffer back, so the pool frees it (instead of recycling it)
     /// once the write and every lent slice are done with it.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant of this type: the buffer is taken only by into_shared and drop"
+    )]
     pub fn into_shared_prefix(mut self, len: usize) -> Rc<DmaBuffer> {
         let (mut buf, leases) = self.take_parts().expect("fill buffer present");
         buf.trim_to_size(len);
@@ -137,6 +153,10 @@ impl FillBuffer {
 
     /// Zero `range` (past every lent byte): what lands on disk past the
     /// logical end of a flush is zeros, never a reused buffer's old bytes.
+    #[allow(
+        clippy::expect_used,
+        reason = "an invariant of this type: the buffer is taken only by into_shared and drop"
+    )]
     pub fn zero(&mut self, range: Range<usize>) {
         assert!(
             range.start >= self.lent_end && range.start <= range.end && range.end <= self.len(),

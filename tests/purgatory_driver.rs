@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use glommio::{LocalExecutorBuilder, Placement};
 use shardlog::io::clock::{Clock, SystemClock};
+use shardlog::protocol::ErrorCode;
 use shardlog::purgatory::delayed_fetch::{
     DelayedFetch, FetchCompletion, FetchIsolation, FetchPartitionSpec,
 };
@@ -58,7 +59,7 @@ fn produce_wait_completes_when_hw_advances() {
         d.on_partition_advanced(&tp(0), PartitionSnapshot::leader_at(10, 0));
         let out = waiter.await;
         assert!(!out.expired);
-        assert_eq!(out.partitions, vec![(tp(0), 0)]);
+        assert_eq!(out.partitions, vec![(tp(0), ErrorCode(0))]);
         assert_eq!(d.parked(), (0, 0));
     });
 }
@@ -69,7 +70,7 @@ fn produce_wait_times_out_with_request_timed_out() {
         let d = driver();
         let out = d.wait_produce(produce(20, 0, 9), &[tp(0)]).await;
         assert!(out.expired);
-        assert_eq!(out.partitions, vec![(tp(0), 7)]);
+        assert_eq!(out.partitions, vec![(tp(0), ErrorCode(7))]);
     });
 }
 
@@ -86,7 +87,7 @@ fn earlier_deadline_rearms_the_single_timer() {
         // Parked after a 1-minute op: must still expire on its own deadline.
         let short = d.wait_produce(produce(15, 2, 0), &[tp(2)]).await;
         assert!(short.expired);
-        assert_eq!(short.partitions, vec![(tp(2), 7)]);
+        assert_eq!(short.partitions, vec![(tp(2), ErrorCode(7))]);
         // Finish the long one by event, delivered as a cross-shard note.
         d.on_advance_notes(AdvanceNotes {
             to: ShardId(0),
@@ -97,7 +98,7 @@ fn earlier_deadline_rearms_the_single_timer() {
         });
         let out = long.await;
         assert!(!out.expired);
-        assert_eq!(out.partitions, vec![(tp(1), 0)]);
+        assert_eq!(out.partitions, vec![(tp(1), ErrorCode(0))]);
     });
 }
 
@@ -148,7 +149,7 @@ fn satisfied_wait_returns_without_parking() {
         let d = driver();
         d.on_partition_advanced(&tp(4), PartitionSnapshot::leader_at(100, 0));
         let out = d.wait_produce(produce(60_000, 4, 9), &[tp(4)]).await;
-        assert_eq!(out.partitions, vec![(tp(4), 0)]);
+        assert_eq!(out.partitions, vec![(tp(4), ErrorCode(0))]);
         assert_eq!(d.parked(), (0, 0));
         assert!(d.drain_watch_changes().is_empty());
     });

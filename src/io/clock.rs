@@ -10,6 +10,12 @@ pub trait Clock {
     fn wall_ms(&self) -> i64;
     /// Monotonic milliseconds since an arbitrary origin (timeouts, timing wheel).
     fn mono_ms(&self) -> i64;
+    /// Monotonic nanoseconds since the same origin (request latency).
+    fn mono_ns(&self) -> u64 {
+        u64::try_from(self.mono_ms())
+            .unwrap_or(0)
+            .saturating_mul(1_000_000)
+    }
 }
 
 /// The real clock.
@@ -41,6 +47,9 @@ impl Clock for SystemClock {
     }
     fn mono_ms(&self) -> i64 {
         self.origin.elapsed().as_millis() as i64
+    }
+    fn mono_ns(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 }
 
@@ -86,6 +95,7 @@ mod tests {
         assert_eq!(c.wall_ms(), 105);
         c.set(7);
         assert_eq!(c.mono_ms(), 7);
+        assert_eq!(c.mono_ns(), 7_000_000);
     }
 
     #[test]

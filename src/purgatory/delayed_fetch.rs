@@ -27,10 +27,9 @@
 //! follower truncate. An HW/LSO temporarily *below* the fetch offset (a new
 //! leader still catching its HW up) waits, as Kafka does.
 
+use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_operation::DelayedOperation;
-use crate::purgatory::view::{
-    error_code, LogOffsetMetadata, PartitionRole, PartitionSnapshot, PartitionView,
-};
+use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot, PartitionView};
 use crate::types::{LeaderEpoch, TopicPartition};
 
 /// Which watermark bounds the read (Kafka's `FetchIsolation`).
@@ -88,7 +87,7 @@ pub enum FetchCompletion {
     /// Cases A–E: this partition will answer with `error_code`.
     PartitionError {
         partition_index: usize,
-        error_code: i16,
+        error_code: ErrorCode,
     },
     /// Case F: the fetch offset and the watermark are on different segments.
     SegmentChanged { partition_index: usize },
@@ -218,12 +217,12 @@ pub fn probe_snapshot(
     };
     match s.role {
         PartitionRole::Leader => {}
-        PartitionRole::Follower => return error(error_code::NOT_LEADER_OR_FOLLOWER), // A, B
-        PartitionRole::Unknown => return error(error_code::UNKNOWN_TOPIC_OR_PARTITION), // C
-        PartitionRole::Offline => return error(error_code::KAFKA_STORAGE_ERROR),     // D
+        PartitionRole::Follower => return error(ErrorCode::NOT_LEADER_OR_FOLLOWER), // A, B
+        PartitionRole::Unknown => return error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION), // C
+        PartitionRole::Offline => return error(ErrorCode::KAFKA_STORAGE_ERROR),     // D
     }
     if matches!(spec.current_leader_epoch, Some(e) if e < s.leader_epoch) {
-        return error(error_code::FENCED_LEADER_EPOCH); // E
+        return error(ErrorCode::FENCED_LEADER_EPOCH); // E
     }
     let fetch = spec.fetch_offset;
     if s.log_end_offset.offset < fetch.offset || s.log_start_offset > fetch.offset {
@@ -351,28 +350,28 @@ mod tests {
                 Some(with(|s| s.role = PartitionRole::Follower)),
                 HighWatermark,
                 (50, 0, 5_000),
-                err(6),
+                err(ErrorCode(6)),
             ),
             (
                 "C: partition deleted",
                 Some(with(|s| s.role = PartitionRole::Unknown)),
                 HighWatermark,
                 (50, 0, 5_000),
-                err(3),
+                err(ErrorCode(3)),
             ),
             (
                 "D: log dir offline",
                 Some(with(|s| s.role = PartitionRole::Offline)),
                 HighWatermark,
                 (50, 0, 5_000),
-                err(56),
+                err(ErrorCode(56)),
             ),
             (
                 "E: request epoch fenced",
                 Some(with(|s| s.leader_epoch = LeaderEpoch(6))),
                 HighWatermark,
                 (50, 0, 5_000),
-                err(74),
+                err(ErrorCode(74)),
             ),
             (
                 "G: consumer counts bytes up to HW",

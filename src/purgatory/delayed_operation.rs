@@ -275,6 +275,7 @@ impl<Op: DelayedOperation> Purgatory<Op> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::ErrorCode;
     use crate::purgatory::delayed_fetch::{
         DelayedFetch, FetchCompletion, FetchIsolation, FetchPartitionSpec,
     };
@@ -321,7 +322,7 @@ mod tests {
         assert_eq!(
             r,
             Parked::Completed(ProduceOutcome {
-                partitions: vec![(tp(0), 0)],
+                partitions: vec![(tp(0), ErrorCode(0))],
                 expired: false
             })
         );
@@ -363,7 +364,7 @@ mod tests {
         assert_eq!(
             exp[0].outcome,
             ProduceOutcome {
-                partitions: vec![(tp(0), 7), (tp(1), 7)],
+                partitions: vec![(tp(0), ErrorCode(7)), (tp(1), ErrorCode(7))],
                 expired: true
             }
         );
@@ -392,9 +393,9 @@ mod tests {
                 "event_first={event_first}"
             );
             if event_first {
-                assert_eq!(completed[0].outcome.partitions, vec![(tp(0), 0)]);
+                assert_eq!(completed[0].outcome.partitions, vec![(tp(0), ErrorCode(0))]);
             } else {
-                assert_eq!(expired[0].outcome.partitions, vec![(tp(0), 7)]);
+                assert_eq!(expired[0].outcome.partitions, vec![(tp(0), ErrorCode(7))]);
             }
             assert!(p.is_empty());
         }
@@ -502,7 +503,10 @@ mod tests {
         );
         let done = deliver(&mut owners[1], &mut view, &mut purgatory, 3);
         assert_eq!(done.len(), 1);
-        assert_eq!(done[0].outcome.partitions, vec![(tp(0), 0), (tp(1), 0)]);
+        assert_eq!(
+            done[0].outcome.partitions,
+            vec![(tp(0), ErrorCode(0)), (tp(1), ErrorCode(0))]
+        );
         assert!(purgatory.advance(5_000).is_empty());
     }
 
@@ -579,7 +583,7 @@ mod tests {
             done[0].outcome.reason,
             FetchCompletion::PartitionError {
                 partition_index: 0,
-                error_code: 6
+                error_code: ErrorCode(6)
             }
         );
     }
@@ -711,7 +715,7 @@ mod tests {
                         for c in p.check_and_complete(&tp(partition), now, &view) {
                             let (_, req, _) = &parked[&c.op_id];
                             proptest::prop_assert!(req.iter().all(|&(q, last_offset)| hw[q as usize] > last_offset));
-                            proptest::prop_assert!(c.outcome.partitions.iter().all(|(_, code)| *code == 0));
+                            proptest::prop_assert!(c.outcome.partitions.iter().all(|(_, code)| *code == ErrorCode::NONE));
                             proptest::prop_assert!(finished.insert(c.op_id, true).is_none(), "op finished twice");
                         }
                     }

@@ -7,8 +7,9 @@
 //! partition is pending; on expiry the pending ones become
 //! REQUEST_TIMED_OUT (7) and the done ones keep their result.
 
+use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_operation::DelayedOperation;
-use crate::purgatory::view::{error_code, PartitionRole, PartitionSnapshot, PartitionView};
+use crate::purgatory::view::{PartitionRole, PartitionSnapshot, PartitionView};
 use crate::types::{Offset, TopicPartition};
 
 /// Status of one partition of a DelayedProduce.
@@ -17,7 +18,7 @@ pub enum ProducePartitionStatus {
     /// Waiting for HW ≥ `required_offset` (Kafka's `acksPending = true`).
     Pending { required_offset: Offset },
     /// Finished with this error code (0 = success).
-    Done { error_code: i16 },
+    Done { error_code: ErrorCode },
 }
 
 /// The result of appending to one partition before parking the request.
@@ -27,14 +28,14 @@ pub enum AppendResult {
     Appended { last_offset: Offset },
     /// The append itself failed; this partition never waits (Kafka sets
     /// `acksPending = false` for errored appends).
-    Failed { error_code: i16 },
+    Failed { error_code: ErrorCode },
 }
 
 /// What a DelayedProduce answers: one error code per partition, in the
 /// order they were given, and whether it expired.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProduceOutcome {
-    pub partitions: Vec<(TopicPartition, i16)>,
+    pub partitions: Vec<(TopicPartition, ErrorCode)>,
     pub expired: bool,
 }
 
@@ -117,7 +118,7 @@ impl DelayedProduce {
         for (_, status) in &mut self.partitions {
             if let ProducePartitionStatus::Pending { .. } = status {
                 *status = ProducePartitionStatus::Done {
-                    error_code: error_code::REQUEST_TIMED_OUT,
+                    error_code: ErrorCode::REQUEST_TIMED_OUT,
                 };
             }
         }
@@ -132,7 +133,7 @@ impl DelayedProduce {
                 ProducePartitionStatus::Done { error_code } => (tp, error_code),
                 // Only reachable via on_complete of an unsatisfied op, which
                 // the purgatory never does; answer as Kafka would on expiry.
-                ProducePartitionStatus::Pending { .. } => (tp, error_code::REQUEST_TIMED_OUT),
+                ProducePartitionStatus::Pending { .. } => (tp, ErrorCode::REQUEST_TIMED_OUT),
             })
             .collect();
         ProduceOutcome {
@@ -156,20 +157,20 @@ impl DelayedProduce {
 pub fn check_enough_replicas_reach_offset(
     snapshot: &PartitionSnapshot,
     required_offset: Offset,
-) -> Option<i16> {
+) -> Option<ErrorCode> {
     match snapshot.role {
         PartitionRole::Leader => {}
-        PartitionRole::Follower => return Some(error_code::NOT_LEADER_OR_FOLLOWER),
-        PartitionRole::Unknown => return Some(error_code::UNKNOWN_TOPIC_OR_PARTITION),
-        PartitionRole::Offline => return Some(error_code::KAFKA_STORAGE_ERROR),
+        PartitionRole::Follower => return Some(ErrorCode::NOT_LEADER_OR_FOLLOWER),
+        PartitionRole::Unknown => return Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+        PartitionRole::Offline => return Some(ErrorCode::KAFKA_STORAGE_ERROR),
     }
     if snapshot.high_watermark.offset < required_offset {
         return None;
     }
     if snapshot.isr_size >= snapshot.min_insync_replicas {
-        Some(error_code::NONE)
+        Some(ErrorCode::NONE)
     } else {
-        Some(error_code::NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+        Some(ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND)
     }
 }
 
@@ -215,7 +216,7 @@ mod tests {
         use PartitionRole::*;
         // (case, snapshot, required offset, expected) — Kafka's
         // Partition.checkEnoughReplicasReachOffset / DelayedProduce.tryComplete.
-        let rows: &[(&str, PartitionSnapshot, Offset, Option<i16>)] = &[
+        let rows: &[(&str, PartitionSnapshot, Offset, Option<ErrorCode>)] = &[
             (
                 "hw below required: keep waiting",
                 snap(Leader, 9, 3, 2),
@@ -226,19 +227,19 @@ mod tests {
                 "hw reaches required: success",
                 snap(Leader, 10, 3, 2),
                 10,
-                Some(0),
+                Some(ErrorCode(0)),
             ),
             (
                 "hw beyond required: success",
                 snap(Leader, 50, 2, 2),
                 10,
-                Some(0),
+                Some(ErrorCode(0)),
             ),
             (
                 "isr shrank below min.insync.replicas after append",
                 snap(Leader, 10, 1, 2),
                 10,
-                Some(20),
+                Some(ErrorCode(20)),
             ),
             (
                 "isr too small but hw not there yet: keep waiting",
@@ -246,9 +247,24 @@ mod tests {
                 10,
                 None,
             ),
-            ("leadership lost", snap(Follower, 50, 3, 2), 10, Some(6)),
-            ("partition deleted", snap(Unknown, 50, 3, 2), 10, Some(3)),
-            ("log dir offline", snap(Offline, 50, 3, 2), 10, Some(56)),
+            (
+                "leadership lost",
+                snap(Follower, 50, 3, 2),
+                10,
+                Some(ErrorCode(6)),
+            ),
+            (
+                "partition deleted",
+                snap(Unknown, 50, 3, 2),
+                10,
+                Some(ErrorCode(3)),
+            ),
+            (
+                "log dir offline",
+                snap(Offline, 50, 3, 2),
+                10,
+                Some(ErrorCode(56)),
+            ),
         ];
         for (case, s, required, want) in rows {
             assert_eq!(
@@ -277,7 +293,10 @@ mod tests {
         assert!(op.try_complete(&view));
         let out = op.on_complete();
         assert!(!out.expired);
-        assert_eq!(out.partitions, vec![(tp(0), 0), (tp(1), 0)]);
+        assert_eq!(
+            out.partitions,
+            vec![(tp(0), ErrorCode(0)), (tp(1), ErrorCode(0))]
+        );
     }
 
     #[test]
@@ -287,7 +306,12 @@ mod tests {
             vec![
                 (tp(0), AppendResult::Appended { last_offset: 9 }),
                 (tp(1), AppendResult::Appended { last_offset: 9 }),
-                (tp(2), AppendResult::Failed { error_code: 87 }),
+                (
+                    tp(2),
+                    AppendResult::Failed {
+                        error_code: ErrorCode(87),
+                    },
+                ),
                 (tp(3), AppendResult::Appended { last_offset: 0 }),
             ],
         );
@@ -300,15 +324,27 @@ mod tests {
         assert!(out.expired);
         assert_eq!(
             out.partitions,
-            vec![(tp(0), 0), (tp(1), 7), (tp(2), 87), (tp(3), 6)]
+            vec![
+                (tp(0), ErrorCode(0)),
+                (tp(1), ErrorCode(7)),
+                (tp(2), ErrorCode(87)),
+                (tp(3), ErrorCode(6))
+            ]
         );
     }
 
     #[test]
     fn produce_whose_appends_all_failed_is_complete_immediately() {
-        let mut op =
-            DelayedProduce::new(100, vec![(tp(0), AppendResult::Failed { error_code: 2 })]);
+        let mut op = DelayedProduce::new(
+            100,
+            vec![(
+                tp(0),
+                AppendResult::Failed {
+                    error_code: ErrorCode(2),
+                },
+            )],
+        );
         assert!(op.try_complete(&PartitionView::new()));
-        assert_eq!(op.on_complete().partitions, vec![(tp(0), 2)]);
+        assert_eq!(op.on_complete().partitions, vec![(tp(0), ErrorCode(2))]);
     }
 }

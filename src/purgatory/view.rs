@@ -12,19 +12,6 @@ use std::collections::HashMap;
 
 use crate::types::{LeaderEpoch, Offset, TopicPartition};
 
-/// Kafka error codes the purgatory produces (protocol `Errors`). Kept local
-/// until `protocol` grows a shared `ErrorCode`; the values are the wire codes.
-pub mod error_code {
-    pub const NONE: i16 = 0;
-    pub const OFFSET_OUT_OF_RANGE: i16 = 1;
-    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-    pub const REQUEST_TIMED_OUT: i16 = 7;
-    pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
-    pub const KAFKA_STORAGE_ERROR: i16 = 56;
-    pub const FENCED_LEADER_EPOCH: i16 = 74;
-}
-
 /// An offset with its physical position, Kafka's `LogOffsetMetadata`:
 /// the segment it falls in (by base offset) and its byte position inside it.
 /// Two positions in the same segment give the bytes between two offsets.

@@ -10,7 +10,6 @@
 use std::cell::{Cell, RefCell};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
-use std::time::Instant;
 
 use bytes::BytesMut;
 use futures_lite::io::{ReadHalf, WriteHalf};
@@ -39,7 +38,7 @@ const READ_CHUNK_MAX: usize = 4 << 20;
 enum Outcome {
     /// The response, and when a Produce request was read (for
     /// `request_metrics`).
-    Respond(Vec<OutPart>, Option<Instant>),
+    Respond(Vec<OutPart>, Option<u64>),
     Nothing,
     Close(String),
 }
@@ -244,7 +243,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
     };
     let seq = conn.in_order.borrow_mut().on_request();
     let conn = conn.clone();
-    let received = (header.api_key == ApiKey::Produce).then(Instant::now);
+    let received = (header.api_key == ApiKey::Produce).then(|| conn.ctx.clock.mono_ns());
     glommio::spawn_local(async move {
         let request = Request {
             header: header.clone(),
@@ -304,7 +303,7 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
                 conn.closed.fire();
                 break;
             }
-            let now = Instant::now();
+            let now = conn.ctx.clock.mono_ns();
             for received in produced {
                 super::request_metrics::record_produce(received, now);
             }

@@ -9,7 +9,6 @@
 //! `request latency: produce n=N p50=Xus p99=Xus p99.9=Xus max=Xus`.
 
 use std::cell::RefCell;
-use std::time::Instant;
 
 use crate::histogram::LatencyHistogram;
 
@@ -18,14 +17,11 @@ thread_local! {
     static PRODUCE: RefCell<LatencyHistogram> = RefCell::new(LatencyHistogram::new());
 }
 
-/// A Produce response read off the socket at `received` has just been
-/// written.
-pub fn record_produce(received: Instant, now: Instant) {
-    let ns = now.saturating_duration_since(received).as_nanos();
-    PRODUCE.with(|h| {
-        h.borrow_mut()
-            .record_ns(u64::try_from(ns).unwrap_or(u64::MAX))
-    });
+/// A Produce response read off the socket at `received_ns` (the shard
+/// clock's `mono_ns`) has just been written, at `now_ns`.
+pub fn record_produce(received_ns: u64, now_ns: u64) {
+    let ns = now_ns.saturating_sub(received_ns);
+    PRODUCE.with(|h| h.borrow_mut().record_ns(ns));
 }
 
 /// This shard's produce latencies so far (left in place).
@@ -49,14 +45,13 @@ pub fn produce_line(h: &LatencyHistogram) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn recorded_latencies_come_back_in_the_shutdown_line() {
-        let t0 = Instant::now();
+        let t0 = 5_000_000_000u64;
         std::thread::spawn(move || {
             for us in [100u64, 200, 300, 400, 10_000] {
-                record_produce(t0, t0 + Duration::from_micros(us));
+                record_produce(t0, t0 + us * 1_000);
             }
             let line = produce_line(&produce_snapshot()).expect("line");
             assert!(

@@ -159,7 +159,7 @@ async fn wait_for_replication(
             }
         } else {
             AppendResult::Failed {
-                error_code: r.error_code.0,
+                error_code: r.error_code,
             }
         };
         appended.push((tp.clone(), a));
@@ -174,8 +174,8 @@ async fn wait_for_replication(
         return;
     };
     for ((_, code), i) in outcome.partitions.into_iter().zip(idx) {
-        if code != 0 {
-            slots[*i].result.error_code = ErrorCode(code);
+        if code != ErrorCode::NONE {
+            slots[*i].result.error_code = code;
         }
     }
 }

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # One measurement for an A/B of two broker builds (perf/compare.sh runs it
 # interleaved): start BIN's broker on one pinned shard (core 0), run the
-# load generator on core 1 with the same binary, print "<case> <MB/s> MB/s".
+# load generator on core 1 with the same binary, print
+# "<case> <MB/s> MB/s <µs> broker-cpu-us/MB": the client-side throughput and
+# the broker's CPU time (user + system, /proc/PID/stat) per MB of records
+# over the measured run; the second is steady even when the disk or the
+# other tenants move the first (compare.sh --match 'MB/s' or
+# --match 'broker-cpu-us/MB').
 #
 #   perf/ab_point.sh BIN p1      produce 1 KiB, acks=1, linger.ms=5,
 #                                batch.size=1000000, 6 partitions (P1)
@@ -38,20 +43,29 @@ for _ in $(seq 1 300); do
   kill -0 "$BROKER_PID" 2>/dev/null || { cat "$TMP/broker.log" >&2; exit 1; }
   sleep 0.1
 done
+# The broker's user + system CPU time so far, in microseconds.
+cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1e6 / hz }' "/proc/$BROKER_PID/stat"; }
+# per_mb CPU_BEFORE RECORDS: broker CPU µs per MB of 1 KiB records since CPU_BEFORE.
+per_mb() { python3 -c "import sys; print('%.1f' % ((int(sys.argv[1]) - int(sys.argv[2])) / (int(sys.argv[3]) * 1024 / 1e6)))" "$(cpu_us)" "$1" "$2"; }
+rec() { python3 -c "import json,sys; print(int(json.load(open(sys.argv[1]))$2))" "$1"; }
 lg() { "$BIN" loadgen --bootstrap "127.0.0.1:$port" --client-cpus 1 --message-size 1024 --partitions 6 "$@"; }
 mb() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('%.1f' % $2)" "$1"; }
 case "$CASE" in
   p1)
+    c0="$(cpu_us)"
     lg --out "$TMP/p1" --topic p1 --acks 1 --linger-ms 5 --batch-size 1000000 --consumers 0 \
       --duration "$DUR" --warmup 2s >"$TMP/p1.log" 2>&1 || { tail -5 "$TMP/p1.log" >&2; exit 1; }
-    echo "p1 $(mb "$TMP/p1/results.json" "j['points'][0]['mb_per_sec']") MB/s"
+    n="$(rec "$TMP/p1/results.json" "['points'][0]['produced']")"
+    echo "p1 $(mb "$TMP/p1/results.json" "j['points'][0]['mb_per_sec']") MB/s $(per_mb "$c0" "$n") broker-cpu-us/MB"
     ;;
   p4hot)
     lg --out "$TMP/prod" --topic hot --acks 1 --linger-ms 5 --batch-size 1000000 --consumers 0 \
       --messages "${AB_MESSAGES:-2000000}" --warmup 0s >"$TMP/prod.log" 2>&1 || { tail -5 "$TMP/prod.log" >&2; exit 1; }
+    c0="$(cpu_us)"
     lg --out "$TMP/cons" --topic hot --consume-only --consumers 1 >"$TMP/cons.log" 2>&1 \
       || { tail -5 "$TMP/cons.log" >&2; exit 1; }
-    echo "p4hot $(mb "$TMP/cons/consume.json" "j['mb_per_sec']") MB/s"
+    n="$(rec "$TMP/cons/consume.json" "['records']")"
+    echo "p4hot $(mb "$TMP/cons/consume.json" "j['mb_per_sec']") MB/s $(per_mb "$c0" "$n") broker-cpu-us/MB"
     ;;
   *) echo "ab_point.sh: unknown case $CASE" >&2; exit 2 ;;
 esac

@@ -23,6 +23,8 @@ pub mod fetch_session;
 pub mod mesh;
 pub mod placement;
 pub mod router;
+#[cfg(test)]
+mod test_support;
 
 pub use context::{ShardContext, ShardRequest, ShardResponse};
 pub use placement::{coordinator_partition, shard_of};

@@ -163,60 +163,16 @@ pub fn maybe_send_notes(ctx: &Rc<ShardContext>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{context, snapshot};
     use super::*;
-    use crate::io::clock::ManualClock;
-    use crate::metadata::{BrokerEndpoint, PartitionState, TopicState};
     use crate::protocol::ErrorCode;
-    use crate::shard::context::{Role, RolePart, ShardBase};
+    use crate::shard::context::Role;
     use crate::shard::control_shard::{ControlRequest, ControlResponse};
     use crate::shard::data_shard::{DataRequest, DataResponse};
     use crate::shard::mesh::{self, Mesh};
     use crate::types::ShardId;
-    use crate::types::{BrokerId, LeaderEpoch};
     use bytes::Bytes;
     use glommio::{LocalExecutorBuilder, Placement};
-    use std::sync::Arc;
-
-    fn snapshot(version: u64, topic: Option<&str>) -> Snapshot {
-        let mut s = Snapshot::single_broker(
-            "c",
-            BrokerEndpoint {
-                broker_id: BrokerId(0),
-                host: "h".into(),
-                port: 1,
-                rack: None,
-            },
-        );
-        s.version = version;
-        if let Some(name) = topic {
-            s = s.with_topic(TopicState {
-                configs: Default::default(),
-                name: name.into(),
-                topic_id: uuid::Uuid::from_u128(9),
-                is_internal: false,
-                partitions: vec![PartitionState {
-                    partition: 0,
-                    leader: BrokerId(0),
-                    leader_epoch: LeaderEpoch(0),
-                    replicas: vec![BrokerId(0)],
-                    isr: vec![BrokerId(0)],
-                    offline_replicas: vec![],
-                }],
-            });
-        }
-        s
-    }
-
-    fn context(role: Role) -> Rc<ShardContext> {
-        let base = ShardBase {
-            n_shards: 1,
-            config: Arc::new(crate::config::ServerConfig::default()),
-            api_table: vec![],
-            clock: Rc::new(ManualClock::new(0)),
-            snapshot: snapshot(1, None),
-        };
-        ShardContext::new(base, RolePart::Bare(role))
-    }
 
     #[test]
     fn the_control_shard_publishes_snapshots_to_a_data_shard_over_the_mesh() {

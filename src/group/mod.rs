@@ -6,11 +6,15 @@
 //!
 //! - [`records`] `[pure]`: the `__consumer_offsets` key and value formats
 //!   (offset commits, group metadata), Kafka's bytes.
+//! - [`state`] `[pure]`: a group's state — the five states and Kafka's
+//!   transition table, members, static members, protocol choice by vote,
+//!   generations.
 //!
-//! The coordinator is not built yet. It will live on the shard owning the group's
-//! `__consumer_offsets` partition (`shard::placement::coordinator_partition`),
-//! as `state`, `member`, `offsets`, `records` `[pure]` and a `coordinator`
-//! `[drv]` whose DelayedJoin / DelayedHeartbeat park in that shard's
-//! purgatory.
+//! Not built yet: the JoinGroup / SyncGroup / Heartbeat flow over `state`,
+//! the offsets cache, and the `coordinator` `[drv]` on the shard owning the
+//! group's `__consumer_offsets` partition
+//! (`shard::placement::coordinator_partition`), whose DelayedJoin /
+//! DelayedHeartbeat park in that shard's purgatory.
 
 pub mod records;
+pub mod state;

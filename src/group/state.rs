@@ -1,0 +1,319 @@
+//! `[pure]` A consumer group's state for the classic group protocol (seed
+//! 000's consumer-group chapter; Kafka's `GroupMetadata` and
+//! `GroupCoordinator` in 3.9's ZooKeeper mode): the five states and their
+//! legal transitions, the members and their protocols, and the choice of
+//! one protocol by vote.
+//!
+//! The states (Kafka's `GroupState`):
+//! - `Empty`: no members, maybe committed offsets; a join starts a rebalance.
+//! - `PreparingRebalance`: waiting for members to (re)join, up to the
+//!   rebalance timeout (DelayedJoin).
+//! - `CompletingRebalance`: everyone joined; waiting for the leader's
+//!   SyncGroup with the assignment.
+//! - `Stable`: the assignment is out; heartbeats keep members alive.
+//! - `Dead`: no members, no offsets; the group is being removed.
+//!
+//! An illegal transition is refused and the state left as it was
+//! ([`Group::transition_to`] says so); it is never applied.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Kafka's `GroupState` for the classic protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GroupState {
+    Empty,
+    PreparingRebalance,
+    CompletingRebalance,
+    Stable,
+    Dead,
+}
+
+impl GroupState {
+    /// The states a group may come from into `self` (Kafka's
+    /// `validPreviousStates`).
+    pub fn valid_previous_states(self) -> &'static [GroupState] {
+        use GroupState::*;
+        match self {
+            Empty => &[PreparingRebalance],
+            PreparingRebalance => &[Stable, CompletingRebalance, Empty],
+            CompletingRebalance => &[PreparingRebalance],
+            Stable => &[CompletingRebalance],
+            Dead => &[Stable, PreparingRebalance, CompletingRebalance, Empty, Dead],
+        }
+    }
+
+    /// Whether a group in `self` may move to `next`.
+    pub fn can_move_to(self, next: GroupState) -> bool {
+        next.valid_previous_states().contains(&self)
+    }
+
+    /// The name DescribeGroups and ListGroups report (Kafka's `toString`).
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupState::Empty => "Empty",
+            GroupState::PreparingRebalance => "PreparingRebalance",
+            GroupState::CompletingRebalance => "CompletingRebalance",
+            GroupState::Stable => "Stable",
+            GroupState::Dead => "Dead",
+        }
+    }
+}
+
+/// A refused transition: the group stays where it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("group cannot move from {from:?} to {to:?}")]
+pub struct IllegalTransition {
+    pub from: GroupState,
+    pub to: GroupState,
+}
+
+/// One member of a classic group (Kafka's `MemberMetadata`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub member_id: String,
+    /// KIP-345 static membership.
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub rebalance_timeout_ms: i32,
+    pub session_timeout_ms: i32,
+    pub protocol_type: String,
+    /// (protocol name, metadata), in the member's order of preference.
+    pub protocols: Vec<(String, Vec<u8>)>,
+    /// What the leader's SyncGroup assigned it.
+    pub assignment: Vec<u8>,
+}
+
+impl Member {
+    fn supports(&self, protocol: &str) -> bool {
+        self.protocols.iter().any(|(p, _)| p == protocol)
+    }
+
+    /// The member's first choice among `candidates` (Kafka's `vote`).
+    fn vote(&self, candidates: &BTreeSet<String>) -> Option<&str> {
+        self.protocols
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .find(|p| candidates.contains(*p))
+    }
+}
+
+/// A classic consumer group.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub group_id: String,
+    state: GroupState,
+    /// When the group entered its state (`currentStateTimestamp`).
+    state_since_ms: i64,
+    /// Bumped when a rebalance completes its join phase.
+    pub generation: i32,
+    pub protocol_type: Option<String>,
+    /// The protocol chosen for the current generation.
+    pub protocol: Option<String>,
+    pub leader: Option<String>,
+    members: BTreeMap<String, Member>,
+    /// group.instance.id → member id of the static members.
+    static_members: BTreeMap<String, String>,
+}
+
+impl Group {
+    /// A new group: `Empty`, generation 0, no members.
+    pub fn new(group_id: impl Into<String>, now_ms: i64) -> Self {
+        Self {
+            group_id: group_id.into(),
+            state: GroupState::Empty,
+            state_since_ms: now_ms,
+            generation: 0,
+            protocol_type: None,
+            protocol: None,
+            leader: None,
+            members: BTreeMap::new(),
+            static_members: BTreeMap::new(),
+        }
+    }
+
+    pub fn state(&self) -> GroupState {
+        self.state
+    }
+
+    pub fn state_since_ms(&self) -> i64 {
+        self.state_since_ms
+    }
+
+    pub fn members(&self) -> impl Iterator<Item = &Member> {
+        self.members.values()
+    }
+
+    pub fn member(&self, member_id: &str) -> Option<&Member> {
+        self.members.get(member_id)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The member id a static `group.instance.id` holds, if any.
+    pub fn static_member(&self, group_instance_id: &str) -> Option<&str> {
+        self.static_members
+            .get(group_instance_id)
+            .map(String::as_str)
+    }
+
+    /// Move to `to` if Kafka allows it from the current state.
+    pub fn transition_to(&mut self, to: GroupState, now_ms: i64) -> Result<(), IllegalTransition> {
+        if !self.state.can_move_to(to) {
+            return Err(IllegalTransition {
+                from: self.state,
+                to,
+            });
+        }
+        self.state = to;
+        self.state_since_ms = now_ms;
+        self.check_invariants();
+        Ok(())
+    }
+
+    /// Kafka's `supportsProtocols`: a join is consistent with the group
+    /// when the group is empty and the join names at least one protocol,
+    /// or its protocol type matches and one of its protocols is supported
+    /// by every member (else INCONSISTENT_GROUP_PROTOCOL).
+    pub fn supports_protocols(&self, protocol_type: &str, protocols: &[String]) -> bool {
+        if self.members.is_empty() {
+            return !protocol_type.is_empty() && !protocols.is_empty();
+        }
+        self.protocol_type.as_deref() == Some(protocol_type)
+            && protocols
+                .iter()
+                .any(|p| self.members.values().all(|m| m.supports(p)))
+    }
+
+    /// Protocols every member supports.
+    pub fn candidate_protocols(&self) -> BTreeSet<String> {
+        let mut members = self.members.values();
+        let Some(first) = members.next() else {
+            return BTreeSet::new();
+        };
+        let mut candidates: BTreeSet<String> =
+            first.protocols.iter().map(|(p, _)| p.clone()).collect();
+        for m in members {
+            candidates.retain(|p| m.supports(p));
+        }
+        candidates
+    }
+
+    /// Kafka's `selectProtocol`: each member votes for its most preferred
+    /// candidate; the protocol with the most votes wins. Kafka breaks a tie
+    /// by its map's order; here the tie goes to the candidate the leader
+    /// (else the first member by id) prefers, so the choice is stable.
+    pub fn select_protocol(&self) -> Option<String> {
+        let candidates = self.candidate_protocols();
+        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
+        for m in self.members.values() {
+            if let Some(p) = m.vote(&candidates) {
+                *votes.entry(p).or_default() += 1;
+            }
+        }
+        let best = votes.values().copied().max()?;
+        let tied: BTreeSet<&str> = votes
+            .iter()
+            .filter(|(_, &n)| n == best)
+            .map(|(p, _)| *p)
+            .collect();
+        let tie_breaker = self
+            .leader
+            .as_deref()
+            .and_then(|l| self.members.get(l))
+            .or_else(|| self.members.values().next())?;
+        tie_breaker
+            .protocols
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .find(|p| tied.contains(p))
+            .map(str::to_owned)
+    }
+
+    /// Add a member (a join). The first member fixes the group's protocol
+    /// type and becomes leader when there is none; a static member takes
+    /// its `group.instance.id`.
+    pub fn add_member(&mut self, member: Member) {
+        if self.members.is_empty() {
+            self.protocol_type = Some(member.protocol_type.clone());
+        }
+        if self.leader.is_none() {
+            self.leader = Some(member.member_id.clone());
+        }
+        if let Some(instance) = &member.group_instance_id {
+            self.static_members
+                .insert(instance.clone(), member.member_id.clone());
+        }
+        self.members.insert(member.member_id.clone(), member);
+        self.check_invariants();
+    }
+
+    /// Remove a member (leave, expiry). A leader that leaves hands the
+    /// leadership to the first remaining member (Kafka picks any).
+    pub fn remove_member(&mut self, member_id: &str) -> Option<Member> {
+        let removed = self.members.remove(member_id)?;
+        if let Some(instance) = &removed.group_instance_id {
+            if self.static_members.get(instance).map(String::as_str) == Some(member_id) {
+                self.static_members.remove(instance);
+            }
+        }
+        if self.leader.as_deref() == Some(member_id) {
+            self.leader = self.members.keys().next().cloned();
+        }
+        if self.members.is_empty() {
+            self.protocol_type = None;
+        }
+        self.check_invariants();
+        Some(removed)
+    }
+
+    /// The join phase completed: a new generation with the protocol the
+    /// members chose (Kafka's `initNextGeneration`). With no members the
+    /// group goes to `Empty` with no protocol; otherwise to
+    /// `CompletingRebalance`.
+    pub fn init_next_generation(&mut self, now_ms: i64) -> Result<(), IllegalTransition> {
+        let next = if self.members.is_empty() {
+            GroupState::Empty
+        } else {
+            GroupState::CompletingRebalance
+        };
+        if !self.state.can_move_to(next) {
+            return Err(IllegalTransition {
+                from: self.state,
+                to: next,
+            });
+        }
+        self.generation = self.generation.wrapping_add(1);
+        self.protocol = if self.members.is_empty() {
+            None
+        } else {
+            self.select_protocol()
+        };
+        self.transition_to(next, now_ms)
+    }
+
+    /// Invariants every `on_*`/mutation keeps; asserted in debug builds.
+    pub fn check_invariants(&self) {
+        debug_assert!(
+            self.leader
+                .as_deref()
+                .is_none_or(|l| self.members.contains_key(l)),
+            "the leader is a member"
+        );
+        debug_assert!(
+            self.members.is_empty() == self.leader.is_none(),
+            "a group with members has a leader"
+        );
+        debug_assert!(
+            self.static_members
+                .values()
+                .all(|m| self.members.contains_key(m)),
+            "static members are members"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

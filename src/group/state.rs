@@ -18,6 +18,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::protocol::ErrorCode;
+
 /// Kafka's `GroupState` for the classic protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum GroupState {
@@ -292,6 +294,68 @@ impl Group {
             self.select_protocol()
         };
         self.transition_to(next, now_ms)
+    }
+
+    /// Kafka's `validateCurrentMember`: a static member must be the one its
+    /// `group.instance.id` maps to (else FENCED_INSTANCE_ID, an older
+    /// instance), and the member must belong to the group (else
+    /// UNKNOWN_MEMBER_ID).
+    pub fn validate_current_member(
+        &self,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+    ) -> Result<(), ErrorCode> {
+        if let Some(instance) = group_instance_id {
+            return match self.static_member(instance) {
+                Some(current) if current != member_id => Err(ErrorCode::FENCED_INSTANCE_ID),
+                Some(_) => Ok(()),
+                None => Err(ErrorCode::UNKNOWN_MEMBER_ID),
+            };
+        }
+        if self.members.contains_key(member_id) {
+            Ok(())
+        } else {
+            Err(ErrorCode::UNKNOWN_MEMBER_ID)
+        }
+    }
+
+    /// Whether an OffsetCommit (not transactional) may store its offsets
+    /// now: Kafka's `validateOffsetCommit` and the state check of
+    /// `doCommitOffsets`.
+    /// - a `Dead` group: COORDINATOR_NOT_AVAILABLE (it is being removed);
+    /// - generation -1 on an `Empty` group: a simple commit (the admin client
+    ///   or a consumer without group management), allowed;
+    /// - a member id, an instance id or a generation: the member must be
+    ///   current ([`Self::validate_current_member`]) and the generation the
+    ///   group's (else ILLEGAL_GENERATION);
+    /// - otherwise only members may commit to a non-empty group
+    ///   (UNKNOWN_MEMBER_ID);
+    /// - a valid commit during `CompletingRebalance` gets
+    ///   REBALANCE_IN_PROGRESS (the member must sync first).
+    pub fn validate_offset_commit(
+        &self,
+        generation: i32,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+    ) -> Result<(), ErrorCode> {
+        if self.state == GroupState::Dead {
+            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
+        }
+        if generation < 0 && self.state == GroupState::Empty {
+            return Ok(());
+        }
+        if generation >= 0 || !member_id.is_empty() || group_instance_id.is_some() {
+            self.validate_current_member(member_id, group_instance_id)?;
+            if generation != self.generation {
+                return Err(ErrorCode::ILLEGAL_GENERATION);
+            }
+        } else if self.state != GroupState::Empty {
+            return Err(ErrorCode::UNKNOWN_MEMBER_ID);
+        }
+        match self.state {
+            GroupState::CompletingRebalance => Err(ErrorCode::REBALANCE_IN_PROGRESS),
+            _ => Ok(()),
+        }
     }
 
     /// Invariants every `on_*`/mutation keeps; asserted in debug builds.

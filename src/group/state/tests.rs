@@ -199,3 +199,105 @@ fn state_names_are_kafkas() {
         ]
     );
 }
+
+/// A Stable group at generation 2 with a dynamic member "a" and a static
+/// member "s" (instance "i-1").
+fn stable_group() -> Group {
+    let mut g = Group::new("g", 0);
+    g.add_member(member("a", &["range"]));
+    let mut s = member("s", &["range"]);
+    s.group_instance_id = Some("i-1".into());
+    g.add_member(s);
+    g.transition_to(PreparingRebalance, 1).unwrap();
+    g.init_next_generation(2).unwrap();
+    g.transition_to(PreparingRebalance, 3).unwrap();
+    g.init_next_generation(4).unwrap();
+    g.transition_to(Stable, 5).unwrap();
+    assert_eq!(g.generation, 2);
+    g
+}
+
+#[test]
+fn offset_commits_are_checked_as_kafka_checks_them() {
+    use crate::protocol::ErrorCode as E;
+    // (case, generation, member id, instance id, expected)
+    type Row<'a> = (&'a str, i32, &'a str, Option<&'a str>, Result<(), E>);
+    let rows: &[Row<'_>] = &[
+        (
+            "a current member at the current generation",
+            2,
+            "a",
+            None,
+            Ok(()),
+        ),
+        (
+            "an old generation",
+            1,
+            "a",
+            None,
+            Err(E::ILLEGAL_GENERATION),
+        ),
+        ("an unknown member", 2, "x", None, Err(E::UNKNOWN_MEMBER_ID)),
+        (
+            "a simple commit to a non-empty group",
+            -1,
+            "",
+            None,
+            Err(E::UNKNOWN_MEMBER_ID),
+        ),
+        ("the static member", 2, "s", Some("i-1"), Ok(())),
+        (
+            "an older instance of the static member",
+            2,
+            "s-old",
+            Some("i-1"),
+            Err(E::FENCED_INSTANCE_ID),
+        ),
+        (
+            "an unknown instance",
+            2,
+            "s",
+            Some("i-9"),
+            Err(E::UNKNOWN_MEMBER_ID),
+        ),
+    ];
+    let g = stable_group();
+    for (case, generation, member_id, instance, want) in rows {
+        assert_eq!(
+            g.validate_offset_commit(*generation, member_id, *instance),
+            *want,
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn offset_commits_by_group_state() {
+    use crate::protocol::ErrorCode as E;
+    // Empty: simple commits go ahead, members cannot exist.
+    let mut empty = Group::new("g", 0);
+    assert_eq!(empty.validate_offset_commit(-1, "", None), Ok(()));
+    assert_eq!(
+        empty.validate_offset_commit(0, "a", None),
+        Err(E::UNKNOWN_MEMBER_ID)
+    );
+    // Dead: being removed.
+    empty.transition_to(Dead, 1).unwrap();
+    assert_eq!(
+        empty.validate_offset_commit(-1, "", None),
+        Err(E::COORDINATOR_NOT_AVAILABLE)
+    );
+    // CompletingRebalance: a valid member must sync first.
+    let mut g = stable_group();
+    g.transition_to(PreparingRebalance, 6).unwrap();
+    assert_eq!(
+        g.validate_offset_commit(2, "a", None),
+        Ok(()),
+        "PreparingRebalance commits"
+    );
+    g.init_next_generation(7).unwrap();
+    assert_eq!(
+        g.validate_offset_commit(3, "a", None),
+        Err(E::REBALANCE_IN_PROGRESS)
+    );
+}

@@ -21,11 +21,7 @@ pub async fn request_auto_create(
     ctx: &Rc<ShardContext>,
     topics: Vec<String>,
 ) -> Option<Vec<(String, ErrorCode)>> {
-    let results = ctx.auto_create_topics(topics).await;
-    if results.is_none() {
-        tracing::warn!("control shard unavailable for auto-create");
-    }
-    results
+    ctx.auto_create_topics(topics).await
 }
 
 /// For the Produce path (and FindCoordinator for the internal topics):

@@ -79,7 +79,6 @@ impl RolePart {
 }
 
 pub struct ShardContext {
-    pub role: Role,
     /// Number of data shards; the control shard is mesh peer `n_shards`.
     pub n_shards: usize,
     pub config: Arc<ServerConfig>,
@@ -111,7 +110,6 @@ pub struct ShardBase {
 impl ShardContext {
     pub fn new(base: ShardBase, part: RolePart) -> Rc<Self> {
         Rc::new(Self {
-            role: part.role(),
             n_shards: base.n_shards,
             config: base.config,
             api_table: base.api_table,
@@ -122,6 +120,11 @@ impl ShardContext {
             api_versions_cache: RefCell::new(Vec::new()),
             part,
         })
+    }
+
+    /// What this executor is (from its part).
+    pub fn role(&self) -> Role {
+        self.part.role()
     }
 
     /// The data shard's part (`None` on the control shard).
@@ -142,7 +145,7 @@ impl ShardContext {
 
     /// This executor's mesh peer id.
     pub fn peer_id(&self) -> usize {
-        match self.role {
+        match self.role() {
             Role::Data(id) => id.index(),
             Role::Control => self.control_peer(),
         }

@@ -14,7 +14,10 @@ impl ShardContext {
         let req = ShardRequest::Control(ControlRequest::Admin(Box::new(req)));
         match self.call(self.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::Admin(resp)) => Ok(*resp),
-            _ => Err(MeshError::PeerGone(self.control_peer())),
+            other => {
+                tracing::warn!(?other, "unexpected answer from the control shard");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
         }
     }
 
@@ -27,7 +30,14 @@ impl ShardContext {
         let req = ShardRequest::Control(ControlRequest::AutoCreateTopics { topics });
         match self.call(self.control_peer(), req).await {
             Ok(ShardResponse::Control(ControlResponse::AutoCreated { results })) => Some(results),
-            _ => None,
+            Ok(other) => {
+                tracing::warn!(?other, "unexpected auto-create answer");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "auto-create unavailable");
+                None
+            }
         }
     }
 }

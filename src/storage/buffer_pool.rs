@@ -279,24 +279,13 @@ fn retire(buf: Rc<DmaBuffer>, leases: Arc<()>, recycle: bool) {
     }
 }
 
-/// Reserve `count` buffers of `len` bytes for this shard now, each page
-/// touched once, and keep that many free from then on. Sized to the batch
-/// cache (`shardlog.batch.cache.bytes`): while the cache fills, every
-/// append needs a buffer the cache has not given back yet, and fresh heap
-/// memory costs a page fault per 4 KiB plus the kernel's zeroing on the
-/// append path. Reserving up front is what Redpanda's seastar does with all
-/// of its memory.
-pub fn reserve(count: usize, len: usize) {
-    reserve_buffers(count, len);
-}
-
 /// Reserve `len`-byte buffers for a batch cache of `budget` bytes, but
 /// never more than this shard's half of the host's memory (`n_shards`
 /// shards share it): a budget typed too large must not make the start
 /// itself run out of memory.
 pub fn reserve_within_memory(budget: usize, len: usize, n_shards: usize) {
     let reservable = budget.min(half_of_memory_per_shard(n_shards));
-    reserve_buffers(reservable / len.max(1), len);
+    reserve(reservable / len.max(1), len);
 }
 
 /// Half of physical memory divided among `n_shards` (unbounded if the
@@ -307,7 +296,14 @@ fn half_of_memory_per_shard(n_shards: usize) -> usize {
     })
 }
 
-fn reserve_buffers(count: usize, len: usize) {
+/// Reserve `count` buffers of `len` bytes for this shard now, each page
+/// touched once, and keep that many free from then on. Sized to the batch
+/// cache (`shardlog.batch.cache.bytes`): while the cache fills, every
+/// append needs a buffer the cache has not given back yet, and fresh heap
+/// memory costs a page fault per 4 KiB plus the kernel's zeroing on the
+/// append path. Reserving up front is what Redpanda's seastar does with all
+/// of its memory.
+pub fn reserve(count: usize, len: usize) {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         p.reserved = p.reserved.max(count);

@@ -3,25 +3,14 @@
 //! source file grows past the size at which it stops fitting one subsystem.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
+mod source_tree;
+use source_tree::rust_files;
+
 use std::path::{Path, PathBuf};
 
 /// Lines above which a file under `src/` must be split (tests included:
 /// move a long test module into a sibling file).
 const MAX_FILE_LINES: usize = 900;
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir)
-        .expect("read src")
-        .map(Result::unwrap)
-    {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// The tree scanned: this crate's `src/`, or `LAYOUT_SRC_DIR` (to see what
 /// the rules say of another checkout, e.g. an older commit).

@@ -15,7 +15,10 @@
 //! is not an import and is ignored.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
-use std::path::{Path, PathBuf};
+mod source_tree;
+use source_tree::rust_files;
+
+use std::path::Path;
 use std::process::Command;
 
 /// What a `[pure]` module may not name (outside comments).
@@ -54,17 +57,6 @@ const KNOWN_IO_IMPORTS: &[(&str, &str)] = &[(
     "src/protocol/fetch_response.rs",
     "crate::io",
 )];
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 fn is_pure(source: &str) -> bool {
     source

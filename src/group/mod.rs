@@ -9,12 +9,16 @@
 //! - [`state`] `[pure]`: a group's state — the five states and Kafka's
 //!   transition table, members, static members, protocol choice by vote,
 //!   generations.
-//!
-//! Not built yet: the JoinGroup / SyncGroup / Heartbeat flow over `state`,
-//! the offsets cache, and the `coordinator` `[drv]` on the shard owning the
-//! group's `__consumer_offsets` partition
-//! (`shard::placement::coordinator_partition`), whose DelayedJoin /
-//! DelayedHeartbeat park in that shard's purgatory.
+//! - [`coordinator`] `[pure]`: one shard's coordinator — the JoinGroup /
+//!   SyncGroup / Heartbeat / LeaveGroup flow over `state`, committed
+//!   offsets, DescribeGroups / ListGroups / DeleteGroups / OffsetDelete, the
+//!   rebalance timers, and loading a partition's records. Events in,
+//!   actions (replies, appends) out.
+//! - [`driver`] `[drv]`: runs a shard's coordinator — waiters, the one
+//!   timer, appends to `__consumer_offsets` with acks=all, loading and
+//!   unloading partitions as the shard gains or loses them.
 
+pub mod coordinator;
+pub mod driver;
 pub mod records;
 pub mod state;

@@ -87,6 +87,20 @@ pub struct Member {
 }
 
 impl Member {
+    /// The metadata the member sent for `protocol`.
+    pub fn metadata_for(&self, protocol: &str) -> Option<&[u8]> {
+        self.protocols
+            .iter()
+            .find(|(p, _)| p == protocol)
+            .map(|(_, m)| m.as_slice())
+    }
+
+    /// Same protocols with the same metadata, in the same order (Kafka's
+    /// `MemberMetadata.matches`).
+    pub fn matches(&self, protocols: &[(String, Vec<u8>)]) -> bool {
+        self.protocols == protocols
+    }
+
     fn supports(&self, protocol: &str) -> bool {
         self.protocols.iter().any(|(p, _)| p == protocol)
     }
@@ -355,6 +369,131 @@ impl Group {
         match self.state {
             GroupState::CompletingRebalance => Err(ErrorCode::REBALANCE_IN_PROGRESS),
             _ => Ok(()),
+        }
+    }
+
+    pub fn member_mut(&mut self, member_id: &str) -> Option<&mut Member> {
+        self.members.get_mut(member_id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn has_member(&self, member_id: &str) -> bool {
+        self.members.contains_key(member_id)
+    }
+
+    pub fn is_leader(&self, member_id: &str) -> bool {
+        self.leader.as_deref() == Some(member_id)
+    }
+
+    /// The longest rebalance timeout of the members (Kafka's
+    /// `GroupMetadata.rebalanceTimeoutMs`): how long a DelayedJoin waits.
+    pub fn rebalance_timeout_ms(&self) -> i32 {
+        self.members
+            .values()
+            .map(|m| m.rebalance_timeout_ms)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// A static member rejoined with a new member id (KIP-345; Kafka's
+    /// `replaceStaticMember`): the old id is gone (fenced), the member keeps
+    /// its place, its assignment and the leadership if it had it. Returns
+    /// false when `old_id` is not the instance's current member.
+    pub fn replace_static_member(&mut self, instance: &str, old_id: &str, new_id: &str) -> bool {
+        if self.static_members.get(instance).map(String::as_str) != Some(old_id) {
+            return false;
+        }
+        let Some(mut member) = self.members.remove(old_id) else {
+            return false;
+        };
+        member.member_id = new_id.to_owned();
+        self.members.insert(new_id.to_owned(), member);
+        self.static_members
+            .insert(instance.to_owned(), new_id.to_owned());
+        if self.leader.as_deref() == Some(old_id) {
+            self.leader = Some(new_id.to_owned());
+        }
+        self.check_invariants();
+        true
+    }
+
+    /// Rebuild a group from its stored record (Kafka's
+    /// `GroupMetadata.loadGroup`): members and generation as written, the
+    /// state `Stable` with members or `Empty` without (no transition: a
+    /// loaded group starts in the state its record implies).
+    pub fn restore(
+        group_id: &str,
+        stored: &crate::group::records::GroupMetadataValue,
+        now_ms: i64,
+    ) -> Self {
+        let mut g = Group::new(group_id, now_ms);
+        g.generation = stored.generation;
+        for m in &stored.members {
+            let protocol = stored.protocol.clone().unwrap_or_default();
+            g.add_member(Member {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                rebalance_timeout_ms: m.rebalance_timeout_ms,
+                session_timeout_ms: m.session_timeout_ms,
+                protocol_type: stored.protocol_type.clone(),
+                protocols: vec![(protocol, m.subscription.clone())],
+                assignment: m.assignment.clone(),
+            });
+        }
+        g.protocol_type = (!stored.protocol_type.is_empty()).then(|| stored.protocol_type.clone());
+        if g.members.is_empty() {
+            g.protocol = None;
+            g.leader = None;
+        } else {
+            g.protocol = stored.protocol.clone();
+            if let Some(l) = stored
+                .leader
+                .as_ref()
+                .filter(|l| g.members.contains_key(*l))
+            {
+                g.leader = Some(l.clone());
+            }
+            g.state = GroupState::Stable;
+        }
+        if stored.current_state_timestamp_ms >= 0 {
+            g.state_since_ms = stored.current_state_timestamp_ms;
+        }
+        g.check_invariants();
+        g
+    }
+
+    /// The record Kafka writes for this group (`GroupMetadataManager
+    /// .groupMetadataValue`): members with the chosen protocol's metadata.
+    pub fn to_record(&self) -> crate::group::records::GroupMetadataValue {
+        let protocol = self.protocol.as_deref();
+        crate::group::records::GroupMetadataValue {
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            generation: self.generation,
+            protocol: self.protocol.clone(),
+            leader: self.leader.clone(),
+            current_state_timestamp_ms: self.state_since_ms,
+            members: self
+                .members
+                .values()
+                .map(|m| crate::group::records::MemberMetadata {
+                    member_id: m.member_id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    session_timeout_ms: m.session_timeout_ms,
+                    subscription: protocol
+                        .and_then(|p| m.metadata_for(p))
+                        .map(<[u8]>::to_vec)
+                        .unwrap_or_default(),
+                    assignment: m.assignment.clone(),
+                })
+                .collect(),
         }
     }
 

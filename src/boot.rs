@@ -26,6 +26,7 @@ use crate::server;
 use crate::shard::context::{Role, RolePart, ShardBase, ShardContext, ShardRequest, ShardResponse};
 use crate::shard::control_shard::ControlShard;
 use crate::shard::data_shard::DataShard;
+use crate::shard::group_host::GroupHost;
 use crate::shard::mesh::{self, Mesh};
 use crate::shard::router;
 use crate::types::ShardId;
@@ -278,7 +279,12 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         setup.config.clone(),
     ));
     let purgatory = PurgatoryDriver::new(clock, PurgatoryConfig::default());
-    DataShard::new(id, setup.n_shards, replicas, purgatory)
+    let groups = Rc::new(GroupHost::new(
+        GroupHost::config_of(&setup.config),
+        setup.config.offsets_topic_num_partitions,
+        i64::from(setup.config.offsets_commit_timeout_ms),
+    ));
+    DataShard::new(id, setup.n_shards, replicas, purgatory, groups)
 }
 
 async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {

@@ -349,6 +349,15 @@ server_config! {
     transaction_state_log_min_isr: i32 = 2;
     /// `group.initial.rebalance.delay.ms` (default 3000).
     group_initial_rebalance_delay_ms: i32 = 3000;
+    /// `group.max.size` (default Integer.MAX_VALUE).
+    group_max_size: i32 = i32::MAX;
+    /// `offset.metadata.max.bytes` (default 4096).
+    offset_metadata_max_bytes: i32 = 4096;
+    /// `offsets.retention.check.interval.ms` (default 600000).
+    offsets_retention_check_interval_ms: i64 = 600_000;
+    /// `offsets.commit.timeout.ms` (default 5000): how long a commit waits
+    /// for its records to reach the offsets partition's replicas.
+    offsets_commit_timeout_ms: i32 = 5000;
     /// `group.min.session.timeout.ms` (default 6000).
     group_min_session_timeout_ms: i32 = 6000;
     /// `group.max.session.timeout.ms` (default 1800000).

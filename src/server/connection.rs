@@ -46,6 +46,7 @@ enum Outcome {
 struct Conn {
     ctx: Rc<ShardContext>,
     peer: String,
+    client_host: Rc<str>,
     in_order: RefCell<InOrder<Outcome>>,
     /// Reader → writer: an outcome finished, or the reader stopped.
     wake_writer: Notify,
@@ -61,10 +62,11 @@ struct Conn {
 /// Serve one connection until the client leaves, it must be closed, or
 /// the shard stops (then in-flight responses are finished first).
 pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?".into());
+    let peer_addr = stream.peer_addr().ok();
+    let peer = peer_addr.map_or_else(|| "?".into(), |a| a.to_string());
+    // Kafka's client host in group membership: "/" + the peer's address.
+    let client_host: Rc<str> =
+        peer_addr.map_or_else(|| "/".into(), |a| format!("/{}", a.ip()).into());
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
@@ -79,6 +81,7 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
     let conn = Rc::new(Conn {
         ctx,
         peer,
+        client_host,
         in_order: RefCell::new(InOrder::new()),
         wake_writer: Notify::default(),
         wake_reader: Notify::default(),
@@ -248,6 +251,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
         let request = Request {
             header: header.clone(),
             body,
+            client_host: conn.client_host.clone(),
         };
         let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();
         let outcome = match run.await {

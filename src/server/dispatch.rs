@@ -44,6 +44,47 @@ pub const ROUTES: &[Route] = &[
         range: handlers::find_coordinator::VERSIONS,
         handle: handlers::find_coordinator::handle,
     },
+    // --- consumer groups ---
+    Route {
+        range: handlers::join_group::VERSIONS,
+        handle: handlers::join_group::handle,
+    },
+    Route {
+        range: handlers::sync_group::VERSIONS,
+        handle: handlers::sync_group::handle,
+    },
+    Route {
+        range: handlers::heartbeat::VERSIONS,
+        handle: handlers::heartbeat::handle,
+    },
+    Route {
+        range: handlers::leave_group::VERSIONS,
+        handle: handlers::leave_group::handle,
+    },
+    Route {
+        range: handlers::offset_commit::VERSIONS,
+        handle: handlers::offset_commit::handle,
+    },
+    Route {
+        range: handlers::offset_fetch::VERSIONS,
+        handle: handlers::offset_fetch::handle,
+    },
+    Route {
+        range: handlers::describe_groups::VERSIONS,
+        handle: handlers::describe_groups::handle,
+    },
+    Route {
+        range: handlers::list_groups::VERSIONS,
+        handle: handlers::list_groups::handle,
+    },
+    Route {
+        range: handlers::delete_groups::VERSIONS,
+        handle: handlers::delete_groups::handle,
+    },
+    Route {
+        range: handlers::offset_delete::VERSIONS,
+        handle: handlers::offset_delete::handle,
+    },
     // --- topic admin ---
     Route {
         range: handlers::create_topics::VERSIONS,

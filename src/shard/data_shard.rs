@@ -21,6 +21,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 
 use super::fetch_session::{FetchSessionCache, DEFAULT_CACHE_SLOTS};
+use super::group_host::{GroupCall, GroupHost, GroupReply};
 use crate::metadata::Snapshot;
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::driver::PurgatoryDriver;
@@ -71,6 +72,9 @@ pub enum DataRequest {
     },
     /// Coalesced "partition advanced" notes for the receiver's purgatory.
     Advance(AdvanceNotes),
+    /// To the shard coordinating a group (it owns the group's
+    /// `__consumer_offsets` partition).
+    Group(GroupCall),
 }
 
 /// Answers to [`DataRequest`]s.
@@ -82,6 +86,7 @@ pub enum DataResponse {
     Offsets(Vec<OffsetAnswer>),
     Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
     Ack,
+    Group(GroupReply),
 }
 
 /// A data shard's part of its context.
@@ -90,6 +95,8 @@ pub struct DataShard {
     n_shards: usize,
     pub replicas: Rc<ReplicaManager>,
     pub purgatory: Rc<PurgatoryDriver>,
+    /// The group coordinator of the offsets partitions this shard owns.
+    pub groups: Rc<GroupHost>,
     /// KIP-227 sessions of connections on this shard.
     pub fetch_sessions: RefCell<FetchSessionCache>,
     /// Which remote shards watch which of our partitions.
@@ -107,12 +114,14 @@ impl DataShard {
         n_shards: usize,
         replicas: Rc<ReplicaManager>,
         purgatory: Rc<PurgatoryDriver>,
+        groups: Rc<GroupHost>,
     ) -> Self {
         Self {
             shard,
             n_shards,
             replicas,
             purgatory,
+            groups,
             fetch_sessions: RefCell::new(FetchSessionCache::new(shard.0, DEFAULT_CACHE_SLOTS)),
             remote_watchers: RefCell::new(RemoteWatchRegistry::new()),
             coalescer: RefCell::new(AdvanceCoalescer::new()),
@@ -187,6 +196,8 @@ impl DataShard {
                 self.purgatory.on_advance_notes(notes);
                 DataResponse::Ack
             }
+            // Served by `router` (it needs the shard's context).
+            DataRequest::Group(_) => DataResponse::Group(GroupReply::NotCoordinator),
         }
     }
 

@@ -71,7 +71,11 @@ pub async fn serve_data(
                 data.sync_partitions(&snapshot).await;
             }
             ctx.set_snapshot(Rc::new(*snapshot));
+            ctx.on_group_snapshot();
             DataResponse::SnapshotApplied { version }
+        }
+        (DataRequest::Group(call), Some(_)) => {
+            DataResponse::Group(ctx.serve_group_call(call).await)
         }
         (DataRequest::SyncPartitions(snapshot), None) => DataResponse::SnapshotApplied {
             version: snapshot.version,

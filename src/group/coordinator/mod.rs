@@ -379,7 +379,11 @@ impl Coordinator {
         };
         // Kafka's `GroupMetadataManager` maps append errors to what the
         // group clients understand (storeGroup / storeOffsets).
-        let mapped = map_append_error(result);
+        let is_offsets = matches!(
+            pending,
+            PendingAppend::Commit { .. } | PendingAppend::DeleteOffsets { .. }
+        );
+        let mapped = map_append_error(result, is_offsets);
         match pending {
             PendingAppend::Commit {
                 waiter,
@@ -436,20 +440,29 @@ impl Coordinator {
 }
 
 /// Kafka's mapping of a failed `__consumer_offsets` append to the error a
-/// group client gets (`GroupMetadataManager.storeGroup` /
-/// `storeOffsets`).
-fn map_append_error(e: ErrorCode) -> ErrorCode {
+/// group client gets: `GroupMetadataManager.storeOffsets` for offsets,
+/// `storeGroup` for a group's metadata (which reports a timeout as a
+/// rebalance and an oversize group as UNKNOWN_SERVER_ERROR).
+fn map_append_error(e: ErrorCode, offsets: bool) -> ErrorCode {
     match e {
         ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
         | ErrorCode::NOT_ENOUGH_REPLICAS
-        | ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        | ErrorCode::REQUEST_TIMED_OUT => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+        | ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND => ErrorCode::COORDINATOR_NOT_AVAILABLE,
         ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::KAFKA_STORAGE_ERROR => {
             ErrorCode::NOT_COORDINATOR
         }
+        ErrorCode::REQUEST_TIMED_OUT if offsets => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+        ErrorCode::REQUEST_TIMED_OUT => ErrorCode::REBALANCE_IN_PROGRESS,
         ErrorCode::MESSAGE_TOO_LARGE
         | ErrorCode::RECORD_LIST_TOO_LARGE
-        | ErrorCode::INVALID_FETCH_SIZE => ErrorCode::INVALID_COMMIT_OFFSET_SIZE,
+        | ErrorCode::INVALID_FETCH_SIZE
+            if offsets =>
+        {
+            ErrorCode::INVALID_COMMIT_OFFSET_SIZE
+        }
+        ErrorCode::MESSAGE_TOO_LARGE
+        | ErrorCode::RECORD_LIST_TOO_LARGE
+        | ErrorCode::INVALID_FETCH_SIZE => ErrorCode::UNKNOWN_SERVER_ERROR,
         other => other,
     }
 }

@@ -3,9 +3,12 @@
 //!
 //! Kafka's rule (KafkaApis.getCoordinator): the coordinator of group `g`
 //! is the leader of `__consumer_offsets` partition
-//! `coordinator_partition(g, offsets.topic.num.partitions)`. While that
-//! topic does not exist, this single broker is the only possible leader,
-//! so it answers itself; the group coordinator creates the topic.
+//! `coordinator_partition(g, offsets.topic.num.partitions)`. A group
+//! lookup creates `__consumer_offsets` when it does not exist yet
+//! (`offsets.topic.num.partitions`, `offsets.topic.replication.factor`,
+//! compacted; KafkaApis.getOrCreateInternalTopic), and answers
+//! COORDINATOR_NOT_AVAILABLE while it cannot be created or its partition
+//! has no live leader.
 //!
 //! Key type 1 (transactions): shardlog has no transaction coordinator, so
 //! COORDINATOR_NOT_AVAILABLE (15), what Kafka answers while
@@ -32,6 +35,7 @@ use crate::metadata::{BrokerEndpoint, Snapshot};
 use crate::protocol::decode::{check_array_len, decode_body};
 use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::auto_create::ensure_topic_auto_created;
 use crate::server::out::OutPart;
 use crate::shard::placement::coordinator_partition;
 use crate::shard::ShardContext;
@@ -55,15 +59,15 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         }
         let request: FindCoordinatorRequest =
             decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let wants_groups = request.key_type == KEY_TYPE_GROUP;
+        if wants_groups && ctx.snapshot().topic(OFFSETS_TOPIC).is_none() {
+            let created = ensure_topic_auto_created(&ctx, OFFSETS_TOPIC).await;
+            if created != ErrorCode::NONE {
+                tracing::warn!(error = ?created, "cannot create {OFFSETS_TOPIC}");
+            }
+        }
         let snapshot = ctx.snapshot();
-        let lookup = |key: &str| {
-            coordinator_for(
-                &snapshot,
-                crate::types::BrokerId(ctx.config.broker_id),
-                request.key_type,
-                key,
-            )
-        };
+        let lookup = |key: &str| coordinator_for(&snapshot, request.key_type, key);
         let mut response = FindCoordinatorResponse::default();
         if version >= FIRST_BATCHED {
             response.coordinators = request
@@ -85,12 +89,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 }
 
 /// The broker coordinating `key` of `key_type`, or why there is none.
-/// `self_id` is this broker. Kafka maps keys with the partition count of
+/// Kafka maps keys with the partition count of
 /// the existing `__consumer_offsets` (`offsets.topic.num.partitions` only
 /// sizes its creation).
 pub fn coordinator_for<'a>(
     snapshot: &'a Snapshot,
-    self_id: crate::types::BrokerId,
     key_type: i8,
     key: &str,
 ) -> Result<&'a BrokerEndpoint, ErrorCode> {
@@ -110,9 +113,8 @@ pub fn coordinator_for<'a>(
                 .find(|s| s.partition == p)
                 .map_or(crate::types::BrokerId::NONE, |s| s.leader)
         }
-        // Whichever partition the key maps to, this single broker would
-        // lead it once created.
-        None => self_id,
+        // Not created (yet): Kafka's answer while it cannot be.
+        None => return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
     };
     // No leader (-1) or a leader not alive: Kafka's COORDINATOR_NOT_AVAILABLE.
     snapshot
@@ -186,17 +188,16 @@ mod tests {
     }
 
     #[test]
-    fn without_the_offsets_topic_this_broker_coordinates_every_group() {
+    fn without_the_offsets_topic_no_broker_coordinates_a_group() {
         let s = snapshot();
         for group in ["", "g", "console-consumer-12345"] {
-            let got = coordinator_for(&s, BrokerId(2), KEY_TYPE_GROUP, group).map(|b| b.port);
-            assert_eq!(got, Ok(9093), "group {group:?}");
+            let got = coordinator_for(&s, KEY_TYPE_GROUP, group).map(|b| b.port);
+            assert_eq!(
+                got,
+                Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+                "group {group:?}"
+            );
         }
-        // This broker missing from the snapshot: nobody to answer with.
-        assert_eq!(
-            coordinator_for(&s, BrokerId(9), KEY_TYPE_GROUP, "g"),
-            Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
-        );
     }
 
     #[test]
@@ -215,8 +216,8 @@ mod tests {
             (2, Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)),
         ];
         for (partition, expected) in table {
-            let got = coordinator_for(&s, BrokerId(1), KEY_TYPE_GROUP, &group_on(partition))
-                .map(|b| b.broker_id);
+            let got =
+                coordinator_for(&s, KEY_TYPE_GROUP, &group_on(partition)).map(|b| b.broker_id);
             assert_eq!(got, expected, "partition {partition}");
         }
     }
@@ -232,7 +233,7 @@ mod tests {
         ];
         for (key_type, expected) in table {
             assert_eq!(
-                coordinator_for(&s, BrokerId(1), key_type, "k").map(|b| b.broker_id),
+                coordinator_for(&s, key_type, "k").map(|b| b.broker_id),
                 Err(expected),
                 "key type {key_type}"
             );

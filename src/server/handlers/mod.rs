@@ -22,21 +22,34 @@ pub mod api_versions;
 pub mod config_resources;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod group_common;
+pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod produce;
+pub mod sync_group;
 
 /// A decoded request header and its still-encoded body.
 #[derive(Debug, Clone)]
 pub struct Request {
     pub header: RequestHeader,
     pub body: Bytes,
+    /// "/" + the client's address (what group membership reports).
+    pub client_host: Rc<str>,
 }
 
 /// What a handler produces.

@@ -1,0 +1,54 @@
+//! `[drv]` What the group APIs' handlers share: sending a call to the
+//! group's coordinator and turning a missing coordinator into Kafka's
+//! error.
+
+use std::rc::Rc;
+
+use kafka_protocol::protocol::StrBytes;
+
+use crate::group::coordinator::Answer;
+use crate::protocol::ErrorCode;
+use crate::shard::group_host::{GroupCall, GroupReply};
+use crate::shard::ShardContext;
+
+/// Ask the coordinator of `group_id`; `Err(NOT_COORDINATOR)` when no shard
+/// of this broker coordinates it (the client looks it up again with
+/// FindCoordinator, as against Kafka).
+pub async fn ask(
+    ctx: &Rc<ShardContext>,
+    group_id: &str,
+    call: GroupCall,
+) -> Result<Answer, ErrorCode> {
+    match ctx.ask_group(group_id, call).await {
+        GroupReply::Answer(a) => Ok(a),
+        GroupReply::List(..) | GroupReply::NotCoordinator => Err(ErrorCode::NOT_COORDINATOR),
+    }
+}
+
+pub fn text(s: &StrBytes) -> String {
+    s.as_str().to_owned()
+}
+
+pub fn opt_text(s: &Option<StrBytes>) -> Option<String> {
+    s.as_ref().map(text)
+}
+
+pub fn str_bytes(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+/// A new member's id: Kafka's `clientId-UUID`, or `groupInstanceId-UUID`
+/// for a static member (`GroupMetadata.generateMemberId`).
+pub fn new_member_id(client_id: &str, group_instance_id: Option<&str>) -> String {
+    let prefix = group_instance_id.unwrap_or(client_id);
+    format!("{prefix}-{}", uuid::Uuid::new_v4())
+}
+
+/// Whether partition `p` of `topic` exists in this shard's snapshot
+/// (Kafka answers UNKNOWN_TOPIC_OR_PARTITION for a commit to one that
+/// does not, before the coordinator sees it).
+pub fn partition_exists(ctx: &ShardContext, topic: &str, p: i32) -> bool {
+    ctx.snapshot()
+        .topic(topic)
+        .is_some_and(|t| p >= 0 && usize::try_from(p).is_ok_and(|p| p < t.partitions.len()))
+}

@@ -1,0 +1,180 @@
+"""One member of a consumer group, with a real client library.
+
+Usage: group_member.py --client confluent|kafka-python|aiokafka
+         --bootstrap HOST:PORT --group G --topic T [--strategy S]
+         [--instance-id ID] [--session-ms N]
+
+Prints one JSON line per event on stdout, flushed at once:
+  {"assigned": [partitions]}          after each rebalance
+  {"p": partition, "o": offset, "v": value}   per record, after its
+                                      offset was committed (sync commit)
+Runs until SIGTERM (then closes cleanly: final commit, LeaveGroup) or
+SIGKILL. The tests decide when everything was consumed.
+"""
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+
+stop = False
+
+
+def on_term(*_):
+    global stop
+    stop = True
+
+
+signal.signal(signal.SIGTERM, on_term)
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def run_confluent(a):
+    from confluent_kafka import Consumer, TopicPartition
+
+    conf = {
+        "bootstrap.servers": a.bootstrap,
+        "group.id": a.group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": a.session_ms,
+        "heartbeat.interval.ms": max(100, a.session_ms // 5),
+        "partition.assignment.strategy": a.strategy or "range",
+    }
+    if a.instance_id:
+        conf["group.instance.id"] = a.instance_id
+    c = Consumer(conf)
+
+    def on_assign(consumer, parts):
+        if (a.strategy or "") == "cooperative-sticky":
+            consumer.incremental_assign(parts)
+        emit({"assigned": sorted(p.partition for p in consumer.assignment())})
+
+    def on_revoke(consumer, parts):
+        if (a.strategy or "") == "cooperative-sticky":
+            consumer.incremental_unassign(parts)
+
+    c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke)
+    while not stop:
+        msgs = c.consume(num_messages=100, timeout=0.2)
+        good = [m for m in msgs if m.error() is None]
+        if not good:
+            continue
+        offsets = {}
+        for m in good:
+            offsets[m.partition()] = m.offset() + 1
+        c.commit(
+            offsets=[TopicPartition(a.topic, p, o) for p, o in offsets.items()],
+            asynchronous=False,
+        )
+        for m in good:
+            emit({"p": m.partition(), "o": m.offset(), "v": m.value().decode()})
+    c.close()
+
+
+def run_kafka_python(a):
+    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+
+    kw = dict(
+        bootstrap_servers=a.bootstrap,
+        group_id=a.group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=a.session_ms,
+        heartbeat_interval_ms=max(100, a.session_ms // 5),
+    )
+    if a.instance_id:
+        kw["group_instance_id"] = a.instance_id
+    c = KafkaConsumer(**kw)
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            pass
+
+        def on_partitions_assigned(self, assigned):
+            emit({"assigned": sorted(p.partition for p in c.assignment())})
+
+    c.subscribe([a.topic], listener=Listener())
+    while not stop:
+        batch = c.poll(timeout_ms=200, max_records=100)
+        recs = [r for rs in batch.values() for r in rs]
+        if not recs:
+            continue
+        offsets = {}
+        for r in recs:
+            offsets[TopicPartition(a.topic, r.partition)] = OffsetAndMetadata(r.offset + 1, "", -1)
+        c.commit(offsets)
+        for r in recs:
+            emit({"p": r.partition, "o": r.offset, "v": r.value.decode()})
+    c.close()
+
+
+async def run_aiokafka(a):
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.abc import ConsumerRebalanceListener
+
+    kw = dict(
+        bootstrap_servers=a.bootstrap,
+        group_id=a.group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=a.session_ms,
+        heartbeat_interval_ms=max(100, a.session_ms // 5),
+    )
+    if a.instance_id:
+        kw["group_instance_id"] = a.instance_id
+    c = AIOKafkaConsumer(**kw)
+
+    class Listener(ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
+            pass
+
+        async def on_partitions_assigned(self, assigned):
+            emit({"assigned": sorted(p.partition for p in c.assignment())})
+
+    await c.start()
+    c.subscribe([a.topic], listener=Listener())
+    try:
+        while not stop:
+            batch = await c.getmany(timeout_ms=200, max_records=100)
+            recs = [r for rs in batch.values() for r in rs]
+            if not recs:
+                continue
+            offsets = {}
+            for r in recs:
+                offsets[TopicPartition(a.topic, r.partition)] = r.offset + 1
+            await c.commit(offsets)
+            for r in recs:
+                emit({"p": r.partition, "o": r.offset, "v": r.value.decode()})
+    finally:
+        await c.stop()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--client", required=True)
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--strategy", default=None)
+    p.add_argument("--instance-id", default=None)
+    p.add_argument("--session-ms", type=int, default=6000)
+    a = p.parse_args()
+    if a.client == "confluent":
+        run_confluent(a)
+    elif a.client == "kafka-python":
+        run_kafka_python(a)
+    elif a.client == "aiokafka":
+        asyncio.run(run_aiokafka(a))
+    else:
+        sys.exit(f"unknown client {a.client}")
+
+
+if __name__ == "__main__":
+    main()

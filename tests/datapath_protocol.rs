@@ -633,17 +633,13 @@ fn find_coordinator_names_this_broker_for_groups_at_every_version() {
             );
         }
     }
-    // The group coordinator, not FindCoordinator, creates the offsets topic.
-    let topics: Vec<String> = conn
-        .metadata(None)
-        .topics
-        .iter()
-        .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
-        .collect();
-    assert!(
-        !topics.iter().any(|t| t == "__consumer_offsets"),
-        "{topics:?}"
-    );
+    // A group lookup created the offsets topic (Kafka's
+    // getOrCreateInternalTopic), with the broker's offsets.topic.* specs.
+    let md = conn.metadata(Some(&["__consumer_offsets"]));
+    let t = &md.topics[0];
+    assert_eq!(t.error_code, error_code::NONE, "{t:?}");
+    assert!(t.is_internal, "{t:?}");
+    assert_eq!(t.partitions.len(), 50, "offsets.topic.num.partitions");
 }
 
 // --- stored batches whose records are hostile --------------------------------

@@ -6,6 +6,7 @@
 #   - inferno (flamegraph SVGs) with `cargo install` (skipped when present)
 #   - a Python venv with confluent-kafka, kafka-python and aiokafka (each
 #     installed only when missing)
+#   - kafkajs with npm into a cache folder (nodejs/npm from Debian if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,7 @@ command -v perf >/dev/null || need_apt+=(linux-perf)
 command -v fio >/dev/null || need_apt+=(fio)
 command -v iperf3 >/dev/null || need_apt+=(iperf3)
 command -v ss >/dev/null || need_apt+=(iproute2)
+command -v npm >/dev/null || need_apt+=(nodejs npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${need_apt[*]}" >&2
     $SUDO apt-get update
@@ -47,6 +49,17 @@ if [ ${#need_pip[@]} -gt 0 ]; then
     "$VENV/bin/pip" install --quiet "${need_pip[@]}"
 fi
 export SHARDLOG_TEST_VENV="$VENV"
+
+# kafkajs (the Node group consumer tests) into a cache folder, once.
+NODE_CACHE="${SHARDLOG_TEST_NODE:-$HOME/.cache/shardlog/node}"
+KAFKAJS_VERSION=2.2.4
+if [ ! -f "$NODE_CACHE/node_modules/kafkajs/package.json" ] ||
+    ! grep -q "\"version\": \"$KAFKAJS_VERSION\"" "$NODE_CACHE/node_modules/kafkajs/package.json"; then
+    echo "tests/run.sh: npm installing kafkajs@$KAFKAJS_VERSION into $NODE_CACHE" >&2
+    mkdir -p "$NODE_CACHE"
+    npm install --silent --no-audit --no-fund --prefix "$NODE_CACHE" "kafkajs@$KAFKAJS_VERSION"
+fi
+export SHARDLOG_TEST_NODE_MODULES="$NODE_CACHE/node_modules"
 
 # Dependencies are optimised even in dev builds (Cargo.toml), so a debug
 # build of our crate is the faster way through build + tests.

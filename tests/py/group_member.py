@@ -50,14 +50,24 @@ def run_confluent(a):
         conf["group.instance.id"] = a.instance_id
     c = Consumer(conf)
 
+    cooperative = (a.strategy or "") == "cooperative-sticky"
+    owned = set()
+
+    # Eager protocols hand over the whole new assignment; cooperative ones
+    # the partitions added or removed.
     def on_assign(consumer, parts):
-        if (a.strategy or "") == "cooperative-sticky":
+        if cooperative:
             consumer.incremental_assign(parts)
-        emit({"assigned": sorted(p.partition for p in consumer.assignment())})
+            owned.update(p.partition for p in parts)
+        else:
+            owned.clear()
+            owned.update(p.partition for p in parts)
+        emit({"assigned": sorted(owned)})
 
     def on_revoke(consumer, parts):
-        if (a.strategy or "") == "cooperative-sticky":
+        if cooperative:
             consumer.incremental_unassign(parts)
+            owned.difference_update(p.partition for p in parts)
 
     c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke)
     while not stop:

@@ -240,6 +240,7 @@ impl Coordinator {
         let Some(old_protocols) = entry.group.member(old_id).map(|m| m.protocols.clone()) else {
             return;
         };
+        let leader_before = entry.group.leader.clone().unwrap_or_default();
         if !entry.group.replace_static_member(instance, old_id, &new_id) {
             return;
         }
@@ -278,6 +279,8 @@ impl Coordinator {
                         old_id: old_id.to_owned(),
                         new_id,
                         old_protocols,
+                        leader_before,
+                        skip_supported: req.supports_skip_assignment,
                     },
                     out,
                 );
@@ -328,7 +331,18 @@ impl Coordinator {
             return;
         }
         let is_leader = entry.group.is_leader(&r.new_id);
-        let answer = current_generation_answer(entry, &r.new_id, is_leader, is_leader);
+        let answer = if r.skip_supported {
+            // KIP-814: the leader learns it leads and must not reassign.
+            current_generation_answer(entry, &r.new_id, is_leader, is_leader)
+        } else {
+            // An older member: Kafka answers with the leader as it was
+            // (the old member id), so a rejoining leader does not take
+            // itself for the leader and run an assignment a stable group
+            // would never hand out.
+            let mut a = current_generation_answer(entry, &r.new_id, false, false);
+            a.leader = r.leader_before;
+            a
+        };
         out.push(Action::Reply(r.waiter, Answer::Join(answer)));
     }
 

@@ -201,6 +201,10 @@ enum PendingAppend {
         old_id: String,
         new_id: String,
         old_protocols: Vec<(String, Vec<u8>)>,
+        /// The leader before the replacement, and whether the member
+        /// understands `skip_assignment` (KIP-814).
+        leader_before: String,
+        skip_supported: bool,
     },
     DeleteGroups {
         waiter: WaiterId,
@@ -406,6 +410,8 @@ impl Coordinator {
                 old_id,
                 new_id,
                 old_protocols,
+                leader_before,
+                skip_supported,
             } => {
                 let rejoin = StaticRejoin {
                     waiter,
@@ -413,6 +419,8 @@ impl Coordinator {
                     old_id,
                     new_id,
                     old_protocols,
+                    leader_before,
+                    skip_supported,
                 };
                 self.finish_static_rejoin(&group, rejoin, mapped, &mut out);
             }
@@ -484,4 +492,6 @@ struct StaticRejoin {
     old_id: String,
     new_id: String,
     old_protocols: Vec<(String, Vec<u8>)>,
+    leader_before: String,
+    skip_supported: bool,
 }

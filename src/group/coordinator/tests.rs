@@ -103,6 +103,7 @@ impl Harness {
                 .map(|(n, m)| ((*n).to_owned(), m.to_vec()))
                 .collect(),
             require_known_member_id: true,
+            supports_skip_assignment: true,
             new_member_id: format!("client-{}", self.ids),
         }
     }
@@ -442,6 +443,31 @@ fn a_static_member_rejoining_a_stable_group_keeps_its_assignment_without_a_rebal
     );
     let s2 = h.sync("g", j.generation, &j2.member_id, &[]);
     assert_eq!(h.sync_answer(s2).assignment, b"asg");
+}
+
+#[test]
+fn a_static_leader_without_kip_814_is_answered_with_the_old_leader_id() {
+    let mut h = Harness::new();
+    let req = h.join_req("g", "", Some("inst-1"), &[("range", b"S")]);
+    let w = h.join(req);
+    h.advance(3000);
+    let j = h.join_answer(w);
+    h.sync(
+        "g",
+        j.generation,
+        &j.member_id,
+        &[(j.member_id.as_str(), b"asg")],
+    );
+    let mut req = h.join_req("g", "", Some("inst-1"), &[("range", b"S")]);
+    req.supports_skip_assignment = false;
+    let w2 = h.join(req);
+    let j2 = h.join_answer(w2);
+    assert_eq!(j2.error, ErrorCode::NONE);
+    assert!(!j2.skip_assignment);
+    assert_eq!(j2.leader, j.member_id, "the leader as it was");
+    assert_ne!(j2.member_id, j2.leader, "so the member does not assign");
+    assert!(j2.members.is_empty());
+    assert_eq!(h.c.group_state("g"), Some(Stable));
 }
 
 #[test]

@@ -20,6 +20,9 @@ pub struct JoinRequest {
     pub protocols: Vec<(String, Vec<u8>)>,
     /// v4+ (KIP-394): a member without an id is told MEMBER_ID_REQUIRED.
     pub require_known_member_id: bool,
+    /// v9+ (KIP-814): the answer may tell a static leader to skip the
+    /// assignment.
+    pub supports_skip_assignment: bool,
     /// The id the member gets if it is new (`clientId-UUID`, or
     /// `instanceId-UUID` for a static member); the driver draws it.
     pub new_member_id: String,

@@ -47,7 +47,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             let group_id = text(&g.0);
             let mut out = DescribedGroup::default();
             out.group_id = g.clone();
-            out.authorized_operations = if r.include_authorized_operations {
+            out.authorized_operations = if r.include_authorized_operations && version >= 3 {
                 GROUP_OPERATIONS
             } else {
                 i32::MIN
@@ -64,7 +64,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                         .map(|m| {
                             let mut x = DescribedGroupMember::default();
                             x.member_id = str_bytes(m.member_id);
-                            x.group_instance_id = m.group_instance_id.map(str_bytes);
+                            // DescribeGroupsResponse.json: v4+.
+                            x.group_instance_id =
+                                m.group_instance_id.map(str_bytes).filter(|_| version >= 4);
                             x.client_id = str_bytes(m.client_id);
                             x.client_host = str_bytes(m.client_host);
                             x.member_metadata = Bytes::from(m.metadata);

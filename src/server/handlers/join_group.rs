@@ -45,6 +45,9 @@ const API: CheckedApi = CheckedApi {
 /// First version with MEMBER_ID_REQUIRED (KIP-394).
 const FIRST_KNOWN_MEMBER_ID: i16 = 4;
 
+/// First version with `skip_assignment` (KIP-814).
+const FIRST_SKIP_ASSIGNMENT: i16 = 9;
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
@@ -72,6 +75,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 .map(|p| (text(&p.name), p.metadata.to_vec()))
                 .collect(),
             require_known_member_id: version >= FIRST_KNOWN_MEMBER_ID,
+            supports_skip_assignment: version >= FIRST_SKIP_ASSIGNMENT,
         };
         let group_id = join.group_id.clone();
         let member_id = join.member_id.clone();
@@ -85,12 +89,13 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let mut response = JoinGroupResponse::default();
         response.error_code = answer.error.0;
         response.generation_id = answer.generation;
-        response.protocol_type = answer.protocol_type.map(str_bytes);
+        // Fields by version (JoinGroupResponse.json): protocol_type v7+.
+        response.protocol_type = answer.protocol_type.map(str_bytes).filter(|_| version >= 7);
         // Before v7 the name is not nullable: "" stands for none.
         response.protocol_name = Some(str_bytes(answer.protocol_name.unwrap_or_default()))
             .filter(|n| version < 7 || !n.is_empty());
         response.leader = str_bytes(answer.leader);
-        response.skip_assignment = answer.skip_assignment;
+        response.skip_assignment = answer.skip_assignment && version >= FIRST_SKIP_ASSIGNMENT;
         response.member_id = str_bytes(answer.member_id);
         response.members = answer
             .members
@@ -98,7 +103,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             .map(|m| {
                 let mut out = JoinGroupResponseMember::default();
                 out.member_id = str_bytes(m.member_id);
-                out.group_instance_id = m.group_instance_id.map(str_bytes);
+                out.group_instance_id = m.group_instance_id.map(str_bytes).filter(|_| version >= 5);
                 out.metadata = Bytes::from(m.metadata);
                 out
             })

@@ -59,7 +59,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                             out.group_id = GroupId(str_bytes(g.group_id));
                             out.protocol_type = str_bytes(g.protocol_type);
                             out.group_state = str_bytes(g.state);
-                            out.group_type = str_bytes("classic");
+                            if version >= 5 {
+                                out.group_type = str_bytes("classic");
+                            }
                             response.groups.push(out);
                         }
                     }

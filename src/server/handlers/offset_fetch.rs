@@ -97,7 +97,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                     let mut part = OffsetFetchResponsePartitions::default();
                     part.partition_index = p.partition;
                     part.committed_offset = p.offset;
-                    part.committed_leader_epoch = p.leader_epoch;
+                    part.committed_leader_epoch = if version >= 5 { p.leader_epoch } else { -1 };
                     part.metadata = Some(str_bytes(p.metadata));
                     part.error_code = p.error.0;
                     match out.topics.last_mut() {
@@ -126,7 +126,10 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 },
             )
             .await;
-            response.error_code = a.error.0;
+            // OffsetFetchResponse.json: the top-level error from v2.
+            if version >= 2 {
+                response.error_code = a.error.0;
+            }
             // v1 has no top-level error: each asked partition carries it.
             let partitions = if version < 2 && a.error != ErrorCode::NONE {
                 r.topics
@@ -152,7 +155,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 let mut part = OffsetFetchResponsePartition::default();
                 part.partition_index = p.partition;
                 part.committed_offset = p.offset;
-                part.committed_leader_epoch = p.leader_epoch;
+                part.committed_leader_epoch = if version >= 5 { p.leader_epoch } else { -1 };
                 part.metadata = Some(str_bytes(p.metadata));
                 part.error_code = p.error.0;
                 match response.topics.last_mut() {

@@ -65,8 +65,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         };
         let mut response = SyncGroupResponse::default();
         response.error_code = answer.error.0;
-        response.protocol_type = answer.protocol_type.map(str_bytes);
-        response.protocol_name = answer.protocol_name.map(str_bytes);
+        // SyncGroupResponse.json: protocol type and name from v5.
+        if version >= 5 {
+            response.protocol_type = answer.protocol_type.map(str_bytes);
+            response.protocol_name = answer.protocol_name.map(str_bytes);
+        }
         response.assignment = Bytes::from(answer.assignment);
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))

@@ -122,6 +122,7 @@ fn heartbeat(conn: &mut Conn, v: i16, group: &str, generation: i32, member: &str
     conn.call(v, &req).error_code
 }
 
+#[allow(clippy::too_many_arguments)]
 fn commit(
     conn: &mut Conn,
     v: i16,

@@ -478,6 +478,19 @@ impl Conn {
         }
     }
 
+    /// A connection to any broker at `addr` (host:port), e.g. a Kafka peer.
+    pub fn connect(addr: &str) -> Conn {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        stream.set_nodelay(true).unwrap();
+        Conn {
+            stream,
+            next_correlation_id: 1,
+        }
+    }
+
     /// Send a request; returns its correlation id.
     pub fn send<Q: Request>(&mut self, version: i16, req: &Q) -> i32 {
         let correlation_id = self.next_correlation_id;

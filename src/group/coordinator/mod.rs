@@ -14,8 +14,8 @@
 //! call is given; [`Coordinator::next_deadline`] says when the driver must
 //! call [`Coordinator::on_timer`].
 //!
-//! - `membership`: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the join and
-//!   heartbeat timers.
+//! - `membership`: JoinGroup and the join timers.
+//! - `session`: SyncGroup, Heartbeat, LeaveGroup, the heartbeat timers.
 //! - `offsets`: OffsetCommit, OffsetFetch, OffsetDelete, offset expiry and
 //!   loading a partition's records.
 //! - `admin`: DescribeGroups, ListGroups, DeleteGroups.
@@ -23,6 +23,7 @@
 mod admin;
 mod membership;
 mod offsets;
+mod session;
 mod types;
 
 #[cfg(test)]

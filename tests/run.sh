@@ -6,6 +6,9 @@
 #   - inferno (flamegraph SVGs) with `cargo install` (skipped when present)
 #   - a Python venv with confluent-kafka, kafka-python and aiokafka (each
 #     installed only when missing)
+#   - a JDK and Maven from Debian (skipped when present), and the Apache Kafka
+#     3.9 jars from Maven Central via tests/java/fetch_jars.sh (skipped when
+#     its cache folder is complete), for tests/java_*.rs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +22,8 @@ command -v perf >/dev/null || need_apt+=(linux-perf)
 command -v fio >/dev/null || need_apt+=(fio)
 command -v iperf3 >/dev/null || need_apt+=(iperf3)
 command -v ss >/dev/null || need_apt+=(iproute2)
+{ command -v java >/dev/null && command -v javac >/dev/null; } || need_apt+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || need_apt+=(maven)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${need_apt[*]}" >&2
     $SUDO apt-get update
@@ -47,6 +52,10 @@ if [ ${#need_pip[@]} -gt 0 ]; then
     "$VENV/bin/pip" install --quiet "${need_pip[@]}"
 fi
 export SHARDLOG_TEST_VENV="$VENV"
+
+# The Kafka 3.9 jars (its last line is the folder).
+SHARDLOG_KAFKA_JARS="$(bash tests/java/fetch_jars.sh | tail -1)"
+export SHARDLOG_KAFKA_JARS
 
 # Dependencies are optimised even in dev builds (Cargo.toml), so a debug
 # build of our crate is the faster way through build + tests.

@@ -7,6 +7,7 @@
 # disk shardlog's log dir is on).
 #
 #   perf/kafka_peer.sh start [--dir DIR] [--cpus LIST] [--partitions N] [--set K=V ...]
+#                            [--kafka-sizes]
 #       prints "bootstrap=127.0.0.1:PORT pid=PID dir=DIR" (PID = the Kafka JVM)
 #   perf/kafka_peer.sh stop  [--dir DIR]     SIGTERM both (SIGKILL after 30 s)
 #   perf/kafka_peer.sh status [--dir DIR]    the start line again, or exit 1
@@ -15,17 +16,19 @@
 # (replication factors 1 for the internal topics, no initial rebalance
 # delay), num.partitions (default 6), and the segment/retention sizes
 # perf/results.sh gives shardlog (log.segment.bytes=134217728,
-# log.retention.bytes=536870912), so both keep the same data on disk.
+# log.retention.bytes=536870912), so both keep the same data on disk;
+# --kafka-sizes keeps Kafka's own (the differential tests compare defaults).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CMD="${1:-}"; [ $# -gt 0 ] && shift
-DIR="${TMPDIR:-/tmp}/shardlog-kafka-peer" CPUS="" PARTITIONS=6 SETS=()
+DIR="${TMPDIR:-/tmp}/shardlog-kafka-peer" CPUS="" PARTITIONS=6 SETS=() PERF_SIZES=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR="$2"; shift 2 ;;
     --cpus) CPUS="$2"; shift 2 ;;
     --partitions) PARTITIONS="$2"; shift 2 ;;
     --set) SETS+=("$2"); shift 2 ;;
+    --kafka-sizes) PERF_SIZES=0; shift ;;
     *) echo "kafka_peer.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -95,9 +98,11 @@ start() {
     echo "transaction.state.log.replication.factor=1"
     echo "transaction.state.log.min.isr=1"
     echo "group.initial.rebalance.delay.ms=0"
-    echo "log.segment.bytes=134217728"
-    echo "log.retention.bytes=536870912"
-    echo "log.retention.check.interval.ms=1000"
+    if [ "$PERF_SIZES" = 1 ]; then
+      echo "log.segment.bytes=134217728"
+      echo "log.retention.bytes=536870912"
+      echo "log.retention.check.interval.ms=1000"
+    fi
     local s; for s in "${SETS[@]}"; do echo "$s"; done
   } >"$DIR/server.properties"
   cat >"$DIR/log4j.properties" <<EOL
@@ -130,5 +135,5 @@ case "$CMD" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: perf/kafka_peer.sh start|stop|status [--dir DIR] [--cpus LIST] [--partitions N] [--set K=V]" >&2; exit 2 ;;
+  *) echo "usage: perf/kafka_peer.sh start|stop|status [--dir DIR] [--cpus LIST] [--partitions N] [--set K=V] [--kafka-sizes]" >&2; exit 2 ;;
 esac

@@ -6,7 +6,8 @@
 #   - inferno (flamegraph SVGs) with `cargo install` (skipped when present)
 #   - a Python venv with confluent-kafka, kafka-python and aiokafka (each
 #     installed only when missing)
-#   - a JDK and Maven from Debian (skipped when present), and the Apache Kafka
+#   - a JDK, Maven and ZooKeeper (for the Kafka 3.9 peer of
+#     tests/differential_kafka.rs) from Debian (skipped when present), and the Apache Kafka
 #     3.9 jars from Maven Central via tests/java/fetch_jars.sh (skipped when
 #     its cache folder is complete), for tests/java_*.rs
 set -euo pipefail
@@ -24,6 +25,7 @@ command -v iperf3 >/dev/null || need_apt+=(iperf3)
 command -v ss >/dev/null || need_apt+=(iproute2)
 { command -v java >/dev/null && command -v javac >/dev/null; } || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need_apt+=(maven)
+[ -f /usr/share/java/zookeeper.jar ] || need_apt+=(zookeeper)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${need_apt[*]}" >&2
     $SUDO apt-get update

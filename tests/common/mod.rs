@@ -478,6 +478,20 @@ impl Conn {
         }
     }
 
+    /// A connection to any Kafka-protocol broker at `addr` (host:port),
+    /// e.g. the Apache Kafka peer of the differential tests.
+    pub fn open_addr(addr: &str) -> Conn {
+        let stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream.set_nodelay(true).unwrap();
+        Conn {
+            stream,
+            next_correlation_id: 1,
+        }
+    }
+
     /// Send a request; returns its correlation id.
     pub fn send<Q: Request>(&mut self, version: i16, req: &Q) -> i32 {
         let correlation_id = self.next_correlation_id;

@@ -710,6 +710,10 @@ shardlog $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "?") ($BIN)
 ($NSHARDS shard(s)), clients pinned to CPU(s) $CLIENT_CPUS. Records 1 KiB, $PARTITIONS partitions,
 ${DUR} s measured after ${WARM} s warm-up per loadgen run. MB/s = 10^6 payload bytes per second.
 One run, not a median: figures on this shared VM swing 2-3x between runs.
+EOF
+# The data-path tables only when one of their steps ran.
+if want ref || want p1 || want p2 || want p3 || want p4; then
+cat <<EOF
 
 | figure | shardlog | reference | ratio | target | met |
 |---|---|---|---|---|---|
@@ -769,6 +773,7 @@ CPU is user+system seconds (\`/usr/bin/time\`, broker: \`/proc/<pid>/stat\`) ove
 the whole run including warm-up, divided by the records it acknowledged.
 
 EOF
+fi
 if want kafka; then
 cat <<EOF
 

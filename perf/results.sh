@@ -602,8 +602,14 @@ vs_side() {
     read -r _ _ mb _ <<<"$RDK_S"
     R[vs_${n}_rc_mb]="$(printf '%.1f' "$mb")"
   else set_fail "vs_${n}_rc_mb" "$(rdk_why "$pre-rc")"; fi
-  # Latency at half of Kafka's flat-out rate (measured on Kafka first), with
-  # P3's settings: acks=1, linger.ms=0, batch.size=16384.
+}
+
+# vs_latency NAME: on a fresh broker (no retention deleting the gigabytes
+# the throughput runs wrote, as P3 runs on a broker of its own), p99 at half
+# of Kafka's flat-out rate (measured on Kafka first), with P3's settings:
+# acks=1, linger.ms=0, batch.size=16384.
+vs_latency() {
+  local n="$1" pre="$TMP/vs-$1"
   if [ "$n" = kafka ]; then
     log "vs Kafka ($n): flat-out rate, acks=1 linger.ms=0 batch.size=$P3_BATCH"
     if loadgen "$pre-max" --topic vs-max --acks 1 --linger-ms 0 --batch-size "$P3_BATCH" \
@@ -638,6 +644,16 @@ step_kafka() {
     "$REPO/perf/kafka_peer.sh" stop --dir "$TMP/kafka" >&2
     BROKER_PID="" BROKER_ADDR=""
     rm -rf "$TMP/kafka/kafka-logs"
+    # A fresh Kafka (start wipes the dir) for the latency runs.
+    if line="$("$REPO/perf/kafka_peer.sh" start --dir "$TMP/kafka" --cpus "$BROKER_CPUS" \
+      --partitions "$PARTITIONS" 2>"$TMP/kafka-start2.err")"; then
+      BROKER_PID="$(sed -n 's/.* pid=\([0-9]*\).*/\1/p' <<<"$line")"
+      BROKER_ADDR="$(sed -n 's/^bootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
+      vs_latency kafka
+      "$REPO/perf/kafka_peer.sh" stop --dir "$TMP/kafka" >&2
+      BROKER_PID="" BROKER_ADDR=""
+      rm -rf "$TMP/kafka/kafka-logs"
+    else set_fail vs_kafka_p99 "Kafka did not start again: $(tail_of "$TMP/kafka-start2.err" 3)"; fi
   else
     local why; why="Kafka did not start: $(tail_of "$TMP/kafka-start.err" 3)"
     for k in vs_kafka_a1_mb vs_kafka_aall_mb vs_kafka_rdk_mb vs_kafka_ppt_mb vs_kafka_c_mb vs_kafka_rc_mb vs_kafka_p99; do
@@ -647,6 +663,10 @@ step_kafka() {
   if start_broker versus; then
     vs_side shardlog
     stop_broker
+    if start_broker versus-latency; then
+      vs_latency shardlog
+      stop_broker
+    else set_fail vs_shardlog_p99 "$BROKER_ERR"; fi
   else
     for k in vs_shardlog_a1_mb vs_shardlog_aall_mb vs_shardlog_rdk_mb vs_shardlog_ppt_mb vs_shardlog_c_mb vs_shardlog_rc_mb vs_shardlog_p99; do
       set_fail "$k" "$BROKER_ERR"
@@ -784,7 +804,8 @@ Kafka ${KAFKA_VER:-3.9} in ZooKeeper mode from Maven Central's jars (\`perf/kafk
 like shardlog's shards; Kafka's defaults but: ${R[vs_kafka_cmd]:-not started}.
 1 KiB records, $PARTITIONS partitions, linger.ms=$LINGER batch.size=$BATCH for throughput; the latency
 rows use P3's settings (acks=1, linger.ms=0, batch.size=$P3_BATCH) at half of Kafka's flat-out rate
-($(cell vs_kafka_max msgs/s) → $(cell vs_rate msgs/s)), from the intended send time.
+($(cell vs_kafka_max msgs/s) → $(cell vs_rate msgs/s)), from the intended send time, each side on a
+fresh broker (as P3), not the one that just took the throughput runs' gigabytes.
 Broker CPU = user+system seconds of the broker process over the client's whole run (warm-up
 included) ÷ GB (10^9 payload bytes) that run acknowledged or read. One run each.
 

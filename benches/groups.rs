@@ -138,7 +138,7 @@ fn rebalance(bootstrap: &str) {
         starts.push(start_tx);
         let (done_tx, group, bootstrap) = (done_tx.clone(), group.clone(), bootstrap.to_owned());
         handles.push(std::thread::spawn(move || {
-            let mut conn = Conn::connect(&bootstrap);
+            let mut conn = Conn::open_addr(&bootstrap);
             let first = conn.call(7, &join_req(&group, "", 0));
             // MEMBER_ID_REQUIRED (79) gives the id.
             assert_eq!(first.error_code, 79, "{first:?}");
@@ -209,7 +209,7 @@ fn closed_loop(
         .map(|c| {
             let (make, start, bootstrap) = (make.clone(), start.clone(), bootstrap.to_owned());
             std::thread::spawn(move || {
-                let mut conn = Conn::connect(&bootstrap);
+                let mut conn = Conn::open_addr(&bootstrap);
                 start.wait();
                 let t0 = Instant::now();
                 let mut n = 0u64;
@@ -254,7 +254,7 @@ fn one_record_batch() -> Bytes {
 }
 
 fn commits(bootstrap: &str) {
-    let mut admin = Conn::connect(bootstrap);
+    let mut admin = Conn::open_addr(bootstrap);
     let r = admin.call(
         4,
         &CreateTopicsRequest::default()
@@ -321,7 +321,7 @@ fn main() {
         Broker::start_with(&["group.initial.rebalance.delay.ms=1000", "num.partitions=1"])
     });
     let bootstrap = external.unwrap_or_else(|| broker.as_ref().unwrap().bootstrap());
-    let mut conn = Conn::connect(&bootstrap);
+    let mut conn = Conn::open_addr(&bootstrap);
     let r = conn.call(3, &FindCoordinatorRequest::default().with_key(s("x")));
     assert_eq!(r.error_code, 0, "{r:?}");
     rebalance(&bootstrap);

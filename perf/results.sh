@@ -19,6 +19,11 @@
 #    produce throughput, and
 #    user-space bytes copied per fetched byte (the broker's `zerocopy:` line).
 # Issue 7: loadgen vs rdkafka_performance producer, msgs/s and CPU per message.
+# Issue 23 (step kafka): shardlog beside Apache Kafka 3.9 (perf/kafka_peer.sh,
+#    ZooKeeper mode, same cores, same log-dir disk, same clients: loadgen,
+#    rdkafka_performance, kafka-producer-perf-test): produce acks=1 and
+#    acks=all, consume, p99 at half of Kafka's flat-out rate, broker CPU
+#    seconds per GB, with a shardlog ÷ Kafka column.
 #
 # A step that fails prints why and the run goes on; its cells read "failed".
 # Progress goes to stderr, the markdown to stdout.
@@ -28,8 +33,9 @@ usage() {
   cat <<'EOF'
 usage: perf/results.sh [options]
   --quick              short runs (3 s points, iperf3 2 s, 256 MiB fio): under 3 minutes
-  --only LIST          comma list of steps: ref,p1,p3,p4,p2 (default: all; p4 needs
-                       p1's topics)
+  --only LIST          comma list of steps: ref,p1,p3,p4,p2,kafka (default: all; p4
+                       needs p1's topics; kafka needs Java, the jars of
+                       tests/java/fetch_jars.sh and Debian's zookeeper)
   --bin PATH           shardlog binary (default <repo>/target/release/shardlog, built if missing)
   --rdkafka-perf PATH  rdkafka_performance wrapper (default: $RDKAFKA_PERF or
                        /work/shared/tools/rdkafka-perf or <repo>/../shared/tools/rdkafka-perf)
@@ -44,7 +50,7 @@ EOF
 }
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-QUICK=0 ONLY="ref,p1,p3,p4,p2" BIN="" RDK="${RDKAFKA_PERF:-}" BROKER_CPUS="" CLIENT_CPUS=""
+QUICK=0 ONLY="ref,p1,p3,p4,p2,kafka" BIN="" RDK="${RDKAFKA_PERF:-}" BROKER_CPUS="" CLIENT_CPUS=""
 DUR="" P3_RATE="" KEEP=0 EXTRA_OVERRIDES=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -105,6 +111,7 @@ command -v python3 >/dev/null || { log "python3 is needed to read JSON outputs";
 TMP="$(mktemp -d -t shardlog-results.XXXXXX)"
 BROKER_PID="" BROKER_ADDR="" BROKER_LOG="" BROKER_CMD="" ZC_LINE="" BROKER_NAME="" BROKER_EXITS=""
 cleanup() {
+  [ -f "$TMP/kafka/peer.env" ] && "$REPO/perf/kafka_peer.sh" stop --dir "$TMP/kafka" >/dev/null 2>&1
   [ -n "$BROKER_PID" ] && { kill -KILL "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null; }
   if [ "$KEEP" = 1 ]; then log "kept $TMP"; else rm -rf "$TMP"; fi
 }
@@ -528,6 +535,148 @@ step_p2() {
   ratio p2_rdk_ratio "$(first p2_rdk_mb)" "${R[fio_mb]:-}"
 }
 
+# ------------------------------------------------------------- Kafka 3.9 side by side
+
+# ppt PREFIX args...: kafka-producer-perf-test (ProducerPerformance) on the client cores.
+ppt() {
+  local pre="$1"; shift
+  [ -n "$JARS" ] || { echo "Kafka jars missing: bash tests/java/fetch_jars.sh" >"$pre.log"; return 1; }
+  timed "$pre" timeout $((DUR * 6 + 60)) taskset -c "$CLIENT_CPUS" java -Xmx1G -XX:+UseG1GC \
+    -Dlog4j.configuration="file:$REPO/tests/java/log4j.properties" -cp "$JARS/*" \
+    org.apache.kafka.tools.ProducerPerformance "$@"
+}
+# ppt_summary PREFIX -> "records_per_sec MB_per_sec" of its final line.
+ppt_summary() {
+  sed -n 's/^[0-9]* records sent, \([0-9.]*\) records\/sec (\([0-9.]*\) MB\/sec).*99\.9th\.$/\1 \2/p' "$1.log" | tail -1
+}
+gb_of() { calc "$1 * $SIZE / 1e9" 6; }  # records -> GB (10^9 payload bytes)
+cpu_per_gb() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "${2:-0}" != 0 ] && calc "$1 / $(gb_of "$2")" 2; }
+
+# vs_side NAME: the produce, consume and latency runs against the broker
+# running now (BROKER_PID, BROKER_ADDR), into R[vs_NAME_*].
+vs_side() {
+  local n="$1" pre="$TMP/vs-$1" produced count s
+  log "vs Kafka ($n): produce acks=1, loadgen"
+  if loadgen "$pre-a1" --topic vs-acks1 --acks 1 --linger-ms "$LINGER" --batch-size "$BATCH" \
+    --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+    R[vs_${n}_a1_mb]="$(lg_point "$pre-a1" 0 "['mb_per_sec']" 1)"
+    R[vs_${n}_a1_msgs]="$(lg_point "$pre-a1" 0 "['msgs_per_sec']" 0)"
+    produced="$(lg_point "$pre-a1" 0 "['produced']")"
+    R[vs_${n}_a1_cpugb]="$(cpu_per_gb "$B_CPU" "$produced")"
+  else set_fail "vs_${n}_a1_mb" "$(tail_of "$pre-a1.log" 4)"; fi
+  log "vs Kafka ($n): produce acks=all, loadgen"
+  if loadgen "$pre-aall" --topic vs-acksall --acks all --linger-ms "$LINGER" --batch-size "$BATCH" \
+    --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+    R[vs_${n}_aall_mb]="$(lg_point "$pre-aall" 0 "['mb_per_sec']" 1)"
+    produced="$(lg_point "$pre-aall" 0 "['produced']")"
+    R[vs_${n}_aall_cpugb]="$(cpu_per_gb "$B_CPU" "$produced")"
+  else set_fail "vs_${n}_aall_mb" "$(tail_of "$pre-aall.log" 4)"; fi
+  # Client counts sized to about DUR seconds at the loadgen's rate.
+  count=$((QUICK ? 300000 : 1000000))
+  [ -n "${R[vs_${n}_a1_msgs]:-}" ] && count="$(awk -v r="${R[vs_${n}_a1_msgs]}" -v d="$DUR" -v lo="$RDK_MIN" -v hi="$RDK_MAX" \
+    'BEGIN { c = int(r * d); if (c < lo) c = lo; if (c > hi) c = hi; print c }')"
+  timed "$pre-pre" "$BIN" loadgen --bootstrap "$BROKER_ADDR" --topic vs-rdkafka --partitions "$PARTITIONS" \
+    --messages 10 --consumers 0 --acks 1 || log "pre-creating vs-rdkafka failed: $(tail_of "$pre-pre.log" 2)"
+  log "vs Kafka ($n): produce acks=1, rdkafka_performance ($count records)"
+  if rdk "$pre-rdk" -P -t vs-rdkafka -b "$BROKER_ADDR" -s "$SIZE" -c "$count" \
+    -X acks=1 -X "linger.ms=$LINGER" -X "batch.size=$BATCH" && s="$(rdk_summary "$pre-rdk" produced)" && [ -n "$s" ]; then
+    read -r d _ mb f <<<"$s"
+    R[vs_${n}_rdk_mb]="$(printf '%.1f' "$mb")"
+    [ "$f" = 0 ] || R[vs_${n}_rdk_mb]+=" ($f failed)"
+    R[vs_${n}_rdk_cpugb]="$(cpu_per_gb "$B_CPU" "$d")"
+  else set_fail "vs_${n}_rdk_mb" "$(rdk_why "$pre-rdk")"; fi
+  log "vs Kafka ($n): produce acks=1, kafka-producer-perf-test ($count records)"
+  if ppt "$pre-ppt" --topic vs-ppt --num-records "$count" --record-size "$SIZE" --throughput -1 \
+    --producer-props "bootstrap.servers=$BROKER_ADDR" acks=1 "linger.ms=$LINGER" "batch.size=$BATCH" \
+    && s="$(ppt_summary "$pre-ppt")" && [ -n "$s" ]; then
+    read -r _ mb <<<"$s"
+    R[vs_${n}_ppt_mb]="$mb"
+    R[vs_${n}_ppt_cpugb]="$(cpu_per_gb "$B_CPU" "$count")"
+  else set_fail "vs_${n}_ppt_mb" "$(tail_of "$pre-ppt.log" 3)"; fi
+  log "vs Kafka ($n): consume vs-acks1 from the beginning (loadgen --consume-only)"
+  if lg_consume "$pre-c" vs-acks1 "vs_${n}_c"; then
+    R[vs_${n}_c_cpugb]="$(cpu_per_gb "$B_CPU" "${R[vs_${n}_c_count]:-}")"
+  fi
+  log "vs Kafka ($n): consume vs-rdkafka from the beginning (rdkafka_performance -C)"
+  if rdk_consume "$pre-rc" vs-rdkafka; then
+    read -r _ _ mb _ <<<"$RDK_S"
+    R[vs_${n}_rc_mb]="$(printf '%.1f' "$mb")"
+  else set_fail "vs_${n}_rc_mb" "$(rdk_why "$pre-rc")"; fi
+}
+
+# vs_latency NAME: on a fresh broker (no retention deleting the gigabytes
+# the throughput runs wrote, as P3 runs on a broker of its own), p99 at half
+# of Kafka's flat-out rate (measured on Kafka first), with P3's settings:
+# acks=1, linger.ms=0, batch.size=16384.
+vs_latency() {
+  local n="$1" pre="$TMP/vs-$1"
+  if [ "$n" = kafka ]; then
+    log "vs Kafka ($n): flat-out rate, acks=1 linger.ms=0 batch.size=$P3_BATCH"
+    if loadgen "$pre-max" --topic vs-max --acks 1 --linger-ms 0 --batch-size "$P3_BATCH" \
+      --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+      R[vs_kafka_max]="$(lg_point "$pre-max" 0 "['msgs_per_sec']" 0)"
+      [ -n "${R[vs_kafka_max]}" ] && R[vs_rate]="$(calc "${R[vs_kafka_max]} / 2" 0)"
+    fi
+  fi
+  [ -n "${R[vs_rate]:-}" ] || { set_fail "vs_${n}_p99" "no flat-out rate of Kafka's"; return; }
+  log "vs Kafka ($n): produce latency at ${R[vs_rate]} msgs/s"
+  if loadgen "$pre-lat" --topic vs-latency --acks 1 --linger-ms 0 --batch-size "$P3_BATCH" \
+    --rate "${R[vs_rate]}" --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+    R[vs_${n}_p99]="$(lg_point "$pre-lat" 0 "['ack_latency_intended']['p99_us']" 0)"
+    R[vs_${n}_p999]="$(lg_point "$pre-lat" 0 "['ack_latency_intended']['p999_us']" 0)"
+  else set_fail "vs_${n}_p99" "$(tail_of "$pre-lat.log" 4)"; fi
+}
+
+step_kafka() {
+  JARS="$(bash "$REPO/tests/java/fetch_jars.sh" 2>"$TMP/jars.err" | tail -1)" || JARS=""
+  KAFKA_VER="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$REPO/tests/java/pom.xml")"
+  # Kafka first: its flat-out rate sets both sides' latency rate.
+  log "vs Kafka: starting Apache Kafka $KAFKA_VER (perf/kafka_peer.sh, cpus $BROKER_CPUS)"
+  record_cmd "$REPO/perf/kafka_peer.sh" start --dir "$TMP/kafka" --cpus "$BROKER_CPUS" --partitions "$PARTITIONS"
+  local line k
+  if line="$("$REPO/perf/kafka_peer.sh" start --dir "$TMP/kafka" --cpus "$BROKER_CPUS" \
+    --partitions "$PARTITIONS" 2>"$TMP/kafka-start.err")"; then
+    BROKER_PID="$(sed -n 's/.* pid=\([0-9]*\).*/\1/p' <<<"$line")"
+    BROKER_ADDR="$(sed -n 's/^bootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
+    R[vs_kafka_cmd]="$(grep -v -e '^broker.id' -e '^listeners' -e '^log.dirs' -e '^zookeeper.connect' \
+      "$TMP/kafka/server.properties" | tr '\n' ' ')"
+    vs_side kafka
+    "$REPO/perf/kafka_peer.sh" stop --dir "$TMP/kafka" >&2
+    BROKER_PID="" BROKER_ADDR=""
+    rm -rf "$TMP/kafka/kafka-logs"
+    # A fresh Kafka (start wipes the dir) for the latency runs.
+    if line="$("$REPO/perf/kafka_peer.sh" start --dir "$TMP/kafka" --cpus "$BROKER_CPUS" \
+      --partitions "$PARTITIONS" 2>"$TMP/kafka-start2.err")"; then
+      BROKER_PID="$(sed -n 's/.* pid=\([0-9]*\).*/\1/p' <<<"$line")"
+      BROKER_ADDR="$(sed -n 's/^bootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
+      vs_latency kafka
+      "$REPO/perf/kafka_peer.sh" stop --dir "$TMP/kafka" >&2
+      BROKER_PID="" BROKER_ADDR=""
+      rm -rf "$TMP/kafka/kafka-logs"
+    else set_fail vs_kafka_p99 "Kafka did not start again: $(tail_of "$TMP/kafka-start2.err" 3)"; fi
+  else
+    local why; why="Kafka did not start: $(tail_of "$TMP/kafka-start.err" 3)"
+    for k in vs_kafka_a1_mb vs_kafka_aall_mb vs_kafka_rdk_mb vs_kafka_ppt_mb vs_kafka_c_mb vs_kafka_rc_mb vs_kafka_p99; do
+      set_fail "$k" "$why"
+    done
+  fi
+  if start_broker versus; then
+    vs_side shardlog
+    stop_broker
+    if start_broker versus-latency; then
+      vs_latency shardlog
+      stop_broker
+    else set_fail vs_shardlog_p99 "$BROKER_ERR"; fi
+  else
+    for k in vs_shardlog_a1_mb vs_shardlog_aall_mb vs_shardlog_rdk_mb vs_shardlog_ppt_mb vs_shardlog_c_mb vs_shardlog_rc_mb vs_shardlog_p99; do
+      set_fail "$k" "$BROKER_ERR"
+    done
+  fi
+  for k in a1_mb aall_mb rdk_mb ppt_mb c_mb rc_mb p99 p999 a1_cpugb aall_cpugb rdk_cpugb ppt_cpugb c_cpugb; do
+    ratio "vs_ratio_$k" "$(first "vs_shardlog_$k")" "$(first "vs_kafka_$k")"
+  done
+}
+
 # ------------------------------------------------------------- run
 
 if [ ! -x "$BIN" ]; then
@@ -560,6 +709,8 @@ if want p1 || want p4; then
 fi
 want p3 && step_p3
 want p2 && step_p2
+JARS="" KAFKA_VER=""
+want kafka && step_kafka
 # Last: its broker reserves and touches a 6 GiB cache, and the latency runs
 # measured right after it were several times slower (P3 linger.ms=0 p99
 # 5.7 ms after it, 0.43 ms without it, 2026-11-30).
@@ -579,6 +730,10 @@ shardlog $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo "?") ($BIN)
 ($NSHARDS shard(s)), clients pinned to CPU(s) $CLIENT_CPUS. Records 1 KiB, $PARTITIONS partitions,
 ${DUR} s measured after ${WARM} s warm-up per loadgen run. MB/s = 10^6 payload bytes per second.
 One run, not a median: figures on this shared VM swing 2-3x between runs.
+EOF
+# The data-path tables only when one of their steps ran.
+if want ref || want p1 || want p2 || want p3 || want p4; then
+cat <<EOF
 
 | figure | shardlog | reference | ratio | target | met |
 |---|---|---|---|---|---|
@@ -636,6 +791,42 @@ $([ -n "$BROKER_EXITS" ] && echo "${BROKER_EXITS%; }" || echo "no broker started
 loadgen / rdkafka_performance msgs/s: $(cell lg_vs_rdk) (target ≥ 1.00: $(meets "${R[lg_vs_rdk]:-}" '>=' 1)).
 CPU is user+system seconds (\`/usr/bin/time\`, broker: \`/proc/<pid>/stat\`) over
 the whole run including warm-up, divided by the records it acknowledged.
+
+EOF
+fi
+if want kafka; then
+cat <<EOF
+
+#### shardlog ÷ Apache Kafka ${KAFKA_VER:-3.9} (issue 23: single broker, same cores, same log-dir disk, same clients)
+
+Kafka ${KAFKA_VER:-3.9} in ZooKeeper mode from Maven Central's jars (\`perf/kafka_peer.sh\`: \`kafka.Kafka\`,
+-Xmx1G -Xms1G G1 as \`bin/kafka-server-start.sh\`, Debian's ZooKeeper), pinned to CPU(s) $BROKER_CPUS
+like shardlog's shards; Kafka's defaults but: ${R[vs_kafka_cmd]:-not started}.
+1 KiB records, $PARTITIONS partitions, linger.ms=$LINGER batch.size=$BATCH for throughput; the latency
+rows use P3's settings (acks=1, linger.ms=0, batch.size=$P3_BATCH) at half of Kafka's flat-out rate
+($(cell vs_kafka_max msgs/s) → $(cell vs_rate msgs/s)), from the intended send time, each side on a
+fresh broker (as P3), not the one that just took the throughput runs' gigabytes.
+Broker CPU = user+system seconds of the broker process over the client's whole run (warm-up
+included) ÷ GB (10^9 payload bytes) that run acknowledged or read. One run each.
+
+| figure | shardlog | Kafka | shardlog ÷ Kafka | goal | met |
+|---|---|---|---|---|---|
+| produce acks=1, loadgen | $(cell vs_shardlog_a1_mb MB/s) | $(cell vs_kafka_a1_mb MB/s) | $(cell vs_ratio_a1_mb) | ≥ 3 | $(meets "${R[vs_ratio_a1_mb]:-}" '>=' 3) |
+| produce acks=all, loadgen | $(cell vs_shardlog_aall_mb MB/s) | $(cell vs_kafka_aall_mb MB/s) | $(cell vs_ratio_aall_mb) | ≥ 3 | $(meets "${R[vs_ratio_aall_mb]:-}" '>=' 3) |
+| produce acks=1, rdkafka_performance | $(cell vs_shardlog_rdk_mb MB/s) | $(cell vs_kafka_rdk_mb MB/s) | $(cell vs_ratio_rdk_mb) | ≥ 3 | $(meets "${R[vs_ratio_rdk_mb]:-}" '>=' 3) |
+| produce acks=1, kafka-producer-perf-test | $(cell vs_shardlog_ppt_mb MB/s) | $(cell vs_kafka_ppt_mb MB/s) | $(cell vs_ratio_ppt_mb) | ≥ 3 | $(meets "${R[vs_ratio_ppt_mb]:-}" '>=' 3) |
+| consume from the beginning, loadgen --consume-only | $(cell vs_shardlog_c_mb MB/s) | $(cell vs_kafka_c_mb MB/s) | $(cell vs_ratio_c_mb) | ≥ 2 | $(meets "${R[vs_ratio_c_mb]:-}" '>=' 2) |
+| consume from the beginning, rdkafka_performance -C | $(cell vs_shardlog_rc_mb MB/s) | $(cell vs_kafka_rc_mb MB/s) | $(cell vs_ratio_rc_mb) | ≥ 2 | $(meets "${R[vs_ratio_rc_mb]:-}" '>=' 2) |
+| produce p99 at $(cell vs_rate msgs/s), loadgen --rate | $(cell vs_shardlog_p99 µs) | $(cell vs_kafka_p99 µs) | $(cell vs_ratio_p99) | ≤ 0.33 | $(meets "${R[vs_ratio_p99]:-}" '<=' 0.334) |
+| produce p99.9, same run | $(cell vs_shardlog_p999 µs) | $(cell vs_kafka_p999 µs) | $(cell vs_ratio_p999) | | |
+| broker CPU s/GB, produce acks=1, loadgen | $(cell vs_shardlog_a1_cpugb) | $(cell vs_kafka_a1_cpugb) | $(cell vs_ratio_a1_cpugb) | ≤ 0.25 | $(meets "${R[vs_ratio_a1_cpugb]:-}" '<=' 0.25) |
+| broker CPU s/GB, produce acks=all, loadgen | $(cell vs_shardlog_aall_cpugb) | $(cell vs_kafka_aall_cpugb) | $(cell vs_ratio_aall_cpugb) | ≤ 0.25 | $(meets "${R[vs_ratio_aall_cpugb]:-}" '<=' 0.25) |
+| broker CPU s/GB, produce acks=1, rdkafka_performance | $(cell vs_shardlog_rdk_cpugb) | $(cell vs_kafka_rdk_cpugb) | $(cell vs_ratio_rdk_cpugb) | ≤ 0.25 | $(meets "${R[vs_ratio_rdk_cpugb]:-}" '<=' 0.25) |
+| broker CPU s/GB, produce acks=1, kafka-producer-perf-test | $(cell vs_shardlog_ppt_cpugb) | $(cell vs_kafka_ppt_cpugb) | $(cell vs_ratio_ppt_cpugb) | ≤ 0.25 | $(meets "${R[vs_ratio_ppt_cpugb]:-}" '<=' 0.25) |
+| broker CPU s/GB, consume, loadgen | $(cell vs_shardlog_c_cpugb) | $(cell vs_kafka_c_cpugb) | $(cell vs_ratio_c_cpugb) | | |
+EOF
+fi
+cat <<EOF
 
 Commands:
 \`\`\`

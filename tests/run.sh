@@ -7,6 +7,10 @@
 #   - a Python venv with confluent-kafka, kafka-python and aiokafka (each
 #     installed only when missing)
 #   - kafkajs with npm into a cache folder (nodejs/npm from Debian if missing)
+#   - a JDK, Maven and ZooKeeper (for the Kafka 3.9 peer of
+#     tests/differential_kafka.rs) from Debian (skipped when present), and the Apache Kafka
+#     3.9 jars from Maven Central via tests/java/fetch_jars.sh (skipped when
+#     its cache folder is complete), for tests/java_*.rs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +25,9 @@ command -v fio >/dev/null || need_apt+=(fio)
 command -v iperf3 >/dev/null || need_apt+=(iperf3)
 command -v ss >/dev/null || need_apt+=(iproute2)
 command -v npm >/dev/null || need_apt+=(nodejs npm)
+{ command -v java >/dev/null && command -v javac >/dev/null; } || need_apt+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || need_apt+=(maven)
+[ -f /usr/share/java/zookeeper.jar ] || need_apt+=(zookeeper)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${need_apt[*]}" >&2
     $SUDO apt-get update
@@ -60,6 +67,9 @@ if [ ! -f "$NODE_CACHE/node_modules/kafkajs/package.json" ] ||
     npm install --silent --no-audit --no-fund --prefix "$NODE_CACHE" "kafkajs@$KAFKAJS_VERSION"
 fi
 export SHARDLOG_TEST_NODE_MODULES="$NODE_CACHE/node_modules"
+# The Kafka 3.9 jars (its last line is the folder).
+SHARDLOG_KAFKA_JARS="$(bash tests/java/fetch_jars.sh | tail -1)"
+export SHARDLOG_KAFKA_JARS
 
 # Dependencies are optimised even in dev builds (Cargo.toml), so a debug
 # build of our crate is the faster way through build + tests.

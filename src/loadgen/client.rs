@@ -375,6 +375,11 @@ impl Drop for Connection {
 }
 
 /// Kafka error code with its protocol name, e.g. `6 NotLeaderOrFollower`.
+/// Kafka's retriable coordinator error codes (`Errors.java`).
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const NOT_COORDINATOR: i16 = 16;
+
 pub fn error_label(code: i16) -> String {
     match kafka_protocol::ResponseError::try_from_code(code) {
         None => "0 None".into(),
@@ -638,7 +643,16 @@ impl SyncClient {
     }
 
     /// InitProducerId for an idempotent (non-transactional) producer.
-    pub fn init_producer_id(&mut self, transaction_timeout_ms: i32) -> Result<(i64, i16)> {
+    /// The coordinator errors Kafka's producer retries are retried every
+    /// `retry.backoff.ms` (100) until `timeout`: right after a Kafka broker
+    /// starts, its transaction coordinator is still loading
+    /// `__transaction_state` (COORDINATOR_LOAD_IN_PROGRESS) or not yet
+    /// elected (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR).
+    pub fn init_producer_id(
+        &mut self,
+        transaction_timeout_ms: i32,
+        timeout: Duration,
+    ) -> Result<(i64, i16)> {
         use kafka_protocol::messages::{InitProducerIdRequest, ProducerId};
         let version = self.pick(ApiKey::InitProducerId, INIT_PRODUCER_ID_VERSIONS)?;
         let mut req = InitProducerIdRequest::default();
@@ -646,11 +660,19 @@ impl SyncClient {
         req.transaction_timeout_ms = transaction_timeout_ms;
         req.producer_id = ProducerId(-1);
         req.producer_epoch = -1;
-        let resp = self.call(&req, version)?;
-        if resp.error_code != 0 {
-            bail!("InitProducerId: {}", error_label(resp.error_code));
+        let deadline = Instant::now() + timeout;
+        loop {
+            let resp = self.call(&req, version)?;
+            match resp.error_code {
+                0 => return Ok((resp.producer_id.0, resp.producer_epoch)),
+                COORDINATOR_LOAD_IN_PROGRESS | COORDINATOR_NOT_AVAILABLE | NOT_COORDINATOR
+                    if Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                code => bail!("InitProducerId: {}", error_label(code)),
+            }
         }
-        Ok((resp.producer_id.0, resp.producer_epoch))
     }
 }
 

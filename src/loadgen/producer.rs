@@ -831,7 +831,7 @@ fn init_idempotence(
         return Ok((-1, -1, false));
     }
     let mut c = SyncClient::connect(&first.addr, &plan.client_id, timeout)?;
-    let (id, epoch) = c.init_producer_id(60_000)?;
+    let (id, epoch) = c.init_producer_id(60_000, timeout)?;
     Ok((id, epoch, true))
 }
 

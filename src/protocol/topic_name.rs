@@ -4,7 +4,9 @@
 //!
 //! Metadata answers INVALID_TOPIC_EXCEPTION for a name that breaks it,
 //! DescribeConfigs and the Produce path refuse it, and topic creation
-//! reports the reason with Kafka's own messages (the `Display` below).
+//! reports the reason with Kafka's own messages (the `Display` below:
+//! `Topic.detectInvalidTopic` of Kafka 3.9, the text a 3.9 broker's
+//! CreateTopics answers; tests/differential_kafka.rs compares them).
 
 /// Kafka's `Topic.MAX_NAME_LENGTH`.
 pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
@@ -12,16 +14,17 @@ pub const MAX_TOPIC_NAME_LENGTH: usize = 249;
 /// Why a topic name is illegal; `Display` is Kafka's message for it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopicNameError {
-    #[error("Topic name is illegal, it can't be empty")]
+    #[error("Topic name is invalid: the empty string is not allowed")]
     Empty,
-    #[error("Topic name cannot be \".\" or \"..\"")]
-    DotOrDotDot,
+    /// `.` or `..` (the name).
+    #[error("Topic name is invalid: '{0}' is not allowed")]
+    DotOrDotDot(String),
     #[error(
-        "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {0}"
+        "Topic name is invalid: the length of '{0}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
     )]
     TooLong(String),
     #[error(
-        "Topic name \"{0}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        "Topic name is invalid: '{0}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
     )]
     IllegalChars(String),
 }
@@ -33,7 +36,7 @@ pub fn validate_topic_name(name: &str) -> Result<(), TopicNameError> {
         return Err(TopicNameError::Empty);
     }
     if name == "." || name == ".." {
-        return Err(TopicNameError::DotOrDotDot);
+        return Err(TopicNameError::DotOrDotDot(name.to_owned()));
     }
     if name.len() > MAX_TOPIC_NAME_LENGTH {
         return Err(TopicNameError::TooLong(name.to_owned()));
@@ -80,16 +83,16 @@ mod tests {
     fn the_first_broken_rule_is_reported_with_kafkas_message() {
         let long = "a".repeat(250);
         let rows = [
-            ("", "Topic name is illegal, it can't be empty".to_owned()),
-            (".", "Topic name cannot be \".\" or \"..\"".to_owned()),
-            ("..", "Topic name cannot be \".\" or \"..\"".to_owned()),
+            ("", "Topic name is invalid: the empty string is not allowed".to_owned()),
+            (".", "Topic name is invalid: '.' is not allowed".to_owned()),
+            ("..", "Topic name is invalid: '..' is not allowed".to_owned()),
             (
                 long.as_str(),
-                format!("Topic name is illegal, it can't be longer than 249 characters, topic name: {long}"),
+                format!("Topic name is invalid: the length of '{long}' is longer than the max allowed length 249"),
             ),
             (
                 "a b",
-                "Topic name \"a b\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'".to_owned(),
+                "Topic name is invalid: 'a b' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'".to_owned(),
             ),
         ];
         for (name, message) in rows {

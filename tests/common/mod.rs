@@ -478,11 +478,12 @@ impl Conn {
         }
     }
 
-    /// A connection to any broker at `addr` (host:port), e.g. a Kafka peer.
-    pub fn connect(addr: &str) -> Conn {
-        let stream = TcpStream::connect(addr).expect("connect");
+    /// A connection to any Kafka-protocol broker at `addr` (host:port),
+    /// e.g. the Apache Kafka peer of the differential tests.
+    pub fn open_addr(addr: &str) -> Conn {
+        let stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
         stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
+            .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
         stream.set_nodelay(true).unwrap();
         Conn {

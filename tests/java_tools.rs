@@ -1,0 +1,514 @@
+//! Kafka 3.9's command-line tools against the broker binary (issue 23), run
+//! as `java -cp '<jars>/*' <class>` — the classes behind Kafka's `bin/*.sh`
+//! scripts in 3.9: kafka-topics (`org.apache.kafka.tools.TopicCommand`),
+//! kafka-configs (`kafka.admin.ConfigCommand`), kafka-console-producer
+//! (`kafka.tools.ConsoleProducer`), kafka-console-consumer
+//! (`org.apache.kafka.tools.consumer.ConsoleConsumer`),
+//! kafka-producer-perf-test / kafka-consumer-perf-test
+//! (`org.apache.kafka.tools.ProducerPerformance` / `ConsumerPerformance`)
+//! and kafka-verifiable-producer / -consumer
+//! (`org.apache.kafka.tools.VerifiableProducer` / `VerifiableConsumer`).
+//! Their outputs are checked, not only their exit codes; what they wrote
+//! is also read back from the broker. The two tools that need consumer
+//! groups are written and ignored until JoinGroup exists (issue 21).
+//! Needs `bash tests/run.sh` (JDK, Kafka jars).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
+
+mod common;
+mod java_support;
+
+use std::io::Write;
+use std::process::Stdio;
+
+use common::{decode_records, unique_topic, Broker, Conn, LATEST_TIMESTAMP};
+use java_support::{kafka_tool, run_ok};
+use serde_json::Value;
+
+const TOPIC_COMMAND: &str = "org.apache.kafka.tools.TopicCommand";
+const CONFIG_COMMAND: &str = "kafka.admin.ConfigCommand";
+
+/// Run a tool with `args`; its stdout (the test fails unless it exits 0).
+fn tool(class: &str, args: &[&str]) -> String {
+    let out = run_ok(kafka_tool(class).args(args), class);
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+/// Like [`tool`], for a run that must fail: (exit code, stdout + stderr).
+fn tool_failing(class: &str, args: &[&str]) -> (Option<i32>, String) {
+    let out = kafka_tool(class).args(args).output().expect(class);
+    assert!(!out.status.success(), "{class} {args:?} succeeded");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+fn topics(broker: &Broker, args: &[&str]) -> String {
+    let bootstrap = broker.bootstrap();
+    let mut all = vec!["--bootstrap-server", &bootstrap];
+    all.extend_from_slice(args);
+    tool(TOPIC_COMMAND, &all)
+}
+
+/// `kafka-topics` that must fail: its output (stdout + stderr).
+fn topics_failing(broker: &Broker, args: &[&str]) -> String {
+    let bootstrap = broker.bootstrap();
+    let mut all = vec!["--bootstrap-server", &bootstrap];
+    all.extend_from_slice(args);
+    tool_failing(TOPIC_COMMAND, &all).1
+}
+
+fn configs(broker: &Broker, args: &[&str]) -> String {
+    let bootstrap = broker.bootstrap();
+    let mut all = vec!["--bootstrap-server", &bootstrap];
+    all.extend_from_slice(args);
+    tool(CONFIG_COMMAND, &all)
+}
+
+/// The partition lines of `kafka-topics --describe`, tabs kept.
+fn partition_lines(describe: &str) -> Vec<&str> {
+    describe
+        .lines()
+        .filter(|l| l.starts_with('\t'))
+        .map(str::trim)
+        .collect()
+}
+
+fn log_end_offset(broker: &Broker, topic: &str, partition: i32) -> i64 {
+    Conn::open(broker)
+        .list_offset(topic, partition, LATEST_TIMESTAMP)
+        .offset
+}
+
+#[test]
+fn kafka_topics_create_describe_alter_list_delete() {
+    let broker = Broker::start();
+    let topic = unique_topic("tool-topics");
+    let id = broker.broker_id;
+    let created = topics(
+        &broker,
+        &[
+            "--create",
+            "--topic",
+            &topic,
+            "--partitions",
+            "3",
+            "--replication-factor",
+            "1",
+            "--config",
+            "retention.ms=123456",
+        ],
+    );
+    assert_eq!(created.trim(), format!("Created topic {topic}."));
+
+    let again = topics_failing(
+        &broker,
+        &["--create", "--topic", &topic, "--partitions", "1"],
+    );
+    assert!(
+        again.contains(&format!("Topic '{topic}' already exists.")),
+        "{again}"
+    );
+
+    let describe = topics(&broker, &["--describe", "--topic", &topic]);
+    let header = describe.lines().next().unwrap();
+    let fields: Vec<&str> = header.split('\t').collect();
+    assert_eq!(fields[0], format!("Topic: {topic}"), "{describe}");
+    assert!(fields[1].starts_with("TopicId: ") && fields[1].len() > "TopicId: ".len() + 20);
+    assert_eq!(
+        &fields[2..],
+        [
+            "PartitionCount: 3",
+            "ReplicationFactor: 1",
+            "Configs: retention.ms=123456"
+        ],
+        "{describe}"
+    );
+    let expect = |n: i32| -> Vec<String> {
+        (0..n)
+            .map(|p| {
+                format!(
+                    "Topic: {topic}\tPartition: {p}\tLeader: {id}\tReplicas: {id}\tIsr: {id}\t\
+                     Elr: N/A\tLastKnownElr: N/A"
+                )
+            })
+            .collect()
+    };
+    assert_eq!(partition_lines(&describe), expect(3), "{describe}");
+
+    let altered = topics(
+        &broker,
+        &["--alter", "--topic", &topic, "--partitions", "5"],
+    );
+    assert_eq!(altered.trim(), "", "--alter prints nothing on success");
+    let describe = topics(&broker, &["--describe", "--topic", &topic]);
+    assert!(describe.contains("PartitionCount: 5"), "{describe}");
+    assert_eq!(partition_lines(&describe), expect(5), "{describe}");
+    // Fewer partitions is refused, as Kafka does.
+    let shrink = topics_failing(
+        &broker,
+        &["--alter", "--topic", &topic, "--partitions", "2"],
+    );
+    assert!(
+        shrink.contains("InvalidPartitionsException"),
+        "shrink: {shrink}"
+    );
+
+    let list = topics(&broker, &["--list"]);
+    assert!(list.lines().any(|l| l == topic), "{list}");
+
+    let deleted = topics(&broker, &["--delete", "--topic", &topic]);
+    assert_eq!(deleted.trim(), "");
+    let list = topics(&broker, &["--list"]);
+    assert!(!list.lines().any(|l| l == topic), "{list}");
+    let gone = topics_failing(&broker, &["--describe", "--topic", &topic]);
+    // Kafka 3.9 prints the name as `Optional[<topic>]` here (its own quirk).
+    assert!(
+        gone.contains("does not exist as expected") && gone.contains(&topic),
+        "{gone}"
+    );
+    broker.stop();
+}
+
+#[test]
+fn kafka_configs_alter_describe_delete_topic_and_describe_broker() {
+    let broker = Broker::start();
+    let topic = unique_topic("tool-configs");
+    Conn::open(&broker).create_topic(&topic, 1, &[]);
+    let entity = ["--entity-type", "topics", "--entity-name", &topic];
+    let with = |extra: &[&'static str]| -> Vec<String> {
+        entity
+            .iter()
+            .chain(extra.iter())
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        configs(&broker, &args)
+    };
+    let out = run(with(&[
+        "--alter",
+        "--add-config",
+        "retention.ms=86400000,max.message.bytes=2000",
+    ]));
+    assert_eq!(
+        out.trim(),
+        format!("Completed updating config for topic {topic}.")
+    );
+    let describe = run(with(&["--describe"]));
+    let lines: Vec<&str> = describe.lines().map(str::trim).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("Dynamic configs for topic {topic} are:").as_str(),
+            "max.message.bytes=2000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:max.message.bytes=2000, \
+             DEFAULT_CONFIG:message.max.bytes=1048588}",
+            "retention.ms=86400000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000, \
+             DEFAULT_CONFIG:log.retention.ms=604800000}",
+        ],
+        "{describe}"
+    );
+    let out = run(with(&["--alter", "--delete-config", "max.message.bytes"]));
+    assert_eq!(
+        out.trim(),
+        format!("Completed updating config for topic {topic}.")
+    );
+    let describe = run(with(&["--describe"]));
+    assert!(!describe.contains("max.message.bytes"), "{describe}");
+    assert!(describe.contains("retention.ms=86400000 "), "{describe}");
+    // An invalid value is refused with the broker's reason.
+    let bootstrap = broker.bootstrap();
+    let (_, bad) = tool_failing(
+        CONFIG_COMMAND,
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            &topic,
+            "--alter",
+            "--add-config",
+            "retention.ms=soon",
+        ],
+    );
+    assert!(
+        bad.contains("InvalidConfigurationException") && bad.contains("retention.ms"),
+        "{bad}"
+    );
+
+    let id = broker.broker_id.to_string();
+    let all = configs(
+        &broker,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            &id,
+            "--describe",
+            "--all",
+        ],
+    );
+    assert!(
+        all.starts_with(&format!("All configs for broker {id} are:")),
+        "{all}"
+    );
+    assert!(
+        all.lines().any(|l| l.trim()
+            == format!(
+                "broker.id={id} sensitive=false synonyms={{STATIC_BROKER_CONFIG:broker.id={id}}}"
+            )),
+        "{all}"
+    );
+    broker.stop();
+}
+
+#[test]
+fn console_producer_then_console_consumer_round_trip() {
+    let broker = Broker::start();
+    let topic = unique_topic("tool-console");
+    Conn::open(&broker).create_topic(&topic, 1, &[]);
+    let lines: Vec<String> = (0..50).map(|i| format!("key-{i}:value {i} ü")).collect();
+    let mut producer = kafka_tool("kafka.tools.ConsoleProducer")
+        .args([
+            "--bootstrap-server",
+            &broker.bootstrap(),
+            "--topic",
+            &topic,
+            "--property",
+            "parse.key=true",
+            "--property",
+            "key.separator=:",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("console producer");
+    {
+        let mut stdin = producer.stdin.take().unwrap();
+        for l in &lines {
+            writeln!(stdin, "{l}").unwrap();
+        }
+    } // EOF: the producer flushes and exits.
+    let out = producer.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "console producer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(log_end_offset(&broker, &topic, 0), 50);
+
+    let consumed = tool(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        &[
+            "--bootstrap-server",
+            &broker.bootstrap(),
+            "--topic",
+            &topic,
+            "--partition",
+            "0",
+            "--offset",
+            "earliest",
+            "--max-messages",
+            "50",
+            "--property",
+            "print.key=true",
+            "--property",
+            "print.offset=true",
+            "--property",
+            "key.separator=|",
+        ],
+    );
+    let expected: Vec<String> = (0..50)
+        .map(|i| format!("Offset:{i}|key-{i}|value {i} ü"))
+        .collect();
+    assert_eq!(consumed.lines().collect::<Vec<_>>(), expected);
+    broker.stop();
+}
+
+#[test]
+fn producer_perf_test_writes_every_record() {
+    let broker = Broker::start();
+    let topic = unique_topic("tool-perf");
+    Conn::open(&broker).create_topic(&topic, 2, &[]);
+    let out = tool(
+        "org.apache.kafka.tools.ProducerPerformance",
+        &[
+            "--topic",
+            &topic,
+            "--num-records",
+            "20000",
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--producer-props",
+            &format!("bootstrap.servers={}", broker.bootstrap()),
+            "acks=all",
+            "linger.ms=5",
+        ],
+    );
+    // Last line: "20000 records sent, R records/sec (M MB/sec), A ms avg
+    // latency, X ms max latency, p50, p95, p99, p99.9" (the figures are
+    // load, not checked).
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.starts_with("20000 records sent, "), "{out}");
+    for part in ["records/sec", "ms avg latency", "ms 99th", "ms 99.9th."] {
+        assert!(last.contains(part), "{part} missing: {last}");
+    }
+    let total = log_end_offset(&broker, &topic, 0) + log_end_offset(&broker, &topic, 1);
+    assert_eq!(total, 20000);
+    let records = decode_records(&Conn::open(&broker).fetch_to_high_watermark(&topic, 0, 0));
+    assert!(records
+        .iter()
+        .all(|r| r.value.as_ref().map(|v| v.len()) == Some(100)));
+    broker.stop();
+}
+
+/// The JSON lines kafka-verifiable-producer prints, by `name`.
+fn events<'a>(lines: &'a [Value], name: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|v| v["name"] == name).collect()
+}
+
+#[test]
+fn verifiable_producer_acks_every_message_in_order() {
+    let broker = Broker::start();
+    let topic = unique_topic("tool-verifiable");
+    Conn::open(&broker).create_topic(&topic, 1, &[]);
+    let out = tool(
+        "org.apache.kafka.tools.VerifiableProducer",
+        &[
+            "--bootstrap-server",
+            &broker.bootstrap(),
+            "--topic",
+            &topic,
+            "--max-messages",
+            "500",
+            "--acks",
+            "-1",
+        ],
+    );
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(events(&lines, "startup_complete").len(), 1, "{out}");
+    assert_eq!(events(&lines, "shutdown_complete").len(), 1, "{out}");
+    assert!(events(&lines, "producer_send_error").is_empty(), "{out}");
+    let acked = events(&lines, "producer_send_success");
+    assert_eq!(acked.len(), 500);
+    // Values are "0".."499" sent in order to one partition: offset == value.
+    for (i, e) in acked.iter().enumerate() {
+        assert_eq!(e["topic"], topic.as_str());
+        assert_eq!(e["partition"], 0);
+        assert_eq!(e["value"], i.to_string());
+        assert_eq!(e["offset"], i as u64, "{e}");
+    }
+    let data = events(&lines, "tool_data");
+    assert_eq!(
+        (data[0]["sent"].clone(), data[0]["acked"].clone()),
+        (500.into(), 500.into())
+    );
+    let stored = decode_records(&Conn::open(&broker).fetch_to_high_watermark(&topic, 0, 0));
+    let values: Vec<String> = stored
+        .iter()
+        .map(|r| String::from_utf8(r.value.clone().unwrap().to_vec()).unwrap())
+        .collect();
+    assert_eq!(values, (0..500).map(|i| i.to_string()).collect::<Vec<_>>());
+    broker.stop();
+}
+
+#[test]
+fn consumer_perf_test_reads_every_record() {
+    let broker = Broker::start();
+    let topic = unique_topic("tool-consumer-perf");
+    Conn::open(&broker).create_topic(&topic, 2, &[]);
+    tool(
+        "org.apache.kafka.tools.ProducerPerformance",
+        &[
+            "--topic",
+            &topic,
+            "--num-records",
+            "20000",
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--producer-props",
+            &format!("bootstrap.servers={}", broker.bootstrap()),
+        ],
+    );
+    let out = tool(
+        "org.apache.kafka.tools.ConsumerPerformance",
+        &[
+            "--bootstrap-server",
+            &broker.bootstrap(),
+            "--topic",
+            &topic,
+            "--messages",
+            "20000",
+            "--timeout",
+            "30000",
+        ],
+    );
+    // Header, then one CSV row: start, end, MB, MB/s, nMsg, nMsg/s, ...
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("start.time, end.time, data.consumed.in.MB"),
+        "{out}"
+    );
+    let row: Vec<&str> = lines[1].split(", ").collect();
+    assert_eq!(row[4], "20000", "data.consumed.in.nMsg: {out}");
+    broker.stop();
+}
+
+#[test]
+fn verifiable_consumer_reads_and_commits_every_message() {
+    let broker = Broker::start();
+    let topic = unique_topic("tool-verifiable-consumer");
+    Conn::open(&broker).create_topic(&topic, 1, &[]);
+    tool(
+        "org.apache.kafka.tools.VerifiableProducer",
+        &[
+            "--bootstrap-server",
+            &broker.bootstrap(),
+            "--topic",
+            &topic,
+            "--max-messages",
+            "500",
+        ],
+    );
+    let out = tool(
+        "org.apache.kafka.tools.VerifiableConsumer",
+        &[
+            "--bootstrap-server",
+            &broker.bootstrap(),
+            "--topic",
+            &topic,
+            "--group-id",
+            &format!("{topic}-group"),
+            "--max-messages",
+            "500",
+            "--reset-policy",
+            "earliest",
+        ],
+    );
+    let lines: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let consumed: u64 = events(&lines, "records_consumed")
+        .iter()
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(consumed, 500, "{out}");
+    let commits = events(&lines, "offsets_committed");
+    assert!(commits.iter().all(|c| c["success"] == true), "{out}");
+    let last = commits.last().expect("a commit");
+    assert_eq!(last["offsets"][0]["offset"], 500, "{out}");
+    broker.stop();
+}

@@ -11,9 +11,9 @@
 //!   metadata publication; purgatory notes.
 //! - [`datapath`], [`control_client`] `[drv]`: the connection side (fan
 //!   out to owners, park in the purgatory; ask the control shard).
-//! - [`group_host`] `[drv]`: runs a data shard's group coordinator
-//!   (waiters, timer, appends to and loads of `__consumer_offsets`), and
-//!   the connection side that sends a group's requests to it.
+//! - [`group_host`] `[drv]`: a data shard's group coordinator and its
+//!   messages; [`group_driver`] `[drv]` runs it (waiters, timer, appends to
+//!   and loads of `__consumer_offsets`) and sends a group's requests to it.
 //! - [`fetch_session`] `[pure]`: KIP-227 fetch sessions of a shard's
 //!   connections.
 
@@ -23,6 +23,7 @@ pub mod control_shard;
 pub mod data_shard;
 pub mod datapath;
 pub mod fetch_session;
+pub mod group_driver;
 pub mod group_host;
 pub mod mesh;
 pub mod placement;

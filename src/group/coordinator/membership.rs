@@ -4,10 +4,12 @@
 //! updateMemberAndRebalance, prepareRebalance, onCompleteJoin). SyncGroup,
 //! Heartbeat, LeaveGroup and member expiry are `session`'s.
 
-use super::session::reset_and_propagate_assignment_error;
+use super::runtime::{
+    current_generation_answer, reset_and_propagate_assignment_error, schedule_heartbeat,
+};
 use super::{
     Action, Answer, Coordinator, Entry, InitialDelay, JoinAnswer, JoinRequest, JoinTimer,
-    JoinedMember, MemberRuntime, PendingAppend, StaticRejoin, SyncAnswer, Timer, WaiterId,
+    MemberRuntime, PendingAppend, StaticRejoin, SyncAnswer, Timer, WaiterId,
 };
 use crate::group::records::encode_group_metadata_key;
 use crate::group::state::{GroupState, Member};
@@ -626,53 +628,4 @@ fn set_join_waiter(entry: &mut Entry, member_id: &str, waiter: WaiterId) -> Opti
         .or_default()
         .join_waiter
         .replace(waiter)
-}
-
-/// A heartbeat now: the member's next deadline, session timeout ahead
-/// (Kafka's `completeAndScheduleNextHeartbeatExpiration`).
-pub(super) fn schedule_heartbeat(entry: &mut Entry, member_id: &str, now_ms: i64) -> i64 {
-    let session = entry
-        .group
-        .member(member_id)
-        .map_or(0, |m| i64::from(m.session_timeout_ms));
-    let rt = entry.runtime.entry(member_id.to_owned()).or_default();
-    rt.last_heartbeat_ms = now_ms;
-    rt.heartbeat_deadline = now_ms + session;
-    rt.heartbeat_deadline
-}
-
-/// The JoinGroup answer for the current generation; the leader gets every
-/// member's metadata for the chosen protocol.
-pub(super) fn current_generation_answer(
-    entry: &Entry,
-    member_id: &str,
-    with_members: bool,
-    skip_assignment: bool,
-) -> JoinAnswer {
-    let g = &entry.group;
-    let protocol = g.protocol.clone().unwrap_or_default();
-    let members = if with_members {
-        g.members()
-            .map(|m| JoinedMember {
-                member_id: m.member_id.clone(),
-                group_instance_id: m.group_instance_id.clone(),
-                metadata: m
-                    .metadata_for(&protocol)
-                    .map(<[u8]>::to_vec)
-                    .unwrap_or_default(),
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    JoinAnswer {
-        error: ErrorCode::NONE,
-        generation: g.generation,
-        protocol_type: g.protocol_type.clone(),
-        protocol_name: g.protocol.clone(),
-        leader: g.leader.clone().unwrap_or_default(),
-        skip_assignment,
-        member_id: member_id.to_owned(),
-        members,
-    }
 }

@@ -23,6 +23,7 @@
 mod admin;
 mod membership;
 mod offsets;
+mod runtime;
 mod session;
 mod types;
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::membership::schedule_heartbeat;
+use super::runtime::{reply_sync_error, reset_and_propagate_assignment_error, schedule_heartbeat};
 use super::{
     Action, Answer, Coordinator, Entry, HeartbeatRequest, JoinAnswer, LeaveAnswer, LeaveRequest,
     PendingAppend, SyncAnswer, SyncRequest, Timer, WaiterId,
@@ -388,28 +388,4 @@ fn validate_sync(entry: &Entry, req: &SyncRequest) -> Result<(), ErrorCode> {
         return Err(ErrorCode::INCONSISTENT_GROUP_PROTOCOL);
     }
     Ok(())
-}
-
-pub(super) fn reply_sync_error(waiter: WaiterId, e: ErrorCode, out: &mut Vec<Action>) {
-    out.push(Action::Reply(waiter, Answer::Sync(SyncAnswer::error(e))));
-}
-
-/// Kafka's `resetAndPropagateAssignmentError`: assignments cleared, every
-/// parked SyncGroup answered with `error`.
-pub(super) fn reset_and_propagate_assignment_error(
-    entry: &mut Entry,
-    error: ErrorCode,
-    out: &mut Vec<Action>,
-) {
-    let ids: Vec<String> = entry.group.members().map(|m| m.member_id.clone()).collect();
-    for id in ids {
-        if let Some(m) = entry.group.member_mut(&id) {
-            m.assignment.clear();
-        }
-    }
-    for rt in entry.runtime.values_mut() {
-        if let Some(w) = rt.sync_waiter.take() {
-            reply_sync_error(w, error, out);
-        }
-    }
 }

@@ -1,0 +1,441 @@
+//! `[drv]` Runs a data shard's group coordinator ([`GroupHost`]): serving
+//! [`GroupCall`]s, the timer and appender tasks, loading and unloading
+//! `__consumer_offsets` partitions on every snapshot, and the connection
+//! side that sends a group's call to its coordinator's shard.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::FileExt;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use glommio::channels::local_channel;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+use super::context::{ShardContext, ShardRequest, ShardResponse};
+use super::data_shard::{DataRequest, DataResponse};
+use super::group_host::{GroupCall, GroupHost, GroupReply};
+use super::placement::coordinator_partition;
+use crate::controller::image::OFFSETS_TOPIC;
+use crate::group::coordinator::{Answer, Records};
+use crate::group::records::RecordKey;
+use crate::io::zerocopy::OutPart;
+use crate::protocol::{record_batch, ErrorCode};
+use crate::purgatory::delayed_fetch::FetchIsolation;
+use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
+use crate::types::TopicPartition;
+
+/// Wait before loading a partition again after a failed load.
+const LOAD_RETRY: Duration = Duration::from_secs(1);
+
+/// Bytes read per step while loading a partition.
+const LOAD_CHUNK_BYTES: usize = 1 << 20;
+
+impl ShardContext {
+    /// Serve a group call on this shard (its coordinator's partitions).
+    pub async fn serve_group_call(self: &Rc<Self>, call: GroupCall) -> GroupReply {
+        let Some(host) = self.data().map(|d| d.groups.clone()) else {
+            return GroupReply::NotCoordinator;
+        };
+        start_tasks(self, &host);
+        let now = self.clock.wall_ms();
+        let id = host.next_waiter.get() + 1;
+        host.next_waiter.set(id);
+        let actions = {
+            let mut core = host.core.borrow_mut();
+            match call {
+                GroupCall::List(states) => {
+                    let (e, groups) = core.list(&states);
+                    return GroupReply::List(e, groups);
+                }
+                GroupCall::Describe(g) => {
+                    return GroupReply::Answer(Answer::Describe(core.describe(&g)));
+                }
+                GroupCall::Join(r) => core.on_join(id, r, now),
+                GroupCall::Sync(r) => core.on_sync(id, r, now),
+                GroupCall::Heartbeat(r) => core.on_heartbeat(id, r, now),
+                GroupCall::Leave(r) => core.on_leave(id, r, now),
+                GroupCall::Commit(r) => core.on_commit(id, r, now),
+                GroupCall::Fetch(r) => core.on_fetch(id, r),
+                GroupCall::DeleteGroups(g) => core.on_delete_groups(id, g, now),
+                GroupCall::OffsetDelete {
+                    group_id,
+                    partitions,
+                } => core.on_offset_delete(id, &group_id, partitions),
+            }
+        };
+        let (tx, rx) = local_channel::new_bounded(1);
+        host.waiters.borrow_mut().insert(id, tx);
+        host.execute(actions);
+        let reply = rx.recv().await;
+        host.waiters.borrow_mut().remove(&id);
+        reply.unwrap_or(GroupReply::NotCoordinator)
+    }
+
+    /// After a snapshot is applied: load the offsets partitions this shard
+    /// now leads, unload the ones it lost.
+    pub fn on_group_snapshot(self: &Rc<Self>) {
+        let Some(data) = self.data() else { return };
+        let host = data.groups.clone();
+        let snapshot = self.snapshot();
+        let me = crate::types::BrokerId(self.config.broker_id);
+        let mine: BTreeSet<i32> = match snapshot.topic(OFFSETS_TOPIC) {
+            Some(t) => {
+                let n = i32::try_from(t.partitions.len()).unwrap_or(i32::MAX);
+                if host.core.borrow().owned_partitions().is_empty() {
+                    host.core.borrow_mut().set_num_partitions(n);
+                }
+                t.partitions
+                    .iter()
+                    .filter(|p| {
+                        p.leader == me
+                            && self.owner_of(OFFSETS_TOPIC, p.partition) == self.peer_id()
+                    })
+                    .map(|p| p.partition)
+                    .collect()
+            }
+            None => BTreeSet::new(),
+        };
+        let owned: BTreeSet<i32> = host.core.borrow().owned_partitions().into_iter().collect();
+        for p in owned.difference(&mine) {
+            let actions = host.core.borrow_mut().unload(*p);
+            host.execute(actions);
+        }
+        for p in mine.difference(&owned) {
+            if !host.loading.borrow_mut().insert(*p) {
+                continue;
+            }
+            host.core.borrow_mut().begin_load(*p);
+            start_tasks(self, &host);
+            let ctx = self.clone();
+            let host = host.clone();
+            let p = *p;
+            glommio::spawn_local(async move {
+                let loaded = load_partition(&ctx, &host, p).await;
+                host.loading.borrow_mut().remove(&p);
+                let now = ctx.clock.wall_ms();
+                match loaded {
+                    Ok(records) => {
+                        host.core.borrow_mut().finish_load(p, now);
+                        tracing::debug!(partition = p, records, "group coordinator loaded offsets partition");
+                    }
+                    Err(e) => {
+                        // Kafka leaves the partition unloaded; clients
+                        // retry and a later snapshot tries again.
+                        let actions = host.core.borrow_mut().unload(p);
+                        host.execute(actions);
+                        tracing::warn!(partition = p, error = ?e, "offsets partition load failed; retrying");
+                        glommio::timer::sleep(LOAD_RETRY).await;
+                        ctx.on_group_snapshot();
+                    }
+                }
+                host.wake_timer.notify();
+            })
+            .detach();
+        }
+    }
+}
+
+impl ShardContext {
+    /// Connection side: send `call` to the shard coordinating `group_id`
+    /// (the owner of its `__consumer_offsets` partition). NotCoordinator
+    /// while that topic does not exist.
+    pub async fn ask_group(self: &Rc<Self>, group_id: &str, call: GroupCall) -> GroupReply {
+        match self.group_shard(group_id) {
+            Some(owner) => self.ask_shard_group(owner, call).await,
+            None => GroupReply::NotCoordinator,
+        }
+    }
+
+    /// The shard that would coordinate `group_id`: the owner of its
+    /// `__consumer_offsets` partition; `None` while that topic does not
+    /// exist.
+    pub fn group_shard(&self, group_id: &str) -> Option<usize> {
+        let snapshot = self.snapshot();
+        let topic = snapshot.topic(OFFSETS_TOPIC)?;
+        let n = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
+        Some(self.owner_of(OFFSETS_TOPIC, coordinator_partition(group_id, n)))
+    }
+
+    /// Send `call` to shard `shard`'s coordinator.
+    pub async fn ask_shard_group(self: &Rc<Self>, shard: usize, call: GroupCall) -> GroupReply {
+        if shard == self.peer_id() {
+            // A panic must fail this request, not the shard (as `ask_owner`).
+            let run = std::panic::AssertUnwindSafe(self.serve_group_call(call));
+            return futures_lite::FutureExt::catch_unwind(run)
+                .await
+                .unwrap_or_else(|_| {
+                    tracing::error!("a group request panicked on its coordinator");
+                    GroupReply::NotCoordinator
+                });
+        }
+        let req = ShardRequest::Data(DataRequest::Group(call));
+        match self.call(shard, req).await {
+            Ok(ShardResponse::Data(DataResponse::Group(reply))) => reply,
+            _ => GroupReply::NotCoordinator,
+        }
+    }
+}
+
+/// Start the timer and appender tasks once.
+fn start_tasks(ctx: &Rc<ShardContext>, host: &Rc<GroupHost>) {
+    if host.started.replace(true) {
+        return;
+    }
+    let weak = Rc::downgrade(ctx);
+    let wake = host.wake_timer.clone();
+    glommio::spawn_local(async move {
+        loop {
+            let Some(ctx) = weak.upgrade() else { return };
+            let Some(host) = ctx.data().map(|d| d.groups.clone()) else {
+                return;
+            };
+            if ctx.stopping.is_fired() {
+                return;
+            }
+            let now = ctx.clock.wall_ms();
+            let actions = host.core.borrow_mut().on_timer(now);
+            if !actions.is_empty() {
+                host.execute(actions);
+            }
+            let next = host.core.borrow().next_deadline();
+            drop(host);
+            drop(ctx);
+            match next {
+                Some(at) => {
+                    let sleep = Duration::from_millis(u64::try_from(at - now).unwrap_or(0).max(1));
+                    let timer = async {
+                        glommio::timer::Timer::new(sleep).await;
+                    };
+                    futures_lite::future::or(timer, wake.notified()).await;
+                }
+                // Re-check now and then for a stopping shard.
+                None => {
+                    let idle = async {
+                        glommio::timer::Timer::new(Duration::from_secs(1)).await;
+                    };
+                    futures_lite::future::or(idle, wake.notified()).await;
+                }
+            }
+        }
+    })
+    .detach();
+    let weak = Rc::downgrade(ctx);
+    let wake = host.wake_appender.clone();
+    glommio::spawn_local(async move {
+        loop {
+            let Some(ctx) = weak.upgrade() else { return };
+            let Some(host) = ctx.data().map(|d| d.groups.clone()) else {
+                return;
+            };
+            let batch = take_batch(&host);
+            if batch.is_empty() {
+                drop(host);
+                drop(ctx);
+                wake.notified().await;
+                continue;
+            }
+            let partition = batch[0].0;
+            let records: Records = batch
+                .iter()
+                .flat_map(|(_, r, _)| r.iter().cloned())
+                .collect();
+            let result = append_acks_all(&ctx, partition, &records).await;
+            let now = ctx.clock.wall_ms();
+            for (_, _, token) in batch {
+                let actions = host.core.borrow_mut().on_appended(token, result, now);
+                host.execute(actions);
+            }
+        }
+    })
+    .detach();
+}
+
+/// The queued appends at the front for one partition (one batch).
+fn take_batch(host: &GroupHost) -> Vec<(i32, Records, u64)> {
+    let mut q = host.appends.borrow_mut();
+    let mut out = Vec::new();
+    while let Some(front) = q.front() {
+        if out
+            .first()
+            .is_some_and(|(p, _, _): &(i32, Records, u64)| *p != front.0)
+        {
+            break;
+        }
+        if let Some(item) = q.pop_front() {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// Append `records` to `__consumer_offsets` partition `partition` and wait
+/// until the HW covers them (acks=all).
+async fn append_acks_all(ctx: &Rc<ShardContext>, partition: i32, records: &Records) -> ErrorCode {
+    let batch = match encode_records(records, ctx.clock.wall_ms()) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(error = %e, "offsets batch did not encode");
+            return ErrorCode::UNKNOWN_SERVER_ERROR;
+        }
+    };
+    let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+    let now = ctx.clock.wall_ms();
+    let mut results = ctx.produce_on_owners(vec![(tp.clone(), batch)], now).await;
+    let Some(r) = results.pop() else {
+        return ErrorCode::NOT_LEADER_OR_FOLLOWER;
+    };
+    if r.error_code != ErrorCode::NONE {
+        return r.error_code;
+    }
+    let Some(host) = ctx.data().map(|d| d.groups.clone()) else {
+        return ErrorCode::NOT_LEADER_OR_FOLLOWER;
+    };
+    let op = DelayedProduce::new(
+        host.commit_timeout_ms,
+        vec![(
+            tp.clone(),
+            AppendResult::Appended {
+                last_offset: r.last_offset,
+            },
+        )],
+    );
+    let seen = r.snapshot.map(|s| (tp.clone(), s));
+    match ctx.park(op, std::slice::from_ref(&tp), seen).await {
+        Some(outcome) => outcome
+            .partitions
+            .first()
+            .map_or(ErrorCode::NONE, |(_, e)| *e),
+        None => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+    }
+}
+
+/// One v2 batch of `records` (no producer id, creation time `now_ms`).
+fn encode_records(records: &Records, now_ms: i64) -> anyhow::Result<Bytes> {
+    let list: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| {
+            let i = i32::try_from(i).unwrap_or(i32::MAX);
+            Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i64::from(i),
+                // The encoder splits batches where offset - sequence changes.
+                sequence: -1 + i,
+                timestamp: now_ms,
+                key: Some(Bytes::copy_from_slice(k)),
+                value: v.as_deref().map(Bytes::copy_from_slice),
+                headers: Default::default(),
+            }
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        list.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )?;
+    Ok(buf.freeze())
+}
+
+/// Replay partition `p` of `__consumer_offsets` from its log start to its
+/// HW into the coordinator; returns the records replayed.
+async fn load_partition(ctx: &Rc<ShardContext>, host: &GroupHost, p: i32) -> Result<u64, String> {
+    let Some(data) = ctx.data() else {
+        return Err("no data part".into());
+    };
+    let tp = TopicPartition::new(OFFSETS_TOPIC, p);
+    let start = data
+        .replicas
+        .list_offset(&tp, -2, FetchIsolation::HighWatermark)
+        .await;
+    if start.error_code != ErrorCode::NONE {
+        return Err(format!("log start: {:?}", start.error_code));
+    }
+    let mut offset = start.offset;
+    let mut replayed = 0u64;
+    loop {
+        let a = data
+            .replicas
+            .read(
+                &tp,
+                offset,
+                LOAD_CHUNK_BYTES,
+                FetchIsolation::HighWatermark,
+                true,
+            )
+            .await;
+        if a.error_code != ErrorCode::NONE {
+            return Err(format!("read at {offset}: {:?}", a.error_code));
+        }
+        if a.bytes == 0 || offset >= a.high_watermark {
+            return Ok(replayed);
+        }
+        let mut buf = BytesMut::with_capacity(a.bytes);
+        for part in &a.records {
+            match part {
+                OutPart::Bytes(b) => buf.extend_from_slice(b),
+                OutPart::File {
+                    file,
+                    position,
+                    len,
+                } => {
+                    let mut v = vec![0u8; *len];
+                    file.read_exact_at(&mut v, *position)
+                        .map_err(|e| format!("read segment: {e}"))?;
+                    buf.extend_from_slice(&v);
+                }
+            }
+        }
+        let mut bytes = buf.freeze();
+        let mut next = offset;
+        while !bytes.is_empty() {
+            let len = match record_batch::peek_total_len(&bytes) {
+                Ok(Some(len)) if len <= bytes.len() => len,
+                other => return Err(format!("batch at {next}: {other:?}")),
+            };
+            let mut one = bytes.split_to(len);
+            let last = record_batch::RecordBatch::new_unchecked_crc(&one)
+                .map(|b| b.last_offset())
+                .map_err(|e| format!("batch at {next}: {e}"))?;
+            let set = RecordBatchDecoder::decode(&mut one)
+                .map_err(|e| format!("records at {next}: {e}"))?;
+            let mut core = host.core.borrow_mut();
+            for r in set.records {
+                if r.control || r.offset < offset || r.offset >= a.high_watermark {
+                    continue;
+                }
+                let Some(key) = r.key.as_deref() else {
+                    continue;
+                };
+                match RecordKey::decode(key) {
+                    Ok(k) => {
+                        core.load_record(p, k, r.value.as_deref());
+                        replayed += 1;
+                    }
+                    Err(e) => {
+                        tracing::warn!(partition = p, offset = r.offset, error = %e, "offsets record key skipped")
+                    }
+                }
+            }
+            next = last + 1;
+        }
+        if next <= offset {
+            return Err(format!("no progress at {offset}"));
+        }
+        offset = next;
+        // Let the shard serve between chunks.
+        futures_lite::future::yield_now().await;
+    }
+}

@@ -80,6 +80,39 @@ pub fn for_each_record_limited(
     }
 }
 
+/// The records section of the batch at the start of `batch`, inflated
+/// when compressed (the log cleaner rewrites records; Kafka's
+/// `RecordBatch.streamingIterator`). At most [`MAX_WALKED_BYTES`]
+/// inflated; an uncompressed section is borrowed.
+pub fn records_section(batch: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, BatchError> {
+    use std::borrow::Cow;
+    let view = RecordBatch::new_unchecked_crc(batch)?;
+    let body = &batch[HEADER_LEN..view.total_len()];
+    let cap = MAX_WALKED_BYTES.saturating_add(1);
+    let mut out = Vec::new();
+    let inflate_error = |_| BatchError::Corrupt("cannot decompress the records");
+    let read = match view.compression() {
+        Some(Compression::None) => return Ok(Cow::Borrowed(body)),
+        Some(Compression::Gzip) => flate2::read::GzDecoder::new(body)
+            .take(cap)
+            .read_to_end(&mut out),
+        Some(Compression::Snappy) => Snappy::new(body, cap).read_to_end(&mut out),
+        Some(Compression::Lz4) => lz4_flex::frame::FrameDecoder::new(body)
+            .take(cap)
+            .read_to_end(&mut out),
+        Some(Compression::Zstd) => zstd::stream::read::Decoder::with_buffer(body)
+            .map_err(inflate_error)?
+            .take(cap)
+            .read_to_end(&mut out),
+        None => return Err(BatchError::InvalidRecord("unknown compression codec")),
+    };
+    read.map_err(|e| io_error(e, &BatchError::Corrupt("cannot decompress the records")))?;
+    if out.len() as u64 > MAX_WALKED_BYTES {
+        return Err(too_large());
+    }
+    Ok(Cow::Owned(out))
+}
+
 struct Walk {
     base_offset: i64,
     base_timestamp: i64,

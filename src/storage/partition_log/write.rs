@@ -623,8 +623,13 @@ impl PartitionLog {
     /// (`retention.bytes`) retention, as Kafka's `deleteOldSegments`: only
     /// whole segments, oldest first, never the active one, and only those
     /// entirely below the high watermark. Returns segments deleted.
+    /// A log whose `cleanup.policy` lacks `delete` (compact only) keeps
+    /// every segment (Kafka applies only log-start-offset deletion then).
     pub fn apply_retention(&mut self, now_ms: i64) -> Result<usize, StorageError> {
         let mut deleted = 0;
+        if !self.config.delete {
+            return Ok(0);
+        }
         let retention_ms = self.config.retention_ms;
         if retention_ms >= 0 {
             deleted += self.delete_segments_while(|seg, next_base, log| {

@@ -45,7 +45,35 @@ pub fn for_each_record(
 pub fn for_each_record_limited(
     batch: &[u8],
     max_bytes: u64,
-    visit: impl FnMut(i64, i64) -> ControlFlow<()>,
+    mut visit: impl FnMut(i64, i64) -> ControlFlow<()>,
+) -> Result<(), BatchError> {
+    walk_records(batch, max_bytes, |offset, timestamp, _| {
+        visit(offset, timestamp)
+    })
+}
+
+/// Kafka's `LogValidator` check for a compacted topic ("Compacted topic
+/// cannot accept message without key"): whether every record of the batch
+/// at the start of `batch` has a key (a key length of -1 is a null key).
+/// Produce runs it only for compacted topics.
+pub fn every_record_has_a_key(batch: &[u8]) -> Result<bool, BatchError> {
+    let mut all = true;
+    walk_records(batch, MAX_WALKED_BYTES, |_, _, key_len| {
+        if key_len < 0 {
+            all = false;
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })?;
+    Ok(all)
+}
+
+/// Calls `visit(offset, timestamp, key length)` for each record.
+fn walk_records(
+    batch: &[u8],
+    max_bytes: u64,
+    visit: impl FnMut(i64, i64, i64) -> ControlFlow<()>,
 ) -> Result<(), BatchError> {
     let view = RecordBatch::new_unchecked_crc(batch)?;
     let body = &batch[HEADER_LEN..view.total_len()];
@@ -126,7 +154,7 @@ impl Walk {
     fn run<R: BufRead>(
         &self,
         mut records: R,
-        mut visit: impl FnMut(i64, i64) -> ControlFlow<()>,
+        mut visit: impl FnMut(i64, i64, i64) -> ControlFlow<()>,
     ) -> Result<(), BatchError> {
         let short = BatchError::Corrupt("records end before the record count");
         // Bytes of the record stream read so far, length prefixes included,
@@ -147,6 +175,7 @@ impl Walk {
                 .map_err(|e| io_error(e, &short))?;
             let (timestamp_delta, _) = read_varint(&mut record, 10)?.ok_or(short.clone())?;
             let (offset_delta, _) = read_varint(&mut record, 5)?.ok_or(short.clone())?;
+            let (key_len, _) = read_varint(&mut record, 5)?.ok_or(short.clone())?;
             let rest = record.limit();
             let skipped =
                 io::copy(&mut record, &mut io::sink()).map_err(|e| io_error(e, &short))?;
@@ -157,7 +186,7 @@ impl Walk {
             let timestamp = self
                 .log_append_time
                 .unwrap_or(self.base_timestamp.wrapping_add(timestamp_delta));
-            if visit(offset, timestamp).is_break() {
+            if visit(offset, timestamp, key_len).is_break() {
                 break;
             }
         }
@@ -350,6 +379,29 @@ mod tests {
             ControlFlow::Continue(())
         })?;
         Ok(out)
+    }
+
+    #[test]
+    fn a_null_key_anywhere_in_the_batch_is_found_for_every_codec() {
+        let mut keyed = records(40, 10);
+        for r in &mut keyed {
+            r.key = Some(Bytes::from_static(b"k"));
+        }
+        let mut one_null = keyed.clone();
+        one_null[37].key = None;
+        for codec in [
+            Codec::None,
+            Codec::Gzip,
+            Codec::Snappy,
+            Codec::Lz4,
+            Codec::Zstd,
+        ] {
+            assert!(every_record_has_a_key(&encode(&keyed, codec)).unwrap());
+            assert!(!every_record_has_a_key(&encode(&one_null, codec)).unwrap());
+        }
+        // An empty key is a key (Kafka checks `hasKey`, i.e. not null).
+        keyed[0].key = Some(Bytes::new());
+        assert!(every_record_has_a_key(&encode(&keyed, Codec::None)).unwrap());
     }
 
     #[test]

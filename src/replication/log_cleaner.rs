@@ -166,7 +166,7 @@ async fn clean_filthiest(
             return Ok(true);
         }
     }
-    finish(state, &tp, &job.stats).await?;
+    finish(state, &tp, &job.stats, now).await?;
     Ok(true)
 }
 
@@ -183,8 +183,11 @@ async fn finish(
     state: &mut CleanerState,
     tp: &TopicPartition,
     stats: &CleanStats,
+    now_ms: i64,
 ) -> Result<(), StorageError> {
-    match stats.pending_delete_horizon_ms {
+    // A tombstone kept past its horizon (beyond a full map's reach) must
+    // not make the log look due again at once: only future horizons count.
+    match stats.pending_delete_horizon_ms.filter(|&h| h > now_ms) {
         Some(h) => state.pending_horizons.insert(tp.clone(), h),
         None => state.pending_horizons.remove(tp),
     };

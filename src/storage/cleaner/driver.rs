@@ -263,6 +263,13 @@ impl CleanJob {
                 glommio::yield_if_needed().await;
             }
         }
+        if self.end_offset == end {
+            // The map covers the whole dirty part: every record below its
+            // end is judged by it (a key it lacks is -1, so kept). Without
+            // this a round with an empty dirty part (a passed delete
+            // horizon) would keep every record as past the map's end.
+            self.map.update_latest_offset(end - 1);
+        }
         self.map.check_invariants();
         self.stats.map_entries = self.map.len();
         self.stats.end_offset = self.end_offset;

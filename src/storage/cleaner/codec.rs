@@ -3,7 +3,7 @@
 //! Inflating is `protocol::record_walk::records_section`.
 //!
 //! In-memory only, but not marked pure: the encoders are `std::io::Write`
-//! sinks, which the `[pure]` rule's `std::io` allow-list leaves out.
+//! sinks, which the pure-module rule (tests/foundation_style.rs) leaves out.
 //!
 //! Formats, as Kafka's producers write them: gzip (RFC 1952), snappy in
 //! snappy-java's framing (`\x82SNAPPY\0`, version 1, compatible 1, then

@@ -173,6 +173,11 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 /// Everything a consumer reading from the start sees, with the raw client.
 fn consume_all(broker: &Broker, topic: &str) -> Vec<Record> {
     let mut conn = Conn::open(broker);
+    // After a restart the partition opens (and, after kill -9, recovers)
+    // once the broker has its metadata: until then it is unknown (3).
+    wait_for("the partition to be served", || {
+        conn.list_offset(topic, 0, LATEST_TIMESTAMP).error_code == error_code::NONE
+    });
     let batches = conn.fetch_to_high_watermark(topic, 0, 0);
     decode_records(&batches)
 }

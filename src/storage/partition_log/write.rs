@@ -633,9 +633,12 @@ impl PartitionLog {
         let retention_ms = self.config.retention_ms;
         if retention_ms >= 0 {
             deleted += self.delete_segments_while(|seg, next_base, log| {
+                // An empty closed segment (the cleaner emptied it) holds
+                // nothing to keep and must not hold retention up.
                 next_base <= log.high_watermark
-                    && seg.index.max_timestamp >= 0
-                    && now_ms.saturating_sub(seg.index.max_timestamp) > retention_ms
+                    && (seg.is_empty()
+                        || seg.index.max_timestamp >= 0
+                            && now_ms.saturating_sub(seg.index.max_timestamp) > retention_ms)
             })?;
         }
         if self.config.retention_bytes >= 0 {

@@ -153,14 +153,16 @@ impl BatchReader {
             self.at = 0;
             let want = (CHUNK_BYTES.max(needed) as u64).min(self.size - file_at) as usize;
             let file = self.file.clone();
-            let chunk = blocking(move || {
-                let mut b = vec![0u8; want];
-                file.read_exact_at(&mut b, file_at)?;
-                Ok(b)
+            // Read straight into the buffer's tail (moved to the pool thread and back).
+            let mut buf = std::mem::take(&mut self.buf);
+            let kept = buf.len();
+            buf.resize(kept + want, 0);
+            self.buf = blocking(move || {
+                file.read_exact_at(&mut buf[kept..], file_at)?;
+                Ok(buf)
             })
             .await?;
             io.on_io(want as u64).await;
-            self.buf.extend_from_slice(&chunk);
         }
     }
 }

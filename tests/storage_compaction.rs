@@ -366,9 +366,13 @@ fn kill_dash_nine_during_a_clean_leaves_a_readable_correct_log() {
     }
     let broker = Broker::start_in(kept, &running);
     check(&broker, "final open");
+    // Compacted again: one record per key at most outside the active
+    // segment. (Tombstones may stay: the cleaner learns delete horizons as
+    // it sets them, so after a restart they go with the log's next clean,
+    // as in Kafka, which needs new dirty data.)
     wait_for("the cleaner to finish after the kills", || {
-        let (live, tombstones, _) = outside_active(&dir);
-        live <= KEYS - TOMBSTONED && tombstones == 0
+        let (live, _, records) = outside_active(&dir);
+        live <= KEYS - TOMBSTONED && records <= KEYS
     });
     assert_eq!(
         fold(&consume_all(&broker, topic)),

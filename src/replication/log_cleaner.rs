@@ -9,7 +9,7 @@
 //! without it, then each cleaned segment's swap under the write lock. A
 //! partition closed meanwhile ends the clean (its files are thrown away).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
@@ -32,6 +32,9 @@ struct CleanerState {
     checkpoints: HashMap<TopicPartition, i64>,
     /// Earliest delete horizon of tombstones each log still holds.
     pending_horizons: HashMap<TopicPartition, i64>,
+    /// Logs whose clean failed (Kafka's `markPartitionUncleanable`): left
+    /// alone until the broker restarts.
+    uncleanable: HashSet<TopicPartition>,
 }
 
 /// Start the cleaner of this shard (`log.cleaner.enable`). `stopped` says
@@ -64,6 +67,7 @@ pub fn spawn(
             log_dir,
             checkpoints,
             pending_horizons: HashMap::new(),
+            uncleanable: HashSet::new(),
         };
         let mut io = IoBudget::new(clock.clone(), config.io_max_bytes_per_second);
         while !stopped() {
@@ -112,6 +116,9 @@ async fn clean_filthiest(
     let now = clock.wall_ms();
     let mut candidates: Vec<(Weak<Partition>, CleanerView)> = Vec::new();
     for p in replicas.compacted_partitions() {
+        if state.uncleanable.contains(&p.tp) {
+            continue;
+        }
         let Ok(log) = p.log().read().await else {
             continue;
         };
@@ -145,12 +152,32 @@ async fn clean_filthiest(
     };
     tracing::debug!(%tp, ?to_clean, "cleaning log");
     let mut job = CleanJob::new(view, to_clean, producers, now, config);
+    match clean_groups(&weak, &tp, &mut job, config, io).await {
+        Ok(true) => finish(state, &tp, &job.stats, now).await?,
+        Ok(false) => {}
+        Err(e) => {
+            tracing::error!(%tp, error = %e, "cleaning failed; the log is marked uncleanable");
+            state.uncleanable.insert(tp);
+        }
+    }
+    Ok(true)
+}
+
+/// Map, write and swap in every group; `Ok(false)` when the log changed
+/// or closed meanwhile (the clean is abandoned, its files removed).
+async fn clean_groups(
+    weak: &Weak<Partition>,
+    tp: &TopicPartition,
+    job: &mut CleanJob,
+    config: &CleanerConfig,
+    io: &mut IoBudget,
+) -> Result<bool, StorageError> {
     job.build_offset_map(io).await?;
     for group in job.groups() {
         let cleaned = job.write_group(group, io).await?;
         let Some(p) = weak.upgrade() else {
             cleaned.discard();
-            return Ok(true);
+            return Ok(false);
         };
         let swapped = match p.log().write().await {
             Ok(mut log) => {
@@ -163,10 +190,9 @@ async fn clean_filthiest(
         if !swapped {
             tracing::debug!(%tp, "log changed during cleaning; clean abandoned");
             cleaned.discard();
-            return Ok(true);
+            return Ok(false);
         }
     }
-    finish(state, &tp, &job.stats, now).await?;
     Ok(true)
 }
 

@@ -152,3 +152,74 @@ pub fn write_buffer_bytes(configured: u64) -> usize {
         .unwrap_or(1 << 20)
         .clamp(4096, 64 << 20)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn topic(overrides: &[(&str, &str)], server: &ServerConfig) -> LogConfig {
+        let o: BTreeMap<String, String> = overrides
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let t = TopicConfig::resolve(&o, &server.broker_topic_defaults()).unwrap();
+        LogConfig::for_topic(&t, server)
+    }
+
+    #[test]
+    fn cleanup_policy_and_compaction_keys_reach_the_log() {
+        let server = ServerConfig::default();
+        let plain = topic(&[], &server);
+        assert!(!plain.compact && plain.delete);
+        let c = topic(
+            &[
+                ("cleanup.policy", "compact"),
+                ("min.cleanable.dirty.ratio", "0.1"),
+                ("delete.retention.ms", "5"),
+                ("min.compaction.lag.ms", "7"),
+            ],
+            &server,
+        );
+        assert!(c.compact && !c.delete);
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.1);
+        assert_eq!((c.delete_retention_ms, c.min_compaction_lag_ms), (5, 7));
+        let both = topic(&[("cleanup.policy", "compact,delete")], &server);
+        assert!(both.compact && both.delete);
+    }
+
+    #[test]
+    fn a_compacted_log_also_rolls_by_max_compaction_lag() {
+        // Kafka's LogConfig.maxSegmentMs.
+        let server = ServerConfig::default();
+        let c = topic(
+            &[
+                ("cleanup.policy", "compact"),
+                ("max.compaction.lag.ms", "1000"),
+            ],
+            &server,
+        );
+        assert_eq!(c.segment_ms, 1000);
+        let d = topic(&[("max.compaction.lag.ms", "1000")], &server);
+        assert_eq!(d.segment_ms, 7 * 24 * 3600 * 1000, "only compacted logs");
+    }
+
+    #[test]
+    fn broker_cleaner_keys_parse_and_feed_topic_defaults() {
+        let props = "listeners=PLAINTEXT://127.0.0.1:0\nlog.cleaner.backoff.ms=50\n\
+                     log.cleaner.min.cleanable.ratio=0.25\nlog.cleaner.delete.retention.ms=9\n\
+                     log.cleaner.io.max.bytes.per.second=1048576.0\n";
+        let loaded = ServerConfig::from_properties(props, &[]).unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let s = loaded.config;
+        assert_eq!(s.log_cleaner_backoff_ms, 50);
+        assert_eq!(s.log_cleaner_io_max_bytes_per_second, 1_048_576.0);
+        let c = topic(&[("cleanup.policy", "compact")], &s);
+        assert_eq!(
+            (c.min_cleanable_dirty_ratio, c.delete_retention_ms),
+            (0.25, 9)
+        );
+        let d = s.broker_topic_defaults();
+        assert!(d.static_keys.contains("log.cleaner.min.cleanable.ratio"));
+    }
+}

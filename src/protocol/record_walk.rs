@@ -45,38 +45,7 @@ pub fn for_each_record(
 pub fn for_each_record_limited(
     batch: &[u8],
     max_bytes: u64,
-    mut visit: impl FnMut(i64, i64) -> ControlFlow<()>,
-) -> Result<(), BatchError> {
-    walk_records(batch, max_bytes, false, |offset, timestamp, _| {
-        visit(offset, timestamp)
-    })
-}
-
-/// Kafka's `LogValidator` check for a compacted topic ("Compacted topic
-/// cannot accept message without key"): whether every record of the batch
-/// at the start of `batch` has a key (a key length of -1 is a null key).
-/// Produce runs it only for compacted topics.
-pub fn every_record_has_a_key(batch: &[u8]) -> Result<bool, BatchError> {
-    let mut all = true;
-    walk_records(batch, MAX_WALKED_BYTES, true, |_, _, key_len| {
-        if key_len < 0 {
-            all = false;
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    })?;
-    Ok(all)
-}
-
-/// Calls `visit(offset, timestamp, key length)` for each record; the key
-/// length is read only when `read_key` (else 0), so the timestamp lookups
-/// walk exactly as before.
-fn walk_records(
-    batch: &[u8],
-    max_bytes: u64,
-    read_key: bool,
-    visit: impl FnMut(i64, i64, i64) -> ControlFlow<()>,
+    visit: impl FnMut(i64, i64) -> ControlFlow<()>,
 ) -> Result<(), BatchError> {
     let view = RecordBatch::new_unchecked_crc(batch)?;
     let body = &batch[HEADER_LEN..view.total_len()];
@@ -87,7 +56,6 @@ fn walk_records(
             .then(|| view.max_timestamp()),
         count: view.record_count().max(0) as u64,
         max_bytes,
-        read_key,
     };
     // One byte past the limit is read from a codec, so a body that inflates
     // beyond it ends in "too large", not in a short-record error.
@@ -110,6 +78,68 @@ fn walk_records(
         }
         None => Err(BatchError::InvalidRecord("unknown compression codec")),
     }
+}
+
+/// Kafka's `LogValidator` check for a compacted topic ("Compacted topic
+/// cannot accept message without key"): whether every record of the batch
+/// at the start of `batch` has a key (a key length of -1 is a null key).
+/// Produce runs it only for compacted topics. Streams like
+/// [`for_each_record`] and within the same limit; its own loop, so the
+/// timestamp lookups' walk stays as it was.
+pub fn every_record_has_a_key(batch: &[u8]) -> Result<bool, BatchError> {
+    let view = RecordBatch::new_unchecked_crc(batch)?;
+    let body = &batch[HEADER_LEN..view.total_len()];
+    let count = view.record_count().max(0) as u64;
+    let cap = MAX_WALKED_BYTES.saturating_add(1);
+    let inflate_error = |_| BatchError::Corrupt("cannot decompress the records");
+    match view.compression() {
+        Some(Compression::None) => all_keyed(body, count),
+        Some(Compression::Gzip) => all_keyed(
+            BufReader::new(flate2::read::GzDecoder::new(body).take(cap)),
+            count,
+        ),
+        Some(Compression::Snappy) => all_keyed(BufReader::new(Snappy::new(body, cap)), count),
+        Some(Compression::Lz4) => all_keyed(
+            BufReader::new(lz4_flex::frame::FrameDecoder::new(body).take(cap)),
+            count,
+        ),
+        Some(Compression::Zstd) => {
+            let decoder = zstd::stream::read::Decoder::with_buffer(body).map_err(inflate_error)?;
+            all_keyed(BufReader::new(decoder.take(cap)), count)
+        }
+        None => Err(BatchError::InvalidRecord("unknown compression codec")),
+    }
+}
+
+/// Reads each record's key length, skipping the rest; false at a null key.
+fn all_keyed<R: BufRead>(mut records: R, count: u64) -> Result<bool, BatchError> {
+    let short = BatchError::Corrupt("records end before the record count");
+    let mut walked: u64 = 0;
+    for _ in 0..count {
+        let (len, prefix) = read_varint(&mut records, 5)?.ok_or(short.clone())?;
+        let len = u64::try_from(len).map_err(|_| BatchError::Corrupt("negative record length"))?;
+        walked = walked.saturating_add(prefix).saturating_add(len);
+        if walked > MAX_WALKED_BYTES {
+            return Err(too_large());
+        }
+        let mut record = (&mut records).take(len);
+        let mut attributes = [0u8; 1];
+        record
+            .read_exact(&mut attributes)
+            .map_err(|e| io_error(e, &short))?;
+        read_varint(&mut record, 10)?.ok_or(short.clone())?;
+        read_varint(&mut record, 5)?.ok_or(short.clone())?;
+        let (key_len, _) = read_varint(&mut record, 5)?.ok_or(short.clone())?;
+        if key_len < 0 {
+            return Ok(false);
+        }
+        let rest = record.limit();
+        let skipped = io::copy(&mut record, &mut io::sink()).map_err(|e| io_error(e, &short))?;
+        if skipped != rest {
+            return Err(short);
+        }
+    }
+    Ok(true)
 }
 
 /// The records section of the batch at the start of `batch`, inflated
@@ -152,14 +182,13 @@ struct Walk {
     log_append_time: Option<i64>,
     count: u64,
     max_bytes: u64,
-    read_key: bool,
 }
 
 impl Walk {
     fn run<R: BufRead>(
         &self,
         mut records: R,
-        mut visit: impl FnMut(i64, i64, i64) -> ControlFlow<()>,
+        mut visit: impl FnMut(i64, i64) -> ControlFlow<()>,
     ) -> Result<(), BatchError> {
         let short = BatchError::Corrupt("records end before the record count");
         // Bytes of the record stream read so far, length prefixes included,
@@ -180,11 +209,6 @@ impl Walk {
                 .map_err(|e| io_error(e, &short))?;
             let (timestamp_delta, _) = read_varint(&mut record, 10)?.ok_or(short.clone())?;
             let (offset_delta, _) = read_varint(&mut record, 5)?.ok_or(short.clone())?;
-            let key_len = if self.read_key {
-                read_varint(&mut record, 5)?.ok_or(short.clone())?.0
-            } else {
-                0
-            };
             let rest = record.limit();
             let skipped =
                 io::copy(&mut record, &mut io::sink()).map_err(|e| io_error(e, &short))?;
@@ -195,7 +219,7 @@ impl Walk {
             let timestamp = self
                 .log_append_time
                 .unwrap_or(self.base_timestamp.wrapping_add(timestamp_delta));
-            if visit(offset, timestamp, key_len).is_break() {
+            if visit(offset, timestamp).is_break() {
                 break;
             }
         }

@@ -332,6 +332,16 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         return;
     };
     data.sync_partitions(&ctx.snapshot()).await;
+    if setup.config.log_cleaner_enable {
+        let weak = Rc::downgrade(ctx);
+        crate::replication::log_cleaner::spawn(
+            data.replicas.clone(),
+            setup.config.clone(),
+            setup.n_shards,
+            ctx.clock.clone(),
+            move || weak.upgrade().is_none_or(|c| c.stopping.is_fired()),
+        );
+    }
     let retention_every_ms = setup.config.log_retention_check_interval_ms.max(1000);
     let weak = Rc::downgrade(ctx);
     glommio::spawn_local(async move {

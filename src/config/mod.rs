@@ -70,6 +70,18 @@ macro_rules! int_values {
 }
 int_values!(i16, i32, i64, u16, u32, u64, usize);
 
+impl ConfigValue for f64 {
+    fn parse_value(text: &str) -> Result<Self, String> {
+        text.trim().parse::<f64>().map_err(|e| e.to_string())
+    }
+    fn show_value(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+    fn config_type() -> topic::ConfigType {
+        topic::ConfigType::Double
+    }
+}
+
 impl ConfigValue for bool {
     fn parse_value(text: &str) -> Result<Self, String> {
         // Kafka's ConfigDef accepts true/false case-insensitively.
@@ -313,6 +325,26 @@ server_config! {
     log_cleanup_policy: Vec<String> = vec!["delete".into()];
     /// `log.cleaner.enable` (default true).
     log_cleaner_enable: bool = true;
+    /// `log.cleaner.backoff.ms` (default 15000): sleep when no log needs cleaning.
+    log_cleaner_backoff_ms: i64 = 15_000;
+    /// `log.cleaner.dedupe.buffer.size` (default 134217728): the offset
+    /// maps' memory, shared by the cleaners (one per data shard here).
+    log_cleaner_dedupe_buffer_size: i64 = 134_217_728;
+    /// `log.cleaner.io.max.bytes.per.second` (default Double.MAX_VALUE):
+    /// read + write budget of the cleaners (shared by the data shards).
+    log_cleaner_io_max_bytes_per_second: f64 = f64::MAX;
+    /// `log.cleaner.delete.retention.ms` (default 86400000).
+    log_cleaner_delete_retention_ms: i64 = 86_400_000;
+    /// `log.cleaner.min.cleanable.ratio` (default 0.5).
+    log_cleaner_min_cleanable_ratio: f64 = 0.5;
+    /// `log.cleaner.min.compaction.lag.ms` (default 0).
+    log_cleaner_min_compaction_lag_ms: i64 = 0;
+    /// `log.cleaner.max.compaction.lag.ms` (default Long.MAX_VALUE).
+    log_cleaner_max_compaction_lag_ms: i64 = i64::MAX;
+    /// `shardlog.cleaner.swap.delay.ms`: fault-injection hook (default 0):
+    /// the cleaner waits this long after its `.swap` files are durable and
+    /// before it swaps them in, so a test can kill the broker there.
+    shardlog_cleaner_swap_delay_ms: u64 = 0;
     /// `log.flush.interval.messages` (default Long.MAX_VALUE).
     log_flush_interval_messages: i64 = i64::MAX;
     /// `log.flush.interval.ms` (default null = `log.flush.scheduler.interval.ms`).
@@ -533,6 +565,10 @@ impl ServerConfig {
             log_segment_bytes: self.log_segment_bytes,
             log_index_size_max_bytes: self.log_index_size_max_bytes,
             log_roll_ms: self.effective_log_roll_ms(),
+            log_cleaner_delete_retention_ms: self.log_cleaner_delete_retention_ms,
+            log_cleaner_min_cleanable_ratio: self.log_cleaner_min_cleanable_ratio,
+            log_cleaner_min_compaction_lag_ms: self.log_cleaner_min_compaction_lag_ms,
+            log_cleaner_max_compaction_lag_ms: self.log_cleaner_max_compaction_lag_ms,
             unclean_leader_election_enable: self.unclean_leader_election_enable,
             num_partitions: self.num_partitions,
             default_replication_factor: self.default_replication_factor,
@@ -604,10 +640,34 @@ impl ServerConfig {
         ];
         d.static_keys = set
             .iter()
+            .chain(self.cleaner_keys_set(&kafka).iter())
             .filter(|(_, changed)| *changed)
             .map(|(k, _)| (*k).to_owned())
             .collect();
         d
+    }
+
+    /// The `log.cleaner.*` topic-default keys, and whether each differs
+    /// from Kafka's default (see [`Self::broker_topic_defaults`]).
+    fn cleaner_keys_set(&self, kafka: &ServerConfig) -> [(&'static str, bool); 4] {
+        [
+            (
+                "log.cleaner.delete.retention.ms",
+                self.log_cleaner_delete_retention_ms != kafka.log_cleaner_delete_retention_ms,
+            ),
+            (
+                "log.cleaner.min.cleanable.ratio",
+                self.log_cleaner_min_cleanable_ratio != kafka.log_cleaner_min_cleanable_ratio,
+            ),
+            (
+                "log.cleaner.min.compaction.lag.ms",
+                self.log_cleaner_min_compaction_lag_ms != kafka.log_cleaner_min_compaction_lag_ms,
+            ),
+            (
+                "log.cleaner.max.compaction.lag.ms",
+                self.log_cleaner_max_compaction_lag_ms != kafka.log_cleaner_max_compaction_lag_ms,
+            ),
+        ]
     }
 
     /// `log.dirs` if set, else `log.dir` (Kafka's precedence).

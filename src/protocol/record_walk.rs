@@ -80,6 +80,101 @@ pub fn for_each_record_limited(
     }
 }
 
+/// Kafka's `LogValidator` check for a compacted topic ("Compacted topic
+/// cannot accept message without key"): whether every record of the batch
+/// at the start of `batch` has a key (a key length of -1 is a null key).
+/// Produce runs it only for compacted topics. Streams like
+/// [`for_each_record`] and within the same limit; its own loop, so the
+/// timestamp lookups' walk stays as it was.
+pub fn every_record_has_a_key(batch: &[u8]) -> Result<bool, BatchError> {
+    let view = RecordBatch::new_unchecked_crc(batch)?;
+    let body = &batch[HEADER_LEN..view.total_len()];
+    let count = view.record_count().max(0) as u64;
+    let cap = MAX_WALKED_BYTES.saturating_add(1);
+    let inflate_error = |_| BatchError::Corrupt("cannot decompress the records");
+    match view.compression() {
+        Some(Compression::None) => all_keyed(body, count),
+        Some(Compression::Gzip) => all_keyed(
+            BufReader::new(flate2::read::GzDecoder::new(body).take(cap)),
+            count,
+        ),
+        Some(Compression::Snappy) => all_keyed(BufReader::new(Snappy::new(body, cap)), count),
+        Some(Compression::Lz4) => all_keyed(
+            BufReader::new(lz4_flex::frame::FrameDecoder::new(body).take(cap)),
+            count,
+        ),
+        Some(Compression::Zstd) => {
+            let decoder = zstd::stream::read::Decoder::with_buffer(body).map_err(inflate_error)?;
+            all_keyed(BufReader::new(decoder.take(cap)), count)
+        }
+        None => Err(BatchError::InvalidRecord("unknown compression codec")),
+    }
+}
+
+/// Reads each record's key length, skipping the rest; false at a null key.
+fn all_keyed<R: BufRead>(mut records: R, count: u64) -> Result<bool, BatchError> {
+    let short = BatchError::Corrupt("records end before the record count");
+    let mut walked: u64 = 0;
+    for _ in 0..count {
+        let (len, prefix) = read_varint(&mut records, 5)?.ok_or(short.clone())?;
+        let len = u64::try_from(len).map_err(|_| BatchError::Corrupt("negative record length"))?;
+        walked = walked.saturating_add(prefix).saturating_add(len);
+        if walked > MAX_WALKED_BYTES {
+            return Err(too_large());
+        }
+        let mut record = (&mut records).take(len);
+        let mut attributes = [0u8; 1];
+        record
+            .read_exact(&mut attributes)
+            .map_err(|e| io_error(e, &short))?;
+        read_varint(&mut record, 10)?.ok_or(short.clone())?;
+        read_varint(&mut record, 5)?.ok_or(short.clone())?;
+        let (key_len, _) = read_varint(&mut record, 5)?.ok_or(short.clone())?;
+        if key_len < 0 {
+            return Ok(false);
+        }
+        let rest = record.limit();
+        let skipped = io::copy(&mut record, &mut io::sink()).map_err(|e| io_error(e, &short))?;
+        if skipped != rest {
+            return Err(short);
+        }
+    }
+    Ok(true)
+}
+
+/// The records section of the batch at the start of `batch`, inflated
+/// when compressed (the log cleaner rewrites records; Kafka's
+/// `RecordBatch.streamingIterator`). At most [`MAX_WALKED_BYTES`]
+/// inflated; an uncompressed section is borrowed.
+pub fn records_section(batch: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, BatchError> {
+    use std::borrow::Cow;
+    let view = RecordBatch::new_unchecked_crc(batch)?;
+    let body = &batch[HEADER_LEN..view.total_len()];
+    let cap = MAX_WALKED_BYTES.saturating_add(1);
+    let mut out = Vec::new();
+    let inflate_error = |_| BatchError::Corrupt("cannot decompress the records");
+    let read = match view.compression() {
+        Some(Compression::None) => return Ok(Cow::Borrowed(body)),
+        Some(Compression::Gzip) => flate2::read::GzDecoder::new(body)
+            .take(cap)
+            .read_to_end(&mut out),
+        Some(Compression::Snappy) => Snappy::new(body, cap).read_to_end(&mut out),
+        Some(Compression::Lz4) => lz4_flex::frame::FrameDecoder::new(body)
+            .take(cap)
+            .read_to_end(&mut out),
+        Some(Compression::Zstd) => zstd::stream::read::Decoder::with_buffer(body)
+            .map_err(inflate_error)?
+            .take(cap)
+            .read_to_end(&mut out),
+        None => return Err(BatchError::InvalidRecord("unknown compression codec")),
+    };
+    read.map_err(|e| io_error(e, &BatchError::Corrupt("cannot decompress the records")))?;
+    if out.len() as u64 > MAX_WALKED_BYTES {
+        return Err(too_large());
+    }
+    Ok(Cow::Owned(out))
+}
+
 struct Walk {
     base_offset: i64,
     base_timestamp: i64,
@@ -317,6 +412,29 @@ mod tests {
             ControlFlow::Continue(())
         })?;
         Ok(out)
+    }
+
+    #[test]
+    fn a_null_key_anywhere_in_the_batch_is_found_for_every_codec() {
+        let mut keyed = records(40, 10);
+        for r in &mut keyed {
+            r.key = Some(Bytes::from_static(b"k"));
+        }
+        let mut one_null = keyed.clone();
+        one_null[37].key = None;
+        for codec in [
+            Codec::None,
+            Codec::Gzip,
+            Codec::Snappy,
+            Codec::Lz4,
+            Codec::Zstd,
+        ] {
+            assert!(every_record_has_a_key(&encode(&keyed, codec)).unwrap());
+            assert!(!every_record_has_a_key(&encode(&one_null, codec)).unwrap());
+        }
+        // An empty key is a key (Kafka checks `hasKey`, i.e. not null).
+        keyed[0].key = Some(Bytes::new());
+        assert!(every_record_has_a_key(&encode(&keyed, Codec::None)).unwrap());
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //!
 //! - [`replica_manager`] `[drv]`: the partitions one data shard owns
 //!   (Kafka's `ReplicaManager`, per shard).
+//! - [`log_cleaner`] `[drv]`: the shard's log cleaner task (compaction of
+//!   `cleanup.policy=compact` logs, `storage::cleaner`).
 //! - [`partition`] `[drv]`: one partition — log, role, leader epoch, ISR
 //!   view, producer state; append / read / ListOffsets.
 //! - [`isr`] `[pure]`: HW advance (`maybeIncrementLeaderHW`), ISR shrink after
@@ -19,6 +21,7 @@
 //! - `fetcher` `[drv]`: replica fetcher tasks.
 
 pub mod isr;
+pub mod log_cleaner;
 pub mod partition;
 pub mod producer_id;
 pub mod producer_state;

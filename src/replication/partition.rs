@@ -36,8 +36,8 @@ use glommio::sync::RwLock;
 use crate::config::topic::{TimestampType, TopicConfig};
 use crate::io::local_sync::{FifoGate, Trigger};
 use crate::io::zerocopy::OutPart;
-use crate::protocol::record_batch;
 use crate::protocol::ErrorCode;
+use crate::protocol::{record_batch, record_walk};
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot};
 use crate::replication::isr::{LeaderLog, LeaderReplicaState};
@@ -277,6 +277,11 @@ impl Partition {
         &self.log
     }
 
+    /// Active producers' last data offsets, for the log cleaner.
+    pub(super) fn producer_last_offsets(&self) -> std::collections::BTreeMap<i64, i64> {
+        self.producers.borrow().last_data_offsets()
+    }
+
     /// Kafka's `producer.id.expiration.ms`: drop producers idle past it.
     pub(super) fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
         self.producers
@@ -460,6 +465,17 @@ impl Partition {
             Ok(v) => v,
             Err(code) => return ProduceResult::error(code),
         };
+        // Kafka's `LogValidator`: a compacted topic refuses records without
+        // a key (INVALID_RECORD). Only compacted topics pay for the walk.
+        if self.config.is_compacted() {
+            let keyed = records.summaries().iter().all(|s| {
+                record_walk::every_record_has_a_key(&records.bytes()[s.range.clone()])
+                    .unwrap_or(false)
+            });
+            if !keyed {
+                return ProduceResult::error(ErrorCode::INVALID_RECORD);
+            }
+        }
         ticket.turn().await;
         let Ok(mut log) = self.log.write().await else {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);

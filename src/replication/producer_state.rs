@@ -129,6 +129,16 @@ impl ProducerStateManager {
         self.producers.len()
     }
 
+    /// Each producer's last data offset (Kafka's
+    /// `ProducerStateEntry.lastDataOffset`): the log cleaner keeps the
+    /// batch holding it even when compaction empties it.
+    pub fn last_data_offsets(&self) -> BTreeMap<ProducerId, Offset> {
+        self.producers
+            .iter()
+            .filter_map(|(pid, e)| e.batches.back().map(|b| (*pid, b.last_offset)))
+            .collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.producers.is_empty()
     }

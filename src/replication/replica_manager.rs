@@ -75,6 +75,24 @@ impl ReplicaManager {
         self.partitions.borrow().get(tp).cloned()
     }
 
+    /// The compacted partitions (`cleanup.policy` holds `compact`), in
+    /// partition order: what this shard's log cleaner looks at.
+    pub fn compacted_partitions(&self) -> Vec<Rc<Partition>> {
+        let mut v: Vec<Rc<Partition>> = self
+            .partitions
+            .borrow()
+            .values()
+            .filter(|p| p.config.is_compacted())
+            .cloned()
+            .collect();
+        v.sort_by(|a, b| a.tp.cmp(&b.tp));
+        v
+    }
+
+    pub fn log_dir(&self) -> &Path {
+        &self.log_dir
+    }
+
     pub fn len(&self) -> usize {
         self.partitions.borrow().len()
     }

@@ -192,6 +192,18 @@ impl BatchCache {
         }
     }
 
+    /// Forget batches wholly below `offset` (the log cleaner rewrote
+    /// them: a fetch must read the cleaned segment, not the old bytes).
+    pub fn forget_below(&mut self, id: u64, offset: i64) {
+        if let Some(q) = self.partitions.get_mut(&id) {
+            while q.front().is_some_and(|b| b.last_offset < offset) {
+                if let Some(b) = q.pop_front() {
+                    self.used_bytes -= b.bytes.len();
+                }
+            }
+        }
+    }
+
     /// Forget a partition entirely (closed or deleted).
     pub fn remove_partition(&mut self, id: u64) {
         self.drop_partition_batches(id);

@@ -4,6 +4,8 @@
 //!   `replication-offset-checkpoint`, `log-start-offset-checkpoint`):
 //!   `version` line (0), count line, then `topic partition offset` lines
 //!   (Kafka `CheckpointFile` / `OffsetCheckpointFile`).
+//! - `cleaner-offset-checkpoint` (same format): the log cleaner's first
+//!   dirty offset per compacted log (Kafka `LogCleanerManager`).
 //! - `leader-epoch-checkpoint`: version 0, count, `epoch startOffset` lines.
 //! - `meta.properties`: Java properties (`version=0`, `broker.id`, `cluster.id`).
 //! - `partition.metadata`: `version: 0\ntopic_id: <base64 uuid>` (Kafka
@@ -16,6 +18,7 @@ pub const CHECKPOINT_VERSION: u32 = 0;
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 pub const REPLICATION_CHECKPOINT: &str = "replication-offset-checkpoint";
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
 pub const META_PROPERTIES: &str = "meta.properties";
 pub const PARTITION_METADATA: &str = "partition.metadata";
@@ -71,6 +74,26 @@ pub fn decode_offsets(text: &str) -> Result<Vec<(TopicPartition, i64)>, Checkpoi
 }
 
 /// `leader-epoch-checkpoint`: (leader epoch, start offset) pairs (KIP-101).
+/// `existing` entries with `updates` applied (an update replaces the
+/// entry of its partition; partitions in `removed` are dropped), sorted by
+/// partition so the file text is deterministic. Several shards share one
+/// log dir's `cleaner-offset-checkpoint`: each merges its own partitions
+/// into what the file holds.
+pub fn merge_offsets(
+    existing: Vec<(TopicPartition, i64)>,
+    updates: &[(TopicPartition, i64)],
+    removed: &[TopicPartition],
+) -> Vec<(TopicPartition, i64)> {
+    let mut map: std::collections::BTreeMap<TopicPartition, i64> = existing.into_iter().collect();
+    for (tp, offset) in updates {
+        map.insert(tp.clone(), *offset);
+    }
+    for tp in removed {
+        map.remove(tp);
+    }
+    map.into_iter().collect()
+}
+
 pub fn encode_leader_epochs(entries: &[(i32, i64)]) -> String {
     let mut s = format!("{CHECKPOINT_VERSION}\n{}\n", entries.len());
     for (e, o) in entries {
@@ -198,6 +221,26 @@ pub fn kafka_uuid_from_str(s: &str) -> Option<uuid::Uuid> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn cleaner_checkpoint_merge_replaces_adds_and_removes_sorted() {
+        let tp = |t: &str, p| TopicPartition::new(t, p);
+        let existing = vec![(tp("b", 0), 5), (tp("a", 1), 7), (tp("gone", 0), 1)];
+        let merged = merge_offsets(
+            existing,
+            &[(tp("a", 1), 9), (tp("a", 0), 3)],
+            &[tp("gone", 0)],
+        );
+        assert_eq!(
+            merged,
+            vec![(tp("a", 0), 3), (tp("a", 1), 9), (tp("b", 0), 5)]
+        );
+        assert_eq!(
+            encode_offsets(&merged),
+            "0\n3\na 0 3\na 1 9\nb 0 5\n",
+            "Kafka's OffsetCheckpointFile text"
+        );
+    }
 
     #[test]
     fn offset_checkpoint_matches_kafka_text() {

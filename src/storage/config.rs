@@ -47,6 +47,20 @@ pub struct LogConfig {
     /// shardlog: reuse the files of segments retention drops for new
     /// segments (`shardlog.segment.recycle`, default true; see `recycle`).
     pub recycle_segments: bool,
+    /// `cleanup.policy` holds `compact`: the log cleaner keeps the latest
+    /// record per key (`storage::cleaner`), default false (Kafka: delete).
+    pub compact: bool,
+    /// `cleanup.policy` holds `delete`: time and size retention apply
+    /// (Kafka's `UnifiedLog.deleteOldSegments`), default true.
+    pub delete: bool,
+    /// `min.cleanable.dirty.ratio` (broker `log.cleaner.min.cleanable.ratio`), default 0.5.
+    pub min_cleanable_dirty_ratio: f64,
+    /// `min.compaction.lag.ms` (broker `log.cleaner.min.compaction.lag.ms`), default 0.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms` (broker `log.cleaner.max.compaction.lag.ms`), default Long.MAX_VALUE.
+    pub max_compaction_lag_ms: i64,
+    /// `delete.retention.ms` (broker `log.cleaner.delete.retention.ms`), default 1 day.
+    pub delete_retention_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -68,6 +82,12 @@ impl Default for LogConfig {
             write_buffer_bytes: 1 << 20,
             readahead_bytes: 16 << 20,
             recycle_segments: true,
+            compact: false,
+            delete: true,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 86_400_000,
         }
     }
 }
@@ -87,9 +107,17 @@ impl LogConfig {
     /// The storage layer's view of a topic's config (topic keys resolved
     /// over the broker's, plus shardlog's own storage keys).
     pub fn for_topic(topic: &TopicConfig, server: &ServerConfig) -> LogConfig {
+        let compact = topic.is_compacted();
+        // Kafka's `LogConfig.maxSegmentMs`: a compacted log also rolls by
+        // `max.compaction.lag.ms`, so its active segment becomes cleanable.
+        let segment_ms = if compact && topic.max_compaction_lag_ms > 0 {
+            topic.segment_ms.min(topic.max_compaction_lag_ms)
+        } else {
+            topic.segment_ms
+        };
         LogConfig {
             segment_bytes: topic.segment_bytes.max(1) as u64,
-            segment_ms: topic.segment_ms,
+            segment_ms,
             segment_index_bytes: topic.segment_index_bytes.max(8) as u64,
             index_interval_bytes: topic.index_interval_bytes.max(0) as u64,
             flush_messages: topic.flush_messages,
@@ -107,6 +135,12 @@ impl LogConfig {
             write_buffer_bytes: write_buffer_bytes(server.shardlog_write_buffer_bytes),
             readahead_bytes: server.shardlog_fetch_readahead_bytes,
             recycle_segments: server.shardlog_segment_recycle,
+            compact,
+            delete: topic.is_delete(),
+            min_cleanable_dirty_ratio: topic.min_cleanable_dirty_ratio,
+            min_compaction_lag_ms: topic.min_compaction_lag_ms,
+            max_compaction_lag_ms: topic.max_compaction_lag_ms,
+            delete_retention_ms: topic.delete_retention_ms,
             ..LogConfig::default()
         }
     }
@@ -117,4 +151,75 @@ pub fn write_buffer_bytes(configured: u64) -> usize {
     usize::try_from(configured)
         .unwrap_or(1 << 20)
         .clamp(4096, 64 << 20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn topic(overrides: &[(&str, &str)], server: &ServerConfig) -> LogConfig {
+        let o: BTreeMap<String, String> = overrides
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let t = TopicConfig::resolve(&o, &server.broker_topic_defaults()).unwrap();
+        LogConfig::for_topic(&t, server)
+    }
+
+    #[test]
+    fn cleanup_policy_and_compaction_keys_reach_the_log() {
+        let server = ServerConfig::default();
+        let plain = topic(&[], &server);
+        assert!(!plain.compact && plain.delete);
+        let c = topic(
+            &[
+                ("cleanup.policy", "compact"),
+                ("min.cleanable.dirty.ratio", "0.1"),
+                ("delete.retention.ms", "5"),
+                ("min.compaction.lag.ms", "7"),
+            ],
+            &server,
+        );
+        assert!(c.compact && !c.delete);
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.1);
+        assert_eq!((c.delete_retention_ms, c.min_compaction_lag_ms), (5, 7));
+        let both = topic(&[("cleanup.policy", "compact,delete")], &server);
+        assert!(both.compact && both.delete);
+    }
+
+    #[test]
+    fn a_compacted_log_also_rolls_by_max_compaction_lag() {
+        // Kafka's LogConfig.maxSegmentMs.
+        let server = ServerConfig::default();
+        let c = topic(
+            &[
+                ("cleanup.policy", "compact"),
+                ("max.compaction.lag.ms", "1000"),
+            ],
+            &server,
+        );
+        assert_eq!(c.segment_ms, 1000);
+        let d = topic(&[("max.compaction.lag.ms", "1000")], &server);
+        assert_eq!(d.segment_ms, 7 * 24 * 3600 * 1000, "only compacted logs");
+    }
+
+    #[test]
+    fn broker_cleaner_keys_parse_and_feed_topic_defaults() {
+        let props = "listeners=PLAINTEXT://127.0.0.1:0\nlog.cleaner.backoff.ms=50\n\
+                     log.cleaner.min.cleanable.ratio=0.25\nlog.cleaner.delete.retention.ms=9\n\
+                     log.cleaner.io.max.bytes.per.second=1048576.0\n";
+        let loaded = ServerConfig::from_properties(props, &[]).unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let s = loaded.config;
+        assert_eq!(s.log_cleaner_backoff_ms, 50);
+        assert_eq!(s.log_cleaner_io_max_bytes_per_second, 1_048_576.0);
+        let c = topic(&[("cleanup.policy", "compact")], &s);
+        assert_eq!(
+            (c.min_cleanable_dirty_ratio, c.delete_retention_ms),
+            (0.25, 9)
+        );
+        let d = s.broker_topic_defaults();
+        assert!(d.static_keys.contains("log.cleaner.min.cleanable.ratio"));
+    }
 }

@@ -15,12 +15,14 @@
 //! | `recycle`       | pure  | per-partition pool of retired segment files reused for new segments |
 //! | `segment`       | io    | one segment: files, indexes, reads by position |
 //! | `partition_log` | drv   | [`PartitionLog`]: append, read, roll, recover, retain |
+//! | `cleaner`       | drv   | log compaction (`cleanup.policy=compact`), see its table |
 //! | `log_dir`       | io    | per log dir `meta.properties` and checkpoint files |
 
 pub mod appender;
 pub mod batch_cache;
 pub mod buffer_pool;
 pub mod checkpoint;
+pub mod cleaner;
 pub mod config;
 pub mod helper_thread;
 pub mod index;

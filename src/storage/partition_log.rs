@@ -237,6 +237,9 @@ impl PartitionLog {
                 write_atomically(&p, &checkpoint::encode_partition_metadata(id))?;
             }
         }
+        // A clean interrupted by a crash: finish its swap or drop its files
+        // before the segments are listed (Kafka's `LogLoader`).
+        super::cleaner::swap::complete_or_roll_back(&dir)?;
         let marker = dir.join(CLEAN_SHUTDOWN_MARKER);
         let clean = marker.exists();
         let recovery_point = checkpoint_entry(log_dir, RECOVERY_POINT_CHECKPOINT, tp)?.unwrap_or(0);
@@ -326,16 +329,25 @@ impl PartitionLog {
             } else {
                 None
             };
-            let seg = match loaded {
-                Some(seg) => seg,
+            let (seg, exact) = match loaded {
+                Some(seg) => (seg, true),
                 None => {
+                    let file_len =
+                        std::fs::metadata(segment::path_of(dir, base, LOG_SUFFIX))?.len();
                     let (seg, scanned) = Segment::recover(dir, base, config, UNSET_MS).await?;
                     stats.segments_scanned += 1;
                     stats.bytes_scanned += scanned;
-                    seg
+                    let exact = seg.size() == file_len;
+                    (seg, exact)
                 }
             };
-            let complete = next_base.is_none_or(|n| seg.next_offset == n);
+            // Compaction leaves offset gaps (the last batches of a cleaned
+            // segment may be gone): in a compacted log a segment that ends
+            // exactly on a batch boundary of its file is whole even when
+            // its next offset falls short of the next segment's base.
+            let complete = next_base.is_none_or(|n| {
+                seg.next_offset == n || (config.compact && exact && seg.next_offset < n)
+            });
             segments.insert(base, seg);
             if !complete {
                 // A cut-short segment in the middle: later ones cannot follow
@@ -467,6 +479,8 @@ impl Drop for PartitionLog {
     }
 }
 
+mod clean;
+pub use clean::{CleanerSegment, CleanerView};
 mod read;
 pub use read::RecordPick;
 mod scan;

@@ -623,14 +623,22 @@ impl PartitionLog {
     /// (`retention.bytes`) retention, as Kafka's `deleteOldSegments`: only
     /// whole segments, oldest first, never the active one, and only those
     /// entirely below the high watermark. Returns segments deleted.
+    /// A log whose `cleanup.policy` lacks `delete` (compact only) keeps
+    /// every segment (Kafka applies only log-start-offset deletion then).
     pub fn apply_retention(&mut self, now_ms: i64) -> Result<usize, StorageError> {
         let mut deleted = 0;
+        if !self.config.delete {
+            return Ok(0);
+        }
         let retention_ms = self.config.retention_ms;
         if retention_ms >= 0 {
             deleted += self.delete_segments_while(|seg, next_base, log| {
+                // An empty closed segment (the cleaner emptied it) holds
+                // nothing to keep and must not hold retention up.
                 next_base <= log.high_watermark
-                    && seg.index.max_timestamp >= 0
-                    && now_ms.saturating_sub(seg.index.max_timestamp) > retention_ms
+                    && (seg.is_empty()
+                        || seg.index.max_timestamp >= 0
+                            && now_ms.saturating_sub(seg.index.max_timestamp) > retention_ms)
             })?;
         }
         if self.config.retention_bytes >= 0 {

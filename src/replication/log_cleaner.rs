@@ -1,0 +1,232 @@
+//! `[drv]` One data shard's log cleaner (Kafka's `LogCleaner.CleanerThread`):
+//! a task of its own on the shard that owns the partitions, looking every
+//! `log.cleaner.backoff.ms` for the filthiest compacted log
+//! (`storage::cleaner::select`) and cleaning it (`storage::cleaner::driver`),
+//! straight away again while logs need cleaning.
+//!
+//! The cleaner holds a partition only while it takes the log's lock: a
+//! snapshot of the segments under the read lock, then reads and writes
+//! without it, then each cleaned segment's swap under the write lock. A
+//! partition closed meanwhile ends the clean (its files are thrown away).
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::partition::Partition;
+use super::replica_manager::ReplicaManager;
+use crate::config::ServerConfig;
+use crate::io::clock::Clock;
+use crate::storage::cleaner::driver::{self, CleanJob, CleanStats, CleanerConfig, IoBudget};
+use crate::storage::cleaner::select::{grab_filthiest, CompactionConfig, LogStat};
+use crate::storage::partition_log::CleanerView;
+use crate::storage::StorageError;
+use crate::types::TopicPartition;
+
+/// The cleaner's memory of each log between cleans.
+struct CleanerState {
+    log_dir: PathBuf,
+    /// First dirty offsets (the `cleaner-offset-checkpoint` entries).
+    checkpoints: HashMap<TopicPartition, i64>,
+    /// Earliest delete horizon of tombstones each log still holds.
+    pending_horizons: HashMap<TopicPartition, i64>,
+    /// Logs whose clean failed (Kafka's `markPartitionUncleanable`): left
+    /// alone until the broker restarts.
+    uncleanable: HashSet<TopicPartition>,
+}
+
+/// Start the cleaner of this shard (`log.cleaner.enable`). `stopped` says
+/// when the shard shuts down.
+pub fn spawn(
+    replicas: Rc<ReplicaManager>,
+    server: Arc<ServerConfig>,
+    n_shards: usize,
+    clock: Rc<dyn Clock>,
+    stopped: impl Fn() -> bool + 'static,
+) {
+    let shards = n_shards.max(1) as u64;
+    let config = CleanerConfig {
+        dedupe_buffer_bytes: u64::try_from(server.log_cleaner_dedupe_buffer_size).unwrap_or(0)
+            / shards,
+        io_max_bytes_per_second: server.log_cleaner_io_max_bytes_per_second / shards as f64,
+        swap_delay_ms: server.shardlog_cleaner_swap_delay_ms,
+    };
+    let backoff = Duration::from_millis(u64::try_from(server.log_cleaner_backoff_ms).unwrap_or(0));
+    glommio::spawn_local(async move {
+        let log_dir = replicas.log_dir().to_path_buf();
+        let checkpoints = match driver::read_checkpoint(&log_dir) {
+            Ok(entries) => entries.into_iter().collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read cleaner-offset-checkpoint; cleaning from the log starts");
+                HashMap::new()
+            }
+        };
+        let mut state = CleanerState {
+            log_dir,
+            checkpoints,
+            pending_horizons: HashMap::new(),
+            uncleanable: HashSet::new(),
+        };
+        let mut io = IoBudget::new(clock.clone(), config.io_max_bytes_per_second);
+        while !stopped() {
+            let cleaned = match clean_filthiest(&replicas, &mut state, &config, &mut io, &*clock).await {
+                Ok(cleaned) => cleaned,
+                Err(e) => {
+                    tracing::warn!(error = %e, "log cleaning failed");
+                    false
+                }
+            };
+            if !cleaned {
+                glommio::timer::sleep(backoff.max(Duration::from_millis(10))).await;
+            } else {
+                glommio::yield_if_needed().await;
+            }
+        }
+    })
+    .detach();
+}
+
+fn log_stat(view: &CleanerView, state: &CleanerState, tp: &TopicPartition) -> LogStat {
+    LogStat {
+        log_start_offset: view.log_start_offset,
+        log_end_offset: view.log_end_offset,
+        last_stable_offset: view.high_watermark,
+        segments: view.segments.iter().map(|s| s.stat).collect(),
+        active_base_offset: view.active_base_offset,
+        checkpoint: state.checkpoints.get(tp).copied(),
+        pending_delete_horizon_ms: state.pending_horizons.get(tp).copied(),
+        config: CompactionConfig {
+            min_cleanable_dirty_ratio: view.config.min_cleanable_dirty_ratio,
+            min_compaction_lag_ms: view.config.min_compaction_lag_ms,
+            max_compaction_lag_ms: view.config.max_compaction_lag_ms,
+        },
+    }
+}
+
+/// Clean the filthiest compacted log, if one qualifies; whether one did.
+async fn clean_filthiest(
+    replicas: &ReplicaManager,
+    state: &mut CleanerState,
+    config: &CleanerConfig,
+    io: &mut IoBudget,
+    clock: &dyn Clock,
+) -> Result<bool, StorageError> {
+    let now = clock.wall_ms();
+    let mut candidates: Vec<(Weak<Partition>, CleanerView)> = Vec::new();
+    for p in replicas.compacted_partitions() {
+        if state.uncleanable.contains(&p.tp) {
+            continue;
+        }
+        let Ok(log) = p.log().read().await else {
+            continue;
+        };
+        if log.is_poisoned() {
+            continue;
+        }
+        candidates.push((Rc::downgrade(&p), log.cleaner_view()));
+    }
+    let tps: Vec<TopicPartition> = candidates
+        .iter()
+        .filter_map(|(p, _)| p.upgrade().map(|p| p.tp.clone()))
+        .collect();
+    if tps.len() != candidates.len() {
+        return Ok(false);
+    }
+    let stats: Vec<LogStat> = candidates
+        .iter()
+        .zip(&tps)
+        .map(|((_, v), tp)| log_stat(v, state, tp))
+        .collect();
+    let Some((i, to_clean)) = grab_filthiest(&stats, now) else {
+        return Ok(false);
+    };
+    let (weak, view) = candidates.swap_remove(i);
+    let tp = tps[i].clone();
+    if to_clean.force_update_checkpoint {
+        record_checkpoint(state, &tp, to_clean.first_dirty_offset).await?;
+    }
+    let Some(producers) = weak.upgrade().map(|p| p.producer_last_offsets()) else {
+        return Ok(false);
+    };
+    tracing::debug!(%tp, ?to_clean, "cleaning log");
+    let mut job = CleanJob::new(view, to_clean, producers, now, config);
+    match clean_groups(&weak, &tp, &mut job, config, io).await {
+        Ok(true) => finish(state, &tp, &job.stats, now).await?,
+        Ok(false) => {}
+        Err(e) => {
+            tracing::error!(%tp, error = %e, "cleaning failed; the log is marked uncleanable");
+            state.uncleanable.insert(tp);
+        }
+    }
+    Ok(true)
+}
+
+/// Map, write and swap in every group; `Ok(false)` when the log changed
+/// or closed meanwhile (the clean is abandoned, its files removed).
+async fn clean_groups(
+    weak: &Weak<Partition>,
+    tp: &TopicPartition,
+    job: &mut CleanJob,
+    config: &CleanerConfig,
+    io: &mut IoBudget,
+) -> Result<bool, StorageError> {
+    job.build_offset_map(io).await?;
+    for group in job.groups() {
+        let cleaned = job.write_group(group, io).await?;
+        let Some(p) = weak.upgrade() else {
+            cleaned.discard();
+            return Ok(false);
+        };
+        let swapped = match p.log().write().await {
+            Ok(mut log) => {
+                let delay = Duration::from_millis(config.swap_delay_ms);
+                log.replace_segments(&cleaned.old, cleaned.base_offset, delay)
+                    .await?
+            }
+            Err(_) => false,
+        };
+        if !swapped {
+            tracing::debug!(%tp, "log changed during cleaning; clean abandoned");
+            cleaned.discard();
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+async fn record_checkpoint(
+    state: &mut CleanerState,
+    tp: &TopicPartition,
+    offset: i64,
+) -> Result<(), StorageError> {
+    state.checkpoints.insert(tp.clone(), offset);
+    driver::write_checkpoint(&state.log_dir, vec![(tp.clone(), offset)]).await
+}
+
+async fn finish(
+    state: &mut CleanerState,
+    tp: &TopicPartition,
+    stats: &CleanStats,
+    now_ms: i64,
+) -> Result<(), StorageError> {
+    // A tombstone kept past its horizon (beyond a full map's reach) must
+    // not make the log look due again at once: only future horizons count.
+    match stats.pending_delete_horizon_ms.filter(|&h| h > now_ms) {
+        Some(h) => state.pending_horizons.insert(tp.clone(), h),
+        None => state.pending_horizons.remove(tp),
+    };
+    tracing::info!(
+        %tp,
+        bytes_read = stats.bytes_read,
+        bytes_written = stats.bytes_written,
+        records_read = stats.records_read,
+        records_kept = stats.records_kept,
+        segments = stats.segments_cleaned,
+        groups = stats.groups,
+        end_offset = stats.end_offset,
+        "log cleaned"
+    );
+    record_checkpoint(state, tp, stats.end_offset).await
+}

@@ -1,0 +1,494 @@
+//! `[drv]` One clean of one log (Kafka 3.9 `Cleaner.doClean`): build the
+//! offset map over the dirty section, then for each group of segments
+//! write the cleaned segment `<base>.log.cleaned` with rebuilt indexes and
+//! fsync it; the caller swaps each group in under the log's write lock
+//! (`PartitionLog::replace_segments`) and, once all are in, records the
+//! new first dirty offset in `cleaner-offset-checkpoint`.
+//!
+//! Reads and writes run on glommio's blocking pool in chunks of
+//! [`CHUNK_BYTES`], the CPU work (inflate, filter, deflate) on the shard
+//! with a yield after each batch, so a clean never holds the shard for long.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use super::codec;
+use super::filter::{self, Outcome, RetainRules};
+use super::group::{group_segments_by_size, GroupInput};
+use super::offset_map::OffsetMap;
+use super::select::LogToClean;
+use super::swap::{self, CLEANED_SUFFIX};
+use super::throttle::Throttler;
+use crate::io::clock::Clock;
+use crate::protocol::record_batch::{BatchError, RecordBatch, HEADER_LEN};
+use crate::protocol::record_walk::records_section;
+use crate::storage::checkpoint::{self, CLEANER_OFFSET_CHECKPOINT};
+use crate::storage::index::SegmentIndex;
+use crate::storage::partition_log::{CleanerSegment, CleanerView};
+use crate::storage::segment::Segment;
+use crate::storage::StorageError;
+use crate::types::TopicPartition;
+
+/// Bytes per read or write of the cleaner.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// The broker keys one shard's cleaner runs with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CleanerConfig {
+    /// This shard's share of `log.cleaner.dedupe.buffer.size`.
+    pub dedupe_buffer_bytes: u64,
+    /// This shard's share of `log.cleaner.io.max.bytes.per.second`.
+    pub io_max_bytes_per_second: f64,
+    /// `shardlog.cleaner.swap.delay.ms` (fault injection).
+    pub swap_delay_ms: u64,
+}
+
+/// What one clean did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CleanStats {
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub records_read: u64,
+    pub records_kept: u64,
+    pub segments_cleaned: u64,
+    pub groups: u64,
+    pub map_entries: usize,
+    /// The new first dirty offset.
+    pub end_offset: i64,
+    /// Earliest delete horizon of tombstones still in the cleaned part.
+    pub pending_delete_horizon_ms: Option<i64>,
+}
+
+/// The cleaner's I/O accounting and throttle.
+pub struct IoBudget {
+    clock: Rc<dyn Clock>,
+    throttle: Throttler,
+}
+
+impl IoBudget {
+    pub fn new(clock: Rc<dyn Clock>, bytes_per_second: f64) -> Self {
+        let now = clock.mono_ms();
+        IoBudget {
+            clock,
+            throttle: Throttler::new(bytes_per_second, now),
+        }
+    }
+
+    async fn on_io(&mut self, bytes: u64) {
+        let sleep = self.throttle.on_io(self.clock.mono_ms(), bytes);
+        if sleep > 0 {
+            glommio::timer::sleep(std::time::Duration::from_millis(sleep)).await;
+            self.throttle.on_slept(self.clock.mono_ms());
+        }
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> Result<T, StorageError> {
+    Ok(glommio::executor().spawn_blocking(f).await?)
+}
+
+/// Whole batches of one closed segment, read in chunks.
+struct BatchReader {
+    file: Arc<File>,
+    size: u64,
+    buf: Vec<u8>,
+    /// File position of `buf[0]`.
+    buf_pos: u64,
+    at: usize,
+}
+
+fn invalid(what: &str) -> StorageError {
+    StorageError::Io(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        what.to_string(),
+    ))
+}
+
+impl BatchReader {
+    fn new(seg: &CleanerSegment) -> Self {
+        BatchReader {
+            file: seg.file.clone(),
+            size: seg.size,
+            buf: Vec::new(),
+            buf_pos: 0,
+            at: 0,
+        }
+    }
+
+    /// The next batch as a range of `self.buf`, valid until the next call.
+    async fn next(&mut self, io: &mut IoBudget) -> Result<Option<Range<usize>>, StorageError> {
+        loop {
+            let avail = self.buf.len() - self.at;
+            let mut needed = 12;
+            if avail >= 12 {
+                let h = &self.buf[self.at..];
+                let len = i32::from_be_bytes([h[8], h[9], h[10], h[11]]);
+                if len < (HEADER_LEN - 12) as i32 {
+                    return Err(invalid("batch length below the v2 header in a segment"));
+                }
+                needed = 12 + len as usize;
+                if avail >= needed {
+                    let range = self.at..self.at + needed;
+                    self.at += needed;
+                    return Ok(Some(range));
+                }
+            }
+            let file_at = self.buf_pos + self.buf.len() as u64;
+            if file_at >= self.size {
+                return if avail == 0 {
+                    Ok(None)
+                } else {
+                    Err(invalid("segment ends inside a batch"))
+                };
+            }
+            self.buf.drain(..self.at);
+            self.buf_pos += self.at as u64;
+            self.at = 0;
+            let want = (CHUNK_BYTES.max(needed) as u64).min(self.size - file_at) as usize;
+            let file = self.file.clone();
+            // Read straight into the buffer's tail (moved to the pool thread and back).
+            let mut buf = std::mem::take(&mut self.buf);
+            let kept = buf.len();
+            buf.resize(kept + want, 0);
+            self.buf = blocking(move || {
+                file.read_exact_at(&mut buf[kept..], file_at)?;
+                Ok(buf)
+            })
+            .await?;
+            io.on_io(want as u64).await;
+        }
+    }
+}
+
+/// A cleaned group, written and fsynced, waiting for its swap.
+#[derive(Debug)]
+pub struct CleanedGroup {
+    pub base_offset: i64,
+    /// The segments it replaces.
+    pub old: Vec<CleanerSegment>,
+    dir: PathBuf,
+}
+
+impl CleanedGroup {
+    /// The swap was refused (the log changed): remove the files.
+    pub fn discard(self) {
+        let _ = swap::remove_all(&swap::paths(&self.dir, self.base_offset, CLEANED_SUFFIX));
+    }
+}
+
+/// One clean of one log, step by step (the caller swaps each group in).
+pub struct CleanJob {
+    view: CleanerView,
+    to_clean: LogToClean,
+    producer_last_offsets: BTreeMap<i64, i64>,
+    now_ms: i64,
+    map: OffsetMap,
+    end_offset: i64,
+    pub stats: CleanStats,
+}
+
+fn corrupt(e: BatchError) -> StorageError {
+    StorageError::Batch(e)
+}
+
+impl CleanJob {
+    pub fn new(
+        view: CleanerView,
+        to_clean: LogToClean,
+        producer_last_offsets: BTreeMap<i64, i64>,
+        now_ms: i64,
+        config: &CleanerConfig,
+    ) -> Self {
+        CleanJob {
+            view,
+            to_clean,
+            producer_last_offsets,
+            now_ms,
+            map: OffsetMap::new(config.dedupe_buffer_bytes),
+            end_offset: to_clean.first_uncleanable_offset,
+            stats: CleanStats::default(),
+        }
+    }
+
+    /// Kafka's `buildOffsetMap` over `[first dirty, first uncleanable)`;
+    /// a full map ends this round's dirty part early.
+    pub async fn build_offset_map(&mut self, io: &mut IoBudget) -> Result<(), StorageError> {
+        let (start, end) = (
+            self.to_clean.first_dirty_offset,
+            self.to_clean.first_uncleanable_offset,
+        );
+        let dirty: Vec<CleanerSegment> = self
+            .view
+            .segments
+            .iter()
+            .filter(|s| s.base_offset < end && s.next_offset > start)
+            .cloned()
+            .collect();
+        'segments: for seg in &dirty {
+            let mut reader = BatchReader::new(seg);
+            while let Some(range) = reader.next(io).await? {
+                self.stats.bytes_read += range.len() as u64;
+                let batch = &reader.buf[range];
+                let view = RecordBatch::new_unchecked_crc(batch).map_err(corrupt)?;
+                if view.last_offset() < start {
+                    continue;
+                }
+                if view.base_offset() >= end {
+                    break 'segments;
+                }
+                if !view.is_control() {
+                    let body = records_section(batch).map_err(corrupt)?;
+                    let records = filter::parse_records(
+                        &body,
+                        view.record_count(),
+                        view.base_offset(),
+                        view.base_timestamp(),
+                    )
+                    .map_err(corrupt)?;
+                    for r in records.iter().filter(|r| r.offset >= start) {
+                        if let Some(key) = r.key {
+                            if !self.map.put(key, r.offset) {
+                                self.end_offset = self.map.latest_offset() + 1;
+                                break 'segments;
+                            }
+                        }
+                    }
+                }
+                self.map.update_latest_offset(view.last_offset());
+                glommio::yield_if_needed().await;
+            }
+        }
+        if self.end_offset == end {
+            // The map covers the whole dirty part: every record below its
+            // end is judged by it (a key it lacks is -1, so kept). Without
+            // this a round with an empty dirty part (a passed delete
+            // horizon) would keep every record as past the map's end.
+            self.map.update_latest_offset(end - 1);
+        }
+        self.map.check_invariants();
+        self.stats.map_entries = self.map.len();
+        self.stats.end_offset = self.end_offset;
+        Ok(())
+    }
+
+    /// The groups to clean (`groupSegmentsBySize` over the segments below
+    /// the end of this round's dirty part).
+    pub fn groups(&self) -> Vec<Vec<CleanerSegment>> {
+        let segs: Vec<&CleanerSegment> = self
+            .view
+            .segments
+            .iter()
+            .filter(|s| {
+                s.base_offset < self.end_offset && s.base_offset < self.view.active_base_offset
+            })
+            .collect();
+        let inputs: Vec<GroupInput> = segs
+            .iter()
+            .map(|s| GroupInput {
+                base_offset: s.base_offset,
+                size: s.size,
+                offset_index_bytes: s.offset_index_bytes,
+                time_index_bytes: s.time_index_bytes,
+            })
+            .collect();
+        group_segments_by_size(
+            &inputs,
+            self.view.config.segment_bytes,
+            self.view.config.segment_index_bytes,
+            self.to_clean.first_uncleanable_offset,
+        )
+        .into_iter()
+        .map(|r| segs[r].iter().map(|s| (*s).clone()).collect())
+        .collect()
+    }
+
+    /// Write `group` cleaned into `<base>.log.cleaned` (+ indexes), fsynced.
+    pub async fn write_group(
+        &mut self,
+        group: Vec<CleanerSegment>,
+        io: &mut IoBudget,
+    ) -> Result<CleanedGroup, StorageError> {
+        let base = group.first().map_or(0, |s| s.base_offset);
+        let dir = self.view.dir.clone();
+        let paths = swap::paths(&dir, base, CLEANED_SUFFIX);
+        swap::remove_all(&paths)?;
+        let file = Arc::new(
+            std::fs::OpenOptions::new()
+                .create_new(true)
+                .write(true)
+                .open(&paths[0])?,
+        );
+        let done = CleanedGroup {
+            base_offset: base,
+            old: group,
+            dir,
+        };
+        match self.write_into(&done, &file, &paths, io).await {
+            Ok(()) => Ok(done),
+            Err(e) => {
+                done.discard();
+                Err(e)
+            }
+        }
+    }
+
+    async fn write_into(
+        &mut self,
+        group: &CleanedGroup,
+        file: &Arc<File>,
+        paths: &[PathBuf],
+        io: &mut IoBudget,
+    ) -> Result<(), StorageError> {
+        let map = std::mem::replace(&mut self.map, OffsetMap::new(0));
+        let producers = std::mem::take(&mut self.producer_last_offsets);
+        let rules = RetainRules {
+            map: &map,
+            now_ms: self.now_ms,
+            delete_retention_ms: self.view.config.delete_retention_ms,
+            producer_last_offsets: &producers,
+        };
+        let mut index = Segment::new_index(group.base_offset, &self.view.config);
+        let result = copy_cleaned(&group.old, &rules, &mut index, file, &mut self.stats, io).await;
+        self.map = map;
+        self.producer_last_offsets = producers;
+        let written = result?;
+        self.stats.bytes_written += written;
+        self.stats.groups += 1;
+        std::fs::write(&paths[1], index.offsets.encode())?;
+        std::fs::write(&paths[2], index.times.encode())?;
+        let (file, paths) = (file.clone(), paths.to_vec());
+        blocking(move || {
+            file.sync_all()?;
+            for p in &paths[1..] {
+                File::open(p)?.sync_all()?;
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// Copy the kept part of `old` into `file`, indexing it; returns bytes written.
+async fn copy_cleaned(
+    old: &[CleanerSegment],
+    rules: &RetainRules<'_>,
+    index: &mut SegmentIndex,
+    file: &Arc<File>,
+    stats: &mut CleanStats,
+    io: &mut IoBudget,
+) -> Result<u64, StorageError> {
+    let (mut out, mut written) = (Vec::with_capacity(CHUNK_BYTES), 0u64);
+    for seg in old {
+        let mut reader = BatchReader::new(seg);
+        while let Some(range) = reader.next(io).await? {
+            stats.bytes_read += range.len() as u64;
+            let batch = &reader.buf[range];
+            let base_offset = RecordBatch::new_unchecked_crc(batch)
+                .map_err(corrupt)?
+                .base_offset();
+            let (bytes, max_ts) = clean_batch(batch, rules, stats)?;
+            if let Some(bytes) = bytes {
+                let position = written + out.len() as u64;
+                index.on_batch(base_offset, position, bytes.len() as u64, max_ts);
+                out.extend_from_slice(&bytes);
+            }
+            if out.len() >= CHUNK_BYTES {
+                written += flush_out(file, written, &mut out, io).await?;
+            }
+            glommio::yield_if_needed().await;
+        }
+        stats.segments_cleaned += 1;
+    }
+    written += flush_out(file, written, &mut out, io).await?;
+    Ok(written)
+}
+
+/// One batch cleaned: the bytes to write (if any) and their max timestamp.
+fn clean_batch(
+    batch: &[u8],
+    rules: &RetainRules<'_>,
+    stats: &mut CleanStats,
+) -> Result<(Option<Vec<u8>>, i64), StorageError> {
+    let view = RecordBatch::new_unchecked_crc(batch).map_err(corrupt)?;
+    let body = records_section(batch).map_err(corrupt)?;
+    let f = filter::filter_batch(batch, &body, rules).map_err(corrupt)?;
+    stats.records_read += f.records_read;
+    stats.records_kept += f.records_kept;
+    if let Some(h) = f.pending_delete_horizon_ms {
+        let p = &mut stats.pending_delete_horizon_ms;
+        *p = Some(p.map_or(h, |x| x.min(h)));
+    }
+    Ok(match f.outcome {
+        Outcome::KeepOriginal => (Some(batch.to_vec()), view.max_timestamp()),
+        Outcome::Empty(h) => (Some(h), view.max_timestamp()),
+        Outcome::Drop => (None, -1),
+        Outcome::Rewrite(r) => {
+            let records = codec::compress(filter::codec_of(batch), &r.records).map_err(corrupt)?;
+            (
+                Some(filter::encode_batch(batch, &r, &records)),
+                r.max_timestamp,
+            )
+        }
+    })
+}
+
+/// Write `out` at `at` off the shard; returns the bytes written.
+async fn flush_out(
+    file: &Arc<File>,
+    at: u64,
+    out: &mut Vec<u8>,
+    io: &mut IoBudget,
+) -> Result<u64, StorageError> {
+    if out.is_empty() {
+        return Ok(0);
+    }
+    let data = std::mem::take(out);
+    let n = data.len() as u64;
+    let f = file.clone();
+    let data = blocking(move || f.write_all_at(&data, at).map(|()| data)).await?;
+    *out = data;
+    out.clear();
+    io.on_io(n).await;
+    Ok(n)
+}
+
+/// Shards share a log dir's `cleaner-offset-checkpoint`: one writer at a time.
+static CHECKPOINT_FILE: Mutex<()> = Mutex::new(());
+
+/// The checkpointed first dirty offsets of `log_dir`.
+pub fn read_checkpoint(log_dir: &Path) -> Result<Vec<(TopicPartition, i64)>, StorageError> {
+    match std::fs::read_to_string(log_dir.join(CLEANER_OFFSET_CHECKPOINT)) {
+        Ok(text) => {
+            checkpoint::decode_offsets(&text).map_err(|e| StorageError::CorruptCheckpoint(e.0))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Merge `updates` into `log_dir`'s `cleaner-offset-checkpoint` (tmp file,
+/// fsync, rename), off the shard.
+pub async fn write_checkpoint(
+    log_dir: &Path,
+    updates: Vec<(TopicPartition, i64)>,
+) -> Result<(), StorageError> {
+    let dir = log_dir.to_path_buf();
+    glommio::executor()
+        .spawn_blocking(move || {
+            let _one_writer = CHECKPOINT_FILE.lock().unwrap_or_else(|e| e.into_inner());
+            let existing = read_checkpoint(&dir).unwrap_or_default();
+            let merged = checkpoint::merge_offsets(existing, &updates, &[]);
+            crate::storage::partition_log::write_atomically(
+                &dir.join(CLEANER_OFFSET_CHECKPOINT),
+                &checkpoint::encode_offsets(&merged),
+            )
+        })
+        .await
+}

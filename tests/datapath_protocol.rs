@@ -710,6 +710,12 @@ fn list_offsets_by_timestamp_refuses_a_batch_inflating_past_its_limit() {
     use std::io::Write;
     let broker = Broker::start();
     let mut conn = Conn::open(&broker);
+    // The MAX_TIMESTAMP walk inflates up to its limit (hundreds of MB in a
+    // debug build, ~30 s on a loaded 2-core host): a wider guard than the
+    // default 30 s read timeout, not a speed check.
+    conn.stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(180)))
+        .unwrap();
     conn.create_topic("bomb", 1, &[]);
     let ts = now_ms() - 60_000;
     // length 7, attributes, timestampDelta 0, offsetDelta 0, null key,

@@ -141,11 +141,26 @@ fn segment_files(dir: &Path) -> Vec<(i64, PathBuf)> {
 /// What the segments outside the active one hold, read from the files:
 /// (distinct keys with a live value, tombstones, records).
 fn outside_active(dir: &Path) -> (usize, usize, usize) {
+    // The cleaner may swap segments while they are listed and read here:
+    // a file gone since the listing means list again.
+    loop {
+        if let Some(found) = try_outside_active(dir) {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn try_outside_active(dir: &Path) -> Option<(usize, usize, usize)> {
     let segs = segment_files(dir);
     let mut latest: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
     let (mut tombstones, mut records) = (0, 0);
     for (_, path) in &segs[..segs.len().saturating_sub(1)] {
-        let mut bytes = Bytes::from(std::fs::read(path).unwrap());
+        let mut bytes = match std::fs::read(path) {
+            Ok(b) => Bytes::from(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => panic!("read {}: {e}", path.display()),
+        };
         for set in RecordBatchDecoder::decode_all(&mut bytes).unwrap() {
             for r in set.records {
                 records += 1;
@@ -154,11 +169,11 @@ fn outside_active(dir: &Path) -> (usize, usize, usize) {
             }
         }
     }
-    (
+    Some((
         latest.values().filter(|&&live| live).count(),
         tombstones,
         records,
-    )
+    ))
 }
 
 /// Poll `cond` until it holds or the deadline passes (then panic with `what`).

@@ -139,7 +139,15 @@ fn rebalance(bootstrap: &str) {
         let (done_tx, group, bootstrap) = (done_tx.clone(), group.clone(), bootstrap.to_owned());
         handles.push(std::thread::spawn(move || {
             let mut conn = Conn::open_addr(&bootstrap);
-            let first = conn.call(7, &join_req(&group, "", 0));
+            // COORDINATOR_LOAD_IN_PROGRESS / NOT_AVAILABLE / NOT_COORDINATOR
+            // while a fresh broker loads its offsets partitions: retry.
+            let first = loop {
+                let r = conn.call(7, &join_req(&group, "", 0));
+                if !matches!(r.error_code, 14..=16) {
+                    break r;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            };
             // MEMBER_ID_REQUIRED (79) gives the id.
             assert_eq!(first.error_code, 79, "{first:?}");
             let id = first.member_id.to_string();
@@ -322,8 +330,16 @@ fn main() {
     });
     let bootstrap = external.unwrap_or_else(|| broker.as_ref().unwrap().bootstrap());
     let mut conn = Conn::open_addr(&bootstrap);
-    let r = conn.call(3, &FindCoordinatorRequest::default().with_key(s("x")));
-    assert_eq!(r.error_code, 0, "{r:?}");
+    // Kafka answers COORDINATOR_NOT_AVAILABLE while it creates
+    // __consumer_offsets: ask again.
+    for attempt in 0.. {
+        let r = conn.call(3, &FindCoordinatorRequest::default().with_key(s("x")));
+        if r.error_code == 0 {
+            break;
+        }
+        assert!(attempt < 120, "no coordinator: {r:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
     rebalance(&bootstrap);
     commits(&bootstrap);
 }

@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use kafka_protocol::protocol::StrBytes;
 
+pub use super::admin_common::str_bytes;
 use crate::group::coordinator::Answer;
 use crate::protocol::ErrorCode;
 use crate::shard::group_host::{GroupCall, GroupReply};
@@ -31,10 +32,6 @@ pub fn text(s: &StrBytes) -> String {
 
 pub fn opt_text(s: &Option<StrBytes>) -> Option<String> {
     s.as_ref().map(text)
-}
-
-pub fn str_bytes(s: impl Into<String>) -> StrBytes {
-    StrBytes::from_string(s.into())
 }
 
 /// A new member's id: Kafka's `clientId-UUID`, or `groupInstanceId-UUID`

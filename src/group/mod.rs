@@ -14,11 +14,13 @@
 //!   offsets, DescribeGroups / ListGroups / DeleteGroups / OffsetDelete, the
 //!   rebalance timers, and loading a partition's records. Events in,
 //!   actions (replies, appends) out.
-//! - [`driver`] `[drv]`: runs a shard's coordinator — waiters, the one
-//!   timer, appends to `__consumer_offsets` with acks=all, loading and
-//!   unloading partitions as the shard gains or loses them.
+//! - [`partition`] `[pure]`: the `__consumer_offsets` partition of a group.
+//!
+//! `shard::group_driver` runs a shard's coordinator: waiters, the one
+//! timer, appends to `__consumer_offsets` with acks=all, loading and
+//! unloading partitions as the shard gains or loses them.
 
 pub mod coordinator;
-pub mod driver;
+pub mod partition;
 pub mod records;
 pub mod state;

@@ -1,6 +1,7 @@
 //! `[pure]` Who owns what (§2): the shard owning a partition, and the
 //! `__consumer_offsets` partition holding a group's coordinator.
 
+pub use crate::group::partition::{coordinator_partition, java_string_hash_code, kafka_utils_abs};
 use crate::types::ShardId;
 
 /// The data shard owning `(topic, partition)` among `n_shards`.
@@ -13,30 +14,6 @@ pub fn shard_of(topic: &str, partition: i32, n_shards: usize) -> ShardId {
     let key = mix64(fnv1a64(topic.as_bytes()) ^ u64::from(partition as u32));
     let buckets = n_shards.clamp(1, usize::from(u16::MAX)) as i64;
     ShardId(jump_consistent_hash(key, buckets) as u16)
-}
-
-/// The `__consumer_offsets` partition whose leader coordinates `group`:
-/// `Utils.abs(groupId.hashCode) % offsets.topic.num.partitions`
-/// (GroupMetadataManager.partitionFor). Kafka's `Utils.abs` maps
-/// `Integer.MIN_VALUE` to 0, unlike `Math.abs`.
-pub fn coordinator_partition(group: &str, offsets_topic_num_partitions: i32) -> i32 {
-    let n = offsets_topic_num_partitions.max(1);
-    kafka_utils_abs(java_string_hash_code(group)) % n
-}
-
-/// `java.lang.String.hashCode`: `h = 31 * h + c` over UTF-16 code units.
-pub fn java_string_hash_code(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
-}
-
-/// `org.apache.kafka.common.utils.Utils.abs`.
-pub fn kafka_utils_abs(n: i32) -> i32 {
-    if n == i32::MIN {
-        0
-    } else {
-        n.abs()
-    }
 }
 
 fn fnv1a64(bytes: &[u8]) -> u64 {

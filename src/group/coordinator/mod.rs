@@ -34,10 +34,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use types::*;
 
+use super::partition::coordinator_partition;
 use super::records::{OffsetCommitKey, OffsetCommitValue};
 use super::state::{Group, GroupState};
 use crate::protocol::ErrorCode;
-use crate::shard::placement::coordinator_partition;
 
 /// Records for `__consumer_offsets`: (key, value or `None` for a tombstone).
 pub type Records = Vec<(Vec<u8>, Option<Vec<u8>>)>;

@@ -292,10 +292,15 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
         return;
     };
     let clock: Rc<dyn Clock> = Rc::new(SystemClock::new());
+    // Before any DMA file is opened on this thread (PLATFORM.md), and so
+    // before joining the mesh: once joined, the router task applies the
+    // control shard's snapshot and opens segments, and a segment opened
+    // first (while this probe awaits) would win glommio's IOPOLL probe and
+    // turn every later read on this thread into EOPNOTSUPP.
+    let primed = crate::io::dma::prime_iopoll_probe(&setup.log_dir).await;
     let part = RolePart::Data(data_part(&setup, id, clock.clone()));
     let ctx = join_shard(&setup, shard_base(&setup, clock), part).await;
-    // Before any DMA file is opened on this thread (PLATFORM.md).
-    if let Err(e) = crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
+    if let Err(e) = primed {
         let _ = setup
             .ready
             .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));

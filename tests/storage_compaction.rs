@@ -151,7 +151,21 @@ fn outside_active(dir: &Path) -> (usize, usize, usize) {
     }
 }
 
+/// True while a clean's swap is under way in `dir`: its old segments may
+/// be gone before the `.swap` file takes their name, so a listing then
+/// misses an offset range.
+fn swapping(dir: &Path) -> bool {
+    std::fs::read_dir(dir).unwrap().any(|e| {
+        let name = e.unwrap().file_name();
+        let name = name.to_string_lossy();
+        name.ends_with(".swap") || name.ends_with(".cleaned")
+    })
+}
+
 fn try_outside_active(dir: &Path) -> Option<(usize, usize, usize)> {
+    if swapping(dir) {
+        return None;
+    }
     let segs = segment_files(dir);
     let mut latest: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
     let (mut tombstones, mut records) = (0, 0);
@@ -168,6 +182,10 @@ fn try_outside_active(dir: &Path) -> Option<(usize, usize, usize)> {
                 latest.insert(r.key.unwrap().to_vec(), r.value.is_some());
             }
         }
+    }
+    // Read across a swap (or a roll): list and read again.
+    if swapping(dir) || segment_files(dir) != segs {
+        return None;
     }
     Some((
         latest.values().filter(|&&live| live).count(),

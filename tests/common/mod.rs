@@ -207,6 +207,13 @@ impl Drop for Broker {
             let _ = child.kill();
             let _ = child.wait();
         }
+        // A failing test shows what the broker said: the reason is often
+        // there (a partition that could not open, a shard that stopped).
+        if std::thread::panicking() {
+            for line in self.stderr.try_iter() {
+                eprintln!("[broker {}] {line}", self.port);
+            }
+        }
     }
 }
 

@@ -307,7 +307,8 @@ pub fn run_python(broker: &Broker, code: &str) -> String {
         .expect("run python");
     assert!(
         out.status.success(),
-        "python failed: {}\n{}",
+        "python failed ({}): {}\n{}",
+        out.status,
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );

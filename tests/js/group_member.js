@@ -1,8 +1,9 @@
 // One kafkajs consumer-group member (tests/groups_clients.rs).
 // Usage: node group_member.js BOOTSTRAP GROUP TOPIC
 // Prints JSON lines like tests/py/group_member.py: {"assigned": [...]}
-// after each rebalance, {"p","o","v"} per record after its offset was
-// committed. SIGTERM: disconnect cleanly (commit, LeaveGroup).
+// after each rebalance, {"p","o","v"} per record once processed (before
+// its commit: at-least-once), {"committed": [[p, next offset]]} after each
+// commit returned. SIGTERM: disconnect cleanly (commit, LeaveGroup).
 const { Kafka, logLevel } = require('kafkajs');
 
 const [bootstrap, groupId, topic] = process.argv.slice(2);
@@ -12,6 +13,11 @@ const consumer = kafka.consumer({
   sessionTimeout: 3000,
   heartbeatInterval: 300,
   rebalanceTimeout: 10000,
+  // kafkajs heartbeats from its fetch loop only (no background thread):
+  // a long poll longer than the session (default maxWaitTimeInMs 5000
+  // against 3000 here) gets an idle member expired by the coordinator,
+  // as Kafka's would.
+  maxWaitTimeInMs: 500,
 });
 const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
@@ -27,12 +33,12 @@ async function main() {
     eachBatch: async ({ batch, heartbeat }) => {
       if (batch.messages.length === 0) return;
       const last = batch.messages[batch.messages.length - 1];
-      await consumer.commitOffsets([
-        { topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() },
-      ]);
       for (const m of batch.messages) {
         emit({ p: batch.partition, o: Number(m.offset), v: m.value.toString() });
       }
+      const next = Number(last.offset) + 1;
+      await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(next) }]);
+      emit({ committed: [[batch.partition, next]] });
       await heartbeat();
     },
   });

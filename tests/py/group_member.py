@@ -6,8 +6,10 @@ Usage: group_member.py --client confluent|kafka-python|aiokafka
 
 Prints one JSON line per event on stdout, flushed at once:
   {"assigned": [partitions]}          after each rebalance
-  {"p": partition, "o": offset, "v": value}   per record, after its
-                                      offset was committed (sync commit)
+  {"p": partition, "o": offset, "v": value}   per record, once processed
+                                      (before its commit: at-least-once)
+  {"committed": [[partition, next offset], ...]}  after each sync commit
+                                      returned
 Runs until SIGTERM (then closes cleanly: final commit, LeaveGroup) or
 SIGKILL. The tests decide when everything was consumed.
 """
@@ -77,13 +79,13 @@ def run_confluent(a):
             continue
         offsets = {}
         for m in good:
+            emit({"p": m.partition(), "o": m.offset(), "v": m.value().decode()})
             offsets[m.partition()] = m.offset() + 1
         c.commit(
             offsets=[TopicPartition(a.topic, p, o) for p, o in offsets.items()],
             asynchronous=False,
         )
-        for m in good:
-            emit({"p": m.partition(), "o": m.offset(), "v": m.value().decode()})
+        emit({"committed": sorted(offsets.items())})
     c.close()
 
 
@@ -118,10 +120,10 @@ def run_kafka_python(a):
             continue
         offsets = {}
         for r in recs:
+            emit({"p": r.partition, "o": r.offset, "v": r.value.decode()})
             offsets[TopicPartition(a.topic, r.partition)] = OffsetAndMetadata(r.offset + 1, "", -1)
         c.commit(offsets)
-        for r in recs:
-            emit({"p": r.partition, "o": r.offset, "v": r.value.decode()})
+        emit({"committed": sorted((tp.partition, o.offset) for tp, o in offsets.items())})
     c.close()
 
 
@@ -158,10 +160,10 @@ async def run_aiokafka(a):
                 continue
             offsets = {}
             for r in recs:
+                emit({"p": r.partition, "o": r.offset, "v": r.value.decode()})
                 offsets[TopicPartition(a.topic, r.partition)] = r.offset + 1
             await c.commit(offsets)
-            for r in recs:
-                emit({"p": r.partition, "o": r.offset, "v": r.value.decode()})
+            emit({"committed": sorted((tp.partition, o) for tp, o in offsets.items())})
     finally:
         await c.stop()
 

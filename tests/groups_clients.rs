@@ -280,6 +280,60 @@ fn assert_in_order(members: &[&Member]) {
     }
 }
 
+/// Per partition, what had been committed when a member was killed: at
+/// least the last commit any member saw returned, at most the killed
+/// member's last processed offset + 1 (it may die after the coordinator
+/// stored a commit, before the reply reached it).
+struct AtKill {
+    committed: BTreeMap<i32, i64>,
+    processed: BTreeMap<i32, i64>,
+}
+
+impl AtKill {
+    fn of(victim: &Member, others: &[Member]) -> AtKill {
+        let mut committed = victim.commits();
+        for m in others {
+            for (p, o) in m.commits() {
+                let c = committed.entry(p).or_insert(o);
+                *c = (*c).max(o);
+            }
+        }
+        let processed = by_partition(&victim.records())
+            .into_iter()
+            .map(|(p, o)| (p, *o.last().unwrap() + 1))
+            .collect();
+        AtKill {
+            committed,
+            processed,
+        }
+    }
+}
+
+/// A taken-over partition resumes at the committed offset: its new owner's
+/// first record after the kill is neither before the last commit seen
+/// returned (a re-read from 0 or a stale offset) nor after what the killed
+/// member had processed (a skip). `before[i]`: member i's record count at
+/// the kill.
+fn assert_resumed_at_commits(members: &[Member], before: &[usize], at: &AtKill, parts: &[i32]) {
+    for p in parts {
+        let low = at.committed.get(p).copied().unwrap_or(0);
+        let high = at.processed.get(p).copied().unwrap_or(low).max(low);
+        let first = members
+            .iter()
+            .zip(before)
+            .flat_map(|(m, &n)| m.records().split_off(n))
+            .filter(|r| r.partition == *p)
+            .map(|r| r.offset)
+            .min()
+            .unwrap_or_else(|| panic!("partition {p}: nothing read after the kill"));
+        assert!(
+            (low..=high).contains(&first),
+            "partition {p}: the new owner started at {first}, not at the committed offset \
+             (between {low} and {high})"
+        );
+    }
+}
+
 /// The group scenario every client goes through:
 /// 1. `n` members share a 12-partition topic (every partition assigned once);
 /// 2. one is killed with SIGKILL; the rest take over its partitions, each
@@ -315,24 +369,11 @@ fn group_scenario(client: &str, n: usize, spawn: impl Fn(&Broker, &str, &str) ->
         let all: Vec<&Member> = members.iter().collect();
         consumed_values(&all).len() >= first.len() / 2
     });
-    // Kill one member. What had been committed on each partition then
-    // lies between the last commit any member saw returned and the
-    // killed member's last processed offset + 1 (it may die after the
-    // coordinator stored a commit, before the reply reached it).
+    // Kill one member; note what was committed and processed then.
     let mut victim = members.remove(0);
     victim.kill9();
     let survivors_before: Vec<usize> = members.iter().map(|m| m.records().len()).collect();
-    let mut committed_at_kill: BTreeMap<i32, i64> = victim.commits();
-    for m in &members {
-        for (p, o) in m.commits() {
-            let c = committed_at_kill.entry(p).or_insert(o);
-            *c = (*c).max(o);
-        }
-    }
-    let victim_processed: BTreeMap<i32, i64> = by_partition(&victim.records())
-        .into_iter()
-        .map(|(p, o)| (p, *o.last().unwrap() + 1))
-        .collect();
+    let at_kill = AtKill::of(&victim, &members);
     let killed_parts = victim.last_assignment().unwrap();
     let second = values("b", 0..600);
     produce(&broker, &topic, 12, &second);
@@ -373,29 +414,7 @@ fn group_scenario(client: &str, n: usize, spawn: impl Fn(&Broker, &str, &str) ->
         }
         panic!("after the kill the survivors own {:?}", owned());
     }
-    // A taken-over partition resumes at the committed offset: its new
-    // owner's first record after the kill is neither before the last
-    // commit seen returned (a re-read from 0 or a stale offset) nor after
-    // what the killed member had processed (a skip).
-    for p in &killed_parts {
-        let low = committed_at_kill.get(p).copied().unwrap_or(0);
-        let high = victim_processed.get(p).copied().unwrap_or(low).max(low);
-        let resumed = members
-            .iter()
-            .zip(&survivors_before)
-            .flat_map(|(m, &before)| m.records().split_off(before))
-            .filter(|r| r.partition == *p)
-            .map(|r| r.offset)
-            .min();
-        let Some(first) = resumed else {
-            panic!("partition {p}: nothing read after the kill");
-        };
-        assert!(
-            (low..=high).contains(&first),
-            "partition {p}: the new owner started at {first}, not at the committed offset \
-             (between {low} and {high})"
-        );
-    }
+    assert_resumed_at_commits(&members, &survivors_before, &at_kill, &killed_parts);
     let mut all: Vec<&Member> = members.iter().collect();
     all.push(&victim);
     assert_in_order(&all);

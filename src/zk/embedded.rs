@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use super::store::{
     parent_of, validate_path, CreateMode, MetadataStore, Op, OpResult, Stat, StoreError,
 };
+use super::watch::{oneshot, Fire, SessionEvent, SessionWatch, Watch, WatchEvent, WatchKind};
 
 /// Directory under the first log dir that holds the embedded tree.
 pub const EMBEDDED_DIR: &str = "__embedded_metadata";
@@ -299,6 +300,42 @@ struct Inner {
     /// None for an in-memory store (tests, tools).
     dir: Option<PathBuf>,
     session_id: i64,
+    watches: Vec<Armed>,
+    session_waiters: Vec<Fire<SessionEvent>>,
+}
+
+/// What a watch was set by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WatchOn {
+    /// `get_watch` / `exists_watch`: the node's existence and data.
+    Node,
+    /// `children_watch`: its child list (and its own delete).
+    Children,
+}
+
+/// A watch not fired yet, with the node's stat when it was set: after each
+/// mutation the stat now says whether (and why) it fires.
+struct Armed {
+    path: String,
+    on: WatchOn,
+    seen: Option<Stat>,
+    fire: Fire<WatchEvent>,
+}
+
+impl Armed {
+    fn fired_by(&self, now: Option<Stat>) -> Option<WatchKind> {
+        match (self.on, self.seen, now) {
+            (_, Some(_), None) => Some(WatchKind::Deleted),
+            (WatchOn::Node, None, Some(_)) => Some(WatchKind::Created),
+            // Deleted and created again between two looks: the delete came first.
+            (_, Some(a), Some(b)) if a.czxid != b.czxid => Some(WatchKind::Deleted),
+            (WatchOn::Node, Some(a), Some(b)) if a.mzxid != b.mzxid => Some(WatchKind::DataChanged),
+            (WatchOn::Children, Some(a), Some(b)) if a.cversion != b.cversion => {
+                Some(WatchKind::ChildrenChanged)
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Inner {
@@ -314,7 +351,35 @@ impl Inner {
             write_tree(dir, &next.persistent_view())?;
         }
         self.tree = next;
+        self.fire_watches();
         Ok(out)
+    }
+
+    fn arm(&mut self, path: &str, on: WatchOn) -> Watch {
+        let (fire, fired) = oneshot();
+        self.watches.push(Armed {
+            path: path.to_string(),
+            on,
+            seen: self.tree.stat(path),
+            fire,
+        });
+        Box::pin(fired)
+    }
+
+    /// Fires (and drops) every watch the last mutation triggered.
+    fn fire_watches(&mut self) {
+        let tree = &self.tree;
+        self.watches
+            .retain(|w| match w.fired_by(tree.stat(&w.path)) {
+                Some(kind) => {
+                    w.fire.fire(WatchEvent {
+                        kind,
+                        path: w.path.clone(),
+                    });
+                    false
+                }
+                None => true,
+            });
     }
 }
 
@@ -387,6 +452,8 @@ impl EmbeddedStore {
                 tree,
                 dir,
                 session_id,
+                watches: Vec::new(),
+                session_waiters: Vec::new(),
             })),
         }
     }
@@ -398,8 +465,19 @@ impl EmbeddedStore {
 
     /// Ends the session (its ephemeral nodes are deleted) and starts a new
     /// one, like a ZooKeeper session expiry followed by a reconnect.
+    /// The session's watches end unfired (`SessionClosed`) and session
+    /// waiters see `Expired`.
     pub fn close_session(&self) -> Result<(), StoreError> {
         let mut inner = self.inner.borrow_mut();
+        for w in std::mem::take(&mut inner.watches) {
+            w.fire.fire(WatchEvent {
+                kind: WatchKind::SessionClosed,
+                path: w.path,
+            });
+        }
+        for waiter in std::mem::take(&mut inner.session_waiters) {
+            waiter.fire(SessionEvent::Expired);
+        }
         let old = inner.session_id;
         let new = inner.mutate(|tree, _| {
             tree.drop_session(old);
@@ -475,6 +553,33 @@ impl MetadataStore for EmbeddedStore {
         self.inner
             .borrow_mut()
             .mutate(|tree, session| ops.iter().map(|op| tree.apply(op, session)).collect())
+    }
+
+    async fn get_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), StoreError> {
+        let (data, stat) = self.get(path).await?;
+        Ok((data, stat, self.inner.borrow_mut().arm(path, WatchOn::Node)))
+    }
+
+    async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), StoreError> {
+        let stat = self.exists(path).await?;
+        Ok((stat, self.inner.borrow_mut().arm(path, WatchOn::Node)))
+    }
+
+    async fn children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), StoreError> {
+        let kids = self.children(path).await?;
+        Ok((kids, self.inner.borrow_mut().arm(path, WatchOn::Children)))
+    }
+
+    fn current_session(&self) -> i64 {
+        self.session_id()
+    }
+
+    /// In process the session never drops; it ends only by
+    /// [`EmbeddedStore::close_session`].
+    fn session_event(&self) -> SessionWatch {
+        let (fire, fired) = oneshot();
+        self.inner.borrow_mut().session_waiters.push(fire);
+        Box::pin(fired)
     }
 }
 

@@ -4,6 +4,7 @@
 //! - [`paths`] `[pure]`: znode paths and JSON payloads as Kafka writes them.
 //! - [`store`]: the `MetadataStore` trait (ZooKeeper's data model) and
 //!   helpers (`create_recursive`, `delete_recursive`).
+//! - [`watch`] `[pure]`: one-shot watches and session events.
 //! - [`embedded`] `[io]`: the in-process store persisted under the log dir,
 //!   used when `zookeeper.connect` is unset.
 //!
@@ -14,3 +15,4 @@
 pub mod embedded;
 pub mod paths;
 pub mod store;
+pub mod watch;

@@ -5,6 +5,8 @@
 //! Used generically (`S: MetadataStore`), never as `dyn`: the futures stay on
 //! the control shard's executor, so they need not be `Send`.
 
+pub use super::watch::{SessionEvent, SessionWatch, Watch, WatchEvent, WatchKind};
+
 /// How a znode is created (ZooKeeper `CreateMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CreateMode {
@@ -136,6 +138,21 @@ pub trait MetadataStore {
     async fn children(&self, path: &str) -> Result<Vec<String>, StoreError>;
     /// All ops or none; the error is the first failing op's.
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, StoreError>;
+
+    /// `get`, and a one-shot watch firing on the node's next data change
+    /// or delete (ZooKeeper `getData(path, watch=true)`).
+    async fn get_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), StoreError>;
+    /// `exists`, and a one-shot watch firing on the node's create, delete
+    /// or data change (ZooKeeper `exists(path, watch=true)`): set on an
+    /// absent node too.
+    async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), StoreError>;
+    /// `children`, and a one-shot watch firing on a child create or delete
+    /// or the node's own delete (ZooKeeper `getChildren(path, watch=true)`).
+    async fn children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), StoreError>;
+    /// The current session's id (the `ephemeral_owner` of its nodes).
+    fn current_session(&self) -> i64;
+    /// Resolves on the next session state change after this call.
+    fn session_event(&self) -> SessionWatch;
 }
 
 /// Kafka's `createRecursive`: creates `path` with `data` and any missing

@@ -427,3 +427,84 @@ proptest::proptest! {
         });
     }
 }
+
+/// The watch (if it fired) without waiting.
+fn fired(w: &mut Watch) -> Option<WatchEvent> {
+    block_on(futures_lite::future::poll_once(w))
+}
+
+#[test]
+fn watches_fire_once_on_the_change_zookeeper_reports() {
+    block_on(async {
+        let s = EmbeddedStore::in_memory();
+        s.create("/a", b"1", P).await.unwrap();
+        let (_, _, mut data) = s.get_watch("/a").await.unwrap();
+        let (none, mut exists) = s.exists_watch("/b").await.unwrap();
+        assert!(none.is_none());
+        let (_, mut kids) = s.children_watch("/a").await.unwrap();
+        assert_eq!(fired(&mut data), None, "nothing changed yet");
+        s.set("/a", b"2", None).await.unwrap();
+        assert_eq!(fired(&mut data).unwrap().kind, WatchKind::DataChanged);
+        assert_eq!(
+            fired(&mut kids),
+            None,
+            "a data change is not a child change"
+        );
+        s.create("/b", b"", P).await.unwrap();
+        let created = fired(&mut exists).unwrap();
+        assert_eq!(
+            (created.kind, created.path.as_str()),
+            (WatchKind::Created, "/b")
+        );
+        s.create("/a/c", b"", CreateMode::Ephemeral).await.unwrap();
+        assert_eq!(fired(&mut kids).unwrap().kind, WatchKind::ChildrenChanged);
+        // One-shot: a second change needs a new watch.
+        let (_, _, mut again) = s.get_watch("/a/c").await.unwrap();
+        let (_, mut kids2) = s.children_watch("/a").await.unwrap();
+        s.close_session().unwrap();
+        assert_eq!(fired(&mut again).unwrap().kind, WatchKind::SessionClosed);
+        assert_eq!(fired(&mut kids2).unwrap().kind, WatchKind::SessionClosed);
+    });
+}
+
+#[test]
+fn delete_fires_node_and_parent_watches_and_multi_fires_after_commit() {
+    block_on(async {
+        let s = EmbeddedStore::in_memory();
+        s.create("/p", b"", P).await.unwrap();
+        s.create("/p/x", b"", P).await.unwrap();
+        let (_, _, mut node) = s.get_watch("/p/x").await.unwrap();
+        let (_, mut parent) = s.children_watch("/p").await.unwrap();
+        // A failing multi changes nothing and fires nothing.
+        let bad = s
+            .multi(vec![
+                Op::Delete {
+                    path: "/p/x".into(),
+                    expected_version: None,
+                },
+                Op::Check {
+                    path: "/p".into(),
+                    version: 7,
+                },
+            ])
+            .await;
+        assert!(bad.is_err());
+        assert_eq!(fired(&mut node), None);
+        s.delete("/p/x", None).await.unwrap();
+        assert_eq!(fired(&mut node).unwrap().kind, WatchKind::Deleted);
+        assert_eq!(fired(&mut parent).unwrap().kind, WatchKind::ChildrenChanged);
+    });
+}
+
+#[test]
+fn closing_the_session_is_an_expiry_to_session_waiters() {
+    block_on(async {
+        let s = EmbeddedStore::in_memory();
+        let first = s.current_session();
+        let mut ev = s.session_event();
+        assert_eq!(block_on(futures_lite::future::poll_once(&mut ev)), None);
+        s.close_session().unwrap();
+        assert_eq!(ev.await, SessionEvent::Expired);
+        assert_ne!(s.current_session(), first);
+    });
+}

@@ -299,9 +299,9 @@ struct Inner {
     tree: Tree,
     /// None for an in-memory store (tests, tools).
     dir: Option<PathBuf>,
-    session_id: i64,
     watches: Vec<Armed>,
-    session_waiters: Vec<Fire<SessionEvent>>,
+    /// Per session, who waits for its next state change.
+    session_waiters: Vec<(i64, Fire<SessionEvent>)>,
 }
 
 /// What a watch was set by.
@@ -316,6 +316,7 @@ enum WatchOn {
 /// A watch not fired yet, with the node's stat when it was set: after each
 /// mutation the stat now says whether (and why) it fires.
 struct Armed {
+    session: i64,
     path: String,
     on: WatchOn,
     seen: Option<Stat>,
@@ -343,10 +344,11 @@ impl Inner {
     /// if `f` succeeded and the copy is durable.
     fn mutate<T>(
         &mut self,
+        session: i64,
         f: impl FnOnce(&mut Tree, i64) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut next = self.tree.clone();
-        let out = f(&mut next, self.session_id)?;
+        let out = f(&mut next, session)?;
         if let Some(dir) = &self.dir {
             write_tree(dir, &next.persistent_view())?;
         }
@@ -355,9 +357,10 @@ impl Inner {
         Ok(out)
     }
 
-    fn arm(&mut self, path: &str, on: WatchOn) -> Watch {
+    fn arm(&mut self, session: i64, path: &str, on: WatchOn) -> Watch {
         let (fire, fired) = oneshot();
         self.watches.push(Armed {
+            session,
             path: path.to_string(),
             on,
             seen: self.tree.stat(path),
@@ -418,6 +421,8 @@ fn read_tree(dir: &Path) -> Result<Option<Tree>, StoreError> {
 #[derive(Clone)]
 pub struct EmbeddedStore {
     inner: Rc<RefCell<Inner>>,
+    /// This handle's session (see [`EmbeddedStore::new_session`]).
+    session: Rc<std::cell::Cell<i64>>,
 }
 
 impl EmbeddedStore {
@@ -451,16 +456,33 @@ impl EmbeddedStore {
             inner: Rc::new(RefCell::new(Inner {
                 tree,
                 dir,
-                session_id,
                 watches: Vec::new(),
                 session_waiters: Vec::new(),
             })),
+            session: Rc::new(std::cell::Cell::new(session_id)),
         }
     }
 
     /// The current session id (the `ephemeral_owner` of its nodes).
     pub fn session_id(&self) -> i64 {
-        self.inner.borrow().session_id
+        self.session.get()
+    }
+
+    /// Another client of the same tree with its own session, as a second
+    /// broker would connect to one ZooKeeper (election tests run several
+    /// "brokers" over one in-process tree).
+    pub fn new_session(&self) -> Result<Self, StoreError> {
+        let id = self
+            .inner
+            .borrow_mut()
+            .mutate(self.session.get(), |tree, _| {
+                tree.last_session_id += 1;
+                Ok(tree.last_session_id)
+            })?;
+        Ok(Self {
+            inner: self.inner.clone(),
+            session: Rc::new(std::cell::Cell::new(id)),
+        })
     }
 
     /// Ends the session (its ephemeral nodes are deleted) and starts a new
@@ -469,22 +491,30 @@ impl EmbeddedStore {
     /// waiters see `Expired`.
     pub fn close_session(&self) -> Result<(), StoreError> {
         let mut inner = self.inner.borrow_mut();
-        for w in std::mem::take(&mut inner.watches) {
+        let old = self.session.get();
+        let (mine, others): (Vec<Armed>, Vec<Armed>) = std::mem::take(&mut inner.watches)
+            .into_iter()
+            .partition(|w| w.session == old);
+        inner.watches = others;
+        for w in mine {
             w.fire.fire(WatchEvent {
                 kind: WatchKind::SessionClosed,
                 path: w.path,
             });
         }
-        for waiter in std::mem::take(&mut inner.session_waiters) {
+        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut inner.session_waiters)
+            .into_iter()
+            .partition(|(s, _)| *s == old);
+        inner.session_waiters = others;
+        for (_, waiter) in mine {
             waiter.fire(SessionEvent::Expired);
         }
-        let old = inner.session_id;
-        let new = inner.mutate(|tree, _| {
+        let new = inner.mutate(old, |tree, _| {
             tree.drop_session(old);
             tree.last_session_id += 1;
             Ok(tree.last_session_id)
         })?;
-        inner.session_id = new;
+        self.session.set(new);
         Ok(())
     }
 
@@ -503,7 +533,9 @@ impl MetadataStore for EmbeddedStore {
     ) -> Result<String, StoreError> {
         self.inner
             .borrow_mut()
-            .mutate(|tree, session| tree.create(path, data, mode, session))
+            .mutate(self.session.get(), |tree, session| {
+                tree.create(path, data, mode, session)
+            })
     }
 
     async fn get(&self, path: &str) -> Result<(Vec<u8>, Stat), StoreError> {
@@ -526,13 +558,17 @@ impl MetadataStore for EmbeddedStore {
     ) -> Result<Stat, StoreError> {
         self.inner
             .borrow_mut()
-            .mutate(|tree, _| tree.set(path, data, expected_version))
+            .mutate(self.session.get(), |tree, _| {
+                tree.set(path, data, expected_version)
+            })
     }
 
     async fn delete(&self, path: &str, expected_version: Option<i32>) -> Result<(), StoreError> {
         self.inner
             .borrow_mut()
-            .mutate(|tree, _| tree.delete(path, expected_version))
+            .mutate(self.session.get(), |tree, _| {
+                tree.delete(path, expected_version)
+            })
     }
 
     async fn exists(&self, path: &str) -> Result<Option<Stat>, StoreError> {
@@ -552,22 +588,40 @@ impl MetadataStore for EmbeddedStore {
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, StoreError> {
         self.inner
             .borrow_mut()
-            .mutate(|tree, session| ops.iter().map(|op| tree.apply(op, session)).collect())
+            .mutate(self.session.get(), |tree, session| {
+                ops.iter().map(|op| tree.apply(op, session)).collect()
+            })
     }
 
     async fn get_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), StoreError> {
         let (data, stat) = self.get(path).await?;
-        Ok((data, stat, self.inner.borrow_mut().arm(path, WatchOn::Node)))
+        Ok((
+            data,
+            stat,
+            self.inner
+                .borrow_mut()
+                .arm(self.session.get(), path, WatchOn::Node),
+        ))
     }
 
     async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), StoreError> {
         let stat = self.exists(path).await?;
-        Ok((stat, self.inner.borrow_mut().arm(path, WatchOn::Node)))
+        Ok((
+            stat,
+            self.inner
+                .borrow_mut()
+                .arm(self.session.get(), path, WatchOn::Node),
+        ))
     }
 
     async fn children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), StoreError> {
         let kids = self.children(path).await?;
-        Ok((kids, self.inner.borrow_mut().arm(path, WatchOn::Children)))
+        Ok((
+            kids,
+            self.inner
+                .borrow_mut()
+                .arm(self.session.get(), path, WatchOn::Children),
+        ))
     }
 
     fn current_session(&self) -> i64 {
@@ -578,7 +632,10 @@ impl MetadataStore for EmbeddedStore {
     /// [`EmbeddedStore::close_session`].
     fn session_event(&self) -> SessionWatch {
         let (fire, fired) = oneshot();
-        self.inner.borrow_mut().session_waiters.push(fire);
+        self.inner
+            .borrow_mut()
+            .session_waiters
+            .push((self.session.get(), fire));
         Box::pin(fired)
     }
 }

@@ -508,3 +508,29 @@ fn closing_the_session_is_an_expiry_to_session_waiters() {
         assert_ne!(s.current_session(), first);
     });
 }
+
+#[test]
+fn sessions_of_one_tree_own_their_ephemerals_and_see_each_others_changes() {
+    block_on(async {
+        let a = EmbeddedStore::in_memory();
+        let b = a.new_session().unwrap();
+        assert_ne!(a.current_session(), b.current_session());
+        a.create("/c", b"a", CreateMode::Ephemeral).await.unwrap();
+        assert_eq!(
+            b.create("/c", b"b", CreateMode::Ephemeral).await,
+            Err(StoreError::NodeExists("/c".into()))
+        );
+        let (_, stat, mut w) = b.get_watch("/c").await.unwrap();
+        assert_eq!(stat.ephemeral_owner, a.current_session());
+        let mut b_session = b.session_event();
+        a.close_session().unwrap();
+        assert_eq!(fired(&mut w).unwrap().kind, WatchKind::Deleted, "b sees a's node go");
+        assert_eq!(
+            block_on(futures_lite::future::poll_once(&mut b_session)),
+            None,
+            "b's session is untouched"
+        );
+        b.create("/c", b"b", CreateMode::Ephemeral).await.unwrap();
+        assert_eq!(a.get("/c").await.unwrap().0, b"b");
+    });
+}

@@ -12,6 +12,8 @@
 //! - [`topic_admin`], [`topic_configs`], [`brokers`]: Kafka's topic admin,
 //!   topic config and broker registration operations over any
 //!   `zk::store::MetadataStore` (`AdminZkClient`, `KafkaZkClient`).
+//! - [`election`]: controller election over the store and the pure
+//!   [`election::Election`] view each broker keeps.
 //! - [`admin_error`] `[pure]`: why an admin operation failed, as a Kafka
 //!   error code.
 //! - [`assignment`] `[pure]`: Kafka's replica assignment.
@@ -19,6 +21,7 @@
 pub mod admin_error;
 pub mod assignment;
 pub mod brokers;
+pub mod election;
 pub mod event_loop;
 pub mod image;
 pub mod requests;

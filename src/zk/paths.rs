@@ -478,21 +478,30 @@ impl ClusterIdZNode {
     }
 }
 
-/// `/controller` (ControllerZNode, ephemeral).
+/// `/controller` (ControllerZNode, ephemeral). Kafka 3.9 writes version 2
+/// with `kraftControllerEpoch` -1 in ZooKeeper mode (ZkData.scala
+/// `ControllerZNode.encode`); version 1 (no epoch field) still decodes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ControllerZNode {
     pub version: i32,
     pub brokerid: BrokerId,
     #[serde(with = "long_as_string")]
     pub timestamp: i64,
+    #[serde(rename = "kraftControllerEpoch", default = "no_kraft_epoch")]
+    pub kraft_controller_epoch: i32,
+}
+
+fn no_kraft_epoch() -> i32 {
+    -1
 }
 
 impl ControllerZNode {
     pub fn new(brokerid: BrokerId, timestamp_ms: i64) -> Self {
         Self {
-            version: 1,
+            version: 2,
             brokerid,
             timestamp: timestamp_ms,
+            kraft_controller_epoch: -1,
         }
     }
     pub fn encode(&self) -> Vec<u8> {
@@ -738,9 +747,11 @@ mod tests {
         let c = ControllerZNode::new(BrokerId(2), 1700000000000);
         assert_eq!(
             String::from_utf8(c.encode()).unwrap(),
-            r#"{"version":1,"brokerid":2,"timestamp":"1700000000000"}"#
+            r#"{"version":2,"brokerid":2,"timestamp":"1700000000000","kraftControllerEpoch":-1}"#
         );
         assert_eq!(ControllerZNode::decode(&c.encode()).unwrap(), c);
+        let v1 = ControllerZNode::decode(br#"{"version":1,"brokerid":3,"timestamp":"1"}"#).unwrap();
+        assert_eq!((v1.brokerid, v1.kraft_controller_epoch), (BrokerId(3), -1));
         assert_eq!(encode_controller_epoch(ControllerEpoch(7)), b"7");
         assert_eq!(decode_controller_epoch(b"7").unwrap(), ControllerEpoch(7));
         assert!(decode_controller_epoch(b"x").is_err());

@@ -285,6 +285,11 @@ server_config! {
     broker_id: i32 = -1;
     /// `broker.rack` (default null).
     broker_rack: Option<String> = None;
+    /// `broker.id.generation.enable` (default true): `broker.id=-1` takes
+    /// an id from `/brokers/seqid` in ZooKeeper mode.
+    broker_id_generation_enable: bool = true;
+    /// `reserved.broker.max.id` (default 1000): generated ids start above it.
+    reserved_broker_max_id: i32 = 1000;
     /// `listeners` (default `PLAINTEXT://:9092`).
     listeners: Vec<Listener> = vec![Listener { name: "PLAINTEXT".into(), host: String::new(), port: 9092 }];
     /// `advertised.listeners` (default null = `listeners`).

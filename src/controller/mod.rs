@@ -14,6 +14,8 @@
 //!   `zk::store::MetadataStore` (`AdminZkClient`, `KafkaZkClient`).
 //! - [`election`]: controller election over the store and the pure
 //!   [`election::Election`] view each broker keeps.
+//! - [`identity`]: a ZooKeeper-mode broker's cluster id and broker id at
+//!   start-up (`/cluster/id`, `/brokers/seqid`, the `meta.properties` rules).
 //! - [`admin_error`] `[pure]`: why an admin operation failed, as a Kafka
 //!   error code.
 //! - [`assignment`] `[pure]`: Kafka's replica assignment.
@@ -23,6 +25,7 @@ pub mod assignment;
 pub mod brokers;
 pub mod election;
 pub mod event_loop;
+pub mod identity;
 pub mod image;
 pub mod requests;
 pub mod topic_admin;

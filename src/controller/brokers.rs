@@ -117,3 +117,171 @@ pub(super) async fn controller_epoch<S: MetadataStore>(
         Err(e) => Err(e.into()),
     }
 }
+
+/// This broker's `/brokers/ids/<id>` payload for its advertised listeners
+/// (Kafka's `BrokerIdZNode.encode`, version 5): every endpoint as
+/// `NAME://host:port`, the listener → security protocol map of those
+/// endpoints, `host`/`port` of the PLAINTEXT one (null / -1 without one),
+/// the rack when `broker.rack` is set. shardlog speaks PLAINTEXT only, so a
+/// listener's protocol is its name when that names a protocol, else
+/// PLAINTEXT (Kafka's `listener.security.protocol.map` default).
+pub fn registration_for(
+    listeners: &[crate::config::Listener],
+    rack: Option<&str>,
+    timestamp_ms: i64,
+) -> BrokerIdZNode {
+    const PROTOCOLS: [&str; 4] = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
+    let mut reg = BrokerIdZNode::plaintext("", -1, timestamp_ms);
+    reg.listener_security_protocol_map.clear();
+    reg.endpoints.clear();
+    reg.host = None;
+    for l in listeners {
+        let protocol = if PROTOCOLS.contains(&l.name.as_str()) {
+            l.name.clone()
+        } else {
+            "PLAINTEXT".to_string()
+        };
+        if protocol == "PLAINTEXT" && reg.host.is_none() {
+            reg.host = Some(l.host.clone());
+            reg.port = i32::from(l.port);
+        }
+        reg.listener_security_protocol_map
+            .insert(l.name.clone(), protocol);
+        reg.endpoints
+            .push(format!("{}://{}:{}", l.name, l.host, l.port));
+    }
+    reg.rack = rack.map(str::to_string);
+    reg
+}
+
+/// Registers `registration` as this session's ephemeral
+/// `/brokers/ids/<id>` and returns the broker epoch: the znode's czxid.
+/// A live registration of another session is Kafka's start-up failure
+/// (`KafkaZkClient.checkedEphemeralCreate`).
+pub async fn register_with_epoch<S: MetadataStore>(
+    store: &S,
+    broker_id: BrokerId,
+    registration: &BrokerIdZNode,
+) -> Result<i64, String> {
+    let path = paths::broker_id(broker_id);
+    match register_broker_znode(store, broker_id, registration).await {
+        Ok(()) => {}
+        Err(AdminError::Store(StoreError::NodeExists(_))) => {
+            let owner = store
+                .exists(&path)
+                .await
+                .ok()
+                .flatten()
+                .map_or(0, |s| s.ephemeral_owner);
+            return Err(format!(
+                "Error while creating ephemeral at {path}, node already exists and owner \
+                 '{owner}' does not match current session '{}'",
+                store.current_session()
+            ));
+        }
+        Err(e) => return Err(format!("registering broker {broker_id} at {path}: {e}")),
+    }
+    let (_, stat) = store
+        .get(&path)
+        .await
+        .map_err(|e| format!("reading back {path}: {e}"))?;
+    Ok(stat.czxid)
+}
+
+/// A live broker as `/brokers/ids/<id>` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveBroker {
+    pub id: BrokerId,
+    /// The czxid of its registration (Kafka's broker epoch).
+    pub epoch: i64,
+    pub registration: BrokerIdZNode,
+}
+
+/// Every registered broker with its epoch, ascending by id. A registration
+/// that does not decode is logged with its path and left out (the
+/// controller keeps working); one gone between list and read is skipped.
+pub async fn read_live_brokers<S: MetadataStore>(
+    store: &S,
+    ids: &[BrokerId],
+) -> Result<Vec<LiveBroker>, StoreError> {
+    let mut out = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let path = paths::broker_id(id);
+        match store.get(&path).await {
+            Ok((data, stat)) => match BrokerIdZNode::decode(&data) {
+                Ok(registration) => out.push(LiveBroker {
+                    id,
+                    epoch: stat.czxid,
+                    registration,
+                }),
+                Err(e) => tracing::warn!(%path, error = %e.0, "ignoring a malformed broker registration"),
+            },
+            Err(StoreError::NoNode(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod registration_tests {
+    use super::*;
+    use crate::config::Listener;
+    use crate::zk::embedded::EmbeddedStore;
+    use futures_lite::future::block_on;
+
+    #[test]
+    fn the_registration_lists_every_advertised_listener_and_the_rack() {
+        let listeners = [
+            Listener {
+                name: "PLAINTEXT".into(),
+                host: "10.0.0.1".into(),
+                port: 9092,
+            },
+            Listener {
+                name: "REPLICATION".into(),
+                host: "10.0.1.1".into(),
+                port: 9093,
+            },
+        ];
+        let reg = registration_for(&listeners, Some("r1"), 1700000000000);
+        let json: serde_json::Value = serde_json::from_slice(&reg.encode()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "features": {},
+                "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT", "REPLICATION": "PLAINTEXT"},
+                "endpoints": ["PLAINTEXT://10.0.0.1:9092", "REPLICATION://10.0.1.1:9093"],
+                "rack": "r1",
+                "jmx_port": -1,
+                "port": 9092,
+                "host": "10.0.0.1",
+                "version": 5,
+                "timestamp": "1700000000000"
+            })
+        );
+    }
+
+    #[test]
+    fn a_second_registration_of_one_id_fails_with_kafkas_message_and_epochs_are_czxids() {
+        block_on(async {
+            let a = EmbeddedStore::in_memory();
+            let b = a.new_session().unwrap();
+            let reg = BrokerIdZNode::plaintext("h", 9092, 1);
+            let epoch = register_with_epoch(&a, BrokerId(1), &reg).await.unwrap();
+            let err = register_with_epoch(&b, BrokerId(1), &reg).await.unwrap_err();
+            assert!(
+                err.contains("/brokers/ids/1, node already exists and owner"),
+                "{err}"
+            );
+            b.create("/brokers/ids/7", b"{oops", CreateMode::Ephemeral)
+                .await
+                .unwrap();
+            let live = read_live_brokers(&a, &[BrokerId(1), BrokerId(7), BrokerId(9)])
+                .await
+                .unwrap();
+            assert_eq!(live.len(), 1, "the malformed and the missing one are left out");
+            assert_eq!((live[0].id, live[0].epoch), (BrokerId(1), epoch));
+        });
+    }
+}

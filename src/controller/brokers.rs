@@ -214,7 +214,9 @@ pub async fn read_live_brokers<S: MetadataStore>(
                     epoch: stat.czxid,
                     registration,
                 }),
-                Err(e) => tracing::warn!(%path, error = %e.0, "ignoring a malformed broker registration"),
+                Err(e) => {
+                    tracing::warn!(%path, error = %e.0, "ignoring a malformed broker registration")
+                }
             },
             Err(StoreError::NoNode(_)) => {}
             Err(e) => return Err(e),
@@ -269,7 +271,9 @@ mod registration_tests {
             let b = a.new_session().unwrap();
             let reg = BrokerIdZNode::plaintext("h", 9092, 1);
             let epoch = register_with_epoch(&a, BrokerId(1), &reg).await.unwrap();
-            let err = register_with_epoch(&b, BrokerId(1), &reg).await.unwrap_err();
+            let err = register_with_epoch(&b, BrokerId(1), &reg)
+                .await
+                .unwrap_err();
             assert!(
                 err.contains("/brokers/ids/1, node already exists and owner"),
                 "{err}"
@@ -280,7 +284,11 @@ mod registration_tests {
             let live = read_live_brokers(&a, &[BrokerId(1), BrokerId(7), BrokerId(9)])
                 .await
                 .unwrap();
-            assert_eq!(live.len(), 1, "the malformed and the missing one are left out");
+            assert_eq!(
+                live.len(),
+                1,
+                "the malformed and the missing one are left out"
+            );
             assert_eq!((live[0].id, live[0].epoch), (BrokerId(1), epoch));
         });
     }

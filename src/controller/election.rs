@@ -74,12 +74,11 @@ async fn current_epoch<S: MetadataStore>(
     loop {
         match store.get(paths::CONTROLLER_EPOCH).await {
             Ok((data, stat)) => {
-                let epoch = paths::decode_controller_epoch(&data).map_err(|e| {
-                    ElectionError::Corrupt {
+                let epoch =
+                    paths::decode_controller_epoch(&data).map_err(|e| ElectionError::Corrupt {
                         path: paths::CONTROLLER_EPOCH,
                         why: e.0,
-                    }
-                })?;
+                    })?;
                 return Ok((epoch, stat.version));
             }
             Err(StoreError::NoNode(_)) => {}

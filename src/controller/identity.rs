@@ -77,8 +77,13 @@ pub async fn generate_broker_id<S: MetadataStore>(
     let stat = match store.set(paths::BROKER_SEQUENCE_ID, &[], None).await {
         Ok(stat) => stat,
         Err(StoreError::NoNode(_)) => {
-            match create_recursive(store, paths::BROKER_SEQUENCE_ID, &[], CreateMode::Persistent)
-                .await
+            match create_recursive(
+                store,
+                paths::BROKER_SEQUENCE_ID,
+                &[],
+                CreateMode::Persistent,
+            )
+            .await
             {
                 Ok(_) | Err(StoreError::NodeExists(_)) => {}
                 Err(e) => return Err(e.into()),
@@ -151,12 +156,8 @@ mod tests {
             let s = EmbeddedStore::in_memory();
             let mut rng = rand::thread_rng();
             let none = StoredMeta::default();
-            let (first, cluster) = resolve(&s, &none, -1, true, 1000, &mut rng)
-                .await
-                .unwrap();
-            let (second, again) = resolve(&s, &none, -1, true, 1000, &mut rng)
-                .await
-                .unwrap();
+            let (first, cluster) = resolve(&s, &none, -1, true, 1000, &mut rng).await.unwrap();
+            let (second, again) = resolve(&s, &none, -1, true, 1000, &mut rng).await.unwrap();
             assert_eq!((first, second), (1001, 1002));
             assert_eq!(cluster, again, "one /cluster/id");
             // A restart with meta.properties keeps its id.

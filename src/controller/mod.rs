@@ -16,6 +16,8 @@
 //!   [`election::Election`] view each broker keeps.
 //! - [`identity`]: a ZooKeeper-mode broker's cluster id and broker id at
 //!   start-up (`/cluster/id`, `/brokers/seqid`, the `meta.properties` rules).
+//! - [`zk_mode`] `[drv]`: a ZooKeeper-mode broker — registration, the
+//!   election, the controller's context and watches, one event queue.
 //! - [`admin_error`] `[pure]`: why an admin operation failed, as a Kafka
 //!   error code.
 //! - [`assignment`] `[pure]`: Kafka's replica assignment.
@@ -30,5 +32,6 @@ pub mod image;
 pub mod requests;
 pub mod topic_admin;
 pub mod topic_configs;
+pub mod zk_mode;
 
 pub use event_loop::{Controller, Outcome};

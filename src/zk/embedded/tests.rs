@@ -524,7 +524,11 @@ fn sessions_of_one_tree_own_their_ephemerals_and_see_each_others_changes() {
         assert_eq!(stat.ephemeral_owner, a.current_session());
         let mut b_session = b.session_event();
         a.close_session().unwrap();
-        assert_eq!(fired(&mut w).unwrap().kind, WatchKind::Deleted, "b sees a's node go");
+        assert_eq!(
+            fired(&mut w).unwrap().kind,
+            WatchKind::Deleted,
+            "b sees a's node go"
+        );
         assert_eq!(
             block_on(futures_lite::future::poll_once(&mut b_session)),
             None,

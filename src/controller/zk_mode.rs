@@ -1,0 +1,467 @@
+//! `[drv]` A broker in ZooKeeper mode (seed 002; Kafka 3.9
+//! `KafkaController` and its `ControllerEventManager`): the broker's
+//! registration, the controller election every broker takes part in, and —
+//! while this broker is controller — the controller's context and watches.
+//!
+//! One event queue, one task: watch callbacks, session changes and start-up
+//! become [`Event`]s processed in FIFO order by [`ZkBroker::run`], so no
+//! state is touched outside it and no locks are needed (Kafka's
+//! ControllerEventThread). Events from an ended session or an ended
+//! controller term are dropped (Kafka unregisters those handlers).
+//!
+//! What the broker does with the outcome (publish the controller id and
+//! live brokers to every shard, send UpdateMetadata to every broker) is the
+//! [`Duties`] implementation's: this module decides, the control shard acts.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_lite::future::BoxedLocal;
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+
+use super::brokers::{self, LiveBroker};
+use super::election::{self, Election, Step, Won};
+use super::topic_admin::{self, TopicInfo};
+use crate::types::BrokerId;
+use crate::zk::paths::{self, BrokerIdZNode};
+use crate::zk::store::{MetadataStore, SessionEvent, StoreError, Watch, WatchKind};
+
+/// What the controller knows after failover (Kafka's `ControllerContext`,
+/// as far as election and membership need it).
+#[derive(Debug, Clone, Default)]
+pub struct ControllerContext {
+    pub epoch: i32,
+    pub epoch_zk_version: i32,
+    pub live_brokers: Vec<LiveBroker>,
+    pub topics: Vec<TopicInfo>,
+}
+
+/// The broker's side effects of what the election decided.
+#[allow(async_fn_in_trait)]
+pub trait Duties {
+    /// This broker's registration epoch (czxid), after each registration.
+    fn registered(&self, broker_epoch: i64);
+    /// The active controller as last seen (every broker; Metadata's
+    /// controller id on the next UpdateMetadata).
+    fn controller_seen(&self, controller: Option<BrokerId>);
+    /// This broker became controller with `ctx` loaded
+    /// (`onControllerFailover`: send UpdateMetadata to every live broker).
+    async fn failover(&self, ctx: &ControllerContext);
+    /// While controller: the live brokers changed.
+    async fn brokers_changed(&self, ctx: &ControllerContext);
+    /// No longer controller (`onControllerResignation`).
+    fn resigned(&self);
+}
+
+/// Opens a new session after the old one expired.
+pub type Reconnect<S> = Box<dyn Fn() -> BoxedLocal<Result<S, StoreError>>>;
+
+/// Queue entries: what happened, and under which session / controller term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Startup,
+    /// `/controller` created, changed or deleted.
+    ControllerChange,
+    /// `/brokers/ids` children changed (controller only).
+    BrokerChange,
+    /// `/brokers/topics` children or a watched topic changed (controller
+    /// only; acted on by the controller's duties, issue 19).
+    TopicChange,
+    /// One of the admin znodes changed (controller only; issue 19).
+    AdminChange(&'static str),
+    SessionExpired,
+    Stop,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Tagged {
+    session: u64,
+    /// The controller term the event belongs to; 0 = any broker's.
+    term: u64,
+    event: Event,
+}
+
+/// How long to wait between attempts to open a new session.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
+
+pub struct ZkBroker<S: MetadataStore, D: Duties> {
+    me: BrokerId,
+    registration: BrokerIdZNode,
+    store: RefCell<Rc<S>>,
+    reconnect: Reconnect<S>,
+    duties: D,
+    election: RefCell<Election>,
+    context: RefCell<Option<ControllerContext>>,
+    tx: Rc<LocalSender<Tagged>>,
+    rx: RefCell<Option<LocalReceiver<Tagged>>>,
+    session: Cell<u64>,
+    term: Cell<u64>,
+    now_ms: Box<dyn Fn() -> i64>,
+}
+
+impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
+    pub fn new(
+        me: BrokerId,
+        registration: BrokerIdZNode,
+        store: S,
+        reconnect: Reconnect<S>,
+        duties: D,
+        now_ms: Box<dyn Fn() -> i64>,
+    ) -> Rc<Self> {
+        let (tx, rx) = local_channel::new_unbounded();
+        Rc::new(Self {
+            me,
+            registration,
+            store: RefCell::new(Rc::new(store)),
+            reconnect,
+            duties,
+            election: RefCell::new(Election::new(me)),
+            context: RefCell::new(None),
+            tx: Rc::new(tx),
+            rx: RefCell::new(Some(rx)),
+            session: Cell::new(1),
+            term: Cell::new(0),
+            now_ms,
+        })
+    }
+
+    pub fn duties(&self) -> &D {
+        &self.duties
+    }
+
+    pub fn election(&self) -> Election {
+        self.election.borrow().clone()
+    }
+
+    pub fn context(&self) -> Option<ControllerContext> {
+        self.context.borrow().clone()
+    }
+
+    fn store(&self) -> Rc<S> {
+        self.store.borrow().clone()
+    }
+
+    /// Queue `event` for the current session (and, for controller events,
+    /// the current term).
+    pub fn enqueue(&self, event: Event) {
+        let _ = self.tx.try_send(Tagged {
+            session: self.session.get(),
+            term: 0,
+            event,
+        });
+    }
+
+    /// Registers the broker and runs the first election: a failure here
+    /// (the id taken, the store unreachable) is the broker's start-up
+    /// failure. Then the queue runs until [`Event::Stop`].
+    pub async fn start(self: &Rc<Self>) -> Result<(), String> {
+        self.register().await?;
+        self.watch_session();
+        self.on_controller_change().await;
+        let me = self.clone();
+        glommio::spawn_local(async move { me.run().await }).detach();
+        Ok(())
+    }
+
+    async fn run(self: Rc<Self>) {
+        let Some(rx) = self.rx.borrow_mut().take() else {
+            return;
+        };
+        while let Some(t) = rx.recv().await {
+            if t.session != self.session.get() || (t.term != 0 && t.term != self.term.get()) {
+                continue;
+            }
+            match t.event {
+                Event::Stop => break,
+                Event::Startup => {
+                    if let Err(e) = self.register().await {
+                        tracing::error!(error = %e, "re-registering after session expiry");
+                    }
+                    self.watch_session();
+                    self.on_controller_change().await;
+                }
+                Event::ControllerChange => self.on_controller_change().await,
+                Event::BrokerChange => self.on_broker_change().await,
+                Event::TopicChange => self.on_topic_change().await,
+                Event::AdminChange(path) => self.on_admin_change(path).await,
+                Event::SessionExpired => self.on_session_expired().await,
+            }
+        }
+        if self.election.borrow_mut().lost() == Step::Resign {
+            self.duties.resigned();
+        }
+    }
+
+    async fn register(&self) -> Result<(), String> {
+        let epoch =
+            brokers::register_with_epoch(&*self.store(), self.me, &self.registration).await?;
+        tracing::info!(broker = %self.me, epoch, "registered in ZooKeeper");
+        self.duties.registered(epoch);
+        Ok(())
+    }
+
+    /// Turns the firing of `watch` into `event` on the queue, unless the
+    /// session that set it ended first.
+    fn arm(&self, watch: Watch, event: Event, term: u64) {
+        let tx = self.tx.clone();
+        let session = self.session.get();
+        glommio::spawn_local(async move {
+            if watch.await.kind != WatchKind::SessionClosed {
+                let _ = tx.try_send(Tagged {
+                    session,
+                    term,
+                    event,
+                });
+            }
+        })
+        .detach();
+    }
+
+    fn watch_session(&self) {
+        let store = self.store();
+        let tx = self.tx.clone();
+        let session = self.session.get();
+        glommio::spawn_local(async move {
+            loop {
+                match store.session_event().await {
+                    SessionEvent::Expired => {
+                        let _ = tx.try_send(Tagged {
+                            session,
+                            term: 0,
+                            event: Event::SessionExpired,
+                        });
+                        return;
+                    }
+                    SessionEvent::Closed => return,
+                    SessionEvent::Connected | SessionEvent::Disconnected => {}
+                }
+            }
+        })
+        .detach();
+    }
+
+    /// `/controller` may have changed: watch it again, read it, and act
+    /// (Kafka's `ControllerChange` / `Reelect` events).
+    async fn on_controller_change(&self) {
+        let store = self.store();
+        match store.exists_watch(paths::CONTROLLER).await {
+            Ok((_, w)) => self.arm(w, Event::ControllerChange, 0),
+            Err(e) => {
+                tracing::warn!(error = %e, "watching /controller");
+                return;
+            }
+        }
+        let seen = match election::read_controller_id(&*store).await {
+            Ok(seen) => seen,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading /controller");
+                return;
+            }
+        };
+        let step = self.election.borrow_mut().observe(seen);
+        self.act(step).await;
+        if step == Step::TryElect {
+            let outcome = election::register_controller_and_increment_epoch(
+                &*store,
+                self.me,
+                (self.now_ms)(),
+            )
+            .await;
+            if let Err(e) = &outcome {
+                tracing::info!(broker = %self.me, reason = %e, "not elected controller");
+            }
+            let step = self.election.borrow_mut().elected(outcome);
+            if step == Step::Nothing {
+                // Learn the winner now; if it already went, its watch
+                // event is queued and the next round elects.
+                if let Ok(Some(id)) = election::read_controller_id(&*store).await {
+                    let step = self.election.borrow_mut().observe(Some(id));
+                    self.act(step).await;
+                }
+            }
+            self.act(step).await;
+        }
+        self.duties
+            .controller_seen(self.election.borrow().active_controller());
+    }
+
+    async fn act(&self, step: Step) {
+        match step {
+            Step::Nothing | Step::TryElect => {}
+            Step::Resign => self.resign(),
+            Step::Failover(won) => self.failover(won).await,
+        }
+    }
+
+    fn resign(&self) {
+        // Every controller watch of the old term is dropped by its tag.
+        self.term.set(self.term.get() + 1);
+        self.context.borrow_mut().take();
+        tracing::info!(broker = %self.me, "resigned as controller");
+        self.duties.resigned();
+    }
+
+    /// `onControllerFailover`: a new term, the context loaded from the
+    /// store, the controller's watches registered, then the duties.
+    async fn failover(&self, won: Won) {
+        let term = self.term.get() + 1;
+        self.term.set(term);
+        tracing::info!(broker = %self.me, epoch = won.epoch.0, "elected controller");
+        match self.load_context(won, term).await {
+            Ok(ctx) => {
+                self.duties.failover(&ctx).await;
+                *self.context.borrow_mut() = Some(ctx);
+            }
+            Err(e) => {
+                // Kafka's triggerControllerMove: give the role up so
+                // another broker (or this one, again) elects.
+                tracing::error!(error = %e, "loading the controller context; resigning");
+                let _ = self.store().delete(paths::CONTROLLER, None).await;
+                if self.election.borrow_mut().lost() == Step::Resign {
+                    self.resign();
+                }
+            }
+        }
+    }
+
+    async fn load_context(&self, won: Won, term: u64) -> Result<ControllerContext, String> {
+        let live_brokers = self.watch_live_brokers(term).await?;
+        let store = self.store();
+        let (_, w) = store
+            .children_watch(paths::TOPICS)
+            .await
+            .map_err(|e| format!("watching {}: {e}", paths::TOPICS))?;
+        self.arm(w, Event::TopicChange, term);
+        let topics = topic_admin::load_topics(&*store)
+            .await
+            .map_err(|e| format!("loading topics: {e}"))?;
+        for t in &topics {
+            if let Ok((_, _, w)) = store.get_watch(&paths::topic(&t.name)).await {
+                self.arm(w, Event::TopicChange, term);
+            }
+        }
+        for path in [paths::DELETE_TOPICS, paths::ISR_CHANGE_NOTIFICATION] {
+            if let Ok((_, w)) = store.children_watch(path).await {
+                self.arm(w, Event::AdminChange(path), term);
+            }
+        }
+        for path in [
+            paths::REASSIGN_PARTITIONS,
+            paths::PREFERRED_REPLICA_ELECTION,
+        ] {
+            if let Ok((_, w)) = store.exists_watch(path).await {
+                self.arm(w, Event::AdminChange(path), term);
+            }
+        }
+        Ok(ControllerContext {
+            epoch: won.epoch.0,
+            epoch_zk_version: won.epoch_zk_version,
+            live_brokers,
+            topics,
+        })
+    }
+
+    async fn watch_live_brokers(&self, term: u64) -> Result<Vec<LiveBroker>, String> {
+        let store = self.store();
+        let (names, w) = store
+            .children_watch(paths::BROKER_IDS)
+            .await
+            .map_err(|e| format!("watching {}: {e}", paths::BROKER_IDS))?;
+        self.arm(w, Event::BrokerChange, term);
+        let mut ids: Vec<BrokerId> = Vec::with_capacity(names.len());
+        for n in &names {
+            match n.parse() {
+                Ok(id) => ids.push(id),
+                Err(_) => {
+                    tracing::warn!(path = %format!("{}/{n}", paths::BROKER_IDS), "ignoring a broker znode whose name is not an id")
+                }
+            }
+        }
+        ids.sort_unstable();
+        brokers::read_live_brokers(&*store, &ids)
+            .await
+            .map_err(|e| format!("reading live brokers: {e}"))
+    }
+
+    async fn on_broker_change(&self) {
+        if !self.election.borrow().is_controller() {
+            return;
+        }
+        let term = self.term.get();
+        match self.watch_live_brokers(term).await {
+            Ok(live) => {
+                let ctx = {
+                    let mut slot = self.context.borrow_mut();
+                    let Some(ctx) = slot.as_mut() else { return };
+                    ctx.live_brokers = live;
+                    ctx.clone()
+                };
+                self.duties.brokers_changed(&ctx).await;
+            }
+            Err(e) => tracing::warn!(error = %e, "broker change"),
+        }
+    }
+
+    async fn on_topic_change(&self) {
+        if !self.election.borrow().is_controller() {
+            return;
+        }
+        let term = self.term.get();
+        let store = self.store();
+        if let Ok((_, w)) = store.children_watch(paths::TOPICS).await {
+            self.arm(w, Event::TopicChange, term);
+        }
+        match topic_admin::load_topics(&*store).await {
+            Ok(topics) => {
+                if let Some(ctx) = self.context.borrow_mut().as_mut() {
+                    ctx.topics = topics;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "reloading topics"),
+        }
+    }
+
+    async fn on_admin_change(&self, path: &'static str) {
+        if !self.election.borrow().is_controller() {
+            return;
+        }
+        let term = self.term.get();
+        let store = self.store();
+        let rearmed = if path == paths::DELETE_TOPICS || path == paths::ISR_CHANGE_NOTIFICATION {
+            store.children_watch(path).await.map(|(_, w)| w)
+        } else {
+            store.exists_watch(path).await.map(|(_, w)| w)
+        };
+        if let Ok(w) = rearmed {
+            self.arm(w, Event::AdminChange(path), term);
+        }
+        tracing::debug!(%path, "admin znode changed");
+    }
+
+    /// The session is gone: resign before anything else, open a new
+    /// session, register again (a new broker epoch) and rejoin the
+    /// election (Kafka's `Expire` then `RegisterBrokerAndReelect`).
+    async fn on_session_expired(&self) {
+        tracing::warn!(broker = %self.me, "ZooKeeper session expired");
+        if self.election.borrow_mut().lost() == Step::Resign {
+            self.resign();
+        }
+        self.duties.controller_seen(None);
+        let store = loop {
+            match (self.reconnect)().await {
+                Ok(s) => break s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "opening a new ZooKeeper session");
+                    glommio::timer::sleep(RECONNECT_BACKOFF).await;
+                }
+            }
+        };
+        *self.store.borrow_mut() = Rc::new(store);
+        self.session.set(self.session.get() + 1);
+        self.enqueue(Event::Startup);
+    }
+}
+
+#[cfg(test)]
+mod tests;

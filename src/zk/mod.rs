@@ -7,11 +7,13 @@
 //! - [`watch`] `[pure]`: one-shot watches and session events.
 //! - [`embedded`] `[io]`: the in-process store persisted under the log dir,
 //!   used when `zookeeper.connect` is unset.
+//! - [`client`] `[io]`: `ZkStore`, the store over a real ZooKeeper
+//!   ensemble (zookeeper-client crate on the control shard's executor).
 //!
 //! What the broker and controller do over the store (topic admin, broker
-//! registration, replica assignment) is `controller`'s. A ZooKeeper-backed
-//! store (zookeeper-client crate) is a later file here.
+//! registration, replica assignment) is `controller`'s.
 
+pub mod client;
 pub mod embedded;
 pub mod paths;
 pub mod store;

@@ -201,7 +201,13 @@ async fn each_misuse_has_its_error<F: Fixture>(f: &F) {
     for (name, got, want) in table {
         assert_eq!(got, want, "{name}");
     }
-    // The same misuses inside a multi report the same error.
+}
+
+/// The same misuses inside a multi report the same error.
+async fn each_misuse_in_a_multi_has_its_error<F: Fixture>(f: &F) {
+    let s = f.client().await;
+    s.create("/a", b"x", P).await.unwrap();
+    s.create("/a/b", b"", P).await.unwrap();
     let in_multi: Vec<(Op, StoreError)> = vec![
         (
             Op::Create {
@@ -411,6 +417,7 @@ async fn session_end_ends_its_watches<F: Fixture>(f: &F) {
 macro_rules! contract {
     ($make:expr) => {{
         contract!($make; crud_with_versions, each_misuse_has_its_error,
+            each_misuse_in_a_multi_has_its_error,
             sequential_names_have_ten_digits, multi_is_all_or_nothing,
             ephemerals_go_with_their_session, watches_fire_once_with_kind_and_path,
             session_end_ends_its_watches)

@@ -3,6 +3,8 @@
 //! find the external clients (kcat, the Python venv), stop the broker.
 #![allow(dead_code)]
 
+pub mod zookeeper;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;

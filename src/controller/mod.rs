@@ -12,6 +12,8 @@
 //! - [`topic_admin`], [`topic_configs`], [`brokers`]: Kafka's topic admin,
 //!   topic config and broker registration operations over any
 //!   `zk::store::MetadataStore` (`AdminZkClient`, `KafkaZkClient`).
+//! - [`channel`] `[drv]`: the controller → broker request channel (Kafka's
+//!   ControllerChannelManager), one queue and connection per live broker.
 //! - [`admin_error`] `[pure]`: why an admin operation failed, as a Kafka
 //!   error code.
 //! - [`assignment`] `[pure]`: Kafka's replica assignment.
@@ -19,6 +21,7 @@
 pub mod admin_error;
 pub mod assignment;
 pub mod brokers;
+pub mod channel;
 pub mod event_loop;
 pub mod image;
 pub mod requests;

@@ -152,7 +152,10 @@ impl Snapshot {
         // Announced partitions are what a controller said; only their
         // order is ours.
         for t in self.announced.values() {
-            if t.partitions.windows(2).any(|w| w[0].partition >= w[1].partition) {
+            if t.partitions
+                .windows(2)
+                .any(|w| w[0].partition >= w[1].partition)
+            {
                 return Err(format!("{}: announced partitions out of order", t.name));
             }
         }

@@ -135,7 +135,12 @@ impl UpdateMetadata {
                 } else {
                     b.endpoints.iter().map(|e| listener(e, version)).collect()
                 },
-                rack: b.rack.as_ref().map(|r| r.as_str().to_owned()),
+                // No rack before v2 (the codec's default there is "").
+                rack: b
+                    .rack
+                    .as_ref()
+                    .filter(|_| version >= 2)
+                    .map(|r| r.as_str().to_owned()),
             })
             .collect();
         Self {

@@ -79,8 +79,8 @@ pub fn decode_request_header(frame: &mut Bytes) -> Result<RequestHeader, HeaderE
 
 /// Response header version for a request (ApiVersions always answers with
 /// v0 so that a client can parse it before knowing our versions, KIP-511).
-pub fn response_header_version(api_key: Api, api_version: i16) -> i16 {
-    api_key.response_header_version(api_version)
+pub fn response_header_version(api_key: impl Into<Api>, api_version: i16) -> i16 {
+    api_key.into().response_header_version(api_version)
 }
 
 /// Size prefix plus response header for a response whose body is

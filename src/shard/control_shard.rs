@@ -73,7 +73,10 @@ impl ControlShard {
     /// every earlier publication. `base` is kept for the next
     /// [`Self::apply_update_metadata`].
     pub fn prepare_publication(&self, base: Snapshot, listener_name: &str) -> Snapshot {
-        let mut snapshot = self.metadata_cache.borrow().overlay(base.clone(), listener_name);
+        let mut snapshot = self
+            .metadata_cache
+            .borrow()
+            .overlay(base.clone(), listener_name);
         let version = snapshot.version.max(self.published_version.get() + 1);
         self.published_version.set(version);
         snapshot.version = version;

@@ -269,7 +269,10 @@ fn describe_cluster_refuses_other_endpoint_types_as_a_zookeeper_broker() {
         describe(9, false, 1).error_code,
         ErrorCode::UNSUPPORTED_ENDPOINT_TYPE.0
     );
-    assert_eq!(describe(9, false, 0).error_code, ErrorCode::INVALID_REQUEST.0);
+    assert_eq!(
+        describe(9, false, 0).error_code,
+        ErrorCode::INVALID_REQUEST.0
+    );
     assert!(describe(2, false, 1).brokers.is_empty());
 }
 

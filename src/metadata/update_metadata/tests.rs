@@ -95,7 +95,10 @@ fn an_accepted_request_replaces_brokers_and_controller_and_adds_partitions() {
     assert_eq!(t.partitions[0].leader, BrokerId(1));
     assert_eq!(t.partitions[0].offline_replicas, [BrokerId(2)]);
     assert!(s.topic("t").is_none(), "announced topics are not hosted");
-    assert_eq!(cache.partition("t", 1).unwrap().zk_version, PartitionEpoch(6));
+    assert_eq!(
+        cache.partition("t", 1).unwrap().zk_version,
+        PartitionEpoch(6)
+    );
     // The listener clients used picks the endpoint.
     let internal = cache.overlay(base(), "INTERNAL");
     assert_eq!(internal.brokers[0].host, "i0");
@@ -153,7 +156,10 @@ fn leader_during_delete_removes_the_partition_and_empty_partition_states_keep_th
     assert_eq!(cache.topic_id("t"), Some(Uuid::from_u128(9)));
     delete.partition_states = vec![partition("t", 1, -2)];
     cache.on_update_metadata(delete, None);
-    assert!(cache.overlay(base(), "PLAINTEXT").served_topic("t").is_none());
+    assert!(cache
+        .overlay(base(), "PLAINTEXT")
+        .served_topic("t")
+        .is_none());
     assert_eq!(cache.topic_id("t"), None, "no partitions left, no id");
 }
 

@@ -49,13 +49,50 @@ const BROKER_V2: &[Field] = &[INT32, Field::Structs(EP_V1), Field::Str];
 const BROKER_V3: &[Field] = &[INT32, Field::Structs(EP_V3), Field::Str];
 
 fn schema(version: i16) -> &'static [Field] {
-    const V0: &[Field] = &[INT32, INT32, Field::Structs(PS_V0), Field::Structs(BROKER_V0)];
-    const V1: &[Field] = &[INT32, INT32, Field::Structs(PS_V0), Field::Structs(BROKER_V1)];
-    const V2: &[Field] = &[INT32, INT32, Field::Structs(PS_V0), Field::Structs(BROKER_V2)];
-    const V3: &[Field] = &[INT32, INT32, Field::Structs(PS_V0), Field::Structs(BROKER_V3)];
-    const V4: &[Field] = &[INT32, INT32, Field::Structs(PS_V4), Field::Structs(BROKER_V3)];
-    const V5: &[Field] = &[INT32, INT32, INT64, Field::Structs(TS_V5), Field::Structs(BROKER_V3)];
-    const V7: &[Field] = &[INT32, INT32, INT64, Field::Structs(TS_V7), Field::Structs(BROKER_V3)];
+    const V0: &[Field] = &[
+        INT32,
+        INT32,
+        Field::Structs(PS_V0),
+        Field::Structs(BROKER_V0),
+    ];
+    const V1: &[Field] = &[
+        INT32,
+        INT32,
+        Field::Structs(PS_V0),
+        Field::Structs(BROKER_V1),
+    ];
+    const V2: &[Field] = &[
+        INT32,
+        INT32,
+        Field::Structs(PS_V0),
+        Field::Structs(BROKER_V2),
+    ];
+    const V3: &[Field] = &[
+        INT32,
+        INT32,
+        Field::Structs(PS_V0),
+        Field::Structs(BROKER_V3),
+    ];
+    const V4: &[Field] = &[
+        INT32,
+        INT32,
+        Field::Structs(PS_V4),
+        Field::Structs(BROKER_V3),
+    ];
+    const V5: &[Field] = &[
+        INT32,
+        INT32,
+        INT64,
+        Field::Structs(TS_V5),
+        Field::Structs(BROKER_V3),
+    ];
+    const V7: &[Field] = &[
+        INT32,
+        INT32,
+        INT64,
+        Field::Structs(TS_V7),
+        Field::Structs(BROKER_V3),
+    ];
     const V8: &[Field] = &[
         INT32,
         BOOL,

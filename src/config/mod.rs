@@ -294,6 +294,11 @@ server_config! {
     listeners: Vec<Listener> = vec![Listener { name: "PLAINTEXT".into(), host: String::new(), port: 9092 }];
     /// `advertised.listeners` (default null = `listeners`).
     advertised_listeners: Option<Vec<Listener>> = None;
+    /// `inter.broker.listener.name` (default null = the listener named
+    /// after `security.inter.broker.protocol`).
+    inter_broker_listener_name: Option<String> = None;
+    /// `security.inter.broker.protocol` (default PLAINTEXT).
+    security_inter_broker_protocol: String = "PLAINTEXT".into();
     /// `log.dirs` (default null = `log.dir`).
     log_dirs: Option<Vec<String>> = None;
     /// `log.dir` (default `/tmp/kafka-logs`).
@@ -681,6 +686,15 @@ impl ServerConfig {
             Some(dirs) if !dirs.is_empty() => dirs.clone(),
             _ => vec![self.log_dir.clone()],
         }
+    }
+
+    /// The listener brokers and the controller talk over (Kafka's
+    /// `KafkaConfig.interBrokerListenerName`): `inter.broker.listener.name`,
+    /// else the one named after `security.inter.broker.protocol`.
+    pub fn inter_broker_listener(&self) -> &str {
+        self.inter_broker_listener_name
+            .as_deref()
+            .unwrap_or(&self.security_inter_broker_protocol)
     }
 
     /// `advertised.listeners` if set, else `listeners`.

@@ -69,6 +69,19 @@ pub async fn register_broker_znode<S: MetadataStore>(
     Ok(())
 }
 
+/// This broker's epoch: the czxid of its `/brokers/ids/<id>` znode
+/// (KIP-380; `KafkaZkClient.registerBroker` returns the same); `None` when
+/// it is not registered.
+pub async fn broker_epoch<S: MetadataStore>(
+    store: &S,
+    broker_id: BrokerId,
+) -> Result<Option<i64>, AdminError> {
+    Ok(store
+        .exists(&paths::broker_id(broker_id))
+        .await?
+        .map(|stat| stat.czxid))
+}
+
 /// Returns the cluster id, creating `/cluster/id` with a fresh Kafka Uuid
 /// the first time (`KafkaZkClient.getOrCreateClusterId`).
 pub async fn ensure_cluster_id<S: MetadataStore, R: Rng + ?Sized>(

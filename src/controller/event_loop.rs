@@ -57,6 +57,8 @@ pub struct Controller<S: MetadataStore = EmbeddedStore> {
     version: Cell<u64>,
     producer_ids: RefCell<ProducerIdManager>,
     rng: RefCell<StdRng>,
+    /// The czxid of our `/brokers/ids/<id>` (UpdateMetadata fencing).
+    broker_epoch: Option<i64>,
 }
 
 impl Controller<EmbeddedStore> {
@@ -94,6 +96,9 @@ impl<S: MetadataStore> Controller<S> {
         brokers::register_broker(&store, broker_id, &me.host, i32::from(me.port), now_ms)
             .await
             .map_err(|e| format!("registering broker {broker_id}: {e}"))?;
+        let broker_epoch = brokers::broker_epoch(&store, broker_id)
+            .await
+            .map_err(|e| e.to_string())?;
         let finished = topic_admin::complete_pending_deletions(&store)
             .await
             .map_err(|e| e.to_string())?;
@@ -110,7 +115,13 @@ impl<S: MetadataStore> Controller<S> {
             version: Cell::new(0),
             producer_ids: RefCell::new(ProducerIdManager::new(broker_id)),
             rng: RefCell::new(StdRng::from_entropy()),
+            broker_epoch,
         })
+    }
+
+    /// This broker's epoch (czxid of its registration), once registered.
+    pub fn broker_epoch(&self) -> Option<i64> {
+        self.broker_epoch
     }
 
     /// Run `req`. The caller serialises calls (store updates and the

@@ -12,6 +12,8 @@
 //! - [`topic_admin`], [`topic_configs`], [`brokers`]: Kafka's topic admin,
 //!   topic config and broker registration operations over any
 //!   `zk::store::MetadataStore` (`AdminZkClient`, `KafkaZkClient`).
+//! - [`channel`] `[drv]`: the controller → broker request channel (Kafka's
+//!   ControllerChannelManager), one queue and connection per live broker.
 //! - [`election`]: controller election over the store and the pure
 //!   [`election::Election`] view each broker keeps.
 //! - [`identity`]: a ZooKeeper-mode broker's cluster id and broker id at
@@ -25,6 +27,7 @@
 pub mod admin_error;
 pub mod assignment;
 pub mod brokers;
+pub mod channel;
 pub mod election;
 pub mod event_loop;
 pub mod identity;

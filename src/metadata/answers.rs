@@ -4,6 +4,10 @@
 //! everything here is deterministic and tested without sockets.
 
 use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
+use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
+use kafka_protocol::messages::describe_cluster_response::{
+    DescribeClusterBroker, DescribeClusterResponse,
+};
 use kafka_protocol::messages::metadata_request::MetadataRequest;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -27,7 +31,7 @@ pub fn api_versions_response(table: &[ApiRange], error: ErrorCode) -> ApiVersion
         .iter()
         .map(|r| {
             ApiVersion::default()
-                .with_api_key(r.api_key as i16)
+                .with_api_key(r.api_key.code())
                 .with_min_version(r.min)
                 .with_max_version(r.max)
         })
@@ -84,8 +88,7 @@ pub fn metadata_response(
     };
     if all_topics {
         response.topics = snapshot
-            .topics
-            .values()
+            .served_topics()
             .map(|t| topic_answer(t, include_topic_ops))
             .collect();
     } else {
@@ -120,7 +123,7 @@ fn named_topic_answer(
     include_topic_ops: bool,
     mut on_unknown: impl FnMut(&str),
 ) -> MetadataResponseTopic {
-    if let Some(topic) = snapshot.topic(name) {
+    if let Some(topic) = snapshot.served_topic(name) {
         return topic_answer(topic, include_topic_ops);
     }
     let mut answer = MetadataResponseTopic::default();
@@ -139,7 +142,7 @@ fn id_topic_answer(
     topic_id: Uuid,
     include_ops: bool,
 ) -> MetadataResponseTopic {
-    match snapshot.topic_by_id(topic_id) {
+    match snapshot.served_topic_by_id(topic_id) {
         Some(topic) => topic_answer(topic, include_ops),
         None => {
             let mut answer = MetadataResponseTopic::default();
@@ -181,6 +184,80 @@ fn topic_answer(topic: &TopicState, include_topic_ops: bool) -> MetadataResponse
         })
         .collect();
     answer
+}
+
+/// `EndpointType` (KIP-919): 1 = brokers, 2 = controllers.
+const ENDPOINT_TYPE_BROKER: i8 = 1;
+const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
+
+/// The DescribeCluster answer (KIP-700) at `version`, following Kafka 3.9's
+/// `AuthHelper.computeDescribeClusterResponse` for a ZooKeeper-mode broker
+/// (its endpoint type is BROKER): an unknown endpoint type gets
+/// UNSUPPORTED_ENDPOINT_TYPE, the controllers' type MISMATCHED_ENDPOINT_TYPE
+/// (both INVALID_REQUEST at v0, which cannot name a type anyway); a
+/// controller id not among the brokers is reported as -1; authorized
+/// operations are the schema default (`Int.MinValue`) unless asked for,
+/// then every cluster operation (no authorizer).
+pub fn describe_cluster_response(
+    snapshot: &Snapshot,
+    request: &DescribeClusterRequest,
+    version: i16,
+) -> DescribeClusterResponse {
+    let mut response = DescribeClusterResponse::default();
+    response.throttle_time_ms = 0;
+    response.endpoint_type = ENDPOINT_TYPE_BROKER;
+    let refuse = |code: ErrorCode, message: String| {
+        let mut refused = DescribeClusterResponse::default();
+        refused.error_code = if version == 0 {
+            ErrorCode::INVALID_REQUEST.0
+        } else {
+            code.0
+        };
+        refused.error_message = Some(StrBytes::from_string(message));
+        refused
+    };
+    match request.endpoint_type {
+        ENDPOINT_TYPE_BROKER => {}
+        ENDPOINT_TYPE_CONTROLLER => {
+            return refuse(
+                ErrorCode::MISMATCHED_ENDPOINT_TYPE,
+                "The request was sent to an endpoint of type BROKER, but we wanted an endpoint \
+                 of type CONTROLLER"
+                    .into(),
+            )
+        }
+        other => {
+            return refuse(
+                ErrorCode::UNSUPPORTED_ENDPOINT_TYPE,
+                format!("Unsupported endpoint type {other}"),
+            )
+        }
+    }
+    response.error_code = ErrorCode::NONE.0;
+    response.cluster_id = StrBytes::from_string(snapshot.cluster_id.clone());
+    response.brokers = snapshot
+        .brokers
+        .iter()
+        .map(|b| {
+            let mut broker = DescribeClusterBroker::default();
+            broker.broker_id = BrokerId(b.broker_id.0);
+            broker.host = StrBytes::from_string(b.host.clone());
+            broker.port = i32::from(b.port);
+            broker.rack = b.rack.clone().map(StrBytes::from_string);
+            broker
+        })
+        .collect();
+    response.controller_id = if snapshot.broker(snapshot.controller_id).is_some() {
+        BrokerId(snapshot.controller_id.0)
+    } else {
+        BrokerId(-1)
+    };
+    response.cluster_authorized_operations = if request.include_cluster_authorized_operations {
+        ALL_CLUSTER_OPERATIONS
+    } else {
+        i32::MIN
+    };
+    response
 }
 
 /// Operation bit sets (KIP-430, `AclOperation` codes) reported when a

@@ -56,8 +56,17 @@ pub struct Snapshot {
     /// `-1` when no controller is known.
     pub controller_id: BrokerId,
     pub brokers: Vec<BrokerEndpoint>,
-    /// Topics in name order of creation; lookups by name are O(1).
+    /// Topics in name order of creation; lookups by name are O(1). These
+    /// are the topics this broker's own controller stores: owner shards
+    /// open logs for their partitions.
     pub topics: IndexMap<Arc<str>, TopicState>,
+    /// Topics known only from a controller's UpdateMetadata (ZooKeeper
+    /// mode, `metadata::update_metadata`), by name: Metadata answers list
+    /// them, but no shard opens a log for them (hosting comes from
+    /// LeaderAndIsr, not from UpdateMetadata, as in Kafka). A name in
+    /// `topics` shadows the same name here. Partitions are in index order
+    /// but need not be contiguous (an UpdateMetadata may name any subset).
+    pub announced: IndexMap<Arc<str>, TopicState>,
 }
 
 impl Snapshot {
@@ -70,7 +79,33 @@ impl Snapshot {
             controller_id: broker.broker_id,
             brokers: vec![broker],
             topics: IndexMap::new(),
+            announced: IndexMap::new(),
         }
+    }
+
+    /// The topic Metadata answers for `name`: a stored one, else one
+    /// announced by UpdateMetadata.
+    pub fn served_topic(&self, name: &str) -> Option<&TopicState> {
+        self.topics.get(name).or_else(|| self.announced.get(name))
+    }
+
+    /// [`Snapshot::served_topic`] by topic id.
+    pub fn served_topic_by_id(&self, topic_id: Uuid) -> Option<&TopicState> {
+        self.topic_by_id(topic_id).or_else(|| {
+            self.announced
+                .values()
+                .find(|t| t.topic_id == topic_id && !self.topics.contains_key(&t.name))
+        })
+    }
+
+    /// Every topic Metadata lists: stored ones, then announced ones they do
+    /// not shadow.
+    pub fn served_topics(&self) -> impl Iterator<Item = &TopicState> {
+        self.topics.values().chain(
+            self.announced
+                .values()
+                .filter(|t| !self.topics.contains_key(&t.name)),
+        )
     }
 
     pub fn topic(&self, name: &str) -> Option<&TopicState> {
@@ -112,6 +147,16 @@ impl Snapshot {
                         t.name, p.partition
                     ));
                 }
+            }
+        }
+        // Announced partitions are what a controller said; only their
+        // order is ours.
+        for t in self.announced.values() {
+            if t.partitions
+                .windows(2)
+                .any(|w| w[0].partition >= w[1].partition)
+            {
+                return Err(format!("{}: announced partitions out of order", t.name));
             }
         }
         Ok(())

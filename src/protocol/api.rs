@@ -3,21 +3,149 @@
 //! The one table of (ApiKey → version range) lives with the handlers in
 //! `server::dispatch` (each handler file declares its range); this module
 //! holds the row type and the lookups ApiVersions and dispatch share.
+//!
+//! [`Api`] names an API this broker can speak: one of `kafka-protocol`
+//! 0.18's (Kafka 4.1 schemas), or one of the ZooKeeper-mode inter-broker
+//! APIs Kafka 4 removed, whose schemas come from `kafka-protocol` 0.15.1
+//! (Kafka 3.9; CLUSTER.md §1).
+
+use std::fmt;
 
 use kafka_protocol::messages::ApiKey;
+use kafka_protocol_39::messages::ApiKey as ApiKey39;
+
+/// The ZooKeeper-mode controller ↔ broker APIs (Kafka 3.9,
+/// `ApiKeys.zkBrokerApis`) that `kafka-protocol` 0.18 no longer has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZkApi {
+    LeaderAndIsr,
+    StopReplica,
+    UpdateMetadata,
+    ControlledShutdown,
+}
+
+impl ZkApi {
+    const ALL: [ZkApi; 4] = [
+        ZkApi::LeaderAndIsr,
+        ZkApi::StopReplica,
+        ZkApi::UpdateMetadata,
+        ZkApi::ControlledShutdown,
+    ];
+
+    /// The 3.9 codec's key (header versions, version ranges).
+    pub fn key(self) -> ApiKey39 {
+        match self {
+            ZkApi::LeaderAndIsr => ApiKey39::LeaderAndIsr,
+            ZkApi::StopReplica => ApiKey39::StopReplica,
+            ZkApi::UpdateMetadata => ApiKey39::UpdateMetadata,
+            ZkApi::ControlledShutdown => ApiKey39::ControlledShutdown,
+        }
+    }
+}
+
+/// An API key this broker knows how to frame.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Kafka(ApiKey),
+    Zk(ZkApi),
+}
+
+impl Api {
+    /// The key for a wire code: 0.18's table first, then the ZooKeeper-mode
+    /// APIs it dropped.
+    pub fn from_code(code: i16) -> Option<Api> {
+        if let Ok(key) = ApiKey::try_from(code) {
+            return Some(Api::Kafka(key));
+        }
+        ZkApi::ALL
+            .into_iter()
+            .find(|z| z.key() as i16 == code)
+            .map(Api::Zk)
+    }
+
+    /// The wire code.
+    pub fn code(self) -> i16 {
+        match self {
+            Api::Kafka(key) => key as i16,
+            Api::Zk(z) => z.key() as i16,
+        }
+    }
+
+    pub fn request_header_version(self, version: i16) -> i16 {
+        match self {
+            Api::Kafka(key) => key.request_header_version(version),
+            Api::Zk(z) => z.key().request_header_version(version),
+        }
+    }
+
+    pub fn response_header_version(self, version: i16) -> i16 {
+        match self {
+            Api::Kafka(key) => key.response_header_version(version),
+            Api::Zk(z) => z.key().response_header_version(version),
+        }
+    }
+
+    /// The versions the codec can encode: (min, max).
+    pub fn valid_versions(self) -> (i16, i16) {
+        match self {
+            Api::Kafka(key) => {
+                let v = key.valid_versions();
+                (v.min, v.max)
+            }
+            Api::Zk(z) => {
+                let v = z.key().valid_versions();
+                (v.min, v.max)
+            }
+        }
+    }
+}
+
+impl From<ApiKey> for Api {
+    fn from(key: ApiKey) -> Self {
+        Api::Kafka(key)
+    }
+}
+
+impl PartialEq<ApiKey> for Api {
+    fn eq(&self, other: &ApiKey) -> bool {
+        *self == Api::Kafka(*other)
+    }
+}
+
+impl fmt::Debug for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Api::Kafka(key) => write!(f, "{key:?}"),
+            Api::Zk(z) => write!(f, "{z:?}"),
+        }
+    }
+}
 
 /// One row of the supported-API table: we implement `api_key` for every
 /// version in `min..=max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ApiRange {
-    pub api_key: ApiKey,
+    pub api_key: Api,
     pub min: i16,
     pub max: i16,
 }
 
 impl ApiRange {
     pub const fn new(api_key: ApiKey, min: i16, max: i16) -> Self {
-        Self { api_key, min, max }
+        Self {
+            api_key: Api::Kafka(api_key),
+            min,
+            max,
+        }
+    }
+
+    /// A row for one of the ZooKeeper-mode inter-broker APIs.
+    pub const fn zk(api: ZkApi, min: i16, max: i16) -> Self {
+        Self {
+            api_key: Api::Zk(api),
+            min,
+            max,
+        }
     }
 
     pub fn supports(&self, version: i16) -> bool {
@@ -26,7 +154,8 @@ impl ApiRange {
 }
 
 /// The row for `api_key`, if we implement it at all.
-pub fn find(table: &[ApiRange], api_key: ApiKey) -> Option<&ApiRange> {
+pub fn find(table: &[ApiRange], api_key: impl Into<Api>) -> Option<&ApiRange> {
+    let api_key = api_key.into();
     table.iter().find(|r| r.api_key == api_key)
 }
 
@@ -35,14 +164,14 @@ pub fn find(table: &[ApiRange], api_key: ApiKey) -> Option<&ApiRange> {
 pub fn table_problems(table: &[ApiRange]) -> Vec<String> {
     let mut problems = Vec::new();
     for (i, row) in table.iter().enumerate() {
-        let valid = row.api_key.valid_versions();
+        let (valid_min, valid_max) = row.api_key.valid_versions();
         if row.min > row.max {
             problems.push(format!("{:?}: empty range", row.api_key));
         }
-        if row.min < valid.min || row.max > valid.max {
+        if row.min < valid_min || row.max > valid_max {
             problems.push(format!(
-                "{:?}: {}..={} outside codec range {}",
-                row.api_key, row.min, row.max, valid
+                "{:?}: {}..={} outside codec range {valid_min}..={valid_max}",
+                row.api_key, row.min, row.max
             ));
         }
         if table[..i].iter().any(|r| r.api_key == row.api_key) {
@@ -76,5 +205,22 @@ mod tests {
         assert!(row.supports(0) && row.supports(4));
         assert!(!row.supports(5) && !row.supports(-1));
         assert!(find(&table, ApiKey::Produce).is_none());
+    }
+
+    #[test]
+    fn zookeeper_mode_apis_use_the_kafka_3_9_tables() {
+        assert_eq!(Api::from_code(6), Some(Api::Zk(ZkApi::UpdateMetadata)));
+        assert_eq!(Api::from_code(4), Some(Api::Zk(ZkApi::LeaderAndIsr)));
+        assert_eq!(Api::from_code(3), Some(Api::Kafka(ApiKey::Metadata)));
+        assert_eq!(Api::from_code(-7), None);
+        let um = Api::Zk(ZkApi::UpdateMetadata);
+        assert_eq!(um.code(), 6);
+        assert_eq!(um.valid_versions(), (0, 8));
+        // Flexible (header v2 / response header v1) from v6.
+        assert_eq!(um.request_header_version(5), 1);
+        assert_eq!(um.request_header_version(6), 2);
+        assert_eq!(um.response_header_version(6), 1);
+        assert!(table_problems(&[ApiRange::zk(ZkApi::UpdateMetadata, 0, 8)]).is_empty());
+        assert_eq!(format!("{um:?}"), "UpdateMetadata");
     }
 }

@@ -7,15 +7,15 @@
 //! generated schema tables in `kafka-protocol`.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::Decodable;
 
+use super::api::Api;
 use super::frame::size_prefix;
 
 /// A decoded request header.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestHeader {
-    pub api_key: ApiKey,
+    pub api_key: Api,
     pub api_version: i16,
     pub correlation_id: i32,
     pub client_id: Option<String>,
@@ -55,7 +55,7 @@ pub fn peek_fixed(frame: &[u8]) -> Option<(i16, i16, i32)> {
 pub fn decode_request_header(frame: &mut Bytes) -> Result<RequestHeader, HeaderError> {
     let (api_key_raw, api_version, correlation_id) =
         peek_fixed(frame).ok_or(HeaderError::Truncated(frame.len()))?;
-    let api_key = ApiKey::try_from(api_key_raw).map_err(|()| HeaderError::UnknownApiKey {
+    let api_key = Api::from_code(api_key_raw).ok_or(HeaderError::UnknownApiKey {
         api_key: api_key_raw,
         correlation_id,
     })?;
@@ -79,8 +79,8 @@ pub fn decode_request_header(frame: &mut Bytes) -> Result<RequestHeader, HeaderE
 
 /// Response header version for a request (ApiVersions always answers with
 /// v0 so that a client can parse it before knowing our versions, KIP-511).
-pub fn response_header_version(api_key: ApiKey, api_version: i16) -> i16 {
-    api_key.response_header_version(api_version)
+pub fn response_header_version(api_key: impl Into<Api>, api_version: i16) -> i16 {
+    api_key.into().response_header_version(api_version)
 }
 
 /// Size prefix plus response header for a response whose body is
@@ -100,6 +100,7 @@ pub fn response_head(correlation_id: i32, header_version: i16, body_len: usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kafka_protocol::messages::ApiKey;
     use kafka_protocol::protocol::{encode_request_header_into_buffer, StrBytes};
     use proptest::prelude::*;
 

@@ -115,6 +115,16 @@ pub const ROUTES: &[Route] = &[
         handle: handlers::init_producer_id::handle,
     },
     // --- end topic admin ---
+    Route {
+        range: handlers::describe_cluster::VERSIONS,
+        handle: handlers::describe_cluster::handle,
+    },
+    // --- ZooKeeper mode: controller → broker. A Kafka 3.9 ZK broker lists
+    // these in ApiVersions too (`ApiKeys.zkBrokerApis`, ListenerType.ZK_BROKER).
+    Route {
+        range: handlers::update_metadata::VERSIONS,
+        handle: handlers::update_metadata::handle,
+    },
 ];
 
 /// The version table ApiVersions advertises.
@@ -185,7 +195,7 @@ mod tests {
 
     fn header(api_key: ApiKey, api_version: i16) -> RequestHeader {
         RequestHeader {
-            api_key,
+            api_key: api_key.into(),
             api_version,
             correlation_id: 1,
             client_id: None,

@@ -1,10 +1,11 @@
 //! `[drv]` The data shards' side of the control shard's requests: a topic
-//! admin operation, topic auto-creation.
+//! admin operation, topic auto-creation, a controller's UpdateMetadata.
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse};
 use super::mesh::MeshError;
 use crate::controller::requests::{AdminRequest, AdminResponse};
+use crate::metadata::update_metadata::UpdateMetadata;
 use crate::protocol::ErrorCode;
 
 impl ShardContext {
@@ -37,6 +38,19 @@ impl ShardContext {
             Err(e) => {
                 tracing::warn!(error = %e, "auto-create unavailable");
                 None
+            }
+        }
+    }
+
+    /// Apply a controller's UpdateMetadata on the control shard; it answers
+    /// (NONE or the fencing error) once every data shard shows the result.
+    pub async fn update_metadata(&self, req: UpdateMetadata) -> Result<ErrorCode, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::UpdateMetadata(Box::new(req)));
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::UpdateMetadata(error)) => Ok(error),
+            other => {
+                tracing::warn!(?other, "unexpected UpdateMetadata answer");
+                Err(MeshError::PeerGone(self.control_peer()))
             }
         }
     }

@@ -47,7 +47,9 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                         .collect();
                     ShardResponse::Control(ControlResponse::AutoCreated { results })
                 }
-                ControlRequest::Admin(_) => ShardResponse::Unsupported,
+                ControlRequest::Admin(_) | ControlRequest::UpdateMetadata(_) => {
+                    ShardResponse::Unsupported
+                }
             },
         },
     }
@@ -110,6 +112,13 @@ async fn serve_control(
             }
             ControlResponse::Admin(Box::new(outcome.answer))
         }
+        ControlRequest::UpdateMetadata(req) => {
+            let (error, republish) = control.apply_update_metadata(*req, &ctx.snapshot());
+            if let Some(base) = republish {
+                publish(ctx, base).await;
+            }
+            ControlResponse::UpdateMetadata(error)
+        }
     }
 }
 
@@ -117,7 +126,15 @@ async fn serve_control(
 /// applied it. Two phases: every owner opens (or closes) its partitions,
 /// then every shard shows the new snapshot. A client that sees a partition
 /// in Metadata from any shard can then reach its log on the owner.
+///
+/// On the control shard every publication passes through
+/// `ControlShard::prepare_publication` (the UpdateMetadata overlay and
+/// the publication number).
 pub async fn publish(ctx: &ShardContext, snapshot: Snapshot) {
+    let snapshot = match ctx.control() {
+        Some(control) => control.prepare_publication(snapshot, client_listener_name(ctx)),
+        None => snapshot,
+    };
     send_to_data_shards(ctx, "partitions not synced", || {
         DataRequest::SyncPartitions(Box::new(snapshot.clone()))
     })
@@ -127,6 +144,16 @@ pub async fn publish(ctx: &ShardContext, snapshot: Snapshot) {
         DataRequest::SetSnapshot(Box::new(snapshot.clone()))
     })
     .await;
+}
+
+/// The listener name clients connect through (Kafka picks the endpoints
+/// of the request's listener; shardlog serves one listener, default
+/// PLAINTEXT).
+fn client_listener_name(ctx: &ShardContext) -> &str {
+    ctx.config
+        .listeners
+        .first()
+        .map_or("PLAINTEXT", |l| l.name.as_str())
 }
 
 /// One phase of a publication: `request()` to every data shard in turn,

@@ -228,3 +228,92 @@ fn api_versions_fallback_is_v0_with_unsupported_version() {
     assert_eq!(decoded.error_code, 35);
     assert_eq!(decoded.api_keys[0].max_version, 4);
 }
+
+fn describe(endpoint_type: i8, include_ops: bool, version: i16) -> DescribeClusterResponse {
+    let mut req = DescribeClusterRequest::default();
+    req.endpoint_type = endpoint_type;
+    req.include_cluster_authorized_operations = include_ops;
+    describe_cluster_response(&snapshot(), &req, version)
+}
+
+#[test]
+fn describe_cluster_lists_the_snapshot_brokers_and_controller() {
+    for version in 0..=1 {
+        let resp = describe(1, false, version);
+        assert_eq!(resp.error_code, 0);
+        assert_eq!(resp.cluster_id.as_str(), "cluster-A");
+        assert_eq!(resp.controller_id, 3);
+        assert_eq!(resp.endpoint_type, 1);
+        assert_eq!(resp.cluster_authorized_operations, i32::MIN);
+        assert_eq!(resp.brokers.len(), 1);
+        let b = &resp.brokers[0];
+        assert_eq!((b.broker_id.0, b.port), (3, 19092));
+        assert_eq!(b.rack.as_ref().map(|r| r.as_str()), Some("r1"));
+        let bytes = encode(&resp, version).unwrap();
+        let back = DescribeClusterResponse::decode(&mut bytes.clone(), version).unwrap();
+        assert_eq!(back.brokers.len(), 1);
+    }
+    assert_eq!(
+        describe(1, true, 1).cluster_authorized_operations,
+        ALL_CLUSTER_OPERATIONS
+    );
+}
+
+#[test]
+fn describe_cluster_refuses_other_endpoint_types_as_a_zookeeper_broker() {
+    assert_eq!(
+        describe(2, false, 1).error_code,
+        ErrorCode::MISMATCHED_ENDPOINT_TYPE.0
+    );
+    assert_eq!(
+        describe(9, false, 1).error_code,
+        ErrorCode::UNSUPPORTED_ENDPOINT_TYPE.0
+    );
+    assert_eq!(
+        describe(9, false, 0).error_code,
+        ErrorCode::INVALID_REQUEST.0
+    );
+    assert!(describe(2, false, 1).brokers.is_empty());
+}
+
+#[test]
+fn describe_cluster_reports_an_unknown_controller_as_minus_one() {
+    let mut s = snapshot();
+    s.controller_id = crate::types::BrokerId(9);
+    let resp = describe_cluster_response(&s, &DescribeClusterRequest::default(), 1);
+    assert_eq!(resp.controller_id, -1);
+}
+
+#[test]
+fn announced_topics_are_served_unless_a_stored_topic_shadows_them() {
+    let mut s = snapshot();
+    let announced = |name: &str, id: u128| TopicState {
+        configs: Default::default(),
+        name: name.into(),
+        topic_id: Uuid::from_u128(id),
+        is_internal: false,
+        partitions: vec![PartitionState {
+            partition: 4,
+            leader: crate::types::BrokerId(1),
+            leader_epoch: LeaderEpoch(2),
+            replicas: vec![crate::types::BrokerId(1)],
+            isr: vec![crate::types::BrokerId(1)],
+            offline_replicas: vec![],
+        }],
+    };
+    s.announced.insert("remote".into(), announced("remote", 7));
+    s.announced.insert("orders".into(), announced("orders", 8));
+    s.check_invariants().unwrap();
+    let all = metadata_response(&s, &request(None), 12, false).response;
+    let names: Vec<_> = all
+        .topics
+        .iter()
+        .map(|t| t.name.as_ref().unwrap().0.to_string())
+        .collect();
+    assert_eq!(names, ["orders", "remote"]);
+    let remote = &all.topics[1];
+    assert_eq!(remote.partitions[0].partition_index, 4);
+    assert_eq!(remote.topic_id, Uuid::from_u128(7));
+    assert!(s.served_topic_by_id(Uuid::from_u128(8)).is_none());
+    assert_eq!(all.topics[0].partitions.len(), 2);
+}

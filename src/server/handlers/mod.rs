@@ -24,6 +24,7 @@ pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_topics;
+pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod fetch;
@@ -42,6 +43,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
+pub mod update_metadata;
 
 /// A decoded request header and its still-encoded body.
 #[derive(Debug, Clone)]

@@ -2,6 +2,8 @@
 //! executor per data shard plus the control executor, join them into the
 //! mesh, announce readiness, and stop cleanly on SIGINT/SIGTERM.
 
+mod zk;
+
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{IntoRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -95,7 +97,11 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let log_dir = PathBuf::from(&config.effective_log_dirs()[0]);
     std::fs::create_dir_all(&log_dir)
         .with_context(|| format!("creating log dir {}", log_dir.display()))?;
-    let (broker_id, cluster_id) = load_or_create_meta(&log_dir, config.broker_id)?;
+    let (broker_id, cluster_id) = if config.zookeeper_connect.is_some() {
+        zk::resolve_identity(&config, &log_dir)?
+    } else {
+        load_or_create_meta(&log_dir, config.broker_id)?
+    };
     config.broker_id = broker_id;
     let snapshot = Snapshot::single_broker(&cluster_id, advertised_endpoint(&config, bound));
     let config = Arc::new(config);
@@ -428,15 +434,27 @@ fn finish_shutdown(config: &ServerConfig, report: &Mutex<ShutdownReport>) {
 async fn control_shard_main(setup: ShardSetup) {
     let clock: Rc<dyn Clock> = Rc::new(SystemClock::new());
     // Every executor primes the probe before it could open a DMA file.
+    let mut zk_session = None;
     let opened = match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
-        Ok(()) => Controller::open_embedded(
-            &setup.log_dir,
-            setup.config.clone(),
-            setup.snapshot.clone(),
-            clock.wall_ms(),
-        )
-        .await
-        .map_err(|e| format!("metadata store: {e}")),
+        Ok(()) => match &setup.config.zookeeper_connect {
+            None => Controller::open_embedded(
+                &setup.log_dir,
+                setup.config.clone(),
+                setup.snapshot.clone(),
+                clock.wall_ms(),
+            )
+            .await
+            .map_err(|e| format!("metadata store: {e}")),
+            Some(connect) => match zk::connect(&setup.config, connect).await {
+                Ok(store) => {
+                    zk_session = Some(store.clone());
+                    Controller::open_zookeeper(store, setup.config.clone(), setup.snapshot.clone())
+                        .await
+                        .map_err(|e| format!("metadata store: {e}"))
+                }
+                Err(e) => Err(e),
+            },
+        },
         Err(e) => Err(format!("log dir {}: {e}", setup.log_dir.display())),
     };
     // Join the mesh either way: data shards wait for every peer.
@@ -460,8 +478,25 @@ async fn control_shard_main(setup: ShardSetup) {
         },
         (started, _) => started,
     };
+    // ZooKeeper mode: register and join the election before serving.
+    let mut zk_broker = None;
+    let started = match (started, zk_session) {
+        (Ok(()), Some(store)) => {
+            match zk::start_broker(&ctx, store, &setup.snapshot, ctx.clock.wall_ms()).await {
+                Ok(b) => {
+                    zk_broker = Some(b);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        }
+        (started, _) => started,
+    };
     let _ = setup.ready.send(started);
     ctx.stopping.wait().await;
+    if let Some(b) = zk_broker {
+        b.shutdown().await;
+    }
     // Data shards may still call us while draining their connections.
     while setup.data_running.load(Ordering::Acquire) > 0 {
         glommio::timer::sleep(SIGNAL_POLL).await;

@@ -31,6 +31,8 @@ use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::replication::producer_id::{generate_producer_id, ProducerIdManager};
 use crate::types::{BrokerId, ProducerId};
+use crate::zk::any::AnyStore;
+use crate::zk::client::ZkStore;
 use crate::zk::embedded::EmbeddedStore;
 use crate::zk::paths::{self, ClusterIdZNode};
 use crate::zk::store::{create_recursive, CreateMode, MetadataStore, StoreError};
@@ -46,7 +48,7 @@ pub struct Outcome<T> {
 }
 
 /// The controller's state: the store and what it decides from it.
-pub struct Controller<S: MetadataStore = EmbeddedStore> {
+pub struct Controller<S: MetadataStore = AnyStore> {
     store: S,
     broker_id: BrokerId,
     defaults: BrokerTopicDefaults,
@@ -58,10 +60,10 @@ pub struct Controller<S: MetadataStore = EmbeddedStore> {
     producer_ids: RefCell<ProducerIdManager>,
     rng: RefCell<StdRng>,
     /// The czxid of our `/brokers/ids/<id>` (UpdateMetadata fencing).
-    broker_epoch: Option<i64>,
+    broker_epoch: Cell<Option<i64>>,
 }
 
-impl Controller<EmbeddedStore> {
+impl Controller<AnyStore> {
     /// Open the embedded store under `log_dir`, register this broker (its
     /// endpoint from `base`), finish interrupted deletions.
     pub async fn open_embedded(
@@ -71,7 +73,24 @@ impl Controller<EmbeddedStore> {
         now_ms: i64,
     ) -> Result<Self, String> {
         let store = EmbeddedStore::open(log_dir).map_err(|e| e.to_string())?;
-        Self::open(store, config, base, now_ms).await
+        Self::open(AnyStore::Embedded(store), config, base, now_ms).await
+    }
+
+    /// The admin side of a ZooKeeper-mode broker on `store` (its session):
+    /// top-level paths and the cluster id checked; registration, the
+    /// election and the controller's duties are `zk_mode`'s, so neither
+    /// the registration nor pending deletions happen here.
+    pub async fn open_zookeeper(
+        store: ZkStore,
+        config: Arc<ServerConfig>,
+        base: Snapshot,
+    ) -> Result<Self, String> {
+        let store = AnyStore::Zk(store);
+        brokers::create_top_level_paths(&store)
+            .await
+            .map_err(|e| e.to_string())?;
+        check_cluster_id(&store, &base.cluster_id).await?;
+        Ok(Self::assemble(store, config, base, None))
     }
 }
 
@@ -105,7 +124,17 @@ impl<S: MetadataStore> Controller<S> {
         if !finished.is_empty() {
             tracing::info!(topics = ?finished, "finished interrupted topic deletions");
         }
-        Ok(Self {
+        Ok(Self::assemble(store, config, base, broker_epoch))
+    }
+
+    fn assemble(
+        store: S,
+        config: Arc<ServerConfig>,
+        base: Snapshot,
+        broker_epoch: Option<i64>,
+    ) -> Self {
+        let broker_id = BrokerId(config.broker_id);
+        Self {
             store,
             broker_id,
             defaults: config.broker_topic_defaults(),
@@ -115,13 +144,22 @@ impl<S: MetadataStore> Controller<S> {
             version: Cell::new(0),
             producer_ids: RefCell::new(ProducerIdManager::new(broker_id)),
             rng: RefCell::new(StdRng::from_entropy()),
-            broker_epoch,
-        })
+            broker_epoch: Cell::new(broker_epoch),
+        }
     }
 
     /// This broker's epoch (czxid of its registration), once registered.
     pub fn broker_epoch(&self) -> Option<i64> {
-        self.broker_epoch
+        self.broker_epoch.get()
+    }
+
+    /// A (re-)registration's epoch, in ZooKeeper mode.
+    pub fn set_broker_epoch(&self, epoch: i64) {
+        self.broker_epoch.set(Some(epoch));
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
     }
 
     /// Run `req`. The caller serialises calls (store updates and the

@@ -164,6 +164,24 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         Ok(())
     }
 
+    /// Clean shutdown: this session's ephemeral znodes are removed at
+    /// once (the registration, and `/controller` when it is ours), as
+    /// closing Kafka's ZooKeeper client does, so a restart can register
+    /// right away and the others elect without waiting out the session;
+    /// then the queue stops.
+    pub async fn shutdown(&self) {
+        let store = self.store();
+        let session = store.current_session();
+        for path in [paths::CONTROLLER.to_string(), paths::broker_id(self.me)] {
+            if let Ok(Some(stat)) = store.exists(&path).await {
+                if stat.ephemeral_owner == session {
+                    let _ = store.delete(&path, Some(stat.version)).await;
+                }
+            }
+        }
+        self.enqueue(Event::Stop);
+    }
+
     async fn run(self: Rc<Self>) {
         let Some(rx) = self.rx.borrow_mut().take() else {
             return;

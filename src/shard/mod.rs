@@ -30,6 +30,7 @@ pub mod placement;
 pub mod router;
 #[cfg(test)]
 mod test_support;
+pub mod zk_duties;
 
 pub use context::{ShardContext, ShardRequest, ShardResponse};
 pub use placement::{coordinator_partition, shard_of};

@@ -5,6 +5,7 @@
 //! - [`store`]: the `MetadataStore` trait (ZooKeeper's data model) and
 //!   helpers (`create_recursive`, `delete_recursive`).
 //! - [`watch`] `[pure]`: one-shot watches and session events.
+//! - [`any`] `[io]`: the embedded store or a ZooKeeper session, as one type.
 //! - [`embedded`] `[io]`: the in-process store persisted under the log dir,
 //!   used when `zookeeper.connect` is unset.
 //! - [`client`] `[io]`: `ZkStore`, the store over a real ZooKeeper
@@ -13,6 +14,7 @@
 //! What the broker and controller do over the store (topic admin, broker
 //! registration, replica assignment) is `controller`'s.
 
+pub mod any;
 pub mod client;
 pub mod embedded;
 pub mod paths;

@@ -125,6 +125,11 @@ impl Broker {
         s
     }
 
+    /// The process id while it runs (for SIGSTOP / SIGCONT).
+    pub fn pid(&self) -> Option<i32> {
+        self.child.as_ref().map(|c| c.id() as i32)
+    }
+
     /// True while the process runs.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))

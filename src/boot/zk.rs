@@ -1,0 +1,141 @@
+//! `[drv]` Start-up in ZooKeeper mode (`zookeeper.connect` set; Kafka 3.9
+//! `KafkaServer.startup`): before any shard runs, the broker's identity —
+//! `/cluster/id` against `meta.properties`, the broker id (generated from
+//! `/brokers/seqid` when `broker.id=-1`) — on a short-lived session; then,
+//! on the control shard, the session the broker lives on: the admin
+//! controller over it and the registration / election queue
+//! (`controller::zk_mode`).
+
+use std::path::Path;
+use std::rc::Rc;
+
+use anyhow::{anyhow, Context as _};
+
+use crate::config::{Listener, ServerConfig};
+use crate::controller::brokers::registration_for;
+use crate::controller::identity::{self, StoredMeta};
+use crate::controller::zk_mode::{Reconnect, ZkBroker};
+use crate::metadata::Snapshot;
+use crate::shard::context::ShardContext;
+use crate::shard::zk_duties::ControlDuties;
+use crate::types::BrokerId;
+use crate::zk::client::ZkStore;
+
+/// The session and connection timeouts `zookeeper.*` configure (the
+/// connection timeout defaults to the session timeout, as in Kafka).
+fn timeouts(config: &ServerConfig) -> (u64, u64) {
+    let session = u64::try_from(config.zookeeper_session_timeout_ms).unwrap_or(18_000);
+    let connection = config
+        .zookeeper_connection_timeout_ms
+        .and_then(|t| u64::try_from(t).ok())
+        .unwrap_or(session);
+    (session, connection)
+}
+
+/// Connect as `zookeeper.connect` says; the error names the address.
+pub async fn connect(config: &ServerConfig, connect: &str) -> Result<ZkStore, String> {
+    let (session, connection) = timeouts(config);
+    ZkStore::connect(connect, session, connection)
+        .await
+        .map_err(|e| format!("zookeeper.connect={connect}: {e}"))
+}
+
+fn read_meta(log_dir: &Path) -> StoredMeta {
+    let path = log_dir.join("meta.properties");
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return StoredMeta::default();
+    };
+    let pairs = crate::config::parse_properties(&text).unwrap_or_default();
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    StoredMeta {
+        broker_id: get("broker.id").and_then(|v| v.parse().ok()),
+        cluster_id: get("cluster.id"),
+    }
+}
+
+/// The broker id and cluster id, resolved against ZooKeeper on a session
+/// of its own (a glommio executor on the boot thread), and written to
+/// `meta.properties`.
+pub fn resolve_identity(config: &ServerConfig, log_dir: &Path) -> anyhow::Result<(i32, String)> {
+    let address = config
+        .zookeeper_connect
+        .clone()
+        .ok_or_else(|| anyhow!("zookeeper.connect is not set"))?;
+    let stored = read_meta(log_dir);
+    let executor = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+        .name("zk-identity")
+        .make()
+        .map_err(|e| anyhow!("starting the identity executor: {e}"))?;
+    let resolved: Result<(i32, String), String> = executor.run(async {
+        let store = connect(config, &address).await?;
+        let mut rng = rand::thread_rng();
+        let out = identity::resolve(
+            &store,
+            &stored,
+            config.broker_id,
+            config.broker_id_generation_enable,
+            config.reserved_broker_max_id,
+            &mut rng,
+        )
+        .await;
+        store.close().await;
+        out
+    });
+    let (broker_id, cluster_id) = resolved.map_err(|e| anyhow!(e))?;
+    let path = log_dir.join("meta.properties");
+    let text = format!("#shardlog\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n");
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok((broker_id, cluster_id))
+}
+
+/// Registers this broker and joins the election on the control shard's
+/// session `store`; the returned queue is stopped at shutdown.
+pub async fn start_broker(
+    ctx: &Rc<ShardContext>,
+    store: ZkStore,
+    snapshot: &Snapshot,
+    now_ms: i64,
+) -> Result<Rc<ZkBroker<ZkStore, ControlDuties>>, String> {
+    let config = ctx.config.clone();
+    let me = BrokerId(config.broker_id);
+    let endpoint = snapshot
+        .broker(me)
+        .cloned()
+        .ok_or_else(|| format!("broker {me} missing from the boot snapshot"))?;
+    // Every advertised listener, at the address the broker really serves.
+    let listeners: Vec<Listener> = config
+        .effective_advertised_listeners()
+        .iter()
+        .map(|l| Listener {
+            name: l.name.clone(),
+            host: if l.host.is_empty() || l.host == "0.0.0.0" {
+                endpoint.host.clone()
+            } else {
+                l.host.clone()
+            },
+            port: if l.port == 0 { endpoint.port } else { l.port },
+        })
+        .collect();
+    let registration = registration_for(&listeners, config.broker_rack.as_deref(), now_ms);
+    let again = store.clone();
+    let reconnect: Reconnect<ZkStore> = Box::new(move || {
+        let s = again.clone();
+        Box::pin(async move { s.reconnect().await })
+    });
+    let clock = ctx.clock.clone();
+    let broker = ZkBroker::new(
+        me,
+        registration,
+        store,
+        reconnect,
+        ControlDuties::new(ctx, me),
+        Box::new(move || clock.wall_ms()),
+    );
+    broker.start().await?;
+    Ok(broker)
+}

@@ -421,3 +421,188 @@ fn a_malformed_registration_is_logged_and_ignored_by_the_controller() {
         "the controller logs the malformed registration with its path"
     );
 }
+
+/// Duties of the benchmark's in-process brokers: as controller, send
+/// UpdateMetadata v8 to every live broker through the real channel and
+/// note when the last answer came back.
+struct BenchDuties {
+    me: shardlog::types::BrokerId,
+    done: std::rc::Rc<std::cell::Cell<Option<Instant>>>,
+    partitions: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl shardlog::controller::zk_mode::Duties for BenchDuties {
+    fn registered(&self, _: i64) {}
+    fn controller_seen(&self, _: Option<shardlog::types::BrokerId>) {}
+    async fn failover(&self, ctx: &shardlog::controller::zk_mode::ControllerContext) {
+        use shardlog::controller::channel::{
+            update_metadata_v8, BrokerAddress, ChannelConfig, ControllerChannel,
+        };
+        use shardlog::metadata::update_metadata::{BrokerListener, LiveBroker};
+        let channel = ControllerChannel::new(self.me, ChannelConfig::default());
+        let live: Vec<LiveBroker> = ctx
+            .live_brokers
+            .iter()
+            .map(|b| LiveBroker {
+                id: b.id,
+                endpoints: vec![BrokerListener {
+                    listener: "PLAINTEXT".into(),
+                    host: b.registration.host.clone().unwrap(),
+                    port: b.registration.port,
+                    security_protocol: 0,
+                }],
+                rack: None,
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for b in &ctx.live_brokers {
+            let addr = BrokerAddress {
+                host: b.registration.host.clone().unwrap(),
+                port: b.registration.port as u16,
+            };
+            channel.add_broker(b.id, b.epoch, addr);
+            let req = update_metadata_v8(
+                self.me,
+                shardlog::types::ControllerEpoch(ctx.epoch),
+                -1,
+                &live,
+                &[],
+                &[],
+            );
+            answers.push(channel.send_update_metadata(b.id, &req));
+        }
+        for a in answers {
+            assert_eq!(a.await.unwrap().0, 0, "UpdateMetadata accepted");
+        }
+        self.partitions
+            .set(ctx.topics.iter().map(|t| t.partitions.len()).sum());
+        self.done.set(Some(Instant::now()));
+    }
+    async fn brokers_changed(&self, _: &shardlog::controller::zk_mode::ControllerContext) {}
+    fn resigned(&self) {}
+}
+
+/// 100 topics × 10 partitions × RF 3 over brokers 0–2, written to the
+/// store as CreateTopics would.
+fn create_bench_topics(addr: &str) {
+    use shardlog::controller::topic_admin::{create_topic, NewTopic};
+    use shardlog::types::BrokerId;
+    with_zk(addr, |s| async move {
+        shardlog::controller::brokers::create_top_level_paths(&s)
+            .await
+            .unwrap();
+        let live = [BrokerId(0), BrokerId(1), BrokerId(2)];
+        let mut rng = rand::thread_rng();
+        for t in 0..100 {
+            let topic = NewTopic {
+                name: format!("bench-{t}"),
+                num_partitions: 10,
+                replication_factor: 3,
+                ..NewTopic::default()
+            };
+            create_topic(&s, &topic, &live, &Default::default(), false, &mut rng)
+                .await
+                .unwrap();
+        }
+    });
+}
+
+/// Benchmark (issue 18): controller failover with 1,000 partitions × RF 3
+/// on 3 brokers. Three in-process ZooKeeper-mode brokers (one session each,
+/// the first through a proxy that the benchmark cuts) announce three real
+/// shardlog brokers; the time measured runs from the old controller's
+/// session end (its `/controller` gone, seen by a watch) to the new
+/// controller having loaded its context (every topic and partition state
+/// from ZooKeeper) and had UpdateMetadata answered by all three brokers.
+/// `cargo test --release --test cluster_zk failover_benchmark -- --ignored --nocapture`
+#[test]
+#[ignore = "benchmark: run with --ignored --nocapture"]
+fn failover_benchmark_1000_partitions_rf3() {
+    use shardlog::controller::zk_mode::{Reconnect, ZkBroker};
+    use shardlog::types::BrokerId;
+    use shardlog::zk::paths::BrokerIdZNode;
+    let zk = ZkServer::standalone();
+    let addr = zk.address();
+    let proxy = common::zookeeper::TcpProxy::start(addr.clone());
+    let targets: Vec<Broker> = (0..3).map(|_| Broker::start()).collect();
+    let endpoints: Vec<(String, i32)> = targets
+        .iter()
+        .map(|b| (b.host.clone(), i32::from(b.port)))
+        .collect();
+    create_bench_topics(&addr);
+    let proxied = proxy.address();
+    let rounds: Vec<(u128, usize)> =
+        glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
+            .io_memory(512 << 10)
+            .spawn(move || async move {
+                let mut out = Vec::new();
+                let mut brokers = Vec::new();
+                let mut marks = Vec::new();
+                for (i, (host, port)) in endpoints.iter().enumerate() {
+                    let via = if i == 0 {
+                        proxied.clone()
+                    } else {
+                        addr.clone()
+                    };
+                    let store = ZkStore::connect(&via, SESSION_MS, 10_000).await.unwrap();
+                    let again = store.clone();
+                    let reconnect: Reconnect<ZkStore> = Box::new(move || {
+                        let s = again.clone();
+                        Box::pin(async move { s.reconnect().await })
+                    });
+                    let done = std::rc::Rc::new(std::cell::Cell::new(None));
+                    let partitions = std::rc::Rc::new(std::cell::Cell::new(0));
+                    let duties = BenchDuties {
+                        me: BrokerId(i as i32),
+                        done: done.clone(),
+                        partitions: partitions.clone(),
+                    };
+                    let b = ZkBroker::new(
+                        BrokerId(i as i32),
+                        BrokerIdZNode::plaintext(host, *port, 1),
+                        store,
+                        reconnect,
+                        duties,
+                        Box::new(|| 1),
+                    );
+                    b.start().await.unwrap();
+                    brokers.push(b);
+                    marks.push((done, partitions));
+                }
+                assert!(
+                    brokers[0].election().is_controller(),
+                    "the first broker controls"
+                );
+                let watcher = ZkStore::connect(&addr, 10_000, 10_000).await.unwrap();
+                let (_, gone) = watcher.exists_watch("/controller").await.unwrap();
+                proxy.block();
+                let ev = gone.await;
+                let t0 = Instant::now();
+                assert_eq!(ev.kind, shardlog::zk::store::WatchKind::Deleted);
+                loop {
+                    if let Some((t1, n)) = marks[1..]
+                        .iter()
+                        .find_map(|(d, p)| d.get().map(|t| (t, p.get())))
+                    {
+                        out.push((t1.duration_since(t0).as_micros(), n));
+                        break;
+                    }
+                    glommio::timer::sleep(Duration::from_millis(1)).await;
+                }
+                out
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    let (micros, partitions) = rounds[0];
+    assert_eq!(
+        partitions, 1000,
+        "the new controller loaded every partition"
+    );
+    eprintln!(
+        "failover benchmark: 1000 partitions x RF 3, 3 brokers: session end -> context \
+         loaded + UpdateMetadata answered by all 3 = {:.1} ms",
+        micros as f64 / 1000.0
+    );
+    drop(targets);
+}

@@ -351,7 +351,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             .await
             .map_err(|e| format!("watching {}: {e}", paths::TOPICS))?;
         self.arm(w, Event::TopicChange, term);
-        let topics = topic_admin::load_topics(&*store)
+        let topics = load_topics_concurrently(&*store)
             .await
             .map_err(|e| format!("loading topics: {e}"))?;
         for t in &topics {
@@ -479,6 +479,65 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         self.session.set(self.session.get() + 1);
         self.enqueue(Event::Startup);
     }
+}
+
+/// Every topic with its partition states, the topics read concurrently on
+/// the one session (ZooKeeper pipelines them; Kafka's controller reads
+/// them with async batched requests): failover time is then a few round
+/// trips, not one per partition.
+async fn load_topics_concurrently<S: MetadataStore>(
+    store: &S,
+) -> Result<Vec<TopicInfo>, super::admin_error::AdminError> {
+    use super::admin_error::AdminError;
+    let names = match store.children(paths::TOPICS).await {
+        Ok(names) => names,
+        Err(StoreError::NoNode(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let loads: Vec<Local<'_, Result<TopicInfo, AdminError>>> = names
+        .iter()
+        .map(|n| -> Local<'_, _> { Box::pin(topic_admin::load_topic(store, n)) })
+        .collect();
+    let mut topics = Vec::with_capacity(names.len());
+    for r in join_all(loads).await {
+        match r {
+            Ok(info) => topics.push(info),
+            // Deleted between listing and reading.
+            Err(AdminError::UnknownTopicOrPartition(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(topics)
+}
+
+/// A boxed future borrowing for `'a`.
+type Local<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>>;
+
+/// Polls every future until all are done; their outputs in order.
+async fn join_all<'a, T>(futures: Vec<Local<'a, T>>) -> Vec<T> {
+    let mut pending: Vec<Option<Local<'a, T>>> = futures.into_iter().map(Some).collect();
+    let mut out: Vec<Option<T>> = (0..pending.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut busy = false;
+        for (slot, done) in pending.iter_mut().zip(out.iter_mut()) {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        *done = Some(v);
+                        *slot = None;
+                    }
+                    std::task::Poll::Pending => busy = true,
+                }
+            }
+        }
+        if busy {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
 }
 
 #[cfg(test)]

@@ -447,6 +447,7 @@ async fn control_shard_main(setup: ShardSetup) {
             .map_err(|e| format!("metadata store: {e}")),
             Some(connect) => match zk::connect(&setup.config, connect).await {
                 Ok(store) => {
+                    let store = crate::zk::any::AnyStore::zookeeper(store);
                     zk_session = Some(store.clone());
                     Controller::open_zookeeper(store, setup.config.clone(), setup.snapshot.clone())
                         .await

@@ -288,6 +288,27 @@ fn a_controller_stopped_past_its_session_is_replaced_and_resigns_after_sigcont()
     wait_for(30, "the old controller following the new one", || {
         (metadata_view(&brokers[old as usize]).0 == new).then_some(())
     });
+    // Its admin path moved to the new session too: CreateTopics on it
+    // lands in ZooKeeper.
+    {
+        use kafka_protocol::messages::create_topics_request::CreatableTopic;
+        use kafka_protocol::messages::{CreateTopicsRequest, TopicName};
+        use kafka_protocol::protocol::StrBytes;
+        let mut conn = Conn::open(&brokers[old as usize]);
+        let req = CreateTopicsRequest::default()
+            .with_timeout_ms(30_000)
+            .with_topics(vec![CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("after-expiry")))
+                .with_num_partitions(1)
+                .with_replication_factor(1)]);
+        let resp = conn.call(5, &req);
+        assert_eq!(resp.topics[0].error_code, 0, "{:?}", resp.topics[0]);
+        assert!(read(&addr, &["/brokers/topics/after-expiry"])
+            .values()
+            .next()
+            .unwrap()
+            .is_some());
+    }
     // None of its writes landed after it lost: /controller and
     // /controller_epoch are exactly as the new controller left them.
     let after = read(&addr, &["/controller", "/controller_epoch"]);

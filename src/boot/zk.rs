@@ -19,6 +19,7 @@ use crate::metadata::Snapshot;
 use crate::shard::context::ShardContext;
 use crate::shard::zk_duties::ControlDuties;
 use crate::types::BrokerId;
+use crate::zk::any::AnyStore;
 use crate::zk::client::ZkStore;
 
 /// The session and connection timeouts `zookeeper.*` configure (the
@@ -97,10 +98,10 @@ pub fn resolve_identity(config: &ServerConfig, log_dir: &Path) -> anyhow::Result
 /// session `store`; the returned queue is stopped at shutdown.
 pub async fn start_broker(
     ctx: &Rc<ShardContext>,
-    store: ZkStore,
+    store: AnyStore,
     snapshot: &Snapshot,
     now_ms: i64,
-) -> Result<Rc<ZkBroker<ZkStore, ControlDuties>>, String> {
+) -> Result<Rc<ZkBroker<AnyStore, ControlDuties>>, String> {
     let config = ctx.config.clone();
     let me = BrokerId(config.broker_id);
     let endpoint = snapshot
@@ -122,10 +123,11 @@ pub async fn start_broker(
         })
         .collect();
     let registration = registration_for(&listeners, config.broker_rack.as_deref(), now_ms);
+    // The new session goes to every holder (the admin controller too).
     let again = store.clone();
-    let reconnect: Reconnect<ZkStore> = Box::new(move || {
+    let reconnect: Reconnect<AnyStore> = Box::new(move || {
         let s = again.clone();
-        Box::pin(async move { s.reconnect().await })
+        Box::pin(async move { s.renew_session().await.map(|()| s) })
     });
     let clock = ctx.clock.clone();
     let broker = ZkBroker::new(

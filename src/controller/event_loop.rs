@@ -32,7 +32,6 @@ use crate::protocol::ErrorCode;
 use crate::replication::producer_id::{generate_producer_id, ProducerIdManager};
 use crate::types::{BrokerId, ProducerId};
 use crate::zk::any::AnyStore;
-use crate::zk::client::ZkStore;
 use crate::zk::embedded::EmbeddedStore;
 use crate::zk::paths::{self, ClusterIdZNode};
 use crate::zk::store::{create_recursive, CreateMode, MetadataStore, StoreError};
@@ -81,11 +80,10 @@ impl Controller<AnyStore> {
     /// election and the controller's duties are `zk_mode`'s, so neither
     /// the registration nor pending deletions happen here.
     pub async fn open_zookeeper(
-        store: ZkStore,
+        store: AnyStore,
         config: Arc<ServerConfig>,
         base: Snapshot,
     ) -> Result<Self, String> {
-        let store = AnyStore::Zk(store);
         brokers::create_top_level_paths(&store)
             .await
             .map_err(|e| e.to_string())?;

@@ -3,6 +3,9 @@
 //! the controller and the control shard need no type parameter; every
 //! call is forwarded.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use super::client::ZkStore;
 use super::embedded::EmbeddedStore;
 use super::store::{
@@ -12,12 +15,32 @@ use super::store::{
 #[derive(Clone)]
 pub enum AnyStore {
     Embedded(EmbeddedStore),
-    Zk(ZkStore),
+    /// The broker's current session: after an expiry the new session
+    /// replaces the old one here, so every holder moves over to it.
+    Zk(Rc<RefCell<ZkStore>>),
 }
 
 impl AnyStore {
+    pub fn zookeeper(store: ZkStore) -> Self {
+        Self::Zk(Rc::new(RefCell::new(store)))
+    }
+
     pub fn is_zookeeper(&self) -> bool {
         matches!(self, Self::Zk(_))
+    }
+
+    /// A new ZooKeeper session with the same settings, installed for every
+    /// holder of this store (Kafka's `ZooKeeperClient.reinitialize`).
+    pub async fn renew_session(&self) -> Result<(), StoreError> {
+        match self {
+            Self::Embedded(_) => Ok(()),
+            Self::Zk(cell) => {
+                let old = cell.borrow().clone();
+                let new = old.reconnect().await?;
+                *cell.borrow_mut() = new;
+                Ok(())
+            }
+        }
     }
 }
 
@@ -25,7 +48,11 @@ macro_rules! forward {
     ($self:ident, $s:ident => $call:expr) => {
         match $self {
             AnyStore::Embedded($s) => $call,
-            AnyStore::Zk($s) => $call,
+            AnyStore::Zk(cell) => {
+                // A clone (one client, shared): no borrow held across await.
+                let $s = &cell.borrow().clone();
+                $call
+            }
         }
     };
 }

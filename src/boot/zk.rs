@@ -20,7 +20,7 @@ use crate::shard::context::ShardContext;
 use crate::shard::zk_duties::ControlDuties;
 use crate::types::BrokerId;
 use crate::zk::any::AnyStore;
-use crate::zk::client::ZkStore;
+use crate::zk::client::{ZkOptions, ZkStore};
 
 /// The session and connection timeouts `zookeeper.*` configure (the
 /// connection timeout defaults to the session timeout, as in Kafka).
@@ -36,9 +36,14 @@ fn timeouts(config: &ServerConfig) -> (u64, u64) {
 /// Connect as `zookeeper.connect` says; the error names the address.
 pub async fn connect(config: &ServerConfig, connect: &str) -> Result<ZkStore, String> {
     let (session, connection) = timeouts(config);
-    ZkStore::connect(connect, session, connection)
-        .await
-        .map_err(|e| format!("zookeeper.connect={connect}: {e}"))
+    ZkStore::connect_with(ZkOptions {
+        connect: connect.to_string(),
+        session_timeout_ms: session,
+        connection_timeout_ms: connection,
+        max_in_flight: u64::try_from(config.zookeeper_max_in_flight_requests.max(1)).unwrap_or(10),
+    })
+    .await
+    .map_err(|e| format!("zookeeper.connect={connect}: {e}"))
 }
 
 fn read_meta(log_dir: &Path) -> StoredMeta {

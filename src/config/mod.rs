@@ -410,6 +410,8 @@ server_config! {
     zookeeper_session_timeout_ms: i32 = 18_000;
     /// `zookeeper.connection.timeout.ms` (default null = session timeout).
     zookeeper_connection_timeout_ms: Option<i32> = None;
+    /// `zookeeper.max.in.flight.requests` (default 10).
+    zookeeper_max_in_flight_requests: i32 = 10;
     /// `replica.lag.time.max.ms` (default 30000).
     replica_lag_time_max_ms: i64 = 30_000;
     /// `replica.fetch.max.bytes` (default 1048576).
@@ -519,8 +521,12 @@ impl ServerConfig {
         if self.listeners.is_empty() {
             return Err(invalid("listeners", String::new(), "at least one listener"));
         }
-        let positive: [(&str, i64); 6] = [
+        let positive: [(&str, i64); 7] = [
             ("num.partitions", self.num_partitions.into()),
+            (
+                "zookeeper.max.in.flight.requests",
+                self.zookeeper_max_in_flight_requests.into(),
+            ),
             (
                 "default.replication.factor",
                 self.default_replication_factor.into(),

@@ -145,6 +145,11 @@ fn invalid_values_name_the_key_and_value() {
         ("num.partitions=abc", "num.partitions", "abc"),
         ("num.partitions=0", "num.partitions", "0"),
         (
+            "zookeeper.max.in.flight.requests=0",
+            "zookeeper.max.in.flight.requests",
+            "0",
+        ),
+        (
             "auto.create.topics.enable=yes",
             "auto.create.topics.enable",
             "yes",

@@ -45,7 +45,14 @@ pub struct ZkOptions {
     /// `zookeeper.connection.timeout.ms`: how long [`ZkStore::connect`]
     /// waits for a session (Kafka: defaults to the session timeout).
     pub connection_timeout_ms: u64,
+    /// `zookeeper.max.in.flight.requests` (Kafka default 10): requests of
+    /// this session outstanding at once; more wait for a slot (Kafka's
+    /// `ZooKeeperClient` semaphore).
+    pub max_in_flight: u64,
 }
+
+/// Kafka's `zookeeper.max.in.flight.requests` default.
+pub const DEFAULT_MAX_IN_FLIGHT: u64 = 10;
 
 /// `zookeeper.connect` split as Kafka does (`KafkaServer.initZkClient`):
 /// everything from the first `/` is the chroot.
@@ -89,6 +96,7 @@ impl ConnectString {
 pub struct ZkStore {
     client: zk::Client,
     options: ZkOptions,
+    in_flight: std::rc::Rc<glommio::sync::Semaphore>,
 }
 
 impl ZkStore {
@@ -105,6 +113,7 @@ impl ZkStore {
             connect: connect.to_string(),
             session_timeout_ms,
             connection_timeout_ms,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         })
         .await
     }
@@ -143,7 +152,21 @@ impl ZkStore {
             None => client,
             Some(chroot) => enter_chroot(client, chroot).await?,
         };
-        Ok(Self { client, options })
+        let in_flight =
+            std::rc::Rc::new(glommio::sync::Semaphore::new(options.max_in_flight.max(1)));
+        Ok(Self {
+            client,
+            options,
+            in_flight,
+        })
+    }
+
+    /// A slot among `zookeeper.max.in.flight.requests`, held for one request.
+    async fn slot(&self) -> Result<glommio::sync::Permit<'_>, StoreError> {
+        self.in_flight
+            .acquire_permit(1)
+            .await
+            .map_err(|e| StoreError::Io(format!("ZooKeeper request slots closed: {e}")))
     }
 
     /// A new session with the same settings (after `Expired`).
@@ -390,10 +413,12 @@ impl MetadataStore for ZkStore {
         data: &[u8],
         mode: CreateMode,
     ) -> Result<String, StoreError> {
+        let _slot = self.slot().await?;
         self.create_node(path, data, mode).await
     }
 
     async fn get(&self, path: &str) -> Result<(Vec<u8>, Stat), StoreError> {
+        let _slot = self.slot().await?;
         let (data, stat) = self
             .client
             .get_data(checked(path)?)
@@ -408,6 +433,7 @@ impl MetadataStore for ZkStore {
         data: &[u8],
         expected_version: Option<i32>,
     ) -> Result<Stat, StoreError> {
+        let _slot = self.slot().await?;
         let stat = self
             .client
             .set_data(checked(path)?, data, expected_version)
@@ -417,6 +443,7 @@ impl MetadataStore for ZkStore {
     }
 
     async fn delete(&self, path: &str, expected_version: Option<i32>) -> Result<(), StoreError> {
+        let _slot = self.slot().await?;
         if checked(path)? == "/" {
             return Err(StoreError::InvalidPath(path.to_string()));
         }
@@ -427,6 +454,7 @@ impl MetadataStore for ZkStore {
     }
 
     async fn exists(&self, path: &str) -> Result<Option<Stat>, StoreError> {
+        let _slot = self.slot().await?;
         let stat = self
             .client
             .check_stat(checked(path)?)
@@ -436,6 +464,7 @@ impl MetadataStore for ZkStore {
     }
 
     async fn children(&self, path: &str) -> Result<Vec<String>, StoreError> {
+        let _slot = self.slot().await?;
         let mut kids = self
             .client
             .list_children(checked(path)?)
@@ -447,6 +476,7 @@ impl MetadataStore for ZkStore {
     }
 
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, StoreError> {
+        let _slot = self.slot().await?;
         let mut writer = self.client.new_multi_writer();
         for op in &ops {
             Self::add_op(&mut writer, op)?;
@@ -477,6 +507,7 @@ impl MetadataStore for ZkStore {
     }
 
     async fn get_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), StoreError> {
+        let _slot = self.slot().await?;
         let (data, stat, watcher) = self
             .client
             .get_and_watch_data(checked(path)?)
@@ -486,6 +517,7 @@ impl MetadataStore for ZkStore {
     }
 
     async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), StoreError> {
+        let _slot = self.slot().await?;
         let (stat, watcher) = self
             .client
             .check_and_watch_stat(checked(path)?)
@@ -495,6 +527,7 @@ impl MetadataStore for ZkStore {
     }
 
     async fn children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), StoreError> {
+        let _slot = self.slot().await?;
         let (mut kids, watcher) = self
             .client
             .list_and_watch_children(checked(path)?)

@@ -25,7 +25,7 @@ use super::election::{self, Election, Step, Won};
 use super::topic_admin::{self, TopicInfo};
 use crate::types::BrokerId;
 use crate::zk::paths::{self, BrokerIdZNode};
-use crate::zk::store::{MetadataStore, SessionEvent, StoreError, Watch, WatchKind};
+use crate::zk::store::{MetadataStore, Op, OpResult, SessionEvent, StoreError, Watch, WatchKind};
 
 /// What the controller knows after failover (Kafka's `ControllerContext`,
 /// as far as election and membership need it).
@@ -52,6 +52,18 @@ pub trait Duties {
     async fn brokers_changed(&self, ctx: &ControllerContext);
     /// No longer controller (`onControllerResignation`).
     fn resigned(&self);
+}
+
+/// Why a controller write was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    #[error("this broker is not the controller")]
+    NotController,
+    /// `/controller_epoch` moved: another controller was elected.
+    #[error("controller moved to another broker")]
+    Moved,
+    #[error("{0}")]
+    Store(StoreError),
 }
 
 /// Opens a new session after the old one expired.
@@ -162,6 +174,41 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         let me = self.clone();
         glommio::spawn_local(async move { me.run().await }).detach();
         Ok(())
+    }
+
+    /// A controller write (Kafka's `KafkaZkClient` controller ops): `ops`
+    /// behind `check(/controller_epoch, zkVersion won)`, so a deposed
+    /// controller's write never lands. A failed check means another
+    /// controller was elected since: this broker resigns (Kafka's
+    /// ControllerMovedException → `maybeResign`) and the write is refused.
+    pub async fn write_as_controller(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, WriteError> {
+        let Some(won) = self.election.borrow().won() else {
+            return Err(WriteError::NotController);
+        };
+        let mut all = Vec::with_capacity(ops.len() + 1);
+        all.push(Op::Check {
+            path: paths::CONTROLLER_EPOCH.to_string(),
+            version: won.epoch_zk_version,
+        });
+        all.extend(ops);
+        match self.store().multi(all).await {
+            Ok(mut results) => {
+                results.remove(0);
+                Ok(results)
+            }
+            Err(StoreError::BadVersion(p)) | Err(StoreError::NoNode(p))
+                if p == paths::CONTROLLER_EPOCH =>
+            {
+                tracing::warn!(broker = %self.me, "controller epoch moved; resigning");
+                if self.election.borrow_mut().lost() == Step::Resign {
+                    self.resign();
+                }
+                // Learn who controls now (its watch may be pending).
+                self.enqueue(Event::ControllerChange);
+                Err(WriteError::Moved)
+            }
+            Err(e) => Err(WriteError::Store(e)),
+        }
     }
 
     /// Clean shutdown: this session's ephemeral znodes are removed at

@@ -185,3 +185,39 @@ fn a_malformed_registration_is_ignored_and_the_controller_keeps_working() {
         settle().await;
     });
 }
+
+#[test]
+fn a_controller_write_after_the_epoch_moved_is_refused_and_the_controller_resigns() {
+    run(async {
+        let root = EmbeddedStore::in_memory();
+        let (a, rec) = broker(0, &root.new_session().unwrap());
+        a.start().await.unwrap();
+        settle().await;
+        assert!(a.election().is_controller());
+        let create = |path: &str| Op::Create {
+            path: path.into(),
+            data: vec![],
+            mode: crate::zk::store::CreateMode::Persistent,
+        };
+        a.write_as_controller(vec![create("/w1")]).await.unwrap();
+        assert!(root.exists("/w1").await.unwrap().is_some());
+        // Another controller's election bumped the epoch meanwhile.
+        root.set(paths::CONTROLLER_EPOCH, b"9", None).await.unwrap();
+        assert_eq!(
+            a.write_as_controller(vec![create("/w2")]).await,
+            Err(WriteError::Moved)
+        );
+        assert!(
+            root.exists("/w2").await.unwrap().is_none(),
+            "nothing landed"
+        );
+        assert!(!a.election().is_controller());
+        assert_eq!(rec.0.borrow().resignations, 1);
+        assert_eq!(
+            a.write_as_controller(vec![create("/w3")]).await,
+            Err(WriteError::NotController)
+        );
+        a.enqueue(Event::Stop);
+        settle().await;
+    });
+}

@@ -64,15 +64,52 @@ fn read_meta(log_dir: &Path) -> StoredMeta {
     }
 }
 
+/// What every log dir's `meta.properties` agrees on; dirs without one say
+/// nothing. Two dirs that disagree refuse the start (Kafka's
+/// `BrokerMetadataCheckpoint` checks: "Invalid value ... in meta.properties").
+fn agreed_meta(dirs: &[std::path::PathBuf]) -> anyhow::Result<StoredMeta> {
+    let mut agreed = StoredMeta::default();
+    for dir in dirs {
+        let m = read_meta(dir);
+        if let (Some(a), Some(b)) = (agreed.broker_id, m.broker_id) {
+            if a != b {
+                anyhow::bail!(
+                    "meta.properties in {} has broker.id={b}, another log dir has {a}",
+                    dir.display()
+                );
+            }
+        }
+        if let (Some(a), Some(b)) = (&agreed.cluster_id, &m.cluster_id) {
+            if a != b {
+                anyhow::bail!(
+                    "meta.properties in {} has cluster.id={b}, another log dir has {a}",
+                    dir.display()
+                );
+            }
+        }
+        agreed.broker_id = agreed.broker_id.or(m.broker_id);
+        agreed.cluster_id = agreed.cluster_id.or(m.cluster_id);
+    }
+    Ok(agreed)
+}
+
 /// The broker id and cluster id, resolved against ZooKeeper on a session
 /// of its own (a glommio executor on the boot thread), and written to
-/// `meta.properties`.
+/// `meta.properties` in every log dir.
 pub fn resolve_identity(config: &ServerConfig, log_dir: &Path) -> anyhow::Result<(i32, String)> {
     let address = config
         .zookeeper_connect
         .clone()
         .ok_or_else(|| anyhow!("zookeeper.connect is not set"))?;
-    let stored = read_meta(log_dir);
+    let mut dirs: Vec<std::path::PathBuf> = vec![log_dir.to_path_buf()];
+    for d in config.effective_log_dirs() {
+        let d = std::path::PathBuf::from(d);
+        if !dirs.contains(&d) {
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+            dirs.push(d);
+        }
+    }
+    let stored = agreed_meta(&dirs)?;
     let executor = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
         .name("zk-identity")
         .make()
@@ -93,9 +130,11 @@ pub fn resolve_identity(config: &ServerConfig, log_dir: &Path) -> anyhow::Result
         out
     });
     let (broker_id, cluster_id) = resolved.map_err(|e| anyhow!(e))?;
-    let path = log_dir.join("meta.properties");
     let text = format!("#shardlog\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n");
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    for dir in &dirs {
+        let path = dir.join("meta.properties");
+        std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+    }
     Ok((broker_id, cluster_id))
 }
 
@@ -145,4 +184,34 @@ pub async fn start_broker(
     );
     broker.start().await?;
     Ok(broker)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_log_dirs_meta_properties_must_agree() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let dirs = vec![a.path().to_path_buf(), b.path().to_path_buf()];
+        assert_eq!(agreed_meta(&dirs).unwrap(), StoredMeta::default());
+        std::fs::write(
+            a.path().join("meta.properties"),
+            "version=0\nbroker.id=3\ncluster.id=abc\n",
+        )
+        .unwrap();
+        let one = agreed_meta(&dirs).unwrap();
+        assert_eq!(
+            (one.broker_id, one.cluster_id.as_deref()),
+            (Some(3), Some("abc"))
+        );
+        std::fs::write(
+            b.path().join("meta.properties"),
+            "version=0\nbroker.id=4\ncluster.id=abc\n",
+        )
+        .unwrap();
+        let err = agreed_meta(&dirs).unwrap_err().to_string();
+        assert!(err.contains("broker.id=4"), "{err}");
+    }
 }

@@ -592,27 +592,18 @@ const FIRST_GENERATED_BROKER_ID: i32 = 1001;
 /// (InconsistentBrokerIdException).
 fn load_or_create_meta(log_dir: &Path, configured_broker_id: i32) -> anyhow::Result<(i32, String)> {
     let path = log_dir.join("meta.properties");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let pairs = crate::config::parse_properties(&text).unwrap_or_default();
-        let get = |k: &str| {
-            pairs
-                .iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.clone())
+    let stored = read_meta(log_dir);
+    if let Some(cluster_id) = stored.cluster_id {
+        let broker_id = match (configured_broker_id, stored.broker_id) {
+            (-1, Some(id)) => id,
+            (-1, None) => FIRST_GENERATED_BROKER_ID,
+            (configured, Some(id)) if configured != id => bail!(
+                "broker.id={configured} does not match broker.id={id} in {}",
+                path.display()
+            ),
+            (configured, _) => configured,
         };
-        if let Some(cluster_id) = get("cluster.id") {
-            let stored: Option<i32> = get("broker.id").and_then(|v| v.parse().ok());
-            let broker_id = match (configured_broker_id, stored) {
-                (-1, Some(id)) => id,
-                (-1, None) => FIRST_GENERATED_BROKER_ID,
-                (configured, Some(id)) if configured != id => bail!(
-                    "broker.id={configured} does not match broker.id={id} in {}",
-                    path.display()
-                ),
-                (configured, _) => configured,
-            };
-            return Ok((broker_id, cluster_id));
-        }
+        return Ok((broker_id, cluster_id));
     }
     let broker_id = if configured_broker_id == -1 {
         FIRST_GENERATED_BROKER_ID
@@ -620,9 +611,33 @@ fn load_or_create_meta(log_dir: &Path, configured_broker_id: i32) -> anyhow::Res
         configured_broker_id
     };
     let cluster_id = new_cluster_id(uuid::Uuid::new_v4());
-    let text = format!("#shardlog\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n");
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    write_meta(log_dir, broker_id, &cluster_id)?;
     Ok((broker_id, cluster_id))
+}
+
+/// What `<log_dir>/meta.properties` holds (nothing when it is absent).
+fn read_meta(log_dir: &Path) -> crate::controller::identity::StoredMeta {
+    let Ok(text) = std::fs::read_to_string(log_dir.join("meta.properties")) else {
+        return Default::default();
+    };
+    let pairs = crate::config::parse_properties(&text).unwrap_or_default();
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    crate::controller::identity::StoredMeta {
+        broker_id: get("broker.id").and_then(|v| v.parse().ok()),
+        cluster_id: get("cluster.id"),
+    }
+}
+
+/// Writes `<log_dir>/meta.properties` (Kafka's v0 format).
+fn write_meta(log_dir: &Path, broker_id: i32, cluster_id: &str) -> anyhow::Result<()> {
+    let path = log_dir.join("meta.properties");
+    let text = format!("#shardlog\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n");
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Kafka's cluster id form: the UUID's 16 bytes in URL-safe base64 without

@@ -46,31 +46,13 @@ pub async fn connect(config: &ServerConfig, connect: &str) -> Result<ZkStore, St
     .map_err(|e| format!("zookeeper.connect={connect}: {e}"))
 }
 
-fn read_meta(log_dir: &Path) -> StoredMeta {
-    let path = log_dir.join("meta.properties");
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return StoredMeta::default();
-    };
-    let pairs = crate::config::parse_properties(&text).unwrap_or_default();
-    let get = |k: &str| {
-        pairs
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.clone())
-    };
-    StoredMeta {
-        broker_id: get("broker.id").and_then(|v| v.parse().ok()),
-        cluster_id: get("cluster.id"),
-    }
-}
-
 /// What every log dir's `meta.properties` agrees on; dirs without one say
 /// nothing. Two dirs that disagree refuse the start (Kafka's
 /// `BrokerMetadataCheckpoint` checks: "Invalid value ... in meta.properties").
 fn agreed_meta(dirs: &[std::path::PathBuf]) -> anyhow::Result<StoredMeta> {
     let mut agreed = StoredMeta::default();
     for dir in dirs {
-        let m = read_meta(dir);
+        let m = super::read_meta(dir);
         if let (Some(a), Some(b)) = (agreed.broker_id, m.broker_id) {
             if a != b {
                 anyhow::bail!(
@@ -130,10 +112,8 @@ pub fn resolve_identity(config: &ServerConfig, log_dir: &Path) -> anyhow::Result
         out
     });
     let (broker_id, cluster_id) = resolved.map_err(|e| anyhow!(e))?;
-    let text = format!("#shardlog\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n");
     for dir in &dirs {
-        let path = dir.join("meta.properties");
-        std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+        super::write_meta(dir, broker_id, &cluster_id)?;
     }
     Ok((broker_id, cluster_id))
 }

@@ -41,6 +41,11 @@ pub enum AdminError {
     /// The metadata store failed (I/O, session): not the client's fault.
     #[error("metadata store error: {0}")]
     Store(#[from] StoreError),
+    /// Kafka's `AdminOperationException`: not an `ApiException`, so Kafka
+    /// answers UNKNOWN_SERVER_ERROR (e.g. CreateTopics over brokers of which
+    /// only some have a rack).
+    #[error("{0}")]
+    AdminOperation(String),
     /// A znode holds data we cannot decode.
     #[error("corrupt metadata: {0}")]
     Corrupt(String),
@@ -59,7 +64,7 @@ impl AdminError {
             Self::InvalidReplicaAssignment(_) => INVALID_REPLICA_ASSIGNMENT,
             Self::InvalidConfig(_) => INVALID_CONFIG,
             Self::InvalidRequest(_) => INVALID_REQUEST,
-            Self::Store(_) | Self::Corrupt(_) => UNKNOWN_SERVER_ERROR,
+            Self::Store(_) | Self::Corrupt(_) | Self::AdminOperation(_) => UNKNOWN_SERVER_ERROR,
         }
     }
 }
@@ -74,7 +79,11 @@ impl From<AssignmentError> for AdminError {
     fn from(e: AssignmentError) -> Self {
         match e {
             AssignmentError::InvalidPartitions => Self::InvalidPartitions(e.to_string()),
-            _ => Self::InvalidReplicationFactor(e.to_string()),
+            AssignmentError::ReplicationFactorNotPositive
+            | AssignmentError::ReplicationFactorTooLarge { .. } => {
+                Self::InvalidReplicationFactor(e.to_string())
+            }
+            AssignmentError::IncompleteRackInfo => Self::AdminOperation(e.to_string()),
         }
     }
 }
@@ -85,4 +94,42 @@ pub fn corrupt(path: &str, e: impl std::fmt::Display) -> AdminError {
 
 pub fn unknown_topic(name: &str) -> AdminError {
     AdminError::UnknownTopicOrPartition(format!("Topic '{name}' does not exist."))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assignment_errors_map_to_kafkas_codes() {
+        // Kafka's InvalidPartitionsException, InvalidReplicationFactorException
+        // and AdminOperationException (no ApiException: UNKNOWN_SERVER_ERROR).
+        let rows = [
+            (
+                AssignmentError::InvalidPartitions,
+                error_codes::INVALID_PARTITIONS,
+            ),
+            (
+                AssignmentError::ReplicationFactorNotPositive,
+                error_codes::INVALID_REPLICATION_FACTOR,
+            ),
+            (
+                AssignmentError::ReplicationFactorTooLarge {
+                    replication_factor: 3,
+                    brokers: 1,
+                },
+                error_codes::INVALID_REPLICATION_FACTOR,
+            ),
+            (
+                AssignmentError::IncompleteRackInfo,
+                error_codes::UNKNOWN_SERVER_ERROR,
+            ),
+        ];
+        for (e, code) in rows {
+            let message = e.to_string();
+            let admin = AdminError::from(e);
+            assert_eq!(admin.error_code(), code, "{message}");
+            assert_eq!(admin.to_string(), message);
+        }
+    }
 }

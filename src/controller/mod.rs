@@ -22,7 +22,12 @@
 //!   election, the controller's context and watches, one event queue.
 //! - [`admin_error`] `[pure]`: why an admin operation failed, as a Kafka
 //!   error code.
-//! - [`assignment`] `[pure]`: Kafka's replica assignment.
+//! - [`assignment`] `[pure]`: Kafka's replica assignment, rack-unaware and
+//!   rack-aware.
+//! - [`state_machine`] `[pure]`: the partition and replica state machines'
+//!   legal transitions and the state of every partition and replica.
+//! - [`leader_election`] `[pure]`: Kafka's four partition leader election
+//!   strategies and the new leader and ISR each produces.
 
 pub mod admin_error;
 pub mod assignment;
@@ -32,7 +37,9 @@ pub mod election;
 pub mod event_loop;
 pub mod identity;
 pub mod image;
+pub mod leader_election;
 pub mod requests;
+pub mod state_machine;
 pub mod topic_admin;
 pub mod topic_configs;
 pub mod zk_mode;

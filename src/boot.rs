@@ -283,6 +283,7 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         setup.n_shards,
         &setup.log_dir,
         setup.config.clone(),
+        clock.clone(),
     ));
     let purgatory = PurgatoryDriver::new(clock, PurgatoryConfig::default());
     let groups = Rc::new(GroupHost::new(
@@ -461,7 +462,11 @@ async fn control_shard_main(setup: ShardSetup) {
     // Join the mesh either way: data shards wait for every peer.
     let (part, started) = match opened {
         Ok(controller) => (
-            RolePart::Control(Box::new(ControlShard::new(controller))),
+            RolePart::Control(Box::new(ControlShard::new(
+                controller,
+                crate::types::BrokerId(setup.config.broker_id),
+                setup.config.zookeeper_connect.is_some(),
+            ))),
             Ok(()),
         ),
         Err(e) => (RolePart::Bare(Role::Control), Err(e)),

@@ -31,11 +31,17 @@ use std::time::Duration;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
+use kafka_protocol_39::messages::leader_and_isr_response::LeaderAndIsrResponse;
+use kafka_protocol_39::messages::stop_replica_response::StopReplicaResponse;
 use kafka_protocol_39::messages::update_metadata_response::UpdateMetadataResponse;
 use kafka_protocol_39::messages::{RequestHeader, ResponseHeader};
 use kafka_protocol_39::protocol::{Decodable, Encodable, StrBytes};
 
 use crate::io::local_sync::Notify;
+use crate::metadata::leader_and_isr::{
+    stop_replica_errors, LeaderAndIsr, PartitionErrors, StopReplica, LEADER_AND_ISR_VERSION,
+    STOP_REPLICA_VERSION,
+};
 use crate::metadata::update_metadata::{AnnouncedPartition, LiveBroker, UpdateMetadata};
 use crate::protocol::api::{Api, ZkApi};
 use crate::protocol::ErrorCode;
@@ -194,6 +200,50 @@ impl ControllerChannel {
             let resp = UpdateMetadataResponse::decode(&mut body, UPDATE_METADATA_VERSION)
                 .map_err(|e| ChannelError::Decode(e.to_string()))?;
             Ok(ErrorCode(resp.error_code))
+        }
+    }
+
+    /// Send LeaderAndIsr v7 to `broker` (what a 3.9 controller sends,
+    /// `ControllerChannelManager`); its top-level and per-partition errors,
+    /// v7's topic ids named back through `request.topic_ids`.
+    pub fn send_leader_and_isr(
+        &self,
+        broker: BrokerId,
+        request: &LeaderAndIsr,
+    ) -> impl Future<Output = Result<PartitionErrors, ChannelError>> {
+        let answer = self.send(
+            broker,
+            ZkApi::LeaderAndIsr,
+            LEADER_AND_ISR_VERSION,
+            &request.to_request(),
+        );
+        let request = request.clone();
+        async move {
+            let mut body = answer.await?;
+            let resp = LeaderAndIsrResponse::decode(&mut body, LEADER_AND_ISR_VERSION)
+                .map_err(|e| ChannelError::Decode(e.to_string()))?;
+            Ok(request.errors_from_response(&resp, LEADER_AND_ISR_VERSION))
+        }
+    }
+
+    /// Send StopReplica v4 to `broker`; its top-level and per-partition
+    /// errors.
+    pub fn send_stop_replica(
+        &self,
+        broker: BrokerId,
+        request: &StopReplica,
+    ) -> impl Future<Output = Result<PartitionErrors, ChannelError>> {
+        let answer = self.send(
+            broker,
+            ZkApi::StopReplica,
+            STOP_REPLICA_VERSION,
+            &request.to_request(),
+        );
+        async move {
+            let mut body = answer.await?;
+            let resp = StopReplicaResponse::decode(&mut body, STOP_REPLICA_VERSION)
+                .map_err(|e| ChannelError::Decode(e.to_string()))?;
+            Ok(stop_replica_errors(&resp))
         }
     }
 

@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 use std::sync::Arc;
 use uuid::Uuid;
 
+use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, LeaderEpoch, PartitionId};
 
 /// A broker's advertised endpoint (`advertised.listeners`, `broker.rack`).
@@ -67,6 +68,13 @@ pub struct Snapshot {
     /// `topics` shadows the same name here. Partitions are in index order
     /// but need not be contiguous (an UpdateMetadata may name any subset).
     pub announced: IndexMap<Arc<str>, TopicState>,
+    /// ZooKeeper mode: `topics` holds exactly the partitions LeaderAndIsr
+    /// made this broker host (any subset of a topic's partitions, with the
+    /// controller's leader, epoch, replicas and ISR), and Metadata answers
+    /// from `announced` alone (Kafka's `ZkMetadataCache`), which `topics`
+    /// then shadows nowhere. False in embedded mode, where `topics` is
+    /// every stored topic, whole.
+    pub hosted_by_leader_and_isr: bool,
 }
 
 impl Snapshot {
@@ -80,32 +88,71 @@ impl Snapshot {
             brokers: vec![broker],
             topics: IndexMap::new(),
             announced: IndexMap::new(),
+            hosted_by_leader_and_isr: false,
         }
     }
 
+    /// The topics Metadata answers from before `announced`: the stored
+    /// ones in embedded mode, none in ZooKeeper mode.
+    fn shadowing(&self) -> Option<&IndexMap<Arc<str>, TopicState>> {
+        (!self.hosted_by_leader_and_isr).then_some(&self.topics)
+    }
+
     /// The topic Metadata answers for `name`: a stored one, else one
-    /// announced by UpdateMetadata.
+    /// announced by UpdateMetadata (only the latter in ZooKeeper mode).
     pub fn served_topic(&self, name: &str) -> Option<&TopicState> {
-        self.topics.get(name).or_else(|| self.announced.get(name))
+        self.shadowing()
+            .and_then(|t| t.get(name))
+            .or_else(|| self.announced.get(name))
     }
 
     /// [`Snapshot::served_topic`] by topic id.
     pub fn served_topic_by_id(&self, topic_id: Uuid) -> Option<&TopicState> {
-        self.topic_by_id(topic_id).or_else(|| {
-            self.announced
-                .values()
-                .find(|t| t.topic_id == topic_id && !self.topics.contains_key(&t.name))
-        })
+        let shadowing = self.shadowing();
+        shadowing
+            .and_then(|t| t.values().find(|t| t.topic_id == topic_id))
+            .or_else(|| {
+                self.announced.values().find(|t| {
+                    t.topic_id == topic_id && !shadowing.is_some_and(|s| s.contains_key(&t.name))
+                })
+            })
     }
 
     /// Every topic Metadata lists: stored ones, then announced ones they do
-    /// not shadow.
+    /// not shadow (announced ones alone in ZooKeeper mode).
     pub fn served_topics(&self) -> impl Iterator<Item = &TopicState> {
-        self.topics.values().chain(
+        let shadowing = self.shadowing();
+        shadowing.into_iter().flat_map(|t| t.values()).chain(
             self.announced
                 .values()
-                .filter(|t| !self.topics.contains_key(&t.name)),
+                .filter(move |t| !shadowing.is_some_and(|s| s.contains_key(&t.name))),
         )
+    }
+
+    /// Whether Metadata knows `topic`-`partition` (Kafka's
+    /// `metadataCache.contains`): a request for a partition this broker
+    /// does not host is NOT_LEADER_OR_FOLLOWER then, else
+    /// UNKNOWN_TOPIC_OR_PARTITION (`ReplicaManager.getPartitionOrError`).
+    pub fn serves_partition(&self, topic: &str, partition: i32) -> bool {
+        self.served_topic(topic)
+            .is_some_and(|t| t.partitions.iter().any(|p| p.partition == partition))
+    }
+
+    /// Whether this broker hosts `topic`-`partition` (its owner shard has
+    /// the log).
+    pub fn hosts_partition(&self, topic: &str, partition: i32) -> bool {
+        self.topic(topic)
+            .is_some_and(|t| t.partitions.iter().any(|p| p.partition == partition))
+    }
+
+    /// The error for a partition this broker does not host (see
+    /// [`Snapshot::serves_partition`]).
+    pub fn not_hosted_error(&self, topic: &str, partition: i32) -> ErrorCode {
+        if self.serves_partition(topic, partition) {
+            ErrorCode::NOT_LEADER_OR_FOLLOWER
+        } else {
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+        }
     }
 
     pub fn topic(&self, name: &str) -> Option<&TopicState> {
@@ -128,9 +175,11 @@ impl Snapshot {
 
     /// Invariants every published snapshot satisfies: partitions are
     /// numbered 0..n in order, a leader is one of the replicas, the ISR is a
-    /// subset of the replicas.
+    /// subset of the replicas. Hosted partitions in ZooKeeper mode are what
+    /// a controller said (any subset); only their order is ours.
     pub fn check_invariants(&self) -> Result<(), String> {
-        for t in self.topics.values() {
+        let whole = self.shadowing().into_iter().flat_map(|t| t.values());
+        for t in whole {
             for (i, p) in t.partitions.iter().enumerate() {
                 if p.partition as usize != i {
                     return Err(format!(
@@ -151,7 +200,12 @@ impl Snapshot {
         }
         // Announced partitions are what a controller said; only their
         // order is ours.
-        for t in self.announced.values() {
+        let hosted = self.hosted_by_leader_and_isr.then_some(&self.topics);
+        for t in self
+            .announced
+            .values()
+            .chain(hosted.into_iter().flat_map(|t| t.values()))
+        {
             if t.partitions
                 .windows(2)
                 .any(|w| w[0].partition >= w[1].partition)
@@ -183,6 +237,77 @@ mod tests {
         assert_eq!(s.broker(BrokerId(1)).unwrap().port, 9092);
         assert!(s.topics.is_empty());
         s.check_invariants().unwrap();
+    }
+
+    fn topic(name: &str, partitions: &[i32]) -> TopicState {
+        TopicState {
+            configs: Default::default(),
+            name: name.into(),
+            topic_id: Uuid::from_u128(
+                u128::from(name.as_bytes()[0]) * 100 + partitions.len() as u128,
+            ),
+            is_internal: false,
+            partitions: partitions
+                .iter()
+                .map(|&p| PartitionState {
+                    partition: p,
+                    leader: BrokerId(1),
+                    leader_epoch: LeaderEpoch(0),
+                    replicas: vec![BrokerId(1)],
+                    isr: vec![BrokerId(1)],
+                    offline_replicas: vec![],
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn hosted_topics_shadow_announced_ones_only_in_embedded_mode() {
+        let mut s = Snapshot::single_broker("abc", endpoint()).with_topic(topic("t", &[0]));
+        s.announced.insert("t".into(), topic("t", &[0, 1, 2]));
+        s.announced.insert("u".into(), topic("u", &[0]));
+        assert_eq!(s.served_topic("t").unwrap().partitions.len(), 1);
+        assert_eq!(s.served_topics().count(), 2);
+        assert!(!s.serves_partition("t", 2));
+        assert_eq!(
+            s.not_hosted_error("u", 0),
+            ErrorCode::NOT_LEADER_OR_FOLLOWER
+        );
+        assert_eq!(
+            s.not_hosted_error("u", 1),
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+        );
+        s.hosted_by_leader_and_isr = true;
+        assert_eq!(s.served_topic("t").unwrap().partitions.len(), 3);
+        assert_eq!(
+            s.served_topic_by_id(Uuid::from_u128(u128::from(b't') * 100 + 3))
+                .unwrap()
+                .name
+                .as_ref(),
+            "t"
+        );
+        assert!(
+            s.served_topic_by_id(Uuid::from_u128(u128::from(b't') * 100 + 1))
+                .is_none(),
+            "hosted one not served"
+        );
+        assert_eq!(s.served_topics().count(), 2);
+        assert!(s.serves_partition("t", 2) && !s.hosts_partition("t", 2));
+        assert!(s.hosts_partition("t", 0));
+        assert_eq!(
+            s.not_hosted_error("t", 2),
+            ErrorCode::NOT_LEADER_OR_FOLLOWER
+        );
+    }
+
+    #[test]
+    fn hosted_partitions_may_be_any_ascending_subset() {
+        let mut s = Snapshot::single_broker("abc", endpoint()).with_topic(topic("t", &[1, 4]));
+        assert!(s.check_invariants().is_err(), "embedded topics are whole");
+        s.hosted_by_leader_and_isr = true;
+        s.check_invariants().unwrap();
+        s = s.with_topic(topic("t", &[4, 1]));
+        assert!(s.check_invariants().is_err());
     }
 
     #[test]

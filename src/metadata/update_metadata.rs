@@ -362,6 +362,12 @@ impl MetadataCache {
         ErrorCode::NONE
     }
 
+    /// LeaderAndIsr or StopReplica was accepted at `epoch`: Kafka fences
+    /// all three requests with one `ReplicaManager.controllerEpoch`.
+    pub fn observe_controller_epoch(&mut self, epoch: ControllerEpoch) {
+        self.controller_epoch = self.controller_epoch.max(epoch);
+    }
+
     /// The newest controller epoch accepted so far.
     pub fn controller_epoch(&self) -> ControllerEpoch {
         self.controller_epoch

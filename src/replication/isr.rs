@@ -84,6 +84,28 @@ impl LeaderReplicaState {
         s
     }
 
+    /// The state a new leader starts from (Kafka's `Partition.makeLeader`,
+    /// `Replica.resetReplicaState`): every follower's LEO unknown (0 here),
+    /// caught up "now" when the ISR names it, never otherwise, so a
+    /// follower outside the ISR holds back neither the HW nor, until it
+    /// fetches, anything else.
+    pub fn become_leader(
+        leader_id: BrokerId,
+        replicas: &[BrokerId],
+        isr: &[BrokerId],
+        replica_lag_time_max_ms: i64,
+        now_ms: i64,
+    ) -> Self {
+        let mut s = Self::new(leader_id, replicas, isr, replica_lag_time_max_ms, now_ms);
+        for (id, f) in s.followers.iter_mut() {
+            if !isr.contains(id) {
+                f.last_caught_up_time_ms = 0;
+            }
+        }
+        s.check_invariants();
+        s
+    }
+
     pub fn isr(&self) -> &[BrokerId] {
         &self.isr
     }
@@ -202,6 +224,25 @@ mod tests {
     use super::*;
 
     const LAG: i64 = DEFAULT_REPLICA_LAG_TIME_MAX_MS;
+
+    #[test]
+    fn a_new_leader_is_not_held_back_by_a_follower_outside_the_isr() {
+        let now = 1_000_000;
+        let log = LeaderLog {
+            log_end_offset: 5,
+            high_watermark: 0,
+        };
+        let mut s =
+            LeaderReplicaState::become_leader(BrokerId(0), &ids(&[0, 1]), &ids(&[0]), LAG, now);
+        assert_eq!(
+            s.on_leader_append(now, log).high_watermark_advanced,
+            Some(5)
+        );
+        // Named by the ISR, the follower (LEO unknown) holds the HW.
+        let mut s =
+            LeaderReplicaState::become_leader(BrokerId(0), &ids(&[0, 1]), &ids(&[0, 1]), LAG, now);
+        assert_eq!(s.on_leader_append(now, log).high_watermark_advanced, None);
+    }
     type Step = Box<dyn Fn(&mut Leader) -> IsrActions>;
 
     fn ids(v: &[i32]) -> Vec<BrokerId> {

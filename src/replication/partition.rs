@@ -49,7 +49,7 @@ use crate::storage::partition_log::{
 };
 use crate::storage::producer_snapshot;
 use crate::storage::StorageError;
-use crate::types::{LeaderEpoch, TopicPartition};
+use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 
 /// Kafka's `ListOffsetsRequest` special timestamps.
 pub const LATEST_TIMESTAMP: i64 = -1;
@@ -61,11 +61,16 @@ pub const MAX_TIMESTAMP: i64 = -3;
 pub struct Partition {
     pub tp: TopicPartition,
     pub topic_id: uuid::Uuid,
-    pub leader_epoch: LeaderEpoch,
+    /// Changed in place by [`Partition::apply_leadership`] (LeaderAndIsr).
+    leader_epoch: Cell<LeaderEpoch>,
     /// This broker's role as the metadata snapshot names it: the leader
     /// appends and serves consumers; a follower refuses produce
     /// (NOT_LEADER_OR_FOLLOWER), as Kafka's `Partition.appendRecordsToLeader`.
-    pub role: PartitionRole,
+    role: Cell<PartitionRole>,
+    /// The assigned replicas, in the controller's order.
+    replicas: RefCell<Vec<BrokerId>>,
+    me: BrokerId,
+    replica_lag_time_max_ms: i64,
     pub config: TopicConfig,
     log: RwLock<PartitionLog>,
     /// The log's published offsets (read without the lock; the log writes them).
@@ -81,6 +86,28 @@ pub struct Partition {
     durable_sync: DurableSync,
 }
 
+/// A partition's leadership as LeaderAndIsr (or the embedded controller)
+/// names it: what [`Partition::apply_leadership`] changes in place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leadership {
+    pub role: PartitionRole,
+    pub leader_epoch: LeaderEpoch,
+    pub replicas: Vec<BrokerId>,
+    pub isr: Vec<BrokerId>,
+}
+
+/// The ISR the leader-side replica state starts from: the controller's
+/// when it names this broker, else none (a follower out of the ISR; the
+/// state is only consulted while leading, and a controller's data must
+/// not reach its invariant check).
+fn replica_state_isr(me: BrokerId, isr: &[BrokerId]) -> Vec<BrokerId> {
+    if isr.contains(&me) {
+        isr.to_vec()
+    } else {
+        Vec::new()
+    }
+}
+
 /// What [`Partition::open`] needs besides the log.
 pub struct PartitionSpec {
     pub tp: TopicPartition,
@@ -89,12 +116,14 @@ pub struct PartitionSpec {
     pub role: PartitionRole,
     pub config: TopicConfig,
     /// This broker, the replicas and the ISR from the metadata snapshot.
-    pub me: crate::types::BrokerId,
-    pub replicas: Vec<crate::types::BrokerId>,
-    pub isr: Vec<crate::types::BrokerId>,
+    pub me: BrokerId,
+    pub replicas: Vec<BrokerId>,
+    pub isr: Vec<BrokerId>,
     pub replica_lag_time_max_ms: i64,
     pub durable: bool,
     pub durable_counts: DurableCounts,
+    /// Wall-clock time of the open (the replica state's "caught up" times).
+    pub now_ms: i64,
 }
 
 /// A shard's group-commit counters: (durable appends acknowledged,
@@ -215,19 +244,22 @@ impl Partition {
         // Kafka's becomeLeader + maybeIncrementLeaderHW: with every replica
         // in the ISR at its LEO (a single broker: ISR = {self}), the HW rule
         // moves the HW to the LEO as soon as we lead.
-        let mut replica = LeaderReplicaState::new(
+        let mut replica = LeaderReplicaState::become_leader(
             spec.me,
             &spec.replicas,
-            &spec.isr,
+            &replica_state_isr(spec.me, &spec.isr),
             spec.replica_lag_time_max_ms,
-            0,
+            spec.now_ms,
         );
         if spec.role == PartitionRole::Leader {
             let ends = LeaderLog {
                 log_end_offset: leo,
                 high_watermark: hw,
             };
-            if let Some(hw) = replica.on_leader_append(0, ends).high_watermark_advanced {
+            if let Some(hw) = replica
+                .on_leader_append(spec.now_ms, ends)
+                .high_watermark_advanced
+            {
                 log.set_high_watermark(hw);
             }
         }
@@ -236,8 +268,11 @@ impl Partition {
         Ok(Partition {
             tp: spec.tp,
             topic_id: spec.topic_id,
-            leader_epoch: spec.leader_epoch,
-            role: spec.role,
+            leader_epoch: Cell::new(spec.leader_epoch),
+            role: Cell::new(spec.role),
+            replicas: RefCell::new(spec.replicas),
+            me: spec.me,
+            replica_lag_time_max_ms: spec.replica_lag_time_max_ms,
             config: spec.config,
             ends: log.ends_view(),
             log: RwLock::new(log),
@@ -253,6 +288,68 @@ impl Partition {
         })
     }
 
+    pub fn role(&self) -> PartitionRole {
+        self.role.get()
+    }
+
+    pub fn leader_epoch(&self) -> LeaderEpoch {
+        self.leader_epoch.get()
+    }
+
+    /// The leadership as it is now.
+    pub fn leadership(&self) -> Leadership {
+        Leadership {
+            role: self.role.get(),
+            leader_epoch: self.leader_epoch.get(),
+            replicas: self.replicas.borrow().clone(),
+            isr: self.replica.borrow().isr().to_vec(),
+        }
+    }
+
+    /// Become leader or follower in place (Kafka's `Partition.makeLeader`
+    /// / `makeFollower`): the new epoch, replicas and ISR, the leader-side
+    /// replica state started afresh (follower LEOs unknown); a new leader
+    /// applies the HW rule at once (with the ISR = itself, the HW moves to
+    /// the LEO). Runs under the log's write guard, so an append either
+    /// finished under the old role or sees the new one. A follower is only
+    /// marked: fetching from the leader is the replica fetcher's.
+    pub async fn apply_leadership(&self, next: Leadership, now_ms: i64) {
+        let Ok(mut log) = self.log.write().await else {
+            tracing::warn!(tp = %self.tp, "partition lock poisoned; leadership unchanged");
+            return;
+        };
+        let mut replica = LeaderReplicaState::become_leader(
+            self.me,
+            &next.replicas,
+            &replica_state_isr(self.me, &next.isr),
+            self.replica_lag_time_max_ms,
+            now_ms,
+        );
+        if next.role == PartitionRole::Leader {
+            let ends = log.ends();
+            let ends = LeaderLog {
+                log_end_offset: ends.log_end_offset,
+                high_watermark: ends.high_watermark,
+            };
+            if let Some(hw) = replica
+                .on_leader_append(now_ms, ends)
+                .high_watermark_advanced
+            {
+                log.set_high_watermark(hw);
+            }
+        }
+        tracing::info!(
+            tp = %self.tp,
+            role = ?next.role,
+            leader_epoch = %next.leader_epoch,
+            "leadership changed"
+        );
+        *self.replica.borrow_mut() = replica;
+        self.role.set(next.role);
+        self.leader_epoch.set(next.leader_epoch);
+        *self.replicas.borrow_mut() = next.replicas;
+    }
+
     /// The state delayed operations test against, from the log's
     /// published offsets.
     pub fn snapshot(&self) -> PartitionSnapshot {
@@ -260,8 +357,8 @@ impl Partition {
         let leo = LogOffsetMetadata::new(ends.log_end_offset, 0, ends.log_end_position);
         let hw = LogOffsetMetadata::new(ends.high_watermark, 0, ends.high_watermark_position);
         PartitionSnapshot {
-            role: self.role,
-            leader_epoch: self.leader_epoch,
+            role: self.role.get(),
+            leader_epoch: self.leader_epoch.get(),
             log_start_offset: ends.log_start_offset,
             log_end_offset: leo,
             high_watermark: hw,
@@ -458,7 +555,7 @@ impl Partition {
     pub async fn append(&self, records: Bytes, now_ms: i64) -> ProduceResult {
         // Take our place before the first await.
         let ticket = self.append_order.ticket();
-        if self.role != PartitionRole::Leader {
+        if self.role.get() != PartitionRole::Leader {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
         }
         let (records, batch, max_timestamp) = match Self::validate_produce(records) {
@@ -480,13 +577,17 @@ impl Partition {
         let Ok(mut log) = self.log.write().await else {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
         };
+        // Leadership may have moved while this append waited its turn.
+        if self.role.get() != PartitionRole::Leader {
+            return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        }
         if let Some(answer) = self.check_producer(&batch) {
             return answer;
         }
         let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
         let active_before = log.active_segment_base_offset();
         let info = match log
-            .append_validated(records, self.leader_epoch.0, now_ms, log_append_time)
+            .append_validated(records, self.leader_epoch.get().0, now_ms, log_append_time)
             .await
         {
             Ok(info) => info,
@@ -590,7 +691,7 @@ impl Partition {
             error_code: ErrorCode::NONE,
             timestamp: ts,
             offset,
-            leader_epoch: self.leader_epoch,
+            leader_epoch: self.leader_epoch.get(),
         };
         let pick = match timestamp {
             LATEST_TIMESTAMP => return found(fetchable, -1),

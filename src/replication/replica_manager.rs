@@ -16,10 +16,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::partition::{
-    DurableCounts, OffsetAnswer, Partition, PartitionSpec, ProduceResult, ReadAnswer,
+    DurableCounts, Leadership, OffsetAnswer, Partition, PartitionSpec, ProduceResult, ReadAnswer,
 };
 use crate::config::topic::TopicConfig;
 use crate::config::ServerConfig;
+use crate::io::clock::Clock;
 use crate::metadata::{PartitionState, Snapshot};
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
@@ -41,6 +42,8 @@ pub struct ReplicaManager {
     /// Snapshot version last synced (ignore older ones).
     synced_version: Cell<Option<u64>>,
     durable_counts: DurableCounts,
+    /// Wall-clock time for the replica state a leadership change starts.
+    clock: Rc<dyn Clock>,
 }
 
 /// What one owned partition should be, per the snapshot.
@@ -53,7 +56,12 @@ struct Wanted {
 impl ReplicaManager {
     /// `n_shards` sizes this shard's share of the host's memory for the
     /// batch cache's write buffers.
-    pub fn new(n_shards: usize, log_dir: &Path, server: Arc<ServerConfig>) -> Self {
+    pub fn new(
+        n_shards: usize,
+        log_dir: &Path,
+        server: Arc<ServerConfig>,
+        clock: Rc<dyn Clock>,
+    ) -> Self {
         let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
         // The cache holds slices of the appenders' write buffers: reserve
         // (and pre-fault) as many as it can hold, but never more than this
@@ -68,6 +76,7 @@ impl ReplicaManager {
             partitions: RefCell::new(HashMap::new()),
             synced_version: Cell::new(None),
             durable_counts: DurableCounts::default(),
+            clock,
         }
     }
 
@@ -106,10 +115,15 @@ impl ReplicaManager {
         self.durable_counts.get()
     }
 
-    /// Bring the owned set in line with `snapshot`: open new partitions
-    /// (`owns(topic, partition)` says which are this shard's), close ones
-    /// that moved or were deleted (deleting their files when the topic is
-    /// gone).
+    /// Bring the owned set in line with `snapshot` (`owns(topic,
+    /// partition)` says which partitions are this shard's): open new
+    /// partitions; change the leadership of open ones in place (Kafka's
+    /// `makeLeader` / `makeFollower`); close ones that moved or are no
+    /// longer wanted. Files are deleted here only in embedded mode, where a
+    /// topic gone from the snapshot was deleted (or re-created with a new
+    /// id); in ZooKeeper mode (`Snapshot::hosted_by_leader_and_isr`) a
+    /// partition no longer hosted keeps its files, which only a
+    /// StopReplica with delete removes ([`Self::delete_partitions`]).
     pub async fn sync(&self, snapshot: &Snapshot, owns: impl Fn(&str, i32) -> bool) {
         if self
             .synced_version
@@ -119,6 +133,54 @@ impl ReplicaManager {
             return;
         }
         self.synced_version.set(Some(snapshot.version));
+        let wanted = self.wanted(snapshot, owns);
+        let deletes = !snapshot.hosted_by_leader_and_isr;
+        let mut stale: Vec<(TopicPartition, bool)> = Vec::new();
+        let mut moved: Vec<(Rc<Partition>, Leadership)> = Vec::new();
+        for (tp, p) in self.partitions.borrow().iter() {
+            match wanted.get(tp) {
+                None => stale.push((tp.clone(), deletes)),
+                Some(w) if w.topic_id != p.topic_id || w.config != p.config => {
+                    stale.push((tp.clone(), deletes && w.topic_id != p.topic_id));
+                }
+                Some(w) => {
+                    let next = self.leadership(&w.state);
+                    if next != p.leadership() {
+                        moved.push((p.clone(), next));
+                    }
+                }
+            }
+        }
+        for (tp, delete) in stale {
+            let removed = self.partitions.borrow_mut().remove(&tp);
+            if let Some(p) = removed {
+                self.close_partition(p, delete).await;
+            }
+        }
+        let now_ms = self.clock.wall_ms();
+        for (p, next) in moved {
+            p.apply_leadership(next, now_ms).await;
+        }
+        for (tp, w) in wanted {
+            if self.partitions.borrow().contains_key(&tp) {
+                continue;
+            }
+            match self.open_partition(&tp, w).await {
+                Ok(p) => {
+                    self.partitions.borrow_mut().insert(tp, Rc::new(p));
+                }
+                Err(e) => tracing::error!(%tp, error = %e, "cannot open partition log"),
+            }
+        }
+    }
+
+    /// This shard's partitions of `snapshot.topics`, with their configs
+    /// resolved against the broker defaults.
+    fn wanted(
+        &self,
+        snapshot: &Snapshot,
+        owns: impl Fn(&str, i32) -> bool,
+    ) -> BTreeMap<TopicPartition, Wanted> {
         let defaults = self.server.broker_topic_defaults();
         let mut wanted: BTreeMap<TopicPartition, Wanted> = BTreeMap::new();
         for topic in snapshot.topics.values() {
@@ -141,33 +203,41 @@ impl ReplicaManager {
                 }
             }
         }
-        let stale: Vec<(TopicPartition, bool)> = self
-            .partitions
-            .borrow()
-            .iter()
-            .filter_map(|(tp, p)| match wanted.get(tp) {
-                None => Some((tp.clone(), true)),
-                Some(w) if w.topic_id != p.topic_id || w.config != p.config => {
-                    Some((tp.clone(), w.topic_id != p.topic_id))
-                }
-                Some(_) => None,
-            })
-            .collect();
-        for (tp, delete) in stale {
-            let removed = self.partitions.borrow_mut().remove(&tp);
-            if let Some(p) = removed {
-                self.close_partition(p, delete).await;
-            }
+        wanted
+    }
+
+    /// This broker's leadership of a partition in state `state`.
+    fn leadership(&self, state: &PartitionState) -> Leadership {
+        let me = crate::types::BrokerId(self.server.broker_id);
+        Leadership {
+            role: if state.leader == me {
+                PartitionRole::Leader
+            } else {
+                PartitionRole::Follower
+            },
+            leader_epoch: state.leader_epoch,
+            replicas: state.replicas.clone(),
+            isr: state.isr.clone(),
         }
-        for (tp, w) in wanted {
-            if self.partitions.borrow().contains_key(&tp) {
-                continue;
-            }
-            match self.open_partition(&tp, w).await {
-                Ok(p) => {
-                    self.partitions.borrow_mut().insert(tp, Rc::new(p));
+    }
+
+    /// StopReplica with delete (ZooKeeper mode): delete the logs of `tps`,
+    /// closing any still open; a folder left from an earlier run goes too
+    /// (Kafka's `stopReplicas` deletes logs the ReplicaManager no longer
+    /// holds, "when topic is being deleted while broker is down").
+    pub async fn delete_partitions(&self, tps: &[TopicPartition]) {
+        for tp in tps {
+            let open = self.partitions.borrow_mut().remove(tp);
+            match open {
+                Some(p) => self.close_partition(p, true).await,
+                None => {
+                    let dir = self.log_dir.join(tp.dir_name());
+                    match std::fs::remove_dir_all(&dir) {
+                        Ok(()) => tracing::info!(%tp, "deleted partition dir"),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => tracing::warn!(%tp, error = %e, "deleting partition dir"),
+                    }
                 }
-                Err(e) => tracing::error!(%tp, error = %e, "cannot open partition log"),
             }
         }
     }
@@ -177,32 +247,32 @@ impl ReplicaManager {
         tp: &TopicPartition,
         wanted: Wanted,
     ) -> Result<Partition, StorageError> {
+        // A topic without an id (LeaderAndIsr v0–4) writes no
+        // `partition.metadata`.
+        let topic_id = Some(wanted.topic_id).filter(|id| !id.is_nil());
         let log = PartitionLog::open(
             &self.log_dir,
             tp,
-            Some(wanted.topic_id),
+            topic_id,
             LogConfig::for_topic(&wanted.config, &self.server),
             self.cache.clone(),
         )
         .await?;
         let me = crate::types::BrokerId(self.server.broker_id);
-        let role = if wanted.state.leader == me {
-            PartitionRole::Leader
-        } else {
-            PartitionRole::Follower
-        };
+        let leadership = self.leadership(&wanted.state);
         let spec = PartitionSpec {
             tp: tp.clone(),
             topic_id: wanted.topic_id,
-            leader_epoch: wanted.state.leader_epoch,
-            role,
+            leader_epoch: leadership.leader_epoch,
+            role: leadership.role,
             config: wanted.config,
             me,
-            replicas: wanted.state.replicas,
-            isr: wanted.state.isr,
+            replicas: leadership.replicas,
+            isr: leadership.isr,
             replica_lag_time_max_ms: self.server.replica_lag_time_max_ms,
             durable: self.server.shardlog_flush_every_append,
             durable_counts: self.durable_counts.clone(),
+            now_ms: self.clock.wall_ms(),
         };
         Partition::open(spec, log)
     }

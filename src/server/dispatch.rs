@@ -122,6 +122,14 @@ pub const ROUTES: &[Route] = &[
     // --- ZooKeeper mode: controller → broker. A Kafka 3.9 ZK broker lists
     // these in ApiVersions too (`ApiKeys.zkBrokerApis`, ListenerType.ZK_BROKER).
     Route {
+        range: handlers::leader_and_isr::VERSIONS,
+        handle: handlers::leader_and_isr::handle,
+    },
+    Route {
+        range: handlers::stop_replica::VERSIONS,
+        handle: handlers::stop_replica::handle,
+    },
+    Route {
         range: handlers::update_metadata::VERSIONS,
         handle: handlers::update_metadata::handle,
     },

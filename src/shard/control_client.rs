@@ -1,10 +1,12 @@
 //! `[drv]` The data shards' side of the control shard's requests: a topic
-//! admin operation, topic auto-creation, a controller's UpdateMetadata.
+//! admin operation, topic auto-creation, a controller's UpdateMetadata,
+//! LeaderAndIsr and StopReplica.
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse};
 use super::mesh::MeshError;
 use crate::controller::requests::{AdminRequest, AdminResponse};
+use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
 use crate::metadata::update_metadata::UpdateMetadata;
 use crate::protocol::ErrorCode;
 
@@ -50,6 +52,32 @@ impl ShardContext {
             ShardResponse::Control(ControlResponse::UpdateMetadata(error)) => Ok(error),
             other => {
                 tracing::warn!(?other, "unexpected UpdateMetadata answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// Apply a controller's LeaderAndIsr on the control shard; it answers
+    /// once every owner opened or changed the partitions it hosts now.
+    pub async fn leader_and_isr(&self, req: LeaderAndIsr) -> Result<PartitionErrors, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::LeaderAndIsr(Box::new(req)));
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::LeaderAndIsr(errors)) => Ok(errors),
+            other => {
+                tracing::warn!(?other, "unexpected LeaderAndIsr answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// Apply a controller's StopReplica on the control shard; it answers
+    /// once the stopped partitions are closed (and deleted when asked).
+    pub async fn stop_replica(&self, req: StopReplica) -> Result<PartitionErrors, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::StopReplica(Box::new(req)));
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::StopReplica(errors)) => Ok(errors),
+            other => {
+                tracing::warn!(?other, "unexpected StopReplica answer");
                 Err(MeshError::PeerGone(self.control_peer()))
             }
         }

@@ -10,9 +10,14 @@ use glommio::sync::Semaphore;
 
 use crate::controller::requests::{AdminRequest, AdminResponse};
 use crate::controller::Controller;
+use crate::metadata::hosted::HostedPartitions;
+use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
 use crate::metadata::update_metadata::{MetadataCache, UpdateMetadata};
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
+use crate::types::BrokerId;
+use crate::zk::paths::{self, ConfigZNode};
+use crate::zk::store::{MetadataStore, StoreError};
 
 /// Requests to the control shard.
 #[derive(Debug)]
@@ -27,17 +32,28 @@ pub enum ControlRequest {
     /// the [`MetadataCache`] and published; answered once every data shard
     /// shows it.
     UpdateMetadata(Box<UpdateMetadata>),
+    /// A controller's LeaderAndIsr: applied to the [`HostedPartitions`]
+    /// and, in ZooKeeper mode, published as the hosted topics; answered
+    /// once every owner opened or changed its partitions.
+    LeaderAndIsr(Box<LeaderAndIsr>),
+    /// A controller's StopReplica: partitions stop being hosted (owners
+    /// close them) and those with delete lose their logs before the answer.
+    StopReplica(Box<StopReplica>),
 }
 
 /// Answers to [`ControlRequest`]s.
 #[derive(Debug, PartialEq)]
 pub enum ControlResponse {
     /// Per topic: NONE once created, or why not.
-    AutoCreated { results: Vec<(String, ErrorCode)> },
+    AutoCreated {
+        results: Vec<(String, ErrorCode)>,
+    },
     /// Per-item results of an `Admin` request.
     Admin(Box<AdminResponse>),
     /// NONE, STALE_BROKER_EPOCH or STALE_CONTROLLER_EPOCH.
     UpdateMetadata(ErrorCode),
+    LeaderAndIsr(PartitionErrors),
+    StopReplica(PartitionErrors),
 }
 
 /// The control shard's part of its context.
@@ -55,16 +71,30 @@ pub struct ControlShard {
     /// Version of the last snapshot published: publications are numbered
     /// here, since the controller and UpdateMetadata both publish.
     published_version: Cell<u64>,
+    /// What LeaderAndIsr / StopReplica made this broker host (Kafka's
+    /// ReplicaManager partition table).
+    pub hosted: RefCell<HostedPartitions>,
+    /// ZooKeeper mode (`zookeeper.connect` set): every publication's
+    /// `Snapshot::topics` is [`Self::hosted`], whatever the controller's
+    /// snapshot held, so only LeaderAndIsr decides which logs this broker
+    /// opens, as in Kafka. In embedded mode the stored topics stay hosted.
+    zookeeper_mode: bool,
+    me: BrokerId,
 }
 
 impl ControlShard {
-    pub fn new(controller: Controller) -> Self {
+    /// The control part of broker `me`; `zookeeper_mode` when
+    /// `zookeeper.connect` is set.
+    pub fn new(controller: Controller, me: BrokerId, zookeeper_mode: bool) -> Self {
         Self {
             controller,
             serial: Semaphore::new(1),
             metadata_cache: RefCell::new(MetadataCache::new()),
             last_base: RefCell::new(None),
             published_version: Cell::new(0),
+            hosted: RefCell::new(HostedPartitions::new()),
+            zookeeper_mode,
+            me,
         }
     }
 
@@ -77,6 +107,10 @@ impl ControlShard {
             .metadata_cache
             .borrow()
             .overlay(base.clone(), listener_name);
+        if self.zookeeper_mode {
+            snapshot.topics = self.hosted.borrow().topic_states();
+            snapshot.hosted_by_leader_and_isr = true;
+        }
         let version = snapshot.version.max(self.published_version.get() + 1);
         self.published_version.set(version);
         snapshot.version = version;
@@ -100,11 +134,101 @@ impl ControlShard {
         if error != ErrorCode::NONE {
             return (error, None);
         }
-        let base = self
-            .last_base
+        let epoch = self.metadata_cache.borrow().controller_epoch();
+        self.hosted.borrow_mut().observe_controller_epoch(epoch);
+        (error, Some(self.base(current)))
+    }
+
+    /// The controller's snapshot last published (or `current`), to
+    /// republish with a new overlay or hosted set.
+    fn base(&self, current: &Snapshot) -> Snapshot {
+        self.last_base
             .borrow()
             .clone()
-            .unwrap_or_else(|| current.clone());
-        (error, Some(base))
+            .unwrap_or_else(|| current.clone())
+    }
+
+    /// Apply a LeaderAndIsr (fenced with this broker's registration epoch);
+    /// `Some(base)` to republish when it changed what this broker hosts in
+    /// ZooKeeper mode. Configs of newly hosted topics are read first
+    /// (`/config/topics/<t>`, none when absent), once per topic.
+    pub async fn apply_leader_and_isr(
+        &self,
+        req: LeaderAndIsr,
+        current: &Snapshot,
+    ) -> (PartitionErrors, Option<Snapshot>) {
+        let (errors, before) = {
+            let mut hosted = self.hosted.borrow_mut();
+            let before = hosted.clone();
+            let errors = hosted.on_leader_and_isr(&req, self.me, self.controller.broker_epoch());
+            (errors, before)
+        };
+        if errors.error != ErrorCode::NONE {
+            return (errors, None);
+        }
+        self.metadata_cache
+            .borrow_mut()
+            .observe_controller_epoch(req.controller_epoch);
+        self.read_missing_topic_configs().await;
+        let changed = *self.hosted.borrow() != before;
+        (
+            errors,
+            (changed && self.zookeeper_mode).then(|| self.base(current)),
+        )
+    }
+
+    /// Apply a StopReplica; `Some(base)` to republish (ZooKeeper mode)
+    /// and the partitions whose logs must go.
+    pub fn apply_stop_replica(
+        &self,
+        req: StopReplica,
+        current: &Snapshot,
+    ) -> (PartitionErrors, Option<Snapshot>, Vec<(String, i32)>) {
+        let (errors, delete) = self
+            .hosted
+            .borrow_mut()
+            .on_stop_replica(&req, self.controller.broker_epoch());
+        if errors.error != ErrorCode::NONE {
+            return (errors, None, Vec::new());
+        }
+        self.metadata_cache
+            .borrow_mut()
+            .observe_controller_epoch(req.controller_epoch);
+        // In embedded mode the stored topics are hosted whatever this
+        // says: nothing to republish or delete.
+        if !self.zookeeper_mode {
+            return (errors, None, Vec::new());
+        }
+        (errors, Some(self.base(current)), delete)
+    }
+
+    /// Kafka's broker reads a topic's config overrides when it first hosts
+    /// it (`LogManager` / `ConfigRepository`); later changes arrive through
+    /// `/config/changes`, which is not followed yet.
+    async fn read_missing_topic_configs(&self) {
+        let missing = self.hosted.borrow().topics_missing_configs();
+        for topic in missing {
+            let configs = match self
+                .controller
+                .store()
+                .get(&paths::topic_config(&topic))
+                .await
+            {
+                Ok((data, _)) => match ConfigZNode::decode(&data) {
+                    Ok(z) => z.config,
+                    Err(e) => {
+                        tracing::warn!(%topic, error = %e, "bad topic config znode; using defaults");
+                        Default::default()
+                    }
+                },
+                Err(StoreError::NoNode(_)) => Default::default(),
+                Err(e) => {
+                    // Not recorded: the next LeaderAndIsr tries again.
+                    tracing::warn!(%topic, error = %e, "cannot read topic configs; using defaults");
+                    continue;
+                }
+            };
+            self.hosted.borrow_mut().set_topic_configs(&topic, configs);
+        }
     }
 }

@@ -72,6 +72,9 @@ pub enum DataRequest {
     },
     /// Coalesced "partition advanced" notes for the receiver's purgatory.
     Advance(AdvanceNotes),
+    /// StopReplica with delete (ZooKeeper mode): delete these partitions'
+    /// logs (closing any still open).
+    DeletePartitions { parts: Vec<TopicPartition> },
     /// To the shard coordinating a group (it owns the group's
     /// `__consumer_offsets` partition).
     Group(GroupCall),
@@ -191,6 +194,10 @@ impl DataShard {
                     }
                 }
                 DataResponse::Snapshots(current)
+            }
+            DataRequest::DeletePartitions { parts } => {
+                registry.delete_partitions(&parts).await;
+                DataResponse::Ack
             }
             DataRequest::Advance(notes) => {
                 self.purgatory.on_advance_notes(notes);

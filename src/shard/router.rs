@@ -10,6 +10,7 @@ use super::data_shard::{DataRequest, DataResponse};
 use super::mesh::Handler;
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
+use crate::types::TopicPartition;
 
 /// The mesh handler for this shard.
 pub fn mesh_handler(ctx: &Rc<ShardContext>) -> Handler<ShardRequest, ShardResponse> {
@@ -47,9 +48,10 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                         .collect();
                     ShardResponse::Control(ControlResponse::AutoCreated { results })
                 }
-                ControlRequest::Admin(_) | ControlRequest::UpdateMetadata(_) => {
-                    ShardResponse::Unsupported
-                }
+                ControlRequest::Admin(_)
+                | ControlRequest::UpdateMetadata(_)
+                | ControlRequest::LeaderAndIsr(_)
+                | ControlRequest::StopReplica(_) => ShardResponse::Unsupported,
             },
         },
     }
@@ -118,6 +120,42 @@ async fn serve_control(
                 publish(ctx, base).await;
             }
             ControlResponse::UpdateMetadata(error)
+        }
+        ControlRequest::LeaderAndIsr(req) => {
+            let (errors, republish) = control.apply_leader_and_isr(*req, &ctx.snapshot()).await;
+            if let Some(base) = republish {
+                publish(ctx, base).await;
+            }
+            ControlResponse::LeaderAndIsr(errors)
+        }
+        ControlRequest::StopReplica(req) => {
+            let (errors, republish, delete) = control.apply_stop_replica(*req, &ctx.snapshot());
+            // Owners close the stopped partitions (keeping their files),
+            // then those with delete lose them (Kafka's `stopPartitions`).
+            if let Some(base) = republish {
+                publish(ctx, base).await;
+            }
+            delete_on_owners(ctx, delete).await;
+            ControlResponse::StopReplica(errors)
+        }
+    }
+}
+
+/// Delete the logs of `parts` on their owner shards.
+async fn delete_on_owners(ctx: &ShardContext, parts: Vec<(String, i32)>) {
+    let mut by_owner: std::collections::BTreeMap<usize, Vec<TopicPartition>> = Default::default();
+    for (topic, p) in parts {
+        let owner = ctx.owner_of(&topic, p);
+        by_owner
+            .entry(owner)
+            .or_default()
+            .push(TopicPartition::new(topic.as_str(), p));
+    }
+    for (owner, parts) in by_owner {
+        let req = ShardRequest::Data(DataRequest::DeletePartitions { parts });
+        match ctx.call(owner, req).await {
+            Ok(ShardResponse::Data(DataResponse::Ack)) => {}
+            other => tracing::warn!(owner, ?other, "partition logs not deleted"),
         }
     }
 }

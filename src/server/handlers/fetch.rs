@@ -198,10 +198,14 @@ fn resolve(
     let by_id = version >= FIRST_TOPIC_IDS;
     let mut wanted = Vec::new();
     for topic in &request.topics {
-        let state = if by_id {
-            snapshot.topic_by_id(topic.topic_id)
+        let (state, served) = if by_id {
+            (
+                snapshot.topic_by_id(topic.topic_id),
+                snapshot.served_topic_by_id(topic.topic_id),
+            )
         } else {
-            snapshot.topic(topic.topic.as_str())
+            let name = topic.topic.as_str();
+            (snapshot.topic(name), snapshot.served_topic(name))
         };
         for p in &topic.partitions {
             let fetch = PartitionFetch {
@@ -209,26 +213,28 @@ fn resolve(
                 partition_max_bytes: p.partition_max_bytes,
                 current_leader_epoch: p.current_leader_epoch,
             };
-            let (name, id, tp, error) = match state {
-                Some(t) if t.partitions.iter().any(|s| s.partition == p.partition) => (
+            let (name, id, tp, error) = match (state, served) {
+                (Some(t), _) if t.partitions.iter().any(|s| s.partition == p.partition) => (
                     t.name.to_string(),
                     *t.topic_id.as_bytes(),
                     Some(TopicPartition::new(t.name.clone(), p.partition)),
                     None,
                 ),
-                Some(t) => (
+                // Not hosted here: NOT_LEADER_OR_FOLLOWER when Metadata
+                // knows the partition (Kafka's `getPartitionOrError`).
+                (Some(t), _) | (None, Some(t)) => (
                     t.name.to_string(),
                     *t.topic_id.as_bytes(),
                     None,
-                    Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+                    Some(snapshot.not_hosted_error(&t.name, p.partition).0),
                 ),
-                None if by_id => (
+                (None, None) if by_id => (
                     String::new(),
                     *topic.topic_id.as_bytes(),
                     None,
                     Some(ErrorCode::UNKNOWN_TOPIC_ID.0),
                 ),
-                None => (
+                (None, None) => (
                     topic.topic.to_string(),
                     [0; 16],
                     None,
@@ -275,14 +281,17 @@ fn session_wanted(ctx: &ShardContext, session_id: i32) -> Vec<Wanted> {
         .session_partitions(session_id)
         .into_iter()
         .map(|(tp, fetch)| {
-            let state = snapshot.topic(&tp.topic);
+            let state = snapshot
+                .topic(&tp.topic)
+                .or_else(|| snapshot.served_topic(&tp.topic));
             Wanted {
                 topic: tp.topic.to_string(),
                 topic_id: state.map(|t| *t.topic_id.as_bytes()).unwrap_or([0; 16]),
                 partition: tp.partition,
-                error: match state {
-                    Some(t) if t.partitions.iter().any(|s| s.partition == tp.partition) => None,
-                    _ => Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+                error: if snapshot.hosts_partition(&tp.topic, tp.partition) {
+                    None
+                } else {
+                    Some(snapshot.not_hosted_error(&tp.topic, tp.partition).0)
                 },
                 tp: Some(tp),
                 fetch,

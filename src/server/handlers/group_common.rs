@@ -41,11 +41,10 @@ pub fn new_member_id(client_id: &str, group_instance_id: Option<&str>) -> String
     format!("{prefix}-{}", uuid::Uuid::new_v4())
 }
 
-/// Whether partition `p` of `topic` exists in this shard's snapshot
-/// (Kafka answers UNKNOWN_TOPIC_OR_PARTITION for a commit to one that
-/// does not, before the coordinator sees it).
+/// Whether partition `p` of `topic` exists in this shard's snapshot as
+/// Metadata sees it (Kafka's `metadataCache.contains`; it answers
+/// UNKNOWN_TOPIC_OR_PARTITION for a commit to one that does not, before
+/// the coordinator sees it).
 pub fn partition_exists(ctx: &ShardContext, topic: &str, p: i32) -> bool {
-    ctx.snapshot()
-        .topic(topic)
-        .is_some_and(|t| p >= 0 && usize::try_from(p).is_ok_and(|p| p < t.partitions.len()))
+    ctx.snapshot().serves_partition(topic, p)
 }

@@ -65,20 +65,12 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let mut lookups = Vec::new();
         let mut layout: Vec<(TopicName, Vec<Planned>)> = Vec::new();
         for topic in &request.topics {
-            let known = snapshot.topic(topic.name.as_str());
+            let name = topic.name.as_str();
             let mut parts = Vec::new();
             for p in &topic.partitions {
-                let exists = known.is_some_and(|t| {
-                    t.partitions
-                        .iter()
-                        .any(|s| s.partition == p.partition_index)
-                });
-                if !exists {
-                    parts.push((
-                        p.partition_index,
-                        None,
-                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,
-                    ));
+                if !snapshot.hosts_partition(name, p.partition_index) {
+                    let error = snapshot.not_hosted_error(name, p.partition_index);
+                    parts.push((p.partition_index, None, error.0));
                 } else if p.timestamp == MAX_TIMESTAMP && version < 7 {
                     parts.push((p.partition_index, None, ErrorCode::UNSUPPORTED_VERSION.0));
                 } else {

@@ -34,6 +34,7 @@ pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
+pub mod leader_and_isr;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
@@ -42,6 +43,7 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
+pub mod stop_replica;
 pub mod sync_group;
 pub mod update_metadata;
 

@@ -81,8 +81,12 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
     let acks = request.acks;
     // `auto.create.topics.enable`: unknown topics are created (num.partitions)
     // before the append, as the issue asks for Produce as well as Metadata.
+    // A topic Metadata knows but this broker does not host is not created
+    // again (NOT_LEADER_OR_FOLLOWER below, Kafka's `getPartitionOrError`).
     for topic in &request.topic_data {
-        if ctx.snapshot().topic(topic.name.as_str()).is_none() {
+        let snapshot = ctx.snapshot();
+        let name = topic.name.as_str();
+        if snapshot.topic(name).is_none() && snapshot.served_topic(name).is_none() {
             let _ = ensure_topic_auto_created(ctx, topic.name.as_str()).await;
         }
     }
@@ -91,14 +95,13 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
     let mut to_append: Vec<(usize, TopicPartition, Bytes)> = Vec::new();
     for topic in &request.topic_data {
         let name = topic.name.clone();
-        let known = snapshot.topic(name.as_str());
         for p in &topic.partition_data {
             let idx = slots.len();
             let error = if !matches!(acks, -1..=1) {
                 // Kafka: acks must be -1, 0 or 1.
                 Some(ErrorCode::INVALID_REQUIRED_ACKS)
-            } else if !known.is_some_and(|t| t.partitions.iter().any(|s| s.partition == p.index)) {
-                Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+            } else if !snapshot.hosts_partition(name.as_str(), p.index) {
+                Some(snapshot.not_hosted_error(name.as_str(), p.index))
             } else {
                 None
             };

@@ -115,6 +115,9 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let mesh_builder = mesh::builder::<ShardRequest, ShardResponse>(n_shards + 1, MESH_QUEUE_LEN);
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
     let data_running = Arc::new(AtomicUsize::new(n_shards));
+    let released = Arc::new(AtomicBool::new(
+        config.zookeeper_connect.is_none() || !config.controlled_shutdown_enable,
+    ));
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
     let mut handles = Vec::new();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
@@ -128,6 +131,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             log_dir: log_dir.clone(),
             mesh_builder: mesh_builder.clone(),
             stop: stop.clone(),
+            released: released.clone(),
             data_running: data_running.clone(),
             ready: ready_tx.clone(),
             report: report.clone(),
@@ -156,6 +160,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         log_dir,
         mesh_builder,
         stop: stop.clone(),
+        released,
         data_running,
         ready: ready_tx,
         report: report.clone(),
@@ -212,6 +217,11 @@ struct ShardSetup {
     log_dir: PathBuf,
     mesh_builder: mesh::Builder<ShardRequest, ShardResponse>,
     stop: Arc<AtomicBool>,
+    /// Data shards stop only once this is set too: in ZooKeeper mode with
+    /// `controlled.shutdown.enable` the control shard sets it after the
+    /// controller moved this broker's leaders (clients keep being served
+    /// meanwhile); otherwise it is set from the start.
+    released: Arc<AtomicBool>,
     data_running: Arc<AtomicUsize>,
     ready: mpsc::Sender<Result<(), String>>,
     report: Arc<Mutex<ShutdownReport>>,
@@ -265,10 +275,15 @@ async fn join_shard(setup: &ShardSetup, base: ShardBase, part: RolePart) -> Rc<S
         }
     }
     // Signals arrive on another thread; each shard turns the flag into its
-    // local trigger.
+    // local trigger (data shards once the control shard released them).
     let (stop, local) = (setup.stop.clone(), ctx.clone());
+    let released = (setup.role != Role::Control).then(|| setup.released.clone());
     glommio::spawn_local(async move {
-        while !stop.load(Ordering::Relaxed) {
+        let stopped = |released: &Option<Arc<AtomicBool>>| {
+            stop.load(Ordering::Relaxed)
+                && released.as_ref().is_none_or(|r| r.load(Ordering::Acquire))
+        };
+        while !stopped(&released) {
             glommio::timer::sleep(SIGNAL_POLL).await;
         }
         local.stopping.fire();
@@ -490,6 +505,9 @@ async fn control_shard_main(setup: ShardSetup) {
         (Ok(()), Some(store)) => {
             match zk::start_broker(&ctx, store, &setup.snapshot, ctx.clock.wall_ms()).await {
                 Ok(b) => {
+                    if let Some(control) = ctx.control() {
+                        *control.zk_broker.borrow_mut() = Some(b.clone());
+                    }
                     zk_broker = Some(b);
                     Ok(())
                 }
@@ -500,6 +518,17 @@ async fn control_shard_main(setup: ShardSetup) {
     };
     let _ = setup.ready.send(started);
     ctx.stopping.wait().await;
+    if zk_broker.is_some() {
+        // Kafka's controlled shutdown: leaders moved while still serving.
+        if setup.config.controlled_shutdown_enable {
+            let epoch = ctx
+                .control()
+                .and_then(|c| c.controller.broker_epoch())
+                .unwrap_or(-1);
+            crate::shard::controlled_shutdown::run(&ctx, epoch).await;
+        }
+    }
+    setup.released.store(true, Ordering::Release);
     if let Some(b) = zk_broker {
         b.shutdown().await;
     }

@@ -13,14 +13,13 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::{Duration, Instant};
 
+use common::cluster::{children, json, read, wait_for, with_zk};
 use common::zookeeper::{Ensemble, ZkServer};
 use common::{Broker, Conn};
 use shardlog::zk::client::ZkStore;
-use shardlog::zk::store::{CreateMode, MetadataStore, Stat};
+use shardlog::zk::store::{CreateMode, MetadataStore};
 
 /// Short sessions: a dead broker's znodes go within ~2 s.
 const SESSION_MS: u64 = 2000;
@@ -45,58 +44,6 @@ fn restart(zk: &str, id: i32, dir: tempfile::TempDir) -> Broker {
     Broker::start_in(dir, &o.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-/// Run `f` against ZooKeeper on a glommio executor (as the broker does)
-/// and return its result.
-fn with_zk<T, F, Fut>(zk: &str, f: F) -> T
-where
-    T: Send + 'static,
-    F: FnOnce(ZkStore) -> Fut + Send + 'static,
-    Fut: Future<Output = T> + 'static,
-{
-    let zk = zk.to_string();
-    glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
-        .io_memory(512 << 10)
-        .spawn(move || async move {
-            let store = ZkStore::connect(&zk, 10_000, 10_000)
-                .await
-                .expect("connect");
-            let out = f(store.clone()).await;
-            store.close().await;
-            out
-        })
-        .expect("executor")
-        .join()
-        .expect("executor thread")
-}
-
-/// Each path's data and stat (None when absent).
-fn read(zk: &str, paths: &[&str]) -> BTreeMap<String, Option<(String, Stat)>> {
-    let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
-    with_zk(zk, move |s| async move {
-        let mut out = BTreeMap::new();
-        for p in paths {
-            let got = s
-                .get(&p)
-                .await
-                .ok()
-                .map(|(d, st)| (String::from_utf8_lossy(&d).to_string(), st));
-            out.insert(p, got);
-        }
-        out
-    })
-}
-
-fn children(zk: &str, path: &str) -> Vec<String> {
-    let path = path.to_string();
-    with_zk(zk, move |s| async move {
-        s.children(&path).await.unwrap_or_default()
-    })
-}
-
-fn json(text: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
-
 /// (controller id, epoch) from the znodes, when there is a controller.
 fn controller(zk: &str) -> Option<(i32, i32)> {
     let r = read(zk, &["/controller", "/controller_epoch"]);
@@ -106,21 +53,6 @@ fn controller(zk: &str) -> Option<(i32, i32)> {
         json(&c)["brokerid"].as_i64().unwrap() as i32,
         e.trim().parse().unwrap(),
     ))
-}
-
-/// Poll `cond` every 50 ms until it yields, or panic after `secs`.
-fn wait_for<T>(secs: u64, what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = cond() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {secs} s waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// What a broker's Metadata says: (controller id, sorted broker ids).
@@ -443,63 +375,66 @@ fn a_malformed_registration_is_logged_and_ignored_by_the_controller() {
     );
 }
 
-/// Duties of the benchmark's in-process brokers: as controller, send
-/// UpdateMetadata v8 to every live broker through the real channel and
-/// note when the last answer came back.
+/// Duties of the benchmark's in-process brokers: as controller, a real
+/// channel to every live broker; the controller's requests go over it,
+/// and the time the failover's UpdateMetadata (every partition) was
+/// answered by all live brokers is noted.
 struct BenchDuties {
     me: shardlog::types::BrokerId,
     done: std::rc::Rc<std::cell::Cell<Option<Instant>>>,
     partitions: std::rc::Rc<std::cell::Cell<usize>>,
+    channel: std::cell::RefCell<Option<shardlog::controller::channel::ControllerChannel>>,
+    /// UpdateMetadata answers still awaited before `done`.
+    awaited: std::rc::Rc<std::cell::Cell<usize>>,
 }
 
 impl shardlog::controller::zk_mode::Duties for BenchDuties {
     fn registered(&self, _: i64) {}
     fn controller_seen(&self, _: Option<shardlog::types::BrokerId>) {}
     async fn failover(&self, ctx: &shardlog::controller::zk_mode::ControllerContext) {
-        use shardlog::controller::channel::{
-            update_metadata_v8, BrokerAddress, ChannelConfig, ControllerChannel,
-        };
-        use shardlog::metadata::update_metadata::{BrokerListener, LiveBroker};
+        use shardlog::controller::channel::{BrokerAddress, ChannelConfig, ControllerChannel};
         let channel = ControllerChannel::new(self.me, ChannelConfig::default());
-        let live: Vec<LiveBroker> = ctx
-            .live_brokers
-            .iter()
-            .map(|b| LiveBroker {
-                id: b.id,
-                endpoints: vec![BrokerListener {
-                    listener: "PLAINTEXT".into(),
-                    host: b.registration.host.clone().unwrap(),
-                    port: b.registration.port,
-                    security_protocol: 0,
-                }],
-                rack: None,
-            })
-            .collect();
-        let mut answers = Vec::new();
         for b in &ctx.live_brokers {
             let addr = BrokerAddress {
                 host: b.registration.host.clone().unwrap(),
                 port: b.registration.port as u16,
             };
             channel.add_broker(b.id, b.epoch, addr);
-            let req = update_metadata_v8(
-                self.me,
-                shardlog::types::ControllerEpoch(ctx.epoch),
-                -1,
-                &live,
-                &[],
-                &[],
-            );
-            answers.push(channel.send_update_metadata(b.id, &req));
         }
-        for a in answers {
-            assert_eq!(a.await.unwrap().0, 0, "UpdateMetadata accepted");
-        }
-        self.partitions
-            .set(ctx.topics.iter().map(|t| t.partitions.len()).sum());
-        self.done.set(Some(Instant::now()));
+        *self.channel.borrow_mut() = Some(channel);
+        self.partitions.set(ctx.partition_count());
+        self.awaited.set(ctx.live_brokers.len());
     }
     async fn brokers_changed(&self, _: &shardlog::controller::zk_mode::ControllerContext) {}
+    fn send(
+        &self,
+        broker: shardlog::types::BrokerId,
+        request: shardlog::controller::request_batch::ControllerRequest,
+    ) -> futures_lite::future::BoxedLocal<
+        Result<shardlog::metadata::leader_and_isr::PartitionErrors, String>,
+    > {
+        use shardlog::controller::request_batch::ControllerRequest;
+        use shardlog::metadata::leader_and_isr::PartitionErrors;
+        let slot = self.channel.borrow();
+        let channel = slot.as_ref().expect("channel opened on failover");
+        let ControllerRequest::UpdateMetadata(um) = request else {
+            return Box::pin(async { Ok(PartitionErrors::default()) });
+        };
+        let everything = um.partition_states.len() == self.partitions.get();
+        let answer = channel.send_update_metadata(broker, &um);
+        let (awaited, done) = (self.awaited.clone(), self.done.clone());
+        Box::pin(async move {
+            let code = answer.await.map_err(|e| e.to_string())?;
+            assert_eq!(code.0, 0, "UpdateMetadata accepted");
+            if everything && awaited.get() > 0 {
+                awaited.set(awaited.get() - 1);
+                if awaited.get() == 0 {
+                    done.set(Some(Instant::now()));
+                }
+            }
+            Ok(PartitionErrors::default())
+        })
+    }
     fn resigned(&self) {}
 }
 
@@ -512,7 +447,11 @@ fn create_bench_topics(addr: &str) {
         shardlog::controller::brokers::create_top_level_paths(&s)
             .await
             .unwrap();
-        let live = [BrokerId(0), BrokerId(1), BrokerId(2)];
+        let live = [
+            (BrokerId(0), None),
+            (BrokerId(1), None),
+            (BrokerId(2), None),
+        ];
         let mut rng = rand::thread_rng();
         for t in 0..100 {
             let topic = NewTopic {
@@ -521,9 +460,17 @@ fn create_bench_topics(addr: &str) {
                 replication_factor: 3,
                 ..NewTopic::default()
             };
-            create_topic(&s, &topic, &live, &Default::default(), false, &mut rng)
-                .await
-                .unwrap();
+            create_topic(
+                &s,
+                &topic,
+                &live,
+                &Default::default(),
+                false,
+                true,
+                &mut rng,
+            )
+            .await
+            .unwrap();
         }
     });
 }
@@ -577,6 +524,8 @@ fn failover_benchmark_1000_partitions_rf3() {
                         me: BrokerId(i as i32),
                         done: done.clone(),
                         partitions: partitions.clone(),
+                        channel: Default::default(),
+                        awaited: Default::default(),
                     };
                     let b = ZkBroker::new(
                         BrokerId(i as i32),

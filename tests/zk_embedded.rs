@@ -43,8 +43,8 @@ async fn first_run(dir: &Path) -> Before {
         .await
         .unwrap();
     let cluster_id = brokers::ensure_cluster_id(&store, &mut rng).await.unwrap();
-    let live = brokers::live_brokers(&store).await.unwrap();
-    assert_eq!(live, vec![BrokerId(1)]);
+    let live = brokers::live_brokers_with_racks(&store).await.unwrap();
+    assert_eq!(live, vec![(BrokerId(1), None)]);
     for (name, partitions) in [("orders", 3), ("payments", 1)] {
         let topic = NewTopic {
             name: name.to_string(),
@@ -53,11 +53,11 @@ async fn first_run(dir: &Path) -> Before {
             replica_assignment: BTreeMap::new(),
             configs: BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]),
         };
-        topic_admin::create_topic(&store, &topic, &live, &defaults, false, &mut rng)
+        topic_admin::create_topic(&store, &topic, &live, &defaults, false, true, &mut rng)
             .await
             .unwrap();
     }
-    topic_admin::create_partitions(&store, "orders", 4, None, &live, false)
+    topic_admin::create_partitions(&store, "orders", 4, None, &live, false, true)
         .await
         .unwrap();
     let set = AlterConfigOp {

@@ -14,7 +14,7 @@ use anyhow::{anyhow, Context as _};
 use crate::config::{Listener, ServerConfig};
 use crate::controller::brokers::registration_for;
 use crate::controller::identity::{self, StoredMeta};
-use crate::controller::zk_mode::{Reconnect, ZkBroker};
+use crate::controller::zk_mode::{ControllerSettings, Reconnect, ZkBroker};
 use crate::metadata::Snapshot;
 use crate::shard::context::ShardContext;
 use crate::shard::zk_duties::ControlDuties;
@@ -162,6 +162,11 @@ pub async fn start_broker(
         ControlDuties::new(ctx, me),
         Box::new(move || clock.wall_ms()),
     );
+    broker.configure(ControllerSettings {
+        listener: config.inter_broker_listener().to_owned(),
+        unclean_leader_election: config.unclean_leader_election_enable,
+        delete_topic_enable: config.delete_topic_enable,
+    });
     broker.start().await?;
     Ok(broker)
 }

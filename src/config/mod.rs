@@ -424,8 +424,13 @@ server_config! {
     replica_socket_timeout_ms: i32 = 30_000;
     /// `num.replica.fetchers` (default 1).
     num_replica_fetchers: i32 = 1;
-    /// `controlled.shutdown.enable` (default true).
+    /// `controlled.shutdown.enable` (default true): in ZooKeeper mode a
+    /// stopping broker first asks the controller to move its leaders.
     controlled_shutdown_enable: bool = true;
+    /// `controlled.shutdown.max.retries` (default 3).
+    controlled_shutdown_max_retries: i32 = 3;
+    /// `controlled.shutdown.retry.backoff.ms` (default 5000).
+    controlled_shutdown_retry_backoff_ms: i64 = 5_000;
     /// `connections.max.idle.ms` (default 600000): close idle connections.
     connections_max_idle_ms: i64 = 600_000;
     /// `request.timeout.ms` (default 30000): controller-to-broker requests.

@@ -41,6 +41,26 @@ pub async fn live_brokers<S: MetadataStore>(store: &S) -> Result<Vec<BrokerId>, 
     Ok(ids)
 }
 
+/// The registered brokers with their racks (`broker.rack`), ascending by
+/// id: what replica assignment places replicas on (Kafka's
+/// `getBrokerMetadatas`). A registration that does not decode counts
+/// without a rack.
+pub async fn live_brokers_with_racks<S: MetadataStore>(
+    store: &S,
+) -> Result<Vec<(BrokerId, Option<String>)>, AdminError> {
+    let ids = live_brokers(store).await?;
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let rack = match store.get(&paths::broker_id(id)).await {
+            Ok((data, _)) => BrokerIdZNode::decode(&data).ok().and_then(|z| z.rack),
+            Err(StoreError::NoNode(_)) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        out.push((id, rack));
+    }
+    Ok(out)
+}
+
 /// Registers this broker: ephemeral `/brokers/ids/<id>` with a v5 payload
 /// for one PLAINTEXT listener. `NodeExists` means the id is taken.
 pub async fn register_broker<S: MetadataStore>(
@@ -208,6 +228,50 @@ pub struct LiveBroker {
     /// The czxid of its registration (Kafka's broker epoch).
     pub epoch: i64,
     pub registration: BrokerIdZNode,
+}
+
+impl LiveBroker {
+    /// The registration as UpdateMetadata / LeaderAndIsr name a broker:
+    /// every endpoint `NAME://host:port` with its listener's security
+    /// protocol (Kafka's `Broker.fromJson` endpoints).
+    pub fn announced(&self) -> crate::metadata::update_metadata::LiveBroker {
+        use crate::metadata::update_metadata::{BrokerListener, LiveBroker as Announced};
+        let endpoints = self
+            .registration
+            .endpoints
+            .iter()
+            .filter_map(|e| {
+                let (name, rest) = e.split_once("://")?;
+                let (host, port) = rest.rsplit_once(':')?;
+                let protocol = self
+                    .registration
+                    .listener_security_protocol_map
+                    .get(name)
+                    .map_or("PLAINTEXT", String::as_str);
+                Some(BrokerListener {
+                    listener: name.to_string(),
+                    host: host.to_string(),
+                    port: port.parse().ok()?,
+                    security_protocol: security_protocol_id(protocol),
+                })
+            })
+            .collect();
+        Announced {
+            id: self.id,
+            endpoints,
+            rack: self.registration.rack.clone(),
+        }
+    }
+}
+
+/// Kafka's `SecurityProtocol` ids.
+fn security_protocol_id(name: &str) -> i16 {
+    match name {
+        "SSL" => 1,
+        "SASL_PLAINTEXT" => 2,
+        "SASL_SSL" => 3,
+        _ => 0,
+    }
 }
 
 /// Every registered broker with its epoch, ascending by id. A registration

@@ -60,6 +60,9 @@ pub struct Controller<S: MetadataStore = AnyStore> {
     rng: RefCell<StdRng>,
     /// The czxid of our `/brokers/ids/<id>` (UpdateMetadata fencing).
     broker_epoch: Cell<Option<i64>>,
+    /// ZooKeeper mode: admin operations write what Kafka's AdminZkClient
+    /// writes, and the controller (whichever broker it is) does the rest.
+    zookeeper_mode: bool,
 }
 
 impl Controller<AnyStore> {
@@ -88,7 +91,9 @@ impl Controller<AnyStore> {
             .await
             .map_err(|e| e.to_string())?;
         check_cluster_id(&store, &base.cluster_id).await?;
-        Ok(Self::assemble(store, config, base, None))
+        let mut controller = Self::assemble(store, config, base, None);
+        controller.zookeeper_mode = true;
+        Ok(controller)
     }
 }
 
@@ -143,6 +148,7 @@ impl<S: MetadataStore> Controller<S> {
             producer_ids: RefCell::new(ProducerIdManager::new(broker_id)),
             rng: RefCell::new(StdRng::from_entropy()),
             broker_epoch: Cell::new(broker_epoch),
+            zookeeper_mode: false,
         }
     }
 
@@ -154,6 +160,11 @@ impl<S: MetadataStore> Controller<S> {
     /// A (re-)registration's epoch, in ZooKeeper mode.
     pub fn set_broker_epoch(&self, epoch: i64) {
         self.broker_epoch.set(Some(epoch));
+    }
+
+    /// Whether this is a ZooKeeper-mode broker's admin side.
+    pub fn zookeeper_mode(&self) -> bool {
+        self.zookeeper_mode
     }
 
     pub fn store(&self) -> &S {
@@ -274,7 +285,7 @@ impl<S: MetadataStore> Controller<S> {
         topics: Vec<NewTopic>,
         validate_only: bool,
     ) -> Vec<AdminResult<TopicInfo>> {
-        let live = match brokers::live_brokers(&self.store).await {
+        let live = match brokers::live_brokers_with_racks(&self.store).await {
             Ok(live) => live,
             Err(e) => return topics.iter().map(|_| Err(e.clone().into())).collect(),
         };
@@ -289,6 +300,7 @@ impl<S: MetadataStore> Controller<S> {
                 &live,
                 &self.defaults,
                 validate_only,
+                !self.zookeeper_mode,
                 &mut rng,
             )
             .await;
@@ -317,7 +329,11 @@ impl<S: MetadataStore> Controller<S> {
                 message: "Topic deletion is disabled.".into(),
             });
         }
-        let info = topic_admin::delete_topic(&self.store, &name).await?;
+        let info = if self.zookeeper_mode {
+            topic_admin::mark_for_deletion(&self.store, &name).await?
+        } else {
+            topic_admin::delete_topic(&self.store, &name).await?
+        };
         Ok((info.name, info.topic_id))
     }
 
@@ -326,7 +342,7 @@ impl<S: MetadataStore> Controller<S> {
         topics: Vec<NewPartitions>,
         validate_only: bool,
     ) -> Vec<AdminResult<()>> {
-        let live = match brokers::live_brokers(&self.store).await {
+        let live = match brokers::live_brokers_with_racks(&self.store).await {
             Ok(live) => live,
             Err(e) => return topics.iter().map(|_| Err(e.clone().into())).collect(),
         };
@@ -339,6 +355,7 @@ impl<S: MetadataStore> Controller<S> {
                 t.assignments.as_deref(),
                 &live,
                 validate_only,
+                !self.zookeeper_mode,
             )
             .await;
             results.push(r.map(|_| ()).map_err(AdminFailure::from));
@@ -442,6 +459,7 @@ mod tests {
                 },
                 controller_epoch: ControllerEpoch(1),
                 zk_version: PartitionEpoch(0),
+                leader_recovery_state: 0,
             }],
             configs: BTreeMap::from([("retention.ms".into(), "1000".into())]),
         }

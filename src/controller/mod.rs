@@ -1,8 +1,7 @@
 //! The controller (ARCHITECTURE.md §7; seed 002): Kafka's ZooKeeper-mode
-//! controller, run on the control shard. Today it serves one broker over
-//! the embedded store; the ZooKeeper session, controller election, the
-//! partition and replica state machines and LeaderAndIsr / UpdateMetadata
-//! land here next.
+//! controller, run on the control shard: the admin side every broker has
+//! (over the embedded store, or its ZooKeeper session), and — on the
+//! broker elected controller — the controller's duties.
 //!
 //! - [`event_loop`] `[drv]`: the [`Controller`] — owns the store, runs
 //!   admin operations one at a time, hands back the snapshot to publish.
@@ -19,7 +18,12 @@
 //! - [`identity`]: a ZooKeeper-mode broker's cluster id and broker id at
 //!   start-up (`/cluster/id`, `/brokers/seqid`, the `meta.properties` rules).
 //! - [`zk_mode`] `[drv]`: a ZooKeeper-mode broker — registration, the
-//!   election, the controller's context and watches, one event queue.
+//!   election, the controller's context and watches, one event queue, and
+//!   the controller's duties (topics, brokers up and down, deletions,
+//!   controlled shutdown) in `zk_mode::partitions`.
+//! - [`context`] `[pure]`: what the active controller knows.
+//! - [`request_batch`] `[pure]`: the LeaderAndIsr / UpdateMetadata /
+//!   StopReplica gathered during one event, built per broker.
 //! - [`admin_error`] `[pure]`: why an admin operation failed, as a Kafka
 //!   error code.
 //! - [`assignment`] `[pure]`: Kafka's replica assignment, rack-unaware and
@@ -33,11 +37,13 @@ pub mod admin_error;
 pub mod assignment;
 pub mod brokers;
 pub mod channel;
+pub mod context;
 pub mod election;
 pub mod event_loop;
 pub mod identity;
 pub mod image;
 pub mod leader_election;
+pub mod request_batch;
 pub mod requests;
 pub mod state_machine;
 pub mod topic_admin;

@@ -25,7 +25,7 @@ use rand::Rng;
 use uuid::Uuid;
 
 use super::admin_error::{corrupt, unknown_topic, AdminError};
-use super::assignment::{assign_replicas_to_brokers, AssignmentSeed};
+use super::assignment::{assign, AssignmentSeed};
 use super::brokers::{controller_epoch, create_top_level_paths};
 use crate::config::topic::{BrokerTopicDefaults, TopicConfig};
 use crate::protocol::topic_name;
@@ -49,6 +49,8 @@ pub struct PartitionState {
     pub controller_epoch: ControllerEpoch,
     /// Version of the state znode, for conditional updates (-1 if absent).
     pub zk_version: PartitionEpoch,
+    /// KIP-704: 1 (RECOVERING) after an unclean election, else 0.
+    pub leader_recovery_state: u8,
 }
 
 /// A topic as stored: assignment, state, and config overrides.
@@ -194,7 +196,7 @@ async fn validate_topic_create<S: MetadataStore>(store: &S, name: &str) -> Resul
 /// Resolves -1 defaults and builds the assignment for a new topic.
 fn plan_assignment<R: Rng + ?Sized>(
     topic: &NewTopic,
-    live: &[BrokerId],
+    brokers: &[(BrokerId, Option<String>)],
     defaults: &BrokerTopicDefaults,
     rng: &mut R,
 ) -> Result<BTreeMap<PartitionId, Vec<BrokerId>>, AdminError> {
@@ -216,7 +218,7 @@ fn plan_assignment<R: Rng + ?Sized>(
                 "Number of partitions {n} exceeds {MAX_PARTITIONS_PER_TOPIC}."
             )));
         }
-        validate_manual_assignment(&topic.replica_assignment, live, None)?;
+        validate_manual_assignment(&topic.replica_assignment, &ids(brokers), None)?;
         return Ok(topic.replica_assignment.clone());
     }
     let partitions = if topic.num_partitions == -1 {
@@ -234,14 +236,14 @@ fn plan_assignment<R: Rng + ?Sized>(
             "Number of partitions {partitions} exceeds {MAX_PARTITIONS_PER_TOPIC}."
         )));
     }
-    let seed = AssignmentSeed::random(rng, live.len());
-    Ok(assign_replicas_to_brokers(
-        live,
-        partitions,
-        i32::from(rf),
-        seed,
-        0,
-    )?)
+    let seed = AssignmentSeed::random(rng, brokers.len());
+    // Rack-aware when the brokers have racks (Kafka's `AdminUtils.assignReplicasToBrokers`).
+    Ok(assign(brokers, partitions, i32::from(rf), seed, 0)?)
+}
+
+/// The ids of `brokers`.
+fn ids(brokers: &[(BrokerId, Option<String>)]) -> Vec<BrokerId> {
+    brokers.iter().map(|(id, _)| *id).collect()
 }
 
 fn partition_ops(
@@ -271,6 +273,7 @@ fn partition_ops(
             isr: replicas.clone(),
             controller_epoch,
             zk_version: PartitionEpoch(0),
+            leader_recovery_state: 0,
         });
     }
     (ops, states)
@@ -284,15 +287,19 @@ pub(super) fn create_op(path: String, data: Vec<u8>) -> Op {
     }
 }
 
-/// CreateTopics for one topic. `live_brokers` are the registered broker
-/// ids; `rng` drives the topic id and the assignment's start index.
-/// With `validate_only` nothing is written.
+/// CreateTopics for one topic. `live_brokers` are the registered brokers
+/// with their racks (`broker.rack`); `rng` drives the topic id and the assignment's start index.
+/// With `validate_only` nothing is written. With `write_states` false
+/// (ZooKeeper mode, Kafka's `AdminZkClient.createTopicWithAssignment`)
+/// only the config and the assignment are written: the controller creates
+/// the partition state znodes when its watch fires.
 pub async fn create_topic<S: MetadataStore, R: Rng + ?Sized>(
     store: &S,
     topic: &NewTopic,
-    live_brokers: &[BrokerId],
+    live_brokers: &[(BrokerId, Option<String>)],
     defaults: &BrokerTopicDefaults,
     validate_only: bool,
+    write_states: bool,
     rng: &mut R,
 ) -> Result<TopicInfo, AdminError> {
     validate_topic_create(store, &topic.name).await?;
@@ -323,9 +330,11 @@ pub async fn create_topic<S: MetadataStore, R: Rng + ?Sized>(
             paths::topic(name),
             TopicZNode::new(topic_id, assignment).encode(),
         ),
-        create_op(paths::topic_partitions(name), Vec::new()),
     ];
-    ops.extend(state_ops);
+    if write_states {
+        ops.push(create_op(paths::topic_partitions(name), Vec::new()));
+        ops.extend(state_ops);
+    }
     match store.multi(ops).await {
         Ok(_) => Ok(info),
         Err(StoreError::NodeExists(_)) => Err(AdminError::TopicAlreadyExists(format!(
@@ -358,6 +367,7 @@ pub async fn load_topic<S: MetadataStore>(store: &S, name: &str) -> Result<Topic
                     isr: s.isr,
                     controller_epoch: s.controller_epoch,
                     zk_version: PartitionEpoch(stat.version),
+                    leader_recovery_state: s.leader_recovery_state,
                 }
             }
             Err(StoreError::NoNode(_)) => PartitionState {
@@ -368,6 +378,7 @@ pub async fn load_topic<S: MetadataStore>(store: &S, name: &str) -> Result<Topic
                 isr: Vec::new(),
                 controller_epoch: ControllerEpoch(-1),
                 zk_version: PartitionEpoch(-1),
+                leader_recovery_state: 0,
             },
             Err(e) => return Err(e.into()),
         };
@@ -417,7 +428,7 @@ pub(super) async fn read_topic_overrides<S: MetadataStore>(
 }
 
 /// Post-order delete ops for the subtree at `path` (children first).
-async fn subtree_delete_ops<S: MetadataStore>(
+pub(crate) async fn subtree_delete_ops<S: MetadataStore>(
     store: &S,
     path: &str,
 ) -> Result<Vec<Op>, AdminError> {
@@ -465,6 +476,29 @@ pub async fn delete_topic<S: MetadataStore>(
     Ok(info)
 }
 
+/// DeleteTopics in ZooKeeper mode (Kafka's `AdminZkClient.deleteTopic`):
+/// only the marker `/admin/delete_topics/<t>`; the controller stops and
+/// deletes the replicas, then removes the topic's znodes and the marker.
+pub async fn mark_for_deletion<S: MetadataStore>(
+    store: &S,
+    name: &str,
+) -> Result<TopicInfo, AdminError> {
+    let info = load_topic(store, name).await?;
+    create_top_level_paths(store).await?;
+    match store
+        .create(
+            &paths::delete_topic_marker(name),
+            &[],
+            CreateMode::Persistent,
+        )
+        .await
+    {
+        // Kafka: TopicAlreadyMarkedForDeletion, answered as success.
+        Ok(_) | Err(StoreError::NodeExists(_)) => Ok(info),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Removes the topic znodes, its config and the marker in one `multi`.
 async fn finish_deletion<S: MetadataStore>(store: &S, name: &str) -> Result<(), AdminError> {
     let mut ops = subtree_delete_ops(store, &paths::topic(name)).await?;
@@ -505,8 +539,9 @@ pub async fn create_partitions<S: MetadataStore>(
     name: &str,
     new_total: i32,
     assignments: Option<&[Vec<BrokerId>]>,
-    live_brokers: &[BrokerId],
+    live_brokers: &[(BrokerId, Option<String>)],
     validate_only: bool,
+    write_states: bool,
 ) -> Result<TopicInfo, AdminError> {
     let topic_path = paths::topic(name);
     let (data, stat) = match store.get(&topic_path).await {
@@ -538,7 +573,8 @@ pub async fn create_partitions<S: MetadataStore>(
         .ok_or_else(|| corrupt(&topic_path, "partition 0 is missing"))?;
     let added = plan_new_partitions(old, new_total, assignments, &first, live_brokers)?;
     let epoch = controller_epoch(store).await?;
-    let (mut ops, new_states) = partition_ops(name, &added, epoch);
+    let (state_ops, new_states) = partition_ops(name, &added, epoch);
+    let mut ops = if write_states { state_ops } else { Vec::new() };
     if validate_only {
         let mut info = load_topic(store, name).await?;
         info.partitions.extend(new_states);
@@ -567,9 +603,10 @@ fn plan_new_partitions(
     new_total: i32,
     assignments: Option<&[Vec<BrokerId>]>,
     partition0: &[BrokerId],
-    live: &[BrokerId],
+    brokers: &[(BrokerId, Option<String>)],
 ) -> Result<BTreeMap<PartitionId, Vec<BrokerId>>, AdminError> {
     let to_add = new_total - old;
+    let live = ids(brokers);
     if let Some(manual) = assignments {
         if manual.len() as i32 != to_add {
             return Err(AdminError::InvalidReplicaAssignment(format!(
@@ -579,16 +616,16 @@ fn plan_new_partitions(
         }
         let planned: BTreeMap<PartitionId, Vec<BrokerId>> =
             (old..).zip(manual.iter().cloned()).collect();
-        validate_manual_assignment(&planned, live, Some(partition0.len()))?;
+        validate_manual_assignment(&planned, &live, Some(partition0.len()))?;
         return Ok(planned);
     }
-    let mut sorted = live.to_vec();
+    let mut sorted = live;
     sorted.sort_unstable();
     let leader0 = partition0.first().copied().unwrap_or(BrokerId(0));
     let start = sorted.iter().position(|&b| b >= leader0).unwrap_or(0);
     let rf = partition0.len() as i32;
-    Ok(assign_replicas_to_brokers(
-        &sorted,
+    Ok(assign(
+        brokers,
         to_add,
         rf,
         AssignmentSeed::fixed(start),

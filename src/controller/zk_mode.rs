@@ -14,6 +14,7 @@
 //! [`Duties`] implementation's: this module decides, the control shard acts.
 
 use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -22,19 +23,36 @@ use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 
 use super::brokers::{self, LiveBroker};
 use super::election::{self, Election, Step, Won};
+use super::request_batch::ControllerRequest;
 use super::topic_admin::{self, TopicInfo};
+use crate::metadata::leader_and_isr::PartitionErrors;
+use crate::protocol::ErrorCode;
 use crate::types::BrokerId;
+use crate::types::TopicPartition;
 use crate::zk::paths::{self, BrokerIdZNode};
 use crate::zk::store::{MetadataStore, Op, OpResult, SessionEvent, StoreError, Watch, WatchKind};
 
-/// What the controller knows after failover (Kafka's `ControllerContext`,
-/// as far as election and membership need it).
-#[derive(Debug, Clone, Default)]
-pub struct ControllerContext {
-    pub epoch: i32,
-    pub epoch_zk_version: i32,
-    pub live_brokers: Vec<LiveBroker>,
-    pub topics: Vec<TopicInfo>,
+pub use super::context::ControllerContext;
+
+/// What the controller's duties read from the broker's config.
+#[derive(Debug, Clone)]
+pub struct ControllerSettings {
+    /// `inter.broker.listener.name`: LeaderAndIsr's live leaders are given on it.
+    pub listener: String,
+    /// `unclean.leader.election.enable` (false), under topic overrides.
+    pub unclean_leader_election: bool,
+    /// `delete.topic.enable` (true).
+    pub delete_topic_enable: bool,
+}
+
+impl Default for ControllerSettings {
+    fn default() -> Self {
+        Self {
+            listener: "PLAINTEXT".into(),
+            unclean_leader_election: false,
+            delete_topic_enable: true,
+        }
+    }
 }
 
 /// The broker's side effects of what the election decided.
@@ -45,11 +63,18 @@ pub trait Duties {
     /// The active controller as last seen (every broker; Metadata's
     /// controller id on the next UpdateMetadata).
     fn controller_seen(&self, controller: Option<BrokerId>);
-    /// This broker became controller with `ctx` loaded
-    /// (`onControllerFailover`: send UpdateMetadata to every live broker).
+    /// This broker became controller with `ctx` loaded: open a channel to
+    /// every live broker (`ControllerChannelManager.startup`).
     async fn failover(&self, ctx: &ControllerContext);
-    /// While controller: the live brokers changed.
+    /// While controller: the live brokers changed (channels follow).
     async fn brokers_changed(&self, ctx: &ControllerContext);
+    /// Send one controller request to `broker` over its channel; its
+    /// answer (or why there is none).
+    fn send(
+        &self,
+        broker: BrokerId,
+        request: ControllerRequest,
+    ) -> BoxedLocal<Result<PartitionErrors, String>>;
     /// No longer controller (`onControllerResignation`).
     fn resigned(&self);
 }
@@ -70,7 +95,7 @@ pub enum WriteError {
 pub type Reconnect<S> = Box<dyn Fn() -> BoxedLocal<Result<S, StoreError>>>;
 
 /// Queue entries: what happened, and under which session / controller term.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     Startup,
     /// `/controller` created, changed or deleted.
@@ -80,13 +105,79 @@ pub enum Event {
     /// `/brokers/topics` children or a watched topic changed (controller
     /// only; acted on by the controller's duties, issue 19).
     TopicChange,
-    /// One of the admin znodes changed (controller only; issue 19).
+    /// One of the admin znodes changed (controller only).
     AdminChange(&'static str),
+    /// A topic's assignment changed (`PartitionModificationsHandler`).
+    PartitionModifications(String),
+    /// A broker asks to shut down (ControlledShutdown), answered on `reply`.
+    ControlledShutdown {
+        broker: BrokerId,
+        broker_epoch: i64,
+        reply: Reply<ShutdownAnswer>,
+    },
+    /// A broker answered a deleting StopReplica: per partition its error.
+    DeletionAnswer {
+        broker: BrokerId,
+        errors: Vec<(TopicPartition, ErrorCode)>,
+    },
     SessionExpired,
     Stop,
 }
 
-#[derive(Debug, Clone, Copy)]
+/// A ControlledShutdown's answer: the replicated partitions the broker
+/// still leads, or why it was refused.
+pub type ShutdownAnswer = Result<Vec<TopicPartition>, partitions::ShutdownRefusal>;
+
+/// A one-shot answer slot an event carries back to whoever queued it.
+pub struct Reply<T>(Rc<(RefCell<Option<T>>, crate::io::local_sync::Trigger)>);
+
+impl<T> Reply<T> {
+    pub fn new() -> Self {
+        Self(Rc::new((RefCell::new(None), Default::default())))
+    }
+
+    pub fn put(&self, v: T) {
+        *self.0 .0.borrow_mut() = Some(v);
+        self.0 .1.fire();
+    }
+
+    pub async fn take(&self) -> T {
+        loop {
+            if let Some(v) = self.0 .0.borrow_mut().take() {
+                return v;
+            }
+            self.0 .1.wait().await;
+        }
+    }
+}
+
+impl<T> Default for Reply<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for Reply<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> std::fmt::Debug for Reply<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reply")
+    }
+}
+
+impl<T> PartialEq for Reply<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T> Eq for Reply<T> {}
+
+#[derive(Debug, Clone)]
 struct Tagged {
     session: u64,
     /// The controller term the event belongs to; 0 = any broker's.
@@ -110,6 +201,7 @@ pub struct ZkBroker<S: MetadataStore, D: Duties> {
     session: Cell<u64>,
     term: Cell<u64>,
     now_ms: Box<dyn Fn() -> i64>,
+    settings: RefCell<ControllerSettings>,
 }
 
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
@@ -135,7 +227,13 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             session: Cell::new(1),
             term: Cell::new(0),
             now_ms,
+            settings: RefCell::new(ControllerSettings::default()),
         })
+    }
+
+    /// The config the controller's duties use (before [`Self::start`]).
+    pub fn configure(&self, settings: ControllerSettings) {
+        *self.settings.borrow_mut() = settings;
     }
 
     pub fn duties(&self) -> &D {
@@ -174,6 +272,21 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         let me = self.clone();
         glommio::spawn_local(async move { me.run().await }).detach();
         Ok(())
+    }
+
+    /// A broker's ControlledShutdown, run in turn with every other event.
+    pub async fn request_controlled_shutdown(
+        &self,
+        broker: BrokerId,
+        broker_epoch: i64,
+    ) -> ShutdownAnswer {
+        let reply = Reply::new();
+        self.enqueue(Event::ControlledShutdown {
+            broker,
+            broker_epoch,
+            reply: reply.clone(),
+        });
+        reply.take().await
     }
 
     /// A controller write (Kafka's `KafkaZkClient` controller ops): `ops`
@@ -235,10 +348,26 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         };
         while let Some(t) = rx.recv().await {
             if t.session != self.session.get() || (t.term != 0 && t.term != self.term.get()) {
+                if let Event::ControlledShutdown { reply, .. } = &t.event {
+                    reply.put(Err(partitions::ShutdownRefusal::NotController));
+                }
                 continue;
             }
             match t.event {
                 Event::Stop => break,
+                Event::PartitionModifications(topic) => {
+                    self.on_partition_modifications(&topic, t.term).await
+                }
+                Event::ControlledShutdown {
+                    broker,
+                    broker_epoch,
+                    reply,
+                } => reply.put(self.controlled_shutdown(broker, broker_epoch).await),
+                Event::DeletionAnswer { broker, errors } => {
+                    if self.election.borrow().is_controller() {
+                        self.on_deletion_answer(broker, errors).await
+                    }
+                }
                 Event::Startup => {
                     if let Err(e) = self.register().await {
                         tracing::error!(error = %e, "re-registering after session expiry");
@@ -377,6 +506,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             Ok(ctx) => {
                 self.duties.failover(&ctx).await;
                 *self.context.borrow_mut() = Some(ctx);
+                self.start_state_machines().await;
             }
             Err(e) => {
                 // Kafka's triggerControllerMove: give the role up so
@@ -403,13 +533,18 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             .map_err(|e| format!("loading topics: {e}"))?;
         for t in &topics {
             if let Ok((_, _, w)) = store.get_watch(&paths::topic(&t.name)).await {
-                self.arm(w, Event::TopicChange, term);
+                self.arm(w, Event::PartitionModifications(t.name.clone()), term);
             }
         }
-        for path in [paths::DELETE_TOPICS, paths::ISR_CHANGE_NOTIFICATION] {
-            if let Ok((_, w)) = store.children_watch(path).await {
-                self.arm(w, Event::AdminChange(path), term);
-            }
+        let (marked, w) = match store.children_watch(paths::DELETE_TOPICS).await {
+            Ok((marked, w)) => (marked, Some(w)),
+            Err(_) => (Vec::new(), None),
+        };
+        if let Some(w) = w {
+            self.arm(w, Event::AdminChange(paths::DELETE_TOPICS), term);
+        }
+        if let Ok((_, w)) = store.children_watch(paths::ISR_CHANGE_NOTIFICATION).await {
+            self.arm(w, Event::AdminChange(paths::ISR_CHANGE_NOTIFICATION), term);
         }
         for path in [
             paths::REASSIGN_PARTITIONS,
@@ -419,12 +554,33 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 self.arm(w, Event::AdminChange(path), term);
             }
         }
-        Ok(ControllerContext {
+        let mut ctx = ControllerContext {
             epoch: won.epoch.0,
             epoch_zk_version: won.epoch_zk_version,
             live_brokers,
-            topics,
-        })
+            ..Default::default()
+        };
+        for t in topics {
+            ctx.add_topic(&t.name, t.topic_id);
+            for p in t.partitions {
+                let tp = TopicPartition::new(t.name.as_str(), p.partition);
+                if p.zk_version.0 >= 0 {
+                    ctx.leadership
+                        .insert(tp.clone(), partitions::leadership_from(&p));
+                }
+                ctx.assignments.insert(tp, p.replicas);
+            }
+        }
+        // Markers of topics that exist; the others are cleared by the
+        // first deletion pass.
+        ctx.topics_to_delete = marked
+            .into_iter()
+            .filter(|t| ctx.topic_ids.contains_key(t))
+            .collect();
+        if !self.settings.borrow().delete_topic_enable {
+            ctx.topics_to_delete.clear();
+        }
+        Ok(ctx)
     }
 
     async fn watch_live_brokers(&self, term: u64) -> Result<Vec<LiveBroker>, String> {
@@ -449,22 +605,55 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             .map_err(|e| format!("reading live brokers: {e}"))
     }
 
+    /// `processBrokerChange`: brokers new, gone, or re-registered with a
+    /// new epoch (bounced: failed then started).
     async fn on_broker_change(&self) {
         if !self.election.borrow().is_controller() {
             return;
         }
         let term = self.term.get();
-        match self.watch_live_brokers(term).await {
-            Ok(live) => {
-                let ctx = {
-                    let mut slot = self.context.borrow_mut();
-                    let Some(ctx) = slot.as_mut() else { return };
-                    ctx.live_brokers = live;
-                    ctx.clone()
-                };
-                self.duties.brokers_changed(&ctx).await;
+        let live = match self.watch_live_brokers(term).await {
+            Ok(live) => live,
+            Err(e) => {
+                tracing::warn!(error = %e, "broker change");
+                return;
             }
-            Err(e) => tracing::warn!(error = %e, "broker change"),
+        };
+        let Some((new, dead, bounced, ctx)) = self.with_ctx(|ctx| {
+            let before: BTreeMap<BrokerId, i64> =
+                ctx.live_brokers.iter().map(|b| (b.id, b.epoch)).collect();
+            let now: BTreeMap<BrokerId, i64> = live.iter().map(|b| (b.id, b.epoch)).collect();
+            let new: BTreeSet<BrokerId> = now
+                .keys()
+                .filter(|b| !before.contains_key(b))
+                .copied()
+                .collect();
+            let dead: BTreeSet<BrokerId> = before
+                .keys()
+                .filter(|b| !now.contains_key(b))
+                .copied()
+                .collect();
+            let bounced: BTreeSet<BrokerId> = now
+                .iter()
+                .filter(|(b, e)| before.get(b).is_some_and(|old| *e > old))
+                .map(|(b, _)| *b)
+                .collect();
+            ctx.live_brokers = live.clone();
+            (new, dead, bounced, ctx.clone())
+        }) else {
+            return;
+        };
+        tracing::info!(new = ?new, dead = ?dead, bounced = ?bounced, "brokers changed");
+        self.duties.brokers_changed(&ctx).await;
+        if !new.is_empty() {
+            self.on_broker_startup(&new).await;
+        }
+        if !bounced.is_empty() {
+            self.on_broker_failure(&bounced).await;
+            self.on_broker_startup(&bounced).await;
+        }
+        if !dead.is_empty() {
+            self.on_broker_failure(&dead).await;
         }
     }
 
@@ -473,17 +662,12 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             return;
         }
         let term = self.term.get();
-        let store = self.store();
-        if let Ok((_, w)) = store.children_watch(paths::TOPICS).await {
-            self.arm(w, Event::TopicChange, term);
-        }
-        match topic_admin::load_topics(&*store).await {
-            Ok(topics) => {
-                if let Some(ctx) = self.context.borrow_mut().as_mut() {
-                    ctx.topics = topics;
-                }
+        match self.store().children_watch(paths::TOPICS).await {
+            Ok((names, w)) => {
+                self.arm(w, Event::TopicChange, term);
+                self.on_topics_listed(names, term).await;
             }
-            Err(e) => tracing::warn!(error = %e, "reloading topics"),
+            Err(e) => tracing::warn!(error = %e, "re-reading the topics"),
         }
     }
 
@@ -493,7 +677,17 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         }
         let term = self.term.get();
         let store = self.store();
-        let rearmed = if path == paths::DELETE_TOPICS || path == paths::ISR_CHANGE_NOTIFICATION {
+        if path == paths::DELETE_TOPICS {
+            match store.children_watch(path).await {
+                Ok((marked, w)) => {
+                    self.arm(w, Event::AdminChange(path), term);
+                    self.on_delete_topics_listed(marked).await;
+                }
+                Err(e) => tracing::warn!(error = %e, "re-reading topic deletions"),
+            }
+            return;
+        }
+        let rearmed = if path == paths::ISR_CHANGE_NOTIFICATION {
             store.children_watch(path).await.map(|(_, w)| w)
         } else {
             store.exists_watch(path).await.map(|(_, w)| w)
@@ -586,6 +780,9 @@ async fn join_all<'a, T>(futures: Vec<Local<'a, T>>) -> Vec<T> {
     .await;
     out.into_iter().flatten().collect()
 }
+
+mod partitions;
+pub use partitions::ShutdownRefusal;
 
 #[cfg(test)]
 mod tests;

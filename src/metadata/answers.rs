@@ -89,7 +89,7 @@ pub fn metadata_response(
     if all_topics {
         response.topics = snapshot
             .served_topics()
-            .map(|t| topic_answer(t, include_topic_ops))
+            .map(|t| topic_answer(snapshot, t, include_topic_ops))
             .collect();
     } else {
         let allow_auto_create =
@@ -124,7 +124,7 @@ fn named_topic_answer(
     mut on_unknown: impl FnMut(&str),
 ) -> MetadataResponseTopic {
     if let Some(topic) = snapshot.served_topic(name) {
-        return topic_answer(topic, include_topic_ops);
+        return topic_answer(snapshot, topic, include_topic_ops);
     }
     let mut answer = MetadataResponseTopic::default();
     answer.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
@@ -143,7 +143,7 @@ fn id_topic_answer(
     include_ops: bool,
 ) -> MetadataResponseTopic {
     match snapshot.served_topic_by_id(topic_id) {
-        Some(topic) => topic_answer(topic, include_ops),
+        Some(topic) => topic_answer(snapshot, topic, include_ops),
         None => {
             let mut answer = MetadataResponseTopic::default();
             answer.name = None;
@@ -154,7 +154,11 @@ fn id_topic_answer(
     }
 }
 
-fn topic_answer(topic: &TopicState, include_topic_ops: bool) -> MetadataResponseTopic {
+fn topic_answer(
+    snapshot: &Snapshot,
+    topic: &TopicState,
+    include_topic_ops: bool,
+) -> MetadataResponseTopic {
     let mut answer = MetadataResponseTopic::default();
     answer.name = Some(TopicName(StrBytes::from_string(topic.name.to_string())));
     answer.topic_id = topic.topic_id;
@@ -167,15 +171,19 @@ fn topic_answer(topic: &TopicState, include_topic_ops: bool) -> MetadataResponse
         .iter()
         .map(|p| {
             let mut partition = MetadataResponsePartition::default();
-            // Kafka reports LEADER_NOT_AVAILABLE for a partition without a
-            // live leader, and the rest of the state as known.
-            partition.error_code = if p.leader == crate::types::BrokerId::NONE {
-                ErrorCode::LEADER_NOT_AVAILABLE.0
-            } else {
+            // Kafka reports LEADER_NOT_AVAILABLE, leader -1, for a partition
+            // without a live leader (none, or one not among the live
+            // brokers: `ZkMetadataCache.getPartitionMetadata`), and the rest
+            // of the state as known.
+            let live_leader =
+                p.leader != crate::types::BrokerId::NONE && snapshot.broker(p.leader).is_some();
+            partition.error_code = if live_leader {
                 ErrorCode::NONE.0
+            } else {
+                ErrorCode::LEADER_NOT_AVAILABLE.0
             };
             partition.partition_index = p.partition;
-            partition.leader_id = BrokerId(p.leader.0);
+            partition.leader_id = BrokerId(if live_leader { p.leader.0 } else { -1 });
             partition.leader_epoch = p.leader_epoch.0;
             partition.replica_nodes = p.replicas.iter().map(|b| BrokerId(b.0)).collect();
             partition.isr_nodes = p.isr.iter().map(|b| BrokerId(b.0)).collect();

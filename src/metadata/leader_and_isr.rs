@@ -480,7 +480,7 @@ pub fn stop_replica_errors(resp: &StopReplicaResponse) -> PartitionErrors {
 }
 
 /// A response: top-level error and per-partition errors.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PartitionErrors {
     pub error: ErrorCode,
     /// (topic, partition, error), in the order the request named them.

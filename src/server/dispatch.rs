@@ -133,6 +133,11 @@ pub const ROUTES: &[Route] = &[
         range: handlers::update_metadata::VERSIONS,
         handle: handlers::update_metadata::handle,
     },
+    // --- broker → controller.
+    Route {
+        range: handlers::controlled_shutdown::VERSIONS,
+        handle: handlers::controlled_shutdown::handle,
+    },
 ];
 
 /// The version table ApiVersions advertises.

@@ -88,6 +88,8 @@ pub struct ShardContext {
     /// `ManualClock`).
     pub clock: Rc<dyn Clock>,
     snapshot: RefCell<Rc<Snapshot>>,
+    /// Fired (and replaced) each time a newer snapshot is installed.
+    snapshot_installed: RefCell<Rc<Trigger>>,
     /// Set once, right after the shard joined the mesh (the mesh's handler
     /// needs this context first).
     mesh: OnceCell<Rc<ShardMesh>>,
@@ -115,6 +117,7 @@ impl ShardContext {
             api_table: base.api_table,
             clock: base.clock,
             snapshot: RefCell::new(Rc::new(base.snapshot)),
+            snapshot_installed: RefCell::new(Rc::new(Trigger::default())),
             mesh: OnceCell::new(),
             stopping: Trigger::default(),
             api_versions_cache: RefCell::new(Vec::new()),
@@ -169,10 +172,39 @@ impl ShardContext {
 
     /// Replace the snapshot unless `snapshot` is older than ours.
     pub fn set_snapshot(&self, snapshot: Rc<Snapshot>) {
-        let mut current = self.snapshot.borrow_mut();
-        if snapshot.version >= current.version {
+        {
+            let mut current = self.snapshot.borrow_mut();
+            if snapshot.version < current.version {
+                return;
+            }
             *current = snapshot;
         }
+        let fired = self.snapshot_installed.replace(Rc::new(Trigger::default()));
+        fired.fire();
+    }
+
+    /// Waits until `done` holds for the installed snapshot or `timeout`
+    /// passes; whether it holds (Kafka's DelayedCreatePartitions /
+    /// DelayedDeleteTopics wait on the metadata cache the same way).
+    pub async fn wait_for_snapshot(
+        &self,
+        timeout: std::time::Duration,
+        done: impl Fn(&Snapshot) -> bool,
+    ) -> bool {
+        let installed = async {
+            loop {
+                let next = self.snapshot_installed.borrow().clone();
+                if done(&self.snapshot()) {
+                    return true;
+                }
+                next.wait().await;
+            }
+        };
+        let timer = async {
+            glommio::timer::sleep(timeout).await;
+            false
+        };
+        futures_lite::future::or(installed, timer).await || done(&self.snapshot())
     }
 
     pub fn set_mesh(&self, mesh: Rc<ShardMesh>) {

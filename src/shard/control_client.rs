@@ -6,9 +6,11 @@ use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse};
 use super::mesh::MeshError;
 use crate::controller::requests::{AdminRequest, AdminResponse};
+use crate::controller::zk_mode::ShutdownAnswer;
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
 use crate::metadata::update_metadata::UpdateMetadata;
 use crate::protocol::ErrorCode;
+use crate::types::BrokerId;
 
 impl ShardContext {
     /// Run an admin operation on the control shard; it answers once the
@@ -65,6 +67,25 @@ impl ShardContext {
             ShardResponse::Control(ControlResponse::LeaderAndIsr(errors)) => Ok(errors),
             other => {
                 tracing::warn!(?other, "unexpected LeaderAndIsr answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// A broker's ControlledShutdown, to this broker's controller part.
+    pub async fn controlled_shutdown(
+        &self,
+        broker: BrokerId,
+        broker_epoch: i64,
+    ) -> Result<ShutdownAnswer, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::ControlledShutdown {
+            broker,
+            broker_epoch,
+        });
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::ControlledShutdown(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected ControlledShutdown answer");
                 Err(MeshError::PeerGone(self.control_peer()))
             }
         }

@@ -8,14 +8,19 @@ use std::cell::{Cell, RefCell};
 
 use glommio::sync::Semaphore;
 
+use std::rc::Rc;
+
 use crate::controller::requests::{AdminRequest, AdminResponse};
+use crate::controller::zk_mode::{ShutdownAnswer, ShutdownRefusal, ZkBroker};
 use crate::controller::Controller;
 use crate::metadata::hosted::HostedPartitions;
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
 use crate::metadata::update_metadata::{MetadataCache, UpdateMetadata};
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
+use crate::shard::zk_duties::ControlDuties;
 use crate::types::BrokerId;
+use crate::zk::any::AnyStore;
 use crate::zk::paths::{self, ConfigZNode};
 use crate::zk::store::{MetadataStore, StoreError};
 
@@ -36,6 +41,9 @@ pub enum ControlRequest {
     /// and, in ZooKeeper mode, published as the hosted topics; answered
     /// once every owner opened or changed its partitions.
     LeaderAndIsr(Box<LeaderAndIsr>),
+    /// A broker's ControlledShutdown, for this broker's controller (the
+    /// ZooKeeper-mode event queue answers it; NOT_CONTROLLER elsewhere).
+    ControlledShutdown { broker: BrokerId, broker_epoch: i64 },
     /// A controller's StopReplica: partitions stop being hosted (owners
     /// close them) and those with delete lose their logs before the answer.
     StopReplica(Box<StopReplica>),
@@ -54,6 +62,7 @@ pub enum ControlResponse {
     UpdateMetadata(ErrorCode),
     LeaderAndIsr(PartitionErrors),
     StopReplica(PartitionErrors),
+    ControlledShutdown(ShutdownAnswer),
 }
 
 /// The control shard's part of its context.
@@ -80,9 +89,22 @@ pub struct ControlShard {
     /// opens, as in Kafka. In embedded mode the stored topics stay hosted.
     zookeeper_mode: bool,
     me: BrokerId,
+    /// ZooKeeper mode, once started: the registration / election queue,
+    /// which runs the controller's duties while this broker is controller.
+    pub zk_broker: RefCell<Option<Rc<ZkBroker<AnyStore, ControlDuties>>>>,
 }
 
 impl ControlShard {
+    /// A broker's ControlledShutdown, queued on this broker's ZooKeeper
+    /// event queue (NOT_CONTROLLER when it is not the controller).
+    pub async fn controlled_shutdown(&self, broker: BrokerId, broker_epoch: i64) -> ShutdownAnswer {
+        let zk = self.zk_broker.borrow().clone();
+        match zk {
+            Some(zk) => zk.request_controlled_shutdown(broker, broker_epoch).await,
+            None => Err(ShutdownRefusal::NotController),
+        }
+    }
+
     /// The control part of broker `me`; `zookeeper_mode` when
     /// `zookeeper.connect` is set.
     pub fn new(controller: Controller, me: BrokerId, zookeeper_mode: bool) -> Self {
@@ -95,6 +117,7 @@ impl ControlShard {
             hosted: RefCell::new(HostedPartitions::new()),
             zookeeper_mode,
             me,
+            zk_broker: RefCell::new(None),
         }
     }
 

@@ -11,6 +11,8 @@
 //!   metadata publication; purgatory notes.
 //! - [`datapath`], [`control_client`] `[drv]`: the connection side (fan
 //!   out to owners, park in the purgatory; ask the control shard).
+//! - [`controlled_shutdown`] `[drv]`: a stopping ZooKeeper-mode broker
+//!   asks the controller to move its leaders first.
 //! - [`group_host`] `[drv]`: a data shard's group coordinator and its
 //!   messages; [`group_driver`] `[drv]` runs it (waiters, timer, appends to
 //!   and loads of `__consumer_offsets`) and sends a group's requests to it.
@@ -20,6 +22,7 @@
 pub mod context;
 pub mod control_client;
 pub mod control_shard;
+pub mod controlled_shutdown;
 pub mod data_shard;
 pub mod datapath;
 pub mod fetch_session;

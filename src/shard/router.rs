@@ -48,6 +48,11 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                         .collect();
                     ShardResponse::Control(ControlResponse::AutoCreated { results })
                 }
+                ControlRequest::ControlledShutdown { .. } => {
+                    ShardResponse::Control(ControlResponse::ControlledShutdown(Err(
+                        crate::controller::zk_mode::ShutdownRefusal::NotController,
+                    )))
+                }
                 ControlRequest::Admin(_)
                 | ControlRequest::UpdateMetadata(_)
                 | ControlRequest::LeaderAndIsr(_)
@@ -96,8 +101,20 @@ async fn serve_control(
     control: &ControlShard,
     req: ControlRequest,
 ) -> ControlResponse {
+    // Not serialised with the rest: the controller's queue orders it, and
+    // the LeaderAndIsr it sends this broker needs the turn meanwhile.
+    if let ControlRequest::ControlledShutdown {
+        broker,
+        broker_epoch,
+    } = req
+    {
+        return ControlResponse::ControlledShutdown(
+            control.controlled_shutdown(broker, broker_epoch).await,
+        );
+    }
     let _turn = control.serial.acquire_permit(1).await;
     match req {
+        ControlRequest::ControlledShutdown { .. } => unreachable!("answered above"),
         ControlRequest::AutoCreateTopics { topics } => {
             let outcome = control.controller.auto_create(topics).await;
             if let Some(snapshot) = outcome.publish {

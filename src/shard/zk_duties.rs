@@ -2,21 +2,21 @@
 //! (`controller::zk_mode`): this broker's registration epoch goes to the
 //! UpdateMetadata fence; as controller it keeps one channel to every live
 //! broker (itself included, over the same protocol path, as Kafka's
-//! controller does) and sends each UpdateMetadata v8 with the live brokers
-//! and its controller id on failover and on every broker change
-//! (`ControllerChannelManager.sendUpdateMetadataRequests`).
+//! controller does) and sends the controller's LeaderAndIsr v7,
+//! UpdateMetadata v8 and StopReplica v4 over it
+//! (`ControllerChannelManager`).
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
-use crate::controller::brokers::LiveBroker as Registered;
-use crate::controller::channel::{
-    inter_broker_address, update_metadata_v8, ChannelConfig, ControllerChannel,
-};
+use futures_lite::future::BoxedLocal;
+
+use crate::controller::channel::{inter_broker_address, ChannelConfig, ControllerChannel};
+use crate::controller::request_batch::ControllerRequest;
 use crate::controller::zk_mode::{ControllerContext, Duties};
-use crate::metadata::update_metadata::{BrokerListener, LiveBroker};
+use crate::metadata::leader_and_isr::PartitionErrors;
 use crate::shard::context::ShardContext;
-use crate::types::{BrokerId, ControllerEpoch};
+use crate::types::BrokerId;
 
 /// The channel and the (broker, epoch) pairs it was built for.
 type Channel = (ControllerChannel, Vec<(BrokerId, i64)>);
@@ -40,10 +40,9 @@ impl ControlDuties {
         }
     }
 
-    /// Bring the channel's brokers in line with `ctx` and send every live
-    /// broker an UpdateMetadata; answers are logged, not awaited in order.
-    fn announce(&self, ctx: &ControllerContext) {
-        let live: Vec<LiveBroker> = ctx.live_brokers.iter().map(announced).collect();
+    /// Bring the channel's brokers in line with `ctx` (one queue and
+    /// connection per live broker; a bounced broker's old queue goes).
+    fn sync_channel(&self, ctx: &ControllerContext) {
         let mut slot = self.channel.borrow_mut();
         let (channel, known) = slot.get_or_insert_with(|| {
             (
@@ -55,11 +54,11 @@ impl ControlDuties {
         for (id, _) in known.iter().filter(|k| !now.contains(k)) {
             channel.remove_broker(*id);
         }
-        for (b, l) in ctx.live_brokers.iter().zip(&live) {
+        for b in &ctx.live_brokers {
             if known.contains(&(b.id, b.epoch)) {
                 continue;
             }
-            match inter_broker_address(l, &self.listener) {
+            match inter_broker_address(&b.announced(), &self.listener) {
                 Some(addr) => channel.add_broker(b.id, b.epoch, addr),
                 None => tracing::warn!(
                     broker = %b.id,
@@ -69,66 +68,6 @@ impl ControlDuties {
             }
         }
         *known = now;
-        for b in &ctx.live_brokers {
-            let req = update_metadata_v8(
-                self.me,
-                ControllerEpoch(ctx.epoch),
-                b.epoch,
-                &live,
-                &[],
-                &[],
-            );
-            let answer = channel.send_update_metadata(b.id, &req);
-            let target = b.id;
-            glommio::spawn_local(async move {
-                match answer.await {
-                    Ok(code) if code.0 == 0 => {}
-                    Ok(code) => tracing::warn!(broker = %target, error = code.0, "UpdateMetadata refused"),
-                    Err(e) => tracing::debug!(broker = %target, error = %e, "UpdateMetadata not delivered"),
-                }
-            })
-            .detach();
-        }
-    }
-}
-
-/// A registration as UpdateMetadata's live broker: every endpoint
-/// `NAME://host:port` with its listener's security protocol.
-fn announced(b: &Registered) -> LiveBroker {
-    let endpoints = b
-        .registration
-        .endpoints
-        .iter()
-        .filter_map(|e| {
-            let (name, rest) = e.split_once("://")?;
-            let (host, port) = rest.rsplit_once(':')?;
-            let protocol = b
-                .registration
-                .listener_security_protocol_map
-                .get(name)
-                .map_or("PLAINTEXT", String::as_str);
-            Some(BrokerListener {
-                listener: name.to_string(),
-                host: host.to_string(),
-                port: port.parse().ok()?,
-                security_protocol: security_protocol_id(protocol),
-            })
-        })
-        .collect();
-    LiveBroker {
-        id: b.id,
-        endpoints,
-        rack: b.registration.rack.clone(),
-    }
-}
-
-/// Kafka's `SecurityProtocol` ids.
-fn security_protocol_id(name: &str) -> i16 {
-    match name {
-        "SSL" => 1,
-        "SASL_PLAINTEXT" => 2,
-        "SASL_SSL" => 3,
-        _ => 0,
     }
 }
 
@@ -146,11 +85,44 @@ impl Duties for ControlDuties {
     }
 
     async fn failover(&self, ctx: &ControllerContext) {
-        self.announce(ctx);
+        self.sync_channel(ctx);
     }
 
     async fn brokers_changed(&self, ctx: &ControllerContext) {
-        self.announce(ctx);
+        self.sync_channel(ctx);
+    }
+
+    fn send(
+        &self,
+        broker: BrokerId,
+        request: ControllerRequest,
+    ) -> BoxedLocal<Result<PartitionErrors, String>> {
+        let slot = self.channel.borrow();
+        let Some((channel, _)) = slot.as_ref() else {
+            return Box::pin(async { Err("not controller".to_string()) });
+        };
+        match request {
+            ControllerRequest::LeaderAndIsr(r) => {
+                let answer = channel.send_leader_and_isr(broker, &r);
+                Box::pin(async move { answer.await.map_err(|e| e.to_string()) })
+            }
+            ControllerRequest::StopReplica(r) => {
+                let answer = channel.send_stop_replica(broker, &r);
+                Box::pin(async move { answer.await.map_err(|e| e.to_string()) })
+            }
+            ControllerRequest::UpdateMetadata(r) => {
+                let answer = channel.send_update_metadata(broker, &r);
+                Box::pin(async move {
+                    answer
+                        .await
+                        .map(|error| PartitionErrors {
+                            error,
+                            partitions: Vec::new(),
+                        })
+                        .map_err(|e| e.to_string())
+                })
+            }
+        }
     }
 
     fn resigned(&self) {

@@ -3,6 +3,7 @@
 //! find the external clients (kcat, the Python venv), stop the broker.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod zookeeper;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -20,6 +20,11 @@ fn new_topic(name: &str, partitions: i32, rf: i16) -> NewTopic {
     }
 }
 
+/// Brokers without racks.
+fn unracked(ids: &[BrokerId]) -> Vec<(BrokerId, Option<String>)> {
+    ids.iter().map(|id| (*id, None)).collect()
+}
+
 fn defaults() -> BrokerTopicDefaults {
     BrokerTopicDefaults::default()
 }
@@ -29,7 +34,16 @@ async fn create(
     t: &NewTopic,
     brokers: &[BrokerId],
 ) -> Result<TopicInfo, AdminError> {
-    create_topic(s, t, brokers, &defaults(), false, &mut rng()).await
+    create_topic(
+        s,
+        t,
+        &unracked(brokers),
+        &defaults(),
+        false,
+        true,
+        &mut rng(),
+    )
+    .await
 }
 
 #[test]
@@ -164,9 +178,10 @@ fn create_topic_uses_broker_defaults_for_minus_one() {
         let info = create_topic(
             &s,
             &new_topic("t", -1, -1),
-            &[BrokerId(1), BrokerId(2)],
+            &unracked(&[BrokerId(1), BrokerId(2)]),
             &d,
             false,
+            true,
             &mut rng(),
         )
         .await
@@ -183,8 +198,9 @@ fn validate_only_writes_nothing() {
         let info = create_topic(
             &s,
             &new_topic("t", 2, 1),
-            &[BrokerId(1)],
+            &unracked(&[BrokerId(1)]),
             &defaults(),
+            true,
             true,
             &mut rng(),
         )
@@ -217,9 +233,10 @@ fn delete_topic_removes_all_znodes_and_allows_recreate_with_new_id() {
         let again = create_topic(
             &s,
             &new_topic("t", 1, 1),
-            &[BrokerId(1)],
+            &unracked(&[BrokerId(1)]),
             &defaults(),
             false,
+            true,
             &mut other_rng,
         )
         .await
@@ -266,8 +283,9 @@ fn create_partitions_continues_round_robin_and_only_grows() {
             "t",
             4,
             None,
-            &[BrokerId(1), BrokerId(2), BrokerId(3)],
+            &unracked(&[BrokerId(1), BrokerId(2), BrokerId(3)]),
             false,
+            true,
         )
         .await
         .unwrap();
@@ -301,14 +319,15 @@ fn create_partitions_continues_round_robin_and_only_grows() {
                 "t",
                 total,
                 manual.as_deref(),
-                &[BrokerId(1), BrokerId(2), BrokerId(3)],
+                &unracked(&[BrokerId(1), BrokerId(2), BrokerId(3)]),
                 false,
+                true,
             )
             .await
             .unwrap_err();
             assert_eq!(err.error_code(), code, "{total} {manual:?}");
         }
-        let err = create_partitions(&s, "nope", 2, None, &[BrokerId(1)], false)
+        let err = create_partitions(&s, "nope", 2, None, &unracked(&[BrokerId(1)]), false, true)
             .await
             .unwrap_err();
         assert_eq!(err.error_code(), 3);
@@ -317,8 +336,9 @@ fn create_partitions_continues_round_robin_and_only_grows() {
             "t",
             5,
             Some(&[vec![BrokerId(3), BrokerId(2)]]),
-            &[BrokerId(1), BrokerId(2), BrokerId(3)],
+            &unracked(&[BrokerId(1), BrokerId(2), BrokerId(3)]),
             false,
+            true,
         )
         .await
         .unwrap();
@@ -331,7 +351,8 @@ fn create_partitions_continues_round_robin_and_only_grows() {
             "t",
             7,
             None,
-            &[BrokerId(1), BrokerId(2), BrokerId(3)],
+            &unracked(&[BrokerId(1), BrokerId(2), BrokerId(3)]),
+            true,
             true,
         )
         .await

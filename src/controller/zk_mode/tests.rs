@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::zk::embedded::EmbeddedStore;
+use crate::zk::paths::PartitionStateZNode;
 
 #[derive(Default)]
 struct Seen {
@@ -11,6 +12,8 @@ struct Seen {
     failovers: Vec<(i32, Vec<BrokerId>)>,
     broker_changes: Vec<Vec<BrokerId>>,
     resignations: usize,
+    /// Every controller request, in the order sent.
+    sent: Vec<(BrokerId, ControllerRequest)>,
 }
 
 #[derive(Clone, Default)]
@@ -33,6 +36,25 @@ impl Duties for Record {
     }
     fn resigned(&self) {
         self.0.borrow_mut().resignations += 1;
+    }
+    /// Recorded; every partition answered NONE (a broker that obeys).
+    fn send(
+        &self,
+        broker: BrokerId,
+        request: ControllerRequest,
+    ) -> BoxedLocal<Result<PartitionErrors, String>> {
+        let partitions = request
+            .deleting()
+            .into_iter()
+            .map(|tp| (tp.topic.to_string(), tp.partition, ErrorCode::NONE))
+            .collect();
+        self.0.borrow_mut().sent.push((broker, request));
+        Box::pin(async move {
+            Ok(PartitionErrors {
+                error: ErrorCode::NONE,
+                partitions,
+            })
+        })
     }
 }
 
@@ -218,6 +240,384 @@ fn a_controller_write_after_the_epoch_moved_is_refused_and_the_controller_resign
             Err(WriteError::NotController)
         );
         a.enqueue(Event::Stop);
+        settle().await;
+    });
+}
+
+/// What the state znode of `t`-`p` holds.
+async fn state_of(store: &EmbeddedStore, t: &str, p: i32) -> Option<(PartitionStateZNode, i32)> {
+    let (data, stat) = store.get(&paths::partition_state(t, p)).await.ok()?;
+    Some((PartitionStateZNode::decode(&data).unwrap(), stat.version))
+}
+
+/// The LeaderAndIsr partitions `rec` sent to `to`, from the `from`-th
+/// request on.
+fn leader_and_isr_to(
+    rec: &Record,
+    to: i32,
+    from: usize,
+) -> Vec<crate::metadata::leader_and_isr::LeaderAndIsrPartition> {
+    rec.0.borrow().sent[from..]
+        .iter()
+        .filter(|(b, _)| *b == BrokerId(to))
+        .filter_map(|(_, r)| match r {
+            ControllerRequest::LeaderAndIsr(l) => Some(l.partitions.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// Writes a topic as Kafka's AdminZkClient does (config + assignment, no
+/// state znodes).
+async fn write_topic(store: &EmbeddedStore, name: &str, assignment: &[(i32, Vec<i32>)]) {
+    let partitions = assignment
+        .iter()
+        .map(|(p, rs)| (*p, rs.iter().copied().map(BrokerId).collect()))
+        .collect();
+    store
+        .create(
+            &paths::topic_config(name),
+            &crate::zk::paths::ConfigZNode::new(Default::default()).encode(),
+            crate::zk::store::CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+    store
+        .create(
+            &paths::topic(name),
+            &crate::zk::paths::TopicZNode::new(uuid::Uuid::from_u128(77), partitions).encode(),
+            crate::zk::store::CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+}
+
+#[test]
+fn a_new_topic_gets_leaders_and_isrs_and_every_replica_is_told() {
+    run(async {
+        let root = EmbeddedStore::in_memory();
+        let stores: Vec<EmbeddedStore> = (0..3).map(|_| root.new_session().unwrap()).collect();
+        let brokers: Vec<_> = (0..3).map(|i| broker(i, &stores[i as usize])).collect();
+        for (b, _) in &brokers {
+            b.start().await.unwrap();
+        }
+        settle().await;
+        let (_, rec) = &brokers[0];
+        let before = rec.0.borrow().sent.len();
+        write_topic(
+            &root,
+            "t",
+            &[(0, vec![1, 2, 0]), (1, vec![2, 0, 1]), (2, vec![0, 1, 2])],
+        )
+        .await;
+        settle().await;
+        for (p, leader) in [(0, 1), (1, 2), (2, 0)] {
+            let (z, version) = state_of(&root, "t", p).await.expect("state znode created");
+            assert_eq!(
+                (z.leader, z.leader_epoch.0, version),
+                (BrokerId(leader), 0, 0),
+                "t-{p}"
+            );
+            assert_eq!(z.isr.len(), 3, "every replica is live: all in the ISR");
+            assert_eq!(z.controller_epoch.0, 1);
+        }
+        // Each broker hosts all three partitions: one LeaderAndIsr naming
+        // them, `isNew`, with the topic id.
+        for b in 0..3 {
+            let parts = leader_and_isr_to(rec, b, before);
+            assert_eq!(parts.len(), 3, "broker {b}: {parts:?}");
+            assert!(parts.iter().all(|p| p.is_new && p.replicas.len() == 3));
+        }
+        let um = rec.0.borrow().sent[before..]
+            .iter()
+            .filter(|(_, r)| matches!(r, ControllerRequest::UpdateMetadata(u) if u.partition_states.len() == 3))
+            .count();
+        assert_eq!(um, 3, "every broker learns the new partitions");
+        let ctx = brokers[0].0.context().unwrap();
+        assert_eq!(
+            ctx.partition_states
+                .in_state(crate::controller::state_machine::PartitionState::Online)
+                .len(),
+            3
+        );
+        for (b, _) in &brokers {
+            b.enqueue(Event::Stop);
+        }
+        settle().await;
+    });
+}
+
+#[test]
+fn a_dead_leaders_partitions_move_to_the_next_isr_replica_and_a_dead_isr_leaves_them_offline() {
+    run(async {
+        let root = EmbeddedStore::in_memory();
+        let stores: Vec<EmbeddedStore> = (0..3).map(|_| root.new_session().unwrap()).collect();
+        let brokers: Vec<_> = (0..3).map(|i| broker(i, &stores[i as usize])).collect();
+        for (b, _) in &brokers {
+            b.start().await.unwrap();
+        }
+        settle().await;
+        write_topic(
+            &root,
+            "t",
+            &[(0, vec![2, 1, 0]), (1, vec![2, 0]), (2, vec![1, 2])],
+        )
+        .await;
+        settle().await;
+        let (_, rec) = &brokers[0];
+        let before = rec.0.borrow().sent.len();
+        // Broker 2 dies (its session expires): it led t-0 and t-1.
+        stores[2].close_session().unwrap();
+        brokers[2].0.enqueue(Event::Stop);
+        settle().await;
+        let (z0, v0) = state_of(&root, "t", 0).await.unwrap();
+        assert_eq!(
+            (z0.leader, z0.leader_epoch.0),
+            (BrokerId(1), 1),
+            "next in AR order within the ISR"
+        );
+        assert_eq!(z0.isr, vec![BrokerId(1), BrokerId(0)]);
+        assert!(v0 >= 1, "conditioned write bumped the partition epoch");
+        let (z1, _) = state_of(&root, "t", 1).await.unwrap();
+        assert_eq!((z1.leader, z1.leader_epoch.0), (BrokerId(0), 1));
+        // t-2's follower died: it leaves the ISR, the leader stays.
+        let (z2, _) = state_of(&root, "t", 2).await.unwrap();
+        assert_eq!(
+            (z2.leader, z2.isr.clone()),
+            (BrokerId(1), vec![BrokerId(1)])
+        );
+        assert_eq!(z2.leader_epoch.0, 1);
+        let to_1 = leader_and_isr_to(rec, 1, before);
+        assert!(to_1
+            .iter()
+            .any(|p| p.partition == 0 && p.leader == BrokerId(1) && p.leader_epoch.0 == 1));
+        assert!(
+            leader_and_isr_to(rec, 2, before).is_empty(),
+            "nothing is sent to a dead broker"
+        );
+        // Now broker 1 dies too: t-2's only ISR member. Unclean election
+        // is off: t-2 stays offline (leader -1), ISR kept.
+        stores[1].close_session().unwrap();
+        brokers[1].0.enqueue(Event::Stop);
+        settle().await;
+        let (z2, _) = state_of(&root, "t", 2).await.unwrap();
+        assert_eq!(z2.leader, BrokerId::NONE);
+        assert_eq!(z2.isr, vec![BrokerId(1)], "Kafka never empties the ISR");
+        let ctx = brokers[0].0.context().unwrap();
+        let tp2 = TopicPartition::new("t", 2);
+        assert_eq!(
+            ctx.partition_states.get(&tp2),
+            crate::controller::state_machine::PartitionState::Offline
+        );
+        brokers[0].0.enqueue(Event::Stop);
+        settle().await;
+    });
+}
+
+#[test]
+fn unclean_election_brings_a_partition_back_with_a_non_isr_leader_when_the_topic_allows_it() {
+    run(async {
+        let root = EmbeddedStore::in_memory();
+        let stores: Vec<EmbeddedStore> = (0..2).map(|_| root.new_session().unwrap()).collect();
+        let brokers: Vec<_> = (0..2).map(|i| broker(i, &stores[i as usize])).collect();
+        for (b, _) in &brokers {
+            b.start().await.unwrap();
+        }
+        settle().await;
+        write_topic(&root, "u", &[(0, vec![1, 0])]).await;
+        root.set(
+            &paths::topic_config("u"),
+            &crate::zk::paths::ConfigZNode::new(
+                [(
+                    "unclean.leader.election.enable".to_string(),
+                    "true".to_string(),
+                )]
+                .into(),
+            )
+            .encode(),
+            None,
+        )
+        .await
+        .unwrap();
+        settle().await;
+        // The ISR shrinks to the leader (as an AlterPartition would).
+        let (mut z, v) = state_of(&root, "u", 0).await.unwrap();
+        z.isr = vec![BrokerId(1)];
+        root.set(&paths::partition_state("u", 0), &z.encode(), Some(v))
+            .await
+            .unwrap();
+        // The controller keeps its own view of the state; a failover
+        // (broker 0, the controller, goes) makes the next one read it.
+        stores[0].close_session().unwrap();
+        brokers[0].0.enqueue(Event::Stop);
+        settle().await;
+        let again = root.new_session().unwrap();
+        let (b0, _) = broker(0, &again);
+        b0.start().await.unwrap();
+        settle().await;
+        assert!(brokers[1].0.election().is_controller());
+        // Now the only ISR member dies.
+        stores[1].close_session().unwrap();
+        brokers[1].0.enqueue(Event::Stop);
+        settle().await;
+        assert!(b0.election().is_controller());
+        let (z, _) = state_of(&root, "u", 0).await.unwrap();
+        assert_eq!(z.leader, BrokerId(0), "unclean: first live replica in AR");
+        assert_eq!(z.isr, vec![BrokerId(0)]);
+        assert_eq!(
+            z.leader_recovery_state, 1,
+            "RECOVERING after an unclean election"
+        );
+        b0.enqueue(Event::Stop);
+        settle().await;
+    });
+}
+
+#[test]
+fn a_deleted_topic_is_stopped_and_deleted_on_every_replica_then_its_znodes_go() {
+    run(async {
+        let root = EmbeddedStore::in_memory();
+        let stores: Vec<EmbeddedStore> = (0..2).map(|_| root.new_session().unwrap()).collect();
+        let brokers: Vec<_> = (0..2).map(|i| broker(i, &stores[i as usize])).collect();
+        for (b, _) in &brokers {
+            b.start().await.unwrap();
+        }
+        settle().await;
+        write_topic(&root, "d", &[(0, vec![0, 1]), (1, vec![1, 0])]).await;
+        settle().await;
+        let (_, rec) = &brokers[0];
+        let before = rec.0.borrow().sent.len();
+        root.create(
+            &paths::delete_topic_marker("d"),
+            &[],
+            crate::zk::store::CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+        settle().await;
+        for p in [
+            &paths::topic("d"),
+            &paths::topic_config("d"),
+            &paths::delete_topic_marker("d"),
+        ] {
+            assert!(root.exists(p).await.unwrap().is_none(), "{p} removed");
+        }
+        let sent = rec.0.borrow().sent[before..].to_vec();
+        for b in 0..2 {
+            let deletes: Vec<_> = sent
+                .iter()
+                .filter(|(to, _)| *to == BrokerId(b))
+                .filter_map(|(_, r)| match r {
+                    ControllerRequest::StopReplica(s) => Some(s.partitions.clone()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            assert!(
+                deletes.iter().any(|p| !p.delete),
+                "broker {b}: stopped first"
+            );
+            assert_eq!(
+                deletes.iter().filter(|p| p.delete).count(),
+                2,
+                "broker {b}: both deleted"
+            );
+            assert!(
+                deletes.iter().all(|p| p.leader_epoch.0 == -2),
+                "deletion sentinel epoch"
+            );
+        }
+        assert!(sent.iter().any(|(_, r)| matches!(r, ControllerRequest::UpdateMetadata(u)
+            if u.partition_states.iter().any(|p| p.leader == crate::metadata::update_metadata::LEADER_DURING_DELETE))));
+        assert!(brokers[0].0.context().unwrap().topic_ids.is_empty());
+        for (b, _) in &brokers {
+            b.enqueue(Event::Stop);
+        }
+        settle().await;
+    });
+}
+
+#[test]
+fn deletion_waits_for_a_dead_replica_and_completes_when_it_returns() {
+    run(async {
+        let root = EmbeddedStore::in_memory();
+        let stores: Vec<EmbeddedStore> = (0..2).map(|_| root.new_session().unwrap()).collect();
+        let brokers: Vec<_> = (0..2).map(|i| broker(i, &stores[i as usize])).collect();
+        for (b, _) in &brokers {
+            b.start().await.unwrap();
+        }
+        settle().await;
+        write_topic(&root, "d", &[(0, vec![0, 1])]).await;
+        settle().await;
+        stores[1].close_session().unwrap();
+        brokers[1].0.enqueue(Event::Stop);
+        settle().await;
+        root.create(
+            &paths::delete_topic_marker("d"),
+            &[],
+            crate::zk::store::CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
+        settle().await;
+        assert!(
+            root.exists(&paths::topic("d")).await.unwrap().is_some(),
+            "waits for broker 1"
+        );
+        let ctx = brokers[0].0.context().unwrap();
+        assert!(ctx.ineligible_for_deletion.contains("d"));
+        let (b1, _) = broker(1, &root.new_session().unwrap());
+        b1.start().await.unwrap();
+        settle().await;
+        assert!(
+            root.exists(&paths::topic("d")).await.unwrap().is_none(),
+            "completed after broker 1 returned"
+        );
+        brokers[0].0.enqueue(Event::Stop);
+        b1.enqueue(Event::Stop);
+        settle().await;
+    });
+}
+
+#[test]
+fn a_new_controller_tells_every_live_broker_its_partitions() {
+    run(async {
+        let root = EmbeddedStore::in_memory();
+        let stores: Vec<EmbeddedStore> = (0..3).map(|_| root.new_session().unwrap()).collect();
+        let brokers: Vec<_> = (0..3).map(|i| broker(i, &stores[i as usize])).collect();
+        for (b, _) in &brokers {
+            b.start().await.unwrap();
+        }
+        settle().await;
+        write_topic(&root, "f", &[(0, vec![0, 1, 2]), (1, vec![1, 2, 0])]).await;
+        settle().await;
+        stores[0].close_session().unwrap();
+        brokers[0].0.enqueue(Event::Stop);
+        settle().await;
+        let (new, rec) = brokers
+            .iter()
+            .skip(1)
+            .find(|(b, _)| b.election().is_controller())
+            .expect("a new controller");
+        let _ = new;
+        for b in 1..3 {
+            let parts = leader_and_isr_to(rec, b, 0);
+            assert!(
+                parts.iter().any(|p| p.partition == 0) && parts.iter().any(|p| p.partition == 1),
+                "broker {b}: {parts:?}"
+            );
+        }
+        let (z0, _) = state_of(&root, "f", 0).await.unwrap();
+        assert_eq!(
+            z0.leader,
+            BrokerId(1),
+            "t-0 re-elected after its leader died"
+        );
+        assert_eq!(z0.controller_epoch.0, 2, "written by the new controller");
+        for (b, _) in brokers.iter().skip(1) {
+            b.enqueue(Event::Stop);
+        }
         settle().await;
     });
 }

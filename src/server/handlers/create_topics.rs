@@ -71,6 +71,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 _ => None,
             })
             .await;
+            if ctx.config.zookeeper_connect.is_some() && !request.validate_only {
+                await_leaders(&ctx, &mut results, request.timeout_ms).await;
+            }
         }
         let mut response = CreateTopicsResponse::default();
         response.topics = request
@@ -82,6 +85,50 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// ZooKeeper mode: the topics are written, the controller elects their
+/// leaders; answer once this broker's metadata shows a leader for every
+/// partition of every created topic, or after `timeout_ms` with
+/// REQUEST_TIMED_OUT for the topics still without (Kafka 3.9
+/// `ZkAdminManager.createTopics` + `DelayedCreatePartitions`; a timeout of
+/// 0 or less answers at once).
+async fn await_leaders(
+    ctx: &ShardContext,
+    results: &mut [Option<AdminResult<TopicInfo>>],
+    timeout_ms: i32,
+) {
+    let created: Vec<(String, usize)> = results
+        .iter()
+        .flatten()
+        .filter_map(|r| r.as_ref().ok())
+        .map(|info| (info.name.clone(), info.partitions.len()))
+        .collect();
+    if created.is_empty() || timeout_ms <= 0 {
+        return;
+    }
+    let led = |s: &crate::metadata::Snapshot, name: &str, n: usize| {
+        s.served_topic(name).is_some_and(|t| {
+            t.partitions.len() >= n && t.partitions.iter().all(|p| p.leader.0 >= 0)
+        })
+    };
+    let timeout = std::time::Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
+    let all = ctx
+        .wait_for_snapshot(timeout, |s| created.iter().all(|(t, n)| led(s, t, *n)))
+        .await;
+    if all {
+        return;
+    }
+    let now = ctx.snapshot();
+    for slot in results.iter_mut() {
+        let late = matches!(slot, Some(Ok(info)) if !led(&now, &info.name, info.partitions.len()));
+        if late {
+            *slot = Some(Err(failure(
+                ErrorCode::REQUEST_TIMED_OUT,
+                "Timed out waiting for the topic's partitions to get leaders.",
+            )));
+        }
+    }
 }
 
 /// Results decided here (duplicates, null config values) and the topics

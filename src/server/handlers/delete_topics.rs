@@ -74,6 +74,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 Err(e) => Err(e.clone()),
             });
         }
+        if ctx.config.zookeeper_connect.is_some() {
+            await_gone(&ctx, &mut results, request.timeout_ms).await;
+        }
         let mut response = DeleteTopicsResponse::default();
         response.responses = refs
             .iter()
@@ -83,6 +86,43 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// ZooKeeper mode: the markers are written, the controller deletes; answer
+/// once this broker's metadata no longer shows the topics, or after
+/// `timeout_ms` with REQUEST_TIMED_OUT for those still shown (Kafka 3.9
+/// `ZkAdminManager.deleteTopics` + `DelayedDeleteTopics`; 0 or less
+/// answers at once).
+async fn await_gone(
+    ctx: &ShardContext,
+    results: &mut [Result<(String, Uuid), AdminFailure>],
+    timeout_ms: i32,
+) {
+    let names: Vec<String> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok().map(|(n, _)| n.clone()))
+        .collect();
+    if names.is_empty() || timeout_ms <= 0 {
+        return;
+    }
+    let timeout = std::time::Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
+    let gone = ctx
+        .wait_for_snapshot(timeout, |s| {
+            names.iter().all(|n| s.served_topic(n).is_none())
+        })
+        .await;
+    if gone {
+        return;
+    }
+    let now = ctx.snapshot();
+    for r in results.iter_mut() {
+        if matches!(r, Ok((n, _)) if now.served_topic(n).is_some()) {
+            *r = Err(failure(
+                ErrorCode::REQUEST_TIMED_OUT,
+                "Timed out waiting for the topic to be deleted.",
+            ));
+        }
+    }
 }
 
 /// The topics asked for; an entry naming both or neither name and id is

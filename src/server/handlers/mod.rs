@@ -20,6 +20,7 @@ pub mod admin_common;
 pub mod alter_configs;
 pub mod api_versions;
 pub mod config_resources;
+pub mod controlled_shutdown;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;

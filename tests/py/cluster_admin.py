@@ -1,0 +1,145 @@
+"""Cluster tests' client side (tests/cluster_controller.rs): topic admin
+with confluent-kafka's or kafka-python's AdminClient, and a confluent-kafka
+producer that follows partition leaders. Prints one JSON object last.
+
+  create <bootstrap> <client> <topic> <partitions> <rf> [key=value ...]
+  partitions <bootstrap> <topic> <new_total>
+  delete <bootstrap> <topic>
+  describe <bootstrap> <topic>
+  produce <bootstrap> <topic> <count> <acks>
+  produce_until <bootstrap> <topic> <acks> <stop_file>
+"""
+
+import json
+import os
+import sys
+import time
+
+
+def confluent_admin(bootstrap):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create(bootstrap, client, topic, partitions, rf, configs):
+    if client == "confluent":
+        from confluent_kafka.admin import NewTopic
+
+        admin = confluent_admin(bootstrap)
+        futures = admin.create_topics(
+            [NewTopic(topic, partitions, rf, config=configs)], request_timeout=30
+        )
+        futures[topic].result(timeout=60)
+    else:
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+        admin.create_topics(
+            [NewTopic(topic, partitions, rf, topic_configs=configs)], timeout_ms=30000
+        )
+        admin.close()
+    return {"created": topic}
+
+
+def describe(bootstrap, topic):
+    md = confluent_admin(bootstrap).list_topics(topic=topic, timeout=20)
+    t = md.topics[topic]
+    parts = {
+        str(p.id): {"leader": p.leader, "replicas": p.replicas, "isr": p.isrs}
+        for p in t.partitions.values()
+    }
+    return {
+        "error": str(t.error) if t.error else None,
+        "partitions": parts,
+        "brokers": sorted(md.brokers.keys()),
+        "controller": md.controller_id,
+    }
+
+
+def grow(bootstrap, topic, total):
+    from confluent_kafka.admin import NewPartitions
+
+    admin = confluent_admin(bootstrap)
+    futures = admin.create_partitions([NewPartitions(topic, total)], request_timeout=30)
+    futures[topic].result(timeout=60)
+    return {"partitions": total}
+
+
+def delete(bootstrap, topic):
+    admin = confluent_admin(bootstrap)
+    futures = admin.delete_topics([topic], request_timeout=30)
+    futures[topic].result(timeout=60)
+    return {"deleted": topic}
+
+
+def producer(bootstrap, acks):
+    from confluent_kafka import Producer
+
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "enable.idempotence": acks == "all",
+            "message.timeout.ms": 60000,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+
+
+def produce(bootstrap, topic, count, acks, stop_file=None):
+    p = producer(bootstrap, acks)
+    delivered = []
+    errors = []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append(err.name())
+        else:
+            delivered.append([msg.partition(), msg.offset()])
+
+    i = 0
+    while (stop_file is None and i < count) or (
+        stop_file is not None and not os.path.exists(stop_file)
+    ):
+        while True:
+            try:
+                # Keyed, so records spread over every partition.
+                p.produce(topic, key=("k%d" % i).encode(), value=("v%d" % i).encode(),
+                          on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.05)
+        i += 1
+        p.poll(0)
+        if stop_file is not None:
+            time.sleep(0.002)
+    left = p.flush(60)
+    return {"sent": i, "delivered": len(delivered), "errors": errors, "unflushed": left,
+            "partitions": sorted({d[0] for d in delivered})}
+
+
+def main():
+    cmd, bootstrap = sys.argv[1], sys.argv[2]
+    args = sys.argv[3:]
+    if cmd == "create":
+        configs = dict(a.split("=", 1) for a in args[4:])
+        out = create(bootstrap, args[0], args[1], int(args[2]), int(args[3]), configs)
+    elif cmd == "describe":
+        out = describe(bootstrap, args[0])
+    elif cmd == "partitions":
+        out = grow(bootstrap, args[0], int(args[1]))
+    elif cmd == "delete":
+        out = delete(bootstrap, args[0])
+    elif cmd == "produce":
+        out = produce(bootstrap, args[0], int(args[1]), args[2])
+    elif cmd == "produce_until":
+        out = produce(bootstrap, args[0], 0, args[1], stop_file=args[2])
+    else:
+        raise SystemExit("unknown command " + cmd)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -525,7 +525,13 @@ async fn control_shard_main(setup: ShardSetup) {
                 .control()
                 .and_then(|c| c.controller.broker_epoch())
                 .unwrap_or(-1);
-            crate::shard::controlled_shutdown::run(&ctx, epoch).await;
+            let moved = crate::shard::controlled_shutdown::run(&ctx, epoch).await;
+            // On stderr with the other shutdown lines (operators and the
+            // cluster tests read it whatever the log level).
+            eprintln!(
+                "controlled shutdown: {}",
+                if moved { "succeeded" } else { "failed" }
+            );
         }
     }
     setup.released.store(true, Ordering::Release);

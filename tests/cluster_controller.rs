@@ -509,3 +509,95 @@ fn create_partitions_grows_a_topic_while_clients_produce() {
     assert!(used.iter().any(|p| *p >= 12), "new partitions used: {out}");
     let _ = std::fs::remove_file(&stop_path);
 }
+
+#[test]
+fn sigterm_moves_the_brokers_leaders_away_before_it_exits_and_it_shuts_down_clean() {
+    let zk = ZkServer::standalone();
+    let addr = zk.address();
+    let mut brokers = cluster(&addr);
+    let boot = brokers[0].bootstrap();
+    admin(&["create", &boot, "confluent", "cs12", "12", "3"]);
+    let all: Vec<&Broker> = brokers.iter().collect();
+    wait_for_same_view(&addr, &all, "cs12", 12);
+    let before = states(&addr, "cs12", 12);
+    // The victim is not the controller (its own controlled shutdown is
+    // the same request to itself; here the leaders' move is watched from
+    // the controller's side).
+    let controller = json(&read(&addr, &["/controller"])["/controller"].clone().unwrap().0)
+        ["brokerid"]
+        .as_i64()
+        .unwrap() as i32;
+    let victim = brokers
+        .iter()
+        .map(|b| b.broker_id)
+        .find(|id| *id != controller)
+        .unwrap();
+    let led: Vec<i32> = before
+        .iter()
+        .filter(|(_, s)| s.leader == victim)
+        .map(|(p, _)| *p)
+        .collect();
+    assert_eq!(led.len(), 4, "a third of the partitions");
+    let boot = brokers
+        .iter()
+        .find(|b| b.broker_id != victim)
+        .unwrap()
+        .bootstrap();
+    let stop = tempfile::NamedTempFile::new().unwrap();
+    let stop_path = stop.path().to_path_buf();
+    drop(stop);
+    let producing = {
+        let (boot, stop) = (boot.clone(), stop_path.display().to_string());
+        std::thread::spawn(move || admin(&["produce_until", &boot, "cs12", "1", &stop]))
+    };
+    std::thread::sleep(Duration::from_millis(1000));
+    let i = brokers.iter().position(|b| b.broker_id == victim).unwrap();
+    let sent_at = Instant::now();
+    let stopped = brokers.remove(i).stop_with_logs();
+    let took = sent_at.elapsed();
+    assert!(stopped.status.success(), "{:?}", stopped.status);
+    eprintln!(
+        "controlled shutdown of broker {victim} (led {}): SIGTERM -> exit {:.0} ms",
+        led.len(),
+        took.as_secs_f64() * 1000.0
+    );
+    assert!(
+        stopped
+            .log_lines
+            .iter()
+            .any(|l| l.contains("controlled shutdown: succeeded")),
+        "the controller moved the leaders before the exit:\n{}",
+        stopped.log_lines.join("\n")
+    );
+    // Moved with the controlled-shutdown strategy: a new leader from the
+    // ISR, the victim out of every ISR.
+    let after = states(&addr, "cs12", 12);
+    for (p, st) in &after {
+        assert_ne!(st.leader, victim, "cs12-{p}");
+        assert!(!st.isr.contains(&victim), "cs12-{p}: {st:?}");
+    }
+    let seen = leaders_seen(&brokers[0], "cs12");
+    assert!(seen.values().all(|(l, _, _)| *l != victim && *l >= 0), "{seen:?}");
+    // The producer keeps going on the new leaders without a failed record.
+    std::thread::sleep(Duration::from_millis(1500));
+    std::fs::write(&stop_path, b"").unwrap();
+    let out = producing.join().unwrap();
+    assert_eq!(out["errors"], serde_json::json!([]), "{out}");
+    assert_eq!(out["delivered"], out["sent"], "{out}");
+    let _ = std::fs::remove_file(&stop_path);
+    // A clean shutdown: every partition folder has Kafka's clean-shutdown
+    // marker, so the next start recovers nothing.
+    let dirs: Vec<_> = std::fs::read_dir(stopped.log_dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("cs12-"))
+        .collect();
+    assert_eq!(dirs.len(), 12);
+    for d in dirs {
+        assert!(
+            d.path().join(".kafka_cleanshutdown").exists(),
+            "{}: no clean-shutdown marker",
+            d.path().display()
+        );
+    }
+}

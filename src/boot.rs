@@ -505,9 +505,7 @@ async fn control_shard_main(setup: ShardSetup) {
         (Ok(()), Some(store)) => {
             match zk::start_broker(&ctx, store, &setup.snapshot, ctx.clock.wall_ms()).await {
                 Ok(b) => {
-                    if let Some(control) = ctx.control() {
-                        *control.zk_broker.borrow_mut() = Some(b.clone());
-                    }
+                    zk::install_shutdown_queue(&ctx, &b);
                     zk_broker = Some(b);
                     Ok(())
                 }
@@ -518,21 +516,8 @@ async fn control_shard_main(setup: ShardSetup) {
     };
     let _ = setup.ready.send(started);
     ctx.stopping.wait().await;
-    if zk_broker.is_some() {
-        // Kafka's controlled shutdown: leaders moved while still serving.
-        if setup.config.controlled_shutdown_enable {
-            let epoch = ctx
-                .control()
-                .and_then(|c| c.controller.broker_epoch())
-                .unwrap_or(-1);
-            let moved = crate::shard::controlled_shutdown::run(&ctx, epoch).await;
-            // On stderr with the other shutdown lines (operators and the
-            // cluster tests read it whatever the log level).
-            eprintln!(
-                "controlled shutdown: {}",
-                if moved { "succeeded" } else { "failed" }
-            );
-        }
+    if zk_broker.is_some() && setup.config.controlled_shutdown_enable {
+        zk::controlled_shutdown(&ctx).await;
     }
     setup.released.store(true, Ordering::Release);
     if let Some(b) = zk_broker {

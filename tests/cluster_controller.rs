@@ -259,6 +259,20 @@ fn topics_created_through_zookeeper_get_kafkas_leaders_and_every_broker_agrees()
     assert_eq!(out["delivered"], 600, "{out}");
     assert_eq!(out["errors"], serde_json::json!([]), "{out}");
     assert_eq!(out["partitions"].as_array().unwrap().len(), 12, "{out}");
+    // validate_only writes nothing.
+    admin(&["validate", &boot, "vo", "3", "3"]);
+    assert!(read(&addr, &["/brokers/topics/vo"])["/brokers/topics/vo"].is_none());
+    // Auto-creation (a producer's Metadata names an unknown topic) goes
+    // through ZooKeeper too: the controller gives it leaders, the records
+    // land once they exist.
+    let out = admin(&["produce", &boot, "auto1", "10", "1"]);
+    assert_eq!(out["delivered"], 10, "{out}");
+    let auto = states(&addr, "auto1", 1);
+    assert_eq!(
+        auto.len(),
+        1,
+        "the controller created auto1-0's state: {auto:?}"
+    );
     // RF above the live brokers: INVALID_REPLICATION_FACTOR.
     let err = std::panic::catch_unwind(|| admin(&["create", &boot, "confluent", "rf4", "1", "4"]));
     let msg = match err {
@@ -523,8 +537,12 @@ fn sigterm_moves_the_brokers_leaders_away_before_it_exits_and_it_shuts_down_clea
     // The victim is not the controller (its own controlled shutdown is
     // the same request to itself; here the leaders' move is watched from
     // the controller's side).
-    let controller = json(&read(&addr, &["/controller"])["/controller"].clone().unwrap().0)
-        ["brokerid"]
+    let controller = json(
+        &read(&addr, &["/controller"])["/controller"]
+            .clone()
+            .unwrap()
+            .0,
+    )["brokerid"]
         .as_i64()
         .unwrap() as i32;
     let victim = brokers
@@ -577,7 +595,10 @@ fn sigterm_moves_the_brokers_leaders_away_before_it_exits_and_it_shuts_down_clea
         assert!(!st.isr.contains(&victim), "cs12-{p}: {st:?}");
     }
     let seen = leaders_seen(&brokers[0], "cs12");
-    assert!(seen.values().all(|(l, _, _)| *l != victim && *l >= 0), "{seen:?}");
+    assert!(
+        seen.values().all(|(l, _, _)| *l != victim && *l >= 0),
+        "{seen:?}"
+    );
     // The producer keeps going on the new leaders without a failed record.
     std::thread::sleep(Duration::from_millis(1500));
     std::fs::write(&stop_path, b"").unwrap();

@@ -110,13 +110,23 @@ fn wait_for<T>(secs: u64, what: &str, mut cond: impl FnMut() -> Option<T>) -> T 
 
 /// A ZooKeeper-mode broker 0 (2 data shards) and its registration epoch
 /// (the czxid of `/brokers/ids/0`), with TOPIC's assignment and configs
-/// written as CreateTopics would.
+/// written as CreateTopics would. The test is the controller: a
+/// `/controller` znode naming broker 99 (persistent, so it outlives the
+/// set-up session) keeps broker 0 from winning the election and doing the
+/// controller's duties itself.
 fn start(zk: &ZkServer) -> (Broker, i64) {
     let addr = zk.address();
     with_zk(&addr, |s| async move {
         shardlog::controller::brokers::create_top_level_paths(&s)
             .await
             .unwrap();
+        s.create(
+            paths::CONTROLLER,
+            br#"{"version":2,"brokerid":99,"timestamp":"1","kraftControllerEpoch":-1}"#,
+            CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
         let topic = TopicZNode::new(
             uuid::Uuid::from_u128(TOPIC_ID),
             [(0, ids(&[0, 1])), (1, ids(&[1]))].into(),

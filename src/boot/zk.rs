@@ -14,7 +14,7 @@ use anyhow::{anyhow, Context as _};
 use crate::config::{Listener, ServerConfig};
 use crate::controller::brokers::registration_for;
 use crate::controller::identity::{self, StoredMeta};
-use crate::controller::zk_mode::{ControllerSettings, Reconnect, ZkBroker};
+use crate::controller::zk_mode::{ControllerSettings, Reconnect, ShutdownRefusal, ZkBroker};
 use crate::metadata::Snapshot;
 use crate::shard::context::ShardContext;
 use crate::shard::zk_duties::ControlDuties;
@@ -169,6 +169,39 @@ pub async fn start_broker(
     });
     broker.start().await?;
     Ok(broker)
+}
+
+/// Lets ControlledShutdown requests reach `broker`'s event queue.
+pub fn install_shutdown_queue(ctx: &ShardContext, broker: &Rc<ZkBroker<AnyStore, ControlDuties>>) {
+    let Some(control) = ctx.control() else {
+        return;
+    };
+    let queue = Rc::downgrade(broker);
+    *control.controlled_shutdown_queue.borrow_mut() = Some(Rc::new(move |id, epoch| {
+        let queue = queue.clone();
+        Box::pin(async move {
+            match queue.upgrade() {
+                Some(b) => b.request_controlled_shutdown(id, epoch).await,
+                None => Err(ShutdownRefusal::NotController),
+            }
+        })
+    }));
+}
+
+/// Kafka's controlled shutdown before the stop: the controller moves this
+/// broker's leaders while it still serves. The outcome goes to stderr with
+/// the other shutdown lines (operators and the cluster tests read it
+/// whatever the log level).
+pub async fn controlled_shutdown(ctx: &ShardContext) {
+    let epoch = ctx
+        .control()
+        .and_then(|c| c.controller.broker_epoch())
+        .unwrap_or(-1);
+    let moved = crate::shard::controlled_shutdown::run(ctx, epoch).await;
+    eprintln!(
+        "controlled shutdown: {}",
+        if moved { "succeeded" } else { "failed" }
+    );
 }
 
 #[cfg(test)]

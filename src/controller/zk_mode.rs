@@ -126,7 +126,7 @@ pub enum Event {
 
 /// A ControlledShutdown's answer: the replicated partitions the broker
 /// still leads, or why it was refused.
-pub type ShutdownAnswer = Result<Vec<TopicPartition>, partitions::ShutdownRefusal>;
+pub type ShutdownAnswer = Result<Vec<TopicPartition>, shutdown::ShutdownRefusal>;
 
 /// A one-shot answer slot an event carries back to whoever queued it.
 pub struct Reply<T>(Rc<(RefCell<Option<T>>, crate::io::local_sync::Trigger)>);
@@ -349,7 +349,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         while let Some(t) = rx.recv().await {
             if t.session != self.session.get() || (t.term != 0 && t.term != self.term.get()) {
                 if let Event::ControlledShutdown { reply, .. } = &t.event {
-                    reply.put(Err(partitions::ShutdownRefusal::NotController));
+                    reply.put(Err(shutdown::ShutdownRefusal::NotController));
                 }
                 continue;
             }
@@ -781,8 +781,12 @@ async fn join_all<'a, T>(futures: Vec<Local<'a, T>>) -> Vec<T> {
     out.into_iter().flatten().collect()
 }
 
+mod deletion;
+mod events;
 mod partitions;
-pub use partitions::ShutdownRefusal;
+mod replicas;
+mod shutdown;
+pub use shutdown::ShutdownRefusal;
 
 #[cfg(test)]
 mod tests;

@@ -6,21 +6,20 @@
 
 use std::cell::{Cell, RefCell};
 
+use futures_lite::future::BoxedLocal;
 use glommio::sync::Semaphore;
 
 use std::rc::Rc;
 
 use crate::controller::requests::{AdminRequest, AdminResponse};
-use crate::controller::zk_mode::{ShutdownAnswer, ShutdownRefusal, ZkBroker};
+use crate::controller::zk_mode::{ShutdownAnswer, ShutdownRefusal};
 use crate::controller::Controller;
 use crate::metadata::hosted::HostedPartitions;
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
 use crate::metadata::update_metadata::{MetadataCache, UpdateMetadata};
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
-use crate::shard::zk_duties::ControlDuties;
 use crate::types::BrokerId;
-use crate::zk::any::AnyStore;
 use crate::zk::paths::{self, ConfigZNode};
 use crate::zk::store::{MetadataStore, StoreError};
 
@@ -89,18 +88,23 @@ pub struct ControlShard {
     /// opens, as in Kafka. In embedded mode the stored topics stay hosted.
     zookeeper_mode: bool,
     me: BrokerId,
-    /// ZooKeeper mode, once started: the registration / election queue,
-    /// which runs the controller's duties while this broker is controller.
-    pub zk_broker: RefCell<Option<Rc<ZkBroker<AnyStore, ControlDuties>>>>,
+    /// ZooKeeper mode, once started: hands a ControlledShutdown to the
+    /// registration / election queue, which runs the controller's duties
+    /// while this broker is controller.
+    pub controlled_shutdown_queue: RefCell<Option<ShutdownQueue>>,
 }
+
+/// Queues a broker's ControlledShutdown on the ZooKeeper-mode event queue
+/// (`ZkBroker::request_controlled_shutdown`) and answers it.
+pub type ShutdownQueue = Rc<dyn Fn(BrokerId, i64) -> BoxedLocal<ShutdownAnswer>>;
 
 impl ControlShard {
     /// A broker's ControlledShutdown, queued on this broker's ZooKeeper
     /// event queue (NOT_CONTROLLER when it is not the controller).
     pub async fn controlled_shutdown(&self, broker: BrokerId, broker_epoch: i64) -> ShutdownAnswer {
-        let zk = self.zk_broker.borrow().clone();
-        match zk {
-            Some(zk) => zk.request_controlled_shutdown(broker, broker_epoch).await,
+        let queue = self.controlled_shutdown_queue.borrow().clone();
+        match queue {
+            Some(queue) => queue(broker, broker_epoch).await,
             None => Err(ShutdownRefusal::NotController),
         }
     }
@@ -117,7 +121,7 @@ impl ControlShard {
             hosted: RefCell::new(HostedPartitions::new()),
             zookeeper_mode,
             me,
-            zk_broker: RefCell::new(None),
+            controlled_shutdown_queue: RefCell::new(None),
         }
     }
 

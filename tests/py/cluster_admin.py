@@ -3,6 +3,7 @@ with confluent-kafka's or kafka-python's AdminClient, and a confluent-kafka
 producer that follows partition leaders. Prints one JSON object last.
 
   create <bootstrap> <client> <topic> <partitions> <rf> [key=value ...]
+  validate <bootstrap> <topic> <partitions> <rf>     (validate_only)
   partitions <bootstrap> <topic> <new_total>
   delete <bootstrap> <topic>
   describe <bootstrap> <topic>
@@ -40,6 +41,17 @@ def create(bootstrap, client, topic, partitions, rf, configs):
         )
         admin.close()
     return {"created": topic}
+
+
+def validate(bootstrap, topic, partitions, rf):
+    from confluent_kafka.admin import NewTopic
+
+    admin = confluent_admin(bootstrap)
+    futures = admin.create_topics(
+        [NewTopic(topic, partitions, rf)], validate_only=True, request_timeout=30
+    )
+    futures[topic].result(timeout=60)
+    return {"validated": topic}
 
 
 def describe(bootstrap, topic):
@@ -126,6 +138,8 @@ def main():
     if cmd == "create":
         configs = dict(a.split("=", 1) for a in args[4:])
         out = create(bootstrap, args[0], args[1], int(args[2]), int(args[3]), configs)
+    elif cmd == "validate":
+        out = validate(bootstrap, args[0], int(args[1]), int(args[2]))
     elif cmd == "describe":
         out = describe(bootstrap, args[0])
     elif cmd == "partitions":

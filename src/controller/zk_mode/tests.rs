@@ -621,3 +621,96 @@ fn a_new_controller_tells_every_live_broker_its_partitions() {
         settle().await;
     });
 }
+
+#[test]
+fn controlled_shutdown_moves_every_leader_off_the_broker_and_takes_it_out_of_the_isrs() {
+    run(async {
+        let root = EmbeddedStore::in_memory();
+        let stores: Vec<EmbeddedStore> = (0..3).map(|_| root.new_session().unwrap()).collect();
+        let brokers: Vec<_> = (0..3).map(|i| broker(i, &stores[i as usize])).collect();
+        for (b, _) in &brokers {
+            b.start().await.unwrap();
+        }
+        settle().await;
+        write_topic(
+            &root,
+            "s",
+            &[
+                (0, vec![1, 2, 0]),
+                (1, vec![2, 0, 1]),
+                (2, vec![0, 1, 2]),
+                (3, vec![1]),
+            ],
+        )
+        .await;
+        settle().await;
+        let controller = &brokers[0].0;
+        // A stale epoch and an unknown broker are refused.
+        let stale = controller.request_controlled_shutdown(BrokerId(1), 1).await;
+        assert_eq!(stale, Err(ShutdownRefusal::StaleBrokerEpoch));
+        let unknown = controller
+            .request_controlled_shutdown(BrokerId(9), -1)
+            .await;
+        assert_eq!(unknown, Err(ShutdownRefusal::BrokerNotAvailable));
+        let not_controller = brokers[1]
+            .0
+            .request_controlled_shutdown(BrokerId(1), -1)
+            .await;
+        assert_eq!(not_controller, Err(ShutdownRefusal::NotController));
+        let epoch = controller.context().unwrap().broker_epoch(BrokerId(1));
+        let left = controller
+            .request_controlled_shutdown(BrokerId(1), epoch)
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "every replicated leader moved: {left:?}");
+        let (z0, _) = state_of(&root, "s", 0).await.unwrap();
+        assert_eq!(
+            z0.leader,
+            BrokerId(2),
+            "next in AR order, in the ISR, not shutting down"
+        );
+        assert_eq!(z0.isr, vec![BrokerId(2), BrokerId(0)]);
+        for p in [1, 2] {
+            let (z, _) = state_of(&root, "s", p).await.unwrap();
+            assert!(
+                !z.isr.contains(&BrokerId(1)),
+                "s-{p}: the follower left the ISR: {z:?}"
+            );
+            assert_ne!(z.leader, BrokerId(1));
+        }
+        // A single-replica partition is not moved (nowhere to go).
+        let (z3, _) = state_of(&root, "s", 3).await.unwrap();
+        assert_eq!(z3.leader, BrokerId(1));
+        assert!(controller
+            .context()
+            .unwrap()
+            .shutting_down
+            .contains(&BrokerId(1)));
+        // The shutting-down broker was told to follow s-0 and to stop s-1.
+        let rec = &brokers[0].1;
+        let to_1 = leader_and_isr_to(rec, 1, 0);
+        assert!(to_1
+            .iter()
+            .any(|p| p.partition == 0 && p.leader == BrokerId(2)));
+        let stops: Vec<_> = rec
+            .0
+            .borrow()
+            .sent
+            .iter()
+            .filter(|(b, _)| *b == BrokerId(1))
+            .filter_map(|(_, r)| match r {
+                ControllerRequest::StopReplica(s) => Some(s.partitions.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert!(
+            stops.iter().any(|p| p.partition == 1 && !p.delete),
+            "{stops:?}"
+        );
+        for (b, _) in &brokers {
+            b.enqueue(Event::Stop);
+        }
+        settle().await;
+    });
+}

@@ -1,0 +1,298 @@
+//! `[drv]` The controller's events (Kafka 3.9 `KafkaController`):
+//! failover's state-machine start-up, new partitions, brokers starting and
+//! failing, the topic list and a topic's assignment changing.
+
+use super::partitions::ElectionKind;
+use super::*;
+use crate::controller::request_batch::RequestBatch;
+use crate::controller::state_machine::{PartitionState, ReplicaState};
+use crate::types::TopicPartition;
+use crate::zk::paths::TopicZNode;
+
+impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
+    // ----- the controller's events -----
+
+    /// `onControllerFailover` once the context is loaded: both state
+    /// machines initialised from it, every broker told everything
+    /// (UpdateMetadata, then LeaderAndIsr for each live replica), New and
+    /// Offline partitions elected, deletions resumed.
+    pub(super) async fn start_state_machines(&self) {
+        self.with_ctx(|ctx| {
+            let live = ctx.live();
+            let registered = ctx.live_or_shutting_down();
+            let deleting = ctx.topics_to_delete.clone();
+            let parts: Vec<TopicPartition> = ctx.assignments.keys().cloned().collect();
+            for tp in &parts {
+                let state = match ctx.leadership.get(tp) {
+                    Some(l) if live.contains(&l.leader_isr.leader) => PartitionState::Online,
+                    Some(_) => PartitionState::Offline,
+                    None => PartitionState::New,
+                };
+                // From NonExistent only New is legal: go through it.
+                let _ = ctx.partition_states.transition(tp, PartitionState::New);
+                if state != PartitionState::New {
+                    let _ = ctx.partition_states.transition(tp, state);
+                }
+                for r in ctx.replicas(tp).to_vec() {
+                    let _ = ctx.replica_states.transition(tp, r, ReplicaState::New);
+                    let to = if registered.contains(&r) {
+                        ReplicaState::Online
+                    } else if deleting.contains(&*tp.topic) {
+                        ReplicaState::DeletionIneligible
+                    } else {
+                        ReplicaState::Offline
+                    };
+                    if to != ReplicaState::DeletionIneligible {
+                        let _ = ctx.replica_states.transition(tp, r, to);
+                    } else {
+                        let _ = ctx.replica_states.transition(tp, r, ReplicaState::Offline);
+                        let _ = ctx.replica_states.transition(tp, r, to);
+                    }
+                }
+            }
+            let ineligible: BTreeSet<String> = deleting
+                .iter()
+                .filter(|t| {
+                    ctx.partitions_of(t)
+                        .iter()
+                        .any(|tp| ctx.replicas(tp).iter().any(|r| !registered.contains(r)))
+                })
+                .cloned()
+                .collect();
+            ctx.ineligible_for_deletion = ineligible;
+        });
+        let mut batch = RequestBatch::new();
+        self.with_ctx(|ctx| batch.add_update_metadata_all(ctx.live_or_shutting_down()));
+        self.send_batch(batch);
+        let online = self
+            .with_ctx(|ctx| {
+                let registered = ctx.live_or_shutting_down();
+                ctx.assignments
+                    .iter()
+                    .flat_map(|(tp, rs)| rs.iter().map(move |r| (tp.clone(), *r)))
+                    .filter(|(_, r)| registered.contains(r))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let mut batch = RequestBatch::new();
+        self.replicas_to(&online, ReplicaState::Online, &mut batch)
+            .await;
+        self.send_batch(batch);
+        let mut batch = RequestBatch::new();
+        self.trigger_online_partitions(&mut batch).await;
+        self.send_batch(batch);
+        self.resume_deletions().await;
+    }
+
+    /// `onNewPartitionCreation`.
+    pub(super) async fn on_new_partitions(&self, parts: Vec<TopicPartition>) {
+        if parts.is_empty() {
+            return;
+        }
+        let replicas = self
+            .with_ctx(|ctx| ctx.replicas_of(&parts))
+            .unwrap_or_default();
+        let mut batch = RequestBatch::new();
+        self.partitions_to(
+            &parts,
+            PartitionState::New,
+            ElectionKind::Offline,
+            &mut batch,
+        )
+        .await;
+        self.replicas_to(&replicas, ReplicaState::New, &mut batch)
+            .await;
+        self.send_batch(batch);
+        let mut batch = RequestBatch::new();
+        self.partitions_to(
+            &parts,
+            PartitionState::Online,
+            ElectionKind::Offline,
+            &mut batch,
+        )
+        .await;
+        self.replicas_to(&replicas, ReplicaState::Online, &mut batch)
+            .await;
+        self.send_batch(batch);
+    }
+
+    /// `onBrokerStartup`: the others learn of the new brokers, the new ones
+    /// learn everything and get their replicas, leaderless partitions are
+    /// elected, deletions waiting for them resume.
+    pub(super) async fn on_broker_startup(&self, new: &BTreeSet<BrokerId>) {
+        let mut batch = RequestBatch::new();
+        self.with_ctx(|ctx| {
+            let existing: Vec<BrokerId> = ctx
+                .live_or_shutting_down()
+                .into_iter()
+                .filter(|b| !new.contains(b))
+                .collect();
+            batch.add_update_metadata_all(existing);
+        });
+        self.send_batch(batch);
+        let mut batch = RequestBatch::new();
+        batch.add_update_metadata_all(new.iter().copied());
+        self.send_batch(batch);
+        let on_new = self
+            .with_ctx(|ctx| ctx.replicas_on(new))
+            .unwrap_or_default();
+        let mut batch = RequestBatch::new();
+        self.replicas_to(&on_new, ReplicaState::Online, &mut batch)
+            .await;
+        self.send_batch(batch);
+        let mut batch = RequestBatch::new();
+        self.trigger_online_partitions(&mut batch).await;
+        self.send_batch(batch);
+        let resumed: BTreeSet<String> = self
+            .with_ctx(|ctx| {
+                on_new
+                    .iter()
+                    .map(|(tp, _)| tp.topic.to_string())
+                    .filter(|t| ctx.topics_to_delete.contains(t))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !resumed.is_empty() {
+            self.with_ctx(|ctx| {
+                for t in &resumed {
+                    ctx.ineligible_for_deletion.remove(t);
+                }
+            });
+            self.resume_deletions().await;
+        }
+    }
+
+    /// `onBrokerFailure` → `onReplicasBecomeOffline`.
+    pub(super) async fn on_broker_failure(&self, dead: &BTreeSet<BrokerId>) {
+        let Some((for_deletion, not_for_deletion, offline_leaders)) = self.with_ctx(|ctx| {
+            for b in dead {
+                ctx.shutting_down.remove(b);
+            }
+            let replicas = ctx.replicas_on(dead);
+            let (del, keep): (Vec<_>, Vec<_>) = replicas
+                .into_iter()
+                .partition(|(tp, _)| ctx.topics_to_delete.contains(&*tp.topic));
+            (del, keep, ctx.partitions_with_offline_leader())
+        }) else {
+            return;
+        };
+        let mut batch = RequestBatch::new();
+        self.partitions_to(
+            &offline_leaders,
+            PartitionState::Offline,
+            ElectionKind::Offline,
+            &mut batch,
+        )
+        .await;
+        let before = batch.is_empty();
+        self.trigger_online_partitions(&mut batch).await;
+        let elected_any = !before || !batch.is_empty();
+        self.send_batch(batch);
+        let mut batch = RequestBatch::new();
+        self.replicas_to(&not_for_deletion, ReplicaState::Offline, &mut batch)
+            .await;
+        self.send_batch(batch);
+        if !for_deletion.is_empty() {
+            self.fail_replica_deletion(&for_deletion).await;
+        }
+        if not_for_deletion.is_empty() && !elected_any {
+            let mut batch = RequestBatch::new();
+            self.with_ctx(|ctx| batch.add_update_metadata_all(ctx.live_or_shutting_down()));
+            self.send_batch(batch);
+        }
+    }
+
+    /// `processTopicChange` after the topic list was re-read: topics gone
+    /// are forgotten; new ones get their assignment read, a watch on it,
+    /// and their partitions created.
+    pub(super) async fn on_topics_listed(&self, names: Vec<String>, term: u64) {
+        let Some((added, removed)) = self.with_ctx(|ctx| {
+            let known = ctx.topics();
+            let now: BTreeSet<String> = names.iter().cloned().collect();
+            (
+                now.difference(&known).cloned().collect::<Vec<_>>(),
+                known.difference(&now).cloned().collect::<Vec<_>>(),
+            )
+        }) else {
+            return;
+        };
+        self.with_ctx(|ctx| {
+            for t in &removed {
+                ctx.remove_topic(t);
+            }
+        });
+        let mut new_parts = Vec::new();
+        for t in &added {
+            match self.watch_topic(t, term).await {
+                Some(z) => {
+                    self.with_ctx(|ctx| {
+                        ctx.add_topic(t, z.topic_id.unwrap_or(uuid::Uuid::nil()));
+                        for (p, replicas) in &z.partitions {
+                            let tp = TopicPartition::new(t.as_str(), *p);
+                            ctx.assignments.insert(tp.clone(), replicas.clone());
+                            new_parts.push(tp);
+                        }
+                    });
+                }
+                None => continue,
+            }
+        }
+        self.on_new_partitions(new_parts).await;
+    }
+
+    /// Read `/brokers/topics/<t>` and watch it (Kafka's
+    /// PartitionModificationsHandler); `None` when gone or malformed.
+    pub(super) async fn watch_topic(&self, topic: &str, term: u64) -> Option<TopicZNode> {
+        let path = paths::topic(topic);
+        match self.store().get_watch(&path).await {
+            Ok((data, _, w)) => {
+                self.arm(w, Event::PartitionModifications(topic.to_owned()), term);
+                match TopicZNode::decode(&data) {
+                    Ok(z) => Some(z),
+                    Err(e) => {
+                        tracing::warn!(%path, error = %e.0, "ignoring a malformed topic assignment");
+                        None
+                    }
+                }
+            }
+            Err(StoreError::NoNode(_)) => None,
+            Err(e) => {
+                tracing::warn!(%path, error = %e, "reading a topic assignment");
+                None
+            }
+        }
+    }
+
+    /// `processPartitionModifications`: partitions added to a topic's
+    /// assignment (CreatePartitions) are created.
+    pub(super) async fn on_partition_modifications(&self, topic: &str, term: u64) {
+        let Some(z) = self.watch_topic(topic, term).await else {
+            return;
+        };
+        let added = self
+            .with_ctx(|ctx| {
+                if !ctx.topic_ids.contains_key(topic) {
+                    return Vec::new();
+                }
+                let mut added = Vec::new();
+                for (p, replicas) in &z.partitions {
+                    let tp = TopicPartition::new(topic, *p);
+                    if !ctx.assignments.contains_key(&tp) {
+                        added.push((tp, replicas.clone()));
+                    }
+                }
+                if ctx.topics_to_delete.contains(topic) {
+                    if !added.is_empty() {
+                        tracing::warn!(%topic, "partitions added to a topic being deleted are ignored");
+                    }
+                    return Vec::new();
+                }
+                for (tp, replicas) in &added {
+                    ctx.assignments.insert(tp.clone(), replicas.clone());
+                }
+                added.into_iter().map(|(tp, _)| tp).collect()
+            })
+            .unwrap_or_default();
+        self.on_new_partitions(added).await;
+    }
+}

@@ -60,7 +60,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let request: FindCoordinatorRequest =
             decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
         let wants_groups = request.key_type == KEY_TYPE_GROUP;
-        if wants_groups && ctx.snapshot().topic(OFFSETS_TOPIC).is_none() {
+        if wants_groups && ctx.snapshot().served_topic(OFFSETS_TOPIC).is_none() {
             let created = ensure_topic_auto_created(&ctx, OFFSETS_TOPIC).await;
             if created != ErrorCode::NONE {
                 tracing::warn!(error = ?created, "cannot create {OFFSETS_TOPIC}");
@@ -102,7 +102,9 @@ pub fn coordinator_for<'a>(
         KEY_TYPE_TRANSACTION => return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
         _ => return Err(ErrorCode::INVALID_REQUEST),
     }
-    let leader = match snapshot.topic(OFFSETS_TOPIC) {
+    // The topic as Metadata knows it (in ZooKeeper mode the controller's
+    // UpdateMetadata, whichever partitions this broker hosts).
+    let leader = match snapshot.served_topic(OFFSETS_TOPIC) {
         // Kafka reads the partition count of the existing topic.
         Some(topic) => {
             let count = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);

@@ -25,6 +25,7 @@ use super::brokers::{self, LiveBroker};
 use super::election::{self, Election, Step, Won};
 use super::request_batch::ControllerRequest;
 use super::topic_admin::{self, TopicInfo};
+use crate::io::local_sync::{join_all, Local};
 use crate::metadata::leader_and_isr::PartitionErrors;
 use crate::protocol::ErrorCode;
 use crate::types::BrokerId;
@@ -749,36 +750,6 @@ async fn load_topics_concurrently<S: MetadataStore>(
         }
     }
     Ok(topics)
-}
-
-/// A boxed future borrowing for `'a`.
-type Local<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>>;
-
-/// Polls every future until all are done; their outputs in order.
-async fn join_all<'a, T>(futures: Vec<Local<'a, T>>) -> Vec<T> {
-    let mut pending: Vec<Option<Local<'a, T>>> = futures.into_iter().map(Some).collect();
-    let mut out: Vec<Option<T>> = (0..pending.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut busy = false;
-        for (slot, done) in pending.iter_mut().zip(out.iter_mut()) {
-            if let Some(f) = slot {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => {
-                        *done = Some(v);
-                        *slot = None;
-                    }
-                    std::task::Poll::Pending => busy = true,
-                }
-            }
-        }
-        if busy {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    out.into_iter().flatten().collect()
 }
 
 mod deletion;

@@ -214,6 +214,37 @@ impl Future for FifoTurn<'_> {
     }
 }
 
+/// A boxed future borrowing for `'a`.
+pub type Local<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>>;
+
+/// Polls every future until all are done, on this task (no spawning:
+/// the futures may borrow); their outputs in order.
+pub async fn join_all<'a, T>(futures: Vec<Local<'a, T>>) -> Vec<T> {
+    let mut pending: Vec<Option<Local<'a, T>>> = futures.into_iter().map(Some).collect();
+    let mut out: Vec<Option<T>> = (0..pending.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut busy = false;
+        for (slot, done) in pending.iter_mut().zip(out.iter_mut()) {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        *done = Some(v);
+                        *slot = None;
+                    }
+                    std::task::Poll::Pending => busy = true,
+                }
+            }
+        }
+        if busy {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@ use super::partition::{
 use crate::config::topic::TopicConfig;
 use crate::config::ServerConfig;
 use crate::io::clock::Clock;
+use crate::io::local_sync::{join_all, Local};
 use crate::metadata::{PartitionState, Snapshot};
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
@@ -33,6 +34,10 @@ use crate::storage::producer_snapshot;
 use crate::storage::StorageError;
 use crate::types::TopicPartition;
 
+/// Partition logs opened (or closed) at once by one sync: enough to keep
+/// the ring busy, few enough to bound the memory of half-open logs.
+const CONCURRENT_OPENS: usize = 64;
+
 /// The partitions of one data shard.
 pub struct ReplicaManager {
     log_dir: PathBuf,
@@ -41,6 +46,12 @@ pub struct ReplicaManager {
     partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
     /// Snapshot version last synced (ignore older ones).
     synced_version: Cell<Option<u64>>,
+    /// One sync, deletion or final close at a time: a shutdown's close
+    /// must not race a StopReplica's (each would find the other holding
+    /// the partition and leave it unclosed).
+    turn: glommio::sync::Semaphore,
+    /// Set by [`Self::close_all`]: later syncs open nothing.
+    closed: Cell<bool>,
     durable_counts: DurableCounts,
     /// Wall-clock time for the replica state a leadership change starts.
     clock: Rc<dyn Clock>,
@@ -75,6 +86,8 @@ impl ReplicaManager {
             cache: BatchCache::shared(budget),
             partitions: RefCell::new(HashMap::new()),
             synced_version: Cell::new(None),
+            turn: glommio::sync::Semaphore::new(1),
+            closed: Cell::new(false),
             durable_counts: DurableCounts::default(),
             clock,
         }
@@ -125,6 +138,10 @@ impl ReplicaManager {
     /// partition no longer hosted keeps its files, which only a
     /// StopReplica with delete removes ([`Self::delete_partitions`]).
     pub async fn sync(&self, snapshot: &Snapshot, owns: impl Fn(&str, i32) -> bool) {
+        let _turn = self.turn.acquire_permit(1).await;
+        if self.closed.get() {
+            return;
+        }
         if self
             .synced_version
             .get()
@@ -151,26 +168,59 @@ impl ReplicaManager {
                 }
             }
         }
-        for (tp, delete) in stale {
-            let removed = self.partitions.borrow_mut().remove(&tp);
-            if let Some(p) = removed {
-                self.close_partition(p, delete).await;
-            }
-        }
+        let closing: Vec<(Rc<Partition>, bool)> = stale
+            .into_iter()
+            .filter_map(|(tp, delete)| {
+                let p = self.partitions.borrow_mut().remove(&tp)?;
+                Some((p, delete))
+            })
+            .collect();
+        self.close_partitions(closing).await;
         let now_ms = self.clock.wall_ms();
         for (p, next) in moved {
             p.apply_leadership(next, now_ms).await;
         }
-        for (tp, w) in wanted {
-            if self.partitions.borrow().contains_key(&tp) {
-                continue;
-            }
-            match self.open_partition(&tp, w).await {
-                Ok(p) => {
-                    self.partitions.borrow_mut().insert(tp, Rc::new(p));
+        let opening: Vec<(TopicPartition, Wanted)> = wanted
+            .into_iter()
+            .filter(|(tp, _)| !self.partitions.borrow().contains_key(tp))
+            .collect();
+        // Many at a time: a topic of a thousand partitions opens in a few
+        // rounds of concurrent file creation, not one partition after
+        // another (the ring overlaps their I/O).
+        let mut opening = opening.into_iter().peekable();
+        while opening.peek().is_some() {
+            let round: Vec<(TopicPartition, Wanted)> =
+                opening.by_ref().take(CONCURRENT_OPENS).collect();
+            let opens: Vec<Local<'_, (TopicPartition, Result<Partition, StorageError>)>> = round
+                .into_iter()
+                .map(|(tp, w)| -> Local<'_, _> {
+                    Box::pin(async move {
+                        let r = self.open_partition(&tp, w).await;
+                        (tp, r)
+                    })
+                })
+                .collect();
+            for (tp, r) in join_all(opens).await {
+                match r {
+                    Ok(p) => {
+                        self.partitions.borrow_mut().insert(tp, Rc::new(p));
+                    }
+                    Err(e) => tracing::error!(%tp, error = %e, "cannot open partition log"),
                 }
-                Err(e) => tracing::error!(%tp, error = %e, "cannot open partition log"),
             }
+        }
+    }
+
+    /// Close `parts` (deleting the files of those marked), many at a time.
+    async fn close_partitions(&self, parts: Vec<(Rc<Partition>, bool)>) {
+        let mut parts = parts.into_iter().peekable();
+        while parts.peek().is_some() {
+            let closes: Vec<Local<'_, ()>> = parts
+                .by_ref()
+                .take(CONCURRENT_OPENS)
+                .map(|(p, delete)| -> Local<'_, ()> { Box::pin(self.close_partition(p, delete)) })
+                .collect();
+            join_all(closes).await;
         }
     }
 
@@ -226,6 +276,7 @@ impl ReplicaManager {
     /// (Kafka's `stopReplicas` deletes logs the ReplicaManager no longer
     /// holds, "when topic is being deleted while broker is down").
     pub async fn delete_partitions(&self, tps: &[TopicPartition]) {
+        let _turn = self.turn.acquire_permit(1).await;
         for tp in tps {
             let open = self.partitions.borrow_mut().remove(tp);
             match open {
@@ -313,6 +364,8 @@ impl ReplicaManager {
     /// Clean shutdown: close every log; returns the offsets the log dir's
     /// checkpoint files record.
     pub async fn close_all(&self) -> Vec<PartitionOffsets> {
+        let _turn = self.turn.acquire_permit(1).await;
+        self.closed.set(true);
         let all: Vec<Rc<Partition>> = self
             .partitions
             .borrow_mut()
@@ -320,15 +373,27 @@ impl ReplicaManager {
             .map(|(_, p)| p)
             .collect();
         let mut offsets = Vec::new();
-        for p in all {
-            if let Ok(mut log) = p.log().write().await {
-                // Flushed first, so the recovery point recorded is the LEO.
-                if let Err(e) = log.flush().await {
-                    tracing::error!(tp = %p.tp, error = %e, "flush at shutdown failed");
-                }
-                offsets.push(PartitionOffsets::of(&log));
-            }
-            self.close_partition(p, false).await;
+        let mut all = all.into_iter().peekable();
+        while all.peek().is_some() {
+            let closes: Vec<Local<'_, Option<PartitionOffsets>>> = all
+                .by_ref()
+                .take(CONCURRENT_OPENS)
+                .map(|p| -> Local<'_, _> {
+                    Box::pin(async move {
+                        let mut recorded = None;
+                        if let Ok(mut log) = p.log().write().await {
+                            // Flushed first, so the recovery point recorded is the LEO.
+                            if let Err(e) = log.flush().await {
+                                tracing::error!(tp = %p.tp, error = %e, "flush at shutdown failed");
+                            }
+                            recorded = Some(PartitionOffsets::of(&log));
+                        }
+                        self.close_partition(p, false).await;
+                        recorded
+                    })
+                })
+                .collect();
+            offsets.extend(join_all(closes).await.into_iter().flatten());
         }
         offsets
     }

@@ -124,9 +124,12 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                         .partition::<Vec<_>, _>(|tp| ctx.leadership.contains_key(tp))
                 })
                 .unwrap_or_default();
-            let updated = self.remove_from_isr(r, &with).await;
+            let (changed, unchanged) = self.remove_from_isr(r, &with).await;
             self.with_ctx(|ctx| {
-                for tp in &updated {
+                for tp in &unchanged {
+                    let _ = ctx.replica_states.transition(tp, r, target);
+                }
+                for tp in &changed {
                     if !ctx.topics_to_delete.contains(&*tp.topic) {
                         let recipients: Vec<BrokerId> = ctx
                             .replicas(tp)
@@ -149,13 +152,17 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     /// `removeReplicasFromIsr`: `replica` out of each partition's ISR (the
     /// last ISR member stays, Kafka never writes an empty ISR); a removed
     /// leader leaves the partition leaderless (-1); the leader epoch moves.
-    /// Returns the partitions whose leadership is now current in the
-    /// context (changed or already without the replica).
+    /// Returns the partitions written, and those already without the
+    /// replica. Kafka tells the other replicas of both; an unchanged one
+    /// was already announced at its current leader epoch (by the election
+    /// that removed the replica, in the same event), and a second copy is
+    /// only refused by the brokers (STALE_CONTROLLER_EPOCH for an equal
+    /// epoch), so only the written ones are sent.
     async fn remove_from_isr(
         &self,
         replica: BrokerId,
         parts: &[TopicPartition],
-    ) -> Vec<TopicPartition> {
+    ) -> (Vec<TopicPartition>, Vec<TopicPartition>) {
         let Some((unchanged, plans)) = self.with_ctx(|ctx| {
             let mut unchanged = Vec::new();
             let mut plans = Vec::new();
@@ -188,10 +195,10 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             }
             (unchanged, plans)
         }) else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
         let outcomes = self.write_leaderships(&plans).await;
-        let mut done = unchanged;
+        let mut done = Vec::new();
         for ((tp, mut new), outcome) in plans.into_iter().zip(outcomes) {
             match outcome {
                 Ok(version) => {
@@ -212,6 +219,6 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 }
             }
         }
-        done
+        (done, unchanged)
     }
 }

@@ -48,13 +48,25 @@ pub const MIN_WRITES_IN_FLIGHT: usize = 2;
 fn round_down(v: u64) -> u64 {
     v / PAGE * PAGE
 }
-/// The next pre-allocation size (`[pure]`): one `step` past `from`, but not
-/// past `limit` (the segment's size limit) unless the write ending at `end`
-/// needs it. Growing past the limit only to free the rest at the roll cost
-/// a 64 MiB `fallocate` and then a 64 MiB free (and trim) per segment, the
-/// free inside the roll every append behind it waits for.
+/// The next pre-allocation size (`[pure]`): one [`growth`] past `from`, but
+/// not past `limit` (the segment's size limit) unless the write ending at
+/// `end` needs it. Growing past the limit only to free the rest at the roll
+/// cost a 64 MiB `fallocate` and then a 64 MiB free (and trim) per segment,
+/// the free inside the roll every append behind it waits for.
 fn allocation_target(from: u64, step: u64, limit: u64, end: u64) -> u64 {
-    (from + step).min(limit).max(round_up(end))
+    (from + growth(from, step)).min(limit).max(round_up(end))
+}
+
+/// The first allocation of a segment.
+const FIRST_ALLOCATION: u64 = 1 << 20;
+
+/// How much an allocation of `from` bytes grows (`[pure]`): doubling from
+/// [`FIRST_ALLOCATION`] up to `step`, so a segment with a few records holds
+/// a few MiB of disk, not a whole step (a thousand nearly idle partitions
+/// reserved 64 GiB per broker), while a busy one reaches full steps after a
+/// handful of allocations.
+fn growth(from: u64, step: u64) -> u64 {
+    step.min(from.max(FIRST_ALLOCATION))
 }
 
 fn round_up(v: u64) -> u64 {
@@ -286,7 +298,7 @@ impl DmaAppender {
             self.allocated = target;
         }
         if self.allocating.is_none()
-            && end + self.prealloc_step / 2 > self.allocated
+            && end + growth(self.allocated, self.prealloc_step) / 2 > self.allocated
             && self.allocated < self.prealloc_limit
         {
             let target =
@@ -537,8 +549,18 @@ mod tests {
 
     #[test]
     fn pre_allocation_stops_at_the_segment_limit_unless_a_write_needs_more() {
-        // Steps of 64 MiB towards a 128 MiB segment: 64, 128, then no more.
-        assert_eq!(allocation_target(0, 64 * MIB, 128 * MIB, 1), 64 * MIB);
+        // A new segment starts small and doubles up to the 64 MiB step,
+        // then steps of 64 MiB towards a 128 MiB segment, then no more.
+        assert_eq!(allocation_target(0, 64 * MIB, 128 * MIB, 1), MIB);
+        assert_eq!(allocation_target(MIB, 64 * MIB, 128 * MIB, MIB), 2 * MIB);
+        assert_eq!(
+            allocation_target(16 * MIB, 64 * MIB, 128 * MIB, 17 * MIB),
+            32 * MIB
+        );
+        assert_eq!(
+            allocation_target(32 * MIB, 64 * MIB, 1024 * MIB, MIB),
+            64 * MIB
+        );
         assert_eq!(
             allocation_target(64 * MIB, 64 * MIB, 128 * MIB, 97 * MIB),
             128 * MIB

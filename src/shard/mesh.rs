@@ -65,9 +65,9 @@ pub struct Mesh<Req: Send + 'static, Resp: Send + 'static> {
     me: usize,
     peers: usize,
     senders: glommio::channels::channel_mesh::Senders<Envelope<Req, Resp>>,
-    /// Callers waiting for an answer: `Some(resp)`, or `None` when the
-    /// handler panicked.
-    pending: RefCell<HashMap<u64, LocalSender<Option<Resp>>>>,
+    /// Callers waiting for an answer, by call id with the peer asked:
+    /// `Some(resp)`, or `None` when the handler panicked.
+    pending: RefCell<HashMap<u64, (usize, LocalSender<Option<Resp>>)>>,
     next_id: Cell<u64>,
     handler: Handler<Req, Resp>,
 }
@@ -92,12 +92,15 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
             next_id: Cell::new(0),
             handler,
         });
-        for (_peer, receiver) in receivers.streams() {
+        for (peer, receiver) in receivers.streams() {
             let mesh = mesh.clone();
             glommio::spawn_local(async move {
                 while let Some(envelope) = receiver.recv().await {
                     mesh.on_envelope(envelope);
                 }
+                // The peer's executor is gone: nothing will answer the calls
+                // still waiting on it (without this they would wait forever).
+                mesh.forget_calls_to(peer);
             })
             .detach();
         }
@@ -127,7 +130,7 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
         let id = self.next_id.get();
         self.next_id.set(id.wrapping_add(1));
         let (tx, rx) = local_channel::new_bounded(1);
-        self.pending.borrow_mut().insert(id, tx);
+        self.pending.borrow_mut().insert(id, (target, tx));
         let envelope = Envelope::Request {
             id,
             from: self.me,
@@ -163,11 +166,28 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
             // caller (see `local_sync::Notify::notify`).
             Envelope::Response { id, resp } => {
                 let tx = self.pending.borrow_mut().remove(&id);
-                if let Some(tx) = tx {
+                if let Some((_, tx)) = tx {
                     let _ = tx.try_send(resp);
                 }
             }
         }
+    }
+
+    /// Drop the calls waiting on `peer`: their callers get `PeerGone`.
+    fn forget_calls_to(&self, peer: usize) {
+        let gone: Vec<_> = {
+            let mut pending = self.pending.borrow_mut();
+            let ids: Vec<u64> = pending
+                .iter()
+                .filter(|(_, (target, _))| *target == peer)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| pending.remove(&id))
+                .collect()
+        };
+        // Dropped with the guard released: each drop wakes its caller.
+        drop(gone);
     }
 
     /// Stop sending; peers' receive loops for us end, pending calls fail.
@@ -212,6 +232,8 @@ mod tests {
         /// "I have made all my calls"; lets both sides close only when
         /// neither needs the other any more.
         Done,
+        /// The handler never answers this one.
+        Never,
     }
     #[derive(Debug, PartialEq)]
     enum Resp {
@@ -238,6 +260,7 @@ mod tests {
                                 match req {
                                     Req::Echo(payload) => Resp::Echoed { from, payload },
                                     Req::Panic => panic!("handler bug (test)"),
+                                    Req::Never => futures_lite::future::pending().await,
                                     Req::Done => {
                                         peer_done.fire();
                                         Resp::Ack
@@ -296,5 +319,52 @@ mod tests {
         }
         ids.sort_unstable();
         assert_eq!(ids, vec![0, 1], "peer ids follow executor creation order");
+    }
+
+    #[test]
+    fn a_call_to_a_peer_that_closes_without_answering_fails_instead_of_waiting_forever() {
+        let builder: Builder<Req, Resp> = builder(2, 4);
+        let spawn = |asks: bool| {
+            let builder = builder.clone();
+            LocalExecutorBuilder::new(Placement::Unbound)
+                .io_memory(512 << 10)
+                .spawn(move || async move {
+                    let got_it = Rc::new(crate::io::local_sync::Trigger::default());
+                    let got_it2 = got_it.clone();
+                    let handler: Handler<Req, Resp> = Rc::new(move |_from, req| {
+                        let got_it = got_it2.clone();
+                        Box::pin(async move {
+                            if matches!(req, Req::Never) {
+                                got_it.fire();
+                            }
+                            futures_lite::future::pending().await
+                        })
+                    });
+                    let mesh = Mesh::join(builder, handler).await.unwrap();
+                    if asks {
+                        // A hang guard, not a speed check: a lost wake-up
+                        // fails the test instead of stalling the suite.
+                        let guard = async {
+                            glommio::timer::sleep(std::time::Duration::from_secs(60)).await;
+                            Err(MeshError::Join("no answer within 60 s".into()))
+                        };
+                        Some(
+                            futures_lite::future::or(mesh.call(1 - mesh.me(), Req::Never), guard)
+                                .await,
+                        )
+                    } else {
+                        // Close (as a shard does on its way out) once the
+                        // call is being served, never answering it.
+                        got_it.wait().await;
+                        mesh.close();
+                        None
+                    }
+                })
+                .unwrap()
+        };
+        let asker = spawn(true);
+        let quitter = spawn(false);
+        assert_eq!(quitter.join().unwrap(), None);
+        assert_eq!(asker.join().unwrap(), Some(Err(MeshError::PeerGone(1))));
     }
 }

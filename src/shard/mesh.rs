@@ -60,6 +60,9 @@ pub enum MeshError {
     HandlerPanicked(usize),
 }
 
+/// A call waiting for its answer: the peer asked, and where the answer goes.
+type PendingCall<Resp> = (usize, LocalSender<Option<Resp>>);
+
 /// This executor's end of the mesh.
 pub struct Mesh<Req: Send + 'static, Resp: Send + 'static> {
     me: usize,
@@ -67,7 +70,7 @@ pub struct Mesh<Req: Send + 'static, Resp: Send + 'static> {
     senders: glommio::channels::channel_mesh::Senders<Envelope<Req, Resp>>,
     /// Callers waiting for an answer, by call id with the peer asked:
     /// `Some(resp)`, or `None` when the handler panicked.
-    pending: RefCell<HashMap<u64, (usize, LocalSender<Option<Resp>>)>>,
+    pending: RefCell<HashMap<u64, PendingCall<Resp>>>,
     next_id: Cell<u64>,
     handler: Handler<Req, Resp>,
 }

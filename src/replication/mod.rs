@@ -10,6 +10,8 @@
 //!   view, producer state; append / read / ListOffsets.
 //! - [`isr`] `[pure]`: HW advance (`maybeIncrementLeaderHW`), ISR shrink after
 //!   `replica.lag.time.max.ms`, ISR expand when a follower's LEO ≥ HW.
+//! - [`isr_change`] `[pure]`: an ISR change a leader asks the controller
+//!   for (AlterPartition) and its answer.
 //! - [`producer_state`] `[pure]`: per-partition idempotence state
 //!   (producer epoch, last sequences, duplicate detection, snapshots).
 //! - [`producer_id`] `[pure]`: producer-id blocks from
@@ -21,6 +23,7 @@
 //! - `fetcher` `[drv]`: replica fetcher tasks.
 
 pub mod isr;
+pub mod isr_change;
 pub mod log_cleaner;
 pub mod partition;
 pub mod producer_id;

@@ -19,6 +19,7 @@ use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica
 use crate::metadata::update_metadata::{MetadataCache, UpdateMetadata};
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
+use crate::replication::isr_change::{IsrChange, IsrChangeAnswer};
 use crate::types::BrokerId;
 use crate::zk::paths::{self, ConfigZNode};
 use crate::zk::store::{MetadataStore, StoreError};
@@ -46,6 +47,10 @@ pub enum ControlRequest {
     /// A controller's StopReplica: partitions stop being hosted (owners
     /// close them) and those with delete lose their logs before the answer.
     StopReplica(Box<StopReplica>),
+    /// A partition leader's ISR change, from its owner shard, for the
+    /// active controller as AlterPartition; answered with the controller's
+    /// answer.
+    AlterPartition(Box<IsrChange>),
 }
 
 /// Answers to [`ControlRequest`]s.
@@ -62,6 +67,7 @@ pub enum ControlResponse {
     LeaderAndIsr(PartitionErrors),
     StopReplica(PartitionErrors),
     ControlledShutdown(ShutdownAnswer),
+    AlterPartition(IsrChangeAnswer),
 }
 
 /// The control shard's part of its context.

@@ -11,6 +11,8 @@
 //!   metadata publication; purgatory notes.
 //! - [`datapath`], [`control_client`] `[drv]`: the connection side (fan
 //!   out to owners, park in the purgatory; ask the control shard).
+//! - [`alter_partition`] `[drv]`: a leader's ISR changes, through the
+//!   control shard, to the controller (AlterPartition).
 //! - [`controlled_shutdown`] `[drv]`: a stopping ZooKeeper-mode broker
 //!   asks the controller to move its leaders first.
 //! - [`group_host`] `[drv]`: a data shard's group coordinator and its
@@ -19,6 +21,7 @@
 //! - [`fetch_session`] `[pure]`: KIP-227 fetch sessions of a shard's
 //!   connections.
 
+pub mod alter_partition;
 pub mod context;
 pub mod control_client;
 pub mod control_shard;

@@ -53,6 +53,13 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                         crate::controller::zk_mode::ShutdownRefusal::NotController,
                     )))
                 }
+                ControlRequest::AlterPartition(_) => {
+                    ShardResponse::Control(ControlResponse::AlterPartition(
+                        crate::replication::isr_change::IsrChangeAnswer::Failed(
+                            ErrorCode::NOT_CONTROLLER,
+                        ),
+                    ))
+                }
                 ControlRequest::Admin(_)
                 | ControlRequest::UpdateMetadata(_)
                 | ControlRequest::LeaderAndIsr(_)
@@ -112,9 +119,20 @@ async fn serve_control(
             control.controlled_shutdown(broker, broker_epoch).await,
         );
     }
+    // Nor are ISR changes: a leader waits on the controller, not on admin.
+    let req = match req {
+        ControlRequest::AlterPartition(change) => {
+            return ControlResponse::AlterPartition(
+                super::alter_partition::send_to_controller(ctx, *change).await,
+            );
+        }
+        other => other,
+    };
     let _turn = control.serial.acquire_permit(1).await;
     match req {
-        ControlRequest::ControlledShutdown { .. } => unreachable!("answered above"),
+        ControlRequest::ControlledShutdown { .. } | ControlRequest::AlterPartition(_) => {
+            unreachable!("answered above")
+        }
         ControlRequest::AutoCreateTopics { topics } => {
             let outcome = control.controller.auto_create(topics).await;
             if let Some(snapshot) = outcome.publish {

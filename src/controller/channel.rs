@@ -167,11 +167,11 @@ impl ControllerChannel {
     pub fn send<R: Encodable>(
         &self,
         broker: BrokerId,
-        api: ZkApi,
+        api: impl Into<Api>,
         version: i16,
         request: &R,
     ) -> impl Future<Output = Result<Bytes, ChannelError>> {
-        let queued = self.enqueue(broker, api, version, request);
+        let queued = self.enqueue(broker, api.into(), version, request);
         async move {
             let slot = queued?;
             loop {
@@ -250,7 +250,7 @@ impl ControllerChannel {
     fn enqueue<R: Encodable>(
         &self,
         broker: BrokerId,
-        api: ZkApi,
+        api: Api,
         version: i16,
         request: &R,
     ) -> Result<Slot, ChannelError> {
@@ -337,7 +337,7 @@ async fn send_loop(
                 continue;
             }
         };
-        let api = Api::Zk(request.api);
+        let api = request.api;
         let answer = glommio::timer::timeout(inner.config.socket_timeout, async {
             if conn.is_none() {
                 let addr = format!("{}:{}", address.host, address.port);
@@ -393,7 +393,7 @@ fn request_frame(
     correlation_id: i32,
     request: &QueuedRequest,
 ) -> Result<Bytes, ChannelError> {
-    let api = Api::Zk(request.api);
+    let api = request.api;
     let header = RequestHeader::default()
         .with_request_api_key(api.code())
         .with_request_api_version(request.version)
@@ -460,7 +460,7 @@ mod tests {
     #[test]
     fn frames_carry_header_v2_for_update_metadata_v8_and_the_client_id() {
         let req = QueuedRequest {
-            api: ZkApi::UpdateMetadata,
+            api: ZkApi::UpdateMetadata.into(),
             version: 8,
             body: body(b"B"),
             ticket: 1,

@@ -30,10 +30,13 @@
 //!   rack-aware.
 //! - [`state_machine`] `[pure]`: the partition and replica state machines'
 //!   legal transitions and the state of every partition and replica.
+//! - [`alter_partition`] `[pure]`: the controller's verdict on one
+//!   partition of an AlterPartition (ISR changes from partition leaders).
 //! - [`leader_election`] `[pure]`: Kafka's four partition leader election
 //!   strategies and the new leader and ISR each produces.
 
 pub mod admin_error;
+pub mod alter_partition;
 pub mod assignment;
 pub mod brokers;
 pub mod channel;

@@ -116,6 +116,11 @@ pub enum Event {
         broker_epoch: i64,
         reply: Reply<ShutdownAnswer>,
     },
+    /// A partition leader's AlterPartition, answered on `reply`.
+    AlterPartition {
+        ask: Box<isr::AlterAsk>,
+        reply: Reply<isr::AlterAnswer>,
+    },
     /// A broker answered a deleting StopReplica: per partition its error.
     DeletionAnswer {
         broker: BrokerId,
@@ -290,6 +295,16 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         reply.take().await
     }
 
+    /// A partition leader's AlterPartition, run in turn with every other event.
+    pub async fn request_alter_partition(&self, ask: AlterAsk) -> AlterAnswer {
+        let reply = Reply::new();
+        self.enqueue(Event::AlterPartition {
+            ask: Box::new(ask),
+            reply: reply.clone(),
+        });
+        reply.take().await
+    }
+
     /// A controller write (Kafka's `KafkaZkClient` controller ops): `ops`
     /// behind `check(/controller_epoch, zkVersion won)`, so a deposed
     /// controller's write never lands. A failed check means another
@@ -349,8 +364,14 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         };
         while let Some(t) = rx.recv().await {
             if t.session != self.session.get() || (t.term != 0 && t.term != self.term.get()) {
-                if let Event::ControlledShutdown { reply, .. } = &t.event {
-                    reply.put(Err(shutdown::ShutdownRefusal::NotController));
+                match &t.event {
+                    Event::ControlledShutdown { reply, .. } => {
+                        reply.put(Err(shutdown::ShutdownRefusal::NotController))
+                    }
+                    Event::AlterPartition { reply, .. } => {
+                        reply.put(Err(ErrorCode::NOT_CONTROLLER))
+                    }
+                    _ => {}
                 }
                 continue;
             }
@@ -364,6 +385,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                     broker_epoch,
                     reply,
                 } => reply.put(self.controlled_shutdown(broker, broker_epoch).await),
+                Event::AlterPartition { ask, reply } => reply.put(self.alter_partition(*ask).await),
                 Event::DeletionAnswer { broker, errors } => {
                     if self.election.borrow().is_controller() {
                         self.on_deletion_answer(broker, errors).await
@@ -688,12 +710,17 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             }
             return;
         }
-        let rearmed = if path == paths::ISR_CHANGE_NOTIFICATION {
-            store.children_watch(path).await.map(|(_, w)| w)
-        } else {
-            store.exists_watch(path).await.map(|(_, w)| w)
-        };
-        if let Ok(w) = rearmed {
+        if path == paths::ISR_CHANGE_NOTIFICATION {
+            match store.children_watch(path).await {
+                Ok((names, w)) => {
+                    self.arm(w, Event::AdminChange(path), term);
+                    self.on_isr_change_notifications(names).await;
+                }
+                Err(e) => tracing::warn!(error = %e, "re-reading ISR change notifications"),
+            }
+            return;
+        }
+        if let Ok(w) = store.exists_watch(path).await.map(|(_, w)| w) {
             self.arm(w, Event::AdminChange(path), term);
         }
         tracing::debug!(%path, "admin znode changed");
@@ -754,9 +781,11 @@ async fn load_topics_concurrently<S: MetadataStore>(
 
 mod deletion;
 mod events;
+mod isr;
 mod partitions;
 mod replicas;
 mod shutdown;
+pub use isr::{AlterAnswer, AlterAsk, AlterItem};
 pub use shutdown::ShutdownRefusal;
 
 #[cfg(test)]

@@ -100,6 +100,12 @@ impl Api {
     }
 }
 
+impl From<ZkApi> for Api {
+    fn from(z: ZkApi) -> Self {
+        Api::Zk(z)
+    }
+}
+
 impl From<ApiKey> for Api {
     fn from(key: ApiKey) -> Self {
         Api::Kafka(key)

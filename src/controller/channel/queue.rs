@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, VecDeque};
 use bytes::Bytes;
 
 use crate::metadata::update_metadata::LiveBroker;
+use crate::protocol::api::Api;
+#[cfg(test)]
 use crate::protocol::api::ZkApi;
 use crate::types::BrokerId;
 
@@ -34,7 +36,7 @@ pub fn inter_broker_address(broker: &LiveBroker, listener_name: &str) -> Option<
 /// One request waiting in a broker's queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedRequest {
-    pub api: ZkApi,
+    pub api: Api,
     pub version: i16,
     /// The encoded body (no header).
     pub body: Bytes,
@@ -131,7 +133,7 @@ impl ChannelState {
     pub fn on_enqueue(
         &mut self,
         broker: BrokerId,
-        api: ZkApi,
+        api: Api,
         version: i16,
         body: Bytes,
     ) -> Option<u64> {
@@ -232,10 +234,10 @@ mod tests {
             panic!("{start:?}")
         };
         let a = s
-            .on_enqueue(BrokerId(1), ZkApi::UpdateMetadata, 8, body(b"a"))
+            .on_enqueue(BrokerId(1), ZkApi::UpdateMetadata.into(), 8, body(b"a"))
             .unwrap();
         let b = s
-            .on_enqueue(BrokerId(1), ZkApi::UpdateMetadata, 8, body(b"b"))
+            .on_enqueue(BrokerId(1), ZkApi::UpdateMetadata.into(), 8, body(b"b"))
             .unwrap();
         let (c1, first) = s.next_to_send(BrokerId(1), generation).unwrap();
         assert_eq!(first.ticket, a);
@@ -257,7 +259,7 @@ mod tests {
     fn an_unknown_broker_gets_nothing_queued() {
         let mut s = ChannelState::new();
         assert_eq!(
-            s.on_enqueue(BrokerId(3), ZkApi::UpdateMetadata, 8, body(b"x")),
+            s.on_enqueue(BrokerId(3), ZkApi::UpdateMetadata.into(), 8, body(b"x")),
             None
         );
     }
@@ -268,7 +270,7 @@ mod tests {
         s.on_add_broker(BrokerId(1), 10, addr(1));
         assert!(s.on_add_broker(BrokerId(1), 10, addr(1)).is_empty(), "same");
         let t = s
-            .on_enqueue(BrokerId(1), ZkApi::UpdateMetadata, 8, body(b"a"))
+            .on_enqueue(BrokerId(1), ZkApi::UpdateMetadata.into(), 8, body(b"a"))
             .unwrap();
         let actions = s.on_add_broker(BrokerId(1), 11, addr(1));
         assert_eq!(
@@ -286,7 +288,7 @@ mod tests {
         assert!(s.is_current(BrokerId(1), 2));
         assert_eq!(s.queued(BrokerId(1)), 0);
         assert_eq!(s.next_to_send(BrokerId(1), 1), None, "old generation");
-        s.on_enqueue(BrokerId(1), ZkApi::UpdateMetadata, 8, body(b"b"));
+        s.on_enqueue(BrokerId(1), ZkApi::UpdateMetadata.into(), 8, body(b"b"));
         assert_eq!(
             s.on_remove_broker(BrokerId(1)),
             vec![ChannelAction::FailPending {

@@ -459,7 +459,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
 
     /// Re-read the state znodes of `parts` into the context (after a
     /// conditional write found them moved).
-    async fn reload_leaderships(&self, parts: &[TopicPartition]) {
+    pub(super) async fn reload_leaderships(&self, parts: &[TopicPartition]) {
         let store = self.store();
         for tp in parts {
             let path = paths::partition_state(&tp.topic, tp.partition);

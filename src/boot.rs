@@ -505,7 +505,7 @@ async fn control_shard_main(setup: ShardSetup) {
         (Ok(()), Some(store)) => {
             match zk::start_broker(&ctx, store, &setup.snapshot, ctx.clock.wall_ms()).await {
                 Ok(b) => {
-                    zk::install_shutdown_queue(&ctx, &b);
+                    zk::install_controller_queue(&ctx, &b);
                     zk_broker = Some(b);
                     Ok(())
                 }

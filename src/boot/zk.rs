@@ -14,9 +14,15 @@ use anyhow::{anyhow, Context as _};
 use crate::config::{Listener, ServerConfig};
 use crate::controller::brokers::registration_for;
 use crate::controller::identity::{self, StoredMeta};
-use crate::controller::zk_mode::{ControllerSettings, Reconnect, ShutdownRefusal, ZkBroker};
+use futures_lite::future::BoxedLocal;
+
+use crate::controller::zk_mode::{
+    AlterAnswer, AlterAsk, ControllerSettings, Reconnect, ShutdownAnswer, ShutdownRefusal, ZkBroker,
+};
 use crate::metadata::Snapshot;
+use crate::protocol::ErrorCode;
 use crate::shard::context::ShardContext;
+use crate::shard::control_shard::ControllerQueue;
 use crate::shard::zk_duties::ControlDuties;
 use crate::types::BrokerId;
 use crate::zk::any::AnyStore;
@@ -172,20 +178,39 @@ pub async fn start_broker(
 }
 
 /// Lets ControlledShutdown requests reach `broker`'s event queue.
-pub fn install_shutdown_queue(ctx: &ShardContext, broker: &Rc<ZkBroker<AnyStore, ControlDuties>>) {
+pub fn install_controller_queue(
+    ctx: &ShardContext,
+    broker: &Rc<ZkBroker<AnyStore, ControlDuties>>,
+) {
     let Some(control) = ctx.control() else {
         return;
     };
-    let queue = Rc::downgrade(broker);
-    *control.controlled_shutdown_queue.borrow_mut() = Some(Rc::new(move |id, epoch| {
-        let queue = queue.clone();
+    *control.controller_queue.borrow_mut() = Some(Rc::new(Queue(Rc::downgrade(broker))));
+}
+
+/// The controller queue of this broker's [`ZkBroker`] (gone once it stops).
+struct Queue(std::rc::Weak<ZkBroker<AnyStore, ControlDuties>>);
+
+impl ControllerQueue for Queue {
+    fn controlled_shutdown(&self, id: BrokerId, epoch: i64) -> BoxedLocal<ShutdownAnswer> {
+        let queue = self.0.clone();
         Box::pin(async move {
             match queue.upgrade() {
                 Some(b) => b.request_controlled_shutdown(id, epoch).await,
                 None => Err(ShutdownRefusal::NotController),
             }
         })
-    }));
+    }
+
+    fn alter_partition(&self, ask: AlterAsk) -> BoxedLocal<AlterAnswer> {
+        let queue = self.0.clone();
+        Box::pin(async move {
+            match queue.upgrade() {
+                Some(b) => b.request_alter_partition(ask).await,
+                None => Err(ErrorCode::NOT_CONTROLLER),
+            }
+        })
+    }
 }
 
 /// Kafka's controlled shutdown before the stop: the controller moves this

@@ -236,6 +236,27 @@ impl HostedPartitions {
         self.partitions.get(&(topic.to_owned(), partition))
     }
 
+    /// The controller accepted this broker's AlterPartition: the ISR and
+    /// partition epoch it wrote replace the hosted ones, unless a newer
+    /// LeaderAndIsr (another leader epoch) came meanwhile. True if applied.
+    pub fn isr_committed(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        leader_epoch: LeaderEpoch,
+        isr: &[BrokerId],
+        partition_epoch: crate::types::PartitionEpoch,
+    ) -> bool {
+        match self.partitions.get_mut(&(topic.to_owned(), partition)) {
+            Some(h) if h.state.leader_epoch == leader_epoch => {
+                h.state.isr = isr.to_vec();
+                h.state.partition_epoch = h.state.partition_epoch.max(partition_epoch);
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.partitions.len()
     }

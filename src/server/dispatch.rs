@@ -135,6 +135,10 @@ pub const ROUTES: &[Route] = &[
     },
     // --- broker → controller.
     Route {
+        range: handlers::alter_partition::VERSIONS,
+        handle: handlers::alter_partition::handle,
+    },
+    Route {
         range: handlers::controlled_shutdown::VERSIONS,
         handle: handlers::controlled_shutdown::handle,
     },

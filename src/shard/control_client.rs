@@ -6,7 +6,7 @@ use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse};
 use super::mesh::MeshError;
 use crate::controller::requests::{AdminRequest, AdminResponse};
-use crate::controller::zk_mode::ShutdownAnswer;
+use crate::controller::zk_mode::{AlterAnswer, AlterAsk, ShutdownAnswer};
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
 use crate::metadata::update_metadata::UpdateMetadata;
 use crate::protocol::ErrorCode;
@@ -67,6 +67,18 @@ impl ShardContext {
             ShardResponse::Control(ControlResponse::LeaderAndIsr(errors)) => Ok(errors),
             other => {
                 tracing::warn!(?other, "unexpected LeaderAndIsr answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// A partition leader's AlterPartition, to this broker's controller part.
+    pub async fn alter_partition_received(&self, ask: AlterAsk) -> Result<AlterAnswer, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::AlterPartitionReceived(Box::new(ask)));
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::AlterPartitionReceived(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected AlterPartition answer");
                 Err(MeshError::PeerGone(self.control_peer()))
             }
         }

@@ -11,8 +11,9 @@ use glommio::sync::Semaphore;
 
 use std::rc::Rc;
 
+use crate::controller::channel::ControllerChannel;
 use crate::controller::requests::{AdminRequest, AdminResponse};
-use crate::controller::zk_mode::{ShutdownAnswer, ShutdownRefusal};
+use crate::controller::zk_mode::{AlterAnswer, AlterAsk, Reply, ShutdownAnswer, ShutdownRefusal};
 use crate::controller::Controller;
 use crate::metadata::hosted::HostedPartitions;
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
@@ -51,6 +52,8 @@ pub enum ControlRequest {
     /// active controller as AlterPartition; answered with the controller's
     /// answer.
     AlterPartition(Box<IsrChange>),
+    /// Another broker's AlterPartition, for this broker's controller.
+    AlterPartitionReceived(Box<AlterAsk>),
 }
 
 /// Answers to [`ControlRequest`]s.
@@ -68,6 +71,7 @@ pub enum ControlResponse {
     StopReplica(PartitionErrors),
     ControlledShutdown(ShutdownAnswer),
     AlterPartition(IsrChangeAnswer),
+    AlterPartitionReceived(AlterAnswer),
 }
 
 /// The control shard's part of its context.
@@ -97,21 +101,46 @@ pub struct ControlShard {
     /// ZooKeeper mode, once started: hands a ControlledShutdown to the
     /// registration / election queue, which runs the controller's duties
     /// while this broker is controller.
-    pub controlled_shutdown_queue: RefCell<Option<ShutdownQueue>>,
+    pub controller_queue: RefCell<Option<Rc<dyn ControllerQueue>>>,
+    /// This broker's ISR changes waiting for the next AlterPartition, and
+    /// whether one is in flight (Kafka's `AlterPartitionManager`: one
+    /// request at a time, carrying everything queued meanwhile).
+    pub isr_changes: RefCell<Vec<(IsrChange, Reply<IsrChangeAnswer>)>>,
+    pub isr_sending: Cell<bool>,
+    /// The connection AlterPartition takes to the active controller.
+    pub controller_link: RefCell<Option<(BrokerId, ControllerChannel)>>,
 }
 
-/// Queues a broker's ControlledShutdown on the ZooKeeper-mode event queue
-/// (`ZkBroker::request_controlled_shutdown`) and answers it.
-pub type ShutdownQueue = Rc<dyn Fn(BrokerId, i64) -> BoxedLocal<ShutdownAnswer>>;
+/// What other brokers ask this broker's controller, queued on the
+/// ZooKeeper-mode event queue (`ZkBroker::request_*`) and answered there
+/// (NOT_CONTROLLER while this broker is not the controller).
+pub trait ControllerQueue {
+    fn controlled_shutdown(
+        &self,
+        broker: BrokerId,
+        broker_epoch: i64,
+    ) -> BoxedLocal<ShutdownAnswer>;
+    fn alter_partition(&self, ask: AlterAsk) -> BoxedLocal<AlterAnswer>;
+}
 
 impl ControlShard {
     /// A broker's ControlledShutdown, queued on this broker's ZooKeeper
     /// event queue (NOT_CONTROLLER when it is not the controller).
     pub async fn controlled_shutdown(&self, broker: BrokerId, broker_epoch: i64) -> ShutdownAnswer {
-        let queue = self.controlled_shutdown_queue.borrow().clone();
+        let queue = self.controller_queue.borrow().clone();
         match queue {
-            Some(queue) => queue(broker, broker_epoch).await,
+            Some(queue) => queue.controlled_shutdown(broker, broker_epoch).await,
             None => Err(ShutdownRefusal::NotController),
+        }
+    }
+
+    /// A partition leader's AlterPartition, queued on this broker's
+    /// ZooKeeper event queue (NOT_CONTROLLER when it is not the controller).
+    pub async fn alter_partition(&self, ask: AlterAsk) -> AlterAnswer {
+        let queue = self.controller_queue.borrow().clone();
+        match queue {
+            Some(queue) => queue.alter_partition(ask).await,
+            None => Err(ErrorCode::NOT_CONTROLLER),
         }
     }
 
@@ -127,7 +156,10 @@ impl ControlShard {
             hosted: RefCell::new(HostedPartitions::new()),
             zookeeper_mode,
             me,
-            controlled_shutdown_queue: RefCell::new(None),
+            controller_queue: RefCell::new(None),
+            isr_changes: RefCell::new(Vec::new()),
+            isr_sending: Cell::new(false),
+            controller_link: RefCell::new(None),
         }
     }
 

@@ -60,6 +60,9 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                         ),
                     ))
                 }
+                ControlRequest::AlterPartitionReceived(_) => ShardResponse::Control(
+                    ControlResponse::AlterPartitionReceived(Err(ErrorCode::NOT_CONTROLLER)),
+                ),
                 ControlRequest::Admin(_)
                 | ControlRequest::UpdateMetadata(_)
                 | ControlRequest::LeaderAndIsr(_)
@@ -126,13 +129,16 @@ async fn serve_control(
                 super::alter_partition::send_to_controller(ctx, *change).await,
             );
         }
+        ControlRequest::AlterPartitionReceived(ask) => {
+            return ControlResponse::AlterPartitionReceived(control.alter_partition(*ask).await);
+        }
         other => other,
     };
     let _turn = control.serial.acquire_permit(1).await;
     match req {
-        ControlRequest::ControlledShutdown { .. } | ControlRequest::AlterPartition(_) => {
-            unreachable!("answered above")
-        }
+        ControlRequest::ControlledShutdown { .. }
+        | ControlRequest::AlterPartition(_)
+        | ControlRequest::AlterPartitionReceived(_) => unreachable!("answered above"),
         ControlRequest::AutoCreateTopics { topics } => {
             let outcome = control.controller.auto_create(topics).await;
             if let Some(snapshot) = outcome.publish {

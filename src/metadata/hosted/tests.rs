@@ -309,3 +309,17 @@ fn configs_are_kept_for_hosted_topics_only() {
     h.on_leader_and_isr(&lai(2, vec![part("t", 0, 1, 9)]), ME, OWN_EPOCH);
     assert_eq!(h.topics_missing_configs(), ["t"], "read again");
 }
+
+#[test]
+fn a_committed_isr_change_replaces_the_hosted_isr_only_at_the_same_leader_epoch() {
+    let mut h = hosting();
+    assert!(h.isr_committed("t", 0, LeaderEpoch(5), &b(&[1]), PartitionEpoch(4)));
+    let p = &h.partition("t", 0).unwrap().state;
+    assert_eq!(p.isr, b(&[1]));
+    assert_eq!(p.partition_epoch, PartitionEpoch(4));
+    // A newer LeaderAndIsr won meanwhile: the answer is stale.
+    assert!(!h.isr_committed("t", 0, LeaderEpoch(4), &b(&[1, 2]), PartitionEpoch(5)));
+    assert_eq!(h.partition("t", 0).unwrap().state.isr, b(&[1]));
+    assert!(!h.isr_committed("t", 9, LeaderEpoch(5), &b(&[1]), PartitionEpoch(5)));
+    h.check_invariants();
+}

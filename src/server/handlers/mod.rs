@@ -18,6 +18,7 @@ use crate::shard::ShardContext;
 
 pub mod admin_common;
 pub mod alter_configs;
+pub mod alter_partition;
 pub mod api_versions;
 pub mod config_resources;
 pub mod controlled_shutdown;

@@ -6,7 +6,8 @@
 //! partitions to the ISR; with every ISR member dead a partition stays
 //! offline unless unclean election is on; a topic deleted while a replica
 //! is down waits for it; CreatePartitions grows a topic under load;
-//! SIGTERM moves a broker's leaders away before it exits.
+//! SIGTERM moves a broker's leaders away before it exits; AlterPartition
+//! changes an ISR through the controller behind Kafka's fences.
 //!
 //! Until replication (issue 20) followers do not fetch, so producers here
 //! use acks=1 and nothing is read back.
@@ -621,4 +622,140 @@ fn sigterm_moves_the_brokers_leaders_away_before_it_exits_and_it_shuts_down_clea
             d.path().display()
         );
     }
+}
+
+/// One AlterPartition v3 from `leader` (at `broker_epoch`) for `ap`-0.
+fn alter_partition(
+    to: &Broker,
+    leader: i32,
+    broker_epoch: i64,
+    topic_id: uuid::Uuid,
+    leader_epoch: i32,
+    isr: &[i32],
+    partition_epoch: i32,
+) -> kafka_protocol::messages::AlterPartitionResponse {
+    use kafka_protocol::messages::alter_partition_request::{
+        BrokerState, PartitionData, TopicData,
+    };
+    use kafka_protocol::messages::{AlterPartitionRequest, BrokerId as Wire};
+    let p = PartitionData::default()
+        .with_partition_index(0)
+        .with_leader_epoch(leader_epoch)
+        .with_new_isr_with_epochs(
+            isr.iter()
+                .map(|b| {
+                    BrokerState::default()
+                        .with_broker_id(Wire(*b))
+                        .with_broker_epoch(-1)
+                })
+                .collect(),
+        )
+        .with_partition_epoch(partition_epoch);
+    let req = AlterPartitionRequest::default()
+        .with_broker_id(Wire(leader))
+        .with_broker_epoch(broker_epoch)
+        .with_topics(vec![TopicData::default()
+            .with_topic_id(topic_id)
+            .with_partitions(vec![p])]);
+    Conn::open(to).call(3, &req)
+}
+
+#[test]
+fn alter_partition_changes_an_isr_through_the_controller_with_kafkas_fences() {
+    let zk = ZkServer::standalone();
+    let addr = zk.address();
+    let brokers = cluster(&addr);
+    let boot = brokers[0].bootstrap();
+    admin(&["create", &boot, "confluent", "ap", "1", "3"]);
+    let s = wait_for(20, "ap-0 with three in sync", || {
+        states(&addr, "ap", 1)
+            .remove(&0)
+            .filter(|s| s.isr.len() == 3)
+    });
+    let controller_id = wait_for(10, "a controller", || {
+        read(&addr, &["/controller"])["/controller"]
+            .as_ref()
+            .map(|(d, _)| json(d)["brokerid"].as_i64().unwrap() as i32)
+    });
+    let broker = |id: i32| &brokers[(id - 1) as usize];
+    let controller = broker(controller_id);
+    let other = broker(if controller_id == 1 { 2 } else { 1 });
+    let leader_znode = format!("/brokers/ids/{}", s.leader);
+    let epoch = read(&addr, &[&leader_znode])[&leader_znode]
+        .clone()
+        .unwrap()
+        .1
+        .czxid;
+    let topic_path = "/brokers/topics/ap";
+    let topic_id = shardlog::zk::paths::kafka_uuid::parse(
+        json(&read(&addr, &[topic_path])[topic_path].clone().unwrap().0)["topic_id"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let shrunk: Vec<i32> = s
+        .isr
+        .iter()
+        .copied()
+        .filter(|r| *r == s.leader)
+        .chain(s.isr.iter().copied().filter(|r| *r != s.leader).take(1))
+        .collect();
+    let ask = |to: &Broker, broker_epoch: i64, leader_epoch: i32, isr: &[i32], version: i32| {
+        alter_partition(
+            to,
+            s.leader,
+            broker_epoch,
+            topic_id,
+            leader_epoch,
+            isr,
+            version,
+        )
+    };
+    // Request-level fences: not the controller, a stale broker epoch.
+    let r = ask(other, epoch, s.leader_epoch, &shrunk, s.version);
+    if other.broker_id != controller_id {
+        assert_eq!(
+            r.error_code, 41,
+            "NOT_CONTROLLER from a non-controller: {r:?}"
+        );
+    }
+    let r = ask(controller, epoch - 1, s.leader_epoch, &shrunk, s.version);
+    assert_eq!(r.error_code, 77, "STALE_BROKER_EPOCH: {r:?}");
+    // Partition fences: an old leader epoch.
+    let r = ask(controller, epoch, s.leader_epoch - 1, &shrunk, s.version);
+    assert_eq!(
+        r.topics[0].partitions[0].error_code, 74,
+        "FENCED_LEADER_EPOCH: {r:?}"
+    );
+    // Accepted: the state znode holds the new ISR one version later, the
+    // answer carries it, every broker's Metadata shows it.
+    let r = ask(controller, epoch, s.leader_epoch, &shrunk, s.version);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let p = &r.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0, "{r:?}");
+    assert_eq!(p.partition_epoch, s.version + 1);
+    assert_eq!(p.isr.iter().map(|b| b.0).collect::<Vec<_>>(), shrunk);
+    let now = states(&addr, "ap", 1).remove(&0).unwrap();
+    assert_eq!(now.isr, shrunk);
+    assert_eq!(
+        now.leader_epoch, s.leader_epoch,
+        "an ISR change keeps the leader epoch"
+    );
+    assert_eq!(now.version, s.version + 1);
+    for b in &brokers {
+        wait_for(10, "the new ISR in Metadata", || {
+            (leaders_seen(b, "ap")[&0].2 == shrunk).then_some(())
+        });
+    }
+    // A retry of the same change is answered with the state in force;
+    // another change on the old partition epoch is INVALID_UPDATE_VERSION.
+    let r = ask(controller, epoch, s.leader_epoch, &shrunk, s.version);
+    assert_eq!(r.topics[0].partitions[0].error_code, 0, "{r:?}");
+    assert_eq!(r.topics[0].partitions[0].partition_epoch, s.version + 1);
+    let r = ask(controller, epoch, s.leader_epoch, &s.isr, s.version);
+    assert_eq!(
+        r.topics[0].partitions[0].error_code, 95,
+        "INVALID_UPDATE_VERSION: {r:?}"
+    );
+    assert_eq!(states(&addr, "ap", 1)[&0].isr, shrunk);
 }

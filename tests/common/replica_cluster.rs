@@ -79,6 +79,14 @@ impl Node {
         }
     }
 
+    /// The port the broker itself listens on (behind its link).
+    pub fn real_port(&self) -> u16 {
+        match &self.proc {
+            Some(Proc::Shardlog(b)) => b.port,
+            _ => self.kafka_port,
+        }
+    }
+
     /// The broker's log dir (the partition folders are in it).
     pub fn log_dir(&self) -> PathBuf {
         match (&self.proc, &self.shardlog_dir) {
@@ -91,7 +99,10 @@ impl Node {
     fn spawn(&mut self) {
         assert!(self.proc.is_none(), "broker {} already running", self.id);
         let mut settings = self.settings.clone();
-        settings.push(format!("advertised.listeners=PLAINTEXT://{}", self.link.address()));
+        settings.push(format!(
+            "advertised.listeners=PLAINTEXT://{}",
+            self.link.address()
+        ));
         match self.system {
             System::Shardlog => {
                 settings.push("shardlog.shards=1".into());
@@ -335,10 +346,7 @@ impl ReplCluster {
     }
 
     pub fn node(&mut self, id: i32) -> &mut Node {
-        self.nodes
-            .iter_mut()
-            .find(|n| n.id == id)
-            .expect("node id")
+        self.nodes.iter_mut().find(|n| n.id == id).expect("node id")
     }
 
     /// Every broker's advertised address.
@@ -417,7 +425,12 @@ impl ReplCluster {
                         leader_epoch: j["leader_epoch"].as_i64().unwrap_or(-1) as i32,
                         isr: j["isr"]
                             .as_array()
-                            .map(|a| a.iter().filter_map(|x| x.as_i64()).map(|x| x as i32).collect())
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|x| x.as_i64())
+                                    .map(|x| x as i32)
+                                    .collect()
+                            })
                             .unwrap_or_default(),
                     },
                 );
@@ -520,7 +533,9 @@ impl HistoryProducer {
     /// Wait until at least `n` more records are acknowledged than now.
     pub fn wait_acks(&self, secs: u64, n: usize, what: &str) {
         let base = self.acked_so_far();
-        wait_for(secs, what, || (self.acked_so_far() >= base + n).then_some(()));
+        wait_for(secs, what, || {
+            (self.acked_so_far() >= base + n).then_some(())
+        });
     }
 
     /// Stop producing, wait for the in-flight records' outcomes, and
@@ -539,10 +554,23 @@ impl HistoryProducer {
         }
         let mut out = String::new();
         let mut err = String::new();
-        child.stdout.take().expect("stdout").read_to_string(&mut out).ok();
-        child.stderr.take().expect("stderr").read_to_string(&mut err).ok();
+        child
+            .stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut out)
+            .ok();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err)
+            .ok();
         let status = child.wait().expect("wait");
-        assert!(status.success(), "history.py produce failed ({status}):\n{out}\n{err}");
+        assert!(
+            status.success(),
+            "history.py produce failed ({status}):\n{out}\n{err}"
+        );
         let last = out.lines().last().unwrap_or_default();
         serde_json::from_str(last)
             .unwrap_or_else(|e| panic!("history.py produce: not JSON ({e}):\n{out}\n{err}"))

@@ -88,10 +88,42 @@ fn settings(min_isr: i32, unclean: bool, lag_ms: u64) -> Vec<String> {
     ]
 }
 
+/// The cluster, after [`probe_replication`] passed on it.
 fn start(system: System, min_isr: i32, unclean: bool, lag_ms: u64) -> ReplCluster {
     let s = settings(min_isr, unclean, lag_ms);
     let refs: Vec<&str> = s.iter().map(String::as_str).collect();
-    ReplCluster::start(system, 3, &refs)
+    let c = ReplCluster::start(system, 3, &refs);
+    probe_replication(&c);
+    c
+}
+
+/// Fails fast and clearly where replication is missing (before any
+/// scenario waits on acks=all): 10 acks=1 records to a topic of its own
+/// (acks=1 answers without followers), then every replica must hold them.
+fn probe_replication(c: &ReplCluster) {
+    c.create_topic("probe", 1, 3, &[]);
+    let acked = c.path("acked-probe.txt");
+    let r = run_py_script(
+        &["confluent_kafka"],
+        "history.py",
+        &[
+            "produce".into(),
+            c.bootstrap(),
+            "probe".into(),
+            "1".into(),
+            acked.display().to_string(),
+            "--count=10".into(),
+            "--acks=1".into(),
+            "--idempotence=0".into(),
+            "--timeout-ms=20000".into(),
+        ],
+    );
+    assert_eq!(
+        r["acked"], 10,
+        "{:?}: acks=1 to the probe topic: {r}",
+        c.system
+    );
+    assert_replicating(c, "probe", 0, 30);
 }
 
 fn sorted(v: &[i32]) -> Vec<i32> {

@@ -246,7 +246,7 @@ fn kill_leaders_in_turn(system: System) {
     c.create_topic(topic, partitions, 3, &["min.insync.replicas=2"]);
     let kills = if long() { 20 } else { 3 };
     let rate = if long() { "0" } else { "400" };
-    let producer = HistoryProducer::spawn(
+    let mut producer = HistoryProducer::spawn(
         &c.bootstrap(),
         topic,
         partitions,
@@ -591,7 +591,7 @@ fn jepsen_round(
         .map(|n| format!("127.0.0.1:{}", n.real_port()))
         .collect();
     let rate = if long() { "500" } else { "100" };
-    let producer = HistoryProducer::spawn(
+    let mut producer = HistoryProducer::spawn(
         &direct.join(","),
         topic,
         1,

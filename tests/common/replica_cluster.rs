@@ -530,12 +530,37 @@ impl HistoryProducer {
             .unwrap_or(0)
     }
 
-    /// Wait until at least `n` more records are acknowledged than now.
-    pub fn wait_acks(&self, secs: u64, n: usize, what: &str) {
+    /// Wait until at least `n` more records are acknowledged than now;
+    /// fails with the producer's output if it exits first.
+    pub fn wait_acks(&mut self, secs: u64, n: usize, what: &str) {
         let base = self.acked_so_far();
-        wait_for(secs, what, || {
-            (self.acked_so_far() >= base + n).then_some(())
-        });
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while self.acked_so_far() < base + n {
+            let child = self.child.as_mut().expect("running");
+            if let Some(status) = child.try_wait().expect("wait") {
+                let mut out = String::new();
+                let mut err = String::new();
+                child
+                    .stdout
+                    .take()
+                    .expect("stdout")
+                    .read_to_string(&mut out)
+                    .ok();
+                child
+                    .stderr
+                    .take()
+                    .expect("stderr")
+                    .read_to_string(&mut err)
+                    .ok();
+                panic!("history producer exited ({status}) waiting for {what}:\n{out}\n{err}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {secs} s waiting for {what} ({} acked so far, {base} before)",
+                self.acked_so_far()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Stop producing, wait for the in-flight records' outcomes, and

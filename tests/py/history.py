@@ -234,10 +234,20 @@ def produce_kafka_python(bootstrap, topic, partitions, out, opts):
     if mapping:
         original = kafka.cluster.ClusterMetadata.broker_metadata
 
+        class Mapped:
+            """A broker's metadata with another port (everything else as is)."""
+
+            def __init__(self, md, port):
+                self._md = md
+                self.port = port
+
+            def __getattr__(self, name):
+                return getattr(self._md, name)
+
         def mapped(self, broker_id):
             md = original(self, broker_id)
             if md is not None and md.port in mapping:
-                md = md._replace(port=mapping[md.port])
+                md = Mapped(md, mapping[md.port])
             return md
 
         kafka.cluster.ClusterMetadata.broker_metadata = mapped

@@ -101,7 +101,9 @@ fn start(system: System, min_isr: i32, unclean: bool, lag_ms: u64) -> ReplCluste
 /// scenario waits on acks=all): 10 acks=1 records to a topic of its own
 /// (acks=1 answers without followers), then every replica must hold them.
 fn probe_replication(c: &ReplCluster) {
-    c.create_topic("probe", 1, 3, &[]);
+    // flush.messages=1: what a replica holds is in its files at once
+    // (shardlog's appender writes a partial buffer only when it flushes).
+    c.create_topic("probe", 1, 3, &["flush.messages=1"]);
     let acked = c.path("acked-probe.txt");
     let r = run_py_script(
         &["confluent_kafka"],
@@ -254,9 +256,6 @@ fn kill_leaders_in_turn(system: System) {
         &["--acks=all", "--idempotence=1", &format!("--rate={rate}")],
     );
     producer.wait_acks(60, 100, "the first 100 acks");
-    for p in 0..partitions {
-        assert_replicating(&c, topic, p, 30);
-    }
     for k in 0..kills {
         let p = k % partitions;
         let before = c.state(topic, p);
@@ -328,6 +327,7 @@ fn kafka_kill_leaders_in_turn() {
 fn produce(
     c: &ReplCluster,
     topic: &str,
+    p: i32,
     name: &str,
     count: u64,
     opts: &[&str],
@@ -341,6 +341,7 @@ fn produce(
         acked.display().to_string(),
         format!("--count={count}"),
         format!("--producer={name}"),
+        format!("--partition={p}"),
     ];
     args.extend(opts.iter().map(|s| s.to_string()));
     (
@@ -349,30 +350,41 @@ fn produce(
     )
 }
 
-fn isr_in_metadata(c: &ReplCluster, via: i32, topic: &str) -> Vec<i32> {
+fn isr_in_metadata(c: &ReplCluster, via: i32, topic: &str, p: i32) -> Vec<i32> {
     let node = c.nodes.iter().find(|n| n.id == via).unwrap();
     let d = c.describe(&node.link.address(), topic);
     let isr: Vec<i32> =
-        serde_json::from_value(d["partitions"]["0"]["isr"].clone()).unwrap_or_default();
+        serde_json::from_value(d["partitions"][p.to_string()]["isr"].clone()).unwrap_or_default();
     sorted(&isr)
 }
 
 fn paused_followers(system: System) {
     let mut c = start(system, 2, false, LAG_MS);
     let topic = "b";
-    c.create_topic(topic, 1, 3, &["min.insync.replicas=2"]);
+    c.create_topic(topic, 3, 3, &["min.insync.replicas=2", "flush.messages=1"]);
+    // The partition the controller leads: pausing its followers must not
+    // pause the controller (AlterPartition would wait for it).
+    let controller = c.controller();
+    let p = *c
+        .states(topic, 3)
+        .iter()
+        .find(|(_, s)| s.leader == controller)
+        .unwrap_or_else(|| {
+            panic!("{system:?}: controller {controller} leads no partition of {topic}")
+        })
+        .0;
     let n = if long() { 20_000 } else { 200 };
     let all = ["--acks=all", "--idempotence=1"];
-    let (r, first) = produce(&c, topic, "before", n, &all);
+    let (r, first) = produce(&c, topic, p, "before", n, &all);
     assert_eq!(r["acked"], n, "{system:?}: acks=all with 3 of 3: {r}");
-    assert_replicating(&c, topic, 0, 30);
-    let st = c.state(topic, 0);
+    assert_replicating(&c, topic, p, 30);
+    let st = c.state(topic, p);
     let leader = st.leader;
     let followers: Vec<i32> = [1, 2, 3].into_iter().filter(|&i| i != leader).collect();
     let (f1, f2) = (followers[0], followers[1]);
 
     c.node(f1).pause();
-    let shrunk = c.wait_state(30, "the ISR without the paused follower", topic, 0, |s| {
+    let shrunk = c.wait_state(30, "the ISR without the paused follower", topic, p, |s| {
         sorted(&s.isr) == sorted(&[leader, f2])
     });
     assert_eq!(
@@ -380,23 +392,24 @@ fn paused_followers(system: System) {
         "{system:?}: leadership moved: {shrunk:?}"
     );
     wait_for(30, "Metadata showing the shrunk ISR", || {
-        (isr_in_metadata(&c, leader, topic) == sorted(&[leader, f2])).then_some(())
+        (isr_in_metadata(&c, leader, topic, p) == sorted(&[leader, f2])).then_some(())
     });
-    let (r, second) = produce(&c, topic, "two-of-three", n, &all);
+    let (r, second) = produce(&c, topic, p, "two-of-three", n, &all);
     assert_eq!(
         r["acked"], n,
         "{system:?}: acks=all with 2 of 3 in the ISR: {r}"
     );
 
-    let before = stored_batches(&c.node(leader).log_dir(), topic, 0);
+    let before = stored_batches(&c.node(leader).log_dir(), topic, p);
     c.node(f2).pause();
-    c.wait_state(30, "the ISR shrunk to the leader", topic, 0, |s| {
+    c.wait_state(30, "the ISR shrunk to the leader", topic, p, |s| {
         s.isr == vec![leader]
     });
     // No retries: the broker's own answer reaches the test.
     let (r, _) = produce(
         &c,
         topic,
+        p,
         "refused",
         20,
         &[
@@ -414,7 +427,7 @@ fn paused_followers(system: System) {
         r["errors"]["NOT_ENOUGH_REPLICAS"], 20,
         "{system:?}: every record refused with NOT_ENOUGH_REPLICAS: {r}"
     );
-    let after = stored_batches(&c.node(leader).log_dir(), topic, 0);
+    let after = stored_batches(&c.node(leader).log_dir(), topic, p);
     assert_eq!(
         after, before,
         "{system:?}: refused records were appended to the leader's log"
@@ -422,16 +435,16 @@ fn paused_followers(system: System) {
 
     c.node(f1).resume();
     c.node(f2).resume();
-    c.wait_state(60, "both followers back in the ISR", topic, 0, |s| {
+    c.wait_state(60, "both followers back in the ISR", topic, p, |s| {
         s.isr.len() == 3
     });
-    let (r, third) = produce(&c, topic, "after", n, &all);
+    let (r, third) = produce(&c, topic, p, "after", n, &all);
     assert_eq!(
         r["acked"], n,
         "{system:?}: acks=all after the followers returned: {r}"
     );
     let acked = concat(&c, "acked-b.txt", &[&first, &second, &third]);
-    let read = drain(&c.bootstrap(), topic, 1, c.dir.path());
+    let read = drain(&c.bootstrap(), topic, 3, c.dir.path());
     let h = check(&acked, &read);
     assert_history_ok(system, "paused followers", &h);
     assert_eq!(
@@ -439,9 +452,9 @@ fn paused_followers(system: System) {
         "{system:?}: refused records were read: {h}"
     );
     // The HW advanced over all three acked runs, on every replica.
-    let hws = assert_replicas_identical(&mut c, topic, 1);
+    let hws = assert_replicas_identical(&mut c, topic, 3);
     assert_eq!(
-        hws[0] as u64,
+        hws[p as usize] as u64,
         3 * n,
         "{system:?}: HW after the followers caught up"
     );
@@ -467,10 +480,10 @@ fn divergent_logs(system: System) {
     // election can pick one of them once A is gone.
     let mut c = start(system, 1, false, 60_000);
     let topic = "c";
-    c.create_topic(topic, 1, 3, &["min.insync.replicas=1"]);
+    c.create_topic(topic, 1, 3, &["min.insync.replicas=1", "flush.messages=1"]);
     let n = if long() { 5_000 } else { 50 };
     let all = ["--acks=all", "--idempotence=1"];
-    let (r, first) = produce(&c, topic, "replicated", n, &all);
+    let (r, first) = produce(&c, topic, 0, "replicated", n, &all);
     assert_eq!(r["acked"], n, "{system:?}: {r}");
     assert_replicating(&c, topic, 0, 30);
     let st = c.state(topic, 0);
@@ -491,6 +504,7 @@ fn divergent_logs(system: System) {
     let (r, _unreplicated) = produce(
         &c,
         topic,
+        0,
         "unreplicated",
         n,
         &["--acks=1", "--idempotence=0"],
@@ -503,13 +517,13 @@ fn divergent_logs(system: System) {
     let b_state = c.wait_state(60, "a new leader among the followers", topic, 0, |s| {
         others.contains(&s.leader) && s.leader_epoch > st.leader_epoch
     });
-    let (r, second) = produce(&c, topic, "new-leader", n, &all);
+    let (r, second) = produce(&c, topic, 0, "new-leader", n, &all);
     assert_eq!(r["acked"], n, "{system:?}: writes to the new leader: {r}");
     c.restart(a);
     c.wait_state(90, "the old leader back in the ISR", topic, 0, |s| {
         s.isr.contains(&a)
     });
-    let (r, third) = produce(&c, topic, "healed", n, &all);
+    let (r, third) = produce(&c, topic, 0, "healed", n, &all);
     assert_eq!(r["acked"], n, "{system:?}: {r}");
 
     let acked = concat(&c, "acked-c.txt", &[&first, &second, &third]);
@@ -571,7 +585,7 @@ fn jepsen_round(
 ) -> (serde_json::Value, serde_json::Value, bool) {
     c.create_topic(
         topic,
-        1,
+        3,
         3,
         &[
             &format!("min.insync.replicas={min_isr}"),
@@ -594,7 +608,7 @@ fn jepsen_round(
     let mut producer = HistoryProducer::spawn(
         &direct.join(","),
         topic,
-        1,
+        3,
         c.dir.path(),
         &[
             "--client=kafka-python",
@@ -608,18 +622,29 @@ fn jepsen_round(
         ],
     );
     producer.wait_acks(60, 50, "the first 50 acks");
-    assert_replicating(c, topic, 0, 30);
-    let st = c.state(topic, 0);
+    // A partition the controller does not lead: the leader's own link is
+    // cut, and a controller behind it could not hear the ISR shrink.
+    let controller = c.controller();
+    let p = *c
+        .states(topic, 3)
+        .iter()
+        .find(|(_, s)| s.leader != controller)
+        .expect("a partition led by a non-controller")
+        .0;
+    let st = c.state(topic, p);
     let l = st.leader;
     c.node(l).isolate_kafka_port();
-    c.wait_state(30, "the ISR shrunk to the isolated leader", topic, 0, |s| {
+    c.wait_state(30, "the ISR shrunk to the isolated leader", topic, p, |s| {
         s.isr == vec![l]
     });
     if min_isr == 1 {
-        producer.wait_acks(30, 20, "acks from the lone leader");
+        let base = producer.acked_in(p);
+        wait_for(30, "acks from the lone leader", || {
+            (producer.acked_in(p) >= base + 20).then_some(())
+        });
     }
     c.node(l).isolate_fully();
-    let away = c.wait_state(60, "the old leader's session gone", topic, 0, |s| {
+    let away = c.wait_state(60, "the old leader's session gone", topic, p, |s| {
         s.leader != l
     });
     let elected = away.leader >= 0;
@@ -638,13 +663,13 @@ fn jepsen_round(
     // (this is the phase, not a wait for a timeout).
     std::thread::sleep(Duration::from_secs(2));
     c.node(l).heal();
-    c.wait_state(120, "every replica back in the ISR", topic, 0, |s| {
+    c.wait_state(120, "every replica back in the ISR", topic, p, |s| {
         s.isr.len() == 3
     });
     producer.wait_acks(60, 20, "acks after healing");
     let acked_file = producer.acked_file.clone();
     let report = producer.finish(60);
-    let read = drain(&c.bootstrap(), topic, 1, c.dir.path());
+    let read = drain(&c.bootstrap(), topic, 3, c.dir.path());
     let h = check(&acked_file, &read);
     eprintln!(
         "[{system:?} jepsen min.insync={min_isr} unclean={unclean}: producer {report}; lost {} of {} acked; elected while away: {elected}]",
@@ -722,7 +747,6 @@ fn whole_cluster_restart(system: System) {
         ],
     );
     assert_eq!(r["acked"], count, "{system:?}: {r}");
-    assert_replicating(&c, topic, 0, 30);
     wait_for(120, "every ISR full", || {
         c.states(topic, partitions)
             .values()

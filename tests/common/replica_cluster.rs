@@ -470,6 +470,15 @@ impl ReplCluster {
         }
     }
 
+    /// The controller's broker id (`/controller`), waiting for one.
+    pub fn controller(&self) -> i32 {
+        wait_for(60, "a controller", || {
+            let r = read(&self.zk.address(), &["/controller"]);
+            let (data, _) = r["/controller"].clone()?;
+            json(&data)["brokerid"].as_i64().map(|b| b as i32)
+        })
+    }
+
     /// Metadata as a client sees it (cluster_admin.py describe, through
     /// the given brokers' links).
     pub fn describe(&self, bootstrap: &str, topic: &str) -> serde_json::Value {
@@ -527,6 +536,14 @@ impl HistoryProducer {
     pub fn acked_so_far(&self) -> usize {
         std::fs::read_to_string(&self.acked_file)
             .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// Records acknowledged so far in partition `p`.
+    pub fn acked_in(&self, p: i32) -> usize {
+        let prefix = format!("{p} ");
+        std::fs::read_to_string(&self.acked_file)
+            .map(|t| t.lines().filter(|l| l.starts_with(&prefix)).count())
             .unwrap_or(0)
     }
 

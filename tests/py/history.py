@@ -16,6 +16,7 @@ call it the same way (`run_py_script(.., "history.py", ..)`).
       --timeout-ms=N     message.timeout.ms / delivery timeout (default 120000)
       --producer=NAME    the value prefix (default "p")
       --retries=N        the client's retries (default: the client's own)
+      --partition=P      every record to partition P (default: i % partitions)
     Record i goes to partition i % partitions with value "<producer>-<i>", so
     one producer's values grow in each partition. Writes one line
     "<partition> <offset> <value>" per acknowledged record to acked_file;
@@ -172,6 +173,12 @@ def stop_now(opts, i):
     return os.path.exists(opts["stop-file"])
 
 
+def target_partition(opts, i, partitions):
+    if "partition" in opts:
+        return int(opts["partition"])
+    return i % partitions
+
+
 def produce_confluent(bootstrap, topic, partitions, out, opts):
     from confluent_kafka import Producer
 
@@ -212,8 +219,8 @@ def produce_confluent(bootstrap, topic, partitions, out, opts):
                 p.poll(min(ahead, 0.05))
                 continue
         try:
-            p.produce(topic, value=("%s-%d" % (name, i)).encode(), partition=i % partitions,
-                      on_delivery=on_delivery)
+            p.produce(topic, value=("%s-%d" % (name, i)).encode(),
+                      partition=target_partition(opts, i, partitions), on_delivery=on_delivery)
             i += 1
         except BufferError:
             p.poll(0.05)
@@ -290,7 +297,7 @@ def produce_kafka_python(bootstrap, topic, partitions, out, opts):
                 time.sleep(min(ahead, 0.05))
                 continue
         value = "%s-%d" % (name, i)
-        f = p.send(topic, value=value.encode(), partition=i % partitions)
+        f = p.send(topic, value=value.encode(), partition=target_partition(opts, i, partitions))
         f.add_callback(ok(value))
         f.add_errback(bad)
         i += 1

@@ -801,8 +801,18 @@ fn whole_cluster_restart(system: System) {
         .nodes
         .iter()
         .map(|n| {
+            // Entries starting at or past the log end are dropped at load
+            // (Kafka's LeaderEpochFileCache.truncateFromEnd(logEndOffset)):
+            // only epochs that own records must survive.
             let epochs = (0..partitions)
-                .map(|p| leader_epochs(&n.log_dir(), topic, p))
+                .map(|p| {
+                    let leo = stored_batches(&n.log_dir(), topic, p)
+                        .last()
+                        .map_or(0, |b| b.last_offset + 1);
+                    let mut e = leader_epochs(&n.log_dir(), topic, p);
+                    e.retain(|&(_, start)| start < leo);
+                    e
+                })
                 .collect();
             (hw_checkpoint(&n.log_dir()), epochs)
         })

@@ -399,7 +399,26 @@ impl ReplCluster {
             rf.to_string(),
         ];
         args.extend(configs.iter().map(|s| s.to_string()));
-        run_py_script(&["confluent_kafka"], "cluster_admin.py", &args);
+        let python = venv_python_with(&["confluent_kafka"]);
+        let out = Command::new(python)
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/cluster_admin.py"))
+            .args(&args)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run cluster_admin.py");
+        // A large CreateTopics may time out on the client (Kafka answers
+        // once every broker has the metadata) after the topic znode was
+        // written: then the topic exists and the leaders come below.
+        let path = format!("/brokers/topics/{topic}");
+        if !out.status.success() && read(&self.zk.address(), &[&path])[&path].is_none() {
+            panic!(
+                "create {topic} failed ({}):\n{}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         // Every partition has a leader in ZooKeeper and in Metadata.
         wait_for(120, "every partition led", || {
             let s = self.states(topic, partitions);

@@ -368,6 +368,41 @@ fn isr_in_metadata(c: &ReplCluster, via: i32, topic: &str, p: i32) -> Vec<i32> {
     sorted(&isr)
 }
 
+/// With the ISR below min.insync.replicas, acks=all records are refused
+/// with NOT_ENOUGH_REPLICAS and the leader's log does not change.
+fn assert_refused_and_not_appended(c: &ReplCluster, topic: &str, p: i32, leader: i32) {
+    let system = c.system;
+    let leader_dir = c.nodes.iter().find(|n| n.id == leader).unwrap().log_dir();
+    let before = stored_batches(&leader_dir, topic, p);
+    // No retries: the broker's own answer reaches the test.
+    let (r, _) = produce(
+        c,
+        topic,
+        p,
+        "refused",
+        20,
+        &[
+            "--acks=all",
+            "--idempotence=0",
+            "--retries=0",
+            "--timeout-ms=20000",
+        ],
+    );
+    assert_eq!(
+        r["acked"], 0,
+        "{system:?}: acks=all acknowledged with 1 of 3 (min ISR 2): {r}"
+    );
+    assert_eq!(
+        r["errors"]["NOT_ENOUGH_REPLICAS"], 20,
+        "{system:?}: every record refused with NOT_ENOUGH_REPLICAS: {r}"
+    );
+    let after = stored_batches(&leader_dir, topic, p);
+    assert_eq!(
+        after, before,
+        "{system:?}: refused records were appended to the leader's log"
+    );
+}
+
 fn paused_followers(system: System) {
     // A session (10 s, ZooKeeper's maximum at tickTime 500) well past the
     // lag time: the ISR must shrink by the leader's lag rule, not because
@@ -438,34 +473,7 @@ fn paused_followers(system: System) {
     let trickle_file = trickle.acked_file.clone();
     let t = trickle.finish(60);
     eprintln!("[{system:?} trickle: {t}]");
-    let before = stored_batches(&c.node(leader).log_dir(), topic, p);
-    // No retries: the broker's own answer reaches the test.
-    let (r, _) = produce(
-        &c,
-        topic,
-        p,
-        "refused",
-        20,
-        &[
-            "--acks=all",
-            "--idempotence=0",
-            "--retries=0",
-            "--timeout-ms=20000",
-        ],
-    );
-    assert_eq!(
-        r["acked"], 0,
-        "{system:?}: acks=all acknowledged with 1 of 3 (min ISR 2): {r}"
-    );
-    assert_eq!(
-        r["errors"]["NOT_ENOUGH_REPLICAS"], 20,
-        "{system:?}: every record refused with NOT_ENOUGH_REPLICAS: {r}"
-    );
-    let after = stored_batches(&c.node(leader).log_dir(), topic, p);
-    assert_eq!(
-        after, before,
-        "{system:?}: refused records were appended to the leader's log"
-    );
+    assert_refused_and_not_appended(&c, topic, p, leader);
 
     c.node(f1).resume();
     c.node(f2).resume();
@@ -766,6 +774,11 @@ fn kafka_jepsen_2013() {
 // (e) whole-cluster restart with 1,000 partitions
 // ---------------------------------------------------------------------------
 
+/// One broker's replication-offset-checkpoint.
+type HwCheckpoint = BTreeMap<(String, i32), i64>;
+/// Each partition's leader-epoch-checkpoint entries.
+type PerPartitionEpochs = Vec<Vec<(i32, i64)>>;
+
 fn whole_cluster_restart(system: System) {
     let mut c = start(system, 2, false, LAG_MS);
     let (topic, partitions) = ("e", 1000);
@@ -797,7 +810,7 @@ fn whole_cluster_restart(system: System) {
         n.stop();
     }
     let before_states = c.states(topic, partitions);
-    let before: Vec<(BTreeMap<(String, i32), i64>, Vec<Vec<(i32, i64)>>)> = c
+    let before: Vec<(HwCheckpoint, PerPartitionEpochs)> = c
         .nodes
         .iter()
         .map(|n| {

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod link;
 pub mod zookeeper;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,0 +1,766 @@
+//! Not a `common` module of every test binary (it needs `java_support`):
+//! a test file includes it with `#[path = "common/replica_cluster.rs"] mod replica_cluster;`.
+//!
+//! A replicated cluster for fault tests (CLUSTER.md §4): a real ZooKeeper
+//! and N broker processes of either system — shardlog or Apache Kafka 3.9
+//! in ZooKeeper mode, the reference — each behind a cuttable [`Link`] on
+//! its Kafka port (advertised, so clients and brokers go through it) and a
+//! [`TcpProxy`] on its ZooKeeper connection (to isolate it fully). Faults:
+//! kill -9, SIGTERM, SIGSTOP/SIGCONT, blackhole/cut of either link. Plus
+//! the background history producer and drain of tests/py/history.py and
+//! readers of the partition files a broker leaves on disk (batches,
+//! replication-offset-checkpoint, leader-epoch-checkpoint), which have
+//! Kafka's formats in both systems.
+//!
+//! Every wait polls with a deadline; timeouts are shortened through the
+//! brokers' config, never by sleeping.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::cluster::{children, json, read, wait_for};
+use crate::common::link::Link;
+use crate::common::zookeeper::{free_port, TcpProxy, ZkServer};
+use crate::common::{run_py_script, venv_python_with, Broker};
+
+/// Which broker implementation the cluster runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum System {
+    Shardlog,
+    Kafka,
+}
+
+impl System {
+    /// Guard against a broker that never registers (not a speed assertion).
+    /// Kafka JVMs on 2 shared cores take tens of seconds each.
+    fn start_limit_s(self) -> u64 {
+        match self {
+            System::Shardlog => 60,
+            System::Kafka => 180,
+        }
+    }
+}
+
+enum Proc {
+    Shardlog(Broker),
+    Kafka(Child),
+}
+
+/// One broker: its process (while running), its links, its log dir.
+pub struct Node {
+    pub id: i32,
+    system: System,
+    /// The advertised Kafka port's link.
+    pub link: Link,
+    /// The broker's ZooKeeper connection.
+    pub zk_link: TcpProxy,
+    proc: Option<Proc>,
+    /// Kept across restarts (shardlog's log dir between runs).
+    shardlog_dir: Option<tempfile::TempDir>,
+    /// Kafka: the node's folder (log dir `logs/`, config, output).
+    kafka_dir: PathBuf,
+    kafka_port: u16,
+    settings: Vec<String>,
+}
+
+impl Node {
+    pub fn is_running(&self) -> bool {
+        self.proc.is_some()
+    }
+
+    pub fn pid(&self) -> i32 {
+        match self.proc.as_ref().expect("node running") {
+            Proc::Shardlog(b) => b.pid().expect("pid"),
+            Proc::Kafka(c) => c.id() as i32,
+        }
+    }
+
+    /// The port the broker itself listens on (behind its link).
+    pub fn real_port(&self) -> u16 {
+        match &self.proc {
+            Some(Proc::Shardlog(b)) => b.port,
+            _ => self.kafka_port,
+        }
+    }
+
+    /// The broker's log dir (the partition folders are in it).
+    pub fn log_dir(&self) -> PathBuf {
+        match (&self.proc, &self.shardlog_dir) {
+            (Some(Proc::Shardlog(b)), _) => b.log_dir.path().to_path_buf(),
+            (None, Some(d)) => d.path().to_path_buf(),
+            _ => self.kafka_dir.join("logs"),
+        }
+    }
+
+    fn spawn(&mut self) {
+        assert!(self.proc.is_none(), "broker {} already running", self.id);
+        let mut settings = self.settings.clone();
+        settings.push(format!(
+            "advertised.listeners=PLAINTEXT://{}",
+            self.link.address()
+        ));
+        match self.system {
+            System::Shardlog => {
+                settings.push("shardlog.shards=1".into());
+                let refs: Vec<&str> = settings.iter().map(String::as_str).collect();
+                let dir = match self.shardlog_dir.take() {
+                    Some(d) => d,
+                    None => tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("log dir"),
+                };
+                let b = Broker::start_in(dir, &refs);
+                self.link.set_target(&b.bootstrap());
+                self.proc = Some(Proc::Shardlog(b));
+            }
+            System::Kafka => {
+                self.proc = Some(Proc::Kafka(self.spawn_kafka(&settings)));
+            }
+        }
+    }
+
+    fn spawn_kafka(&self, settings: &[String]) -> Child {
+        let dir = &self.kafka_dir;
+        std::fs::create_dir_all(dir.join("logs")).expect("kafka dir");
+        let mut props = format!(
+            "listeners=PLAINTEXT://127.0.0.1:{}\nlog.dirs={}\n\
+             num.network.threads=2\nnum.io.threads=2\nbackground.threads=2\n\
+             num.recovery.threads.per.data.dir=1\n",
+            self.kafka_port,
+            dir.join("logs").display()
+        );
+        for s in settings {
+            props.push_str(s);
+            props.push('\n');
+        }
+        std::fs::write(dir.join("server.properties"), props).expect("server.properties");
+        std::fs::write(
+            dir.join("log4j.properties"),
+            format!(
+                "log4j.rootLogger=WARN, file\n\
+                 log4j.appender.file=org.apache.log4j.FileAppender\n\
+                 log4j.appender.file.File={}\n\
+                 log4j.appender.file.layout=org.apache.log4j.PatternLayout\n\
+                 log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n\
+                 log4j.logger.kafka.server.KafkaServer=INFO\n\
+                 log4j.logger.state.change.logger=INFO\n",
+                dir.join("server.log").display()
+            ),
+        )
+        .expect("log4j.properties");
+        let out = std::fs::File::create(dir.join("kafka.out")).expect("kafka.out");
+        let jars = crate::java_support::jar_class_path();
+        // Small heaps, serial GC, C1 only: three JVMs share 2 cores.
+        Command::new("java")
+            .args([
+                "-Xmx384m",
+                "-Xms64m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-XX:-UsePerfData",
+                "-Djava.awt.headless=true",
+            ])
+            .arg(format!(
+                "-Dlog4j.configuration=file:{}",
+                dir.join("log4j.properties").display()
+            ))
+            .arg(format!("-Dkafka.logs.dir={}", dir.display()))
+            .args(["-cp", &jars, "kafka.Kafka"])
+            .arg(dir.join("server.properties"))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("kafka.out"))
+            .stderr(out)
+            .spawn()
+            .expect("spawn java (Kafka): run `bash tests/run.sh` (JDK + Kafka jars)")
+    }
+
+    /// kill -9 and reap; the log dir stays for a restart.
+    pub fn kill9(&mut self) {
+        match self.proc.take() {
+            Some(Proc::Shardlog(b)) => self.shardlog_dir = Some(b.kill_keeping_dir()),
+            Some(Proc::Kafka(mut c)) => {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            None => {}
+        }
+        self.link.close_all();
+    }
+
+    /// SIGTERM (controlled shutdown) and wait; the log dir stays.
+    pub fn stop(&mut self) {
+        match self.proc.take() {
+            Some(Proc::Shardlog(b)) => {
+                let (status, dir) = b.stop_keeping_dir();
+                self.shardlog_dir = Some(dir);
+                assert!(status.success(), "broker {} exited {status}", self.id);
+            }
+            Some(Proc::Kafka(mut c)) => {
+                signal(c.id() as i32, libc::SIGTERM);
+                let deadline = Instant::now() + Duration::from_secs(90);
+                while c.try_wait().expect("wait").is_none() {
+                    assert!(
+                        Instant::now() < deadline,
+                        "Kafka broker {} ignored SIGTERM for 90 s",
+                        self.id
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+            None => {}
+        }
+        self.link.close_all();
+    }
+
+    pub fn pause(&self) {
+        signal(self.pid(), libc::SIGSTOP);
+    }
+
+    pub fn resume(&self) {
+        signal(self.pid(), libc::SIGCONT);
+    }
+
+    /// The broker's Kafka port unreachable (clients and brokers alike);
+    /// its ZooKeeper session stays up.
+    pub fn isolate_kafka_port(&self) {
+        self.link.blackhole();
+    }
+
+    /// Also cut from ZooKeeper: its session expires after the timeout.
+    pub fn isolate_fully(&self) {
+        self.link.blackhole();
+        self.zk_link.block();
+    }
+
+    pub fn heal(&self) {
+        self.link.heal();
+        self.zk_link.unblock();
+    }
+
+    /// The broker's own output so far (for failure messages).
+    pub fn output_tail(&self) -> String {
+        match self.system {
+            System::Kafka => {
+                let mut s = String::new();
+                for f in ["kafka.out", "server.log"] {
+                    let t = std::fs::read_to_string(self.kafka_dir.join(f)).unwrap_or_default();
+                    let tail: Vec<&str> = t.lines().rev().take(30).collect();
+                    s.push_str(&format!("--- {f}\n"));
+                    for l in tail.into_iter().rev() {
+                        s.push_str(l);
+                        s.push('\n');
+                    }
+                }
+                s
+            }
+            System::Shardlog => match &self.proc {
+                Some(Proc::Shardlog(b)) => b.log_lines().join("\n"),
+                _ => String::new(),
+            },
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(Proc::Kafka(c)) = self.proc.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: plain kill(2) on our own child.
+    let rc = unsafe { libc::kill(pid, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig})");
+}
+
+/// One partition's state znode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionState {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<i32>,
+}
+
+pub struct ReplCluster {
+    pub system: System,
+    pub zk: ZkServer,
+    pub nodes: Vec<Node>,
+    /// History files and Kafka node folders; removed on drop.
+    pub dir: tempfile::TempDir,
+}
+
+impl ReplCluster {
+    /// ZooKeeper and brokers 1..=n with `settings` (Kafka key names; both
+    /// systems read the same keys), all registered.
+    pub fn start(system: System, n: i32, settings: &[&str]) -> ReplCluster {
+        let zk = ZkServer::standalone();
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("cluster dir");
+        let mut nodes = Vec::new();
+        for id in 1..=n {
+            let zk_link = TcpProxy::start(zk.address());
+            let mut s = vec![
+                format!("broker.id={id}"),
+                format!("zookeeper.connect={}", zk_link.address()),
+                "zookeeper.connection.timeout.ms=10000".into(),
+                "auto.leader.rebalance.enable=false".into(),
+                "group.initial.rebalance.delay.ms=0".into(),
+                format!("offsets.topic.replication.factor={}", n.min(3)),
+                "replica.fetch.wait.max.ms=100".into(),
+                "replica.high.watermark.checkpoint.interval.ms=1000".into(),
+            ];
+            s.extend(settings.iter().map(|x| x.to_string()));
+            nodes.push(Node {
+                id,
+                system,
+                link: Link::start("127.0.0.1:1"),
+                zk_link,
+                proc: None,
+                shardlog_dir: None,
+                kafka_dir: dir.path().join(format!("kafka-{id}")),
+                kafka_port: free_port(),
+                settings: s,
+            });
+        }
+        for node in &mut nodes {
+            if system == System::Kafka {
+                node.link
+                    .set_target(&format!("127.0.0.1:{}", node.kafka_port));
+            }
+            node.spawn();
+        }
+        let c = ReplCluster {
+            system,
+            zk,
+            nodes,
+            dir,
+        };
+        for id in 1..=n {
+            c.wait_registered(id);
+        }
+        c
+    }
+
+    pub fn node(&mut self, id: i32) -> &mut Node {
+        self.nodes.iter_mut().find(|n| n.id == id).expect("node id")
+    }
+
+    /// Every broker's advertised address.
+    pub fn bootstrap(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| n.link.address())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn wait_registered(&self, id: i32) {
+        let node = self.nodes.iter().find(|n| n.id == id).expect("node");
+        let limit = self.system.start_limit_s();
+        let start = Instant::now();
+        loop {
+            let ids = children(&self.zk.address(), "/brokers/ids");
+            let port_up = TcpStream::connect(node.link.address()).is_ok();
+            if ids.contains(&id.to_string()) && port_up {
+                eprintln!(
+                    "[{:?} broker {id} registered after {:.1} s]",
+                    self.system,
+                    start.elapsed().as_secs_f64()
+                );
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(limit),
+                "{:?} broker {id} not registered in ZooKeeper after {limit} s:\n{}",
+                self.system,
+                node.output_tail()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Start a stopped node again on its log dir; waits for registration.
+    pub fn restart(&mut self, id: i32) {
+        self.node(id).spawn();
+        self.wait_registered(id);
+    }
+
+    pub fn create_topic(&self, topic: &str, partitions: i32, rf: i32, configs: &[&str]) {
+        let mut args: Vec<String> = vec![
+            "create".into(),
+            self.bootstrap(),
+            "confluent".into(),
+            topic.into(),
+            partitions.to_string(),
+            rf.to_string(),
+        ];
+        args.extend(configs.iter().map(|s| s.to_string()));
+        let python = venv_python_with(&["confluent_kafka"]);
+        let out = Command::new(python)
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/cluster_admin.py"))
+            .args(&args)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run cluster_admin.py");
+        // A large CreateTopics may time out on the client (Kafka answers
+        // once every broker has the metadata) after the topic znode was
+        // written: then the topic exists and the leaders come below.
+        let path = format!("/brokers/topics/{topic}");
+        if !out.status.success() && read(&self.zk.address(), &[&path])[&path].is_none() {
+            panic!(
+                "create {topic} failed ({}):\n{}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // Every partition has a leader in ZooKeeper and in Metadata.
+        wait_for(120, "every partition led", || {
+            let s = self.states(topic, partitions);
+            (s.len() == partitions as usize && s.values().all(|st| st.leader >= 0)).then_some(())
+        });
+    }
+
+    /// Every partition's state znode (absent ones left out).
+    pub fn states(&self, topic: &str, partitions: i32) -> BTreeMap<i32, PartitionState> {
+        let paths: Vec<String> = (0..partitions)
+            .map(|p| format!("/brokers/topics/{topic}/partitions/{p}/state"))
+            .collect();
+        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let got = read(&self.zk.address(), &refs);
+        let mut out = BTreeMap::new();
+        for (p, path) in paths.iter().enumerate() {
+            if let Some((data, _)) = &got[path] {
+                let j = json(data);
+                out.insert(
+                    p as i32,
+                    PartitionState {
+                        leader: j["leader"].as_i64().unwrap_or(-1) as i32,
+                        leader_epoch: j["leader_epoch"].as_i64().unwrap_or(-1) as i32,
+                        isr: j["isr"]
+                            .as_array()
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|x| x.as_i64())
+                                    .map(|x| x as i32)
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    pub fn state(&self, topic: &str, p: i32) -> PartitionState {
+        self.states(topic, p + 1)
+            .remove(&p)
+            .unwrap_or_else(|| panic!("no state znode for {topic}-{p}"))
+    }
+
+    /// Poll the state znode of `topic-p` until `pred` holds, or fail after
+    /// `secs` naming `what` and the last state seen.
+    pub fn wait_state(
+        &self,
+        secs: u64,
+        what: &str,
+        topic: &str,
+        p: i32,
+        pred: impl Fn(&PartitionState) -> bool,
+    ) -> PartitionState {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let s = self.states(topic, p + 1).remove(&p);
+            if let Some(s) = s.as_ref().filter(|s| pred(s)) {
+                return s.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{:?}: timed out after {secs} s waiting for {what} on {topic}-{p}; last state {s:?}",
+                self.system
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The controller's broker id (`/controller`), waiting for one.
+    pub fn controller(&self) -> i32 {
+        wait_for(60, "a controller", || {
+            let r = read(&self.zk.address(), &["/controller"]);
+            let (data, _) = r["/controller"].clone()?;
+            json(&data)["brokerid"].as_i64().map(|b| b as i32)
+        })
+    }
+
+    /// Metadata as a client sees it (cluster_admin.py describe, through
+    /// the given brokers' links).
+    pub fn describe(&self, bootstrap: &str, topic: &str) -> serde_json::Value {
+        run_py_script(
+            &["confluent_kafka"],
+            "cluster_admin.py",
+            &["describe".into(), bootstrap.into(), topic.into()],
+        )
+    }
+
+    /// A file path in the cluster's folder.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// tests/py/history.py: producer in the background, drain, check
+// ---------------------------------------------------------------------------
+
+/// A history producer running in the background.
+pub struct HistoryProducer {
+    child: Option<Child>,
+    pub acked_file: PathBuf,
+    stop_file: PathBuf,
+}
+
+impl HistoryProducer {
+    /// `history.py produce` until [`HistoryProducer::finish`]; `opts` are
+    /// its `--key=value` options (acks, idempotence, client, rate, ...).
+    pub fn spawn(bootstrap: &str, topic: &str, partitions: i32, dir: &Path, opts: &[&str]) -> Self {
+        let acked_file = dir.join(format!("acked-{topic}-{}.txt", unique()));
+        let stop_file = dir.join(format!("stop-{topic}-{}", unique()));
+        let python = venv_python_with(&["confluent_kafka", "kafka"]);
+        let child = Command::new(python)
+            .arg(history_script())
+            .args(["produce", bootstrap, topic, &partitions.to_string()])
+            .arg(&acked_file)
+            .arg(format!("--stop-file={}", stop_file.display()))
+            .args(opts)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn history.py produce");
+        HistoryProducer {
+            child: Some(child),
+            acked_file,
+            stop_file,
+        }
+    }
+
+    /// Records acknowledged so far.
+    pub fn acked_so_far(&self) -> usize {
+        std::fs::read_to_string(&self.acked_file)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// Records acknowledged so far in partition `p`.
+    pub fn acked_in(&self, p: i32) -> usize {
+        let prefix = format!("{p} ");
+        std::fs::read_to_string(&self.acked_file)
+            .map(|t| t.lines().filter(|l| l.starts_with(&prefix)).count())
+            .unwrap_or(0)
+    }
+
+    /// Wait until at least `n` more records are acknowledged than now;
+    /// fails with the producer's output if it exits first.
+    pub fn wait_acks(&mut self, secs: u64, n: usize, what: &str) {
+        let base = self.acked_so_far();
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while self.acked_so_far() < base + n {
+            let child = self.child.as_mut().expect("running");
+            if let Some(status) = child.try_wait().expect("wait") {
+                let mut out = String::new();
+                let mut err = String::new();
+                child
+                    .stdout
+                    .take()
+                    .expect("stdout")
+                    .read_to_string(&mut out)
+                    .ok();
+                child
+                    .stderr
+                    .take()
+                    .expect("stderr")
+                    .read_to_string(&mut err)
+                    .ok();
+                panic!("history producer exited ({status}) waiting for {what}:\n{out}\n{err}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {secs} s waiting for {what} ({} acked so far, {base} before)",
+                self.acked_so_far()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stop producing, wait for the in-flight records' outcomes, and
+    /// return the producer's report.
+    pub fn finish(mut self, secs: u64) -> serde_json::Value {
+        std::fs::write(&self.stop_file, b"").expect("stop file");
+        let mut child = self.child.take().expect("running");
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while child.try_wait().expect("wait").is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("history producer did not finish within {secs} s");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let mut out = String::new();
+        let mut err = String::new();
+        child
+            .stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut out)
+            .ok();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err)
+            .ok();
+        let status = child.wait().expect("wait");
+        assert!(
+            status.success(),
+            "history.py produce failed ({status}):\n{out}\n{err}"
+        );
+        let last = out.lines().last().unwrap_or_default();
+        serde_json::from_str(last)
+            .unwrap_or_else(|e| panic!("history.py produce: not JSON ({e}):\n{out}\n{err}"))
+    }
+}
+
+impl Drop for HistoryProducer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::SeqCst)
+}
+
+fn history_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/history.py")
+}
+
+/// `history.py drain`: every record of every partition into a file.
+pub fn drain(bootstrap: &str, topic: &str, partitions: i32, dir: &Path) -> PathBuf {
+    let read_file = dir.join(format!("read-{topic}-{}.txt", unique()));
+    run_py_script(
+        &["confluent_kafka"],
+        "history.py",
+        &[
+            "drain".into(),
+            bootstrap.into(),
+            topic.into(),
+            partitions.to_string(),
+            read_file.display().to_string(),
+            "--timeout-s=120".into(),
+        ],
+    );
+    read_file
+}
+
+/// `history.py check`: the report (fields documented in history.py).
+pub fn check(acked_file: &Path, read_file: &Path) -> serde_json::Value {
+    run_py_script(
+        &[],
+        "history.py",
+        &[
+            "check".into(),
+            acked_file.display().to_string(),
+            read_file.display().to_string(),
+        ],
+    )
+}
+
+// ---------------------------------------------------------------------------
+// A partition's files on disk (Kafka's formats; both systems write them)
+// ---------------------------------------------------------------------------
+
+/// One record batch as stored: (base offset, last offset, leader epoch, CRC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredBatch {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub leader_epoch: i32,
+    pub crc: u32,
+}
+
+/// Every batch in `<log_dir>/<topic>-<p>/*.log`, in offset order. Stops at
+/// a zero length (preallocated or padded tail) or a torn batch.
+pub fn stored_batches(log_dir: &Path, topic: &str, p: i32) -> Vec<StoredBatch> {
+    let dir = log_dir.join(format!("{topic}-{p}"));
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    segments.sort();
+    let mut out = Vec::new();
+    for seg in segments {
+        let bytes = std::fs::read(&seg).expect("read segment");
+        let mut at = 0usize;
+        while at + 61 <= bytes.len() {
+            let base = i64::from_be_bytes(bytes[at..at + 8].try_into().unwrap());
+            let len = i32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap());
+            if len <= 0 || at + 12 + len as usize > bytes.len() {
+                break;
+            }
+            let epoch = i32::from_be_bytes(bytes[at + 12..at + 16].try_into().unwrap());
+            let crc = u32::from_be_bytes(bytes[at + 17..at + 21].try_into().unwrap());
+            let delta = i32::from_be_bytes(bytes[at + 23..at + 27].try_into().unwrap());
+            out.push(StoredBatch {
+                base_offset: base,
+                last_offset: base + delta as i64,
+                leader_epoch: epoch,
+                crc,
+            });
+            at += 12 + len as usize;
+        }
+    }
+    out
+}
+
+/// `replication-offset-checkpoint`: (topic, partition) → high watermark.
+pub fn hw_checkpoint(log_dir: &Path) -> BTreeMap<(String, i32), i64> {
+    let path = log_dir.join("replication-offset-checkpoint");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.lines()
+        .skip(2)
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (t, p, hw) = (it.next()?, it.next()?, it.next()?);
+            Some(((t.to_string(), p.parse().ok()?), hw.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `<topic>-<p>/leader-epoch-checkpoint`: (epoch, start offset) entries.
+pub fn leader_epochs(log_dir: &Path, topic: &str, p: i32) -> Vec<(i32, i64)> {
+    let path = log_dir
+        .join(format!("{topic}-{p}"))
+        .join("leader-epoch-checkpoint");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.lines()
+        .skip(2)
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+        })
+        .collect()
+}

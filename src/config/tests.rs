@@ -78,6 +78,26 @@ fn defaults_are_kafkas() {
         ),
         ("replica.lag.time.max.ms", c.replica_lag_time_max_ms, 30_000),
         (
+            "replica.fetch.response.max.bytes",
+            c.replica_fetch_response_max_bytes.into(),
+            10_485_760,
+        ),
+        (
+            "replica.fetch.backoff.ms",
+            c.replica_fetch_backoff_ms.into(),
+            1000,
+        ),
+        (
+            "replica.socket.receive.buffer.bytes",
+            c.replica_socket_receive_buffer_bytes.into(),
+            65_536,
+        ),
+        (
+            "replica.high.watermark.checkpoint.interval.ms",
+            c.replica_high_watermark_checkpoint_interval_ms,
+            5000,
+        ),
+        (
             "log.retention (ms)",
             c.effective_log_retention_ms(),
             168 * 3_600_000,

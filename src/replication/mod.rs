@@ -17,10 +17,10 @@
 //! - [`producer_id`] `[pure]`: producer-id blocks from
 //!   `/latest_producer_id_block` (Kafka's `ZkProducerIdManager`).
 //!
-//! Future files (not written yet):
-//! - `leader_epoch`, `truncation` `[pure]`: follower truncation by leader
-//!   epoch (KIP-101, OffsetsForLeaderEpoch).
-//! - `fetcher` `[drv]`: replica fetcher tasks.
+//! - [`truncation`] `[pure]`: follower truncation by leader epoch
+//!   (KIP-101/279, `getOffsetTruncationState`) and the out-of-range rule.
+//! - [`fetcher`] `[drv]`: replica fetcher tasks (one per leader broker on
+//!   each data shard) and their pure request/response parts.
 
 pub mod isr;
 pub mod isr_change;
@@ -29,3 +29,4 @@ pub mod partition;
 pub mod producer_id;
 pub mod producer_state;
 pub mod replica_manager;
+pub mod truncation;

@@ -22,6 +22,7 @@
 //! - [`fetcher`] `[drv]`: replica fetcher tasks (one per leader broker on
 //!   each data shard) and their pure request/response parts.
 
+pub mod fetcher;
 pub mod isr;
 pub mod isr_change;
 pub mod log_cleaner;

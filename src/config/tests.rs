@@ -56,7 +56,7 @@ fn broker_topic_defaults_follow_log_keys_and_mark_set_ones_static() {
 fn defaults_are_kafkas() {
     let c = load("").unwrap().config;
     // (what, ours, Kafka's default)
-    let rows: [(&str, i64, i64); 9] = [
+    let rows: [(&str, i64, i64); 13] = [
         ("broker.id", c.broker_id.into(), -1),
         ("num.partitions", c.num_partitions.into(), 1),
         ("message.max.bytes", c.message_max_bytes.into(), 1_048_588),

@@ -16,18 +16,27 @@ pub const UNDEFINED_EPOCH: i32 = -1;
 pub const UNDEFINED_EPOCH_OFFSET: i64 = -1;
 
 /// The end offset of `requested` in an epoch cache `epochs` ((epoch,
-/// start offset), ascending) of a log ending at `leo`: the largest epoch ≤
-/// `requested` and the start offset of the next larger epoch (or the LEO
-/// for the latest epoch). `(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)` if
-/// `requested` is below every known epoch (Kafka's
-/// `LeaderEpochFileCache.endOffsetFor`).
+/// start offset), ascending) of a log ending at `leo`, as Kafka's
+/// `LeaderEpochFileCache.endOffsetFor`:
+/// - `requested` is the latest epoch → (it, LEO);
+/// - an epoch above `requested` exists → (largest epoch ≤ `requested`,
+///   or `requested` itself when none is, start of the next larger epoch);
+/// - else (undefined, above every epoch, or an empty cache) →
+///   `(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)`.
 pub fn end_offset_for(epochs: &[(i32, i64)], requested: i32, leo: i64) -> (i32, i64) {
-    match epochs.iter().rposition(|&(e, _)| e <= requested) {
-        None => (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET),
-        Some(i) => {
-            let end = epochs.get(i + 1).map_or(leo, |&(_, start)| start);
-            (epochs[i].0, end)
-        }
+    const UNDEFINED: (i32, i64) = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET);
+    if requested == UNDEFINED_EPOCH {
+        return UNDEFINED;
+    }
+    if epochs.last().is_some_and(|&(e, _)| e == requested) {
+        return (requested, leo);
+    }
+    let Some(&(_, higher_start)) = epochs.iter().find(|&&(e, _)| e > requested) else {
+        return UNDEFINED;
+    };
+    match epochs.iter().rev().find(|&&(e, _)| e <= requested) {
+        Some(&(floor, _)) => (floor, higher_start),
+        None => (requested, higher_start),
     }
 }
 
@@ -110,13 +119,15 @@ mod tests {
     fn end_offset_for_matches_leader_epoch_file_cache() {
         let epochs = [(1, 0), (3, 10), (5, 20)];
         let rows = [
-            (0, (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)),
+            (-1, (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)),
+            // Below every epoch: the first epoch's start (data long gone).
+            (0, (0, 0)),
             (1, (1, 10)),
             (2, (1, 10)),
             (3, (3, 20)),
             (4, (3, 20)),
             (5, (5, 30)),
-            (9, (5, 30)),
+            (9, (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)),
         ];
         for (requested, want) in rows {
             assert_eq!(end_offset_for(&epochs, requested, 30), want, "epoch {requested}");
@@ -134,7 +145,8 @@ mod tests {
             ("older epoch known: its end bounds", 30, 2, 18, done(18)),
             ("older epoch known, leader went past its end", 30, 2, 50, done(20)),
             ("leader epoch unknown to us (3): ask again with 2", 30, 3, 15, again(20, 2)),
-            ("leader epoch below all ours: leader's offset", 30, 0, 5, done(5)),
+            ("leader epoch below all ours: our first epoch's start", 30, 0, 5, done(0)),
+            ("leader epoch above all ours: leader's offset", 30, 7, 25, done(25)),
             ("leader knows no offset: initial fetch offset", 30, 4, -1, done(12)),
             ("pre-KIP-279 leader (no epoch): its offset", 30, -1, 8, done(8)),
         ];
@@ -161,8 +173,9 @@ mod tests {
     fn kip_279_repeated_lookup_converges_on_diverging_histories() {
         // Leader history: epochs 1@0, 3@10, 5@30, LEO 40.
         // Follower: 1@0, 2@8, 4@12, LEO 25 (epochs 2 and 4 never reached
-        // the leader). Expected cut: offset 8 (where epoch 1 ends on the
-        // leader is 10, ours 8 → 8).
+        // the leader). Asking 4: the leader answers (3, 30), unknown to
+        // us → cut to the end of our epoch 2 (12), ask 2: the leader
+        // answers (1, 10), ours ends at 8 → cut to 8, done.
         let leader = [(1, 0), (3, 10), (5, 30)];
         let mut follower: Vec<(i32, i64)> = vec![(1, 0), (2, 8), (4, 12)];
         let mut leo = 25;

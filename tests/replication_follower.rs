@@ -94,9 +94,14 @@ fn start_cluster(zk: &ZkServer) -> (Broker, Broker) {
         .await
         .unwrap();
         let topic = TopicZNode::new(uuid::Uuid::from_u128(TOPIC_ID), [(0, ids(&[0, 1]))].into());
-        create_recursive(&s, &paths::topic(TOPIC), &topic.encode(), CreateMode::Persistent)
-            .await
-            .unwrap();
+        create_recursive(
+            &s,
+            &paths::topic(TOPIC),
+            &topic.encode(),
+            CreateMode::Persistent,
+        )
+        .await
+        .unwrap();
     });
     let start = |id: i32| {
         Broker::start_with(&[
@@ -182,7 +187,12 @@ fn announce(to: &Broker, brokers: [&Broker; 2], leader: i32, leader_epoch: i32) 
     let mut body = BytesMut::new();
     req.to_request().encode(&mut body, 8).unwrap();
     let mut resp = exchange(to, ZkApi::UpdateMetadata, 8, &body);
-    assert_eq!(UpdateMetadataResponse::decode(&mut resp, 8).unwrap().error_code, 0);
+    assert_eq!(
+        UpdateMetadataResponse::decode(&mut resp, 8)
+            .unwrap()
+            .error_code,
+        0
+    );
 }
 
 /// LeaderAndIsr v7 to `to`: p0 led by `leader` at `leader_epoch`, the
@@ -208,7 +218,11 @@ fn leader_and_isr(to: &Broker, leader: &Broker, leader_epoch: i32) {
             leader_recovery_state: 0,
         }],
         topic_ids: vec![(TOPIC.into(), uuid::Uuid::from_u128(TOPIC_ID))],
-        live_leaders: vec![(BrokerId(leader.broker_id), leader.host.clone(), i32::from(leader.port))],
+        live_leaders: vec![(
+            BrokerId(leader.broker_id),
+            leader.host.clone(),
+            i32::from(leader.port),
+        )],
     };
     let mut body = BytesMut::new();
     req.to_request().encode(&mut body, 7).unwrap();
@@ -216,7 +230,11 @@ fn leader_and_isr(to: &Broker, leader: &Broker, leader_epoch: i32) {
     let answer = LeaderAndIsrResponse::decode(&mut resp, 7).unwrap();
     let errors = req.errors_from_response(&answer, 7);
     assert_eq!(errors.error, ErrorCode::NONE, "{errors:?}");
-    assert_eq!(errors.partition(TOPIC, 0), Some(ErrorCode::NONE), "{errors:?}");
+    assert_eq!(
+        errors.partition(TOPIC, 0),
+        Some(ErrorCode::NONE),
+        "{errors:?}"
+    );
 }
 
 fn produce(broker: &Broker, values: std::ops::Range<u32>) {
@@ -278,7 +296,10 @@ fn follower_log_matches_the_leader_byte_for_byte_with_epochs_kept() {
     });
     let (from_a, from_b) = (batches(&a), batches(&b));
     assert_eq!(from_a.len(), 65);
-    assert!(from_a == from_b, "the follower's batches differ from the leader's");
+    assert!(
+        from_a == from_b,
+        "the follower's batches differ from the leader's"
+    );
     assert!(from_b.iter().all(|batch| batch_epoch(batch) == 3));
     assert_eq!(epoch_checkpoint(&b), "0\n1\n3 0\n");
     assert_eq!(epoch_checkpoint(&b), epoch_checkpoint(&a));

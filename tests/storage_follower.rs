@@ -57,7 +57,14 @@ async fn open(dir: &Path, topic: &str) -> PartitionLog {
 
 fn batch(i: u64) -> Vec<u8> {
     let count = 1 + (i % 3) as i32;
-    build_test_batch(0, count, 1_000 + i as i64, 1_000 + i as i64, 200 + (i as usize % 900), i as u8)
+    build_test_batch(
+        0,
+        count,
+        1_000 + i as i64,
+        1_000 + i as i64,
+        200 + (i as usize % 900),
+        i as u8,
+    )
 }
 
 fn bytes_of(regions: &[OutPart]) -> Vec<u8> {
@@ -136,7 +143,9 @@ fn follower_log_is_byte_identical_to_the_leader_with_epochs_kept() {
             assert!(rounds < 10_000, "no progress");
             let end = (pos + 8_000).min(whole.len());
             let chunk = whole.slice(pos..end);
-            let records = ValidatedRecords::from_leader(chunk).unwrap().expect("a whole batch");
+            let records = ValidatedRecords::from_leader(chunk)
+                .unwrap()
+                .expect("a whole batch");
             let appended = records.bytes().len();
             follower.append_as_follower(records, 20).await.unwrap();
             pos += appended;
@@ -144,8 +153,14 @@ fn follower_log_is_byte_identical_to_the_leader_with_epochs_kept() {
         assert_eq!(follower.log_end_offset(), leader.log_end_offset());
         assert_eq!(follower.leader_epochs(), leader.leader_epochs());
         assert_eq!(follower.leader_epochs().len(), 3);
-        assert!(all_bytes(&follower) == leader_bytes, "follower bytes differ from the leader's");
-        assert!(follower.segment_count() > 1, "the follower rolled segments too");
+        assert!(
+            all_bytes(&follower) == leader_bytes,
+            "follower bytes differ from the leader's"
+        );
+        assert!(
+            follower.segment_count() > 1,
+            "the follower rolled segments too"
+        );
 
         // Reopen: the same bytes and epochs come back from disk.
         let epochs = follower.leader_epochs().to_vec();
@@ -164,7 +179,9 @@ fn out_of_order_and_partial_responses_append_nothing() {
         let leader = leader_log(&dir).await;
         let whole = Bytes::from(all_bytes(&leader));
         let mut follower = open(&dir, "follower").await;
-        let first = ValidatedRecords::from_leader(whole.slice(..5_000)).unwrap().unwrap();
+        let first = ValidatedRecords::from_leader(whole.slice(..5_000))
+            .unwrap()
+            .unwrap();
         let again = first.clone();
         follower.append_as_follower(first, 1).await.unwrap();
         let leo = follower.log_end_offset();
@@ -180,14 +197,19 @@ fn out_of_order_and_partial_responses_append_nothing() {
         );
         assert_eq!(follower.log_end_offset(), leo);
         // Fewer bytes than one batch: no whole batch, nothing to append.
-        assert!(ValidatedRecords::from_leader(whole.slice(..40)).unwrap().is_none());
+        assert!(ValidatedRecords::from_leader(whole.slice(..40))
+            .unwrap()
+            .is_none());
         // A corrupted batch is refused before anything is written.
         let mut bad = whole.to_vec();
         bad[70] ^= 0xff;
         assert!(ValidatedRecords::from_leader(Bytes::from(bad)).is_err());
         // An epoch cache and producer-free log truncate and restart at a
         // leader's log start past our LEO.
-        follower.truncate_fully_and_start_at_offset(leo + 50).await.unwrap();
+        follower
+            .truncate_fully_and_start_at_offset(leo + 50)
+            .await
+            .unwrap();
         assert_eq!(follower.log_start_offset(), leo + 50);
         assert_eq!(follower.log_end_offset(), leo + 50);
     });
@@ -216,8 +238,16 @@ fn follower_takes_the_leaders_log_start_offset() {
         // waits for the next retention pass, as the leader's DeleteRecords).
         assert!(follower.segment_count() <= segments);
         assert_eq!(follower.log_start_offset(), target);
-        assert!(follower.read(target - 1, 1 << 20, target + 10, true).is_err(), "below the start");
+        assert!(
+            follower
+                .read(target - 1, 1 << 20, target + 10, true)
+                .is_err(),
+            "below the start"
+        );
         // Never backwards.
-        assert_eq!(follower.maybe_increment_log_start_offset(3).unwrap(), target);
+        assert_eq!(
+            follower.maybe_increment_log_start_offset(3).unwrap(),
+            target
+        );
     });
 }

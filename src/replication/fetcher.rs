@@ -53,9 +53,9 @@ use super::partition::Partition;
 use super::truncation::{self, OutOfRangeAction};
 use crate::config::ServerConfig;
 use crate::io::clock::Clock;
+use crate::io::local_sync::Notify;
 use crate::metadata::Snapshot;
 use crate::purgatory::view::PartitionRole;
-use crate::io::local_sync::Notify;
 use crate::storage::StorageError;
 use crate::types::{BrokerId, TopicPartition};
 
@@ -425,11 +425,8 @@ async fn truncate_partitions(
                 })
                 .collect(),
         );
-    let resp: OffsetForLeaderEpochResponse = timed(
-        f,
-        c.call(ApiKey::OffsetForLeaderEpoch, version, &request),
-    )
-    .await?;
+    let resp: OffsetForLeaderEpochResponse =
+        timed(f, c.call(ApiKey::OffsetForLeaderEpoch, version, &request)).await?;
     for topic in resp.topics {
         for r in topic.partitions {
             let tp = TopicPartition::new(topic.topic.0.to_string(), r.partition);
@@ -501,7 +498,11 @@ fn build_fetch(
             .with_partition(tp.partition)
             .with_current_leader_epoch(if version >= 9 { st.leader_epoch } else { -1 })
             .with_fetch_offset(st.fetch_offset)
-            .with_last_fetched_epoch(if version >= 12 { st.last_fetched_epoch } else { -1 })
+            .with_last_fetched_epoch(if version >= 12 {
+                st.last_fetched_epoch
+            } else {
+                -1
+            })
             .with_log_start_offset(st.log_start_offset)
             .with_partition_max_bytes(s.partition_max_bytes);
         let same = topics.last().is_some_and(|t| {
@@ -601,11 +602,19 @@ async fn on_partition_data(
         FetchOutcome::Append => {
             let now = f.clock.wall_ms();
             match p
-                .append_as_follower(part.records, part.high_watermark, part.log_start_offset, now)
+                .append_as_follower(
+                    part.records,
+                    part.high_watermark,
+                    part.log_start_offset,
+                    now,
+                )
                 .await
             {
                 Ok(a) => {
-                    let log_start = p.follower_log_state().await.map_or(-1, |l| l.log_start_offset);
+                    let log_start = p
+                        .follower_log_state()
+                        .await
+                        .map_or(-1, |l| l.log_start_offset);
                     f.state.borrow_mut().on_fetch_from(
                         tp,
                         a.log_end_offset,
@@ -668,7 +677,8 @@ async fn on_out_of_range(
             .with_topics(vec![ListOffsetsTopic::default()
                 .with_name(wire_tp(tp))
                 .with_partitions(vec![part])]);
-        let resp: ListOffsetsResponse = timed(f, c.call(ApiKey::ListOffsets, version, &req)).await?;
+        let resp: ListOffsetsResponse =
+            timed(f, c.call(ApiKey::ListOffsets, version, &req)).await?;
         let answer = resp
             .topics
             .iter()

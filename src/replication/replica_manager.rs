@@ -182,6 +182,10 @@ impl ReplicaManager {
                 Some((p, delete))
             })
             .collect();
+        // Fetchers let go of closing partitions first (a close needs the
+        // only reference).
+        let gone: Vec<TopicPartition> = closing.iter().map(|(p, _)| p.tp.clone()).collect();
+        self.fetchers.on_removed(&gone);
         self.close_partitions(closing).await;
         let now_ms = self.clock.wall_ms();
         for (p, next) in moved {

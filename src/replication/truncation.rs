@@ -130,9 +130,16 @@ mod tests {
             (9, (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)),
         ];
         for (requested, want) in rows {
-            assert_eq!(end_offset_for(&epochs, requested, 30), want, "epoch {requested}");
+            assert_eq!(
+                end_offset_for(&epochs, requested, 30),
+                want,
+                "epoch {requested}"
+            );
         }
-        assert_eq!(end_offset_for(&[], 3, 7), (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET));
+        assert_eq!(
+            end_offset_for(&[], 3, 7),
+            (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
+        );
     }
 
     #[test]
@@ -143,15 +150,55 @@ mod tests {
             ("same epoch, leader shorter", 30, 4, 25, done(25)),
             ("same epoch, leader longer: keep ours", 30, 4, 40, done(30)),
             ("older epoch known: its end bounds", 30, 2, 18, done(18)),
-            ("older epoch known, leader went past its end", 30, 2, 50, done(20)),
-            ("leader epoch unknown to us (3): ask again with 2", 30, 3, 15, again(20, 2)),
-            ("leader epoch below all ours: our first epoch's start", 30, 0, 5, done(0)),
-            ("leader epoch above all ours: leader's offset", 30, 7, 25, done(25)),
-            ("leader knows no offset: initial fetch offset", 30, 4, -1, done(12)),
-            ("pre-KIP-279 leader (no epoch): its offset", 30, -1, 8, done(8)),
+            (
+                "older epoch known, leader went past its end",
+                30,
+                2,
+                50,
+                done(20),
+            ),
+            (
+                "leader epoch unknown to us (3): ask again with 2",
+                30,
+                3,
+                15,
+                again(20, 2),
+            ),
+            (
+                "leader epoch below all ours: our first epoch's start",
+                30,
+                0,
+                5,
+                done(0),
+            ),
+            (
+                "leader epoch above all ours: leader's offset",
+                30,
+                7,
+                25,
+                done(25),
+            ),
+            (
+                "leader knows no offset: initial fetch offset",
+                30,
+                4,
+                -1,
+                done(12),
+            ),
+            (
+                "pre-KIP-279 leader (no epoch): its offset",
+                30,
+                -1,
+                8,
+                done(8),
+            ),
         ];
         for &(name, leo, le, lend, want) in rows {
-            assert_eq!(offset_truncation_state(epochs, leo, 12, le, lend), want, "{name}");
+            assert_eq!(
+                offset_truncation_state(epochs, leo, 12, le, lend),
+                want,
+                "{name}"
+            );
         }
         fn done(offset: i64) -> TruncationState {
             TruncationState {
@@ -197,7 +244,13 @@ mod tests {
     #[test]
     fn out_of_range_follows_handle_out_of_range_error() {
         assert_eq!(on_out_of_range(50, 40, 0), OutOfRangeAction::TruncateTo(40));
-        assert_eq!(on_out_of_range(5, 100, 60), OutOfRangeAction::TruncateFullyAndStartAt(60));
-        assert_eq!(on_out_of_range(70, 100, 60), OutOfRangeAction::FetchFrom(70));
+        assert_eq!(
+            on_out_of_range(5, 100, 60),
+            OutOfRangeAction::TruncateFullyAndStartAt(60)
+        );
+        assert_eq!(
+            on_out_of_range(70, 100, 60),
+            OutOfRangeAction::FetchFrom(70)
+        );
     }
 }

@@ -60,7 +60,9 @@ impl LeaderConn {
         client_id: String,
         max_response_bytes: usize,
     ) -> std::io::Result<Self> {
-        let stream = TcpStream::connect(addr).await.map_err(std::io::Error::from)?;
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(std::io::Error::from)?;
         let _ = stream.set_nodelay(true);
         let mut conn = LeaderConn {
             stream,

@@ -17,7 +17,9 @@ use crate::types::TopicPartition;
 pub enum FetchPhase {
     /// Ask the leader where our latest epoch ends (`ask_epoch`: the epoch
     /// of a KIP-279 repeated lookup; `None`: our latest epoch).
-    Truncating { ask_epoch: Option<i32> },
+    Truncating {
+        ask_epoch: Option<i32>,
+    },
     Fetching,
 }
 
@@ -147,7 +149,13 @@ impl FetcherState {
     }
 
     /// Truncation done (or not needed): fetch from `leo`.
-    pub fn on_fetch_from(&mut self, tp: &TopicPartition, leo: i64, latest_epoch: i32, log_start: i64) {
+    pub fn on_fetch_from(
+        &mut self,
+        tp: &TopicPartition,
+        leo: i64,
+        latest_epoch: i32,
+        log_start: i64,
+    ) {
         if let Some(s) = self.partitions.get_mut(tp) {
             s.phase = FetchPhase::Fetching;
             s.fetch_offset = leo;

@@ -93,7 +93,8 @@ impl Partition {
                 .summaries()
                 .iter()
                 .filter_map(|s| {
-                    let b = RecordBatch::new_unchecked_crc(&records.bytes()[s.range.clone()]).ok()?;
+                    let b =
+                        RecordBatch::new_unchecked_crc(&records.bytes()[s.range.clone()]).ok()?;
                     Some(LoggedBatch {
                         base_offset: b.base_offset(),
                         last_offset_delta: b.last_offset_delta(),

@@ -561,7 +561,10 @@ impl PartitionLog {
         Ok(())
     }
 
-    pub(super) async fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), StorageError> {
+    pub(super) async fn truncate_fully_and_start_at(
+        &mut self,
+        offset: i64,
+    ) -> Result<(), StorageError> {
         for (_, seg) in std::mem::take(&mut self.segments) {
             seg.delete_files()?;
         }

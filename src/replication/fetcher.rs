@@ -550,7 +550,14 @@ async fn fetch_once(
     c: &mut LeaderConn,
     ready: Vec<(TopicPartition, state::PartitionFetchState)>,
 ) -> RoundResult {
-    let version = c.versions.fetch;
+    // Topic ids name topics from v13 on; a partition whose topic has none
+    // (hosted from an old LeaderAndIsr) is fetched by name, at v12 (as
+    // Kafka's `ReplicaFetcherThread.buildFetch` falls back).
+    let version = if ready.iter().any(|(_, s)| s.topic_id.is_nil()) {
+        c.versions.fetch.min(12)
+    } else {
+        c.versions.fetch
+    };
     let request = build_fetch(f, version, &ready);
     let resp: FetchResponse = timed(f, c.call(ApiKey::Fetch, version, &request)).await?;
     if resp.error_code != 0 {

@@ -424,6 +424,14 @@ server_config! {
     replica_socket_timeout_ms: i32 = 30_000;
     /// `num.replica.fetchers` (default 1).
     num_replica_fetchers: i32 = 1;
+    /// `replica.fetch.response.max.bytes` (default 10485760).
+    replica_fetch_response_max_bytes: i32 = 10_485_760;
+    /// `replica.fetch.backoff.ms` (default 1000).
+    replica_fetch_backoff_ms: i32 = 1000;
+    /// `replica.socket.receive.buffer.bytes` (default 65536).
+    replica_socket_receive_buffer_bytes: i32 = 65_536;
+    /// `replica.high.watermark.checkpoint.interval.ms` (default 5000).
+    replica_high_watermark_checkpoint_interval_ms: i64 = 5000;
     /// `controlled.shutdown.enable` (default true): in ZooKeeper mode a
     /// stopping broker first asks the controller to move its leaders.
     controlled_shutdown_enable: bool = true;

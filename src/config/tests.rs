@@ -56,7 +56,7 @@ fn broker_topic_defaults_follow_log_keys_and_mark_set_ones_static() {
 fn defaults_are_kafkas() {
     let c = load("").unwrap().config;
     // (what, ours, Kafka's default)
-    let rows: [(&str, i64, i64); 9] = [
+    let rows: [(&str, i64, i64); 13] = [
         ("broker.id", c.broker_id.into(), -1),
         ("num.partitions", c.num_partitions.into(), 1),
         ("message.max.bytes", c.message_max_bytes.into(), 1_048_588),
@@ -77,6 +77,26 @@ fn defaults_are_kafkas() {
             50,
         ),
         ("replica.lag.time.max.ms", c.replica_lag_time_max_ms, 30_000),
+        (
+            "replica.fetch.response.max.bytes",
+            c.replica_fetch_response_max_bytes.into(),
+            10_485_760,
+        ),
+        (
+            "replica.fetch.backoff.ms",
+            c.replica_fetch_backoff_ms.into(),
+            1000,
+        ),
+        (
+            "replica.socket.receive.buffer.bytes",
+            c.replica_socket_receive_buffer_bytes.into(),
+            65_536,
+        ),
+        (
+            "replica.high.watermark.checkpoint.interval.ms",
+            c.replica_high_watermark_checkpoint_interval_ms,
+            5000,
+        ),
         (
             "log.retention (ms)",
             c.effective_log_retention_ms(),

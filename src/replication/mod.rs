@@ -17,11 +17,12 @@
 //! - [`producer_id`] `[pure]`: producer-id blocks from
 //!   `/latest_producer_id_block` (Kafka's `ZkProducerIdManager`).
 //!
-//! Future files (not written yet):
-//! - `leader_epoch`, `truncation` `[pure]`: follower truncation by leader
-//!   epoch (KIP-101, OffsetsForLeaderEpoch).
-//! - `fetcher` `[drv]`: replica fetcher tasks.
+//! - [`truncation`] `[pure]`: follower truncation by leader epoch
+//!   (KIP-101/279, `getOffsetTruncationState`) and the out-of-range rule.
+//! - [`fetcher`] `[drv]`: replica fetcher tasks (one per leader broker on
+//!   each data shard) and their pure request/response parts.
 
+pub mod fetcher;
 pub mod isr;
 pub mod isr_change;
 pub mod log_cleaner;
@@ -29,3 +30,4 @@ pub mod partition;
 pub mod producer_id;
 pub mod producer_state;
 pub mod replica_manager;
+pub mod truncation;

@@ -51,6 +51,9 @@ use crate::storage::producer_snapshot;
 use crate::storage::StorageError;
 use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 
+mod follower;
+pub use follower::{FollowerAppend, FollowerLogState};
+
 /// Kafka's `ListOffsetsRequest` special timestamps.
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const EARLIEST_TIMESTAMP: i64 = -2;

@@ -55,6 +55,8 @@ pub struct ReplicaManager {
     durable_counts: DurableCounts,
     /// Wall-clock time for the replica state a leadership change starts.
     clock: Rc<dyn Clock>,
+    /// This shard's replica fetchers (partitions it follows).
+    fetchers: super::fetcher::FetcherManager,
 }
 
 /// What one owned partition should be, per the snapshot.
@@ -82,14 +84,19 @@ impl ReplicaManager {
         crate::storage::buffer_pool::reserve_within_memory(budget, buffer, n_shards);
         Self {
             log_dir: log_dir.to_path_buf(),
-            server,
             cache: BatchCache::shared(budget),
             partitions: RefCell::new(HashMap::new()),
             synced_version: Cell::new(None),
             turn: glommio::sync::Semaphore::new(1),
             closed: Cell::new(false),
             durable_counts: DurableCounts::default(),
+            fetchers: super::fetcher::FetcherManager::new(
+                super::fetcher::settings_of(&server),
+                i64::from(server.replica_socket_timeout_ms),
+                clock.clone(),
+            ),
             clock,
+            server,
         }
     }
 
@@ -175,6 +182,10 @@ impl ReplicaManager {
                 Some((p, delete))
             })
             .collect();
+        // Fetchers let go of closing partitions first (a close needs the
+        // only reference).
+        let gone: Vec<TopicPartition> = closing.iter().map(|(p, _)| p.tp.clone()).collect();
+        self.fetchers.on_removed(&gone);
         self.close_partitions(closing).await;
         let now_ms = self.clock.wall_ms();
         for (p, next) in moved {
@@ -209,6 +220,20 @@ impl ReplicaManager {
                 }
             }
         }
+        self.sync_fetchers(snapshot);
+    }
+
+    /// Hand the fetchers every partition this shard follows now.
+    fn sync_fetchers(&self, snapshot: &Snapshot) {
+        let me = crate::types::BrokerId(self.server.broker_id);
+        let parts: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
+        self.fetchers
+            .on_followers(super::fetcher::targets_of(snapshot, me, &parts));
+    }
+
+    /// Partitions followed now and their leaders.
+    pub fn followed(&self) -> Vec<(TopicPartition, crate::types::BrokerId)> {
+        self.fetchers.followed()
     }
 
     /// Close `parts` (deleting the files of those marked), many at a time.
@@ -277,6 +302,7 @@ impl ReplicaManager {
     /// holds, "when topic is being deleted while broker is down").
     pub async fn delete_partitions(&self, tps: &[TopicPartition]) {
         let _turn = self.turn.acquire_permit(1).await;
+        self.fetchers.on_removed(tps);
         for tp in tps {
             let open = self.partitions.borrow_mut().remove(tp);
             match open {
@@ -366,6 +392,7 @@ impl ReplicaManager {
     pub async fn close_all(&self) -> Vec<PartitionOffsets> {
         let _turn = self.turn.acquire_permit(1).await;
         self.closed.set(true);
+        self.fetchers.shutdown();
         let all: Vec<Rc<Partition>> = self
             .partitions
             .borrow_mut()

@@ -70,6 +70,10 @@ pub enum StorageError {
     /// A checkpoint or properties file could not be parsed (56).
     #[error("corrupt checkpoint file: {0}")]
     CorruptCheckpoint(String),
+    /// A follower append the leader's batches cannot make (out of order);
+    /// never reaches a client (the fetcher refetches).
+    #[error(transparent)]
+    Follower(#[from] partition_log::FollowerAppendError),
 }
 
 impl StorageError {
@@ -79,6 +83,8 @@ impl StorageError {
             StorageError::MessageTooLarge { .. } => 10,
             StorageError::OffsetOutOfRange { .. } => 1,
             StorageError::Poisoned | StorageError::Io(_) | StorageError::CorruptCheckpoint(_) => 56,
+            // UNKNOWN_SERVER_ERROR: only the replica fetcher sees it.
+            StorageError::Follower(_) => -1,
         }
     }
 }

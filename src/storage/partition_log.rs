@@ -481,6 +481,8 @@ impl Drop for PartitionLog {
 
 mod clean;
 pub use clean::{CleanerSegment, CleanerView};
+mod follower;
+pub use follower::FollowerAppendError;
 mod read;
 pub use read::RecordPick;
 mod scan;

@@ -32,6 +32,16 @@ fn patched_header(
     Ok(head)
 }
 
+/// The header of a batch appended as it is (a follower's copy).
+fn unpatched_header(batch: &[u8]) -> Result<[u8; HEADER_LEN], StorageError> {
+    let src = batch
+        .get(..HEADER_LEN)
+        .ok_or(BatchError::Corrupt("batch shorter than its header"))?;
+    let mut head = [0u8; HEADER_LEN];
+    head.copy_from_slice(src);
+    Ok(head)
+}
+
 impl PartitionLog {
     /// Append one produce request's `records` (1+ v2 batches). Every batch is
     /// validated before anything is written; on error nothing is appended.
@@ -84,8 +94,7 @@ impl PartitionLog {
             .await?;
         self.write_to_active(
             &records,
-            first_offset,
-            leader_epoch,
+            Some((first_offset, leader_epoch)),
             log_append_time.then_some(now_ms),
         )
         .await?;
@@ -106,13 +115,26 @@ impl PartitionLog {
     /// Copy each batch into the active segment's DMA buffer with its offsets
     /// assigned (the patched header goes in, the request is not modified),
     /// then index it and hand the buffer's copy to the batch cache.
-    async fn write_to_active(
+    /// `assign` = (first offset, leader epoch) stamps the batches as a
+    /// leader does; `None` keeps each batch's own base offset and epoch (a
+    /// follower appending the leader's batches, see `follower.rs`).
+    pub(super) async fn write_to_active(
         &mut self,
         records: &ValidatedRecords,
-        first_offset: i64,
-        leader_epoch: i32,
+        assign: Option<(i64, i32)>,
         append_time: Option<i64>,
     ) -> Result<(), StorageError> {
+        let base_of = |bytes: &[u8], next: i64| match assign {
+            Some(_) => next,
+            None => record_batch::RecordBatch::new_unchecked_crc(bytes)
+                .map(|b| b.base_offset())
+                .unwrap_or(next),
+        };
+        let first_offset = match (assign, records.summaries().first()) {
+            (Some((first, _)), _) => first,
+            (None, Some(s)) => base_of(&records.bytes()[s.range.clone()], 0),
+            (None, None) => self.log_end_offset(),
+        };
         let cache = self.cache.clone();
         let cache_id = self.cache_id;
         let seg = self.active()?;
@@ -127,7 +149,11 @@ impl PartitionLog {
         let mut failed = None;
         for s in records.summaries() {
             let batch = &records.bytes()[s.range.clone()];
-            let head = patched_header(batch, base, leader_epoch, append_time)?;
+            base = base_of(batch, base);
+            let head = match assign {
+                Some((_, leader_epoch)) => patched_header(batch, base, leader_epoch, append_time)?,
+                None => unpatched_header(batch)?,
+            };
             let lend = cache.borrow().accepts(batch.len());
             match appender
                 .append_batch(&head, &batch[HEADER_LEN..], lend)
@@ -148,6 +174,7 @@ impl PartitionLog {
         let mut cache = cache.borrow_mut();
         let mut base = first_offset;
         for (s, bytes) in records.summaries().iter().zip(lent) {
+            base = base_of(&records.bytes()[s.range.clone()], base);
             let last = base + i64::from(s.last_offset_delta);
             let ts = append_time.unwrap_or(s.max_timestamp);
             seg.index.on_batch(
@@ -165,7 +192,7 @@ impl PartitionLog {
         Ok(())
     }
 
-    async fn maybe_flush_after_append(
+    pub(super) async fn maybe_flush_after_append(
         &mut self,
         records: i64,
         now_ms: i64,
@@ -268,7 +295,7 @@ impl PartitionLog {
         }
     }
 
-    async fn maybe_roll(
+    pub(super) async fn maybe_roll(
         &mut self,
         append_bytes: u64,
         append_max_ts: i64,
@@ -436,7 +463,7 @@ impl PartitionLog {
 
     /// Waits for all the last roll left running: the closed segment's
     /// background close with its fdatasync, and the directory fsync.
-    async fn await_roll_sync(&mut self) -> Result<(), StorageError> {
+    pub(super) async fn await_roll_sync(&mut self) -> Result<(), StorageError> {
         self.await_rolled_close().await;
         self.await_dir_sync().await
     }
@@ -452,7 +479,7 @@ impl PartitionLog {
         }
     }
 
-    async fn close_active(&mut self) -> Result<(), StorageError> {
+    pub(super) async fn close_active(&mut self) -> Result<(), StorageError> {
         let seg = self.active()?;
         if let Some(a) = seg.appender.take() {
             match a.close().await {
@@ -534,7 +561,10 @@ impl PartitionLog {
         Ok(())
     }
 
-    async fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), StorageError> {
+    pub(super) async fn truncate_fully_and_start_at(
+        &mut self,
+        offset: i64,
+    ) -> Result<(), StorageError> {
         for (_, seg) in std::mem::take(&mut self.segments) {
             seg.delete_files()?;
         }
@@ -676,7 +706,7 @@ impl PartitionLog {
     }
 
     /// KIP-101: remember the first offset of each new leader epoch.
-    fn maybe_record_leader_epoch(
+    pub(super) fn maybe_record_leader_epoch(
         &mut self,
         epoch: i32,
         start_offset: i64,

@@ -1,0 +1,723 @@
+//! `[drv]` Replica fetchers of one data shard (Kafka's
+//! `ReplicaFetcherManager` and `ReplicaFetcherThread`, one per leader
+//! broker: `num.replica.fetchers` = 1 per shard).
+//!
+//! [`FetcherManager::on_followers`] takes the full set of partitions this
+//! shard follows (after every metadata sync) and moves each under the
+//! fetcher of its leader; a fetcher left without partitions stops. A
+//! fetcher task owns one connection to its leader ([`conn`]) and loops:
+//! 1. partitions new to it (or whose leader epoch changed) truncate first
+//!    (KIP-101/279): OffsetForLeaderEpoch v≤4 for our latest epoch, cut to
+//!    what [`truncation::offset_truncation_state`] says, repeated until
+//!    the histories agree; a leader without that API is fetched from our
+//!    LEO and Fetch v12+'s `diverging_epoch` drives truncation instead;
+//! 2. one Fetch (v≤17, `replica.fetch.*` settings, `ReplicaState` v15+,
+//!    topic ids v13+, `current_leader_epoch`, `last_fetched_epoch`) for
+//!    every ready partition; records appended as follower on this shard,
+//!    HW = min(leader HW, LEO), log start = max(ours, leader's);
+//! 3. per-partition errors: diverging epoch → truncate; OFFSET_OUT_OF_RANGE
+//!    → ListOffsets (Kafka's `handleOutOfRangeError`); leadership errors →
+//!    `replica.fetch.backoff.ms` until new metadata re-adds the partition.
+//!    A connection error or malformed answer drops the connection and
+//!    reconnects after the backoff; nothing a leader sends panics.
+//!
+//! Not yet: KIP-227 fetch sessions (every fetch is a full one, session
+//! epoch -1, which every leader accepts), throttling, lag metrics.
+
+pub mod conn;
+pub mod state;
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use kafka_protocol_39::messages::fetch_request::{
+    FetchPartition, FetchRequest, FetchTopic, ReplicaState,
+};
+use kafka_protocol_39::messages::fetch_response::FetchResponse;
+use kafka_protocol_39::messages::list_offsets_request::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+};
+use kafka_protocol_39::messages::list_offsets_response::ListOffsetsResponse;
+use kafka_protocol_39::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use kafka_protocol_39::messages::offset_for_leader_epoch_response::OffsetForLeaderEpochResponse;
+use kafka_protocol_39::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
+use kafka_protocol_39::protocol::StrBytes;
+
+use self::conn::LeaderConn;
+use self::state::{classify, FetchOutcome, FetchSettings, FetcherState};
+use super::partition::Partition;
+use super::truncation::{self, OutOfRangeAction};
+use crate::config::ServerConfig;
+use crate::io::clock::Clock;
+use crate::io::local_sync::Notify;
+use crate::metadata::Snapshot;
+use crate::purgatory::view::PartitionRole;
+use crate::storage::StorageError;
+use crate::types::{BrokerId, TopicPartition};
+
+/// One partition this shard follows, as the metadata names it.
+#[derive(Clone)]
+pub struct FollowTarget {
+    pub partition: Rc<Partition>,
+    pub leader: BrokerId,
+    pub leader_epoch: i32,
+    /// The leader's inter-broker endpoint `host:port`, if known.
+    pub leader_address: Option<String>,
+}
+
+/// The fetch settings from the broker config (`replica.fetch.*`). The
+/// broker epoch is not known on data shards yet: -1 (Kafka's "unknown",
+/// which a 3.9 leader accepts).
+pub fn settings_of(server: &ServerConfig) -> FetchSettings {
+    FetchSettings {
+        replica_id: server.broker_id,
+        broker_epoch: -1,
+        min_bytes: server.replica_fetch_min_bytes,
+        max_bytes: server.replica_fetch_response_max_bytes,
+        partition_max_bytes: server.replica_fetch_max_bytes,
+        max_wait_ms: server.replica_fetch_wait_max_ms,
+        backoff_ms: i64::from(server.replica_fetch_backoff_ms),
+    }
+}
+
+/// The partitions of `parts` this broker (`me`) follows per `snapshot`,
+/// each with its leader's endpoint. The snapshot carries one endpoint per
+/// broker, the one its connections use; in a cluster that is the
+/// inter-broker listener's (CLUSTER.md: one PLAINTEXT listener per broker).
+pub fn targets_of(snapshot: &Snapshot, me: BrokerId, parts: &[Rc<Partition>]) -> Vec<FollowTarget> {
+    let mut out = Vec::new();
+    for p in parts {
+        if p.role() == PartitionRole::Leader {
+            continue;
+        }
+        let Some(state) = snapshot
+            .topics
+            .get(&*p.tp.topic)
+            .and_then(|t| t.partitions.iter().find(|s| s.partition == p.tp.partition))
+        else {
+            continue;
+        };
+        if state.leader == me || !state.replicas.contains(&me) {
+            continue;
+        }
+        let leader_address = snapshot
+            .brokers
+            .iter()
+            .find(|b| b.broker_id == state.leader)
+            .map(|b| format!("{}:{}", b.host, b.port));
+        out.push(FollowTarget {
+            partition: p.clone(),
+            leader: state.leader,
+            leader_epoch: state.leader_epoch.0,
+            leader_address,
+        });
+    }
+    out
+}
+
+/// Error a round of the fetch loop ends with: the connection goes.
+type RoundResult = std::io::Result<()>;
+
+struct Fetcher {
+    leader: BrokerId,
+    address: RefCell<String>,
+    state: RefCell<FetcherState>,
+    parts: RefCell<BTreeMap<TopicPartition, Rc<Partition>>>,
+    wake: Notify,
+    stopped: Cell<bool>,
+    /// Bumped when the address changes: the task reconnects.
+    generation: Cell<u64>,
+    settings: FetchSettings,
+    socket_timeout: Duration,
+    max_response_bytes: usize,
+    clock: Rc<dyn Clock>,
+}
+
+/// The fetchers of one data shard.
+pub struct FetcherManager {
+    settings: FetchSettings,
+    socket_timeout: Duration,
+    fetchers: RefCell<BTreeMap<BrokerId, Rc<Fetcher>>>,
+    clock: Rc<dyn Clock>,
+}
+
+impl FetcherManager {
+    pub fn new(settings: FetchSettings, socket_timeout_ms: i64, clock: Rc<dyn Clock>) -> Self {
+        Self {
+            settings,
+            socket_timeout: Duration::from_millis(socket_timeout_ms.max(1) as u64),
+            fetchers: RefCell::new(BTreeMap::new()),
+            clock,
+        }
+    }
+
+    /// Partitions followed now, with their leaders (for tests and logs).
+    pub fn followed(&self) -> Vec<(TopicPartition, BrokerId)> {
+        let mut out = Vec::new();
+        for (leader, f) in self.fetchers.borrow().iter() {
+            for tp in f.parts.borrow().keys() {
+                out.push((tp.clone(), *leader));
+            }
+        }
+        out
+    }
+
+    /// The whole set this shard follows now (Kafka's
+    /// `addFetcherForPartitions` / `removeFetcherForPartitions` after a
+    /// LeaderAndIsr): partitions that left it, or changed leader, leave
+    /// their fetcher; new ones (and new leader epochs) join their leader's
+    /// fetcher and truncate before fetching.
+    pub fn on_followers(&self, targets: Vec<FollowTarget>) {
+        let mut wanted: BTreeMap<TopicPartition, FollowTarget> = BTreeMap::new();
+        for t in targets {
+            // A partition without a live leader waits for the next metadata.
+            if t.leader.0 < 0 || t.leader_address.is_none() {
+                continue;
+            }
+            wanted.insert(t.partition.tp.clone(), t);
+        }
+        let mut fetchers = self.fetchers.borrow_mut();
+        for (leader, f) in fetchers.iter() {
+            let gone: Vec<TopicPartition> = f
+                .parts
+                .borrow()
+                .keys()
+                .filter(|tp| wanted.get(*tp).is_none_or(|t| t.leader != *leader))
+                .cloned()
+                .collect();
+            for tp in gone {
+                f.parts.borrow_mut().remove(&tp);
+                f.state.borrow_mut().on_remove(&tp);
+            }
+        }
+        for (tp, t) in wanted {
+            let Some(address) = t.leader_address.clone() else {
+                continue;
+            };
+            let f = fetchers
+                .entry(t.leader)
+                .or_insert_with(|| self.start_fetcher(t.leader, address.clone()))
+                .clone();
+            if *f.address.borrow() != address {
+                *f.address.borrow_mut() = address;
+                f.generation.set(f.generation.get() + 1);
+            }
+            let added =
+                f.state
+                    .borrow_mut()
+                    .on_add(tp.clone(), t.partition.topic_id, t.leader_epoch);
+            f.parts.borrow_mut().insert(tp, t.partition.clone());
+            if added {
+                f.wake.notify();
+            }
+        }
+        fetchers.retain(|_, f| {
+            let keep = !f.parts.borrow().is_empty();
+            if !keep {
+                f.stopped.set(true);
+                f.wake.notify();
+            }
+            keep
+        });
+    }
+
+    /// `tps` are no longer hosted here (StopReplica with delete).
+    pub fn on_removed(&self, tps: &[TopicPartition]) {
+        let mut fetchers = self.fetchers.borrow_mut();
+        for f in fetchers.values() {
+            for tp in tps {
+                f.parts.borrow_mut().remove(tp);
+                f.state.borrow_mut().on_remove(tp);
+            }
+        }
+        fetchers.retain(|_, f| {
+            let keep = !f.parts.borrow().is_empty();
+            if !keep {
+                f.stopped.set(true);
+                f.wake.notify();
+            }
+            keep
+        });
+    }
+
+    /// Stop every fetcher (shutdown).
+    pub fn shutdown(&self) {
+        for f in self.fetchers.borrow().values() {
+            f.stopped.set(true);
+            f.wake.notify();
+        }
+        self.fetchers.borrow_mut().clear();
+    }
+
+    fn start_fetcher(&self, leader: BrokerId, address: String) -> Rc<Fetcher> {
+        let f = Rc::new(Fetcher {
+            leader,
+            address: RefCell::new(address),
+            state: RefCell::new(FetcherState::new()),
+            parts: RefCell::new(BTreeMap::new()),
+            wake: Notify::default(),
+            stopped: Cell::new(false),
+            generation: Cell::new(0),
+            settings: self.settings,
+            socket_timeout: self.socket_timeout,
+            // The whole response plus headroom for per-partition framing.
+            max_response_bytes: (self.settings.max_bytes.max(0) as usize)
+                .saturating_add(self.settings.partition_max_bytes.max(0) as usize)
+                .saturating_add(1 << 20),
+            clock: self.clock.clone(),
+        });
+        tracing::info!(leader = %leader, "replica fetcher started");
+        glommio::spawn_local(run(f.clone())).detach();
+        f
+    }
+}
+
+/// The fetcher task.
+async fn run(f: Rc<Fetcher>) {
+    let mut conn: Option<(u64, LeaderConn)> = None;
+    let backoff = Duration::from_millis(f.settings.backoff_ms.max(1) as u64);
+    loop {
+        if f.stopped.get() {
+            tracing::info!(leader = %f.leader, "replica fetcher stopped");
+            return;
+        }
+        if f.state.borrow().is_empty() {
+            f.wake.notified().await;
+            continue;
+        }
+        if conn.as_ref().is_some_and(|(g, _)| *g != f.generation.get()) {
+            conn = None;
+        }
+        if conn.is_none() {
+            let addr = f.address.borrow().clone();
+            let client_id = format!("broker-{}-fetcher-0", f.settings.replica_id);
+            let connect = LeaderConn::connect(&addr, client_id, f.max_response_bytes);
+            match glommio::timer::timeout(f.socket_timeout, async {
+                connect.await.map_err(glommio::GlommioError::IoError)
+            })
+            .await
+            {
+                Ok(c) => {
+                    tracing::info!(leader = %f.leader, %addr, versions = ?c.versions, "replica fetcher connected");
+                    conn = Some((f.generation.get(), c));
+                }
+                Err(e) => {
+                    tracing::warn!(leader = %f.leader, %addr, error = %e, "cannot reach the leader; backing off");
+                    glommio::timer::sleep(backoff).await;
+                    continue;
+                }
+            }
+        }
+        let Some((_, c)) = conn.as_mut() else {
+            continue;
+        };
+        if let Err(e) = round(&f, c).await {
+            tracing::warn!(leader = %f.leader, error = %e, "replica fetch failed; reconnecting after backoff");
+            conn = None;
+            glommio::timer::sleep(backoff).await;
+        }
+    }
+}
+
+/// A call bounded by `replica.socket.timeout.ms`.
+async fn timed<T>(
+    f: &Fetcher,
+    fut: impl std::future::Future<Output = std::io::Result<T>>,
+) -> std::io::Result<T> {
+    glommio::timer::timeout(f.socket_timeout, async {
+        fut.await.map_err(glommio::GlommioError::IoError)
+    })
+    .await
+    .map_err(std::io::Error::from)
+}
+
+/// One loop turn: truncations due, then one fetch (or a wait).
+async fn round(f: &Rc<Fetcher>, c: &mut LeaderConn) -> RoundResult {
+    let now = f.clock.mono_ms();
+    let due = f.state.borrow().to_truncate(now);
+    if !due.is_empty() {
+        truncate_partitions(f, c, due).await?;
+    }
+    let now = f.clock.mono_ms();
+    let ready = f.state.borrow().fetchable(now);
+    if ready.is_empty() {
+        let wait = match f.state.borrow().next_ready_ms() {
+            Some(t) if t > now => (t - now) as u64,
+            _ => f.settings.backoff_ms.max(1) as u64,
+        };
+        let sleep = glommio::timer::sleep(Duration::from_millis(wait));
+        futures_lite::future::or(sleep, f.wake.notified()).await;
+        return Ok(());
+    }
+    fetch_once(f, c, ready).await
+}
+
+fn wire_tp(tp: &TopicPartition) -> TopicName {
+    TopicName(StrBytes::from_string(tp.topic.to_string()))
+}
+
+/// KIP-101/279 truncation of `due` partitions (one OffsetForLeaderEpoch
+/// for all of them per step).
+async fn truncate_partitions(
+    f: &Rc<Fetcher>,
+    c: &mut LeaderConn,
+    due: Vec<(TopicPartition, state::PartitionFetchState)>,
+) -> RoundResult {
+    let mut asks: Vec<(TopicPartition, i32, i32)> = Vec::new();
+    for (tp, s) in due {
+        let Some(p) = f.parts.borrow().get(&tp).cloned() else {
+            continue;
+        };
+        let local = match p.follower_log_state().await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(%tp, error = %e, "follower log unreadable; backing off");
+                delay(f, &tp);
+                continue;
+            }
+        };
+        let ask = match s.phase {
+            state::FetchPhase::Truncating { ask_epoch: Some(e) } => e,
+            _ => local.latest_epoch,
+        };
+        if ask < 0 || c.versions.offset_for_leader_epoch.is_none() {
+            if ask >= 0 {
+                tracing::warn!(%tp, leader = %f.leader, "leader lacks OffsetForLeaderEpoch; fetching from the LEO, diverging_epoch decides");
+            }
+            f.state.borrow_mut().on_fetch_from(
+                &tp,
+                local.log_end_offset,
+                local.latest_epoch,
+                local.log_start_offset,
+            );
+            continue;
+        }
+        asks.push((tp, s.leader_epoch, ask));
+    }
+    let Some(version) = c.versions.offset_for_leader_epoch else {
+        return Ok(());
+    };
+    if asks.is_empty() {
+        return Ok(());
+    }
+    let mut topics: BTreeMap<String, Vec<OffsetForLeaderPartition>> = BTreeMap::new();
+    for (tp, current, ask) in &asks {
+        topics.entry(tp.topic.to_string()).or_default().push(
+            OffsetForLeaderPartition::default()
+                .with_partition(tp.partition)
+                .with_current_leader_epoch(*current)
+                .with_leader_epoch(*ask),
+        );
+    }
+    let request = OffsetForLeaderEpochRequest::default()
+        .with_replica_id(WireBrokerId(f.settings.replica_id))
+        .with_topics(
+            topics
+                .into_iter()
+                .map(|(t, ps)| {
+                    OffsetForLeaderTopic::default()
+                        .with_topic(TopicName(StrBytes::from_string(t)))
+                        .with_partitions(ps)
+                })
+                .collect(),
+        );
+    let resp: OffsetForLeaderEpochResponse =
+        timed(f, c.call(ApiKey::OffsetForLeaderEpoch, version, &request)).await?;
+    for topic in resp.topics {
+        for r in topic.partitions {
+            let tp = TopicPartition::new(topic.topic.0.to_string(), r.partition);
+            if !asks.iter().any(|(t, _, _)| *t == tp) {
+                continue;
+            }
+            if r.error_code != 0 {
+                tracing::info!(%tp, error_code = r.error_code, "OffsetForLeaderEpoch refused; backing off");
+                delay(f, &tp);
+                continue;
+            }
+            apply_leader_epoch_answer(f, &tp, r.leader_epoch, r.end_offset).await;
+        }
+    }
+    Ok(())
+}
+
+fn delay(f: &Fetcher, tp: &TopicPartition) {
+    let until = f.clock.mono_ms() + f.settings.backoff_ms;
+    f.state.borrow_mut().on_delay(tp, until);
+}
+
+/// Truncate `tp` by the leader's (epoch, end offset) answer (from
+/// OffsetForLeaderEpoch or a fetch's `diverging_epoch`).
+async fn apply_leader_epoch_answer(f: &Fetcher, tp: &TopicPartition, epoch: i32, end: i64) {
+    let Some(p) = f.parts.borrow().get(tp).cloned() else {
+        return;
+    };
+    let (local, epochs) = match p.follower_log_state().await {
+        Ok(l) => (l, p.leader_epoch_cache().await),
+        Err(_) => return delay(f, tp),
+    };
+    let st = truncation::offset_truncation_state(
+        &epochs,
+        local.log_end_offset,
+        local.high_watermark,
+        epoch,
+        end,
+    );
+    if let Err(e) = p.truncate_as_follower(st.offset).await {
+        tracing::error!(%tp, error = %e, "follower truncation failed");
+        return delay(f, tp);
+    }
+    match (st.completed, st.next_epoch) {
+        (false, Some(next)) => f.state.borrow_mut().on_truncate_again(tp, next),
+        _ => {
+            if let Ok(l) = p.follower_log_state().await {
+                tracing::info!(%tp, leo = l.log_end_offset, "follower truncation done; fetching");
+                f.state.borrow_mut().on_fetch_from(
+                    tp,
+                    l.log_end_offset,
+                    l.latest_epoch,
+                    l.log_start_offset,
+                );
+            }
+        }
+    }
+}
+
+fn build_fetch(
+    f: &Fetcher,
+    version: i16,
+    ready: &[(TopicPartition, state::PartitionFetchState)],
+) -> FetchRequest {
+    let s = &f.settings;
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for (tp, st) in ready {
+        let part = FetchPartition::default()
+            .with_partition(tp.partition)
+            .with_current_leader_epoch(if version >= 9 { st.leader_epoch } else { -1 })
+            .with_fetch_offset(st.fetch_offset)
+            .with_last_fetched_epoch(if version >= 12 {
+                st.last_fetched_epoch
+            } else {
+                -1
+            })
+            .with_log_start_offset(st.log_start_offset)
+            .with_partition_max_bytes(s.partition_max_bytes);
+        let same = topics.last().is_some_and(|t| {
+            if version >= 13 {
+                t.topic_id == st.topic_id
+            } else {
+                t.topic.0.as_str() == &*tp.topic
+            }
+        });
+        if same {
+            if let Some(t) = topics.last_mut() {
+                t.partitions.push(part);
+            }
+        } else {
+            let t = if version >= 13 {
+                FetchTopic::default().with_topic_id(st.topic_id)
+            } else {
+                FetchTopic::default().with_topic(wire_tp(tp))
+            };
+            topics.push(t.with_partitions(vec![part]));
+        }
+    }
+    let mut req = FetchRequest::default()
+        .with_max_wait_ms(s.max_wait_ms)
+        .with_min_bytes(s.min_bytes)
+        .with_max_bytes(s.max_bytes)
+        .with_isolation_level(0)
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(topics);
+    if version >= 15 {
+        req = req.with_replica_state(
+            ReplicaState::default()
+                .with_replica_id(WireBrokerId(s.replica_id))
+                .with_replica_epoch(s.broker_epoch),
+        );
+    } else {
+        req = req.with_replica_id(WireBrokerId(s.replica_id));
+    }
+    req
+}
+
+async fn fetch_once(
+    f: &Rc<Fetcher>,
+    c: &mut LeaderConn,
+    ready: Vec<(TopicPartition, state::PartitionFetchState)>,
+) -> RoundResult {
+    // Topic ids name topics from v13 on; a partition whose topic has none
+    // (hosted from an old LeaderAndIsr) is fetched by name, at v12 (as
+    // Kafka's `ReplicaFetcherThread.buildFetch` falls back).
+    let version = if ready.iter().any(|(_, s)| s.topic_id.is_nil()) {
+        c.versions.fetch.min(12)
+    } else {
+        c.versions.fetch
+    };
+    let request = build_fetch(f, version, &ready);
+    let resp: FetchResponse = timed(f, c.call(ApiKey::Fetch, version, &request)).await?;
+    if resp.error_code != 0 {
+        tracing::warn!(leader = %f.leader, error_code = resp.error_code, "fetch refused as a whole");
+        for (tp, _) in &ready {
+            delay(f, tp);
+        }
+        return Ok(());
+    }
+    for topic in resp.responses {
+        for part in topic.partitions {
+            let found = ready.iter().find(|(tp, st)| {
+                tp.partition == part.partition_index
+                    && if version >= 13 {
+                        st.topic_id == topic.topic_id
+                    } else {
+                        topic.topic.0.as_str() == &*tp.topic
+                    }
+            });
+            let Some((tp, sent)) = found.cloned() else {
+                continue;
+            };
+            // The partition may have moved or restarted truncating while
+            // the fetch was out: its answer is stale then.
+            let current = f.state.borrow().get(&tp).copied();
+            if current.is_none_or(|s| s != sent) {
+                continue;
+            }
+            on_partition_data(f, c, &tp, part).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn on_partition_data(
+    f: &Rc<Fetcher>,
+    c: &mut LeaderConn,
+    tp: &TopicPartition,
+    part: kafka_protocol_39::messages::fetch_response::PartitionData,
+) -> RoundResult {
+    let Some(p) = f.parts.borrow().get(tp).cloned() else {
+        return Ok(());
+    };
+    match classify(
+        part.error_code,
+        part.diverging_epoch.epoch,
+        part.diverging_epoch.end_offset,
+    ) {
+        FetchOutcome::Append => {
+            let now = f.clock.wall_ms();
+            match p
+                .append_as_follower(
+                    part.records,
+                    part.high_watermark,
+                    part.log_start_offset,
+                    now,
+                )
+                .await
+            {
+                Ok(a) => {
+                    let log_start = p
+                        .follower_log_state()
+                        .await
+                        .map_or(-1, |l| l.log_start_offset);
+                    f.state.borrow_mut().on_fetch_from(
+                        tp,
+                        a.log_end_offset,
+                        a.latest_epoch,
+                        log_start,
+                    );
+                }
+                Err(StorageError::Follower(e)) => {
+                    tracing::warn!(%tp, error = %e, "leader batches out of order; refetching from the LEO");
+                    if let Ok(l) = p.follower_log_state().await {
+                        f.state.borrow_mut().on_fetch_from(
+                            tp,
+                            l.log_end_offset,
+                            l.latest_epoch,
+                            l.log_start_offset,
+                        );
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(%tp, error = %e, "follower append failed; backing off");
+                    delay(f, tp);
+                }
+            }
+        }
+        FetchOutcome::Diverging { epoch, end_offset } => {
+            tracing::info!(%tp, epoch, end_offset, "leader reports a diverging epoch");
+            apply_leader_epoch_answer(f, tp, epoch, end_offset).await;
+        }
+        FetchOutcome::OutOfRange => on_out_of_range(f, c, tp, &p).await?,
+        FetchOutcome::BackOff => {
+            tracing::info!(%tp, error_code = part.error_code, "fetch partition error; backing off");
+            delay(f, tp);
+        }
+    }
+    Ok(())
+}
+
+/// Kafka's `handleOutOfRangeError`: ask the leader its LEO and log start
+/// (ListOffsets as replica: latest = its LEO) and act as
+/// [`truncation::on_out_of_range`] says.
+async fn on_out_of_range(
+    f: &Rc<Fetcher>,
+    c: &mut LeaderConn,
+    tp: &TopicPartition,
+    p: &Rc<Partition>,
+) -> RoundResult {
+    let Some(version) = c.versions.list_offsets else {
+        delay(f, tp);
+        return Ok(());
+    };
+    let epoch = f.state.borrow().get(tp).map_or(-1, |s| s.leader_epoch);
+    let mut ends = [-1i64; 2];
+    for (i, ts) in [-1i64, -2].into_iter().enumerate() {
+        let part = ListOffsetsPartition::default()
+            .with_partition_index(tp.partition)
+            .with_current_leader_epoch(if version >= 4 { epoch } else { -1 })
+            .with_timestamp(ts);
+        let req = ListOffsetsRequest::default()
+            .with_replica_id(WireBrokerId(f.settings.replica_id))
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(wire_tp(tp))
+                .with_partitions(vec![part])]);
+        let resp: ListOffsetsResponse =
+            timed(f, c.call(ApiKey::ListOffsets, version, &req)).await?;
+        let answer = resp
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .find(|r| r.partition_index == tp.partition);
+        match answer {
+            Some(r) if r.error_code == 0 => ends[i] = r.offset,
+            _ => {
+                delay(f, tp);
+                return Ok(());
+            }
+        }
+    }
+    let Ok(local) = p.follower_log_state().await else {
+        delay(f, tp);
+        return Ok(());
+    };
+    let action = truncation::on_out_of_range(local.log_end_offset, ends[0], ends[1]);
+    tracing::warn!(%tp, leo = local.log_end_offset, leader_leo = ends[0], leader_start = ends[1], ?action, "fetch offset out of range");
+    let result = match action {
+        OutOfRangeAction::TruncateTo(o) => p.truncate_as_follower(o).await,
+        OutOfRangeAction::TruncateFullyAndStartAt(o) => p.truncate_fully_as_follower(o).await,
+        OutOfRangeAction::FetchFrom(o) => Ok(o),
+    };
+    match (result, p.follower_log_state().await) {
+        (Ok(_), Ok(l)) => f.state.borrow_mut().on_fetch_from(
+            tp,
+            l.log_end_offset,
+            l.latest_epoch,
+            l.log_start_offset,
+        ),
+        _ => delay(f, tp),
+    }
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! `[io]` A replica fetcher's connection to its leader: one TCP stream to
+//! the leader's inter-broker endpoint, one request in flight (Kafka's
+//! `BrokerBlockingSender`), API versions negotiated by ApiVersions on
+//! connect (Fetch ≤ 17, OffsetForLeaderEpoch ≤ 4, ListOffsets ≤ 7: what a
+//! 3.9 follower sends). Anything malformed a leader sends is an
+//! `InvalidData` error: the fetcher drops the connection and reconnects.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::TcpStream;
+use kafka_protocol_39::messages::api_versions_request::ApiVersionsRequest;
+use kafka_protocol_39::messages::api_versions_response::ApiVersionsResponse;
+use kafka_protocol_39::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol_39::protocol::{Decodable, Encodable, StrBytes};
+
+/// The versions this follower speaks with one leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Versions {
+    pub fetch: i16,
+    /// `None`: the leader has no OffsetForLeaderEpoch (truncation then
+    /// relies on Fetch v12+'s `diverging_epoch`).
+    pub offset_for_leader_epoch: Option<i16>,
+    pub list_offsets: Option<i16>,
+}
+
+/// Pick versions from the leader's ApiVersions ranges `(key, min, max)`.
+pub fn negotiate(ranges: &[(i16, i16, i16)]) -> Option<Versions> {
+    let pick = |key: ApiKey, ours_min: i16, ours_max: i16| {
+        ranges
+            .iter()
+            .find(|&&(k, _, _)| k == key as i16)
+            .and_then(|&(_, min, max)| {
+                let v = max.min(ours_max);
+                (v >= min.max(ours_min)).then_some(v)
+            })
+    };
+    Some(Versions {
+        fetch: pick(ApiKey::Fetch, 4, 17)?,
+        offset_for_leader_epoch: pick(ApiKey::OffsetForLeaderEpoch, 2, 4),
+        list_offsets: pick(ApiKey::ListOffsets, 1, 7),
+    })
+}
+
+fn invalid(m: impl Into<String>) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, m.into())
+}
+
+pub struct LeaderConn {
+    stream: TcpStream,
+    client_id: String,
+    correlation_id: i32,
+    max_response_bytes: usize,
+    pub versions: Versions,
+}
+
+impl LeaderConn {
+    /// Connect and negotiate versions.
+    pub async fn connect(
+        addr: &str,
+        client_id: String,
+        max_response_bytes: usize,
+    ) -> std::io::Result<Self> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(std::io::Error::from)?;
+        let _ = stream.set_nodelay(true);
+        let mut conn = LeaderConn {
+            stream,
+            client_id,
+            correlation_id: 0,
+            max_response_bytes,
+            versions: Versions {
+                fetch: 4,
+                offset_for_leader_epoch: None,
+                list_offsets: None,
+            },
+        };
+        let resp: ApiVersionsResponse = conn
+            .call(ApiKey::ApiVersions, 0, &ApiVersionsRequest::default())
+            .await?;
+        if resp.error_code != 0 {
+            return Err(invalid(format!("ApiVersions error {}", resp.error_code)));
+        }
+        let ranges: Vec<(i16, i16, i16)> = resp
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, k.min_version, k.max_version))
+            .collect();
+        conn.versions =
+            negotiate(&ranges).ok_or_else(|| invalid("leader supports no usable Fetch version"))?;
+        Ok(conn)
+    }
+
+    /// One request and its answer.
+    pub async fn call<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        request: &Req,
+    ) -> std::io::Result<Resp> {
+        self.correlation_id = self.correlation_id.wrapping_add(1);
+        let correlation_id = self.correlation_id;
+        let header = RequestHeader::default()
+            .with_request_api_key(key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(StrBytes::from_string(self.client_id.clone())));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, key.request_header_version(version))
+            .map_err(|e| invalid(e.to_string()))?;
+        request
+            .encode(&mut body, version)
+            .map_err(|e| invalid(e.to_string()))?;
+        let size = i32::try_from(body.len()).map_err(|_| invalid("request too large"))?;
+        let mut frame = BytesMut::with_capacity(4 + body.len());
+        frame.put_i32(size);
+        frame.put_slice(&body);
+        self.stream.write_all(&frame).await?;
+        self.stream.flush().await?;
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).await?;
+        let len = usize::try_from(i32::from_be_bytes(len))
+            .map_err(|_| invalid("negative response size"))?;
+        if len > self.max_response_bytes {
+            return Err(invalid(format!("response of {len} bytes")));
+        }
+        let mut buf = vec![0u8; len];
+        self.stream.read_exact(&mut buf).await?;
+        let mut body = Bytes::from(buf);
+        let header = ResponseHeader::decode(&mut body, key.response_header_version(version))
+            .map_err(|e| invalid(e.to_string()))?;
+        if header.correlation_id != correlation_id {
+            return Err(invalid(format!(
+                "correlation id {} for request {correlation_id}",
+                header.correlation_id
+            )));
+        }
+        Resp::decode(&mut body, version).map_err(|e| invalid(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_the_highest_both_sides_speak() {
+        let kafka_39 = [(1, 0, 17), (23, 0, 4), (2, 0, 9)];
+        assert_eq!(
+            negotiate(&kafka_39),
+            Some(Versions {
+                fetch: 17,
+                offset_for_leader_epoch: Some(4),
+                list_offsets: Some(7)
+            })
+        );
+        // A leader without OffsetForLeaderEpoch (shardlog before it lands).
+        let older = [(1, 4, 16), (2, 1, 8)];
+        assert_eq!(
+            negotiate(&older),
+            Some(Versions {
+                fetch: 16,
+                offset_for_leader_epoch: None,
+                list_offsets: Some(7)
+            })
+        );
+        assert_eq!(negotiate(&[(1, 0, 3)]), None, "no Fetch v4+");
+    }
+}

@@ -12,18 +12,21 @@
 //!   `replica.lag.time.max.ms`, ISR expand when a follower's LEO ≥ HW.
 //! - [`isr_change`] `[pure]`: an ISR change a leader asks the controller
 //!   for (AlterPartition) and its answer.
+//! - [`leader_epoch`] `[pure]`: leader-epoch lookups (OffsetForLeaderEpoch,
+//!   a follower fetch's diverging epoch; `LeaderEpochFileCache.endOffsetFor`).
 //! - [`producer_state`] `[pure]`: per-partition idempotence state
 //!   (producer epoch, last sequences, duplicate detection, snapshots).
 //! - [`producer_id`] `[pure]`: producer-id blocks from
 //!   `/latest_producer_id_block` (Kafka's `ZkProducerIdManager`).
 //!
 //! Future files (not written yet):
-//! - `leader_epoch`, `truncation` `[pure]`: follower truncation by leader
+//! - `truncation` `[pure]`: follower truncation by leader
 //!   epoch (KIP-101, OffsetsForLeaderEpoch).
 //! - `fetcher` `[drv]`: replica fetcher tasks.
 
 pub mod isr;
 pub mod isr_change;
+pub mod leader_epoch;
 pub mod log_cleaner;
 pub mod partition;
 pub mod producer_id;

@@ -525,10 +525,22 @@ mod tests {
         assert_eq!(f.last_fetch_time_ms, 50);
         // Short of both LEOs: no credit.
         s.on_follower_fetch(60, 2, 25);
-        assert_eq!(s.state.follower(BrokerId(2)).unwrap().last_caught_up_time_ms, 10);
+        assert_eq!(
+            s.state
+                .follower(BrokerId(2))
+                .unwrap()
+                .last_caught_up_time_ms,
+            10
+        );
         // Reaching the current LEO: caught up now.
         s.on_follower_fetch(70, 2, 30);
-        assert_eq!(s.state.follower(BrokerId(2)).unwrap().last_caught_up_time_ms, 70);
+        assert_eq!(
+            s.state
+                .follower(BrokerId(2))
+                .unwrap()
+                .last_caught_up_time_ms,
+            70
+        );
     }
 
     #[test]
@@ -583,13 +595,9 @@ mod tests {
     fn expansion_waits_for_the_leader_epoch_start_offset() {
         let mut s = Leader::new(1, &[1, 2], &[1], 0, 10, LAG, 0);
         let log = s.log;
-        let a = s
-            .state
-            .on_follower_fetch(1, log, BrokerId(2), 5, 0, 8);
+        let a = s.state.on_follower_fetch(1, log, BrokerId(2), 5, 0, 8);
         assert_eq!(a.propose_isr, None, "LEO 5 < epoch start 8");
-        let a = s
-            .state
-            .on_follower_fetch(2, log, BrokerId(2), 8, 0, 8);
+        let a = s.state.on_follower_fetch(2, log, BrokerId(2), 8, 0, 8);
         assert_eq!(a.propose_isr, Some(ids(&[1, 2])));
     }
 

@@ -8,6 +8,7 @@
 //! requested epoch E, the largest epoch ≤ E and its end offset (the start
 //! offset of the next larger epoch, or the LEO when E is the latest).
 
+use crate::protocol::ErrorCode;
 use crate::types::Offset;
 
 /// Kafka's `RecordBatch.NO_PARTITION_LEADER_EPOCH` / `UNDEFINED_EPOCH`.
@@ -84,6 +85,19 @@ pub fn diverging_epoch(
     (end.end_offset < fetch_offset || end.leader_epoch < last_fetched_epoch).then_some(end)
 }
 
+/// Kafka's `Partition.checkCurrentLeaderEpoch`: a request's
+/// `current_leader_epoch` (-1: not given, no check) older than ours is
+/// fenced, newer is one we have not heard of yet.
+pub fn check_current_leader_epoch(requested: i32, local: i32) -> ErrorCode {
+    if requested < 0 || requested == local {
+        ErrorCode::NONE
+    } else if requested < local {
+        ErrorCode::FENCED_LEADER_EPOCH
+    } else {
+        ErrorCode::UNKNOWN_LEADER_EPOCH
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,7 +117,11 @@ mod tests {
         let table = [(2, 10), (4, 30), (7, 50)];
         let rows: &[(&str, i32, EpochEndOffset)] = &[
             ("undefined epoch", -1, E),
-            ("below the first epoch: its own epoch, first start", 1, at(1, 10)),
+            (
+                "below the first epoch: its own epoch, first start",
+                1,
+                at(1, 10),
+            ),
             ("epoch 0 below the first", 0, at(0, 10)),
             ("first epoch ends where the next starts", 2, at(2, 30)),
             ("a gap epoch answers the floor", 3, at(2, 30)),
@@ -115,6 +133,20 @@ mod tests {
         for (case, epoch, want) in rows {
             assert_eq!(end_offset_for(&table, *epoch, 80), *want, "{case}");
         }
+    }
+
+    #[test]
+    fn current_leader_epoch_older_is_fenced_newer_is_unknown() {
+        assert_eq!(check_current_leader_epoch(-1, 5), ErrorCode::NONE);
+        assert_eq!(check_current_leader_epoch(5, 5), ErrorCode::NONE);
+        assert_eq!(
+            check_current_leader_epoch(4, 5),
+            ErrorCode::FENCED_LEADER_EPOCH
+        );
+        assert_eq!(
+            check_current_leader_epoch(6, 5),
+            ErrorCode::UNKNOWN_LEADER_EPOCH
+        );
     }
 
     #[test]
@@ -131,12 +163,26 @@ mod tests {
             ("latest epoch, at the LEO", 7, 80, None),
             ("latest epoch, inside the log", 7, 60, None),
             ("epoch 4 ends at 50: fetch at 50 is fine", 4, 50, None),
-            ("epoch 4 ends at 50: fetch at 55 diverges", 4, 55, Some(at(4, 50))),
-            ("unknown gap epoch 5: floor 4 < 5 diverges", 5, 45, Some(at(4, 50))),
+            (
+                "epoch 4 ends at 50: fetch at 55 diverges",
+                4,
+                55,
+                Some(at(4, 50)),
+            ),
+            (
+                "unknown gap epoch 5: floor 4 < 5 diverges",
+                5,
+                45,
+                Some(at(4, 50)),
+            ),
             ("epoch past ours diverges (undefined)", 9, 10, Some(E)),
         ];
         for (case, epoch, offset, want) in rows {
-            assert_eq!(diverging_epoch(&table, *epoch, *offset, 80), *want, "{case}");
+            assert_eq!(
+                diverging_epoch(&table, *epoch, *offset, 80),
+                *want,
+                "{case}"
+            );
         }
     }
 }

@@ -431,9 +431,15 @@ impl ReplicaManager {
         }
     }
 
-    pub async fn append(&self, tp: &TopicPartition, records: Bytes, now_ms: i64) -> ProduceResult {
+    pub async fn append(
+        &self,
+        tp: &TopicPartition,
+        records: Bytes,
+        now_ms: i64,
+        required_acks: i16,
+    ) -> ProduceResult {
         match self.get(tp) {
-            Some(p) => p.append(records, now_ms).await,
+            Some(p) => p.append(records, now_ms, required_acks).await,
             None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
         }
     }
@@ -462,6 +468,15 @@ impl ReplicaManager {
             Some(p) => p.list_offset(timestamp, isolation).await,
             None => OffsetAnswer::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
         }
+    }
+
+    /// Every partition's ISR shrink check, in partition order.
+    pub fn maybe_shrink_isrs(&self, now_ms: i64) -> Vec<crate::replication::isr_change::IsrChange> {
+        let mut all: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
+        all.sort_by(|a, b| a.tp.cmp(&b.tp));
+        all.iter()
+            .filter_map(|p| p.maybe_shrink_isr(now_ms))
+            .collect()
     }
 
     pub fn partition_snapshot(&self, tp: &TopicPartition) -> PartitionSnapshot {

@@ -100,6 +100,7 @@ pub async fn serve_data(
         (_, None) => return None,
     };
     maybe_send_notes(ctx);
+    super::isr_changes::maybe_send_isr_changes(ctx);
     Some(resp)
 }
 

@@ -26,6 +26,7 @@ use crate::metadata::{PartitionState, Snapshot};
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::view::{PartitionRole, PartitionSnapshot};
+use crate::replication::isr_change::IsrChange;
 use crate::storage::batch_cache::{BatchCache, SharedBatchCache};
 use crate::storage::config::{write_buffer_bytes, LogConfig};
 use crate::storage::log_dir::PartitionOffsets;
@@ -55,6 +56,9 @@ pub struct ReplicaManager {
     durable_counts: DurableCounts,
     /// Wall-clock time for the replica state a leadership change starts.
     clock: Rc<dyn Clock>,
+    /// ISR changes proposed by partitions this shard leads, not yet sent
+    /// (`shard::isr_changes` sends them).
+    isr_changes: RefCell<Vec<IsrChange>>,
 }
 
 /// What one owned partition should be, per the snapshot.
@@ -90,6 +94,7 @@ impl ReplicaManager {
             closed: Cell::new(false),
             durable_counts: DurableCounts::default(),
             clock,
+            isr_changes: RefCell::new(Vec::new()),
         }
     }
 
@@ -470,8 +475,18 @@ impl ReplicaManager {
         }
     }
 
+    /// Queue an ISR change for the shard's sender.
+    pub fn queue_isr_change(&self, change: IsrChange) {
+        self.isr_changes.borrow_mut().push(change);
+    }
+
+    /// The ISR changes queued since the last call.
+    pub fn take_isr_changes(&self) -> Vec<IsrChange> {
+        std::mem::take(&mut *self.isr_changes.borrow_mut())
+    }
+
     /// Every partition's ISR shrink check, in partition order.
-    pub fn maybe_shrink_isrs(&self, now_ms: i64) -> Vec<crate::replication::isr_change::IsrChange> {
+    pub fn maybe_shrink_isrs(&self, now_ms: i64) -> Vec<IsrChange> {
         let mut all: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
         all.sort_by(|a, b| a.tp.cmp(&b.tp));
         all.iter()

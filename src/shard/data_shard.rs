@@ -125,9 +125,6 @@ pub struct DataShard {
     notes_scheduled: Cell<bool>,
     /// A send must be scheduled (notes queued while none was).
     notes_due: Cell<bool>,
-    /// ISR changes proposed by partitions this shard leads, not yet sent
-    /// (`shard::isr_changes` sends them).
-    isr_changes: RefCell<Vec<IsrChange>>,
 }
 
 impl DataShard {
@@ -149,7 +146,6 @@ impl DataShard {
             coalescer: RefCell::new(AdvanceCoalescer::new()),
             notes_scheduled: Cell::new(false),
             notes_due: Cell::new(false),
-            isr_changes: RefCell::new(Vec::new()),
         }
     }
 
@@ -276,7 +272,7 @@ impl DataShard {
                         self.on_local_advance(&spec.tp, p.snapshot());
                     }
                     if let Some(change) = effects.propose {
-                        self.isr_changes.borrow_mut().push(change);
+                        self.replicas.queue_isr_change(change);
                     }
                     a
                 }
@@ -298,13 +294,14 @@ impl DataShard {
     /// The periodic ISR check (`replica.lag.time.max.ms / 2`): every
     /// partition this shard leads may propose a shrink.
     pub fn maybe_shrink_isrs(&self, now_ms: i64) {
-        let changes = self.replicas.maybe_shrink_isrs(now_ms);
-        self.isr_changes.borrow_mut().extend(changes);
+        for change in self.replicas.maybe_shrink_isrs(now_ms) {
+            self.replicas.queue_isr_change(change);
+        }
     }
 
     /// The ISR changes queued since the last call.
     pub fn take_isr_changes(&self) -> Vec<IsrChange> {
-        std::mem::take(&mut *self.isr_changes.borrow_mut())
+        self.replicas.take_isr_changes()
     }
 
     /// Owner side: a partition advanced; wake local waiters now and queue

@@ -393,7 +393,7 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
                 if now - last_isr_check >= isr_check_every_ms {
                     last_isr_check = now;
                     data.maybe_shrink_isrs(now);
-                    crate::shard::isr_changes::maybe_send_isr_changes(&ctx);
+                    crate::shard::router::maybe_send_isr_changes(&ctx);
                 }
             }
         }

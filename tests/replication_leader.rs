@@ -323,7 +323,7 @@ fn epoch_lookup(conn: &mut Conn, current: i32, epoch: i32) -> EpochEndOffset {
 fn a_hand_played_follower_moves_the_hw_and_is_checked_by_epoch() {
     // The broker says at info when it proposes an ISR change (one test in
     // this binary: no other thread reads the environment meanwhile).
-    std::env::set_var("RUST_LOG", "warn,shardlog::shard::isr_changes=info");
+    std::env::set_var("RUST_LOG", "warn,shardlog::shard::router=info");
     let zk = ZkServer::standalone();
     let broker = start(&zk);
     let errors = send_leader_and_isr(&broker, &leader_and_isr(LEADER_EPOCH, &[0, 1]));

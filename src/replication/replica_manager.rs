@@ -57,7 +57,7 @@ pub struct ReplicaManager {
     /// Wall-clock time for the replica state a leadership change starts.
     clock: Rc<dyn Clock>,
     /// ISR changes proposed by partitions this shard leads, not yet sent
-    /// (`shard::isr_changes` sends them).
+    /// (`shard::router::maybe_send_isr_changes` sends them).
     isr_changes: RefCell<Vec<IsrChange>>,
 }
 

@@ -112,7 +112,7 @@ impl ShardContext {
                         .await;
                     // A follower's fetch may have moved a HW or proposed an ISR change.
                     super::router::maybe_send_notes(self);
-                    super::isr_changes::maybe_send_isr_changes(self);
+                    super::router::maybe_send_isr_changes(self);
                     answers
                 }
                 _ => {

@@ -8,13 +8,11 @@
 //!   sessions; the owner side of partition work.
 //! - [`control_shard`] `[drv]`: the control shard's controller.
 //! - [`router`] `[drv]`: mesh messages to the part that answers them;
-//!   metadata publication; purgatory notes.
+//!   metadata publication; purgatory notes; leaders' ISR changes sent.
 //! - [`datapath`], [`control_client`] `[drv]`: the connection side (fan
 //!   out to owners, park in the purgatory; ask the control shard).
 //! - [`alter_partition`] `[drv]`: a leader's ISR changes, through the
 //!   control shard, to the controller (AlterPartition).
-//! - [`isr_changes`] `[drv]`: sends the ISR changes a data shard's
-//!   leaders propose (one task each) and applies the answers.
 //! - [`controlled_shutdown`] `[drv]`: a stopping ZooKeeper-mode broker
 //!   asks the controller to move its leaders first.
 //! - [`group_host`] `[drv]`: a data shard's group coordinator and its
@@ -33,7 +31,6 @@ pub mod datapath;
 pub mod fetch_session;
 pub mod group_driver;
 pub mod group_host;
-pub mod isr_changes;
 pub mod mesh;
 pub mod placement;
 pub mod router;

@@ -7,7 +7,8 @@
 //! Checked: an acks=all produce waits until the follower's fetch moves the
 //! HW, consumers read to the HW while the follower reads to the LEO,
 //! KIP-320 diverging epochs, `current_leader_epoch` fencing, unassigned
-//! replicas, OffsetForLeaderEpoch lookups, and acks=all with the ISR below
+//! replicas, OffsetForLeaderEpoch lookups, acks=all timing out
+//! (REQUEST_TIMED_OUT) without the follower, and acks=all with the ISR below
 //! `min.insync.replicas` → NOT_ENOUGH_REPLICAS with nothing appended.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
@@ -354,6 +355,7 @@ fn a_hand_played_follower_moves_the_hw_and_is_checked_by_epoch() {
     consumers_read_to_the_hw_followers_to_the_leo(&mut client, &mut follower);
     diverging_and_fenced_follower_fetches(&mut follower);
     offset_for_leader_epoch_answers(&mut follower);
+    acks_all_times_out_without_the_follower(&mut client);
     the_isr_check_proposes_a_shrink(&broker);
 
     // A new epoch with the ISR = {0} alone: min.insync.replicas=2 refuses
@@ -469,6 +471,33 @@ fn diverging_and_fenced_follower_fetches(follower: &mut Conn) {
         assert_eq!(part.error_code, want.0, "replica {replica} epoch {epoch}");
         assert!(offsets_in(&part).is_empty());
     }
+}
+
+/// acks=all, the follower silent: appended, answered REQUEST_TIMED_OUT at
+/// `timeout_ms` (the HW stays below the batch).
+fn acks_all_times_out_without_the_follower(client: &mut Conn) {
+    let req = kafka_protocol::messages::ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(300)
+        .with_topic_data(vec![
+            kafka_protocol::messages::produce_request::TopicProduceData::default()
+                .with_name(common::topic_name(TOPIC))
+                .with_partition_data(vec![
+                    kafka_protocol::messages::produce_request::PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(batch(b"unconfirmed"))),
+                ]),
+        ]);
+    let resp = client.call(9, &req);
+    let p = &resp.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, ErrorCode::REQUEST_TIMED_OUT.0, "{resp:?}");
+    assert_eq!(
+        client
+            .list_offset(TOPIC, 0, common::LATEST_TIMESTAMP)
+            .offset,
+        2,
+        "HW"
+    );
 }
 
 fn offset_for_leader_epoch_answers(conn: &mut Conn) {

@@ -1,4 +1,4 @@
-//! `[drv]` What a shard does with a mesh message it receives, and the two
+//! `[drv]` What a shard does with a mesh message it receives, and the
 //! things only the shard as a whole can do: publish a metadata snapshot to
 //! every data shard, send the purgatory notes its partitions queued, and
 //! send the ISR changes its partition leaders propose.

@@ -254,8 +254,11 @@ impl LeaderReplicaState {
     }
 
     /// maybeShrinkIsr: followers not caught up for `replica.lag.time.max.ms`
-    /// leave the ISR (the leader never removes itself).
-    pub fn maybe_shrink_isr(&mut self, now_ms: i64) -> IsrActions {
+    /// leave the ISR (the leader never removes itself). A follower at the
+    /// leader's LEO stays however long it has been silent (Kafka's
+    /// `Replica.isCaughtUp`: `leaderEndOffset == logEndOffset` or caught up
+    /// within the lag), so an idle partition keeps its ISR.
+    pub fn maybe_shrink_isr(&mut self, now_ms: i64, leader_log_end_offset: Offset) -> IsrActions {
         if self.pending_isr.is_some() {
             return IsrActions::default();
         }
@@ -266,9 +269,10 @@ impl LeaderReplicaState {
             .copied()
             .filter(|r| *r != self.leader_id)
             .filter(|r| {
-                self.followers
-                    .get(r)
-                    .is_some_and(|f| now_ms - f.last_caught_up_time_ms > lag)
+                self.followers.get(r).is_some_and(|f| {
+                    f.log_end_offset != leader_log_end_offset
+                        && now_ms - f.last_caught_up_time_ms > lag
+                })
             })
             .collect();
         if out.is_empty() {
@@ -414,7 +418,7 @@ mod tests {
             self.stored(a)
         }
         fn maybe_shrink_isr(&mut self, now_ms: i64) -> IsrActions {
-            self.state.maybe_shrink_isr(now_ms)
+            self.state.maybe_shrink_isr(now_ms, self.log.log_end_offset)
         }
         fn on_isr_committed(&mut self, now_ms: i64, isr: &[i32]) -> IsrActions {
             let a = self.state.on_isr_committed(now_ms, self.log, &ids(isr));
@@ -579,6 +583,23 @@ mod tests {
         s.on_leader_append(now + 1, 30);
         assert_eq!(s.state.maximal_isr(), ids(&[1, 2]));
         assert_eq!(s.high_watermark(), 20, "2 is at 20: maximal ISR holds it");
+    }
+
+    #[test]
+    fn a_silent_follower_at_the_leo_stays_in_the_isr() {
+        let mut s = Leader::new(1, &[1, 2], &[1, 2], 0, 10, LAG, 0);
+        s.on_follower_fetch(1, 2, 10);
+        assert_eq!(
+            s.maybe_shrink_isr(LAG * 5).propose_isr,
+            None,
+            "idle, at the LEO"
+        );
+        s.on_leader_append(LAG * 5, 11);
+        assert_eq!(
+            s.maybe_shrink_isr(LAG * 5 + 1).propose_isr,
+            Some(ids(&[1])),
+            "behind and not caught up within the lag"
+        );
     }
 
     #[test]

@@ -209,7 +209,7 @@ impl Partition {
         let proposed = self
             .replica
             .borrow_mut()
-            .maybe_shrink_isr(now_ms)
+            .maybe_shrink_isr(now_ms, self.ends.get().log_end_offset)
             .propose_isr;
         proposed.map(|isr| self.isr_change(self.leader_epoch.get(), isr))
     }

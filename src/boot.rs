@@ -370,9 +370,13 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         );
     }
     let retention_every_ms = setup.config.log_retention_check_interval_ms.max(1000);
+    // Kafka's ReplicaManager schedules `isr-expiration` every
+    // `replica.lag.time.max.ms / 2`.
+    let isr_check_every_ms = (setup.config.replica_lag_time_max_ms / 2).max(100);
     let weak = Rc::downgrade(ctx);
     glommio::spawn_local(async move {
         let mut last_retention = 0i64;
+        let mut last_isr_check = 0i64;
         loop {
             glommio::timer::sleep(HOUSEKEEPING_EVERY).await;
             let Some(ctx) = weak.upgrade() else { return };
@@ -386,6 +390,11 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
             }
             if let Some(data) = ctx.data() {
                 data.replicas.housekeeping(now, retention).await;
+                if now - last_isr_check >= isr_check_every_ms {
+                    last_isr_check = now;
+                    data.maybe_shrink_isrs(now);
+                    crate::shard::router::maybe_send_isr_changes(&ctx);
+                }
             }
         }
     })

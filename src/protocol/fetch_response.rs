@@ -1,4 +1,4 @@
-//! `[pure]` Hand-written FetchResponse framing (v4–v16) for zero-copy fetches.
+//! `[pure]` Hand-written FetchResponse framing (v4–v17) for zero-copy fetches.
 //!
 //! The `kafka-protocol` crate would encode record bytes into one response
 //! buffer (a 160 KiB copy for 10×16 KiB; PLATFORM.md). Here the response is a
@@ -22,6 +22,9 @@ pub struct FetchPartitionOut {
     pub log_start_offset: i64,
     /// Record regions in log order (whole batches).
     pub records: Vec<OutPart>,
+    /// KIP-320 (v12+, tagged field 0): the epoch and end offset a
+    /// follower must truncate to; `None` when it did not diverge.
+    pub diverging_epoch: Option<(i32, i64)>,
 }
 
 impl FetchPartitionOut {
@@ -34,6 +37,7 @@ impl FetchPartitionOut {
             last_stable_offset: -1,
             log_start_offset: -1,
             records: Vec::new(),
+            diverging_epoch: None,
         }
     }
 
@@ -116,7 +120,18 @@ pub fn encode_fetch_body(version: i16, top: FetchTop, topics: Vec<FetchTopicOut>
                 cuts.push((head.len(), p.records));
             }
             if flexible {
-                put_unsigned_varint(&mut head, 0); // partition tagged fields
+                // Partition tagged fields: DivergingEpoch (tag 0) when set.
+                match p.diverging_epoch {
+                    Some((epoch, end_offset)) => {
+                        put_unsigned_varint(&mut head, 1);
+                        put_unsigned_varint(&mut head, 0); // tag
+                        put_unsigned_varint(&mut head, 13); // int32 + int64 + no tags
+                        head.put_i32(epoch);
+                        head.put_i64(end_offset);
+                        put_unsigned_varint(&mut head, 0);
+                    }
+                    None => put_unsigned_varint(&mut head, 0),
+                }
             }
         }
         if flexible {
@@ -172,6 +187,7 @@ mod tests {
                             OutPart::Bytes(Bytes::from_static(b"batch-one|")),
                             OutPart::Bytes(Bytes::from_static(b"batch-two")),
                         ],
+                        diverging_epoch: None,
                     },
                     FetchPartitionOut::error(3, 1),
                 ],
@@ -186,6 +202,7 @@ mod tests {
                     last_stable_offset: 98,
                     log_start_offset: 0,
                     records: vec![OutPart::Bytes(Bytes::from_static(b"xyz"))],
+                    diverging_epoch: Some((3, 42)),
                 }],
             },
         ]
@@ -193,7 +210,7 @@ mod tests {
 
     #[test]
     fn every_version_re_decodes_with_the_protocol_crate() {
-        for version in 4..=16i16 {
+        for version in 4..=17i16 {
             let parts = encode_fetch_body(
                 version,
                 FetchTop {
@@ -229,6 +246,11 @@ mod tests {
             let p5 = &resp.responses[1].partitions[0];
             assert_eq!(p5.last_stable_offset, 98);
             assert_eq!(p5.records.as_deref(), Some(&b"xyz"[..]));
+            if version >= 12 {
+                let d = &p5.diverging_epoch;
+                assert_eq!((d.epoch, d.end_offset), (3, 42), "v{version}");
+                assert_eq!(p0.diverging_epoch.epoch, -1, "not set: default");
+            }
         }
     }
 
@@ -249,6 +271,7 @@ mod tests {
                     last_stable_offset: 1,
                     log_start_offset: 0,
                     records: vec![OutPart::Bytes(rec)],
+                    diverging_epoch: None,
                 }],
             }],
         );

@@ -13,7 +13,11 @@
 //! HW = min LEO over the leader and every remote replica that is in the ISR or
 //! has caught up within `replica.lag.time.max.ms` (Kafka counts recently
 //! caught-up replicas too, so an expanding ISR never stalls the HW); it never
-//! moves backwards.
+//! moves backwards. While an ISR change is in flight to the controller
+//! (KIP-497's `PendingExpandIsr` / `PendingShrinkIsr`), the HW counts the
+//! *maximal* ISR (committed ∪ proposed: an expanding replica already
+//! holds the HW back, a shrinking one still does), and no new change is
+//! proposed until the controller answers.
 
 use crate::types::{BrokerId, Offset};
 use std::collections::BTreeMap;
@@ -24,8 +28,26 @@ pub const DEFAULT_REPLICA_LAG_TIME_MAX_MS: i64 = 30_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FollowerState {
     pub log_end_offset: Offset,
-    /// Last time the follower's fetch reached the leader's LEO of that moment.
+    /// Last time the follower was caught up (Kafka's `lastCaughtUpTimeMs`).
     pub last_caught_up_time_ms: i64,
+    /// The leader's LEO and the time of the follower's previous fetch
+    /// (Kafka's `lastFetchLeaderLogEndOffset`, `lastFetchTimeMs`).
+    pub last_fetch_leader_log_end_offset: Offset,
+    pub last_fetch_time_ms: i64,
+    /// The log start offset the follower reported (-1 until it fetched).
+    pub log_start_offset: Offset,
+}
+
+impl FollowerState {
+    fn fresh(last_caught_up_time_ms: i64) -> Self {
+        Self {
+            log_end_offset: 0,
+            last_caught_up_time_ms,
+            last_fetch_leader_log_end_offset: 0,
+            last_fetch_time_ms: 0,
+            log_start_offset: -1,
+        }
+    }
 }
 
 /// What changed after an event.
@@ -48,6 +70,8 @@ pub struct LeaderLog {
 pub struct LeaderReplicaState {
     leader_id: BrokerId,
     isr: Vec<BrokerId>,
+    /// The ISR proposed to the controller and not yet answered.
+    pending_isr: Option<Vec<BrokerId>>,
     followers: BTreeMap<BrokerId, FollowerState>,
     replica_lag_time_max_ms: i64,
 }
@@ -64,19 +88,12 @@ impl LeaderReplicaState {
         let followers = replicas
             .iter()
             .filter(|r| **r != leader_id)
-            .map(|r| {
-                (
-                    *r,
-                    FollowerState {
-                        log_end_offset: 0,
-                        last_caught_up_time_ms: now_ms,
-                    },
-                )
-            })
+            .map(|r| (*r, FollowerState::fresh(now_ms)))
             .collect();
         let s = Self {
             leader_id,
             isr: isr.to_vec(),
+            pending_isr: None,
             followers,
             replica_lag_time_max_ms,
         };
@@ -106,8 +123,74 @@ impl LeaderReplicaState {
         s
     }
 
+    /// The committed ISR (what the controller last accepted).
     pub fn isr(&self) -> &[BrokerId] {
         &self.isr
+    }
+
+    /// The ISR change in flight, if any.
+    pub fn pending_isr(&self) -> Option<&[BrokerId]> {
+        self.pending_isr.as_deref()
+    }
+
+    /// Kafka's `PartitionState.maximalIsr`: the committed ISR plus any
+    /// replica a pending change adds.
+    pub fn maximal_isr(&self) -> Vec<BrokerId> {
+        let mut isr = self.isr.clone();
+        for r in self.pending_isr.iter().flatten() {
+            if !isr.contains(r) {
+                isr.push(*r);
+            }
+        }
+        isr.sort_unstable();
+        isr
+    }
+
+    pub fn follower(&self, id: BrokerId) -> Option<&FollowerState> {
+        self.followers.get(&id)
+    }
+
+    /// The replicas or ISR changed under the same leader epoch (Kafka's
+    /// `makeLeader` with an unchanged epoch, `updateAssignmentAndIsr`):
+    /// followers still assigned keep their LEO and caught-up times, new
+    /// ones start unknown and not caught up, removed ones are dropped; the
+    /// controller's ISR replaces any pending change.
+    pub fn on_assignment_updated(
+        &mut self,
+        now_ms: i64,
+        log: LeaderLog,
+        replicas: &[BrokerId],
+        isr: &[BrokerId],
+    ) -> IsrActions {
+        let leader = self.leader_id;
+        self.followers.retain(|id, _| replicas.contains(id));
+        for r in replicas.iter().filter(|r| **r != leader) {
+            let caught_up = if isr.contains(r) { now_ms } else { 0 };
+            self.followers
+                .entry(*r)
+                .or_insert_with(|| FollowerState::fresh(caught_up));
+        }
+        self.isr = isr.to_vec();
+        self.pending_isr = None;
+        let actions = IsrActions {
+            high_watermark_advanced: self.maybe_increment_hw(now_ms, log),
+            propose_isr: None,
+        };
+        self.check_invariants();
+        actions
+    }
+
+    /// The pending change was refused or not sent: forget it (the next
+    /// check may propose again).
+    pub fn on_isr_change_failed(&mut self) {
+        self.pending_isr = None;
+        self.check_invariants();
+    }
+
+    /// Record `isr` as in flight; it is what the caller sends.
+    fn propose(&mut self, isr: Vec<BrokerId>) -> Option<Vec<BrokerId>> {
+        self.pending_isr = Some(isr.clone());
+        Some(isr)
     }
 
     /// The leader appended; its LEO moved.
@@ -120,28 +203,45 @@ impl LeaderReplicaState {
         actions
     }
 
-    /// A follower fetched at `fetch_offset` (its LEO).
+    /// A follower fetched at `fetch_offset` (its LEO) and reported its
+    /// log start offset (Kafka's `Replica.updateFetchStateOrThrow`): it is
+    /// caught up now when it reached the leader's LEO, and was caught up at
+    /// its previous fetch when it reached the LEO the leader had then.
+    /// `leader_epoch_start_offset` is where the current leader epoch
+    /// starts in the log: a follower joins the ISR (`maybeExpandIsr`,
+    /// `isFollowerInSync`) only at or past both it and the HW.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_follower_fetch(
         &mut self,
         now_ms: i64,
         log: LeaderLog,
         follower: BrokerId,
         fetch_offset: Offset,
+        log_start_offset: Offset,
+        leader_epoch_start_offset: Offset,
     ) -> IsrActions {
         let leo = log.log_end_offset;
         let Some(f) = self.followers.get_mut(&follower) else {
             return IsrActions::default();
         };
-        f.log_end_offset = fetch_offset;
         if fetch_offset >= leo {
-            f.last_caught_up_time_ms = now_ms;
+            f.last_caught_up_time_ms = f.last_caught_up_time_ms.max(now_ms);
+        } else if fetch_offset >= f.last_fetch_leader_log_end_offset {
+            f.last_caught_up_time_ms = f.last_caught_up_time_ms.max(f.last_fetch_time_ms);
         }
-        // maybeExpandIsr: an out-of-sync follower joins once its LEO ≥ HW.
-        let propose_isr = if !self.isr.contains(&follower) && fetch_offset >= log.high_watermark {
+        f.log_end_offset = fetch_offset;
+        f.log_start_offset = log_start_offset;
+        f.last_fetch_leader_log_end_offset = leo;
+        f.last_fetch_time_ms = now_ms;
+        let joins = self.pending_isr.is_none()
+            && !self.isr.contains(&follower)
+            && fetch_offset >= log.high_watermark
+            && fetch_offset >= leader_epoch_start_offset;
+        let propose_isr = if joins {
             let mut isr = self.isr.clone();
             isr.push(follower);
             isr.sort_unstable();
-            Some(isr)
+            self.propose(isr)
         } else {
             None
         };
@@ -154,8 +254,14 @@ impl LeaderReplicaState {
     }
 
     /// maybeShrinkIsr: followers not caught up for `replica.lag.time.max.ms`
-    /// leave the ISR (the leader never removes itself).
-    pub fn maybe_shrink_isr(&mut self, now_ms: i64) -> IsrActions {
+    /// leave the ISR (the leader never removes itself). A follower at the
+    /// leader's LEO stays however long it has been silent (Kafka's
+    /// `Replica.isCaughtUp`: `leaderEndOffset == logEndOffset` or caught up
+    /// within the lag), so an idle partition keeps its ISR.
+    pub fn maybe_shrink_isr(&mut self, now_ms: i64, leader_log_end_offset: Offset) -> IsrActions {
+        if self.pending_isr.is_some() {
+            return IsrActions::default();
+        }
         let lag = self.replica_lag_time_max_ms;
         let out: Vec<BrokerId> = self
             .isr
@@ -163,9 +269,10 @@ impl LeaderReplicaState {
             .copied()
             .filter(|r| *r != self.leader_id)
             .filter(|r| {
-                self.followers
-                    .get(r)
-                    .is_some_and(|f| now_ms - f.last_caught_up_time_ms > lag)
+                self.followers.get(r).is_some_and(|f| {
+                    f.log_end_offset != leader_log_end_offset
+                        && now_ms - f.last_caught_up_time_ms > lag
+                })
             })
             .collect();
         if out.is_empty() {
@@ -177,10 +284,12 @@ impl LeaderReplicaState {
             .copied()
             .filter(|r| !out.contains(r))
             .collect();
-        IsrActions {
+        let actions = IsrActions {
             high_watermark_advanced: None,
-            propose_isr: Some(isr),
-        }
+            propose_isr: self.propose(isr),
+        };
+        self.check_invariants();
+        actions
     }
 
     /// The controller accepted an ISR (AlterPartition response / LeaderAndIsr).
@@ -191,6 +300,7 @@ impl LeaderReplicaState {
         isr: &[BrokerId],
     ) -> IsrActions {
         self.isr = isr.to_vec();
+        self.pending_isr = None;
         let actions = IsrActions {
             high_watermark_advanced: self.maybe_increment_hw(now_ms, log),
             propose_isr: None,
@@ -206,7 +316,11 @@ impl LeaderReplicaState {
         let min_follower = self
             .followers
             .iter()
-            .filter(|(id, f)| self.isr.contains(id) || now_ms - f.last_caught_up_time_ms <= lag)
+            .filter(|(id, f)| {
+                self.isr.contains(id)
+                    || self.pending_isr.as_ref().is_some_and(|p| p.contains(id))
+                    || now_ms - f.last_caught_up_time_ms <= lag
+            })
             .map(|(_, f)| f.log_end_offset)
             .min();
         let leo = log.log_end_offset;
@@ -216,6 +330,10 @@ impl LeaderReplicaState {
 
     pub fn check_invariants(&self) {
         debug_assert!(self.isr.contains(&self.leader_id) || self.isr.is_empty());
+        debug_assert!(self
+            .pending_isr
+            .as_ref()
+            .is_none_or(|p| p.contains(&self.leader_id)));
     }
 }
 
@@ -296,11 +414,11 @@ mod tests {
         fn on_follower_fetch(&mut self, now_ms: i64, f: i32, offset: Offset) -> IsrActions {
             let a = self
                 .state
-                .on_follower_fetch(now_ms, self.log, BrokerId(f), offset);
+                .on_follower_fetch(now_ms, self.log, BrokerId(f), offset, 0, 0);
             self.stored(a)
         }
         fn maybe_shrink_isr(&mut self, now_ms: i64) -> IsrActions {
-            self.state.maybe_shrink_isr(now_ms)
+            self.state.maybe_shrink_isr(now_ms, self.log.log_end_offset)
         }
         fn on_isr_committed(&mut self, now_ms: i64, isr: &[i32]) -> IsrActions {
             let a = self.state.on_isr_committed(now_ms, self.log, &ids(isr));
@@ -394,5 +512,137 @@ mod tests {
     fn unknown_follower_fetch_changes_nothing() {
         let mut s = Leader::new(1, &[1], &[1], 0, 0, LAG, 0);
         assert_eq!(s.on_follower_fetch(0, 9, 100), IsrActions::default());
+    }
+
+    #[test]
+    fn a_follower_at_the_previous_fetchs_leo_was_caught_up_then() {
+        // Replica.updateFetchStateOrThrow: fetch at t=10 while the leader
+        // LEO is 20; the leader appends to 30; the next fetch at t=50
+        // reaches 20 (the LEO of the previous fetch) → caught up at t=10.
+        let mut s = Leader::new(1, &[1, 2], &[1, 2], 0, 20, LAG, 0);
+        s.on_follower_fetch(10, 2, 15);
+        s.on_leader_append(20, 30);
+        s.on_follower_fetch(50, 2, 20);
+        let f = *s.state.follower(BrokerId(2)).unwrap();
+        assert_eq!(f.last_caught_up_time_ms, 10);
+        assert_eq!(f.last_fetch_leader_log_end_offset, 30);
+        assert_eq!(f.last_fetch_time_ms, 50);
+        // Short of both LEOs: no credit.
+        s.on_follower_fetch(60, 2, 25);
+        assert_eq!(
+            s.state
+                .follower(BrokerId(2))
+                .unwrap()
+                .last_caught_up_time_ms,
+            10
+        );
+        // Reaching the current LEO: caught up now.
+        s.on_follower_fetch(70, 2, 30);
+        assert_eq!(
+            s.state
+                .follower(BrokerId(2))
+                .unwrap()
+                .last_caught_up_time_ms,
+            70
+        );
+    }
+
+    #[test]
+    fn while_a_change_is_pending_nothing_else_is_proposed() {
+        let mut s = Leader::new(1, &[1, 2, 3], &[1], 0, 10, LAG, 0);
+        let a = s.on_follower_fetch(1, 2, 10);
+        assert_eq!(a.propose_isr, Some(ids(&[1, 2])));
+        assert_eq!(s.state.pending_isr(), Some(&ids(&[1, 2])[..]));
+        // 3 also qualifies, but one change is in flight.
+        assert_eq!(s.on_follower_fetch(2, 3, 10).propose_isr, None);
+        assert_eq!(s.maybe_shrink_isr(LAG * 10).propose_isr, None);
+        // Refused: the next fetch proposes again.
+        s.state.on_isr_change_failed();
+        assert_eq!(s.state.pending_isr(), None);
+        assert_eq!(
+            s.on_follower_fetch(3, 3, 10).propose_isr,
+            Some(ids(&[1, 3]))
+        );
+        s.on_isr_committed(4, &[1, 3]);
+        assert_eq!(s.state.pending_isr(), None);
+        assert_eq!(s.state.isr(), &ids(&[1, 3])[..]);
+    }
+
+    #[test]
+    fn a_pending_expand_holds_the_hw_at_the_joining_replica() {
+        // Leader LEO 10, follower 2 out of the ISR and long past the lag.
+        let mut s = Leader::new(1, &[1, 2], &[1], 0, 10, LAG, 0);
+        let now = LAG * 3;
+        s.on_leader_append(now, 10);
+        assert_eq!(s.high_watermark(), 10);
+        s.on_leader_append(now, 20);
+        assert_eq!(s.high_watermark(), 20);
+        // 2 reaches the HW: expand proposed; while pending, 2 counts.
+        let a = s.on_follower_fetch(now, 2, 20);
+        assert_eq!(a.propose_isr, Some(ids(&[1, 2])));
+        s.on_leader_append(now + 1, 30);
+        assert_eq!(s.state.maximal_isr(), ids(&[1, 2]));
+        assert_eq!(s.high_watermark(), 20, "2 is at 20: maximal ISR holds it");
+    }
+
+    #[test]
+    fn a_silent_follower_at_the_leo_stays_in_the_isr() {
+        let mut s = Leader::new(1, &[1, 2], &[1, 2], 0, 10, LAG, 0);
+        s.on_follower_fetch(1, 2, 10);
+        assert_eq!(
+            s.maybe_shrink_isr(LAG * 5).propose_isr,
+            None,
+            "idle, at the LEO"
+        );
+        s.on_leader_append(LAG * 5, 11);
+        assert_eq!(
+            s.maybe_shrink_isr(LAG * 5 + 1).propose_isr,
+            Some(ids(&[1])),
+            "behind and not caught up within the lag"
+        );
+    }
+
+    #[test]
+    fn a_pending_shrink_still_counts_the_leaving_replica() {
+        let mut s = Leader::new(1, &[1, 2], &[1, 2], 0, 10, LAG, 0);
+        assert_eq!(s.maybe_shrink_isr(LAG + 1).propose_isr, Some(ids(&[1])));
+        s.on_leader_append(LAG + 2, 20);
+        assert_eq!(s.high_watermark(), 0, "2 still in the committed ISR");
+        s.on_isr_committed(LAG + 3, &[1]);
+        assert_eq!(s.high_watermark(), 20);
+    }
+
+    #[test]
+    fn expansion_waits_for_the_leader_epoch_start_offset() {
+        let mut s = Leader::new(1, &[1, 2], &[1], 0, 10, LAG, 0);
+        let log = s.log;
+        let a = s.state.on_follower_fetch(1, log, BrokerId(2), 5, 0, 8);
+        assert_eq!(a.propose_isr, None, "LEO 5 < epoch start 8");
+        let a = s.state.on_follower_fetch(2, log, BrokerId(2), 8, 0, 8);
+        assert_eq!(a.propose_isr, Some(ids(&[1, 2])));
+    }
+
+    #[test]
+    fn an_assignment_update_keeps_follower_progress() {
+        let mut s = Leader::new(1, &[1, 2, 3], &[1, 2, 3], 0, 10, LAG, 0);
+        s.on_follower_fetch(5, 2, 10);
+        s.on_follower_fetch(6, 3, 4);
+        let log = s.log;
+        let a = s
+            .state
+            .on_assignment_updated(LAG * 2, log, &ids(&[1, 2, 3, 4]), &ids(&[1, 2]));
+        assert_eq!(
+            a.high_watermark_advanced,
+            Some(10),
+            "ISR 1 and 2 both at 10; 3 lags past the lag time"
+        );
+        let f2 = *s.state.follower(BrokerId(2)).unwrap();
+        assert_eq!((f2.log_end_offset, f2.last_caught_up_time_ms), (10, 5));
+        assert_eq!(s.state.follower(BrokerId(3)).unwrap().log_end_offset, 4);
+        let f4 = *s.state.follower(BrokerId(4)).unwrap();
+        assert_eq!((f4.log_end_offset, f4.last_caught_up_time_ms), (0, 0));
+        s.state
+            .on_assignment_updated(8, log, &ids(&[1, 2]), &ids(&[1, 2]));
+        assert!(s.state.follower(BrokerId(3)).is_none());
     }
 }

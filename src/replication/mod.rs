@@ -12,6 +12,8 @@
 //!   `replica.lag.time.max.ms`, ISR expand when a follower's LEO ≥ HW.
 //! - [`isr_change`] `[pure]`: an ISR change a leader asks the controller
 //!   for (AlterPartition) and its answer.
+//! - [`leader_epoch`] `[pure]`: leader-epoch lookups (OffsetForLeaderEpoch,
+//!   a follower fetch's diverging epoch; `LeaderEpochFileCache.endOffsetFor`).
 //! - [`producer_state`] `[pure]`: per-partition idempotence state
 //!   (producer epoch, last sequences, duplicate detection, snapshots).
 //! - [`producer_id`] `[pure]`: producer-id blocks from
@@ -25,6 +27,7 @@
 pub mod fetcher;
 pub mod isr;
 pub mod isr_change;
+pub mod leader_epoch;
 pub mod log_cleaner;
 pub mod partition;
 pub mod producer_id;

@@ -41,6 +41,7 @@ use crate::protocol::{record_batch, record_walk};
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot};
 use crate::replication::isr::{LeaderLog, LeaderReplicaState};
+use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::producer_state::{
     BatchMetadata, LoggedBatch, ProducerBatch, ProducerStateManager, SeqCheck,
 };
@@ -53,6 +54,8 @@ use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 
 mod follower;
 pub use follower::{FollowerAppend, FollowerLogState};
+mod leader;
+pub use leader::{FollowerFetch, FollowerFetchEffects};
 
 /// Kafka's `ListOffsetsRequest` special timestamps.
 pub const LATEST_TIMESTAMP: i64 = -1;
@@ -198,6 +201,8 @@ pub struct ReadAnswer {
     pub records: Vec<OutPart>,
     pub bytes: usize,
     pub snapshot: Option<PartitionSnapshot>,
+    /// A follower fetch whose last fetched epoch diverged (KIP-320).
+    pub diverging_epoch: Option<EpochEndOffset>,
 }
 
 impl ReadAnswer {
@@ -210,6 +215,7 @@ impl ReadAnswer {
             records: Vec::new(),
             bytes: 0,
             snapshot: None,
+            diverging_epoch: None,
         }
     }
 }
@@ -311,7 +317,8 @@ impl Partition {
 
     /// Become leader or follower in place (Kafka's `Partition.makeLeader`
     /// / `makeFollower`): the new epoch, replicas and ISR, the leader-side
-    /// replica state started afresh (follower LEOs unknown); a new leader
+    /// replica state started afresh under a new epoch (follower LEOs
+    /// unknown; the same epoch updates it in place); a new leader
     /// applies the HW rule at once (with the ISR = itself, the HW moves to
     /// the LEO). Runs under the log's write guard, so an append either
     /// finished under the old role or sees the new one. A follower is only
@@ -321,6 +328,30 @@ impl Partition {
             tracing::warn!(tp = %self.tp, "partition lock poisoned; leadership unchanged");
             return;
         };
+        let ends = log.ends();
+        let ends = LeaderLog {
+            log_end_offset: ends.log_end_offset,
+            high_watermark: ends.high_watermark,
+        };
+        // Kafka's `makeLeader` with an unchanged leader epoch (an ISR or
+        // replica change, e.g. the snapshot republished after an
+        // AlterPartition): update in place, keeping follower LEOs and
+        // caught-up times.
+        let in_place = next.role == PartitionRole::Leader
+            && self.role.get() == PartitionRole::Leader
+            && next.leader_epoch == self.leader_epoch.get();
+        if in_place {
+            let isr = replica_state_isr(self.me, &next.isr);
+            let advanced =
+                self.replica
+                    .borrow_mut()
+                    .on_assignment_updated(now_ms, ends, &next.replicas, &isr);
+            if let Some(hw) = advanced.high_watermark_advanced {
+                log.set_high_watermark(hw);
+            }
+            *self.replicas.borrow_mut() = next.replicas;
+            return;
+        }
         let mut replica = LeaderReplicaState::become_leader(
             self.me,
             &next.replicas,
@@ -329,11 +360,6 @@ impl Partition {
             now_ms,
         );
         if next.role == PartitionRole::Leader {
-            let ends = log.ends();
-            let ends = LeaderLog {
-                log_end_offset: ends.log_end_offset,
-                high_watermark: ends.high_watermark,
-            };
             if let Some(hw) = replica
                 .on_leader_append(now_ms, ends)
                 .high_watermark_advanced
@@ -554,8 +580,11 @@ impl Partition {
         Ok((records, batch, summary.max_timestamp))
     }
 
-    /// Append one produce request's records for this partition.
-    pub async fn append(&self, records: Bytes, now_ms: i64) -> ProduceResult {
+    /// Append one produce request's records for this partition;
+    /// `required_acks` -1 refuses the append with NOT_ENOUGH_REPLICAS while
+    /// the ISR is smaller than `min.insync.replicas` (Kafka's
+    /// `appendRecordsToLeader`: nothing is appended).
+    pub async fn append(&self, records: Bytes, now_ms: i64, required_acks: i16) -> ProduceResult {
         // Take our place before the first await.
         let ticket = self.append_order.ticket();
         if self.role.get() != PartitionRole::Leader {
@@ -583,6 +612,9 @@ impl Partition {
         // Leadership may have moved while this append waited its turn.
         if self.role.get() != PartitionRole::Leader {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        }
+        if required_acks == -1 && !self.enough_replicas_for_acks_all() {
+            return ProduceResult::error(ErrorCode::NOT_ENOUGH_REPLICAS);
         }
         if let Some(answer) = self.check_producer(&batch) {
             return answer;
@@ -674,6 +706,7 @@ impl Partition {
             records,
             bytes,
             snapshot: Some(self.snapshot()),
+            diverging_epoch: None,
         }
     }
 

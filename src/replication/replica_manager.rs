@@ -26,6 +26,7 @@ use crate::metadata::{PartitionState, Snapshot};
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::view::{PartitionRole, PartitionSnapshot};
+use crate::replication::isr_change::IsrChange;
 use crate::storage::batch_cache::{BatchCache, SharedBatchCache};
 use crate::storage::config::{write_buffer_bytes, LogConfig};
 use crate::storage::log_dir::PartitionOffsets;
@@ -57,6 +58,9 @@ pub struct ReplicaManager {
     clock: Rc<dyn Clock>,
     /// This shard's replica fetchers (partitions it follows).
     fetchers: super::fetcher::FetcherManager,
+    /// ISR changes proposed by partitions this shard leads, not yet sent
+    /// (`shard::router::maybe_send_isr_changes` sends them).
+    isr_changes: RefCell<Vec<IsrChange>>,
 }
 
 /// What one owned partition should be, per the snapshot.
@@ -97,6 +101,7 @@ impl ReplicaManager {
             ),
             clock,
             server,
+            isr_changes: RefCell::new(Vec::new()),
         }
     }
 
@@ -458,9 +463,15 @@ impl ReplicaManager {
         }
     }
 
-    pub async fn append(&self, tp: &TopicPartition, records: Bytes, now_ms: i64) -> ProduceResult {
+    pub async fn append(
+        &self,
+        tp: &TopicPartition,
+        records: Bytes,
+        now_ms: i64,
+        required_acks: i16,
+    ) -> ProduceResult {
         match self.get(tp) {
-            Some(p) => p.append(records, now_ms).await,
+            Some(p) => p.append(records, now_ms, required_acks).await,
             None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
         }
     }
@@ -489,6 +500,25 @@ impl ReplicaManager {
             Some(p) => p.list_offset(timestamp, isolation).await,
             None => OffsetAnswer::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
         }
+    }
+
+    /// Queue an ISR change for the shard's sender.
+    pub fn queue_isr_change(&self, change: IsrChange) {
+        self.isr_changes.borrow_mut().push(change);
+    }
+
+    /// The ISR changes queued since the last call.
+    pub fn take_isr_changes(&self) -> Vec<IsrChange> {
+        std::mem::take(&mut *self.isr_changes.borrow_mut())
+    }
+
+    /// Every partition's ISR shrink check, in partition order.
+    pub fn maybe_shrink_isrs(&self, now_ms: i64) -> Vec<IsrChange> {
+        let mut all: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
+        all.sort_by(|a, b| a.tp.cmp(&b.tp));
+        all.iter()
+            .filter_map(|p| p.maybe_shrink_isr(now_ms))
+            .collect()
     }
 
     pub fn partition_snapshot(&self, tp: &TopicPartition) -> PartitionSnapshot {

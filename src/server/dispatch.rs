@@ -41,6 +41,10 @@ pub const ROUTES: &[Route] = &[
         handle: handlers::list_offsets::handle,
     },
     Route {
+        range: handlers::offset_for_leader_epoch::VERSIONS,
+        handle: handlers::offset_for_leader_epoch::handle,
+    },
+    Route {
         range: handlers::find_coordinator::VERSIONS,
         handle: handlers::find_coordinator::handle,
     },

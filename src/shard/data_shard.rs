@@ -23,11 +23,14 @@ use bytes::Bytes;
 use super::fetch_session::{FetchSessionCache, DEFAULT_CACHE_SLOTS};
 use super::group_host::{GroupCall, GroupHost, GroupReply};
 use crate::metadata::Snapshot;
+use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::driver::PurgatoryDriver;
 use crate::purgatory::notes::{AdvanceCoalescer, AdvanceNotes, RemoteWatchRegistry};
 use crate::purgatory::view::PartitionSnapshot;
-use crate::replication::partition::{OffsetAnswer, ProduceResult, ReadAnswer};
+use crate::replication::isr_change::IsrChange;
+use crate::replication::leader_epoch::EpochEndOffset;
+use crate::replication::partition::{FollowerFetch, OffsetAnswer, ProduceResult, ReadAnswer};
 use crate::replication::replica_manager::ReplicaManager;
 use crate::types::{ShardId, TopicPartition};
 
@@ -37,6 +40,9 @@ pub struct ReadSpec {
     pub tp: TopicPartition,
     pub offset: i64,
     pub partition_max_bytes: usize,
+    /// Set when a follower replica fetches (replica id ≥ 0): the leader
+    /// checks and records its fetch state.
+    pub follower: Option<FollowerFetch>,
 }
 
 /// Requests to a data shard.
@@ -53,6 +59,8 @@ pub enum DataRequest {
     Produce {
         parts: Vec<(TopicPartition, Bytes)>,
         now_ms: i64,
+        /// The request's acks (-1: check `min.insync.replicas` first).
+        acks: i16,
     },
     /// Read owned partitions in order within one byte budget.
     Read {
@@ -60,6 +68,13 @@ pub enum DataRequest {
         isolation: FetchIsolation,
         max_bytes: usize,
         min_one_batch: bool,
+        now_ms: i64,
+    },
+    /// OffsetForLeaderEpoch lookups: (partition, current_leader_epoch,
+    /// leader_epoch), and whether only the leader may answer.
+    OffsetForLeaderEpoch {
+        parts: Vec<(TopicPartition, i32, i32)>,
+        fetch_only_from_leader: bool,
     },
     /// ListOffsets lookups (partition, timestamp or -1/-2/-3).
     ListOffsets {
@@ -87,6 +102,7 @@ pub enum DataResponse {
     Produced(Vec<ProduceResult>),
     Read(Vec<ReadAnswer>),
     Offsets(Vec<OffsetAnswer>),
+    EpochEndOffsets(Vec<(ErrorCode, EpochEndOffset)>),
     Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
     Ack,
     Group(GroupReply),
@@ -154,10 +170,14 @@ impl DataShard {
                     version: snapshot.version,
                 }
             }
-            DataRequest::Produce { parts, now_ms } => {
+            DataRequest::Produce {
+                parts,
+                now_ms,
+                acks,
+            } => {
                 let mut out = Vec::with_capacity(parts.len());
                 for (tp, records) in parts {
-                    let r = registry.append(&tp, records, now_ms).await;
+                    let r = registry.append(&tp, records, now_ms, acks).await;
                     if let Some(s) = r.snapshot {
                         self.on_local_advance(&tp, s);
                     }
@@ -170,10 +190,30 @@ impl DataShard {
                 isolation,
                 max_bytes,
                 min_one_batch,
+                now_ms,
             } => DataResponse::Read(
-                self.read_owned(&specs, isolation, max_bytes, min_one_batch)
+                self.read_owned(&specs, isolation, max_bytes, min_one_batch, now_ms)
                     .await,
             ),
+            DataRequest::OffsetForLeaderEpoch {
+                parts,
+                fetch_only_from_leader,
+            } => {
+                let mut out = Vec::with_capacity(parts.len());
+                for (tp, current, epoch) in parts {
+                    out.push(match registry.get(&tp) {
+                        Some(p) => {
+                            p.offset_for_leader_epoch(current, epoch, fetch_only_from_leader)
+                                .await
+                        }
+                        None => (
+                            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                            EpochEndOffset::UNDEFINED,
+                        ),
+                    });
+                }
+                DataResponse::EpochEndOffsets(out)
+            }
             DataRequest::ListOffsets { parts, isolation } => {
                 let mut out = Vec::with_capacity(parts.len());
                 for (tp, ts) in parts {
@@ -217,15 +257,31 @@ impl DataShard {
         isolation: FetchIsolation,
         max_bytes: usize,
         mut min_one_batch: bool,
+        now_ms: i64,
     ) -> Vec<ReadAnswer> {
         let mut left = max_bytes;
         let mut out = Vec::with_capacity(specs.len());
         for spec in specs {
             let limit = spec.partition_max_bytes.min(left);
-            let a = self
-                .replicas
-                .read(&spec.tp, spec.offset, limit, isolation, min_one_batch)
-                .await;
+            let a = match (&spec.follower, self.replicas.get(&spec.tp)) {
+                (Some(f), Some(p)) => {
+                    let (a, effects) = p
+                        .read_for_follower(spec.offset, limit, min_one_batch, f, now_ms)
+                        .await;
+                    if effects.high_watermark_advanced {
+                        self.on_local_advance(&spec.tp, p.snapshot());
+                    }
+                    if let Some(change) = effects.propose {
+                        self.replicas.queue_isr_change(change);
+                    }
+                    a
+                }
+                _ => {
+                    self.replicas
+                        .read(&spec.tp, spec.offset, limit, isolation, min_one_batch)
+                        .await
+                }
+            };
             if a.bytes > 0 {
                 min_one_batch = false;
             }
@@ -235,9 +291,22 @@ impl DataShard {
         out
     }
 
+    /// The periodic ISR check (`replica.lag.time.max.ms / 2`): every
+    /// partition this shard leads may propose a shrink.
+    pub fn maybe_shrink_isrs(&self, now_ms: i64) {
+        for change in self.replicas.maybe_shrink_isrs(now_ms) {
+            self.replicas.queue_isr_change(change);
+        }
+    }
+
+    /// The ISR changes queued since the last call.
+    pub fn take_isr_changes(&self) -> Vec<IsrChange> {
+        self.replicas.take_isr_changes()
+    }
+
     /// Owner side: a partition advanced; wake local waiters now and queue
     /// notes for remote watchers.
-    fn on_local_advance(&self, tp: &TopicPartition, s: PartitionSnapshot) {
+    pub(crate) fn on_local_advance(&self, tp: &TopicPartition, s: PartitionSnapshot) {
         self.purgatory.on_partition_advanced(tp, s);
         let queued = {
             let watchers = self.remote_watchers.borrow();

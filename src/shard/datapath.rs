@@ -17,6 +17,7 @@ use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::delayed_operation::WatchChange;
 use crate::purgatory::driver::Parkable;
 use crate::purgatory::view::PartitionSnapshot;
+use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::partition::{OffsetAnswer, ProduceResult, ReadAnswer};
 use crate::types::TopicPartition;
 
@@ -44,11 +45,13 @@ impl ShardContext {
         }
     }
 
-    /// Connection side: append to partitions on their owners.
+    /// Connection side: append to partitions on their owners (`acks` -1
+    /// checks `min.insync.replicas` before appending).
     pub async fn produce_on_owners(
         self: &Rc<Self>,
         parts: Vec<(TopicPartition, Bytes)>,
         now_ms: i64,
+        acks: i16,
     ) -> Vec<ProduceResult> {
         let groups = self.group_by_owner(parts.into_iter().map(|(tp, b)| (tp.clone(), (tp, b))));
         let mut results: Vec<Option<ProduceResult>> = vec![None; groups.total];
@@ -58,7 +61,14 @@ impl ShardContext {
                 let (idx, parts): (Vec<usize>, Vec<(TopicPartition, Bytes)>) =
                     items.into_iter().unzip();
                 let answer = ctx
-                    .ask_owner(owner, DataRequest::Produce { parts, now_ms })
+                    .ask_owner(
+                        owner,
+                        DataRequest::Produce {
+                            parts,
+                            now_ms,
+                            acks,
+                        },
+                    )
                     .await;
                 (idx, answer)
             }
@@ -96,7 +106,14 @@ impl ShardContext {
             let (idx, specs): (Vec<usize>, Vec<ReadSpec>) = items.into_iter().unzip();
             let answers: Vec<ReadAnswer> = match self.data() {
                 Some(data) if owner == self.peer_id() => {
-                    data.read_owned(&specs, isolation, left, min_one).await
+                    let now_ms = self.clock.wall_ms();
+                    let answers = data
+                        .read_owned(&specs, isolation, left, min_one, now_ms)
+                        .await;
+                    // A follower's fetch may have moved a HW or proposed an ISR change.
+                    super::router::maybe_send_notes(self);
+                    super::router::maybe_send_isr_changes(self);
+                    answers
                 }
                 _ => {
                     let req = DataRequest::Read {
@@ -104,6 +121,7 @@ impl ShardContext {
                         isolation,
                         max_bytes: left,
                         min_one_batch: min_one,
+                        now_ms: self.clock.wall_ms(),
                     };
                     match self.call(owner, ShardRequest::Data(req)).await {
                         Ok(ShardResponse::Data(DataResponse::Read(list))) => list,
@@ -146,6 +164,35 @@ impl ShardContext {
         results
             .into_iter()
             .map(|r| r.unwrap_or(OffsetAnswer::error(ErrorCode::NOT_LEADER_OR_FOLLOWER)))
+            .collect()
+    }
+
+    /// Connection side: OffsetForLeaderEpoch lookups on the owners
+    /// ((partition, current_leader_epoch, leader_epoch), in order).
+    pub async fn offset_for_leader_epoch_on_owners(
+        self: &Rc<Self>,
+        parts: Vec<(TopicPartition, i32, i32)>,
+        fetch_only_from_leader: bool,
+    ) -> Vec<(ErrorCode, EpochEndOffset)> {
+        let n = parts.len();
+        let groups = self.group_by_owner(parts.into_iter().map(|p| (p.0.clone(), p)));
+        let mut results: Vec<Option<(ErrorCode, EpochEndOffset)>> = vec![None; n];
+        for (owner, items) in groups.by_owner {
+            let (idx, parts): (Vec<usize>, Vec<(TopicPartition, i32, i32)>) =
+                items.into_iter().unzip();
+            let req = DataRequest::OffsetForLeaderEpoch {
+                parts,
+                fetch_only_from_leader,
+            };
+            if let Some(DataResponse::EpochEndOffsets(list)) = self.ask_owner(owner, req).await {
+                for (i, a) in idx.into_iter().zip(list) {
+                    results[i] = Some(a);
+                }
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or((ErrorCode::NOT_LEADER_OR_FOLLOWER, EpochEndOffset::UNDEFINED)))
             .collect()
     }
 

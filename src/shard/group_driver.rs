@@ -283,7 +283,9 @@ async fn append_acks_all(ctx: &Rc<ShardContext>, partition: i32, records: &Recor
     };
     let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
     let now = ctx.clock.wall_ms();
-    let mut results = ctx.produce_on_owners(vec![(tp.clone(), batch)], now).await;
+    let mut results = ctx
+        .produce_on_owners(vec![(tp.clone(), batch)], now, -1)
+        .await;
     let Some(r) = results.pop() else {
         return ErrorCode::NOT_LEADER_OR_FOLLOWER;
     };

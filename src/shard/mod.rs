@@ -8,7 +8,7 @@
 //!   sessions; the owner side of partition work.
 //! - [`control_shard`] `[drv]`: the control shard's controller.
 //! - [`router`] `[drv]`: mesh messages to the part that answers them;
-//!   metadata publication; purgatory notes.
+//!   metadata publication; purgatory notes; leaders' ISR changes sent.
 //! - [`datapath`], [`control_client`] `[drv]`: the connection side (fan
 //!   out to owners, park in the purgatory; ask the control shard).
 //! - [`alter_partition`] `[drv]`: a leader's ISR changes, through the

@@ -1,6 +1,7 @@
-//! `[drv]` What a shard does with a mesh message it receives, and the two
+//! `[drv]` What a shard does with a mesh message it receives, and the
 //! things only the shard as a whole can do: publish a metadata snapshot to
-//! every data shard, and send the purgatory notes its partitions queued.
+//! every data shard, send the purgatory notes its partitions queued, and
+//! send the ISR changes its partition leaders propose.
 
 use std::rc::Rc;
 
@@ -10,6 +11,7 @@ use super::data_shard::{DataRequest, DataResponse};
 use super::mesh::Handler;
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
+use crate::replication::isr_change::IsrChange;
 use crate::types::TopicPartition;
 
 /// The mesh handler for this shard.
@@ -103,6 +105,7 @@ pub async fn serve_data(
         (_, None) => return None,
     };
     maybe_send_notes(ctx);
+    maybe_send_isr_changes(ctx);
     Some(resp)
 }
 
@@ -269,6 +272,37 @@ pub fn maybe_send_notes(ctx: &Rc<ShardContext>) {
         }
     })
     .detach();
+}
+
+/// Send the ISR changes this shard's partition leaders queued
+/// (`maybeExpandIsr` on a follower fetch, `maybeShrinkIsr` on the periodic
+/// check), each to the controller through the control shard
+/// ([`super::alter_partition::propose`]) in its own task; the answer goes
+/// back to the partition, which holds at most one change in flight
+/// (KIP-497's pending ISR state, `replication::isr`).
+pub fn maybe_send_isr_changes(ctx: &Rc<ShardContext>) {
+    let Some(data) = ctx.data() else { return };
+    for change in data.take_isr_changes() {
+        let ctx = ctx.clone();
+        glommio::spawn_local(async move { send_isr_change(&ctx, change).await }).detach();
+    }
+}
+
+async fn send_isr_change(ctx: &Rc<ShardContext>, change: IsrChange) {
+    tracing::info!(tp = %change.tp, isr = ?change.new_isr, "proposing ISR change");
+    let answer = super::alter_partition::propose(ctx, change.clone()).await;
+    let Some(data) = ctx.data() else { return };
+    let Some(partition) = data.replicas.get(&change.tp) else {
+        return;
+    };
+    let now_ms = ctx.clock.wall_ms();
+    if partition
+        .on_isr_change_answer(&change, answer, now_ms)
+        .await
+    {
+        data.on_local_advance(&change.tp, partition.snapshot());
+        maybe_send_notes(ctx);
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,16 @@
-//! `[drv]` Fetch (key 1), v4–v16: topic names (≤ v12) and topic ids (v13+),
+//! `[drv]` Fetch (key 1), v4–v17: topic names (≤ v12) and topic ids (v13+),
 //! incremental fetch sessions (KIP-227), `max_bytes` / partition
 //! `max_bytes`, at least one whole batch (KIP-74), isolation levels
 //! (read_committed reads up to the LSO, which equals the HW until
 //! transactions exist), and long polls through the purgatory
 //! (`min_bytes` / `max_wait_ms`, Kafka's DelayedFetch).
+//!
+//! A fetch with a replica id ≥ 0 (v15+: `replica_state.replica_id`) is a
+//! follower's (Kafka's `FetchParams.isFromFollower`): it reads up to the
+//! LEO, its epochs are checked (`current_leader_epoch`, and the KIP-320
+//! `last_fetched_epoch` → `diverging_epoch`), and the leader records its
+//! fetch offset as its LEO (`replication::partition::leader`). v17 adds
+//! only the tagged `ReplicaDirectoryId` (KIP-853; ignored here).
 //!
 //! Record bytes are never copied: owners return cached `Bytes` or segment
 //! file regions; the response is header chunks interleaved with those
@@ -23,18 +30,18 @@ use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, INT64, INT8, UUI
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_fetch::{DelayedFetch, FetchIsolation, FetchPartitionSpec};
 use crate::purgatory::view::LogOffsetMetadata;
-use crate::replication::partition::ReadAnswer;
+use crate::replication::partition::{FollowerFetch, ReadAnswer};
 use crate::shard::data_shard::ReadSpec;
 use crate::shard::fetch_session::{PartitionFetch, SentState, SessionDecision};
 use crate::shard::ShardContext;
-use crate::types::TopicPartition;
+use crate::types::{BrokerId, TopicPartition};
 
-pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Fetch, 4, 16);
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Fetch, 4, 17);
 
 const FIRST_FLEXIBLE: i16 = 12;
 const FIRST_TOPIC_IDS: i16 = 13;
 
-/// FetchRequest.json (v4–v16), up to the topics: replica_id (until v14;
+/// FetchRequest.json (v4–v17; v17's ReplicaDirectoryId is a tagged field), up to the topics: replica_id (until v14;
 /// v15+ sends it in the tagged replica_state), max_wait_ms, min_bytes,
 /// max_bytes, isolation_level, session_id and session_epoch (v7+).
 macro_rules! fetch_schema {
@@ -96,6 +103,10 @@ struct Wanted {
     tp: Option<TopicPartition>,
     partition: i32,
     fetch: PartitionFetch,
+    /// v12+ (-1 otherwise, and for partitions an incremental session adds).
+    last_fetched_epoch: i32,
+    /// v5+ (-1 otherwise): the follower's log start offset.
+    log_start_offset: i64,
     /// Set when the partition cannot be read (unknown topic / id).
     error: Option<i16>,
 }
@@ -168,16 +179,17 @@ async fn fetch(
         }
     };
     let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0);
-    let mut reads = read_all(ctx, &wanted, isolation, max_bytes).await;
+    let follower = (replica_id >= 0).then_some(BrokerId(replica_id));
+    let mut reads = read_all(ctx, &wanted, isolation, max_bytes, follower).await;
     let total: usize = reads.iter().flatten().map(|r| r.bytes).sum();
     let any_error = reads
         .iter()
         .flatten()
-        .any(|r| r.error_code != ErrorCode::NONE)
+        .any(|r| r.error_code != ErrorCode::NONE || r.diverging_epoch.is_some())
         || wanted.iter().any(|w| w.error.is_some());
     if total < request.min_bytes.max(0) as usize && request.max_wait_ms > 0 && !any_error {
         long_poll(ctx, request, isolation, &wanted, &reads).await;
-        reads = read_all(ctx, &wanted, isolation, max_bytes).await;
+        reads = read_all(ctx, &wanted, isolation, max_bytes, follower).await;
     }
     let topics = build_topics(ctx, response_session, incremental, &mut wanted, reads);
     let top = FetchTop {
@@ -247,6 +259,12 @@ fn resolve(
                 tp,
                 partition: p.partition,
                 fetch,
+                last_fetched_epoch: if version >= 12 {
+                    p.last_fetched_epoch
+                } else {
+                    -1
+                },
+                log_start_offset: if version >= 5 { p.log_start_offset } else { -1 },
                 error,
             });
         }
@@ -295,6 +313,8 @@ fn session_wanted(ctx: &ShardContext, session_id: i32) -> Vec<Wanted> {
                 },
                 tp: Some(tp),
                 fetch,
+                last_fetched_epoch: -1,
+                log_start_offset: -1,
             }
         })
         .collect()
@@ -305,6 +325,7 @@ async fn read_all(
     wanted: &[Wanted],
     isolation: FetchIsolation,
     max_bytes: usize,
+    follower: Option<BrokerId>,
 ) -> Vec<Option<ReadAnswer>> {
     let mut specs = Vec::new();
     let mut index = Vec::with_capacity(wanted.len());
@@ -316,6 +337,12 @@ async fn read_all(
                     tp: tp.clone(),
                     offset: w.fetch.fetch_offset,
                     partition_max_bytes: usize::try_from(w.fetch.partition_max_bytes).unwrap_or(0),
+                    follower: follower.map(|replica_id| FollowerFetch {
+                        replica_id,
+                        current_leader_epoch: w.fetch.current_leader_epoch,
+                        last_fetched_epoch: w.last_fetched_epoch,
+                        log_start_offset: w.log_start_offset,
+                    }),
                 });
             }
             _ => index.push(None),
@@ -404,6 +431,7 @@ fn build_topics(
                 last_stable_offset: r.last_stable_offset,
                 log_start_offset: r.log_start_offset,
                 records: r.records,
+                diverging_epoch: r.diverging_epoch.map(|d| (d.leader_epoch, d.end_offset)),
             },
         };
         if session_id != 0 {
@@ -413,7 +441,7 @@ fn build_topics(
                     last_stable_offset: out.last_stable_offset,
                     log_start_offset: out.log_start_offset,
                 };
-                let has_records = !out.records.is_empty();
+                let has_records = !out.records.is_empty() || out.diverging_epoch.is_some();
                 let respond =
                     sessions.must_respond(session_id, tp, sent, has_records, out.error_code);
                 if incremental && !respond {

@@ -126,7 +126,7 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
         let (idx, parts): (Vec<usize>, Vec<(TopicPartition, Bytes)>) =
             to_append.into_iter().map(|(i, tp, b)| (i, (tp, b))).unzip();
         let keys: Vec<TopicPartition> = parts.iter().map(|(tp, _)| tp.clone()).collect();
-        let results = ctx.produce_on_owners(parts, now_ms).await;
+        let results = ctx.produce_on_owners(parts, now_ms, acks).await;
         if acks == -1 {
             wait_for_replication(ctx, request.timeout_ms, &keys, &idx, &results, &mut slots).await;
         }

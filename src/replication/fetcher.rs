@@ -248,6 +248,9 @@ impl FetcherManager {
     pub fn shutdown(&self) {
         for f in self.fetchers.borrow().values() {
             f.stopped.set(true);
+            // The task may outlive this call (a fetch in flight): it must
+            // not keep the partitions, which the close needs alone.
+            f.parts.borrow_mut().clear();
             f.wake.notify();
         }
         self.fetchers.borrow_mut().clear();

@@ -35,6 +35,10 @@ use crate::storage::producer_snapshot;
 use crate::storage::StorageError;
 use crate::types::TopicPartition;
 
+/// How long (x 10 ms) a close waits for an operation in progress to let
+/// go of the partition.
+const CLOSE_WAIT_ROUNDS: u32 = 300;
+
 /// Partition logs opened (or closed) at once by one sync: enough to keep
 /// the ring busy, few enough to bound the memory of half-open logs.
 const CONCURRENT_OPENS: usize = 64;
@@ -362,6 +366,13 @@ impl ReplicaManager {
     async fn close_partition(&self, p: Rc<Partition>, delete: bool) {
         let tp = p.tp.clone();
         let dir = self.log_dir.join(tp.dir_name());
+        // A fetcher's append or a read in progress holds it for a moment.
+        for _ in 0..CLOSE_WAIT_ROUNDS {
+            if Rc::strong_count(&p) == 1 {
+                break;
+            }
+            glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+        }
         let Ok(p) = Rc::try_unwrap(p) else {
             // An operation still holds it; it will finish on the old log.
             tracing::warn!(%tp, "partition busy at close; leaving it to drop");

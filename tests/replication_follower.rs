@@ -312,7 +312,6 @@ fn follower_log_matches_the_leader_byte_for_byte_with_epochs_kept() {
 }
 
 #[test]
-#[ignore = "needs OffsetForLeaderEpoch (or Fetch diverging_epoch) on the shardlog leader: the leader side of issue 20 (branch `leader`); the truncation rule itself is unit-tested in replication::truncation"]
 fn follower_with_an_unreplicated_tail_truncates_by_leader_epoch() {
     let zk = ZkServer::standalone();
     let (a, b) = start_cluster(&zk);

@@ -49,6 +49,10 @@ pub struct ReplicaManager {
     server: Arc<ServerConfig>,
     cache: SharedBatchCache,
     partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
+    /// Offsets of logs closed without deletion during this run (StopReplica
+    /// keeps the log): the checkpoints at shutdown still record them, as
+    /// Kafka's do for every log it keeps.
+    closed_offsets: RefCell<BTreeMap<TopicPartition, PartitionOffsets>>,
     /// Snapshot version last synced (ignore older ones).
     synced_version: Cell<Option<u64>>,
     /// One sync, deletion or final close at a time: a shutdown's close
@@ -94,6 +98,7 @@ impl ReplicaManager {
             log_dir: log_dir.to_path_buf(),
             cache: BatchCache::shared(budget),
             partitions: RefCell::new(HashMap::new()),
+            closed_offsets: RefCell::new(BTreeMap::new()),
             synced_version: Cell::new(None),
             turn: glommio::sync::Semaphore::new(1),
             closed: Cell::new(false),
@@ -317,6 +322,7 @@ impl ReplicaManager {
             match open {
                 Some(p) => self.close_partition(p, true).await,
                 None => {
+                    self.closed_offsets.borrow_mut().remove(tp);
                     let dir = self.log_dir.join(tp.dir_name());
                     match std::fs::remove_dir_all(&dir) {
                         Ok(()) => tracing::info!(%tp, "deleted partition dir"),
@@ -382,11 +388,18 @@ impl ReplicaManager {
         match p.into_log() {
             Ok(log) => {
                 let (dir, leo) = (log.dir().to_path_buf(), log.log_end_offset());
+                let offsets = PartitionOffsets::of(&log);
                 match log.close().await {
                     // Kafka snapshots producer state at the log end on a
                     // clean close, so the next open replays nothing.
                     Ok(()) if !delete => {
-                        producer_snapshot::write_snapshot_or_warn(&tp, &dir, leo, &producers)
+                        producer_snapshot::write_snapshot_or_warn(&tp, &dir, leo, &producers);
+                        // Closed flushed: recovery needs nothing below the LEO.
+                        let offsets = PartitionOffsets {
+                            recovery_point: leo,
+                            ..offsets
+                        };
+                        self.closed_offsets.borrow_mut().insert(tp.clone(), offsets);
                     }
                     Ok(()) => {}
                     Err(e) => tracing::warn!(%tp, error = %e, "closing partition log"),
@@ -395,6 +408,7 @@ impl ReplicaManager {
             Err(_) => tracing::warn!(%tp, "partition lock poisoned at close"),
         }
         if delete {
+            self.closed_offsets.borrow_mut().remove(&tp);
             // Kafka renames to `<dir>-<uuid>-delete` and deletes later
             // (`file.delete.delay.ms`); nothing reads it after close, so remove now.
             if let Err(e) = std::fs::remove_dir_all(&dir) {
@@ -438,7 +452,13 @@ impl ReplicaManager {
                 .collect();
             offsets.extend(join_all(closes).await.into_iter().flatten());
         }
-        offsets
+        // Every log closed cleanly this run, now or earlier (a close that
+        // found the partition busy still has its flushed offsets).
+        let mut all = std::mem::take(&mut *self.closed_offsets.borrow_mut());
+        for o in offsets {
+            all.entry(o.tp.clone()).or_insert(o);
+        }
+        all.into_values().collect()
     }
 
     /// `flush.ms` / `flush.messages` timers, time/size retention

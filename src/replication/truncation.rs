@@ -11,9 +11,7 @@
 //! Kafka's `AbstractFetcherThread.getOffsetTruncationState` and
 //! `LeaderEpochFileCache.endOffsetFor`; HW-only truncation is never used.
 
-/// Kafka's `UNDEFINED_EPOCH` / `UNDEFINED_EPOCH_OFFSET`.
-pub const UNDEFINED_EPOCH: i32 = -1;
-pub const UNDEFINED_EPOCH_OFFSET: i64 = -1;
+pub use super::leader_epoch::{UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
 
 /// The end offset of `requested` in an epoch cache `epochs` ((epoch,
 /// start offset), ascending) of a log ending at `leo`, as Kafka's
@@ -24,20 +22,10 @@ pub const UNDEFINED_EPOCH_OFFSET: i64 = -1;
 /// - else (undefined, above every epoch, or an empty cache) →
 ///   `(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)`.
 pub fn end_offset_for(epochs: &[(i32, i64)], requested: i32, leo: i64) -> (i32, i64) {
-    const UNDEFINED: (i32, i64) = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET);
-    if requested == UNDEFINED_EPOCH {
-        return UNDEFINED;
-    }
-    if epochs.last().is_some_and(|&(e, _)| e == requested) {
-        return (requested, leo);
-    }
-    let Some(&(_, higher_start)) = epochs.iter().find(|&&(e, _)| e > requested) else {
-        return UNDEFINED;
-    };
-    match epochs.iter().rev().find(|&&(e, _)| e <= requested) {
-        Some(&(floor, _)) => (floor, higher_start),
-        None => (requested, higher_start),
-    }
+    // One rule for both sides: the leader answers OffsetForLeaderEpoch
+    // with it, the follower applies it to its own cache.
+    let e = super::leader_epoch::end_offset_for(epochs, requested, leo);
+    (e.leader_epoch, e.end_offset)
 }
 
 /// What the follower does with the leader's OffsetForLeaderEpoch answer.

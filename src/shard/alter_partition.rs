@@ -81,17 +81,15 @@ async fn send_batch(
 ) {
     let me = BrokerId(ctx.config.broker_id);
     let broker_epoch = control.controller.broker_epoch().unwrap_or(-1);
-    // The partition epoch and recovery state this broker last accepted
-    // from LeaderAndIsr; a change under an older leader epoch is stale.
-    let mut asked: Vec<(IsrChange, Reply<IsrChangeAnswer>, i32, i8)> = Vec::new();
+    // The partition epoch this broker last accepted from LeaderAndIsr; a
+    // change under an older leader epoch is stale.
+    let mut asked: Vec<(IsrChange, Reply<IsrChangeAnswer>, i32)> = Vec::new();
     {
         let hosted = control.hosted.borrow();
         for (change, reply) in batch {
             match hosted.partition(&change.tp.topic, change.tp.partition) {
                 Some(h) if h.state.leader_epoch == change.leader_epoch && h.state.leader == me => {
-                    let (epoch, recovery) =
-                        (h.state.partition_epoch.0, h.state.leader_recovery_state);
-                    asked.push((change, reply, epoch, recovery));
+                    asked.push((change, reply, h.state.partition_epoch.0));
                 }
                 Some(_) => reply.put(IsrChangeAnswer::Failed(ErrorCode::FENCED_LEADER_EPOCH)),
                 None => reply.put(IsrChangeAnswer::Failed(
@@ -138,12 +136,12 @@ async fn send_batch(
 /// their broker epochs (v3; only this broker's is known here, the others
 /// go as -1, which a ZooKeeper-mode controller does not check).
 fn request_topics(
-    asked: &[(IsrChange, Reply<IsrChangeAnswer>, i32, i8)],
+    asked: &[(IsrChange, Reply<IsrChangeAnswer>, i32)],
     me: BrokerId,
     broker_epoch: i64,
 ) -> Vec<TopicData> {
     let mut topics: Vec<TopicData> = Vec::new();
-    for (change, _, partition_epoch, recovery) in asked {
+    for (change, _, partition_epoch) in asked {
         let p = PartitionData::default()
             .with_partition_index(change.tp.partition)
             .with_leader_epoch(change.leader_epoch.0)
@@ -158,7 +156,10 @@ fn request_topics(
                     })
                     .collect(),
             )
-            .with_leader_recovery_state(*recovery)
+            // Kafka's prepareIsrExpand / prepareIsrShrink always send
+            // RECOVERED: a leader changing its ISR has recovered (KIP-704),
+            // and a RECOVERING state with a larger ISR would be refused.
+            .with_leader_recovery_state(0)
             .with_partition_epoch(*partition_epoch);
         match topics.iter_mut().find(|t| t.topic_id == change.topic_id) {
             Some(t) => t.partitions.push(p),
@@ -176,14 +177,14 @@ fn request_topics(
 /// ISRs replace the hosted ones (so later publications carry them).
 fn deliver(
     control: &ControlShard,
-    asked: Vec<(IsrChange, Reply<IsrChangeAnswer>, i32, i8)>,
+    asked: Vec<(IsrChange, Reply<IsrChangeAnswer>, i32)>,
     answer: Result<AlterPartitionResponse, ErrorCode>,
 ) {
     let resp = match answer {
         Ok(r) if r.error_code != 0 => Err(ErrorCode(r.error_code)),
         other => other,
     };
-    for (change, reply, _, _) in asked {
+    for (change, reply, _) in asked {
         let r = match &resp {
             Err(e) => IsrChangeAnswer::Failed(*e),
             Ok(resp) => resp

@@ -11,10 +11,8 @@
 
 mod common;
 
-use std::future::Future;
-use std::time::{Duration, Instant};
-
 use bytes::{BufMut, Bytes, BytesMut};
+use common::cluster::{wait_for, with_zk};
 use common::zookeeper::ZkServer;
 use common::{Broker, Conn};
 use kafka_protocol::records::Compression;
@@ -30,7 +28,6 @@ use shardlog::metadata::update_metadata::{
 use shardlog::protocol::api::{Api, ZkApi};
 use shardlog::protocol::ErrorCode;
 use shardlog::types::{BrokerId, ControllerEpoch, LeaderEpoch, PartitionEpoch};
-use shardlog::zk::client::ZkStore;
 use shardlog::zk::paths::{self, TopicZNode};
 use shardlog::zk::store::{create_recursive, CreateMode, MetadataStore};
 
@@ -40,42 +37,6 @@ const CONTROLLER_EPOCH: i32 = 5;
 
 fn ids(v: &[i32]) -> Vec<BrokerId> {
     v.iter().copied().map(BrokerId).collect()
-}
-
-fn with_zk<T, F, Fut>(zk: &str, f: F) -> T
-where
-    T: Send + 'static,
-    F: FnOnce(ZkStore) -> Fut + Send + 'static,
-    Fut: Future<Output = T> + 'static,
-{
-    let zk = zk.to_string();
-    glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
-        .io_memory(512 << 10)
-        .spawn(move || async move {
-            let store = ZkStore::connect(&zk, 10_000, 10_000)
-                .await
-                .expect("connect");
-            let out = f(store.clone()).await;
-            store.close().await;
-            out
-        })
-        .unwrap()
-        .join()
-        .expect("executor thread")
-}
-
-fn wait_for<T>(secs: u64, what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = cond() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {secs} s waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// ZooKeeper with the topic's assignment (p0 on brokers 0 and 1) and a

@@ -31,6 +31,7 @@ use crate::shard::data_shard::DataShard;
 use crate::shard::group_host::GroupHost;
 use crate::shard::mesh::{self, Mesh};
 use crate::shard::router;
+use crate::storage::log_dir::{CheckpointBoard, CheckpointSchedule, Due};
 use crate::types::ShardId;
 
 /// Registered io_uring buffer memory per executor: keeps data shards plus
@@ -119,6 +120,9 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         config.zookeeper_connect.is_none() || !config.controlled_shutdown_enable,
     ));
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
+    let checkpoints = Arc::new(CheckpointBoard::new(Path::new(
+        &config.effective_log_dirs()[0],
+    )));
     let mut handles = Vec::new();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fd) in fds.into_iter().enumerate() {
@@ -135,6 +139,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             data_running: data_running.clone(),
             ready: ready_tx.clone(),
             report: report.clone(),
+            checkpoints: checkpoints.clone(),
         };
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
@@ -164,6 +169,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         data_running,
         ready: ready_tx,
         report: report.clone(),
+        checkpoints: checkpoints.clone(),
     };
     // The control shard is off the data path; on small hosts it shares a core.
     handles.push(
@@ -183,7 +189,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         handle.join().map_err(|e| anyhow!("shard failed: {e}"))?;
     }
     startup.map_err(|e| anyhow!(e))?;
-    finish_shutdown(&config, &report);
+    finish_shutdown(&report, &checkpoints);
     tracing::info!("shardlog stopped");
     Ok(())
 }
@@ -225,6 +231,9 @@ struct ShardSetup {
     data_running: Arc<AtomicUsize>,
     ready: mpsc::Sender<Result<(), String>>,
     report: Arc<Mutex<ShutdownReport>>,
+    /// The log dir's checkpoint files, written from every data shard's
+    /// offsets while running and once more at clean shutdown.
+    checkpoints: Arc<CheckpointBoard>,
 }
 
 /// What data shards hand back when they stop: offsets for the log dir's
@@ -373,6 +382,14 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
     // Kafka's ReplicaManager schedules `isr-expiration` every
     // `replica.lag.time.max.ms / 2`.
     let isr_check_every_ms = (setup.config.replica_lag_time_max_ms / 2).max(100);
+    let config = &setup.config;
+    let mut schedule = CheckpointSchedule::new(
+        config.log_flush_offset_checkpoint_interval_ms,
+        config.replica_high_watermark_checkpoint_interval_ms,
+        config.log_flush_start_offset_checkpoint_interval_ms,
+        ctx.clock.wall_ms(),
+    );
+    let checkpoints = setup.checkpoints.clone();
     let weak = Rc::downgrade(ctx);
     glommio::spawn_local(async move {
         let mut last_retention = 0i64;
@@ -395,10 +412,44 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
                     data.maybe_shrink_isrs(now);
                     crate::shard::router::maybe_send_isr_changes(&ctx);
                 }
+                // A truncation or deletion on this shard writes all three
+                // files now, from whichever shard it happened on.
+                let (due, anyone) = if crate::storage::log_dir::take_checkpoint_request() {
+                    (Due::ALL, true)
+                } else {
+                    (schedule.due(now), false)
+                };
+                if due.any() {
+                    write_checkpoints(&ctx, data, &checkpoints, due, anyone).await;
+                }
             }
         }
     })
     .detach();
+}
+
+/// A checkpoint round: this shard posts its offsets; the first data shard
+/// (or, when `anyone`, this one) writes the files from every shard's last
+/// post, off the reactor (each file is written and fsynced, then renamed).
+async fn write_checkpoints(
+    ctx: &ShardContext,
+    data: &DataShard,
+    board: &Arc<CheckpointBoard>,
+    due: Due,
+    anyone: bool,
+) {
+    board.post(ctx.peer_id(), data.replicas.checkpoint_offsets().await);
+    if ctx.peer_id() != 0 && !anyone {
+        return;
+    }
+    let board = board.clone();
+    match glommio::executor()
+        .spawn_blocking(move || board.write(due))
+        .await
+    {
+        Ok(()) => {}
+        Err(e) => tracing::error!(error = %e, "writing offset checkpoints"),
+    }
 }
 
 /// How often flush timers and retention are looked at.
@@ -429,16 +480,10 @@ async fn stop_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
 
 /// After every shard stopped: the log dir's checkpoint files, and the
 /// zero-copy counters line (operators and tests read it).
-fn finish_shutdown(config: &ServerConfig, report: &Mutex<ShutdownReport>) {
+fn finish_shutdown(report: &Mutex<ShutdownReport>, checkpoints: &CheckpointBoard) {
     let Ok(report) = report.lock() else { return };
-    let log_dir = PathBuf::from(&config.effective_log_dirs()[0]);
-    match crate::storage::log_dir::LogDir::open(&log_dir, config.broker_id, None) {
-        Ok(dir) => {
-            if let Err(e) = dir.write_checkpoints(&report.offsets) {
-                tracing::error!(error = %e, "writing offset checkpoints");
-            }
-        }
-        Err(e) => tracing::error!(error = %e, "opening log dir for checkpoints"),
+    if let Err(e) = checkpoints.write_final(&report.offsets) {
+        tracing::error!(error = %e, "writing offset checkpoints");
     }
     if report.durable_appends > 0 {
         eprintln!(

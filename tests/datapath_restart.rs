@@ -244,3 +244,69 @@ fn zerocopy_line_parser_reads_every_field_behind_a_log_prefix() {
         }
     );
 }
+
+/// `topic partition offset` entries of a Kafka checkpoint file of the
+/// broker's log dir (empty when the file is not there yet).
+fn checkpoint_entries(dir: &std::path::Path, file: &str, topic: &str) -> BTreeMap<i32, i64> {
+    let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+    text.lines()
+        .skip(2)
+        .filter_map(|line| {
+            let mut f = line.split(' ');
+            let (t, p, o) = (f.next()?, f.next()?, f.next()?);
+            (t == topic).then(|| (p.parse().unwrap(), o.parse().unwrap()))
+        })
+        .collect()
+}
+
+/// The three checkpoint files are written while the broker runs (Kafka's
+/// `highwatermark-checkpoint` task every
+/// `replica.high.watermark.checkpoint.interval.ms`, and LogManager's
+/// recovery-point and log-start tasks), not only at a clean shutdown: a
+/// kill -9 leaves the last round's offsets behind for the next start.
+#[test]
+fn checkpoints_are_written_while_running_and_outlive_a_kill_9() {
+    let overrides = [
+        "replica.high.watermark.checkpoint.interval.ms=200",
+        "log.flush.offset.checkpoint.interval.ms=300",
+        "log.flush.start.offset.checkpoint.interval.ms=300",
+        "log.flush.interval.messages=1",
+    ];
+    let broker = Broker::start_with(&overrides);
+    let topic = common::unique_topic("ckpt");
+    let mut conn = Conn::open(&broker);
+    conn.create_topic(&topic, 2, &[]);
+    conn.wait_for_leaders(&topic, 2);
+    for i in 0..9 {
+        let value = format!("checkpointed-{i}");
+        let batch = encode_batch(
+            &[(None, value.as_bytes(), common::now_ms())],
+            Compression::None,
+        );
+        let r = conn.produce(&topic, i % 2, batch, 1);
+        assert_eq!(r.error_code, 0, "produce {i}: {r:?}");
+    }
+    let want: BTreeMap<i32, i64> = [(0, 5), (1, 4)].into();
+    let dir = broker.log_dir.path().to_path_buf();
+    common::cluster::wait_for(30, "the running broker's checkpoints", || {
+        (checkpoint_entries(&dir, "replication-offset-checkpoint", &topic) == want
+            && checkpoint_entries(&dir, "recovery-point-offset-checkpoint", &topic) == want)
+            .then_some(())
+    });
+    assert_eq!(
+        checkpoint_entries(&dir, "log-start-offset-checkpoint", &topic),
+        [(0, 0), (1, 0)].into()
+    );
+    drop(conn);
+    let kept = broker.kill_keeping_dir();
+    assert_eq!(
+        checkpoint_entries(kept.path(), "replication-offset-checkpoint", &topic),
+        want,
+        "the HW checkpoint after kill -9"
+    );
+    let broker = Broker::start_in(kept, &overrides);
+    let mut conn = Conn::open(&broker);
+    assert_eq!(latest_offsets(&mut conn, &topic, 2), vec![5, 4]);
+    drop(conn);
+    broker.stop();
+}

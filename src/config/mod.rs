@@ -432,6 +432,12 @@ server_config! {
     replica_socket_receive_buffer_bytes: i32 = 65_536;
     /// `replica.high.watermark.checkpoint.interval.ms` (default 5000).
     replica_high_watermark_checkpoint_interval_ms: i64 = 5000;
+    /// `log.flush.offset.checkpoint.interval.ms` (default 60000): how often
+    /// the recovery-point checkpoint is written while running.
+    log_flush_offset_checkpoint_interval_ms: i64 = 60_000;
+    /// `log.flush.start.offset.checkpoint.interval.ms` (default 60000): how
+    /// often the log-start-offset checkpoint is written while running.
+    log_flush_start_offset_checkpoint_interval_ms: i64 = 60_000;
     /// `controlled.shutdown.enable` (default true): in ZooKeeper mode a
     /// stopping broker first asks the controller to move its leaders.
     controlled_shutdown_enable: bool = true;

@@ -56,7 +56,7 @@ fn broker_topic_defaults_follow_log_keys_and_mark_set_ones_static() {
 fn defaults_are_kafkas() {
     let c = load("").unwrap().config;
     // (what, ours, Kafka's default)
-    let rows: [(&str, i64, i64); 13] = [
+    let rows: [(&str, i64, i64); 15] = [
         ("broker.id", c.broker_id.into(), -1),
         ("num.partitions", c.num_partitions.into(), 1),
         ("message.max.bytes", c.message_max_bytes.into(), 1_048_588),
@@ -96,6 +96,16 @@ fn defaults_are_kafkas() {
             "replica.high.watermark.checkpoint.interval.ms",
             c.replica_high_watermark_checkpoint_interval_ms,
             5000,
+        ),
+        (
+            "log.flush.offset.checkpoint.interval.ms",
+            c.log_flush_offset_checkpoint_interval_ms,
+            60_000,
+        ),
+        (
+            "log.flush.start.offset.checkpoint.interval.ms",
+            c.log_flush_start_offset_checkpoint_interval_ms,
+            60_000,
         ),
         (
             "log.retention (ms)",

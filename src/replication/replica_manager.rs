@@ -317,6 +317,10 @@ impl ReplicaManager {
     pub async fn delete_partitions(&self, tps: &[TopicPartition]) {
         let _turn = self.turn.acquire_permit(1).await;
         self.fetchers.on_removed(tps);
+        // Kafka's LogManager.asyncDelete rewrites the dir's recovery-point
+        // and log-start checkpoints at once: a stale entry must not outlive
+        // the log (a topic re-created under the name would trust it).
+        crate::storage::log_dir::request_checkpoints();
         for tp in tps {
             let open = self.partitions.borrow_mut().remove(tp);
             match open {
@@ -457,6 +461,19 @@ impl ReplicaManager {
         let mut all = std::mem::take(&mut *self.closed_offsets.borrow_mut());
         for o in offsets {
             all.entry(o.tp.clone()).or_insert(o);
+        }
+        all.into_values().collect()
+    }
+
+    /// Offsets of every log this shard keeps (open now, or closed without
+    /// deletion earlier in the run) for the periodic checkpoints.
+    pub async fn checkpoint_offsets(&self) -> Vec<PartitionOffsets> {
+        let open: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
+        let mut all = self.closed_offsets.borrow().clone();
+        for p in open {
+            if let Ok(log) = p.log().read().await {
+                all.insert(p.tp.clone(), PartitionOffsets::of(&log));
+            }
         }
         all.into_values().collect()
     }

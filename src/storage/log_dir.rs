@@ -2,8 +2,19 @@
 //! checkpoints (`recovery-point-offset-checkpoint`,
 //! `replication-offset-checkpoint`, `log-start-offset-checkpoint`) for all
 //! partitions of the dir. Writes are atomic (tmp + fsync + rename).
+//!
+//! [`CheckpointBoard`] writes them while the broker runs, as Kafka's
+//! ReplicaManager (`highwatermark-checkpoint` every
+//! `replica.high.watermark.checkpoint.interval.ms`) and LogManager
+//! (`kafka-recovery-point-checkpoint` every
+//! `log.flush.offset.checkpoint.interval.ms`, `kafka-log-start-offset-checkpoint`
+//! every `log.flush.start.offset.checkpoint.interval.ms`) do; the clean
+//! shutdown writes all three a last time.
 
+use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::checkpoint::{
     self, MetaProperties, LOG_START_OFFSET_CHECKPOINT, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT,
@@ -85,24 +96,39 @@ impl LogDir {
 
     /// Rewrite all three checkpoints for the partitions this dir manages.
     pub fn write_checkpoints(&self, partitions: &[PartitionOffsets]) -> Result<(), StorageError> {
+        self.write_some(Due::ALL, partitions)
+    }
+
+    /// Rewrite the checkpoints `due` names.
+    pub fn write_some(
+        &self,
+        due: Due,
+        partitions: &[PartitionOffsets],
+    ) -> Result<(), StorageError> {
         let pick = |f: fn(&PartitionOffsets) -> i64| {
             partitions
                 .iter()
                 .map(|p| (p.tp.clone(), f(p)))
                 .collect::<Vec<_>>()
         };
-        write_atomically(
-            &self.path.join(RECOVERY_POINT_CHECKPOINT),
-            &checkpoint::encode_offsets(&pick(|p| p.recovery_point)),
-        )?;
-        write_atomically(
-            &self.path.join(REPLICATION_CHECKPOINT),
-            &checkpoint::encode_offsets(&pick(|p| p.high_watermark)),
-        )?;
-        write_atomically(
-            &self.path.join(LOG_START_OFFSET_CHECKPOINT),
-            &checkpoint::encode_offsets(&pick(|p| p.log_start_offset)),
-        )?;
+        if due.recovery_point {
+            write_atomically(
+                &self.path.join(RECOVERY_POINT_CHECKPOINT),
+                &checkpoint::encode_offsets(&pick(|p| p.recovery_point)),
+            )?;
+        }
+        if due.high_watermark {
+            write_atomically(
+                &self.path.join(REPLICATION_CHECKPOINT),
+                &checkpoint::encode_offsets(&pick(|p| p.high_watermark)),
+            )?;
+        }
+        if due.log_start_offset {
+            write_atomically(
+                &self.path.join(LOG_START_OFFSET_CHECKPOINT),
+                &checkpoint::encode_offsets(&pick(|p| p.log_start_offset)),
+            )?;
+        }
         Ok(())
     }
 
@@ -132,5 +158,229 @@ impl LogDir {
                 log_start_offset: find(&ls, tp),
             })
             .collect())
+    }
+}
+
+thread_local! {
+    /// Set on this shard by a truncation or a log deletion: the next
+    /// housekeeping round writes every checkpoint file at once.
+    static CHECKPOINTS_WANTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Ask this shard's next housekeeping round for a checkpoint write.
+pub fn request_checkpoints() {
+    CHECKPOINTS_WANTED.with(|w| w.set(true));
+}
+
+/// Whether a write was asked for since the last call (and reset it).
+pub fn take_checkpoint_request() -> bool {
+    CHECKPOINTS_WANTED.with(|w| w.replace(false))
+}
+
+/// Which checkpoint files a round writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Due {
+    pub recovery_point: bool,
+    pub high_watermark: bool,
+    pub log_start_offset: bool,
+}
+
+impl Due {
+    pub const ALL: Due = Due {
+        recovery_point: true,
+        high_watermark: true,
+        log_start_offset: true,
+    };
+
+    pub fn any(self) -> bool {
+        self.recovery_point || self.high_watermark || self.log_start_offset
+    }
+}
+
+/// `[pure]` When each checkpoint file is next due (intervals in ms; a
+/// file is first written one interval after the start, as Kafka's
+/// scheduled tasks first run after their period).
+#[derive(Debug, Clone)]
+pub struct CheckpointSchedule {
+    every: [i64; 3],
+    last: [i64; 3],
+}
+
+impl CheckpointSchedule {
+    /// `recovery_point_ms`: `log.flush.offset.checkpoint.interval.ms`;
+    /// `high_watermark_ms`: `replica.high.watermark.checkpoint.interval.ms`;
+    /// `log_start_ms`: `log.flush.start.offset.checkpoint.interval.ms`.
+    pub fn new(
+        recovery_point_ms: i64,
+        high_watermark_ms: i64,
+        log_start_ms: i64,
+        now_ms: i64,
+    ) -> Self {
+        CheckpointSchedule {
+            every: [
+                recovery_point_ms.max(1),
+                high_watermark_ms.max(1),
+                log_start_ms.max(1),
+            ],
+            last: [now_ms; 3],
+        }
+    }
+
+    /// The files due at `now_ms`; their clocks restart.
+    pub fn due(&mut self, now_ms: i64) -> Due {
+        let mut hit = [false; 3];
+        for (i, h) in hit.iter_mut().enumerate() {
+            if now_ms - self.last[i] >= self.every[i] {
+                *h = true;
+                self.last[i] = now_ms;
+            }
+        }
+        Due {
+            recovery_point: hit[0],
+            high_watermark: hit[1],
+            log_start_offset: hit[2],
+        }
+    }
+}
+
+/// `[io]` The offsets every data shard last posted, and the checkpoint
+/// files written from their union (one file per log dir for all shards).
+/// After [`CheckpointBoard::write_final`] (clean shutdown) no periodic
+/// round writes again: the final files stay the last word.
+pub struct CheckpointBoard {
+    dir: PathBuf,
+    inner: Mutex<BoardInner>,
+}
+
+#[derive(Default)]
+struct BoardInner {
+    per_shard: BTreeMap<usize, Vec<PartitionOffsets>>,
+    finished: bool,
+}
+
+impl CheckpointBoard {
+    pub fn new(dir: &Path) -> Self {
+        CheckpointBoard {
+            dir: dir.to_path_buf(),
+            inner: Mutex::new(BoardInner::default()),
+        }
+    }
+
+    /// Replace what shard `shard` posted before.
+    pub fn post(&self, shard: usize, offsets: Vec<PartitionOffsets>) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.per_shard.insert(shard, offsets);
+        }
+    }
+
+    /// Write the files `due` names from every shard's last post (blocking:
+    /// run it off the reactor). Nothing is written after the final write.
+    pub fn write(&self, due: Due) -> Result<(), StorageError> {
+        let Ok(inner) = self.inner.lock() else {
+            return Ok(());
+        };
+        if inner.finished || !due.any() {
+            return Ok(());
+        }
+        let all: Vec<PartitionOffsets> = inner.per_shard.values().flatten().cloned().collect();
+        LogDir {
+            path: self.dir.clone(),
+        }
+        .write_some(due, &all)
+    }
+
+    /// The clean shutdown's checkpoints: `offsets` of every log closed.
+    pub fn write_final(&self, offsets: &[PartitionOffsets]) -> Result<(), StorageError> {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.finished = true;
+        LogDir {
+            path: self.dir.clone(),
+        }
+        .write_checkpoints(offsets)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_checkpoint_is_due_once_per_its_own_interval() {
+        let mut s = CheckpointSchedule::new(60_000, 5_000, 60_000, 1_000);
+        assert_eq!(s.due(1_000), Due::default());
+        assert_eq!(s.due(5_999), Due::default());
+        let hw_only = Due {
+            high_watermark: true,
+            ..Due::default()
+        };
+        assert_eq!(s.due(6_000), hw_only);
+        assert_eq!(s.due(6_100), Due::default());
+        assert_eq!(s.due(11_000), hw_only);
+        assert_eq!(s.due(61_000), Due::ALL);
+        assert_eq!(s.due(61_000), Due::default());
+    }
+
+    #[test]
+    fn a_zero_interval_is_due_every_round_not_always() {
+        let mut s = CheckpointSchedule::new(0, 0, 0, 0);
+        assert_eq!(s.due(0), Due::default());
+        assert_eq!(s.due(1), Due::ALL);
+        assert_eq!(s.due(1), Due::default());
+    }
+
+    fn offsets(topic: &str, p: i32, rp: i64, hw: i64, ls: i64) -> PartitionOffsets {
+        PartitionOffsets {
+            tp: TopicPartition::new(topic, p),
+            recovery_point: rp,
+            high_watermark: hw,
+            log_start_offset: ls,
+        }
+    }
+
+    #[test]
+    fn the_board_writes_the_union_of_the_shards_posts_and_nothing_after_the_final() {
+        let dir = tempfile::tempdir().unwrap();
+        let board = CheckpointBoard::new(dir.path());
+        board.post(0, vec![offsets("a", 0, 10, 7, 0)]);
+        board.post(1, vec![offsets("b", 3, 4, 4, 2)]);
+        board
+            .write(Due {
+                high_watermark: true,
+                ..Due::default()
+            })
+            .unwrap();
+        let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).ok();
+        let hw = read(REPLICATION_CHECKPOINT).unwrap();
+        let mut entries = checkpoint::decode_offsets(&hw).unwrap();
+        entries.sort();
+        assert_eq!(
+            entries,
+            vec![
+                (TopicPartition::new("a", 0), 7),
+                (TopicPartition::new("b", 3), 4)
+            ]
+        );
+        assert_eq!(read(RECOVERY_POINT_CHECKPOINT), None, "not due");
+        // A shard's new post replaces its old one (a deleted partition goes).
+        board.post(0, vec![]);
+        board.write(Due::ALL).unwrap();
+        let hw = read(REPLICATION_CHECKPOINT).unwrap();
+        assert_eq!(
+            checkpoint::decode_offsets(&hw).unwrap(),
+            vec![(TopicPartition::new("b", 3), 4)]
+        );
+        let ls = read(LOG_START_OFFSET_CHECKPOINT).unwrap();
+        assert_eq!(
+            checkpoint::decode_offsets(&ls).unwrap(),
+            vec![(TopicPartition::new("b", 3), 2)]
+        );
+        board.write_final(&[offsets("c", 0, 9, 9, 0)]).unwrap();
+        board.post(1, vec![offsets("b", 3, 5, 5, 2)]);
+        board.write(Due::ALL).unwrap();
+        let hw = read(REPLICATION_CHECKPOINT).unwrap();
+        assert_eq!(
+            checkpoint::decode_offsets(&hw).unwrap(),
+            vec![(TopicPartition::new("c", 0), 9)]
+        );
     }
 }

@@ -584,6 +584,10 @@ impl PartitionLog {
         self.cache.borrow_mut().truncate_to(self.cache_id, leo);
         self.high_watermark = self.high_watermark.min(leo).max(self.log_start_offset);
         self.recovery_point.set(self.recovery_point.get().min(leo));
+        // Kafka's LogManager.truncateTo checkpoints the recovery points
+        // right after a truncation: the file must not keep a point past
+        // the new end (the next start would trust unflushed segments).
+        crate::storage::log_dir::request_checkpoints();
         self.leader_epochs.retain(|&(_, start)| start < leo);
         let _ = self.write_leader_epochs();
         self.publish_ends();

@@ -132,8 +132,7 @@ fn leader_and_isr(leader_epoch: i32, isr: &[i32]) -> LeaderAndIsr {
     }
 }
 
-fn exchange(broker: &Broker, api: ZkApi, version: i16, body: &[u8]) -> bytes::Bytes {
-    let api = Api::Zk(api);
+fn exchange(broker: &Broker, api: Api, version: i16, body: &[u8]) -> bytes::Bytes {
     let header = RequestHeader::default()
         .with_request_api_key(api.code())
         .with_request_api_version(version)
@@ -159,7 +158,7 @@ fn exchange(broker: &Broker, api: ZkApi, version: i16, body: &[u8]) -> bytes::By
 fn send_leader_and_isr(broker: &Broker, req: &LeaderAndIsr) -> PartitionErrors {
     let mut body = BytesMut::new();
     req.to_request().encode(&mut body, 7).unwrap();
-    let mut resp = exchange(broker, ZkApi::LeaderAndIsr, 7, &body);
+    let mut resp = exchange(broker, Api::Zk(ZkApi::LeaderAndIsr), 7, &body);
     let answer = LeaderAndIsrResponse::decode(&mut resp, 7).unwrap();
     req.errors_from_response(&answer, 7)
 }
@@ -197,7 +196,7 @@ fn announce(broker: &Broker, leader_epoch: i32, isr: &[i32]) {
     );
     let mut body = BytesMut::new();
     req.to_request().encode(&mut body, 8).unwrap();
-    let mut resp = exchange(broker, ZkApi::UpdateMetadata, 8, &body);
+    let mut resp = exchange(broker, Api::Zk(ZkApi::UpdateMetadata), 8, &body);
     assert_eq!(
         UpdateMetadataResponse::decode(&mut resp, 8)
             .unwrap()
@@ -303,7 +302,7 @@ fn a_hand_played_follower_moves_the_hw_and_is_checked_by_epoch() {
     let mut client = Conn::open(&broker);
     let mut follower = Conn::open(&broker);
 
-    // ApiVersions advertises Fetch v17 and OffsetForLeaderEpoch v2-v4.
+    // ApiVersions advertises Fetch v17 and OffsetForLeaderEpoch v0-v4 (as Kafka 3.9).
     let versions = client.call(
         3,
         &ApiVersionsRequest::default()
@@ -315,12 +314,13 @@ fn a_hand_played_follower_moves_the_hw_and_is_checked_by_epoch() {
         (k.min_version, k.max_version)
     };
     assert_eq!(range(1).1, 17);
-    assert_eq!(range(23), (2, 4));
+    assert_eq!(range(23), (0, 4));
 
     acks_all_waits_for_the_follower(&mut client, &mut follower);
     consumers_read_to_the_hw_followers_to_the_leo(&mut client, &mut follower);
     diverging_and_fenced_follower_fetches(&mut follower);
     offset_for_leader_epoch_answers(&mut follower);
+    old_offset_for_leader_epoch_versions(&broker);
     acks_all_times_out_without_the_follower(&mut client);
     the_isr_check_proposes_a_shrink(&broker);
 
@@ -497,6 +497,39 @@ fn offset_for_leader_epoch_answers(conn: &mut Conn) {
             (a.error_code, a.leader_epoch, a.end_offset),
             (error, want_epoch, want_end),
             "current {current} epoch {epoch}"
+        );
+    }
+}
+
+/// v0 and v1 (Kafka 3.9 still serves them; no current_leader_epoch, and
+/// a v0 answer carries no epoch), encoded with the Kafka 3.9 codec.
+fn old_offset_for_leader_epoch_versions(broker: &Broker) {
+    use kafka_protocol_39::messages::offset_for_leader_epoch_request as q;
+    use kafka_protocol_39::messages::offset_for_leader_epoch_response::OffsetForLeaderEpochResponse;
+    for (version, epoch, want) in [
+        (0, 2, (0, -1, 0)),
+        (1, 2, (0, 2, 0)),
+        (1, LEADER_EPOCH, (0, LEADER_EPOCH, 2)),
+    ] {
+        let req = q::OffsetForLeaderEpochRequest::default().with_topics(vec![
+            q::OffsetForLeaderTopic::default()
+                .with_topic(kafka_protocol_39::messages::TopicName(
+                    kafka_protocol_39::protocol::StrBytes::from_static_str(TOPIC),
+                ))
+                .with_partitions(vec![q::OffsetForLeaderPartition::default()
+                    .with_partition(0)
+                    .with_leader_epoch(epoch)]),
+        ]);
+        let mut body = BytesMut::new();
+        req.encode(&mut body, version).unwrap();
+        let api = Api::Kafka(kafka_protocol::messages::ApiKey::OffsetForLeaderEpoch);
+        let mut resp = exchange(broker, api, version, &body);
+        let r = OffsetForLeaderEpochResponse::decode(&mut resp, version).unwrap();
+        let p = &r.topics[0].partitions[0];
+        assert_eq!(
+            (p.error_code, p.leader_epoch, p.end_offset),
+            want,
+            "v{version} epoch {epoch}"
         );
     }
 }

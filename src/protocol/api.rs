@@ -43,6 +43,11 @@ impl ZkApi {
     }
 }
 
+/// Client APIs whose handlers decode and encode with the Kafka 3.9 codec
+/// (`kafka-protocol` 0.15.1) because the newer crate dropped versions
+/// Kafka 3.9 still serves (OffsetForLeaderEpoch v0–v1).
+const SERVED_WITH_THE_39_CODEC: &[ApiKey] = &[ApiKey::OffsetForLeaderEpoch];
+
 /// An API key this broker knows how to frame.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Api {
@@ -88,6 +93,15 @@ impl Api {
     /// The versions the codec can encode: (min, max).
     pub fn valid_versions(self) -> (i16, i16) {
         match self {
+            Api::Kafka(key) if SERVED_WITH_THE_39_CODEC.contains(&key) => {
+                match ApiKey39::try_from(key as i16) {
+                    Ok(k) => {
+                        let v = k.valid_versions();
+                        (v.min, v.max)
+                    }
+                    Err(()) => (0, -1),
+                }
+            }
             Api::Kafka(key) => {
                 let v = key.valid_versions();
                 (v.min, v.max)

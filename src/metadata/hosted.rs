@@ -246,11 +246,16 @@ impl HostedPartitions {
         leader_epoch: LeaderEpoch,
         isr: &[BrokerId],
         partition_epoch: crate::types::PartitionEpoch,
+        leader_recovery_state: i8,
     ) -> bool {
         match self.partitions.get_mut(&(topic.to_owned(), partition)) {
             Some(h) if h.state.leader_epoch == leader_epoch => {
                 h.state.isr = isr.to_vec();
                 h.state.partition_epoch = h.state.partition_epoch.max(partition_epoch);
+                // AlterPartition's answer carries the committed state: a
+                // RECOVERING leader (unclean election) is RECOVERED once
+                // its first ISR change commits (KIP-704).
+                h.state.leader_recovery_state = leader_recovery_state;
                 true
             }
             _ => false,

@@ -219,6 +219,7 @@ fn committed(
         leader_epoch,
         &isr,
         PartitionEpoch(p.partition_epoch),
+        p.leader_recovery_state,
     );
     IsrChangeAnswer::Committed { leader_epoch, isr }
 }

@@ -313,13 +313,25 @@ fn configs_are_kept_for_hosted_topics_only() {
 #[test]
 fn a_committed_isr_change_replaces_the_hosted_isr_only_at_the_same_leader_epoch() {
     let mut h = hosting();
-    assert!(h.isr_committed("t", 0, LeaderEpoch(5), &b(&[1]), PartitionEpoch(4)));
+    assert!(h.isr_committed("t", 0, LeaderEpoch(5), &b(&[1]), PartitionEpoch(4), 0));
     let p = &h.partition("t", 0).unwrap().state;
     assert_eq!(p.isr, b(&[1]));
     assert_eq!(p.partition_epoch, PartitionEpoch(4));
     // A newer LeaderAndIsr won meanwhile: the answer is stale.
-    assert!(!h.isr_committed("t", 0, LeaderEpoch(4), &b(&[1, 2]), PartitionEpoch(5)));
+    assert!(!h.isr_committed("t", 0, LeaderEpoch(4), &b(&[1, 2]), PartitionEpoch(5), 0));
     assert_eq!(h.partition("t", 0).unwrap().state.isr, b(&[1]));
-    assert!(!h.isr_committed("t", 9, LeaderEpoch(5), &b(&[1]), PartitionEpoch(5)));
+    assert!(!h.isr_committed("t", 9, LeaderEpoch(5), &b(&[1]), PartitionEpoch(5), 0));
     h.check_invariants();
+}
+
+#[test]
+fn a_committed_isr_change_records_the_answers_recovery_state() {
+    let mut h = HostedPartitions::new();
+    let mut unclean = part("t", 0, 1, 6);
+    unclean.leader_recovery_state = 1;
+    unclean.isr = b(&[1]);
+    h.on_leader_and_isr(&lai(2, vec![unclean]), ME, OWN_EPOCH);
+    assert_eq!(h.partition("t", 0).unwrap().state.leader_recovery_state, 1);
+    assert!(h.isr_committed("t", 0, LeaderEpoch(6), &b(&[1, 2]), PartitionEpoch(1), 0));
+    assert_eq!(h.partition("t", 0).unwrap().state.leader_recovery_state, 0);
 }

@@ -129,7 +129,9 @@ def produce(bootstrap, topic, count, acks, stop_file=None):
             time.sleep(0.002)
     left = p.flush(60)
     return {"sent": i, "delivered": len(delivered), "errors": errors, "unflushed": left,
-            "partitions": sorted({d[0] for d in delivered})}
+            "partitions": sorted({d[0] for d in delivered}),
+            "per_partition": {str(q): sum(1 for d in delivered if d[0] == q)
+                              for q in sorted({d[0] for d in delivered})}}
 
 
 def main():

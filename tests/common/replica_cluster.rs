@@ -14,6 +14,7 @@
 //!
 //! Every wait polls with a deadline; timeouts are shortened through the
 //! brokers' config, never by sleeping.
+#![allow(dead_code)] // each test binary uses a part of it
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -20,13 +20,14 @@ intended send time (coordinated omission corrected). Every broker is a
 single shard; the cluster's brokers are pinned to cores 0, 1, 0 and the
 single broker to core 0 (shardlog.cpus); the client is not pinned.
 
-Also measured: the brokers' CPU time (user + system from /proc/PID/stat,
-all brokers of the setup summed) per MB of records the setup acknowledged
-during the flat-out run — for A and B that is the CPU of a leader and two
-followers replicating that MB; and, from each broker's `zerocopy:` line at
-shutdown, the bytes its fetch path copied in user space per byte it sent
-(consumers are off, so in the cluster those bytes are the followers'
-fetches).
+Also measured, during the flat-out run: the host's CPU busy fraction
+(/proc/stat; 100% = both cores), the load generator's CPU (its rusage) and
+the brokers' CPU (user + system from /proc/PID/stat, all brokers of the
+setup summed), each per MB of records the setup acknowledged — for A and B
+the brokers' figure is a leader and two followers replicating that MB; and,
+from each broker's `zerocopy:` line at shutdown, the bytes its fetch path
+copied in user space per byte it sent (consumers are off, so in the
+cluster those bytes are the followers' fetches).
 
 Prints one JSON object, then a table with the ratios to C.
 """
@@ -58,6 +59,20 @@ def cpu_s(pids):
     return total / CLK_TCK
 
 
+def host_cpu():
+    """(busy, total) jiffies of all CPUs from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return sum(v) - idle, sum(v)
+
+
+def children_cpu_s():
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def loadgen(args, bootstrap, topic, acks, rf, out, rate=None):
     cmd = [
         args.shardlog, "loadgen", "--bootstrap", bootstrap, "--topic", topic,
@@ -82,9 +97,11 @@ def loadgen(args, bootstrap, topic, acks, rf, out, rate=None):
 
 def measure(args, root, name, bootstrap, topic, acks, rf, pids):
     """Flat out (max rate, CPU per MB), then half the max rate (p99)."""
-    c0 = cpu_s(pids)
+    c0, h0, l0 = cpu_s(pids), host_cpu(), children_cpu_s()
     top = loadgen(args, bootstrap, topic, acks, rf, os.path.join(root, f"{name}-max"))
     cpu = cpu_s(pids) - c0
+    h1, client = host_cpu(), children_cpu_s() - l0
+    host_busy = (h1[0] - h0[0]) / max(1, h1[1] - h0[1])
     mb = top["produced"] * args.message_size / 1e6
     half = loadgen(args, bootstrap, topic, acks, rf, os.path.join(root, f"{name}-half"),
                    rate=top["msgs_per_sec"] / 2)
@@ -93,6 +110,8 @@ def measure(args, root, name, bootstrap, topic, acks, rf, pids):
         "max_mb_per_sec": round(top["mb_per_sec"], 1),
         "max_p99_ms": round(top["ack_latency"]["p99_us"] / 1000, 2),
         "broker_cpu_ms_per_mb": round(cpu * 1000 / mb, 2),
+        "client_cpu_ms_per_mb": round(client * 1000 / mb, 2),
+        "host_cpu_busy_during_max": round(host_busy, 3),
         "half_rate_msgs_per_sec": round(half["msgs_per_sec"]),
         "half_p50_ms": round(half["ack_latency"]["p50_us"] / 1000, 2),
         "half_p99_ms": round(half["ack_latency"]["p99_us"] / 1000, 2),
@@ -215,14 +234,16 @@ def main():
             log(f"kept {root}")
     print(json.dumps(res, indent=1))
     c = res["rf1_acks_1"]
-    print("\n| setup | max msgs/s | ÷ RF=1 acks=1 | p99 at 50% (ms) | p99 intended (ms) | broker CPU ms/MB |")
-    print("|---|---|---|---|---|---|")
+    print("\n| setup | max msgs/s | ÷ RF=1 acks=1 | p99 at 50% (ms) | p99 intended (ms) "
+          "| broker CPU ms/MB | client CPU ms/MB | host CPU busy at max |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, key in (("3 brokers RF=3 acks=all min.insync=2", "rf3_acks_all"),
                       ("3 brokers RF=3 acks=1", "rf3_acks_1"),
                       ("1 broker RF=1 acks=1", "rf1_acks_1")):
         r = res[key]
         print(f"| {name} | {r['max_msgs_per_sec']} | {r['max_msgs_per_sec'] / c['max_msgs_per_sec']:.2f} "
-              f"| {r['half_p99_ms']} | {r['half_p99_intended_ms']} | {r['broker_cpu_ms_per_mb']} |")
+              f"| {r['half_p99_ms']} | {r['half_p99_intended_ms']} | {r['broker_cpu_ms_per_mb']} "
+              f"| {r['client_cpu_ms_per_mb']} | {r['host_cpu_busy_during_max']:.0%} |")
     z = res["cluster_zerocopy"]
     print(f"\ncluster fetch path: {z['sent_bytes']} bytes sent, {z['copied_bytes']} copied in user space "
           f"({z['copied_per_sent']} per byte sent; by sendmsg from the batch cache / sendfile from "

@@ -15,12 +15,17 @@
 //! (`LogManager.shutdown`, 3.9).
 //!
 //! `syncfs` also writes back other files' dirty pages on the same
-//! filesystem; a batch is only worth it for many logs at once.
+//! filesystem (the other logs' unflushed appends): a batch of fewer than
+//! [`SYNCFS_MIN_LOGS`] logs fsyncs the files it wrote one by one instead,
+//! in the same order (files, renames, directory, marker, directory).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::partition_log::CLEAN_SHUTDOWN_MARKER;
+
+/// Below this many logs a batch fsyncs file by file (see the header).
+pub const SYNCFS_MIN_LOGS: usize = 32;
 
 /// What a log closed for a batch still needs: renames of its temporary
 /// files and its clean-shutdown marker, after the batch's first sync.
@@ -28,6 +33,8 @@ use super::partition_log::CLEAN_SHUTDOWN_MARKER;
 pub struct DeferredClose {
     dir: PathBuf,
     renames: Vec<(PathBuf, PathBuf)>,
+    /// Files written (not synced) under their final names.
+    written: Vec<PathBuf>,
 }
 
 impl DeferredClose {
@@ -35,7 +42,13 @@ impl DeferredClose {
         DeferredClose {
             dir,
             renames: Vec::new(),
+            written: Vec::new(),
         }
+    }
+
+    /// `path` was written, not synced.
+    pub fn wrote(&mut self, path: PathBuf) {
+        self.written.push(path);
     }
 
     /// The partition directory.
@@ -71,6 +84,12 @@ pub async fn commit(log_dir: &Path, closes: Vec<DeferredClose>) -> std::io::Resu
 }
 
 fn commit_blocking(log_dir: &Path, closes: &[DeferredClose]) -> std::io::Result<()> {
+    if closes.len() < SYNCFS_MIN_LOGS {
+        for c in closes {
+            commit_one(c)?;
+        }
+        return Ok(());
+    }
     let fs = File::open(log_dir)?;
     nix::unistd::syncfs(&fs)?;
     for c in closes {
@@ -86,26 +105,54 @@ fn commit_blocking(log_dir: &Path, closes: &[DeferredClose]) -> std::io::Result<
     Ok(())
 }
 
+/// One log's commit with fsyncs of its own files (a small batch).
+fn commit_one(c: &DeferredClose) -> std::io::Result<()> {
+    for f in c.written.iter().chain(c.renames.iter().map(|(tmp, _)| tmp)) {
+        match File::open(f) {
+            Ok(f) => f.sync_all()?,
+            // Written, then removed (an empty segment's index files).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    for (tmp, to) in &c.renames {
+        std::fs::rename(tmp, to)?;
+    }
+    let dir = File::open(&c.dir)?;
+    dir.sync_all()?;
+    File::create(c.dir.join(CLEAN_SHUTDOWN_MARKER))?;
+    dir.sync_all()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn commit_renames_then_marks_every_log() {
+        commit_renames_then_marks(2);
+        commit_renames_then_marks(SYNCFS_MIN_LOGS);
+    }
+
+    fn commit_renames_then_marks(logs: usize) {
         let root = tempfile::tempdir().unwrap();
         let mut closes = Vec::new();
-        for name in ["t-0", "t-1"] {
+        let names: Vec<String> = (0..logs).map(|i| format!("t-{i}")).collect();
+        for name in &names {
             let dir = root.path().join(name);
             std::fs::create_dir(&dir).unwrap();
             let to = dir.join("leader-epoch-checkpoint");
             let tmp = tmp_path(&to);
             std::fs::write(&tmp, "0\n0\n").unwrap();
+            let log = dir.join("00000000000000000000.log");
+            std::fs::write(&log, "").unwrap();
             let mut c = DeferredClose::new(dir);
             c.rename_on_commit(tmp, to);
+            c.wrote(log);
             closes.push(c);
         }
         commit_blocking(root.path(), &closes).unwrap();
-        for name in ["t-0", "t-1"] {
+        for name in &names {
             let dir = root.path().join(name);
             assert_eq!(
                 std::fs::read_to_string(dir.join("leader-epoch-checkpoint")).unwrap(),

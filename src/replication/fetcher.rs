@@ -382,6 +382,11 @@ async fn round(f: &Rc<Fetcher>, c: &mut LeaderConn) -> RoundResult {
     }
     let now = f.clock.mono_ms();
     let ready = f.state.borrow().fetchable(now);
+    if ready.is_empty() && f.session.borrow().must_forget() {
+        // Partitions backing off leave the session now (as Kafka's fetcher
+        // does), so that they come back as added, read afresh.
+        return fetch_once(f, c, ready).await;
+    }
     if ready.is_empty() {
         let wait = match f.state.borrow().next_ready_ms() {
             Some(t) if t > now => (t - now) as u64,
@@ -652,7 +657,13 @@ async fn fetch_once(
     // Topic ids name topics from v13 on; a partition whose topic has none
     // (hosted from an old LeaderAndIsr) is fetched by name, at v12 (as
     // Kafka's `ReplicaFetcherThread.buildFetch` falls back).
-    let version = if ready.iter().any(|(_, s)| s.topic_id.is_nil()) {
+    let by_name = if ready.is_empty() {
+        // A forget-only fetch names topics as the session does.
+        !f.session.borrow().by_topic_id()
+    } else {
+        ready.iter().any(|(_, s)| s.topic_id.is_nil())
+    };
+    let version = if by_name {
         c.versions.fetch.min(12)
     } else {
         c.versions.fetch

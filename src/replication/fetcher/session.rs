@@ -138,6 +138,21 @@ impl FetchSession {
         self.epoch == INITIAL_EPOCH || self.epoch == FINAL_EPOCH
     }
 
+    /// Whether the session's partitions are named by topic id (v13+).
+    pub fn by_topic_id(&self) -> bool {
+        self.by_topic_id
+    }
+
+    /// With nothing to fetch, whether a request must still go out: an open
+    /// session still holds partitions, which it must forget (a partition
+    /// backing off after an error leaves the session and comes back as
+    /// added, so the leader reads it again). Kafka's
+    /// `ReplicaFetcherThread.buildFetch` sends such a forget-only fetch
+    /// (it skips the fetch only when nothing is wanted and nothing to forget).
+    pub fn must_forget(&self) -> bool {
+        !self.is_full() && !self.partitions.is_empty()
+    }
+
     /// The request for `wanted` (every partition to fetch now). `by_topic_id`:
     /// the request names topics by id (v13+); a change of naming cannot
     /// continue a session (Kafka's leader answers FETCH_SESSION_TOPIC_ID_ERROR),
@@ -405,6 +420,29 @@ mod tests {
             f.forgotten.is_empty(),
             "partition 1 is still in the session"
         );
+    }
+
+    #[test]
+    fn a_partition_backing_off_is_forgotten_and_added_back() {
+        let mut s = opened();
+        assert!(
+            !FetchSession::new().must_forget(),
+            "no session: nothing to forget"
+        );
+        // Partition 1 backs off: the next request forgets it.
+        let f = s.build(&[(tp(0), req(10))], true);
+        assert_eq!(forgotten(&f), vec![1]);
+        s.on_response(0, 77, 0, &[]);
+        // Then partition 0 backs off too: nothing to fetch, but a request
+        // must go out to forget it.
+        assert!(s.must_forget());
+        let f = s.build(&[], true);
+        assert_eq!((f.to_send.len(), forgotten(&f)), (0, vec![0]));
+        s.on_response(0, 77, 0, &[]);
+        assert!(!s.must_forget(), "the session is empty now");
+        // Back from the backoff: sent as added, state unchanged or not.
+        let f = s.build(&[(tp(0), req(10)), (tp(1), req(20))], true);
+        assert_eq!(sent(&f), vec![(0, 10), (1, 20)]);
     }
 
     #[test]

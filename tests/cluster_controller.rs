@@ -527,6 +527,35 @@ fn create_partitions_grows_a_topic_while_clients_produce() {
     let _ = std::fs::remove_file(&stop_path);
 }
 
+/// Idempotent at acks=all across the leaders' move: each partition's HW
+/// on its new leader is exactly the number of records acknowledged to it
+/// (nothing lost, nothing written twice).
+fn assert_hw_is_what_was_acked(
+    brokers: &[Broker],
+    leaders: &BTreeMap<i32, (i32, Vec<i32>, Vec<i32>)>,
+    out: &serde_json::Value,
+) {
+    let acked: BTreeMap<i32, i64> = out["per_partition"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(p, n)| (p.parse().unwrap(), n.as_i64().unwrap()))
+        .collect();
+    assert_eq!(
+        acked.values().sum::<i64>(),
+        out["delivered"].as_i64().unwrap()
+    );
+    for (p, (leader, _, _)) in leaders {
+        let on = brokers.iter().find(|b| b.broker_id == *leader).unwrap();
+        let hw = Conn::open(on).list_offset("cs12", *p, -1).offset;
+        assert_eq!(
+            hw,
+            acked.get(p).copied().unwrap_or(0),
+            "cs12-{p} on broker {leader}"
+        );
+    }
+}
+
 #[test]
 fn sigterm_moves_the_brokers_leaders_away_before_it_exits_and_it_shuts_down_clean() {
     let zk = ZkServer::standalone();
@@ -610,28 +639,7 @@ fn sigterm_moves_the_brokers_leaders_away_before_it_exits_and_it_shuts_down_clea
     assert_eq!(out["errors"], serde_json::json!([]), "{out}");
     assert_eq!(out["delivered"], out["sent"], "{out}");
     let _ = std::fs::remove_file(&stop_path);
-    // Idempotent at acks=all across the leaders' move: each partition's
-    // HW on its new leader is exactly the number of records acknowledged
-    // to it (nothing lost, nothing written twice).
-    let acked: BTreeMap<i32, i64> = out["per_partition"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(p, n)| (p.parse().unwrap(), n.as_i64().unwrap()))
-        .collect();
-    assert_eq!(
-        acked.values().sum::<i64>(),
-        out["delivered"].as_i64().unwrap()
-    );
-    for (p, (leader, _, _)) in &seen {
-        let on = brokers.iter().find(|b| b.broker_id == *leader).unwrap();
-        let hw = Conn::open(on).list_offset("cs12", *p, -1).offset;
-        assert_eq!(
-            hw,
-            acked.get(p).copied().unwrap_or(0),
-            "cs12-{p} on broker {leader}"
-        );
-    }
+    assert_hw_is_what_was_acked(&brokers, &seen, &out);
     // A clean shutdown: every partition folder has Kafka's clean-shutdown
     // marker, so the next start recovers nothing.
     let dirs: Vec<_> = std::fs::read_dir(stopped.log_dir.path())

@@ -5,8 +5,11 @@
 //! LeaderAndIsr itself: broker 1 follows broker 0 for an RF-2 partition;
 //! records produced to broker 0 (acks=1) appear in broker 1's log
 //! byte-identical (offsets and partition leader epochs kept), with the
-//! same leader epoch cache, also while both run; and a follower with an
-//! unreplicated tail at an older epoch truncates by epoch.
+//! same leader epoch cache, also while both run, over a KIP-227 fetch
+//! session the leader granted (full fetch, then incremental ones); a
+//! follower with an unreplicated tail at an older epoch truncates by
+//! epoch; and with `num.replica.fetchers=2` two fetchers share a
+//! four-partition topic and replicate every partition.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
@@ -39,11 +42,21 @@ fn ids(v: &[i32]) -> Vec<BrokerId> {
     v.iter().copied().map(BrokerId).collect()
 }
 
+/// The follower's log filter: its fetchers' info lines are what the
+/// session and fetcher checks read.
+const FETCHER_LOG: &str = "warn,shardlog::replication::fetcher=info";
+
 /// ZooKeeper with the topic's assignment (p0 on brokers 0 and 1) and a
 /// `/controller` naming broker 99; brokers 0 and 1 registered.
 fn start_cluster(zk: &ZkServer) -> (Broker, Broker) {
+    start_cluster_with(zk, 1, &[])
+}
+
+/// [`start_cluster`] with `partitions` partitions (all on brokers 0 and 1)
+/// and `extra` config for both brokers.
+fn start_cluster_with(zk: &ZkServer, partitions: i32, extra: &[&str]) -> (Broker, Broker) {
     let addr = zk.address();
-    with_zk(&addr, |s| async move {
+    with_zk(&addr, move |s| async move {
         shardlog::controller::brokers::create_top_level_paths(&s)
             .await
             .unwrap();
@@ -54,7 +67,8 @@ fn start_cluster(zk: &ZkServer) -> (Broker, Broker) {
         )
         .await
         .unwrap();
-        let topic = TopicZNode::new(uuid::Uuid::from_u128(TOPIC_ID), [(0, ids(&[0, 1]))].into());
+        let assignment = (0..partitions).map(|p| (p, ids(&[0, 1]))).collect();
+        let topic = TopicZNode::new(uuid::Uuid::from_u128(TOPIC_ID), assignment);
         create_recursive(
             &s,
             &paths::topic(TOPIC),
@@ -65,14 +79,20 @@ fn start_cluster(zk: &ZkServer) -> (Broker, Broker) {
         .unwrap();
     });
     let start = |id: i32| {
-        Broker::start_with(&[
-            &format!("zookeeper.connect={addr}"),
+        let zk = format!("zookeeper.connect={addr}");
+        let broker_id = format!("broker.id={id}");
+        let mut config = vec![
+            zk.as_str(),
             "zookeeper.session.timeout.ms=6000",
-            &format!("broker.id={id}"),
+            broker_id.as_str(),
             // Fast retries so a test waiting on a backoff stays short.
             "replica.fetch.backoff.ms=200",
             "replica.fetch.wait.max.ms=100",
-        ])
+            // KIP-227 sessions with the leader (off by default).
+            "shardlog.replica.fetch.session.enable=true",
+        ];
+        config.extend_from_slice(extra);
+        Broker::start_logging(common::new_log_dir(), &config, Some(FETCHER_LOG))
     };
     let (a, b) = (start(0), start(1));
     for id in [0, 1] {
@@ -113,6 +133,11 @@ fn exchange(broker: &Broker, api: ZkApi, version: i16, body: &[u8]) -> Bytes {
 
 /// UpdateMetadata v8 to `to`: both brokers live, p0 led by `leader`.
 fn announce(to: &Broker, brokers: [&Broker; 2], leader: i32, leader_epoch: i32) {
+    announce_n(to, brokers, 1, leader, leader_epoch);
+}
+
+/// [`announce`] for partitions `0..partitions`.
+fn announce_n(to: &Broker, brokers: [&Broker; 2], partitions: i32, leader: i32, leader_epoch: i32) {
     let live: Vec<LiveBroker> = brokers
         .iter()
         .map(|b| LiveBroker {
@@ -126,23 +151,25 @@ fn announce(to: &Broker, brokers: [&Broker; 2], leader: i32, leader_epoch: i32) 
             rack: None,
         })
         .collect();
-    let p0 = AnnouncedPartition {
-        topic: TOPIC.into(),
-        partition: 0,
-        controller_epoch: ControllerEpoch(CONTROLLER_EPOCH),
-        leader: BrokerId(leader),
-        leader_epoch: LeaderEpoch(leader_epoch),
-        isr: ids(&[leader]),
-        zk_version: PartitionEpoch(leader_epoch),
-        replicas: ids(&[0, 1]),
-        offline_replicas: vec![],
-    };
+    let announced: Vec<AnnouncedPartition> = (0..partitions)
+        .map(|partition| AnnouncedPartition {
+            topic: TOPIC.into(),
+            partition,
+            controller_epoch: ControllerEpoch(CONTROLLER_EPOCH),
+            leader: BrokerId(leader),
+            leader_epoch: LeaderEpoch(leader_epoch),
+            isr: ids(&[leader]),
+            zk_version: PartitionEpoch(leader_epoch),
+            replicas: ids(&[0, 1]),
+            offline_replicas: vec![],
+        })
+        .collect();
     let req = update_metadata_v8(
         BrokerId(99),
         ControllerEpoch(CONTROLLER_EPOCH),
         -1,
         &live,
-        &[p0],
+        &announced,
         &[(TOPIC.into(), uuid::Uuid::from_u128(TOPIC_ID))],
     );
     let mut body = BytesMut::new();
@@ -160,24 +187,31 @@ fn announce(to: &Broker, brokers: [&Broker; 2], leader: i32, leader_epoch: i32) 
 /// leader alone in the ISR (no ISR expansion is being tested here, and
 /// an ISR naming the follower would hold the leader's HW back).
 fn leader_and_isr(to: &Broker, leader: &Broker, leader_epoch: i32) {
+    leader_and_isr_n(to, leader, 1, leader_epoch);
+}
+
+/// [`leader_and_isr`] for partitions `0..partitions`.
+fn leader_and_isr_n(to: &Broker, leader: &Broker, partitions: i32, leader_epoch: i32) {
     let req = LeaderAndIsr {
         controller_id: BrokerId(99),
         controller_epoch: ControllerEpoch(CONTROLLER_EPOCH),
         broker_epoch: -1,
-        partitions: vec![LeaderAndIsrPartition {
-            topic: TOPIC.into(),
-            partition: 0,
-            controller_epoch: ControllerEpoch(CONTROLLER_EPOCH),
-            leader: BrokerId(leader.broker_id),
-            leader_epoch: LeaderEpoch(leader_epoch),
-            isr: ids(&[leader.broker_id]),
-            partition_epoch: PartitionEpoch(leader_epoch),
-            replicas: ids(&[0, 1]),
-            adding_replicas: vec![],
-            removing_replicas: vec![],
-            is_new: false,
-            leader_recovery_state: 0,
-        }],
+        partitions: (0..partitions)
+            .map(|partition| LeaderAndIsrPartition {
+                topic: TOPIC.into(),
+                partition,
+                controller_epoch: ControllerEpoch(CONTROLLER_EPOCH),
+                leader: BrokerId(leader.broker_id),
+                leader_epoch: LeaderEpoch(leader_epoch),
+                isr: ids(&[leader.broker_id]),
+                partition_epoch: PartitionEpoch(leader_epoch),
+                replicas: ids(&[0, 1]),
+                adding_replicas: vec![],
+                removing_replicas: vec![],
+                is_new: false,
+                leader_recovery_state: 0,
+            })
+            .collect(),
         topic_ids: vec![(TOPIC.into(), uuid::Uuid::from_u128(TOPIC_ID))],
         live_leaders: vec![(
             BrokerId(leader.broker_id),
@@ -191,14 +225,20 @@ fn leader_and_isr(to: &Broker, leader: &Broker, leader_epoch: i32) {
     let answer = LeaderAndIsrResponse::decode(&mut resp, 7).unwrap();
     let errors = req.errors_from_response(&answer, 7);
     assert_eq!(errors.error, ErrorCode::NONE, "{errors:?}");
-    assert_eq!(
-        errors.partition(TOPIC, 0),
-        Some(ErrorCode::NONE),
-        "{errors:?}"
-    );
+    for p in 0..partitions {
+        assert_eq!(
+            errors.partition(TOPIC, p),
+            Some(ErrorCode::NONE),
+            "{errors:?}"
+        );
+    }
 }
 
 fn produce(broker: &Broker, values: std::ops::Range<u32>) {
+    produce_to(broker, 0, values);
+}
+
+fn produce_to(broker: &Broker, partition: i32, values: std::ops::Range<u32>) {
     let mut conn = Conn::open(broker);
     for i in values {
         let value = format!("value-{i}-{}", "x".repeat((i as usize * 37) % 300));
@@ -206,18 +246,36 @@ fn produce(broker: &Broker, values: std::ops::Range<u32>) {
             &[(None, value.as_bytes(), common::now_ms())],
             Compression::None,
         );
-        let r = conn.produce(TOPIC, 0, batch, 1);
+        let r = conn.produce(TOPIC, partition, batch, 1);
         assert_eq!(r.error_code, 0, "produce {i}: {r:?}");
     }
 }
 
 fn high_watermark(broker: &Broker) -> i64 {
-    Conn::open(broker).list_offset(TOPIC, 0, -1).offset
+    high_watermark_of(broker, 0)
+}
+
+fn high_watermark_of(broker: &Broker, partition: i32) -> i64 {
+    Conn::open(broker).list_offset(TOPIC, partition, -1).offset
 }
 
 /// Every batch of p0 up to the HW, as the broker serves them.
 fn batches(broker: &Broker) -> Vec<Bytes> {
-    Conn::open(broker).fetch_to_high_watermark(TOPIC, 0, 0)
+    batches_of(broker, 0)
+}
+
+fn batches_of(broker: &Broker, partition: i32) -> Vec<Bytes> {
+    Conn::open(broker).fetch_to_high_watermark(TOPIC, partition, 0)
+}
+
+/// The fetcher lines a broker logged since the last call.
+fn fetcher_lines(broker: &Broker) -> Vec<String> {
+    broker
+        .log_lines()
+        .iter()
+        .map(|l| common::plain_log_line(l))
+        .filter(|l| l.contains("shardlog::replication::fetcher"))
+        .collect()
 }
 
 fn epoch_checkpoint(broker: &Broker) -> String {
@@ -255,6 +313,40 @@ fn follower_log_matches_the_leader_byte_for_byte_with_epochs_kept() {
     wait_for(30, "the follower to follow the tail", || {
         (high_watermark(&b) == 65).then_some(())
     });
+    // The tail came over a KIP-227 session: the leader granted one on the
+    // first (full) fetch, and the incremental fetches after it were never
+    // refused (a wrong epoch or unknown id would log a reset).
+    let lines = fetcher_lines(&b);
+    let granted: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("fetch session established"))
+        .collect();
+    assert_eq!(
+        granted.len(),
+        1,
+        "one session for the whole run: {lines:#?}"
+    );
+    assert!(
+        !granted[0].contains("session_id=0"),
+        "a real session id: {granted:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("fetch session reset")),
+        "no session was refused: {lines:#?}"
+    );
+    // replica.socket.receive.buffer.bytes (65536 by default) is on the
+    // fetcher's socket: Linux reports twice what was set.
+    let connected = lines
+        .iter()
+        .find(|l| l.contains("replica fetcher connected"))
+        .expect("the fetcher's connect line");
+    let rcvbuf: usize = connected
+        .split("receive_buffer_bytes=Some(")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no receive buffer size in {connected}"));
+    assert!(rcvbuf >= 65_536, "SO_RCVBUF {rcvbuf} < 65536");
     let (from_a, from_b) = (batches(&a), batches(&b));
     assert_eq!(from_a.len(), 65);
     assert!(
@@ -299,6 +391,54 @@ fn follower_with_an_unreplicated_tail_truncates_by_leader_epoch() {
         "the follower's batches differ from the leader's"
     );
     assert_eq!(epoch_checkpoint(&b), "0\n1\n2 0\n");
+    a.stop();
+    b.stop();
+}
+
+#[test]
+fn two_replica_fetchers_share_the_partitions_and_replicate_them_all() {
+    const PARTITIONS: i32 = 4;
+    let zk = ZkServer::standalone();
+    let (a, b) = start_cluster_with(&zk, PARTITIONS, &["num.replica.fetchers=2"]);
+    announce_n(&a, [&a, &b], PARTITIONS, 0, 3);
+    leader_and_isr_n(&a, &a, PARTITIONS, 3);
+    for p in 0..PARTITIONS {
+        produce_to(&a, p, 0..(10 + p as u32));
+    }
+    announce_n(&b, [&a, &b], PARTITIONS, 0, 3);
+    leader_and_isr_n(&b, &a, PARTITIONS, 3);
+    for p in 0..PARTITIONS {
+        produce_to(&a, p, 100..105);
+    }
+    for p in 0..PARTITIONS {
+        let want = 15 + i64::from(p);
+        wait_for(30, "the follower to replicate every partition", || {
+            (high_watermark_of(&b, p) == want).then_some(())
+        });
+        assert!(
+            batches_of(&b, p) == batches_of(&a, p),
+            "p{p}: the follower's batches differ from the leader's"
+        );
+    }
+    // Kafka's getFetcherId puts replicated-0/2 on fetcher 1 and
+    // replicated-1/3 on fetcher 0 (jshell: abs(31 * hashCode + p) % 2):
+    // both fetchers of leader 0 ran, each with its own session.
+    let lines = fetcher_lines(&b);
+    for id in [0, 1] {
+        let started = format!("fetcher_id={id}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("replica fetcher started") && l.contains(&started)),
+            "fetcher {id} started: {lines:#?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("fetch session established") && l.contains(&started)),
+            "fetcher {id} has a session: {lines:#?}"
+        );
+    }
     a.stop();
     b.stop();
 }

@@ -7,7 +7,9 @@
 //! OffsetForLeaderEpoch v4 and Fetch v17 with ReplicaState and topic
 //! ids). Records produced to Kafka appear in shardlog's log byte for byte,
 //! and Kafka's leader takes shardlog into the ISR (it accepts the
-//! follower's fetch positions as caught up). Then KIP-101 against Kafka:
+//! follower's fetch positions as caught up), all over a KIP-227 fetch
+//! session Kafka granted (one session, incremental fetches never refused,
+//! the live tail followed). Then KIP-101 against Kafka:
 //! shardlog, stopped, gets an unreplicated tail at the old epoch written
 //! into its log; Kafka's leader epoch moves on (the controller's ISR
 //! shrink) and takes other records; restarted, shardlog asks Kafka
@@ -137,16 +139,26 @@ fn shardlog_overrides(zk_port: u16) -> Vec<String> {
         "zookeeper.session.timeout.ms=6000".into(),
         "broker.id=1".into(),
         "replica.fetch.backoff.ms=200".into(),
+        // KIP-227 sessions with Kafka's leader (off by default).
+        "shardlog.replica.fetch.session.enable=true".into(),
     ]
 }
 
 fn start_shardlog(zk_port: u16, dir: Option<tempfile::TempDir>) -> Broker {
     let o = shardlog_overrides(zk_port);
     let o: Vec<&str> = o.iter().map(String::as_str).collect();
-    match dir {
-        Some(d) => Broker::start_in(d, &o),
-        None => Broker::start_with(&o),
-    }
+    let dir = dir.unwrap_or_else(common::new_log_dir);
+    Broker::start_logging(dir, &o, Some("warn,shardlog::replication::fetcher=info"))
+}
+
+/// The fetcher lines shardlog logged since the last call.
+fn fetcher_lines(broker: &Broker) -> Vec<String> {
+    broker
+        .log_lines()
+        .iter()
+        .map(|l| common::plain_log_line(l))
+        .filter(|l| l.contains("shardlog::replication::fetcher"))
+        .collect()
 }
 
 /// Create TOPIC on Kafka with p0 on brokers [0, 1] once Kafka's
@@ -216,6 +228,27 @@ fn shardlog_follows_a_kafka_3_9_leader_byte_for_byte() {
     wait_for(60, "Kafka to add shardlog to the ISR", || {
         kafka_partition(&kafka.bootstrap).filter(|(_, isr)| isr.contains(&1))
     });
+    // The live tail, then the session: Kafka's leader granted one on the
+    // first full fetch and took every incremental fetch after it (a wrong
+    // epoch or an unknown id would have logged a reset).
+    produce_to(&kafka.bootstrap, 30..45);
+    wait_for_high_watermark(&shardlog_addr, 45);
+    assert!(
+        batches(&kafka.bootstrap) == batches(&shardlog_addr),
+        "shardlog's copy of the tail differs from Kafka's batches"
+    );
+    let lines = fetcher_lines(&shardlog);
+    // (Kafka closes a session its follower emptied, e.g. by forgetting a
+    // partition backing off at the start: a second one is then opened.)
+    let granted = lines
+        .iter()
+        .filter(|l| l.contains("fetch session established"))
+        .count();
+    assert!(granted >= 1, "Kafka granted a session: {lines:#?}");
+    assert!(
+        !lines.iter().any(|l| l.contains("fetch session reset")),
+        "Kafka refused no session: {lines:#?}"
+    );
     shardlog.stop();
 }
 

@@ -6,7 +6,8 @@
 //!
 //! Checked: an acks=all produce waits until the follower's fetch moves the
 //! HW, consumers read to the HW while the follower reads to the LEO,
-//! KIP-320 diverging epochs, `current_leader_epoch` fencing, unassigned
+//! KIP-320 diverging epochs (also on a KIP-227 incremental fetch session),
+//! `current_leader_epoch` fencing, unassigned
 //! replicas, OffsetForLeaderEpoch lookups, acks=all timing out
 //! (REQUEST_TIMED_OUT) without the follower, and acks=all with the ISR below
 //! `min.insync.replicas` → NOT_ENOUGH_REPLICAS with nothing appended.
@@ -417,9 +418,36 @@ fn diverging_and_fenced_follower_fetches(follower: &mut Conn) {
         started.elapsed() < Duration::from_secs(4),
         "answered without waiting"
     );
+    // The same in a KIP-227 session: the full fetch opening it and an
+    // incremental one that lists nothing (the session remembers the
+    // follower's last fetched epoch, as Kafka's CachedPartition does).
+    spec.max_wait_ms = 0;
+    let opening = spec.request().with_session_epoch(0);
+    let resp = follower.call(17, &opening);
+    assert_eq!(resp.error_code, 0, "{resp:?}");
+    assert_ne!(resp.session_id, 0, "the leader opened a session");
+    let part = &resp.responses[0].partitions[0];
+    assert_eq!(part.diverging_epoch.epoch, 2, "{resp:?}");
+    let incremental = spec
+        .request()
+        .with_session_id(resp.session_id)
+        .with_session_epoch(1)
+        .with_topics(vec![]);
+    let resp = follower.call(17, &incremental);
+    assert_eq!(resp.error_code, 0, "{resp:?}");
+    let [t] = &resp.responses[..] else {
+        panic!("the diverging partition is answered: {resp:?}")
+    };
+    assert_eq!(
+        (
+            t.partitions[0].diverging_epoch.epoch,
+            t.partitions[0].diverging_epoch.end_offset
+        ),
+        (2, 0),
+        "an incremental fetch is checked by epoch too"
+    );
     // Our own epoch at the LEO: no divergence.
     spec.last_fetched_epoch = LEADER_EPOCH;
-    spec.max_wait_ms = 0;
     let part = spec.send(follower);
     assert_eq!(part.diverging_epoch.epoch, -1);
 

@@ -1,11 +1,14 @@
 //! `[drv]` Replica fetchers of one data shard (Kafka's
-//! `ReplicaFetcherManager` and `ReplicaFetcherThread`, one per leader
-//! broker: `num.replica.fetchers` = 1 per shard).
+//! `ReplicaFetcherManager` and `ReplicaFetcherThread`).
 //!
 //! [`FetcherManager::on_followers`] takes the full set of partitions this
 //! shard follows (after every metadata sync) and moves each under the
-//! fetcher of its leader; a fetcher left without partitions stops. A
-//! fetcher task owns one connection to its leader ([`conn`]) and loops:
+//! fetcher of its leader: `num.replica.fetchers` fetchers per leader
+//! broker on each shard, a partition going to fetcher
+//! [`state::fetcher_id`] (Kafka's `AbstractFetcherManager.getFetcherId`);
+//! a fetcher left without partitions stops. A fetcher task owns one
+//! connection to its leader ([`conn`], SO_RCVBUF from
+//! `replica.socket.receive.buffer.bytes`) and loops:
 //! 1. partitions new to it (or whose leader epoch changed) truncate first
 //!    (KIP-101/279): OffsetForLeaderEpoch v≤4 for our latest epoch, cut to
 //!    what [`truncation::offset_truncation_state`] says, repeated until
@@ -13,18 +16,27 @@
 //!    LEO and Fetch v12+'s `diverging_epoch` drives truncation instead;
 //! 2. one Fetch (v≤17, `replica.fetch.*` settings, `ReplicaState` v15+,
 //!    topic ids v13+, `current_leader_epoch`, `last_fetched_epoch`) for
-//!    every ready partition; records appended as follower on this shard,
-//!    HW = min(leader HW, LEO), log start = max(ours, leader's);
+//!    every ready partition; sessionless (epoch -1) unless
+//!    `shardlog.replica.fetch.session.enable` is on, then in a KIP-227 fetch
+//!    session ([`session`], Kafka's `FetchSessionHandler`): a full fetch
+//!    asking for a session,
+//!    then incremental ones listing only changed, added and forgotten
+//!    partitions; a session error from the leader makes the next fetch
+//!    full, at once, on the same connection. Records are appended as
+//!    follower on this shard, HW = min(leader HW, LEO), log start =
+//!    max(ours, leader's);
 //! 3. per-partition errors: diverging epoch → truncate; OFFSET_OUT_OF_RANGE
 //!    → ListOffsets (Kafka's `handleOutOfRangeError`); leadership errors →
 //!    `replica.fetch.backoff.ms` until new metadata re-adds the partition.
 //!    A connection error or malformed answer drops the connection and
-//!    reconnects after the backoff; nothing a leader sends panics.
+//!    reconnects after the backoff (the next fetch is full); nothing a
+//!    leader sends panics.
 //!
-//! Not yet: KIP-227 fetch sessions (every fetch is a full one, session
-//! epoch -1, which every leader accepts), throttling, lag metrics.
+//! Not yet: replication quotas (throttling), lag metrics, and a broker
+//! epoch in `ReplicaState` (-1, which a 3.9 leader accepts).
 
 pub mod conn;
+pub mod session;
 pub mod state;
 
 use std::cell::{Cell, RefCell};
@@ -33,7 +45,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use kafka_protocol_39::messages::fetch_request::{
-    FetchPartition, FetchRequest, FetchTopic, ReplicaState,
+    FetchPartition, FetchRequest, FetchTopic, ForgottenTopic, ReplicaState,
 };
 use kafka_protocol_39::messages::fetch_response::FetchResponse;
 use kafka_protocol_39::messages::list_offsets_request::{
@@ -48,7 +60,8 @@ use kafka_protocol_39::messages::{ApiKey, BrokerId as WireBrokerId, TopicName};
 use kafka_protocol_39::protocol::StrBytes;
 
 use self::conn::LeaderConn;
-use self::state::{classify, FetchOutcome, FetchSettings, FetcherState};
+use self::session::{FetchSession, PartitionRequest, SessionFetch, SessionVerdict};
+use self::state::{classify, fetcher_id, FetchOutcome, FetchSettings, FetcherState};
 use super::partition::Partition;
 use super::truncation::{self, OutOfRangeAction};
 use crate::config::ServerConfig;
@@ -81,6 +94,9 @@ pub fn settings_of(server: &ServerConfig) -> FetchSettings {
         partition_max_bytes: server.replica_fetch_max_bytes,
         max_wait_ms: server.replica_fetch_wait_max_ms,
         backoff_ms: i64::from(server.replica_fetch_backoff_ms),
+        num_fetchers: server.num_replica_fetchers.max(1),
+        sessions: server.shardlog_replica_fetch_session_enable,
+        socket_receive_buffer_bytes: server.replica_socket_receive_buffer_bytes,
     }
 }
 
@@ -124,8 +140,13 @@ type RoundResult = std::io::Result<()>;
 
 struct Fetcher {
     leader: BrokerId,
+    /// `num.replica.fetchers`: which of this leader's fetchers (Kafka's
+    /// fetcher id, in the client id `broker-<me>-fetcher-<id>`).
+    fetcher_id: i32,
     address: RefCell<String>,
     state: RefCell<FetcherState>,
+    /// KIP-227 session with the leader (one per connection's lifetime).
+    session: RefCell<FetchSession>,
     parts: RefCell<BTreeMap<TopicPartition, Rc<Partition>>>,
     wake: Notify,
     stopped: Cell<bool>,
@@ -141,7 +162,8 @@ struct Fetcher {
 pub struct FetcherManager {
     settings: FetchSettings,
     socket_timeout: Duration,
-    fetchers: RefCell<BTreeMap<BrokerId, Rc<Fetcher>>>,
+    /// Per (leader, fetcher id): Kafka's `BrokerIdAndFetcherId`.
+    fetchers: RefCell<BTreeMap<(BrokerId, i32), Rc<Fetcher>>>,
     clock: Rc<dyn Clock>,
 }
 
@@ -158,11 +180,12 @@ impl FetcherManager {
     /// Partitions followed now, with their leaders (for tests and logs).
     pub fn followed(&self) -> Vec<(TopicPartition, BrokerId)> {
         let mut out = Vec::new();
-        for (leader, f) in self.fetchers.borrow().iter() {
+        for ((leader, _), f) in self.fetchers.borrow().iter() {
             for tp in f.parts.borrow().keys() {
                 out.push((tp.clone(), *leader));
             }
         }
+        out.sort();
         out
     }
 
@@ -180,13 +203,18 @@ impl FetcherManager {
             }
             wanted.insert(t.partition.tp.clone(), t);
         }
+        let n = self.settings.num_fetchers;
         let mut fetchers = self.fetchers.borrow_mut();
-        for (leader, f) in fetchers.iter() {
+        for ((leader, id), f) in fetchers.iter() {
             let gone: Vec<TopicPartition> = f
                 .parts
                 .borrow()
                 .keys()
-                .filter(|tp| wanted.get(*tp).is_none_or(|t| t.leader != *leader))
+                .filter(|tp| {
+                    wanted
+                        .get(*tp)
+                        .is_none_or(|t| t.leader != *leader || fetcher_id(tp, n) != *id)
+                })
                 .cloned()
                 .collect();
             for tp in gone {
@@ -198,9 +226,10 @@ impl FetcherManager {
             let Some(address) = t.leader_address.clone() else {
                 continue;
             };
+            let id = fetcher_id(&tp, n);
             let f = fetchers
-                .entry(t.leader)
-                .or_insert_with(|| self.start_fetcher(t.leader, address.clone()))
+                .entry((t.leader, id))
+                .or_insert_with(|| self.start_fetcher(t.leader, id, address.clone()))
                 .clone();
             if *f.address.borrow() != address {
                 *f.address.borrow_mut() = address;
@@ -256,11 +285,13 @@ impl FetcherManager {
         self.fetchers.borrow_mut().clear();
     }
 
-    fn start_fetcher(&self, leader: BrokerId, address: String) -> Rc<Fetcher> {
+    fn start_fetcher(&self, leader: BrokerId, fetcher_id: i32, address: String) -> Rc<Fetcher> {
         let f = Rc::new(Fetcher {
             leader,
+            fetcher_id,
             address: RefCell::new(address),
             state: RefCell::new(FetcherState::new()),
+            session: RefCell::new(FetchSession::new()),
             parts: RefCell::new(BTreeMap::new()),
             wake: Notify::default(),
             stopped: Cell::new(false),
@@ -273,7 +304,7 @@ impl FetcherManager {
                 .saturating_add(1 << 20),
             clock: self.clock.clone(),
         });
-        tracing::info!(leader = %leader, "replica fetcher started");
+        tracing::info!(leader = %leader, fetcher_id, "replica fetcher started");
         glommio::spawn_local(run(f.clone())).detach();
         f
     }
@@ -285,7 +316,7 @@ async fn run(f: Rc<Fetcher>) {
     let backoff = Duration::from_millis(f.settings.backoff_ms.max(1) as u64);
     loop {
         if f.stopped.get() {
-            tracing::info!(leader = %f.leader, "replica fetcher stopped");
+            tracing::info!(leader = %f.leader, fetcher_id = f.fetcher_id, "replica fetcher stopped");
             return;
         }
         if f.state.borrow().is_empty() {
@@ -297,15 +328,22 @@ async fn run(f: Rc<Fetcher>) {
         }
         if conn.is_none() {
             let addr = f.address.borrow().clone();
-            let client_id = format!("broker-{}-fetcher-0", f.settings.replica_id);
-            let connect = LeaderConn::connect(&addr, client_id, f.max_response_bytes);
+            let client_id = format!("broker-{}-fetcher-{}", f.settings.replica_id, f.fetcher_id);
+            let connect = LeaderConn::connect(
+                &addr,
+                client_id,
+                f.max_response_bytes,
+                f.settings.socket_receive_buffer_bytes,
+            );
             match glommio::timer::timeout(f.socket_timeout, async {
                 connect.await.map_err(glommio::GlommioError::IoError)
             })
             .await
             {
                 Ok(c) => {
-                    tracing::info!(leader = %f.leader, %addr, versions = ?c.versions, "replica fetcher connected");
+                    tracing::info!(leader = %f.leader, fetcher_id = f.fetcher_id, %addr, versions = ?c.versions, receive_buffer_bytes = ?c.receive_buffer_bytes(), "replica fetcher connected");
+                    // A new connection starts over with a full fetch.
+                    f.session.borrow_mut().on_error();
                     conn = Some((f.generation.get(), c));
                 }
                 Err(e) => {
@@ -347,6 +385,11 @@ async fn round(f: &Rc<Fetcher>, c: &mut LeaderConn) -> RoundResult {
     }
     let now = f.clock.mono_ms();
     let ready = f.state.borrow().fetchable(now);
+    if ready.is_empty() && f.session.borrow().must_forget() {
+        // Partitions backing off leave the session now (as Kafka's fetcher
+        // does), so that they come back as added, read afresh.
+        return fetch_once(f, c, ready).await;
+    }
     if ready.is_empty() {
         let wait = match f.state.borrow().next_ready_ms() {
             Some(t) if t > now => (t - now) as u64,
@@ -489,43 +532,86 @@ async fn apply_leader_epoch_answer(f: &Fetcher, tp: &TopicPartition, epoch: i32,
     }
 }
 
-fn build_fetch(
+/// What `ready` partitions ask for, as the session compares them.
+fn partition_requests(
     f: &Fetcher,
     version: i16,
     ready: &[(TopicPartition, state::PartitionFetchState)],
-) -> FetchRequest {
+) -> Vec<(TopicPartition, PartitionRequest)> {
+    ready
+        .iter()
+        .map(|(tp, st)| {
+            let req = PartitionRequest {
+                topic_id: if version >= 13 {
+                    st.topic_id
+                } else {
+                    uuid::Uuid::nil()
+                },
+                fetch_offset: st.fetch_offset,
+                log_start_offset: st.log_start_offset,
+                partition_max_bytes: f.settings.partition_max_bytes,
+                current_leader_epoch: if version >= 9 { st.leader_epoch } else { -1 },
+                last_fetched_epoch: if version >= 12 {
+                    st.last_fetched_epoch
+                } else {
+                    -1
+                },
+            };
+            (tp.clone(), req)
+        })
+        .collect()
+}
+
+/// The Fetch request for a session's `plan` (`ReplicaFetcherThread.buildFetch`).
+fn build_fetch(f: &Fetcher, version: i16, plan: &SessionFetch) -> FetchRequest {
     let s = &f.settings;
     let mut topics: Vec<FetchTopic> = Vec::new();
-    for (tp, st) in ready {
+    for (tp, r) in &plan.to_send {
         let part = FetchPartition::default()
             .with_partition(tp.partition)
-            .with_current_leader_epoch(if version >= 9 { st.leader_epoch } else { -1 })
-            .with_fetch_offset(st.fetch_offset)
-            .with_last_fetched_epoch(if version >= 12 {
-                st.last_fetched_epoch
-            } else {
-                -1
-            })
-            .with_log_start_offset(st.log_start_offset)
-            .with_partition_max_bytes(s.partition_max_bytes);
+            .with_current_leader_epoch(r.current_leader_epoch)
+            .with_fetch_offset(r.fetch_offset)
+            .with_last_fetched_epoch(r.last_fetched_epoch)
+            .with_log_start_offset(r.log_start_offset)
+            .with_partition_max_bytes(r.partition_max_bytes);
         let same = topics.last().is_some_and(|t| {
             if version >= 13 {
-                t.topic_id == st.topic_id
+                t.topic_id == r.topic_id
             } else {
                 t.topic.0.as_str() == &*tp.topic
             }
         });
-        if same {
-            if let Some(t) = topics.last_mut() {
-                t.partitions.push(part);
+        match topics.last_mut() {
+            Some(t) if same => t.partitions.push(part),
+            _ => {
+                let t = if version >= 13 {
+                    FetchTopic::default().with_topic_id(r.topic_id)
+                } else {
+                    FetchTopic::default().with_topic(wire_tp(tp))
+                };
+                topics.push(t.with_partitions(vec![part]));
             }
-        } else {
-            let t = if version >= 13 {
-                FetchTopic::default().with_topic_id(st.topic_id)
+        }
+    }
+    let mut forgotten: Vec<ForgottenTopic> = Vec::new();
+    for (tp, id) in &plan.forgotten {
+        let same = forgotten.last().is_some_and(|t| {
+            if version >= 13 {
+                t.topic_id == *id
             } else {
-                FetchTopic::default().with_topic(wire_tp(tp))
-            };
-            topics.push(t.with_partitions(vec![part]));
+                t.topic.0.as_str() == &*tp.topic
+            }
+        });
+        match forgotten.last_mut() {
+            Some(t) if same => t.partitions.push(tp.partition),
+            _ => {
+                let t = if version >= 13 {
+                    ForgottenTopic::default().with_topic_id(*id)
+                } else {
+                    ForgottenTopic::default().with_topic(wire_tp(tp))
+                };
+                forgotten.push(t.with_partitions(vec![tp.partition]));
+            }
         }
     }
     let mut req = FetchRequest::default()
@@ -533,9 +619,10 @@ fn build_fetch(
         .with_min_bytes(s.min_bytes)
         .with_max_bytes(s.max_bytes)
         .with_isolation_level(0)
-        .with_session_id(0)
-        .with_session_epoch(-1)
-        .with_topics(topics);
+        .with_session_id(plan.session_id)
+        .with_session_epoch(plan.session_epoch)
+        .with_topics(topics)
+        .with_forgotten_topics_data(forgotten);
     if version >= 15 {
         req = req.with_replica_state(
             ReplicaState::default()
@@ -548,6 +635,23 @@ fn build_fetch(
     req
 }
 
+/// The partition of `ready` an answer names (by topic id from v13 on).
+fn answered_tp<'a>(
+    ready: &'a [(TopicPartition, state::PartitionFetchState)],
+    version: i16,
+    topic: &kafka_protocol_39::messages::fetch_response::FetchableTopicResponse,
+    partition: i32,
+) -> Option<&'a (TopicPartition, state::PartitionFetchState)> {
+    ready.iter().find(|(tp, st)| {
+        tp.partition == partition
+            && if version >= 13 {
+                st.topic_id == topic.topic_id
+            } else {
+                topic.topic.0.as_str() == &*tp.topic
+            }
+    })
+}
+
 async fn fetch_once(
     f: &Rc<Fetcher>,
     c: &mut LeaderConn,
@@ -556,31 +660,90 @@ async fn fetch_once(
     // Topic ids name topics from v13 on; a partition whose topic has none
     // (hosted from an old LeaderAndIsr) is fetched by name, at v12 (as
     // Kafka's `ReplicaFetcherThread.buildFetch` falls back).
-    let version = if ready.iter().any(|(_, s)| s.topic_id.is_nil()) {
+    let by_name = if ready.is_empty() {
+        // A forget-only fetch names topics as the session does.
+        !f.session.borrow().by_topic_id()
+    } else {
+        ready.iter().any(|(_, s)| s.topic_id.is_nil())
+    };
+    let version = if by_name {
         c.versions.fetch.min(12)
     } else {
         c.versions.fetch
     };
-    let request = build_fetch(f, version, &ready);
-    let resp: FetchResponse = timed(f, c.call(ApiKey::Fetch, version, &request)).await?;
-    if resp.error_code != 0 {
+    // Fetch v7+ carries KIP-227 sessions (when `shardlog.replica.fetch.session.enable`
+    // asks for them); otherwise every fetch is full and sessionless (epoch -1).
+    let sessions = version >= 7 && f.settings.sessions;
+    let plan = if sessions {
+        let wanted = partition_requests(f, version, &ready);
+        f.session.borrow_mut().build(&wanted, version >= 13)
+    } else {
+        SessionFetch {
+            session_id: session::INVALID_SESSION_ID,
+            session_epoch: session::FINAL_EPOCH,
+            to_send: partition_requests(f, version, &ready),
+            forgotten: Vec::new(),
+        }
+    };
+    let request = build_fetch(f, version, &plan);
+    let resp: FetchResponse = match timed(f, c.call(ApiKey::Fetch, version, &request)).await {
+        Ok(r) => r,
+        Err(e) => {
+            f.session.borrow_mut().on_error();
+            return Err(e);
+        }
+    };
+    if sessions {
+        let mut answered = Vec::new();
+        for topic in &resp.responses {
+            for part in &topic.partitions {
+                match answered_tp(&ready, version, topic, part.partition_index) {
+                    Some((tp, _)) => answered.push(tp.clone()),
+                    // Not a partition we asked for: makes the answer extra.
+                    None => answered.push(TopicPartition::new("", -1)),
+                }
+            }
+        }
+        let before = f.session.borrow().session_id();
+        let verdict = f.session.borrow_mut().on_response(
+            resp.error_code,
+            resp.session_id,
+            resp.throttle_time_ms,
+            &answered,
+        );
+        let after = f.session.borrow().session_id();
+        if after != before && after != session::INVALID_SESSION_ID {
+            tracing::info!(leader = %f.leader, fetcher_id = f.fetcher_id, session_id = after, "fetch session established");
+        }
+        match verdict {
+            SessionVerdict::Process => {}
+            SessionVerdict::Reset => {
+                // Kafka's FetchSessionHandler: the next fetch is a full
+                // one, at once; the connection stays.
+                tracing::info!(leader = %f.leader, fetcher_id = f.fetcher_id, error_code = resp.error_code, session_id = before, "fetch session reset; fetching in full");
+                return Ok(());
+            }
+            SessionVerdict::Invalid => {
+                tracing::warn!(leader = %f.leader, error_code = resp.error_code, "fetch answer not usable; next fetch is full");
+                for (tp, _) in &ready {
+                    delay(f, tp);
+                }
+                return Ok(());
+            }
+        }
+    } else if resp.error_code != 0 {
         tracing::warn!(leader = %f.leader, error_code = resp.error_code, "fetch refused as a whole");
         for (tp, _) in &ready {
             delay(f, tp);
         }
         return Ok(());
     }
-    for topic in resp.responses {
-        for part in topic.partitions {
-            let found = ready.iter().find(|(tp, st)| {
-                tp.partition == part.partition_index
-                    && if version >= 13 {
-                        st.topic_id == topic.topic_id
-                    } else {
-                        topic.topic.0.as_str() == &*tp.topic
-                    }
-            });
-            let Some((tp, sent)) = found.cloned() else {
+    for mut topic in resp.responses {
+        let parts = std::mem::take(&mut topic.partitions);
+        for part in parts {
+            let Some((tp, sent)) =
+                answered_tp(&ready, version, &topic, part.partition_index).cloned()
+            else {
                 continue;
             };
             // The partition may have moved or restarted truncating while

@@ -9,6 +9,9 @@
 //! - `session_id = 0, epoch = -1`: sessionless full fetch.
 //! - `session_id = 0, epoch = 0`: full fetch that opens a session.
 //! - `session_id = S, epoch = -1`: close S, then a sessionless full fetch.
+//! - `session_id = S, epoch = 0`: close S, then a full fetch that opens a new
+//!   session (Kafka's `FetchManager.newContext`; the Java client and the
+//!   replica fetcher send it after an error, `nextCloseExistingAttemptNew`).
 //! - `session_id = S, epoch = N > 0`: incremental fetch on S; N must equal the
 //!   epoch we expect next (INVALID_FETCH_SESSION_EPOCH otherwise).
 //!
@@ -27,12 +30,19 @@ pub const DEFAULT_CACHE_SLOTS: usize = 1000;
 pub const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
 pub const INVALID_FETCH_SESSION_EPOCH: i16 = 71;
 
-/// What the client asked for one partition.
+/// What the client asked for one partition (Kafka's `CachedPartition`
+/// keeps the same: an incremental fetch that leaves a partition out reads
+/// it as last asked, `last_fetched_epoch` and the follower's log start
+/// offset included, so a follower still gets `diverging_epoch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartitionFetch {
     pub fetch_offset: i64,
     pub partition_max_bytes: i32,
     pub current_leader_epoch: i32,
+    /// v12+ (-1 otherwise).
+    pub last_fetched_epoch: i32,
+    /// v5+ (-1 otherwise): the follower's log start offset.
+    pub log_start_offset: i64,
 }
 
 /// What the last response told the client about a partition, so an
@@ -136,7 +146,11 @@ impl FetchSessionCache {
         forgotten: &[TopicPartition],
     ) -> SessionDecision {
         self.tick += 1;
-        if session_id == 0 {
+        if session_id != 0 && (epoch == FINAL_EPOCH || epoch == INITIAL_EPOCH) {
+            // A full fetch naming a session closes it first.
+            self.sessions.remove(&session_id);
+        }
+        if session_id == 0 || epoch == INITIAL_EPOCH {
             return match epoch {
                 FINAL_EPOCH => SessionDecision::Full { session_id: 0 },
                 INITIAL_EPOCH => {
@@ -244,6 +258,8 @@ mod tests {
             fetch_offset: off,
             partition_max_bytes: 1 << 20,
             current_leader_epoch: -1,
+            last_fetched_epoch: -1,
+            log_start_offset: -1,
         }
     }
 
@@ -331,6 +347,40 @@ mod tests {
             .map(|(t, f)| (t.partition, f.fetch_offset))
             .collect();
         assert_eq!(got, vec![(1, 50), (2, 7)]);
+    }
+
+    #[test]
+    fn initial_epoch_with_a_session_id_replaces_that_session() {
+        let mut c = FetchSessionCache::new(0, 10);
+        let old = open(&mut c, &[0]);
+        let d = c.on_fetch(old, INITIAL_EPOCH, &[(tp(1), pf(3))], &[]);
+        let SessionDecision::Full { session_id: new } = d else {
+            panic!("unexpected {d:?}");
+        };
+        assert_ne!(new, old);
+        assert_eq!(c.len(), 1, "the old session is closed");
+        assert_eq!(c.session_partitions(new), vec![(tp(1), pf(3))]);
+        // An unknown id with INITIAL_EPOCH is a full fetch too.
+        assert!(matches!(
+            c.on_fetch(424242, INITIAL_EPOCH, &[(tp(0), pf(0))], &[]),
+            SessionDecision::Full { session_id } if session_id != 0
+        ));
+    }
+
+    #[test]
+    fn a_session_remembers_the_followers_last_fetched_epoch() {
+        let mut c = FetchSessionCache::new(0, 10);
+        let first = PartitionFetch {
+            last_fetched_epoch: 4,
+            log_start_offset: 2,
+            ..pf(10)
+        };
+        let id = match c.on_fetch(0, INITIAL_EPOCH, &[(tp(0), first)], &[]) {
+            SessionDecision::Full { session_id } => session_id,
+            other => panic!("unexpected {other:?}"),
+        };
+        c.on_fetch(id, 1, &[], &[]);
+        assert_eq!(c.session_partitions(id), vec![(tp(0), first)]);
     }
 
     #[test]

@@ -43,6 +43,21 @@ impl Broker {
 
     /// Start on an existing log dir (a restart after [`Broker::stop_keeping_dir`]).
     pub fn start_in(log_dir: tempfile::TempDir, overrides: &[&str]) -> Broker {
+        Broker::start_logging(log_dir, overrides, None)
+    }
+
+    /// Like [`Broker::start_in`] with `RUST_LOG` set to `rust_log` (the
+    /// test's own `RUST_LOG`, or `warn`, when `None`): for a test that
+    /// reads the broker's log lines.
+    pub fn start_logging(
+        log_dir: tempfile::TempDir,
+        overrides: &[&str],
+        rust_log: Option<&str>,
+    ) -> Broker {
+        let rust_log = rust_log.map_or_else(
+            || std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            str::to_owned,
+        );
         let mut args: Vec<String> = vec!["broker".into()];
         let base = [
             "listeners=PLAINTEXT://127.0.0.1:0".to_string(),
@@ -60,10 +75,7 @@ impl Broker {
         }
         let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
             .args(&args)
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
-            )
+            .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -228,7 +240,26 @@ impl Drop for Broker {
 
 /// A fresh log dir under target/ rather than /tmp: log dirs need
 /// O_DIRECT, which a tmpfs /tmp may not offer.
-fn new_log_dir() -> tempfile::TempDir {
+/// A broker's log line without its ANSI colours (tracing's fmt layer
+/// colours field names even into a pipe).
+pub fn plain_log_line(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+pub fn new_log_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp log dir")
 }
 

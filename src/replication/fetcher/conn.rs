@@ -4,6 +4,16 @@
 //! connect (Fetch ≤ 17, OffsetForLeaderEpoch ≤ 4, ListOffsets ≤ 7: what a
 //! 3.9 follower sends). Anything malformed a leader sends is an
 //! `InvalidData` error: the fetcher drops the connection and reconnects.
+//!
+//! `replica.socket.receive.buffer.bytes` is set with SO_RCVBUF (-1 leaves
+//! the OS default, Kafka's rule for its `*.buffer.bytes` keys). Kafka sets
+//! it before connecting; glommio's `TcpStream::connect` creates the socket
+//! inside and offers no hook, so it is set right after the connect: the
+//! buffer limit applies from then on, only the SYN's advertised window
+//! scale was chosen without it (Linux picks the scale for the largest
+//! buffer `tcp_rmem` allows, so a larger value still gets its window).
+
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
@@ -59,11 +69,13 @@ impl LeaderConn {
         addr: &str,
         client_id: String,
         max_response_bytes: usize,
+        receive_buffer_bytes: i32,
     ) -> std::io::Result<Self> {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(std::io::Error::from)?;
         let _ = stream.set_nodelay(true);
+        set_receive_buffer(&stream, receive_buffer_bytes)?;
         let mut conn = LeaderConn {
             stream,
             client_id,
@@ -89,6 +101,11 @@ impl LeaderConn {
         conn.versions =
             negotiate(&ranges).ok_or_else(|| invalid("leader supports no usable Fetch version"))?;
         Ok(conn)
+    }
+
+    /// SO_RCVBUF as the kernel reports it (Linux doubles what was set).
+    pub fn receive_buffer_bytes(&self) -> Option<usize> {
+        receive_buffer(&self.stream).ok()
     }
 
     /// One request and its answer.
@@ -140,9 +157,50 @@ impl LeaderConn {
     }
 }
 
+/// SO_RCVBUF to `bytes` unless it is -1 (or any value ≤ 0): the OS default.
+pub fn set_receive_buffer(socket: &impl AsRawFd, bytes: i32) -> std::io::Result<()> {
+    let Ok(size) = usize::try_from(bytes) else {
+        return Ok(());
+    };
+    if size == 0 {
+        return Ok(());
+    }
+    // SAFETY: `socket` owns the descriptor for the whole call, which is as
+    // long as the borrow lives.
+    let fd = unsafe { BorrowedFd::borrow_raw(socket.as_raw_fd()) };
+    socket2::SockRef::from(&fd).set_recv_buffer_size(size)
+}
+
+/// SO_RCVBUF as the kernel reports it.
+pub fn receive_buffer(socket: &impl AsRawFd) -> std::io::Result<usize> {
+    // SAFETY: as in `set_receive_buffer`.
+    let fd = unsafe { BorrowedFd::borrow_raw(socket.as_raw_fd()) };
+    socket2::SockRef::from(&fd).recv_buffer_size()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn receive_buffer_is_set_unless_minus_one() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let os_default = receive_buffer(&std::net::TcpStream::connect(addr).unwrap()).unwrap();
+        let s = std::net::TcpStream::connect(addr).unwrap();
+        set_receive_buffer(&s, 65_536).unwrap();
+        assert!(
+            receive_buffer(&s).unwrap() >= 65_536,
+            "Linux reports twice what was set"
+        );
+        let s = std::net::TcpStream::connect(addr).unwrap();
+        set_receive_buffer(&s, -1).unwrap();
+        assert_eq!(
+            receive_buffer(&s).unwrap(),
+            os_default,
+            "-1: the OS default"
+        );
+    }
 
     #[test]
     fn versions_are_the_highest_both_sides_speak() {

@@ -3,12 +3,15 @@
 //!
 //! Each partition is `Truncating` (ask OffsetForLeaderEpoch first, KIP-101)
 //! or `Fetching` from its fetch offset, possibly delayed until a time
-//! after an error (`replica.fetch.backoff.ms`). The fetch is a full fetch
-//! each round (no KIP-227 session yet: `session_epoch` -1, accepted by
-//! every leader); partitions are listed in a stable order.
+//! after an error (`replica.fetch.backoff.ms`). Every round the fetching
+//! partitions not delayed are handed to the KIP-227 session
+//! ([`super::session`]), which decides what the request lists; partitions
+//! are in a stable order. [`fetcher_id`] places a partition on one of a
+//! leader's `num.replica.fetchers` fetchers.
 
 use std::collections::BTreeMap;
 
+use crate::group::partition::{java_string_hash_code, kafka_utils_abs};
 use crate::protocol::ErrorCode;
 use crate::types::TopicPartition;
 
@@ -48,6 +51,24 @@ pub struct FetchSettings {
     pub partition_max_bytes: i32,
     pub max_wait_ms: i32,
     pub backoff_ms: i64,
+    /// `num.replica.fetchers` (≥ 1): fetchers per leader broker and shard.
+    pub num_fetchers: i32,
+    /// `replica.socket.receive.buffer.bytes` (-1: the OS default).
+    pub socket_receive_buffer_bytes: i32,
+    /// `shardlog.replica.fetch.session.enable`: KIP-227 sessions with leaders.
+    pub sessions: bool,
+}
+
+/// Which of a leader's `num.replica.fetchers` fetchers takes `tp`:
+/// Kafka's `AbstractFetcherManager.getFetcherId`,
+/// `Utils.abs(31 * topic.hashCode + partition) % numFetchersPerBroker`
+/// (Java `int` arithmetic, wrapping).
+pub fn fetcher_id(tp: &TopicPartition, num_replica_fetchers: i32) -> i32 {
+    let n = num_replica_fetchers.max(1);
+    let h = java_string_hash_code(&tp.topic)
+        .wrapping_mul(31)
+        .wrapping_add(tp.partition);
+    kafka_utils_abs(h) % n
 }
 
 /// What a partition's answer in a fetch response calls for.
@@ -266,5 +287,65 @@ mod tests {
         for code in [6, 74, 76, 3, 100] {
             assert_eq!(classify(code, -1, -1), FetchOutcome::BackOff, "{code}");
         }
+    }
+
+    /// Expected ids computed by Kafka's rule in jshell (Java 17):
+    /// `Utils.abs(31 * topic.hashCode() + partition) % n`.
+    #[test]
+    fn fetcher_id_is_kafkas_get_fetcher_id() {
+        let table: &[(&str, i32, i32, i32)] = &[
+            ("replicated", 0, 1, 0),
+            ("replicated", 0, 8, 3),
+            ("replicated", 1, 3, 0),
+            ("replicated", 2, 2, 1),
+            ("replicated", 7, 1, 0),
+            ("replicated", 7, 8, 4),
+            ("replicated", 31, 3, 0),
+            ("t", 0, 2, 0),
+            ("t", 1, 1, 0),
+            ("t", 1, 8, 5),
+            ("t", 2, 3, 1),
+            ("t", 7, 2, 1),
+            ("t", 31, 1, 0),
+            ("t", 31, 8, 3),
+            ("orders", 0, 3, 2),
+            ("orders", 1, 2, 0),
+            ("orders", 2, 1, 0),
+            ("orders", 2, 8, 3),
+            ("orders", 7, 3, 1),
+            ("orders", 31, 2, 0),
+            ("__consumer_offsets", 0, 1, 0),
+            ("__consumer_offsets", 0, 8, 7),
+            ("__consumer_offsets", 1, 3, 1),
+            ("__consumer_offsets", 2, 2, 1),
+            ("__consumer_offsets", 7, 1, 0),
+            ("__consumer_offsets", 7, 8, 0),
+            ("__consumer_offsets", 31, 3, 1),
+            ("topic-with-long-name-0123456789", 0, 2, 1),
+            ("topic-with-long-name-0123456789", 1, 1, 0),
+            ("topic-with-long-name-0123456789", 1, 8, 6),
+            ("topic-with-long-name-0123456789", 2, 3, 2),
+            ("topic-with-long-name-0123456789", 7, 2, 0),
+            ("topic-with-long-name-0123456789", 31, 1, 0),
+            ("topic-with-long-name-0123456789", 31, 8, 0),
+            ("ünïcode", 0, 3, 0),
+            ("ünïcode", 1, 2, 1),
+            ("ünïcode", 2, 1, 0),
+            ("ünïcode", 2, 8, 0),
+            ("ünïcode", 7, 3, 2),
+            ("ünïcode", 31, 2, 1),
+        ];
+        for &(topic, p, n, want) in table {
+            assert_eq!(
+                fetcher_id(&TopicPartition::new(topic, p), n),
+                want,
+                "{topic}-{p} of {n}"
+            );
+        }
+        assert_eq!(
+            fetcher_id(&TopicPartition::new("t", 0), 0),
+            0,
+            "n < 1 counts as 1"
+        );
     }
 }

@@ -103,7 +103,8 @@ struct Wanted {
     tp: Option<TopicPartition>,
     partition: i32,
     fetch: PartitionFetch,
-    /// v12+ (-1 otherwise, and for partitions an incremental session adds).
+    /// v12+ (-1 otherwise); for a partition an incremental fetch leaves
+    /// out, the one the session keeps.
     last_fetched_epoch: i32,
     /// v5+ (-1 otherwise): the follower's log start offset.
     log_start_offset: i64,
@@ -224,6 +225,12 @@ fn resolve(
                 fetch_offset: p.fetch_offset,
                 partition_max_bytes: p.partition_max_bytes,
                 current_leader_epoch: p.current_leader_epoch,
+                last_fetched_epoch: if version >= 12 {
+                    p.last_fetched_epoch
+                } else {
+                    -1
+                },
+                log_start_offset: if version >= 5 { p.log_start_offset } else { -1 },
             };
             let (name, id, tp, error) = match (state, served) {
                 (Some(t), _) if t.partitions.iter().any(|s| s.partition == p.partition) => (
@@ -259,12 +266,8 @@ fn resolve(
                 tp,
                 partition: p.partition,
                 fetch,
-                last_fetched_epoch: if version >= 12 {
-                    p.last_fetched_epoch
-                } else {
-                    -1
-                },
-                log_start_offset: if version >= 5 { p.log_start_offset } else { -1 },
+                last_fetched_epoch: fetch.last_fetched_epoch,
+                log_start_offset: fetch.log_start_offset,
                 error,
             });
         }
@@ -313,8 +316,11 @@ fn session_wanted(ctx: &ShardContext, session_id: i32) -> Vec<Wanted> {
                 },
                 tp: Some(tp),
                 fetch,
-                last_fetched_epoch: -1,
-                log_start_offset: -1,
+                // As the session last had them (Kafka's CachedPartition):
+                // a follower on an incremental session still gets its
+                // diverging-epoch check and log start offset tracked.
+                last_fetched_epoch: fetch.last_fetched_epoch,
+                log_start_offset: fetch.log_start_offset,
             }
         })
         .collect()

@@ -44,7 +44,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from controller_bench import Broker, ZooKeeper, log, tail, wait_until  # noqa: E402
+from controller_bench import Broker, DiskGuard, ZooKeeper, log, tail  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -150,12 +150,22 @@ def copied_per_sent(lines):
             "copied_per_sent": round(copied / sent, 6) if sent else None}
 
 
+def retention(args):
+    """Size retention per partition: flat-out runs write ~1 GB/s and three
+    replicas of each; without it the six points fill the disk."""
+    return {
+        "log.retention.bytes": str(args.retention_bytes),
+        "log.retention.check.interval.ms": "1000",
+    }
+
+
 def cluster(args, root):
     zk = ZooKeeper(root, 500)
     brokers = []
     try:
         for i, cpu in zip((1, 2, 3), (0, 1, 0)):
             b = Broker("shardlog", args, root, zk, i)
+            b.settings.update(retention(args))
             b.settings.update({
                 "min.insync.replicas": "2",
                 "default.replication.factor": "3",
@@ -166,6 +176,7 @@ def cluster(args, root):
             b.start()
         for b in brokers:
             b.wait_ready()
+        guard = DiskGuard(root, 5, brokers)
         boot = ",".join(f"127.0.0.1:{b.port}" for b in brokers)
         pids = [b.proc.pid for b in brokers]
         res = {
@@ -173,6 +184,9 @@ def cluster(args, root):
             "rf3_acks_1": measure(args, root, "rf3-one", boot, "rf3-one", "1", 3, pids),
         }
         res["cluster_zerocopy"] = copied_per_sent(stop(brokers))
+        guard.close()
+        if guard.tripped:
+            raise RuntimeError(guard.tripped)
         return res
     finally:
         for b in brokers:
@@ -192,14 +206,19 @@ def single(args, root):
         if k.startswith("zookeeper.") or k.startswith("controlled."):
             del b.settings[k]
     b.settings["shardlog.cpus"] = "0"
+    b.settings.update(retention(args))
     b.start()
+    guard = DiskGuard(root, 5, [b])
     try:
         b.wait_ready()
         res = {"rf1_acks_1": measure(args, root, "rf1-one", f"127.0.0.1:{b.port}",
                                      "rf1-one", "1", 1, [b.proc.pid])}
         res["single_zerocopy"] = copied_per_sent(stop([b]))
+        if guard.tripped:
+            raise RuntimeError(guard.tripped)
         return res
     finally:
+        guard.close()
         if b.proc.poll() is None:
             b.proc.kill()
 
@@ -213,7 +232,9 @@ def main():
     p.add_argument("--duration", default="10s")
     p.add_argument("--warmup", default="2s")
     p.add_argument("--session-ms", type=int, default=6000)
-    p.add_argument("--segment-bytes", type=int, default=128 << 20)
+    p.add_argument("--segment-bytes", type=int, default=64 << 20)
+    p.add_argument("--retention-bytes", type=int, default=256 << 20,
+                   help="log.retention.bytes of every broker (per partition)")
     p.add_argument("--dir", default=os.path.join(repo, "target"),
                    help="parent of the temp dir (the build's disk, not tmpfs)")
     p.add_argument("--keep", action="store_true")

@@ -81,6 +81,8 @@ pub struct Partition {
     log: RwLock<PartitionLog>,
     /// The log's published offsets (read without the lock; the log writes them).
     ends: LogEndsView,
+    /// The log's recovery point, read without its lock (checkpoints).
+    recovery_point: Rc<Cell<i64>>,
     /// Appends run in arrival order (requests pipelined on one connection
     /// must land in the order they were sent).
     append_order: Rc<FifoGate>,
@@ -284,6 +286,7 @@ impl Partition {
             replica_lag_time_max_ms: spec.replica_lag_time_max_ms,
             config: spec.config,
             ends: log.ends_view(),
+            recovery_point: log.recovery_point_view(),
             log: RwLock::new(log),
             append_order: Rc::new(FifoGate::default()),
             replica: RefCell::new(replica),
@@ -395,6 +398,18 @@ impl Partition {
             last_stable_offset: hw,
             isr_size: self.replica.borrow().isr().len() as u32,
             min_insync_replicas: self.config.min_insync_replicas.max(1) as u32,
+        }
+    }
+
+    /// The checkpoints' offsets from the published ends, without taking
+    /// the log's lock (a periodic round must not queue behind appends).
+    pub fn checkpoint_offsets(&self) -> crate::storage::log_dir::PartitionOffsets {
+        let ends = self.ends.get();
+        crate::storage::log_dir::PartitionOffsets {
+            tp: self.tp.clone(),
+            recovery_point: self.recovery_point.get(),
+            high_watermark: ends.high_watermark,
+            log_start_offset: ends.log_start_offset,
         }
     }
 

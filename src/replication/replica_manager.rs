@@ -468,12 +468,9 @@ impl ReplicaManager {
     /// Offsets of every log this shard keeps (open now, or closed without
     /// deletion earlier in the run) for the periodic checkpoints.
     pub async fn checkpoint_offsets(&self) -> Vec<PartitionOffsets> {
-        let open: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
         let mut all = self.closed_offsets.borrow().clone();
-        for p in open {
-            if let Ok(log) = p.log().read().await {
-                all.insert(p.tp.clone(), PartitionOffsets::of(&log));
-            }
+        for p in self.partitions.borrow().values() {
+            all.insert(p.tp.clone(), p.checkpoint_offsets());
         }
         all.into_values().collect()
     }

@@ -395,6 +395,10 @@ impl PartitionLog {
     pub fn recovery_point(&self) -> i64 {
         self.recovery_point.get()
     }
+    /// A handle on the recovery point that reads it without the log's lock.
+    pub fn recovery_point_view(&self) -> Rc<Cell<i64>> {
+        self.recovery_point.clone()
+    }
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.get()
     }

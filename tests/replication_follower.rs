@@ -268,16 +268,6 @@ fn batches_of(broker: &Broker, partition: i32) -> Vec<Bytes> {
     Conn::open(broker).fetch_to_high_watermark(TOPIC, partition, 0)
 }
 
-/// The fetcher lines a broker logged since the last call.
-fn fetcher_lines(broker: &Broker) -> Vec<String> {
-    broker
-        .log_lines()
-        .iter()
-        .map(|l| common::plain_log_line(l))
-        .filter(|l| l.contains("shardlog::replication::fetcher"))
-        .collect()
-}
-
 fn epoch_checkpoint(broker: &Broker) -> String {
     std::fs::read_to_string(
         broker
@@ -316,7 +306,7 @@ fn follower_log_matches_the_leader_byte_for_byte_with_epochs_kept() {
     // The tail came over a KIP-227 session: the leader granted one on the
     // first (full) fetch, and the incremental fetches after it were never
     // refused (a wrong epoch or unknown id would log a reset).
-    let lines = fetcher_lines(&b);
+    let lines = common::fetcher_lines(&b);
     let granted: Vec<&String> = lines
         .iter()
         .filter(|l| l.contains("fetch session established"))
@@ -423,7 +413,7 @@ fn two_replica_fetchers_share_the_partitions_and_replicate_them_all() {
     // Kafka's getFetcherId puts replicated-0/2 on fetcher 1 and
     // replicated-1/3 on fetcher 0 (jshell: abs(31 * hashCode + p) % 2):
     // both fetchers of leader 0 ran, each with its own session.
-    let lines = fetcher_lines(&b);
+    let lines = common::fetcher_lines(&b);
     for id in [0, 1] {
         let started = format!("fetcher_id={id}");
         assert!(

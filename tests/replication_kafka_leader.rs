@@ -151,16 +151,6 @@ fn start_shardlog(zk_port: u16, dir: Option<tempfile::TempDir>) -> Broker {
     Broker::start_logging(dir, &o, Some("warn,shardlog::replication::fetcher=info"))
 }
 
-/// The fetcher lines shardlog logged since the last call.
-fn fetcher_lines(broker: &Broker) -> Vec<String> {
-    broker
-        .log_lines()
-        .iter()
-        .map(|l| common::plain_log_line(l))
-        .filter(|l| l.contains("shardlog::replication::fetcher"))
-        .collect()
-}
-
 /// Create TOPIC on Kafka with p0 on brokers [0, 1] once Kafka's
 /// controller knows broker 1, and wait for Kafka to lead it.
 fn create_topic(kafka: &KafkaPeer) {
@@ -237,7 +227,7 @@ fn shardlog_follows_a_kafka_3_9_leader_byte_for_byte() {
         batches(&kafka.bootstrap) == batches(&shardlog_addr),
         "shardlog's copy of the tail differs from Kafka's batches"
     );
-    let lines = fetcher_lines(&shardlog);
+    let lines = common::fetcher_lines(&shardlog);
     // (Kafka closes a session its follower emptied, e.g. by forgetting a
     // partition backing off at the start: a second one is then opened.)
     let granted = lines

@@ -259,6 +259,16 @@ pub fn plain_log_line(line: &str) -> String {
     out
 }
 
+/// The replica fetcher's lines a broker logged since the last call.
+pub fn fetcher_lines(broker: &Broker) -> Vec<String> {
+    broker
+        .log_lines()
+        .iter()
+        .map(|l| plain_log_line(l))
+        .filter(|l| l.contains("shardlog::replication::fetcher"))
+        .collect()
+}
+
 pub fn new_log_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp log dir")
 }

@@ -264,13 +264,11 @@ impl FetchSession {
             let omitted = self.partitions.keys().any(|tp| !names.contains(tp));
             let throttled = answered.is_empty() && throttle_time_ms > 0;
             if throttled || omitted || extra {
-                self.session_id = INVALID_SESSION_ID;
-                self.epoch = INITIAL_EPOCH;
+                self.forget_session();
                 return SessionVerdict::Invalid;
             }
             if response_session_id == INVALID_SESSION_ID {
-                self.session_id = INVALID_SESSION_ID;
-                self.epoch = INITIAL_EPOCH;
+                self.forget_session();
             } else {
                 self.session_id = response_session_id;
                 self.epoch = next_epoch(INITIAL_EPOCH);
@@ -283,8 +281,7 @@ impl FetchSession {
         }
         if response_session_id == INVALID_SESSION_ID {
             // The leader closed the session.
-            self.session_id = INVALID_SESSION_ID;
-            self.epoch = INITIAL_EPOCH;
+            self.forget_session();
         } else {
             self.epoch = next_epoch(self.epoch);
         }
@@ -293,6 +290,12 @@ impl FetchSession {
 
     /// The request failed to go out or come back (Kafka's `handleError`):
     /// the next fetch closes the session and asks for a new one, full.
+    /// No session any more: the next fetch is full and asks for a new one.
+    fn forget_session(&mut self) {
+        self.session_id = INVALID_SESSION_ID;
+        self.epoch = INITIAL_EPOCH;
+    }
+
     pub fn on_error(&mut self) {
         self.epoch = INITIAL_EPOCH;
         self.check_invariants();

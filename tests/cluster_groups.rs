@@ -7,7 +7,11 @@
 //! committed offsets and resumes exactly there: every record after the
 //! commits is read, none before them.
 //!
-//! The same scenario runs against Apache Kafka 3.9 (three JVMs):
+//! Old clients' offsets: OffsetCommit v0 / OffsetFetch v0 keep them in
+//! ZooKeeper, as Kafka 3.9 does in ZooKeeper mode, apart from the group
+//! coordinator's (v1+).
+//!
+//! Both scenarios run against Apache Kafka 3.9 too:
 //!   cargo test --test cluster_groups -- --ignored kafka_
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -18,6 +22,19 @@ mod java_support;
 mod replica_cluster;
 
 use std::collections::BTreeMap;
+use std::net::TcpStream;
+
+use bytes::{Buf, BufMut, BytesMut};
+use kafka_protocol_39::messages::offset_commit_request::{
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol_39::messages::offset_commit_response::OffsetCommitResponse;
+use kafka_protocol_39::messages::offset_fetch_request::{
+    OffsetFetchRequest, OffsetFetchRequestTopic,
+};
+use kafka_protocol_39::messages::offset_fetch_response::OffsetFetchResponse;
+use kafka_protocol_39::messages::{GroupId, TopicName};
+use kafka_protocol_39::protocol::{Decodable, Encodable, StrBytes};
 
 use common::run_py_script;
 use replica_cluster::{ReplCluster, System};
@@ -118,4 +135,266 @@ fn a_group_resumes_at_its_commits_after_its_coordinators_broker_is_killed() {
 #[ignore = "Kafka 3.9 reference (three JVMs): cargo test --test cluster_groups -- --ignored kafka_"]
 fn kafka_a_group_resumes_at_its_commits_after_its_coordinators_broker_is_killed() {
     coordinator_failover(System::Kafka);
+}
+
+// --- v0 offsets in ZooKeeper ---------------------------------------------------
+
+const OFFSET_COMMIT: i16 = 8;
+const OFFSET_FETCH: i16 = 9;
+const FIND_COORDINATOR: i16 = 10;
+const NONE: i16 = 0;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+
+/// One request with the Kafka 3.9 codec (header v1: these versions are not
+/// flexible) and its answer.
+fn call39<Q: Encodable, R: Decodable>(
+    stream: &mut TcpStream,
+    key: i16,
+    version: i16,
+    req: &Q,
+) -> R {
+    let mut buf = BytesMut::new();
+    buf.put_i16(key);
+    buf.put_i16(version);
+    buf.put_i32(7);
+    buf.put_i16(4);
+    buf.put_slice(b"test");
+    req.encode(&mut buf, version).expect("encode");
+    let mut frame = Vec::with_capacity(buf.len() + 4);
+    frame.put_i32(buf.len() as i32);
+    frame.extend_from_slice(&buf);
+    let mut answer = common::round_trip(stream, &frame);
+    assert_eq!(answer.get_i32(), 7, "correlation id");
+    R::decode(&mut answer, version).expect("decode")
+}
+
+fn commit(group: &str, version: i16, parts: &[(&str, i32, i64)]) -> OffsetCommitRequest {
+    let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
+    for (topic, p, offset) in parts {
+        let part = OffsetCommitRequestPartition::default()
+            .with_partition_index(*p)
+            .with_committed_offset(*offset)
+            .with_commit_timestamp(-1)
+            .with_committed_metadata(Some(StrBytes::from_static_str("old")));
+        match topics.last_mut() {
+            Some(t) if t.name.0.as_str() == *topic => t.partitions.push(part),
+            _ => topics.push(
+                OffsetCommitRequestTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_partitions(vec![part]),
+            ),
+        }
+    }
+    let r = OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
+        .with_topics(topics);
+    if version >= 1 {
+        r.with_generation_id_or_member_epoch(-1)
+            .with_member_id(StrBytes::from_static_str(""))
+    } else {
+        r
+    }
+}
+
+fn commit_errors(r: &OffsetCommitResponse) -> Vec<(String, i32, i16)> {
+    r.topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (t.name.0.to_string(), p.partition_index, p.error_code))
+        })
+        .collect()
+}
+
+fn fetch(group: &str, parts: &[(&str, &[i32])]) -> OffsetFetchRequest {
+    OffsetFetchRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
+        .with_topics(Some(
+            parts
+                .iter()
+                .map(|(t, ps)| {
+                    OffsetFetchRequestTopic::default()
+                        .with_name(TopicName(StrBytes::from_string(t.to_string())))
+                        .with_partition_indexes(ps.to_vec())
+                })
+                .collect(),
+        ))
+}
+
+/// (topic, partition, offset, error) in answer order.
+fn fetched(r: &OffsetFetchResponse) -> Vec<(String, i32, i64, i16)> {
+    r.topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                (
+                    t.name.0.to_string(),
+                    p.partition_index,
+                    p.committed_offset,
+                    p.error_code,
+                )
+            })
+        })
+        .collect()
+}
+
+fn v0_offsets_live_in_zookeeper(system: System) {
+    let mut c = ReplCluster::start(system, 1, &["offsets.topic.num.partitions=1"]);
+    c.create_topic("legacy", 2, 1, &[]);
+    let addr = c.nodes[0].link.address();
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    let zk = c.zk.address();
+    let row = |t: &str, p: i32, o: i64, e: i16| (t.to_owned(), p, o, e);
+
+    // v0: two partitions stored, one of a topic with 2 partitions refused.
+    let r: OffsetCommitResponse = call39(
+        &mut stream,
+        OFFSET_COMMIT,
+        0,
+        &commit(
+            "old-group",
+            0,
+            &[("legacy", 0, 42), ("legacy", 1, 7), ("legacy", 9, 3)],
+        ),
+    );
+    assert_eq!(
+        commit_errors(&r),
+        // Kafka's order: the refused partition first, then those stored.
+        [
+            ("legacy".to_owned(), 9, UNKNOWN_TOPIC_OR_PARTITION),
+            ("legacy".to_owned(), 0, NONE),
+            ("legacy".to_owned(), 1, NONE),
+        ],
+        "{system:?}"
+    );
+    let base = "/consumers/old-group/offsets/legacy";
+    let (p0, p1, p9) = (
+        format!("{base}/0"),
+        format!("{base}/1"),
+        format!("{base}/9"),
+    );
+    let znodes = common::cluster::read(&zk, &[&p0, &p1, &p9]);
+    let data = |p: &str| znodes[p].as_ref().map(|(d, _)| d.clone());
+    assert_eq!(
+        (data(&p0), data(&p1), data(&p9)),
+        (Some("42".into()), Some("7".into()), None),
+        "{system:?}: the offsets in decimal, as Kafka's ConsumerOffset znode"
+    );
+
+    // v0 reads them back; no offset, or no such partition or topic:
+    // offset -1 with UNKNOWN_TOPIC_OR_PARTITION.
+    let r: OffsetFetchResponse = call39(
+        &mut stream,
+        OFFSET_FETCH,
+        0,
+        &fetch("old-group", &[("legacy", &[0, 1, 9]), ("nope", &[0])]),
+    );
+    assert_eq!(
+        fetched(&r),
+        [
+            row("legacy", 0, 42, NONE),
+            row("legacy", 1, 7, NONE),
+            row("legacy", 9, -1, UNKNOWN_TOPIC_OR_PARTITION),
+            row("nope", 0, -1, UNKNOWN_TOPIC_OR_PARTITION),
+        ],
+        "{system:?}"
+    );
+    let r: OffsetFetchResponse = call39(
+        &mut stream,
+        OFFSET_FETCH,
+        0,
+        &fetch("other", &[("legacy", &[0])]),
+    );
+    assert_eq!(
+        fetched(&r),
+        [row("legacy", 0, -1, UNKNOWN_TOPIC_OR_PARTITION)],
+        "{system:?}"
+    );
+
+    // A second v0 commit overwrites the znode.
+    let r: OffsetCommitResponse = call39(
+        &mut stream,
+        OFFSET_COMMIT,
+        0,
+        &commit("old-group", 0, &[("legacy", 0, 43)]),
+    );
+    assert_eq!(
+        commit_errors(&r),
+        [("legacy".to_owned(), 0, NONE)],
+        "{system:?}"
+    );
+    let znodes = common::cluster::read(&zk, &[&p0]);
+    let (now, stat) = znodes[&p0].clone().expect("znode");
+    assert_eq!((now.as_str(), stat.version), ("43", 1), "{system:?}");
+
+    coordinator_keeps_its_own_offsets(&mut stream, system);
+    drop(stream);
+    c.node(1).stop();
+}
+
+/// After v0 committed `legacy` 0 → 43: the coordinator (v1+) has none of
+/// the v0 offsets, and its own commits do not reach ZooKeeper's.
+fn coordinator_keeps_its_own_offsets(stream: &mut TcpStream, system: System) {
+    let row = |t: &str, p: i32, o: i64, e: i16| (t.to_owned(), p, o, e);
+    // The coordinator (v1+) keeps its own offsets: it has none of these.
+    let coordinator = kafka_protocol_39::messages::FindCoordinatorRequest::default()
+        .with_key(StrBytes::from_static_str("old-group"));
+    common::cluster::wait_for(60, "a coordinator for old-group", || {
+        let r: kafka_protocol_39::messages::FindCoordinatorResponse =
+            call39(stream, FIND_COORDINATOR, 0, &coordinator);
+        (r.error_code == NONE).then_some(())
+    });
+    let r: OffsetFetchResponse =
+        common::cluster::wait_for(60, "the offsets partition loaded", || {
+            let r: OffsetFetchResponse = call39(
+                stream,
+                OFFSET_FETCH,
+                1,
+                &fetch("old-group", &[("legacy", &[0])]),
+            );
+            fetched(&r)
+                .iter()
+                .all(|(_, _, _, e)| *e == NONE)
+                .then_some(r)
+        });
+    assert_eq!(fetched(&r), [row("legacy", 0, -1, NONE)], "{system:?}");
+
+    // v1 goes to the coordinator; v0 still reads ZooKeeper.
+    let r: OffsetCommitResponse = call39(
+        stream,
+        OFFSET_COMMIT,
+        1,
+        &commit("old-group", 1, &[("legacy", 0, 11)]),
+    );
+    assert_eq!(
+        commit_errors(&r),
+        [("legacy".to_owned(), 0, NONE)],
+        "{system:?}"
+    );
+    let r: OffsetFetchResponse = call39(
+        stream,
+        OFFSET_FETCH,
+        1,
+        &fetch("old-group", &[("legacy", &[0])]),
+    );
+    assert_eq!(fetched(&r), [row("legacy", 0, 11, NONE)], "{system:?}");
+    let r: OffsetFetchResponse = call39(
+        stream,
+        OFFSET_FETCH,
+        0,
+        &fetch("old-group", &[("legacy", &[0])]),
+    );
+    assert_eq!(fetched(&r), [row("legacy", 0, 43, NONE)], "{system:?}");
+}
+
+#[test]
+fn v0_offset_commits_and_fetches_use_zookeeper_as_kafka_does() {
+    v0_offsets_live_in_zookeeper(System::Shardlog);
+}
+
+#[test]
+#[ignore = "Kafka 3.9 reference: cargo test --test cluster_groups -- --ignored kafka_"]
+fn kafka_v0_offset_commits_and_fetches_use_zookeeper() {
+    v0_offsets_live_in_zookeeper(System::Kafka);
 }

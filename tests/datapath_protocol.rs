@@ -527,10 +527,6 @@ fn confluent_kafka_sees_the_same_watermarks_and_offsets_for_times() {
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const INVALID_REQUEST: i16 = 42;
 
-/// Every version, group and transaction keys and an unknown key type: the
-/// single broker coordinates every group (without creating
-/// `__consumer_offsets`), there is no transaction coordinator, and unknown
-/// key types are invalid. v4+ answers each batched key.
 /// A partition Metadata shows with a leader is already open on its owner:
 /// the control shard publishes in two phases (owners open their logs, then
 /// every shard shows the snapshot). A shard used to show a new snapshot
@@ -576,6 +572,11 @@ fn a_partition_metadata_shows_is_open_on_its_owner_at_once() {
     }
 }
 
+/// Every version Kafka 3.9 lists (0–6), group and transaction keys and an
+/// unknown key type: the single broker coordinates every group, there is
+/// no transaction coordinator, and unknown key types are invalid. v4+
+/// answers each batched key. A share group (key type 2) is invalid below
+/// v6 and has no coordinator at v6, as Kafka 3.9 without share groups.
 #[test]
 fn find_coordinator_names_this_broker_for_groups_at_every_version() {
     use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest};
@@ -613,24 +614,33 @@ fn find_coordinator_names_this_broker_for_groups_at_every_version() {
         }
     }
     let keys = ["g1", "g2", "console-consumer-1"].map(StrBytes::from_static_str);
-    for (key_type, error, node) in &cases {
-        let req = FindCoordinatorRequest::default()
-            .with_key_type(*key_type)
-            .with_coordinator_keys(keys.to_vec());
-        let r = conn.call(4, &req);
-        let answered: Vec<String> = r.coordinators.iter().map(|c| c.key.to_string()).collect();
-        assert_eq!(
-            answered,
-            ["g1", "g2", "console-consumer-1"],
-            "key type {key_type}"
-        );
-        for c in &r.coordinators {
-            let got = (c.node_id, c.host.to_string(), c.port);
+    for version in 4..=6i16 {
+        let share = if version >= 6 {
+            COORDINATOR_NOT_AVAILABLE
+        } else {
+            INVALID_REQUEST
+        };
+        let mut batched = cases.to_vec();
+        batched.push((2, share, no_node.clone()));
+        for (key_type, error, node) in &batched {
+            let req = FindCoordinatorRequest::default()
+                .with_key_type(*key_type)
+                .with_coordinator_keys(keys.to_vec());
+            let r = conn.call(version, &req);
+            let answered: Vec<String> = r.coordinators.iter().map(|c| c.key.to_string()).collect();
             assert_eq!(
-                (c.error_code, &got),
-                (*error, node),
-                "v4 key type {key_type}"
+                answered,
+                ["g1", "g2", "console-consumer-1"],
+                "key type {key_type}"
             );
+            for c in &r.coordinators {
+                let got = (c.node_id, c.host.to_string(), c.port);
+                assert_eq!(
+                    (c.error_code, &got),
+                    (*error, node),
+                    "v{version} key type {key_type}"
+                );
+            }
         }
     }
     // A group lookup created the offsets topic (Kafka's

@@ -43,10 +43,25 @@ impl ZkApi {
     }
 }
 
-/// Client APIs whose handlers decode and encode with the Kafka 3.9 codec
-/// (`kafka-protocol` 0.15.1) because the newer crate dropped versions
-/// Kafka 3.9 still serves (OffsetForLeaderEpoch v0–v1).
-const SERVED_WITH_THE_39_CODEC: &[ApiKey] = &[ApiKey::OffsetForLeaderEpoch];
+/// Client APIs whose handlers decode and encode (some versions) with the
+/// Kafka 3.9 codec (`kafka-protocol` 0.15.1) because the newer crate
+/// dropped versions Kafka 3.9 still serves (KIP-896: OffsetForLeaderEpoch
+/// v0–v1, OffsetCommit v0–v1, OffsetFetch v0); their ranges and header
+/// versions are the 3.9 codec's.
+const SERVED_WITH_THE_39_CODEC: &[ApiKey] = &[
+    ApiKey::OffsetForLeaderEpoch,
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+];
+
+/// The 3.9 codec's key for an API served with it.
+fn key_39(key: ApiKey) -> Option<ApiKey39> {
+    if SERVED_WITH_THE_39_CODEC.contains(&key) {
+        ApiKey39::try_from(key as i16).ok()
+    } else {
+        None
+    }
+}
 
 /// An API key this broker knows how to frame.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -78,14 +93,20 @@ impl Api {
 
     pub fn request_header_version(self, version: i16) -> i16 {
         match self {
-            Api::Kafka(key) => key.request_header_version(version),
+            Api::Kafka(key) => match key_39(key) {
+                Some(k) => k.request_header_version(version),
+                None => key.request_header_version(version),
+            },
             Api::Zk(z) => z.key().request_header_version(version),
         }
     }
 
     pub fn response_header_version(self, version: i16) -> i16 {
         match self {
-            Api::Kafka(key) => key.response_header_version(version),
+            Api::Kafka(key) => match key_39(key) {
+                Some(k) => k.response_header_version(version),
+                None => key.response_header_version(version),
+            },
             Api::Zk(z) => z.key().response_header_version(version),
         }
     }
@@ -93,15 +114,13 @@ impl Api {
     /// The versions the codec can encode: (min, max).
     pub fn valid_versions(self) -> (i16, i16) {
         match self {
-            Api::Kafka(key) if SERVED_WITH_THE_39_CODEC.contains(&key) => {
-                match ApiKey39::try_from(key as i16) {
-                    Ok(k) => {
-                        let v = k.valid_versions();
-                        (v.min, v.max)
-                    }
-                    Err(()) => (0, -1),
+            Api::Kafka(key) if SERVED_WITH_THE_39_CODEC.contains(&key) => match key_39(key) {
+                Some(k) => {
+                    let v = k.valid_versions();
+                    (v.min, v.max)
                 }
-            }
+                None => (0, -1),
+            },
             Api::Kafka(key) => {
                 let v = key.valid_versions();
                 (v.min, v.max)

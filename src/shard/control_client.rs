@@ -1,6 +1,6 @@
 //! `[drv]` The data shards' side of the control shard's requests: a topic
 //! admin operation, topic auto-creation, a controller's UpdateMetadata,
-//! LeaderAndIsr and StopReplica.
+//! LeaderAndIsr and StopReplica, and v0 offsets kept in the metadata store.
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse};
@@ -111,6 +111,40 @@ impl ShardContext {
             ShardResponse::Control(ControlResponse::StopReplica(errors)) => Ok(errors),
             other => {
                 tracing::warn!(?other, "unexpected StopReplica answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// OffsetCommit v0: store `offsets` of `group` in the metadata store
+    /// (ZooKeeper in ZooKeeper mode); per offset NONE or why not.
+    pub async fn commit_offsets_to_store(
+        &self,
+        group: String,
+        offsets: Vec<(String, i32, i64)>,
+    ) -> Result<Vec<ErrorCode>, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::CommitOffsetsToStore { group, offsets });
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::OffsetsCommittedToStore(errors)) => Ok(errors),
+            other => {
+                tracing::warn!(?other, "unexpected v0 offset commit answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// OffsetFetch v0: the offsets of `group` in the metadata store.
+    pub async fn fetch_offsets_from_store(
+        &self,
+        group: String,
+        partitions: Vec<(String, i32)>,
+    ) -> Result<Vec<Result<Option<i64>, ErrorCode>>, MeshError> {
+        let req =
+            ShardRequest::Control(ControlRequest::FetchOffsetsFromStore { group, partitions });
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::OffsetsFromStore(found)) => Ok(found),
+            other => {
+                tracing::warn!(?other, "unexpected v0 offset fetch answer");
                 Err(MeshError::PeerGone(self.control_peer()))
             }
         }

@@ -23,7 +23,18 @@ use crate::protocol::ErrorCode;
 use crate::replication::isr_change::{IsrChange, IsrChangeAnswer};
 use crate::types::BrokerId;
 use crate::zk::paths::{self, ConfigZNode};
-use crate::zk::store::{MetadataStore, StoreError};
+use crate::zk::store::{create_recursive, CreateMode, MetadataStore, StoreError};
+
+/// The Kafka error a failed store operation answers a client with
+/// (`Errors.forException` of a ZooKeeper exception): an invalid path (a
+/// group or topic name no znode can hold) is the client's INVALID_REQUEST,
+/// anything else UNKNOWN_SERVER_ERROR.
+fn store_error_code(e: &StoreError) -> ErrorCode {
+    match e {
+        StoreError::InvalidPath(_) => ErrorCode::INVALID_REQUEST,
+        _ => ErrorCode::UNKNOWN_SERVER_ERROR,
+    }
+}
 
 /// Requests to the control shard.
 #[derive(Debug)]
@@ -54,6 +65,17 @@ pub enum ControlRequest {
     AlterPartition(Box<IsrChange>),
     /// Another broker's AlterPartition, for this broker's controller.
     AlterPartitionReceived(Box<AlterAsk>),
+    /// OffsetCommit v0: `(topic, partition, offset)`s of `group` written to
+    /// the metadata store, where Kafka 3.9 in ZooKeeper mode keeps them.
+    CommitOffsetsToStore {
+        group: String,
+        offsets: Vec<(String, i32, i64)>,
+    },
+    /// OffsetFetch v0: those offsets read back.
+    FetchOffsetsFromStore {
+        group: String,
+        partitions: Vec<(String, i32)>,
+    },
 }
 
 /// Answers to [`ControlRequest`]s.
@@ -72,6 +94,11 @@ pub enum ControlResponse {
     ControlledShutdown(ShutdownAnswer),
     AlterPartition(IsrChangeAnswer),
     AlterPartitionReceived(AlterAnswer),
+    /// Per offset, in request order: NONE or why it was not stored.
+    OffsetsCommittedToStore(Vec<ErrorCode>),
+    /// Per partition, in request order: the stored offset, `None` when
+    /// there is none, or the store's error.
+    OffsetsFromStore(Vec<Result<Option<i64>, ErrorCode>>),
 }
 
 /// The control shard's part of its context.
@@ -265,6 +292,68 @@ impl ControlShard {
             return (errors, None, Vec::new());
         }
         (errors, Some(self.base(current)), delete)
+    }
+
+    /// OffsetCommit v0's write: each offset set, or created with its
+    /// missing parents (Kafka's `KafkaZkClient.setOrCreateConsumerOffset`).
+    pub async fn commit_offsets_to_store(
+        &self,
+        group: &str,
+        offsets: Vec<(String, i32, i64)>,
+    ) -> Vec<ErrorCode> {
+        let store = self.controller.store();
+        let mut out = Vec::with_capacity(offsets.len());
+        for (topic, partition, offset) in offsets {
+            let path = paths::consumer_offset(group, &topic, partition);
+            let data = paths::encode_consumer_offset(offset);
+            let mut result = store.set(&path, &data, None).await.map(|_| ());
+            if matches!(&result, Err(e) if e.is_no_node()) {
+                result = match create_recursive(store, &path, &data, CreateMode::Persistent).await {
+                    Ok(_) => Ok(()),
+                    // Created meanwhile by another commit: set it.
+                    Err(StoreError::NodeExists(_)) => {
+                        store.set(&path, &data, None).await.map(|_| ())
+                    }
+                    Err(e) => Err(e),
+                };
+            }
+            out.push(match result {
+                Ok(()) => ErrorCode::NONE,
+                Err(e) => {
+                    tracing::warn!(%path, error = %e, "cannot store a v0 offset commit");
+                    store_error_code(&e)
+                }
+            });
+        }
+        out
+    }
+
+    /// OffsetFetch v0's read (Kafka's `KafkaZkClient.getConsumerOffset`).
+    pub async fn fetch_offsets_from_store(
+        &self,
+        group: &str,
+        partitions: Vec<(String, i32)>,
+    ) -> Vec<Result<Option<i64>, ErrorCode>> {
+        let store = self.controller.store();
+        let mut out = Vec::with_capacity(partitions.len());
+        for (topic, partition) in partitions {
+            let path = paths::consumer_offset(group, &topic, partition);
+            out.push(match store.get(&path).await {
+                Ok((data, _)) => match paths::decode_consumer_offset(&data) {
+                    Some(offset) => Ok(Some(offset)),
+                    None => {
+                        tracing::warn!(%path, "consumer offset znode is not a number");
+                        Err(ErrorCode::UNKNOWN_SERVER_ERROR)
+                    }
+                },
+                Err(e) if e.is_no_node() => Ok(None),
+                Err(e) => {
+                    tracing::warn!(%path, error = %e, "cannot read a v0 offset");
+                    Err(store_error_code(&e))
+                }
+            });
+        }
+        out
     }
 
     /// Kafka's broker reads a topic's config overrides when it first hosts

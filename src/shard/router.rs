@@ -65,6 +65,20 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                 ControlRequest::AlterPartitionReceived(_) => ShardResponse::Control(
                     ControlResponse::AlterPartitionReceived(Err(ErrorCode::NOT_CONTROLLER)),
                 ),
+                ControlRequest::CommitOffsetsToStore { offsets, .. } => {
+                    ShardResponse::Control(ControlResponse::OffsetsCommittedToStore(vec![
+                        ErrorCode::COORDINATOR_NOT_AVAILABLE;
+                        offsets.len()
+                    ]))
+                }
+                ControlRequest::FetchOffsetsFromStore { partitions, .. } => {
+                    ShardResponse::Control(ControlResponse::OffsetsFromStore(vec![
+                        Err(
+                            ErrorCode::COORDINATOR_NOT_AVAILABLE
+                        );
+                        partitions.len()
+                    ]))
+                }
                 ControlRequest::Admin(_)
                 | ControlRequest::UpdateMetadata(_)
                 | ControlRequest::LeaderAndIsr(_)
@@ -135,13 +149,26 @@ async fn serve_control(
         ControlRequest::AlterPartitionReceived(ask) => {
             return ControlResponse::AlterPartitionReceived(control.alter_partition(*ask).await);
         }
+        // Nor are v0 offsets: plain store reads and writes, no publication.
+        ControlRequest::CommitOffsetsToStore { group, offsets } => {
+            return ControlResponse::OffsetsCommittedToStore(
+                control.commit_offsets_to_store(&group, offsets).await,
+            );
+        }
+        ControlRequest::FetchOffsetsFromStore { group, partitions } => {
+            return ControlResponse::OffsetsFromStore(
+                control.fetch_offsets_from_store(&group, partitions).await,
+            );
+        }
         other => other,
     };
     let _turn = control.serial.acquire_permit(1).await;
     match req {
         ControlRequest::ControlledShutdown { .. }
         | ControlRequest::AlterPartition(_)
-        | ControlRequest::AlterPartitionReceived(_) => unreachable!("answered above"),
+        | ControlRequest::AlterPartitionReceived(_)
+        | ControlRequest::CommitOffsetsToStore { .. }
+        | ControlRequest::FetchOffsetsFromStore { .. } => unreachable!("answered above"),
         ControlRequest::AutoCreateTopics { topics } => {
             let outcome = control.controller.auto_create(topics).await;
             if let Some(snapshot) = outcome.publish {

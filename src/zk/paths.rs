@@ -53,6 +53,8 @@ pub const ISR_CHANGE_PREFIX: &str = "isr_change_";
 pub const LOG_DIR_EVENT_NOTIFICATION: &str = "/log_dir_event_notification";
 pub const LATEST_PRODUCER_ID_BLOCK: &str = "/latest_producer_id_block";
 pub const CLUSTER_ID: &str = "/cluster/id";
+/// Kafka's `ConsumerPathZNode`: old (v0) consumers' offsets live below it.
+pub const CONSUMERS: &str = "/consumers";
 /// `ConfigType.Topic` in Kafka: the entity type under `/config`.
 pub const CONFIG_ENTITY_TOPICS: &str = "topics";
 
@@ -104,6 +106,25 @@ pub fn config_change_sequential_prefix() -> String {
 /// `/config/changes/config_change_<seq>` (10-digit sequence).
 pub fn config_change(sequence: i64) -> String {
     format!("{CONFIG_CHANGES}/{CONFIG_CHANGE_PREFIX}{sequence:010}")
+}
+
+/// `/consumers/<group>/offsets/<topic>/<partition>`: where OffsetCommit v0
+/// keeps a group's offset in ZooKeeper mode (Kafka 3.9 `ConsumerOffset.path`,
+/// written by `KafkaZkClient.setOrCreateConsumerOffset`).
+pub fn consumer_offset(group: &str, topic: &str, partition: PartitionId) -> String {
+    format!("{CONSUMERS}/{group}/offsets/{topic}/{partition}")
+}
+
+/// A consumer offset znode's data: the offset in decimal (Kafka's
+/// `ConsumerOffset.encode`, `offset.toString`).
+pub fn encode_consumer_offset(offset: i64) -> Vec<u8> {
+    offset.to_string().into_bytes()
+}
+
+/// Its inverse (`ConsumerOffset.decode`, `payload.toLong`); `None` for
+/// data that is not a decimal i64.
+pub fn decode_consumer_offset(data: &[u8]) -> Option<i64> {
+    std::str::from_utf8(data).ok()?.trim().parse().ok()
 }
 
 /// The path handed to a sequential create under `/isr_change_notification`.
@@ -590,10 +611,26 @@ mod tests {
                 isr_change_sequential_prefix(),
                 "/isr_change_notification/isr_change_",
             ),
+            (
+                consumer_offset("g1", "orders", 3),
+                "/consumers/g1/offsets/orders/3",
+            ),
         ];
         for (got, want) in rows {
             assert_eq!(got, want);
         }
+    }
+
+    #[test]
+    fn consumer_offsets_are_decimal_text() {
+        for offset in [0, 42, -1, i64::MAX] {
+            let data = encode_consumer_offset(offset);
+            assert_eq!(data, offset.to_string().as_bytes());
+            assert_eq!(decode_consumer_offset(&data), Some(offset));
+        }
+        assert_eq!(decode_consumer_offset(b"12x"), None);
+        assert_eq!(decode_consumer_offset(b""), None);
+        assert_eq!(decode_consumer_offset(&[0xff]), None);
     }
 
     #[test]

@@ -76,7 +76,13 @@ impl Coordinator {
                 offset: p.offset,
                 leader_epoch: p.leader_epoch,
                 metadata,
-                commit_timestamp_ms: now_ms,
+                // Kafka's GroupCoordinatorAdapter.commitOffsets: v1's own
+                // timestamp when given, else now.
+                commit_timestamp_ms: if p.commit_timestamp_ms == -1 {
+                    now_ms
+                } else {
+                    p.commit_timestamp_ms
+                },
                 expire_timestamp_ms: if req.retention_ms >= 0 {
                     now_ms.saturating_add(req.retention_ms)
                 } else {
@@ -401,17 +407,25 @@ fn expired_offsets(entry: &Entry, retention: i64, now_ms: i64) -> Vec<(String, i
     let own_expiry =
         |v: &OffsetCommitValue| v.expire_timestamp_ms >= 0 && v.expire_timestamp_ms <= now_ms;
     match entry.group.state() {
-        GroupState::Empty => entry
-            .offsets
-            .iter()
-            .filter(|(_, v)| {
-                own_expiry(v)
-                    || (v.expire_timestamp_ms < 0
-                        && entry.group.state_since_ms().max(v.commit_timestamp_ms) + retention
-                            <= now_ms)
-            })
-            .map(|(tp, _)| tp.clone())
-            .collect(),
+        // A group that only stores offsets (no protocol type: simple
+        // commits) counts from each commit; a consumer group from when it
+        // became Empty (Kafka's `currentStateTimestamp`).
+        GroupState::Empty => {
+            let simple = entry.group.protocol_type.is_none();
+            entry
+                .offsets
+                .iter()
+                .filter(|(_, v)| {
+                    let base = if simple {
+                        v.commit_timestamp_ms
+                    } else {
+                        entry.group.state_since_ms()
+                    };
+                    own_expiry(v) || (v.expire_timestamp_ms < 0 && base + retention <= now_ms)
+                })
+                .map(|(tp, _)| tp.clone())
+                .collect()
+        }
         GroupState::Stable if entry.group.protocol_type.as_deref() == Some("consumer") => {
             let subscribed = subscribed_topics(entry);
             entry

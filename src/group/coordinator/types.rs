@@ -134,6 +134,10 @@ pub struct CommitPartition {
     pub offset: i64,
     pub leader_epoch: i32,
     pub metadata: Option<String>,
+    /// OffsetCommit v1's `commit_timestamp`; -1 (Kafka's
+    /// `OffsetCommitRequest.DEFAULT_TIMESTAMP`, and every other version)
+    /// stamps the commit with the coordinator's clock.
+    pub commit_timestamp_ms: i64,
 }
 
 /// OffsetCommit, any version (the handler already answered partitions of

@@ -1,5 +1,6 @@
-//! `[drv]` FindCoordinator (key 10), v0–v4 (v4+: batched
-//! `coordinator_keys`, KIP-699).
+//! `[drv]` FindCoordinator (key 10), v0–v6 as Kafka 3.9 lists it (v4+:
+//! batched `coordinator_keys`, KIP-699; v5 may answer
+//! TRANSACTION_ABORTABLE, KIP-890; v6 may ask for a share group, KIP-932).
 //!
 //! Kafka's rule (KafkaApis.getCoordinator): the coordinator of group `g`
 //! is the leader of `__consumer_offsets` partition
@@ -13,8 +14,11 @@
 //! Key type 1 (transactions): shardlog has no transaction coordinator, so
 //! COORDINATOR_NOT_AVAILABLE (15), what Kafka answers while
 //! `__transaction_state` has no available leader (see init_producer_id.rs).
-//! Any other key type: INVALID_REQUEST (42), as Kafka's
-//! `CoordinatorType.forId` refuses it.
+//! Key type 2 (share groups, KIP-932): below v6 INVALID_REQUEST (42), as
+//! Kafka 3.9's `getCoordinator` refuses it; at v6 COORDINATOR_NOT_AVAILABLE
+//! (15), its answer on a broker whose `group.coordinator.rebalance.protocols`
+//! has no `share` (the default; shardlog has no share groups). Any other key
+//! type: INVALID_REQUEST, as Kafka's `CoordinatorType.forId` refuses it.
 //!
 //! Advertising this API matters beyond groups: librdkafka turns on its LZ4
 //! feature only when FindCoordinator is listed (its feature map ties
@@ -40,7 +44,7 @@ use crate::server::out::OutPart;
 use crate::shard::placement::coordinator_partition;
 use crate::shard::ShardContext;
 
-pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::FindCoordinator, 0, 4);
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::FindCoordinator, 0, 6);
 
 /// First version with batched `coordinator_keys` (KIP-699).
 const FIRST_BATCHED: i16 = 4;
@@ -48,6 +52,10 @@ const FIRST_BATCHED: i16 = 4;
 /// Kafka's `FindCoordinatorRequest.CoordinatorType` ids.
 pub const KEY_TYPE_GROUP: i8 = 0;
 pub const KEY_TYPE_TRANSACTION: i8 = 1;
+pub const KEY_TYPE_SHARE: i8 = 2;
+
+/// The first version that may ask for a share group's coordinator.
+const FIRST_SHARE: i16 = 6;
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
@@ -67,7 +75,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             }
         }
         let snapshot = ctx.snapshot();
-        let lookup = |key: &str| coordinator_for(&snapshot, request.key_type, key);
+        let lookup = |key: &str| coordinator_for(&snapshot, version, request.key_type, key);
         let mut response = FindCoordinatorResponse::default();
         if version >= FIRST_BATCHED {
             response.coordinators = request
@@ -88,18 +96,23 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     })
 }
 
-/// The broker coordinating `key` of `key_type`, or why there is none.
+/// The broker coordinating `key` of `key_type` (asked at `version`), or
+/// why there is none.
 /// Kafka maps keys with the partition count of
 /// the existing `__consumer_offsets` (`offsets.topic.num.partitions` only
 /// sizes its creation).
 pub fn coordinator_for<'a>(
     snapshot: &'a Snapshot,
+    version: i16,
     key_type: i8,
     key: &str,
 ) -> Result<&'a BrokerEndpoint, ErrorCode> {
     match key_type {
         KEY_TYPE_GROUP => {}
         KEY_TYPE_TRANSACTION => return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+        KEY_TYPE_SHARE if version >= FIRST_SHARE => {
+            return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
+        }
         _ => return Err(ErrorCode::INVALID_REQUEST),
     }
     // The topic as Metadata knows it (in ZooKeeper mode the controller's
@@ -193,7 +206,7 @@ mod tests {
     fn without_the_offsets_topic_no_broker_coordinates_a_group() {
         let s = snapshot();
         for group in ["", "g", "console-consumer-12345"] {
-            let got = coordinator_for(&s, KEY_TYPE_GROUP, group).map(|b| b.port);
+            let got = coordinator_for(&s, 4, KEY_TYPE_GROUP, group).map(|b| b.port);
             assert_eq!(
                 got,
                 Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
@@ -219,7 +232,7 @@ mod tests {
         ];
         for (partition, expected) in table {
             let got =
-                coordinator_for(&s, KEY_TYPE_GROUP, &group_on(partition)).map(|b| b.broker_id);
+                coordinator_for(&s, 6, KEY_TYPE_GROUP, &group_on(partition)).map(|b| b.broker_id);
             assert_eq!(got, expected, "partition {partition}");
         }
     }
@@ -227,17 +240,30 @@ mod tests {
     #[test]
     fn transaction_keys_have_no_coordinator_and_unknown_key_types_are_invalid() {
         let s = snapshot();
+        // (version, key type, answer)
         let table = [
-            (KEY_TYPE_TRANSACTION, ErrorCode::COORDINATOR_NOT_AVAILABLE),
-            (2, ErrorCode::INVALID_REQUEST),
-            (-1, ErrorCode::INVALID_REQUEST),
-            (i8::MAX, ErrorCode::INVALID_REQUEST),
+            (
+                1,
+                KEY_TYPE_TRANSACTION,
+                ErrorCode::COORDINATOR_NOT_AVAILABLE,
+            ),
+            (
+                6,
+                KEY_TYPE_TRANSACTION,
+                ErrorCode::COORDINATOR_NOT_AVAILABLE,
+            ),
+            (4, KEY_TYPE_SHARE, ErrorCode::INVALID_REQUEST),
+            (5, KEY_TYPE_SHARE, ErrorCode::INVALID_REQUEST),
+            (6, KEY_TYPE_SHARE, ErrorCode::COORDINATOR_NOT_AVAILABLE),
+            (6, 3, ErrorCode::INVALID_REQUEST),
+            (6, -1, ErrorCode::INVALID_REQUEST),
+            (6, i8::MAX, ErrorCode::INVALID_REQUEST),
         ];
-        for (key_type, expected) in table {
+        for (version, key_type, expected) in table {
             assert_eq!(
-                coordinator_for(&s, key_type, "k").map(|b| b.broker_id),
+                coordinator_for(&s, version, key_type, "k").map(|b| b.broker_id),
                 Err(expected),
-                "key type {key_type}"
+                "v{version} key type {key_type}"
             );
         }
     }

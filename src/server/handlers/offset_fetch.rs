@@ -1,10 +1,18 @@
-//! `[drv]` OffsetFetch (key 9), v1–v9 (the codec's range): one group
-//! (v1–v7) or several (v8+, KIP-709); `topics` null asks for every
+//! `[drv]` OffsetFetch (key 9), v0–v9 as Kafka 3.9 serves them: one group
+//! (v0–v7) or several (v8+, KIP-709); `topics` null asks for every
 //! committed partition (v2+). `require_stable` (v7+) waits for nothing:
 //! without transactions no offset is pending.
+//!
+//! v0 reads what OffsetCommit v0 wrote to the metadata store
+//! (`KafkaApis.handleOffsetFetchRequestFromZookeeper`): an unknown
+//! partition or one without a stored offset answers offset -1 with
+//! UNKNOWN_TOPIC_OR_PARTITION, as Kafka's `OffsetFetchResponse.UNKNOWN_PARTITION`.
+//! Kafka 4.0 removed v0 (KIP-896) and the `kafka-protocol` 0.18 codec with
+//! it, so v0 decodes and encodes with the 3.9 codec.
 
 use std::rc::Rc;
 
+use bytes::{Bytes, BytesMut};
 use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequest;
 use kafka_protocol::messages::offset_fetch_response::{
@@ -12,18 +20,25 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponsePartitions, OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
+use kafka_protocol_39::messages::offset_fetch_request::OffsetFetchRequest as OffsetFetchRequest39;
+use kafka_protocol_39::messages::offset_fetch_response as response_39;
+use kafka_protocol_39::protocol::{Decodable as _, Encodable as _, StrBytes as StrBytes39};
 
-use super::group_common::{ask, str_bytes, text};
+use super::group_common::{ask, partition_exists, str_bytes, text};
 use super::{HandlerError, Request, Response};
 use crate::group::coordinator::{Answer, FetchAnswer, FetchRequest};
+use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
-use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT32};
+use crate::protocol::schema::{check_arrays, CheckedApi, Field, Schema, BOOL, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::group_host::GroupCall;
 use crate::shard::ShardContext;
 
-pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::OffsetFetch, 1, 9);
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::OffsetFetch, 0, 9);
+
+/// The version read from the metadata store, with the 3.9 codec.
+const STORED_IN_ZOOKEEPER: i16 = 0;
 
 const FIRST_MULTI_GROUP: i16 = 8;
 
@@ -73,6 +88,10 @@ async fn fetch(ctx: &Rc<ShardContext>, req: FetchRequest) -> FetchAnswer {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        if version == STORED_IN_ZOOKEEPER {
+            let body = fetch_from_store(&ctx, req.body).await?;
+            return Ok(Response::Body(vec![OutPart::Bytes(body)]));
+        }
         let r: OffsetFetchRequest = API.decode(req.body, version)?;
         let mut response = OffsetFetchResponse::default();
         if version >= FIRST_MULTI_GROUP {
@@ -113,65 +132,162 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 response.groups.push(out);
             }
         } else {
-            let asked = r.topics.as_ref().map(|ts| {
-                ts.iter()
-                    .flat_map(|t| t.partition_indexes.iter().map(|p| (text(&t.name.0), *p)))
-                    .collect()
-            });
-            let a = fetch(
-                &ctx,
-                FetchRequest {
-                    group_id: text(&r.group_id.0),
-                    partitions: asked,
-                },
-            )
-            .await;
-            // OffsetFetchResponse.json: the top-level error from v2.
-            if version >= 2 {
-                response.error_code = a.error.0;
-            }
-            // v1 has no top-level error: each asked partition carries it.
-            let partitions = if version < 2 && a.error != ErrorCode::NONE {
-                r.topics
-                    .iter()
-                    .flatten()
-                    .flat_map(|t| {
-                        t.partition_indexes.iter().map(|p| {
-                            crate::group::coordinator::FetchedOffset {
-                                topic: text(&t.name.0),
-                                partition: *p,
-                                offset: -1,
-                                leader_epoch: -1,
-                                metadata: String::new(),
-                                error: a.error,
-                            }
-                        })
-                    })
-                    .collect()
-            } else {
-                a.partitions
-            };
-            for p in partitions {
-                let mut part = OffsetFetchResponsePartition::default();
-                part.partition_index = p.partition;
-                part.committed_offset = p.offset;
-                part.committed_leader_epoch = if version >= 5 { p.leader_epoch } else { -1 };
-                part.metadata = Some(str_bytes(p.metadata));
-                part.error_code = p.error.0;
-                match response.topics.last_mut() {
-                    Some(t) if t.name.0.as_str() == p.topic => t.partitions.push(part),
-                    _ => {
-                        let mut t = OffsetFetchResponseTopic::default();
-                        t.name = TopicName(str_bytes(p.topic));
-                        t.partitions.push(part);
-                        response.topics.push(t);
-                    }
-                }
-            }
+            answer_single_group(&ctx, &r, version, &mut response).await;
         }
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// v1–v7: one group, its partitions at the top level.
+async fn answer_single_group(
+    ctx: &Rc<ShardContext>,
+    r: &OffsetFetchRequest,
+    version: i16,
+    response: &mut OffsetFetchResponse,
+) {
+    let asked = r.topics.as_ref().map(|ts| {
+        ts.iter()
+            .flat_map(|t| t.partition_indexes.iter().map(|p| (text(&t.name.0), *p)))
+            .collect()
+    });
+    let a = fetch(
+        ctx,
+        FetchRequest {
+            group_id: text(&r.group_id.0),
+            partitions: asked,
+        },
+    )
+    .await;
+    // OffsetFetchResponse.json: the top-level error from v2.
+    if version >= 2 {
+        response.error_code = a.error.0;
+    }
+    // v1 has no top-level error: each asked partition carries it.
+    let partitions = if version < 2 && a.error != ErrorCode::NONE {
+        r.topics
+            .iter()
+            .flatten()
+            .flat_map(|t| {
+                t.partition_indexes
+                    .iter()
+                    .map(|p| crate::group::coordinator::FetchedOffset {
+                        topic: text(&t.name.0),
+                        partition: *p,
+                        offset: -1,
+                        leader_epoch: -1,
+                        metadata: String::new(),
+                        error: a.error,
+                    })
+            })
+            .collect()
+    } else {
+        a.partitions
+    };
+    for p in partitions {
+        let mut part = OffsetFetchResponsePartition::default();
+        part.partition_index = p.partition;
+        part.committed_offset = p.offset;
+        part.committed_leader_epoch = if version >= 5 { p.leader_epoch } else { -1 };
+        part.metadata = Some(str_bytes(p.metadata));
+        part.error_code = p.error.0;
+        match response.topics.last_mut() {
+            Some(t) if t.name.0.as_str() == p.topic => t.partitions.push(part),
+            _ => {
+                let mut t = OffsetFetchResponseTopic::default();
+                t.name = TopicName(str_bytes(p.topic));
+                t.partitions.push(part);
+                response.topics.push(t);
+            }
+        }
+    }
+}
+
+/// A v0 request: group id and `(topic, partition)`s in request order.
+fn decode_v0(mut body: Bytes) -> Result<(String, Vec<(String, i32)>), DecodeError> {
+    check_arrays(
+        &body,
+        schema(STORED_IN_ZOOKEEPER),
+        STORED_IN_ZOOKEEPER,
+        false,
+    )?;
+    let r = OffsetFetchRequest39::decode(&mut body, STORED_IN_ZOOKEEPER)
+        .map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    let asked = r
+        .topics
+        .iter()
+        .flatten()
+        .flat_map(|t| {
+            let name = t.name.0.as_str().to_owned();
+            t.partition_indexes.iter().map(move |p| (name.clone(), *p))
+        })
+        .collect();
+    Ok((r.group_id.0.as_str().to_owned(), asked))
+}
+
+/// A v0 answer: per partition (offset, error), grouped by topic in order.
+fn encode_v0(answers: Vec<((String, i32), (i64, ErrorCode))>) -> Result<Bytes, HandlerError> {
+    let mut topics: Vec<response_39::OffsetFetchResponseTopic> = Vec::new();
+    for ((topic, partition), (offset, error)) in answers {
+        let part = response_39::OffsetFetchResponsePartition::default()
+            .with_partition_index(partition)
+            .with_committed_offset(offset)
+            .with_metadata(Some(StrBytes39::from_static_str("")))
+            .with_error_code(error.0);
+        match topics.last_mut() {
+            Some(t) if t.name.0.as_str() == topic => t.partitions.push(part),
+            _ => topics.push(
+                response_39::OffsetFetchResponseTopic::default()
+                    .with_name(kafka_protocol_39::messages::TopicName(
+                        StrBytes39::from_string(topic),
+                    ))
+                    .with_partitions(vec![part]),
+            ),
+        }
+    }
+    let mut body = BytesMut::new();
+    response_39::OffsetFetchResponse::default()
+        .with_topics(topics)
+        .encode(&mut body, STORED_IN_ZOOKEEPER)
+        .map_err(|e| HandlerError::Encode(e.to_string()))?;
+    Ok(body.freeze())
+}
+
+/// v0: the offsets OffsetCommit v0 stored, read on the control shard.
+async fn fetch_from_store(ctx: &Rc<ShardContext>, body: Bytes) -> Result<Bytes, HandlerError> {
+    let (group_id, asked) = decode_v0(body)?;
+    let unknown = (-1, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+    let known: Vec<(String, i32)> = asked
+        .iter()
+        .filter(|(t, p)| partition_exists(ctx, t, *p))
+        .cloned()
+        .collect();
+    let mut found = std::collections::HashMap::new();
+    if !known.is_empty() {
+        let answers = match ctx.fetch_offsets_from_store(group_id, known.clone()).await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(error = %e, "v0 offset fetch: control shard unavailable");
+                vec![Err(ErrorCode::COORDINATOR_NOT_AVAILABLE); known.len()]
+            }
+        };
+        for (key, answer) in known.into_iter().zip(answers) {
+            let value = match answer {
+                Ok(Some(offset)) => (offset, ErrorCode::NONE),
+                Ok(None) => unknown,
+                Err(e) => (-1, e),
+            };
+            found.insert(key, value);
+        }
+    }
+    let answers = asked
+        .into_iter()
+        .map(|key| {
+            let value = found.get(&key).copied().unwrap_or(unknown);
+            (key, value)
+        })
+        .collect();
+    encode_v0(answers)
 }
 
 #[cfg(test)]
@@ -183,9 +299,88 @@ mod tests {
     };
     use kafka_protocol::messages::GroupId;
 
+    /// The versions the 0.18 codec has.
+    const API_18: CheckedApi = CheckedApi {
+        versions: ApiRange::new(ApiKey::OffsetFetch, 1, 9),
+        ..API
+    };
+
+    fn v0_request() -> Bytes {
+        use kafka_protocol_39::messages::offset_fetch_request::OffsetFetchRequestTopic as Topic39;
+        let r = OffsetFetchRequest39::default()
+            .with_group_id(kafka_protocol_39::messages::GroupId(
+                StrBytes39::from_static_str("g"),
+            ))
+            .with_topics(Some(vec![
+                Topic39::default()
+                    .with_name(kafka_protocol_39::messages::TopicName(
+                        StrBytes39::from_static_str("t"),
+                    ))
+                    .with_partition_indexes(vec![0, 1]),
+                Topic39::default()
+                    .with_name(kafka_protocol_39::messages::TopicName(
+                        StrBytes39::from_static_str("u"),
+                    ))
+                    .with_partition_indexes(vec![5]),
+            ]));
+        let mut buf = BytesMut::new();
+        r.encode(&mut buf, 0).unwrap();
+        buf.freeze()
+    }
+
+    #[test]
+    fn v0_is_covered_by_the_schema_and_decodes_in_request_order() {
+        let body = v0_request();
+        assert_eq!(
+            check_arrays(&body, schema(0), 0, false).unwrap(),
+            body.len()
+        );
+        let (group, asked) = decode_v0(body).unwrap();
+        assert_eq!(group, "g");
+        assert_eq!(
+            asked,
+            vec![
+                ("t".to_owned(), 0),
+                ("t".to_owned(), 1),
+                ("u".to_owned(), 5)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_v0_answer_has_offset_metadata_and_error_per_partition_and_nothing_else() {
+        let body = encode_v0(vec![
+            (("t".to_owned(), 0), (42, ErrorCode::NONE)),
+            (
+                ("t".to_owned(), 1),
+                (-1, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+            ),
+        ])
+        .unwrap();
+        // [topics: 1 ["t", [0, 42, "", 0], [1, -1, "", 3]]]: no throttle
+        // time (v3+), no top-level error (v2+), no leader epoch (v5+).
+        let mut want = vec![0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 2];
+        want.extend_from_slice(&[0, 0, 0, 0]);
+        want.extend_from_slice(&42i64.to_be_bytes());
+        want.extend_from_slice(&[0, 0, 0, 0]);
+        want.extend_from_slice(&[0, 0, 0, 1]);
+        want.extend_from_slice(&(-1i64).to_be_bytes());
+        want.extend_from_slice(&[0, 0, 0, 3]);
+        assert_eq!(&body[..], &want[..]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_v0_bodies_never_panic(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
+        ) {
+            let _ = decode_v0(Bytes::from(body));
+        }
+    }
+
     #[test]
     fn the_schema_covers_every_version_exactly() {
-        API.assert_schema_covers_every_version(|v| {
+        API_18.assert_schema_covers_every_version(|v| {
             if v >= FIRST_MULTI_GROUP {
                 OffsetFetchRequest::default()
                     .with_groups(vec![OffsetFetchRequestGroup::default()
@@ -207,5 +402,5 @@ mod tests {
         });
     }
 
-    schema_fuzz_test!(API, OffsetFetchRequest);
+    schema_fuzz_test!(API_18, OffsetFetchRequest);
 }

@@ -33,6 +33,13 @@
 //! (e) `whole_cluster_restart`: 1,000 partitions, RF=3: after every broker
 //!     stops and starts again, the HW, leader epochs (checkpoint files and
 //!     state znodes) and ISR survive and no acked record is lost.
+//! (f) `delete_records`: DeleteRecords (confluent-kafka's
+//!     `AdminClient.delete_records`) on RF=3 answers once every live
+//!     replica's log start offset followed (the low watermark); -1 is the
+//!     HW, past the HW is OFFSET_OUT_OF_RANGE; a SIGSTOPped follower (its
+//!     session alive) holds it back until REQUEST_TIMED_OUT while the
+//!     leader's log start moved; a kill -9'd one stops counting once the
+//!     controller dropped its broker.
 //! Plus the tooling's own tests: the history check flags lost, duplicated,
 //! moved, reordered records (synthetic histories), and the link stalls,
 //! resumes and cuts real connections.
@@ -1030,4 +1037,99 @@ fn link_blackhole_stalls_both_ways_heal_resumes_cut_resets() {
         matches!(refused.read(&mut buf), Ok(0) | Err(_)),
         "a cut link accepted a connection"
     );
+}
+
+// ---------------------------------------------------------------------------
+// (f) DeleteRecords and the low watermark
+// ---------------------------------------------------------------------------
+
+fn admin(args: &[&str]) -> serde_json::Value {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    run_py_script(&["confluent_kafka", "kafka"], "cluster_admin.py", &args)
+}
+
+fn delete_records(system: System) {
+    // A session (10 s) that outlives a paused follower's requests.
+    let mut c = start_with(system, 1, false, LAG_MS, 10_000);
+    let topic = "trim";
+    c.create_topic(topic, 1, 3, &[]);
+    let (r, _) = produce(&c, topic, 0, "trim", 150, &["--acks=all"]);
+    assert_eq!(r["acked"], 150, "{system:?}: {r}");
+    let boot = c.bootstrap();
+    let delete = |offset: &str, timeout_s: &str| {
+        let ask = format!("0={offset}");
+        admin(&["delete_records", &boot, topic, timeout_s, &ask])["0"].clone()
+    };
+    let earliest = || admin(&["earliest", &boot, topic, "1"])["0"].as_i64();
+    let lw = |v: &serde_json::Value| v["low_watermark"].as_i64();
+
+    // Three live replicas: answered once all three start at 30.
+    let d = delete("30", "30");
+    assert_eq!(lw(&d), Some(30), "{system:?}: {d}");
+    assert_eq!(earliest(), Some(30), "{system:?}");
+    let d = delete("-1", "30");
+    assert_eq!(
+        lw(&d),
+        Some(150),
+        "{system:?}: -1 deletes up to the HW: {d}"
+    );
+    let d = delete("500", "30");
+    assert_eq!(
+        d["error"], "OFFSET_OUT_OF_RANGE",
+        "{system:?}: past the HW: {d}"
+    );
+    assert_eq!(earliest(), Some(150), "{system:?}: nothing changed");
+
+    // A compacted topic keeps its records (Kafka: only `delete` topics).
+    c.create_topic("trim-compact", 1, 3, &["cleanup.policy=compact"]);
+    let d = admin(&["delete_records", &boot, "trim-compact", "30", "0=0"])["0"].clone();
+    assert_eq!(d["error"], "POLICY_VIOLATION", "{system:?}: {d}");
+
+    let (r, _) = produce(&c, topic, 0, "trim-more", 50, &["--acks=all"]);
+    assert_eq!(r["acked"], 50, "{system:?}: {r}");
+    let leader = c.state(topic, 0).leader;
+    // Not the controller: this scenario is about the leader's wait, not a
+    // controller failover.
+    let controller = c.controller();
+    let follower = [1, 2, 3]
+        .into_iter()
+        .find(|&i| i != leader && i != controller)
+        .unwrap();
+
+    // A stopped follower, still registered: it holds the low watermark.
+    c.node(follower).pause();
+    let d = delete("170", "2");
+    assert_eq!(d["error"], "REQUEST_TIMED_OUT", "{system:?}: {d}");
+    assert_eq!(
+        earliest(),
+        Some(170),
+        "{system:?}: the leader deleted anyway"
+    );
+    c.node(follower).resume();
+    let d = delete("170", "30");
+    assert_eq!(lw(&d), Some(170), "{system:?}: resumed, it followed: {d}");
+
+    // A killed follower stops counting once the controller saw it go.
+    c.node(follower).kill9();
+    c.wait_state(40, "the ISR without the killed follower", topic, 0, |s| {
+        !s.isr.contains(&follower)
+    });
+    let d = delete("180", "30");
+    assert_eq!(
+        lw(&d),
+        Some(180),
+        "{system:?}: without the dead follower: {d}"
+    );
+    c.restart(follower);
+}
+
+#[test]
+fn delete_records_waits_for_every_live_replicas_log_start() {
+    delete_records(System::Shardlog);
+}
+
+#[test]
+#[ignore = "Kafka 3.9 reference (three JVMs): cargo test --test cluster_replication -- --ignored kafka_"]
+fn kafka_delete_records() {
+    delete_records(System::Kafka);
 }

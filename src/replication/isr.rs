@@ -123,6 +123,23 @@ impl LeaderReplicaState {
         s
     }
 
+    /// Kafka's `Partition.lowWatermarkIfLeader`: the smallest log start
+    /// offset of the leader (`leader_log_start`) and of every follower on a
+    /// live broker, a follower that has not fetched yet counting -1 (Kafka's
+    /// `UnifiedLog.UnknownOffset`). DeleteRecords completes once it reaches
+    /// the requested offset.
+    pub fn low_watermark(
+        &self,
+        leader_log_start: Offset,
+        alive: impl Fn(BrokerId) -> bool,
+    ) -> Offset {
+        self.followers
+            .iter()
+            .filter(|(id, _)| alive(**id))
+            .map(|(_, f)| f.log_start_offset)
+            .fold(leader_log_start, Offset::min)
+    }
+
     /// The committed ISR (what the controller last accepted).
     pub fn isr(&self) -> &[BrokerId] {
         &self.isr
@@ -342,6 +359,39 @@ mod tests {
     use super::*;
 
     const LAG: i64 = DEFAULT_REPLICA_LAG_TIME_MAX_MS;
+
+    #[test]
+    fn the_low_watermark_is_the_least_log_start_of_live_replicas() {
+        let now = 1_000_000;
+        let log = LeaderLog {
+            log_end_offset: 50,
+            high_watermark: 50,
+        };
+        let mut s = LeaderReplicaState::become_leader(
+            BrokerId(0),
+            &ids(&[0, 1, 2]),
+            &ids(&[0, 1, 2]),
+            LAG,
+            now,
+        );
+        let all = |_: BrokerId| true;
+        // Nobody fetched: unknown (-1) holds it.
+        assert_eq!(s.low_watermark(30, all), -1);
+        s.on_follower_fetch(now, log, BrokerId(1), 50, 30, 0);
+        assert_eq!(s.low_watermark(30, all), -1, "broker 2 not heard from");
+        s.on_follower_fetch(now, log, BrokerId(2), 50, 10, 0);
+        assert_eq!(s.low_watermark(30, all), 10);
+        s.on_follower_fetch(now, log, BrokerId(2), 50, 30, 0);
+        assert_eq!(s.low_watermark(30, all), 30);
+        assert_eq!(
+            s.low_watermark(20, all),
+            20,
+            "the leader's own start counts"
+        );
+        // A dead broker's replica does not hold it back.
+        s.on_follower_fetch(now, log, BrokerId(2), 50, 5, 0);
+        assert_eq!(s.low_watermark(30, |b| b != BrokerId(2)), 30);
+    }
 
     #[test]
     fn a_new_leader_is_not_held_back_by_a_follower_outside_the_isr() {

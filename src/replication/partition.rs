@@ -52,7 +52,9 @@ use crate::storage::producer_snapshot;
 use crate::storage::StorageError;
 use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 
+mod delete_records;
 mod follower;
+pub use delete_records::{DeletedOnLeader, HIGH_WATERMARK as DELETE_TO_HIGH_WATERMARK};
 pub use follower::{FollowerAppend, FollowerLogState};
 mod leader;
 pub use leader::{FollowerFetch, FollowerFetchEffects};
@@ -92,6 +94,9 @@ pub struct Partition {
     /// fdatasync covers it, with group commit (see [`Partition::sync_through`]).
     durable: bool,
     durable_sync: DurableSync,
+    /// Fired (and replaced) when the low watermark may have moved: the
+    /// DeleteRecords requests waiting for it check again.
+    delete_waiters: RefCell<Rc<Trigger>>,
 }
 
 /// A partition's leadership as LeaderAndIsr (or the embedded controller)
@@ -297,6 +302,7 @@ impl Partition {
                 counts: spec.durable_counts,
                 ..DurableSync::default()
             },
+            delete_waiters: RefCell::new(Rc::new(Trigger::default())),
         })
     }
 
@@ -380,6 +386,8 @@ impl Partition {
         self.role.set(next.role);
         self.leader_epoch.set(next.leader_epoch);
         *self.replicas.borrow_mut() = next.replicas;
+        // A DeleteRecords wait ends when the leadership does.
+        self.wake_delete_waiters();
     }
 
     /// The state delayed operations test against, from the log's

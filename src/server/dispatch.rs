@@ -41,6 +41,10 @@ pub const ROUTES: &[Route] = &[
         handle: handlers::list_offsets::handle,
     },
     Route {
+        range: handlers::delete_records::VERSIONS,
+        handle: handlers::delete_records::handle,
+    },
+    Route {
         range: handlers::offset_for_leader_epoch::VERSIONS,
         handle: handlers::offset_for_leader_epoch::handle,
     },

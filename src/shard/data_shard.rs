@@ -87,6 +87,13 @@ pub enum DataRequest {
     },
     /// Coalesced "partition advanced" notes for the receiver's purgatory.
     Advance(AdvanceNotes),
+    /// DeleteRecords: advance each led partition's log start offset, then
+    /// wait up to `timeout_ms` for its low watermark (served by `router`:
+    /// the wait asks the shard's metadata which brokers are alive).
+    DeleteRecords {
+        parts: Vec<(TopicPartition, i64)>,
+        timeout_ms: i32,
+    },
     /// StopReplica with delete (ZooKeeper mode): delete these partitions'
     /// logs (closing any still open).
     DeletePartitions { parts: Vec<TopicPartition> },
@@ -98,11 +105,15 @@ pub enum DataRequest {
 /// Answers to [`DataRequest`]s.
 #[derive(Debug, PartialEq)]
 pub enum DataResponse {
-    SnapshotApplied { version: u64 },
+    SnapshotApplied {
+        version: u64,
+    },
     Produced(Vec<ProduceResult>),
     Read(Vec<ReadAnswer>),
     Offsets(Vec<OffsetAnswer>),
     EpochEndOffsets(Vec<(ErrorCode, EpochEndOffset)>),
+    /// DeleteRecords: per partition its error and low watermark.
+    DeletedRecords(Vec<(ErrorCode, i64)>),
     Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
     Ack,
     Group(GroupReply),
@@ -243,8 +254,14 @@ impl DataShard {
                 self.purgatory.on_advance_notes(notes);
                 DataResponse::Ack
             }
-            // Served by `router` (it needs the shard's context).
+            // Served by `router` (they need the shard's context).
             DataRequest::Group(_) => DataResponse::Group(GroupReply::NotCoordinator),
+            DataRequest::DeleteRecords { parts, .. } => {
+                DataResponse::DeletedRecords(vec![
+                    (ErrorCode::NOT_LEADER_OR_FOLLOWER, -1);
+                    parts.len()
+                ])
+            }
         }
     }
 

@@ -196,6 +196,39 @@ impl ShardContext {
             .collect()
     }
 
+    /// Connection side: DeleteRecords on the owners, all owners at once
+    /// (each may wait up to `timeout_ms`); per partition in order its error
+    /// and low watermark.
+    pub async fn delete_records_on_owners(
+        self: &Rc<Self>,
+        parts: Vec<(TopicPartition, i64)>,
+        timeout_ms: i32,
+    ) -> Vec<(ErrorCode, i64)> {
+        let n = parts.len();
+        let groups = self.group_by_owner(parts.into_iter().map(|p| (p.0.clone(), p)));
+        let mut results: Vec<Option<(ErrorCode, i64)>> = vec![None; n];
+        let calls = groups.by_owner.into_iter().map(|(owner, items)| {
+            let ctx = self.clone();
+            async move {
+                let (idx, parts): (Vec<usize>, Vec<(TopicPartition, i64)>) =
+                    items.into_iter().unzip();
+                let req = DataRequest::DeleteRecords { parts, timeout_ms };
+                (idx, ctx.ask_owner(owner, req).await)
+            }
+        });
+        for (idx, answer) in futures_join_all(calls).await {
+            if let Some(DataResponse::DeletedRecords(list)) = answer {
+                for (i, a) in idx.into_iter().zip(list) {
+                    results[i] = Some(a);
+                }
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or((ErrorCode::NOT_LEADER_OR_FOLLOWER, -1)))
+            .collect()
+    }
+
     /// Park a delayed operation (acks=all produce, long-poll fetch) in this
     /// shard's purgatory until it completes. `seen` is the owners' state of
     /// its partitions as of the append or read that preceded it (it feeds

@@ -112,6 +112,9 @@ pub async fn serve_data(
         (DataRequest::Group(call), Some(_)) => {
             DataResponse::Group(ctx.serve_group_call(call).await)
         }
+        (DataRequest::DeleteRecords { parts, timeout_ms }, Some(data)) => {
+            DataResponse::DeletedRecords(delete_records_owned(ctx, data, parts, timeout_ms).await)
+        }
         (DataRequest::SyncPartitions(snapshot), None) => DataResponse::SnapshotApplied {
             version: snapshot.version,
         },
@@ -210,6 +213,60 @@ async fn serve_control(
             ControlResponse::StopReplica(errors)
         }
     }
+}
+
+/// DeleteRecords on this owner (Kafka's `ReplicaManager.deleteRecords`):
+/// every partition's leader deletes at once; those whose low watermark is
+/// still short wait together up to `timeout_ms` (`DelayedDeleteRecords`;
+/// a timeout of 0 or less answers at once, REQUEST_TIMED_OUT for them).
+async fn delete_records_owned(
+    ctx: &Rc<ShardContext>,
+    data: &crate::shard::data_shard::DataShard,
+    parts: Vec<(TopicPartition, i64)>,
+    timeout_ms: i32,
+) -> Vec<(ErrorCode, i64)> {
+    let alive = {
+        let ctx = ctx.clone();
+        move |b: crate::types::BrokerId| ctx.snapshot().broker(b).is_some()
+    };
+    let mut out = Vec::with_capacity(parts.len());
+    let mut waits = Vec::new();
+    for (i, (tp, offset)) in parts.into_iter().enumerate() {
+        let Some(p) = data.replicas.get(&tp) else {
+            out.push((ErrorCode::NOT_LEADER_OR_FOLLOWER, -1));
+            continue;
+        };
+        match p.delete_records_on_leader(offset, &alive).await {
+            Ok(done) if done.low_watermark >= done.requested => {
+                out.push((ErrorCode::NONE, done.low_watermark));
+            }
+            Ok(done) => {
+                out.push((ErrorCode::REQUEST_TIMED_OUT, -1));
+                waits.push((i, p, done.requested));
+            }
+            Err(e) => out.push((e, -1)),
+        }
+        // The new log start offset: parked fetches and remote views see it.
+        data.on_local_advance(&tp, data.replicas.partition_snapshot(&tp));
+    }
+    let timeout = std::time::Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
+    if !waits.is_empty() && !timeout.is_zero() {
+        let alive = std::rc::Rc::new(alive);
+        let handles: Vec<_> = waits
+            .into_iter()
+            .map(|(i, p, required)| {
+                let alive = alive.clone();
+                glommio::spawn_local(async move {
+                    (i, p.await_low_watermark(required, timeout, &*alive).await)
+                })
+            })
+            .collect();
+        for h in handles {
+            let (i, answer) = h.await;
+            out[i] = answer;
+        }
+    }
+    out
 }
 
 /// Delete the logs of `parts` on their owner shards.

@@ -9,6 +9,8 @@ producer that follows partition leaders. Prints one JSON object last.
   describe <bootstrap> <topic>
   produce <bootstrap> <topic> <count> <acks>
   produce_until <bootstrap> <topic> <acks> <stop_file>
+  delete_records <bootstrap> <topic> <timeout_s> <partition>=<offset> ...
+  earliest <bootstrap> <topic> <partitions>           (log start offsets)
 """
 
 import json
@@ -134,6 +136,38 @@ def produce(bootstrap, topic, count, acks, stop_file=None):
                               for q in sorted({d[0] for d in delivered})}}
 
 
+def delete_records(bootstrap, topic, timeout_s, asks):
+    """AdminClient.delete_records: per partition its low watermark, or the
+    broker's error name."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    admin = confluent_admin(bootstrap)
+    wanted = [TopicPartition(topic, int(p), int(o))
+              for p, o in (a.split("=", 1) for a in asks)]
+    futures = admin.delete_records(wanted, operation_timeout=timeout_s,
+                                   request_timeout=timeout_s + 30)
+    out = {}
+    for tp, f in futures.items():
+        try:
+            out[str(tp.partition)] = {"low_watermark": f.result().low_watermark}
+        except KafkaException as e:
+            out[str(tp.partition)] = {"error": e.args[0].name()}
+    return out
+
+
+def earliest(bootstrap, topic, partitions):
+    """Each partition's log start offset from its leader (ListOffsets -2)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "earliest-probe"})
+    out = {}
+    for p in range(partitions):
+        low, _ = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+        out[str(p)] = low
+    c.close()
+    return out
+
+
 def main():
     cmd, bootstrap = sys.argv[1], sys.argv[2]
     args = sys.argv[3:]
@@ -152,6 +186,10 @@ def main():
         out = produce(bootstrap, args[0], int(args[1]), args[2])
     elif cmd == "produce_until":
         out = produce(bootstrap, args[0], 0, args[1], stop_file=args[2])
+    elif cmd == "delete_records":
+        out = delete_records(bootstrap, args[0], float(args[1]), args[2:])
+    elif cmd == "earliest":
+        out = earliest(bootstrap, args[0], int(args[1]))
     else:
         raise SystemExit("unknown command " + cmd)
     print(json.dumps(out))

@@ -157,6 +157,8 @@ impl Partition {
         if let Some(hw) = actions.high_watermark_advanced {
             log.set_high_watermark(hw);
         }
+        // The follower's log start offset may have reached a DeleteRecords.
+        self.wake_delete_waiters();
         FollowerFetchEffects {
             high_watermark_advanced: actions.high_watermark_advanced.is_some(),
             propose: actions.propose_isr.map(|isr| self.isr_change(epoch, isr)),

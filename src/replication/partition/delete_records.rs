@@ -1,0 +1,123 @@
+//! `[drv]` DeleteRecords on a partition's leader (Kafka's
+//! `Partition.deleteRecordsOnLeader`) and the wait for its low watermark
+//! (Kafka's `DelayedDeleteRecords`): the leader advances its log start
+//! offset at once; the request completes when every replica on a live
+//! broker reported a log start offset at least as far (followers take the
+//! leader's through their fetches), or expires with REQUEST_TIMED_OUT.
+//!
+//! The wait is woken by what can move the low watermark or end it: a
+//! follower's fetch (its log start offset) and a leadership change.
+
+use std::time::{Duration, Instant};
+
+use std::rc::Rc;
+
+use super::Partition;
+use crate::io::local_sync::Trigger;
+use crate::protocol::ErrorCode;
+use crate::purgatory::view::PartitionRole;
+use crate::types::BrokerId;
+
+/// Kafka's `DeleteRecordsRequest.HIGH_WATERMARK`: delete up to the HW.
+pub const HIGH_WATERMARK: i64 = -1;
+
+/// What the leader did: the offset it deleted before (the request's, or
+/// the HW for -1) and the low watermark right after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeletedOnLeader {
+    pub requested: i64,
+    pub low_watermark: i64,
+}
+
+impl Partition {
+    /// Advance the log start offset to `offset` (Kafka's
+    /// `deleteRecordsOnLeader`): only the leader (NOT_LEADER_OR_FOLLOWER),
+    /// only with `cleanup.policy` delete (POLICY_VIOLATION), an offset
+    /// within [0, HW] (OFFSET_OUT_OF_RANGE; -1 is the HW).
+    pub async fn delete_records_on_leader(
+        &self,
+        offset: i64,
+        alive: &dyn Fn(BrokerId) -> bool,
+    ) -> Result<DeletedOnLeader, ErrorCode> {
+        if self.role.get() != PartitionRole::Leader {
+            return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        }
+        if !self.config.is_delete() {
+            return Err(ErrorCode::POLICY_VIOLATION);
+        }
+        let requested = {
+            let Ok(mut log) = self.log.write().await else {
+                return Err(ErrorCode::KAFKA_STORAGE_ERROR);
+            };
+            if self.role.get() != PartitionRole::Leader {
+                return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+            }
+            let requested = if offset == HIGH_WATERMARK {
+                log.ends().high_watermark
+            } else {
+                offset
+            };
+            if requested < 0 {
+                return Err(ErrorCode::OFFSET_OUT_OF_RANGE);
+            }
+            log.delete_records_before(requested)
+                .map_err(|e| ErrorCode(e.kafka_error_code()))?;
+            requested
+        };
+        tracing::info!(tp = %self.tp, offset = requested, "records deleted before offset");
+        Ok(DeletedOnLeader {
+            requested,
+            low_watermark: self.low_watermark(alive),
+        })
+    }
+
+    /// The low watermark while leading (`lowWatermarkIfLeader`).
+    pub fn low_watermark(&self, alive: &dyn Fn(BrokerId) -> bool) -> i64 {
+        self.replica
+            .borrow()
+            .low_watermark(self.ends.get().log_start_offset, alive)
+    }
+
+    /// Wait until the low watermark reaches `required` (NONE and the low
+    /// watermark), the partition stops being led here
+    /// (NOT_LEADER_OR_FOLLOWER), or `timeout` passes (REQUEST_TIMED_OUT,
+    /// low watermark -1, as Kafka's expired `DelayedDeleteRecords`).
+    /// `alive` is asked afresh at every check.
+    pub async fn await_low_watermark(
+        &self,
+        required: i64,
+        timeout: Duration,
+        alive: &dyn Fn(BrokerId) -> bool,
+    ) -> (ErrorCode, i64) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.role.get() != PartitionRole::Leader {
+                return (ErrorCode::NOT_LEADER_OR_FOLLOWER, -1);
+            }
+            let low = self.low_watermark(alive);
+            if low >= required {
+                return (ErrorCode::NONE, low);
+            }
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return (ErrorCode::REQUEST_TIMED_OUT, -1);
+            };
+            let woken = self.delete_waiters.borrow().clone();
+            // Woken or not, check again; past the deadline the loop ends.
+            let _ = glommio::timer::timeout(left, async {
+                woken.wait().await;
+                Ok(())
+            })
+            .await;
+        }
+    }
+
+    /// Wake every DeleteRecords wait to check again (the next waits
+    /// take a fresh trigger).
+    pub(super) fn wake_delete_waiters(&self) {
+        let fired = std::mem::replace(
+            &mut *self.delete_waiters.borrow_mut(),
+            Rc::new(Trigger::default()),
+        );
+        fired.fire();
+    }
+}

@@ -1088,13 +1088,16 @@ fn delete_records(system: System) {
     let (r, _) = produce(&c, topic, 0, "trim-more", 50, &["--acks=all"]);
     assert_eq!(r["acked"], 50, "{system:?}: {r}");
     let leader = c.state(topic, 0).leader;
-    // Not the controller: this scenario is about the leader's wait, not a
-    // controller failover.
+    // The controller when it is a follower here: its kill is then also a
+    // controller failover, whose new controller must take the dead broker
+    // out of the ISR (ReplicaStateMachine.startup) for the wait to end.
     let controller = c.controller();
     let follower = [1, 2, 3]
         .into_iter()
-        .find(|&i| i != leader && i != controller)
+        .filter(|&i| i != leader)
+        .max_by_key(|&i| i == controller)
         .unwrap();
+    eprintln!("[{system:?} trim-0: leader {leader}, follower {follower}, controller {controller}]");
 
     // A stopped follower, still registered: it holds the low watermark.
     c.node(follower).pause();

@@ -78,6 +78,28 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         self.replicas_to(&online, ReplicaState::Online, &mut batch)
             .await;
         self.send_batch(batch);
+        // Kafka's ReplicaStateMachine.startup: then every replica on a dead
+        // broker goes OfflineReplica, which takes it out of the ISRs (also
+        // of partitions whose leader lives) before the partition state
+        // machine elects. Replicas of topics being deleted keep their
+        // deletion state.
+        let offline = self
+            .with_ctx(|ctx| {
+                let registered = ctx.live_or_shutting_down();
+                ctx.assignments
+                    .iter()
+                    .filter(|(tp, _)| !ctx.topics_to_delete.contains(&*tp.topic))
+                    .flat_map(|(tp, rs)| rs.iter().map(move |r| (tp.clone(), *r)))
+                    .filter(|(_, r)| !registered.contains(r))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        if !offline.is_empty() {
+            let mut batch = RequestBatch::new();
+            self.replicas_to(&offline, ReplicaState::Offline, &mut batch)
+                .await;
+            self.send_batch(batch);
+        }
         let mut batch = RequestBatch::new();
         self.trigger_online_partitions(&mut batch).await;
         self.send_batch(batch);

@@ -615,6 +615,18 @@ fn a_new_controller_tells_every_live_broker_its_partitions() {
             "t-0 re-elected after its leader died"
         );
         assert_eq!(z0.controller_epoch.0, 2, "written by the new controller");
+        // Kafka's ReplicaStateMachine.startup: replicas on dead brokers go
+        // OfflineReplica, which takes them out of the ISRs, also where the
+        // leader lives on (f-1 is led by broker 1).
+        let (z1, _) = state_of(&root, "f", 1).await.unwrap();
+        assert_eq!(z1.leader, BrokerId(1), "f-1 keeps its leader");
+        for (p, z) in [(0, &z0), (1, &z1)] {
+            assert!(
+                !z.isr.contains(&BrokerId(0)),
+                "f-{p}: the dead broker left the ISR: {:?}",
+                z.isr
+            );
+        }
         for (b, _) in brokers.iter().skip(1) {
             b.enqueue(Event::Stop);
         }

@@ -791,4 +791,73 @@ fn alter_partition_changes_an_isr_through_the_controller_with_kafkas_fences() {
         "INVALID_UPDATE_VERSION: {r:?}"
     );
     assert_eq!(states(&addr, "ap", 1)[&0].isr, shrunk);
+    alter_partition_v0_names_topics(
+        controller,
+        &addr,
+        s.leader,
+        epoch,
+        s.leader_epoch,
+        &s.isr,
+        s.version + 1,
+    );
+}
+
+/// AlterPartition v0 (brokers below IBP 3.3) names topics: the ISR grows
+/// back to `isr` on `ap`-0 at `partition_epoch`, and a name the controller
+/// does not know gets UNKNOWN_TOPIC_OR_PARTITION.
+fn alter_partition_v0_names_topics(
+    controller: &Broker,
+    zk: &str,
+    leader: i32,
+    broker_epoch: i64,
+    leader_epoch: i32,
+    isr: &[i32],
+    partition_epoch: i32,
+) {
+    use kafka_protocol_39::messages::alter_partition_request::{PartitionData, TopicData};
+    use kafka_protocol_39::messages::alter_partition_response::AlterPartitionResponse;
+    use kafka_protocol_39::messages::{AlterPartitionRequest, BrokerId as Wire, TopicName};
+    use kafka_protocol_39::protocol::StrBytes;
+    let topic = |name: &str| {
+        TopicData::default()
+            .with_topic_name(TopicName(StrBytes::from_string(name.to_owned())))
+            .with_partitions(vec![PartitionData::default()
+                .with_partition_index(0)
+                .with_leader_epoch(leader_epoch)
+                .with_new_isr(isr.iter().map(|b| Wire(*b)).collect())
+                .with_partition_epoch(partition_epoch)])
+    };
+    let req = AlterPartitionRequest::default()
+        .with_broker_id(Wire(leader))
+        .with_broker_epoch(broker_epoch)
+        .with_topics(vec![topic("ap"), topic("no-such-topic")]);
+    let mut stream = controller.connect();
+    let r: AlterPartitionResponse = common::call39(&mut stream, 56, 0, &req);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let by_name: BTreeMap<String, (i16, i32, Vec<i32>)> = r
+        .topics
+        .iter()
+        .map(|t| {
+            let p = &t.partitions[0];
+            let isr = p.isr.iter().map(|b| b.0).collect();
+            (
+                t.topic_name.0.to_string(),
+                (p.error_code, p.partition_epoch, isr),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_name["ap"],
+        (0, partition_epoch + 1, isr.to_vec()),
+        "{r:?}"
+    );
+    assert_eq!(
+        by_name["no-such-topic"].0, 3,
+        "UNKNOWN_TOPIC_OR_PARTITION: {r:?}"
+    );
+    assert_eq!(
+        states(zk, "ap", 1)[&0].isr,
+        isr,
+        "the v0 change is in the state znode"
+    );
 }

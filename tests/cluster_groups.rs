@@ -24,7 +24,6 @@ mod replica_cluster;
 use std::collections::BTreeMap;
 use std::net::TcpStream;
 
-use bytes::{Buf, BufMut, BytesMut};
 use kafka_protocol_39::messages::offset_commit_request::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -34,9 +33,9 @@ use kafka_protocol_39::messages::offset_fetch_request::{
 };
 use kafka_protocol_39::messages::offset_fetch_response::OffsetFetchResponse;
 use kafka_protocol_39::messages::{GroupId, TopicName};
-use kafka_protocol_39::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol_39::protocol::StrBytes;
 
-use common::run_py_script;
+use common::{call39, run_py_script};
 use replica_cluster::{ReplCluster, System};
 use shardlog::group::partition::coordinator_partition;
 
@@ -144,29 +143,6 @@ const OFFSET_FETCH: i16 = 9;
 const FIND_COORDINATOR: i16 = 10;
 const NONE: i16 = 0;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-
-/// One request with the Kafka 3.9 codec (header v1: these versions are not
-/// flexible) and its answer.
-fn call39<Q: Encodable, R: Decodable>(
-    stream: &mut TcpStream,
-    key: i16,
-    version: i16,
-    req: &Q,
-) -> R {
-    let mut buf = BytesMut::new();
-    buf.put_i16(key);
-    buf.put_i16(version);
-    buf.put_i32(7);
-    buf.put_i16(4);
-    buf.put_slice(b"test");
-    req.encode(&mut buf, version).expect("encode");
-    let mut frame = Vec::with_capacity(buf.len() + 4);
-    frame.put_i32(buf.len() as i32);
-    frame.extend_from_slice(&buf);
-    let mut answer = common::round_trip(stream, &frame);
-    assert_eq!(answer.get_i32(), 7, "correlation id");
-    R::decode(&mut answer, version).expect("decode")
-}
 
 fn commit(group: &str, version: i16, parts: &[(&str, i32, i64)]) -> OffsetCommitRequest {
     let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();

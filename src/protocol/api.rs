@@ -46,10 +46,11 @@ impl ZkApi {
 /// Client APIs whose handlers decode and encode (some versions) with the
 /// Kafka 3.9 codec (`kafka-protocol` 0.15.1) because the newer crate
 /// dropped versions Kafka 3.9 still serves (KIP-896: OffsetForLeaderEpoch
-/// v0–v1, OffsetCommit v0–v1, OffsetFetch v0); their ranges and header
-/// versions are the 3.9 codec's.
+/// v0–v1, OffsetCommit v0–v1, OffsetFetch v0, AlterPartition v0–v1);
+/// their ranges and header versions are the 3.9 codec's.
 const SERVED_WITH_THE_39_CODEC: &[ApiKey] = &[
     ApiKey::OffsetForLeaderEpoch,
+    ApiKey::AlterPartition,
     ApiKey::OffsetCommit,
     ApiKey::OffsetFetch,
 ];

@@ -311,6 +311,40 @@ pub fn round_trip(stream: &mut TcpStream, frame: &[u8]) -> Bytes {
     read_frame(stream).expect("response")
 }
 
+/// One request encoded with the Kafka 3.9 codec (`kafka-protocol` 0.15.1,
+/// for versions Kafka 4 dropped) and its answer; the headers' versions
+/// are the 3.9 codec's for `api_key` at `version`.
+pub fn call39<Q, R>(stream: &mut TcpStream, api_key: i16, version: i16, req: &Q) -> R
+where
+    Q: kafka_protocol_39::protocol::Encodable,
+    R: kafka_protocol_39::protocol::Decodable,
+{
+    let key = kafka_protocol_39::messages::ApiKey::try_from(api_key).expect("a 3.9 api key");
+    let mut buf = BytesMut::new();
+    buf.put_i16(api_key);
+    buf.put_i16(version);
+    buf.put_i32(7);
+    buf.put_i16(4);
+    buf.put_slice(b"test");
+    if key.request_header_version(version) >= 2 {
+        buf.put_u8(0); // no tagged fields
+    }
+    req.encode(&mut buf, version).expect("encode");
+    let mut frame = Vec::with_capacity(buf.len() + 4);
+    frame.put_i32(buf.len() as i32);
+    frame.extend_from_slice(&buf);
+    let mut answer = round_trip(stream, &frame);
+    assert_eq!(bytes::Buf::get_i32(&mut answer), 7, "correlation id");
+    if key.response_header_version(version) >= 1 {
+        assert_eq!(
+            bytes::Buf::get_u8(&mut answer),
+            0,
+            "no tagged header fields"
+        );
+    }
+    R::decode(&mut answer, version).expect("decode")
+}
+
 /// The test venv's python (tests/run.sh creates it).
 pub fn venv_python() -> PathBuf {
     let venv = std::env::var_os("SHARDLOG_TEST_VENV")

@@ -1,20 +1,28 @@
-//! `[drv]` AlterPartition (key 56), v2–v3: a partition leader asks the
+//! `[drv]` AlterPartition (key 56), v0–v3: a partition leader asks the
 //! controller to change an ISR (Kafka 3.9 `KafkaApis.handleAlterPartitionRequest`
 //! → `KafkaController.alterPartitions` in ZooKeeper mode). Answered by this
 //! broker's controller part (`controller::zk_mode`); NOT_CONTROLLER on
-//! any other broker. v0–1 (topic names, IBP below 3.3) are not served:
-//! `kafka-protocol` 0.18 has no codec for them, and a 3.9 broker sends v3.
+//! any other broker.
+//!
+//! v0–v1 (brokers below IBP 3.3) name topics; v2+ by topic id. The
+//! controller works by id: names are resolved through this broker's
+//! metadata, and one it does not know answers UNKNOWN_TOPIC_OR_PARTITION
+//! per partition, as Kafka's controller does for a partition it has no
+//! leadership of. v1 adds `leader_recovery_state` (KIP-704; RECOVERED
+//! before it). Kafka 4.0 removed v0–v1 (KIP-896) and `kafka-protocol` 0.18
+//! with it: this handler uses the 3.9 codec for every version.
 
 use std::rc::Rc;
 
 use bytes::BytesMut;
 use futures_lite::future::BoxedLocal;
-use kafka_protocol::messages::alter_partition_request::AlterPartitionRequest;
-use kafka_protocol::messages::alter_partition_response::{
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol_39::messages::alter_partition_request::AlterPartitionRequest;
+use kafka_protocol_39::messages::alter_partition_response::{
     AlterPartitionResponse, PartitionData, TopicData,
 };
-use kafka_protocol::messages::{ApiKey, BrokerId as WireBrokerId};
-use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_protocol_39::messages::{BrokerId as WireBrokerId, TopicName};
+use kafka_protocol_39::protocol::{Decodable, Encodable, StrBytes};
 
 use super::{HandlerError, Request, Response};
 use crate::controller::alter_partition::Proposal;
@@ -26,15 +34,54 @@ use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 use crate::types::{BrokerId, LeaderEpoch, PartitionEpoch};
 
-pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::AlterPartition, 2, 3);
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::AlterPartition, 0, 3);
+
+/// The first version naming topics by id.
+const FIRST_WITH_TOPIC_IDS: i16 = 2;
+
+/// A request as the controller reads it, and what the answer needs back.
+#[derive(Debug)]
+pub struct Decoded {
+    pub ask: AlterAsk,
+    /// v0–v1: the names the request used, by the id they resolved to.
+    pub names: Vec<(uuid::Uuid, String)>,
+    /// v0–v1: partitions of names this broker does not know.
+    pub unknown: Vec<(String, i32)>,
+}
 
 /// The request as the controller reads it (v3 names ISR members with
-/// their broker epochs; ZooKeeper mode checks only the ids).
-pub fn decode_request(mut body: bytes::Bytes, version: i16) -> Result<AlterAsk, HandlerError> {
+/// their broker epochs; ZooKeeper mode checks only the ids); `topic_id`
+/// resolves the names of v0–v1.
+pub fn decode_request(
+    mut body: bytes::Bytes,
+    version: i16,
+    topic_id: impl Fn(&str) -> Option<uuid::Uuid>,
+) -> Result<Decoded, HandlerError> {
     let r = AlterPartitionRequest::decode(&mut body, version)
         .map_err(|e| DecodeError::Malformed(e.to_string()))?;
     let mut items = Vec::new();
+    let mut names = Vec::new();
+    let mut unknown = Vec::new();
     for t in &r.topics {
+        let id = if version >= FIRST_WITH_TOPIC_IDS {
+            t.topic_id
+        } else {
+            let name = t.topic_name.0.as_str();
+            match topic_id(name) {
+                Some(id) => {
+                    names.push((id, name.to_owned()));
+                    id
+                }
+                None => {
+                    unknown.extend(
+                        t.partitions
+                            .iter()
+                            .map(|p| (name.to_owned(), p.partition_index)),
+                    );
+                    continue;
+                }
+            }
+        };
         for p in &t.partitions {
             let isr: Vec<BrokerId> = if version >= 3 {
                 p.new_isr_with_epochs
@@ -54,7 +101,7 @@ pub fn decode_request(mut body: bytes::Bytes, version: i16) -> Result<AlterAsk, 
                 .into());
             };
             items.push(AlterItem {
-                topic_id: t.topic_id,
+                topic_id: id,
                 partition: p.partition_index,
                 proposal: Proposal {
                     leader: BrokerId(r.broker_id.0),
@@ -66,16 +113,34 @@ pub fn decode_request(mut body: bytes::Bytes, version: i16) -> Result<AlterAsk, 
             });
         }
     }
-    Ok(AlterAsk {
-        broker: BrokerId(r.broker_id.0),
-        broker_epoch: r.broker_epoch,
-        items,
+    Ok(Decoded {
+        ask: AlterAsk {
+            broker: BrokerId(r.broker_id.0),
+            broker_epoch: r.broker_epoch,
+            items,
+        },
+        names,
+        unknown,
     })
 }
 
-/// The response body: per topic id, per partition its state or error.
-pub fn encode_response(answer: &AlterAnswer, version: i16) -> Result<bytes::Bytes, HandlerError> {
+/// The response body: per topic (its id, or for v0–v1 its name from
+/// `decoded`), per partition its state or error.
+pub fn encode_response(
+    answer: &AlterAnswer,
+    version: i16,
+    names: &[(uuid::Uuid, String)],
+    unknown: &[(String, i32)],
+) -> Result<bytes::Bytes, HandlerError> {
     let mut resp = AlterPartitionResponse::default();
+    let by_name = version < FIRST_WITH_TOPIC_IDS;
+    let name_of = |id: &uuid::Uuid| {
+        names
+            .iter()
+            .find(|(i, _)| i == id)
+            .map(|(_, n)| n.clone())
+            .unwrap_or_default()
+    };
     match answer {
         Err(e) => resp.error_code = e.0,
         Ok(parts) => {
@@ -92,11 +157,41 @@ pub fn encode_response(answer: &AlterAnswer, version: i16) -> Result<bytes::Byte
                             .with_partition_epoch(l.partition_epoch.0);
                     }
                 }
-                match resp.topics.iter_mut().find(|t| t.topic_id == *topic_id) {
+                let found = if by_name {
+                    let name = name_of(topic_id);
+                    resp.topics
+                        .iter_mut()
+                        .find(|t| t.topic_name.0.as_str() == name)
+                } else {
+                    resp.topics.iter_mut().find(|t| t.topic_id == *topic_id)
+                };
+                match found {
                     Some(t) => t.partitions.push(p),
+                    None if by_name => resp.topics.push(
+                        TopicData::default()
+                            .with_topic_name(TopicName(StrBytes::from_string(name_of(topic_id))))
+                            .with_partitions(vec![p]),
+                    ),
                     None => resp.topics.push(
                         TopicData::default()
                             .with_topic_id(*topic_id)
+                            .with_partitions(vec![p]),
+                    ),
+                }
+            }
+            for (name, partition) in unknown {
+                let p = PartitionData::default()
+                    .with_partition_index(*partition)
+                    .with_error_code(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0);
+                match resp
+                    .topics
+                    .iter_mut()
+                    .find(|t| t.topic_name.0.as_str() == name)
+                {
+                    Some(t) => t.partitions.push(p),
+                    None => resp.topics.push(
+                        TopicData::default()
+                            .with_topic_name(TopicName(StrBytes::from_string(name.clone())))
                             .with_partitions(vec![p]),
                     ),
                 }
@@ -112,7 +207,15 @@ pub fn encode_response(answer: &AlterAnswer, version: i16) -> Result<bytes::Byte
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let ask = decode_request(req.body, version)?;
+        let snapshot = ctx.snapshot();
+        let decoded = decode_request(req.body, version, |name| {
+            snapshot.served_topic(name).map(|t| t.topic_id)
+        })?;
+        let Decoded {
+            ask,
+            names,
+            unknown,
+        } = decoded;
         let broker = ask.broker;
         let answer = match ctx.alter_partition_received(ask).await {
             Ok(answer) => answer,
@@ -122,7 +225,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             }
         };
         tracing::debug!(%broker, ?answer, "AlterPartition answered");
-        let body = encode_response(&answer, version)?;
+        let body = encode_response(&answer, version, &names, &unknown)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
 }
@@ -131,8 +234,12 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 mod tests {
     use super::*;
     use crate::controller::leader_election::LeaderIsr;
-    use kafka_protocol::messages::alter_partition_request::TopicData as AskedTopic;
-    use kafka_protocol::messages::alter_partition_request::{BrokerState, PartitionData as Asked};
+    use kafka_protocol_39::messages::alter_partition_request::TopicData as AskedTopic;
+    use kafka_protocol_39::messages::alter_partition_request::{
+        BrokerState, PartitionData as Asked,
+    };
+
+    const ID: uuid::Uuid = uuid::Uuid::from_u128(3);
 
     fn request(version: i16) -> bytes::Bytes {
         let mut p = Asked::default()
@@ -151,29 +258,55 @@ mod tests {
         } else {
             p.new_isr = vec![WireBrokerId(1), WireBrokerId(2)];
         }
+        let topic = if version >= FIRST_WITH_TOPIC_IDS {
+            AskedTopic::default().with_topic_id(ID)
+        } else {
+            AskedTopic::default().with_topic_name(TopicName(StrBytes::from_static_str("t")))
+        };
+        let mut topics = vec![topic.with_partitions(vec![p.clone()])];
+        if version < FIRST_WITH_TOPIC_IDS {
+            topics.push(
+                AskedTopic::default()
+                    .with_topic_name(TopicName(StrBytes::from_static_str("gone")))
+                    .with_partitions(vec![p.with_partition_index(9)]),
+            );
+        }
         let r = AlterPartitionRequest::default()
             .with_broker_id(WireBrokerId(1))
             .with_broker_epoch(55)
-            .with_topics(vec![AskedTopic::default()
-                .with_topic_id(uuid::Uuid::from_u128(3))
-                .with_partitions(vec![p])]);
+            .with_topics(topics);
         let mut buf = BytesMut::new();
         r.encode(&mut buf, version).unwrap();
         buf.freeze()
     }
 
+    fn resolve(name: &str) -> Option<uuid::Uuid> {
+        (name == "t").then_some(ID)
+    }
+
     #[test]
-    fn v2_and_v3_read_the_same_ask_and_answers_round_trip() {
-        for version in 2..=3 {
-            let ask = decode_request(request(version), version).unwrap();
+    fn every_version_reads_the_same_ask_and_answers_round_trip() {
+        for version in VERSIONS.min..=VERSIONS.max {
+            let decoded = decode_request(request(version), version, resolve).unwrap();
+            let ask = &decoded.ask;
             assert_eq!(ask.broker, BrokerId(1));
             assert_eq!(ask.broker_epoch, 55);
-            assert_eq!(ask.items.len(), 1);
+            assert_eq!(ask.items.len(), 1, "v{version}");
             let item = &ask.items[0];
-            assert_eq!(item.topic_id, uuid::Uuid::from_u128(3));
+            assert_eq!(item.topic_id, ID, "v{version}");
             assert_eq!(item.partition, 4);
             assert_eq!(item.proposal.isr, vec![BrokerId(1), BrokerId(2)]);
             assert_eq!(item.proposal.partition_epoch, PartitionEpoch(12));
+            assert_eq!(
+                item.proposal.leader_recovery_state,
+                LeaderRecoveryState::Recovered
+            );
+            let unknown = if version < FIRST_WITH_TOPIC_IDS {
+                vec![("gone".to_owned(), 9)]
+            } else {
+                vec![]
+            };
+            assert_eq!(decoded.unknown, unknown, "v{version}");
             let written = LeaderIsr {
                 leader: BrokerId(1),
                 leader_epoch: LeaderEpoch(7),
@@ -185,18 +318,48 @@ mod tests {
                 (item.topic_id, 4, Ok(written)),
                 (item.topic_id, 5, Err(ErrorCode::FENCED_LEADER_EPOCH)),
             ]);
-            let mut body = encode_response(&answer, version).unwrap();
+            let mut body =
+                encode_response(&answer, version, &decoded.names, &decoded.unknown).unwrap();
             let resp = AlterPartitionResponse::decode(&mut body, version).unwrap();
             assert_eq!(resp.error_code, 0);
-            assert_eq!(resp.topics.len(), 1);
             let parts = &resp.topics[0].partitions;
+            if version >= FIRST_WITH_TOPIC_IDS {
+                assert_eq!(resp.topics.len(), 1);
+                assert_eq!(resp.topics[0].topic_id, ID);
+            } else {
+                assert_eq!(resp.topics.len(), 2, "v{version}");
+                assert_eq!(resp.topics[0].topic_name.0.as_str(), "t");
+                assert_eq!(resp.topics[1].topic_name.0.as_str(), "gone");
+                assert_eq!(
+                    resp.topics[1].partitions[0].error_code,
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0
+                );
+            }
             assert_eq!(parts[0].partition_epoch, 13);
             assert_eq!(parts[0].isr, vec![WireBrokerId(1), WireBrokerId(2)]);
             assert_eq!(parts[1].error_code, ErrorCode::FENCED_LEADER_EPOCH.0);
-            let mut body = encode_response(&Err(ErrorCode::NOT_CONTROLLER), version).unwrap();
+            let mut body =
+                encode_response(&Err(ErrorCode::NOT_CONTROLLER), version, &[], &[]).unwrap();
             let resp = AlterPartitionResponse::decode(&mut body, version).unwrap();
             assert_eq!(resp.error_code, ErrorCode::NOT_CONTROLLER.0);
         }
-        assert!(decode_request(bytes::Bytes::from_static(&[0, 1]), 3).is_err());
+        assert!(decode_request(bytes::Bytes::from_static(&[0, 1]), 3, resolve).is_err());
+    }
+
+    #[test]
+    fn a_v1_leader_recovery_state_is_read() {
+        use kafka_protocol_39::messages::alter_partition_request::PartitionData as P;
+        let r = AlterPartitionRequest::default()
+            .with_broker_id(WireBrokerId(1))
+            .with_topics(vec![AskedTopic::default()
+                .with_topic_name(TopicName(StrBytes::from_static_str("t")))
+                .with_partitions(vec![P::default().with_leader_recovery_state(1)])]);
+        let mut buf = BytesMut::new();
+        r.encode(&mut buf, 1).unwrap();
+        let d = decode_request(buf.freeze(), 1, resolve).unwrap();
+        assert_eq!(
+            d.ask.items[0].proposal.leader_recovery_state,
+            LeaderRecoveryState::Recovering
+        );
     }
 }

@@ -6,8 +6,9 @@
 //! (`org.apache.kafka.tools.consumer.ConsoleConsumer`),
 //! kafka-producer-perf-test / kafka-consumer-perf-test
 //! (`org.apache.kafka.tools.ProducerPerformance` / `ConsumerPerformance`)
-//! and kafka-verifiable-producer / -consumer
-//! (`org.apache.kafka.tools.VerifiableProducer` / `VerifiableConsumer`).
+//! kafka-verifiable-producer / -consumer
+//! (`org.apache.kafka.tools.VerifiableProducer` / `VerifiableConsumer`)
+//! and kafka-delete-records (`org.apache.kafka.tools.DeleteRecordsCommand`).
 //! Their outputs are checked, not only their exit codes; what they wrote
 //! is also read back from the broker. The two tools that need consumer
 //! groups are written and ignored until JoinGroup exists (issue 21).
@@ -510,5 +511,80 @@ fn verifiable_consumer_reads_and_commits_every_message() {
     assert!(commits.iter().all(|c| c["success"] == true), "{out}");
     let last = commits.last().expect("a commit");
     assert_eq!(last["offsets"][0]["offset"], 500, "{out}");
+    broker.stop();
+}
+
+/// kafka-delete-records (`org.apache.kafka.tools.DeleteRecordsCommand`)
+/// with an offset JSON file: each partition's new low watermark, or the
+/// broker's error for an offset past the high watermark; the earliest
+/// offset follows, and a consumer from the start begins there.
+#[test]
+fn delete_records_command_moves_the_log_start_and_reports_errors() {
+    use kafka_protocol::records::Compression;
+    let broker = Broker::start();
+    let topic = unique_topic("tool-delete-records");
+    let mut conn = Conn::open(&broker);
+    conn.create_topic(&topic, 2, &[]);
+    for p in 0..2 {
+        for i in 0..50i64 {
+            let value = format!("v{i}");
+            let batch = common::encode_batch(
+                &[(None, value.as_bytes(), common::now_ms())],
+                Compression::None,
+            );
+            assert_eq!(conn.produce(&topic, p, batch, 1).error_code, 0);
+        }
+    }
+    let dir = common::new_log_dir();
+    let file = dir.path().join("offsets.json");
+    std::fs::write(
+        &file,
+        format!(
+            r#"{{"version":1,"partitions":[{{"topic":"{topic}","partition":0,"offset":30}},{{"topic":"{topic}","partition":1,"offset":500}}]}}"#
+        ),
+    )
+    .unwrap();
+    let out = tool(
+        "org.apache.kafka.tools.DeleteRecordsCommand",
+        &[
+            "--bootstrap-server",
+            &broker.bootstrap(),
+            "--offset-json-file",
+            &file.display().to_string(),
+        ],
+    );
+    assert!(
+        out.contains(&format!("partition: {topic}-0\tlow_watermark: 30")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("partition: {topic}-1\terror:"))
+                && l.contains("OffsetOutOfRangeException")),
+        "{out}"
+    );
+    let earliest = |p| {
+        Conn::open(&broker)
+            .list_offset(&topic, p, common::EARLIEST_TIMESTAMP)
+            .offset
+    };
+    assert_eq!((earliest(0), earliest(1)), (30, 0));
+    let consumed = tool(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        &[
+            "--bootstrap-server",
+            &broker.bootstrap(),
+            "--topic",
+            &topic,
+            "--partition",
+            "0",
+            "--offset",
+            "earliest",
+            "--max-messages",
+            "20",
+        ],
+    );
+    let expected: Vec<String> = (30..50).map(|i| format!("v{i}")).collect();
+    assert_eq!(consumed.lines().collect::<Vec<_>>(), expected);
     broker.stop();
 }

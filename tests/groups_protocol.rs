@@ -346,3 +346,59 @@ fn oversize_member_metadata_fails_the_store_not_the_broker() {
     let (e, a) = sync(&mut conn, 5, "huge", j.generation_id, &member, b"asg");
     assert_eq!((e, a.as_ref()), (NONE, &b"asg"[..]));
 }
+
+/// Without ZooKeeper, OffsetCommit v0 / OffsetFetch v0 keep offsets in
+/// the embedded metadata store the same way (Kafka 3.9's ZooKeeper-mode
+/// paths), and they survive a restart; the coordinator's (v1+) stay apart.
+#[test]
+fn v0_offsets_live_in_the_embedded_store_across_a_restart() {
+    use kafka_protocol_39::messages::offset_commit_request as commit39;
+    use kafka_protocol_39::messages::offset_commit_response::OffsetCommitResponse as CommitAnswer;
+    use kafka_protocol_39::messages::offset_fetch_request as fetch39;
+    use kafka_protocol_39::messages::offset_fetch_response::OffsetFetchResponse as FetchAnswer;
+    use kafka_protocol_39::messages::{GroupId as G, TopicName as T};
+    use kafka_protocol_39::protocol::StrBytes as S;
+
+    let (broker, _conn) = start();
+    let commit = commit39::OffsetCommitRequest::default()
+        .with_group_id(G(S::from_static_str("legacy")))
+        .with_topics(vec![commit39::OffsetCommitRequestTopic::default()
+            .with_name(T(S::from_static_str("t")))
+            .with_partitions(vec![
+                commit39::OffsetCommitRequestPartition::default()
+                    .with_partition_index(1)
+                    .with_committed_offset(17),
+            ])]);
+    let mut stream = broker.connect();
+    let r: CommitAnswer = common::call39(&mut stream, 8, 0, &commit);
+    assert_eq!(r.topics[0].partitions[0].error_code, NONE, "{r:?}");
+    let fetch = fetch39::OffsetFetchRequest::default()
+        .with_group_id(G(S::from_static_str("legacy")))
+        .with_topics(Some(vec![fetch39::OffsetFetchRequestTopic::default()
+            .with_name(T(S::from_static_str("t")))
+            .with_partition_indexes(vec![0, 1])]));
+    let answer = |stream: &mut std::net::TcpStream, v: i16| {
+        let r: FetchAnswer = common::call39(stream, 9, v, &fetch);
+        r.topics[0]
+            .partitions
+            .iter()
+            .map(|p| (p.partition_index, p.committed_offset, p.error_code))
+            .collect::<Vec<_>>()
+    };
+    let v0 = [(0, -1, UNKNOWN_TOPIC_OR_PARTITION), (1, 17, NONE)];
+    assert_eq!(answer(&mut stream, 0), v0);
+    assert_eq!(
+        answer(&mut stream, 1),
+        [(0, -1, NONE), (1, -1, NONE)],
+        "v1 asks the coordinator"
+    );
+    drop(stream);
+    let (_, dir) = broker.stop_keeping_dir();
+    let broker = Broker::start_in(
+        dir,
+        &["group.initial.rebalance.delay.ms=0", "num.partitions=2"],
+    );
+    let mut stream = broker.connect();
+    assert_eq!(answer(&mut stream, 0), v0, "after a restart");
+    broker.stop();
+}

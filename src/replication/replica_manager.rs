@@ -21,7 +21,7 @@ use super::partition::{
 use crate::config::topic::TopicConfig;
 use crate::config::ServerConfig;
 use crate::io::clock::Clock;
-use crate::io::local_sync::{join_all, Local};
+use crate::io::local_sync::{join_all, FifoTicket, Local};
 use crate::metadata::{PartitionState, Snapshot};
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
@@ -81,6 +81,48 @@ enum Closed {
     Busy(Rc<Partition>),
     /// Deleted, or the close failed.
     Nothing,
+}
+
+/// One produce request's appends on this shard, each with its place in
+/// its partition's append order ([`Partition::queue_append`]), taken
+/// together when the request arrived ([`ReplicaManager::queue_appends`]).
+///
+/// Why together: the appends of one request run one after another, and an
+/// append may wait for I/O (a new log's first append opens its segment
+/// for DMA; a full buffer is written out). Were each place taken only when
+/// the request reached that partition, a request pipelined behind it on
+/// the same connection could take a partition this one had not reached
+/// yet and land before it there: the Java client's acked offsets came back
+/// out of order that way. Taken together, a request's order on every
+/// partition is fixed at arrival, and no two requests wait on each other
+/// in a cycle (each holds places only behind every request that arrived
+/// before it, on every partition).
+pub struct QueuedAppends(Vec<QueuedAppend>);
+
+pub struct QueuedAppend {
+    pub tp: TopicPartition,
+    records: Bytes,
+    /// `None`: no such partition here (UNKNOWN_TOPIC_OR_PARTITION).
+    place: Option<(Rc<Partition>, FifoTicket)>,
+}
+
+impl QueuedAppends {
+    /// Each append in request order, once it has its turn.
+    pub fn into_appends(self) -> impl Iterator<Item = QueuedAppend> {
+        self.0.into_iter()
+    }
+}
+
+impl QueuedAppend {
+    pub async fn append(self, now_ms: i64, required_acks: i16) -> ProduceResult {
+        match self.place {
+            Some((p, ticket)) => {
+                p.append_in_turn(ticket, self.records, now_ms, required_acks)
+                    .await
+            }
+            None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+        }
+    }
 }
 
 /// What one owned partition should be, per the snapshot.
@@ -600,17 +642,22 @@ impl ReplicaManager {
         }
     }
 
-    pub async fn append(
-        &self,
-        tp: &TopicPartition,
-        records: Bytes,
-        now_ms: i64,
-        required_acks: i16,
-    ) -> ProduceResult {
-        match self.get(tp) {
-            Some(p) => p.append(records, now_ms, required_acks).await,
-            None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
-        }
+    /// Take one produce request's places in the append order of every
+    /// partition it names, all at once and before any await (see
+    /// [`QueuedAppends`]).
+    pub fn queue_appends(&self, parts: Vec<(TopicPartition, Bytes)>) -> QueuedAppends {
+        QueuedAppends(
+            parts
+                .into_iter()
+                .map(|(tp, records)| {
+                    let place = self.get(&tp).map(|p| {
+                        let ticket = p.queue_append();
+                        (p, ticket)
+                    });
+                    QueuedAppend { tp, records, place }
+                })
+                .collect(),
+        )
     }
 
     pub async fn read(

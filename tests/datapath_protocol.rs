@@ -338,6 +338,109 @@ fn durable_pipelined_produce_requests_are_group_committed_in_request_order() {
     );
 }
 
+/// Pipelined requests that carry several partitions each, to new topics
+/// (Java's producer sends one request per broker with a batch for every
+/// ready partition): request i's batch must land before request i+1's on
+/// every partition, although request i appends its partitions one after
+/// another on the owner and a new log's first append waits for I/O (its
+/// segment file is opened for DMA then). Request i carries partitions
+/// `i % P ..P`, so a later request often starts on a partition an earlier
+/// one has not reached yet: the case that reordered the Java client's
+/// batches when a request's place on a partition was taken only once its
+/// appends to the partitions before it had finished.
+#[test]
+fn pipelined_multi_partition_produce_requests_append_in_request_order_on_new_topics() {
+    const TOPICS: usize = 4;
+    const PARTITIONS: i32 = 8;
+    const REQUESTS: usize = 48;
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    let topics: Vec<String> = (0..TOPICS)
+        .map(|t| common::unique_topic(&format!("multi-pipelined-{t}")))
+        .collect();
+    for topic in &topics {
+        conn.create_topic(topic, PARTITIONS, &[]);
+    }
+    for topic in &topics {
+        // request index → the partitions it carries.
+        let carried = |i: usize| (i % PARTITIONS as usize) as i32..PARTITIONS;
+        let requests: Vec<ProduceRequest> = (0..REQUESTS)
+            .map(|i| {
+                use kafka_protocol::messages::produce_request::{
+                    PartitionProduceData, TopicProduceData,
+                };
+                let parts = carried(i)
+                    .map(|p| {
+                        let value = format!("{i:08}");
+                        let batch =
+                            encode_batch(&[(None, value.as_bytes(), now_ms())], Compression::None);
+                        PartitionProduceData::default()
+                            .with_index(p)
+                            .with_records(Some(batch))
+                    })
+                    .collect();
+                ProduceRequest::default()
+                    .with_acks(1)
+                    .with_timeout_ms(30_000)
+                    .with_topic_data(vec![TopicProduceData::default()
+                        .with_name(common::topic_name(topic))
+                        .with_partition_data(parts)])
+            })
+            .collect();
+        // Encoded first, written in one go: the broker reads them together.
+        let mut frames = Vec::new();
+        let mut ids = Vec::new();
+        for (i, req) in requests.iter().enumerate() {
+            let id = i32::try_from(1000 + i).unwrap();
+            frames.extend(common::request_frame(
+                kafka_protocol::messages::ApiKey::Produce,
+                common::PRODUCE_VERSION,
+                id,
+                req,
+            ));
+            ids.push(id);
+        }
+        std::io::Write::write_all(&mut conn.stream, &frames).unwrap();
+        let mut next = [0i64; PARTITIONS as usize];
+        let mut misplaced = Vec::new();
+        for (i, id) in ids.into_iter().enumerate() {
+            let resp = conn.recv::<ProduceRequest>(common::PRODUCE_VERSION, id);
+            for part in &resp.responses[0].partition_responses {
+                assert_eq!(
+                    part.error_code,
+                    error_code::NONE,
+                    "{topic} request {i}: {part:?}"
+                );
+                let p = part.index as usize;
+                if part.base_offset != next[p] {
+                    misplaced.push((i, part.index, part.base_offset, next[p]));
+                }
+                next[p] += 1;
+            }
+        }
+        assert!(
+            misplaced.is_empty(),
+            "{topic}: (request, partition, base offset, expected) out of request order: {misplaced:?}"
+        );
+        for p in 0..PARTITIONS {
+            let batches = conn.fetch_to_high_watermark(topic, p, 0);
+            let stored: Vec<usize> = decode_records(&batches)
+                .iter()
+                .map(|r| {
+                    let v = r.value.as_ref().expect("value");
+                    std::str::from_utf8(v).unwrap().parse().unwrap()
+                })
+                .collect();
+            let sent: Vec<usize> = (0..REQUESTS).filter(|&i| carried(i).contains(&p)).collect();
+            assert_eq!(
+                stored, sent,
+                "{topic} partition {p}: log order differs from request order"
+            );
+        }
+    }
+    broker.stop();
+}
+
 const PIPELINE_REQUESTS: usize = 120;
 const PIPELINE_RECORDS: usize = 200;
 const PIPELINE_PARTITIONS: i32 = 4;

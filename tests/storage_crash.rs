@@ -25,6 +25,8 @@ use shardlog::types::TopicPartition;
 
 const CHILD_ENV: &str = "SHARDLOG_CRASH_CHILD_DIR";
 const ROUNDS: usize = 24;
+/// The child opens its log for this topic id (`partition.metadata`).
+const CHILD_TOPIC_ENV: &str = "SHARDLOG_CRASH_CHILD_TOPIC_ID";
 
 fn run<G, F, T>(g: G) -> T
 where
@@ -75,13 +77,19 @@ async fn open(dir: &Path) -> PartitionLog {
 }
 
 async fn open_with(dir: &Path, config: LogConfig) -> PartitionLog {
+    open_topic(dir, config, None).await
+}
+
+/// [`open_with`] for a log of the topic `topic_id` (writes its
+/// `partition.metadata`, as a broker's open does).
+async fn open_topic(dir: &Path, config: LogConfig, topic_id: Option<uuid::Uuid>) -> PartitionLog {
     shardlog::io::dma::prime_iopoll_probe(dir)
         .await
         .expect("prime");
     PartitionLog::open(
         dir,
         &TopicPartition::new("crash", 0),
-        None,
+        topic_id,
         config,
         BatchCache::shared(1 << 20),
     )
@@ -95,8 +103,11 @@ fn crash_child_appends_until_killed() {
     let Ok(dir) = std::env::var(CHILD_ENV) else {
         return;
     };
+    let topic_id = std::env::var(CHILD_TOPIC_ENV)
+        .ok()
+        .map(|id| id.parse::<uuid::Uuid>().expect("topic id"));
     run(move || async move {
-        let mut log = open(Path::new(&dir)).await;
+        let mut log = open_topic(Path::new(&dir), config(), topic_id).await;
         let mut out = std::io::stdout().lock();
         writeln!(out, "OPEN {}", log.log_end_offset()).unwrap();
         out.flush().unwrap();
@@ -117,7 +128,16 @@ fn crash_child_appends_until_killed() {
 /// Spawn a child, let it run a random while, SIGKILL it; return the offsets
 /// it acknowledged (complete lines only).
 fn crash_round(dir: &Path, rng: &mut impl Rng) -> Vec<i64> {
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    crash_round_of_topic(dir, None, rng)
+}
+
+/// [`crash_round`] with the child's log opened for `topic_id`.
+fn crash_round_of_topic(dir: &Path, topic_id: Option<uuid::Uuid>, rng: &mut impl Rng) -> Vec<i64> {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    if let Some(id) = topic_id {
+        command.env(CHILD_TOPIC_ENV, id.to_string());
+    }
+    let mut child = command
         .args([
             "--exact",
             "crash_child_appends_until_killed",
@@ -280,6 +300,43 @@ fn kill9_never_loses_an_acknowledged_batch() {
         "children acknowledged only {total_acked} batches"
     );
     eprintln!("{ROUNDS} rounds, {total_acked} acknowledged batches, final LEO {last_leo}");
+}
+
+/// A new log syncs nothing at its open (issue 19): its `partition.metadata`,
+/// first segment and directory are fsynced before its first flush counts
+/// an append durable. Each round starts from an empty log dir, so every
+/// acknowledged (flushed: `flush_every_append`) batch the parent finds after
+/// the kill -9 went through that lazy sync, and the topic id is there.
+#[test]
+fn kill9_after_a_new_logs_first_flushed_appends_keeps_them_and_its_topic_id() {
+    const NEW_LOG_ROUNDS: usize = 8;
+    let seed = std::env::var("CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random::<u64>);
+    eprintln!("crash test seed {seed} (rerun with CRASH_SEED={seed})");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut total_acked = 0;
+    for round in 0..NEW_LOG_ROUNDS {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let topic_id = uuid::Uuid::new_v4();
+        let acked = crash_round_of_topic(&dir, Some(topic_id), &mut rng);
+        total_acked += acked.len();
+        let metadata = dir.join("crash-0").join("partition.metadata");
+        if !acked.is_empty() {
+            let text = std::fs::read_to_string(&metadata)
+                .unwrap_or_else(|e| panic!("round {round}: {}: {e}", metadata.display()));
+            assert_eq!(
+                shardlog::storage::checkpoint::decode_partition_metadata(&text),
+                Ok(topic_id),
+                "round {round}: partition.metadata {text:?}"
+            );
+        }
+        verify(dir, acked, false);
+    }
+    assert!(total_acked > 0, "no child acknowledged a batch");
+    eprintln!("{NEW_LOG_ROUNDS} new logs, {total_acked} acknowledged batches");
 }
 
 const POISON_ENV: &str = "SHARDLOG_POISON_CHILD_DIR";

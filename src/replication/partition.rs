@@ -34,7 +34,7 @@ use bytes::Bytes;
 use glommio::sync::RwLock;
 
 use crate::config::topic::{TimestampType, TopicConfig};
-use crate::io::local_sync::{FifoGate, Trigger};
+use crate::io::local_sync::{FifoGate, FifoTicket, Trigger};
 use crate::io::zerocopy::OutPart;
 use crate::protocol::ErrorCode;
 use crate::protocol::{record_batch, record_walk};
@@ -603,13 +603,36 @@ impl Partition {
         Ok((records, batch, summary.max_timestamp))
     }
 
-    /// Append one produce request's records for this partition;
-    /// `required_acks` -1 refuses the append with NOT_ENOUGH_REPLICAS while
-    /// the ISR is smaller than `min.insync.replicas` (Kafka's
-    /// `appendRecordsToLeader`: nothing is appended).
+    /// This append's place in the partition's append order, taken now
+    /// (synchronously): appends run in the order their places were taken,
+    /// whatever each waits for before its turn. A produce request takes
+    /// its places on all its partitions at once (`ReplicaManager::
+    /// queue_appends`), then appends them one by one with
+    /// [`Self::append_in_turn`].
+    pub fn queue_append(&self) -> FifoTicket {
+        self.append_order.ticket()
+    }
+
+    /// Append one produce request's records for this partition, queued
+    /// now; see [`Self::append_in_turn`].
     pub async fn append(&self, records: Bytes, now_ms: i64, required_acks: i16) -> ProduceResult {
-        // Take our place before the first await.
-        let ticket = self.append_order.ticket();
+        let ticket = self.queue_append();
+        self.append_in_turn(ticket, records, now_ms, required_acks)
+            .await
+    }
+
+    /// Append one produce request's records for this partition once
+    /// `ticket` ([`Self::queue_append`]) has its turn; `required_acks` -1
+    /// refuses the append with NOT_ENOUGH_REPLICAS while the ISR is
+    /// smaller than `min.insync.replicas` (Kafka's `appendRecordsToLeader`:
+    /// nothing is appended).
+    pub async fn append_in_turn(
+        &self,
+        ticket: FifoTicket,
+        records: Bytes,
+        now_ms: i64,
+        required_acks: i16,
+    ) -> ProduceResult {
         if self.role.get() != PartitionRole::Leader {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
         }

@@ -21,13 +21,14 @@ use super::partition::{
 use crate::config::topic::TopicConfig;
 use crate::config::ServerConfig;
 use crate::io::clock::Clock;
-use crate::io::local_sync::{join_all, Local};
+use crate::io::local_sync::{join_all, FifoTicket, Local};
 use crate::metadata::{PartitionState, Snapshot};
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::view::{PartitionRole, PartitionSnapshot};
 use crate::replication::isr_change::IsrChange;
 use crate::storage::batch_cache::{BatchCache, SharedBatchCache};
+use crate::storage::close_batch;
 use crate::storage::config::{write_buffer_bytes, LogConfig};
 use crate::storage::log_dir::PartitionOffsets;
 use crate::storage::partition_log::PartitionLog;
@@ -69,6 +70,59 @@ pub struct ReplicaManager {
     /// ISR changes proposed by partitions this shard leads, not yet sent
     /// (`shard::router::maybe_send_isr_changes` sends them).
     isr_changes: RefCell<Vec<IsrChange>>,
+}
+
+/// How one partition's close ended.
+enum Closed {
+    /// Closed for the batch: its commit's share, and the offsets the
+    /// checkpoints record once the commit succeeded.
+    Deferred(close_batch::DeferredClose, PartitionOffsets),
+    /// Still held by an operation in progress; left to drop.
+    Busy(Rc<Partition>),
+    /// Deleted, or the close failed.
+    Nothing,
+}
+
+/// One produce request's appends on this shard, each with its place in
+/// its partition's append order ([`Partition::queue_append`]), taken
+/// together when the request arrived ([`ReplicaManager::queue_appends`]).
+///
+/// Why together: the appends of one request run one after another, and an
+/// append may wait for I/O (a new log's first append opens its segment
+/// for DMA; a full buffer is written out). Were each place taken only when
+/// the request reached that partition, a request pipelined behind it on
+/// the same connection could take a partition this one had not reached
+/// yet and land before it there: the Java client's acked offsets came back
+/// out of order that way. Taken together, a request's order on every
+/// partition is fixed at arrival, and no two requests wait on each other
+/// in a cycle (each holds places only behind every request that arrived
+/// before it, on every partition).
+pub struct QueuedAppends(Vec<QueuedAppend>);
+
+pub struct QueuedAppend {
+    pub tp: TopicPartition,
+    records: Bytes,
+    /// `None`: no such partition here (UNKNOWN_TOPIC_OR_PARTITION).
+    place: Option<(Rc<Partition>, FifoTicket)>,
+}
+
+impl QueuedAppends {
+    /// Each append in request order, once it has its turn.
+    pub fn into_appends(self) -> impl Iterator<Item = QueuedAppend> {
+        self.0.into_iter()
+    }
+}
+
+impl QueuedAppend {
+    pub async fn append(self, now_ms: i64, required_acks: i16) -> ProduceResult {
+        match self.place {
+            Some((p, ticket)) => {
+                p.append_in_turn(ticket, self.records, now_ms, required_acks)
+                    .await
+            }
+            None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+        }
+    }
 }
 
 /// What one owned partition should be, per the snapshot.
@@ -200,7 +254,15 @@ impl ReplicaManager {
         // only reference).
         let gone: Vec<TopicPartition> = closing.iter().map(|(p, _)| p.tp.clone()).collect();
         self.fetchers.on_removed(&gone);
-        self.close_partitions(closing).await;
+        if !gone.is_empty() {
+            let started_ms = self.clock.wall_ms();
+            self.close_partitions(closing).await;
+            tracing::info!(
+                partitions = gone.len(),
+                ms = self.clock.wall_ms() - started_ms,
+                "closed partition logs"
+            );
+        }
         let now_ms = self.clock.wall_ms();
         for (p, next) in moved {
             p.apply_leadership(next, now_ms).await;
@@ -212,6 +274,7 @@ impl ReplicaManager {
         // Many at a time: a topic of a thousand partitions opens in a few
         // rounds of concurrent file creation, not one partition after
         // another (the ring overlaps their I/O).
+        let (opened, started_ms) = (opening.len(), self.clock.wall_ms());
         let mut opening = opening.into_iter().peekable();
         while opening.peek().is_some() {
             let round: Vec<(TopicPartition, Wanted)> =
@@ -234,6 +297,13 @@ impl ReplicaManager {
                 }
             }
         }
+        if opened > 0 {
+            tracing::info!(
+                partitions = opened,
+                ms = self.clock.wall_ms() - started_ms,
+                "opened partition logs"
+            );
+        }
         self.sync_fetchers(snapshot);
     }
 
@@ -250,16 +320,27 @@ impl ReplicaManager {
         self.fetchers.followed()
     }
 
-    /// Close `parts` (deleting the files of those marked), many at a time.
+    /// Close `parts` (deleting the files of those marked), many at a time,
+    /// made durable together (`close_batch`).
     async fn close_partitions(&self, parts: Vec<(Rc<Partition>, bool)>) {
+        let mut deferred = Vec::new();
         let mut parts = parts.into_iter().peekable();
         while parts.peek().is_some() {
-            let closes: Vec<Local<'_, ()>> = parts
+            let closes: Vec<Local<'_, Closed>> = parts
                 .by_ref()
                 .take(CONCURRENT_OPENS)
-                .map(|(p, delete)| -> Local<'_, ()> { Box::pin(self.close_partition(p, delete)) })
+                .map(|(p, delete)| -> Local<'_, _> { Box::pin(self.close_partition(p, delete)) })
                 .collect();
-            join_all(closes).await;
+            for closed in join_all(closes).await {
+                if let Closed::Deferred(d, o) = closed {
+                    deferred.push((d, o));
+                }
+            }
+        }
+        let committed = self.commit_closes(deferred).await;
+        let mut closed = self.closed_offsets.borrow_mut();
+        for o in committed {
+            closed.insert(o.tp.clone(), o);
         }
     }
 
@@ -324,7 +405,9 @@ impl ReplicaManager {
         for tp in tps {
             let open = self.partitions.borrow_mut().remove(tp);
             match open {
-                Some(p) => self.close_partition(p, true).await,
+                Some(p) => {
+                    self.close_partition(p, true).await;
+                }
                 None => {
                     self.closed_offsets.borrow_mut().remove(tp);
                     let dir = self.log_dir.join(tp.dir_name());
@@ -373,7 +456,10 @@ impl ReplicaManager {
         Partition::open(spec, log)
     }
 
-    async fn close_partition(&self, p: Rc<Partition>, delete: bool) {
+    /// Close `p`'s log for a batch (`close_batch`), deleting its files
+    /// instead when `delete`. Returns what the batch's commit still does
+    /// for it, and the offsets the checkpoints record once it is done.
+    async fn close_partition(&self, p: Rc<Partition>, delete: bool) -> Closed {
         let tp = p.tp.clone();
         let dir = self.log_dir.join(tp.dir_name());
         // A fetcher's append or a read in progress holds it for a moment.
@@ -383,29 +469,46 @@ impl ReplicaManager {
             }
             glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
         }
-        let Ok(p) = Rc::try_unwrap(p) else {
-            // An operation still holds it; it will finish on the old log.
-            tracing::warn!(%tp, "partition busy at close; leaving it to drop");
-            return;
+        let p = match Rc::try_unwrap(p) {
+            Ok(p) => p,
+            Err(p) => {
+                // An operation still holds it; it will finish on the old log.
+                tracing::warn!(%tp, "partition busy at close; leaving it to drop");
+                return Closed::Busy(p);
+            }
         };
         let producers = p.encoded_producer_state();
+        let mut closed = Closed::Nothing;
         match p.into_log() {
             Ok(log) => {
-                let (dir, leo) = (log.dir().to_path_buf(), log.log_end_offset());
+                let leo = log.log_end_offset();
                 let offsets = PartitionOffsets::of(&log);
-                match log.close().await {
+                match log.close_deferred().await {
                     // Kafka snapshots producer state at the log end on a
                     // clean close, so the next open replays nothing.
-                    Ok(()) if !delete => {
-                        producer_snapshot::write_snapshot_or_warn(&tp, &dir, leo, &producers);
+                    Ok(mut deferred) if !delete => {
+                        // Like Kafka's `takeSnapshot`, none for a log that
+                        // never held a record (nothing to replay).
+                        let written = if leo > 0 {
+                            producer_snapshot::write_snapshot_deferred(
+                                &mut deferred,
+                                leo,
+                                &producers,
+                            )
+                        } else {
+                            Ok(())
+                        };
+                        if let Err(e) = written {
+                            tracing::warn!(%tp, leo, error = %e, "cannot write producer state snapshot");
+                        }
                         // Closed flushed: recovery needs nothing below the LEO.
                         let offsets = PartitionOffsets {
                             recovery_point: leo,
                             ..offsets
                         };
-                        self.closed_offsets.borrow_mut().insert(tp.clone(), offsets);
+                        closed = Closed::Deferred(deferred, offsets);
                     }
-                    Ok(()) => {}
+                    Ok(_) => {}
                     Err(e) => tracing::warn!(%tp, error = %e, "closing partition log"),
                 }
             }
@@ -417,6 +520,25 @@ impl ReplicaManager {
             // (`file.delete.delay.ms`); nothing reads it after close, so remove now.
             if let Err(e) = std::fs::remove_dir_all(&dir) {
                 tracing::warn!(%tp, error = %e, "deleting partition dir");
+            }
+        }
+        closed
+    }
+
+    /// Commit the batch of `closes` (`close_batch::commit`); returns the
+    /// offsets of the logs it closed cleanly.
+    async fn commit_closes(
+        &self,
+        closes: Vec<(close_batch::DeferredClose, PartitionOffsets)>,
+    ) -> Vec<PartitionOffsets> {
+        let (deferred, offsets): (Vec<_>, Vec<_>) = closes.into_iter().unzip();
+        match close_batch::commit(&self.log_dir, deferred).await {
+            Ok(()) => offsets,
+            Err(e) => {
+                // Their data may not be durable: no marker, no recovery
+                // point at the LEO; the next open recovers them.
+                tracing::error!(error = %e, logs = offsets.len(), "syncing closed logs failed");
+                Vec::new()
             }
         }
     }
@@ -434,28 +556,30 @@ impl ReplicaManager {
             .map(|(_, p)| p)
             .collect();
         let mut offsets = Vec::new();
+        let mut deferred = Vec::new();
         let mut all = all.into_iter().peekable();
         while all.peek().is_some() {
-            let closes: Vec<Local<'_, Option<PartitionOffsets>>> = all
+            let closes: Vec<Local<'_, Closed>> = all
                 .by_ref()
                 .take(CONCURRENT_OPENS)
-                .map(|p| -> Local<'_, _> {
-                    Box::pin(async move {
-                        let mut recorded = None;
-                        if let Ok(mut log) = p.log().write().await {
-                            // Flushed first, so the recovery point recorded is the LEO.
-                            if let Err(e) = log.flush().await {
-                                tracing::error!(tp = %p.tp, error = %e, "flush at shutdown failed");
-                            }
-                            recorded = Some(PartitionOffsets::of(&log));
-                        }
-                        self.close_partition(p, false).await;
-                        recorded
-                    })
-                })
+                .map(|p| -> Local<'_, _> { Box::pin(self.close_partition(p, false)) })
                 .collect();
-            offsets.extend(join_all(closes).await.into_iter().flatten());
+            for closed in join_all(closes).await {
+                match closed {
+                    Closed::Deferred(d, o) => deferred.push((d, o)),
+                    Closed::Busy(p) => offsets.extend(Self::flush_busy(&p).await),
+                    Closed::Nothing => {}
+                }
+            }
         }
+        let closed = deferred.len();
+        let started_ms = self.clock.wall_ms();
+        offsets.extend(self.commit_closes(deferred).await);
+        tracing::info!(
+            partitions = closed,
+            commit_ms = self.clock.wall_ms() - started_ms,
+            "closed every partition log"
+        );
         // Every log closed cleanly this run, now or earlier (a close that
         // found the partition busy still has its flushed offsets).
         let mut all = std::mem::take(&mut *self.closed_offsets.borrow_mut());
@@ -473,6 +597,16 @@ impl ReplicaManager {
             all.insert(p.tp.clone(), p.checkpoint_offsets());
         }
         all.into_values().collect()
+    }
+
+    /// A partition still busy at the final close: flushed in place, so the
+    /// recovery point recorded is its LEO.
+    async fn flush_busy(p: &Partition) -> Option<PartitionOffsets> {
+        let mut log = p.log().write().await.ok()?;
+        if let Err(e) = log.flush().await {
+            tracing::error!(tp = %p.tp, error = %e, "flush at shutdown failed");
+        }
+        Some(PartitionOffsets::of(&log))
     }
 
     /// `flush.ms` / `flush.messages` timers, time/size retention
@@ -508,17 +642,22 @@ impl ReplicaManager {
         }
     }
 
-    pub async fn append(
-        &self,
-        tp: &TopicPartition,
-        records: Bytes,
-        now_ms: i64,
-        required_acks: i16,
-    ) -> ProduceResult {
-        match self.get(tp) {
-            Some(p) => p.append(records, now_ms, required_acks).await,
-            None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
-        }
+    /// Take one produce request's places in the append order of every
+    /// partition it names, all at once and before any await (see
+    /// [`QueuedAppends`]).
+    pub fn queue_appends(&self, parts: Vec<(TopicPartition, Bytes)>) -> QueuedAppends {
+        QueuedAppends(
+            parts
+                .into_iter()
+                .map(|(tp, records)| {
+                    let place = self.get(&tp).map(|p| {
+                        let ticket = p.queue_append();
+                        (p, ticket)
+                    });
+                    QueuedAppend { tp, records, place }
+                })
+                .collect(),
+        )
     }
 
     pub async fn read(

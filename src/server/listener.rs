@@ -47,10 +47,16 @@ pub async fn serve(ctx: Rc<ShardContext>, listener: TcpListener) {
     drop(listener);
     // Connections finish their in-flight requests; one whose client stopped
     // reading must not hold the shutdown forever.
+    let (open_at_stop, started_ms) = (open.get(), ctx.clock.wall_ms());
     let drain = async {
         while open.get() > 0 {
             drained.notified().await;
         }
+        tracing::info!(
+            open_at_stop,
+            ms = ctx.clock.wall_ms() - started_ms,
+            "connections drained"
+        );
     };
     let grace = async {
         glommio::timer::sleep(SHUTDOWN_GRACE).await;

@@ -186,9 +186,13 @@ impl DataShard {
                 now_ms,
                 acks,
             } => {
-                let mut out = Vec::with_capacity(parts.len());
-                for (tp, records) in parts {
-                    let r = registry.append(&tp, records, now_ms, acks).await;
+                // Places in every partition's append order first, before
+                // the first await (`QueuedAppends` says why).
+                let queued = registry.queue_appends(parts);
+                let mut out = Vec::new();
+                for append in queued.into_appends() {
+                    let tp = append.tp.clone();
+                    let r = append.append(now_ms, acks).await;
                     if let Some(s) = r.snapshot {
                         self.on_local_advance(&tp, s);
                     }

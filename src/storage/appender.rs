@@ -513,6 +513,22 @@ impl DmaAppender {
         Ok(end)
     }
 
+    /// A batched close's: [`Self::close`] without either fdatasync (the
+    /// batch's `syncfs` makes the bytes and the new size durable, see
+    /// `close_batch`).
+    pub async fn close_for_batch(mut self) -> Result<u64, StorageError> {
+        self.flush(false).await?;
+        self.settle_allocation().await?;
+        let end = self.logical_end();
+        if let Err(e) = self.file.truncate(end).await {
+            return self.poison(e);
+        }
+        if let Ok(file) = Rc::try_unwrap(self.file) {
+            file.close().await?;
+        }
+        Ok(end)
+    }
+
     /// Roll's close: write every buffered byte and cut the file to its
     /// logical end, but leave the fdatasync to the caller, who runs it off
     /// the append path (Kafka's roll schedules the old segment's flush too).

@@ -10,6 +10,7 @@
 //! | `checkpoint`    | pure  | Kafka's checkpoint / properties text formats |
 //! | `batch_cache`   | pure  | per-shard cache of recently appended batches |
 //! | `appender`      | io    | DMA (O_DIRECT) appender for the active segment |
+//! | `close_batch`   | io    | many logs closed with three `syncfs` in all, markers last |
 //! | `buffer_pool`   | io    | per-shard recycled DMA write buffers, lent to the batch cache |
 //! | `helper_thread` | io    | per-shard threads for read-ahead hints and freeing deleted segments |
 //! | `recycle`       | pure  | per-partition pool of retired segment files reused for new segments |
@@ -23,6 +24,7 @@ pub mod batch_cache;
 pub mod buffer_pool;
 pub mod checkpoint;
 pub mod cleaner;
+pub mod close_batch;
 pub mod config;
 pub mod helper_thread;
 pub mod index;

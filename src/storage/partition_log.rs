@@ -141,6 +141,10 @@ pub struct PartitionLog {
     /// The fsync of the log directory after the last roll created the
     /// active segment's file, running in the background.
     dir_sync: Option<glommio::task::JoinHandle<std::io::Result<()>>>,
+    /// Files the open created (`partition.metadata`, a first segment) and
+    /// not yet fsynced, with the directory naming them: synced before the
+    /// first flush counts an append durable (`await_dir_sync`).
+    unsynced: Option<Vec<PathBuf>>,
     recovery_stats: RecoveryStats,
     leader_epochs: Vec<(i32, i64)>,
     /// Files of segments retention dropped, for new segments to reuse.
@@ -172,6 +176,16 @@ pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), StorageErr
     let mut f = File::create(&tmp)?;
     f.write_all(text.as_bytes())?;
     f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// Write `text` to `path` (tmp file, rename) without an fsync: the caller
+/// syncs the file and its directory before anything relies on it.
+fn write_unsynced(path: &Path, text: &str) -> Result<(), StorageError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)?;
     Ok(())
 }
@@ -231,10 +245,23 @@ impl PartitionLog {
     ) -> Result<Self, StorageError> {
         let dir = log_dir.join(tp.dir_name());
         std::fs::create_dir_all(&dir)?;
+        // Files this open creates are made durable lazily, before the
+        // first flush counts anything appended (`await_dir_sync`), as
+        // Kafka does: `UnifiedLog.initializeTopicId` only records the
+        // topic id and leaves `maybeFlushMetadataFile` to a scheduled task
+        // and to the first append, and a new log's first segment is not
+        // fsynced, nor is its directory until `LocalLog.flush` covers the
+        // new segment. Opening a 1,000-partition topic spent ~4 fsyncs per
+        // partition on the shard (issue 19).
+        let mut unsynced = Vec::new();
         if let Some(id) = topic_id {
             let p = dir.join(PARTITION_METADATA);
-            if !p.exists() {
-                write_atomically(&p, &checkpoint::encode_partition_metadata(id))?;
+            // A crash before the lazy fsync may leave it empty: rewrite.
+            let whole = std::fs::read_to_string(&p)
+                .is_ok_and(|t| checkpoint::decode_partition_metadata(&t) == Ok(id));
+            if !whole {
+                write_unsynced(&p, &checkpoint::encode_partition_metadata(id))?;
+                unsynced.push(p);
             }
         }
         // A clean interrupted by a crash: finish its swap or drop its files
@@ -256,6 +283,7 @@ impl PartitionLog {
             recovery_point,
             start_cp.unwrap_or(0),
             &mut stats,
+            &mut unsynced,
         )
         .await?;
         if clean {
@@ -284,6 +312,7 @@ impl PartitionLog {
             poisoned: Rc::new(Cell::new(false)),
             rolled: None,
             dir_sync: None,
+            unsynced: (!unsynced.is_empty()).then_some(unsynced),
             recovery_stats: stats,
             leader_epochs: Vec::new(),
             recycle: RecyclePool::default(),
@@ -293,8 +322,20 @@ impl PartitionLog {
             segment::free_in_background(pool.drain(), true);
         }
         log.recycle = pool;
+        // A log this open created has nothing to append to yet: its
+        // segment gets its DMA appender (an O_DIRECT open and the first
+        // pre-allocation step) at the first append (`write_to_active`),
+        // not 1,000 of them when a topic of 1,000 partitions is created.
+        let created = log.unsynced.as_ref().is_some_and(|files| {
+            log.segments
+                .values()
+                .next_back()
+                .is_some_and(|s| files.contains(&s.log_path()))
+        });
         if let Some(active) = log.segments.values_mut().next_back() {
-            active.activate(&log.config).await?;
+            if !created {
+                active.activate(&log.config).await?;
+            }
         }
         let first_base = log.segments.keys().next().copied().unwrap_or(0);
         let leo = log.log_end_offset();
@@ -315,6 +356,7 @@ impl PartitionLog {
         recovery_point: i64,
         start_offset: i64,
         stats: &mut RecoveryStats,
+        unsynced: &mut Vec<PathBuf>,
     ) -> Result<BTreeMap<i64, Segment>, StorageError> {
         let bases = list_segments(dir)?;
         let mut segments = BTreeMap::new();
@@ -361,7 +403,8 @@ impl PartitionLog {
         }
         if segments.is_empty() {
             let seg =
-                Segment::create_empty(dir, start_offset.max(0), config, UNSET_MS, None).await?;
+                Segment::create_empty_unsynced(dir, start_offset.max(0), config, UNSET_MS, None)?;
+            unsynced.push(seg.log_path());
             segments.insert(seg.base_offset, seg);
         }
         Ok(segments)

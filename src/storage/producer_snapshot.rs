@@ -92,6 +92,29 @@ pub fn write_snapshot(dir: &Path, offset: i64, encoded: &[u8]) -> std::io::Resul
     Ok(())
 }
 
+/// [`write_snapshot`] for a batched close (`close_batch`): written under
+/// its temporary name, unsynced; the commit renames it into place. Older
+/// snapshots beyond the kept ones are removed now (the new one replaces
+/// them only once committed, so the newest old one stays).
+pub fn write_snapshot_deferred(
+    closed: &mut super::close_batch::DeferredClose,
+    offset: i64,
+    encoded: &[u8],
+) -> std::io::Result<()> {
+    let dir = closed.dir().to_path_buf();
+    let path = dir.join(snapshot_file_name(offset));
+    let tmp = super::close_batch::tmp_path(&path);
+    std::fs::write(&tmp, encoded)?;
+    let kept = SNAPSHOTS_KEPT.saturating_sub(1).max(1);
+    for old in snapshots_to_delete(&snapshot_offsets(&dir)?, kept) {
+        if old != offset {
+            std::fs::remove_file(dir.join(snapshot_file_name(old)))?;
+        }
+    }
+    closed.rename_on_commit(tmp, path);
+    Ok(())
+}
+
 /// [`write_snapshot`] that only warns: a failed snapshot loses nothing, the
 /// next open replays the log from an older snapshot (or the log start).
 pub fn write_snapshot_or_warn(tp: &TopicPartition, dir: &Path, offset: i64, encoded: &[u8]) {

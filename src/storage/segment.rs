@@ -317,6 +317,18 @@ impl Segment {
         Ok(())
     }
 
+    /// An empty segment's close: no index files (an empty one reopens
+    /// with empty indexes, see [`Self::load_trusted`]); stale ones go.
+    pub fn remove_index_files(&self) -> Result<(), StorageError> {
+        for suffix in INDEX_SUFFIXES {
+            match std::fs::remove_file(path_of(&self.dir, self.base_offset, suffix)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Ask the kernel, off the shard, to read ahead of a fetch of `[start,
     /// end)` from this file into the page cache (see `readahead`), so the
     /// consumer's next `sendfile` does not wait for the disk on the shard.
@@ -355,11 +367,21 @@ impl Segment {
         let log = path_of(dir, base_offset, LOG_SUFFIX);
         let read_file = Arc::new(File::open(&log)?);
         let size = read_file.metadata()?.len();
-        let (Ok(ib), Ok(tb)) = (
+        let (ib, tb) = match (
             std::fs::read(path_of(dir, base_offset, INDEX_SUFFIX)),
             std::fs::read(path_of(dir, base_offset, TIME_INDEX_SUFFIX)),
-        ) else {
-            return Ok(None);
+        ) {
+            (Ok(ib), Ok(tb)) => (ib, tb),
+            // An empty segment closed without index files
+            // (`remove_index_files`): its indexes are empty.
+            (Err(a), Err(b))
+                if size == 0
+                    && a.kind() == std::io::ErrorKind::NotFound
+                    && b.kind() == std::io::ErrorKind::NotFound =>
+            {
+                (Vec::new(), Vec::new())
+            }
+            _ => return Ok(None),
         };
         let (Some(offsets), Some(times)) = (
             OffsetIndex::decode(&ib, config.max_offset_index_entries(), size),
@@ -669,6 +691,20 @@ pub async fn sync_dir(dir: &Path) -> std::io::Result<()> {
     let d = dir.to_path_buf();
     glommio::executor()
         .spawn_blocking(move || File::open(d)?.sync_all())
+        .await
+}
+
+/// fsync each of `files`, then `dir` (which names them), on glommio's
+/// blocking pool.
+pub async fn sync_files_and_dir(files: Vec<PathBuf>, dir: &Path) -> std::io::Result<()> {
+    let d = dir.to_path_buf();
+    glommio::executor()
+        .spawn_blocking(move || {
+            for f in files {
+                File::open(f)?.sync_all()?;
+            }
+            File::open(d)?.sync_all()
+        })
         .await
 }
 

@@ -68,6 +68,27 @@ fn configs(broker: &Broker, args: &[&str]) -> String {
     tool(CONFIG_COMMAND, &all)
 }
 
+/// kafka-console-consumer on partition 0 of `topic` from the earliest
+/// offset, `max` messages, with `extra` arguments; its stdout.
+fn console_consume(broker: &Broker, topic: &str, max: usize, extra: &[&str]) -> String {
+    let bootstrap = broker.bootstrap();
+    let max = max.to_string();
+    let mut all = vec![
+        "--bootstrap-server",
+        &bootstrap,
+        "--topic",
+        topic,
+        "--partition",
+        "0",
+        "--offset",
+        "earliest",
+        "--max-messages",
+        &max,
+    ];
+    all.extend_from_slice(extra);
+    tool("org.apache.kafka.tools.consumer.ConsoleConsumer", &all)
+}
+
 /// The partition lines of `kafka-topics --describe`, tabs kept.
 fn partition_lines(describe: &str) -> Vec<&str> {
     describe
@@ -303,19 +324,11 @@ fn console_producer_then_console_consumer_round_trip() {
     );
     assert_eq!(log_end_offset(&broker, &topic, 0), 50);
 
-    let consumed = tool(
-        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    let consumed = console_consume(
+        &broker,
+        &topic,
+        50,
         &[
-            "--bootstrap-server",
-            &broker.bootstrap(),
-            "--topic",
-            &topic,
-            "--partition",
-            "0",
-            "--offset",
-            "earliest",
-            "--max-messages",
-            "50",
             "--property",
             "print.key=true",
             "--property",
@@ -569,21 +582,7 @@ fn delete_records_command_moves_the_log_start_and_reports_errors() {
             .offset
     };
     assert_eq!((earliest(0), earliest(1)), (30, 0));
-    let consumed = tool(
-        "org.apache.kafka.tools.consumer.ConsoleConsumer",
-        &[
-            "--bootstrap-server",
-            &broker.bootstrap(),
-            "--topic",
-            &topic,
-            "--partition",
-            "0",
-            "--offset",
-            "earliest",
-            "--max-messages",
-            "20",
-        ],
-    );
+    let consumed = console_consume(&broker, &topic, 20, &[]);
     let expected: Vec<String> = (30..50).map(|i| format!("v{i}")).collect();
     assert_eq!(consumed.lines().collect::<Vec<_>>(), expected);
     broker.stop();

@@ -54,7 +54,7 @@ use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 
 mod delete_records;
 mod follower;
-pub use delete_records::{DeletedOnLeader, HIGH_WATERMARK as DELETE_TO_HIGH_WATERMARK};
+pub use delete_records::DeletedOnLeader;
 pub use follower::{FollowerAppend, FollowerLogState};
 mod leader;
 pub use leader::{FollowerFetch, FollowerFetchEffects};

@@ -236,18 +236,21 @@ async fn delete_records_owned(
             out.push((ErrorCode::NOT_LEADER_OR_FOLLOWER, -1));
             continue;
         };
-        match p.delete_records_on_leader(offset, &alive).await {
-            Ok(done) if done.low_watermark >= done.requested => {
-                out.push((ErrorCode::NONE, done.low_watermark));
+        let done = match p.delete_records_on_leader(offset, &alive).await {
+            Ok(done) => done,
+            Err(e) => {
+                out.push((e, -1));
+                continue;
             }
-            Ok(done) => {
-                out.push((ErrorCode::REQUEST_TIMED_OUT, -1));
-                waits.push((i, p, done.requested));
-            }
-            Err(e) => out.push((e, -1)),
-        }
+        };
         // The new log start offset: parked fetches and remote views see it.
         data.on_local_advance(&tp, data.replicas.partition_snapshot(&tp));
+        if done.low_watermark >= done.requested {
+            out.push((ErrorCode::NONE, done.low_watermark));
+        } else {
+            out.push((ErrorCode::REQUEST_TIMED_OUT, -1));
+            waits.push((i, p, done.requested));
+        }
     }
     let timeout = std::time::Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
     if !waits.is_empty() && !timeout.is_zero() {

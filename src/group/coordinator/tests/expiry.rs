@@ -4,8 +4,9 @@
 
 use super::*;
 
-#[test]
-fn offsets_of_an_empty_group_expire_after_retention_and_the_group_dies() {
+/// The harness with `offsets.retention.minutes` at one minute, checked
+/// every 10 s, every offsets partition loaded.
+fn with_a_minute_of_retention() -> Harness {
     let config = GroupConfig {
         offsets_retention_ms: 60_000,
         offsets_retention_check_interval_ms: 10_000,
@@ -17,6 +18,12 @@ fn offsets_of_an_empty_group_expire_after_retention_and_the_group_dies() {
         h.c.begin_load(p);
         h.c.finish_load(p, 0);
     }
+    h
+}
+
+#[test]
+fn offsets_of_an_empty_group_expire_after_retention_and_the_group_dies() {
+    let mut h = with_a_minute_of_retention();
     h.commit("g", -1, "", &[("t", 0, 5)]);
     h.appends.clear();
     h.advance(50_000);
@@ -43,17 +50,7 @@ fn a_v1_commit_keeps_its_own_timestamp_and_expires_from_it() {
     // OffsetCommit v1 carries `commit_timestamp`; Kafka stores it as the
     // commit's time (GroupCoordinatorAdapter.commitOffsets), and retention
     // counts from it.
-    let config = GroupConfig {
-        offsets_retention_ms: 60_000,
-        offsets_retention_check_interval_ms: 10_000,
-        ..GroupConfig::default()
-    };
-    let mut h = Harness::new();
-    h.c = Coordinator::new(config, 4);
-    for p in 0..4 {
-        h.c.begin_load(p);
-        h.c.finish_load(p, 0);
-    }
+    let mut h = with_a_minute_of_retention();
     h.now = 100_000;
     let w = h.waiter();
     let req = CommitRequest {

@@ -456,6 +456,9 @@ fn diverging_and_fenced_follower_fetches(follower: &mut Conn) {
         (FOLLOWER, LEADER_EPOCH + 1, ErrorCode::UNKNOWN_LEADER_EPOCH),
         (7, LEADER_EPOCH, ErrorCode::NOT_LEADER_OR_FOLLOWER),
         (ME, LEADER_EPOCH, ErrorCode::NOT_LEADER_OR_FOLLOWER),
+        // A consumer (replica id -1) is fenced by its epoch too (KIP-320).
+        (-1, LEADER_EPOCH - 1, ErrorCode::FENCED_LEADER_EPOCH),
+        (-1, LEADER_EPOCH + 1, ErrorCode::UNKNOWN_LEADER_EPOCH),
     ];
     for (replica, epoch, want) in rows {
         let mut spec = FollowerFetch::at(0);

@@ -40,6 +40,9 @@ pub struct ReadSpec {
     pub tp: TopicPartition,
     pub offset: i64,
     pub partition_max_bytes: usize,
+    /// The fetcher's `current_leader_epoch` (Fetch v9+, KIP-320; -1: not
+    /// given, no check).
+    pub current_leader_epoch: i32,
     /// Set when a follower replica fetches (replica id ≥ 0): the leader
     /// checks and records its fetch state.
     pub follower: Option<FollowerFetch>,
@@ -296,6 +299,16 @@ impl DataShard {
                         self.replicas.queue_isr_change(change);
                     }
                     a
+                }
+                (None, Some(p)) if p.fences(spec.current_leader_epoch) != ErrorCode::NONE => {
+                    let code = p.fences(spec.current_leader_epoch);
+                    tracing::debug!(
+                        tp = %spec.tp,
+                        asked = spec.current_leader_epoch,
+                        error = ?code,
+                        "consumer fetch fenced by its leader epoch"
+                    );
+                    ReadAnswer::error(code)
                 }
                 _ => {
                     self.replicas

@@ -53,6 +53,13 @@ impl Partition {
         ErrorCode::NONE
     }
 
+    /// A consumer's `current_leader_epoch` against ours (Kafka's
+    /// `localLogWithEpochOrThrow`, checked before the role): older is
+    /// FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH, -1 passes.
+    pub fn fences(&self, current_leader_epoch: i32) -> ErrorCode {
+        check_current_leader_epoch(current_leader_epoch, self.leader_epoch.get().0)
+    }
+
     /// Serve a follower's fetch (Kafka's `Partition.fetchRecords` with
     /// `isFromFollower`): up to the LEO; a diverging last fetched epoch
     /// answers `diverging_epoch` and no records (KIP-320); otherwise the

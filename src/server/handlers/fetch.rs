@@ -343,6 +343,7 @@ async fn read_all(
                     tp: tp.clone(),
                     offset: w.fetch.fetch_offset,
                     partition_max_bytes: usize::try_from(w.fetch.partition_max_bytes).unwrap_or(0),
+                    current_leader_epoch: w.fetch.current_leader_epoch,
                     follower: follower.map(|replica_id| FollowerFetch {
                         replica_id,
                         current_leader_epoch: w.fetch.current_leader_epoch,

@@ -455,6 +455,32 @@ def step_create(brokers, conns, args):
     }
 
 
+def fs_floor(root, dirs):
+    """The file system's part of creating `dirs` partition logs, done
+    alone (no broker): a directory and three small files in each (a new
+    shardlog log makes its directory, `partition.metadata` and the first
+    `.log`; Kafka more), then one syncfs. Left in place until the run's
+    temp dir goes, so it does not free inodes right before the brokers
+    allocate theirs. The host's floor under the creation figure."""
+    import ctypes
+    base = os.path.join(root, "fs-floor")
+    os.makedirs(base)
+    t0 = time.monotonic()
+    for i in range(dirs):
+        d = os.path.join(base, f"t-{i}")
+        os.mkdir(d)
+        for name in ("partition.metadata", "00000000000000000000.log", "leader-epoch-checkpoint"):
+            fd = os.open(os.path.join(d, name), os.O_CREAT | os.O_WRONLY, 0o644)
+            os.write(fd, b"0\n")
+            os.close(fd)
+    fd = os.open(base, os.O_RDONLY)
+    try:
+        ctypes.CDLL(None, use_errno=True).syncfs(fd)
+    finally:
+        os.close(fd)
+    return round(time.monotonic() - t0, 3)
+
+
 def produce_check(brokers, n):
     """One record to every partition (acks=1, not timed): the leaders the
     Metadata names must take writes. {error name: count}; empty when all
@@ -654,6 +680,8 @@ def run_system(system, args):
         log(f"{system}: up in {started_s:.1f} s, controller {controller}; creating {args.partitions} partitions")
         out = {"system": system, "startup_s": round(started_s, 3), "controller": controller,
                "session_timeout_ms": args.session_ms, "partitions": args.partitions}
+        out["fs_floor_s"] = fs_floor(root, 3 * args.partitions)
+        log(f"{system}: file system floor ({3 * args.partitions} dirs x 3 files + syncfs) {out['fs_floor_s']} s")
         out["creation"] = step_create(brokers, conns, args)
         log(f"{system}: creation {out['creation']}")
         cs = step_controlled_shutdown(brokers, conns, controller, args)
@@ -719,6 +747,8 @@ def report(results, args):
         ("failover: session expiry -> all leaders live", lambda r: r["failover"]["zk_session_expiry_to_all_leaders_live_s"]),
     ]
     s, k = results.get("shardlog"), results.get("kafka")
+    rows.append(("host floor: 3 x partitions dirs x 3 files + syncfs, no broker",
+                    lambda r: r["fs_floor_s"]))
 
     def get(r, f):
         try:

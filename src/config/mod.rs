@@ -462,12 +462,11 @@ server_config! {
     /// `shardlog.flush.every.append`: fdatasync after every append (default false).
     shardlog_flush_every_append: bool = false;
     /// `shardlog.replica.fetch.session.enable`: the replica fetchers ask their
-    /// leaders for KIP-227 fetch sessions (default false: every fetch is a
-    /// full sessionless one, epoch -1, which every leader serves; with
-    /// 1,000 followed partitions a session made the debug build's whole-
-    /// cluster restart test 2.3x slower, cause not found yet). Leaders
-    /// serve sessions to every client either way.
-    shardlog_replica_fetch_session_enable: bool = false;
+    /// leaders for KIP-227 fetch sessions (default true, as Kafka's
+    /// ReplicaFetcherThread; false: every fetch is a full sessionless one,
+    /// epoch -1, which every leader serves). Leaders serve sessions to
+    /// every client either way.
+    shardlog_replica_fetch_session_enable: bool = true;
     /// `shardlog.write.buffer.bytes`: DMA write buffer of each active
     /// segment (default 1 MiB). The batch cache holds slices of these
     /// buffers; a batch that straddles two buffers is cached as a separate

@@ -98,9 +98,26 @@ pub struct LoadgenArgs {
     /// Sweep axis: --sweep acks=0,1,all (repeatable; cartesian product).
     #[arg(long = "sweep", value_name = "KEY=V1,V2,...")]
     pub sweep: Vec<String>,
-    /// Directory for results.csv, results.json, latency.svg, report.html.
+    /// Report folder for results.csv, results.json, latency.svg,
+    /// report.html (and, for curves, curves.md and latency-acks-*.svg);
+    /// default results/loadgen-<UTC timestamp>/.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// One flat-out run per setting instead of the latency/throughput
+    /// curve (max rate, then fixed-rate runs at --fractions of it).
+    #[arg(long, conflicts_with = "fractions")]
+    pub flat_out: bool,
+    /// Curve: percentages of each setting's max rate to run at
+    /// (default 10,25,50,75,90).
+    #[arg(long, value_name = "PCT,PCT,...")]
+    pub fractions: Option<String>,
+    /// Curve: the latency percentile the plots show: p50, p99 or p99.9
+    /// (results.json and the table carry all three).
+    #[arg(long, default_value = "p99")]
+    pub plot_percentile: String,
+    /// Do not print the closing `results: DIR` line (`bench` prints its own).
+    #[arg(long, hide = true)]
+    pub no_results_line: bool,
     /// Pin client threads to these CPUs (e.g. "1" or "0,1" or "0-3").
     #[arg(long)]
     pub client_cpus: Option<String>,

@@ -252,6 +252,51 @@ fn omb_workload_at_max_rate_drives_a_curve_per_setting() {
 }
 
 #[test]
+fn compare_puts_two_brokers_curves_in_one_report() {
+    let (a, b) = (start_broker(), start_broker());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    a.run_loadgen(&[
+        "--compare",
+        &format!("first={}", a.addr),
+        "--compare",
+        &format!("second={}", b.addr),
+        "--topic",
+        "e2e-compare",
+        "--partitions",
+        "2",
+        "--message-size",
+        "256",
+        "--acks",
+        "1",
+        "--fractions",
+        "50,90",
+        "--duration",
+        "1s",
+        "--warmup",
+        "300ms",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("results.json parses");
+    let curves = v["curves"].as_array().expect("curves");
+    let names: Vec<&str> = curves
+        .iter()
+        .map(|c| c["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["first", "second"]);
+    for c in curves {
+        assert!(c["max_rate"].as_f64().unwrap() > 0.0, "{c}");
+        assert_eq!(c["points"].as_array().unwrap().len(), 2, "{c}");
+    }
+    let svg = std::fs::read_to_string(out.join("latency.svg")).expect("latency.svg");
+    for n in ["first: base", "second: base"] {
+        assert!(svg.contains(&format!(r#"data-setting="{n}""#)), "curve {n}");
+    }
+}
+
+#[test]
 fn consume_only_reads_every_produced_record_from_the_beginning() {
     let broker = start_broker();
     let first = tempfile::tempdir().unwrap();

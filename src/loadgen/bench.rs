@@ -10,13 +10,14 @@
 //! warning).
 //!
 //! ```text
-//! cargo run --release -- bench                        # ~6 min on a 2-core host
-//! shardlog bench --quick                              # ~1.5 min
+//! cargo run --release -- bench                        # ~5 min on a 2-core host
+//! shardlog bench --quick                              # ~1 min
 //! shardlog bench --flat-out --quick                   # one flat-out run per setting
 //! shardlog bench --fractions 25,50,75,90,95 --sweep acks=1,all
 //! shardlog bench --broker-cpus 0-1 --client-cpus 2-3 --sweep acks=1,all --duration 20s
 //! shardlog bench --broker-override shardlog.flush.every.append=true --sweep acks=all
 //! shardlog bench --bootstrap 10.0.0.5:9092            # an external broker
+//! shardlog bench --compare kafka=127.0.0.1:9093       # its curves beside shardlog's
 //! shardlog bench -- --compression lz4 --keys 1000     # more loadgen flags after `--`
 //! ```
 //!
@@ -47,7 +48,7 @@ use crate::io::clock::{Clock, SystemClock};
 #[derive(Debug, Clone, clap::Args)]
 #[command(about = "Start a pinned broker, sweep it with the load generator, write a report folder")]
 pub struct BenchArgs {
-    /// Short run (~1.5 min on 2 cores): acks=1,all x linger.ms=0,5 x
+    /// Short run (~1 min on 2 cores): acks=1,all x linger.ms=0,5 x
     /// batch.size=131072, each a curve of max rate then 10,50,90% of it,
     /// 2 s runs after 1 s warm-up (with --flat-out: 3 s points).
     #[arg(long)]
@@ -88,6 +89,16 @@ pub struct BenchArgs {
     /// default sweep (acks=1,all x linger.ms=0,5 x batch.size=16384,1048576).
     #[arg(long = "sweep", value_name = "KEY=V1,V2,...")]
     pub sweep: Vec<String>,
+    /// Another broker whose curves go into the same report,
+    /// NAME=HOST:PORT (repeatable; not with --flat-out), e.g.
+    /// kafka=127.0.0.1:9093 beside the broker bench starts (named
+    /// `shardlog`; with --bootstrap, named after its address).
+    #[arg(
+        long = "compare",
+        value_name = "NAME=HOST:PORT",
+        conflicts_with = "flat_out"
+    )]
+    pub compare: Vec<String>,
     /// Topic to produce to (created with --partitions if absent).
     #[arg(long, default_value = "bench")]
     pub topic: String,
@@ -144,8 +155,8 @@ where
 pub const QUICK_FRACTIONS: &str = "10,50,90";
 
 /// The default sweep: 8 settings, each a curve of 6 runs of 5 s + 1 s
-/// (~6 minutes on a 2-core host); `--quick` 4 settings of 4 runs of 2 s +
-/// 1 s (~1.5 minutes).
+/// (~5 minutes on a 2-core host); `--quick` 4 settings of 4 runs of 2 s +
+/// 1 s (~1 minute).
 pub fn default_sweep(quick: bool) -> Vec<String> {
     let batch = if quick {
         "batch.size=131072"
@@ -318,6 +329,18 @@ pub fn loadgen_argv(
     for s in &plan.sweep {
         v.push("--sweep".into());
         v.push(s.clone());
+    }
+    if !args.compare.is_empty() {
+        // The broker bench started is `shardlog`; an external one keeps
+        // its address as its name.
+        let own = match plan.broker_cpus {
+            Some(_) => format!("shardlog={bootstrap}"),
+            None => bootstrap.to_string(),
+        };
+        for c in std::iter::once(&own).chain(&args.compare) {
+            v.push("--compare".into());
+            v.push(c.clone());
+        }
     }
     v.extend(args.loadgen_args.iter().cloned());
     v

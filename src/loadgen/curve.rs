@@ -147,8 +147,12 @@ pub struct CurvePoint {
 /// One setting's curve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Curve {
-    /// `acks=1 linger.ms=5 batch.size=16384`: the sweep point's label.
+    /// `acks=1 linger.ms=5 batch.size=16384`: the sweep point's label
+    /// (`kafka: acks=1 ...` in a `--compare` report).
     pub setting: String,
+    /// The broker's `--compare` name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
     pub acks: String,
     pub linger_ms: i64,
     pub batch_size: usize,
@@ -168,6 +172,7 @@ impl Curve {
     pub fn from_max_run(setting: &str, max: &PointResult) -> Self {
         Self {
             setting: setting.to_string(),
+            target: None,
             acks: acks_label(max.settings.acks).to_string(),
             linger_ms: max.settings.linger_ms,
             batch_size: max.settings.batch_size,

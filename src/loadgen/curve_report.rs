@@ -90,9 +90,17 @@ pub enum CurveStyle {
 
 /// Stroke colour and dash pattern of each curve, in order.
 pub fn curve_strokes(curves: &[&Curve], style: CurveStyle) -> Vec<(&'static str, &'static str)> {
-    let rank = |set: &BTreeSet<i64>, v: i64| set.iter().position(|x| *x == v).unwrap_or(0);
-    let lingers: BTreeSet<i64> = curves.iter().map(|c| c.linger_ms).collect();
-    let batches: BTreeSet<i64> = curves.iter().map(|c| c.batch_size as i64).collect();
+    // Colour tells (broker, linger.ms) apart in a --compare report.
+    let lingers: BTreeSet<(Option<&str>, i64)> = curves
+        .iter()
+        .map(|c| (c.target.as_deref(), c.linger_ms))
+        .collect();
+    let batches: BTreeSet<usize> = curves.iter().map(|c| c.batch_size).collect();
+    let linger_rank = |c: &Curve| {
+        let key = (c.target.as_deref(), c.linger_ms);
+        lingers.iter().position(|x| *x == key).unwrap_or(0)
+    };
+    let batch_rank = |c: &Curve| batches.iter().position(|x| *x == c.batch_size).unwrap_or(0);
     curves
         .iter()
         .enumerate()
@@ -102,8 +110,8 @@ pub fn curve_strokes(curves: &[&Curve], style: CurveStyle) -> Vec<(&'static str,
                 DASHES[(i / PALETTE.len()) % DASHES.len()],
             ),
             CurveStyle::LingerAndBatch => (
-                PALETTE[rank(&lingers, c.linger_ms) % PALETTE.len()],
-                DASHES[rank(&batches, c.batch_size as i64) % DASHES.len()],
+                PALETTE[linger_rank(c) % PALETTE.len()],
+                DASHES[batch_rank(c) % DASHES.len()],
             ),
         })
         .collect()

@@ -65,38 +65,59 @@ impl Sweep<'_> {
     }
 }
 
-/// Runs the curves of every point and writes the report into `out`; on an
-/// error, what was measured so far is written first.
+/// One broker of the report: its sweep, its connection, and its name in a
+/// `--compare` report (`None` alone).
+pub struct Target<'a> {
+    pub name: Option<String>,
+    pub sweep: Sweep<'a>,
+    pub boot: SyncClient,
+}
+
+/// Runs the curves of every point against every target, in turn, and
+/// writes one report into `out`; on an error, what was measured so far is
+/// written first.
 pub fn run_curves(
-    sweep: &Sweep<'_>,
-    boot: &mut SyncClient,
+    targets: &mut [Target<'_>],
     points: &[SweepPoint],
     fractions_pct: &[u32],
     percentile: Percentile,
     out: &Path,
 ) -> Result<()> {
+    let Some(first) = targets.first() else {
+        return Ok(());
+    };
     let mut eta = Eta::new(
-        points.len() * (1 + fractions_pct.len()),
-        sweep.planned_run_secs(),
+        targets.len() * points.len() * (1 + fractions_pct.len()),
+        first.sweep.planned_run_secs(),
     );
+    let bootstraps: Vec<String> = targets
+        .iter()
+        .map(|t| match &t.name {
+            Some(n) => format!("{n}={}", t.sweep.args.bootstrap),
+            None => t.sweep.args.bootstrap.clone(),
+        })
+        .collect();
     let mut report = CurveReport {
-        bootstrap: sweep.args.bootstrap.clone(),
-        workload: sweep.workload.clone(),
+        bootstrap: bootstraps.join(", "),
+        workload: first.sweep.workload.clone(),
         fractions_pct: fractions_pct.to_vec(),
-        curves: Vec::with_capacity(points.len()),
+        curves: Vec::with_capacity(points.len() * targets.len()),
         points: Vec::new(),
     };
-    for point in points {
-        if let Err(e) = run_curve(sweep, boot, point, &mut eta, &mut report) {
-            if !report.points.is_empty() {
-                let _ = write_curves(&report, percentile, out);
-                eprintln!(
-                    "loadgen: stopped after {} run(s); the report of what finished is in {}",
-                    report.points.len(),
-                    out.display()
-                );
+    for t in targets.iter_mut() {
+        for point in points {
+            let r = run_curve(t, point, &mut eta, &mut report);
+            if let Err(e) = r {
+                if !report.points.is_empty() {
+                    let _ = write_curves(&report, percentile, out);
+                    eprintln!(
+                        "loadgen: stopped after {} run(s); the report of what finished is in {}",
+                        report.points.len(),
+                        out.display()
+                    );
+                }
+                return Err(e);
             }
-            return Err(e);
         }
     }
     print!(
@@ -108,15 +129,19 @@ pub fn run_curves(
 
 /// The flat-out run, then one run per fraction of its throughput.
 fn run_curve(
-    sweep: &Sweep<'_>,
-    boot: &mut SyncClient,
+    target: &mut Target<'_>,
     point: &SweepPoint,
     eta: &mut Eta,
     report: &mut CurveReport,
 ) -> Result<()> {
-    let setting = point.label();
+    let (sweep, boot) = (&target.sweep, &mut target.boot);
+    let setting = match &target.name {
+        Some(n) => format!("{n}: {}", point.label()),
+        None => point.label(),
+    };
     let max = sweep.run_once(boot, point, None, format!("{setting} @max"), eta)?;
     let mut curve = Curve::from_max_run(&setting, &max);
+    curve.target = target.name.clone();
     report.points.push(max);
     for &pct in &report.fractions_pct.clone() {
         let rate = fixed_rate(curve.max_rate, pct);

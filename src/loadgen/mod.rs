@@ -149,8 +149,14 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
     if args.consume_only {
         return consume_only::run(&args, cpus.as_deref().unwrap_or(&[]));
     }
-    let workload = resolve_workload(&args)?;
-    let base = ProducerSettings::from_args(&args).map_err(|e| anyhow!(e))?;
+    run_sweep(&args, cpus.unwrap_or_default())
+}
+
+/// The produce sweep: curves, flat-out or fixed-rate runs per point,
+/// against one broker or each `--compare` target.
+fn run_sweep(args: &LoadgenArgs, cpus: Vec<usize>) -> Result<()> {
+    let workload = resolve_workload(args)?;
+    let base = ProducerSettings::from_args(args).map_err(|e| anyhow!(e))?;
     let axes = args
         .sweep
         .iter()
@@ -173,23 +179,71 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
             results_dir::default_out_dir("loadgen", &started)
         }
     };
+    let targets = args::targets(&args.bootstrap, &args.compare).map_err(|e| anyhow!(e))?;
+    if targets.len() > 1 && !matches!(mode, RunMode::Curve { .. }) {
+        bail!("--compare draws curves: it cannot go with --flat-out, --rate or --messages");
+    }
     let admin_timeout = Duration::from_millis(base.request_timeout_ms.clamp(1_000, 30_000) as u64);
-    let mut boot = client::connect_bootstrap(&args.bootstrap, &args.client_id, admin_timeout)
-        .context("nothing can be produced")?;
-    let topics = workload.topic_names();
-    client::ensure_topics(
-        &mut boot,
-        &topics,
-        workload.partitions_per_topic,
-        workload.replication_factor,
-        &args.client_id,
-        admin_timeout,
-    )?;
+    // Every target is reached before the first run, so a typo fails fast.
+    let mut boots = Vec::with_capacity(targets.len());
+    for t in &targets {
+        boots.push(connect_target(
+            args,
+            &workload,
+            &t.bootstrap,
+            admin_timeout,
+        )?);
+    }
+    let target_args: Vec<LoadgenArgs> = targets
+        .iter()
+        .map(|t| LoadgenArgs {
+            bootstrap: t.bootstrap.clone(),
+            ..args.clone()
+        })
+        .collect();
+    announce(points.len(), &mode, &targets, &workload);
+    let mut runs: Vec<explore::Target<'_>> = targets
+        .iter()
+        .zip(&target_args)
+        .zip(boots)
+        .map(|((t, args), boot)| explore::Target {
+            name: t.name.clone(),
+            sweep: Sweep {
+                args,
+                workload: &workload,
+                cpus: cpus.clone(),
+                admin_timeout,
+            },
+            boot,
+        })
+        .collect();
+    match mode {
+        RunMode::Curve { fractions_pct } => {
+            explore::run_curves(&mut runs, &points, &fractions_pct, percentile, &out)?
+        }
+        RunMode::FlatOut | RunMode::Fixed { .. } => {
+            for t in &mut runs {
+                run_flat(&t.sweep, &mut t.boot, &points, &out)?;
+            }
+        }
+    }
+    if !args.no_results_line {
+        println!("results: {}", out.display());
+    }
+    Ok(())
+}
+
+/// The opening line: what runs against which broker(s).
+fn announce(points: usize, mode: &RunMode, targets: &[args::Target], workload: &Workload) {
     eprintln!(
         "loadgen: {} point(s), {} against {}; workload {:?}: {} topic(s) x {} partition(s), {} B, rate {}",
-        points.len(),
-        mode_text(&mode),
-        args.bootstrap,
+        points,
+        mode_text(mode),
+        targets
+            .iter()
+            .map(|t| t.bootstrap.as_str())
+            .collect::<Vec<_>>()
+            .join(" and "),
         workload.name,
         workload.topics,
         workload.partitions_per_topic,
@@ -198,22 +252,26 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
             .producer_rate
             .map_or("max".to_string(), |r| format!("{r}/s"))
     );
-    let sweep = Sweep {
-        args: &args,
-        workload: &workload,
-        cpus: cpus.unwrap_or_default(),
+}
+
+/// Connects to `bootstrap` and creates the workload's topics if absent.
+fn connect_target(
+    args: &LoadgenArgs,
+    workload: &Workload,
+    bootstrap: &str,
+    admin_timeout: Duration,
+) -> Result<SyncClient> {
+    let mut boot = client::connect_bootstrap(bootstrap, &args.client_id, admin_timeout)
+        .context("nothing can be produced")?;
+    client::ensure_topics(
+        &mut boot,
+        &workload.topic_names(),
+        workload.partitions_per_topic,
+        workload.replication_factor,
+        &args.client_id,
         admin_timeout,
-    };
-    match mode {
-        RunMode::Curve { fractions_pct } => {
-            explore::run_curves(&sweep, &mut boot, &points, &fractions_pct, percentile, &out)?
-        }
-        RunMode::FlatOut | RunMode::Fixed { .. } => run_flat(&sweep, &mut boot, &points, &out)?,
-    }
-    if !args.no_results_line {
-        println!("results: {}", out.display());
-    }
-    Ok(())
+    )?;
+    Ok(boot)
 }
 
 /// One run per point, flat out or at the workload's fixed rate.

@@ -225,3 +225,24 @@ fn broker_ignoring_sigterm_is_killed_after_the_timeout() {
         BrokerExit::Killed
     );
 }
+
+#[test]
+fn compare_puts_the_started_broker_first_under_its_name() {
+    let args = parse(&["--quick", "--compare", "kafka=127.0.0.1:9093"]);
+    let plan = resolve_plan(&args, &[0, 1]).unwrap();
+    let argv = loadgen_argv(&args, &plan, "127.0.0.1:1234", Path::new("/tmp/o"));
+    let lg = LoadgenCli::try_parse_from(&argv).unwrap().args;
+    assert_eq!(
+        lg.compare,
+        vec!["shardlog=127.0.0.1:1234", "kafka=127.0.0.1:9093"]
+    );
+    let ext = parse(&["--bootstrap", "h:1", "--compare", "b=h:2"]);
+    let plan = resolve_plan(&ext, &[0, 1]).unwrap();
+    let argv = loadgen_argv(&ext, &plan, "h:1", Path::new("/tmp/o"));
+    let lg = LoadgenCli::try_parse_from(&argv).unwrap().args;
+    assert_eq!(lg.compare, vec!["h:1", "b=h:2"]);
+    assert!(Cli::try_parse_from(["bench", "--flat-out", "--compare", "a=h:1"]).is_err());
+    let alone = resolve_plan(&parse(&["--quick"]), &[0, 1]).unwrap();
+    let argv = loadgen_argv(&parse(&["--quick"]), &alone, "h:1", Path::new("/tmp/o"));
+    assert!(!argv.iter().any(|a| a == "--compare"));
+}

@@ -26,6 +26,7 @@ fn curve(acks: &str, linger_ms: i64, batch_size: usize, max_rate: f64, p99s_ms: 
         .collect();
     Curve {
         setting: format!("acks={acks} linger.ms={linger_ms} batch.size={batch_size}"),
+        target: None,
         acks: acks.into(),
         linger_ms,
         batch_size,
@@ -174,4 +175,24 @@ fn percentiles_parse() {
     assert_eq!(Percentile::parse("p99.9").unwrap(), Percentile::P999);
     assert_eq!(Percentile::parse("50").unwrap(), Percentile::P50);
     assert!(Percentile::parse("p42").is_err());
+}
+
+#[test]
+fn compared_brokers_keep_apart_in_the_per_acks_plot() {
+    let mut a = curve("1", 5, 16_384, 20_000.0, &[1.0, 2.0, 3.0]);
+    let mut b = a.clone();
+    a.target = Some("shardlog".into());
+    a.setting = format!("shardlog: {}", a.setting);
+    b.target = Some("kafka".into());
+    b.setting = format!("kafka: {}", b.setting);
+    let st = curve_strokes(&[&a, &b], CurveStyle::LingerAndBatch);
+    assert_ne!(st[0].0, st[1].0, "same linger.ms, different brokers");
+    let plots = render_acks_svgs(&[a, b], Percentile::P99);
+    assert_eq!(plots.len(), 1);
+    assert!(plots[0]
+        .1
+        .contains("kafka: linger.ms=5 batch.size=16384 (max"));
+    assert!(plots[0]
+        .1
+        .contains(r#"data-setting="shardlog: acks=1 linger.ms=5"#));
 }

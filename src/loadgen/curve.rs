@@ -240,6 +240,12 @@ impl Eta {
     pub fn on_run_done(&mut self, wall_secs: f64) {
         self.runs_done = (self.runs_done + 1).min(self.runs_total);
         self.done_secs += wall_secs.max(0.0);
+        self.check_invariants();
+    }
+
+    fn check_invariants(&self) {
+        debug_assert!(self.runs_done <= self.runs_total);
+        debug_assert!(self.done_secs >= 0.0);
     }
 
     /// 1-based number of the run in progress.

@@ -24,7 +24,9 @@ fn text(b: &[u8]) -> String {
 }
 
 /// The quick sweep: acks=1,all x linger.ms=0,5 x one batch.size.
-const QUICK_POINTS: usize = 4;
+const QUICK_SETTINGS: usize = 4;
+/// `bench --quick`'s fractions of each setting's max rate.
+const QUICK_FRACTIONS: usize = 3;
 
 /// Rows of results.csv, each a map from column name to cell.
 fn csv_rows(dir: &Path) -> Vec<std::collections::HashMap<String, String>> {
@@ -49,8 +51,195 @@ fn csv_rows(dir: &Path) -> Vec<std::collections::HashMap<String, String>> {
         .collect()
 }
 
+/// An element of a parsed SVG document.
+#[derive(Debug, Default)]
+struct Element {
+    name: String,
+    attrs: std::collections::HashMap<String, String>,
+    children: Vec<Element>,
+    text: String,
+}
+
+impl Element {
+    fn attr(&self, k: &str) -> &str {
+        self.attrs.get(k).map(String::as_str).unwrap_or("")
+    }
+    /// Every element below (and including) this one, depth first.
+    fn all(&self) -> Vec<&Element> {
+        let mut out = vec![self];
+        for c in &self.children {
+            out.extend(c.all());
+        }
+        out
+    }
+    fn all_text(&self) -> String {
+        let mut t = self.text.clone();
+        for c in &self.children {
+            t.push_str(&c.all_text());
+        }
+        t
+    }
+}
+
+/// A small XML parser, enough for the hand-written SVG: elements,
+/// double-quoted attributes, text; fails on unbalanced tags.
+fn parse_xml(doc: &str) -> Element {
+    let mut stack = vec![Element::default()];
+    let mut rest = doc;
+    while let Some(lt) = rest.find('<') {
+        stack.last_mut().unwrap().text.push_str(&rest[..lt]);
+        let gt = lt + rest[lt..].find('>').expect("unterminated tag");
+        let tag = &rest[lt + 1..gt];
+        rest = &rest[gt + 1..];
+        if tag.starts_with('?') || tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            let done = stack.pop().expect("close without open");
+            assert_eq!(done.name, name.trim(), "tags balance");
+            stack.last_mut().expect("a parent").children.push(done);
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let body = tag.trim_end_matches('/');
+        let (name, mut attrs_text) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
+        let mut el = Element {
+            name: name.to_string(),
+            ..Element::default()
+        };
+        while let Some(eq) = attrs_text.find("=\"") {
+            let key = attrs_text[..eq].trim().to_string();
+            let after = &attrs_text[eq + 2..];
+            let end = after.find('"').expect("closing quote");
+            el.attrs.insert(key, after[..end].to_string());
+            attrs_text = &after[end + 1..];
+        }
+        if self_closing {
+            stack.last_mut().unwrap().children.push(el);
+        } else {
+            stack.push(el);
+        }
+    }
+    assert_eq!(stack.len(), 1, "every element closed");
+    let mut root = stack.pop().unwrap();
+    assert_eq!(root.children.len(), 1, "one root element");
+    root.children.pop().unwrap()
+}
+
+/// The SVG has one curve per setting, both axis labels and a legend entry
+/// per setting.
+fn check_curve_svg(svg: &str, settings: &[String]) {
+    let root = parse_xml(svg);
+    assert_eq!(root.name, "svg");
+    let all = root.all();
+    let curves: Vec<&str> = all
+        .iter()
+        .filter(|e| e.name == "polyline" && e.attr("class") == "curve")
+        .map(|e| e.attr("data-setting"))
+        .collect();
+    assert_eq!(
+        curves.len(),
+        settings.len(),
+        "one curve per setting: {curves:?}"
+    );
+    for s in settings {
+        assert!(curves.contains(&s.as_str()), "curve of {s} in {curves:?}");
+    }
+    for c in all.iter().filter(|e| e.name == "polyline") {
+        let n = c.attr("points").split_whitespace().count();
+        assert!(
+            n >= QUICK_FRACTIONS,
+            "{} has {n} points",
+            c.attr("data-setting")
+        );
+    }
+    for axis in ["x", "y"] {
+        let label = all
+            .iter()
+            .find(|e| e.attr("class") == "axis-label" && e.attr("data-axis") == axis)
+            .unwrap_or_else(|| panic!("{axis} axis label"));
+        assert!(
+            !label.all_text().trim().is_empty(),
+            "{axis} axis label text"
+        );
+    }
+    let legend = all
+        .iter()
+        .find(|e| e.name == "g" && e.attr("class") == "legend")
+        .expect("a legend");
+    let entries: Vec<String> = legend
+        .all()
+        .iter()
+        .filter(|e| e.attr("class") == "legend-entry")
+        .map(|e| e.all_text())
+        .collect();
+    assert_eq!(entries.len(), settings.len(), "{entries:?}");
+    for s in settings {
+        assert!(
+            entries.iter().any(|e| e.contains(s.as_str())),
+            "legend names {s}"
+        );
+    }
+}
+
+/// results.json has a curve per setting: a max rate and at least three
+/// fixed-rate points with corrected percentiles. Returns the settings.
+fn check_curves_json(out: &Path) -> Vec<String> {
+    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("results.json parses");
+    let curves = v["curves"].as_array().expect("curves");
+    assert_eq!(curves.len(), QUICK_SETTINGS, "one curve per setting");
+    let mut settings: Vec<String> = Vec::new();
+    for c in curves {
+        let setting = c["setting"].as_str().unwrap_or("?").to_string();
+        assert!(
+            c["max_rate"].as_f64().unwrap_or(0.0) > 0.0,
+            "{setting}: max rate"
+        );
+        let points = c["points"].as_array().expect("fixed-rate points");
+        assert!(
+            points.len() >= 3,
+            "{setting}: {} fixed-rate points",
+            points.len()
+        );
+        for p in points {
+            assert!(p["target_rate"].as_u64().unwrap_or(0) > 0, "{setting}: {p}");
+            assert!(
+                p["achieved_msgs_per_sec"].as_f64().unwrap_or(0.0) > 0.0,
+                "{setting}: {p}"
+            );
+            let l = &p["latency"];
+            assert!(l["count"].as_u64().unwrap_or(0) > 0, "{setting}: {p}");
+            let (p50, p99, p999) = (
+                l["p50_us"].as_f64().unwrap_or(0.0),
+                l["p99_us"].as_f64().unwrap_or(0.0),
+                l["p999_us"].as_f64().unwrap_or(0.0),
+            );
+            assert!(0.0 < p50 && p50 <= p99 && p99 <= p999, "{setting}: {l}");
+        }
+        settings.push(setting);
+    }
+    for want in ["acks=1", "acks=all", "linger.ms=0", "linger.ms=5"] {
+        assert!(
+            settings.iter().any(|l| l.contains(want)),
+            "{want} in {settings:?}"
+        );
+    }
+    // Every fixed-rate run's corrected latency is in the flat list too.
+    let runs = v["points"].as_array().expect("points");
+    let fixed = runs.iter().filter(|r| r["target_rate"].is_u64()).count();
+    assert_eq!(fixed, QUICK_SETTINGS * QUICK_FRACTIONS);
+    for r in runs.iter().filter(|r| r["target_rate"].is_u64()) {
+        assert!(
+            r["ack_latency_intended"]["count"].as_u64().unwrap_or(0) > 0,
+            "{r}"
+        );
+    }
+    settings
+}
+
 #[test]
-fn quick_bench_writes_a_report_with_a_nonzero_row_per_sweep_point() {
+fn quick_bench_writes_a_curve_per_setting_with_corrected_percentiles() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("report");
     let o = bench(&["--quick", "--out", out.to_str().unwrap()]);
@@ -64,33 +253,49 @@ fn quick_bench_writes_a_report_with_a_nonzero_row_per_sweep_point() {
         stdout.contains(&format!("results: {}", out.display())),
         "bench names its results folder:\n{stdout}"
     );
+    assert_eq!(
+        stdout.matches("results: ").count(),
+        1,
+        "named once:\n{stdout}"
+    );
+    assert!(
+        stderr.contains("ETA "),
+        "progress lines carry the sweep's ETA:\n{stderr}"
+    );
 
     let rows = csv_rows(&out);
-    assert_eq!(rows.len(), QUICK_POINTS, "one CSV row per sweep point");
+    assert_eq!(
+        rows.len(),
+        QUICK_SETTINGS * (1 + QUICK_FRACTIONS),
+        "one CSV row per run"
+    );
     for r in &rows {
         let rate: f64 = r["msgs_per_sec"].parse().expect("msgs_per_sec number");
-        assert!(rate > 0.0, "CSV point {} has zero throughput", r["label"]);
+        assert!(rate > 0.0, "CSV run {} has zero throughput", r["label"]);
     }
-    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
-    let v: serde_json::Value = serde_json::from_str(&json).expect("results.json parses");
-    let points = v["points"].as_array().expect("points");
-    assert_eq!(points.len(), QUICK_POINTS, "one JSON point per sweep point");
-    let mut labels: Vec<String> = Vec::new();
-    for p in points {
-        let label = p["label"].as_str().unwrap_or("?").to_string();
-        assert!(p["msgs_per_sec"].as_f64().unwrap_or(0.0) > 0.0, "{label}");
-        assert!(p["mb_per_sec"].as_f64().unwrap_or(0.0) > 0.0, "{label}");
-        labels.push(label);
-    }
-    for want in ["acks=1", "acks=all", "linger.ms=0", "linger.ms=5"] {
-        assert!(
-            labels.iter().any(|l| l.contains(want)),
-            "{want} in {labels:?}"
-        );
-    }
+    let settings = check_curves_json(&out);
 
     let svg = std::fs::read_to_string(out.join("latency.svg")).expect("latency.svg");
-    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    check_curve_svg(&svg, &settings);
+    for acks in ["1", "all"] {
+        let svg = std::fs::read_to_string(out.join(format!("latency-acks-{acks}.svg")))
+            .expect("a plot per acks level");
+        let mine: Vec<String> = settings
+            .iter()
+            .filter(|s| s.split(' ').any(|t| t == format!("acks={acks}")))
+            .map(|s| s.to_string())
+            .collect();
+        let root = parse_xml(&svg);
+        let n = root
+            .all()
+            .iter()
+            .filter(|e| e.attr("class") == "curve")
+            .count();
+        assert_eq!(n, mine.len(), "acks={acks}: {mine:?}");
+    }
+    let table = std::fs::read_to_string(out.join("curves.md")).expect("curves.md");
+    let rows = table.lines().filter(|l| l.starts_with('|')).count();
+    assert_eq!(rows, 2 + QUICK_SETTINGS, "{table}");
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
     assert!(html.contains("<table") && html.contains("<svg"));
 
@@ -104,6 +309,17 @@ fn quick_bench_writes_a_report_with_a_nonzero_row_per_sweep_point() {
         !Path::new(work).exists(),
         "the broker's temporary directory {work} is removed without --keep"
     );
+}
+
+#[test]
+fn svg_parser_reads_elements_attributes_and_text() {
+    let root = parse_xml(
+        r#"<svg a="1"><g class="legend"><line x="2"/><text>hi <b>there</b></text></g></svg>"#,
+    );
+    assert_eq!((root.name.as_str(), root.attr("a")), ("svg", "1"));
+    assert_eq!(root.all().len(), 5);
+    assert_eq!(root.children[0].all_text(), "hi there");
+    assert!(std::panic::catch_unwind(|| parse_xml("<svg><g></svg>")).is_err());
 }
 
 #[test]

@@ -173,9 +173,136 @@ fn omb_workload_drives_a_run_against_the_broker() {
 }
 
 #[test]
+fn omb_workload_at_max_rate_drives_a_curve_per_setting() {
+    let broker = start_broker();
+    let dir = tempfile::tempdir().unwrap();
+    // OMB's producerRate 0 asks for the maximum rate: the explorer finds
+    // it, then runs at fractions of it.
+    let workload = dir.path().join("max-rate.yaml");
+    std::fs::write(
+        &workload,
+        "name: max rate\ntopics: 1\npartitionsPerTopic: 2\nmessageSize: 512\n\
+         producerRate: 0\nkeyDistributor: NO_KEY\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = broker.run_loadgen(&[
+        "--bootstrap",
+        &broker.addr,
+        "--workload",
+        workload.to_str().unwrap(),
+        "--sweep",
+        "acks=1,all",
+        "--fractions",
+        "25,50,75",
+        "--duration",
+        "1s",
+        "--warmup",
+        "300ms",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("results: {}", out.display())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| acks=all "),
+        "curve table on stdout:\n{stdout}"
+    );
+    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("results.json parses");
+    assert_eq!(v["workload"]["name"], "max rate");
+    let curves = v["curves"].as_array().expect("curves");
+    assert_eq!(curves.len(), 2, "one curve per setting");
+    for c in curves {
+        let max = c["max_rate"].as_f64().unwrap();
+        assert!(max > 0.0, "{c}");
+        let targets: Vec<u64> = c["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["target_rate"].as_u64().unwrap())
+            .collect();
+        let want: Vec<u64> = [25.0, 50.0, 75.0]
+            .iter()
+            .map(|f| ((max * f / 100.0).round() as u64).max(1))
+            .collect();
+        assert_eq!(targets, want, "fractions of the max rate: {c}");
+        for p in c["points"].as_array().unwrap() {
+            assert!(p["latency"]["count"].as_u64().unwrap() > 0, "{p}");
+            assert_eq!(p["errors"], 0, "{p}");
+        }
+    }
+    let runs = v["points"].as_array().unwrap();
+    assert_eq!(runs.len(), 2 * 4, "max + 3 fractions per setting");
+    for r in runs {
+        assert_eq!(r["missing"], 0, "{}", r["label"]);
+        assert_eq!(r["duplicates"], 0, "{}", r["label"]);
+    }
+    for f in [
+        "latency.svg",
+        "latency-acks-1.svg",
+        "latency-acks-all.svg",
+        "curves.md",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+}
+
+#[test]
+fn compare_puts_two_brokers_curves_in_one_report() {
+    let (a, b) = (start_broker(), start_broker());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    a.run_loadgen(&[
+        "--compare",
+        &format!("first={}", a.addr),
+        "--compare",
+        &format!("second={}", b.addr),
+        "--topic",
+        "e2e-compare",
+        "--partitions",
+        "2",
+        "--message-size",
+        "256",
+        "--acks",
+        "1",
+        "--fractions",
+        "50,90",
+        "--duration",
+        "1s",
+        "--warmup",
+        "300ms",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("results.json parses");
+    let curves = v["curves"].as_array().expect("curves");
+    let names: Vec<&str> = curves
+        .iter()
+        .map(|c| c["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["first", "second"]);
+    for c in curves {
+        assert!(c["max_rate"].as_f64().unwrap() > 0.0, "{c}");
+        assert_eq!(c["points"].as_array().unwrap().len(), 2, "{c}");
+    }
+    let svg = std::fs::read_to_string(out.join("latency.svg")).expect("latency.svg");
+    for n in ["first: base", "second: base"] {
+        assert!(svg.contains(&format!(r#"data-setting="{n}""#)), "curve {n}");
+    }
+}
+
+#[test]
 fn consume_only_reads_every_produced_record_from_the_beginning() {
     let broker = start_broker();
+    let first = tempfile::tempdir().unwrap();
     broker.run_loadgen(&[
+        "--out",
+        first.path().to_str().unwrap(),
         "--bootstrap",
         &broker.addr,
         "--topic",

@@ -550,9 +550,13 @@ fn produced_batches_are_readable_by_librdkafka() {
         "kcat is required: apt-get install -y kcat"
     );
     let bootstrap = start_mock_broker();
+    let dir = tempfile::tempdir().unwrap();
     for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
         let topic = format!("kcat-{codec}");
+        let out = dir.path().join(codec);
         run_loadgen(&[
+            "--out",
+            out.to_str().unwrap(),
             "--bootstrap",
             &bootstrap,
             "--topic",

@@ -98,9 +98,31 @@ pub struct LoadgenArgs {
     /// Sweep axis: --sweep acks=0,1,all (repeatable; cartesian product).
     #[arg(long = "sweep", value_name = "KEY=V1,V2,...")]
     pub sweep: Vec<String>,
-    /// Directory for results.csv, results.json, latency.svg, report.html.
+    /// Report folder for results.csv, results.json, latency.svg,
+    /// report.html (and, for curves, curves.md and latency-acks-*.svg);
+    /// default results/loadgen-<UTC timestamp>/.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// One flat-out run per setting instead of the latency/throughput
+    /// curve (max rate, then fixed-rate runs at --fractions of it).
+    #[arg(long, conflicts_with = "fractions")]
+    pub flat_out: bool,
+    /// Curve: percentages of each setting's max rate to run at
+    /// (default 10,25,50,75,90).
+    #[arg(long, value_name = "PCT,PCT,...")]
+    pub fractions: Option<String>,
+    /// Curve: the latency percentile the plots show: p50, p99 or p99.9
+    /// (results.json and the table carry all three).
+    #[arg(long, default_value = "p99")]
+    pub plot_percentile: String,
+    /// Curve: compare brokers in one report, NAME=HOST:PORT[,HOST:PORT...]
+    /// (repeatable; replaces --bootstrap): the whole sweep runs against each
+    /// in turn and every curve is named after its broker.
+    #[arg(long = "compare", value_name = "NAME=BOOTSTRAP")]
+    pub compare: Vec<String>,
+    /// Do not print the closing `results: DIR` line (`bench` prints its own).
+    #[arg(long, hide = true)]
+    pub no_results_line: bool,
     /// Pin client threads to these CPUs (e.g. "1" or "0,1" or "0-3").
     #[arg(long)]
     pub client_cpus: Option<String>,
@@ -127,6 +149,43 @@ pub struct LoadgenArgs {
     /// Echo message size in bytes.
     #[arg(long, default_value_t = 64)]
     pub echo_size: usize,
+}
+
+/// One broker a sweep runs against: its name in a `--compare` report
+/// (`None` alone) and its `bootstrap.servers`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub name: Option<String>,
+    pub bootstrap: String,
+}
+
+/// The brokers to run against: `--bootstrap` alone, or every `--compare
+/// NAME=BOOTSTRAP` (a bare BOOTSTRAP is named after itself), names unique.
+pub fn targets(bootstrap: &str, compare: &[String]) -> Result<Vec<Target>, String> {
+    if compare.is_empty() {
+        return Ok(vec![Target {
+            name: None,
+            bootstrap: bootstrap.to_string(),
+        }]);
+    }
+    let mut out: Vec<Target> = Vec::new();
+    for spec in compare {
+        let (name, addr) = match spec.split_once('=') {
+            Some((n, a)) => (n.trim(), a.trim()),
+            None => (spec.trim(), spec.trim()),
+        };
+        if name.is_empty() || addr.is_empty() {
+            return Err(format!("--compare expects NAME=HOST:PORT, got {spec:?}"));
+        }
+        if out.iter().any(|t| t.name.as_deref() == Some(name)) {
+            return Err(format!("--compare names {name:?} twice"));
+        }
+        out.push(Target {
+            name: Some(name.to_string()),
+            bootstrap: addr.to_string(),
+        });
+    }
+    Ok(out)
 }
 
 /// Parses `10s`, `500ms`, `250us`, `2m`, `1h` or a bare number of seconds.
@@ -655,6 +714,34 @@ mod tests {
         assert_eq!(w.topic_names(), vec!["loadgen-0", "loadgen-1"]);
         let too_small = parse(&["--message-size", "8"]);
         assert!(Workload::default().override_with(&too_small).is_err());
+    }
+
+    #[test]
+    fn compare_targets_are_named_and_unique() {
+        let one = targets("h:1", &[]).unwrap();
+        assert_eq!(
+            one,
+            vec![Target {
+                name: None,
+                bootstrap: "h:1".into()
+            }]
+        );
+        let two = targets(
+            "ignored:1",
+            &["shardlog=127.0.0.1:9092".into(), "k:9093,k:9094".into()],
+        )
+        .unwrap();
+        assert_eq!(two[0].name.as_deref(), Some("shardlog"));
+        assert_eq!(two[0].bootstrap, "127.0.0.1:9092");
+        assert_eq!(
+            two[1].name.as_deref(),
+            Some("k:9093,k:9094"),
+            "named after itself"
+        );
+        for bad in [&["=h:1"][..], &["a="], &["a=h:1", "a=h:2"]] {
+            let bad: Vec<String> = bad.iter().map(|s| s.to_string()).collect();
+            assert!(targets("h:1", &bad).is_err(), "{bad:?}");
+        }
     }
 
     proptest::proptest! {

@@ -3,23 +3,29 @@
 //! `broker --override ...`) on embedded metadata in a temporary directory and
 //! a free loopback port, with the broker's data shards pinned to some cores
 //! and the load generator pinned to the others; runs a load generator sweep
-//! against it; writes the report folder; then stops the broker with SIGTERM
+//! against it (by default the trade-off explorer: per setting its max rate,
+//! then fixed-rate runs at fractions of it, see `loadgen::explore`); writes
+//! the report folder; then stops the broker with SIGTERM
 //! and checks its exit status (SIGKILL only after `--stop-timeout`, with a
 //! warning).
 //!
 //! ```text
-//! cargo run --release -- bench                        # ~2 min on a 2-core host
-//! shardlog bench --quick                              # ~30 s
+//! cargo run --release -- bench                        # ~5 min on a 2-core host
+//! shardlog bench --quick                              # ~1 min
+//! shardlog bench --flat-out --quick                   # one flat-out run per setting
+//! shardlog bench --fractions 25,50,75,90,95 --sweep acks=1,all
 //! shardlog bench --broker-cpus 0-1 --client-cpus 2-3 --sweep acks=1,all --duration 20s
 //! shardlog bench --broker-override shardlog.flush.every.append=true --sweep acks=all
 //! shardlog bench --bootstrap 10.0.0.5:9092            # an external broker
+//! shardlog bench --compare kafka=127.0.0.1:9093       # its curves beside shardlog's
 //! shardlog bench -- --compression lz4 --keys 1000     # more loadgen flags after `--`
 //! ```
 //!
 //! The results folder (default `results/bench-<UTC timestamp>/`, `--out`)
-//! holds loadgen's `results.csv`, `results.json`, `latency.svg` and
-//! `report.html`, plus `bench.json` (host, core split, broker command and
-//! exit, its `zerocopy:` shutdown line) and `broker.log`.
+//! holds loadgen's `results.csv`, `results.json`, `latency.svg`,
+//! `report.html` (and for curves `curves.md`, `latency-acks-*.svg`), plus
+//! `bench.json` (host, core split, broker command and exit, its `zerocopy:`
+//! shutdown line) and `broker.log`.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -35,16 +41,26 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use super::args::{parse_cpu_list, parse_duration, LoadgenArgs};
+use super::results_dir::{self, utc_timestamp};
 use crate::io::clock::{Clock, SystemClock};
 
 /// `shardlog bench` flags.
 #[derive(Debug, Clone, clap::Args)]
 #[command(about = "Start a pinned broker, sweep it with the load generator, write a report folder")]
 pub struct BenchArgs {
-    /// Short run (~30 s): acks=1,all x linger.ms=0,5 x batch.size=131072,
-    /// 3 s points after 1 s warm-up.
+    /// Short run (~1 min on 2 cores): acks=1,all x linger.ms=0,5 x
+    /// batch.size=131072, each a curve of max rate then 10,50,90% of it,
+    /// 2 s runs after 1 s warm-up (with --flat-out: 3 s points).
     #[arg(long)]
     pub quick: bool,
+    /// One flat-out run per setting (the pre-curve bench) instead of a
+    /// curve per setting.
+    #[arg(long, conflicts_with = "fractions")]
+    pub flat_out: bool,
+    /// Percentages of each setting's max rate to run at (default
+    /// 10,25,50,75,90; --quick 10,50,90).
+    #[arg(long, value_name = "PCT,PCT,...")]
+    pub fractions: Option<String>,
     /// Results folder (default: results/bench-<UTC timestamp>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -62,16 +78,27 @@ pub struct BenchArgs {
     /// does not use (core 1 on a 2-core host).
     #[arg(long, value_name = "LIST")]
     pub client_cpus: Option<String>,
-    /// Measured duration of each sweep point (default 10s; --quick 3s).
+    /// Measured duration of each run (curves: default 5s, --quick 2s;
+    /// --flat-out: 10s, --quick 3s).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Warm-up before each point (default 2s; --quick 1s).
+    /// Warm-up before each run (default 1s; --flat-out 2s, --quick 1s).
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Sweep axis passed to loadgen (repeatable); any --sweep replaces the
     /// default sweep (acks=1,all x linger.ms=0,5 x batch.size=16384,1048576).
     #[arg(long = "sweep", value_name = "KEY=V1,V2,...")]
     pub sweep: Vec<String>,
+    /// Another broker whose curves go into the same report,
+    /// NAME=HOST:PORT (repeatable; not with --flat-out), e.g.
+    /// kafka=127.0.0.1:9093 beside the broker bench starts (named
+    /// `shardlog`; with --bootstrap, named after its address).
+    #[arg(
+        long = "compare",
+        value_name = "NAME=HOST:PORT",
+        conflicts_with = "flat_out"
+    )]
+    pub compare: Vec<String>,
     /// Topic to produce to (created with --partitions if absent).
     #[arg(long, default_value = "bench")]
     pub topic: String,
@@ -124,8 +151,12 @@ where
     <Cli as clap::Parser>::parse_from(iter).args
 }
 
-/// The default sweep: ~2 minutes on a 2-core host (8 points of 10 s + 2 s),
-/// `--quick` ~30 s (4 points of 3 s + 1 s).
+/// `--quick`'s fractions of each setting's max rate: three points per curve.
+pub const QUICK_FRACTIONS: &str = "10,50,90";
+
+/// The default sweep: 8 settings, each a curve of 6 runs of 5 s + 1 s
+/// (~5 minutes on a 2-core host); `--quick` 4 settings of 4 runs of 2 s +
+/// 1 s (~1 minute).
 pub fn default_sweep(quick: bool) -> Vec<String> {
     let batch = if quick {
         "batch.size=131072"
@@ -144,6 +175,9 @@ pub struct BenchPlan {
     pub sweep: Vec<String>,
     pub duration: Duration,
     pub warmup: Duration,
+    /// `None`: one flat-out run per setting; else the curve's fractions
+    /// (`""` = loadgen's default).
+    pub fractions: Option<String>,
     pub warnings: Vec<String>,
 }
 
@@ -222,13 +256,20 @@ pub fn resolve_plan(args: &BenchArgs, available: &[usize]) -> Result<BenchPlan, 
     } else {
         args.sweep.clone()
     };
-    let (d, w) = if args.quick { (3, 1) } else { (10, 2) };
+    let ((d, w), fractions) = match (args.flat_out, args.quick) {
+        (true, true) => ((3, 1), None),
+        (true, false) => ((10, 2), None),
+        (false, true) => ((2, 1), Some(QUICK_FRACTIONS.to_string())),
+        (false, false) => ((5, 1), Some(String::new())),
+    };
+    let fractions = fractions.map(|f| args.fractions.clone().unwrap_or(f));
     Ok(BenchPlan {
         broker_cpus,
         client_cpus,
         sweep,
         duration: args.duration.unwrap_or(Duration::from_secs(d)),
         warmup: args.warmup.unwrap_or(Duration::from_secs(w)),
+        fractions,
         warnings,
     })
 }
@@ -272,6 +313,15 @@ pub fn loadgen_argv(
     .collect();
     v.push("--out".into());
     v.push(out.display().to_string());
+    v.push("--no-results-line".into());
+    match plan.fractions.as_deref() {
+        None => v.push("--flat-out".into()),
+        Some("") => {}
+        Some(f) => {
+            v.push("--fractions".into());
+            v.push(f.to_string());
+        }
+    }
     if let Some(c) = &plan.client_cpus {
         v.push("--client-cpus".into());
         v.push(format_cpu_list(c));
@@ -279,6 +329,18 @@ pub fn loadgen_argv(
     for s in &plan.sweep {
         v.push("--sweep".into());
         v.push(s.clone());
+    }
+    if !args.compare.is_empty() {
+        // The broker bench started is `shardlog`; an external one keeps
+        // its address as its name.
+        let own = match plan.broker_cpus {
+            Some(_) => format!("shardlog={bootstrap}"),
+            None => bootstrap.to_string(),
+        };
+        for c in std::iter::once(&own).chain(&args.compare) {
+            v.push("--compare".into());
+            v.push(c.clone());
+        }
     }
     v.extend(args.loadgen_args.iter().cloned());
     v
@@ -340,29 +402,6 @@ pub fn parse_zerocopy_line(log: &str) -> Option<(String, BTreeMap<String, u64>)>
 pub fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// `YYYYMMDD-HHMMSS` (UTC) of a Unix time in milliseconds.
-pub fn utc_timestamp(unix_ms: i64) -> String {
-    let secs = unix_ms.div_euclid(1000);
-    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (proleptic Gregorian; the
-    // well-known era/day-of-era algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    )
 }
 
 /// A temporary directory removed on drop unless kept.
@@ -678,17 +717,6 @@ fn host_facts(cpus: &[usize]) -> HostFacts {
     }
 }
 
-fn default_out_dir(started: &str) -> PathBuf {
-    let base = PathBuf::from("results").join(format!("bench-{started}"));
-    let mut dir = base.clone();
-    let mut n = 2;
-    while dir.exists() {
-        dir = PathBuf::from(format!("{}-{n}", base.display()));
-        n += 1;
-    }
-    dir
-}
-
 fn run_loadgen(argv: &[String]) -> Result<()> {
     let parsed = <LoadgenCli as clap::Parser>::try_parse_from(argv)
         .map_err(|e| anyhow!("loadgen flags {:?}: {e}", &argv[1..]))?;
@@ -707,7 +735,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| default_out_dir(&started));
+        .unwrap_or_else(|| results_dir::default_out_dir("bench", &started));
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut record = BenchRecord {
         started_utc: started,

@@ -90,7 +90,7 @@ pub fn run(args: &LoadgenArgs, cpus: &[usize]) -> Result<()> {
     let timeout = Duration::from_millis(30_000);
     let mut boot = client::connect_bootstrap(&args.bootstrap, &args.client_id, timeout)?;
     let meta = boot.metadata(&topics)?;
-    let parts = super::partitions_of(&meta, &topics)?;
+    let parts = super::point::partitions_of(&meta, &topics)?;
     let keys: Vec<(String, i32)> = parts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
     let starts = client::list_offsets_all(&meta, &keys, EARLIEST, &args.client_id, timeout)?;
     let ends = client::list_offsets_all(&meta, &keys, LATEST, &args.client_id, timeout)?;

@@ -30,6 +30,7 @@ use super::client::{
     correlation_id, decode_response, error_label, ConnEvent, Connection, SyncClient, Timebase,
     METADATA_VERSIONS, PRODUCE_VERSIONS,
 };
+use super::curve::{corrected_latency_ns, FixedRateSchedule};
 use super::partitioner::{partition_for_key, StickyPartitioner};
 use super::wire::{self, encode_batch, write_payload_header};
 use crate::histogram::LatencyHistogram;
@@ -42,7 +43,8 @@ pub struct LiveStats {
     pub errors: AtomicU64,
     pub retries: AtomicU64,
     pub consumed: AtomicU64,
-    /// Measured-window produce-ack latency, merged in by producers.
+    /// Measured-window produce-ack latency (at a fixed rate: from the
+    /// intended send time), merged in by producers for the progress line.
     pub ack_hist: Mutex<LatencyHistogram>,
     /// Set to stop every client thread early.
     pub abort: AtomicBool,
@@ -163,8 +165,8 @@ struct Producer {
     producer_epoch: i16,
     next_seq: u64,
     next_intended_ns: u64,
-    rate_origin_ns: u64,
-    interval_ns: Option<f64>,
+    /// Intended send times at a fixed rate; `None` flat out.
+    schedule: Option<FixedRateSchedule>,
     /// A record refused for lack of `buffer.memory`, since when (ns).
     blocked: Option<(usize, PendingRecord<RecordMeta>, u64)>,
     metadata_stale: bool,
@@ -212,8 +214,10 @@ impl Producer {
         let mut rng = StdRng::seed_from_u64(plan.seed);
         let mut filler = vec![0u8; plan.message_size];
         rng.fill_bytes(&mut filler);
-        let interval_ns = plan.rate_per_sec.filter(|r| *r > 0.0).map(|r| 1e9 / r);
         let now = plan.timebase.now_ns();
+        let schedule = plan
+            .rate_per_sec
+            .and_then(|r| FixedRateSchedule::new(now, r));
         Ok(Self {
             sticky: StickyPartitioner::new(slots.len() as i32),
             topic_name: TopicName(StrBytes::from_string(plan.topic.clone())),
@@ -240,8 +244,7 @@ impl Producer {
             producer_epoch,
             next_seq: 0,
             next_intended_ns: now,
-            rate_origin_ns: now,
-            interval_ns,
+            schedule,
             blocked: None,
             metadata_stale: false,
             metadata_corr: None,
@@ -317,7 +320,7 @@ impl Producer {
             let count_done = self.plan.max_messages.is_some_and(|m| self.next_seq >= m);
             // At a fixed rate the grid of intended times decides, so a
             // producer running late still sends every record due before the end.
-            let clock = if self.interval_ns.is_some() {
+            let clock = if self.schedule.is_some() {
                 self.next_intended_ns
             } else {
                 now
@@ -327,15 +330,15 @@ impl Producer {
                 self.done_generating = true;
                 return Ok(());
             }
-            let intended = match self.interval_ns {
+            let intended = match self.schedule {
                 Some(_) if self.next_intended_ns > now => return Ok(()),
                 Some(_) => self.next_intended_ns,
                 None => now,
             };
             let (slot, rec) = self.make_record(intended, now)?;
             self.next_seq += 1;
-            if let Some(iv) = self.interval_ns {
-                self.next_intended_ns = self.rate_origin_ns + (self.next_seq as f64 * iv) as u64;
+            if let Some(schedule) = &self.schedule {
+                self.next_intended_ns = schedule.intended_ns(self.next_seq);
             }
             self.out.sent += 1;
             self.live.sent.fetch_add(1, Ordering::Relaxed);
@@ -514,7 +517,7 @@ impl Producer {
     fn wait_time(&self, now: u64) -> Duration {
         let mut until = now + 50_000_000;
         if !self.done_generating && self.blocked.is_none() {
-            match self.interval_ns {
+            match self.schedule {
                 Some(_) => until = until.min(self.next_intended_ns),
                 None => until = now,
             }
@@ -718,11 +721,14 @@ impl Producer {
             );
             let lat = now.saturating_sub(m.send_ns);
             self.out.ack_hist.record_ns(lat);
-            self.live_hist.record_ns(lat);
-            if self.interval_ns.is_some() {
-                self.out
-                    .ack_intended_hist
-                    .record_ns(now.saturating_sub(m.intended_ns));
+            if self.schedule.is_some() {
+                // The progress line shows what the report will: at a
+                // fixed rate, latency from the intended send time.
+                let corrected = corrected_latency_ns(m.intended_ns, now);
+                self.out.ack_intended_hist.record_ns(corrected);
+                self.live_hist.record_ns(corrected);
+            } else {
+                self.live_hist.record_ns(lat);
             }
         }
     }

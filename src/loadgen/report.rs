@@ -19,6 +19,8 @@ pub struct PointResult {
     /// `0`, `1` or `all`: the series the point belongs to in the plot.
     pub acks: String,
     pub settings: ProducerSettings,
+    /// Total msgs/s asked for; `None` flat out.
+    pub target_rate: Option<u64>,
     pub idempotent: bool,
     /// Length of the measured window (after warm-up).
     pub measured_secs: f64,
@@ -145,6 +147,7 @@ pub fn render_csv(points: &[PointResult]) -> String {
         "batch_size",
         "compression",
         "idempotent",
+        "target_rate",
         "measured_secs",
         "msgs_per_sec",
         "mb_per_sec",
@@ -176,6 +179,7 @@ pub fn render_csv(points: &[PointResult]) -> String {
             p.settings.batch_size.to_string(),
             p.settings.compression_type.name().to_string(),
             p.idempotent.to_string(),
+            p.target_rate.map_or(String::new(), |r| r.to_string()),
             format!("{:.3}", p.measured_secs),
             format!("{:.1}", p.msgs_per_sec),
             format!("{:.3}", p.mb_per_sec),
@@ -201,7 +205,7 @@ pub fn render_json(report: &RunReport) -> Result<String, serde_json::Error> {
     serde_json::to_string_pretty(report)
 }
 
-fn escape_xml(s: &str) -> String {
+pub(crate) fn escape_xml(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -233,7 +237,7 @@ fn series(points: &[PointResult]) -> Vec<(String, Vec<PlotPoint>)> {
 }
 
 /// Axis tick text with as many decimals as the axis range needs.
-fn tick_label(v: f64, max: f64) -> String {
+pub(crate) fn tick_label(v: f64, max: f64) -> String {
     match max {
         m if m >= 10.0 => format!("{v:.0}"),
         m if m >= 1.0 => format!("{v:.1}"),
@@ -242,7 +246,7 @@ fn tick_label(v: f64, max: f64) -> String {
     }
 }
 
-fn nice_max(v: f64) -> f64 {
+pub(crate) fn nice_max(v: f64) -> f64 {
     if !(v.is_finite() && v > 0.0) {
         return 1.0;
     }

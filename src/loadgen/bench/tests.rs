@@ -62,11 +62,31 @@ fn quick_and_explicit_sweeps_and_durations() {
     assert_eq!(q.sweep, default_sweep(true));
     assert_eq!(
         (q.duration, q.warmup),
-        (Duration::from_secs(3), Duration::from_secs(1))
+        (Duration::from_secs(2), Duration::from_secs(1))
     );
+    assert_eq!(q.fractions.as_deref(), Some(QUICK_FRACTIONS));
     let f = resolve_plan(&parse(&[]), &[0, 1]).unwrap();
     assert_eq!(f.sweep, default_sweep(false));
-    assert_eq!(f.duration, Duration::from_secs(10));
+    assert_eq!(f.duration, Duration::from_secs(5));
+    assert_eq!(
+        f.fractions.as_deref(),
+        Some(""),
+        "loadgen's default fractions"
+    );
+    let flat = resolve_plan(&parse(&["--flat-out", "--quick"]), &[0, 1]).unwrap();
+    assert_eq!(flat.fractions, None);
+    assert_eq!(
+        (flat.duration, flat.warmup),
+        (Duration::from_secs(3), Duration::from_secs(1))
+    );
+    let flat = resolve_plan(&parse(&["--flat-out"]), &[0, 1]).unwrap();
+    assert_eq!(
+        (flat.duration, flat.warmup),
+        (Duration::from_secs(10), Duration::from_secs(2))
+    );
+    let own = resolve_plan(&parse(&["--quick", "--fractions", "20,40,60,80"]), &[0, 1]).unwrap();
+    assert_eq!(own.fractions.as_deref(), Some("20,40,60,80"));
+    assert!(Cli::try_parse_from(["bench", "--flat-out", "--fractions", "50"]).is_err());
     let s = resolve_plan(
         &parse(&["--sweep", "acks=0", "--duration", "500ms", "--quick"]),
         &[0, 1],
@@ -86,12 +106,27 @@ fn loadgen_command_line_parses_into_the_intended_loadgen_args() {
     assert_eq!(lg.topic, "t");
     assert_eq!(lg.partitions, Some(6));
     assert_eq!(lg.message_size, Some(1024));
-    assert_eq!(lg.duration, Some(Duration::from_secs(3)));
+    assert_eq!(lg.duration, Some(Duration::from_secs(2)));
     assert_eq!(lg.warmup, Some(Duration::from_secs(1)));
+    assert_eq!(lg.fractions.as_deref(), Some(QUICK_FRACTIONS));
+    assert!(!lg.flat_out && lg.no_results_line);
     assert_eq!(lg.client_cpus.as_deref(), Some("1"));
     assert_eq!(lg.sweep, default_sweep(true));
     assert_eq!(lg.out, Some(PathBuf::from("/tmp/o")));
     assert_eq!(lg.compression.as_deref(), Some("lz4"));
+    let flat = parse(&["--flat-out"]);
+    let plan = resolve_plan(&flat, &[0, 1]).unwrap();
+    let argv = loadgen_argv(&flat, &plan, "h:1", Path::new("/tmp/o"));
+    let lg = LoadgenCli::try_parse_from(&argv).unwrap().args;
+    assert!(lg.flat_out && lg.fractions.is_none());
+    let full = parse(&[]);
+    let plan = resolve_plan(&full, &[0, 1]).unwrap();
+    let argv = loadgen_argv(&full, &plan, "h:1", Path::new("/tmp/o"));
+    let lg = LoadgenCli::try_parse_from(&argv).unwrap().args;
+    assert!(
+        !lg.flat_out && lg.fractions.is_none(),
+        "curve, default fractions"
+    );
 }
 
 #[test]
@@ -189,4 +224,25 @@ fn broker_ignoring_sigterm_is_killed_after_the_timeout() {
         b.stop(Duration::from_millis(300)).unwrap(),
         BrokerExit::Killed
     );
+}
+
+#[test]
+fn compare_puts_the_started_broker_first_under_its_name() {
+    let args = parse(&["--quick", "--compare", "kafka=127.0.0.1:9093"]);
+    let plan = resolve_plan(&args, &[0, 1]).unwrap();
+    let argv = loadgen_argv(&args, &plan, "127.0.0.1:1234", Path::new("/tmp/o"));
+    let lg = LoadgenCli::try_parse_from(&argv).unwrap().args;
+    assert_eq!(
+        lg.compare,
+        vec!["shardlog=127.0.0.1:1234", "kafka=127.0.0.1:9093"]
+    );
+    let ext = parse(&["--bootstrap", "h:1", "--compare", "b=h:2"]);
+    let plan = resolve_plan(&ext, &[0, 1]).unwrap();
+    let argv = loadgen_argv(&ext, &plan, "h:1", Path::new("/tmp/o"));
+    let lg = LoadgenCli::try_parse_from(&argv).unwrap().args;
+    assert_eq!(lg.compare, vec!["h:1", "b=h:2"]);
+    assert!(Cli::try_parse_from(["bench", "--flat-out", "--compare", "a=h:1"]).is_err());
+    let alone = resolve_plan(&parse(&["--quick"]), &[0, 1]).unwrap();
+    let argv = loadgen_argv(&parse(&["--quick"]), &alone, "h:1", Path::new("/tmp/o"));
+    assert!(!argv.iter().any(|a| a == "--compare"));
 }

@@ -54,7 +54,7 @@ case "$CASE" in
   p1)
     c0="$(cpu_us)"
     lg --out "$TMP/p1" --topic p1 --acks 1 --linger-ms 5 --batch-size 1000000 --consumers 0 \
-      --duration "$DUR" --warmup 2s >"$TMP/p1.log" 2>&1 || { tail -5 "$TMP/p1.log" >&2; exit 1; }
+      --flat-out --duration "$DUR" --warmup 2s >"$TMP/p1.log" 2>&1 || { tail -5 "$TMP/p1.log" >&2; exit 1; }
     n="$(rec "$TMP/p1/results.json" "['points'][0]['produced']")"
     echo "p1 $(mb "$TMP/p1/results.json" "j['points'][0]['mb_per_sec']") MB/s $(per_mb "$c0" "$n") broker-cpu-us/MB"
     ;;

@@ -82,8 +82,8 @@ def loadgen(args, bootstrap, topic, acks, rf, out, rate=None):
         "--linger-ms", "5", "--batch-size", "1000000", "--consumers", "0",
         "--duration", args.duration, "--warmup", args.warmup, "--out", out,
     ]
-    if rate is not None:
-        cmd += ["--rate", str(int(rate))]
+    # Flat out unless a rate is given (loadgen's default is a curve).
+    cmd += ["--rate", str(int(rate))] if rate is not None else ["--flat-out"]
     log_path = out + ".log"
     with open(log_path, "w") as f:
         rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode

@@ -332,7 +332,7 @@ step_ref() {
 step_p1() {
   log "P1: produce 1 KiB acks=1 linger.ms=$LINGER batch.size=$BATCH, $PARTITIONS partitions"
   if loadgen "$TMP/p1lg" --topic p1-loadgen --acks 1 --linger-ms "$LINGER" --batch-size "$BATCH" \
-    --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+    --consumers 0 --flat-out --duration "${DUR}s" --warmup "${WARM}s"; then
     R[p1_lg_msgs]="$(lg_point "$TMP/p1lg" 0 "['msgs_per_sec']" 0)"
     R[p1_lg_mb]="$(lg_point "$TMP/p1lg" 0 "['mb_per_sec']" 1)"
     local produced; produced="$(lg_point "$TMP/p1lg" 0 "['produced']")"
@@ -375,7 +375,7 @@ step_p3() {
       log "P3: flat-out rate, linger.ms=$l batch.size=$P3_BATCH"
       start_broker "max-l$l" || { set_fail "p3_p999_$l" "$BROKER_ERR"; continue; }
       if loadgen "$TMP/p3max-l$l" --topic p3-max --acks 1 --linger-ms "$l" --batch-size "$P3_BATCH" \
-        --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+        --consumers 0 --flat-out --duration "${DUR}s" --warmup "${WARM}s"; then
         R[p3_max_$l]="$(lg_point "$TMP/p3max-l$l" 0 "['msgs_per_sec']" 0)"
       fi
       stop_broker
@@ -517,7 +517,7 @@ step_p2() {
   start_broker durable shardlog.flush.every.append=true || { set_fail p2_lg_mb "$BROKER_ERR"; NOTE[p2_rdk_mb]="${NOTE[p2_lg_mb]}"; return; }
   R[p2_broker]="$BROKER_CMD"
   if loadgen "$TMP/p2lg" --topic p2-loadgen --acks all --linger-ms "$LINGER" --batch-size "$BATCH" \
-    --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+    --consumers 0 --flat-out --duration "${DUR}s" --warmup "${WARM}s"; then
     R[p2_lg_msgs]="$(lg_point "$TMP/p2lg" 0 "['msgs_per_sec']" 0)"
     R[p2_lg_mb]="$(lg_point "$TMP/p2lg" 0 "['mb_per_sec']" 1)"
   else set_fail p2_lg_mb "$(tail_of "$TMP/p2lg.log" 4)"; fi
@@ -558,7 +558,7 @@ vs_side() {
   local n="$1" pre="$TMP/vs-$1" produced count s
   log "vs Kafka ($n): produce acks=1, loadgen"
   if loadgen "$pre-a1" --topic vs-acks1 --acks 1 --linger-ms "$LINGER" --batch-size "$BATCH" \
-    --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+    --consumers 0 --flat-out --duration "${DUR}s" --warmup "${WARM}s"; then
     R[vs_${n}_a1_mb]="$(lg_point "$pre-a1" 0 "['mb_per_sec']" 1)"
     R[vs_${n}_a1_msgs]="$(lg_point "$pre-a1" 0 "['msgs_per_sec']" 0)"
     produced="$(lg_point "$pre-a1" 0 "['produced']")"
@@ -566,7 +566,7 @@ vs_side() {
   else set_fail "vs_${n}_a1_mb" "$(tail_of "$pre-a1.log" 4)"; fi
   log "vs Kafka ($n): produce acks=all, loadgen"
   if loadgen "$pre-aall" --topic vs-acksall --acks all --linger-ms "$LINGER" --batch-size "$BATCH" \
-    --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+    --consumers 0 --flat-out --duration "${DUR}s" --warmup "${WARM}s"; then
     R[vs_${n}_aall_mb]="$(lg_point "$pre-aall" 0 "['mb_per_sec']" 1)"
     produced="$(lg_point "$pre-aall" 0 "['produced']")"
     R[vs_${n}_aall_cpugb]="$(cpu_per_gb "$B_CPU" "$produced")"
@@ -613,7 +613,7 @@ vs_latency() {
   if [ "$n" = kafka ]; then
     log "vs Kafka ($n): flat-out rate, acks=1 linger.ms=0 batch.size=$P3_BATCH"
     if loadgen "$pre-max" --topic vs-max --acks 1 --linger-ms 0 --batch-size "$P3_BATCH" \
-      --consumers 0 --duration "${DUR}s" --warmup "${WARM}s"; then
+      --consumers 0 --flat-out --duration "${DUR}s" --warmup "${WARM}s"; then
       R[vs_kafka_max]="$(lg_point "$pre-max" 0 "['msgs_per_sec']" 0)"
       [ -n "${R[vs_kafka_max]}" ] && R[vs_rate]="$(calc "${R[vs_kafka_max]} / 2" 0)"
     fi

@@ -16,10 +16,10 @@
 //!    LEO and Fetch v12+'s `diverging_epoch` drives truncation instead;
 //! 2. one Fetch (v≤17, `replica.fetch.*` settings, `ReplicaState` v15+,
 //!    topic ids v13+, `current_leader_epoch`, `last_fetched_epoch`) for
-//!    every ready partition, in a KIP-227 fetch session ([`session`],
-//!    Kafka's `FetchSessionHandler`; sessionless, epoch -1, when
-//!    `shardlog.replica.fetch.session.enable` is off): a full fetch asking
-//!    for a session, then incremental ones listing only changed, added and forgotten
+//!    every ready partition; sessionless (epoch -1) unless
+//!    `shardlog.replica.fetch.session.enable` is on, then in a KIP-227 fetch
+//!    session ([`session`], Kafka's `FetchSessionHandler`): a full fetch
+//!    asking for a session, then incremental ones listing only changed, added and forgotten
 //!    partitions; a session error from the leader makes the next fetch
 //!    full, at once, on the same connection. Records are appended as
 //!    follower on this shard, HW = min(leader HW, LEO), log start =

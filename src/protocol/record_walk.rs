@@ -328,6 +328,12 @@ impl<'a> Snappy<'a> {
             std::mem::take(&mut self.input)
         };
         let len = snap::raw::decompress_len(block).map_err(|_| invalid("bad snappy block"))?;
+        if !snappy_len_possible(len, block.len()) {
+            // Refused before allocating: a forged header would otherwise
+            // make us allocate up to the limit for a few input bytes.
+            self.input = &[];
+            return Err(invalid("bad snappy block"));
+        }
         if len as u64 > self.left {
             self.input = &[];
             return Err(io::Error::other(TooLarge));
@@ -340,6 +346,14 @@ impl<'a> Snappy<'a> {
         self.at = 0;
         Ok(true)
     }
+}
+
+/// Whether a snappy block of `block_len` bytes can inflate to `claimed`
+/// bytes. Snappy's densest element is a copy with a 2-byte offset: 3 bytes
+/// that write 64 (snappy's format_description.txt), so no valid block grows
+/// more than 64/3 < 22 times.
+fn snappy_len_possible(claimed: usize, block_len: usize) -> bool {
+    claimed as u64 <= (block_len as u64).saturating_mul(22)
 }
 
 fn invalid(what: &'static str) -> io::Error {
@@ -477,6 +491,34 @@ mod tests {
         })
         .expect("walk");
         assert_eq!(seen, 5);
+    }
+
+    #[test]
+    fn a_snappy_length_no_block_can_reach_is_refused_before_allocating() {
+        // The densest real block (long runs of one byte) stays in bounds.
+        let run = vec![7u8; 1 << 20];
+        let block = snap::raw::Encoder::new()
+            .compress_vec(&run)
+            .expect("snappy");
+        assert!(snappy_len_possible(run.len(), block.len()));
+        assert!(
+            run.len() > block.len() * 20,
+            "the bound is near snappy's limit"
+        );
+        // A 6-byte block claiming 100 MB cannot be real.
+        assert!(!snappy_len_possible(100 << 20, 6));
+        let mut forged = Vec::new();
+        let mut n: u64 = 100 << 20;
+        while n >= 0x80 {
+            forged.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        forged.push(n as u8);
+        forged.extend_from_slice(&[0, 1]);
+        let mut r = Snappy::new(&forged, u64::MAX);
+        let e = r.read(&mut [0u8; 16]).expect_err("forged");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(r.block.capacity() < 1 << 20, "nothing allocated for it");
     }
 
     #[test]

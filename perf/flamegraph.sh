@@ -7,8 +7,12 @@
 # --start launches target/release/shardlog broker on a temp log dir and a free
 # port, exports SHARDLOG_BOOTSTRAP=127.0.0.1:PORT for the workload, and stops
 # both afterwards. The workload runs in the background while perf samples.
-# Sampling is software cpu-clock at 999 Hz (no hardware counters in our VMs;
-# 999 rather than 1000 avoids lockstep with timer ticks).
+# Sampling is software cpu-clock (no hardware counters in our VMs) with DWARF
+# call graphs by default, at 499 Hz (16 KiB of stack per sample; --fp: frame
+# pointers at 999 Hz, 999 rather than 1000 to avoid lockstep with timer
+# ticks). Release Rust code keeps no frame pointers, so frame-pointer stacks
+# end in [unknown] below glommio's executor; DWARF unwinding reaches the
+# broker's own call paths (issue 27 measured both: perf/RESULTS.md).
 set -euo pipefail
 
 usage() {
@@ -23,8 +27,9 @@ usage: perf/flamegraph.sh (--pid PID | --start) [options]
                        (or kcat if rdkafka-perf is not found). Default with --pid: none.
   --bootstrap H:P      SHARDLOG_BOOTSTRAP for --pid mode (default: keep the environment's)
   --out FILE.svg       output (default: flamegraph-<timestamp>.svg)
-  --dwarf              --call-graph dwarf (better Rust stacks without frame pointers; bigger, slower)
-  --freq HZ            sampling frequency (default 999)
+  --dwarf              --call-graph dwarf,16384 (the default: Rust stacks without frame pointers)
+  --fp                 frame-pointer call graphs (-g): smaller and faster, but stacks stop at [unknown]
+  --freq HZ            sampling frequency (default 499 with DWARF, 999 with --fp)
   --bin PATH           broker binary for --start (default: <repo>/target/release/shardlog)
   --broker-args ARGS   broker arguments for --start; {dir} and {port} are substituted
                        (default: $SHARDLOG_BROKER_ARGS or "broker --override
@@ -36,7 +41,7 @@ EOF
 }
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PID="" START=0 DURATION=20 WARMUP="" WORKLOAD="" OUT="" DWARF=0 FREQ=999 BIN="" TITLE="" KEEP=0 INSTALL=1
+PID="" START=0 DURATION=20 WARMUP="" WORKLOAD="" OUT="" DWARF=1 FREQ="" BIN="" TITLE="" KEEP=0 INSTALL=1
 DEFAULT_BROKER_ARGS='broker --override listeners=PLAINTEXT://127.0.0.1:{port} --override log.dirs={dir} --override log.retention.bytes=536870912 --override log.retention.check.interval.ms=1000'
 BROKER_ARGS="${SHARDLOG_BROKER_ARGS:-$DEFAULT_BROKER_ARGS}"
 while [ $# -gt 0 ]; do
@@ -49,6 +54,7 @@ while [ $# -gt 0 ]; do
     --bootstrap) export SHARDLOG_BOOTSTRAP="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --dwarf) DWARF=1; shift ;;
+    --fp) DWARF=0; shift ;;
     --freq) FREQ="$2"; shift 2 ;;
     --bin) BIN="$2"; shift 2 ;;
     --broker-args) BROKER_ARGS="$2"; shift 2 ;;
@@ -167,7 +173,8 @@ fi
 
 # ---------------------------------------------------------------- record, render
 
-CG=(-g); [ "$DWARF" = 1 ] && CG=(--call-graph dwarf)
+CG=(-g); [ "$DWARF" = 1 ] && CG=(--call-graph dwarf,16384)
+[ -n "$FREQ" ] || { FREQ=999; [ "$DWARF" = 1 ] && FREQ=499; }
 log "perf record -e cpu-clock -F $FREQ ${CG[*]} -p $PID for ${DURATION}s"
 perf record -e cpu-clock -F "$FREQ" "${CG[@]}" -p "$PID" -o "$TMP/perf.data" -- sleep "$DURATION" 2>"$TMP/perf.err" \
   || { cat "$TMP/perf.err" >&2; die "perf record failed (kernel.perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null); non-root needs <= 1)"; }
@@ -178,7 +185,9 @@ if [ -n "$WORKLOAD_PID" ]; then
   WORKLOAD_PID=""
 fi
 
-perf script -i "$TMP/perf.data" 2>/dev/null >"$TMP/perf.script"
+# --no-inline: resolving inlined frames runs addr2line per address, which
+# took 3 min for 467 DWARF samples of a debug build (0.7 s without).
+perf script --no-inline -i "$TMP/perf.data" 2>/dev/null >"$TMP/perf.script"
 inferno-collapse-perf <"$TMP/perf.script" >"$TMP/collapsed.txt"
 [ -s "$TMP/collapsed.txt" ] || die "no samples collected (was process $PID on-CPU?)"
 [ -n "$TITLE" ] || TITLE="shardlog: pid $PID, ${DURATION}s cpu-clock @${FREQ}Hz${WORKLOAD:+, load: ${WORKLOAD:0:80}}"

@@ -171,6 +171,7 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    install_panic_report();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Broker(args) => broker(args),
@@ -184,6 +185,22 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Every panic, in any thread, also goes to the log with its thread name
+/// and a backtrace (whatever RUST_BACKTRACE says), before Rust's own
+/// message: a broker that exits on its own must say why (issue 26: two
+/// exits with status 101 and no panic line captured). A request handler's
+/// panic is caught and fails only that request; this report says where.
+fn install_panic_report() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or("<unnamed>");
+        let backtrace = std::backtrace::Backtrace::force_capture();
+        tracing::error!("panic in thread '{name}': {info}\nbacktrace:\n{backtrace}");
+        default(info);
+    }));
 }
 
 fn broker(args: BrokerArgs) -> anyhow::Result<()> {

@@ -185,10 +185,23 @@ fn check_curve_svg(svg: &str, settings: &[String]) {
 /// results.json has a curve per setting: a max rate and at least three
 /// fixed-rate points with corrected percentiles. Returns the settings.
 fn check_curves_json(out: &Path) -> Vec<String> {
+    let settings = check_curves(out, QUICK_SETTINGS);
+    for want in ["acks=1", "acks=all", "linger.ms=0", "linger.ms=5"] {
+        assert!(
+            settings.iter().any(|l| l.contains(want)),
+            "{want} in {settings:?}"
+        );
+    }
+    settings
+}
+
+/// results.json has `n` curves, each with a max rate and >= 3 fixed-rate
+/// points whose latencies are corrected (from the intended send time).
+fn check_curves(out: &Path, n: usize) -> Vec<String> {
     let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
     let v: serde_json::Value = serde_json::from_str(&json).expect("results.json parses");
     let curves = v["curves"].as_array().expect("curves");
-    assert_eq!(curves.len(), QUICK_SETTINGS, "one curve per setting");
+    assert_eq!(curves.len(), n, "one curve per setting");
     let mut settings: Vec<String> = Vec::new();
     for c in curves {
         let setting = c["setting"].as_str().unwrap_or("?").to_string();
@@ -219,16 +232,10 @@ fn check_curves_json(out: &Path) -> Vec<String> {
         }
         settings.push(setting);
     }
-    for want in ["acks=1", "acks=all", "linger.ms=0", "linger.ms=5"] {
-        assert!(
-            settings.iter().any(|l| l.contains(want)),
-            "{want} in {settings:?}"
-        );
-    }
     // Every fixed-rate run's corrected latency is in the flat list too.
     let runs = v["points"].as_array().expect("points");
     let fixed = runs.iter().filter(|r| r["target_rate"].is_u64()).count();
-    assert_eq!(fixed, QUICK_SETTINGS * QUICK_FRACTIONS);
+    assert_eq!(fixed, n * QUICK_FRACTIONS);
     for r in runs.iter().filter(|r| r["target_rate"].is_u64()) {
         assert!(
             r["ack_latency_intended"]["count"].as_u64().unwrap_or(0) > 0,
@@ -302,7 +309,7 @@ fn quick_bench_writes_a_curve_per_setting_with_corrected_percentiles() {
     let record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("bench.json")).expect("bench.json"))
             .expect("bench.json parses");
-    let exit = record["broker_exit"].as_str().unwrap_or("");
+    let exit = record["brokers"][0]["exit"].as_str().unwrap_or("");
     assert_eq!(exit, "stopped by SIGTERM, exit status: 0");
     let work = record["work_dir"].as_str().expect("work_dir recorded");
     assert!(
@@ -409,4 +416,193 @@ fn bench_stopped_by_sigterm_stops_its_broker_and_removes_its_work_dir() {
     assert!(marker.exists(), "the broker got SIGTERM: {rest:#?}");
     assert!(!Path::new(&work).exists(), "work dir {work} removed");
     drop(silent);
+}
+
+/// (max rate, [p50 at each fraction]) of the curve whose setting is `acks`.
+fn curve_figures(out: &Path, acks: &str) -> (f64, Vec<f64>) {
+    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("results.json parses");
+    let curve = v["curves"]
+        .as_array()
+        .expect("curves")
+        .iter()
+        .find(|c| {
+            c["setting"]
+                .as_str()
+                .is_some_and(|s| s.split(' ').any(|t| t == acks))
+        })
+        .unwrap_or_else(|| panic!("a curve for {acks}: {v}"));
+    let p50s = curve["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .map(|p| p["latency"]["p50_us"].as_f64().unwrap_or(0.0))
+        .collect();
+    (curve["max_rate"].as_f64().unwrap_or(0.0), p50s)
+}
+
+/// Replica folders (`<topic>-<partition>`) of `topic` under `dir` that
+/// hold record bytes.
+fn replicas_with_data(dir: &Path, topic: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix(&format!("{topic}-"))
+                .is_some_and(|p| p.parse::<u32>().is_ok())
+        })
+        .filter(|e| {
+            std::fs::read_dir(e.path()).is_ok_and(|files| {
+                files.filter_map(Result::ok).any(|f| {
+                    f.path().extension().is_some_and(|x| x == "log")
+                        && f.metadata().is_ok_and(|m| m.len() > 0)
+                })
+            })
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Removes a folder when dropped.
+struct RemoveOnDrop(Option<std::path::PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}
+
+#[test]
+fn quick_bench_on_three_brokers_replicates_and_draws_acks_1_and_all_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report");
+    let o = bench(&[
+        "--brokers",
+        "3",
+        "--quick",
+        "--keep",
+        "--sweep",
+        "acks=1,all",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = (text(&o.stdout), text(&o.stderr));
+    let record: serde_json::Value = std::fs::read_to_string(out.join("bench.json"))
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default();
+    // --keep: the test removes the brokers' folders itself, pass or fail.
+    let work = record["work_dir"].as_str().map(std::path::PathBuf::from);
+    let _cleanup = RemoveOnDrop(work.clone());
+    assert!(
+        o.status.success(),
+        "shardlog bench --brokers 3 --quick failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        o.status
+    );
+    let settings = check_curves(&out, 2);
+    assert!(settings.iter().any(|s| s == "acks=1"), "{settings:?}");
+    assert!(settings.iter().any(|s| s == "acks=all"), "{settings:?}");
+    let svg = std::fs::read_to_string(out.join("latency.svg")).expect("latency.svg");
+    check_curve_svg(&svg, &settings);
+
+    // Three ZooKeeper-mode brokers, each stopped cleanly, and ZooKeeper.
+    assert!(
+        record["zookeeper"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("127.0.0.1:")),
+        "{record}"
+    );
+    let brokers = record["brokers"].as_array().expect("brokers");
+    assert_eq!(brokers.len(), 3, "{record}");
+    for (i, b) in brokers.iter().enumerate() {
+        assert_eq!(b["id"].as_u64(), Some(i as u64 + 1), "{b}");
+        assert_eq!(
+            b["exit"].as_str(),
+            Some("stopped by SIGTERM, exit status: 0"),
+            "{b}"
+        );
+        let cmd: Vec<&str> = b["command"]
+            .as_array()
+            .expect("command")
+            .iter()
+            .filter_map(|x| x.as_str())
+            .collect();
+        assert!(cmd.contains(&"min.insync.replicas=2"), "{cmd:?}");
+        assert!(out.join(format!("broker-{}.log", i + 1)).exists());
+    }
+    // RF=3: every broker holds all 6 partitions of the bench topic, with
+    // records in each — the followers fetched them.
+    let work = work.expect("work_dir recorded");
+    for id in 1..=3 {
+        let data = work.join(format!("broker-{id}-data"));
+        let mut held = replicas_with_data(&data, "bench");
+        held.sort();
+        assert_eq!(held.len(), 6, "broker {id} replicas with data: {held:?}");
+    }
+
+    // The two curves are two measurements, not one drawn twice.
+    let (one, all) = (
+        curve_figures(&out, "acks=1"),
+        curve_figures(&out, "acks=all"),
+    );
+    assert!(one.0 > 0.0 && all.0 > 0.0, "{one:?} {all:?}");
+    assert_ne!(one, all, "acks=1 and acks=all curves are identical");
+}
+
+#[test]
+fn bench_flamegraph_records_one_svg_per_run_naming_the_brokers_functions() {
+    for (tool, install) in [
+        ("perf", "apt-get install -y linux-perf"),
+        ("inferno-flamegraph", "cargo install inferno --locked"),
+    ] {
+        let found = std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()));
+        assert!(
+            found,
+            "{tool} missing: {install} (bash tests/run.sh installs it)"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report");
+    let o = bench(&[
+        "--quick",
+        "--flamegraph",
+        "--sweep",
+        "acks=1",
+        "--fractions",
+        "50",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = text(&o.stderr);
+    assert!(o.status.success(), "bench --flamegraph failed:\n{stderr}");
+    let mut svgs: Vec<String> = std::fs::read_dir(out.join("flamegraphs"))
+        .expect("flamegraphs/ in the report folder")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    svgs.sort();
+    // The max-rate run and the 50% run; perf.data removed after rendering.
+    assert_eq!(svgs.len(), 2, "{svgs:?}");
+    assert!(
+        svgs[0].starts_with("01-acks=1") && svgs[0].ends_with("max.svg"),
+        "{svgs:?}"
+    );
+    assert!(
+        svgs[1].starts_with("02-acks=1") && svgs[1].contains("50"),
+        "{svgs:?}"
+    );
+    for name in &svgs {
+        let svg = std::fs::read_to_string(out.join("flamegraphs").join(name)).unwrap();
+        assert!(svg.contains("<svg"), "{name} is not an SVG");
+        assert!(
+            svg.contains("shardlog::"),
+            "{name} names no shardlog function"
+        );
+    }
 }

@@ -120,6 +120,12 @@ pub struct LoadgenArgs {
     /// in turn and every curve is named after its broker.
     #[arg(long = "compare", value_name = "NAME=BOOTSTRAP")]
     pub compare: Vec<String>,
+    /// Record a CPU flamegraph of this process (repeatable: the brokers)
+    /// during each run's measured window, into <out>/flamegraphs/ (perf
+    /// with DWARF stacks, rendered by inferno; `bench --flamegraph` passes
+    /// the brokers it starts).
+    #[arg(long, value_name = "PID")]
+    pub flamegraph_pid: Vec<u32>,
     /// Do not print the closing `results: DIR` line (`bench` prints its own).
     #[arg(long, hide = true)]
     pub no_results_line: bool,

@@ -16,6 +16,8 @@
 //! shardlog bench --fractions 25,50,75,90,95 --sweep acks=1,all
 //! shardlog bench --broker-cpus 0-1 --client-cpus 2-3 --sweep acks=1,all --duration 20s
 //! shardlog bench --broker-override shardlog.flush.every.append=true --sweep acks=all
+//! shardlog bench --brokers 3 --sweep acks=1,all       # ZooKeeper + 3 brokers, RF=3
+//! shardlog bench --quick --flamegraph                 # + flamegraphs/ per run
 //! shardlog bench --bootstrap 10.0.0.5:9092            # an external broker
 //! shardlog bench --compare kafka=127.0.0.1:9093       # its curves beside shardlog's
 //! shardlog bench -- --compression lz4 --keys 1000     # more loadgen flags after `--`
@@ -24,21 +26,20 @@
 //! The results folder (default `results/bench-<UTC timestamp>/`, `--out`)
 //! holds loadgen's `results.csv`, `results.json`, `latency.svg`,
 //! `report.html` (and for curves `curves.md`, `latency-acks-*.svg`), plus
-//! `bench.json` (host, core split, broker command and exit, its `zerocopy:`
-//! shutdown line) and `broker.log`.
+//! `bench.json` (host, core split, each broker's command and exit and its
+//! `zerocopy:` shutdown line) and `broker.log` (`--brokers N`: `broker-1.log`
+//! ... and `zookeeper.log`; see `bench::cluster`).
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-use nix::unistd::Pid;
 use serde::Serialize;
+
+use child::{free_loopback_addr, SignalGuard, WorkDir};
+pub use child::{BrokerChild, BrokerExit};
 
 use super::args::{parse_cpu_list, parse_duration, LoadgenArgs};
 use super::results_dir::{self, utc_timestamp};
@@ -67,6 +68,17 @@ pub struct BenchArgs {
     /// Keep the broker's temporary directory (log dirs and broker.log).
     #[arg(long)]
     pub keep: bool,
+    /// Brokers to start: 1 (default) on embedded metadata; N > 1 a local
+    /// ZooKeeper-mode cluster (ZooKeeper from Debian's `zookeeper`
+    /// package, started by bench) whose topics have RF = min(N, 3) and
+    /// min.insync.replicas = RF - 1, so acks=all waits for a follower.
+    /// The brokers take the broker CPUs in turn, one shard each.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=9))]
+    pub brokers: u16,
+    /// Record a CPU flamegraph of the broker(s) during each run's measured
+    /// window into <out>/flamegraphs/ (perf with DWARF stacks, inferno).
+    #[arg(long)]
+    pub flamegraph: bool,
     /// Bench an external broker at HOST:PORT instead of starting one.
     #[arg(long, value_name = "HOST:PORT")]
     pub bootstrap: Option<String>,
@@ -171,6 +183,8 @@ pub fn default_sweep(quick: bool) -> Vec<String> {
 pub struct BenchPlan {
     /// `None` with `--bootstrap`: no broker is started.
     pub broker_cpus: Option<Vec<usize>>,
+    /// Brokers bench starts (0 with `--bootstrap`).
+    pub brokers: usize,
     pub client_cpus: Option<Vec<usize>>,
     pub sweep: Vec<String>,
     pub duration: Duration,
@@ -220,9 +234,14 @@ pub fn resolve_plan(args: &BenchArgs, available: &[usize]) -> Result<BenchPlan, 
     let client = given("--client-cpus", &args.client_cpus)?;
     let mut warnings = Vec::new();
     let (broker_cpus, client_cpus) = if args.bootstrap.is_some() {
-        if broker.is_some() || args.broker_bin.is_some() || !args.broker_overrides.is_empty() {
+        if broker.is_some()
+            || args.broker_bin.is_some()
+            || !args.broker_overrides.is_empty()
+            || args.brokers > 1
+            || args.flamegraph
+        {
             return Err(
-                "--broker-cpus, --broker-bin and --broker-override need a broker started by bench (no --bootstrap)"
+                "--broker-cpus, --broker-bin, --broker-override, --brokers and --flamegraph need brokers started by bench (no --bootstrap)"
                     .into(),
             );
         }
@@ -264,6 +283,11 @@ pub fn resolve_plan(args: &BenchArgs, available: &[usize]) -> Result<BenchPlan, 
     };
     let fractions = fractions.map(|f| args.fractions.clone().unwrap_or(f));
     Ok(BenchPlan {
+        brokers: if broker_cpus.is_some() {
+            usize::from(args.brokers)
+        } else {
+            0
+        },
         broker_cpus,
         client_cpus,
         sweep,
@@ -314,6 +338,10 @@ pub fn loadgen_argv(
     v.push("--out".into());
     v.push(out.display().to_string());
     v.push("--no-results-line".into());
+    if plan.brokers > 1 {
+        v.push("--replication-factor".into());
+        v.push(cluster::replication_factor(plan.brokers).to_string());
+    }
     match plan.fractions.as_deref() {
         None => v.push("--flat-out".into()),
         Some("") => {}
@@ -404,272 +432,6 @@ pub fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// A temporary directory removed on drop unless kept.
-struct WorkDir {
-    path: PathBuf,
-    keep: bool,
-}
-
-impl WorkDir {
-    fn create(keep: bool, clock: &SystemClock) -> Result<Self> {
-        let base = std::env::temp_dir();
-        for attempt in 0..100 {
-            let name = format!(
-                "shardlog-bench-{}-{}-{attempt}",
-                std::process::id(),
-                clock.wall_ms()
-            );
-            let path = base.join(name);
-            match std::fs::create_dir(&path) {
-                Ok(()) => return Ok(Self { path, keep }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
-            }
-        }
-        bail!(
-            "could not create a temporary directory under {}",
-            base.display()
-        )
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        if self.keep {
-            eprintln!("bench: kept {}", self.path.display());
-        } else if let Err(e) = std::fs::remove_dir_all(&self.path) {
-            eprintln!("bench: warning: removing {}: {e}", self.path.display());
-        }
-    }
-}
-
-/// How the broker ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BrokerExit {
-    /// Exited after our SIGTERM.
-    Stopped(ExitStatus),
-    /// Ignored SIGTERM for the stop timeout; killed.
-    Killed,
-    /// Was already gone when we came to stop it.
-    ExitedEarly(ExitStatus),
-}
-
-/// A broker child process whose stdout and stderr go to one log file (a
-/// file, not a pipe nobody drains, which would block the broker). Killed on
-/// drop if still running.
-pub struct BrokerChild {
-    child: Child,
-    log_path: PathBuf,
-    addr: SocketAddr,
-    done: bool,
-    clock: SystemClock,
-}
-
-impl BrokerChild {
-    /// Spawns `program args...` with its output in `log_path`.
-    pub fn spawn(
-        program: &Path,
-        args: &[String],
-        log_path: &Path,
-        addr: SocketAddr,
-    ) -> Result<Self> {
-        let log =
-            File::create(log_path).with_context(|| format!("creating {}", log_path.display()))?;
-        let child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(log.try_clone()?))
-            .stderr(Stdio::from(log))
-            .spawn()
-            .with_context(|| format!("starting {}", program.display()))?;
-        Ok(Self {
-            child,
-            log_path: log_path.to_path_buf(),
-            addr,
-            done: false,
-            clock: SystemClock::new(),
-        })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// What the broker printed so far.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.log_path).unwrap_or_default()
-    }
-
-    /// Waits for the readiness line (preferred: every shard is up) or, if
-    /// the broker never prints one, a TCP accept that held for 2 s. Returns
-    /// the address to bench.
-    pub fn wait_ready(&mut self, timeout: Duration) -> Result<SocketAddr> {
-        let start = self.clock.mono_ms();
-        let limit = timeout.as_millis() as i64;
-        let mut accepted_at: Option<i64> = None;
-        loop {
-            if let Some(bound) = parse_readiness_line(&self.log()) {
-                return Ok(bound.unwrap_or(self.addr));
-            }
-            if let Some(status) = self.child.try_wait()? {
-                self.done = true;
-                bail!(
-                    "the broker exited ({status}) before it was ready; its output:\n{}",
-                    tail(&self.log(), 30)
-                );
-            }
-            let now = self.clock.mono_ms();
-            if accepted_at.is_none()
-                && TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok()
-            {
-                accepted_at = Some(now);
-            }
-            if accepted_at.is_some_and(|t| now - t >= 2_000) {
-                eprintln!("bench: no readiness line from the broker; it accepts TCP, going ahead");
-                return Ok(self.addr);
-            }
-            if now - start > limit {
-                bail!(
-                    "the broker printed no readiness line within {timeout:?}; its output:\n{}",
-                    tail(&self.log(), 30)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The exit status if the broker has exited.
-    pub fn exited(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().ok().flatten()
-    }
-
-    /// SIGTERM, wait up to `timeout`, then SIGKILL with a warning.
-    pub fn stop(&mut self, timeout: Duration) -> Result<BrokerExit> {
-        if let Some(status) = self.child.try_wait()? {
-            self.done = true;
-            return Ok(BrokerExit::ExitedEarly(status));
-        }
-        let pid = Pid::from_raw(i32::try_from(self.child.id()).context("broker pid")?);
-        // `pid` is our own child, not yet reaped (try_wait above saw it
-        // running), so it names no other process.
-        kill(pid, Signal::SIGTERM)
-            .map_err(std::io::Error::from)
-            .context("sending SIGTERM to the broker")?;
-        let start = self.clock.mono_ms();
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                self.done = true;
-                return Ok(BrokerExit::Stopped(status));
-            }
-            if self.clock.mono_ms() - start > timeout.as_millis() as i64 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        eprintln!(
-            "bench: warning: the broker (pid {pid}) did not exit within {timeout:?} of SIGTERM; sending SIGKILL"
-        );
-        self.child.kill().context("killing the broker")?;
-        self.child.wait().context("waiting for the killed broker")?;
-        self.done = true;
-        Ok(BrokerExit::Killed)
-    }
-}
-
-impl std::fmt::Display for BrokerExit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Stopped(s) => write!(f, "stopped by SIGTERM, {s}"),
-            Self::Killed => write!(f, "killed with SIGKILL after ignoring SIGTERM"),
-            Self::ExitedEarly(s) => write!(f, "exited before SIGTERM, {s}"),
-        }
-    }
-}
-
-impl Drop for BrokerChild {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// Stops the broker and removes the work dir when bench itself is told to
-/// stop (Ctrl-C, a CI timeout's SIGTERM, a closed terminal): a broker pinned
-/// to a core must not outlive the bench that started it. Dropping the guard
-/// ends the watch.
-struct SignalGuard {
-    handle: signal_hook::iterator::Handle,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl SignalGuard {
-    fn install(pid: u32, work_dir: Option<PathBuf>, stop_timeout: Duration) -> Result<Self> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-            .context("installing signal handlers")?;
-        let handle = signals.handle();
-        let thread = std::thread::Builder::new()
-            .name("bench-signals".into())
-            .spawn(move || {
-                if let Some(sig) = signals.forever().next() {
-                    eprintln!("bench: got signal {sig}; stopping the broker (pid {pid})");
-                    terminate_pid(pid, stop_timeout);
-                    if let Some(dir) = work_dir {
-                        let _ = std::fs::remove_dir_all(dir);
-                    }
-                    std::process::exit(128 + sig);
-                }
-            })?;
-        Ok(Self {
-            handle,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for SignalGuard {
-    fn drop(&mut self) {
-        self.handle.close();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// SIGTERM, reap within `timeout`, else SIGKILL: the signal thread's version
-/// of [`BrokerChild::stop`] (the `Child` stays with the main thread).
-fn terminate_pid(pid: u32, timeout: Duration) {
-    let Ok(pid) = i32::try_from(pid).map(Pid::from_raw) else {
-        return;
-    };
-    let clock = SystemClock::new();
-    // `pid` is our child, which stays a zombie (so its pid cannot be
-    // reused) until it is reaped here or by the main thread (then ECHILD).
-    let _ = kill(pid, Signal::SIGTERM);
-    while clock.mono_ms() < timeout.as_millis() as i64 {
-        // Reaped here, or by the main thread already (an error): done.
-        if !matches!(
-            waitpid(pid, Some(WaitPidFlag::WNOHANG)),
-            Ok(WaitStatus::StillAlive)
-        ) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    eprintln!("bench: warning: the broker ignored SIGTERM for {timeout:?}; sending SIGKILL");
-    let _ = kill(pid, Signal::SIGKILL);
-    let _ = waitpid(pid, None);
-}
-
-/// A free loopback port (bound, read, released: another process could
-/// take it in between, so the start is retried on "Address in use").
-fn free_loopback_addr() -> Result<SocketAddr> {
-    let l = TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
-    Ok(l.local_addr()?)
-}
-
 fn available_cpus() -> Vec<usize> {
     let mut v: Vec<usize> = core_affinity::get_core_ids()
         .unwrap_or_default()
@@ -687,14 +449,29 @@ struct BenchRecord {
     host: HostFacts,
     plan: BenchPlan,
     bootstrap: String,
-    /// The broker's temporary directory (removed at the end unless `--keep`).
+    /// The brokers' temporary directory (removed at the end unless `--keep`).
     work_dir: Option<PathBuf>,
-    broker_command: Option<Vec<String>>,
-    broker_exit: Option<String>,
-    zerocopy_line: Option<String>,
-    zerocopy: Option<BTreeMap<String, u64>>,
+    /// `--brokers` > 1: the ZooKeeper bench started, and how it ended.
+    zookeeper: Option<String>,
+    zookeeper_exit: Option<String>,
+    /// Every broker bench started (none with `--bootstrap`).
+    brokers: Vec<BrokerRecord>,
     loadgen_command: Vec<String>,
     loadgen_error: Option<String>,
+}
+
+/// One broker bench started: its command, how it ended, its `zerocopy:`
+/// shutdown line, and its log file in the results folder.
+#[derive(Debug, Serialize)]
+struct BrokerRecord {
+    /// `broker.id` (`None`: the one broker on embedded metadata).
+    id: Option<usize>,
+    address: String,
+    command: Vec<String>,
+    log: String,
+    exit: Option<String>,
+    zerocopy_line: Option<String>,
+    zerocopy: Option<BTreeMap<String, u64>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -743,10 +520,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         plan: plan.clone(),
         bootstrap: String::new(),
         work_dir: None,
-        broker_command: None,
-        broker_exit: None,
-        zerocopy_line: None,
-        zerocopy: None,
+        zookeeper: None,
+        zookeeper_exit: None,
+        brokers: Vec::new(),
         loadgen_command: Vec::new(),
         loadgen_error: None,
     };
@@ -775,38 +551,108 @@ pub fn run(args: BenchArgs) -> Result<()> {
     result
 }
 
-/// Starts the broker, retrying on a new port when the chosen one was taken.
+/// Starts one broker (`name` names its log and data dirs), retrying on a
+/// new port when the chosen one was taken. `settings` go before the user's
+/// overrides.
 fn start_broker(
     args: &BenchArgs,
     cpus: &[usize],
     work: &WorkDir,
-    record: &mut BenchRecord,
-) -> Result<(BrokerChild, SocketAddr)> {
+    name: &str,
+    settings: &[String],
+) -> Result<(BrokerChild, SocketAddr, Vec<String>)> {
     let exe = match &args.broker_bin {
         Some(p) => p.clone(),
         None => std::env::current_exe().context("locating the shardlog executable")?,
     };
-    let log_dir = work.path.join("data");
+    let log_dir = work.path.join(format!("{name}-data"));
+    let extra: Vec<String> = settings
+        .iter()
+        .chain(&args.broker_overrides)
+        .cloned()
+        .collect();
     let mut last_err = None;
     for _ in 0..3 {
         let addr = free_loopback_addr()?;
         let mut cmd = vec!["broker".to_string()];
-        for o in broker_overrides(&addr, &log_dir, cpus, &args.broker_overrides) {
+        for o in broker_overrides(&addr, &log_dir, cpus, &extra) {
             cmd.push("--override".into());
             cmd.push(o);
         }
         eprintln!("bench: starting {} {}", exe.display(), cmd.join(" "));
-        let mut broker = BrokerChild::spawn(&exe, &cmd, &work.path.join("broker.log"), addr)?;
-        record.broker_command = Some(cmd);
+        let log = work.path.join(format!("{name}.log"));
+        let mut broker = BrokerChild::spawn(&exe, &cmd, &log, addr)?;
         match broker.wait_ready(args.startup_timeout) {
-            Ok(bound) => return Ok((broker, bound)),
+            Ok(bound) => return Ok((broker, bound, cmd)),
             Err(e) if broker.log().contains("in use") => last_err = Some(e),
-            Err(e) => return Err(e.context("the broker did not start")),
+            Err(e) => return Err(e.context(format!("{name} did not start"))),
         }
     }
     Err(last_err
         .unwrap_or_else(|| anyhow!("no attempt made"))
-        .context("the broker did not start (port taken three times)"))
+        .context(format!("{name} did not start (port taken three times)")))
+}
+
+/// The brokers bench started, in start order, with their record entries.
+struct Started {
+    zookeeper: Option<cluster::ZooKeeper>,
+    brokers: Vec<(BrokerChild, BrokerRecord)>,
+}
+
+/// Starts the one broker on embedded metadata, or ZooKeeper and
+/// `plan.brokers` ZooKeeper-mode brokers on the broker CPUs in turn.
+fn start_brokers(
+    args: &BenchArgs,
+    plan: &BenchPlan,
+    work: &WorkDir,
+    record: &mut BenchRecord,
+) -> Result<Started> {
+    let cpus = plan.broker_cpus.clone().unwrap_or_else(|| vec![0]);
+    let entry = |id: Option<usize>, name: &str, addr: SocketAddr, command| BrokerRecord {
+        id,
+        address: addr.to_string(),
+        command,
+        log: format!("{name}.log"),
+        exit: None,
+        zerocopy_line: None,
+        zerocopy: None,
+    };
+    if plan.brokers <= 1 {
+        let (child, addr, cmd) = start_broker(args, &cpus, work, "broker", &[])?;
+        let rec = entry(None, "broker", addr, cmd);
+        return Ok(Started {
+            zookeeper: None,
+            brokers: vec![(child, rec)],
+        });
+    }
+    let zk = cluster::ZooKeeper::start(&work.path, args.startup_timeout)?;
+    record.zookeeper = Some(zk.address.clone());
+    let mut started = Started {
+        zookeeper: Some(zk),
+        brokers: Vec::new(),
+    };
+    let zk_addr = record.zookeeper.clone().unwrap_or_default();
+    for id in 1..=plan.brokers {
+        let cpu = [cpus[(id - 1) % cpus.len()]];
+        let name = format!("broker-{id}");
+        let settings = cluster::cluster_overrides(id, plan.brokers, &zk_addr);
+        let (child, addr, cmd) = start_broker(args, &cpu, work, &name, &settings)?;
+        started
+            .brokers
+            .push((child, entry(Some(id), &name, addr, cmd)));
+    }
+    let bootstrap = bootstrap_of(&started);
+    cluster::wait_for_brokers(&bootstrap, plan.brokers, args.startup_timeout)?;
+    Ok(started)
+}
+
+fn bootstrap_of(started: &Started) -> String {
+    started
+        .brokers
+        .iter()
+        .map(|(_, r)| r.address.clone())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn run_with_broker(
@@ -818,64 +664,92 @@ fn run_with_broker(
 ) -> Result<()> {
     let work = WorkDir::create(args.keep, clock)?;
     record.work_dir = Some(work.path.clone());
-    let cpus = plan.broker_cpus.clone().unwrap_or_else(|| vec![0]);
-    let (mut broker, bound) = start_broker(args, &cpus, &work, record)?;
+    let mut started = start_brokers(args, plan, &work, record)?;
+    let mut pids: Vec<u32> = started.brokers.iter().map(|(c, _)| c.pid()).collect();
+    pids.extend(started.zookeeper.as_ref().map(|z| z.pid()));
     let work_to_remove = (!args.keep).then(|| work.path.clone());
-    let guard = SignalGuard::install(broker.pid(), work_to_remove, args.stop_timeout)?;
-    let bootstrap = bound.to_string();
+    let guard = SignalGuard::install(pids.clone(), work_to_remove, args.stop_timeout)?;
+    let bootstrap = bootstrap_of(&started);
+    let cpus = plan.broker_cpus.clone().unwrap_or_else(|| vec![0]);
     eprintln!(
-        "bench: broker pid {} ready on {bootstrap}: {} shard(s) on CPU(s) {}; load generator on CPU(s) {}; work dir {}",
-        broker.pid(),
-        cpus.len(),
+        "bench: {} broker(s) (pids {pids:?}) ready on {bootstrap}: {} on CPU(s) {}; load generator on CPU(s) {}; work dir {}",
+        started.brokers.len(),
+        if plan.brokers > 1 { "one shard each, in turn" } else { "one shard per CPU" },
         format_cpu_list(&cpus),
         plan.client_cpus.as_deref().map_or("any".into(), format_cpu_list),
         work.path.display(),
     );
     record.bootstrap = bootstrap.clone();
     record.loadgen_command = loadgen_argv(args, plan, &bootstrap, out);
+    if args.flamegraph {
+        for (child, _) in &started.brokers {
+            record.loadgen_command.push("--flamegraph-pid".into());
+            record.loadgen_command.push(child.pid().to_string());
+        }
+    }
     let loadgen = run_loadgen(&record.loadgen_command);
-    // Whether the broker died under load decides how a loadgen error reads.
-    let died = broker.exited();
-    // The signal thread must not race this stop for the same child.
+    // Whether a broker died under load decides how a loadgen error reads.
+    let died: Vec<String> = started
+        .brokers
+        .iter_mut()
+        .filter_map(|(c, r)| Some(format!("{} exited during the run ({})", r.log, c.exited()?)))
+        .collect();
+    // The signal thread must not race this stop for the same children.
     drop(guard);
-    let exit = broker.stop(args.stop_timeout);
-    let log = broker.log();
-    let _ = std::fs::write(out.join("broker.log"), &log);
-    report_zerocopy(&log, record);
-    record.loadgen_error = loadgen.as_ref().err().map(|e| format!("{e:#}"));
-    record.broker_exit = Some(match &exit {
-        Ok(x) => x.to_string(),
-        Err(e) => format!("{e:#}"),
-    });
-    if let Err(e) = loadgen {
-        let what = match died {
-            Some(status) => format!("the broker exited during the run ({status})"),
-            None => "the broker was running".to_string(),
+    let mut failures = Vec::new();
+    let mut logs = String::new();
+    for (child, rec) in &mut started.brokers {
+        let exit = child.stop(args.stop_timeout);
+        let log = child.log();
+        let _ = std::fs::write(out.join(&rec.log), &log);
+        report_zerocopy(&log, rec);
+        rec.exit = Some(match &exit {
+            Ok(x) => x.to_string(),
+            Err(e) => format!("{e:#}"),
+        });
+        let failed = match exit {
+            Ok(BrokerExit::Stopped(s)) if s.success() => None,
+            // Already warned; the measurements stand.
+            Ok(BrokerExit::Killed) => None,
+            Ok(BrokerExit::Stopped(s)) => Some(format!("exited with {s} after SIGTERM")),
+            Ok(BrokerExit::ExitedEarly(s)) => {
+                Some(format!("exited ({s}) before the bench stopped it"))
+            }
+            Err(e) => Some(format!("{e:#}")),
         };
-        bail!(
-            "the load generator failed: {e:#}\n{what}; broker output (tail):\n{}",
-            tail(&log, 20)
-        );
+        if let Some(f) = failed {
+            failures.push(format!("{}: {f}", rec.log));
+        }
+        logs.push_str(&format!("--- {} (tail)\n{}\n", rec.log, tail(&log, 20)));
     }
-    match exit? {
-        BrokerExit::Stopped(s) if s.success() => Ok(()),
-        BrokerExit::Stopped(s) => bail!(
-            "the broker exited with {s} after SIGTERM; its output (tail):\n{}",
-            tail(&log, 20)
-        ),
-        BrokerExit::ExitedEarly(s) => bail!(
-            "the broker exited ({s}) before the bench stopped it; its output (tail):\n{}",
-            tail(&log, 20)
-        ),
-        // Already warned; the measurements stand.
-        BrokerExit::Killed => Ok(()),
+    if let Some(zk) = &mut started.zookeeper {
+        let exit = zk.stop(args.stop_timeout);
+        record.zookeeper_exit = Some(match &exit {
+            Ok(x) => x.to_string(),
+            Err(e) => format!("{e:#}"),
+        });
+        let _ = std::fs::copy(&zk.log_path, out.join("zookeeper.log"));
     }
+    record.brokers = started.brokers.into_iter().map(|(_, r)| r).collect();
+    record.loadgen_error = loadgen.as_ref().err().map(|e| format!("{e:#}"));
+    if let Err(e) = loadgen {
+        let what = if died.is_empty() {
+            "the broker(s) were running".to_string()
+        } else {
+            died.join("; ")
+        };
+        bail!("the load generator failed: {e:#}\n{what}; broker output:\n{logs}");
+    }
+    if !failures.is_empty() {
+        bail!("{}; broker output:\n{logs}", failures.join("; "));
+    }
+    Ok(())
 }
 
-fn report_zerocopy(log: &str, record: &mut BenchRecord) {
+fn report_zerocopy(log: &str, record: &mut BrokerRecord) {
     match parse_zerocopy_line(log) {
         Some((line, counters)) => {
-            eprintln!("bench: broker {line}");
+            eprintln!("bench: {} {line}", record.log.trim_end_matches(".log"));
             record.zerocopy_line = Some(line);
             record.zerocopy = Some(counters);
         }
@@ -885,5 +759,7 @@ fn report_zerocopy(log: &str, record: &mut BenchRecord) {
     }
 }
 
+mod child;
+mod cluster;
 #[cfg(test)]
 mod tests;

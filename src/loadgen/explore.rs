@@ -14,6 +14,7 @@ use super::args::{LoadgenArgs, Workload};
 use super::client::SyncClient;
 use super::curve::{fixed_rate, Curve, Eta};
 use super::curve_report::{self, CurveReport, Percentile};
+use super::flame;
 use super::point::{run_point, RunContext};
 use super::report::{self, PointResult};
 use super::sweep::SweepPoint;
@@ -25,6 +26,8 @@ pub struct Sweep<'a> {
     pub workload: &'a Workload,
     pub cpus: Vec<usize>,
     pub admin_timeout: Duration,
+    /// `--flamegraph-pid`: one flamegraph per run.
+    pub flame: Option<&'a flame::Recorder>,
 }
 
 impl Sweep<'_> {
@@ -57,7 +60,17 @@ impl Sweep<'_> {
         };
         let clock = SystemClock::new();
         let start = clock.mono_ms();
-        let mut r = run_point(&ctx, boot, point)?;
+        let recording = match self.flame {
+            Some(f) => Some(f.start(&label, workload.warmup, workload.duration)?),
+            None => None,
+        };
+        let r = run_point(&ctx, boot, point);
+        if let Some(rec) = recording {
+            // Even after a failed run: perf must not outlive it.
+            let svg = rec.finish()?;
+            eprintln!("loadgen: flamegraph {}", svg.display());
+        }
+        let mut r = r?;
         eta.on_run_done((clock.mono_ms() - start) as f64 / 1e3);
         r.label = label;
         r.target_rate = rate;

@@ -66,6 +66,7 @@ pub mod curve;
 pub mod curve_report;
 pub mod echo;
 pub mod explore;
+pub mod flame;
 pub mod omb;
 pub mod partitioner;
 pub mod point;
@@ -202,6 +203,10 @@ fn run_sweep(args: &LoadgenArgs, cpus: Vec<usize>) -> Result<()> {
         })
         .collect();
     announce(points.len(), &mode, &targets, &workload);
+    let flame = match args.flamegraph_pid.is_empty() {
+        true => None,
+        false => Some(flame::Recorder::new(args.flamegraph_pid.clone(), &out)?),
+    };
     let mut runs: Vec<explore::Target<'_>> = targets
         .iter()
         .zip(&target_args)
@@ -213,6 +218,7 @@ fn run_sweep(args: &LoadgenArgs, cpus: Vec<usize>) -> Result<()> {
                 workload: &workload,
                 cpus: cpus.clone(),
                 admin_timeout,
+                flame: flame.as_ref(),
             },
             boot,
         })

@@ -50,10 +50,13 @@ fn external_broker_is_not_pinned_and_rejects_broker_flags() {
         ["--broker-cpus", "0"],
         ["--broker-bin", "/x"],
         ["--broker-override", "a=b"],
+        ["--brokers", "3"],
     ] {
         let bad = parse(&["--bootstrap", "h:9092", flags[0], flags[1]]);
         assert!(resolve_plan(&bad, &[0, 1]).is_err(), "{flags:?}");
     }
+    let bad = parse(&["--bootstrap", "h:9092", "--flamegraph"]);
+    assert!(resolve_plan(&bad, &[0, 1]).is_err());
 }
 
 #[test]
@@ -245,4 +248,60 @@ fn compare_puts_the_started_broker_first_under_its_name() {
     let alone = resolve_plan(&parse(&["--quick"]), &[0, 1]).unwrap();
     let argv = loadgen_argv(&parse(&["--quick"]), &alone, "h:1", Path::new("/tmp/o"));
     assert!(!argv.iter().any(|a| a == "--compare"));
+}
+
+#[test]
+fn three_brokers_get_rf_3_min_insync_2_and_loadgen_creates_rf_3_topics() {
+    let args = parse(&["--brokers", "3", "--quick"]);
+    let plan = resolve_plan(&args, &[0, 1]).unwrap();
+    assert_eq!(plan.brokers, 3);
+    let argv = loadgen_argv(&args, &plan, "a:1,b:2,c:3", Path::new("/tmp/o"));
+    let at = argv
+        .iter()
+        .position(|a| a == "--replication-factor")
+        .unwrap();
+    assert_eq!(argv[at + 1], "3");
+    // One broker: loadgen's own default (RF 1), no flag.
+    let one = resolve_plan(&parse(&["--quick"]), &[0, 1]).unwrap();
+    assert_eq!(one.brokers, 1);
+    let argv = loadgen_argv(&parse(&["--quick"]), &one, "h:1", Path::new("/tmp/o"));
+    assert!(!argv.iter().any(|a| a == "--replication-factor"));
+    assert!(Cli::try_parse_from(["shardlog bench", "--brokers", "0"]).is_err());
+}
+
+#[test]
+fn cluster_settings_follow_the_broker_count() {
+    use super::cluster::{cluster_overrides, min_insync_replicas, replication_factor};
+    assert_eq!((replication_factor(2), min_insync_replicas(2)), (2, 1));
+    assert_eq!((replication_factor(3), min_insync_replicas(3)), (3, 2));
+    assert_eq!((replication_factor(5), min_insync_replicas(5)), (3, 2));
+    let o = cluster_overrides(2, 3, "127.0.0.1:2181");
+    for want in [
+        "broker.id=2",
+        "zookeeper.connect=127.0.0.1:2181",
+        "default.replication.factor=3",
+        "offsets.topic.replication.factor=3",
+        "min.insync.replicas=2",
+    ] {
+        assert!(o.iter().any(|x| x == want), "{want} in {o:?}");
+    }
+}
+
+#[test]
+fn zookeeper_config_and_a_missing_jar_named_with_its_install_step() {
+    use super::cluster::{zoo_cfg, zookeeper_classpath, ZOOKEEPER_JARS};
+    let cfg = zoo_cfg(Path::new("/w/zk/data"), 4321);
+    assert!(cfg.contains("clientPort=4321\n") && cfg.contains("dataDir=/w/zk/data\n"));
+    assert!(cfg.contains("4lw.commands.whitelist=srvr"));
+    let dir = tempfile::tempdir().unwrap();
+    let err = zookeeper_classpath(dir.path()).unwrap_err();
+    assert!(
+        err.contains("apt-get install") && err.contains("zookeeper"),
+        "{err}"
+    );
+    for j in ZOOKEEPER_JARS {
+        std::fs::write(dir.path().join(j), b"").unwrap();
+    }
+    let cp = zookeeper_classpath(dir.path()).unwrap();
+    assert_eq!(cp.split(':').count(), ZOOKEEPER_JARS.len());
 }

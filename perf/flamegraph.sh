@@ -29,6 +29,8 @@ usage: perf/flamegraph.sh (--pid PID | --start) [options]
   --out FILE.svg       output (default: flamegraph-<timestamp>.svg)
   --dwarf              --call-graph dwarf,16384 (the default: Rust stacks without frame pointers)
   --fp                 frame-pointer call graphs (-g): smaller and faster, but stacks stop at [unknown]
+  --fast-symbols       perf script --no-inline: no inlined frames, but seconds instead of
+                       minutes for a debug build
   --freq HZ            sampling frequency (default 499 with DWARF, 999 with --fp)
   --bin PATH           broker binary for --start (default: <repo>/target/release/shardlog)
   --broker-args ARGS   broker arguments for --start; {dir} and {port} are substituted
@@ -41,7 +43,7 @@ EOF
 }
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PID="" START=0 DURATION=20 WARMUP="" WORKLOAD="" OUT="" DWARF=1 FREQ="" BIN="" TITLE="" KEEP=0 INSTALL=1
+PID="" START=0 DURATION=20 WARMUP="" WORKLOAD="" OUT="" DWARF=1 FREQ="" BIN="" NO_INLINE="" TITLE="" KEEP=0 INSTALL=1
 DEFAULT_BROKER_ARGS='broker --override listeners=PLAINTEXT://127.0.0.1:{port} --override log.dirs={dir} --override log.retention.bytes=536870912 --override log.retention.check.interval.ms=1000'
 BROKER_ARGS="${SHARDLOG_BROKER_ARGS:-$DEFAULT_BROKER_ARGS}"
 while [ $# -gt 0 ]; do
@@ -55,6 +57,7 @@ while [ $# -gt 0 ]; do
     --out) OUT="$2"; shift 2 ;;
     --dwarf) DWARF=1; shift ;;
     --fp) DWARF=0; shift ;;
+    --fast-symbols) NO_INLINE=--no-inline; shift ;;
     --freq) FREQ="$2"; shift 2 ;;
     --bin) BIN="$2"; shift 2 ;;
     --broker-args) BROKER_ARGS="$2"; shift 2 ;;
@@ -185,9 +188,13 @@ if [ -n "$WORKLOAD_PID" ]; then
   WORKLOAD_PID=""
 fi
 
-# --no-inline: resolving inlined frames runs addr2line per address, which
-# took 3 min for 467 DWARF samples of a debug build (0.7 s without).
-perf script --no-inline -i "$TMP/perf.data" 2>/dev/null >"$TMP/perf.script"
+# Inlined frames are resolved by default: in a release build the broker's
+# async fns are inlined into glommio's task poll, and without them 36% of
+# samples named a shardlog function instead of 62% (perf/RESULTS.md). That
+# runs addr2line per address: 12-25 s for a release recording, but 3 min for
+# 467 samples of a debug build, which --fast-symbols (--no-inline) renders
+# in under a second.
+perf script $NO_INLINE -i "$TMP/perf.data" 2>/dev/null >"$TMP/perf.script"
 inferno-collapse-perf <"$TMP/perf.script" >"$TMP/collapsed.txt"
 [ -s "$TMP/collapsed.txt" ] || die "no samples collected (was process $PID on-CPU?)"
 [ -n "$TITLE" ] || TITLE="shardlog: pid $PID, ${DURATION}s cpu-clock @${FREQ}Hz${WORKLOAD:+, load: ${WORKLOAD:0:80}}"

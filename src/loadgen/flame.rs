@@ -18,6 +18,13 @@ use anyhow::{anyhow, bail, Context, Result};
 /// Samples per second per CPU: with DWARF stacks (16 KiB copied per
 /// sample) 499 Hz keeps a 10 s run's perf.data near 100 MB.
 pub const FREQ_HZ: u32 = 499;
+/// Whether perf resolves inlined frames. A release build inlines the
+/// broker's async fns into glommio's task poll: without them 36% of samples
+/// named a shardlog function, with them 62% (perf/RESULTS.md), for 12-25 s
+/// of addr2line per flamegraph. A debug build inlines little (75% without)
+/// and resolving it took 3 minutes for 467 samples. bench records the
+/// broker it starts, which is this same executable by default.
+pub const INLINE_FRAMES: bool = !cfg!(debug_assertions);
 /// Bytes of user stack perf copies per sample for DWARF unwinding: deep
 /// enough for a request's path below the executor.
 pub const DWARF_STACK_BYTES: u32 = 16_384;
@@ -147,9 +154,13 @@ impl Recording {
         // perf script's text (hundreds of MB with DWARF stacks) streams
         // straight into the collapser.
         let mut script = Command::new("perf")
-            // Inlined frames cost an addr2line run per address: minutes
-            // for a few hundred DWARF samples (perf/flamegraph.sh).
-            .args(["script", "--no-inline", "-i"])
+            .arg("script")
+            .arg(if INLINE_FRAMES {
+                "--inline"
+            } else {
+                "--no-inline"
+            })
+            .arg("-i")
             .arg(&self.data)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

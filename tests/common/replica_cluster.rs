@@ -107,6 +107,12 @@ impl Node {
         match self.system {
             System::Shardlog => {
                 settings.push("shardlog.shards=1".into());
+                // A config switch tried on every shardlog broker of a run
+                // (e.g. shardlog.replica.fetch.session.enable=true), space
+                // separated; it comes last, so it wins.
+                if let Ok(extra) = std::env::var("SHARDLOG_TEST_BROKER_SETTINGS") {
+                    settings.extend(extra.split_whitespace().map(str::to_string));
+                }
                 let refs: Vec<&str> = settings.iter().map(String::as_str).collect();
                 let dir = match self.shardlog_dir.take() {
                     Some(d) => d,

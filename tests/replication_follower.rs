@@ -88,7 +88,9 @@ fn start_cluster_with(zk: &ZkServer, partitions: i32, extra: &[&str]) -> (Broker
             // Fast retries so a test waiting on a backoff stays short.
             "replica.fetch.backoff.ms=200",
             "replica.fetch.wait.max.ms=100",
-            // KIP-227 sessions with the leader (off by default).
+            // KIP-227 sessions with the leader (the default, stated: the
+            // session assertions below depend on it; `extra` may turn
+            // them off).
             "shardlog.replica.fetch.session.enable=true",
         ];
         config.extend_from_slice(extra);
@@ -381,6 +383,38 @@ fn follower_with_an_unreplicated_tail_truncates_by_leader_epoch() {
         "the follower's batches differ from the leader's"
     );
     assert_eq!(epoch_checkpoint(&b), "0\n1\n2 0\n");
+    a.stop();
+    b.stop();
+}
+
+#[test]
+fn sessionless_follower_fetches_in_full_and_matches_the_leader() {
+    let zk = ZkServer::standalone();
+    let (a, b) = start_cluster_with(&zk, 1, &["shardlog.replica.fetch.session.enable=false"]);
+    announce(&a, [&a, &b], 0, 3);
+    leader_and_isr(&a, &a, 3);
+    produce(&a, 0..30);
+    announce(&b, [&a, &b], 0, 3);
+    leader_and_isr(&b, &a, 3);
+    produce(&a, 30..45);
+    wait_for(30, "the follower to replicate", || {
+        (high_watermark(&b) == 45).then_some(())
+    });
+    // Every fetch was a full one (session epoch -1): no session granted.
+    let lines = common::fetcher_lines(&b);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("replica fetcher connected")),
+        "the fetcher ran: {lines:#?}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("fetch session established")),
+        "no session asked for: {lines:#?}"
+    );
+    assert!(batches(&a) == batches(&b), "the follower's batches differ");
     a.stop();
     b.stop();
 }

@@ -463,13 +463,15 @@ server_config! {
     shardlog_flush_every_append: bool = false;
     /// `shardlog.replica.fetch.session.enable`: the replica fetchers ask their
     /// leaders for KIP-227 fetch sessions, as Kafka's ReplicaFetcherThread
-    /// (default false: every fetch is a full sessionless one, epoch -1,
-    /// which every leader serves). Still off: a release build at 1,000
-    /// partitions ran 1.1-1.45x faster with them, but with them the long
-    /// form of the whole-cluster restart test (200,000 records) did not get
-    /// every ISR full within 180 s (perf/RESULTS.md, 2026-12-02; cause not
-    /// found yet). Leaders serve sessions to every client either way.
-    shardlog_replica_fetch_session_enable: bool = false;
+    /// (default true, Kafka's behaviour; false: every fetch is a full
+    /// sessionless one, epoch -1, which every leader serves). A release
+    /// build at 1,000 partitions ran 1.1-1.45x faster with them. One long
+    /// form of the whole-cluster restart test failed with them on
+    /// 2026-12-02 (ISR not full in 180 s) and one on 2026-12-03 (the
+    /// drain's 1,000 sequential watermark calls ran out its deadline on a
+    /// loaded host, since batched); six long forms passed with them
+    /// (perf/RESULTS.md). Leaders serve sessions to every client either way.
+    shardlog_replica_fetch_session_enable: bool = true;
     /// `shardlog.write.buffer.bytes`: DMA write buffer of each active
     /// segment (default 1 MiB). The batch cache holds slices of these
     /// buffers; a batch that straddles two buffers is cached as a separate

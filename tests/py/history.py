@@ -330,17 +330,25 @@ def drain(bootstrap, topic, partitions, read_file, opts):
         "fetch.wait.max.ms": 100,
     })
     deadline = time.monotonic() + float(opts.get("timeout-s", "120"))
+    # Every partition's high watermark in one ListOffsets per leader
+    # (timestamp -1 = latest; a read_uncommitted consumer gets the HW), not
+    # one round trip per partition: with 1,000 partitions on a loaded host
+    # those took most of the deadline before the first record was read.
     high = {}
-    for p in range(partitions):
-        while True:
-            try:
-                _lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
-                high[p] = hi
+    while True:
+        try:
+            asked = [TopicPartition(topic, p, -1) for p in range(partitions)]
+            got = c.offsets_for_times(asked, timeout=30)
+            bad = [tp for tp in got if tp.error is not None or tp.offset < 0]
+            if not bad:
+                high = {tp.partition: tp.offset for tp in got}
                 break
-            except Exception as e:  # leader not yet known: retry until the deadline
-                if time.monotonic() > deadline:
-                    raise SystemExit("drain: no watermarks for partition %d: %s" % (p, e))
-                time.sleep(0.2)
+            why = "%d partitions without a watermark, e.g. %s" % (len(bad), bad[0])
+        except Exception as e:  # leaders not yet known: retry until the deadline
+            why = str(e)
+        if time.monotonic() > deadline:
+            raise SystemExit("drain: no watermarks: %s" % why)
+        time.sleep(0.2)
     todo = {p for p, hi in high.items() if hi > 0}
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(todo)])
     count = 0

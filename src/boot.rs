@@ -25,6 +25,7 @@ use crate::purgatory::delayed_operation::PurgatoryConfig;
 use crate::purgatory::driver::PurgatoryDriver;
 use crate::replication::replica_manager::ReplicaManager;
 use crate::server;
+use crate::server::connection_quotas::ConnectionQuotas;
 use crate::shard::context::{Role, RolePart, ShardBase, ShardContext, ShardRequest, ShardResponse};
 use crate::shard::control_shard::ControlShard;
 use crate::shard::data_shard::DataShard;
@@ -86,14 +87,7 @@ fn keep_freed_memory_mapped() {
 pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
     let allowed = allowed_cpus();
     let n_shards = config.data_shards(allowed.len().max(1));
-    let listener = config
-        .listeners
-        .first()
-        .cloned()
-        .ok_or_else(|| anyhow!("no listeners"))?;
-    let bind_addr = resolve(&listener.host, listener.port)?;
-    let (fds, bound) =
-        bind_shard_sockets(bind_addr, n_shards).with_context(|| format!("binding {}", listener))?;
+    let (fds, bound) = bind_first_listener(&config, n_shards)?;
 
     let log_dir = PathBuf::from(&config.effective_log_dirs()[0]);
     std::fs::create_dir_all(&log_dir)
@@ -120,9 +114,8 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         config.zookeeper_connect.is_none() || !config.controlled_shutdown_enable,
     ));
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
-    let checkpoints = Arc::new(CheckpointBoard::new(Path::new(
-        &config.effective_log_dirs()[0],
-    )));
+    let checkpoints = Arc::new(CheckpointBoard::new(&log_dir));
+    let quotas = Arc::new(ConnectionQuotas::from_config(&config).map_err(|e| anyhow!(e))?);
     let mut handles = Vec::new();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fd) in fds.into_iter().enumerate() {
@@ -140,6 +133,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             ready: ready_tx.clone(),
             report: report.clone(),
             checkpoints: checkpoints.clone(),
+            quotas: quotas.clone(),
         };
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
@@ -170,6 +164,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         ready: ready_tx,
         report: report.clone(),
         checkpoints: checkpoints.clone(),
+        quotas: quotas.clone(),
     };
     // The control shard is off the data path; on small hosts it shares a core.
     handles.push(
@@ -192,6 +187,20 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     finish_shutdown(&report, &checkpoints);
     tracing::info!("shardlog stopped");
     Ok(())
+}
+
+/// One SO_REUSEPORT socket per data shard on the first listener.
+fn bind_first_listener(
+    config: &ServerConfig,
+    n_shards: usize,
+) -> anyhow::Result<(Vec<OwnedFd>, SocketAddr)> {
+    let listener = config
+        .listeners
+        .first()
+        .cloned()
+        .ok_or_else(|| anyhow!("no listeners"))?;
+    let bind_addr = resolve(&listener.host, listener.port)?;
+    bind_shard_sockets(bind_addr, n_shards).with_context(|| format!("binding {}", listener))
 }
 
 fn wait_ready(ready: &mpsc::Receiver<Result<(), String>>, expected: usize) -> Result<(), String> {
@@ -234,6 +243,8 @@ struct ShardSetup {
     /// The log dir's checkpoint files, written from every data shard's
     /// offsets while running and once more at clean shutdown.
     checkpoints: Arc<CheckpointBoard>,
+    /// `max.connections` and `max.connections.per.ip`, broker-wide.
+    quotas: Arc<ConnectionQuotas>,
 }
 
 /// What data shards hand back when they stop: offsets for the log dir's
@@ -348,7 +359,7 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
             <glommio::net::TcpListener as std::os::fd::FromRawFd>::from_raw_fd(fd.into_raw_fd())
         };
         let _ = setup.ready.send(Ok(()));
-        server::listener::serve(ctx.clone(), listener).await;
+        server::listener::serve(ctx.clone(), listener, setup.quotas.clone()).await;
         stop_data_path(&ctx, &setup).await;
     }
     setup.data_running.fetch_sub(1, Ordering::AcqRel);

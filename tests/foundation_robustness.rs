@@ -256,3 +256,74 @@ fn idle_connections_are_closed_after_connections_max_idle_ms() {
     assert_eq!(idle.read_to_end(&mut rest).expect("clean close"), 0);
     assert_serves_a_second_client(&mut broker);
 }
+
+/// An ApiVersions round trip on `stream`, or `None` if the broker closed
+/// it or did not answer within the stream's read timeout.
+fn api_versions(stream: &mut std::net::TcpStream, correlation_id: i32) -> Option<i32> {
+    let frame = request_frame(
+        ApiKey::ApiVersions,
+        3,
+        correlation_id,
+        &ApiVersionsRequest::default(),
+    );
+    stream.write_all(&frame).ok()?;
+    let mut resp = read_frame(stream)?;
+    Some(ResponseHeader::decode(&mut resp, 0).ok()?.correlation_id)
+}
+
+#[test]
+fn a_connection_over_max_connections_per_ip_is_closed_and_its_slot_comes_back() {
+    let mut broker = Broker::start_with(&["max.connections.per.ip=2"]);
+    let mut first = broker.connect();
+    let mut second = broker.connect();
+    assert_eq!(api_versions(&mut first, 1), Some(1));
+    assert_eq!(api_versions(&mut second, 2), Some(2));
+    // The third from 127.0.0.1 is accepted by the kernel and closed by the
+    // broker (Kafka's TooManyConnectionsException): EOF, no answer.
+    let mut third = broker.connect();
+    let _ = third.write_all(&request_frame(
+        ApiKey::ApiVersions,
+        3,
+        3,
+        &ApiVersionsRequest::default(),
+    ));
+    let mut rest = Vec::new();
+    let _ = third.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "the over-limit connection was answered");
+    // A closed connection gives its slot back.
+    drop(first);
+    common::cluster::wait_for(10, "a slot after a close", || {
+        let mut again = broker.connect();
+        (api_versions(&mut again, 4) == Some(4)).then_some(())
+    });
+    assert_eq!(api_versions(&mut second, 5), Some(5));
+    assert!(broker.is_running());
+}
+
+#[test]
+fn at_max_connections_a_new_client_waits_until_a_connection_closes() {
+    let broker = Broker::start_with(&["max.connections=1"]);
+    let mut only = broker.connect();
+    assert_eq!(api_versions(&mut only, 1), Some(1));
+    // The kernel completes the handshake (backlog) but the broker does not
+    // accept it, so its request waits: no answer while the slot is taken.
+    let mut waiting = broker.connect();
+    waiting
+        .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    assert_eq!(
+        api_versions(&mut waiting, 2),
+        None,
+        "answered at max.connections"
+    );
+    drop(only);
+    // Then it is accepted and its request (already sent) answered.
+    waiting
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut resp = read_frame(&mut waiting).expect("answered once a slot was free");
+    assert_eq!(
+        ResponseHeader::decode(&mut resp, 0).unwrap().correlation_id,
+        2
+    );
+}

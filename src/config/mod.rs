@@ -445,6 +445,14 @@ server_config! {
     controlled_shutdown_max_retries: i32 = 3;
     /// `controlled.shutdown.retry.backoff.ms` (default 5000).
     controlled_shutdown_retry_backoff_ms: i64 = 5_000;
+    /// `max.connections` (default Int.MaxValue): at this many connections
+    /// the broker stops accepting until one closes (server::connection_quotas).
+    max_connections: i32 = i32::MAX;
+    /// `max.connections.per.ip` (default Int.MaxValue): a connection over
+    /// its address's limit is closed right after accept.
+    max_connections_per_ip: i32 = i32::MAX;
+    /// `max.connections.per.ip.overrides` (default ""): `host:count,...`.
+    max_connections_per_ip_overrides: String = "".into();
     /// `connections.max.idle.ms` (default 600000): close idle connections.
     connections_max_idle_ms: i64 = 600_000;
     /// `request.timeout.ms` (default 30000): controller-to-broker requests.

@@ -3,23 +3,49 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use glommio::net::TcpListener;
 
 use super::connection;
+use super::connection_quotas::{Admit, ConnectionQuotas};
 use crate::io::local_sync::Notify;
 use crate::shard::ShardContext;
 
 /// How long a stopping shard waits for busy connections.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// How often an accept loop at `max.connections` looks for a free slot
+/// (the slot is freed on whichever shard's thread the connection closes).
+const FULL_POLL: Duration = Duration::from_millis(10);
+
 /// Accept until the shard stops, then wait for open connections to finish
-/// their in-flight requests.
-pub async fn serve(ctx: Rc<ShardContext>, listener: TcpListener) {
+/// their in-flight requests. `quotas` are the broker-wide connection
+/// limits (Kafka's Acceptor with ConnectionQuotas).
+pub async fn serve(ctx: Rc<ShardContext>, listener: TcpListener, quotas: Arc<ConnectionQuotas>) {
     let open = Rc::new(Cell::new(0usize));
     let drained = Rc::new(Notify::default());
     loop {
+        // At max.connections accept nothing: new clients wait in the
+        // backlog until a connection closes (Kafka's waitForConnectionSlot).
+        if quotas.full() {
+            let stopped = futures_lite::future::or(
+                async {
+                    glommio::timer::sleep(FULL_POLL).await;
+                    false
+                },
+                async {
+                    ctx.stopping.wait().await;
+                    true
+                },
+            )
+            .await;
+            if stopped {
+                break;
+            }
+            continue;
+        }
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
             ctx.stopping.wait().await;
             None
@@ -28,10 +54,22 @@ pub async fn serve(ctx: Rc<ShardContext>, listener: TcpListener) {
         match accepted {
             None => break,
             Some(Ok(stream)) => {
+                let Some(ip) = stream.peer_addr().ok().map(|a| a.ip()) else {
+                    continue; // already gone
+                };
+                if let Admit::OverIpLimit { limit } = quotas.admit(ip) {
+                    // Kafka's Acceptor: "Rejected connection from ..., address
+                    // already has the configured maximum of N connections."
+                    tracing::info!(%ip, limit, "rejected connection: the address already has max.connections.per.ip connections");
+                    drop(stream);
+                    continue;
+                }
                 open.set(open.get() + 1);
                 let (ctx, open, drained) = (ctx.clone(), open.clone(), drained.clone());
+                let quotas = quotas.clone();
                 glommio::spawn_local(async move {
                     connection::serve(ctx, stream).await;
+                    quotas.release(ip);
                     open.set(open.get() - 1);
                     drained.notify();
                 })

@@ -8,6 +8,7 @@
 
 pub mod auto_create;
 pub mod connection;
+pub mod connection_quotas;
 pub mod dispatch;
 pub mod handlers;
 pub mod in_order;

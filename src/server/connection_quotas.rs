@@ -23,6 +23,9 @@ pub enum Admit {
     Yes,
     /// The address already has `limit` connections: close this one.
     OverIpLimit { limit: usize },
+    /// The broker is at `max.connections` (another shard accepted the last
+    /// slot meanwhile): hold this one unserved and ask again later.
+    Full,
 }
 
 #[derive(Debug, Default)]
@@ -116,6 +119,9 @@ impl ConnectionQuotas {
     pub fn admit(&self, ip: IpAddr) -> Admit {
         let limit = self.ip_limit(ip);
         let mut c = self.counts();
+        if c.total >= self.max_total {
+            return Admit::Full;
+        }
         let n = c.per_ip.entry(ip).or_insert(0);
         if *n >= limit {
             return Admit::OverIpLimit { limit };
@@ -186,6 +192,7 @@ mod tests {
         q.admit(ip("10.0.0.1"));
         q.admit(ip("10.0.0.2"));
         assert!(q.full());
+        assert_eq!(q.admit(ip("10.0.0.3")), Admit::Full);
         q.release(ip("10.0.0.2"));
         assert!(!q.full());
         // A release of an address never counted changes nothing below 0.

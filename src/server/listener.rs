@@ -20,6 +20,21 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// (the slot is freed on whichever shard's thread the connection closes).
 const FULL_POLL: Duration = Duration::from_millis(10);
 
+/// Sleeps [`FULL_POLL`]; true if the shard is stopping instead.
+async fn wait_or_stop(ctx: &ShardContext) -> bool {
+    futures_lite::future::or(
+        async {
+            glommio::timer::sleep(FULL_POLL).await;
+            false
+        },
+        async {
+            ctx.stopping.wait().await;
+            true
+        },
+    )
+    .await
+}
+
 /// Accept until the shard stops, then wait for open connections to finish
 /// their in-flight requests. `quotas` are the broker-wide connection
 /// limits (Kafka's Acceptor with ConnectionQuotas).
@@ -30,18 +45,7 @@ pub async fn serve(ctx: Rc<ShardContext>, listener: TcpListener, quotas: Arc<Con
         // At max.connections accept nothing: new clients wait in the
         // backlog until a connection closes (Kafka's waitForConnectionSlot).
         if quotas.full() {
-            let stopped = futures_lite::future::or(
-                async {
-                    glommio::timer::sleep(FULL_POLL).await;
-                    false
-                },
-                async {
-                    ctx.stopping.wait().await;
-                    true
-                },
-            )
-            .await;
-            if stopped {
+            if wait_or_stop(&ctx).await {
                 break;
             }
             continue;
@@ -57,12 +61,26 @@ pub async fn serve(ctx: Rc<ShardContext>, listener: TcpListener, quotas: Arc<Con
                 let Some(ip) = stream.peer_addr().ok().map(|a| a.ip()) else {
                     continue; // already gone
                 };
-                if let Admit::OverIpLimit { limit } = quotas.admit(ip) {
-                    // Kafka's Acceptor: "Rejected connection from ..., address
-                    // already has the configured maximum of N connections."
-                    tracing::info!(%ip, limit, "rejected connection: the address already has max.connections.per.ip connections");
-                    drop(stream);
-                    continue;
+                // Another shard may have taken the last slot since the
+                // check above: then this one waits, accepted but unread.
+                let mut admit = quotas.admit(ip);
+                while admit == Admit::Full {
+                    if wait_or_stop(&ctx).await {
+                        break;
+                    }
+                    admit = quotas.admit(ip);
+                }
+                match admit {
+                    Admit::Yes => {}
+                    Admit::Full => break, // stopping
+                    Admit::OverIpLimit { limit } => {
+                        // Kafka's Acceptor: "Rejected connection from ...,
+                        // address already has the configured maximum of N
+                        // connections."
+                        tracing::info!(%ip, limit, "rejected connection: the address already has max.connections.per.ip connections");
+                        drop(stream);
+                        continue;
+                    }
                 }
                 open.set(open.get() + 1);
                 let (ctx, open, drained) = (ctx.clone(), open.clone(), drained.clone());

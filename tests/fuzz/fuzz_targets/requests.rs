@@ -49,8 +49,16 @@ fn header_round_trip(header: &RequestHeader, whole: &Bytes, body: &Bytes) {
     wire.correlation_id = header.correlation_id;
     wire.client_id = header.client_id.clone().map(Into::into);
     let mut out = BytesMut::new();
-    kafka_protocol::protocol::Encodable::encode(&wire, &mut out, header.header_version)
-        .expect("a decoded header re-encodes");
+    if header.header_version == 0 {
+        // The fixed part alone (ControlledShutdown v0); the crate encodes
+        // header v1–v2 only.
+        out.extend_from_slice(&wire.request_api_key.to_be_bytes());
+        out.extend_from_slice(&wire.request_api_version.to_be_bytes());
+        out.extend_from_slice(&wire.correlation_id.to_be_bytes());
+    } else {
+        kafka_protocol::protocol::Encodable::encode(&wire, &mut out, header.header_version)
+            .expect("a decoded header re-encodes");
+    }
     out.extend_from_slice(body);
     let mut again = out.freeze();
     let decoded = decode_request_header(&mut again).expect("a re-encoded header decodes");

@@ -5,9 +5,9 @@
 //! issue 26): a decoder given `n` bytes never holds more than
 //! `64 × n + 1 MiB` of live heap at once. A forged array count or length
 //! that pre-sizes a `Vec` breaks it long before the machine runs out of
-//! memory; the allocator refuses any single request above the bound (the
-//! process aborts with "memory allocation of N bytes failed", which
-//! libFuzzer reports as a crash with the input saved), and
+//! memory; the allocator refuses any request that would take live heap
+//! past the bound (the process stops on SIGSEGV, which libFuzzer reports
+//! as a crash with the input saved), and
 //! [`check_bounded`] fails when the peak of many smaller ones does.
 //!
 //! Only Rust allocations are counted; the C codecs' (zstd) go to malloc
@@ -34,32 +34,47 @@ pub struct CountingAlloc;
 static GLOBAL: CountingAlloc = CountingAlloc;
 
 impl CountingAlloc {
-    fn grow_live(size: usize) -> bool {
+    /// Count `size` more live bytes; a request past the limit never returns.
+    fn grow_live(size: usize) {
         let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
         PEAK.fetch_max(live, Ordering::Relaxed);
-        if live > LIMIT.load(Ordering::Relaxed) {
-            LIVE.fetch_sub(size, Ordering::Relaxed);
-            return false;
+        // A failed assertion formats its report while the limit holds
+        // (libfuzzer-sys aborts before unwinding): not the decoder's.
+        if live > LIMIT.load(Ordering::Relaxed) && !std::thread::panicking() {
+            refuse(size);
         }
-        true
+    }
+}
+
+/// An allocation past the bound: say so and crash the way libFuzzer
+/// records (a deadly signal: it saves the input as `crash-*`). Neither
+/// panicking (an allocator must not unwind) nor returning null (Rust's
+/// out-of-memory abort, which libFuzzer does not record as a crash) will do.
+fn refuse(size: usize) -> ! {
+    let mut msg = *b"fuzz: decoder asked for 0x0000000000000000 bytes past its memory bound\n";
+    let digits = b"0123456789abcdef";
+    for i in 0..16 {
+        msg[26 + i] = digits[(size >> (60 - 4 * i)) & 0xf];
+    }
+    // SAFETY: writes a stack buffer to stderr; raises a signal whose
+    // handler (libFuzzer's) does not return.
+    unsafe {
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::raise(libc::SIGSEGV);
+        libc::abort()
     }
 }
 
 // SAFETY: every method forwards to `System` with the caller's layout and
-// only adds bookkeeping; a refused request returns null, which callers of
-// `GlobalAlloc` must handle (Rust's collections abort).
+// only adds bookkeeping; a refused request never returns.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if !Self::grow_live(layout.size()) {
-            return std::ptr::null_mut();
-        }
+        Self::grow_live(layout.size());
         System.alloc(layout)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if !Self::grow_live(layout.size()) {
-            return std::ptr::null_mut();
-        }
+        Self::grow_live(layout.size());
         System.alloc_zeroed(layout)
     }
 
@@ -70,13 +85,34 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if new_size > layout.size() {
-            if !Self::grow_live(new_size - layout.size()) {
-                return std::ptr::null_mut();
-            }
+            Self::grow_live(new_size - layout.size());
         } else {
             LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
         }
         System.realloc(ptr, layout, new_size)
+    }
+}
+
+/// A failed assertion inside a bounded run formats its message (and
+/// libfuzzer-sys's hook aborts before unwinding): lift the limit first so
+/// the report is not mistaken for the decoder's allocation.
+fn lift_limit_on_panic() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            LIMIT.store(usize::MAX, Ordering::Relaxed);
+            previous(info);
+        }));
+    });
+}
+
+/// Lifts the allocation limit when dropped.
+struct LiftLimit;
+
+impl Drop for LiftLimit {
+    fn drop(&mut self) {
+        LIMIT.store(usize::MAX, Ordering::Relaxed);
     }
 }
 
@@ -88,8 +124,8 @@ pub fn bound_for(input_len: usize) -> usize {
 }
 
 /// Run `decode` on an input of `input_len` bytes under the memory
-/// contract: no single allocation may take live heap past the bound
-/// (refused → abort), and the peak is checked afterwards (panic). Returns
+/// contract: no allocation may take live heap past the bound (refused:
+/// SIGSEGV), and the peak is checked afterwards (panic). Returns
 /// what `decode` returned.
 pub fn check_bounded<T>(input_len: usize, decode: impl FnOnce() -> T) -> T {
     check_bounded_by(bound_for(input_len), decode)
@@ -98,11 +134,16 @@ pub fn check_bounded<T>(input_len: usize, decode: impl FnOnce() -> T) -> T {
 /// [`check_bounded`] with an explicit bound in bytes of live heap above
 /// what was live before `decode` ran.
 pub fn check_bounded_by<T>(bound: usize, decode: impl FnOnce() -> T) -> T {
+    lift_limit_on_panic();
     let base = LIVE.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
     LIMIT.store(base.saturating_add(bound), Ordering::Relaxed);
-    let out = decode();
-    LIMIT.store(usize::MAX, Ordering::Relaxed);
+    let out = {
+        // Lifted on unwind too, so a failed assertion can format its
+        // message and libFuzzer can save the input.
+        let _lift = LiftLimit;
+        decode()
+    };
     let peak = PEAK.load(Ordering::Relaxed) - base;
     assert!(
         peak <= bound,

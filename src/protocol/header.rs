@@ -163,7 +163,10 @@ mod tests {
         // length; the crate refused the header outright.
         let mut frame = Bytes::from_static(&[0, 7, 0, 0, 0, 0, 0, 42, 0, 0, 0, 3]);
         let h = decode_request_header(&mut frame).unwrap();
-        assert_eq!(h.api_key, Api::Zk(super::super::api::ZkApi::ControlledShutdown));
+        assert_eq!(
+            h.api_key,
+            Api::Zk(super::super::api::ZkApi::ControlledShutdown)
+        );
         assert_eq!((h.api_version, h.correlation_id), (0, 42));
         assert_eq!((h.header_version, h.client_id), (0, None));
         assert_eq!(&frame[..], &[0, 0, 0, 3]);

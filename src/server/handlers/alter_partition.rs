@@ -66,7 +66,10 @@ fn schema(version: i16) -> &'static [Field] {
     const V1: &[Field] = &[
         INT32,
         INT64,
-        Field::Structs(&[Field::Str, Field::Structs(&[INT32, INT32, ISR, INT8, INT32])]),
+        Field::Structs(&[
+            Field::Str,
+            Field::Structs(&[INT32, INT32, ISR, INT8, INT32]),
+        ]),
     ];
     const V2: &[Field] = &[
         INT32,
@@ -427,7 +430,10 @@ mod tests {
         body.extend([2, 0, 0, 0, 4, 0, 0, 0, 7]);
         body.extend([0x80, 0x80, 0x80, 0x80, 0x01]);
         let refused = decode_request(bytes::Bytes::from(body), 3, resolve);
-        assert!(matches!(refused, Err(HandlerError::Malformed(_))), "{refused:?}");
+        assert!(
+            matches!(refused, Err(HandlerError::Malformed(_))),
+            "{refused:?}"
+        );
     }
 
     proptest::proptest! {

@@ -21,7 +21,10 @@ pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeCluster, 0, 1);
 
 /// Decode a DescribeCluster request. It has no arrays: the crate's decode
 /// allocates nothing from the wire.
-pub fn decode_request(mut body: Bytes, version: i16) -> Result<DescribeClusterRequest, DecodeError> {
+pub fn decode_request(
+    mut body: Bytes,
+    version: i16,
+) -> Result<DescribeClusterRequest, DecodeError> {
     decode_body(&mut body, version)
 }
 

@@ -60,7 +60,10 @@ const FIRST_SHARE: i16 = 6;
 
 /// Decode a FindCoordinator request, refusing a `coordinator_keys` count
 /// larger than the body (see `protocol::decode`).
-pub fn decode_request(mut body: Bytes, version: i16) -> Result<FindCoordinatorRequest, DecodeError> {
+pub fn decode_request(
+    mut body: Bytes,
+    version: i16,
+) -> Result<FindCoordinatorRequest, DecodeError> {
     if version >= FIRST_BATCHED {
         // `coordinator_keys` follows the one-byte key type.
         check_array_len(&body, 1, true)?;

@@ -17,7 +17,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((size, file)) = rest.split_first_chunk::<4>() else {
         return;
     };
-    let max_entries = if limit == 0 { usize::MAX } else { usize::from(limit) };
+    let max_entries = if limit == 0 {
+        usize::MAX
+    } else {
+        usize::from(limit)
+    };
     let segment_size = u64::from(u32::from_be_bytes(*size));
     check_bounded(data.len(), || {
         if let Some(idx) = OffsetIndex::decode(file, max_entries, segment_size) {

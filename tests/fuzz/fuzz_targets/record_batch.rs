@@ -59,11 +59,19 @@ fuzz_target!(|data: &[u8]| {
     let (section, peak) = peak_of(|| records_section(first).map(|s| s.into_owned()));
     if let Ok(section) = &section {
         let bound = bound_for(first.len()) + 3 * section.len();
-        assert!(peak <= bound, "records_section held {peak} bytes for {} inflated", section.len());
+        assert!(
+            peak <= bound,
+            "records_section held {peak} bytes for {} inflated",
+            section.len()
+        );
     }
     if let (Ok(records), Ok(section)) = (&walked, &section) {
         let plain = uncompressed(first, section);
-        assert_eq!(walk(&plain).as_ref(), Ok(records), "inflated records walk differently");
+        assert_eq!(
+            walk(&plain).as_ref(),
+            Ok(records),
+            "inflated records walk differently"
+        );
     }
     if RecordBatch::new(first).is_ok() {
         patches_round_trip(first);
@@ -108,10 +116,18 @@ fn patches_round_trip(batch: &[u8]) {
     set_base_offset(&mut b, 1234);
     set_partition_leader_epoch(&mut b, 7);
     let view = RecordBatch::new(&b).expect("base offset and epoch lie outside the CRC");
-    assert_eq!((view.base_offset(), view.partition_leader_epoch()), (1234, 7));
+    assert_eq!(
+        (view.base_offset(), view.partition_leader_epoch()),
+        (1234, 7)
+    );
     set_log_append_time(&mut b, 99);
     let view = RecordBatch::new(&b).expect("LogAppendTime recomputes the CRC");
     assert_eq!(view.timestamp_type(), TimestampType::LogAppendTime);
     assert_eq!(view.max_timestamp(), 99);
-    assert_eq!(view.record_count(), RecordBatch::new(batch).map(|v| v.record_count()).unwrap_or(0));
+    assert_eq!(
+        view.record_count(),
+        RecordBatch::new(batch)
+            .map(|v| v.record_count())
+            .unwrap_or(0)
+    );
 }

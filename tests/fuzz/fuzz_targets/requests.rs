@@ -70,10 +70,15 @@ fn header_round_trip(header: &RequestHeader, whole: &Bytes, body: &Bytes) {
 /// decode → encode → decode gives the same message (`kafka-protocol` 0.18).
 fn round_trip<T>(first: &T, version: i16)
 where
-    T: kafka_protocol::protocol::Decodable + kafka_protocol::protocol::Encodable + PartialEq + Debug,
+    T: kafka_protocol::protocol::Decodable
+        + kafka_protocol::protocol::Encodable
+        + PartialEq
+        + Debug,
 {
     let mut out = BytesMut::new();
-    first.encode(&mut out, version).expect("a decoded request re-encodes");
+    first
+        .encode(&mut out, version)
+        .expect("a decoded request re-encodes");
     let again = T::decode(&mut out.freeze(), version).expect("a re-encoded request decodes");
     assert_eq!(&again, first, "v{version} request does not round-trip");
 }
@@ -89,7 +94,9 @@ where
     // Only called once the handler's checked decode accepted `body`.
     let first = T::decode(&mut body.clone(), version).expect("the handler's decode accepted it");
     let mut out = BytesMut::new();
-    first.encode(&mut out, version).expect("a decoded request re-encodes");
+    first
+        .encode(&mut out, version)
+        .expect("a decoded request re-encodes");
     let again = T::decode(&mut out.freeze(), version).expect("a re-encoded request decodes");
     assert_eq!(again, first, "v{version} request does not round-trip");
 }

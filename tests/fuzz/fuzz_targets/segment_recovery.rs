@@ -30,7 +30,14 @@ fuzz_target!(|data: &[u8]| {
     }
     check_bounded(file.len(), || {
         let (mut next_whole, mut whole) = (0i64, Vec::new());
-        let at_once = scan(&file, 0, &mut next_whole, usize::MAX, verify_crc, &mut whole);
+        let at_once = scan(
+            &file,
+            0,
+            &mut next_whole,
+            usize::MAX,
+            verify_crc,
+            &mut whole,
+        );
         assert!(at_once.consumed <= file.len());
         let (chunked, next_chunked, valid_end) = scan_in_chunks(&file, chunk, verify_crc);
         assert_eq!(chunked, whole, "chunked and whole scans disagree");
@@ -44,7 +51,9 @@ fuzz_target!(|data: &[u8]| {
             pos += b.len;
             index.on_batch(b.base_offset, b.position, b.len, b.max_timestamp);
         }
-        assert!(whole.windows(2).all(|w| w[0].last_offset < w[1].base_offset));
+        assert!(whole
+            .windows(2)
+            .all(|w| w[0].last_offset < w[1].base_offset));
         assert_eq!(pos, valid_end);
     });
 });
@@ -56,7 +65,14 @@ fn scan_in_chunks(file: &[u8], chunk: usize, verify_crc: bool) -> (Vec<ScannedBa
     let file_len = file.len() as u64;
     for piece in file.chunks(chunk) {
         carry.extend_from_slice(piece);
-        let o = scan(&carry, valid_end, &mut next, usize::MAX, verify_crc, &mut found);
+        let o = scan(
+            &carry,
+            valid_end,
+            &mut next,
+            usize::MAX,
+            verify_crc,
+            &mut found,
+        );
         carry.drain(..o.consumed);
         valid_end += o.consumed as u64;
         all.append(&mut found);

@@ -35,10 +35,16 @@ fuzz_target!(|data: &[u8]| {
         round_trip!(ControllerZNode, data);
         round_trip!(IsrChangeNotificationZNode, data);
         if let Ok(epoch) = decode_controller_epoch(data) {
-            assert_eq!(decode_controller_epoch(&encode_controller_epoch(epoch)).ok(), Some(epoch));
+            assert_eq!(
+                decode_controller_epoch(&encode_controller_epoch(epoch)).ok(),
+                Some(epoch)
+            );
         }
         if let Some(offset) = decode_consumer_offset(data) {
-            assert_eq!(decode_consumer_offset(&encode_consumer_offset(offset)), Some(offset));
+            assert_eq!(
+                decode_consumer_offset(&encode_consumer_offset(offset)),
+                Some(offset)
+            );
         }
         if let Ok(text) = std::str::from_utf8(data) {
             if let Some(id) = kafka_uuid::parse(text) {

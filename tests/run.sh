@@ -11,6 +11,9 @@
 #     tests/differential_kafka.rs) from Debian (skipped when present), and the Apache Kafka
 #     3.9 jars from Maven Central via tests/java/fetch_jars.sh (skipped when
 #     its cache folder is complete), for tests/java_*.rs
+#   - cargo-fuzz (`cargo install --locked`, skipped when present) for the
+#     fuzz step after the cargo tests (tests/fuzz/ci.sh; SHARDLOG_FUZZ_RUNS=0
+#     skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,4 +76,9 @@ export SHARDLOG_KAFKA_JARS
 
 # Dependencies are optimised even in dev builds (Cargo.toml), so a debug
 # build of our crate is the faster way through build + tests.
-exec cargo test "$@"
+cargo test "$@"
+
+# Then the decoders' fuzz targets, a short fixed run each (tests/fuzz/ci.sh;
+# SHARDLOG_FUZZ_RUNS=0 skips it).
+echo "tests/run.sh: cargo tests passed; fuzz step (tests/fuzz/ci.sh, SHARDLOG_FUZZ_RUNS=${SHARDLOG_FUZZ_RUNS:-20000})" >&2
+bash tests/fuzz/ci.sh

@@ -44,7 +44,9 @@ pub struct OffsetCommitValue {
     pub metadata: String,
     pub commit_timestamp_ms: i64,
     /// Only v1 carries it: the commit's own retention (OffsetCommit v2–v4's
-    /// `retention_time_ms`). -1 when absent.
+    /// `retention_time_ms`). -1 when absent; any other value, negative
+    /// ones included, is an expiry (Kafka's `readOffsetMessageValue` maps
+    /// only `DEFAULT_TIMESTAMP` = -1 to none).
     pub expire_timestamp_ms: i64,
 }
 
@@ -83,6 +85,10 @@ pub enum RecordError {
     #[error("malformed {what}: {reason}")]
     Malformed { what: &'static str, reason: String },
 }
+
+/// `expire_timestamp_ms` of a commit without its own expiry (Kafka's
+/// `OffsetCommitRequest.DEFAULT_TIMESTAMP`).
+pub const NO_EXPIRY: i64 = -1;
 
 /// Key version of an offset commit Kafka 3.9 writes.
 pub const OFFSET_COMMIT_KEY_VERSION: i16 = 1;
@@ -142,11 +148,16 @@ pub fn encode_group_metadata_key(group: &str) -> Vec<u8> {
 }
 
 impl OffsetCommitValue {
+    /// Whether the commit carries its own expiry (only v1 records do).
+    pub fn has_own_expiry(&self) -> bool {
+        self.expire_timestamp_ms != NO_EXPIRY
+    }
+
     /// Kafka's choice (`GroupMetadataManager.offsetCommitValue`): v1 when the
     /// commit carries its own expiry, else v3.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(32 + self.metadata.len());
-        if self.expire_timestamp_ms >= 0 {
+        if self.has_own_expiry() {
             out.extend_from_slice(&1i16.to_be_bytes());
             out.extend_from_slice(&self.offset.to_be_bytes());
             put_str(&mut out, &self.metadata);

@@ -6,7 +6,7 @@
 //! message uses depends on (api_key, api_version) and comes from the
 //! generated schema tables in `kafka-protocol`.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::protocol::Decodable;
 
 use super::api::Api;
@@ -38,11 +38,14 @@ pub enum HeaderError {
     },
 }
 
+/// Bytes of the fixed part (api_key, api_version, correlation_id).
+pub const FIXED_HEADER_BYTES: usize = 8;
+
 /// The fixed part every request header version starts with:
 /// (api_key, api_version, correlation_id). Available even for unknown APIs,
 /// so that errors can be logged with the correlation id.
 pub fn peek_fixed(frame: &[u8]) -> Option<(i16, i16, i32)> {
-    let b = frame.get(..8)?;
+    let b = frame.get(..FIXED_HEADER_BYTES)?;
     Some((
         i16::from_be_bytes([b[0], b[1]]),
         i16::from_be_bytes([b[2], b[3]]),
@@ -60,6 +63,20 @@ pub fn decode_request_header(frame: &mut Bytes) -> Result<RequestHeader, HeaderE
         correlation_id,
     })?;
     let header_version = api_key.request_header_version(api_version);
+    if header_version == 0 {
+        // Header v0 is the fixed part alone; only ControlledShutdown v0
+        // uses it (Kafka `ApiKeys.requestHeaderVersion`). `kafka-protocol`
+        // 0.18 (Kafka 4, which dropped ControlledShutdown) decodes header
+        // v1–v2 only, so it is read here.
+        frame.advance(FIXED_HEADER_BYTES);
+        return Ok(RequestHeader {
+            api_key,
+            api_version,
+            correlation_id,
+            client_id: None,
+            header_version,
+        });
+    }
     let decoded =
         kafka_protocol::messages::RequestHeader::decode(frame, header_version).map_err(|e| {
             HeaderError::Malformed {
@@ -136,6 +153,28 @@ mod tests {
             assert_eq!(h.header_version, header_version);
             assert_eq!(&frame[..], b"BODY");
         }
+    }
+
+    #[test]
+    fn controlled_shutdown_v0_header_has_no_client_id_and_leaves_the_body() {
+        // Header v0 (Kafka `ApiKeys.requestHeaderVersion`): api key 7,
+        // version 0, correlation id 42, then the body (broker id 3). Read
+        // as header v1 the body's first two bytes became a client id
+        // length; the crate refused the header outright.
+        let mut frame = Bytes::from_static(&[0, 7, 0, 0, 0, 0, 0, 42, 0, 0, 0, 3]);
+        let h = decode_request_header(&mut frame).unwrap();
+        assert_eq!(
+            h.api_key,
+            Api::Zk(super::super::api::ZkApi::ControlledShutdown)
+        );
+        assert_eq!((h.api_version, h.correlation_id), (0, 42));
+        assert_eq!((h.header_version, h.client_id), (0, None));
+        assert_eq!(&frame[..], &[0, 0, 0, 3]);
+        // v1 and later use the standard header with a client id.
+        let mut frame = Bytes::from_static(&[0, 7, 0, 1, 0, 0, 0, 42, 0, 1, b'c', 0, 0, 0, 3]);
+        let h = decode_request_header(&mut frame).unwrap();
+        assert_eq!((h.header_version, h.client_id.as_deref()), (1, Some("c")));
+        assert_eq!(&frame[..], &[0, 0, 0, 3]);
     }
 
     #[test]

@@ -119,7 +119,13 @@ impl Walk<'_> {
         // A plain unsigned varint (KIP-482), not a compact length (n + 1).
         let count = self.varint()? as usize;
         for _ in 0..self.plausible(count)? {
-            self.varint()?;
+            // Tags are int32 in Kafka's schemas and never negative; the
+            // crate keys unknown ones by i32 and drops a negative one when
+            // it encodes (no round trip), so refuse it here.
+            let tag = self.varint()?;
+            if i32::try_from(tag).is_err() {
+                return Err(DecodeError::Malformed(format!("tagged field tag {tag}")));
+            }
             let size = self.varint()? as usize;
             self.skip(size)?;
         }

@@ -404,8 +404,10 @@ impl Coordinator {
 /// commit's own expiry (v1 records) — and a consumer group in `Stable`
 /// loses those of topics no member subscribes to any more.
 fn expired_offsets(entry: &Entry, retention: i64, now_ms: i64) -> Vec<(String, i32)> {
-    let own_expiry =
-        |v: &OffsetCommitValue| v.expire_timestamp_ms >= 0 && v.expire_timestamp_ms <= now_ms;
+    // Only -1 means "no expiry of its own" (Kafka's
+    // `OffsetCommitRequest.DEFAULT_TIMESTAMP`); any other value, negative
+    // ones included, is one (already past when negative).
+    let own_expiry = |v: &OffsetCommitValue| v.has_own_expiry() && v.expire_timestamp_ms <= now_ms;
     match entry.group.state() {
         // A group that only stores offsets (no protocol type: simple
         // commits) counts from each commit; a consumer group from when it
@@ -421,7 +423,8 @@ fn expired_offsets(entry: &Entry, retention: i64, now_ms: i64) -> Vec<(String, i
                     } else {
                         entry.group.state_since_ms()
                     };
-                    own_expiry(v) || (v.expire_timestamp_ms < 0 && base + retention <= now_ms)
+                    own_expiry(v)
+                        || (!v.has_own_expiry() && base.saturating_add(retention) <= now_ms)
                 })
                 .map(|(tp, _)| tp.clone())
                 .collect()
@@ -434,8 +437,8 @@ fn expired_offsets(entry: &Entry, retention: i64, now_ms: i64) -> Vec<(String, i
                 .filter(|(tp, v)| {
                     own_expiry(v)
                         || (!subscribed.contains(&tp.0)
-                            && v.expire_timestamp_ms < 0
-                            && v.commit_timestamp_ms + retention <= now_ms)
+                            && !v.has_own_expiry()
+                            && v.commit_timestamp_ms.saturating_add(retention) <= now_ms)
                 })
                 .map(|(tp, _)| tp.clone())
                 .collect()

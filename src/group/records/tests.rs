@@ -56,6 +56,26 @@ fn a_commit_with_its_own_expiry_is_written_as_value_v1() {
 }
 
 #[test]
+fn a_v1_value_with_a_negative_expiry_keeps_it_and_round_trips_as_v1() {
+    // v1: offset 5, metadata "a", commit timestamp 9, expiry -5. Only -1
+    // means "none" (Kafka `readOffsetMessageValue`); -5 is an expiry in
+    // the past. It used to re-encode as v3 without it (issue 26, fuzzing).
+    let v1 = hex("00 01 | 00 00 00 00 00 00 00 05 | 00 01 61 | 00 00 00 00 00 00 00 09 | ff ff ff ff ff ff ff fb");
+    let d = OffsetCommitValue::decode(&v1).unwrap();
+    assert_eq!(d.expire_timestamp_ms, -5);
+    assert!(d.has_own_expiry());
+    let again = d.encode();
+    assert_eq!(&again[..2], &[0, 1], "still v1");
+    assert_eq!(again, v1);
+    assert_eq!(OffsetCommitValue::decode(&again), Ok(d));
+    // v1 with -1: no expiry of its own; written back as v3.
+    let none = hex("00 01 | 00 00 00 00 00 00 00 05 | 00 01 61 | 00 00 00 00 00 00 00 09 | ff ff ff ff ff ff ff ff");
+    let d = OffsetCommitValue::decode(&none).unwrap();
+    assert!(!d.has_own_expiry());
+    assert_eq!(&d.encode()[..2], &[0, 3]);
+}
+
+#[test]
 fn every_value_version_kafka_defines_decodes() {
     // v0: offset, metadata, timestamp.
     let v0 = hex("00 00 | 00 00 00 00 00 00 00 05 | 00 01 61 | 00 00 00 00 00 00 00 09");

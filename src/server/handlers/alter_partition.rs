@@ -29,6 +29,7 @@ use crate::controller::alter_partition::Proposal;
 use crate::controller::leader_election::LeaderRecoveryState;
 use crate::controller::zk_mode::{AlterAnswer, AlterAsk, AlterItem};
 use crate::protocol::decode::DecodeError;
+use crate::protocol::schema::{check_arrays, Field, INT32, INT64, INT8, UUID};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
@@ -49,14 +50,59 @@ pub struct Decoded {
     pub unknown: Vec<(String, i32)>,
 }
 
+/// AlterPartitionRequest.json (Kafka 3.9; flexible from v0), for the array
+/// check: broker_id, broker_epoch, topics [topic_name (v0–v1) | topic_id
+/// (v2+), partitions [partition_index, leader_epoch, new_isr (v0–v2) |
+/// new_isr_with_epochs [broker_id, broker_epoch] (v3+),
+/// leader_recovery_state (v1+), partition_epoch]].
+fn schema(version: i16) -> &'static [Field] {
+    const ISR: Field = Field::FixedArray(4);
+    const ISR_WITH_EPOCHS: Field = Field::Structs(&[INT32, INT64]);
+    const V0: &[Field] = &[
+        INT32,
+        INT64,
+        Field::Structs(&[Field::Str, Field::Structs(&[INT32, INT32, ISR, INT32])]),
+    ];
+    const V1: &[Field] = &[
+        INT32,
+        INT64,
+        Field::Structs(&[
+            Field::Str,
+            Field::Structs(&[INT32, INT32, ISR, INT8, INT32]),
+        ]),
+    ];
+    const V2: &[Field] = &[
+        INT32,
+        INT64,
+        Field::Structs(&[UUID, Field::Structs(&[INT32, INT32, ISR, INT8, INT32])]),
+    ];
+    const V3: &[Field] = &[
+        INT32,
+        INT64,
+        Field::Structs(&[
+            UUID,
+            Field::Structs(&[INT32, INT32, ISR_WITH_EPOCHS, INT8, INT32]),
+        ]),
+    ];
+    match version {
+        0 => V0,
+        1 => V1,
+        2 => V2,
+        _ => V3,
+    }
+}
+
 /// The request as the controller reads it (v3 names ISR members with
 /// their broker epochs; ZooKeeper mode checks only the ids); `topic_id`
-/// resolves the names of v0–v1.
+/// resolves the names of v0–v1. Every array count is checked against the
+/// bytes left before the crate decodes: it pre-sizes each from the wire.
 pub fn decode_request(
     mut body: bytes::Bytes,
     version: i16,
     topic_id: impl Fn(&str) -> Option<uuid::Uuid>,
 ) -> Result<Decoded, HandlerError> {
+    // Every version is flexible (compact arrays, tagged fields).
+    check_arrays(&body, schema(version), version, true)?;
     let r = AlterPartitionRequest::decode(&mut body, version)
         .map_err(|e| DecodeError::Malformed(e.to_string()))?;
     let mut items = Vec::new();
@@ -344,6 +390,60 @@ mod tests {
             assert_eq!(resp.error_code, ErrorCode::NOT_CONTROLLER.0);
         }
         assert!(decode_request(bytes::Bytes::from_static(&[0, 1]), 3, resolve).is_err());
+    }
+
+    #[test]
+    fn the_schema_covers_every_version_exactly() {
+        for version in VERSIONS.min..=VERSIONS.max {
+            let body = request(version);
+            assert_eq!(
+                check_arrays(&body, schema(version), version, true),
+                Ok(body.len()),
+                "v{version}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_17_byte_request_claiming_4_billion_topics_is_refused_before_allocating() {
+        // broker_id, broker_epoch, then a compact topic count of 2^32 - 2:
+        // the crate pre-sized a Vec of that many topics (24 GiB) from 17
+        // bytes (found by fuzzing, issue 26).
+        let mut body = vec![0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 55];
+        body.extend([0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert_eq!(body.len(), 17);
+        for version in VERSIONS.min..=VERSIONS.max {
+            let refused = decode_request(bytes::Bytes::from(body.clone()), version, resolve);
+            assert!(
+                matches!(refused, Err(HandlerError::Malformed(ref m)) if m.contains("array claims")),
+                "v{version}: {refused:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_nested_isr_count_beyond_the_body_is_refused_before_allocating() {
+        // v3, one topic (id), one partition: index, epoch, then an ISR
+        // count of 2^28 with nothing after it.
+        let mut body = vec![0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 55, 2];
+        body.extend(ID.as_bytes());
+        body.extend([2, 0, 0, 0, 4, 0, 0, 0, 7]);
+        body.extend([0x80, 0x80, 0x80, 0x80, 0x01]);
+        let refused = decode_request(bytes::Bytes::from(body), 3, resolve);
+        assert!(
+            matches!(refused, Err(HandlerError::Malformed(_))),
+            "{refused:?}"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bodies_never_panic(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
+            v in 0i16..=3,
+        ) {
+            let _ = decode_request(bytes::Bytes::from(body), v, resolve);
+        }
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DeleteGroups, 0, 2);
 /// DeleteGroupsRequest.json: groups_names [string].
 const SCHEMA: &[Field] = &[Field::StrArray];
 
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: 2,
     schema: Schema::Fixed(SCHEMA),

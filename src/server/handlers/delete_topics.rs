@@ -42,7 +42,7 @@ fn schema_for(version: i16) -> &'static [Field] {
 }
 
 /// What the shared admin preamble needs to decode this API.
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
     schema: Schema::PerVersion(schema_for),

@@ -28,7 +28,7 @@ pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeGroups, 0, 5);
 /// include_authorized_operations (v3+).
 const SCHEMA: &[Field] = &[Field::StrArray, Field::Since(3, &BOOL)];
 
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: 5,
     schema: Schema::Fixed(SCHEMA),

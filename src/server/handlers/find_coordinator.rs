@@ -27,6 +27,7 @@
 
 use std::rc::Rc;
 
+use bytes::Bytes;
 use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::find_coordinator_response::{Coordinator, FindCoordinatorResponse};
@@ -36,7 +37,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::{HandlerError, Request, Response};
 use crate::controller::image::OFFSETS_TOPIC;
 use crate::metadata::{BrokerEndpoint, Snapshot};
-use crate::protocol::decode::{check_array_len, decode_body};
+use crate::protocol::decode::{check_array_len, decode_body, DecodeError};
 use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::auto_create::ensure_topic_auto_created;
@@ -57,16 +58,23 @@ pub const KEY_TYPE_SHARE: i8 = 2;
 /// The first version that may ask for a share group's coordinator.
 const FIRST_SHARE: i16 = 6;
 
+/// Decode a FindCoordinator request, refusing a `coordinator_keys` count
+/// larger than the body (see `protocol::decode`).
+pub fn decode_request(
+    mut body: Bytes,
+    version: i16,
+) -> Result<FindCoordinatorRequest, DecodeError> {
+    if version >= FIRST_BATCHED {
+        // `coordinator_keys` follows the one-byte key type.
+        check_array_len(&body, 1, true)?;
+    }
+    decode_body(&mut body, version)
+}
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let mut body = req.body;
-        if version >= FIRST_BATCHED {
-            // `coordinator_keys` follows the one-byte key type.
-            check_array_len(&body, 1, true).map_err(|e| HandlerError::Malformed(e.to_string()))?;
-        }
-        let request: FindCoordinatorRequest =
-            decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let request = decode_request(req.body, version)?;
         let wants_groups = request.key_type == KEY_TYPE_GROUP;
         if wants_groups && ctx.snapshot().served_topic(OFFSETS_TOPIC).is_none() {
             let created = ensure_topic_auto_created(&ctx, OFFSETS_TOPIC).await;

@@ -23,7 +23,7 @@ pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Heartbeat, 0, 4);
 /// group_instance_id (v3+).
 const SCHEMA: &[Field] = &[Field::Str, INT32, Field::Str, Field::Since(3, &Field::Str)];
 
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: 4,
     schema: Schema::Fixed(SCHEMA),

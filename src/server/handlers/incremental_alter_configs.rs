@@ -45,7 +45,7 @@ const SCHEMA: &[Field] = &[
 ];
 
 /// What the shared admin preamble needs to decode this API.
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
     schema: Schema::Fixed(SCHEMA),

@@ -15,6 +15,7 @@
 
 use std::rc::Rc;
 
+use bytes::Bytes;
 use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
@@ -23,7 +24,7 @@ use kafka_protocol::messages::{ApiKey, ProducerId};
 use super::admin_common::call_control;
 use super::{HandlerError, Request, Response};
 use crate::controller::requests::{AdminRequest, AdminResponse};
-use crate::protocol::decode::decode_body;
+use crate::protocol::decode::{decode_body, DecodeError};
 use crate::protocol::encode::encode;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
@@ -31,13 +32,16 @@ use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::InitProducerId, 0, 5);
 
+/// Decode an InitProducerId request. It has no arrays: nothing for the
+/// crate to pre-allocate from the wire.
+pub fn decode_request(mut body: Bytes, version: i16) -> Result<InitProducerIdRequest, DecodeError> {
+    decode_body(&mut body, version)
+}
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let mut body = req.body;
-        // No arrays in this request: nothing for the crate to pre-allocate.
-        let request: InitProducerIdRequest =
-            decode_body(&mut body, version).map_err(|e| HandlerError::Malformed(e.to_string()))?;
+        let request = decode_request(req.body, version)?;
         let outcome = if request.transactional_id.is_some() {
             Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
         } else {

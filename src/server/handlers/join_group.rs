@@ -36,7 +36,7 @@ const SCHEMA: &[Field] = &[
     Field::Since(8, &Field::Str),
 ];
 
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: 6,
     schema: Schema::Fixed(SCHEMA),

@@ -38,7 +38,7 @@ fn schema(version: i16) -> &'static [Field] {
     }
 }
 
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: 4,
     schema: Schema::PerVersion(schema),

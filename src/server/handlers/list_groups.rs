@@ -28,7 +28,7 @@ const SCHEMA: &[Field] = &[
     Field::Since(5, &Field::StrArray),
 ];
 
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: 3,
     schema: Schema::Fixed(SCHEMA),

@@ -39,7 +39,7 @@ use crate::shard::ShardContext;
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::OffsetCommit, 0, 9);
 
 /// The last version only the 3.9 codec has.
-const LAST_OF_THE_39_CODEC: i16 = 1;
+pub const LAST_OF_THE_39_CODEC: i16 = 1;
 
 /// The version whose offsets live in the metadata store.
 const STORED_IN_ZOOKEEPER: i16 = 0;
@@ -88,7 +88,7 @@ fn schema(version: i16) -> &'static [Field] {
     }
 }
 
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: 8,
     schema: Schema::PerVersion(schema),
@@ -96,7 +96,7 @@ const API: CheckedApi = CheckedApi {
 
 /// A request of any version, as the handler needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Commit {
+pub struct Commit {
     group_id: String,
     /// -1 below v1 (no generation: a simple commit).
     generation: i32,
@@ -108,7 +108,7 @@ struct Commit {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct CommitPart {
+pub struct CommitPart {
     index: i32,
     offset: i64,
     leader_epoch: i32,
@@ -117,7 +117,7 @@ struct CommitPart {
 }
 
 /// Check every array, then decode with the codec that has `version`.
-fn decode_request(body: Bytes, version: i16) -> Result<Commit, DecodeError> {
+pub fn decode_request(body: Bytes, version: i16) -> Result<Commit, DecodeError> {
     if version > LAST_OF_THE_39_CODEC {
         let r: OffsetCommitRequest = API.decode(body, version)?;
         return Ok(Commit {

@@ -28,7 +28,7 @@ const SCHEMA: &[Field] = &[
     Field::Structs(&[Field::Str, Field::FixedArray(4)]),
 ];
 
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: i16::MAX,
     schema: Schema::Fixed(SCHEMA),

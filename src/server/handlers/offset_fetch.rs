@@ -38,7 +38,7 @@ use crate::shard::ShardContext;
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::OffsetFetch, 0, 9);
 
 /// The version read from the metadata store, with the 3.9 codec.
-const STORED_IN_ZOOKEEPER: i16 = 0;
+pub const STORED_IN_ZOOKEEPER: i16 = 0;
 
 const FIRST_MULTI_GROUP: i16 = 8;
 
@@ -64,7 +64,7 @@ fn schema(version: i16) -> &'static [Field] {
     }
 }
 
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: 6,
     schema: Schema::PerVersion(schema),
@@ -204,7 +204,7 @@ async fn answer_single_group(
 }
 
 /// A v0 request: group id and `(topic, partition)`s in request order.
-fn decode_v0(mut body: Bytes) -> Result<(String, Vec<(String, i32)>), DecodeError> {
+pub fn decode_v0(mut body: Bytes) -> Result<(String, Vec<(String, i32)>), DecodeError> {
     check_arrays(
         &body,
         schema(STORED_IN_ZOOKEEPER),

@@ -34,7 +34,7 @@ const SCHEMA: &[Field] = &[
     Field::Structs(&[Field::Str, Field::Bytes]),
 ];
 
-const API: CheckedApi = CheckedApi {
+pub const API: CheckedApi = CheckedApi {
     versions: VERSIONS,
     first_flexible: 4,
     schema: Schema::Fixed(SCHEMA),

@@ -79,6 +79,9 @@ export SHARDLOG_KAFKA_JARS
 cargo test "$@"
 
 # Then the decoders' fuzz targets, a short fixed run each (tests/fuzz/ci.sh;
-# SHARDLOG_FUZZ_RUNS=0 skips it).
-echo "tests/run.sh: cargo tests passed; fuzz step (tests/fuzz/ci.sh, SHARDLOG_FUZZ_RUNS=${SHARDLOG_FUZZ_RUNS:-20000})" >&2
-bash tests/fuzz/ci.sh
+# SHARDLOG_FUZZ_RUNS=0 skips it). Only on the whole run (no arguments, as
+# .ci/run calls it): `bash tests/run.sh --test X` runs just X.
+if [ $# -eq 0 ]; then
+    echo "tests/run.sh: cargo tests passed; fuzz step (tests/fuzz/ci.sh, SHARDLOG_FUZZ_RUNS=${SHARDLOG_FUZZ_RUNS:-20000})" >&2
+    bash tests/fuzz/ci.sh
+fi

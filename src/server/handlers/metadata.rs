@@ -115,7 +115,8 @@ mod tests {
                 .with_name(Some(TopicName(StrBytes::from_static_str("t"))));
             MetadataRequest::default()
                 .with_topics(Some(vec![topic]))
-                .with_allow_auto_topic_creation(v >= 4)
+                // true is the field's default, the only value v0-v3 carry.
+                .with_allow_auto_topic_creation(true)
                 .with_include_cluster_authorized_operations((8..=10).contains(&v))
                 .with_include_topic_authorized_operations(v >= 8)
         });

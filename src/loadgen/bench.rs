@@ -39,7 +39,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use child::{free_loopback_addr, SignalGuard, WorkDir};
-pub use child::{BrokerChild, BrokerExit};
+pub use child::{parse_readiness_line, tail, BrokerChild, BrokerExit};
 
 use super::args::{parse_cpu_list, parse_duration, LoadgenArgs};
 use super::results_dir::{self, utc_timestamp};
@@ -401,18 +401,6 @@ pub fn broker_overrides(
     v
 }
 
-/// The bound address in the broker's readiness line
-/// (`shardlog: listening on 127.0.0.1:9092 with 1 shards ...`).
-pub fn parse_readiness_line(log: &str) -> Option<Option<SocketAddr>> {
-    let line = log.lines().find(|l| l.contains("listening on "))?;
-    let rest = line.split("listening on ").nth(1)?;
-    let addr = rest
-        .split_whitespace()
-        .next()
-        .map(|a| a.trim_start_matches("PLAINTEXT://"));
-    Some(addr.and_then(|a| a.parse().ok()))
-}
-
 /// The counters of the broker's shutdown line
 /// `zerocopy: sendmsg=N sendfile=N copied=N glommio=N` (last one wins).
 pub fn parse_zerocopy_line(log: &str) -> Option<(String, BTreeMap<String, u64>)> {
@@ -424,12 +412,6 @@ pub fn parse_zerocopy_line(log: &str) -> Option<(String, BTreeMap<String, u64>)>
         .filter_map(|(k, v)| Some((k.to_string(), v.trim_end_matches(',').parse().ok()?)))
         .collect();
     Some((line.trim().to_string(), counters))
-}
-
-/// The last `lines` lines of `text`.
-pub fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 fn available_cpus() -> Vec<usize> {

@@ -14,7 +14,6 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use super::{parse_readiness_line, tail};
 use crate::io::clock::{Clock, SystemClock};
 /// A temporary directory removed on drop unless kept.
 pub(super) struct WorkDir {
@@ -288,4 +287,22 @@ fn terminate_pid(pid: u32, timeout: Duration) {
 pub(super) fn free_loopback_addr() -> Result<SocketAddr> {
     let l = TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
     Ok(l.local_addr()?)
+}
+
+/// The bound address in the broker's readiness line
+/// (`shardlog: listening on 127.0.0.1:9092 with 1 shards ...`).
+pub fn parse_readiness_line(log: &str) -> Option<Option<SocketAddr>> {
+    let line = log.lines().find(|l| l.contains("listening on "))?;
+    let rest = line.split("listening on ").nth(1)?;
+    let addr = rest
+        .split_whitespace()
+        .next()
+        .map(|a| a.trim_start_matches("PLAINTEXT://"));
+    Some(addr.and_then(|a| a.parse().ok()))
+}
+
+/// The last `lines` lines of `text`.
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use super::child::{free_loopback_addr, BrokerChild, BrokerExit};
-use super::tail;
+use super::child::{free_loopback_addr, tail, BrokerChild, BrokerExit};
 use crate::io::clock::{Clock, SystemClock};
 use crate::loadgen::client::connect_bootstrap;
 

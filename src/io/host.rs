@@ -15,6 +15,15 @@ pub fn physical_memory_bytes() -> Option<u64> {
     Some(pages.saturating_mul(page))
 }
 
+/// The first `program` file in the directories of `$PATH`, as a shell
+/// would find it.
+pub fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

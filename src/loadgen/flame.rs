@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use crate::io::host::find_on_path;
+
 /// Samples per second per CPU: with DWARF stacks (16 KiB copied per
 /// sample) 499 Hz keeps a 10 s run's perf.data near 100 MB.
 pub const FREQ_HZ: u32 = 499;
@@ -86,11 +88,6 @@ pub struct Recording {
     title: String,
 }
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-}
-
 impl Recorder {
     /// Checks the tools now, so a missing one fails before the first run.
     pub fn new(pids: Vec<u32>, out: &Path) -> Result<Self> {
@@ -99,7 +96,7 @@ impl Recorder {
             ("inferno-collapse-perf", "cargo install inferno --locked"),
             ("inferno-flamegraph", "cargo install inferno --locked"),
         ] {
-            if !on_path(tool) {
+            if find_on_path(tool).is_none() {
                 bail!("--flamegraph needs `{tool}` on PATH: {install}");
             }
         }

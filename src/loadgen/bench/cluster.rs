@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 
 use super::child::{free_loopback_addr, tail, BrokerChild, BrokerExit};
 use crate::io::clock::{Clock, SystemClock};
+use crate::io::host::find_on_path;
 use crate::loadgen::client::connect_bootstrap;
 
 /// Debian's ZooKeeper jars (`zookeeper.jar`'s manifest names the rest) and
@@ -166,14 +167,6 @@ fn serves(addr: SocketAddr) -> bool {
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
     let mut out = String::new();
     s.write_all(b"srvr").is_ok() && s.read_to_string(&mut out).is_ok() && out.contains("Mode:")
-}
-
-fn find_on_path(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(program))
-        .find(|p| p.is_file())
 }
 
 /// Waits until Metadata from `bootstrap` lists `brokers` brokers: every one

@@ -38,6 +38,9 @@ fn overrides(zk: &str, id: i32, extra: &[&str]) -> Vec<String> {
         "zookeeper.connection.timeout.ms=5000".into(),
         format!("broker.id={id}"),
         "shardlog.shards=1".into(),
+        // Leaders stay where the scenarios put them (Kafka's default is
+        // true; tests/cluster_leader_election.rs covers the rebalance).
+        "auto.leader.rebalance.enable=false".into(),
     ];
     o.extend(extra.iter().map(|s| s.to_string()));
     o

@@ -422,13 +422,33 @@ fn group_scenario(client: &str, n: usize, spawn: impl Fn(&Broker, &str, &str) ->
         m.stop();
     }
     // A new member resumes at the committed offsets.
+    assert_a_new_member_resumes_at_the_commits(&broker, &group, &topic, spawn);
+}
+
+/// Step 4 of [`group_scenario`]: after the group stopped cleanly, a new
+/// member reads only what was produced since.
+fn assert_a_new_member_resumes_at_the_commits(
+    broker: &Broker,
+    group: &str,
+    topic: &str,
+    spawn: impl Fn(&Broker, &str, &str) -> Member,
+) {
     let third = values("c", 0..120);
-    produce(&broker, &topic, 12, &third);
-    let fresh = spawn(&broker, &group, &topic);
+    produce(broker, topic, 12, &third);
+    let fresh = spawn(broker, group, topic);
     let want: BTreeSet<String> = third.iter().cloned().collect();
-    wait_for(90, "the new member reads what was produced since", || {
-        consumed_values(&[&fresh]).is_superset(&want)
-    });
+    if !wait_until(90, || consumed_values(&[&fresh]).is_superset(&want)) {
+        let seen = consumed_values(&[&fresh]);
+        let raw = fresh.history.lock().unwrap().raw.clone();
+        panic!(
+            "timed out after 90 s waiting for the new member to read what was produced since: \
+             {} of {} read; its assignments {:?}; its last lines {:?}",
+            want.intersection(&seen).count(),
+            want.len(),
+            fresh.assignments(),
+            &raw[raw.len().saturating_sub(8)..]
+        );
+    }
     let reread: Vec<String> = fresh
         .records()
         .into_iter()

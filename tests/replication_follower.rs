@@ -85,6 +85,8 @@ fn start_cluster_with(zk: &ZkServer, partitions: i32, extra: &[&str]) -> (Broker
             zk.as_str(),
             "zookeeper.session.timeout.ms=6000",
             broker_id.as_str(),
+            // Leaders stay where the scenarios put them.
+            "auto.leader.rebalance.enable=false",
             // Fast retries so a test waiting on a backoff stays short.
             "replica.fetch.backoff.ms=200",
             "replica.fetch.wait.max.ms=100",

@@ -6,6 +6,7 @@
 //! controller over it and the registration / election queue
 //! (`controller::zk_mode`).
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -16,15 +17,17 @@ use crate::controller::brokers::registration_for;
 use crate::controller::identity::{self, StoredMeta};
 use futures_lite::future::BoxedLocal;
 
+use crate::controller::rebalance::ElectionType;
 use crate::controller::zk_mode::{
-    AlterAnswer, AlterAsk, ControllerSettings, Reconnect, ShutdownAnswer, ShutdownRefusal, ZkBroker,
+    AlterAnswer, AlterAsk, ControllerSettings, ElectAnswer, Reconnect, ShutdownAnswer,
+    ShutdownRefusal, ZkBroker,
 };
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::shard::context::ShardContext;
 use crate::shard::control_shard::ControllerQueue;
 use crate::shard::zk_duties::ControlDuties;
-use crate::types::BrokerId;
+use crate::types::{BrokerId, TopicPartition};
 use crate::zk::any::AnyStore;
 use crate::zk::client::{ZkOptions, ZkStore};
 
@@ -172,6 +175,15 @@ pub async fn start_broker(
         listener: config.inter_broker_listener().to_owned(),
         unclean_leader_election: config.unclean_leader_election_enable,
         delete_topic_enable: config.delete_topic_enable,
+        auto_leader_rebalance_enable: config.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_s: u64::try_from(
+            config.leader_imbalance_check_interval_seconds,
+        )
+        .unwrap_or(1),
+        leader_imbalance_per_broker_percentage: u32::try_from(
+            config.leader_imbalance_per_broker_percentage,
+        )
+        .unwrap_or(10),
     });
     broker.start().await?;
     Ok(broker)
@@ -207,6 +219,20 @@ impl ControllerQueue for Queue {
         Box::pin(async move {
             match queue.upgrade() {
                 Some(b) => b.request_alter_partition(ask).await,
+                None => Err(ErrorCode::NOT_CONTROLLER),
+            }
+        })
+    }
+
+    fn elect_leaders(
+        &self,
+        kind: ElectionType,
+        partitions: Option<BTreeSet<TopicPartition>>,
+    ) -> BoxedLocal<ElectAnswer> {
+        let queue = self.0.clone();
+        Box::pin(async move {
+            match queue.upgrade() {
+                Some(b) => b.request_elect_leaders(kind, partitions).await,
                 None => Err(ErrorCode::NOT_CONTROLLER),
             }
         })

@@ -441,6 +441,13 @@ server_config! {
     /// `controlled.shutdown.enable` (default true): in ZooKeeper mode a
     /// stopping broker first asks the controller to move its leaders.
     controlled_shutdown_enable: bool = true;
+    /// `auto.leader.rebalance.enable` (default true): the controller
+    /// moves leaders back to preferred replicas on a timer.
+    auto_leader_rebalance_enable: bool = true;
+    /// `leader.imbalance.check.interval.seconds` (default 300).
+    leader_imbalance_check_interval_seconds: i64 = 300;
+    /// `leader.imbalance.per.broker.percentage` (default 10).
+    leader_imbalance_per_broker_percentage: i32 = 10;
     /// `controlled.shutdown.max.retries` (default 3).
     controlled_shutdown_max_retries: i32 = 3;
     /// `controlled.shutdown.retry.backoff.ms` (default 5000).
@@ -559,7 +566,11 @@ impl ServerConfig {
         if self.listeners.is_empty() {
             return Err(invalid("listeners", String::new(), "at least one listener"));
         }
-        let positive: [(&str, i64); 7] = [
+        let positive: [(&str, i64); 8] = [
+            (
+                "leader.imbalance.check.interval.seconds",
+                self.leader_imbalance_check_interval_seconds,
+            ),
             ("num.partitions", self.num_partitions.into()),
             (
                 "zookeeper.max.in.flight.requests",

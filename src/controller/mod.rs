@@ -46,6 +46,7 @@ pub mod event_loop;
 pub mod identity;
 pub mod image;
 pub mod leader_election;
+pub mod rebalance;
 pub mod request_batch;
 pub mod requests;
 pub mod state_machine;

@@ -44,6 +44,12 @@ pub struct ControllerSettings {
     pub unclean_leader_election: bool,
     /// `delete.topic.enable` (true).
     pub delete_topic_enable: bool,
+    /// `auto.leader.rebalance.enable` (true).
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds` (300).
+    pub leader_imbalance_check_interval_s: u64,
+    /// `leader.imbalance.per.broker.percentage` (10).
+    pub leader_imbalance_per_broker_percentage: u32,
 }
 
 impl Default for ControllerSettings {
@@ -52,6 +58,9 @@ impl Default for ControllerSettings {
             listener: "PLAINTEXT".into(),
             unclean_leader_election: false,
             delete_topic_enable: true,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_s: 300,
+            leader_imbalance_per_broker_percentage: 10,
         }
     }
 }
@@ -121,6 +130,14 @@ pub enum Event {
         ask: Box<isr::AlterAsk>,
         reply: Reply<isr::AlterAnswer>,
     },
+    /// An admin client's ElectLeaders (`None`: every partition).
+    ElectLeaders {
+        kind: crate::controller::rebalance::ElectionType,
+        partitions: Option<BTreeSet<TopicPartition>>,
+        reply: Reply<preferred::ElectAnswer>,
+    },
+    /// The auto leader rebalance's timer (controller term only).
+    AutoRebalance,
     /// A broker answered a deleting StopReplica: per partition its error.
     DeletionAnswer {
         broker: BrokerId,
@@ -371,6 +388,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                     Event::AlterPartition { reply, .. } => {
                         reply.put(Err(ErrorCode::NOT_CONTROLLER))
                     }
+                    Event::ElectLeaders { reply, .. } => reply.put(Err(ErrorCode::NOT_CONTROLLER)),
                     _ => {}
                 }
                 continue;
@@ -386,6 +404,12 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                     reply,
                 } => reply.put(self.controlled_shutdown(broker, broker_epoch).await),
                 Event::AlterPartition { ask, reply } => reply.put(self.alter_partition(*ask).await),
+                Event::ElectLeaders {
+                    kind,
+                    partitions,
+                    reply,
+                } => reply.put(self.elect_on_request(kind, partitions).await),
+                Event::AutoRebalance => self.auto_rebalance().await,
                 Event::DeletionAnswer { broker, errors } => {
                     if self.election.borrow().is_controller() {
                         self.on_deletion_answer(broker, errors).await
@@ -530,6 +554,10 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 self.duties.failover(&ctx).await;
                 *self.context.borrow_mut() = Some(ctx);
                 self.start_state_machines().await;
+                // onControllerFailover: a pending preferred replica
+                // election runs, the auto rebalance is scheduled.
+                self.on_preferred_replica_election_znode().await;
+                self.schedule_auto_rebalance(true);
             }
             Err(e) => {
                 // Kafka's triggerControllerMove: give the role up so
@@ -724,6 +752,9 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             self.arm(w, Event::AdminChange(path), term);
         }
         tracing::debug!(%path, "admin znode changed");
+        if path == paths::PREFERRED_REPLICA_ELECTION {
+            self.on_preferred_replica_election_znode().await;
+        }
     }
 
     /// The session is gone: resign before anything else, open a new
@@ -783,9 +814,11 @@ mod deletion;
 mod events;
 mod isr;
 mod partitions;
+mod preferred;
 mod replicas;
 mod shutdown;
 pub use isr::{AlterAnswer, AlterAsk, AlterItem};
+pub use preferred::ElectAnswer;
 pub use shutdown::ShutdownRefusal;
 
 #[cfg(test)]

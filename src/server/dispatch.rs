@@ -45,6 +45,10 @@ pub const ROUTES: &[Route] = &[
         handle: handlers::delete_records::handle,
     },
     Route {
+        range: handlers::elect_leaders::VERSIONS,
+        handle: handlers::elect_leaders::handle,
+    },
+    Route {
         range: handlers::offset_for_leader_epoch::VERSIONS,
         handle: handlers::offset_for_leader_epoch::handle,
     },

@@ -2,15 +2,18 @@
 //! admin operation, topic auto-creation, a controller's UpdateMetadata,
 //! LeaderAndIsr and StopReplica, and v0 offsets kept in the metadata store.
 
+use std::collections::BTreeSet;
+
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse};
 use super::mesh::MeshError;
+use crate::controller::rebalance::ElectionType;
 use crate::controller::requests::{AdminRequest, AdminResponse};
-use crate::controller::zk_mode::{AlterAnswer, AlterAsk, ShutdownAnswer};
+use crate::controller::zk_mode::{AlterAnswer, AlterAsk, ElectAnswer, ShutdownAnswer};
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
 use crate::metadata::update_metadata::UpdateMetadata;
 use crate::protocol::ErrorCode;
-use crate::types::BrokerId;
+use crate::types::{BrokerId, TopicPartition};
 
 impl ShardContext {
     /// Run an admin operation on the control shard; it answers once the
@@ -98,6 +101,22 @@ impl ShardContext {
             ShardResponse::Control(ControlResponse::ControlledShutdown(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected ControlledShutdown answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// An admin client's ElectLeaders, to this broker's controller part.
+    pub async fn elect_leaders(
+        &self,
+        kind: ElectionType,
+        partitions: Option<BTreeSet<TopicPartition>>,
+    ) -> Result<ElectAnswer, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::ElectLeaders { kind, partitions });
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::ElectLeaders(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected ElectLeaders answer");
                 Err(MeshError::PeerGone(self.control_peer()))
             }
         }

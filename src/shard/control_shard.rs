@@ -5,6 +5,7 @@
 //! the answer goes back.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 
 use futures_lite::future::BoxedLocal;
 use glommio::sync::Semaphore;
@@ -12,8 +13,11 @@ use glommio::sync::Semaphore;
 use std::rc::Rc;
 
 use crate::controller::channel::ControllerChannel;
+use crate::controller::rebalance::ElectionType;
 use crate::controller::requests::{AdminRequest, AdminResponse};
-use crate::controller::zk_mode::{AlterAnswer, AlterAsk, Reply, ShutdownAnswer, ShutdownRefusal};
+use crate::controller::zk_mode::{
+    AlterAnswer, AlterAsk, ElectAnswer, Reply, ShutdownAnswer, ShutdownRefusal,
+};
 use crate::controller::Controller;
 use crate::metadata::hosted::HostedPartitions;
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
@@ -21,7 +25,7 @@ use crate::metadata::update_metadata::{MetadataCache, UpdateMetadata};
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::replication::isr_change::{IsrChange, IsrChangeAnswer};
-use crate::types::BrokerId;
+use crate::types::{BrokerId, TopicPartition};
 use crate::zk::paths::{self, ConfigZNode};
 use crate::zk::store::{create_recursive, CreateMode, MetadataStore, StoreError};
 
@@ -56,6 +60,12 @@ pub enum ControlRequest {
     /// A broker's ControlledShutdown, for this broker's controller (the
     /// ZooKeeper-mode event queue answers it; NOT_CONTROLLER elsewhere).
     ControlledShutdown { broker: BrokerId, broker_epoch: i64 },
+    /// An admin client's ElectLeaders, for this broker's controller
+    /// (`None`: every partition).
+    ElectLeaders {
+        kind: ElectionType,
+        partitions: Option<BTreeSet<TopicPartition>>,
+    },
     /// A controller's StopReplica: partitions stop being hosted (owners
     /// close them) and those with delete lose their logs before the answer.
     StopReplica(Box<StopReplica>),
@@ -92,6 +102,7 @@ pub enum ControlResponse {
     LeaderAndIsr(PartitionErrors),
     StopReplica(PartitionErrors),
     ControlledShutdown(ShutdownAnswer),
+    ElectLeaders(ElectAnswer),
     AlterPartition(IsrChangeAnswer),
     AlterPartitionReceived(AlterAnswer),
     /// Per offset, in request order: NONE or why it was not stored.
@@ -148,6 +159,11 @@ pub trait ControllerQueue {
         broker_epoch: i64,
     ) -> BoxedLocal<ShutdownAnswer>;
     fn alter_partition(&self, ask: AlterAsk) -> BoxedLocal<AlterAnswer>;
+    fn elect_leaders(
+        &self,
+        kind: ElectionType,
+        partitions: Option<BTreeSet<TopicPartition>>,
+    ) -> BoxedLocal<ElectAnswer>;
 }
 
 impl ControlShard {
@@ -158,6 +174,56 @@ impl ControlShard {
         match queue {
             Some(queue) => queue.controlled_shutdown(broker, broker_epoch).await,
             None => Err(ShutdownRefusal::NotController),
+        }
+    }
+
+    /// An admin client's ElectLeaders, queued on this broker's ZooKeeper
+    /// event queue (NOT_CONTROLLER when it is not the controller). Without
+    /// ZooKeeper the one broker leads every partition it has, so each is
+    /// ELECTION_NOT_NEEDED (or UNKNOWN_TOPIC_OR_PARTITION), as a Kafka
+    /// controller of a one-broker cluster answers.
+    pub async fn elect_leaders(
+        &self,
+        kind: ElectionType,
+        partitions: Option<BTreeSet<TopicPartition>>,
+        snapshot: &crate::metadata::Snapshot,
+    ) -> ElectAnswer {
+        if !self.zookeeper_mode {
+            let known = |tp: &TopicPartition| {
+                snapshot
+                    .served_topic(&tp.topic)
+                    .is_some_and(|t| t.partitions.iter().any(|p| p.partition == tp.partition))
+            };
+            let asked: BTreeSet<TopicPartition> = match partitions {
+                Some(p) => p,
+                None => snapshot
+                    .served_topics()
+                    .flat_map(|t| {
+                        t.partitions
+                            .iter()
+                            .map(|p| TopicPartition::new(&*t.name, p.partition))
+                    })
+                    .collect(),
+            };
+            return Ok(asked
+                .into_iter()
+                .map(|tp| {
+                    let r = if known(&tp) {
+                        (ErrorCode::ELECTION_NOT_NEEDED, "Leader election not needed")
+                    } else {
+                        (
+                            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                            "The partition does not exist.",
+                        )
+                    };
+                    (tp, Err((r.0, r.1.to_owned())))
+                })
+                .collect());
+        }
+        let queue = self.controller_queue.borrow().clone();
+        match queue {
+            Some(queue) => queue.elect_leaders(kind, partitions).await,
+            None => Err(ErrorCode::NOT_CONTROLLER),
         }
     }
 

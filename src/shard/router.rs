@@ -55,6 +55,9 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                         crate::controller::zk_mode::ShutdownRefusal::NotController,
                     )))
                 }
+                ControlRequest::ElectLeaders { .. } => ShardResponse::Control(
+                    ControlResponse::ElectLeaders(Err(ErrorCode::NOT_CONTROLLER)),
+                ),
                 ControlRequest::AlterPartition(_) => {
                     ShardResponse::Control(ControlResponse::AlterPartition(
                         crate::replication::isr_change::IsrChangeAnswer::Failed(
@@ -144,6 +147,15 @@ async fn serve_control(
     }
     // Nor are ISR changes: a leader waits on the controller, not on admin.
     let req = match req {
+        // Nor are elections: the controller's queue orders them, and the
+        // LeaderAndIsr they send this broker needs the turn meanwhile.
+        ControlRequest::ElectLeaders { kind, partitions } => {
+            return ControlResponse::ElectLeaders(
+                control
+                    .elect_leaders(kind, partitions, &ctx.snapshot())
+                    .await,
+            );
+        }
         ControlRequest::AlterPartition(change) => {
             return ControlResponse::AlterPartition(
                 super::alter_partition::send_to_controller(ctx, *change).await,
@@ -168,6 +180,7 @@ async fn serve_control(
     let _turn = control.serial.acquire_permit(1).await;
     match req {
         ControlRequest::ControlledShutdown { .. }
+        | ControlRequest::ElectLeaders { .. }
         | ControlRequest::AlterPartition(_)
         | ControlRequest::AlterPartitionReceived(_)
         | ControlRequest::CommitOffsetsToStore { .. }

@@ -568,6 +568,13 @@ impl IsrChangeNotificationZNode {
     }
 }
 
+/// `/admin/preferred_replica_election` (version 1): the same
+/// `{"version":1,"partitions":[{"topic":…,"partition":…}]}` payload
+/// (Kafka's `PreferredReplicaElectionZNode`), written by
+/// `kafka-preferred-replica-election` / `kafka-leader-election` of old and
+/// deleted by the controller once it has run the elections.
+pub type PreferredReplicaElectionZNode = IsrChangeNotificationZNode;
+
 #[cfg(test)]
 mod tests {
     use super::*;

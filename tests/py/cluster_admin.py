@@ -11,6 +11,8 @@ producer that follows partition leaders. Prints one JSON object last.
   produce_until <bootstrap> <topic> <acks> <stop_file>
   delete_records <bootstrap> <topic> <timeout_s> <partition>=<offset> ...
   earliest <bootstrap> <topic> <partitions>           (log start offsets)
+  elect <bootstrap> <preferred|unclean> <timeout_s> [<topic>:<partition> ...]
+                                   (ElectLeaders; no partitions = all of them)
 """
 
 import json
@@ -168,6 +170,36 @@ def earliest(bootstrap, topic, partitions):
     return out
 
 
+def elect(bootstrap, kind, timeout_s, names):
+    """AdminClient.elect_leaders: per "topic:partition" NONE or the
+    broker's error name; {"error": name} when the whole request failed."""
+    from confluent_kafka import ElectionType, KafkaException, TopicPartition
+
+    admin = confluent_admin(bootstrap)
+    parts = None
+    if names:
+        parts = [TopicPartition(n.rsplit(":", 1)[0], int(n.rsplit(":", 1)[1])) for n in names]
+    election = ElectionType.PREFERRED if kind == "preferred" else ElectionType.UNCLEAN
+    # confluent-kafka 2.16's C binding fails on any timeout keyword here
+    # ("more argument specifiers than keyword list entries"): the defaults
+    # (socket.timeout.ms, 60 s) bound the wait.
+    future = admin.elect_leaders(election, parts)
+    try:
+        results = future.result(timeout=timeout_s + 60)
+    except KafkaException as e:
+        return {"error": e.args[0].name()}
+    out = {}
+    for tp, err in results.items():
+        key = "%s:%d" % (tp.topic, tp.partition)
+        if err is None:
+            out[key] = "NONE"
+        else:
+            # A KafkaError, or a KafkaException wrapping one.
+            err = err.args[0] if isinstance(err, KafkaException) else err
+            out[key] = err.name()
+    return out
+
+
 def main():
     cmd, bootstrap = sys.argv[1], sys.argv[2]
     args = sys.argv[3:]
@@ -190,6 +222,8 @@ def main():
         out = delete_records(bootstrap, args[0], float(args[1]), args[2:])
     elif cmd == "earliest":
         out = earliest(bootstrap, args[0], int(args[1]))
+    elif cmd == "elect":
+        out = elect(bootstrap, args[0], float(args[1]), args[2:])
     else:
         raise SystemExit("unknown command " + cmd)
     print(json.dumps(out))

@@ -24,7 +24,17 @@ pub enum ElectionKind {
     /// `OfflinePartitionLeaderElectionStrategy`; unclean per topic config.
     Offline,
     ControlledShutdown,
+    /// `PreferredReplicaPartitionLeaderElectionStrategy` (ElectLeaders
+    /// PREFERRED, `/admin/preferred_replica_election`, auto rebalance).
+    Preferred,
+    /// ElectLeaders UNCLEAN: the offline strategy with unclean allowed
+    /// whatever the topic says (Kafka ORs the request's flag in).
+    Unclean,
 }
+
+/// Partitions an election could not give a leader, with Kafka's error
+/// and message for ElectLeaders.
+pub(super) type ElectionFailures = BTreeMap<TopicPartition, (ErrorCode, String)>;
 
 /// New partitions whose state znodes one `multi` creates (two creates
 /// each, ~200 bytes: far below ZooKeeper's 1 MiB `jute.maxbuffer`).
@@ -137,7 +147,11 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             return Vec::new();
         };
         let mut online = self.initialize_leaders(&to_init, batch).await;
-        online.extend(self.elect_leaders(&to_elect, election, batch).await);
+        let mut failed = ElectionFailures::new();
+        online.extend(
+            self.elect_leaders(&to_elect, election, batch, &mut failed)
+                .await,
+        );
         self.with_ctx(|ctx| {
             for tp in &online {
                 let _ = ctx.partition_states.transition(tp, PartitionState::Online);
@@ -288,12 +302,14 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     /// `electLeaderForPartitions`: the election `kind` on each partition's
     /// current leadership, written conditioned on its partition epoch (a
     /// partition whose znode moved is re-read and tried once more), the
-    /// replicas told. Returns the partitions that got a leader.
-    async fn elect_leaders(
+    /// replicas told. Returns the partitions that got a leader; the others
+    /// are in `failed` with why.
+    pub(super) async fn elect_leaders(
         &self,
         parts: &[TopicPartition],
         kind: ElectionKind,
         batch: &mut RequestBatch,
+        failed: &mut ElectionFailures,
     ) -> Vec<TopicPartition> {
         if parts.is_empty() {
             return Vec::new();
@@ -311,36 +327,14 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                     .await;
             }
             let Some(plans) = self.with_ctx(|ctx| {
-                let live = ctx.live();
-                let mut plans = Vec::new();
-                for tp in &pending {
-                    let Some(current) = ctx.leadership.get(tp) else {
-                        tracing::warn!(partition = %tp, "no leadership to elect from");
-                        continue;
-                    };
-                    let strategy = match kind {
-                        ElectionKind::Offline => Strategy::Offline {
-                            allow_unclean: unclean_by_topic
-                                .get(&*tp.topic)
-                                .copied()
-                                .unwrap_or(default_unclean),
-                        },
-                        ElectionKind::ControlledShutdown => Strategy::ControlledShutdown,
-                    };
-                    match leader_election::elect(
-                        strategy,
-                        &current.leader_isr,
-                        ctx.replicas(tp),
-                        &live,
-                        &ctx.shutting_down,
-                    ) {
-                        Ok(new) => plans.push((tp.clone(), new)),
-                        Err(e) => {
-                            tracing::warn!(partition = %tp, reason = %e, "no leader elected")
-                        }
-                    }
-                }
-                plans
+                plan_elections(
+                    ctx,
+                    &pending,
+                    kind,
+                    &unclean_by_topic,
+                    default_unclean,
+                    failed,
+                )
             }) else {
                 return elected;
             };
@@ -380,7 +374,14 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                         retry.push(tp)
                     }
                     Err(e) => {
-                        tracing::warn!(partition = %tp, error = %e, "writing the elected leader")
+                        tracing::warn!(partition = %tp, error = %e, "writing the elected leader");
+                        let code = match e {
+                            WriteError::NotController | WriteError::Moved => {
+                                ErrorCode::NOT_CONTROLLER
+                            }
+                            WriteError::Store(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+                        };
+                        failed.insert(tp, (code, e.to_string()));
                     }
                 }
             }
@@ -506,6 +507,61 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         self.partitions_to(&parts, PartitionState::Online, ElectionKind::Offline, batch)
             .await;
     }
+}
+
+/// The new leadership of each of `pending` under `kind` (unclean per
+/// topic from `unclean_by_topic`, else `default_unclean`); partitions
+/// without one go to `failed` with why.
+fn plan_elections(
+    ctx: &ControllerContext,
+    pending: &[TopicPartition],
+    kind: ElectionKind,
+    unclean_by_topic: &BTreeMap<String, bool>,
+    default_unclean: bool,
+    failed: &mut ElectionFailures,
+) -> Vec<(TopicPartition, LeaderIsr)> {
+    let live = ctx.live();
+    let mut plans = Vec::new();
+    for tp in pending {
+        let Some(current) = ctx.leadership.get(tp) else {
+            tracing::warn!(partition = %tp, "no leadership to elect from");
+            failed.insert(
+                tp.clone(),
+                (
+                    ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                    format!("Partition {tp} has no leadership to elect from"),
+                ),
+            );
+            continue;
+        };
+        let strategy = match kind {
+            ElectionKind::Offline => Strategy::Offline {
+                allow_unclean: unclean_by_topic
+                    .get(&*tp.topic)
+                    .copied()
+                    .unwrap_or(default_unclean),
+            },
+            ElectionKind::ControlledShutdown => Strategy::ControlledShutdown,
+            ElectionKind::Preferred => Strategy::Preferred,
+            ElectionKind::Unclean => Strategy::Offline {
+                allow_unclean: true,
+            },
+        };
+        match leader_election::elect(
+            strategy,
+            &current.leader_isr,
+            ctx.replicas(tp),
+            &live,
+            &ctx.shutting_down,
+        ) {
+            Ok(new) => plans.push((tp.clone(), new)),
+            Err(e) => {
+                tracing::warn!(partition = %tp, reason = %e, "no leader elected");
+                failed.insert(tp.clone(), (e.code(), e.to_string()));
+            }
+        }
+    }
+    plans
 }
 
 /// The leadership a loaded partition state holds.

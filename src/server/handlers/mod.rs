@@ -30,6 +30,7 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod elect_leaders;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod group_common;

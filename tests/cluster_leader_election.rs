@@ -263,3 +263,72 @@ fn the_auto_leader_rebalance_moves_leaders_back_by_itself() {
         || (leaders(&c) == preferred).then_some(()),
     );
 }
+
+/// Kafka's own `kafka-leader-election` (the Java AdminClient's
+/// `electLeaders`, ElectLeaders v2) for every partition, then for one
+/// that does not exist.
+#[test]
+fn kafka_leader_election_tool_elects_the_preferred_replicas() {
+    const TOOL: &str = "org.apache.kafka.tools.LeaderElectionCommand";
+    let mut c = start(System::Shardlog, &[]);
+    let victim = bounce_a_broker(&mut c, false);
+    let preferred = preferred_leaders(&c);
+    let boot = c.bootstrap();
+    let out = java_support::run_ok(
+        java_support::kafka_tool(TOOL).args([
+            "--bootstrap-server",
+            &boot,
+            "--election-type",
+            "PREFERRED",
+            "--all-topic-partitions",
+        ]),
+        TOOL,
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // "Successfully completed leader election (PREFERRED) for partitions
+    // elect-1, elect-4" names exactly the victim's preferred partitions.
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Successfully completed leader election (PREFERRED) for partitions"))
+        .unwrap_or_else(|| panic!("no success line in:\n{text}"));
+    let mut named: Vec<String> = line
+        .rsplit_once("partitions ")
+        .unwrap()
+        .1
+        .split(", ")
+        .map(|s| s.trim().to_string())
+        .collect();
+    named.sort();
+    let mut want: Vec<String> = preferred
+        .iter()
+        .filter(|(_, l)| **l == victim)
+        .map(|(p, _)| format!("{TOPIC}-{p}"))
+        .collect();
+    want.sort();
+    assert_eq!(named, want, "{text}");
+    assert_eq!(leaders(&c), preferred);
+    // A partition that does not exist: the tool reports it and fails.
+    let out = java_support::kafka_tool(TOOL)
+        .args([
+            "--bootstrap-server",
+            &boot,
+            "--election-type",
+            "PREFERRED",
+            "--topic",
+            TOPIC,
+            "--partition",
+            "99",
+        ])
+        .output()
+        .expect(TOOL);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("{TOPIC}-99")) && text.contains("does not exist"),
+        "{text}"
+    );
+}

@@ -571,6 +571,9 @@ async fn control_shard_main(setup: ShardSetup) {
             match zk::start_broker(&ctx, store, &setup.snapshot, ctx.clock.wall_ms()).await {
                 Ok(b) => {
                     zk::install_controller_queue(&ctx, &b);
+                    // Every ZooKeeper-mode broker follows /config/changes.
+                    glommio::spawn_local(crate::shard::config_changes::follow(ctx.clone()))
+                        .detach();
                     zk_broker = Some(b);
                     Ok(())
                 }

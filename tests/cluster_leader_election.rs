@@ -289,7 +289,9 @@ fn kafka_leader_election_tool_elects_the_preferred_replicas() {
     // elect-1, elect-4" names exactly the victim's preferred partitions.
     let line = text
         .lines()
-        .find(|l| l.starts_with("Successfully completed leader election (PREFERRED) for partitions"))
+        .find(|l| {
+            l.starts_with("Successfully completed leader election (PREFERRED) for partitions")
+        })
         .unwrap_or_else(|| panic!("no success line in:\n{text}"));
     let mut named: Vec<String> = line
         .rsplit_once("partitions ")

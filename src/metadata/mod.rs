@@ -7,6 +7,7 @@
 //! ([`hosted::HostedPartitions`]).
 
 pub mod answers;
+pub mod config_changes;
 pub mod hosted;
 pub mod leader_and_isr;
 pub mod snapshot;

@@ -424,31 +424,60 @@ impl ControlShard {
 
     /// Kafka's broker reads a topic's config overrides when it first hosts
     /// it (`LogManager` / `ConfigRepository`); later changes arrive through
-    /// `/config/changes`, which is not followed yet.
+    /// `/config/changes` ([`Self::reload_topic_configs`]).
     async fn read_missing_topic_configs(&self) {
         let missing = self.hosted.borrow().topics_missing_configs();
         for topic in missing {
-            let configs = match self
-                .controller
-                .store()
-                .get(&paths::topic_config(&topic))
-                .await
-            {
-                Ok((data, _)) => match ConfigZNode::decode(&data) {
-                    Ok(z) => z.config,
-                    Err(e) => {
-                        tracing::warn!(%topic, error = %e, "bad topic config znode; using defaults");
-                        Default::default()
-                    }
-                },
-                Err(StoreError::NoNode(_)) => Default::default(),
+            // Not recorded on a failed read: the next LeaderAndIsr tries again.
+            if let Some(configs) = self.read_topic_configs(&topic).await {
+                self.hosted.borrow_mut().set_topic_configs(&topic, configs);
+            }
+        }
+    }
+
+    /// `/config/changes` named `topics`: each hosted one's overrides are
+    /// read again (Kafka's `TopicConfigHandler.processConfigChanges`);
+    /// `Some(base)` to republish when any changed, so the owner shards
+    /// reopen those logs with the new config.
+    pub async fn reload_topic_configs(
+        &self,
+        topics: &BTreeSet<String>,
+        current: &Snapshot,
+    ) -> Option<Snapshot> {
+        let before = self.hosted.borrow().clone();
+        for topic in topics {
+            if let Some(configs) = self.read_topic_configs(topic).await {
+                self.hosted.borrow_mut().set_topic_configs(topic, configs);
+            }
+        }
+        let changed = *self.hosted.borrow() != before;
+        (changed && self.zookeeper_mode).then(|| self.base(current))
+    }
+
+    /// `/config/topics/<topic>`'s overrides (none when absent; defaults
+    /// for a malformed znode); `None` when the store could not be read.
+    async fn read_topic_configs(
+        &self,
+        topic: &str,
+    ) -> Option<std::collections::BTreeMap<String, String>> {
+        match self
+            .controller
+            .store()
+            .get(&paths::topic_config(topic))
+            .await
+        {
+            Ok((data, _)) => match ConfigZNode::decode(&data) {
+                Ok(z) => Some(z.config),
                 Err(e) => {
-                    // Not recorded: the next LeaderAndIsr tries again.
-                    tracing::warn!(%topic, error = %e, "cannot read topic configs; using defaults");
-                    continue;
+                    tracing::warn!(%topic, error = %e, "bad topic config znode; using defaults");
+                    Some(Default::default())
                 }
-            };
-            self.hosted.borrow_mut().set_topic_configs(&topic, configs);
+            },
+            Err(StoreError::NoNode(_)) => Some(Default::default()),
+            Err(e) => {
+                tracing::warn!(%topic, error = %e, "cannot read topic configs; using defaults");
+                None
+            }
         }
     }
 }

@@ -280,6 +280,7 @@ fn to_stat(s: &zk::Stat) -> Stat {
         czxid: s.czxid,
         mzxid: s.mzxid,
         pzxid: s.pzxid,
+        ctime: s.ctime,
         version: s.version,
         cversion: s.cversion,
         ephemeral_owner: s.ephemeral_owner,

@@ -39,6 +39,10 @@ struct Node {
     czxid: i64,
     mzxid: i64,
     pzxid: i64,
+    /// Creation time, ms since the epoch (0 in trees written before it
+    /// was kept).
+    #[serde(default)]
+    ctime: i64,
     version: i32,
     cversion: i32,
     /// Session id for ephemeral nodes, 0 for persistent ones. Never on disk.
@@ -82,6 +86,13 @@ mod data_repr {
     }
 }
 
+/// Wall-clock ms since the epoch, for a node's `ctime`.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 impl Tree {
     fn empty() -> Self {
         let root = Node {
@@ -89,6 +100,7 @@ impl Tree {
             czxid: 0,
             mzxid: 0,
             pzxid: 0,
+            ctime: 0,
             version: 0,
             cversion: 0,
             ephemeral_owner: 0,
@@ -127,6 +139,7 @@ impl Tree {
             czxid: node.czxid,
             mzxid: node.mzxid,
             pzxid: node.pzxid,
+            ctime: node.ctime,
             version: node.version,
             cversion: node.cversion,
             ephemeral_owner: node.ephemeral_owner,
@@ -181,6 +194,7 @@ impl Tree {
             czxid: zxid,
             mzxid: zxid,
             pzxid: zxid,
+            ctime: now_ms(),
             version: 0,
             cversion: 0,
             ephemeral_owner: owner,

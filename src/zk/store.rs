@@ -38,6 +38,8 @@ pub struct Stat {
     pub mzxid: i64,
     /// Transaction id of the last child change.
     pub pzxid: i64,
+    /// Creation time, ms since the epoch (ZooKeeper's `ctime`).
+    pub ctime: i64,
     /// Data version: 0 at creation, +1 on each `set`.
     pub version: i32,
     /// Child version: +1 on each child create or delete.

@@ -11,6 +11,8 @@ producer that follows partition leaders. Prints one JSON object last.
   produce_until <bootstrap> <topic> <acks> <stop_file>
   delete_records <bootstrap> <topic> <timeout_s> <partition>=<offset> ...
   earliest <bootstrap> <topic> <partitions>           (log start offsets)
+  alter_config <bootstrap> <topic> key=value ...    (IncrementalAlterConfigs SET)
+  describe_config <bootstrap> <topic> <key>          ({"value", "source"})
   elect <bootstrap> <preferred|unclean> <timeout_s> [<topic>:<partition> ...]
                                    (ElectLeaders; no partitions = all of them)
 """
@@ -170,6 +172,34 @@ def earliest(bootstrap, topic, partitions):
     return out
 
 
+def alter_config(bootstrap, topic, pairs):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+               for k, v in (p.split("=", 1) for p in pairs)]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+    admin = confluent_admin(bootstrap)  # kept alive until the answers are in
+    futures = admin.incremental_alter_configs([resource], request_timeout=30)
+    for f in futures.values():
+        f.result(timeout=60)
+    return {"altered": topic}
+
+
+def describe_config(bootstrap, topic, key):
+    from confluent_kafka.admin import ConfigResource
+
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    admin = confluent_admin(bootstrap)  # kept alive until the answers are in
+    futures = admin.describe_configs([resource], request_timeout=30)
+    configs = list(futures.values())[0].result(timeout=60)
+    from confluent_kafka.admin import ConfigSource
+
+    entry = configs[key]
+    src = entry.source
+    return {"value": entry.value,
+            "source": src.name if hasattr(src, "name") else ConfigSource(src).name}
+
+
 def elect(bootstrap, kind, timeout_s, names):
     """AdminClient.elect_leaders: per "topic:partition" NONE or the
     broker's error name; {"error": name} when the whole request failed."""
@@ -222,6 +252,10 @@ def main():
         out = delete_records(bootstrap, args[0], float(args[1]), args[2:])
     elif cmd == "earliest":
         out = earliest(bootstrap, args[0], int(args[1]))
+    elif cmd == "alter_config":
+        out = alter_config(bootstrap, args[0], args[1:])
+    elif cmd == "describe_config":
+        out = describe_config(bootstrap, args[0], args[1])
     elif cmd == "elect":
         out = elect(bootstrap, args[0], float(args[1]), args[2:])
     else:

@@ -1,0 +1,130 @@
+//! `[drv]` Following `/config/changes` on every ZooKeeper-mode broker
+//! (Kafka 3.9 `ZkConfigManager` / `ZkNodeChangeNotificationListener`, run
+//! on the control shard): a children watch on `/config/changes`; each new
+//! notification naming a topic has that topic's overrides read again from
+//! `/config/topics/<t>` and the snapshot republished, so the owner shards
+//! reopen its logs with the new config (retention, segment size, cleanup
+//! policy, min.insync.replicas, … without a restart); notifications older
+//! than 15 minutes are deleted. Which notifications are new, what they name
+//! and when they expire is `metadata::config_changes`.
+//!
+//! The first pass processes every notification present: the configs read
+//! at start-up may already be older than them.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::router;
+use super::ShardContext;
+use crate::metadata::config_changes::{self, ConfigEntity};
+use crate::zk::paths;
+use crate::zk::store::{MetadataStore, StoreError};
+
+/// Pause before watching again after the store failed (a lost connection
+/// heals on the session's own retry; an expired session is renewed by the
+/// ZooKeeper-mode broker).
+const RETRY: Duration = Duration::from_secs(1);
+
+/// Follow the notifications until the broker stops.
+pub async fn follow(ctx: Rc<ShardContext>) {
+    let Some(control) = ctx.control() else {
+        return;
+    };
+    let mut last: Option<u64> = None;
+    while !ctx.stopping.is_fired() {
+        let store = control.controller.store().clone();
+        let watch = match store.children_watch(paths::CONFIG_CHANGES).await {
+            Ok((children, watch)) => {
+                last = process(&ctx, &store, &children, last).await.or(last);
+                watch
+            }
+            Err(StoreError::NoNode(_)) => match store.exists_watch(paths::CONFIG_CHANGES).await {
+                Ok((_, watch)) => watch,
+                Err(e) => {
+                    tracing::debug!(error = %e, "watching for /config/changes");
+                    glommio::timer::sleep(RETRY).await;
+                    continue;
+                }
+            },
+            Err(e) => {
+                tracing::debug!(error = %e, "listing /config/changes");
+                glommio::timer::sleep(RETRY).await;
+                continue;
+            }
+        };
+        futures_lite::future::or(
+            async {
+                watch.await;
+            },
+            ctx.stopping.wait(),
+        )
+        .await;
+    }
+}
+
+/// The new notifications among `children` applied; the last sequence
+/// number processed (`None` when there was none).
+async fn process<S: MetadataStore>(
+    ctx: &ShardContext,
+    store: &S,
+    children: &[String],
+    last: Option<u64>,
+) -> Option<u64> {
+    let mut topics: BTreeSet<String> = BTreeSet::new();
+    let mut newest = None;
+    let now_ms = ctx.clock.wall_ms();
+    for (seq, name) in config_changes::pending(children, last) {
+        let path = format!("{}/{name}", paths::CONFIG_CHANGES);
+        match store.get(&path).await {
+            Ok((data, stat)) => {
+                match config_changes::entity_of(&data) {
+                    Ok(ConfigEntity::Topic(t)) => {
+                        topics.insert(t);
+                    }
+                    Ok(ConfigEntity::Other { entity_type, name }) => {
+                        tracing::info!(%entity_type, %name, "config change for an entity this broker does not reload yet");
+                    }
+                    Err(e) => {
+                        tracing::warn!(%path, error = %e, "ignoring a malformed config change")
+                    }
+                }
+                if config_changes::obsolete(stat.ctime, now_ms) {
+                    purge(store, &path).await;
+                }
+            }
+            Err(StoreError::NoNode(_)) => {}
+            Err(e) => {
+                // Stop here: this one and the rest come again on the next pass.
+                tracing::warn!(%path, error = %e, "reading a config change");
+                break;
+            }
+        }
+        newest = Some(seq);
+    }
+    if !topics.is_empty() {
+        apply(ctx, &topics).await;
+    }
+    newest
+}
+
+/// Re-read `topics`' overrides and republish, in turn with the control
+/// shard's other publications.
+async fn apply(ctx: &ShardContext, topics: &BTreeSet<String>) {
+    let Some(control) = ctx.control() else {
+        return;
+    };
+    let _turn = control.serial.acquire_permit(1).await;
+    let republish = control.reload_topic_configs(topics, &ctx.snapshot()).await;
+    tracing::info!(topics = ?topics, changed = republish.is_some(), "topic configs reloaded from /config/changes");
+    if let Some(base) = republish {
+        router::publish(ctx, base).await;
+    }
+}
+
+async fn purge<S: MetadataStore>(store: &S, path: &str) {
+    match store.delete(path, None).await {
+        Ok(()) | Err(StoreError::NoNode(_)) => {}
+        Err(e) => tracing::debug!(%path, error = %e, "purging an old config change"),
+    }
+}

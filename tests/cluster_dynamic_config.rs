@@ -1,0 +1,135 @@
+//! Dynamic topic config through ZooKeeper (issue 22): IncrementalAlterConfigs
+//! (confluent-kafka) writes `/config/topics/<t>` and a `/config/changes`
+//! notification; every broker of a three-broker cluster (real ZooKeeper,
+//! tests/common/replica_cluster.rs) follows the notification and applies
+//! the new `retention.ms` to its replica without a restart (old segments
+//! deleted on leader and followers); DescribeConfigs reports
+//! DYNAMIC_TOPIC_CONFIG; a broker restarted afterwards still applies it.
+//! Every wait has a deadline; the retention check runs every second
+//! (`log.retention.check.interval.ms`), segments roll at 4 KiB.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod java_support;
+#[path = "common/replica_cluster.rs"]
+mod replica_cluster;
+
+use common::cluster::read;
+use common::run_py_script;
+use replica_cluster::{ReplCluster, System};
+
+const TOPIC: &str = "dyncfg";
+
+fn admin(args: &[&str]) -> serde_json::Value {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    run_py_script(&["confluent_kafka"], "cluster_admin.py", &args)
+}
+
+/// The `.log` segment files of the topic's partition 0 on broker `id`.
+fn segments(c: &mut ReplCluster, id: i32) -> usize {
+    let dir = c.node(id).log_dir().join(format!("{TOPIC}-0"));
+    std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Five producer runs of 400 records: at least five batches of ~6 KiB,
+/// so five segments of 4 KiB (a batch never splits; one producer run
+/// alone may send everything in one batch).
+fn produce(c: &ReplCluster) {
+    for _ in 0..5 {
+        let r = admin(&["produce", &c.bootstrap(), TOPIC, "400", "all"]);
+        assert_eq!(r["delivered"], 400, "{r}");
+    }
+}
+
+fn wait_segments(c: &mut ReplCluster, what: &str, pred: impl Fn(usize) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let counts: Vec<usize> = (1..=3).map(|id| segments(c, id)).collect();
+        if counts.iter().all(|n| pred(*n)) {
+            return;
+        }
+        if std::time::Instant::now() >= deadline {
+            let dir = c.node(1).log_dir().join(format!("{TOPIC}-0"));
+            let files: Vec<(String, u64)> = std::fs::read_dir(&dir)
+                .map(|rd| {
+                    rd.filter_map(Result::ok)
+                        .map(|e| {
+                            let len = e.metadata().map_or(0, |m| m.len());
+                            (e.file_name().to_string_lossy().to_string(), len)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            panic!(
+                "timed out after 90 s waiting for {what}: segments per broker {counts:?}; \
+                 broker 1's partition files {files:?}"
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_topic_retention_change_reaches_every_broker_without_a_restart() {
+    let mut c = ReplCluster::start(
+        System::Shardlog,
+        3,
+        &[
+            "zookeeper.session.timeout.ms=3000",
+            "log.retention.check.interval.ms=1000",
+            "log.segment.delete.delay.ms=0",
+            "controlled.shutdown.retry.backoff.ms=500",
+        ],
+    );
+    c.create_topic(TOPIC, 1, 3, &["segment.bytes=4096"]);
+    produce(&c);
+    wait_segments(&mut c, "several segments on every replica", |n| n >= 3);
+    // A day's retention (the default is a week): nothing goes yet.
+    admin(&[
+        "alter_config",
+        &c.bootstrap(),
+        TOPIC,
+        "retention.ms=86400000",
+    ]);
+    let d = admin(&["describe_config", &c.bootstrap(), TOPIC, "retention.ms"]);
+    assert_eq!(d["value"], "86400000", "{d}");
+    assert_eq!(d["source"], "DYNAMIC_TOPIC_CONFIG", "{d}");
+    let path = format!("/config/topics/{TOPIC}");
+    let stored = read(&c.zk.address(), &[&path])[&path]
+        .clone()
+        .expect("config znode")
+        .0;
+    assert!(stored.contains("\"retention.ms\":\"86400000\""), "{stored}");
+    // One second: every replica drops its closed segments, only the active
+    // one stays.
+    admin(&["alter_config", &c.bootstrap(), TOPIC, "retention.ms=1000"]);
+    wait_segments(&mut c, "every replica down to its active segment", |n| {
+        n == 1
+    });
+    // A follower restarted afterwards reads the override at start-up: new
+    // segments it gets go again.
+    let leader = c.state(TOPIC, 0).leader;
+    let follower = (1..=3).find(|b| *b != leader).unwrap();
+    c.node(follower).stop();
+    c.restart(follower);
+    c.wait_state(
+        90,
+        "the restarted follower back in the ISR",
+        TOPIC,
+        0,
+        |s| s.isr.len() == 3,
+    );
+    produce(&c);
+    wait_segments(
+        &mut c,
+        "every replica down to its active segment again",
+        |n| n == 1,
+    );
+}

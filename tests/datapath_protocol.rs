@@ -120,16 +120,31 @@ fn fetch_waiting_on_an_idle_partition_answers_as_soon_as_a_produce_arrives() {
 // --- errors a client can provoke ---------------------------------------------
 
 /// A batch bigger than the limit is refused whole, whether the limit comes
-/// from the broker (`message.max.bytes`) or the topic (`max.message.bytes`).
+/// from the broker (`message.max.bytes`) or the topic (`max.message.bytes`):
+/// MESSAGE_TOO_LARGE; records larger than the topic's `segment.bytes`:
+/// RECORD_LIST_TOO_LARGE (Kafka's `UnifiedLog.append`).
 #[test]
 fn oversize_batch_gets_message_too_large_and_nothing_is_appended() {
     type TopicConfigs<'a> = &'a [(&'a str, &'a str)];
-    // (broker overrides, topic configs)
-    let cases: [(&[&str], TopicConfigs); 2] = [
-        (&["message.max.bytes=4096"], &[]),
-        (&[], &[("max.message.bytes", "4096")]),
+    // (broker overrides, topic configs, error)
+    let cases: [(&[&str], TopicConfigs, i16); 3] = [
+        (
+            &["message.max.bytes=4096"],
+            &[],
+            error_code::MESSAGE_TOO_LARGE,
+        ),
+        (
+            &[],
+            &[("max.message.bytes", "4096")],
+            error_code::MESSAGE_TOO_LARGE,
+        ),
+        (
+            &[],
+            &[("segment.bytes", "4096")],
+            error_code::RECORD_LIST_TOO_LARGE,
+        ),
     ];
-    for (overrides, topic_configs) in cases {
+    for (overrides, topic_configs, error) in cases {
         let case = format!("overrides {overrides:?}, topic configs {topic_configs:?}");
         let broker = Broker::start_with(overrides);
         let mut conn = Conn::open(&broker);
@@ -143,11 +158,7 @@ fn oversize_batch_gets_message_too_large_and_nothing_is_appended() {
 
         let big = one_record(&[b'x'; 8192]);
         let refused = conn.produce("limits", 0, big, -1);
-        assert_eq!(
-            refused.error_code,
-            error_code::MESSAGE_TOO_LARGE,
-            "{case}: {refused:?}"
-        );
+        assert_eq!(refused.error_code, error, "{case}: {refused:?}");
 
         // Same connection: nothing appended, and appends still work.
         assert_eq!(latest_offset(&mut conn, "limits"), 1, "{case}");

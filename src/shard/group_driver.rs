@@ -27,6 +27,23 @@ use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::types::TopicPartition;
 
+/// A call's kind and member, for the debug log.
+fn call_name(call: &GroupCall) -> String {
+    match call {
+        GroupCall::Join(r) => format!("JoinGroup {} {}", r.group_id, r.member_id),
+        GroupCall::Sync(r) => format!(
+            "SyncGroup {} {} gen {}",
+            r.group_id, r.member_id, r.generation
+        ),
+        GroupCall::Heartbeat(r) => format!(
+            "Heartbeat {} {} gen {}",
+            r.group_id, r.member_id, r.generation
+        ),
+        GroupCall::Leave(r) => format!("LeaveGroup {}", r.group_id),
+        _ => "other".into(),
+    }
+}
+
 /// Wait before loading a partition again after a failed load.
 const LOAD_RETRY: Duration = Duration::from_secs(1);
 
@@ -43,6 +60,7 @@ impl ShardContext {
         let now = self.clock.wall_ms();
         let id = host.next_waiter.get() + 1;
         host.next_waiter.set(id);
+        tracing::debug!(waiter = id, call = call_name(&call), "group call");
         let actions = {
             let mut core = host.core.borrow_mut();
             match call {
@@ -71,6 +89,9 @@ impl ShardContext {
         host.execute(actions);
         let reply = rx.recv().await;
         host.waiters.borrow_mut().remove(&id);
+        if let Some(GroupReply::Answer(a)) = &reply {
+            tracing::debug!(waiter = id, answer = ?a, "group call answered");
+        }
         reply.unwrap_or(GroupReply::NotCoordinator)
     }
 

@@ -55,6 +55,11 @@ pub enum StorageError {
     /// A batch larger than `max.message.bytes` → MESSAGE_TOO_LARGE (10).
     #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
     MessageTooLarge { size: usize, max: usize },
+    /// The request's records for the partition are larger than
+    /// `segment.bytes` → RECORD_LIST_TOO_LARGE (18), as Kafka's
+    /// `UnifiedLog.append` refuses them (RecordBatchTooLargeException).
+    #[error("{size} bytes of records exceed the segment size {segment}")]
+    RecordListTooLarge { size: u64, segment: u64 },
     /// OFFSET_OUT_OF_RANGE (1): start < log start offset or > log end offset.
     #[error("offset {offset} out of range [{log_start_offset}, {log_end_offset}]")]
     OffsetOutOfRange {
@@ -83,6 +88,7 @@ impl StorageError {
         match self {
             StorageError::Batch(e) => e.kafka_error_code(),
             StorageError::MessageTooLarge { .. } => 10,
+            StorageError::RecordListTooLarge { .. } => 18,
             StorageError::OffsetOutOfRange { .. } => 1,
             StorageError::Poisoned | StorageError::Io(_) | StorageError::CorruptCheckpoint(_) => 56,
             // UNKNOWN_SERVER_ERROR: only the replica fetcher sees it.

@@ -548,6 +548,7 @@ pub mod error_code {
     pub const OFFSET_OUT_OF_RANGE: i16 = 1;
     pub const CORRUPT_MESSAGE: i16 = 2;
     pub const MESSAGE_TOO_LARGE: i16 = 10;
+    pub const RECORD_LIST_TOO_LARGE: i16 = 18;
     pub const TOPIC_ALREADY_EXISTS: i16 = 36;
 }
 

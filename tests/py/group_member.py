@@ -19,6 +19,7 @@ import asyncio
 import json
 import signal
 import sys
+import time
 
 stop = False
 
@@ -90,7 +91,22 @@ def run_confluent(a):
 
 
 def run_kafka_python(a):
+    import logging
+    import os
+
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+
+    # The group protocol steps on stderr (join, sync, heartbeat errors), so
+    # a stalled rebalance in a test run shows where it stalled.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(
+        "[kafka-python %d] %%(asctime)s %%(levelname)s %%(name)s: %%(message)s" % os.getpid()))
+    # SHARDLOG_KAFKA_PYTHON_DEBUG=1: every request and response too.
+    debug = os.environ.get("SHARDLOG_KAFKA_PYTHON_DEBUG") == "1"
+    names = ("kafka",) if debug else ("kafka.coordinator", "kafka.consumer.subscription_state")
+    for name in names:
+        logging.getLogger(name).setLevel(logging.DEBUG if debug else logging.INFO)
+        logging.getLogger(name).addHandler(handler)
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
     kw = dict(
@@ -112,6 +128,17 @@ def run_kafka_python(a):
         def on_partitions_assigned(self, assigned):
             emit({"assigned": sorted(p.partition for p in c.assignment())})
 
+    # kafka-python 3.0.12 sometimes hangs for good when, as group leader,
+    # it first assigns without the topic's metadata ("No partition metadata
+    # for topic"), rejoins at once and gets its second SyncGroup answer: the
+    # broker's log shows the answer sent within a millisecond, the client
+    # logs nothing more and never heartbeats again (seen in 1 of ~10 runs,
+    # also with request_timeout_ms=10000). Fetching the topic's metadata
+    # before subscribing avoids that first empty assignment.
+    for _ in range(100):
+        if c.partitions_for_topic(a.topic):
+            break
+        time.sleep(0.1)
     c.subscribe([a.topic], listener=Listener())
     while not stop:
         batch = c.poll(timeout_ms=200, max_records=100)

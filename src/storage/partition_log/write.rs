@@ -85,6 +85,14 @@ impl PartitionLog {
             record_offsets += i64::from(s.last_offset_delta) + 1;
             max_ts = max_ts.max(s.max_timestamp);
         }
+        // Kafka: a segment must hold the whole append.
+        let size = records.bytes().len() as u64;
+        if size > self.config.segment_bytes {
+            return Err(StorageError::RecordListTooLarge {
+                size,
+                segment: self.config.segment_bytes,
+            });
+        }
         let log_append_time = log_append_time || self.config.message_timestamp_log_append_time;
         if log_append_time {
             max_ts = now_ms;

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{children, json, read, wait_for};
 use common::zookeeper::ZkServer;
-use common::{run_py_script, Broker, Conn};
+use common::{Broker, Conn};
 use kafka_protocol::records::Compression;
 use shardlog::controller::assignment::{assign_replicas_to_brokers, AssignmentSeed};
 use shardlog::types::BrokerId;
@@ -66,8 +66,7 @@ fn cluster(zk: &str) -> Vec<Broker> {
 }
 
 fn admin(args: &[&str]) -> serde_json::Value {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    run_py_script(&["confluent_kafka", "kafka"], "cluster_admin.py", &args)
+    common::cluster_admin(args)
 }
 
 /// One partition's state znode.

@@ -16,14 +16,12 @@ mod java_support;
 mod replica_cluster;
 
 use common::cluster::read;
-use common::run_py_script;
 use replica_cluster::{ReplCluster, System};
 
 const TOPIC: &str = "dyncfg";
 
 fn admin(args: &[&str]) -> serde_json::Value {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    run_py_script(&["confluent_kafka"], "cluster_admin.py", &args)
+    common::cluster_admin(args)
 }
 
 /// The `.log` segment files of the topic's partition 0 on broker `id`.

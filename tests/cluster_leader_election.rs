@@ -26,7 +26,6 @@ mod replica_cluster;
 use std::collections::BTreeMap;
 
 use common::cluster::{json, read, wait_for, with_zk};
-use common::run_py_script;
 use replica_cluster::{ReplCluster, System};
 use shardlog::zk::store::{CreateMode, MetadataStore};
 
@@ -130,9 +129,10 @@ fn bounce_a_broker(c: &mut ReplCluster, rebalancing: bool) -> i32 {
 }
 
 fn elect(c: &ReplCluster, kind: &str, parts: &[String]) -> serde_json::Value {
-    let mut args = vec!["elect".to_string(), c.bootstrap(), kind.into(), "30".into()];
-    args.extend(parts.iter().cloned());
-    run_py_script(&["confluent_kafka"], "cluster_admin.py", &args)
+    let boot = c.bootstrap();
+    let mut args = vec!["elect", boot.as_str(), kind, "30"];
+    args.extend(parts.iter().map(String::as_str));
+    common::cluster_admin(&args)
 }
 
 fn preferred_election_by_admin_client(system: System) {

@@ -1044,8 +1044,7 @@ fn link_blackhole_stalls_both_ways_heal_resumes_cut_resets() {
 // ---------------------------------------------------------------------------
 
 fn admin(args: &[&str]) -> serde_json::Value {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    run_py_script(&["confluent_kafka", "kafka"], "cluster_admin.py", &args)
+    common::cluster_admin(args)
 }
 
 fn delete_records(system: System) {

@@ -9,10 +9,7 @@
 
 use serde::Deserialize;
 
-use crate::zk::paths::CONFIG_ENTITY_TOPICS;
-
-/// The `config_change_` prefix of a notification's name.
-const PREFIX: &str = "config_change_";
+use crate::zk::paths::{CONFIG_CHANGE_PREFIX, CONFIG_ENTITY_TOPICS};
 
 /// Kafka's `ZkNodeChangeNotificationListener.changeExpirationMs` default
 /// (15 minutes): older notifications are deleted by the listeners.
@@ -32,7 +29,7 @@ pub enum ConfigEntity {
 
 /// The sequence number of a notification named `config_change_<seq>`.
 pub fn sequence_of(name: &str) -> Option<u64> {
-    name.strip_prefix(PREFIX)?.parse().ok()
+    name.strip_prefix(CONFIG_CHANGE_PREFIX)?.parse().ok()
 }
 
 /// The notifications among `children` after `last` (all when `None`), in

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::protocol::ErrorCode;
-use crate::types::{BrokerId, LeaderEpoch, PartitionId};
+use crate::types::{BrokerId, LeaderEpoch, PartitionId, TopicPartition};
 
 /// A broker's advertised endpoint (`advertised.listeners`, `broker.rack`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,6 +127,16 @@ impl Snapshot {
                 .values()
                 .filter(move |t| !shadowing.is_some_and(|s| s.contains_key(&t.name))),
         )
+    }
+
+    /// Every partition of [`Snapshot::served_topics`] (Kafka's
+    /// `metadataCache.getAllTopics().flatMap(getTopicPartitions)`).
+    pub fn served_partitions(&self) -> impl Iterator<Item = TopicPartition> + '_ {
+        self.served_topics().flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| TopicPartition::new(&*t.name, p.partition))
+        })
     }
 
     /// Whether Metadata knows `topic`-`partition` (Kafka's

@@ -189,26 +189,12 @@ impl ControlShard {
         snapshot: &crate::metadata::Snapshot,
     ) -> ElectAnswer {
         if !self.zookeeper_mode {
-            let known = |tp: &TopicPartition| {
-                snapshot
-                    .served_topic(&tp.topic)
-                    .is_some_and(|t| t.partitions.iter().any(|p| p.partition == tp.partition))
-            };
-            let asked: BTreeSet<TopicPartition> = match partitions {
-                Some(p) => p,
-                None => snapshot
-                    .served_topics()
-                    .flat_map(|t| {
-                        t.partitions
-                            .iter()
-                            .map(|p| TopicPartition::new(&*t.name, p.partition))
-                    })
-                    .collect(),
-            };
+            let asked: BTreeSet<TopicPartition> =
+                partitions.unwrap_or_else(|| snapshot.served_partitions().collect());
             return Ok(asked
                 .into_iter()
                 .map(|tp| {
-                    let r = if known(&tp) {
+                    let r = if snapshot.serves_partition(&tp.topic, tp.partition) {
                         (ErrorCode::ELECTION_NOT_NEEDED, "Leader election not needed")
                     } else {
                         (

@@ -426,6 +426,13 @@ pub fn venv_python_with(modules: &[&str]) -> PathBuf {
 /// Run `tests/py/<script>` with `args` in the venv (after checking that
 /// `modules` import) and parse the JSON object it prints on its last
 /// stdout line. Fails the test with the script's output if it exits non-zero.
+/// tests/py/cluster_admin.py with `args` (confluent-kafka's and
+/// kafka-python's admin clients); the JSON object it prints last.
+pub fn cluster_admin(args: &[&str]) -> serde_json::Value {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    run_py_script(&["confluent_kafka", "kafka"], "cluster_admin.py", &args)
+}
+
 pub fn run_py_script(modules: &[&str], script: &str, args: &[String]) -> serde_json::Value {
     let python = venv_python_with(modules);
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

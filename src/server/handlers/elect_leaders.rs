@@ -92,7 +92,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                         _ => ErrorCode::NOT_CONTROLLER,
                     };
                     asked
-                        .unwrap_or_else(|| known_partitions(&ctx))
+                        .unwrap_or_else(|| ctx.snapshot().served_partitions().collect())
                         .into_iter()
                         .map(|tp| (tp, Err((code, String::new()))))
                         .collect()
@@ -104,20 +104,6 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         await_leaders(&ctx, &mut results, request.timeout_ms).await;
         respond(ErrorCode::NONE, &results, version)
     })
-}
-
-/// Every partition this broker's metadata knows (Kafka's
-/// `metadataCache.getAllTopics().flatMap(getTopicPartitions)`).
-fn known_partitions(ctx: &ShardContext) -> BTreeSet<TopicPartition> {
-    ctx.snapshot()
-        .served_topics()
-        .flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(|p| TopicPartition::new(&*t.name, p.partition))
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 /// `DelayedElectLeader`: wait until the metadata shows every elected

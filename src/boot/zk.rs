@@ -25,7 +25,7 @@ use crate::controller::zk_mode::{
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::shard::context::ShardContext;
-use crate::shard::control_shard::ControllerQueue;
+use crate::shard::control_shard::{ControllerQueue, ReassignmentCall, ReassignmentReply};
 use crate::shard::zk_duties::ControlDuties;
 use crate::types::{BrokerId, TopicPartition};
 use crate::zk::any::AnyStore;
@@ -234,6 +234,23 @@ impl ControllerQueue for Queue {
             match queue.upgrade() {
                 Some(b) => b.request_elect_leaders(kind, partitions).await,
                 None => Err(ErrorCode::NOT_CONTROLLER),
+            }
+        })
+    }
+
+    fn reassignments(&self, call: ReassignmentCall) -> BoxedLocal<ReassignmentReply> {
+        let queue = self.0.clone();
+        Box::pin(async move {
+            let Some(b) = queue.upgrade() else {
+                return call.not_controller();
+            };
+            match call {
+                ReassignmentCall::Alter(asked) => {
+                    ReassignmentReply::Altered(b.request_alter_reassignments(asked).await)
+                }
+                ReassignmentCall::List(asked) => {
+                    ReassignmentReply::Listed(b.request_list_reassignments(asked).await)
+                }
             }
         })
     }

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::brokers::LiveBroker;
 use super::leader_election::LeaderIsr;
+use super::reassignment::ReplicaAssignment;
 use super::state_machine::{PartitionStates, ReplicaStates};
 use crate::types::{BrokerId, ControllerEpoch, TopicPartition};
 
@@ -42,6 +43,16 @@ pub struct ControllerContext {
     /// that wait for a dead replica's broker (`topicsIneligibleForDeletion`).
     pub topics_to_delete: BTreeSet<String>,
     pub ineligible_for_deletion: BTreeSet<String>,
+    /// Partitions being reassigned (`partitionsBeingReassigned`): their
+    /// adding and removing replicas; `assignments` holds the full set.
+    pub reassignments: BTreeMap<TopicPartition, Moving>,
+}
+
+/// The adding (AR) and removing (RR) replicas of a moving partition.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Moving {
+    pub adding: Vec<BrokerId>,
+    pub removing: Vec<BrokerId>,
 }
 
 impl ControllerContext {
@@ -83,6 +94,33 @@ impl ControllerContext {
             .copied()
             .filter(|r| !registered.contains(r))
             .collect()
+    }
+
+    /// The partition's full assignment, moving replicas included
+    /// (`partitionFullReplicaAssignment`).
+    pub fn full_assignment(&self, tp: &TopicPartition) -> ReplicaAssignment {
+        let moving = self.reassignments.get(tp).cloned().unwrap_or_default();
+        ReplicaAssignment {
+            replicas: self.replicas(tp).to_vec(),
+            adding: moving.adding,
+            removing: moving.removing,
+        }
+    }
+
+    /// `updatePartitionFullReplicaAssignment`.
+    pub fn set_full_assignment(&mut self, tp: &TopicPartition, a: ReplicaAssignment) {
+        if a.is_being_reassigned() {
+            self.reassignments.insert(
+                tp.clone(),
+                Moving {
+                    adding: a.adding,
+                    removing: a.removing,
+                },
+            );
+        } else {
+            self.reassignments.remove(tp);
+        }
+        self.assignments.insert(tp.clone(), a.replicas);
     }
 
     pub fn partitions_of(&self, topic: &str) -> Vec<TopicPartition> {
@@ -148,6 +186,7 @@ impl ControllerContext {
         self.topic_ids.remove(name);
         self.assignments.retain(|tp, _| &*tp.topic != name);
         self.leadership.retain(|tp, _| &*tp.topic != name);
+        self.reassignments.retain(|tp, _| &*tp.topic != name);
         self.partition_states.remove_topic(name);
         self.replica_states.remove_topic(name);
         self.topics_to_delete.remove(name);

@@ -462,6 +462,7 @@ mod tests {
                 leader_recovery_state: 0,
             }],
             configs: BTreeMap::from([("retention.ms".into(), "1000".into())]),
+            reassigning: Default::default(),
         }
     }
 

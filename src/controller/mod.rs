@@ -32,6 +32,8 @@
 //!   legal transitions and the state of every partition and replica.
 //! - [`alter_partition`] `[pure]`: the controller's verdict on one
 //!   partition of an AlterPartition (ISR changes from partition leaders).
+//! - [`reassignment`] `[pure]`: partition reassignment's RS/AR/RR
+//!   bookkeeping, request checks and completion rule.
 //! - [`leader_election`] `[pure]`: Kafka's four partition leader election
 //!   strategies and the new leader and ISR each produces.
 
@@ -46,6 +48,7 @@ pub mod event_loop;
 pub mod identity;
 pub mod image;
 pub mod leader_election;
+pub mod reassignment;
 pub mod rebalance;
 pub mod request_batch;
 pub mod requests;

@@ -296,8 +296,14 @@ fn leader_and_isr_partition(
         isr: l.leader_isr.isr.clone(),
         partition_epoch: l.leader_isr.partition_epoch,
         replicas: ctx.replicas(tp).to_vec(),
-        adding_replicas: Vec::new(),
-        removing_replicas: Vec::new(),
+        adding_replicas: ctx
+            .reassignments
+            .get(tp)
+            .map_or_else(Vec::new, |m| m.adding.clone()),
+        removing_replicas: ctx
+            .reassignments
+            .get(tp)
+            .map_or_else(Vec::new, |m| m.removing.clone()),
         is_new,
         leader_recovery_state: l.leader_isr.leader_recovery_state.value(),
     })

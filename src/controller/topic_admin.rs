@@ -63,6 +63,9 @@ pub struct TopicInfo {
     pub partitions: Vec<PartitionState>,
     /// The topic's overrides only (`/config/topics/<t>`), not defaults.
     pub configs: BTreeMap<String, String>,
+    /// Partitions being reassigned: their adding and removing replicas
+    /// (`adding_replicas` / `removing_replicas` of `/brokers/topics/<t>`).
+    pub reassigning: BTreeMap<PartitionId, (Vec<BrokerId>, Vec<BrokerId>)>,
 }
 
 /// A CreateTopics request entry.
@@ -314,6 +317,7 @@ pub async fn create_topic<S: MetadataStore, R: Rng + ?Sized>(
         topic_id,
         partitions,
         configs: topic.configs.clone(),
+        reassigning: BTreeMap::new(),
     };
     if validate_only {
         return Ok(info);
@@ -345,6 +349,25 @@ pub async fn create_topic<S: MetadataStore, R: Rng + ?Sized>(
 }
 
 /// Reads one topic; `UnknownTopicOrPartition` if absent.
+/// The moving partitions of a topic znode: per partition its adding and
+/// removing replicas.
+pub fn reassigning_of(
+    z: &TopicZNode,
+) -> BTreeMap<PartitionId, (Vec<BrokerId>, Vec<BrokerId>)> {
+    let mut out: BTreeMap<PartitionId, (Vec<BrokerId>, Vec<BrokerId>)> = BTreeMap::new();
+    for (p, a) in &z.adding_replicas {
+        if !a.is_empty() {
+            out.entry(*p).or_default().0 = a.clone();
+        }
+    }
+    for (p, r) in &z.removing_replicas {
+        if !r.is_empty() {
+            out.entry(*p).or_default().1 = r.clone();
+        }
+    }
+    out
+}
+
 pub async fn load_topic<S: MetadataStore>(store: &S, name: &str) -> Result<TopicInfo, AdminError> {
     let topic_path = paths::topic(name);
     let (data, _) = match store.get(&topic_path).await {
@@ -389,6 +412,7 @@ pub async fn load_topic<S: MetadataStore>(store: &S, name: &str) -> Result<Topic
         topic_id: znode.topic_id.unwrap_or(Uuid::nil()),
         partitions,
         configs: read_topic_overrides(store, name).await?.0,
+        reassigning: reassigning_of(&znode),
     })
 }
 

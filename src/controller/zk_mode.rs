@@ -138,6 +138,19 @@ pub enum Event {
     },
     /// The auto leader rebalance's timer (controller term only).
     AutoRebalance,
+    /// An admin client's AlterPartitionReassignments.
+    AlterReassignments {
+        asked: reassign::ReassignAsk,
+        reply: Reply<reassign::ReassignAnswer>,
+    },
+    /// An admin client's ListPartitionReassignments (`None`: all).
+    ListReassignments {
+        asked: Option<BTreeSet<TopicPartition>>,
+        reply: Reply<reassign::ListAnswer>,
+    },
+    /// The ISR of a moving partition changed (Kafka's
+    /// `PartitionReassignmentIsrChange`; controller term only).
+    ReassignmentIsrChange(TopicPartition),
     /// A broker answered a deleting StopReplica: per partition its error.
     DeletionAnswer {
         broker: BrokerId,
@@ -389,6 +402,12 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                         reply.put(Err(ErrorCode::NOT_CONTROLLER))
                     }
                     Event::ElectLeaders { reply, .. } => reply.put(Err(ErrorCode::NOT_CONTROLLER)),
+                    Event::AlterReassignments { reply, .. } => {
+                        reply.put(Err(ErrorCode::NOT_CONTROLLER))
+                    }
+                    Event::ListReassignments { reply, .. } => {
+                        reply.put(Err(ErrorCode::NOT_CONTROLLER))
+                    }
                     _ => {}
                 }
                 continue;
@@ -410,6 +429,17 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                     reply,
                 } => reply.put(self.elect_on_request(kind, partitions).await),
                 Event::AutoRebalance => self.auto_rebalance().await,
+                Event::AlterReassignments { asked, reply } => {
+                    reply.put(self.alter_reassignments(asked).await)
+                }
+                Event::ListReassignments { asked, reply } => {
+                    reply.put(self.list_reassignments(asked))
+                }
+                Event::ReassignmentIsrChange(tp) => {
+                    if self.election.borrow().is_controller() {
+                        self.on_reassignment_isr_change(tp).await
+                    }
+                }
                 Event::DeletionAnswer { broker, errors } => {
                     if self.election.borrow().is_controller() {
                         self.on_deletion_answer(broker, errors).await
@@ -554,8 +584,11 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 self.duties.failover(&ctx).await;
                 *self.context.borrow_mut() = Some(ctx);
                 self.start_state_machines().await;
-                // onControllerFailover: a pending preferred replica
-                // election runs, the auto rebalance is scheduled.
+                // onControllerFailover: reassignments resume (the
+                // ZooKeeper ones, then those in the topic znodes), a
+                // pending preferred replica election runs, the auto
+                // rebalance is scheduled.
+                self.initialize_reassignments().await;
                 self.on_preferred_replica_election_znode().await;
                 self.schedule_auto_rebalance(true);
             }
@@ -613,6 +646,15 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         };
         for t in topics {
             ctx.add_topic(&t.name, t.topic_id);
+            for (p, (adding, removing)) in &t.reassigning {
+                ctx.reassignments.insert(
+                    TopicPartition::new(t.name.as_str(), *p),
+                    super::context::Moving {
+                        adding: adding.clone(),
+                        removing: removing.clone(),
+                    },
+                );
+            }
             for p in t.partitions {
                 let tp = TopicPartition::new(t.name.as_str(), p.partition);
                 if p.zk_version.0 >= 0 {
@@ -755,6 +797,9 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         if path == paths::PREFERRED_REPLICA_ELECTION {
             self.on_preferred_replica_election_znode().await;
         }
+        if path == paths::REASSIGN_PARTITIONS {
+            self.on_reassign_partitions_znode().await;
+        }
     }
 
     /// The session is gone: resign before anything else, open a new
@@ -815,10 +860,12 @@ mod events;
 mod isr;
 mod partitions;
 mod preferred;
+mod reassign;
 mod replicas;
 mod shutdown;
 pub use isr::{AlterAnswer, AlterAsk, AlterItem};
 pub use preferred::ElectAnswer;
+pub use reassign::{ListAnswer, ReassignAnswer, ReassignAsk};
 pub use shutdown::ShutdownRefusal;
 
 #[cfg(test)]

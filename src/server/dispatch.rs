@@ -49,6 +49,14 @@ pub const ROUTES: &[Route] = &[
         handle: handlers::elect_leaders::handle,
     },
     Route {
+        range: handlers::alter_partition_reassignments::VERSIONS,
+        handle: handlers::alter_partition_reassignments::handle,
+    },
+    Route {
+        range: handlers::list_partition_reassignments::VERSIONS,
+        handle: handlers::list_partition_reassignments::handle,
+    },
+    Route {
         range: handlers::offset_for_leader_epoch::VERSIONS,
         handle: handlers::offset_for_leader_epoch::handle,
     },

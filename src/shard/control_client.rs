@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
-use super::control_shard::{ControlRequest, ControlResponse};
+use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, ReassignmentReply};
 use super::mesh::MeshError;
 use crate::controller::rebalance::ElectionType;
 use crate::controller::requests::{AdminRequest, AdminResponse};
@@ -117,6 +117,21 @@ impl ShardContext {
             ShardResponse::Control(ControlResponse::ElectLeaders(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected ElectLeaders answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// An admin client's reassignment call, to this broker's controller part.
+    pub async fn reassignments(
+        &self,
+        call: ReassignmentCall,
+    ) -> Result<ReassignmentReply, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::Reassignments(call));
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::Reassignments(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected reassignment answer");
                 Err(MeshError::PeerGone(self.control_peer()))
             }
         }

@@ -5,7 +5,7 @@
 //! the answer goes back.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures_lite::future::BoxedLocal;
 use glommio::sync::Semaphore;
@@ -16,7 +16,8 @@ use crate::controller::channel::ControllerChannel;
 use crate::controller::rebalance::ElectionType;
 use crate::controller::requests::{AdminRequest, AdminResponse};
 use crate::controller::zk_mode::{
-    AlterAnswer, AlterAsk, ElectAnswer, Reply, ShutdownAnswer, ShutdownRefusal,
+    AlterAnswer, AlterAsk, ElectAnswer, ListAnswer, ReassignAnswer, ReassignAsk, Reply,
+    ShutdownAnswer, ShutdownRefusal,
 };
 use crate::controller::Controller;
 use crate::metadata::hosted::HostedPartitions;
@@ -66,6 +67,9 @@ pub enum ControlRequest {
         kind: ElectionType,
         partitions: Option<BTreeSet<TopicPartition>>,
     },
+    /// An admin client's AlterPartitionReassignments or
+    /// ListPartitionReassignments, for this broker's controller.
+    Reassignments(ReassignmentCall),
     /// A controller's StopReplica: partitions stop being hosted (owners
     /// close them) and those with delete lose their logs before the answer.
     StopReplica(Box<StopReplica>),
@@ -103,6 +107,7 @@ pub enum ControlResponse {
     StopReplica(PartitionErrors),
     ControlledShutdown(ShutdownAnswer),
     ElectLeaders(ElectAnswer),
+    Reassignments(ReassignmentReply),
     AlterPartition(IsrChangeAnswer),
     AlterPartitionReceived(AlterAnswer),
     /// Per offset, in request order: NONE or why it was not stored.
@@ -164,6 +169,32 @@ pub trait ControllerQueue {
         kind: ElectionType,
         partitions: Option<BTreeSet<TopicPartition>>,
     ) -> BoxedLocal<ElectAnswer>;
+    fn reassignments(&self, call: ReassignmentCall) -> BoxedLocal<ReassignmentReply>;
+}
+
+/// A reassignment call for the controller.
+#[derive(Debug)]
+pub enum ReassignmentCall {
+    Alter(ReassignAsk),
+    /// `None`: every moving partition.
+    List(Option<BTreeSet<TopicPartition>>),
+}
+
+/// The controller's answer to a [`ReassignmentCall`].
+#[derive(Debug, PartialEq)]
+pub enum ReassignmentReply {
+    Altered(ReassignAnswer),
+    Listed(ListAnswer),
+}
+
+impl ReassignmentCall {
+    /// The answer of a broker that is not the controller.
+    pub fn not_controller(&self) -> ReassignmentReply {
+        match self {
+            Self::Alter(_) => ReassignmentReply::Altered(Err(ErrorCode::NOT_CONTROLLER)),
+            Self::List(_) => ReassignmentReply::Listed(Err(ErrorCode::NOT_CONTROLLER)),
+        }
+    }
 }
 
 impl ControlShard {
@@ -211,6 +242,56 @@ impl ControlShard {
             Some(queue) => queue.elect_leaders(kind, partitions).await,
             None => Err(ErrorCode::NOT_CONTROLLER),
         }
+    }
+
+    /// A reassignment call, queued on this broker's ZooKeeper event queue
+    /// (NOT_CONTROLLER when it is not the controller). Without ZooKeeper
+    /// the one broker is every partition's only possible replica, as for a
+    /// Kafka controller of a one-broker cluster: nothing is ever moving; a
+    /// target of exactly this broker is accepted (already in place), any
+    /// other broker is not alive (INVALID_REPLICA_ASSIGNMENT), a
+    /// cancellation finds no reassignment in progress.
+    pub async fn reassignments(
+        &self,
+        call: ReassignmentCall,
+        snapshot: &crate::metadata::Snapshot,
+    ) -> ReassignmentReply {
+        if self.zookeeper_mode {
+            let queue = self.controller_queue.borrow().clone();
+            return match queue {
+                Some(queue) => queue.reassignments(call).await,
+                None => call.not_controller(),
+            };
+        }
+        let asked = match call {
+            ReassignmentCall::List(_) => return ReassignmentReply::Listed(Ok(BTreeMap::new())),
+            ReassignmentCall::Alter(asked) => asked,
+        };
+        let live = BTreeSet::from([self.me]);
+        let answers = asked
+            .into_iter()
+            .map(|(tp, target)| {
+                let known = snapshot
+                    .served_topic(&tp.topic)
+                    .is_some_and(|t| t.partitions.iter().any(|p| p.partition == tp.partition));
+                let current = crate::controller::reassignment::ReplicaAssignment::settled(vec![self.me]);
+                let r = match target {
+                    _ if !known => Err((
+                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                        "The partition does not exist.".to_owned(),
+                    )),
+                    None => Err((
+                        ErrorCode::NO_REASSIGNMENT_IN_PROGRESS,
+                        "No reassignment in progress".to_owned(),
+                    )),
+                    Some(t) => {
+                        crate::controller::reassignment::validate_target(&current, &t, &live)
+                    }
+                };
+                (tp, r)
+            })
+            .collect();
+        ReassignmentReply::Altered(Ok(answers))
     }
 
     /// A partition leader's AlterPartition, queued on this broker's

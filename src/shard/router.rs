@@ -58,6 +58,9 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                 ControlRequest::ElectLeaders { .. } => ShardResponse::Control(
                     ControlResponse::ElectLeaders(Err(ErrorCode::NOT_CONTROLLER)),
                 ),
+                ControlRequest::Reassignments(call) => {
+                    ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
+                }
                 ControlRequest::AlterPartition(_) => {
                     ShardResponse::Control(ControlResponse::AlterPartition(
                         crate::replication::isr_change::IsrChangeAnswer::Failed(
@@ -156,6 +159,12 @@ async fn serve_control(
                     .await,
             );
         }
+        // Reassignments too: the controller's queue orders them.
+        ControlRequest::Reassignments(call) => {
+            return ControlResponse::Reassignments(
+                control.reassignments(call, &ctx.snapshot()).await,
+            );
+        }
         ControlRequest::AlterPartition(change) => {
             return ControlResponse::AlterPartition(
                 super::alter_partition::send_to_controller(ctx, *change).await,
@@ -181,6 +190,7 @@ async fn serve_control(
     match req {
         ControlRequest::ControlledShutdown { .. }
         | ControlRequest::ElectLeaders { .. }
+        | ControlRequest::Reassignments(_)
         | ControlRequest::AlterPartition(_)
         | ControlRequest::AlterPartitionReceived(_)
         | ControlRequest::CommitOffsetsToStore { .. }

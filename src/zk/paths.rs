@@ -575,6 +575,34 @@ impl IsrChangeNotificationZNode {
 /// deleted by the controller once it has run the elections.
 pub type PreferredReplicaElectionZNode = IsrChangeNotificationZNode;
 
+/// One entry of `/admin/reassign_partitions`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReassignPartition {
+    pub topic: String,
+    pub partition: PartitionId,
+    pub replicas: Vec<BrokerId>,
+}
+
+/// `/admin/reassign_partitions` (version 1, Kafka's
+/// `ReassignPartitionsZNode`): the legacy way to ask for a reassignment,
+/// `{"version":1,"partitions":[{"topic":…,"partition":…,"replicas":[…]}]}`;
+/// the controller removes each partition once it is done and deletes the
+/// znode when none is left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReassignPartitionsZNode {
+    pub version: i32,
+    pub partitions: Vec<ReassignPartition>,
+}
+
+impl ReassignPartitionsZNode {
+    pub fn encode(&self) -> Vec<u8> {
+        encode_json(self)
+    }
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        decode_json(bytes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -705,6 +733,15 @@ mod tests {
         let old = TopicZNode::decode(br#"{"version":1,"partitions":{"0":[1]}}"#).unwrap();
         assert_eq!(old.topic_id, None);
         assert!(TopicZNode::decode(br#"{"version":3,"topic_id":"nope","partitions":{}}"#).is_err());
+    }
+
+    #[test]
+    fn reassign_partitions_golden() {
+        let text = r#"{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2,3]}]}"#;
+        let z = ReassignPartitionsZNode::decode(text.as_bytes()).unwrap();
+        assert_eq!(z.partitions[0].replicas, vec![BrokerId(1), BrokerId(2), BrokerId(3)]);
+        assert_eq!(String::from_utf8(z.encode()).unwrap(), text);
+        assert!(ReassignPartitionsZNode::decode(br#"{"version":1}"#).is_err());
     }
 
     #[test]

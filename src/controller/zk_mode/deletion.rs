@@ -28,7 +28,19 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         };
         let mut drop: Vec<String> = unknown;
         if enabled {
-            self.with_ctx(|ctx| ctx.topics_to_delete.extend(queued.iter().cloned()));
+            self.with_ctx(|ctx| {
+                ctx.topics_to_delete.extend(queued.iter().cloned());
+                // processTopicDeletion: a topic whose partitions are being
+                // reassigned waits for the move ("topic reassignment in
+                // progress"); its completion resumes the deletion.
+                let moving: BTreeSet<String> = ctx
+                    .reassignments
+                    .keys()
+                    .map(|tp| tp.topic.to_string())
+                    .filter(|t| queued.contains(t))
+                    .collect();
+                ctx.ineligible_for_deletion.extend(moving);
+            });
         } else {
             tracing::info!(topics = ?queued, "delete.topic.enable is false: deletion requests removed");
             drop.extend(queued);
@@ -182,6 +194,22 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         broker: BrokerId,
         errors: Vec<(TopicPartition, ErrorCode)>,
     ) {
+        // Only replicas still in deletion: a reassignment's removed
+        // replicas went on to NonExistent at once (Kafka does not wait for
+        // their StopReplica either).
+        let errors: Vec<(TopicPartition, ErrorCode)> = self
+            .with_ctx(|ctx| {
+                errors
+                    .into_iter()
+                    .filter(|(tp, _)| {
+                        ctx.replica_states.get(tp, broker) == ReplicaState::DeletionStarted
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if errors.is_empty() {
+            return;
+        }
         let (ok, failed): (Vec<_>, Vec<_>) =
             errors.into_iter().partition(|(_, e)| *e == ErrorCode::NONE);
         let ok: Vec<(TopicPartition, BrokerId)> =

@@ -165,6 +165,9 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         let mut batch = RequestBatch::new();
         self.trigger_online_partitions(&mut batch).await;
         self.send_batch(batch);
+        // Moves waiting for one of these brokers go on.
+        self.resume_reassignments(|_, a| a.target().iter().any(|r| new.contains(r)))
+            .await;
         let resumed: BTreeSet<String> = self
             .with_ctx(|ctx| {
                 on_new

@@ -153,6 +153,24 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             };
             outcome.insert(tp, answer);
         }
+        // Moving partitions are checked for completion after the answer
+        // went back (`processAlterPartition`): queued, not done here.
+        let moving: Vec<TopicPartition> = self
+            .with_ctx(|ctx| {
+                changed
+                    .iter()
+                    .filter(|tp| ctx.reassignments.contains_key(*tp))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        for tp in moving {
+            let _ = self.tx.try_send(Tagged {
+                session: self.session.get(),
+                term: self.term.get(),
+                event: Event::ReassignmentIsrChange(tp),
+            });
+        }
         self.announce_isr_changes(changed);
         outcome
     }

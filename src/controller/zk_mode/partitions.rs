@@ -30,6 +30,9 @@ pub enum ElectionKind {
     /// ElectLeaders UNCLEAN: the offline strategy with unclean allowed
     /// whatever the topic says (Kafka ORs the request's flag in).
     Unclean,
+    /// `ReassignPartitionLeaderElectionStrategy`: the first target replica
+    /// live and in the ISR (the assignment is the target by then).
+    Reassign,
 }
 
 /// Partitions an election could not give a leader, with Kafka's error
@@ -546,6 +549,7 @@ fn plan_elections(
             ElectionKind::Unclean => Strategy::Offline {
                 allow_unclean: true,
             },
+            ElectionKind::Reassign => Strategy::Reassign,
         };
         match leader_election::elect(
             strategy,

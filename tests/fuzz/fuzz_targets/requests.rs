@@ -124,6 +124,14 @@ fn decode_body(header: &RequestHeader, body: Bytes) {
         Api::Kafka(ApiKey::ListOffsets) => checked!(list_offsets, m::ListOffsetsRequest),
         Api::Kafka(ApiKey::DeleteRecords) => checked!(delete_records, m::DeleteRecordsRequest),
         Api::Kafka(ApiKey::ElectLeaders) => checked!(elect_leaders, m::ElectLeadersRequest),
+        Api::Kafka(ApiKey::AlterPartitionReassignments) => checked!(
+            alter_partition_reassignments,
+            m::AlterPartitionReassignmentsRequest
+        ),
+        Api::Kafka(ApiKey::ListPartitionReassignments) => checked!(
+            list_partition_reassignments,
+            m::ListPartitionReassignmentsRequest
+        ),
         Api::Kafka(ApiKey::OffsetForLeaderEpoch) => {
             if h::offset_for_leader_epoch::decode_request(body.clone(), v).is_ok() {
                 round_trip_39::<m39::OffsetForLeaderEpochRequest>(&body, v);

@@ -3,7 +3,7 @@
 //! (tests/common/replica_cluster.rs):
 //! (a) a 6-partition RF=3 topic on brokers [1,2,3] is moved to [2,3,4]
 //!     with kafka-python's `alter_partition_reassignments` while an
-//!     acks=all idempotent producer runs. Broker 4's port is blackholed
+//!     acks=all idempotent producer runs. Broker 4's port is cut
 //!     first, so the move stays mid-way: ListPartitionReassignments and
 //!     `/brokers/topics/<t>` show RS = [2,3,4,1], AR = [4], RR = [1] (the
 //!     CLUSTER.md layout); the controller is killed with kill -9; the new
@@ -67,8 +67,8 @@ fn list(c: &ReplCluster) -> serde_json::Value {
     run_py_script(&["kafka"], "reassign.py", &["list".into(), c.bootstrap()])
 }
 
-/// Bootstrap through the brokers other than `but` (a blackholed broker
-/// would stall the clients' first connection).
+/// Bootstrap through the brokers other than `but` (a cut broker only
+/// slows the clients' first connection down).
 fn bootstrap_without(c: &ReplCluster, but: &[i32]) -> String {
     c.nodes
         .iter()
@@ -76,6 +76,96 @@ fn bootstrap_without(c: &ReplCluster, but: &[i32]) -> String {
         .map(|n| n.link.address())
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// Kafka's refusals: a duplicate, a dead broker, a cancellation with
+/// nothing moving, an unknown partition; nothing changes.
+fn assert_refusals(c: &ReplCluster, boot_ok: &str, topic: &str, before: &serde_json::Value) {
+    let refusals = run_py_script(
+        &["kafka"],
+        "reassign.py",
+        &[
+            "alter".into(),
+            boot_ok.into(),
+            topic.into(),
+            "0=2,2,3".into(),
+            "1=2,3,9".into(),
+            "2=cancel".into(),
+            "77=1,2,3".into(),
+        ],
+    );
+    assert_eq!(
+        refusals["0"], "InvalidReplicationAssignmentError",
+        "{refusals}"
+    );
+    assert_eq!(
+        refusals["1"], "InvalidReplicationAssignmentError",
+        "{refusals}"
+    );
+    assert_eq!(refusals["2"], "NoReassignmentInProgressError", "{refusals}");
+    assert_eq!(refusals["77"], "UnknownTopicOrPartitionError", "{refusals}");
+    assert_eq!(topic_znode(c, topic), *before, "refusals changed nothing");
+}
+
+/// RS = [2,3,4,1], AR = [4], RR = [1] in the topic znode and in
+/// ListPartitionReassignments.
+fn assert_mid_way(c: &ReplCluster, boot_ok: &str, topic: &str) {
+    let mid = topic_znode(c, topic);
+    for p in 0..PARTITIONS {
+        let k = p.to_string();
+        let rs = ids(&mid["partitions"][&k]);
+        assert_eq!(&rs[..3], [2, 3, 4], "RS = TRS first, then OAR: {mid}");
+        assert!(rs.contains(&1) && rs.len() == 4, "{mid}");
+        assert_eq!(ids(&mid["adding_replicas"][&k]), [4], "{mid}");
+        assert_eq!(ids(&mid["removing_replicas"][&k]), [1], "{mid}");
+    }
+    assert_eq!(mid["version"], 3);
+    let listed = run_py_script(&["kafka"], "reassign.py", &["list".into(), boot_ok.into()]);
+    assert_eq!(
+        listed.as_object().unwrap().len(),
+        PARTITIONS as usize,
+        "{listed}"
+    );
+    let l0 = &listed[format!("{topic}:0")];
+    assert_eq!(ids(&l0["adding_replicas"]), [4], "{listed}");
+    assert_eq!(ids(&l0["removing_replicas"]), [1], "{listed}");
+}
+
+/// Every partition settled on [2,3,4] (that order), led there, broker 1
+/// out of every ISR, nothing listed.
+fn wait_completed(c: &ReplCluster, topic: &str) {
+    wait_for(180, "every reassignment completed", || {
+        let z = topic_znode(c, topic);
+        let done = (0..PARTITIONS).all(|p| {
+            let mut rs = ids(&z["partitions"][p.to_string()]);
+            rs.sort();
+            rs == [2, 3, 4]
+        });
+        let empty = z["adding_replicas"]
+            .as_object()
+            .is_some_and(|m| m.is_empty())
+            && z["removing_replicas"]
+                .as_object()
+                .is_some_and(|m| m.is_empty());
+        (done && empty).then_some(())
+    });
+    let end = topic_znode(c, topic);
+    for p in 0..PARTITIONS {
+        assert_eq!(
+            ids(&end["partitions"][p.to_string()]),
+            [2, 3, 4],
+            "the target order is the final assignment: {end}"
+        );
+    }
+    let states = c.states(topic, PARTITIONS);
+    for (p, s) in &states {
+        assert!([2, 3, 4].contains(&s.leader), "partition {p}: {s:?}");
+        assert!(
+            !s.isr.contains(&1),
+            "the removed replica left the ISR: {p} {s:?}"
+        );
+    }
+    assert_eq!(list(c), serde_json::json!({}), "nothing listed at the end");
 }
 
 #[test]
@@ -101,27 +191,12 @@ fn api_reassignment_survives_a_controller_kill_and_loses_no_acked_record() {
 
     // Kafka's refusals, before anything moves.
     let boot_ok = bootstrap_without(&c, &[4]);
-    let refusals = run_py_script(
-        &["kafka"],
-        "reassign.py",
-        &[
-            "alter".into(),
-            boot_ok.clone(),
-            topic.into(),
-            "0=2,2,3".into(),
-            "1=2,3,9".into(),
-            "2=cancel".into(),
-            "77=1,2,3".into(),
-        ],
-    );
-    assert_eq!(refusals["0"], "InvalidReplicaAssignmentError", "{refusals}");
-    assert_eq!(refusals["1"], "InvalidReplicaAssignmentError", "{refusals}");
-    assert_eq!(refusals["2"], "NoReassignmentInProgressError", "{refusals}");
-    assert_eq!(refusals["77"], "UnknownTopicOrPartitionError", "{refusals}");
-    assert_eq!(topic_znode(&c, topic), before, "refusals changed nothing");
+    assert_refusals(&c, &boot_ok, topic, &before);
 
     // Broker 4 cannot be reached: the move starts and stays mid-way.
-    c.node(4).isolate_kafka_port();
+    // Cut, not blackholed: connections are refused at once, so clients
+    // move on to another broker while the controller's channel retries.
+    c.node(4).link.cut();
     let specs: Vec<String> = (0..PARTITIONS).map(|p| format!("{p}=2,3,4")).collect();
     let mut args = vec!["alter".to_string(), boot_ok.clone(), topic.to_string()];
     args.extend(specs.iter().cloned());
@@ -129,21 +204,7 @@ fn api_reassignment_survives_a_controller_kill_and_loses_no_acked_record() {
     for p in 0..PARTITIONS {
         assert!(started[p.to_string()].is_null(), "partition {p}: {started}");
     }
-    let mid = topic_znode(&c, topic);
-    for p in 0..PARTITIONS {
-        let k = p.to_string();
-        let rs = ids(&mid["partitions"][&k]);
-        assert_eq!(&rs[..3], [2, 3, 4], "RS = TRS first, then OAR: {mid}");
-        assert!(rs.contains(&1) && rs.len() == 4, "{mid}");
-        assert_eq!(ids(&mid["adding_replicas"][&k]), [4], "{mid}");
-        assert_eq!(ids(&mid["removing_replicas"][&k]), [1], "{mid}");
-    }
-    assert_eq!(mid["version"], 3);
-    let listed = run_py_script(&["kafka"], "reassign.py", &["list".into(), boot_ok.clone()]);
-    assert_eq!(listed.as_object().unwrap().len(), PARTITIONS as usize, "{listed}");
-    let l0 = &listed[format!("{topic}:0")];
-    assert_eq!(ids(&l0["adding_replicas"]), [4], "{listed}");
-    assert_eq!(ids(&l0["removing_replicas"]), [1], "{listed}");
+    assert_mid_way(&c, &boot_ok, topic);
     producer.wait_acks(60, 200, "acks while the move is pending");
 
     // Kill the controller mid-way; another one takes over.
@@ -165,40 +226,20 @@ fn api_reassignment_survives_a_controller_kill_and_loses_no_acked_record() {
         "the new controller keeps the pending move: {still}"
     );
 
-    // Broker 4 reachable again: it catches up and the new controller
+    // The old controller back (so its removed replicas can be deleted),
+    // then broker 4 reachable again: it catches up and the new controller
     // finishes every partition.
-    c.node(4).heal();
     c.restart(old);
-    wait_for(180, "every reassignment completed", || {
-        let z = topic_znode(&c, topic);
-        let done = (0..PARTITIONS).all(|p| {
-            let mut rs = ids(&z["partitions"][p.to_string()]);
-            rs.sort();
-            rs == [2, 3, 4]
-        });
-        let empty = z["adding_replicas"].as_object().is_some_and(|m| m.is_empty())
-            && z["removing_replicas"].as_object().is_some_and(|m| m.is_empty());
-        (done && empty).then_some(())
-    });
-    let end = topic_znode(&c, topic);
-    for p in 0..PARTITIONS {
-        assert_eq!(
-            ids(&end["partitions"][p.to_string()]),
-            [2, 3, 4],
-            "the target order is the final assignment: {end}"
-        );
-    }
-    let states = c.states(topic, PARTITIONS);
-    for (p, s) in &states {
-        assert!([2, 3, 4].contains(&s.leader), "partition {p}: {s:?}");
-        assert!(!s.isr.contains(&1), "the removed replica left the ISR: {p} {s:?}");
-    }
-    assert_eq!(list(&c), serde_json::json!({}), "nothing listed at the end");
+    c.node(4).heal();
+    wait_completed(&c, topic);
     producer.wait_acks(90, 200, "acks after the move");
 
     let acked_file = producer.acked_file.clone();
     let report = producer.finish(180);
-    assert_eq!(report["failed"], 0, "acks=all idempotent records failed: {report}");
+    assert_eq!(
+        report["failed"], 0,
+        "acks=all idempotent records failed: {report}"
+    );
     let read_file = drain(&c.bootstrap(), topic, PARTITIONS, c.dir.path());
     let h = check(&acked_file, &read_file);
     eprintln!("[history: acked {} read {}]", h["acked"], h["read"]);
@@ -250,15 +291,21 @@ fn legacy_znode_moves_a_partition_and_a_cancellation_restores_the_origin() {
         [4, 3, 2].contains(&s.leader)
     });
     assert!(!s.isr.contains(&1), "{s:?}");
-    assert_eq!(topic_znode(&c, topic)["adding_replicas"], serde_json::json!({}));
+    assert_eq!(
+        topic_znode(&c, topic)["adding_replicas"],
+        serde_json::json!({})
+    );
 
     // (2) A move that cannot finish (its new replica unreachable), then
     // cancelled: back to the origin, nothing listed.
     let origin = ids(&topic_znode(&c, topic)["partitions"]["1"]);
     let outsider = (1..=4).find(|b| !origin.contains(b)).unwrap();
     let controller = c.controller();
-    assert_ne!(outsider, controller, "the only broker off partition 1 leads the cluster");
-    c.node(outsider).isolate_kafka_port();
+    assert_ne!(
+        outsider, controller,
+        "the only broker off partition 1 leads the cluster"
+    );
+    c.node(outsider).link.cut();
     let boot_ok = bootstrap_without(&c, &[outsider]);
     let mut target = origin.clone();
     target[2] = outsider;
@@ -281,7 +328,12 @@ fn legacy_znode_moves_a_partition_and_a_cancellation_restores_the_origin() {
     let r = run_py_script(
         &["kafka"],
         "reassign.py",
-        &["alter".into(), boot_ok.clone(), topic.into(), "1=cancel".into()],
+        &[
+            "alter".into(),
+            boot_ok.clone(),
+            topic.into(),
+            "1=cancel".into(),
+        ],
     );
     assert!(r["1"].is_null(), "cancel accepted: {r}");
     let end = topic_znode(&c, topic);

@@ -74,7 +74,10 @@ impl ReplicaAssignment {
 }
 
 fn without(from: &[BrokerId], minus: &[BrokerId]) -> Vec<BrokerId> {
-    from.iter().copied().filter(|r| !minus.contains(r)).collect()
+    from.iter()
+        .copied()
+        .filter(|r| !minus.contains(r))
+        .collect()
 }
 
 /// Why a partition of a reassignment request was refused: Kafka's error
@@ -101,7 +104,10 @@ pub fn validate_target(
         ));
     }
     if target.iter().any(|r| r.0 < 0) {
-        return invalid(format!("Invalid broker id in replica list: {}", list(target)));
+        return invalid(format!(
+            "Invalid broker id in replica list: {}",
+            list(target)
+        ));
     }
     let adding = current.reassign_to(target).adding;
     if !adding.iter().all(|r| live.contains(r)) {

@@ -351,9 +351,7 @@ pub async fn create_topic<S: MetadataStore, R: Rng + ?Sized>(
 /// Reads one topic; `UnknownTopicOrPartition` if absent.
 /// The moving partitions of a topic znode: per partition its adding and
 /// removing replicas.
-pub fn reassigning_of(
-    z: &TopicZNode,
-) -> BTreeMap<PartitionId, (Vec<BrokerId>, Vec<BrokerId>)> {
+pub fn reassigning_of(z: &TopicZNode) -> BTreeMap<PartitionId, (Vec<BrokerId>, Vec<BrokerId>)> {
     let mut out: BTreeMap<PartitionId, (Vec<BrokerId>, Vec<BrokerId>)> = BTreeMap::new();
     for (p, a) in &z.adding_replicas {
         if !a.is_empty() {

@@ -274,7 +274,8 @@ impl ControlShard {
                 let known = snapshot
                     .served_topic(&tp.topic)
                     .is_some_and(|t| t.partitions.iter().any(|p| p.partition == tp.partition));
-                let current = crate::controller::reassignment::ReplicaAssignment::settled(vec![self.me]);
+                let current =
+                    crate::controller::reassignment::ReplicaAssignment::settled(vec![self.me]);
                 let r = match target {
                     _ if !known => Err((
                         ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,

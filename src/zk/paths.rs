@@ -737,9 +737,13 @@ mod tests {
 
     #[test]
     fn reassign_partitions_golden() {
-        let text = r#"{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2,3]}]}"#;
+        let text =
+            r#"{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2,3]}]}"#;
         let z = ReassignPartitionsZNode::decode(text.as_bytes()).unwrap();
-        assert_eq!(z.partitions[0].replicas, vec![BrokerId(1), BrokerId(2), BrokerId(3)]);
+        assert_eq!(
+            z.partitions[0].replicas,
+            vec![BrokerId(1), BrokerId(2), BrokerId(3)]
+        );
         assert_eq!(String::from_utf8(z.encode()).unwrap(), text);
         assert!(ReassignPartitionsZNode::decode(br#"{"version":1}"#).is_err());
     }

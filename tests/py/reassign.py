@@ -11,6 +11,7 @@ controller), for tests/cluster_reassignment.rs. Prints one JSON object last.
 
 import json
 import sys
+import time
 
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
@@ -24,6 +25,23 @@ def admin(bootstrap):
     )
 
 
+def with_retries(call):
+    """kafka-python 3.0 gives up on the first broker that refuses a
+    connection (the tests cut one off) instead of trying another, as the
+    Java client does: a new client, a few times. Failures before the
+    request is answered change nothing on the broker."""
+    from kafka.errors import KafkaConnectionError, NodeNotReadyError
+
+    for attempt in range(6):
+        try:
+            return call()
+        except (KafkaConnectionError, NodeNotReadyError) as e:
+            if attempt == 5:
+                raise
+            print("retrying after %r" % (e,), file=sys.stderr)
+            time.sleep(0.5)
+
+
 def alter(bootstrap, topic, specs):
     asked = {}
     for spec in specs:
@@ -31,11 +49,14 @@ def alter(bootstrap, topic, specs):
         asked[TopicPartition(topic, int(p))] = (
             None if target == "cancel" else [int(b) for b in target.split(",")]
         )
-    a = admin(bootstrap)
-    try:
-        results = a.alter_partition_reassignments(asked, timeout_ms=30000)
-    finally:
-        a.close()
+    def call():
+        a = admin(bootstrap)
+        try:
+            return a.alter_partition_reassignments(asked, timeout_ms=30000)
+        finally:
+            a.close()
+
+    results = with_retries(call)
     return {
         str(tp.partition): (None if err is None else err.__name__)
         for tp, err in results.items()
@@ -43,14 +64,18 @@ def alter(bootstrap, topic, specs):
 
 
 def list_(bootstrap, topic):
-    a = admin(bootstrap)
-    try:
-        asked = None
-        if topic is not None:
-            asked = {topic: list(range(64))}
-        found = a.list_partition_reassignments(asked, timeout_ms=30000)
-    finally:
-        a.close()
+    asked = None
+    if topic is not None:
+        asked = {topic: list(range(64))}
+
+    def call():
+        a = admin(bootstrap)
+        try:
+            return a.list_partition_reassignments(asked, timeout_ms=30000)
+        finally:
+            a.close()
+
+    found = with_retries(call)
     return {
         "%s:%d" % (tp.topic, tp.partition): {
             k: list(v[k]) for k in ("replicas", "adding_replicas", "removing_replicas")

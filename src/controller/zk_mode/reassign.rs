@@ -80,8 +80,11 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         let Some(plan) = self.with_ctx(|ctx| reassignment::plan(ctx, &asked, true)) else {
             return Err(ErrorCode::NOT_CONTROLLER);
         };
-        let mut answers: BTreeMap<TopicPartition, Result<(), Refusal>> =
-            plan.refused.into_iter().map(|(tp, e)| (tp, Err(e))).collect();
+        let mut answers: BTreeMap<TopicPartition, Result<(), Refusal>> = plan
+            .refused
+            .into_iter()
+            .map(|(tp, e)| (tp, Err(e)))
+            .collect();
         self.maybe_remove_from_zk_reassignment(|tp, _| plan.start.contains_key(tp))
             .await;
         for (tp, a) in plan.start {
@@ -288,7 +291,8 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     async fn move_leader_if_required(&self, tp: &TopicPartition) -> Result<(), WriteError> {
         let Some((keep, has_leadership)) = self.with_ctx(|ctx| {
             let leader = ctx.leadership.get(tp).map(|l| l.leader_isr.leader);
-            let keep = leader.is_some_and(|l| ctx.replicas(tp).contains(&l) && ctx.live().contains(&l));
+            let keep =
+                leader.is_some_and(|l| ctx.replicas(tp).contains(&l) && ctx.live().contains(&l));
             (keep, leader.is_some())
         }) else {
             return Err(WriteError::NotController);
@@ -428,7 +432,12 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 Ok(z) => Some(
                     z.partitions
                         .into_iter()
-                        .map(|p| (TopicPartition::new(p.topic.as_str(), p.partition), p.replicas))
+                        .map(|p| {
+                            (
+                                TopicPartition::new(p.topic.as_str(), p.partition),
+                                p.replicas,
+                            )
+                        })
                         .collect(),
                 ),
                 Err(e) => {

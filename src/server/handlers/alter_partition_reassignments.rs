@@ -82,7 +82,9 @@ fn encode_response(
     let response = match answer {
         Err(code) => AlterPartitionReassignmentsResponse::default()
             .with_error_code(code.0)
-            .with_error_message((*code == ErrorCode::NOT_CONTROLLER).then(|| str_bytes(NOT_CONTROLLER_MESSAGE))),
+            .with_error_message(
+                (*code == ErrorCode::NOT_CONTROLLER).then(|| str_bytes(NOT_CONTROLLER_MESSAGE)),
+            ),
         Ok(results) => {
             let mut by_topic: BTreeMap<&str, Vec<ReassignablePartitionResponse>> = BTreeMap::new();
             for (tp, r) in results {

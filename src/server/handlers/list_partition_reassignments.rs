@@ -63,7 +63,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 }
 
 fn ids(v: &[BrokerId]) -> Vec<kafka_protocol::messages::BrokerId> {
-    v.iter().map(|b| kafka_protocol::messages::BrokerId(b.0)).collect()
+    v.iter()
+        .map(|b| kafka_protocol::messages::BrokerId(b.0))
+        .collect()
 }
 
 fn encode_response(
@@ -129,7 +131,8 @@ mod tests {
         let p = &r.topics[0].partitions[0];
         assert_eq!(r.topics[0].name.0.as_str(), "t");
         assert_eq!(p.partition_index, 2);
-        let n = |v: &[kafka_protocol::messages::BrokerId]| v.iter().map(|b| b.0).collect::<Vec<_>>();
+        let n =
+            |v: &[kafka_protocol::messages::BrokerId]| v.iter().map(|b| b.0).collect::<Vec<_>>();
         assert_eq!(n(&p.replicas), [1, 2, 3, 0]);
         assert_eq!(n(&p.adding_replicas), [3]);
         assert_eq!(n(&p.removing_replicas), [0]);

@@ -15,7 +15,8 @@
 //!     with nothing moving are checked on the way.
 //! (b) the legacy `/admin/reassign_partitions` znode moves a partition and
 //!     is deleted when done; a cancellation (null replicas) of a move that
-//!     cannot finish puts the origin replicas back.
+//!     cannot finish puts the origin replicas back; Kafka's
+//!     kafka-reassign-partitions `--execute` then `--verify` moves it.
 //!
 //! Every wait has a deadline; timeouts are shortened through config.
 
@@ -32,6 +33,8 @@ use replica_cluster::{check, drain, HistoryProducer, ReplCluster, System};
 use shardlog::zk::store::{CreateMode, MetadataStore};
 
 const PARTITIONS: i32 = 6;
+/// kafka-reassign-partitions in Kafka 3.9.
+const REASSIGN_COMMAND: &str = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand";
 
 fn start() -> ReplCluster {
     let mut c = ReplCluster::start(
@@ -343,4 +346,49 @@ fn legacy_znode_moves_a_partition_and_a_cancellation_restores_the_origin() {
     let listed = run_py_script(&["kafka"], "reassign.py", &["list".into(), boot_ok]);
     assert_eq!(listed, serde_json::json!({}));
     c.node(outsider).heal();
+
+    // (3) Kafka's own tool moves it.
+    reassign_with_kafkas_tool(&c, topic, &target);
+}
+
+/// kafka-reassign-partitions (Java AdminClient): `--execute` moves
+/// partition 1 of `topic` to `target`, `--verify` until it reports the
+/// move completed; the znode then holds the target.
+fn reassign_with_kafkas_tool(c: &ReplCluster, topic: &str, target: &[i32]) {
+    let file = c.path("reassign.json");
+    std::fs::write(
+        &file,
+        format!(r#"{{"version":1,"partitions":[{{"topic":"{topic}","partition":1,"replicas":{target:?}}}]}}"#),
+    )
+    .expect("write the reassignment file");
+    let boot = c.bootstrap();
+    let file = file.display().to_string();
+    let tool = |mode: &str, extra: &[&str]| {
+        let mut cmd = java_support::kafka_tool(REASSIGN_COMMAND);
+        cmd.args([
+            "--bootstrap-server",
+            &boot,
+            mode,
+            "--reassignment-json-file",
+            &file,
+        ]);
+        cmd.args(extra);
+        let out = java_support::run_ok(&mut cmd, "kafka-reassign-partitions");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = tool("--execute", &[]);
+    assert!(
+        out.contains(&format!(
+            "Successfully started partition reassignment for {topic}-1"
+        )),
+        "{out}"
+    );
+    // --preserve-throttles: no throttle was set, and broker-level configs
+    // are not dynamic here yet.
+    wait_for(120, "kafka-reassign-partitions --verify: completed", || {
+        let out = tool("--verify", &["--preserve-throttles"]);
+        out.contains(&format!("Reassignment of partition {topic}-1 is completed"))
+            .then_some(())
+    });
+    assert_eq!(ids(&topic_znode(c, topic)["partitions"]["1"]), target);
 }

@@ -10,7 +10,6 @@ use uuid::Uuid;
 
 use super::brokers::LiveBroker;
 use super::leader_election::LeaderIsr;
-use super::reassignment::ReplicaAssignment;
 use super::state_machine::{PartitionStates, ReplicaStates};
 use crate::types::{BrokerId, ControllerEpoch, TopicPartition};
 
@@ -94,33 +93,6 @@ impl ControllerContext {
             .copied()
             .filter(|r| !registered.contains(r))
             .collect()
-    }
-
-    /// The partition's full assignment, moving replicas included
-    /// (`partitionFullReplicaAssignment`).
-    pub fn full_assignment(&self, tp: &TopicPartition) -> ReplicaAssignment {
-        let moving = self.reassignments.get(tp).cloned().unwrap_or_default();
-        ReplicaAssignment {
-            replicas: self.replicas(tp).to_vec(),
-            adding: moving.adding,
-            removing: moving.removing,
-        }
-    }
-
-    /// `updatePartitionFullReplicaAssignment`.
-    pub fn set_full_assignment(&mut self, tp: &TopicPartition, a: ReplicaAssignment) {
-        if a.is_being_reassigned() {
-            self.reassignments.insert(
-                tp.clone(),
-                Moving {
-                    adding: a.adding,
-                    removing: a.removing,
-                },
-            );
-        } else {
-            self.reassignments.remove(tp);
-        }
-        self.assignments.insert(tp.clone(), a.replicas);
     }
 
     pub fn partitions_of(&self, topic: &str) -> Vec<TopicPartition> {

@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::context::ControllerContext;
+use super::context::{ControllerContext, Moving};
 use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, TopicPartition};
 use crate::zk::paths::TopicZNode;
@@ -78,6 +78,33 @@ fn without(from: &[BrokerId], minus: &[BrokerId]) -> Vec<BrokerId> {
         .copied()
         .filter(|r| !minus.contains(r))
         .collect()
+}
+
+/// The partition's full assignment, moving replicas included (Kafka's
+/// `partitionFullReplicaAssignment`).
+pub fn full_assignment(ctx: &ControllerContext, tp: &TopicPartition) -> ReplicaAssignment {
+    let moving = ctx.reassignments.get(tp).cloned().unwrap_or_default();
+    ReplicaAssignment {
+        replicas: ctx.replicas(tp).to_vec(),
+        adding: moving.adding,
+        removing: moving.removing,
+    }
+}
+
+/// `updatePartitionFullReplicaAssignment`.
+pub fn set_full_assignment(ctx: &mut ControllerContext, tp: &TopicPartition, a: ReplicaAssignment) {
+    if a.is_being_reassigned() {
+        ctx.reassignments.insert(
+            tp.clone(),
+            Moving {
+                adding: a.adding,
+                removing: a.removing,
+            },
+        );
+    } else {
+        ctx.reassignments.remove(tp);
+    }
+    ctx.assignments.insert(tp.clone(), a.replicas);
 }
 
 /// Why a partition of a reassignment request was refused: Kafka's error
@@ -148,7 +175,7 @@ pub fn plan(
     let live = ctx.live();
     let mut out = Plan::default();
     for (tp, target) in asked {
-        let current = ctx.full_assignment(tp);
+        let current = full_assignment(ctx, tp);
         if validate {
             if let Some(t) = target {
                 if let Err(e) = validate_target(&current, t, &live) {
@@ -206,7 +233,7 @@ pub fn list_ongoing(
     wanted
         .into_iter()
         .filter_map(|tp| {
-            let a = ctx.full_assignment(&tp);
+            let a = full_assignment(ctx, &tp);
             a.is_being_reassigned().then_some((tp, a))
         })
         .collect()
@@ -222,7 +249,7 @@ pub fn topic_znode(ctx: &ControllerContext, topic: &str) -> Option<TopicZNode> {
         z.topic_id = None;
     }
     for tp in ctx.partitions_of(topic) {
-        let a = ctx.full_assignment(&tp);
+        let a = full_assignment(ctx, &tp);
         if !a.adding.is_empty() {
             z.adding_replicas.insert(tp.partition, a.adding.clone());
         }

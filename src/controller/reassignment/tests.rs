@@ -97,7 +97,8 @@ fn plan_refuses_unknown_deleting_and_idle_cancellations() {
     );
     assert_eq!(p.refused[&t9].0, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
     // Cancelling a moving partition goes back to its origin.
-    c.set_full_assignment(&t1, c.full_assignment(&t1).reassign_to(&ids(&[3])));
+    let moved = full_assignment(&c, &t1).reassign_to(&ids(&[3]));
+    set_full_assignment(&mut c, &t1, moved);
     let p = plan(&c, &BTreeMap::from([(t1.clone(), None)]), true);
     assert_eq!(p.start[&t1], ReplicaAssignment::settled(ids(&[0, 1, 2])));
     // A topic being deleted.
@@ -116,7 +117,8 @@ fn listing_and_the_topic_znode_show_the_moving_partitions() {
     let t0 = TopicPartition::new("t", 0);
     let t1 = TopicPartition::new("t", 1);
     assert!(list_ongoing(&c, None).is_empty());
-    c.set_full_assignment(&t0, c.full_assignment(&t0).reassign_to(&ids(&[1, 2, 3])));
+    let moved = full_assignment(&c, &t0).reassign_to(&ids(&[1, 2, 3]));
+    set_full_assignment(&mut c, &t0, moved);
     let all = list_ongoing(&c, None);
     assert_eq!(all.len(), 1);
     assert_eq!(all[&t0].removing, ids(&[0]));
@@ -128,7 +130,7 @@ fn listing_and_the_topic_znode_show_the_moving_partitions() {
     assert_eq!(z.adding_replicas, BTreeMap::from([(0, ids(&[3]))]));
     assert_eq!(z.removing_replicas, BTreeMap::from([(0, ids(&[0]))]));
     // Completed: settled again, nothing moving.
-    c.set_full_assignment(&t0, ReplicaAssignment::settled(ids(&[1, 2, 3])));
+    set_full_assignment(&mut c, &t0, ReplicaAssignment::settled(ids(&[1, 2, 3])));
     assert!(c.reassignments.is_empty());
     let z = topic_znode(&c, "t").unwrap();
     assert!(z.adding_replicas.is_empty() && z.removing_replicas.is_empty());

@@ -157,7 +157,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         // B2: RS = TRS in memory.
         let target = a.target();
         self.with_ctx(|ctx| {
-            ctx.set_full_assignment(tp, ReplicaAssignment::settled(target.clone()))
+            reassignment::set_full_assignment(ctx, tp, ReplicaAssignment::settled(target.clone()))
         });
         // B3: the leader among TRS.
         self.move_leader_if_required(tp).await?;
@@ -199,14 +199,14 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         a: &ReplicaAssignment,
     ) -> Result<(), WriteError> {
         let current = self
-            .with_ctx(|ctx| ctx.full_assignment(tp))
+            .with_ctx(|ctx| reassignment::full_assignment(ctx, tp))
             .ok_or(WriteError::NotController)?;
         if current == *a {
             return Ok(());
         }
-        self.with_ctx(|ctx| ctx.set_full_assignment(tp, a.clone()));
+        self.with_ctx(|ctx| reassignment::set_full_assignment(ctx, tp, a.clone()));
         if let Err(e) = self.write_topic_assignment(&tp.topic).await {
-            self.with_ctx(|ctx| ctx.set_full_assignment(tp, current));
+            self.with_ctx(|ctx| reassignment::set_full_assignment(ctx, tp, current));
             return Err(e);
         }
         let unneeded: Vec<BrokerId> = current
@@ -346,7 +346,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     /// `processAlterPartition`'s check, after the answer went back).
     pub(super) async fn on_reassignment_isr_change(&self, tp: TopicPartition) {
         let Some(Some(a)) = self.with_ctx(|ctx| {
-            let a = ctx.full_assignment(&tp);
+            let a = reassignment::full_assignment(ctx, &tp);
             let isr = ctx.leadership.get(&tp).map(|l| l.leader_isr.isr.clone())?;
             (a.is_being_reassigned() && reassignment::is_complete(&a, &isr)).then_some(a)
         }) else {
@@ -368,7 +368,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             .with_ctx(|ctx| {
                 ctx.reassignments
                     .keys()
-                    .map(|tp| (tp.clone(), ctx.full_assignment(tp)))
+                    .map(|tp| (tp.clone(), reassignment::full_assignment(ctx, tp)))
                     .filter(|(tp, a)| resume(tp, a))
                     .collect()
             })

@@ -273,6 +273,15 @@ fn shard_base(setup: &ShardSetup, clock: Rc<dyn Clock>) -> ShardBase {
     }
 }
 
+/// The control shard's first snapshot, the stored client quotas loaded
+/// first so that it carries them.
+async fn first_snapshot(
+    control: &crate::shard::control_shard::ControlShard,
+) -> Result<crate::metadata::Snapshot, crate::controller::admin_error::AdminError> {
+    control.reload_client_quotas().await;
+    control.controller.next_snapshot().await
+}
+
 async fn join_shard(setup: &ShardSetup, base: ShardBase, part: RolePart) -> Rc<ShardContext> {
     let ctx = ShardContext::new(base, part);
     let expected_peer = match setup.role {
@@ -555,7 +564,7 @@ async fn control_shard_main(setup: ShardSetup) {
     // The first snapshot (stored topics) reaches every data shard before
     // readiness, so a restarted broker serves its topics at once.
     let started = match (started, ctx.control()) {
-        (Ok(()), Some(control)) => match control.controller.next_snapshot().await {
+        (Ok(()), Some(control)) => match first_snapshot(control).await {
             Ok(snapshot) => {
                 router::publish(&ctx, snapshot).await;
                 Ok(())

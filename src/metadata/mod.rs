@@ -10,6 +10,7 @@ pub mod answers;
 pub mod config_changes;
 pub mod hosted;
 pub mod leader_and_isr;
+pub mod quotas;
 pub mod snapshot;
 pub mod update_metadata;
 

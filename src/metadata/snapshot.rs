@@ -75,6 +75,9 @@ pub struct Snapshot {
     /// then shadows nowhere. False in embedded mode, where `topics` is
     /// every stored topic, whole.
     pub hosted_by_leader_and_isr: bool,
+    /// The stored client quotas (`metadata::quotas`), which requests of
+    /// which clients are measured against.
+    pub client_quotas: Arc<super::quotas::QuotaConfigs>,
 }
 
 impl Snapshot {
@@ -89,6 +92,7 @@ impl Snapshot {
             topics: IndexMap::new(),
             announced: IndexMap::new(),
             hosted_by_leader_and_isr: false,
+            client_quotas: Arc::default(),
         }
     }
 

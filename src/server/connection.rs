@@ -36,10 +36,12 @@ const READ_CHUNK: usize = 16 * 1024;
 const READ_CHUNK_MAX: usize = 4 << 20;
 
 enum Outcome {
-    /// The response, and when a Produce request was read (for
-    /// `request_metrics`).
-    Respond(Vec<OutPart>, Option<u64>),
-    Nothing,
+    /// The response, when a Produce request was read (for
+    /// `request_metrics`), and how long to mute the connection after it
+    /// (quota throttling; 0 = not).
+    Respond(Vec<OutPart>, Option<u64>, u64),
+    /// No response; mute this long (0 = not).
+    Nothing(u64),
     Close(String),
 }
 
@@ -57,6 +59,14 @@ struct Conn {
     frames: Cell<u64>,
     /// Fired when the connection must close (bad input, write failure).
     closed: Trigger,
+    /// Quota throttling (KIP-219): no request is read before this
+    /// monotonic time (ns).
+    muted_until_ns: Cell<u64>,
+    /// The client is under a quota: its requests are handled one at a
+    /// time, as Kafka handles every connection's (its channel is muted
+    /// from a request's receipt to its response), so none slips past a
+    /// throttle in a pipeline.
+    one_at_a_time: Cell<bool>,
 }
 
 /// Serve one connection until the client leaves, it must be closed, or
@@ -88,6 +98,8 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
         reader_done: Cell::new(false),
         frames: Cell::new(0),
         closed: Trigger::default(),
+        muted_until_ns: Cell::new(0),
+        one_at_a_time: Cell::new(false),
     });
     tracing::debug!(peer = %conn.peer, "connection accepted");
     let writer_task = glommio::spawn_local(write_loop(conn.clone(), writer));
@@ -138,6 +150,20 @@ async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
     loop {
         let buf = &mut rb.buf;
         loop {
+            // A throttled client's channel stays muted (Kafka's
+            // `ClientQuotaManager.throttle`): no further request is taken,
+            // buffered or not, until the time passed.
+            while conn.one_at_a_time.get() && conn.in_order.borrow().in_flight() > 0 {
+                if wait_or_stop(conn, conn.wake_reader.notified())
+                    .await
+                    .is_none()
+                {
+                    return;
+                }
+            }
+            if !wait_while_muted(conn).await {
+                return;
+            }
             match take_frame(buf, max) {
                 Ok(Some(frame)) => {
                     if !on_frame(conn, frame) {
@@ -178,6 +204,17 @@ async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
             None => return, // stopping or closed
         }
     }
+}
+
+/// Wait out a quota mute; `false` when the connection stops meanwhile.
+async fn wait_while_muted(conn: &Conn) -> bool {
+    let muted = conn.muted_until_ns.get();
+    let now = conn.ctx.clock.mono_ns();
+    if muted <= now {
+        return true;
+    }
+    let pause = glommio::timer::sleep(std::time::Duration::from_nanos(muted - now));
+    wait_or_stop(conn, pause).await.is_some()
 }
 
 /// The connection's read buffer. A read needs an initialized `&mut [u8]`;
@@ -244,6 +281,14 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
         Routing::Run(handler) => handler,
         Routing::Close(reason) => return close_after_pending(conn, reason),
     };
+    if !conn.one_at_a_time.get() {
+        let quotas = conn.ctx.snapshot().client_quotas.clone();
+        if !quotas.is_empty() {
+            let client = header.client_id.as_deref().unwrap_or("");
+            conn.one_at_a_time
+                .set(crate::metadata::quotas::applies_to(&quotas, client));
+        }
+    }
     let seq = conn.in_order.borrow_mut().on_request();
     let conn = conn.clone();
     let received = (header.api_key == ApiKey::Produce).then(|| conn.ctx.clock.mono_ns());
@@ -256,20 +301,39 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
         let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();
         let outcome = match run.await {
             Ok(Ok(Response::Body(parts))) => {
-                Outcome::Respond(frame_response(&header, parts), received)
+                Outcome::Respond(frame_response(&header, parts), received, 0)
             }
-            Ok(Ok(Response::NoResponse)) => Outcome::Nothing,
+            Ok(Ok(Response::Throttled { parts, throttle_ms })) => {
+                Outcome::Respond(frame_response(&header, parts), received, throttle_ms)
+            }
+            Ok(Ok(Response::NoResponse)) => Outcome::Nothing(0),
+            Ok(Ok(Response::MuteOnly { throttle_ms })) => Outcome::Nothing(throttle_ms),
             Ok(Err(e)) => {
                 Outcome::Close(format!("{:?} v{}: {e}", header.api_key, header.api_version))
             }
             // A handler bug must not take the shard down with it.
             Err(_) => Outcome::Close(format!("handler for {:?} panicked", header.api_key)),
         };
+        // Requests pipelined behind a throttled one wait from now on
+        // (Kafka handles one request per connection at a time, so none
+        // slips past a throttle there either).
+        if let Outcome::Respond(_, _, ms) | Outcome::Nothing(ms) = &outcome {
+            mute(&conn, *ms);
+        }
         conn.in_order.borrow_mut().on_complete(seq, outcome);
         conn.wake_writer.notify();
     })
     .detach();
     true
+}
+
+/// No request is read for `ms` from now (0: nothing changes).
+fn mute(conn: &Conn, ms: u64) {
+    if ms > 0 {
+        let until = conn.ctx.clock.mono_ns() + ms * 1_000_000;
+        conn.muted_until_ns
+            .set(conn.muted_until_ns.get().max(until));
+    }
 }
 
 fn close_after_pending(conn: &Conn, reason: String) -> bool {
@@ -285,15 +349,17 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
         let mut parts = Vec::new();
         let mut produced = Vec::new();
         let mut close = None;
+        let mut mute_ms = 0;
         {
             let mut in_order = conn.in_order.borrow_mut();
             while let Some(outcome) = in_order.pop_ready() {
                 match outcome {
-                    Outcome::Respond(p, received) => {
+                    Outcome::Respond(p, received, throttle_ms) => {
                         parts.extend(p);
                         produced.extend(received);
+                        mute_ms = mute_ms.max(throttle_ms);
                     }
-                    Outcome::Nothing => {}
+                    Outcome::Nothing(throttle_ms) => mute_ms = mute_ms.max(throttle_ms),
                     Outcome::Close(reason) => {
                         close = Some(reason);
                         break;
@@ -313,6 +379,9 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
             }
             conn.wake_reader.notify();
         }
+        // Muted until the throttle time passed since the response went
+        // out (KIP-219).
+        mute(&conn, mute_ms);
         if let Some(reason) = close {
             tracing::warn!(peer = %conn.peer, %reason, "closing connection");
             conn.closed.fire();

@@ -49,6 +49,14 @@ pub const ROUTES: &[Route] = &[
         handle: handlers::elect_leaders::handle,
     },
     Route {
+        range: handlers::describe_client_quotas::VERSIONS,
+        handle: handlers::describe_client_quotas::handle,
+    },
+    Route {
+        range: handlers::alter_client_quotas::VERSIONS,
+        handle: handlers::alter_client_quotas::handle,
+    },
+    Route {
         range: handlers::alter_partition_reassignments::VERSIONS,
         handle: handlers::alter_partition_reassignments::handle,
     },

@@ -72,6 +72,7 @@ async fn process<S: MetadataStore>(
     last: Option<u64>,
 ) -> Option<u64> {
     let mut topics: BTreeSet<String> = BTreeSet::new();
+    let mut quotas_changed = false;
     let mut newest = None;
     let now_ms = ctx.clock.wall_ms();
     for (seq, name) in config_changes::pending(children, last) {
@@ -81,6 +82,11 @@ async fn process<S: MetadataStore>(
                 match config_changes::entity_of(&data) {
                     Ok(ConfigEntity::Topic(t)) => {
                         topics.insert(t);
+                    }
+                    Ok(ConfigEntity::Other { entity_type, .. })
+                        if entity_type == "clients" || entity_type == "users" =>
+                    {
+                        quotas_changed = true;
                     }
                     Ok(ConfigEntity::Other { entity_type, name }) => {
                         tracing::info!(%entity_type, %name, "config change for an entity this broker does not reload yet");
@@ -105,6 +111,9 @@ async fn process<S: MetadataStore>(
     if !topics.is_empty() {
         apply(ctx, &topics).await;
     }
+    if quotas_changed {
+        reload_quotas(ctx).await;
+    }
     newest
 }
 
@@ -119,6 +128,19 @@ async fn apply(ctx: &ShardContext, topics: &BTreeSet<String>) {
     tracing::info!(topics = ?topics, changed = republish.is_some(), "topic configs reloaded from /config/changes");
     if let Some(base) = republish {
         router::publish(ctx, base).await;
+    }
+}
+
+/// Client quotas changed (`clients/…`, `users/…`): read them all again and
+/// republish, in turn with the control shard's other publications.
+async fn reload_quotas(ctx: &ShardContext) {
+    let Some(control) = ctx.control() else {
+        return;
+    };
+    let _turn = control.serial.acquire_permit(1).await;
+    if control.reload_client_quotas().await {
+        tracing::info!("client quotas reloaded from /config/changes");
+        router::publish(ctx, control.republish_base(&ctx.snapshot())).await;
     }
 }
 

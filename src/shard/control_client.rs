@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use super::client_quotas::{QuotaCall, QuotaReply};
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, ReassignmentReply};
 use super::mesh::MeshError;
@@ -117,6 +118,18 @@ impl ShardContext {
             ShardResponse::Control(ControlResponse::ElectLeaders(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected ElectLeaders answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// A client-quota call, to the control shard.
+    pub async fn client_quotas(&self, call: QuotaCall) -> Result<QuotaReply, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::ClientQuotas(call));
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::ClientQuotas(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected client quota answer");
                 Err(MeshError::PeerGone(self.control_peer()))
             }
         }

@@ -12,6 +12,7 @@ use glommio::sync::Semaphore;
 
 use std::rc::Rc;
 
+use super::client_quotas::{QuotaCall, QuotaReply};
 use crate::controller::channel::ControllerChannel;
 use crate::controller::rebalance::ElectionType;
 use crate::controller::requests::{AdminRequest, AdminResponse};
@@ -22,6 +23,7 @@ use crate::controller::zk_mode::{
 use crate::controller::Controller;
 use crate::metadata::hosted::HostedPartitions;
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
+use crate::metadata::quotas::{QuotaConfigs, Sensors};
 use crate::metadata::update_metadata::{MetadataCache, UpdateMetadata};
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
@@ -29,6 +31,7 @@ use crate::replication::isr_change::{IsrChange, IsrChangeAnswer};
 use crate::types::{BrokerId, TopicPartition};
 use crate::zk::paths::{self, ConfigZNode};
 use crate::zk::store::{create_recursive, CreateMode, MetadataStore, StoreError};
+use std::sync::Arc;
 
 /// The Kafka error a failed store operation answers a client with
 /// (`Errors.forException` of a ZooKeeper exception): an invalid path (a
@@ -70,6 +73,9 @@ pub enum ControlRequest {
     /// An admin client's AlterPartitionReassignments or
     /// ListPartitionReassignments, for this broker's controller.
     Reassignments(ReassignmentCall),
+    /// Client quotas: AlterClientQuotas, DescribeClientQuotas, and the
+    /// bytes of a request a quota applies to.
+    ClientQuotas(QuotaCall),
     /// A controller's StopReplica: partitions stop being hosted (owners
     /// close them) and those with delete lose their logs before the answer.
     StopReplica(Box<StopReplica>),
@@ -108,6 +114,7 @@ pub enum ControlResponse {
     ControlledShutdown(ShutdownAnswer),
     ElectLeaders(ElectAnswer),
     Reassignments(ReassignmentReply),
+    ClientQuotas(QuotaReply),
     AlterPartition(IsrChangeAnswer),
     AlterPartitionReceived(AlterAnswer),
     /// Per offset, in request order: NONE or why it was not stored.
@@ -152,6 +159,10 @@ pub struct ControlShard {
     pub isr_sending: Cell<bool>,
     /// The connection AlterPartition takes to the active controller.
     pub controller_link: RefCell<Option<(BrokerId, ControllerChannel)>>,
+    /// The stored client quotas, folded into every publication.
+    pub client_quotas: RefCell<Arc<QuotaConfigs>>,
+    /// The broker's account of every quota entity's bytes.
+    pub quota_sensors: RefCell<Sensors>,
 }
 
 /// What other brokers ask this broker's controller, queued on the
@@ -321,6 +332,8 @@ impl ControlShard {
             isr_changes: RefCell::new(Vec::new()),
             isr_sending: Cell::new(false),
             controller_link: RefCell::new(None),
+            client_quotas: RefCell::new(Arc::new(QuotaConfigs::default())),
+            quota_sensors: RefCell::new(Sensors::default()),
         }
     }
 
@@ -337,6 +350,7 @@ impl ControlShard {
             snapshot.topics = self.hosted.borrow().topic_states();
             snapshot.hosted_by_leader_and_isr = true;
         }
+        snapshot.client_quotas = self.client_quotas();
         let version = snapshot.version.max(self.published_version.get() + 1);
         self.published_version.set(version);
         snapshot.version = version;
@@ -363,6 +377,12 @@ impl ControlShard {
         let epoch = self.metadata_cache.borrow().controller_epoch();
         self.hosted.borrow_mut().observe_controller_epoch(epoch);
         (error, Some(self.base(current)))
+    }
+
+    /// The snapshot to republish after a change folded in at
+    /// publication (client quotas).
+    pub fn republish_base(&self, current: &Snapshot) -> Snapshot {
+        self.base(current)
     }
 
     /// The controller's snapshot last published (or `current`), to

@@ -22,6 +22,7 @@
 //!   connections.
 
 pub mod alter_partition;
+pub mod client_quotas;
 pub mod config_changes;
 pub mod context;
 pub mod control_client;

@@ -3,6 +3,7 @@
 //! every data shard, send the purgatory notes its partitions queued, and
 //! send the ISR changes its partition leaders propose.
 
+use super::client_quotas::{QuotaCall, QuotaReply};
 use std::rc::Rc;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
@@ -61,6 +62,7 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                 ControlRequest::Reassignments(call) => {
                     ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
                 }
+                ControlRequest::ClientQuotas(_) => ShardResponse::Unsupported,
                 ControlRequest::AlterPartition(_) => {
                     ShardResponse::Control(ControlResponse::AlterPartition(
                         crate::replication::isr_change::IsrChangeAnswer::Failed(
@@ -132,6 +134,37 @@ pub async fn serve_data(
     Some(resp)
 }
 
+/// Quota accounting and descriptions are answered from memory at once;
+/// an alteration takes its turn with the other publications.
+async fn serve_quotas(
+    ctx: &Rc<ShardContext>,
+    control: &ControlShard,
+    call: QuotaCall,
+) -> QuotaReply {
+    match call {
+        QuotaCall::Record {
+            key,
+            applied,
+            bytes,
+            now_ms,
+        } => QuotaReply::Throttle(control.record_quota(&key, &applied, bytes, now_ms)),
+        QuotaCall::Describe { components, strict } => {
+            QuotaReply::Described(control.describe_client_quotas(&components, strict))
+        }
+        QuotaCall::Alter {
+            entries,
+            validate_only,
+        } => {
+            let _turn = control.serial.acquire_permit(1).await;
+            let results = control.alter_client_quotas(entries, validate_only).await;
+            if !validate_only && control.reload_client_quotas().await {
+                publish(ctx, control.republish_base(&ctx.snapshot())).await;
+            }
+            QuotaReply::Altered(results)
+        }
+    }
+}
+
 async fn serve_control(
     ctx: &Rc<ShardContext>,
     control: &ControlShard,
@@ -150,6 +183,9 @@ async fn serve_control(
     }
     // Nor are ISR changes: a leader waits on the controller, not on admin.
     let req = match req {
+        ControlRequest::ClientQuotas(call) => {
+            return ControlResponse::ClientQuotas(serve_quotas(ctx, control, call).await)
+        }
         // Nor are elections: the controller's queue orders them, and the
         // LeaderAndIsr they send this broker needs the turn meanwhile.
         ControlRequest::ElectLeaders { kind, partitions } => {
@@ -191,6 +227,7 @@ async fn serve_control(
         ControlRequest::ControlledShutdown { .. }
         | ControlRequest::ElectLeaders { .. }
         | ControlRequest::Reassignments(_)
+        | ControlRequest::ClientQuotas(_)
         | ControlRequest::AlterPartition(_)
         | ControlRequest::AlterPartitionReceived(_)
         | ControlRequest::CommitOffsetsToStore { .. }

@@ -17,6 +17,7 @@ use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub mod admin_common;
+pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition;
 pub mod alter_partition_reassignments;
@@ -28,6 +29,7 @@ pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
@@ -50,6 +52,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod quota_common;
 pub mod stop_replica;
 pub mod sync_group;
 pub mod update_metadata;
@@ -70,6 +73,15 @@ pub enum Response {
     Body(Vec<OutPart>),
     /// No response at all (Produce with acks=0).
     NoResponse,
+    /// A response whose client is over its quota (KIP-219): sent at once,
+    /// then the connection reads nothing more for `throttle_ms`.
+    Throttled {
+        parts: Vec<OutPart>,
+        throttle_ms: u64,
+    },
+    /// No response (acks=0) from a client over its quota: the connection
+    /// reads nothing more for `throttle_ms`.
+    MuteOnly { throttle_ms: u64 },
 }
 
 /// A request the handler cannot serve; Kafka closes the connection.

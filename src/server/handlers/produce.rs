@@ -22,7 +22,9 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
+use super::quota_common::{quota_throttle_ms, throttled_response};
 use super::{HandlerError, Request, Response};
+use crate::metadata::quotas::PRODUCER_BYTE_RATE;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -59,14 +61,21 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let request: ProduceRequest = API.decode(req.body.clone(), version)?;
         let acks = request.acks;
         let responses = produce(&ctx, &request).await;
+        let client_id = req.header.client_id.as_deref().unwrap_or("");
+        let throttle_ms =
+            quota_throttle_ms(&ctx, PRODUCER_BYTE_RATE, client_id, req.body.len()).await;
         if acks == 0 {
-            return Ok(Response::NoResponse);
+            return Ok(match throttle_ms {
+                0 => Response::NoResponse,
+                t => Response::MuteOnly { throttle_ms: t },
+            });
         }
         let response = ProduceResponse::default()
             .with_responses(responses)
-            .with_throttle_time_ms(0);
+            .with_throttle_time_ms(i32::try_from(throttle_ms).unwrap_or(i32::MAX));
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
-        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+        let parts = vec![OutPart::Bytes(body)];
+        Ok(throttled_response(parts, throttle_ms, version >= 6).await)
     })
 }
 

@@ -1,0 +1,53 @@
+//! `[drv]` Client-quota throttling shared by the handlers that measure
+//! bytes (Produce: `producer_byte_rate`; Fetch: `consumer_byte_rate`):
+//! whether a quota applies to the client (user `ANONYMOUS` on PLAINTEXT,
+//! its client id), the broker-wide account on the control shard, and how
+//! the throttle reaches the client (KIP-219).
+
+use crate::metadata::quotas::ANONYMOUS;
+use crate::server::out::OutPart;
+use crate::shard::client_quotas::{QuotaCall, QuotaReply};
+use crate::shard::ShardContext;
+
+use super::Response;
+
+/// The throttle time (ms) `bytes` more of `key` cost this client: 0 when
+/// no quota applies (no control-shard call then) or it is within it.
+pub async fn quota_throttle_ms(
+    ctx: &ShardContext,
+    key: &str,
+    client_id: &str,
+    bytes: usize,
+) -> u64 {
+    let snapshot = ctx.snapshot();
+    if snapshot.client_quotas.is_empty() {
+        return 0;
+    }
+    let Some(applied) = snapshot.client_quotas.resolve(key, ANONYMOUS, client_id) else {
+        return 0;
+    };
+    let call = QuotaCall::Record {
+        key: key.to_owned(),
+        applied,
+        bytes: bytes as f64,
+        now_ms: ctx.clock.wall_ms(),
+    };
+    match ctx.client_quotas(call).await {
+        Ok(QuotaReply::Throttle(ms)) => u64::try_from(ms).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// KIP-219: a client that understands throttling (`muted`: Produce v6+,
+/// Fetch v8+) gets its response at once and the connection is muted; an
+/// older one gets the response after the throttle time.
+pub async fn throttled_response(parts: Vec<OutPart>, throttle_ms: u64, muted: bool) -> Response {
+    if throttle_ms == 0 {
+        return Response::Body(parts);
+    }
+    if muted {
+        return Response::Throttled { parts, throttle_ms };
+    }
+    glommio::timer::sleep(std::time::Duration::from_millis(throttle_ms)).await;
+    Response::Body(parts)
+}

@@ -1,0 +1,150 @@
+//! Client quotas (issue 22; seed 000's quotas, KIP-546, KIP-219) on one
+//! broker: Kafka 3.9's kafka-configs sets a 5 MB/s `producer_byte_rate`
+//! for one client id (AlterClientQuotas) and reads it back
+//! (DescribeClientQuotas); a flat-out confluent-kafka producer with that
+//! client id is held to it (±15% over 20 s) with throttle_time_ms > 0 in
+//! its responses and no delivery errors, while a producer with another
+//! client id, running at the same time, is not throttled; the quota is
+//! still in force after a restart. Needs `bash tests/run.sh` (JDK, Kafka
+//! jars, the venv).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod java_support;
+
+use std::process::Command;
+
+use common::{run_py_script, unique_topic, Broker, Conn};
+use java_support::{kafka_tool, run_ok};
+
+const CONFIG_COMMAND: &str = "kafka.admin.ConfigCommand";
+const QUOTA: f64 = 5_000_000.0;
+
+fn configs(broker: &Broker, args: &[&str]) -> String {
+    let bootstrap = broker.bootstrap();
+    let mut cmd: Command = kafka_tool(CONFIG_COMMAND);
+    cmd.args(["--bootstrap-server", &bootstrap]).args(args);
+    let out = run_ok(&mut cmd, "kafka-configs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn producer(
+    broker: &Broker,
+    topic: &str,
+    client_id: &str,
+    secs: u32,
+) -> std::thread::JoinHandle<serde_json::Value> {
+    let args = vec![
+        broker.bootstrap(),
+        topic.to_owned(),
+        client_id.to_owned(),
+        secs.to_string(),
+        "1024".to_owned(),
+    ];
+    std::thread::spawn(move || run_py_script(&["confluent_kafka"], "quota_producer.py", &args))
+}
+
+/// `kafka-configs --alter` of a client id's quota (`--add-config k=v` or
+/// `--delete-config k`); its output.
+fn alter_client(broker: &Broker, op: &str, config: &str, client: &str) -> String {
+    configs(
+        broker,
+        &[
+            "--alter",
+            op,
+            config,
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            client,
+        ],
+    )
+}
+
+/// `kafka-configs --describe` of a client id's quotas.
+fn describe_client(broker: &Broker, client: &str) -> String {
+    configs(
+        broker,
+        &[
+            "--describe",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            client,
+        ],
+    )
+}
+
+fn rate(r: &serde_json::Value) -> f64 {
+    r["acked_bytes"].as_f64().unwrap() / r["elapsed_s"].as_f64().unwrap()
+}
+
+#[test]
+fn a_producer_byte_rate_holds_one_client_id_and_spares_the_others() {
+    let log_dir = common::new_log_dir();
+    let broker = Broker::start_in(log_dir, &[]);
+    let topic = unique_topic("quota");
+    Conn::open(&broker).create_topic(&topic, 3, &[]);
+
+    let out = alter_client(
+        &broker,
+        "--add-config",
+        "producer_byte_rate=5000000",
+        "quota-a",
+    );
+    assert!(
+        out.contains("Completed updating config for client quota-a"),
+        "{out}"
+    );
+    let described = describe_client(&broker, "quota-a");
+    assert!(
+        described.contains("producer_byte_rate=5000000.0"),
+        "DescribeClientQuotas: {described}"
+    );
+    let other = describe_client(&broker, "quota-b");
+    assert!(!other.contains("producer_byte_rate"), "{other}");
+
+    let a = producer(&broker, &topic, "quota-a", 20);
+    let b = producer(&broker, &topic, "quota-b", 20);
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    eprintln!("[quota-a {a}]\n[quota-b {b}]");
+    let (ra, rb) = (rate(&a), rate(&b));
+    assert_eq!(a["errors"], 0, "{a}");
+    assert_eq!(b["errors"], 0, "{b}");
+    assert!(
+        (ra - QUOTA).abs() <= 0.15 * QUOTA,
+        "quota-a ran at {:.2} MB/s against a 5 MB/s quota: {a}",
+        ra / 1e6
+    );
+    assert!(
+        a["throttle_events"].as_u64().unwrap() > 0,
+        "no throttle_time_ms seen: {a}"
+    );
+    assert_eq!(b["throttle_events"], 0, "quota-b was throttled: {b}");
+    assert!(
+        rb > 1.5 * QUOTA,
+        "quota-b ran at {:.2} MB/s only: {b}",
+        rb / 1e6
+    );
+
+    // Kept in the store: a restarted broker still applies it.
+    let (status, dir) = broker.stop_keeping_dir();
+    assert!(status.success());
+    let broker = Broker::start_in(dir, &[]);
+    let described = describe_client(&broker, "quota-a");
+    assert!(
+        described.contains("producer_byte_rate=5000000.0"),
+        "{described}"
+    );
+    let a = producer(&broker, &topic, "quota-a", 4).join().unwrap();
+    assert!(
+        a["throttle_events"].as_u64().unwrap() > 0,
+        "after the restart: {a}"
+    );
+    // Removed: no longer described.
+    let out = alter_client(&broker, "--delete-config", "producer_byte_rate", "quota-a");
+    assert!(out.contains("Completed updating config"), "{out}");
+    let described = describe_client(&broker, "quota-a");
+    assert!(!described.contains("producer_byte_rate"), "{described}");
+    broker.stop();
+}

@@ -144,3 +144,58 @@ fn retention_change(system: System) {
         |n| n == 1,
     );
 }
+
+/// Client quotas through ZooKeeper: Kafka's kafka-configs (AlterClientQuotas
+/// to any broker) writes `/config/clients/<c>` in Kafka's format and a
+/// `clients/<c>` notification; every broker of the cluster then reports the
+/// quota from its own memory (DescribeClientQuotas sent to each broker),
+/// so each one enforces it.
+#[test]
+fn a_client_quota_reaches_every_broker_through_config_changes() {
+    use kafka_protocol::messages::describe_client_quotas_request::{
+        ComponentData, DescribeClientQuotasRequest,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let c = ReplCluster::start(System::Shardlog, 3, &["zookeeper.session.timeout.ms=3000"]);
+    let mut cmd = java_support::kafka_tool("kafka.admin.ConfigCommand");
+    cmd.args([
+        "--bootstrap-server",
+        &c.bootstrap(),
+        "--alter",
+        "--add-config",
+    ])
+    .args(["producer_byte_rate=2048000", "--entity-type", "clients"])
+    .args(["--entity-name", "app 1"]);
+    let out = java_support::run_ok(&mut cmd, "kafka-configs");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Completed updating config"));
+    // Kafka's layout: the sanitized name, string values.
+    let path = "/config/clients/app%201";
+    let (data, _) = read(&c.zk.address(), &[path])[path]
+        .clone()
+        .expect("quota znode");
+    assert_eq!(
+        common::cluster::json(&data),
+        serde_json::json!({"version": 1, "config": {"producer_byte_rate": "2048000"}})
+    );
+    let changes = common::cluster::children(&c.zk.address(), "/config/changes");
+    let named = changes.iter().any(|n| {
+        let p = format!("/config/changes/{n}");
+        read(&c.zk.address(), &[&p])[&p]
+            .as_ref()
+            .is_some_and(|(d, _)| common::cluster::json(d)["entity_path"] == "clients/app%201")
+    });
+    assert!(named, "no clients/app%201 notification among {changes:?}");
+    let request =
+        DescribeClientQuotasRequest::default().with_components(vec![ComponentData::default()
+            .with_entity_type(StrBytes::from_static_str("client-id"))
+            .with_match_type(0)
+            .with_match(Some(StrBytes::from_static_str("app 1")))]);
+    for node in &c.nodes {
+        common::cluster::wait_for(60, "the quota on every broker", || {
+            let mut conn = common::Conn::open_addr(&node.link.address());
+            let r = conn.call(1, &request);
+            let entries = r.entries.unwrap_or_default();
+            (entries.len() == 1 && entries[0].values[0].value == 2_048_000.0).then_some(())
+        });
+    }
+}

@@ -361,5 +361,40 @@ impl Sensors {
     }
 }
 
+/// A client-quota call for the control shard.
+#[derive(Debug)]
+pub enum QuotaCall {
+    /// AlterClientQuotas: per entry its entity components (type, name or
+    /// default) and changes.
+    Alter {
+        entries: Vec<AlterEntry>,
+        validate_only: bool,
+    },
+    /// DescribeClientQuotas.
+    Describe {
+        components: Vec<(String, Match)>,
+        strict: bool,
+    },
+    /// Bytes of one request under `applied` for quota `key`.
+    Record {
+        key: String,
+        applied: Applied,
+        bytes: f64,
+        now_ms: i64,
+    },
+}
+
+/// The control shard's answer to a [`QuotaCall`].
+#[derive(Debug, PartialEq)]
+pub enum QuotaReply {
+    Altered(Vec<Result<(), Refusal>>),
+    Described(DescribeAnswer),
+    /// The throttle time the request earned.
+    Throttle(i64),
+}
+
+/// The matching entities with their quotas, or why the filter was refused.
+pub type DescribeAnswer = Result<Described, Refusal>;
+
 #[cfg(test)]
 mod tests;

@@ -15,46 +15,11 @@ use std::sync::Arc;
 
 use super::control_shard::ControlShard;
 use crate::metadata::quotas::{
-    self, AlterEntry, Applied, Described, Match, QuotaConfigs, QuotaEntity, QuotaOp, Refusal,
+    self, AlterEntry, Applied, DescribeAnswer, Match, QuotaConfigs, QuotaEntity, QuotaOp, Refusal,
 };
 use crate::protocol::ErrorCode;
 use crate::zk::paths::{self, ConfigChangeZNode, ConfigZNode};
 use crate::zk::store::{create_recursive, CreateMode, MetadataStore, Op, StoreError};
-
-/// A client-quota call for the control shard.
-#[derive(Debug)]
-pub enum QuotaCall {
-    /// AlterClientQuotas: per entry its entity components (type, name or
-    /// default) and changes.
-    Alter {
-        entries: Vec<AlterEntry>,
-        validate_only: bool,
-    },
-    /// DescribeClientQuotas.
-    Describe {
-        components: Vec<(String, Match)>,
-        strict: bool,
-    },
-    /// Bytes of one request under `applied` for quota `key`.
-    Record {
-        key: String,
-        applied: Applied,
-        bytes: f64,
-        now_ms: i64,
-    },
-}
-
-/// The control shard's answer to a [`QuotaCall`].
-#[derive(Debug, PartialEq)]
-pub enum QuotaReply {
-    Altered(Vec<Result<(), Refusal>>),
-    Described(DescribeAnswer),
-    /// The throttle time the request earned.
-    Throttle(i64),
-}
-
-/// The matching entities with their quotas, or why the filter was refused.
-pub type DescribeAnswer = Result<Described, Refusal>;
 
 impl ControlShard {
     /// The quota configs every publication carries.

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 
-use super::client_quotas::{QuotaCall, QuotaReply};
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, ReassignmentReply};
 use super::mesh::MeshError;
@@ -12,6 +11,7 @@ use crate::controller::rebalance::ElectionType;
 use crate::controller::requests::{AdminRequest, AdminResponse};
 use crate::controller::zk_mode::{AlterAnswer, AlterAsk, ElectAnswer, ShutdownAnswer};
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
+use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use crate::metadata::update_metadata::UpdateMetadata;
 use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, TopicPartition};

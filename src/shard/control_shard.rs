@@ -12,7 +12,6 @@ use glommio::sync::Semaphore;
 
 use std::rc::Rc;
 
-use super::client_quotas::{QuotaCall, QuotaReply};
 use crate::controller::channel::ControllerChannel;
 use crate::controller::rebalance::ElectionType;
 use crate::controller::requests::{AdminRequest, AdminResponse};
@@ -23,6 +22,7 @@ use crate::controller::zk_mode::{
 use crate::controller::Controller;
 use crate::metadata::hosted::HostedPartitions;
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
+use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use crate::metadata::quotas::{QuotaConfigs, Sensors};
 use crate::metadata::update_metadata::{MetadataCache, UpdateMetadata};
 use crate::metadata::Snapshot;

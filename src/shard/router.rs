@@ -3,7 +3,7 @@
 //! every data shard, send the purgatory notes its partitions queued, and
 //! send the ISR changes its partition leaders propose.
 
-use super::client_quotas::{QuotaCall, QuotaReply};
+use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use std::rc::Rc;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};

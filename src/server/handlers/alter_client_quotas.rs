@@ -19,11 +19,11 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::str_bytes;
 use super::{HandlerError, Request, Response};
 use crate::metadata::quotas::{AlterEntry, Refusal};
+use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::client_quotas::{QuotaCall, QuotaReply};
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::AlterClientQuotas, 0, 1);

@@ -18,12 +18,12 @@ use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::str_bytes;
 use super::{HandlerError, Request, Response};
+use crate::metadata::quotas::{DescribeAnswer, QuotaCall, QuotaReply};
 use crate::metadata::quotas::{Match, QuotaEntity, CLIENT_ID, USER};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::client_quotas::{DescribeAnswer, QuotaCall, QuotaReply};
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeClientQuotas, 0, 1);

@@ -5,8 +5,8 @@
 //! the throttle reaches the client (KIP-219).
 
 use crate::metadata::quotas::ANONYMOUS;
+use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use crate::server::out::OutPart;
-use crate::shard::client_quotas::{QuotaCall, QuotaReply};
 use crate::shard::ShardContext;
 
 use super::Response;

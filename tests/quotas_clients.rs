@@ -5,7 +5,9 @@
 //! client id is held to it (±15% over 20 s) with throttle_time_ms > 0 in
 //! its responses and no delivery errors, while a producer with another
 //! client id, running at the same time, is not throttled; the quota is
-//! still in force after a restart. Needs `bash tests/run.sh` (JDK, Kafka
+//! still in force after a restart; a consumer reading from the start under
+//! a 5 MB/s `consumer_byte_rate` is held to it (throttled fetches carry no
+//! data, as Kafka's). Needs `bash tests/run.sh` (JDK, Kafka
 //! jars, the venv).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -146,5 +148,43 @@ fn a_producer_byte_rate_holds_one_client_id_and_spares_the_others() {
     assert!(out.contains("Completed updating config"), "{out}");
     let described = describe_client(&broker, "quota-a");
     assert!(!described.contains("producer_byte_rate"), "{described}");
+    broker.stop();
+}
+
+#[test]
+fn a_consumer_byte_rate_holds_a_consumer_reading_from_the_start() {
+    let broker = Broker::start();
+    let topic = unique_topic("quota-read");
+    Conn::open(&broker).create_topic(&topic, 3, &[]);
+    // About 150 MB or more to read (unquoted).
+    let filled = producer(&broker, &topic, "filler", 3).join().unwrap();
+    assert!(
+        filled["acked_bytes"].as_f64().unwrap() > 150e6,
+        "the topic holds too little to read for 20 s: {filled}"
+    );
+    let out = alter_client(
+        &broker,
+        "--add-config",
+        "consumer_byte_rate=5000000",
+        "slow-reader",
+    );
+    assert!(out.contains("Completed updating config"), "{out}");
+    let args = vec![
+        broker.bootstrap(),
+        topic.clone(),
+        "3".to_owned(),
+        "slow-reader".to_owned(),
+        "20".to_owned(),
+    ];
+    let r = run_py_script(&["confluent_kafka"], "quota_consumer.py", &args);
+    eprintln!("[slow-reader {r}]");
+    let got = r["bytes"].as_f64().unwrap() / r["elapsed_s"].as_f64().unwrap();
+    assert_eq!(r["errors"], 0, "{r}");
+    assert!(
+        (got - QUOTA).abs() <= 0.15 * QUOTA,
+        "slow-reader read {:.2} MB/s against a 5 MB/s quota: {r}",
+        got / 1e6
+    );
+    assert!(r["throttle_events"].as_u64().unwrap() > 0, "{r}");
     broker.stop();
 }

@@ -352,12 +352,29 @@ impl Sensors {
     /// Record `bytes` against `applied` for `key` at `now_ms`; the throttle
     /// time the request earns.
     pub fn record(&mut self, key: &str, applied: &Applied, bytes: f64, now_ms: i64) -> i64 {
+        self.record_or_refund(key, applied, bytes, now_ms, false)
+    }
+
+    /// [`Self::record`]; with `refund_if_throttled`, a request that earns a
+    /// throttle has its bytes taken back (it is answered without data).
+    pub fn record_or_refund(
+        &mut self,
+        key: &str,
+        applied: &Applied,
+        bytes: f64,
+        now_ms: i64,
+        refund_if_throttled: bool,
+    ) -> i64 {
         let rate = self
             .rates
             .entry((key.to_owned(), applied.entity.clone()))
             .or_default();
         rate.record(bytes, now_ms);
-        throttle_ms(rate, applied.bound, now_ms)
+        let throttle = throttle_ms(rate, applied.bound, now_ms);
+        if throttle > 0 && refund_if_throttled {
+            rate.record(-bytes, now_ms);
+        }
+        throttle
     }
 }
 
@@ -381,6 +398,9 @@ pub enum QuotaCall {
         applied: Applied,
         bytes: f64,
         now_ms: i64,
+        /// Fetch: a throttled response carries no data, so its bytes are
+        /// taken back (Kafka's `unrecordQuotaSensor`).
+        refund_if_throttled: bool,
     },
 }
 

@@ -45,10 +45,21 @@ impl ControlShard {
         quotas::describe(&self.client_quotas.borrow(), components, strict)
     }
 
-    pub fn record_quota(&self, key: &str, applied: &Applied, bytes: f64, now_ms: i64) -> i64 {
-        self.quota_sensors
-            .borrow_mut()
-            .record(key, applied, bytes, now_ms)
+    pub fn record_quota(
+        &self,
+        key: &str,
+        applied: &Applied,
+        bytes: f64,
+        now_ms: i64,
+        refund_if_throttled: bool,
+    ) -> i64 {
+        self.quota_sensors.borrow_mut().record_or_refund(
+            key,
+            applied,
+            bytes,
+            now_ms,
+            refund_if_throttled,
+        )
     }
 
     /// AlterClientQuotas: each entry checked, then (unless validate-only)

@@ -147,7 +147,14 @@ async fn serve_quotas(
             applied,
             bytes,
             now_ms,
-        } => QuotaReply::Throttle(control.record_quota(&key, &applied, bytes, now_ms)),
+            refund_if_throttled,
+        } => QuotaReply::Throttle(control.record_quota(
+            &key,
+            &applied,
+            bytes,
+            now_ms,
+            refund_if_throttled,
+        )),
         QuotaCall::Describe { components, strict } => {
             QuotaReply::Described(control.describe_client_quotas(&components, strict))
         }

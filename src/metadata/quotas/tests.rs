@@ -163,6 +163,10 @@ fn the_rate_reads_a_new_burst_over_ten_seconds_and_throttles_the_excess() {
     };
     assert_eq!(s.record(PRODUCER_BYTE_RATE, &applied, 1e6, 0), 0);
     assert!(s.record(PRODUCER_BYTE_RATE, &applied, 20e6, 100) > 0);
+    // A refunded request leaves the account as it was.
+    let before = s.record(PRODUCER_BYTE_RATE, &applied, 0.0, 100);
+    assert!(s.record_or_refund(PRODUCER_BYTE_RATE, &applied, 50e6, 100, true) > before);
+    assert_eq!(s.record(PRODUCER_BYTE_RATE, &applied, 0.0, 100), before);
     // Another key is another sensor.
     assert_eq!(s.record(CONSUMER_BYTE_RATE, &applied, 1e6, 100), 0);
 }

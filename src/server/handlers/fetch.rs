@@ -22,6 +22,7 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::ApiKey;
 
+use super::quota_common::{fetch_throttle_ms, throttled_response};
 use super::{HandlerError, Request, Response};
 use crate::protocol::fetch_response::{
     encode_fetch_body, FetchPartitionOut, FetchTop, FetchTopicOut,
@@ -116,16 +117,20 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request: FetchRequest = API.decode(req.body.clone(), version)?;
-        let parts = fetch(&ctx, &request, version).await;
-        Ok(Response::Body(parts))
+        let client_id = req.header.client_id.as_deref().unwrap_or("");
+        let (parts, throttle_ms) = fetch(&ctx, &request, version, client_id).await;
+        Ok(throttled_response(parts, throttle_ms, version >= 8).await)
     })
 }
 
+/// The response's parts and the throttle time (ms) the client's
+/// `consumer_byte_rate` costs it (0 for followers and unquoted clients).
 async fn fetch(
     ctx: &Rc<ShardContext>,
     request: &FetchRequest,
     version: i16,
-) -> Vec<crate::server::out::OutPart> {
+    client_id: &str,
+) -> (Vec<crate::server::out::OutPart>, u64) {
     let replica_id = if version >= 15 {
         request.replica_state.replica_id.0
     } else {
@@ -155,7 +160,7 @@ async fn fetch(
             error_code: ErrorCode::UNKNOWN_SERVER_ERROR.0,
             ..FetchTop::default()
         };
-        return encode_fetch_body(version, top, Vec::new());
+        return (encode_fetch_body(version, top, Vec::new()), 0);
     };
     let decision = data.fetch_sessions.borrow_mut().on_fetch(
         session_id,
@@ -169,7 +174,7 @@ async fn fetch(
                 error_code,
                 ..FetchTop::default()
             };
-            return encode_fetch_body(version, top, Vec::new());
+            return (encode_fetch_body(version, top, Vec::new()), 0);
         }
         SessionDecision::Full { session_id } => (session_id, false, wanted),
         SessionDecision::Incremental { session_id } => {
@@ -192,13 +197,30 @@ async fn fetch(
         long_poll(ctx, request, isolation, &wanted, &reads).await;
         reads = read_all(ctx, &wanted, isolation, max_bytes, follower).await;
     }
+    // consumer_byte_rate (Kafka's `handleFetchRequest`): the bytes this
+    // answer would carry are measured; over the quota the answer carries
+    // no data, only the throttle time (`getThrottledResponse`: the
+    // session's id when incremental, none when full), and they are not
+    // counted.
+    if follower.is_none() {
+        let bytes: usize = reads.iter().flatten().map(|r| r.bytes).sum();
+        let throttle_ms = fetch_throttle_ms(ctx, client_id, bytes).await;
+        if throttle_ms > 0 {
+            let top = FetchTop {
+                throttle_time_ms: i32::try_from(throttle_ms).unwrap_or(i32::MAX),
+                error_code: 0,
+                session_id: if incremental { response_session } else { 0 },
+            };
+            return (encode_fetch_body(version, top, Vec::new()), throttle_ms);
+        }
+    }
     let topics = build_topics(ctx, response_session, incremental, &mut wanted, reads);
     let top = FetchTop {
         throttle_time_ms: 0,
         error_code: 0,
         session_id: response_session,
     };
-    encode_fetch_body(version, top, topics)
+    (encode_fetch_body(version, top, topics), 0)
 }
 
 /// The request's partitions, with names resolved (v13+ sends topic ids).

@@ -19,6 +19,29 @@ pub async fn quota_throttle_ms(
     client_id: &str,
     bytes: usize,
 ) -> u64 {
+    record(ctx, key, client_id, bytes, false).await
+}
+
+/// Fetch's account: a throttled response goes out without data, so its
+/// bytes are taken back (Kafka's `unrecordQuotaSensor`).
+pub async fn fetch_throttle_ms(ctx: &ShardContext, client_id: &str, bytes: usize) -> u64 {
+    record(
+        ctx,
+        crate::metadata::quotas::CONSUMER_BYTE_RATE,
+        client_id,
+        bytes,
+        true,
+    )
+    .await
+}
+
+async fn record(
+    ctx: &ShardContext,
+    key: &str,
+    client_id: &str,
+    bytes: usize,
+    refund_if_throttled: bool,
+) -> u64 {
     let snapshot = ctx.snapshot();
     if snapshot.client_quotas.is_empty() {
         return 0;
@@ -31,6 +54,7 @@ pub async fn quota_throttle_ms(
         applied,
         bytes: bytes as f64,
         now_ms: ctx.clock.wall_ms(),
+        refund_if_throttled,
     };
     match ctx.client_quotas(call).await {
         Ok(QuotaReply::Throttle(ms)) => u64::try_from(ms).unwrap_or(0),

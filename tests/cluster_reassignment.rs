@@ -392,3 +392,118 @@ fn reassign_with_kafkas_tool(c: &ReplCluster, topic: &str, target: &[i32]) {
     });
     assert_eq!(ids(&topic_znode(c, topic)["partitions"]["1"]), target);
 }
+
+fn long() -> bool {
+    std::env::var_os("SHARDLOG_LONG").is_some()
+}
+
+/// Every partition of `topic` settled on the replicas `target` (any order),
+/// nothing adding or removing.
+fn wait_settled(c: &ReplCluster, topic: &str, target: &[i32], what: &str) {
+    wait_for(180, what, || {
+        let z = topic_znode(c, topic);
+        let done = (0..PARTITIONS).all(|p| {
+            let mut rs = ids(&z["partitions"][p.to_string()]);
+            rs.sort();
+            rs == target
+        });
+        let idle = z["adding_replicas"]
+            .as_object()
+            .is_some_and(|m| m.is_empty())
+            && z["removing_replicas"]
+                .as_object()
+                .is_some_and(|m| m.is_empty());
+        (done && idle).then_some(())
+    });
+}
+
+/// Moves round the four brokers (each round leaves a different one out),
+/// the controller killed with kill -9 right after each move is asked for
+/// and started again; the acks=all idempotent producer runs throughout and
+/// the history is checked at the end. Two rounds in CI; ten with
+/// `SHARDLOG_LONG=1`.
+#[test]
+fn moves_round_the_brokers_through_controller_kills_keep_every_acked_record() {
+    let mut c = ReplCluster::start(
+        System::Shardlog,
+        4,
+        &[
+            "zookeeper.session.timeout.ms=3000",
+            "replica.lag.time.max.ms=3000",
+            "controlled.shutdown.retry.backoff.ms=500",
+        ],
+    );
+    let topic = "round";
+    c.create_topic(topic, PARTITIONS, 3, &["min.insync.replicas=2"]);
+    let mut producer = HistoryProducer::spawn(
+        &c.bootstrap(),
+        topic,
+        PARTITIONS,
+        c.dir.path(),
+        &["--acks=all", "--idempotence=1", "--rate=300"],
+    );
+    producer.wait_acks(60, 200, "the first acks");
+    let rounds = if long() { 10 } else { 2 };
+    for round in 0..rounds {
+        let left_out = round % 4 + 1;
+        let target: Vec<i32> = (1..=4).filter(|b| *b != left_out).collect();
+        let list = target
+            .iter()
+            .map(i32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let specs: Vec<String> = (0..PARTITIONS).map(|p| format!("{p}={list}")).collect();
+        let mut args = vec!["alter".to_string(), c.bootstrap(), topic.to_string()];
+        args.extend(specs);
+        let r = run_py_script(&["kafka"], "reassign.py", &args);
+        assert!(
+            (0..PARTITIONS).all(|p| r[p.to_string()].is_null()),
+            "round {round}: {r}"
+        );
+        let controller = c.controller();
+        c.node(controller).kill9();
+        // Its session expires first: then another broker controls, and
+        // the killed one can register its id again.
+        let next = wait_for(60, "a new controller", || {
+            let r = read(&c.zk.address(), &["/controller"]);
+            let (data, _) = r["/controller"].clone()?;
+            let id = json(&data)["brokerid"].as_i64()? as i32;
+            (id != controller).then_some(id)
+        });
+        eprintln!(
+            "[round {round}: target {target:?}, controller {controller} killed, {next} took over]"
+        );
+        c.restart(controller);
+        wait_settled(
+            &c,
+            topic,
+            &target,
+            &format!("round {round} settled on {target:?}"),
+        );
+        for p in 0..PARTITIONS {
+            c.wait_state(120, "the target replicas in the ISR", topic, p, |s| {
+                target.iter().all(|r| s.isr.contains(r)) && target.contains(&s.leader)
+            });
+        }
+        producer.wait_acks(90, 100, "acks after the round");
+    }
+    let acked_file = producer.acked_file.clone();
+    let report = producer.finish(180);
+    assert_eq!(
+        report["failed"], 0,
+        "acks=all idempotent records failed: {report}"
+    );
+    let read_file = drain(&c.bootstrap(), topic, PARTITIONS, c.dir.path());
+    let h = check(&acked_file, &read_file);
+    eprintln!(
+        "[{rounds} rounds; history: acked {} read {}]",
+        h["acked"], h["read"]
+    );
+    assert!(
+        h["ok"] == true,
+        "history check failed (lost {}, duplicates {}, reordered {}):\n{h:#}",
+        h["lost_count"],
+        h["duplicate_count"],
+        h["reordered_count"]
+    );
+}

@@ -179,6 +179,20 @@ def target_partition(opts, i, partitions):
     return i % partitions
 
 
+def flush(p, timeout_s):
+    """Producer.flush, again when interrupted: once, after a 10-round
+    reassignment run, confluent-kafka's flush raised "SystemError:
+    _PyErr_SetObject: exception <class 'str'> is not a BaseException
+    subclass" with records still in flight; the outcomes of those come
+    with the next flush."""
+    for attempt in range(3):
+        try:
+            return p.flush(timeout_s)
+        except SystemError as e:
+            print("flush interrupted (%r); flushing again" % (e,), file=sys.stderr)
+    return p.flush(timeout_s)
+
+
 def produce_confluent(bootstrap, topic, partitions, out, opts):
     from confluent_kafka import Producer
 
@@ -225,7 +239,7 @@ def produce_confluent(bootstrap, topic, partitions, out, opts):
         except BufferError:
             p.poll(0.05)
         p.poll(0)
-    left = p.flush(int(opts.get("timeout-ms", "120000")) / 1000 + 10)
+    left = flush(p, int(opts.get("timeout-ms", "120000")) / 1000 + 10)
     return {"sent": i, "acked": state["acked"], "failed": state["failed"],
             "errors": state["errors"], "unflushed": left}
 

@@ -25,6 +25,7 @@ use crate::purgatory::delayed_operation::PurgatoryConfig;
 use crate::purgatory::driver::PurgatoryDriver;
 use crate::replication::replica_manager::ReplicaManager;
 use crate::server;
+use crate::replication::quota::ReplicationQuotas;
 use crate::server::connection_quotas::ConnectionQuotas;
 use crate::shard::context::{Role, RolePart, ShardBase, ShardContext, ShardRequest, ShardResponse};
 use crate::shard::control_shard::ControlShard;
@@ -116,6 +117,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
     let checkpoints = Arc::new(CheckpointBoard::new(&log_dir));
     let quotas = Arc::new(ConnectionQuotas::from_config(&config).map_err(|e| anyhow!(e))?);
+    let replication_quotas = Arc::new(ReplicationQuotas::default());
     let mut handles = Vec::new();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fd) in fds.into_iter().enumerate() {
@@ -134,6 +136,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             report: report.clone(),
             checkpoints: checkpoints.clone(),
             quotas: quotas.clone(),
+            replication_quotas: replication_quotas.clone(),
         };
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
@@ -165,6 +168,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         report: report.clone(),
         checkpoints: checkpoints.clone(),
         quotas: quotas.clone(),
+        replication_quotas,
     };
     // The control shard is off the data path; on small hosts it shares a core.
     handles.push(
@@ -245,6 +249,8 @@ struct ShardSetup {
     checkpoints: Arc<CheckpointBoard>,
     /// `max.connections` and `max.connections.per.ip`, broker-wide.
     quotas: Arc<ConnectionQuotas>,
+    /// The broker's replication quotas (leader and follower side).
+    replication_quotas: Arc<ReplicationQuotas>,
 }
 
 /// What data shards hand back when they stop: offsets for the log dir's
@@ -273,12 +279,14 @@ fn shard_base(setup: &ShardSetup, clock: Rc<dyn Clock>) -> ShardBase {
     }
 }
 
-/// The control shard's first snapshot, the stored client quotas loaded
-/// first so that it carries them.
+/// The control shard's first snapshot, the stored client quotas and this
+/// broker's (`me`) dynamic configs loaded first so that it carries them.
 async fn first_snapshot(
     control: &crate::shard::control_shard::ControlShard,
+    me: i32,
 ) -> Result<crate::metadata::Snapshot, crate::controller::admin_error::AdminError> {
     control.reload_client_quotas().await;
+    control.reload_broker_configs(me).await;
     control.controller.next_snapshot().await
 }
 
@@ -328,6 +336,7 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         &setup.log_dir,
         setup.config.clone(),
         clock.clone(),
+        setup.replication_quotas.clone(),
     ));
     let purgatory = PurgatoryDriver::new(clock, PurgatoryConfig::default());
     let groups = Rc::new(GroupHost::new(
@@ -564,7 +573,7 @@ async fn control_shard_main(setup: ShardSetup) {
     // The first snapshot (stored topics) reaches every data shard before
     // readiness, so a restarted broker serves its topics at once.
     let started = match (started, ctx.control()) {
-        (Ok(()), Some(control)) => match first_snapshot(control).await {
+        (Ok(()), Some(control)) => match first_snapshot(control, setup.config.broker_id).await {
             Ok(snapshot) => {
                 router::publish(&ctx, snapshot).await;
                 Ok(())

@@ -6,6 +6,7 @@
 //! keys live under `shardlog.`. Unknown keys produce a warning; a value that
 //! does not parse stops the start with an error naming key and value.
 
+pub mod dynamic;
 pub mod topic;
 
 use std::fmt;

@@ -97,6 +97,10 @@ pub struct BrokerTopicDefaults {
     /// Broker keys set explicitly in server.properties: their defaults show
     /// as STATIC_BROKER_CONFIG instead of DEFAULT_CONFIG in DescribeConfigs.
     pub static_keys: BTreeSet<String>,
+    /// Broker keys set dynamically (`/config/brokers/<id>` or
+    /// `<default>`, [`crate::config::dynamic`]): their source wins over
+    /// [`Self::static_keys`].
+    pub dynamic_keys: BTreeMap<String, ConfigSource>,
 }
 
 impl Default for BrokerTopicDefaults {
@@ -136,6 +140,7 @@ impl Default for BrokerTopicDefaults {
             num_partitions: 1,
             default_replication_factor: 1,
             static_keys: BTreeSet::new(),
+            dynamic_keys: BTreeMap::new(),
         }
     }
 }
@@ -459,6 +464,19 @@ impl TopicConfig {
         self.cleanup_policy.iter().any(|p| p == "compact")
     }
 
+    /// Whether the two configs differ only in what does not touch the
+    /// log: the replication throttle lists (read from the topic's stored
+    /// overrides by `replication::quota`), so changing them does not
+    /// reopen partitions.
+    pub fn same_log_as(&self, other: &TopicConfig) -> bool {
+        let strip = |c: &TopicConfig| TopicConfig {
+            leader_replication_throttled_replicas: Vec::new(),
+            follower_replication_throttled_replicas: Vec::new(),
+            ..c.clone()
+        };
+        strip(self) == strip(other)
+    }
+
     pub fn is_delete(&self) -> bool {
         self.cleanup_policy.iter().any(|p| p == "delete")
     }
@@ -489,15 +507,21 @@ impl TopicConfig {
     ) -> ConfigEntry {
         let value = self.value_of(def.name).map(|v| v.to_kafka_string());
         let default_value = defaults.value_of(def.name).map(|v| v.to_kafka_string());
-        let static_broker = def
-            .broker_key
-            .into_iter()
-            .chain(def.broker_synonyms.iter().copied())
-            .any(|k| broker_defaults.static_keys.contains(k));
-        let broker_source = if static_broker {
-            ConfigSource::StaticBrokerConfig
-        } else {
-            ConfigSource::DefaultConfig
+        let broker_keys = || {
+            def.broker_key
+                .into_iter()
+                .chain(def.broker_synonyms.iter().copied())
+        };
+        // The most specific broker layer holding a synonym names the
+        // source (Kafka's synonym order: per-broker, default, static).
+        let dynamic = broker_keys()
+            .filter_map(|k| broker_defaults.dynamic_keys.get(k).copied())
+            .min_by_key(|s| *s as i8);
+        let static_broker = broker_keys().any(|k| broker_defaults.static_keys.contains(k));
+        let broker_source = match dynamic {
+            Some(source) => source,
+            None if static_broker => ConfigSource::StaticBrokerConfig,
+            None => ConfigSource::DefaultConfig,
         };
         let mut synonyms = Vec::new();
         let overridden = overrides.contains_key(def.name);

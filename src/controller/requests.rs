@@ -27,6 +27,26 @@ pub struct NewPartitions {
     pub assignments: Option<Vec<Vec<BrokerId>>>,
 }
 
+/// An AlterConfigs or IncrementalAlterConfigs of one BROKER resource,
+/// for the control shard: `broker` is this broker's id
+/// (`/config/brokers/<id>`) or `None` for the cluster-wide default
+/// (`/config/brokers/<default>`, an empty resource name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerConfigCall {
+    pub broker: Option<i32>,
+    pub change: BrokerConfigChange,
+    pub validate_only: bool,
+}
+
+/// How a broker resource's stored config changes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BrokerConfigChange {
+    /// IncrementalAlterConfigs: SET / DELETE / APPEND / SUBTRACT.
+    Incremental(Vec<AlterConfigOp>),
+    /// AlterConfigs: the entity's config becomes exactly this.
+    Replace(BTreeMap<String, String>),
+}
+
 /// Topic admin operations data shards forward to the control shard.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AdminRequest {

@@ -36,31 +36,38 @@ pub async fn describe_configs<S: MetadataStore>(
     Ok(config.describe(&usable, defaults, keys))
 }
 
-/// The effective value of a list key before an APPEND/SUBTRACT.
+/// The effective value of a list-typed topic key before an
+/// APPEND/SUBTRACT; `None` for a key that is not a list.
 fn current_list(
     key: &str,
     overrides: &BTreeMap<String, String>,
     defaults: &BrokerTopicDefaults,
-) -> Vec<String> {
+) -> Option<Vec<String>> {
+    if topic_config_type(key) != Some(ConfigType::List) {
+        return None;
+    }
     let from_override = overrides
         .get(key)
         .and_then(|raw| match validate_one(key, raw) {
             Ok(ConfigValue::List(items)) => Some(items),
             _ => None,
         });
-    from_override.unwrap_or_else(|| {
+    Some(from_override.unwrap_or_else(|| {
         match TopicConfig::from_broker_defaults(defaults).value_of(key) {
             Some(ConfigValue::List(items)) => items,
             _ => Vec::new(),
         }
-    })
+    }))
 }
 
-/// Applies `ops` to `overrides` (Kafka's `prepareIncrementalConfigs`).
-fn apply_alter_ops(
+/// Applies `ops` to `overrides` (Kafka's `prepareIncrementalConfigs`, for
+/// topic and broker entities alike). `current_list` gives a list-typed
+/// key's effective items (from the overrides, else the default) and
+/// `None` for other keys, which APPEND / SUBTRACT refuse.
+pub fn apply_alter_ops(
     mut overrides: BTreeMap<String, String>,
     ops: &[AlterConfigOp],
-    defaults: &BrokerTopicDefaults,
+    current_list: impl Fn(&str, &BTreeMap<String, String>) -> Option<Vec<String>>,
 ) -> Result<BTreeMap<String, String>, AdminError> {
     let mut seen = BTreeSet::new();
     for op in ops {
@@ -87,7 +94,7 @@ fn apply_alter_ops(
             continue;
         }
         // APPEND / SUBTRACT: list-typed keys only.
-        if topic_config_type(&op.name) != Some(ConfigType::List) {
+        let Some(mut items) = current_list(&op.name, &overrides) else {
             let verb = if op.op == AlterConfigOpType::Append {
                 "append"
             } else {
@@ -97,8 +104,7 @@ fn apply_alter_ops(
                 "Config value {verb} is not allowed for config key: {}",
                 op.name
             )));
-        }
-        let mut items = current_list(&op.name, &overrides, defaults);
+        };
         let given = value.split(',').map(str::trim).filter(|s| !s.is_empty());
         if op.op == AlterConfigOpType::Append {
             for item in given {
@@ -127,7 +133,7 @@ pub async fn incremental_alter_configs<S: MetadataStore>(
         return Err(unknown_topic(name));
     }
     let (overrides, version) = read_topic_overrides(store, name).await?;
-    let updated = apply_alter_ops(overrides, ops, defaults)?;
+    let updated = apply_alter_ops(overrides, ops, |k, o| current_list(k, o, defaults))?;
     TopicConfig::resolve(&updated, defaults)?;
     if validate_only {
         return Ok(updated);

@@ -78,6 +78,10 @@ pub struct Snapshot {
     /// The stored client quotas (`metadata::quotas`), which requests of
     /// which clients are measured against.
     pub client_quotas: Arc<super::quotas::QuotaConfigs>,
+    /// This broker's dynamic config (`/config/brokers/<id>` and
+    /// `<default>`, `config::dynamic`): topic defaults and replication
+    /// throttle rates every shard applies.
+    pub broker_configs: Arc<crate::config::dynamic::DynamicBrokerConfigs>,
 }
 
 impl Snapshot {
@@ -93,6 +97,7 @@ impl Snapshot {
             announced: IndexMap::new(),
             hosted_by_leader_and_isr: false,
             client_quotas: Arc::default(),
+            broker_configs: Arc::default(),
         }
     }
 

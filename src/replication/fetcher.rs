@@ -31,16 +31,21 @@
 //!    reconnects after the backoff (the next fetch is full); nothing a
 //!    leader sends panics.
 //!
-//! Not yet: replication quotas (throttling), lag metrics, and a broker
-//! epoch in `ReplicaState` (-1, which a 3.9 leader accepts).
+//! Replication quotas (`follower.replication.throttled.rate`,
+//! `replication::quota`): over the bound, throttled partitions out of the
+//! ISR are left out of fetches; their bytes are counted as they arrive.
+//!
+//! Not yet: lag metrics, and a broker epoch in `ReplicaState` (-1, which
+//! a 3.9 leader accepts).
 
 pub mod conn;
 pub mod session;
 pub mod state;
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol_39::messages::fetch_request::{
@@ -62,6 +67,7 @@ use self::conn::LeaderConn;
 use self::session::{FetchSession, PartitionRequest, SessionFetch, SessionVerdict};
 use self::state::{classify, fetcher_id, FetchOutcome, FetchSettings, FetcherState};
 use super::partition::Partition;
+use super::quota::{self, ReplicationQuotas, Side};
 use super::truncation::{self, OutOfRangeAction};
 use crate::config::ServerConfig;
 use crate::io::clock::Clock;
@@ -79,6 +85,9 @@ pub struct FollowTarget {
     pub leader_epoch: i32,
     /// The leader's inter-broker endpoint `host:port`, if known.
     pub leader_address: Option<String>,
+    /// Throttled by the follower replication quota: named for this broker
+    /// in `follower.replication.throttled.replicas` while out of the ISR.
+    pub throttled: bool,
 }
 
 /// The fetch settings from the broker config (`replica.fetch.*`). The
@@ -124,11 +133,21 @@ pub fn targets_of(snapshot: &Snapshot, me: BrokerId, parts: &[Rc<Partition>]) ->
             .iter()
             .find(|b| b.broker_id == state.leader)
             .map(|b| format!("{}:{}", b.host, b.port));
+        let throttled = !state.isr.contains(&me)
+            && snapshot.topics.get(&*p.tp.topic).is_some_and(|t| {
+                quota::is_throttled(
+                    &t.configs,
+                    quota::FOLLOWER_THROTTLED_REPLICAS,
+                    p.tp.partition,
+                    me.0,
+                )
+            });
         out.push(FollowTarget {
             partition: p.clone(),
             leader: state.leader,
             leader_epoch: state.leader_epoch.0,
             leader_address,
+            throttled,
         });
     }
     out
@@ -155,6 +174,9 @@ struct Fetcher {
     socket_timeout: Duration,
     max_response_bytes: usize,
     clock: Rc<dyn Clock>,
+    /// The partitions of this fetcher the follower quota throttles.
+    throttled: RefCell<BTreeSet<TopicPartition>>,
+    quotas: Arc<ReplicationQuotas>,
 }
 
 /// The fetchers of one data shard.
@@ -164,15 +186,22 @@ pub struct FetcherManager {
     /// Per (leader, fetcher id): Kafka's `BrokerIdAndFetcherId`.
     fetchers: RefCell<BTreeMap<(BrokerId, i32), Rc<Fetcher>>>,
     clock: Rc<dyn Clock>,
+    quotas: Arc<ReplicationQuotas>,
 }
 
 impl FetcherManager {
-    pub fn new(settings: FetchSettings, socket_timeout_ms: i64, clock: Rc<dyn Clock>) -> Self {
+    pub fn new(
+        settings: FetchSettings,
+        socket_timeout_ms: i64,
+        clock: Rc<dyn Clock>,
+        quotas: Arc<ReplicationQuotas>,
+    ) -> Self {
         Self {
             settings,
             socket_timeout: Duration::from_millis(socket_timeout_ms.max(1) as u64),
             fetchers: RefCell::new(BTreeMap::new()),
             clock,
+            quotas,
         }
     }
 
@@ -218,6 +247,7 @@ impl FetcherManager {
                 .collect();
             for tp in gone {
                 f.parts.borrow_mut().remove(&tp);
+                f.throttled.borrow_mut().remove(&tp);
                 f.state.borrow_mut().on_remove(&tp);
             }
         }
@@ -238,6 +268,11 @@ impl FetcherManager {
                 f.state
                     .borrow_mut()
                     .on_add(tp.clone(), t.partition.topic_id, t.leader_epoch);
+            if t.throttled {
+                f.throttled.borrow_mut().insert(tp.clone());
+            } else {
+                f.throttled.borrow_mut().remove(&tp);
+            }
             f.parts.borrow_mut().insert(tp, t.partition.clone());
             if added {
                 f.wake.notify();
@@ -302,6 +337,8 @@ impl FetcherManager {
                 .saturating_add(self.settings.partition_max_bytes.max(0) as usize)
                 .saturating_add(1 << 20),
             clock: self.clock.clone(),
+            throttled: RefCell::new(BTreeSet::new()),
+            quotas: self.quotas.clone(),
         });
         tracing::info!(leader = %leader, fetcher_id, "replica fetcher started");
         glommio::spawn_local(run(f.clone())).detach();
@@ -383,7 +420,13 @@ async fn round(f: &Rc<Fetcher>, c: &mut LeaderConn) -> RoundResult {
         truncate_partitions(f, c, due).await?;
     }
     let now = f.clock.mono_ms();
-    let ready = f.state.borrow().fetchable(now);
+    let mut ready = f.state.borrow().fetchable(now);
+    // Follower-side replication quota (`shouldFollowerThrottle`): over
+    // the bound, throttled partitions out of the ISR stay out of the fetch.
+    if !ready.is_empty() && f.quotas.is_exceeded(Side::Follower, f.clock.wall_ms()) {
+        let throttled = f.throttled.borrow();
+        ready.retain(|(tp, _)| !throttled.contains(tp));
+    }
     if ready.is_empty() && f.session.borrow().must_forget() {
         // Partitions backing off leave the session now (as Kafka's fetcher
         // does), so that they come back as added, read afresh.
@@ -773,6 +816,12 @@ async fn on_partition_data(
     ) {
         FetchOutcome::Append => {
             let now = f.clock.wall_ms();
+            // Kafka's `processPartitionData`: a throttled partition's
+            // bytes count against the follower quota.
+            if f.throttled.borrow().contains(tp) {
+                let bytes = part.records.as_ref().map_or(0, |r| r.len());
+                f.quotas.record(Side::Follower, bytes, now);
+            }
             match p
                 .append_as_follower(
                     part.records,

@@ -21,6 +21,9 @@
 //!
 //! - [`truncation`] `[pure]`: follower truncation by leader epoch
 //!   (KIP-101/279, `getOffsetTruncationState`) and the out-of-range rule.
+//! - [`quota`] `[core]`: the broker's replication quotas (leader and
+//!   follower `*.replication.throttled.rate`, Kafka's
+//!   `ReplicationQuotaManager`), shared by its shards.
 //! - [`fetcher`] `[drv]`: replica fetcher tasks (one per leader broker on
 //!   each data shard) and their pure request/response parts.
 
@@ -32,5 +35,6 @@ pub mod log_cleaner;
 pub mod partition;
 pub mod producer_id;
 pub mod producer_state;
+pub mod quota;
 pub mod replica_manager;
 pub mod truncation;

@@ -15,9 +15,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::quota::ReplicationQuotas;
 use super::partition::{
     DurableCounts, Leadership, OffsetAnswer, Partition, PartitionSpec, ProduceResult, ReadAnswer,
 };
+use crate::config::dynamic::{FOLLOWER_REPLICATION_THROTTLED_RATE, LEADER_REPLICATION_THROTTLED_RATE};
 use crate::config::topic::TopicConfig;
 use crate::config::ServerConfig;
 use crate::io::clock::Clock;
@@ -70,6 +72,8 @@ pub struct ReplicaManager {
     /// ISR changes proposed by partitions this shard leads, not yet sent
     /// (`shard::router::maybe_send_isr_changes` sends them).
     isr_changes: RefCell<Vec<IsrChange>>,
+    /// The broker's replication quotas, shared with its other shards.
+    quotas: Arc<ReplicationQuotas>,
 }
 
 /// How one partition's close ended.
@@ -140,6 +144,7 @@ impl ReplicaManager {
         log_dir: &Path,
         server: Arc<ServerConfig>,
         clock: Rc<dyn Clock>,
+        quotas: Arc<ReplicationQuotas>,
     ) -> Self {
         let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
         // The cache holds slices of the appenders' write buffers: reserve
@@ -161,10 +166,12 @@ impl ReplicaManager {
                 super::fetcher::settings_of(&server),
                 i64::from(server.replica_socket_timeout_ms),
                 clock.clone(),
+                quotas.clone(),
             ),
             clock,
             server,
             isr_changes: RefCell::new(Vec::new()),
+            quotas,
         }
     }
 
@@ -198,6 +205,11 @@ impl ReplicaManager {
         self.partitions.borrow().is_empty()
     }
 
+    /// The broker's replication quotas (the fetch handler's leader side).
+    pub fn replication_quotas(&self) -> &ReplicationQuotas {
+        &self.quotas
+    }
+
     /// This shard's (durable appends acknowledged, fdatasync rounds).
     pub fn durable_counts(&self) -> (u64, u64) {
         self.durable_counts.get()
@@ -225,6 +237,12 @@ impl ReplicaManager {
             return;
         }
         self.synced_version.set(Some(snapshot.version));
+        // Every shard sets the same bounds from the same config.
+        let dynamic = &snapshot.broker_configs;
+        self.quotas.set_bounds(
+            dynamic.replication_rate(LEADER_REPLICATION_THROTTLED_RATE),
+            dynamic.replication_rate(FOLLOWER_REPLICATION_THROTTLED_RATE),
+        );
         let wanted = self.wanted(snapshot, owns);
         let deletes = !snapshot.hosted_by_leader_and_isr;
         let mut stale: Vec<(TopicPartition, bool)> = Vec::new();
@@ -232,7 +250,7 @@ impl ReplicaManager {
         for (tp, p) in self.partitions.borrow().iter() {
             match wanted.get(tp) {
                 None => stale.push((tp.clone(), deletes)),
-                Some(w) if w.topic_id != p.topic_id || w.config != p.config => {
+                Some(w) if w.topic_id != p.topic_id || !w.config.same_log_as(&p.config) => {
                     stale.push((tp.clone(), deletes && w.topic_id != p.topic_id));
                 }
                 Some(w) => {
@@ -351,7 +369,7 @@ impl ReplicaManager {
         snapshot: &Snapshot,
         owns: impl Fn(&str, i32) -> bool,
     ) -> BTreeMap<TopicPartition, Wanted> {
-        let defaults = self.server.broker_topic_defaults();
+        let defaults = self.server.topic_defaults(&snapshot.broker_configs);
         let mut wanted: BTreeMap<TopicPartition, Wanted> = BTreeMap::new();
         for topic in snapshot.topics.values() {
             let config = match TopicConfig::resolve(&topic.configs, &defaults) {

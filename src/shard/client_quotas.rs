@@ -122,21 +122,31 @@ async fn write_entity<S: MetadataStore>(
             }
         }
     }
+    store_entity_config(store, rel, config, version)
+        .await
+        .map_err(failed)
+}
+
+/// Write one config entity (`/config/<rel>`, guarded by the `version`
+/// read, created when `None`) and announce it with a version 2
+/// `/config/changes` notification, as Kafka's
+/// `AdminZkClient.changeEntityConfig` does.
+pub async fn store_entity_config<S: MetadataStore>(
+    store: &S,
+    rel: String,
+    config: BTreeMap<String, String>,
+    version: Option<i32>,
+) -> Result<(), StoreError> {
+    let path = format!("{}/{rel}", paths::CONFIG);
     let data = ConfigZNode::new(config).encode();
     match version {
-        Some(v) => store
-            .set(&path, &data, Some(v))
-            .await
-            .map(|_| ())
-            .map_err(failed)?,
+        Some(v) => {
+            store.set(&path, &data, Some(v)).await?;
+        }
         None => {
-            create_recursive(store, &path, &data, CreateMode::Persistent)
-                .await
-                .map(|_| ())
-                .map_err(failed)?;
+            create_recursive(store, &path, &data, CreateMode::Persistent).await?;
         }
     }
-    // Kafka's `changeEntityConfig`: a version 2 notification names it.
     let notify = ConfigChangeZNode {
         version: 2,
         entity_path: rel,
@@ -146,12 +156,12 @@ async fn write_entity<S: MetadataStore>(
         data: notify.encode(),
         mode: CreateMode::PersistentSequential,
     };
-    if let Err(e) = store.multi(vec![op]).await {
+    if let Err(e) = store.multi(vec![op.clone()]).await {
         if e.is_no_node() {
-            let _ =
-                create_recursive(store, paths::CONFIG_CHANGES, &[], CreateMode::Persistent).await;
+            create_recursive(store, paths::CONFIG_CHANGES, &[], CreateMode::Persistent).await?;
+            store.multi(vec![op]).await?;
         } else {
-            tracing::warn!(error = %e, "writing a quota change notification");
+            tracing::warn!(error = %e, "writing a config change notification");
         }
     }
     Ok(())

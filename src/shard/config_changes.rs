@@ -4,7 +4,10 @@
 //! notification naming a topic has that topic's overrides read again from
 //! `/config/topics/<t>` and the snapshot republished, so the owner shards
 //! reopen its logs with the new config (retention, segment size, cleanup
-//! policy, min.insync.replicas, … without a restart); notifications older
+//! policy, min.insync.replicas, … without a restart); client quotas
+//! (`clients/…`, `users/…`) and this broker's dynamic configs
+//! (`brokers/<id>`, `brokers/<default>`) are read again the same way;
+//! notifications older
 //! than 15 minutes are deleted. Which notifications are new, what they name
 //! and when they expire is `metadata::config_changes`.
 //!
@@ -73,6 +76,8 @@ async fn process<S: MetadataStore>(
 ) -> Option<u64> {
     let mut topics: BTreeSet<String> = BTreeSet::new();
     let mut quotas_changed = false;
+    let mut brokers_changed = false;
+    let me = ctx.config.broker_id.to_string();
     let mut newest = None;
     let now_ms = ctx.clock.wall_ms();
     for (seq, name) in config_changes::pending(children, last) {
@@ -87,6 +92,13 @@ async fn process<S: MetadataStore>(
                         if entity_type == "clients" || entity_type == "users" =>
                     {
                         quotas_changed = true;
+                    }
+                    Ok(ConfigEntity::Other { entity_type, name })
+                        if entity_type == "brokers" =>
+                    {
+                        // Kafka's BrokerConfigHandler: the default entity
+                        // and this broker's own.
+                        brokers_changed |= name == crate::config::dynamic::DEFAULT_ENTITY || name == me;
                     }
                     Ok(ConfigEntity::Other { entity_type, name }) => {
                         tracing::info!(%entity_type, %name, "config change for an entity this broker does not reload yet");
@@ -114,6 +126,9 @@ async fn process<S: MetadataStore>(
     if quotas_changed {
         reload_quotas(ctx).await;
     }
+    if brokers_changed {
+        reload_broker_configs(ctx).await;
+    }
     newest
 }
 
@@ -140,6 +155,19 @@ async fn reload_quotas(ctx: &ShardContext) {
     let _turn = control.serial.acquire_permit(1).await;
     if control.reload_client_quotas().await {
         tracing::info!("client quotas reloaded from /config/changes");
+        router::publish(ctx, control.republish_base(&ctx.snapshot())).await;
+    }
+}
+
+/// This broker's dynamic configs changed (`brokers/<id>`,
+/// `brokers/<default>`): read them again and republish.
+async fn reload_broker_configs(ctx: &ShardContext) {
+    let Some(control) = ctx.control() else {
+        return;
+    };
+    let _turn = control.serial.acquire_permit(1).await;
+    if control.reload_broker_configs(ctx.config.broker_id).await {
+        tracing::info!("dynamic broker configs reloaded from /config/changes");
         router::publish(ctx, control.republish_base(&ctx.snapshot())).await;
     }
 }

@@ -8,7 +8,7 @@ use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, ReassignmentReply};
 use super::mesh::MeshError;
 use crate::controller::rebalance::ElectionType;
-use crate::controller::requests::{AdminRequest, AdminResponse};
+use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall};
 use crate::controller::zk_mode::{AlterAnswer, AlterAsk, ElectAnswer, ShutdownAnswer};
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
@@ -145,6 +145,22 @@ impl ShardContext {
             ShardResponse::Control(ControlResponse::Reassignments(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected reassignment answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// A BROKER resource's AlterConfigs / IncrementalAlterConfigs, to the
+    /// control shard.
+    pub async fn broker_configs(
+        &self,
+        call: BrokerConfigCall,
+    ) -> Result<Result<(), AdminFailure>, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::BrokerConfigs(call));
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::BrokerConfigs(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected broker config answer");
                 Err(MeshError::PeerGone(self.control_peer()))
             }
         }

@@ -14,7 +14,8 @@ use std::rc::Rc;
 
 use crate::controller::channel::ControllerChannel;
 use crate::controller::rebalance::ElectionType;
-use crate::controller::requests::{AdminRequest, AdminResponse};
+use crate::config::dynamic::DynamicBrokerConfigs;
+use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall};
 use crate::controller::zk_mode::{
     AlterAnswer, AlterAsk, ElectAnswer, ListAnswer, ReassignAnswer, ReassignAsk, Reply,
     ShutdownAnswer, ShutdownRefusal,
@@ -76,6 +77,9 @@ pub enum ControlRequest {
     /// Client quotas: AlterClientQuotas, DescribeClientQuotas, and the
     /// bytes of a request a quota applies to.
     ClientQuotas(QuotaCall),
+    /// AlterConfigs / IncrementalAlterConfigs of a BROKER resource (this
+    /// broker's entity or the cluster default).
+    BrokerConfigs(BrokerConfigCall),
     /// A controller's StopReplica: partitions stop being hosted (owners
     /// close them) and those with delete lose their logs before the answer.
     StopReplica(Box<StopReplica>),
@@ -115,6 +119,7 @@ pub enum ControlResponse {
     ElectLeaders(ElectAnswer),
     Reassignments(ReassignmentReply),
     ClientQuotas(QuotaReply),
+    BrokerConfigs(Result<(), AdminFailure>),
     AlterPartition(IsrChangeAnswer),
     AlterPartitionReceived(AlterAnswer),
     /// Per offset, in request order: NONE or why it was not stored.
@@ -163,6 +168,8 @@ pub struct ControlShard {
     pub client_quotas: RefCell<Arc<QuotaConfigs>>,
     /// The broker's account of every quota entity's bytes.
     pub quota_sensors: RefCell<Sensors>,
+    /// This broker's dynamic configs, folded into every publication.
+    pub broker_configs: RefCell<Arc<DynamicBrokerConfigs>>,
 }
 
 /// What other brokers ask this broker's controller, queued on the
@@ -334,6 +341,7 @@ impl ControlShard {
             controller_link: RefCell::new(None),
             client_quotas: RefCell::new(Arc::new(QuotaConfigs::default())),
             quota_sensors: RefCell::new(Sensors::default()),
+            broker_configs: RefCell::new(Arc::default()),
         }
     }
 
@@ -351,6 +359,7 @@ impl ControlShard {
             snapshot.hosted_by_leader_and_isr = true;
         }
         snapshot.client_quotas = self.client_quotas();
+        snapshot.broker_configs = self.broker_configs();
         let version = snapshot.version.max(self.published_version.get() + 1);
         self.published_version.set(version);
         snapshot.version = version;
@@ -380,7 +389,7 @@ impl ControlShard {
     }
 
     /// The snapshot to republish after a change folded in at
-    /// publication (client quotas).
+    /// publication (client quotas, dynamic broker configs).
     pub fn republish_base(&self, current: &Snapshot) -> Snapshot {
         self.base(current)
     }

@@ -18,10 +18,13 @@
 //! - [`group_host`] `[drv]`: a data shard's group coordinator and its
 //!   messages; [`group_driver`] `[drv]` runs it (waiters, timer, appends to
 //!   and loads of `__consumer_offsets`) and sends a group's requests to it.
+//! - [`client_quotas`], [`broker_configs`] `[drv]`: client quotas and
+//!   dynamic broker configs in the metadata store, on the control shard.
 //! - [`fetch_session`] `[pure]`: KIP-227 fetch sessions of a shard's
 //!   connections.
 
 pub mod alter_partition;
+pub mod broker_configs;
 pub mod client_quotas;
 pub mod config_changes;
 pub mod context;

@@ -3,6 +3,7 @@
 //! every data shard, send the purgatory notes its partitions queued, and
 //! send the ISR changes its partition leaders propose.
 
+use crate::controller::requests::{AdminFailure, BrokerConfigCall};
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use std::rc::Rc;
 
@@ -62,7 +63,9 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                 ControlRequest::Reassignments(call) => {
                     ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
                 }
-                ControlRequest::ClientQuotas(_) => ShardResponse::Unsupported,
+                ControlRequest::ClientQuotas(_) | ControlRequest::BrokerConfigs(_) => {
+                    ShardResponse::Unsupported
+                }
                 ControlRequest::AlterPartition(_) => {
                     ShardResponse::Control(ControlResponse::AlterPartition(
                         crate::replication::isr_change::IsrChangeAnswer::Failed(
@@ -172,6 +175,23 @@ async fn serve_quotas(
     }
 }
 
+/// A broker resource's config change, in turn with the other
+/// publications: written, then read back and republished so this
+/// broker's shards apply it before the answer.
+async fn serve_broker_configs(
+    ctx: &Rc<ShardContext>,
+    control: &ControlShard,
+    call: BrokerConfigCall,
+) -> Result<(), AdminFailure> {
+    let _turn = control.serial.acquire_permit(1).await;
+    let validate_only = call.validate_only;
+    let result = control.alter_broker_configs(&ctx.config, call).await;
+    if !validate_only && control.reload_broker_configs(ctx.config.broker_id).await {
+        publish(ctx, control.republish_base(&ctx.snapshot())).await;
+    }
+    result
+}
+
 async fn serve_control(
     ctx: &Rc<ShardContext>,
     control: &ControlShard,
@@ -192,6 +212,9 @@ async fn serve_control(
     let req = match req {
         ControlRequest::ClientQuotas(call) => {
             return ControlResponse::ClientQuotas(serve_quotas(ctx, control, call).await)
+        }
+        ControlRequest::BrokerConfigs(call) => {
+            return ControlResponse::BrokerConfigs(serve_broker_configs(ctx, control, call).await)
         }
         // Nor are elections: the controller's queue orders them, and the
         // LeaderAndIsr they send this broker needs the turn meanwhile.
@@ -235,6 +258,7 @@ async fn serve_control(
         | ControlRequest::ElectLeaders { .. }
         | ControlRequest::Reassignments(_)
         | ControlRequest::ClientQuotas(_)
+        | ControlRequest::BrokerConfigs(_)
         | ControlRequest::AlterPartition(_)
         | ControlRequest::AlterPartitionReceived(_)
         | ControlRequest::CommitOffsetsToStore { .. }

@@ -23,6 +23,10 @@ pub enum ConfigType {
 pub enum ConfigSource {
     /// A per-topic override (Kafka calls it TOPIC_CONFIG on the wire).
     DynamicTopicConfig = 1,
+    /// `/config/brokers/<id>`: this broker's dynamic config.
+    DynamicBrokerConfig = 2,
+    /// `/config/brokers/<default>`: the cluster-wide dynamic default.
+    DynamicDefaultBrokerConfig = 3,
     StaticBrokerConfig = 4,
     DefaultConfig = 5,
 }

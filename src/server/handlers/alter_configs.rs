@@ -22,7 +22,7 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::{failure, str_bytes};
 use super::config_resources::{alter_results, classify, sort_resources};
 use super::{HandlerError, Request, Response};
-use crate::controller::requests::{AdminFailure, AdminRequest};
+use crate::controller::requests::{AdminFailure, AdminRequest, BrokerConfigChange};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -51,16 +51,25 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request: AlterConfigsRequest = API.decode(req.body, version)?;
-        let (outcomes, topics) = sort_resources(
+        let (outcomes, pending) = sort_resources(
             &request.resources,
             |r| (r.resource_type, r.resource_name.to_string()),
-            |r| classify(r.resource_type).and_then(|()| configs(r)),
+            |r| {
+                classify(
+                    r.resource_type,
+                    || configs(r),
+                    || configs(r).map(BrokerConfigChange::Replace),
+                )
+            },
         );
-        let req = AdminRequest::AlterTopicConfigs {
-            topics,
-            validate_only: request.validate_only,
-        };
-        let results = alter_results(&ctx, req, outcomes).await;
+        let validate_only = request.validate_only;
+        let results = alter_results(&ctx, outcomes, pending, validate_only, |topics| {
+            AdminRequest::AlterTopicConfigs {
+                topics,
+                validate_only,
+            }
+        })
+        .await;
         let mut response = AlterConfigsResponse::default();
         response.responses = request
             .resources

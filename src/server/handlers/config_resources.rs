@@ -4,6 +4,9 @@
 //! two alter APIs (duplicates, local refusals, the control shard's answers
 //! merged back in request order).
 //!
+//! A BROKER resource (empty name: the cluster-wide default, else this
+//! broker's id) goes to the control shard's `shard::broker_configs`.
+//!
 //! It imports no handler, so the three handlers import it and not each
 //! other.
 
@@ -11,7 +14,9 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 use super::admin_common::{call_control_each, failure};
-use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse};
+use crate::controller::requests::{
+    AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall, BrokerConfigChange,
+};
 use crate::protocol::ErrorCode;
 use crate::shard::ShardContext;
 
@@ -19,14 +24,23 @@ use crate::shard::ShardContext;
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 
-/// Topic resources proceed; broker and other resources fail here.
-pub fn classify(resource_type: i8) -> Result<(), AdminFailure> {
+/// What an alter's resource targets: a topic (the control shard's topic
+/// admin) or a broker entity (`shard::broker_configs`).
+pub enum Target<T> {
+    Topic(T),
+    Broker(BrokerConfigChange),
+}
+
+/// Topic and broker resources proceed, with the change `build` makes of
+/// them; other types fail here.
+pub fn classify<T>(
+    resource_type: i8,
+    topic: impl FnOnce() -> Result<T, AdminFailure>,
+    broker: impl FnOnce() -> Result<BrokerConfigChange, AdminFailure>,
+) -> Result<Target<T>, AdminFailure> {
     match resource_type {
-        RESOURCE_TOPIC => Ok(()),
-        RESOURCE_BROKER => Err(failure(
-            ErrorCode::INVALID_REQUEST,
-            "Cannot update these configs dynamically: shardlog broker configs are static (server.properties)",
-        )),
+        RESOURCE_TOPIC => topic().map(Target::Topic),
+        RESOURCE_BROKER => broker().map(Target::Broker),
         other => Err(failure(
             ErrorCode::INVALID_REQUEST,
             &format!("Unsupported resource type {other}"),
@@ -75,36 +89,96 @@ pub fn sort_resources<R, C>(
     (outcomes, pending)
 }
 
-/// Send the pending topic resources of `req` to the control shard and
-/// merge its answers into `outcomes`: per resource, the failure or None.
-pub async fn alter_results(
+/// Carry out the pending resources: broker ones one by one on the control
+/// shard, topic ones together in the request `topic_request` makes of
+/// them; merged into `outcomes`: per resource, the failure or None.
+pub async fn alter_results<T>(
     ctx: &Rc<ShardContext>,
-    req: AdminRequest,
     outcomes: Vec<ResourceOutcome>,
+    pending: Vec<(String, Target<T>)>,
+    validate_only: bool,
+    topic_request: impl FnOnce(Vec<(String, T)>) -> AdminRequest,
 ) -> Vec<Option<AdminFailure>> {
-    let pending = outcomes
-        .iter()
-        .filter(|o| matches!(o, ResourceOutcome::Pending))
-        .count();
-    let answers = if pending == 0 {
+    let mut topics = Vec::new();
+    // Per pending resource: a broker's answer, or None for a topic's.
+    let mut order: Vec<Option<Option<AdminFailure>>> = Vec::with_capacity(pending.len());
+    for (name, target) in pending {
+        match target {
+            Target::Topic(t) => {
+                topics.push((name, t));
+                order.push(None);
+            }
+            Target::Broker(change) => {
+                order.push(Some(alter_broker(ctx, &name, change, validate_only).await));
+            }
+        }
+    }
+    let answers = if topics.is_empty() {
         Vec::new()
     } else {
-        call_control_each(ctx, req, pending, |r| match r {
+        let n = topics.len();
+        call_control_each(ctx, topic_request(topics), n, |r| match r {
             AdminResponse::AlteredConfigs(r) => Some(r),
             _ => None,
         })
         .await
     };
     let mut answers = answers.into_iter();
+    let mut order = order.into_iter();
     outcomes
         .into_iter()
         .map(|o| match o {
             ResourceOutcome::Done(f) => Some(f),
-            ResourceOutcome::Pending => match answers.next() {
-                Some(Ok(())) => None,
-                Some(Err(f)) => Some(f),
+            ResourceOutcome::Pending => match order.next() {
+                Some(Some(broker)) => broker,
+                Some(None) => match answers.next() {
+                    Some(Ok(())) => None,
+                    Some(Err(f)) => Some(f),
+                    None => Some(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")),
+                },
                 None => Some(failure(ErrorCode::UNKNOWN_SERVER_ERROR, "")),
             },
         })
         .collect()
+}
+
+/// One BROKER resource: an empty name is the cluster-wide default, else
+/// it must be this broker's id (Kafka's `ZkAdminManager.getBrokerId`; the
+/// admin client sends a broker's resource to that broker).
+async fn alter_broker(
+    ctx: &Rc<ShardContext>,
+    name: &str,
+    change: BrokerConfigChange,
+    validate_only: bool,
+) -> Option<AdminFailure> {
+    let me = ctx.config.broker_id;
+    let broker = if name.is_empty() {
+        None
+    } else {
+        match name.trim().parse::<i32>() {
+            Ok(id) if id == me => Some(id),
+            Ok(_) => {
+                return Some(failure(
+                    ErrorCode::INVALID_REQUEST,
+                    &format!("Unexpected broker id, expected {me}, but received {name}"),
+                ))
+            }
+            Err(_) => {
+                return Some(failure(
+                    ErrorCode::INVALID_REQUEST,
+                    &format!("Broker id must be an integer, but it is: {name}"),
+                ))
+            }
+        }
+    };
+    let call = BrokerConfigCall {
+        broker,
+        change,
+        validate_only,
+    };
+    match ctx.broker_configs(call).await {
+        Ok(Ok(())) => None,
+        Ok(Err(f)) => Some(f),
+        Err(e) => Some(failure(ErrorCode::UNKNOWN_SERVER_ERROR, &e.to_string())),
+    }
 }

@@ -57,7 +57,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request: CreateTopicsRequest = API.decode(req.body, version)?;
-        let defaults = ctx.config.broker_topic_defaults();
+        let defaults = ctx.config.topic_defaults(&ctx.snapshot().broker_configs);
         let (mut results, to_create) = prepare(&request);
         if !to_create.is_empty() {
             let slots: Vec<usize> = to_create.iter().map(|(i, _)| *i).collect();

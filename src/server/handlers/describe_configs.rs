@@ -5,9 +5,11 @@
 //! - TOPIC (2): every topic config with value, source and synonyms
 //!   (KIP-226); unknown topic → UNKNOWN_TOPIC_OR_PARTITION, bad name →
 //!   INVALID_TOPIC_EXCEPTION.
-//! - BROKER (4): the broker's keys, read-only (shardlog has no dynamic
-//!   broker configs), STATIC_BROKER_CONFIG when set, else DEFAULT_CONFIG.
-//!   The name must be empty or this broker's id, as Kafka checks.
+//! - BROKER (4): with this broker's id, every key with its effective
+//!   value and source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+//!   STATIC_BROKER_CONFIG, DEFAULT_CONFIG; the dynamic ones alterable);
+//!   with an empty name, the cluster-wide dynamic defaults only (Kafka's
+//!   `ConfigHelper`); another broker's id is INVALID_REQUEST.
 //! - anything else: INVALID_REQUEST.
 
 use std::collections::BTreeMap;
@@ -26,7 +28,7 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::str_bytes;
 use super::config_resources::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{HandlerError, Request, Response};
-use crate::config::topic::{validate_one, ConfigEntry, ConfigSource, TopicConfig};
+use crate::config::topic::{validate_one, ConfigEntry, TopicConfig};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
 use crate::protocol::topic_name::is_valid_topic_name;
@@ -120,7 +122,7 @@ fn topic_entries(ctx: &ShardContext, name: &str, keys: Option<&[String]>) -> Des
             format!("Topic '{name}' does not exist."),
         ));
     };
-    let defaults = ctx.config.broker_topic_defaults();
+    let defaults = ctx.config.topic_defaults(&snapshot.broker_configs);
     // Stored overrides a newer Kafka may have written and we cannot parse
     // show as defaults (controller::topic_configs::describe_configs does the same).
     let usable: BTreeMap<String, String> = topic
@@ -136,40 +138,18 @@ fn topic_entries(ctx: &ShardContext, name: &str, keys: Option<&[String]>) -> Des
 
 fn broker_entries(ctx: &ShardContext, name: &str, keys: Option<&[String]>) -> Described {
     let me = ctx.config.broker_id.to_string();
-    if !name.is_empty() && name != me {
+    let dynamic = ctx.snapshot().broker_configs.clone();
+    if name.is_empty() {
+        return Ok(crate::config::dynamic::describe_default(&dynamic, keys));
+    }
+    if name != me {
         // Kafka (ConfigHelper): a broker resource for another broker.
         return Err((
             ErrorCode::INVALID_REQUEST,
             format!("Unexpected broker id, expected {me} or empty string, but received {name}"),
         ));
     }
-    Ok(ctx
-        .config
-        .key_values()
-        .into_iter()
-        .filter(|kv| keys.is_none_or(|ks| ks.contains(&kv.name)))
-        .map(|kv| {
-            let source = if kv.is_set {
-                ConfigSource::StaticBrokerConfig
-            } else {
-                ConfigSource::DefaultConfig
-            };
-            ConfigEntry {
-                synonyms: vec![crate::config::topic::ConfigSynonym {
-                    name: kv.name.clone(),
-                    value: kv.value.clone(),
-                    source,
-                }],
-                name: kv.name,
-                value: kv.value,
-                source,
-                read_only: true,
-                is_default: !kv.is_set,
-                is_sensitive: false,
-                config_type: kv.config_type,
-            }
-        })
-        .collect())
+    Ok(ctx.config.describe_broker(&dynamic, keys))
 }
 
 fn config_result(

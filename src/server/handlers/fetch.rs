@@ -32,6 +32,7 @@ use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_fetch::{DelayedFetch, FetchIsolation, FetchPartitionSpec};
 use crate::purgatory::view::LogOffsetMetadata;
 use crate::replication::partition::{FollowerFetch, ReadAnswer};
+use crate::replication::quota::{self, Side};
 use crate::shard::data_shard::ReadSpec;
 use crate::shard::fetch_session::{PartitionFetch, SentState, SessionDecision};
 use crate::shard::ShardContext;
@@ -197,6 +198,9 @@ async fn fetch(
         long_poll(ctx, request, isolation, &wanted, &reads).await;
         reads = read_all(ctx, &wanted, isolation, max_bytes, follower).await;
     }
+    if let Some(replica) = follower {
+        throttle_leader(ctx, &wanted, &mut reads, replica, request.max_wait_ms).await;
+    }
     // consumer_byte_rate (Kafka's `handleFetchRequest`): the bytes this
     // answer would carry are measured; over the quota the answer carries
     // no data, only the throttle time (`getThrottledResponse`: the
@@ -221,6 +225,69 @@ async fn fetch(
         session_id: response_session,
     };
     (encode_fetch_body(version, top, topics), 0)
+}
+
+/// The leader-side replication quota (`leader.replication.throttled.rate`,
+/// `replication::quota`): over the bound, a partition this broker
+/// throttles as leader gets no records for a follower outside its ISR
+/// (Kafka's `ReplicaManager.shouldLeaderThrottle`); under it, the bytes
+/// sent for such partitions are counted (`sizeOfThrottledPartitions`). A
+/// follower left with nothing waits `max_wait_ms` for its answer, as a
+/// delayed fetch that throttled bytes do not complete would.
+async fn throttle_leader(
+    ctx: &ShardContext,
+    wanted: &[Wanted],
+    reads: &mut [Option<ReadAnswer>],
+    replica: BrokerId,
+    max_wait_ms: i32,
+) {
+    let Some(data) = ctx.data() else {
+        return;
+    };
+    let quotas = data.replicas.replication_quotas();
+    if !quotas.is_bounded(Side::Leader) {
+        return;
+    }
+    let snapshot = ctx.snapshot();
+    let me = ctx.config.broker_id;
+    let now = ctx.clock.wall_ms();
+    let exceeded = quotas.is_exceeded(Side::Leader, now);
+    let (mut sent, mut dropped) = (0usize, false);
+    for (w, r) in wanted.iter().zip(reads.iter_mut()) {
+        let (Some(tp), Some(r)) = (&w.tp, r) else {
+            continue;
+        };
+        let Some(topic) = snapshot.topics.get(&*tp.topic) else {
+            continue;
+        };
+        let in_sync = topic
+            .partitions
+            .iter()
+            .find(|p| p.partition == tp.partition)
+            .is_some_and(|p| p.isr.contains(&replica));
+        if in_sync
+            || !quota::is_throttled(
+                &topic.configs,
+                quota::LEADER_THROTTLED_REPLICAS,
+                tp.partition,
+                me,
+            )
+        {
+            continue;
+        }
+        if !exceeded {
+            sent += r.bytes;
+        } else if r.bytes > 0 {
+            r.records.clear();
+            r.bytes = 0;
+            dropped = true;
+        }
+    }
+    quotas.record(Side::Leader, sent, now);
+    let left: usize = reads.iter().flatten().map(|r| r.bytes).sum();
+    if dropped && left == 0 && max_wait_ms > 0 {
+        glommio::timer::sleep(std::time::Duration::from_millis(max_wait_ms as u64)).await;
+    }
 }
 
 /// The request's partitions, with names resolved (v13+ sends topic ids).

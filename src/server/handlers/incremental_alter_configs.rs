@@ -1,13 +1,14 @@
 //! `[drv]` IncrementalAlterConfigs (key 44), v0–v1 (every version the codec
-//! knows; KIP-339): SET / DELETE / APPEND / SUBTRACT on topic configs.
+//! knows; KIP-339): SET / DELETE / APPEND / SUBTRACT on topic and broker
+//! configs.
 //!
 //! Topic resources go to the control shard (validation failures are
 //! INVALID_CONFIG with Kafka's message); the answer follows publication of
-//! the new overrides to every data shard. Broker resources are refused
-//! with INVALID_REQUEST: shardlog has no dynamic broker configs, so every
-//! broker key is static, and Kafka (ZkAdminManager.alterConfigs) answers a
-//! change it cannot apply dynamically ("Cannot update these configs
-//! dynamically") with InvalidRequestException.
+//! the new overrides to every data shard. Broker resources (this broker's
+//! id, or an empty name for the cluster-wide `<default>`) change
+//! `/config/brokers/…` (`config::dynamic` says which keys are dynamic; a
+//! static key is INVALID_REQUEST "Cannot update these configs
+//! dynamically", as Kafka's ZkAdminManager.alterConfigs answers).
 
 use std::rc::Rc;
 
@@ -21,7 +22,7 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::{failure, str_bytes};
 use super::config_resources::{alter_results, classify, sort_resources};
 use super::{HandlerError, Request, Response};
-use crate::controller::requests::AdminRequest;
+use crate::controller::requests::{AdminRequest, BrokerConfigChange};
 use crate::controller::topic_admin::{AlterConfigOp, AlterConfigOpType};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
@@ -55,16 +56,25 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request: IncrementalAlterConfigsRequest = API.decode(req.body, version)?;
-        let (outcomes, topics) = sort_resources(
+        let (outcomes, pending) = sort_resources(
             &request.resources,
             |r| (r.resource_type, r.resource_name.to_string()),
-            |r| classify(r.resource_type).and_then(|()| ops(r)),
+            |r| {
+                classify(
+                    r.resource_type,
+                    || ops(r),
+                    || ops(r).map(BrokerConfigChange::Incremental),
+                )
+            },
         );
-        let req = AdminRequest::IncrementalAlterTopicConfigs {
-            topics,
-            validate_only: request.validate_only,
-        };
-        let results = alter_results(&ctx, req, outcomes).await;
+        let validate_only = request.validate_only;
+        let results = alter_results(&ctx, outcomes, pending, validate_only, |topics| {
+            AdminRequest::IncrementalAlterTopicConfigs {
+                topics,
+                validate_only,
+            }
+        })
+        .await;
         let mut response = IncrementalAlterConfigsResponse::default();
         response.responses = request
             .resources

@@ -106,7 +106,7 @@ impl DynamicBrokerConfigs {
     /// quota managers from it alone); `None` when unthrottled.
     pub fn replication_rate(&self, key: &str) -> Option<f64> {
         let rate: i64 = self.per_broker.get(key)?.trim().parse().ok()?;
-        (rate >= 0 && rate < i64::MAX).then_some(rate as f64)
+        (0..i64::MAX).contains(&rate).then_some(rate as f64)
     }
 
     /// Both layers applied to `layer` in order (default, then per broker).
@@ -257,17 +257,26 @@ pub fn describe_default(
         .iter()
         .filter(|(k, _)| keys.is_none_or(|ks| ks.contains(k)))
         .map(|(k, v)| {
-            let kind = types.get(k).copied().unwrap_or(if QUOTA_KEYS.contains(&k.as_str()) {
-                ConfigType::Long
-            } else {
-                ConfigType::String
-            });
+            let kind = types
+                .get(k)
+                .copied()
+                .unwrap_or(if QUOTA_KEYS.contains(&k.as_str()) {
+                    ConfigType::Long
+                } else {
+                    ConfigType::String
+                });
             let synonyms = vec![ConfigSynonym {
                 name: k.clone(),
                 value: Some(v.clone()),
                 source: ConfigSource::DynamicDefaultBrokerConfig,
             }];
-            entry(k.clone(), Some(v.clone()), kind, synonyms, known.contains(k))
+            entry(
+                k.clone(),
+                Some(v.clone()),
+                kind,
+                synonyms,
+                known.contains(k),
+            )
         })
         .collect()
 }

@@ -15,11 +15,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::quota::ReplicationQuotas;
 use super::partition::{
     DurableCounts, Leadership, OffsetAnswer, Partition, PartitionSpec, ProduceResult, ReadAnswer,
 };
-use crate::config::dynamic::{FOLLOWER_REPLICATION_THROTTLED_RATE, LEADER_REPLICATION_THROTTLED_RATE};
+use super::quota::ReplicationQuotas;
+use crate::config::dynamic::{
+    FOLLOWER_REPLICATION_THROTTLED_RATE, LEADER_REPLICATION_THROTTLED_RATE,
+};
 use crate::config::topic::TopicConfig;
 use crate::config::ServerConfig;
 use crate::io::clock::Clock;

@@ -93,12 +93,11 @@ async fn process<S: MetadataStore>(
                     {
                         quotas_changed = true;
                     }
-                    Ok(ConfigEntity::Other { entity_type, name })
-                        if entity_type == "brokers" =>
-                    {
+                    Ok(ConfigEntity::Other { entity_type, name }) if entity_type == "brokers" => {
                         // Kafka's BrokerConfigHandler: the default entity
                         // and this broker's own.
-                        brokers_changed |= name == crate::config::dynamic::DEFAULT_ENTITY || name == me;
+                        brokers_changed |=
+                            name == crate::config::dynamic::DEFAULT_ENTITY || name == me;
                     }
                     Ok(ConfigEntity::Other { entity_type, name }) => {
                         tracing::info!(%entity_type, %name, "config change for an entity this broker does not reload yet");

@@ -12,9 +12,9 @@ use glommio::sync::Semaphore;
 
 use std::rc::Rc;
 
+use crate::config::dynamic::DynamicBrokerConfigs;
 use crate::controller::channel::ControllerChannel;
 use crate::controller::rebalance::ElectionType;
-use crate::config::dynamic::DynamicBrokerConfigs;
 use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall};
 use crate::controller::zk_mode::{
     AlterAnswer, AlterAsk, ElectAnswer, ListAnswer, ReassignAnswer, ReassignAsk, Reply,

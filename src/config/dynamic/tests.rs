@@ -22,7 +22,10 @@ fn static_keys_are_refused_with_kafkas_message_and_bad_values_named() {
         Err("Cannot update these configs dynamically: Set(broker.id, num.partitions)".into())
     );
     let bad = validate(&base, &map(&[("log.retention.ms", "soon")])).unwrap_err();
-    assert!(bad.starts_with("Invalid value soon for configuration log.retention.ms"), "{bad}");
+    assert!(
+        bad.starts_with("Invalid value soon for configuration log.retention.ms"),
+        "{bad}"
+    );
     assert_eq!(
         validate(&base, &map(&[(LEADER_REPLICATION_THROTTLED_RATE, "-1")])),
         Err("Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0".into())
@@ -128,7 +131,12 @@ fn describe_shows_each_keys_layer_and_which_are_alterable() {
     );
     let rate = entry_of(&all, LEADER_REPLICATION_THROTTLED_RATE);
     assert_eq!(
-        (rate.value.as_deref(), rate.source, rate.config_type, rate.read_only),
+        (
+            rate.value.as_deref(),
+            rate.source,
+            rate.config_type,
+            rate.read_only
+        ),
         (
             Some("10000000"),
             ConfigSource::DynamicBrokerConfig,

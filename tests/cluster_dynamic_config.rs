@@ -199,3 +199,210 @@ fn a_client_quota_reaches_every_broker_through_config_changes() {
         });
     }
 }
+
+/// A broker key's (value, source code) as broker `id` describes itself
+/// (DescribeConfigs v4 to that broker, BROKER resource named by its id);
+/// `None` when the key is not listed.
+fn broker_key(c: &ReplCluster, id: i32, key: &str) -> Option<(Option<String>, i8)> {
+    use kafka_protocol::messages::describe_configs_request::{
+        DescribeConfigsRequest, DescribeConfigsResource,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let node = c.nodes.iter().find(|n| n.id == id).expect("node");
+    let mut conn = common::Conn::open_addr(&node.link.address());
+    let request = DescribeConfigsRequest::default().with_resources(vec![
+        DescribeConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(StrBytes::from_string(id.to_string()))
+            .with_configuration_keys(Some(vec![StrBytes::from_string(key.to_owned())])),
+    ]);
+    let r = conn.call(4, &request);
+    let result = &r.results[0];
+    assert_eq!(result.error_code, 0, "{result:?}");
+    result
+        .configs
+        .iter()
+        .find(|e| e.name.as_str() == key)
+        .map(|e| (e.value.as_ref().map(|v| v.to_string()), e.config_source))
+}
+
+/// Wait until every broker in `ids` describes `key` as (value, source).
+fn wait_broker_key(c: &ReplCluster, ids: &[i32], key: &str, want: (Option<&str>, i8)) {
+    for id in ids {
+        common::cluster::wait_for(60, &format!("broker {id}'s {key} = {want:?}"), || {
+            let got = broker_key(c, *id, key);
+            let got = got.as_ref().map(|(v, s)| (v.as_deref(), *s));
+            (got == Some(want)).then_some(())
+        });
+    }
+}
+
+/// kafka-configs (Kafka's ConfigCommand) against the cluster; its output,
+/// and whether it succeeded.
+fn kafka_configs(c: &ReplCluster, args: &[&str]) -> (bool, String) {
+    let mut cmd = java_support::kafka_tool("kafka.admin.ConfigCommand");
+    cmd.args(["--bootstrap-server", &c.bootstrap()]).args(args);
+    let out = cmd.output().expect("run kafka-configs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Dynamic broker configs through ZooKeeper (issue 22), with Kafka's own
+/// kafka-configs: a cluster-wide `<default>` `log.retention.ms` lands in
+/// `/config/brokers/<default>` in Kafka's layout with a notification,
+/// every broker applies it to a topic without overrides (old segments
+/// deleted, no restart) and describes it as DYNAMIC_DEFAULT_BROKER_CONFIG;
+/// a per-broker value wins on that broker only (DYNAMIC_BROKER_CONFIG); a
+/// static key is refused as Kafka refuses it; a restarted broker reads
+/// the layers again; deleting the default gives DEFAULT_CONFIG back.
+#[test]
+fn broker_configs_reach_every_broker_per_broker_and_cluster_wide() {
+    const DYN: &str = "dynbroker";
+    const DEFAULT_CONFIG: i8 = 5;
+    const DYNAMIC_BROKER: i8 = 2;
+    const DYNAMIC_DEFAULT: i8 = 3;
+    let mut c = ReplCluster::start(
+        System::Shardlog,
+        3,
+        &[
+            "zookeeper.session.timeout.ms=3000",
+            "log.retention.check.interval.ms=1000",
+            "log.segment.delete.delay.ms=0",
+        ],
+    );
+    c.create_topic(DYN, 1, 3, &["segment.bytes=4096"]);
+    for _ in 0..8 {
+        let r = admin(&["produce", &c.bootstrap(), DYN, "150", "all"]);
+        assert_eq!(r["delivered"], 150, "{r}");
+    }
+    let dir_segments = |c: &mut ReplCluster, id: i32| -> usize {
+        let dir = c.node(id).log_dir().join(format!("{DYN}-0"));
+        std::fs::read_dir(&dir).map_or(0, |rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+                .count()
+        })
+    };
+    let wait_all = |c: &mut ReplCluster, what: &str, pred: &dyn Fn(usize) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            let counts: Vec<usize> = (1..=3).map(|id| dir_segments(c, id)).collect();
+            if counts.iter().all(|n| pred(*n)) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}: segments per broker {counts:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    wait_all(&mut c, "several segments on every replica", &|n| n >= 3);
+    wait_broker_key(&c, &[1, 2, 3], "log.retention.ms", (None, DEFAULT_CONFIG));
+
+    let (ok, out) = kafka_configs(
+        &c,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--alter",
+            "--add-config",
+            "log.retention.ms=1000",
+        ],
+    );
+    assert!(ok && out.contains("Completed updating default config"), "{out}");
+    let path = "/config/brokers/<default>";
+    let (data, _) = read(&c.zk.address(), &[path])[path]
+        .clone()
+        .expect("default broker config znode");
+    assert_eq!(
+        common::cluster::json(&data),
+        serde_json::json!({"version": 1, "config": {"log.retention.ms": "1000"}})
+    );
+    wait_broker_key(
+        &c,
+        &[1, 2, 3],
+        "log.retention.ms",
+        (Some("1000"), DYNAMIC_DEFAULT),
+    );
+    wait_all(&mut c, "every replica down to its active segment", &|n| n == 1);
+
+    // Broker 2 alone: a day's retention and a replication throttle.
+    let (ok, out) = kafka_configs(
+        &c,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "2",
+            "--alter",
+            "--add-config",
+            "log.retention.ms=86400000,leader.replication.throttled.rate=10000000",
+        ],
+    );
+    assert!(ok && out.contains("Completed updating config for broker 2"), "{out}");
+    wait_broker_key(
+        &c,
+        &[2],
+        "log.retention.ms",
+        (Some("86400000"), DYNAMIC_BROKER),
+    );
+    wait_broker_key(
+        &c,
+        &[2],
+        "leader.replication.throttled.rate",
+        (Some("10000000"), DYNAMIC_BROKER),
+    );
+    wait_broker_key(
+        &c,
+        &[1, 3],
+        "log.retention.ms",
+        (Some("1000"), DYNAMIC_DEFAULT),
+    );
+    // A static key is refused, as Kafka refuses it.
+    let (ok, out) = kafka_configs(
+        &c,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1",
+            "--alter",
+            "--add-config",
+            "num.partitions=3",
+        ],
+    );
+    assert!(
+        !ok && out.contains("Cannot update these configs dynamically: Set(num.partitions)"),
+        "{out}"
+    );
+    // A restarted broker reads both layers at start-up.
+    c.node(3).stop();
+    c.restart(3);
+    wait_broker_key(&c, &[3], "log.retention.ms", (Some("1000"), DYNAMIC_DEFAULT));
+    // Deleting the default: back to Kafka's default where no layer is left.
+    let (ok, out) = kafka_configs(
+        &c,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-default",
+            "--alter",
+            "--delete-config",
+            "log.retention.ms",
+        ],
+    );
+    assert!(ok, "{out}");
+    wait_broker_key(&c, &[1, 3], "log.retention.ms", (None, DEFAULT_CONFIG));
+    wait_broker_key(
+        &c,
+        &[2],
+        "log.retention.ms",
+        (Some("86400000"), DYNAMIC_BROKER),
+    );
+}

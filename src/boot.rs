@@ -117,7 +117,10 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
     let checkpoints = Arc::new(CheckpointBoard::new(&log_dir));
     let quotas = Arc::new(ConnectionQuotas::from_config(&config).map_err(|e| anyhow!(e))?);
-    let replication_quotas = Arc::new(ReplicationQuotas::default());
+    let replication_quotas = Arc::new(ReplicationQuotas::new(
+        usize::try_from(config.replication_quota_window_num).unwrap_or(11),
+        i64::from(config.replication_quota_window_size_seconds.max(1)) * 1000,
+    ));
     let mut handles = Vec::new();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fd) in fds.into_iter().enumerate() {

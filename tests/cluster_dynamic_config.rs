@@ -210,12 +210,11 @@ fn broker_key(c: &ReplCluster, id: i32, key: &str) -> Option<(Option<String>, i8
     use kafka_protocol::protocol::StrBytes;
     let node = c.nodes.iter().find(|n| n.id == id).expect("node");
     let mut conn = common::Conn::open_addr(&node.link.address());
-    let request = DescribeConfigsRequest::default().with_resources(vec![
-        DescribeConfigsResource::default()
+    let request =
+        DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
             .with_resource_type(4)
             .with_resource_name(StrBytes::from_string(id.to_string()))
-            .with_configuration_keys(Some(vec![StrBytes::from_string(key.to_owned())])),
-    ]);
+            .with_configuration_keys(Some(vec![StrBytes::from_string(key.to_owned())]))]);
     let r = conn.call(4, &request);
     let result = &r.results[0];
     assert_eq!(result.error_code, 0, "{result:?}");
@@ -315,7 +314,10 @@ fn broker_configs_reach_every_broker_per_broker_and_cluster_wide() {
             "log.retention.ms=1000",
         ],
     );
-    assert!(ok && out.contains("Completed updating default config"), "{out}");
+    assert!(
+        ok && out.contains("Completed updating default config"),
+        "{out}"
+    );
     let path = "/config/brokers/<default>";
     let (data, _) = read(&c.zk.address(), &[path])[path]
         .clone()
@@ -330,7 +332,9 @@ fn broker_configs_reach_every_broker_per_broker_and_cluster_wide() {
         "log.retention.ms",
         (Some("1000"), DYNAMIC_DEFAULT),
     );
-    wait_all(&mut c, "every replica down to its active segment", &|n| n == 1);
+    wait_all(&mut c, "every replica down to its active segment", &|n| {
+        n == 1
+    });
 
     // Broker 2 alone: a day's retention and a replication throttle.
     let (ok, out) = kafka_configs(
@@ -345,7 +349,10 @@ fn broker_configs_reach_every_broker_per_broker_and_cluster_wide() {
             "log.retention.ms=86400000,leader.replication.throttled.rate=10000000",
         ],
     );
-    assert!(ok && out.contains("Completed updating config for broker 2"), "{out}");
+    assert!(
+        ok && out.contains("Completed updating config for broker 2"),
+        "{out}"
+    );
     wait_broker_key(
         &c,
         &[2],
@@ -384,7 +391,12 @@ fn broker_configs_reach_every_broker_per_broker_and_cluster_wide() {
     // A restarted broker reads both layers at start-up.
     c.node(3).stop();
     c.restart(3);
-    wait_broker_key(&c, &[3], "log.retention.ms", (Some("1000"), DYNAMIC_DEFAULT));
+    wait_broker_key(
+        &c,
+        &[3],
+        "log.retention.ms",
+        (Some("1000"), DYNAMIC_DEFAULT),
+    );
     // Deleting the default: back to Kafka's default where no layer is left.
     let (ok, out) = kafka_configs(
         &c,

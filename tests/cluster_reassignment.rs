@@ -383,10 +383,10 @@ fn reassign_with_kafkas_tool(c: &ReplCluster, topic: &str, target: &[i32]) {
         )),
         "{out}"
     );
-    // --preserve-throttles: no throttle was set, and broker-level configs
-    // are not dynamic here yet.
+    // --verify also clears the (absent) throttles on every broker and the
+    // topic (IncrementalAlterConfigs DELETE; tests/cluster_throttle.rs).
     wait_for(120, "kafka-reassign-partitions --verify: completed", || {
-        let out = tool("--verify", &["--preserve-throttles"]);
+        let out = tool("--verify", &[]);
         out.contains(&format!("Reassignment of partition {topic}-1 is completed"))
             .then_some(())
     });

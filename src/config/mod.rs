@@ -431,6 +431,11 @@ server_config! {
     replica_fetch_backoff_ms: i32 = 1000;
     /// `replica.socket.receive.buffer.bytes` (default 65536).
     replica_socket_receive_buffer_bytes: i32 = 65_536;
+    /// `replication.quota.window.num` (default 11): samples of the
+    /// replication quotas' rate (`replication::quota`).
+    replication_quota_window_num: i32 = 11;
+    /// `replication.quota.window.size.seconds` (default 1): each sample's span.
+    replication_quota_window_size_seconds: i32 = 1;
     /// `replica.high.watermark.checkpoint.interval.ms` (default 5000).
     replica_high_watermark_checkpoint_interval_ms: i64 = 5000;
     /// `log.flush.offset.checkpoint.interval.ms` (default 60000): how often

@@ -287,30 +287,51 @@ pub fn describe(
 }
 
 /// The bytes one quota entity used, in [`WINDOW_SAMPLES`] samples of
-/// [`SAMPLE_MS`] (Kafka's `Rate` over a `SampledStat`).
-#[derive(Debug, Clone, Default)]
+/// [`SAMPLE_MS`] (Kafka's `Rate` over a `SampledStat`; the client quota
+/// window, `quota.window.num` × `quota.window.size.seconds`), or the
+/// window [`Rate::with_window`] sets (`replication.quota.window.*`).
+#[derive(Debug, Clone)]
 pub struct Rate {
     /// (sample start ms, bytes), oldest first.
     samples: Vec<(i64, f64)>,
+    window_samples: usize,
+    sample_ms: i64,
+}
+
+impl Default for Rate {
+    fn default() -> Self {
+        Self::with_window(WINDOW_SAMPLES, SAMPLE_MS)
+    }
 }
 
 impl Rate {
+    /// A rate over `window_samples` (at least 2) samples of `sample_ms`
+    /// (at least 1).
+    pub fn with_window(window_samples: usize, sample_ms: i64) -> Self {
+        Self {
+            samples: Vec::new(),
+            window_samples: window_samples.max(2),
+            sample_ms: sample_ms.max(1),
+        }
+    }
+
     /// Add `bytes` at `now_ms`.
     pub fn record(&mut self, bytes: f64, now_ms: i64) {
         self.expire(now_ms);
         match self.samples.last_mut() {
-            Some((start, v)) if now_ms < *start + SAMPLE_MS => *v += bytes,
+            Some((start, v)) if now_ms < *start + self.sample_ms => *v += bytes,
             _ => self.samples.push((now_ms, bytes)),
         }
-        if self.samples.len() > WINDOW_SAMPLES {
+        if self.samples.len() > self.window_samples {
             self.samples.remove(0);
         }
     }
 
+    /// Kafka's `SampledStat.purgeObsoleteSamples`: a sample as old as
+    /// the whole window is dropped.
     fn expire(&mut self, now_ms: i64) {
-        let horizon = now_ms - SAMPLE_MS * WINDOW_SAMPLES as i64;
-        self.samples
-            .retain(|(start, _)| *start + SAMPLE_MS > horizon);
+        let horizon = now_ms - self.sample_ms * self.window_samples as i64;
+        self.samples.retain(|(start, _)| *start > horizon);
     }
 
     /// Kafka's `Rate.windowSize`: from the oldest sample to now, but at
@@ -319,7 +340,7 @@ impl Rate {
     pub fn window_ms(&self, now_ms: i64) -> i64 {
         let oldest = self.samples.first().map_or(now_ms, |s| s.0);
         let elapsed = (now_ms - oldest).max(0);
-        let min = SAMPLE_MS * (WINDOW_SAMPLES as i64 - 1);
+        let min = self.sample_ms * (self.window_samples as i64 - 1);
         elapsed.max(min)
     }
 

@@ -56,6 +56,22 @@ pub struct ReplicationQuotas {
 }
 
 impl ReplicationQuotas {
+    /// Accounts measured over `window_samples` samples of `sample_ms`
+    /// (`replication.quota.window.num`, `…window.size.seconds`; the
+    /// default is Kafka's 11 × 1 s).
+    pub fn new(window_samples: usize, sample_ms: i64) -> Self {
+        let account = || {
+            Mutex::new(Account {
+                bound: None,
+                rate: Rate::with_window(window_samples, sample_ms),
+            })
+        };
+        Self {
+            leader: account(),
+            follower: account(),
+        }
+    }
+
     fn account(&self, side: Side) -> std::sync::MutexGuard<'_, Account> {
         let m = match side {
             Side::Leader => &self.leader,
@@ -170,5 +186,18 @@ mod tests {
         }
         let r = q.rate(Side::Follower, 30 * SAMPLE_MS);
         assert!((900_000.0..=1_100_000.0).contains(&r), "{r}");
+    }
+
+    #[test]
+    fn a_shorter_window_forgets_a_burst_sooner() {
+        // Three samples of 100 ms: a 1 MB burst reads as 1 MB / 200 ms.
+        let q = ReplicationQuotas::new(3, 100);
+        q.set_bounds(Some(1_000_000.0), None);
+        q.record(Side::Leader, 1_000_000, 0);
+        assert!(q.is_exceeded(Side::Leader, 0));
+        assert!(!q.is_exceeded(Side::Leader, 301), "gone after 3 × 100 ms");
+        let r = ReplicationQuotas::new(3, 100);
+        r.record(Side::Leader, 100_000, 0);
+        assert!((r.rate(Side::Leader, 0) - 500_000.0).abs() < 1.0);
     }
 }

@@ -13,6 +13,8 @@ producer that follows partition leaders. Prints one JSON object last.
   earliest <bootstrap> <topic> <partitions>           (log start offsets)
   alter_config <bootstrap> <topic> key=value ...    (IncrementalAlterConfigs SET)
   describe_config <bootstrap> <topic> <key>          ({"value", "source"})
+  fill <bootstrap> <topic> <partition> <megabytes>   (acks=1, 64 KiB values;
+                                   {"delivered", "bytes", "errors"})
   elect <bootstrap> <preferred|unclean> <timeout_s> [<topic>:<partition> ...]
                                    (ElectLeaders; no partitions = all of them)
 """
@@ -104,6 +106,43 @@ def producer(bootstrap, acks):
             "topic.metadata.refresh.interval.ms": 1000,
         }
     )
+
+
+def fill(bootstrap, topic, partition, megabytes):
+    """`megabytes` MB of incompressible 64 KiB values into one partition,
+    flat out: the data a throttled reassignment then moves."""
+    from confluent_kafka import Producer
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "1",
+            "linger.ms": 10,
+            "batch.size": 1000000,
+            "message.timeout.ms": 120000,
+        }
+    )
+    value = os.urandom(64 * 1024)
+    n = megabytes * 1000 * 1000 // len(value) + 1
+    delivered = [0]
+    errors = []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append(err.name())
+        else:
+            delivered[0] += 1
+
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, value=value, partition=partition, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.05)
+        p.poll(0)
+    p.flush(120)
+    return {"delivered": delivered[0], "bytes": delivered[0] * len(value), "errors": errors}
 
 
 def produce(bootstrap, topic, count, acks, stop_file=None):
@@ -248,6 +287,8 @@ def main():
         out = produce(bootstrap, args[0], int(args[1]), args[2])
     elif cmd == "produce_until":
         out = produce(bootstrap, args[0], 0, args[1], stop_file=args[2])
+    elif cmd == "fill":
+        out = fill(bootstrap, args[0], int(args[1]), int(args[2]))
     elif cmd == "delete_records":
         out = delete_records(bootstrap, args[0], float(args[1]), args[2:])
     elif cmd == "earliest":

@@ -24,9 +24,9 @@ fn admin(args: &[&str]) -> serde_json::Value {
     common::cluster_admin(args)
 }
 
-/// The `.log` segment files of the topic's partition 0 on broker `id`.
-fn segments(c: &mut ReplCluster, id: i32) -> usize {
-    let dir = c.node(id).log_dir().join(format!("{TOPIC}-0"));
+/// The `.log` segment files of `topic`'s partition 0 on broker `id`.
+fn segments_of(c: &mut ReplCluster, topic: &str, id: i32) -> usize {
+    let dir = c.node(id).log_dir().join(format!("{topic}-0"));
     std::fs::read_dir(&dir)
         .map(|rd| {
             rd.filter_map(Result::ok)
@@ -48,14 +48,18 @@ fn produce(c: &ReplCluster) {
 }
 
 fn wait_segments(c: &mut ReplCluster, what: &str, pred: impl Fn(usize) -> bool) {
+    wait_segments_of(c, TOPIC, what, pred);
+}
+
+fn wait_segments_of(c: &mut ReplCluster, topic: &str, what: &str, pred: impl Fn(usize) -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
     loop {
-        let counts: Vec<usize> = (1..=3).map(|id| segments(c, id)).collect();
+        let counts: Vec<usize> = (1..=3).map(|id| segments_of(c, topic, id)).collect();
         if counts.iter().all(|n| pred(*n)) {
             return;
         }
         if std::time::Instant::now() >= deadline {
-            let dir = c.node(1).log_dir().join(format!("{TOPIC}-0"));
+            let dir = c.node(1).log_dir().join(format!("{topic}-0"));
             let files: Vec<(String, u64)> = std::fs::read_dir(&dir)
                 .map(|rd| {
                     rd.filter_map(Result::ok)
@@ -278,41 +282,17 @@ fn broker_configs_reach_every_broker_per_broker_and_cluster_wide() {
         let r = admin(&["produce", &c.bootstrap(), DYN, "150", "all"]);
         assert_eq!(r["delivered"], 150, "{r}");
     }
-    let dir_segments = |c: &mut ReplCluster, id: i32| -> usize {
-        let dir = c.node(id).log_dir().join(format!("{DYN}-0"));
-        std::fs::read_dir(&dir).map_or(0, |rd| {
-            rd.filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
-                .count()
-        })
-    };
-    let wait_all = |c: &mut ReplCluster, what: &str, pred: &dyn Fn(usize) -> bool| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-        loop {
-            let counts: Vec<usize> = (1..=3).map(|id| dir_segments(c, id)).collect();
-            if counts.iter().all(|n| pred(*n)) {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "timed out waiting for {what}: segments per broker {counts:?}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    };
-    wait_all(&mut c, "several segments on every replica", &|n| n >= 3);
+    wait_segments_of(&mut c, DYN, "several segments on every replica", |n| n >= 3);
     wait_broker_key(&c, &[1, 2, 3], "log.retention.ms", (None, DEFAULT_CONFIG));
 
-    let (ok, out) = kafka_configs(
+    let brokers = |c: &ReplCluster, args: &str| {
+        let mut all = vec!["--entity-type", "brokers"];
+        all.extend(args.split(' '));
+        kafka_configs(c, &all)
+    };
+    let (ok, out) = brokers(
         &c,
-        &[
-            "--entity-type",
-            "brokers",
-            "--entity-default",
-            "--alter",
-            "--add-config",
-            "log.retention.ms=1000",
-        ],
+        "--entity-default --alter --add-config log.retention.ms=1000",
     );
     assert!(
         ok && out.contains("Completed updating default config"),
@@ -326,64 +306,31 @@ fn broker_configs_reach_every_broker_per_broker_and_cluster_wide() {
         common::cluster::json(&data),
         serde_json::json!({"version": 1, "config": {"log.retention.ms": "1000"}})
     );
-    wait_broker_key(
-        &c,
-        &[1, 2, 3],
-        "log.retention.ms",
-        (Some("1000"), DYNAMIC_DEFAULT),
+    let default_1000 = (Some("1000"), DYNAMIC_DEFAULT);
+    wait_broker_key(&c, &[1, 2, 3], "log.retention.ms", default_1000);
+    wait_segments_of(
+        &mut c,
+        DYN,
+        "every replica down to its active segment",
+        |n| n == 1,
     );
-    wait_all(&mut c, "every replica down to its active segment", &|n| {
-        n == 1
-    });
 
     // Broker 2 alone: a day's retention and a replication throttle.
-    let (ok, out) = kafka_configs(
+    let (ok, out) = brokers(
         &c,
-        &[
-            "--entity-type",
-            "brokers",
-            "--entity-name",
-            "2",
-            "--alter",
-            "--add-config",
-            "log.retention.ms=86400000,leader.replication.throttled.rate=10000000",
-        ],
+        "--entity-name 2 --alter --add-config log.retention.ms=86400000,leader.replication.throttled.rate=10000000",
     );
     assert!(
         ok && out.contains("Completed updating config for broker 2"),
         "{out}"
     );
-    wait_broker_key(
-        &c,
-        &[2],
-        "log.retention.ms",
-        (Some("86400000"), DYNAMIC_BROKER),
-    );
-    wait_broker_key(
-        &c,
-        &[2],
-        "leader.replication.throttled.rate",
-        (Some("10000000"), DYNAMIC_BROKER),
-    );
-    wait_broker_key(
-        &c,
-        &[1, 3],
-        "log.retention.ms",
-        (Some("1000"), DYNAMIC_DEFAULT),
-    );
+    let day = (Some("86400000"), DYNAMIC_BROKER);
+    wait_broker_key(&c, &[2], "log.retention.ms", day);
+    let rate = (Some("10000000"), DYNAMIC_BROKER);
+    wait_broker_key(&c, &[2], "leader.replication.throttled.rate", rate);
+    wait_broker_key(&c, &[1, 3], "log.retention.ms", default_1000);
     // A static key is refused, as Kafka refuses it.
-    let (ok, out) = kafka_configs(
-        &c,
-        &[
-            "--entity-type",
-            "brokers",
-            "--entity-name",
-            "1",
-            "--alter",
-            "--add-config",
-            "num.partitions=3",
-        ],
-    );
+    let (ok, out) = brokers(&c, "--entity-name 1 --alter --add-config num.partitions=3");
     assert!(
         !ok && out.contains("Cannot update these configs dynamically: Set(num.partitions)"),
         "{out}"
@@ -391,30 +338,13 @@ fn broker_configs_reach_every_broker_per_broker_and_cluster_wide() {
     // A restarted broker reads both layers at start-up.
     c.node(3).stop();
     c.restart(3);
-    wait_broker_key(
-        &c,
-        &[3],
-        "log.retention.ms",
-        (Some("1000"), DYNAMIC_DEFAULT),
-    );
+    wait_broker_key(&c, &[3], "log.retention.ms", default_1000);
     // Deleting the default: back to Kafka's default where no layer is left.
-    let (ok, out) = kafka_configs(
+    let (ok, out) = brokers(
         &c,
-        &[
-            "--entity-type",
-            "brokers",
-            "--entity-default",
-            "--alter",
-            "--delete-config",
-            "log.retention.ms",
-        ],
+        "--entity-default --alter --delete-config log.retention.ms",
     );
     assert!(ok, "{out}");
     wait_broker_key(&c, &[1, 3], "log.retention.ms", (None, DEFAULT_CONFIG));
-    wait_broker_key(
-        &c,
-        &[2],
-        "log.retention.ms",
-        (Some("86400000"), DYNAMIC_BROKER),
-    );
+    wait_broker_key(&c, &[2], "log.retention.ms", day);
 }

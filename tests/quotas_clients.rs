@@ -7,8 +7,11 @@
 //! client id, running at the same time, is not throttled; the quota is
 //! still in force after a restart; a consumer reading from the start under
 //! a 5 MB/s `consumer_byte_rate` is held to it (throttled fetches carry no
-//! data, as Kafka's). Needs `bash tests/run.sh` (JDK, Kafka
-//! jars, the venv).
+//! data, as Kafka's); a `request_percentage` of 1% of a thread throttles
+//! a client sending Metadata requests flat out (throttle_time_ms > 0 in
+//! its Metadata answers, the connection muted that long), while another
+//! client id sending the same is never throttled. Needs `bash
+//! tests/run.sh` (JDK, Kafka jars, the venv).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -187,4 +190,86 @@ fn a_consumer_byte_rate_holds_a_consumer_reading_from_the_start() {
     );
     assert!(r["throttle_events"].as_u64().unwrap() > 0, "{r}");
     broker.stop();
+}
+
+/// Metadata requests (all topics) on `conn` until one answer carries a
+/// throttle or `max` were sent: (requests sent, the first throttle seen in
+/// ms, the time until the next answer came after it).
+fn metadata_until_throttled(conn: &mut Conn, max: usize) -> (usize, i32, std::time::Duration) {
+    use kafka_protocol::messages::MetadataRequest;
+    let request = MetadataRequest::default().with_topics(None);
+    for n in 1..=max {
+        let r = conn.call(9, &request);
+        if r.throttle_time_ms > 0 {
+            let t0 = std::time::Instant::now();
+            let _ = conn.call(9, &request);
+            return (n, r.throttle_time_ms, t0.elapsed());
+        }
+    }
+    (max, 0, std::time::Duration::ZERO)
+}
+
+#[test]
+fn a_request_percentage_throttles_one_client_id_and_spares_the_others() {
+    let broker = Broker::start();
+    let topic = unique_topic("quota-req");
+    Conn::open(&broker).create_topic(&topic, 50, &[]);
+    let out = alter_client(&broker, "--add-config", "request_percentage=1", "busy-app");
+    assert!(
+        out.contains("Completed updating config for client busy-app"),
+        "{out}"
+    );
+    let described = describe_client(&broker, "busy-app");
+    assert!(described.contains("request_percentage=1.0"), "{described}");
+
+    // 1% of a thread over the 11 s window: about 110 ms of handling, a few
+    // thousand Metadata requests at most.
+    let mut busy = Conn::open(&broker).with_client_id("busy-app");
+    let (sent, throttle_ms, muted) = metadata_until_throttled(&mut busy, 50_000);
+    eprintln!(
+        "busy-app: throttled ({throttle_ms} ms) after {sent} requests; next answer after {muted:?}"
+    );
+    assert!(
+        throttle_ms > 0,
+        "no throttle_time_ms after {sent} Metadata requests"
+    );
+    // KIP-219: the answer came at once and the connection was muted for
+    // the throttle time before the next request was read.
+    assert!(
+        muted.as_millis() as f64 >= 0.8 * f64::from(throttle_ms),
+        "next answer after {muted:?}, throttle {throttle_ms} ms"
+    );
+    let mut other = Conn::open(&broker).with_client_id("idle-app");
+    let (sent_other, other_ms, _) = metadata_until_throttled(&mut other, sent.max(200) * 2);
+    assert_eq!(
+        other_ms, 0,
+        "another client id was throttled after {sent_other} requests"
+    );
+    // Side by side over the same span: the quota'd client gets a small
+    // share of the requests the other gets, and is told why.
+    let span = std::time::Duration::from_secs(2);
+    let (busy_n, busy_throttled) = requests_in(&mut busy, span);
+    let (other_n, other_throttled) = requests_in(&mut other, span);
+    eprintln!("in {span:?}: busy-app {busy_n} requests ({busy_throttled} throttled), idle-app {other_n} ({other_throttled})");
+    assert!(busy_throttled > 0 && other_throttled == 0);
+    assert!(
+        busy_n * 3 < other_n,
+        "busy-app sent {busy_n} requests, idle-app {other_n}"
+    );
+    broker.stop();
+}
+
+/// Metadata requests sent on `conn` for `span`, and how many answers
+/// carried a throttle.
+fn requests_in(conn: &mut Conn, span: std::time::Duration) -> (usize, usize) {
+    use kafka_protocol::messages::MetadataRequest;
+    let request = MetadataRequest::default().with_topics(None);
+    let t0 = std::time::Instant::now();
+    let (mut n, mut throttled) = (0, 0);
+    while t0.elapsed() < span {
+        let r = conn.call(9, &request);
+        n += 1;
+        throttled += usize::from(r.throttle_time_ms > 0);
+    }
+    (n, throttled)
 }

@@ -166,10 +166,10 @@ impl QuotaConfigs {
     }
 }
 
-/// Whether any byte-rate quota applies to `client_id` (user
-/// [`ANONYMOUS`]).
+/// Whether any quota (byte rates, request percentage) applies to
+/// `client_id` (user [`ANONYMOUS`]).
 pub fn applies_to(configs: &QuotaConfigs, client_id: &str) -> bool {
-    [PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE]
+    [PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE]
         .iter()
         .any(|k| configs.resolve(k, ANONYMOUS, client_id).is_some())
 }

@@ -20,6 +20,7 @@ pub mod record_walk;
 pub mod schema;
 #[cfg(test)]
 pub mod test_records;
+pub mod throttle_field;
 pub mod topic_name;
 pub mod varint;
 

@@ -18,12 +18,17 @@ use glommio::net::TcpStream;
 use kafka_protocol::messages::ApiKey;
 
 use super::dispatch::{frame_response, route, Routing};
+use super::handlers::quota_common::{request_quota_applies, request_throttle_ms};
 use super::handlers::{Request, Response};
 use super::in_order::InOrder;
 use super::out::{write_parts, ConnWriter, OutPart};
+use crate::io::clock::Clock;
 use crate::io::local_sync::{Notify, Trigger};
 use crate::protocol::frame::{frame_len, take_frame};
-use crate::protocol::header::{decode_request_header, peek_fixed};
+use crate::protocol::header::{decode_request_header, peek_fixed, RequestHeader};
+use crate::protocol::throttle_field::{
+    exempt_from_request_quota, leads_with_throttle_time, raise_throttle_time,
+};
 use crate::shard::ShardContext;
 
 /// Requests read ahead of their responses per connection; past this the
@@ -289,6 +294,10 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
                 .set(crate::metadata::quotas::applies_to(&quotas, client));
         }
     }
+    // request_percentage: only quota'd clients' requests are timed.
+    let request_quota = conn.one_at_a_time.get()
+        && !exempt_from_request_quota(header.api_key)
+        && request_quota_applies(&conn.ctx, header.client_id.as_deref().unwrap_or(""));
     let seq = conn.in_order.borrow_mut().on_request();
     let conn = conn.clone();
     let received = (header.api_key == ApiKey::Produce).then(|| conn.ctx.clock.mono_ns());
@@ -299,15 +308,23 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
             client_host: conn.client_host.clone(),
         };
         let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();
-        let outcome = match run.await {
-            Ok(Ok(Response::Body(parts))) => {
-                Outcome::Respond(frame_response(&header, parts), received, 0)
-            }
+        let (result, request_ms) = if request_quota {
+            let (result, busy_ns) = busy_time(run, &*conn.ctx.clock).await;
+            let client = header.client_id.as_deref().unwrap_or("");
+            let ms = request_throttle_ms(&conn.ctx, client, busy_ns).await;
+            (result, ms)
+        } else {
+            (run.await, 0)
+        };
+        let outcome = match result {
+            Ok(Ok(Response::Body(parts))) => respond(&header, parts, received, 0, request_ms),
             Ok(Ok(Response::Throttled { parts, throttle_ms })) => {
-                Outcome::Respond(frame_response(&header, parts), received, throttle_ms)
+                respond(&header, parts, received, throttle_ms, request_ms)
             }
-            Ok(Ok(Response::NoResponse)) => Outcome::Nothing(0),
-            Ok(Ok(Response::MuteOnly { throttle_ms })) => Outcome::Nothing(throttle_ms),
+            Ok(Ok(Response::NoResponse)) => Outcome::Nothing(request_ms),
+            Ok(Ok(Response::MuteOnly { throttle_ms })) => {
+                Outcome::Nothing(throttle_ms.max(request_ms))
+            }
             Ok(Err(e)) => {
                 Outcome::Close(format!("{:?} v{}: {e}", header.api_key, header.api_version))
             }
@@ -325,6 +342,49 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
     })
     .detach();
     true
+}
+
+/// The framed answer; a request-quota throttle (`request_ms`) goes into
+/// the body's `throttle_time_ms` where the response opens with it (the
+/// larger of the two), and the connection is muted for the larger.
+fn respond(
+    header: &RequestHeader,
+    mut parts: Vec<OutPart>,
+    received: Option<u64>,
+    throttle_ms: u64,
+    request_ms: u64,
+) -> Outcome {
+    if request_ms > 0 && leads_with_throttle_time(header.api_key, header.api_version) {
+        if let Some(OutPart::Bytes(first)) = parts.first_mut() {
+            let ms = i32::try_from(request_ms).unwrap_or(i32::MAX);
+            if let Some(raised) = raise_throttle_time(first, ms) {
+                *first = bytes::Bytes::from(raised);
+            }
+        }
+    }
+    Outcome::Respond(
+        frame_response(header, parts),
+        received,
+        throttle_ms.max(request_ms),
+    )
+}
+
+/// Run `fut`, adding up the time its polls take on this shard (Kafka's
+/// request-handler thread time; waits on other shards, the disk or the
+/// purgatory are not counted).
+async fn busy_time<F: std::future::Future + Unpin>(
+    mut fut: F,
+    clock: &dyn Clock,
+) -> (F::Output, u64) {
+    let mut busy = 0u64;
+    let out = futures_lite::future::poll_fn(|cx| {
+        let start = clock.mono_ns();
+        let r = std::pin::Pin::new(&mut fut).poll(cx);
+        busy += clock.mono_ns().saturating_sub(start);
+        r
+    })
+    .await;
+    (out, busy)
 }
 
 /// No request is read for `ms` from now (0: nothing changes).

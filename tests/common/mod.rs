@@ -280,11 +280,25 @@ pub fn request_frame<T: Encodable>(
     correlation_id: i32,
     body: &T,
 ) -> Vec<u8> {
+    request_frame_as(TEST_CLIENT_ID, api_key, version, correlation_id, body)
+}
+
+/// The client id of [`request_frame`] and of a [`Conn`] by default.
+pub const TEST_CLIENT_ID: &str = "shardlog-test";
+
+/// [`request_frame`] with another client id.
+pub fn request_frame_as<T: Encodable>(
+    client_id: &str,
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &T,
+) -> Vec<u8> {
     let mut header = RequestHeader::default();
     header.request_api_key = api_key as i16;
     header.request_api_version = version;
     header.correlation_id = correlation_id;
-    header.client_id = Some(StrBytes::from_static_str("shardlog-test"));
+    header.client_id = Some(StrBytes::from_string(client_id.to_owned()));
     let mut buf = BytesMut::new();
     encode_request_header_into_buffer(&mut buf, &header).expect("header");
     body.encode(&mut buf, version).expect("body");
@@ -568,6 +582,7 @@ pub const MAX_TIMESTAMP: i64 = -3;
 pub struct Conn {
     pub stream: TcpStream,
     next_correlation_id: i32,
+    client_id: String,
 }
 
 impl Conn {
@@ -575,7 +590,14 @@ impl Conn {
         Conn {
             stream: broker.connect(),
             next_correlation_id: 1,
+            client_id: TEST_CLIENT_ID.to_owned(),
         }
+    }
+
+    /// The same connection sending `client_id` in its request headers.
+    pub fn with_client_id(mut self, client_id: &str) -> Conn {
+        self.client_id = client_id.to_owned();
+        self
     }
 
     /// A connection to any Kafka-protocol broker at `addr` (host:port),
@@ -589,6 +611,7 @@ impl Conn {
         Conn {
             stream,
             next_correlation_id: 1,
+            client_id: TEST_CLIENT_ID.to_owned(),
         }
     }
 
@@ -597,7 +620,7 @@ impl Conn {
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id += 1;
         let key = ApiKey::try_from(Q::KEY).expect("known api key");
-        let frame = request_frame(key, version, correlation_id, req);
+        let frame = request_frame_as(&self.client_id, key, version, correlation_id, req);
         self.stream.write_all(&frame).expect("write request");
         correlation_id
     }

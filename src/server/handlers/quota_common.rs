@@ -1,5 +1,7 @@
 //! `[drv]` Client-quota throttling shared by the handlers that measure
-//! bytes (Produce: `producer_byte_rate`; Fetch: `consumer_byte_rate`):
+//! bytes (Produce: `producer_byte_rate`; Fetch: `consumer_byte_rate`) and
+//! by the connection, which measures every request's time on the shard
+//! (`request_percentage`):
 //! whether a quota applies to the client (user `ANONYMOUS` on PLAINTEXT,
 //! its client id), the broker-wide account on the control shard, and how
 //! the throttle reaches the client (KIP-219).
@@ -35,11 +37,51 @@ pub async fn fetch_throttle_ms(ctx: &ShardContext, client_id: &str, bytes: usize
     .await
 }
 
+/// `request_percentage` (Kafka's `ClientRequestQuotaManager`): `busy_ns`
+/// of this shard's time spent on one request, as percent-seconds of one
+/// thread (`nanosToPercentage`), against the client's bound; the
+/// throttle time (ms) it earns.
+pub async fn request_throttle_ms(ctx: &ShardContext, client_id: &str, busy_ns: u64) -> u64 {
+    let percent_seconds = busy_ns as f64 * 100.0 / 1e9;
+    record_value(
+        ctx,
+        crate::metadata::quotas::REQUEST_PERCENTAGE,
+        client_id,
+        percent_seconds,
+        false,
+    )
+    .await
+}
+
+/// Whether `request_percentage` applies to this client.
+pub fn request_quota_applies(ctx: &ShardContext, client_id: &str) -> bool {
+    let snapshot = ctx.snapshot();
+    !snapshot.client_quotas.is_empty()
+        && snapshot
+            .client_quotas
+            .resolve(
+                crate::metadata::quotas::REQUEST_PERCENTAGE,
+                ANONYMOUS,
+                client_id,
+            )
+            .is_some()
+}
+
 async fn record(
     ctx: &ShardContext,
     key: &str,
     client_id: &str,
     bytes: usize,
+    refund_if_throttled: bool,
+) -> u64 {
+    record_value(ctx, key, client_id, bytes as f64, refund_if_throttled).await
+}
+
+async fn record_value(
+    ctx: &ShardContext,
+    key: &str,
+    client_id: &str,
+    value: f64,
     refund_if_throttled: bool,
 ) -> u64 {
     let snapshot = ctx.snapshot();
@@ -52,7 +94,7 @@ async fn record(
     let call = QuotaCall::Record {
         key: key.to_owned(),
         applied,
-        bytes: bytes as f64,
+        bytes: value,
         now_ms: ctx.clock.wall_ms(),
         refund_if_throttled,
     };

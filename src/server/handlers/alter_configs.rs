@@ -3,11 +3,12 @@
 //! kafka-python's `alter_configs` sends).
 //!
 //! Topic resources go to the control shard (INVALID_CONFIG with Kafka's
-//! message when a value fails validation); broker resources are refused
-//! with INVALID_REQUEST, as Kafka answers a change to a config it cannot
-//! update dynamically (ZkAdminManager.alterConfigs maps the
-//! ConfigException to InvalidRequestException); shardlog's broker configs
-//! are all static.
+//! message when a value fails validation); a broker resource (this
+//! broker's id, or empty for `<default>`) replaces that entity's dynamic
+//! config (`shard::broker_configs`); a static key there is INVALID_REQUEST,
+//! as Kafka answers a change to a config it cannot update dynamically
+//! (ZkAdminManager.alterConfigs maps the ConfigException to
+//! InvalidRequestException).
 
 use std::collections::BTreeMap;
 use std::rc::Rc;

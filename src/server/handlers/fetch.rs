@@ -10,7 +10,8 @@
 //! LEO, its epochs are checked (`current_leader_epoch`, and the KIP-320
 //! `last_fetched_epoch` → `diverging_epoch`), and the leader records its
 //! fetch offset as its LEO (`replication::partition::leader`). v17 adds
-//! only the tagged `ReplicaDirectoryId` (KIP-853; ignored here).
+//! only the tagged `ReplicaDirectoryId` (KIP-853; ignored here). The
+//! leader-side replication quota applies to it (`throttle_leader`).
 //!
 //! Record bytes are never copied: owners return cached `Bytes` or segment
 //! file regions; the response is header chunks interleaved with those

@@ -82,8 +82,8 @@ use common::cluster::wait_for;
 use common::link::Link;
 use common::run_py_script;
 use replica_cluster::{
-    check, drain, hw_checkpoint, leader_epochs, stored_batches, HistoryProducer, ReplCluster,
-    System,
+    assert_history_ok, assert_replicas_identical, check, drain, hw_checkpoint, leader_epochs,
+    stored_batches, HistoryProducer, ReplCluster, System,
 };
 
 /// ZooKeeper session: a dead or isolated broker is noticed within ~3 s.
@@ -190,18 +190,6 @@ fn assert_replicating(c: &ReplCluster, topic: &str, p: i32, secs: u64) {
     }
 }
 
-/// The history check passed: nothing lost, duplicated, moved, reordered.
-fn assert_history_ok(system: System, what: &str, report: &serde_json::Value) {
-    assert!(
-        report["ok"] == true,
-        "{system:?} {what}: history check failed (lost {}, duplicates {}, moved {}, reordered {}):\n{report:#}",
-        report["lost_count"],
-        report["duplicate_count"],
-        report["moved_count"],
-        report["reordered_count"]
-    );
-}
-
 /// One file with the lines of several acked files (one check over them).
 fn concat(c: &ReplCluster, name: &str, files: &[&Path]) -> std::path::PathBuf {
     let out = c.path(name);
@@ -211,59 +199,6 @@ fn concat(c: &ReplCluster, name: &str, files: &[&Path]) -> std::path::PathBuf {
     }
     std::fs::write(&out, text).expect("write");
     out
-}
-
-/// Stop every broker cleanly, then compare each partition's stored batches
-/// across the replicas up to the lowest checkpointed HW; returns that HW
-/// per partition.
-fn assert_replicas_identical(c: &mut ReplCluster, topic: &str, partitions: i32) -> Vec<i64> {
-    for n in &mut c.nodes {
-        n.stop();
-    }
-    let mut hws = Vec::new();
-    for p in 0..partitions {
-        let per: Vec<(i32, i64, Vec<replica_cluster::StoredBatch>)> = c
-            .nodes
-            .iter()
-            .map(|n| {
-                let hw = hw_checkpoint(&n.log_dir())
-                    .get(&(topic.to_string(), p))
-                    .copied()
-                    .unwrap_or_else(|| {
-                        panic!(
-                            "{:?}: broker {} wrote no HW for {topic}-{p} in its \
-                             replication-offset-checkpoint",
-                            c.system, n.id
-                        )
-                    });
-                (n.id, hw, stored_batches(&n.log_dir(), topic, p))
-            })
-            .collect();
-        let hw = per.iter().map(|x| x.1).min().unwrap();
-        let upto = |b: &[replica_cluster::StoredBatch]| {
-            b.iter()
-                .filter(|b| b.last_offset < hw)
-                .copied()
-                .collect::<Vec<_>>()
-        };
-        let first = upto(&per[0].2);
-        for (id, _, batches) in &per[1..] {
-            assert_eq!(
-                upto(batches),
-                first,
-                "{:?}: {topic}-{p}: broker {id}'s batches below HW {hw} differ from broker {}'s",
-                c.system,
-                per[0].0
-            );
-        }
-        assert!(
-            first.last().map(|b| b.last_offset + 1) == Some(hw) || hw == 0,
-            "{:?}: {topic}-{p}: HW {hw} is not a batch boundary of the replicas' logs",
-            c.system
-        );
-        hws.push(hw);
-    }
-    hws
 }
 
 // ---------------------------------------------------------------------------

@@ -305,6 +305,29 @@ impl ReplCluster {
     /// ZooKeeper and brokers 1..=n with `settings` (Kafka key names; both
     /// systems read the same keys), all registered.
     pub fn start(system: System, n: i32, settings: &[&str]) -> ReplCluster {
+        let systems: Vec<System> = (0..n).map(|_| system).collect();
+        Self::start_nodes(system, &systems, settings, false)
+    }
+
+    /// A mixed cluster: broker `i + 1` runs `systems[i]`; each is started
+    /// once the one before registered, so the first to start becomes the
+    /// controller. `system` is Kafka when any broker is (the longer waits).
+    pub fn start_mixed(systems: &[System], settings: &[&str]) -> ReplCluster {
+        let system = if systems.contains(&System::Kafka) {
+            System::Kafka
+        } else {
+            System::Shardlog
+        };
+        Self::start_nodes(system, systems, settings, true)
+    }
+
+    fn start_nodes(
+        system: System,
+        systems: &[System],
+        settings: &[&str],
+        one_by_one: bool,
+    ) -> ReplCluster {
+        let n = systems.len() as i32;
         let zk = ZkServer::standalone();
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("cluster dir");
         let mut nodes = Vec::new();
@@ -323,7 +346,7 @@ impl ReplCluster {
             s.extend(settings.iter().map(|x| x.to_string()));
             nodes.push(Node {
                 id,
-                system,
+                system: systems[id as usize - 1],
                 link: Link::start("127.0.0.1:1"),
                 zk_link,
                 proc: None,
@@ -333,19 +356,24 @@ impl ReplCluster {
                 settings: s,
             });
         }
-        for node in &mut nodes {
-            if system == System::Kafka {
-                node.link
-                    .set_target(&format!("127.0.0.1:{}", node.kafka_port));
-            }
-            node.spawn();
-        }
-        let c = ReplCluster {
+        let mut c = ReplCluster {
             system,
             zk,
             nodes,
             dir,
         };
+        for node in &mut c.nodes {
+            if node.system == System::Kafka {
+                node.link
+                    .set_target(&format!("127.0.0.1:{}", node.kafka_port));
+            }
+        }
+        for id in 1..=n {
+            c.node(id).spawn();
+            if one_by_one {
+                c.wait_registered(id);
+            }
+        }
         for id in 1..=n {
             c.wait_registered(id);
         }
@@ -367,7 +395,7 @@ impl ReplCluster {
 
     fn wait_registered(&self, id: i32) {
         let node = self.nodes.iter().find(|n| n.id == id).expect("node");
-        let limit = self.system.start_limit_s();
+        let limit = node.system.start_limit_s();
         let start = Instant::now();
         loop {
             let ids = children(&self.zk.address(), "/brokers/ids");
@@ -375,7 +403,7 @@ impl ReplCluster {
             if ids.contains(&id.to_string()) && port_up {
                 eprintln!(
                     "[{:?} broker {id} registered after {:.1} s]",
-                    self.system,
+                    node.system,
                     start.elapsed().as_secs_f64()
                 );
                 return;
@@ -383,7 +411,7 @@ impl ReplCluster {
             assert!(
                 start.elapsed() < Duration::from_secs(limit),
                 "{:?} broker {id} not registered in ZooKeeper after {limit} s:\n{}",
-                self.system,
+                node.system,
                 node.output_tail()
             );
             std::thread::sleep(Duration::from_millis(100));
@@ -693,6 +721,71 @@ pub fn check(acked_file: &Path, read_file: &Path) -> serde_json::Value {
             read_file.display().to_string(),
         ],
     )
+}
+
+/// The history check passed: nothing lost, duplicated, moved, reordered.
+pub fn assert_history_ok(system: System, what: &str, report: &serde_json::Value) {
+    assert!(
+        report["ok"] == true,
+        "{system:?} {what}: history check failed (lost {}, duplicates {}, moved {}, reordered {}):\n{report:#}",
+        report["lost_count"],
+        report["duplicate_count"],
+        report["moved_count"],
+        report["reordered_count"]
+    );
+}
+
+/// Stop every broker cleanly, then compare each partition's stored batches
+/// across the replicas up to the lowest checkpointed HW; returns that HW
+/// per partition.
+pub fn assert_replicas_identical(c: &mut ReplCluster, topic: &str, partitions: i32) -> Vec<i64> {
+    for n in &mut c.nodes {
+        n.stop();
+    }
+    let mut hws = Vec::new();
+    for p in 0..partitions {
+        let per: Vec<(i32, i64, Vec<StoredBatch>)> = c
+            .nodes
+            .iter()
+            .map(|n| {
+                let hw = hw_checkpoint(&n.log_dir())
+                    .get(&(topic.to_string(), p))
+                    .copied()
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "{:?}: broker {} wrote no HW for {topic}-{p} in its \
+                             replication-offset-checkpoint",
+                            c.system, n.id
+                        )
+                    });
+                (n.id, hw, stored_batches(&n.log_dir(), topic, p))
+            })
+            .collect();
+        let hw = per.iter().map(|x| x.1).min().unwrap();
+        let upto = |b: &[StoredBatch]| {
+            b.iter()
+                .filter(|b| b.last_offset < hw)
+                .copied()
+                .collect::<Vec<_>>()
+        };
+        let first = upto(&per[0].2);
+        for (id, _, batches) in &per[1..] {
+            assert_eq!(
+                upto(batches),
+                first,
+                "{:?}: {topic}-{p}: broker {id}'s batches below HW {hw} differ from broker {}'s",
+                c.system,
+                per[0].0
+            );
+        }
+        assert!(
+            first.last().map(|b| b.last_offset + 1) == Some(hw) || hw == 0,
+            "{:?}: {topic}-{p}: HW {hw} is not a batch boundary of the replicas' logs",
+            c.system
+        );
+        hws.push(hw);
+    }
+    hws
 }
 
 // ---------------------------------------------------------------------------

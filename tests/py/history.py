@@ -69,7 +69,9 @@ def check(acked, read):
     lost:        acknowledged values never read (must be empty with unclean
                  election off);
     duplicates:  values read more than once (none with idempotence);
-    moved:       acknowledged at one offset, read at another;
+    moved:       acknowledged at one offset, read at another (an ack with
+                 offset -1, librdkafka's implicit ack, names no offset and
+                 is checked for loss and duplicates only);
     reordered:   per partition, a producer's sequence not increasing with
                  the offset (order kept);
     offsets_not_growing / epochs_not_growing: per partition, read offsets
@@ -91,7 +93,7 @@ def check(acked, read):
     moved = [
         {"value": v, "acked": a, "read": read_at[v]}
         for v, a in sorted(acked_at.items())
-        if v in read_at and read_at[v] != a
+        if v in read_at and a[1] >= 0 and read_at[v] != a
     ]
     unacked_read = sorted(v for v in read_at if v not in acked_at)
 
@@ -179,27 +181,23 @@ def target_partition(opts, i, partitions):
     return i % partitions
 
 
-def flush(p, timeout_s):
-    """Producer.flush, again when interrupted: once, after a 10-round
-    reassignment run, confluent-kafka's flush raised "SystemError:
-    _PyErr_SetObject: exception <class 'str'> is not a BaseException
-    subclass" with records still in flight; the outcomes of those come
-    with the next flush."""
-    for attempt in range(3):
-        try:
-            return p.flush(timeout_s)
-        except SystemError as e:
-            print("flush interrupted (%r); flushing again" % (e,), file=sys.stderr)
-    return p.flush(timeout_s)
-
-
 def produce_confluent(bootstrap, topic, partitions, out, opts):
     from confluent_kafka import Producer
 
     idem = opts.get("idempotence", "1") == "1"
     acks = opts.get("acks", "all")
+    def on_error(err):
+        # Client-level errors (a broker down, …) counted; a fatal one is
+        # named in the report.
+        k = err.name()
+        state["client_errors"][k] = state["client_errors"].get(k, 0) + 1
+        if err.fatal():
+            state["fatal"] = "%s: %s" % (k, err.str())
+            print("fatal producer error: %s" % state["fatal"], file=sys.stderr)
+
     p = Producer({
         "bootstrap.servers": bootstrap,
+        "error_cb": on_error,
         "acks": acks,
         "enable.idempotence": idem,
         "linger.ms": 5,
@@ -212,7 +210,7 @@ def produce_confluent(bootstrap, topic, partitions, out, opts):
         **({"retries": int(opts["retries"])} if "retries" in opts else {}),
     })
     name = opts.get("producer", "p")
-    state = {"acked": 0, "failed": 0, "errors": {}}
+    state = {"acked": 0, "failed": 0, "errors": {}, "client_errors": {}, "fatal": None}
 
     def on_delivery(err, msg):
         if err is not None:
@@ -221,7 +219,15 @@ def produce_confluent(bootstrap, topic, partitions, out, opts):
             state["errors"][k] = state["errors"].get(k, 0) + 1
         else:
             state["acked"] += 1
-            out.write("%d %d %s\n" % (msg.partition(), msg.offset(), msg.value().decode()))
+            # librdkafka acknowledges a message implicitly, with no offset,
+            # when a later batch of its partition was acknowledged while
+            # this one's own answer was lost (rd_kafka_dr_implicit_ack: a
+            # broker killed with the request in flight): -1 then.
+            offset = msg.offset()
+            if offset is None:
+                offset = -1
+                state["acked_without_offset"] = state.get("acked_without_offset", 0) + 1
+            out.write("%d %d %s\n" % (msg.partition(), offset, msg.value().decode()))
 
     rate = float(opts.get("rate", "0"))
     start = time.monotonic()
@@ -239,9 +245,11 @@ def produce_confluent(bootstrap, topic, partitions, out, opts):
         except BufferError:
             p.poll(0.05)
         p.poll(0)
-    left = flush(p, int(opts.get("timeout-ms", "120000")) / 1000 + 10)
+    left = p.flush(int(opts.get("timeout-ms", "120000")) / 1000 + 10)
     return {"sent": i, "acked": state["acked"], "failed": state["failed"],
-            "errors": state["errors"], "unflushed": left}
+            "errors": state["errors"], "unflushed": left,
+            "client_errors": state["client_errors"], "fatal": state["fatal"],
+            "acked_without_offset": state.get("acked_without_offset", 0)}
 
 
 def produce_kafka_python(bootstrap, topic, partitions, out, opts):

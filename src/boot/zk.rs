@@ -19,8 +19,8 @@ use futures_lite::future::BoxedLocal;
 
 use crate::controller::rebalance::ElectionType;
 use crate::controller::zk_mode::{
-    AlterAnswer, AlterAsk, ControllerSettings, ElectAnswer, Reconnect, ShutdownAnswer,
-    ShutdownRefusal, ZkBroker,
+    AllocateAnswer, AlterAnswer, AlterAsk, ControllerSettings, ElectAnswer, Reconnect,
+    ShutdownAnswer, ShutdownRefusal, ZkBroker,
 };
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
@@ -233,6 +233,20 @@ impl ControllerQueue for Queue {
         Box::pin(async move {
             match queue.upgrade() {
                 Some(b) => b.request_elect_leaders(kind, partitions).await,
+                None => Err(ErrorCode::NOT_CONTROLLER),
+            }
+        })
+    }
+
+    fn allocate_producer_ids(
+        &self,
+        broker: BrokerId,
+        broker_epoch: i64,
+    ) -> BoxedLocal<AllocateAnswer> {
+        let queue = self.0.clone();
+        Box::pin(async move {
+            match queue.upgrade() {
+                Some(b) => b.request_allocate_producer_ids(broker, broker_epoch).await,
                 None => Err(ErrorCode::NOT_CONTROLLER),
             }
         })

@@ -138,6 +138,12 @@ pub enum Event {
     },
     /// The auto leader rebalance's timer (controller term only).
     AutoRebalance,
+    /// Another broker's AllocateProducerIds (KIP-730).
+    AllocateProducerIds {
+        broker: BrokerId,
+        broker_epoch: i64,
+        reply: Reply<producer_ids::AllocateAnswer>,
+    },
     /// An admin client's AlterPartitionReassignments.
     AlterReassignments {
         asked: reassign::ReassignAsk,
@@ -402,6 +408,9 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                         reply.put(Err(ErrorCode::NOT_CONTROLLER))
                     }
                     Event::ElectLeaders { reply, .. } => reply.put(Err(ErrorCode::NOT_CONTROLLER)),
+                    Event::AllocateProducerIds { reply, .. } => {
+                        reply.put(Err(ErrorCode::NOT_CONTROLLER))
+                    }
                     Event::AlterReassignments { reply, .. } => {
                         reply.put(Err(ErrorCode::NOT_CONTROLLER))
                     }
@@ -429,6 +438,11 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                     reply,
                 } => reply.put(self.elect_on_request(kind, partitions).await),
                 Event::AutoRebalance => self.auto_rebalance().await,
+                Event::AllocateProducerIds {
+                    broker,
+                    broker_epoch,
+                    reply,
+                } => reply.put(self.allocate_producer_ids(broker, broker_epoch).await),
                 Event::AlterReassignments { asked, reply } => {
                     reply.put(self.alter_reassignments(asked).await)
                 }
@@ -860,11 +874,13 @@ mod events;
 mod isr;
 mod partitions;
 mod preferred;
+mod producer_ids;
 mod reassign;
 mod replicas;
 mod shutdown;
 pub use isr::{AlterAnswer, AlterAsk, AlterItem};
 pub use preferred::ElectAnswer;
+pub use producer_ids::AllocateAnswer;
 pub use reassign::{ListAnswer, ReassignAnswer, ReassignAsk};
 pub use shutdown::ShutdownRefusal;
 

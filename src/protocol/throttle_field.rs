@@ -55,7 +55,7 @@ pub fn leads_with_throttle_time(api: Api, version: i16) -> bool {
 /// Requests the request quota does not measure: the controller's and
 /// other brokers' cluster actions.
 pub fn exempt_from_request_quota(api: Api) -> bool {
-    matches!(api, Api::Zk(_)) || api == ApiKey::AlterPartition
+    matches!(api, Api::Zk(_)) || api == ApiKey::AlterPartition || api == ApiKey::AllocateProducerIds
 }
 
 /// `body` with its leading `throttle_time_ms` raised to `ms` (kept when

@@ -49,6 +49,10 @@ pub const ROUTES: &[Route] = &[
         handle: handlers::elect_leaders::handle,
     },
     Route {
+        range: handlers::allocate_producer_ids::VERSIONS,
+        handle: handlers::allocate_producer_ids::handle,
+    },
+    Route {
         range: handlers::describe_client_quotas::VERSIONS,
         handle: handlers::describe_client_quotas::handle,
     },

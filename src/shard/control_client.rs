@@ -9,7 +9,9 @@ use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, Re
 use super::mesh::MeshError;
 use crate::controller::rebalance::ElectionType;
 use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall};
-use crate::controller::zk_mode::{AlterAnswer, AlterAsk, ElectAnswer, ShutdownAnswer};
+use crate::controller::zk_mode::{
+    AllocateAnswer, AlterAnswer, AlterAsk, ElectAnswer, ShutdownAnswer,
+};
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use crate::metadata::update_metadata::UpdateMetadata;
@@ -118,6 +120,26 @@ impl ShardContext {
             ShardResponse::Control(ControlResponse::ElectLeaders(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected ElectLeaders answer");
+                Err(MeshError::PeerGone(self.control_peer()))
+            }
+        }
+    }
+
+    /// Another broker's AllocateProducerIds, to this broker's controller
+    /// part.
+    pub async fn allocate_producer_ids(
+        &self,
+        broker: BrokerId,
+        broker_epoch: i64,
+    ) -> Result<AllocateAnswer, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::AllocateProducerIds {
+            broker,
+            broker_epoch,
+        });
+        match self.call(self.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::AllocateProducerIds(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected AllocateProducerIds answer");
                 Err(MeshError::PeerGone(self.control_peer()))
             }
         }

@@ -17,8 +17,8 @@ use crate::controller::channel::ControllerChannel;
 use crate::controller::rebalance::ElectionType;
 use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall};
 use crate::controller::zk_mode::{
-    AlterAnswer, AlterAsk, ElectAnswer, ListAnswer, ReassignAnswer, ReassignAsk, Reply,
-    ShutdownAnswer, ShutdownRefusal,
+    AllocateAnswer, AlterAnswer, AlterAsk, ElectAnswer, ListAnswer, ReassignAnswer, ReassignAsk,
+    Reply, ShutdownAnswer, ShutdownRefusal,
 };
 use crate::controller::Controller;
 use crate::metadata::hosted::HostedPartitions;
@@ -74,6 +74,8 @@ pub enum ControlRequest {
     /// An admin client's AlterPartitionReassignments or
     /// ListPartitionReassignments, for this broker's controller.
     Reassignments(ReassignmentCall),
+    /// Another broker's AllocateProducerIds, for this broker's controller.
+    AllocateProducerIds { broker: BrokerId, broker_epoch: i64 },
     /// Client quotas: AlterClientQuotas, DescribeClientQuotas, and the
     /// bytes of a request a quota applies to.
     ClientQuotas(QuotaCall),
@@ -119,6 +121,7 @@ pub enum ControlResponse {
     ElectLeaders(ElectAnswer),
     Reassignments(ReassignmentReply),
     ClientQuotas(QuotaReply),
+    AllocateProducerIds(AllocateAnswer),
     BrokerConfigs(Result<(), AdminFailure>),
     AlterPartition(IsrChangeAnswer),
     AlterPartitionReceived(AlterAnswer),
@@ -188,6 +191,11 @@ pub trait ControllerQueue {
         partitions: Option<BTreeSet<TopicPartition>>,
     ) -> BoxedLocal<ElectAnswer>;
     fn reassignments(&self, call: ReassignmentCall) -> BoxedLocal<ReassignmentReply>;
+    fn allocate_producer_ids(
+        &self,
+        broker: BrokerId,
+        broker_epoch: i64,
+    ) -> BoxedLocal<AllocateAnswer>;
 }
 
 /// A reassignment call for the controller.
@@ -231,6 +239,21 @@ impl ControlShard {
     /// ZooKeeper the one broker leads every partition it has, so each is
     /// ELECTION_NOT_NEEDED (or UNKNOWN_TOPIC_OR_PARTITION), as a Kafka
     /// controller of a one-broker cluster answers.
+    /// Another broker's AllocateProducerIds: the controller's queue
+    /// answers (NOT_CONTROLLER when this broker is not the controller, or
+    /// in embedded mode, where there are no other brokers).
+    pub async fn allocate_producer_ids(
+        &self,
+        broker: BrokerId,
+        broker_epoch: i64,
+    ) -> AllocateAnswer {
+        let queue = self.controller_queue.borrow().clone();
+        match queue {
+            Some(queue) => queue.allocate_producer_ids(broker, broker_epoch).await,
+            None => Err(ErrorCode::NOT_CONTROLLER),
+        }
+    }
+
     pub async fn elect_leaders(
         &self,
         kind: ElectionType,

@@ -60,6 +60,9 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                 ControlRequest::ElectLeaders { .. } => ShardResponse::Control(
                     ControlResponse::ElectLeaders(Err(ErrorCode::NOT_CONTROLLER)),
                 ),
+                ControlRequest::AllocateProducerIds { .. } => ShardResponse::Control(
+                    ControlResponse::AllocateProducerIds(Err(ErrorCode::NOT_CONTROLLER)),
+                ),
                 ControlRequest::Reassignments(call) => {
                     ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
                 }
@@ -192,22 +195,49 @@ async fn serve_broker_configs(
     result
 }
 
+/// Requests the controller's queue orders (ControlledShutdown,
+/// ElectLeaders, AllocateProducerIds, reassignments): not serialised with
+/// the rest, since the LeaderAndIsr they make the controller send this
+/// broker needs the turn meanwhile. `Err` gives back any other request.
+async fn serve_by_controller_queue(
+    ctx: &Rc<ShardContext>,
+    control: &ControlShard,
+    req: ControlRequest,
+) -> Result<ControlResponse, ControlRequest> {
+    Ok(match req {
+        ControlRequest::ControlledShutdown {
+            broker,
+            broker_epoch,
+        } => ControlResponse::ControlledShutdown(
+            control.controlled_shutdown(broker, broker_epoch).await,
+        ),
+        ControlRequest::ElectLeaders { kind, partitions } => ControlResponse::ElectLeaders(
+            control
+                .elect_leaders(kind, partitions, &ctx.snapshot())
+                .await,
+        ),
+        ControlRequest::AllocateProducerIds {
+            broker,
+            broker_epoch,
+        } => ControlResponse::AllocateProducerIds(
+            control.allocate_producer_ids(broker, broker_epoch).await,
+        ),
+        ControlRequest::Reassignments(call) => {
+            ControlResponse::Reassignments(control.reassignments(call, &ctx.snapshot()).await)
+        }
+        other => return Err(other),
+    })
+}
+
 async fn serve_control(
     ctx: &Rc<ShardContext>,
     control: &ControlShard,
     req: ControlRequest,
 ) -> ControlResponse {
-    // Not serialised with the rest: the controller's queue orders it, and
-    // the LeaderAndIsr it sends this broker needs the turn meanwhile.
-    if let ControlRequest::ControlledShutdown {
-        broker,
-        broker_epoch,
-    } = req
-    {
-        return ControlResponse::ControlledShutdown(
-            control.controlled_shutdown(broker, broker_epoch).await,
-        );
-    }
+    let req = match serve_by_controller_queue(ctx, control, req).await {
+        Ok(answer) => return answer,
+        Err(req) => req,
+    };
     // Nor are ISR changes: a leader waits on the controller, not on admin.
     let req = match req {
         ControlRequest::ClientQuotas(call) => {
@@ -215,21 +245,6 @@ async fn serve_control(
         }
         ControlRequest::BrokerConfigs(call) => {
             return ControlResponse::BrokerConfigs(serve_broker_configs(ctx, control, call).await)
-        }
-        // Nor are elections: the controller's queue orders them, and the
-        // LeaderAndIsr they send this broker needs the turn meanwhile.
-        ControlRequest::ElectLeaders { kind, partitions } => {
-            return ControlResponse::ElectLeaders(
-                control
-                    .elect_leaders(kind, partitions, &ctx.snapshot())
-                    .await,
-            );
-        }
-        // Reassignments too: the controller's queue orders them.
-        ControlRequest::Reassignments(call) => {
-            return ControlResponse::Reassignments(
-                control.reassignments(call, &ctx.snapshot()).await,
-            );
         }
         ControlRequest::AlterPartition(change) => {
             return ControlResponse::AlterPartition(
@@ -256,6 +271,7 @@ async fn serve_control(
     match req {
         ControlRequest::ControlledShutdown { .. }
         | ControlRequest::ElectLeaders { .. }
+        | ControlRequest::AllocateProducerIds { .. }
         | ControlRequest::Reassignments(_)
         | ControlRequest::ClientQuotas(_)
         | ControlRequest::BrokerConfigs(_)

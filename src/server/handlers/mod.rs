@@ -17,6 +17,7 @@ use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
 pub mod admin_common;
+pub mod allocate_producer_ids;
 pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition;

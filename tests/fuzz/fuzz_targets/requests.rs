@@ -124,6 +124,9 @@ fn decode_body(header: &RequestHeader, body: Bytes) {
         Api::Kafka(ApiKey::ListOffsets) => checked!(list_offsets, m::ListOffsetsRequest),
         Api::Kafka(ApiKey::DeleteRecords) => checked!(delete_records, m::DeleteRecordsRequest),
         Api::Kafka(ApiKey::ElectLeaders) => checked!(elect_leaders, m::ElectLeadersRequest),
+        Api::Kafka(ApiKey::AllocateProducerIds) => {
+            checked!(allocate_producer_ids, m::AllocateProducerIdsRequest)
+        }
         Api::Kafka(ApiKey::DescribeClientQuotas) => {
             checked!(describe_client_quotas, m::DescribeClientQuotasRequest)
         }

@@ -469,6 +469,9 @@ impl TopicConfig {
     /// overrides by `replication::quota`), so changing them does not
     /// reopen partitions.
     pub fn same_log_as(&self, other: &TopicConfig) -> bool {
+        if self == other {
+            return true;
+        }
         let strip = |c: &TopicConfig| TopicConfig {
             leader_replication_throttled_replicas: Vec::new(),
             follower_replication_throttled_replicas: Vec::new(),

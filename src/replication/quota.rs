@@ -25,6 +25,7 @@
 //! replication never does.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use crate::metadata::quotas::Rate;
@@ -53,6 +54,11 @@ struct Account {
 pub struct ReplicationQuotas {
     leader: Mutex<Account>,
     follower: Mutex<Account>,
+    /// Whether each account has a bound, readable without its lock: every
+    /// follower fetch and fetch round asks, and almost always the answer
+    /// is no.
+    leader_bounded: AtomicBool,
+    follower_bounded: AtomicBool,
 }
 
 impl ReplicationQuotas {
@@ -69,6 +75,8 @@ impl ReplicationQuotas {
         Self {
             leader: account(),
             follower: account(),
+            leader_bounded: AtomicBool::new(false),
+            follower_bounded: AtomicBool::new(false),
         }
     }
 
@@ -85,15 +93,26 @@ impl ReplicationQuotas {
     pub fn set_bounds(&self, leader: Option<f64>, follower: Option<f64>) {
         self.account(Side::Leader).bound = leader;
         self.account(Side::Follower).bound = follower;
+        self.leader_bounded
+            .store(leader.is_some(), Ordering::Relaxed);
+        self.follower_bounded
+            .store(follower.is_some(), Ordering::Relaxed);
     }
 
     /// Whether `side` has a bound at all (no bound: nothing to check).
     pub fn is_bounded(&self, side: Side) -> bool {
-        self.account(side).bound.is_some()
+        match side {
+            Side::Leader => &self.leader_bounded,
+            Side::Follower => &self.follower_bounded,
+        }
+        .load(Ordering::Relaxed)
     }
 
     /// Kafka's `isQuotaExceeded`: the measured rate is over the bound.
     pub fn is_exceeded(&self, side: Side, now_ms: i64) -> bool {
+        if !self.is_bounded(side) {
+            return false;
+        }
         let mut a = self.account(side);
         match a.bound {
             Some(bound) => a.rate.rate(now_ms) > bound,

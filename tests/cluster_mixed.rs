@@ -3,24 +3,42 @@
 //! from the cached jars and shardlog processes against one real
 //! ZooKeeper).
 //!
+//! In every test Kafka's kafka-verifiable-producer (acks=all, idempotent)
+//! and kafka-verifiable-consumer (a consumer group committing after each
+//! poll) run through the faults, and at the end: every acked record is
+//! read back once and in order (tests/py/history.py's check); the group
+//! never read below an offset it had committed and read every acked
+//! record; kafka-consumer-groups shows its last commits; its coordinator
+//! (the leader of its `__consumer_offsets` partition) moved from a Kafka
+//! broker to a shardlog broker and back; and after a clean stop the
+//! replicas' logs are identical batch for batch (offsets, leader epochs,
+//! CRCs) up to the HW across both implementations.
+//!
 //! (a) Two Kafka brokers and one shardlog broker, a Kafka broker the
 //!     controller: Kafka's kafka-topics creates a 6-partition RF=3 topic
 //!     (min.insync.replicas=2), so shardlog leads the partitions it is
-//!     preferred for and follows the others; an acks=all idempotent
-//!     producer (tests/py/history.py, confluent-kafka) runs while each
-//!     broker in turn — shardlog included — is killed with kill -9 and
-//!     restarted, and every partition's ISR is whole again before the
-//!     next. Then every acked record is read back once and in order, and
-//!     after a clean stop the replicas' logs are identical batch for batch
-//!     (offsets, leader epochs, CRCs) up to the HW across both
-//!     implementations.
+//!     preferred for and follows the others; each broker in turn —
+//!     shardlog first, whose group's coordinator moves to Kafka — is
+//!     killed with kill -9 and restarted, every ISR whole again and
+//!     kafka-leader-election giving the preferred replicas back their
+//!     leadership before the next.
 //! (b) The same with shardlog as the controller (started first): a topic
 //!     created through shardlog alone (CreateTopics to its address) gets
 //!     its LeaderAndIsr to the Kafka brokers, which lead and follow it;
 //!     the Kafka brokers get their producer-id blocks from it
 //!     (AllocateProducerIds); the Kafka brokers are killed first, then
-//!     shardlog (a Kafka broker takes over the controller), with the same
-//!     history and replica checks.
+//!     shardlog (a Kafka broker takes over the controller).
+//! (c) A rolling migration: three Kafka brokers with the topic, the
+//!     group and the clients running; one at a time each Kafka broker stops
+//!     (controlled shutdown) and a shardlog broker starts on its broker id
+//!     and its log dir — Kafka's segments, indexes, checkpoints and
+//!     `__consumer_offsets` as Kafka left them — and joins every ISR, and
+//!     kafka-leader-election gives it back its preferred leaderships. The
+//!     group's coordinator (the leader of its `__consumer_offsets`
+//!     partition, preferred on broker 1) moves from Kafka to shardlog,
+//!     back to Kafka when the new shardlog broker 1 is killed with kill -9
+//!     mid-migration, and to shardlog again. At the end the cluster is all
+//!     shardlog, with the checks above.
 //!
 //! Every wait has a deadline; timeouts are shortened through config.
 
@@ -30,17 +48,21 @@ mod common;
 mod java_support;
 #[path = "common/replica_cluster.rs"]
 mod replica_cluster;
+#[path = "common/verifiable.rs"]
+mod verifiable;
 
 use std::collections::BTreeMap;
 
 use replica_cluster::{
-    assert_history_ok, assert_replicas_identical, check, drain, HistoryProducer, ReplCluster,
-    System,
+    assert_history_ok, assert_replicas_identical, check, drain, ReplCluster, System,
 };
+use verifiable::{VerifiableConsumer, VerifiableProducer};
 
 const TOPIC: &str = "mixed";
 const PARTITIONS: i32 = 6;
 const SHARDLOG: i32 = 3;
+const OFFSETS: &str = "__consumer_offsets";
+const OFFSETS_PARTITIONS: i32 = 6;
 
 fn settings() -> Vec<&'static str> {
     vec![
@@ -50,6 +72,7 @@ fn settings() -> Vec<&'static str> {
         "default.replication.factor=3",
         "controlled.shutdown.retry.backoff.ms=500",
         "offsets.topic.replication.factor=3",
+        format!("offsets.topic.num.partitions={OFFSETS_PARTITIONS}").leak(),
     ]
 }
 
@@ -89,55 +112,25 @@ fn kafka_controls_two_kafka_brokers_and_a_shardlog_broker_through_kill9_of_each(
         "shardlog should lead some partitions and follow others: {states:?}"
     );
 
-    history_through_kills(&mut c, &[SHARDLOG, 1, 2]);
+    history_through_kills(&mut c, &[SHARDLOG, 1, 2], SHARDLOG);
 }
 
-/// An acks=all idempotent producer runs while each of `victims` in turn is
-/// killed with kill -9 and restarted (every ISR whole again before the
-/// next); then every acked record is read once and in order, and after a
-/// clean stop the replicas are identical batch for batch up to the HW.
-fn history_through_kills(c: &mut ReplCluster, victims: &[i32]) {
-    let mut producer = HistoryProducer::spawn(
-        &c.bootstrap(),
-        TOPIC,
-        PARTITIONS,
-        c.dir.path(),
-        &["--acks=all", "--idempotence=1", "--rate=300"],
-    );
-    producer.wait_acks(90, 200, "the first 200 acks");
+/// Kafka's verifiable producer (acks=all, idempotent) and consumer (a
+/// group coordinated by `coordinator_on` when every broker is up) run
+/// while each of `victims` in turn is killed with kill -9 and restarted
+/// (every ISR whole again and the preferred leaders back before the
+/// next); then the checks of [`Clients::finish_and_check`].
+fn history_through_kills(c: &mut ReplCluster, victims: &[i32], coordinator_on: i32) {
+    let mut m = Clients::start(c, coordinator_on);
+    m.progress(c, "every broker up");
     for &victim in victims {
         c.node(victim).kill9();
-        eprintln!("[mixed: broker {victim} killed]");
-        producer.wait_acks(120, 200, "200 acks with a broker down");
+        m.progress(c, &format!("broker {victim} killed"));
         c.restart(victim);
-        for p in 0..PARTITIONS {
-            c.wait_state(180, "the restarted broker back in the ISR", TOPIC, p, |s| {
-                s.isr.contains(&victim)
-            });
-        }
-        producer.wait_acks(120, 100, "100 acks after the restart");
+        settle(c);
+        m.progress(c, &format!("broker {victim} restarted"));
     }
-    let acked_file = producer.acked_file.clone();
-    let report = producer.finish(180);
-    eprintln!("[mixed producer: {report}]");
-    assert_eq!(
-        report["failed"], 0,
-        "acks=all idempotent records failed: {report}"
-    );
-    let read_file = drain(&c.bootstrap(), TOPIC, PARTITIONS, c.dir.path());
-    let h = check(&acked_file, &read_file);
-    eprintln!("[mixed history: acked {} read {}]", h["acked"], h["read"]);
-    assert_history_ok(System::Kafka, "mixed cluster, kill -9 of each broker", &h);
-    let hws = assert_replicas_identical(c, TOPIC, PARTITIONS);
-    let per: BTreeMap<String, u64> =
-        serde_json::from_value(h["per_partition_read"].clone()).unwrap();
-    for (p, hw) in hws.iter().enumerate() {
-        assert_eq!(
-            per.get(&p.to_string()).copied().unwrap_or(0),
-            *hw as u64,
-            "{TOPIC}-{p}: HW {hw} after the clean stop vs records read"
-        );
-    }
+    m.finish_and_check(c, "kill -9 of each broker");
 }
 
 /// A Kafka 3.9 broker allocates producer ids through the controller
@@ -184,7 +177,7 @@ fn shardlog_controls_two_kafka_brokers_through_kill9_of_each() {
         let id = init_producer_id(&n.link.address());
         eprintln!("[mixed: Kafka broker {} gave producer id {id}]", n.id);
     }
-    history_through_kills(&mut c, &[2, 3, 1]);
+    history_through_kills(&mut c, &[2, 3, 1], 1);
 }
 
 /// InitProducerId (v4, idempotent) to the broker at `address`, retried
@@ -218,4 +211,210 @@ fn init_producer_id(address: &str) -> i64 {
             last.get()
         )
     })
+}
+
+#[test]
+fn three_kafka_brokers_replaced_one_by_one_by_shardlog_on_their_log_dirs() {
+    let mut c = ReplCluster::start(System::Kafka, 3, &settings());
+    kafka_topics_create(&c);
+    let mut m = Clients::start(&c, 1);
+    m.progress(&mut c, "all Kafka");
+    c.migrate_to_shardlog(1);
+    settle(&mut c);
+    m.progress(&mut c, "broker 1 migrated");
+    c.node(1).kill9();
+    m.progress(&mut c, "shardlog broker 1 killed");
+    c.restart(1);
+    settle(&mut c);
+    m.progress(&mut c, "shardlog broker 1 restarted");
+    for id in [2, 3] {
+        c.migrate_to_shardlog(id);
+        settle(&mut c);
+        m.progress(&mut c, &format!("broker {id} migrated"));
+    }
+    assert!(c.nodes.iter().all(|n| n.system == System::Shardlog));
+    m.finish_and_check(&mut c, "rolling migration Kafka → shardlog");
+}
+
+/// Kafka's kafka-verifiable-producer and kafka-verifiable-consumer on the
+/// topic, and where the group's coordinator was at each step.
+struct Clients {
+    producer: VerifiableProducer,
+    consumer: VerifiableConsumer,
+    group: String,
+    coordinators: Vec<(i32, System)>,
+}
+
+impl Clients {
+    /// Both tools started; the group's offsets partition prefers `broker`.
+    fn start(c: &ReplCluster, broker: i32) -> Clients {
+        let group = group_preferring(c, broker);
+        let dir = c.dir.path();
+        Clients {
+            producer: VerifiableProducer::spawn(&c.bootstrap(), TOPIC, dir, 300),
+            consumer: VerifiableConsumer::spawn(&c.bootstrap(), TOPIC, &group, dir),
+            group,
+            coordinators: Vec::new(),
+        }
+    }
+
+    /// Note where the coordinator is now, then wait for 200 more acks and
+    /// 200 more records read by the group.
+    fn progress(&mut self, c: &mut ReplCluster, what: &str) {
+        self.coordinators.push(coordinator(c, &self.group));
+        eprintln!(
+            "[mixed: {what}; coordinators so far {:?}]",
+            self.coordinators
+        );
+        self.producer
+            .wait_acks(180, 200, &format!("200 acks after: {what}"));
+        self.consumer
+            .wait_consumed(180, 200, &format!("200 records read after: {what}"));
+    }
+
+    /// Stop producing; once the group committed every acked offset, stop
+    /// it. Then: every acked record read back once and in order
+    /// (history.py's check), the group never read below an offset it had
+    /// committed and read every acked record, kafka-consumer-groups shows
+    /// its last commits, its coordinator moved between Kafka and shardlog
+    /// both ways, and after a clean stop the replicas are identical batch
+    /// for batch up to the HW.
+    fn finish_and_check(self, c: &mut ReplCluster, what: &str) {
+        let dir = c.dir.path().to_path_buf();
+        let (acked_file, data) = self.producer.finish(&dir);
+        eprintln!("[mixed producer: {data}]");
+        let mut consumer = self.consumer;
+        consumer.wait_committed(180, &verifiable::acked_ends(&acked_file));
+        let events = consumer.finish();
+        let group_read = verifiable::assert_consumer_history(&events, &acked_file);
+        assert_eq!(
+            group_offsets(c, &self.group),
+            verifiable::committed(&events),
+            "{what}: kafka-consumer-groups vs the group's last commits"
+        );
+        let read_file = drain(&c.bootstrap(), TOPIC, PARTITIONS, &dir);
+        let h = check(&acked_file, &read_file);
+        eprintln!(
+            "[mixed history: acked {} read {}; the group read {group_read}]",
+            h["acked"], h["read"]
+        );
+        assert_history_ok(c.system, what, &h);
+        assert_coordinator_moved_both_ways(&self.coordinators);
+        let hws = assert_replicas_identical(c, TOPIC, PARTITIONS);
+        let per: BTreeMap<String, u64> =
+            serde_json::from_value(h["per_partition_read"].clone()).unwrap();
+        for (p, hw) in hws.iter().enumerate() {
+            assert_eq!(
+                per.get(&p.to_string()).copied().unwrap_or(0),
+                *hw as u64,
+                "{TOPIC}-{p}: HW {hw} after the clean stop vs records read"
+            );
+        }
+    }
+}
+
+/// Every replica of the topic and of `__consumer_offsets` in its ISR,
+/// then kafka-leader-election gives the preferred replicas their
+/// leadership back (the migrated broker leads again what it led).
+fn settle(c: &mut ReplCluster) {
+    for (topic, partitions) in [(TOPIC, PARTITIONS), (OFFSETS, OFFSETS_PARTITIONS)] {
+        for p in 0..partitions {
+            c.wait_state(180, "every replica back in the ISR", topic, p, |s| {
+                s.isr.len() == 3
+            });
+        }
+    }
+    let boot = c.bootstrap();
+    java_support::run_ok(
+        java_support::kafka_tool("org.apache.kafka.tools.LeaderElectionCommand").args([
+            "--bootstrap-server",
+            &boot,
+            "--election-type",
+            "PREFERRED",
+            "--all-topic-partitions",
+        ]),
+        "kafka-leader-election",
+    );
+}
+
+/// The replicas of each `__consumer_offsets` partition, once it exists
+/// (the first FindCoordinator creates it) with every ISR whole.
+fn offsets_assignment(c: &ReplCluster) -> serde_json::Value {
+    use kafka_protocol::messages::FindCoordinatorRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let mut conn = common::Conn::open_addr(&c.nodes[0].link.address());
+    let _ = conn.call(
+        0,
+        &FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("probe")),
+    );
+    common::cluster::wait_for(120, "__consumer_offsets created, every ISR whole", || {
+        let s = c.states(OFFSETS, OFFSETS_PARTITIONS);
+        (s.len() == OFFSETS_PARTITIONS as usize && s.values().all(|st| st.isr.len() == 3))
+            .then_some(())
+    });
+    let path = format!("/brokers/topics/{OFFSETS}");
+    let znodes = common::cluster::read(&c.zk.address(), &[&path]);
+    let (text, _) = znodes[&path].clone().expect("__consumer_offsets znode");
+    common::cluster::json(&text)["partitions"].clone()
+}
+
+/// A group id whose `__consumer_offsets` partition prefers `broker` as
+/// its leader (Kafka's `partitionFor`: abs(hashCode) % partitions).
+fn group_preferring(c: &ReplCluster, broker: i32) -> String {
+    let assignment = offsets_assignment(c);
+    (0..)
+        .map(|i| format!("migrating-group-{i}"))
+        .find(|g| {
+            let p = shardlog::group::partition::coordinator_partition(g, OFFSETS_PARTITIONS);
+            assignment[p.to_string()][0] == broker
+        })
+        .expect("some group id")
+}
+
+/// The broker coordinating `group` now (the leader of its offsets
+/// partition, once that is a running broker) and its system.
+fn coordinator(c: &mut ReplCluster, group: &str) -> (i32, System) {
+    let p = shardlog::group::partition::coordinator_partition(group, OFFSETS_PARTITIONS);
+    let leader = common::cluster::wait_for(120, "a running coordinator", || {
+        let l = c.state(OFFSETS, p).leader;
+        c.nodes
+            .iter()
+            .any(|n| n.id == l && n.is_running())
+            .then_some(l)
+    });
+    (leader, c.node(leader).system)
+}
+
+/// The group's committed offsets as Kafka's kafka-consumer-groups
+/// `--describe` prints them (partition → CURRENT-OFFSET).
+fn group_offsets(c: &ReplCluster, group: &str) -> BTreeMap<i32, i64> {
+    let mut cmd =
+        java_support::kafka_tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand");
+    cmd.args(["--bootstrap-server", &c.bootstrap(), "--describe"])
+        .args(["--group", group]);
+    let out = java_support::run_ok(&mut cmd, "kafka-consumer-groups --describe");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let offsets: BTreeMap<i32, i64> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() >= 4 && f[0] == group && f[1] == TOPIC)
+        .map(|f| (f[2].parse().unwrap(), f[3].parse().unwrap()))
+        .collect();
+    assert_eq!(offsets.len(), PARTITIONS as usize, "{text}");
+    offsets
+}
+
+/// The coordinator went from a Kafka broker to a shardlog broker and from
+/// a shardlog broker to a Kafka broker, and ended on shardlog.
+fn assert_coordinator_moved_both_ways(coordinators: &[(i32, System)]) {
+    let moved = |from: System, to: System| {
+        coordinators
+            .windows(2)
+            .any(|w| w[0].1 == from && w[1].1 == to)
+    };
+    assert!(
+        moved(System::Kafka, System::Shardlog) && moved(System::Shardlog, System::Kafka),
+        "the group's coordinator should move both ways: {coordinators:?}"
+    );
+    assert_eq!(coordinators.last().map(|c| c.1), Some(System::Shardlog));
 }

@@ -54,7 +54,7 @@ enum Proc {
 /// One broker: its process (while running), its links, its log dir.
 pub struct Node {
     pub id: i32,
-    system: System,
+    pub system: System,
     /// The advertised Kafka port's link.
     pub link: Link,
     /// The broker's ZooKeeper connection.
@@ -64,6 +64,8 @@ pub struct Node {
     shardlog_dir: Option<tempfile::TempDir>,
     /// Kafka: the node's folder (log dir `logs/`, config, output).
     kafka_dir: PathBuf,
+    /// A shardlog broker that took over a Kafka broker's log dir.
+    taken_over_dir: Option<PathBuf>,
     kafka_port: u16,
     settings: Vec<String>,
 }
@@ -90,6 +92,9 @@ impl Node {
 
     /// The broker's log dir (the partition folders are in it).
     pub fn log_dir(&self) -> PathBuf {
+        if let Some(d) = &self.taken_over_dir {
+            return d.clone();
+        }
         match (&self.proc, &self.shardlog_dir) {
             (Some(Proc::Shardlog(b)), _) => b.log_dir.path().to_path_buf(),
             (None, Some(d)) => d.path().to_path_buf(),
@@ -107,6 +112,9 @@ impl Node {
         match self.system {
             System::Shardlog => {
                 settings.push("shardlog.shards=1".into());
+                if let Some(d) = &self.taken_over_dir {
+                    settings.push(format!("log.dirs={}", d.display()));
+                }
                 // A config switch tried on every shardlog broker of a run
                 // (e.g. shardlog.replica.fetch.session.enable=true), space
                 // separated; it comes last, so it wins.
@@ -194,6 +202,21 @@ impl Node {
             None => {}
         }
         self.link.close_all();
+    }
+
+    /// Start a shardlog broker in place of this stopped Kafka broker: the
+    /// same broker id, the same log dir (Kafka's files as Kafka left
+    /// them), the same advertised address — one step of a rolling
+    /// migration from Kafka to shardlog.
+    pub fn take_over_with_shardlog(&mut self) {
+        assert!(
+            self.proc.is_none() && self.system == System::Kafka,
+            "broker {} must be a stopped Kafka broker",
+            self.id
+        );
+        self.system = System::Shardlog;
+        self.taken_over_dir = Some(self.kafka_dir.join("logs"));
+        self.spawn();
     }
 
     /// SIGTERM (controlled shutdown) and wait; the log dir stays.
@@ -352,6 +375,7 @@ impl ReplCluster {
                 proc: None,
                 shardlog_dir: None,
                 kafka_dir: dir.path().join(format!("kafka-{id}")),
+                taken_over_dir: None,
                 kafka_port: free_port(),
                 settings: s,
             });
@@ -421,6 +445,14 @@ impl ReplCluster {
     /// Start a stopped node again on its log dir; waits for registration.
     pub fn restart(&mut self, id: i32) {
         self.node(id).spawn();
+        self.wait_registered(id);
+    }
+
+    /// Stop Kafka broker `id` (controlled shutdown) and start a shardlog
+    /// broker on its id and log dir; waits for registration.
+    pub fn migrate_to_shardlog(&mut self, id: i32) {
+        self.node(id).stop();
+        self.node(id).take_over_with_shardlog();
         self.wait_registered(id);
     }
 

@@ -56,11 +56,14 @@ def parse_opts(args):
 
 
 def seq_of(value):
-    """(producer, sequence) of "<producer>-<i>"; None for foreign values."""
-    producer, _, i = value.rpartition("-")
-    if not producer or not i.isdigit():
-        return None
-    return producer, int(i)
+    """(producer, sequence) of "<producer>-<i>" (this script's values) or
+    "<prefix>.<i>" (kafka-verifiable-producer's with --value-prefix);
+    None for foreign values."""
+    for sep in ("-", "."):
+        producer, _, i = value.rpartition(sep)
+        if producer and i.isdigit():
+            return producer, int(i)
+    return None
 
 
 def check(acked, read):

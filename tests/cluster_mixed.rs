@@ -37,8 +37,11 @@
 //!     group's coordinator (the leader of its `__consumer_offsets`
 //!     partition, preferred on broker 1) moves from Kafka to shardlog,
 //!     back to Kafka when the new shardlog broker 1 is killed with kill -9
-//!     mid-migration, and to shardlog again. At the end the cluster is all
-//!     shardlog, with the checks above.
+//!     mid-migration, and to shardlog again. The last Kafka broker is
+//!     killed with kill -9 instead, and shardlog recovers its log dir as
+//!     the crash left it (no clean-shutdown marker, Kafka's index files at
+//!     their pre-allocated size). At the end the cluster is all shardlog,
+//!     with the checks above.
 //!
 //! Every wait has a deadline; timeouts are shortened through config.
 
@@ -219,7 +222,7 @@ fn three_kafka_brokers_replaced_one_by_one_by_shardlog_on_their_log_dirs() {
     kafka_topics_create(&c);
     let mut m = Clients::start(&c, 1);
     m.progress(&mut c, "all Kafka");
-    c.migrate_to_shardlog(1);
+    migrate_to_shardlog(&mut c, 1, true);
     settle(&mut c);
     m.progress(&mut c, "broker 1 migrated");
     c.node(1).kill9();
@@ -227,13 +230,37 @@ fn three_kafka_brokers_replaced_one_by_one_by_shardlog_on_their_log_dirs() {
     c.restart(1);
     settle(&mut c);
     m.progress(&mut c, "shardlog broker 1 restarted");
-    for id in [2, 3] {
-        c.migrate_to_shardlog(id);
-        settle(&mut c);
-        m.progress(&mut c, &format!("broker {id} migrated"));
-    }
+    migrate_to_shardlog(&mut c, 2, true);
+    settle(&mut c);
+    m.progress(&mut c, "broker 2 migrated");
+    // The last Kafka broker crashes (kill -9) and shardlog recovers its
+    // log dir: no clean-shutdown marker, Kafka's index files still at
+    // their pre-allocated size.
+    migrate_to_shardlog(&mut c, 3, false);
+    settle(&mut c);
+    m.progress(&mut c, "broker 3 killed with kill -9 and migrated");
     assert!(c.nodes.iter().all(|n| n.system == System::Shardlog));
     m.finish_and_check(&mut c, "rolling migration Kafka → shardlog");
+}
+
+/// Stop Kafka broker `id` (controlled shutdown, or kill -9 when not
+/// `clean`) and start a shardlog broker on its id and log dir. After a
+/// kill -9 its `/brokers/ids/<id>` lives until its ZooKeeper session
+/// expires, and a broker registering the id before then fails ("node
+/// already exists and owner ... does not match current session", as
+/// Kafka's `KafkaZkClient.registerBroker` fails), so the operator waits.
+fn migrate_to_shardlog(c: &mut ReplCluster, id: i32, clean: bool) {
+    if clean {
+        c.node(id).stop();
+    } else {
+        c.node(id).kill9();
+        common::cluster::wait_for(60, "the killed broker's session to expire", || {
+            let ids = common::cluster::children(&c.zk.address(), "/brokers/ids");
+            (!ids.contains(&id.to_string())).then_some(())
+        });
+    }
+    c.node(id).take_over_with_shardlog();
+    c.wait_registered(id);
 }
 
 /// Kafka's kafka-verifiable-producer and kafka-verifiable-consumer on the

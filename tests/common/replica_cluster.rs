@@ -417,7 +417,7 @@ impl ReplCluster {
             .join(",")
     }
 
-    fn wait_registered(&self, id: i32) {
+    pub fn wait_registered(&self, id: i32) {
         let node = self.nodes.iter().find(|n| n.id == id).expect("node");
         let limit = node.system.start_limit_s();
         let start = Instant::now();
@@ -445,14 +445,6 @@ impl ReplCluster {
     /// Start a stopped node again on its log dir; waits for registration.
     pub fn restart(&mut self, id: i32) {
         self.node(id).spawn();
-        self.wait_registered(id);
-    }
-
-    /// Stop Kafka broker `id` (controlled shutdown) and start a shardlog
-    /// broker on its id and log dir; waits for registration.
-    pub fn migrate_to_shardlog(&mut self, id: i32) {
-        self.node(id).stop();
-        self.node(id).take_over_with_shardlog();
         self.wait_registered(id);
     }
 

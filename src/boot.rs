@@ -27,6 +27,7 @@ use crate::replication::quota::ReplicationQuotas;
 use crate::replication::replica_manager::ReplicaManager;
 use crate::server;
 use crate::server::connection_quotas::ConnectionQuotas;
+use crate::server::memory_pool::MemoryPool;
 use crate::shard::context::{Role, RolePart, ShardBase, ShardContext, ShardRequest, ShardResponse};
 use crate::shard::control_shard::ControlShard;
 use crate::shard::data_shard::DataShard;
@@ -116,11 +117,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     ));
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
     let checkpoints = Arc::new(CheckpointBoard::new(&log_dir));
-    let quotas = Arc::new(ConnectionQuotas::from_config(&config).map_err(|e| anyhow!(e))?);
-    let replication_quotas = Arc::new(ReplicationQuotas::new(
-        usize::try_from(config.replication_quota_window_num).unwrap_or(11),
-        i64::from(config.replication_quota_window_size_seconds.max(1)) * 1000,
-    ));
+    let limits = BrokerLimits::from_config(&config)?;
     let mut handles = Vec::new();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fd) in fds.into_iter().enumerate() {
@@ -138,8 +135,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             ready: ready_tx.clone(),
             report: report.clone(),
             checkpoints: checkpoints.clone(),
-            quotas: quotas.clone(),
-            replication_quotas: replication_quotas.clone(),
+            limits: limits.clone(),
         };
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
@@ -170,8 +166,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         ready: ready_tx,
         report: report.clone(),
         checkpoints: checkpoints.clone(),
-        quotas: quotas.clone(),
-        replication_quotas,
+        limits,
     };
     // The control shard is off the data path; on small hosts it shares a core.
     handles.push(
@@ -250,10 +245,31 @@ struct ShardSetup {
     /// The log dir's checkpoint files, written from every data shard's
     /// offsets while running and once more at clean shutdown.
     checkpoints: Arc<CheckpointBoard>,
-    /// `max.connections` and `max.connections.per.ip`, broker-wide.
+    limits: BrokerLimits,
+}
+
+/// The broker-wide limits every shard shares.
+#[derive(Clone)]
+struct BrokerLimits {
+    /// `max.connections` and `max.connections.per.ip`.
     quotas: Arc<ConnectionQuotas>,
-    /// The broker's replication quotas (leader and follower side).
+    /// `queued.max.request.bytes` (KIP-72).
+    request_pool: Arc<MemoryPool>,
+    /// The replication quotas (leader and follower side).
     replication_quotas: Arc<ReplicationQuotas>,
+}
+
+impl BrokerLimits {
+    fn from_config(config: &ServerConfig) -> anyhow::Result<Self> {
+        Ok(Self {
+            quotas: Arc::new(ConnectionQuotas::from_config(config).map_err(|e| anyhow!(e))?),
+            request_pool: Arc::new(MemoryPool::new(config.queued_max_request_bytes)),
+            replication_quotas: Arc::new(ReplicationQuotas::new(
+                usize::try_from(config.replication_quota_window_num).unwrap_or(11),
+                i64::from(config.replication_quota_window_size_seconds.max(1)) * 1000,
+            )),
+        })
+    }
 }
 
 /// What data shards hand back when they stop: offsets for the log dir's
@@ -339,7 +355,7 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         &setup.log_dir,
         setup.config.clone(),
         clock.clone(),
-        setup.replication_quotas.clone(),
+        setup.limits.replication_quotas.clone(),
     ));
     let purgatory = PurgatoryDriver::new(clock, PurgatoryConfig::default());
     let groups = Rc::new(GroupHost::new(
@@ -380,7 +396,13 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
             <glommio::net::TcpListener as std::os::fd::FromRawFd>::from_raw_fd(fd.into_raw_fd())
         };
         let _ = setup.ready.send(Ok(()));
-        server::listener::serve(ctx.clone(), listener, setup.quotas.clone()).await;
+        server::listener::serve(
+            ctx.clone(),
+            listener,
+            setup.limits.quotas.clone(),
+            setup.limits.request_pool.clone(),
+        )
+        .await;
         stop_data_path(&ctx, &setup).await;
     }
     setup.data_running.fetch_sub(1, Ordering::AcqRel);

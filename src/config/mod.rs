@@ -468,6 +468,11 @@ server_config! {
     max_connections_per_ip_overrides: String = "".into();
     /// `connections.max.idle.ms` (default 600000): close idle connections.
     connections_max_idle_ms: i64 = 600_000;
+    /// `queued.max.request.bytes` (default -1 = no bound): the bytes of
+    /// requests being read or waiting to be handled, all connections
+    /// together, before no further request is read (KIP-72;
+    /// server::memory_pool).
+    queued_max_request_bytes: i64 = -1;
     /// `request.timeout.ms` (default 30000): controller-to-broker requests.
     request_timeout_ms: i32 = 30_000;
     /// `fetch.max.bytes` (default 57671680).
@@ -607,6 +612,17 @@ impl ServerConfig {
                 "broker.id",
                 self.broker_id.to_string(),
                 "must be >= -1",
+            ));
+        }
+        // KafkaConfig: "queued.max.request.bytes must be larger or equal to
+        // socket.request.max.bytes" (a request of any allowed size must fit).
+        if self.queued_max_request_bytes > 0
+            && self.queued_max_request_bytes < i64::from(self.socket_request_max_bytes)
+        {
+            return Err(invalid(
+                "queued.max.request.bytes",
+                self.queued_max_request_bytes.to_string(),
+                "must be larger or equal to socket.request.max.bytes",
             ));
         }
         if self.shardlog_shards == Some(0) {

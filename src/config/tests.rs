@@ -192,6 +192,11 @@ fn invalid_values_name_the_key_and_value() {
         ),
         ("shardlog.cpus=3-1", "shardlog.cpus", "3-1"),
         ("shardlog.shards=0", "shardlog.shards", "0"),
+        (
+            "queued.max.request.bytes=1000",
+            "queued.max.request.bytes",
+            "1000",
+        ),
     ];
     for (text, key, value) in rows {
         match load(text) {

@@ -10,6 +10,7 @@
 use std::cell::{Cell, RefCell};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use bytes::BytesMut;
 use futures_lite::io::{ReadHalf, WriteHalf};
@@ -21,6 +22,7 @@ use super::dispatch::{frame_response, route, Routing};
 use super::handlers::quota_common::{request_quota_applies, request_throttle_ms};
 use super::handlers::{Request, Response};
 use super::in_order::InOrder;
+use super::memory_pool::{Lease, MemoryPool};
 use super::out::{write_parts, ConnWriter, OutPart};
 use crate::io::clock::Clock;
 use crate::io::local_sync::{Notify, Trigger};
@@ -39,6 +41,15 @@ const MAX_IN_FLIGHT: usize = 4096;
 const READ_CHUNK: usize = 16 * 1024;
 /// Largest single read, so huge frames grow the buffer in steps.
 const READ_CHUNK_MAX: usize = 4 << 20;
+/// A frame's read window grows with what arrived of it: at most this much
+/// or as much as is buffered, whichever is more (doubling). Memory for a
+/// partly received request follows the bytes received, not its declared
+/// size: a client that declares 100 MB and sends 64 KiB holds about
+/// 128 KiB, where a window sized by the declaration held 4 MiB.
+const READ_GROWTH_FLOOR: usize = 64 * 1024;
+/// While the request memory pool is used up, how often a paused reader
+/// looks again (Kafka's selector re-checks the pool on each poll).
+const POOL_RETRY: std::time::Duration = std::time::Duration::from_millis(5);
 
 enum Outcome {
     /// The response, when a Produce request was read (for
@@ -72,11 +83,13 @@ struct Conn {
     /// from a request's receipt to its response), so none slips past a
     /// throttle in a pipeline.
     one_at_a_time: Cell<bool>,
+    /// The broker's request memory pool (`queued.max.request.bytes`).
+    pool: Arc<MemoryPool>,
 }
 
 /// Serve one connection until the client leaves, it must be closed, or
 /// the shard stops (then in-flight responses are finished first).
-pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
+pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream, pool: Arc<MemoryPool>) {
     let peer_addr = stream.peer_addr().ok();
     let peer = peer_addr.map_or_else(|| "?".into(), |a| a.to_string());
     // Kafka's client host in group membership: "/" + the peer's address.
@@ -105,6 +118,7 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream) {
         closed: Trigger::default(),
         muted_until_ns: Cell::new(0),
         one_at_a_time: Cell::new(false),
+        pool,
     });
     tracing::debug!(peer = %conn.peer, "connection accepted");
     let writer_task = glommio::spawn_local(write_loop(conn.clone(), writer));
@@ -152,8 +166,10 @@ async fn idle_watch(conn: Rc<Conn>) {
 async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
     let max = usize::try_from(conn.ctx.config.socket_request_max_bytes).unwrap_or(0);
     let mut rb = ReadBuf::default();
+    // The pool's lease for the frame at the front of the buffer, taken as
+    // soon as its length is known; it moves into the request's task.
+    let mut lease: Option<Lease> = None;
     loop {
-        let buf = &mut rb.buf;
         loop {
             // A throttled client's channel stays muted (Kafka's
             // `ClientQuotaManager.throttle`): no further request is taken,
@@ -169,9 +185,12 @@ async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
             if !wait_while_muted(conn).await {
                 return;
             }
-            match take_frame(buf, max) {
+            if !lease_front_frame(conn, &rb.buf, max, &mut lease).await {
+                return;
+            }
+            match take_frame(&mut rb.buf, max) {
                 Ok(Some(frame)) => {
-                    if !on_frame(conn, frame) {
+                    if !on_frame(conn, frame, lease.take()) {
                         return;
                     }
                 }
@@ -192,10 +211,12 @@ async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
                 return;
             }
         }
-        let want = match frame_len(buf, max) {
-            Ok(Some(total)) => total
-                .saturating_sub(buf.len())
-                .clamp(READ_CHUNK, READ_CHUNK_MAX),
+        let buffered = rb.buf.len();
+        let want = match frame_len(&rb.buf, max) {
+            Ok(Some(total)) => total.saturating_sub(buffered).clamp(
+                READ_CHUNK,
+                READ_CHUNK_MAX.min(buffered.max(READ_GROWTH_FLOOR)),
+            ),
             _ => READ_CHUNK,
         };
         let read = wait_or_stop(conn, reader.read(rb.prepare(want))).await;
@@ -207,6 +228,31 @@ async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
                 return;
             }
             None => return, // stopping or closed
+        }
+    }
+}
+
+/// Make sure the frame at the front of `buf`, once its length is known,
+/// holds a lease of that length from the request memory pool, waiting
+/// while the pool is used up (KIP-72: no further request is read, the
+/// connection stays open); `false` when the connection stops meanwhile.
+async fn lease_front_frame(conn: &Conn, buf: &[u8], max: usize, lease: &mut Option<Lease>) -> bool {
+    if lease.is_some() {
+        return true;
+    }
+    let Ok(Some(total)) = frame_len(buf, max) else {
+        return true; // no length yet, or a bad one the caller reports
+    };
+    loop {
+        if let Some(l) = conn.pool.try_allocate(total) {
+            *lease = Some(l);
+            return true;
+        }
+        if wait_or_stop(conn, glommio::timer::sleep(POOL_RETRY))
+            .await
+            .is_none()
+        {
+            return false;
         }
     }
 }
@@ -274,7 +320,9 @@ async fn wait_or_stop<T>(conn: &Conn, fut: impl std::future::Future<Output = T>)
 }
 
 /// Handle one frame; `false` when the connection must stop reading.
-fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
+/// `lease` (the frame's share of the request memory pool) is given back
+/// once the request was handled.
+fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool {
     conn.frames.set(conn.frames.get() + 1);
     let mut body = frame;
     let fixed = peek_fixed(&body);
@@ -302,6 +350,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes) -> bool {
     let conn = conn.clone();
     let received = (header.api_key == ApiKey::Produce).then(|| conn.ctx.clock.mono_ns());
     glommio::spawn_local(async move {
+        let _lease = lease;
         let request = Request {
             header: header.clone(),
             body,

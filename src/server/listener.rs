@@ -10,6 +10,7 @@ use glommio::net::TcpListener;
 
 use super::connection;
 use super::connection_quotas::{Admit, ConnectionQuotas};
+use super::memory_pool::MemoryPool;
 use crate::io::local_sync::Notify;
 use crate::shard::ShardContext;
 
@@ -37,8 +38,14 @@ async fn wait_or_stop(ctx: &ShardContext) -> bool {
 
 /// Accept until the shard stops, then wait for open connections to finish
 /// their in-flight requests. `quotas` are the broker-wide connection
-/// limits (Kafka's Acceptor with ConnectionQuotas).
-pub async fn serve(ctx: Rc<ShardContext>, listener: TcpListener, quotas: Arc<ConnectionQuotas>) {
+/// limits (Kafka's Acceptor with ConnectionQuotas), `pool` the broker's
+/// request memory pool (`queued.max.request.bytes`).
+pub async fn serve(
+    ctx: Rc<ShardContext>,
+    listener: TcpListener,
+    quotas: Arc<ConnectionQuotas>,
+    pool: Arc<MemoryPool>,
+) {
     let open = Rc::new(Cell::new(0usize));
     let drained = Rc::new(Notify::default());
     loop {
@@ -84,9 +91,9 @@ pub async fn serve(ctx: Rc<ShardContext>, listener: TcpListener, quotas: Arc<Con
                 }
                 open.set(open.get() + 1);
                 let (ctx, open, drained) = (ctx.clone(), open.clone(), drained.clone());
-                let quotas = quotas.clone();
+                let (quotas, pool) = (quotas.clone(), pool.clone());
                 glommio::spawn_local(async move {
-                    connection::serve(ctx, stream).await;
+                    connection::serve(ctx, stream, pool).await;
                     quotas.release(ip);
                     open.set(open.get() - 1);
                     drained.notify();

@@ -13,6 +13,7 @@ pub mod dispatch;
 pub mod handlers;
 pub mod in_order;
 pub mod listener;
+pub mod memory_pool;
 pub mod out;
 pub mod request_metrics;
 

@@ -1,0 +1,331 @@
+//! Issue 26, hostile clients cannot grow the broker's memory:
+//! - a partly sent request holds memory by the bytes that arrived, not by
+//!   the size it declared;
+//! - `queued.max.request.bytes` (KIP-72's request memory pool) bounds the
+//!   requests being read or waiting to be handled, all connections
+//!   together: while it is used up no further request is read (the
+//!   connections stay open), and reading goes on once requests are given
+//!   back;
+//! - thousands of idle connections, a thousand slow-loris connections and
+//!   a hundred consumers that never read their responses leave the broker
+//!   within a stated memory bound, and a normal client is served
+//!   meanwhile.
+//!
+//! Memory is the broker's resident set (`VmRSS`), measured before and
+//! after, once the broker has taken every byte sent (its sockets' receive
+//! queues are empty in /proc/net/tcp): a bound on memory, not a timing.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ResponseHeader};
+use kafka_protocol::protocol::Decodable;
+use kafka_protocol::records::Compression;
+
+use common::{encode_batch, now_ms, read_frame, request_frame, Broker, Conn, FetchSpec, RawRecord};
+
+/// A frame that declares `declared` bytes and carries `sent` of them.
+fn partial_frame(declared: i32, sent: usize) -> Vec<u8> {
+    let mut out = declared.to_be_bytes().to_vec();
+    // The start of a Produce v9 header, then filler: the broker cannot
+    // tell it from a large produce request on its way.
+    out.extend_from_slice(&[0, 0, 0, 9]);
+    out.resize(4 + sent, b'x');
+    out
+}
+
+/// The broker's resident set in KiB.
+fn rss_kib(broker: &Broker) -> u64 {
+    let pid = broker.pid().expect("broker running");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS")
+}
+
+/// Open descriptors of the broker (each accepted connection is one).
+fn broker_fds(broker: &Broker) -> usize {
+    let pid = broker.pid().expect("broker running");
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("fd dir")
+        .count()
+}
+
+/// (connections on the broker's port, bytes waiting in their receive
+/// queues), from /proc/net/tcp (the broker's side: local port = its port).
+fn broker_side_sockets(port: u16) -> (usize, u64) {
+    let text = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    let port_hex = format!(":{port:04X}");
+    let mut n = 0;
+    let mut queued = 0;
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // sl local rem st tx_queue:rx_queue ...; st 01 = ESTABLISHED
+        if f.len() > 4 && f[1].ends_with(&port_hex) && f[3] == "01" {
+            n += 1;
+            let rx = f[4].split(':').nth(1).unwrap_or("0");
+            queued += u64::from_str_radix(rx, 16).unwrap_or(0);
+        }
+    }
+    (n, queued)
+}
+
+/// Wait until the broker accepted `at_least` more descriptors than
+/// `base` and read everything sent to it.
+fn wait_taken(broker: &Broker, base_fds: usize, at_least: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let (sockets, queued) = broker_side_sockets(broker.port);
+        let fds = broker_fds(broker);
+        if fds >= base_fds + at_least && queued == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "after 120 s the broker has {fds} descriptors (want {base_fds} + {at_least}), \
+             {sockets} connections on its port with {queued} bytes unread"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The broker's descriptors and RSS once only `open` client connections
+/// remain on its port (the warm-up's closed connections are gone on its
+/// side too, so later counts grow by exactly the new connections).
+fn baseline(broker: &Broker, open: usize) -> (usize, u64) {
+    common::cluster::wait_for(
+        30,
+        "the closed connections gone on the broker's side",
+        || (broker_side_sockets(broker.port).0 == open).then_some(()),
+    );
+    let fds = broker_fds(broker);
+    (fds, rss_kib(broker))
+}
+
+/// An ApiVersions round trip on a new connection: the broker serves.
+fn assert_served(broker: &Broker, what: &str) {
+    let mut s = broker.connect();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let frame = request_frame(ApiKey::ApiVersions, 3, 77, &ApiVersionsRequest::default());
+    s.write_all(&frame).unwrap();
+    let mut resp = read_frame(&mut s).unwrap_or_else(|| panic!("{what}: no answer"));
+    assert_eq!(
+        ResponseHeader::decode(&mut resp, 0).unwrap().correlation_id,
+        77,
+        "{what}"
+    );
+}
+
+/// Raise this process's descriptor limit (the broker inherits it).
+fn raise_fd_limit(want: u64) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain getrlimit/setrlimit on our own process.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+        if lim.rlim_cur < want {
+            lim.rlim_cur = want.min(lim.rlim_max);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
+        }
+    }
+    assert!(
+        lim.rlim_cur >= want,
+        "this test needs {want} descriptors; the hard limit is {} (raise it: ulimit -Hn)",
+        lim.rlim_max
+    );
+}
+
+#[test]
+fn a_partial_request_holds_memory_by_the_bytes_received_not_its_declared_size() {
+    const CONNECTIONS: usize = 200;
+    const SENT: usize = 64 * 1024;
+    let broker = Broker::start();
+    assert_served(&broker, "warm-up");
+    let (fds, before) = baseline(&broker, 0);
+    // 100 MB declared (under socket.request.max.bytes), 64 KiB sent.
+    let frame = partial_frame(100_000_000, SENT);
+    let conns: Vec<TcpStream> = (0..CONNECTIONS)
+        .map(|_| {
+            let mut s = broker.connect();
+            s.write_all(&frame).unwrap();
+            s
+        })
+        .collect();
+    wait_taken(&broker, fds, CONNECTIONS);
+    let grown = rss_kib(&broker).saturating_sub(before);
+    let per = grown / CONNECTIONS as u64;
+    eprintln!(
+        "[{CONNECTIONS} partial 100 MB requests with 64 KiB each: broker RSS +{grown} KiB, \
+         {per} KiB per connection]"
+    );
+    // 64 KiB arrived per connection; its read window is at most as much
+    // again. A window sized by the declaration held 4 MiB (3.2 MB of RSS
+    // measured per connection before).
+    assert!(
+        per <= 4 * (SENT as u64 / 1024),
+        "a partial request costs {per} KiB of RSS for 64 KiB received"
+    );
+    assert_served(&broker, "with the partial requests pending");
+    drop(conns);
+}
+
+#[test]
+fn the_request_memory_pool_pauses_reading_until_requests_are_given_back() {
+    let broker = Broker::start_with(&[
+        "socket.request.max.bytes=1048576",
+        "queued.max.request.bytes=1048576",
+    ]);
+    assert_served(&broker, "warm-up");
+    // Two requests of 1,000,000 bytes on their way: the first leases
+    // 1,000,000 of the pool's 1 MiB, the second the rest and more (a
+    // request gets through while any byte is left, as Kafka's non-strict
+    // pool does); then the pool is used up.
+    let mut hogs: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut s = broker.connect();
+            s.write_all(&partial_frame(1_000_000, 1024)).unwrap();
+            s
+        })
+        .collect();
+    common::cluster::wait_for(30, "both partial requests read", || {
+        (broker_side_sockets(broker.port).1 == 0).then_some(())
+    });
+    // A small request now waits: not read, not answered, not closed.
+    let mut waiting = broker.connect();
+    waiting
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let frame = request_frame(ApiKey::ApiVersions, 3, 5, &ApiVersionsRequest::default());
+    waiting.write_all(&frame).unwrap();
+    let mut byte = [0u8; 1];
+    let err = waiting
+        .read(&mut byte)
+        .expect_err("answered while the request memory pool was used up");
+    assert!(
+        matches!(
+            err.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+        "{err}"
+    );
+    // One hog finishes its request (a bad frame body closes it after it
+    // was read and handled) or leaves: its lease comes back and the
+    // waiting request is read and answered.
+    drop(hogs.remove(0));
+    waiting
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut resp = read_frame(&mut waiting).expect("answered once the pool had room");
+    assert_eq!(
+        ResponseHeader::decode(&mut resp, 0).unwrap().correlation_id,
+        5
+    );
+    drop(hogs);
+    assert_served(&broker, "after the hogs left");
+}
+
+#[test]
+fn a_pool_smaller_than_the_largest_request_is_refused_at_start() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        .args(["broker", "--override", "queued.max.request.bytes=1000"])
+        .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
+        .output()
+        .expect("run shardlog");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "started with a pool below socket.request.max.bytes"
+    );
+    assert!(
+        err.contains("queued.max.request.bytes")
+            && err.contains("must be larger or equal to socket.request.max.bytes"),
+        "{err}"
+    );
+}
+
+/// 1,000 records of 1 KiB in partition 0 of `topic`.
+fn fill(conn: &mut Conn, topic: &str) {
+    conn.create_topic(topic, 1, &[]);
+    let value = vec![b'v'; 1024];
+    for chunk in 0..10 {
+        let keys: Vec<String> = (0..100).map(|i| format!("k{chunk}-{i}")).collect();
+        let records: Vec<RawRecord> = keys
+            .iter()
+            .map(|k| (Some(k.as_bytes()), value.as_slice(), now_ms()))
+            .collect();
+        let r = conn.produce(topic, 0, encode_batch(&records, Compression::None), 1);
+        assert_eq!(r.error_code, 0);
+    }
+}
+
+#[test]
+fn thousands_of_idle_slow_and_non_reading_clients_stay_within_a_memory_bound() {
+    const IDLE: usize = 10_000;
+    const SLOW: usize = 1_000;
+    const NON_READING: usize = 100;
+    raise_fd_limit((IDLE + SLOW + NON_READING + 1_000) as u64);
+    let broker = Broker::start();
+    let mut conn = Conn::open(&broker);
+    fill(&mut conn, "hostile");
+    assert_served(&broker, "warm-up");
+    let (fds, before) = baseline(&broker, 1);
+    let mut held = Vec::new();
+    for batch in 0..IDLE / 500 {
+        held.extend((0..500).map(|_| broker.connect()));
+        wait_taken(&broker, fds, (batch + 1) * 500);
+    }
+    let idle_kib = rss_kib(&broker).saturating_sub(before);
+    // Slow loris: a 100 MB request that never finishes, 1 KiB sent.
+    let slow = partial_frame(100_000_000, 1024);
+    for _ in 0..SLOW {
+        let mut s = broker.connect();
+        s.write_all(&slow).unwrap();
+        held.push(s);
+    }
+    wait_taken(&broker, fds, IDLE + SLOW);
+    // Consumers that pipeline 20 fetches of the whole partition (1 MiB
+    // each) and never read an answer.
+    let spec = FetchSpec {
+        max_bytes: 1 << 20,
+        partition_max_bytes: 1 << 20,
+        ..FetchSpec::new("hostile", 0, 0)
+    };
+    for _ in 0..NON_READING {
+        let mut c = Conn::open(&broker);
+        for _ in 0..20 {
+            c.send(common::FETCH_VERSION, &spec.request());
+        }
+        held.push(c.stream);
+    }
+    wait_taken(&broker, fds, IDLE + SLOW + NON_READING);
+    assert_served(&broker, "with every hostile client connected");
+    let mut check = Conn::open(&broker);
+    assert!(
+        !check.fetch(&spec).records.unwrap_or_default().is_empty(),
+        "a normal consumer reads the partition"
+    );
+    let total_kib = rss_kib(&broker).saturating_sub(before);
+    let n = (IDLE + SLOW + NON_READING) as u64;
+    eprintln!(
+        "[{IDLE} idle connections: broker RSS +{idle_kib} KiB ({} KiB each); with {SLOW} slow-loris \
+         and {NON_READING} non-reading consumers: +{total_kib} KiB ({} KiB per connection)]",
+        idle_kib / IDLE as u64,
+        total_kib / n
+    );
+    // The bound this test states: 64 KiB of RSS per hostile connection on
+    // average (11,100 connections: under 700 MiB on a 24 GiB host).
+    assert!(
+        total_kib <= 64 * n,
+        "{n} hostile connections cost {total_kib} KiB of broker RSS"
+    );
+    drop(held);
+}

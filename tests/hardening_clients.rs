@@ -28,6 +28,17 @@ use kafka_protocol::records::Compression;
 
 use common::{encode_batch, now_ms, read_frame, request_frame, Broker, Conn, FetchSpec, RawRecord};
 
+/// The tests of this file run one at a time: each counts its broker's
+/// descriptors and sockets, and the 11,100 connections of one would crowd
+/// the accept queues and ephemeral ports of another.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A frame that declares `declared` bytes and carries `sent` of them.
 fn partial_frame(declared: i32, sent: usize) -> Vec<u8> {
     let mut out = declared.to_be_bytes().to_vec();
@@ -146,6 +157,7 @@ fn raise_fd_limit(want: u64) {
 
 #[test]
 fn a_partial_request_holds_memory_by_the_bytes_received_not_its_declared_size() {
+    let _serial = one_at_a_time();
     const CONNECTIONS: usize = 200;
     const SENT: usize = 64 * 1024;
     let broker = Broker::start();
@@ -180,6 +192,7 @@ fn a_partial_request_holds_memory_by_the_bytes_received_not_its_declared_size() 
 
 #[test]
 fn the_request_memory_pool_pauses_reading_until_requests_are_given_back() {
+    let _serial = one_at_a_time();
     let broker = Broker::start_with(&[
         "socket.request.max.bytes=1048576",
         "queued.max.request.bytes=1048576",
@@ -235,6 +248,7 @@ fn the_request_memory_pool_pauses_reading_until_requests_are_given_back() {
 
 #[test]
 fn a_pool_smaller_than_the_largest_request_is_refused_at_start() {
+    let _serial = one_at_a_time();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
         .args(["broker", "--override", "queued.max.request.bytes=1000"])
         .args(["--override", "listeners=PLAINTEXT://127.0.0.1:0"])
@@ -269,6 +283,7 @@ fn fill(conn: &mut Conn, topic: &str) {
 
 #[test]
 fn thousands_of_idle_slow_and_non_reading_clients_stay_within_a_memory_bound() {
+    let _serial = one_at_a_time();
     const IDLE: usize = 10_000;
     const SLOW: usize = 1_000;
     const NON_READING: usize = 100;
@@ -328,4 +343,72 @@ fn thousands_of_idle_slow_and_non_reading_clients_stay_within_a_memory_bound() {
         "{n} hostile connections cost {total_kib} KiB of broker RSS"
     );
     drop(held);
+}
+
+/// Bytes the broker has not read from the connection whose client end is
+/// on `client_port` (its receive queue, from /proc/net/tcp).
+fn unread_from(broker: &Broker, client_port: u16) -> u64 {
+    let text = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    let (local, remote) = (
+        format!(":{:04X}", broker.port),
+        format!(":{client_port:04X}"),
+    );
+    text.lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 4 && f[1].ends_with(&local) && f[2].ends_with(&remote))
+        .and_then(|f| f[4].split(':').nth(1).map(str::to_owned))
+        .map_or(0, |rx| u64::from_str_radix(&rx, 16).unwrap_or(0))
+}
+
+/// `queued.max.requests` per connection: with 5 long-poll fetches
+/// waiting in the purgatory the broker reads no further request from that
+/// socket (its bytes stay in the kernel's receive queue); once the fetches
+/// time out, every request is read and answered, in order.
+#[test]
+fn at_queued_max_requests_the_broker_stops_reading_the_socket() {
+    let _serial = one_at_a_time();
+    use kafka_protocol::protocol::StrBytes;
+    const PIPELINED: i32 = 20;
+    let broker = Broker::start_with(&["queued.max.requests=5"]);
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("parked", 1, &[]);
+    // Long polls on an empty partition, each padded to 100 KB (rack_id):
+    // the first five park for max_wait_ms, the rest are not read.
+    let spec = FetchSpec {
+        max_wait_ms: 3_000,
+        ..FetchSpec::new("parked", 0, 0)
+    };
+    let padded = spec
+        .request()
+        .with_rack_id(StrBytes::from_string("r".repeat(100_000)));
+    let frames: Vec<u8> = (0..PIPELINED)
+        .flat_map(|i| {
+            common::request_frame(ApiKey::Fetch, common::FETCH_VERSION, 1000 + i, &padded)
+        })
+        .collect();
+    let client_port = conn.stream.local_addr().unwrap().port();
+    let mut writer = conn.stream.try_clone().unwrap();
+    let sender = std::thread::spawn(move || writer.write_all(&frames));
+    // The reader is held at five in flight for the 3 s the fetches park.
+    common::cluster::wait_for(10, "bytes left unread by the broker", || {
+        (unread_from(&broker, client_port) > 0).then_some(())
+    });
+    // And they stay unread for a second of the fetches' 3 s wait.
+    let watch = std::time::Instant::now();
+    let mut unread = u64::MAX;
+    while watch.elapsed() < Duration::from_secs(1) {
+        unread = unread.min(unread_from(&broker, client_port));
+        assert!(
+            unread > 0,
+            "the broker read every pipelined request while five were parked"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for i in 0..PIPELINED {
+        let data = conn.recv_fetch(1000 + i, &spec);
+        assert!(data.records.unwrap_or_default().is_empty());
+    }
+    sender.join().unwrap().unwrap();
+    eprintln!("[queued.max.requests=5: {unread} bytes left unread while five fetches were parked]");
 }

@@ -473,6 +473,13 @@ server_config! {
     /// together, before no further request is read (KIP-72;
     /// server::memory_pool).
     queued_max_request_bytes: i64 = -1;
+    /// `queued.max.requests` (default 500): Kafka's bound on requests read
+    /// and not yet handled "before blocking the network threads". Here
+    /// each connection's reader is its own network thread, so the bound
+    /// is per connection, counting requests until their responses are
+    /// ready (those waiting in the purgatory too); at the bound the reader
+    /// stops reading that socket until one completes.
+    queued_max_requests: i32 = 500;
     /// `request.timeout.ms` (default 30000): controller-to-broker requests.
     request_timeout_ms: i32 = 30_000;
     /// `fetch.max.bytes` (default 57671680).
@@ -531,7 +538,6 @@ const ACCEPTED_WITHOUT_EFFECT: &[&str] = &[
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "num.recovery.threads.per.data.dir",
-    "queued.max.requests",
     "background.threads",
 ];
 
@@ -577,12 +583,13 @@ impl ServerConfig {
         if self.listeners.is_empty() {
             return Err(invalid("listeners", String::new(), "at least one listener"));
         }
-        let positive: [(&str, i64); 8] = [
+        let positive: [(&str, i64); 9] = [
             (
                 "leader.imbalance.check.interval.seconds",
                 self.leader_imbalance_check_interval_seconds,
             ),
             ("num.partitions", self.num_partitions.into()),
+            ("queued.max.requests", self.queued_max_requests.into()),
             (
                 "zookeeper.max.in.flight.requests",
                 self.zookeeper_max_in_flight_requests.into(),

@@ -33,10 +33,6 @@ use crate::protocol::throttle_field::{
 };
 use crate::shard::ShardContext;
 
-/// Requests read ahead of their responses per connection; past this the
-/// reader waits (Kafka clients default to 5 in flight; this bounds memory
-/// against a client that never reads).
-const MAX_IN_FLIGHT: usize = 4096;
 /// Read size when no frame size is known yet.
 const READ_CHUNK: usize = 16 * 1024;
 /// Largest single read, so huge frames grow the buffer in steps.
@@ -165,6 +161,12 @@ async fn idle_watch(conn: Rc<Conn>) {
 
 async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
     let max = usize::try_from(conn.ctx.config.socket_request_max_bytes).unwrap_or(0);
+    // `queued.max.requests`: requests read ahead of their responses; past
+    // this the reader stops reading the socket (Kafka clients default to 5
+    // in flight; this bounds memory against a client that never reads).
+    let max_in_flight = usize::try_from(conn.ctx.config.queued_max_requests)
+        .unwrap_or(1)
+        .max(1);
     let mut rb = ReadBuf::default();
     // The pool's lease for the frame at the front of the buffer, taken as
     // soon as its length is known; it moves into the request's task.
@@ -185,6 +187,9 @@ async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
             if !wait_while_muted(conn).await {
                 return;
             }
+            if !wait_in_flight_below(conn, max_in_flight).await {
+                return;
+            }
             if !lease_front_frame(conn, &rb.buf, max, &mut lease).await {
                 return;
             }
@@ -203,13 +208,8 @@ async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
                 }
             }
         }
-        while conn.in_order.borrow().in_flight() >= MAX_IN_FLIGHT {
-            if wait_or_stop(conn, conn.wake_reader.notified())
-                .await
-                .is_none()
-            {
-                return;
-            }
+        if !wait_in_flight_below(conn, max_in_flight).await {
+            return;
         }
         let buffered = rb.buf.len();
         let want = match frame_len(&rb.buf, max) {
@@ -255,6 +255,20 @@ async fn lease_front_frame(conn: &Conn, buf: &[u8], max: usize, lease: &mut Opti
             return false;
         }
     }
+}
+
+/// Wait until fewer than `max` requests are in flight on the connection;
+/// `false` when it stops meanwhile.
+async fn wait_in_flight_below(conn: &Conn, max: usize) -> bool {
+    while conn.in_order.borrow().in_flight() >= max {
+        if wait_or_stop(conn, conn.wake_reader.notified())
+            .await
+            .is_none()
+        {
+            return false;
+        }
+    }
+    true
 }
 
 /// Wait out a quota mute; `false` when the connection stops meanwhile.
@@ -459,9 +473,11 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
         let mut produced = Vec::new();
         let mut close = None;
         let mut mute_ms = 0;
+        let mut released = false;
         {
             let mut in_order = conn.in_order.borrow_mut();
             while let Some(outcome) = in_order.pop_ready() {
+                released = true;
                 match outcome {
                     Outcome::Respond(p, received, throttle_ms) => {
                         parts.extend(p);
@@ -486,6 +502,10 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
             for received in produced {
                 super::request_metrics::record_produce(received, now);
             }
+        }
+        // Fewer requests in flight (answered, or acks=0 with no answer):
+        // a reader held at queued.max.requests goes on.
+        if released {
             conn.wake_reader.notify();
         }
         // Muted until the throttle time passed since the response went

@@ -412,3 +412,36 @@ fn at_queued_max_requests_the_broker_stops_reading_the_socket() {
     sender.join().unwrap().unwrap();
     eprintln!("[queued.max.requests=5: {unread} bytes left unread while five fetches were parked]");
 }
+
+/// A slow-loris connection (a request started and never finished) is
+/// idle for `connections.max.idle.ms`: the broker closes it, and gives
+/// back what it leased for the request.
+#[test]
+fn a_request_stalled_half_way_is_closed_after_connections_max_idle_ms() {
+    let _serial = one_at_a_time();
+    let broker = Broker::start_with(&[
+        "connections.max.idle.ms=200",
+        "socket.request.max.bytes=1048576",
+        "queued.max.request.bytes=1048576",
+    ]);
+    // Two stalled requests of 1,000,000 bytes use the pool up.
+    let mut stalled: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut s = broker.connect();
+            s.write_all(&partial_frame(1_000_000, 1024)).unwrap();
+            s
+        })
+        .collect();
+    for s in &mut stalled {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut rest = Vec::new();
+        assert_eq!(
+            s.read_to_end(&mut rest)
+                .expect("closed by the broker, not reset"),
+            0,
+            "a stalled request got an answer"
+        );
+    }
+    // Their leases are back: a normal request is read and answered.
+    assert_served(&broker, "after the stalled connections were closed");
+}

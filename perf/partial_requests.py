@@ -1,3 +1,11 @@
+"""What partly sent requests cost a broker (issue 26, perf/RESULTS.md
+"Hostile clients and request memory"): start BIN's broker (one shard, a
+temp log dir), open N connections that each declare a 100 MB request and
+send 64 KiB of it, wait until the broker's receive queues are empty
+(/proc/net/tcp), and print its RSS growth in all and per connection.
+
+  python3 perf/partial_requests.py BIN N
+"""
 import socket, subprocess, sys, time, os, tempfile, struct
 def rss(pid):
     for l in open(f"/proc/{pid}/status"):

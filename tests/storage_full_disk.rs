@@ -1,8 +1,11 @@
 //! A log dir that runs out of space: produce answers KAFKA_STORAGE_ERROR
-//! (56, Kafka's code for an I/O failure in a log dir), the broker keeps
-//! running and serving what it acknowledged, nothing it refused becomes
-//! visible, and after a `kill -9` and a restart with space again every
-//! acknowledged record is there and appends go on from the same offset.
+//! (56, Kafka's code for an I/O failure in a log dir, retriable), the
+//! broker keeps running and serving what it acknowledged, nothing it
+//! refused becomes visible or counts in the log end offset, and once
+//! there is room again the producer's retry appends exactly once, without
+//! a restart and without idempotence; after a `kill -9` and a restart
+//! every acknowledged record is there and appends go on from the same
+//! offset.
 //!
 //! The log dir is a size-limited tmpfs mounted by the test (tmpfs takes
 //! O_DIRECT on Linux ≥ 6.6), so the test needs root, as CI runs it.
@@ -116,13 +119,16 @@ fn assert_log_holds(conn: &mut Conn, topic: &str, expected: u64) {
 }
 
 #[test]
-fn a_full_log_dir_fails_produce_with_kafka_storage_error_and_loses_no_acknowledged_record() {
+fn a_full_log_dir_refuses_produce_with_kafka_storage_error_and_a_retry_appends_once_there_is_room()
+{
     let fs = SmallFs::mount("24m");
     let log_dir = tempfile::tempdir_in(fs.path()).expect("log dir on the small fs");
     let overrides = [
         "shardlog.shards=1",
         "log.segment.bytes=4194304",
         "shardlog.write.buffer.bytes=262144",
+        // Every acknowledged append is flushed, so kill -9 may lose none.
+        "log.flush.interval.messages=1",
     ];
     let topic = "full-disk";
     let broker = Broker::start_in(log_dir, &overrides);
@@ -149,16 +155,28 @@ fn a_full_log_dir_fails_produce_with_kafka_storage_error_and_loses_no_acknowledg
     );
     assert!(acked > 0, "some records fit before the disk filled");
 
-    // The partition stays failed (Kafka takes the log dir offline); the
-    // broker keeps serving what it acknowledged and nothing it refused.
-    let again = conn.produce(topic, 0, batch_from(acked), 1);
-    assert_eq!(again.error_code, KAFKA_STORAGE_ERROR, "{again:?}");
+    // While the disk is full the producer's retries are refused the same
+    // way; the broker keeps serving what it acknowledged and nothing it
+    // refused (no partial batch, the LEO unmoved).
+    for _ in 0..3 {
+        let again = conn.produce(topic, 0, batch_from(acked), 1);
+        assert_eq!(again.error_code, KAFKA_STORAGE_ERROR, "{again:?}");
+    }
+    assert_log_holds(&mut conn, topic, acked);
+
+    // Room again, no restart: the retry (not idempotent) appends exactly
+    // once, at the offset the refused attempts did not take.
+    fs.resize("64m");
+    let retry = conn.produce(topic, 0, batch_from(acked), 1);
+    assert_eq!(retry.error_code, error_code::NONE, "{retry:?}");
+    assert_eq!(retry.base_offset, acked as i64);
+    let acked = acked + RECORDS_PER_BATCH as u64;
     assert_log_holds(&mut conn, topic, acked);
     drop(conn);
 
-    // kill -9, give the filesystem room, restart on the same files.
+    // kill -9 and a restart on the same files: every acknowledged record
+    // is there, and appends go on from the same offset.
     let log_dir = broker.kill_keeping_dir();
-    fs.resize("64m");
     let broker = Broker::start_in(log_dir, &overrides);
     let mut conn = Conn::open(&broker);
     assert_log_holds(&mut conn, topic, acked);

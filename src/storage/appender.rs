@@ -17,6 +17,10 @@
 //! Any failed write or fsync poisons the appender: every later call returns
 //! [`StorageError::Poisoned`] (KAFKA_STORAGE_ERROR). An fsync is never
 //! retried, since after a failure the kernel may have dropped dirty pages.
+//! A failed pre-allocation (a full disk) poisons nothing: [`DmaAppender::reserve`]
+//! allocates the room of a whole append before any byte of it is copied,
+//! so a refused append leaves the appender as it was, and a retry once
+//! there is room again appends it exactly once.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -293,7 +297,10 @@ impl DmaAppender {
             // O_DIRECT write inside it needs no size update (cheaper
             // fdatasync).
             if let Err(e) = self.file.pre_allocate(target, false).await {
-                return self.poison(e);
+                // Nothing was written: the caller refuses its append and
+                // the next one allocates again.
+                tracing::warn!(error = %e, target, "segment pre-allocation failed");
+                return Err(e.into());
             }
             self.allocated = target;
         }
@@ -314,12 +321,26 @@ impl DmaAppender {
     /// so it cannot extend the file afterwards).
     async fn settle_allocation(&mut self) -> Result<(), StorageError> {
         if let Some(a) = self.allocating.take() {
-            if let Err(e) = a.task.await {
-                return self.poison(e);
+            match a.task.await {
+                Ok(()) => self.allocated = self.allocated.max(a.target),
+                // `allocated` stays: whatever needs the room allocates it
+                // again in the foreground, and fails there if it must.
+                Err(e) => tracing::warn!(error = %e, "background pre-allocation failed"),
             }
-            self.allocated = self.allocated.max(a.target);
         }
         Ok(())
+    }
+
+    /// Allocate the file up to the end of the buffer in which `len` more
+    /// bytes would end, before any of them is copied in: a full disk
+    /// refuses the whole append here and changes nothing (the buffers the
+    /// append fills are then written inside allocated room).
+    pub async fn reserve(&mut self, len: usize) -> Result<(), StorageError> {
+        self.check()?;
+        let end = self.logical_end() + len as u64;
+        let cap = self.buf_cap as u64;
+        let buffers_end = self.buf_file_pos + (end - self.buf_file_pos).div_ceil(cap).max(1) * cap;
+        self.ensure_allocated(buffers_end).await
     }
 
     /// Append one batch given as its (patched) header and the rest. With

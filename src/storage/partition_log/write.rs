@@ -154,6 +154,11 @@ impl PartitionLog {
                 "active segment has no appender",
             )));
         };
+        // A full disk refuses the whole append here, before any batch is
+        // copied in (KAFKA_STORAGE_ERROR, retriable): nothing becomes
+        // visible, nothing counts in the LEO, and the log stays usable, so
+        // the producer's retry appends once there is room again.
+        appender.reserve(records.bytes().len()).await?;
         let mut lent = Vec::with_capacity(records.summaries().len());
         let mut base = first_offset;
         let mut failed = None;
@@ -435,11 +440,13 @@ impl PartitionLog {
         // produce request naming it) for the 1-2 ms of a directory fsync.
         // Flushes and group commits wait for it (`await_dir_sync`) before
         // counting the new segment's records flushed.
-        let mut seg = Segment::create_empty_unsynced(&self.dir, leo, &self.config, now_ms, reuse)?;
+        let seg = Segment::create_empty_unsynced(&self.dir, leo, &self.config, now_ms, reuse)?;
         let dir = self.dir.clone();
         self.dir_sync =
             Some(glommio::spawn_local(async move { segment::sync_dir(&dir).await }).detach());
-        seg.activate(&self.config).await?;
+        // Its appender opens at the first append into it
+        // (`activate_if_created`), so a full disk refuses that append and
+        // leaves the log usable instead of half-rolled.
         self.segments.insert(leo, seg);
         Ok(())
     }

@@ -61,12 +61,15 @@ fn allocation_target(from: u64, step: u64, limit: u64, end: u64) -> u64 {
     (from + growth(from, step)).min(limit).max(round_up(end))
 }
 
-/// The first allocation of a segment.
-const FIRST_ALLOCATION: u64 = 1 << 20;
+/// The first allocation of a segment: a partition with a few records holds
+/// its data and at most this much more (issue 26's density goal, "≤ 1 MiB
+/// + its data per partition", with room for the index and checkpoint
+/// files); a busy one doubles to the full step in a few allocations.
+const FIRST_ALLOCATION: u64 = 256 << 10;
 
 /// How much an allocation of `from` bytes grows (`[pure]`): doubling from
 /// [`FIRST_ALLOCATION`] up to `step`, so a segment with a few records holds
-/// a few MiB of disk, not a whole step (a thousand nearly idle partitions
+/// a fraction of a MiB of disk, not a whole step (a thousand nearly idle partitions
 /// reserved 64 GiB per broker), while a busy one reaches full steps after a
 /// handful of allocations.
 fn growth(from: u64, step: u64) -> u64 {
@@ -331,16 +334,15 @@ impl DmaAppender {
         Ok(())
     }
 
-    /// Allocate the file up to the end of the buffer in which `len` more
-    /// bytes would end, before any of them is copied in: a full disk
-    /// refuses the whole append here and changes nothing (the buffers the
-    /// append fills are then written inside allocated room).
+    /// Allocate the file up to the page in which `len` more bytes would
+    /// end, before any of them is copied in: a full disk refuses the whole
+    /// append here and changes nothing. Every write stays inside allocated
+    /// room: a full buffer ends where appended data ends, and a flush of a
+    /// partial one writes up to the page its data ends in.
     pub async fn reserve(&mut self, len: usize) -> Result<(), StorageError> {
         self.check()?;
-        let end = self.logical_end() + len as u64;
-        let cap = self.buf_cap as u64;
-        let buffers_end = self.buf_file_pos + (end - self.buf_file_pos).div_ceil(cap).max(1) * cap;
-        self.ensure_allocated(buffers_end).await
+        self.ensure_allocated(round_up(self.logical_end() + len as u64))
+            .await
     }
 
     /// Append one batch given as its (patched) header and the rest. With
@@ -588,7 +590,11 @@ mod tests {
     fn pre_allocation_stops_at_the_segment_limit_unless_a_write_needs_more() {
         // A new segment starts small and doubles up to the 64 MiB step,
         // then steps of 64 MiB towards a 128 MiB segment, then no more.
-        assert_eq!(allocation_target(0, 64 * MIB, 128 * MIB, 1), MIB);
+        assert_eq!(allocation_target(0, 64 * MIB, 128 * MIB, 1), MIB / 4);
+        assert_eq!(
+            allocation_target(MIB / 4, 64 * MIB, 128 * MIB, MIB / 4),
+            MIB / 2
+        );
         assert_eq!(allocation_target(MIB, 64 * MIB, 128 * MIB, MIB), 2 * MIB);
         assert_eq!(
             allocation_target(16 * MIB, 64 * MIB, 128 * MIB, 17 * MIB),

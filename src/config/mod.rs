@@ -468,17 +468,11 @@ server_config! {
     max_connections_per_ip_overrides: String = "".into();
     /// `connections.max.idle.ms` (default 600000): close idle connections.
     connections_max_idle_ms: i64 = 600_000;
-    /// `queued.max.request.bytes` (default -1 = no bound): the bytes of
-    /// requests being read or waiting to be handled, all connections
-    /// together, before no further request is read (KIP-72;
-    /// server::memory_pool).
+    /// `queued.max.request.bytes` (default -1 = no bound): KIP-72's
+    /// request memory pool, all connections together (server::memory_pool).
     queued_max_request_bytes: i64 = -1;
-    /// `queued.max.requests` (default 500): Kafka's bound on requests read
-    /// and not yet handled "before blocking the network threads". Here
-    /// each connection's reader is its own network thread, so the bound
-    /// is per connection, counting requests until their responses are
-    /// ready (those waiting in the purgatory too); at the bound the reader
-    /// stops reading that socket until one completes.
+    /// `queued.max.requests` (default 500): requests read ahead of their
+    /// responses, per connection (each reader is its own network thread).
     queued_max_requests: i32 = 500;
     /// `request.timeout.ms` (default 30000): controller-to-broker requests.
     request_timeout_ms: i32 = 30_000;

@@ -22,12 +22,13 @@
 //!     killed with kill -9 and restarted, every ISR whole again and
 //!     kafka-leader-election giving the preferred replicas back their
 //!     leadership before the next.
-//! (b) The same with shardlog as the controller (started first): a topic
+//! (b) The same with shardlog as the controller (the Kafka controller is
+//!     killed and restarted until shardlog wins the election): a topic
 //!     created through shardlog alone (CreateTopics to its address) gets
 //!     its LeaderAndIsr to the Kafka brokers, which lead and follow it;
 //!     the Kafka brokers get their producer-id blocks from it
 //!     (AllocateProducerIds); the Kafka brokers are killed first, then
-//!     shardlog (a Kafka broker takes over the controller).
+//!     shardlog (a Kafka broker takes the controller back).
 //! (c) A rolling migration: three Kafka brokers with the topic, the
 //!     group and the clients running; one at a time each Kafka broker stops
 //!     (controlled shutdown) and a shardlog broker starts on its broker id
@@ -136,24 +137,24 @@ fn history_through_kills(c: &mut ReplCluster, victims: &[i32], coordinator_on: i
     m.finish_and_check(c, "kill -9 of each broker");
 }
 
-/// A Kafka 3.9 broker allocates producer ids through the controller
-/// (AllocateProducerIds, KIP-730): without shardlog's controller answering
-/// it, an idempotent producer whose InitProducerId lands on a Kafka broker
-/// gets no id ("The node does not support ALLOCATE_PRODUCER_IDS" in
-/// Kafka's log; this test failed 3 runs in 4 then).
+/// Kafka brokers start first, so a Kafka broker is the controller; then,
+/// as an operator would, the controller is killed (and restarted) until
+/// shardlog wins the election and takes the controller over from Kafka's
+/// state in ZooKeeper. A Kafka 3.9 broker allocates producer ids through
+/// the controller (AllocateProducerIds, KIP-730): without shardlog's
+/// controller answering it, an idempotent producer whose InitProducerId
+/// lands on a Kafka broker gets no id ("The node does not support
+/// ALLOCATE_PRODUCER_IDS" in Kafka's log; this test failed 3 runs in 4
+/// then).
 #[test]
 fn shardlog_controls_two_kafka_brokers_through_kill9_of_each() {
     let mut c = ReplCluster::start_mixed(
-        &[System::Shardlog, System::Kafka, System::Kafka],
+        &[System::Kafka, System::Kafka, System::Shardlog],
         &settings(),
     );
-    assert_eq!(
-        c.controller(),
-        1,
-        "shardlog started first and should control"
-    );
+    kill_controllers_until(&mut c, SHARDLOG);
     // CreateTopics to shardlog alone.
-    let shardlog = c.nodes[0].link.address();
+    let shardlog = c.node(SHARDLOG).link.address();
     let r = common::cluster_admin(&[
         "create",
         &shardlog,
@@ -169,18 +170,40 @@ fn shardlog_controls_two_kafka_brokers_through_kill9_of_each() {
             .then_some(())
     });
     let states = c.states(TOPIC, PARTITIONS);
-    let by_kafka = states.values().filter(|s| s.leader != 1).count();
+    let by_kafka = states.values().filter(|s| s.leader != SHARDLOG).count();
     assert!(
         by_kafka > 0,
         "Kafka brokers should lead some partitions: {states:?}"
     );
     // Each Kafka broker hands out a producer id: from a block it got from
     // shardlog's controller (AllocateProducerIds).
-    for n in &c.nodes[1..] {
+    for n in c.nodes.iter().filter(|n| n.system == System::Kafka) {
         let id = init_producer_id(&n.link.address());
         eprintln!("[mixed: Kafka broker {} gave producer id {id}]", n.id);
     }
-    history_through_kills(&mut c, &[2, 3, 1], 1);
+    history_through_kills(&mut c, &[1, 2, SHARDLOG], SHARDLOG);
+}
+
+/// kill -9 the controller, wait for the next one, restart the killed
+/// broker, until broker `winner` is the controller (Kafka's election: the
+/// first to create `/controller` after the old session expired).
+fn kill_controllers_until(c: &mut ReplCluster, winner: i32) {
+    for _ in 0..10 {
+        let old = c.controller();
+        if old == winner {
+            return;
+        }
+        c.node(old).kill9();
+        // Its session expired once another broker holds /controller, and
+        // with it its /brokers/ids entry: it can register again.
+        let new = common::cluster::wait_for(60, "a new controller", || {
+            let now = c.controller();
+            (now != old).then_some(now)
+        });
+        eprintln!("[mixed: controller {old} killed, {new} won the election]");
+        c.restart(old);
+    }
+    panic!("broker {winner} did not win the controller election in 10 tries");
 }
 
 /// InitProducerId (v4, idempotent) to the broker at `address`, retried
@@ -427,7 +450,9 @@ fn group_offsets(c: &ReplCluster, group: &str) -> BTreeMap<i32, i64> {
         .filter(|f| f.len() >= 4 && f[0] == group && f[1] == TOPIC)
         .map(|f| (f[2].parse().unwrap(), f[3].parse().unwrap()))
         .collect();
-    assert_eq!(offsets.len(), PARTITIONS as usize, "{text}");
+    // Partitions the sticky partitioner never sent a record have no
+    // commit (the caller compares with the group's commits).
+    assert!(!offsets.is_empty(), "{text}");
     offsets
 }
 

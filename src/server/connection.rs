@@ -208,9 +208,8 @@ async fn read_loop(conn: &Rc<Conn>, reader: &mut ReadHalf<TcpStream>) {
                 }
             }
         }
-        if !wait_in_flight_below(conn, max_in_flight).await {
-            return;
-        }
+        // Here fewer than max_in_flight requests are in flight: the inner
+        // loop waited for that before finding no whole frame.
         let buffered = rb.buf.len();
         let want = match frame_len(&rb.buf, max) {
             Ok(Some(total)) => total.saturating_sub(buffered).clamp(

@@ -234,11 +234,6 @@ impl ControlShard {
         }
     }
 
-    /// An admin client's ElectLeaders, queued on this broker's ZooKeeper
-    /// event queue (NOT_CONTROLLER when it is not the controller). Without
-    /// ZooKeeper the one broker leads every partition it has, so each is
-    /// ELECTION_NOT_NEEDED (or UNKNOWN_TOPIC_OR_PARTITION), as a Kafka
-    /// controller of a one-broker cluster answers.
     /// Another broker's AllocateProducerIds: the controller's queue
     /// answers (NOT_CONTROLLER when this broker is not the controller, or
     /// in embedded mode, where there are no other brokers).
@@ -254,6 +249,11 @@ impl ControlShard {
         }
     }
 
+    /// An admin client's ElectLeaders, queued on this broker's ZooKeeper
+    /// event queue (NOT_CONTROLLER when it is not the controller). Without
+    /// ZooKeeper the one broker leads every partition it has, so each is
+    /// ELECTION_NOT_NEEDED (or UNKNOWN_TOPIC_OR_PARTITION), as a Kafka
+    /// controller of a one-broker cluster answers.
     pub async fn elect_leaders(
         &self,
         kind: ElectionType,

@@ -288,7 +288,7 @@ impl DmaAppender {
     /// now and then) unless writes outrun it.
     async fn ensure_allocated(&mut self, end: u64) -> Result<(), StorageError> {
         if end > self.allocated {
-            self.settle_allocation().await?;
+            self.settle_allocation().await;
         }
         if end > self.allocated {
             let target = allocation_target(
@@ -323,7 +323,7 @@ impl DmaAppender {
 
     /// Wait for a background pre-allocation (before truncating or closing,
     /// so it cannot extend the file afterwards).
-    async fn settle_allocation(&mut self) -> Result<(), StorageError> {
+    async fn settle_allocation(&mut self) {
         if let Some(a) = self.allocating.take() {
             match a.task.await {
                 Ok(()) => self.allocated = self.allocated.max(a.target),
@@ -332,7 +332,6 @@ impl DmaAppender {
                 Err(e) => tracing::warn!(error = %e, "background pre-allocation failed"),
             }
         }
-        Ok(())
     }
 
     /// Allocate the file up to the page in which `len` more bytes would
@@ -521,7 +520,7 @@ impl DmaAppender {
     /// pre-allocated tail, as Kafka trims on roll) and close it.
     pub async fn close(mut self) -> Result<u64, StorageError> {
         self.flush(true).await?;
-        self.settle_allocation().await?;
+        self.settle_allocation().await;
         let end = self.logical_end();
         if let Err(e) = self.file.truncate(end).await {
             return self.poison(e);
@@ -542,7 +541,7 @@ impl DmaAppender {
     /// `close_batch`).
     pub async fn close_for_batch(mut self) -> Result<u64, StorageError> {
         self.flush(false).await?;
-        self.settle_allocation().await?;
+        self.settle_allocation().await;
         let end = self.logical_end();
         if let Err(e) = self.file.truncate(end).await {
             return self.poison(e);
@@ -559,7 +558,7 @@ impl DmaAppender {
     /// Returns the logical end and the file to sync.
     pub async fn close_unsynced(mut self) -> Result<(u64, Rc<DmaFile>), StorageError> {
         self.flush(false).await?;
-        self.settle_allocation().await?;
+        self.settle_allocation().await;
         let end = self.logical_end();
         if let Err(e) = self.file.truncate(end).await {
             return self.poison(e);

@@ -226,18 +226,18 @@ pub fn kafka_uuid_from_str(s: &str) -> Option<uuid::Uuid> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
     #[test]
     fn an_empty_file_has_no_entries_as_in_kafka() {
-        assert_eq!(super::decode_offsets(""), Ok(Vec::new()));
-        assert_eq!(super::decode_leader_epochs(""), Ok(Vec::new()));
+        assert_eq!(decode_offsets(""), Ok(Vec::new()));
+        assert_eq!(decode_leader_epochs(""), Ok(Vec::new()));
         assert!(
-            super::decode_offsets("\n").is_err(),
+            decode_offsets("\n").is_err(),
             "a blank first line is no version"
         );
     }
-
-    use super::*;
-    use proptest::prelude::*;
 
     #[test]
     fn cleaner_checkpoint_merge_replaces_adds_and_removes_sorted() {

@@ -72,20 +72,29 @@ fn broker_fds(broker: &Broker) -> usize {
 /// (connections on the broker's port, bytes waiting in their receive
 /// queues), from /proc/net/tcp (the broker's side: local port = its port).
 fn broker_side_sockets(port: u16) -> (usize, u64) {
+    let conns = broker_connections(port);
+    (conns.len(), conns.iter().map(|(_, rx)| rx).sum())
+}
+
+/// (client port, bytes in the receive queue) of each established
+/// connection on the broker's side of `port` (local port = its port),
+/// from /proc/net/tcp.
+fn broker_connections(port: u16) -> Vec<(u16, u64)> {
     let text = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
     let port_hex = format!(":{port:04X}");
-    let mut n = 0;
-    let mut queued = 0;
-    for line in text.lines().skip(1) {
-        let f: Vec<&str> = line.split_whitespace().collect();
+    let hex_field = |f: &str, after: char| {
+        f.rsplit(after)
+            .next()
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .unwrap_or(0)
+    };
+    text.lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
         // sl local rem st tx_queue:rx_queue ...; st 01 = ESTABLISHED
-        if f.len() > 4 && f[1].ends_with(&port_hex) && f[3] == "01" {
-            n += 1;
-            let rx = f[4].split(':').nth(1).unwrap_or("0");
-            queued += u64::from_str_radix(rx, 16).unwrap_or(0);
-        }
-    }
-    (n, queued)
+        .filter(|f| f.len() > 4 && f[1].ends_with(&port_hex) && f[3] == "01")
+        .map(|f| (hex_field(f[2], ':') as u16, hex_field(f[4], ':')))
+        .collect()
 }
 
 /// Wait until the broker accepted `at_least` more descriptors than
@@ -348,17 +357,10 @@ fn thousands_of_idle_slow_and_non_reading_clients_stay_within_a_memory_bound() {
 /// Bytes the broker has not read from the connection whose client end is
 /// on `client_port` (its receive queue, from /proc/net/tcp).
 fn unread_from(broker: &Broker, client_port: u16) -> u64 {
-    let text = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
-    let (local, remote) = (
-        format!(":{:04X}", broker.port),
-        format!(":{client_port:04X}"),
-    );
-    text.lines()
-        .skip(1)
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .find(|f| f.len() > 4 && f[1].ends_with(&local) && f[2].ends_with(&remote))
-        .and_then(|f| f[4].split(':').nth(1).map(str::to_owned))
-        .map_or(0, |rx| u64::from_str_radix(&rx, 16).unwrap_or(0))
+    broker_connections(broker.port)
+        .into_iter()
+        .find(|(remote, _)| *remote == client_port)
+        .map_or(0, |(_, rx)| rx)
 }
 
 /// `queued.max.requests` per connection: with 5 long-poll fetches

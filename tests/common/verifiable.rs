@@ -324,16 +324,10 @@ pub fn assert_consumer_history(events: &[Value], acked_file: &Path) -> usize {
             read.insert((p, off));
         }
     }
-    let acked = std::fs::read_to_string(acked_file).expect("acked file");
-    let mut missing = Vec::new();
-    for line in acked.lines() {
-        let mut f = line.split(' ');
-        let p: i32 = f.next().unwrap().parse().unwrap();
-        let off: i64 = f.next().unwrap().parse().unwrap();
-        if !read.contains(&(p, off)) {
-            missing.push((p, off));
-        }
-    }
+    let missing: Vec<(i32, i64)> = acked_positions(acked_file)
+        .into_iter()
+        .filter(|at| !read.contains(at))
+        .collect();
     assert!(
         missing.is_empty(),
         "the group never read {} acknowledged records, first {:?}",
@@ -346,15 +340,24 @@ pub fn assert_consumer_history(events: &[Value], acked_file: &Path) -> usize {
 /// One past the highest acknowledged offset of each partition.
 pub fn acked_ends(acked_file: &Path) -> BTreeMap<i32, i64> {
     let mut ends = BTreeMap::new();
-    for line in std::fs::read_to_string(acked_file)
-        .expect("acked file")
-        .lines()
-    {
-        let mut f = line.split(' ');
-        let p: i32 = f.next().unwrap().parse().unwrap();
-        let off: i64 = f.next().unwrap().parse().unwrap();
+    for (p, off) in acked_positions(acked_file) {
         let e = ends.entry(p).or_insert(0);
         *e = (*e).max(off + 1);
     }
     ends
+}
+
+/// (partition, offset) of each line of history.py's acked file
+/// (`<partition> <offset> <value>`).
+fn acked_positions(acked_file: &Path) -> Vec<(i32, i64)> {
+    std::fs::read_to_string(acked_file)
+        .expect("acked file")
+        .lines()
+        .map(|line| {
+            let mut f = line.split(' ');
+            let p: i32 = f.next().unwrap().parse().unwrap();
+            let off: i64 = f.next().unwrap().parse().unwrap();
+            (p, off)
+        })
+        .collect()
 }

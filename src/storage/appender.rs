@@ -130,6 +130,9 @@ pub struct DmaAppender {
     buf_file_pos: u64,
     /// Valid bytes in `buf`.
     fill: usize,
+    /// Bytes of `buf` (a page-aligned prefix) already in the file as they
+    /// stay: what a small flush wrote (see `write_partial_buffer`).
+    on_disk: usize,
     written_end: u64,
     synced_end: u64,
     allocated: u64,
@@ -198,6 +201,7 @@ impl DmaAppender {
             buf_cap,
             buf_file_pos,
             fill,
+            on_disk: 0,
             written_end: logical_end,
             synced_end: logical_end,
             allocated,
@@ -458,24 +462,40 @@ impl DmaAppender {
         }
         self.buf_file_pos = end;
         self.fill = 0;
+        // The whole buffer was written, the pages a small flush had
+        // already written among them (the same bytes again).
+        self.on_disk = 0;
         Ok(())
     }
 
-    /// A flush of a partly filled buffer: write its filled pages (the last
-    /// one zero-padded past `fill`) from the buffer itself, and go on in a
-    /// new buffer that starts at the page holding the logical end, with
-    /// that page's bytes (rewritten by the next write). This used to copy
-    /// the filled part into a fresh scratch buffer on every flush: with
+    /// A flush of a partly filled buffer. A buffer at least half full is
+    /// written from the buffer itself (its filled pages, the last one
+    /// zero-padded past `fill`), and appends go on in a new buffer that
+    /// starts at the page holding the logical end, with that page's bytes
+    /// (rewritten by the next write). This used to copy the filled part
+    /// into a fresh scratch buffer on every flush: with
     /// `flush.every.append` (group commit), 45% of the shard's time.
+    ///
+    /// Any other flush writes a copy of the pages changed since the last
+    /// one (`on_disk..`) and appends go on in the same buffer. Handing off
+    /// a mostly empty buffer on every flush gave each small batch of a
+    /// `flush.messages=1` topic a whole buffer of its own, kept alive by
+    /// the batch cache's slice of it (which counts only the batch's
+    /// bytes): the soak test's broker grew 20 MB a minute that way
+    /// (tests/hardening_soak.rs). The copy is the bytes appended since the
+    /// last flush plus the page they start in.
     async fn write_partial_buffer(&mut self) -> Result<(), StorageError> {
         if self.fill == 0 {
             return Ok(());
         }
+        let head = round_down(self.fill as u64) as usize;
+        let to = round_up(self.fill as u64) as usize;
+        if self.on_disk > 0 || to < self.buf_cap / 2 {
+            return self.write_dirty_pages(head, to).await;
+        }
         let Some(mut buf) = self.buf.take() else {
             return self.poison(std::io::Error::other("appender lost its buffer"));
         };
-        let head = round_down(self.fill as u64) as usize;
-        let to = round_up(self.fill as u64) as usize;
         buf.zero(self.fill..to);
         let mut next = take_buffer(&self.file, self.buf_cap);
         next.copy_in(0, &buf.as_bytes()[head..self.fill]);
@@ -484,8 +504,35 @@ impl DmaAppender {
         self.buf = Some(next);
         self.buf_file_pos += head as u64;
         self.fill -= head;
-        match self.file.write_rc_at(shared, pos).await {
-            Ok(n) if n == to => Ok(()),
+        self.write_all(shared, pos, to).await
+    }
+
+    /// Write a copy of `buf[on_disk..to]` (zero-padded past `fill`) and
+    /// keep the buffer; the pages before `head` are then final.
+    async fn write_dirty_pages(&mut self, head: usize, to: usize) -> Result<(), StorageError> {
+        let from = self.on_disk;
+        let Some(buf) = self.buf.as_ref() else {
+            return self.poison(std::io::Error::other("appender lost its buffer"));
+        };
+        let mut scratch = self.file.alloc_dma_buffer(to - from);
+        let filled = self.fill - from;
+        let bytes = scratch.as_bytes_mut();
+        bytes[..filled].copy_from_slice(&buf.as_bytes()[from..self.fill]);
+        bytes[filled..].fill(0);
+        let pos = self.buf_file_pos + from as u64;
+        self.write_all(Rc::new(scratch), pos, to - from).await?;
+        self.on_disk = head;
+        Ok(())
+    }
+
+    async fn write_all(
+        &mut self,
+        buf: Rc<DmaBuffer>,
+        pos: u64,
+        len: usize,
+    ) -> Result<(), StorageError> {
+        match self.file.write_rc_at(buf, pos).await {
+            Ok(n) if n == len => Ok(()),
             Ok(_) => self.poison(std::io::Error::other("short O_DIRECT write")),
             Err(e) => self.poison(e),
         }

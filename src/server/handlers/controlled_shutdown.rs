@@ -21,6 +21,7 @@ use kafka_protocol_39::protocol::{Decodable, Encodable, StrBytes as StrBytes39};
 use super::{HandlerError, Request, Response};
 use crate::protocol::api::ZkApi;
 use crate::protocol::decode::DecodeError;
+use crate::protocol::schema::{check_arrays, Field, INT32, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
@@ -28,8 +29,18 @@ use crate::types::{BrokerId, TopicPartition};
 
 pub const VERSIONS: ApiRange = ApiRange::zk(ZkApi::ControlledShutdown, 0, 3);
 
-/// (broker id, broker epoch; -1 before v2, which carry none).
+/// ControlledShutdownRequest.json: BrokerId, then BrokerEpoch from v2;
+/// flexible from v3.
+const SCHEMA: &[Field] = &[INT32, Field::Since(2, &INT64)];
+const FIRST_FLEXIBLE: i16 = 3;
+
+/// (broker id, broker epoch; -1 before v2, which carry none). The walk
+/// checks the tagged fields first: the crate reads a varint whose fifth
+/// byte says "more" as a truncated tag, which Kafka refuses
+/// (`ByteUtils.readUnsignedVarint`) and the crate then cannot encode back
+/// (found by the fuzz target `requests`).
 pub fn decode_request(mut body: Bytes, version: i16) -> Result<(BrokerId, i64), DecodeError> {
+    check_arrays(&body, SCHEMA, version, version >= FIRST_FLEXIBLE)?;
     let r = ControlledShutdownRequest::decode(&mut body, version)
         .map_err(|e| DecodeError::Malformed(e.to_string()))?;
     let epoch = if version >= 2 { r.broker_epoch } else { -1 };
@@ -100,5 +111,19 @@ mod tests {
             assert_eq!(resp.remaining_partitions[0].partition_index, 3);
         }
         assert!(decode_request(Bytes::from_static(&[0, 0]), 3).is_err());
+    }
+
+    /// The body of the fuzz target `requests`' crash input: one tag whose
+    /// varint's fifth byte says "more" (Kafka refuses it; the crate read a
+    /// truncated tag it then left out of its own encoding).
+    #[test]
+    fn an_overlong_tag_varint_is_refused() {
+        let body = [
+            2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xe8, 0, 1, 0xe0, 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0,
+            0x10,
+        ];
+        assert!(decode_request(Bytes::copy_from_slice(&body), 3).is_err());
+        let fine = [2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xe8, 1, 5, 1, 0];
+        assert!(decode_request(Bytes::copy_from_slice(&fine), 3).is_ok());
     }
 }

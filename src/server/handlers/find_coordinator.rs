@@ -37,8 +37,9 @@ use kafka_protocol::protocol::StrBytes;
 use super::{HandlerError, Request, Response};
 use crate::controller::image::OFFSETS_TOPIC;
 use crate::metadata::{BrokerEndpoint, Snapshot};
-use crate::protocol::decode::{check_array_len, decode_body, DecodeError};
+use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
+use crate::protocol::schema::{CheckedApi, Field, Schema, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::auto_create::ensure_topic_auto_created;
 use crate::server::out::OutPart;
@@ -58,17 +59,27 @@ pub const KEY_TYPE_SHARE: i8 = 2;
 /// The first version that may ask for a share group's coordinator.
 const FIRST_SHARE: i16 = 6;
 
-/// Decode a FindCoordinator request, refusing a `coordinator_keys` count
-/// larger than the body (see `protocol::decode`).
-pub fn decode_request(
-    mut body: Bytes,
-    version: i16,
-) -> Result<FindCoordinatorRequest, DecodeError> {
-    if version >= FIRST_BATCHED {
-        // `coordinator_keys` follows the one-byte key type.
-        check_array_len(&body, 1, true)?;
+/// FindCoordinatorRequest.json: Key, KeyType from v1; from v4 KeyType
+/// and the batched CoordinatorKeys instead; flexible from v3.
+pub const API: CheckedApi = CheckedApi {
+    versions: VERSIONS,
+    first_flexible: 3,
+    schema: Schema::PerVersion(schema),
+};
+
+fn schema(version: i16) -> &'static [Field] {
+    match version {
+        0 => &[Field::Str],
+        1..FIRST_BATCHED => &[Field::Str, INT8],
+        _ => &[INT8, Field::StrArray],
     }
-    decode_body(&mut body, version)
+}
+
+/// Decode a FindCoordinator request, refusing a `coordinator_keys` count
+/// larger than the body and a tag the crate would misread (see
+/// `controlled_shutdown::decode_request`).
+pub fn decode_request(body: Bytes, version: i16) -> Result<FindCoordinatorRequest, DecodeError> {
+    API.decode(body, version)
 }
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
@@ -209,6 +220,29 @@ mod tests {
             configs: Default::default(),
         })
     }
+
+    #[test]
+    fn the_schema_covers_every_version_exactly() {
+        API.assert_schema_covers_every_version(|v| {
+            let key = StrBytes::from_static_str("g");
+            let req = FindCoordinatorRequest::default().with_key_type(KEY_TYPE_GROUP);
+            if v >= FIRST_BATCHED {
+                req.with_coordinator_keys(vec![key.clone(), key])
+            } else {
+                req.with_key(key)
+            }
+        });
+    }
+
+    /// See `init_producer_id`'s test of the same name.
+    #[test]
+    fn an_overlong_tag_varint_is_refused() {
+        let body = [2, b'g', 0, 1, 0xe0, 0xff, 0xff, 0xff, 0xff, 1, 0];
+        assert!(decode_request(Bytes::copy_from_slice(&body), 3).is_err());
+        assert!(decode_request(Bytes::copy_from_slice(&[2, b'g', 0, 0]), 3).is_ok());
+    }
+
+    crate::protocol::schema::schema_fuzz_test!(API, FindCoordinatorRequest);
 
     #[test]
     fn without_the_offsets_topic_no_broker_coordinates_a_group() {

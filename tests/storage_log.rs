@@ -13,6 +13,7 @@ use shardlog::io::zerocopy::OutPart;
 use shardlog::protocol::record_batch::{
     build_test_batch, set_base_offset, set_partition_leader_epoch, RecordBatch, HEADER_LEN,
 };
+use shardlog::storage::batch_cache::ENTRY_OVERHEAD;
 use shardlog::storage::log_dir::{LogDir, PartitionOffsets};
 use shardlog::storage::{BatchCache, LogConfig, PartitionLog, StorageError};
 use shardlog::types::TopicPartition;
@@ -736,9 +737,11 @@ fn closing_or_dropping_a_log_releases_its_cache_share() {
         b.append(BytesMut::from(&batch(2)[..]), 0, 0, false)
             .await
             .unwrap();
-        assert_eq!(cache.borrow().used_bytes(), batch(1).len() + batch(2).len());
+        // Each cached batch is charged its bytes and its bookkeeping.
+        let charge = |n| batch(n).len() + ENTRY_OVERHEAD;
+        assert_eq!(cache.borrow().used_bytes(), charge(1) + charge(2));
         a.close().await.unwrap();
-        assert_eq!(cache.borrow().used_bytes(), batch(2).len());
+        assert_eq!(cache.borrow().used_bytes(), charge(2));
         drop(b);
         assert_eq!(cache.borrow().used_bytes(), 0);
         cache.borrow().check_invariants();

@@ -10,6 +10,10 @@
 #
 #   perf/ab_point.sh BIN p1      produce 1 KiB, acks=1, linger.ms=5,
 #                                batch.size=1000000, 6 partitions (P1)
+#   perf/ab_point.sh BIN spread  produce 100-byte keyed records (10,000 keys),
+#                                acks=1, linger.ms=5, over AB_PARTITIONS
+#                                partitions (default 10): partition density,
+#                                issue 26 ("msgs/s at 1,000 partitions vs 10")
 #   perf/ab_point.sh BIN p4hot   consume from memory: produce N records into a
 #                                batch cache larger than the topic, then read
 #                                them from the beginning (P4 from memory)
@@ -20,8 +24,8 @@
 # Env: AB_DURATION (default 10s), AB_MESSAGES (p4hot records, default 2000000),
 #      AB_CACHE_BYTES (p4hot batch cache, default 3 GiB).
 set -euo pipefail
-BIN="${1:?usage: ab_point.sh BIN p1|p4hot}"
-CASE="${2:?usage: ab_point.sh BIN p1|p4hot}"
+BIN="${1:?usage: ab_point.sh BIN p1|p4hot|spread}"
+CASE="${2:?usage: ab_point.sh BIN p1|p4hot|spread}"
 DUR="${AB_DURATION:-10s}"
 TMP="$(mktemp -d /tmp/ab-point.XXXXXX)"
 BROKER_PID=""
@@ -66,6 +70,16 @@ case "$CASE" in
       || { tail -5 "$TMP/cons.log" >&2; exit 1; }
     n="$(rec "$TMP/cons/consume.json" "['records']")"
     echo "p4hot $(mb "$TMP/cons/consume.json" "j['mb_per_sec']") MB/s $(per_mb "$c0" "$n") broker-cpu-us/MB"
+    ;;
+  spread)
+    parts="${AB_PARTITIONS:-10}"
+    c0="$(cpu_us)"
+    "$BIN" loadgen --bootstrap "127.0.0.1:$port" --client-cpus 1 --message-size 100 --keys 10000 \
+      --partitions "$parts" --out "$TMP/spread" --topic "spread-$parts" --acks 1 --linger-ms 5 \
+      --consumers 0 --flat-out --duration "$DUR" --warmup 2s >"$TMP/spread.log" 2>&1 \
+      || { tail -5 "$TMP/spread.log" >&2; exit 1; }
+    j="$TMP/spread/results.json"
+    echo "spread$parts $(mb "$j" "j['points'][0]['msgs_per_sec']") msgs/s $(mb "$j" "j['points'][0]['mb_per_sec']") MB/s"
     ;;
   *) echo "ab_point.sh: unknown case $CASE" >&2; exit 2 ;;
 esac

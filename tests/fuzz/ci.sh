@@ -5,6 +5,9 @@
 # any crash (panic, failed contract assertion, allocation past the bound).
 #
 #   SHARDLOG_FUZZ_RUNS   executions per target (default 20000; 0 skips)
+#   SHARDLOG_FUZZ_RELEASE=1  an optimized build (cargo fuzz's --release)
+#                        instead of the dev profile: for long runs (10 M
+#                        executions take minutes per target, not hours)
 #
 # Stable Rust is enough: no sanitizer (`-s none`, libFuzzer's coverage
 # passes are stable flags) and the dev profile of tests/fuzz/Cargo.toml
@@ -31,7 +34,9 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 FUZZ=(cargo fuzz)
-FLAGS=(--fuzz-dir tests/fuzz --sanitizer none --dev)
+PROFILE=--dev
+[ "${SHARDLOG_FUZZ_RELEASE:-0}" = 1 ] && PROFILE=--release
+FLAGS=(--fuzz-dir tests/fuzz --sanitizer none "$PROFILE")
 
 start=$(date +%s)
 echo "tests/fuzz/ci.sh: building the fuzz targets" >&2

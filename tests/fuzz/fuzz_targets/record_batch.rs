@@ -16,7 +16,7 @@ use shardlog::protocol::record_batch::{
     LOG_OVERHEAD,
 };
 use shardlog::protocol::record_walk::{every_record_has_a_key, for_each_record, records_section};
-use shardlog_fuzz::{bound_for, check_bounded, peak_of};
+use shardlog_fuzz::{bound_for, check_bounded_by, peak_of};
 
 /// Byte offsets of the header fields the target rewrites.
 const BATCH_LENGTH: usize = 8;
@@ -26,8 +26,25 @@ const CRC: usize = 17;
 const LZ4: i16 = 3;
 const LZ4_WINDOW: usize = 16 << 20;
 
+/// The codec id of a batch's attributes (-1 if too short to hold them).
 fn codec(batch: &[u8]) -> i16 {
-    i16::from_be_bytes([batch[ATTRIBUTES], batch[ATTRIBUTES + 1]]) & 0x07
+    match batch.get(ATTRIBUTES..ATTRIBUTES + 2) {
+        Some(a) => i16::from_be_bytes([a[0], a[1]]) & 0x07,
+        None => -1,
+    }
+}
+
+/// What an LZ4 decoder may reserve beyond the contract's bound: it
+/// reserves its frame's declared block size (up to 4 MiB) for input and
+/// twice that plus 64 KiB for output, as Kafka's `KafkaLZ4BlockInputStream`
+/// allocates its block size too: reserved, not touched, whatever the
+/// input's length (found by this target: 16 MiB for a 40-byte frame).
+fn window(lz4: bool) -> usize {
+    if lz4 {
+        LZ4_WINDOW
+    } else {
+        0
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -44,7 +61,11 @@ fuzz_target!(|data: &[u8]| {
     if mode & 1 != 0 {
         fix_crc(&mut buf);
     }
-    check_bounded(buf.len(), || {
+    // LZ4's window (see below) for a buffer holding an LZ4 batch.
+    let any_lz4 = BatchIter::new(&buf)
+        .flatten()
+        .any(|(range, _)| codec(&buf[range]) == LZ4);
+    check_bounded_by(bound_for(buf.len()) + window(any_lz4), || {
         let _ = validate_all_for_append(&buf);
         for item in BatchIter::new(&buf) {
             if let Ok((range, batch)) = item {
@@ -58,20 +79,15 @@ fuzz_target!(|data: &[u8]| {
     let Some(first) = buf.get(..total) else {
         return;
     };
-    let walked = check_bounded(first.len(), || walk(first));
-    let _ = check_bounded(first.len(), || every_record_has_a_key(first));
+    let first_bound = bound_for(first.len()) + window(codec(first) == LZ4);
+    let walked = check_bounded_by(first_bound, || walk(first));
+    let _ = check_bounded_by(first_bound, || every_record_has_a_key(first));
     // Inflating may legitimately take up to the walk's limit (a zip bomb
     // is bounded by MAX_WALKED_BYTES, not by the input): bound what it
-    // holds beyond the section it returns. An LZ4 frame also gets its
-    // codec's window, whatever its length: the decoder reserves its
-    // declared block size (up to 4 MiB) for input and twice that plus
-    // 64 KiB for output, as Kafka's `KafkaLZ4BlockInputStream` allocates
-    // its block size too. Reserved, not touched: found at 16 MiB for a
-    // 40-byte frame declaring 4 MiB blocks.
+    // holds beyond the section it returns (and LZ4's window).
     let (section, peak) = peak_of(|| records_section(first).map(|s| s.into_owned()));
     if let Ok(section) = &section {
-        let window = if codec(first) == LZ4 { LZ4_WINDOW } else { 0 };
-        let bound = bound_for(first.len()) + 3 * section.len() + window;
+        let bound = bound_for(first.len()) + 3 * section.len() + window(codec(first) == LZ4);
         assert!(
             peak <= bound,
             "records_section held {peak} bytes for {} inflated",

@@ -67,29 +67,28 @@ fn header_round_trip(header: &RequestHeader, whole: &Bytes, body: &Bytes) {
     assert!(whole.len() >= body.len());
 }
 
-/// decode → encode → decode gives the same message (`kafka-protocol` 0.18).
+/// decode → encode → decode → encode gives the same bytes (`kafka-protocol`
+/// 0.18). Bytes, not the messages: a float64 field may hold NaN, which
+/// is not equal to itself (found by this target in AlterClientQuotas).
 fn round_trip<T>(first: &T, version: i16)
 where
-    T: kafka_protocol::protocol::Decodable
-        + kafka_protocol::protocol::Encodable
-        + PartialEq
-        + Debug,
+    T: kafka_protocol::protocol::Decodable + kafka_protocol::protocol::Encodable + Debug,
 {
     let mut out = BytesMut::new();
     first
         .encode(&mut out, version)
         .expect("a decoded request re-encodes");
-    let again = T::decode(&mut out.freeze(), version).expect("a re-encoded request decodes");
-    assert_eq!(&again, first, "v{version} request does not round-trip");
+    let wire = out.freeze();
+    let again = T::decode(&mut wire.clone(), version).expect("a re-encoded request decodes");
+    let mut out = BytesMut::new();
+    again.encode(&mut out, version).expect("it re-encodes again");
+    assert_eq!(out.freeze(), wire, "v{version} request does not round-trip: {first:?}");
 }
 
 /// The same with the Kafka 3.9 codec (`kafka-protocol` 0.15.1).
 fn round_trip_39<T>(body: &Bytes, version: i16)
 where
-    T: kafka_protocol_39::protocol::Decodable
-        + kafka_protocol_39::protocol::Encodable
-        + PartialEq
-        + Debug,
+    T: kafka_protocol_39::protocol::Decodable + kafka_protocol_39::protocol::Encodable + Debug,
 {
     // Only called once the handler's checked decode accepted `body`.
     let first = T::decode(&mut body.clone(), version).expect("the handler's decode accepted it");
@@ -97,8 +96,11 @@ where
     first
         .encode(&mut out, version)
         .expect("a decoded request re-encodes");
-    let again = T::decode(&mut out.freeze(), version).expect("a re-encoded request decodes");
-    assert_eq!(again, first, "v{version} request does not round-trip");
+    let wire = out.freeze();
+    let again = T::decode(&mut wire.clone(), version).expect("a re-encoded request decodes");
+    let mut out = BytesMut::new();
+    again.encode(&mut out, version).expect("it re-encodes again");
+    assert_eq!(out.freeze(), wire, "v{version} request does not round-trip: {first:?}");
 }
 
 /// What the handler for `header.api_key` decodes, as its `handle` does.

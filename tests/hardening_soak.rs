@@ -14,7 +14,8 @@
 //! (its log says why if it does), logs no panic, and stops cleanly.
 //!
 //! CI runs the short form (`SHARDLOG_SOAK_SECS` unset: 200 s, kills at 30
-//! and 60 s, a quiet tail measured from 60 s after the last restart). The long form, for a closing note:
+//! and 60 s, a quiet tail measured from 60 s after the last restart). The
+//! long form, for a closing note:
 //! `SHARDLOG_SOAK_SECS=1800 SHARDLOG_SOAK_KILL_EVERY_SECS=240 bash tests/run.sh --test hardening_soak -- --nocapture`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 

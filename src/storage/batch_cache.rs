@@ -86,10 +86,14 @@ struct CachedBatch {
     bytes: BatchBytes,
 }
 
+/// What a batch of `len` bytes counts against the budget.
+fn charge_of(len: usize) -> usize {
+    len + ENTRY_OVERHEAD
+}
+
 impl CachedBatch {
-    /// What this batch counts against the budget.
     fn charge(&self) -> usize {
-        self.bytes.len() + ENTRY_OVERHEAD
+        charge_of(self.bytes.len())
     }
 }
 
@@ -138,7 +142,7 @@ impl BatchCache {
     /// Whether a batch of `len` bytes would be cached (the appender lends
     /// its bytes only then).
     pub fn accepts(&self, len: usize) -> bool {
-        len > 0 && len + ENTRY_OVERHEAD <= self.budget_bytes
+        len > 0 && charge_of(len) <= self.budget_bytes
     }
 
     /// Cache one appended batch. Callers insert in offset order per
@@ -151,7 +155,7 @@ impl BatchCache {
         bytes: impl Into<BatchBytes>,
     ) {
         let bytes = bytes.into();
-        let charge = bytes.len() + ENTRY_OVERHEAD;
+        let charge = charge_of(bytes.len());
         if bytes.is_empty() || charge > self.budget_bytes {
             return;
         }

@@ -342,26 +342,23 @@ def run(bootstrap, workdir, opts):
     # consumer_group, list_offsets, admin_churn, connection_churn), to find
     # which part a trend comes from; nothing is checked then.
     only = set(opts["only"].split(",")) if "only" in opts else None
-    threads = [threading.Thread(target=producer,
-                                args=(bootstrap, workdir, spec, rate, report["producers"]))
-               for spec in PRODUCERS if only is None or "producers" in only]
-    threads += [threading.Thread(target=f, args=(bootstrap, report))
-                for f in (consumer_group, list_offsets, admin_churn, connection_churn)
-                if only is None or f.__name__ in only]
     failures = []
 
-    def guarded(t):
-        target = t._target
-
+    def guarded(target):
         def body(*args):
             try:
                 target(*args)
             except BaseException as e:  # reported, never silent
                 failures.append("%s: %r" % (target.__name__, e))
-        t._target = body
+        return body
 
+    threads = [threading.Thread(target=guarded(producer),
+                                args=(bootstrap, workdir, spec, rate, report["producers"]))
+               for spec in PRODUCERS if only is None or "producers" in only]
+    threads += [threading.Thread(target=guarded(f), args=(bootstrap, report))
+                for f in (consumer_group, list_offsets, admin_churn, connection_churn)
+                if only is None or f.__name__ in only]
     for t in threads:
-        guarded(t)
         t.start()
     stop.wait(seconds)
     stop.set()

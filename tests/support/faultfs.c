@@ -231,14 +231,19 @@ static int ff_releasedir(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
-static int ff_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+/* fsync or fdatasync `fd`, unless the fsync fault is on. */
+static int sync_fd(int fd, int datasync)
 {
-    (void)path;
     int err = fault(CTL_FSYNC);
     if (err)
         return err;
-    int fd = dirfd(((struct ff_dir *)(uintptr_t)fi->fh)->dp);
     return CHK(datasync ? fdatasync(fd) : fsync(fd));
+}
+
+static int ff_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    (void)path;
+    return sync_fd(dirfd(((struct ff_dir *)(uintptr_t)fi->fh)->dp), datasync);
 }
 
 static int ff_mknod(const char *path, mode_t mode, dev_t rdev)
@@ -476,10 +481,7 @@ static int ff_release(const char *path, struct fuse_file_info *fi)
 static int ff_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
     (void)path;
-    int err = fault(CTL_FSYNC);
-    if (err)
-        return err;
-    return CHK(datasync ? fdatasync(fi->fh) : fsync(fi->fh));
+    return sync_fd(fi->fh, datasync);
 }
 
 static int ff_fallocate(const char *path, int mode, off_t off, off_t len,

@@ -10,6 +10,7 @@ Prints one JSON line per event on stdout, flushed at once:
                                       (before its commit: at-least-once)
   {"committed": [[partition, next offset], ...]}  after each sync commit
                                       returned
+  {"commit_failed": error}            a commit that raced a rebalance
 Runs until SIGTERM (then closes cleanly: final commit, LeaveGroup) or
 SIGKILL. The tests decide when everything was consumed.
 """
@@ -38,7 +39,7 @@ def emit(obj):
 
 
 def run_confluent(a):
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     conf = {
         "bootstrap.servers": a.bootstrap,
@@ -82,10 +83,17 @@ def run_confluent(a):
         for m in good:
             emit({"p": m.partition(), "o": m.offset(), "v": m.value().decode()})
             offsets[m.partition()] = m.offset() + 1
-        c.commit(
-            offsets=[TopicPartition(a.topic, p, o) for p, o in offsets.items()],
-            asynchronous=False,
-        )
+        try:
+            c.commit(
+                offsets=[TopicPartition(a.topic, p, o) for p, o in offsets.items()],
+                asynchronous=False,
+            )
+        except KafkaException as e:
+            # A commit racing a rebalance fails (ILLEGAL_GENERATION,
+            # REBALANCE_IN_PROGRESS), as against Kafka; an application
+            # goes on and the next owner re-reads (at-least-once).
+            emit({"commit_failed": str(e)})
+            continue
         emit({"committed": sorted(offsets.items())})
     c.close()
 
@@ -95,6 +103,7 @@ def run_kafka_python(a):
     import os
 
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+    from kafka.errors import KafkaError
 
     # The group protocol steps on stderr (join, sync, heartbeat errors), so
     # a stalled rebalance in a test run shows where it stalled.
@@ -149,7 +158,11 @@ def run_kafka_python(a):
         for r in recs:
             emit({"p": r.partition, "o": r.offset, "v": r.value.decode()})
             offsets[TopicPartition(a.topic, r.partition)] = OffsetAndMetadata(r.offset + 1, "", -1)
-        c.commit(offsets)
+        try:
+            c.commit(offsets)
+        except KafkaError as e:
+            emit({"commit_failed": repr(e)})  # see run_confluent
+            continue
         emit({"committed": sorted((tp.partition, o.offset) for tp, o in offsets.items())})
     c.close()
 
@@ -157,6 +170,7 @@ def run_kafka_python(a):
 async def run_aiokafka(a):
     from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.abc import ConsumerRebalanceListener
+    from aiokafka.errors import KafkaError
 
     kw = dict(
         bootstrap_servers=a.bootstrap,
@@ -189,7 +203,11 @@ async def run_aiokafka(a):
             for r in recs:
                 emit({"p": r.partition, "o": r.offset, "v": r.value.decode()})
                 offsets[TopicPartition(a.topic, r.partition)] = r.offset + 1
-            await c.commit(offsets)
+            try:
+                await c.commit(offsets)
+            except KafkaError as e:
+                emit({"commit_failed": repr(e)})  # see run_confluent
+                continue
             emit({"committed": sorted((tp.partition, o) for tp, o in offsets.items())})
     finally:
         await c.stop()

@@ -2,7 +2,8 @@
 broker (BIN, defaults), N partitions in topics of 1,000. Prints the RSS and
 disk per idle partition, the same after one 100-byte record in each, the
 disk after a clean stop, and how long a restart takes to listen after a
-clean stop and after kill -9.
+clean stop and after kill -9 (of a broker that wrote one more record to
+every partition since that restart).
 
   ~/.cache/shardlog/test-venv/bin/python perf/density.py BIN N
   (DENSITY_DIR: where the log dir goes, default /tmp)
@@ -44,12 +45,15 @@ created = time.monotonic() - t0
 time.sleep(2)
 idle_rss, idle_du = rss(p.pid), du()
 print(f"{N} partitions created in {created:.1f} s; idle: RSS +{idle_rss-base_rss} KiB ({(idle_rss-base_rss)/N:.1f} KiB/partition), disk +{idle_du-base_du} KiB ({(idle_du-base_du)/N:.1f} KiB/partition)", flush=True)
-prod = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "linger.ms": 50, "acks": "1"})
-for i in range(TOPICS):
-    for part in range(per_topic):
-        prod.produce(f"dense-{i}", b"x" * 100, partition=part)
-        prod.poll(0)
-prod.flush(120)
+def one_record_each():
+    prod = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "linger.ms": 50, "acks": "1"})
+    for i in range(TOPICS):
+        for part in range(per_topic):
+            prod.produce(f"dense-{i}", b"x" * 100, partition=part)
+            prod.poll(0)
+    left = prod.flush(120)
+    assert left == 0, f"{left} records not delivered"
+one_record_each()
 time.sleep(2)
 data_rss, data_du = rss(p.pid), du()
 print(f"one 100-byte record in each: RSS +{data_rss-base_rss} KiB ({(data_rss-base_rss)/N:.1f} KiB/partition), disk +{data_du-base_du} KiB ({(data_du-base_du)/N:.1f} KiB/partition)", flush=True)
@@ -57,7 +61,9 @@ p.terminate(); p.wait()
 print(f"after a clean stop: disk +{du()-base_du} KiB", flush=True)
 p, ready = start()
 print(f"clean restart: listening after {ready:.2f} s", flush=True)
-time.sleep(2)
+# Another record in each before the kill, so every active segment was
+# written (and pre-allocated) since the restart, as on a busy broker.
+one_record_each()
 os.kill(p.pid, 9); p.wait()
 p, ready = start()
 print(f"restart after kill -9: listening after {ready:.2f} s", flush=True)

@@ -17,6 +17,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 
 use super::batch_cache::SharedBatchCache;
+use super::cleaner::swap;
 use super::checkpoint::{
     self, LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA,
     RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT,
@@ -32,7 +33,8 @@ use crate::types::TopicPartition;
 
 /// Kafka's clean-shutdown marker. Kafka keeps one per log dir; partitions
 /// here open and close independently (each shard owns its own), so the
-/// marker lives in the partition directory.
+/// marker lives in the partition directory. Its removal at open costs no
+/// fsync of its own (see `PartitionLog::open`).
 pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
 /// `segment.ms` falls back to wall age from this, set at the first append.
 const UNSET_MS: i64 = i64::MIN;
@@ -145,10 +147,30 @@ pub struct PartitionLog {
     /// not yet fsynced, with the directory naming them: synced before the
     /// first flush counts an append durable (`await_dir_sync`).
     unsynced: Option<Vec<PathBuf>>,
+    /// The open removed the clean-shutdown marker and has not fsynced the
+    /// directory since: done before any segment file changes
+    /// (`settle_marker_removal`).
+    marker_unsynced: bool,
     recovery_stats: RecoveryStats,
     leader_epochs: Vec<(i32, i64)>,
     /// Files of segments retention dropped, for new segments to reuse.
     recycle: RecyclePool,
+}
+
+/// Where [`PartitionLog::load_segments`] may trust files and where an
+/// empty log starts.
+struct LoadFrom {
+    /// The last shutdown left the clean-shutdown marker.
+    clean: bool,
+    recovery_point: i64,
+    start_offset: i64,
+}
+
+/// The segments an open loaded.
+struct LoadedSegments {
+    segments: BTreeMap<i64, Segment>,
+    /// The last segment's file ends exactly at its last whole batch.
+    last_exact: bool,
 }
 
 fn checkpoint_entry(
@@ -230,19 +252,35 @@ fn write_unsynced(path: &Path, text: &str) -> Result<(), StorageError> {
     Ok(())
 }
 
-/// Base offsets of the `.log` files in `dir`; removes `.deleted` leftovers.
-fn list_segments(dir: &Path) -> Result<Vec<i64>, StorageError> {
-    let mut bases = Vec::new();
+/// The names in `dir`, read once per open: the segments, the recycle
+/// pool, the clean-shutdown marker and an interrupted clean's files all
+/// come from this one listing (a restart at 10,000 partitions listed each
+/// directory three times).
+fn list_names(dir: &Path) -> Result<Vec<String>, StorageError> {
+    let mut names = Vec::new();
     for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().to_string();
+        names.push(entry?.file_name().to_string_lossy().into_owned());
+    }
+    Ok(names)
+}
+
+/// Remove `dir/name`; a file already gone is fine (this process's delete
+/// thread may be removing it too: a log reopened while its retention
+/// deletes still run).
+fn remove_if_present(dir: &Path, name: &str) -> Result<(), StorageError> {
+    match std::fs::remove_file(dir.join(name)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Base offsets of the `.log` files among `names`; removes `.deleted` and
+/// `.tmp` leftovers.
+fn list_segments(dir: &Path, names: &[String]) -> Result<Vec<i64>, StorageError> {
+    let mut bases = Vec::new();
+    for name in names {
         if name.ends_with(DELETED_SUFFIX) || name.ends_with(".tmp") {
-            match std::fs::remove_file(entry.path()) {
-                // This process's delete thread may be removing it too (a
-                // log reopened while its retention deletes still run).
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-                _ => {}
-            }
+            remove_if_present(dir, name)?;
         } else if let Some(stem) = name.strip_suffix(LOG_SUFFIX) {
             if let Ok(base) = stem.parse::<i64>() {
                 bases.push(base);
@@ -253,22 +291,17 @@ fn list_segments(dir: &Path) -> Result<Vec<i64>, StorageError> {
     Ok(bases)
 }
 
-/// The recycle pool left in `dir` by an earlier run; removes pool files
+/// The recycle pool an earlier run left among `names`; removes pool files
 /// past the limit and names that do not parse.
-fn load_recycle_pool(dir: &Path) -> Result<RecyclePool, StorageError> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let name = entry?.file_name().to_string_lossy().to_string();
-        if name.ends_with(RECYCLE_SUFFIX) {
-            names.push(name);
-        }
-    }
-    let (pool, remove) = RecyclePool::from_names(&names);
+fn load_recycle_pool(dir: &Path, names: &[String]) -> Result<RecyclePool, StorageError> {
+    let pooled: Vec<String> = names
+        .iter()
+        .filter(|n| n.ends_with(RECYCLE_SUFFIX))
+        .cloned()
+        .collect();
+    let (pool, remove) = RecyclePool::from_names(&pooled);
     for name in remove {
-        match std::fs::remove_file(dir.join(&name)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-            _ => {}
-        }
+        remove_if_present(dir, &name)?;
     }
     Ok(pool.within(dir))
 }
@@ -304,11 +337,14 @@ impl PartitionLog {
                 unsynced.push(p);
             }
         }
+        let mut names = list_names(&dir)?;
         // A clean interrupted by a crash: finish its swap or drop its files
         // before the segments are listed (Kafka's `LogLoader`).
-        super::cleaner::swap::complete_or_roll_back(&dir)?;
-        let marker = dir.join(CLEAN_SHUTDOWN_MARKER);
-        let clean = marker.exists();
+        if names.iter().any(|n| swap::is_leftover(n)) {
+            swap::complete_or_roll_back(&dir)?;
+            names = list_names(&dir)?;
+        }
+        let clean = names.iter().any(|n| n == CLEAN_SHUTDOWN_MARKER);
         let recovery_point = checkpoint_entry(log_dir, RECOVERY_POINT_CHECKPOINT, tp)?.unwrap_or(0);
         let start_cp = checkpoint_entry(log_dir, LOG_START_OFFSET_CHECKPOINT, tp)?;
         let hw_cp = checkpoint_entry(log_dir, REPLICATION_CHECKPOINT, tp)?;
@@ -316,29 +352,35 @@ impl PartitionLog {
             clean_shutdown: clean,
             ..RecoveryStats::default()
         };
-        let segments = Self::load_segments(
+        let loaded = Self::load_segments(
             &dir,
+            &names,
             &config,
-            clean,
-            recovery_point,
-            start_cp.unwrap_or(0),
+            LoadFrom {
+                clean,
+                recovery_point,
+                start_offset: start_cp.unwrap_or(0),
+            },
             &mut stats,
             &mut unsynced,
         )
         .await?;
         if clean {
-            // Consume the marker before activation touches the active
-            // segment (truncate + pre-allocate): a crash from here on must
-            // be followed by a rescan, never by trusting the file size.
-            std::fs::remove_file(&marker)?;
-            File::open(&dir)?.sync_all()?;
+            // Consume the marker before any segment file changes (the
+            // active segment's activation cuts and pre-allocates it): a
+            // crash from then on must be followed by a rescan, never by
+            // trusting file sizes. The removal is made durable just before
+            // the first such change (`settle_marker_removal`), not here: a
+            // directory fsync per partition was most of a clean restart at
+            // 10,000 partitions (issue 26).
+            std::fs::remove_file(dir.join(CLEAN_SHUTDOWN_MARKER))?;
         }
         let cache_id = cache.borrow_mut().register();
         let mut log = PartitionLog {
             tp: tp.clone(),
             dir,
             config,
-            segments,
+            segments: loaded.segments,
             log_start_offset: 0,
             high_watermark: 0,
             high_watermark_position: 0,
@@ -353,29 +395,26 @@ impl PartitionLog {
             rolled: None,
             dir_sync: None,
             unsynced: (!unsynced.is_empty()).then_some(unsynced),
+            marker_unsynced: clean,
             recovery_stats: stats,
             leader_epochs: Vec::new(),
             recycle: RecyclePool::default(),
         };
-        let mut pool = load_recycle_pool(&log.dir)?;
+        let mut pool = load_recycle_pool(&log.dir, &names)?;
         if !log.config.recycle_segments {
             segment::free_in_background(pool.drain(), true);
         }
         log.recycle = pool;
-        // A log this open created has nothing to append to yet: its
-        // segment gets its DMA appender (an O_DIRECT open and the first
-        // pre-allocation step) at the first append (`write_to_active`),
-        // not 1,000 of them when a topic of 1,000 partitions is created.
-        let created = log.unsynced.as_ref().is_some_and(|files| {
-            log.segments
-                .values()
-                .next_back()
-                .is_some_and(|s| files.contains(&s.log_path()))
-        });
-        if let Some(active) = log.segments.values_mut().next_back() {
-            if !created {
-                active.activate(&log.config).await?;
-            }
+        // The active segment gets its DMA appender (an O_DIRECT open and
+        // the first pre-allocation step) at the first append
+        // (`activate_lazily`), not at open: a restart or a topic of 10,000
+        // partitions opens no appender for those nobody writes to. Only a
+        // recovered segment whose file runs past its last whole batch (a
+        // pre-allocation or a torn write after a crash) is activated now,
+        // since activation cuts the file to its data: a clean close must
+        // never vouch for a file longer than its batches.
+        if !loaded.last_exact {
+            log.activate_lazily().await?;
         }
         let first_base = log.segments.keys().next().copied().unwrap_or(0);
         let leo = log.log_end_offset();
@@ -391,27 +430,28 @@ impl PartitionLog {
 
     async fn load_segments(
         dir: &Path,
+        names: &[String],
         config: &LogConfig,
-        clean: bool,
-        recovery_point: i64,
-        start_offset: i64,
+        from: LoadFrom,
         stats: &mut RecoveryStats,
         unsynced: &mut Vec<PathBuf>,
-    ) -> Result<BTreeMap<i64, Segment>, StorageError> {
-        let bases = list_segments(dir)?;
+    ) -> Result<LoadedSegments, StorageError> {
+        let bases = list_segments(dir, names)?;
         let mut segments = BTreeMap::new();
+        let mut last_exact = true;
         for (i, &base) in bases.iter().enumerate() {
             let next_base = bases.get(i + 1).copied();
             // Kafka recovers from the segment holding the recovery point on;
             // the last segment is always rescanned after an unclean stop
             // because its pre-allocated file size says nothing.
-            let trusted = clean || next_base.is_some_and(|n| n <= recovery_point);
+            let trusted = from.clean || next_base.is_some_and(|n| n <= from.recovery_point);
             let loaded = if trusted {
                 Segment::load_trusted(dir, base, config, UNSET_MS)?
             } else {
                 None
             };
             let (seg, exact) = match loaded {
+                // A trusted load takes the file's size as the segment's.
                 Some(seg) => (seg, true),
                 None => {
                     let file_len =
@@ -431,6 +471,7 @@ impl PartitionLog {
                 seg.next_offset == n || (config.compact && exact && seg.next_offset < n)
             });
             segments.insert(base, seg);
+            last_exact = exact;
             if !complete {
                 // A cut-short segment in the middle: later ones cannot follow
                 // it (Kafka deletes every segment after a corrupt one).
@@ -442,12 +483,21 @@ impl PartitionLog {
             }
         }
         if segments.is_empty() {
-            let seg =
-                Segment::create_empty_unsynced(dir, start_offset.max(0), config, UNSET_MS, None)?;
+            let seg = Segment::create_empty_unsynced(
+                dir,
+                from.start_offset.max(0),
+                config,
+                UNSET_MS,
+                None,
+            )?;
             unsynced.push(seg.log_path());
             segments.insert(seg.base_offset, seg);
+            last_exact = true;
         }
-        Ok(segments)
+        Ok(LoadedSegments {
+            segments,
+            last_exact,
+        })
     }
 
     pub fn topic_partition(&self) -> &TopicPartition {

@@ -91,8 +91,15 @@ fn next_offset_of(path: &Path, base: i64) -> Result<i64, StorageError> {
     Ok(next)
 }
 
+/// Whether `name` is left by an interrupted clean (what
+/// [`complete_or_roll_back`] handles).
+pub fn is_leftover(name: &str) -> bool {
+    name.ends_with(CLEANED_SUFFIX) || name.ends_with(SWAP_SUFFIX)
+}
+
 /// Finish or undo what a crashed clean left in the partition dir `dir`
 /// (see the module doc). Returns how many swaps it completed.
+
 pub fn complete_or_roll_back(dir: &Path) -> Result<usize, StorageError> {
     let mut cleaned = Vec::new();
     let mut swaps = Vec::new();

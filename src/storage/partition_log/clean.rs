@@ -47,11 +47,16 @@ pub struct CleanerView {
 
 impl PartitionLog {
     pub fn cleaner_view(&self) -> CleanerView {
+        // The last segment is the active one even before its first append
+        // gives it an appender (`activate_lazily`).
+        let last_base = self.segments.keys().next_back().copied();
         let active_base_offset = self
             .segments
             .values()
             .find(|s| s.appender.is_some() || s.is_closing())
-            .map_or(self.log_end_offset(), |s| s.base_offset);
+            .map(|s| s.base_offset)
+            .or(last_base)
+            .unwrap_or(self.log_end_offset());
         let segments = self
             .segments
             .values()

@@ -146,7 +146,7 @@ impl PartitionLog {
         };
         let cache = self.cache.clone();
         let cache_id = self.cache_id;
-        self.activate_if_created().await?;
+        self.activate_lazily().await?;
         let seg = self.active()?;
         let position = seg.size();
         let Some(appender) = seg.appender.as_mut() else {
@@ -345,16 +345,37 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// The first append to a log created by its open: give the active
-    /// segment its appender (see `PartitionLog::open`). A full disk fails
-    /// here, so the append is refused (KAFKA_STORAGE_ERROR), not lost.
-    async fn activate_if_created(&mut self) -> Result<(), StorageError> {
+    /// Give the active segment its appender if it has none: the first
+    /// append after the open (see `PartitionLog::open`) or after a roll.
+    /// A full disk fails here, so the append is refused
+    /// (KAFKA_STORAGE_ERROR), not lost.
+    pub(super) async fn activate_lazily(&mut self) -> Result<(), StorageError> {
+        let idle = |s: &Segment| s.appender.is_none() && !s.is_closing();
+        if !self.segments.values().next_back().is_some_and(idle) {
+            return Ok(());
+        }
+        self.settle_marker_removal().await?;
         let config = &self.config;
         if let Some(seg) = self.segments.values_mut().next_back() {
-            if seg.appender.is_none() && !seg.is_closing() && seg.size() == 0 {
-                seg.activate(config).await?;
-            }
+            seg.activate(config).await?;
         }
+        Ok(())
+    }
+
+    /// Make the open's removal of the clean-shutdown marker durable before
+    /// a segment file changes (activation pre-allocates, truncation cuts):
+    /// a marker found after a crash must vouch for every file's size. A
+    /// failure poisons the log.
+    async fn settle_marker_removal(&mut self) -> Result<(), StorageError> {
+        if !self.marker_unsynced {
+            return Ok(());
+        }
+        if let Err(e) = segment::sync_dir(&self.dir).await {
+            tracing::error!(dir = %self.dir.display(), error = %e, "fsync after removing the clean-shutdown marker failed; log poisoned");
+            self.poisoned.set(true);
+            return Err(StorageError::Io(e));
+        }
+        self.marker_unsynced = false;
         Ok(())
     }
 
@@ -368,7 +389,7 @@ impl PartitionLog {
     pub async fn roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
         // Rolls are seconds apart; the previous close is normally long done.
         self.await_roll_sync().await?;
-        self.activate_if_created().await?;
+        self.activate_lazily().await?;
         let leo = self.log_end_offset();
         let seg = self.active()?;
         let Some(mut appender) = seg.appender.take() else {
@@ -445,7 +466,7 @@ impl PartitionLog {
         self.dir_sync =
             Some(glommio::spawn_local(async move { segment::sync_dir(&dir).await }).detach());
         // Its appender opens at the first append into it
-        // (`activate_if_created`), so a full disk refuses that append and
+        // (`activate_lazily`), so a full disk refuses that append and
         // leaves the log usable instead of half-rolled.
         self.segments.insert(leo, seg);
         Ok(())
@@ -622,6 +643,7 @@ impl PartitionLog {
     }
 
     async fn truncate_inner(&mut self, offset: i64) -> Result<(), StorageError> {
+        self.settle_marker_removal().await?;
         self.await_roll_sync().await?;
         self.close_active().await?;
         let first_base = self.segments.keys().next().copied().unwrap_or(0);
@@ -655,6 +677,7 @@ impl PartitionLog {
         &mut self,
         offset: i64,
     ) -> Result<(), StorageError> {
+        self.settle_marker_removal().await?;
         for (_, seg) in std::mem::take(&mut self.segments) {
             seg.delete_files()?;
         }

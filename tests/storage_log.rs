@@ -1294,3 +1294,109 @@ fn reads_right_after_each_roll_and_after_reopen_return_every_batch() {
         log.close().await.unwrap();
     });
 }
+
+/// Open fds of this process on `path` (the read fd and, while the segment
+/// is active, the appender's O_DIRECT one).
+fn fds_on(path: &Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target == path)
+        .count()
+}
+
+fn active_log_file(log: &PartitionLog) -> std::path::PathBuf {
+    let base = *log.segment_base_offsets().last().unwrap();
+    log.dir().join(format!("{base:020}.log"))
+}
+
+#[test]
+fn an_idle_active_segment_closes_its_appender_and_the_next_append_reopens_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        let config = LogConfig {
+            idle_close_ms: 1_000,
+            ..small_config()
+        };
+        let idle = config.idle_close_ms as i64;
+        let mut log = open(&dir, config.clone(), 1 << 20).await;
+        for i in 0..10 {
+            log.append(BytesMut::from(&batch(i)[..]), 1, 5, false)
+                .await
+                .unwrap();
+        }
+        let file = active_log_file(&log);
+        let data = log.size_bytes();
+        assert!(
+            std::fs::metadata(&file).unwrap().len() > data,
+            "pre-allocated"
+        );
+        assert_eq!(fds_on(&file), 2, "read fd and appender fd");
+        // The first look only notes the log end offset; it must then stay
+        // put for the whole idle time.
+        assert!(!log.close_if_idle(10_000).await.unwrap());
+        assert!(!log.close_if_idle(10_000 + idle - 1).await.unwrap());
+        assert!(log.close_if_idle(10_000 + idle).await.unwrap());
+        assert_eq!(fds_on(&file), 1, "the appender's fd is closed");
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), data, "trimmed");
+        assert_eq!(log.recovery_point(), log.log_end_offset(), "flushed");
+        assert!(!log.close_if_idle(10_000 + 2 * idle).await.unwrap());
+        // The next append reopens it and everything reads back.
+        log.append(BytesMut::from(&batch(10)[..]), 1, 5, false)
+            .await
+            .unwrap();
+        assert_eq!(fds_on(&file), 2);
+        let leo = log.log_end_offset();
+        let r = log.read(0, 1 << 20, leo, true).unwrap();
+        let (bytes, _, _) = region_bytes(&r.regions);
+        let mut want = Vec::new();
+        let mut next = 0;
+        for i in 0..11 {
+            want.extend(expected(i, next, 1));
+            next += 1 + (i % 4) as i64;
+        }
+        assert_eq!(bytes, want);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_clean_reopen_opens_no_appender_until_the_first_append_and_a_crash_then_rescans() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&dir, small_config(), 1 << 20).await;
+        for i in 0..10 {
+            log.append(BytesMut::from(&batch(i)[..]), 1, 5, false)
+                .await
+                .unwrap();
+        }
+        let leo = log.log_end_offset();
+        let file = active_log_file(&log);
+        log.close().await.unwrap();
+        let closed_len = std::fs::metadata(&file).unwrap().len();
+
+        let mut log = open(&dir, small_config(), 1 << 20).await;
+        assert!(log.recovery_stats().clean_shutdown);
+        assert!(!log.dir().join(".kafka_cleanshutdown").exists(), "consumed");
+        assert_eq!(fds_on(&file), 1, "no appender before the first append");
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), closed_len);
+        log.append(BytesMut::from(&batch(10)[..]), 1, 5, false)
+            .await
+            .unwrap();
+        log.flush().await.unwrap();
+        assert_eq!(fds_on(&file), 2);
+        assert!(std::fs::metadata(&file).unwrap().len() > log.size_bytes());
+        drop(log); // a crash: the file is pre-allocated past its data
+
+        // The marker stays gone, so this open rescans instead of trusting
+        // the pre-allocated file's size.
+        let log = open(&dir, small_config(), 1 << 20).await;
+        let s = log.recovery_stats();
+        assert!(!s.clean_shutdown);
+        assert!(s.segments_scanned >= 1);
+        assert_eq!(log.log_end_offset(), leo + 1 + (10 % 4));
+        log.close().await.unwrap();
+    });
+}

@@ -492,12 +492,8 @@ server_config! {
     /// leaders for KIP-227 fetch sessions, as Kafka's ReplicaFetcherThread
     /// (default true, Kafka's behaviour; false: every fetch is a full
     /// sessionless one, epoch -1, which every leader serves). A release
-    /// build at 1,000 partitions ran 1.1-1.45x faster with them. One long
-    /// form of the whole-cluster restart test failed with them on
-    /// 2026-12-02 (ISR not full in 180 s) and one on 2026-12-03 (the
-    /// drain's 1,000 sequential watermark calls ran out its deadline on a
-    /// loaded host, since batched); six long forms passed with them
-    /// (perf/RESULTS.md). Leaders serve sessions to every client either way.
+    /// build at 1,000 partitions ran 1.1-1.45x faster with them (history in
+    /// perf/RESULTS.md). Leaders serve sessions to every client either way.
     shardlog_replica_fetch_session_enable: bool = true;
     /// `shardlog.write.buffer.bytes`: DMA write buffer of each active
     /// segment (default 1 MiB). The batch cache holds slices of these
@@ -517,6 +513,10 @@ server_config! {
     /// overwriting a file's blocks is cheaper than allocating fresh ones
     /// (default true; see `storage::recycle`).
     shardlog_segment_recycle: bool = true;
+    /// `shardlog.segment.idle.close.ms`: an active segment not appended to
+    /// for this long closes its appender: its write buffers and O_DIRECT fd,
+    /// reopened by the next append (default 10000; 0 = never).
+    shardlog_segment_idle_close_ms: u64 = 10_000;
     /// `shardlog.stall.detect.ms`: report (with a backtrace, on stderr) any
     /// task that keeps a data shard's executor busy this many ms past its
     /// time slice; 0 turns the detector off (default). A diagnostic for tail

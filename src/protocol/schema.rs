@@ -215,8 +215,22 @@ pub fn decode_checked<T: Decodable>(
     version: i16,
     flexible: bool,
 ) -> Result<T, DecodeError> {
-    check_arrays(&body, schema, version, flexible)?;
-    decode_body(&mut body, version)
+    let walked = check_arrays(&body, schema, version, flexible)?;
+    let len = body.len();
+    let message = decode_body(&mut body, version)?;
+    // A known tagged field is decoded by its type and its declared size
+    // ignored (by the crate, as by Kafka's generated readers), while the
+    // walk skips the declared size: a size that lies leaves the two in
+    // different places, and the fields after it would be read from the
+    // wrong bytes. Refuse such a body (found by the requests fuzz target).
+    let consumed = len - body.len();
+    if consumed != walked {
+        return Err(DecodeError::Malformed(format!(
+            "the body's shape ends at byte {walked}, its decode at {consumed} \
+             (a tagged field's size disagrees with its value)"
+        )));
+    }
+    Ok(message)
 }
 
 /// An API's wire shape for the checked decode (array check, then decode):
@@ -305,6 +319,34 @@ pub(crate) use schema_fuzz_test;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_known_tagged_field_whose_size_lies_is_refused() {
+        use kafka_protocol::messages::FetchRequest;
+        let api = crate::server::handlers::fetch::API;
+        let v = 17;
+        let mut request = FetchRequest::default();
+        request.cluster_id = Some("abc".into());
+        let body = super::super::encode::encode(&request, v).unwrap();
+        // The body ends with the tagged fields: count 1, tag 0 (ClusterId),
+        // size 4, then the compact string "abc" (length byte 4).
+        let n = body.len();
+        assert_eq!(&body[n - 7..], &[1, 0, 4, 4, b'a', b'b', b'c']);
+        let r: FetchRequest = api.decode(body.clone(), v).unwrap();
+        assert_eq!(r.cluster_id.as_deref(), Some("abc"));
+        // Declare 6 bytes and add two: the value still reads "abc".
+        let mut lying = body[..n - 5].to_vec();
+        lying.extend_from_slice(&[6, 4, b'a', b'b', b'c', b'x', b'y']);
+        let refused = api.decode::<FetchRequest>(Bytes::from(lying), v);
+        assert!(
+            matches!(refused, Err(DecodeError::Malformed(_))),
+            "{refused:?}"
+        );
+        // Bytes after a whole body are ignored as before.
+        let mut trailing = body.to_vec();
+        trailing.push(9);
+        assert!(api.decode::<FetchRequest>(Bytes::from(trailing), v).is_ok());
+    }
 
     const SCHEMA: &[Field] = &[
         Field::Structs(&[Field::Str, INT32, Field::FixedArray(4)]),

@@ -629,7 +629,8 @@ impl ReplicaManager {
         Some(PartitionOffsets::of(&log))
     }
 
-    /// `flush.ms` / `flush.messages` timers, time/size retention
+    /// `flush.ms` / `flush.messages` timers, idle appenders
+    /// (`shardlog.segment.idle.close.ms`), time/size retention
     /// (`log.retention.check.interval.ms`) and, at the same cadence,
     /// producer expiration (`producer.id.expiration.ms`; Kafka checks it
     /// every `producer.id.expiration.check.interval.ms`, which shardlog
@@ -649,6 +650,9 @@ impl ReplicaManager {
             };
             if let Err(e) = log.maybe_flush(now_ms).await {
                 tracing::error!(tp = %p.tp, error = %e, "flush failed");
+            }
+            if let Err(e) = log.close_if_idle(now_ms).await {
+                tracing::error!(tp = %p.tp, error = %e, "closing an idle segment's appender failed");
             }
             if retention {
                 match log.apply_retention(now_ms) {

@@ -47,6 +47,10 @@ pub struct LogConfig {
     /// shardlog: reuse the files of segments retention drops for new
     /// segments (`shardlog.segment.recycle`, default true; see `recycle`).
     pub recycle_segments: bool,
+    /// shardlog: an active segment nobody appended to for this long closes
+    /// its appender (`shardlog.segment.idle.close.ms`, default 10 s; 0 =
+    /// never; see `PartitionLog::close_if_idle`).
+    pub idle_close_ms: u64,
     /// `cleanup.policy` holds `compact`: the log cleaner keeps the latest
     /// record per key (`storage::cleaner`), default false (Kafka: delete).
     pub compact: bool,
@@ -82,6 +86,7 @@ impl Default for LogConfig {
             write_buffer_bytes: 1 << 20,
             readahead_bytes: 16 << 20,
             recycle_segments: true,
+            idle_close_ms: 10_000,
             compact: false,
             delete: true,
             min_cleanable_dirty_ratio: 0.5,
@@ -135,6 +140,7 @@ impl LogConfig {
             write_buffer_bytes: write_buffer_bytes(server.shardlog_write_buffer_bytes),
             readahead_bytes: server.shardlog_fetch_readahead_bytes,
             recycle_segments: server.shardlog_segment_recycle,
+            idle_close_ms: server.shardlog_segment_idle_close_ms,
             compact,
             delete: topic.is_delete(),
             min_cleanable_dirty_ratio: topic.min_cleanable_dirty_ratio,

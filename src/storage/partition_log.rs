@@ -17,11 +17,11 @@ use std::rc::Rc;
 use bytes::Bytes;
 
 use super::batch_cache::SharedBatchCache;
-use super::cleaner::swap;
 use super::checkpoint::{
     self, LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA,
     RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT,
 };
+use super::cleaner::swap;
 use super::config::LogConfig;
 use super::policy::{should_roll, RollInput};
 use super::recycle::{RecyclePool, RECYCLE_SUFFIX};
@@ -151,6 +151,10 @@ pub struct PartitionLog {
     /// directory since: done before any segment file changes
     /// (`settle_marker_removal`).
     marker_unsynced: bool,
+    /// The log end offset housekeeping last saw, and since when (ms) it
+    /// has not moved (`close_if_idle`).
+    idle_leo: i64,
+    idle_since_ms: i64,
     recovery_stats: RecoveryStats,
     leader_epochs: Vec<(i32, i64)>,
     /// Files of segments retention dropped, for new segments to reuse.
@@ -396,6 +400,8 @@ impl PartitionLog {
             dir_sync: None,
             unsynced: (!unsynced.is_empty()).then_some(unsynced),
             marker_unsynced: clean,
+            idle_leo: -1,
+            idle_since_ms: 0,
             recovery_stats: stats,
             leader_epochs: Vec::new(),
             recycle: RecyclePool::default(),

@@ -701,6 +701,12 @@ pub async fn sync_dir(dir: &Path) -> std::io::Result<()> {
         .await
 }
 
+/// Whether `e` is the process (EMFILE) or system (ENFILE) running out of
+/// file descriptors: an open that failed, not a write or sync.
+pub fn out_of_fds(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
 /// fsync each of `files`, then `dir` (which names them), on glommio's
 /// blocking pool.
 pub async fn sync_files_and_dir(files: Vec<PathBuf>, dir: &Path) -> std::io::Result<()> {

@@ -99,7 +99,6 @@ pub fn is_leftover(name: &str) -> bool {
 
 /// Finish or undo what a crashed clean left in the partition dir `dir`
 /// (see the module doc). Returns how many swaps it completed.
-
 pub fn complete_or_roll_back(dir: &Path) -> Result<usize, StorageError> {
     let mut cleaned = Vec::new();
     let mut swaps = Vec::new();

@@ -362,6 +362,45 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Housekeeping: close the active segment's appender (its write
+    /// buffers and O_DIRECT fd; the next append reopens it,
+    /// `activate_lazily`) once the log end offset has not moved for
+    /// `shardlog.segment.idle.close.ms`. A broker with 10,000 partitions
+    /// that each got a record held two fds per partition (the read fd and
+    /// the appender's) and ran out of them at the host's 20,000 (issue 26).
+    /// The close writes, trims and fdatasyncs the segment as a clean
+    /// shutdown's does, so everything appended counts as flushed (unless
+    /// files the open created still wait for their fsync). Returns
+    /// whether it closed.
+    pub async fn close_if_idle(&mut self, now_ms: i64) -> Result<bool, StorageError> {
+        let leo = self.log_end_offset();
+        if leo != self.idle_leo {
+            self.idle_leo = leo;
+            self.idle_since_ms = now_ms;
+            return Ok(false);
+        }
+        let limit = i64::try_from(self.config.idle_close_ms).unwrap_or(i64::MAX);
+        let open = self
+            .segments
+            .values()
+            .next_back()
+            .is_some_and(|s| s.appender.is_some());
+        if limit == 0 || now_ms - self.idle_since_ms < limit || !open || self.poisoned.get() {
+            return Ok(false);
+        }
+        // Only the rolled segment's close: the directory fsyncs wait for
+        // the next flush (below).
+        self.await_rolled_close().await;
+        self.close_active().await?;
+        // Files the open created are synced by the next flush, which
+        // counts them then (`await_dir_sync`).
+        if self.unsynced.is_none() && self.dir_sync.is_none() {
+            self.recovery_point.set(self.recovery_point.get().max(leo));
+            self.messages_since_flush = 0;
+        }
+        Ok(true)
+    }
+
     /// Make the open's removal of the clean-shutdown marker durable before
     /// a segment file changes (activation pre-allocates, truncation cuts):
     /// a marker found after a crash must vouch for every file's size. A
@@ -371,6 +410,9 @@ impl PartitionLog {
             return Ok(());
         }
         if let Err(e) = segment::sync_dir(&self.dir).await {
+            if segment::out_of_fds(&e) {
+                return Err(StorageError::Io(e)); // not synced: try again
+            }
             tracing::error!(dir = %self.dir.display(), error = %e, "fsync after removing the clean-shutdown marker failed; log poisoned");
             self.poisoned.set(true);
             return Err(StorageError::Io(e));
@@ -476,7 +518,13 @@ impl PartitionLog {
     /// the log (the new segment's name may not survive a crash).
     async fn await_dir_sync(&mut self) -> Result<(), StorageError> {
         if let Some(files) = self.unsynced.take() {
-            if let Err(e) = segment::sync_files_and_dir(files, &self.dir).await {
+            if let Err(e) = segment::sync_files_and_dir(files.clone(), &self.dir).await {
+                if segment::out_of_fds(&e) {
+                    // Nothing was synced or lost: the files could not be
+                    // opened (EMFILE). Try again at the next flush.
+                    self.unsynced = Some(files);
+                    return Err(StorageError::Io(e));
+                }
                 tracing::error!(dir = %self.dir.display(), error = %e, "fsync of a new log's files failed; log poisoned");
                 self.poisoned.set(true);
                 return Err(StorageError::Io(e));
@@ -490,6 +538,11 @@ impl PartitionLog {
             Some(Err(e)) => e,
             None => std::io::Error::other("directory fsync task was cancelled"),
         };
+        if segment::out_of_fds(&err) {
+            // The directory could not be opened: sync it at the next flush.
+            self.unsynced.get_or_insert_with(Vec::new);
+            return Err(StorageError::Io(err));
+        }
         tracing::error!(dir = %self.dir.display(), error = %err, "directory fsync failed; log poisoned");
         self.poisoned.set(true);
         Err(StorageError::Io(err))

@@ -15,6 +15,7 @@ pub mod error;
 pub mod fetch_response;
 pub mod frame;
 pub mod header;
+pub mod lz4_frame;
 pub mod record_batch;
 pub mod record_walk;
 pub mod schema;

@@ -19,6 +19,7 @@
 use std::io::{self, BufRead, BufReader, Read};
 use std::ops::ControlFlow;
 
+use super::lz4_frame::Lz4Frame;
 use super::record_batch::{BatchError, Compression, RecordBatch, TimestampType, HEADER_LEN};
 use super::varint::zigzag_decode;
 
@@ -69,7 +70,7 @@ pub fn for_each_record_limited(
         ),
         Some(Compression::Snappy) => walk.run(BufReader::new(Snappy::new(body, cap)), visit),
         Some(Compression::Lz4) => walk.run(
-            BufReader::new(lz4_flex::frame::FrameDecoder::new(body).take(cap)),
+            BufReader::new(Lz4Frame::new(body).map_err(inflate_error)?.take(cap)),
             visit,
         ),
         Some(Compression::Zstd) => {
@@ -100,7 +101,7 @@ pub fn every_record_has_a_key(batch: &[u8]) -> Result<bool, BatchError> {
         ),
         Some(Compression::Snappy) => all_keyed(BufReader::new(Snappy::new(body, cap)), count),
         Some(Compression::Lz4) => all_keyed(
-            BufReader::new(lz4_flex::frame::FrameDecoder::new(body).take(cap)),
+            BufReader::new(Lz4Frame::new(body).map_err(inflate_error)?.take(cap)),
             count,
         ),
         Some(Compression::Zstd) => {
@@ -159,7 +160,8 @@ pub fn records_section(batch: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, Batch
             .take(cap)
             .read_to_end(&mut out),
         Some(Compression::Snappy) => Snappy::new(body, cap).read_to_end(&mut out),
-        Some(Compression::Lz4) => lz4_flex::frame::FrameDecoder::new(body)
+        Some(Compression::Lz4) => Lz4Frame::new(body)
+            .map_err(inflate_error)?
             .take(cap)
             .read_to_end(&mut out),
         Some(Compression::Zstd) => zstd::stream::read::Decoder::with_buffer(body)

@@ -24,14 +24,14 @@ const ATTRIBUTES: usize = 21;
 const CRC: usize = 17;
 /// The attributes' codec id of LZ4, and what its decoder may reserve.
 const LZ4: i16 = 3;
-const LZ4_WINDOW: usize = 16 << 20;
+const LZ4_WINDOW: usize = (4 << 20) + (64 << 10);
 
 /// What decoding `batch` may reserve beyond the contract's bound: for an
-/// LZ4 batch (attributes' codec id), the decoder reserves its frame's
-/// declared block size (up to 4 MiB) for input and twice that plus 64 KiB
-/// for output, as Kafka's `KafkaLZ4BlockInputStream` allocates its block
-/// size too: reserved, not touched, whatever the input's length (found by
-/// this target: 16 MiB for a 40-byte frame). Nothing for other codecs.
+/// LZ4 batch (attributes' codec id), the frame reader's per-thread output
+/// buffer grows to the frame's declared maximum block size (up to 4 MiB,
+/// plus a 64 KiB dictionary for linked blocks) the first time a frame
+/// needs it, whatever the input's length, as Kafka's `Lz4BlockInputStream`
+/// allocates its block size too. Nothing for other codecs.
 fn lz4_window(batch: &[u8]) -> usize {
     match batch.get(ATTRIBUTES..ATTRIBUTES + 2) {
         Some(a) if i16::from_be_bytes([a[0], a[1]]) & 0x07 == LZ4 => LZ4_WINDOW,

@@ -611,6 +611,11 @@ async fn control_shard_main(setup: ShardSetup) {
         Err(e) => (RolePart::Bare(Role::Control), Err(e)),
     };
     let ctx = join_shard(&setup, shard_base(&setup, clock), part).await;
+    if setup.config.shardlog_memory_report_ms > 0 {
+        spawn_memory_report(Duration::from_millis(
+            setup.config.shardlog_memory_report_ms,
+        ));
+    }
     // The first snapshot (stored topics) reaches every data shard before
     // readiness, so a restarted broker serves its topics at once.
     let started = match (started, ctx.control()) {
@@ -837,6 +842,34 @@ mod tests {
         assert_eq!(load_or_create_meta(dir.path(), -1).unwrap(), (4, cluster));
         assert!(load_or_create_meta(dir.path(), 5).is_err());
     }
+}
+
+/// `shardlog.memory.report.ms`: the heap the process holds live beside its
+/// RssAnon, for leak hunts. RssAnon keeps the heap's high-water mark, since
+/// freed memory stays mapped ([`keep_freed_memory_mapped`]): a burst of
+/// requests leaves a step in it that is no leak; the live heap falls back.
+fn spawn_memory_report(every: Duration) {
+    glommio::spawn_local(async move {
+        loop {
+            glommio::timer::sleep(every).await;
+            // SAFETY: mallinfo2 only reads the allocator's counters.
+            let info = unsafe { libc::mallinfo2() };
+            let rss_anon_kib = std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    let line = s.lines().find(|l| l.starts_with("RssAnon:"))?;
+                    line.split_whitespace().nth(1)?.parse::<u64>().ok()
+                })
+                .unwrap_or(0);
+            tracing::info!(
+                heap_live_bytes = info.uordblks + info.hblkhd,
+                heap_held_bytes = info.arena + info.hblkhd,
+                rss_anon_kib,
+                "memory report"
+            );
+        }
+    })
+    .detach();
 }
 
 /// `shardlog.stall.detect.ms`: glommio's stall detector with our threshold,

@@ -517,11 +517,13 @@ server_config! {
     /// for this long closes its appender: its write buffers and O_DIRECT fd,
     /// reopened by the next append (default 10000; 0 = never).
     shardlog_segment_idle_close_ms: u64 = 10_000;
-    /// `shardlog.stall.detect.ms`: report (with a backtrace, on stderr) any
-    /// task that keeps a data shard's executor busy this many ms past its
-    /// time slice; 0 turns the detector off (default). A diagnostic for tail
-    /// latency: a blocking syscall on a shard delays every request on it.
+    /// `shardlog.stall.detect.ms`: report (with a backtrace) any task that
+    /// keeps a data shard's executor busy this many ms past its time slice;
+    /// 0 = off (default). A blocking syscall delays every request on a shard.
     shardlog_stall_detect_ms: u64 = 0;
+    /// `shardlog.memory.report.ms`: log the live heap (glibc `mallinfo2`)
+    /// and RssAnon at INFO this often; 0 = never (default).
+    shardlog_memory_report_ms: u64 = 0;
 }
 
 /// Kafka keys that configure machinery shardlog replaces (network/IO thread

@@ -392,11 +392,17 @@ impl PartitionLog {
         // the next flush (below).
         self.await_rolled_close().await;
         self.close_active().await?;
-        // Files the open created are synced by the next flush, which
-        // counts them then (`await_dir_sync`).
-        if self.unsynced.is_none() && self.dir_sync.is_none() {
-            self.recovery_point.set(self.recovery_point.get().max(leo));
-            self.messages_since_flush = 0;
+        // The close fdatasynced the data; the files the open or the last
+        // roll created are made durable as a flush would (`await_dir_sync`)
+        // before the recovery point covers them. Out of fds, they wait for
+        // the next flush (the error poisons nothing then).
+        match self.await_dir_sync().await {
+            Ok(()) => {
+                self.recovery_point.set(self.recovery_point.get().max(leo));
+                self.messages_since_flush = 0;
+            }
+            Err(e) if self.poisoned.get() => return Err(e),
+            Err(_) => {}
         }
         Ok(true)
     }

@@ -166,26 +166,12 @@ impl Soaked {
     }
 }
 
-/// `heap_live_bytes` of a `memory report` log line, in KiB (the fields may
-/// be wrapped in ANSI colour codes).
+/// `heap_live_bytes` of a `memory report` log line, in KiB.
 fn heap_live_kib(line: &str) -> Option<i64> {
     if !line.contains("memory report") {
         return None;
     }
-    let mut plain = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // CSI: ESC '[' parameters, ended by a letter.
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            plain.push(c);
-        }
-    }
+    let plain = common::plain_log_line(line);
     let rest = &plain[plain.find("heap_live_bytes=")? + "heap_live_bytes=".len()..];
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse::<i64>().ok().map(|b| b / 1024)

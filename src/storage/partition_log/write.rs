@@ -369,9 +369,9 @@ impl PartitionLog {
     /// that each got a record held two fds per partition (the read fd and
     /// the appender's) and ran out of them at the host's 20,000 (issue 26).
     /// The close writes, trims and fdatasyncs the segment as a clean
-    /// shutdown's does, so everything appended counts as flushed (unless
-    /// files the open created still wait for their fsync). Returns
-    /// whether it closed.
+    /// shutdown's does, and the files the open or the last roll created
+    /// are synced as a flush syncs them, so everything appended counts as
+    /// flushed. Returns whether it closed.
     pub async fn close_if_idle(&mut self, now_ms: i64) -> Result<bool, StorageError> {
         let leo = self.log_end_offset();
         if leo != self.idle_leo {
@@ -388,8 +388,9 @@ impl PartitionLog {
         if limit == 0 || now_ms - self.idle_since_ms < limit || !open || self.poisoned.get() {
             return Ok(false);
         }
-        // Only the rolled segment's close: the directory fsyncs wait for
-        // the next flush (below).
+        // The rolled segment's close first; the directory fsyncs come
+        // after the active segment's (below), so a shortage of fds that
+        // fails them still lets this close free its appender's.
         self.await_rolled_close().await;
         self.close_active().await?;
         // The close fdatasynced the data; the files the open or the last

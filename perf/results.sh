@@ -551,11 +551,35 @@ ppt_summary() {
 }
 gb_of() { calc "$1 * $SIZE / 1e9" 6; }  # records -> GB (10^9 payload bytes)
 cpu_per_gb() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "${2:-0}" != 0 ] && calc "$1 / $(gb_of "$2")" 2; }
+# cores KEY PREFIX: right after PREFIX's timed run, the cores its client and
+# the broker kept busy over its wall time (CPU seconds ÷ elapsed seconds)
+# into R[KEY_ccores] and R[KEY_bcores]: this host's limit for that run is
+# whichever side had its one core full (client and broker have one each).
+cores() {
+  local e; e="$(awk '/^[0-9.]+ [0-9.]+ [0-9.]+$/ { print $3 }' "$2.time" 2>/dev/null)"
+  [ -n "$e" ] && [ "$e" != 0 ] && [ "$e" != 0.00 ] || return 0
+  [ -n "${C_CPU:-}" ] && R[$1_ccores]="$(calc "$C_CPU / $e" 2)"
+  [ -n "${B_CPU:-}" ] && R[$1_bcores]="$(calc "$B_CPU / $e" 2)"
+  return 0
+}
+# bound_by KEY -> which side's core limited that run: a side whose core
+# was at least 90% busy (client, broker, both), else neither.
+bound_by() {
+  local c="${R[$1_ccores]:-}" b="${R[$1_bcores]:-}"
+  [ -n "$c" ] && [ -n "$b" ] || { echo "—"; return; }
+  awk -v c="$c" -v b="$b" 'BEGIN {
+    if (c >= 0.9 && b >= 0.9) print "client and broker"; else if (c >= 0.9) print "client";
+    else if (b >= 0.9) print "broker"; else print "neither" }'
+}
+busy_cell() { # KEY -> "client / broker (bound by)"
+  if [ -n "${R[$1_ccores]:-}" ]; then echo "${R[$1_ccores]} / ${R[$1_bcores]:-?} ($(bound_by "$1"))"
+  else echo "not measured"; fi
+}
 
 # vs_side NAME: the produce, consume and latency runs against the broker
 # running now (BROKER_PID, BROKER_ADDR), into R[vs_NAME_*].
 vs_side() {
-  local n="$1" pre="$TMP/vs-$1" produced count s
+  local n="$1" pre="$TMP/vs-$1" produced count s d
   log "vs Kafka ($n): produce acks=1, loadgen"
   if loadgen "$pre-a1" --topic vs-acks1 --acks 1 --linger-ms "$LINGER" --batch-size "$BATCH" \
     --consumers 0 --flat-out --duration "${DUR}s" --warmup "${WARM}s"; then
@@ -563,6 +587,7 @@ vs_side() {
     R[vs_${n}_a1_msgs]="$(lg_point "$pre-a1" 0 "['msgs_per_sec']" 0)"
     produced="$(lg_point "$pre-a1" 0 "['produced']")"
     R[vs_${n}_a1_cpugb]="$(cpu_per_gb "$B_CPU" "$produced")"
+    cores "vs_${n}_a1" "$pre-a1"
   else set_fail "vs_${n}_a1_mb" "$(tail_of "$pre-a1.log" 4)"; fi
   log "vs Kafka ($n): produce acks=all, loadgen"
   if loadgen "$pre-aall" --topic vs-acksall --acks all --linger-ms "$LINGER" --batch-size "$BATCH" \
@@ -570,6 +595,7 @@ vs_side() {
     R[vs_${n}_aall_mb]="$(lg_point "$pre-aall" 0 "['mb_per_sec']" 1)"
     produced="$(lg_point "$pre-aall" 0 "['produced']")"
     R[vs_${n}_aall_cpugb]="$(cpu_per_gb "$B_CPU" "$produced")"
+    cores "vs_${n}_aall" "$pre-aall"
   else set_fail "vs_${n}_aall_mb" "$(tail_of "$pre-aall.log" 4)"; fi
   # Client counts sized to about DUR seconds at the loadgen's rate.
   count=$((QUICK ? 300000 : 1000000))
@@ -584,6 +610,7 @@ vs_side() {
     R[vs_${n}_rdk_mb]="$(printf '%.1f' "$mb")"
     [ "$f" = 0 ] || R[vs_${n}_rdk_mb]+=" ($f failed)"
     R[vs_${n}_rdk_cpugb]="$(cpu_per_gb "$B_CPU" "$d")"
+    cores "vs_${n}_rdk" "$pre-rdk"
   else set_fail "vs_${n}_rdk_mb" "$(rdk_why "$pre-rdk")"; fi
   log "vs Kafka ($n): produce acks=1, kafka-producer-perf-test ($count records)"
   if ppt "$pre-ppt" --topic vs-ppt --num-records "$count" --record-size "$SIZE" --throughput -1 \
@@ -592,15 +619,19 @@ vs_side() {
     read -r _ mb <<<"$s"
     R[vs_${n}_ppt_mb]="$mb"
     R[vs_${n}_ppt_cpugb]="$(cpu_per_gb "$B_CPU" "$count")"
+    cores "vs_${n}_ppt" "$pre-ppt"
   else set_fail "vs_${n}_ppt_mb" "$(tail_of "$pre-ppt.log" 3)"; fi
   log "vs Kafka ($n): consume vs-acks1 from the beginning (loadgen --consume-only)"
   if lg_consume "$pre-c" vs-acks1 "vs_${n}_c"; then
     R[vs_${n}_c_cpugb]="$(cpu_per_gb "$B_CPU" "${R[vs_${n}_c_count]:-}")"
+    cores "vs_${n}_c" "$pre-c"
   fi
   log "vs Kafka ($n): consume vs-rdkafka from the beginning (rdkafka_performance -C)"
   if rdk_consume "$pre-rc" vs-rdkafka; then
-    read -r _ _ mb _ <<<"$RDK_S"
+    read -r d _ mb _ <<<"$RDK_S"
     R[vs_${n}_rc_mb]="$(printf '%.1f' "$mb")"
+    R[vs_${n}_rc_cpugb]="$(cpu_per_gb "$B_CPU" "$d")"
+    cores "vs_${n}_rc" "$pre-rc"
   else set_fail "vs_${n}_rc_mb" "$(rdk_why "$pre-rc")"; fi
 }
 
@@ -672,8 +703,13 @@ step_kafka() {
       set_fail "$k" "$BROKER_ERR"
     done
   fi
-  for k in a1_mb aall_mb rdk_mb ppt_mb c_mb rc_mb p99 p999 a1_cpugb aall_cpugb rdk_cpugb ppt_cpugb c_cpugb; do
+  for k in a1_mb aall_mb rdk_mb ppt_mb c_mb rc_mb p99 p999 a1_cpugb aall_cpugb rdk_cpugb ppt_cpugb c_cpugb rc_cpugb; do
     ratio "vs_ratio_$k" "$(first "vs_shardlog_$k")" "$(first "vs_kafka_$k")"
+  done
+  # Bytes per broker CPU-second, shardlog ÷ Kafka: the inverse of the
+  # CPU-per-GB ratio (what each broker would move with a core to spare).
+  for k in a1 aall rdk ppt c rc; do
+    ratio "vs_eff_$k" "$(first "vs_kafka_${k}_cpugb")" "$(first "vs_shardlog_${k}_cpugb")"
   done
 }
 
@@ -824,6 +860,25 @@ included) ÷ GB (10^9 payload bytes) that run acknowledged or read. One run each
 | broker CPU s/GB, produce acks=1, rdkafka_performance | $(cell vs_shardlog_rdk_cpugb) | $(cell vs_kafka_rdk_cpugb) | $(cell vs_ratio_rdk_cpugb) | ≤ 0.25 | $(meets "${R[vs_ratio_rdk_cpugb]:-}" '<=' 0.25) |
 | broker CPU s/GB, produce acks=1, kafka-producer-perf-test | $(cell vs_shardlog_ppt_cpugb) | $(cell vs_kafka_ppt_cpugb) | $(cell vs_ratio_ppt_cpugb) | ≤ 0.25 | $(meets "${R[vs_ratio_ppt_cpugb]:-}" '<=' 0.25) |
 | broker CPU s/GB, consume, loadgen | $(cell vs_shardlog_c_cpugb) | $(cell vs_kafka_c_cpugb) | $(cell vs_ratio_c_cpugb) | | |
+| broker CPU s/GB, consume, rdkafka_performance -C | $(cell vs_shardlog_rc_cpugb) | $(cell vs_kafka_rc_cpugb) | $(cell vs_ratio_rc_cpugb) | | |
+
+This host's limit in the same runs: the client and the broker have one core
+each, so a throughput row shows the brokers only where the client's core had
+room to spare. Cores busy = CPU seconds (user+system) ÷ the run's wall seconds,
+warm-up included; "bound by" names a side whose core was at least 90% busy.
+Where shardlog's rows are bound by the client, the last column is the
+broker-bound comparison: bytes moved per broker CPU-second, shardlog ÷ Kafka
+(the inverse of the CPU-per-GB ratio), what each broker would move with the
+client off its back.
+
+| throughput run | shardlog: client / broker cores busy | Kafka: client / broker cores busy | bytes per broker CPU-second, shardlog ÷ Kafka |
+|---|---|---|---|
+| produce acks=1, loadgen | $(busy_cell vs_shardlog_a1) | $(busy_cell vs_kafka_a1) | $(cell vs_eff_a1) |
+| produce acks=all, loadgen | $(busy_cell vs_shardlog_aall) | $(busy_cell vs_kafka_aall) | $(cell vs_eff_aall) |
+| produce acks=1, rdkafka_performance | $(busy_cell vs_shardlog_rdk) | $(busy_cell vs_kafka_rdk) | $(cell vs_eff_rdk) |
+| produce acks=1, kafka-producer-perf-test | $(busy_cell vs_shardlog_ppt) | $(busy_cell vs_kafka_ppt) | $(cell vs_eff_ppt) |
+| consume, loadgen --consume-only | $(busy_cell vs_shardlog_c) | $(busy_cell vs_kafka_c) | $(cell vs_eff_c) |
+| consume, rdkafka_performance -C | $(busy_cell vs_shardlog_rc) | $(busy_cell vs_kafka_rc) | $(cell vs_eff_rc) |
 EOF
 fi
 cat <<EOF

@@ -2,6 +2,7 @@
 //! executor per data shard plus the control executor, join them into the
 //! mesh, announce readiness, and stop cleanly on SIGINT/SIGTERM.
 
+mod log_dirs;
 mod zk;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -34,7 +35,7 @@ use crate::shard::data_shard::DataShard;
 use crate::shard::group_host::GroupHost;
 use crate::shard::mesh::{self, Mesh};
 use crate::shard::router;
-use crate::storage::log_dir::{CheckpointBoard, CheckpointSchedule, Due};
+use crate::storage::log_dir::{CheckpointBoard, CheckpointSchedule, Due, LogDirs};
 use crate::types::ShardId;
 
 /// Registered io_uring buffer memory per executor: keeps data shards plus
@@ -107,13 +108,14 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let n_shards = config.data_shards(allowed.len().max(1));
     let (fds, bound) = bind_first_listener(&config, n_shards)?;
 
-    let log_dir = PathBuf::from(&config.effective_log_dirs()[0]);
-    std::fs::create_dir_all(&log_dir)
-        .with_context(|| format!("creating log dir {}", log_dir.display()))?;
+    let dirs = log_dirs::open(&config)?;
+    let log_dir = dirs.first().to_path_buf();
     let (broker_id, cluster_id) = if config.zookeeper_connect.is_some() {
         zk::resolve_identity(&config, &log_dir)?
     } else {
-        load_or_create_meta(&log_dir, config.broker_id)?
+        let identity = load_or_create_meta(&log_dir, config.broker_id)?;
+        log_dirs::spread_meta(&dirs, identity.0, &identity.1)?;
+        identity
     };
     config.broker_id = broker_id;
     let snapshot = Snapshot::single_broker(&cluster_id, advertised_endpoint(&config, bound));
@@ -132,7 +134,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         config.zookeeper_connect.is_none() || !config.controlled_shutdown_enable,
     ));
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
-    let checkpoints = Arc::new(CheckpointBoard::new(&log_dir));
+    let checkpoints = Arc::new(CheckpointBoard::new(dirs.clone()));
     let limits = BrokerLimits::from_config(&config)?;
     let mut handles = Vec::new();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
@@ -144,6 +146,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             config: config.clone(),
             snapshot: snapshot.clone(),
             log_dir: log_dir.clone(),
+            log_dirs: dirs.clone(),
             mesh_builder: mesh_builder.clone(),
             stop: stop.clone(),
             released: released.clone(),
@@ -175,6 +178,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         config: config.clone(),
         snapshot,
         log_dir,
+        log_dirs: dirs,
         mesh_builder,
         stop: stop.clone(),
         released,
@@ -247,7 +251,9 @@ struct ShardSetup {
     n_shards: usize,
     config: Arc<ServerConfig>,
     snapshot: Snapshot,
+    /// The first log dir (the embedded store's, the I/O probe's).
     log_dir: PathBuf,
+    log_dirs: Arc<LogDirs>,
     mesh_builder: mesh::Builder<ShardRequest, ShardResponse>,
     stop: Arc<AtomicBool>,
     /// Data shards stop only once this is set too: in ZooKeeper mode with
@@ -368,7 +374,7 @@ async fn join_shard(setup: &ShardSetup, base: ShardBase, part: RolePart) -> Rc<S
 fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard {
     let replicas = Rc::new(ReplicaManager::new(
         setup.n_shards,
-        &setup.log_dir,
+        setup.log_dirs.clone(),
         setup.config.clone(),
         clock.clone(),
         setup.limits.replication_quotas.clone(),
@@ -476,6 +482,7 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
                 last_retention = now;
             }
             if let Some(data) = ctx.data() {
+                data.replicas.apply_offline_dirs();
                 data.replicas.housekeeping(now, retention).await;
                 if now - last_isr_check >= isr_check_every_ms {
                     last_isr_check = now;
@@ -616,6 +623,12 @@ async fn control_shard_main(setup: ShardSetup) {
             setup.config.shardlog_memory_report_ms,
         ));
     }
+    log_dirs::spawn_failure_watch(
+        setup.log_dirs.clone(),
+        zk_session.clone(),
+        setup.config.broker_id,
+        setup.stop.clone(),
+    );
     // The first snapshot (stored topics) reaches every data shard before
     // readiness, so a restarted broker serves its topics at once.
     let started = match (started, ctx.control()) {
@@ -749,7 +762,7 @@ const FIRST_GENERATED_BROKER_ID: i32 = 1001;
 /// (InconsistentBrokerIdException).
 fn load_or_create_meta(log_dir: &Path, configured_broker_id: i32) -> anyhow::Result<(i32, String)> {
     let path = log_dir.join("meta.properties");
-    let stored = read_meta(log_dir);
+    let stored = log_dirs::read_meta(log_dir);
     if let Some(cluster_id) = stored.cluster_id {
         let broker_id = match (configured_broker_id, stored.broker_id) {
             (-1, Some(id)) => id,
@@ -768,33 +781,8 @@ fn load_or_create_meta(log_dir: &Path, configured_broker_id: i32) -> anyhow::Res
         configured_broker_id
     };
     let cluster_id = new_cluster_id(uuid::Uuid::new_v4());
-    write_meta(log_dir, broker_id, &cluster_id)?;
+    log_dirs::write_meta(log_dir, broker_id, &cluster_id)?;
     Ok((broker_id, cluster_id))
-}
-
-/// What `<log_dir>/meta.properties` holds (nothing when it is absent).
-fn read_meta(log_dir: &Path) -> crate::controller::identity::StoredMeta {
-    let Ok(text) = std::fs::read_to_string(log_dir.join("meta.properties")) else {
-        return Default::default();
-    };
-    let pairs = crate::config::parse_properties(&text).unwrap_or_default();
-    let get = |k: &str| {
-        pairs
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.clone())
-    };
-    crate::controller::identity::StoredMeta {
-        broker_id: get("broker.id").and_then(|v| v.parse().ok()),
-        cluster_id: get("cluster.id"),
-    }
-}
-
-/// Writes `<log_dir>/meta.properties` (Kafka's v0 format).
-fn write_meta(log_dir: &Path, broker_id: i32, cluster_id: &str) -> anyhow::Result<()> {
-    let path = log_dir.join("meta.properties");
-    let text = format!("#shardlog\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n");
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Kafka's cluster id form: the UUID's 16 bytes in URL-safe base64 without

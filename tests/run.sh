@@ -11,6 +11,9 @@
 #     tests/differential_kafka.rs) from Debian (skipped when present), and the Apache Kafka
 #     3.9 jars from Maven Central via tests/java/fetch_jars.sh (skipped when
 #     its cache folder is complete), for tests/java_*.rs
+#   - gcc, pkg-config, libfuse3-dev and fuse3 from Debian (skipped when
+#     present) to build tests/support/faultfs.c, the fault-injecting FUSE
+#     mount of the log-dir failure tests
 #   - cargo-fuzz (`cargo install --locked`, skipped when present) for the
 #     fuzz step after the cargo tests (tests/fuzz/ci.sh; SHARDLOG_FUZZ_RUNS=0
 #     skips it)
@@ -31,6 +34,11 @@ command -v npm >/dev/null || need_apt+=(nodejs npm)
 { command -v java >/dev/null && command -v javac >/dev/null; } || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need_apt+=(maven)
 [ -f /usr/share/java/zookeeper.jar ] || need_apt+=(zookeeper)
+# tests/support/faultfs.c (the log-dir failure tests of tests/storage_log_dir_failure.rs).
+command -v gcc >/dev/null || need_apt+=(gcc)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+pkg-config --exists fuse3 2>/dev/null || need_apt+=(libfuse3-dev)
+command -v fusermount3 >/dev/null || need_apt+=(fuse3)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${need_apt[*]}" >&2
     $SUDO apt-get update

@@ -377,7 +377,8 @@ fn clean_shutdown_reopen_does_not_rescan_but_unclean_does() {
 
         // With a recovery point checkpoint only the tail is rescanned.
         let ld = LogDir::open(&dir, 1, None).unwrap();
-        ld.write_checkpoints(&[PartitionOffsets::of(&log)]).unwrap();
+        ld.write_checkpoints(&[PartitionOffsets::of(&log, 0)])
+            .unwrap();
         drop(log);
         let log = open(&dir, small_config(), 1 << 20).await;
         assert_eq!(log.recovery_stats().segments_scanned, 1);
@@ -704,6 +705,7 @@ fn log_dir_writes_meta_properties_and_kafka_checkpoints() {
         recovery_point: 10,
         high_watermark: 8,
         log_start_offset: 2,
+        log_dir: 0,
     }];
     ld.write_checkpoints(&entries).unwrap();
     assert_eq!(ld.read_checkpoints().unwrap(), entries);

@@ -61,7 +61,7 @@ pub async fn connect(config: &ServerConfig, connect: &str) -> Result<ZkStore, St
 fn agreed_meta(dirs: &[std::path::PathBuf]) -> anyhow::Result<StoredMeta> {
     let mut agreed = StoredMeta::default();
     for dir in dirs {
-        let m = super::read_meta(dir);
+        let m = super::log_dirs::read_meta(dir);
         if let (Some(a), Some(b)) = (agreed.broker_id, m.broker_id) {
             if a != b {
                 anyhow::bail!(
@@ -122,7 +122,7 @@ pub fn resolve_identity(config: &ServerConfig, log_dir: &Path) -> anyhow::Result
     });
     let (broker_id, cluster_id) = resolved.map_err(|e| anyhow!(e))?;
     for dir in &dirs {
-        super::write_meta(dir, broker_id, &cluster_id)?;
+        super::log_dirs::write_meta(dir, broker_id, &cluster_id)?;
     }
     Ok((broker_id, cluster_id))
 }

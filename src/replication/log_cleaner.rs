@@ -10,7 +10,6 @@
 //! partition closed meanwhile ends the clean (its files are thrown away).
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,13 +20,17 @@ use crate::config::ServerConfig;
 use crate::io::clock::Clock;
 use crate::storage::cleaner::driver::{self, CleanJob, CleanStats, CleanerConfig, IoBudget};
 use crate::storage::cleaner::select::{grab_filthiest, CompactionConfig, LogStat};
+use crate::storage::log_dir::LogDirs;
 use crate::storage::partition_log::CleanerView;
 use crate::storage::StorageError;
 use crate::types::TopicPartition;
 
 /// The cleaner's memory of each log between cleans.
 struct CleanerState {
-    log_dir: PathBuf,
+    log_dirs: Arc<LogDirs>,
+    /// Each compacted log's dir (`LogDirs` index): where its entry of
+    /// `cleaner-offset-checkpoint` is kept (one file per log dir, as Kafka's).
+    dir_of: HashMap<TopicPartition, usize>,
     /// First dirty offsets (the `cleaner-offset-checkpoint` entries).
     checkpoints: HashMap<TopicPartition, i64>,
     /// Earliest delete horizon of tombstones each log still holds.
@@ -55,16 +58,19 @@ pub fn spawn(
     };
     let backoff = Duration::from_millis(u64::try_from(server.log_cleaner_backoff_ms).unwrap_or(0));
     glommio::spawn_local(async move {
-        let log_dir = replicas.log_dir().to_path_buf();
-        let checkpoints = match driver::read_checkpoint(&log_dir) {
-            Ok(entries) => entries.into_iter().collect(),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read cleaner-offset-checkpoint; cleaning from the log starts");
-                HashMap::new()
+        let log_dirs = replicas.log_dirs().clone();
+        let mut checkpoints = HashMap::new();
+        for dir in log_dirs.all() {
+            match driver::read_checkpoint(dir) {
+                Ok(entries) => checkpoints.extend(entries),
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "cannot read cleaner-offset-checkpoint; cleaning from the log starts");
+                }
             }
-        };
+        }
         let mut state = CleanerState {
-            log_dir,
+            log_dirs,
+            dir_of: HashMap::new(),
             checkpoints,
             pending_horizons: HashMap::new(),
             uncleanable: HashSet::new(),
@@ -122,9 +128,10 @@ async fn clean_filthiest(
         let Ok(log) = p.log().read().await else {
             continue;
         };
-        if log.is_poisoned() {
+        if log.is_poisoned() || p.is_offline() {
             continue;
         }
+        state.dir_of.insert(p.tp.clone(), p.log_dir());
         candidates.push((Rc::downgrade(&p), log.cleaner_view()));
     }
     let tps: Vec<TopicPartition> = candidates
@@ -202,7 +209,11 @@ async fn record_checkpoint(
     offset: i64,
 ) -> Result<(), StorageError> {
     state.checkpoints.insert(tp.clone(), offset);
-    driver::write_checkpoint(&state.log_dir, vec![(tp.clone(), offset)]).await
+    let dir = state.dir_of.get(tp).copied().unwrap_or(0);
+    if !state.log_dirs.is_online(dir) {
+        return Ok(());
+    }
+    driver::write_checkpoint(state.log_dirs.path(dir), vec![(tp.clone(), offset)]).await
 }
 
 async fn finish(

@@ -97,6 +97,12 @@ pub struct Partition {
     /// Fired (and replaced) when the low watermark may have moved: the
     /// DeleteRecords requests waiting for it check again.
     delete_waiters: RefCell<Rc<Trigger>>,
+    /// The log dir holding the log (`LogDirs` index; 0 unless placed).
+    log_dir: usize,
+    /// Its log dir went offline (Kafka's `HostedPartition.Offline`): every
+    /// request answers KAFKA_STORAGE_ERROR, whatever the role, until the
+    /// broker restarts.
+    offline: Cell<bool>,
 }
 
 /// A partition's leadership as LeaderAndIsr (or the embedded controller)
@@ -303,11 +309,52 @@ impl Partition {
                 ..DurableSync::default()
             },
             delete_waiters: RefCell::new(Rc::new(Trigger::default())),
+            log_dir: 0,
+            offline: Cell::new(false),
         })
     }
 
+    /// The same partition, its log in log dir `i` (`LogDirs` index).
+    #[must_use]
+    pub fn in_log_dir(self, i: usize) -> Self {
+        Partition { log_dir: i, ..self }
+    }
+
+    pub fn log_dir(&self) -> usize {
+        self.log_dir
+    }
+
+    /// Its log dir went offline: serve nothing more (see the field). The
+    /// log is left as it is: no write or fsync reaches a failed dir.
+    pub fn mark_offline(&self) {
+        if !self.offline.replace(true) {
+            tracing::warn!(tp = %self.tp, "partition offline: its log dir failed");
+            self.wake_delete_waiters();
+        }
+    }
+
+    pub fn is_offline(&self) -> bool {
+        self.offline.get()
+    }
+
+    /// The role as requests see it: Offline once the log dir failed.
     pub fn role(&self) -> PartitionRole {
-        self.role.get()
+        if self.offline.get() {
+            PartitionRole::Offline
+        } else {
+            self.role.get()
+        }
+    }
+
+    /// What a request the role refuses is told: KAFKA_STORAGE_ERROR in an
+    /// offline dir (Kafka's `getPartitionOrException`), else
+    /// NOT_LEADER_OR_FOLLOWER.
+    fn not_serving(&self) -> ErrorCode {
+        if self.offline.get() {
+            ErrorCode::KAFKA_STORAGE_ERROR
+        } else {
+            ErrorCode::NOT_LEADER_OR_FOLLOWER
+        }
     }
 
     pub fn leader_epoch(&self) -> LeaderEpoch {
@@ -397,7 +444,7 @@ impl Partition {
         let leo = LogOffsetMetadata::new(ends.log_end_offset, 0, ends.log_end_position);
         let hw = LogOffsetMetadata::new(ends.high_watermark, 0, ends.high_watermark_position);
         PartitionSnapshot {
-            role: self.role.get(),
+            role: self.role(),
             leader_epoch: self.leader_epoch.get(),
             log_start_offset: ends.log_start_offset,
             log_end_offset: leo,
@@ -418,6 +465,7 @@ impl Partition {
             recovery_point: self.recovery_point.get(),
             high_watermark: ends.high_watermark,
             log_start_offset: ends.log_start_offset,
+            log_dir: self.log_dir,
         }
     }
 
@@ -633,8 +681,8 @@ impl Partition {
         now_ms: i64,
         required_acks: i16,
     ) -> ProduceResult {
-        if self.role.get() != PartitionRole::Leader {
-            return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        if self.role() != PartitionRole::Leader {
+            return ProduceResult::error(self.not_serving());
         }
         let (records, batch, max_timestamp) = match Self::validate_produce(records) {
             Ok(v) => v,
@@ -656,8 +704,8 @@ impl Partition {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
         };
         // Leadership may have moved while this append waited its turn.
-        if self.role.get() != PartitionRole::Leader {
-            return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        if self.role() != PartitionRole::Leader {
+            return ProduceResult::error(self.not_serving());
         }
         if required_acks == -1 && !self.enough_replicas_for_acks_all() {
             return ProduceResult::error(ErrorCode::NOT_ENOUGH_REPLICAS);
@@ -731,6 +779,9 @@ impl Partition {
         isolation: FetchIsolation,
         min_one_batch: bool,
     ) -> ReadAnswer {
+        if self.is_offline() {
+            return ReadAnswer::error(ErrorCode::KAFKA_STORAGE_ERROR);
+        }
         let Ok(log) = self.log.read().await else {
             return ReadAnswer::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
         };
@@ -759,6 +810,9 @@ impl Partition {
     /// ListOffsets for one partition, answered at record level like Kafka
     /// (`UnifiedLog.fetchOffsetByTimestamp`; the search is the log's).
     pub async fn list_offset(&self, timestamp: i64, isolation: FetchIsolation) -> OffsetAnswer {
+        if self.is_offline() {
+            return OffsetAnswer::error(ErrorCode::KAFKA_STORAGE_ERROR);
+        }
         let Ok(log) = self.log.read().await else {
             return OffsetAnswer::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
         };

@@ -9,7 +9,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -34,7 +33,7 @@ use crate::replication::isr_change::IsrChange;
 use crate::storage::batch_cache::{BatchCache, SharedBatchCache};
 use crate::storage::close_batch;
 use crate::storage::config::{write_buffer_bytes, LogConfig};
-use crate::storage::log_dir::PartitionOffsets;
+use crate::storage::log_dir::{LogDirs, PartitionOffsets};
 use crate::storage::partition_log::PartitionLog;
 use crate::storage::producer_snapshot;
 use crate::storage::StorageError;
@@ -50,7 +49,10 @@ const CONCURRENT_OPENS: usize = 64;
 
 /// The partitions of one data shard.
 pub struct ReplicaManager {
-    log_dir: PathBuf,
+    /// The broker's log dirs (`log.dirs`), shared by every shard.
+    log_dirs: Arc<LogDirs>,
+    /// `log_dirs.changes()` last acted on ([`Self::apply_offline_dirs`]).
+    offline_seen: Cell<u64>,
     server: Arc<ServerConfig>,
     cache: SharedBatchCache,
     partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
@@ -143,7 +145,7 @@ impl ReplicaManager {
     /// batch cache's write buffers.
     pub fn new(
         n_shards: usize,
-        log_dir: &Path,
+        log_dirs: Arc<LogDirs>,
         server: Arc<ServerConfig>,
         clock: Rc<dyn Clock>,
         quotas: Arc<ReplicationQuotas>,
@@ -156,7 +158,8 @@ impl ReplicaManager {
         let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
         crate::storage::buffer_pool::reserve_within_memory(budget, buffer, n_shards);
         Self {
-            log_dir: log_dir.to_path_buf(),
+            log_dirs,
+            offline_seen: Cell::new(0),
             cache: BatchCache::shared(budget),
             partitions: RefCell::new(HashMap::new()),
             closed_offsets: RefCell::new(BTreeMap::new()),
@@ -195,8 +198,57 @@ impl ReplicaManager {
         v
     }
 
-    pub fn log_dir(&self) -> &Path {
-        &self.log_dir
+    pub fn log_dirs(&self) -> &Arc<LogDirs> {
+        &self.log_dirs
+    }
+
+    /// Take the partitions of log dirs gone offline since the last call
+    /// offline (Kafka's `ReplicaManager.handleLogDirFailure`: their
+    /// fetchers stop, every request on them answers KAFKA_STORAGE_ERROR);
+    /// returns them.
+    pub fn apply_offline_dirs(&self) -> Vec<TopicPartition> {
+        let changes = self.log_dirs.changes();
+        if self.offline_seen.replace(changes) == changes {
+            return Vec::new();
+        }
+        let gone: Vec<TopicPartition> = self
+            .partitions
+            .borrow()
+            .values()
+            .filter(|p| !p.is_offline() && !self.log_dirs.is_online(p.log_dir()))
+            .map(|p| {
+                p.mark_offline();
+                p.tp.clone()
+            })
+            .collect();
+        self.fetchers.on_removed(&gone);
+        gone
+    }
+
+    /// Where each of `tps` (new to this shard) is opened, counted in
+    /// its dir: the dir already holding its folder, else the online dir
+    /// holding the fewest logs of the broker (`LogDirs::place_new`).
+    /// `None`: its dir is offline, or every dir is.
+    fn place(&self, tps: &[TopicPartition]) -> Vec<Option<usize>> {
+        let several = self.log_dirs.all().len() > 1;
+        tps.iter()
+            .map(|tp| {
+                // One dir: no folder to look for.
+                let held = if several {
+                    self.log_dirs.holding(tp)
+                } else {
+                    Some(0)
+                };
+                match held {
+                    Some(d) if self.log_dirs.is_online(d) => {
+                        self.log_dirs.count_log(d);
+                        Some(d)
+                    }
+                    Some(_) => None,
+                    None => self.log_dirs.place_new(),
+                }
+            })
+            .collect()
     }
 
     pub fn len(&self) -> usize {
@@ -291,29 +343,46 @@ impl ReplicaManager {
             .into_iter()
             .filter(|(tp, _)| !self.partitions.borrow().contains_key(tp))
             .collect();
-        // Many at a time: a topic of a thousand partitions opens in a few
-        // rounds of concurrent file creation, not one partition after
-        // another (the ring overlaps their I/O).
+        self.open_partitions(opening).await;
+        self.sync_fetchers(snapshot);
+    }
+
+    /// Open `opening`, many at a time: a topic of a thousand partitions
+    /// opens in a few rounds of concurrent file creation, not one
+    /// partition after another (the ring overlaps their I/O).
+    async fn open_partitions(&self, opening: Vec<(TopicPartition, Wanted)>) {
         let (opened, started_ms) = (opening.len(), self.clock.wall_ms());
         let mut opening = opening.into_iter().peekable();
         while opening.peek().is_some() {
             let round: Vec<(TopicPartition, Wanted)> =
                 opening.by_ref().take(CONCURRENT_OPENS).collect();
-            let opens: Vec<Local<'_, (TopicPartition, Result<Partition, StorageError>)>> = round
+            let tps: Vec<TopicPartition> = round.iter().map(|(tp, _)| tp.clone()).collect();
+            type Opened = (
+                TopicPartition,
+                Option<usize>,
+                Result<Partition, StorageError>,
+            );
+            let opens: Vec<Local<'_, Opened>> = round
                 .into_iter()
-                .map(|(tp, w)| -> Local<'_, _> {
+                .zip(self.place(&tps))
+                .map(|((tp, w), log_dir)| -> Local<'_, _> {
                     Box::pin(async move {
-                        let r = self.open_partition(&tp, w).await;
-                        (tp, r)
+                        let r = self.open_partition(&tp, w, log_dir).await;
+                        (tp, log_dir, r)
                     })
                 })
                 .collect();
-            for (tp, r) in join_all(opens).await {
+            for (tp, log_dir, r) in join_all(opens).await {
                 match r {
                     Ok(p) => {
                         self.partitions.borrow_mut().insert(tp, Rc::new(p));
                     }
-                    Err(e) => tracing::error!(%tp, error = %e, "cannot open partition log"),
+                    Err(e) => {
+                        if let Some(d) = log_dir {
+                            self.log_dirs.uncount_log(d);
+                        }
+                        tracing::error!(%tp, error = %e, "cannot open partition log");
+                    }
                 }
             }
         }
@@ -324,7 +393,6 @@ impl ReplicaManager {
                 "opened partition logs"
             );
         }
-        self.sync_fetchers(snapshot);
     }
 
     /// Hand the fetchers every partition this shard follows now.
@@ -430,11 +498,15 @@ impl ReplicaManager {
                 }
                 None => {
                     self.closed_offsets.borrow_mut().remove(tp);
-                    let dir = self.log_dir.join(tp.dir_name());
-                    match std::fs::remove_dir_all(&dir) {
-                        Ok(()) => tracing::info!(%tp, "deleted partition dir"),
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => tracing::warn!(%tp, error = %e, "deleting partition dir"),
+                    for (i, log_dir) in self.log_dirs.all().iter().enumerate() {
+                        if !self.log_dirs.is_online(i) {
+                            continue;
+                        }
+                        match std::fs::remove_dir_all(log_dir.join(tp.dir_name())) {
+                            Ok(()) => tracing::info!(%tp, "deleted partition dir"),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => tracing::warn!(%tp, error = %e, "deleting partition dir"),
+                        }
                     }
                 }
             }
@@ -445,12 +517,17 @@ impl ReplicaManager {
         &self,
         tp: &TopicPartition,
         wanted: Wanted,
+        log_dir: Option<usize>,
     ) -> Result<Partition, StorageError> {
+        let Some(log_dir) = log_dir else {
+            // Kafka answers LeaderAndIsr for it with KAFKA_STORAGE_ERROR.
+            return Err(StorageError::Poisoned);
+        };
         // A topic without an id (LeaderAndIsr v0–4) writes no
         // `partition.metadata`.
         let topic_id = Some(wanted.topic_id).filter(|id| !id.is_nil());
         let log = PartitionLog::open(
-            &self.log_dir,
+            self.log_dirs.path(log_dir),
             tp,
             topic_id,
             LogConfig::for_topic(&wanted.config, &self.server),
@@ -473,7 +550,7 @@ impl ReplicaManager {
             durable_counts: self.durable_counts.clone(),
             now_ms: self.clock.wall_ms(),
         };
-        Partition::open(spec, log)
+        Ok(Partition::open(spec, log)?.in_log_dir(log_dir))
     }
 
     /// Close `p`'s log for a batch (`close_batch`), deleting its files
@@ -481,7 +558,15 @@ impl ReplicaManager {
     /// for it, and the offsets the checkpoints record once it is done.
     async fn close_partition(&self, p: Rc<Partition>, delete: bool) -> Closed {
         let tp = p.tp.clone();
-        let dir = self.log_dir.join(tp.dir_name());
+        let log_dir = p.log_dir();
+        self.log_dirs.uncount_log(log_dir);
+        if p.is_offline() {
+            // Nothing is written to (or deleted from) a failed dir; the
+            // next start recovers the log if the dir is back.
+            self.closed_offsets.borrow_mut().remove(&tp);
+            return Closed::Nothing;
+        }
+        let dir = self.log_dirs.path(log_dir).join(tp.dir_name());
         // A fetcher's append or a read in progress holds it for a moment.
         for _ in 0..CLOSE_WAIT_ROUNDS {
             if Rc::strong_count(&p) == 1 {
@@ -502,7 +587,7 @@ impl ReplicaManager {
         match p.into_log() {
             Ok(log) => {
                 let leo = log.log_end_offset();
-                let offsets = PartitionOffsets::of(&log);
+                let offsets = PartitionOffsets::of(&log, log_dir);
                 match log.close_deferred().await {
                     // Kafka snapshots producer state at the log end on a
                     // clean close, so the next open replays nothing.
@@ -551,16 +636,24 @@ impl ReplicaManager {
         &self,
         closes: Vec<(close_batch::DeferredClose, PartitionOffsets)>,
     ) -> Vec<PartitionOffsets> {
-        let (deferred, offsets): (Vec<_>, Vec<_>) = closes.into_iter().unzip();
-        match close_batch::commit(&self.log_dir, deferred).await {
-            Ok(()) => offsets,
-            Err(e) => {
-                // Their data may not be durable: no marker, no recovery
-                // point at the LEO; the next open recovers them.
-                tracing::error!(error = %e, logs = offsets.len(), "syncing closed logs failed");
-                Vec::new()
+        // One batch per log dir: a dir's syncs cover only its own files.
+        let mut by_dir: BTreeMap<usize, Vec<_>> = BTreeMap::new();
+        for (d, o) in closes {
+            by_dir.entry(o.log_dir).or_default().push((d, o));
+        }
+        let mut committed = Vec::new();
+        for (log_dir, closes) in by_dir {
+            let (deferred, offsets): (Vec<_>, Vec<_>) = closes.into_iter().unzip();
+            match close_batch::commit(self.log_dirs.path(log_dir), deferred).await {
+                Ok(()) => committed.extend(offsets),
+                Err(e) => {
+                    // Their data may not be durable: no marker, no recovery
+                    // point at the LEO; the next open recovers them.
+                    tracing::error!(error = %e, logs = offsets.len(), "syncing closed logs failed");
+                }
             }
         }
+        committed
     }
 
     /// Clean shutdown: close every log; returns the offsets the log dir's
@@ -614,7 +707,9 @@ impl ReplicaManager {
     pub async fn checkpoint_offsets(&self) -> Vec<PartitionOffsets> {
         let mut all = self.closed_offsets.borrow().clone();
         for p in self.partitions.borrow().values() {
-            all.insert(p.tp.clone(), p.checkpoint_offsets());
+            if !p.is_offline() {
+                all.insert(p.tp.clone(), p.checkpoint_offsets());
+            }
         }
         all.into_values().collect()
     }
@@ -622,11 +717,14 @@ impl ReplicaManager {
     /// A partition still busy at the final close: flushed in place, so the
     /// recovery point recorded is its LEO.
     async fn flush_busy(p: &Partition) -> Option<PartitionOffsets> {
+        if p.is_offline() {
+            return None;
+        }
         let mut log = p.log().write().await.ok()?;
         if let Err(e) = log.flush().await {
             tracing::error!(tp = %p.tp, error = %e, "flush at shutdown failed");
         }
-        Some(PartitionOffsets::of(&log))
+        Some(PartitionOffsets::of(&log, p.log_dir()))
     }
 
     /// `flush.ms` / `flush.messages` timers, idle appenders
@@ -639,6 +737,9 @@ impl ReplicaManager {
         let all: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
         let expiration_ms = i64::from(self.server.producer_id_expiration_ms);
         for p in all {
+            if p.is_offline() {
+                continue;
+            }
             if retention {
                 let expired = p.expire_producers(now_ms, expiration_ms);
                 if expired > 0 {

@@ -14,6 +14,7 @@
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::checkpoint::{
@@ -31,17 +32,174 @@ pub struct PartitionOffsets {
     pub recovery_point: i64,
     pub high_watermark: i64,
     pub log_start_offset: i64,
+    /// The log dir holding the partition ([`LogDirs`] index): the one
+    /// whose checkpoint files record it.
+    pub log_dir: usize,
 }
 
 impl PartitionOffsets {
-    pub fn of(log: &PartitionLog) -> Self {
+    /// `log`'s offsets; `log_dir` is its dir's [`LogDirs`] index.
+    pub fn of(log: &PartitionLog, log_dir: usize) -> Self {
         PartitionOffsets {
             tp: log.topic_partition().clone(),
             recovery_point: log.recovery_point(),
             high_watermark: log.high_watermark(),
             log_start_offset: log.log_start_offset(),
+            log_dir,
         }
     }
+}
+
+/// `[io]` The broker's log dirs (`log.dirs`, in the configured order) and
+/// which of them are offline (Kafka's `LogManager._liveLogDirs`), shared
+/// by every shard. A dir goes offline when a log in it fails a write or
+/// an fsync (Kafka's `LogDirFailureChannel`); it stays offline until the
+/// broker restarts.
+#[derive(Debug)]
+pub struct LogDirs {
+    dirs: Vec<PathBuf>,
+    offline: Vec<AtomicBool>,
+    /// Partition logs each dir holds, over every shard (Kafka's
+    /// `nextLogDirs` counts a dir's logs): where the next one goes.
+    logs: Vec<AtomicUsize>,
+    /// Bumped by every dir that goes offline: a shard compares it with
+    /// the value it last acted on.
+    changes: AtomicU64,
+}
+
+impl LogDirs {
+    /// `dirs` must not be empty (the config always gives one).
+    pub fn new(dirs: Vec<PathBuf>) -> Self {
+        assert!(!dirs.is_empty(), "log.dirs names no directory");
+        let offline = dirs.iter().map(|_| AtomicBool::new(false)).collect();
+        let logs = dirs.iter().map(|_| AtomicUsize::new(0)).collect();
+        LogDirs {
+            dirs,
+            offline,
+            logs,
+            changes: AtomicU64::new(0),
+        }
+    }
+
+    pub fn all(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// The first dir: the embedded metadata store's (Kafka's
+    /// `metadata.log.dir` defaults to the first of `log.dirs` too).
+    pub fn first(&self) -> &Path {
+        &self.dirs[0]
+    }
+
+    pub fn path(&self, i: usize) -> &Path {
+        &self.dirs[i]
+    }
+
+    pub fn index_of(&self, dir: &Path) -> Option<usize> {
+        self.dirs.iter().position(|d| d == dir)
+    }
+
+    pub fn is_online(&self, i: usize) -> bool {
+        self.offline
+            .get(i)
+            .is_some_and(|o| !o.load(Ordering::Acquire))
+    }
+
+    /// Each dir's online flag, in order.
+    pub fn online(&self) -> Vec<bool> {
+        (0..self.dirs.len()).map(|i| self.is_online(i)).collect()
+    }
+
+    /// Take dir `i` offline; true the first time.
+    pub fn mark_offline(&self, i: usize) -> bool {
+        let Some(flag) = self.offline.get(i) else {
+            return false;
+        };
+        let first = !flag.swap(true, Ordering::AcqRel);
+        if first {
+            self.changes.fetch_add(1, Ordering::AcqRel);
+        }
+        first
+    }
+
+    pub fn all_offline(&self) -> bool {
+        (0..self.dirs.len()).all(|i| !self.is_online(i))
+    }
+
+    /// How many dirs went offline so far (see the field).
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
+    }
+
+    /// Choose the dir of a partition log new to the broker
+    /// ([`least_loaded`] over every shard's logs) and count it there at
+    /// once, so shards placing at the same time spread too.
+    pub fn place_new(&self) -> Option<usize> {
+        let counts: Vec<usize> = self
+            .logs
+            .iter()
+            .map(|n| n.load(Ordering::Acquire))
+            .collect();
+        let i = least_loaded(&counts, &self.online())?;
+        self.logs[i].fetch_add(1, Ordering::AcqRel);
+        Some(i)
+    }
+
+    /// Count a log opened in dir `i` that [`Self::place_new`] did not place.
+    pub fn count_log(&self, i: usize) {
+        if let Some(n) = self.logs.get(i) {
+            n.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// A log of dir `i` was closed, deleted or failed to open.
+    pub fn uncount_log(&self, i: usize) {
+        if let Some(n) = self.logs.get(i) {
+            let _ = n.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1));
+        }
+    }
+
+    /// The dir already holding `tp`'s folder (a log from an earlier run,
+    /// or one a shard opened), if any: a log never moves between dirs.
+    pub fn holding(&self, tp: &TopicPartition) -> Option<usize> {
+        let name = tp.dir_name();
+        self.dirs.iter().position(|d| d.join(&name).is_dir())
+    }
+}
+
+/// `[pure]` Where a new partition goes (Kafka's `LogManager.nextLogDirs`):
+/// the online dir holding the fewest partitions, the earlier one on a tie;
+/// `None` when every dir is offline.
+pub fn least_loaded(counts: &[usize], online: &[bool]) -> Option<usize> {
+    counts
+        .iter()
+        .zip(online)
+        .enumerate()
+        .filter(|(_, (_, up))| **up)
+        .min_by_key(|(i, (n, _))| (**n, *i))
+        .map(|(i, _)| i)
+}
+
+/// Log dirs whose logs failed, reported from any shard, not yet taken by
+/// the control shard (Kafka's `LogDirFailureChannel` queue).
+static FAILED_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A log in `partition_dir` failed a write or an fsync and is poisoned:
+/// its log dir is to go offline (Kafka's
+/// `LogDirFailureChannel.maybeAddOfflineLogDir`).
+pub fn report_failure(partition_dir: &Path) {
+    let Some(dir) = partition_dir.parent() else {
+        return;
+    };
+    let mut failed = FAILED_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    if !failed.iter().any(|d| d == dir) {
+        failed.push(dir.to_path_buf());
+    }
+}
+
+/// The dirs reported since the last call.
+pub fn take_failures() -> Vec<PathBuf> {
+    std::mem::take(&mut *FAILED_DIRS.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 pub struct LogDir {
@@ -149,6 +307,7 @@ impl LogDir {
         let find = |v: &[(TopicPartition, i64)], tp: &TopicPartition| {
             v.iter().find(|(t, _)| t == tp).map_or(0, |(_, o)| *o)
         };
+        // A lone LogDir does not know its place in `log.dirs`: index 0.
         Ok(rp
             .iter()
             .map(|(tp, r)| PartitionOffsets {
@@ -156,6 +315,7 @@ impl LogDir {
                 recovery_point: *r,
                 high_watermark: find(&hw, tp),
                 log_start_offset: find(&ls, tp),
+                log_dir: 0,
             })
             .collect())
     }
@@ -244,11 +404,13 @@ impl CheckpointSchedule {
 }
 
 /// `[io]` The offsets every data shard last posted, and the checkpoint
-/// files written from their union (one file per log dir for all shards).
-/// After [`CheckpointBoard::write_final`] (clean shutdown) no periodic
-/// round writes again: the final files stay the last word.
+/// files written from their union (one set of files per log dir, for the
+/// partitions in it, from all shards). An offline dir is written no more
+/// (Kafka drops its checkpoint files on a log-dir failure). After
+/// [`CheckpointBoard::write_final`] (clean shutdown) no periodic round
+/// writes again: the final files stay the last word.
 pub struct CheckpointBoard {
-    dir: PathBuf,
+    dirs: std::sync::Arc<LogDirs>,
     inner: Mutex<BoardInner>,
 }
 
@@ -259,9 +421,9 @@ struct BoardInner {
 }
 
 impl CheckpointBoard {
-    pub fn new(dir: &Path) -> Self {
+    pub fn new(dirs: std::sync::Arc<LogDirs>) -> Self {
         CheckpointBoard {
-            dir: dir.to_path_buf(),
+            dirs,
             inner: Mutex::new(BoardInner::default()),
         }
     }
@@ -282,21 +444,38 @@ impl CheckpointBoard {
         if inner.finished || !due.any() {
             return Ok(());
         }
-        let all: Vec<PartitionOffsets> = inner.per_shard.values().flatten().cloned().collect();
-        LogDir {
-            path: self.dir.clone(),
-        }
-        .write_some(due, &all)
+        let all: Vec<&PartitionOffsets> = inner.per_shard.values().flatten().collect();
+        self.write_each_dir(due, &all)
     }
 
     /// The clean shutdown's checkpoints: `offsets` of every log closed.
     pub fn write_final(&self, offsets: &[PartitionOffsets]) -> Result<(), StorageError> {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.finished = true;
-        LogDir {
-            path: self.dir.clone(),
+        let all: Vec<&PartitionOffsets> = offsets.iter().collect();
+        self.write_each_dir(Due::ALL, &all)
+    }
+
+    /// Every online dir's files, each with its own partitions (a dir
+    /// left with none gets empty files: no stale entry outlives a log).
+    /// The first failure is returned after the other dirs are written.
+    fn write_each_dir(&self, due: Due, all: &[&PartitionOffsets]) -> Result<(), StorageError> {
+        let mut first_error = None;
+        for (i, path) in self.dirs.all().iter().enumerate() {
+            if !self.dirs.is_online(i) {
+                continue;
+            }
+            let mine: Vec<PartitionOffsets> = all
+                .iter()
+                .filter(|o| o.log_dir == i)
+                .map(|o| (*o).clone())
+                .collect();
+            let dir = LogDir { path: path.clone() };
+            if let Err(e) = dir.write_some(due, &mine) {
+                first_error.get_or_insert(e);
+            }
         }
-        .write_checkpoints(offsets)
+        first_error.map_or(Ok(()), Err)
     }
 }
 
@@ -334,13 +513,16 @@ mod tests {
             recovery_point: rp,
             high_watermark: hw,
             log_start_offset: ls,
+            log_dir: 0,
         }
     }
 
     #[test]
     fn the_board_writes_the_union_of_the_shards_posts_and_nothing_after_the_final() {
         let dir = tempfile::tempdir().unwrap();
-        let board = CheckpointBoard::new(dir.path());
+        let board = CheckpointBoard::new(std::sync::Arc::new(LogDirs::new(vec![dir
+            .path()
+            .to_path_buf()])));
         board.post(0, vec![offsets("a", 0, 10, 7, 0)]);
         board.post(1, vec![offsets("b", 3, 4, 4, 2)]);
         board
@@ -382,5 +564,68 @@ mod tests {
             checkpoint::decode_offsets(&hw).unwrap(),
             vec![(TopicPartition::new("c", 0), 9)]
         );
+    }
+
+    #[test]
+    fn a_new_partition_goes_to_the_online_dir_with_the_fewest_partitions() {
+        assert_eq!(least_loaded(&[3, 1, 2], &[true, true, true]), Some(1));
+        assert_eq!(
+            least_loaded(&[2, 2, 2], &[true, true, true]),
+            Some(0),
+            "tie: first"
+        );
+        assert_eq!(least_loaded(&[3, 1, 2], &[true, false, true]), Some(2));
+        assert_eq!(least_loaded(&[0, 0], &[false, false]), None);
+        assert_eq!(least_loaded(&[0], &[true]), Some(0));
+    }
+
+    #[test]
+    fn each_dir_records_its_own_partitions_and_an_offline_dir_is_left_alone() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let dirs = std::sync::Arc::new(LogDirs::new(vec![
+            a.path().to_path_buf(),
+            b.path().to_path_buf(),
+        ]));
+        let board = CheckpointBoard::new(dirs.clone());
+        let in_b = PartitionOffsets {
+            log_dir: 1,
+            ..offsets("b", 0, 5, 5, 0)
+        };
+        board.post(0, vec![offsets("a", 0, 10, 7, 0), in_b]);
+        board.write(Due::ALL).unwrap();
+        let hw = |d: &Path| {
+            let text = std::fs::read_to_string(d.join(REPLICATION_CHECKPOINT)).unwrap();
+            checkpoint::decode_offsets(&text).unwrap()
+        };
+        assert_eq!(hw(a.path()), vec![(TopicPartition::new("a", 0), 7)]);
+        assert_eq!(hw(b.path()), vec![(TopicPartition::new("b", 0), 5)]);
+        // b goes offline: its files keep what they said; a's go on.
+        assert!(dirs.mark_offline(1));
+        assert!(!dirs.mark_offline(1), "only the first time counts");
+        assert_eq!(dirs.changes(), 1);
+        board.post(0, vec![offsets("a", 0, 12, 9, 0)]);
+        board.write(Due::ALL).unwrap();
+        assert_eq!(hw(a.path()), vec![(TopicPartition::new("a", 0), 9)]);
+        assert_eq!(hw(b.path()), vec![(TopicPartition::new("b", 0), 5)]);
+        assert!(!dirs.all_offline());
+        dirs.mark_offline(0);
+        assert!(dirs.all_offline());
+    }
+
+    #[test]
+    fn a_failure_names_the_log_dir_of_the_partition_once() {
+        let _ = take_failures();
+        report_failure(Path::new("/data/x/orders-0"));
+        report_failure(Path::new("/data/x/orders-1"));
+        report_failure(Path::new("/data/y/orders-2"));
+        // Other tests in this process may poison logs of their own.
+        let ours = |v: Vec<PathBuf>| -> Vec<PathBuf> {
+            v.into_iter().filter(|d| d.starts_with("/data")).collect()
+        };
+        assert_eq!(
+            ours(take_failures()),
+            vec![PathBuf::from("/data/x"), PathBuf::from("/data/y")]
+        );
+        assert!(ours(take_failures()).is_empty());
     }
 }

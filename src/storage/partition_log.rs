@@ -604,6 +604,15 @@ impl PartitionLog {
             .ok_or_else(|| StorageError::Io(std::io::Error::other("log has no segment")))
     }
 
+    /// Stop writing this log after a failed write or fsync, and report
+    /// its log dir as failed (`log_dir::report_failure`: Kafka takes the
+    /// whole dir offline on an I/O error in any of its logs).
+    fn poison(&self) {
+        if !self.poisoned.replace(true) {
+            super::log_dir::report_failure(&self.dir);
+        }
+    }
+
     fn check_poison(&self) -> Result<(), StorageError> {
         if self.poisoned.get() {
             Err(StorageError::Poisoned)

@@ -17,6 +17,7 @@
 pub mod any;
 pub mod client;
 pub mod embedded;
+pub mod log_dir_event;
 pub mod paths;
 pub mod store;
 pub mod watch;

@@ -264,11 +264,11 @@ mod long_as_string {
 #[error("malformed znode payload: {0}")]
 pub struct DecodeError(pub String);
 
-fn decode_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, DecodeError> {
+pub(crate) fn decode_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, DecodeError> {
     serde_json::from_slice(bytes).map_err(|e| DecodeError(e.to_string()))
 }
 
-fn encode_json<T: Serialize>(value: &T) -> Vec<u8> {
+pub(crate) fn encode_json<T: Serialize>(value: &T) -> Vec<u8> {
     // Serializing these plain structs into a Vec cannot fail (no maps with
     // non-string keys that serde_json rejects: integer keys are stringified).
     serde_json::to_vec(value).unwrap_or_default()

@@ -149,6 +149,23 @@ impl Broker {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
     }
 
+    /// Wait up to `within` for the process to exit on its own; its exit
+    /// status, or `None` while it still runs.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        let child = self.child.as_mut()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// SIGTERM and wait for exit.
     pub fn stop(mut self) -> ExitStatus {
         let mut child = self.child.take().expect("running");

@@ -39,8 +39,8 @@ impl Partition {
         offset: i64,
         alive: &dyn Fn(BrokerId) -> bool,
     ) -> Result<DeletedOnLeader, ErrorCode> {
-        if self.role.get() != PartitionRole::Leader {
-            return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        if self.role() != PartitionRole::Leader {
+            return Err(self.not_serving());
         }
         if !self.config.is_delete() {
             return Err(ErrorCode::POLICY_VIOLATION);
@@ -49,8 +49,8 @@ impl Partition {
             let Ok(mut log) = self.log.write().await else {
                 return Err(ErrorCode::KAFKA_STORAGE_ERROR);
             };
-            if self.role.get() != PartitionRole::Leader {
-                return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+            if self.role() != PartitionRole::Leader {
+                return Err(self.not_serving());
             }
             let requested = if offset == HIGH_WATERMARK {
                 log.ends().high_watermark
@@ -91,8 +91,8 @@ impl Partition {
     ) -> (ErrorCode, i64) {
         let deadline = Instant::now() + timeout;
         loop {
-            if self.role.get() != PartitionRole::Leader {
-                return (ErrorCode::NOT_LEADER_OR_FOLLOWER, -1);
+            if self.role() != PartitionRole::Leader {
+                return (self.not_serving(), -1);
             }
             let low = self.low_watermark(alive);
             if low >= required {

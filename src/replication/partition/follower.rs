@@ -82,6 +82,9 @@ impl Partition {
             _ => None,
         };
         let mut log = self.log.write().await.map_err(|_| StorageError::Poisoned)?;
+        if self.is_offline() {
+            return Err(StorageError::Poisoned);
+        }
         if self.role.get() == PartitionRole::Leader {
             return Err(StorageError::Io(std::io::Error::other(
                 "partition is led here; follower append refused",

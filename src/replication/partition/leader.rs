@@ -47,8 +47,8 @@ impl Partition {
         if epoch != ErrorCode::NONE {
             return epoch;
         }
-        if self.role.get() != PartitionRole::Leader {
-            return ErrorCode::NOT_LEADER_OR_FOLLOWER;
+        if self.role() != PartitionRole::Leader {
+            return self.not_serving();
         }
         ErrorCode::NONE
     }
@@ -139,7 +139,7 @@ impl Partition {
         let Ok(mut log) = self.log.write().await else {
             return FollowerFetchEffects::default();
         };
-        if self.role.get() != PartitionRole::Leader {
+        if self.role() != PartitionRole::Leader {
             return FollowerFetchEffects::default();
         }
         let epoch = self.leader_epoch.get();
@@ -196,8 +196,8 @@ impl Partition {
         if epoch != ErrorCode::NONE {
             return (epoch, EpochEndOffset::UNDEFINED);
         }
-        if fetch_only_from_leader && self.role.get() != PartitionRole::Leader {
-            return (ErrorCode::NOT_LEADER_OR_FOLLOWER, EpochEndOffset::UNDEFINED);
+        if fetch_only_from_leader && self.role() != PartitionRole::Leader {
+            return (self.not_serving(), EpochEndOffset::UNDEFINED);
         }
         let Ok(log) = self.log.read().await else {
             return (ErrorCode::NOT_LEADER_OR_FOLLOWER, EpochEndOffset::UNDEFINED);
@@ -212,7 +212,7 @@ impl Partition {
     /// The periodic ISR check (`replica.lag.time.max.ms / 2`, Kafka's
     /// `ReplicaManager.maybeShrinkIsr`): a shrink to propose, if any.
     pub fn maybe_shrink_isr(&self, now_ms: i64) -> Option<IsrChange> {
-        if self.role.get() != PartitionRole::Leader {
+        if self.role() != PartitionRole::Leader {
             return None;
         }
         let proposed = self
@@ -239,7 +239,7 @@ impl Partition {
         let current = self.leader_epoch.get();
         let mut replica = self.replica.borrow_mut();
         // A LeaderAndIsr with a new epoch already replaced the state.
-        if change.leader_epoch != current || self.role.get() != PartitionRole::Leader {
+        if change.leader_epoch != current || self.role() != PartitionRole::Leader {
             return false;
         }
         match answer {

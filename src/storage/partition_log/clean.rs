@@ -116,7 +116,7 @@ impl PartitionLog {
         let result = self.replace_inner(old, base, delay).await;
         if result.is_err() {
             // Half-swapped files: the next open completes the swap.
-            self.poisoned.set(true);
+            self.poison();
         }
         result.map(|()| true)
     }

@@ -177,7 +177,7 @@ impl PartitionLog {
         }
         .await;
         if result.is_err() {
-            self.poisoned.set(true);
+            self.poison();
         }
         result
     }

@@ -183,7 +183,7 @@ impl PartitionLog {
             base += i64::from(s.last_offset_delta) + 1;
         }
         if let Some(e) = failed {
-            self.poisoned.set(true);
+            self.poison();
             return Err(e);
         }
         let mut cache = cache.borrow_mut();
@@ -252,7 +252,7 @@ impl PartitionLog {
         if let Some(rolled) = &self.rolled {
             if let Some(file) = rolled.file_to_sync() {
                 if let Err(e) = file.fdatasync().await {
-                    self.poisoned.set(true);
+                    self.poison();
                     return Err(StorageError::Io(e.into()));
                 }
                 rolled.synced.set(true);
@@ -261,7 +261,7 @@ impl PartitionLog {
         let seg = self.active()?;
         if let Some(a) = seg.appender.as_mut() {
             if let Err(e) = a.flush(true).await {
-                self.poisoned.set(true);
+                self.poison();
                 return Err(e);
             }
         }
@@ -287,7 +287,7 @@ impl PartitionLog {
         let seg = self.active()?;
         if let Some(a) = seg.appender.as_mut() {
             if let Err(e) = a.flush(false).await {
-                self.poisoned.set(true);
+                self.poison();
                 return Err(e);
             }
             files.push(a.file_handle());
@@ -306,7 +306,7 @@ impl PartitionLog {
             self.recovery_point
                 .set(self.recovery_point.get().max(pending.log_end_offset));
         } else {
-            self.poisoned.set(true);
+            self.poison();
         }
     }
 
@@ -338,7 +338,7 @@ impl PartitionLog {
             tracing::debug!(tp = %self.tp, ?reason, "rolling segment");
             if let Err(e) = self.roll(now_ms).await {
                 // Half-rolled: no usable active segment. Stop writing.
-                self.poisoned.set(true);
+                self.poison();
                 return Err(e);
             }
         }
@@ -421,7 +421,7 @@ impl PartitionLog {
                 return Err(StorageError::Io(e)); // not synced: try again
             }
             tracing::error!(dir = %self.dir.display(), error = %e, "fsync after removing the clean-shutdown marker failed; log poisoned");
-            self.poisoned.set(true);
+            self.poison();
             return Err(StorageError::Io(e));
         }
         self.marker_unsynced = false;
@@ -486,7 +486,9 @@ impl PartitionLog {
                         error = %e,
                         "closing a rolled segment failed; log poisoned"
                     );
-                    poisoned.set(true);
+                    if !poisoned.replace(true) {
+                        crate::storage::log_dir::report_failure(&dir);
+                    }
                 }
             }
         })
@@ -533,7 +535,7 @@ impl PartitionLog {
                     return Err(StorageError::Io(e));
                 }
                 tracing::error!(dir = %self.dir.display(), error = %e, "fsync of a new log's files failed; log poisoned");
-                self.poisoned.set(true);
+                self.poison();
                 return Err(StorageError::Io(e));
             }
         }
@@ -551,7 +553,7 @@ impl PartitionLog {
             return Err(StorageError::Io(err));
         }
         tracing::error!(dir = %self.dir.display(), error = %err, "directory fsync failed; log poisoned");
-        self.poisoned.set(true);
+        self.poison();
         Err(StorageError::Io(err))
     }
 
@@ -604,7 +606,7 @@ impl PartitionLog {
             match a.close().await {
                 Ok(size) => seg.set_closed(size),
                 Err(e) => {
-                    self.poisoned.set(true);
+                    self.poison();
                     return Err(e);
                 }
             }
@@ -655,7 +657,7 @@ impl PartitionLog {
             match a.close_for_batch().await {
                 Ok(size) => seg.set_closed(size),
                 Err(e) => {
-                    self.poisoned.set(true);
+                    self.poison();
                     return Err(e);
                 }
             }
@@ -697,7 +699,7 @@ impl PartitionLog {
         let result = self.truncate_inner(offset).await;
         if result.is_err() {
             // Files may be half-cut: refuse further writes.
-            self.poisoned.set(true);
+            self.poison();
         }
         result
     }

@@ -1,9 +1,10 @@
-//! The ZooKeeper znode payload parsers (`zk::paths`): arbitrary bytes never
+//! The ZooKeeper znode payload parsers (`zk::paths`, `zk::log_dir_event`): arbitrary bytes never
 //! panic nor exceed the memory bound, and whatever decodes re-encodes to a
 //! payload that decodes to the same value (Kafka's JSON layouts).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use shardlog::zk::log_dir_event::LogDirEventZNode;
 use shardlog::zk::paths::{
     decode_consumer_offset, decode_controller_epoch, encode_consumer_offset,
     encode_controller_epoch, kafka_uuid, BrokerIdZNode, ClusterIdZNode, ConfigChangeZNode,
@@ -34,6 +35,7 @@ fuzz_target!(|data: &[u8]| {
         round_trip!(ClusterIdZNode, data);
         round_trip!(ControllerZNode, data);
         round_trip!(IsrChangeNotificationZNode, data);
+        round_trip!(LogDirEventZNode, data);
         if let Ok(epoch) = decode_controller_epoch(data) {
             assert_eq!(
                 decode_controller_epoch(&encode_controller_epoch(epoch)).ok(),

@@ -1,0 +1,144 @@
+//! `[drv]` The broker's log dirs (`log.dirs`): created at start, each with
+//! the broker's `meta.properties`; and, while it runs, the failures of
+//! their logs turned into offline dirs (Kafka's `LogDirFailureChannel` and
+//! `ReplicaManager.handleLogDirFailure`, 3.9): the dir is marked offline
+//! for every shard (each takes its partitions there offline at its next
+//! housekeeping round), the controller is told through
+//! `/log_dir_event_notification` in ZooKeeper mode, and when no dir is
+//! left the broker halts, as Kafka's `LogManager.handleLogDirFailure` does.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+
+use crate::config::ServerConfig;
+use crate::storage::log_dir::{take_failures, LogDirs};
+use crate::zk::any::AnyStore;
+use crate::zk::log_dir_event::LogDirEventZNode;
+use crate::zk::store::{create_recursive, CreateMode};
+
+/// How often the control shard takes the reported failures.
+const FAILURE_POLL: Duration = Duration::from_millis(100);
+
+/// Every configured dir, created if missing, in `log.dirs` order.
+pub fn open(config: &ServerConfig) -> anyhow::Result<Arc<LogDirs>> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for d in config.effective_log_dirs() {
+        let d = PathBuf::from(d);
+        if dirs.contains(&d) {
+            bail!("log.dirs names {} twice", d.display());
+        }
+        std::fs::create_dir_all(&d).with_context(|| format!("creating log dir {}", d.display()))?;
+        dirs.push(d);
+    }
+    Ok(Arc::new(LogDirs::new(dirs)))
+}
+
+/// Embedded mode: the identity read from (or written to) the first dir is
+/// written to every other dir that has none; a dir naming another broker
+/// or cluster is refused (Kafka's InconsistentBrokerIdException /
+/// InconsistentClusterIdException).
+pub fn spread_meta(dirs: &LogDirs, broker_id: i32, cluster_id: &str) -> anyhow::Result<()> {
+    for d in dirs.all().iter().skip(1) {
+        let stored = read_meta(d);
+        if let Some(id) = stored.broker_id.filter(|id| *id != broker_id) {
+            bail!(
+                "{} has broker.id={id}, {} has broker.id={broker_id}",
+                d.display(),
+                dirs.first().display()
+            );
+        }
+        if let Some(c) = stored.cluster_id.as_deref().filter(|c| *c != cluster_id) {
+            bail!(
+                "{} has cluster.id={c}, {} has cluster.id={cluster_id}",
+                d.display(),
+                dirs.first().display()
+            );
+        }
+        if stored.broker_id.is_none() {
+            write_meta(d, broker_id, cluster_id)?;
+        }
+    }
+    Ok(())
+}
+
+/// The control shard's watch over failed log dirs, until `stop`.
+pub fn spawn_failure_watch(
+    dirs: Arc<LogDirs>,
+    zk: Option<AnyStore>,
+    broker_id: i32,
+    stop: Arc<AtomicBool>,
+) {
+    glommio::spawn_local(async move {
+        while !stop.load(Ordering::Relaxed) {
+            glommio::timer::sleep(FAILURE_POLL).await;
+            for failed in take_failures() {
+                let Some(i) = dirs.index_of(&failed) else {
+                    continue;
+                };
+                if !dirs.mark_offline(i) {
+                    continue;
+                }
+                tracing::error!("Stopping serving logs in dir {}", failed.display());
+                if dirs.all_offline() {
+                    let all: Vec<String> =
+                        dirs.all().iter().map(|d| d.display().to_string()).collect();
+                    // Kafka's LogManager.handleLogDirFailure: Exit.halt(1).
+                    tracing::error!(
+                        "Shutdown broker because all log dirs in {} have failed",
+                        all.join(", ")
+                    );
+                    std::process::exit(1);
+                }
+                if let Some(store) = &zk {
+                    notify_controller(store, broker_id).await;
+                }
+            }
+        }
+    })
+    .detach();
+}
+
+/// Kafka's `KafkaZkClient.propagateLogDirEvent`.
+async fn notify_controller(store: &AnyStore, broker_id: i32) {
+    let event = LogDirEventZNode::failure(broker_id);
+    match create_recursive(
+        store,
+        &LogDirEventZNode::sequential_path(),
+        &event.encode(),
+        CreateMode::PersistentSequential,
+    )
+    .await
+    {
+        Ok(path) => tracing::warn!(%path, "told the controller a log dir failed"),
+        Err(e) => tracing::error!(error = %e, "cannot tell the controller a log dir failed"),
+    }
+}
+
+/// What `<log_dir>/meta.properties` holds (nothing when it is absent).
+pub(super) fn read_meta(log_dir: &Path) -> crate::controller::identity::StoredMeta {
+    let Ok(text) = std::fs::read_to_string(log_dir.join("meta.properties")) else {
+        return Default::default();
+    };
+    let pairs = crate::config::parse_properties(&text).unwrap_or_default();
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    crate::controller::identity::StoredMeta {
+        broker_id: get("broker.id").and_then(|v| v.parse().ok()),
+        cluster_id: get("cluster.id"),
+    }
+}
+
+/// Writes `<log_dir>/meta.properties` (Kafka's v0 format).
+pub(super) fn write_meta(log_dir: &Path, broker_id: i32, cluster_id: &str) -> anyhow::Result<()> {
+    let path = log_dir.join("meta.properties");
+    let text = format!("#shardlog\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n");
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+}

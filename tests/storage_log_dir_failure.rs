@@ -1,0 +1,465 @@
+//! Several log dirs (`log.dirs`), and the failure of one (Kafka's log-dir
+//! failure, ZooKeeper-mode 3.9 `ReplicaManager.handleLogDirFailure`):
+//!
+//! - partitions are spread over the dirs (the dir with the fewest first,
+//!   Kafka's `LogManager.nextLogDirs`), each dir keeps `meta.properties`
+//!   and checkpoint files of its own partitions, and a restart finds every
+//!   log where it was;
+//! - a failed fsync in one dir takes that dir offline: its partitions
+//!   answer KAFKA_STORAGE_ERROR (56) to produce, fetch and ListOffsets,
+//!   while the partitions of the other dir go on being served; a restart
+//!   with the dir healthy serves it again with every acknowledged record;
+//! - when every dir has failed the broker halts with Kafka's message
+//!   ("Shutdown broker because all log dirs in … have failed").
+//!
+//! The failing dir is a FUSE mount of `tests/support/faultfs.c` (built by
+//! the test with gcc; tests/run.sh installs libfuse3-dev and fuse3): a
+//! control file in its backing dir makes every fsync fail with EIO. The
+//! mount needs root and /dev/fuse, as CI has.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::records::Compression;
+
+use common::{
+    decode_records, encode_batch, error_code, now_ms, Broker, Conn, FetchSpec, RawRecord,
+    LATEST_TIMESTAMP,
+};
+
+const KAFKA_STORAGE_ERROR: i16 = 56;
+
+/// `tests/support/faultfs.c`, built once per target dir.
+fn faultfs_binary() -> PathBuf {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("faultfs");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/faultfs.c");
+    let fresh = |o: &Path| {
+        let (Ok(a), Ok(b)) = (std::fs::metadata(o), std::fs::metadata(&src)) else {
+            return false;
+        };
+        a.modified().unwrap() >= b.modified().unwrap()
+    };
+    if fresh(&out) {
+        return out;
+    }
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "fuse3"])
+        .output()
+        .expect("pkg-config (install: apt-get install pkg-config libfuse3-dev fuse3)");
+    assert!(
+        flags.status.success(),
+        "pkg-config finds no fuse3: apt-get install libfuse3-dev fuse3 (tests/run.sh does)"
+    );
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    // Built under a temporary name and renamed: tests of this file start in
+    // parallel.
+    let tmp = out.with_extension(format!("tmp{}", std::process::id()));
+    let built = Command::new("gcc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .args(flags.split_whitespace())
+        .status()
+        .expect("gcc (install: apt-get install gcc)");
+    assert!(built.success(), "building {}", src.display());
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}
+
+/// A faultfs mount of a fresh backing dir, unmounted on drop.
+struct FaultFs {
+    backing: tempfile::TempDir,
+    mount: tempfile::TempDir,
+    daemon: Child,
+}
+
+impl FaultFs {
+    fn mount() -> FaultFs {
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(
+            unsafe { libc::geteuid() },
+            0,
+            "this test mounts a FUSE file system and needs root (CI runs as root)"
+        );
+        assert!(
+            Path::new("/dev/fuse").exists(),
+            "this test needs /dev/fuse (modprobe fuse)"
+        );
+        let bin = faultfs_binary();
+        let backing = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let mount = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let daemon = Command::new(&bin)
+            .arg(backing.path())
+            .arg(mount.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start faultfs");
+        let fs = FaultFs {
+            backing,
+            mount,
+            daemon,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !fs.is_mounted() {
+            assert!(Instant::now() < deadline, "faultfs did not mount in 30 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        fs
+    }
+
+    fn is_mounted(&self) -> bool {
+        let want = self.mount.path().to_string_lossy().into_owned();
+        std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.split(' ').nth(4) == Some(want.as_str()))
+    }
+
+    /// The log dir: a folder inside the mount.
+    fn log_dir(&self) -> PathBuf {
+        let d = self.mount.path().join("data");
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Every fsync on the mount fails with EIO while this is on.
+    fn fail_fsync(&self, on: bool) {
+        let control = self.backing.path().join(".faultfs-fail-fsync");
+        if on {
+            std::fs::write(control, "EIO\n").unwrap();
+        } else {
+            let _ = std::fs::remove_file(control);
+        }
+    }
+}
+
+impl Drop for FaultFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.mount.path())
+            .status();
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+    }
+}
+
+/// One batch of `n` records of partition `p`, starting at its `first`th.
+fn batch(p: i32, first: u64, n: u64) -> Bytes {
+    let values: Vec<Vec<u8>> = (first..first + n)
+        .map(|i| format!("p{p}-{i}").into_bytes())
+        .collect();
+    let ts = now_ms();
+    let records: Vec<RawRecord> = values.iter().map(|v| (None, &v[..], ts)).collect();
+    encode_batch(&records, Compression::None)
+}
+
+/// The partition holds records `0..acked` of [`batch`] at offsets
+/// `0..acked` (a record after them may exist: a produce whose fsync failed
+/// was refused, but its write reached the file).
+fn assert_holds_acked(conn: &mut Conn, topic: &str, p: i32, acked: u64) {
+    let records = decode_records(&conn.fetch_to_high_watermark(topic, p, 0));
+    assert!(
+        records.len() as u64 >= acked,
+        "{topic}-{p}: {} records, {acked} acknowledged",
+        records.len()
+    );
+    for (i, r) in records.iter().take(acked as usize).enumerate() {
+        assert_eq!(r.offset, i as i64, "{topic}-{p}");
+        let v = r.value.as_ref().expect("value");
+        assert_eq!(
+            &v[..],
+            format!("p{p}-{i}").as_bytes(),
+            "{topic}-{p} record {i}"
+        );
+    }
+}
+
+/// Partition numbers of `topic` whose folder is in `dir`.
+fn partitions_in(dir: &Path, topic: &str) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix(&format!("{topic}-"))?.parse().ok()
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// The partitions a checkpoint file of `dir` names for `topic`.
+fn checkpointed(dir: &Path, file: &str, topic: &str) -> Vec<i32> {
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    let mut v: Vec<i32> = text
+        .lines()
+        .skip(2)
+        .filter_map(|l| {
+            let mut f = l.split(' ');
+            (f.next()? == topic).then(|| f.next()?.parse().ok())?
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+fn meta_cluster_id(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("meta.properties")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("cluster.id="))
+        .expect("cluster.id")
+        .to_owned()
+}
+
+fn log_dirs_override(dirs: &[&Path]) -> String {
+    let list: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    format!("log.dirs={}", list.join(","))
+}
+
+#[test]
+fn two_log_dirs_share_the_partitions_and_each_keeps_its_own_checkpoints() {
+    let (a, b) = (common::new_log_dir(), common::new_log_dir());
+    let dirs = log_dirs_override(&[a.path(), b.path()]);
+    let overrides = [dirs.as_str(), "shardlog.shards=2"];
+    let topic = "spread";
+    let broker = Broker::start_with(&overrides);
+    let mut conn = Conn::open(&broker);
+    conn.create_topic(topic, 6, &[]);
+    for p in 0..6 {
+        let resp = conn.produce(topic, p, batch(p, 0, 10), -1);
+        assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+    }
+    drop(conn);
+    let (in_a, in_b) = (
+        partitions_in(a.path(), topic),
+        partitions_in(b.path(), topic),
+    );
+    // Each new log goes to the dir holding fewer (two shards placing at
+    // the same moment may both pick the same one).
+    assert!(
+        in_a.len() + in_b.len() == 6 && in_a.len().abs_diff(in_b.len()) <= 2,
+        "partitions spread over the dirs: {in_a:?} / {in_b:?}"
+    );
+    assert!(
+        in_a.iter().all(|p| !in_b.contains(p)),
+        "a log is in one dir"
+    );
+    assert!(broker.stop().success());
+
+    // Each dir's checkpoints name exactly its own partitions, and both
+    // carry the same identity.
+    for (dir, mine) in [(a.path(), &in_a), (b.path(), &in_b)] {
+        for file in [
+            "recovery-point-offset-checkpoint",
+            "replication-offset-checkpoint",
+            "log-start-offset-checkpoint",
+        ] {
+            assert_eq!(
+                &checkpointed(dir, file, topic),
+                mine,
+                "{file} of {}",
+                dir.display()
+            );
+        }
+    }
+    assert_eq!(meta_cluster_id(a.path()), meta_cluster_id(b.path()));
+
+    // A restart finds every log where it was, and appends go on.
+    let broker = Broker::start_with(&overrides);
+    let mut conn = Conn::open(&broker);
+    for p in 0..6 {
+        assert_holds_acked(&mut conn, topic, p, 10);
+        let resp = conn.produce(topic, p, batch(p, 10, 5), -1);
+        assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+        assert_eq!(resp.base_offset, 10);
+    }
+    assert_eq!(partitions_in(a.path(), topic), in_a, "no log moved");
+    assert_eq!(partitions_in(b.path(), topic), in_b, "no log moved");
+    drop(conn);
+    assert!(broker.stop().success());
+}
+
+/// Produce to `p` until an answer is not NONE or `within` passes; the
+/// last error code.
+fn produce_until_refused(
+    conn: &mut Conn,
+    topic: &str,
+    p: i32,
+    acked: &mut u64,
+    within: Duration,
+) -> i16 {
+    let deadline = Instant::now() + within;
+    loop {
+        let resp = conn.produce(topic, p, batch(p, *acked, 1), -1);
+        if resp.error_code != error_code::NONE {
+            return resp.error_code;
+        }
+        *acked += 1;
+        if Instant::now() >= deadline {
+            return resp.error_code;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_failed_fsync_takes_its_log_dir_offline_and_the_other_dir_keeps_serving() {
+    let fs = FaultFs::mount();
+    let (good, bad_dir) = (common::new_log_dir(), fs.log_dir());
+    let dirs = log_dirs_override(&[good.path(), &bad_dir]);
+    // One shard: its partitions alternate between the dirs. Every append
+    // is flushed (an fsync per produce).
+    let overrides = [
+        dirs.as_str(),
+        "shardlog.shards=1",
+        "log.flush.interval.messages=1",
+    ];
+    let topic = "halves";
+    let broker = Broker::start_with(&overrides);
+    let mut conn = Conn::open(&broker);
+    conn.create_topic(topic, 4, &[]);
+    let mut acked = [0u64; 4];
+    for p in 0..4 {
+        let resp = conn.produce(topic, p, batch(p, 0, 10), -1);
+        assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+        acked[p as usize] = 10;
+    }
+    let (on_good, on_bad) = (
+        partitions_in(good.path(), topic),
+        partitions_in(&bad_dir, topic),
+    );
+    assert_eq!(
+        (on_good.len(), on_bad.len()),
+        (2, 2),
+        "{on_good:?} / {on_bad:?}"
+    );
+
+    // fsyncs fail in the bad dir: the next produce there is refused with
+    // KAFKA_STORAGE_ERROR, and the dir goes offline.
+    fs.fail_fsync(true);
+    let first = on_bad[0];
+    let code = produce_until_refused(
+        &mut conn,
+        topic,
+        first,
+        &mut acked[first as usize],
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        code, KAFKA_STORAGE_ERROR,
+        "a failed fsync refuses the produce"
+    );
+    // Its sibling was never written in the fault: it goes offline with the
+    // dir (no fsync of its own needed).
+    fs.fail_fsync(false);
+    let sibling = on_bad[1];
+    let code = produce_until_refused(
+        &mut conn,
+        topic,
+        sibling,
+        &mut acked[sibling as usize],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, KAFKA_STORAGE_ERROR, "the whole dir is offline");
+    for &p in &on_bad {
+        let fetched = conn.fetch(&FetchSpec::new(topic, p, 0));
+        assert_eq!(
+            fetched.error_code, KAFKA_STORAGE_ERROR,
+            "fetch {p}: {fetched:?}"
+        );
+        let listed = conn.list_offset(topic, p, LATEST_TIMESTAMP);
+        assert_eq!(
+            listed.error_code, KAFKA_STORAGE_ERROR,
+            "ListOffsets {p}: {listed:?}"
+        );
+        // The fault is gone, the dir stays offline until a restart.
+        let again = conn.produce(topic, p, batch(p, acked[p as usize], 1), -1);
+        assert_eq!(again.error_code, KAFKA_STORAGE_ERROR, "{again:?}");
+    }
+    // The other dir's partitions are served as before.
+    for &p in &on_good {
+        let resp = conn.produce(topic, p, batch(p, 10, 5), -1);
+        assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+        acked[p as usize] = 15;
+        assert_holds_acked(&mut conn, topic, p, 15);
+    }
+    drop(conn);
+    let stopped = broker.stop_with_logs();
+    assert!(
+        stopped
+            .log_lines
+            .iter()
+            .any(|l| l.contains("Stopping serving logs in dir")
+                && l.contains(&*bad_dir.to_string_lossy())),
+        "the broker says which dir went offline"
+    );
+    assert!(
+        stopped.status.success(),
+        "a clean stop with a dir offline: {}",
+        stopped.status
+    );
+
+    // Restarted with the dir healthy: every acknowledged record of both
+    // dirs is served again, and appends go on.
+    let broker = Broker::start_with(&overrides);
+    let mut conn = Conn::open(&broker);
+    for p in 0..4 {
+        assert_holds_acked(&mut conn, topic, p, acked[p as usize]);
+        let end = conn.list_offset(topic, p, LATEST_TIMESTAMP);
+        let resp = conn.produce(topic, p, batch(p, end.offset as u64, 1), -1);
+        assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+        assert_eq!(resp.base_offset, end.offset);
+    }
+    drop(conn);
+    assert!(broker.stop().success());
+}
+
+#[test]
+fn when_every_log_dir_failed_the_broker_halts_with_kafkas_message() {
+    let fs = FaultFs::mount();
+    let dir = fs.log_dir();
+    let dirs = log_dirs_override(&[&dir]);
+    let overrides = [
+        dirs.as_str(),
+        "shardlog.shards=1",
+        "log.flush.interval.messages=1",
+    ];
+    let topic = "alone";
+    let mut broker = Broker::start_with(&overrides);
+    let mut conn = Conn::open(&broker);
+    conn.create_topic(topic, 1, &[]);
+    let resp = conn.produce(topic, 0, batch(0, 0, 10), -1);
+    assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+    let mut acked = 10;
+    fs.fail_fsync(true);
+    let code = produce_until_refused(&mut conn, topic, 0, &mut acked, Duration::from_secs(30));
+    assert_eq!(code, KAFKA_STORAGE_ERROR);
+    let status = broker
+        .wait_exit(Duration::from_secs(30))
+        .expect("the broker halts once its only log dir failed");
+    assert_eq!(status.code(), Some(1), "Kafka's Exit.halt(1): {status}");
+    let said = broker.log_lines();
+    assert!(
+        said.iter()
+            .any(|l| l.contains("Shutdown broker because all log dirs in")
+                && l.contains("have failed")),
+        "the broker says why it stopped: {said:?}"
+    );
+    drop(conn);
+    drop(broker);
+
+    // The dir healthy again: a restart recovers every acknowledged record.
+    fs.fail_fsync(false);
+    let broker = Broker::start_with(&overrides);
+    let mut conn = Conn::open(&broker);
+    assert_holds_acked(&mut conn, topic, 0, acked);
+    drop(conn);
+    assert!(broker.stop().success());
+}

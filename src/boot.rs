@@ -612,6 +612,7 @@ async fn control_shard_main(setup: ShardSetup) {
                 controller,
                 crate::types::BrokerId(setup.config.broker_id),
                 setup.config.zookeeper_connect.is_some(),
+                setup.log_dirs.clone(),
             ))),
             Ok(()),
         ),

@@ -45,6 +45,10 @@ pub struct ControllerContext {
     /// Partitions being reassigned (`partitionsBeingReassigned`): their
     /// adding and removing replicas; `assignments` holds the full set.
     pub reassignments: BTreeMap<TopicPartition, Moving>,
+    /// Replicas a live broker answered KAFKA_STORAGE_ERROR for (their log
+    /// dir failed; Kafka's `replicasOnOfflineDirs`): offline until that
+    /// broker starts again.
+    pub replicas_on_offline_dirs: BTreeMap<BrokerId, BTreeSet<TopicPartition>>,
 }
 
 /// The adding (AR) and removing (RR) replicas of a moving partition.
@@ -71,6 +75,26 @@ impl ControllerContext {
             .collect()
     }
 
+    /// Kafka's `isReplicaOnline(broker, tp)`: the broker is live (not
+    /// shutting down) and its replica of `tp` is not in a failed log dir.
+    pub fn is_replica_online(&self, broker: BrokerId, tp: &TopicPartition) -> bool {
+        self.live().contains(&broker) && !self.on_offline_dir(broker, tp)
+    }
+
+    fn on_offline_dir(&self, broker: BrokerId, tp: &TopicPartition) -> bool {
+        self.replicas_on_offline_dirs
+            .get(&broker)
+            .is_some_and(|parts| parts.contains(tp))
+    }
+
+    /// [`Self::live`] for one partition: the live brokers whose replica
+    /// of `tp` is online (what an election of `tp` may choose from).
+    pub fn live_for(&self, tp: &TopicPartition) -> BTreeSet<BrokerId> {
+        let mut live = self.live();
+        live.retain(|b| !self.on_offline_dir(*b, tp));
+        live
+    }
+
     pub fn broker(&self, id: BrokerId) -> Option<&LiveBroker> {
         self.live_brokers.iter().find(|b| b.id == id)
     }
@@ -84,14 +108,15 @@ impl ControllerContext {
         self.assignments.get(tp).map_or(&[], Vec::as_slice)
     }
 
-    /// Replicas whose broker is not registered (UpdateMetadata's
-    /// `offline_replicas`).
+    /// Replicas whose broker is not registered or whose log dir failed
+    /// (UpdateMetadata's `offline_replicas`: Kafka's `isReplicaOnline`
+    /// with shutting-down brokers counted online).
     pub fn offline_replicas(&self, tp: &TopicPartition) -> Vec<BrokerId> {
         let registered = self.live_or_shutting_down();
         self.replicas(tp)
             .iter()
             .copied()
-            .filter(|r| !registered.contains(r))
+            .filter(|r| !registered.contains(r) || self.on_offline_dir(*r, tp))
             .collect()
     }
 
@@ -143,7 +168,9 @@ impl ControllerContext {
         self.leadership
             .iter()
             .filter(|(tp, l)| {
-                !live.contains(&l.leader_isr.leader) && !self.topics_to_delete.contains(&*tp.topic)
+                let leader = l.leader_isr.leader;
+                (!live.contains(&leader) || self.on_offline_dir(leader, tp))
+                    && !self.topics_to_delete.contains(&*tp.topic)
             })
             .map(|(tp, _)| tp.clone())
             .collect()
@@ -229,5 +256,35 @@ mod tests {
         ctx.remove_topic("t");
         assert_eq!(ctx.partition_count(), 0);
         assert!(ctx.leadership.is_empty() && ctx.topics_to_delete.is_empty());
+    }
+
+    #[test]
+    fn a_replica_in_a_failed_log_dir_is_offline_for_its_partition_only() {
+        let mut ctx = ControllerContext {
+            live_brokers: vec![broker(1), broker(2)],
+            ..Default::default()
+        };
+        let t0 = TopicPartition::new("t", 0);
+        let t1 = TopicPartition::new("t", 1);
+        ctx.add_topic("t", Uuid::from_u128(1));
+        ctx.assignments
+            .insert(t0.clone(), vec![BrokerId(1), BrokerId(2)]);
+        ctx.assignments
+            .insert(t1.clone(), vec![BrokerId(1), BrokerId(2)]);
+        ctx.leadership.insert(t0.clone(), led(1, &[1, 2]));
+        ctx.leadership.insert(t1.clone(), led(1, &[1, 2]));
+        assert!(ctx.partitions_with_offline_leader().is_empty());
+        ctx.replicas_on_offline_dirs
+            .insert(BrokerId(1), BTreeSet::from([t0.clone()]));
+        assert!(!ctx.is_replica_online(BrokerId(1), &t0));
+        assert!(ctx.is_replica_online(BrokerId(1), &t1));
+        assert_eq!(ctx.live_for(&t0), BTreeSet::from([BrokerId(2)]));
+        assert_eq!(
+            ctx.live_for(&t1),
+            BTreeSet::from([BrokerId(1), BrokerId(2)])
+        );
+        assert_eq!(ctx.partitions_with_offline_leader(), vec![t0.clone()]);
+        assert_eq!(ctx.offline_replicas(&t0), vec![BrokerId(1)]);
+        assert!(ctx.offline_replicas(&t1).is_empty());
     }
 }

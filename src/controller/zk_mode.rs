@@ -162,6 +162,11 @@ pub enum Event {
         broker: BrokerId,
         errors: Vec<(TopicPartition, ErrorCode)>,
     },
+    /// A broker answered a LeaderAndIsr: per partition its error.
+    LeaderAndIsrAnswer {
+        broker: BrokerId,
+        answers: Vec<(TopicPartition, ErrorCode)>,
+    },
     SessionExpired,
     Stop,
 }
@@ -459,6 +464,9 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                         self.on_deletion_answer(broker, errors).await
                     }
                 }
+                Event::LeaderAndIsrAnswer { broker, answers } => {
+                    self.on_leader_and_isr_answer(broker, answers).await
+                }
                 Event::Startup => {
                     if let Err(e) = self.register().await {
                         tracing::error!(error = %e, "re-registering after session expiry");
@@ -641,8 +649,13 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         if let Some(w) = w {
             self.arm(w, Event::AdminChange(paths::DELETE_TOPICS), term);
         }
-        if let Ok((_, w)) = store.children_watch(paths::ISR_CHANGE_NOTIFICATION).await {
-            self.arm(w, Event::AdminChange(paths::ISR_CHANGE_NOTIFICATION), term);
+        for path in [
+            paths::ISR_CHANGE_NOTIFICATION,
+            paths::LOG_DIR_EVENT_NOTIFICATION,
+        ] {
+            if let Ok((_, w)) = store.children_watch(path).await {
+                self.arm(w, Event::AdminChange(path), term);
+            }
         }
         for path in [
             paths::REASSIGN_PARTITIONS,
@@ -778,44 +791,6 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         }
     }
 
-    async fn on_admin_change(&self, path: &'static str) {
-        if !self.election.borrow().is_controller() {
-            return;
-        }
-        let term = self.term.get();
-        let store = self.store();
-        if path == paths::DELETE_TOPICS {
-            match store.children_watch(path).await {
-                Ok((marked, w)) => {
-                    self.arm(w, Event::AdminChange(path), term);
-                    self.on_delete_topics_listed(marked).await;
-                }
-                Err(e) => tracing::warn!(error = %e, "re-reading topic deletions"),
-            }
-            return;
-        }
-        if path == paths::ISR_CHANGE_NOTIFICATION {
-            match store.children_watch(path).await {
-                Ok((names, w)) => {
-                    self.arm(w, Event::AdminChange(path), term);
-                    self.on_isr_change_notifications(names).await;
-                }
-                Err(e) => tracing::warn!(error = %e, "re-reading ISR change notifications"),
-            }
-            return;
-        }
-        if let Ok(w) = store.exists_watch(path).await.map(|(_, w)| w) {
-            self.arm(w, Event::AdminChange(path), term);
-        }
-        tracing::debug!(%path, "admin znode changed");
-        if path == paths::PREFERRED_REPLICA_ELECTION {
-            self.on_preferred_replica_election_znode().await;
-        }
-        if path == paths::REASSIGN_PARTITIONS {
-            self.on_reassign_partitions_znode().await;
-        }
-    }
-
     /// The session is gone: resign before anything else, open a new
     /// session, register again (a new broker epoch) and rejoin the
     /// election (Kafka's `Expire` then `RegisterBrokerAndReelect`).
@@ -872,6 +847,7 @@ async fn load_topics_concurrently<S: MetadataStore>(
 mod deletion;
 mod events;
 mod isr;
+mod log_dirs;
 mod partitions;
 mod preferred;
 mod producer_ids;

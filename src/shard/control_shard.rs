@@ -29,6 +29,7 @@ use crate::metadata::update_metadata::{MetadataCache, UpdateMetadata};
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::replication::isr_change::{IsrChange, IsrChangeAnswer};
+use crate::storage::log_dir::LogDirs;
 use crate::types::{BrokerId, TopicPartition};
 use crate::zk::paths::{self, ConfigZNode};
 use crate::zk::store::{create_recursive, CreateMode, MetadataStore, StoreError};
@@ -173,6 +174,8 @@ pub struct ControlShard {
     pub quota_sensors: RefCell<Sensors>,
     /// This broker's dynamic configs, folded into every publication.
     pub broker_configs: RefCell<Arc<DynamicBrokerConfigs>>,
+    /// The broker's log dirs (which are offline: LeaderAndIsr answers).
+    log_dirs: Arc<LogDirs>,
 }
 
 /// What other brokers ask this broker's controller, queued on the
@@ -348,7 +351,12 @@ impl ControlShard {
 
     /// The control part of broker `me`; `zookeeper_mode` when
     /// `zookeeper.connect` is set.
-    pub fn new(controller: Controller, me: BrokerId, zookeeper_mode: bool) -> Self {
+    pub fn new(
+        controller: Controller,
+        me: BrokerId,
+        zookeeper_mode: bool,
+        log_dirs: Arc<LogDirs>,
+    ) -> Self {
         Self {
             controller,
             serial: Semaphore::new(1),
@@ -365,6 +373,7 @@ impl ControlShard {
             client_quotas: RefCell::new(Arc::new(QuotaConfigs::default())),
             quota_sensors: RefCell::new(Sensors::default()),
             broker_configs: RefCell::new(Arc::default()),
+            log_dirs,
         }
     }
 
@@ -444,6 +453,7 @@ impl ControlShard {
         if errors.error != ErrorCode::NONE {
             return (errors, None);
         }
+        let errors = self.storage_errors(errors);
         self.metadata_cache
             .borrow_mut()
             .observe_controller_epoch(req.controller_epoch);
@@ -453,6 +463,26 @@ impl ControlShard {
             errors,
             (changed && self.zookeeper_mode).then(|| self.base(current)),
         )
+    }
+
+    /// A partition whose log is in an offline log dir answers
+    /// KAFKA_STORAGE_ERROR (Kafka's `HostedPartition.Offline` in
+    /// `becomeLeaderOrFollower`): the controller takes that replica
+    /// offline and elects elsewhere.
+    fn storage_errors(&self, mut errors: PartitionErrors) -> PartitionErrors {
+        let dirs = &self.log_dirs;
+        if dirs.online().iter().all(|up| *up) {
+            return errors;
+        }
+        for (topic, partition, e) in &mut errors.partitions {
+            let tp = TopicPartition::new(topic.as_str(), *partition);
+            // Before the leader epoch's check, as Kafka's (an unchanged
+            // epoch would answer STALE_CONTROLLER_EPOCH).
+            if dirs.holding(&tp).is_some_and(|d| !dirs.is_online(d)) {
+                *e = ErrorCode::KAFKA_STORAGE_ERROR;
+            }
+        }
+        errors
     }
 
     /// Apply a StopReplica; `Some(base)` to republish (ZooKeeper mode)

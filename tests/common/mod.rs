@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod faultfs;
 pub mod link;
 pub mod zookeeper;
 

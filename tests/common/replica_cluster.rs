@@ -219,6 +219,12 @@ impl Node {
         self.spawn();
     }
 
+    /// Add a setting for the broker's next start (it comes after the
+    /// others, so it wins: e.g. a second log dir in `log.dirs`).
+    pub fn add_setting(&mut self, setting: &str) {
+        self.settings.push(setting.to_owned());
+    }
+
     /// SIGTERM (controlled shutdown) and wait; the log dir stays.
     pub fn stop(&mut self) {
         match self.proc.take() {

@@ -1,6 +1,7 @@
 //! `[drv]` The controller's events (Kafka 3.9 `KafkaController`):
 //! failover's state-machine start-up, new partitions, brokers starting and
-//! failing, the topic list and a topic's assignment changing.
+//! failing, replicas going offline, the topic list and a topic's
+//! assignment changing, the admin znodes.
 
 use super::partitions::ElectionKind;
 use super::*;
@@ -144,6 +145,9 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     pub(super) async fn on_broker_startup(&self, new: &BTreeSet<BrokerId>) {
         let mut batch = RequestBatch::new();
         self.with_ctx(|ctx| {
+            // A restarted broker's log dirs are back (Kafka clears
+            // `replicasOnOfflineDirs` for it).
+            ctx.replicas_on_offline_dirs.retain(|b, _| !new.contains(b));
             let existing: Vec<BrokerId> = ctx
                 .live_or_shutting_down()
                 .into_iter()
@@ -189,11 +193,27 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
 
     /// `onBrokerFailure` → `onReplicasBecomeOffline`.
     pub(super) async fn on_broker_failure(&self, dead: &BTreeSet<BrokerId>) {
-        let Some((for_deletion, not_for_deletion, offline_leaders)) = self.with_ctx(|ctx| {
+        let Some(replicas) = self.with_ctx(|ctx| {
             for b in dead {
                 ctx.shutting_down.remove(b);
+                ctx.replicas_on_offline_dirs.remove(b);
             }
-            let replicas = ctx.replicas_on(dead);
+            ctx.replicas_on(dead)
+        }) else {
+            return;
+        };
+        self.on_replicas_become_offline(replicas).await;
+    }
+
+    /// `onReplicasBecomeOffline`: partitions led by one of `replicas`
+    /// elect a new leader, the replicas go Offline (out of their ISRs),
+    /// deletions waiting on them fail; UpdateMetadata when nothing else
+    /// told the brokers.
+    pub(super) async fn on_replicas_become_offline(
+        &self,
+        replicas: Vec<(TopicPartition, BrokerId)>,
+    ) {
+        let Some((for_deletion, not_for_deletion, offline_leaders)) = self.with_ctx(|ctx| {
             let (del, keep): (Vec<_>, Vec<_>) = replicas
                 .into_iter()
                 .partition(|(tp, _)| ctx.topics_to_delete.contains(&*tp.topic));
@@ -319,5 +339,51 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             })
             .unwrap_or_default();
         self.on_new_partitions(added).await;
+    }
+
+    /// An admin znode or a notification path changed (controller only):
+    /// the watch is armed again and the change handled (topic deletions,
+    /// ISR change and log dir notifications, preferred elections,
+    /// reassignments).
+    pub(super) async fn on_admin_change(&self, path: &'static str) {
+        if !self.election.borrow().is_controller() {
+            return;
+        }
+        let term = self.term.get();
+        let store = self.store();
+        if path == paths::DELETE_TOPICS {
+            match store.children_watch(path).await {
+                Ok((marked, w)) => {
+                    self.arm(w, Event::AdminChange(path), term);
+                    self.on_delete_topics_listed(marked).await;
+                }
+                Err(e) => tracing::warn!(error = %e, "re-reading topic deletions"),
+            }
+            return;
+        }
+        if path == paths::ISR_CHANGE_NOTIFICATION || path == paths::LOG_DIR_EVENT_NOTIFICATION {
+            match store.children_watch(path).await {
+                Ok((names, w)) if path == paths::ISR_CHANGE_NOTIFICATION => {
+                    self.arm(w, Event::AdminChange(path), term);
+                    self.on_isr_change_notifications(names).await;
+                }
+                Ok((names, w)) => {
+                    self.arm(w, Event::AdminChange(path), term);
+                    self.on_log_dir_events(names).await;
+                }
+                Err(e) => tracing::warn!(error = %e, %path, "re-reading notifications"),
+            }
+            return;
+        }
+        if let Ok(w) = store.exists_watch(path).await.map(|(_, w)| w) {
+            self.arm(w, Event::AdminChange(path), term);
+        }
+        tracing::debug!(%path, "admin znode changed");
+        if path == paths::PREFERRED_REPLICA_ELECTION {
+            self.on_preferred_replica_election_znode().await;
+        }
+        if path == paths::REASSIGN_PARTITIONS {
+            self.on_reassign_partitions_znode().await;
+        }
     }
 }

@@ -12,7 +12,7 @@
 use super::*;
 use crate::controller::context::Leadership;
 use crate::controller::leader_election::{self, LeaderIsr, LeaderRecoveryState, Strategy};
-use crate::controller::request_batch::RequestBatch;
+use crate::controller::request_batch::{ControllerRequest, RequestBatch};
 use crate::controller::state_machine::PartitionState;
 use crate::protocol::ErrorCode;
 use crate::types::{ControllerEpoch, LeaderEpoch, PartitionEpoch, TopicPartition};
@@ -70,6 +70,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         let (session, term) = (self.session.get(), self.term.get());
         for (broker, req) in requests {
             let deleting = req.deleting();
+            let leader_and_isr = matches!(req, ControllerRequest::LeaderAndIsr(_));
             let answer = self.duties.send(broker, req);
             let tx = self.tx.clone();
             glommio::spawn_local(async move {
@@ -108,6 +109,19 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                         term,
                         event: Event::DeletionAnswer { broker, errors },
                     });
+                }
+                // Kafka's `LeaderAndIsrResponseReceived`: which replicas
+                // the broker holds in a failed log dir (KAFKA_STORAGE_ERROR).
+                if let (true, Ok(r)) = (leader_and_isr, &result) {
+                    if r.error == ErrorCode::NONE {
+                        let answers = r
+                            .partitions
+                            .iter()
+                            .map(|(t, p, e)| (TopicPartition::new(t.as_str(), *p), *e))
+                            .collect();
+                        let event = Event::LeaderAndIsrAnswer { broker, answers };
+                        let _ = tx.try_send(Tagged { session, term, event });
+                    }
                 }
             })
             .detach();
@@ -173,9 +187,9 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         batch: &mut RequestBatch,
     ) -> Vec<TopicPartition> {
         let Some(plans) = self.with_ctx(|ctx| {
-            let live = ctx.live();
             let mut plans = Vec::new();
             for tp in parts {
+                let live = ctx.live_for(tp);
                 let live_replicas: Vec<BrokerId> = ctx
                     .replicas(tp)
                     .iter()
@@ -406,13 +420,15 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     ) {
         let needs: BTreeSet<String> = self
             .with_ctx(|ctx| {
-                let live = ctx.live();
                 pending
                     .iter()
                     .filter(|tp| {
-                        ctx.leadership
-                            .get(*tp)
-                            .is_some_and(|l| !l.leader_isr.isr.iter().any(|r| live.contains(r)))
+                        ctx.leadership.get(*tp).is_some_and(|l| {
+                            !l.leader_isr
+                                .isr
+                                .iter()
+                                .any(|r| ctx.is_replica_online(*r, tp))
+                        })
                     })
                     .map(|tp| tp.topic.to_string())
                     .filter(|t| !known.contains_key(t))
@@ -523,9 +539,10 @@ fn plan_elections(
     default_unclean: bool,
     failed: &mut ElectionFailures,
 ) -> Vec<(TopicPartition, LeaderIsr)> {
-    let live = ctx.live();
     let mut plans = Vec::new();
     for tp in pending {
+        // Kafka's `isReplicaOnline`: a replica in a failed log dir is out.
+        let live = ctx.live_for(tp);
         let Some(current) = ctx.leadership.get(tp) else {
             tracing::warn!(partition = %tp, "no leadership to elect from");
             failed.insert(

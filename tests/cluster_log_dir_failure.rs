@@ -1,0 +1,122 @@
+//! A failed log dir in a cluster (ZooKeeper mode, as Kafka 3.9): broker 1
+//! has two log dirs, the second on a fault-injecting FUSE mount
+//! (`tests/common/faultfs.rs`); its fsyncs start failing under a running
+//! acks=all idempotent producer. Broker 1 takes that dir offline, writes
+//! `/log_dir_event_notification/log_dir_event_<seq>`; the controller sends
+//! it LeaderAndIsr, takes the replicas it answers KAFKA_STORAGE_ERROR for
+//! offline (new leaders on broker 2, broker 1 out of their ISRs) and
+//! deletes the notification, while broker 1 keeps its other dir's
+//! replicas in sync. Restarted with the dir healthy, broker 1 catches up
+//! and rejoins every ISR. The history: every acknowledged record read back
+//! once, in order per partition.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
+
+mod common;
+mod java_support;
+#[path = "common/replica_cluster.rs"]
+mod replica_cluster;
+
+use std::path::Path;
+
+use common::cluster::{children, wait_for};
+use common::faultfs::FaultFs;
+use replica_cluster::{assert_history_ok, check, drain, HistoryProducer, ReplCluster, System};
+
+/// Partition numbers of `topic` whose folder is in `dir`.
+fn partitions_in(dir: &Path, topic: &str) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix(&format!("{topic}-"))?.parse().ok()
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn a_failed_log_dir_moves_its_replicas_to_the_other_broker_and_the_rest_stays_in_sync() {
+    let fs = FaultFs::mount();
+    let settings = [
+        "zookeeper.session.timeout.ms=6000",
+        "replica.lag.time.max.ms=3000",
+        "min.insync.replicas=1",
+        // Every append is flushed: a write to the failing dir meets a
+        // failed fsync at once, on the leader and on the follower.
+        "log.flush.interval.messages=1",
+    ];
+    let mut c = ReplCluster::start(System::Shardlog, 2, &settings);
+    let own = c.node(1).log_dir();
+    let faulty = fs.log_dir();
+    c.node(1).stop();
+    c.node(1)
+        .add_setting(&format!("log.dirs={},{}", own.display(), faulty.display()));
+    c.restart(1);
+    let (topic, partitions) = ("dirs", 8);
+    c.create_topic(topic, partitions, 2, &[]);
+    let bad = partitions_in(&faulty, topic);
+    assert_eq!(
+        bad.len(),
+        4,
+        "broker 1 spreads its 8 replicas over its two dirs: {bad:?} on the mount"
+    );
+    let mut producer = HistoryProducer::spawn(
+        &c.bootstrap(),
+        topic,
+        partitions,
+        c.dir.path(),
+        &["--acks=all", "--idempotence=1", "--rate=400"],
+    );
+    producer.wait_acks(60, 200, "the first 200 acks");
+
+    fs.fail_fsync(true);
+    for &p in &bad {
+        let s = c.wait_state(60, "broker 1's replica out", topic, p, |s| {
+            s.leader == 2 && !s.isr.contains(&1)
+        });
+        eprintln!("[{topic}-{p} in the failed dir: {s:?}]");
+    }
+    let zk = c.zk.address();
+    wait_for(30, "the controller deleted the log dir event", || {
+        children(&zk, "/log_dir_event_notification")
+            .is_empty()
+            .then_some(())
+    });
+    producer.wait_acks(60, 400, "400 acks after the failure");
+    assert!(
+        c.node(1).is_running(),
+        "broker 1 keeps running with one dir left"
+    );
+    for p in (0..partitions).filter(|p| !bad.contains(p)) {
+        let s = c.state(topic, p);
+        assert!(
+            s.isr.contains(&1) && s.isr.contains(&2),
+            "{topic}-{p} is in broker 1's healthy dir: both replicas stay in sync: {s:?}"
+        );
+    }
+
+    // The dir healthy again and broker 1 restarted: it catches up and is
+    // back in every ISR.
+    fs.fail_fsync(false);
+    c.node(1).stop();
+    c.restart(1);
+    for p in 0..partitions {
+        c.wait_state(120, "broker 1 back in the ISR", topic, p, |s| {
+            s.isr.contains(&1)
+        });
+    }
+    producer.wait_acks(60, 200, "200 acks after the restart");
+    let acked_file = producer.acked_file.clone();
+    let report = producer.finish(180);
+    eprintln!("[producer: {report}]");
+    assert_eq!(
+        report["failed"], 0,
+        "acks=all idempotent records failed: {report}"
+    );
+    let read_file = drain(&c.bootstrap(), topic, partitions, c.dir.path());
+    let h = check(&acked_file, &read_file);
+    eprintln!("[history: acked {} read {}]", h["acked"], h["read"]);
+    assert_history_ok(System::Shardlog, "a failed log dir", &h);
+}

@@ -9,13 +9,17 @@
 //!   answer KAFKA_STORAGE_ERROR (56) to produce, fetch and ListOffsets,
 //!   while the partitions of the other dir go on being served; a restart
 //!   with the dir healthy serves it again with every acknowledged record;
+//! - a write that fails after the segment's space was reserved (EIO, not
+//!   a full disk) refuses the append, takes the dir offline the same way,
+//!   and leaves no partial batch: after a restart the log ends at the
+//!   acknowledged records;
 //! - when every dir has failed the broker halts with Kafka's message
 //!   ("Shutdown broker because all log dirs in … have failed").
 //!
 //! The failing dir is a FUSE mount of `tests/support/faultfs.c` (built by
 //! the test with gcc; tests/run.sh installs libfuse3-dev and fuse3): a
-//! control file in its backing dir makes every fsync fail with EIO. The
-//! mount needs root and /dev/fuse, as CI has.
+//! control file in its backing dir makes every fsync (or write) fail with
+//! EIO. The mount needs root and /dev/fuse, as CI has.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
@@ -344,6 +348,93 @@ fn when_every_log_dir_failed_the_broker_halts_with_kafkas_message() {
     let broker = Broker::start_with(&overrides);
     let mut conn = Conn::open(&broker);
     assert_holds_acked(&mut conn, topic, 0, acked);
+    drop(conn);
+    assert!(broker.stop().success());
+}
+
+#[test]
+fn a_failed_write_after_the_space_was_reserved_leaves_no_partial_batch_and_takes_the_dir_offline() {
+    let fs = FaultFs::mount();
+    let (good, bad_dir) = (common::new_log_dir(), fs.log_dir());
+    let dirs = log_dirs_override(&[good.path(), &bad_dir]);
+    let overrides = [
+        dirs.as_str(),
+        "shardlog.shards=1",
+        "log.flush.interval.messages=1",
+    ];
+    let topic = "torn";
+    let broker = Broker::start_with(&overrides);
+    let mut conn = Conn::open(&broker);
+    conn.create_topic(topic, 2, &[]);
+    let (on_good, on_bad) = (
+        partitions_in(good.path(), topic),
+        partitions_in(&bad_dir, topic),
+    );
+    assert_eq!(
+        (on_good.len(), on_bad.len()),
+        (1, 1),
+        "{on_good:?} / {on_bad:?}"
+    );
+    let (p_good, p_bad) = (on_good[0], on_bad[0]);
+    for p in [p_good, p_bad] {
+        let resp = conn.produce(topic, p, batch(p, 0, 10), -1);
+        assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+    }
+    // Writes fail (the segment's space is already allocated, so this is
+    // not a full disk): the append is refused and the dir goes offline.
+    fs.fail_write(true);
+    let refused = conn.produce(topic, p_bad, batch(p_bad, 10, 10), -1);
+    assert_eq!(refused.error_code, KAFKA_STORAGE_ERROR, "{refused:?}");
+    let mut acked = 10;
+    let code = produce_until_refused(&mut conn, topic, p_bad, &mut acked, Duration::from_secs(30));
+    assert_eq!(
+        (code, acked),
+        (KAFKA_STORAGE_ERROR, 10),
+        "nothing more is taken"
+    );
+    // The dir goes offline at the shard's next housekeeping round (reads
+    // of what was written may be served until then).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let fetched = conn.fetch(&FetchSpec::new(topic, p_bad, 0));
+        if fetched.error_code == KAFKA_STORAGE_ERROR {
+            break;
+        }
+        assert_eq!(fetched.error_code, error_code::NONE, "{fetched:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the dir did not go offline in 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let resp = conn.produce(topic, p_good, batch(p_good, 10, 5), -1);
+    assert_eq!(
+        resp.error_code,
+        error_code::NONE,
+        "the other dir serves: {resp:?}"
+    );
+    drop(conn);
+    assert!(broker.stop().success());
+
+    // Restarted with writes working: the refused batch is nowhere (the
+    // log ends at the acknowledged records) and appends go on from there.
+    fs.fail_write(false);
+    let broker = Broker::start_with(&overrides);
+    let mut conn = Conn::open(&broker);
+    let end = conn.list_offset(topic, p_bad, LATEST_TIMESTAMP);
+    assert_eq!(
+        (end.error_code, end.offset),
+        (error_code::NONE, 10),
+        "{end:?}"
+    );
+    assert_holds_acked(&mut conn, topic, p_bad, 10);
+    let resp = conn.produce(topic, p_bad, batch(p_bad, 10, 1), -1);
+    assert_eq!(
+        (resp.error_code, resp.base_offset),
+        (error_code::NONE, 10),
+        "{resp:?}"
+    );
+    assert_holds_acked(&mut conn, topic, p_good, 15);
     drop(conn);
     assert!(broker.stop().success());
 }

@@ -104,7 +104,17 @@ impl FaultFs {
 
     /// Every fsync on the mount fails with EIO while this is on.
     pub fn fail_fsync(&self, on: bool) {
-        let control = self.backing.path().join(".faultfs-fail-fsync");
+        self.fail("fsync", on);
+    }
+
+    /// Every write on the mount fails with EIO (and is not applied) while
+    /// this is on.
+    pub fn fail_write(&self, on: bool) {
+        self.fail("write", on);
+    }
+
+    fn fail(&self, op: &str, on: bool) {
+        let control = self.backing.path().join(format!(".faultfs-fail-{op}"));
         if on {
             std::fs::write(control, "EIO\n").unwrap();
         } else {

@@ -22,8 +22,11 @@
 # Issue 23 (step kafka): shardlog beside Apache Kafka 3.9 (perf/kafka_peer.sh,
 #    ZooKeeper mode, same cores, same log-dir disk, same clients: loadgen,
 #    rdkafka_performance, kafka-producer-perf-test): produce acks=1 and
-#    acks=all, consume, p99 at half of Kafka's flat-out rate, broker CPU
-#    seconds per GB, with a shardlog ÷ Kafka column.
+#    acks=all, consume (the log from the beginning, and recent data from
+#    memory: Kafka's page cache, shardlog's batch cache), p99 at half of
+#    Kafka's flat-out rate, broker CPU seconds per GB, with a shardlog ÷
+#    Kafka column, and each run's client and broker cores busy (the host's
+#    limit in the same run).
 #
 # A step that fails prints why and the run goes on; its cells read "failed".
 # Progress goes to stderr, the markdown to stdout.
@@ -622,17 +625,50 @@ vs_side() {
     cores "vs_${n}_ppt" "$pre-ppt"
   else set_fail "vs_${n}_ppt_mb" "$(tail_of "$pre-ppt.log" 3)"; fi
   log "vs Kafka ($n): consume vs-acks1 from the beginning (loadgen --consume-only)"
-  if lg_consume "$pre-c" vs-acks1 "vs_${n}_c"; then
-    R[vs_${n}_c_cpugb]="$(cpu_per_gb "$B_CPU" "${R[vs_${n}_c_count]:-}")"
-    cores "vs_${n}_c" "$pre-c"
-  fi
+  vs_lg_consume "$n" "$pre-c" vs-acks1 c
   log "vs Kafka ($n): consume vs-rdkafka from the beginning (rdkafka_performance -C)"
-  if rdk_consume "$pre-rc" vs-rdkafka; then
+  vs_rdk_consume "$n" "$pre-rc" vs-rdkafka rc
+}
+
+# vs_lg_consume NAME PREFIX TOPIC KEY: loadgen --consume-only reads TOPIC
+# from the beginning: R[vs_NAME_KEY_mb] and the rest (lg_consume), the
+# broker's CPU per GB, the cores busy.
+vs_lg_consume() {
+  lg_consume "$2" "$3" "vs_$1_$4" || return 0
+  R[vs_$1_$4_cpugb]="$(cpu_per_gb "$B_CPU" "${R[vs_$1_$4_count]:-}")"
+  cores "vs_$1_$4" "$2"
+}
+
+# vs_rdk_consume NAME PREFIX TOPIC KEY: the same with rdkafka_performance -C.
+vs_rdk_consume() {
+  local d mb
+  if rdk_consume "$2" "$3"; then
     read -r d _ mb _ <<<"$RDK_S"
-    R[vs_${n}_rc_mb]="$(printf '%.1f' "$mb")"
-    R[vs_${n}_rc_cpugb]="$(cpu_per_gb "$B_CPU" "$d")"
-    cores "vs_${n}_rc" "$pre-rc"
-  else set_fail "vs_${n}_rc_mb" "$(rdk_why "$pre-rc")"; fi
+    R[vs_$1_$4_mb]="$(printf '%.1f' "$mb")"
+    R[vs_$1_$4_cpugb]="$(cpu_per_gb "$B_CPU" "$d")"
+    cores "vs_$1_$4" "$2"
+  else set_fail "vs_$1_$4_mb" "$(rdk_why "$2")"; fi
+}
+
+# vs_hot NAME: recent data read from memory on both sides: HOT_MSGS records
+# produced with the throughput settings, then read from the beginning by each
+# consumer. Kafka serves them from the page cache (it writes buffered), shardlog
+# from its batch cache, on a broker of its own whose shardlog.batch.cache.bytes
+# holds the topic (as P4 from memory): the consume rows above read shardlog's
+# log cold from disk (O_DIRECT writes leave nothing in the page cache) while
+# Kafka's came from the page cache.
+vs_hot() {
+  local n="$1" pre="$TMP/vs-$1-hot"
+  log "vs Kafka ($n): produce $HOT_MSGS records to read back from memory"
+  if ! loadgen "$pre-p" --topic vs-hot --acks 1 --linger-ms "$LINGER" --batch-size "$BATCH" \
+    --consumers 0 --messages "$HOT_MSGS" --warmup 0s; then
+    set_fail "vs_${n}_hc_mb" "$(tail_of "$pre-p.log" 4)"; NOTE[vs_${n}_hrc_mb]="${NOTE[vs_${n}_hc_mb]}"
+    return
+  fi
+  log "vs Kafka ($n): consume vs-hot from the beginning (loadgen --consume-only)"
+  vs_lg_consume "$n" "$pre-c" vs-hot hc
+  log "vs Kafka ($n): consume vs-hot from the beginning (rdkafka_performance -C)"
+  vs_rdk_consume "$n" "$pre-rc" vs-hot hrc
 }
 
 # vs_latency NAME: on a fresh broker (no retention deleting the gigabytes
@@ -659,6 +695,9 @@ vs_latency() {
 }
 
 step_kafka() {
+  # The read-from-memory rows: 2 GB (quick: 600 MB) under a 3 GiB (1 GiB)
+  # batch cache, below Kafka's retention of 512 MiB per partition.
+  HOT_MSGS=$((QUICK ? 600000 : 2000000)) HOT_CACHE=$(((QUICK ? 1 : 3) << 30))
   JARS="$(bash "$REPO/tests/java/fetch_jars.sh" 2>"$TMP/jars.err" | tail -1)" || JARS=""
   KAFKA_VER="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$REPO/tests/java/pom.xml")"
   # Kafka first: its flat-out rate sets both sides' latency rate.
@@ -672,6 +711,7 @@ step_kafka() {
     R[vs_kafka_cmd]="$(grep -v -e '^broker.id' -e '^listeners' -e '^log.dirs' -e '^zookeeper.connect' \
       "$TMP/kafka/server.properties" | tr '\n' ' ')"
     vs_side kafka
+    vs_hot kafka
     "$REPO/perf/kafka_peer.sh" stop --dir "$TMP/kafka" >&2
     BROKER_PID="" BROKER_ADDR=""
     rm -rf "$TMP/kafka/kafka-logs"
@@ -687,28 +727,35 @@ step_kafka() {
     else set_fail vs_kafka_p99 "Kafka did not start again: $(tail_of "$TMP/kafka-start2.err" 3)"; fi
   else
     local why; why="Kafka did not start: $(tail_of "$TMP/kafka-start.err" 3)"
-    for k in vs_kafka_a1_mb vs_kafka_aall_mb vs_kafka_rdk_mb vs_kafka_ppt_mb vs_kafka_c_mb vs_kafka_rc_mb vs_kafka_p99; do
+    for k in vs_kafka_a1_mb vs_kafka_aall_mb vs_kafka_rdk_mb vs_kafka_ppt_mb vs_kafka_c_mb vs_kafka_rc_mb \
+      vs_kafka_hc_mb vs_kafka_hrc_mb vs_kafka_p99; do
       set_fail "$k" "$why"
     done
   fi
   if start_broker versus; then
     vs_side shardlog
     stop_broker
+    if start_broker versus-hot "shardlog.batch.cache.bytes=$HOT_CACHE"; then
+      vs_hot shardlog
+      stop_broker
+    else set_fail vs_shardlog_hc_mb "$BROKER_ERR"; NOTE[vs_shardlog_hrc_mb]="${NOTE[vs_shardlog_hc_mb]}"; fi
     if start_broker versus-latency; then
       vs_latency shardlog
       stop_broker
     else set_fail vs_shardlog_p99 "$BROKER_ERR"; fi
   else
-    for k in vs_shardlog_a1_mb vs_shardlog_aall_mb vs_shardlog_rdk_mb vs_shardlog_ppt_mb vs_shardlog_c_mb vs_shardlog_rc_mb vs_shardlog_p99; do
+    for k in vs_shardlog_a1_mb vs_shardlog_aall_mb vs_shardlog_rdk_mb vs_shardlog_ppt_mb vs_shardlog_c_mb \
+      vs_shardlog_rc_mb vs_shardlog_hc_mb vs_shardlog_hrc_mb vs_shardlog_p99; do
       set_fail "$k" "$BROKER_ERR"
     done
   fi
-  for k in a1_mb aall_mb rdk_mb ppt_mb c_mb rc_mb p99 p999 a1_cpugb aall_cpugb rdk_cpugb ppt_cpugb c_cpugb rc_cpugb; do
+  for k in a1_mb aall_mb rdk_mb ppt_mb c_mb rc_mb hc_mb hrc_mb p99 p999 a1_cpugb aall_cpugb rdk_cpugb \
+    ppt_cpugb c_cpugb rc_cpugb hc_cpugb hrc_cpugb; do
     ratio "vs_ratio_$k" "$(first "vs_shardlog_$k")" "$(first "vs_kafka_$k")"
   done
   # Bytes per broker CPU-second, shardlog ÷ Kafka: the inverse of the
   # CPU-per-GB ratio (what each broker would move with a core to spare).
-  for k in a1 aall rdk ppt c rc; do
+  for k in a1 aall rdk ppt c rc hc hrc; do
     ratio "vs_eff_$k" "$(first "vs_kafka_${k}_cpugb")" "$(first "vs_shardlog_${k}_cpugb")"
   done
 }
@@ -745,7 +792,7 @@ if want p1 || want p4; then
 fi
 want p3 && step_p3
 want p2 && step_p2
-JARS="" KAFKA_VER=""
+JARS="" KAFKA_VER="" HOT_MSGS=0 HOT_CACHE=0
 want kafka && step_kafka
 # Last: its broker reserves and touches a 6 GiB cache, and the latency runs
 # measured right after it were several times slower (P3 linger.ms=0 p99
@@ -853,6 +900,8 @@ included) ÷ GB (10^9 payload bytes) that run acknowledged or read. One run each
 | produce acks=1, kafka-producer-perf-test | $(cell vs_shardlog_ppt_mb MB/s) | $(cell vs_kafka_ppt_mb MB/s) | $(cell vs_ratio_ppt_mb) | ≥ 3 | $(meets "${R[vs_ratio_ppt_mb]:-}" '>=' 3) |
 | consume from the beginning, loadgen --consume-only | $(cell vs_shardlog_c_mb MB/s) | $(cell vs_kafka_c_mb MB/s) | $(cell vs_ratio_c_mb) | ≥ 2 | $(meets "${R[vs_ratio_c_mb]:-}" '>=' 2) |
 | consume from the beginning, rdkafka_performance -C | $(cell vs_shardlog_rc_mb MB/s) | $(cell vs_kafka_rc_mb MB/s) | $(cell vs_ratio_rc_mb) | ≥ 2 | $(meets "${R[vs_ratio_rc_mb]:-}" '>=' 2) |
+| consume recent data from memory ($HOT_MSGS records; Kafka: page cache, shardlog: a $((HOT_CACHE >> 30)) GiB batch cache), loadgen --consume-only | $(cell vs_shardlog_hc_mb MB/s) | $(cell vs_kafka_hc_mb MB/s) | $(cell vs_ratio_hc_mb) | ≥ 2 | $(meets "${R[vs_ratio_hc_mb]:-}" '>=' 2) |
+| same, rdkafka_performance -C | $(cell vs_shardlog_hrc_mb MB/s) | $(cell vs_kafka_hrc_mb MB/s) | $(cell vs_ratio_hrc_mb) | ≥ 2 | $(meets "${R[vs_ratio_hrc_mb]:-}" '>=' 2) |
 | produce p99 at $(cell vs_rate msgs/s), loadgen --rate | $(cell vs_shardlog_p99 µs) | $(cell vs_kafka_p99 µs) | $(cell vs_ratio_p99) | ≤ 0.33 | $(meets "${R[vs_ratio_p99]:-}" '<=' 0.334) |
 | produce p99.9, same run | $(cell vs_shardlog_p999 µs) | $(cell vs_kafka_p999 µs) | $(cell vs_ratio_p999) | | |
 | broker CPU s/GB, produce acks=1, loadgen | $(cell vs_shardlog_a1_cpugb) | $(cell vs_kafka_a1_cpugb) | $(cell vs_ratio_a1_cpugb) | ≤ 0.25 | $(meets "${R[vs_ratio_a1_cpugb]:-}" '<=' 0.25) |
@@ -861,6 +910,8 @@ included) ÷ GB (10^9 payload bytes) that run acknowledged or read. One run each
 | broker CPU s/GB, produce acks=1, kafka-producer-perf-test | $(cell vs_shardlog_ppt_cpugb) | $(cell vs_kafka_ppt_cpugb) | $(cell vs_ratio_ppt_cpugb) | ≤ 0.25 | $(meets "${R[vs_ratio_ppt_cpugb]:-}" '<=' 0.25) |
 | broker CPU s/GB, consume, loadgen | $(cell vs_shardlog_c_cpugb) | $(cell vs_kafka_c_cpugb) | $(cell vs_ratio_c_cpugb) | | |
 | broker CPU s/GB, consume, rdkafka_performance -C | $(cell vs_shardlog_rc_cpugb) | $(cell vs_kafka_rc_cpugb) | $(cell vs_ratio_rc_cpugb) | | |
+| broker CPU s/GB, consume from memory, loadgen | $(cell vs_shardlog_hc_cpugb) | $(cell vs_kafka_hc_cpugb) | $(cell vs_ratio_hc_cpugb) | | |
+| broker CPU s/GB, consume from memory, rdkafka_performance -C | $(cell vs_shardlog_hrc_cpugb) | $(cell vs_kafka_hrc_cpugb) | $(cell vs_ratio_hrc_cpugb) | | |
 
 This host's limit in the same runs: the client and the broker have one core
 each, so a throughput row shows the brokers only where the client's core had
@@ -879,6 +930,8 @@ client off its back.
 | produce acks=1, kafka-producer-perf-test | $(busy_cell vs_shardlog_ppt) | $(busy_cell vs_kafka_ppt) | $(cell vs_eff_ppt) |
 | consume, loadgen --consume-only | $(busy_cell vs_shardlog_c) | $(busy_cell vs_kafka_c) | $(cell vs_eff_c) |
 | consume, rdkafka_performance -C | $(busy_cell vs_shardlog_rc) | $(busy_cell vs_kafka_rc) | $(cell vs_eff_rc) |
+| consume from memory, loadgen --consume-only | $(busy_cell vs_shardlog_hc) | $(busy_cell vs_kafka_hc) | $(cell vs_eff_hc) |
+| consume from memory, rdkafka_performance -C | $(busy_cell vs_shardlog_hrc) | $(busy_cell vs_kafka_hrc) | $(cell vs_eff_hrc) |
 EOF
 fi
 cat <<EOF

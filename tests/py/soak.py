@@ -116,6 +116,9 @@ def producer(bootstrap, workdir, spec, rate, report):
         "enable.idempotence": idem,
         "compression.codec": codec,
         "linger.ms": 5,
+        # A batch larger than a segment is refused (RECORD_LIST_TOO_LARGE,
+        # Kafka's rule): the retention topic's segments are 128 KiB.
+        **({"batch.size": 65536} if topic == RETENTION else {}),
         "message.timeout.ms": 120000,
         "request.timeout.ms": 5000,
         "retry.backoff.ms": 50,

@@ -15,7 +15,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use crate::config::ServerConfig;
-use crate::storage::log_dir::{take_failures, LogDirs};
+use crate::storage::dir_failure::take_failures;
+use crate::storage::log_dir::LogDirs;
 use crate::zk::any::AnyStore;
 use crate::zk::log_dir_event::LogDirEventZNode;
 use crate::zk::store::{create_recursive, CreateMode};

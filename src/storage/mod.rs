@@ -26,6 +26,7 @@ pub mod checkpoint;
 pub mod cleaner;
 pub mod close_batch;
 pub mod config;
+pub mod dir_failure;
 pub mod helper_thread;
 pub mod index;
 pub mod log_dir;

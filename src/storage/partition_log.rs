@@ -605,11 +605,11 @@ impl PartitionLog {
     }
 
     /// Stop writing this log after a failed write or fsync, and report
-    /// its log dir as failed (`log_dir::report_failure`: Kafka takes the
+    /// its log dir as failed (`dir_failure::report_failure`: Kafka takes the
     /// whole dir offline on an I/O error in any of its logs).
     fn poison(&self) {
         if !self.poisoned.replace(true) {
-            super::log_dir::report_failure(&self.dir);
+            super::dir_failure::report_failure(&self.dir);
         }
     }
 

@@ -487,7 +487,7 @@ impl PartitionLog {
                         "closing a rolled segment failed; log poisoned"
                     );
                     if !poisoned.replace(true) {
-                        crate::storage::log_dir::report_failure(&dir);
+                        crate::storage::dir_failure::report_failure(&dir);
                     }
                 }
             }

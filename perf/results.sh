@@ -558,8 +558,11 @@ cpu_per_gb() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "${2:-0}" != 0 ] && calc 
 # the broker kept busy over its wall time (CPU seconds ÷ elapsed seconds)
 # into R[KEY_ccores] and R[KEY_bcores]: this host's limit for that run is
 # whichever side had its one core full (client and broker have one each).
+# A consume passes SECONDS, the client's own read time: a read of 1-2 s is
+# otherwise diluted by the client's start in the wall time.
 cores() {
-  local e; e="$(awk '/^[0-9.]+ [0-9.]+ [0-9.]+$/ { print $3 }' "$2.time" 2>/dev/null)"
+  local e="${3:-}"
+  [ -n "$e" ] || e="$(awk '/^[0-9.]+ [0-9.]+ [0-9.]+$/ { print $3 }' "$2.time" 2>/dev/null)"
   [ -n "$e" ] && [ "$e" != 0 ] && [ "$e" != 0.00 ] || return 0
   [ -n "${C_CPU:-}" ] && R[$1_ccores]="$(calc "$C_CPU / $e" 2)"
   [ -n "${B_CPU:-}" ] && R[$1_bcores]="$(calc "$B_CPU / $e" 2)"
@@ -636,7 +639,7 @@ vs_side() {
 vs_lg_consume() {
   lg_consume "$2" "$3" "vs_$1_$4" || return 0
   R[vs_$1_$4_cpugb]="$(cpu_per_gb "$B_CPU" "${R[vs_$1_$4_count]:-}")"
-  cores "vs_$1_$4" "$2"
+  cores "vs_$1_$4" "$2" "$(pyjson "$2.out/consume.json" "j['seconds']")"
 }
 
 # vs_rdk_consume NAME PREFIX TOPIC KEY: the same with rdkafka_performance -C.
@@ -646,7 +649,8 @@ vs_rdk_consume() {
     read -r d _ mb _ <<<"$RDK_S"
     R[vs_$1_$4_mb]="$(printf '%.1f' "$mb")"
     R[vs_$1_$4_cpugb]="$(cpu_per_gb "$B_CPU" "$d")"
-    cores "vs_$1_$4" "$2"
+    cores "vs_$1_$4" "$2" "$(sed -n 's/.* consumed in \([0-9]*\)ms.*/\1/p' "$2.log" | tail -1 |
+      awk '$1 > 0 { printf "%.3f", $1 / 1000 }')"
   else set_fail "vs_$1_$4_mb" "$(rdk_why "$2")"; fi
 }
 
@@ -916,7 +920,9 @@ included) ÷ GB (10^9 payload bytes) that run acknowledged or read. One run each
 This host's limit in the same runs: the client and the broker have one core
 each, so a throughput row shows the brokers only where the client's core had
 room to spare. Cores busy = CPU seconds (user+system) ÷ the run's wall seconds,
-warm-up included; "bound by" names a side whose core was at least 90% busy.
+warm-up included (a consume: ÷ the client's own read time, its start left out
+of the denominator but not of the CPU seconds); "bound by" names a side whose
+core was at least 90% busy.
 Where shardlog's rows are bound by the client, the last column is the
 broker-bound comparison: bytes moved per broker CPU-second, shardlog ÷ Kafka
 (the inverse of the CPU-per-GB ratio), what each broker would move with the

@@ -111,7 +111,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let dirs = log_dirs::open(&config)?;
     let log_dir = dirs.first().to_path_buf();
     let (broker_id, cluster_id) = if config.zookeeper_connect.is_some() {
-        zk::resolve_identity(&config, &log_dir)?
+        zk::resolve_identity(&config, &dirs)?
     } else {
         let identity = load_or_create_meta(&log_dir, config.broker_id)?;
         log_dirs::spread_meta(&dirs, identity.0, &identity.1)?;

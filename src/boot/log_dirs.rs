@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use crate::config::ServerConfig;
+use crate::controller::identity::StoredMeta;
 use crate::storage::dir_failure::take_failures;
 use crate::storage::log_dir::LogDirs;
 use crate::zk::any::AnyStore;
@@ -40,26 +41,12 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Arc<LogDirs>> {
 
 /// Embedded mode: the identity read from (or written to) the first dir is
 /// written to every other dir that has none; a dir naming another broker
-/// or cluster is refused (Kafka's InconsistentBrokerIdException /
-/// InconsistentClusterIdException).
+/// or cluster is refused ([`agreed_meta`]; Kafka's
+/// InconsistentBrokerIdException / InconsistentClusterIdException).
 pub fn spread_meta(dirs: &LogDirs, broker_id: i32, cluster_id: &str) -> anyhow::Result<()> {
+    agreed_meta(dirs.all())?;
     for d in dirs.all().iter().skip(1) {
-        let stored = read_meta(d);
-        if let Some(id) = stored.broker_id.filter(|id| *id != broker_id) {
-            bail!(
-                "{} has broker.id={id}, {} has broker.id={broker_id}",
-                d.display(),
-                dirs.first().display()
-            );
-        }
-        if let Some(c) = stored.cluster_id.as_deref().filter(|c| *c != cluster_id) {
-            bail!(
-                "{} has cluster.id={c}, {} has cluster.id={cluster_id}",
-                d.display(),
-                dirs.first().display()
-            );
-        }
-        if stored.broker_id.is_none() {
+        if read_meta(d).broker_id.is_none() {
             write_meta(d, broker_id, cluster_id)?;
         }
     }
@@ -142,4 +129,63 @@ pub(super) fn write_meta(log_dir: &Path, broker_id: i32, cluster_id: &str) -> an
     let path = log_dir.join("meta.properties");
     let text = format!("#shardlog\nversion=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n");
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// What every log dir's `meta.properties` agrees on; dirs without one say
+/// nothing. Two dirs that disagree refuse the start (Kafka's
+/// `BrokerMetadataCheckpoint` checks: "Invalid value ... in meta.properties").
+pub(super) fn agreed_meta(dirs: &[PathBuf]) -> anyhow::Result<StoredMeta> {
+    let mut agreed = StoredMeta::default();
+    for dir in dirs {
+        let m = read_meta(dir);
+        if let (Some(a), Some(b)) = (agreed.broker_id, m.broker_id) {
+            if a != b {
+                anyhow::bail!(
+                    "meta.properties in {} has broker.id={b}, another log dir has {a}",
+                    dir.display()
+                );
+            }
+        }
+        if let (Some(a), Some(b)) = (&agreed.cluster_id, &m.cluster_id) {
+            if a != b {
+                anyhow::bail!(
+                    "meta.properties in {} has cluster.id={b}, another log dir has {a}",
+                    dir.display()
+                );
+            }
+        }
+        agreed.broker_id = agreed.broker_id.or(m.broker_id);
+        agreed.cluster_id = agreed.cluster_id.or(m.cluster_id);
+    }
+    Ok(agreed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_log_dirs_meta_properties_must_agree() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let dirs = vec![a.path().to_path_buf(), b.path().to_path_buf()];
+        assert_eq!(agreed_meta(&dirs).unwrap(), StoredMeta::default());
+        std::fs::write(
+            a.path().join("meta.properties"),
+            "version=0\nbroker.id=3\ncluster.id=abc\n",
+        )
+        .unwrap();
+        let one = agreed_meta(&dirs).unwrap();
+        assert_eq!(
+            (one.broker_id, one.cluster_id.as_deref()),
+            (Some(3), Some("abc"))
+        );
+        std::fs::write(
+            b.path().join("meta.properties"),
+            "version=0\nbroker.id=4\ncluster.id=abc\n",
+        )
+        .unwrap();
+        let err = agreed_meta(&dirs).unwrap_err().to_string();
+        assert!(err.contains("broker.id=4"), "{err}");
+    }
 }

@@ -7,14 +7,13 @@
 //! (`controller::zk_mode`).
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::rc::Rc;
 
-use anyhow::{anyhow, Context as _};
+use anyhow::anyhow;
 
 use crate::config::{Listener, ServerConfig};
 use crate::controller::brokers::registration_for;
-use crate::controller::identity::{self, StoredMeta};
+use crate::controller::identity;
 use futures_lite::future::BoxedLocal;
 
 use crate::controller::rebalance::ElectionType;
@@ -27,6 +26,7 @@ use crate::protocol::ErrorCode;
 use crate::shard::context::ShardContext;
 use crate::shard::control_shard::{ControllerQueue, ReassignmentCall, ReassignmentReply};
 use crate::shard::zk_duties::ControlDuties;
+use crate::storage::log_dir::LogDirs;
 use crate::types::{BrokerId, TopicPartition};
 use crate::zk::any::AnyStore;
 use crate::zk::client::{ZkOptions, ZkStore};
@@ -55,52 +55,15 @@ pub async fn connect(config: &ServerConfig, connect: &str) -> Result<ZkStore, St
     .map_err(|e| format!("zookeeper.connect={connect}: {e}"))
 }
 
-/// What every log dir's `meta.properties` agrees on; dirs without one say
-/// nothing. Two dirs that disagree refuse the start (Kafka's
-/// `BrokerMetadataCheckpoint` checks: "Invalid value ... in meta.properties").
-fn agreed_meta(dirs: &[std::path::PathBuf]) -> anyhow::Result<StoredMeta> {
-    let mut agreed = StoredMeta::default();
-    for dir in dirs {
-        let m = super::log_dirs::read_meta(dir);
-        if let (Some(a), Some(b)) = (agreed.broker_id, m.broker_id) {
-            if a != b {
-                anyhow::bail!(
-                    "meta.properties in {} has broker.id={b}, another log dir has {a}",
-                    dir.display()
-                );
-            }
-        }
-        if let (Some(a), Some(b)) = (&agreed.cluster_id, &m.cluster_id) {
-            if a != b {
-                anyhow::bail!(
-                    "meta.properties in {} has cluster.id={b}, another log dir has {a}",
-                    dir.display()
-                );
-            }
-        }
-        agreed.broker_id = agreed.broker_id.or(m.broker_id);
-        agreed.cluster_id = agreed.cluster_id.or(m.cluster_id);
-    }
-    Ok(agreed)
-}
-
 /// The broker id and cluster id, resolved against ZooKeeper on a session
 /// of its own (a glommio executor on the boot thread), and written to
 /// `meta.properties` in every log dir.
-pub fn resolve_identity(config: &ServerConfig, log_dir: &Path) -> anyhow::Result<(i32, String)> {
+pub fn resolve_identity(config: &ServerConfig, dirs: &LogDirs) -> anyhow::Result<(i32, String)> {
     let address = config
         .zookeeper_connect
         .clone()
         .ok_or_else(|| anyhow!("zookeeper.connect is not set"))?;
-    let mut dirs: Vec<std::path::PathBuf> = vec![log_dir.to_path_buf()];
-    for d in config.effective_log_dirs() {
-        let d = std::path::PathBuf::from(d);
-        if !dirs.contains(&d) {
-            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
-            dirs.push(d);
-        }
-    }
-    let stored = agreed_meta(&dirs)?;
+    let stored = super::log_dirs::agreed_meta(dirs.all())?;
     let executor = glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
         .name("zk-identity")
         .make()
@@ -121,7 +84,7 @@ pub fn resolve_identity(config: &ServerConfig, log_dir: &Path) -> anyhow::Result
         out
     });
     let (broker_id, cluster_id) = resolved.map_err(|e| anyhow!(e))?;
-    for dir in &dirs {
+    for dir in dirs.all() {
         super::log_dirs::write_meta(dir, broker_id, &cluster_id)?;
     }
     Ok((broker_id, cluster_id))
@@ -284,34 +247,4 @@ pub async fn controlled_shutdown(ctx: &ShardContext) {
         "controlled shutdown: {}",
         if moved { "succeeded" } else { "failed" }
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_log_dirs_meta_properties_must_agree() {
-        let a = tempfile::tempdir().unwrap();
-        let b = tempfile::tempdir().unwrap();
-        let dirs = vec![a.path().to_path_buf(), b.path().to_path_buf()];
-        assert_eq!(agreed_meta(&dirs).unwrap(), StoredMeta::default());
-        std::fs::write(
-            a.path().join("meta.properties"),
-            "version=0\nbroker.id=3\ncluster.id=abc\n",
-        )
-        .unwrap();
-        let one = agreed_meta(&dirs).unwrap();
-        assert_eq!(
-            (one.broker_id, one.cluster_id.as_deref()),
-            (Some(3), Some("abc"))
-        );
-        std::fs::write(
-            b.path().join("meta.properties"),
-            "version=0\nbroker.id=4\ncluster.id=abc\n",
-        )
-        .unwrap();
-        let err = agreed_meta(&dirs).unwrap_err().to_string();
-        assert!(err.contains("broker.id=4"), "{err}");
-    }
 }

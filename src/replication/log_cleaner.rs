@@ -27,10 +27,9 @@ use crate::types::TopicPartition;
 
 /// The cleaner's memory of each log between cleans.
 struct CleanerState {
+    /// Each log's `cleaner-offset-checkpoint` entry is kept in its own
+    /// log dir (one file per dir, as Kafka's).
     log_dirs: Arc<LogDirs>,
-    /// Each compacted log's dir (`LogDirs` index): where its entry of
-    /// `cleaner-offset-checkpoint` is kept (one file per log dir, as Kafka's).
-    dir_of: HashMap<TopicPartition, usize>,
     /// First dirty offsets (the `cleaner-offset-checkpoint` entries).
     checkpoints: HashMap<TopicPartition, i64>,
     /// Earliest delete horizon of tombstones each log still holds.
@@ -70,7 +69,6 @@ pub fn spawn(
         }
         let mut state = CleanerState {
             log_dirs,
-            dir_of: HashMap::new(),
             checkpoints,
             pending_horizons: HashMap::new(),
             uncleanable: HashSet::new(),
@@ -131,7 +129,6 @@ async fn clean_filthiest(
         if log.is_poisoned() || p.is_offline() {
             continue;
         }
-        state.dir_of.insert(p.tp.clone(), p.log_dir());
         candidates.push((Rc::downgrade(&p), log.cleaner_view()));
     }
     let tps: Vec<TopicPartition> = candidates
@@ -151,8 +148,12 @@ async fn clean_filthiest(
     };
     let (weak, view) = candidates.swap_remove(i);
     let tp = tps[i].clone();
+    // Alive: nothing was awaited since `tps` upgraded every candidate.
+    let Some(log_dir) = weak.upgrade().map(|p| p.log_dir()) else {
+        return Ok(false);
+    };
     if to_clean.force_update_checkpoint {
-        record_checkpoint(state, &tp, to_clean.first_dirty_offset).await?;
+        record_checkpoint(state, &tp, log_dir, to_clean.first_dirty_offset).await?;
     }
     let Some(producers) = weak.upgrade().map(|p| p.producer_last_offsets()) else {
         return Ok(false);
@@ -160,7 +161,7 @@ async fn clean_filthiest(
     tracing::debug!(%tp, ?to_clean, "cleaning log");
     let mut job = CleanJob::new(view, to_clean, producers, now, config);
     match clean_groups(&weak, &tp, &mut job, config, io).await {
-        Ok(true) => finish(state, &tp, &job.stats, now).await?,
+        Ok(true) => finish(state, &tp, log_dir, &job.stats, now).await?,
         Ok(false) => {}
         Err(e) => {
             tracing::error!(%tp, error = %e, "cleaning failed; the log is marked uncleanable");
@@ -203,22 +204,24 @@ async fn clean_groups(
     Ok(true)
 }
 
+/// `tp`'s first dirty offset is `offset`; its log is in dir `log_dir`.
 async fn record_checkpoint(
     state: &mut CleanerState,
     tp: &TopicPartition,
+    log_dir: usize,
     offset: i64,
 ) -> Result<(), StorageError> {
     state.checkpoints.insert(tp.clone(), offset);
-    let dir = state.dir_of.get(tp).copied().unwrap_or(0);
-    if !state.log_dirs.is_online(dir) {
+    if !state.log_dirs.is_online(log_dir) {
         return Ok(());
     }
-    driver::write_checkpoint(state.log_dirs.path(dir), vec![(tp.clone(), offset)]).await
+    driver::write_checkpoint(state.log_dirs.path(log_dir), vec![(tp.clone(), offset)]).await
 }
 
 async fn finish(
     state: &mut CleanerState,
     tp: &TopicPartition,
+    log_dir: usize,
     stats: &CleanStats,
     now_ms: i64,
 ) -> Result<(), StorageError> {
@@ -239,5 +242,5 @@ async fn finish(
         end_offset = stats.end_offset,
         "log cleaned"
     );
-    record_checkpoint(state, tp, stats.end_offset).await
+    record_checkpoint(state, tp, log_dir, stats.end_offset).await
 }

@@ -204,12 +204,11 @@ impl ReplicaManager {
 
     /// Take the partitions of log dirs gone offline since the last call
     /// offline (Kafka's `ReplicaManager.handleLogDirFailure`: their
-    /// fetchers stop, every request on them answers KAFKA_STORAGE_ERROR);
-    /// returns them.
-    pub fn apply_offline_dirs(&self) -> Vec<TopicPartition> {
+    /// fetchers stop, every request on them answers KAFKA_STORAGE_ERROR).
+    pub fn apply_offline_dirs(&self) {
         let changes = self.log_dirs.changes();
         if self.offline_seen.replace(changes) == changes {
-            return Vec::new();
+            return;
         }
         let gone: Vec<TopicPartition> = self
             .partitions
@@ -222,7 +221,6 @@ impl ReplicaManager {
             })
             .collect();
         self.fetchers.on_removed(&gone);
-        gone
     }
 
     /// Where each of `tps` (new to this shard) is opened, counted in

@@ -32,8 +32,8 @@ use kafka_protocol::records::Compression;
 
 use common::faultfs::FaultFs;
 use common::{
-    decode_records, encode_batch, error_code, now_ms, Broker, Conn, FetchSpec, RawRecord,
-    LATEST_TIMESTAMP,
+    decode_records, encode_batch, error_code, now_ms, partitions_in, Broker, Conn, FetchSpec,
+    RawRecord, LATEST_TIMESTAMP,
 };
 
 const KAFKA_STORAGE_ERROR: i16 = 56;
@@ -69,20 +69,6 @@ fn assert_holds_acked(conn: &mut Conn, topic: &str, p: i32, acked: u64) {
     }
 }
 
-/// Partition numbers of `topic` whose folder is in `dir`.
-fn partitions_in(dir: &Path, topic: &str) -> Vec<i32> {
-    let mut v: Vec<i32> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.strip_prefix(&format!("{topic}-"))?.parse().ok()
-        })
-        .collect();
-    v.sort_unstable();
-    v
-}
-
 /// The partitions a checkpoint file of `dir` names for `topic`.
 fn checkpointed(dir: &Path, file: &str, topic: &str) -> Vec<i32> {
     let text = std::fs::read_to_string(dir.join(file)).unwrap();
@@ -109,6 +95,22 @@ fn meta_cluster_id(dir: &Path) -> String {
 fn log_dirs_override(dirs: &[&Path]) -> String {
     let list: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     format!("log.dirs={}", list.join(","))
+}
+
+/// The fault tests' broker: `dirs` as its log dirs, one shard (whose new
+/// partitions alternate between the dirs), every append flushed (an fsync
+/// per produce).
+fn flushed_one_shard(dirs: &[&Path]) -> [String; 3] {
+    [
+        log_dirs_override(dirs),
+        "shardlog.shards=1".into(),
+        "log.flush.interval.messages=1".into(),
+    ]
+}
+
+fn start(settings: &[String]) -> Broker {
+    let refs: Vec<&str> = settings.iter().map(String::as_str).collect();
+    Broker::start_with(&refs)
 }
 
 #[test]
@@ -201,16 +203,9 @@ fn produce_until_refused(
 fn a_failed_fsync_takes_its_log_dir_offline_and_the_other_dir_keeps_serving() {
     let fs = FaultFs::mount();
     let (good, bad_dir) = (common::new_log_dir(), fs.log_dir());
-    let dirs = log_dirs_override(&[good.path(), &bad_dir]);
-    // One shard: its partitions alternate between the dirs. Every append
-    // is flushed (an fsync per produce).
-    let overrides = [
-        dirs.as_str(),
-        "shardlog.shards=1",
-        "log.flush.interval.messages=1",
-    ];
+    let settings = flushed_one_shard(&[good.path(), &bad_dir]);
     let topic = "halves";
-    let broker = Broker::start_with(&overrides);
+    let broker = start(&settings);
     let mut conn = Conn::open(&broker);
     conn.create_topic(topic, 4, &[]);
     let mut acked = [0u64; 4];
@@ -296,7 +291,7 @@ fn a_failed_fsync_takes_its_log_dir_offline_and_the_other_dir_keeps_serving() {
 
     // Restarted with the dir healthy: every acknowledged record of both
     // dirs is served again, and appends go on.
-    let broker = Broker::start_with(&overrides);
+    let broker = start(&settings);
     let mut conn = Conn::open(&broker);
     for p in 0..4 {
         assert_holds_acked(&mut conn, topic, p, acked[p as usize]);
@@ -313,14 +308,9 @@ fn a_failed_fsync_takes_its_log_dir_offline_and_the_other_dir_keeps_serving() {
 fn when_every_log_dir_failed_the_broker_halts_with_kafkas_message() {
     let fs = FaultFs::mount();
     let dir = fs.log_dir();
-    let dirs = log_dirs_override(&[&dir]);
-    let overrides = [
-        dirs.as_str(),
-        "shardlog.shards=1",
-        "log.flush.interval.messages=1",
-    ];
+    let settings = flushed_one_shard(&[&dir]);
     let topic = "alone";
-    let mut broker = Broker::start_with(&overrides);
+    let mut broker = start(&settings);
     let mut conn = Conn::open(&broker);
     conn.create_topic(topic, 1, &[]);
     let resp = conn.produce(topic, 0, batch(0, 0, 10), -1);
@@ -345,7 +335,7 @@ fn when_every_log_dir_failed_the_broker_halts_with_kafkas_message() {
 
     // The dir healthy again: a restart recovers every acknowledged record.
     fs.fail_fsync(false);
-    let broker = Broker::start_with(&overrides);
+    let broker = start(&settings);
     let mut conn = Conn::open(&broker);
     assert_holds_acked(&mut conn, topic, 0, acked);
     drop(conn);
@@ -356,14 +346,9 @@ fn when_every_log_dir_failed_the_broker_halts_with_kafkas_message() {
 fn a_failed_write_after_the_space_was_reserved_leaves_no_partial_batch_and_takes_the_dir_offline() {
     let fs = FaultFs::mount();
     let (good, bad_dir) = (common::new_log_dir(), fs.log_dir());
-    let dirs = log_dirs_override(&[good.path(), &bad_dir]);
-    let overrides = [
-        dirs.as_str(),
-        "shardlog.shards=1",
-        "log.flush.interval.messages=1",
-    ];
+    let settings = flushed_one_shard(&[good.path(), &bad_dir]);
     let topic = "torn";
-    let broker = Broker::start_with(&overrides);
+    let broker = start(&settings);
     let mut conn = Conn::open(&broker);
     conn.create_topic(topic, 2, &[]);
     let (on_good, on_bad) = (
@@ -419,7 +404,7 @@ fn a_failed_write_after_the_space_was_reserved_leaves_no_partial_batch_and_takes
     // Restarted with writes working: the refused batch is nowhere (the
     // log ends at the acknowledged records) and appends go on from there.
     fs.fail_write(false);
-    let broker = Broker::start_with(&overrides);
+    let broker = start(&settings);
     let mut conn = Conn::open(&broker);
     let end = conn.list_offset(topic, p_bad, LATEST_TIMESTAMP);
     assert_eq!(

@@ -287,6 +287,20 @@ pub fn fetcher_lines(broker: &Broker) -> Vec<String> {
         .collect()
 }
 
+/// Partition numbers of `topic` whose folder is in log dir `dir`.
+pub fn partitions_in(dir: &std::path::Path, topic: &str) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix(&format!("{topic}-"))?.parse().ok()
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
 pub fn new_log_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp log dir")
 }

@@ -8,8 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// `tests/support/faultfs.c`, built once per target dir.
+/// `tests/support/faultfs.c`, built once per test process (the tests of a
+/// file start in parallel and share one build) and kept per target dir.
 fn faultfs_binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_faultfs).clone()
+}
+
+fn build_faultfs() -> PathBuf {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("faultfs");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/faultfs.c");
     let fresh = |o: &Path| {
@@ -30,8 +36,8 @@ fn faultfs_binary() -> PathBuf {
         "pkg-config finds no fuse3: apt-get install libfuse3-dev fuse3 (tests/run.sh does)"
     );
     let flags = String::from_utf8(flags.stdout).unwrap();
-    // Built under a temporary name and renamed: tests of this file start in
-    // parallel.
+    // Built under a temporary name and renamed, so that another test
+    // process never runs a half-written binary.
     let tmp = out.with_extension(format!("tmp{}", std::process::id()));
     let built = Command::new("gcc")
         .args(["-O2", "-Wall", "-o"])

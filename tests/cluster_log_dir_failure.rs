@@ -21,16 +21,17 @@ use common::faultfs::FaultFs;
 use common::partitions_in;
 use replica_cluster::{assert_history_ok, check, drain, HistoryProducer, ReplCluster, System};
 
-// Ignored in CI: 2 of 13 runs (2026-12-05) read duplicates. When broker 1
-// leads a partition of the failed dir, its append lands in the log, the
-// fsync after it fails, and the producer is answered KAFKA_STORAGE_ERROR.
-// The follower may already have replicated that batch. librdkafka's
-// idempotent producer then bumps its epoch (the stored batches carried
-// producer epoch 4) and resends under new sequence numbers, which the new
-// leader cannot recognise. Open defect, issue 26. By hand:
-// `bash tests/run.sh --test cluster_log_dir_failure -- --ignored`.
+// Three defects this test found (2026-12-05), now fixed:
+// - a poisoned log answered pipelined idempotent batches
+//   OUT_OF_ORDER_SEQUENCE_NUMBER before KAFKA_STORAGE_ERROR; librdkafka's
+//   epoch bump then duplicated a batch the follower held (a test of its
+//   own in storage_log_dir_failure);
+// - an offline replica kept fetching, and the leader took it back into
+//   the ISR (the ISR checks here);
+// - a parked acks=all produce was not looked at again when a LeaderAndIsr
+//   shrank the ISR or moved the leader, and waited out its timeout
+//   (cluster_replication `parked_produce`).
 #[test]
-#[ignore = "duplicates after a failed fsync on the leader (librdkafka epoch bump); see the comment"]
 fn a_failed_log_dir_moves_its_replicas_to_the_other_broker_and_the_rest_stays_in_sync() {
     let fs = FaultFs::mount();
     let settings = [

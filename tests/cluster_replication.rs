@@ -40,6 +40,12 @@
 //!     session alive) holds it back until REQUEST_TIMED_OUT while the
 //!     leader's log start moved; a kill -9'd one stops counting once the
 //!     controller dropped its broker.
+//! (g) `parked_produce`: an acks=all produce parked on the leader while its
+//!     only follower is stopped completes with NONE as soon as the
+//!     controller takes the dead follower out of the ISR (the leader's own
+//!     shrink is off: replica.lag.time.max.ms of 10 minutes), not when its
+//!     timeout expires: Kafka's `makeLeader` completes delayed requests
+//!     when the new ISR moves the HW.
 //! Plus the tooling's own tests: the history check flags lost, duplicated,
 //! moved, reordered records (synthetic histories), and the link stalls,
 //! resumes and cuts real connections.
@@ -972,6 +978,80 @@ fn link_blackhole_stalls_both_ways_heal_resumes_cut_resets() {
         matches!(refused.read(&mut buf), Ok(0) | Err(_)),
         "a cut link accepted a connection"
     );
+}
+
+// ---------------------------------------------------------------------------
+// (g) a parked acks=all produce and the controller's ISR shrink
+// ---------------------------------------------------------------------------
+
+fn parked_produce(system: System) {
+    // The leader never shrinks the ISR itself here; a dead broker's session
+    // ends in 6 s, far below the produce's own 25 s timeout (and the
+    // connection's 30 s read timeout).
+    let s = settings(1, false, 600_000, 6000);
+    let refs: Vec<&str> = s.iter().map(String::as_str).collect();
+    let mut c = ReplCluster::start(system, 2, &refs);
+    let topic = "parked";
+    c.create_topic(topic, 1, 2, &[]);
+    let st = c.wait_state(60, "both replicas in the ISR", topic, 0, |s| {
+        s.isr.len() == 2
+    });
+    let (leader, follower) = (st.leader, 3 - st.leader);
+    let leader_addr = c
+        .nodes
+        .iter()
+        .find(|n| n.id == leader)
+        .unwrap()
+        .link
+        .address();
+    let mut conn = common::Conn::open_addr(&leader_addr);
+    let ok = conn.produce(
+        topic,
+        0,
+        common::encode_batch(
+            &[(None, b"before", 0)],
+            kafka_protocol::records::Compression::None,
+        ),
+        -1,
+    );
+    assert_eq!(ok.error_code, 0, "{system:?}: both replicas up: {ok:?}");
+
+    // The follower stops fetching: the next acks=all produce parks.
+    c.node(follower).pause();
+    let req = common::produce_request(
+        topic,
+        0,
+        common::encode_batch(
+            &[(None, b"parked", 0)],
+            kafka_protocol::records::Compression::None,
+        ),
+        -1,
+    )
+    .with_timeout_ms(25_000);
+    let id = conn.send(common::PRODUCE_VERSION, &req);
+    // Dead: its ZooKeeper session expires, the controller takes it out of
+    // the ISR and tells the leader (LeaderAndIsr, a new leader epoch).
+    c.node(follower).kill9();
+    let resp = conn.recv::<kafka_protocol::messages::ProduceRequest>(common::PRODUCE_VERSION, id);
+    let part = &resp.responses[0].partition_responses[0];
+    assert_eq!(
+        part.error_code, 0,
+        "{system:?}: the parked produce completes once the ISR is the leader alone \
+         (7 = REQUEST_TIMED_OUT: it waited out its 25 s): {part:?}"
+    );
+    let after = c.state(topic, 0);
+    assert_eq!(after.isr, vec![leader], "{system:?}: {after:?}");
+}
+
+#[test]
+fn parked_produce_completes_when_the_controller_shrinks_the_isr() {
+    parked_produce(System::Shardlog);
+}
+
+#[test]
+#[ignore = "Kafka 3.9 reference (two JVMs): cargo test --test cluster_replication -- --ignored kafka_"]
+fn kafka_parked_produce() {
+    parked_produce(System::Kafka);
 }
 
 // ---------------------------------------------------------------------------

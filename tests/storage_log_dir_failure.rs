@@ -23,6 +23,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
+mod idempotence_support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -32,11 +33,14 @@ use kafka_protocol::records::Compression;
 
 use common::faultfs::FaultFs;
 use common::{
-    decode_records, encode_batch, error_code, now_ms, partitions_in, Broker, Conn, FetchSpec,
-    RawRecord, LATEST_TIMESTAMP,
+    decode_records, encode_batch, error_code, now_ms, partitions_in, produce_request, Broker, Conn,
+    FetchSpec, RawRecord, LATEST_TIMESTAMP, PRODUCE_VERSION,
 };
+use idempotence_support::{idempotent_batch, init_producer_id};
+use kafka_protocol::messages::ProduceRequest;
 
 const KAFKA_STORAGE_ERROR: i16 = 56;
+const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 
 /// One batch of `n` records of partition `p`, starting at its `first`th.
 fn batch(p: i32, first: u64, n: u64) -> Bytes {
@@ -420,6 +424,81 @@ fn a_failed_write_after_the_space_was_reserved_leaves_no_partial_batch_and_takes
         "{resp:?}"
     );
     assert_holds_acked(&mut conn, topic, p_good, 15);
+    drop(conn);
+    assert!(broker.stop().success());
+}
+
+/// The history of one partition written by one idempotent producer: the
+/// record values in offset order.
+fn values(conn: &mut Conn, topic: &str, p: i32) -> Vec<String> {
+    decode_records(&conn.fetch_to_high_watermark(topic, p, 0))
+        .iter()
+        .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
+        .collect()
+}
+
+#[test]
+fn after_a_failed_fsync_pipelined_idempotent_batches_get_storage_errors_and_a_retry_lands_once() {
+    let fs = FaultFs::mount();
+    let (good, bad_dir) = (common::new_log_dir(), fs.log_dir());
+    let settings = flushed_one_shard(&[good.path(), &bad_dir]);
+    let topic = "idem";
+    let broker = start(&settings);
+    let mut conn = Conn::open(&broker);
+    conn.create_topic(topic, 2, &[]);
+    let p = partitions_in(&bad_dir, topic)[0];
+    let (pid, epoch) = init_producer_id(&broker, -1, -1);
+    let seq_batch = |seq: i32| idempotent_batch(pid, epoch, seq, 1, 0, "v");
+    let first = idempotent_batch(pid, epoch, 0, 10, 0, "v");
+    let ok = conn.produce(topic, p, first, -1);
+    assert_eq!(ok.error_code, error_code::NONE, "{ok:?}");
+
+    // Three batches in flight at once, as a producer with
+    // max.in.flight > 1 sends them; the first meets the failed fsync. The
+    // others reach the poisoned log before its dir is taken offline, and
+    // are refused for the storage, not for their sequence numbers:
+    // librdkafka answers OUT_OF_ORDER_SEQUENCE_NUMBER after a failed batch
+    // with an epoch bump and renumbering, which duplicates a batch a
+    // follower already holds.
+    fs.fail_fsync(true);
+    let sent: Vec<i32> = (10..13)
+        .map(|seq| {
+            let req: ProduceRequest = produce_request(topic, p, seq_batch(seq), -1);
+            conn.send(PRODUCE_VERSION, &req)
+        })
+        .collect();
+    for (seq, id) in (10..13).zip(sent) {
+        let resp = conn.recv::<ProduceRequest>(PRODUCE_VERSION, id);
+        let code = resp.responses[0].partition_responses[0].error_code;
+        assert_ne!(
+            code, OUT_OF_ORDER_SEQUENCE_NUMBER,
+            "seq {seq}: a failed log answers for its storage first: {resp:?}"
+        );
+        assert_eq!(code, KAFKA_STORAGE_ERROR, "seq {seq}: {resp:?}");
+    }
+    drop(conn);
+    fs.fail_fsync(false);
+    assert!(broker.stop().success(), "a clean stop with a dir offline");
+
+    // Restarted with the dir healthy, the producer retries the same
+    // batches (same epoch and sequence numbers): each lands exactly once,
+    // whether or not the failed one's write survived in the file.
+    let broker = start(&settings);
+    let mut conn = Conn::open(&broker);
+    for seq in 10..13 {
+        let resp = conn.produce(topic, p, seq_batch(seq), -1);
+        assert_eq!(
+            resp.error_code,
+            error_code::NONE,
+            "retry of seq {seq}: {resp:?}"
+        );
+    }
+    let want: Vec<String> = (0..13).map(|i| format!("v-{i}")).collect();
+    assert_eq!(
+        values(&mut conn, topic, p),
+        want,
+        "each record once, in order"
+    );
     drop(conn);
     assert!(broker.stop().success());
 }

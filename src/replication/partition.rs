@@ -707,6 +707,18 @@ impl Partition {
         if self.role() != PartitionRole::Leader {
             return ProduceResult::error(self.not_serving());
         }
+        // A log failed by an earlier write or fsync refuses before the
+        // sequence check, as Kafka's `UnifiedLog.append` does
+        // (`checkIfMemoryMappedBufferClosed` comes before
+        // `analyzeAndValidateProducerState`). Its dir goes offline at the
+        // next housekeeping round; until then an idempotent producer's
+        // pipelined batches must not be told OUT_OF_ORDER_SEQUENCE_NUMBER
+        // (the failed batch never reached the producer state): librdkafka
+        // then bumps its epoch and renumbers, and a batch the follower
+        // already holds is appended again at the new leader.
+        if log.is_poisoned() {
+            return ProduceResult::error(ErrorCode::KAFKA_STORAGE_ERROR);
+        }
         if required_acks == -1 && !self.enough_replicas_for_acks_all() {
             return ProduceResult::error(ErrorCode::NOT_ENOUGH_REPLICAS);
         }

@@ -205,10 +205,12 @@ impl ReplicaManager {
     /// Take the partitions of log dirs gone offline since the last call
     /// offline (Kafka's `ReplicaManager.handleLogDirFailure`: their
     /// fetchers stop, every request on them answers KAFKA_STORAGE_ERROR).
-    pub fn apply_offline_dirs(&self) {
+    /// Returns them: their delayed operations complete now, as Kafka's
+    /// `completeDelayedFetchOrProduceRequests` does.
+    pub fn apply_offline_dirs(&self) -> Vec<TopicPartition> {
         let changes = self.log_dirs.changes();
         if self.offline_seen.replace(changes) == changes {
-            return;
+            return Vec::new();
         }
         let gone: Vec<TopicPartition> = self
             .partitions
@@ -221,6 +223,7 @@ impl ReplicaManager {
             })
             .collect();
         self.fetchers.on_removed(&gone);
+        gone
     }
 
     /// Where each of `tps` (new to this shard) is opened, counted in
@@ -276,17 +279,27 @@ impl ReplicaManager {
     /// id); in ZooKeeper mode (`Snapshot::hosted_by_leader_and_isr`) a
     /// partition no longer hosted keeps its files, which only a
     /// StopReplica with delete removes ([`Self::delete_partitions`]).
-    pub async fn sync(&self, snapshot: &Snapshot, owns: impl Fn(&str, i32) -> bool) {
+    ///
+    /// Returns the partitions whose leadership changed or that closed: the
+    /// delayed operations waiting on them must look again (Kafka's
+    /// `makeLeader` completes delayed requests when the HW moves, e.g. an
+    /// ISR shrunk by the controller; a leader made follower answers its
+    /// parked produces NOT_LEADER_OR_FOLLOWER at once).
+    pub async fn sync(
+        &self,
+        snapshot: &Snapshot,
+        owns: impl Fn(&str, i32) -> bool,
+    ) -> Vec<TopicPartition> {
         let _turn = self.turn.acquire_permit(1).await;
         if self.closed.get() {
-            return;
+            return Vec::new();
         }
         if self
             .synced_version
             .get()
             .is_some_and(|v| v > snapshot.version)
         {
-            return;
+            return Vec::new();
         }
         self.synced_version.set(Some(snapshot.version));
         // Every shard sets the same bounds from the same config.
@@ -334,8 +347,10 @@ impl ReplicaManager {
             );
         }
         let now_ms = self.clock.wall_ms();
+        let mut changed = gone;
         for (p, next) in moved {
             p.apply_leadership(next, now_ms).await;
+            changed.push(p.tp.clone());
         }
         let opening: Vec<(TopicPartition, Wanted)> = wanted
             .into_iter()
@@ -343,6 +358,7 @@ impl ReplicaManager {
             .collect();
         self.open_partitions(opening).await;
         self.sync_fetchers(snapshot);
+        changed
     }
 
     /// Open `opening`, many at a time: a topic of a thousand partitions

@@ -166,11 +166,17 @@ impl DataShard {
     /// Open/close this shard's partitions for `snapshot`.
     pub async fn sync_partitions(&self, snapshot: &Snapshot) {
         let (me, n) = (self.shard, self.n_shards);
-        self.replicas
+        let changed = self
+            .replicas
             .sync(snapshot, |topic, p| {
                 super::placement::shard_of(topic, p, n) == me
             })
             .await;
+        // Parked produces and fetches on them look again (their new role,
+        // ISR, HW); the caller sends the notes to other shards' waiters.
+        for tp in changed {
+            self.on_local_advance(&tp, self.replicas.partition_snapshot(&tp));
+        }
     }
 
     /// Owner side: serve a data-path request from shard `from` (or this

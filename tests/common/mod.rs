@@ -84,10 +84,11 @@ impl Broker {
             .expect("spawn shardlog");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
+        let pid = child.id();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if std::env::var_os("SHARDLOG_TEST_ECHO").is_some() {
-                    eprintln!("[broker] {line}");
+                    eprintln!("[broker pid {pid}] {line}");
                 }
                 if tx.send(line).is_err() {
                     break;
@@ -716,15 +717,10 @@ impl Conn {
         records: Bytes,
         acks: i16,
     ) -> PartitionProduceResponse {
-        let req = ProduceRequest::default()
-            .with_acks(acks)
-            .with_timeout_ms(30_000)
-            .with_topic_data(vec![TopicProduceData::default()
-                .with_name(topic_name(topic))
-                .with_partition_data(vec![PartitionProduceData::default()
-                    .with_index(partition)
-                    .with_records(Some(records))])]);
-        let resp = self.call(PRODUCE_VERSION, &req);
+        let resp = self.call(
+            PRODUCE_VERSION,
+            &produce_request(topic, partition, records, acks),
+        );
         let [topic_resp] = &resp.responses[..] else {
             panic!("one topic expected in {resp:?}");
         };
@@ -943,6 +939,18 @@ pub fn unique_topic(prefix: &str) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
     format!("{prefix}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A Produce (v[`PRODUCE_VERSION`]) of `records` to one partition.
+pub fn produce_request(topic: &str, partition: i32, records: Bytes, acks: i16) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(topic_name(topic))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(records))])])
 }
 
 /// (key, value, timestamp_ms) of a record to encode.

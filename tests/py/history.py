@@ -184,6 +184,20 @@ def target_partition(opts, i, partitions):
     return i % partitions
 
 
+def debug_conf(opts):
+    """--debug=CONTEXTS: librdkafka's debug log, to --debug-file (a file, so
+    that a full stderr pipe never stalls the client)."""
+    if "debug" not in opts:
+        return {}
+    import logging
+    log = logging.getLogger("librdkafka")
+    log.setLevel(logging.DEBUG)
+    h = logging.FileHandler(opts.get("debug-file", "librdkafka.log"))
+    h.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    log.addHandler(h)
+    return {"debug": opts["debug"], "logger": log}
+
+
 def produce_confluent(bootstrap, topic, partitions, out, opts):
     from confluent_kafka import Producer
 
@@ -211,6 +225,7 @@ def produce_confluent(bootstrap, topic, partitions, out, opts):
         "reconnect.backoff.max.ms": 500,
         "socket.connection.setup.timeout.ms": 3000,
         **({"retries": int(opts["retries"])} if "retries" in opts else {}),
+        **debug_conf(opts),
     })
     name = opts.get("producer", "p")
     state = {"acked": 0, "failed": 0, "errors": {}, "client_errors": {}, "fatal": None}

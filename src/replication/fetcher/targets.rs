@@ -51,7 +51,12 @@ pub fn settings_of(server: &ServerConfig) -> FetchSettings {
 pub fn targets_of(snapshot: &Snapshot, me: BrokerId, parts: &[Rc<Partition>]) -> Vec<FollowTarget> {
     let mut out = Vec::new();
     for p in parts {
-        if p.role() == PartitionRole::Leader {
+        // An offline partition (its log dir failed) is not fetched for
+        // whatever the metadata says: Kafka's `handleLogDirFailure` removes
+        // its fetcher and `becomeLeaderOrFollower` starts none. Fetching
+        // would show the leader a replica that looks caught up, and it
+        // would take it back into the ISR.
+        if matches!(p.role(), PartitionRole::Leader | PartitionRole::Offline) {
             continue;
         }
         let Some(state) = snapshot

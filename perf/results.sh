@@ -675,6 +675,32 @@ vs_hot() {
   vs_rdk_consume "$n" "$pre-rc" vs-hot hrc
 }
 
+# vs_echo: the consume ceiling of the rdkafka_performance row from memory:
+# perf/fetch_echo.py on the broker's cores answers every Fetch at once from
+# one prebuilt ~1 MB batch per partition (HOT_MSGS records of SIZE bytes),
+# no log behind it. What the same client reads from it, with the same cores,
+# bounds what any broker's row can show: R[vs_echo_hrc_mb], its cores busy.
+vs_echo() {
+  local pre="$TMP/vs-echo" port
+  port="$(free_port)"
+  record_cmd taskset -c "$BROKER_CPUS" python3 "$REPO/perf/fetch_echo.py" "$port" vs-echo "$PARTITIONS" \
+    "$((HOT_MSGS / PARTITIONS))" "$SIZE"
+  taskset -c "$BROKER_CPUS" python3 "$REPO/perf/fetch_echo.py" "$port" vs-echo "$PARTITIONS" \
+    "$((HOT_MSGS / PARTITIONS))" "$SIZE" >"$pre.echo.log" 2>&1 &
+  BROKER_PID=$!
+  for _ in $(seq 1 300); do
+    grep -q listening "$pre.echo.log" 2>/dev/null && break
+    sleep 0.1
+  done
+  if grep -q listening "$pre.echo.log"; then
+    BROKER_ADDR="127.0.0.1:$port"
+    log "consume ceiling: rdkafka_performance -C from perf/fetch_echo.py"
+    vs_rdk_consume echo "$pre-rc" vs-echo hrc
+  else set_fail vs_echo_hrc_mb "fetch_echo did not start: $(tail_of "$pre.echo.log" 3)"; fi
+  kill "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null
+  BROKER_PID="" BROKER_ADDR=""
+}
+
 # vs_latency NAME: on a fresh broker (no retention deleting the gigabytes
 # the throughput runs wrote, as P3 runs on a broker of its own), p99 at half
 # of Kafka's flat-out rate (measured on Kafka first), with P3's settings:
@@ -743,6 +769,7 @@ step_kafka() {
       vs_hot shardlog
       stop_broker
     else set_fail vs_shardlog_hc_mb "$BROKER_ERR"; NOTE[vs_shardlog_hrc_mb]="${NOTE[vs_shardlog_hc_mb]}"; fi
+    vs_echo
     if start_broker versus-latency; then
       vs_latency shardlog
       stop_broker
@@ -757,6 +784,9 @@ step_kafka() {
     ppt_cpugb c_cpugb rc_cpugb hc_cpugb hrc_cpugb; do
     ratio "vs_ratio_$k" "$(first "vs_shardlog_$k")" "$(first "vs_kafka_$k")"
   done
+  ratio vs_echo_shardlog "$(first vs_shardlog_hrc_mb)" "$(first vs_echo_hrc_mb)"
+  ratio vs_echo_kafka "$(first vs_kafka_hrc_mb)" "$(first vs_echo_hrc_mb)"
+  ratio vs_echo_room "$(first vs_echo_hrc_mb)" "$(first vs_kafka_hrc_mb)"
   # Bytes per broker CPU-second, shardlog ÷ Kafka: the inverse of the
   # CPU-per-GB ratio (what each broker would move with a core to spare).
   for k in a1 aall rdk ppt c rc hc hrc; do
@@ -938,6 +968,16 @@ client off its back.
 | consume, rdkafka_performance -C | $(busy_cell vs_shardlog_rc) | $(busy_cell vs_kafka_rc) | $(cell vs_eff_rc) |
 | consume from memory, loadgen --consume-only | $(busy_cell vs_shardlog_hc) | $(busy_cell vs_kafka_hc) | $(cell vs_eff_hc) |
 | consume from memory, rdkafka_performance -C | $(busy_cell vs_shardlog_hrc) | $(busy_cell vs_kafka_hrc) | $(cell vs_eff_hrc) |
+
+The consume ceiling of that client here: rdkafka_performance -C, same flags
+and cores, reading the same number of records from perf/fetch_echo.py, a
+broker that answers every Fetch at once from one prebuilt batch per
+partition (no log, no copy in user space). No broker's row can pass it; the
+last column is the most shardlog ÷ Kafka this client and host allow.
+
+| run | MB/s | client / broker cores busy | shardlog ÷ ceiling | Kafka ÷ ceiling | ceiling ÷ Kafka |
+|---|---|---|---|---|---|
+| consume from memory, rdkafka_performance -C, from fetch_echo | $(cell vs_echo_hrc_mb MB/s) | $(busy_cell vs_echo_hrc) | $(cell vs_echo_shardlog) | $(cell vs_echo_kafka) | $(cell vs_echo_room) |
 EOF
 fi
 cat <<EOF

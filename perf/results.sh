@@ -770,6 +770,10 @@ step_kafka() {
       stop_broker
     else set_fail vs_shardlog_hc_mb "$BROKER_ERR"; NOTE[vs_shardlog_hrc_mb]="${NOTE[vs_shardlog_hc_mb]}"; fi
     vs_echo
+    # The disk's sequential read in the same run: shardlog's consume rows
+    # from the beginning read what fell out of its batch cache from disk
+    # (O_DIRECT writes leave nothing in the page cache).
+    [ -n "${R[fio_read_mb]:-}" ] || step_fio_read
     if start_broker versus-latency; then
       vs_latency shardlog
       stop_broker
@@ -787,6 +791,8 @@ step_kafka() {
   ratio vs_echo_shardlog "$(first vs_shardlog_hrc_mb)" "$(first vs_echo_hrc_mb)"
   ratio vs_echo_kafka "$(first vs_kafka_hrc_mb)" "$(first vs_echo_hrc_mb)"
   ratio vs_echo_room "$(first vs_echo_hrc_mb)" "$(first vs_kafka_hrc_mb)"
+  ratio vs_disk_c "$(first vs_shardlog_c_mb)" "${R[fio_read_mb]:-}"
+  ratio vs_disk_rc "$(first vs_shardlog_rc_mb)" "${R[fio_read_mb]:-}"
   # Bytes per broker CPU-second, shardlog ÷ Kafka: the inverse of the
   # CPU-per-GB ratio (what each broker would move with a core to spare).
   for k in a1 aall rdk ppt c rc hc hrc; do
@@ -978,6 +984,11 @@ last column is the most shardlog ÷ Kafka this client and host allow.
 | run | MB/s | client / broker cores busy | shardlog ÷ ceiling | Kafka ÷ ceiling | ceiling ÷ Kafka |
 |---|---|---|---|---|---|
 | consume from memory, rdkafka_performance -C, from fetch_echo | $(cell vs_echo_hrc_mb MB/s) | $(busy_cell vs_echo_hrc) | $(cell vs_echo_shardlog) | $(cell vs_echo_kafka) | $(cell vs_echo_room) |
+
+The disk in the same run, for the rows read from the beginning (shardlog
+reads what left its batch cache from disk; Kafka reads its page cache):
+fio O_DIRECT 1 MiB sequential read $(cell fio_read_mb MB/s); shardlog's
+consume from the beginning ÷ that: loadgen $(cell vs_disk_c), rdkafka_performance $(cell vs_disk_rc).
 EOF
 fi
 cat <<EOF

@@ -675,11 +675,11 @@ vs_hot() {
   vs_rdk_consume "$n" "$pre-rc" vs-hot hrc
 }
 
-# vs_echo: the consume ceiling of the rdkafka_performance row from memory:
+# vs_echo: the consume ceiling of the rows from memory (loadgen, rdkafka_performance):
 # perf/fetch_echo.py on the broker's cores answers every Fetch at once from
 # one prebuilt ~1 MB batch per partition (HOT_MSGS records of SIZE bytes),
 # no log behind it. What the same client reads from it, with the same cores,
-# bounds what any broker's row can show: R[vs_echo_hrc_mb], its cores busy.
+# bounds what any broker's row can show: R[vs_echo_hc_mb], R[vs_echo_hrc_mb].
 vs_echo() {
   local pre="$TMP/vs-echo" port
   port="$(free_port)"
@@ -694,6 +694,8 @@ vs_echo() {
   done
   if grep -q listening "$pre.echo.log"; then
     BROKER_ADDR="127.0.0.1:$port"
+    log "consume ceiling: loadgen --consume-only from perf/fetch_echo.py"
+    vs_lg_consume echo "$pre-c" vs-echo hc
     log "consume ceiling: rdkafka_performance -C from perf/fetch_echo.py"
     vs_rdk_consume echo "$pre-rc" vs-echo hrc
   else set_fail vs_echo_hrc_mb "fetch_echo did not start: $(tail_of "$pre.echo.log" 3)"; fi
@@ -788,9 +790,11 @@ step_kafka() {
     ppt_cpugb c_cpugb rc_cpugb hc_cpugb hrc_cpugb; do
     ratio "vs_ratio_$k" "$(first "vs_shardlog_$k")" "$(first "vs_kafka_$k")"
   done
-  ratio vs_echo_shardlog "$(first vs_shardlog_hrc_mb)" "$(first vs_echo_hrc_mb)"
-  ratio vs_echo_kafka "$(first vs_kafka_hrc_mb)" "$(first vs_echo_hrc_mb)"
-  ratio vs_echo_room "$(first vs_echo_hrc_mb)" "$(first vs_kafka_hrc_mb)"
+  for k in hc hrc; do
+    ratio "vs_echo_shardlog_$k" "$(first "vs_shardlog_${k}_mb")" "$(first "vs_echo_${k}_mb")"
+    ratio "vs_echo_kafka_$k" "$(first "vs_kafka_${k}_mb")" "$(first "vs_echo_${k}_mb")"
+    ratio "vs_echo_room_$k" "$(first "vs_echo_${k}_mb")" "$(first "vs_kafka_${k}_mb")"
+  done
   ratio vs_disk_c "$(first vs_shardlog_c_mb)" "${R[fio_read_mb]:-}"
   ratio vs_disk_rc "$(first vs_shardlog_rc_mb)" "${R[fio_read_mb]:-}"
   # Bytes per broker CPU-second, shardlog ÷ Kafka: the inverse of the
@@ -975,15 +979,17 @@ client off its back.
 | consume from memory, loadgen --consume-only | $(busy_cell vs_shardlog_hc) | $(busy_cell vs_kafka_hc) | $(cell vs_eff_hc) |
 | consume from memory, rdkafka_performance -C | $(busy_cell vs_shardlog_hrc) | $(busy_cell vs_kafka_hrc) | $(cell vs_eff_hrc) |
 
-The consume ceiling of that client here: rdkafka_performance -C, same flags
-and cores, reading the same number of records from perf/fetch_echo.py, a
+The consume ceiling of each client here: loadgen --consume-only and
+rdkafka_performance -C, same flags and cores, reading the same number of
+records from perf/fetch_echo.py, a
 broker that answers every Fetch at once from one prebuilt batch per
 partition (no log, no copy in user space). No broker's row can pass it; the
 last column is the most shardlog ÷ Kafka this client and host allow.
 
 | run | MB/s | client / broker cores busy | shardlog ÷ ceiling | Kafka ÷ ceiling | ceiling ÷ Kafka |
 |---|---|---|---|---|---|
-| consume from memory, rdkafka_performance -C, from fetch_echo | $(cell vs_echo_hrc_mb MB/s) | $(busy_cell vs_echo_hrc) | $(cell vs_echo_shardlog) | $(cell vs_echo_kafka) | $(cell vs_echo_room) |
+| consume from memory, loadgen --consume-only, from fetch_echo | $(cell vs_echo_hc_mb MB/s) | $(busy_cell vs_echo_hc) | $(cell vs_echo_shardlog_hc) | $(cell vs_echo_kafka_hc) | $(cell vs_echo_room_hc) |
+| consume from memory, rdkafka_performance -C, from fetch_echo | $(cell vs_echo_hrc_mb MB/s) | $(busy_cell vs_echo_hrc) | $(cell vs_echo_shardlog_hrc) | $(cell vs_echo_kafka_hrc) | $(cell vs_echo_room_hrc) |
 
 The disk in the same run, for the rows read from the beginning (shardlog
 reads what left its batch cache from disk; Kafka reads its page cache):

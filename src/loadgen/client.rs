@@ -525,7 +525,12 @@ impl SyncClient {
                 })
                 .collect(),
         );
-        req.allow_auto_topic_creation = auto_create;
+        // AllowAutoTopicCreation exists from Metadata v4; below it a broker
+        // creates absent topics as its `auto.create.topics.enable` says, and
+        // the field must keep its default to be encodable.
+        if version >= 4 {
+            req.allow_auto_topic_creation = auto_create;
+        }
         let resp = self.call(&req, version)?;
         let mut meta = ClusterMeta {
             controller_id: resp.controller_id.0,

@@ -482,10 +482,9 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
                 last_retention = now;
             }
             if let Some(data) = ctx.data() {
-                for tp in data.replicas.apply_offline_dirs() {
-                    data.on_local_advance(&tp, data.replicas.partition_snapshot(&tp));
+                if data.apply_offline_dirs() {
+                    crate::shard::router::maybe_send_notes(&ctx);
                 }
-                crate::shard::router::maybe_send_notes(&ctx);
                 data.replicas.housekeeping(now, retention).await;
                 if now - last_isr_check >= isr_check_every_ms {
                     last_isr_check = now;

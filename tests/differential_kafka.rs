@@ -24,7 +24,6 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     BrokerId, CreateTopicsRequest, DescribeConfigsRequest, FetchResponse, InitProducerIdRequest,
     ListOffsetsRequest, MetadataRequest, ProduceRequest, ProduceResponse, ProducerId,
@@ -263,17 +262,6 @@ fn batch(records: &[(i64, &[u8])], producer: (i64, i16), first_sequence: i32) ->
     buf.freeze()
 }
 
-fn produce_request(topic: &str, partition: i32, records: Bytes) -> ProduceRequest {
-    ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(30_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(topic_name(topic))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(partition)
-                .with_records(Some(records))])])
-}
-
 struct Pair {
     shardlog: Conn,
     kafka: Conn,
@@ -479,8 +467,18 @@ fn idempotent_produce(p: &mut Pair, d: &mut Diffs) {
     ] {
         let records: &[(i64, &[u8])] = &[(1000, b"s")];
         let (ra, rb) = (
-            produce_request("diff-idem", 0, batch(records, (pid_a, epoch_a), sequence)),
-            produce_request("diff-idem", 0, batch(records, (pid_b, epoch_b), sequence)),
+            common::produce_request(
+                "diff-idem",
+                0,
+                batch(records, (pid_a, epoch_a), sequence),
+                -1,
+            ),
+            common::produce_request(
+                "diff-idem",
+                0,
+                batch(records, (pid_b, epoch_b), sequence),
+                -1,
+            ),
         );
         let (mut a, mut b) = (
             p.shardlog.call(PRODUCE_VERSION, &ra),
@@ -541,7 +539,7 @@ fn shardlog_answers_as_kafka_3_9_does() {
         &mut p,
         &mut d,
         "produce",
-        &produce_request("diff", 0, good.clone()),
+        &common::produce_request("diff", 0, good.clone(), -1),
     );
     let mut corrupt = BytesMut::from(&good[..]);
     let last = corrupt.len() - 1;
@@ -550,20 +548,20 @@ fn shardlog_answers_as_kafka_3_9_does() {
         &mut p,
         &mut d,
         "produce_bad_crc",
-        &produce_request("diff", 0, corrupt.freeze()),
+        &common::produce_request("diff", 0, corrupt.freeze(), -1),
     );
     let big = vec![b'x'; 1_100_000];
     check_produce(
         &mut p,
         &mut d,
         "produce_oversize_batch",
-        &produce_request("diff", 0, batch(&[(1000, &big)], (-1, -1), -1)),
+        &common::produce_request("diff", 0, batch(&[(1000, &big)], (-1, -1), -1), -1),
     );
     check_produce(
         &mut p,
         &mut d,
         "produce_unknown_partition",
-        &produce_request("diff", 7, good.clone()),
+        &common::produce_request("diff", 7, good.clone(), -1),
     );
     idempotent_produce(&mut p, &mut d);
 

@@ -172,9 +172,23 @@ impl DataShard {
                 super::placement::shard_of(topic, p, n) == me
             })
             .await;
-        // Parked produces and fetches on them look again (their new role,
-        // ISR, HW); the caller sends the notes to other shards' waiters.
-        for tp in changed {
+        self.look_again(changed);
+    }
+
+    /// Take the partitions of newly failed log dirs offline
+    /// (`ReplicaManager::apply_offline_dirs`); true if any went, whose
+    /// parked operations then answer KAFKA_STORAGE_ERROR.
+    pub fn apply_offline_dirs(&self) -> bool {
+        let gone = self.replicas.apply_offline_dirs();
+        let any = !gone.is_empty();
+        self.look_again(gone);
+        any
+    }
+
+    /// Parked produces and fetches on `tps` look again (their new role,
+    /// ISR, HW); the caller sends the notes to other shards' waiters.
+    fn look_again(&self, tps: Vec<TopicPartition>) {
+        for tp in tps {
             self.on_local_advance(&tp, self.replicas.partition_snapshot(&tp));
         }
     }

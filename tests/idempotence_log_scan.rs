@@ -87,6 +87,8 @@ fn scan_returns_every_batch_header_from_an_offset_across_segments_and_the_buffer
                 producer_epoch: view.producer_epoch(),
                 base_sequence: view.base_sequence(),
                 is_control: false,
+                is_transactional: false,
+                marker: None,
             });
         }
         assert!(log.segment_count() > 3, "segments rolled");

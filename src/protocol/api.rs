@@ -48,11 +48,20 @@ impl ZkApi {
 /// dropped versions Kafka 3.9 still serves (KIP-896: OffsetForLeaderEpoch
 /// v0–v1, OffsetCommit v0–v1, OffsetFetch v0, AlterPartition v0–v1);
 /// their ranges and header versions are the 3.9 codec's.
+/// The transaction APIs too: Kafka 4's KIP-890 part 2 versions and its
+/// dropped WriteTxnMarkers v0 are not Kafka 3.9's.
 const SERVED_WITH_THE_39_CODEC: &[ApiKey] = &[
     ApiKey::OffsetForLeaderEpoch,
     ApiKey::AlterPartition,
     ApiKey::OffsetCommit,
     ApiKey::OffsetFetch,
+    ApiKey::WriteTxnMarkers,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::AddOffsetsToTxn,
+    ApiKey::EndTxn,
+    ApiKey::TxnOffsetCommit,
+    ApiKey::DescribeTransactions,
+    ApiKey::ListTransactions,
 ];
 
 /// The 3.9 codec's key for an API served with it.

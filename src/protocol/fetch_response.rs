@@ -25,6 +25,10 @@ pub struct FetchPartitionOut {
     /// KIP-320 (v12+, tagged field 0): the epoch and end offset a
     /// follower must truncate to; `None` when it did not diverge.
     pub diverging_epoch: Option<(i32, i64)>,
+    /// read_committed: `(producer_id, first_offset)` of the aborted
+    /// transactions in the range; `None` (null) for read_uncommitted, as
+    /// Kafka sends.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
 }
 
 impl FetchPartitionOut {
@@ -38,6 +42,7 @@ impl FetchPartitionOut {
             log_start_offset: -1,
             records: Vec::new(),
             diverging_epoch: None,
+            aborted_transactions: None,
         }
     }
 
@@ -104,8 +109,22 @@ pub fn encode_fetch_body(version: i16, top: FetchTop, topics: Vec<FetchTopicOut>
             if version >= 5 {
                 head.put_i64(p.log_start_offset);
             }
-            // No transactions yet: an empty aborted-transactions list.
-            put_array_len(&mut head, flexible, 0);
+            // AbortedTransactions (v4+): nullable array of
+            // [producer_id int64, first_offset int64 (+ tags when flexible)].
+            match &p.aborted_transactions {
+                None if flexible => put_unsigned_varint(&mut head, 0),
+                None => head.put_i32(-1),
+                Some(list) => {
+                    put_array_len(&mut head, flexible, list.len());
+                    for (producer_id, first_offset) in list {
+                        head.put_i64(*producer_id);
+                        head.put_i64(*first_offset);
+                        if flexible {
+                            put_unsigned_varint(&mut head, 0);
+                        }
+                    }
+                }
+            }
             if version >= 11 {
                 head.put_i32(-1); // preferred_read_replica (KIP-392): none
             }
@@ -188,6 +207,7 @@ mod tests {
                             OutPart::Bytes(Bytes::from_static(b"batch-two")),
                         ],
                         diverging_epoch: None,
+                        aborted_transactions: Some(Vec::new()),
                     },
                     FetchPartitionOut::error(3, 1),
                 ],
@@ -203,6 +223,7 @@ mod tests {
                     log_start_offset: 0,
                     records: vec![OutPart::Bytes(Bytes::from_static(b"xyz"))],
                     diverging_epoch: Some((3, 42)),
+                    aborted_transactions: Some(vec![(5, 90), (6, 95)]),
                 }],
             },
         ]
@@ -245,6 +266,15 @@ mod tests {
             assert_eq!(p1.records.as_deref().map(<[u8]>::len), Some(0));
             let p5 = &resp.responses[1].partitions[0];
             assert_eq!(p5.last_stable_offset, 98);
+            let aborted: Vec<(i64, i64)> = p5
+                .aborted_transactions
+                .iter()
+                .flatten()
+                .map(|a| (a.producer_id.0, a.first_offset))
+                .collect();
+            assert_eq!(aborted, vec![(5, 90), (6, 95)], "v{version}");
+            assert_eq!(p0.aborted_transactions.as_ref().map(Vec::len), Some(0));
+            assert!(p1.aborted_transactions.is_none(), "v{version}: null");
             assert_eq!(p5.records.as_deref(), Some(&b"xyz"[..]));
             if version >= 12 {
                 let d = &p5.diverging_epoch;
@@ -272,6 +302,7 @@ mod tests {
                     log_start_offset: 0,
                     records: vec![OutPart::Bytes(rec)],
                     diverging_epoch: None,
+                    aborted_transactions: None,
                 }],
             }],
         );

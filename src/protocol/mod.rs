@@ -9,6 +9,7 @@
 //! array walk in `schema`).
 
 pub mod api;
+pub mod control_record;
 pub mod decode;
 pub mod encode;
 pub mod error;

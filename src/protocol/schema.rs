@@ -233,6 +233,39 @@ pub fn decode_checked<T: Decodable>(
     Ok(message)
 }
 
+/// [`decode_checked`] with the Kafka 3.9 codec (`kafka-protocol` 0.15.1),
+/// for APIs whose 3.9 versions the newer crate dropped.
+pub fn decode_checked_39<T: kafka_protocol_39::protocol::Decodable>(
+    mut body: Bytes,
+    schema: &[Field],
+    version: i16,
+    flexible: bool,
+) -> Result<T, DecodeError> {
+    let walked = check_arrays(&body, schema, version, flexible)?;
+    let len = body.len();
+    let message =
+        T::decode(&mut body, version).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    let consumed = len - body.len();
+    if consumed != walked {
+        return Err(DecodeError::Malformed(format!(
+            "the body's shape ends at byte {walked}, its decode at {consumed}"
+        )));
+    }
+    Ok(message)
+}
+
+/// Encode a response with the Kafka 3.9 codec.
+pub fn encode_39<T: kafka_protocol_39::protocol::Encodable>(
+    message: &T,
+    version: i16,
+) -> Result<Bytes, String> {
+    let mut buf = bytes::BytesMut::new();
+    message
+        .encode(&mut buf, version)
+        .map_err(|e| e.to_string())?;
+    Ok(buf.freeze())
+}
+
 /// An API's wire shape for the checked decode (array check, then decode):
 /// the topic admin APIs, and Produce, Fetch and ListOffsets, whose nested
 /// arrays the crate would otherwise pre-size from the wire. Each handler

@@ -55,8 +55,13 @@ use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 mod delete_records;
 mod durable;
 mod follower;
+mod load;
+mod txn;
 pub use delete_records::DeletedOnLeader;
 pub use follower::{FollowerAppend, FollowerLogState};
+use load::load_producer_state;
+pub use load::ProducerStateLoad;
+pub use txn::MarkerSpec;
 mod leader;
 pub use leader::{FollowerFetch, FollowerFetchEffects};
 
@@ -91,6 +96,8 @@ pub struct Partition {
     append_order: Rc<FifoGate>,
     replica: RefCell<LeaderReplicaState>,
     producers: RefCell<ProducerStateManager>,
+    /// The aborted transactions of the log (`<base>.txnindex` files).
+    txn_index: RefCell<crate::storage::txn_index::TxnIndex>,
     /// `shardlog.flush.every.append`: acknowledge an append only once an
     /// fdatasync covers it, with group commit (see [`Partition::sync_through`]).
     durable: bool,
@@ -217,6 +224,9 @@ pub struct ReadAnswer {
     pub snapshot: Option<PartitionSnapshot>,
     /// A follower fetch whose last fetched epoch diverged (KIP-320).
     pub diverging_epoch: Option<EpochEndOffset>,
+    /// read_committed: `(producer_id, first_offset)` of the aborted
+    /// transactions the records may hold; `None` otherwise.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
 }
 
 impl ReadAnswer {
@@ -230,6 +240,7 @@ impl ReadAnswer {
             bytes: 0,
             snapshot: None,
             diverging_epoch: None,
+            aborted_transactions: None,
         }
     }
 }
@@ -286,7 +297,9 @@ impl Partition {
                 log.set_high_watermark(hw);
             }
         }
-        let (producers, load) = load_producer_state(&log)?;
+        let mut txn_index =
+            crate::storage::txn_index::TxnIndex::load(log.dir(), &log.segment_base_offsets())?;
+        let (producers, load) = load_producer_state(&log, &mut txn_index)?;
         tracing::debug!(tp = %spec.tp, ?load, producers = producers.len(), "producer state loaded");
         Ok(Partition {
             tp: spec.tp,
@@ -303,6 +316,7 @@ impl Partition {
             append_order: Rc::new(FifoGate::default()),
             replica: RefCell::new(replica),
             producers: RefCell::new(producers),
+            txn_index: RefCell::new(txn_index),
             durable: spec.durable,
             durable_sync: DurableSync {
                 synced_end: Cell::new(leo),
@@ -450,8 +464,7 @@ impl Partition {
             log_start_offset: ends.log_start_offset,
             log_end_offset: leo,
             high_watermark: hw,
-            // No transactions yet: the LSO is the HW.
-            last_stable_offset: hw,
+            last_stable_offset: self.last_stable(hw),
             isr_size: self.replica.borrow().isr().len() as u32,
             min_insync_replicas: self.config.min_insync_replicas.max(1) as u32,
         }
@@ -578,11 +591,18 @@ impl Partition {
         let view =
             record_batch::RecordBatch::new_unchecked_crc(&records.bytes()[summary.range.clone()])
                 .map_err(|e| ErrorCode(e.kafka_error_code()))?;
+        // Kafka's `LogValidator.validateBatch` for client appends: no
+        // control batches ("Clients are not allowed to write control
+        // records"), and a transactional batch needs a producer id.
+        if view.is_control() || (view.is_transactional() && view.producer_id() < 0) {
+            return Err(ErrorCode::INVALID_RECORD);
+        }
         let batch = ProducerBatch {
             producer_id: view.producer_id(),
             epoch: view.producer_epoch(),
             first_seq: view.base_sequence(),
             last_seq: view.base_sequence().wrapping_add(view.last_offset_delta()),
+            is_transactional: view.is_transactional(),
         };
         Ok((records, batch, summary.max_timestamp))
     }
@@ -663,6 +683,7 @@ impl Partition {
         }
         let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
         let active_before = log.active_segment_base_offset();
+        let position = log.ends().log_end_position;
         let info = match log
             .append_validated(records, self.leader_epoch.get().0, now_ms, log_append_time)
             .await
@@ -691,11 +712,25 @@ impl Partition {
             last_offset: info.last_offset,
             max_timestamp,
         };
-        self.producers.borrow_mut().on_append(&batch, meta, now_ms);
+        self.producers
+            .borrow_mut()
+            .on_append(&batch, meta, now_ms, Some(position));
+        drop(ticket);
+        self.finish_leader_append(log, info, now_ms).await
+    }
+
+    /// After a leader append: with `shardlog.flush.every.append` the HW
+    /// (and the acknowledgement) waits for the fdatasync, else the HW
+    /// rule runs now.
+    async fn finish_leader_append(
+        &self,
+        mut log: glommio::sync::RwLockWriteGuard<'_, PartitionLog>,
+        info: crate::storage::partition_log::AppendInfo,
+        now_ms: i64,
+    ) -> ProduceResult {
         if self.durable {
             // Durable: the HW (and the acknowledgement) waits for the sync.
             drop(log);
-            drop(ticket);
             if let Err(code) = self.sync_through(info.last_offset + 1, now_ms).await {
                 return ProduceResult::error(code);
             }
@@ -734,19 +769,27 @@ impl Partition {
             return ReadAnswer::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
         };
         let ends = log.ends();
+        let lso = self.last_stable_offset(ends.high_watermark);
         let upper = match isolation {
-            // No transactions yet: the LSO is the HW.
-            FetchIsolation::HighWatermark | FetchIsolation::TxnCommitted => ends.high_watermark,
+            FetchIsolation::HighWatermark => ends.high_watermark,
+            FetchIsolation::TxnCommitted => lso,
             FetchIsolation::LogEnd => ends.log_end_offset,
         };
         let (error_code, records, bytes) = match log.read(offset, max_bytes, upper, min_one_batch) {
             Ok(r) => (ErrorCode::NONE, r.regions, r.bytes),
             Err(e) => (ErrorCode(e.kafka_error_code()), Vec::new(), 0),
         };
+        // read_committed: the aborted transactions the records may hold
+        // (the client drops their records; Kafka's `FetchResponse`
+        // `aborted_transactions`, null for read_uncommitted).
+        let aborted_transactions = (isolation == FetchIsolation::TxnCommitted
+            && error_code == ErrorCode::NONE)
+            .then(|| self.aborted_in(offset, upper));
         ReadAnswer {
             error_code,
             high_watermark: ends.high_watermark,
-            last_stable_offset: ends.high_watermark,
+            last_stable_offset: lso,
+            aborted_transactions,
             log_start_offset: ends.log_start_offset,
             records,
             bytes,
@@ -769,7 +812,8 @@ impl Partition {
         // last fetchable offset (HW, or LEO for replicas) are "not found".
         let fetchable = match isolation {
             FetchIsolation::LogEnd => ends.log_end_offset,
-            _ => ends.high_watermark,
+            FetchIsolation::HighWatermark => ends.high_watermark,
+            FetchIsolation::TxnCommitted => self.last_stable_offset(ends.high_watermark),
         };
         let found = |offset: i64, ts: i64| OffsetAnswer {
             error_code: ErrorCode::NONE,
@@ -790,48 +834,4 @@ impl Partition {
             Err(code) => OffsetAnswer::error(code),
         }
     }
-}
-
-/// How a partition's producer state was rebuilt at open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProducerStateLoad {
-    /// The snapshot loaded, if any.
-    pub snapshot_offset: Option<i64>,
-    /// Batches replayed from the log after it.
-    pub batches_replayed: u64,
-}
-
-/// Rebuild producer state for an opened log: the newest snapshot at or
-/// below the log end offset that decodes (stray ones past it are deleted,
-/// damaged ones skipped), then every batch header from its offset on.
-fn load_producer_state(
-    log: &PartitionLog,
-) -> Result<(ProducerStateManager, ProducerStateLoad), StorageError> {
-    let leo = log.log_end_offset();
-    let loaded =
-        producer_snapshot::load_newest(log.dir(), leo, ProducerStateManager::decode_snapshot)?;
-    let snapshot_offset = loaded.as_ref().map(|(o, _)| *o);
-    let (from, mut state) = loaded.unwrap_or((log.log_start_offset(), ProducerStateManager::new()));
-    let batches_replayed = if from < leo {
-        log.scan_batches_from(from, |h| {
-            state.on_replay(&LoggedBatch {
-                base_offset: h.base_offset,
-                last_offset_delta: h.last_offset_delta,
-                max_timestamp: h.max_timestamp,
-                producer_id: h.producer_id,
-                producer_epoch: h.producer_epoch,
-                base_sequence: h.base_sequence,
-                is_control: h.is_control,
-            })
-        })?
-    } else {
-        0
-    };
-    Ok((
-        state,
-        ProducerStateLoad {
-            snapshot_offset,
-            batches_replayed,
-        },
-    ))
 }

@@ -46,6 +46,30 @@ pub struct LoggedBatch {
     pub producer_epoch: ProducerEpoch,
     pub base_sequence: i32,
     pub is_control: bool,
+    /// Attribute bit 4: the batch belongs to a transaction.
+    pub is_transactional: bool,
+    /// A control batch's end-transaction marker (`None` for data batches,
+    /// and for a control batch emptied by the cleaner).
+    pub marker: Option<TxnMarker>,
+}
+
+/// An end-transaction marker (Kafka's `EndTransactionMarker`): the one
+/// record of a control batch, COMMIT or ABORT, with the epoch of the
+/// coordinator that wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnMarker {
+    pub commit: bool,
+    pub coordinator_epoch: i32,
+}
+
+/// A transaction ended by a marker (Kafka's `CompletedTxn`): its data
+/// lies in `[first_offset, last_offset)`, the marker at `last_offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    pub producer_id: ProducerId,
+    pub first_offset: Offset,
+    pub last_offset: Offset,
+    pub is_aborted: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,9 +86,24 @@ pub struct ProducerEntry {
     pub epoch: ProducerEpoch,
     pub batches: VecDeque<BatchMetadata>,
     pub last_timestamp_ms: i64,
+    /// The epoch of the transaction coordinator whose marker came last
+    /// (-1 before any); older coordinators' markers are fenced.
+    pub coordinator_epoch: i32,
+    /// The first offset of the producer's open transaction here.
+    pub current_txn_first_offset: Option<Offset>,
 }
 
 impl ProducerEntry {
+    fn new(epoch: ProducerEpoch, now_ms: i64) -> Self {
+        Self {
+            epoch,
+            batches: VecDeque::new(),
+            last_timestamp_ms: now_ms,
+            coordinator_epoch: -1,
+            current_txn_first_offset: None,
+        }
+    }
+
     fn last_seq(&self) -> Option<i32> {
         self.batches.back().map(|b| b.last_seq)
     }
@@ -77,6 +116,12 @@ pub enum ProducerError {
     OutOfOrderSequence,
     /// INVALID_PRODUCER_EPOCH (47).
     InvalidProducerEpoch,
+    /// INVALID_TXN_STATE (48): a non-transactional batch while the
+    /// producer's transaction is open here.
+    InvalidTxnState,
+    /// TRANSACTION_COORDINATOR_FENCED (52): a marker from an older
+    /// coordinator than the last one seen.
+    CoordinatorFenced,
 }
 
 impl ProducerError {
@@ -84,6 +129,8 @@ impl ProducerError {
         match self {
             ProducerError::OutOfOrderSequence => 45,
             ProducerError::InvalidProducerEpoch => 47,
+            ProducerError::InvalidTxnState => 48,
+            ProducerError::CoordinatorFenced => 52,
         }
     }
 }
@@ -96,6 +143,7 @@ pub struct ProducerBatch {
     pub first_seq: i32,
     /// `first_seq + last_offset_delta`, wrapping past i32::MAX.
     pub last_seq: i32,
+    pub is_transactional: bool,
 }
 
 /// Result of checking a batch against the state.
@@ -114,6 +162,12 @@ fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProducerStateManager {
     producers: BTreeMap<ProducerId, ProducerEntry>,
+    /// Open transactions by first offset (Kafka's `ongoingTxns`), with
+    /// the logical byte position of that first batch when known.
+    ongoing: BTreeMap<Offset, (ProducerId, Option<i64>)>,
+    /// Ended transactions whose marker the HW has not passed yet (Kafka's
+    /// `unreplicatedTxns`): first offset → (marker offset, position).
+    unreplicated: BTreeMap<Offset, (Offset, Option<i64>)>,
 }
 
 impl ProducerStateManager {
@@ -163,33 +217,53 @@ impl ProducerStateManager {
             return Err(ProducerError::InvalidProducerEpoch);
         }
         if batch.epoch > entry.epoch {
-            return if batch.first_seq == 0 {
-                Ok(SeqCheck::Append)
-            } else {
-                Err(ProducerError::OutOfOrderSequence)
-            };
-        }
-        match entry.last_seq() {
-            Some(last) if !in_sequence(last, batch.first_seq) => {
-                Err(ProducerError::OutOfOrderSequence)
+            if batch.first_seq != 0 {
+                return Err(ProducerError::OutOfOrderSequence);
             }
-            _ => Ok(SeqCheck::Append),
+            Self::check_txn(entry, batch)?;
+            return Ok(SeqCheck::Append);
         }
+        if let Some(last) = entry.last_seq() {
+            if !in_sequence(last, batch.first_seq) {
+                return Err(ProducerError::OutOfOrderSequence);
+            }
+        }
+        Self::check_txn(entry, batch)?;
+        Ok(SeqCheck::Append)
     }
 
-    /// Records an appended batch (also used to replay the log on recovery).
-    pub fn on_append(&mut self, batch: &ProducerBatch, meta: BatchMetadata, now_ms: i64) {
+    /// Kafka's `ProducerAppendInfo.appendDataBatch`: while the producer's
+    /// transaction is open here, a non-transactional batch is refused.
+    fn check_txn(entry: &ProducerEntry, batch: &ProducerBatch) -> Result<(), ProducerError> {
+        if entry.current_txn_first_offset.is_some() && !batch.is_transactional {
+            return Err(ProducerError::InvalidTxnState);
+        }
+        Ok(())
+    }
+
+    /// Records an appended batch (also used to replay the log on
+    /// recovery). A transactional batch of a producer with no open
+    /// transaction here opens one at its first offset, whose logical
+    /// byte position is `position` when known.
+    pub fn on_append(
+        &mut self,
+        batch: &ProducerBatch,
+        meta: BatchMetadata,
+        now_ms: i64,
+        position: Option<i64>,
+    ) {
         if batch.producer_id < 0 {
             return;
         }
         let entry = self
             .producers
             .entry(batch.producer_id)
-            .or_insert_with(|| ProducerEntry {
-                epoch: batch.epoch,
-                batches: VecDeque::new(),
-                last_timestamp_ms: now_ms,
-            });
+            .or_insert_with(|| ProducerEntry::new(batch.epoch, now_ms));
+        if batch.is_transactional && entry.current_txn_first_offset.is_none() {
+            entry.current_txn_first_offset = Some(meta.first_offset);
+            self.ongoing
+                .insert(meta.first_offset, (batch.producer_id, position));
+        }
         if batch.epoch != entry.epoch {
             entry.epoch = batch.epoch;
             entry.batches.clear();
@@ -208,16 +282,31 @@ impl ProducerStateManager {
     /// the truth, as in Kafka's recovery (`loadProducersFromRecords`). The
     /// batch's max timestamp stands in for its append time, which is what
     /// Kafka records as the producer's last timestamp.
-    pub fn on_replay(&mut self, logged: &LoggedBatch) {
-        // Control batches (transaction markers) carry no sequence.
-        if logged.is_control || logged.producer_id < 0 || logged.last_offset_delta < 0 {
-            return;
+    ///
+    /// Returns the transaction a replayed marker ended, so the caller can
+    /// index it when aborted.
+    pub fn on_replay(&mut self, logged: &LoggedBatch) -> Option<CompletedTxn> {
+        if logged.is_control {
+            // Markers carry no sequence; an emptied control batch is
+            // nothing (Kafka: the cleaner removed the whole transaction).
+            let marker = logged.marker?;
+            return self.on_marker(
+                logged.producer_id,
+                logged.producer_epoch,
+                marker,
+                logged.base_offset,
+                logged.max_timestamp,
+            );
+        }
+        if logged.producer_id < 0 || logged.last_offset_delta < 0 {
+            return None;
         }
         let batch = ProducerBatch {
             producer_id: logged.producer_id,
             epoch: logged.producer_epoch,
             first_seq: logged.base_sequence,
             last_seq: logged.base_sequence.wrapping_add(logged.last_offset_delta),
+            is_transactional: logged.is_transactional,
         };
         let meta = BatchMetadata {
             first_seq: batch.first_seq,
@@ -228,14 +317,19 @@ impl ProducerStateManager {
                 .saturating_add(i64::from(logged.last_offset_delta)),
             max_timestamp: logged.max_timestamp,
         };
-        self.on_append(&batch, meta, logged.max_timestamp);
+        self.on_append(&batch, meta, logged.max_timestamp, None);
+        None
     }
 
     /// Drops producers idle longer than `producer.id.expiration.ms`.
     pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
-        self.producers
-            .retain(|_, e| now_ms.saturating_sub(e.last_timestamp_ms) < expiration_ms);
+        // Kafka's `isProducerExpired`: never a producer with an open
+        // transaction (its data must stay below the LSO until its marker).
+        self.producers.retain(|_, e| {
+            e.current_txn_first_offset.is_some()
+                || now_ms.saturating_sub(e.last_timestamp_ms) < expiration_ms
+        });
         before - self.producers.len()
     }
 
@@ -243,8 +337,14 @@ impl ProducerStateManager {
     pub fn truncate_to(&mut self, offset: Offset) {
         for e in self.producers.values_mut() {
             e.batches.retain(|b| b.last_offset < offset);
+            if e.current_txn_first_offset.is_some_and(|f| f >= offset) {
+                e.current_txn_first_offset = None;
+            }
         }
-        self.producers.retain(|_, e| !e.batches.is_empty());
+        self.producers
+            .retain(|_, e| !e.batches.is_empty() || e.current_txn_first_offset.is_some());
+        self.ongoing.retain(|first, _| *first < offset);
+        self.unreplicated.retain(|first, _| *first < offset);
     }
 
     pub fn check_invariants(&self) {
@@ -262,10 +362,20 @@ impl ProducerStateManager {
     /// offset_delta i32, timestamp i64, coordinator_epoch i32,
     /// txn_first_offset i64`. Like Kafka, only the last batch is kept.
     pub fn encode_snapshot(&self) -> Vec<u8> {
+        // A producer whose batches a marker's new epoch cleared is kept
+        // too (its epoch fences older ones), as Kafka writes it: last
+        // sequence and last offset -1, delta 0.
+        let none = BatchMetadata {
+            first_seq: -1,
+            last_seq: -1,
+            first_offset: -1,
+            last_offset: -1,
+            max_timestamp: -1,
+        };
         let entries: Vec<(&ProducerId, &ProducerEntry, &BatchMetadata)> = self
             .producers
             .iter()
-            .filter_map(|(id, e)| e.batches.back().map(|last| (id, e, last)))
+            .map(|(id, e)| (id, e, e.batches.back().unwrap_or(&none)))
             .collect();
         let mut body = Vec::with_capacity(4 + entries.len() * SNAPSHOT_ENTRY_LEN);
         body.extend_from_slice(&(entries.len() as i32).to_be_bytes());
@@ -277,8 +387,9 @@ impl ProducerStateManager {
             let delta = (last.last_offset - last.first_offset) as i32;
             body.extend_from_slice(&delta.to_be_bytes());
             body.extend_from_slice(&e.last_timestamp_ms.to_be_bytes());
-            body.extend_from_slice(&(-1i32).to_be_bytes());
-            body.extend_from_slice(&(-1i64).to_be_bytes());
+            body.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
+            let txn_first = e.current_txn_first_offset.unwrap_or(-1);
+            body.extend_from_slice(&txn_first.to_be_bytes());
         }
         let mut out = Vec::with_capacity(6 + body.len());
         out.extend_from_slice(&1i16.to_be_bytes());
@@ -304,6 +415,7 @@ impl ProducerStateManager {
             return None;
         }
         let mut producers = BTreeMap::new();
+        let mut ongoing = BTreeMap::new();
         for i in 0..count as usize {
             let e = &body[4 + i * ENTRY..4 + (i + 1) * ENTRY];
             let id = i64::from_be_bytes(e[0..8].try_into().ok()?);
@@ -312,340 +424,51 @@ impl ProducerStateManager {
             let last_offset = i64::from_be_bytes(e[14..22].try_into().ok()?);
             let delta = i32::from_be_bytes(e[22..26].try_into().ok()?);
             let ts = i64::from_be_bytes(e[26..34].try_into().ok()?);
+            let coordinator_epoch = i32::from_be_bytes(e[34..38].try_into().ok()?);
+            let txn_first = i64::from_be_bytes(e[38..46].try_into().ok()?);
             // Our own file, but a damaged one must not break an invariant.
-            if delta < 0 || last_offset < 0 {
+            if delta < 0 || (last_offset < 0 && (last_offset != -1 || delta != 0)) {
                 return None;
             }
-            let meta = BatchMetadata {
-                first_seq: last_seq.wrapping_sub(delta),
-                last_seq,
-                first_offset: last_offset.checked_sub(i64::from(delta))?,
-                last_offset,
-                max_timestamp: ts,
+            let batches = if last_offset < 0 {
+                VecDeque::new()
+            } else {
+                VecDeque::from([BatchMetadata {
+                    first_seq: last_seq.wrapping_sub(delta),
+                    last_seq,
+                    first_offset: last_offset.checked_sub(i64::from(delta))?,
+                    last_offset,
+                    max_timestamp: ts,
+                }])
             };
+            let current_txn_first_offset = (txn_first >= 0).then_some(txn_first);
+            if let Some(first) = current_txn_first_offset {
+                ongoing.insert(first, (id, None));
+            }
             producers.insert(
                 id,
                 ProducerEntry {
                     epoch,
-                    batches: VecDeque::from([meta]),
+                    batches,
                     last_timestamp_ms: ts,
+                    coordinator_epoch,
+                    current_txn_first_offset,
                 },
             );
         }
-        let state = Self { producers };
+        let state = Self {
+            producers,
+            ongoing,
+            unreplicated: BTreeMap::new(),
+        };
         state.check_invariants();
         Some(state)
     }
 }
 
+mod txn;
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn b(pid: i64, epoch: i16, first: i32, count: i32) -> ProducerBatch {
-        ProducerBatch {
-            producer_id: pid,
-            epoch,
-            first_seq: first,
-            last_seq: first.wrapping_add(count - 1),
-        }
-    }
-
-    fn meta(batch: &ProducerBatch, first_offset: i64) -> BatchMetadata {
-        BatchMetadata {
-            first_seq: batch.first_seq,
-            last_seq: batch.last_seq,
-            first_offset,
-            last_offset: first_offset + batch.last_seq.wrapping_sub(batch.first_seq) as i64,
-            max_timestamp: 1_000,
-        }
-    }
-
-    /// State: producer 7 at epoch 2 has appended seq 0..=9 (offsets 100..=109)
-    /// and 10..=14 (offsets 110..=114).
-    fn state() -> ProducerStateManager {
-        let mut s = ProducerStateManager::new();
-        let b1 = b(7, 2, 0, 10);
-        s.on_append(&b1, meta(&b1, 100), 1_000);
-        let b2 = b(7, 2, 10, 5);
-        s.on_append(&b2, meta(&b2, 110), 1_000);
-        s
-    }
-
-    #[test]
-    fn sequence_and_epoch_rules_follow_kafka() {
-        let dup1 = meta(&b(7, 2, 0, 10), 100);
-        let dup2 = meta(&b(7, 2, 10, 5), 110);
-        // (case, batch, expected) — each row cites the Kafka behaviour.
-        let table: Vec<(&str, ProducerBatch, Result<SeqCheck, ProducerError>)> = vec![
-            (
-                "non-idempotent batches (pid -1) skip all checks",
-                b(-1, -1, -1, 3),
-                Ok(SeqCheck::Append),
-            ),
-            (
-                "next in sequence appends (ProducerAppendInfo.checkSequence)",
-                b(7, 2, 15, 3),
-                Ok(SeqCheck::Append),
-            ),
-            (
-                "retry of the last batch is a duplicate (findDuplicateBatch)",
-                b(7, 2, 10, 5),
-                Ok(SeqCheck::Duplicate(dup2)),
-            ),
-            (
-                "retry of an older cached batch is a duplicate too",
-                b(7, 2, 0, 10),
-                Ok(SeqCheck::Duplicate(dup1)),
-            ),
-            (
-                "gap in sequence is OUT_OF_ORDER_SEQUENCE_NUMBER",
-                b(7, 2, 16, 1),
-                Err(ProducerError::OutOfOrderSequence),
-            ),
-            (
-                "overlap that is not an exact retry is out of order",
-                b(7, 2, 12, 5),
-                Err(ProducerError::OutOfOrderSequence),
-            ),
-            (
-                "older epoch is INVALID_PRODUCER_EPOCH (KIP-588)",
-                b(7, 1, 15, 1),
-                Err(ProducerError::InvalidProducerEpoch),
-            ),
-            (
-                "new epoch starting at 0 appends (epoch bump)",
-                b(7, 3, 0, 1),
-                Ok(SeqCheck::Append),
-            ),
-            (
-                "new epoch not starting at 0 is out of order",
-                b(7, 3, 5, 1),
-                Err(ProducerError::OutOfOrderSequence),
-            ),
-            (
-                "unknown producer with any sequence appends (KIP-360)",
-                b(8, 0, 42, 1),
-                Ok(SeqCheck::Append),
-            ),
-        ];
-        let s = state();
-        for (case, batch, want) in table {
-            assert_eq!(s.check(&batch), want, "{case}");
-        }
-    }
-
-    #[test]
-    fn sequence_wraps_from_max_to_zero() {
-        let mut s = ProducerStateManager::new();
-        let last = ProducerBatch {
-            producer_id: 1,
-            epoch: 0,
-            first_seq: i32::MAX - 1,
-            last_seq: i32::MAX,
-        };
-        s.on_append(&last, meta(&last, 0), 0);
-        assert_eq!(s.check(&b(1, 0, 0, 1)), Ok(SeqCheck::Append));
-    }
-
-    #[test]
-    fn only_the_last_five_batches_are_remembered() {
-        let mut s = ProducerStateManager::new();
-        for i in 0..7 {
-            let x = b(1, 0, i, 1);
-            s.on_append(&x, meta(&x, i as i64), 0);
-        }
-        assert_eq!(s.entry(1).map(|e| e.batches.len()), Some(BATCHES_KEPT));
-        assert_eq!(
-            s.check(&b(1, 0, 6, 1)),
-            Ok(SeqCheck::Duplicate(meta(&b(1, 0, 6, 1), 6)))
-        );
-        // Batch seq 0 fell out of the window: no longer a duplicate.
-        assert_eq!(
-            s.check(&b(1, 0, 0, 1)),
-            Err(ProducerError::OutOfOrderSequence)
-        );
-    }
-
-    #[test]
-    fn epoch_bump_resets_the_batch_window() {
-        let mut s = state();
-        let x = b(7, 3, 0, 2);
-        s.on_append(&x, meta(&x, 200), 2_000);
-        let e = s.entry(7).expect("entry");
-        assert_eq!((e.epoch, e.batches.len()), (3, 1));
-    }
-
-    #[test]
-    fn expiration_drops_idle_producers() {
-        let mut s = state();
-        assert_eq!(
-            s.remove_expired(
-                1_000 + DEFAULT_PRODUCER_ID_EXPIRATION_MS - 1,
-                DEFAULT_PRODUCER_ID_EXPIRATION_MS
-            ),
-            0
-        );
-        assert_eq!(
-            s.remove_expired(
-                1_000 + DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                DEFAULT_PRODUCER_ID_EXPIRATION_MS
-            ),
-            1
-        );
-        assert!(s.is_empty());
-    }
-
-    #[test]
-    fn truncation_forgets_batches_past_the_offset() {
-        let mut s = state();
-        s.truncate_to(110);
-        assert_eq!(
-            s.check(&b(7, 2, 10, 5)),
-            Ok(SeqCheck::Append),
-            "seq 10 is next again"
-        );
-        s.truncate_to(50);
-        assert!(s.is_empty());
-    }
-
-    #[test]
-    fn snapshot_round_trips_the_last_batch_per_producer() {
-        let s = state();
-        let bytes = s.encode_snapshot();
-        let back = ProducerStateManager::decode_snapshot(&bytes).expect("decode");
-        assert_eq!(
-            back.check(&b(7, 2, 10, 5)),
-            Ok(SeqCheck::Duplicate(meta(&b(7, 2, 10, 5), 110)))
-        );
-        assert_eq!(back.check(&b(7, 2, 15, 1)), Ok(SeqCheck::Append));
-    }
-
-    #[test]
-    fn damaged_snapshot_is_rejected() {
-        let mut bytes = state().encode_snapshot();
-        let last = bytes.len() - 1;
-        bytes[last] ^= 1;
-        assert!(ProducerStateManager::decode_snapshot(&bytes).is_none());
-        assert!(ProducerStateManager::decode_snapshot(&bytes[..3]).is_none());
-        assert!(ProducerStateManager::decode_snapshot(&[]).is_none());
-    }
-
-    fn logged(pid: i64, epoch: i16, first_seq: i32, count: i32, base: i64) -> LoggedBatch {
-        LoggedBatch {
-            base_offset: base,
-            last_offset_delta: count - 1,
-            max_timestamp: 5_000,
-            producer_id: pid,
-            producer_epoch: epoch,
-            base_sequence: first_seq,
-            is_control: false,
-        }
-    }
-
-    #[test]
-    fn replaying_the_log_rebuilds_duplicate_detection() {
-        let log = [
-            logged(7, 0, 0, 3, 0),
-            logged(-1, -1, -1, 2, 3),
-            logged(8, 1, 0, 1, 5),
-            logged(7, 0, 3, 2, 6),
-            LoggedBatch {
-                is_control: true,
-                ..logged(8, 1, -1, 1, 8)
-            },
-        ];
-        let mut s = ProducerStateManager::new();
-        for l in &log {
-            s.on_replay(l);
-        }
-        assert_eq!(s.len(), 2, "control and non-idempotent batches add nobody");
-        let retry = s.check(&b(7, 0, 3, 2));
-        let Ok(SeqCheck::Duplicate(m)) = retry else {
-            panic!("retry of a replayed batch must be a duplicate: {retry:?}");
-        };
-        assert_eq!((m.first_offset, m.last_offset), (6, 7));
-        assert_eq!(s.check(&b(7, 0, 5, 1)), Ok(SeqCheck::Append));
-        assert_eq!(
-            s.check(&b(7, 0, 6, 1)),
-            Err(ProducerError::OutOfOrderSequence)
-        );
-        assert_eq!(s.check(&b(8, 1, 1, 1)), Ok(SeqCheck::Append));
-        assert_eq!(
-            s.check(&b(8, 0, 1, 1)),
-            Err(ProducerError::InvalidProducerEpoch)
-        );
-        assert_eq!(s.entry(7).map(|e| e.last_timestamp_ms), Some(5_000));
-    }
-
-    /// A producer's appends: (producer id, epoch bump?, record count).
-    fn appends() -> impl proptest::strategy::Strategy<Value = Vec<(i64, bool, i32)>> {
-        proptest::collection::vec((1i64..4, proptest::bool::weighted(0.1), 1i32..20), 1..40)
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn snapshot_plus_replay_of_the_tail_equals_the_live_state(
-            ops in appends(),
-            cut_at in 0usize..40,
-        ) {
-            // Live: every batch goes through check + on_append. Log: the
-            // same batches as headers. Rebuilt: snapshot of the first
-            // `cut` batches, decoded, then the rest replayed.
-            let mut live = ProducerStateManager::new();
-            let mut log = Vec::new();
-            let mut next: BTreeMap<i64, (i16, i32)> = BTreeMap::new();
-            let mut offset = 0i64;
-            for (pid, bump, count) in ops {
-                let (epoch, seq) = next.entry(pid).or_insert((0, 0));
-                if bump {
-                    *epoch += 1;
-                    *seq = 0;
-                }
-                let l = LoggedBatch { max_timestamp: offset, ..logged(pid, *epoch, *seq, count, offset) };
-                let batch = b(pid, *epoch, *seq, count);
-                proptest::prop_assert_eq!(live.check(&batch), Ok(SeqCheck::Append));
-                live.on_append(&batch, BatchMetadata { max_timestamp: offset, ..meta(&batch, offset) }, offset);
-                log.push(l);
-                *seq += count;
-                offset += i64::from(count);
-            }
-            let cut = cut_at.min(log.len());
-            let mut head = ProducerStateManager::new();
-            log[..cut].iter().for_each(|l| head.on_replay(l));
-            let mut rebuilt = ProducerStateManager::decode_snapshot(&head.encode_snapshot())
-                .expect("own snapshot decodes");
-            log[cut..].iter().for_each(|l| rebuilt.on_replay(l));
-            proptest::prop_assert_eq!(rebuilt.len(), live.len());
-            for (pid, (epoch, seq)) in &next {
-                let entry = live.entry(*pid).expect("live entry");
-                let last = *entry.batches.back().expect("a batch");
-                let again = ProducerBatch { producer_id: *pid, epoch: *epoch, first_seq: last.first_seq, last_seq: last.last_seq };
-                proptest::prop_assert_eq!(rebuilt.check(&again), Ok(SeqCheck::Duplicate(last)));
-                proptest::prop_assert_eq!(rebuilt.check(&b(*pid, *epoch, *seq, 1)), Ok(SeqCheck::Append));
-                proptest::prop_assert_eq!(rebuilt.check(&b(*pid, *epoch, seq + 1, 1)), Err(ProducerError::OutOfOrderSequence));
-                proptest::prop_assert_eq!(rebuilt.entry(*pid).map(|e| (e.epoch, e.last_timestamp_ms)), Some((entry.epoch, entry.last_timestamp_ms)));
-            }
-        }
-    }
-
-    #[test]
-    fn snapshot_with_an_impossible_entry_is_rejected() {
-        let mut s = ProducerStateManager::new();
-        let x = b(3, 0, 0, 2);
-        s.on_append(&x, meta(&x, 10), 0);
-        let mut bytes = s.encode_snapshot();
-        // offset_delta at body offset 4 + 22: make it negative, fix the CRC.
-        bytes[6 + 4 + 22..6 + 4 + 26].copy_from_slice(&(-5i32).to_be_bytes());
-        let crc = crc32c::crc32c(&bytes[6..]);
-        bytes[2..6].copy_from_slice(&crc.to_be_bytes());
-        assert!(ProducerStateManager::decode_snapshot(&bytes).is_none());
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn snapshot_decoder_never_panics(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
-            let _ = ProducerStateManager::decode_snapshot(&data);
-        }
-    }
-}
+mod tests;
+#[cfg(test)]
+mod txn_tests;

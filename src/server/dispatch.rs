@@ -146,6 +146,10 @@ pub const ROUTES: &[Route] = &[
         range: handlers::init_producer_id::VERSIONS,
         handle: handlers::init_producer_id::handle,
     },
+    Route {
+        range: handlers::write_txn_markers::VERSIONS,
+        handle: handlers::write_txn_markers::handle,
+    },
     // --- end topic admin ---
     Route {
         range: handlers::describe_cluster::VERSIONS,

@@ -30,7 +30,9 @@ use crate::purgatory::notes::{AdvanceCoalescer, AdvanceNotes, RemoteWatchRegistr
 use crate::purgatory::view::PartitionSnapshot;
 use crate::replication::isr_change::IsrChange;
 use crate::replication::leader_epoch::EpochEndOffset;
-use crate::replication::partition::{FollowerFetch, OffsetAnswer, ProduceResult, ReadAnswer};
+use crate::replication::partition::{
+    FollowerFetch, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
+};
 use crate::replication::replica_manager::ReplicaManager;
 use crate::types::{ShardId, TopicPartition};
 
@@ -64,6 +66,12 @@ pub enum DataRequest {
         now_ms: i64,
         /// The request's acks (-1: check `min.insync.replicas` first).
         acks: i16,
+    },
+    /// Append each partition's transaction marker on its owner
+    /// (WriteTxnMarkers; answered `Produced`).
+    WriteMarkers {
+        parts: Vec<(TopicPartition, MarkerSpec)>,
+        now_ms: i64,
     },
     /// Read owned partitions in order within one byte budget.
     Read {
@@ -195,6 +203,26 @@ impl DataShard {
 
     /// Owner side: serve a data-path request from shard `from` (or this
     /// one). Publication requests are `router`'s (they touch the context).
+    /// Append transaction markers on owned partitions (WriteTxnMarkers).
+    async fn write_markers(
+        &self,
+        parts: Vec<(TopicPartition, MarkerSpec)>,
+        now_ms: i64,
+    ) -> Vec<ProduceResult> {
+        let mut out = Vec::with_capacity(parts.len());
+        for (tp, spec) in parts {
+            let r = match self.replicas.get(&tp) {
+                Some(p) => p.append_marker(spec, now_ms).await,
+                None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+            };
+            if let Some(s) = r.snapshot {
+                self.on_local_advance(&tp, s);
+            }
+            out.push(r);
+        }
+        out
+    }
+
     pub async fn on_request(&self, from: usize, req: DataRequest) -> DataResponse {
         let registry = &self.replicas;
         match req {
@@ -222,6 +250,9 @@ impl DataShard {
                     out.push(r);
                 }
                 DataResponse::Produced(out)
+            }
+            DataRequest::WriteMarkers { parts, now_ms } => {
+                DataResponse::Produced(self.write_markers(parts, now_ms).await)
             }
             DataRequest::Read {
                 specs,

@@ -18,7 +18,7 @@ use crate::purgatory::delayed_operation::WatchChange;
 use crate::purgatory::driver::Parkable;
 use crate::purgatory::view::PartitionSnapshot;
 use crate::replication::leader_epoch::EpochEndOffset;
-use crate::replication::partition::{OffsetAnswer, ProduceResult, ReadAnswer};
+use crate::replication::partition::{MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer};
 use crate::types::TopicPartition;
 
 impl ShardContext {
@@ -69,6 +69,42 @@ impl ShardContext {
                             acks,
                         },
                     )
+                    .await;
+                (idx, answer)
+            }
+        });
+        for (idx, answer) in futures_join_all(calls).await {
+            let list = match answer {
+                Some(DataResponse::Produced(list)) => list,
+                _ => Vec::new(),
+            };
+            let mut list = list.into_iter();
+            for i in idx {
+                results[i] = list.next();
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER)))
+            .collect()
+    }
+
+    /// Connection side: append transaction markers on the partitions'
+    /// owners (WriteTxnMarkers), answers in `parts` order.
+    pub async fn markers_on_owners(
+        self: &Rc<Self>,
+        parts: Vec<(TopicPartition, MarkerSpec)>,
+        now_ms: i64,
+    ) -> Vec<ProduceResult> {
+        let groups = self.group_by_owner(parts.into_iter().map(|(tp, m)| (tp.clone(), (tp, m))));
+        let mut results: Vec<Option<ProduceResult>> = vec![None; groups.total];
+        let calls = groups.by_owner.into_iter().map(|(owner, items)| {
+            let ctx = self.clone();
+            async move {
+                let (idx, parts): (Vec<usize>, Vec<(TopicPartition, MarkerSpec)>) =
+                    items.into_iter().unzip();
+                let answer = ctx
+                    .ask_owner(owner, DataRequest::WriteMarkers { parts, now_ms })
                     .await;
                 (idx, answer)
             }

@@ -37,6 +37,7 @@ pub mod readahead;
 pub mod recovery;
 pub mod recycle;
 pub mod segment;
+pub mod txn_index;
 
 pub use batch_cache::{BatchCache, SharedBatchCache};
 pub use config::LogConfig;

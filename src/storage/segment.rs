@@ -19,13 +19,20 @@ use super::index::{OffsetIndex, SegmentIndex, TimeIndex};
 use super::readahead::ReadAhead;
 use super::recovery::{scan, ScanStop, ScannedBatch};
 use super::recycle;
+use super::txn_index::TXN_INDEX_SUFFIX;
 use super::{segment_file_name, StorageError};
 
 pub const LOG_SUFFIX: &str = ".log";
 pub const INDEX_SUFFIX: &str = ".index";
 pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
 pub const DELETED_SUFFIX: &str = ".deleted";
-const ALL_SUFFIXES: [&str; 3] = [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX];
+/// Every file of a segment; the aborted-transaction index goes with it.
+const ALL_SUFFIXES: [&str; 4] = [
+    LOG_SUFFIX,
+    INDEX_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+];
 const INDEX_SUFFIXES: [&str; 2] = [INDEX_SUFFIX, TIME_INDEX_SUFFIX];
 /// Recovery reads segments with O_DIRECT in chunks growing up to this size.
 const RECOVERY_CHUNK: usize = 1 << 20;
@@ -633,7 +640,11 @@ impl Segment {
         }
         // Index files first: a crash in between leaves `.deleted` names
         // (removed at open), never index files without their log.
-        let renamed = rename_to_deleted(&self.dir, self.base_offset, &INDEX_SUFFIXES)?;
+        let renamed = rename_to_deleted(
+            &self.dir,
+            self.base_offset,
+            &[INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX],
+        )?;
         std::fs::rename(self.log_path(), &to)?;
         if !renamed.is_empty() {
             free_in_background(renamed, true);

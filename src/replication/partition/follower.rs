@@ -10,7 +10,9 @@
 //! or below the new LEO plus the log tail.
 
 use super::*;
+use crate::protocol::control_record;
 use crate::protocol::record_batch::RecordBatch;
+use crate::replication::producer_state::TxnMarker;
 use crate::replication::truncation;
 
 /// A follower's view of its log for the fetcher (one read of the ends).
@@ -106,15 +108,31 @@ impl Partition {
                         producer_epoch: b.producer_epoch(),
                         base_sequence: b.base_sequence(),
                         is_control: b.is_control(),
+                        is_transactional: b.is_transactional(),
+                        marker: control_record::read_marker(b.as_bytes()).map(
+                            |(commit, coordinator_epoch)| TxnMarker {
+                                commit,
+                                coordinator_epoch,
+                            },
+                        ),
                     })
                 })
                 .collect();
             let active_before = log.active_segment_base_offset();
             log.append_as_follower(records, now_ms).await?;
             self.maybe_snapshot_on_roll(&log, active_before);
-            let mut producers = self.producers.borrow_mut();
-            for h in &headers {
-                producers.on_replay(h);
+            let mut aborts = Vec::new();
+            {
+                let mut producers = self.producers.borrow_mut();
+                producers.on_high_watermark(log.high_watermark());
+                for h in &headers {
+                    if let Some(d) = producers.on_replay(h) {
+                        aborts.extend(txn::aborted_entry(&producers, &d));
+                    }
+                }
+            }
+            for entry in aborts {
+                self.index_abort(&log, entry);
             }
             batches = headers.len();
         }
@@ -160,7 +178,8 @@ impl Partition {
     }
 
     fn reload_producer_state(&self, log: &PartitionLog) -> Result<(), StorageError> {
-        let (producers, load) = load_producer_state(log)?;
+        self.trim_txn_index(log);
+        let (producers, load) = load_producer_state(log, &mut self.txn_index.borrow_mut())?;
         tracing::debug!(tp = %self.tp, ?load, "producer state rebuilt after truncation");
         *self.producers.borrow_mut() = producers;
         Ok(())

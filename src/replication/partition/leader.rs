@@ -99,12 +99,13 @@ impl Partition {
             let answer = ReadAnswer {
                 error_code: ErrorCode::NONE,
                 high_watermark: ends.high_watermark,
-                last_stable_offset: ends.high_watermark,
+                last_stable_offset: self.last_stable_offset(ends.high_watermark),
                 log_start_offset: ends.log_start_offset,
                 records: Vec::new(),
                 bytes: 0,
                 snapshot: Some(self.snapshot()),
                 diverging_epoch: Some(d),
+                aborted_transactions: None,
             };
             return (answer, none);
         }

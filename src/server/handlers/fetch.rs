@@ -529,6 +529,7 @@ fn build_topics(
                 log_start_offset: r.log_start_offset,
                 records: r.records,
                 diverging_epoch: r.diverging_epoch.map(|d| (d.leader_epoch, d.end_offset)),
+                aborted_transactions: r.aborted_transactions,
             },
         };
         if session_id != 0 {

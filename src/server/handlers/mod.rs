@@ -57,6 +57,7 @@ pub mod quota_common;
 pub mod stop_replica;
 pub mod sync_group;
 pub mod update_metadata;
+pub mod write_txn_markers;
 
 /// A decoded request header and its still-encoded body.
 #[derive(Debug, Clone)]

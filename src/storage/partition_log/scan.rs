@@ -5,6 +5,7 @@
 //! pread instead of a read of its records.
 
 use super::*;
+use crate::protocol::control_record;
 
 /// Header bytes through `baseSequence` (the producer fields end at 57).
 const PRODUCER_HEADER: usize = 57;
@@ -19,7 +20,15 @@ pub struct BatchHeaderInfo {
     pub producer_epoch: i16,
     pub base_sequence: i32,
     pub is_control: bool,
+    pub is_transactional: bool,
+    /// A control batch's marker `(commit, coordinator_epoch)`, read from
+    /// its record (the batch is read whole; markers are tiny).
+    pub marker: Option<(bool, i32)>,
 }
+
+/// Control batches longer than this are not read for a marker (Kafka's
+/// markers are about 80 bytes; a longer one is no marker shardlog reads).
+const MAX_CONTROL_BATCH: i64 = 4096;
 
 impl BatchHeaderInfo {
     /// The v2 header fields at Kafka's fixed positions (`DefaultRecordBatch`).
@@ -38,8 +47,11 @@ impl BatchHeaderInfo {
             producer_id: i64_at(43),
             producer_epoch: i16::from_be_bytes([h[51], h[52]]),
             base_sequence: i32_at(53),
-            // Attribute bit 5 marks control batches (transaction markers).
+            // Attribute bit 5 marks control batches (transaction markers),
+            // bit 4 transactional ones.
             is_control: attributes & 0x20 != 0,
+            is_transactional: attributes & 0x10 != 0,
+            marker: None,
         }
     }
 }
@@ -78,7 +90,13 @@ impl PartitionLog {
                         "batch length below the v2 header in a segment",
                     )));
                 }
-                f(&BatchHeaderInfo::parse(&h));
+                let mut info = BatchHeaderInfo::parse(&h);
+                if info.is_control && len <= MAX_CONTROL_BATCH {
+                    let mut whole = vec![0u8; len as usize];
+                    seg.read_exact_at(pos, &mut whole)?;
+                    info.marker = control_record::read_marker(&whole);
+                }
+                f(&info);
                 seen += 1;
                 pos += len as u64;
             }

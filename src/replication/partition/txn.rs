@@ -1,0 +1,163 @@
+//! `[drv]` Transactions on one partition (KIP-98; seed 000's LSO): the
+//! last stable offset the purgatory and read_committed readers see, the
+//! aborted transactions a read_committed fetch returns, and appending a
+//! COMMIT / ABORT marker sent by a transaction coordinator
+//! (WriteTxnMarkers; Kafka's `Partition.appendRecordsToLeader` with
+//! `AppendOrigin.COORDINATOR`).
+
+use super::*;
+use crate::protocol::control_record;
+use crate::replication::producer_state::{CompletedTxn, TxnMarker};
+use crate::storage::txn_index::AbortedTxn;
+
+/// One marker to append (a WriteTxnMarkers entry for one partition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarkerSpec {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub coordinator_epoch: i32,
+    pub commit: bool,
+}
+
+/// The segment base offset holding `offset` among `bases` (ascending).
+pub(super) fn segment_of(bases: &[i64], offset: i64) -> i64 {
+    match bases.binary_search(&offset) {
+        Ok(i) => bases[i],
+        Err(0) => bases.first().copied().unwrap_or(0),
+        Err(i) => bases[i - 1],
+    }
+}
+
+/// The aborted-index entry of a completed transaction, if it aborted.
+pub(super) fn aborted_entry(
+    producers: &ProducerStateManager,
+    done: &CompletedTxn,
+) -> Option<AbortedTxn> {
+    done.is_aborted.then(|| AbortedTxn {
+        producer_id: done.producer_id,
+        first_offset: done.first_offset,
+        last_offset: done.last_offset,
+        last_stable_offset: producers.last_stable_offset_after(done),
+    })
+}
+
+impl Partition {
+    /// The LSO as the purgatory sees it: the first unstable offset when
+    /// below the HW (with its byte position when known, else the HW's: a
+    /// larger count only wakes a fetch early, which then reads up to the
+    /// LSO), else the HW.
+    pub(super) fn last_stable(&self, hw: LogOffsetMetadata) -> LogOffsetMetadata {
+        match self.producers.borrow().first_unstable_offset(hw.offset) {
+            Some((offset, position)) if offset < hw.offset => LogOffsetMetadata::new(
+                offset,
+                hw.segment_base_offset,
+                position.unwrap_or(hw.relative_position),
+            ),
+            _ => hw,
+        }
+    }
+
+    /// The LSO offset for a log whose HW is `hw`.
+    pub(super) fn last_stable_offset(&self, hw: i64) -> i64 {
+        match self.producers.borrow().first_unstable_offset(hw) {
+            Some((offset, _)) => offset.min(hw),
+            None => hw,
+        }
+    }
+
+    /// The aborted transactions a read_committed read of `[from, upper)`
+    /// may hold data of: `(producer_id, first_offset)`.
+    pub(super) fn aborted_in(&self, from: i64, upper: i64) -> Vec<(i64, i64)> {
+        self.txn_index.borrow().index().collect(from, upper)
+    }
+
+    /// Index an aborted transaction the log just completed.
+    pub(super) fn index_abort(&self, log: &PartitionLog, entry: AbortedTxn) {
+        let segment = segment_of(&log.segment_base_offsets(), entry.last_offset);
+        if let Err(e) = self.txn_index.borrow_mut().add(segment, entry) {
+            // The marker is in the log: recovery indexes it again.
+            tracing::warn!(tp = %self.tp, error = %e, "cannot write the aborted-transaction index");
+        }
+    }
+
+    /// Segments deleted under the index (retention, DeleteRecords,
+    /// truncation) leave it; truncation also drops entries past the end.
+    pub(super) fn trim_txn_index(&self, log: &PartitionLog) {
+        let mut ix = self.txn_index.borrow_mut();
+        ix.retain_segments(&log.segment_base_offsets());
+        if let Err(e) = ix.truncate_to(log.log_end_offset()) {
+            tracing::warn!(tp = %self.tp, error = %e, "cannot truncate the aborted-transaction index");
+        }
+    }
+
+    /// Append one transaction marker as the leader, in the partition's
+    /// append order. Errors as Kafka answers WriteTxnMarkers:
+    /// NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR, INVALID_PRODUCER_EPOCH
+    /// for an older producer epoch, TRANSACTION_COORDINATOR_FENCED for an
+    /// older coordinator epoch. The caller waits for the HW (Kafka appends
+    /// markers with acks=all).
+    pub async fn append_marker(&self, spec: MarkerSpec, now_ms: i64) -> ProduceResult {
+        let ticket = self.queue_append();
+        if self.role() != PartitionRole::Leader {
+            return ProduceResult::error(self.not_serving());
+        }
+        ticket.turn().await;
+        let Ok(mut log) = self.log.write().await else {
+            return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+        };
+        if self.role() != PartitionRole::Leader {
+            return ProduceResult::error(self.not_serving());
+        }
+        if log.is_poisoned() {
+            return ProduceResult::error(ErrorCode::KAFKA_STORAGE_ERROR);
+        }
+        let checked = self.producers.borrow().check_marker(
+            spec.producer_id,
+            spec.producer_epoch,
+            spec.coordinator_epoch,
+        );
+        if let Err(e) = checked {
+            return ProduceResult::error(ErrorCode(e.error_code()));
+        }
+        let batch = control_record::end_txn_marker_batch(
+            spec.producer_id,
+            spec.producer_epoch,
+            spec.coordinator_epoch,
+            spec.commit,
+            now_ms,
+        );
+        let records = match ValidatedRecords::new(Bytes::from(batch)) {
+            Ok(r) => r,
+            Err(e) => return ProduceResult::error(ErrorCode(e.kafka_error_code())),
+        };
+        let active_before = log.active_segment_base_offset();
+        let info = match log
+            .append_validated(records, self.leader_epoch.get().0, now_ms, false)
+            .await
+        {
+            Ok(info) => info,
+            Err(e) => return ProduceResult::error(ErrorCode(e.kafka_error_code())),
+        };
+        self.maybe_snapshot_on_roll(&log, active_before);
+        let marker = TxnMarker {
+            commit: spec.commit,
+            coordinator_epoch: spec.coordinator_epoch,
+        };
+        let aborted = {
+            let mut producers = self.producers.borrow_mut();
+            producers.on_high_watermark(log.high_watermark());
+            let done = producers.on_marker(
+                spec.producer_id,
+                spec.producer_epoch,
+                marker,
+                info.first_offset,
+                now_ms,
+            );
+            done.and_then(|d| aborted_entry(&producers, &d))
+        };
+        if let Some(entry) = aborted {
+            self.index_abort(&log, entry);
+        }
+        self.finish_leader_append(log, info, now_ms).await
+    }
+}

@@ -1,0 +1,214 @@
+//! `[drv]` WriteTxnMarkers (key 27), v0–v1 (Kafka 3.9; v1 flexible): a
+//! transaction coordinator asks the leaders of a transaction's partitions
+//! to append its COMMIT or ABORT marker (KIP-98; Kafka's
+//! `KafkaApis.handleWriteTxnMarkersRequest`).
+//!
+//! Each marker goes to its partition's owner shard, which checks the
+//! producer and coordinator epochs and appends the control batch; the
+//! answer waits, like an acks=all produce, until the HW covers every
+//! marker (Kafka appends markers with `requiredAcks = -1` and
+//! `request.timeout.ms`, 30 s by default). Partitions this broker does not
+//! host answer UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER as a
+//! produce would.
+
+use std::rc::Rc;
+
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol_39::messages::write_txn_markers_request::WriteTxnMarkersRequest;
+use kafka_protocol_39::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+    WriteTxnMarkersResponse,
+};
+
+use super::{HandlerError, Request, Response};
+use crate::protocol::decode::DecodeError;
+use crate::protocol::schema::{decode_checked_39, encode_39, Field, BOOL, INT16, INT32, INT64};
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
+use crate::replication::partition::{MarkerSpec, ProduceResult};
+use crate::server::out::OutPart;
+use crate::shard::ShardContext;
+use crate::types::TopicPartition;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::WriteTxnMarkers, 0, 1);
+const FIRST_FLEXIBLE: i16 = 1;
+
+/// Kafka's `request.timeout.ms` default: how long markers wait for the HW.
+pub const MARKER_TIMEOUT_MS: i64 = 30_000;
+
+/// WriteTxnMarkersRequest.json: markers [producer_id, producer_epoch,
+/// transaction_result, topics [name, partition_indexes], coordinator_epoch].
+const SCHEMA: &[Field] = &[Field::Structs(&[
+    INT64,
+    INT16,
+    BOOL,
+    Field::Structs(&[Field::Str, Field::FixedArray(4)]),
+    INT32,
+])];
+
+pub fn decode_request(
+    body: bytes::Bytes,
+    version: i16,
+) -> Result<WriteTxnMarkersRequest, DecodeError> {
+    decode_checked_39(body, SCHEMA, version, version >= FIRST_FLEXIBLE)
+}
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let request = decode_request(req.body, version)?;
+        let response = write_markers(&ctx, &request).await;
+        let body = encode_39(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}
+
+/// One partition of the request: where its answer goes, and the error
+/// decided before any append.
+struct Slot {
+    marker: usize,
+    topic: String,
+    partition: i32,
+    error: ErrorCode,
+}
+
+async fn write_markers(
+    ctx: &Rc<ShardContext>,
+    request: &WriteTxnMarkersRequest,
+) -> WriteTxnMarkersResponse {
+    let snapshot = ctx.snapshot();
+    let mut slots = Vec::new();
+    let mut asks: Vec<(usize, TopicPartition, MarkerSpec)> = Vec::new();
+    for (mi, m) in request.markers.iter().enumerate() {
+        let spec = MarkerSpec {
+            producer_id: m.producer_id.0,
+            producer_epoch: m.producer_epoch,
+            coordinator_epoch: m.coordinator_epoch,
+            commit: m.transaction_result,
+        };
+        for t in &m.topics {
+            let topic = t.name.0.as_str();
+            for &p in &t.partition_indexes {
+                let error = if snapshot.hosts_partition(topic, p) {
+                    asks.push((slots.len(), TopicPartition::new(topic, p), spec));
+                    ErrorCode::NONE
+                } else {
+                    snapshot.not_hosted_error(topic, p)
+                };
+                slots.push(Slot {
+                    marker: mi,
+                    topic: topic.to_owned(),
+                    partition: p,
+                    error,
+                });
+            }
+        }
+    }
+    if !asks.is_empty() {
+        let now_ms = ctx.clock.wall_ms();
+        let idx: Vec<usize> = asks.iter().map(|a| a.0).collect();
+        let keys: Vec<TopicPartition> = asks.iter().map(|a| a.1.clone()).collect();
+        let parts = asks.into_iter().map(|(_, tp, m)| (tp, m)).collect();
+        let results = ctx.markers_on_owners(parts, now_ms).await;
+        let codes = wait_for_replication(ctx, &keys, &results).await;
+        for (i, code) in idx.into_iter().zip(codes) {
+            slots[i].error = code;
+        }
+    }
+    to_response(request, slots)
+}
+
+/// Park until the HW covers every appended marker; each partition's code.
+async fn wait_for_replication(
+    ctx: &Rc<ShardContext>,
+    keys: &[TopicPartition],
+    results: &[ProduceResult],
+) -> Vec<ErrorCode> {
+    let mut codes: Vec<ErrorCode> = results.iter().map(|r| r.error_code).collect();
+    let appended: Vec<(TopicPartition, AppendResult)> = keys
+        .iter()
+        .zip(results)
+        .map(|(tp, r)| {
+            let a = if r.error_code == ErrorCode::NONE {
+                AppendResult::Appended {
+                    last_offset: r.last_offset,
+                }
+            } else {
+                AppendResult::Failed {
+                    error_code: r.error_code,
+                }
+            };
+            (tp.clone(), a)
+        })
+        .collect();
+    let op = DelayedProduce::new(MARKER_TIMEOUT_MS, appended);
+    let seen = keys
+        .iter()
+        .zip(results)
+        .filter_map(|(tp, r)| r.snapshot.map(|s| (tp.clone(), s)));
+    if let Some(outcome) = ctx.park(op, keys, seen).await {
+        for ((_, code), slot) in outcome.partitions.into_iter().zip(codes.iter_mut()) {
+            if code != ErrorCode::NONE {
+                *slot = code;
+            }
+        }
+    }
+    codes
+}
+
+fn to_response(request: &WriteTxnMarkersRequest, slots: Vec<Slot>) -> WriteTxnMarkersResponse {
+    use kafka_protocol_39::messages::TopicName;
+    use kafka_protocol_39::protocol::StrBytes;
+    let mut markers: Vec<WritableTxnMarkerResult> = request
+        .markers
+        .iter()
+        .map(|m| WritableTxnMarkerResult::default().with_producer_id(m.producer_id))
+        .collect();
+    for s in slots {
+        let topics = &mut markers[s.marker].topics;
+        if topics.last().map(|t| t.name.0.as_str()) != Some(s.topic.as_str()) {
+            topics.push(
+                WritableTxnMarkerTopicResult::default()
+                    .with_name(TopicName(StrBytes::from_string(s.topic.clone()))),
+            );
+        }
+        if let Some(t) = topics.last_mut() {
+            t.partitions.push(
+                WritableTxnMarkerPartitionResult::default()
+                    .with_partition_index(s.partition)
+                    .with_error_code(s.error.0),
+            );
+        }
+    }
+    WriteTxnMarkersResponse::default().with_markers(markers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol_39::messages::write_txn_markers_request::{
+        WritableTxnMarker, WritableTxnMarkerTopic,
+    };
+    use kafka_protocol_39::messages::{ProducerId, TopicName};
+    use kafka_protocol_39::protocol::{Encodable, StrBytes};
+
+    #[test]
+    fn every_version_decodes_through_the_checked_schema() {
+        for version in 0..=1 {
+            let req =
+                WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
+                    .with_producer_id(ProducerId(7))
+                    .with_producer_epoch(2)
+                    .with_transaction_result(true)
+                    .with_coordinator_epoch(5)
+                    .with_topics(vec![WritableTxnMarkerTopic::default()
+                        .with_name(TopicName(StrBytes::from_static_str("t")))
+                        .with_partition_indexes(vec![0, 3])])]);
+            let mut buf = bytes::BytesMut::new();
+            req.encode(&mut buf, version).unwrap();
+            let back = decode_request(buf.freeze(), version).unwrap();
+            assert_eq!(back, req, "v{version}");
+        }
+    }
+}

@@ -11,7 +11,8 @@
 //! | [`storage`]   | §3–4    | mixed | per-partition log: DMA appender, indexes, batch cache, recovery |
 //! | [`purgatory`] | §5      | mixed | timing wheel, DelayedProduce, DelayedFetch |
 //! | [`replication`] | §6    | mixed | a shard's partitions (`ReplicaManager`), HW/ISR rules, producer state |
-//! | [`group`]     | §2, §5  | —     | the group coordinator (not built yet) |
+//! | [`group`]     | §2, §5  | mixed | the group coordinator: classic protocol, `__consumer_offsets` records |
+//! | [`txn`]       | §2      | pure  | the transaction coordinator: `__transaction_state` records, transaction state machine |
 //! | [`controller`] | §7     | mixed | the controller: topic admin over the store, assignment, the published snapshot |
 //! | [`zk`]        | §7      | mixed | `MetadataStore` over Kafka's znode layout (embedded or ZooKeeper) |
 //! | [`metadata`]  | §2      | pure  | per-shard metadata snapshot and the answers built from it |
@@ -41,5 +42,6 @@ pub mod replication;
 pub mod server;
 pub mod shard;
 pub mod storage;
+pub mod txn;
 pub mod types;
 pub mod zk;

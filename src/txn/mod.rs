@@ -17,5 +17,6 @@
 //! The coordinator core and its driver (appends with acks=all, marker
 //! requests, timeouts, loading partitions) build on these two.
 
+pub mod coordinator;
 pub mod records;
 pub mod state;

@@ -385,7 +385,8 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         setup.config.offsets_topic_num_partitions,
         i64::from(setup.config.offsets_commit_timeout_ms),
     ));
-    DataShard::new(id, setup.n_shards, replicas, purgatory, groups)
+    let txns = Rc::new(crate::shard::txn_host::TxnHost::new(&setup.config));
+    DataShard::new(id, setup.n_shards, replicas, purgatory, groups, txns)
 }
 
 async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {

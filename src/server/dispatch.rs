@@ -150,6 +150,18 @@ pub const ROUTES: &[Route] = &[
         range: handlers::write_txn_markers::VERSIONS,
         handle: handlers::write_txn_markers::handle,
     },
+    Route {
+        range: handlers::add_partitions_to_txn::VERSIONS,
+        handle: handlers::add_partitions_to_txn::handle,
+    },
+    Route {
+        range: handlers::add_offsets_to_txn::VERSIONS,
+        handle: handlers::add_offsets_to_txn::handle,
+    },
+    Route {
+        range: handlers::end_txn::VERSIONS,
+        handle: handlers::end_txn::handle,
+    },
     // --- end topic admin ---
     Route {
         range: handlers::describe_cluster::VERSIONS,

@@ -22,6 +22,7 @@ use bytes::Bytes;
 
 use super::fetch_session::{FetchSessionCache, DEFAULT_CACHE_SLOTS};
 use super::group_host::{GroupCall, GroupHost, GroupReply};
+use super::txn_host::{TxnCall, TxnHost, TxnReply};
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
@@ -111,6 +112,9 @@ pub enum DataRequest {
     /// To the shard coordinating a group (it owns the group's
     /// `__consumer_offsets` partition).
     Group(GroupCall),
+    /// To the shard coordinating a transactional id (it owns the id's
+    /// `__transaction_state` partition).
+    Txn(TxnCall),
 }
 
 /// Answers to [`DataRequest`]s.
@@ -128,6 +132,7 @@ pub enum DataResponse {
     Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
     Ack,
     Group(GroupReply),
+    Txn(TxnReply),
 }
 
 /// A data shard's part of its context.
@@ -138,6 +143,9 @@ pub struct DataShard {
     pub purgatory: Rc<PurgatoryDriver>,
     /// The group coordinator of the offsets partitions this shard owns.
     pub groups: Rc<GroupHost>,
+    /// The transaction coordinator of the `__transaction_state`
+    /// partitions this shard leads.
+    pub txns: Rc<TxnHost>,
     /// KIP-227 sessions of connections on this shard.
     pub fetch_sessions: RefCell<FetchSessionCache>,
     /// Which remote shards watch which of our partitions.
@@ -156,6 +164,7 @@ impl DataShard {
         replicas: Rc<ReplicaManager>,
         purgatory: Rc<PurgatoryDriver>,
         groups: Rc<GroupHost>,
+        txns: Rc<TxnHost>,
     ) -> Self {
         Self {
             shard,
@@ -163,6 +172,7 @@ impl DataShard {
             replicas,
             purgatory,
             groups,
+            txns,
             fetch_sessions: RefCell::new(FetchSessionCache::new(shard.0, DEFAULT_CACHE_SLOTS)),
             remote_watchers: RefCell::new(RemoteWatchRegistry::new()),
             coalescer: RefCell::new(AdvanceCoalescer::new()),
@@ -314,6 +324,7 @@ impl DataShard {
             }
             // Served by `router` (they need the shard's context).
             DataRequest::Group(_) => DataResponse::Group(GroupReply::NotCoordinator),
+            DataRequest::Txn(_) => DataResponse::Txn(TxnReply::NotCoordinator),
             DataRequest::DeleteRecords { parts, .. } => {
                 DataResponse::DeletedRecords(vec![
                     (ErrorCode::NOT_LEADER_OR_FOLLOWER, -1);

@@ -4,27 +4,20 @@
 //! side that sends a group's call to its coordinator's shard.
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
 use glommio::channels::local_channel;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::data_shard::{DataRequest, DataResponse};
 use super::group_host::{GroupCall, GroupHost, GroupReply};
+use super::internal_log;
 use super::placement::coordinator_partition;
 use crate::controller::image::OFFSETS_TOPIC;
 use crate::group::coordinator::{Answer, Records};
 use crate::group::records::RecordKey;
-use crate::io::zerocopy::OutPart;
-use crate::protocol::{record_batch, ErrorCode};
-use crate::purgatory::delayed_fetch::FetchIsolation;
-use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
+use crate::protocol::ErrorCode;
 use crate::types::TopicPartition;
 
 /// A call's kind and member, for the debug log.
@@ -46,9 +39,6 @@ fn call_name(call: &GroupCall) -> String {
 
 /// Wait before loading a partition again after a failed load.
 const LOAD_RETRY: Duration = Duration::from_secs(1);
-
-/// Bytes read per step while loading a partition.
-const LOAD_CHUNK_BYTES: usize = 1 << 20;
 
 impl ShardContext {
     /// Serve a group call on this shard (its coordinator's partitions).
@@ -295,170 +285,28 @@ fn take_batch(host: &GroupHost) -> Vec<(i32, Records, u64)> {
 /// Append `records` to `__consumer_offsets` partition `partition` and wait
 /// until the HW covers them (acks=all).
 async fn append_acks_all(ctx: &Rc<ShardContext>, partition: i32, records: &Records) -> ErrorCode {
-    let batch = match encode_records(records, ctx.clock.wall_ms()) {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::error!(error = %e, "offsets batch did not encode");
-            return ErrorCode::UNKNOWN_SERVER_ERROR;
-        }
-    };
-    let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-    let now = ctx.clock.wall_ms();
-    let mut results = ctx
-        .produce_on_owners(vec![(tp.clone(), batch)], now, -1)
-        .await;
-    let Some(r) = results.pop() else {
-        return ErrorCode::NOT_LEADER_OR_FOLLOWER;
-    };
-    if r.error_code != ErrorCode::NONE {
-        return r.error_code;
-    }
     let Some(host) = ctx.data().map(|d| d.groups.clone()) else {
         return ErrorCode::NOT_LEADER_OR_FOLLOWER;
     };
-    let op = DelayedProduce::new(
-        host.commit_timeout_ms,
-        vec![(
-            tp.clone(),
-            AppendResult::Appended {
-                last_offset: r.last_offset,
-            },
-        )],
-    );
-    let seen = r.snapshot.map(|s| (tp.clone(), s));
-    match ctx.park(op, std::slice::from_ref(&tp), seen).await {
-        Some(outcome) => outcome
-            .partitions
-            .first()
-            .map_or(ErrorCode::NONE, |(_, e)| *e),
-        None => ErrorCode::NOT_LEADER_OR_FOLLOWER,
-    }
-}
-
-/// One v2 batch of `records` (no producer id, creation time `now_ms`).
-fn encode_records(records: &Records, now_ms: i64) -> anyhow::Result<Bytes> {
-    let list: Vec<Record> = records
-        .iter()
-        .enumerate()
-        .map(|(i, (k, v))| {
-            let i = i32::try_from(i).unwrap_or(i32::MAX);
-            Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i64::from(i),
-                // The encoder splits batches where offset - sequence changes.
-                sequence: -1 + i,
-                timestamp: now_ms,
-                key: Some(Bytes::copy_from_slice(k)),
-                value: v.as_deref().map(Bytes::copy_from_slice),
-                headers: Default::default(),
-            }
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        list.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )?;
-    Ok(buf.freeze())
+    let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+    internal_log::append_acks_all(ctx, tp, records, host.commit_timeout_ms).await
 }
 
 /// Replay partition `p` of `__consumer_offsets` from its log start to its
 /// HW into the coordinator; returns the records replayed.
 async fn load_partition(ctx: &Rc<ShardContext>, host: &GroupHost, p: i32) -> Result<u64, String> {
-    let Some(data) = ctx.data() else {
-        return Err("no data part".into());
-    };
     let tp = TopicPartition::new(OFFSETS_TOPIC, p);
-    let start = data
-        .replicas
-        .list_offset(&tp, -2, FetchIsolation::HighWatermark)
-        .await;
-    if start.error_code != ErrorCode::NONE {
-        return Err(format!("log start: {:?}", start.error_code));
-    }
-    let mut offset = start.offset;
-    let mut replayed = 0u64;
-    loop {
-        let a = data
-            .replicas
-            .read(
-                &tp,
-                offset,
-                LOAD_CHUNK_BYTES,
-                FetchIsolation::HighWatermark,
-                true,
-            )
-            .await;
-        if a.error_code != ErrorCode::NONE {
-            return Err(format!("read at {offset}: {:?}", a.error_code));
-        }
-        if a.bytes == 0 || offset >= a.high_watermark {
-            return Ok(replayed);
-        }
-        let mut buf = BytesMut::with_capacity(a.bytes);
-        for part in &a.records {
-            match part {
-                OutPart::Bytes(b) => buf.extend_from_slice(b),
-                OutPart::File {
-                    file,
-                    position,
-                    len,
-                } => {
-                    let mut v = vec![0u8; *len];
-                    file.read_exact_at(&mut v, *position)
-                        .map_err(|e| format!("read segment: {e}"))?;
-                    buf.extend_from_slice(&v);
-                }
+    internal_log::replay(ctx, &tp, |offset, key, value| {
+        match RecordKey::decode(key) {
+            Ok(k) => {
+                host.core.borrow_mut().load_record(p, k, value);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(partition = p, offset, error = %e, "offsets record key skipped");
+                false
             }
         }
-        let mut bytes = buf.freeze();
-        let mut next = offset;
-        while !bytes.is_empty() {
-            let len = match record_batch::peek_total_len(&bytes) {
-                Ok(Some(len)) if len <= bytes.len() => len,
-                other => return Err(format!("batch at {next}: {other:?}")),
-            };
-            let mut one = bytes.split_to(len);
-            let last = record_batch::RecordBatch::new_unchecked_crc(&one)
-                .map(|b| b.last_offset())
-                .map_err(|e| format!("batch at {next}: {e}"))?;
-            let set = RecordBatchDecoder::decode(&mut one)
-                .map_err(|e| format!("records at {next}: {e}"))?;
-            let mut core = host.core.borrow_mut();
-            for r in set.records {
-                if r.control || r.offset < offset || r.offset >= a.high_watermark {
-                    continue;
-                }
-                let Some(key) = r.key.as_deref() else {
-                    continue;
-                };
-                match RecordKey::decode(key) {
-                    Ok(k) => {
-                        core.load_record(p, k, r.value.as_deref());
-                        replayed += 1;
-                    }
-                    Err(e) => {
-                        tracing::warn!(partition = p, offset = r.offset, error = %e, "offsets record key skipped")
-                    }
-                }
-            }
-            next = last + 1;
-        }
-        if next <= offset {
-            return Err(format!("no progress at {offset}"));
-        }
-        offset = next;
-        // Let the shard serve between chunks.
-        futures_lite::future::yield_now().await;
-    }
+    })
+    .await
 }

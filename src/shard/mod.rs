@@ -36,11 +36,14 @@ pub mod datapath;
 pub mod fetch_session;
 pub mod group_driver;
 pub mod group_host;
+pub mod internal_log;
 pub mod mesh;
 pub mod placement;
 pub mod router;
 #[cfg(test)]
 mod test_support;
+pub mod txn_driver;
+pub mod txn_host;
 pub mod zk_duties;
 
 pub use context::{ShardContext, ShardRequest, ShardResponse};

@@ -121,11 +121,13 @@ pub async fn serve_data(
             }
             ctx.set_snapshot(Rc::new(*snapshot));
             ctx.on_group_snapshot();
+            ctx.on_txn_snapshot();
             DataResponse::SnapshotApplied { version }
         }
         (DataRequest::Group(call), Some(_)) => {
             DataResponse::Group(ctx.serve_group_call(call).await)
         }
+        (DataRequest::Txn(call), Some(_)) => DataResponse::Txn(ctx.serve_txn_call(call).await),
         (DataRequest::DeleteRecords { parts, timeout_ms }, Some(data)) => {
             DataResponse::DeletedRecords(delete_records_owned(ctx, data, parts, timeout_ms).await)
         }

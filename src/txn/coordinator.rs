@@ -142,16 +142,9 @@ pub struct Coordinator {
     next_token: u64,
 }
 
-/// Kafka's `partitionFor`: `abs(javaStringHashCode(id)) % partitions`
-/// (`Utils.abs`: `Integer.MIN_VALUE` maps to 0).
-pub fn partition_for(transactional_id: &str, partitions: i32) -> i32 {
-    let mut h: i32 = 0;
-    for unit in transactional_id.encode_utf16() {
-        h = h.wrapping_mul(31).wrapping_add(i32::from(unit));
-    }
-    let abs = if h == i32::MIN { 0 } else { h.abs() };
-    abs % partitions.max(1)
-}
+/// Kafka's `TransactionStateManager.partitionFor`: `Utils.abs(id
+/// .hashCode) % transaction.state.log.num.partitions`, the group rule.
+pub use crate::group::partition::coordinator_partition as partition_for;
 
 impl Coordinator {
     /// `transaction.state.log.num.partitions` and
@@ -162,6 +155,11 @@ impl Coordinator {
             max_timeout_ms,
             ..Self::default()
         }
+    }
+
+    /// `transaction.state.log.num.partitions`.
+    pub fn partition_count(&self) -> i32 {
+        self.partition_count
     }
 
     pub fn partition_of(&self, transactional_id: &str) -> i32 {

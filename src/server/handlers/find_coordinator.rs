@@ -11,9 +11,10 @@
 //! COORDINATOR_NOT_AVAILABLE while it cannot be created or its partition
 //! has no live leader.
 //!
-//! Key type 1 (transactions): shardlog has no transaction coordinator, so
-//! COORDINATOR_NOT_AVAILABLE (15), what Kafka answers while
-//! `__transaction_state` has no available leader (see init_producer_id.rs).
+//! Key type 1 (transactions): the leader of `__transaction_state`
+//! partition `coordinator_partition(id, transaction.state.log.num.partitions)`;
+//! the lookup creates the topic as a group lookup creates
+//! `__consumer_offsets` (`transaction.state.log.*` keys).
 //! Key type 2 (share groups, KIP-932): below v6 INVALID_REQUEST (42), as
 //! Kafka 3.9's `getCoordinator` refuses it; at v6 COORDINATOR_NOT_AVAILABLE
 //! (15), its answer on a broker whose `group.coordinator.rebalance.protocols`
@@ -35,7 +36,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{HandlerError, Request, Response};
-use crate::controller::image::OFFSETS_TOPIC;
+use crate::controller::image::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::metadata::{BrokerEndpoint, Snapshot};
 use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
@@ -86,11 +87,17 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request = decode_request(req.body, version)?;
-        let wants_groups = request.key_type == KEY_TYPE_GROUP;
-        if wants_groups && ctx.snapshot().served_topic(OFFSETS_TOPIC).is_none() {
-            let created = ensure_topic_auto_created(&ctx, OFFSETS_TOPIC).await;
-            if created != ErrorCode::NONE {
-                tracing::warn!(error = ?created, "cannot create {OFFSETS_TOPIC}");
+        let internal = match request.key_type {
+            KEY_TYPE_GROUP => Some(OFFSETS_TOPIC),
+            KEY_TYPE_TRANSACTION => Some(TRANSACTION_STATE_TOPIC),
+            _ => None,
+        };
+        if let Some(topic) = internal {
+            if ctx.snapshot().served_topic(topic).is_none() {
+                let created = ensure_topic_auto_created(&ctx, topic).await;
+                if created != ErrorCode::NONE {
+                    tracing::warn!(error = ?created, "cannot create {topic}");
+                }
             }
         }
         let snapshot = ctx.snapshot();
@@ -126,17 +133,17 @@ pub fn coordinator_for<'a>(
     key_type: i8,
     key: &str,
 ) -> Result<&'a BrokerEndpoint, ErrorCode> {
-    match key_type {
-        KEY_TYPE_GROUP => {}
-        KEY_TYPE_TRANSACTION => return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
+    let internal = match key_type {
+        KEY_TYPE_GROUP => OFFSETS_TOPIC,
+        KEY_TYPE_TRANSACTION => TRANSACTION_STATE_TOPIC,
         KEY_TYPE_SHARE if version >= FIRST_SHARE => {
             return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
         }
         _ => return Err(ErrorCode::INVALID_REQUEST),
-    }
+    };
     // The topic as Metadata knows it (in ZooKeeper mode the controller's
     // UpdateMetadata, whichever partitions this broker hosts).
-    let leader = match snapshot.served_topic(OFFSETS_TOPIC) {
+    let leader = match snapshot.served_topic(internal) {
         // Kafka reads the partition count of the existing topic.
         Some(topic) => {
             let count = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);

@@ -1,5 +1,5 @@
 //! `[drv]` InitProducerId (key 22), v0–v5 (every version the codec knows),
-//! for idempotent producers.
+//! for idempotent and transactional producers.
 //!
 //! Producer ids come from blocks the control shard reserves in the
 //! metadata store (`/latest_producer_id_block`, Kafka's
@@ -7,11 +7,12 @@
 //! one carrying an existing producer id and epoch (v3+, KIP-360): Kafka's
 //! coordinator answers a request without a transactional id that way.
 //!
-//! shardlog has no transaction coordinator. A transactional id is answered
-//! with COORDINATOR_NOT_AVAILABLE (15): what a Kafka broker answers while
-//! it cannot host `__transaction_state` (KafkaApis' FindCoordinator and
-//! the coordinator's lookup both report it when the state topic has no
-//! available partitions); clients treat it as retriable.
+//! A transactional id goes to the transaction coordinator of its
+//! `__transaction_state` partition (`shard::txn_driver`), which answers
+//! NOT_COORDINATOR when this broker does not lead that partition (the
+//! client looks the coordinator up again), CONCURRENT_TRANSACTIONS while
+//! an earlier transaction of the id is being ended, and
+//! INVALID_TRANSACTION_TIMEOUT past `transaction.max.timeout.ms`.
 
 use std::rc::Rc;
 
@@ -29,7 +30,9 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
+use crate::shard::txn_host::{TxnCall, TxnReply};
 use crate::shard::ShardContext;
+use crate::txn::coordinator::Answer;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::InitProducerId, 0, 5);
 
@@ -57,14 +60,14 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request = decode_request(req.body, version)?;
-        let outcome = if request.transactional_id.is_some() {
-            Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)
-        } else {
-            match call_control(&ctx, AdminRequest::InitProducerId).await {
+        let outcome = match request.transactional_id.as_deref() {
+            // Kafka: a transactional id goes to its transaction coordinator.
+            Some(txn_id) => transactional(&ctx, txn_id, &request).await,
+            None => match call_control(&ctx, AdminRequest::InitProducerId).await {
                 Ok(AdminResponse::ProducerId(r)) => r,
                 Ok(_) => Err(ErrorCode::UNKNOWN_SERVER_ERROR),
                 Err(_) => Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
-            }
+            },
         };
         let mut response = InitProducerIdResponse::default();
         match outcome {
@@ -81,6 +84,31 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// InitProducerId of a transactional producer, on the coordinator of its
+/// id (KIP-360: v3+ may name its current producer id and epoch).
+async fn transactional(
+    ctx: &Rc<ShardContext>,
+    txn_id: &str,
+    request: &InitProducerIdRequest,
+) -> Result<(i64, i16), ErrorCode> {
+    let expected =
+        (request.producer_id.0 >= 0).then_some((request.producer_id.0, request.producer_epoch));
+    let call = TxnCall::InitProducerId {
+        txn_id: txn_id.to_owned(),
+        timeout_ms: request.transaction_timeout_ms,
+        expected,
+    };
+    match ctx.ask_txn(txn_id, call).await {
+        TxnReply::Answer(Answer::InitProducerId {
+            error,
+            producer_id,
+            producer_epoch,
+        }) if error == ErrorCode::NONE => Ok((producer_id, producer_epoch)),
+        TxnReply::Answer(Answer::InitProducerId { error, .. }) => Err(error),
+        _ => Err(ErrorCode::NOT_COORDINATOR),
+    }
 }
 
 #[cfg(test)]

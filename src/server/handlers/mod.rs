@@ -16,6 +16,8 @@ use crate::protocol::header::RequestHeader;
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod admin_common;
 pub mod allocate_producer_ids;
 pub mod alter_client_quotas;
@@ -35,6 +37,7 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod elect_leaders;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod group_common;
@@ -56,6 +59,7 @@ pub mod produce;
 pub mod quota_common;
 pub mod stop_replica;
 pub mod sync_group;
+pub mod txn_common;
 pub mod update_metadata;
 pub mod write_txn_markers;
 

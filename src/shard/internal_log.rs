@@ -1,0 +1,200 @@
+//! `[drv]` The coordinators' own logs (`__consumer_offsets`,
+//! `__transaction_state`): appending a coordinator's records with
+//! acks=all and replaying a partition from its log start to its HW when
+//! this shard starts leading it.
+
+use std::os::unix::fs::FileExt;
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+use super::context::ShardContext;
+use crate::io::zerocopy::OutPart;
+use crate::protocol::{record_batch, ErrorCode};
+use crate::purgatory::delayed_fetch::FetchIsolation;
+use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
+use crate::types::TopicPartition;
+
+/// A coordinator's records: (key, value or `None` for a tombstone).
+pub type Records = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// Bytes read per step while replaying a partition.
+const LOAD_CHUNK_BYTES: usize = 1 << 20;
+
+/// Append `records` to `tp` in one batch and wait up to `timeout_ms`
+/// until the HW covers them (acks=all: `offsets.commit.required.acks`
+/// -1; Kafka's transaction log appends are acks=all too).
+pub async fn append_acks_all(
+    ctx: &Rc<ShardContext>,
+    tp: TopicPartition,
+    records: &Records,
+    timeout_ms: i64,
+) -> ErrorCode {
+    let batch = match encode_records(records, ctx.clock.wall_ms()) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(%tp, error = %e, "coordinator batch did not encode");
+            return ErrorCode::UNKNOWN_SERVER_ERROR;
+        }
+    };
+    let now = ctx.clock.wall_ms();
+    let mut results = ctx
+        .produce_on_owners(vec![(tp.clone(), batch)], now, -1)
+        .await;
+    let Some(r) = results.pop() else {
+        return ErrorCode::NOT_LEADER_OR_FOLLOWER;
+    };
+    if r.error_code != ErrorCode::NONE {
+        return r.error_code;
+    }
+    let op = DelayedProduce::new(
+        timeout_ms,
+        vec![(
+            tp.clone(),
+            AppendResult::Appended {
+                last_offset: r.last_offset,
+            },
+        )],
+    );
+    let seen = r.snapshot.map(|s| (tp.clone(), s));
+    match ctx.park(op, std::slice::from_ref(&tp), seen).await {
+        Some(outcome) => outcome
+            .partitions
+            .first()
+            .map_or(ErrorCode::NONE, |(_, e)| *e),
+        None => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+    }
+}
+
+/// One v2 batch of `records` (no producer id, creation time `now_ms`).
+pub fn encode_records(records: &Records, now_ms: i64) -> anyhow::Result<Bytes> {
+    let list: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| {
+            let i = i32::try_from(i).unwrap_or(i32::MAX);
+            Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i64::from(i),
+                // The encoder splits batches where offset - sequence changes.
+                sequence: -1 + i,
+                timestamp: now_ms,
+                key: Some(Bytes::copy_from_slice(k)),
+                value: v.as_deref().map(Bytes::copy_from_slice),
+                headers: Default::default(),
+            }
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        list.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )?;
+    Ok(buf.freeze())
+}
+
+/// Replay `tp` from its log start to its HW: `f(offset, key, value)` for
+/// each keyed data record (control records skipped), which says whether it
+/// used it. Returns the records used.
+pub async fn replay(
+    ctx: &Rc<ShardContext>,
+    tp: &TopicPartition,
+    mut f: impl FnMut(i64, &[u8], Option<&[u8]>) -> bool,
+) -> Result<u64, String> {
+    let Some(data) = ctx.data() else {
+        return Err("no data part".into());
+    };
+    let start = data
+        .replicas
+        .list_offset(tp, -2, FetchIsolation::HighWatermark)
+        .await;
+    if start.error_code != ErrorCode::NONE {
+        return Err(format!("log start: {:?}", start.error_code));
+    }
+    let mut offset = start.offset;
+    let mut replayed = 0u64;
+    loop {
+        let a = data
+            .replicas
+            .read(
+                tp,
+                offset,
+                LOAD_CHUNK_BYTES,
+                FetchIsolation::HighWatermark,
+                true,
+            )
+            .await;
+        if a.error_code != ErrorCode::NONE {
+            return Err(format!("read at {offset}: {:?}", a.error_code));
+        }
+        if a.bytes == 0 || offset >= a.high_watermark {
+            return Ok(replayed);
+        }
+        let mut bytes = gather(&a.records, a.bytes)?;
+        let mut next = offset;
+        while !bytes.is_empty() {
+            let len = match record_batch::peek_total_len(&bytes) {
+                Ok(Some(len)) if len <= bytes.len() => len,
+                other => return Err(format!("batch at {next}: {other:?}")),
+            };
+            let mut one = bytes.split_to(len);
+            let last = record_batch::RecordBatch::new_unchecked_crc(&one)
+                .map(|b| b.last_offset())
+                .map_err(|e| format!("batch at {next}: {e}"))?;
+            let set = RecordBatchDecoder::decode(&mut one)
+                .map_err(|e| format!("records at {next}: {e}"))?;
+            for r in set.records {
+                if r.control || r.offset < offset || r.offset >= a.high_watermark {
+                    continue;
+                }
+                let Some(key) = r.key.as_deref() else {
+                    continue;
+                };
+                if f(r.offset, key, r.value.as_deref()) {
+                    replayed += 1;
+                }
+            }
+            next = last + 1;
+        }
+        if next <= offset {
+            return Err(format!("no progress at {offset}"));
+        }
+        offset = next;
+        // Let the shard serve between chunks.
+        futures_lite::future::yield_now().await;
+    }
+}
+
+/// A read's parts as one buffer.
+fn gather(parts: &[OutPart], bytes: usize) -> Result<Bytes, String> {
+    let mut buf = BytesMut::with_capacity(bytes);
+    for part in parts {
+        match part {
+            OutPart::Bytes(b) => buf.extend_from_slice(b),
+            OutPart::File {
+                file,
+                position,
+                len,
+            } => {
+                let mut v = vec![0u8; *len];
+                file.read_exact_at(&mut v, *position)
+                    .map_err(|e| format!("read segment: {e}"))?;
+                buf.extend_from_slice(&v);
+            }
+        }
+    }
+    Ok(buf.freeze())
+}

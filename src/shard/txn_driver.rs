@@ -1,0 +1,426 @@
+//! `[drv]` Runs a data shard's transaction coordinator ([`TxnHost`]):
+//! serving [`TxnCall`]s, the appender, timer and worker tasks (producer
+//! ids, markers), loading and unloading `__transaction_state` partitions
+//! on every snapshot, and the connection side that sends a call to its
+//! coordinator's shard.
+
+use std::collections::{BTreeSet, HashMap};
+use std::rc::Rc;
+use std::time::Duration;
+
+use glommio::channels::local_channel;
+use kafka_protocol_39::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest,
+};
+use kafka_protocol_39::messages::write_txn_markers_response::WriteTxnMarkersResponse;
+use kafka_protocol_39::messages::{ApiKey, ProducerId, TopicName};
+use kafka_protocol_39::protocol::StrBytes;
+
+use super::context::{ShardContext, ShardRequest, ShardResponse};
+use super::data_shard::{DataRequest, DataResponse};
+use super::internal_log;
+use super::txn_host::{DescribedTxn, ListedTxn, MarkerJob, TxnCall, TxnHost, TxnReply};
+use crate::controller::image::TRANSACTION_STATE_TOPIC;
+use crate::controller::requests::{AdminRequest, AdminResponse};
+use crate::protocol::ErrorCode;
+use crate::replication::fetcher::conn::LeaderConn;
+use crate::txn::coordinator::partition_for;
+use crate::types::{BrokerId, TopicPartition};
+
+/// Wait before loading a partition again after a failed load, and between
+/// marker retries.
+const RETRY: Duration = Duration::from_millis(200);
+
+impl ShardContext {
+    /// Serve a transaction call on this shard.
+    pub async fn serve_txn_call(self: &Rc<Self>, call: TxnCall) -> TxnReply {
+        let Some(host) = self.data().map(|d| d.txns.clone()) else {
+            return TxnReply::NotCoordinator;
+        };
+        start_tasks(self, &host);
+        let now = self.clock.wall_ms();
+        let id = host.next_waiter.get() + 1;
+        host.next_waiter.set(id);
+        let actions = {
+            let mut core = host.core.borrow_mut();
+            match call {
+                TxnCall::Describe(ids) => return TxnReply::Described(describe(&core, &ids)),
+                TxnCall::List {
+                    states,
+                    producer_ids,
+                } => return TxnReply::Listed(list(&core, &states, &producer_ids)),
+                TxnCall::InitProducerId {
+                    txn_id,
+                    timeout_ms,
+                    expected,
+                } => core.on_init_producer_id(id, &txn_id, timeout_ms, expected, now),
+                TxnCall::AddPartitions {
+                    txn_id,
+                    producer_id,
+                    epoch,
+                    partitions,
+                } => core.on_add_partitions(id, &txn_id, producer_id, epoch, partitions, now),
+                TxnCall::EndTxn {
+                    txn_id,
+                    producer_id,
+                    epoch,
+                    commit,
+                } => core.on_end_txn(id, &txn_id, producer_id, epoch, commit, now),
+            }
+        };
+        let (tx, rx) = local_channel::new_bounded(1);
+        host.waiters.borrow_mut().insert(id, tx);
+        host.execute(actions);
+        let reply = rx.recv().await;
+        host.waiters.borrow_mut().remove(&id);
+        reply.unwrap_or(TxnReply::NotCoordinator)
+    }
+
+    /// After a snapshot is applied: load the `__transaction_state`
+    /// partitions this shard now leads, unload the ones it lost.
+    pub fn on_txn_snapshot(self: &Rc<Self>) {
+        let Some(data) = self.data() else { return };
+        let host = data.txns.clone();
+        let snapshot = self.snapshot();
+        let me = BrokerId(self.config.broker_id);
+        let mine: HashMap<i32, i32> = match snapshot.topic(TRANSACTION_STATE_TOPIC) {
+            Some(t) => t
+                .partitions
+                .iter()
+                .filter(|p| {
+                    p.leader == me
+                        && self.owner_of(TRANSACTION_STATE_TOPIC, p.partition) == self.peer_id()
+                })
+                .map(|p| (p.partition, p.leader_epoch.0))
+                .collect(),
+            None => HashMap::new(),
+        };
+        let owned: BTreeSet<i32> = (0..host.core.borrow().partition_count())
+            .filter(|p| host.core.borrow().is_loaded(*p) || host.loading.borrow().contains(p))
+            .collect();
+        for p in owned.iter().filter(|p| !mine.contains_key(p)) {
+            let actions = host.core.borrow_mut().unload(*p);
+            host.execute(actions);
+        }
+        for (&p, &epoch) in &mine {
+            if owned.contains(&p) || !host.loading.borrow_mut().insert(p) {
+                continue;
+            }
+            host.core.borrow_mut().begin_load(p);
+            start_tasks(self, &host);
+            let ctx = self.clone();
+            let host = host.clone();
+            glommio::spawn_local(async move {
+                let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, p);
+                let mut records = Vec::new();
+                let loaded = internal_log::replay(&ctx, &tp, |_, k, v| {
+                    records.push((k.to_vec(), v.map(<[u8]>::to_vec)));
+                    true
+                })
+                .await;
+                host.loading.borrow_mut().remove(&p);
+                match loaded {
+                    Ok(n) => {
+                        let actions = host.core.borrow_mut().on_loaded(p, epoch, &records);
+                        host.execute(actions);
+                        tracing::debug!(partition = p, records = n, "transaction coordinator loaded partition");
+                    }
+                    Err(e) => {
+                        let actions = host.core.borrow_mut().unload(p);
+                        host.execute(actions);
+                        tracing::warn!(partition = p, error = ?e, "transaction state load failed; retrying");
+                        glommio::timer::sleep(RETRY).await;
+                        ctx.on_txn_snapshot();
+                    }
+                }
+            })
+            .detach();
+        }
+    }
+
+    /// Connection side: send `call` to the shard coordinating `txn_id`;
+    /// NotCoordinator while `__transaction_state` does not exist.
+    pub async fn ask_txn(self: &Rc<Self>, txn_id: &str, call: TxnCall) -> TxnReply {
+        match self.txn_shard(txn_id) {
+            Some(owner) => self.ask_shard_txn(owner, call).await,
+            None => TxnReply::NotCoordinator,
+        }
+    }
+
+    pub fn txn_shard(&self, txn_id: &str) -> Option<usize> {
+        let snapshot = self.snapshot();
+        let topic = snapshot.topic(TRANSACTION_STATE_TOPIC)?;
+        let n = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
+        Some(self.owner_of(TRANSACTION_STATE_TOPIC, partition_for(txn_id, n)))
+    }
+
+    /// Send `call` to shard `shard`'s transaction coordinator.
+    pub async fn ask_shard_txn(self: &Rc<Self>, shard: usize, call: TxnCall) -> TxnReply {
+        if shard == self.peer_id() {
+            let run = std::panic::AssertUnwindSafe(self.serve_txn_call(call));
+            return futures_lite::FutureExt::catch_unwind(run)
+                .await
+                .unwrap_or_else(|_| {
+                    tracing::error!("a transaction request panicked on its coordinator");
+                    TxnReply::NotCoordinator
+                });
+        }
+        match self
+            .call(shard, ShardRequest::Data(DataRequest::Txn(call)))
+            .await
+        {
+            Ok(ShardResponse::Data(DataResponse::Txn(reply))) => reply,
+            _ => TxnReply::NotCoordinator,
+        }
+    }
+}
+
+fn describe(core: &crate::txn::coordinator::Coordinator, ids: &[String]) -> Vec<DescribedTxn> {
+    ids.iter()
+        .map(|id| {
+            let base = DescribedTxn {
+                txn_id: id.clone(),
+                error: ErrorCode::NONE,
+                state: String::new(),
+                timeout_ms: 0,
+                start_ms: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                partitions: Vec::new(),
+            };
+            let p = core.partition_of(id);
+            if !core.is_loaded(p) {
+                return DescribedTxn {
+                    error: ErrorCode::NOT_COORDINATOR,
+                    ..base
+                };
+            }
+            match core.metadata(id) {
+                Some(m) => DescribedTxn {
+                    state: m.state().name().to_owned(),
+                    timeout_ms: m.txn_timeout_ms(),
+                    start_ms: m.txn_start_timestamp_ms(),
+                    producer_id: m.producer_id(),
+                    producer_epoch: m.producer_epoch(),
+                    partitions: m.topic_partitions().iter().cloned().collect(),
+                    ..base
+                },
+                None => DescribedTxn {
+                    error: ErrorCode::TRANSACTIONAL_ID_NOT_FOUND,
+                    ..base
+                },
+            }
+        })
+        .collect()
+}
+
+fn list(
+    core: &crate::txn::coordinator::Coordinator,
+    states: &[String],
+    producer_ids: &[i64],
+) -> Vec<ListedTxn> {
+    core.all()
+        .filter(|m| states.is_empty() || states.iter().any(|s| s == m.state().name()))
+        .filter(|m| producer_ids.is_empty() || producer_ids.contains(&m.producer_id()))
+        .map(|m| ListedTxn {
+            txn_id: m.transactional_id().to_owned(),
+            producer_id: m.producer_id(),
+            state: m.state().name().to_owned(),
+        })
+        .collect()
+}
+
+/// Start the appender, timer and worker tasks once.
+fn start_tasks(ctx: &Rc<ShardContext>, host: &Rc<TxnHost>) {
+    if host.started.replace(true) {
+        return;
+    }
+    glommio::spawn_local(appender(Rc::downgrade(ctx), host.wake_appender.clone())).detach();
+    glommio::spawn_local(timer(Rc::downgrade(ctx))).detach();
+    glommio::spawn_local(worker(Rc::downgrade(ctx), host.wake_workers.clone())).detach();
+}
+
+fn host_of(ctx: &ShardContext) -> Option<Rc<TxnHost>> {
+    ctx.data().map(|d| d.txns.clone())
+}
+
+/// Writes queued records in order, one acks=all append each.
+async fn appender(weak: std::rc::Weak<ShardContext>, wake: Rc<crate::io::local_sync::Notify>) {
+    loop {
+        let Some(ctx) = weak.upgrade() else { return };
+        let Some(host) = host_of(&ctx) else { return };
+        let next = host.appends.borrow_mut().pop_front();
+        let Some((partition, key, value, token)) = next else {
+            drop(host);
+            drop(ctx);
+            wake.notified().await;
+            continue;
+        };
+        let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
+        let records = vec![(key, Some(value))];
+        let code = internal_log::append_acks_all(&ctx, tp, &records, host.append_timeout_ms).await;
+        if code != ErrorCode::NONE {
+            tracing::warn!(partition, error = ?code, "transaction state append failed");
+        }
+        let now = ctx.clock.wall_ms();
+        let actions = host
+            .core
+            .borrow_mut()
+            .on_appended(token, code == ErrorCode::NONE, now);
+        host.execute(actions);
+    }
+}
+
+/// Aborts timed-out transactions every cleanup interval.
+async fn timer(weak: std::rc::Weak<ShardContext>) {
+    loop {
+        let Some(ctx) = weak.upgrade() else { return };
+        let Some(host) = host_of(&ctx) else { return };
+        if ctx.stopping.is_fired() {
+            return;
+        }
+        let actions = host.core.borrow_mut().on_timer(ctx.clock.wall_ms());
+        host.execute(actions);
+        let every = Duration::from_millis(u64::try_from(host.abort_interval_ms).unwrap_or(1));
+        drop(host);
+        drop(ctx);
+        glommio::timer::sleep(every).await;
+    }
+}
+
+/// Allocates producer ids and starts marker jobs.
+async fn worker(weak: std::rc::Weak<ShardContext>, wake: Rc<crate::io::local_sync::Notify>) {
+    loop {
+        let Some(ctx) = weak.upgrade() else { return };
+        let Some(host) = host_of(&ctx) else { return };
+        let waiters: Vec<u64> = std::mem::take(&mut *host.allocations.borrow_mut());
+        let jobs: Vec<MarkerJob> = std::mem::take(&mut *host.markers.borrow_mut());
+        if waiters.is_empty() && jobs.is_empty() {
+            drop(host);
+            drop(ctx);
+            wake.notified().await;
+            continue;
+        }
+        for job in jobs {
+            let ctx = ctx.clone();
+            glommio::spawn_local(async move { write_markers(&ctx, job).await }).detach();
+        }
+        for w in waiters {
+            let pid = match ctx.run_admin(AdminRequest::InitProducerId).await {
+                Ok(AdminResponse::ProducerId(Ok((id, _)))) => Some(id),
+                other => {
+                    tracing::warn!(?other, "no producer id for a transactional producer");
+                    None
+                }
+            };
+            let actions = host
+                .core
+                .borrow_mut()
+                .on_producer_id(w, pid, ctx.clock.wall_ms());
+            host.execute(actions);
+        }
+    }
+}
+
+/// Send one transaction's markers to its partitions' leaders until each
+/// is written (or its topic is gone), then report to the coordinator.
+async fn write_markers(ctx: &Rc<ShardContext>, job: MarkerJob) {
+    let (token, producer_id, epoch, coordinator_epoch, commit, partitions) = job;
+    let mut left: Vec<(String, i32)> = partitions;
+    while !left.is_empty() {
+        if ctx.stopping.is_fired() {
+            return;
+        }
+        let snapshot = ctx.snapshot();
+        // Partitions whose topic is gone need no marker (Kafka drops them).
+        left.retain(|(t, p)| {
+            snapshot
+                .topic(t)
+                .is_some_and(|topic| topic.partitions.iter().any(|s| s.partition == *p))
+        });
+        let mut by_leader: HashMap<String, Vec<(String, i32)>> = HashMap::new();
+        for (t, p) in &left {
+            let addr = snapshot
+                .topic(t)
+                .and_then(|topic| topic.partitions.iter().find(|s| s.partition == *p))
+                .and_then(|s| snapshot.brokers.iter().find(|b| b.broker_id == s.leader))
+                .map(|b| format!("{}:{}", b.host, b.port));
+            if let Some(addr) = addr {
+                by_leader.entry(addr).or_default().push((t.clone(), *p));
+            }
+        }
+        let mut done: Vec<(String, i32)> = Vec::new();
+        for (addr, parts) in by_leader {
+            let req = marker_request(producer_id, epoch, coordinator_epoch, commit, &parts);
+            match send_markers(ctx, &addr, &req).await {
+                Ok(resp) => {
+                    for m in &resp.markers {
+                        for t in &m.topics {
+                            for p in &t.partitions {
+                                let code = ErrorCode(p.error_code);
+                                let key = (t.name.0.as_str().to_owned(), p.partition_index);
+                                if code == ErrorCode::NONE
+                                    || code == ErrorCode::INVALID_PRODUCER_EPOCH
+                                    || code == ErrorCode::TRANSACTION_COORDINATOR_FENCED
+                                {
+                                    if code != ErrorCode::NONE {
+                                        tracing::warn!(producer_id, partition = ?key, error = ?code, "marker refused; not retried");
+                                    }
+                                    done.push(key);
+                                }
+                            }
+                        }
+                    }
+                }
+                Err(e) => tracing::debug!(%addr, error = %e, "WriteTxnMarkers failed; retrying"),
+            }
+        }
+        left.retain(|tp| !done.contains(tp));
+        if !left.is_empty() {
+            glommio::timer::sleep(RETRY).await;
+        }
+    }
+    let Some(host) = host_of(ctx) else { return };
+    let actions = host
+        .core
+        .borrow_mut()
+        .on_markers_written(token, ctx.clock.wall_ms());
+    host.execute(actions);
+}
+
+fn marker_request(
+    producer_id: i64,
+    epoch: i16,
+    coordinator_epoch: i32,
+    commit: bool,
+    parts: &[(String, i32)],
+) -> WriteTxnMarkersRequest {
+    let mut topics: Vec<WritableTxnMarkerTopic> = Vec::new();
+    for (t, p) in parts {
+        match topics.iter_mut().find(|x| x.name.0.as_str() == t) {
+            Some(x) => x.partition_indexes.push(*p),
+            None => topics.push(
+                WritableTxnMarkerTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(t.clone())))
+                    .with_partition_indexes(vec![*p]),
+            ),
+        }
+    }
+    WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
+        .with_producer_id(ProducerId(producer_id))
+        .with_producer_epoch(epoch)
+        .with_transaction_result(commit)
+        .with_coordinator_epoch(coordinator_epoch)
+        .with_topics(topics)])
+}
+
+/// One WriteTxnMarkers round trip on a fresh connection to `addr`.
+async fn send_markers(
+    ctx: &Rc<ShardContext>,
+    addr: &str,
+    req: &WriteTxnMarkersRequest,
+) -> std::io::Result<WriteTxnMarkersResponse> {
+    let client_id = format!("broker-{}-txn-markers", ctx.config.broker_id);
+    let mut conn = LeaderConn::connect(addr, client_id, 1 << 20, -1).await?;
+    conn.call(ApiKey::WriteTxnMarkers, 1, req).await
+}

@@ -349,9 +349,12 @@ fn init_producer_id_hands_out_a_new_id_at_epoch_0_every_time() {
     assert_eq!(exhausted.producer_epoch, 0);
     assert!(exhausted.producer_id.0 > again.producer_id.0);
 
-    // No transaction coordinator here.
+    // A transactional id before any FindCoordinator created
+    // `__transaction_state`: this broker coordinates no transactional id
+    // yet, NOT_COORDINATOR (16), as Kafka answers a broker that does not
+    // lead the id's partition.
     let txn = init_producer_id(&broker, Some("tx-1"), -1, -1);
-    assert_eq!(txn.error_code, 15);
+    assert_eq!(txn.error_code, 16);
     assert_eq!(txn.producer_id.0, -1);
 
     // Ids come from a reserved block in the store: a restart continues

@@ -687,12 +687,12 @@ fn a_partition_metadata_shows_is_open_on_its_owner_at_once() {
 }
 
 /// Every version Kafka 3.9 lists (0–6), group and transaction keys and an
-/// unknown key type: the single broker coordinates every group, there is
-/// no transaction coordinator, and unknown key types are invalid. v4+
+/// unknown key type: the single broker coordinates every group and every
+/// transactional id, and unknown key types are invalid. v4+
 /// answers each batched key. A share group (key type 2) is invalid below
 /// v6 and has no coordinator at v6, as Kafka 3.9 without share groups.
 #[test]
-fn find_coordinator_names_this_broker_for_groups_at_every_version() {
+fn find_coordinator_names_this_broker_for_groups_and_transactions_at_every_version() {
     use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest};
     use kafka_protocol::protocol::StrBytes;
 
@@ -707,7 +707,9 @@ fn find_coordinator_names_this_broker_for_groups_at_every_version() {
     // (key type, expected error, expected node); v0 only knows groups.
     let cases = [
         (0i8, error_code::NONE, me.clone()),
-        (1, COORDINATOR_NOT_AVAILABLE, no_node.clone()),
+        // Transactions: `__transaction_state` is created (the sample
+        // config's replication factor 1) and this broker leads it.
+        (1, error_code::NONE, me.clone()),
         (5, INVALID_REQUEST, no_node.clone()),
     ];
     for version in 0..=3i16 {

@@ -106,19 +106,9 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
          synonym in Kafka (LogConfig), which lists none",
     ),
     (
-        "fetch_at_log_start",
-        "aborted_transactions: shardlog sends [] where Kafka sends null for read_uncommitted \
-         (KafkaApis fills it only for READ_COMMITTED); the record bytes are identical",
-    ),
-    (
-        "fetch_tiny_max_bytes",
-        "aborted_transactions [] vs null, as fetch_at_log_start; the one whole batch (KIP-74) is identical",
-    ),
-    (
         "fetch_beyond_log_end",
         "OFFSET_OUT_OF_RANGE: Kafka answers high_watermark, last_stable_offset and log_start_offset -1 \
-         (FetchResponse.partitionResponse of an error), shardlog the partition's real values; \
-         and aborted_transactions [] vs null",
+         (FetchResponse.partitionResponse of an error), shardlog the partition's real values",
     ),
     (
         "list_offsets_by_timestamp_after_all",

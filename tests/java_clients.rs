@@ -276,14 +276,16 @@ fn admin_client_topics_cluster_configs_and_offsets() {
     broker.stop();
 }
 
-/// shardlog has no transaction coordinator: FindCoordinator(key_type 1)
-/// answers COORDINATOR_NOT_AVAILABLE, which the Java client retries, so
+/// On one broker with `transaction.state.log.replication.factor=3` (Kafka's
+/// default; the sample server.properties sets 1), `__transaction_state`
+/// cannot be created: FindCoordinator (key type 1) answers
+/// COORDINATOR_NOT_AVAILABLE, which the Java client retries, so
 /// `initTransactions()` gives up after `max.block.ms` (3000 in
-/// ClientCheck.transactional) with this TimeoutException, and nothing is
-/// written. Replace this test when transactions exist.
+/// ClientCheck.transactional) with this TimeoutException and nothing is
+/// written — what a single Kafka 3.9 broker with defaults does too.
 #[test]
-fn transactional_producer_times_out_in_init_transactions() {
-    let broker = Broker::start();
+fn transactional_producer_times_out_when_the_state_topic_cannot_be_created() {
+    let broker = Broker::start_with(&["transaction.state.log.replication.factor=3"]);
     let topic = unique_topic("java-tx");
     let r = run_program(
         "ClientCheck",
@@ -293,6 +295,33 @@ fn transactional_producer_times_out_in_init_transactions() {
         r,
         json!({"error": "TimeoutException: Timeout expired after 3000ms while awaiting InitProducerId"})
     );
+    broker.stop();
+}
+
+/// The Java transactional producer (issue 25) against the transaction
+/// coordinator: commit, abort (its record reached the log), a
+/// read_committed consumer reads only committed records up to the LSO,
+/// and a second producer with the same transactional.id fences the first
+/// (its commit fails; its open transaction is aborted).
+#[test]
+fn transactional_producer_commits_aborts_and_is_fenced() {
+    let broker = Broker::start_with(&["transaction.state.log.num.partitions=4"]);
+    let topic = unique_topic("java-tx");
+    let mut c = Conn::open(&broker);
+    c.create_topic(&topic, 1, &[]);
+    let r = run_program(
+        "ClientCheck",
+        &["transactional", &broker.bootstrap(), &topic],
+    );
+    assert_eq!(r["init_transactions"], "ok", "{r}");
+    assert_eq!(r["commit"], "ok", "{r}");
+    assert_eq!(r["abort"], "ok", "{r}");
+    assert_eq!(r["read_committed"], json!([0, 2]), "{r}");
+    assert_eq!(r["second_init"], "ok", "{r}");
+    let fenced = r["fenced_commit"].as_str().unwrap_or_default();
+    assert!(fenced.starts_with("ProducerFencedException"), "{r}");
+    assert_eq!(r["read_committed_after_fence"], json!([0, 2, 4]), "{r}");
+    assert!(r.get("error").is_none(), "{r}");
     broker.stop();
 }
 

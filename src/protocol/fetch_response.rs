@@ -42,7 +42,9 @@ impl FetchPartitionOut {
             log_start_offset: -1,
             records: Vec::new(),
             diverging_epoch: None,
-            aborted_transactions: None,
+            // Kafka's `FetchResponse.partitionResponse(tp, error)` for a
+            // partition refused before any read: an empty list, not null.
+            aborted_transactions: Some(Vec::new()),
         }
     }
 
@@ -207,7 +209,7 @@ mod tests {
                             OutPart::Bytes(Bytes::from_static(b"batch-two")),
                         ],
                         diverging_epoch: None,
-                        aborted_transactions: Some(Vec::new()),
+                        aborted_transactions: None,
                     },
                     FetchPartitionOut::error(3, 1),
                 ],
@@ -273,8 +275,12 @@ mod tests {
                 .map(|a| (a.producer_id.0, a.first_offset))
                 .collect();
             assert_eq!(aborted, vec![(5, 90), (6, 95)], "v{version}");
-            assert_eq!(p0.aborted_transactions.as_ref().map(Vec::len), Some(0));
-            assert!(p1.aborted_transactions.is_none(), "v{version}: null");
+            assert!(p0.aborted_transactions.is_none(), "v{version}: null");
+            assert_eq!(
+                p1.aborted_transactions.as_ref().map(Vec::len),
+                Some(0),
+                "v{version}"
+            );
             assert_eq!(p5.records.as_deref(), Some(&b"xyz"[..]));
             if version >= 12 {
                 let d = &p5.diverging_epoch;

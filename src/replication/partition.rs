@@ -71,6 +71,16 @@ pub const EARLIEST_TIMESTAMP: i64 = -2;
 /// KIP-734 (ListOffsets v7+).
 pub const MAX_TIMESTAMP: i64 = -3;
 
+/// Who appends (Kafka's `AppendOrigin`): a client's produce gets every
+/// check; a coordinator's own records (a TxnOffsetCommit's transactional
+/// batch on `__consumer_offsets`) only the producer-epoch check, as Kafka
+/// validates sequences for client appends only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendOrigin {
+    Client,
+    Coordinator,
+}
+
 /// One owned partition.
 pub struct Partition {
     pub tp: TopicPartition,
@@ -621,7 +631,7 @@ impl Partition {
     /// now; see [`Self::append_in_turn`].
     pub async fn append(&self, records: Bytes, now_ms: i64, required_acks: i16) -> ProduceResult {
         let ticket = self.queue_append();
-        self.append_in_turn(ticket, records, now_ms, required_acks)
+        self.append_in_turn(ticket, records, now_ms, required_acks, AppendOrigin::Client)
             .await
     }
 
@@ -636,6 +646,7 @@ impl Partition {
         records: Bytes,
         now_ms: i64,
         required_acks: i16,
+        origin: AppendOrigin,
     ) -> ProduceResult {
         if self.role() != PartitionRole::Leader {
             return ProduceResult::error(self.not_serving());
@@ -678,7 +689,16 @@ impl Partition {
         if required_acks == -1 && !self.enough_replicas_for_acks_all() {
             return ProduceResult::error(ErrorCode::NOT_ENOUGH_REPLICAS);
         }
-        if let Some(answer) = self.check_producer(&batch) {
+        let refused = match origin {
+            AppendOrigin::Client => self.check_producer(&batch),
+            AppendOrigin::Coordinator => self
+                .producers
+                .borrow()
+                .check_epoch(&batch)
+                .err()
+                .map(|e| ProduceResult::error(ErrorCode(e.error_code()))),
+        };
+        if let Some(answer) = refused {
             return answer;
         }
         let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;

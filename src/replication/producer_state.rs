@@ -232,6 +232,17 @@ impl ProducerStateManager {
         Ok(SeqCheck::Append)
     }
 
+    /// A coordinator's append (Kafka's `AppendOrigin.COORDINATOR`): only
+    /// an older producer epoch is refused.
+    pub fn check_epoch(&self, batch: &ProducerBatch) -> Result<(), ProducerError> {
+        match self.producers.get(&batch.producer_id) {
+            Some(e) if batch.producer_id >= 0 && batch.epoch < e.epoch => {
+                Err(ProducerError::InvalidProducerEpoch)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Kafka's `ProducerAppendInfo.appendDataBatch`: while the producer's
     /// transaction is open here, a non-transactional batch is refused.
     fn check_txn(entry: &ProducerEntry, batch: &ProducerBatch) -> Result<(), ProducerError> {

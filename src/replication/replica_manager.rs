@@ -15,7 +15,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::partition::{
-    DurableCounts, Leadership, OffsetAnswer, Partition, PartitionSpec, ProduceResult, ReadAnswer,
+    AppendOrigin, DurableCounts, Leadership, OffsetAnswer, Partition, PartitionSpec, ProduceResult,
+    ReadAnswer,
 };
 use super::quota::ReplicationQuotas;
 use crate::config::dynamic::{
@@ -122,10 +123,15 @@ impl QueuedAppends {
 }
 
 impl QueuedAppend {
-    pub async fn append(self, now_ms: i64, required_acks: i16) -> ProduceResult {
+    pub async fn append(
+        self,
+        now_ms: i64,
+        required_acks: i16,
+        origin: AppendOrigin,
+    ) -> ProduceResult {
         match self.place {
             Some((p, ticket)) => {
-                p.append_in_turn(ticket, self.records, now_ms, required_acks)
+                p.append_in_turn(ticket, self.records, now_ms, required_acks, origin)
                     .await
             }
             None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),

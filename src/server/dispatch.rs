@@ -162,6 +162,10 @@ pub const ROUTES: &[Route] = &[
         range: handlers::end_txn::VERSIONS,
         handle: handlers::end_txn::handle,
     },
+    Route {
+        range: handlers::txn_offset_commit::VERSIONS,
+        handle: handlers::txn_offset_commit::handle,
+    },
     // --- end topic admin ---
     Route {
         range: handlers::describe_cluster::VERSIONS,

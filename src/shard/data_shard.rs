@@ -32,7 +32,7 @@ use crate::purgatory::view::PartitionSnapshot;
 use crate::replication::isr_change::IsrChange;
 use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::partition::{
-    FollowerFetch, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
+    AppendOrigin, FollowerFetch, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
 use crate::replication::replica_manager::ReplicaManager;
 use crate::types::{ShardId, TopicPartition};
@@ -67,6 +67,7 @@ pub enum DataRequest {
         now_ms: i64,
         /// The request's acks (-1: check `min.insync.replicas` first).
         acks: i16,
+        origin: AppendOrigin,
     },
     /// Append each partition's transaction marker on its owner
     /// (WriteTxnMarkers; answered `Produced`).
@@ -246,6 +247,7 @@ impl DataShard {
                 parts,
                 now_ms,
                 acks,
+                origin,
             } => {
                 // Places in every partition's append order first, before
                 // the first await (`QueuedAppends` says why).
@@ -253,7 +255,7 @@ impl DataShard {
                 let mut out = Vec::new();
                 for append in queued.into_appends() {
                     let tp = append.tp.clone();
-                    let r = append.append(now_ms, acks).await;
+                    let r = append.append(now_ms, acks, origin).await;
                     if let Some(s) = r.snapshot {
                         self.on_local_advance(&tp, s);
                     }

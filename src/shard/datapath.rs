@@ -18,7 +18,9 @@ use crate::purgatory::delayed_operation::WatchChange;
 use crate::purgatory::driver::Parkable;
 use crate::purgatory::view::PartitionSnapshot;
 use crate::replication::leader_epoch::EpochEndOffset;
-use crate::replication::partition::{MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer};
+use crate::replication::partition::{
+    AppendOrigin, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
+};
 use crate::types::TopicPartition;
 
 impl ShardContext {
@@ -52,6 +54,7 @@ impl ShardContext {
         parts: Vec<(TopicPartition, Bytes)>,
         now_ms: i64,
         acks: i16,
+        origin: AppendOrigin,
     ) -> Vec<ProduceResult> {
         let groups = self.group_by_owner(parts.into_iter().map(|(tp, b)| (tp.clone(), (tp, b))));
         let mut results: Vec<Option<ProduceResult>> = vec![None; groups.total];
@@ -67,6 +70,7 @@ impl ShardContext {
                             parts,
                             now_ms,
                             acks,
+                            origin,
                         },
                     )
                     .await;

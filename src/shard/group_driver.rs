@@ -11,8 +11,8 @@ use glommio::channels::local_channel;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::data_shard::{DataRequest, DataResponse};
-use super::group_host::{GroupCall, GroupHost, GroupReply};
-use super::internal_log;
+use super::group_host::{GroupCall, GroupHost, GroupReply, QueuedAppend};
+use super::internal_log::{self, Replayed};
 use super::placement::coordinator_partition;
 use crate::controller::image::OFFSETS_TOPIC;
 use crate::group::coordinator::{Answer, Records};
@@ -60,6 +60,14 @@ impl ShardContext {
                 }
                 GroupCall::Describe(g) => {
                     return GroupReply::Answer(Answer::Describe(core.describe(&g)));
+                }
+                GroupCall::TxnMarker {
+                    partition,
+                    producer_id,
+                    commit,
+                } => {
+                    core.on_txn_marker(partition, producer_id, commit);
+                    return GroupReply::Done;
                 }
                 GroupCall::Join(r) => core.on_join(id, r, now),
                 GroupCall::Sync(r) => core.on_sync(id, r, now),
@@ -248,14 +256,14 @@ fn start_tasks(ctx: &Rc<ShardContext>, host: &Rc<GroupHost>) {
                 wake.notified().await;
                 continue;
             }
-            let partition = batch[0].0;
+            let (partition, producer) = (batch[0].0, batch[0].3);
             let records: Records = batch
                 .iter()
-                .flat_map(|(_, r, _)| r.iter().cloned())
+                .flat_map(|(_, r, _, _)| r.iter().cloned())
                 .collect();
-            let result = append_acks_all(&ctx, partition, &records).await;
+            let result = append_acks_all(&ctx, partition, &records, producer).await;
             let now = ctx.clock.wall_ms();
-            for (_, _, token) in batch {
+            for (_, _, token, _) in batch {
                 let actions = host.core.borrow_mut().on_appended(token, result, now);
                 host.execute(actions);
             }
@@ -264,14 +272,15 @@ fn start_tasks(ctx: &Rc<ShardContext>, host: &Rc<GroupHost>) {
     .detach();
 }
 
-/// The queued appends at the front for one partition (one batch).
-fn take_batch(host: &GroupHost) -> Vec<(i32, Records, u64)> {
+/// The queued appends at the front for one partition and one producer
+/// (one batch: a transactional batch holds one producer's records only).
+fn take_batch(host: &GroupHost) -> Vec<QueuedAppend> {
     let mut q = host.appends.borrow_mut();
     let mut out = Vec::new();
     while let Some(front) = q.front() {
         if out
             .first()
-            .is_some_and(|(p, _, _): &(i32, Records, u64)| *p != front.0)
+            .is_some_and(|first: &QueuedAppend| (first.0, first.3) != (front.0, front.3))
         {
             break;
         }
@@ -284,25 +293,49 @@ fn take_batch(host: &GroupHost) -> Vec<(i32, Records, u64)> {
 
 /// Append `records` to `__consumer_offsets` partition `partition` and wait
 /// until the HW covers them (acks=all).
-async fn append_acks_all(ctx: &Rc<ShardContext>, partition: i32, records: &Records) -> ErrorCode {
+async fn append_acks_all(
+    ctx: &Rc<ShardContext>,
+    partition: i32,
+    records: &Records,
+    producer: Option<(i64, i16)>,
+) -> ErrorCode {
     let Some(host) = ctx.data().map(|d| d.groups.clone()) else {
         return ErrorCode::NOT_LEADER_OR_FOLLOWER;
     };
     let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-    internal_log::append_acks_all(ctx, tp, records, host.commit_timeout_ms).await
+    internal_log::append_acks_all(ctx, tp, records, producer, host.commit_timeout_ms).await
 }
 
 /// Replay partition `p` of `__consumer_offsets` from its log start to its
 /// HW into the coordinator; returns the records replayed.
 async fn load_partition(ctx: &Rc<ShardContext>, host: &GroupHost, p: i32) -> Result<u64, String> {
     let tp = TopicPartition::new(OFFSETS_TOPIC, p);
-    internal_log::replay(ctx, &tp, |offset, key, value| {
-        match RecordKey::decode(key) {
-            Ok(k) => {
+    internal_log::replay(ctx, &tp, |item| {
+        let (offset, key, value, txn_producer) = match item {
+            Replayed::Marker {
+                producer_id,
+                commit,
+            } => {
+                host.core.borrow_mut().on_txn_marker(p, producer_id, commit);
+                return true;
+            }
+            Replayed::Record {
+                offset,
+                key,
+                value,
+                txn_producer,
+            } => (offset, key, value, txn_producer),
+        };
+        match (RecordKey::decode(key), txn_producer, value) {
+            (Ok(RecordKey::OffsetCommit(k)), Some(pid), Some(v)) => {
+                host.core.borrow_mut().load_txn_offset(pid, &k, v);
+                true
+            }
+            (Ok(k), _, _) => {
                 host.core.borrow_mut().load_record(p, k, value);
                 true
             }
-            Err(e) => {
+            (Err(e), _, _) => {
                 tracing::warn!(partition = p, offset, error = %e, "offsets record key skipped");
                 false
             }

@@ -34,6 +34,10 @@ use crate::group::coordinator::{
 use crate::io::local_sync::Notify;
 use crate::protocol::ErrorCode;
 
+/// An append queued for the appender: (partition, records, token,
+/// transactional producer).
+pub(super) type QueuedAppend = (i32, Records, u64, Option<(i64, i16)>);
+
 /// A request to a shard's group coordinator.
 #[derive(Debug)]
 pub enum GroupCall {
@@ -51,6 +55,14 @@ pub enum GroupCall {
         group_id: String,
         partitions: Vec<(String, i32)>,
     },
+    /// A transaction marker was written to `__consumer_offsets` partition
+    /// `partition` (WriteTxnMarkers): its pending TxnOffsetCommit offsets
+    /// are committed or dropped.
+    TxnMarker {
+        partition: i32,
+        producer_id: i64,
+        commit: bool,
+    },
 }
 
 /// Its answer.
@@ -58,6 +70,8 @@ pub enum GroupCall {
 pub enum GroupReply {
     Answer(Answer),
     List(ErrorCode, Vec<ListedGroup>),
+    /// A call with nothing to answer was applied.
+    Done,
     /// The shard has no coordinator, or it went away before answering.
     NotCoordinator,
 }
@@ -68,7 +82,7 @@ pub struct GroupHost {
     pub(super) waiters: RefCell<HashMap<WaiterId, LocalSender<GroupReply>>>,
     pub(super) next_waiter: Cell<WaiterId>,
     pub(super) wake_timer: Rc<Notify>,
-    pub(super) appends: RefCell<VecDeque<(i32, Records, u64)>>,
+    pub(super) appends: RefCell<VecDeque<QueuedAppend>>,
     pub(super) wake_appender: Rc<Notify>,
     pub(super) started: Cell<bool>,
     /// Partitions whose load task runs.
@@ -120,10 +134,11 @@ impl GroupHost {
                     partition,
                     records,
                     token,
+                    producer,
                 } => {
                     self.appends
                         .borrow_mut()
-                        .push_back((partition, records, token));
+                        .push_back((partition, records, token, producer));
                     any_append = true;
                 }
             }

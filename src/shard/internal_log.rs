@@ -16,6 +16,7 @@ use crate::io::zerocopy::OutPart;
 use crate::protocol::{record_batch, ErrorCode};
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
+use crate::replication::partition::AppendOrigin;
 use crate::types::TopicPartition;
 
 /// A coordinator's records: (key, value or `None` for a tombstone).
@@ -26,14 +27,17 @@ const LOAD_CHUNK_BYTES: usize = 1 << 20;
 
 /// Append `records` to `tp` in one batch and wait up to `timeout_ms`
 /// until the HW covers them (acks=all: `offsets.commit.required.acks`
-/// -1; Kafka's transaction log appends are acks=all too).
+/// -1; Kafka's transaction log appends are acks=all too). With
+/// `producer` (a TxnOffsetCommit's producer id and epoch) the batch is
+/// transactional, as Kafka's `GroupMetadataManager.storeOffsets` writes it.
 pub async fn append_acks_all(
     ctx: &Rc<ShardContext>,
     tp: TopicPartition,
     records: &Records,
+    producer: Option<(i64, i16)>,
     timeout_ms: i64,
 ) -> ErrorCode {
-    let batch = match encode_records(records, ctx.clock.wall_ms()) {
+    let batch = match encode_records(records, producer, ctx.clock.wall_ms()) {
         Ok(b) => b,
         Err(e) => {
             tracing::error!(%tp, error = %e, "coordinator batch did not encode");
@@ -42,7 +46,12 @@ pub async fn append_acks_all(
     };
     let now = ctx.clock.wall_ms();
     let mut results = ctx
-        .produce_on_owners(vec![(tp.clone(), batch)], now, -1)
+        .produce_on_owners(
+            vec![(tp.clone(), batch)],
+            now,
+            -1,
+            AppendOrigin::Coordinator,
+        )
         .await;
     let Some(r) = results.pop() else {
         return ErrorCode::NOT_LEADER_OR_FOLLOWER;
@@ -69,20 +78,26 @@ pub async fn append_acks_all(
     }
 }
 
-/// One v2 batch of `records` (no producer id, creation time `now_ms`).
-pub fn encode_records(records: &Records, now_ms: i64) -> anyhow::Result<Bytes> {
+/// One v2 batch of `records` (creation time `now_ms`; no producer id, or
+/// a transactional batch of `producer`).
+pub fn encode_records(
+    records: &Records,
+    producer: Option<(i64, i16)>,
+    now_ms: i64,
+) -> anyhow::Result<Bytes> {
+    let (producer_id, producer_epoch) = producer.unwrap_or((-1, -1));
     let list: Vec<Record> = records
         .iter()
         .enumerate()
         .map(|(i, (k, v))| {
             let i = i32::try_from(i).unwrap_or(i32::MAX);
             Record {
-                transactional: false,
+                transactional: producer.is_some(),
                 control: false,
                 delete_horizon: false,
                 partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
+                producer_id,
+                producer_epoch,
                 timestamp_type: TimestampType::Creation,
                 offset: i64::from(i),
                 // The encoder splits batches where offset - sequence changes.
@@ -106,13 +121,28 @@ pub fn encode_records(records: &Records, now_ms: i64) -> anyhow::Result<Bytes> {
     Ok(buf.freeze())
 }
 
-/// Replay `tp` from its log start to its HW: `f(offset, key, value)` for
-/// each keyed data record (control records skipped), which says whether it
-/// used it. Returns the records used.
+/// One replayed item of a coordinator's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replayed<'a> {
+    /// A keyed data record; `txn_producer` when its batch is transactional
+    /// (a TxnOffsetCommit's offsets, pending until the producer's marker).
+    Record {
+        offset: i64,
+        key: &'a [u8],
+        value: Option<&'a [u8]>,
+        txn_producer: Option<i64>,
+    },
+    /// A transaction marker of `producer_id`.
+    Marker { producer_id: i64, commit: bool },
+}
+
+/// Replay `tp` from its log start to its HW: `f` for each keyed data
+/// record and each transaction marker, which says whether it used it.
+/// Returns the items used.
 pub async fn replay(
     ctx: &Rc<ShardContext>,
     tp: &TopicPartition,
-    mut f: impl FnMut(i64, &[u8], Option<&[u8]>) -> bool,
+    mut f: impl FnMut(Replayed<'_>) -> bool,
 ) -> Result<u64, String> {
     let Some(data) = ctx.data() else {
         return Err("no data part".into());
@@ -157,13 +187,31 @@ pub async fn replay(
             let set = RecordBatchDecoder::decode(&mut one)
                 .map_err(|e| format!("records at {next}: {e}"))?;
             for r in set.records {
-                if r.control || r.offset < offset || r.offset >= a.high_watermark {
+                if r.offset < offset || r.offset >= a.high_watermark {
                     continue;
                 }
                 let Some(key) = r.key.as_deref() else {
                     continue;
                 };
-                if f(r.offset, key, r.value.as_deref()) {
+                let item = if r.control {
+                    // Kafka's control record key: version int16, type
+                    // int16 (0 ABORT, 1 COMMIT); other types are skipped.
+                    match key.get(2..4).map(|t| i16::from_be_bytes([t[0], t[1]])) {
+                        Some(t @ 0..=1) => Replayed::Marker {
+                            producer_id: r.producer_id,
+                            commit: t == 1,
+                        },
+                        _ => continue,
+                    }
+                } else {
+                    Replayed::Record {
+                        offset: r.offset,
+                        key,
+                        value: r.value.as_deref(),
+                        txn_producer: r.transactional.then_some(r.producer_id),
+                    }
+                };
+                if f(item) {
                     replayed += 1;
                 }
             }

@@ -18,7 +18,7 @@ use kafka_protocol_39::protocol::StrBytes;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::data_shard::{DataRequest, DataResponse};
-use super::internal_log;
+use super::internal_log::{self, Replayed};
 use super::txn_host::{DescribedTxn, ListedTxn, MarkerJob, TxnCall, TxnHost, TxnReply};
 use crate::controller::image::TRANSACTION_STATE_TOPIC;
 use crate::controller::requests::{AdminRequest, AdminResponse};
@@ -113,9 +113,12 @@ impl ShardContext {
             glommio::spawn_local(async move {
                 let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, p);
                 let mut records = Vec::new();
-                let loaded = internal_log::replay(&ctx, &tp, |_, k, v| {
-                    records.push((k.to_vec(), v.map(<[u8]>::to_vec)));
-                    true
+                let loaded = internal_log::replay(&ctx, &tp, |item| match item {
+                    Replayed::Record { key, value, .. } => {
+                        records.push((key.to_vec(), value.map(<[u8]>::to_vec)));
+                        true
+                    }
+                    Replayed::Marker { .. } => false,
                 })
                 .await;
                 host.loading.borrow_mut().remove(&p);
@@ -258,7 +261,8 @@ async fn appender(weak: std::rc::Weak<ShardContext>, wake: Rc<crate::io::local_s
         };
         let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
         let records = vec![(key, Some(value))];
-        let code = internal_log::append_acks_all(&ctx, tp, &records, host.append_timeout_ms).await;
+        let code =
+            internal_log::append_acks_all(&ctx, tp, &records, None, host.append_timeout_ms).await;
         if code != ErrorCode::NONE {
             tracing::warn!(partition, error = ?code, "transaction state append failed");
         }

@@ -25,6 +25,7 @@ mod membership;
 mod offsets;
 mod runtime;
 mod session;
+mod txn_offsets;
 mod types;
 
 #[cfg(test)]
@@ -53,10 +54,14 @@ pub enum Action {
     /// Append these records (key, value or tombstone) to
     /// `__consumer_offsets` partition `partition`, then call
     /// [`Coordinator::on_appended`] with `token`.
+    ///
+    /// `producer`: a TxnOffsetCommit's producer id and epoch; the records
+    /// go in a transactional batch of that producer.
     Append {
         partition: i32,
         records: Records,
         token: u64,
+        producer: Option<(i64, i16)>,
     },
 }
 
@@ -187,6 +192,9 @@ enum PendingAppend {
         refused: Vec<(String, i32, ErrorCode)>,
         /// The member committing, whose heartbeat the commit refreshes.
         member: Option<String>,
+        /// TxnOffsetCommit: the producer whose transaction holds the
+        /// offsets until its marker (`None`: a plain OffsetCommit).
+        txn: Option<i64>,
     },
     /// The leader's SyncGroup assignment of `generation`.
     SyncStore {
@@ -235,7 +243,22 @@ pub struct Coordinator {
     next_token: u64,
     /// The deadline of the armed offset-expiry timer, if any.
     expiry_deadline: Option<i64>,
+    /// TxnOffsetCommit offsets waiting for their transaction's marker, by
+    /// producer id (Kafka's `pendingTransactionalOffsetCommits`).
+    txn_offsets: BTreeMap<i64, Vec<TxnOffset>>,
 }
+
+/// A commit whose append finished (see `finish_commit`).
+struct FinishedCommit {
+    pub waiter: WaiterId,
+    pub offsets: Vec<((String, i32), OffsetCommitValue)>,
+    pub refused: Vec<(String, i32, ErrorCode)>,
+    pub member: Option<String>,
+    pub txn: Option<i64>,
+}
+
+/// One pending transactional offset: (group, (topic, partition), value).
+type TxnOffset = (String, (String, i32), OffsetCommitValue);
 
 impl Coordinator {
     pub fn new(config: GroupConfig, num_partitions: i32) -> Self {
@@ -249,6 +272,7 @@ impl Coordinator {
             pending_appends: BTreeMap::new(),
             next_token: 0,
             expiry_deadline: None,
+            txn_offsets: BTreeMap::new(),
         }
     }
 
@@ -314,6 +338,17 @@ impl Coordinator {
         pending: PendingAppend,
         out: &mut Vec<Action>,
     ) {
+        self.append_as(partition, records, pending, None, out);
+    }
+
+    fn append_as(
+        &mut self,
+        partition: i32,
+        records: Records,
+        pending: PendingAppend,
+        producer: Option<(i64, i16)>,
+        out: &mut Vec<Action>,
+    ) {
         self.next_token += 1;
         let token = self.next_token;
         self.pending_appends.insert(token, pending);
@@ -321,6 +356,7 @@ impl Coordinator {
             partition,
             records,
             token,
+            producer,
         });
     }
 
@@ -397,9 +433,17 @@ impl Coordinator {
                 offsets,
                 refused,
                 member,
-            } => self.finish_commit(
-                waiter, &group, offsets, refused, member, mapped, now_ms, &mut out,
-            ),
+                txn,
+            } => {
+                let done = FinishedCommit {
+                    waiter,
+                    offsets,
+                    refused,
+                    member,
+                    txn,
+                };
+                self.finish_commit(&group, done, mapped, now_ms, &mut out);
+            }
             PendingAppend::SyncStore {
                 group,
                 generation,

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::{
     offset_key, Action, Answer, CommitRequest, Coordinator, Entry, FetchAnswer, FetchRequest,
-    FetchedOffset, PartitionLoad, PendingAppend, Records, Timer, WaiterId,
+    FetchedOffset, FinishedCommit, PartitionLoad, PendingAppend, Records, Timer, WaiterId,
 };
 use crate::group::records::{
     encode_group_metadata_key, GroupMetadataValue, OffsetCommitValue, RecordKey,
@@ -111,7 +111,7 @@ impl Coordinator {
             .into_iter()
             .filter(|(_, _, e)| *e != ErrorCode::NONE)
             .collect();
-        self.append(
+        self.append_as(
             partition,
             records,
             PendingAppend::Commit {
@@ -120,30 +120,43 @@ impl Coordinator {
                 offsets,
                 refused,
                 member,
+                txn: req.txn.map(|(producer_id, _)| producer_id),
             },
+            req.txn,
             &mut out,
         );
         out
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn finish_commit(
         &mut self,
-        waiter: WaiterId,
         group_id: &str,
-        offsets: Vec<((String, i32), OffsetCommitValue)>,
-        refused: Vec<(String, i32, ErrorCode)>,
-        member: Option<String>,
+        done: FinishedCommit,
         error: ErrorCode,
         now_ms: i64,
         out: &mut Vec<Action>,
     ) {
+        let FinishedCommit {
+            waiter,
+            offsets,
+            refused,
+            member,
+            txn,
+        } = done;
         let mut results: Vec<(String, i32, ErrorCode)> = offsets
             .iter()
             .map(|((t, p), _)| (t.clone(), *p, error))
             .collect();
         results.extend(refused);
-        if error == ErrorCode::NONE {
+        if let (Some(producer_id), ErrorCode::NONE) = (txn, error) {
+            // Held until the transaction's marker (`on_txn_marker`).
+            let pending = self.txn_offsets.entry(producer_id).or_default();
+            pending.extend(
+                offsets
+                    .into_iter()
+                    .map(|(tp, v)| (group_id.to_owned(), tp, v)),
+            );
+        } else if error == ErrorCode::NONE {
             if let Some(entry) = self.groups.get_mut(group_id) {
                 for (tp, value) in offsets {
                     entry.offsets.insert(tp, value);

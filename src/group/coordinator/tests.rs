@@ -58,6 +58,7 @@ impl Harness {
                     partition,
                     records,
                     token,
+                    ..
                 } => match self.auto_ack {
                     Some(result) => {
                         self.appends.push((partition, records, token));
@@ -202,6 +203,7 @@ impl Harness {
     ) -> WaiterId {
         let w = self.waiter();
         let req = CommitRequest {
+            txn: None,
             group_id: group.into(),
             generation,
             member_id: member.into(),
@@ -602,6 +604,7 @@ fn oversize_metadata_and_failed_appends_get_kafkas_errors() {
     let mut h = Harness::new();
     let w = h.waiter();
     let req = CommitRequest {
+        txn: None,
         group_id: "g".into(),
         generation: -1,
         member_id: String::new(),
@@ -836,3 +839,4 @@ fn unloading_a_partition_answers_parked_joins_with_not_coordinator() {
 }
 
 mod expiry;
+mod txn;

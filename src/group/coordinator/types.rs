@@ -152,6 +152,8 @@ pub struct CommitRequest {
     /// v2–v4 `retention_time_ms`; -1 = the broker's retention.
     pub retention_ms: i64,
     pub partitions: Vec<CommitPartition>,
+    /// TxnOffsetCommit: the transactional producer's id and epoch.
+    pub txn: Option<(i64, i16)>,
 }
 
 /// OffsetFetch of one group.

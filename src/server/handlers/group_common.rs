@@ -22,7 +22,9 @@ pub async fn ask(
 ) -> Result<Answer, ErrorCode> {
     match ctx.ask_group(group_id, call).await {
         GroupReply::Answer(a) => Ok(a),
-        GroupReply::List(..) | GroupReply::NotCoordinator => Err(ErrorCode::NOT_COORDINATOR),
+        GroupReply::List(..) | GroupReply::Done | GroupReply::NotCoordinator => {
+            Err(ErrorCode::NOT_COORDINATOR)
+        }
     }
 }
 

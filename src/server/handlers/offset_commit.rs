@@ -282,6 +282,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             commit_to_store(&ctx, &r.group_id, partitions, &mut decided).await;
         } else if !partitions.is_empty() {
             let commit = CommitRequest {
+                txn: None,
                 group_id: r.group_id.clone(),
                 generation: r.generation,
                 member_id: r.member_id.clone(),

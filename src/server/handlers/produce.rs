@@ -29,7 +29,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
-use crate::replication::partition::ProduceResult;
+use crate::replication::partition::{AppendOrigin, ProduceResult};
 use crate::server::auto_create::ensure_topic_auto_created;
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
@@ -135,7 +135,9 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
         let (idx, parts): (Vec<usize>, Vec<(TopicPartition, Bytes)>) =
             to_append.into_iter().map(|(i, tp, b)| (i, (tp, b))).unzip();
         let keys: Vec<TopicPartition> = parts.iter().map(|(tp, _)| tp.clone()).collect();
-        let results = ctx.produce_on_owners(parts, now_ms, acks).await;
+        let results = ctx
+            .produce_on_owners(parts, now_ms, acks, AppendOrigin::Client)
+            .await;
         if acks == -1 {
             wait_for_replication(ctx, request.timeout_ms, &keys, &idx, &results, &mut slots).await;
         }

@@ -22,12 +22,14 @@ use kafka_protocol_39::messages::write_txn_markers_response::{
 };
 
 use super::{HandlerError, Request, Response};
+use crate::controller::image::OFFSETS_TOPIC;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, BOOL, INT16, INT32, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::replication::partition::{MarkerSpec, ProduceResult};
 use crate::server::out::OutPart;
+use crate::shard::group_host::GroupCall;
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;
 
@@ -115,8 +117,32 @@ async fn write_markers(
         for (i, code) in idx.into_iter().zip(codes) {
             slots[i].error = code;
         }
+        complete_txn_offsets(ctx, request, &slots).await;
     }
     to_response(request, slots)
+}
+
+/// Markers written to `__consumer_offsets` commit or drop the producer's
+/// pending TxnOffsetCommit offsets on the group coordinator (Kafka's
+/// `GroupCoordinator.scheduleHandleTxnCompletion` after the append).
+async fn complete_txn_offsets(
+    ctx: &Rc<ShardContext>,
+    request: &WriteTxnMarkersRequest,
+    slots: &[Slot],
+) {
+    for s in slots {
+        if s.topic != OFFSETS_TOPIC || s.error != ErrorCode::NONE {
+            continue;
+        }
+        let m = &request.markers[s.marker];
+        let call = GroupCall::TxnMarker {
+            partition: s.partition,
+            producer_id: m.producer_id.0,
+            commit: m.transaction_result,
+        };
+        let owner = ctx.owner_of(OFFSETS_TOPIC, s.partition);
+        let _ = ctx.ask_shard_group(owner, call).await;
+    }
 }
 
 /// Park until the HW covers every appended marker; each partition's code.

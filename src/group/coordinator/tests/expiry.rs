@@ -54,6 +54,7 @@ fn a_v1_commit_keeps_its_own_timestamp_and_expires_from_it() {
     h.now = 100_000;
     let w = h.waiter();
     let req = CommitRequest {
+        txn: None,
         group_id: "g".into(),
         generation: -1,
         member_id: String::new(),

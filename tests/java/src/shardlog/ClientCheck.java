@@ -334,11 +334,60 @@ public final class ClientCheck {
             producer.send(new ProducerRecord<>(topic, 0, key(0), value(0, 0))).get();
             producer.commitTransaction();
             out.put("commit", "ok");
+            // An aborted transaction whose record reached the log.
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(topic, 0, key(1), value(1, 0))).get();
+            producer.abortTransaction();
+            out.put("abort", "ok");
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(topic, 0, key(2), value(2, 0))).get();
+            producer.commitTransaction();
+            out.put("read_committed", readCommitted(bootstrap, topic));
+            // A second producer with the same transactional.id fences the
+            // first, whose open transaction is aborted.
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(topic, 0, key(3), value(3, 0))).get();
+            try (KafkaProducer<byte[], byte[]> second = new KafkaProducer<>(props)) {
+                second.initTransactions();
+                out.put("second_init", "ok");
+                try {
+                    producer.commitTransaction();
+                    out.put("fenced_commit", "ok");
+                } catch (Exception e) {
+                    out.put("fenced_commit", Json.error(e));
+                }
+                second.beginTransaction();
+                second.send(new ProducerRecord<>(topic, 0, key(4), value(4, 0))).get();
+                second.commitTransaction();
+            }
+            out.put("read_committed_after_fence", readCommitted(bootstrap, topic));
         } catch (Exception e) {
             out.put("error", Json.error(e));
         } finally {
             producer.close(Duration.ofSeconds(2));
         }
         return out;
+    }
+
+    /** The sequence numbers a read_committed consumer reads from partition 0. */
+    static List<Object> readCommitted(String bootstrap, String topic) {
+        Properties c = consumerProps(bootstrap);
+        c.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        List<Object> seqs = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(c)) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            // endOffsets at read_committed is the LSO.
+            long end = consumer.endOffsets(List.of(tp)).get(tp);
+            long deadline = System.nanoTime() + READ_LIMIT.toNanos();
+            while (consumer.position(tp) < end && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+                    String v = new String(r.value(), StandardCharsets.UTF_8);
+                    seqs.add(Integer.parseInt(v.substring(4, v.indexOf(';'))));
+                }
+            }
+        }
+        return seqs;
     }
 }

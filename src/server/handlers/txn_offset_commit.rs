@@ -1,0 +1,145 @@
+//! `[drv]` TxnOffsetCommit (key 28), v0–v4 (Kafka 3.9): a transactional
+//! producer commits a consumer group's offsets inside its transaction
+//! (KIP-98, exactly-once consume-transform-produce). Kafka's
+//! `handleTxnOffsetCommitRequest`: partitions Metadata does not know answer
+//! UNKNOWN_TOPIC_OR_PARTITION; the rest go to the group's coordinator,
+//! which writes them in a transactional batch of the producer and makes
+//! them the group's offsets only when the transaction's COMMIT marker
+//! reaches `__consumer_offsets` (an ABORT drops them;
+//! `group::coordinator::txn_offsets`).
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use futures_lite::future::BoxedLocal;
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol_39::messages::txn_offset_commit_request::TxnOffsetCommitRequest;
+use kafka_protocol_39::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+
+use super::group_common::{ask, partition_exists};
+use super::{HandlerError, Request, Response};
+use crate::group::coordinator::{Answer, CommitPartition, CommitRequest};
+use crate::protocol::decode::DecodeError;
+use crate::protocol::schema::{decode_checked_39, encode_39, Field, INT16, INT32, INT64};
+use crate::protocol::{ApiRange, ErrorCode};
+use crate::server::out::OutPart;
+use crate::shard::group_host::GroupCall;
+use crate::shard::ShardContext;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::TxnOffsetCommit, 0, 4);
+
+/// TxnOffsetCommitRequest.json: transactional_id, group_id, producer_id,
+/// producer_epoch, generation_id / member_id / group_instance_id (v3+),
+/// topics [name, partitions [index, offset, leader_epoch (v2+),
+/// metadata]]; flexible from v3.
+fn schema(version: i16) -> &'static [Field] {
+    const PART_V0: &[Field] = &[INT32, INT64, Field::Str];
+    const PART_V2: &[Field] = &[INT32, INT64, INT32, Field::Str];
+    const V0: &[Field] = &[
+        Field::Str,
+        Field::Str,
+        INT64,
+        INT16,
+        Field::Structs(&[Field::Str, Field::Structs(PART_V0)]),
+    ];
+    const V2: &[Field] = &[
+        Field::Str,
+        Field::Str,
+        INT64,
+        INT16,
+        Field::Structs(&[Field::Str, Field::Structs(PART_V2)]),
+    ];
+    const V3: &[Field] = &[
+        Field::Str,
+        Field::Str,
+        INT64,
+        INT16,
+        INT32,
+        Field::Str,
+        Field::Str,
+        Field::Structs(&[Field::Str, Field::Structs(PART_V2)]),
+    ];
+    match version {
+        0 | 1 => V0,
+        2 => V2,
+        _ => V3,
+    }
+}
+
+pub fn decode_request(body: Bytes, version: i16) -> Result<TxnOffsetCommitRequest, DecodeError> {
+    decode_checked_39(body, schema(version), version, version >= 3)
+}
+
+pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+    Box::pin(async move {
+        let version = req.header.api_version;
+        let r = decode_request(req.body, version)?;
+        let group_id = r.group_id.0.as_str().to_owned();
+        let mut partitions = Vec::new();
+        for t in &r.topics {
+            for p in &t.partitions {
+                let topic = t.name.0.as_str();
+                if partition_exists(&ctx, topic, p.partition_index) {
+                    partitions.push(CommitPartition {
+                        topic: topic.to_owned(),
+                        partition: p.partition_index,
+                        offset: p.committed_offset,
+                        leader_epoch: p.committed_leader_epoch,
+                        metadata: p.committed_metadata.as_ref().map(|m| m.as_str().to_owned()),
+                        commit_timestamp_ms: -1,
+                    });
+                }
+            }
+        }
+        let mut decided: Vec<(String, i32, ErrorCode)> = Vec::new();
+        if !partitions.is_empty() {
+            let commit = CommitRequest {
+                group_id: group_id.clone(),
+                // Below v3 the request names no generation: Kafka commits
+                // it as a simple (generation -1) commit.
+                generation: if version >= 3 { r.generation_id } else { -1 },
+                member_id: r.member_id.as_str().to_owned(),
+                group_instance_id: r.group_instance_id.as_ref().map(|s| s.as_str().to_owned()),
+                retention_ms: -1,
+                partitions: partitions.clone(),
+                txn: Some((r.producer_id.0, r.producer_epoch)),
+            };
+            decided = match ask(&ctx, &group_id, GroupCall::Commit(commit)).await {
+                Ok(Answer::Commit(list)) => list,
+                Ok(_) => Vec::new(),
+                Err(e) => partitions
+                    .iter()
+                    .map(|p| (p.topic.clone(), p.partition, e))
+                    .collect(),
+            };
+        }
+        let topics = r
+            .topics
+            .iter()
+            .map(|t| {
+                let name = t.name.0.as_str();
+                let results = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let e = decided
+                            .iter()
+                            .find(|(tn, pn, _)| tn == name && *pn == p.partition_index)
+                            .map_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, |d| d.2);
+                        TxnOffsetCommitResponsePartition::default()
+                            .with_partition_index(p.partition_index)
+                            .with_error_code(e.0)
+                    })
+                    .collect();
+                TxnOffsetCommitResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(results)
+            })
+            .collect();
+        let response = TxnOffsetCommitResponse::default().with_topics(topics);
+        let body = encode_39(&response, version).map_err(HandlerError::Encode)?;
+        Ok(Response::Body(vec![OutPart::Bytes(body)]))
+    })
+}

@@ -587,3 +587,110 @@ fn delete_records_command_moves_the_log_start_and_reports_errors() {
     assert_eq!(consumed.lines().collect::<Vec<_>>(), expected);
     broker.stop();
 }
+
+/// kafka-producer-perf-test with `--transactional-id` (transactions of
+/// `--transaction-duration-ms`), then kafka-transactions (`TransactionsCommand`)
+/// `list` and `describe` the id (issue 25: ListTransactions,
+/// DescribeTransactions); a read_committed fetch reads every record.
+#[test]
+fn transactional_perf_test_then_kafka_transactions_list_and_describe() {
+    let broker = Broker::start_with(&["transaction.state.log.num.partitions=4"]);
+    let topic = unique_topic("tool-txn");
+    Conn::open(&broker).create_topic(&topic, 1, &[]);
+    let out = tool(
+        "org.apache.kafka.tools.ProducerPerformance",
+        &[
+            "--topic",
+            &topic,
+            "--num-records",
+            "5000",
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--transactional-id",
+            "tool-txn-id",
+            "--transaction-duration-ms",
+            "50",
+            "--producer-props",
+            &format!("bootstrap.servers={}", broker.bootstrap()),
+        ],
+    );
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.starts_with("5000 records sent, "), "{out}");
+    let bootstrap = broker.bootstrap();
+    let command = "org.apache.kafka.tools.TransactionsCommand";
+    let list = tool(command, &["--bootstrap-server", &bootstrap, "list"]);
+    let rows: Vec<Vec<&str>> = list
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        [
+            "TransactionalId",
+            "Coordinator",
+            "ProducerId",
+            "TransactionState"
+        ],
+        "{list}"
+    );
+    let row = rows
+        .iter()
+        .find(|r| r.first() == Some(&"tool-txn-id"))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(row[1], broker.broker_id.to_string(), "{list}");
+    assert_eq!(row[3], "CompleteCommit", "{list}");
+    let describe = tool(
+        command,
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "describe",
+            "--transactional-id",
+            "tool-txn-id",
+        ],
+    );
+    let lines: Vec<Vec<&str>> = describe
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0][..5],
+        [
+            "CoordinatorId",
+            "TransactionalId",
+            "ProducerId",
+            "ProducerEpoch",
+            "TransactionState"
+        ],
+        "{describe}"
+    );
+    assert_eq!(lines[1][1], "tool-txn-id", "{describe}");
+    assert_eq!(lines[1][2], row[2], "same producer id: {describe}");
+    assert_eq!(lines[1][4], "CompleteCommit", "{describe}");
+    // read_committed: every record, and nothing past the LSO (= HW).
+    let mut c = Conn::open(&broker);
+    let mut spec = common::FetchSpec::new(&topic, 0, 0);
+    spec.isolation_level = 1;
+    spec.max_wait_ms = 10;
+    let mut read = 0usize;
+    loop {
+        let part = c.fetch(&spec);
+        assert_eq!(part.error_code, 0);
+        let batches = common::whole_batches(part.records.as_ref());
+        if batches.is_empty() {
+            assert_eq!(part.last_stable_offset, part.high_watermark);
+            break;
+        }
+        for b in &batches {
+            spec.fetch_offset = common::batch_last_offset(b) + 1;
+        }
+        read += decode_records(&batches)
+            .iter()
+            .filter(|r| !r.control)
+            .count();
+    }
+    assert_eq!(read, 5000);
+    broker.stop();
+}

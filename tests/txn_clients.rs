@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::{run_py_script, unique_topic, Broker, Conn};
+use common::{run_py_script, unique_topic, Broker, Conn, FetchSpec};
 use serde_json::{json, Value};
 
 const TXNS: usize = 6;
@@ -89,5 +89,59 @@ fn a_second_producer_fences_the_first_and_aborts_its_transaction() {
         r,
         json!({"second_init": "ok", "first_commit": "_FENCED", "first_fatal": true, "read_committed": ["from-2"]})
     );
+    broker.stop();
+}
+
+/// A transaction whose producer went away is aborted by the coordinator
+/// once `transaction.timeout.ms` (1 s here) passed, checked every
+/// `transaction.abort.timed.out.transaction.cleanup.interval.ms` (200 ms):
+/// the LSO reaches the HW and read_committed reads none of its records.
+#[test]
+fn an_abandoned_transaction_is_aborted_after_its_timeout() {
+    let broker = Broker::start_with(&[
+        "transaction.state.log.num.partitions=4",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
+    ]);
+    let topic = unique_topic("txn-abandon");
+    let mut c = Conn::open(&broker);
+    c.create_topic(&topic, 1, &[]);
+    let r: Value = run_py_script(
+        &["confluent_kafka"],
+        "txn_confluent.py",
+        &[
+            "abandon".into(),
+            broker.bootstrap(),
+            topic.clone(),
+            "1000".into(),
+        ],
+    );
+    assert_eq!(r["written"], 5);
+    // Wait (bounded) for the abort marker: the LSO moves from 0 to the HW.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut spec = FetchSpec::new(&topic, 0, 0);
+    spec.isolation_level = 1;
+    spec.max_wait_ms = 500;
+    let part = loop {
+        let part = c.fetch(&spec);
+        assert_eq!(part.error_code, 0);
+        if part.last_stable_offset == part.high_watermark {
+            break part;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never aborted: {part:?}"
+        );
+    };
+    // Five records and the ABORT marker.
+    assert_eq!(part.high_watermark, 6);
+    // The read returns the aborted data and its marker, with the aborted
+    // list naming the transaction from offset 0: the client drops them.
+    let records = common::decode_records(&common::whole_batches(part.records.as_ref()));
+    let data = records.iter().filter(|r| !r.control).count();
+    let markers = records.iter().filter(|r| r.control).count();
+    assert_eq!((data, markers), (5, 1), "{part:?}");
+    let aborted = part.aborted_transactions.clone().unwrap_or_default();
+    assert_eq!(aborted.len(), 1, "{part:?}");
+    assert_eq!(aborted[0].first_offset, 0);
     broker.stop();
 }

@@ -270,3 +270,37 @@ fn after_kill_9_without_the_index_file_recovery_rebuilds_it_from_the_markers() {
     let broker = Broker::start_in(dir, &["shardlog.flush.every.append=true"]);
     check_after_restart(&broker, end);
 }
+
+/// A read_committed long-poll Fetch parked at the LSO (seed 000: the
+/// DelayedFetch of a read_committed consumer is woken by LSO growth) is
+/// answered when the COMMIT marker moves the LSO, long before its
+/// `max_wait_ms` (10 minutes here; the socket's read timeout of 60 s makes
+/// a fetch that was never woken fail the test instead of hanging).
+#[test]
+fn a_parked_read_committed_fetch_wakes_when_the_commit_marker_moves_the_lso() {
+    let broker = Broker::start();
+    let mut c = Conn::open(&broker);
+    c.create_topic(TOPIC, 1, &[]);
+    assert_eq!(produce_code(&mut c, batch(7000, 0, 0, 2, true)), (0, 0));
+    let mut waiter = Conn::open(&broker);
+    waiter
+        .stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut spec = FetchSpec::new(TOPIC, 0, 0);
+    spec.isolation_level = 1;
+    spec.max_wait_ms = 600_000;
+    let id = waiter.send(common::FETCH_VERSION, &spec.request());
+    // Not answered yet: nothing is stable. (The marker below is what
+    // answers it; an early answer would carry no records.)
+    assert_eq!(marker(&broker, 7000, 0, 0, true, &[0]), vec![0]);
+    let part = waiter.recv_fetch(id, &spec);
+    assert_eq!(part.error_code, 0);
+    assert_eq!(part.last_stable_offset, 3);
+    let batches = common::whole_batches(part.records.as_ref());
+    assert!(
+        !batches.is_empty(),
+        "woken with the committed records: {part:?}"
+    );
+    assert_eq!(common::batch_base_offset(&batches[0]), 0);
+}

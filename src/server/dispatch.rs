@@ -166,6 +166,14 @@ pub const ROUTES: &[Route] = &[
         range: handlers::txn_offset_commit::VERSIONS,
         handle: handlers::txn_offset_commit::handle,
     },
+    Route {
+        range: handlers::describe_transactions::VERSIONS,
+        handle: handlers::describe_transactions::handle,
+    },
+    Route {
+        range: handlers::list_transactions::VERSIONS,
+        handle: handlers::list_transactions::handle,
+    },
     // --- end topic admin ---
     Route {
         range: handlers::describe_cluster::VERSIONS,

@@ -48,7 +48,16 @@ impl ShardContext {
                 TxnCall::List {
                     states,
                     producer_ids,
-                } => return TxnReply::Listed(list(&core, &states, &producer_ids)),
+                    min_duration_ms,
+                } => {
+                    let filter = ListFilter {
+                        states: &states,
+                        producer_ids: &producer_ids,
+                        min_duration_ms,
+                        now_ms: now,
+                    };
+                    return TxnReply::Listed(list(&core, &filter));
+                }
                 TxnCall::InitProducerId {
                     txn_id,
                     timeout_ms,
@@ -217,14 +226,21 @@ fn describe(core: &crate::txn::coordinator::Coordinator, ids: &[String]) -> Vec<
         .collect()
 }
 
-fn list(
-    core: &crate::txn::coordinator::Coordinator,
-    states: &[String],
-    producer_ids: &[i64],
-) -> Vec<ListedTxn> {
+/// ListTransactions' filters (Kafka's `TransactionStateManager.listTransactionStates`).
+struct ListFilter<'a> {
+    states: &'a [String],
+    producer_ids: &'a [i64],
+    min_duration_ms: i64,
+    now_ms: i64,
+}
+
+fn list(core: &crate::txn::coordinator::Coordinator, f: &ListFilter<'_>) -> Vec<ListedTxn> {
     core.all()
-        .filter(|m| states.is_empty() || states.iter().any(|s| s == m.state().name()))
-        .filter(|m| producer_ids.is_empty() || producer_ids.contains(&m.producer_id()))
+        .filter(|m| f.states.is_empty() || f.states.iter().any(|s| s == m.state().name()))
+        .filter(|m| f.producer_ids.is_empty() || f.producer_ids.contains(&m.producer_id()))
+        .filter(|m| {
+            f.min_duration_ms < 0 || f.now_ms - m.txn_start_timestamp_ms() >= f.min_duration_ms
+        })
         .map(|m| ListedTxn {
             txn_id: m.transactional_id().to_owned(),
             producer_id: m.producer_id(),
@@ -260,7 +276,7 @@ async fn appender(weak: std::rc::Weak<ShardContext>, wake: Rc<crate::io::local_s
             continue;
         };
         let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
-        let records = vec![(key, Some(value))];
+        let records = vec![(key, value)];
         let code =
             internal_log::append_acks_all(&ctx, tp, &records, None, host.append_timeout_ms).await;
         if code != ErrorCode::NONE {

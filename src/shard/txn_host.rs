@@ -47,10 +47,12 @@ pub enum TxnCall {
         commit: bool,
     },
     Describe(Vec<String>),
-    /// ListTransactions: state names and producer ids to keep (empty: all).
+    /// ListTransactions: state names and producer ids to keep (empty: all),
+    /// and (v1, -1: none) the least time a transaction has been running.
     List {
         states: Vec<String>,
         producer_ids: Vec<i64>,
+        min_duration_ms: i64,
     },
 }
 
@@ -86,7 +88,7 @@ pub enum TxnReply {
 }
 
 /// A record to write: (partition, key, value, token).
-pub(super) type QueuedAppend = (i32, Vec<u8>, Vec<u8>, u64);
+pub(super) type QueuedAppend = (i32, Vec<u8>, Option<Vec<u8>>, u64);
 
 /// Markers to send: (token, producer id, epoch, coordinator epoch,
 /// commit, partitions).
@@ -113,10 +115,13 @@ pub struct TxnHost {
 impl TxnHost {
     pub fn new(config: &crate::config::ServerConfig) -> Self {
         Self {
-            core: RefCell::new(Coordinator::new(
-                config.transaction_state_log_num_partitions,
-                config.transaction_max_timeout_ms,
-            )),
+            core: RefCell::new(
+                Coordinator::new(
+                    config.transaction_state_log_num_partitions,
+                    config.transaction_max_timeout_ms,
+                )
+                .with_id_expiration(i64::from(config.transactional_id_expiration_ms)),
+            ),
             waiters: RefCell::new(HashMap::new()),
             next_waiter: Cell::new(0),
             appends: RefCell::new(VecDeque::new()),

@@ -41,10 +41,11 @@ pub enum Action {
     Reply(WaiterId, Answer),
     /// Append `(key, value)` to `__transaction_state` partition
     /// `partition`, then call [`Coordinator::on_appended`] with `token`.
+    /// `value` `None`: a tombstone (an expired transactional id).
     Append {
         partition: i32,
         key: Vec<u8>,
-        value: Vec<u8>,
+        value: Option<Vec<u8>>,
         token: u64,
     },
     /// A fresh producer id for `waiter`'s InitProducerId:
@@ -133,6 +134,8 @@ struct PendingMarkers {
 pub struct Coordinator {
     partition_count: i32,
     max_timeout_ms: i32,
+    /// `transactional.id.expiration.ms` (`i64::MAX`: never).
+    id_expiration_ms: i64,
     partitions: BTreeMap<i32, TxnPartition>,
     /// Partitions being loaded: requests get COORDINATOR_LOAD_IN_PROGRESS.
     loading: std::collections::BTreeSet<i32>,
@@ -153,8 +156,17 @@ impl Coordinator {
         Self {
             partition_count,
             max_timeout_ms,
+            id_expiration_ms: i64::MAX,
             ..Self::default()
         }
+    }
+
+    /// `transactional.id.expiration.ms`: an id whose transactions are all
+    /// ended and that saw no request for this long is removed.
+    #[must_use]
+    pub fn with_id_expiration(mut self, ms: i64) -> Self {
+        self.id_expiration_ms = ms;
+        self
     }
 
     /// `transaction.state.log.num.partitions`.
@@ -273,7 +285,9 @@ impl Coordinator {
     /// Write `transit` for `txn_id`; `then` once written.
     fn append(&mut self, p: i32, txn_id: &str, transit: TxnTransit, then: Then) -> Action {
         let token = self.token();
-        let value = records::encode_value(&TxnLogValue::from(&transit));
+        // Kafka writes an expired id as a tombstone of its key.
+        let value = (transit.state != TxnState::Dead)
+            .then(|| records::encode_value(&TxnLogValue::from(&transit)));
         self.appends.insert(
             token,
             PendingAppend {

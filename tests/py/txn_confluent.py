@@ -14,12 +14,17 @@ usage:
         open_lso / open_hw: {partition: offset} of TOPIC_A while open,
         committed / uncommitted: {topic-partition: [values in order]},
         group_offsets: {topic-partition: committed offset of the group}.
+  txn_confluent.py abandon BOOTSTRAP TOPIC TIMEOUT_MS
+      Begins a transaction with transaction.timeout.ms=TIMEOUT_MS, writes
+      5 records to partition 0, flushes, and exits without ending it (the
+      coordinator must abort it after the timeout). Prints JSON.
   txn_confluent.py fence BOOTSTRAP TOPIC
       Producer 1 writes in a transaction; producer 2 with the same
       transactional.id calls init_transactions (fencing 1 and aborting its
       transaction); producer 1's commit must fail as fenced. Prints JSON.
 """
 import json
+import os
 import sys
 import time
 
@@ -146,10 +151,30 @@ def fence(bootstrap, topic):
     return out
 
 
+def abandon(bootstrap, topic, timeout_ms):
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"{topic}-abandoned",
+            "transaction.timeout.ms": timeout_ms,
+        }
+    )
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(topic, value=f"abandoned-{i}".encode(), partition=0)
+    p.flush(30)
+    print(json.dumps({"written": 5}), flush=True)
+    os._exit(0)
+
+
 def main():
     mode, bootstrap = sys.argv[1], sys.argv[2]
     if mode == "loops":
         result = loops(bootstrap, sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
+    elif mode == "abandon":
+        abandon(bootstrap, sys.argv[3], int(sys.argv[4]))
+        return
     else:
         result = fence(bootstrap, sys.argv[3])
     print(json.dumps(result))

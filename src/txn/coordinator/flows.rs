@@ -279,6 +279,13 @@ impl Coordinator {
                 _ => Vec::new(),
             };
         }
+        if a.transit.state == TxnState::Dead {
+            // The tombstone is written: the id is gone.
+            if let Some(part) = self.partitions.get_mut(&a.partition) {
+                part.txns.remove(&a.txn_id);
+            }
+            return Vec::new();
+        }
         if meta.complete_transition(&a.transit).is_err() {
             return Vec::new();
         }
@@ -355,9 +362,40 @@ impl Coordinator {
                 })
             })
             .collect();
-        expired
+        let mut out: Vec<Action> = expired
             .into_iter()
             .flat_map(|(p, id)| self.fence_and_abort(p, &id, now_ms))
-            .collect()
+            .collect();
+        out.extend(self.expire_ids(now_ms));
+        out
+    }
+
+    /// Kafka's `removeExpiredTransactionalIds`: ids with no running
+    /// transaction, idle past `transactional.id.expiration.ms`, are written
+    /// as tombstones and removed.
+    fn expire_ids(&mut self, now_ms: i64) -> Vec<Action> {
+        let limit = self.id_expiration_ms;
+        let idle: Vec<(i32, String)> = self
+            .partitions
+            .iter()
+            .flat_map(|(p, part)| {
+                part.txns.values().filter_map(move |m| {
+                    let due = m.state().is_expiration_allowed()
+                        && !m.has_pending_state()
+                        && now_ms.saturating_sub(m.txn_last_update_timestamp_ms()) >= limit;
+                    due.then(|| (*p, m.transactional_id().to_owned()))
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (p, id) in idle {
+            let Some(meta) = self.txn_mut(p, &id) else {
+                continue;
+            };
+            if let Ok(t) = meta.prepare_dead() {
+                out.push(self.append(p, &id, t, Then::Nothing));
+            }
+        }
+        out
     }
 }

@@ -29,7 +29,7 @@ impl Harness {
                 Action::Append {
                     key, value, token, ..
                 } => {
-                    self.log.push((key, Some(value)));
+                    self.log.push((key, value));
                     actions.extend(self.c.on_appended(token, true, 10));
                 }
                 Action::AllocateProducerId { waiter } => {
@@ -258,7 +258,7 @@ fn a_new_coordinator_finishes_a_commit_found_in_the_log() {
     let [Action::Append { key, value, .. }] = &actions[..] else {
         panic!("{actions:?}")
     };
-    h.log.push((key.clone(), Some(value.clone())));
+    h.log.push((key.clone(), value.clone()));
     let p = h.c.partition_of(T);
     let mut next = Coordinator::new(50, DEFAULT_MAX_TIMEOUT_MS);
     next.begin_load(p);
@@ -287,4 +287,30 @@ fn a_new_coordinator_finishes_a_commit_found_in_the_log() {
     let mut gone = Coordinator::new(50, DEFAULT_MAX_TIMEOUT_MS);
     assert!(gone.on_loaded(p, 7, &log).is_empty());
     assert!(gone.metadata(T).is_none());
+}
+
+#[test]
+fn an_idle_id_expires_into_a_tombstone() {
+    let mut h = Harness::new();
+    h.c = Coordinator::new(50, DEFAULT_MAX_TIMEOUT_MS).with_id_expiration(1_000);
+    for p in 0..50 {
+        h.c.on_loaded(p, 5, &[]);
+    }
+    assert_eq!(h.init(1, 60_000), ok(1000, 0));
+    assert_eq!(h.add(1000, 0, &[("t", 0)]), ErrorCode::NONE);
+    // A running transaction is not expired (it times out instead).
+    let actions = h.c.on_timer(500);
+    assert!(actions.is_empty(), "{actions:?}");
+    let (code, _) = h.end(1000, 0, true);
+    assert_eq!(code, ErrorCode::NONE);
+    // Settled at 10 ms; idle for 1 s from then.
+    assert!(h.c.on_timer(900).is_empty());
+    let before = h.log.len();
+    let actions = h.c.on_timer(1_010);
+    h.settle(actions);
+    assert!(h.c.metadata(T).is_none(), "removed");
+    assert_eq!(h.log[before], (records::encode_key(T), None), "a tombstone");
+    // The id starts over: epoch 0 of a freshly allocated producer id, not
+    // the epoch bump (1) an existing id gets.
+    assert_eq!(h.init(2, 60_000), ok(1000, 0));
 }

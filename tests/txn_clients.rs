@@ -145,3 +145,155 @@ fn an_abandoned_transaction_is_aborted_after_its_timeout() {
     assert_eq!(aborted[0].first_offset, 0);
     broker.stop();
 }
+
+/// Run tests/py/txn_copier.py: with `kill_after`, stepped, until it is
+/// inside a transaction (records flushed, not committed) that reaches
+/// `kill_after` records, and kill -9 it there; else to its end.
+fn run_copier(broker: &Broker, input: &str, output: &str, kill_after: Option<usize>) -> String {
+    use std::io::{BufRead, Write};
+    let python = common::venv_python_with(&["confluent_kafka"]);
+    let script =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/txn_copier.py");
+    let mut child = std::process::Command::new(python)
+        .arg(script)
+        .args([
+            &broker.bootstrap(),
+            input,
+            output,
+            "copier-group",
+            "copier-txn",
+        ])
+        .args(kill_after.map(|_| "--stepped"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start the copier");
+    let stdout = child.stdout.take().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut last = String::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        last = line.clone();
+        let Some(n) = line
+            .strip_prefix("in-txn ")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        if kill_after.is_some_and(|k| n >= k) {
+            child.kill().unwrap(); // SIGKILL inside the transaction
+            break;
+        }
+        let _ = stdin.write_all(b"go\n");
+    }
+    let status = child.wait().unwrap();
+    if kill_after.is_none() {
+        assert!(
+            status.success() && last == "done",
+            "copier: {status} {last}"
+        );
+    }
+    last
+}
+
+/// Consume-transform-produce, exactly once: a copier (consumer +
+/// transactional producer committing its offsets in each transaction) is
+/// killed with kill -9 three times inside a transaction whose records
+/// reached the broker, and restarted; the output topic, read
+/// read_committed as a client does (dropping aborted transactions), equals
+/// the input: every record once, in order.
+#[test]
+fn a_copier_killed_and_restarted_copies_every_record_exactly_once() {
+    let broker = broker();
+    let (input, output) = (unique_topic("eos-in"), unique_topic("eos-out"));
+    let mut c = Conn::open(&broker);
+    c.create_topic(&input, 3, &[]);
+    c.create_topic(&output, 3, &[]);
+    let mut want: Vec<Vec<String>> = vec![Vec::new(); 3];
+    for p in 0..3 {
+        for chunk in 0..10 {
+            let values: Vec<String> = (0..100)
+                .map(|i| format!("in-{p}-{}", chunk * 100 + i))
+                .collect();
+            let records: Vec<common::RawRecord> = values
+                .iter()
+                .map(|v| (None, v.as_bytes(), common::now_ms()))
+                .collect();
+            let batch = common::encode_batch(&records, kafka_protocol::records::Compression::None);
+            assert_eq!(c.produce(&input, p, batch, -1).error_code, 0);
+            want[p as usize].extend(values);
+        }
+    }
+    for kill_after in [200, 900, 1700] {
+        let last = run_copier(&broker, &input, &output, Some(kill_after));
+        assert!(
+            last.starts_with("in-txn"),
+            "killed inside a transaction: {last}"
+        );
+    }
+    run_copier(&broker, &input, &output, None);
+    let mut total_aborted = 0usize;
+    for p in 0..3 {
+        let mut spec = FetchSpec::new(&output, p, 0);
+        spec.isolation_level = 1;
+        spec.max_wait_ms = 10;
+        let mut got: Vec<String> = Vec::new();
+        let mut aborted_seen = 0usize;
+        loop {
+            let part = c.fetch(&spec);
+            assert_eq!(part.error_code, 0);
+            let batches = common::whole_batches(part.records.as_ref());
+            if batches.is_empty() {
+                break;
+            }
+            let aborted: Vec<(i64, i64)> = part
+                .aborted_transactions
+                .iter()
+                .flatten()
+                .map(|a| (a.producer_id.0, a.first_offset))
+                .collect();
+            // The client's rule (Kafka's `CompletedFetch`): from an aborted
+            // transaction's first offset, its producer's batches are
+            // dropped until that producer's ABORT marker.
+            let mut aborting: Vec<i64> = Vec::new();
+            let mut pending = aborted.clone();
+            for b in &batches {
+                spec.fetch_offset = common::batch_last_offset(b) + 1;
+                let view = shardlog::protocol::record_batch::RecordBatch::new(b).unwrap();
+                let pid = view.producer_id();
+                pending.retain(|(id, first)| {
+                    let starts = *id == pid && view.base_offset() >= *first;
+                    if starts {
+                        aborting.push(pid);
+                    }
+                    !starts
+                });
+                if view.is_control() {
+                    let marker = shardlog::protocol::control_record::read_marker(b);
+                    if marker.is_some_and(|(commit, _)| !commit) {
+                        aborted_seen += 1;
+                        aborting.retain(|id| *id != pid);
+                    }
+                    continue;
+                }
+                if view.is_transactional() && aborting.contains(&pid) {
+                    continue;
+                }
+                for r in common::decode_records(std::slice::from_ref(b)) {
+                    got.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
+                }
+            }
+        }
+        total_aborted += aborted_seen;
+        assert_eq!(got.len(), want[p as usize].len(), "partition {p}");
+        assert_eq!(
+            got, want[p as usize],
+            "partition {p}: every record once, in order"
+        );
+    }
+    // Each kill left an open transaction whose records reached the log;
+    // the next copier's init_transactions aborted it.
+    assert!(total_aborted >= 3, "{total_aborted} aborted transactions");
+    broker.stop();
+}

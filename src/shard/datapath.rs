@@ -350,7 +350,7 @@ struct Grouped<T> {
 }
 
 /// Await every future; they run concurrently as local tasks on this shard.
-async fn futures_join_all<F>(futs: impl Iterator<Item = F>) -> Vec<F::Output>
+pub(crate) async fn futures_join_all<F>(futs: impl Iterator<Item = F>) -> Vec<F::Output>
 where
     F: std::future::Future + 'static,
     F::Output: 'static,

@@ -18,6 +18,7 @@ use kafka_protocol_39::protocol::StrBytes;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::data_shard::{DataRequest, DataResponse};
+use super::datapath::futures_join_all;
 use super::internal_log::{self, Replayed};
 use super::txn_host::{DescribedTxn, ListedTxn, MarkerJob, TxnCall, TxnHost, TxnReply};
 use crate::controller::image::TRANSACTION_STATE_TOPIC;
@@ -369,32 +370,38 @@ async fn write_markers(ctx: &Rc<ShardContext>, job: MarkerJob) {
                 by_leader.entry(addr).or_default().push((t.clone(), *p));
             }
         }
-        let mut done: Vec<(String, i32)> = Vec::new();
-        for (addr, parts) in by_leader {
+        // Each leader on its own (Kafka's TransactionMarkerChannelManager
+        // keeps a queue per broker): one that does not answer must not hold
+        // back the others' markers.
+        let timeout =
+            Duration::from_millis(u64::try_from(ctx.config.request_timeout_ms).unwrap_or(30_000));
+        let sends = by_leader.into_iter().map(|(addr, parts)| {
+            let ctx = ctx.clone();
             let req = marker_request(producer_id, epoch, coordinator_epoch, commit, &parts);
-            match send_markers(ctx, &addr, &req).await {
-                Ok(resp) => {
-                    for m in &resp.markers {
-                        for t in &m.topics {
-                            for p in &t.partitions {
-                                let code = ErrorCode(p.error_code);
-                                let key = (t.name.0.as_str().to_owned(), p.partition_index);
-                                if code == ErrorCode::NONE
-                                    || code == ErrorCode::INVALID_PRODUCER_EPOCH
-                                    || code == ErrorCode::TRANSACTION_COORDINATOR_FENCED
-                                {
-                                    if code != ErrorCode::NONE {
-                                        tracing::warn!(producer_id, partition = ?key, error = ?code, "marker refused; not retried");
-                                    }
-                                    done.push(key);
-                                }
-                            }
-                        }
+            async move {
+                let send = async { Some(send_markers(&ctx, &addr, &req).await) };
+                let expire = async {
+                    glommio::timer::sleep(timeout).await;
+                    None
+                };
+                match futures_lite::future::or(send, expire).await {
+                    Some(Ok(resp)) => written(producer_id, &resp),
+                    Some(Err(e)) => {
+                        tracing::debug!(%addr, error = %e, "WriteTxnMarkers failed; retrying");
+                        Vec::new()
+                    }
+                    None => {
+                        tracing::debug!(%addr, "WriteTxnMarkers timed out; retrying");
+                        Vec::new()
                     }
                 }
-                Err(e) => tracing::debug!(%addr, error = %e, "WriteTxnMarkers failed; retrying"),
             }
-        }
+        });
+        let done: Vec<(String, i32)> = futures_join_all(sends)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
         left.retain(|tp| !done.contains(tp));
         if !left.is_empty() {
             glommio::timer::sleep(RETRY).await;
@@ -406,6 +413,28 @@ async fn write_markers(ctx: &Rc<ShardContext>, job: MarkerJob) {
         .borrow_mut()
         .on_markers_written(token, ctx.clock.wall_ms());
     host.execute(actions);
+}
+
+/// The partitions of a WriteTxnMarkers answer whose marker needs no retry:
+/// written, or refused for good (an older producer or coordinator epoch:
+/// Kafka's marker channel drops those too).
+fn written(producer_id: i64, resp: &WriteTxnMarkersResponse) -> Vec<(String, i32)> {
+    let mut done = Vec::new();
+    for t in resp.markers.iter().flat_map(|m| &m.topics) {
+        for p in &t.partitions {
+            let code = ErrorCode(p.error_code);
+            let key = (t.name.0.as_str().to_owned(), p.partition_index);
+            if code == ErrorCode::INVALID_PRODUCER_EPOCH
+                || code == ErrorCode::TRANSACTION_COORDINATOR_FENCED
+            {
+                tracing::warn!(producer_id, partition = ?key, error = ?code, "marker refused; not retried");
+                done.push(key);
+            } else if code == ErrorCode::NONE {
+                done.push(key);
+            }
+        }
+    }
+    done
 }
 
 fn marker_request(

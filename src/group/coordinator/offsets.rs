@@ -196,6 +196,16 @@ impl Coordinator {
     fn fetch(&self, req: &FetchRequest) -> FetchAnswer {
         let entry = self.groups.get(&req.group_id);
         let found = |tp: &(String, i32)| -> FetchedOffset {
+            if req.require_stable && self.has_pending_txn_offset(&req.group_id, tp) {
+                return FetchedOffset {
+                    topic: tp.0.clone(),
+                    partition: tp.1,
+                    offset: -1,
+                    leader_epoch: -1,
+                    metadata: String::new(),
+                    error: ErrorCode::UNSTABLE_OFFSET_COMMIT,
+                };
+            }
             match entry.and_then(|e| e.offsets.get(tp)) {
                 Some(v) => FetchedOffset {
                     topic: tp.0.clone(),

@@ -231,6 +231,7 @@ impl Harness {
         let actions = self.c.on_fetch(
             w,
             FetchRequest {
+                require_stable: false,
                 group_id: group.into(),
                 partitions: parts,
             },

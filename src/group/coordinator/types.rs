@@ -162,6 +162,9 @@ pub struct FetchRequest {
     pub group_id: String,
     /// `None`: every committed partition of the group.
     pub partitions: Option<Vec<(String, i32)>>,
+    /// KIP-447: partitions with offsets of an open transaction answer
+    /// UNSTABLE_OFFSET_COMMIT instead of the last committed offset.
+    pub require_stable: bool,
 }
 
 /// One partition's committed offset (offset -1 when none).

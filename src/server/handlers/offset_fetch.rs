@@ -1,7 +1,8 @@
 //! `[drv]` OffsetFetch (key 9), v0–v9 as Kafka 3.9 serves them: one group
 //! (v0–v7) or several (v8+, KIP-709); `topics` null asks for every
-//! committed partition (v2+). `require_stable` (v7+) waits for nothing:
-//! without transactions no offset is pending.
+//! committed partition (v2+). `require_stable` (v7+, KIP-447): a
+//! partition with offsets of an open transaction (TxnOffsetCommit before
+//! its marker) answers UNSTABLE_OFFSET_COMMIT, which the client retries.
 //!
 //! v0 reads what OffsetCommit v0 wrote to the metadata store
 //! (`KafkaApis.handleOffsetFetchRequestFromZookeeper`): an unknown
@@ -106,6 +107,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                     FetchRequest {
                         group_id: text(&g.group_id.0),
                         partitions: asked,
+                        require_stable: r.require_stable,
                     },
                 )
                 .await;
@@ -156,6 +158,7 @@ async fn answer_single_group(
         FetchRequest {
             group_id: text(&r.group_id.0),
             partitions: asked,
+            require_stable: version >= 7 && r.require_stable,
         },
     )
     .await;

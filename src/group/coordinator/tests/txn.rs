@@ -56,6 +56,17 @@ fn transactional_offsets_wait_for_the_marker() {
     );
     assert_eq!(offset(&mut h, "t"), -1, "not visible before the marker");
     assert!(h.c.has_pending_txn_offset("g", &("t".into(), 0)));
+    // KIP-447: a stable fetch is told to retry.
+    let stable = h.c.on_fetch(
+        99,
+        FetchRequest {
+            group_id: "g".into(),
+            partitions: Some(vec![("t".into(), 0)]),
+            require_stable: true,
+        },
+    );
+    assert!(matches!(&stable[..], [Action::Reply(99, Answer::Fetch(a))]
+        if a.partitions[0].error == ErrorCode::UNSTABLE_OFFSET_COMMIT));
     // A marker on another partition changes nothing.
     h.c.on_txn_marker(partition + 1, 77, true);
     assert_eq!(offset(&mut h, "t"), -1);

@@ -162,8 +162,14 @@ impl Rig {
                                 };
                                 let ltc = stat.to_clean(0);
                                 let mut io = IoBudget::new(clock.clone(), f64::MAX);
-                                let mut job =
-                                    CleanJob::new(view, ltc, BTreeMap::new(), 0, &cleaner);
+                                let mut job = CleanJob::new(
+                                    view,
+                                    ltc,
+                                    BTreeMap::new(),
+                                    Vec::new(),
+                                    0,
+                                    &cleaner,
+                                );
                                 job.build_offset_map(&mut io).await.unwrap();
                                 for group in job.groups() {
                                     job.write_group(group, &mut io).await.unwrap().discard();

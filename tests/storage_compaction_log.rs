@@ -221,6 +221,7 @@ fn a_cleaned_log_reads_the_latest_value_per_key_and_survives_reopens() {
             log.cleaner_view(),
             to_clean(&log),
             BTreeMap::new(),
+            Vec::new(),
             10_000,
             &cleaner(),
         );
@@ -295,6 +296,7 @@ fn a_swap_is_refused_when_the_log_changed_while_it_was_cleaned() {
             log.cleaner_view(),
             to_clean(&log),
             BTreeMap::new(),
+            Vec::new(),
             10_000,
             &cleaner(),
         );

@@ -92,11 +92,13 @@ pub fn spawn(
     .detach();
 }
 
-fn log_stat(view: &CleanerView, state: &CleanerState, tp: &TopicPartition) -> LogStat {
+/// `lso`: the partition's last stable offset (Kafka's cleaner never cleans
+/// past the first unstable offset).
+fn log_stat(view: &CleanerView, state: &CleanerState, tp: &TopicPartition, lso: i64) -> LogStat {
     LogStat {
         log_start_offset: view.log_start_offset,
         log_end_offset: view.log_end_offset,
-        last_stable_offset: view.high_watermark,
+        last_stable_offset: lso,
         segments: view.segments.iter().map(|s| s.stat).collect(),
         active_base_offset: view.active_base_offset,
         checkpoint: state.checkpoints.get(tp).copied(),
@@ -118,7 +120,7 @@ async fn clean_filthiest(
     clock: &dyn Clock,
 ) -> Result<bool, StorageError> {
     let now = clock.wall_ms();
-    let mut candidates: Vec<(Weak<Partition>, CleanerView)> = Vec::new();
+    let mut candidates: Vec<(Weak<Partition>, CleanerView, i64)> = Vec::new();
     for p in replicas.compacted_partitions() {
         if state.uncleanable.contains(&p.tp) {
             continue;
@@ -129,11 +131,13 @@ async fn clean_filthiest(
         if log.is_poisoned() || p.is_offline() {
             continue;
         }
-        candidates.push((Rc::downgrade(&p), log.cleaner_view()));
+        let view = log.cleaner_view();
+        let lso = p.last_stable_offset(view.high_watermark);
+        candidates.push((Rc::downgrade(&p), view, lso));
     }
     let tps: Vec<TopicPartition> = candidates
         .iter()
-        .filter_map(|(p, _)| p.upgrade().map(|p| p.tp.clone()))
+        .filter_map(|(p, _, _)| p.upgrade().map(|p| p.tp.clone()))
         .collect();
     if tps.len() != candidates.len() {
         return Ok(false);
@@ -141,12 +145,12 @@ async fn clean_filthiest(
     let stats: Vec<LogStat> = candidates
         .iter()
         .zip(&tps)
-        .map(|((_, v), tp)| log_stat(v, state, tp))
+        .map(|((_, v, lso), tp)| log_stat(v, state, tp, *lso))
         .collect();
     let Some((i, to_clean)) = grab_filthiest(&stats, now) else {
         return Ok(false);
     };
-    let (weak, view) = candidates.swap_remove(i);
+    let (weak, view, _) = candidates.swap_remove(i);
     let tp = tps[i].clone();
     // Alive: nothing was awaited since `tps` upgraded every candidate.
     let Some(log_dir) = weak.upgrade().map(|p| p.log_dir()) else {
@@ -155,11 +159,14 @@ async fn clean_filthiest(
     if to_clean.force_update_checkpoint {
         record_checkpoint(state, &tp, log_dir, to_clean.first_dirty_offset).await?;
     }
-    let Some(producers) = weak.upgrade().map(|p| p.producer_last_offsets()) else {
+    let Some((producers, aborted)) = weak
+        .upgrade()
+        .map(|p| (p.producer_last_offsets(), p.aborted_transactions()))
+    else {
         return Ok(false);
     };
     tracing::debug!(%tp, ?to_clean, "cleaning log");
-    let mut job = CleanJob::new(view, to_clean, producers, now, config);
+    let mut job = CleanJob::new(view, to_clean, producers, aborted, now, config);
     match clean_groups(&weak, &tp, &mut job, config, io).await {
         Ok(true) => finish(state, &tp, log_dir, &job.stats, now).await?,
         Ok(false) => {}

@@ -100,6 +100,11 @@ impl AbortedIndex {
         self.len() == 0
     }
 
+    /// Every entry, in segment then append order.
+    pub fn all(&self) -> Vec<AbortedTxn> {
+        self.by_segment.values().flatten().copied().collect()
+    }
+
     pub fn entries_of(&self, segment: i64) -> &[AbortedTxn] {
         self.by_segment.get(&segment).map_or(&[], Vec::as_slice)
     }

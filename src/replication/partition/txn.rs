@@ -58,7 +58,7 @@ impl Partition {
     }
 
     /// The LSO offset for a log whose HW is `hw`.
-    pub(super) fn last_stable_offset(&self, hw: i64) -> i64 {
+    pub(crate) fn last_stable_offset(&self, hw: i64) -> i64 {
         match self.producers.borrow().first_unstable_offset(hw) {
             Some((offset, _)) => offset.min(hw),
             None => hw,
@@ -69,6 +69,11 @@ impl Partition {
     /// may hold data of: `(producer_id, first_offset)`.
     pub(super) fn aborted_in(&self, from: i64, upper: i64) -> Vec<(i64, i64)> {
         self.txn_index.borrow().index().collect(from, upper)
+    }
+
+    /// Every aborted transaction of the log (the cleaner drops their data).
+    pub(crate) fn aborted_transactions(&self) -> Vec<AbortedTxn> {
+        self.txn_index.borrow().index().all()
     }
 
     /// Index an aborted transaction the log just completed.

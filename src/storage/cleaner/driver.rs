@@ -24,13 +24,16 @@ use super::offset_map::OffsetMap;
 use super::select::LogToClean;
 use super::swap::{self, CLEANED_SUFFIX};
 use super::throttle::Throttler;
+use super::txn::{AbortedTracker, BatchFacts};
 use crate::io::clock::Clock;
+use crate::protocol::control_record;
 use crate::protocol::record_batch::{BatchError, RecordBatch, HEADER_LEN};
 use crate::protocol::record_walk::records_section;
 use crate::storage::checkpoint::{self, CLEANER_OFFSET_CHECKPOINT};
 use crate::storage::index::SegmentIndex;
 use crate::storage::partition_log::{CleanerSegment, CleanerView};
 use crate::storage::segment::Segment;
+use crate::storage::txn_index::AbortedTxn;
 use crate::storage::StorageError;
 use crate::types::TopicPartition;
 
@@ -188,6 +191,9 @@ pub struct CleanJob {
     view: CleanerView,
     to_clean: LogToClean,
     producer_last_offsets: BTreeMap<i64, i64>,
+    /// The log's aborted transactions: their records are neither mapped
+    /// nor kept.
+    aborted: Vec<AbortedTxn>,
     now_ms: i64,
     map: OffsetMap,
     end_offset: i64,
@@ -203,6 +209,7 @@ impl CleanJob {
         view: CleanerView,
         to_clean: LogToClean,
         producer_last_offsets: BTreeMap<i64, i64>,
+        aborted: Vec<AbortedTxn>,
         now_ms: i64,
         config: &CleanerConfig,
     ) -> Self {
@@ -210,6 +217,7 @@ impl CleanJob {
             view,
             to_clean,
             producer_last_offsets,
+            aborted,
             now_ms,
             map: OffsetMap::new(config.dedupe_buffer_bytes),
             end_offset: to_clean.first_uncleanable_offset,
@@ -231,6 +239,7 @@ impl CleanJob {
             .filter(|s| s.base_offset < end && s.next_offset > start)
             .cloned()
             .collect();
+        let mut aborted = AbortedTracker::new(&self.aborted, start);
         'segments: for seg in &dirty {
             let mut reader = BatchReader::new(seg);
             while let Some(range) = reader.next(io).await? {
@@ -243,7 +252,8 @@ impl CleanJob {
                 if view.base_offset() >= end {
                     break 'segments;
                 }
-                if !view.is_control() {
+                let aborted_data = aborted.is_aborted_data(&batch_facts(&view, batch));
+                if !view.is_control() && !aborted_data {
                     let body = records_section(batch).map_err(corrupt)?;
                     let records = filter::parse_records(
                         &body,
@@ -355,7 +365,17 @@ impl CleanJob {
             producer_last_offsets: &producers,
         };
         let mut index = Segment::new_index(group.base_offset, &self.view.config);
-        let result = copy_cleaned(&group.old, &rules, &mut index, file, &mut self.stats, io).await;
+        let mut aborted = AbortedTracker::new(&self.aborted, group.base_offset);
+        let result = copy_cleaned(
+            &group.old,
+            &rules,
+            &mut aborted,
+            &mut index,
+            file,
+            &mut self.stats,
+            io,
+        )
+        .await;
         self.map = map;
         self.producer_last_offsets = producers;
         let written = result?;
@@ -379,6 +399,7 @@ impl CleanJob {
 async fn copy_cleaned(
     old: &[CleanerSegment],
     rules: &RetainRules<'_>,
+    aborted: &mut AbortedTracker,
     index: &mut SegmentIndex,
     file: &Arc<File>,
     stats: &mut CleanStats,
@@ -390,10 +411,13 @@ async fn copy_cleaned(
         while let Some(range) = reader.next(io).await? {
             stats.bytes_read += range.len() as u64;
             let batch = &reader.buf[range];
-            let base_offset = RecordBatch::new_unchecked_crc(batch)
-                .map_err(corrupt)?
-                .base_offset();
-            let (bytes, max_ts) = clean_batch(batch, rules, stats)?;
+            let view = RecordBatch::new_unchecked_crc(batch).map_err(corrupt)?;
+            let base_offset = view.base_offset();
+            let (bytes, max_ts) = if aborted.is_aborted_data(&batch_facts(&view, batch)) {
+                discard_aborted(batch, &view, rules, stats)
+            } else {
+                clean_batch(batch, rules, stats)?
+            };
             if let Some(bytes) = bytes {
                 let position = written + out.len() as u64;
                 index.on_batch(base_offset, position, bytes.len() as u64, max_ts);
@@ -408,6 +432,39 @@ async fn copy_cleaned(
     }
     written += flush_out(file, written, &mut out, io).await?;
     Ok(written)
+}
+
+/// What the aborted-transaction tracker needs of a batch.
+fn batch_facts(view: &RecordBatch<'_>, batch: &[u8]) -> BatchFacts {
+    BatchFacts {
+        base_offset: view.base_offset(),
+        last_offset: view.last_offset(),
+        producer_id: view.producer_id(),
+        is_transactional: view.is_transactional(),
+        marker: view
+            .is_control()
+            .then(|| control_record::read_marker(batch).map(|(commit, _)| commit))
+            .flatten(),
+    }
+}
+
+/// A batch of an aborted transaction: dropped, or only its header kept when
+/// it is its producer's last batch (Kafka's `RETAIN_EMPTY`: the producer's
+/// epoch and sequence survive).
+fn discard_aborted(
+    batch: &[u8],
+    view: &RecordBatch<'_>,
+    rules: &RetainRules<'_>,
+    stats: &mut CleanStats,
+) -> (Option<Vec<u8>>, i64) {
+    stats.records_read += view.record_count().max(0) as u64;
+    let last_of_producer =
+        rules.producer_last_offsets.get(&view.producer_id()) == Some(&view.last_offset());
+    if last_of_producer {
+        (Some(filter::empty_header(batch)), view.max_timestamp())
+    } else {
+        (None, -1)
+    }
 }
 
 /// One batch cleaned: the bytes to write (if any) and their max timestamp.

@@ -31,3 +31,4 @@ pub mod offset_map;
 pub mod select;
 pub mod swap;
 pub mod throttle;
+pub mod txn;

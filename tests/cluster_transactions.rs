@@ -219,7 +219,7 @@ fn coordinator_failover(system: System) {
     add_partitions(&mut co, pid, epoch);
     for p in 0..3 {
         let mut leader = Conn::open_addr(&address(&c, leaders[p as usize]));
-        let r = leader.produce(TOPIC, p, txn_batch(pid, epoch, p), -1);
+        let r = leader.produce_as(TOPIC, p, txn_batch(pid, epoch, p), -1, Some(TXN_ID));
         assert_eq!(r.error_code, 0, "partition {p}: {r:?}");
     }
 

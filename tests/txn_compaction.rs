@@ -128,7 +128,10 @@ fn the_cleaner_drops_aborted_data_and_keeps_the_committed_values() {
             ("min.cleanable.dirty.ratio", "0.01"),
         ],
     );
-    let produce = |c: &mut Conn, b: Bytes| assert_eq!(c.produce(TOPIC, 0, b, -1).error_code, 0);
+    let produce = |c: &mut Conn, b: Bytes| {
+        let r = c.produce_as(TOPIC, 0, b, -1, Some("compaction-test"));
+        assert_eq!(r.error_code, 0);
+    };
     // Producer 1 commits k = committed; producer 2 then writes k and j in
     // a transaction it aborts; producer 3's transaction stays open.
     produce(&mut c, batch(&[("k", "committed")], Some((1, 0, 0))));

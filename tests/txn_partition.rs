@@ -138,7 +138,7 @@ fn latest_committed(conn: &mut Conn) -> i64 {
 }
 
 fn produce_code(conn: &mut Conn, records: Bytes) -> (i16, i64) {
-    let p = conn.produce(TOPIC, 0, records, -1);
+    let p = conn.produce_as(TOPIC, 0, records, -1, Some("txn-partition-test"));
     (p.error_code, p.base_offset)
 }
 
@@ -303,4 +303,17 @@ fn a_parked_read_committed_fetch_wakes_when_the_commit_marker_moves_the_lso() {
         "woken with the committed records: {part:?}"
     );
     assert_eq!(common::batch_base_offset(&batches[0]), 0);
+}
+
+/// Kafka's `handleProduceRequest`: transactional records in a request
+/// without a transactional id are refused whole with
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53); nothing is appended.
+#[test]
+fn transactional_records_without_a_transactional_id_are_refused() {
+    let broker = Broker::start();
+    let mut c = Conn::open(&broker);
+    c.create_topic(TOPIC, 1, &[]);
+    let r = c.produce(TOPIC, 0, batch(8000, 0, 0, 2, true), -1);
+    assert_eq!(r.error_code, 53);
+    assert_eq!(read(&mut c, 0, false).hw, 0, "nothing appended");
 }

@@ -717,10 +717,25 @@ impl Conn {
         records: Bytes,
         acks: i16,
     ) -> PartitionProduceResponse {
-        let resp = self.call(
-            PRODUCE_VERSION,
-            &produce_request(topic, partition, records, acks),
+        self.produce_as(topic, partition, records, acks, None)
+    }
+
+    /// [`Conn::produce`] naming the request's transactional id
+    /// (transactional records need one).
+    pub fn produce_as(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        records: Bytes,
+        acks: i16,
+        transactional_id: Option<&str>,
+    ) -> PartitionProduceResponse {
+        let req = produce_request(topic, partition, records, acks).with_transactional_id(
+            transactional_id.map(|t| {
+                kafka_protocol::messages::TransactionalId(StrBytes::from_string(t.into()))
+            }),
         );
+        let resp = self.call(PRODUCE_VERSION, &req);
         let [topic_resp] = &resp.responses[..] else {
             panic!("one topic expected in {resp:?}");
         };

@@ -99,6 +99,10 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
             let _ = ensure_topic_auto_created(ctx, topic.name.as_str()).await;
         }
     }
+    // Kafka's `handleProduceRequest`: transactional records need the
+    // request's transactional id (authorized for it); without one the
+    // whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+    let refused_txn = request.transactional_id.is_none() && has_transactional_records(request);
     let snapshot = ctx.snapshot();
     let mut slots: Vec<Slot> = Vec::new();
     let mut to_append: Vec<(usize, TopicPartition, Bytes)> = Vec::new();
@@ -106,7 +110,9 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
         let name = topic.name.clone();
         for p in &topic.partition_data {
             let idx = slots.len();
-            let error = if !matches!(acks, -1..=1) {
+            let error = if refused_txn {
+                Some(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            } else if !matches!(acks, -1..=1) {
                 // Kafka: acks must be -1, 0 or 1.
                 Some(ErrorCode::INVALID_REQUIRED_ACKS)
             } else if !snapshot.hosts_partition(name.as_str(), p.index) {
@@ -154,6 +160,20 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
         }
     }
     to_responses(slots)
+}
+
+/// Whether any partition's first batch is transactional (attributes bit 4;
+/// Kafka's `ProduceRequest.hasTransactionalRecords` looks at each
+/// partition's first batch too).
+fn has_transactional_records(request: &ProduceRequest) -> bool {
+    request.topic_data.iter().any(|t| {
+        t.partition_data.iter().any(|p| {
+            p.records.as_ref().is_some_and(|r| {
+                crate::protocol::record_batch::RecordBatch::new_unchecked_crc(r)
+                    .is_ok_and(|b| b.is_transactional())
+            })
+        })
+    })
 }
 
 /// acks=all: park until the HW covers every appended batch (DelayedProduce).

@@ -20,3 +20,4 @@
 pub mod coordinator;
 pub mod records;
 pub mod state;
+pub mod status;

@@ -52,7 +52,7 @@
 use crate::protocol::decode::read_unsigned_varint;
 use crate::protocol::varint::put_unsigned_varint;
 
-use super::state::TxnState;
+use super::status::TxnState;
 
 /// The one key version Kafka defines and writes.
 pub const KEY_VERSION: i16 = 0;

@@ -21,7 +21,7 @@ pub struct ProducerStateLoad {
 /// damaged ones skipped), then every batch header from its offset on.
 /// Aborted transactions whose marker is replayed go into `txn_index`
 /// (unless already there). The LSO then stands where the log's HW puts it.
-pub(super) fn load_producer_state(
+pub fn load_producer_state(
     log: &PartitionLog,
     txn_index: &mut TxnIndex,
 ) -> Result<(ProducerStateManager, ProducerStateLoad), StorageError> {

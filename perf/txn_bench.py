@@ -10,16 +10,18 @@ then two consumers read the txn-10k topic from its start to its end:
 
   perf/txn_bench.py --shardlog target/release/shardlog
                     [--records 1000000] [--small-records 100000]
-                    [--message-size 512] [--partitions 6] [--dir PARENT]
+                    [--message-size 512] [--partitions 6] [--rounds 3]
+                    [--dir PARENT]
 
 (perf/txn_bench.sh finds the test venv and builds the binary.) Client:
 confluent-kafka (librdkafka), linger.ms 5, batch.size 1000000, the same
 for every setup; the broker is one shard pinned to core 0
 (`shardlog.cpus=0`) on embedded metadata, the client unpinned. A warm-up
-idempotent run (100,000 records to its own topic) comes first, and the two
-consumers read twice in turn (uncommitted, committed, uncommitted,
-committed): the second pair is reported, so neither gains from reading
-after the other. Figures:
+idempotent run (100,000 records to its own topic) comes first; then
+`--rounds` rounds of the three producers in turn (each round appends to its
+setup's topic), then `--rounds` rounds of the two consumers, alternating
+which goes first; each figure is the median over the rounds (the host is
+shared and noisy: single short runs swing by 2x). Figures:
 records/s from the first produce to the last acknowledgement (producers)
 or from assignment to the last record (consumers), the broker's CPU seconds
 (user + system from /proc/PID/stat) per 100,000 records, and each setup's
@@ -153,6 +155,18 @@ def consume(bootstrap, topic, partitions, expected, level, pid):
             "seconds": elapsed}
 
 
+def median_run(runs):
+    """The median of each figure over the rounds, and every round's rate."""
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2]
+    return {
+        "records_per_s": median([r["records_per_s"] for r in runs]),
+        "broker_cpu_s_per_100k": median([r["broker_cpu_s_per_100k"] for r in runs]),
+        "rounds_records_per_s": [round(r["records_per_s"]) for r in runs],
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shardlog", required=True)
@@ -160,6 +174,7 @@ def main():
     ap.add_argument("--small-records", type=int, default=100000)
     ap.add_argument("--message-size", type=int, default=512)
     ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", default=None)
     args = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="txn-bench.", dir=args.dir)
@@ -170,16 +185,22 @@ def main():
         for f in admin.create_topics([NewTopic(t, args.partitions, 1) for t in topics]).values():
             f.result(30)
         time.sleep(1)
-        out = {}
         produce(bootstrap, "warmup", 100000, args.message_size, args.partitions, 0, proc.pid)
-        for topic, records, txn in [
-            ("idem", args.records, 0),
-            ("txn-10k", args.records, 10000),
-            ("txn-100", args.small_records, 100),
-        ]:
-            out[topic] = produce(bootstrap, topic, records, args.message_size, args.partitions, txn, proc.pid)
-        for level in ["read_uncommitted", "read_committed"] * 2:
-            out[level] = consume(bootstrap, "txn-10k", args.partitions, args.records, level, proc.pid)
+        runs = {}
+        for _ in range(args.rounds):
+            for topic, records, txn in [
+                ("idem", args.records, 0),
+                ("txn-10k", args.records, 10000),
+                ("txn-100", args.small_records, 100),
+            ]:
+                runs.setdefault(topic, []).append(
+                    produce(bootstrap, topic, records, args.message_size, args.partitions, txn, proc.pid))
+        for r in range(args.rounds):
+            levels = ["read_uncommitted", "read_committed"]
+            for level in levels if r % 2 == 0 else levels[::-1]:
+                runs.setdefault(level, []).append(
+                    consume(bootstrap, "txn-10k", args.partitions, args.records, level, proc.pid))
+        out = {name: median_run(rs) for name, rs in runs.items()}
     finally:
         proc.terminate()
         proc.wait(30)
@@ -191,7 +212,8 @@ def main():
         r["ratio"] = r["records_per_s"] / base
         print(f"{name:<18}{r['records_per_s']:>12.0f}{r['ratio']:>8.2f}{r['broker_cpu_s_per_100k']:>20.3f}")
     out["config"] = {"records": args.records, "small_records": args.small_records,
-                     "message_size": args.message_size, "partitions": args.partitions}
+                     "message_size": args.message_size, "partitions": args.partitions,
+                     "rounds": args.rounds}
     print(json.dumps(out))
 
 

@@ -227,6 +227,41 @@ fn decode_body(header: &RequestHeader, body: Bytes) {
                 round_trip_39::<m39::ControlledShutdownRequest>(&body, v);
             }
         }
+        Api::Kafka(ApiKey::WriteTxnMarkers) => {
+            if h::write_txn_markers::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::WriteTxnMarkersRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::AddPartitionsToTxn) => {
+            if h::add_partitions_to_txn::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::AddPartitionsToTxnRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::AddOffsetsToTxn) => {
+            if h::add_offsets_to_txn::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::AddOffsetsToTxnRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::EndTxn) => {
+            if h::end_txn::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::EndTxnRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::TxnOffsetCommit) => {
+            if h::txn_offset_commit::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::TxnOffsetCommitRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::DescribeTransactions) => {
+            if h::describe_transactions::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::DescribeTransactionsRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::ListTransactions) => {
+            if h::list_transactions::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::ListTransactionsRequest>(&body, v);
+            }
+        }
         Api::Kafka(other) => panic!("{other:?} is routed but the fuzz target does not decode it"),
     }
 }

@@ -10,8 +10,9 @@
 //! has no delete horizon or the horizon is still ahead of now.
 //!
 //! Per batch (`checkBatchRetention`, `filterTo`):
-//! - a control batch is kept as it is (no transactions yet, so no marker
-//!   can be discarded);
+//! - a control batch is kept as it is (markers are not removed yet; the
+//!   data of aborted transactions is dropped before this filter, by the
+//!   driver's `txn::AbortedTracker`);
 //! - every record kept and no delete horizon to set: the original bytes;
 //! - some records kept: a new batch with the same base offset,
 //!   lastOffsetDelta (`overrideLastOffset`: the producer's last sequence

@@ -10,7 +10,7 @@
 //!   start when it lies outside `[log start, log end]` (and then the
 //!   checkpoint is rewritten).
 //! - The first uncleanable offset is the least of the last stable offset
-//!   (the high watermark here: no transactions yet), the active segment's
+//!   (the partition's: below its open transactions and the HW), the active segment's
 //!   base offset, and the base of the first dirty segment whose largest
 //!   timestamp is within `min.compaction.lag.ms` of now.
 //! - The cleanable ratio is cleanable bytes / (clean + cleanable bytes); a

@@ -16,6 +16,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
+mod java_support;
+#[path = "common/replica_cluster.rs"]
+mod replica_cluster;
 
 use common::{run_py_script, unique_topic, Broker, Conn, FetchSpec};
 use serde_json::{json, Value};
@@ -42,12 +45,40 @@ fn read_committed_sees_exactly_the_committed_transactions_and_their_offsets() {
     let mut c = Conn::open(&broker);
     c.create_topic(&a, 3, &[]);
     c.create_topic(&b, 3, &[]);
+    check_loops(&broker.bootstrap(), &a, &b);
+    broker.stop();
+}
+
+/// The same against Apache Kafka 3.9 (one ZooKeeper-mode broker, the
+/// reference peer): the script's expectations are Kafka's behaviour.
+#[test]
+#[ignore = "Kafka 3.9 reference (a JVM): cargo test --test txn_clients -- --ignored kafka_"]
+fn kafka_read_committed_sees_exactly_the_committed_transactions_and_their_offsets() {
+    let c = replica_cluster::ReplCluster::start(
+        replica_cluster::System::Kafka,
+        1,
+        &[
+            "transaction.state.log.num.partitions=4",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "offsets.topic.num.partitions=4",
+            "offsets.topic.replication.factor=1",
+        ],
+    );
+    let (a, b) = (unique_topic("txn-a"), unique_topic("txn-b"));
+    c.create_topic(&a, 3, 1, &[]);
+    c.create_topic(&b, 3, 1, &[]);
+    check_loops(&c.bootstrap(), &a, &b);
+}
+
+fn check_loops(bootstrap: &str, a: &str, b: &str) {
+    let (a, b) = (a.to_owned(), b.to_owned());
     let r: Value = run_py_script(
         &["confluent_kafka"],
         "txn_confluent.py",
         &[
             "loops".into(),
-            broker.bootstrap(),
+            bootstrap.to_owned(),
             a.clone(),
             b.clone(),
             TXNS.to_string(),
@@ -72,7 +103,6 @@ fn read_committed_sees_exactly_the_committed_transactions_and_their_offsets() {
         assert_eq!(r["open_lso"][&p], 0, "{r}");
         assert_eq!(r["open_hw"][&p], PER_PARTITION, "{r}");
     }
-    broker.stop();
 }
 
 #[test]
@@ -80,16 +110,37 @@ fn a_second_producer_fences_the_first_and_aborts_its_transaction() {
     let broker = broker();
     let topic = unique_topic("txn-fence");
     Conn::open(&broker).create_topic(&topic, 3, &[]);
+    check_fence(&broker.bootstrap(), &topic);
+    broker.stop();
+}
+
+#[test]
+#[ignore = "Kafka 3.9 reference (a JVM): cargo test --test txn_clients -- --ignored kafka_"]
+fn kafka_a_second_producer_fences_the_first_and_aborts_its_transaction() {
+    let c = replica_cluster::ReplCluster::start(
+        replica_cluster::System::Kafka,
+        1,
+        &[
+            "transaction.state.log.num.partitions=4",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+        ],
+    );
+    let topic = unique_topic("txn-fence");
+    c.create_topic(&topic, 3, 1, &[]);
+    check_fence(&c.bootstrap(), &topic);
+}
+
+fn check_fence(bootstrap: &str, topic: &str) {
     let r: Value = run_py_script(
         &["confluent_kafka"],
         "txn_confluent.py",
-        &["fence".into(), broker.bootstrap(), topic],
+        &["fence".into(), bootstrap.to_owned(), topic.to_owned()],
     );
     assert_eq!(
         r,
         json!({"second_init": "ok", "first_commit": "_FENCED", "first_fatal": true, "read_committed": ["from-2"]})
     );
-    broker.stop();
 }
 
 /// A transaction whose producer went away is aborted by the coordinator

@@ -18,7 +18,7 @@
 //! input beyond the bytes left: arbitrary bytes give a `RecordError`, not a
 //! panic or a large allocation.
 
-use crate::protocol::decode::read_unsigned_varint;
+use crate::protocol::record_reader::Reader;
 
 /// What a `__consumer_offsets` record stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,14 +77,7 @@ pub struct GroupMetadataValue {
     pub members: Vec<MemberMetadata>,
 }
 
-/// A record that does not decode.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RecordError {
-    #[error("unknown {what} version {version}")]
-    UnknownVersion { what: &'static str, version: i16 },
-    #[error("malformed {what}: {reason}")]
-    Malformed { what: &'static str, reason: String },
-}
+pub use crate::protocol::record_reader::RecordError;
 
 /// `expire_timestamp_ms` of a commit without its own expiry (Kafka's
 /// `OffsetCommitRequest.DEFAULT_TIMESTAMP`).
@@ -202,144 +195,18 @@ impl GroupMetadataValue {
 
 // --- decoding -------------------------------------------------------------
 
-/// A bounds-checked reader over one record's bytes, classic or flexible.
-struct Reader<'a> {
-    what: &'static str,
-    buf: &'a [u8],
-    flexible: bool,
-}
-
-impl<'a> Reader<'a> {
-    fn err(&self, reason: impl Into<String>) -> RecordError {
-        RecordError::Malformed {
-            what: self.what,
-            reason: reason.into(),
-        }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
-        if n > self.buf.len() {
-            return Err(self.err(format!("needs {n} bytes, {} left", self.buf.len())));
-        }
-        let (head, rest) = self.buf.split_at(n);
-        self.buf = rest;
-        Ok(head)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], RecordError> {
-        let b = self.take(N)?;
-        let mut out = [0u8; N];
-        out.copy_from_slice(b);
-        Ok(out)
-    }
-
-    fn i16(&mut self) -> Result<i16, RecordError> {
-        self.array().map(i16::from_be_bytes)
-    }
-    fn i32(&mut self) -> Result<i32, RecordError> {
-        self.array().map(i32::from_be_bytes)
-    }
-    fn i64(&mut self) -> Result<i64, RecordError> {
-        self.array().map(i64::from_be_bytes)
-    }
-
-    fn varint(&mut self) -> Result<u32, RecordError> {
-        let (v, used) =
-            read_unsigned_varint(self.buf).ok_or_else(|| self.err("bad unsigned varint"))?;
-        self.take(used)?;
-        Ok(v)
-    }
-
-    /// A length: classic int16/int32 (-1 = null) or compact varint (0 = null).
-    fn length(&mut self, wide: bool) -> Result<Option<usize>, RecordError> {
-        let len: i64 = if self.flexible {
-            i64::from(self.varint()?) - 1
-        } else if wide {
-            i64::from(self.i32()?)
-        } else {
-            i64::from(self.i16()?)
-        };
-        match len {
-            -1 => Ok(None),
-            n if n < 0 => Err(self.err(format!("negative length {n}"))),
-            n => usize::try_from(n)
-                .map(Some)
-                .map_err(|_| self.err("length overflows")),
-        }
-    }
-
-    fn nullable_string(&mut self) -> Result<Option<String>, RecordError> {
-        match self.length(false)? {
-            None => Ok(None),
-            Some(n) => {
-                let b = self.take(n)?;
-                String::from_utf8(b.to_vec())
-                    .map(Some)
-                    .map_err(|_| self.err("string is not UTF-8"))
-            }
-        }
-    }
-
-    fn string(&mut self) -> Result<String, RecordError> {
-        self.nullable_string()?
-            .ok_or_else(|| self.err("null where a string is required"))
-    }
-
-    fn bytes(&mut self) -> Result<Vec<u8>, RecordError> {
-        match self.length(true)? {
-            None => Ok(Vec::new()),
-            Some(n) => self.take(n).map(<[u8]>::to_vec),
-        }
-    }
-
-    /// An array count, bounded by the bytes left (each element takes at
-    /// least `min_element` bytes), so a forged count cannot pre-size memory.
-    fn count(&mut self, min_element: usize) -> Result<usize, RecordError> {
-        let n = self.length(true)?.unwrap_or(0);
-        if n.saturating_mul(min_element) > self.buf.len() {
-            return Err(self.err(format!("{n} elements cannot fit {} bytes", self.buf.len())));
-        }
-        Ok(n)
-    }
-
-    /// Flexible versions end every struct with tagged fields; none are known
-    /// here, so they are skipped.
-    fn tagged_fields(&mut self) -> Result<(), RecordError> {
-        if !self.flexible {
-            return Ok(());
-        }
-        let n = self.varint()?;
-        for _ in 0..n {
-            let _tag = self.varint()?;
-            let size = self.varint()? as usize;
-            self.take(size)?;
-        }
-        Ok(())
-    }
-
-    fn finish(&self) -> Result<(), RecordError> {
-        if self.buf.is_empty() {
-            Ok(())
-        } else {
-            Err(self.err(format!("{} bytes after the record", self.buf.len())))
-        }
-    }
-}
-
 impl RecordKey {
     pub fn decode(bytes: &[u8]) -> Result<RecordKey, RecordError> {
-        let mut r = Reader {
-            what: "record key",
-            buf: bytes,
-            flexible: false,
-        };
+        let mut r = Reader::new("record key", bytes);
         let key = match r.i16()? {
             0 | 1 => RecordKey::OffsetCommit(OffsetCommitKey {
-                group: r.string()?,
-                topic: r.string()?,
+                group: r.string("group")?,
+                topic: r.string("topic")?,
                 partition: r.i32()?,
             }),
-            2 => RecordKey::GroupMetadata { group: r.string()? },
+            2 => RecordKey::GroupMetadata {
+                group: r.string("group")?,
+            },
             version => {
                 return Err(RecordError::UnknownVersion {
                     what: "record key",
@@ -354,11 +221,7 @@ impl RecordKey {
 
 impl OffsetCommitValue {
     pub fn decode(bytes: &[u8]) -> Result<OffsetCommitValue, RecordError> {
-        let mut r = Reader {
-            what: "offset commit value",
-            buf: bytes,
-            flexible: false,
-        };
+        let mut r = Reader::new("offset commit value", bytes);
         let version = r.i16()?;
         if !(0..=4).contains(&version) {
             return Err(RecordError::UnknownVersion {
@@ -369,7 +232,7 @@ impl OffsetCommitValue {
         r.flexible = version >= 4;
         let offset = r.i64()?;
         let leader_epoch = if version >= 3 { r.i32()? } else { -1 };
-        let metadata = r.string()?;
+        let metadata = r.string("metadata")?;
         let commit_timestamp_ms = r.i64()?;
         let expire_timestamp_ms = if version == 1 { r.i64()? } else { -1 };
         r.tagged_fields()?;
@@ -386,11 +249,7 @@ impl OffsetCommitValue {
 
 impl GroupMetadataValue {
     pub fn decode(bytes: &[u8]) -> Result<GroupMetadataValue, RecordError> {
-        let mut r = Reader {
-            what: "group metadata value",
-            buf: bytes,
-            flexible: false,
-        };
+        let mut r = Reader::new("group metadata value", bytes);
         let version = r.i16()?;
         if !(0..=4).contains(&version) {
             return Err(RecordError::UnknownVersion {
@@ -399,7 +258,7 @@ impl GroupMetadataValue {
             });
         }
         r.flexible = version >= 4;
-        let protocol_type = r.string()?;
+        let protocol_type = r.string("protocolType")?;
         let generation = r.i32()?;
         let protocol = r.nullable_string()?;
         let leader = r.nullable_string()?;
@@ -409,14 +268,14 @@ impl GroupMetadataValue {
         let n = r.count(6 + 4 + 8)?;
         let mut members = Vec::with_capacity(n);
         for _ in 0..n {
-            let member_id = r.string()?;
+            let member_id = r.string("memberId")?;
             let group_instance_id = if version >= 3 {
                 r.nullable_string()?
             } else {
                 None
             };
-            let client_id = r.string()?;
-            let client_host = r.string()?;
+            let client_id = r.string("clientId")?;
+            let client_host = r.string("clientHost")?;
             let rebalance_timeout = if version >= 1 { Some(r.i32()?) } else { None };
             let session_timeout_ms = r.i32()?;
             let subscription = r.bytes()?;

@@ -18,6 +18,7 @@ pub mod frame;
 pub mod header;
 pub mod lz4_frame;
 pub mod record_batch;
+pub mod record_reader;
 pub mod record_walk;
 pub mod schema;
 #[cfg(test)]

@@ -49,7 +49,7 @@
 //! panic or a large allocation. Bytes after the record are refused (Kafka's
 //! generated reader ignores them; `group::records` refuses them too).
 
-use crate::protocol::decode::read_unsigned_varint;
+use crate::protocol::record_reader::Reader;
 use crate::protocol::varint::put_unsigned_varint;
 
 use super::status::TxnState;
@@ -81,14 +81,7 @@ pub struct TxnLogValue {
     pub start_timestamp_ms: i64,
 }
 
-/// A record that does not decode.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RecordError {
-    #[error("unknown {what} version {version}")]
-    UnknownVersion { what: &'static str, version: i16 },
-    #[error("malformed {what}: {reason}")]
-    Malformed { what: &'static str, reason: String },
-}
+pub use crate::protocol::record_reader::RecordError;
 
 const KEY: &str = "transaction log key";
 const VALUE: &str = "transaction log value";
@@ -195,130 +188,6 @@ pub fn encode_value_with(value: &TxnLogValue, uses_flexible_records: bool) -> Ve
 
 // --- decoding -------------------------------------------------------------
 
-/// A bounds-checked cursor over one record's bytes.
-struct Reader<'a> {
-    what: &'static str,
-    rest: &'a [u8],
-    flexible: bool,
-}
-
-impl<'a> Reader<'a> {
-    fn new(what: &'static str, bytes: &'a [u8]) -> Self {
-        Reader {
-            what,
-            rest: bytes,
-            flexible: false,
-        }
-    }
-
-    fn malformed(&self, reason: impl Into<String>) -> RecordError {
-        RecordError::Malformed {
-            what: self.what,
-            reason: reason.into(),
-        }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
-        if n > self.rest.len() {
-            let left = self.rest.len();
-            return Err(self.malformed(format!("needs {n} bytes, {left} left")));
-        }
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        Ok(head)
-    }
-
-    fn fixed<const N: usize>(&mut self) -> Result<[u8; N], RecordError> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
-    }
-
-    fn i8(&mut self) -> Result<i8, RecordError> {
-        self.fixed().map(i8::from_be_bytes)
-    }
-    fn i16(&mut self) -> Result<i16, RecordError> {
-        self.fixed().map(i16::from_be_bytes)
-    }
-    fn i32(&mut self) -> Result<i32, RecordError> {
-        self.fixed().map(i32::from_be_bytes)
-    }
-    fn i64(&mut self) -> Result<i64, RecordError> {
-        self.fixed().map(i64::from_be_bytes)
-    }
-
-    fn unsigned_varint(&mut self) -> Result<u32, RecordError> {
-        let (v, used) =
-            read_unsigned_varint(self.rest).ok_or_else(|| self.malformed("bad unsigned varint"))?;
-        self.take(used)?;
-        Ok(v)
-    }
-
-    /// A length or count: int16 (strings) or int32 (arrays) in classic
-    /// versions, where -1 is null; compact length+1 in flexible ones, where
-    /// 0 is null. Other negative lengths are malformed.
-    fn length(&mut self, classic_int32: bool) -> Result<Option<usize>, RecordError> {
-        let n: i64 = if self.flexible {
-            i64::from(self.unsigned_varint()?) - 1
-        } else if classic_int32 {
-            i64::from(self.i32()?)
-        } else {
-            i64::from(self.i16()?)
-        };
-        match n {
-            -1 => Ok(None),
-            n if n < 0 => Err(self.malformed(format!("negative length {n}"))),
-            n => usize::try_from(n)
-                .map(Some)
-                .map_err(|_| self.malformed("length overflows")),
-        }
-    }
-
-    /// A non-nullable STRING.
-    fn string(&mut self, field: &str) -> Result<String, RecordError> {
-        let Some(n) = self.length(false)? else {
-            return Err(self.malformed(format!("{field} is null")));
-        };
-        let b = self.take(n)?;
-        String::from_utf8(b.to_vec()).map_err(|_| self.malformed(format!("{field} is not UTF-8")))
-    }
-
-    /// An array's count, refused when `count × min_element_bytes` cannot fit
-    /// the bytes left, so a forged count never sizes an allocation.
-    fn count(&mut self, min_element_bytes: usize) -> Result<Option<usize>, RecordError> {
-        let n = self.length(true)?;
-        if let Some(n) = n {
-            if n.saturating_mul(min_element_bytes) > self.rest.len() {
-                let left = self.rest.len();
-                return Err(self.malformed(format!("{n} elements cannot fit {left} bytes")));
-            }
-        }
-        Ok(n)
-    }
-
-    /// A flexible struct's tagged fields: none are known, all are skipped.
-    fn skip_tagged_fields(&mut self) -> Result<(), RecordError> {
-        if !self.flexible {
-            return Ok(());
-        }
-        let fields = self.unsigned_varint()?;
-        for _ in 0..fields {
-            let _tag = self.unsigned_varint()?;
-            let size = self.unsigned_varint()?;
-            let size = usize::try_from(size).map_err(|_| self.malformed("tag size overflows"))?;
-            self.take(size)?;
-        }
-        Ok(())
-    }
-
-    fn end(&self) -> Result<(), RecordError> {
-        match self.rest.len() {
-            0 => Ok(()),
-            n => Err(self.malformed(format!("{n} bytes after the record"))),
-        }
-    }
-}
-
 /// The transactional id of a `TransactionLogKey`. Kafka 3.9 reads only v0
 /// (`readTxnRecordKey` turns any other version into an `UnknownKey` that
 /// loading skips); here it is `RecordError::UnknownVersion`.
@@ -329,7 +198,7 @@ pub fn decode_key(bytes: &[u8]) -> Result<String, RecordError> {
         return Err(RecordError::UnknownVersion { what: KEY, version });
     }
     let transactional_id = r.string("TransactionalId")?;
-    r.end()?;
+    r.finish()?;
     Ok(transactional_id)
 }
 
@@ -350,12 +219,12 @@ pub fn decode_value(bytes: &[u8]) -> Result<TxnLogValue, RecordError> {
     let transaction_timeout_ms = r.i32()?;
     let status = r.i8()?;
     let state = TxnState::from_id(status)
-        .ok_or_else(|| r.malformed(format!("unknown transaction state id {status}")))?;
+        .ok_or_else(|| r.err(format!("unknown transaction state id {status}")))?;
     let partitions = decode_partitions(&mut r)?;
     let last_update_timestamp_ms = r.i64()?;
     let start_timestamp_ms = r.i64()?;
-    r.skip_tagged_fields()?;
-    r.end()?;
+    r.tagged_fields()?;
+    r.finish()?;
     Ok(TxnLogValue {
         producer_id,
         producer_epoch,
@@ -372,20 +241,20 @@ fn decode_partitions(r: &mut Reader<'_>) -> Result<Vec<(String, Vec<i32>)>, Reco
     // Smallest entry: an empty topic and an empty id array (int16 + int32
     // classic; two one-byte compact lengths and the tag count flexible).
     let min_entry = if r.flexible { 3 } else { 6 };
-    let Some(n) = r.count(min_entry)? else {
+    let Some(n) = r.nullable_count(min_entry)? else {
         return Ok(Vec::new());
     };
     let mut partitions = Vec::with_capacity(n);
     for _ in 0..n {
         let topic = r.string("Topic")?;
-        let Some(ids) = r.count(4)? else {
-            return Err(r.malformed("PartitionIds is null"));
+        let Some(ids) = r.nullable_count(4)? else {
+            return Err(r.err("PartitionIds is null"));
         };
         let mut partition_ids = Vec::with_capacity(ids);
         for _ in 0..ids {
             partition_ids.push(r.i32()?);
         }
-        r.skip_tagged_fields()?;
+        r.tagged_fields()?;
         partitions.push((topic, partition_ids));
     }
     Ok(partitions)

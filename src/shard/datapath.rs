@@ -15,6 +15,7 @@ use super::router::serve_data;
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::delayed_operation::WatchChange;
+use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::purgatory::driver::Parkable;
 use crate::purgatory::view::PartitionSnapshot;
 use crate::replication::leader_epoch::EpochEndOffset;
@@ -56,41 +57,13 @@ impl ShardContext {
         acks: i16,
         origin: AppendOrigin,
     ) -> Vec<ProduceResult> {
-        let groups = self.group_by_owner(parts.into_iter().map(|(tp, b)| (tp.clone(), (tp, b))));
-        let mut results: Vec<Option<ProduceResult>> = vec![None; groups.total];
-        let calls = groups.by_owner.into_iter().map(|(owner, items)| {
-            let ctx = self.clone();
-            async move {
-                let (idx, parts): (Vec<usize>, Vec<(TopicPartition, Bytes)>) =
-                    items.into_iter().unzip();
-                let answer = ctx
-                    .ask_owner(
-                        owner,
-                        DataRequest::Produce {
-                            parts,
-                            now_ms,
-                            acks,
-                            origin,
-                        },
-                    )
-                    .await;
-                (idx, answer)
-            }
-        });
-        for (idx, answer) in futures_join_all(calls).await {
-            let list = match answer {
-                Some(DataResponse::Produced(list)) => list,
-                _ => Vec::new(),
-            };
-            let mut list = list.into_iter();
-            for i in idx {
-                results[i] = list.next();
-            }
-        }
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER)))
-            .collect()
+        self.appends_on_owners(parts, move |parts| DataRequest::Produce {
+            parts,
+            now_ms,
+            acks,
+            origin,
+        })
+        .await
     }
 
     /// Connection side: append transaction markers on the partitions'
@@ -100,16 +73,30 @@ impl ShardContext {
         parts: Vec<(TopicPartition, MarkerSpec)>,
         now_ms: i64,
     ) -> Vec<ProduceResult> {
-        let groups = self.group_by_owner(parts.into_iter().map(|(tp, m)| (tp.clone(), (tp, m))));
+        self.appends_on_owners(parts, move |parts| DataRequest::WriteMarkers {
+            parts,
+            now_ms,
+        })
+        .await
+    }
+
+    /// Send each owner its partitions' appends (`request` builds the
+    /// owner's request) concurrently; the answers (`Produced`) in `parts`
+    /// order, NOT_LEADER_OR_FOLLOWER for an owner that did not answer.
+    async fn appends_on_owners<T: 'static>(
+        self: &Rc<Self>,
+        parts: Vec<(TopicPartition, T)>,
+        request: impl Fn(Vec<(TopicPartition, T)>) -> DataRequest + Clone + 'static,
+    ) -> Vec<ProduceResult> {
+        let groups = self.group_by_owner(parts.into_iter().map(|(tp, x)| (tp.clone(), (tp, x))));
         let mut results: Vec<Option<ProduceResult>> = vec![None; groups.total];
         let calls = groups.by_owner.into_iter().map(|(owner, items)| {
             let ctx = self.clone();
+            let request = request.clone();
             async move {
-                let (idx, parts): (Vec<usize>, Vec<(TopicPartition, MarkerSpec)>) =
+                let (idx, parts): (Vec<usize>, Vec<(TopicPartition, T)>) =
                     items.into_iter().unzip();
-                let answer = ctx
-                    .ask_owner(owner, DataRequest::WriteMarkers { parts, now_ms })
-                    .await;
+                let answer = ctx.ask_owner(owner, request(parts)).await;
                 (idx, answer)
             }
         });
@@ -296,6 +283,56 @@ impl ShardContext {
         let ctx = self.clone();
         glommio::spawn_local(async move { ctx.sync_watches().await }).detach();
         Some(outcome)
+    }
+
+    /// acks=all (Kafka's DelayedProduce): park until the HW covers every
+    /// batch appended with `results` (one per partition of `keys`), for at
+    /// most `timeout_ms`. Each partition's code: its append's error, else
+    /// the delayed produce's (NONE, REQUEST_TIMED_OUT, ...). `None` on a
+    /// shard with no purgatory.
+    pub(crate) async fn wait_replicated(
+        self: &Rc<Self>,
+        timeout_ms: i64,
+        keys: &[TopicPartition],
+        results: &[ProduceResult],
+    ) -> Option<Vec<ErrorCode>> {
+        let appended = keys
+            .iter()
+            .zip(results)
+            .map(|(tp, r)| {
+                let a = if r.error_code == ErrorCode::NONE {
+                    AppendResult::Appended {
+                        last_offset: r.last_offset,
+                    }
+                } else {
+                    AppendResult::Failed {
+                        error_code: r.error_code,
+                    }
+                };
+                (tp.clone(), a)
+            })
+            .collect();
+        let op = DelayedProduce::new(timeout_ms.max(0), appended);
+        // The owner's state as of the append feeds this shard's view.
+        let seen = keys
+            .iter()
+            .zip(results)
+            .filter_map(|(tp, r)| r.snapshot.map(|s| (tp.clone(), s)));
+        let outcome = self.park(op, keys, seen).await?;
+        Some(
+            outcome
+                .partitions
+                .into_iter()
+                .zip(results)
+                .map(|((_, code), r)| {
+                    if code != ErrorCode::NONE {
+                        code
+                    } else {
+                        r.error_code
+                    }
+                })
+                .collect(),
+        )
     }
 
     /// Tell owners which partitions this shard's purgatory started or

@@ -15,7 +15,6 @@ use super::context::ShardContext;
 use crate::io::zerocopy::OutPart;
 use crate::protocol::{record_batch, ErrorCode};
 use crate::purgatory::delayed_fetch::FetchIsolation;
-use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::replication::partition::AppendOrigin;
 use crate::types::TopicPartition;
 
@@ -59,21 +58,8 @@ pub async fn append_acks_all(
     if r.error_code != ErrorCode::NONE {
         return r.error_code;
     }
-    let op = DelayedProduce::new(
-        timeout_ms,
-        vec![(
-            tp.clone(),
-            AppendResult::Appended {
-                last_offset: r.last_offset,
-            },
-        )],
-    );
-    let seen = r.snapshot.map(|s| (tp.clone(), s));
-    match ctx.park(op, std::slice::from_ref(&tp), seen).await {
-        Some(outcome) => outcome
-            .partitions
-            .first()
-            .map_or(ErrorCode::NONE, |(_, e)| *e),
+    match ctx.wait_replicated(timeout_ms, &[tp], &[r]).await {
+        Some(codes) => codes.first().copied().unwrap_or(ErrorCode::NONE),
         None => ErrorCode::NOT_LEADER_OR_FOLLOWER,
     }
 }

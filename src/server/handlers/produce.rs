@@ -28,7 +28,6 @@ use crate::metadata::quotas::PRODUCER_BYTE_RATE;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::replication::partition::{AppendOrigin, ProduceResult};
 use crate::server::auto_create::ensure_topic_auto_created;
 use crate::server::out::OutPart;
@@ -185,29 +184,10 @@ async fn wait_for_replication(
     results: &[ProduceResult],
     slots: &mut [Slot],
 ) {
-    let mut appended = Vec::with_capacity(keys.len());
-    for (tp, r) in keys.iter().zip(results) {
-        let a = if r.error_code == ErrorCode::NONE {
-            AppendResult::Appended {
-                last_offset: r.last_offset,
-            }
-        } else {
-            AppendResult::Failed {
-                error_code: r.error_code,
-            }
-        };
-        appended.push((tp.clone(), a));
-    }
-    let op = DelayedProduce::new(i64::from(timeout_ms.max(0)), appended);
-    // The owner's state as of the append feeds this shard's view.
-    let seen = keys
-        .iter()
-        .zip(results)
-        .filter_map(|(tp, r)| r.snapshot.map(|s| (tp.clone(), s)));
-    let Some(outcome) = ctx.park(op, keys, seen).await else {
-        return;
-    };
-    for ((_, code), i) in outcome.partitions.into_iter().zip(idx) {
+    let waited = ctx
+        .wait_replicated(i64::from(timeout_ms), keys, results)
+        .await;
+    for (code, i) in waited.into_iter().flatten().zip(idx) {
         if code != ErrorCode::NONE {
             slots[*i].result.error_code = code;
         }

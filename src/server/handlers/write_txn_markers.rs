@@ -26,8 +26,7 @@ use crate::controller::image::OFFSETS_TOPIC;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, BOOL, INT16, INT32, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
-use crate::replication::partition::{MarkerSpec, ProduceResult};
+use crate::replication::partition::MarkerSpec;
 use crate::server::out::OutPart;
 use crate::shard::group_host::GroupCall;
 use crate::shard::ShardContext;
@@ -113,7 +112,10 @@ async fn write_markers(
         let keys: Vec<TopicPartition> = asks.iter().map(|a| a.1.clone()).collect();
         let parts = asks.into_iter().map(|(_, tp, m)| (tp, m)).collect();
         let results = ctx.markers_on_owners(parts, now_ms).await;
-        let codes = wait_for_replication(ctx, &keys, &results).await;
+        let codes = ctx
+            .wait_replicated(MARKER_TIMEOUT_MS, &keys, &results)
+            .await
+            .unwrap_or_else(|| results.iter().map(|r| r.error_code).collect());
         for (i, code) in idx.into_iter().zip(codes) {
             slots[i].error = code;
         }
@@ -143,44 +145,6 @@ async fn complete_txn_offsets(
         let owner = ctx.owner_of(OFFSETS_TOPIC, s.partition);
         let _ = ctx.ask_shard_group(owner, call).await;
     }
-}
-
-/// Park until the HW covers every appended marker; each partition's code.
-async fn wait_for_replication(
-    ctx: &Rc<ShardContext>,
-    keys: &[TopicPartition],
-    results: &[ProduceResult],
-) -> Vec<ErrorCode> {
-    let mut codes: Vec<ErrorCode> = results.iter().map(|r| r.error_code).collect();
-    let appended: Vec<(TopicPartition, AppendResult)> = keys
-        .iter()
-        .zip(results)
-        .map(|(tp, r)| {
-            let a = if r.error_code == ErrorCode::NONE {
-                AppendResult::Appended {
-                    last_offset: r.last_offset,
-                }
-            } else {
-                AppendResult::Failed {
-                    error_code: r.error_code,
-                }
-            };
-            (tp.clone(), a)
-        })
-        .collect();
-    let op = DelayedProduce::new(MARKER_TIMEOUT_MS, appended);
-    let seen = keys
-        .iter()
-        .zip(results)
-        .filter_map(|(tp, r)| r.snapshot.map(|s| (tp.clone(), s)));
-    if let Some(outcome) = ctx.park(op, keys, seen).await {
-        for ((_, code), slot) in outcome.partitions.into_iter().zip(codes.iter_mut()) {
-            if code != ErrorCode::NONE {
-                *slot = code;
-            }
-        }
-    }
-    codes
 }
 
 fn to_response(request: &WriteTxnMarkersRequest, slots: Vec<Slot>) -> WriteTxnMarkersResponse {

@@ -23,14 +23,11 @@ mod replica_cluster;
 
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::TransactionalId;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use kafka_protocol_39::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnTopic,
 };
@@ -51,30 +48,10 @@ const STATE_TOPIC: &str = "__transaction_state";
 const PER_PARTITION: i32 = 20;
 
 fn txn_batch(pid: i64, epoch: i16, p: i32) -> Bytes {
-    let records: Vec<Record> = (0..PER_PARTITION)
-        .map(|i| Record {
-            transactional: true,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i64::from(i),
-            sequence: i,
-            timestamp: common::now_ms(),
-            key: None,
-            value: Some(Bytes::from(format!("p{p}-{i}"))),
-            headers: Default::default(),
-        })
+    let records: Vec<(Option<&str>, String)> = (0..PER_PARTITION)
+        .map(|i| (None, format!("p{p}-{i}")))
         .collect();
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).expect("encode");
-    buf.freeze()
+    common::txn::producer_batch(pid, epoch, 0, &records, true)
 }
 
 fn address(c: &ReplCluster, id: i32) -> String {

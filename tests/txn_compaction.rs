@@ -11,67 +11,37 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use common::{Broker, Conn};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
-use kafka_protocol_39::messages::write_txn_markers_request::{
-    WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest,
-};
-use kafka_protocol_39::messages::write_txn_markers_response::WriteTxnMarkersResponse;
-use kafka_protocol_39::messages::{ProducerId, TopicName};
-use kafka_protocol_39::protocol::StrBytes;
+use kafka_protocol::records::Compression;
 
 const TOPIC: &str = "txn-compact";
 
 /// One batch of keyed records; `txn`: (producer id, epoch, first sequence).
 fn batch(records: &[(&str, &str)], txn: Option<(i64, i16, i32)>) -> Bytes {
-    let (pid, epoch, seq) = txn.unwrap_or((-1, -1, -1));
-    let recs: Vec<Record> = records
-        .iter()
-        .enumerate()
-        .map(|(i, (k, v))| Record {
-            transactional: txn.is_some(),
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: if txn.is_some() {
-                seq + i as i32
-            } else {
-                i as i32 - 1
-            },
-            timestamp: common::now_ms(),
-            key: Some(Bytes::from(k.to_string())),
-            value: Some(Bytes::from(v.to_string())),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, recs.iter(), &opts).expect("encode");
-    buf.freeze()
+    match txn {
+        Some((pid, epoch, seq)) => {
+            let records: Vec<(Option<&str>, String)> = records
+                .iter()
+                .map(|(k, v)| (Some(*k), v.to_string()))
+                .collect();
+            common::txn::producer_batch(pid, epoch, seq, &records, true)
+        }
+        None => {
+            let ts = common::now_ms();
+            let records: Vec<common::RawRecord> = records
+                .iter()
+                .map(|(k, v)| (Some(k.as_bytes()), v.as_bytes(), ts))
+                .collect();
+            common::encode_batch(&records, Compression::None)
+        }
+    }
 }
 
 fn marker(broker: &Broker, pid: i64, commit: bool) {
-    let req = WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
-        .with_producer_id(ProducerId(pid))
-        .with_producer_epoch(0)
-        .with_transaction_result(commit)
-        .with_coordinator_epoch(0)
-        .with_topics(vec![WritableTxnMarkerTopic::default()
-            .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
-            .with_partition_indexes(vec![0])])]);
     let mut stream = broker.connect();
-    let resp: WriteTxnMarkersResponse = common::call39(&mut stream, 27, 1, &req);
-    assert_eq!(resp.markers[0].topics[0].partitions[0].error_code, 0);
+    let codes = common::txn::write_marker(&mut stream, TOPIC, &[0], (pid, 0), 0, commit);
+    assert_eq!(codes, [0]);
 }
 
 /// Every data record (key, value) from the log start, read_uncommitted,

@@ -12,46 +12,18 @@
 
 mod common;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use common::{Broker, Conn, FetchSpec};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
-use kafka_protocol_39::messages::write_txn_markers_request::{
-    WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest,
-};
-use kafka_protocol_39::messages::write_txn_markers_response::WriteTxnMarkersResponse;
-use kafka_protocol_39::messages::{ProducerId, TopicName};
-use kafka_protocol_39::protocol::StrBytes;
+use kafka_protocol::records::Compression;
 
 const TOPIC: &str = "txn-part";
 
 /// One v2 batch of `count` records from a producer; transactional or not.
 fn batch(pid: i64, epoch: i16, first_seq: i32, count: i32, transactional: bool) -> Bytes {
-    let records: Vec<Record> = (0..count)
-        .map(|i| Record {
-            transactional,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i64::from(i),
-            sequence: first_seq + i,
-            timestamp: common::now_ms(),
-            key: None,
-            value: Some(Bytes::from(format!("p{pid}-{}", first_seq + i))),
-            headers: Default::default(),
-        })
+    let records: Vec<(Option<&str>, String)> = (first_seq..first_seq + count)
+        .map(|seq| (None, format!("p{pid}-{seq}")))
         .collect();
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).expect("encode batch");
-    buf.freeze()
+    common::txn::producer_batch(pid, epoch, first_seq, &records, transactional)
 }
 
 /// WriteTxnMarkers v1 for one marker on `TOPIC` partitions; their codes.
@@ -63,23 +35,15 @@ fn marker(
     commit: bool,
     partitions: &[i32],
 ) -> Vec<i16> {
-    let req = WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
-        .with_producer_id(ProducerId(pid))
-        .with_producer_epoch(epoch)
-        .with_transaction_result(commit)
-        .with_coordinator_epoch(coordinator_epoch)
-        .with_topics(vec![WritableTxnMarkerTopic::default()
-            .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
-            .with_partition_indexes(partitions.to_vec())])]);
     let mut stream = broker.connect();
-    let resp: WriteTxnMarkersResponse = common::call39(&mut stream, 27, 1, &req);
-    let m = &resp.markers[0];
-    assert_eq!(m.producer_id.0, pid);
-    m.topics[0]
-        .partitions
-        .iter()
-        .map(|p| p.error_code)
-        .collect()
+    common::txn::write_marker(
+        &mut stream,
+        TOPIC,
+        partitions,
+        (pid, epoch),
+        coordinator_epoch,
+        commit,
+    )
 }
 
 /// A read_committed (or not) fetch of partition 0 from `offset`:

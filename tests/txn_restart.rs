@@ -11,15 +11,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use common::{call39, Broker, Conn, FetchSpec};
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::TransactionalId;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use kafka_protocol_39::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnTopic,
 };
@@ -41,30 +38,10 @@ fn txn_id39() -> kafka_protocol_39::messages::TransactionalId {
 }
 
 fn batch(pid: i64, epoch: i16, first_seq: i32) -> Bytes {
-    let records: Vec<Record> = (0..5)
-        .map(|i| Record {
-            transactional: true,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i64::from(i),
-            sequence: first_seq + i,
-            timestamp: common::now_ms(),
-            key: None,
-            value: Some(Bytes::from(format!("v{}", first_seq + i))),
-            headers: Default::default(),
-        })
+    let records: Vec<(Option<&str>, String)> = (first_seq..first_seq + 5)
+        .map(|seq| (None, format!("v{seq}")))
         .collect();
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).expect("encode");
-    buf.freeze()
+    common::txn::producer_batch(pid, epoch, first_seq, &records, true)
 }
 
 /// Call `f` until its error code is not a retriable coordinator error.

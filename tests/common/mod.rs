@@ -6,6 +6,7 @@
 pub mod cluster;
 pub mod faultfs;
 pub mod link;
+pub mod txn;
 pub mod zookeeper;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -134,6 +134,16 @@ impl TopicPartition {
     }
 }
 
+/// A transactional producer writing through a coordinator (a
+/// TxnOffsetCommit's offsets on `__consumer_offsets`): its id and epoch,
+/// and the KIP-890 verification guard of that partition when one ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnWriter {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub guard: Option<u64>,
+}
+
 impl fmt::Display for TopicPartition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}-{}", self.topic, self.partition)

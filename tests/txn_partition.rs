@@ -16,6 +16,13 @@ use bytes::Bytes;
 use common::{Broker, Conn, FetchSpec};
 use kafka_protocol::records::Compression;
 
+/// These tests write a producer's transactional batches and the
+/// coordinator's markers raw, with no transaction coordinator: KIP-890's
+/// verification (on by default, as in Kafka 3.9) is switched off, as it
+/// must be for any writer that bypasses the coordinator.
+/// `tests/txn_verification.rs` covers verification itself.
+const NO_VERIFY: &[&str] = &["transaction.partition.verification.enable=false"];
+
 const TOPIC: &str = "txn-part";
 
 /// One v2 batch of `count` records from a producer; transactional or not.
@@ -204,7 +211,7 @@ fn check_after_restart(broker: &Broker, end: i64) {
 
 #[test]
 fn markers_move_the_lso_and_read_committed_gets_the_aborted_transactions_across_a_clean_restart() {
-    let broker = Broker::start();
+    let broker = Broker::start_with(NO_VERIFY);
     let end = history(&broker);
     let (status, dir) = broker.stop_keeping_dir();
     assert!(status.success());
@@ -217,13 +224,13 @@ fn markers_move_the_lso_and_read_committed_gets_the_aborted_transactions_across_
         2 * 34,
         "two aborts of 34 bytes"
     );
-    let broker = Broker::start_in(dir, &[]);
+    let broker = Broker::start_in(dir, NO_VERIFY);
     check_after_restart(&broker, end);
 }
 
 #[test]
 fn after_kill_9_without_the_index_file_recovery_rebuilds_it_from_the_markers() {
-    let broker = Broker::start_with(&["shardlog.flush.every.append=true"]);
+    let broker = Broker::start_with(&[NO_VERIFY[0], "shardlog.flush.every.append=true"]);
     let end = history(&broker);
     let dir = broker.kill_keeping_dir();
     let index = dir
@@ -231,7 +238,7 @@ fn after_kill_9_without_the_index_file_recovery_rebuilds_it_from_the_markers() {
         .join(format!("{TOPIC}-0"))
         .join("00000000000000000000.txnindex");
     std::fs::remove_file(&index).unwrap();
-    let broker = Broker::start_in(dir, &["shardlog.flush.every.append=true"]);
+    let broker = Broker::start_in(dir, &[NO_VERIFY[0], "shardlog.flush.every.append=true"]);
     check_after_restart(&broker, end);
 }
 
@@ -242,7 +249,7 @@ fn after_kill_9_without_the_index_file_recovery_rebuilds_it_from_the_markers() {
 /// a fetch that was never woken fail the test instead of hanging).
 #[test]
 fn a_parked_read_committed_fetch_wakes_when_the_commit_marker_moves_the_lso() {
-    let broker = Broker::start();
+    let broker = Broker::start_with(NO_VERIFY);
     let mut c = Conn::open(&broker);
     c.create_topic(TOPIC, 1, &[]);
     assert_eq!(produce_code(&mut c, batch(7000, 0, 0, 2, true)), (0, 0));
@@ -274,7 +281,7 @@ fn a_parked_read_committed_fetch_wakes_when_the_commit_marker_moves_the_lso() {
 /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53); nothing is appended.
 #[test]
 fn transactional_records_without_a_transactional_id_are_refused() {
-    let broker = Broker::start();
+    let broker = Broker::start_with(NO_VERIFY);
     let mut c = Conn::open(&broker);
     c.create_topic(TOPIC, 1, &[]);
     let r = c.produce(TOPIC, 0, batch(8000, 0, 0, 2, true), -1);

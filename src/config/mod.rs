@@ -224,6 +224,12 @@ server_config! {
     /// `transactional.id.expiration.ms` (default 604800000): an idle
     /// transactional id's state is removed after it.
     transactional_id_expiration_ms: i32 = 604_800_000;
+    /// `transaction.partition.verification.enable` (default true, KIP-890
+    /// part 1): a leader asks the transaction coordinator (AddPartitionsToTxn
+    /// v4+, verify_only) before the first transactional batch of a
+    /// producer's transaction on a partition, and refuses it with
+    /// INVALID_TXN_STATE unless the partition is in the transaction.
+    transaction_partition_verification_enable: bool = true;
     /// `group.initial.rebalance.delay.ms` (default 3000).
     group_initial_rebalance_delay_ms: i32 = 3000;
     /// `group.max.size` (default Integer.MAX_VALUE).

@@ -111,6 +111,8 @@ pub struct Partition {
     /// fdatasync covers it, with group commit (see [`Partition::sync_through`]).
     durable: bool,
     durable_sync: DurableSync,
+    /// `transaction.partition.verification.enable` (KIP-890).
+    verify_txns: bool,
     /// Fired (and replaced) when the low watermark may have moved: the
     /// DeleteRecords requests waiting for it check again.
     delete_waiters: RefCell<Rc<Trigger>>,
@@ -158,6 +160,8 @@ pub struct PartitionSpec {
     pub replica_lag_time_max_ms: i64,
     pub durable: bool,
     pub durable_counts: DurableCounts,
+    /// `transaction.partition.verification.enable`.
+    pub verify_txns: bool,
     /// Wall-clock time of the open (the replica state's "caught up" times).
     pub now_ms: i64,
 }
@@ -327,6 +331,7 @@ impl Partition {
             producers: RefCell::new(producers),
             txn_index: RefCell::new(txn_index),
             durable: spec.durable,
+            verify_txns: spec.verify_txns,
             durable_sync: DurableSync {
                 synced_end: Cell::new(leo),
                 counts: spec.durable_counts,
@@ -630,15 +635,24 @@ impl Partition {
     /// now; see [`Self::append_in_turn`].
     pub async fn append(&self, records: Bytes, now_ms: i64, required_acks: i16) -> ProduceResult {
         let ticket = self.queue_append();
-        self.append_in_turn(ticket, records, now_ms, required_acks, AppendOrigin::Client)
-            .await
+        self.append_in_turn(
+            ticket,
+            records,
+            now_ms,
+            required_acks,
+            AppendOrigin::Client,
+            None,
+        )
+        .await
     }
 
     /// Append one produce request's records for this partition once
     /// `ticket` ([`Self::queue_append`]) has its turn; `required_acks` -1
     /// refuses the append with NOT_ENOUGH_REPLICAS while the ISR is
     /// smaller than `min.insync.replicas` (Kafka's `appendRecordsToLeader`:
-    /// nothing is appended).
+    /// nothing is appended). `guard` is the KIP-890 verification guard
+    /// ([`Self::start_txn_verification`]) a transactional batch opening
+    /// a transaction here needs.
     pub async fn append_in_turn(
         &self,
         ticket: FifoTicket,
@@ -646,6 +660,7 @@ impl Partition {
         now_ms: i64,
         required_acks: i16,
         origin: AppendOrigin,
+        guard: Option<u64>,
     ) -> ProduceResult {
         if self.role() != PartitionRole::Leader {
             return ProduceResult::error(self.not_serving());
@@ -697,7 +712,7 @@ impl Partition {
                 .err()
                 .map(|e| ProduceResult::error(ErrorCode(e.error_code()))),
         };
-        if let Some(answer) = refused {
+        if let Some(answer) = refused.or_else(|| self.check_verified(&batch, guard)) {
             return answer;
         }
         let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;

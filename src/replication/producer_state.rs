@@ -168,6 +168,9 @@ pub struct ProducerStateManager {
     /// Ended transactions whose marker the HW has not passed yet (Kafka's
     /// `unreplicatedTxns`): first offset → (marker offset, position).
     unreplicated: BTreeMap<Offset, (Offset, Option<i64>)>,
+    /// KIP-890 verifications started and not yet used (Kafka's
+    /// `verificationStates`); not snapshotted, as in Kafka.
+    verifications: BTreeMap<ProducerId, Verification>,
 }
 
 impl ProducerStateManager {
@@ -204,6 +207,7 @@ impl ProducerStateManager {
         }
         let Some(entry) = self.producers.get(&batch.producer_id) else {
             // No state (new producer, or expired): KIP-360 accepts any sequence.
+            self.check_verification_sequence(batch)?;
             return Ok(SeqCheck::Append);
         };
         if let Some(dup) = entry.batches.iter().find(|b| {
@@ -216,6 +220,7 @@ impl ProducerStateManager {
         if batch.epoch < entry.epoch {
             return Err(ProducerError::InvalidProducerEpoch);
         }
+        self.check_verification_sequence(batch)?;
         if batch.epoch > entry.epoch {
             if batch.first_seq != 0 {
                 return Err(ProducerError::OutOfOrderSequence);
@@ -270,6 +275,11 @@ impl ProducerStateManager {
             .producers
             .entry(batch.producer_id)
             .or_insert_with(|| ProducerEntry::new(batch.epoch, now_ms));
+        if batch.is_transactional {
+            // Kafka's `updateProducers`: the transaction now has a first
+            // offset here, so its verification is used up.
+            self.verifications.remove(&batch.producer_id);
+        }
         if batch.is_transactional && entry.current_txn_first_offset.is_none() {
             entry.current_txn_first_offset = Some(meta.first_offset);
             self.ongoing
@@ -341,6 +351,9 @@ impl ProducerStateManager {
             e.current_txn_first_offset.is_some()
                 || now_ms.saturating_sub(e.last_timestamp_ms) < expiration_ms
         });
+        // Kafka's `removeExpiredProducers` drops lingering verifications too.
+        self.verifications
+            .retain(|_, v| now_ms.saturating_sub(v.started_ms) < expiration_ms);
         before - self.producers.len()
     }
 
@@ -471,6 +484,7 @@ impl ProducerStateManager {
             producers,
             ongoing,
             unreplicated: BTreeMap::new(),
+            verifications: BTreeMap::new(),
         };
         state.check_invariants();
         Some(state)
@@ -478,6 +492,7 @@ impl ProducerStateManager {
 }
 
 mod txn;
+pub use txn::Verification;
 
 #[cfg(test)]
 mod tests;

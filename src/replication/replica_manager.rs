@@ -108,9 +108,15 @@ enum Closed {
 /// before it, on every partition).
 pub struct QueuedAppends(Vec<QueuedAppend>);
 
+/// One partition's records of a produce and its KIP-890 verification
+/// guard, if it ran one.
+pub type ProduceAppend = (Bytes, Option<u64>);
+
 pub struct QueuedAppend {
     pub tp: TopicPartition,
     records: Bytes,
+    /// KIP-890 verification guard (see `Partition::append_in_turn`).
+    guard: Option<u64>,
     /// `None`: no such partition here (UNKNOWN_TOPIC_OR_PARTITION).
     place: Option<(Rc<Partition>, FifoTicket)>,
 }
@@ -131,8 +137,15 @@ impl QueuedAppend {
     ) -> ProduceResult {
         match self.place {
             Some((p, ticket)) => {
-                p.append_in_turn(ticket, self.records, now_ms, required_acks, origin)
-                    .await
+                p.append_in_turn(
+                    ticket,
+                    self.records,
+                    now_ms,
+                    required_acks,
+                    origin,
+                    self.guard,
+                )
+                .await
             }
             None => ProduceResult::error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
         }
@@ -568,6 +581,7 @@ impl ReplicaManager {
             replica_lag_time_max_ms: self.server.replica_lag_time_max_ms,
             durable: self.server.shardlog_flush_every_append,
             durable_counts: self.durable_counts.clone(),
+            verify_txns: self.server.transaction_partition_verification_enable,
             now_ms: self.clock.wall_ms(),
         };
         Ok(Partition::open(spec, log)?.in_log_dir(log_dir))
@@ -790,16 +804,21 @@ impl ReplicaManager {
     /// Take one produce request's places in the append order of every
     /// partition it names, all at once and before any await (see
     /// [`QueuedAppends`]).
-    pub fn queue_appends(&self, parts: Vec<(TopicPartition, Bytes)>) -> QueuedAppends {
+    pub fn queue_appends(&self, parts: Vec<(TopicPartition, ProduceAppend)>) -> QueuedAppends {
         QueuedAppends(
             parts
                 .into_iter()
-                .map(|(tp, records)| {
+                .map(|(tp, (records, guard))| {
                     let place = self.get(&tp).map(|p| {
                         let ticket = p.queue_append();
                         (p, ticket)
                     });
-                    QueuedAppend { tp, records, place }
+                    QueuedAppend {
+                        tp,
+                        records,
+                        guard,
+                        place,
+                    }
                 })
                 .collect(),
         )

@@ -18,8 +18,6 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use bytes::Bytes;
-
 use super::fetch_session::{FetchSessionCache, DEFAULT_CACHE_SLOTS};
 use super::group_host::{GroupCall, GroupHost, GroupReply};
 use super::txn_host::{TxnCall, TxnHost, TxnReply};
@@ -34,7 +32,7 @@ use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::partition::{
     AppendOrigin, FollowerFetch, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
-use crate::replication::replica_manager::ReplicaManager;
+use crate::replication::replica_manager::{ProduceAppend, ReplicaManager};
 use crate::types::{ShardId, TopicPartition};
 
 /// One partition to read.
@@ -63,11 +61,17 @@ pub enum DataRequest {
     SetSnapshot(Box<Snapshot>),
     /// Append each partition's records on its owner.
     Produce {
-        parts: Vec<(TopicPartition, Bytes)>,
+        parts: Vec<(TopicPartition, ProduceAppend)>,
         now_ms: i64,
         /// The request's acks (-1: check `min.insync.replicas` first).
         acks: i16,
         origin: AppendOrigin,
+    },
+    /// KIP-890: start verifying a transactional producer's next batch on
+    /// each partition (answered `Verifications`).
+    StartVerification {
+        parts: Vec<(TopicPartition, VerifyStart)>,
+        now_ms: i64,
     },
     /// Append each partition's transaction marker on its owner
     /// (WriteTxnMarkers; answered `Produced`).
@@ -118,6 +122,14 @@ pub enum DataRequest {
     Txn(TxnCall),
 }
 
+/// A transactional producer's batch to verify (KIP-890).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyStart {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub first_seq: i32,
+}
+
 /// Answers to [`DataRequest`]s.
 #[derive(Debug, PartialEq)]
 pub enum DataResponse {
@@ -125,6 +137,9 @@ pub enum DataResponse {
         version: u64,
     },
     Produced(Vec<ProduceResult>),
+    /// Per partition: no verification needed (`Ok(None)`), its guard, or
+    /// the code to answer.
+    Verifications(Vec<Result<Option<u64>, ErrorCode>>),
     Read(Vec<ReadAnswer>),
     Offsets(Vec<OffsetAnswer>),
     EpochEndOffsets(Vec<(ErrorCode, EpochEndOffset)>),
@@ -234,6 +249,48 @@ impl DataShard {
         out
     }
 
+    /// Append a produce request's partitions, in request order.
+    async fn produce_owned(
+        &self,
+        parts: Vec<(TopicPartition, ProduceAppend)>,
+        now_ms: i64,
+        acks: i16,
+        origin: AppendOrigin,
+    ) -> Vec<ProduceResult> {
+        // Places in every partition's append order first, before the first
+        // await (`QueuedAppends` says why).
+        let queued = self.replicas.queue_appends(parts);
+        let mut out = Vec::new();
+        for append in queued.into_appends() {
+            let tp = append.tp.clone();
+            let r = append.append(now_ms, acks, origin).await;
+            if let Some(s) = r.snapshot {
+                self.on_local_advance(&tp, s);
+            }
+            out.push(r);
+        }
+        out
+    }
+
+    /// KIP-890: start verifications on owned partitions.
+    fn start_verifications(
+        &self,
+        parts: &[(TopicPartition, VerifyStart)],
+        now_ms: i64,
+    ) -> DataResponse {
+        DataResponse::Verifications(
+            parts
+                .iter()
+                .map(|(tp, v)| match self.replicas.get(tp) {
+                    Some(p) => {
+                        p.start_txn_verification(v.producer_id, v.first_seq, v.epoch, now_ms)
+                    }
+                    None => Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+                })
+                .collect(),
+        )
+    }
+
     pub async fn on_request(&self, from: usize, req: DataRequest) -> DataResponse {
         let registry = &self.replicas;
         match req {
@@ -248,20 +305,9 @@ impl DataShard {
                 now_ms,
                 acks,
                 origin,
-            } => {
-                // Places in every partition's append order first, before
-                // the first await (`QueuedAppends` says why).
-                let queued = registry.queue_appends(parts);
-                let mut out = Vec::new();
-                for append in queued.into_appends() {
-                    let tp = append.tp.clone();
-                    let r = append.append(now_ms, acks, origin).await;
-                    if let Some(s) = r.snapshot {
-                        self.on_local_advance(&tp, s);
-                    }
-                    out.push(r);
-                }
-                DataResponse::Produced(out)
+            } => DataResponse::Produced(self.produce_owned(parts, now_ms, acks, origin).await),
+            DataRequest::StartVerification { parts, now_ms } => {
+                self.start_verifications(&parts, now_ms)
             }
             DataRequest::WriteMarkers { parts, now_ms } => {
                 DataResponse::Produced(self.write_markers(parts, now_ms).await)

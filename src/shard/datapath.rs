@@ -7,10 +7,8 @@
 
 use std::rc::Rc;
 
-use bytes::Bytes;
-
 use super::context::{ShardContext, ShardRequest, ShardResponse};
-use super::data_shard::{DataRequest, DataResponse, ReadSpec};
+use super::data_shard::{DataRequest, DataResponse, ReadSpec, VerifyStart};
 use super::router::serve_data;
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
@@ -22,6 +20,7 @@ use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::partition::{
     AppendOrigin, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
+use crate::replication::replica_manager::ProduceAppend;
 use crate::types::TopicPartition;
 
 impl ShardContext {
@@ -52,7 +51,7 @@ impl ShardContext {
     /// checks `min.insync.replicas` before appending).
     pub async fn produce_on_owners(
         self: &Rc<Self>,
-        parts: Vec<(TopicPartition, Bytes)>,
+        parts: Vec<(TopicPartition, ProduceAppend)>,
         now_ms: i64,
         acks: i16,
         origin: AppendOrigin,
@@ -64,6 +63,34 @@ impl ShardContext {
             origin,
         })
         .await
+    }
+
+    /// Connection side: start KIP-890 verifications on the partitions'
+    /// owners, answers in `parts` order (NOT_LEADER_OR_FOLLOWER for an
+    /// owner that did not answer).
+    pub async fn start_verifications_on_owners(
+        self: &Rc<Self>,
+        parts: Vec<(TopicPartition, VerifyStart)>,
+    ) -> Vec<Result<Option<u64>, ErrorCode>> {
+        let now_ms = self.clock.wall_ms();
+        let groups = self.group_by_owner(parts.into_iter().map(|(tp, v)| (tp.clone(), (tp, v))));
+        let mut results = vec![Err(ErrorCode::NOT_LEADER_OR_FOLLOWER); groups.total];
+        let calls = groups.by_owner.into_iter().map(|(owner, items)| {
+            let ctx = self.clone();
+            async move {
+                let (idx, parts): (Vec<usize>, Vec<_>) = items.into_iter().unzip();
+                let req = DataRequest::StartVerification { parts, now_ms };
+                (idx, ctx.ask_owner(owner, req).await)
+            }
+        });
+        for (idx, answer) in futures_join_all(calls).await {
+            if let Some(DataResponse::Verifications(list)) = answer {
+                for (i, r) in idx.into_iter().zip(list) {
+                    results[i] = r;
+                }
+            }
+        }
+        results
     }
 
     /// Connection side: append transaction markers on the partitions'
@@ -404,6 +431,7 @@ where
 mod send_region_tests {
     use super::*;
     use crate::io::zerocopy::OutPart;
+    use bytes::Bytes;
     use std::sync::Arc;
 
     /// A file region crosses shards as the segment's own `Arc<File>`:

@@ -173,7 +173,7 @@ impl ShardContext {
     /// exist.
     pub fn group_shard(&self, group_id: &str) -> Option<usize> {
         let snapshot = self.snapshot();
-        let topic = snapshot.topic(OFFSETS_TOPIC)?;
+        let topic = snapshot.served_topic(OFFSETS_TOPIC)?;
         let n = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
         Some(self.owner_of(OFFSETS_TOPIC, coordinator_partition(group_id, n)))
     }
@@ -297,7 +297,7 @@ async fn append_acks_all(
     ctx: &Rc<ShardContext>,
     partition: i32,
     records: &Records,
-    producer: Option<(i64, i16)>,
+    producer: Option<crate::types::TxnWriter>,
 ) -> ErrorCode {
     let Some(host) = ctx.data().map(|d| d.groups.clone()) else {
         return ErrorCode::NOT_LEADER_OR_FOLLOWER;

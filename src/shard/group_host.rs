@@ -36,7 +36,7 @@ use crate::protocol::ErrorCode;
 
 /// An append queued for the appender: (partition, records, token,
 /// transactional producer).
-pub(super) type QueuedAppend = (i32, Records, u64, Option<(i64, i16)>);
+pub(super) type QueuedAppend = (i32, Records, u64, Option<crate::types::TxnWriter>);
 
 /// A request to a shard's group coordinator.
 #[derive(Debug)]

@@ -16,7 +16,7 @@ use crate::io::zerocopy::OutPart;
 use crate::protocol::{record_batch, ErrorCode};
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::replication::partition::AppendOrigin;
-use crate::types::TopicPartition;
+use crate::types::{TopicPartition, TxnWriter};
 
 /// A coordinator's records: (key, value or `None` for a tombstone).
 pub type Records = Vec<(Vec<u8>, Option<Vec<u8>>)>;
@@ -27,15 +27,17 @@ const LOAD_CHUNK_BYTES: usize = 1 << 20;
 /// Append `records` to `tp` in one batch and wait up to `timeout_ms`
 /// until the HW covers them (acks=all: `offsets.commit.required.acks`
 /// -1; Kafka's transaction log appends are acks=all too). With
-/// `producer` (a TxnOffsetCommit's producer id and epoch) the batch is
-/// transactional, as Kafka's `GroupMetadataManager.storeOffsets` writes it.
+/// `producer` (a TxnOffsetCommit's producer, with its KIP-890 guard) the
+/// batch is transactional, as Kafka's `GroupMetadataManager.storeOffsets`
+/// writes it.
 pub async fn append_acks_all(
     ctx: &Rc<ShardContext>,
     tp: TopicPartition,
     records: &Records,
-    producer: Option<(i64, i16)>,
+    producer: Option<TxnWriter>,
     timeout_ms: i64,
 ) -> ErrorCode {
+    let guard = producer.and_then(|w| w.guard);
     let batch = match encode_records(records, producer, ctx.clock.wall_ms()) {
         Ok(b) => b,
         Err(e) => {
@@ -46,7 +48,7 @@ pub async fn append_acks_all(
     let now = ctx.clock.wall_ms();
     let mut results = ctx
         .produce_on_owners(
-            vec![(tp.clone(), batch)],
+            vec![(tp.clone(), (batch, guard))],
             now,
             -1,
             AppendOrigin::Coordinator,
@@ -68,10 +70,10 @@ pub async fn append_acks_all(
 /// a transactional batch of `producer`).
 pub fn encode_records(
     records: &Records,
-    producer: Option<(i64, i16)>,
+    producer: Option<TxnWriter>,
     now_ms: i64,
 ) -> anyhow::Result<Bytes> {
-    let (producer_id, producer_epoch) = producer.unwrap_or((-1, -1));
+    let (producer_id, producer_epoch) = producer.map_or((-1, -1), |w| (w.producer_id, w.epoch));
     let list: Vec<Record> = records
         .iter()
         .enumerate()

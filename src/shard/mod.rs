@@ -22,6 +22,9 @@
 //!   dynamic broker configs in the metadata store, on the control shard.
 //! - [`fetch_session`] `[pure]`: KIP-227 fetch sessions of a shard's
 //!   connections.
+//! - [`txn_verify`] `[drv]`: KIP-890 verification of transactional
+//!   appends with their coordinator; [`peer_conns`] `[io]`: the kept
+//!   connections to other brokers it and the marker sends use.
 
 pub mod alter_partition;
 pub mod broker_configs;
@@ -38,12 +41,14 @@ pub mod group_driver;
 pub mod group_host;
 pub mod internal_log;
 pub mod mesh;
+pub mod peer_conns;
 pub mod placement;
 pub mod router;
 #[cfg(test)]
 mod test_support;
 pub mod txn_driver;
 pub mod txn_host;
+pub mod txn_verify;
 pub mod zk_duties;
 
 pub use context::{ShardContext, ShardRequest, ShardResponse};

@@ -24,7 +24,6 @@ use super::txn_host::{DescribedTxn, ListedTxn, MarkerJob, TxnCall, TxnHost, TxnR
 use crate::controller::image::TRANSACTION_STATE_TOPIC;
 use crate::controller::requests::{AdminRequest, AdminResponse};
 use crate::protocol::ErrorCode;
-use crate::replication::fetcher::conn::LeaderConn;
 use crate::txn::coordinator::partition_for;
 use crate::types::{BrokerId, TopicPartition};
 
@@ -46,6 +45,15 @@ impl ShardContext {
             let mut core = host.core.borrow_mut();
             match call {
                 TxnCall::Describe(ids) => return TxnReply::Described(describe(&core, &ids)),
+                TxnCall::Verify {
+                    txn_id,
+                    producer_id,
+                    epoch,
+                    partitions,
+                } => {
+                    let codes = core.verify_partitions(&txn_id, producer_id, epoch, &partitions);
+                    return TxnReply::Verified(codes);
+                }
                 TxnCall::List {
                     states,
                     producer_ids,
@@ -162,7 +170,7 @@ impl ShardContext {
 
     pub fn txn_shard(&self, txn_id: &str) -> Option<usize> {
         let snapshot = self.snapshot();
-        let topic = snapshot.topic(TRANSACTION_STATE_TOPIC)?;
+        let topic = snapshot.served_topic(TRANSACTION_STATE_TOPIC)?;
         let n = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
         Some(self.owner_of(TRANSACTION_STATE_TOPIC, partition_for(txn_id, n)))
     }
@@ -356,13 +364,13 @@ async fn write_markers(ctx: &Rc<ShardContext>, job: MarkerJob) {
         // Partitions whose topic is gone need no marker (Kafka drops them).
         left.retain(|(t, p)| {
             snapshot
-                .topic(t)
+                .served_topic(t)
                 .is_some_and(|topic| topic.partitions.iter().any(|s| s.partition == *p))
         });
         let mut by_leader: HashMap<String, Vec<(String, i32)>> = HashMap::new();
         for (t, p) in &left {
             let addr = snapshot
-                .topic(t)
+                .served_topic(t)
                 .and_then(|topic| topic.partitions.iter().find(|s| s.partition == *p))
                 .and_then(|s| snapshot.brokers.iter().find(|b| b.broker_id == s.leader))
                 .map(|b| format!("{}:{}", b.host, b.port));
@@ -463,13 +471,20 @@ fn marker_request(
         .with_topics(topics)])
 }
 
-/// One WriteTxnMarkers round trip on a fresh connection to `addr`.
+/// One WriteTxnMarkers (v1) round trip to `addr`, on a kept connection
+/// (Kafka's marker channel keeps one per broker).
 async fn send_markers(
     ctx: &Rc<ShardContext>,
     addr: &str,
     req: &WriteTxnMarkersRequest,
 ) -> std::io::Result<WriteTxnMarkersResponse> {
+    let Some(host) = host_of(ctx) else {
+        return Err(std::io::Error::other("no transaction coordinator here"));
+    };
     let client_id = format!("broker-{}-txn-markers", ctx.config.broker_id);
-    let mut conn = LeaderConn::connect(addr, client_id, 1 << 20, -1).await?;
-    conn.call(ApiKey::WriteTxnMarkers, 1, req).await
+    let sent = host
+        .peers
+        .call(addr, &client_id, ApiKey::WriteTxnMarkers, |_| Some(1), req)
+        .await?;
+    sent.ok_or_else(|| std::io::Error::other("no WriteTxnMarkers"))
 }

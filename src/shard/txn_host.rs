@@ -46,6 +46,14 @@ pub enum TxnCall {
         epoch: i16,
         commit: bool,
     },
+    /// AddPartitionsToTxn v4+ `verify_only` (KIP-890): answered
+    /// `Verified`, one code per partition.
+    Verify {
+        txn_id: String,
+        producer_id: i64,
+        epoch: i16,
+        partitions: Vec<(String, i32)>,
+    },
     Describe(Vec<String>),
     /// ListTransactions: state names and producer ids to keep (empty: all),
     /// and (v1, -1: none) the least time a transaction has been running.
@@ -83,6 +91,7 @@ pub enum TxnReply {
     Answer(Answer),
     Described(Vec<DescribedTxn>),
     Listed(Vec<ListedTxn>),
+    Verified(Vec<ErrorCode>),
     /// The shard has no coordinator, or it went away before answering.
     NotCoordinator,
 }
@@ -110,6 +119,8 @@ pub struct TxnHost {
     /// How long an append waits for the HW (`request.timeout.ms`).
     pub(super) append_timeout_ms: i64,
     pub(super) abort_interval_ms: i64,
+    /// Kept connections to other brokers (markers, verifications).
+    pub(super) peers: super::peer_conns::PeerConns,
 }
 
 impl TxnHost {
@@ -132,6 +143,7 @@ impl TxnHost {
             started: Cell::new(false),
             loading: RefCell::new(BTreeSet::new()),
             append_timeout_ms: 30_000,
+            peers: super::peer_conns::PeerConns::default(),
             abort_interval_ms: i64::from(
                 config
                     .transaction_abort_timed_out_transaction_cleanup_interval_ms

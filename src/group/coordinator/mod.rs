@@ -61,7 +61,7 @@ pub enum Action {
         partition: i32,
         records: Records,
         token: u64,
-        producer: Option<(i64, i16)>,
+        producer: Option<crate::types::TxnWriter>,
     },
 }
 
@@ -346,7 +346,7 @@ impl Coordinator {
         partition: i32,
         records: Records,
         pending: PendingAppend,
-        producer: Option<(i64, i16)>,
+        producer: Option<crate::types::TxnWriter>,
         out: &mut Vec<Action>,
     ) {
         self.next_token += 1;

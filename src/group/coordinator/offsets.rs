@@ -120,7 +120,7 @@ impl Coordinator {
                 offsets,
                 refused,
                 member,
-                txn: req.txn.map(|(producer_id, _)| producer_id),
+                txn: req.txn.map(|w| w.producer_id),
             },
             req.txn,
             &mut out,

@@ -153,7 +153,7 @@ pub struct CommitRequest {
     pub retention_ms: i64,
     pub partitions: Vec<CommitPartition>,
     /// TxnOffsetCommit: the transactional producer's id and epoch.
-    pub txn: Option<(i64, i16)>,
+    pub txn: Option<crate::types::TxnWriter>,
 }
 
 /// OffsetFetch of one group.

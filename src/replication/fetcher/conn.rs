@@ -31,6 +31,10 @@ pub struct Versions {
     /// relies on Fetch v12+'s `diverging_epoch`).
     pub offset_for_leader_epoch: Option<i16>,
     pub list_offsets: Option<i16>,
+    /// AddPartitionsToTxn v4+ (KIP-890's broker-to-coordinator
+    /// verification); `None`: the peer cannot verify (Kafka's
+    /// `AddPartitionsToTxnManager` then skips verification).
+    pub add_partitions_to_txn: Option<i16>,
 }
 
 /// Pick versions from the leader's ApiVersions ranges `(key, min, max)`.
@@ -48,6 +52,7 @@ pub fn negotiate(ranges: &[(i16, i16, i16)]) -> Option<Versions> {
         fetch: pick(ApiKey::Fetch, 4, 17)?,
         offset_for_leader_epoch: pick(ApiKey::OffsetForLeaderEpoch, 2, 4),
         list_offsets: pick(ApiKey::ListOffsets, 1, 7),
+        add_partitions_to_txn: pick(ApiKey::AddPartitionsToTxn, 4, 5),
     })
 }
 
@@ -85,6 +90,7 @@ impl LeaderConn {
                 fetch: 4,
                 offset_for_leader_epoch: None,
                 list_offsets: None,
+                add_partitions_to_txn: None,
             },
         };
         let resp: ApiVersionsResponse = conn
@@ -204,13 +210,14 @@ mod tests {
 
     #[test]
     fn versions_are_the_highest_both_sides_speak() {
-        let kafka_39 = [(1, 0, 17), (23, 0, 4), (2, 0, 9)];
+        let kafka_39 = [(1, 0, 17), (23, 0, 4), (2, 0, 9), (24, 0, 5)];
         assert_eq!(
             negotiate(&kafka_39),
             Some(Versions {
                 fetch: 17,
                 offset_for_leader_epoch: Some(4),
-                list_offsets: Some(7)
+                list_offsets: Some(7),
+                add_partitions_to_txn: Some(5),
             })
         );
         // A leader without OffsetForLeaderEpoch (shardlog before it lands).
@@ -220,7 +227,8 @@ mod tests {
             Some(Versions {
                 fetch: 16,
                 offset_for_leader_epoch: None,
-                list_offsets: Some(7)
+                list_offsets: Some(7),
+                add_partitions_to_txn: None,
             })
         );
         assert_eq!(negotiate(&[(1, 0, 3)]), None, "no Fetch v4+");

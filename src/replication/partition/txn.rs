@@ -41,7 +41,54 @@ pub(super) fn aborted_entry(
     })
 }
 
+/// Verification guards are unique in the process: a guard from a
+/// partition that was closed and opened again never matches.
+static NEXT_GUARD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 impl Partition {
+    /// Kafka's `maybeStartTransactionVerification` on the leader: `None`
+    /// when no verification is needed (disabled, or the producer's
+    /// transaction is already open here), else the guard of its running
+    /// verification; not the leader: the code to answer.
+    pub fn start_txn_verification(
+        &self,
+        producer_id: i64,
+        seq: i32,
+        epoch: i16,
+        now_ms: i64,
+    ) -> Result<Option<u64>, ErrorCode> {
+        if self.role() != PartitionRole::Leader {
+            return Err(self.not_serving());
+        }
+        if !self.verify_txns {
+            return Ok(None);
+        }
+        let fresh = NEXT_GUARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(self
+            .producers
+            .borrow_mut()
+            .start_verification(producer_id, seq, epoch, now_ms, fresh))
+    }
+
+    /// The KIP-890 check of an append (Kafka's
+    /// `batchMissingRequiredVerification`, client and coordinator
+    /// origins): `Some(INVALID_TXN_STATE)` for a transactional batch that
+    /// would open a transaction here without its verification's guard.
+    pub(super) fn check_verified(
+        &self,
+        batch: &ProducerBatch,
+        guard: Option<u64>,
+    ) -> Option<ProduceResult> {
+        if !self.verify_txns {
+            return None;
+        }
+        let checked = self.producers.borrow().check_verified(batch, guard);
+        checked.err().map(|e| {
+            tracing::debug!(tp = %self.tp, producer_id = batch.producer_id, "transactional batch not verified");
+            ProduceResult::error(ErrorCode(e.error_code()))
+        })
+    }
+
     /// The LSO as the purgatory sees it: the first unstable offset when
     /// below the HW (with its byte position when known, else the HW's: a
     /// larger count only wakes a fetch early, which then reads up to the

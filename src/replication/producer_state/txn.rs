@@ -11,6 +11,19 @@
 
 use super::*;
 
+/// A started KIP-890 verification of a producer's next transaction here
+/// (Kafka's `VerificationStateEntry`): its guard (unique per start, so a
+/// stale "verified" answer from before an abort marker cannot open a new
+/// transaction: the ABA case Kafka's `VerificationGuard` prevents), the
+/// lowest sequence and the epoch seen while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verification {
+    pub guard: u64,
+    pub lowest_seq: i32,
+    pub epoch: ProducerEpoch,
+    pub started_ms: i64,
+}
+
 impl ProducerStateManager {
     /// Kafka's checks of a marker from a client-facing append
     /// (WriteTxnMarkers): an older producer epoch is INVALID_PRODUCER_EPOCH,
@@ -59,6 +72,9 @@ impl ProducerStateManager {
             entry.batches.clear();
         }
         entry.coordinator_epoch = marker.coordinator_epoch;
+        // A marker ends any verification of the producer (Kafka's
+        // `updateProducers` clears it for every transactional batch).
+        self.verifications.remove(&producer_id);
         entry.last_timestamp_ms = now_ms;
         let first = entry.current_txn_first_offset.take()?;
         let position = self.ongoing.remove(&first).and_then(|(_, p)| p);
@@ -103,6 +119,87 @@ impl ProducerStateManager {
             (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
             (a, b) => a.or(b),
         }
+    }
+
+    /// Whether `producer_id` has a transaction open here.
+    pub fn has_open_txn(&self, producer_id: ProducerId) -> bool {
+        self.producers
+            .get(&producer_id)
+            .is_some_and(|e| e.current_txn_first_offset.is_some())
+    }
+
+    /// Kafka's `maybeStartTransactionVerification`: `None` when the
+    /// producer's transaction is already open here (no verification
+    /// needed), else the guard of its verification, started now with
+    /// `fresh_guard` unless one is running (whose lowest sequence and
+    /// epoch then follow `seq` and `epoch`, as `VerificationStateEntry.
+    /// maybeUpdateLowestSequenceAndEpoch`).
+    pub fn start_verification(
+        &mut self,
+        producer_id: ProducerId,
+        seq: i32,
+        epoch: ProducerEpoch,
+        now_ms: i64,
+        fresh_guard: u64,
+    ) -> Option<u64> {
+        if self.has_open_txn(producer_id) {
+            return None;
+        }
+        let v = self
+            .verifications
+            .entry(producer_id)
+            .or_insert(Verification {
+                guard: fresh_guard,
+                lowest_seq: seq,
+                epoch,
+                started_ms: now_ms,
+            });
+        if epoch == v.epoch && seq < v.lowest_seq {
+            v.lowest_seq = seq;
+        }
+        if epoch > v.epoch {
+            v.epoch = epoch;
+            v.lowest_seq = seq;
+        }
+        Some(v.guard)
+    }
+
+    /// Kafka's `batchMissingRequiredVerification` (with verification
+    /// enabled): a transactional batch that opens a transaction here must
+    /// carry the guard of the verification running for its producer;
+    /// otherwise INVALID_TXN_STATE ("Record was not part of an ongoing
+    /// transaction").
+    pub fn check_verified(
+        &self,
+        batch: &ProducerBatch,
+        guard: Option<u64>,
+    ) -> Result<(), ProducerError> {
+        if !batch.is_transactional || batch.producer_id < 0 || self.has_open_txn(batch.producer_id)
+        {
+            return Ok(());
+        }
+        match (self.verifications.get(&batch.producer_id), guard) {
+            (Some(v), Some(g)) if v.guard == g => Ok(()),
+            _ => Err(ProducerError::InvalidTxnState),
+        }
+    }
+
+    /// Kafka's `ProducerAppendInfo.checkSequence`: while a verification
+    /// runs, a batch past the lowest sequence it saw is out of order (the
+    /// earlier batch has not been written yet).
+    pub(super) fn check_verification_sequence(
+        &self,
+        batch: &ProducerBatch,
+    ) -> Result<(), ProducerError> {
+        match self.verifications.get(&batch.producer_id) {
+            Some(v) if batch.first_seq > v.lowest_seq => Err(ProducerError::OutOfOrderSequence),
+            _ => Ok(()),
+        }
+    }
+
+    /// The running verification of `producer_id`, if any.
+    pub fn verification(&self, producer_id: ProducerId) -> Option<&Verification> {
+        self.verifications.get(&producer_id)
     }
 
     /// Open transactions (producer id, first offset), oldest first.

@@ -174,3 +174,80 @@ fn replayed_markers_end_transactions_and_truncation_reopens_nothing_past_the_end
     assert_eq!(s.first_unstable_offset(2), None);
     assert_eq!(s.first_unstable_offset(1), Some((0, None)));
 }
+
+/// KIP-890: a transaction opens here only with the guard its verification
+/// handed out; a marker in between ends the verification (the ABA case:
+/// a stale "verified" cannot open a transaction after an abort).
+#[test]
+fn a_transaction_opens_only_with_its_verifications_guard() {
+    let mut s = ProducerStateManager::new();
+    let b = txn_batch(1, 0, 0, 3);
+    assert_eq!(
+        s.check_verified(&b, None),
+        Err(ProducerError::InvalidTxnState),
+        "no verification started"
+    );
+    let g = s
+        .start_verification(1, 0, 0, 100, 41)
+        .expect("verification starts");
+    assert_eq!(g, 41);
+    assert_eq!(
+        s.start_verification(1, 0, 0, 101, 42),
+        Some(41),
+        "a running verification keeps its guard"
+    );
+    assert_eq!(
+        s.check_verified(&b, Some(40)),
+        Err(ProducerError::InvalidTxnState)
+    );
+    // An abort marker arrives before the verified batch: the guard is gone.
+    s.on_marker(1, 0, ABORT, 5, 0);
+    assert_eq!(
+        s.check_verified(&b, Some(41)),
+        Err(ProducerError::InvalidTxnState)
+    );
+    // A new verification, then the batch with its guard: the transaction
+    // opens and needs no further verification.
+    let g = s.start_verification(1, 0, 0, 102, 43).unwrap();
+    assert_eq!(s.check_verified(&b, Some(g)), Ok(()));
+    s.on_append(&b, at(&b, 10), 0, None);
+    assert!(s.verification(1).is_none(), "used up by the append");
+    assert_eq!(s.start_verification(1, 3, 0, 103, 44), None, "already open");
+    let next = txn_batch(1, 0, 3, 1);
+    assert_eq!(s.check_verified(&next, None), Ok(()));
+    // Plain batches and other producers' verifications are not concerned.
+    let plain = ProducerBatch {
+        is_transactional: false,
+        ..txn_batch(2, 0, 0, 1)
+    };
+    assert_eq!(s.check_verified(&plain, None), Ok(()));
+}
+
+/// Kafka's `VerificationStateEntry`: while verifying, the lowest sequence
+/// seen is the only one that may be appended first (a later batch of the
+/// same transaction racing ahead is out of order); a newer epoch resets it.
+#[test]
+fn a_batch_past_the_verifications_lowest_sequence_is_out_of_order() {
+    let mut s = ProducerStateManager::new();
+    s.start_verification(1, 5, 0, 0, 1);
+    s.start_verification(1, 3, 0, 0, 2);
+    assert_eq!(s.verification(1).map(|v| v.lowest_seq), Some(3));
+    assert_eq!(
+        s.check(&txn_batch(1, 0, 5, 1)),
+        Err(ProducerError::OutOfOrderSequence)
+    );
+    assert_eq!(s.check(&txn_batch(1, 0, 3, 2)), Ok(SeqCheck::Append));
+    s.start_verification(1, 0, 1, 0, 3);
+    let v = s.verification(1).copied().unwrap();
+    assert_eq!((v.epoch, v.lowest_seq, v.guard), (1, 0, 1));
+}
+
+#[test]
+fn lingering_verifications_expire_with_producer_ids() {
+    let mut s = ProducerStateManager::new();
+    s.start_verification(1, 0, 0, 1_000, 1);
+    s.start_verification(2, 0, 0, 5_000, 2);
+    s.remove_expired(6_000, 4_000);
+    assert!(s.verification(1).is_none());
+    assert!(s.verification(2).is_some());
+}

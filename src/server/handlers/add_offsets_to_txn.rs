@@ -13,10 +13,10 @@ use kafka_protocol::messages::ApiKey;
 use kafka_protocol_39::messages::add_offsets_to_txn_request::AddOffsetsToTxnRequest;
 use kafka_protocol_39::messages::add_offsets_to_txn_response::AddOffsetsToTxnResponse;
 
+use super::group_common::offsets_partition;
 use super::txn_common::ask_code;
 use super::{HandlerError, Request, Response};
 use crate::controller::image::OFFSETS_TOPIC;
-use crate::group::partition::coordinator_partition;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, INT16, INT64};
 use crate::protocol::ApiRange;
@@ -39,15 +39,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let version = req.header.api_version;
         let r = decode_request(req.body, version)?;
         let txn_id = r.transactional_id.0.as_str().to_owned();
-        // The offsets topic's partition count when it exists, else the
-        // count it will be created with.
-        let n = ctx
-            .snapshot()
-            .topic(OFFSETS_TOPIC)
-            .map_or(ctx.config.offsets_topic_num_partitions, |t| {
-                i32::try_from(t.partitions.len()).unwrap_or(i32::MAX)
-            });
-        let partition = coordinator_partition(r.group_id.0.as_str(), n);
+        let partition = offsets_partition(&ctx, r.group_id.0.as_str());
         let call = TxnCall::AddPartitions {
             txn_id: txn_id.clone(),
             producer_id: r.producer_id.0,

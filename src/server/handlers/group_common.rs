@@ -28,6 +28,18 @@ pub async fn ask(
     }
 }
 
+/// The `__consumer_offsets` partition of `group_id`: by the topic's
+/// partition count when it exists, else the count it will be created with.
+pub fn offsets_partition(ctx: &ShardContext, group_id: &str) -> i32 {
+    let n = ctx
+        .snapshot()
+        .served_topic(crate::controller::image::OFFSETS_TOPIC)
+        .map_or(ctx.config.offsets_topic_num_partitions, |t| {
+            i32::try_from(t.partitions.len()).unwrap_or(i32::MAX)
+        });
+    crate::group::partition::coordinator_partition(group_id, n)
+}
+
 pub fn text(s: &StrBytes) -> String {
     s.as_str().to_owned()
 }

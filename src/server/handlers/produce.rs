@@ -29,6 +29,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::replication::partition::{AppendOrigin, ProduceResult};
+use crate::replication::replica_manager::ProduceAppend;
 use crate::server::auto_create::ensure_topic_auto_created;
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
@@ -135,9 +136,16 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
             });
         }
     }
+    let to_append = match request.transactional_id.as_ref() {
+        Some(txn_id) => verify_transactional(ctx, txn_id.as_str(), to_append, &mut slots).await,
+        None => to_append
+            .into_iter()
+            .map(|(i, tp, b)| (i, tp, (b, None)))
+            .collect(),
+    };
     if !to_append.is_empty() {
         let now_ms = ctx.clock.wall_ms();
-        let (idx, parts): (Vec<usize>, Vec<(TopicPartition, Bytes)>) =
+        let (idx, parts): (Vec<usize>, Vec<(TopicPartition, ProduceAppend)>) =
             to_append.into_iter().map(|(i, tp, b)| (i, (tp, b))).unzip();
         let keys: Vec<TopicPartition> = parts.iter().map(|(tp, _)| tp.clone()).collect();
         let results = ctx
@@ -159,6 +167,83 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
         }
     }
     to_responses(slots)
+}
+
+/// KIP-890 (Kafka's `ReplicaManager.handleProduceAppend`): the
+/// transactional batches are verified with the producer's coordinator
+/// before they are appended; a partition that fails keeps its error and
+/// is not appended. Transactional records of more than one producer
+/// refuse the whole request with INVALID_PRODUCER_ID_MAPPING (Kafka's
+/// `InvalidPidMappingException`).
+async fn verify_transactional(
+    ctx: &Rc<ShardContext>,
+    txn_id: &str,
+    to_append: Vec<(usize, TopicPartition, Bytes)>,
+    slots: &mut [Slot],
+) -> Vec<(usize, TopicPartition, ProduceAppend)> {
+    let mut producers: Vec<(i64, i16)> = Vec::new();
+    let mut asked: Vec<(usize, TopicPartition, i32)> = Vec::new();
+    for (i, tp, records) in &to_append {
+        let Ok(b) = crate::protocol::record_batch::RecordBatch::new_unchecked_crc(records) else {
+            continue;
+        };
+        if b.producer_id() >= 0 && b.is_transactional() {
+            if !producers.contains(&(b.producer_id(), b.producer_epoch())) {
+                producers.push((b.producer_id(), b.producer_epoch()));
+            }
+            asked.push((*i, tp.clone(), b.base_sequence()));
+        }
+    }
+    let mut guards: Vec<(usize, Option<u64>)> = Vec::new();
+    match producers.as_slice() {
+        [] => {}
+        [(producer_id, epoch)] => {
+            let parts = asked
+                .iter()
+                .map(|(_, tp, seq)| (tp.clone(), *seq))
+                .collect();
+            let verified = ctx
+                .verify_txn_appends(txn_id, *producer_id, *epoch, parts)
+                .await;
+            for ((i, _, _), r) in asked.iter().zip(verified) {
+                match r {
+                    Ok(guard) => guards.push((*i, guard)),
+                    Err(code) => slots[*i].result = ProduceResult::error(produce_code(code)),
+                }
+            }
+        }
+        _ => {
+            for (i, _, _) in &to_append {
+                slots[*i].result = ProduceResult::error(ErrorCode::INVALID_PRODUCER_ID_MAPPING);
+            }
+            return Vec::new();
+        }
+    }
+    to_append
+        .into_iter()
+        .filter(|(i, _, _)| slots[*i].result.error_code == ErrorCode::NONE)
+        .map(|(i, tp, b)| {
+            let guard = guards.iter().find(|(g, _)| *g == i).and_then(|(_, g)| *g);
+            (i, tp, (b, guard))
+        })
+        .collect()
+}
+
+/// A verification's failure as Produce v3–v10 answers it (Kafka's
+/// `postVerificationCallback` with `defaultError`): retriable coordinator
+/// errors older clients would not retry become NOT_ENOUGH_REPLICAS (no
+/// metadata refresh), TRANSACTION_ABORTABLE (Produce v11+ only) becomes
+/// INVALID_TXN_STATE.
+fn produce_code(code: ErrorCode) -> ErrorCode {
+    match code {
+        ErrorCode::TRANSACTION_ABORTABLE => ErrorCode::INVALID_TXN_STATE,
+        ErrorCode::CONCURRENT_TRANSACTIONS
+        | ErrorCode::NETWORK_EXCEPTION
+        | ErrorCode::COORDINATOR_LOAD_IN_PROGRESS
+        | ErrorCode::COORDINATOR_NOT_AVAILABLE
+        | ErrorCode::NOT_COORDINATOR => ErrorCode::NOT_ENOUGH_REPLICAS,
+        other => other,
+    }
 }
 
 /// Whether any partition's first batch is transactional (attributes bit 4;

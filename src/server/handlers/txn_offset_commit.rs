@@ -18,7 +18,7 @@ use kafka_protocol_39::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 
-use super::group_common::{ask, partition_exists};
+use super::group_common::{ask, offsets_partition, partition_exists};
 use super::{HandlerError, Request, Response};
 use crate::group::coordinator::{Answer, CommitPartition, CommitRequest};
 use crate::protocol::decode::DecodeError;
@@ -27,6 +27,7 @@ use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::group_host::GroupCall;
 use crate::shard::ShardContext;
+use crate::types::{TopicPartition, TxnWriter};
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::TxnOffsetCommit, 0, 4);
 
@@ -94,7 +95,20 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             }
         }
         let mut decided: Vec<(String, i32, ErrorCode)> = Vec::new();
-        if !partitions.is_empty() {
+        let txn_id = r.transactional_id.0.as_str();
+        let (producer_id, epoch) = (r.producer_id.0, r.producer_epoch);
+        let verified = if partitions.is_empty() {
+            Ok(None)
+        } else {
+            verify(&ctx, txn_id, &group_id, producer_id, epoch, version).await
+        };
+        if let Err(code) = verified {
+            decided = partitions
+                .iter()
+                .map(|p| (p.topic.clone(), p.partition, code))
+                .collect();
+        }
+        if let (false, Ok(guard)) = (partitions.is_empty(), verified) {
             let commit = CommitRequest {
                 group_id: group_id.clone(),
                 // Below v3 the request names no generation: Kafka commits
@@ -104,7 +118,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 group_instance_id: r.group_instance_id.as_ref().map(|s| s.as_str().to_owned()),
                 retention_ms: -1,
                 partitions: partitions.clone(),
-                txn: Some((r.producer_id.0, r.producer_epoch)),
+                txn: Some(TxnWriter {
+                    producer_id,
+                    epoch,
+                    guard,
+                }),
             };
             decided = match ask(&ctx, &group_id, GroupCall::Commit(commit)).await {
                 Ok(Answer::Commit(list)) => list,
@@ -142,4 +160,43 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let body = encode_39(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// KIP-890 for the offsets' transactional batch (Kafka 3.9's
+/// `GroupCoordinator.handleTxnCommitOffsets`): the group's
+/// `__consumer_offsets` partition must be in the producer's transaction
+/// (AddOffsetsToTxn put it there) before the coordinator writes to it.
+/// Failures as `GroupMetadataManager.maybeConvertOffsetCommitError` maps
+/// them; TRANSACTION_ABORTABLE only from v4 (INVALID_TXN_STATE before).
+async fn verify(
+    ctx: &Rc<ShardContext>,
+    txn_id: &str,
+    group_id: &str,
+    producer_id: i64,
+    epoch: i16,
+    version: i16,
+) -> Result<Option<u64>, ErrorCode> {
+    let tp = TopicPartition::new(
+        crate::controller::image::OFFSETS_TOPIC,
+        offsets_partition(ctx, group_id),
+    );
+    // Kafka passes RecordBatch.NO_SEQUENCE: the coordinator's batch has none.
+    let verified = ctx
+        .verify_txn_appends(txn_id, producer_id, epoch, vec![(tp, -1)])
+        .await;
+    match verified.into_iter().next() {
+        Some(Ok(guard)) => Ok(guard),
+        Some(Err(code)) => Err(match code {
+            ErrorCode::NETWORK_EXCEPTION => ErrorCode::COORDINATOR_LOAD_IN_PROGRESS,
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+            | ErrorCode::NOT_ENOUGH_REPLICAS
+            | ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+            ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::KAFKA_STORAGE_ERROR => {
+                ErrorCode::NOT_COORDINATOR
+            }
+            ErrorCode::TRANSACTION_ABORTABLE if version < 4 => ErrorCode::INVALID_TXN_STATE,
+            other => other,
+        }),
+        None => Err(ErrorCode::NOT_COORDINATOR),
+    }
 }

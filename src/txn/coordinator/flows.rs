@@ -194,6 +194,55 @@ impl Coordinator {
         }
     }
 
+    /// AddPartitionsToTxn v4+ with `verify_only` (KIP-890, a leader asking
+    /// before a producer's first transactional batch on a partition;
+    /// Kafka's `handleVerifyPartitionsInTransaction`): per partition NONE
+    /// when the running transaction holds it, TRANSACTION_ABORTABLE when
+    /// it does not; one code for all when the producer does not match or
+    /// the transaction is ending. Pending states are not checked (the
+    /// append's guard is the final check), and nothing is written.
+    pub fn verify_partitions(
+        &self,
+        txn_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[(String, i32)],
+    ) -> Vec<ErrorCode> {
+        let all = |e: ErrorCode| vec![e; partitions.len()];
+        if txn_id.is_empty() {
+            return all(ErrorCode::INVALID_REQUEST);
+        }
+        let p = match self.serving(txn_id) {
+            Ok(p) => p,
+            Err(e) => return all(e),
+        };
+        let Some(meta) = self.partitions.get(&p).and_then(|s| s.txns.get(txn_id)) else {
+            return all(ErrorCode::INVALID_PRODUCER_ID_MAPPING);
+        };
+        if meta.producer_id() != producer_id {
+            return all(ErrorCode::INVALID_PRODUCER_ID_MAPPING);
+        }
+        if meta.producer_epoch() != epoch {
+            return all(ErrorCode::PRODUCER_FENCED);
+        }
+        if matches!(
+            meta.state(),
+            TxnState::PrepareCommit | TxnState::PrepareAbort
+        ) {
+            return all(ErrorCode::CONCURRENT_TRANSACTIONS);
+        }
+        partitions
+            .iter()
+            .map(|tp| {
+                if meta.topic_partitions().contains(tp) {
+                    ErrorCode::NONE
+                } else {
+                    ErrorCode::TRANSACTION_ABORTABLE
+                }
+            })
+            .collect()
+    }
+
     /// EndTxn: commit or abort the running transaction.
     pub fn on_end_txn(
         &mut self,

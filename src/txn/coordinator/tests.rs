@@ -314,3 +314,60 @@ fn an_idle_id_expires_into_a_tombstone() {
     // the epoch bump (1) an existing id gets.
     assert_eq!(h.init(2, 60_000), ok(1000, 0));
 }
+
+/// KIP-890's verify-only AddPartitionsToTxn (Kafka's
+/// `handleVerifyPartitionsInTransaction`): a code per partition, nothing
+/// written.
+#[test]
+fn verification_answers_per_partition_and_writes_nothing() {
+    let mut h = Harness::new();
+    let tp = |t: &str, p: i32| (t.to_string(), p);
+    let asked = [tp("t", 0), tp("t", 1)];
+    assert_eq!(
+        h.c.verify_partitions(T, 1000, 0, &asked),
+        vec![ErrorCode::INVALID_PRODUCER_ID_MAPPING; 2],
+        "unknown transactional id"
+    );
+    assert_eq!(
+        h.c.verify_partitions("", 1000, 0, &asked),
+        vec![ErrorCode::INVALID_REQUEST; 2]
+    );
+    assert_eq!(h.init(1, 60_000), ok(1000, 0));
+    assert_eq!(h.add(1000, 0, &[("t", 0)]), ErrorCode::NONE);
+    let logged = h.log.len();
+    assert_eq!(
+        h.c.verify_partitions(T, 1000, 0, &asked),
+        vec![ErrorCode::NONE, ErrorCode::TRANSACTION_ABORTABLE]
+    );
+    assert_eq!(h.log.len(), logged, "nothing written");
+    assert_eq!(
+        h.c.verify_partitions(T, 999, 0, &asked),
+        vec![ErrorCode::INVALID_PRODUCER_ID_MAPPING; 2]
+    );
+    assert_eq!(
+        h.c.verify_partitions(T, 1000, 1, &asked),
+        vec![ErrorCode::PRODUCER_FENCED; 2]
+    );
+    // PrepareCommit written, markers not yet: the transaction is ending.
+    let actions = h.c.on_end_txn(2, T, 1000, 0, true, 0);
+    let token = actions
+        .iter()
+        .find_map(|a| match a {
+            Action::Append { token, .. } => Some(*token),
+            _ => None,
+        })
+        .expect("PrepareCommit is appended");
+    let after = h.c.on_appended(token, true, 10);
+    assert_eq!(h.state(), TxnState::PrepareCommit);
+    assert_eq!(
+        h.c.verify_partitions(T, 1000, 0, &asked),
+        vec![ErrorCode::CONCURRENT_TRANSACTIONS; 2]
+    );
+    h.settle(after);
+    assert_eq!(h.state(), TxnState::CompleteCommit);
+    assert_eq!(
+        h.c.verify_partitions(T, 1000, 0, &asked[..1]),
+        vec![ErrorCode::TRANSACTION_ABORTABLE],
+        "a completed transaction holds no partitions"
+    );
+}

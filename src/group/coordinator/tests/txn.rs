@@ -8,7 +8,11 @@ use super::*;
 fn txn_commit(h: &mut Harness, pid: i64, parts: &[(&str, i32, i64)]) -> Vec<Action> {
     let w = h.waiter();
     let req = CommitRequest {
-        txn: Some((pid, 3)),
+        txn: Some(crate::types::TxnWriter {
+            producer_id: pid,
+            epoch: 3,
+            guard: Some(9),
+        }),
         group_id: "g".into(),
         generation: -1,
         member_id: String::new(),
@@ -48,7 +52,15 @@ fn transactional_offsets_wait_for_the_marker() {
     else {
         panic!("{actions:?}")
     };
-    assert_eq!(*producer, Some((77, 3)));
+    assert_eq!(
+        *producer,
+        Some(crate::types::TxnWriter {
+            producer_id: 77,
+            epoch: 3,
+            guard: Some(9)
+        }),
+        "the append carries the producer and its verification guard"
+    );
     let (partition, token) = (*partition, *token);
     let done = h.c.on_appended(token, ErrorCode::NONE, 0);
     assert!(

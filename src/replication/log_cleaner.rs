@@ -159,10 +159,12 @@ async fn clean_filthiest(
     if to_clean.force_update_checkpoint {
         record_checkpoint(state, &tp, log_dir, to_clean.first_dirty_offset).await?;
     }
-    let Some((producers, aborted)) = weak
-        .upgrade()
-        .map(|p| (p.producer_last_offsets(), p.aborted_transactions()))
-    else {
+    let Some((producers, aborted)) = weak.upgrade().map(|p| {
+        (
+            p.last_records_of_active_producers(),
+            p.aborted_transactions(),
+        )
+    }) else {
         return Ok(false);
     };
     tracing::debug!(%tp, ?to_clean, "cleaning log");
@@ -179,7 +181,9 @@ async fn clean_filthiest(
 }
 
 /// Map, write and swap in every group; `Ok(false)` when the log changed
-/// or closed meanwhile (the clean is abandoned, its files removed).
+/// or closed meanwhile (the clean is abandoned, its files removed). Each
+/// swap also hands the cleaned segment's aborted transactions to the
+/// partition's index, under the same write lock.
 async fn clean_groups(
     weak: &Weak<Partition>,
     tp: &TopicPartition,
@@ -197,8 +201,14 @@ async fn clean_groups(
         let swapped = match p.log().write().await {
             Ok(mut log) => {
                 let delay = Duration::from_millis(config.swap_delay_ms);
-                log.replace_segments(&cleaned.old, cleaned.base_offset, delay)
-                    .await?
+                let swapped = log
+                    .replace_segments(&cleaned.old, cleaned.base_offset, delay)
+                    .await?;
+                if swapped {
+                    let old: Vec<i64> = cleaned.old.iter().map(|s| s.base_offset).collect();
+                    p.on_segments_cleaned(&old, cleaned.base_offset, cleaned.aborted.clone());
+                }
+                swapped
             }
             Err(_) => false,
         };

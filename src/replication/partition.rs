@@ -502,9 +502,11 @@ impl Partition {
         &self.log
     }
 
-    /// Active producers' last data offsets, for the log cleaner.
-    pub(super) fn producer_last_offsets(&self) -> std::collections::BTreeMap<i64, i64> {
-        self.producers.borrow().last_data_offsets()
+    /// Active producers' last entries, for the log cleaner.
+    pub(super) fn last_records_of_active_producers(
+        &self,
+    ) -> std::collections::BTreeMap<i64, crate::storage::cleaner::filter::LastRecord> {
+        self.producers.borrow().last_records()
     }
 
     /// Kafka's `producer.id.expiration.ms`: drop producers idle past it.

@@ -25,6 +25,7 @@
 //! (naming, which to load, atomic writes) are `storage::producer_snapshot`'s,
 //! and `replication::partition` joins the two.
 
+use crate::storage::cleaner::filter::LastRecord;
 use crate::types::{Offset, ProducerEpoch, ProducerId};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -187,12 +188,21 @@ impl ProducerStateManager {
     }
 
     /// Each producer's last data offset (Kafka's
-    /// `ProducerStateEntry.lastDataOffset`): the log cleaner keeps the
-    /// batch holding it even when compaction empties it.
-    pub fn last_data_offsets(&self) -> BTreeMap<ProducerId, Offset> {
+    /// `ProducerStateEntry.lastDataOffset`; none once a marker of a new
+    /// epoch cleared its batches) and epoch, as Kafka's
+    /// `UnifiedLog.lastRecordsOfActiveProducers`: the log cleaner keeps the
+    /// batch holding that offset, or a marker of that epoch, even when
+    /// compaction empties it.
+    pub fn last_records(&self) -> BTreeMap<ProducerId, LastRecord> {
         self.producers
             .iter()
-            .filter_map(|(pid, e)| e.batches.back().map(|b| (*pid, b.last_offset)))
+            .map(|(pid, e)| {
+                let last = LastRecord {
+                    last_data_offset: e.batches.back().map(|b| b.last_offset),
+                    producer_epoch: e.epoch,
+                };
+                (*pid, last)
+            })
             .collect()
     }
 

@@ -12,6 +12,11 @@
 //! load, and producer-state recovery appends again any entry it finds
 //! missing ([`TxnIndex::add`] skips entries already present).
 //!
+//! The log cleaner writes a new file for each segment it cleans, holding
+//! only the aborted transactions whose ABORT marker it kept (Kafka's
+//! `CleanedTransactionMetadata.cleanedIndex`), and swaps it in with the
+//! segment; [`TxnIndex::replace_segments`] then brings memory in line.
+//!
 //! The pure parts (entry codec, [`AbortedIndex`]: which entries a fetch
 //! range needs, truncation) are separate from the file writes
 //! ([`TxnIndex`]), which are small buffered appends made only on aborts.
@@ -147,6 +152,19 @@ impl AbortedIndex {
         self.by_segment
             .retain(|base, _| live.binary_search(base).is_ok());
     }
+
+    /// The log cleaner swapped one segment at `base` in for the segments
+    /// at `old`: their entries go, `entries` (the cleaned segment's whole
+    /// index) come.
+    pub fn replace_segments(&mut self, old: &[i64], base: i64, entries: Vec<AbortedTxn>) {
+        for b in old {
+            self.by_segment.remove(b);
+        }
+        self.by_segment.remove(&base);
+        if !entries.is_empty() {
+            self.by_segment.insert(base, entries);
+        }
+    }
 }
 
 /// The index with its files in a partition's directory.
@@ -223,6 +241,12 @@ impl TxnIndex {
     /// Forget segments no longer in the log (their files went with them).
     pub fn retain_segments(&mut self, live: &[i64]) {
         self.index.retain_segments(live);
+    }
+
+    /// The log cleaner swapped the segment at `base`, with its index file,
+    /// in for the segments at `old` (see [`AbortedIndex::replace_segments`]).
+    pub fn replace_segments(&mut self, old: &[i64], base: i64, entries: Vec<AbortedTxn>) {
+        self.index.replace_segments(old, base, entries);
     }
 }
 
@@ -308,6 +332,23 @@ mod tests {
         ix.retain_segments(&[10]);
         assert_eq!(ix.len(), 1);
         assert!(ix.entries_of(0).is_empty());
+    }
+
+    #[test]
+    fn a_cleaned_segment_replaces_the_entries_of_the_segments_it_was_made_from() {
+        let mut ix = AbortedIndex::default();
+        ix.add(0, txn(1, 0, 3, 4));
+        ix.add(10, txn(2, 8, 12, 13));
+        ix.add(10, txn(3, 11, 14, 15));
+        ix.add(20, txn(4, 21, 22, 23));
+        // Segments 0 and 10 cleaned into 0; producer 2's abort stays (its
+        // data was still there), the others' went with their markers.
+        ix.replace_segments(&[0, 10], 0, vec![txn(2, 8, 12, 13)]);
+        assert_eq!(ix.all(), vec![txn(2, 8, 12, 13), txn(4, 21, 22, 23)]);
+        assert!(ix.entries_of(10).is_empty());
+        ix.replace_segments(&[0], 0, Vec::new());
+        assert_eq!(ix.all(), vec![txn(4, 21, 22, 23)]);
+        assert_eq!(ix.collect(0, 20), vec![]);
     }
 
     #[test]

@@ -132,6 +132,19 @@ impl Partition {
         }
     }
 
+    /// The log cleaner swapped the segment at `base` in for the segments at
+    /// `old`, with its own `.txnindex` (Kafka's cleaned segment index):
+    /// the index now lists `entries` for it and nothing for the others.
+    /// Called under the log's write lock, with the swap, so no
+    /// read_committed fetch sees the cleaned segment with the old entries
+    /// (an entry whose ABORT marker the clean removed would hide the
+    /// producer's later committed batches).
+    pub(crate) fn on_segments_cleaned(&self, old: &[i64], base: i64, entries: Vec<AbortedTxn>) {
+        self.txn_index
+            .borrow_mut()
+            .replace_segments(old, base, entries);
+    }
+
     /// Segments deleted under the index (retention, DeleteRecords,
     /// truncation) leave it; truncation also drops entries past the end.
     pub(super) fn trim_txn_index(&self, log: &PartitionLog) {

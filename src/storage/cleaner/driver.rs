@@ -5,6 +5,14 @@
 //! (`PartitionLog::replace_segments`) and, once all are in, records the
 //! new first dirty offset in `cleaner-offset-checkpoint`.
 //!
+//! One transaction tracker (`txn::CleanedTxnMetadata`) reads every group
+//! in order from the log start, as Kafka's `doClean` passes one to every
+//! `cleanSegments`. Each cleaned segment gets a new aborted-transaction
+//! index, `<base>.txnindex.cleaned`, holding the aborted transactions
+//! whose ABORT marker it keeps because their data was still read
+//! ([`CleanedGroup::aborted`]; the caller hands them to the partition's
+//! in-memory index after the swap).
+//!
 //! Reads and writes run on glommio's blocking pool in chunks of
 //! [`CHUNK_BYTES`], the CPU work (inflate, filter, deflate) on the shard
 //! with a yield after each batch, so a clean never holds the shard for long.
@@ -18,13 +26,13 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use super::codec;
-use super::filter::{self, Outcome, RetainRules};
+use super::filter::{self, LastRecord, Outcome, RetainRules};
 use super::group::{group_segments_by_size, GroupInput};
 use super::offset_map::OffsetMap;
 use super::select::LogToClean;
 use super::swap::{self, CLEANED_SUFFIX};
 use super::throttle::Throttler;
-use super::txn::{AbortedTracker, BatchFacts};
+use super::txn::{BatchFacts, BatchKind, CleanedTxnMetadata};
 use crate::io::clock::Clock;
 use crate::protocol::control_record;
 use crate::protocol::record_batch::{BatchError, RecordBatch, HEADER_LEN};
@@ -176,6 +184,9 @@ pub struct CleanedGroup {
     pub base_offset: i64,
     /// The segments it replaces.
     pub old: Vec<CleanerSegment>,
+    /// Its aborted-transaction index (also in `<base>.txnindex.cleaned`):
+    /// the entries of `old` it replaces.
+    pub aborted: Vec<AbortedTxn>,
     dir: PathBuf,
 }
 
@@ -190,10 +201,13 @@ impl CleanedGroup {
 pub struct CleanJob {
     view: CleanerView,
     to_clean: LogToClean,
-    producer_last_offsets: BTreeMap<i64, i64>,
+    last_records: BTreeMap<i64, LastRecord>,
     /// The log's aborted transactions: their records are neither mapped
     /// nor kept.
     aborted: Vec<AbortedTxn>,
+    /// The one tracker of the groups' transactions, from the first group
+    /// written on (Kafka's `doClean`).
+    txns: Option<CleanedTxnMetadata>,
     now_ms: i64,
     map: OffsetMap,
     end_offset: i64,
@@ -208,7 +222,7 @@ impl CleanJob {
     pub fn new(
         view: CleanerView,
         to_clean: LogToClean,
-        producer_last_offsets: BTreeMap<i64, i64>,
+        last_records: BTreeMap<i64, LastRecord>,
         aborted: Vec<AbortedTxn>,
         now_ms: i64,
         config: &CleanerConfig,
@@ -216,8 +230,9 @@ impl CleanJob {
         CleanJob {
             view,
             to_clean,
-            producer_last_offsets,
+            last_records,
             aborted,
+            txns: None,
             now_ms,
             map: OffsetMap::new(config.dedupe_buffer_bytes),
             end_offset: to_clean.first_uncleanable_offset,
@@ -239,7 +254,8 @@ impl CleanJob {
             .filter(|s| s.base_offset < end && s.next_offset > start)
             .cloned()
             .collect();
-        let mut aborted = AbortedTracker::new(&self.aborted, start);
+        // Kafka's `buildOffsetMap` keeps its own tracker over the dirty part.
+        let mut txns = CleanedTxnMetadata::new(&self.aborted, start);
         'segments: for seg in &dirty {
             let mut reader = BatchReader::new(seg);
             while let Some(range) = reader.next(io).await? {
@@ -252,8 +268,15 @@ impl CleanJob {
                 if view.base_offset() >= end {
                     break 'segments;
                 }
-                let aborted_data = aborted.is_aborted_data(&batch_facts(&view, batch));
-                if !view.is_control() && !aborted_data {
+                // Markers map nothing; aborted data must not be mapped.
+                let facts = batch_facts(&view, batch);
+                let mapped = if view.is_control() {
+                    txns.on_control_batch_read(&facts);
+                    false
+                } else {
+                    !txns.on_batch_read(&facts)
+                };
+                if mapped {
                     let body = records_section(batch).map_err(corrupt)?;
                     let records = filter::parse_records(
                         &body,
@@ -335,13 +358,17 @@ impl CleanJob {
                 .write(true)
                 .open(&paths[0])?,
         );
-        let done = CleanedGroup {
+        let mut done = CleanedGroup {
             base_offset: base,
             old: group,
+            aborted: Vec::new(),
             dir,
         };
         match self.write_into(&done, &file, &paths, io).await {
-            Ok(()) => Ok(done),
+            Ok(aborted) => {
+                done.aborted = aborted;
+                Ok(done)
+            }
             Err(e) => {
                 done.discard();
                 Err(e)
@@ -349,27 +376,32 @@ impl CleanJob {
         }
     }
 
+    /// The cleaned segment and its indexes, fsynced; returns its aborted
+    /// transactions (written to `<base>.txnindex.cleaned`, even when none:
+    /// the swap's recovery relies on the file, see `swap`).
     async fn write_into(
         &mut self,
         group: &CleanedGroup,
         file: &Arc<File>,
         paths: &[PathBuf],
         io: &mut IoBudget,
-    ) -> Result<(), StorageError> {
+    ) -> Result<Vec<AbortedTxn>, StorageError> {
         let map = std::mem::replace(&mut self.map, OffsetMap::new(0));
-        let producers = std::mem::take(&mut self.producer_last_offsets);
+        let producers = std::mem::take(&mut self.last_records);
         let rules = RetainRules {
             map: &map,
             now_ms: self.now_ms,
             delete_retention_ms: self.view.config.delete_retention_ms,
-            producer_last_offsets: &producers,
+            last_records: &producers,
         };
         let mut index = Segment::new_index(group.base_offset, &self.view.config);
-        let mut aborted = AbortedTracker::new(&self.aborted, group.base_offset);
+        let txns = self
+            .txns
+            .get_or_insert_with(|| CleanedTxnMetadata::new(&self.aborted, group.base_offset));
         let result = copy_cleaned(
             &group.old,
             &rules,
-            &mut aborted,
+            txns,
             &mut index,
             file,
             &mut self.stats,
@@ -377,12 +409,15 @@ impl CleanJob {
         )
         .await;
         self.map = map;
-        self.producer_last_offsets = producers;
+        self.last_records = producers;
         let written = result?;
+        let aborted = txns.take_retained_aborts();
         self.stats.bytes_written += written;
         self.stats.groups += 1;
         std::fs::write(&paths[1], index.offsets.encode())?;
         std::fs::write(&paths[2], index.times.encode())?;
+        let entries: Vec<u8> = aborted.iter().flat_map(AbortedTxn::encode).collect();
+        std::fs::write(&paths[3], entries)?;
         let (file, paths) = (file.clone(), paths.to_vec());
         blocking(move || {
             file.sync_all()?;
@@ -391,15 +426,18 @@ impl CleanJob {
             }
             Ok(())
         })
-        .await
+        .await?;
+        Ok(aborted)
     }
 }
 
-/// Copy the kept part of `old` into `file`, indexing it; returns bytes written.
+/// Copy the kept part of `old` into `file`, indexing it; returns bytes
+/// written. Each batch goes past `txns` first (Kafka's
+/// `shouldDiscardBatch` in `checkBatchRetention`).
 async fn copy_cleaned(
     old: &[CleanerSegment],
     rules: &RetainRules<'_>,
-    aborted: &mut AbortedTracker,
+    txns: &mut CleanedTxnMetadata,
     index: &mut SegmentIndex,
     file: &Arc<File>,
     stats: &mut CleanStats,
@@ -413,10 +451,14 @@ async fn copy_cleaned(
             let batch = &reader.buf[range];
             let view = RecordBatch::new_unchecked_crc(batch).map_err(corrupt)?;
             let base_offset = view.base_offset();
-            let (bytes, max_ts) = if aborted.is_aborted_data(&batch_facts(&view, batch)) {
+            let facts = batch_facts(&view, batch);
+            let (bytes, max_ts) = if view.is_control() {
+                let can_discard = txns.on_control_batch_read(&facts);
+                clean_batch(batch, rules, Some(can_discard), stats)?
+            } else if txns.on_batch_read(&facts) {
                 discard_aborted(batch, &view, rules, stats)
             } else {
-                clean_batch(batch, rules, stats)?
+                clean_batch(batch, rules, None, stats)?
             };
             if let Some(bytes) = bytes {
                 let position = written + out.len() as u64;
@@ -434,17 +476,25 @@ async fn copy_cleaned(
     Ok(written)
 }
 
-/// What the aborted-transaction tracker needs of a batch.
+/// What the transaction tracker needs of a batch.
 fn batch_facts(view: &RecordBatch<'_>, batch: &[u8]) -> BatchFacts {
+    let kind = if !view.is_control() {
+        BatchKind::Data {
+            transactional: view.is_transactional(),
+        }
+    } else if view.record_count() <= 0 {
+        BatchKind::EmptyControl
+    } else {
+        match control_record::read_marker(batch) {
+            Some((true, _)) => BatchKind::Commit,
+            Some((false, _)) => BatchKind::Abort,
+            None => BatchKind::OtherControl,
+        }
+    };
     BatchFacts {
-        base_offset: view.base_offset(),
         last_offset: view.last_offset(),
         producer_id: view.producer_id(),
-        is_transactional: view.is_transactional(),
-        marker: view
-            .is_control()
-            .then(|| control_record::read_marker(batch).map(|(commit, _)| commit))
-            .flatten(),
+        kind,
     }
 }
 
@@ -458,9 +508,7 @@ fn discard_aborted(
     stats: &mut CleanStats,
 ) -> (Option<Vec<u8>>, i64) {
     stats.records_read += view.record_count().max(0) as u64;
-    let last_of_producer =
-        rules.producer_last_offsets.get(&view.producer_id()) == Some(&view.last_offset());
-    if last_of_producer {
+    if rules.is_last_batch_of_producer(view) {
         (Some(filter::empty_header(batch)), view.max_timestamp())
     } else {
         (None, -1)
@@ -468,14 +516,20 @@ fn discard_aborted(
 }
 
 /// One batch cleaned: the bytes to write (if any) and their max timestamp.
+/// `marker`: for a control batch, whether the tracker lets it go.
 fn clean_batch(
     batch: &[u8],
     rules: &RetainRules<'_>,
+    marker: Option<bool>,
     stats: &mut CleanStats,
 ) -> Result<(Option<Vec<u8>>, i64), StorageError> {
     let view = RecordBatch::new_unchecked_crc(batch).map_err(corrupt)?;
     let body = records_section(batch).map_err(corrupt)?;
-    let f = filter::filter_batch(batch, &body, rules).map_err(corrupt)?;
+    let f = match marker {
+        Some(can_discard) => filter::filter_marker(batch, &body, rules, can_discard),
+        None => filter::filter_batch(batch, &body, rules),
+    }
+    .map_err(corrupt)?;
     stats.records_read += f.records_read;
     stats.records_kept += f.records_kept;
     if let Some(h) = f.pending_delete_horizon_ms {

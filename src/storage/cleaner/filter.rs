@@ -10,9 +10,14 @@
 //! has no delete horizon or the horizon is still ahead of now.
 //!
 //! Per batch (`checkBatchRetention`, `filterTo`):
-//! - a control batch is kept as it is (markers are not removed yet; the
-//!   data of aborted transactions is dropped before this filter, by the
-//!   driver's `txn::AbortedTracker`);
+//! - a control batch ([`filter_marker`]) is kept as it is while the
+//!   transaction tracker (`txn::CleanedTxnMetadata`) says data of its
+//!   transaction is left. Once it may go (`canDiscardBatch`), it first gets
+//!   a delete horizon (`containsMarkerForEmptyTxn`: now +
+//!   `delete.retention.ms`, as tombstones do) so that consumers reading the
+//!   log meanwhile still see it, and a clean past the horizon drops it; an
+//!   emptied control batch goes at once. The data of aborted transactions
+//!   is dropped by the driver, on the tracker's word, before this filter;
 //! - every record kept and no delete horizon to set: the original bytes;
 //! - some records kept: a new batch with the same base offset,
 //!   lastOffsetDelta (`overrideLastOffset`: the producer's last sequence
@@ -22,9 +27,11 @@
 //!   keeping tombstones and lacking a horizon gets now +
 //!   `delete.retention.ms`, marked by attribute bit 6);
 //! - nothing kept, and the batch is the last one of a producer that is
-//!   still active (`isBatchLastRecordOfProducer`): an empty batch of header
-//!   only (`DefaultRecordBatch.writeEmptyHeader`), so the producer's
-//!   sequence and epoch survive for idempotence;
+//!   still active (`isBatchLastRecordOfProducer`: the batch holding its
+//!   last data offset, or, when its last entry is a marker, a control batch
+//!   of its epoch): an empty batch of header only
+//!   (`DefaultRecordBatch.writeEmptyHeader`), so the producer's sequence
+//!   and epoch survive for idempotence and fencing;
 //! - nothing kept otherwise: the batch goes.
 
 use std::collections::BTreeMap;
@@ -116,15 +123,42 @@ pub fn parse_records(
     Ok(out)
 }
 
+/// An active producer's last entry in the log (Kafka's `LastRecord`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastRecord {
+    /// Last offset of its last data batch; `None` when a marker of a new
+    /// epoch came after it (the epoch change cleared its batches).
+    pub last_data_offset: Option<i64>,
+    pub producer_epoch: i16,
+}
+
 /// What decides a record's fate in one cleaning round.
 #[derive(Debug, Clone, Copy)]
 pub struct RetainRules<'a> {
     pub map: &'a OffsetMap,
     pub now_ms: i64,
     pub delete_retention_ms: i64,
-    /// Last data offset of each active producer (Kafka's
+    /// Each active producer's last entry (Kafka's
     /// `lastRecordsOfActiveProducers`).
-    pub producer_last_offsets: &'a BTreeMap<i64, i64>,
+    pub last_records: &'a BTreeMap<i64, LastRecord>,
+}
+
+impl RetainRules<'_> {
+    /// Kafka's `isBatchLastRecordOfProducer`: the batch an active
+    /// producer's state needs kept, even emptied. The one holding its last
+    /// data offset (its last sequence), or, when its last entry is a
+    /// marker, a control batch of its epoch (for fencing).
+    pub fn is_last_batch_of_producer(&self, view: &RecordBatch<'_>) -> bool {
+        if view.producer_id() < 0 {
+            return false;
+        }
+        self.last_records
+            .get(&view.producer_id())
+            .is_some_and(|last| match last.last_data_offset {
+                Some(offset) => view.last_offset() == offset,
+                None => view.is_control() && view.producer_epoch() == last.producer_epoch,
+            })
+    }
 }
 
 /// The batch-level facts the record rule needs.
@@ -175,12 +209,64 @@ pub struct Filtered {
     pub outcome: Outcome,
     pub records_read: u64,
     pub records_kept: u64,
-    /// The delete horizon of the written batch when it keeps tombstones:
-    /// a later round can drop them once it passes.
+    /// The delete horizon of the written batch when it keeps tombstones or
+    /// a marker that may go: a later round can drop them once it passes.
     pub pending_delete_horizon_ms: Option<i64>,
 }
 
-/// Decide `batch` (a stored v2 batch; `body` its records, decompressed).
+/// Decide a control batch (Kafka's `checkBatchRetention` for a control
+/// batch, and `filterTo` with `containsMarkerForEmptyTxn`). `can_discard`
+/// is the transaction tracker's answer (`canDiscardBatch`): no data of the
+/// marker's transaction is left.
+pub fn filter_marker(
+    batch: &[u8],
+    body: &[u8],
+    rules: &RetainRules<'_>,
+    can_discard: bool,
+) -> Result<Filtered, BatchError> {
+    let view = RecordBatch::new_unchecked_crc(batch)?;
+    let count = view.record_count().max(0) as u64;
+    let horizon = view.has_delete_horizon().then(|| view.base_timestamp());
+    let mut out = Filtered {
+        outcome: Outcome::KeepOriginal,
+        records_read: count,
+        records_kept: count,
+        pending_delete_horizon_ms: None,
+    };
+    // Kafka's `discardBatchRecords` for a control batch: it may go and its
+    // horizon has passed. An emptied control batch keeps no record either.
+    if (can_discard && horizon.is_some_and(|h| h <= rules.now_ms)) || count == 0 {
+        out.records_kept = 0;
+        out.outcome = if rules.is_last_batch_of_producer(&view) {
+            Outcome::Empty(empty_header(batch))
+        } else {
+            Outcome::Drop
+        };
+        return Ok(out);
+    }
+    if !can_discard {
+        return Ok(out);
+    }
+    if let Some(h) = horizon {
+        out.pending_delete_horizon_ms = Some(h);
+        return Ok(out);
+    }
+    let h = rules.now_ms.saturating_add(rules.delete_retention_ms);
+    let records = parse_records(
+        body,
+        view.record_count(),
+        view.base_offset(),
+        view.base_timestamp(),
+    )?;
+    let kept: Vec<&RecordView<'_>> = records.iter().collect();
+    out.outcome = Outcome::Rewrite(rewrite(&view, &kept, Some(h), body.len()));
+    out.pending_delete_horizon_ms = Some(h);
+    Ok(out)
+}
+
+/// Decide a data `batch` (a stored v2 batch; `body` its records,
+/// decompressed). A control batch is kept ([`filter_marker`] decides
+/// those with the transaction tracker's answer).
 pub fn filter_batch(
     batch: &[u8],
     body: &[u8],
@@ -189,12 +275,7 @@ pub fn filter_batch(
     let view = RecordBatch::new_unchecked_crc(batch)?;
     let count = view.record_count();
     if view.is_control() {
-        return Ok(Filtered {
-            outcome: Outcome::KeepOriginal,
-            records_read: count.max(0) as u64,
-            records_kept: count.max(0) as u64,
-            pending_delete_horizon_ms: None,
-        });
+        return filter_marker(batch, body, rules, false);
     }
     let facts = BatchFacts {
         delete_horizon_ms: view.has_delete_horizon().then(|| view.base_timestamp()),
@@ -212,9 +293,7 @@ pub fn filter_batch(
         pending_delete_horizon_ms: None,
     };
     if kept.is_empty() {
-        let last_of_producer = view.producer_id() >= 0
-            && rules.producer_last_offsets.get(&view.producer_id()) == Some(&view.last_offset());
-        if last_of_producer {
+        if rules.is_last_batch_of_producer(&view) {
             out.outcome = Outcome::Empty(empty_header(batch));
         }
         return Ok(out);
@@ -232,16 +311,30 @@ pub fn filter_batch(
         out.outcome = Outcome::KeepOriginal;
         return Ok(out);
     }
-    let base_timestamp = horizon.unwrap_or(kept[0].timestamp);
+    out.outcome = Outcome::Rewrite(rewrite(&view, &kept, horizon, body.len()));
+    Ok(out)
+}
+
+/// The kept records of `view` re-encoded (Kafka's
+/// `buildRetainedRecordsInto`): the base timestamp is the delete horizon
+/// when there is one (KIP-534), else the first kept record's; each
+/// record's timestamp delta follows it. `kept` is not empty.
+fn rewrite(
+    view: &RecordBatch<'_>,
+    kept: &[&RecordView<'_>],
+    horizon: Option<i64>,
+    body_len: usize,
+) -> Rewrite {
+    let base_timestamp = horizon.unwrap_or_else(|| kept.first().map_or(-1, |r| r.timestamp));
     let log_append_time = view.attributes() & TIMESTAMP_TYPE_BIT != 0;
     let max_timestamp = if log_append_time {
         view.max_timestamp()
     } else {
         kept.iter().map(|r| r.timestamp).max().unwrap_or(-1)
     };
-    let mut body_out = Vec::with_capacity(body.len());
+    let mut body_out = Vec::with_capacity(body_len);
     let mut inner = Vec::with_capacity(64);
-    for r in &kept {
+    for r in kept {
         inner.clear();
         inner.push(r.attributes);
         put_varint(&mut inner, r.timestamp.wrapping_sub(base_timestamp));
@@ -250,14 +343,13 @@ pub fn filter_batch(
         put_varint(&mut body_out, inner.len() as i64);
         body_out.extend_from_slice(&inner);
     }
-    out.outcome = Outcome::Rewrite(Rewrite {
+    Rewrite {
         records: body_out,
         count: kept.len() as i32,
         base_timestamp,
         max_timestamp,
         delete_horizon: horizon.is_some(),
-    });
-    Ok(out)
+    }
 }
 
 fn put_at(buf: &mut [u8], at: usize, bytes: &[u8]) {

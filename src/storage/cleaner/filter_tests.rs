@@ -53,14 +53,54 @@ fn map_of(entries: &[(&str, i64)], latest: i64) -> OffsetMap {
     m
 }
 
+/// Active producers at epoch 1 whose last data batch ends at the offset.
+fn last_data(producers: &BTreeMap<i64, i64>) -> BTreeMap<i64, LastRecord> {
+    producers
+        .iter()
+        .map(|(&pid, &offset)| {
+            let last = LastRecord {
+                last_data_offset: Some(offset),
+                producer_epoch: 1,
+            };
+            (pid, last)
+        })
+        .collect()
+}
+
 fn run(b: &[u8], map: &OffsetMap, now: i64, producers: &BTreeMap<i64, i64>) -> Filtered {
+    let last_records = last_data(producers);
     let rules = RetainRules {
         map,
         now_ms: now,
         delete_retention_ms: 500,
-        producer_last_offsets: producers,
+        last_records: &last_records,
     };
     filter_batch(b, &b[HEADER_LEN..], &rules).unwrap()
+}
+
+/// A COMMIT (or ABORT) marker of producer `pid` at epoch 1, offset `at`,
+/// timestamp 1000.
+fn marker(at: i64, pid: i64, commit: bool) -> Vec<u8> {
+    let mut b = crate::protocol::control_record::end_txn_marker_batch(pid, 1, 4, commit, 1000);
+    // The base offset lies outside the CRC.
+    b[..8].copy_from_slice(&at.to_be_bytes());
+    b
+}
+
+fn run_marker(
+    b: &[u8],
+    now: i64,
+    last_records: &BTreeMap<i64, LastRecord>,
+    can_discard: bool,
+) -> Filtered {
+    let map = map_of(&[], 100);
+    let rules = RetainRules {
+        map: &map,
+        now_ms: now,
+        delete_retention_ms: 500,
+        last_records,
+    };
+    filter_marker(b, &b[HEADER_LEN..], &rules, can_discard).unwrap()
 }
 
 fn rewritten(b: &[u8], f: &Filtered) -> Vec<u8> {
@@ -199,6 +239,97 @@ fn producer_fields_survive_a_rewrite() {
         11,
         "the kept record's own sequence"
     );
+}
+
+#[test]
+fn a_marker_that_may_go_gets_a_delete_horizon_then_goes_after_it() {
+    let none = BTreeMap::new();
+    let b = marker(20, 9, true);
+    let first = run_marker(&b, 10_000, &none, true);
+    assert_eq!((first.records_read, first.records_kept), (1, 1));
+    assert_eq!(first.pending_delete_horizon_ms, Some(10_500));
+    let out = rewritten(&b, &first);
+    let view = RecordBatch::new(&out).expect("a valid batch, CRC included");
+    assert!(view.has_delete_horizon() && view.is_control() && view.is_transactional());
+    assert_eq!(
+        view.base_timestamp(),
+        10_500,
+        "KIP-534: the base timestamp holds the horizon"
+    );
+    assert_eq!((view.base_offset(), view.last_offset()), (20, 20));
+    assert_eq!((view.producer_id(), view.producer_epoch()), (9, 1));
+    assert_eq!(view.max_timestamp(), 1000);
+    assert_eq!(decode(&out)[0].timestamp, 1000, "the record's time stays");
+    assert_eq!(
+        crate::protocol::control_record::read_marker(&out),
+        Some((true, 4)),
+        "still a COMMIT of coordinator epoch 4"
+    );
+    // Before the horizon the marker stays as it is, still pending.
+    let again = run_marker(&out, 10_499, &none, true);
+    assert_eq!(again.outcome, Outcome::KeepOriginal);
+    assert_eq!(again.pending_delete_horizon_ms, Some(10_500));
+    // At the horizon it goes.
+    let late = run_marker(&out, 10_500, &none, true);
+    assert_eq!(late.outcome, Outcome::Drop);
+    assert_eq!((late.records_read, late.records_kept), (1, 0));
+    assert_eq!(late.pending_delete_horizon_ms, None);
+}
+
+#[test]
+fn a_marker_whose_transaction_still_has_data_is_kept_as_it_is() {
+    let none = BTreeMap::new();
+    let b = marker(20, 9, false);
+    let f = run_marker(&b, 10_000, &none, false);
+    assert_eq!(f.outcome, Outcome::KeepOriginal);
+    assert_eq!(f.pending_delete_horizon_ms, None);
+    // Even one already stamped with a passed horizon: only the tracker's
+    // word lets a marker go.
+    let stamped = rewritten(&b, &run_marker(&b, 0, &none, true));
+    let f = run_marker(&stamped, 10_000, &none, false);
+    assert_eq!(f.outcome, Outcome::KeepOriginal);
+    // A data-batch filter keeps markers too.
+    let map = map_of(&[], 100);
+    let no_producers = BTreeMap::new();
+    assert_eq!(
+        run(&b, &map, 10_000, &no_producers).outcome,
+        Outcome::KeepOriginal
+    );
+}
+
+#[test]
+fn a_passed_marker_that_is_its_producers_last_entry_keeps_an_empty_header() {
+    let b = marker(20, 9, true);
+    let stamped = rewritten(&b, &run_marker(&b, 0, &BTreeMap::new(), true));
+    let at_epoch = |epoch: i16, last_data_offset: Option<i64>| {
+        let last = LastRecord {
+            last_data_offset,
+            producer_epoch: epoch,
+        };
+        BTreeMap::from([(9, last)])
+    };
+    // Producer 9's last entry is a marker of epoch 1: this one.
+    let Outcome::Empty(h) = run_marker(&stamped, 10_000, &at_epoch(1, None), true).outcome else {
+        panic!("expected an empty control batch");
+    };
+    let view = RecordBatch::new(&h).unwrap();
+    assert_eq!(h.len(), HEADER_LEN);
+    assert!(view.is_control() && view.is_transactional() && !view.has_delete_horizon());
+    assert_eq!((view.base_offset(), view.record_count()), (20, 0));
+    assert_eq!((view.producer_id(), view.producer_epoch()), (9, 1));
+    // A marker of an older epoch, or a producer whose last entry is data.
+    let older = run_marker(&stamped, 10_000, &at_epoch(2, None), true);
+    assert_eq!(older.outcome, Outcome::Drop);
+    let data_last = run_marker(&stamped, 10_000, &at_epoch(1, Some(19)), true);
+    assert_eq!(data_last.outcome, Outcome::Drop);
+    // An emptied control batch goes at once (no horizon needed), unless it
+    // is still the producer's last entry.
+    let none = BTreeMap::new();
+    assert_eq!(run_marker(&h, 0, &none, true).outcome, Outcome::Drop);
+    assert!(matches!(
+        run_marker(&h, 0, &at_epoch(1, None), true).outcome,
+        Outcome::Empty(_)
+    ));
 }
 
 proptest::proptest! {

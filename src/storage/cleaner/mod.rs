@@ -14,11 +14,12 @@
 //! |--------------|------|------|
 //! | `select`     | pure | which log to clean, its first dirty and first uncleanable offsets |
 //! | `offset_map` | pure | key → latest offset over the dirty section |
-//! | `filter`     | pure | keep/drop per record and per batch; the rewritten v2 batch |
+//! | `filter`     | pure | keep/drop per record and per batch (markers: delete horizon, then gone); the rewritten v2 batch |
+//! | `txn`        | pure | transactions as a clean reads them: aborted data, markers that may go, the cleaned `.txnindex` entries |
 //! | `group`      | pure | segments cleaned into one (`groupSegmentsBySize`) |
 //! | `throttle`   | pure | `log.cleaner.io.max.bytes.per.second` |
 //! | `codec`      | —    | compress rewritten records with the batch's codec |
-//! | `swap`       | io   | `.cleaned` / `.swap` names and their recovery at open |
+//! | `swap`       | io   | `.cleaned` / `.swap` names (log, indexes, `.txnindex`) and their recovery at open |
 //! | `driver`     | drv  | one clean: offset map, cleaned segments, checkpoint file |
 //!
 //! The checkpoint text (`cleaner-offset-checkpoint`) is `storage::checkpoint`.

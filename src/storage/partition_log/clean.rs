@@ -4,7 +4,8 @@
 //!
 //! The cleaner reads closed segments through their read-only fds without
 //! the log's lock ([`CleanerSegment`] holds the fd), writes
-//! `<base>.log.cleaned` and its indexes, and only the swap takes the lock
+//! `<base>.log.cleaned` and its indexes (the aborted-transaction index
+//! `<base>.txnindex.cleaned` among them), and only the swap takes the lock
 //! ([`PartitionLog::replace_segments`], Kafka's `UnifiedLog.replaceSegments`):
 //! `.cleaned` → `.swap`, the old segments deleted, `.swap` → the final
 //! names. A log changed meanwhile (retention, truncation, DeleteRecords)
@@ -16,6 +17,7 @@ use super::*;
 use crate::storage::cleaner::select::SegmentStat;
 use crate::storage::cleaner::swap::{self, CLEANED_SUFFIX, SWAP_SUFFIX};
 use crate::storage::segment::{INDEX_SUFFIX, TIME_INDEX_SUFFIX};
+use crate::storage::txn_index::TXN_INDEX_SUFFIX;
 
 /// A closed segment as the cleaner reads it.
 #[derive(Debug, Clone)]
@@ -138,9 +140,11 @@ impl PartitionLog {
             }
         }
         // The log file last: until it is renamed a crash leaves `.swap`,
-        // which the next open completes.
+        // which the next open completes (a `.txnindex` already renamed is
+        // then known to be the cleaned one: `swap`'s module doc).
         swap::rename_one(&self.dir, base, INDEX_SUFFIX, SWAP_SUFFIX)?;
         swap::rename_one(&self.dir, base, TIME_INDEX_SUFFIX, SWAP_SUFFIX)?;
+        swap::rename_one(&self.dir, base, TXN_INDEX_SUFFIX, SWAP_SUFFIX)?;
         swap::rename_one(&self.dir, base, LOG_SUFFIX, SWAP_SUFFIX)?;
         let seg = match Segment::load_trusted(&self.dir, base, &self.config, UNSET_MS)? {
             Some(seg) => seg,

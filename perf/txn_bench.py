@@ -5,6 +5,12 @@
             transactions;
   txn-10k   a transactional producer, transactions of 10,000 records;
   txn-100   a transactional producer, transactions of 100 records;
+  txn-100-unverified
+            the same against a second broker (same pinning, started
+            beside the first, idle while the others run) with
+            `transaction.partition.verification.enable=false`: what
+            KIP-890's verification of each transaction's first batch per
+            partition costs (txn-100 ÷ txn-100-unverified);
 then two consumers read the txn-10k topic from its start to its end:
   read_uncommitted and read_committed (isolation.level).
 
@@ -55,8 +61,9 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_broker(args, workdir):
+def start_broker(args, workdir, extra=()):
     port = free_port()
+    os.makedirs(workdir, exist_ok=True)
     cmd = [
         args.shardlog,
         "broker",
@@ -67,6 +74,8 @@ def start_broker(args, workdir):
         "--override", "transaction.state.log.num.partitions=4",
         "--override", "offsets.topic.num.partitions=4",
     ]
+    for e in extra:
+        cmd += ["--override", e]
     log = open(f"{workdir}/broker.log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 60
@@ -179,22 +188,28 @@ def main():
     args = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="txn-bench.", dir=args.dir)
     proc, bootstrap = start_broker(args, workdir)
+    proc2, bootstrap2 = start_broker(
+        args, f"{workdir}/unverified", ["transaction.partition.verification.enable=false"])
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         topics = ["warmup", "idem", "txn-10k", "txn-100"]
         for f in admin.create_topics([NewTopic(t, args.partitions, 1) for t in topics]).values():
             f.result(30)
+        admin2 = AdminClient({"bootstrap.servers": bootstrap2})
+        for f in admin2.create_topics([NewTopic("txn-100", args.partitions, 1)]).values():
+            f.result(30)
         time.sleep(1)
         produce(bootstrap, "warmup", 100000, args.message_size, args.partitions, 0, proc.pid)
         runs = {}
         for _ in range(args.rounds):
-            for topic, records, txn in [
-                ("idem", args.records, 0),
-                ("txn-10k", args.records, 10000),
-                ("txn-100", args.small_records, 100),
+            for name, (boot, pid), topic, records, txn in [
+                ("idem", (bootstrap, proc.pid), "idem", args.records, 0),
+                ("txn-10k", (bootstrap, proc.pid), "txn-10k", args.records, 10000),
+                ("txn-100", (bootstrap, proc.pid), "txn-100", args.small_records, 100),
+                ("txn-100-unverified", (bootstrap2, proc2.pid), "txn-100", args.small_records, 100),
             ]:
-                runs.setdefault(topic, []).append(
-                    produce(bootstrap, topic, records, args.message_size, args.partitions, txn, proc.pid))
+                runs.setdefault(name, []).append(
+                    produce(boot, topic, records, args.message_size, args.partitions, txn, pid))
         for r in range(args.rounds):
             levels = ["read_uncommitted", "read_committed"]
             for level in levels if r % 2 == 0 else levels[::-1]:
@@ -202,11 +217,13 @@ def main():
                     consume(bootstrap, "txn-10k", args.partitions, args.records, level, proc.pid))
         out = {name: median_run(rs) for name, rs in runs.items()}
     finally:
-        proc.terminate()
-        proc.wait(30)
+        for p in (proc, proc2):
+            p.terminate()
+            p.wait(30)
     base_p, base_c = out["idem"]["records_per_s"], out["read_uncommitted"]["records_per_s"]
     print(f"{'setup':<18}{'records/s':>12}{'ratio':>8}{'broker CPU s/100k':>20}")
     for name, base in [("idem", base_p), ("txn-10k", base_p), ("txn-100", base_p),
+                       ("txn-100-unverified", base_p),
                        ("read_uncommitted", base_c), ("read_committed", base_c)]:
         r = out[name]
         r["ratio"] = r["records_per_s"] / base

@@ -92,7 +92,7 @@ fn filler(round: usize) -> Vec<Bytes> {
 
 #[test]
 fn the_cleaner_drops_aborted_data_and_keeps_the_committed_values() {
-    let broker = Broker::start_with(&["log.cleaner.backoff.ms=100"]);
+    let broker = Broker::start_with(&OVERRIDES);
     let mut c = Conn::open(&broker);
     c.create_topic(
         TOPIC,
@@ -175,7 +175,13 @@ fn the_cleaner_drops_aborted_data_and_keeps_the_committed_values() {
 const MARKERS_TOPIC: &str = "txn-markers";
 /// Short enough for the test, long enough to see the horizon set.
 const DELETE_RETENTION_MS: &str = "6000";
-const OVERRIDES: [&str; 1] = ["log.cleaner.backoff.ms=100"];
+/// The cleaner every 100 ms; KIP-890 verification off: these tests write
+/// a producer's transactional batches and the coordinator's markers raw,
+/// with no transaction coordinator (see `tests/txn_verification.rs`).
+const OVERRIDES: [&str; 2] = [
+    "log.cleaner.backoff.ms=100",
+    "transaction.partition.verification.enable=false",
+];
 
 /// A control batch as read from the log.
 #[derive(Debug, Clone, PartialEq)]

@@ -38,10 +38,25 @@ impl PeerConns {
         request: &Req,
     ) -> std::io::Result<Option<Resp>> {
         let idle = self.idle.borrow_mut().get_mut(addr).and_then(Vec::pop);
-        let mut conn = match idle {
-            Some(c) => c,
-            None => LeaderConn::connect(addr, client_id.to_owned(), MAX_RESPONSE_BYTES, -1).await?,
-        };
+        if let Some(conn) = idle {
+            // A kept connection the peer closed meanwhile fails at once:
+            // that one call is tried again on a new connection.
+            if let Ok(answer) = self.call_on(addr, conn, key, &version, request).await {
+                return Ok(answer);
+            }
+        }
+        let conn = LeaderConn::connect(addr, client_id.to_owned(), MAX_RESPONSE_BYTES, -1).await?;
+        self.call_on(addr, conn, key, &version, request).await
+    }
+
+    async fn call_on<Req: Encodable, Resp: Decodable>(
+        &self,
+        addr: &str,
+        mut conn: LeaderConn,
+        key: ApiKey,
+        version: &impl Fn(&Versions) -> Option<i16>,
+        request: &Req,
+    ) -> std::io::Result<Option<Resp>> {
         let Some(v) = version(&conn.versions) else {
             self.give_back(addr, conn);
             return Ok(None);

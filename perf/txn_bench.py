@@ -17,7 +17,7 @@ then two consumers read the txn-10k topic from its start to its end:
   perf/txn_bench.py --shardlog target/release/shardlog
                     [--records 1000000] [--small-records 100000]
                     [--message-size 512] [--partitions 6] [--rounds 3]
-                    [--dir PARENT]
+                    [--dir PARENT] [--keep]
 
 (perf/txn_bench.sh finds the test venv and builds the binary.) Client:
 confluent-kafka (librdkafka), linger.ms 5, batch.size 1000000, the same
@@ -37,6 +37,7 @@ line is one JSON object with every figure.
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -185,6 +186,8 @@ def main():
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the brokers' work dir (logs, broker.log) afterwards")
     args = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="txn-bench.", dir=args.dir)
     proc, bootstrap = start_broker(args, workdir)
@@ -220,6 +223,9 @@ def main():
         for p in (proc, proc2):
             p.terminate()
             p.wait(30)
+        # The logs are gigabytes: removed unless asked for.
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
     base_p, base_c = out["idem"]["records_per_s"], out["read_uncommitted"]["records_per_s"]
     print(f"{'setup':<18}{'records/s':>12}{'ratio':>8}{'broker CPU s/100k':>20}")
     for name, base in [("idem", base_p), ("txn-10k", base_p), ("txn-100", base_p),

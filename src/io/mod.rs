@@ -1,5 +1,5 @@
-//! `[io]` Edges that touch the OS: the clock, DMA helpers, zero-copy socket
-//! writes (and the one records type, [`zerocopy::OutPart`], a read result
+//! `[io]` Edges that touch the OS: the clock, DMA helpers, socket reads
+//! into spare capacity ([`recv`]), zero-copy socket writes (and the one records type, [`zerocopy::OutPart`], a read result
 //! travels in from the log to the socket), host facts, plus the
 //! executor-local synchronisation primitives every layer shares.
 //! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
@@ -8,4 +8,5 @@ pub mod clock;
 pub mod dma;
 pub mod host;
 pub mod local_sync;
+pub mod recv;
 pub mod zerocopy;

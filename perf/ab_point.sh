@@ -15,6 +15,10 @@
 #                                partitions (default 10): partition density,
 #                                issue 26 ("msgs/s at 1,000 partitions vs 10");
 #                                flat out, or at AB_RATE msgs/s in total
+#   perf/ab_point.sh BIN ppt     the same produce as p1 with Kafka's Java
+#                                producer (kafka-producer-perf-test, client on
+#                                core 1; AB_RECORDS records, default 1000000):
+#                                issue 23's open broker-CPU-per-GB row
 #   perf/ab_point.sh BIN p4hot   consume from memory: produce N records into a
 #                                batch cache larger than the topic, then read
 #                                them from the beginning (P4 from memory)
@@ -25,8 +29,8 @@
 # Env: AB_DURATION (default 10s), AB_MESSAGES (p4hot records, default 2000000),
 #      AB_CACHE_BYTES (p4hot batch cache, default 3 GiB).
 set -euo pipefail
-BIN="${1:?usage: ab_point.sh BIN p1|p4hot|spread}"
-CASE="${2:?usage: ab_point.sh BIN p1|p4hot|spread}"
+BIN="${1:?usage: ab_point.sh BIN p1|ppt|p4hot|spread}"
+CASE="${2:?usage: ab_point.sh BIN p1|ppt|p4hot|spread}"
 DUR="${AB_DURATION:-10s}"
 TMP="$(mktemp -d /tmp/ab-point.XXXXXX)"
 BROKER_PID=""
@@ -62,6 +66,18 @@ case "$CASE" in
       --flat-out --duration "$DUR" --warmup 2s >"$TMP/p1.log" 2>&1 || { tail -5 "$TMP/p1.log" >&2; exit 1; }
     n="$(rec "$TMP/p1/results.json" "['points'][0]['produced']")"
     echo "p1 $(mb "$TMP/p1/results.json" "j['points'][0]['mb_per_sec']") MB/s $(per_mb "$c0" "$n") broker-cpu-us/MB"
+    ;;
+  ppt)
+    jars="${SHARDLOG_KAFKA_JARS:-$HOME/.cache/shardlog/kafka-jars-3.9.2}"
+    [ -f "$jars/kafka-tools-3.9.2.jar" ] || { echo "ab_point.sh: no Kafka jars in $jars: bash tests/java/fetch_jars.sh" >&2; exit 2; }
+    n="${AB_RECORDS:-1000000}"
+    c0="$(cpu_us)"
+    taskset -c 1 java -Xmx1G -XX:+UseG1GC -Dlog4j.configuration="file:$(dirname "$0")/../tests/java/log4j.properties" \
+      -cp "$jars/*" org.apache.kafka.tools.ProducerPerformance --topic ppt --num-records "$n" \
+      --record-size 1024 --throughput -1 --producer-props "bootstrap.servers=127.0.0.1:$port" \
+      acks=1 linger.ms=5 batch.size=1000000 >"$TMP/ppt.log" 2>&1 || { tail -5 "$TMP/ppt.log" >&2; exit 1; }
+    rate="$(sed -n 's/^[0-9]* records sent, [0-9.]* records\/sec (\([0-9.]*\) MB\/sec).*/\1/p' "$TMP/ppt.log" | tail -1)"
+    echo "ppt $rate MB/s $(per_mb "$c0" "$n") broker-cpu-us/MB"
     ;;
   p4hot)
     lg --out "$TMP/prod" --topic hot --acks 1 --linger-ms 5 --batch-size 1000000 --consumers 0 \

@@ -79,11 +79,11 @@ fn committed_read(c: &ReplCluster, p: i32) -> (i64, i64, usize) {
     (part.last_stable_offset, part.high_watermark, data)
 }
 
-fn describe_state(addr: &str) -> Option<String> {
+fn describe_state(addr: &str, txn_id: &str) -> Option<String> {
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     let req = DescribeTransactionsRequest::default().with_transactional_ids(vec![
-        kafka_protocol_39::messages::TransactionalId(StrBytes39::from_static_str(TXN_ID)),
+        kafka_protocol_39::messages::TransactionalId(StrBytes39::from_string(txn_id.to_owned())),
     ]);
     let r: DescribeTransactionsResponse = call39(&mut s, 65, 0, &req);
     let t = r.transaction_states.first()?;
@@ -110,10 +110,12 @@ fn find_coordinator(addr: &str) -> i32 {
 
 /// InitProducerId, retried as a client retries COORDINATOR_LOAD_IN_PROGRESS
 /// and CONCURRENT_TRANSACTIONS.
-fn init_producer(co: &mut Conn) -> (i64, i16) {
+fn init_producer(co: &mut Conn, txn_id: &str, timeout_ms: i32) -> (i64, i16) {
     let req = InitProducerIdRequest::default()
-        .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str(TXN_ID))))
-        .with_transaction_timeout_ms(120_000)
+        .with_transactional_id(Some(TransactionalId(StrBytes::from_string(
+            txn_id.to_owned(),
+        ))))
+        .with_transaction_timeout_ms(timeout_ms)
         .with_producer_id(kafka_protocol::messages::ProducerId(-1))
         .with_producer_epoch(-1);
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -127,10 +129,10 @@ fn init_producer(co: &mut Conn) -> (i64, i16) {
     }
 }
 
-fn add_partitions(co: &mut Conn, pid: i64, epoch: i16) {
+fn add_partitions(co: &mut Conn, txn_id: &str, pid: i64, epoch: i16) {
     let add = AddPartitionsToTxnRequest::default()
         .with_v3_and_below_transactional_id(kafka_protocol_39::messages::TransactionalId(
-            StrBytes39::from_static_str(TXN_ID),
+            StrBytes39::from_string(txn_id.to_owned()),
         ))
         .with_v3_and_below_producer_id(ProducerId(pid))
         .with_v3_and_below_producer_epoch(epoch)
@@ -162,6 +164,52 @@ fn wait_committed(c: &ReplCluster, p: i32, what: &str) {
     }
 }
 
+/// On the new coordinator: a transaction left open past its
+/// `transaction.timeout.ms` (2 s) is aborted by the coordinator's timer
+/// (`transaction.abort.timed.out.transaction.cleanup.interval.ms`, 500 ms
+/// here): DescribeTransactions says CompleteAbort, the ABORT marker frees
+/// partition 0's LSO, and read_committed still holds only the committed
+/// transaction's records there.
+fn expired_transaction_is_aborted(c: &ReplCluster, coordinator: i32) {
+    const EXPIRING: &str = "expiring-txn";
+    // Partition 0's leader now (the killed coordinator may have led it).
+    let leader0 = c.state(TOPIC, 0).leader;
+    let mut co = Conn::open_addr(&address(c, coordinator));
+    let (pid, epoch) = init_producer(&mut co, EXPIRING, 2_000);
+    add_partitions(&mut co, EXPIRING, pid, epoch);
+    let mut leader = Conn::open_addr(&address(c, leader0));
+    let r = leader.produce_as(TOPIC, 0, txn_batch(pid, epoch, 0), -1, Some(EXPIRING));
+    assert_eq!(r.error_code, 0, "{r:?}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let state = describe_state(&address(c, coordinator), EXPIRING);
+        let mut conn = Conn::open_addr(&address(c, leader0));
+        let mut spec = FetchSpec::new(TOPIC, 0, 0);
+        spec.isolation_level = 1;
+        spec.max_wait_ms = 10;
+        let part = conn.fetch(&spec);
+        if state.as_deref() == Some("CompleteAbort")
+            && part.last_stable_offset == part.high_watermark
+        {
+            let aborted = part.aborted_transactions.clone().unwrap_or_default();
+            assert_eq!(
+                aborted.len(),
+                1,
+                "the expired transaction is listed aborted: {part:?}"
+            );
+            assert_eq!(aborted[0].producer_id.0, pid);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the expired transaction was never aborted: {state:?}, LSO {} HW {}",
+            part.last_stable_offset,
+            part.high_watermark
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn coordinator_failover(system: System) {
     let mut c = ReplCluster::start(
         system,
@@ -172,6 +220,7 @@ fn coordinator_failover(system: System) {
             "transaction.state.log.replication.factor=3",
             "transaction.state.log.min.isr=2",
             "min.insync.replicas=2",
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms=500",
         ],
     );
     c.create_topic(TOPIC, 3, 3, &[]);
@@ -192,8 +241,8 @@ fn coordinator_failover(system: System) {
 
     // InitProducerId, AddPartitionsToTxn, the data, on the coordinator and leaders.
     let mut co = Conn::open_addr(&address(&c, coordinator));
-    let (pid, epoch) = init_producer(&mut co);
-    add_partitions(&mut co, pid, epoch);
+    let (pid, epoch) = init_producer(&mut co, TXN_ID, 120_000);
+    add_partitions(&mut co, TXN_ID, pid, epoch);
     for p in 0..3 {
         let mut leader = Conn::open_addr(&address(&c, leaders[p as usize]));
         let r = leader.produce_as(TOPIC, p, txn_batch(pid, epoch, p), -1, Some(TXN_ID));
@@ -225,7 +274,8 @@ fn coordinator_failover(system: System) {
     // The new coordinator completes the commit: every partition committed.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let done = describe_state(&address(&c, moved.leader)).as_deref() == Some("CompleteCommit");
+        let done =
+            describe_state(&address(&c, moved.leader), TXN_ID).as_deref() == Some("CompleteCommit");
         if done {
             break;
         }
@@ -235,6 +285,7 @@ fn coordinator_failover(system: System) {
     for p in 0..3 {
         wait_committed(&c, p, "the new coordinator's marker");
     }
+    expired_transaction_is_aborted(&c, moved.leader);
     c.restart(coordinator);
 }
 

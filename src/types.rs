@@ -134,6 +134,20 @@ impl TopicPartition {
     }
 }
 
+/// `(topic, partition)` pairs grouped by topic, topics in first-seen
+/// order and partitions in input order: the shape of the per-topic arrays
+/// of WriteTxnMarkers and AddPartitionsToTxn.
+pub fn partitions_by_topic(parts: &[(String, i32)]) -> Vec<(&str, Vec<i32>)> {
+    let mut out: Vec<(&str, Vec<i32>)> = Vec::new();
+    for (t, p) in parts {
+        match out.iter_mut().find(|(name, _)| name == t) {
+            Some((_, ps)) => ps.push(*p),
+            None => out.push((t.as_str(), vec![*p])),
+        }
+    }
+    out
+}
+
 /// A transactional producer writing through a coordinator (a
 /// TxnOffsetCommit's offsets on `__consumer_offsets`): its id and epoch,
 /// and the KIP-890 verification guard of that partition when one ran.
@@ -160,5 +174,18 @@ mod tests {
         assert_eq!(tp.dir_name(), "orders-7");
         assert_eq!(tp.to_string(), "orders-7");
         assert_eq!(ShardId(3).to_string(), "shard-3");
+    }
+
+    #[test]
+    fn partitions_group_by_topic_in_first_seen_order() {
+        let parts = [
+            ("b".to_owned(), 2),
+            ("a".to_owned(), 0),
+            ("b".to_owned(), 1),
+        ];
+        assert_eq!(
+            partitions_by_topic(&parts),
+            vec![("b", vec![2, 1]), ("a", vec![0])]
+        );
     }
 }

@@ -25,7 +25,7 @@ use crate::controller::image::TRANSACTION_STATE_TOPIC;
 use crate::controller::requests::{AdminRequest, AdminResponse};
 use crate::protocol::ErrorCode;
 use crate::txn::coordinator::partition_for;
-use crate::types::{BrokerId, TopicPartition};
+use crate::types::{partitions_by_topic, BrokerId, TopicPartition};
 
 /// Wait before loading a partition again after a failed load, and between
 /// marker retries.
@@ -452,17 +452,14 @@ fn marker_request(
     commit: bool,
     parts: &[(String, i32)],
 ) -> WriteTxnMarkersRequest {
-    let mut topics: Vec<WritableTxnMarkerTopic> = Vec::new();
-    for (t, p) in parts {
-        match topics.iter_mut().find(|x| x.name.0.as_str() == t) {
-            Some(x) => x.partition_indexes.push(*p),
-            None => topics.push(
-                WritableTxnMarkerTopic::default()
-                    .with_name(TopicName(StrBytes::from_string(t.clone())))
-                    .with_partition_indexes(vec![*p]),
-            ),
-        }
-    }
+    let topics = partitions_by_topic(parts)
+        .into_iter()
+        .map(|(t, ps)| {
+            WritableTxnMarkerTopic::default()
+                .with_name(TopicName(StrBytes::from_string(t.to_owned())))
+                .with_partition_indexes(ps)
+        })
+        .collect();
     WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
         .with_producer_id(ProducerId(producer_id))
         .with_producer_epoch(epoch)

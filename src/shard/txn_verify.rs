@@ -30,7 +30,7 @@ use super::txn_host::{TxnCall, TxnReply};
 use crate::controller::image::TRANSACTION_STATE_TOPIC;
 use crate::protocol::ErrorCode;
 use crate::txn::coordinator::partition_for;
-use crate::types::{BrokerId, TopicPartition};
+use crate::types::{partitions_by_topic, BrokerId, TopicPartition};
 
 /// Where a transactional id's coordinator is.
 enum Coordinator {
@@ -197,17 +197,14 @@ fn verify_request(
     epoch: i16,
     partitions: &[(String, i32)],
 ) -> AddPartitionsToTxnRequest {
-    let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
-    for (t, p) in partitions {
-        match topics.iter_mut().find(|x| x.name.0.as_str() == t) {
-            Some(x) => x.partitions.push(*p),
-            None => topics.push(
-                AddPartitionsToTxnTopic::default()
-                    .with_name(TopicName(StrBytes::from_string(t.clone())))
-                    .with_partitions(vec![*p]),
-            ),
-        }
-    }
+    let topics = partitions_by_topic(partitions)
+        .into_iter()
+        .map(|(t, ps)| {
+            AddPartitionsToTxnTopic::default()
+                .with_name(TopicName(StrBytes::from_string(t.to_owned())))
+                .with_partitions(ps)
+        })
+        .collect();
     AddPartitionsToTxnRequest::default().with_transactions(vec![
         AddPartitionsToTxnTransaction::default()
             .with_transactional_id(TransactionalId(StrBytes::from_string(txn_id.to_owned())))

@@ -24,10 +24,6 @@ mod replica_cluster;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
-use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
-use kafka_protocol::messages::TransactionalId;
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol_39::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnTopic,
 };
@@ -90,43 +86,10 @@ fn describe_state(addr: &str, txn_id: &str) -> Option<String> {
     (t.error_code == 0).then(|| t.transaction_state.as_str().to_owned())
 }
 
-/// FindCoordinator (key type 1) until a coordinator answers (the first
-/// lookup creates `__transaction_state`).
-fn find_coordinator(addr: &str) -> i32 {
-    let mut conn = Conn::open_addr(addr);
-    let find = FindCoordinatorRequest::default()
-        .with_key(StrBytes::from_static_str(TXN_ID))
-        .with_key_type(1);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = conn.call(3, &find);
-        if r.error_code == 0 {
-            return r.node_id.0;
-        }
-        assert!(Instant::now() < deadline, "no coordinator: {r:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// InitProducerId, retried as a client retries COORDINATOR_LOAD_IN_PROGRESS
 /// and CONCURRENT_TRANSACTIONS.
 fn init_producer(co: &mut Conn, txn_id: &str, timeout_ms: i32) -> (i64, i16) {
-    let req = InitProducerIdRequest::default()
-        .with_transactional_id(Some(TransactionalId(StrBytes::from_string(
-            txn_id.to_owned(),
-        ))))
-        .with_transaction_timeout_ms(timeout_ms)
-        .with_producer_id(kafka_protocol::messages::ProducerId(-1))
-        .with_producer_epoch(-1);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let init = co.call(4, &req);
-        match init.error_code {
-            0 => return (init.producer_id.0, init.producer_epoch),
-            14 | 51 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
-            _ => panic!("{init:?}"),
-        }
-    }
+    common::txn::init_producer(co, txn_id, timeout_ms, &[14, 51])
 }
 
 fn add_partitions(co: &mut Conn, txn_id: &str, pid: i64, epoch: i16) {
@@ -225,7 +188,7 @@ fn coordinator_failover(system: System) {
     );
     c.create_topic(TOPIC, 3, 3, &[]);
     let first = c.nodes[0].link.address();
-    let coordinator = find_coordinator(&first);
+    let coordinator = common::txn::find_coordinator(&first, TXN_ID, 1);
     let state = c.wait_state(60, "a replicated transaction log", STATE_TOPIC, 0, |s| {
         s.isr.len() == 3
     });

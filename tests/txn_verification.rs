@@ -25,10 +25,7 @@ mod replica_cluster;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
-use kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol_39::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
 };
@@ -42,6 +39,7 @@ use kafka_protocol_39::messages::txn_offset_commit_response::TxnOffsetCommitResp
 use kafka_protocol_39::messages::{GroupId, ProducerId, TopicName, TransactionalId};
 use kafka_protocol_39::protocol::StrBytes as StrBytes39;
 
+use common::txn::find_coordinator;
 use common::{call39, Conn, FetchSpec};
 use replica_cluster::{ReplCluster, System};
 
@@ -71,43 +69,12 @@ fn coordinator_partition(txn_id: &str, partitions: i32) -> i32 {
     abs % partitions
 }
 
-/// FindCoordinator until answered (the first lookup creates the topic).
-fn find_coordinator(addr: &str, key: &str, key_type: i8) -> i32 {
-    let mut conn = Conn::open_addr(addr);
-    let find = FindCoordinatorRequest::default()
-        .with_key(StrBytes::from_string(key.to_owned()))
-        .with_key_type(key_type);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = conn.call(3, &find);
-        if r.error_code == 0 {
-            return r.node_id.0;
-        }
-        assert!(Instant::now() < deadline, "no coordinator for {key}: {r:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
+/// InitProducerId at `addr`, retried while the coordinator loads or moves
+/// (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+/// NOT_COORDINATOR) or a transaction ends (CONCURRENT_TRANSACTIONS).
 fn init_producer(addr: &str, txn_id: &str) -> (i64, i16) {
     let mut co = Conn::open_addr(addr);
-    let req = InitProducerIdRequest::default()
-        .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(
-            StrBytes::from_string(txn_id.to_owned()),
-        )))
-        .with_transaction_timeout_ms(120_000)
-        .with_producer_id(kafka_protocol::messages::ProducerId(-1))
-        .with_producer_epoch(-1);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let init = co.call(4, &req);
-        match init.error_code {
-            0 => return (init.producer_id.0, init.producer_epoch),
-            14 | 15 | 16 | 51 if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(200))
-            }
-            _ => panic!("{init:?}"),
-        }
-    }
+    common::txn::init_producer(&mut co, txn_id, 120_000, &[14, 15, 16, 51])
 }
 
 fn topics(topic: &str, parts: &[i32]) -> Vec<AddPartitionsToTxnTopic> {

@@ -1,5 +1,6 @@
 //! Raw transactional requests for the transaction tests: a producer's
-//! record batch, and WriteTxnMarkers as a transaction coordinator sends it.
+//! record batch, WriteTxnMarkers as a transaction coordinator sends it,
+//! and the FindCoordinator / InitProducerId steps of a producer's start.
 
 use std::net::TcpStream;
 
@@ -77,4 +78,58 @@ pub fn write_marker(
         .iter()
         .map(|p| p.error_code)
         .collect()
+}
+
+/// FindCoordinator (key type 0 group, 1 transaction) at `addr` until a
+/// coordinator answers (the first lookup creates the internal topic);
+/// the coordinator's node id.
+pub fn find_coordinator(addr: &str, key: &str, key_type: i8) -> i32 {
+    let mut conn = super::Conn::open_addr(addr);
+    let find =
+        kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest::default()
+            .with_key(kafka_protocol::protocol::StrBytes::from_string(
+                key.to_owned(),
+            ))
+            .with_key_type(key_type);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let r = conn.call(3, &find);
+        if r.error_code == 0 {
+            return r.node_id.0;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no coordinator for {key}: {r:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// InitProducerId for `txn_id` with `timeout_ms`, retried (for up to 60 s)
+/// while its code is one of `retriable`; (producer id, epoch).
+pub fn init_producer(
+    co: &mut super::Conn,
+    txn_id: &str,
+    timeout_ms: i32,
+    retriable: &[i16],
+) -> (i64, i16) {
+    use kafka_protocol::messages::{ProducerId as Pid, TransactionalId};
+    let req = kafka_protocol::messages::init_producer_id_request::InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(
+            kafka_protocol::protocol::StrBytes::from_string(txn_id.to_owned()),
+        )))
+        .with_transaction_timeout_ms(timeout_ms)
+        .with_producer_id(Pid(-1))
+        .with_producer_epoch(-1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let init = co.call(4, &req);
+        match init.error_code {
+            0 => return (init.producer_id.0, init.producer_epoch),
+            c if retriable.contains(&c) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(200))
+            }
+            _ => panic!("{init:?}"),
+        }
+    }
 }

@@ -120,6 +120,28 @@ impl ShardContext {
         }
     }
 
+    /// A verify-only AddPartitionsToTxn answered by this broker's
+    /// coordinator of `txn_id` (a leader here, or the v4+ handler): one
+    /// code per partition, NOT_COORDINATOR for all when it is not here.
+    pub async fn verify_on_this_broker(
+        self: &Rc<Self>,
+        txn_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[(String, i32)],
+    ) -> Vec<ErrorCode> {
+        let call = TxnCall::Verify {
+            txn_id: txn_id.to_owned(),
+            producer_id,
+            epoch,
+            partitions: partitions.to_vec(),
+        };
+        match self.ask_txn(txn_id, call).await {
+            TxnReply::Verified(codes) if codes.len() == partitions.len() => codes,
+            _ => vec![ErrorCode::NOT_COORDINATOR; partitions.len()],
+        }
+    }
+
     /// One code per partition from the coordinator of `txn_id`.
     async fn ask_coordinator_verify(
         self: &Rc<Self>,
@@ -132,16 +154,8 @@ impl ShardContext {
         match self.txn_coordinator_of(txn_id) {
             Coordinator::Unknown => all(ErrorCode::COORDINATOR_NOT_AVAILABLE),
             Coordinator::Here => {
-                let call = TxnCall::Verify {
-                    txn_id: txn_id.to_owned(),
-                    producer_id,
-                    epoch,
-                    partitions: partitions.to_vec(),
-                };
-                match self.ask_txn(txn_id, call).await {
-                    TxnReply::Verified(codes) if codes.len() == partitions.len() => codes,
-                    _ => all(ErrorCode::NOT_COORDINATOR),
-                }
+                self.verify_on_this_broker(txn_id, producer_id, epoch, partitions)
+                    .await
             }
             Coordinator::At(addr) => {
                 let req = verify_request(txn_id, producer_id, epoch, partitions);

@@ -33,7 +33,7 @@ use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, BOOL, INT16, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::txn_host::{TxnCall, TxnReply};
+use crate::shard::txn_host::TxnCall;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::AddPartitionsToTxn, 0, 5);
@@ -141,16 +141,8 @@ async fn one_transaction(
             })
             .collect()
     } else if t.verify_only {
-        let call = TxnCall::Verify {
-            txn_id: txn_id.clone(),
-            producer_id: t.producer_id,
-            epoch: t.epoch,
-            partitions: wanted.clone(),
-        };
-        match ctx.ask_txn(&txn_id, call).await {
-            TxnReply::Verified(codes) if codes.len() == wanted.len() => codes,
-            _ => vec![ErrorCode::NOT_COORDINATOR; wanted.len()],
-        }
+        ctx.verify_on_this_broker(&txn_id, t.producer_id, t.epoch, &wanted)
+            .await
     } else {
         let call = TxnCall::AddPartitions {
             txn_id: txn_id.clone(),

@@ -38,9 +38,9 @@ use crate::shard::router;
 use crate::storage::log_dir::{CheckpointBoard, CheckpointSchedule, Due, LogDirs};
 use crate::types::ShardId;
 
-/// Registered io_uring buffer memory per executor: keeps data shards plus
-/// the control shard under the default 8 MiB RLIMIT_MEMLOCK (PLATFORM.md).
-const IO_MEMORY_BYTES: usize = 512 << 10;
+/// Registered io_uring buffer memory of the control shard (off the data
+/// path: it writes no segments).
+const CONTROL_IO_MEMORY_BYTES: usize = crate::storage::buffer_pool::REGISTER_FLOOR;
 /// Listen backlog per shard socket.
 const LISTEN_BACKLOG: i32 = 1024;
 /// Mesh queue length per peer pair.
@@ -102,6 +102,24 @@ fn keep_freed_memory_mapped() {
     }
 }
 
+/// The memory each data shard registers with io_uring: its reserved write
+/// buffers (the batch cache's, see `ReplicaManager::new`) and the writes in
+/// flight beyond them, so appends write with `WRITE_FIXED` (see
+/// `buffer_pool::registered_bytes`). Each of a shard's three rings
+/// registers it, so it counts three times against RLIMIT_MEMLOCK.
+fn data_shard_io_memory(config: &ServerConfig, n_shards: usize) -> usize {
+    use crate::storage::buffer_pool;
+    let budget = usize::try_from(config.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
+    let len = crate::storage::config::write_buffer_bytes(config.shardlog_write_buffer_bytes);
+    let reserved = buffer_pool::reservable_bytes(budget, len, n_shards);
+    // Writes in flight past the reserved buffers, and a few active
+    // partitions' buffers being filled.
+    let in_flight = crate::storage::appender::WRITE_BEHIND_BYTES + 8 * len;
+    let wanted = buffer_pool::registered_bytes(reserved, in_flight, true);
+    let pinned = u64::try_from(wanted * 3 * (n_shards + 1)).unwrap_or(u64::MAX);
+    buffer_pool::registered_bytes(reserved, in_flight, crate::io::host::may_pin(pinned))
+}
+
 /// Run the broker until `stop` becomes true.
 pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
     let allowed = allowed_cpus();
@@ -136,6 +154,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
     let checkpoints = Arc::new(CheckpointBoard::new(dirs.clone()));
     let limits = BrokerLimits::from_config(&config)?;
+    let io_memory = data_shard_io_memory(&config, n_shards);
     let mut handles = Vec::new();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fd) in fds.into_iter().enumerate() {
@@ -158,7 +177,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         };
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{i}"))
-            .io_memory(IO_MEMORY_BYTES);
+            .io_memory(io_memory);
         // glommio's preempt timer stays at its 100 ms default: a 500 µs
         // timer made 4 of 12 broker starts hang for seconds in the mesh
         // connect (tried 2026-11-30).
@@ -192,7 +211,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     handles.push(
         LocalExecutorBuilder::new(Placement::Unbound)
             .name("control")
-            .io_memory(IO_MEMORY_BYTES)
+            .io_memory(CONTROL_IO_MEMORY_BYTES)
             .spawn(move || control_shard_main(control))
             .map_err(|e| anyhow!("starting the control shard: {e}"))?,
     );

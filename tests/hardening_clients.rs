@@ -51,14 +51,19 @@ fn partial_frame(declared: i32, sent: usize) -> Vec<u8> {
 
 /// The broker's resident set in KiB.
 fn rss_kib(broker: &Broker) -> u64 {
+    status_kib(broker, "VmRSS:")
+}
+
+/// A `/proc/PID/status` field of the broker, in KiB.
+fn status_kib(broker: &Broker, field: &str) -> u64 {
     let pid = broker.pid().expect("broker running");
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-        .expect("VmRSS")
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
 }
 
 /// Open socket descriptors of the broker (each accepted connection is
@@ -461,4 +466,57 @@ fn a_request_stalled_half_way_is_closed_after_connections_max_idle_ms() {
     }
     // Their leases are back: a normal request is read and answered.
     assert_served(&broker, "after the stalled connections were closed");
+}
+
+/// The write buffers a data shard reserves for its batch cache are
+/// registered with io_uring at start (written with WRITE_FIXED, their
+/// pages pinned once instead of by every O_DIRECT write): the memory each
+/// shard pins follows `shardlog.batch.cache.bytes`. Each of a shard's three
+/// rings registers it, and the kernel counts it in `VmPin` per ring.
+#[test]
+fn a_shard_registers_its_reserved_write_buffers_with_io_uring() {
+    let _serial = one_at_a_time();
+    const MIB_KIB: u64 = 1024;
+    let pinned = |cache_mib: u64| {
+        let cache = format!("shardlog.batch.cache.bytes={}", cache_mib << 20);
+        let broker = Broker::start_with(&["shardlog.shards=1", &cache]);
+        assert_served(&broker, "with registered buffers");
+        let kib = status_kib(&broker, "VmPin:");
+        broker.stop();
+        kib
+    };
+    let (small, large) = (pinned(8), pinned(64));
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // 56 MiB more reserved buffers, registered in three rings.
+        assert_eq!(
+            large - small,
+            3 * 56 * MIB_KIB,
+            "VmPin {small} KiB -> {large} KiB"
+        );
+        // Reserved buffers plus 16 MiB for writes in flight, three rings,
+        // beside the control shard's small floor.
+        assert!(large >= 3 * (64 + 16) * MIB_KIB, "VmPin {large} KiB");
+    } else {
+        // Not root: the broker pins more only if RLIMIT_MEMLOCK allows it,
+        // else it keeps the small floor whatever the cache.
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `lim` is a valid rlimit to fill.
+        assert_eq!(
+            unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) },
+            0
+        );
+        if lim.rlim_cur < 3 * 2 * ((8 + 16) << 20) {
+            assert_eq!(
+                large, small,
+                "RLIMIT_MEMLOCK {} B: the floor only",
+                lim.rlim_cur
+            );
+        } else {
+            assert!(large > small, "VmPin {small} KiB -> {large} KiB");
+        }
+    }
 }

@@ -15,6 +15,20 @@ pub fn physical_memory_bytes() -> Option<u64> {
     Some(pages.saturating_mul(page))
 }
 
+/// Whether this process may pin `bytes` more of memory (io_uring buffer
+/// registration counts against RLIMIT_MEMLOCK unless the process has
+/// CAP_IPC_LOCK, which root has unless a container dropped it).
+pub fn may_pin(bytes: u64) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    match nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_MEMLOCK) {
+        Ok((soft, _)) => soft == nix::sys::resource::RLIM_INFINITY || soft >= bytes,
+        Err(_) => false,
+    }
+}
+
 /// The first `program` file in the directories of `$PATH`, as a shell
 /// would find it.
 pub fn find_on_path(program: &str) -> Option<std::path::PathBuf> {

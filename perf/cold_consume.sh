@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Issue 23's consume-from-the-beginning oddity: rdkafka_performance -C read
+# shardlog's log (written with O_DIRECT, so read cold through the page cache
+# and sendfile) far below the disk's speed in some runs. This repeats what
+# results.sh does on one broker (pinned to core 0, client on core 1, its
+# retention settings): produce N records to a fresh topic with
+# rdkafka_performance, wait for retention, then read every partition from the
+# beginning, ROUNDS times; and after each round, the same host's cold
+# page-cache read with no broker: a file written with O_DIRECT read back
+# buffered by dd (the copy a consumer of sendfile'd pages makes). Per round:
+# the consumer's MB/s and its user/system CPU seconds, the disk's busy ms and
+# bytes read, the broker's CPU ticks, MemFree, and dd's MB/s and system
+# seconds.
+#
+#   perf/cold_consume.sh [--bin PATH] [--rounds 4] [--records 4000000]
+#                        [--rdkafka-perf PATH] [--keep]
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+BIN="$REPO/target/release/shardlog"
+ROUNDS=4
+COUNT=4000000
+RDK="${RDKAFKA_PERF:-}"
+KEEP=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) BIN="$2"; shift 2 ;;
+    --rounds) ROUNDS="$2"; shift 2 ;;
+    --records) COUNT="$2"; shift 2 ;;
+    --rdkafka-perf) RDK="$2"; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    *) echo "cold_consume.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$RDK" ]; then
+  for c in /work/shared/tools/rdkafka-perf "$REPO/../shared/tools/rdkafka-perf"; do
+    [ -x "$c" ] && RDK="$c" && break
+  done
+fi
+[ -n "$RDK" ] || { echo "cold_consume.sh: rdkafka-perf not found (pass --rdkafka-perf)" >&2; exit 2; }
+[ -x "$BIN" ] || { echo "cold_consume.sh: no $BIN (cargo build --release)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "cold_consume.sh: needs python3" >&2; exit 2; }
+D="$(mktemp -d /tmp/cold-consume.XXXXXX)"
+BP=""
+cleanup() {
+  if [ -n "$BP" ]; then kill "$BP" 2>/dev/null || true; wait "$BP" 2>/dev/null || true; fi
+  [ "$KEEP" = 1 ] && echo "kept $D" >&2 || rm -rf "$D"
+}
+trap cleanup EXIT
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$BIN" broker --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$D/data" \
+  --override shardlog.shards=1 --override shardlog.cpus=0 --override auto.create.topics.enable=true \
+  --override num.partitions=6 --override log.segment.bytes=134217728 \
+  --override log.retention.bytes=536870912 --override log.retention.check.interval.ms=1000 \
+  >"$D/broker.log" 2>&1 &
+BP=$!
+for _ in $(seq 1 300); do
+  grep -aq 'listening on' "$D/broker.log" && break
+  kill -0 "$BP" 2>/dev/null || { cat "$D/broker.log" >&2; exit 1; }
+  sleep 0.1
+done
+DISK="$(basename "$(findmnt -n -o SOURCE --target "$D")")"
+diskstats() { awk -v d="$DISK" '$3 == d { print $6, $13 }' /proc/diskstats; }
+broker_ticks() { awk '{ print $14 + $15 }' "/proc/$BP/stat"; }
+mem_free_mib() { awk '/^MemFree:/ { print int($2 / 1024) }' /proc/meminfo; }
+# cold_page_cache_read: write 1 GiB with O_DIRECT (nothing of it in the page
+# cache), read it back buffered; prints "MB/s system-seconds".
+cold_page_cache_read() {
+  python3 - "$D/cold" <<'EOF'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o644)
+buf = mmap.mmap(-1, 4 << 20)
+buf.write(os.urandom(4 << 20))
+for _ in range(256):
+    os.write(fd, buf)
+os.close(fd)
+EOF
+  /usr/bin/time -f "%e %S" -o "$D/dd.time" taskset -c 1 dd if="$D/cold" of=/dev/null bs=1M 2>/dev/null
+  rm -f "$D/cold"
+  awk '{ printf "%.0f %.2f\n", 1073.741824 / $1, $2 }' "$D/dd.time"
+}
+echo "# $ROUNDS rounds of $COUNT × 1 KiB records, 6 partitions; broker on core 0, client on core 1"
+for i in $(seq 1 "$ROUNDS"); do
+  t="cold$i"
+  "$BIN" loadgen --bootstrap "127.0.0.1:$port" --topic "$t" --partitions 6 --messages 10 --consumers 0 --acks 1 >/dev/null 2>&1
+  timeout 180 taskset -c 1 "$RDK" -P -t "$t" -b "127.0.0.1:$port" -s 1024 -c "$COUNT" \
+    -X acks=1 -X linger.ms=5 -X batch.size=1000000 >"$D/p$i.log" 2>&1
+  sleep 4 # retention.check.interval.ms=1000: the topic is cut to its retention before the read
+  read -r s0 io0 < <(diskstats); c0="$(broker_ticks)"
+  /usr/bin/time -f "%U %S" -o "$D/c$i.time" timeout 180 taskset -c 1 "$RDK" -C -t "$t" -b "127.0.0.1:$port" \
+    -p 0 -p 1 -p 2 -p 3 -p 4 -p 5 -o beginning -e >"$D/c$i.log" 2>&1
+  read -r s1 io1 < <(diskstats); c1="$(broker_ticks)"
+  mb="$(sed -n 's/.* consumed in [0-9]*ms: [0-9]* msgs\/s (\([0-9.]*\) MB\/s).*/\1/p' "$D/c$i.log" | tail -1)"
+  read -r cu cs <"$D/c$i.time"
+  read -r dd_mb dd_sys < <(cold_page_cache_read)
+  echo "round $i: consume ${mb:-?} MB/s, client user ${cu}s system ${cs}s, disk read $(((s1 - s0) / 2048)) MiB busy $((io1 - io0)) ms, broker CPU $((c1 - c0)) ticks, MemFree $(mem_free_mib) MiB | cold page-cache read (dd, 1 GiB): ${dd_mb} MB/s, system ${dd_sys}s"
+done

@@ -10,10 +10,14 @@
 # buffered by dd (the copy a consumer of sendfile'd pages makes). Per round:
 # the consumer's MB/s and its user/system CPU seconds, the disk's busy ms and
 # bytes read, the broker's CPU ticks, MemFree, and dd's MB/s and system
-# seconds.
+# seconds. With --clients LIST (rdk, lg: rdkafka_performance -C, shardlog
+# loadgen --consume-only) each round produces one topic per entry, then reads
+# them in that order: whichever reads first gets the pages freed last, the
+# next ones what the host handed out longest ago (see perf/RESULTS.md,
+# 2026-12-05).
 #
 #   perf/cold_consume.sh [--bin PATH] [--rounds 4] [--records 4000000]
-#                        [--rdkafka-perf PATH] [--keep]
+#                        [--clients rdk[,lg...]] [--rdkafka-perf PATH] [--keep]
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="$REPO/target/release/shardlog"
@@ -21,11 +25,13 @@ ROUNDS=4
 COUNT=4000000
 RDK="${RDKAFKA_PERF:-}"
 KEEP=0
+CLIENTS=rdk
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
     --records) COUNT="$2"; shift 2 ;;
+    --clients) CLIENTS="$2"; shift 2 ;;
     --rdkafka-perf) RDK="$2"; shift 2 ;;
     --keep) KEEP=1; shift ;;
     *) echo "cold_consume.sh: unknown argument $1" >&2; exit 2 ;;
@@ -78,19 +84,37 @@ EOF
   rm -f "$D/cold"
   awk '{ printf "%.0f %.2f\n", 1073.741824 / $1, $2 }' "$D/dd.time"
 }
-echo "# $ROUNDS rounds of $COUNT × 1 KiB records, 6 partitions; broker on core 0, client on core 1"
+for c in ${CLIENTS//,/ }; do
+  case "$c" in rdk|lg) ;; *) echo "cold_consume.sh: --clients takes rdk and lg, not $c" >&2; exit 2 ;; esac
+done
+# consume CLIENT TOPIC PREFIX: read TOPIC from the beginning on core 1;
+# prints "MB/s user-seconds system-seconds".
+consume() {
+  if [ "$1" = rdk ]; then
+    /usr/bin/time -f "%U %S" -o "$3.time" timeout 180 taskset -c 1 "$RDK" -C -t "$2" -b "127.0.0.1:$port" \
+      -p 0 -p 1 -p 2 -p 3 -p 4 -p 5 -o beginning -e >"$3.log" 2>&1
+    echo "$(sed -n 's/.* consumed in [0-9]*ms: [0-9]* msgs\/s (\([0-9.]*\) MB\/s).*/\1/p' "$3.log" | tail -1) $(cat "$3.time")"
+  else
+    /usr/bin/time -f "%U %S" -o "$3.time" timeout 180 "$BIN" loadgen --bootstrap "127.0.0.1:$port" --client-cpus 1 \
+      --message-size 1024 --partitions 6 --out "$3.out" --topic "$2" --consume-only --consumers 1 >"$3.log" 2>&1
+    echo "$(python3 -c 'import json, sys; print("%.1f" % json.load(open(sys.argv[1]))["mb_per_sec"])' "$3.out/consume.json" 2>/dev/null) $(cat "$3.time")"
+  fi
+}
+echo "# $ROUNDS rounds of $COUNT × 1 KiB records per topic, 6 partitions, read by $CLIENTS; broker on core 0, client on core 1"
 for i in $(seq 1 "$ROUNDS"); do
-  t="cold$i"
-  "$BIN" loadgen --bootstrap "127.0.0.1:$port" --topic "$t" --partitions 6 --messages 10 --consumers 0 --acks 1 >/dev/null 2>&1
-  timeout 180 taskset -c 1 "$RDK" -P -t "$t" -b "127.0.0.1:$port" -s 1024 -c "$COUNT" \
-    -X acks=1 -X linger.ms=5 -X batch.size=1000000 >"$D/p$i.log" 2>&1
-  sleep 4 # retention.check.interval.ms=1000: the topic is cut to its retention before the read
-  read -r s0 io0 < <(diskstats); c0="$(broker_ticks)"
-  /usr/bin/time -f "%U %S" -o "$D/c$i.time" timeout 180 taskset -c 1 "$RDK" -C -t "$t" -b "127.0.0.1:$port" \
-    -p 0 -p 1 -p 2 -p 3 -p 4 -p 5 -o beginning -e >"$D/c$i.log" 2>&1
-  read -r s1 io1 < <(diskstats); c1="$(broker_ticks)"
-  mb="$(sed -n 's/.* consumed in [0-9]*ms: [0-9]* msgs\/s (\([0-9.]*\) MB\/s).*/\1/p' "$D/c$i.log" | tail -1)"
-  read -r cu cs <"$D/c$i.time"
+  for c in ${CLIENTS//,/ }; do
+    t="cold$i$c"
+    "$BIN" loadgen --bootstrap "127.0.0.1:$port" --topic "$t" --partitions 6 --messages 10 --consumers 0 --acks 1 >/dev/null 2>&1
+    timeout 180 taskset -c 1 "$RDK" -P -t "$t" -b "127.0.0.1:$port" -s 1024 -c "$COUNT" \
+      -X acks=1 -X linger.ms=5 -X batch.size=1000000 >"$D/p$i$c.log" 2>&1
+  done
+  sleep 4 # retention.check.interval.ms=1000: the topics are cut to their retention before the reads
+  for c in ${CLIENTS//,/ }; do
+    read -r s0 io0 < <(diskstats); b0="$(broker_ticks)"
+    read -r mb cu cs < <(consume "$c" "cold$i$c" "$D/c$i$c")
+    read -r s1 io1 < <(diskstats); b1="$(broker_ticks)"
+    echo "round $i $c: consume ${mb:-?} MB/s, client user ${cu:-?}s system ${cs:-?}s, disk read $(((s1 - s0) / 2048)) MiB busy $((io1 - io0)) ms, broker CPU $((b1 - b0)) ticks, MemFree $(mem_free_mib) MiB"
+  done
   read -r dd_mb dd_sys < <(cold_page_cache_read)
-  echo "round $i: consume ${mb:-?} MB/s, client user ${cu}s system ${cs}s, disk read $(((s1 - s0) / 2048)) MiB busy $((io1 - io0)) ms, broker CPU $((c1 - c0)) ticks, MemFree $(mem_free_mib) MiB | cold page-cache read (dd, 1 GiB): ${dd_mb} MB/s, system ${dd_sys}s"
+  echo "round $i: cold page-cache read (dd, 1 GiB): ${dd_mb} MB/s, system ${dd_sys}s"
 done

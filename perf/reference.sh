@@ -4,20 +4,22 @@
 # O_DIRECT sequential write (what segment appends can at most reach), and small
 # write + fdatasync (the price of a durable, fsync-per-batch produce), and
 # O_DIRECT sequential read (what a consumer of data no longer in memory can at
-# most get).
+# most get), and the cold page-cache read (a file written with O_DIRECT read
+# back buffered: the kernel copies out of page-cache pages it has just filled,
+# the copy a consumer of sendfile'd pages makes).
 # Each figure is printed as one line: "name value unit".
 #
-#   perf/reference.sh [--quick] [--only iperf3,seqwrite,fsync,seqread] [--dir DIR]
+#   perf/reference.sh [--quick] [--only iperf3,seqwrite,fsync,seqread,pcread] [--dir DIR]
 set -euo pipefail
 
 usage() {
   cat <<'EOF'
 usage: perf/reference.sh [options]
   --quick            short runs (iperf3 2 s, 256 MiB sequential write, 4 KiB fsync 2 s)
-  --only LIST        comma list of: iperf3, seqwrite, fsync, seqread (default: all)
+  --only LIST        comma list of: iperf3, seqwrite, fsync, seqread, pcread (default: all)
   --dir DIR          run fio in a temp dir under DIR: use the broker's log dir so the
                      figures are for its filesystem (default: .)
-  --size SIZE        sequential write and read size (default 1g; --quick 256m)
+  --size SIZE        sequential write and read size, and pcread's (default 1g; --quick 256m)
   --seconds N        iperf3 and fsync run time (default 10; --quick 2)
   --ioengine E       fio engine for the sequential write: io_uring (default) or libaio
   --iodepth N        sequential write queue depth (default 4)
@@ -25,7 +27,7 @@ usage: perf/reference.sh [options]
 EOF
 }
 
-QUICK=0 ONLY="iperf3,seqwrite,fsync,seqread" DIR="." SIZE="" SECS="" ENGINE=io_uring IODEPTH=4 FSIZES=""
+QUICK=0 ONLY="iperf3,seqwrite,fsync,seqread,pcread" DIR="." SIZE="" SECS="" ENGINE=io_uring IODEPTH=4 FSIZES=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1; shift ;;
@@ -134,6 +136,40 @@ run_seqread() {
   echo "fio_seqread_1MiB_direct_${FIO_ENG} $FIO_MB MB/s"
 }
 
+# The cold page-cache read: SIZE written with O_DIRECT (none of it in the page
+# cache), then read back buffered by dd with 1 MiB reads. Its system seconds
+# per GB are the kernel's cost of reading the disk into fresh page-cache
+# pages and copying them out; on a VM whose balloon reports free pages to
+# the host (virtio-balloon free page reporting), every fresh page costs a
+# host fault on its first touch, which an O_DIRECT read into a reused buffer
+# does not pay.
+run_pcread() {
+  fio_dir
+  command -v dd >/dev/null || die "dd missing (coreutils)"
+  local f="$WORK/pcread"
+  python3 - "$f" "$SIZE" <<'PY' || die "could not write $f with O_DIRECT"
+import mmap, os, sys
+units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+s = sys.argv[2].lower()
+size = int(s[:-1]) * units[s[-1]] if s[-1] in units else int(s)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o644)
+buf = mmap.mmap(-1, 4 << 20)  # page-aligned, as O_DIRECT needs
+buf.write(os.urandom(4 << 20))
+for _ in range(max(1, size // (4 << 20))):
+    os.write(fd, buf)
+os.close(fd)
+PY
+  local bytes; bytes="$(stat -c %s "$f")"
+  /usr/bin/time -f '%e %S' -o "$TMP/pcread.time" dd if="$f" of=/dev/null bs=1M 2>/dev/null \
+    || { rm -f "$f"; die "dd read of $f failed"; }
+  rm -f "$f"
+  local e sys; read -r e sys <"$TMP/pcread.time"
+  awk -v b="$bytes" -v e="$e" -v s="$sys" 'BEGIN {
+    if (e <= 0) e = 0.001
+    printf "pagecache_cold_read_1MiB %.0f MB/s\n", b / e / 1e6
+    printf "pagecache_cold_read_system %.2f s/GB\n", s / (b / 1e9) }'
+}
+
 run_fsync() {
   ensure fio; fio_dir
   local bs
@@ -155,4 +191,5 @@ want iperf3 && run_iperf3
 want seqwrite && run_seqwrite
 want fsync && run_fsync
 want seqread && run_seqread
+want pcread && run_pcread
 exit 0

@@ -503,6 +503,19 @@ step_fio_read() {
   else set_fail fio_read_mb "$(tail_of "$TMP/ref-fior.err" 3)"; fi
 }
 
+# The host's cold page-cache read in the same run (no broker): a file written
+# with O_DIRECT read back buffered; its MB/s and system seconds per GB are what
+# a reader of pages just read from disk pays on this host (the rdkafka_performance
+# consume from the beginning reads shardlog's sendfile'd page-cache pages).
+step_pcread() {
+  local out
+  record_cmd "$REPO/perf/reference.sh" --only pcread --size "$FIO_SIZE" --dir "$TMP"
+  if out="$("$REPO/perf/reference.sh" --only pcread --size "$FIO_SIZE" --dir "$TMP" 2>"$TMP/ref-pcread.err")"; then
+    R[pcread_mb]="$(awk '/^pagecache_cold_read_1MiB/ { print $2 }' <<<"$out")"
+    R[pcread_sys]="$(awk '/^pagecache_cold_read_system/ { print $2 }' <<<"$out")"
+  else set_fail pcread_mb "$(tail_of "$TMP/ref-pcread.err" 3)"; fi
+}
+
 zerocopy_figure() { # after broker A stopped
   if [ -z "$ZC_LINE" ]; then
     NOTE[p4_copied]="n/a: the broker printed no \`zerocopy:\` line at shutdown"
@@ -649,6 +662,9 @@ vs_rdk_consume() {
     read -r d _ mb _ <<<"$RDK_S"
     R[vs_$1_$4_mb]="$(printf '%.1f' "$mb")"
     R[vs_$1_$4_cpugb]="$(cpu_per_gb "$B_CPU" "$d")"
+    # The client's system seconds per GB: its kernel's copy out of the
+    # socket, whose pages sendfile took from the page cache.
+    R[vs_$1_$4_csys]="$(cpu_per_gb "$(awk '/^[0-9.]+ [0-9.]+ [0-9.]+$/ { print $2 }' "$2.time" 2>/dev/null)" "$d")"
     cores "vs_$1_$4" "$2" "$(sed -n 's/.* consumed in \([0-9]*\)ms.*/\1/p' "$2.log" | tail -1 |
       awk '$1 > 0 { printf "%.3f", $1 / 1000 }')"
   else set_fail "vs_$1_$4_mb" "$(rdk_why "$2")"; fi
@@ -776,6 +792,7 @@ step_kafka() {
     # from the beginning read what fell out of its batch cache from disk
     # (O_DIRECT writes leave nothing in the page cache).
     [ -n "${R[fio_read_mb]:-}" ] || step_fio_read
+    step_pcread
     if start_broker versus-latency; then
       vs_latency shardlog
       stop_broker
@@ -797,6 +814,9 @@ step_kafka() {
   done
   ratio vs_disk_c "$(first vs_shardlog_c_mb)" "${R[fio_read_mb]:-}"
   ratio vs_disk_rc "$(first vs_shardlog_rc_mb)" "${R[fio_read_mb]:-}"
+  # The most shardlog ÷ Kafka a read from disk allows: the disk ÷ Kafka's row.
+  ratio vs_disk_room_c "${R[fio_read_mb]:-}" "$(first vs_kafka_c_mb)"
+  ratio vs_disk_room_rc "${R[fio_read_mb]:-}" "$(first vs_kafka_rc_mb)"
   # Bytes per broker CPU-second, shardlog ÷ Kafka: the inverse of the
   # CPU-per-GB ratio (what each broker would move with a core to spare).
   for k in a1 aall rdk ppt c rc hc hrc; do
@@ -994,7 +1014,16 @@ last column is the most shardlog ÷ Kafka this client and host allow.
 The disk in the same run, for the rows read from the beginning (shardlog
 reads what left its batch cache from disk; Kafka reads its page cache):
 fio O_DIRECT 1 MiB sequential read $(cell fio_read_mb MB/s); shardlog's
-consume from the beginning ÷ that: loadgen $(cell vs_disk_c), rdkafka_performance $(cell vs_disk_rc).
+consume from the beginning ÷ that: loadgen $(cell vs_disk_c), rdkafka_performance $(cell vs_disk_rc);
+the disk ÷ Kafka's row, the most shardlog ÷ Kafka a read from this disk allows:
+loadgen $(cell vs_disk_room_c), rdkafka_performance $(cell vs_disk_room_rc).
+shardlog sends those reads with sendfile, so its consumers copy out of
+page-cache pages just filled from disk. The same host's cold page-cache read
+in this run (\`perf/reference.sh --only pcread\`: a file written with O_DIRECT,
+read back buffered by dd, no broker): $(cell pcread_mb MB/s) at $(cell pcread_sys) system
+seconds per GB. rdkafka_performance's own system seconds per GB: from
+shardlog's beginning $(cell vs_shardlog_rc_csys), from shardlog's batch cache $(cell vs_shardlog_hrc_csys),
+from Kafka's page cache $(cell vs_kafka_rc_csys).
 EOF
 fi
 cat <<EOF

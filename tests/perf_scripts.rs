@@ -299,7 +299,7 @@ fn reference_value(stdout: &str, prefix: &str, unit: &str) -> f64 {
 }
 
 #[test]
-fn reference_quick_prints_loopback_seqwrite_and_fdatasync_figures() {
+fn reference_quick_prints_loopback_seqwrite_fdatasync_and_cold_page_cache_figures() {
     require_tool("iperf3", "apt-get install -y iperf3");
     require_tool("fio", "apt-get install -y fio");
     let dir = tempfile::tempdir().expect("temp dir");
@@ -312,6 +312,9 @@ fn reference_quick_prints_loopback_seqwrite_and_fdatasync_figures() {
     assert!(reference_value(&stdout, "fio_seqwrite_1MiB_direct_", "MB/s") > 0.0);
     assert!(reference_value(&stdout, "fio_write_4KiB_fdatasync ", "writes/s") > 0.0);
     assert!(reference_value(&stdout, "fio_write_4KiB_fdatasync_p99", "us") > 0.0);
+    assert!(reference_value(&stdout, "pagecache_cold_read_1MiB", "MB/s") > 0.0);
+    // dd's read goes through the kernel: its system time cannot be zero for 256 MiB.
+    assert!(reference_value(&stdout, "pagecache_cold_read_system", "s/GB") > 0.0);
     let leftovers = std::fs::read_dir(dir.path()).expect("read dir").count();
     assert_eq!(leftovers, 0, "reference.sh must remove its fio files");
 }

@@ -65,41 +65,9 @@ pub fn run_broker(config: ServerConfig) -> anyhow::Result<()> {
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, stop.clone()).context("installing signal handler")?;
     }
-    keep_freed_memory_mapped();
-    raise_fd_limit();
+    crate::io::host::keep_freed_memory_mapped();
+    crate::io::host::raise_fd_limit();
     run_broker_until(config, stop)
-}
-
-/// Raise the soft limit on open files to the hard one, as the JVM running
-/// Kafka does at start (HotSpot's `MaxFDLimit`, on by default on Linux):
-/// each partition holds a read fd per segment and, while written, its
-/// appender's (issue 26: 10,000 partitions ran out of 20,000).
-fn raise_fd_limit() {
-    let res = nix::sys::resource::Resource::RLIMIT_NOFILE;
-    if let Ok((soft, hard)) = nix::sys::resource::getrlimit(res) {
-        if soft < hard {
-            if let Err(e) = nix::sys::resource::setrlimit(res, hard, hard) {
-                tracing::warn!(soft, hard, error = %e, "could not raise the open-file limit");
-            }
-        }
-    }
-}
-
-/// glibc malloc serves large blocks from their own mmap (past a dynamic
-/// threshold) and trims freed heap tops back to the kernel, so a
-/// connection's multi-MiB read buffer — reallocated whenever request
-/// frames still share the old one — came back as fresh pages: a page fault
-/// and the kernel's zeroing per 4 KiB (perf under loadgen's ~1 MB batches:
-/// `clear_page_erms` below `ReadBuf::prepare`, a quarter of the shard).
-/// Serve blocks up to 32 MiB (glibc's largest threshold) from the heap and
-/// trim only past 1 GiB, so freed buffers come back warm.
-fn keep_freed_memory_mapped() {
-    // SAFETY: mallopt only tunes the allocator; it runs before the
-    // executors' threads start.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-    }
 }
 
 /// The memory each data shard registers with io_uring: its reserved write
@@ -857,7 +825,7 @@ mod tests {
 
 /// `shardlog.memory.report.ms`: the heap the process holds live beside its
 /// RssAnon, for leak hunts. RssAnon keeps the heap's high-water mark, since
-/// freed memory stays mapped ([`keep_freed_memory_mapped`]): a burst of
+/// freed memory stays mapped ([`crate::io::host::keep_freed_memory_mapped`]): a burst of
 /// requests leaves a step in it that is no leak; the live heap falls back.
 fn spawn_memory_report(every: Duration) {
     glommio::spawn_local(async move {

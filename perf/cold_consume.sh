@@ -7,10 +7,11 @@
 # rdkafka_performance, wait for retention, then read every partition from the
 # beginning, ROUNDS times; and after each round, the same host's cold
 # page-cache read with no broker: a file written with O_DIRECT read back
-# buffered by dd (the copy a consumer of sendfile'd pages makes). Per round:
+# buffered by dd (reference.sh --only pcread: the copy a consumer of
+# sendfile'd pages makes). Per round:
 # the consumer's MB/s and its user/system CPU seconds, the disk's busy ms and
 # bytes read, the broker's CPU ticks, MemFree, and dd's MB/s and system
-# seconds. With --clients LIST (rdk, lg: rdkafka_performance -C, shardlog
+# seconds per GB. With --clients LIST (rdk, lg: rdkafka_performance -C, shardlog
 # loadgen --consume-only) each round produces one topic per entry, then reads
 # them in that order: whichever reads first gets the pages freed last, the
 # next ones what the host handed out longest ago (see perf/RESULTS.md,
@@ -68,21 +69,12 @@ DISK="$(basename "$(findmnt -n -o SOURCE --target "$D")")"
 diskstats() { awk -v d="$DISK" '$3 == d { print $6, $13 }' /proc/diskstats; }
 broker_ticks() { awk '{ print $14 + $15 }' "/proc/$BP/stat"; }
 mem_free_mib() { awk '/^MemFree:/ { print int($2 / 1024) }' /proc/meminfo; }
-# cold_page_cache_read: write 1 GiB with O_DIRECT (nothing of it in the page
-# cache), read it back buffered; prints "MB/s system-seconds".
+# cold_page_cache_read: perf/reference.sh's pcread (1 GiB written with
+# O_DIRECT, read back buffered by dd) on the client's core; prints
+# "MB/s system-seconds-per-GB".
 cold_page_cache_read() {
-  python3 - "$D/cold" <<'EOF'
-import mmap, os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o644)
-buf = mmap.mmap(-1, 4 << 20)
-buf.write(os.urandom(4 << 20))
-for _ in range(256):
-    os.write(fd, buf)
-os.close(fd)
-EOF
-  /usr/bin/time -f "%e %S" -o "$D/dd.time" taskset -c 1 dd if="$D/cold" of=/dev/null bs=1M 2>/dev/null
-  rm -f "$D/cold"
-  awk '{ printf "%.0f %.2f\n", 1073.741824 / $1, $2 }' "$D/dd.time"
+  taskset -c 1 "$REPO/perf/reference.sh" --only pcread --size 1g --dir "$D" 2>/dev/null |
+    awk '/^pagecache_cold_read_1MiB/ { mb = $2 } /^pagecache_cold_read_system/ { s = $2 } END { print mb, s }'
 }
 for c in ${CLIENTS//,/ }; do
   case "$c" in rdk|lg) ;; *) echo "cold_consume.sh: --clients takes rdk and lg, not $c" >&2; exit 2 ;; esac
@@ -116,5 +108,5 @@ for i in $(seq 1 "$ROUNDS"); do
     echo "round $i $c: consume ${mb:-?} MB/s, client user ${cu:-?}s system ${cs:-?}s, disk read $(((s1 - s0) / 2048)) MiB busy $((io1 - io0)) ms, broker CPU $((b1 - b0)) ticks, MemFree $(mem_free_mib) MiB"
   done
   read -r dd_mb dd_sys < <(cold_page_cache_read)
-  echo "round $i: cold page-cache read (dd, 1 GiB): ${dd_mb} MB/s, system ${dd_sys}s"
+  echo "round $i: cold page-cache read (dd, 1 GiB): ${dd_mb:-?} MB/s, system ${dd_sys:-?} s/GB"
 done

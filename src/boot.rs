@@ -3,6 +3,7 @@
 //! mesh, announce readiness, and stop cleanly on SIGINT/SIGTERM.
 
 mod log_dirs;
+mod shard_thread;
 mod zk;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -123,7 +124,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let checkpoints = Arc::new(CheckpointBoard::new(dirs.clone()));
     let limits = BrokerLimits::from_config(&config)?;
     let io_memory = data_shard_io_memory(&config, n_shards);
-    let mut handles = Vec::new();
+    let (ends_tx, ends_rx) = mpsc::channel();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fd) in fds.into_iter().enumerate() {
         let cpu = config.cpu_for_shard(i, &allowed);
@@ -154,10 +155,10 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
                 threshold: std::time::Duration::from_millis(config.shardlog_stall_detect_ms),
             })));
         }
-        let handle = builder
-            .spawn(move || data_shard_main(shard, fd))
-            .map_err(|e| anyhow!("starting shard {i} on cpu {cpu}: {e}"))?;
-        handles.push(handle);
+        shard_thread::spawn(&format!("shard-{i}"), builder, ends_tx.clone(), move || {
+            data_shard_main(shard, fd)
+        })
+        .with_context(|| format!("starting shard {i} on cpu {cpu}"))?;
     }
     let control = ShardSetup {
         role: Role::Control,
@@ -176,22 +177,24 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         limits,
     };
     // The control shard is off the data path; on small hosts it shares a core.
-    handles.push(
+    shard_thread::spawn(
+        "control",
         LocalExecutorBuilder::new(Placement::Unbound)
             .name("control")
-            .io_memory(CONTROL_IO_MEMORY_BYTES)
-            .spawn(move || control_shard_main(control))
-            .map_err(|e| anyhow!("starting the control shard: {e}"))?,
-    );
+            .io_memory(CONTROL_IO_MEMORY_BYTES),
+        ends_tx,
+        move || control_shard_main(control),
+    )
+    .context("starting the control shard")?;
 
     let startup = wait_ready(&ready_rx, n_shards + 1);
     match &startup {
         Ok(()) => announce(&info),
         Err(_) => stop.store(true, Ordering::Relaxed),
     }
-    for handle in handles {
-        handle.join().map_err(|e| anyhow!("shard failed: {e}"))?;
-    }
+    // The shards' threads hold their executors from here on: the process
+    // exits from this thread (shard_thread's module comment says why).
+    shard_thread::wait_all_stopped(&ends_rx, n_shards + 1)?;
     startup.map_err(|e| anyhow!(e))?;
     finish_shutdown(&report, &checkpoints);
     tracing::info!("shardlog stopped");

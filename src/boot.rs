@@ -144,9 +144,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             checkpoints: checkpoints.clone(),
             limits: limits.clone(),
         };
-        let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
-            .name(&format!("shard-{i}"))
-            .io_memory(io_memory);
+        let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu)).io_memory(io_memory);
         // glommio's preempt timer stays at its 100 ms default: a 500 µs
         // timer made 4 of 12 broker starts hang for seconds in the mesh
         // connect (tried 2026-11-30).
@@ -179,9 +177,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     // The control shard is off the data path; on small hosts it shares a core.
     shard_thread::spawn(
         "control",
-        LocalExecutorBuilder::new(Placement::Unbound)
-            .name("control")
-            .io_memory(CONTROL_IO_MEMORY_BYTES),
+        LocalExecutorBuilder::new(Placement::Unbound).io_memory(CONTROL_IO_MEMORY_BYTES),
         ends_tx,
         move || control_shard_main(control),
     )

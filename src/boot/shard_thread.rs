@@ -24,7 +24,7 @@ use anyhow::anyhow;
 use glommio::LocalExecutorBuilder;
 
 /// How a shard's thread ended, as the main thread hears it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(super) enum ShardEnd {
     /// The shard's main future finished: the shard stopped cleanly.
     Stopped,
@@ -63,7 +63,9 @@ impl Drop for ExitReport {
     }
 }
 
-/// Start a thread named `name` that builds the executor from `builder`
+/// Start a thread named `name` (the thread's name: `make`, unlike
+/// `LocalExecutorBuilder::spawn`, does not use the builder's) that builds
+/// the executor from `builder`
 /// (pinning the thread as its placement says), runs `main()` on it,
 /// reports on `ends`, and then holds the executor until the process exits
 /// (see the module comment). Returns once the executor is built: glommio

@@ -29,6 +29,7 @@
 # Env: AB_DURATION (default 10s), AB_MESSAGES (p4hot records, default 2000000),
 #      AB_CACHE_BYTES (p4hot batch cache, default 3 GiB).
 set -euo pipefail
+. "$(dirname "$0")/pinned_broker.sh"
 BIN="${1:?usage: ab_point.sh BIN p1|ppt|p4hot|spread}"
 CASE="${2:?usage: ab_point.sh BIN p1|ppt|p4hot|spread}"
 DUR="${AB_DURATION:-10s}"
@@ -39,19 +40,9 @@ cleanup() {
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 extra=()
 [ "$CASE" = p4hot ] && extra=(--override "shardlog.batch.cache.bytes=${AB_CACHE_BYTES:-3221225472}" --override log.retention.bytes=-1)
-"$BIN" broker --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$TMP/data" \
-  --override shardlog.shards=1 --override shardlog.cpus=0 --override auto.create.topics.enable=true \
-  --override num.partitions=6 --override log.segment.bytes=134217728 \
-  --override log.retention.check.interval.ms=1000 "${extra[@]}" >"$TMP/broker.log" 2>&1 &
-BROKER_PID=$!
-for _ in $(seq 1 300); do
-  grep -aq 'listening on' "$TMP/broker.log" && break
-  kill -0 "$BROKER_PID" 2>/dev/null || { cat "$TMP/broker.log" >&2; exit 1; }
-  sleep 0.1
-done
+start_pinned_broker "$TMP" "${extra[@]}" || exit 1
 # The broker's user + system CPU time so far, in microseconds.
 cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1e6 / hz }' "/proc/$BROKER_PID/stat"; }
 # per_mb CPU_BEFORE RECORDS: broker CPU µs per MB of 1 KiB records since CPU_BEFORE.

@@ -20,6 +20,7 @@
 #   perf/cold_consume.sh [--bin PATH] [--rounds 4] [--records 4000000]
 #                        [--clients rdk[,lg...]] [--rdkafka-perf PATH] [--keep]
 set -euo pipefail
+. "$(dirname "$0")/pinned_broker.sh"
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="$REPO/target/release/shardlog"
 ROUNDS=4
@@ -47,27 +48,16 @@ fi
 [ -x "$BIN" ] || { echo "cold_consume.sh: no $BIN (cargo build --release)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "cold_consume.sh: needs python3" >&2; exit 2; }
 D="$(mktemp -d /tmp/cold-consume.XXXXXX)"
-BP=""
+BROKER_PID=""
 cleanup() {
-  if [ -n "$BP" ]; then kill "$BP" 2>/dev/null || true; wait "$BP" 2>/dev/null || true; fi
+  if [ -n "$BROKER_PID" ]; then kill "$BROKER_PID" 2>/dev/null || true; wait "$BROKER_PID" 2>/dev/null || true; fi
   [ "$KEEP" = 1 ] && echo "kept $D" >&2 || rm -rf "$D"
 }
 trap cleanup EXIT
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"$BIN" broker --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$D/data" \
-  --override shardlog.shards=1 --override shardlog.cpus=0 --override auto.create.topics.enable=true \
-  --override num.partitions=6 --override log.segment.bytes=134217728 \
-  --override log.retention.bytes=536870912 --override log.retention.check.interval.ms=1000 \
-  >"$D/broker.log" 2>&1 &
-BP=$!
-for _ in $(seq 1 300); do
-  grep -aq 'listening on' "$D/broker.log" && break
-  kill -0 "$BP" 2>/dev/null || { cat "$D/broker.log" >&2; exit 1; }
-  sleep 0.1
-done
+start_pinned_broker "$D" --override log.retention.bytes=536870912 || exit 1
 DISK="$(basename "$(findmnt -n -o SOURCE --target "$D")")"
 diskstats() { awk -v d="$DISK" '$3 == d { print $6, $13 }' /proc/diskstats; }
-broker_ticks() { awk '{ print $14 + $15 }' "/proc/$BP/stat"; }
+broker_ticks() { awk '{ print $14 + $15 }' "/proc/$BROKER_PID/stat"; }
 mem_free_mib() { awk '/^MemFree:/ { print int($2 / 1024) }' /proc/meminfo; }
 # cold_page_cache_read: perf/reference.sh's pcread (1 GiB written with
 # O_DIRECT, read back buffered by dd) on the client's core; prints

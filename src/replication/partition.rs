@@ -53,8 +53,8 @@ use crate::storage::StorageError;
 use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 
 mod delete_records;
-mod durable;
 mod follower;
+mod group_commit;
 mod load;
 mod txn;
 pub use delete_records::DeletedOnLeader;
@@ -108,9 +108,10 @@ pub struct Partition {
     /// The aborted transactions of the log (`<base>.txnindex` files).
     txn_index: RefCell<crate::storage::txn_index::TxnIndex>,
     /// `shardlog.flush.every.append`: acknowledge an append only once an
-    /// fdatasync covers it, with group commit (see [`Partition::sync_through`]).
+    /// fdatasync covers it (else once it is written out), with group
+    /// commit (see [`Partition::commit_through`]).
     durable: bool,
-    durable_sync: DurableSync,
+    group_commit: GroupCommit,
     /// `transaction.partition.verification.enable` (KIP-890).
     verify_txns: bool,
     /// Fired (and replaced) when the low watermark may have moved: the
@@ -183,18 +184,20 @@ impl DurableCounts {
     }
 }
 
-/// Group-commit state of a durable partition: appends buffer under the log
-/// lock and then wait for one fdatasync that covers them all, instead of
-/// holding the lock through an fsync each.
+/// Group-commit state of a leader's appends: appends buffer under the log
+/// lock and then wait for one write-out (and, when durable, one
+/// fdatasync) that covers them all, instead of holding the lock through
+/// a write each (see `group_commit`).
 #[derive(Default)]
-struct DurableSync {
-    /// Every offset below this is on disk (fdatasync done).
-    synced_end: Cell<i64>,
-    /// A sync leader is flushing now.
-    syncing: Cell<bool>,
-    /// The last flush failed: the log is poisoned (no retry of an fsync).
+struct GroupCommit {
+    /// Every offset below this is in the kernel (written out; fdatasynced
+    /// too when durable).
+    committed_end: Cell<i64>,
+    /// A round's leader is writing out now.
+    running: Cell<bool>,
+    /// The last round failed: the log is poisoned (no retry of an fsync).
     failed: Cell<bool>,
-    /// Fired when the current sync round ends; replaced for the next one.
+    /// Fired when the current round ends; replaced for the next one.
     round: RefCell<Rc<Trigger>>,
     counts: DurableCounts,
 }
@@ -332,10 +335,10 @@ impl Partition {
             txn_index: RefCell::new(txn_index),
             durable: spec.durable,
             verify_txns: spec.verify_txns,
-            durable_sync: DurableSync {
-                synced_end: Cell::new(leo),
+            group_commit: GroupCommit {
+                committed_end: Cell::new(leo),
                 counts: spec.durable_counts,
-                ..DurableSync::default()
+                ..GroupCommit::default()
             },
             delete_waiters: RefCell::new(Rc::new(Trigger::default())),
             log_dir: 0,
@@ -755,30 +758,21 @@ impl Partition {
         self.finish_leader_append(log, info, now_ms).await
     }
 
-    /// After a leader append: with `shardlog.flush.every.append` the HW
-    /// (and the acknowledgement) waits for the fdatasync, else the HW
-    /// rule runs now.
+    /// After a leader append: the acknowledgement and the HW wait for the
+    /// group commit that writes the append out (fdatasyncs it too with
+    /// `shardlog.flush.every.append`), see `group_commit`.
     async fn finish_leader_append(
         &self,
-        mut log: glommio::sync::RwLockWriteGuard<'_, PartitionLog>,
+        log: glommio::sync::RwLockWriteGuard<'_, PartitionLog>,
         info: crate::storage::partition_log::AppendInfo,
         now_ms: i64,
     ) -> ProduceResult {
+        drop(log);
+        if let Err(code) = self.commit_through(info.last_offset + 1, now_ms).await {
+            return ProduceResult::error(code);
+        }
         if self.durable {
-            // Durable: the HW (and the acknowledgement) waits for the sync.
-            drop(log);
-            if let Err(code) = self.sync_through(info.last_offset + 1, now_ms).await {
-                return ProduceResult::error(code);
-            }
-            self.durable_sync.counts.add(1, 0);
-        } else {
-            let ends = log.ends();
-            self.advance_high_watermark(
-                &mut log,
-                now_ms,
-                ends.log_end_offset,
-                ends.log_end_position,
-            );
+            self.group_commit.counts.add(1, 0);
         }
         ProduceResult {
             error_code: ErrorCode::NONE,

@@ -23,6 +23,16 @@ use kafka_protocol::protocol::{encode_request_header_into_buffer, Encodable, Str
 /// Guard against a broker that never starts (not a speed assertion).
 const STARTUP_LIMIT: Duration = Duration::from_secs(60);
 
+/// The broker binary: this build's, or `SHARDLOG_TEST_BROKER_BIN` (to run
+/// a test against another build, e.g. to show a fixed defect on the
+/// build before the fix).
+pub fn broker_bin() -> PathBuf {
+    std::env::var_os("SHARDLOG_TEST_BROKER_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_shardlog")),
+        PathBuf::from,
+    )
+}
+
 pub struct Broker {
     child: Option<Child>,
     pub host: String,
@@ -75,7 +85,7 @@ impl Broker {
             args.push("--override".into());
             args.push(o.to_owned());
         }
-        let mut child = Command::new(env!("CARGO_BIN_EXE_shardlog"))
+        let mut child = Command::new(broker_bin())
             .args(&args)
             .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())

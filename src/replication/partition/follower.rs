@@ -120,6 +120,11 @@ impl Partition {
                 .collect();
             let active_before = log.active_segment_base_offset();
             log.append_as_follower(records, now_ms).await?;
+            // The next fetch reports this LEO to the leader, which may then
+            // acknowledge acks=all produces: the bytes go to the kernel
+            // first, as Kafka's follower appends reach the page cache
+            // before it fetches again (see `group_commit`).
+            log.write_out().await?;
             self.maybe_snapshot_on_roll(&log, active_before);
             let mut aborts = Vec::new();
             {
@@ -163,6 +168,7 @@ impl Partition {
         }
         tracing::info!(tp = %self.tp, from = log.log_end_offset(), to = offset, "truncating follower log");
         log.truncate_to(offset).await?;
+        self.on_log_truncated(log.log_end_offset());
         self.reload_producer_state(&log)?;
         Ok(log.log_end_offset())
     }
@@ -173,6 +179,7 @@ impl Partition {
         let mut log = self.log.write().await.map_err(|_| StorageError::Poisoned)?;
         tracing::info!(tp = %self.tp, start = offset, "follower log restarts at the leader's log start");
         log.truncate_fully_and_start_at_offset(offset).await?;
+        self.on_log_truncated(log.log_end_offset());
         self.reload_producer_state(&log)?;
         Ok(log.log_end_offset())
     }

@@ -128,6 +128,64 @@ fn round(
     (restarted, lines_in(acked))
 }
 
+/// Read `shape`'s topic from the beginning and check it against every
+/// acknowledgement its rounds recorded (`files`).
+fn check_topic(broker: &Broker, work: &Path, shape: (&str, bool, i32), files: &[PathBuf]) {
+    let topic = topic_of(shape);
+    let all_acked = work.join(format!("{topic}.acked"));
+    let joined: String = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).expect("acked file"))
+        .collect();
+    std::fs::write(&all_acked, joined).expect("write acked");
+    let read = work.join(format!("{topic}.read"));
+    let drained = run_py_script(
+        &["confluent_kafka"],
+        "history.py",
+        &[
+            "drain".into(),
+            broker.bootstrap(),
+            topic.clone(),
+            shape.2.to_string(),
+            read.display().to_string(),
+            "--timeout-s=300".into(),
+        ],
+    );
+    let report = run_py_script(
+        &["confluent_kafka"],
+        "history.py",
+        &[
+            "check".into(),
+            all_acked.display().to_string(),
+            read.display().to_string(),
+        ],
+    );
+    eprintln!("kill9: {topic}: drained {drained} checked {report}");
+    assert!(
+        report["acked"].as_u64().unwrap() > 0,
+        "{topic}: nothing acknowledged"
+    );
+    assert_eq!(
+        report["lost_count"], 0,
+        "{topic}: acknowledged records lost: {report}"
+    );
+    assert_eq!(report["moved_count"], 0, "{topic}: records moved: {report}");
+    assert_eq!(
+        report["reordered_count"], 0,
+        "{topic}: a producer's records out of order: {report}"
+    );
+    assert!(
+        report["offsets_not_growing"].as_array().unwrap().is_empty(),
+        "{topic}: {report}"
+    );
+    if shape.1 {
+        assert_eq!(
+            report["duplicate_count"], 0,
+            "{topic}: duplicates with idempotence: {report}"
+        );
+    }
+}
+
 #[test]
 fn kill9_under_default_flush_never_loses_an_acknowledged_record() {
     let rounds: u32 = std::env::var("SHARDLOG_KILL9_ROUNDS")
@@ -173,62 +231,8 @@ fn kill9_under_default_flush_never_loses_an_acknowledged_record() {
     }
     assert!(total_acked > 0, "no round recorded an acknowledgement");
     for (which, files) in acked_files.iter().enumerate() {
-        if files.is_empty() {
-            continue;
-        }
-        let shape = SHAPES[which];
-        let topic = topic_of(shape);
-        let all_acked = work.path().join(format!("{topic}.acked"));
-        let joined: String = files
-            .iter()
-            .map(|f| std::fs::read_to_string(f).expect("acked file"))
-            .collect();
-        std::fs::write(&all_acked, joined).expect("write acked");
-        let read = work.path().join(format!("{topic}.read"));
-        let drained = run_py_script(
-            &["confluent_kafka"],
-            "history.py",
-            &[
-                "drain".into(),
-                broker.bootstrap(),
-                topic.clone(),
-                shape.2.to_string(),
-                read.display().to_string(),
-                "--timeout-s=300".into(),
-            ],
-        );
-        let report = run_py_script(
-            &["confluent_kafka"],
-            "history.py",
-            &[
-                "check".into(),
-                all_acked.display().to_string(),
-                read.display().to_string(),
-            ],
-        );
-        eprintln!("kill9: {topic}: drained {drained} checked {report}");
-        assert!(
-            report["acked"].as_u64().unwrap() > 0,
-            "{topic}: nothing acknowledged"
-        );
-        assert_eq!(
-            report["lost_count"], 0,
-            "{topic}: acknowledged records lost: {report}"
-        );
-        assert_eq!(report["moved_count"], 0, "{topic}: records moved: {report}");
-        assert_eq!(
-            report["reordered_count"], 0,
-            "{topic}: a producer's records out of order: {report}"
-        );
-        assert!(
-            report["offsets_not_growing"].as_array().unwrap().is_empty(),
-            "{topic}: {report}"
-        );
-        if shape.1 {
-            assert_eq!(
-                report["duplicate_count"], 0,
-                "{topic}: duplicates with idempotence: {report}"
-            );
+        if !files.is_empty() {
+            check_topic(&broker, work.path(), SHAPES[which], files);
         }
     }
     broker.stop();

@@ -863,3 +863,63 @@ fn alter_partition_v0_names_topics(
         "the v0 change is in the state znode"
     );
 }
+
+/// The broker id in `/controller`, once one is there.
+fn controller_id(zk: &str) -> Option<i32> {
+    let (data, _) = read(zk, &["/controller"])["/controller"].clone()?;
+    json(&data)["brokerid"].as_i64().map(|id| id as i32)
+}
+
+/// SIGTERM of the controller: another broker is elected and bumps
+/// `/controller_epoch` (Kafka's `KafkaController.elect`), and every broker,
+/// the new controller itself included, accepts its first LeaderAndIsr and
+/// UpdateMetadata: no broker logs a request refused with
+/// STALE_CONTROLLER_EPOCH, and a topic created right after the failover
+/// gets its leaders on every remaining broker promptly.
+#[test]
+fn after_the_controller_is_stopped_every_broker_accepts_the_new_controllers_requests() {
+    let zk = ZkServer::standalone();
+    let addr = zk.address();
+    let mut brokers = cluster(&addr);
+    let boot = brokers[0].bootstrap();
+    admin(&["create", &boot, "confluent", "fo6", "6", "3"]);
+    let all: Vec<&Broker> = brokers.iter().collect();
+    wait_for_same_view(&addr, &all, "fo6", 6);
+    let old = wait_for(20, "a controller", || controller_id(&addr));
+    let epoch_path = "/controller_epoch";
+    let epoch = |zk: &str| -> i32 {
+        read(zk, &[epoch_path])[epoch_path]
+            .clone()
+            .unwrap()
+            .0
+            .parse()
+            .unwrap()
+    };
+    let old_epoch = epoch(&addr);
+    let i = brokers.iter().position(|b| b.broker_id == old).unwrap();
+    let stopped = brokers.remove(i).stop_with_logs();
+    assert!(stopped.status.success(), "{:?}", stopped.status);
+    let new = wait_for(20, "a new controller", || {
+        controller_id(&addr).filter(|id| *id != old)
+    });
+    assert_eq!(epoch(&addr), old_epoch + 1, "the new controller's epoch");
+    let boot = brokers[0].bootstrap();
+    admin(&["create", &boot, "confluent", "fo2", "2", "2"]);
+    let left: Vec<&Broker> = brokers.iter().collect();
+    wait_for_same_view(&addr, &left, "fo2", 2);
+    wait_for_same_view(&addr, &left, "fo6", 6);
+    for b in &brokers {
+        let stale: Vec<String> = b
+            .log_lines()
+            .iter()
+            .map(|l| common::plain_log_line(l))
+            .filter(|l| l.contains("STALE_CONTROLLER_EPOCH"))
+            .collect();
+        assert!(
+            stale.is_empty(),
+            "broker {} (new controller {new}):\n{}",
+            b.broker_id,
+            stale.join("\n")
+        );
+    }
+}

@@ -7,6 +7,11 @@
 //! DYNAMIC_TOPIC_CONFIG; a broker restarted afterwards still applies it.
 //! Every wait has a deadline; the retention check runs every second
 //! (`log.retention.check.interval.ms`), segments roll at 4 KiB.
+//!
+//! A topic config change is applied to the open logs (Kafka's
+//! `LogManager.updateTopicConfig`): with a follower replicating and a
+//! producer writing through repeated changes, no log closes, the follower
+//! never gets an error, and a lowered `max.message.bytes` takes effect.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -347,4 +352,78 @@ fn broker_configs_reach_every_broker_per_broker_and_cluster_wide() {
     assert!(ok, "{out}");
     wait_broker_key(&c, &[1, 3], "log.retention.ms", (None, DEFAULT_CONFIG));
     wait_broker_key(&c, &[2], "log.retention.ms", day);
+}
+
+/// Two brokers (ZooKeeper mode) hosting one partition at replication
+/// factor 2, logging at info: five config changes while an acks=all
+/// producer writes between them, then `max.message.bytes` lowered. No
+/// broker closes a partition log (Kafka reopens nothing for a topic
+/// config), the follower's OffsetForLeaderEpoch and Fetch get no error,
+/// every record is delivered, and a record above the new limit is refused
+/// with MESSAGE_TOO_LARGE while a small one is still accepted.
+#[test]
+fn topic_config_changes_apply_to_the_open_logs_without_a_reopen() {
+    use common::cluster::{children, wait_for};
+    use common::{Broker, Conn};
+    use kafka_protocol::records::Compression;
+    const T: &str = "cfginplace";
+    let zk = common::zookeeper::ZkServer::standalone();
+    let addr = zk.address();
+    let brokers: Vec<Broker> = (1..=2)
+        .map(|id| {
+            let o = [
+                format!("zookeeper.connect={addr}"),
+                "zookeeper.session.timeout.ms=3000".into(),
+                format!("broker.id={id}"),
+                "shardlog.shards=1".into(),
+            ];
+            let refs: Vec<&str> = o.iter().map(String::as_str).collect();
+            Broker::start_logging(common::new_log_dir(), &refs, Some("info"))
+        })
+        .collect();
+    wait_for(20, "two registrations", || {
+        (children(&addr, "/brokers/ids").len() == 2).then_some(())
+    });
+    let boot = brokers[0].bootstrap();
+    admin(&["create", &boot, "confluent", T, "1", "2"]);
+    let mut conns: Vec<Conn> = brokers.iter().map(Conn::open).collect();
+    let leader = wait_for(30, "a leader with both replicas in the ISR", || {
+        let m = conns[0].metadata(Some(&[T]));
+        let p = m.topics.first()?.partitions.first()?;
+        (p.error_code == 0 && p.isr_nodes.len() == 2).then_some(p.leader_id.0)
+    });
+    let at = brokers.iter().position(|b| b.broker_id == leader).unwrap();
+    for i in 0..5 {
+        let retention = format!("retention.ms={}", 86_400_000 + i);
+        admin(&["alter_config", &boot, T, &retention, "segment.ms=600000"]);
+        let r = admin(&["produce", &boot, T, "20", "all"]);
+        assert_eq!(r["delivered"], 20, "{r}");
+        assert_eq!(r["errors"], serde_json::json!([]), "{r}");
+    }
+    admin(&["alter_config", &boot, T, "max.message.bytes=2048"]);
+    let big = vec![b'x'; 4096];
+    let refused = wait_for(30, "the lowered max.message.bytes in force", || {
+        let batch = common::encode_batch(&[(None, &big, common::now_ms())], Compression::None);
+        let r = conns[at].produce(T, 0, batch, -1);
+        (r.error_code != 0).then_some(r.error_code)
+    });
+    assert_eq!(refused, 10, "MESSAGE_TOO_LARGE");
+    let small = common::encode_batch(&[(None, b"small", common::now_ms())], Compression::None);
+    assert_eq!(conns[at].produce(T, 0, small, -1).error_code, 0);
+    for b in &brokers {
+        let lines: Vec<String> = b
+            .log_lines()
+            .iter()
+            .map(|l| common::plain_log_line(l))
+            .collect();
+        let bad: Vec<&String> = lines
+            .iter()
+            .filter(|l| {
+                l.contains("closed partition logs")
+                    || l.contains("OffsetForLeaderEpoch refused")
+                    || l.contains("fetch partition error")
+            })
+            .collect();
+        assert!(bad.is_empty(), "broker {}: {bad:#?}", b.broker_id);
+    }
 }

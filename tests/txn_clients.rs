@@ -13,6 +13,10 @@
 //! - Fencing: a second producer with the same transactional.id fences the
 //!   first, whose open transaction is aborted and whose commit fails with
 //!   the fatal `_FENCED`.
+//! - A `transaction.timeout.ms` above `transaction.max.timeout.ms` fails
+//!   `init_transactions` at once with the fatal INVALID_TRANSACTION_TIMEOUT
+//!   (librdkafka's 0103_transactions `do_test_misuse_txn`), answered by any
+//!   broker before a coordinator exists.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
@@ -346,5 +350,54 @@ fn a_copier_killed_and_restarted_copies_every_record_exactly_once() {
     // Each kill left an open transaction whose records reached the log;
     // the next copier's init_transactions aborted it.
     assert!(total_aborted >= 3, "{total_aborted} aborted transactions");
+    broker.stop();
+}
+
+/// InitProducerId's own checks come first (Kafka's
+/// `TransactionCoordinator.handleInitProducerId`): on a broker where no
+/// `__transaction_state` exists yet, a timeout above
+/// `transaction.max.timeout.ms` (or not positive) is
+/// INVALID_TRANSACTION_TIMEOUT and an empty transactional id
+/// INVALID_REQUEST, not NOT_COORDINATOR (which sends a client looking for
+/// a coordinator again). confluent-kafka's `init_transactions` then fails
+/// at once with the fatal INVALID_TRANSACTION_TIMEOUT.
+#[test]
+fn init_transactions_with_a_timeout_above_the_maximum_fails_at_once() {
+    use kafka_protocol::messages::{InitProducerIdRequest, TransactionalId};
+    use kafka_protocol::protocol::StrBytes;
+    let broker = Broker::start_with(&[
+        "transaction.state.log.num.partitions=4",
+        "transaction.max.timeout.ms=60000",
+    ]);
+    let mut c = Conn::open(&broker);
+    let init = |c: &mut Conn, id: &str, timeout_ms: i32| {
+        let req = InitProducerIdRequest::default()
+            .with_transactional_id(Some(TransactionalId(StrBytes::from_string(id.into()))))
+            .with_transaction_timeout_ms(timeout_ms);
+        c.call(4, &req).error_code
+    };
+    const INVALID_REQUEST: i16 = 42;
+    const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
+    assert_eq!(init(&mut c, "misuse", 60_001), INVALID_TRANSACTION_TIMEOUT);
+    assert_eq!(
+        init(&mut c, "misuse", i32::MAX),
+        INVALID_TRANSACTION_TIMEOUT
+    );
+    assert_eq!(init(&mut c, "misuse", 0), INVALID_TRANSACTION_TIMEOUT);
+    assert_eq!(init(&mut c, "", 60_000), INVALID_REQUEST);
+    let r: Value = run_py_script(
+        &["confluent_kafka"],
+        "txn_confluent.py",
+        &[
+            "bad_timeout".into(),
+            broker.bootstrap(),
+            unique_topic("misuse"),
+            i32::MAX.to_string(),
+        ],
+    );
+    assert_eq!(r["error"], "INVALID_TRANSACTION_TIMEOUT", "{r}");
+    assert_eq!(r["fatal"], true, "{r}");
+    // init_transactions waits up to 30 s; the refusal is the first answer.
+    assert!(r["seconds"].as_f64().unwrap() < 10.0, "{r}");
     broker.stop();
 }

@@ -464,22 +464,6 @@ impl TopicConfig {
         self.cleanup_policy.iter().any(|p| p == "compact")
     }
 
-    /// Whether the two configs differ only in what does not touch the
-    /// log: the replication throttle lists (read from the topic's stored
-    /// overrides by `replication::quota`), so changing them does not
-    /// reopen partitions.
-    pub fn same_log_as(&self, other: &TopicConfig) -> bool {
-        if self == other {
-            return true;
-        }
-        let strip = |c: &TopicConfig| TopicConfig {
-            leader_replication_throttled_replicas: Vec::new(),
-            follower_replication_throttled_replicas: Vec::new(),
-            ..c.clone()
-        };
-        strip(self) == strip(other)
-    }
-
     pub fn is_delete(&self) -> bool {
         self.cleanup_policy.iter().any(|p| p == "delete")
     }

@@ -52,6 +52,7 @@ use crate::storage::producer_snapshot;
 use crate::storage::StorageError;
 use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 
+mod config;
 mod delete_records;
 mod follower;
 mod group_commit;
@@ -94,7 +95,8 @@ pub struct Partition {
     replicas: RefCell<Vec<BrokerId>>,
     me: BrokerId,
     replica_lag_time_max_ms: i64,
-    pub config: TopicConfig,
+    /// Changed in place by [`Partition::update_config`].
+    config: RefCell<Rc<TopicConfig>>,
     log: RwLock<PartitionLog>,
     /// The log's published offsets (read without the lock; the log writes them).
     ends: LogEndsView,
@@ -325,7 +327,7 @@ impl Partition {
             replicas: RefCell::new(spec.replicas),
             me: spec.me,
             replica_lag_time_max_ms: spec.replica_lag_time_max_ms,
-            config: spec.config,
+            config: RefCell::new(Rc::new(spec.config)),
             ends: log.ends_view(),
             recovery_point: log.recovery_point_view(),
             log: RwLock::new(log),
@@ -483,7 +485,7 @@ impl Partition {
             high_watermark: hw,
             last_stable_offset: self.last_stable(hw),
             isr_size: self.replica.borrow().isr().len() as u32,
-            min_insync_replicas: self.config.min_insync_replicas.max(1) as u32,
+            min_insync_replicas: self.config().min_insync_replicas.max(1) as u32,
         }
     }
 
@@ -676,7 +678,7 @@ impl Partition {
         };
         // Kafka's `LogValidator`: a compacted topic refuses records without
         // a key (INVALID_RECORD). Only compacted topics pay for the walk.
-        if self.config.is_compacted() {
+        if self.config().is_compacted() {
             let keyed = records.summaries().iter().all(|s| {
                 record_walk::every_record_has_a_key(&records.bytes()[s.range.clone()])
                     .unwrap_or(false)
@@ -720,7 +722,7 @@ impl Partition {
         if let Some(answer) = refused.or_else(|| self.check_verified(&batch, guard)) {
             return answer;
         }
-        let log_append_time = self.config.message_timestamp_type == TimestampType::LogAppendTime;
+        let log_append_time = self.config().message_timestamp_type == TimestampType::LogAppendTime;
         let active_before = log.active_segment_base_offset();
         let position = log.ends().log_end_position;
         let info = match log

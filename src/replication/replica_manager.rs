@@ -210,7 +210,7 @@ impl ReplicaManager {
             .partitions
             .borrow()
             .values()
-            .filter(|p| p.config.is_compacted())
+            .filter(|p| p.config().is_compacted())
             .cloned()
             .collect();
         v.sort_by(|a, b| a.tp.cmp(&b.tp));
@@ -331,13 +331,18 @@ impl ReplicaManager {
         let deletes = !snapshot.hosted_by_leader_and_isr;
         let mut stale: Vec<(TopicPartition, bool)> = Vec::new();
         let mut moved: Vec<(Rc<Partition>, Leadership)> = Vec::new();
+        // Kafka's `LogManager.updateTopicConfig`: a changed topic config
+        // is applied to the open partition and log, never by a reopen
+        // (followers fetching from it would see errors meanwhile).
+        let mut reconfigured: Vec<(Rc<Partition>, TopicConfig)> = Vec::new();
         for (tp, p) in self.partitions.borrow().iter() {
             match wanted.get(tp) {
                 None => stale.push((tp.clone(), deletes)),
-                Some(w) if w.topic_id != p.topic_id || !w.config.same_log_as(&p.config) => {
-                    stale.push((tp.clone(), deletes && w.topic_id != p.topic_id));
-                }
+                Some(w) if w.topic_id != p.topic_id => stale.push((tp.clone(), deletes)),
                 Some(w) => {
+                    if w.config != *p.config() {
+                        reconfigured.push((p.clone(), w.config.clone()));
+                    }
                     let next = self.leadership(&w.state);
                     if next != p.leadership() {
                         moved.push((p.clone(), next));
@@ -370,6 +375,15 @@ impl ReplicaManager {
         for (p, next) in moved {
             p.apply_leadership(next, now_ms).await;
             changed.push(p.tp.clone());
+        }
+        for (p, config) in reconfigured {
+            let log_config = LogConfig::for_topic(&config, &self.server);
+            p.update_config(config, log_config).await;
+            tracing::info!(tp = %p.tp, "topic config applied to the open log");
+            // A delayed produce waits on `min.insync.replicas`.
+            if !changed.contains(&p.tp) {
+                changed.push(p.tp.clone());
+            }
         }
         let opening: Vec<(TopicPartition, Wanted)> = wanted
             .into_iter()

@@ -3,8 +3,9 @@
 //! on the control shard): a children watch on `/config/changes`; each new
 //! notification naming a topic has that topic's overrides read again from
 //! `/config/topics/<t>` and the snapshot republished, so the owner shards
-//! reopen its logs with the new config (retention, segment size, cleanup
-//! policy, min.insync.replicas, … without a restart); client quotas
+//! apply the new config to its open logs (retention, segment size, cleanup
+//! policy, min.insync.replicas, … without a restart or a reopen, as
+//! Kafka's `LogManager.updateTopicConfig`); client quotas
 //! (`clients/…`, `users/…`) and this broker's dynamic configs
 //! (`brokers/<id>`, `brokers/<default>`) are read again the same way;
 //! notifications older

@@ -588,7 +588,7 @@ impl ControlShard {
     /// `/config/changes` named `topics`: each hosted one's overrides are
     /// read again (Kafka's `TopicConfigHandler.processConfigChanges`);
     /// `Some(base)` to republish when any changed, so the owner shards
-    /// reopen those logs with the new config.
+    /// apply the new config to those open logs.
     pub async fn reload_topic_configs(
         &self,
         topics: &BTreeSet<String>,

@@ -515,6 +515,13 @@ impl PartitionLog {
     pub fn config(&self) -> &LogConfig {
         &self.config
     }
+    /// A changed topic config, applied to the open log (Kafka's
+    /// `UnifiedLog.updateConfig`): later appends, rolls, flushes and
+    /// retention rounds follow it; segments already created keep their
+    /// index capacity and pre-allocation, as Kafka's do.
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
     pub fn recovery_stats(&self) -> RecoveryStats {
         self.recovery_stats
     }

@@ -18,6 +18,10 @@ usage:
       Begins a transaction with transaction.timeout.ms=TIMEOUT_MS, writes
       5 records to partition 0, flushes, and exits without ending it (the
       coordinator must abort it after the timeout). Prints JSON.
+  txn_confluent.py bad_timeout BOOTSTRAP TXN_ID TIMEOUT_MS
+      init_transactions with transaction.timeout.ms=TIMEOUT_MS (above the
+      broker's transaction.max.timeout.ms), waiting up to 30 s. Prints JSON:
+        error: the error's name ("ok" when it succeeded), fatal, seconds.
   txn_confluent.py fence BOOTSTRAP TOPIC
       Producer 1 writes in a transaction; producer 2 with the same
       transactional.id calls init_transactions (fencing 1 and aborting its
@@ -168,6 +172,29 @@ def abandon(bootstrap, topic, timeout_ms):
     os._exit(0)
 
 
+def bad_timeout(bootstrap, txn_id, timeout_ms):
+    """librdkafka's 0103_transactions do_test_misuse_txn: a timeout the
+    broker refuses fails init_transactions at once, fatally."""
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": txn_id,
+            "transaction.timeout.ms": timeout_ms,
+        }
+    )
+    started = time.monotonic()
+    out = {}
+    try:
+        p.init_transactions(30)
+        out["error"] = "ok"
+    except KafkaException as e:
+        err = e.args[0]
+        out["error"] = err.name()
+        out["fatal"] = err.fatal()
+    out["seconds"] = time.monotonic() - started
+    return out
+
+
 def main():
     mode, bootstrap = sys.argv[1], sys.argv[2]
     if mode == "loops":
@@ -175,6 +202,8 @@ def main():
     elif mode == "abandon":
         abandon(bootstrap, sys.argv[3], int(sys.argv[4]))
         return
+    elif mode == "bad_timeout":
+        result = bad_timeout(bootstrap, sys.argv[3], int(sys.argv[4]))
     else:
         result = fence(bootstrap, sys.argv[3])
     print(json.dumps(result))

@@ -81,7 +81,18 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                             tracing::warn!(%broker, error = %r.error, "controller request refused");
                         }
                         for (t, p, e) in r.partitions.iter().filter(|x| x.2 != ErrorCode::NONE) {
-                            tracing::warn!(%broker, topic = %t, partition = p, error = %e, "controller request: partition error");
+                            if leader_and_isr && *e == ErrorCode::STALE_CONTROLLER_EPOCH {
+                                // The broker already has this leader epoch
+                                // (Kafka's `becomeLeaderOrFollower`: "matches
+                                // the current leader epoch"), e.g. every
+                                // partition a new controller announces at
+                                // failover (`ReplicaStateMachine.startup`);
+                                // Kafka's controller only acts on
+                                // KAFKA_STORAGE_ERROR.
+                                tracing::debug!(%broker, topic = %t, partition = p, "controller request: leader epoch already applied");
+                            } else {
+                                tracing::warn!(%broker, topic = %t, partition = p, error = %e, "controller request: partition error");
+                            }
                         }
                         deleting
                             .iter()

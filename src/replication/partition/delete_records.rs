@@ -42,7 +42,7 @@ impl Partition {
         if self.role() != PartitionRole::Leader {
             return Err(self.not_serving());
         }
-        if !self.config.is_delete() {
+        if !self.config().is_delete() {
             return Err(ErrorCode::POLICY_VIOLATION);
         }
         let requested = {

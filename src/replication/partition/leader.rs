@@ -270,7 +270,7 @@ impl Partition {
     /// `appendRecordsToLeader`: the committed ISR against
     /// `min.insync.replicas`, topic over broker config).
     pub(super) fn enough_replicas_for_acks_all(&self) -> bool {
-        let min_isr = self.config.min_insync_replicas.max(1) as usize;
+        let min_isr = self.config().min_insync_replicas.max(1) as usize;
         self.replica.borrow().isr().len() >= min_isr
     }
 }

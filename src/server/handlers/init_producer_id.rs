@@ -11,8 +11,10 @@
 //! `__transaction_state` partition (`shard::txn_driver`), which answers
 //! NOT_COORDINATOR when this broker does not lead that partition (the
 //! client looks the coordinator up again), CONCURRENT_TRANSACTIONS while
-//! an earlier transaction of the id is being ended, and
-//! INVALID_TRANSACTION_TIMEOUT past `transaction.max.timeout.ms`.
+//! an earlier transaction of the id is being ended. An empty id
+//! (INVALID_REQUEST) and a timeout past `transaction.max.timeout.ms`
+//! (INVALID_TRANSACTION_TIMEOUT) are refused first, on any broker, as
+//! Kafka's coordinator does.
 
 use std::rc::Rc;
 
@@ -93,11 +95,24 @@ async fn transactional(
     txn_id: &str,
     request: &InitProducerIdRequest,
 ) -> Result<(i64, i16), ErrorCode> {
+    // Kafka's `TransactionCoordinator.handleInitProducerId` refuses an
+    // empty id and a `transaction.timeout.ms` outside (0,
+    // `transaction.max.timeout.ms`] before it looks the id's coordinator
+    // state up: any broker answers them, coordinator or not, loaded or
+    // not, and the client fails at once (fatally) instead of looking for
+    // a coordinator again.
+    if txn_id.is_empty() {
+        return Err(ErrorCode::INVALID_REQUEST);
+    }
+    let timeout_ms = request.transaction_timeout_ms;
+    if timeout_ms <= 0 || timeout_ms > ctx.config.transaction_max_timeout_ms {
+        return Err(ErrorCode::INVALID_TRANSACTION_TIMEOUT);
+    }
     let expected =
         (request.producer_id.0 >= 0).then_some((request.producer_id.0, request.producer_epoch));
     let call = TxnCall::InitProducerId {
         txn_id: txn_id.to_owned(),
-        timeout_ms: request.transaction_timeout_ms,
+        timeout_ms,
         expected,
     };
     match ctx.ask_txn(txn_id, call).await {

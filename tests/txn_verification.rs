@@ -563,6 +563,12 @@ fn java_transactions_with_pipelined_produces_and_connection_resets() {
         "shardlog.txn.verify.delay.ms=20",
     ]);
     link.set_target(&broker.bootstrap());
+    // The client's every connection goes through the link.
+    let brokers = Conn::open_addr(&link.address()).metadata(None).brokers;
+    assert_eq!(
+        brokers.iter().map(|b| b.port).collect::<Vec<_>>(),
+        [i32::from(link.port)]
+    );
     let topic = common::unique_topic("txn-stress");
     let stop = Arc::new(AtomicBool::new(false));
     let chaos = {

@@ -230,6 +230,13 @@ server_config! {
     /// producer's transaction on a partition, and refuses it with
     /// INVALID_TXN_STATE unless the partition is in the transaction.
     transaction_partition_verification_enable: bool = true;
+    /// `shardlog.txn.verify.delay.ms`: fault-injection hook (default 0,
+    /// off): every other KIP-890 verification a broker runs (the 1st,
+    /// 3rd, ...) waits this long after its coordinator answered, so a
+    /// request pipelined behind another on a connection finishes its
+    /// verification first (the appends must still keep the connection's
+    /// order).
+    shardlog_txn_verify_delay_ms: u64 = 0;
     /// `group.initial.rebalance.delay.ms` (default 3000).
     group_initial_rebalance_delay_ms: i32 = 3000;
     /// `group.max.size` (default Integer.MAX_VALUE).

@@ -173,6 +173,12 @@ pub struct FifoTicket {
     done: bool,
 }
 
+impl std::fmt::Debug for FifoTicket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FifoTicket").field("n", &self.n).finish()
+    }
+}
+
 impl FifoTicket {
     /// Completes when every earlier ticket has been released.
     pub fn turn(&self) -> FifoTurn<'_> {

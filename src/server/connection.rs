@@ -25,7 +25,7 @@ use super::in_order::InOrder;
 use super::memory_pool::{Lease, MemoryPool};
 use super::out::{write_parts, ConnWriter, OutPart};
 use crate::io::clock::Clock;
-use crate::io::local_sync::{Notify, Trigger};
+use crate::io::local_sync::{FifoGate, Notify, Trigger};
 use crate::protocol::frame::{frame_len, take_frame};
 use crate::protocol::header::{decode_request_header, peek_fixed, RequestHeader};
 use crate::protocol::throttle_field::{
@@ -89,6 +89,10 @@ struct Conn {
     one_at_a_time: Cell<bool>,
     /// The broker's request memory pool (`queued.max.request.bytes`).
     pool: Arc<MemoryPool>,
+    /// The order this connection's Produce requests arrived in: each takes
+    /// its ticket as it is read and hands its appends to the partitions
+    /// in that order (`handlers::produce`).
+    produce_order: Rc<FifoGate>,
 }
 
 /// Serve one connection until the client leaves, it must be closed, or
@@ -123,6 +127,7 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream, pool: Arc<MemoryPoo
         muted_until_ns: Cell::new(0),
         one_at_a_time: Cell::new(false),
         pool,
+        produce_order: Rc::default(),
     });
     tracing::debug!(peer = %conn.peer, "connection accepted");
     let writer_task = glommio::spawn_local(write_loop(conn.clone(), writer));
@@ -374,12 +379,16 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
     let seq = conn.in_order.borrow_mut().on_request();
     let conn = conn.clone();
     let received = (header.api_key == ApiKey::Produce).then(|| conn.ctx.clock.mono_ns());
+    // Taken here, in the order the requests arrived, before the request's
+    // task exists.
+    let produce_turn = (header.api_key == ApiKey::Produce).then(|| conn.produce_order.ticket());
     glommio::spawn_local(async move {
         let _lease = lease;
         let request = Request {
             header: header.clone(),
             body,
             client_host: conn.client_host.clone(),
+            produce_turn,
         };
         let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();
         let (result, request_ms) = if request_quota {

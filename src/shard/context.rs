@@ -18,7 +18,7 @@ use bytes::Bytes;
 
 use super::control_shard::{ControlRequest, ControlResponse, ControlShard};
 use super::data_shard::{DataRequest, DataResponse, DataShard};
-use super::mesh::{Mesh, MeshError};
+use super::mesh::{Mesh, MeshError, Posted};
 use crate::config::ServerConfig;
 use crate::io::clock::Clock;
 use crate::io::local_sync::Trigger;
@@ -213,6 +213,19 @@ impl ShardContext {
 
     pub fn mesh(&self) -> Option<&Rc<ShardMesh>> {
         self.mesh.get()
+    }
+
+    /// Post a request to another shard (or ourselves) through the mesh
+    /// (`Mesh::post`: done once it is in that shard's queue).
+    pub async fn post(
+        &self,
+        target: usize,
+        req: ShardRequest,
+    ) -> Result<Posted<ShardResponse>, MeshError> {
+        match self.mesh.get() {
+            Some(mesh) => mesh.post(target, req).await,
+            None => Err(MeshError::PeerGone(target)),
+        }
     }
 
     /// Call another shard (or ourselves) through the mesh.

@@ -32,7 +32,7 @@ use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::partition::{
     AppendOrigin, FollowerFetch, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
-use crate::replication::replica_manager::{ProduceAppend, ReplicaManager};
+use crate::replication::replica_manager::{ProduceAppend, QueuedAppends, ReplicaManager};
 use crate::types::{ShardId, TopicPartition};
 
 /// One partition to read.
@@ -257,9 +257,27 @@ impl DataShard {
         acks: i16,
         origin: AppendOrigin,
     ) -> Vec<ProduceResult> {
-        // Places in every partition's append order first, before the first
-        // await (`QueuedAppends` says why).
-        let queued = self.replicas.queue_appends(parts);
+        let queued = self.queue_produce(parts);
+        self.append_queued(queued, now_ms, acks, origin).await
+    }
+
+    /// A produce request's places in every partition's append order, taken
+    /// now, before any await (`QueuedAppends` says why); the connection
+    /// side takes them in its requests' arrival order
+    /// (`ShardContext::dispatch_produce`).
+    pub fn queue_produce(&self, parts: Vec<(TopicPartition, ProduceAppend)>) -> QueuedAppends {
+        self.replicas.queue_appends(parts)
+    }
+
+    /// Append a produce request's partitions queued with
+    /// [`Self::queue_produce`], in request order.
+    pub async fn append_queued(
+        &self,
+        queued: QueuedAppends,
+        now_ms: i64,
+        acks: i16,
+        origin: AppendOrigin,
+    ) -> Vec<ProduceResult> {
         let mut out = Vec::new();
         for append in queued.into_appends() {
             let tp = append.tp.clone();

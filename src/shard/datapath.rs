@@ -7,6 +7,8 @@
 
 use std::rc::Rc;
 
+use futures_lite::future::BoxedLocal;
+
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::data_shard::{DataRequest, DataResponse, ReadSpec, VerifyStart};
 use super::router::serve_data;
@@ -56,13 +58,69 @@ impl ShardContext {
         acks: i16,
         origin: AppendOrigin,
     ) -> Vec<ProduceResult> {
-        self.appends_on_owners(parts, move |parts| DataRequest::Produce {
-            parts,
-            now_ms,
-            acks,
-            origin,
-        })
-        .await
+        self.dispatch_produce(parts, now_ms, acks, origin)
+            .await
+            .results()
+            .await
+    }
+
+    /// Connection side: hand a produce request's appends to their owners;
+    /// done once every owner took (this shard) or will take first thing
+    /// on receipt (posted on the mesh, whose per-peer queues keep their
+    /// order) the request's places in its partitions' append order. Two
+    /// requests dispatched one after the other append in that order on
+    /// every partition they share, whatever each waits for afterwards;
+    /// the connection dispatches its produce requests in arrival order
+    /// (`handlers::produce`).
+    pub async fn dispatch_produce(
+        self: &Rc<Self>,
+        parts: Vec<(TopicPartition, ProduceAppend)>,
+        now_ms: i64,
+        acks: i16,
+        origin: AppendOrigin,
+    ) -> DispatchedProduce {
+        let groups = self.group_by_owner(parts.into_iter().map(|(tp, x)| (tp.clone(), (tp, x))));
+        let mut calls = Vec::with_capacity(groups.by_owner.len());
+        for (owner, items) in groups.by_owner {
+            let (idx, parts): (Vec<usize>, Vec<_>) = items.into_iter().unzip();
+            let answer: BoxedLocal<Option<Vec<ProduceResult>>> = if owner == self.peer_id() {
+                match super::router::start_produce_here(self, parts, now_ms, acks, origin) {
+                    // Runs as its own task, out of reach of the
+                    // connection's catch_unwind: a panic must fail this
+                    // request, not end the shard.
+                    Some(run) => Box::pin(async move {
+                        let run = std::panic::AssertUnwindSafe(run);
+                        let answer = futures_lite::FutureExt::catch_unwind(run).await;
+                        if answer.is_err() {
+                            tracing::error!("a produce panicked on its owner; the request fails");
+                        }
+                        answer.ok()
+                    }),
+                    None => Box::pin(async { None }),
+                }
+            } else {
+                let req = ShardRequest::Data(DataRequest::Produce {
+                    parts,
+                    now_ms,
+                    acks,
+                    origin,
+                });
+                match self.post(owner, req).await {
+                    Ok(posted) => Box::pin(async move {
+                        match posted.answer().await {
+                            Ok(ShardResponse::Data(DataResponse::Produced(list))) => Some(list),
+                            _ => None,
+                        }
+                    }),
+                    Err(_) => Box::pin(async { None }),
+                }
+            };
+            calls.push((idx, glommio::spawn_local(answer)));
+        }
+        DispatchedProduce {
+            total: groups.total,
+            calls,
+        }
     }
 
     /// Connection side: start KIP-890 verifications on the partitions'
@@ -405,6 +463,35 @@ impl ShardContext {
             }
         }
         Grouped { by_owner, total }
+    }
+}
+
+/// A produce request handed to its partitions' owners
+/// ([`ShardContext::dispatch_produce`]): per owner, the request's indexes
+/// of its partitions and the owner's answer (`None`: it did not answer).
+pub struct DispatchedProduce {
+    total: usize,
+    calls: Vec<(Vec<usize>, OwnerAnswer)>,
+}
+
+/// One owner's answer to a dispatched produce (`None`: no answer).
+type OwnerAnswer = glommio::Task<Option<Vec<ProduceResult>>>;
+
+impl DispatchedProduce {
+    /// The appends' results in request order, NOT_LEADER_OR_FOLLOWER for
+    /// a partition whose owner did not answer.
+    pub async fn results(self) -> Vec<ProduceResult> {
+        let mut results: Vec<Option<ProduceResult>> = vec![None; self.total];
+        for (idx, call) in self.calls {
+            let mut list = call.await.unwrap_or_default().into_iter();
+            for i in idx {
+                results[i] = list.next();
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER)))
+            .collect()
     }
 }
 

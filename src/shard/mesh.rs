@@ -122,13 +122,24 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
     /// Ask peer `target` and wait for its answer. A call to ourselves runs
     /// the handler directly.
     pub async fn call(self: &Rc<Self>, target: usize, req: Req) -> Result<Resp, MeshError> {
+        self.post(target, req).await?.answer().await
+    }
+
+    /// Send `req` to peer `target`; done once it is in that peer's queue.
+    /// The peer starts its handler for its requests from us in the order
+    /// they were posted, each before the next is taken (see
+    /// [`Self::on_envelope`]), so what a handler does before its first
+    /// await happens in posting order. A request to ourselves starts its
+    /// handler here and now.
+    pub async fn post(self: &Rc<Self>, target: usize, req: Req) -> Result<Posted<Resp>, MeshError> {
         if target >= self.peers {
             return Err(MeshError::NoSuchPeer(target));
         }
         if target == self.me {
-            return run_handler(&self.handler, self.me, req)
-                .await
-                .ok_or(MeshError::HandlerPanicked(target));
+            return Ok(Posted::Here(
+                target,
+                start_handler(&self.handler, self.me, req),
+            ));
         }
         let id = self.next_id.get();
         self.next_id.set(id.wrapping_add(1));
@@ -143,20 +154,19 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
             self.pending.borrow_mut().remove(&id);
             return Err(MeshError::PeerGone(target));
         }
-        // `None` when the pending entry was dropped (mesh closing).
-        match rx.recv().await {
-            Some(Some(resp)) => Ok(resp),
-            Some(None) => Err(MeshError::HandlerPanicked(target)),
-            None => Err(MeshError::PeerGone(target)),
-        }
+        Ok(Posted::There(target, rx))
     }
 
     fn on_envelope(self: &Rc<Self>, envelope: Envelope<Req, Resp>) {
         match envelope {
+            // The handler starts here, in the order the requests arrived
+            // (a handler may take its place in some order before its first
+            // await, e.g. a produce's in its partitions' append order).
             Envelope::Request { id, from, req } => {
                 let mesh = self.clone();
+                let run = start_handler(&mesh.handler, from, req);
                 glommio::spawn_local(async move {
-                    let resp = run_handler(&mesh.handler, from, req).await;
+                    let resp = run.await;
                     // The caller may be shutting down; nothing to do then.
                     let _ = mesh
                         .senders
@@ -200,24 +210,55 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
     }
 }
 
-/// Runs the handler on one request; `None` if it panicked. A panic in a
-/// detached task would otherwise end the whole executor, and with it every
-/// partition the shard owns (the connection side catches its own handlers
-/// the same way, `server::connection`).
-async fn run_handler<Req, Resp>(
+/// A request posted with [`Mesh::post`], waiting for its answer.
+pub enum Posted<Resp> {
+    /// Handled on this shard (the target): its handler's run.
+    Here(usize, BoxedLocal<Option<Resp>>),
+    /// Sent to the peer; its answer comes back on this channel.
+    There(usize, local_channel::LocalReceiver<Option<Resp>>),
+}
+
+impl<Resp> Posted<Resp> {
+    /// The peer's answer.
+    pub async fn answer(self) -> Result<Resp, MeshError> {
+        match self {
+            Posted::Here(target, run) => run.await.ok_or(MeshError::HandlerPanicked(target)),
+            // `None` when the pending entry was dropped (mesh closing).
+            Posted::There(target, rx) => match rx.recv().await {
+                Some(Some(resp)) => Ok(resp),
+                Some(None) => Err(MeshError::HandlerPanicked(target)),
+                None => Err(MeshError::PeerGone(target)),
+            },
+        }
+    }
+}
+
+/// Starts the handler on one request now (what it does before its first
+/// await happens in this call); its run answers `None` if it panicked,
+/// starting or later. A panic in a detached task would otherwise end the
+/// whole executor, and with it every partition the shard owns (the
+/// connection side catches its own handlers the same way,
+/// `server::connection`).
+fn start_handler<Req, Resp: 'static>(
     handler: &Handler<Req, Resp>,
     from: usize,
     req: Req,
-) -> Option<Resp> {
-    match AssertUnwindSafe(handler(from, req)).catch_unwind().await {
-        Ok(resp) => Some(resp),
-        Err(_) => {
-            tracing::error!(
-                from,
-                "a cross-shard request handler panicked; the request fails"
-            );
-            None
-        }
+) -> BoxedLocal<Option<Resp>> {
+    let panicked = move || {
+        tracing::error!(
+            from,
+            "a cross-shard request handler panicked; the request fails"
+        );
+        None
+    };
+    match std::panic::catch_unwind(AssertUnwindSafe(|| handler(from, req))) {
+        Ok(run) => Box::pin(async move {
+            match AssertUnwindSafe(run).catch_unwind().await {
+                Ok(resp) => Some(resp),
+                Err(_) => panicked(),
+            }
+        }),
+        Err(_) => Box::pin(async move { panicked() }),
     }
 }
 

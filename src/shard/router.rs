@@ -7,6 +7,8 @@ use crate::controller::requests::{AdminFailure, BrokerConfigCall};
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use std::rc::Rc;
 
+use futures_lite::future::BoxedLocal;
+
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse, ControlShard};
 use super::data_shard::{DataRequest, DataResponse};
@@ -14,20 +16,62 @@ use super::mesh::Handler;
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::replication::isr_change::IsrChange;
+use crate::replication::partition::{AppendOrigin, ProduceResult};
+use crate::replication::replica_manager::ProduceAppend;
 use crate::types::TopicPartition;
 
 /// The mesh handler for this shard.
 pub fn mesh_handler(ctx: &Rc<ShardContext>) -> Handler<ShardRequest, ShardResponse> {
     let weak = Rc::downgrade(ctx);
     Rc::new(move |from, req| {
-        let ctx = weak.upgrade();
-        Box::pin(async move {
-            match ctx {
-                Some(ctx) => on_mesh_request(&ctx, from, req).await,
-                None => ShardResponse::Unsupported,
+        let Some(ctx) = weak.upgrade() else {
+            return Box::pin(async { ShardResponse::Unsupported });
+        };
+        match req {
+            // Called as the message is taken off the mesh, in the order
+            // the connection's shard posted them: the appends take their
+            // places now (`ShardContext::dispatch_produce`).
+            ShardRequest::Data(DataRequest::Produce {
+                parts,
+                now_ms,
+                acks,
+                origin,
+            }) => {
+                let run = start_produce_here(&ctx, parts, now_ms, acks, origin);
+                Box::pin(async move {
+                    match run {
+                        Some(run) => ShardResponse::Data(DataResponse::Produced(run.await)),
+                        None => ShardResponse::Unsupported,
+                    }
+                })
             }
-        })
+            req => Box::pin(async move { on_mesh_request(&ctx, from, req).await }),
+        }
     })
+}
+
+/// A produce request's appends to this shard's partitions: their places
+/// in the partitions' append order are taken now, in the order of the
+/// calls (before any await); the appends run when the result is awaited.
+/// `None` when this shard has no data part.
+pub fn start_produce_here(
+    ctx: &Rc<ShardContext>,
+    parts: Vec<(TopicPartition, ProduceAppend)>,
+    now_ms: i64,
+    acks: i16,
+    origin: AppendOrigin,
+) -> Option<BoxedLocal<Vec<ProduceResult>>> {
+    let queued = ctx.data()?.queue_produce(parts);
+    let ctx = ctx.clone();
+    Some(Box::pin(async move {
+        let Some(data) = ctx.data() else {
+            return Vec::new();
+        };
+        let results = data.append_queued(queued, now_ms, acks, origin).await;
+        maybe_send_notes(&ctx);
+        maybe_send_isr_changes(&ctx);
+        results
+    }))
 }
 
 async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest) -> ShardResponse {

@@ -15,6 +15,7 @@
 //! v4 is not asked (Kafka skips verification on its version mismatch).
 
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kafka_protocol_39::messages::add_partitions_to_txn_request::{
@@ -31,6 +32,10 @@ use crate::controller::image::TRANSACTION_STATE_TOPIC;
 use crate::protocol::ErrorCode;
 use crate::txn::coordinator::partition_for;
 use crate::types::{partitions_by_topic, BrokerId, TopicPartition};
+
+/// `shardlog.txn.verify.delay.ms`: verifications this broker started
+/// (the hook delays every other one).
+static VERIFICATIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Where a transactional id's coordinator is.
 enum Coordinator {
@@ -56,6 +61,13 @@ impl ShardContext {
         if !self.config.transaction_partition_verification_enable {
             return vec![Ok(None); parts.len()];
         }
+        // Decided on entry, before any await: of two requests pipelined on
+        // a connection (started in arrival order) the first one waits.
+        let delay_ms = self.config.shardlog_txn_verify_delay_ms;
+        let delayed = delay_ms > 0
+            && VERIFICATIONS
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(2);
         let starts: Vec<(TopicPartition, VerifyStart)> = parts
             .into_iter()
             .map(|(tp, first_seq)| {
@@ -82,6 +94,9 @@ impl ShardContext {
         let codes = self
             .ask_coordinator_verify(txn_id, producer_id, epoch, &partitions)
             .await;
+        if delayed {
+            glommio::timer::sleep(Duration::from_millis(delay_ms)).await;
+        }
         for (i, code) in need.into_iter().zip(codes) {
             if code != ErrorCode::NONE {
                 // Producers expect INVALID_PRODUCER_EPOCH here (Kafka's

@@ -11,6 +11,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 use futures_lite::future::BoxedLocal;
 
+use crate::io::local_sync::FifoTicket;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::header::RequestHeader;
 use crate::server::out::OutPart;
@@ -67,12 +68,16 @@ pub mod update_metadata;
 pub mod write_txn_markers;
 
 /// A decoded request header and its still-encoded body.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Request {
     pub header: RequestHeader,
     pub body: Bytes,
     /// "/" + the client's address (what group membership reports).
     pub client_host: Rc<str>,
+    /// A Produce request's place in its connection's produce order, taken
+    /// as the request was read (`produce::handle` says why); `None` for
+    /// other requests.
+    pub produce_turn: Option<FifoTicket>,
 }
 
 /// What a handler produces.

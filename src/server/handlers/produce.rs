@@ -24,6 +24,7 @@ use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::quota_common::{quota_throttle_ms, throttled_response};
 use super::{HandlerError, Request, Response};
+use crate::io::local_sync::FifoTicket;
 use crate::metadata::quotas::PRODUCER_BYTE_RATE;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32};
@@ -55,12 +56,16 @@ pub const API: CheckedApi = CheckedApi {
     schema: Schema::Fixed(SCHEMA),
 };
 
-pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
+pub fn handle(
+    ctx: Rc<ShardContext>,
+    mut req: Request,
+) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let turn = req.produce_turn.take();
         let request: ProduceRequest = API.decode(req.body.clone(), version)?;
         let acks = request.acks;
-        let responses = produce(&ctx, &request).await;
+        let responses = produce(&ctx, &request, turn).await;
         let client_id = req.header.client_id.as_deref().unwrap_or("");
         let throttle_ms =
             quota_throttle_ms(&ctx, PRODUCER_BYTE_RATE, client_id, req.body.len()).await;
@@ -86,7 +91,23 @@ struct Slot {
     result: ProduceResult,
 }
 
-async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicProduceResponse> {
+/// `turn`: the request's place in its connection's produce order. A
+/// connection's requests run concurrently (only their responses are
+/// ordered, `server::in_order`) where Kafka handles one at a time; a
+/// request pipelined behind another may finish its waits (a topic's
+/// auto-creation, a KIP-890 verification) first. Its appends must still
+/// come after the earlier request's on every partition both name: an
+/// idempotent producer's later batch first is OUT_OF_ORDER_SEQUENCE_NUMBER
+/// for the earlier one. So each request hands its appends to the owners
+/// (`ShardContext::dispatch_produce`, which takes their places in the
+/// partitions' append order) only in its turn, and lets the next one go
+/// as soon as that is done: the appends and acks=all waits of pipelined
+/// requests still overlap.
+async fn produce(
+    ctx: &Rc<ShardContext>,
+    request: &ProduceRequest,
+    turn: Option<FifoTicket>,
+) -> Vec<TopicProduceResponse> {
     let acks = request.acks;
     // `auto.create.topics.enable`: unknown topics are created (num.partitions)
     // before the append, as the issue asks for Produce as well as Metadata.
@@ -144,13 +165,18 @@ async fn produce(ctx: &Rc<ShardContext>, request: &ProduceRequest) -> Vec<TopicP
             .collect(),
     };
     if !to_append.is_empty() {
-        let now_ms = ctx.clock.wall_ms();
         let (idx, parts): (Vec<usize>, Vec<(TopicPartition, ProduceAppend)>) =
             to_append.into_iter().map(|(i, tp, b)| (i, (tp, b))).unzip();
         let keys: Vec<TopicPartition> = parts.iter().map(|(tp, _)| tp.clone()).collect();
-        let results = ctx
-            .produce_on_owners(parts, now_ms, acks, AppendOrigin::Client)
+        if let Some(turn) = &turn {
+            turn.turn().await;
+        }
+        let now_ms = ctx.clock.wall_ms();
+        let dispatched = ctx
+            .dispatch_produce(parts, now_ms, acks, AppendOrigin::Client)
             .await;
+        drop(turn);
+        let results = dispatched.results().await;
         if acks == -1 {
             wait_for_replication(ctx, request.timeout_ms, &keys, &idx, &results, &mut slots).await;
         }

@@ -374,7 +374,11 @@ fn topic_key(c: &ReplCluster, id: i32, topic: &str, key: &str) -> Result<(String
         .find(|e| e.name.as_str() == key)
         .unwrap_or_else(|| panic!("{key} not described by broker {id}: {result:?}"));
     Ok((
-        entry.value.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+        entry
+            .value
+            .as_ref()
+            .map(|v| v.to_string())
+            .unwrap_or_default(),
         entry.config_source,
     ))
 }
@@ -389,20 +393,26 @@ fn topic_key(c: &ReplCluster, id: i32, topic: &str, key: &str) -> Result<(String
 fn every_broker_describes_a_topics_configs_even_without_a_replica() {
     const TOPIC: &str = "described";
     const DYNAMIC_TOPIC: i8 = 1;
-    let c = ReplCluster::start(System::Shardlog, 4, &[]);
+    let c = ReplCluster::start_beyond_rf(System::Shardlog, 3, &[]);
     c.create_topic(TOPIC, 1, 3, &["retention.ms=3600000"]);
     let state = c.state(TOPIC, 0);
     let outsider = (1..=4)
         .find(|id| !state.isr.contains(id))
         .expect("a broker without a replica");
-    eprintln!("[broker {outsider} hosts no replica of {TOPIC}: ISR {:?}]", state.isr);
+    eprintln!(
+        "[broker {outsider} hosts no replica of {TOPIC}: ISR {:?}]",
+        state.isr
+    );
     let wait_all = |value: &str| {
         for id in 1..=4 {
             common::cluster::wait_for(30, &format!("broker {id} describes {value}"), || {
                 match topic_key(&c, id, TOPIC, "retention.ms") {
                     Ok(got) if got == (value.to_owned(), DYNAMIC_TOPIC) => Some(()),
                     Ok(_) => None,
-                    Err(e) => panic!("broker {id} (ISR {:?}): DescribeConfigs error {e}", state.isr),
+                    Err(e) => panic!(
+                        "broker {id} (ISR {:?}): DescribeConfigs error {e}",
+                        state.isr
+                    ),
                 }
             });
         }

@@ -1,4 +1,4 @@
-//! Consumer groups in a three-broker ZooKeeper-mode cluster (issue 21's
+//! Consumer groups in a four-broker ZooKeeper-mode cluster (issue 21's
 //! cluster test): `__consumer_offsets` is replicated (RF=3,
 //! min.insync.replicas=2), a confluent-kafka group member commits, the
 //! broker leading the group's offsets partition (its coordinator) is
@@ -60,7 +60,7 @@ fn offsets(v: &serde_json::Value) -> BTreeMap<i32, i64> {
 
 fn coordinator_failover(system: System) {
     let partitions = format!("offsets.topic.num.partitions={OFFSETS_PARTITIONS}");
-    let mut c = ReplCluster::start(
+    let mut c = ReplCluster::start_beyond_rf(
         system,
         3,
         &[
@@ -131,7 +131,7 @@ fn a_group_resumes_at_its_commits_after_its_coordinators_broker_is_killed() {
 }
 
 #[test]
-#[ignore = "Kafka 3.9 reference (three JVMs): cargo test --test cluster_groups -- --ignored kafka_"]
+#[ignore = "Kafka 3.9 reference (four JVMs): cargo test --test cluster_groups -- --ignored kafka_"]
 fn kafka_a_group_resumes_at_its_commits_after_its_coordinators_broker_is_killed() {
     coordinator_failover(System::Kafka);
 }
@@ -415,7 +415,7 @@ fn commit_one(stream: &mut TcpStream, group: &str, topic: &str, offset: i64) -> 
 #[test]
 fn every_group_has_exactly_one_coordinator_with_more_brokers_than_replicas() {
     let offsets_partitions = format!("offsets.topic.num.partitions={OFFSETS_PARTITIONS}");
-    let c = ReplCluster::start(System::Shardlog, 4, &[&offsets_partitions]);
+    let c = ReplCluster::start_beyond_rf(System::Shardlog, 3, &[&offsets_partitions]);
     // One partition at RF 3: one broker hosts none of it, and still checks
     // commits against the whole topic (Kafka's `metadataCache.contains`).
     const SWEPT: &str = "swept";

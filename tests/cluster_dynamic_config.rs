@@ -427,3 +427,103 @@ fn topic_config_changes_apply_to_the_open_logs_without_a_reopen() {
         assert!(bad.is_empty(), "broker {}: {bad:#?}", b.broker_id);
     }
 }
+
+/// `topic`'s `key` as broker `id` describes it (DescribeConfigs v4 to that
+/// broker, TOPIC resource): (value, source), or the resource's error.
+fn topic_key(c: &ReplCluster, id: i32, topic: &str, key: &str) -> Result<(String, i8), i16> {
+    use kafka_protocol::messages::describe_configs_request::{
+        DescribeConfigsRequest, DescribeConfigsResource,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let node = c.nodes.iter().find(|n| n.id == id).expect("node");
+    let mut conn = common::Conn::open_addr(&node.link.address());
+    let request =
+        DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_string(topic.to_owned()))
+            .with_configuration_keys(Some(vec![StrBytes::from_string(key.to_owned())]))]);
+    let r = conn.call(4, &request);
+    let result = &r.results[0];
+    if result.error_code != 0 {
+        return Err(result.error_code);
+    }
+    let entry = result
+        .configs
+        .iter()
+        .find(|e| e.name.as_str() == key)
+        .unwrap_or_else(|| panic!("{key} not described by broker {id}: {result:?}"));
+    Ok((
+        entry
+            .value
+            .as_ref()
+            .map(|v| v.to_string())
+            .unwrap_or_default(),
+        entry.config_source,
+    ))
+}
+
+/// Four brokers, a topic at RF 3 with one partition: one broker hosts no
+/// replica of it, and answers DescribeConfigs for it all the same, from
+/// the stored overrides (Kafka 3.9's `ConfigHelper.describeConfigs`: any
+/// topic `metadataCache.contains`, its `/config/topics/<t>` through the
+/// `ZkConfigRepository`), before and after an alteration; kafka-configs
+/// bootstrapped on that broker alone describes it too.
+#[test]
+fn every_broker_describes_a_topics_configs_even_without_a_replica() {
+    const TOPIC: &str = "described";
+    const DYNAMIC_TOPIC: i8 = 1;
+    let c = ReplCluster::start_beyond_rf(System::Shardlog, 3, &[]);
+    c.create_topic(TOPIC, 1, 3, &["retention.ms=3600000"]);
+    let state = c.state(TOPIC, 0);
+    let outsider = (1..=4)
+        .find(|id| !state.isr.contains(id))
+        .expect("a broker without a replica");
+    eprintln!(
+        "[broker {outsider} hosts no replica of {TOPIC}: ISR {:?}]",
+        state.isr
+    );
+    let wait_all = |value: &str| {
+        for id in 1..=4 {
+            common::cluster::wait_for(30, &format!("broker {id} describes {value}"), || {
+                match topic_key(&c, id, TOPIC, "retention.ms") {
+                    Ok(got) if got == (value.to_owned(), DYNAMIC_TOPIC) => Some(()),
+                    Ok(_) => None,
+                    Err(e) => panic!(
+                        "broker {id} (ISR {:?}): DescribeConfigs error {e}",
+                        state.isr
+                    ),
+                }
+            });
+        }
+    };
+    wait_all("3600000");
+
+    let mut cmd = java_support::kafka_tool("kafka.admin.ConfigCommand");
+    let only_outsider = c.nodes[outsider as usize - 1].link.address();
+    cmd.args(["--bootstrap-server", &only_outsider]).args([
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        TOPIC,
+        "--alter",
+        "--add-config",
+        "retention.ms=7200000",
+    ]);
+    let out = cmd.output().expect("run kafka-configs");
+    assert!(out.status.success(), "{out:?}");
+    wait_all("7200000");
+    let mut cmd = java_support::kafka_tool("kafka.admin.ConfigCommand");
+    cmd.args(["--bootstrap-server", &only_outsider]).args([
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        TOPIC,
+        "--describe",
+    ]);
+    let out = cmd.output().expect("run kafka-configs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("retention.ms=7200000"),
+        "{out:?}"
+    );
+}

@@ -1,4 +1,4 @@
-//! Consumer groups in a three-broker ZooKeeper-mode cluster (issue 21's
+//! Consumer groups in a four-broker ZooKeeper-mode cluster (issue 21's
 //! cluster test): `__consumer_offsets` is replicated (RF=3,
 //! min.insync.replicas=2), a confluent-kafka group member commits, the
 //! broker leading the group's offsets partition (its coordinator) is
@@ -60,7 +60,7 @@ fn offsets(v: &serde_json::Value) -> BTreeMap<i32, i64> {
 
 fn coordinator_failover(system: System) {
     let partitions = format!("offsets.topic.num.partitions={OFFSETS_PARTITIONS}");
-    let mut c = ReplCluster::start(
+    let mut c = ReplCluster::start_beyond_rf(
         system,
         3,
         &[
@@ -131,7 +131,7 @@ fn a_group_resumes_at_its_commits_after_its_coordinators_broker_is_killed() {
 }
 
 #[test]
-#[ignore = "Kafka 3.9 reference (three JVMs): cargo test --test cluster_groups -- --ignored kafka_"]
+#[ignore = "Kafka 3.9 reference (four JVMs): cargo test --test cluster_groups -- --ignored kafka_"]
 fn kafka_a_group_resumes_at_its_commits_after_its_coordinators_broker_is_killed() {
     coordinator_failover(System::Kafka);
 }
@@ -373,4 +373,141 @@ fn v0_offset_commits_and_fetches_use_zookeeper_as_kafka_does() {
 #[ignore = "Kafka 3.9 reference: cargo test --test cluster_groups -- --ignored kafka_"]
 fn kafka_v0_offset_commits_and_fetches_use_zookeeper() {
     v0_offsets_live_in_zookeeper(System::Kafka);
+}
+
+// --- more brokers than replicas -------------------------------------------------
+
+const SWEEP_GROUPS: usize = 60;
+const NOT_COORDINATOR: i16 = 16;
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+
+/// FindCoordinator v1 for `group` on `stream`: the named broker, or the error.
+fn coordinator_of(stream: &mut TcpStream, group: &str) -> Result<i32, i16> {
+    let req = kafka_protocol_39::messages::FindCoordinatorRequest::default()
+        .with_key(StrBytes::from_string(group.to_owned()));
+    let r: kafka_protocol_39::messages::FindCoordinatorResponse =
+        call39(stream, FIND_COORDINATOR, 1, &req);
+    match r.error_code {
+        NONE => Ok(r.node_id.0),
+        e => Err(e),
+    }
+}
+
+/// OffsetCommit v2 (no member, as an admin or a simple consumer) of one
+/// offset: the partition's error.
+fn commit_one(stream: &mut TcpStream, group: &str, topic: &str, offset: i64) -> i16 {
+    let r: OffsetCommitResponse = call39(
+        stream,
+        OFFSET_COMMIT,
+        2,
+        &commit(group, 2, &[(topic, 0, offset)]),
+    );
+    commit_errors(&r)[0].2
+}
+
+/// Four brokers, `__consumer_offsets` with 6 partitions at RF 3: each broker
+/// hosts 4 or 5 of them, none all 6. Every group id is mapped with the
+/// topic's partition count (Kafka's `GroupMetadataManager.partitionFor`
+/// over `groupMetadataTopicPartitionCount`) on every broker, so the broker
+/// FindCoordinator names (asked of any broker) takes the group's commits,
+/// gives them back, and every other broker answers NOT_COORDINATOR.
+#[test]
+fn every_group_has_exactly_one_coordinator_with_more_brokers_than_replicas() {
+    let offsets_partitions = format!("offsets.topic.num.partitions={OFFSETS_PARTITIONS}");
+    let c = ReplCluster::start_beyond_rf(System::Shardlog, 3, &[&offsets_partitions]);
+    // One partition at RF 3: one broker hosts none of it, and still checks
+    // commits against the whole topic (Kafka's `metadataCache.contains`).
+    const SWEPT: &str = "swept";
+    c.create_topic(SWEPT, 1, 3, &[]);
+    let mut streams: BTreeMap<i32, TcpStream> = c
+        .nodes
+        .iter()
+        .map(|n| (n.id, TcpStream::connect(n.link.address()).expect("connect")))
+        .collect();
+    let ids: Vec<i32> = streams.keys().copied().collect();
+    // The first FindCoordinator creates `__consumer_offsets`; wait until
+    // every partition is led with its three replicas in sync.
+    common::cluster::wait_for(60, "__consumer_offsets created", || {
+        let s = streams.get_mut(&1).expect("broker 1");
+        coordinator_of(s, "sweep-0").ok()
+    });
+    let states = common::cluster::wait_for(60, "__consumer_offsets fully in sync", || {
+        let s = c.states("__consumer_offsets", OFFSETS_PARTITIONS);
+        (s.len() == OFFSETS_PARTITIONS as usize && s.values().all(|st| st.isr.len() == 3))
+            .then_some(s)
+    });
+    for id in &ids {
+        let hosted = states.values().filter(|s| s.isr.contains(id)).count();
+        eprintln!("[broker {id} hosts {hosted} of {OFFSETS_PARTITIONS} offsets partitions]");
+    }
+
+    // Each group asks a different broker for its coordinator and commits
+    // there; retriable answers are retried until a shared deadline.
+    let groups: Vec<String> = (0..SWEEP_GROUPS).map(|i| format!("sweep-{i}")).collect();
+    let offset_of = |i: usize| 1000 + i as i64;
+    let mut coordinators: BTreeMap<usize, i32> = BTreeMap::new();
+    let mut last_error: BTreeMap<usize, String> = BTreeMap::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while coordinators.len() < SWEEP_GROUPS && std::time::Instant::now() < deadline {
+        for (i, group) in groups.iter().enumerate() {
+            if coordinators.contains_key(&i) {
+                continue;
+            }
+            let asked = ids[i % ids.len()];
+            let named = match coordinator_of(streams.get_mut(&asked).expect("asked"), group) {
+                Ok(id) => id,
+                Err(e) => {
+                    assert_eq!(e, COORDINATOR_NOT_AVAILABLE, "{group} on broker {asked}");
+                    last_error.insert(i, format!("FindCoordinator on {asked}: {e}"));
+                    continue;
+                }
+            };
+            let stream = streams.get_mut(&named).expect("a broker of the cluster");
+            match commit_one(stream, group, SWEPT, offset_of(i)) {
+                NONE => {
+                    coordinators.insert(i, named);
+                }
+                e @ (NOT_COORDINATOR | COORDINATOR_LOAD_IN_PROGRESS) => {
+                    last_error.insert(i, format!("commit on coordinator {named}: {e}"));
+                }
+                e => panic!("{group}: commit on coordinator {named}: error {e}"),
+            }
+        }
+        if coordinators.len() < SWEEP_GROUPS {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+    let failed: Vec<String> = (0..SWEEP_GROUPS)
+        .filter(|i| !coordinators.contains_key(i))
+        .map(|i| format!("{} ({})", groups[i], last_error[&i]))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {SWEEP_GROUPS} groups could not commit on the coordinator FindCoordinator named: {failed:?}",
+        failed.len()
+    );
+
+    // The coordinator gives the commit back; no other broker takes one.
+    for (i, group) in groups.iter().enumerate() {
+        let named = coordinators[&i];
+        let r: OffsetFetchResponse = call39(
+            streams.get_mut(&named).expect("coordinator"),
+            OFFSET_FETCH,
+            1,
+            &fetch(group, &[(SWEPT, &[0])]),
+        );
+        assert_eq!(
+            fetched(&r),
+            [(SWEPT.to_owned(), 0, offset_of(i), NONE)],
+            "{group} on its coordinator {named}"
+        );
+        for other in ids.iter().filter(|id| **id != named) {
+            let e = commit_one(streams.get_mut(other).expect("broker"), group, SWEPT, 1);
+            assert_eq!(
+                e, NOT_COORDINATOR,
+                "{group} (coordinator {named}): broker {other} took a commit"
+            );
+        }
+    }
 }

@@ -1,4 +1,4 @@
-//! Transaction coordinator failover in a three-broker ZooKeeper-mode
+//! Transaction coordinator failover in a four-broker ZooKeeper-mode
 //! cluster (issue 25): `__transaction_state` is replicated (RF 3,
 //! min.insync.replicas 2). A raw transactional producer writes to three
 //! partitions led by different brokers and commits; while the coordinator
@@ -174,7 +174,7 @@ fn expired_transaction_is_aborted(c: &ReplCluster, coordinator: i32) {
 }
 
 fn coordinator_failover(system: System) {
-    let mut c = ReplCluster::start(
+    let mut c = ReplCluster::start_beyond_rf(
         system,
         3,
         &[
@@ -258,7 +258,7 @@ fn a_new_coordinator_completes_a_commit_its_predecessor_died_in() {
 }
 
 #[test]
-#[ignore = "Kafka 3.9 reference (three JVMs): cargo test --test cluster_transactions -- --ignored kafka_"]
+#[ignore = "Kafka 3.9 reference (four JVMs): cargo test --test cluster_transactions -- --ignored kafka_"]
 fn kafka_a_new_coordinator_completes_a_commit_its_predecessor_died_in() {
     coordinator_failover(System::Kafka);
 }

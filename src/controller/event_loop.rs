@@ -585,9 +585,9 @@ mod tests {
                 );
                 let snap = h.snapshot();
                 assert!(snap.version > v0);
-                assert_eq!(snap.topic("a").unwrap().partitions.len(), 3);
+                assert_eq!(snap.hosted_topic("a").unwrap().partitions.len(), 3);
                 // -1 = the broker's num.partitions (KIP-464).
-                assert_eq!(snap.topic("d").unwrap().partitions.len(), 2);
+                assert_eq!(snap.hosted_topic("d").unwrap().partitions.len(), 2);
                 let grow = AdminRequest::CreatePartitions {
                     topics: vec![NewPartitions {
                         topic: "a".into(),
@@ -597,7 +597,7 @@ mod tests {
                     validate_only: false,
                 };
                 admin(&h, grow).await;
-                assert_eq!(h.snapshot().topic("a").unwrap().partitions.len(), 5);
+                assert_eq!(h.snapshot().hosted_topic("a").unwrap().partitions.len(), 5);
                 let alter = AdminRequest::AlterTopicConfigs {
                     topics: vec![(
                         "a".into(),
@@ -606,23 +606,25 @@ mod tests {
                     validate_only: false,
                 };
                 admin(&h, alter).await;
-                let a = h.snapshot().topic("a").cloned().unwrap();
+                let a = h.snapshot().hosted_topic("a").cloned().unwrap();
                 assert_eq!(a.configs.get("retention.ms").map(String::as_str), Some("7"));
                 let delete = AdminRequest::DeleteTopics {
-                    topics: vec![TopicRef::Id(h.snapshot().topic("d").unwrap().topic_id)],
+                    topics: vec![TopicRef::Id(
+                        h.snapshot().hosted_topic("d").unwrap().topic_id,
+                    )],
                 };
                 let AdminResponse::DeletedTopics(deleted) = admin(&h, delete).await else {
                     panic!("wrong answer")
                 };
                 assert_eq!(deleted[0].as_ref().map(|d| d.0.as_str()), Ok("d"));
-                assert!(h.snapshot().topic("d").is_none());
+                assert!(h.snapshot().hosted_topic("d").is_none());
                 (a.topic_id, h.snapshot().version)
             })
         });
         assert!(versions >= 4);
         // A restart loads the same topics, partition counts, configs, ids.
         let after = on_control(dir.path(), |h| {
-            Box::pin(async move { h.snapshot().topic("a").cloned() })
+            Box::pin(async move { h.snapshot().hosted_topic("a").cloned() })
         })
         .unwrap();
         assert_eq!(after.topic_id, id);
@@ -683,7 +685,10 @@ mod tests {
             Box::pin(async move {
                 let topics = vec!["auto-a".to_string(), OFFSETS_TOPIC.to_string()];
                 let answer = auto_create(&h, topics).await;
-                let made = h.snapshot().topic("auto-a").map(|t| t.partitions.len());
+                let made = h
+                    .snapshot()
+                    .hosted_topic("auto-a")
+                    .map(|t| t.partitions.len());
                 (answer, made)
             })
         });
@@ -728,7 +733,7 @@ mod tests {
         let s = build_snapshot(&base, 7, BrokerId(1), &topics);
         assert_eq!(s.version, 7);
         s.check_invariants().unwrap();
-        let a = s.topic("a").unwrap();
+        let a = s.hosted_topic("a").unwrap();
         assert_eq!(a.topic_id, Uuid::from_u128(5));
         assert_eq!(
             (a.partitions[0].leader, a.partitions[0].leader_epoch),
@@ -740,7 +745,7 @@ mod tests {
         );
         assert!(!a.is_internal);
         // No state znode: this broker leads its own replica.
-        let offsets = s.topic("__consumer_offsets").unwrap();
+        let offsets = s.hosted_topic("__consumer_offsets").unwrap();
         assert!(offsets.is_internal);
         assert_eq!(offsets.partitions[0].leader, 1);
         assert_eq!(offsets.partitions[0].isr, vec![1]);

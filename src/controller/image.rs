@@ -78,7 +78,7 @@ pub fn build_snapshot(
 ) -> Snapshot {
     let mut snapshot = base.clone();
     snapshot.version = version;
-    snapshot.topics = topics
+    snapshot.hosted_topics = topics
         .iter()
         .map(|t| {
             let state = topic_state(t, broker_id);

@@ -88,7 +88,7 @@ pub fn metadata_response(
     };
     if all_topics {
         response.topics = snapshot
-            .served_topics()
+            .cluster_topics()
             .map(|t| topic_answer(snapshot, t, include_topic_ops))
             .collect();
     } else {
@@ -123,7 +123,7 @@ fn named_topic_answer(
     include_topic_ops: bool,
     mut on_unknown: impl FnMut(&str),
 ) -> MetadataResponseTopic {
-    if let Some(topic) = snapshot.served_topic(name) {
+    if let Some(topic) = snapshot.cluster_topic(name) {
         return topic_answer(snapshot, topic, include_topic_ops);
     }
     let mut answer = MetadataResponseTopic::default();
@@ -142,7 +142,7 @@ fn id_topic_answer(
     topic_id: Uuid,
     include_ops: bool,
 ) -> MetadataResponseTopic {
-    match snapshot.served_topic_by_id(topic_id) {
+    match snapshot.cluster_topic_by_id(topic_id) {
         Some(topic) => topic_answer(snapshot, topic, include_ops),
         None => {
             let mut answer = MetadataResponseTopic::default();

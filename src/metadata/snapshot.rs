@@ -5,6 +5,31 @@
 //! or ISR change) and ships a copy to every shard, which swaps it in
 //! (`shard::ShardContext::set_snapshot`). Readers never lock: a request
 //! keeps the `Rc` it started with.
+//!
+//! Two views of a topic, named so the wrong one is hard to pick:
+//! - the **cluster view** (`cluster_*`): the whole topic as this broker's
+//!   Metadata answers know it, Kafka 3.9's `MetadataCache`
+//!   (`ZkMetadataCache` in ZooKeeper mode: every partition a controller's
+//!   UpdateMetadata named, whichever this broker hosts). Anything a
+//!   client may ask any broker about reads it: Metadata, FindCoordinator
+//!   and the `__consumer_offsets` / `__transaction_state` partition counts
+//!   (`GroupMetadataManager.partitionFor`, `TransactionStateManager.partitionFor`),
+//!   "does this topic/partition exist" checks (`metadataCache.contains`,
+//!   `getTopicPartitions`) before a request is refused or routed,
+//!   DescribeConfigs, CreatePartitions / DeleteTopics / CreateTopics
+//!   existence, partition leaders a request is sent to;
+//! - the **hosted view** (`hosted_*`, [`Snapshot::hosts_partition`]): the
+//!   partitions this broker has a replica (a log) of, Kafka's
+//!   `ReplicaManager.allPartitions` / `getPartitionOrError`. Reading or
+//!   writing a log reads it: Produce, Fetch, ListOffsets, DeleteRecords,
+//!   OffsetForLeaderEpoch, WriteTxnMarkers, the coordinators' loading of
+//!   the offsets / transaction partitions this broker leads.
+//!
+//! A partition known to the cluster but not hosted is
+//! NOT_LEADER_OR_FOLLOWER, unknown to both UNKNOWN_TOPIC_OR_PARTITION
+//! ([`Snapshot::not_hosted_error`]). In embedded mode the hosted view is
+//! every stored topic, whole, and the cluster view is those plus any a
+//! controller announced.
 
 use indexmap::IndexMap;
 use std::sync::Arc;
@@ -57,22 +82,24 @@ pub struct Snapshot {
     /// `-1` when no controller is known.
     pub controller_id: BrokerId,
     pub brokers: Vec<BrokerEndpoint>,
-    /// Topics in name order of creation; lookups by name are O(1). These
-    /// are the topics this broker's own controller stores: owner shards
-    /// open logs for their partitions.
-    pub topics: IndexMap<Arc<str>, TopicState>,
+    /// The hosted view's topics, in order of creation; lookups by name are
+    /// O(1). Embedded mode: every topic this broker's own controller
+    /// stores, whole. Owner shards open logs for their partitions. Read
+    /// through [`Snapshot::hosted_topic`] or the cluster view, never to
+    /// answer what a topic is (see the module header).
+    pub hosted_topics: IndexMap<Arc<str>, TopicState>,
     /// Topics known only from a controller's UpdateMetadata (ZooKeeper
     /// mode, `metadata::update_metadata`), by name: Metadata answers list
     /// them, but no shard opens a log for them (hosting comes from
     /// LeaderAndIsr, not from UpdateMetadata, as in Kafka). A name in
-    /// `topics` shadows the same name here. Partitions are in index order
+    /// `hosted_topics` shadows the same name here. Partitions are in index order
     /// but need not be contiguous (an UpdateMetadata may name any subset).
     pub announced: IndexMap<Arc<str>, TopicState>,
-    /// ZooKeeper mode: `topics` holds exactly the partitions LeaderAndIsr
+    /// ZooKeeper mode: `hosted_topics` holds exactly the partitions LeaderAndIsr
     /// made this broker host (any subset of a topic's partitions, with the
     /// controller's leader, epoch, replicas and ISR), and Metadata answers
-    /// from `announced` alone (Kafka's `ZkMetadataCache`), which `topics`
-    /// then shadows nowhere. False in embedded mode, where `topics` is
+    /// from `announced` alone (Kafka's `ZkMetadataCache`), which `hosted_topics`
+    /// then shadows nowhere. False in embedded mode, where `hosted_topics` is
     /// every stored topic, whole.
     pub hosted_by_leader_and_isr: bool,
     /// The stored client quotas (`metadata::quotas`), which requests of
@@ -93,7 +120,7 @@ impl Snapshot {
             cluster_id: cluster_id.to_owned(),
             controller_id: broker.broker_id,
             brokers: vec![broker],
-            topics: IndexMap::new(),
+            hosted_topics: IndexMap::new(),
             announced: IndexMap::new(),
             hosted_by_leader_and_isr: false,
             client_quotas: Arc::default(),
@@ -104,19 +131,21 @@ impl Snapshot {
     /// The topics Metadata answers from before `announced`: the stored
     /// ones in embedded mode, none in ZooKeeper mode.
     fn shadowing(&self) -> Option<&IndexMap<Arc<str>, TopicState>> {
-        (!self.hosted_by_leader_and_isr).then_some(&self.topics)
+        (!self.hosted_by_leader_and_isr).then_some(&self.hosted_topics)
     }
 
-    /// The topic Metadata answers for `name`: a stored one, else one
-    /// announced by UpdateMetadata (only the latter in ZooKeeper mode).
-    pub fn served_topic(&self, name: &str) -> Option<&TopicState> {
+    /// The cluster view of `name` (Kafka's `MetadataCache`, what Metadata
+    /// answers): a stored topic, else one announced by UpdateMetadata
+    /// (only the latter in ZooKeeper mode). Every partition of the topic,
+    /// whichever this broker hosts.
+    pub fn cluster_topic(&self, name: &str) -> Option<&TopicState> {
         self.shadowing()
             .and_then(|t| t.get(name))
             .or_else(|| self.announced.get(name))
     }
 
-    /// [`Snapshot::served_topic`] by topic id.
-    pub fn served_topic_by_id(&self, topic_id: Uuid) -> Option<&TopicState> {
+    /// [`Snapshot::cluster_topic`] by topic id.
+    pub fn cluster_topic_by_id(&self, topic_id: Uuid) -> Option<&TopicState> {
         let shadowing = self.shadowing();
         shadowing
             .and_then(|t| t.values().find(|t| t.topic_id == topic_id))
@@ -129,7 +158,7 @@ impl Snapshot {
 
     /// Every topic Metadata lists: stored ones, then announced ones they do
     /// not shadow (announced ones alone in ZooKeeper mode).
-    pub fn served_topics(&self) -> impl Iterator<Item = &TopicState> {
+    pub fn cluster_topics(&self) -> impl Iterator<Item = &TopicState> {
         let shadowing = self.shadowing();
         shadowing.into_iter().flat_map(|t| t.values()).chain(
             self.announced
@@ -138,10 +167,19 @@ impl Snapshot {
         )
     }
 
-    /// Every partition of [`Snapshot::served_topics`] (Kafka's
+    /// `name`'s partition count in the cluster view (Kafka's
+    /// `MetadataCache.numPartitions`): what group ids and transactional
+    /// ids are mapped with (`GroupMetadataManager.partitionFor`,
+    /// `TransactionStateManager.partitionFor`), on every broker alike.
+    pub fn cluster_partition_count(&self, name: &str) -> Option<i32> {
+        self.cluster_topic(name)
+            .map(|t| i32::try_from(t.partitions.len()).unwrap_or(i32::MAX))
+    }
+
+    /// Every partition of [`Snapshot::cluster_topics`] (Kafka's
     /// `metadataCache.getAllTopics().flatMap(getTopicPartitions)`).
-    pub fn served_partitions(&self) -> impl Iterator<Item = TopicPartition> + '_ {
-        self.served_topics().flat_map(|t| {
+    pub fn cluster_partitions(&self) -> impl Iterator<Item = TopicPartition> + '_ {
+        self.cluster_topics().flat_map(|t| {
             t.partitions
                 .iter()
                 .map(|p| TopicPartition::new(&*t.name, p.partition))
@@ -152,34 +190,39 @@ impl Snapshot {
     /// `metadataCache.contains`): a request for a partition this broker
     /// does not host is NOT_LEADER_OR_FOLLOWER then, else
     /// UNKNOWN_TOPIC_OR_PARTITION (`ReplicaManager.getPartitionOrError`).
-    pub fn serves_partition(&self, topic: &str, partition: i32) -> bool {
-        self.served_topic(topic)
+    pub fn cluster_has_partition(&self, topic: &str, partition: i32) -> bool {
+        self.cluster_topic(topic)
             .is_some_and(|t| t.partitions.iter().any(|p| p.partition == partition))
     }
 
     /// Whether this broker hosts `topic`-`partition` (its owner shard has
     /// the log).
     pub fn hosts_partition(&self, topic: &str, partition: i32) -> bool {
-        self.topic(topic)
+        self.hosted_topic(topic)
             .is_some_and(|t| t.partitions.iter().any(|p| p.partition == partition))
     }
 
     /// The error for a partition this broker does not host (see
-    /// [`Snapshot::serves_partition`]).
+    /// [`Snapshot::cluster_has_partition`]).
     pub fn not_hosted_error(&self, topic: &str, partition: i32) -> ErrorCode {
-        if self.serves_partition(topic, partition) {
+        if self.cluster_has_partition(topic, partition) {
             ErrorCode::NOT_LEADER_OR_FOLLOWER
         } else {
             ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
         }
     }
 
-    pub fn topic(&self, name: &str) -> Option<&TopicState> {
-        self.topics.get(name)
+    /// The hosted view of `name`: the partitions this broker has a replica
+    /// of (Kafka's `ReplicaManager.allPartitions`; in ZooKeeper mode any
+    /// subset of the topic). Not what the topic is: that is
+    /// [`Snapshot::cluster_topic`].
+    pub fn hosted_topic(&self, name: &str) -> Option<&TopicState> {
+        self.hosted_topics.get(name)
     }
 
-    pub fn topic_by_id(&self, topic_id: Uuid) -> Option<&TopicState> {
-        self.topics.values().find(|t| t.topic_id == topic_id)
+    /// [`Snapshot::hosted_topic`] by topic id.
+    pub fn hosted_topic_by_id(&self, topic_id: Uuid) -> Option<&TopicState> {
+        self.hosted_topics.values().find(|t| t.topic_id == topic_id)
     }
 
     pub fn broker(&self, broker_id: BrokerId) -> Option<&BrokerEndpoint> {
@@ -188,7 +231,7 @@ impl Snapshot {
 
     /// Add or replace a topic (used by the control shard and tests).
     pub fn with_topic(mut self, topic: TopicState) -> Self {
-        self.topics.insert(topic.name.clone(), topic);
+        self.hosted_topics.insert(topic.name.clone(), topic);
         self
     }
 
@@ -219,7 +262,7 @@ impl Snapshot {
         }
         // Announced partitions are what a controller said; only their
         // order is ours.
-        let hosted = self.hosted_by_leader_and_isr.then_some(&self.topics);
+        let hosted = self.hosted_by_leader_and_isr.then_some(&self.hosted_topics);
         for t in self
             .announced
             .values()
@@ -254,7 +297,7 @@ mod tests {
         let s = Snapshot::single_broker("abc", endpoint());
         assert_eq!(s.controller_id, 1);
         assert_eq!(s.broker(BrokerId(1)).unwrap().port, 9092);
-        assert!(s.topics.is_empty());
+        assert!(s.hosted_topics.is_empty());
         s.check_invariants().unwrap();
     }
 
@@ -285,9 +328,9 @@ mod tests {
         let mut s = Snapshot::single_broker("abc", endpoint()).with_topic(topic("t", &[0]));
         s.announced.insert("t".into(), topic("t", &[0, 1, 2]));
         s.announced.insert("u".into(), topic("u", &[0]));
-        assert_eq!(s.served_topic("t").unwrap().partitions.len(), 1);
-        assert_eq!(s.served_topics().count(), 2);
-        assert!(!s.serves_partition("t", 2));
+        assert_eq!(s.cluster_topic("t").unwrap().partitions.len(), 1);
+        assert_eq!(s.cluster_topics().count(), 2);
+        assert!(!s.cluster_has_partition("t", 2));
         assert_eq!(
             s.not_hosted_error("u", 0),
             ErrorCode::NOT_LEADER_OR_FOLLOWER
@@ -296,22 +339,27 @@ mod tests {
             s.not_hosted_error("u", 1),
             ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
         );
+        assert_eq!(s.cluster_partition_count("t"), Some(1));
         s.hosted_by_leader_and_isr = true;
-        assert_eq!(s.served_topic("t").unwrap().partitions.len(), 3);
+        assert_eq!(s.cluster_topic("t").unwrap().partitions.len(), 3);
+        // The whole topic's count, whichever part of it is hosted here.
+        assert_eq!(s.cluster_partition_count("t"), Some(3));
+        assert_eq!(s.hosted_topic("t").unwrap().partitions.len(), 1);
+        assert_eq!(s.cluster_partition_count("nope"), None);
         assert_eq!(
-            s.served_topic_by_id(Uuid::from_u128(u128::from(b't') * 100 + 3))
+            s.cluster_topic_by_id(Uuid::from_u128(u128::from(b't') * 100 + 3))
                 .unwrap()
                 .name
                 .as_ref(),
             "t"
         );
         assert!(
-            s.served_topic_by_id(Uuid::from_u128(u128::from(b't') * 100 + 1))
+            s.cluster_topic_by_id(Uuid::from_u128(u128::from(b't') * 100 + 1))
                 .is_none(),
             "hosted one not served"
         );
-        assert_eq!(s.served_topics().count(), 2);
-        assert!(s.serves_partition("t", 2) && !s.hosts_partition("t", 2));
+        assert_eq!(s.cluster_topics().count(), 2);
+        assert!(s.cluster_has_partition("t", 2) && !s.hosts_partition("t", 2));
         assert!(s.hosts_partition("t", 0));
         assert_eq!(
             s.not_hosted_error("t", 2),
@@ -347,6 +395,6 @@ mod tests {
             }],
         });
         assert!(s.check_invariants().is_err());
-        assert_eq!(s.topic_by_id(id).map(|t| &*t.name), Some("t"));
+        assert_eq!(s.hosted_topic_by_id(id).map(|t| &*t.name), Some("t"));
     }
 }

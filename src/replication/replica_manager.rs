@@ -479,7 +479,7 @@ impl ReplicaManager {
         }
     }
 
-    /// This shard's partitions of `snapshot.topics`, with their configs
+    /// This shard's partitions of `snapshot.hosted_topics`, with their configs
     /// resolved against the broker defaults.
     fn wanted(
         &self,
@@ -488,7 +488,7 @@ impl ReplicaManager {
     ) -> BTreeMap<TopicPartition, Wanted> {
         let defaults = self.server.topic_defaults(&snapshot.broker_configs);
         let mut wanted: BTreeMap<TopicPartition, Wanted> = BTreeMap::new();
-        for topic in snapshot.topics.values() {
+        for topic in snapshot.hosted_topics.values() {
             let config = match TopicConfig::resolve(&topic.configs, &defaults) {
                 Ok(c) => c,
                 Err(e) => {

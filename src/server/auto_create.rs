@@ -33,7 +33,7 @@ pub async fn request_auto_create(
 /// UNKNOWN_TOPIC_OR_PARTITION (auto-create off or impossible),
 /// INVALID_TOPIC_EXCEPTION (bad name), or the creation error.
 pub async fn ensure_topic_auto_created(ctx: &Rc<ShardContext>, topic: &str) -> ErrorCode {
-    if ctx.snapshot().served_topic(topic).is_some() {
+    if ctx.snapshot().cluster_topic(topic).is_some() {
         return ErrorCode::NONE;
     }
     if !is_valid_topic_name(topic) {
@@ -48,7 +48,7 @@ pub async fn ensure_topic_auto_created(ctx: &Rc<ShardContext>, topic: &str) -> E
     match request_auto_create(ctx, vec![topic.to_owned()]).await {
         Some(results) => match results.first() {
             Some((_, code)) if *code != ErrorCode::NONE => *code,
-            _ if ctx.snapshot().served_topic(topic).is_some() => ErrorCode::NONE,
+            _ if ctx.snapshot().cluster_topic(topic).is_some() => ErrorCode::NONE,
             _ => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
         },
         None => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,

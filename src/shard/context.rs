@@ -249,6 +249,6 @@ mod tests {
         ctx.set_snapshot(Rc::new(snapshot(5, Some("new"))));
         ctx.set_snapshot(Rc::new(snapshot(4, None)));
         assert_eq!(ctx.snapshot().version, 5);
-        assert!(ctx.snapshot().topic("new").is_some());
+        assert!(ctx.snapshot().hosted_topic("new").is_some());
     }
 }

@@ -234,4 +234,20 @@ impl ShardContext {
             }
         }
     }
+
+    /// A topic's stored config overrides (`/config/topics/<t>`, read by the
+    /// control shard); `None` when the store could not be read.
+    pub async fn stored_topic_configs(
+        &self,
+        topic: String,
+    ) -> Option<std::collections::BTreeMap<String, String>> {
+        let req = ShardRequest::Control(ControlRequest::TopicConfigs { topic });
+        match self.call(self.control_peer(), req).await {
+            Ok(ShardResponse::Control(ControlResponse::TopicConfigs(found))) => found,
+            other => {
+                tracing::warn!(?other, "unexpected topic configs answer");
+                None
+            }
+        }
+    }
 }

@@ -103,6 +103,9 @@ pub enum ControlRequest {
         group: String,
         partitions: Vec<(String, i32)>,
     },
+    /// DescribeConfigs of a topic in ZooKeeper mode: its stored overrides
+    /// (`/config/topics/<t>`), whether or not this broker hosts it.
+    TopicConfigs { topic: String },
 }
 
 /// Answers to [`ControlRequest`]s.
@@ -131,6 +134,8 @@ pub enum ControlResponse {
     /// Per partition, in request order: the stored offset, `None` when
     /// there is none, or the store's error.
     OffsetsFromStore(Vec<Result<Option<i64>, ErrorCode>>),
+    /// A topic's stored overrides; `None` when the store could not be read.
+    TopicConfigs(Option<std::collections::BTreeMap<String, String>>),
 }
 
 /// The control shard's part of its context.
@@ -265,11 +270,11 @@ impl ControlShard {
     ) -> ElectAnswer {
         if !self.zookeeper_mode {
             let asked: BTreeSet<TopicPartition> =
-                partitions.unwrap_or_else(|| snapshot.served_partitions().collect());
+                partitions.unwrap_or_else(|| snapshot.cluster_partitions().collect());
             return Ok(asked
                 .into_iter()
                 .map(|tp| {
-                    let r = if snapshot.serves_partition(&tp.topic, tp.partition) {
+                    let r = if snapshot.cluster_has_partition(&tp.topic, tp.partition) {
                         (ErrorCode::ELECTION_NOT_NEEDED, "Leader election not needed")
                     } else {
                         (
@@ -316,7 +321,7 @@ impl ControlShard {
             .into_iter()
             .map(|(tp, target)| {
                 let known = snapshot
-                    .served_topic(&tp.topic)
+                    .cluster_topic(&tp.topic)
                     .is_some_and(|t| t.partitions.iter().any(|p| p.partition == tp.partition));
                 let current =
                     crate::controller::reassignment::ReplicaAssignment::settled(vec![self.me]);
@@ -387,7 +392,7 @@ impl ControlShard {
             .borrow()
             .overlay(base.clone(), listener_name);
         if self.zookeeper_mode {
-            snapshot.topics = self.hosted.borrow().topic_states();
+            snapshot.hosted_topics = self.hosted.borrow().topic_states();
             snapshot.hosted_by_leader_and_isr = true;
         }
         snapshot.client_quotas = self.client_quotas();
@@ -606,7 +611,7 @@ impl ControlShard {
 
     /// `/config/topics/<topic>`'s overrides (none when absent; defaults
     /// for a malformed znode); `None` when the store could not be read.
-    async fn read_topic_configs(
+    pub async fn read_topic_configs(
         &self,
         topic: &str,
     ) -> Option<std::collections::BTreeMap<String, String>> {

@@ -95,14 +95,23 @@ impl ShardContext {
 
     /// After a snapshot is applied: load the offsets partitions this shard
     /// now leads, unload the ones it lost.
+    ///
+    /// Groups are mapped with the topic's partition count (the cluster
+    /// view, Kafka's `groupMetadataTopicPartitionCount`), the count
+    /// FindCoordinator and [`Self::group_shard`] use on every broker, never
+    /// with how many partitions this broker hosts: with more brokers than
+    /// replicas each hosts a subset. Until the cluster view names the
+    /// topic (a LeaderAndIsr may come before the controller's
+    /// UpdateMetadata) nothing is loaded; the next snapshot loads.
     pub fn on_group_snapshot(self: &Rc<Self>) {
         let Some(data) = self.data() else { return };
         let host = data.groups.clone();
         let snapshot = self.snapshot();
         let me = crate::types::BrokerId(self.config.broker_id);
-        let mine: BTreeSet<i32> = match snapshot.topic(OFFSETS_TOPIC) {
-            Some(t) => {
-                let n = i32::try_from(t.partitions.len()).unwrap_or(i32::MAX);
+        let count = snapshot.cluster_partition_count(OFFSETS_TOPIC);
+        let hosted = snapshot.hosted_topic(OFFSETS_TOPIC);
+        let mine: BTreeSet<i32> = match (hosted, count) {
+            (Some(t), Some(n)) => {
                 if host.core.borrow().owned_partitions().is_empty() {
                     host.core.borrow_mut().set_num_partitions(n);
                 }
@@ -115,7 +124,7 @@ impl ShardContext {
                     .map(|p| p.partition)
                     .collect()
             }
-            None => BTreeSet::new(),
+            _ => BTreeSet::new(),
         };
         let owned: BTreeSet<i32> = host.core.borrow().owned_partitions().into_iter().collect();
         for p in owned.difference(&mine) {
@@ -172,9 +181,7 @@ impl ShardContext {
     /// `__consumer_offsets` partition; `None` while that topic does not
     /// exist.
     pub fn group_shard(&self, group_id: &str) -> Option<usize> {
-        let snapshot = self.snapshot();
-        let topic = snapshot.served_topic(OFFSETS_TOPIC)?;
-        let n = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
+        let n = self.snapshot().cluster_partition_count(OFFSETS_TOPIC)?;
         Some(self.owner_of(OFFSETS_TOPIC, coordinator_partition(group_id, n)))
     }
 

@@ -124,9 +124,17 @@ pub enum Replayed<'a> {
     Marker { producer_id: i64, commit: bool },
 }
 
-/// Replay `tp` from its log start to its HW: `f` for each keyed data
+/// Replay `tp` from its log start to its log end: `f` for each keyed data
 /// record and each transaction marker, which says whether it used it.
 /// Returns the items used.
+///
+/// To the log end, not the HW, as Kafka 3.9's coordinators load
+/// (`TransactionStateManager.loadTransactionMetadata` and
+/// `GroupMetadataManager.doLoadGroupsAndOffsets` read with
+/// `FetchIsolation.LOG_END` up to `logEndOffset`): a new leader learns the
+/// HW from its followers' fetches, so right after an election its own HW
+/// can lag records the previous leader acknowledged (acks=all), such as
+/// a PrepareCommit; stopping at the HW loses them.
 pub async fn replay(
     ctx: &Rc<ShardContext>,
     tp: &TopicPartition,
@@ -147,18 +155,12 @@ pub async fn replay(
     loop {
         let a = data
             .replicas
-            .read(
-                tp,
-                offset,
-                LOAD_CHUNK_BYTES,
-                FetchIsolation::HighWatermark,
-                true,
-            )
+            .read(tp, offset, LOAD_CHUNK_BYTES, FetchIsolation::LogEnd, true)
             .await;
         if a.error_code != ErrorCode::NONE {
             return Err(format!("read at {offset}: {:?}", a.error_code));
         }
-        if a.bytes == 0 || offset >= a.high_watermark {
+        if a.bytes == 0 {
             return Ok(replayed);
         }
         let mut bytes = gather(&a.records, a.bytes)?;
@@ -175,7 +177,7 @@ pub async fn replay(
             let set = RecordBatchDecoder::decode(&mut one)
                 .map_err(|e| format!("records at {next}: {e}"))?;
             for r in set.records {
-                if r.offset < offset || r.offset >= a.high_watermark {
+                if r.offset < offset {
                     continue;
                 }
                 let Some(key) = r.key.as_deref() else {

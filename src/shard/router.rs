@@ -137,6 +137,9 @@ async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest)
                         partitions.len()
                     ]))
                 }
+                ControlRequest::TopicConfigs { .. } => {
+                    ShardResponse::Control(ControlResponse::TopicConfigs(None))
+                }
                 ControlRequest::Admin(_)
                 | ControlRequest::UpdateMetadata(_)
                 | ControlRequest::LeaderAndIsr(_)
@@ -311,6 +314,9 @@ async fn serve_control(
                 control.fetch_offsets_from_store(&group, partitions).await,
             );
         }
+        ControlRequest::TopicConfigs { topic } => {
+            return ControlResponse::TopicConfigs(control.read_topic_configs(&topic).await);
+        }
         other => other,
     };
     let _turn = control.serial.acquire_permit(1).await;
@@ -324,7 +330,8 @@ async fn serve_control(
         | ControlRequest::AlterPartition(_)
         | ControlRequest::AlterPartitionReceived(_)
         | ControlRequest::CommitOffsetsToStore { .. }
-        | ControlRequest::FetchOffsetsFromStore { .. } => unreachable!("answered above"),
+        | ControlRequest::FetchOffsetsFromStore { .. }
+        | ControlRequest::TopicConfigs { .. } => unreachable!("answered above"),
         ControlRequest::AutoCreateTopics { topics } => {
             let outcome = control.controller.auto_create(topics).await;
             if let Some(snapshot) = outcome.publish {
@@ -600,7 +607,7 @@ mod tests {
                         seen
                     } else {
                         at_least(2).await;
-                        assert!(ctx.snapshot().topic("orders").is_some());
+                        assert!(ctx.snapshot().hosted_topic("orders").is_some());
                         let create = ShardRequest::Control(ControlRequest::AutoCreateTopics {
                             topics: vec!["t".into()],
                         });

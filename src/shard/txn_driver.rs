@@ -101,7 +101,18 @@ impl ShardContext {
         let host = data.txns.clone();
         let snapshot = self.snapshot();
         let me = BrokerId(self.config.broker_id);
-        let mine: HashMap<i32, i32> = match snapshot.topic(TRANSACTION_STATE_TOPIC) {
+        // As the group coordinator (`on_group_snapshot`): ids are mapped
+        // with the whole topic's partition count, the one FindCoordinator
+        // uses, never with the count of partitions hosted here; nothing
+        // loads before the cluster view names the topic.
+        let count = snapshot.cluster_partition_count(TRANSACTION_STATE_TOPIC);
+        if let Some(n) = count {
+            host.core.borrow_mut().set_partition_count(n);
+        }
+        let hosted = snapshot
+            .hosted_topic(TRANSACTION_STATE_TOPIC)
+            .filter(|_| count.is_some());
+        let mine: HashMap<i32, i32> = match hosted {
             Some(t) => t
                 .partitions
                 .iter()
@@ -170,7 +181,7 @@ impl ShardContext {
 
     pub fn txn_shard(&self, txn_id: &str) -> Option<usize> {
         let snapshot = self.snapshot();
-        let topic = snapshot.served_topic(TRANSACTION_STATE_TOPIC)?;
+        let topic = snapshot.cluster_topic(TRANSACTION_STATE_TOPIC)?;
         let n = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
         Some(self.owner_of(TRANSACTION_STATE_TOPIC, partition_for(txn_id, n)))
     }
@@ -364,13 +375,13 @@ async fn write_markers(ctx: &Rc<ShardContext>, job: MarkerJob) {
         // Partitions whose topic is gone need no marker (Kafka drops them).
         left.retain(|(t, p)| {
             snapshot
-                .served_topic(t)
+                .cluster_topic(t)
                 .is_some_and(|topic| topic.partitions.iter().any(|s| s.partition == *p))
         });
         let mut by_leader: HashMap<String, Vec<(String, i32)>> = HashMap::new();
         for (t, p) in &left {
             let addr = snapshot
-                .served_topic(t)
+                .cluster_topic(t)
                 .and_then(|topic| topic.partitions.iter().find(|s| s.partition == *p))
                 .and_then(|s| snapshot.brokers.iter().find(|b| b.broker_id == s.leader))
                 .map(|b| format!("{}:{}", b.host, b.port));

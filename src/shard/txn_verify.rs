@@ -114,7 +114,7 @@ impl ShardContext {
 
     fn txn_coordinator_of(&self, txn_id: &str) -> Coordinator {
         let snapshot = self.snapshot();
-        let Some(topic) = snapshot.served_topic(TRANSACTION_STATE_TOPIC) else {
+        let Some(topic) = snapshot.cluster_topic(TRANSACTION_STATE_TOPIC) else {
             return Coordinator::Unknown;
         };
         let n = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);

@@ -174,6 +174,17 @@ impl Coordinator {
         self.partition_count
     }
 
+    /// The existing topic's partition count (the cluster view; Kafka's
+    /// `TransactionStateManager` reads it from ZooKeeper at start-up,
+    /// `transaction.state.log.num.partitions` only when the topic does
+    /// not exist). Ignored while any partition is loaded or loading:
+    /// their transactional ids were mapped with the count before.
+    pub fn set_partition_count(&mut self, n: i32) {
+        if self.partitions.is_empty() && self.loading.is_empty() {
+            self.partition_count = n.max(1);
+        }
+    }
+
     pub fn partition_of(&self, transactional_id: &str) -> i32 {
         partition_for(transactional_id, self.partition_count)
     }

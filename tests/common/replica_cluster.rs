@@ -338,6 +338,19 @@ impl ReplCluster {
         Self::start_nodes(system, &systems, settings, false)
     }
 
+    /// The cluster shape the group, transaction and admin scenarios run
+    /// in: one broker more than the replication factor `rf` (4 brokers at
+    /// RF 3, 3 at RF 2), as every production cluster larger than its
+    /// replication factor. Each broker then hosts only some partitions of
+    /// a topic (and of `__consumer_offsets`, at RF `min(n, 3)`), which a
+    /// cluster of exactly `rf` brokers never shows: any answer taken from
+    /// the partitions a broker hosts instead of the whole topic differs
+    /// from Kafka's only here. Scenarios whose faults name every broker
+    /// (elections, replication histories) keep `start` with `n == rf`.
+    pub fn start_beyond_rf(system: System, rf: i32, settings: &[&str]) -> ReplCluster {
+        Self::start(system, rf + 1, settings)
+    }
+
     /// A mixed cluster: broker `i + 1` runs `systems[i]`; each is started
     /// once the one before registered, so the first to start becomes the
     /// controller. `system` is Kafka when any broker is (the longer waits).

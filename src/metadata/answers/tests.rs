@@ -314,6 +314,6 @@ fn announced_topics_are_served_unless_a_stored_topic_shadows_them() {
     let remote = &all.topics[1];
     assert_eq!(remote.partitions[0].partition_index, 4);
     assert_eq!(remote.topic_id, Uuid::from_u128(7));
-    assert!(s.served_topic_by_id(Uuid::from_u128(8)).is_none());
+    assert!(s.cluster_topic_by_id(Uuid::from_u128(8)).is_none());
     assert_eq!(all.topics[0].partitions.len(), 2);
 }

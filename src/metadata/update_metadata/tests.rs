@@ -89,12 +89,15 @@ fn an_accepted_request_replaces_brokers_and_controller_and_adds_partitions() {
             (2, "h2", 9002, None)
         ]
     );
-    let t = s.served_topic("t").unwrap();
+    let t = s.cluster_topic("t").unwrap();
     assert_eq!(t.topic_id, Uuid::from_u128(9));
     assert_eq!(t.partitions.len(), 2);
     assert_eq!(t.partitions[0].leader, BrokerId(1));
     assert_eq!(t.partitions[0].offline_replicas, [BrokerId(2)]);
-    assert!(s.topic("t").is_none(), "announced topics are not hosted");
+    assert!(
+        s.hosted_topic("t").is_none(),
+        "announced topics are not hosted"
+    );
     assert_eq!(
         cache.partition("t", 1).unwrap().zk_version,
         PartitionEpoch(6)
@@ -158,7 +161,7 @@ fn leader_during_delete_removes_the_partition_and_empty_partition_states_keep_th
     cache.on_update_metadata(delete, None);
     assert!(cache
         .overlay(base(), "PLAINTEXT")
-        .served_topic("t")
+        .cluster_topic("t")
         .is_none());
     assert_eq!(cache.topic_id("t"), None, "no partitions left, no id");
 }
@@ -175,8 +178,8 @@ fn stored_topics_shadow_announced_ones_of_the_same_name() {
         configs: Default::default(),
     };
     let s = cache.overlay(base().with_topic(stored), "PLAINTEXT");
-    assert_eq!(s.served_topic("t").unwrap().topic_id, Uuid::from_u128(1));
-    assert_eq!(s.served_topics().count(), 1);
+    assert_eq!(s.cluster_topic("t").unwrap().topic_id, Uuid::from_u128(1));
+    assert_eq!(s.cluster_topics().count(), 1);
 }
 
 #[test]

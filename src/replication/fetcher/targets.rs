@@ -59,9 +59,10 @@ pub fn targets_of(snapshot: &Snapshot, me: BrokerId, parts: &[Rc<Partition>]) ->
         if matches!(p.role(), PartitionRole::Leader | PartitionRole::Offline) {
             continue;
         }
+        // The hosted view: the leader LeaderAndIsr named (Kafka's
+        // `ReplicaManager.makeFollowers`), not UpdateMetadata's.
         let Some(state) = snapshot
-            .topics
-            .get(&*p.tp.topic)
+            .hosted_topic(&p.tp.topic)
             .and_then(|t| t.partitions.iter().find(|s| s.partition == p.tp.partition))
         else {
             continue;
@@ -75,7 +76,7 @@ pub fn targets_of(snapshot: &Snapshot, me: BrokerId, parts: &[Rc<Partition>]) ->
             .find(|b| b.broker_id == state.leader)
             .map(|b| format!("{}:{}", b.host, b.port));
         let throttled = !state.isr.contains(&me)
-            && snapshot.topics.get(&*p.tp.topic).is_some_and(|t| {
+            && snapshot.hosted_topics.get(&*p.tp.topic).is_some_and(|t| {
                 quota::is_throttled(
                     &t.configs,
                     quota::FOLLOWER_THROTTLED_REPLICAS,

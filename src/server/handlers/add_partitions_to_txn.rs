@@ -128,7 +128,7 @@ async fn one_transaction(
                 .map(|&p| (x.name.0.as_str().to_owned(), p))
         })
         .collect();
-    let known = |(name, p): &(String, i32)| snapshot.serves_partition(name, *p);
+    let known = |(name, p): &(String, i32)| snapshot.cluster_has_partition(name, *p);
     let codes: Vec<ErrorCode> = if !wanted.iter().all(known) {
         wanted
             .iter()

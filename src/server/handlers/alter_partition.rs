@@ -255,7 +255,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let version = req.header.api_version;
         let snapshot = ctx.snapshot();
         let decoded = decode_request(req.body, version, |name| {
-            snapshot.served_topic(name).map(|t| t.topic_id)
+            snapshot.cluster_topic(name).map(|t| t.topic_id)
         })?;
         let Decoded {
             ask,

@@ -108,7 +108,7 @@ async fn await_leaders(
         return;
     }
     let led = |s: &crate::metadata::Snapshot, name: &str, n: usize| {
-        s.served_topic(name).is_some_and(|t| {
+        s.cluster_topic(name).is_some_and(|t| {
             t.partitions.len() >= n && t.partitions.iter().all(|p| p.leader.0 >= 0)
         })
     };

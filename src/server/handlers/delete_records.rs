@@ -44,7 +44,7 @@ pub const API: CheckedApi = CheckedApi {
 /// The error decided before the owners see a partition, if any.
 fn refused(ctx: &ShardContext, topic: &str, partition: i32) -> Option<ErrorCode> {
     let snapshot = ctx.snapshot();
-    match snapshot.served_topic(topic) {
+    match snapshot.cluster_topic(topic) {
         Some(t) if t.partitions.iter().any(|p| p.partition == partition) => {
             t.is_internal.then_some(ErrorCode::INVALID_TOPIC_EXCEPTION)
         }

@@ -108,7 +108,7 @@ async fn await_gone(
     let timeout = std::time::Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
     let gone = ctx
         .wait_for_snapshot(timeout, |s| {
-            names.iter().all(|n| s.served_topic(n).is_none())
+            names.iter().all(|n| s.cluster_topic(n).is_none())
         })
         .await;
     if gone {
@@ -116,7 +116,7 @@ async fn await_gone(
     }
     let now = ctx.snapshot();
     for r in results.iter_mut() {
-        if matches!(r, Ok((n, _)) if now.served_topic(n).is_some()) {
+        if matches!(r, Ok((n, _)) if now.cluster_topic(n).is_some()) {
             *r = Err(failure(
                 ErrorCode::REQUEST_TIMED_OUT,
                 "Timed out waiting for the topic to be deleted.",

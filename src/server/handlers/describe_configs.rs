@@ -1,10 +1,15 @@
 //! `[drv]` DescribeConfigs (key 32), v1–v4 (every version the codec knows),
-//! answered locally: topic overrides travel in the snapshot, broker keys
-//! come from this process's `server.properties`.
+//! answered by this broker: topic overrides from the snapshot or the
+//! metadata store, broker keys from this process's `server.properties`.
 //!
 //! - TOPIC (2): every topic config with value, source and synonyms
 //!   (KIP-226); unknown topic → UNKNOWN_TOPIC_OR_PARTITION, bad name →
-//!   INVALID_TOPIC_EXCEPTION.
+//!   INVALID_TOPIC_EXCEPTION. Any broker answers for any topic of the
+//!   cluster view, hosted here or not (Kafka 3.9's
+//!   `ConfigHelper.describeConfigs`: `metadataCache.contains(topic)`, then
+//!   the overrides from the `ConfigRepository`, which in ZooKeeper mode
+//!   reads `/config/topics/<t>`, here through the control shard; embedded
+//!   mode's snapshot carries every topic's overrides).
 //! - BROKER (4): with this broker's id, every key with its effective
 //!   value and source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
 //!   STATIC_BROKER_CONFIG, DEFAULT_CONFIG; the dynamic ones alterable);
@@ -60,17 +65,16 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let version = req.header.api_version;
         let request: DescribeConfigsRequest = API.decode(req.body, version)?;
         let mut response = DescribeConfigsResponse::default();
-        response.results = request
-            .resources
-            .iter()
-            .map(|r| describe(&ctx, r, request.include_synonyms, version))
-            .collect();
+        for r in &request.resources {
+            let result = describe(&ctx, r, request.include_synonyms, version).await;
+            response.results.push(result);
+        }
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
 }
 
-fn describe(
+async fn describe(
     ctx: &ShardContext,
     resource: &DescribeConfigsResource,
     include_synonyms: bool,
@@ -84,7 +88,7 @@ fn describe(
         .as_ref()
         .map(|ks| ks.iter().map(|k| k.to_string()).collect());
     let entries = match resource.resource_type {
-        RESOURCE_TOPIC => topic_entries(ctx, &resource.resource_name, keys.as_deref()),
+        RESOURCE_TOPIC => topic_entries(ctx, &resource.resource_name, keys.as_deref()).await,
         RESOURCE_BROKER => broker_entries(ctx, &resource.resource_name, keys.as_deref()),
         other => Err((
             ErrorCode::INVALID_REQUEST,
@@ -108,7 +112,7 @@ fn describe(
 
 type Described = Result<Vec<ConfigEntry>, (ErrorCode, String)>;
 
-fn topic_entries(ctx: &ShardContext, name: &str, keys: Option<&[String]>) -> Described {
+async fn topic_entries(ctx: &ShardContext, name: &str, keys: Option<&[String]>) -> Described {
     if !is_valid_topic_name(name) {
         return Err((
             ErrorCode::INVALID_TOPIC_EXCEPTION,
@@ -116,20 +120,33 @@ fn topic_entries(ctx: &ShardContext, name: &str, keys: Option<&[String]>) -> Des
         ));
     }
     let snapshot = ctx.snapshot();
-    let Some(topic) = snapshot.topic(name) else {
+    // The cluster view: a broker with no replica of the topic answers too.
+    let Some(topic) = snapshot.cluster_topic(name) else {
         return Err((
             ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
             format!("Topic '{name}' does not exist."),
         ));
     };
+    // ZooKeeper mode: UpdateMetadata carries no configs, and the hosted
+    // view's are only for hosted topics, so read the store as Kafka's
+    // `ZkConfigRepository` does; embedded mode's topics carry theirs.
+    let stored = if snapshot.hosted_by_leader_and_isr {
+        let Some(stored) = ctx.stored_topic_configs(name.to_owned()).await else {
+            return Err((
+                ErrorCode::UNKNOWN_SERVER_ERROR,
+                format!("The configs of topic '{name}' could not be read."),
+            ));
+        };
+        stored
+    } else {
+        topic.configs.clone()
+    };
     let defaults = ctx.config.topic_defaults(&snapshot.broker_configs);
     // Stored overrides a newer Kafka may have written and we cannot parse
     // show as defaults (controller::topic_configs::describe_configs does the same).
-    let usable: BTreeMap<String, String> = topic
-        .configs
-        .iter()
+    let usable: BTreeMap<String, String> = stored
+        .into_iter()
         .filter(|(k, v)| validate_one(k, v).is_ok())
-        .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let config = TopicConfig::resolve(&usable, &defaults)
         .unwrap_or_else(|_| TopicConfig::from_broker_defaults(&defaults));

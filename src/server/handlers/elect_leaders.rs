@@ -92,7 +92,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                         _ => ErrorCode::NOT_CONTROLLER,
                     };
                     asked
-                        .unwrap_or_else(|| ctx.snapshot().served_partitions().collect())
+                        .unwrap_or_else(|| ctx.snapshot().cluster_partitions().collect())
                         .into_iter()
                         .map(|tp| (tp, Err((code, String::new()))))
                         .collect()
@@ -121,7 +121,7 @@ async fn await_leaders(
         return;
     }
     let shows = |s: &crate::metadata::Snapshot, tp: &TopicPartition, leader: BrokerId| {
-        s.served_topic(&tp.topic).is_some_and(|t| {
+        s.cluster_topic(&tp.topic).is_some_and(|t| {
             t.partitions
                 .iter()
                 .any(|p| p.partition == tp.partition && p.leader == leader)

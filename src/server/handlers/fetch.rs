@@ -258,7 +258,7 @@ async fn throttle_leader(
         let (Some(tp), Some(r)) = (&w.tp, r) else {
             continue;
         };
-        let Some(topic) = snapshot.topics.get(&*tp.topic) else {
+        let Some(topic) = snapshot.hosted_topics.get(&*tp.topic) else {
             continue;
         };
         let in_sync = topic
@@ -303,12 +303,12 @@ fn resolve(
     for topic in &request.topics {
         let (state, served) = if by_id {
             (
-                snapshot.topic_by_id(topic.topic_id),
-                snapshot.served_topic_by_id(topic.topic_id),
+                snapshot.hosted_topic_by_id(topic.topic_id),
+                snapshot.cluster_topic_by_id(topic.topic_id),
             )
         } else {
             let name = topic.topic.as_str();
-            (snapshot.topic(name), snapshot.served_topic(name))
+            (snapshot.hosted_topic(name), snapshot.cluster_topic(name))
         };
         for p in &topic.partitions {
             let fetch = PartitionFetch {
@@ -365,8 +365,14 @@ fn resolve(
     let mut forgotten = Vec::new();
     if version >= 7 {
         for f in &request.forgotten_topics_data {
+            // Kafka resolves forgotten ids through `metadataCache` (the
+            // cluster view): a session may forget a topic this broker no
+            // longer hosts.
             let name = if by_id {
-                snapshot.topic_by_id(f.topic_id).map(|t| t.name.clone())
+                snapshot
+                    .cluster_topic_by_id(f.topic_id)
+                    .or_else(|| snapshot.hosted_topic_by_id(f.topic_id))
+                    .map(|t| t.name.clone())
             } else {
                 Some(std::sync::Arc::from(f.topic.as_str()))
             };
@@ -393,8 +399,8 @@ fn session_wanted(ctx: &ShardContext, session_id: i32) -> Vec<Wanted> {
         .into_iter()
         .map(|(tp, fetch)| {
             let state = snapshot
-                .topic(&tp.topic)
-                .or_else(|| snapshot.served_topic(&tp.topic));
+                .hosted_topic(&tp.topic)
+                .or_else(|| snapshot.cluster_topic(&tp.topic));
             Wanted {
                 topic: tp.topic.to_string(),
                 topic_id: state.map(|t| *t.topic_id.as_bytes()).unwrap_or([0; 16]),

@@ -93,7 +93,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             _ => None,
         };
         if let Some(topic) = internal {
-            if ctx.snapshot().served_topic(topic).is_none() {
+            if ctx.snapshot().cluster_topic(topic).is_none() {
                 let created = ensure_topic_auto_created(&ctx, topic).await;
                 if created != ErrorCode::NONE {
                     tracing::warn!(error = ?created, "cannot create {topic}");
@@ -143,10 +143,11 @@ pub fn coordinator_for<'a>(
     };
     // The topic as Metadata knows it (in ZooKeeper mode the controller's
     // UpdateMetadata, whichever partitions this broker hosts).
-    let leader = match snapshot.served_topic(internal) {
-        // Kafka reads the partition count of the existing topic.
-        Some(topic) => {
-            let count = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
+    let count = snapshot.cluster_partition_count(internal);
+    let leader = match snapshot.cluster_topic(internal).zip(count) {
+        // Kafka reads the partition count of the existing topic, the one
+        // every coordinator maps its keys with (`on_group_snapshot`).
+        Some((topic, count)) => {
             let p = coordinator_partition(key, count);
             topic
                 .partitions

@@ -33,10 +33,8 @@ pub async fn ask(
 pub fn offsets_partition(ctx: &ShardContext, group_id: &str) -> i32 {
     let n = ctx
         .snapshot()
-        .served_topic(crate::controller::image::OFFSETS_TOPIC)
-        .map_or(ctx.config.offsets_topic_num_partitions, |t| {
-            i32::try_from(t.partitions.len()).unwrap_or(i32::MAX)
-        });
+        .cluster_partition_count(crate::controller::image::OFFSETS_TOPIC)
+        .unwrap_or(ctx.config.offsets_topic_num_partitions);
     crate::group::partition::coordinator_partition(group_id, n)
 }
 
@@ -60,5 +58,5 @@ pub fn new_member_id(client_id: &str, group_instance_id: Option<&str>) -> String
 /// UNKNOWN_TOPIC_OR_PARTITION for a commit to one that does not, before
 /// the coordinator sees it).
 pub fn partition_exists(ctx: &ShardContext, topic: &str, p: i32) -> bool {
-    ctx.snapshot().serves_partition(topic, p)
+    ctx.snapshot().cluster_has_partition(topic, p)
 }

@@ -116,7 +116,7 @@ async fn produce(
     for topic in &request.topic_data {
         let snapshot = ctx.snapshot();
         let name = topic.name.as_str();
-        if snapshot.topic(name).is_none() && snapshot.served_topic(name).is_none() {
+        if snapshot.hosted_topic(name).is_none() && snapshot.cluster_topic(name).is_none() {
             let _ = ensure_topic_auto_created(ctx, topic.name.as_str()).await;
         }
     }

@@ -371,3 +371,13 @@ fn verification_answers_per_partition_and_writes_nothing() {
         "a completed transaction holds no partitions"
     );
 }
+
+#[test]
+fn the_partition_count_follows_the_topic_only_while_nothing_is_loaded() {
+    let mut c = Coordinator::new(50, 900_000);
+    c.set_partition_count(3);
+    assert_eq!(c.partition_count(), 3);
+    c.begin_load(1);
+    c.set_partition_count(7);
+    assert_eq!(c.partition_count(), 3, "ids already mapped with 3");
+}

@@ -174,7 +174,7 @@ impl ShardContext {
         request: impl Fn(Vec<(TopicPartition, T)>) -> DataRequest + Clone + 'static,
     ) -> Vec<ProduceResult> {
         let groups = self.group_by_owner(parts.into_iter().map(|(tp, x)| (tp.clone(), (tp, x))));
-        let mut results: Vec<Option<ProduceResult>> = vec![None; groups.total];
+        let total = groups.total;
         let calls = groups.by_owner.into_iter().map(|(owner, items)| {
             let ctx = self.clone();
             let request = request.clone();
@@ -185,20 +185,17 @@ impl ShardContext {
                 (idx, answer)
             }
         });
-        for (idx, answer) in futures_join_all(calls).await {
-            let list = match answer {
-                Some(DataResponse::Produced(list)) => list,
-                _ => Vec::new(),
-            };
-            let mut list = list.into_iter();
-            for i in idx {
-                results[i] = list.next();
-            }
-        }
-        results
+        let answers = futures_join_all(calls)
+            .await
             .into_iter()
-            .map(|r| r.unwrap_or_else(|| ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER)))
-            .collect()
+            .map(|(idx, answer)| {
+                let list = match answer {
+                    Some(DataResponse::Produced(list)) => list,
+                    _ => Vec::new(),
+                };
+                (idx, list)
+            });
+        in_request_order(total, answers)
     }
 
     /// Connection side: read partitions from their owners, owner by owner
@@ -481,18 +478,31 @@ impl DispatchedProduce {
     /// The appends' results in request order, NOT_LEADER_OR_FOLLOWER for
     /// a partition whose owner did not answer.
     pub async fn results(self) -> Vec<ProduceResult> {
-        let mut results: Vec<Option<ProduceResult>> = vec![None; self.total];
+        let mut answers = Vec::with_capacity(self.calls.len());
         for (idx, call) in self.calls {
-            let mut list = call.await.unwrap_or_default().into_iter();
-            for i in idx {
-                results[i] = list.next();
-            }
+            answers.push((idx, call.await.unwrap_or_default()));
         }
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER)))
-            .collect()
+        in_request_order(self.total, answers)
     }
+}
+
+/// Owners' answers, each with the request indexes of its partitions, as
+/// `total` results in request order: NOT_LEADER_OR_FOLLOWER for a
+/// partition its owner did not answer.
+fn in_request_order(
+    total: usize,
+    answers: impl IntoIterator<Item = (Vec<usize>, Vec<ProduceResult>)>,
+) -> Vec<ProduceResult> {
+    let mut results: Vec<Option<ProduceResult>> = vec![None; total];
+    for (idx, list) in answers {
+        for (i, r) in idx.into_iter().zip(list) {
+            results[i] = Some(r);
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER)))
+        .collect()
 }
 
 struct Grouped<T> {

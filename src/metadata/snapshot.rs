@@ -72,6 +72,14 @@ pub struct TopicState {
     pub configs: std::collections::BTreeMap<String, String>,
 }
 
+impl TopicState {
+    /// How many partitions the topic has, as the coordinators map keys
+    /// (`abs(hash) % count`) over it.
+    pub fn partition_count(&self) -> i32 {
+        i32::try_from(self.partitions.len()).unwrap_or(i32::MAX)
+    }
+}
+
 /// Everything ApiVersions/Metadata/FindCoordinator answers from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
@@ -172,8 +180,7 @@ impl Snapshot {
     /// ids are mapped with (`GroupMetadataManager.partitionFor`,
     /// `TransactionStateManager.partitionFor`), on every broker alike.
     pub fn cluster_partition_count(&self, name: &str) -> Option<i32> {
-        self.cluster_topic(name)
-            .map(|t| i32::try_from(t.partitions.len()).unwrap_or(i32::MAX))
+        self.cluster_topic(name).map(TopicState::partition_count)
     }
 
     /// Every partition of [`Snapshot::cluster_topics`] (Kafka's

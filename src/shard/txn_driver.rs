@@ -180,9 +180,9 @@ impl ShardContext {
     }
 
     pub fn txn_shard(&self, txn_id: &str) -> Option<usize> {
-        let snapshot = self.snapshot();
-        let topic = snapshot.cluster_topic(TRANSACTION_STATE_TOPIC)?;
-        let n = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
+        let n = self
+            .snapshot()
+            .cluster_partition_count(TRANSACTION_STATE_TOPIC)?;
         Some(self.owner_of(TRANSACTION_STATE_TOPIC, partition_for(txn_id, n)))
     }
 

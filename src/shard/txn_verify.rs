@@ -117,8 +117,7 @@ impl ShardContext {
         let Some(topic) = snapshot.cluster_topic(TRANSACTION_STATE_TOPIC) else {
             return Coordinator::Unknown;
         };
-        let n = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
-        let p = partition_for(txn_id, n);
+        let p = partition_for(txn_id, topic.partition_count());
         let Some(state) = topic.partitions.iter().find(|s| s.partition == p) else {
             return Coordinator::Unknown;
         };

@@ -143,12 +143,11 @@ pub fn coordinator_for<'a>(
     };
     // The topic as Metadata knows it (in ZooKeeper mode the controller's
     // UpdateMetadata, whichever partitions this broker hosts).
-    let count = snapshot.cluster_partition_count(internal);
-    let leader = match snapshot.cluster_topic(internal).zip(count) {
+    let leader = match snapshot.cluster_topic(internal) {
         // Kafka reads the partition count of the existing topic, the one
         // every coordinator maps its keys with (`on_group_snapshot`).
-        Some((topic, count)) => {
-            let p = coordinator_partition(key, count);
+        Some(topic) => {
+            let p = coordinator_partition(key, topic.partition_count());
             topic
                 .partitions
                 .iter()

@@ -189,7 +189,7 @@ fn main() -> ExitCode {
 
 /// Every panic, in any thread, also goes to the log with its thread name
 /// and a backtrace (whatever RUST_BACKTRACE says), before Rust's own
-/// message: a broker that exits on its own must say why (issue 26: two
+/// message: a broker that exits on its own must say why (two
 /// exits with status 101 and no panic line captured). A request handler's
 /// panic is caught and fails only that request; this report says where.
 fn install_panic_report() {

@@ -1,6 +1,6 @@
 //! `[pure]` Replica assignment: Kafka's `AdminUtils.assignReplicasToBrokers`
-//! (Kafka 3.9 `server-common/src/main/java/org/apache/kafka/admin/AdminUtils.java`;
-//! seed 000 "创建主题时的分区副本默认分配方法"), rack-unaware and rack-aware.
+//! (Kafka 3.9 `server-common/src/main/java/org/apache/kafka/admin/AdminUtils.java`),
+//! rack-unaware and rack-aware.
 //!
 //! Rack-unaware: first replicas go round-robin over the brokers from a start
 //! index; the other replicas follow at a shift that grows by one each time
@@ -359,8 +359,8 @@ mod tests {
     }
 
     #[test]
-    fn seed_000_topic_demo_znode_is_round_robin_from_index_1() {
-        // Seed 000's `/brokers/topics/topic-demo`: {"2":[0,2,1],"1":[2,1,0],
+    fn topic_demo_znode_is_round_robin_from_index_1() {
+        // A `/brokers/topics/topic-demo`: {"2":[0,2,1],"1":[2,1,0],
         // "3":[1,2,0],"0":[1,0,2]}: 3 brokers, 4 partitions, RF 3; Kafka drew
         // start index 1 and shift 1.
         let want: Vec<(i32, Vec<i32>)> = vec![
@@ -459,7 +459,7 @@ mod tests {
     fn rack_alternated_list_rows() {
         type Row = (&'static [(i32, &'static str)], Vec<i32>);
         let rows: Vec<Row> = vec![
-            // Seed 000 / Kafka's javadoc: rack1: 0,1,2; rack2: 3,4,5; rack3: 6,7,8.
+            // Kafka's javadoc: rack1: 0,1,2; rack2: 3,4,5; rack3: 6,7,8.
             (SEED_000_RACKS, vec![0, 3, 6, 1, 4, 7, 2, 5, 8]),
             // AdminRackAwareTest.testGetRackAlternatedBrokerListAndAssignReplicasToBrokers.
             (KAFKA_TEST_RACKS, vec![0, 3, 1, 5, 4, 2]),
@@ -488,7 +488,7 @@ mod tests {
             Vec<(i32, Vec<i32>)>,
         );
         let rows: Vec<Row> = vec![
-            // Seed 000's three racks of three, RF 3, start 0: one replica per
+            // Three racks of three, RF 3, start 0: one replica per
             // rack; partition 9 wraps and shifts the followers by one rack round.
             (
                 SEED_000_RACKS,

@@ -1,4 +1,4 @@
-//! Controller election over the store (seed 002 "控制器的选举"; Kafka 3.9
+//! Controller election over the store (Kafka 3.9
 //! `KafkaController.elect` / `maybeResign` and
 //! `KafkaZkClient.registerControllerAndIncrementControllerEpoch`).
 //!

@@ -1,11 +1,10 @@
 //! `[pure]` Partition leader election: Kafka's four strategies as functions
-//! of the assignment (AR), the ISR and the live brokers (seed 002
-//! "分区leader的选举"; Kafka 3.9 `core/src/main/scala/kafka/controller/Election.scala`
+//! of the assignment (AR), the ISR and the live brokers (Kafka 3.9 `core/src/main/scala/kafka/controller/Election.scala`
 //! and `PartitionLeaderElectionAlgorithms` in `PartitionStateMachine.scala`).
-//! Where the seed and Kafka 3.9 differ, 3.9 decides: the seed's preferred
-//! election "simply makes the preferred replica leader"; 3.9 requires it to
-//! be live and in the ISR, and the seed does not mention the ISR each
-//! strategy writes or the unclean election's RECOVERING state (KIP-704).
+//! Kafka 3.9 decides where older descriptions of Kafka differ: a preferred
+//! election does not simply make the preferred replica leader, 3.9 requires
+//! it to be live and in the ISR; each strategy also writes the new ISR, and
+//! an unclean election sets the RECOVERING state (KIP-704).
 //!
 //! The rule all four share: the **AR order**, not the ISR order, decides.
 //! The first replica of the assignment that passes the strategy's test

@@ -1,4 +1,4 @@
-//! The controller (ARCHITECTURE.md §7; seed 002): Kafka's ZooKeeper-mode
+//! The controller (ARCHITECTURE.md §7): Kafka's ZooKeeper-mode
 //! controller, run on the control shard: the admin side every broker has
 //! (over the embedded store, or its ZooKeeper session), and — on the
 //! broker elected controller — the controller's duties.

@@ -2,7 +2,7 @@
 //! `ReplicaAssignment` in `ControllerContext.scala` and the checks of
 //! `KafkaController.processApiPartitionReassignment`,
 //! `validateReplicas`, `maybeBuildReassignment`, `isReassignmentComplete`
-//! and `processListPartitionReassignments`; seed 000's RS / OAR / RAR).
+//! and `processListPartitionReassignments`; RS / OAR / RAR as in KIP-455).
 //!
 //! While a partition moves, its assignment is the full set RS = TRS ∪ OAR
 //! (target first, then the origin replicas not in the target), with

@@ -1,4 +1,4 @@
-//! `[drv]` A broker in ZooKeeper mode (seed 002; Kafka 3.9
+//! `[drv]` A broker in ZooKeeper mode (Kafka 3.9
 //! `KafkaController` and its `ControllerEventManager`): the broker's
 //! registration, the controller election every broker takes part in, and —
 //! while this broker is controller — the controller's context and watches.
@@ -113,7 +113,7 @@ pub enum Event {
     /// `/brokers/ids` children changed (controller only).
     BrokerChange,
     /// `/brokers/topics` children or a watched topic changed (controller
-    /// only; acted on by the controller's duties, issue 19).
+    /// only; acted on by the controller's duties).
     TopicChange,
     /// One of the admin znodes changed (controller only).
     AdminChange(&'static str),

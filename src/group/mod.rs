@@ -1,5 +1,5 @@
-//! The group coordinator (ARCHITECTURE.md §2, §5; seed 000's consumer-group
-//! chapter): JoinGroup / SyncGroup / Heartbeat / LeaveGroup / OffsetCommit /
+//! The group coordinator (ARCHITECTURE.md §2, §5; Kafka's classic
+//! group protocol): JoinGroup / SyncGroup / Heartbeat / LeaveGroup / OffsetCommit /
 //! OffsetFetch with Kafka's classic protocol, the five group states
 //! (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead) as a pure
 //! state machine, and `__consumer_offsets` records in Kafka's formats.

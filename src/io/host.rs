@@ -42,7 +42,7 @@ pub fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
 /// Raise the soft limit on open files to the hard one, as the JVM running
 /// Kafka does at start (HotSpot's `MaxFDLimit`, on by default on Linux):
 /// each partition holds a read fd per segment and, while written, its
-/// appender's (issue 26: 10,000 partitions ran out of 20,000).
+/// appender's (10,000 partitions ran out of 20,000).
 pub fn raise_fd_limit() {
     let res = nix::sys::resource::Resource::RLIMIT_NOFILE;
     if let Ok((soft, hard)) = nix::sys::resource::getrlimit(res) {

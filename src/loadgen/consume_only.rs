@@ -2,7 +2,7 @@
 //! hold data, from the earliest offsets up to the log end offsets read at
 //! the start (or until `--messages` / `--duration`), and report consume
 //! throughput. It is the consumer-side counterpart of a produce run
-//! (issue 8, P4) and is built to cost the client as little as possible, so
+//! (the P4 point) and is built to cost the client as little as possible, so
 //! that the broker's fetch path is what gets measured:
 //! - one blocking socket per leader and one reused receive buffer, with
 //!   the FetchResponse walked in place ([`consumer::walk_fetch_response`]);

@@ -1,4 +1,4 @@
-//! `[pure]` Client quotas (seed 000's quotas; Kafka 3.9 `ClientQuotaManager`,
+//! `[pure]` Client quotas (KIP-13, KIP-55; Kafka 3.9 `ClientQuotaManager`,
 //! `QuotaUtils`, `ZkAdminManager.alterClientQuotas / describeClientQuotas`,
 //! `Sanitizer`): the quota configs stored under `/config/users/<user>`,
 //! `/config/users/<user>/clients/<client>` and `/config/clients/<client>`

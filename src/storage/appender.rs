@@ -62,7 +62,7 @@ fn allocation_target(from: u64, step: u64, limit: u64, end: u64) -> u64 {
 }
 
 /// The first allocation of a segment: a partition with a few records holds
-/// its data and at most this much more (issue 26's density goal: at most
+/// its data and at most this much more (the density goal: at most
 /// 1 MiB plus its data per partition, with room for the index and
 /// checkpoint files); a busy one doubles to the full step in a few
 /// allocations.

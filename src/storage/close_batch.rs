@@ -1,5 +1,5 @@
 //! `[io]` Closing many partition logs with three filesystem syncs in all
-//! instead of several fsyncs each (issue 19: a shutdown closing 1,000 logs
+//! instead of several fsyncs each (a shutdown closing 1,000 logs
 //! spent four fsyncs apiece on the shard, 3.4–6.1 s in all).
 //!
 //! A log closed for a batch ([`PartitionLog::close_deferred`](super::partition_log::PartitionLog::close_deferred))

@@ -329,7 +329,7 @@ impl PartitionLog {
         // and to the first append, and a new log's first segment is not
         // fsynced, nor is its directory until `LocalLog.flush` covers the
         // new segment. Opening a 1,000-partition topic spent ~4 fsyncs per
-        // partition on the shard (issue 19).
+        // partition on the shard.
         let mut unsynced = Vec::new();
         if let Some(id) = topic_id {
             let p = dir.join(PARTITION_METADATA);
@@ -376,7 +376,7 @@ impl PartitionLog {
             // trusting file sizes. The removal is made durable just before
             // the first such change (`settle_marker_removal`), not here: a
             // directory fsync per partition was most of a clean restart at
-            // 10,000 partitions (issue 26).
+            // 10,000 partitions.
             std::fs::remove_file(dir.join(CLEAN_SHUTDOWN_MARKER))?;
         }
         let cache_id = cache.borrow_mut().register();

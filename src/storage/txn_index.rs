@@ -1,6 +1,5 @@
 //! The aborted-transaction index (`<base>.txnindex` beside each segment;
-//! KIP-98, Kafka's `TransactionIndex` / `AbortedTxn`), seed 000's LSO
-//! chapter: a read_committed Fetch returns, with its records, the aborted
+//! KIP-98, Kafka's `TransactionIndex` / `AbortedTxn`): a read_committed Fetch returns, with its records, the aborted
 //! transactions whose data it may contain, and the client drops their
 //! records.
 //!

@@ -46,14 +46,14 @@ fn offline_election_rows() {
         Option<(i32, bool)>,
     );
     let rows: [Row; 11] = [
-        // Seed 002: AR order, not ISR order, decides.
+        // Kafka 3.9: AR order, not ISR order, decides.
         (&[1, 2, 3], &[3, 2, 1], &[1, 2, 3], false, Some((1, false))),
         (&[1, 2, 3], &[3, 2], &[1, 2, 3], false, Some((2, false))),
         // The first AR replica is dead: the next live ISR member in AR order.
         (&[1, 2, 3], &[1, 3, 2], &[2, 3], false, Some((2, false))),
         // A live replica outside the ISR is skipped for a later ISR one.
         (&[1, 2, 3], &[3], &[1, 2, 3], true, Some((3, false))),
-        // Seed 002: no live ISR replica and unclean on: first live AR replica.
+        // Kafka 3.9: no live ISR replica and unclean on: first live AR replica.
         (&[1, 2, 3], &[1], &[2, 3], true, Some((2, true))),
         (&[3, 1, 2], &[3], &[1, 2], true, Some((1, true))),
         // ... and unclean off: no leader.
@@ -81,7 +81,7 @@ fn reassign_election_rows() {
     // (target replicas, ISR, live, expected).
     type Row = (&'static [i32], &'static [i32], &'static [i32], Option<i32>);
     let rows: [Row; 5] = [
-        // Seed 002: first live target replica that is in the current ISR.
+        // Kafka 3.9: first live target replica that is in the current ISR.
         (&[4, 5, 6], &[6, 5, 1], &[1, 4, 5, 6], Some(5)),
         (&[4, 5, 6], &[1, 4], &[1, 4, 5, 6], Some(4)),
         (&[4, 5, 6], &[1, 4, 6], &[1, 5, 6], Some(6)),
@@ -103,7 +103,7 @@ fn preferred_election_rows() {
     // (AR, ISR, live, expected).
     type Row = (&'static [i32], &'static [i32], &'static [i32], Option<i32>);
     let rows: [Row; 5] = [
-        // Seed 002: the preferred replica is the first AR replica.
+        // Kafka 3.9: the preferred replica is the first AR replica.
         (&[1, 2, 3], &[2, 3, 1], &[1, 2, 3], Some(1)),
         // Not in the ISR or not live: no leader; the next replica is not tried.
         (&[1, 2, 3], &[2, 3], &[1, 2, 3], None),
@@ -131,7 +131,7 @@ fn controlled_shutdown_election_rows() {
         Option<i32>,
     );
     let rows: [Row; 5] = [
-        // Seed 002: skip the broker being shut down.
+        // Kafka 3.9: skip the broker being shut down.
         (&[1, 2, 3], &[1, 2, 3], &[1, 2, 3], &[1], Some(2)),
         (&[1, 2, 3], &[3, 1, 2], &[1, 2, 3], &[1, 2], Some(3)),
         // The next AR replica is out of the ISR: the one after it.

@@ -1,6 +1,5 @@
 //! `[drv]` Partition reassignment on the controller (KIP-455; Kafka 3.9
-//! `KafkaController.onPartitionReassignment` and its helpers, seed 000's
-//! steps): AlterPartitionReassignments / ListPartitionReassignments from
+//! `KafkaController.onPartitionReassignment` and its helpers): AlterPartitionReassignments / ListPartitionReassignments from
 //! admin clients, the legacy `/admin/reassign_partitions` znode, and the
 //! resumption of moves found in `/brokers/topics/<t>` on failover and when
 //! a target broker starts. What to do is decided by

@@ -1,6 +1,5 @@
 //! `[pure]` The group coordinator of one shard (Kafka 3.9's classic
-//! `GroupCoordinator` + `GroupMetadataManager`, seed 000's consumer-group
-//! chapter): the groups of the `__consumer_offsets` partitions this shard
+//! `GroupCoordinator` + `GroupMetadataManager`): the groups of the `__consumer_offsets` partitions this shard
 //! coordinates, their committed offsets, and the timers of the rebalance
 //! protocol (DelayedJoin, InitialDelayedJoin, DelayedHeartbeat).
 //!

@@ -59,7 +59,7 @@ fn a_commit_with_its_own_expiry_is_written_as_value_v1() {
 fn a_v1_value_with_a_negative_expiry_keeps_it_and_round_trips_as_v1() {
     // v1: offset 5, metadata "a", commit timestamp 9, expiry -5. Only -1
     // means "none" (Kafka `readOffsetMessageValue`); -5 is an expiry in
-    // the past. It used to re-encode as v3 without it (issue 26, fuzzing).
+    // the past. It used to re-encode as v3 without it (found by fuzzing).
     let v1 = hex("00 01 | 00 00 00 00 00 00 00 05 | 00 01 61 | 00 00 00 00 00 00 00 09 | ff ff ff ff ff ff ff fb");
     let d = OffsetCommitValue::decode(&v1).unwrap();
     assert_eq!(d.expire_timestamp_ms, -5);

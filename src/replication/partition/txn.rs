@@ -1,4 +1,4 @@
-//! `[drv]` Transactions on one partition (KIP-98; seed 000's LSO): the
+//! `[drv]` Transactions on one partition (KIP-98, the LSO): the
 //! last stable offset the purgatory and read_committed readers see, the
 //! aborted transactions a read_committed fetch returns, and appending a
 //! COMMIT / ABORT marker sent by a transaction coordinator

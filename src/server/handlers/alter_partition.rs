@@ -408,7 +408,7 @@ mod tests {
     fn a_17_byte_request_claiming_4_billion_topics_is_refused_before_allocating() {
         // broker_id, broker_epoch, then a compact topic count of 2^32 - 2:
         // the crate pre-sized a Vec of that many topics (24 GiB) from 17
-        // bytes (found by fuzzing, issue 26).
+        // bytes (found by fuzzing).
         let mut body = vec![0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 55];
         body.extend([0xff, 0xff, 0xff, 0xff, 0x0f]);
         assert_eq!(body.len(), 17);

@@ -127,7 +127,7 @@ mod tests {
         // Null topics, the two flags, then three tagged fields: tags 0 and
         // 77462653, and one whose 5-byte varint reads 0xa1_0820c1 — a
         // negative i32 tag. The crate kept it but never wrote it back, so
-        // the request did not round-trip (found by fuzzing, issue 26).
+        // the request did not round-trip (found by fuzzing).
         let body = [
             0x00, 0x61, 0x01, 0x03, 0x00, 0x00, 0xfd, 0xf8, 0xf7, 0x24, 0x07, 0x07, 0x07, 0x5b,
             0x07, 0x07, 0x07, 0x07, 0xc1, 0xc1, 0xc1, 0xff, 0x6a, 0x07, 0xf2, 0xf2, 0xf2, 0xd2,

@@ -367,7 +367,7 @@ impl PartitionLog {
     /// `activate_lazily`) once the log end offset has not moved for
     /// `shardlog.segment.idle.close.ms`. A broker with 10,000 partitions
     /// that each got a record held two fds per partition (the read fd and
-    /// the appender's) and ran out of them at the host's 20,000 (issue 26).
+    /// the appender's) and ran out of them at the host's 20,000.
     /// The close writes, trims and fdatasyncs the segment as a clean
     /// shutdown's does, and the files the open or the last roll created
     /// are synced as a flush syncs them, so everything appended counts as

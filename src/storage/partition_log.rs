@@ -18,17 +18,16 @@ use bytes::Bytes;
 
 use super::batch_cache::SharedBatchCache;
 use super::checkpoint::{
-    self, LEADER_EPOCH_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA,
-    RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT,
+    self, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_CHECKPOINT,
 };
 use super::cleaner::swap;
 use super::config::LogConfig;
-use super::policy::{should_roll, RollInput};
 use super::recycle::{RecyclePool, RECYCLE_SUFFIX};
 use super::segment::{self, delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
 use super::StorageError;
 use crate::io::zerocopy::OutPart;
-use crate::protocol::record_batch::{self, validate_all_for_append, BatchError, BatchSummary};
+use crate::protocol::record_batch::{validate_all_for_append, BatchError, BatchSummary};
 use crate::types::TopicPartition;
 
 /// Kafka's clean-shutdown marker. Kafka keeps one per log dir; partitions
@@ -646,26 +645,11 @@ mod read;
 pub use read::RecordPick;
 mod scan;
 pub use scan::BatchHeaderInfo;
+mod close;
+mod retain;
+mod roll;
+use roll::RolledSegment;
 mod write;
-
-/// A just-rolled segment's file and its background fdatasync.
-struct RolledSegment {
-    file: Rc<glommio::io::DmaFile>,
-    base_offset: i64,
-    /// Set once the background close wrote every byte into `file`.
-    written: Rc<Cell<bool>>,
-    /// Set once an fdatasync of `file` succeeded (background or not).
-    synced: Rc<Cell<bool>>,
-    task: glommio::task::JoinHandle<()>,
-}
-
-impl RolledSegment {
-    /// The file, if its bytes may not be durable yet (flushes and group
-    /// commits must then sync it too: it holds appends not yet synced).
-    fn file_to_sync(&self) -> Option<Rc<glommio::io::DmaFile>> {
-        (!self.synced.get()).then(|| self.file.clone())
-    }
-}
 
 /// Written-out bytes waiting for their fdatasync (see
 /// [`PartitionLog::write_out`]).

@@ -11,13 +11,17 @@
 //! names. A log changed meanwhile (retention, truncation, DeleteRecords)
 //! refuses the swap, and the cleaner throws its files away.
 
+use std::fs::File;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::*;
+use super::{PartitionLog, UNSET_MS};
 use crate::storage::cleaner::select::SegmentStat;
 use crate::storage::cleaner::swap::{self, CLEANED_SUFFIX, SWAP_SUFFIX};
-use crate::storage::segment::{INDEX_SUFFIX, TIME_INDEX_SUFFIX};
+use crate::storage::config::LogConfig;
+use crate::storage::segment::{self, Segment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::storage::txn_index::TXN_INDEX_SUFFIX;
+use crate::storage::StorageError;
 
 /// A closed segment as the cleaner reads it.
 #[derive(Debug, Clone)]

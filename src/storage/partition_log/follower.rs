@@ -9,8 +9,11 @@
 //! batches, offset gaps), so they are not re-applied (Kafka's
 //! `analyzeAndValidateRecords` for followers does the same).
 
-use super::*;
-use crate::protocol::record_batch::{peek_total_len, RecordBatch};
+use bytes::Bytes;
+
+use super::{AppendInfo, PartitionLog, ValidatedRecords};
+use crate::protocol::record_batch::{peek_total_len, BatchError, BatchSummary, RecordBatch};
+use crate::storage::StorageError;
 
 /// Why the leader's records were not appended.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

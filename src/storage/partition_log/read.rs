@@ -7,10 +7,14 @@
 
 use std::ops::ControlFlow;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
-use super::*;
+use super::{PartitionLog, ReadResult};
+use crate::io::zerocopy::OutPart;
+use crate::protocol::record_batch;
 use crate::protocol::{record_walk, ErrorCode};
+use crate::storage::segment::Segment;
+use crate::storage::StorageError;
 
 impl PartitionLog {
     /// Whole batches from the one holding `start_offset`, never past

@@ -4,8 +4,10 @@
 //! and only a few header fields are needed, so each batch costs one small
 //! pread instead of a read of its records.
 
-use super::*;
+use super::PartitionLog;
 use crate::protocol::control_record;
+use crate::protocol::record_batch;
+use crate::storage::StorageError;
 
 /// Header bytes through `baseSequence` (the producer fields end at 57).
 const PRODUCER_HEADER: usize = 57;

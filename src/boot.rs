@@ -433,8 +433,10 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
     data.sync_partitions(&ctx.snapshot()).await;
     if setup.config.log_cleaner_enable {
         let weak = Rc::downgrade(ctx);
-        crate::replication::log_cleaner::spawn(
-            data.replicas.clone(),
+        let replicas = data.replicas.clone();
+        crate::storage::cleaner::task::spawn(
+            move || replicas.compacted_partitions(),
+            data.replicas.log_dirs().clone(),
             setup.config.clone(),
             setup.n_shards,
             ctx.clock.clone(),

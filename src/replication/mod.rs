@@ -4,8 +4,6 @@
 //!
 //! - [`replica_manager`] `[drv]`: the partitions one data shard owns
 //!   (Kafka's `ReplicaManager`, per shard).
-//! - [`log_cleaner`] `[drv]`: the shard's log cleaner task (compaction of
-//!   `cleanup.policy=compact` logs, `storage::cleaner`).
 //! - [`partition`] `[drv]`: one partition — log, role, leader epoch, ISR
 //!   view, producer state; append / read / ListOffsets.
 //! - [`isr`] `[pure]`: HW advance (`maybeIncrementLeaderHW`), ISR shrink after
@@ -31,7 +29,6 @@ pub mod fetcher;
 pub mod isr;
 pub mod isr_change;
 pub mod leader_epoch;
-pub mod log_cleaner;
 pub mod partition;
 pub mod producer_id;
 pub mod producer_state;

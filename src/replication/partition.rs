@@ -52,6 +52,7 @@ use crate::storage::producer_snapshot;
 use crate::storage::StorageError;
 use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 
+mod cleanable;
 mod config;
 mod delete_records;
 mod follower;

@@ -15,6 +15,7 @@
 //! | `helper_thread` | io    | per-shard threads for read-ahead hints and freeing deleted segments |
 //! | `recycle`       | pure  | per-partition pool of retired segment files reused for new segments |
 //! | `segment`       | io    | one segment: files, indexes, reads by position |
+//! | `swap`          | io    | a cleaned segment's `.cleaned` / `.swap` names and their recovery at open |
 //! | `partition_log` | drv   | [`PartitionLog`]: append, read, roll, recover, retain |
 //! | `cleaner`       | drv   | log compaction (`cleanup.policy=compact`), see its table |
 //! | `log_dir`       | io    | per log dir `meta.properties` and checkpoint files |
@@ -37,6 +38,7 @@ pub mod readahead;
 pub mod recovery;
 pub mod recycle;
 pub mod segment;
+pub mod swap;
 pub mod txn_index;
 
 pub use batch_cache::{BatchCache, SharedBatchCache};

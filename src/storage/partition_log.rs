@@ -21,10 +21,10 @@ use super::checkpoint::{
     self, LOG_START_OFFSET_CHECKPOINT, PARTITION_METADATA, RECOVERY_POINT_CHECKPOINT,
     REPLICATION_CHECKPOINT,
 };
-use super::cleaner::swap;
 use super::config::LogConfig;
 use super::recycle::{RecyclePool, RECYCLE_SUFFIX};
 use super::segment::{self, delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
+use super::swap;
 use super::StorageError;
 use crate::io::zerocopy::OutPart;
 use crate::protocol::record_batch::{validate_all_for_append, BatchError, BatchSummary};
@@ -638,7 +638,7 @@ impl Drop for PartitionLog {
 }
 
 mod clean;
-pub use clean::{CleanerSegment, CleanerView};
+pub use clean::{CleanerSegment, CleanerView, SegmentStat};
 mod follower;
 pub use follower::FollowerAppendError;
 mod read;

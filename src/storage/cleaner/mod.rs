@@ -3,7 +3,7 @@
 //! `MemoryRecords.filterTo`, `LogLoader`'s swap recovery).
 //!
 //! One cleaner per data shard, a task of its own on the shard that owns the
-//! partitions (`replication::log_cleaner` runs it), off the data path: it
+//! partitions (`task` runs it), off the data path: it
 //! reads closed segments through their read-only fds without the log's
 //! lock, off the shard (blocking-pool reads and writes of at most
 //! [`driver::CHUNK_BYTES`]), yields between batches, and honours
@@ -19,10 +19,12 @@
 //! | `group`      | pure | segments cleaned into one (`groupSegmentsBySize`) |
 //! | `throttle`   | pure | `log.cleaner.io.max.bytes.per.second` |
 //! | `codec`      | —    | compress rewritten records with the batch's codec |
-//! | `swap`       | io   | `.cleaned` / `.swap` names (log, indexes, `.txnindex`) and their recovery at open |
 //! | `driver`     | drv  | one clean: offset map, cleaned segments, checkpoint file |
+//! | `task`       | drv  | the shard's cleaner task: picks the filthiest log, cleans it, swaps it in |
 //!
-//! The checkpoint text (`cleaner-offset-checkpoint`) is `storage::checkpoint`.
+//! The checkpoint text (`cleaner-offset-checkpoint`) is `storage::checkpoint`;
+//! the `.cleaned` / `.swap` file names and their recovery at open are
+//! `storage::swap`, below the partition log that swaps cleaned segments in.
 
 pub mod codec;
 pub mod driver;
@@ -30,6 +32,6 @@ pub mod filter;
 pub mod group;
 pub mod offset_map;
 pub mod select;
-pub mod swap;
+pub mod task;
 pub mod throttle;
 pub mod txn;

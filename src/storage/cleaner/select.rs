@@ -22,17 +22,7 @@
 //!   topic's tombstones do go away after `delete.retention.ms` (Kafka drops
 //!   them only when the log next qualifies by ratio or lag).
 
-/// One segment, as the selection needs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SegmentStat {
-    pub base_offset: i64,
-    pub size: u64,
-    /// Largest batch max timestamp (-1 when unknown or empty).
-    pub largest_timestamp: i64,
-    /// Max timestamp of the first batch (Kafka's
-    /// `getFirstBatchTimestampForSegments`), `None` when empty.
-    pub first_batch_timestamp: Option<i64>,
-}
+pub use crate::storage::partition_log::SegmentStat;
 
 /// The topic keys the selection reads.
 #[derive(Debug, Clone, Copy, PartialEq)]

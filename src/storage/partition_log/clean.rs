@@ -16,12 +16,23 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{PartitionLog, UNSET_MS};
-use crate::storage::cleaner::select::SegmentStat;
-use crate::storage::cleaner::swap::{self, CLEANED_SUFFIX, SWAP_SUFFIX};
 use crate::storage::config::LogConfig;
 use crate::storage::segment::{self, Segment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+use crate::storage::swap::{self, CLEANED_SUFFIX, SWAP_SUFFIX};
 use crate::storage::txn_index::TXN_INDEX_SUFFIX;
 use crate::storage::StorageError;
+
+/// One segment, as the cleaner's selection (`cleaner::select`) needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentStat {
+    pub base_offset: i64,
+    pub size: u64,
+    /// Largest batch max timestamp (-1 when unknown or empty).
+    pub largest_timestamp: i64,
+    /// Max timestamp of the first batch (Kafka's
+    /// `getFirstBatchTimestampForSegments`), `None` when empty.
+    pub first_batch_timestamp: Option<i64>,
+}
 
 /// A closed segment as the cleaner reads it.
 #[derive(Debug, Clone)]

@@ -1,4 +1,5 @@
-//! `[io]` The cleaner's file names and what opening a log does with the
+//! `[io]` A cleaned segment's file names, their swap into a log
+//! (`PartitionLog::replace_segments`) and what opening a log does with the
 //! ones a crash left (Kafka 3.9 `LogLoader.removeTempFilesAndCollectSwapFiles`
 //! and the swap passes of `LogLoader.load`).
 //!
@@ -29,9 +30,9 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::super::segment::{path_of, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
-use super::super::txn_index::TXN_INDEX_SUFFIX;
-use super::super::StorageError;
+use super::segment::{path_of, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+use super::txn_index::TXN_INDEX_SUFFIX;
+use super::StorageError;
 
 /// Kafka's `LogFileUtils.CLEANED_FILE_SUFFIX`.
 pub const CLEANED_SUFFIX: &str = ".cleaned";

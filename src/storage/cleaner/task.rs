@@ -8,22 +8,49 @@
 //! snapshot of the segments under the read lock, then reads and writes
 //! without it, then each cleaned segment's swap under the write lock. A
 //! partition closed meanwhile ends the clean (its files are thrown away).
+//!
+//! The partitions come from the shard's replica manager through
+//! [`CleanableLog`] (the replication layer's `Partition` implements it), so
+//! storage names nothing above it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::partition::Partition;
-use super::replica_manager::ReplicaManager;
+use glommio::sync::RwLock;
+
+use super::driver::{self, CleanJob, CleanStats, CleanerConfig, IoBudget};
+use super::filter::LastRecord;
+use super::select::{grab_filthiest, CompactionConfig, LogStat};
 use crate::config::ServerConfig;
 use crate::io::clock::Clock;
-use crate::storage::cleaner::driver::{self, CleanJob, CleanStats, CleanerConfig, IoBudget};
-use crate::storage::cleaner::select::{grab_filthiest, CompactionConfig, LogStat};
 use crate::storage::log_dir::LogDirs;
-use crate::storage::partition_log::CleanerView;
+use crate::storage::partition_log::{CleanerView, PartitionLog};
+use crate::storage::txn_index::AbortedTxn;
 use crate::storage::StorageError;
 use crate::types::TopicPartition;
+
+/// What the cleaner needs of a partition holding a compacted log (Kafka's
+/// cleaner reads the same from `UnifiedLog` and its producer state).
+pub trait CleanableLog {
+    fn topic_partition(&self) -> &TopicPartition;
+    /// The log; the cleaner takes its read lock for a view and its write
+    /// lock for each swap.
+    fn log(&self) -> &RwLock<PartitionLog>;
+    fn is_offline(&self) -> bool;
+    /// The last stable offset given the high watermark `hw` (Kafka's
+    /// cleaner never cleans past the first unstable offset).
+    fn last_stable_offset(&self, hw: i64) -> i64;
+    /// The log dir ([`LogDirs`] index) holding the log.
+    fn log_dir(&self) -> usize;
+    /// Active producers' last entries, which a clean keeps.
+    fn last_records_of_active_producers(&self) -> BTreeMap<i64, LastRecord>;
+    fn aborted_transactions(&self) -> Vec<AbortedTxn>;
+    /// A cleaned segment at `base` replaced the segments at `old`; its
+    /// aborted transactions are `entries` (under the same write lock).
+    fn on_segments_cleaned(&self, old: &[i64], base: i64, entries: Vec<AbortedTxn>);
+}
 
 /// The cleaner's memory of each log between cleans.
 struct CleanerState {
@@ -39,10 +66,12 @@ struct CleanerState {
     uncleanable: HashSet<TopicPartition>,
 }
 
-/// Start the cleaner of this shard (`log.cleaner.enable`). `stopped` says
-/// when the shard shuts down.
-pub fn spawn(
-    replicas: Rc<ReplicaManager>,
+/// Start the cleaner of this shard (`log.cleaner.enable`) over the
+/// compacted logs `compacted` lists (sorted by partition) in the dirs
+/// `log_dirs`. `stopped` says when the shard shuts down.
+pub fn spawn<P: CleanableLog + 'static>(
+    compacted: impl Fn() -> Vec<Rc<P>> + 'static,
+    log_dirs: Arc<LogDirs>,
     server: Arc<ServerConfig>,
     n_shards: usize,
     clock: Rc<dyn Clock>,
@@ -57,7 +86,6 @@ pub fn spawn(
     };
     let backoff = Duration::from_millis(u64::try_from(server.log_cleaner_backoff_ms).unwrap_or(0));
     glommio::spawn_local(async move {
-        let log_dirs = replicas.log_dirs().clone();
         let mut checkpoints = HashMap::new();
         for dir in log_dirs.all() {
             match driver::read_checkpoint(dir) {
@@ -75,7 +103,7 @@ pub fn spawn(
         };
         let mut io = IoBudget::new(clock.clone(), config.io_max_bytes_per_second);
         while !stopped() {
-            let cleaned = match clean_filthiest(&replicas, &mut state, &config, &mut io, &*clock).await {
+            let cleaned = match clean_filthiest(&compacted, &mut state, &config, &mut io, &*clock).await {
                 Ok(cleaned) => cleaned,
                 Err(e) => {
                     tracing::warn!(error = %e, "log cleaning failed");
@@ -112,17 +140,17 @@ fn log_stat(view: &CleanerView, state: &CleanerState, tp: &TopicPartition, lso: 
 }
 
 /// Clean the filthiest compacted log, if one qualifies; whether one did.
-async fn clean_filthiest(
-    replicas: &ReplicaManager,
+async fn clean_filthiest<P: CleanableLog>(
+    compacted: &impl Fn() -> Vec<Rc<P>>,
     state: &mut CleanerState,
     config: &CleanerConfig,
     io: &mut IoBudget,
     clock: &dyn Clock,
 ) -> Result<bool, StorageError> {
     let now = clock.wall_ms();
-    let mut candidates: Vec<(Weak<Partition>, CleanerView, i64)> = Vec::new();
-    for p in replicas.compacted_partitions() {
-        if state.uncleanable.contains(&p.tp) {
+    let mut candidates: Vec<(Weak<P>, CleanerView, i64)> = Vec::new();
+    for p in compacted() {
+        if state.uncleanable.contains(p.topic_partition()) {
             continue;
         }
         let Ok(log) = p.log().read().await else {
@@ -137,7 +165,7 @@ async fn clean_filthiest(
     }
     let tps: Vec<TopicPartition> = candidates
         .iter()
-        .filter_map(|(p, _, _)| p.upgrade().map(|p| p.tp.clone()))
+        .filter_map(|(p, _, _)| p.upgrade().map(|p| p.topic_partition().clone()))
         .collect();
     if tps.len() != candidates.len() {
         return Ok(false);
@@ -184,8 +212,8 @@ async fn clean_filthiest(
 /// or closed meanwhile (the clean is abandoned, its files removed). Each
 /// swap also hands the cleaned segment's aborted transactions to the
 /// partition's index, under the same write lock.
-async fn clean_groups(
-    weak: &Weak<Partition>,
+async fn clean_groups<P: CleanableLog>(
+    weak: &Weak<P>,
     tp: &TopicPartition,
     job: &mut CleanJob,
     config: &CleanerConfig,

@@ -1,6 +1,8 @@
 //! `[io]` Edges that touch the OS: the clock, DMA helpers, socket reads
-//! into spare capacity ([`recv`]), zero-copy socket writes (and the one records type, [`zerocopy::OutPart`], a read result
-//! travels in from the log to the socket), host facts, plus the
+//! into spare capacity ([`recv`]), zero-copy socket writes of response
+//! parts ([`zerocopy::write_parts`]; the part type, a read result travels
+//! in from the log to the socket, is `protocol::out_part::OutPart`, which
+//! [`zerocopy`] re-exports for its callers), host facts, plus the
 //! executor-local synchronisation primitives every layer shares.
 //! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
 

@@ -30,7 +30,8 @@ use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
-use std::sync::Arc;
+
+pub use crate::protocol::out_part::OutPart;
 
 /// iovecs per `sendmsg` call (Linux IOV_MAX is 1024; 64 keeps the array on
 /// the stack and was measured 3–4× cheaper than one write per buffer).
@@ -39,54 +40,6 @@ pub const IOV_MAX_PER_CALL: usize = 64;
 pub const SENDFILE_CHUNK: usize = 512 * 1024;
 /// Bytes copied through glommio to wait for writability on a file region.
 pub const EAGAIN_COPY_CHUNK: usize = 4096;
-
-/// One piece of an outgoing response frame.
-#[derive(Debug, Clone)]
-pub enum OutPart {
-    /// Encoded header bytes or cached record batches (refcounted, not copied).
-    Bytes(Bytes),
-    /// A region of a segment file, sent with `sendfile` from the page cache.
-    File {
-        file: Arc<File>,
-        position: u64,
-        len: usize,
-    },
-}
-
-/// Equal bytes, or the same range of the same open file.
-impl PartialEq for OutPart {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (OutPart::Bytes(a), OutPart::Bytes(b)) => a == b,
-            (
-                OutPart::File {
-                    file: fa,
-                    position: pa,
-                    len: la,
-                },
-                OutPart::File {
-                    file: fb,
-                    position: pb,
-                    len: lb,
-                },
-            ) => Arc::ptr_eq(fa, fb) && pa == pb && la == lb,
-            _ => false,
-        }
-    }
-}
-
-impl OutPart {
-    pub fn len(&self) -> usize {
-        match self {
-            OutPart::Bytes(b) => b.len(),
-            OutPart::File { len, .. } => *len,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
 
 /// Bytes written per path on this thread (one shard = one thread).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -284,6 +237,7 @@ mod tests {
     use glommio::net::TcpStream;
     use glommio::LocalExecutorBuilder;
     use std::io::{Read, Write};
+    use std::sync::Arc;
 
     fn run<F, T>(f: F) -> T
     where

@@ -8,7 +8,7 @@
 //! flexible from v12 (compact arrays/bytes, tagged fields), topic ids instead
 //! of names from v13, response header v1 when flexible.
 
-use crate::io::zerocopy::OutPart;
+use crate::protocol::out_part::OutPart;
 use crate::protocol::varint::put_unsigned_varint;
 use bytes::{BufMut, Bytes, BytesMut};
 

@@ -17,6 +17,7 @@ pub mod fetch_response;
 pub mod frame;
 pub mod header;
 pub mod lz4_frame;
+pub mod out_part;
 pub mod record_batch;
 pub mod record_reader;
 pub mod record_walk;

@@ -26,7 +26,7 @@ use super::recycle::{RecyclePool, RECYCLE_SUFFIX};
 use super::segment::{self, delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
 use super::swap;
 use super::StorageError;
-use crate::io::zerocopy::OutPart;
+use crate::protocol::out_part::OutPart;
 use crate::protocol::record_batch::{validate_all_for_append, BatchError, BatchSummary};
 use crate::types::TopicPartition;
 

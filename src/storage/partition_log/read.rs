@@ -10,7 +10,7 @@ use std::ops::ControlFlow;
 use bytes::{Bytes, BytesMut};
 
 use super::{PartitionLog, ReadResult};
-use crate::io::zerocopy::OutPart;
+use crate::protocol::out_part::OutPart;
 use crate::protocol::record_batch;
 use crate::protocol::{record_walk, ErrorCode};
 use crate::storage::segment::Segment;

@@ -34,7 +34,7 @@ use shardlog::io::clock::SystemClock;
 use shardlog::io::zerocopy::OutPart;
 use shardlog::storage::cleaner::driver::{CleanJob, CleanerConfig, IoBudget};
 use shardlog::storage::cleaner::select::{CompactionConfig, LogStat};
-use shardlog::storage::{BatchCache, LogConfig, PartitionLog};
+use shardlog::storage::{BatchCache, LogConfig, PartitionLog, ShardStorage};
 use shardlog::types::TopicPartition;
 
 fn run<G, F, T>(g: G) -> T
@@ -110,10 +110,15 @@ impl Rig {
                     ..LogConfig::default()
                 };
                 let tp = TopicPartition::new("bench", 0);
-                let mut log =
-                    PartitionLog::open(tmp.path(), &tp, None, config, BatchCache::shared(0))
-                        .await
-                        .unwrap();
+                let mut log = PartitionLog::open(
+                    tmp.path(),
+                    &tp,
+                    None,
+                    config,
+                    ShardStorage::standalone(BatchCache::shared(0)),
+                )
+                .await
+                .unwrap();
                 let (mut written, mut n) = (0usize, 0usize);
                 while written < total {
                     let codec = if n % 10 == 0 {

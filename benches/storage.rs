@@ -27,7 +27,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use shardlog::protocol::record_batch::build_test_batch;
 use shardlog::storage::index::SegmentIndex;
 use shardlog::storage::recovery::scan;
-use shardlog::storage::{BatchCache, LogConfig, PartitionLog};
+use shardlog::storage::{BatchCache, LogConfig, PartitionLog, ShardStorage};
 use shardlog::types::TopicPartition;
 
 const BATCH: usize = 16 * 1024;
@@ -70,7 +70,7 @@ async fn open_cached(dir: &Path, config: LogConfig, cache_bytes: usize) -> Parti
         &TopicPartition::new("bench", 0),
         None,
         config,
-        BatchCache::shared(cache_bytes),
+        ShardStorage::standalone(BatchCache::shared(cache_bytes)),
     )
     .await
     .unwrap()

@@ -482,7 +482,7 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
                 }
                 // A truncation or deletion on this shard writes all three
                 // files now, from whichever shard it happened on.
-                let (due, anyone) = if crate::storage::log_dir::take_checkpoint_request() {
+                let (due, anyone) = if data.replicas.storage().take_checkpoint_request() {
                     (Due::ALL, true)
                 } else {
                     (schedule.due(now), false)

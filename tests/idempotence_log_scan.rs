@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use idempotence_support::idempotent_batch;
 use shardlog::protocol::record_batch::{build_test_batch, RecordBatch};
 use shardlog::storage::partition_log::BatchHeaderInfo;
-use shardlog::storage::{BatchCache, LogConfig, PartitionLog};
+use shardlog::storage::{BatchCache, LogConfig, PartitionLog, ShardStorage};
 use shardlog::types::TopicPartition;
 
 fn run<G, F, T>(g: G) -> T
@@ -47,7 +47,7 @@ async fn open(dir: &Path) -> PartitionLog {
         &TopicPartition::new("scan", 0),
         None,
         config,
-        BatchCache::shared(1 << 20),
+        ShardStorage::standalone(BatchCache::shared(1 << 20)),
     )
     .await
     .expect("open")

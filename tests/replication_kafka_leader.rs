@@ -255,7 +255,9 @@ fn write_unreplicated_tail(log_dir: &std::path::Path, epoch: i32, n: u32) -> i64
                 &shardlog::types::TopicPartition::new(TOPIC, 0),
                 None,
                 shardlog::storage::LogConfig::default(),
-                shardlog::storage::BatchCache::shared(1 << 20),
+                shardlog::storage::ShardStorage::standalone(shardlog::storage::BatchCache::shared(
+                    1 << 20,
+                )),
             )
             .await
             .unwrap();

@@ -18,7 +18,7 @@ use shardlog::io::clock::SystemClock;
 use shardlog::io::zerocopy::OutPart;
 use shardlog::storage::cleaner::driver::{CleanJob, CleanerConfig, IoBudget};
 use shardlog::storage::cleaner::select::{CompactionConfig, LogStat, LogToClean};
-use shardlog::storage::{BatchCache, LogConfig, PartitionLog};
+use shardlog::storage::{BatchCache, LogConfig, PartitionLog, ShardStorage};
 use shardlog::types::TopicPartition;
 
 fn run<G, F, T>(g: G) -> T
@@ -54,7 +54,7 @@ async fn open(dir: &Path) -> PartitionLog {
         &TopicPartition::new("compacted", 0),
         None,
         config(),
-        BatchCache::shared(1 << 20),
+        ShardStorage::standalone(BatchCache::shared(1 << 20)),
     )
     .await
     .unwrap()

@@ -20,7 +20,7 @@ use shardlog::io::zerocopy::OutPart;
 use shardlog::protocol::record_batch::{
     build_test_batch, set_base_offset, set_partition_leader_epoch, RecordBatch,
 };
-use shardlog::storage::{BatchCache, LogConfig, PartitionLog};
+use shardlog::storage::{BatchCache, LogConfig, PartitionLog, ShardStorage};
 use shardlog::types::TopicPartition;
 
 const CHILD_ENV: &str = "SHARDLOG_CRASH_CHILD_DIR";
@@ -91,7 +91,7 @@ async fn open_topic(dir: &Path, config: LogConfig, topic_id: Option<uuid::Uuid>)
         &TopicPartition::new("crash", 0),
         topic_id,
         config,
-        BatchCache::shared(1 << 20),
+        ShardStorage::standalone(BatchCache::shared(1 << 20)),
     )
     .await
     .expect("open")

@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use shardlog::io::zerocopy::OutPart;
 use shardlog::protocol::record_batch::{build_test_batch, RecordBatch};
 use shardlog::storage::partition_log::{FollowerAppendError, ValidatedRecords};
-use shardlog::storage::{BatchCache, LogConfig, PartitionLog, StorageError};
+use shardlog::storage::{BatchCache, LogConfig, PartitionLog, ShardStorage, StorageError};
 use shardlog::types::TopicPartition;
 
 fn run<G, F, T>(g: G) -> T
@@ -49,7 +49,7 @@ async fn open(dir: &Path, topic: &str) -> PartitionLog {
         &TopicPartition::new(topic, 0),
         None,
         small_config(),
-        BatchCache::shared(1 << 20),
+        ShardStorage::standalone(BatchCache::shared(1 << 20)),
     )
     .await
     .expect("open")

@@ -15,7 +15,7 @@ use shardlog::protocol::record_batch::{
 };
 use shardlog::storage::batch_cache::ENTRY_OVERHEAD;
 use shardlog::storage::log_dir::{LogDir, PartitionOffsets};
-use shardlog::storage::{BatchCache, LogConfig, PartitionLog, StorageError};
+use shardlog::storage::{BatchCache, LogConfig, PartitionLog, ShardStorage, StorageError};
 use shardlog::types::TopicPartition;
 
 fn run<G, F, T>(g: G) -> T
@@ -90,7 +90,7 @@ async fn open(dir: &Path, config: LogConfig, cache_bytes: usize) -> PartitionLog
         &tp(),
         Some(uuid::Uuid::from_bytes([7; 16])),
         config,
-        BatchCache::shared(cache_bytes),
+        ShardStorage::standalone(BatchCache::shared(cache_bytes)),
     )
     .await
     .expect("open")
@@ -726,11 +726,12 @@ fn closing_or_dropping_a_log_releases_its_cache_share() {
     run(move || async move {
         shardlog::io::dma::prime_iopoll_probe(&dir).await.unwrap();
         let cache = BatchCache::shared(1 << 20);
-        let mut a = PartitionLog::open(&dir, &tp(), None, small_config(), cache.clone())
+        let storage = ShardStorage::standalone(cache.clone());
+        let mut a = PartitionLog::open(&dir, &tp(), None, small_config(), storage.clone())
             .await
             .unwrap();
         let other = TopicPartition::new("orders", 4);
-        let mut b = PartitionLog::open(&dir, &other, None, small_config(), cache.clone())
+        let mut b = PartitionLog::open(&dir, &other, None, small_config(), storage.clone())
             .await
             .unwrap();
         a.append(BytesMut::from(&batch(1)[..]), 0, 0, false)

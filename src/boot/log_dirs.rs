@@ -16,7 +16,6 @@ use anyhow::{bail, Context};
 
 use crate::config::ServerConfig;
 use crate::controller::identity::StoredMeta;
-use crate::storage::dir_failure::take_failures;
 use crate::storage::log_dir::LogDirs;
 use crate::zk::any::AnyStore;
 use crate::zk::log_dir_event::LogDirEventZNode;
@@ -63,7 +62,7 @@ pub fn spawn_failure_watch(
     glommio::spawn_local(async move {
         while !stop.load(Ordering::Relaxed) {
             glommio::timer::sleep(FAILURE_POLL).await;
-            for failed in take_failures() {
+            for failed in dirs.failures().take() {
                 let Some(i) = dirs.index_of(&failed) else {
                     continue;
                 };

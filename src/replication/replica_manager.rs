@@ -31,12 +31,13 @@ use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::view::{PartitionRole, PartitionSnapshot};
 use crate::replication::isr_change::IsrChange;
-use crate::storage::batch_cache::{BatchCache, SharedBatchCache};
+use crate::storage::batch_cache::BatchCache;
 use crate::storage::close_batch;
 use crate::storage::config::{write_buffer_bytes, LogConfig};
 use crate::storage::log_dir::{LogDirs, PartitionOffsets};
 use crate::storage::partition_log::PartitionLog;
 use crate::storage::producer_snapshot;
+use crate::storage::shard_storage::ShardStorage;
 use crate::storage::StorageError;
 use crate::types::TopicPartition;
 
@@ -55,7 +56,9 @@ pub struct ReplicaManager {
     /// `log_dirs.changes()` last acted on ([`Self::apply_offline_dirs`]).
     offline_seen: Cell<u64>,
     server: Arc<ServerConfig>,
-    cache: SharedBatchCache,
+    /// The shard's storage state (batch cache, failure channel handle,
+    /// checkpoint request), shared with every log it opens.
+    storage: Rc<ShardStorage>,
     partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
     /// Offsets of logs closed without deletion during this run (StopReplica
     /// keeps the log): the checkpoints at shutdown still record them, as
@@ -176,10 +179,11 @@ impl ReplicaManager {
         // not make the start itself run out of memory).
         let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
         crate::storage::buffer_pool::reserve_within_memory(budget, buffer, n_shards);
+        let storage = ShardStorage::new(BatchCache::shared(budget), log_dirs.failures().clone());
         Self {
             log_dirs,
             offline_seen: Cell::new(0),
-            cache: BatchCache::shared(budget),
+            storage,
             partitions: RefCell::new(HashMap::new()),
             closed_offsets: RefCell::new(BTreeMap::new()),
             synced_version: Cell::new(None),
@@ -219,6 +223,11 @@ impl ReplicaManager {
 
     pub fn log_dirs(&self) -> &Arc<LogDirs> {
         &self.log_dirs
+    }
+
+    /// The shard's storage state (see the field).
+    pub fn storage(&self) -> &Rc<ShardStorage> {
+        &self.storage
     }
 
     /// Take the partitions of log dirs gone offline since the last call
@@ -536,7 +545,7 @@ impl ReplicaManager {
         // Kafka's LogManager.asyncDelete rewrites the dir's recovery-point
         // and log-start checkpoints at once: a stale entry must not outlive
         // the log (a topic re-created under the name would trust it).
-        crate::storage::log_dir::request_checkpoints();
+        self.storage.request_checkpoints();
         for tp in tps {
             let open = self.partitions.borrow_mut().remove(tp);
             match open {
@@ -578,7 +587,7 @@ impl ReplicaManager {
             tp,
             topic_id,
             LogConfig::for_topic(&wanted.config, &self.server),
-            self.cache.clone(),
+            self.storage.clone(),
         )
         .await?;
         let me = crate::types::BrokerId(self.server.broker_id);

@@ -11,7 +11,6 @@
 //! every `log.flush.start.offset.checkpoint.interval.ms`) do; the clean
 //! shutdown writes all three a last time.
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -21,6 +20,7 @@ use super::checkpoint::{
     self, MetaProperties, LOG_START_OFFSET_CHECKPOINT, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT,
     REPLICATION_CHECKPOINT,
 };
+use super::dir_failure::DirFailureChannel;
 use super::partition_log::{write_atomically, PartitionLog};
 use super::StorageError;
 use crate::types::TopicPartition;
@@ -65,6 +65,13 @@ pub struct LogDirs {
     /// Bumped by every dir that goes offline: a shard compares it with
     /// the value it last acted on.
     changes: AtomicU64,
+    /// Where logs report a failed write or fsync (Kafka's
+    /// `LogDirFailureChannel`): each shard's storage holds a handle, the
+    /// control shard takes the reports.
+    failures: DirFailureChannel,
+    /// One writer at a time of each dir's `cleaner-offset-checkpoint`
+    /// (every shard's cleaner merges its entries into the same file).
+    cleaner_checkpoint: Vec<Mutex<()>>,
 }
 
 impl LogDirs {
@@ -73,16 +80,29 @@ impl LogDirs {
         assert!(!dirs.is_empty(), "log.dirs names no directory");
         let offline = dirs.iter().map(|_| AtomicBool::new(false)).collect();
         let logs = dirs.iter().map(|_| AtomicUsize::new(0)).collect();
+        let cleaner_checkpoint = dirs.iter().map(|_| Mutex::new(())).collect();
         LogDirs {
             dirs,
             offline,
             logs,
             changes: AtomicU64::new(0),
+            failures: DirFailureChannel::new(),
+            cleaner_checkpoint,
         }
     }
 
     pub fn all(&self) -> &[PathBuf] {
         &self.dirs
+    }
+
+    /// The broker's failure channel (see the field).
+    pub fn failures(&self) -> &DirFailureChannel {
+        &self.failures
+    }
+
+    /// The lock a writer of dir `i`'s `cleaner-offset-checkpoint` holds.
+    pub fn cleaner_checkpoint_lock(&self, i: usize) -> Option<&Mutex<()>> {
+        self.cleaner_checkpoint.get(i)
     }
 
     /// The first dir: the embedded metadata store's (Kafka's
@@ -297,22 +317,6 @@ impl LogDir {
             })
             .collect())
     }
-}
-
-thread_local! {
-    /// Set on this shard by a truncation or a log deletion: the next
-    /// housekeeping round writes every checkpoint file at once.
-    static CHECKPOINTS_WANTED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Ask this shard's next housekeeping round for a checkpoint write.
-pub fn request_checkpoints() {
-    CHECKPOINTS_WANTED.with(|w| w.set(true));
-}
-
-/// Whether a write was asked for since the last call (and reset it).
-pub fn take_checkpoint_request() -> bool {
-    CHECKPOINTS_WANTED.with(|w| w.replace(false))
 }
 
 /// Which checkpoint files a round writes.

@@ -19,6 +19,8 @@
 //! | `partition_log` | drv   | [`PartitionLog`]: append, read, roll, recover, retain |
 //! | `cleaner`       | drv   | log compaction (`cleanup.policy=compact`), see its table |
 //! | `log_dir`       | io    | per log dir `meta.properties` and checkpoint files |
+//! | `dir_failure`   | io    | the broker's log-dir failure channel (Kafka's `LogDirFailureChannel`) |
+//! | `shard_storage` | io    | [`ShardStorage`]: what a shard's storage owns beside its logs (cache, failure handle, checkpoint request) |
 
 pub mod appender;
 pub mod batch_cache;
@@ -38,6 +40,7 @@ pub mod readahead;
 pub mod recovery;
 pub mod recycle;
 pub mod segment;
+pub mod shard_storage;
 pub mod swap;
 pub mod txn_index;
 
@@ -46,6 +49,7 @@ pub use config::LogConfig;
 pub use partition_log::{
     AppendInfo, PartitionLog, PendingSync, ReadResult, RecoveryStats, ValidatedRecords,
 };
+pub use shard_storage::ShardStorage;
 
 use crate::protocol::record_batch::BatchError;
 

@@ -24,6 +24,7 @@ use super::checkpoint::{
 use super::config::LogConfig;
 use super::recycle::{RecyclePool, RECYCLE_SUFFIX};
 use super::segment::{self, delete_segment_files, Segment, DELETED_SUFFIX, LOG_SUFFIX};
+use super::shard_storage::ShardStorage;
 use super::swap;
 use super::StorageError;
 use crate::protocol::out_part::OutPart;
@@ -131,6 +132,9 @@ pub struct PartitionLog {
     appended_bytes: i64,
     ends: Rc<Cell<LogEnds>>,
     recovery_point: Rc<Cell<i64>>,
+    /// The shard's storage: the batch cache, the failure channel, the
+    /// checkpoint request a truncation makes.
+    storage: Rc<ShardStorage>,
     cache: SharedBatchCache,
     cache_id: u64,
     messages_since_flush: i64,
@@ -174,62 +178,6 @@ struct LoadedSegments {
     segments: BTreeMap<i64, Segment>,
     /// The last segment's file ends exactly at its last whole batch.
     last_exact: bool,
-}
-
-fn checkpoint_entry(
-    log_dir: &Path,
-    name: &str,
-    tp: &TopicPartition,
-) -> Result<Option<i64>, StorageError> {
-    let path = log_dir.join(name);
-    let meta = match std::fs::metadata(&path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let entries = parsed_checkpoint(&path, &meta)?;
-    Ok(entries.get(tp).copied())
-}
-
-/// Which version of a checkpoint file a parse is of: a rewrite renames a
-/// new file into place (a new inode and modification time).
-type FileVersion = (u64, i64, i64, u64);
-/// A checkpoint file's entries by partition.
-type Entries = Rc<std::collections::HashMap<TopicPartition, i64>>;
-
-thread_local! {
-    /// The log dir's checkpoint files as last parsed on this shard. Every
-    /// partition's open looks up its own entry: parsing the whole file for
-    /// each made opening 10,000 partitions quadratic (34 s of a restart).
-    static PARSED_CHECKPOINTS: std::cell::RefCell<std::collections::HashMap<PathBuf, (FileVersion, Entries)>> =
-        std::cell::RefCell::default();
-}
-
-fn parsed_checkpoint(path: &Path, meta: &std::fs::Metadata) -> Result<Entries, StorageError> {
-    use std::os::unix::fs::MetadataExt;
-    let version = (meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.len());
-    let cached = PARSED_CHECKPOINTS.with(|c| {
-        c.borrow()
-            .get(path)
-            .filter(|(v, _)| *v == version)
-            .map(|(_, m)| m.clone())
-    });
-    if let Some(map) = cached {
-        return Ok(map);
-    }
-    let text = std::fs::read_to_string(path)?;
-    let entries =
-        checkpoint::decode_offsets(&text).map_err(|e| StorageError::CorruptCheckpoint(e.0))?;
-    let map = Rc::new(
-        entries
-            .into_iter()
-            .collect::<std::collections::HashMap<_, _>>(),
-    );
-    PARSED_CHECKPOINTS.with(|c| {
-        c.borrow_mut()
-            .insert(path.to_path_buf(), (version, map.clone()));
-    });
-    Ok(map)
 }
 
 /// Write `text` to `path` atomically (tmp file, fsync, rename), as Kafka's
@@ -317,7 +265,7 @@ impl PartitionLog {
         tp: &TopicPartition,
         topic_id: Option<uuid::Uuid>,
         config: LogConfig,
-        cache: SharedBatchCache,
+        storage: Rc<ShardStorage>,
     ) -> Result<Self, StorageError> {
         let dir = log_dir.join(tp.dir_name());
         std::fs::create_dir_all(&dir)?;
@@ -348,9 +296,11 @@ impl PartitionLog {
             names = list_names(&dir)?;
         }
         let clean = names.iter().any(|n| n == CLEAN_SHUTDOWN_MARKER);
-        let recovery_point = checkpoint_entry(log_dir, RECOVERY_POINT_CHECKPOINT, tp)?.unwrap_or(0);
-        let start_cp = checkpoint_entry(log_dir, LOG_START_OFFSET_CHECKPOINT, tp)?;
-        let hw_cp = checkpoint_entry(log_dir, REPLICATION_CHECKPOINT, tp)?;
+        let recovery_point = storage
+            .checkpoint_entry(log_dir, RECOVERY_POINT_CHECKPOINT, tp)?
+            .unwrap_or(0);
+        let start_cp = storage.checkpoint_entry(log_dir, LOG_START_OFFSET_CHECKPOINT, tp)?;
+        let hw_cp = storage.checkpoint_entry(log_dir, REPLICATION_CHECKPOINT, tp)?;
         let mut stats = RecoveryStats {
             clean_shutdown: clean,
             ..RecoveryStats::default()
@@ -378,6 +328,7 @@ impl PartitionLog {
             // 10,000 partitions.
             std::fs::remove_file(dir.join(CLEAN_SHUTDOWN_MARKER))?;
         }
+        let cache = storage.cache().clone();
         let cache_id = cache.borrow_mut().register();
         let mut log = PartitionLog {
             tp: tp.clone(),
@@ -390,6 +341,7 @@ impl PartitionLog {
             appended_bytes: 0,
             ends: Rc::new(Cell::new(LogEnds::default())),
             recovery_point: Rc::new(Cell::new(0)),
+            storage,
             cache,
             cache_id,
             messages_since_flush: 0,
@@ -611,11 +563,11 @@ impl PartitionLog {
     }
 
     /// Stop writing this log after a failed write or fsync, and report
-    /// its log dir as failed (`dir_failure::report_failure`: Kafka takes the
+    /// its log dir as failed (the shard's failure channel: Kafka takes the
     /// whole dir offline on an I/O error in any of its logs).
     fn poison(&self) {
         if !self.poisoned.replace(true) {
-            super::dir_failure::report_failure(&self.dir);
+            self.storage.failures().report(&self.dir);
         }
     }
 

@@ -23,7 +23,7 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::codec;
 use super::filter::{self, LastRecord, Outcome, RetainRules};
@@ -38,6 +38,7 @@ use crate::protocol::record_batch::{BatchError, RecordBatch, HEADER_LEN};
 use crate::protocol::record_walk::records_section;
 use crate::storage::checkpoint::{self, CLEANER_OFFSET_CHECKPOINT};
 use crate::storage::index::SegmentIndex;
+use crate::storage::log_dir::LogDirs;
 use crate::storage::partition_log::{CleanerSegment, CleanerView};
 use crate::storage::segment::Segment;
 use crate::storage::swap::{self, CLEANED_SUFFIX};
@@ -570,9 +571,6 @@ async fn flush_out(
     Ok(n)
 }
 
-/// Shards share a log dir's `cleaner-offset-checkpoint`: one writer at a time.
-static CHECKPOINT_FILE: Mutex<()> = Mutex::new(());
-
 /// The checkpointed first dirty offsets of `log_dir`.
 pub fn read_checkpoint(log_dir: &Path) -> Result<Vec<(TopicPartition, i64)>, StorageError> {
     match std::fs::read_to_string(log_dir.join(CLEANER_OFFSET_CHECKPOINT)) {
@@ -584,16 +582,21 @@ pub fn read_checkpoint(log_dir: &Path) -> Result<Vec<(TopicPartition, i64)>, Sto
     }
 }
 
-/// Merge `updates` into `log_dir`'s `cleaner-offset-checkpoint` (tmp file,
-/// fsync, rename), off the shard.
+/// Merge `updates` into the `cleaner-offset-checkpoint` of dir `log_dir`
+/// of `log_dirs` (tmp file, fsync, rename), off the shard. Shards share a
+/// dir's file: the dir's lock ([`LogDirs::cleaner_checkpoint_lock`]) keeps
+/// one writer at a time.
 pub async fn write_checkpoint(
-    log_dir: &Path,
+    log_dirs: Arc<LogDirs>,
+    log_dir: usize,
     updates: Vec<(TopicPartition, i64)>,
 ) -> Result<(), StorageError> {
-    let dir = log_dir.to_path_buf();
+    let dir = log_dirs.path(log_dir).to_path_buf();
     glommio::executor()
         .spawn_blocking(move || {
-            let _one_writer = CHECKPOINT_FILE.lock().unwrap_or_else(|e| e.into_inner());
+            let _one_writer = log_dirs
+                .cleaner_checkpoint_lock(log_dir)
+                .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()));
             let existing = read_checkpoint(&dir).unwrap_or_default();
             let merged = checkpoint::merge_offsets(existing, &updates, &[]);
             crate::storage::partition_log::write_atomically(

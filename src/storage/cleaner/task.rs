@@ -260,7 +260,7 @@ async fn record_checkpoint(
     if !state.log_dirs.is_online(log_dir) {
         return Ok(());
     }
-    driver::write_checkpoint(state.log_dirs.path(log_dir), vec![(tp.clone(), offset)]).await
+    driver::write_checkpoint(state.log_dirs.clone(), log_dir, vec![(tp.clone(), offset)]).await
 }
 
 async fn finish(

@@ -80,7 +80,7 @@ impl PartitionLog {
         // Kafka's LogManager.truncateTo checkpoints the recovery points
         // right after a truncation: the file must not keep a point past
         // the new end (the next start would trust unflushed segments).
-        crate::storage::log_dir::request_checkpoints();
+        self.storage.request_checkpoints();
         self.leader_epochs.retain(|&(_, start)| start < leo);
         let _ = self.write_leader_epochs();
         self.publish_ends();

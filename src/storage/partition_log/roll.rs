@@ -165,6 +165,7 @@ impl PartitionLog {
         // failure poisons the log (an fsync is never retried).
         let (recovery_point, poisoned) = (self.recovery_point.clone(), self.poisoned.clone());
         let dir = self.dir.clone();
+        let failures = self.storage.failures().clone();
         let synced = Rc::new(Cell::new(false));
         let (done_writing, done_syncing) = (written.clone(), synced.clone());
         let task = glommio::spawn_local(async move {
@@ -187,7 +188,7 @@ impl PartitionLog {
                         "closing a rolled segment failed; log poisoned"
                     );
                     if !poisoned.replace(true) {
-                        crate::storage::dir_failure::report_failure(&dir);
+                        failures.report(&dir);
                     }
                 }
             }

@@ -1228,7 +1228,8 @@ fn a_rolled_segment_reads_its_tail_from_memory_until_the_background_close_wrote_
         let mut seg = Segment::create_empty(&dir, 0, &config, 0, None)
             .await
             .unwrap();
-        seg.activate(&config).await.unwrap();
+        let buffers = shardlog::storage::buffer_pool::BufferPool::shared();
+        seg.activate(&config, &buffers).await.unwrap();
         // 40 pages: full buffers in flight or written, a partial one filling.
         let mut want = Vec::new();
         for i in 0..40u64 {

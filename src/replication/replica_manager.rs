@@ -178,8 +178,11 @@ impl ReplicaManager {
         // shard's half of the host's memory (a budget typed too large must
         // not make the start itself run out of memory).
         let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
-        crate::storage::buffer_pool::reserve_within_memory(budget, buffer, n_shards);
         let storage = ShardStorage::new(BatchCache::shared(budget), log_dirs.failures().clone());
+        storage
+            .buffers()
+            .borrow_mut()
+            .reserve_within_memory(budget, buffer, n_shards);
         Self {
             log_dirs,
             offline_seen: Cell::new(0),

@@ -30,7 +30,7 @@ use bytes::Bytes;
 use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
 
 use super::batch_cache::BatchBytes;
-use super::buffer_pool::{self, FillBuffer};
+use super::buffer_pool::{self, FillBuffer, SharedBufferPool};
 use super::StorageError;
 
 /// O_DIRECT page size used for buffer layout (PLATFORM.md: 512 is the
@@ -81,10 +81,17 @@ fn round_up(v: u64) -> u64 {
     v.div_ceil(PAGE) * PAGE
 }
 
-/// A write buffer for `file`: a recycled one from the shard's pool, else a
-/// fresh aligned allocation.
-fn take_buffer(file: &DmaFile, cap: usize) -> FillBuffer {
-    buffer_pool::take(cap, |n| file.alloc_dma_buffer(n))
+/// A write buffer for `file`: a recycled one from the shard's `pool`,
+/// else a fresh aligned allocation.
+fn take_buffer(pool: &SharedBufferPool, file: &DmaFile, cap: usize) -> FillBuffer {
+    buffer_pool::take(pool, cap, |n| file.alloc_dma_buffer(n))
+}
+
+/// Where an appender's write buffers come from: the shard's pool, `cap`
+/// bytes each (`shardlog.write.buffer.bytes`, rounded up to pages).
+pub struct WriteBuffers {
+    pub pool: SharedBufferPool,
+    pub cap: usize,
 }
 
 /// Bytes of a segment not yet in its file, kept for reads while a
@@ -123,6 +130,8 @@ struct InFlight {
 pub struct DmaAppender {
     file: Rc<DmaFile>,
     buf: Option<FillBuffer>,
+    /// The shard's buffer pool the next buffers come from.
+    pool: SharedBufferPool,
     /// Full buffers whose writes are in flight, oldest first.
     inflight: VecDeque<InFlight>,
     buf_cap: usize,
@@ -161,7 +170,7 @@ impl DmaAppender {
         path: &Path,
         logical_end: u64,
         tail: &[u8],
-        buf_cap: usize,
+        buffers: WriteBuffers,
         prealloc_step: u64,
         prealloc_limit: u64,
         keep_allocation: bool,
@@ -183,7 +192,8 @@ impl DmaAppender {
         } else if !cut_in_open {
             file.truncate(logical_end).await?;
         }
-        let buf_cap = (round_up(buf_cap.max(PAGE as usize) as u64)) as usize;
+        let WriteBuffers { pool, cap } = buffers;
+        let buf_cap = (round_up(cap.max(PAGE as usize) as u64)) as usize;
         let buf_file_pos = round_down(logical_end);
         let fill = (logical_end - buf_file_pos) as usize;
         if tail.len() != fill {
@@ -192,11 +202,12 @@ impl DmaAppender {
                 "tail bytes do not match the logical end",
             )));
         }
-        let mut buf = take_buffer(&file, buf_cap);
+        let mut buf = take_buffer(&pool, &file, buf_cap);
         buf.copy_in(0, tail);
         let mut a = DmaAppender {
             file: Rc::new(file),
             buf: Some(buf),
+            pool,
             inflight: VecDeque::new(),
             buf_cap,
             buf_file_pos,
@@ -451,7 +462,7 @@ impl DmaAppender {
         let (file, shared, pos) = (self.file.clone(), buf.clone(), self.buf_file_pos);
         let task = glommio::spawn_local(async move { file.write_rc_at(shared, pos).await });
         self.inflight.push_back(InFlight { task, buf, pos });
-        self.buf = Some(take_buffer(&self.file, self.buf_cap));
+        self.buf = Some(take_buffer(&self.pool, &self.file, self.buf_cap));
         // The write reaches the kernel when the shard next polls its
         // rings (as soon as this request's task yields). A 1 µs timer
         // wait here used to force that earlier, but on a busy shard it
@@ -497,7 +508,7 @@ impl DmaAppender {
             return self.poison(std::io::Error::other("appender lost its buffer"));
         };
         buf.zero(self.fill..to);
-        let mut next = take_buffer(&self.file, self.buf_cap);
+        let mut next = take_buffer(&self.pool, &self.file, self.buf_cap);
         next.copy_in(0, &buf.as_bytes()[head..self.fill]);
         let shared = buf.into_shared_prefix(to);
         let pos = self.buf_file_pos;

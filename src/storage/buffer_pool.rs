@@ -30,10 +30,16 @@ use glommio::io::DmaBuffer;
 /// burst on another partition without holding much idle memory.
 const FREE_MAX: usize = 8;
 
+/// The shard's pool (one per shard, in its `ShardStorage`): every buffer
+/// taken from it holds a handle to retire into.
+pub type SharedBufferPool = Rc<RefCell<BufferPool>>;
+
 /// A buffer being filled by the appender. Bytes below `lent_end` are
 /// immutable (slices of them are alive or may be).
 pub struct FillBuffer {
     buf: Option<DmaBuffer>,
+    /// The pool the buffer goes back to.
+    pool: SharedBufferPool,
     /// One strong count per lent slice, plus this one.
     leases: Arc<()>,
     lent_end: usize,
@@ -62,9 +68,10 @@ impl AsRef<[u8]> for Lease {
 }
 
 impl FillBuffer {
-    fn new(buf: DmaBuffer) -> Self {
+    fn new(buf: DmaBuffer, pool: SharedBufferPool) -> Self {
         FillBuffer {
             buf: Some(buf),
+            pool,
             leases: Arc::new(()),
             lent_end: 0,
         }
@@ -131,7 +138,7 @@ impl FillBuffer {
     pub fn into_shared(mut self) -> Rc<DmaBuffer> {
         let (buf, leases) = self.take_parts().expect("fill buffer present");
         let buf = Rc::new(buf);
-        retire(buf.clone(), leases, true);
+        retire(&self.pool, buf.clone(), leases, true);
         buf
     }
 
@@ -147,7 +154,7 @@ impl FillBuffer {
         let (mut buf, leases) = self.take_parts().expect("fill buffer present");
         buf.trim_to_size(len);
         let buf = Rc::new(buf);
-        retire(buf.clone(), leases, false);
+        retire(&self.pool, buf.clone(), leases, false);
         buf
     }
 
@@ -179,7 +186,7 @@ impl FillBuffer {
 impl Drop for FillBuffer {
     fn drop(&mut self) {
         if let Some((buf, leases)) = self.take_parts() {
-            retire(Rc::new(buf), leases, true);
+            retire(&self.pool, Rc::new(buf), leases, true);
         }
     }
 }
@@ -198,8 +205,9 @@ impl Retired {
     }
 }
 
+/// Free and retired write buffers of one shard.
 #[derive(Default)]
-struct BufferPool {
+pub struct BufferPool {
     free: Vec<DmaBuffer>,
     retired: Vec<Retired>,
     /// Free buffers kept: `FREE_MAX` plus what [`reserve`] asked for.
@@ -249,42 +257,43 @@ impl Drop for BufferPool {
     }
 }
 
-thread_local! {
-    /// One pool per shard: glommio executors are one per thread.
-    static POOL: RefCell<BufferPool> = RefCell::new(BufferPool::default());
-}
-
-fn retire(buf: Rc<DmaBuffer>, leases: Arc<()>, recycle: bool) {
+/// `buf` is done with by its filler: back to `pool` if nothing uses it,
+/// else kept there until its write and lent slices are done (the pool
+/// frees what is still lent only never: see `Drop for BufferPool`).
+fn retire(pool: &SharedBufferPool, buf: Rc<DmaBuffer>, leases: Arc<()>, recycle: bool) {
     let mut r = Retired {
         buf,
         leases,
         recycle,
     };
+    let Ok(mut pool) = pool.try_borrow_mut() else {
+        // Only a drop inside the pool's own borrow could get here: leak
+        // rather than free memory a lent slice may still read.
+        std::mem::forget(r.buf);
+        return;
+    };
     if r.is_idle() {
         if let Ok(buf) = Rc::try_unwrap(r.buf) {
-            let _ = POOL.try_with(|p| p.borrow_mut().give_back(buf, recycle));
+            pool.give_back(buf, recycle);
         }
         return;
     }
-    let mut slot = Some(r);
-    let _ = POOL.try_with(|p| {
-        if let Some(r) = slot.take() {
-            p.borrow_mut().retired.push(r);
-        }
-    });
-    if let Some(r) = slot {
-        // Thread exiting, the pool is gone: leak rather than free memory
-        // a lent slice may still read.
-        std::mem::forget(r.buf);
-    }
+    pool.retired.push(r);
 }
 
-/// Reserve `len`-byte buffers for a batch cache of `budget` bytes, but
-/// never more than this shard's half of the host's memory (`n_shards`
-/// shards share it): a budget typed too large must not make the start
-/// itself run out of memory.
-pub fn reserve_within_memory(budget: usize, len: usize, n_shards: usize) {
-    reserve(reservable_bytes(budget, len, n_shards) / len.max(1), len);
+impl BufferPool {
+    /// A new, empty pool for one shard.
+    pub fn shared() -> SharedBufferPool {
+        Rc::new(RefCell::new(BufferPool::default()))
+    }
+
+    /// Reserve `len`-byte buffers for a batch cache of `budget` bytes, but
+    /// never more than this shard's half of the host's memory (`n_shards`
+    /// shards share it): a budget typed too large must not make the start
+    /// itself run out of memory.
+    pub fn reserve_within_memory(&mut self, budget: usize, len: usize, n_shards: usize) {
+        self.reserve(reservable_bytes(budget, len, n_shards) / len.max(1), len);
+    }
 }
 
 /// The bytes [`reserve_within_memory`] reserves for these arguments.
@@ -334,41 +343,46 @@ fn half_of_memory_per_shard(n_shards: usize) -> usize {
 /// memory costs a page fault per 4 KiB plus the kernel's zeroing on the
 /// append path. Reserving up front is what Redpanda's seastar does with all
 /// of its memory.
-pub fn reserve(count: usize, len: usize) {
-    POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        p.reserved = p.reserved.max(count);
-        let have = p.free.iter().filter(|b| b.len() == len).count();
+pub fn reserve(pool: &SharedBufferPool, count: usize, len: usize) {
+    pool.borrow_mut().reserve(count, len);
+}
+
+impl BufferPool {
+    fn reserve(&mut self, count: usize, len: usize) {
+        self.reserved = self.reserved.max(count);
+        let have = self.free.iter().filter(|b| b.len() == len).count();
         for _ in have..count {
             let mut buf = glommio::allocate_dma_buffer(len);
             buf.as_bytes_mut().fill(0);
-            p.free.push(buf);
+            self.free.push(buf);
         }
-    });
+    }
 }
 
-/// A buffer of `len` bytes: a recycled one when available, else `alloc`.
-pub fn take(len: usize, alloc: impl FnOnce(usize) -> DmaBuffer) -> FillBuffer {
-    let recycled = POOL
-        .try_with(|p| {
-            let mut p = p.borrow_mut();
-            p.sweep();
-            // The most recently freed buffer: its pages are the warmest.
-            let at = p.free.iter().rposition(|b| b.len() == len)?;
-            Some(p.free.swap_remove(at))
-        })
-        .ok()
-        .flatten();
-    FillBuffer::new(recycled.unwrap_or_else(|| alloc(len)))
+/// A buffer of `len` bytes from `pool`: a recycled one when available,
+/// else `alloc`.
+pub fn take(
+    pool: &SharedBufferPool,
+    len: usize,
+    alloc: impl FnOnce(usize) -> DmaBuffer,
+) -> FillBuffer {
+    let recycled = {
+        let mut p = pool.borrow_mut();
+        p.sweep();
+        // The most recently freed buffer: its pages are the warmest.
+        p.free
+            .iter()
+            .rposition(|b| b.len() == len)
+            .map(|at| p.free.swap_remove(at))
+    };
+    FillBuffer::new(recycled.unwrap_or_else(|| alloc(len)), pool.clone())
 }
 
-/// Buffers waiting for their writes or lent slices, and free ones
-/// (tests and diagnostics).
-pub fn pool_counts() -> (usize, usize) {
-    POOL.with(|p| {
-        let p = p.borrow();
-        (p.retired.len(), p.free.len())
-    })
+/// Buffers of `pool` waiting for their writes or lent slices, and free
+/// ones (tests and diagnostics).
+pub fn pool_counts(pool: &SharedBufferPool) -> (usize, usize) {
+    let p = pool.borrow();
+    (p.retired.len(), p.free.len())
 }
 
 #[cfg(test)]
@@ -405,81 +419,86 @@ mod tests {
     #[test]
     fn reserved_buffers_are_handed_out_before_any_new_allocation() {
         let (fresh, free_after) = in_executor(|| {
-            reserve(3, LEN);
+            let pool = BufferPool::shared();
+            reserve(&pool, 3, LEN);
             let mut fresh = 0;
             let bufs: Vec<FillBuffer> = (0..3)
                 .map(|_| {
-                    take(LEN, |n| {
+                    take(&pool, LEN, |n| {
                         fresh += 1;
                         glommio::allocate_dma_buffer(n)
                     })
                 })
                 .collect();
             drop(bufs);
-            (fresh, pool_counts().1)
+            (fresh, pool_counts(&pool).1)
         });
         assert_eq!(fresh, 0, "reserved buffers must serve the first takes");
         assert_eq!(free_after, 3, "returned buffers stay reserved");
     }
 
-    fn take_one() -> FillBuffer {
-        take(LEN, glommio::allocate_dma_buffer)
+    fn take_one(pool: &SharedBufferPool) -> FillBuffer {
+        take(pool, LEN, glommio::allocate_dma_buffer)
     }
 
     #[test]
     fn lent_bytes_survive_their_buffer_being_retired_and_the_pool_reused() {
         in_executor(|| {
-            let mut a = take_one();
+            let pool = BufferPool::shared();
+            let mut a = take_one(&pool);
             let a_ptr = a.as_bytes().as_ptr();
             a.copy_in(0, &[7u8; 100]);
             let lent = a.lend(0..100);
             drop(a);
             // Still lent: the next buffer must be a different one.
-            let mut b = take_one();
+            let mut b = take_one(&pool);
             assert_ne!(b.as_bytes().as_ptr(), a_ptr);
             b.copy_in(0, &[9u8; LEN]);
             assert_eq!(&lent[..], &[7u8; 100][..]);
-            assert_eq!(pool_counts(), (1, 0));
+            assert_eq!(pool_counts(&pool), (1, 0));
             // The last slice goes: the buffer is recycled, not reallocated.
             drop(lent);
-            let c = take_one();
+            let c = take_one(&pool);
             assert_eq!(c.as_bytes().as_ptr(), a_ptr);
-            assert_eq!(pool_counts(), (0, 0));
+            assert_eq!(pool_counts(&pool), (0, 0));
         });
     }
 
     #[test]
     fn a_slice_dropped_on_another_thread_frees_the_buffer_for_reuse() {
         in_executor(|| {
-            let mut a = take_one();
+            let pool = BufferPool::shared();
+            let mut a = take_one(&pool);
             let a_ptr = a.as_bytes().as_ptr();
             a.copy_in(0, b"kafka");
             let lent = a.lend(0..5);
             drop(a);
             let seen = std::thread::spawn(move || lent.to_vec()).join().unwrap();
             assert_eq!(seen, b"kafka");
-            assert_eq!(take_one().as_bytes().as_ptr(), a_ptr);
+            assert_eq!(take_one(&pool).as_bytes().as_ptr(), a_ptr);
         });
     }
 
     #[test]
     fn buffers_in_use_by_a_write_are_not_recycled() {
         in_executor(|| {
-            let a = take_one();
+            let pool = BufferPool::shared();
+            let a = take_one(&pool);
             let a_ptr = a.as_bytes().as_ptr();
             let in_write = a.into_shared();
-            assert_ne!(take_one().as_bytes().as_ptr(), a_ptr);
+            assert_ne!(take_one(&pool).as_bytes().as_ptr(), a_ptr);
             drop(in_write);
-            let (retired, free) = pool_counts();
+            let (retired, free) = pool_counts(&pool);
             assert_eq!((retired, free), (1, 1));
-            assert_eq!(take_one().as_bytes().as_ptr(), a_ptr);
+            assert_eq!(take_one(&pool).as_bytes().as_ptr(), a_ptr);
         });
     }
 
     #[test]
     fn writing_over_lent_bytes_is_refused() {
         let refused = in_executor(|| {
-            let mut a = take_one();
+            let pool = BufferPool::shared();
+            let mut a = take_one(&pool);
             a.copy_in(0, &[1u8; 64]);
             let _lent = a.lend(0..64);
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| a.copy_in(32, &[2u8; 8])))

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use glommio::io::DmaFile;
 
-use super::appender::{DmaAppender, TailPart};
+use super::appender::{DmaAppender, TailPart, WriteBuffers};
+use super::buffer_pool::SharedBufferPool;
 use super::config::LogConfig;
 use super::helper_thread;
 use super::index::{OffsetIndex, SegmentIndex, TimeIndex};
@@ -572,7 +573,12 @@ impl Segment {
     }
 
     /// Turn this segment into the active one: open a DMA appender at its end.
-    pub async fn activate(&mut self, config: &LogConfig) -> Result<(), StorageError> {
+    /// Its write buffers come from the shard's `pool`.
+    pub async fn activate(
+        &mut self,
+        config: &LogConfig,
+        pool: &SharedBufferPool,
+    ) -> Result<(), StorageError> {
         let size = self.closed_size;
         let page_start = size / super::appender::PAGE * super::appender::PAGE;
         let mut tail = vec![0u8; (size - page_start) as usize];
@@ -588,7 +594,10 @@ impl Segment {
             &self.log_path(),
             size,
             &tail,
-            config.write_buffer_bytes,
+            WriteBuffers {
+                pool: pool.clone(),
+                cap: config.write_buffer_bytes,
+            },
             step,
             config.segment_bytes,
             // Only a recycled file that nothing was appended to yet keeps

@@ -1,6 +1,6 @@
 //! `[io]` What one data shard's storage owns beside its logs
 //! (ARCHITECTURE.md §1: one owner per state): the batch cache, the handle
-//! on the broker's log-dir failure channel, the request for an early
+//! on the broker's log-dir failure channel, the pool of DMA write buffers, the request for an early
 //! checkpoint write, and the parsed offset checkpoints every open reads.
 //! The shard's replica manager creates it; each [`PartitionLog`] the shard
 //! opens holds an `Rc` of it.
@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::batch_cache::SharedBatchCache;
+use super::buffer_pool::{BufferPool, SharedBufferPool};
 use super::checkpoint;
 use super::dir_failure::DirFailureChannel;
 use super::StorageError;
@@ -26,6 +27,8 @@ type Entries = Rc<HashMap<TopicPartition, i64>>;
 
 pub struct ShardStorage {
     cache: SharedBatchCache,
+    /// The appenders' DMA write buffers, recycled (lent to the cache).
+    buffers: SharedBufferPool,
     failures: DirFailureChannel,
     /// Set by a truncation or a log deletion: the next housekeeping round
     /// writes every checkpoint file at once.
@@ -42,6 +45,7 @@ impl ShardStorage {
     pub fn new(cache: SharedBatchCache, failures: DirFailureChannel) -> Rc<Self> {
         Rc::new(ShardStorage {
             cache,
+            buffers: BufferPool::shared(),
             failures,
             checkpoints_wanted: Cell::new(false),
             parsed_checkpoints: RefCell::default(),
@@ -56,6 +60,10 @@ impl ShardStorage {
 
     pub fn cache(&self) -> &SharedBatchCache {
         &self.cache
+    }
+
+    pub fn buffers(&self) -> &SharedBufferPool {
+        &self.buffers
     }
 
     pub fn failures(&self) -> &DirFailureChannel {

@@ -56,8 +56,9 @@ impl PartitionLog {
         }
         self.settle_marker_removal().await?;
         let config = &self.config;
+        let buffers = self.storage.buffers();
         if let Some(seg) = self.segments.values_mut().next_back() {
-            seg.activate(config).await?;
+            seg.activate(config, buffers).await?;
         }
         Ok(())
     }

@@ -7,11 +7,11 @@
 //!
 //! Each kind of work has its own thread per shard, started by the first
 //! job; it inherits the shard's CPU affinity and ends when the shard's
-//! thread does (the sender drops).
+//! storage ([`super::shard_storage::ShardStorage`], which owns the
+//! [`HelperThreads`]) goes (the sender drops).
 
 use std::cell::OnceCell;
 use std::sync::mpsc::{channel, Sender};
-use std::thread::LocalKey;
 
 /// A unit of blocking work.
 pub type Job = Box<dyn FnOnce() + Send>;
@@ -52,20 +52,38 @@ impl Helper {
     }
 }
 
-thread_local! {
-    /// Fetch read-ahead hints.
-    pub static READ_AHEAD: Helper = const { Helper::new("readahead") };
-    /// Freeing the files of deleted segments.
-    pub static DELETER: Helper = const { Helper::new("delete") };
+impl Helper {
+    /// Queues `job` on this helper's thread; gives the job back when the
+    /// thread cannot run (could not start, or died).
+    pub fn submit(&self, job: Job) -> Result<(), Job> {
+        match self.tx.get_or_init(|| self.start()) {
+            Some(tx) => tx.send(job).map_err(|e| e.0),
+            None => Err(job),
+        }
+    }
 }
 
-/// Queues `job` on this shard's `helper` thread; gives the job back when
-/// the thread cannot run (could not start, or died).
-pub fn submit(helper: &'static LocalKey<Helper>, job: Job) -> Result<(), Job> {
-    helper.with(|h| match h.tx.get_or_init(|| h.start()) {
-        Some(tx) => tx.send(job).map_err(|e| e.0),
-        None => Err(job),
-    })
+/// One shard's helper threads.
+pub struct HelperThreads {
+    /// Fetch read-ahead hints.
+    pub read_ahead: Helper,
+    /// Freeing the files of deleted segments.
+    pub deleter: Helper,
+}
+
+impl HelperThreads {
+    pub const fn new() -> Self {
+        HelperThreads {
+            read_ahead: Helper::new("readahead"),
+            deleter: Helper::new("delete"),
+        }
+    }
+}
+
+impl Default for HelperThreads {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 #[cfg(test)]
@@ -74,6 +92,7 @@ mod tests {
 
     #[test]
     fn jobs_run_in_order_on_one_thread_per_kind() {
+        let helpers = HelperThreads::new();
         let (tx, rx) = channel();
         for i in 0..3 {
             let tx = tx.clone();
@@ -81,7 +100,7 @@ mod tests {
                 let name = std::thread::current().name().map(str::to_owned);
                 tx.send((i, name)).unwrap();
             });
-            assert!(submit(&DELETER, job).is_ok());
+            assert!(helpers.deleter.submit(job).is_ok());
         }
         let got: Vec<(i32, Option<String>)> = (0..3).map(|_| rx.recv().unwrap()).collect();
         assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![0, 1, 2]);

@@ -359,7 +359,7 @@ impl PartitionLog {
         };
         let mut pool = load_recycle_pool(&log.dir, &names)?;
         if !log.config.recycle_segments {
-            segment::free_in_background(pool.drain(), true);
+            segment::free_in_background(log.storage.helpers(), pool.drain(), true);
         }
         log.recycle = pool;
         // The active segment gets its DMA appender (an O_DIRECT open and

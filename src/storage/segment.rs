@@ -15,7 +15,7 @@ use glommio::io::DmaFile;
 use super::appender::{DmaAppender, TailPart, WriteBuffers};
 use super::buffer_pool::SharedBufferPool;
 use super::config::LogConfig;
-use super::helper_thread;
+use super::helper_thread::{self, HelperThreads};
 use super::index::{OffsetIndex, SegmentIndex, TimeIndex};
 use super::readahead::ReadAhead;
 use super::recovery::{scan, ScanStop, ScannedBatch};
@@ -345,7 +345,7 @@ impl Segment {
     /// Ask the kernel, off the shard, to read ahead of a fetch of `[start,
     /// end)` from this file into the page cache (see `readahead`), so the
     /// consumer's next `sendfile` does not wait for the disk on the shard.
-    pub fn read_ahead(&self, start: u64, end: u64, window: u64) {
+    pub fn read_ahead(&self, start: u64, end: u64, window: u64, helpers: &HelperThreads) {
         let mut ra = self.readahead.get();
         let plan = ra.plan(start, end, self.file_end(), window);
         self.readahead.set(ra);
@@ -355,10 +355,9 @@ impl Segment {
             return;
         };
         // On the shard's read-ahead thread; if it cannot run, the hint is lost.
-        let _ = helper_thread::submit(
-            &helper_thread::READ_AHEAD,
-            Box::new(move || fadvise_willneed(&file, from, to)),
-        );
+        let _ = helpers
+            .read_ahead
+            .submit(Box::new(move || fadvise_willneed(&file, from, to)));
     }
 
     /// Mark closed with its final logical size (appender already closed).
@@ -617,17 +616,17 @@ impl Segment {
 
     /// Retention's delete, as Kafka's `asyncDeleteSegment`: rename every
     /// file to `.deleted` now, free and remove them on the shard's delete
-    /// thread ([`helper_thread::DELETER`]; glommio's blocking pool if it
+    /// thread (`helpers.deleter`; glommio's blocking pool if it
     /// cannot run). Freeing a large file's blocks (in `unlink`, or in the
     /// last `close` of an unlinked file) took milliseconds on the shard,
     /// stalling every connection it serves, and freeing it in one call
     /// stalled the disk's writes: files shrink in [`FREE_STEP`] steps. A
     /// crash in between leaves `.deleted` names, which open removes.
-    pub fn delete_files_in_background(&self) -> Result<(), StorageError> {
+    pub fn delete_files_in_background(&self, helpers: &HelperThreads) -> Result<(), StorageError> {
         // A fetch holding the file (its `OutPart::File`) must keep reading it.
         let shrink = Arc::strong_count(&self.read_file) == 1;
         let renamed = rename_to_deleted(&self.dir, self.base_offset, &ALL_SUFFIXES)?;
-        free_in_background(renamed, shrink);
+        free_in_background(helpers, renamed, shrink);
         Ok(())
     }
 }
@@ -639,7 +638,7 @@ impl Segment {
     /// Returns the pooled file's path; `None` when a fetch still holds the
     /// file (its `sendfile` must keep reading the old bytes), and then the
     /// caller deletes the segment instead.
-    pub fn retire_to_pool(&self) -> Result<Option<PathBuf>, StorageError> {
+    pub fn retire_to_pool(&self, helpers: &HelperThreads) -> Result<Option<PathBuf>, StorageError> {
         if Arc::strong_count(&self.read_file) > 1 || self.appender.is_some() {
             return Ok(None);
         }
@@ -656,15 +655,15 @@ impl Segment {
         )?;
         std::fs::rename(self.log_path(), &to)?;
         if !renamed.is_empty() {
-            free_in_background(renamed, true);
+            free_in_background(helpers, renamed, true);
         }
         Ok(Some(to))
     }
 }
 
 /// Frees (in steps, when `shrink`) and removes files on the shard's delete
-/// thread (glommio's blocking pool if it cannot run).
-pub fn free_in_background(paths: Vec<PathBuf>, shrink: bool) {
+/// thread (`helpers.deleter`; glommio's blocking pool if it cannot run).
+pub fn free_in_background(helpers: &HelperThreads, paths: Vec<PathBuf>, shrink: bool) {
     if paths.is_empty() {
         return;
     }
@@ -673,7 +672,7 @@ pub fn free_in_background(paths: Vec<PathBuf>, shrink: bool) {
             free_and_remove(&p, shrink);
         }
     });
-    if let Err(job) = helper_thread::submit(&helper_thread::DELETER, job) {
+    if let Err(job) = helpers.deleter.submit(job) {
         glommio::spawn_local(async move {
             glommio::executor().spawn_blocking(job).await;
         })

@@ -1,6 +1,7 @@
 //! `[io]` What one data shard's storage owns beside its logs
 //! (ARCHITECTURE.md §1: one owner per state): the batch cache, the handle
-//! on the broker's log-dir failure channel, the pool of DMA write buffers, the request for an early
+//! on the broker's log-dir failure channel, the pool of DMA write buffers, the
+//! helper threads, the request for an early
 //! checkpoint write, and the parsed offset checkpoints every open reads.
 //! The shard's replica manager creates it; each [`PartitionLog`] the shard
 //! opens holds an `Rc` of it.
@@ -16,6 +17,7 @@ use super::batch_cache::SharedBatchCache;
 use super::buffer_pool::{BufferPool, SharedBufferPool};
 use super::checkpoint;
 use super::dir_failure::DirFailureChannel;
+use super::helper_thread::HelperThreads;
 use super::StorageError;
 use crate::types::TopicPartition;
 
@@ -29,6 +31,8 @@ pub struct ShardStorage {
     cache: SharedBatchCache,
     /// The appenders' DMA write buffers, recycled (lent to the cache).
     buffers: SharedBufferPool,
+    /// Threads for read-ahead hints and freeing deleted segments.
+    helpers: HelperThreads,
     failures: DirFailureChannel,
     /// Set by a truncation or a log deletion: the next housekeeping round
     /// writes every checkpoint file at once.
@@ -46,6 +50,7 @@ impl ShardStorage {
         Rc::new(ShardStorage {
             cache,
             buffers: BufferPool::shared(),
+            helpers: HelperThreads::new(),
             failures,
             checkpoints_wanted: Cell::new(false),
             parsed_checkpoints: RefCell::default(),
@@ -64,6 +69,10 @@ impl ShardStorage {
 
     pub fn buffers(&self) -> &SharedBufferPool {
         &self.buffers
+    }
+
+    pub fn helpers(&self) -> &HelperThreads {
+        &self.helpers
     }
 
     pub fn failures(&self) -> &DirFailureChannel {

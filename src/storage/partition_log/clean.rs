@@ -151,7 +151,7 @@ impl PartitionLog {
         }
         for o in old {
             if let Some(seg) = self.segments.remove(&o.base_offset) {
-                seg.delete_files_in_background()?;
+                seg.delete_files_in_background(self.storage.helpers())?;
             }
         }
         // The log file last: until it is renamed a crash leaves `.swap`,

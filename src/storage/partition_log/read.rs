@@ -87,7 +87,12 @@ impl PartitionLog {
         };
         let in_file = seg.file_end().saturating_sub(start).min(total);
         if in_file > 0 {
-            seg.read_ahead(start, start + in_file, self.config.readahead_bytes);
+            seg.read_ahead(
+                start,
+                start + in_file,
+                self.config.readahead_bytes,
+                self.storage.helpers(),
+            );
             out.regions.push(OutPart::File {
                 file: seg.read_file.clone(),
                 position: start,

@@ -33,7 +33,7 @@ impl PartitionLog {
         let doomed: Vec<i64> = self.segments.range(offset..).map(|(b, _)| *b).collect();
         for base in doomed {
             if let Some(seg) = self.segments.remove(&base) {
-                seg.delete_files_in_background()?;
+                seg.delete_files_in_background(self.storage.helpers())?;
             }
         }
         let Some((&base, seg)) = self.segments.iter().next_back() else {
@@ -62,7 +62,7 @@ impl PartitionLog {
             seg.delete_files()?;
         }
         // The log may restart below offsets the pooled files held.
-        segment::free_in_background(self.recycle.drain(), true);
+        segment::free_in_background(self.storage.helpers(), self.recycle.drain(), true);
         let mut seg =
             Segment::create_empty(&self.dir, offset, &self.config, UNSET_MS, None).await?;
         seg.activate(&self.config, self.storage.buffers()).await?;
@@ -109,12 +109,12 @@ impl PartitionLog {
     /// when it is on and has room, else deleted in the background.
     fn retire(&mut self, seg: Segment) -> Result<(), StorageError> {
         if self.config.recycle_segments && self.recycle.has_room() {
-            if let Some(path) = seg.retire_to_pool()? {
+            if let Some(path) = seg.retire_to_pool(self.storage.helpers())? {
                 self.recycle.add(seg.next_offset, path);
                 return Ok(());
             }
         }
-        seg.delete_files_in_background()
+        seg.delete_files_in_background(self.storage.helpers())
     }
 
     /// Delete the oldest non-active segments while `pred(segment, next

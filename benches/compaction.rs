@@ -109,16 +109,13 @@ impl Rig {
                     delete: false,
                     ..LogConfig::default()
                 };
-                let tp = TopicPartition::new("bench", 0);
-                let mut log = PartitionLog::open(
-                    tmp.path(),
-                    &tp,
-                    None,
-                    config,
+                let (tp, storage) = (
+                    TopicPartition::new("bench", 0),
                     ShardStorage::standalone(BatchCache::shared(0)),
-                )
-                .await
-                .unwrap();
+                );
+                let mut log = PartitionLog::open(tmp.path(), &tp, None, config, storage)
+                    .await
+                    .unwrap();
                 let (mut written, mut n) = (0usize, 0usize);
                 while written < total {
                     let codec = if n % 10 == 0 {

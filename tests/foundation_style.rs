@@ -53,13 +53,7 @@ const STD_IO_ALLOWED: &[&str] = &[
 const CRATE_ROOTS: &[&str] = &["crate::", "super::", "self::", "shardlog::"];
 /// `[pure]` files that still import the crate's `io` module, each with the
 /// reason; every entry must still match (a fixed file is removed here).
-const KNOWN_IO_IMPORTS: &[(&str, &str)] = &[(
-    // FetchResponse framing carries record regions as `io::zerocopy::OutPart`,
-    // which holds a segment's `Arc<File>`; moving it to a lower floor needs a
-    // file-region type that names no `std::fs`.
-    "src/protocol/fetch_response.rs",
-    "crate::io",
-)];
+const KNOWN_IO_IMPORTS: &[(&str, &str)] = &[];
 
 fn is_pure(source: &str) -> bool {
     source

@@ -1,7 +1,12 @@
-//! `[pure]` One piece of an outgoing response frame: encoded bytes or a
+//! `[data]` One piece of an outgoing response frame: encoded bytes or a
 //! segment file region. The protocol builds responses of them (a fetch's
 //! records are the log's regions, `fetch_response`); `io::zerocopy`
 //! sends them (`sendmsg` of the bytes, `sendfile` of the regions).
+//!
+//! Not `[pure]`: a region names the segment's open file (`Arc<File>`, the
+//! same handle the log's retention counts to see whether a fetch still
+//! reads it). Nothing here does I/O, so the pure modules that carry parts
+//! (`fetch_response`) import nothing from `io`.
 
 use std::fs::File;
 use std::sync::Arc;

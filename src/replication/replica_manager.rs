@@ -31,7 +31,6 @@ use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::view::{PartitionRole, PartitionSnapshot};
 use crate::replication::isr_change::IsrChange;
-use crate::storage::batch_cache::BatchCache;
 use crate::storage::close_batch;
 use crate::storage::config::{write_buffer_bytes, LogConfig};
 use crate::storage::log_dir::{LogDirs, PartitionOffsets};
@@ -56,8 +55,7 @@ pub struct ReplicaManager {
     /// `log_dirs.changes()` last acted on ([`Self::apply_offline_dirs`]).
     offline_seen: Cell<u64>,
     server: Arc<ServerConfig>,
-    /// The shard's storage state (batch cache, failure channel handle,
-    /// checkpoint request), shared with every log it opens.
+    /// The shard's storage state, shared with every log it opens.
     storage: Rc<ShardStorage>,
     partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
     /// Offsets of logs closed without deletion during this run (StopReplica
@@ -173,16 +171,9 @@ impl ReplicaManager {
         quotas: Arc<ReplicationQuotas>,
     ) -> Self {
         let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
-        // The cache holds slices of the appenders' write buffers: reserve
-        // (and pre-fault) as many as it can hold, but never more than this
-        // shard's half of the host's memory (a budget typed too large must
-        // not make the start itself run out of memory).
         let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
-        let storage = ShardStorage::new(BatchCache::shared(budget), log_dirs.failures().clone());
-        storage
-            .buffers()
-            .borrow_mut()
-            .reserve_within_memory(budget, buffer, n_shards);
+        let failures = log_dirs.failures().clone();
+        let storage = ShardStorage::for_shard(budget, buffer, n_shards, failures);
         Self {
             log_dirs,
             offline_seen: Cell::new(0),
@@ -228,7 +219,6 @@ impl ReplicaManager {
         &self.log_dirs
     }
 
-    /// The shard's storage state (see the field).
     pub fn storage(&self) -> &Rc<ShardStorage> {
         &self.storage
     }

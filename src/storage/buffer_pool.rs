@@ -258,8 +258,9 @@ impl Drop for BufferPool {
 }
 
 /// `buf` is done with by its filler: back to `pool` if nothing uses it,
-/// else kept there until its write and lent slices are done (the pool
-/// frees what is still lent only never: see `Drop for BufferPool`).
+/// else kept there until its write and lent slices are done with it (one
+/// still lent when the pool goes is leaked, never freed: `Drop for
+/// BufferPool`).
 fn retire(pool: &SharedBufferPool, buf: Rc<DmaBuffer>, leases: Arc<()>, recycle: bool) {
     let mut r = Retired {
         buf,

@@ -600,8 +600,26 @@ pub use scan::BatchHeaderInfo;
 mod close;
 mod retain;
 mod roll;
-use roll::RolledSegment;
 mod write;
+
+/// A just-rolled segment's file and its background fdatasync.
+struct RolledSegment {
+    file: Rc<glommio::io::DmaFile>,
+    base_offset: i64,
+    /// Set once the background close wrote every byte into `file`.
+    written: Rc<Cell<bool>>,
+    /// Set once an fdatasync of `file` succeeded (background or not).
+    synced: Rc<Cell<bool>>,
+    task: glommio::task::JoinHandle<()>,
+}
+
+impl RolledSegment {
+    /// The file, if its bytes may not be durable yet (flushes and group
+    /// commits must then sync it too: it holds appends not yet synced).
+    fn file_to_sync(&self) -> Option<Rc<glommio::io::DmaFile>> {
+        (!self.synced.get()).then(|| self.file.clone())
+    }
+}
 
 /// Written-out bytes waiting for their fdatasync (see
 /// [`PartitionLog::write_out`]).

@@ -1,8 +1,8 @@
 //! `[io]` What one data shard's storage owns beside its logs
-//! (ARCHITECTURE.md §1: one owner per state): the batch cache, the handle
-//! on the broker's log-dir failure channel, the pool of DMA write buffers, the
-//! helper threads, the request for an early
-//! checkpoint write, and the parsed offset checkpoints every open reads.
+//! (ARCHITECTURE.md §1: one owner per state): the batch cache, the pool
+//! of DMA write buffers, the helper threads, the handle on the broker's
+//! log-dir failure channel, the request for an early checkpoint write, and
+//! the parsed offset checkpoints every open reads.
 //! The shard's replica manager creates it; each [`PartitionLog`] the shard
 //! opens holds an `Rc` of it.
 //!
@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use super::batch_cache::SharedBatchCache;
+use super::batch_cache::{BatchCache, SharedBatchCache};
 use super::buffer_pool::{BufferPool, SharedBufferPool};
 use super::checkpoint;
 use super::dir_failure::DirFailureChannel;
@@ -55,6 +55,26 @@ impl ShardStorage {
             checkpoints_wanted: Cell::new(false),
             parsed_checkpoints: RefCell::default(),
         })
+    }
+
+    /// A data shard's storage: a batch cache of `budget` bytes and, since
+    /// the cache holds slices of the appenders' write buffers, as many
+    /// `buffer`-byte buffers reserved (and pre-faulted) as it can hold,
+    /// but never more than this shard's half of the host's memory
+    /// (`n_shards` share it; a budget typed too large must not make the
+    /// start itself run out of memory).
+    pub fn for_shard(
+        budget: usize,
+        buffer: usize,
+        n_shards: usize,
+        failures: DirFailureChannel,
+    ) -> Rc<Self> {
+        let storage = Self::new(BatchCache::shared(budget), failures);
+        storage
+            .buffers
+            .borrow_mut()
+            .reserve_within_memory(budget, buffer, n_shards);
+        storage
     }
 
     /// Storage for logs opened outside a broker (tests, benchmarks,

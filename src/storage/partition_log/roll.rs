@@ -4,7 +4,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use super::{PartitionLog, UNSET_MS};
+use super::{PartitionLog, RolledSegment, UNSET_MS};
 use crate::storage::policy::{should_roll, RollInput};
 use crate::storage::segment::{self, Segment};
 use crate::storage::StorageError;
@@ -314,24 +314,5 @@ impl PartitionLog {
             }
         }
         seg.write_index_files()
-    }
-}
-
-/// A just-rolled segment's file and its background fdatasync.
-pub(super) struct RolledSegment {
-    pub(super) file: Rc<glommio::io::DmaFile>,
-    pub(super) base_offset: i64,
-    /// Set once the background close wrote every byte into `file`.
-    pub(super) written: Rc<Cell<bool>>,
-    /// Set once an fdatasync of `file` succeeded (background or not).
-    pub(super) synced: Rc<Cell<bool>>,
-    pub(super) task: glommio::task::JoinHandle<()>,
-}
-
-impl RolledSegment {
-    /// The file, if its bytes may not be durable yet (flushes and group
-    /// commits must then sync it too: it holds appends not yet synced).
-    pub(super) fn file_to_sync(&self) -> Option<Rc<glommio::io::DmaFile>> {
-        (!self.synced.get()).then(|| self.file.clone())
     }
 }

@@ -3,7 +3,7 @@
 //! records are the log's regions, `fetch_response`); `io::zerocopy`
 //! sends them (`sendmsg` of the bytes, `sendfile` of the regions).
 //!
-//! Not `[pure]`: a region names the segment's open file (`Arc<File>`, the
+//! Not marked pure: a region names the segment's open file (`Arc<File>`, the
 //! same handle the log's retention counts to see whether a fetch still
 //! reads it). Nothing here does I/O, so the pure modules that carry parts
 //! (`fetch_response`) import nothing from `io`.

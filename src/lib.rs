@@ -19,6 +19,7 @@
 //! | [`shard`]     | §1–2    | mixed | placement (`shard_of`), mesh, context, data/control shard parts, routing |
 //! | [`server`]    | §2      | mixed | listener, connections, response sequencer, one handler per API |
 //! | [`io`]        | —       | io    | clock, DMA helpers, zero-copy socket writes |
+//! | [`alloc`]     | —       | io    | the global allocator the binary installs (huge requests mapped lazily) |
 //! | [`boot`]      | §1      | io    | the composition root: listeners, shards, control shard, shutdown |
 //! | [`loadgen`]   | —       | mixed | the load generator (`shardlog loadgen`) |
 //!
@@ -28,6 +29,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(rust_2018_idioms)]
 
+pub mod alloc;
 pub mod boot;
 pub mod config;
 pub mod controller;

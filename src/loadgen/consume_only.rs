@@ -255,7 +255,9 @@ fn consume_slots(
     ready: &Barrier,
 ) -> Result<Totals> {
     if let Some(cpu) = cpu {
-        core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+        // A CPU outside the mask was refused when the arguments were read
+        // (`--client-cpus`); a failure here leaves the thread unpinned.
+        let _ = crate::io::affinity::pin_current_thread(cpu);
     }
     let conns = match connect_leaders(&slots, client_id) {
         Ok(c) => {

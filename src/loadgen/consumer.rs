@@ -176,7 +176,9 @@ pub fn batch_bounds(batch: &[u8]) -> Option<(i64, i64, bool)> {
 
 pub fn run_consumer(plan: ConsumerPlan, live: Arc<LiveStats>) -> ConsumerOutcome {
     if let Some(cpu) = plan.cpu {
-        core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+        // A CPU outside the mask was refused when the arguments were read
+        // (`--client-cpus`); a failure here leaves the thread unpinned.
+        let _ = crate::io::affinity::pin_current_thread(cpu);
     }
     let mut out = ConsumerOutcome::default();
     if let Err(e) = consume(&plan, &live, &mut out) {

@@ -55,7 +55,12 @@ impl Scalar {
             "-.inf" | "-.Inf" | "-.INF" => Some(f64::NEG_INFINITY),
             ".nan" | ".NaN" | ".NAN" => Some(f64::NAN),
             // Rust also reads "inf" and "NaN", which YAML calls strings.
-            t if t.bytes().any(|b| b.is_ascii_alphabetic() && b != b'e' && b != b'E') => None,
+            t if t
+                .bytes()
+                .any(|b| b.is_ascii_alphabetic() && b != b'e' && b != b'E') =>
+            {
+                None
+            }
             t => t.parse().ok(),
         }
     }
@@ -99,7 +104,9 @@ fn split_key(line: &str) -> Option<(&str, &str)> {
         if after.is_empty() || after.starts_with(' ') || after.starts_with('\t') {
             let key = line[..colon].trim_end();
             let plain_key = !key.is_empty()
-                && !key.starts_with(['-', '?', '"', '\'', '[', '{', '&', '*', '!', '|', '>', '%', '@']);
+                && !key.starts_with([
+                    '-', '?', '"', '\'', '[', '{', '&', '*', '!', '|', '>', '%', '@',
+                ]);
             return plain_key.then_some((key, after));
         }
         from = colon + 1;
@@ -184,8 +191,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(map["name"], plain("1 topic / 3 partitions / 1kb"));
-        assert_eq!(map["keyDistributor"], Scalar::Quoted("KEY_ROUND_ROBIN".into()));
-        assert_eq!(map["payloadFile"], Scalar::Quoted("payload/it's.data".into()));
+        assert_eq!(
+            map["keyDistributor"],
+            Scalar::Quoted("KEY_ROUND_ROBIN".into())
+        );
+        assert_eq!(
+            map["payloadFile"],
+            Scalar::Quoted("payload/it's.data".into())
+        );
         assert_eq!(map["rate"].as_u64(), Some(2000));
         assert_eq!(map["empty"], Scalar::Null);
         assert_eq!(map["tilde"], Scalar::Null);
@@ -206,7 +219,11 @@ mod tests {
         assert_eq!(plain("-1").as_i64(), Some(-1));
         assert_eq!(plain("+7").as_u64(), Some(7));
         assert_eq!(plain("1.5").as_u64(), None);
-        assert_eq!(Scalar::Quoted("1".into()).as_u64(), None, "a quoted 1 is a string");
+        assert_eq!(
+            Scalar::Quoted("1".into()).as_u64(),
+            None,
+            "a quoted 1 is a string"
+        );
     }
 
     #[test]

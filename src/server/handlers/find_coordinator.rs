@@ -150,7 +150,11 @@ pub fn creation_failure(
     if code != ErrorCode::INVALID_REPLICATION_FACTOR || !exceeds {
         return code.to_string();
     }
-    let brokers = if live_brokers == 1 { "broker" } else { "brokers" };
+    let brokers = if live_brokers == 1 {
+        "broker"
+    } else {
+        "brokers"
+    };
     let advice = if live_brokers <= 1 {
         "set it to 1 for a single broker".to_owned()
     } else {

@@ -74,9 +74,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -86,11 +83,11 @@ use std::time::Duration;
 
 use common::cluster::wait_for;
 use common::link::Link;
-use common::run_py_script;
-use replica_cluster::{
+use common::replica_cluster::{
     assert_history_ok, assert_replicas_identical, check, drain, hw_checkpoint, leader_epochs,
     stored_batches, HistoryProducer, ReplCluster, System,
 };
+use common::run_py_script;
 
 /// ZooKeeper session: a dead or isolated broker is noticed within ~3 s.
 const SESSION_MS: u64 = 3000;

@@ -6,7 +6,7 @@
 //! codecs), Fetch, plus the sweep outputs.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
-mod loadgen_support;
+mod common;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -29,7 +29,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
 
-use loadgen_support::{check_outputs, check_point_verified, run_loadgen};
+use common::loadgen::{check_outputs, check_point_verified, run_loadgen};
 
 #[derive(Default)]
 struct Log {

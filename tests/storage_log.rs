@@ -3,11 +3,13 @@
 //! lookups, rejected input.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
-use std::future::Future;
+mod common;
+
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use bytes::BytesMut;
+use common::executor::run;
 use proptest::prelude::*;
 use shardlog::io::zerocopy::OutPart;
 use shardlog::protocol::record_batch::{
@@ -17,20 +19,6 @@ use shardlog::storage::batch_cache::ENTRY_OVERHEAD;
 use shardlog::storage::log_dir::{LogDir, PartitionOffsets};
 use shardlog::storage::{BatchCache, LogConfig, PartitionLog, StorageError};
 use shardlog::types::TopicPartition;
-
-fn run<G, F, T>(g: G) -> T
-where
-    G: FnOnce() -> F + Send + 'static,
-    F: Future<Output = T> + 'static,
-    T: Send + 'static,
-{
-    glommio::LocalExecutorBuilder::default()
-        .io_memory(512 << 10)
-        .spawn(g)
-        .expect("spawn executor")
-        .join()
-        .expect("executor panicked")
-}
 
 fn tp() -> TopicPartition {
     TopicPartition::new("orders", 3)

@@ -49,6 +49,6 @@ pub use conn::{
 pub use frames::{call39, read_frame, request_frame, request_frame_as, round_trip, TEST_CLIENT_ID};
 #[allow(unused_imports)] // re-exports: each test binary uses a part
 pub use records::{
-    batch_base_offset, batch_compression, batch_last_offset, decode_records, encode_batch, now_ms,
-    whole_batches, RawRecord,
+    batch_base_offset, batch_compression, batch_last_offset, decodable_batch, decodable_region,
+    decode_records, encode_batch, now_ms, whole_batches, RawRecord,
 };

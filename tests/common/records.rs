@@ -6,12 +6,15 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
+use shardlog::storage::cleaner::codec::{compress_batch, inflate_batch};
 
 /// (key, value, timestamp_ms) of a record to encode.
 pub type RawRecord<'a> = (Option<&'a [u8]>, &'a [u8], i64);
 
 /// Encode one magic-v2 batch of (key, value, timestamp_ms) records with
-/// `compression`, no producer id (non-idempotent), base offset 0.
+/// `compression`, no producer id (non-idempotent), base offset 0. LZ4 is
+/// written by the broker's cleaner codec (kafka-protocol's LZ4 is the C
+/// `lz4` crate, which the build leaves out).
 pub fn encode_batch(records: &[RawRecord], compression: Compression) -> Bytes {
     let records: Vec<Record> = records
         .iter()
@@ -34,12 +37,20 @@ pub fn encode_batch(records: &[RawRecord], compression: Compression) -> Bytes {
             headers: Default::default(),
         })
         .collect();
+    if matches!(compression, Compression::Lz4) {
+        let plain = encode_batch_with(&records, Compression::None);
+        return Bytes::from(compress_batch(&plain, 3).expect("compress LZ4 batch"));
+    }
+    encode_batch_with(&records, compression)
+}
+
+fn encode_batch_with(records: &[Record], compression: Compression) -> Bytes {
     let mut buf = BytesMut::new();
     let options = RecordEncodeOptions {
         version: 2,
         compression,
     };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode batch");
+    RecordBatchEncoder::encode(&mut buf, records, &options).expect("encode batch");
     buf.freeze()
 }
 
@@ -91,9 +102,47 @@ pub fn batch_compression(batch: &[u8]) -> i16 {
 pub fn decode_records(batches: &[Bytes]) -> Vec<Record> {
     let mut out = Vec::new();
     for batch in batches {
-        let mut buf = batch.clone();
+        let mut buf = decodable_batch(batch);
         let set = RecordBatchDecoder::decode(&mut buf).expect("decode fetched batch");
         out.extend(set.records);
     }
     out
+}
+
+/// `batch` as kafka-protocol's decoder reads it: its LZ4 codec is the C
+/// `lz4` crate, which the build leaves out, so an LZ4 batch is inflated
+/// first (by the broker's own reader; the CRC is checked before); other
+/// batches are returned as they are.
+pub fn decodable_batch(batch: &Bytes) -> Bytes {
+    if batch.len() < 23 || batch_compression(batch) != 3 {
+        return batch.clone();
+    }
+    assert!(
+        shardlog::protocol::record_batch::RecordBatch::new(batch).is_ok(),
+        "LZ4 batch with a bad CRC or header"
+    );
+    Bytes::from(inflate_batch(batch).expect("inflate LZ4 batch"))
+}
+
+/// Every batch of `region` (a segment file or a produced records field),
+/// each made [`decodable_batch`], back to back; stops at a zero length (a
+/// preallocated tail). A partial batch fails the test.
+pub fn decodable_region(region: &Bytes) -> Bytes {
+    let mut out = BytesMut::new();
+    let mut pos = 0usize;
+    while region.len() - pos >= 12 {
+        let len = i32::from_be_bytes(region[pos + 8..pos + 12].try_into().unwrap());
+        if len == 0 {
+            break;
+        }
+        let end = pos + 12 + usize::try_from(len).expect("negative batch length");
+        assert!(end <= region.len(), "partial batch at byte {pos}");
+        out.extend_from_slice(&decodable_batch(&region.slice(pos..end)));
+        pos = end;
+    }
+    assert!(
+        region[pos..].iter().all(|&b| b == 0),
+        "partial batch at byte {pos}"
+    );
+    out.freeze()
 }

@@ -24,6 +24,7 @@ pub mod idempotence;
 pub mod java;
 pub mod link;
 pub mod loadgen;
+pub mod partition_log;
 pub mod records;
 pub mod replica_cluster;
 pub mod txn;

@@ -26,6 +26,7 @@ use crate::common::{run_py_script, venv_python_with, Broker};
 
 mod disk;
 mod history;
+pub mod scenario;
 
 #[allow(unused_imports)] // re-exports: each test binary uses a part
 pub use disk::{

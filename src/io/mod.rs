@@ -2,10 +2,12 @@
 //! into spare capacity ([`recv`]), zero-copy socket writes of response
 //! parts ([`zerocopy::write_parts`]; the part type, a read result travels
 //! in from the log to the socket, is `protocol::out_part::OutPart`, which
-//! [`zerocopy`] re-exports for its callers), host facts, plus the
+//! [`zerocopy`] re-exports for its callers), host facts, thread CPU
+//! affinity ([`affinity`]), plus the
 //! executor-local synchronisation primitives every layer shares.
 //! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
 
+pub mod affinity;
 pub mod clock;
 pub mod dma;
 pub mod host;

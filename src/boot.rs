@@ -31,9 +31,9 @@ use crate::server;
 use crate::server::connection_quotas::ConnectionQuotas;
 use crate::server::memory_pool::MemoryPool;
 use crate::shard::context::{Role, RolePart, ShardBase, ShardContext, ShardRequest, ShardResponse};
-use crate::shard::control_shard::ControlShard;
+use crate::shard::control::control_shard::ControlShard;
 use crate::shard::data_shard::DataShard;
-use crate::shard::group_host::GroupHost;
+use crate::shard::group::group_host::GroupHost;
 use crate::shard::mesh::{self, Mesh};
 use crate::shard::router;
 use crate::storage::log_dir::{CheckpointBoard, CheckpointSchedule, Due, LogDirs};
@@ -309,7 +309,7 @@ fn shard_base(setup: &ShardSetup, clock: Rc<dyn Clock>) -> ShardBase {
 /// The control shard's first snapshot, the stored client quotas and this
 /// broker's (`me`) dynamic configs loaded first so that it carries them.
 async fn first_snapshot(
-    control: &crate::shard::control_shard::ControlShard,
+    control: &crate::shard::control::control_shard::ControlShard,
     me: i32,
 ) -> Result<crate::metadata::Snapshot, crate::controller::admin_error::AdminError> {
     control.reload_client_quotas().await;
@@ -371,7 +371,7 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         setup.config.offsets_topic_num_partitions,
         i64::from(setup.config.offsets_commit_timeout_ms),
     ));
-    let txns = Rc::new(crate::shard::txn_host::TxnHost::new(&setup.config));
+    let txns = Rc::new(crate::shard::txn::txn_host::TxnHost::new(&setup.config));
     DataShard::new(id, setup.n_shards, replicas, purgatory, groups, txns)
 }
 
@@ -639,8 +639,10 @@ async fn control_shard_main(setup: ShardSetup) {
                 Ok(b) => {
                     zk::install_controller_queue(&ctx, &b);
                     // Every ZooKeeper-mode broker follows /config/changes.
-                    glommio::spawn_local(crate::shard::config_changes::follow(ctx.clone()))
-                        .detach();
+                    glommio::spawn_local(crate::shard::control::config_changes::follow(
+                        ctx.clone(),
+                    ))
+                    .detach();
                     zk_broker = Some(b);
                     Ok(())
                 }

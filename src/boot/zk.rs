@@ -24,8 +24,8 @@ use crate::controller::zk_mode::{
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::shard::context::ShardContext;
-use crate::shard::control_shard::{ControllerQueue, ReassignmentCall, ReassignmentReply};
-use crate::shard::zk_duties::ControlDuties;
+use crate::shard::control::control_shard::{ControllerQueue, ReassignmentCall, ReassignmentReply};
+use crate::shard::control::zk_duties::ControlDuties;
 use crate::storage::log_dir::LogDirs;
 use crate::types::{BrokerId, TopicPartition};
 use crate::zk::any::AnyStore;
@@ -242,7 +242,7 @@ pub async fn controlled_shutdown(ctx: &ShardContext) {
         .control()
         .and_then(|c| c.controller.broker_epoch())
         .unwrap_or(-1);
-    let moved = crate::shard::controlled_shutdown::run(ctx, epoch).await;
+    let moved = crate::shard::control::controlled_shutdown::run(ctx, epoch).await;
     eprintln!(
         "controlled shutdown: {}",
         if moved { "succeeded" } else { "failed" }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::control_shard::{ControlRequest, ControlResponse, ControlShard};
+use super::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
 use super::data_shard::{DataRequest, DataResponse, DataShard};
 use super::mesh::{Mesh, MeshError, Posted};
 use crate::config::ServerConfig;

@@ -19,8 +19,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use super::fetch_session::{FetchSessionCache, DEFAULT_CACHE_SLOTS};
-use super::group_host::{GroupCall, GroupHost, GroupReply};
-use super::txn_host::{TxnCall, TxnHost, TxnReply};
+use super::group::group_host::{GroupCall, GroupHost, GroupReply};
+use super::txn::txn_host::{TxnCall, TxnHost, TxnReply};
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use futures_lite::future::BoxedLocal;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
-use super::control_shard::{ControlRequest, ControlResponse, ControlShard};
+use super::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
 use super::data_shard::{DataRequest, DataResponse};
 use super::mesh::Handler;
 use crate::metadata::Snapshot;
@@ -297,7 +297,7 @@ async fn serve_control(
         }
         ControlRequest::AlterPartition(change) => {
             return ControlResponse::AlterPartition(
-                super::alter_partition::send_to_controller(ctx, *change).await,
+                super::control::alter_partition::send_to_controller(ctx, *change).await,
             );
         }
         ControlRequest::AlterPartitionReceived(ask) => {
@@ -524,7 +524,7 @@ pub fn maybe_send_notes(ctx: &Rc<ShardContext>) {
 /// Send the ISR changes this shard's partition leaders queued
 /// (`maybeExpandIsr` on a follower fetch, `maybeShrinkIsr` on the periodic
 /// check), each to the controller through the control shard
-/// ([`super::alter_partition::propose`]) in its own task; the answer goes
+/// ([`super::control::alter_partition::propose`]) in its own task; the answer goes
 /// back to the partition, which holds at most one change in flight
 /// (KIP-497's pending ISR state, `replication::isr`).
 pub fn maybe_send_isr_changes(ctx: &Rc<ShardContext>) {
@@ -537,7 +537,7 @@ pub fn maybe_send_isr_changes(ctx: &Rc<ShardContext>) {
 
 async fn send_isr_change(ctx: &Rc<ShardContext>, change: IsrChange) {
     tracing::info!(tp = %change.tp, isr = ?change.new_isr, "proposing ISR change");
-    let answer = super::alter_partition::propose(ctx, change.clone()).await;
+    let answer = super::control::alter_partition::propose(ctx, change.clone()).await;
     let Some(data) = ctx.data() else { return };
     let Some(partition) = data.replicas.get(&change.tp) else {
         return;
@@ -558,7 +558,7 @@ mod tests {
     use super::*;
     use crate::protocol::ErrorCode;
     use crate::shard::context::Role;
-    use crate::shard::control_shard::{ControlRequest, ControlResponse};
+    use crate::shard::control::control_shard::{ControlRequest, ControlResponse};
     use crate::shard::data_shard::{DataRequest, DataResponse};
     use crate::shard::mesh::{self, Mesh};
     use crate::types::ShardId;

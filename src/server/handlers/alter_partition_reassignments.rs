@@ -27,7 +27,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::control_shard::{ReassignmentCall, ReassignmentReply};
+use crate::shard::control::control_shard::{ReassignmentCall, ReassignmentReply};
 use crate::shard::ShardContext;
 use crate::types::{BrokerId, TopicPartition};
 

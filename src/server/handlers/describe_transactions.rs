@@ -21,7 +21,7 @@ use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::txn_host::{DescribedTxn, TxnCall, TxnReply};
+use crate::shard::txn::txn_host::{DescribedTxn, TxnCall, TxnReply};
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeTransactions, 0, 0);

@@ -33,7 +33,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{check_arrays, CheckedApi, Field, Schema, INT32, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::group_host::GroupCall;
+use crate::shard::group::group_host::GroupCall;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::OffsetCommit, 0, 9);

@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use crate::protocol::ErrorCode;
-use crate::shard::txn_host::{TxnCall, TxnReply};
+use crate::shard::txn::txn_host::{TxnCall, TxnReply};
 use crate::shard::ShardContext;
 use crate::txn::coordinator::Answer;
 

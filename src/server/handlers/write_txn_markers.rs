@@ -28,7 +28,7 @@ use crate::protocol::schema::{decode_checked_39, encode_39, Field, BOOL, INT16, 
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::replication::partition::MarkerSpec;
 use crate::server::out::OutPart;
-use crate::shard::group_host::GroupCall;
+use crate::shard::group::group_host::GroupCall;
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;
 

@@ -4,9 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, ReassignmentReply};
-use super::mesh::MeshError;
 use crate::controller::rebalance::ElectionType;
 use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall};
 use crate::controller::zk_mode::{
@@ -16,6 +14,8 @@ use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use crate::metadata::update_metadata::UpdateMetadata;
 use crate::protocol::ErrorCode;
+use crate::shard::context::{ShardContext, ShardRequest, ShardResponse};
+use crate::shard::mesh::MeshError;
 use crate::types::{BrokerId, TopicPartition};
 
 impl ShardContext {

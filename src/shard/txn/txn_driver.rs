@@ -16,14 +16,14 @@ use kafka_protocol_39::messages::write_txn_markers_response::WriteTxnMarkersResp
 use kafka_protocol_39::messages::{ApiKey, ProducerId, TopicName};
 use kafka_protocol_39::protocol::StrBytes;
 
-use super::context::{ShardContext, ShardRequest, ShardResponse};
-use super::data_shard::{DataRequest, DataResponse};
-use super::datapath::futures_join_all;
-use super::internal_log::{self, Replayed};
 use super::txn_host::{DescribedTxn, ListedTxn, MarkerJob, TxnCall, TxnHost, TxnReply};
 use crate::controller::image::TRANSACTION_STATE_TOPIC;
 use crate::controller::requests::{AdminRequest, AdminResponse};
 use crate::protocol::ErrorCode;
+use crate::shard::context::{ShardContext, ShardRequest, ShardResponse};
+use crate::shard::data_shard::{DataRequest, DataResponse};
+use crate::shard::datapath::futures_join_all;
+use crate::shard::group::internal_log::{self, Replayed};
 use crate::txn::coordinator::partition_for;
 use crate::types::{partitions_by_topic, BrokerId, TopicPartition};
 

@@ -25,11 +25,11 @@ use kafka_protocol_39::messages::add_partitions_to_txn_response::AddPartitionsTo
 use kafka_protocol_39::messages::{ApiKey, ProducerId, TopicName, TransactionalId};
 use kafka_protocol_39::protocol::StrBytes;
 
-use super::context::ShardContext;
-use super::data_shard::VerifyStart;
 use super::txn_host::{TxnCall, TxnReply};
 use crate::controller::image::TRANSACTION_STATE_TOPIC;
 use crate::protocol::ErrorCode;
+use crate::shard::context::ShardContext;
+use crate::shard::data_shard::VerifyStart;
 use crate::txn::coordinator::partition_for;
 use crate::types::{partitions_by_topic, BrokerId, TopicPartition};
 

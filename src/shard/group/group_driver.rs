@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use glommio::channels::local_channel;
 
-use super::context::{ShardContext, ShardRequest, ShardResponse};
-use super::data_shard::{DataRequest, DataResponse};
 use super::group_host::{GroupCall, GroupHost, GroupReply, QueuedAppend};
 use super::internal_log::{self, Replayed};
-use super::placement::coordinator_partition;
 use crate::controller::image::OFFSETS_TOPIC;
 use crate::group::coordinator::{Answer, Records};
 use crate::group::records::RecordKey;
 use crate::protocol::ErrorCode;
+use crate::shard::context::{ShardContext, ShardRequest, ShardResponse};
+use crate::shard::data_shard::{DataRequest, DataResponse};
+use crate::shard::placement::coordinator_partition;
 use crate::types::TopicPartition;
 
 /// A call's kind and member, for the debug log.

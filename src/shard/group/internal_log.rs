@@ -11,11 +11,11 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
-use super::context::ShardContext;
 use crate::io::zerocopy::OutPart;
 use crate::protocol::{record_batch, ErrorCode};
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::replication::partition::AppendOrigin;
+use crate::shard::context::ShardContext;
 use crate::types::{TopicPartition, TxnWriter};
 
 /// A coordinator's records: (key, value or `None` for a tombstone).

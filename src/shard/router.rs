@@ -167,14 +167,16 @@ pub async fn serve_data(
                 data.sync_partitions(&snapshot).await;
             }
             ctx.set_snapshot(Rc::new(*snapshot));
-            ctx.on_group_snapshot();
-            ctx.on_txn_snapshot();
+            ctx.group_driver().on_group_snapshot();
+            ctx.txn_driver().on_txn_snapshot();
             DataResponse::SnapshotApplied { version }
         }
         (DataRequest::Group(call), Some(_)) => {
-            DataResponse::Group(ctx.serve_group_call(call).await)
+            DataResponse::Group(ctx.group_driver().serve_group_call(call).await)
         }
-        (DataRequest::Txn(call), Some(_)) => DataResponse::Txn(ctx.serve_txn_call(call).await),
+        (DataRequest::Txn(call), Some(_)) => {
+            DataResponse::Txn(ctx.txn_driver().serve_txn_call(call).await)
+        }
         (DataRequest::DeleteRecords { parts, timeout_ms }, Some(data)) => {
             DataResponse::DeletedRecords(delete_records_owned(ctx, data, parts, timeout_ms).await)
         }

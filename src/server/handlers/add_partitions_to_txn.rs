@@ -141,7 +141,8 @@ async fn one_transaction(
             })
             .collect()
     } else if t.verify_only {
-        ctx.verify_on_this_broker(&txn_id, t.producer_id, t.epoch, &wanted)
+        ctx.txn_verifier()
+            .verify_on_this_broker(&txn_id, t.producer_id, t.epoch, &wanted)
             .await
     } else {
         let call = TxnCall::AddPartitions {

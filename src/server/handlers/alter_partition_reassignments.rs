@@ -64,7 +64,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 asked.insert(tp, target);
             }
         }
-        let answer = match ctx.reassignments(ReassignmentCall::Alter(asked)).await {
+        let answer = match ctx
+            .control_client()
+            .reassignments(ReassignmentCall::Alter(asked))
+            .await
+        {
             Ok(ReassignmentReply::Altered(a)) => a,
             _ => Err(ErrorCode::NOT_CONTROLLER),
         };

@@ -176,7 +176,7 @@ async fn alter_broker(
         change,
         validate_only,
     };
-    match ctx.broker_configs(call).await {
+    match ctx.control_client().broker_configs(call).await {
         Ok(Ok(())) => None,
         Ok(Err(f)) => Some(f),
         Err(e) => Some(failure(ErrorCode::UNKNOWN_SERVER_ERROR, &e.to_string())),

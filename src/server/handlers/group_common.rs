@@ -20,7 +20,7 @@ pub async fn ask(
     group_id: &str,
     call: GroupCall,
 ) -> Result<Answer, ErrorCode> {
-    match ctx.ask_group(group_id, call).await {
+    match ctx.group_driver().ask_group(group_id, call).await {
         GroupReply::Answer(a) => Ok(a),
         GroupReply::List(..) | GroupReply::Done | GroupReply::NotCoordinator => {
             Err(ErrorCode::NOT_COORDINATOR)

@@ -115,7 +115,7 @@ async fn transactional(
         timeout_ms,
         expected,
     };
-    match ctx.ask_txn(txn_id, call).await {
+    match ctx.txn_driver().ask_txn(txn_id, call).await {
         TxnReply::Answer(Answer::InitProducerId {
             error,
             producer_id,

@@ -47,6 +47,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         if classic {
             for shard in 0..ctx.n_shards {
                 match ctx
+                    .group_driver()
                     .ask_shard_group(shard, GroupCall::List(states.clone()))
                     .await
                 {

@@ -53,7 +53,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 })
                 .collect()
         });
-        let answer = match ctx.reassignments(ReassignmentCall::List(asked)).await {
+        let answer = match ctx
+            .control_client()
+            .reassignments(ReassignmentCall::List(asked))
+            .await
+        {
             Ok(ReassignmentReply::Listed(a)) => a,
             _ => Err(ErrorCode::NOT_CONTROLLER),
         };

@@ -62,7 +62,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             min_duration_ms: if version >= 1 { r.duration_filter } else { -1 },
         };
         for shard in 0..ctx.n_shards {
-            if let TxnReply::Listed(list) = ctx.ask_shard_txn(shard, call.clone()).await {
+            if let TxnReply::Listed(list) =
+                ctx.txn_driver().ask_shard_txn(shard, call.clone()).await
+            {
                 response
                     .transaction_states
                     .extend(list.into_iter().map(|t| {

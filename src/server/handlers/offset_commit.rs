@@ -347,6 +347,7 @@ async fn commit_to_store(
     }
     let keys: Vec<(String, i32)> = offsets.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
     let answers = match ctx
+        .control_client()
         .commit_offsets_to_store(group_id.to_owned(), offsets)
         .await
     {

@@ -173,6 +173,7 @@ async fn produce(
         }
         let now_ms = ctx.clock.wall_ms();
         let dispatched = ctx
+            .datapath()
             .dispatch_produce(parts, now_ms, acks, AppendOrigin::Client)
             .await;
         drop(turn);
@@ -229,6 +230,7 @@ async fn verify_transactional(
                 .map(|(_, tp, seq)| (tp.clone(), *seq))
                 .collect();
             let verified = ctx
+                .txn_verifier()
                 .verify_txn_appends(txn_id, *producer_id, *epoch, parts)
                 .await;
             for ((i, _, _), r) in asked.iter().zip(verified) {
@@ -296,6 +298,7 @@ async fn wait_for_replication(
     slots: &mut [Slot],
 ) {
     let waited = ctx
+        .datapath()
         .wait_replicated(i64::from(timeout_ms), keys, results)
         .await;
     for (code, i) in waited.into_iter().flatten().zip(idx) {

@@ -182,6 +182,7 @@ async fn verify(
     );
     // Kafka passes RecordBatch.NO_SEQUENCE: the coordinator's batch has none.
     let verified = ctx
+        .txn_verifier()
         .verify_txn_appends(txn_id, producer_id, epoch, vec![(tp, -1)])
         .await;
     match verified.into_iter().next() {

@@ -47,6 +47,7 @@ pub async fn append_acks_all(
     };
     let now = ctx.clock.wall_ms();
     let mut results = ctx
+        .datapath()
         .produce_on_owners(
             vec![(tp.clone(), (batch, guard))],
             now,
@@ -60,7 +61,11 @@ pub async fn append_acks_all(
     if r.error_code != ErrorCode::NONE {
         return r.error_code;
     }
-    match ctx.wait_replicated(timeout_ms, &[tp], &[r]).await {
+    match ctx
+        .datapath()
+        .wait_replicated(timeout_ms, &[tp], &[r])
+        .await
+    {
         Some(codes) => codes.first().copied().unwrap_or(ErrorCode::NONE),
         None => ErrorCode::NOT_LEADER_OR_FOLLOWER,
     }

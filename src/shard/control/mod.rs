@@ -5,21 +5,20 @@
 //! data shards' side of asking it.
 //!
 //! - [`control_shard`] `[drv]`: the control shard's part: the controller
-//!   it owns and the [`control_shard::ControlRequest`]s it answers.
+//!   it owns and the [`control_shard::ControlRequest`]s it answers; the
+//!   client quotas and dynamic broker configs it keeps in the metadata
+//!   store ([`control_shard::client_quotas`],
+//!   [`control_shard::broker_configs`]).
 //! - [`control_client`] `[drv]`: a data shard's side of those requests.
 //! - [`alter_partition`] `[drv]`: a leader's ISR changes, through the
 //!   control shard, to the controller (AlterPartition).
 //! - [`controlled_shutdown`] `[drv]`: a stopping ZooKeeper-mode broker
 //!   asks the controller to move its leaders first.
-//! - [`client_quotas`], [`broker_configs`] `[drv]`: client quotas and
-//!   dynamic broker configs in the metadata store, on the control shard.
 //! - [`config_changes`] `[drv]`: following `/config/changes`.
 //! - [`zk_duties`] `[drv]`: what the control shard does with the
 //!   ZooKeeper-mode election (`controller::zk_mode`).
 
 pub mod alter_partition;
-pub mod broker_configs;
-pub mod client_quotas;
 pub mod config_changes;
 pub mod control_client;
 pub mod control_shard;

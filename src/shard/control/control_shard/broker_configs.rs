@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::client_quotas::store_entity_config;
-use super::control_shard::ControlShard;
+use super::ControlShard;
 use crate::config::dynamic::{self, DynamicBrokerConfigs, DEFAULT_ENTITY};
 use crate::config::ServerConfig;
 use crate::controller::requests::{AdminFailure, BrokerConfigCall, BrokerConfigChange};

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::control_shard::ControlShard;
+use super::ControlShard;
 use crate::metadata::quotas::{
     self, AlterEntry, Applied, DescribeAnswer, Match, QuotaConfigs, QuotaEntity, QuotaOp, Refusal,
 };

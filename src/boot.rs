@@ -527,7 +527,7 @@ async fn stop_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         return;
     };
     let offsets = data.replicas.close_all().await;
-    let stats = crate::io::zerocopy::stats();
+    let stats = ctx.stats.zerocopy.get();
     if let Ok(mut report) = setup.report.lock() {
         report.offsets.extend(offsets);
         let (appends, syncs) = data.replicas.durable_counts();
@@ -535,7 +535,7 @@ async fn stop_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         report.durable_syncs += syncs;
         report
             .produce_latency
-            .add(&crate::server::request_metrics::produce_snapshot());
+            .add(&ctx.stats.produce_latency.borrow());
         let z = &mut report.zerocopy;
         z.bytes_sendmsg += stats.bytes_sendmsg;
         z.bytes_sendfile += stats.bytes_sendfile;

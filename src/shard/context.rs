@@ -18,7 +18,7 @@ use bytes::Bytes;
 
 use super::control::control_client::ControlClient;
 use super::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
-use super::data_shard::{DataRequest, DataResponse, DataShard};
+use super::data_shard::{DataRequest, DataResponse, DataShard, ProduceAppends};
 use super::datapath::Datapath;
 use super::group::group_driver::GroupDriver;
 use super::mesh::{Mesh, MeshError, Posted};
@@ -38,6 +38,9 @@ use crate::types::ShardId;
 pub enum ShardRequest {
     /// Liveness probe; answered with `Pong`.
     Ping { payload: Bytes },
+    /// To a data shard: a produce request's appends to its partitions
+    /// (their places in the append order taken on receipt).
+    Produce(ProduceAppends),
     /// To a data shard: partitions, purgatory notes, metadata publication.
     Data(DataRequest),
     /// To the control shard: topic admin, auto-creation.

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use futures_lite::future::BoxedLocal;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
-use super::data_shard::{DataRequest, DataResponse, ReadSpec, VerifyStart};
+use super::data_shard::{DataRequest, DataResponse, ProduceAppends, ReadSpec, VerifyStart};
 use super::router::serve_data;
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
@@ -110,7 +110,7 @@ impl Datapath {
                     None => Box::pin(async { None }),
                 }
             } else {
-                let req = ShardRequest::Data(DataRequest::Produce {
+                let req = ShardRequest::Produce(ProduceAppends {
                     parts,
                     now_ms,
                     acks,

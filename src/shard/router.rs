@@ -11,7 +11,7 @@ use futures_lite::future::BoxedLocal;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
-use super::data_shard::{DataRequest, DataResponse};
+use super::data_shard::{DataRequest, DataResponse, ProduceAppends};
 use super::mesh::Handler;
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
@@ -30,8 +30,8 @@ pub fn mesh_handler(ctx: &Rc<ShardContext>) -> Handler<ShardRequest, ShardRespon
         match req {
             // Called as the message is taken off the mesh, in the order
             // the connection's shard posted them: the appends take their
-            // places now (`ShardContext::dispatch_produce`).
-            ShardRequest::Data(DataRequest::Produce {
+            // places now (`Datapath::dispatch_produce`).
+            ShardRequest::Produce(ProduceAppends {
                 parts,
                 now_ms,
                 acks,
@@ -45,7 +45,22 @@ pub fn mesh_handler(ctx: &Rc<ShardContext>) -> Handler<ShardRequest, ShardRespon
                     }
                 })
             }
-            req => Box::pin(async move { on_mesh_request(&ctx, from, req).await }),
+            ShardRequest::Ping { payload } => {
+                let pong = ShardResponse::Pong {
+                    shard: ctx.peer_id(),
+                    payload,
+                };
+                Box::pin(async move { pong })
+            }
+            ShardRequest::Data(req) => Box::pin(async move {
+                match serve_data(&ctx, from, req).await {
+                    Some(resp) => ShardResponse::Data(resp),
+                    None => ShardResponse::Unsupported,
+                }
+            }),
+            ShardRequest::Control(req) => {
+                Box::pin(async move { on_control_request(&ctx, req).await })
+            }
         }
     })
 }
@@ -74,77 +89,67 @@ pub fn start_produce_here(
     }))
 }
 
-async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest) -> ShardResponse {
-    match req {
-        ShardRequest::Ping { payload } => ShardResponse::Pong {
-            shard: ctx.peer_id(),
-            payload,
-        },
-        ShardRequest::Data(req) => match serve_data(ctx, from, req).await {
-            Some(resp) => ShardResponse::Data(resp),
-            None => ShardResponse::Unsupported,
-        },
-        ShardRequest::Control(req) => match ctx.control() {
-            Some(control) => ShardResponse::Control(serve_control(ctx, control, req).await),
-            None => match req {
-                // A shard without a controller (mesh unit tests): as
-                // auto-create disabled.
-                ControlRequest::AutoCreateTopics { topics } => {
-                    let results = topics
-                        .into_iter()
-                        .map(|t| (t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
-                        .collect();
-                    ShardResponse::Control(ControlResponse::AutoCreated { results })
-                }
-                ControlRequest::ControlledShutdown { .. } => {
-                    ShardResponse::Control(ControlResponse::ControlledShutdown(Err(
-                        crate::controller::zk_mode::ShutdownRefusal::NotController,
-                    )))
-                }
-                ControlRequest::ElectLeaders { .. } => ShardResponse::Control(
-                    ControlResponse::ElectLeaders(Err(ErrorCode::NOT_CONTROLLER)),
-                ),
-                ControlRequest::AllocateProducerIds { .. } => ShardResponse::Control(
-                    ControlResponse::AllocateProducerIds(Err(ErrorCode::NOT_CONTROLLER)),
-                ),
-                ControlRequest::Reassignments(call) => {
-                    ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
-                }
-                ControlRequest::ClientQuotas(_) | ControlRequest::BrokerConfigs(_) => {
-                    ShardResponse::Unsupported
-                }
-                ControlRequest::AlterPartition(_) => {
-                    ShardResponse::Control(ControlResponse::AlterPartition(
-                        crate::replication::isr_change::IsrChangeAnswer::Failed(
-                            ErrorCode::NOT_CONTROLLER,
-                        ),
-                    ))
-                }
-                ControlRequest::AlterPartitionReceived(_) => ShardResponse::Control(
-                    ControlResponse::AlterPartitionReceived(Err(ErrorCode::NOT_CONTROLLER)),
-                ),
-                ControlRequest::CommitOffsetsToStore { offsets, .. } => {
-                    ShardResponse::Control(ControlResponse::OffsetsCommittedToStore(vec![
+async fn on_control_request(ctx: &Rc<ShardContext>, req: ControlRequest) -> ShardResponse {
+    match ctx.control() {
+        Some(control) => ShardResponse::Control(serve_control(ctx, control, req).await),
+        None => match req {
+            // A shard without a controller (mesh unit tests): as
+            // auto-create disabled.
+            ControlRequest::AutoCreateTopics { topics } => {
+                let results = topics
+                    .into_iter()
+                    .map(|t| (t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+                    .collect();
+                ShardResponse::Control(ControlResponse::AutoCreated { results })
+            }
+            ControlRequest::ControlledShutdown { .. } => {
+                ShardResponse::Control(ControlResponse::ControlledShutdown(Err(
+                    crate::controller::zk_mode::ShutdownRefusal::NotController,
+                )))
+            }
+            ControlRequest::ElectLeaders { .. } => ShardResponse::Control(
+                ControlResponse::ElectLeaders(Err(ErrorCode::NOT_CONTROLLER)),
+            ),
+            ControlRequest::AllocateProducerIds { .. } => ShardResponse::Control(
+                ControlResponse::AllocateProducerIds(Err(ErrorCode::NOT_CONTROLLER)),
+            ),
+            ControlRequest::Reassignments(call) => {
+                ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
+            }
+            ControlRequest::ClientQuotas(_) | ControlRequest::BrokerConfigs(_) => {
+                ShardResponse::Unsupported
+            }
+            ControlRequest::AlterPartition(_) => {
+                ShardResponse::Control(ControlResponse::AlterPartition(
+                    crate::replication::isr_change::IsrChangeAnswer::Failed(
+                        ErrorCode::NOT_CONTROLLER,
+                    ),
+                ))
+            }
+            ControlRequest::AlterPartitionReceived(_) => ShardResponse::Control(
+                ControlResponse::AlterPartitionReceived(Err(ErrorCode::NOT_CONTROLLER)),
+            ),
+            ControlRequest::CommitOffsetsToStore { offsets, .. } => {
+                ShardResponse::Control(ControlResponse::OffsetsCommittedToStore(vec![
                         ErrorCode::COORDINATOR_NOT_AVAILABLE;
                         offsets.len()
                     ]))
-                }
-                ControlRequest::FetchOffsetsFromStore { partitions, .. } => {
-                    ShardResponse::Control(ControlResponse::OffsetsFromStore(vec![
-                        Err(
-                            ErrorCode::COORDINATOR_NOT_AVAILABLE
-                        );
-                        partitions.len()
-                    ]))
-                }
-                ControlRequest::TopicConfigs { .. } => {
-                    ShardResponse::Control(ControlResponse::TopicConfigs(None))
-                }
-                ControlRequest::Admin(_)
-                | ControlRequest::UpdateMetadata(_)
-                | ControlRequest::LeaderAndIsr(_)
-                | ControlRequest::StopReplica(_) => ShardResponse::Unsupported,
-            },
+            }
+            ControlRequest::FetchOffsetsFromStore { partitions, .. } => {
+                ShardResponse::Control(ControlResponse::OffsetsFromStore(vec![
+                    Err(
+                        ErrorCode::COORDINATOR_NOT_AVAILABLE
+                    );
+                    partitions.len()
+                ]))
+            }
+            ControlRequest::TopicConfigs { .. } => {
+                ShardResponse::Control(ControlResponse::TopicConfigs(None))
+            }
+            ControlRequest::Admin(_)
+            | ControlRequest::UpdateMetadata(_)
+            | ControlRequest::LeaderAndIsr(_)
+            | ControlRequest::StopReplica(_) => ShardResponse::Unsupported,
         },
     }
 }

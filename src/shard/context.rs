@@ -10,20 +10,17 @@
 //!
 //! One `ShardContext` per executor, shared by `Rc` (never crosses threads).
 
+mod drivers;
+
 use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::control::control_client::ControlClient;
 use super::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
 use super::data_shard::{DataRequest, DataResponse, DataShard, ProduceAppends};
-use super::datapath::Datapath;
-use super::group::group_driver::GroupDriver;
 use super::mesh::{Mesh, MeshError, Posted};
-use super::txn::txn_driver::TxnDriver;
-use super::txn::txn_verify::TxnVerifier;
 use crate::config::ServerConfig;
 use crate::histogram::LatencyHistogram;
 use crate::io::clock::Clock;
@@ -236,32 +233,6 @@ impl ShardContext {
 
     pub fn mesh(&self) -> Option<&Rc<ShardMesh>> {
         self.mesh.get()
-    }
-
-    /// The connection side of partition work (fan out to owners, park in
-    /// the purgatory).
-    pub fn datapath(self: &Rc<Self>) -> Datapath {
-        Datapath::new(self)
-    }
-
-    /// Send a group's call to its coordinator's shard; serve one here.
-    pub fn group_driver(self: &Rc<Self>) -> GroupDriver {
-        GroupDriver::new(self)
-    }
-
-    /// Send a transaction call to its coordinator's shard; serve one here.
-    pub fn txn_driver(self: &Rc<Self>) -> TxnDriver {
-        TxnDriver::new(self)
-    }
-
-    /// KIP-890 verification of transactional appends.
-    pub fn txn_verifier(self: &Rc<Self>) -> TxnVerifier {
-        TxnVerifier::new(self)
-    }
-
-    /// Ask the control shard.
-    pub fn control_client(&self) -> ControlClient<'_> {
-        ControlClient::new(self)
     }
 
     /// Post a request to another shard (or ourselves) through the mesh

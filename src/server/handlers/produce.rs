@@ -99,7 +99,7 @@ struct Slot {
 /// come after the earlier request's on every partition both name: an
 /// idempotent producer's later batch first is OUT_OF_ORDER_SEQUENCE_NUMBER
 /// for the earlier one. So each request hands its appends to the owners
-/// (`ShardContext::dispatch_produce`, which takes their places in the
+/// (`Datapath::dispatch_produce`, which takes their places in the
 /// partitions' append order) only in its turn, and lets the next one go
 /// as soon as that is done: the appends and acks=all waits of pipelined
 /// requests still overlap.

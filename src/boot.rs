@@ -32,6 +32,7 @@ use crate::server::connection_quotas::ConnectionQuotas;
 use crate::server::memory_pool::MemoryPool;
 use crate::shard::context::{Role, RolePart, ShardBase, ShardContext, ShardRequest, ShardResponse};
 use crate::shard::control::control_shard::ControlShard;
+use crate::shard::control::zk_broker;
 use crate::shard::data_shard::DataShard;
 use crate::shard::group::group_host::GroupHost;
 use crate::shard::mesh::{self, Mesh};
@@ -632,18 +633,18 @@ async fn control_shard_main(setup: ShardSetup) {
         (started, _) => started,
     };
     // ZooKeeper mode: register and join the election before serving.
-    let mut zk_broker = None;
+    let mut registered = None;
     let started = match (started, zk_session) {
         (Ok(()), Some(store)) => {
-            match zk::start_broker(&ctx, store, &setup.snapshot, ctx.clock.wall_ms()).await {
+            match zk_broker::start_broker(&ctx, store, &setup.snapshot, ctx.clock.wall_ms()).await {
                 Ok(b) => {
-                    zk::install_controller_queue(&ctx, &b);
+                    zk_broker::install_controller_queue(&ctx, &b);
                     // Every ZooKeeper-mode broker follows /config/changes.
                     glommio::spawn_local(crate::shard::control::config_changes::follow(
                         ctx.clone(),
                     ))
                     .detach();
-                    zk_broker = Some(b);
+                    registered = Some(b);
                     Ok(())
                 }
                 Err(e) => Err(e),
@@ -653,11 +654,11 @@ async fn control_shard_main(setup: ShardSetup) {
     };
     let _ = setup.ready.send(started);
     ctx.stopping.wait().await;
-    if zk_broker.is_some() && setup.config.controlled_shutdown_enable {
-        zk::controlled_shutdown(&ctx).await;
+    if registered.is_some() && setup.config.controlled_shutdown_enable {
+        zk_broker::controlled_shutdown(&ctx).await;
     }
     setup.released.store(true, Ordering::Release);
-    if let Some(b) = zk_broker {
+    if let Some(b) = registered {
         b.shutdown().await;
     }
     // Data shards may still call us while draining their connections.

@@ -15,6 +15,9 @@
 //! - [`controlled_shutdown`] `[drv]`: a stopping ZooKeeper-mode broker
 //!   asks the controller to move its leaders first.
 //! - [`config_changes`] `[drv]`: following `/config/changes`.
+//! - [`zk_broker`] `[drv]`: the control shard's ZooKeeper-mode session:
+//!   registration, the election, the controller queue, controlled
+//!   shutdown before the stop.
 //! - [`zk_duties`] `[drv]`: what the control shard does with the
 //!   ZooKeeper-mode election (`controller::zk_mode`).
 
@@ -23,4 +26,5 @@ pub mod config_changes;
 pub mod control_client;
 pub mod control_shard;
 pub mod controlled_shutdown;
+pub mod zk_broker;
 pub mod zk_duties;

@@ -2,7 +2,7 @@
 //! (ARCHITECTURE.md §7): it owns the store, runs the topic admin operations
 //! data shards forward ([`AdminRequest`]) one at a time, and hands back the
 //! metadata snapshot to publish after every change. Publication itself
-//! (the mesh) is the control shard's (`shard::control_shard`): this module
+//! (the mesh) is the control shard's (`shard::control::control_shard`): this module
 //! knows nothing of shards.
 //!
 //! Cluster id: the store's `/cluster/id` is the source of truth, as in

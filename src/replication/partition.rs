@@ -43,7 +43,7 @@ use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot
 use crate::replication::isr::{LeaderLog, LeaderReplicaState};
 use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::producer_state::{
-    BatchMetadata, LoggedBatch, ProducerBatch, ProducerStateManager, SeqCheck,
+    BatchMetadata, ProducerBatch, ProducerStateManager, SeqCheck,
 };
 use crate::storage::partition_log::{
     LogEnds, LogEndsView, PartitionLog, RecordPick, ValidatedRecords,

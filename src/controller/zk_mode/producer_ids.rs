@@ -8,8 +8,11 @@
 //! (`ZkProducerIdManager.getNewProducerIdBlock`,
 //! `replication::producer_id`).
 
-use super::*;
+use super::{Duties, Event, Reply, ZkBroker};
+use crate::protocol::ErrorCode;
 use crate::replication::producer_id::{allocate_producer_id_block, ProducerIdManager};
+use crate::types::BrokerId;
+use crate::zk::store::MetadataStore;
 
 /// The block reserved (first id, length), or why not.
 pub type AllocateAnswer = Result<(i64, i32), ErrorCode>;

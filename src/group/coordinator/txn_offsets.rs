@@ -7,7 +7,8 @@
 //! an ABORT drops them. Loading a partition does the same with the
 //! transactional records and markers it replays.
 
-use super::*;
+use super::{Coordinator, TxnOffset};
+use crate::group::records::OffsetCommitValue;
 
 impl Coordinator {
     /// The marker of `producer_id`'s transaction reached `__consumer_offsets`

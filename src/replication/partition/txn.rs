@@ -5,9 +5,15 @@
 //! (WriteTxnMarkers; Kafka's `Partition.appendRecordsToLeader` with
 //! `AppendOrigin.COORDINATOR`).
 
-use super::*;
-use crate::protocol::control_record;
-use crate::replication::producer_state::{CompletedTxn, TxnMarker};
+use bytes::Bytes;
+
+use super::{Partition, ProduceResult};
+use crate::protocol::{control_record, ErrorCode};
+use crate::purgatory::view::{LogOffsetMetadata, PartitionRole};
+use crate::replication::producer_state::{
+    CompletedTxn, ProducerBatch, ProducerStateManager, TxnMarker,
+};
+use crate::storage::partition_log::{PartitionLog, ValidatedRecords};
 use crate::storage::txn_index::AbortedTxn;
 
 /// One marker to append (a WriteTxnMarkers entry for one partition).

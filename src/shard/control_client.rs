@@ -7,8 +7,10 @@ use std::collections::BTreeSet;
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, ReassignmentReply};
 use super::mesh::MeshError;
+use crate::controller::admin_requests::{
+    AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall,
+};
 use crate::controller::rebalance::ElectionType;
-use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall};
 use crate::controller::zk_mode::{
     AllocateAnswer, AlterAnswer, AlterAsk, ElectAnswer, ShutdownAnswer,
 };

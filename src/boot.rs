@@ -577,7 +577,7 @@ async fn control_shard_main(setup: ShardSetup) {
                 &setup.log_dir,
                 setup.config.clone(),
                 setup.snapshot.clone(),
-                clock.wall_ms(),
+                clock.clone(),
             )
             .await
             .map_err(|e| format!("metadata store: {e}")),

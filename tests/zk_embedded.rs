@@ -5,12 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::rc::Rc;
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use shardlog::config::topic::BrokerTopicDefaults;
 use shardlog::controller::topic_admin::{self, AlterConfigOp, AlterConfigOpType, NewTopic};
 use shardlog::controller::{brokers, topic_configs};
+use shardlog::io::clock::SystemClock;
 use shardlog::types::BrokerId;
 use shardlog::zk::embedded::EmbeddedStore;
 use shardlog::zk::store::MetadataStore;
@@ -35,7 +37,7 @@ struct Before {
 }
 
 async fn first_run(dir: &Path) -> Before {
-    let store = EmbeddedStore::open(dir).expect("open");
+    let store = EmbeddedStore::open(dir, Rc::new(SystemClock::new())).expect("open");
     let mut rng = StdRng::seed_from_u64(1);
     let defaults = BrokerTopicDefaults::default();
     brokers::create_top_level_paths(&store).await.unwrap();
@@ -88,7 +90,7 @@ fn topics_configs_and_ids_survive_reopen_but_ephemeral_nodes_do_not() {
     assert!(path.join("__embedded_metadata/znodes.json").exists());
 
     on_executor(move || async move {
-        let store = EmbeddedStore::open(&path).expect("reopen");
+        let store = EmbeddedStore::open(&path, Rc::new(SystemClock::new())).expect("reopen");
         let after = topic_admin::load_topics(&store).await.unwrap();
         assert_eq!(
             after, before.topics,

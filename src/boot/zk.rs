@@ -132,7 +132,7 @@ pub async fn start_broker(
         store,
         reconnect,
         ControlDuties::new(ctx, me),
-        Box::new(move || clock.wall_ms()),
+        clock,
     );
     broker.configure(ControllerSettings {
         listener: config.inter_broker_listener().to_owned(),

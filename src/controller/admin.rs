@@ -23,6 +23,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
@@ -40,6 +41,7 @@ use super::topic_admin::{NewTopic, TopicInfo};
 use super::{topic_admin, topic_configs};
 use crate::config::topic::BrokerTopicDefaults;
 use crate::config::ServerConfig;
+use crate::io::clock::Clock;
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, ProducerId};
@@ -79,14 +81,16 @@ pub struct AdminManager<S: MetadataStore = AnyStore> {
 
 impl AdminManager<AnyStore> {
     /// Open the embedded store under `log_dir`, register this broker (its
-    /// endpoint from `base`), finish interrupted deletions.
+    /// endpoint from `base`), finish interrupted deletions. `clock` dates
+    /// the registration and the znodes the store creates.
     pub async fn open_embedded(
         log_dir: &Path,
         config: Arc<ServerConfig>,
         base: Snapshot,
-        now_ms: i64,
+        clock: Rc<dyn Clock>,
     ) -> Result<Self, String> {
-        let store = EmbeddedStore::open(log_dir).map_err(|e| e.to_string())?;
+        let now_ms = clock.wall_ms();
+        let store = EmbeddedStore::open(log_dir, clock).map_err(|e| e.to_string())?;
         Self::open(AnyStore::Embedded(store), config, base, now_ms).await
     }
 
@@ -447,12 +451,12 @@ mod tests {
     use crate::types::{ControllerEpoch, LeaderEpoch, PartitionEpoch};
     use std::cell::RefCell;
     use std::collections::BTreeMap;
-    use std::rc::Rc;
 
     use uuid::Uuid;
 
     use crate::controller::image::{auto_created_topic, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
     use crate::controller::topic_admin::PartitionState as ZkPartition;
+    use crate::io::clock::ManualClock;
     use crate::metadata::BrokerEndpoint;
 
     fn info(name: &str, leader: BrokerId) -> TopicInfo {
@@ -515,9 +519,14 @@ mod tests {
                         rack: None,
                     },
                 );
-                let admin = AdminManager::open_embedded(&dir, Arc::new(config), base, 0)
-                    .await
-                    .expect("start");
+                let admin = AdminManager::open_embedded(
+                    &dir,
+                    Arc::new(config),
+                    base,
+                    Rc::new(ManualClock::new(0)),
+                )
+                .await
+                .expect("start");
                 let first = admin.next_snapshot().await.expect("first snapshot");
                 let h = Rc::new(Harness {
                     admin,
@@ -715,7 +724,7 @@ mod tests {
     #[test]
     fn a_store_from_another_cluster_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let store = EmbeddedStore::open(dir.path(), Rc::new(ManualClock::new(0))).unwrap();
         futures_lite::future::block_on(async {
             let data = ClusterIdZNode::new("other").encode();
             create_recursive(&store, paths::CLUSTER_ID, &data, CreateMode::Persistent)

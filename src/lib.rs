@@ -1,6 +1,14 @@
 //! shardlog: a Kafka-wire-compatible, thread-per-core message broker.
 //!
-//! The crate map mirrors `ARCHITECTURE.md` (see `shared/design`):
+//! Start with the design, rendered from `src/design/*.md`:
+//! [`design::architecture`] (threads and shards, storage, reads, purgatory,
+//! replication, control plane), [`design::cluster`] (interoperating with
+//! Kafka 3.9 in ZooKeeper mode), [`design::style`] (module map, layers, the
+//! rules the code is held to) and [`design::platform`] (what glommio, the
+//! kernel and the clients do here). `cargo doc --no-deps --open` renders
+//! them with the code.
+//!
+//! The crate map follows the architecture's sections:
 //!
 //! | module        | section | kind  | what lives there |
 //! |---------------|---------|-------|------------------|
@@ -8,19 +16,20 @@
 //! | [`config`]    | —       | pure  | `server.properties` (Kafka key names) + overrides |
 //! | [`histogram`] | —       | pure  | latency histograms shared by the broker and the load generator |
 //! | [`protocol`]  | —       | pure  | frames, headers, API version table, error codes, record batch view |
-//! | [`storage`]   | §3–4    | mixed | per-partition log: DMA appender, indexes, batch cache, recovery |
+//! | [`io`]        | —       | io    | clock, DMA helpers, zero-copy socket writes |
+//! | [`storage`]   | §3–4    | mixed | per-partition log: DMA appender, indexes, batch cache, recovery, compaction |
 //! | [`purgatory`] | §5      | mixed | timing wheel, DelayedProduce, DelayedFetch |
-//! | [`replication`] | §6    | mixed | a shard's partitions (`ReplicaManager`), HW/ISR rules, producer state |
-//! | [`group`]     | §2, §5  | mixed | the group coordinator: classic protocol, `__consumer_offsets` records |
+//! | [`replication`] | §6    | mixed | a shard's partitions (`ReplicaManager`), HW/ISR rules, producer state, fetchers |
+//! | [`group`]     | §2, §5  | pure  | the group coordinator: classic protocol, `__consumer_offsets` records |
 //! | [`txn`]       | §2      | pure  | the transaction coordinator: `__transaction_state` records, transaction state machine |
-//! | [`controller`] | §7     | mixed | the controller: topic admin over the store, assignment, the published snapshot |
+//! | [`controller`] | §7     | mixed | the controller and the admin side over the store, assignment, elections |
 //! | [`zk`]        | §7      | mixed | `MetadataStore` over Kafka's znode layout (embedded or ZooKeeper) |
 //! | [`metadata`]  | §2      | pure  | per-shard metadata snapshot and the answers built from it |
-//! | [`shard`]     | §1–2    | mixed | placement (`shard_of`), mesh, context, data/control shard parts, routing |
+//! | [`shard`]     | §1–2    | mixed | placement, mesh, context, data path; subsystem drivers (control, group, txn) |
 //! | [`server`]    | §2      | mixed | listener, connections, response sequencer, one handler per API |
-//! | [`io`]        | —       | io    | clock, DMA helpers, zero-copy socket writes |
 //! | [`boot`]      | §1      | io    | the composition root: listeners, shards, control shard, shutdown |
-//! | [`loadgen`]   | —       | mixed | the load generator (`shardlog loadgen`) |
+//! | [`loadgen`]   | —       | mixed | the load generator (`shardlog loadgen`, `shardlog bench`) |
+//! | [`design`]    | —       | text  | the design documents |
 //!
 //! Markers used in module docs: `[pure]` no I/O and no clock, unit-tested inline;
 //! `[io]` touches the OS or glommio; `[drv]` a thin async driver owning a pure core.
@@ -31,6 +40,7 @@
 pub mod boot;
 pub mod config;
 pub mod controller;
+pub mod design;
 pub mod group;
 pub mod histogram;
 pub mod io;

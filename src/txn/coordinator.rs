@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::records::{self, TxnLogValue};
+use super::records;
 use super::state::{TxnMetadata, TxnState, TxnStateError, TxnTransit};
 use crate::protocol::ErrorCode;
 
@@ -298,7 +298,7 @@ impl Coordinator {
         let token = self.token();
         // Kafka writes an expired id as a tombstone of its key.
         let value = (transit.state != TxnState::Dead)
-            .then(|| records::encode_value(&TxnLogValue::from(&transit)));
+            .then(|| records::encode_value(&transit.to_log_value()));
         self.appends.insert(
             token,
             PendingAppend {

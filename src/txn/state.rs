@@ -132,12 +132,6 @@ impl TxnTransit {
     }
 }
 
-impl From<&TxnTransit> for TxnLogValue {
-    fn from(transit: &TxnTransit) -> Self {
-        transit.to_log_value()
-    }
-}
-
 /// One transactional id's metadata (Kafka's `TransactionMetadata`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TxnMetadata {

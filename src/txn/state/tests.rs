@@ -518,7 +518,7 @@ fn transits_become_kafkas_record_and_load_back() {
         value.partitions,
         vec![("a".to_owned(), vec![1]), ("b".to_owned(), vec![0, 2])]
     );
-    assert_eq!(TxnLogValue::from(&t), value);
+    assert_eq!(t.to_log_value(), value);
     m.complete_transition(&t).unwrap();
 
     let stored = decode_value(&encode_value(&value)).unwrap();

@@ -21,6 +21,7 @@ use std::rc::Rc;
 
 use crate::config::ServerConfig;
 use crate::controller::AdminManager;
+use crate::io::affinity::allowed_cpus;
 use crate::io::clock::{Clock, SystemClock};
 use crate::metadata::{BrokerEndpoint, Snapshot};
 use crate::purgatory::delayed_operation::PurgatoryConfig;
@@ -669,19 +670,6 @@ async fn control_shard_main(setup: ShardSetup) {
     if let Some(mesh) = ctx.mesh() {
         mesh.close();
     }
-}
-
-/// The cores this process may run on (sched_getaffinity), in order.
-fn allowed_cpus() -> Vec<usize> {
-    use nix::sched::{sched_getaffinity, CpuSet};
-    // pid 0: this thread, which inherits the process mask at start.
-    let Ok(set) = sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-        return (0..n).collect();
-    };
-    (0..CpuSet::count())
-        .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
-        .collect()
 }
 
 fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {

@@ -27,6 +27,7 @@
 //! | [`metadata`]  | §2      | pure  | per-shard metadata snapshot and the answers built from it |
 //! | [`shard`]     | §1–2    | mixed | placement, mesh, context, data path; subsystem drivers (control, group, txn) |
 //! | [`server`]    | §2      | mixed | listener, connections, response sequencer, one handler per API |
+//! | [`alloc`]     | —       | io    | the global allocator the binary installs (huge requests mapped lazily) |
 //! | [`boot`]      | §1      | io    | the composition root: listeners, shards, control shard, shutdown |
 //! | [`loadgen`]   | —       | mixed | the load generator (`shardlog loadgen`, `shardlog bench`) |
 //! | [`design`]    | —       | text  | the design documents |
@@ -37,6 +38,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(rust_2018_idioms)]
 
+pub mod alloc;
 pub mod boot;
 pub mod config;
 pub mod controller;

@@ -2,133 +2,18 @@
 //!
 //! Each subcommand is a variant of [`Command`] and one arm in `main`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::ptr::NonNull;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use nix::sys::mman::{mmap_anonymous, mremap, munmap, MRemapFlags, MapFlags, ProtFlags};
 
+use shardlog::alloc::LazyHugeAllocator;
 use shardlog::config::{parse_override, ServerConfig, SAMPLE_SERVER_PROPERTIES};
 
-/// Allocations of at least this size reserve address space lazily.
-const LAZY_ALLOC_BYTES: usize = 1 << 30;
-/// mmap alignment (page size on every Linux target we run on).
-const PAGE_BYTES: usize = 4096;
-
-/// The system allocator, except that huge allocations are anonymous
-/// `MAP_NORESERVE` mappings backed only where touched.
-///
-/// Why: `kafka-protocol`'s generated decoders call `Vec::with_capacity(n)`
-/// with an element count read from the wire before reading the elements.
-/// A hostile count asks for hundreds of GiB; malloc refuses (overcommit
-/// heuristic) and Rust aborts the whole process. Handlers check the counts
-/// they know about (`protocol::decode::check_array_len`); this is the
-/// backstop for any they miss: the reservation succeeds, decoding fails at
-/// the end of the (bounded) frame, the mapping is released, and only that
-/// connection is closed.
-struct LazyHugeAllocator;
-
-fn is_lazy(size: usize, align: usize) -> bool {
-    size >= LAZY_ALLOC_BYTES && align <= PAGE_BYTES
-}
-
-// SAFETY: delegates to `System` except for huge sizes, which get fresh
-// private anonymous mappings (page-aligned, zero-filled) that are unmapped
-// with the same size in `dealloc`; `realloc` preserves contents.
-unsafe impl GlobalAlloc for LazyHugeAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if is_lazy(layout.size(), layout.align()) {
-            return map_lazy(layout.size());
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if is_lazy(layout.size(), layout.align()) {
-            return map_lazy(layout.size()); // anonymous mappings are zeroed
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if is_lazy(layout.size(), layout.align()) {
-            if let Some(mapping) = NonNull::new(ptr.cast()) {
-                // SAFETY: `ptr` came from `map_lazy(layout.size())`.
-                let _ = unsafe { munmap(mapping, layout.size()) };
-            }
-            return;
-        }
-        // SAFETY: `ptr` came from `System` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let (old_lazy, new_lazy) = (
-            is_lazy(layout.size(), layout.align()),
-            is_lazy(new_size, layout.align()),
-        );
-        if !old_lazy && !new_lazy {
-            // SAFETY: same contract as ours.
-            return unsafe { System.realloc(ptr, layout, new_size) };
-        }
-        if old_lazy && new_lazy {
-            // Move the page tables, never the (mostly untouched) pages: a
-            // copy would touch the whole old reservation.
-            let Some(mapping) = NonNull::new(ptr.cast()) else {
-                return std::ptr::null_mut();
-            };
-            // SAFETY: `ptr` is a mapping of `layout.size()` bytes from
-            // `map_lazy`; MREMAP_MAYMOVE returns a new page-aligned mapping.
-            let moved = unsafe {
-                mremap(
-                    mapping,
-                    layout.size(),
-                    new_size,
-                    MRemapFlags::MREMAP_MAYMOVE,
-                    None,
-                )
-            };
-            return moved.map_or(std::ptr::null_mut(), |m| m.as_ptr().cast());
-        }
-        // One side is below LAZY_ALLOC_BYTES, so the copy is below it too.
-        // SAFETY: `new_size` is non-zero and, with the old alignment, a
-        // valid layout (the caller guarantees it does not overflow).
-        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
-        // SAFETY: fresh allocation, then a copy of the overlapping prefix
-        // between two distinct blocks, then release of the old block.
-        unsafe {
-            let new = self.alloc(new_layout);
-            if !new.is_null() {
-                std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
-                self.dealloc(ptr, layout);
-            }
-            new
-        }
-    }
-}
-
-fn map_lazy(size: usize) -> *mut u8 {
-    let Some(len) = NonZeroUsize::new(size) else {
-        return std::ptr::null_mut();
-    };
-    // SAFETY: anonymous private mapping; no file, no fixed address.
-    let mapped = unsafe {
-        mmap_anonymous(
-            None,
-            len,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
-        )
-    };
-    mapped.map_or(std::ptr::null_mut(), |p| p.as_ptr().cast())
-}
-
+// The one process-wide static of the binary: Rust's `#[global_allocator]`
+// must be a static item. It holds no state (a unit struct), so no shard
+// shares anything through it.
 #[global_allocator]
 static ALLOCATOR: LazyHugeAllocator = LazyHugeAllocator;
 

@@ -1,8 +1,8 @@
 //! `shardlog bench --quick`: starts its own broker child process, sweeps it
-//! with the load generator and writes the report folder. Needs the broker's
-//! Produce/Fetch data path; until it lands these tests fail at broker
-//! start-up or at the first produce, and the failure message says which
-//! (bench prints the broker's output tail).
+//! with the load generator and writes the report folder (CSV rows, the
+//! curves' JSON and SVG). A broker that fails to start or to serve a
+//! produce fails the test with bench's message, which includes the
+//! broker's output tail.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 use std::io::{BufRead, BufReader};

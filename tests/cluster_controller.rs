@@ -21,7 +21,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use common::cluster::{children, json, read, wait_for};
+use common::cluster::{assignment, children, json, read, states, wait_for};
 use common::zookeeper::ZkServer;
 use common::{Broker, Conn};
 use kafka_protocol::records::Compression;
@@ -67,65 +67,6 @@ fn cluster(zk: &str) -> Vec<Broker> {
 
 fn admin(args: &[&str]) -> serde_json::Value {
     common::cluster_admin(args)
-}
-
-/// One partition's state znode.
-#[derive(Debug, Clone, PartialEq)]
-struct State {
-    leader: i32,
-    leader_epoch: i32,
-    isr: Vec<i32>,
-    controller_epoch: i32,
-    version: i32,
-}
-
-/// Every partition's state znode of `topic` (absent ones left out).
-fn states(zk: &str, topic: &str, partitions: i32) -> BTreeMap<i32, State> {
-    let paths: Vec<String> = (0..partitions)
-        .map(|p| format!("/brokers/topics/{topic}/partitions/{p}/state"))
-        .collect();
-    let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-    let got = read(zk, &refs);
-    let mut out = BTreeMap::new();
-    for (p, path) in paths.iter().enumerate() {
-        if let Some((data, stat)) = &got[path] {
-            let j = json(data);
-            assert_eq!(j["version"], 1, "{path}: {data}");
-            out.insert(
-                p as i32,
-                State {
-                    leader: j["leader"].as_i64().unwrap() as i32,
-                    leader_epoch: j["leader_epoch"].as_i64().unwrap() as i32,
-                    isr: ids(&j["isr"]),
-                    controller_epoch: j["controller_epoch"].as_i64().unwrap() as i32,
-                    version: stat.version,
-                },
-            );
-        }
-    }
-    out
-}
-
-fn ids(v: &serde_json::Value) -> Vec<i32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_i64().unwrap() as i32)
-        .collect()
-}
-
-/// `/brokers/topics/<t>`'s assignment.
-fn assignment(zk: &str, topic: &str) -> BTreeMap<i32, Vec<i32>> {
-    let path = format!("/brokers/topics/{topic}");
-    let r = read(zk, &[&path]);
-    let (data, _) = r[&path].clone().expect("topic znode");
-    let j = json(&data);
-    j["partitions"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(p, rs)| (p.parse().unwrap(), ids(rs)))
-        .collect()
 }
 
 /// (leader, replicas, isr) per partition, as `b`'s Metadata says.

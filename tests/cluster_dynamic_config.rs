@@ -16,12 +16,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use common::cluster::read;
-use replica_cluster::{ReplCluster, System};
+use common::replica_cluster::{ReplCluster, System};
 
 const TOPIC: &str = "dyncfg";
 
@@ -166,7 +163,7 @@ fn a_client_quota_reaches_every_broker_through_config_changes() {
     };
     use kafka_protocol::protocol::StrBytes;
     let c = ReplCluster::start(System::Shardlog, 3, &["zookeeper.session.timeout.ms=3000"]);
-    let mut cmd = java_support::kafka_tool("kafka.admin.ConfigCommand");
+    let mut cmd = common::java::kafka_tool("kafka.admin.ConfigCommand");
     cmd.args([
         "--bootstrap-server",
         &c.bootstrap(),
@@ -175,7 +172,7 @@ fn a_client_quota_reaches_every_broker_through_config_changes() {
     ])
     .args(["producer_byte_rate=2048000", "--entity-type", "clients"])
     .args(["--entity-name", "app 1"]);
-    let out = java_support::run_ok(&mut cmd, "kafka-configs");
+    let out = common::java::run_ok(&mut cmd, "kafka-configs");
     assert!(String::from_utf8_lossy(&out.stdout).contains("Completed updating config"));
     // Kafka's layout: the sanitized name, string values.
     let path = "/config/clients/app%201";
@@ -248,7 +245,7 @@ fn wait_broker_key(c: &ReplCluster, ids: &[i32], key: &str, want: (Option<&str>,
 /// kafka-configs (Kafka's ConfigCommand) against the cluster; its output,
 /// and whether it succeeded.
 fn kafka_configs(c: &ReplCluster, args: &[&str]) -> (bool, String) {
-    let mut cmd = java_support::kafka_tool("kafka.admin.ConfigCommand");
+    let mut cmd = common::java::kafka_tool("kafka.admin.ConfigCommand");
     cmd.args(["--bootstrap-server", &c.bootstrap()]).args(args);
     let out = cmd.output().expect("run kafka-configs");
     let text = format!(
@@ -505,7 +502,7 @@ fn every_broker_describes_a_topics_configs_even_without_a_replica() {
     };
     wait_all("3600000");
 
-    let mut cmd = java_support::kafka_tool("kafka.admin.ConfigCommand");
+    let mut cmd = common::java::kafka_tool("kafka.admin.ConfigCommand");
     let only_outsider = c.nodes[outsider as usize - 1].link.address();
     cmd.args(["--bootstrap-server", &only_outsider]).args([
         "--entity-type",
@@ -519,7 +516,7 @@ fn every_broker_describes_a_topics_configs_even_without_a_replica() {
     let out = cmd.output().expect("run kafka-configs");
     assert!(out.status.success(), "{out:?}");
     wait_all("7200000");
-    let mut cmd = java_support::kafka_tool("kafka.admin.ConfigCommand");
+    let mut cmd = common::java::kafka_tool("kafka.admin.ConfigCommand");
     cmd.args(["--bootstrap-server", &only_outsider]).args([
         "--entity-type",
         "topics",

@@ -17,9 +17,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;
@@ -35,8 +32,8 @@ use kafka_protocol_39::messages::offset_fetch_response::OffsetFetchResponse;
 use kafka_protocol_39::messages::{GroupId, TopicName};
 use kafka_protocol_39::protocol::StrBytes;
 
+use common::replica_cluster::{ReplCluster, System};
 use common::{call39, run_py_script};
-use replica_cluster::{ReplCluster, System};
 use shardlog::group::partition::coordinator_partition;
 
 const OFFSETS_PARTITIONS: i32 = 6;

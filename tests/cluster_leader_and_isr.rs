@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use common::zookeeper::ZkServer;
-use common::{Broker, Conn, FetchSpec};
+use common::{executor, Broker, Conn, FetchSpec};
 use kafka_protocol::messages::describe_configs_request::{
     DescribeConfigsRequest, DescribeConfigsResource,
 };
@@ -71,7 +71,7 @@ where
     Fut: Future<Output = T> + 'static,
 {
     let zk = zk.to_string();
-    on_glommio(move || {
+    executor::spawn(move || {
         Box::pin(async move {
             let store = ZkStore::connect(&zk, 10_000, 10_000)
                 .await
@@ -83,15 +83,6 @@ where
     })
     .join()
     .expect("executor thread")
-}
-
-fn on_glommio<T: Send + 'static>(
-    f: impl FnOnce() -> std::pin::Pin<Box<dyn Future<Output = T>>> + Send + 'static,
-) -> glommio::ExecutorJoinHandle<T> {
-    glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
-        .io_memory(512 << 10)
-        .spawn(move || async move { f().await })
-        .unwrap()
 }
 
 fn wait_for<T>(secs: u64, what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
@@ -611,7 +602,7 @@ fn the_controller_channel_sends_leader_and_isr_v7_and_stop_replica_v4() {
     let mut stop_it = stop(EPOCH, 0, 1, true);
     stop_it.broker_epoch = broker_epoch;
     let p0 = dir(&broker, &format!("{TOPIC}-0"));
-    let (hosted, stopped) = on_glommio(move || {
+    let (hosted, stopped) = executor::spawn(move || {
         Box::pin(async move {
             let channel = ControllerChannel::new(BrokerId(1), ChannelConfig::default());
             channel.add_broker(BrokerId(ME), broker_epoch, BrokerAddress { host, port });

@@ -19,14 +19,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use std::collections::BTreeMap;
 
 use common::cluster::{json, read, wait_for, with_zk};
-use replica_cluster::{ReplCluster, System};
+use common::replica_cluster::{ReplCluster, System};
 use shardlog::zk::store::{CreateMode, MetadataStore};
 
 const TOPIC: &str = "elect";
@@ -274,8 +271,8 @@ fn kafka_leader_election_tool_elects_the_preferred_replicas() {
     let victim = bounce_a_broker(&mut c, false);
     let preferred = preferred_leaders(&c);
     let boot = c.bootstrap();
-    let out = java_support::run_ok(
-        java_support::kafka_tool(TOOL).args([
+    let out = common::java::run_ok(
+        common::java::kafka_tool(TOOL).args([
             "--bootstrap-server",
             &boot,
             "--election-type",
@@ -310,7 +307,7 @@ fn kafka_leader_election_tool_elects_the_preferred_replicas() {
     assert_eq!(named, want, "{text}");
     assert_eq!(leaders(&c), preferred);
     // A partition that does not exist: the tool reports it and fails.
-    let out = java_support::kafka_tool(TOOL)
+    let out = common::java::kafka_tool(TOOL)
         .args([
             "--bootstrap-server",
             &boot,

@@ -12,14 +12,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use common::cluster::{children, wait_for};
 use common::faultfs::FaultFs;
 use common::partitions_in;
-use replica_cluster::{assert_history_ok, check, drain, HistoryProducer, ReplCluster, System};
+use common::replica_cluster::{
+    assert_history_ok, check, drain, HistoryProducer, ReplCluster, System,
+};
 
 // Three defects this test found (2026-12-05), now fixed:
 // - a poisoned log answered pipelined idempotent batches

@@ -49,18 +49,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
-#[path = "common/verifiable.rs"]
-mod verifiable;
 
 use std::collections::BTreeMap;
 
-use replica_cluster::{
+use common::replica_cluster::{
     assert_history_ok, assert_replicas_identical, check, drain, ReplCluster, System,
 };
-use verifiable::{VerifiableConsumer, VerifiableProducer};
+use common::verifiable::{VerifiableConsumer, VerifiableProducer};
 
 const TOPIC: &str = "mixed";
 const PARTITIONS: i32 = 6;
@@ -83,11 +78,11 @@ fn settings() -> Vec<&'static str> {
 /// Kafka's kafka-topics creates the topic (to any broker; Kafka's admin
 /// client picks one).
 fn kafka_topics_create(c: &ReplCluster) {
-    let mut cmd = java_support::kafka_tool("org.apache.kafka.tools.TopicCommand");
+    let mut cmd = common::java::kafka_tool("org.apache.kafka.tools.TopicCommand");
     cmd.args(["--bootstrap-server", &c.bootstrap(), "--create"])
         .args(["--topic", TOPIC, "--partitions", &PARTITIONS.to_string()])
         .args(["--replication-factor", "3"]);
-    let out = java_support::run_ok(&mut cmd, "kafka-topics --create");
+    let out = common::java::run_ok(&mut cmd, "kafka-topics --create");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("Created topic {TOPIC}.")), "{text}");
     common::cluster::wait_for(120, "every partition led with a full ISR", || {
@@ -334,12 +329,12 @@ impl Clients {
         let (acked_file, data) = self.producer.finish(&dir);
         eprintln!("[mixed producer: {data}]");
         let mut consumer = self.consumer;
-        consumer.wait_committed(180, &verifiable::acked_ends(&acked_file));
+        consumer.wait_committed(180, &common::verifiable::acked_ends(&acked_file));
         let events = consumer.finish();
-        let group_read = verifiable::assert_consumer_history(&events, &acked_file);
+        let group_read = common::verifiable::assert_consumer_history(&events, &acked_file);
         assert_eq!(
             group_offsets(c, &self.group),
-            verifiable::committed(&events),
+            common::verifiable::committed(&events),
             "{what}: kafka-consumer-groups vs the group's last commits"
         );
         let read_file = drain(&c.bootstrap(), TOPIC, PARTITIONS, &dir);
@@ -375,8 +370,8 @@ fn settle(c: &mut ReplCluster) {
         }
     }
     let boot = c.bootstrap();
-    java_support::run_ok(
-        java_support::kafka_tool("org.apache.kafka.tools.LeaderElectionCommand").args([
+    common::java::run_ok(
+        common::java::kafka_tool("org.apache.kafka.tools.LeaderElectionCommand").args([
             "--bootstrap-server",
             &boot,
             "--election-type",
@@ -439,10 +434,10 @@ fn coordinator(c: &mut ReplCluster, group: &str) -> (i32, System) {
 /// `--describe` prints them (partition → CURRENT-OFFSET).
 fn group_offsets(c: &ReplCluster, group: &str) -> BTreeMap<i32, i64> {
     let mut cmd =
-        java_support::kafka_tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand");
+        common::java::kafka_tool("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand");
     cmd.args(["--bootstrap-server", &c.bootstrap(), "--describe"])
         .args(["--group", group]);
-    let out = java_support::run_ok(&mut cmd, "kafka-consumer-groups --describe");
+    let out = common::java::run_ok(&mut cmd, "kafka-consumer-groups --describe");
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let offsets: BTreeMap<i32, i64> = text
         .lines()

@@ -23,13 +23,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use common::cluster::{json, read, wait_for, with_zk};
+use common::replica_cluster::{check, drain, HistoryProducer, ReplCluster, System};
 use common::run_py_script;
-use replica_cluster::{check, drain, HistoryProducer, ReplCluster, System};
 use shardlog::zk::store::{CreateMode, MetadataStore};
 
 const PARTITIONS: i32 = 6;
@@ -364,7 +361,7 @@ fn reassign_with_kafkas_tool(c: &ReplCluster, topic: &str, target: &[i32]) {
     let boot = c.bootstrap();
     let file = file.display().to_string();
     let tool = |mode: &str, extra: &[&str]| {
-        let mut cmd = java_support::kafka_tool(REASSIGN_COMMAND);
+        let mut cmd = common::java::kafka_tool(REASSIGN_COMMAND);
         cmd.args([
             "--bootstrap-server",
             &boot,
@@ -373,7 +370,7 @@ fn reassign_with_kafkas_tool(c: &ReplCluster, topic: &str, target: &[i32]) {
             &file,
         ]);
         cmd.args(extra);
-        let out = java_support::run_ok(&mut cmd, "kafka-reassign-partitions");
+        let out = common::java::run_ok(&mut cmd, "kafka-reassign-partitions");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let out = tool("--execute", &[]);

@@ -46,9 +46,9 @@
 //!     shrink is off: replica.lag.time.max.ms of 10 minutes), not when its
 //!     timeout expires: Kafka's `makeLeader` completes delayed requests
 //!     when the new ISR moves the HW.
-//! Plus the tooling's own tests: the history check flags lost, duplicated,
-//! moved, reordered records (synthetic histories), and the link stalls,
-//! resumes and cuts real connections.
+//! The tooling's own tests (the history check, the link) are in
+//! tests/cluster_tooling.rs; the set-up and checks the scenarios share in
+//! common::replica_cluster::scenario.
 //!
 //! Running:
 //!   short (CI):  cargo test --test cluster_replication
@@ -74,137 +74,26 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 use std::time::Duration;
 
 use common::cluster::wait_for;
-use common::link::Link;
-use common::run_py_script;
-use replica_cluster::{
+use common::replica_cluster::scenario::{
+    assert_refused_and_not_appended, assert_replicating, concat, isr_in_metadata, produce,
+    settings, sorted, start, start_with,
+};
+use common::replica_cluster::{
     assert_history_ok, assert_replicas_identical, check, drain, hw_checkpoint, leader_epochs,
     stored_batches, HistoryProducer, ReplCluster, System,
 };
+use common::run_py_script;
 
-/// ZooKeeper session: a dead or isolated broker is noticed within ~3 s.
-const SESSION_MS: u64 = 3000;
 /// replica.lag.time.max.ms: a stopped follower leaves the ISR within ~3 s.
 const LAG_MS: u64 = 3000;
 
 fn long() -> bool {
     std::env::var_os("SHARDLOG_LONG").is_some()
-}
-
-fn settings(min_isr: i32, unclean: bool, lag_ms: u64, session_ms: u64) -> Vec<String> {
-    vec![
-        format!("zookeeper.session.timeout.ms={session_ms}"),
-        format!("replica.lag.time.max.ms={lag_ms}"),
-        format!("min.insync.replicas={min_isr}"),
-        format!("unclean.leader.election.enable={unclean}"),
-        "default.replication.factor=3".into(),
-        "controlled.shutdown.retry.backoff.ms=500".into(),
-    ]
-}
-
-/// The cluster, after [`probe_replication`] passed on it.
-fn start(system: System, min_isr: i32, unclean: bool, lag_ms: u64) -> ReplCluster {
-    start_with(system, min_isr, unclean, lag_ms, SESSION_MS)
-}
-
-fn start_with(
-    system: System,
-    min_isr: i32,
-    unclean: bool,
-    lag_ms: u64,
-    session_ms: u64,
-) -> ReplCluster {
-    let s = settings(min_isr, unclean, lag_ms, session_ms);
-    let refs: Vec<&str> = s.iter().map(String::as_str).collect();
-    let c = ReplCluster::start(system, 3, &refs);
-    probe_replication(&c);
-    c
-}
-
-/// Fails fast and clearly where replication is missing (before any
-/// scenario waits on acks=all): 10 acks=1 records to a topic of its own
-/// (acks=1 answers without followers), then every replica must hold them.
-fn probe_replication(c: &ReplCluster) {
-    // flush.messages=1: what a replica holds is in its files at once
-    // (shardlog's appender writes a partial buffer only when it flushes).
-    c.create_topic("probe", 1, 3, &["flush.messages=1"]);
-    let acked = c.path("acked-probe.txt");
-    let r = run_py_script(
-        &["confluent_kafka"],
-        "history.py",
-        &[
-            "produce".into(),
-            c.bootstrap(),
-            "probe".into(),
-            "1".into(),
-            acked.display().to_string(),
-            "--count=10".into(),
-            "--acks=1".into(),
-            "--idempotence=0".into(),
-            "--timeout-ms=20000".into(),
-        ],
-    );
-    assert_eq!(
-        r["acked"], 10,
-        "{:?}: acks=1 to the probe topic: {r}",
-        c.system
-    );
-    assert_replicating(c, "probe", 0, 30);
-}
-
-fn sorted(v: &[i32]) -> Vec<i32> {
-    let mut v = v.to_vec();
-    v.sort();
-    v
-}
-
-/// Fails fast and clearly where replication is missing: within `secs`
-/// every replica of `topic-p` has a batch on disk after acks arrived.
-fn assert_replicating(c: &ReplCluster, topic: &str, p: i32, secs: u64) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
-    loop {
-        let missing: Vec<i32> = c
-            .nodes
-            .iter()
-            .filter(|n| n.is_running())
-            .filter(|n| {
-                let dir = n.log_dir().join(format!("{topic}-{p}"));
-                !dir.is_dir() || stored_batches(&n.log_dir(), topic, p).is_empty()
-            })
-            .map(|n| n.id)
-            .collect();
-        if missing.is_empty() {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{:?}: brokers {missing:?} hold no batch of {topic}-{p} {secs} s after acknowledged \
-             writes: followers are not replicating (issue 20's fetchers missing?)",
-            c.system
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// One file with the lines of several acked files (one check over them).
-fn concat(c: &ReplCluster, name: &str, files: &[&Path]) -> std::path::PathBuf {
-    let out = c.path(name);
-    let mut text = String::new();
-    for f in files {
-        text.push_str(&std::fs::read_to_string(f).unwrap_or_default());
-    }
-    std::fs::write(&out, text).expect("write");
-    out
 }
 
 // ---------------------------------------------------------------------------
@@ -291,76 +180,6 @@ fn kafka_kill_leaders_in_turn() {
 // ---------------------------------------------------------------------------
 // (b) paused followers: ISR shrink, NOT_ENOUGH_REPLICAS, catch-up
 // ---------------------------------------------------------------------------
-
-/// `history.py produce --count=N` in the foreground.
-fn produce(
-    c: &ReplCluster,
-    topic: &str,
-    p: i32,
-    name: &str,
-    count: u64,
-    opts: &[&str],
-) -> (serde_json::Value, std::path::PathBuf) {
-    let acked = c.path(&format!("acked-{name}.txt"));
-    let mut args: Vec<String> = vec![
-        "produce".into(),
-        c.bootstrap(),
-        topic.into(),
-        "1".into(),
-        acked.display().to_string(),
-        format!("--count={count}"),
-        format!("--producer={name}"),
-        format!("--partition={p}"),
-    ];
-    args.extend(opts.iter().map(|s| s.to_string()));
-    (
-        run_py_script(&["confluent_kafka", "kafka"], "history.py", &args),
-        acked,
-    )
-}
-
-fn isr_in_metadata(c: &ReplCluster, via: i32, topic: &str, p: i32) -> Vec<i32> {
-    let node = c.nodes.iter().find(|n| n.id == via).unwrap();
-    let d = c.describe(&node.link.address(), topic);
-    let isr: Vec<i32> =
-        serde_json::from_value(d["partitions"][p.to_string()]["isr"].clone()).unwrap_or_default();
-    sorted(&isr)
-}
-
-/// With the ISR below min.insync.replicas, acks=all records are refused
-/// with NOT_ENOUGH_REPLICAS and the leader's log does not change.
-fn assert_refused_and_not_appended(c: &ReplCluster, topic: &str, p: i32, leader: i32) {
-    let system = c.system;
-    let leader_dir = c.nodes.iter().find(|n| n.id == leader).unwrap().log_dir();
-    let before = stored_batches(&leader_dir, topic, p);
-    // No retries: the broker's own answer reaches the test.
-    let (r, _) = produce(
-        c,
-        topic,
-        p,
-        "refused",
-        20,
-        &[
-            "--acks=all",
-            "--idempotence=0",
-            "--retries=0",
-            "--timeout-ms=20000",
-        ],
-    );
-    assert_eq!(
-        r["acked"], 0,
-        "{system:?}: acks=all acknowledged with 1 of 3 (min ISR 2): {r}"
-    );
-    assert_eq!(
-        r["errors"]["NOT_ENOUGH_REPLICAS"], 20,
-        "{system:?}: every record refused with NOT_ENOUGH_REPLICAS: {r}"
-    );
-    let after = stored_batches(&leader_dir, topic, p);
-    assert_eq!(
-        after, before,
-        "{system:?}: refused records were appended to the leader's log"
-    );
-}
 
 fn paused_followers(system: System) {
     // A session (10 s, ZooKeeper's maximum at tickTime 500) well past the
@@ -853,131 +672,6 @@ fn whole_cluster_restart_keeps_hw_epochs_isr_and_acked_records() {
 #[ignore = "Kafka 3.9 reference (three JVMs): cargo test --test cluster_replication -- --ignored kafka_"]
 fn kafka_whole_cluster_restart() {
     whole_cluster_restart(System::Kafka);
-}
-
-// ---------------------------------------------------------------------------
-// The tooling's own tests
-// ---------------------------------------------------------------------------
-
-fn run_check(name: &str, acked: &str, read: &str) -> serde_json::Value {
-    let dir = tempfile::tempdir().unwrap();
-    let a = dir.path().join(format!("{name}-acked"));
-    let r = dir.path().join(format!("{name}-read"));
-    std::fs::write(&a, acked).unwrap();
-    std::fs::write(&r, read).unwrap();
-    check(&a, &r)
-}
-
-#[test]
-fn history_check_passes_a_clean_history_and_flags_each_kind_of_failure() {
-    let acked = "0 0 p-0\n1 0 p-1\n0 1 p-2\n1 1 p-3\n";
-    let clean = "0 0 p-0 0\n0 1 p-2 0\n1 0 p-1 0\n1 1 p-3 1\n";
-    let h = run_check("clean", acked, clean);
-    assert_eq!(h["ok"], true, "{h}");
-    assert_eq!(h["acked"], 4);
-    // An unacked record read (indeterminate write) is allowed.
-    let h = run_check("extra", acked, &format!("{clean}1 2 p-5 1\n"));
-    assert_eq!(h["ok"], true, "{h}");
-    assert_eq!(h["unacked_read_count"], 1, "{h}");
-
-    let h = run_check("lost", acked, "0 0 p-0 0\n0 1 p-2 0\n1 0 p-1 0\n");
-    assert_eq!(h["ok"], false);
-    assert_eq!(h["lost"], serde_json::json!(["p-3"]), "{h}");
-
-    let h = run_check("dup", acked, &format!("{clean}0 2 p-2 0\n"));
-    assert_eq!(h["ok"], false);
-    assert_eq!(h["duplicate_count"], 1, "{h}");
-
-    let h = run_check("reordered", "0 0 p-0\n0 1 p-2\n", "0 0 p-2 0\n0 1 p-0 0\n");
-    assert_eq!(h["ok"], false);
-    assert_eq!(h["reordered_count"], 1, "{h}");
-    assert_eq!(h["moved_count"], 2, "{h}");
-
-    let h = run_check("offsets", "0 5 p-0\n0 3 p-2\n", "0 5 p-0 0\n0 3 p-2 0\n");
-    assert_eq!(h["ok"], false);
-    assert_eq!(h["offsets_not_growing"].as_array().unwrap().len(), 1, "{h}");
-
-    let h = run_check(
-        "epochs",
-        acked,
-        "0 0 p-0 3\n0 1 p-2 2\n1 0 p-1 0\n1 1 p-3 1\n",
-    );
-    assert_eq!(h["ok"], false);
-    assert_eq!(h["epochs_not_growing"].as_array().unwrap().len(), 1, "{h}");
-}
-
-/// A one-connection echo server on a free port.
-fn echo_server() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { return };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 1024];
-                while let Ok(n) = s.read(&mut buf) {
-                    if n == 0 || s.write_all(&buf[..n]).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    port
-}
-
-fn echo_within(s: &mut TcpStream, msg: &[u8], ms: u64) -> Option<Vec<u8>> {
-    s.set_read_timeout(Some(Duration::from_millis(ms))).unwrap();
-    let mut got = vec![0u8; msg.len()];
-    s.read_exact(&mut got).ok().map(|()| got)
-}
-
-#[test]
-fn link_blackhole_stalls_both_ways_heal_resumes_cut_resets() {
-    let link = Link::start(&format!("127.0.0.1:{}", echo_server()));
-    let mut s = TcpStream::connect(link.address()).unwrap();
-    s.write_all(b"one").unwrap();
-    assert_eq!(
-        echo_within(&mut s, b"one", 5000).as_deref(),
-        Some(&b"one"[..])
-    );
-
-    link.blackhole();
-    s.write_all(b"two").unwrap();
-    assert_eq!(
-        echo_within(&mut s, b"two", 500),
-        None,
-        "bytes crossed a blackholed link"
-    );
-    // A new connection is accepted but goes nowhere.
-    let mut late = TcpStream::connect(link.address()).unwrap();
-    late.write_all(b"late").unwrap();
-    assert_eq!(echo_within(&mut late, b"late", 300), None);
-
-    link.heal();
-    // The held bytes arrive (the stream stays a valid stream).
-    assert_eq!(
-        echo_within(&mut s, b"two", 5000).as_deref(),
-        Some(&b"two"[..])
-    );
-    assert_eq!(
-        echo_within(&mut late, b"late", 5000).as_deref(),
-        Some(&b"late"[..])
-    );
-
-    link.cut();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut buf = [0u8; 8];
-    let eof = matches!(s.read(&mut buf), Ok(0) | Err(_));
-    assert!(eof, "a cut link left the connection open");
-    let mut refused = TcpStream::connect(link.address()).unwrap();
-    refused
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    assert!(
-        matches!(refused.read(&mut buf), Ok(0) | Err(_)),
-        "a cut link accepted a connection"
-    );
 }
 
 // ---------------------------------------------------------------------------

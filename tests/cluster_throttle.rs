@@ -24,16 +24,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use std::time::{Duration, Instant};
 
 use common::cluster::{json, read, wait_for};
 
+use common::replica_cluster::{hw_checkpoint, ReplCluster, System};
 use common::run_py_script;
-use replica_cluster::{hw_checkpoint, ReplCluster, System};
 
 const TOPIC: &str = "throttled";
 const PARTITIONS: i32 = 3;
@@ -52,9 +49,9 @@ fn admin(args: &[&str]) -> serde_json::Value {
 
 /// kafka-configs against the cluster; fails the test unless it succeeds.
 fn kafka_configs(c: &ReplCluster, args: &[&str]) -> String {
-    let mut cmd = java_support::kafka_tool("kafka.admin.ConfigCommand");
+    let mut cmd = common::java::kafka_tool("kafka.admin.ConfigCommand");
     cmd.args(["--bootstrap-server", &c.bootstrap()]).args(args);
-    let out = java_support::run_ok(&mut cmd, "kafka-configs");
+    let out = common::java::run_ok(&mut cmd, "kafka-configs");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -297,7 +294,7 @@ fn reassign_with_kafkas_tool(c: &mut ReplCluster, target: &[i32], total: u64) {
     let boot = c.bootstrap();
     let file = file.display().to_string();
     let tool = |mode: &str, extra: &[&str]| {
-        let mut cmd = java_support::kafka_tool(REASSIGN_COMMAND);
+        let mut cmd = common::java::kafka_tool(REASSIGN_COMMAND);
         cmd.args([
             "--bootstrap-server",
             &boot,
@@ -306,7 +303,7 @@ fn reassign_with_kafkas_tool(c: &mut ReplCluster, target: &[i32], total: u64) {
             &file,
         ]);
         cmd.args(extra);
-        let out = java_support::run_ok(&mut cmd, "kafka-reassign-partitions");
+        let out = common::java::run_ok(&mut cmd, "kafka-reassign-partitions");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let out = tool("--execute", &["--throttle", "10000000"]);

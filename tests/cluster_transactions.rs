@@ -17,9 +17,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use std::time::{Duration, Instant};
 
@@ -35,8 +32,8 @@ use kafka_protocol_39::messages::end_txn_response::EndTxnResponse;
 use kafka_protocol_39::messages::{ProducerId, TopicName};
 use kafka_protocol_39::protocol::StrBytes as StrBytes39;
 
+use common::replica_cluster::{ReplCluster, System};
 use common::{call39, Conn, FetchSpec};
-use replica_cluster::{ReplCluster, System};
 
 const TOPIC: &str = "txn-fo";
 const TXN_ID: &str = "failover-txn";

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
-use common::Broker;
+use common::{executor, Broker};
 use kafka_protocol_39::messages::update_metadata_request::UpdateMetadataRequest;
 use kafka_protocol_39::messages::update_metadata_response::UpdateMetadataResponse;
 use kafka_protocol_39::messages::{RequestHeader, ResponseHeader};
@@ -272,15 +272,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn on_glommio<T: Send + 'static>(
-    f: impl FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = T>>> + Send + 'static,
-) -> glommio::ExecutorJoinHandle<T> {
-    glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
-        .io_memory(512 << 10)
-        .spawn(move || async move { f().await })
-        .unwrap()
-}
-
 #[test]
 fn the_channel_sends_in_order_and_retries_until_the_broker_listens() {
     let broker = Broker::start();
@@ -294,7 +285,7 @@ fn the_channel_sends_in_order_and_retries_until_the_broker_listens() {
             r
         })
         .collect();
-    let answers = on_glommio(move || {
+    let answers = executor::spawn(move || {
         Box::pin(async move {
             let channel = ControllerChannel::new(BrokerId(2), ChannelConfig::default());
             channel.add_broker(BrokerId(0), 1, BrokerAddress { host, port });
@@ -325,7 +316,7 @@ fn the_channel_sends_in_order_and_retries_until_the_broker_listens() {
 
     // Retry: nobody listens on `later_port` yet.
     let req = cluster(&broker, 1, 1);
-    let pending = on_glommio(move || {
+    let pending = executor::spawn(move || {
         Box::pin(async move {
             let config = ChannelConfig {
                 retry_backoff: Duration::from_millis(100),

@@ -10,7 +10,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
-mod java_support;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -145,7 +144,7 @@ fn peer_script() -> PathBuf {
 
 impl KafkaPeer {
     fn start() -> KafkaPeer {
-        java_support::kafka_jars();
+        common::java::kafka_jars();
         assert!(
             std::path::Path::new("/usr/share/java/zookeeper.jar").is_file(),
             "Debian's ZooKeeper missing: run `bash tests/run.sh` \

@@ -402,3 +402,50 @@ fn v0_offsets_live_in_the_embedded_store_across_a_restart() {
     assert_eq!(answer(&mut stream, 0), v0, "after a restart");
     broker.stop();
 }
+
+/// One broker with Kafka's default `offsets.topic.replication.factor=3`
+/// (and `transaction.state.log.replication.factor=3`) cannot create the
+/// internal topics: FindCoordinator keeps answering
+/// COORDINATOR_NOT_AVAILABLE, as Kafka's does, and the broker's log names
+/// the config key and the value that would work.
+#[test]
+fn an_internal_topic_replication_factor_above_the_live_brokers_is_logged_with_its_config_key() {
+    const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+    let broker = Broker::start_logging(
+        common::new_log_dir(),
+        &[
+            "offsets.topic.replication.factor=3",
+            "transaction.state.log.replication.factor=3",
+        ],
+        Some("warn"),
+    );
+    let mut conn = Conn::open(&broker);
+    for (key_type, key) in [(0, "group"), (1, "transactional-id")] {
+        let r = conn.call(
+            3,
+            &FindCoordinatorRequest::default()
+                .with_key(s(key))
+                .with_key_type(key_type),
+        );
+        assert_eq!(r.error_code, COORDINATOR_NOT_AVAILABLE, "{r:?}");
+    }
+    let (_, lines) = broker.stop_collect();
+    let lines: Vec<String> = lines.iter().map(|l| common::plain_log_line(l)).collect();
+    for (topic, config_key) in [
+        ("__consumer_offsets", "offsets.topic.replication.factor"),
+        (
+            "__transaction_state",
+            "transaction.state.log.replication.factor",
+        ),
+    ] {
+        let want = format!(
+            "cannot create {topic}: INVALID_REPLICATION_FACTOR(38): {config_key}=3 but 1 live \
+             broker; set it to 1 for a single broker"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains(&want)),
+            "no {want:?} in the broker's log:\n{}",
+            lines.join("\n")
+        );
+    }
+}

@@ -7,14 +7,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
-mod idempotence_support;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use common::idempotence::create_topic;
 use common::{venv_python, Broker};
-use idempotence_support::create_topic;
 use serde_json::Value;
 
 fn script(name: &str) -> PathBuf {

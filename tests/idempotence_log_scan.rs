@@ -5,31 +5,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
-mod idempotence_support;
 
-use std::future::Future;
 use std::path::Path;
 
 use bytes::BytesMut;
-use idempotence_support::idempotent_batch;
+use common::executor::run;
+use common::idempotence::idempotent_batch;
 use shardlog::protocol::record_batch::{build_test_batch, RecordBatch};
 use shardlog::storage::partition_log::BatchHeaderInfo;
 use shardlog::storage::{BatchCache, LogConfig, PartitionLog};
 use shardlog::types::TopicPartition;
-
-fn run<G, F, T>(g: G) -> T
-where
-    G: FnOnce() -> F + Send + 'static,
-    F: Future<Output = T> + 'static,
-    T: Send + 'static,
-{
-    glommio::LocalExecutorBuilder::default()
-        .io_memory(512 << 10)
-        .spawn(g)
-        .expect("spawn executor")
-        .join()
-        .expect("executor panicked")
-}
 
 async fn open(dir: &Path) -> PartitionLog {
     shardlog::io::dma::prime_iopoll_probe(dir)

@@ -8,14 +8,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
-mod idempotence_support;
 
 use bytes::Bytes;
-use common::Broker;
-use idempotence_support::{
+use common::idempotence::{
     create_topic, idempotent_batch, init_producer_id, kill_keeping_dir, latest_offset, produce,
     snapshot_offsets,
 };
+use common::Broker;
 
 const TOPIC: &str = "idem-raw";
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;

@@ -11,10 +11,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
-mod java_support;
 
+use common::java::run_program;
 use common::{batch_compression, decode_records, unique_topic, Broker, Conn};
-use java_support::run_program;
 use serde_json::{json, Value};
 
 /// Produce `count` records over `partitions` with `props`, read them back

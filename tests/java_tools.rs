@@ -16,13 +16,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
-mod java_support;
 
 use std::io::Write;
 use std::process::Stdio;
 
+use common::java::{kafka_tool, run_ok};
 use common::{decode_records, unique_topic, Broker, Conn, LATEST_TIMESTAMP};
-use java_support::{kafka_tool, run_ok};
 use serde_json::Value;
 
 const TOPIC_COMMAND: &str = "org.apache.kafka.tools.TopicCommand";

@@ -4,13 +4,13 @@
 //! saying which.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
-mod loadgen_support;
+mod common;
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use loadgen_support::{check_outputs, check_point_verified, run_loadgen_with_context};
+use common::loadgen::{check_outputs, check_point_verified, run_loadgen_with_context};
 
 /// A broker process, killed when dropped.
 struct Broker {

@@ -3,9 +3,11 @@
 //! timings.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
+mod common;
+
 use std::rc::Rc;
 
-use glommio::{LocalExecutorBuilder, Placement};
+use common::executor::run;
 use shardlog::io::clock::{Clock, SystemClock};
 use shardlog::protocol::ErrorCode;
 use shardlog::purgatory::delayed_fetch::{
@@ -17,14 +19,6 @@ use shardlog::purgatory::driver::PurgatoryDriver;
 use shardlog::purgatory::notes::{AdvanceNotes, PartitionAdvanced};
 use shardlog::purgatory::view::{LogOffsetMetadata, PartitionSnapshot};
 use shardlog::types::{ShardId, TopicPartition};
-
-fn run<T: 'static>(f: impl std::future::Future<Output = T> + 'static) -> T {
-    LocalExecutorBuilder::new(Placement::Unbound)
-        .io_memory(512 << 10) // RLIMIT_MEMLOCK is 8 MiB here
-        .make()
-        .expect("executor")
-        .run(f)
-}
 
 fn tp(p: i32) -> TopicPartition {
     TopicPartition::new("orders", p)
@@ -44,7 +38,7 @@ fn produce(timeout_ms: i64, p: i32, last_offset: i64) -> DelayedProduce {
 
 #[test]
 fn produce_wait_completes_when_hw_advances() {
-    run(async {
+    run(|| async {
         let d = driver();
         d.on_partition_advanced(&tp(0), PartitionSnapshot::leader_at(5, 0));
         let d2 = d.clone();
@@ -66,7 +60,7 @@ fn produce_wait_completes_when_hw_advances() {
 
 #[test]
 fn produce_wait_times_out_with_request_timed_out() {
-    run(async {
+    run(|| async {
         let d = driver();
         let out = d.wait_produce(produce(20, 0, 9), &[tp(0)]).await;
         assert!(out.expired);
@@ -76,7 +70,7 @@ fn produce_wait_times_out_with_request_timed_out() {
 
 #[test]
 fn earlier_deadline_rearms_the_single_timer() {
-    run(async {
+    run(|| async {
         let d = driver();
         let d2 = d.clone();
         let long =
@@ -119,7 +113,7 @@ fn fetch(max_wait_ms: i64, min_bytes: i32) -> DelayedFetch {
 
 #[test]
 fn fetch_wait_completes_on_min_bytes_and_on_max_wait() {
-    run(async {
+    run(|| async {
         let d = driver();
         d.on_partition_advanced(&tp(3), PartitionSnapshot::leader_at(10, 1_000));
         let d2 = d.clone();
@@ -145,7 +139,7 @@ fn fetch_wait_completes_on_min_bytes_and_on_max_wait() {
 
 #[test]
 fn satisfied_wait_returns_without_parking() {
-    run(async {
+    run(|| async {
         let d = driver();
         d.on_partition_advanced(&tp(4), PartitionSnapshot::leader_at(100, 0));
         let out = d.wait_produce(produce(60_000, 4, 9), &[tp(4)]).await;

@@ -15,12 +15,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
 
 use std::process::Command;
 
+use common::java::{kafka_tool, run_ok};
 use common::{run_py_script, unique_topic, Broker, Conn};
-use java_support::{kafka_tool, run_ok};
 
 const CONFIG_COMMAND: &str = "kafka.admin.ConfigCommand";
 const QUOTA: f64 = 5_000_000.0;

@@ -18,7 +18,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
-mod java_support;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -47,7 +46,7 @@ fn peer_script() -> PathBuf {
 
 impl KafkaPeer {
     fn start() -> KafkaPeer {
-        java_support::kafka_jars();
+        common::java::kafka_jars();
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("peer dir");
         let out = Command::new("bash")
             .arg(peer_script())

@@ -4,13 +4,15 @@
 //! segment; a swap is refused when the log changed while it was cleaned.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use common::executor::run;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
@@ -20,20 +22,6 @@ use shardlog::storage::cleaner::driver::{CleanJob, CleanerConfig, IoBudget};
 use shardlog::storage::cleaner::select::{CompactionConfig, LogStat, LogToClean};
 use shardlog::storage::{BatchCache, LogConfig, PartitionLog};
 use shardlog::types::TopicPartition;
-
-fn run<G, F, T>(g: G) -> T
-where
-    G: FnOnce() -> F + Send + 'static,
-    F: Future<Output = T> + 'static,
-    T: Send + 'static,
-{
-    glommio::LocalExecutorBuilder::default()
-        .io_memory(512 << 10)
-        .spawn(g)
-        .expect("spawn executor")
-        .join()
-        .expect("executor panicked")
-}
 
 fn config() -> LogConfig {
     LogConfig {

@@ -7,7 +7,8 @@
 //! from the previous crash.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
-use std::future::Future;
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use bytes::BytesMut;
+use common::executor::run;
 use rand::{Rng, SeedableRng};
 use shardlog::io::zerocopy::OutPart;
 use shardlog::protocol::record_batch::{
@@ -27,20 +29,6 @@ const CHILD_ENV: &str = "SHARDLOG_CRASH_CHILD_DIR";
 const ROUNDS: usize = 24;
 /// The child opens its log for this topic id (`partition.metadata`).
 const CHILD_TOPIC_ENV: &str = "SHARDLOG_CRASH_CHILD_TOPIC_ID";
-
-fn run<G, F, T>(g: G) -> T
-where
-    G: FnOnce() -> F + Send + 'static,
-    F: Future<Output = T> + 'static,
-    T: Send + 'static,
-{
-    glommio::LocalExecutorBuilder::default()
-        .io_memory(512 << 10)
-        .spawn(g)
-        .expect("spawn executor")
-        .join()
-        .expect("executor panicked")
-}
 
 fn config() -> LogConfig {
     LogConfig {

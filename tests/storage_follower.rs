@@ -5,30 +5,18 @@
 //! ignored, and a full truncation restarts the log at the leader's start.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
-use std::future::Future;
+mod common;
+
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use bytes::{Bytes, BytesMut};
+use common::executor::run;
 use shardlog::io::zerocopy::OutPart;
 use shardlog::protocol::record_batch::{build_test_batch, RecordBatch};
 use shardlog::storage::partition_log::{FollowerAppendError, ValidatedRecords};
 use shardlog::storage::{BatchCache, LogConfig, PartitionLog, StorageError};
 use shardlog::types::TopicPartition;
-
-fn run<G, F, T>(g: G) -> T
-where
-    G: FnOnce() -> F + Send + 'static,
-    F: Future<Output = T> + 'static,
-    T: Send + 'static,
-{
-    glommio::LocalExecutorBuilder::default()
-        .io_memory(512 << 10)
-        .spawn(g)
-        .expect("spawn executor")
-        .join()
-        .expect("executor panicked")
-}
 
 fn small_config() -> LogConfig {
     LogConfig {

@@ -23,7 +23,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
-mod idempotence_support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -32,11 +31,11 @@ use bytes::Bytes;
 use kafka_protocol::records::Compression;
 
 use common::faultfs::FaultFs;
+use common::idempotence::{idempotent_batch, init_producer_id};
 use common::{
     decode_records, encode_batch, error_code, now_ms, partitions_in, produce_request, Broker, Conn,
     FetchSpec, RawRecord, LATEST_TIMESTAMP, PRODUCE_VERSION,
 };
-use idempotence_support::{idempotent_batch, init_producer_id};
 use kafka_protocol::messages::ProduceRequest;
 
 const KAFKA_STORAGE_ERROR: i16 = 56;

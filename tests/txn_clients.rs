@@ -20,9 +20,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use common::{run_py_script, unique_topic, Broker, Conn, FetchSpec};
 use serde_json::{json, Value};
@@ -58,8 +55,8 @@ fn read_committed_sees_exactly_the_committed_transactions_and_their_offsets() {
 #[test]
 #[ignore = "Kafka 3.9 reference (a JVM): cargo test --test txn_clients -- --ignored kafka_"]
 fn kafka_read_committed_sees_exactly_the_committed_transactions_and_their_offsets() {
-    let c = replica_cluster::ReplCluster::start(
-        replica_cluster::System::Kafka,
+    let c = common::replica_cluster::ReplCluster::start(
+        common::replica_cluster::System::Kafka,
         1,
         &[
             "transaction.state.log.num.partitions=4",
@@ -121,8 +118,8 @@ fn a_second_producer_fences_the_first_and_aborts_its_transaction() {
 #[test]
 #[ignore = "Kafka 3.9 reference (a JVM): cargo test --test txn_clients -- --ignored kafka_"]
 fn kafka_a_second_producer_fences_the_first_and_aborts_its_transaction() {
-    let c = replica_cluster::ReplCluster::start(
-        replica_cluster::System::Kafka,
+    let c = common::replica_cluster::ReplCluster::start(
+        common::replica_cluster::System::Kafka,
         1,
         &[
             "transaction.state.log.num.partitions=4",

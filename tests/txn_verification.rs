@@ -18,9 +18,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-mod java_support;
-#[path = "common/replica_cluster.rs"]
-mod replica_cluster;
 
 use std::time::{Duration, Instant};
 
@@ -39,9 +36,9 @@ use kafka_protocol_39::messages::txn_offset_commit_response::TxnOffsetCommitResp
 use kafka_protocol_39::messages::{GroupId, ProducerId, TopicName, TransactionalId};
 use kafka_protocol_39::protocol::StrBytes as StrBytes39;
 
+use common::replica_cluster::{ReplCluster, System};
 use common::txn::find_coordinator;
 use common::{call39, Conn, FetchSpec};
-use replica_cluster::{ReplCluster, System};
 
 const INVALID_TXN_STATE: i16 = 48;
 const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
@@ -586,7 +583,7 @@ fn java_transactions_with_pipelined_produces_and_connection_resets() {
             resets
         })
     };
-    let report = java_support::run_program(
+    let report = common::java::run_program(
         "TxnStress",
         &[&link.address(), &topic, "6", &txns.to_string(), "120"],
     );

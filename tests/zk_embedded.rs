@@ -3,10 +3,13 @@
 //! reopen of the log dir; ephemeral broker registrations do not.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::rc::Rc;
 
+use common::executor::run;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use shardlog::config::topic::BrokerTopicDefaults;
@@ -16,20 +19,6 @@ use shardlog::io::clock::SystemClock;
 use shardlog::types::BrokerId;
 use shardlog::zk::embedded::EmbeddedStore;
 use shardlog::zk::store::MetadataStore;
-
-/// Runs `f`'s future on a fresh glommio executor and returns its output.
-fn on_executor<T, F, Fut>(f: F) -> T
-where
-    T: Send + 'static,
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = T> + 'static,
-{
-    glommio::LocalExecutorBuilder::default()
-        .spawn(f)
-        .expect("spawn glommio executor")
-        .join()
-        .expect("executor thread")
-}
 
 struct Before {
     topics: Vec<topic_admin::TopicInfo>,
@@ -80,7 +69,7 @@ async fn first_run(dir: &Path) -> Before {
 fn topics_configs_and_ids_survive_reopen_but_ephemeral_nodes_do_not() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
-    let before = on_executor({
+    let before = run({
         let path = path.clone();
         move || async move { first_run(&path).await }
     });
@@ -89,7 +78,7 @@ fn topics_configs_and_ids_survive_reopen_but_ephemeral_nodes_do_not() {
     assert_eq!(before.topics[1].configs["cleanup.policy"], "compact");
     assert!(path.join("__embedded_metadata/znodes.json").exists());
 
-    on_executor(move || async move {
+    run(move || async move {
         let store = EmbeddedStore::open(&path, Rc::new(SystemClock::new())).expect("reopen");
         let after = topic_admin::load_topics(&store).await.unwrap();
         assert_eq!(

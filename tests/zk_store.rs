@@ -10,6 +10,7 @@ mod common;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use common::executor::run;
 use common::zookeeper::{free_port, Ensemble, TcpProxy, ZkServer};
 use shardlog::zk::client::ZkStore;
 use shardlog::zk::embedded::EmbeddedStore;
@@ -25,19 +26,6 @@ const SESSION_MS: u64 = 3000;
 const CONNECT_MS: u64 = 10_000;
 /// Deadline for anything that should happen "soon" (a guard, not a bound).
 const SOON: Duration = Duration::from_secs(15);
-
-fn on_executor<F, Fut>(f: F)
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + 'static,
-{
-    glommio::LocalExecutorBuilder::new(glommio::Placement::Unbound)
-        .io_memory(512 << 10) // RLIMIT_MEMLOCK is 8 MiB here
-        .spawn(f)
-        .expect("spawn glommio executor")
-        .join()
-        .expect("executor thread");
-}
 
 /// `fut`'s output, or None once `limit` passed.
 async fn within<T>(limit: Duration, fut: impl Future<Output = T>) -> Option<T> {
@@ -433,7 +421,7 @@ macro_rules! contract {
 
 #[test]
 fn contract_holds_on_the_embedded_store() {
-    on_executor(|| async {
+    run(|| async {
         contract!(|_case: &str| Embedded(EmbeddedStore::in_memory()));
     });
 }
@@ -442,7 +430,7 @@ fn contract_holds_on_the_embedded_store() {
 fn contract_holds_on_zookeeper() {
     let server = ZkServer::standalone();
     let address = server.address();
-    on_executor(move || async move {
+    run(move || async move {
         contract!(|case: &str| Zk {
             connect: format!("{address}/{case}")
         });
@@ -460,7 +448,7 @@ fn contract_holds_on_zookeeper() {
 fn zookeeper_sequence_numbers_do_not_advance_on_a_child_delete() {
     let server = ZkServer::standalone();
     let address = server.address();
-    on_executor(move || async move {
+    run(move || async move {
         let s = ZkStore::connect(&format!("{address}/seq"), SESSION_MS, CONNECT_MS)
             .await
             .unwrap();
@@ -492,7 +480,7 @@ fn zookeeper_sequence_numbers_do_not_advance_on_a_child_delete() {
 fn a_chroot_is_created_and_hides_its_prefix() {
     let server = ZkServer::standalone();
     let address = server.address();
-    on_executor(move || async move {
+    run(move || async move {
         let rooted = ZkStore::connect(&format!("{address}/kafka/one"), SESSION_MS, CONNECT_MS)
             .await
             .unwrap();
@@ -545,7 +533,7 @@ fn a_chroot_is_created_and_hides_its_prefix() {
 #[test]
 fn connecting_to_nothing_fails_after_the_connection_timeout_naming_the_address() {
     let address = format!("127.0.0.1:{}", free_port());
-    on_executor(move || async move {
+    run(move || async move {
         let start = Instant::now();
         let timeout_ms = 1500;
         let result = ZkStore::connect(&address, SESSION_MS, timeout_ms).await;
@@ -577,7 +565,7 @@ fn an_expired_session_reports_expired_and_loses_its_ephemerals() {
     let server = ZkServer::standalone();
     let address = server.address();
     let proxy = TcpProxy::start(address.clone());
-    on_executor(move || async move {
+    run(move || async move {
         let store = ZkStore::connect(&proxy.address(), 2000, CONNECT_MS)
             .await
             .unwrap();
@@ -621,7 +609,7 @@ fn a_session_survives_the_loss_of_the_ensemble_leader() {
         killed_tx.send(()).unwrap();
         ensemble
     });
-    on_executor(move || async move {
+    run(move || async move {
         let store = ZkStore::connect(&connect, 6000, CONNECT_MS).await.unwrap();
         store.create("/broker", b"", E).await.unwrap();
         let before = store.exists("/broker").await.unwrap().unwrap();

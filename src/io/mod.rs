@@ -1,9 +1,10 @@
 //! `[io]` Edges that touch the OS: the clock, DMA helpers, socket reads
 //! into spare capacity ([`recv`]), zero-copy socket writes (and the one records type, [`zerocopy::OutPart`], a read result
-//! travels in from the log to the socket), host facts, plus the
+//! travels in from the log to the socket), host facts, thread CPU affinity ([`affinity`]), plus the
 //! executor-local synchronisation primitives every layer shares.
 //! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
 
+pub mod affinity;
 pub mod clock;
 pub mod dma;
 pub mod host;

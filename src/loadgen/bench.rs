@@ -414,16 +414,6 @@ pub fn parse_zerocopy_line(log: &str) -> Option<(String, BTreeMap<String, u64>)>
     Some((line.trim().to_string(), counters))
 }
 
-fn available_cpus() -> Vec<usize> {
-    let mut v: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .iter()
-        .map(|c| c.id)
-        .collect();
-    v.sort_unstable();
-    v
-}
-
 /// Facts recorded next to the results.
 #[derive(Debug, Serialize)]
 struct BenchRecord {
@@ -485,7 +475,7 @@ fn run_loadgen(argv: &[String]) -> Result<()> {
 /// Entry point of `shardlog bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
     let clock = SystemClock::new();
-    let available = available_cpus();
+    let available = crate::io::affinity::allowed_cpus();
     let plan = resolve_plan(&args, &available).map_err(|e| anyhow!(e))?;
     for w in &plan.warnings {
         eprintln!("bench: warning: {w}");

@@ -31,6 +31,7 @@ use serde::Serialize;
 use super::args::LoadgenArgs;
 use super::client::{self, SyncClient, FETCH_VERSIONS, MAX_FRAME_BYTES};
 use super::consumer::{self, scan_batches, split_batches};
+use super::wire;
 
 /// ListOffsets timestamps: earliest and latest (KIP-79 sentinels).
 const EARLIEST: i64 = -2;
@@ -255,7 +256,9 @@ fn consume_slots(
     ready: &Barrier,
 ) -> Result<Totals> {
     if let Some(cpu) = cpu {
-        core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+        // A CPU outside the mask was refused when the arguments were read
+        // (`--client-cpus`); a failure here leaves the thread unpinned.
+        let _ = crate::io::affinity::pin_current_thread(cpu);
     }
     let conns = match connect_leaders(&slots, client_id) {
         Ok(c) => {
@@ -457,7 +460,7 @@ fn fetch_request<'a>(slots: impl Iterator<Item = &'a Slot>) -> FetchRequest {
 fn verify_records(data: &[u8], position: i64, scan: &consumer::BatchScan) -> Result<()> {
     let mut expected = position;
     let mut count = 0u64;
-    for mut batch in split_batches(bytes::Bytes::copy_from_slice(data)) {
+    for batch in split_batches(bytes::Bytes::copy_from_slice(data)) {
         let Some((_, next, control)) = consumer::batch_bounds(&batch) else {
             bail!("fetched a record batch that is not magic v2");
         };
@@ -465,7 +468,7 @@ fn verify_records(data: &[u8], position: i64, scan: &consumer::BatchScan) -> Res
             continue;
         }
         if !control {
-            let set = RecordBatchDecoder::decode(&mut batch)?;
+            let set = RecordBatchDecoder::decode(&mut wire::decodable_batch(batch)?)?;
             let from = expected;
             for r in set.records.iter().filter(|r| r.offset >= from) {
                 if r.offset != expected {

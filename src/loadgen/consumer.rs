@@ -18,7 +18,7 @@ use kafka_protocol::records::RecordBatchDecoder;
 
 use super::client::{be_i32, connect_bootstrap, error_label, SyncClient, Timebase, FETCH_VERSIONS};
 use super::producer::LiveStats;
-use super::wire::read_payload_header;
+use super::wire::{self, read_payload_header};
 use crate::histogram::LatencyHistogram;
 use crate::protocol::varint::read_varint;
 
@@ -176,7 +176,9 @@ pub fn batch_bounds(batch: &[u8]) -> Option<(i64, i64, bool)> {
 
 pub fn run_consumer(plan: ConsumerPlan, live: Arc<LiveStats>) -> ConsumerOutcome {
     if let Some(cpu) = plan.cpu {
-        core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+        // A CPU outside the mask was refused when the arguments were read
+        // (`--client-cpus`); a failure here leaves the thread unpinned.
+        let _ = crate::io::affinity::pin_current_thread(cpu);
     }
     let mut out = ConsumerOutcome::default();
     if let Err(e) = consume(&plan, &live, &mut out) {
@@ -345,12 +347,12 @@ fn on_records(
     slot: usize,
     data: Bytes,
 ) -> Result<()> {
-    for mut batch in split_batches(data) {
+    for batch in split_batches(data) {
         let Some((_, next, control)) = batch_bounds(&batch) else {
             bail!("fetched a record batch that is not magic v2");
         };
         if !control {
-            let set = RecordBatchDecoder::decode(&mut batch)?;
+            let set = RecordBatchDecoder::decode(&mut wire::decodable_batch(batch)?)?;
             let now_wall = plan.timebase.wall_now_ns();
             let before = v.consumed;
             for r in &set.records {

@@ -30,7 +30,8 @@ pub struct EchoReport {
 
 fn pin(cpu: Option<usize>) {
     if let Some(id) = cpu {
-        core_affinity::set_for_current(core_affinity::CoreId { id });
+        // Unpinned if refused (the CPU list was checked up front).
+        let _ = crate::io::affinity::pin_current_thread(id);
     }
 }
 

@@ -135,11 +135,7 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
         .transpose()
         .map_err(|e| anyhow!(e))?;
     if let Some(cpus) = &cpus {
-        let available: Vec<usize> = core_affinity::get_core_ids()
-            .unwrap_or_default()
-            .iter()
-            .map(|c| c.id)
-            .collect();
+        let available = crate::io::affinity::allowed_cpus();
         if let Some(bad) = cpus.iter().find(|c| !available.contains(c)) {
             bail!("--client-cpus: CPU {bad} is not available (available: {available:?})");
         }

@@ -4,43 +4,73 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use super::args::{KeyDistributor, Workload, MIN_MESSAGE_SIZE};
+use flat_yaml::Scalar;
+
+mod flat_yaml;
 
 /// OMB's `KeyDistributor.UNIQUE_COUNT`: the number of distinct keys its
 /// key distributors draw from.
 pub const OMB_UNIQUE_KEYS: u64 = 10_000;
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The workload fields we model, with OMB's defaults for absent ones.
+#[derive(Debug, Clone)]
 struct OmbWorkload {
-    #[serde(default)]
     name: Option<String>,
     topics: usize,
     partitions_per_topic: i32,
-    #[serde(default)]
     key_distributor: Option<String>,
     message_size: usize,
-    #[serde(default = "one")]
     subscriptions_per_topic: usize,
-    #[serde(default = "one")]
     producers_per_topic: usize,
-    #[serde(default = "one")]
     consumer_per_subscription: usize,
-    #[serde(default)]
     producer_rate: f64,
-    #[serde(default = "one_f")]
     test_duration_minutes: f64,
-    #[serde(default = "one_f")]
     warmup_duration_minutes: f64,
 }
 
-fn one() -> usize {
-    1
-}
-fn one_f() -> f64 {
-    1.0
+impl OmbWorkload {
+    /// The camelCase keys of OMB's `Workload` class; other keys are ignored.
+    fn from_yaml(yaml: &str) -> Result<OmbWorkload, String> {
+        let map = flat_yaml::parse(yaml)?;
+        let get = |key: &str| map.get(key).filter(|v| **v != Scalar::Null);
+        let count = |key: &str, default: Option<usize>| -> Result<usize, String> {
+            match get(key) {
+                None => default.ok_or_else(|| format!("missing field `{key}`")),
+                Some(v) => v
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| format!("{key}: expected a non-negative integer, got {v:?}")),
+            }
+        };
+        let real = |key: &str, default: f64| -> Result<f64, String> {
+            get(key).map_or(Ok(default), |v| {
+                v.as_f64()
+                    .ok_or_else(|| format!("{key}: expected a number, got {v:?}"))
+            })
+        };
+        let text = |key: &str| get(key).and_then(Scalar::as_str).map(str::to_owned);
+        let partitions_per_topic = match get("partitionsPerTopic") {
+            None => return Err("missing field `partitionsPerTopic`".into()),
+            Some(v) => v
+                .as_i64()
+                .and_then(|n| i32::try_from(n).ok())
+                .ok_or_else(|| format!("partitionsPerTopic: expected an integer, got {v:?}"))?,
+        };
+        Ok(OmbWorkload {
+            name: text("name"),
+            topics: count("topics", None)?,
+            partitions_per_topic,
+            key_distributor: text("keyDistributor"),
+            message_size: count("messageSize", None)?,
+            subscriptions_per_topic: count("subscriptionsPerTopic", Some(1))?,
+            producers_per_topic: count("producersPerTopic", Some(1))?,
+            consumer_per_subscription: count("consumerPerSubscription", Some(1))?,
+            producer_rate: real("producerRate", 0.0)?,
+            test_duration_minutes: real("testDurationMinutes", 1.0)?,
+            warmup_duration_minutes: real("warmupDurationMinutes", 1.0)?,
+        })
+    }
 }
 
 fn minutes(m: f64, what: &str) -> Result<Duration, String> {
@@ -52,8 +82,7 @@ fn minutes(m: f64, what: &str) -> Result<Duration, String> {
 
 /// Parses an OMB workload YAML document.
 pub fn parse_workload(yaml: &str) -> Result<Workload, String> {
-    let w: OmbWorkload =
-        serde_yaml::from_str(yaml).map_err(|e| format!("invalid OMB workload: {e}"))?;
+    let w = OmbWorkload::from_yaml(yaml).map_err(|e| format!("invalid OMB workload: {e}"))?;
     let key_distributor = match w.key_distributor.as_deref().unwrap_or("NO_KEY") {
         "NO_KEY" => KeyDistributor::NoKey,
         "KEY_ROUND_ROBIN" => KeyDistributor::RoundRobin(OMB_UNIQUE_KEYS),

@@ -126,7 +126,9 @@ const CLIENT_MAX_BLOCK: &str = "-1004 ClientMaxBlockTimeout";
 /// Runs one producer to completion on the current thread.
 pub fn run_producer(plan: ProducerPlan, live: Arc<LiveStats>) -> ProducerOutcome {
     if let Some(cpu) = plan.cpu {
-        core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+        // A CPU outside the mask was refused when the arguments were read
+        // (`--client-cpus`); a failure here leaves the thread unpinned.
+        let _ = crate::io::affinity::pin_current_thread(cpu);
     }
     match Producer::start(plan, live.clone()) {
         Ok(mut p) => {

@@ -11,7 +11,7 @@
 //! codec), and the 20-byte payload header the producer writes into every
 //! record value and the consumer reads back for end-to-end latency.
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
@@ -19,6 +19,7 @@ use kafka_protocol::records::{
 
 use super::accumulator::{record_body_size, varint_size, PendingRecord};
 use crate::protocol::varint::{put_unsigned_varint, put_varint};
+use crate::storage::cleaner::codec::{compress_batch, inflate_batch};
 
 /// Bytes of a v2 batch header (`DefaultRecordBatch.RECORD_BATCH_OVERHEAD`).
 const BATCH_HEADER: usize = 61;
@@ -240,15 +241,39 @@ pub fn encode_batch<M>(
         .collect();
     let estimate: usize = pending.iter().map(|r| r.value.len() + 32).sum();
     let mut buf = BytesMut::with_capacity(estimate + 64);
+    // LZ4 is written by the cleaner's frame writer: kafka-protocol's needs
+    // the C `lz4` crate, which the build leaves out.
+    let lz4 = matches!(compression, Compression::Lz4);
     RecordBatchEncoder::encode(
         &mut buf,
         records.iter(),
         &RecordEncodeOptions {
             version: 2,
-            compression,
+            compression: if lz4 { Compression::None } else { compression },
         },
     )?;
+    if lz4 {
+        let squeezed = compress_batch(&buf, LZ4_CODEC).map_err(|e| anyhow!("lz4 batch: {e}"))?;
+        return Ok(Bytes::from(squeezed));
+    }
     Ok(buf.freeze())
+}
+
+/// The LZ4 codec id (attributes bits 0-2).
+const LZ4_CODEC: i16 = 3;
+
+/// `batch` ready for kafka-protocol's `RecordBatchDecoder`, which reads
+/// every codec but LZ4 (its LZ4 reader is the C `lz4` crate, left out of
+/// the build): an LZ4 batch comes back inflated; any other as it is.
+pub fn decodable_batch(batch: Bytes) -> Result<Bytes> {
+    let codec = batch
+        .get(21..23)
+        .map_or(0, |a| i16::from_be_bytes([a[0], a[1]]) & 0x7);
+    if codec != LZ4_CODEC {
+        return Ok(batch);
+    }
+    let inflated = inflate_batch(&batch).map_err(|e| anyhow!("lz4 batch: {e}"))?;
+    Ok(Bytes::from(inflated))
 }
 
 #[cfg(test)]

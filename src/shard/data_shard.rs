@@ -433,7 +433,7 @@ impl DataShard {
                     tracing::debug!(
                         tp = %spec.tp,
                         asked = spec.current_leader_epoch,
-                        error = ?code,
+                        error = %code,
                         "consumer fetch fenced by its leader epoch"
                     );
                     ReadAnswer::error(code)

@@ -16,6 +16,7 @@ use crate::io::zerocopy::OutPart;
 use crate::protocol::{record_batch, ErrorCode};
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::replication::partition::AppendOrigin;
+use crate::storage::cleaner::codec::inflate_batch;
 use crate::types::{TopicPartition, TxnWriter};
 
 /// A coordinator's records: (key, value or `None` for a tombstone).
@@ -174,6 +175,13 @@ pub async fn replay(
             let last = record_batch::RecordBatch::new_unchecked_crc(&one)
                 .map(|b| b.last_offset())
                 .map_err(|e| format!("batch at {next}: {e}"))?;
+            // kafka-protocol reads no LZ4 (its C `lz4` codec is left out of
+            // the build): an LZ4 batch (a log written with Kafka's
+            // `offsets.topic.compression.codec` 3) is inflated first.
+            if one.get(22).is_some_and(|a| a & 0x7 == 3) {
+                one =
+                    Bytes::from(inflate_batch(&one).map_err(|e| format!("batch at {next}: {e}"))?);
+            }
             let set = RecordBatchDecoder::decode(&mut one)
                 .map_err(|e| format!("records at {next}: {e}"))?;
             for r in set.records {

@@ -300,7 +300,7 @@ async fn appender(weak: std::rc::Weak<ShardContext>, wake: Rc<crate::io::local_s
         let code =
             internal_log::append_acks_all(&ctx, tp, &records, None, host.append_timeout_ms).await;
         if code != ErrorCode::NONE {
-            tracing::warn!(partition, error = ?code, "transaction state append failed");
+            tracing::warn!(partition, error = %code, "transaction state append failed");
         }
         let now = ctx.clock.wall_ms();
         let actions = host
@@ -446,7 +446,7 @@ fn written(producer_id: i64, resp: &WriteTxnMarkersResponse) -> Vec<(String, i32
             if code == ErrorCode::INVALID_PRODUCER_EPOCH
                 || code == ErrorCode::TRANSACTION_COORDINATOR_FENCED
             {
-                tracing::warn!(producer_id, partition = ?key, error = ?code, "marker refused; not retried");
+                tracing::warn!(producer_id, partition = ?key, error = %code, "marker refused; not retried");
                 done.push(key);
             } else if code == ErrorCode::NONE {
                 done.push(key);

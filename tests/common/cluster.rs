@@ -1,5 +1,6 @@
 //! Cluster-test helpers: read ZooKeeper the way the brokers do (a real
-//! session on a glommio executor), and wait for a condition by polling.
+//! session on a glommio executor), the partition state and assignment
+//! znodes, and wait for a condition by polling.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -73,4 +74,63 @@ pub fn wait_for<T>(secs: u64, what: &str, mut cond: impl FnMut() -> Option<T>) -
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// One partition's state znode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct State {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<i32>,
+    pub controller_epoch: i32,
+    pub version: i32,
+}
+
+/// Every partition's state znode of `topic` (absent ones left out).
+pub fn states(zk: &str, topic: &str, partitions: i32) -> BTreeMap<i32, State> {
+    let paths: Vec<String> = (0..partitions)
+        .map(|p| format!("/brokers/topics/{topic}/partitions/{p}/state"))
+        .collect();
+    let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let got = read(zk, &refs);
+    let mut out = BTreeMap::new();
+    for (p, path) in paths.iter().enumerate() {
+        if let Some((data, stat)) = &got[path] {
+            let j = json(data);
+            assert_eq!(j["version"], 1, "{path}: {data}");
+            out.insert(
+                p as i32,
+                State {
+                    leader: j["leader"].as_i64().unwrap() as i32,
+                    leader_epoch: j["leader_epoch"].as_i64().unwrap() as i32,
+                    isr: ids(&j["isr"]),
+                    controller_epoch: j["controller_epoch"].as_i64().unwrap() as i32,
+                    version: stat.version,
+                },
+            );
+        }
+    }
+    out
+}
+
+pub fn ids(v: &serde_json::Value) -> Vec<i32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap() as i32)
+        .collect()
+}
+
+/// `/brokers/topics/<t>`'s assignment.
+pub fn assignment(zk: &str, topic: &str) -> BTreeMap<i32, Vec<i32>> {
+    let path = format!("/brokers/topics/{topic}");
+    let r = read(zk, &[&path]);
+    let (data, _) = r[&path].clone().expect("topic znode");
+    let j = json(&data);
+    j["partitions"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(p, rs)| (p.parse().unwrap(), ids(rs)))
+        .collect()
 }

@@ -1,6 +1,3 @@
-//! Not a `common` module of every test binary (it needs `java_support`):
-//! a test file includes it with `#[path = "common/replica_cluster.rs"] mod replica_cluster;`.
-//!
 //! A replicated cluster for fault tests (CLUSTER.md §4): a real ZooKeeper
 //! and N broker processes of either system — shardlog or Apache Kafka 3.9
 //! in ZooKeeper mode, the reference — each behind a cuttable [`Link`] on
@@ -17,9 +14,8 @@
 #![allow(dead_code)] // each test binary uses a part of it
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,6 +23,17 @@ use crate::common::cluster::{children, json, read, wait_for};
 use crate::common::link::Link;
 use crate::common::zookeeper::{free_port, TcpProxy, ZkServer};
 use crate::common::{run_py_script, venv_python_with, Broker};
+
+mod disk;
+mod history;
+pub mod scenario;
+
+#[allow(unused_imports)] // re-exports: each test binary uses a part
+pub use disk::{
+    assert_replicas_identical, hw_checkpoint, leader_epochs, stored_batches, StoredBatch,
+};
+#[allow(unused_imports)]
+pub use history::{assert_history_ok, check, drain, HistoryProducer};
 
 /// Which broker implementation the cluster runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,7 +173,7 @@ impl Node {
         )
         .expect("log4j.properties");
         let out = std::fs::File::create(dir.join("kafka.out")).expect("kafka.out");
-        let jars = crate::java_support::jar_class_path();
+        let jars = super::java::jar_class_path();
         // Small heaps, serial GC, C1 only: three JVMs share 2 cores.
         Command::new("java")
             .args([
@@ -590,320 +597,4 @@ impl ReplCluster {
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
-}
-
-// ---------------------------------------------------------------------------
-// tests/py/history.py: producer in the background, drain, check
-// ---------------------------------------------------------------------------
-
-/// A history producer running in the background.
-pub struct HistoryProducer {
-    child: Option<Child>,
-    pub acked_file: PathBuf,
-    stop_file: PathBuf,
-}
-
-impl HistoryProducer {
-    /// `history.py produce` until [`HistoryProducer::finish`]; `opts` are
-    /// its `--key=value` options (acks, idempotence, client, rate, ...).
-    pub fn spawn(bootstrap: &str, topic: &str, partitions: i32, dir: &Path, opts: &[&str]) -> Self {
-        let acked_file = dir.join(format!("acked-{topic}-{}.txt", unique()));
-        let stop_file = dir.join(format!("stop-{topic}-{}", unique()));
-        let python = venv_python_with(&["confluent_kafka", "kafka"]);
-        let child = Command::new(python)
-            .arg(history_script())
-            .args(["produce", bootstrap, topic, &partitions.to_string()])
-            .arg(&acked_file)
-            .arg(format!("--stop-file={}", stop_file.display()))
-            .args(opts)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn history.py produce");
-        HistoryProducer {
-            child: Some(child),
-            acked_file,
-            stop_file,
-        }
-    }
-
-    /// Records acknowledged so far.
-    pub fn acked_so_far(&self) -> usize {
-        std::fs::read_to_string(&self.acked_file)
-            .map(|t| t.lines().count())
-            .unwrap_or(0)
-    }
-
-    /// Records acknowledged so far in partition `p`.
-    pub fn acked_in(&self, p: i32) -> usize {
-        let prefix = format!("{p} ");
-        std::fs::read_to_string(&self.acked_file)
-            .map(|t| t.lines().filter(|l| l.starts_with(&prefix)).count())
-            .unwrap_or(0)
-    }
-
-    /// Wait until at least `n` more records are acknowledged than now;
-    /// fails with the producer's output if it exits first.
-    pub fn wait_acks(&mut self, secs: u64, n: usize, what: &str) {
-        let base = self.acked_so_far();
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        while self.acked_so_far() < base + n {
-            let child = self.child.as_mut().expect("running");
-            if let Some(status) = child.try_wait().expect("wait") {
-                let mut out = String::new();
-                let mut err = String::new();
-                child
-                    .stdout
-                    .take()
-                    .expect("stdout")
-                    .read_to_string(&mut out)
-                    .ok();
-                child
-                    .stderr
-                    .take()
-                    .expect("stderr")
-                    .read_to_string(&mut err)
-                    .ok();
-                panic!("history producer exited ({status}) waiting for {what}:\n{out}\n{err}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out after {secs} s waiting for {what} ({} acked so far, {base} before)",
-                self.acked_so_far()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Stop producing, wait for the in-flight records' outcomes, and
-    /// return the producer's report.
-    pub fn finish(mut self, secs: u64) -> serde_json::Value {
-        std::fs::write(&self.stop_file, b"").expect("stop file");
-        let mut child = self.child.take().expect("running");
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        while child.try_wait().expect("wait").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("history producer did not finish within {secs} s");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let mut out = String::new();
-        let mut err = String::new();
-        child
-            .stdout
-            .take()
-            .expect("stdout")
-            .read_to_string(&mut out)
-            .ok();
-        child
-            .stderr
-            .take()
-            .expect("stderr")
-            .read_to_string(&mut err)
-            .ok();
-        let status = child.wait().expect("wait");
-        assert!(
-            status.success(),
-            "history.py produce failed ({status}):\n{out}\n{err}"
-        );
-        let last = out.lines().last().unwrap_or_default();
-        serde_json::from_str(last)
-            .unwrap_or_else(|e| panic!("history.py produce: not JSON ({e}):\n{out}\n{err}"))
-    }
-}
-
-impl Drop for HistoryProducer {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::SeqCst)
-}
-
-fn history_script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/history.py")
-}
-
-/// `history.py drain`: every record of every partition into a file.
-pub fn drain(bootstrap: &str, topic: &str, partitions: i32, dir: &Path) -> PathBuf {
-    let read_file = dir.join(format!("read-{topic}-{}.txt", unique()));
-    run_py_script(
-        &["confluent_kafka"],
-        "history.py",
-        &[
-            "drain".into(),
-            bootstrap.into(),
-            topic.into(),
-            partitions.to_string(),
-            read_file.display().to_string(),
-            "--timeout-s=120".into(),
-        ],
-    );
-    read_file
-}
-
-/// `history.py check`: the report (fields documented in history.py).
-pub fn check(acked_file: &Path, read_file: &Path) -> serde_json::Value {
-    run_py_script(
-        &[],
-        "history.py",
-        &[
-            "check".into(),
-            acked_file.display().to_string(),
-            read_file.display().to_string(),
-        ],
-    )
-}
-
-/// The history check passed: nothing lost, duplicated, moved, reordered.
-pub fn assert_history_ok(system: System, what: &str, report: &serde_json::Value) {
-    assert!(
-        report["ok"] == true,
-        "{system:?} {what}: history check failed (lost {}, duplicates {}, moved {}, reordered {}):\n{report:#}",
-        report["lost_count"],
-        report["duplicate_count"],
-        report["moved_count"],
-        report["reordered_count"]
-    );
-}
-
-/// Stop every broker cleanly, then compare each partition's stored batches
-/// across the replicas up to the lowest checkpointed HW; returns that HW
-/// per partition.
-pub fn assert_replicas_identical(c: &mut ReplCluster, topic: &str, partitions: i32) -> Vec<i64> {
-    for n in &mut c.nodes {
-        n.stop();
-    }
-    let mut hws = Vec::new();
-    for p in 0..partitions {
-        let per: Vec<(i32, i64, Vec<StoredBatch>)> = c
-            .nodes
-            .iter()
-            .map(|n| {
-                let hw = hw_checkpoint(&n.log_dir())
-                    .get(&(topic.to_string(), p))
-                    .copied()
-                    .unwrap_or_else(|| {
-                        panic!(
-                            "{:?}: broker {} wrote no HW for {topic}-{p} in its \
-                             replication-offset-checkpoint",
-                            c.system, n.id
-                        )
-                    });
-                (n.id, hw, stored_batches(&n.log_dir(), topic, p))
-            })
-            .collect();
-        let hw = per.iter().map(|x| x.1).min().unwrap();
-        let upto = |b: &[StoredBatch]| {
-            b.iter()
-                .filter(|b| b.last_offset < hw)
-                .copied()
-                .collect::<Vec<_>>()
-        };
-        let first = upto(&per[0].2);
-        for (id, _, batches) in &per[1..] {
-            assert_eq!(
-                upto(batches),
-                first,
-                "{:?}: {topic}-{p}: broker {id}'s batches below HW {hw} differ from broker {}'s",
-                c.system,
-                per[0].0
-            );
-        }
-        assert!(
-            first.last().map(|b| b.last_offset + 1) == Some(hw) || hw == 0,
-            "{:?}: {topic}-{p}: HW {hw} is not a batch boundary of the replicas' logs",
-            c.system
-        );
-        hws.push(hw);
-    }
-    hws
-}
-
-// ---------------------------------------------------------------------------
-// A partition's files on disk (Kafka's formats; both systems write them)
-// ---------------------------------------------------------------------------
-
-/// One record batch as stored: (base offset, last offset, leader epoch, CRC).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StoredBatch {
-    pub base_offset: i64,
-    pub last_offset: i64,
-    pub leader_epoch: i32,
-    pub crc: u32,
-}
-
-/// Every batch in `<log_dir>/<topic>-<p>/*.log`, in offset order. Stops at
-/// a zero length (preallocated or padded tail) or a torn batch.
-pub fn stored_batches(log_dir: &Path, topic: &str, p: i32) -> Vec<StoredBatch> {
-    let dir = log_dir.join(format!("{topic}-{p}"));
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    segments.sort();
-    let mut out = Vec::new();
-    for seg in segments {
-        let bytes = std::fs::read(&seg).expect("read segment");
-        let mut at = 0usize;
-        while at + 61 <= bytes.len() {
-            let base = i64::from_be_bytes(bytes[at..at + 8].try_into().unwrap());
-            let len = i32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap());
-            if len <= 0 || at + 12 + len as usize > bytes.len() {
-                break;
-            }
-            let epoch = i32::from_be_bytes(bytes[at + 12..at + 16].try_into().unwrap());
-            let crc = u32::from_be_bytes(bytes[at + 17..at + 21].try_into().unwrap());
-            let delta = i32::from_be_bytes(bytes[at + 23..at + 27].try_into().unwrap());
-            out.push(StoredBatch {
-                base_offset: base,
-                last_offset: base + delta as i64,
-                leader_epoch: epoch,
-                crc,
-            });
-            at += 12 + len as usize;
-        }
-    }
-    out
-}
-
-/// `replication-offset-checkpoint`: (topic, partition) → high watermark.
-pub fn hw_checkpoint(log_dir: &Path) -> BTreeMap<(String, i32), i64> {
-    let path = log_dir.join("replication-offset-checkpoint");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    text.lines()
-        .skip(2)
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let (t, p, hw) = (it.next()?, it.next()?, it.next()?);
-            Some(((t.to_string(), p.parse().ok()?), hw.parse().ok()?))
-        })
-        .collect()
-}
-
-/// `<topic>-<p>/leader-epoch-checkpoint`: (epoch, start offset) entries.
-pub fn leader_epochs(log_dir: &Path, topic: &str, p: i32) -> Vec<(i32, i64)> {
-    let path = log_dir
-        .join(format!("{topic}-{p}"))
-        .join("leader-epoch-checkpoint");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    text.lines()
-        .skip(2)
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-        })
-        .collect()
 }

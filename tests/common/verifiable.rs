@@ -1,6 +1,3 @@
-//! Not a `common` module of every test binary (it needs `java_support`):
-//! a test file includes it with `#[path = "common/verifiable.rs"] mod verifiable;`.
-//!
 //! Kafka's kafka-verifiable-producer and kafka-verifiable-consumer
 //! (`org.apache.kafka.tools.VerifiableProducer` / `VerifiableConsumer`,
 //! the clients Kafka's own system tests drive through broker faults) run
@@ -37,7 +34,7 @@ impl Tool {
     fn spawn(class: &'static str, args: &[String], out: PathBuf) -> Tool {
         let stdout = std::fs::File::create(&out).expect("event file");
         let stderr = std::fs::File::create(out.with_extension("err")).expect("stderr file");
-        let child = crate::java_support::kafka_tool(class)
+        let child = super::java::kafka_tool(class)
             .args(args)
             .stdout(Stdio::from(stdout))
             .stderr(Stdio::from(stderr))

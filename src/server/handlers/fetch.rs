@@ -1,8 +1,9 @@
 //! `[drv]` Fetch (key 1), v4–v17: topic names (≤ v12) and topic ids (v13+),
 //! incremental fetch sessions (KIP-227), `max_bytes` / partition
 //! `max_bytes`, at least one whole batch (KIP-74), isolation levels
-//! (read_committed reads up to the LSO, which equals the HW until
-//! transactions exist), and long polls through the purgatory
+//! (read_committed reads up to the LSO, the first offset of the oldest
+//! open transaction below the HW, and gets the aborted transactions in
+//! that range, KIP-98), and long polls through the purgatory
 //! (`min_bytes` / `max_wait_ms`, Kafka's DelayedFetch).
 //!
 //! A fetch with a replica id ≥ 0 (v15+: `replica_state.replica_id`) is a

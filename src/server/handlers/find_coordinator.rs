@@ -96,7 +96,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             if ctx.snapshot().cluster_topic(topic).is_none() {
                 let created = ensure_topic_auto_created(&ctx, topic).await;
                 if created != ErrorCode::NONE {
-                    tracing::warn!(error = ?created, "cannot create {topic}");
+                    let live = ctx.snapshot().brokers.len();
+                    let why = creation_failure(topic, created, &ctx.config, live);
+                    tracing::warn!("cannot create {topic}: {why}");
                 }
             }
         }
@@ -120,6 +122,45 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// Why an internal topic could not be created, for the broker's log: the
+/// error's name and, when a replication factor set in the config exceeds
+/// the live brokers (Kafka's `AutoTopicCreationManager` fails the creation
+/// with INVALID_REPLICATION_FACTOR and FindCoordinator keeps answering
+/// COORDINATOR_NOT_AVAILABLE), the config key to change.
+pub fn creation_failure(
+    topic: &str,
+    code: ErrorCode,
+    config: &crate::config::ServerConfig,
+    live_brokers: usize,
+) -> String {
+    let (key, factor) = match topic {
+        OFFSETS_TOPIC => (
+            "offsets.topic.replication.factor",
+            config.offsets_topic_replication_factor,
+        ),
+        TRANSACTION_STATE_TOPIC => (
+            "transaction.state.log.replication.factor",
+            config.transaction_state_log_replication_factor,
+        ),
+        _ => return code.to_string(),
+    };
+    let exceeds = usize::try_from(factor).is_ok_and(|f| f > live_brokers);
+    if code != ErrorCode::INVALID_REPLICATION_FACTOR || !exceeds {
+        return code.to_string();
+    }
+    let brokers = if live_brokers == 1 {
+        "broker"
+    } else {
+        "brokers"
+    };
+    let advice = if live_brokers <= 1 {
+        "set it to 1 for a single broker".to_owned()
+    } else {
+        format!("set it to at most {live_brokers}")
+    };
+    format!("{code}: {key}={factor} but {live_brokers} live {brokers}; {advice}")
 }
 
 /// The broker coordinating `key` of `key_type` (asked at `version`), or
@@ -187,8 +228,38 @@ fn coordinator_entry(key: StrBytes, found: Result<&BrokerEndpoint, ErrorCode>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ServerConfig;
     use crate::metadata::{PartitionState, TopicState};
     use crate::types::{BrokerId, LeaderEpoch};
+
+    #[test]
+    fn an_internal_topic_replication_factor_above_the_live_brokers_names_its_config_key() {
+        let defaults = ServerConfig::default();
+        let irf = ErrorCode::INVALID_REPLICATION_FACTOR;
+        assert_eq!(
+            creation_failure(OFFSETS_TOPIC, irf, &defaults, 1),
+            "INVALID_REPLICATION_FACTOR(38): offsets.topic.replication.factor=3 but 1 live \
+             broker; set it to 1 for a single broker"
+        );
+        assert_eq!(
+            creation_failure(TRANSACTION_STATE_TOPIC, irf, &defaults, 2),
+            "INVALID_REPLICATION_FACTOR(38): transaction.state.log.replication.factor=3 but 2 \
+             live brokers; set it to at most 2"
+        );
+        // Enough brokers, another error, or another topic: the name alone.
+        assert_eq!(
+            creation_failure(OFFSETS_TOPIC, irf, &defaults, 3),
+            "INVALID_REPLICATION_FACTOR(38)"
+        );
+        assert_eq!(
+            creation_failure(OFFSETS_TOPIC, ErrorCode::NOT_CONTROLLER, &defaults, 1),
+            "NOT_CONTROLLER(41)"
+        );
+        assert_eq!(
+            creation_failure("orders", irf, &defaults, 1),
+            "INVALID_REPLICATION_FACTOR(38)"
+        );
+    }
 
     fn endpoint(broker_id: i32, port: u16) -> BrokerEndpoint {
         BrokerEndpoint {

@@ -4,9 +4,14 @@
 //! response is assembled here. `acks`:
 //! - 0: no response at all (Kafka sends none);
 //! - 1: answer after the leader's append;
-//! - -1 (all): the request parks as a DelayedProduce until the HW passes
-//!   every appended batch (with one replica the HW moves on append, so it
-//!   completes at once — through the same mechanism replication will use).
+//! - -1 (all): a partition whose ISR is smaller than `min.insync.replicas`
+//!   refuses the append with NOT_ENOUGH_REPLICAS (Kafka's
+//!   `appendRecordsToLeader`); otherwise the request parks as a
+//!   DelayedProduce until the HW — advanced as the ISR's followers fetch
+//!   past the batch (`replication::isr`) — passes every appended batch,
+//!   or answers REQUEST_TIMED_OUT for what it does not pass within
+//!   `timeout_ms`. An ISR of the leader alone completes once the append
+//!   is written out.
 //!
 //! Errors follow Kafka: INVALID_REQUIRED_ACKS for other acks values,
 //! UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE (`max.message.bytes`,

@@ -389,11 +389,18 @@ mod tests {
             })
             .collect();
         let mut buf = BytesMut::new();
+        // LZ4 through the cleaner's frame writer: kafka-protocol's LZ4
+        // codec (the C `lz4` crate) is left out of the build.
+        let lz4 = matches!(compression, Compression::Lz4);
         let options = RecordEncodeOptions {
             version: 2,
-            compression,
+            compression: if lz4 { Compression::None } else { compression },
         };
         RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
+        if lz4 {
+            let squeezed = crate::storage::cleaner::codec::compress_batch(&buf, 3).expect("lz4");
+            return Bytes::from(squeezed);
+        }
         buf.freeze()
     }
 

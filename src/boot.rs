@@ -32,9 +32,10 @@ use crate::server;
 use crate::server::connection_quotas::ConnectionQuotas;
 use crate::server::memory_pool::MemoryPool;
 use crate::shard::context::{Role, RolePart, ShardBase, ShardContext, ShardRequest, ShardResponse};
-use crate::shard::control_shard::ControlShard;
+use crate::shard::control::control_shard::ControlShard;
+use crate::shard::control::zk_broker;
 use crate::shard::data_shard::DataShard;
-use crate::shard::group_host::GroupHost;
+use crate::shard::group::group_host::GroupHost;
 use crate::shard::mesh::{self, Mesh};
 use crate::shard::router;
 use crate::storage::log_dir::{CheckpointBoard, CheckpointSchedule, Due, LogDirs};
@@ -310,7 +311,7 @@ fn shard_base(setup: &ShardSetup, clock: Rc<dyn Clock>) -> ShardBase {
 /// The control shard's first snapshot, the stored client quotas and this
 /// broker's (`me`) dynamic configs loaded first so that it carries them.
 async fn first_snapshot(
-    control: &crate::shard::control_shard::ControlShard,
+    control: &crate::shard::control::control_shard::ControlShard,
     me: i32,
 ) -> Result<crate::metadata::Snapshot, crate::controller::admin_error::AdminError> {
     control.reload_client_quotas().await;
@@ -372,7 +373,7 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         setup.config.offsets_topic_num_partitions,
         i64::from(setup.config.offsets_commit_timeout_ms),
     ));
-    let txns = Rc::new(crate::shard::txn_host::TxnHost::new(&setup.config));
+    let txns = Rc::new(crate::shard::txn::txn_host::TxnHost::new(&setup.config));
     DataShard::new(id, setup.n_shards, replicas, purgatory, groups, txns)
 }
 
@@ -528,7 +529,7 @@ async fn stop_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         return;
     };
     let offsets = data.replicas.close_all().await;
-    let stats = crate::io::zerocopy::stats();
+    let stats = ctx.stats.zerocopy.get();
     if let Ok(mut report) = setup.report.lock() {
         report.offsets.extend(offsets);
         let (appends, syncs) = data.replicas.durable_counts();
@@ -536,7 +537,7 @@ async fn stop_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         report.durable_syncs += syncs;
         report
             .produce_latency
-            .add(&crate::server::request_metrics::produce_snapshot());
+            .add(&ctx.stats.produce_latency.borrow());
         let z = &mut report.zerocopy;
         z.bytes_sendmsg += stats.bytes_sendmsg;
         z.bytes_sendfile += stats.bytes_sendfile;
@@ -637,16 +638,18 @@ async fn control_shard_main(setup: ShardSetup) {
         (started, _) => started,
     };
     // ZooKeeper mode: register and join the election before serving.
-    let mut zk_broker = None;
+    let mut registered = None;
     let started = match (started, zk_session) {
         (Ok(()), Some(store)) => {
-            match zk::start_broker(&ctx, store, &setup.snapshot, ctx.clock.wall_ms()).await {
+            match zk_broker::start_broker(&ctx, store, &setup.snapshot, ctx.clock.wall_ms()).await {
                 Ok(b) => {
-                    zk::install_controller_queue(&ctx, &b);
+                    zk_broker::install_controller_queue(&ctx, &b);
                     // Every ZooKeeper-mode broker follows /config/changes.
-                    glommio::spawn_local(crate::shard::config_changes::follow(ctx.clone()))
-                        .detach();
-                    zk_broker = Some(b);
+                    glommio::spawn_local(crate::shard::control::config_changes::follow(
+                        ctx.clone(),
+                    ))
+                    .detach();
+                    registered = Some(b);
                     Ok(())
                 }
                 Err(e) => Err(e),
@@ -656,11 +659,11 @@ async fn control_shard_main(setup: ShardSetup) {
     };
     let _ = setup.ready.send(started);
     ctx.stopping.wait().await;
-    if zk_broker.is_some() && setup.config.controlled_shutdown_enable {
-        zk::controlled_shutdown(&ctx).await;
+    if registered.is_some() && setup.config.controlled_shutdown_enable {
+        zk_broker::controlled_shutdown(&ctx).await;
     }
     setup.released.store(true, Ordering::Release);
-    if let Some(b) = zk_broker {
+    if let Some(b) = registered {
         b.shutdown().await;
     }
     // Data shards may still call us while draining their connections.

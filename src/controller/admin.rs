@@ -14,7 +14,7 @@
 //! `AdminZkClient` writes and the controller (whichever broker it is) does
 //! the rest; over the embedded store it does both, as a single node is its
 //! own controller. Publication itself (the mesh) is the control shard's
-//! (`shard::control_shard`): this module knows nothing of shards.
+//! (`shard::control::control_shard`): this module knows nothing of shards.
 //!
 //! Cluster id: the store's `/cluster/id` is the source of truth, as in
 //! Kafka's ZooKeeper mode. On first start it is seeded from

@@ -16,7 +16,7 @@
 //!   actions (replies, appends) out.
 //! - [`partition`] `[pure]`: the `__consumer_offsets` partition of a group.
 //!
-//! `shard::group_driver` runs a shard's coordinator: waiters, the one
+//! `shard::group::group_driver` runs a shard's coordinator: waiters, the one
 //! timer, appends to `__consumer_offsets` with acks=all, loading and
 //! unloading partitions as the shard gains or loses them.
 

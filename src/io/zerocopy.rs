@@ -88,7 +88,8 @@ impl OutPart {
     }
 }
 
-/// Bytes written per path on this thread (one shard = one thread).
+/// Bytes written per path by one shard's connections (the shard's context
+/// owns them; [`write_parts`] adds to them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ZeroCopyStats {
     pub bytes_sendmsg: u64,
@@ -99,23 +100,10 @@ pub struct ZeroCopyStats {
     pub bytes_glommio: u64,
 }
 
-thread_local! {
-    static STATS: Cell<ZeroCopyStats> = const { Cell::new(ZeroCopyStats {
-        bytes_sendmsg: 0, bytes_sendfile: 0, bytes_copied: 0, bytes_glommio: 0,
-    }) };
-}
-
-/// This thread's counters.
-pub fn stats() -> ZeroCopyStats {
-    STATS.with(|s| s.get())
-}
-
-fn bump(f: impl FnOnce(&mut ZeroCopyStats)) {
-    STATS.with(|s| {
-        let mut v = s.get();
-        f(&mut v);
-        s.set(v);
-    });
+fn bump(stats: &Cell<ZeroCopyStats>, f: impl FnOnce(&mut ZeroCopyStats)) {
+    let mut v = stats.get();
+    f(&mut v);
+    stats.set(v);
 }
 
 /// Put the socket in non-blocking mode so `sendfile` returns EAGAIN instead
@@ -196,8 +184,13 @@ fn pread_chunk(file: &File, position: u64, len: usize) -> io::Result<Vec<u8>> {
 /// Write every part, in order, to the socket `fd`, which `stream` writes
 /// through too (glommio's half of the same socket). The socket must be
 /// non-blocking (see [`set_nonblocking`]). Returns once all bytes are in
-/// the kernel.
-pub async fn write_parts<S>(fd: RawFd, stream: &mut S, parts: &[OutPart]) -> io::Result<()>
+/// the kernel; the bytes sent go to `stats` by path.
+pub async fn write_parts<S>(
+    fd: RawFd,
+    stream: &mut S,
+    parts: &[OutPart],
+    stats: &Cell<ZeroCopyStats>,
+) -> io::Result<()>
 where
     S: futures_lite::AsyncWrite + Unpin,
 {
@@ -224,7 +217,7 @@ where
                     .collect();
                 match sendmsg_run(fd, &run, skip)? {
                     Step::Sent(mut n) => {
-                        bump(|s| s.bytes_sendmsg += n as u64);
+                        bump(stats, |s| s.bytes_sendmsg += n as u64);
                         // Advance (i, skip) by n bytes across the run.
                         for b in &run {
                             let left = b.len() - skip;
@@ -243,7 +236,7 @@ where
                         // through glommio (it polls the socket in io_uring).
                         let rest = &run[0][skip..];
                         stream.write_all(rest).await?;
-                        bump(|s| s.bytes_glommio += rest.len() as u64);
+                        bump(stats, |s| s.bytes_glommio += rest.len() as u64);
                         i += 1;
                         skip = 0;
                     }
@@ -262,13 +255,13 @@ where
                 let pos = position + skip as u64;
                 match sendfile_once(socket, file, pos, len - skip)? {
                     Step::Sent(n) => {
-                        bump(|s| s.bytes_sendfile += n as u64);
+                        bump(stats, |s| s.bytes_sendfile += n as u64);
                         skip += n;
                     }
                     Step::WouldBlock => {
                         let chunk = pread_chunk(file, pos, len - skip)?;
                         stream.write_all(&chunk).await?;
-                        bump(|s| s.bytes_copied += chunk.len() as u64);
+                        bump(stats, |s| s.bytes_copied += chunk.len() as u64);
                         skip += chunk.len();
                     }
                 }
@@ -346,11 +339,12 @@ mod tests {
                         OutPart::Bytes(mid),
                         OutPart::Bytes(tail),
                     ];
-                    write_parts(stream.as_raw_fd(), &mut stream, &parts)
+                    let stats = Cell::new(ZeroCopyStats::default());
+                    write_parts(stream.as_raw_fd(), &mut stream, &parts, &stats)
                         .await
                         .expect("write");
                     stream.close().await.expect("close");
-                    stats()
+                    stats.get()
                 })
                 .expect("spawn")
                 .join()

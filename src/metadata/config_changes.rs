@@ -5,7 +5,7 @@
 //! 1 `{"version":1,"entity_type":"topics","entity_name":"t"}` or version 2
 //! `{"version":2,"entity_path":"topics/t"}`), and which are old enough to
 //! purge (15 minutes, the listener's `changeExpirationMs`). The driver is
-//! `shard::config_changes`.
+//! `shard::control::config_changes`.
 
 use serde::Deserialize;
 

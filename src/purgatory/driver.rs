@@ -123,7 +123,8 @@ impl<Op: DelayedOperation> DelayedOperation for Waiting<Op> {
     }
 }
 
-/// The delayed operations this driver parks, each in its own purgatory.
+/// The delayed operations this driver parks, each in its own purgatory
+/// (every operation whose waiting form is [`InPurgatory`]).
 pub(crate) trait Parkable:
     DelayedOperation<Key = TopicPartition, View = PartitionView> + Sized
 {
@@ -131,14 +132,32 @@ pub(crate) trait Parkable:
     fn purgatory(st: &mut State) -> (&mut Purgatory<Waiting<Self>>, &PartitionView);
 }
 
-impl Parkable for DelayedProduce {
+impl<O> Parkable for O
+where
+    O: DelayedOperation<Key = TopicPartition, View = PartitionView>,
+    Waiting<O>: InPurgatory,
+{
     fn purgatory(st: &mut State) -> (&mut Purgatory<Waiting<Self>>, &PartitionView) {
+        Waiting::<O>::purgatory(st)
+    }
+}
+
+/// A waiting operation's own purgatory in the driver's state, and the view
+/// it is checked against: one purgatory per operation kind.
+pub(crate) trait InPurgatory:
+    DelayedOperation<Key = TopicPartition, View = PartitionView> + Sized
+{
+    fn purgatory(st: &mut State) -> (&mut Purgatory<Self>, &PartitionView);
+}
+
+impl InPurgatory for Waiting<DelayedProduce> {
+    fn purgatory(st: &mut State) -> (&mut Purgatory<Self>, &PartitionView) {
         (&mut st.produce, &st.view)
     }
 }
 
-impl Parkable for DelayedFetch {
-    fn purgatory(st: &mut State) -> (&mut Purgatory<Waiting<Self>>, &PartitionView) {
+impl InPurgatory for Waiting<DelayedFetch> {
+    fn purgatory(st: &mut State) -> (&mut Purgatory<Self>, &PartitionView) {
         (&mut st.fetch, &st.view)
     }
 }

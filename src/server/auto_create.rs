@@ -21,7 +21,7 @@ pub async fn request_auto_create(
     ctx: &Rc<ShardContext>,
     topics: Vec<String>,
 ) -> Option<Vec<(String, ErrorCode)>> {
-    ctx.auto_create_topics(topics).await
+    ctx.control_client().auto_create_topics(topics).await
 }
 
 /// For the Produce path (and FindCoordinator for the internal topics):

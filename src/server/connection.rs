@@ -513,14 +513,18 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
             }
         }
         if !parts.is_empty() {
-            if let Err(e) = write_parts(&mut writer, parts).await {
+            if let Err(e) = write_parts(&mut writer, parts, &conn.ctx.stats.zerocopy).await {
                 tracing::debug!(peer = %conn.peer, error = %e, "write failed");
                 conn.closed.fire();
                 break;
             }
             let now = conn.ctx.clock.mono_ns();
             for received in produced {
-                super::request_metrics::record_produce(received, now);
+                super::request_metrics::record_produce(
+                    &conn.ctx.stats.produce_latency,
+                    received,
+                    now,
+                );
             }
         }
         // Fewer requests in flight (answered, or acks=0 with no answer):

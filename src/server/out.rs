@@ -2,6 +2,7 @@
 //! can send record data straight from the batch cache (`Bytes`) or from a
 //! segment file (`sendfile`) without copying it into a response buffer.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::os::fd::RawFd;
 
@@ -9,6 +10,7 @@ use bytes::BytesMut;
 use futures_lite::{AsyncWrite, AsyncWriteExt};
 
 pub use crate::io::zerocopy::OutPart;
+use crate::io::zerocopy::ZeroCopyStats;
 
 /// Small parts are gathered into one buffer so that a burst of pipelined
 /// responses costs one write, not two per response.
@@ -21,7 +23,7 @@ pub struct ConnWriter<W> {
     pub fd: RawFd,
 }
 
-/// Write `parts` in order.
+/// Write `parts` in order (the bytes sent by path go to `stats`).
 ///
 /// With a socket fd this is `crate::io::zerocopy` (raw `sendmsg` of
 /// `Bytes` iovecs, `sendfile` for `File` parts). Without one (fd < 0: an
@@ -30,11 +32,13 @@ pub struct ConnWriter<W> {
 pub async fn write_parts<W: AsyncWrite + Unpin>(
     writer: &mut ConnWriter<W>,
     parts: Vec<OutPart>,
+    stats: &Cell<ZeroCopyStats>,
 ) -> std::io::Result<()> {
     if writer.fd >= 0 {
         // A real (non-blocking) socket: sendmsg of the buffers as iovecs and
         // sendfile for segment regions; no record byte is copied.
-        return crate::io::zerocopy::write_parts(writer.fd, &mut writer.stream, &parts).await;
+        return crate::io::zerocopy::write_parts(writer.fd, &mut writer.stream, &parts, stats)
+            .await;
     }
     let stream = &mut writer.stream;
     let mut gather = BytesMut::new();
@@ -107,7 +111,7 @@ mod tests {
             stream: Vec::new(),
             fd: -1,
         };
-        futures_lite::future::block_on(write_parts(&mut writer, parts)).unwrap();
+        futures_lite::future::block_on(write_parts(&mut writer, parts, &Cell::default())).unwrap();
         let mut expected = b"head3456".to_vec();
         expected.extend_from_slice(&big);
         expected.extend_from_slice(b"tail");

@@ -4,29 +4,21 @@
 //! without the network receive (kafka.network:type=RequestMetrics).
 //!
 //! Clients measure the round trip, which also holds their own queueing and
-//! the host's scheduling; this figure says what the broker added. The data
-//! shards merge theirs at shutdown into one line on stderr:
+//! the host's scheduling; this figure says what the broker added. Each data
+//! shard's histogram is its context's (`ShardStats::produce_latency`); the
+//! data shards merge theirs at shutdown into one line on stderr:
 //! `request latency: produce n=N p50=Xus p99=Xus p99.9=Xus max=Xus`.
 
 use std::cell::RefCell;
 
 use crate::histogram::LatencyHistogram;
 
-thread_local! {
-    /// One per shard thread (glommio executors are one per thread).
-    static PRODUCE: RefCell<LatencyHistogram> = RefCell::new(LatencyHistogram::new());
-}
-
 /// A Produce response read off the socket at `received_ns` (the shard
-/// clock's `mono_ns`) has just been written, at `now_ns`.
-pub fn record_produce(received_ns: u64, now_ns: u64) {
+/// clock's `mono_ns`) has just been written, at `now_ns`: into the shard's
+/// histogram `produce`.
+pub fn record_produce(produce: &RefCell<LatencyHistogram>, received_ns: u64, now_ns: u64) {
     let ns = now_ns.saturating_sub(received_ns);
-    PRODUCE.with(|h| h.borrow_mut().record_ns(ns));
-}
-
-/// This shard's produce latencies so far (left in place).
-pub fn produce_snapshot() -> LatencyHistogram {
-    PRODUCE.with(|h| h.borrow().clone())
+    produce.borrow_mut().record_ns(ns);
 }
 
 /// The shutdown line for the merged histogram; `None` when no Produce
@@ -49,11 +41,12 @@ mod tests {
     #[test]
     fn recorded_latencies_come_back_in_the_shutdown_line() {
         let t0 = 5_000_000_000u64;
+        let produce = RefCell::new(LatencyHistogram::new());
         std::thread::spawn(move || {
             for us in [100u64, 200, 300, 400, 10_000] {
-                record_produce(t0, t0 + us * 1_000);
+                record_produce(&produce, t0, t0 + us * 1_000);
             }
-            let line = produce_line(&produce_snapshot()).expect("line");
+            let line = produce_line(&produce.borrow()).expect("line");
             assert!(
                 line.starts_with("request latency: produce n=5 p50=300us"),
                 "{line}"

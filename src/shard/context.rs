@@ -10,18 +10,22 @@
 //!
 //! One `ShardContext` per executor, shared by `Rc` (never crosses threads).
 
-use std::cell::{OnceCell, RefCell};
+mod drivers;
+
+use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::control_shard::{ControlRequest, ControlResponse, ControlShard};
-use super::data_shard::{DataRequest, DataResponse, DataShard};
+use super::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
+use super::data_shard::{DataRequest, DataResponse, DataShard, ProduceAppends};
 use super::mesh::{Mesh, MeshError, Posted};
 use crate::config::ServerConfig;
+use crate::histogram::LatencyHistogram;
 use crate::io::clock::Clock;
 use crate::io::local_sync::Trigger;
+use crate::io::zerocopy::ZeroCopyStats;
 use crate::metadata::Snapshot;
 use crate::protocol::ApiRange;
 use crate::types::ShardId;
@@ -31,6 +35,9 @@ use crate::types::ShardId;
 pub enum ShardRequest {
     /// Liveness probe; answered with `Pong`.
     Ping { payload: Bytes },
+    /// To a data shard: a produce request's appends to its partitions
+    /// (their places in the append order taken on receipt).
+    Produce(ProduceAppends),
     /// To a data shard: partitions, purgatory notes, metadata publication.
     Data(DataRequest),
     /// To the control shard: topic admin, auto-creation.
@@ -97,7 +104,19 @@ pub struct ShardContext {
     pub stopping: Trigger,
     /// Cached encoded ApiVersions bodies by version (identical every time).
     pub api_versions_cache: RefCell<Vec<Option<Bytes>>>,
+    /// This shard's counters for the shutdown report.
+    pub stats: ShardStats,
     part: RolePart,
+}
+
+/// What a shard's connections count, summed over the data shards into the
+/// shutdown report (`request latency: produce …`, `zerocopy: …`).
+#[derive(Default)]
+pub struct ShardStats {
+    /// Produce requests' broker-side latency (`server::request_metrics`).
+    pub produce_latency: RefCell<LatencyHistogram>,
+    /// Bytes written per path (`io::zerocopy`).
+    pub zerocopy: Cell<ZeroCopyStats>,
 }
 
 /// The common part of a shard, before its role's part is added.
@@ -121,6 +140,7 @@ impl ShardContext {
             mesh: OnceCell::new(),
             stopping: Trigger::default(),
             api_versions_cache: RefCell::new(Vec::new()),
+            stats: ShardStats::default(),
             part,
         })
     }

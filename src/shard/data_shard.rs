@@ -19,8 +19,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use super::fetch_session::{FetchSessionCache, DEFAULT_CACHE_SLOTS};
-use super::group_host::{GroupCall, GroupHost, GroupReply};
-use super::txn_host::{TxnCall, TxnHost, TxnReply};
+use super::group::group_host::{GroupCall, GroupHost, GroupReply};
+use super::txn::txn_host::{TxnCall, TxnHost, TxnReply};
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
@@ -59,14 +59,6 @@ pub enum DataRequest {
     /// Control shard → data shards: replace the metadata snapshot (syncing
     /// owned partitions first, if the first phase did not).
     SetSnapshot(Box<Snapshot>),
-    /// Append each partition's records on its owner.
-    Produce {
-        parts: Vec<(TopicPartition, ProduceAppend)>,
-        now_ms: i64,
-        /// The request's acks (-1: check `min.insync.replicas` first).
-        acks: i16,
-        origin: AppendOrigin,
-    },
     /// KIP-890: start verifying a transactional producer's next batch on
     /// each partition (answered `Verifications`).
     StartVerification {
@@ -120,6 +112,19 @@ pub enum DataRequest {
     /// To the shard coordinating a transactional id (it owns the id's
     /// `__transaction_state` partition).
     Txn(TxnCall),
+}
+
+/// A produce request's appends to one owner's partitions, posted on the
+/// mesh ([`ShardRequest::Produce`](super::context::ShardRequest::Produce)):
+/// the owner takes their places in its partitions' append order as it
+/// takes the message off the mesh (`router::mesh_handler`).
+#[derive(Debug)]
+pub struct ProduceAppends {
+    pub parts: Vec<(TopicPartition, ProduceAppend)>,
+    pub now_ms: i64,
+    /// The request's acks (-1: check `min.insync.replicas` first).
+    pub acks: i16,
+    pub origin: AppendOrigin,
 }
 
 /// A transactional producer's batch to verify (KIP-890).
@@ -249,22 +254,10 @@ impl DataShard {
         out
     }
 
-    /// Append a produce request's partitions, in request order.
-    async fn produce_owned(
-        &self,
-        parts: Vec<(TopicPartition, ProduceAppend)>,
-        now_ms: i64,
-        acks: i16,
-        origin: AppendOrigin,
-    ) -> Vec<ProduceResult> {
-        let queued = self.queue_produce(parts);
-        self.append_queued(queued, now_ms, acks, origin).await
-    }
-
     /// A produce request's places in every partition's append order, taken
     /// now, before any await (`QueuedAppends` says why); the connection
     /// side takes them in its requests' arrival order
-    /// (`ShardContext::dispatch_produce`).
+    /// (`Datapath::dispatch_produce`).
     pub fn queue_produce(&self, parts: Vec<(TopicPartition, ProduceAppend)>) -> QueuedAppends {
         self.replicas.queue_appends(parts)
     }
@@ -318,12 +311,6 @@ impl DataShard {
                     version: snapshot.version,
                 }
             }
-            DataRequest::Produce {
-                parts,
-                now_ms,
-                acks,
-                origin,
-            } => DataResponse::Produced(self.produce_owned(parts, now_ms, acks, origin).await),
             DataRequest::StartVerification { parts, now_ms } => {
                 self.start_verifications(&parts, now_ms)
             }

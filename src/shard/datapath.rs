@@ -2,7 +2,7 @@
 //! a connection's shard groups a request's partitions by owner shard, sends
 //! one message per owner (or serves its own partitions directly), and
 //! gathers the answers in request order. Long polls and acks=all produces
-//! park in this shard's purgatory through one entry, [`ShardContext::park`].
+//! park in this shard's purgatory through one entry, [`Datapath::park`].
 //! The owner side is `data_shard`.
 
 use std::rc::Rc;
@@ -10,7 +10,7 @@ use std::rc::Rc;
 use futures_lite::future::BoxedLocal;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
-use super::data_shard::{DataRequest, DataResponse, ReadSpec, VerifyStart};
+use super::data_shard::{DataRequest, DataResponse, ProduceAppends, ReadSpec, VerifyStart};
 use super::router::serve_data;
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
@@ -25,16 +25,27 @@ use crate::replication::partition::{
 use crate::replication::replica_manager::ProduceAppend;
 use crate::types::TopicPartition;
 
-impl ShardContext {
+/// The connection side of partition work on one shard: what a request
+/// handler asks of the partitions' owners ([`ShardContext::datapath`]).
+#[derive(Clone)]
+pub struct Datapath {
+    ctx: Rc<ShardContext>,
+}
+
+impl Datapath {
+    pub fn new(ctx: &Rc<ShardContext>) -> Self {
+        Self { ctx: ctx.clone() }
+    }
+
     /// Serve `req` on the owner shard: directly when that is this shard,
     /// over the mesh otherwise (an unreachable owner, or a request that
     /// panicked, answers `None`).
-    async fn ask_owner(self: &Rc<Self>, owner: usize, req: DataRequest) -> Option<DataResponse> {
-        if owner == self.peer_id() {
+    async fn ask_owner(&self, owner: usize, req: DataRequest) -> Option<DataResponse> {
+        if owner == self.ctx.peer_id() {
             // Runs as its own task (`futures_join_all`), out of reach of the
             // connection's catch_unwind: a panic must fail this request,
             // not end the shard.
-            let run = std::panic::AssertUnwindSafe(serve_data(self, owner, req));
+            let run = std::panic::AssertUnwindSafe(serve_data(&self.ctx, owner, req));
             futures_lite::FutureExt::catch_unwind(run)
                 .await
                 .unwrap_or_else(|_| {
@@ -42,7 +53,7 @@ impl ShardContext {
                     None
                 })
         } else {
-            match self.call(owner, ShardRequest::Data(req)).await {
+            match self.ctx.call(owner, ShardRequest::Data(req)).await {
                 Ok(ShardResponse::Data(resp)) => Some(resp),
                 _ => None,
             }
@@ -52,7 +63,7 @@ impl ShardContext {
     /// Connection side: append to partitions on their owners (`acks` -1
     /// checks `min.insync.replicas` before appending).
     pub async fn produce_on_owners(
-        self: &Rc<Self>,
+        &self,
         parts: Vec<(TopicPartition, ProduceAppend)>,
         now_ms: i64,
         acks: i16,
@@ -73,7 +84,7 @@ impl ShardContext {
     /// the connection dispatches its produce requests in arrival order
     /// (`handlers::produce`).
     pub async fn dispatch_produce(
-        self: &Rc<Self>,
+        &self,
         parts: Vec<(TopicPartition, ProduceAppend)>,
         now_ms: i64,
         acks: i16,
@@ -83,8 +94,8 @@ impl ShardContext {
         let mut calls = Vec::with_capacity(groups.by_owner.len());
         for (owner, items) in groups.by_owner {
             let (idx, parts): (Vec<usize>, Vec<_>) = items.into_iter().unzip();
-            let answer: BoxedLocal<Option<Vec<ProduceResult>>> = if owner == self.peer_id() {
-                match super::router::start_produce_here(self, parts, now_ms, acks, origin) {
+            let answer: BoxedLocal<Option<Vec<ProduceResult>>> = if owner == self.ctx.peer_id() {
+                match super::router::start_produce_here(&self.ctx, parts, now_ms, acks, origin) {
                     // Runs as its own task, out of reach of the
                     // connection's catch_unwind: a panic must fail this
                     // request, not end the shard.
@@ -99,13 +110,13 @@ impl ShardContext {
                     None => Box::pin(async { None }),
                 }
             } else {
-                let req = ShardRequest::Data(DataRequest::Produce {
+                let req = ShardRequest::Produce(ProduceAppends {
                     parts,
                     now_ms,
                     acks,
                     origin,
                 });
-                match self.post(owner, req).await {
+                match self.ctx.post(owner, req).await {
                     Ok(posted) => Box::pin(async move {
                         match posted.answer().await {
                             Ok(ShardResponse::Data(DataResponse::Produced(list))) => Some(list),
@@ -127,10 +138,10 @@ impl ShardContext {
     /// owners, answers in `parts` order (NOT_LEADER_OR_FOLLOWER for an
     /// owner that did not answer).
     pub async fn start_verifications_on_owners(
-        self: &Rc<Self>,
+        &self,
         parts: Vec<(TopicPartition, VerifyStart)>,
     ) -> Vec<Result<Option<u64>, ErrorCode>> {
-        let now_ms = self.clock.wall_ms();
+        let now_ms = self.ctx.clock.wall_ms();
         let groups = self.group_by_owner(parts.into_iter().map(|(tp, v)| (tp.clone(), (tp, v))));
         let mut results = vec![Err(ErrorCode::NOT_LEADER_OR_FOLLOWER); groups.total];
         let calls = groups.by_owner.into_iter().map(|(owner, items)| {
@@ -154,7 +165,7 @@ impl ShardContext {
     /// Connection side: append transaction markers on the partitions'
     /// owners (WriteTxnMarkers), answers in `parts` order.
     pub async fn markers_on_owners(
-        self: &Rc<Self>,
+        &self,
         parts: Vec<(TopicPartition, MarkerSpec)>,
         now_ms: i64,
     ) -> Vec<ProduceResult> {
@@ -169,7 +180,7 @@ impl ShardContext {
     /// owner's request) concurrently; the answers (`Produced`) in `parts`
     /// order, NOT_LEADER_OR_FOLLOWER for an owner that did not answer.
     async fn appends_on_owners<T: 'static>(
-        self: &Rc<Self>,
+        &self,
         parts: Vec<(TopicPartition, T)>,
         request: impl Fn(Vec<(TopicPartition, T)>) -> DataRequest + Clone + 'static,
     ) -> Vec<ProduceResult> {
@@ -201,7 +212,7 @@ impl ShardContext {
     /// Connection side: read partitions from their owners, owner by owner
     /// in request order, sharing one `max_bytes` budget.
     pub async fn read_on_owners(
-        self: &Rc<Self>,
+        &self,
         specs: Vec<ReadSpec>,
         isolation: FetchIsolation,
         max_bytes: usize,
@@ -213,15 +224,15 @@ impl ShardContext {
         let mut min_one = true;
         for (owner, items) in groups.by_owner {
             let (idx, specs): (Vec<usize>, Vec<ReadSpec>) = items.into_iter().unzip();
-            let answers: Vec<ReadAnswer> = match self.data() {
-                Some(data) if owner == self.peer_id() => {
-                    let now_ms = self.clock.wall_ms();
+            let answers: Vec<ReadAnswer> = match self.ctx.data() {
+                Some(data) if owner == self.ctx.peer_id() => {
+                    let now_ms = self.ctx.clock.wall_ms();
                     let answers = data
                         .read_owned(&specs, isolation, left, min_one, now_ms)
                         .await;
                     // A follower's fetch may have moved a HW or proposed an ISR change.
-                    super::router::maybe_send_notes(self);
-                    super::router::maybe_send_isr_changes(self);
+                    super::router::maybe_send_notes(&self.ctx);
+                    super::router::maybe_send_isr_changes(&self.ctx);
                     answers
                 }
                 _ => {
@@ -230,9 +241,9 @@ impl ShardContext {
                         isolation,
                         max_bytes: left,
                         min_one_batch: min_one,
-                        now_ms: self.clock.wall_ms(),
+                        now_ms: self.ctx.clock.wall_ms(),
                     };
-                    match self.call(owner, ShardRequest::Data(req)).await {
+                    match self.ctx.call(owner, ShardRequest::Data(req)).await {
                         Ok(ShardResponse::Data(DataResponse::Read(list))) => list,
                         _ => Vec::new(),
                     }
@@ -254,7 +265,7 @@ impl ShardContext {
 
     /// Connection side: ListOffsets lookups on the owners.
     pub async fn list_offsets_on_owners(
-        self: &Rc<Self>,
+        &self,
         parts: Vec<(TopicPartition, i64)>,
         isolation: FetchIsolation,
     ) -> Vec<OffsetAnswer> {
@@ -279,7 +290,7 @@ impl ShardContext {
     /// Connection side: OffsetForLeaderEpoch lookups on the owners
     /// ((partition, current_leader_epoch, leader_epoch), in order).
     pub async fn offset_for_leader_epoch_on_owners(
-        self: &Rc<Self>,
+        &self,
         parts: Vec<(TopicPartition, i32, i32)>,
         fetch_only_from_leader: bool,
     ) -> Vec<(ErrorCode, EpochEndOffset)> {
@@ -309,7 +320,7 @@ impl ShardContext {
     /// (each may wait up to `timeout_ms`); per partition in order its error
     /// and low watermark.
     pub async fn delete_records_on_owners(
-        self: &Rc<Self>,
+        &self,
         parts: Vec<(TopicPartition, i64)>,
         timeout_ms: i32,
     ) -> Vec<(ErrorCode, i64)> {
@@ -345,12 +356,12 @@ impl ShardContext {
     /// send "partition advanced" notes once this task yields, and told to
     /// forget the watch when it ends. `None` on a shard with no purgatory.
     pub(crate) async fn park<Op: Parkable>(
-        self: &Rc<Self>,
+        &self,
         op: Op,
         keys: &[TopicPartition],
         seen: impl IntoIterator<Item = (TopicPartition, PartitionSnapshot)>,
     ) -> Option<Op::Outcome> {
-        let driver = self.data()?.purgatory.clone();
+        let driver = self.ctx.data()?.purgatory.clone();
         for (tp, s) in seen {
             driver.on_partition_advanced(&tp, s);
         }
@@ -373,7 +384,7 @@ impl ShardContext {
     /// the delayed produce's (NONE, REQUEST_TIMED_OUT, ...). `None` on a
     /// shard with no purgatory.
     pub(crate) async fn wait_replicated(
-        self: &Rc<Self>,
+        &self,
         timeout_ms: i64,
         keys: &[TopicPartition],
         results: &[ProduceResult],
@@ -419,15 +430,15 @@ impl ShardContext {
 
     /// Tell owners which partitions this shard's purgatory started or
     /// stopped watching; feed their current state back in.
-    async fn sync_watches(self: &Rc<Self>) {
-        let Some(driver) = self.data().map(|d| d.purgatory.clone()) else {
+    async fn sync_watches(&self) {
+        let Some(driver) = self.ctx.data().map(|d| d.purgatory.clone()) else {
             return;
         };
         let changes = driver.drain_watch_changes();
         if changes.is_empty() {
             return;
         }
-        let me = self.peer_id();
+        let me = self.ctx.peer_id();
         let groups = self.group_by_owner(changes.into_iter().map(|c| match c {
             WatchChange::Watch(tp) => (tp.clone(), (tp, true)),
             WatchChange::Unwatch(tp) => (tp.clone(), (tp, false)),
@@ -439,7 +450,7 @@ impl ShardContext {
             let changes = items.into_iter().map(|(_, c)| c).collect();
             let req = ShardRequest::Data(DataRequest::Watch { changes });
             if let Ok(ShardResponse::Data(DataResponse::Snapshots(current))) =
-                self.call(owner, req).await
+                self.ctx.call(owner, req).await
             {
                 for (tp, s) in current {
                     driver.on_partition_advanced(&tp, s);
@@ -453,7 +464,7 @@ impl ShardContext {
         let mut total = 0;
         for (i, (tp, item)) in items.enumerate() {
             total += 1;
-            let owner = self.owner_of(&tp.topic, tp.partition);
+            let owner = self.ctx.owner_of(&tp.topic, tp.partition);
             match by_owner.iter_mut().find(|(o, _)| *o == owner) {
                 Some((_, list)) => list.push((i, item)),
                 None => by_owner.push((owner, vec![(i, item)])),
@@ -464,7 +475,7 @@ impl ShardContext {
 }
 
 /// A produce request handed to its partitions' owners
-/// ([`ShardContext::dispatch_produce`]): per owner, the request's indexes
+/// ([`Datapath::dispatch_produce`]): per owner, the request's indexes
 /// of its partitions and the owner's answer (`None`: it did not answer).
 pub struct DispatchedProduce {
     total: usize,

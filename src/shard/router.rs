@@ -10,8 +10,8 @@ use std::rc::Rc;
 use futures_lite::future::BoxedLocal;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
-use super::control_shard::{ControlRequest, ControlResponse, ControlShard};
-use super::data_shard::{DataRequest, DataResponse};
+use super::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
+use super::data_shard::{DataRequest, DataResponse, ProduceAppends};
 use super::mesh::Handler;
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
@@ -30,8 +30,8 @@ pub fn mesh_handler(ctx: &Rc<ShardContext>) -> Handler<ShardRequest, ShardRespon
         match req {
             // Called as the message is taken off the mesh, in the order
             // the connection's shard posted them: the appends take their
-            // places now (`ShardContext::dispatch_produce`).
-            ShardRequest::Data(DataRequest::Produce {
+            // places now (`Datapath::dispatch_produce`).
+            ShardRequest::Produce(ProduceAppends {
                 parts,
                 now_ms,
                 acks,
@@ -45,7 +45,22 @@ pub fn mesh_handler(ctx: &Rc<ShardContext>) -> Handler<ShardRequest, ShardRespon
                     }
                 })
             }
-            req => Box::pin(async move { on_mesh_request(&ctx, from, req).await }),
+            ShardRequest::Ping { payload } => {
+                let pong = ShardResponse::Pong {
+                    shard: ctx.peer_id(),
+                    payload,
+                };
+                Box::pin(async move { pong })
+            }
+            ShardRequest::Data(req) => Box::pin(async move {
+                match serve_data(&ctx, from, req).await {
+                    Some(resp) => ShardResponse::Data(resp),
+                    None => ShardResponse::Unsupported,
+                }
+            }),
+            ShardRequest::Control(req) => {
+                Box::pin(async move { on_control_request(&ctx, req).await })
+            }
         }
     })
 }
@@ -74,77 +89,67 @@ pub fn start_produce_here(
     }))
 }
 
-async fn on_mesh_request(ctx: &Rc<ShardContext>, from: usize, req: ShardRequest) -> ShardResponse {
-    match req {
-        ShardRequest::Ping { payload } => ShardResponse::Pong {
-            shard: ctx.peer_id(),
-            payload,
-        },
-        ShardRequest::Data(req) => match serve_data(ctx, from, req).await {
-            Some(resp) => ShardResponse::Data(resp),
-            None => ShardResponse::Unsupported,
-        },
-        ShardRequest::Control(req) => match ctx.control() {
-            Some(control) => ShardResponse::Control(serve_control(ctx, control, req).await),
-            None => match req {
-                // A shard without a controller (mesh unit tests): as
-                // auto-create disabled.
-                ControlRequest::AutoCreateTopics { topics } => {
-                    let results = topics
-                        .into_iter()
-                        .map(|t| (t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
-                        .collect();
-                    ShardResponse::Control(ControlResponse::AutoCreated { results })
-                }
-                ControlRequest::ControlledShutdown { .. } => {
-                    ShardResponse::Control(ControlResponse::ControlledShutdown(Err(
-                        crate::controller::zk_mode::ShutdownRefusal::NotController,
-                    )))
-                }
-                ControlRequest::ElectLeaders { .. } => ShardResponse::Control(
-                    ControlResponse::ElectLeaders(Err(ErrorCode::NOT_CONTROLLER)),
-                ),
-                ControlRequest::AllocateProducerIds { .. } => ShardResponse::Control(
-                    ControlResponse::AllocateProducerIds(Err(ErrorCode::NOT_CONTROLLER)),
-                ),
-                ControlRequest::Reassignments(call) => {
-                    ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
-                }
-                ControlRequest::ClientQuotas(_) | ControlRequest::BrokerConfigs(_) => {
-                    ShardResponse::Unsupported
-                }
-                ControlRequest::AlterPartition(_) => {
-                    ShardResponse::Control(ControlResponse::AlterPartition(
-                        crate::replication::isr_change::IsrChangeAnswer::Failed(
-                            ErrorCode::NOT_CONTROLLER,
-                        ),
-                    ))
-                }
-                ControlRequest::AlterPartitionReceived(_) => ShardResponse::Control(
-                    ControlResponse::AlterPartitionReceived(Err(ErrorCode::NOT_CONTROLLER)),
-                ),
-                ControlRequest::CommitOffsetsToStore { offsets, .. } => {
-                    ShardResponse::Control(ControlResponse::OffsetsCommittedToStore(vec![
+async fn on_control_request(ctx: &Rc<ShardContext>, req: ControlRequest) -> ShardResponse {
+    match ctx.control() {
+        Some(control) => ShardResponse::Control(serve_control(ctx, control, req).await),
+        None => match req {
+            // A shard without a controller (mesh unit tests): as
+            // auto-create disabled.
+            ControlRequest::AutoCreateTopics { topics } => {
+                let results = topics
+                    .into_iter()
+                    .map(|t| (t, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION))
+                    .collect();
+                ShardResponse::Control(ControlResponse::AutoCreated { results })
+            }
+            ControlRequest::ControlledShutdown { .. } => {
+                ShardResponse::Control(ControlResponse::ControlledShutdown(Err(
+                    crate::controller::zk_mode::ShutdownRefusal::NotController,
+                )))
+            }
+            ControlRequest::ElectLeaders { .. } => ShardResponse::Control(
+                ControlResponse::ElectLeaders(Err(ErrorCode::NOT_CONTROLLER)),
+            ),
+            ControlRequest::AllocateProducerIds { .. } => ShardResponse::Control(
+                ControlResponse::AllocateProducerIds(Err(ErrorCode::NOT_CONTROLLER)),
+            ),
+            ControlRequest::Reassignments(call) => {
+                ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
+            }
+            ControlRequest::ClientQuotas(_) | ControlRequest::BrokerConfigs(_) => {
+                ShardResponse::Unsupported
+            }
+            ControlRequest::AlterPartition(_) => {
+                ShardResponse::Control(ControlResponse::AlterPartition(
+                    crate::replication::isr_change::IsrChangeAnswer::Failed(
+                        ErrorCode::NOT_CONTROLLER,
+                    ),
+                ))
+            }
+            ControlRequest::AlterPartitionReceived(_) => ShardResponse::Control(
+                ControlResponse::AlterPartitionReceived(Err(ErrorCode::NOT_CONTROLLER)),
+            ),
+            ControlRequest::CommitOffsetsToStore { offsets, .. } => {
+                ShardResponse::Control(ControlResponse::OffsetsCommittedToStore(vec![
                         ErrorCode::COORDINATOR_NOT_AVAILABLE;
                         offsets.len()
                     ]))
-                }
-                ControlRequest::FetchOffsetsFromStore { partitions, .. } => {
-                    ShardResponse::Control(ControlResponse::OffsetsFromStore(vec![
-                        Err(
-                            ErrorCode::COORDINATOR_NOT_AVAILABLE
-                        );
-                        partitions.len()
-                    ]))
-                }
-                ControlRequest::TopicConfigs { .. } => {
-                    ShardResponse::Control(ControlResponse::TopicConfigs(None))
-                }
-                ControlRequest::Admin(_)
-                | ControlRequest::UpdateMetadata(_)
-                | ControlRequest::LeaderAndIsr(_)
-                | ControlRequest::StopReplica(_) => ShardResponse::Unsupported,
-            },
+            }
+            ControlRequest::FetchOffsetsFromStore { partitions, .. } => {
+                ShardResponse::Control(ControlResponse::OffsetsFromStore(vec![
+                    Err(
+                        ErrorCode::COORDINATOR_NOT_AVAILABLE
+                    );
+                    partitions.len()
+                ]))
+            }
+            ControlRequest::TopicConfigs { .. } => {
+                ShardResponse::Control(ControlResponse::TopicConfigs(None))
+            }
+            ControlRequest::Admin(_)
+            | ControlRequest::UpdateMetadata(_)
+            | ControlRequest::LeaderAndIsr(_)
+            | ControlRequest::StopReplica(_) => ShardResponse::Unsupported,
         },
     }
 }
@@ -167,14 +172,16 @@ pub async fn serve_data(
                 data.sync_partitions(&snapshot).await;
             }
             ctx.set_snapshot(Rc::new(*snapshot));
-            ctx.on_group_snapshot();
-            ctx.on_txn_snapshot();
+            ctx.group_driver().on_group_snapshot();
+            ctx.txn_driver().on_txn_snapshot();
             DataResponse::SnapshotApplied { version }
         }
         (DataRequest::Group(call), Some(_)) => {
-            DataResponse::Group(ctx.serve_group_call(call).await)
+            DataResponse::Group(ctx.group_driver().serve_group_call(call).await)
         }
-        (DataRequest::Txn(call), Some(_)) => DataResponse::Txn(ctx.serve_txn_call(call).await),
+        (DataRequest::Txn(call), Some(_)) => {
+            DataResponse::Txn(ctx.txn_driver().serve_txn_call(call).await)
+        }
         (DataRequest::DeleteRecords { parts, timeout_ms }, Some(data)) => {
             DataResponse::DeletedRecords(delete_records_owned(ctx, data, parts, timeout_ms).await)
         }
@@ -297,7 +304,7 @@ async fn serve_control(
         }
         ControlRequest::AlterPartition(change) => {
             return ControlResponse::AlterPartition(
-                super::alter_partition::send_to_controller(ctx, *change).await,
+                super::control::alter_partition::send_to_controller(ctx, *change).await,
             );
         }
         ControlRequest::AlterPartitionReceived(ask) => {
@@ -524,7 +531,7 @@ pub fn maybe_send_notes(ctx: &Rc<ShardContext>) {
 /// Send the ISR changes this shard's partition leaders queued
 /// (`maybeExpandIsr` on a follower fetch, `maybeShrinkIsr` on the periodic
 /// check), each to the controller through the control shard
-/// ([`super::alter_partition::propose`]) in its own task; the answer goes
+/// ([`super::control::alter_partition::propose`]) in its own task; the answer goes
 /// back to the partition, which holds at most one change in flight
 /// (KIP-497's pending ISR state, `replication::isr`).
 pub fn maybe_send_isr_changes(ctx: &Rc<ShardContext>) {
@@ -537,7 +544,7 @@ pub fn maybe_send_isr_changes(ctx: &Rc<ShardContext>) {
 
 async fn send_isr_change(ctx: &Rc<ShardContext>, change: IsrChange) {
     tracing::info!(tp = %change.tp, isr = ?change.new_isr, "proposing ISR change");
-    let answer = super::alter_partition::propose(ctx, change.clone()).await;
+    let answer = super::control::alter_partition::propose(ctx, change.clone()).await;
     let Some(data) = ctx.data() else { return };
     let Some(partition) = data.replicas.get(&change.tp) else {
         return;
@@ -558,7 +565,7 @@ mod tests {
     use super::*;
     use crate::protocol::ErrorCode;
     use crate::shard::context::Role;
-    use crate::shard::control_shard::{ControlRequest, ControlResponse};
+    use crate::shard::control::control_shard::{ControlRequest, ControlResponse};
     use crate::shard::data_shard::{DataRequest, DataResponse};
     use crate::shard::mesh::{self, Mesh};
     use crate::types::ShardId;

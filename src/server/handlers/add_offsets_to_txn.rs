@@ -21,7 +21,7 @@ use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, INT16, INT64};
 use crate::protocol::ApiRange;
 use crate::server::out::OutPart;
-use crate::shard::txn_host::TxnCall;
+use crate::shard::txn::txn_host::TxnCall;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::AddOffsetsToTxn, 0, 4);

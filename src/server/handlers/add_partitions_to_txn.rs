@@ -4,7 +4,7 @@
 //! - v4–v5, from brokers (KIP-890 part 1): a batch of transactions, each
 //!   either added or, with `verify_only`, checked: a partition leader asks
 //!   whether a partition is in the running transaction before it appends
-//!   the producer's first transactional batch there (`shard::txn_verify`).
+//!   the producer's first transactional batch there (`shard::txn::txn_verify`).
 //!   v5 only adds TRANSACTION_ABORTABLE to the codes.
 //!
 //! Kafka's `handleAddPartitionsToTxnRequest`: partitions Metadata does not
@@ -33,7 +33,7 @@ use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, BOOL, INT16, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::txn_host::TxnCall;
+use crate::shard::txn::txn_host::TxnCall;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::AddPartitionsToTxn, 0, 5);
@@ -141,7 +141,8 @@ async fn one_transaction(
             })
             .collect()
     } else if t.verify_only {
-        ctx.verify_on_this_broker(&txn_id, t.producer_id, t.epoch, &wanted)
+        ctx.txn_verifier()
+            .verify_on_this_broker(&txn_id, t.producer_id, t.epoch, &wanted)
             .await
     } else {
         let call = TxnCall::AddPartitions {

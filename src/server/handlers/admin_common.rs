@@ -19,7 +19,7 @@ pub async fn call_control(
     ctx: &Rc<ShardContext>,
     req: AdminRequest,
 ) -> Result<AdminResponse, ErrorCode> {
-    ctx.run_admin(req).await.map_err(|e| {
+    ctx.control_client().run_admin(req).await.map_err(|e| {
         tracing::warn!(error = %e, "control shard unavailable");
         ErrorCode::NOT_CONTROLLER
     })

@@ -37,6 +37,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let version = req.header.api_version;
         let request: AllocateProducerIdsRequest = API.decode(req.body, version)?;
         let answer = ctx
+            .control_client()
             .allocate_producer_ids(BrokerId(request.broker_id.0), request.broker_epoch)
             .await
             .unwrap_or(Err(ErrorCode::NOT_CONTROLLER));

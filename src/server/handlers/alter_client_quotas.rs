@@ -73,6 +73,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             .collect();
         let n = entries.len();
         let results: Vec<Result<(), Refusal>> = match ctx
+            .control_client()
             .client_quotas(QuotaCall::Alter {
                 entries,
                 validate_only: request.validate_only,

@@ -263,7 +263,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             unknown,
         } = decoded;
         let broker = ask.broker;
-        let answer = match ctx.alter_partition_received(ask).await {
+        let answer = match ctx.control_client().alter_partition_received(ask).await {
             Ok(answer) => answer,
             Err(e) => {
                 tracing::warn!(error = %e, "AlterPartition: control shard unavailable");

@@ -27,7 +27,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::control_shard::{ReassignmentCall, ReassignmentReply};
+use crate::shard::control::control_shard::{ReassignmentCall, ReassignmentReply};
 use crate::shard::ShardContext;
 use crate::types::{BrokerId, TopicPartition};
 
@@ -64,7 +64,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 asked.insert(tp, target);
             }
         }
-        let answer = match ctx.reassignments(ReassignmentCall::Alter(asked)).await {
+        let answer = match ctx
+            .control_client()
+            .reassignments(ReassignmentCall::Alter(asked))
+            .await
+        {
             Ok(ReassignmentReply::Altered(a)) => a,
             _ => Err(ErrorCode::NOT_CONTROLLER),
         };

@@ -5,7 +5,7 @@
 //! merged back in request order).
 //!
 //! A BROKER resource (empty name: the cluster-wide default, else this
-//! broker's id) goes to the control shard's `shard::broker_configs`.
+//! broker's id) goes to the control shard's `shard::control::broker_configs`.
 //!
 //! It imports no handler, so the three handlers import it and not each
 //! other.
@@ -25,7 +25,7 @@ pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 
 /// What an alter's resource targets: a topic (the control shard's topic
-/// admin) or a broker entity (`shard::broker_configs`).
+/// admin) or a broker entity (`shard::control::broker_configs`).
 pub enum Target<T> {
     Topic(T),
     Broker(BrokerConfigChange),
@@ -176,7 +176,7 @@ async fn alter_broker(
         change,
         validate_only,
     };
-    match ctx.broker_configs(call).await {
+    match ctx.control_client().broker_configs(call).await {
         Ok(Ok(())) => None,
         Ok(Err(f)) => Some(f),
         Err(e) => Some(failure(ErrorCode::UNKNOWN_SERVER_ERROR, &e.to_string())),

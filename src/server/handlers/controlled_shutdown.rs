@@ -75,7 +75,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let (broker, epoch) = decode_request(req.body, version)?;
-        let (error, remaining) = match ctx.controlled_shutdown(broker, epoch).await {
+        let (error, remaining) = match ctx
+            .control_client()
+            .controlled_shutdown(broker, epoch)
+            .await
+        {
             Ok(Ok(remaining)) => (ErrorCode::NONE, remaining),
             Ok(Err(refusal)) => (refusal.code(), Vec::new()),
             Err(e) => {

@@ -19,7 +19,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::group_host::{GroupCall, GroupReply};
+use crate::shard::group::group_host::{GroupCall, GroupReply};
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DeleteGroups, 0, 2);
@@ -41,7 +41,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let mut errors: BTreeMap<String, ErrorCode> = BTreeMap::new();
         for g in &r.groups_names {
             let id = text(&g.0);
-            match ctx.group_shard(&id) {
+            match ctx.group_driver().group_shard(&id) {
                 Some(shard) => by_shard.entry(shard).or_default().push(id),
                 None => {
                     errors.insert(id, ErrorCode::NOT_COORDINATOR);
@@ -50,6 +50,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         }
         for (shard, ids) in by_shard {
             match ctx
+                .group_driver()
                 .ask_shard_group(shard, GroupCall::DeleteGroups(ids.clone()))
                 .await
             {

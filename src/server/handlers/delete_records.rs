@@ -77,7 +77,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let answers = if asks.is_empty() {
             Vec::new()
         } else {
-            ctx.delete_records_on_owners(asks, request.timeout_ms).await
+            ctx.datapath()
+                .delete_records_on_owners(asks, request.timeout_ms)
+                .await
         };
         let mut response = DeleteRecordsResponse::default();
         response.topics = request

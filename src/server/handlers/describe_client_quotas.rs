@@ -65,6 +65,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let answer: DescribeAnswer = match refused {
             Some(r) => Err(r),
             None => match ctx
+                .control_client()
                 .client_quotas(QuotaCall::Describe {
                     components,
                     strict: request.strict,

@@ -131,7 +131,11 @@ async fn topic_entries(ctx: &ShardContext, name: &str, keys: Option<&[String]>) 
     // view's are only for hosted topics, so read the store as Kafka's
     // `ZkConfigRepository` does; embedded mode's topics carry theirs.
     let stored = if snapshot.hosted_by_leader_and_isr {
-        let Some(stored) = ctx.stored_topic_configs(name.to_owned()).await else {
+        let Some(stored) = ctx
+            .control_client()
+            .stored_topic_configs(name.to_owned())
+            .await
+        else {
             return Err((
                 ErrorCode::UNKNOWN_SERVER_ERROR,
                 format!("The configs of topic '{name}' could not be read."),

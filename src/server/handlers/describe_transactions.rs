@@ -21,7 +21,7 @@ use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::txn_host::{DescribedTxn, TxnCall, TxnReply};
+use crate::shard::txn::txn_host::{DescribedTxn, TxnCall, TxnReply};
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeTransactions, 0, 0);
@@ -43,7 +43,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let mut states = Vec::with_capacity(r.transactional_ids.len());
         for id in &r.transactional_ids {
             let id = id.0.as_str().to_owned();
-            let d = match ctx.ask_txn(&id, TxnCall::Describe(vec![id.clone()])).await {
+            let d = match ctx
+                .txn_driver()
+                .ask_txn(&id, TxnCall::Describe(vec![id.clone()]))
+                .await
+            {
                 TxnReply::Described(mut list) if list.len() == 1 => list.remove(0),
                 _ => DescribedTxn {
                     txn_id: id.clone(),

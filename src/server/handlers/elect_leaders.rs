@@ -81,23 +81,26 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             return respond(ErrorCode::INVALID_REQUEST, &results, version);
         };
         let every_partition = asked.is_none();
-        let mut results: BTreeMap<TopicPartition, ElectionResult> =
-            match ctx.elect_leaders(kind, asked.clone()).await {
-                Ok(Ok(results)) => results,
-                failed => {
-                    // Not the controller (or its part unreachable): every
-                    // partition asked, or every one this broker knows.
-                    let code = match failed {
-                        Ok(Err(code)) => code,
-                        _ => ErrorCode::NOT_CONTROLLER,
-                    };
-                    asked
-                        .unwrap_or_else(|| ctx.snapshot().cluster_partitions().collect())
-                        .into_iter()
-                        .map(|tp| (tp, Err((code, String::new()))))
-                        .collect()
-                }
-            };
+        let mut results: BTreeMap<TopicPartition, ElectionResult> = match ctx
+            .control_client()
+            .elect_leaders(kind, asked.clone())
+            .await
+        {
+            Ok(Ok(results)) => results,
+            failed => {
+                // Not the controller (or its part unreachable): every
+                // partition asked, or every one this broker knows.
+                let code = match failed {
+                    Ok(Err(code)) => code,
+                    _ => ErrorCode::NOT_CONTROLLER,
+                };
+                asked
+                    .unwrap_or_else(|| ctx.snapshot().cluster_partitions().collect())
+                    .into_iter()
+                    .map(|tp| (tp, Err((code, String::new()))))
+                    .collect()
+            }
+        };
         if every_partition {
             results.retain(|_, r| !matches!(r, Err((ErrorCode::ELECTION_NOT_NEEDED, _))));
         }

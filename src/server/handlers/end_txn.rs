@@ -1,7 +1,7 @@
 //! `[drv]` EndTxn (key 26), v0–v4 (Kafka 3.9): commit or abort the
 //! producer's running transaction (KIP-98). The coordinator writes
 //! PrepareCommit / PrepareAbort, answers, then writes the markers and
-//! CompleteCommit / CompleteAbort (`shard::txn_driver`).
+//! CompleteCommit / CompleteAbort (`shard::txn::txn_driver`).
 
 use std::rc::Rc;
 
@@ -17,7 +17,7 @@ use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, BOOL, INT16, INT64};
 use crate::protocol::ApiRange;
 use crate::server::out::OutPart;
-use crate::shard::txn_host::TxnCall;
+use crate::shard::txn::txn_host::TxnCall;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::EndTxn, 0, 4);

@@ -453,6 +453,7 @@ async fn read_all(
         }
     }
     let mut answers: Vec<Option<ReadAnswer>> = ctx
+        .datapath()
         .read_on_owners(specs, isolation, max_bytes)
         .await
         .into_iter()
@@ -507,7 +508,7 @@ async fn long_poll(
         isolation,
         specs,
     );
-    let _ = ctx.park(op, &keys, seen).await;
+    let _ = ctx.datapath().park(op, &keys, seen).await;
 }
 
 fn build_topics(

@@ -9,7 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 pub use super::admin_common::str_bytes;
 use crate::group::coordinator::Answer;
 use crate::protocol::ErrorCode;
-use crate::shard::group_host::{GroupCall, GroupReply};
+use crate::shard::group::group_host::{GroupCall, GroupReply};
 use crate::shard::ShardContext;
 
 /// Ask the coordinator of `group_id`; `Err(NOT_COORDINATOR)` when no shard
@@ -20,7 +20,7 @@ pub async fn ask(
     group_id: &str,
     call: GroupCall,
 ) -> Result<Answer, ErrorCode> {
-    match ctx.ask_group(group_id, call).await {
+    match ctx.group_driver().ask_group(group_id, call).await {
         GroupReply::Answer(a) => Ok(a),
         GroupReply::List(..) | GroupReply::Done | GroupReply::NotCoordinator => {
             Err(ErrorCode::NOT_COORDINATOR)

@@ -8,7 +8,7 @@
 //! coordinator answers a request without a transactional id that way.
 //!
 //! A transactional id goes to the transaction coordinator of its
-//! `__transaction_state` partition (`shard::txn_driver`), which answers
+//! `__transaction_state` partition (`shard::txn::txn_driver`), which answers
 //! NOT_COORDINATOR when this broker does not lead that partition (the
 //! client looks the coordinator up again), CONCURRENT_TRANSACTIONS while
 //! an earlier transaction of the id is being ended. An empty id
@@ -32,7 +32,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::txn_host::{TxnCall, TxnReply};
+use crate::shard::txn::txn_host::{TxnCall, TxnReply};
 use crate::shard::ShardContext;
 use crate::txn::coordinator::Answer;
 
@@ -115,7 +115,7 @@ async fn transactional(
         timeout_ms,
         expected,
     };
-    match ctx.ask_txn(txn_id, call).await {
+    match ctx.txn_driver().ask_txn(txn_id, call).await {
         TxnReply::Answer(Answer::InitProducerId {
             error,
             producer_id,

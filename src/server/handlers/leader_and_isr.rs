@@ -130,7 +130,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request = decode_request(req.body, version)?;
-        let errors = match ctx.leader_and_isr(request.clone()).await {
+        let errors = match ctx.control_client().leader_and_isr(request.clone()).await {
             Ok(errors) => errors,
             Err(e) => {
                 tracing::warn!(error = %e, "LeaderAndIsr not applied: control shard unavailable");

@@ -16,7 +16,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::group_host::{GroupCall, GroupReply};
+use crate::shard::group::group_host::{GroupCall, GroupReply};
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::ListGroups, 0, 5);
@@ -47,6 +47,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         if classic {
             for shard in 0..ctx.n_shards {
                 match ctx
+                    .group_driver()
                     .ask_shard_group(shard, GroupCall::List(states.clone()))
                     .await
                 {

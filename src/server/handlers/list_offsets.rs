@@ -83,7 +83,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             }
             layout.push((topic.name.clone(), parts));
         }
-        let answers = ctx.list_offsets_on_owners(lookups, bound).await;
+        let answers = ctx.datapath().list_offsets_on_owners(lookups, bound).await;
         let topics = layout
             .into_iter()
             .map(|(name, parts)| {

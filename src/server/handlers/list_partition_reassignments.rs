@@ -24,7 +24,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::control_shard::{ReassignmentCall, ReassignmentReply};
+use crate::shard::control::control_shard::{ReassignmentCall, ReassignmentReply};
 use crate::shard::ShardContext;
 use crate::types::{BrokerId, TopicPartition};
 
@@ -53,7 +53,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 })
                 .collect()
         });
-        let answer = match ctx.reassignments(ReassignmentCall::List(asked)).await {
+        let answer = match ctx
+            .control_client()
+            .reassignments(ReassignmentCall::List(asked))
+            .await
+        {
             Ok(ReassignmentReply::Listed(a)) => a,
             _ => Err(ErrorCode::NOT_CONTROLLER),
         };

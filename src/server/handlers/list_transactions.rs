@@ -21,7 +21,7 @@ use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, INT64};
 use crate::protocol::ApiRange;
 use crate::server::out::OutPart;
-use crate::shard::txn_host::{TxnCall, TxnReply};
+use crate::shard::txn::txn_host::{TxnCall, TxnReply};
 use crate::shard::ShardContext;
 use crate::txn::state::TxnState;
 
@@ -62,7 +62,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             min_duration_ms: if version >= 1 { r.duration_filter } else { -1 },
         };
         for shard in 0..ctx.n_shards {
-            if let TxnReply::Listed(list) = ctx.ask_shard_txn(shard, call.clone()).await {
+            if let TxnReply::Listed(list) =
+                ctx.txn_driver().ask_shard_txn(shard, call.clone()).await
+            {
                 response
                     .transaction_states
                     .extend(list.into_iter().map(|t| {

@@ -33,7 +33,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{check_arrays, CheckedApi, Field, Schema, INT32, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::group_host::GroupCall;
+use crate::shard::group::group_host::GroupCall;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::OffsetCommit, 0, 9);
@@ -347,6 +347,7 @@ async fn commit_to_store(
     }
     let keys: Vec<(String, i32)> = offsets.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
     let answers = match ctx
+        .control_client()
         .commit_offsets_to_store(group_id.to_owned(), offsets)
         .await
     {

@@ -33,7 +33,7 @@ use crate::protocol::encode::encode;
 use crate::protocol::schema::{check_arrays, CheckedApi, Field, Schema, BOOL, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::group_host::GroupCall;
+use crate::shard::group::group_host::GroupCall;
 use crate::shard::ShardContext;
 
 pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::OffsetFetch, 0, 9);
@@ -267,7 +267,11 @@ async fn fetch_from_store(ctx: &Rc<ShardContext>, body: Bytes) -> Result<Bytes, 
         .collect();
     let mut found = std::collections::HashMap::new();
     if !known.is_empty() {
-        let answers = match ctx.fetch_offsets_from_store(group_id, known.clone()).await {
+        let answers = match ctx
+            .control_client()
+            .fetch_offsets_from_store(group_id, known.clone())
+            .await
+        {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(error = %e, "v0 offset fetch: control shard unavailable");

@@ -94,6 +94,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             layout.push((topic.topic.clone(), parts));
         }
         let answers = ctx
+            .datapath()
             .offset_for_leader_epoch_on_owners(lookups, fetch_only_from_leader)
             .await;
         let topics = layout

@@ -104,7 +104,7 @@ struct Slot {
 /// come after the earlier request's on every partition both name: an
 /// idempotent producer's later batch first is OUT_OF_ORDER_SEQUENCE_NUMBER
 /// for the earlier one. So each request hands its appends to the owners
-/// (`ShardContext::dispatch_produce`, which takes their places in the
+/// (`Datapath::dispatch_produce`, which takes their places in the
 /// partitions' append order) only in its turn, and lets the next one go
 /// as soon as that is done: the appends and acks=all waits of pipelined
 /// requests still overlap.
@@ -178,6 +178,7 @@ async fn produce(
         }
         let now_ms = ctx.clock.wall_ms();
         let dispatched = ctx
+            .datapath()
             .dispatch_produce(parts, now_ms, acks, AppendOrigin::Client)
             .await;
         drop(turn);
@@ -234,6 +235,7 @@ async fn verify_transactional(
                 .map(|(_, tp, seq)| (tp.clone(), *seq))
                 .collect();
             let verified = ctx
+                .txn_verifier()
                 .verify_txn_appends(txn_id, *producer_id, *epoch, parts)
                 .await;
             for ((i, _, _), r) in asked.iter().zip(verified) {
@@ -301,6 +303,7 @@ async fn wait_for_replication(
     slots: &mut [Slot],
 ) {
     let waited = ctx
+        .datapath()
         .wait_replicated(i64::from(timeout_ms), keys, results)
         .await;
     for (code, i) in waited.into_iter().flatten().zip(idx) {

@@ -98,7 +98,7 @@ async fn record_value(
         now_ms: ctx.clock.wall_ms(),
         refund_if_throttled,
     };
-    match ctx.client_quotas(call).await {
+    match ctx.control_client().client_quotas(call).await {
         Ok(QuotaReply::Throttle(ms)) => u64::try_from(ms).unwrap_or(0),
         _ => 0,
     }

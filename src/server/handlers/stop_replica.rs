@@ -70,7 +70,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request = decode_request(req.body, version)?;
-        let errors = match ctx.stop_replica(request).await {
+        let errors = match ctx.control_client().stop_replica(request).await {
             Ok(errors) => errors,
             Err(e) => {
                 tracing::warn!(error = %e, "StopReplica not applied: control shard unavailable");

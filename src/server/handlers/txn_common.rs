@@ -6,13 +6,13 @@
 use std::rc::Rc;
 
 use crate::protocol::ErrorCode;
-use crate::shard::txn_host::{TxnCall, TxnReply};
+use crate::shard::txn::txn_host::{TxnCall, TxnReply};
 use crate::shard::ShardContext;
 use crate::txn::coordinator::Answer;
 
 /// The one error code of an AddPartitionsToTxn / AddOffsetsToTxn / EndTxn.
 pub async fn ask_code(ctx: &Rc<ShardContext>, txn_id: &str, call: TxnCall) -> ErrorCode {
-    match ctx.ask_txn(txn_id, call).await {
+    match ctx.txn_driver().ask_txn(txn_id, call).await {
         TxnReply::Answer(Answer::Done(code)) => code,
         TxnReply::Answer(Answer::InitProducerId { error, .. }) => error,
         _ => ErrorCode::NOT_COORDINATOR,

@@ -25,7 +25,7 @@ use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, INT16, INT32, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
-use crate::shard::group_host::GroupCall;
+use crate::shard::group::group_host::GroupCall;
 use crate::shard::ShardContext;
 use crate::types::{TopicPartition, TxnWriter};
 
@@ -182,6 +182,7 @@ async fn verify(
     );
     // Kafka passes RecordBatch.NO_SEQUENCE: the coordinator's batch has none.
     let verified = ctx
+        .txn_verifier()
         .verify_txn_appends(txn_id, producer_id, epoch, vec![(tp, -1)])
         .await;
     match verified.into_iter().next() {

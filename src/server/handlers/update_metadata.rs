@@ -135,7 +135,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request = decode_request(req.body, version)?;
-        let error = match ctx.update_metadata(request).await {
+        let error = match ctx.control_client().update_metadata(request).await {
             Ok(error) => error,
             Err(e) => {
                 tracing::warn!(error = %e, "UpdateMetadata not applied: control shard unavailable");

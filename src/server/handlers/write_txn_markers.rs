@@ -28,7 +28,7 @@ use crate::protocol::schema::{decode_checked_39, encode_39, Field, BOOL, INT16, 
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::replication::partition::MarkerSpec;
 use crate::server::out::OutPart;
-use crate::shard::group_host::GroupCall;
+use crate::shard::group::group_host::GroupCall;
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;
 
@@ -111,8 +111,9 @@ async fn write_markers(
         let idx: Vec<usize> = asks.iter().map(|a| a.0).collect();
         let keys: Vec<TopicPartition> = asks.iter().map(|a| a.1.clone()).collect();
         let parts = asks.into_iter().map(|(_, tp, m)| (tp, m)).collect();
-        let results = ctx.markers_on_owners(parts, now_ms).await;
+        let results = ctx.datapath().markers_on_owners(parts, now_ms).await;
         let codes = ctx
+            .datapath()
             .wait_replicated(MARKER_TIMEOUT_MS, &keys, &results)
             .await
             .unwrap_or_else(|| results.iter().map(|r| r.error_code).collect());
@@ -143,7 +144,7 @@ async fn complete_txn_offsets(
             commit: m.transaction_result,
         };
         let owner = ctx.owner_of(OFFSETS_TOPIC, s.partition);
-        let _ = ctx.ask_shard_group(owner, call).await;
+        let _ = ctx.group_driver().ask_shard_group(owner, call).await;
     }
 }
 

@@ -19,9 +19,9 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::Duration;
 
-use super::router;
-use super::ShardContext;
 use crate::metadata::config_changes::{self, ConfigEntity};
+use crate::shard::router;
+use crate::shard::ShardContext;
 use crate::zk::paths;
 use crate::zk::store::{MetadataStore, StoreError};
 

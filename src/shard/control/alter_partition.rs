@@ -24,7 +24,7 @@ use crate::controller::zk_mode::Reply;
 use crate::protocol::ErrorCode;
 use crate::replication::isr_change::{IsrChange, IsrChangeAnswer};
 use crate::shard::context::{ShardContext, ShardRequest, ShardResponse};
-use crate::shard::control_shard::{ControlRequest, ControlResponse, ControlShard};
+use crate::shard::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
 use crate::types::{BrokerId, LeaderEpoch, PartitionEpoch};
 
 /// From an owner shard: ask the controller (through the control shard)

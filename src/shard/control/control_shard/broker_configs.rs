@@ -4,7 +4,7 @@
 //! `/config/brokers/<id>` and `/config/brokers/<default>` read from the
 //! metadata store into every publication, and AlterConfigs /
 //! IncrementalAlterConfigs written there with a `/config/changes`
-//! notification (`shard::config_changes` reloads on every ZooKeeper-mode
+//! notification (`shard::control::config_changes` reloads on every ZooKeeper-mode
 //! broker). What may be stored and how the layers resolve is
 //! `config::dynamic` [pure].
 
@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::client_quotas::store_entity_config;
-use super::control_shard::ControlShard;
+use super::ControlShard;
 use crate::config::dynamic::{self, DynamicBrokerConfigs, DEFAULT_ENTITY};
 use crate::config::ServerConfig;
 use crate::controller::admin_requests::{AdminFailure, BrokerConfigCall, BrokerConfigChange};

@@ -2,7 +2,11 @@
 //! [`AdminManager`] it owns, and the requests data shards send it:
 //! [`ControlRequest`]. Every change the admin manager makes is followed by a
 //! fresh snapshot published to every data shard (`router::publish`) before
-//! the answer goes back.
+//! the answer goes back. The client quotas and dynamic broker configs it
+//! keeps in the metadata store are [`client_quotas`] and [`broker_configs`].
+
+pub mod broker_configs;
+pub mod client_quotas;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};

@@ -16,14 +16,14 @@ use kafka_protocol_39::messages::write_txn_markers_response::WriteTxnMarkersResp
 use kafka_protocol_39::messages::{ApiKey, ProducerId, TopicName};
 use kafka_protocol_39::protocol::StrBytes;
 
-use super::context::{ShardContext, ShardRequest, ShardResponse};
-use super::data_shard::{DataRequest, DataResponse};
-use super::datapath::futures_join_all;
-use super::internal_log::{self, Replayed};
 use super::txn_host::{DescribedTxn, ListedTxn, MarkerJob, TxnCall, TxnHost, TxnReply};
 use crate::controller::admin_requests::{AdminRequest, AdminResponse};
 use crate::controller::image::TRANSACTION_STATE_TOPIC;
 use crate::protocol::ErrorCode;
+use crate::shard::context::{ShardContext, ShardRequest, ShardResponse};
+use crate::shard::data_shard::{DataRequest, DataResponse};
+use crate::shard::datapath::futures_join_all;
+use crate::shard::group::internal_log::{self, Replayed};
 use crate::txn::coordinator::partition_for;
 use crate::types::{partitions_by_topic, BrokerId, TopicPartition};
 
@@ -31,14 +31,25 @@ use crate::types::{partitions_by_topic, BrokerId, TopicPartition};
 /// marker retries.
 const RETRY: Duration = Duration::from_millis(200);
 
-impl ShardContext {
+/// A shard's side of its transaction coordinator: serving a transaction
+/// call here, following snapshots, sending a connection's call to the
+/// coordinator's shard ([`ShardContext::txn_driver`]).
+pub struct TxnDriver {
+    ctx: Rc<ShardContext>,
+}
+
+impl TxnDriver {
+    pub fn new(ctx: &Rc<ShardContext>) -> Self {
+        Self { ctx: ctx.clone() }
+    }
+
     /// Serve a transaction call on this shard.
-    pub async fn serve_txn_call(self: &Rc<Self>, call: TxnCall) -> TxnReply {
-        let Some(host) = self.data().map(|d| d.txns.clone()) else {
+    pub async fn serve_txn_call(&self, call: TxnCall) -> TxnReply {
+        let Some(host) = self.ctx.data().map(|d| d.txns.clone()) else {
             return TxnReply::NotCoordinator;
         };
-        start_tasks(self, &host);
-        let now = self.clock.wall_ms();
+        start_tasks(&self.ctx, &host);
+        let now = self.ctx.clock.wall_ms();
         let id = host.next_waiter.get() + 1;
         host.next_waiter.set(id);
         let actions = {
@@ -96,11 +107,11 @@ impl ShardContext {
 
     /// After a snapshot is applied: load the `__transaction_state`
     /// partitions this shard now leads, unload the ones it lost.
-    pub fn on_txn_snapshot(self: &Rc<Self>) {
-        let Some(data) = self.data() else { return };
+    pub fn on_txn_snapshot(&self) {
+        let Some(data) = self.ctx.data() else { return };
         let host = data.txns.clone();
-        let snapshot = self.snapshot();
-        let me = BrokerId(self.config.broker_id);
+        let snapshot = self.ctx.snapshot();
+        let me = BrokerId(self.ctx.config.broker_id);
         // As the group coordinator (`on_group_snapshot`): ids are mapped
         // with the whole topic's partition count, the one FindCoordinator
         // uses, never with the count of partitions hosted here; nothing
@@ -118,7 +129,8 @@ impl ShardContext {
                 .iter()
                 .filter(|p| {
                     p.leader == me
-                        && self.owner_of(TRANSACTION_STATE_TOPIC, p.partition) == self.peer_id()
+                        && self.ctx.owner_of(TRANSACTION_STATE_TOPIC, p.partition)
+                            == self.ctx.peer_id()
                 })
                 .map(|p| (p.partition, p.leader_epoch.0))
                 .collect(),
@@ -136,8 +148,8 @@ impl ShardContext {
                 continue;
             }
             host.core.borrow_mut().begin_load(p);
-            start_tasks(self, &host);
-            let ctx = self.clone();
+            start_tasks(&self.ctx, &host);
+            let ctx = self.ctx.clone();
             let host = host.clone();
             glommio::spawn_local(async move {
                 let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, p);
@@ -162,7 +174,7 @@ impl ShardContext {
                         host.execute(actions);
                         tracing::warn!(partition = p, error = ?e, "transaction state load failed; retrying");
                         glommio::timer::sleep(RETRY).await;
-                        ctx.on_txn_snapshot();
+                        TxnDriver::new(&ctx).on_txn_snapshot();
                     }
                 }
             })
@@ -172,7 +184,7 @@ impl ShardContext {
 
     /// Connection side: send `call` to the shard coordinating `txn_id`;
     /// NotCoordinator while `__transaction_state` does not exist.
-    pub async fn ask_txn(self: &Rc<Self>, txn_id: &str, call: TxnCall) -> TxnReply {
+    pub async fn ask_txn(&self, txn_id: &str, call: TxnCall) -> TxnReply {
         match self.txn_shard(txn_id) {
             Some(owner) => self.ask_shard_txn(owner, call).await,
             None => TxnReply::NotCoordinator,
@@ -181,14 +193,18 @@ impl ShardContext {
 
     pub fn txn_shard(&self, txn_id: &str) -> Option<usize> {
         let n = self
+            .ctx
             .snapshot()
             .cluster_partition_count(TRANSACTION_STATE_TOPIC)?;
-        Some(self.owner_of(TRANSACTION_STATE_TOPIC, partition_for(txn_id, n)))
+        Some(
+            self.ctx
+                .owner_of(TRANSACTION_STATE_TOPIC, partition_for(txn_id, n)),
+        )
     }
 
     /// Send `call` to shard `shard`'s transaction coordinator.
-    pub async fn ask_shard_txn(self: &Rc<Self>, shard: usize, call: TxnCall) -> TxnReply {
-        if shard == self.peer_id() {
+    pub async fn ask_shard_txn(&self, shard: usize, call: TxnCall) -> TxnReply {
+        if shard == self.ctx.peer_id() {
             let run = std::panic::AssertUnwindSafe(self.serve_txn_call(call));
             return futures_lite::FutureExt::catch_unwind(run)
                 .await
@@ -198,6 +214,7 @@ impl ShardContext {
                 });
         }
         match self
+            .ctx
             .call(shard, ShardRequest::Data(DataRequest::Txn(call)))
             .await
         {
@@ -346,7 +363,11 @@ async fn worker(weak: std::rc::Weak<ShardContext>, wake: Rc<crate::io::local_syn
             glommio::spawn_local(async move { write_markers(&ctx, job).await }).detach();
         }
         for w in waiters {
-            let pid = match ctx.run_admin(AdminRequest::InitProducerId).await {
+            let pid = match ctx
+                .control_client()
+                .run_admin(AdminRequest::InitProducerId)
+                .await
+            {
                 Ok(AdminResponse::ProducerId(Ok((id, _)))) => Some(id),
                 other => {
                     tracing::warn!(?other, "no producer id for a transactional producer");

@@ -3,7 +3,7 @@
 //! `AdminZkClient.changeConfigs`, `ClientQuotaManager`): the quota configs
 //! read from the metadata store (`/config/clients/…`, `/config/users/…`),
 //! AlterClientQuotas written there with a `/config/changes` notification
-//! (every ZooKeeper-mode broker reloads, `shard::config_changes`), and the
+//! (every ZooKeeper-mode broker reloads, `shard::control::config_changes`), and the
 //! broker's one account of each quota entity's bytes: data shards send
 //! the size of each request a quota applies to here and get back the
 //! throttle time, so the rate a client gets is the configured one per
@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::control_shard::ControlShard;
+use super::ControlShard;
 use crate::metadata::quotas::{
     self, AlterEntry, Applied, DescribeAnswer, Match, QuotaConfigs, QuotaEntity, QuotaOp, Refusal,
 };

@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use glommio::channels::local_channel;
 
-use super::context::{ShardContext, ShardRequest, ShardResponse};
-use super::data_shard::{DataRequest, DataResponse};
 use super::group_host::{GroupCall, GroupHost, GroupReply, QueuedAppend};
 use super::internal_log::{self, Replayed};
-use super::placement::coordinator_partition;
 use crate::controller::image::OFFSETS_TOPIC;
 use crate::group::coordinator::{Answer, Records};
 use crate::group::records::RecordKey;
 use crate::protocol::ErrorCode;
+use crate::shard::context::{ShardContext, ShardRequest, ShardResponse};
+use crate::shard::data_shard::{DataRequest, DataResponse};
+use crate::shard::placement::coordinator_partition;
 use crate::types::TopicPartition;
 
 /// A call's kind and member, for the debug log.
@@ -40,14 +40,25 @@ fn call_name(call: &GroupCall) -> String {
 /// Wait before loading a partition again after a failed load.
 const LOAD_RETRY: Duration = Duration::from_secs(1);
 
-impl ShardContext {
+/// A shard's side of its group coordinator: serving a group call here,
+/// following snapshots, sending a connection's call to the coordinator's
+/// shard ([`ShardContext::group_driver`]).
+pub struct GroupDriver {
+    ctx: Rc<ShardContext>,
+}
+
+impl GroupDriver {
+    pub fn new(ctx: &Rc<ShardContext>) -> Self {
+        Self { ctx: ctx.clone() }
+    }
+
     /// Serve a group call on this shard (its coordinator's partitions).
-    pub async fn serve_group_call(self: &Rc<Self>, call: GroupCall) -> GroupReply {
-        let Some(host) = self.data().map(|d| d.groups.clone()) else {
+    pub async fn serve_group_call(&self, call: GroupCall) -> GroupReply {
+        let Some(host) = self.ctx.data().map(|d| d.groups.clone()) else {
             return GroupReply::NotCoordinator;
         };
-        start_tasks(self, &host);
-        let now = self.clock.wall_ms();
+        start_tasks(&self.ctx, &host);
+        let now = self.ctx.clock.wall_ms();
         let id = host.next_waiter.get() + 1;
         host.next_waiter.set(id);
         tracing::debug!(waiter = id, call = call_name(&call), "group call");
@@ -103,11 +114,11 @@ impl ShardContext {
     /// replicas each hosts a subset. Until the cluster view names the
     /// topic (a LeaderAndIsr may come before the controller's
     /// UpdateMetadata) nothing is loaded; the next snapshot loads.
-    pub fn on_group_snapshot(self: &Rc<Self>) {
-        let Some(data) = self.data() else { return };
+    pub fn on_group_snapshot(&self) {
+        let Some(data) = self.ctx.data() else { return };
         let host = data.groups.clone();
-        let snapshot = self.snapshot();
-        let me = crate::types::BrokerId(self.config.broker_id);
+        let snapshot = self.ctx.snapshot();
+        let me = crate::types::BrokerId(self.ctx.config.broker_id);
         let count = snapshot.cluster_partition_count(OFFSETS_TOPIC);
         let hosted = snapshot.hosted_topic(OFFSETS_TOPIC);
         let mine: BTreeSet<i32> = match (hosted, count) {
@@ -119,7 +130,7 @@ impl ShardContext {
                     .iter()
                     .filter(|p| {
                         p.leader == me
-                            && self.owner_of(OFFSETS_TOPIC, p.partition) == self.peer_id()
+                            && self.ctx.owner_of(OFFSETS_TOPIC, p.partition) == self.ctx.peer_id()
                     })
                     .map(|p| p.partition)
                     .collect()
@@ -136,8 +147,8 @@ impl ShardContext {
                 continue;
             }
             host.core.borrow_mut().begin_load(*p);
-            start_tasks(self, &host);
-            let ctx = self.clone();
+            start_tasks(&self.ctx, &host);
+            let ctx = self.ctx.clone();
             let host = host.clone();
             let p = *p;
             glommio::spawn_local(async move {
@@ -156,7 +167,7 @@ impl ShardContext {
                         host.execute(actions);
                         tracing::warn!(partition = p, error = ?e, "offsets partition load failed; retrying");
                         glommio::timer::sleep(LOAD_RETRY).await;
-                        ctx.on_group_snapshot();
+                        GroupDriver::new(&ctx).on_group_snapshot();
                     }
                 }
                 host.wake_timer.notify();
@@ -164,13 +175,11 @@ impl ShardContext {
             .detach();
         }
     }
-}
 
-impl ShardContext {
     /// Connection side: send `call` to the shard coordinating `group_id`
     /// (the owner of its `__consumer_offsets` partition). NotCoordinator
     /// while that topic does not exist.
-    pub async fn ask_group(self: &Rc<Self>, group_id: &str, call: GroupCall) -> GroupReply {
+    pub async fn ask_group(&self, group_id: &str, call: GroupCall) -> GroupReply {
         match self.group_shard(group_id) {
             Some(owner) => self.ask_shard_group(owner, call).await,
             None => GroupReply::NotCoordinator,
@@ -181,13 +190,16 @@ impl ShardContext {
     /// `__consumer_offsets` partition; `None` while that topic does not
     /// exist.
     pub fn group_shard(&self, group_id: &str) -> Option<usize> {
-        let n = self.snapshot().cluster_partition_count(OFFSETS_TOPIC)?;
-        Some(self.owner_of(OFFSETS_TOPIC, coordinator_partition(group_id, n)))
+        let n = self.ctx.snapshot().cluster_partition_count(OFFSETS_TOPIC)?;
+        Some(
+            self.ctx
+                .owner_of(OFFSETS_TOPIC, coordinator_partition(group_id, n)),
+        )
     }
 
     /// Send `call` to shard `shard`'s coordinator.
-    pub async fn ask_shard_group(self: &Rc<Self>, shard: usize, call: GroupCall) -> GroupReply {
-        if shard == self.peer_id() {
+    pub async fn ask_shard_group(&self, shard: usize, call: GroupCall) -> GroupReply {
+        if shard == self.ctx.peer_id() {
             // A panic must fail this request, not the shard (as `ask_owner`).
             let run = std::panic::AssertUnwindSafe(self.serve_group_call(call));
             return futures_lite::FutureExt::catch_unwind(run)
@@ -198,7 +210,7 @@ impl ShardContext {
                 });
         }
         let req = ShardRequest::Data(DataRequest::Group(call));
-        match self.call(shard, req).await {
+        match self.ctx.call(shard, req).await {
             Ok(ShardResponse::Data(DataResponse::Group(reply))) => reply,
             _ => GroupReply::NotCoordinator,
         }

@@ -11,11 +11,11 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
-use super::context::ShardContext;
 use crate::io::zerocopy::OutPart;
 use crate::protocol::{record_batch, ErrorCode};
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::replication::partition::AppendOrigin;
+use crate::shard::context::ShardContext;
 use crate::storage::cleaner::codec::inflate_batch;
 use crate::types::{TopicPartition, TxnWriter};
 
@@ -48,6 +48,7 @@ pub async fn append_acks_all(
     };
     let now = ctx.clock.wall_ms();
     let mut results = ctx
+        .datapath()
         .produce_on_owners(
             vec![(tp.clone(), (batch, guard))],
             now,
@@ -61,7 +62,11 @@ pub async fn append_acks_all(
     if r.error_code != ErrorCode::NONE {
         return r.error_code;
     }
-    match ctx.wait_replicated(timeout_ms, &[tp], &[r]).await {
+    match ctx
+        .datapath()
+        .wait_replicated(timeout_ms, &[tp], &[r])
+        .await
+    {
         Some(codes) => codes.first().copied().unwrap_or(ErrorCode::NONE),
         None => ErrorCode::NOT_LEADER_OR_FOLLOWER,
     }

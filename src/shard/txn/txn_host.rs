@@ -120,7 +120,10 @@ pub struct TxnHost {
     pub(super) append_timeout_ms: i64,
     pub(super) abort_interval_ms: i64,
     /// Kept connections to other brokers (markers, verifications).
-    pub(super) peers: super::peer_conns::PeerConns,
+    pub(super) peers: crate::shard::peer_conns::PeerConns,
+    /// `shardlog.txn.verify.delay.ms`: KIP-890 verifications this shard's
+    /// connections started (the hook holds back every other one).
+    pub(super) verifications_started: Cell<u64>,
 }
 
 impl TxnHost {
@@ -143,7 +146,8 @@ impl TxnHost {
             started: Cell::new(false),
             loading: RefCell::new(BTreeSet::new()),
             append_timeout_ms: 30_000,
-            peers: super::peer_conns::PeerConns::default(),
+            peers: crate::shard::peer_conns::PeerConns::default(),
+            verifications_started: Cell::new(0),
             abort_interval_ms: i64::from(
                 config
                     .transaction_abort_timed_out_transaction_cleanup_interval_ms

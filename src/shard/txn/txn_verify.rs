@@ -15,7 +15,6 @@
 //! v4 is not asked (Kafka skips verification on its version mismatch).
 
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kafka_protocol_39::messages::add_partitions_to_txn_request::{
@@ -25,17 +24,13 @@ use kafka_protocol_39::messages::add_partitions_to_txn_response::AddPartitionsTo
 use kafka_protocol_39::messages::{ApiKey, ProducerId, TopicName, TransactionalId};
 use kafka_protocol_39::protocol::StrBytes;
 
-use super::context::ShardContext;
-use super::data_shard::VerifyStart;
 use super::txn_host::{TxnCall, TxnReply};
 use crate::controller::image::TRANSACTION_STATE_TOPIC;
 use crate::protocol::ErrorCode;
+use crate::shard::context::ShardContext;
+use crate::shard::data_shard::VerifyStart;
 use crate::txn::coordinator::partition_for;
 use crate::types::{partitions_by_topic, BrokerId, TopicPartition};
-
-/// `shardlog.txn.verify.delay.ms`: verifications this broker started
-/// (the hook delays every other one).
-static VERIFICATIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Where a transactional id's coordinator is.
 enum Coordinator {
@@ -44,7 +39,28 @@ enum Coordinator {
     Unknown,
 }
 
-impl ShardContext {
+/// KIP-890 verification on a connection's shard
+/// ([`ShardContext::txn_verifier`]).
+pub struct TxnVerifier {
+    ctx: Rc<ShardContext>,
+}
+
+impl TxnVerifier {
+    pub fn new(ctx: &Rc<ShardContext>) -> Self {
+        Self { ctx: ctx.clone() }
+    }
+
+    /// `shardlog.txn.verify.delay.ms`: whether the verification starting
+    /// now is one the hook holds back — every other one this shard started
+    /// (counted by its transaction host; a shard without one delays none).
+    fn next_is_delayed(&self) -> bool {
+        self.ctx.data().is_some_and(|d| {
+            let n = d.txns.verifications_started.get();
+            d.txns.verifications_started.set(n + 1);
+            n.is_multiple_of(2)
+        })
+    }
+
     /// Verify a transactional producer's batches, one per partition of
     /// `parts` (with its first sequence), before appending them. Per
     /// partition: `Ok(guard)` to append with (`None`: no verification
@@ -52,22 +68,19 @@ impl ShardContext {
     /// request (PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH; the
     /// caller maps the rest for its API).
     pub async fn verify_txn_appends(
-        self: &Rc<Self>,
+        &self,
         txn_id: &str,
         producer_id: i64,
         epoch: i16,
         parts: Vec<(TopicPartition, i32)>,
     ) -> Vec<Result<Option<u64>, ErrorCode>> {
-        if !self.config.transaction_partition_verification_enable {
+        if !self.ctx.config.transaction_partition_verification_enable {
             return vec![Ok(None); parts.len()];
         }
         // Decided on entry, before any await: of two requests pipelined on
         // a connection (started in arrival order) the first one waits.
-        let delay_ms = self.config.shardlog_txn_verify_delay_ms;
-        let delayed = delay_ms > 0
-            && VERIFICATIONS
-                .fetch_add(1, Ordering::Relaxed)
-                .is_multiple_of(2);
+        let delay_ms = self.ctx.config.shardlog_txn_verify_delay_ms;
+        let delayed = delay_ms > 0 && self.next_is_delayed();
         let starts: Vec<(TopicPartition, VerifyStart)> = parts
             .into_iter()
             .map(|(tp, first_seq)| {
@@ -83,7 +96,11 @@ impl ShardContext {
             .iter()
             .map(|(tp, _)| (tp.topic.to_string(), tp.partition))
             .collect();
-        let mut results = self.start_verifications_on_owners(starts).await;
+        let mut results = self
+            .ctx
+            .datapath()
+            .start_verifications_on_owners(starts)
+            .await;
         let need: Vec<usize> = (0..results.len())
             .filter(|&i| matches!(results[i], Ok(Some(_))))
             .collect();
@@ -113,7 +130,7 @@ impl ShardContext {
     }
 
     fn txn_coordinator_of(&self, txn_id: &str) -> Coordinator {
-        let snapshot = self.snapshot();
+        let snapshot = self.ctx.snapshot();
         let Some(topic) = snapshot.cluster_topic(TRANSACTION_STATE_TOPIC) else {
             return Coordinator::Unknown;
         };
@@ -121,7 +138,7 @@ impl ShardContext {
         let Some(state) = topic.partitions.iter().find(|s| s.partition == p) else {
             return Coordinator::Unknown;
         };
-        if state.leader == BrokerId(self.config.broker_id) {
+        if state.leader == BrokerId(self.ctx.config.broker_id) {
             return Coordinator::Here;
         }
         match snapshot
@@ -138,7 +155,7 @@ impl ShardContext {
     /// coordinator of `txn_id` (a leader here, or the v4+ handler): one
     /// code per partition, NOT_COORDINATOR for all when it is not here.
     pub async fn verify_on_this_broker(
-        self: &Rc<Self>,
+        &self,
         txn_id: &str,
         producer_id: i64,
         epoch: i16,
@@ -150,7 +167,7 @@ impl ShardContext {
             epoch,
             partitions: partitions.to_vec(),
         };
-        match self.ask_txn(txn_id, call).await {
+        match self.ctx.txn_driver().ask_txn(txn_id, call).await {
             TxnReply::Verified(codes) if codes.len() == partitions.len() => codes,
             _ => vec![ErrorCode::NOT_COORDINATOR; partitions.len()],
         }
@@ -158,7 +175,7 @@ impl ShardContext {
 
     /// One code per partition from the coordinator of `txn_id`.
     async fn ask_coordinator_verify(
-        self: &Rc<Self>,
+        &self,
         txn_id: &str,
         producer_id: i64,
         epoch: i16,
@@ -174,7 +191,7 @@ impl ShardContext {
             Coordinator::At(addr) => {
                 let req = verify_request(txn_id, producer_id, epoch, partitions);
                 let timeout = Duration::from_millis(
-                    u64::try_from(self.config.request_timeout_ms).unwrap_or(30_000),
+                    u64::try_from(self.ctx.config.request_timeout_ms).unwrap_or(30_000),
                 );
                 let send = async { Some(self.send_verify(&addr, &req).await) };
                 let expire = async {
@@ -198,14 +215,14 @@ impl ShardContext {
     }
 
     async fn send_verify(
-        self: &Rc<Self>,
+        &self,
         addr: &str,
         req: &AddPartitionsToTxnRequest,
     ) -> std::io::Result<Option<AddPartitionsToTxnResponse>> {
-        let Some(host) = self.data().map(|d| d.txns.clone()) else {
+        let Some(host) = self.ctx.data().map(|d| d.txns.clone()) else {
             return Err(std::io::Error::other("not a data shard"));
         };
-        let client_id = format!("broker-{}-txn-verification", self.config.broker_id);
+        let client_id = format!("broker-{}-txn-verification", self.ctx.config.broker_id);
         host.peers
             .call(
                 addr,

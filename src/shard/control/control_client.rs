@@ -4,9 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::context::{ShardContext, ShardRequest, ShardResponse};
 use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, ReassignmentReply};
-use super::mesh::MeshError;
 use crate::controller::admin_requests::{
     AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall,
 };
@@ -18,18 +16,30 @@ use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use crate::metadata::update_metadata::UpdateMetadata;
 use crate::protocol::ErrorCode;
+use crate::shard::context::{ShardContext, ShardRequest, ShardResponse};
+use crate::shard::mesh::MeshError;
 use crate::types::{BrokerId, TopicPartition};
 
-impl ShardContext {
+/// A shard's side of the control shard's requests
+/// ([`ShardContext::control_client`]).
+pub struct ControlClient<'a> {
+    ctx: &'a ShardContext,
+}
+
+impl<'a> ControlClient<'a> {
+    pub fn new(ctx: &'a ShardContext) -> Self {
+        Self { ctx }
+    }
+
     /// Run an admin operation on the control shard; it answers once the
     /// resulting snapshot reached every data shard.
     pub async fn run_admin(&self, req: AdminRequest) -> Result<AdminResponse, MeshError> {
         let req = ShardRequest::Control(ControlRequest::Admin(Box::new(req)));
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::Admin(resp)) => Ok(*resp),
             other => {
                 tracing::warn!(?other, "unexpected answer from the control shard");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -41,7 +51,7 @@ impl ShardContext {
         topics: Vec<String>,
     ) -> Option<Vec<(String, ErrorCode)>> {
         let req = ShardRequest::Control(ControlRequest::AutoCreateTopics { topics });
-        match self.call(self.control_peer(), req).await {
+        match self.ctx.call(self.ctx.control_peer(), req).await {
             Ok(ShardResponse::Control(ControlResponse::AutoCreated { results })) => Some(results),
             Ok(other) => {
                 tracing::warn!(?other, "unexpected auto-create answer");
@@ -58,11 +68,11 @@ impl ShardContext {
     /// (NONE or the fencing error) once every data shard shows the result.
     pub async fn update_metadata(&self, req: UpdateMetadata) -> Result<ErrorCode, MeshError> {
         let req = ShardRequest::Control(ControlRequest::UpdateMetadata(Box::new(req)));
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::UpdateMetadata(error)) => Ok(error),
             other => {
                 tracing::warn!(?other, "unexpected UpdateMetadata answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -71,11 +81,11 @@ impl ShardContext {
     /// once every owner opened or changed the partitions it hosts now.
     pub async fn leader_and_isr(&self, req: LeaderAndIsr) -> Result<PartitionErrors, MeshError> {
         let req = ShardRequest::Control(ControlRequest::LeaderAndIsr(Box::new(req)));
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::LeaderAndIsr(errors)) => Ok(errors),
             other => {
                 tracing::warn!(?other, "unexpected LeaderAndIsr answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -83,11 +93,11 @@ impl ShardContext {
     /// A partition leader's AlterPartition, to this broker's controller part.
     pub async fn alter_partition_received(&self, ask: AlterAsk) -> Result<AlterAnswer, MeshError> {
         let req = ShardRequest::Control(ControlRequest::AlterPartitionReceived(Box::new(ask)));
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::AlterPartitionReceived(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected AlterPartition answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -102,11 +112,11 @@ impl ShardContext {
             broker,
             broker_epoch,
         });
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::ControlledShutdown(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected ControlledShutdown answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -118,11 +128,11 @@ impl ShardContext {
         partitions: Option<BTreeSet<TopicPartition>>,
     ) -> Result<ElectAnswer, MeshError> {
         let req = ShardRequest::Control(ControlRequest::ElectLeaders { kind, partitions });
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::ElectLeaders(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected ElectLeaders answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -138,11 +148,11 @@ impl ShardContext {
             broker,
             broker_epoch,
         });
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::AllocateProducerIds(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected AllocateProducerIds answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -150,11 +160,11 @@ impl ShardContext {
     /// A client-quota call, to the control shard.
     pub async fn client_quotas(&self, call: QuotaCall) -> Result<QuotaReply, MeshError> {
         let req = ShardRequest::Control(ControlRequest::ClientQuotas(call));
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::ClientQuotas(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected client quota answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -165,11 +175,11 @@ impl ShardContext {
         call: ReassignmentCall,
     ) -> Result<ReassignmentReply, MeshError> {
         let req = ShardRequest::Control(ControlRequest::Reassignments(call));
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::Reassignments(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected reassignment answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -181,11 +191,11 @@ impl ShardContext {
         call: BrokerConfigCall,
     ) -> Result<Result<(), AdminFailure>, MeshError> {
         let req = ShardRequest::Control(ControlRequest::BrokerConfigs(call));
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::BrokerConfigs(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected broker config answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -194,11 +204,11 @@ impl ShardContext {
     /// once the stopped partitions are closed (and deleted when asked).
     pub async fn stop_replica(&self, req: StopReplica) -> Result<PartitionErrors, MeshError> {
         let req = ShardRequest::Control(ControlRequest::StopReplica(Box::new(req)));
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::StopReplica(errors)) => Ok(errors),
             other => {
                 tracing::warn!(?other, "unexpected StopReplica answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -211,11 +221,11 @@ impl ShardContext {
         offsets: Vec<(String, i32, i64)>,
     ) -> Result<Vec<ErrorCode>, MeshError> {
         let req = ShardRequest::Control(ControlRequest::CommitOffsetsToStore { group, offsets });
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::OffsetsCommittedToStore(errors)) => Ok(errors),
             other => {
                 tracing::warn!(?other, "unexpected v0 offset commit answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -228,11 +238,11 @@ impl ShardContext {
     ) -> Result<Vec<Result<Option<i64>, ErrorCode>>, MeshError> {
         let req =
             ShardRequest::Control(ControlRequest::FetchOffsetsFromStore { group, partitions });
-        match self.call(self.control_peer(), req).await? {
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
             ShardResponse::Control(ControlResponse::OffsetsFromStore(found)) => Ok(found),
             other => {
                 tracing::warn!(?other, "unexpected v0 offset fetch answer");
-                Err(MeshError::PeerGone(self.control_peer()))
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }
     }
@@ -244,7 +254,7 @@ impl ShardContext {
         topic: String,
     ) -> Option<std::collections::BTreeMap<String, String>> {
         let req = ShardRequest::Control(ControlRequest::TopicConfigs { topic });
-        match self.call(self.control_peer(), req).await {
+        match self.ctx.call(self.ctx.control_peer(), req).await {
             Ok(ShardResponse::Control(ControlResponse::TopicConfigs(found))) => found,
             other => {
                 tracing::warn!(?other, "unexpected topic configs answer");

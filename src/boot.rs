@@ -20,7 +20,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use std::rc::Rc;
 
 use crate::config::ServerConfig;
-use crate::controller::Controller;
+use crate::controller::AdminManager;
 use crate::io::affinity::allowed_cpus;
 use crate::io::clock::{Clock, SystemClock};
 use crate::metadata::{BrokerEndpoint, Snapshot};
@@ -316,7 +316,7 @@ async fn first_snapshot(
 ) -> Result<crate::metadata::Snapshot, crate::controller::admin_error::AdminError> {
     control.reload_client_quotas().await;
     control.reload_broker_configs(me).await;
-    control.controller.next_snapshot().await
+    control.admin.next_snapshot().await
 }
 
 async fn join_shard(setup: &ShardSetup, base: ShardBase, part: RolePart) -> Rc<ShardContext> {
@@ -577,11 +577,11 @@ async fn control_shard_main(setup: ShardSetup) {
     let mut zk_session = None;
     let opened = match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
         Ok(()) => match &setup.config.zookeeper_connect {
-            None => Controller::open_embedded(
+            None => AdminManager::open_embedded(
                 &setup.log_dir,
                 setup.config.clone(),
                 setup.snapshot.clone(),
-                clock.wall_ms(),
+                clock.clone(),
             )
             .await
             .map_err(|e| format!("metadata store: {e}")),
@@ -589,9 +589,13 @@ async fn control_shard_main(setup: ShardSetup) {
                 Ok(store) => {
                     let store = crate::zk::any::AnyStore::zookeeper(store);
                     zk_session = Some(store.clone());
-                    Controller::open_zookeeper(store, setup.config.clone(), setup.snapshot.clone())
-                        .await
-                        .map_err(|e| format!("metadata store: {e}"))
+                    AdminManager::open_zookeeper(
+                        store,
+                        setup.config.clone(),
+                        setup.snapshot.clone(),
+                    )
+                    .await
+                    .map_err(|e| format!("metadata store: {e}"))
                 }
                 Err(e) => Err(e),
             },
@@ -600,9 +604,9 @@ async fn control_shard_main(setup: ShardSetup) {
     };
     // Join the mesh either way: data shards wait for every peer.
     let (part, started) = match opened {
-        Ok(controller) => (
+        Ok(admin) => (
             RolePart::Control(Box::new(ControlShard::new(
-                controller,
+                admin,
                 crate::types::BrokerId(setup.config.broker_id),
                 setup.config.zookeeper_connect.is_some(),
                 setup.log_dirs.clone(),

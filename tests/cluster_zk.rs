@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use common::cluster::{children, json, read, wait_for, with_zk};
 use common::zookeeper::{Ensemble, ZkServer};
 use common::{Broker, Conn};
+use shardlog::io::clock::ManualClock;
 use shardlog::zk::client::ZkStore;
 use shardlog::zk::store::{CreateMode, MetadataStore};
 
@@ -536,7 +537,7 @@ fn failover_benchmark_1000_partitions_rf3() {
                         store,
                         reconnect,
                         duties,
-                        Box::new(|| 1),
+                        std::rc::Rc::new(ManualClock::new(1)),
                     );
                     b.start().await.unwrap();
                     brokers.push(b);

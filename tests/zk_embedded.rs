@@ -7,6 +7,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::rc::Rc;
 
 use common::executor::run;
 use rand::rngs::StdRng;
@@ -14,6 +15,7 @@ use rand::SeedableRng;
 use shardlog::config::topic::BrokerTopicDefaults;
 use shardlog::controller::topic_admin::{self, AlterConfigOp, AlterConfigOpType, NewTopic};
 use shardlog::controller::{brokers, topic_configs};
+use shardlog::io::clock::SystemClock;
 use shardlog::types::BrokerId;
 use shardlog::zk::embedded::EmbeddedStore;
 use shardlog::zk::store::MetadataStore;
@@ -24,7 +26,7 @@ struct Before {
 }
 
 async fn first_run(dir: &Path) -> Before {
-    let store = EmbeddedStore::open(dir).expect("open");
+    let store = EmbeddedStore::open(dir, Rc::new(SystemClock::new())).expect("open");
     let mut rng = StdRng::seed_from_u64(1);
     let defaults = BrokerTopicDefaults::default();
     brokers::create_top_level_paths(&store).await.unwrap();
@@ -77,7 +79,7 @@ fn topics_configs_and_ids_survive_reopen_but_ephemeral_nodes_do_not() {
     assert!(path.join("__embedded_metadata/znodes.json").exists());
 
     run(move || async move {
-        let store = EmbeddedStore::open(&path).expect("reopen");
+        let store = EmbeddedStore::open(&path, Rc::new(SystemClock::new())).expect("reopen");
         let after = topic_admin::load_topics(&store).await.unwrap();
         assert_eq!(
             after, before.topics,

@@ -3,9 +3,15 @@
 //! (over the embedded store, or its ZooKeeper session), and — on the
 //! broker elected controller — the controller's duties.
 //!
-//! - [`event_loop`] `[drv]`: the [`Controller`] — owns the store, runs
-//!   admin operations one at a time, hands back the snapshot to publish.
-//! - [`requests`] `[pure]`: the admin operations data shards forward.
+//! - [`admin`] `[drv]`: the [`AdminManager`] (Kafka's `ZkAdminManager`),
+//!   every broker's admin side — owns the store, runs admin operations
+//!   (topics, configs, producer-id blocks) one at a time, hands back the
+//!   snapshot to publish. Not the controller.
+//! - [`admin_requests`] `[pure]`: the admin operations data shards forward
+//!   to the control shard, and their answers.
+//! - [`producer_id`] `[pure]`: producer-id blocks of
+//!   `/latest_producer_id_block` (Kafka's `ZkProducerIdManager`), the
+//!   core; its [`producer_id::store`] `[drv]` drives it over the store.
 //! - [`image`] `[pure]`: the metadata snapshot built from stored topics;
 //!   the specs of auto-created (internal) topics.
 //! - [`topic_admin`], [`topic_configs`], [`brokers`]: Kafka's topic admin,
@@ -37,24 +43,25 @@
 //! - [`leader_election`] `[pure]`: Kafka's four partition leader election
 //!   strategies and the new leader and ISR each produces.
 
+pub mod admin;
 pub mod admin_error;
+pub mod admin_requests;
 pub mod alter_partition;
 pub mod assignment;
 pub mod brokers;
 pub mod channel;
 pub mod context;
 pub mod election;
-pub mod event_loop;
 pub mod identity;
 pub mod image;
 pub mod leader_election;
+pub mod producer_id;
 pub mod reassignment;
 pub mod rebalance;
 pub mod request_batch;
-pub mod requests;
 pub mod state_machine;
 pub mod topic_admin;
 pub mod topic_configs;
 pub mod zk_mode;
 
-pub use event_loop::{Controller, Outcome};
+pub use admin::{AdminManager, Outcome};

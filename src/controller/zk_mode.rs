@@ -25,6 +25,7 @@ use super::brokers::{self, LiveBroker};
 use super::election::{self, Election, Step, Won};
 use super::request_batch::ControllerRequest;
 use super::topic_admin::{self, TopicInfo};
+use crate::io::clock::Clock;
 use crate::io::local_sync::{join_all, Local};
 use crate::metadata::leader_and_isr::PartitionErrors;
 use crate::protocol::ErrorCode;
@@ -247,7 +248,8 @@ pub struct ZkBroker<S: MetadataStore, D: Duties> {
     rx: RefCell<Option<LocalReceiver<Tagged>>>,
     session: Cell<u64>,
     term: Cell<u64>,
-    now_ms: Box<dyn Fn() -> i64>,
+    /// Wall-clock time for the znodes written (`/controller`'s timestamp).
+    clock: Rc<dyn Clock>,
     settings: RefCell<ControllerSettings>,
 }
 
@@ -258,7 +260,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         store: S,
         reconnect: Reconnect<S>,
         duties: D,
-        now_ms: Box<dyn Fn() -> i64>,
+        clock: Rc<dyn Clock>,
     ) -> Rc<Self> {
         let (tx, rx) = local_channel::new_unbounded();
         Rc::new(Self {
@@ -273,7 +275,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             rx: RefCell::new(Some(rx)),
             session: Cell::new(1),
             term: Cell::new(0),
-            now_ms,
+            clock,
             settings: RefCell::new(ControllerSettings::default()),
         })
     }
@@ -558,7 +560,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             let outcome = election::register_controller_and_increment_epoch(
                 &*store,
                 self.me,
-                (self.now_ms)(),
+                self.clock.wall_ms(),
             )
             .await;
             if let Err(e) = &outcome {

@@ -3,8 +3,9 @@
 //! `maybeShrinkIsr`, `maybeExpandIsr`).
 //!
 //! The high watermark is kept apart from the leader's log end offset even
-//! with a single replica: every acks=all produce waits on the HW, so the
-//! single-node data path already runs through the rule replication will use.
+//! with a single replica: every acks=all produce waits on the HW, and a
+//! single node and a replicated partition run through the same rule (with
+//! the ISR = the leader alone, the HW follows the leader's LEO).
 //!
 //! This state holds neither value: the leader's log owns its LEO and the
 //! HW it stores (Kafka's `UnifiedLog`), and every event passes them in as

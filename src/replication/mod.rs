@@ -1,6 +1,5 @@
-//! Replication (ARCHITECTURE.md §6): a shard's partitions and their replica
-//! state, the pure rules a partition leader and its followers follow, and
-//! the producer-id allocation idempotent producers depend on.
+//! Replication (ARCHITECTURE.md §6): a shard's partitions, their replica
+//! state, and the pure rules a partition leader and its followers follow.
 //!
 //! - [`replica_manager`] `[drv]`: the partitions one data shard owns
 //!   (Kafka's `ReplicaManager`, per shard).
@@ -14,9 +13,6 @@
 //!   a follower fetch's diverging epoch; `LeaderEpochFileCache.endOffsetFor`).
 //! - [`producer_state`] `[pure]`: per-partition idempotence state
 //!   (producer epoch, last sequences, duplicate detection, snapshots).
-//! - [`producer_id`] `[pure]`: producer-id blocks from
-//!   `/latest_producer_id_block` (Kafka's `ZkProducerIdManager`).
-//!
 //! - [`truncation`] `[pure]`: follower truncation by leader epoch
 //!   (KIP-101/279, `getOffsetTruncationState`) and the out-of-range rule.
 //! - [`quota`] `[core]`: the broker's replication quotas (leader and
@@ -30,7 +26,6 @@ pub mod isr;
 pub mod isr_change;
 pub mod leader_epoch;
 pub mod partition;
-pub mod producer_id;
 pub mod producer_state;
 pub mod quota;
 pub mod replica_manager;

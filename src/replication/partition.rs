@@ -43,7 +43,7 @@ use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot
 use crate::replication::isr::{LeaderLog, LeaderReplicaState};
 use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::producer_state::{
-    BatchMetadata, LoggedBatch, ProducerBatch, ProducerStateManager, SeqCheck,
+    BatchMetadata, ProducerBatch, ProducerStateManager, SeqCheck,
 };
 use crate::storage::partition_log::{
     LogEnds, LogEndsView, PartitionLog, RecordPick, ValidatedRecords,
@@ -62,7 +62,7 @@ mod txn;
 pub use delete_records::DeletedOnLeader;
 pub use follower::{FollowerAppend, FollowerLogState};
 pub use load::{load_producer_state, ProducerStateLoad};
-pub use txn::MarkerSpec;
+pub use txn::{MarkerSpec, VerificationGuards};
 mod leader;
 pub use leader::{FollowerFetch, FollowerFetchEffects};
 
@@ -117,6 +117,8 @@ pub struct Partition {
     group_commit: GroupCommit,
     /// `transaction.partition.verification.enable` (KIP-890).
     verify_txns: bool,
+    /// The shard's source of verification guards.
+    verification_guards: VerificationGuards,
     /// Fired (and replaced) when the low watermark may have moved: the
     /// DeleteRecords requests waiting for it check again.
     delete_waiters: RefCell<Rc<Trigger>>,
@@ -166,6 +168,8 @@ pub struct PartitionSpec {
     pub durable_counts: DurableCounts,
     /// `transaction.partition.verification.enable`.
     pub verify_txns: bool,
+    /// The shard's KIP-890 guard counter (outlives the partition).
+    pub verification_guards: VerificationGuards,
     /// Wall-clock time of the open (the replica state's "caught up" times).
     pub now_ms: i64,
 }
@@ -338,6 +342,7 @@ impl Partition {
             txn_index: RefCell::new(txn_index),
             durable: spec.durable,
             verify_txns: spec.verify_txns,
+            verification_guards: spec.verification_guards,
             group_commit: GroupCommit {
                 committed_end: Cell::new(leo),
                 counts: spec.durable_counts,

@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 use super::partition::{
     AppendOrigin, DurableCounts, Leadership, OffsetAnswer, Partition, PartitionSpec, ProduceResult,
-    ReadAnswer,
+    ReadAnswer, VerificationGuards,
 };
 use super::quota::ReplicationQuotas;
 use crate::config::dynamic::{
@@ -71,6 +71,8 @@ pub struct ReplicaManager {
     /// Set by [`Self::close_all`]: later syncs open nothing.
     closed: Cell<bool>,
     durable_counts: DurableCounts,
+    /// KIP-890 guards of this shard's partitions; outlives each of them.
+    verification_guards: VerificationGuards,
     /// Wall-clock time for the replica state a leadership change starts.
     clock: Rc<dyn Clock>,
     /// This shard's replica fetchers (partitions it follows).
@@ -184,6 +186,7 @@ impl ReplicaManager {
             turn: glommio::sync::Semaphore::new(1),
             closed: Cell::new(false),
             durable_counts: DurableCounts::default(),
+            verification_guards: VerificationGuards::default(),
             fetchers: super::fetcher::FetcherManager::new(
                 super::fetcher::settings_of(&server),
                 i64::from(server.replica_socket_timeout_ms),
@@ -598,6 +601,7 @@ impl ReplicaManager {
             durable: self.server.shardlog_flush_every_append,
             durable_counts: self.durable_counts.clone(),
             verify_txns: self.server.transaction_partition_verification_enable,
+            verification_guards: self.verification_guards.clone(),
             now_ms: self.clock.wall_ms(),
         };
         Ok(Partition::open(spec, log)?.in_log_dir(log_dir))

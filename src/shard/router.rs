@@ -3,7 +3,7 @@
 //! every data shard, send the purgatory notes its partitions queued, and
 //! send the ISR changes its partition leaders propose.
 
-use crate::controller::requests::{AdminFailure, BrokerConfigCall};
+use crate::controller::admin_requests::{AdminFailure, BrokerConfigCall};
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use std::rc::Rc;
 
@@ -340,7 +340,7 @@ async fn serve_control(
         | ControlRequest::FetchOffsetsFromStore { .. }
         | ControlRequest::TopicConfigs { .. } => unreachable!("answered above"),
         ControlRequest::AutoCreateTopics { topics } => {
-            let outcome = control.controller.auto_create(topics).await;
+            let outcome = control.admin.auto_create(topics).await;
             if let Some(snapshot) = outcome.publish {
                 publish(ctx, snapshot).await;
             }
@@ -349,7 +349,7 @@ async fn serve_control(
             }
         }
         ControlRequest::Admin(req) => {
-            let outcome = control.controller.run(*req).await;
+            let outcome = control.admin.run(*req).await;
             if let Some(snapshot) = outcome.publish {
                 publish(ctx, snapshot).await;
             }

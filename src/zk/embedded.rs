@@ -26,6 +26,7 @@ use super::store::{
     parent_of, validate_path, CreateMode, MetadataStore, Op, OpResult, Stat, StoreError,
 };
 use super::watch::{oneshot, Fire, SessionEvent, SessionWatch, Watch, WatchEvent, WatchKind};
+use crate::io::clock::{Clock, SystemClock};
 
 /// Directory under the first log dir that holds the embedded tree.
 pub const EMBEDDED_DIR: &str = "__embedded_metadata";
@@ -86,13 +87,6 @@ mod data_repr {
     }
 }
 
-/// Wall-clock ms since the epoch, for a node's `ctime`.
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 impl Tree {
     fn empty() -> Self {
         let root = Node {
@@ -148,12 +142,14 @@ impl Tree {
         })
     }
 
+    /// Creates `path`; `now_ms` (wall clock) is its `ctime`.
     fn create(
         &mut self,
         path: &str,
         data: &[u8],
         mode: CreateMode,
         session: i64,
+        now_ms: i64,
     ) -> Result<String, StoreError> {
         validate_path(if mode.is_sequential() {
             path.trim_end_matches('/')
@@ -194,7 +190,7 @@ impl Tree {
             czxid: zxid,
             mzxid: zxid,
             pzxid: zxid,
-            ctime: now_ms(),
+            ctime: now_ms,
             version: 0,
             cversion: 0,
             ephemeral_owner: owner,
@@ -260,11 +256,11 @@ impl Tree {
         Self::check_version(path, node, Some(version))
     }
 
-    fn apply(&mut self, op: &Op, session: i64) -> Result<OpResult, StoreError> {
+    fn apply(&mut self, op: &Op, session: i64, now_ms: i64) -> Result<OpResult, StoreError> {
         match op {
             Op::Check { path, version } => self.check(path, *version).map(|()| OpResult::Check),
             Op::Create { path, data, mode } => self
-                .create(path, data, *mode, session)
+                .create(path, data, *mode, session, now_ms)
                 .map(OpResult::Create),
             Op::Set {
                 path,
@@ -313,6 +309,8 @@ struct Inner {
     tree: Tree,
     /// None for an in-memory store (tests, tools).
     dir: Option<PathBuf>,
+    /// Wall-clock time for the `ctime` of created nodes.
+    clock: Rc<dyn Clock>,
     watches: Vec<Armed>,
     /// Per session, who waits for its next state change.
     session_waiters: Vec<(i64, Fire<SessionEvent>)>,
@@ -442,7 +440,8 @@ pub struct EmbeddedStore {
 impl EmbeddedStore {
     /// Opens (or creates) the tree under `<log_dir>/__embedded_metadata/`
     /// and starts a new session: ephemeral nodes of earlier runs are gone.
-    pub fn open(log_dir: &Path) -> Result<Self, StoreError> {
+    /// `clock` dates the nodes created (`ctime`).
+    pub fn open(log_dir: &Path, clock: Rc<dyn Clock>) -> Result<Self, StoreError> {
         let dir = log_dir.join(EMBEDDED_DIR);
         fs::create_dir_all(&dir).map_err(|e| io_err("create dir", &dir, e))?;
         let mut tree = read_tree(&dir)?.unwrap_or_else(Tree::empty);
@@ -455,21 +454,23 @@ impl EmbeddedStore {
         tree.last_session_id += 1;
         let session_id = tree.last_session_id;
         write_tree(&dir, &tree.persistent_view())?;
-        Ok(Self::from_inner(tree, Some(dir), session_id))
+        Ok(Self::from_inner(tree, Some(dir), session_id, clock))
     }
 
-    /// A store that keeps nothing on disk (tests, tools).
+    /// A store that keeps nothing on disk (tests, tools), its nodes dated
+    /// by the system clock.
     pub fn in_memory() -> Self {
         let mut tree = Tree::empty();
         tree.last_session_id = 1;
-        Self::from_inner(tree, None, 1)
+        Self::from_inner(tree, None, 1, Rc::new(SystemClock::new()))
     }
 
-    fn from_inner(tree: Tree, dir: Option<PathBuf>, session_id: i64) -> Self {
+    fn from_inner(tree: Tree, dir: Option<PathBuf>, session_id: i64, clock: Rc<dyn Clock>) -> Self {
         Self {
             inner: Rc::new(RefCell::new(Inner {
                 tree,
                 dir,
+                clock,
                 watches: Vec::new(),
                 session_waiters: Vec::new(),
             })),
@@ -545,11 +546,11 @@ impl MetadataStore for EmbeddedStore {
         data: &[u8],
         mode: CreateMode,
     ) -> Result<String, StoreError> {
-        self.inner
-            .borrow_mut()
-            .mutate(self.session.get(), |tree, session| {
-                tree.create(path, data, mode, session)
-            })
+        let mut inner = self.inner.borrow_mut();
+        let now_ms = inner.clock.wall_ms();
+        inner.mutate(self.session.get(), |tree, session| {
+            tree.create(path, data, mode, session, now_ms)
+        })
     }
 
     async fn get(&self, path: &str) -> Result<(Vec<u8>, Stat), StoreError> {
@@ -600,11 +601,13 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, StoreError> {
-        self.inner
-            .borrow_mut()
-            .mutate(self.session.get(), |tree, session| {
-                ops.iter().map(|op| tree.apply(op, session)).collect()
-            })
+        let mut inner = self.inner.borrow_mut();
+        let now_ms = inner.clock.wall_ms();
+        inner.mutate(self.session.get(), |tree, session| {
+            ops.iter()
+                .map(|op| tree.apply(op, session, now_ms))
+                .collect()
+        })
     }
 
     async fn get_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), StoreError> {

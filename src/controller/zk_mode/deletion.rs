@@ -4,11 +4,17 @@
 //! topic ineligible until the broker returns; when every replica is
 //! deleted the topic's znodes, config and marker go.
 
+use std::collections::BTreeSet;
+
 use super::partitions::ElectionKind;
-use super::*;
+use super::{Duties, ZkBroker};
 use crate::controller::request_batch::RequestBatch;
 use crate::controller::state_machine::{PartitionState, ReplicaState};
-use crate::types::TopicPartition;
+use crate::controller::topic_admin;
+use crate::protocol::ErrorCode;
+use crate::types::{BrokerId, TopicPartition};
+use crate::zk::paths;
+use crate::zk::store::{MetadataStore, Op};
 
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     // ----- topic deletion (TopicDeletionManager) -----

@@ -3,12 +3,15 @@
 //! failing, replicas going offline, the topic list and a topic's
 //! assignment changing, the admin znodes.
 
+use std::collections::BTreeSet;
+
 use super::partitions::ElectionKind;
-use super::*;
+use super::{Duties, Event, ZkBroker};
 use crate::controller::request_batch::RequestBatch;
 use crate::controller::state_machine::{PartitionState, ReplicaState};
-use crate::types::TopicPartition;
-use crate::zk::paths::TopicZNode;
+use crate::types::{BrokerId, TopicPartition};
+use crate::zk::paths::{self, TopicZNode};
+use crate::zk::store::{MetadataStore, StoreError};
 
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     // ----- the controller's events -----

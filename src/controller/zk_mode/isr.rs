@@ -11,12 +11,15 @@
 
 use uuid::Uuid;
 
-use super::*;
+use super::{Duties, Event, Tagged, WriteError, ZkBroker};
 use crate::controller::alter_partition::{judge, Proposal, Verdict};
 use crate::controller::context::Leadership;
 use crate::controller::leader_election::LeaderIsr;
 use crate::controller::request_batch::RequestBatch;
-use crate::types::ControllerEpoch;
+use crate::protocol::ErrorCode;
+use crate::types::{BrokerId, ControllerEpoch, TopicPartition};
+use crate::zk::paths;
+use crate::zk::store::{MetadataStore, StoreError};
 
 /// One partition of an AlterPartition (v2+ names topics by id).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,11 +7,16 @@
 //! failed dir: those replicas go offline (new leaders elsewhere, out of the
 //! ISRs) until the broker starts again.
 
-use super::*;
+use std::collections::BTreeSet;
+
+use super::{Duties, ZkBroker};
 use crate::controller::request_batch::RequestBatch;
 use crate::controller::state_machine::ReplicaState;
-use crate::types::TopicPartition;
+use crate::protocol::ErrorCode;
+use crate::types::{BrokerId, TopicPartition};
 use crate::zk::log_dir_event::LogDirEventZNode;
+use crate::zk::paths;
+use crate::zk::store::{MetadataStore, StoreError};
 
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     /// The notifications `names` (children of the notification path): the

@@ -9,14 +9,19 @@
 //! that drive both `events`, topic deletion `deletion`, controlled shutdown
 //! `shutdown`.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{ControllerContext, Duties, Event, Tagged, WriteError, ZkBroker};
 use crate::controller::context::Leadership;
 use crate::controller::leader_election::{self, LeaderIsr, LeaderRecoveryState, Strategy};
 use crate::controller::request_batch::{ControllerRequest, RequestBatch};
 use crate::controller::state_machine::PartitionState;
+use crate::controller::topic_admin;
+use crate::io::local_sync::{join_all, Local};
 use crate::protocol::ErrorCode;
-use crate::types::{ControllerEpoch, LeaderEpoch, PartitionEpoch, TopicPartition};
-use crate::zk::paths::{ConfigZNode, PartitionStateZNode};
+use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, PartitionEpoch, TopicPartition};
+use crate::zk::paths::{self, ConfigZNode, PartitionStateZNode};
+use crate::zk::store::{MetadataStore, Op, OpResult, StoreError};
 
 /// Which election an Offline/Online → Online change runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,12 +8,18 @@
 //! `controller::rebalance`; the elections are the partition state
 //! machine's (`partitions`).
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
 use super::partitions::{ElectionFailures, ElectionKind};
-use super::*;
+use super::{Duties, Event, Reply, Tagged, ZkBroker};
 use crate::controller::rebalance::{self, ElectionResult, ElectionType};
 use crate::controller::request_batch::RequestBatch;
 use crate::controller::state_machine::PartitionState;
-use crate::zk::paths::PreferredReplicaElectionZNode;
+use crate::protocol::ErrorCode;
+use crate::types::{BrokerId, TopicPartition};
+use crate::zk::paths::{self, PreferredReplicaElectionZNode};
+use crate::zk::store::{MetadataStore, Op, StoreError};
 
 /// Kafka's first auto-rebalance check after failover comes 5 s in
 /// (`scheduleAutoLeaderRebalanceTask(delay = 5, SECONDS)`), or at the

@@ -6,10 +6,14 @@
 //! registered with that epoch (BROKER_ID_NOT_REGISTERED,
 //! STALE_BROKER_EPOCH) and reserves the block for it
 //! (`ZkProducerIdManager.getNewProducerIdBlock`,
-//! `replication::producer_id`).
+//! `controller::producer_id`).
 
-use super::*;
-use crate::replication::producer_id::{allocate_producer_id_block, ProducerIdManager};
+use super::{Duties, Event, Reply, ZkBroker};
+use crate::controller::producer_id::store::allocate_producer_id_block;
+use crate::controller::producer_id::ProducerIdManager;
+use crate::protocol::ErrorCode;
+use crate::types::BrokerId;
+use crate::zk::store::MetadataStore;
 
 /// The block reserved (first id, length), or why not.
 pub type AllocateAnswer = Result<(i64, i32), ErrorCode>;

@@ -19,15 +19,19 @@
 //!    `/brokers/topics/<t>` gets TRS with no AR/RR, the partition leaves
 //!    `/admin/reassign_partitions`, and every broker gets UpdateMetadata.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use super::partitions::{ElectionFailures, ElectionKind};
-use super::*;
+use super::{Duties, Event, Reply, WriteError, ZkBroker};
 use crate::controller::context::Leadership;
 use crate::controller::leader_election::LeaderIsr;
 use crate::controller::reassignment::{self, Refusal, ReplicaAssignment};
 use crate::controller::request_batch::RequestBatch;
 use crate::controller::state_machine::ReplicaState;
-use crate::types::{ControllerEpoch, LeaderEpoch};
-use crate::zk::paths::ReassignPartitionsZNode;
+use crate::protocol::ErrorCode;
+use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, TopicPartition};
+use crate::zk::paths::{self, ReassignPartitionsZNode};
+use crate::zk::store::{MetadataStore, Op, StoreError};
 
 /// Per partition asked, NONE or why not; or NOT_CONTROLLER.
 pub type ReassignAnswer = Result<BTreeMap<TopicPartition, Result<(), Refusal>>, ErrorCode>;

@@ -3,13 +3,15 @@
 //! follow, online replicas (re)told their partitions, offline ones stopped
 //! and taken out of every ISR (`removeReplicasFromIsr`).
 
-use super::*;
+use std::collections::BTreeMap;
+
+use super::{Duties, ZkBroker};
 use crate::controller::context::Leadership;
 use crate::controller::leader_election::LeaderIsr;
 use crate::controller::request_batch::RequestBatch;
 use crate::controller::state_machine::ReplicaState;
-use crate::types::TopicPartition;
-use crate::types::{ControllerEpoch, LeaderEpoch};
+use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, TopicPartition};
+use crate::zk::store::MetadataStore;
 
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     // ----- the replica state machine -----

@@ -2,10 +2,12 @@
 //! `KafkaController.doControlledShutdown`).
 
 use super::partitions::ElectionKind;
-use super::*;
+use super::{Duties, ZkBroker};
 use crate::controller::request_batch::RequestBatch;
 use crate::controller::state_machine::{PartitionState, ReplicaState};
-use crate::types::TopicPartition;
+use crate::protocol::ErrorCode;
+use crate::types::{BrokerId, TopicPartition};
+use crate::zk::store::MetadataStore;
 
 /// Why a ControlledShutdown was refused (its Kafka error code).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

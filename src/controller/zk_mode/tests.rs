@@ -2,6 +2,7 @@
 //! session each, in a glommio executor as on the control shard.
 
 use super::*;
+use crate::io::clock::ManualClock;
 use crate::zk::embedded::EmbeddedStore;
 use crate::zk::paths::PartitionStateZNode;
 
@@ -72,7 +73,7 @@ fn broker(id: i32, store: &EmbeddedStore) -> (Rc<ZkBroker<EmbeddedStore, Record>
         store.clone(),
         reconnect,
         record.clone(),
-        Box::new(|| 1),
+        Rc::new(ManualClock::new(1)),
     );
     (b, record)
 }

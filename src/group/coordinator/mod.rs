@@ -18,6 +18,10 @@
 //! - `offsets`: OffsetCommit, OffsetFetch, OffsetDelete, offset expiry and
 //!   loading a partition's records.
 //! - `admin`: DescribeGroups, ListGroups, DeleteGroups.
+//! - `txn_offsets`: the TxnOffsetCommit offsets held until their
+//!   transaction's marker (`PendingTxnOffsets`; the marker's and the
+//!   loader's entry points, [`Coordinator::on_txn_marker`] and
+//!   [`Coordinator::load_txn_offset`], are here).
 
 mod admin;
 mod membership;
@@ -38,6 +42,7 @@ use super::partition::coordinator_partition;
 use super::records::{OffsetCommitKey, OffsetCommitValue};
 use super::state::{Group, GroupState};
 use crate::protocol::ErrorCode;
+use txn_offsets::PendingTxnOffsets;
 
 /// Records for `__consumer_offsets`: (key, value or `None` for a tombstone).
 pub type Records = Vec<(Vec<u8>, Option<Vec<u8>>)>;
@@ -242,9 +247,9 @@ pub struct Coordinator {
     next_token: u64,
     /// The deadline of the armed offset-expiry timer, if any.
     expiry_deadline: Option<i64>,
-    /// TxnOffsetCommit offsets waiting for their transaction's marker, by
-    /// producer id (Kafka's `pendingTransactionalOffsetCommits`).
-    txn_offsets: BTreeMap<i64, Vec<TxnOffset>>,
+    /// TxnOffsetCommit offsets waiting for their transaction's marker
+    /// (Kafka's `pendingTransactionalOffsetCommits`).
+    txn_offsets: PendingTxnOffsets,
 }
 
 /// A commit whose append finished (see `finish_commit`).
@@ -255,9 +260,6 @@ struct FinishedCommit {
     pub member: Option<String>,
     pub txn: Option<i64>,
 }
-
-/// One pending transactional offset: (group, (topic, partition), value).
-type TxnOffset = (String, (String, i32), OffsetCommitValue);
 
 impl Coordinator {
     pub fn new(config: GroupConfig, num_partitions: i32) -> Self {
@@ -271,7 +273,7 @@ impl Coordinator {
             pending_appends: BTreeMap::new(),
             next_token: 0,
             expiry_deadline: None,
-            txn_offsets: BTreeMap::new(),
+            txn_offsets: PendingTxnOffsets::default(),
         }
     }
 
@@ -489,6 +491,44 @@ impl Coordinator {
         self.groups
             .entry(group_id.to_owned())
             .or_insert_with(|| Entry::new(group_id, partition, now_ms))
+    }
+
+    /// The marker of `producer_id`'s transaction reached `__consumer_offsets`
+    /// partition `partition`: its offsets of groups there become committed
+    /// (COMMIT) or are dropped (ABORT) (Kafka's `handleTxnCompletion`).
+    pub fn on_txn_marker(&mut self, partition: i32, producer_id: i64, commit: bool) {
+        let num_partitions = self.num_partitions;
+        let here = self.txn_offsets.take_marked(producer_id, |group| {
+            coordinator_partition(group, num_partitions) == partition
+        });
+        if !commit {
+            return;
+        }
+        for (group, tp, value) in here {
+            let entry = self.entry_or_new(&group, partition, value.commit_timestamp_ms);
+            entry.offsets.insert(tp, value);
+        }
+    }
+
+    /// Loading: an offset commit record in a transactional batch of
+    /// `producer_id` (held until its marker is replayed).
+    pub fn load_txn_offset(&mut self, producer_id: i64, key: &OffsetCommitKey, value: &[u8]) {
+        match OffsetCommitValue::decode(value) {
+            Ok(v) => self.txn_offsets.hold(
+                producer_id,
+                &key.group,
+                [((key.topic.clone(), key.partition), v)],
+            ),
+            Err(e) => {
+                tracing::warn!(group = %key.group, error = %e, "transactional offset record skipped")
+            }
+        }
+    }
+
+    /// Whether `group` has offsets of an open transaction on `tp`
+    /// (OffsetFetch v7+ `require_stable` answers UNSTABLE_OFFSET_COMMIT).
+    pub fn has_pending_txn_offset(&self, group: &str, tp: &(String, i32)) -> bool {
+        self.txn_offsets.contains(group, tp)
     }
 }
 

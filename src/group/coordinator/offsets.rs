@@ -150,12 +150,7 @@ impl Coordinator {
         results.extend(refused);
         if let (Some(producer_id), ErrorCode::NONE) = (txn, error) {
             // Held until the transaction's marker (`on_txn_marker`).
-            let pending = self.txn_offsets.entry(producer_id).or_default();
-            pending.extend(
-                offsets
-                    .into_iter()
-                    .map(|(tp, v)| (group_id.to_owned(), tp, v)),
-            );
+            self.txn_offsets.hold(producer_id, group_id, offsets);
         } else if error == ErrorCode::NONE {
             if let Some(entry) = self.groups.get_mut(group_id) {
                 for (tp, value) in offsets {

@@ -1,61 +1,63 @@
-//! Transactional offset commits (KIP-98; Kafka's
-//! `GroupMetadataManager.storeOffsets` with a producer id and
-//! `handleTxnCompletion`): a TxnOffsetCommit is written to
-//! `__consumer_offsets` in a transactional batch of the producer and held
-//! apart from the group's committed offsets until the transaction's
-//! marker reaches that partition — a COMMIT makes the offsets the group's,
-//! an ABORT drops them. Loading a partition does the same with the
-//! transactional records and markers it replays.
+//! `[pure]` Transactional offset commits held for their marker (KIP-98;
+//! Kafka's `pendingTransactionalOffsetCommits` of `GroupMetadataManager`):
+//! a TxnOffsetCommit is written to `__consumer_offsets` in a transactional
+//! batch of the producer and held apart from the group's committed offsets
+//! until the transaction's marker reaches that partition — a COMMIT makes
+//! the offsets the group's, an ABORT drops them. Loading a partition does
+//! the same with the transactional records and markers it replays.
+//!
+//! [`PendingTxnOffsets`] only holds and hands back; the coordinator
+//! (`Coordinator::on_txn_marker`, `load_txn_offset`, `finish_commit`)
+//! decides where the offsets go.
 
-use super::*;
+use std::collections::BTreeMap;
 
-impl Coordinator {
-    /// The marker of `producer_id`'s transaction reached `__consumer_offsets`
-    /// partition `partition`: its offsets of groups there become committed
-    /// (COMMIT) or are dropped (ABORT).
-    pub fn on_txn_marker(&mut self, partition: i32, producer_id: i64, commit: bool) {
-        let Some(pending) = self.txn_offsets.remove(&producer_id) else {
-            return;
-        };
-        let (here, elsewhere): (Vec<TxnOffset>, Vec<TxnOffset>) = pending
-            .into_iter()
-            .partition(|(group, _, _)| self.partition_of(group) == partition);
-        if !elsewhere.is_empty() {
-            self.txn_offsets.insert(producer_id, elsewhere);
-        }
-        if !commit {
-            return;
-        }
-        for (group, tp, value) in here {
-            let entry = self.entry_or_new(&group, partition, value.commit_timestamp_ms);
-            entry.offsets.insert(tp, value);
-        }
-    }
+use crate::group::records::OffsetCommitValue;
 
-    /// Loading: an offset commit record in a transactional batch of
-    /// `producer_id` (held until its marker is replayed).
-    pub fn load_txn_offset(
+/// One pending transactional offset: (group, (topic, partition), value).
+pub(super) type TxnOffset = (String, (String, i32), OffsetCommitValue);
+
+/// TxnOffsetCommit offsets waiting for their transaction's marker, by
+/// producer id.
+#[derive(Debug, Default)]
+pub(super) struct PendingTxnOffsets(BTreeMap<i64, Vec<TxnOffset>>);
+
+impl PendingTxnOffsets {
+    /// Hold `offsets` of `group` until `producer_id`'s marker.
+    pub(super) fn hold(
         &mut self,
         producer_id: i64,
-        key: &super::super::records::OffsetCommitKey,
-        value: &[u8],
+        group: &str,
+        offsets: impl IntoIterator<Item = ((String, i32), OffsetCommitValue)>,
     ) {
-        match OffsetCommitValue::decode(value) {
-            Ok(v) => self.txn_offsets.entry(producer_id).or_default().push((
-                key.group.clone(),
-                (key.topic.clone(), key.partition),
-                v,
-            )),
-            Err(e) => {
-                tracing::warn!(group = %key.group, error = %e, "transactional offset record skipped")
-            }
-        }
+        self.0
+            .entry(producer_id)
+            .or_default()
+            .extend(offsets.into_iter().map(|(tp, v)| (group.to_owned(), tp, v)));
     }
 
-    /// Whether `group` has offsets of an open transaction on `tp`
-    /// (OffsetFetch v7+ `require_stable` answers UNSTABLE_OFFSET_COMMIT).
-    pub fn has_pending_txn_offset(&self, group: &str, tp: &(String, i32)) -> bool {
-        self.txn_offsets
+    /// `producer_id`'s marker reached a partition: its offsets of the
+    /// groups `here` names, in the order they were held; those of groups
+    /// on other partitions stay held for their own markers.
+    pub(super) fn take_marked(
+        &mut self,
+        producer_id: i64,
+        here: impl Fn(&str) -> bool,
+    ) -> Vec<TxnOffset> {
+        let Some(pending) = self.0.remove(&producer_id) else {
+            return Vec::new();
+        };
+        let (marked, elsewhere): (Vec<TxnOffset>, Vec<TxnOffset>) =
+            pending.into_iter().partition(|(group, _, _)| here(group));
+        if !elsewhere.is_empty() {
+            self.0.insert(producer_id, elsewhere);
+        }
+        marked
+    }
+
+    /// Whether `group` has offsets of an open transaction on `tp`.
+    pub(super) fn contains(&self, group: &str, tp: &(String, i32)) -> bool {
+        self.0
             .values()
             .flatten()
             .any(|(g, t, _)| g == group && t == tp)

@@ -8,9 +8,8 @@
 //! The wait is woken by what can move the low watermark or end it: a
 //! follower's fetch (its log start offset) and a leadership change.
 
-use std::time::{Duration, Instant};
-
 use std::rc::Rc;
+use std::time::Duration;
 
 use super::Partition;
 use crate::io::local_sync::Trigger;
@@ -82,33 +81,45 @@ impl Partition {
     /// watermark), the partition stops being led here
     /// (NOT_LEADER_OR_FOLLOWER), or `timeout` passes (REQUEST_TIMED_OUT,
     /// low watermark -1, as Kafka's expired `DelayedDeleteRecords`).
-    /// `alive` is asked afresh at every check.
+    /// `alive` is asked afresh at every check. The deadline is the
+    /// runtime's timer: nothing here reads a clock.
     pub async fn await_low_watermark(
         &self,
         required: i64,
         timeout: Duration,
         alive: &dyn Fn(BrokerId) -> bool,
     ) -> (ErrorCode, i64) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if self.role() != PartitionRole::Leader {
-                return (self.not_serving(), -1);
-            }
-            let low = self.low_watermark(alive);
-            if low >= required {
-                return (ErrorCode::NONE, low);
-            }
-            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                return (ErrorCode::REQUEST_TIMED_OUT, -1);
-            };
-            let woken = self.delete_waiters.borrow().clone();
-            // Woken or not, check again; past the deadline the loop ends.
-            let _ = glommio::timer::timeout(left, async {
+        let waited = glommio::timer::timeout(timeout, async {
+            loop {
+                if let Some(done) = self.low_watermark_check(required, alive) {
+                    return Ok(done);
+                }
+                // Woken by a follower's fetch, a leadership change or an
+                // offline log dir: check again.
+                let woken = self.delete_waiters.borrow().clone();
                 woken.wait().await;
-                Ok(())
-            })
-            .await;
+            }
+        })
+        .await;
+        // Past the deadline: one last check, then REQUEST_TIMED_OUT.
+        waited.unwrap_or_else(|_| {
+            self.low_watermark_check(required, alive)
+                .unwrap_or((ErrorCode::REQUEST_TIMED_OUT, -1))
+        })
+    }
+
+    /// How a DeleteRecords wait ends now, if it does: no longer leading,
+    /// or the low watermark at `required`.
+    fn low_watermark_check(
+        &self,
+        required: i64,
+        alive: &dyn Fn(BrokerId) -> bool,
+    ) -> Option<(ErrorCode, i64)> {
+        if self.role() != PartitionRole::Leader {
+            return Some((self.not_serving(), -1));
         }
+        let low = self.low_watermark(alive);
+        (low >= required).then_some((ErrorCode::NONE, low))
     }
 
     /// Wake every DeleteRecords wait to check again (the next waits

@@ -9,11 +9,17 @@
 //! leader did), and a truncation rebuilds it from the newest snapshot at
 //! or below the new LEO plus the log tail.
 
-use super::*;
+use bytes::Bytes;
+
+use super::load::load_producer_state;
+use super::{txn, Partition};
 use crate::protocol::control_record;
 use crate::protocol::record_batch::RecordBatch;
-use crate::replication::producer_state::TxnMarker;
+use crate::purgatory::view::PartitionRole;
+use crate::replication::producer_state::{LoggedBatch, TxnMarker};
 use crate::replication::truncation;
+use crate::storage::partition_log::{PartitionLog, ValidatedRecords};
+use crate::storage::StorageError;
 
 /// A follower's view of its log for the fetcher (one read of the ends).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

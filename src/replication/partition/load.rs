@@ -3,9 +3,11 @@
 //! after it (Kafka's `loadProducerState`); markers replayed there also
 //! rebuild the aborted-transaction index entries a crash may have lost.
 
-use super::*;
-use crate::replication::producer_state::TxnMarker;
+use super::txn;
+use crate::replication::producer_state::{LoggedBatch, ProducerStateManager, TxnMarker};
+use crate::storage::partition_log::PartitionLog;
 use crate::storage::txn_index::TxnIndex;
+use crate::storage::{producer_snapshot, StorageError};
 
 /// How a partition's producer state was rebuilt at open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,9 +5,18 @@
 //! (WriteTxnMarkers; Kafka's `Partition.appendRecordsToLeader` with
 //! `AppendOrigin.COORDINATOR`).
 
-use super::*;
-use crate::protocol::control_record;
-use crate::replication::producer_state::{CompletedTxn, TxnMarker};
+use std::cell::Cell;
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use super::{Partition, ProduceResult};
+use crate::protocol::{control_record, ErrorCode};
+use crate::purgatory::view::{LogOffsetMetadata, PartitionRole};
+use crate::replication::producer_state::{
+    CompletedTxn, ProducerBatch, ProducerStateManager, TxnMarker,
+};
+use crate::storage::partition_log::{PartitionLog, ValidatedRecords};
 use crate::storage::txn_index::AbortedTxn;
 
 /// One marker to append (a WriteTxnMarkers entry for one partition).
@@ -41,9 +50,30 @@ pub(super) fn aborted_entry(
     })
 }
 
-/// Verification guards are unique in the process: a guard from a
-/// partition that was closed and opened again never matches.
-static NEXT_GUARD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+/// Where one shard's KIP-890 verification guards come from (Kafka's
+/// `VerificationGuard`, there an object compared by identity): a counter
+/// the shard's replica manager owns and hands to every partition it
+/// opens. A partition lives on one shard (`shard_of`) and the counter
+/// outlives every partition there, so a guard from a partition that was
+/// closed and opened again never matches the reopened one's. The shard's
+/// partitions share it on one thread: a `Cell`, no atomic.
+#[derive(Debug, Clone)]
+pub struct VerificationGuards(Rc<Cell<u64>>);
+
+impl Default for VerificationGuards {
+    fn default() -> Self {
+        Self(Rc::new(Cell::new(1)))
+    }
+}
+
+impl VerificationGuards {
+    /// A guard no earlier call on this shard returned.
+    fn next(&self) -> u64 {
+        let guard = self.0.get();
+        self.0.set(guard + 1);
+        guard
+    }
+}
 
 impl Partition {
     /// Kafka's `maybeStartTransactionVerification` on the leader: `None`
@@ -63,7 +93,7 @@ impl Partition {
         if !self.verify_txns {
             return Ok(None);
         }
-        let fresh = NEXT_GUARD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let fresh = self.verification_guards.next();
         Ok(self
             .producers
             .borrow_mut()
@@ -224,5 +254,23 @@ impl Partition {
             self.index_abort(&log, entry);
         }
         self.finish_leader_append(log, info, now_ms).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::VerificationGuards;
+
+    #[test]
+    fn guards_are_unique_across_every_holder_of_the_shards_counter() {
+        let shard = VerificationGuards::default();
+        let first_partition = shard.clone();
+        let a = first_partition.next();
+        drop(first_partition);
+        // The same partition opened again gets the shard's counter anew.
+        let reopened = shard.clone();
+        let b = reopened.next();
+        let c = shard.next();
+        assert!(a < b && b < c, "{a} {b} {c}");
     }
 }

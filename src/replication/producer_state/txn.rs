@@ -9,7 +9,10 @@
 //! read_committed consumer never reads past an undecided record, nor past
 //! a decision that could still be lost with an unreplicated marker.
 
-use super::*;
+use super::{
+    CompletedTxn, ProducerBatch, ProducerEntry, ProducerError, ProducerStateManager, TxnMarker,
+};
+use crate::types::{Offset, ProducerEpoch, ProducerId};
 
 /// A started KIP-890 verification of a producer's next transaction here
 /// (Kafka's `VerificationStateEntry`): its guard (unique per start, so a

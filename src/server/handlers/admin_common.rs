@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use kafka_protocol::protocol::StrBytes;
 
-use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, AdminResult};
+use crate::controller::admin_requests::{AdminFailure, AdminRequest, AdminResponse, AdminResult};
 use crate::protocol::ErrorCode;
 use crate::shard::ShardContext;
 

@@ -23,7 +23,7 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::{failure, str_bytes};
 use super::config_resources::{alter_results, classify, sort_resources};
 use super::{HandlerError, Request, Response};
-use crate::controller::requests::{AdminFailure, AdminRequest, BrokerConfigChange};
+use crate::controller::admin_requests::{AdminFailure, AdminRequest, BrokerConfigChange};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
 use crate::protocol::{ApiRange, ErrorCode};

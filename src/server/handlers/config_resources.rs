@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 use super::admin_common::{call_control_each, failure};
-use crate::controller::requests::{
+use crate::controller::admin_requests::{
     AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall, BrokerConfigChange,
 };
 use crate::protocol::ErrorCode;

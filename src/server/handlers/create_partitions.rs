@@ -16,7 +16,7 @@ use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::{call_control_into, failure, str_bytes};
 use super::{HandlerError, Request, Response};
-use crate::controller::requests::{AdminRequest, AdminResponse, AdminResult, NewPartitions};
+use crate::controller::admin_requests::{AdminRequest, AdminResponse, AdminResult, NewPartitions};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT32};
 use crate::protocol::{ApiRange, ErrorCode};

@@ -19,7 +19,7 @@ use kafka_protocol::messages::{ApiKey, TopicName};
 use super::admin_common::{call_control_into, failure, str_bytes};
 use super::{HandlerError, Request, Response};
 use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
-use crate::controller::requests::{AdminRequest, AdminResponse, AdminResult};
+use crate::controller::admin_requests::{AdminRequest, AdminResponse, AdminResult};
 use crate::controller::topic_admin::{NewTopic, TopicInfo};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT16, INT32};

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::admin_common::{call_control_each, failure, str_bytes};
 use super::{HandlerError, Request, Response};
-use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, TopicRef};
+use crate::controller::admin_requests::{AdminFailure, AdminRequest, AdminResponse, TopicRef};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, UUID};
 use crate::protocol::{ApiRange, ErrorCode};

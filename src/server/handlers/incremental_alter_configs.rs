@@ -22,7 +22,7 @@ use kafka_protocol::messages::ApiKey;
 use super::admin_common::{failure, str_bytes};
 use super::config_resources::{alter_results, classify, sort_resources};
 use super::{HandlerError, Request, Response};
-use crate::controller::requests::{AdminRequest, BrokerConfigChange};
+use crate::controller::admin_requests::{AdminRequest, BrokerConfigChange};
 use crate::controller::topic_admin::{AlterConfigOp, AlterConfigOpType};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
@@ -98,7 +98,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 
 fn ops(
     r: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
-) -> Result<Vec<AlterConfigOp>, crate::controller::requests::AdminFailure> {
+) -> Result<Vec<AlterConfigOp>, crate::controller::admin_requests::AdminFailure> {
     r.configs
         .iter()
         .map(|c| {

@@ -26,7 +26,7 @@ use kafka_protocol::messages::{ApiKey, ProducerId};
 
 use super::admin_common::call_control;
 use super::{HandlerError, Request, Response};
-use crate::controller::requests::{AdminRequest, AdminResponse};
+use crate::controller::admin_requests::{AdminRequest, AdminResponse};
 use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32, INT64};

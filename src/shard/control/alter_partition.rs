@@ -80,7 +80,7 @@ async fn send_batch(
     batch: Vec<(IsrChange, Reply<IsrChangeAnswer>)>,
 ) {
     let me = BrokerId(ctx.config.broker_id);
-    let broker_epoch = control.controller.broker_epoch().unwrap_or(-1);
+    let broker_epoch = control.admin.broker_epoch().unwrap_or(-1);
     // The partition epoch this broker last accepted from LeaderAndIsr; a
     // change under an older leader epoch is stale.
     let mut asked: Vec<(IsrChange, Reply<IsrChangeAnswer>, i32)> = Vec::new();

@@ -37,7 +37,7 @@ pub async fn follow(ctx: Rc<ShardContext>) {
     };
     let mut last: Option<u64> = None;
     while !ctx.stopping.is_fired() {
-        let store = control.controller.store().clone();
+        let store = control.admin.store().clone();
         let watch = match store.children_watch(paths::CONFIG_CHANGES).await {
             Ok((children, watch)) => {
                 last = process(&ctx, &store, &children, last).await.or(last);

@@ -5,8 +5,10 @@
 use std::collections::BTreeSet;
 
 use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, ReassignmentReply};
+use crate::controller::admin_requests::{
+    AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall,
+};
 use crate::controller::rebalance::ElectionType;
-use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall};
 use crate::controller::zk_mode::{
     AllocateAnswer, AlterAnswer, AlterAsk, ElectAnswer, ShutdownAnswer,
 };

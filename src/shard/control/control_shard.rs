@@ -1,6 +1,6 @@
 //! `[drv]` The control shard's own part (ARCHITECTURE.md §7): the
-//! [`Controller`] it owns, and the requests data shards send it:
-//! [`ControlRequest`]. Every change the controller makes is followed by a
+//! [`AdminManager`] it owns, and the requests data shards send it:
+//! [`ControlRequest`]. Every change the admin manager makes is followed by a
 //! fresh snapshot published to every data shard (`router::publish`) before
 //! the answer goes back. The client quotas and dynamic broker configs it
 //! keeps in the metadata store are [`client_quotas`] and [`broker_configs`].
@@ -17,14 +17,16 @@ use glommio::sync::Semaphore;
 use std::rc::Rc;
 
 use crate::config::dynamic::DynamicBrokerConfigs;
+use crate::controller::admin_requests::{
+    AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall,
+};
 use crate::controller::channel::ControllerChannel;
 use crate::controller::rebalance::ElectionType;
-use crate::controller::requests::{AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall};
 use crate::controller::zk_mode::{
     AllocateAnswer, AlterAnswer, AlterAsk, ElectAnswer, ListAnswer, ReassignAnswer, ReassignAsk,
     Reply, ShutdownAnswer, ShutdownRefusal,
 };
-use crate::controller::Controller;
+use crate::controller::AdminManager;
 use crate::metadata::hosted::HostedPartitions;
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors, StopReplica};
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
@@ -144,18 +146,18 @@ pub enum ControlResponse {
 
 /// The control shard's part of its context.
 pub struct ControlShard {
-    pub controller: Controller,
+    pub admin: AdminManager,
     /// One admin operation at a time: store updates and the publication
     /// that follows must not interleave (mesh requests run concurrently).
     pub serial: Semaphore,
     /// What UpdateMetadata said (Kafka's ZkMetadataCache), folded into
     /// every snapshot published from here.
     pub metadata_cache: RefCell<MetadataCache>,
-    /// The controller's snapshot last published, before the overlay: an
+    /// The admin manager's snapshot last published, before the overlay: an
     /// UpdateMetadata republishes it with the new overlay.
     last_base: RefCell<Option<Snapshot>>,
     /// Version of the last snapshot published: publications are numbered
-    /// here, since the controller and UpdateMetadata both publish.
+    /// here, since the admin manager and UpdateMetadata both publish.
     published_version: Cell<u64>,
     /// What LeaderAndIsr / StopReplica made this broker host (Kafka's
     /// ReplicaManager partition table).
@@ -361,13 +363,13 @@ impl ControlShard {
     /// The control part of broker `me`; `zookeeper_mode` when
     /// `zookeeper.connect` is set.
     pub fn new(
-        controller: Controller,
+        admin: AdminManager,
         me: BrokerId,
         zookeeper_mode: bool,
         log_dirs: Arc<LogDirs>,
     ) -> Self {
         Self {
-            controller,
+            admin,
             serial: Semaphore::new(1),
             metadata_cache: RefCell::new(MetadataCache::new()),
             last_base: RefCell::new(None),
@@ -420,7 +422,7 @@ impl ControlShard {
         let error = self
             .metadata_cache
             .borrow_mut()
-            .on_update_metadata(req, self.controller.broker_epoch());
+            .on_update_metadata(req, self.admin.broker_epoch());
         if error != ErrorCode::NONE {
             return (error, None);
         }
@@ -456,7 +458,7 @@ impl ControlShard {
         let (errors, before) = {
             let mut hosted = self.hosted.borrow_mut();
             let before = hosted.clone();
-            let errors = hosted.on_leader_and_isr(&req, self.me, self.controller.broker_epoch());
+            let errors = hosted.on_leader_and_isr(&req, self.me, self.admin.broker_epoch());
             (errors, before)
         };
         if errors.error != ErrorCode::NONE {
@@ -504,7 +506,7 @@ impl ControlShard {
         let (errors, delete) = self
             .hosted
             .borrow_mut()
-            .on_stop_replica(&req, self.controller.broker_epoch());
+            .on_stop_replica(&req, self.admin.broker_epoch());
         if errors.error != ErrorCode::NONE {
             return (errors, None, Vec::new());
         }
@@ -526,7 +528,7 @@ impl ControlShard {
         group: &str,
         offsets: Vec<(String, i32, i64)>,
     ) -> Vec<ErrorCode> {
-        let store = self.controller.store();
+        let store = self.admin.store();
         let mut out = Vec::with_capacity(offsets.len());
         for (topic, partition, offset) in offsets {
             let path = paths::consumer_offset(group, &topic, partition);
@@ -559,7 +561,7 @@ impl ControlShard {
         group: &str,
         partitions: Vec<(String, i32)>,
     ) -> Vec<Result<Option<i64>, ErrorCode>> {
-        let store = self.controller.store();
+        let store = self.admin.store();
         let mut out = Vec::with_capacity(partitions.len());
         for (topic, partition) in partitions {
             let path = paths::consumer_offset(group, &topic, partition);
@@ -619,12 +621,7 @@ impl ControlShard {
         &self,
         topic: &str,
     ) -> Option<std::collections::BTreeMap<String, String>> {
-        match self
-            .controller
-            .store()
-            .get(&paths::topic_config(topic))
-            .await
-        {
+        match self.admin.store().get(&paths::topic_config(topic)).await {
             Ok((data, _)) => match ConfigZNode::decode(&data) {
                 Ok(z) => Some(z.config),
                 Err(e) => {

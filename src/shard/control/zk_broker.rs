@@ -54,7 +54,7 @@ pub async fn start_broker(
         })
         .collect();
     let registration = registration_for(&listeners, config.broker_rack.as_deref(), now_ms);
-    // The new session goes to every holder (the admin controller too).
+    // The new session goes to every holder (the admin manager too).
     let again = store.clone();
     let reconnect: Reconnect<AnyStore> = Box::new(move || {
         let s = again.clone();
@@ -67,7 +67,7 @@ pub async fn start_broker(
         store,
         reconnect,
         ControlDuties::new(ctx, me),
-        Box::new(move || clock.wall_ms()),
+        clock,
     );
     broker.configure(ControllerSettings {
         listener: config.inter_broker_listener().to_owned(),
@@ -175,7 +175,7 @@ impl ControllerQueue for Queue {
 pub async fn controlled_shutdown(ctx: &ShardContext) {
     let epoch = ctx
         .control()
-        .and_then(|c| c.controller.broker_epoch())
+        .and_then(|c| c.admin.broker_epoch())
         .unwrap_or(-1);
     let moved = crate::shard::control::controlled_shutdown::run(ctx, epoch).await;
     eprintln!(

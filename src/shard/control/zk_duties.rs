@@ -75,7 +75,7 @@ impl Duties for ControlDuties {
     fn registered(&self, broker_epoch: i64) {
         if let Some(ctx) = self.ctx.upgrade() {
             if let Some(control) = ctx.control() {
-                control.controller.set_broker_epoch(broker_epoch);
+                control.admin.set_broker_epoch(broker_epoch);
             }
         }
     }

@@ -17,8 +17,8 @@ use kafka_protocol_39::messages::{ApiKey, ProducerId, TopicName};
 use kafka_protocol_39::protocol::StrBytes;
 
 use super::txn_host::{DescribedTxn, ListedTxn, MarkerJob, TxnCall, TxnHost, TxnReply};
+use crate::controller::admin_requests::{AdminRequest, AdminResponse};
 use crate::controller::image::TRANSACTION_STATE_TOPIC;
-use crate::controller::requests::{AdminRequest, AdminResponse};
 use crate::protocol::ErrorCode;
 use crate::shard::context::{ShardContext, ShardRequest, ShardResponse};
 use crate::shard::data_shard::{DataRequest, DataResponse};

@@ -3,7 +3,12 @@
 //! `handleAddPartitionsToTransaction`, `handleEndTransaction`,
 //! `abortTimedOutTransactions`).
 
-use super::*;
+use super::{
+    state_error, Action, Answer, Coordinator, PendingInit, PendingMarkers, Then, WaiterId,
+};
+use crate::protocol::ErrorCode;
+use crate::txn::records;
+use crate::txn::state::{TxnMetadata, TxnState, TxnStateError};
 
 impl Coordinator {
     /// InitProducerId with a transactional id (`expected`: KIP-360's

@@ -1,6 +1,7 @@
 //! Unit tests of `zk::embedded`.
 
 use super::*;
+use crate::io::clock::ManualClock;
 use crate::zk::store::{create_recursive, delete_recursive};
 use futures_lite::future::block_on;
 
@@ -241,7 +242,7 @@ fn ephemeral_nodes_cannot_have_children_and_vanish_with_session() {
 fn tree_persists_across_reopen_without_ephemerals() {
     let dir = tempfile::tempdir().unwrap();
     block_on(async {
-        let s = EmbeddedStore::open(dir.path()).unwrap();
+        let s = EmbeddedStore::open(dir.path(), Rc::new(ManualClock::new(0))).unwrap();
         create_recursive(&s, "/brokers/topics/t", b"{\"v\":1}", P)
             .await
             .unwrap();
@@ -255,7 +256,7 @@ fn tree_persists_across_reopen_without_ephemerals() {
         s.create("/bin", &[0xff, 0x00], P).await.unwrap();
         let first_session = s.session_id();
         drop(s);
-        let s = EmbeddedStore::open(dir.path()).unwrap();
+        let s = EmbeddedStore::open(dir.path(), Rc::new(ManualClock::new(0))).unwrap();
         assert!(s.session_id() > first_session);
         let (data, stat) = s.get("/brokers/topics/t").await.unwrap();
         assert_eq!((data.as_slice(), stat.version), (&b"{\"v\":2}"[..], 1));
@@ -269,7 +270,7 @@ fn tree_persists_across_reopen_without_ephemerals() {
 fn failed_mutations_do_not_touch_disk_state() {
     let dir = tempfile::tempdir().unwrap();
     block_on(async {
-        let s = EmbeddedStore::open(dir.path()).unwrap();
+        let s = EmbeddedStore::open(dir.path(), Rc::new(ManualClock::new(0))).unwrap();
         s.create("/a", b"", P).await.unwrap();
         let before = fs::read(dir.path().join(EMBEDDED_DIR).join(TREE_FILE)).unwrap();
         assert!(s.create("/a", b"", P).await.is_err());
@@ -284,7 +285,7 @@ fn corrupt_tree_file_is_an_io_error_not_a_panic() {
     fs::create_dir_all(dir.path().join(EMBEDDED_DIR)).unwrap();
     fs::write(dir.path().join(EMBEDDED_DIR).join(TREE_FILE), b"{not json").unwrap();
     assert!(matches!(
-        EmbeddedStore::open(dir.path()),
+        EmbeddedStore::open(dir.path(), Rc::new(ManualClock::new(0))),
         Err(StoreError::Io(_))
     ));
 }
@@ -414,7 +415,7 @@ proptest::proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         block_on(async {
-            let s = EmbeddedStore::open(dir.path()).unwrap();
+            let s = EmbeddedStore::open(dir.path(), Rc::new(ManualClock::new(0))).unwrap();
             let mut model = Model::new();
             for op in &ops {
                 let want = model_apply(&mut model, op);
@@ -422,7 +423,7 @@ proptest::proptest! {
             }
             assert_eq!(snapshot(&s).await, model);
             drop(s);
-            let reopened = EmbeddedStore::open(dir.path()).unwrap();
+            let reopened = EmbeddedStore::open(dir.path(), Rc::new(ManualClock::new(0))).unwrap();
             assert_eq!(snapshot(&reopened).await, model);
         });
     }

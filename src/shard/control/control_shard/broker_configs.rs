@@ -15,7 +15,7 @@ use super::client_quotas::store_entity_config;
 use super::ControlShard;
 use crate::config::dynamic::{self, DynamicBrokerConfigs, DEFAULT_ENTITY};
 use crate::config::ServerConfig;
-use crate::controller::requests::{AdminFailure, BrokerConfigCall, BrokerConfigChange};
+use crate::controller::admin_requests::{AdminFailure, BrokerConfigCall, BrokerConfigChange};
 use crate::controller::topic_configs::apply_alter_ops;
 use crate::protocol::ErrorCode;
 use crate::zk::paths::{self, ConfigZNode};
@@ -33,7 +33,7 @@ impl ControlShard {
     /// Read this broker's (`me`) and the default entity again; whether
     /// they changed.
     pub async fn reload_broker_configs(&self, me: i32) -> bool {
-        let store = self.controller.store();
+        let store = self.admin.store();
         let loaded = DynamicBrokerConfigs {
             cluster_default: read_entity(store, DEFAULT_ENTITY).await.0,
             per_broker: read_entity(store, &me.to_string()).await.0,
@@ -55,7 +55,7 @@ impl ControlShard {
         base: &ServerConfig,
         call: BrokerConfigCall,
     ) -> Result<(), AdminFailure> {
-        let store = self.controller.store();
+        let store = self.admin.store();
         let entity = call
             .broker
             .map_or_else(|| DEFAULT_ENTITY.to_owned(), |b| b.to_string());

@@ -29,7 +29,7 @@ impl ControlShard {
 
     /// Read every quota config from the store again; whether they changed.
     pub async fn reload_client_quotas(&self) -> bool {
-        let loaded = load(self.controller.store()).await;
+        let loaded = load(self.admin.store()).await;
         let changed = *self.client_quotas.borrow().as_ref() != loaded;
         if changed {
             *self.client_quotas.borrow_mut() = Arc::new(loaded);
@@ -70,7 +70,7 @@ impl ControlShard {
         entries: Vec<AlterEntry>,
         validate_only: bool,
     ) -> Vec<Result<(), Refusal>> {
-        let store = self.controller.store();
+        let store = self.admin.store();
         let mut out = Vec::with_capacity(entries.len());
         for (entity, ops) in entries {
             let r = match quotas::validate_alter(&entity, &ops) {

@@ -1,9 +1,20 @@
-//! `[drv]` The controller of the embedded (single-node) metadata store
-//! (ARCHITECTURE.md §7): it owns the store, runs the topic admin operations
-//! data shards forward ([`AdminRequest`]) one at a time, and hands back the
-//! metadata snapshot to publish after every change. Publication itself
-//! (the mesh) is the control shard's (`shard::control::control_shard`): this module
-//! knows nothing of shards.
+//! `[drv]` The admin side every broker has (Kafka's `ZkAdminManager` with
+//! the `AdminZkClient` / `KafkaZkClient` calls behind it), run on the
+//! control shard: [`AdminManager`] owns this broker's metadata store — the
+//! embedded store of a single node, or its ZooKeeper session — and runs
+//! the admin operations data shards forward ([`AdminRequest`]: topic
+//! creation and deletion, partition growth, topic configs, producer-id
+//! blocks for InitProducerId) one at a time, handing back the metadata
+//! snapshot to publish after every change. The control shard reads broker
+//! configs and client quotas through its [`AdminManager::store`].
+//!
+//! This is not Kafka's controller: the controller's election, context and
+//! duties are `controller::zk_mode`'s, and only on the broker elected
+//! controller. In ZooKeeper mode the admin side writes what Kafka's
+//! `AdminZkClient` writes and the controller (whichever broker it is) does
+//! the rest; over the embedded store it does both, as a single node is its
+//! own controller. Publication itself (the mesh) is the control shard's
+//! (`shard::control::control_shard`): this module knows nothing of shards.
 //!
 //! Cluster id: the store's `/cluster/id` is the source of truth, as in
 //! Kafka's ZooKeeper mode. On first start it is seeded from
@@ -12,24 +23,27 @@
 
 use std::cell::{Cell, RefCell};
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::admin_error::AdminError;
-use super::brokers;
-use super::image::{auto_created_topic, build_snapshot};
-use super::requests::{
+use super::admin_requests::{
     AdminFailure, AdminRequest, AdminResponse, AdminResult, NewPartitions, TopicRef,
 };
+use super::brokers;
+use super::image::{auto_created_topic, build_snapshot};
+use super::producer_id::store::generate_producer_id;
+use super::producer_id::ProducerIdManager;
 use super::topic_admin::{NewTopic, TopicInfo};
 use super::{topic_admin, topic_configs};
 use crate::config::topic::BrokerTopicDefaults;
 use crate::config::ServerConfig;
+use crate::io::clock::Clock;
 use crate::metadata::Snapshot;
 use crate::protocol::ErrorCode;
-use crate::replication::producer_id::{generate_producer_id, ProducerIdManager};
 use crate::types::{BrokerId, ProducerId};
 use crate::zk::any::AnyStore;
 use crate::zk::embedded::EmbeddedStore;
@@ -46,8 +60,8 @@ pub struct Outcome<T> {
     pub publish: Option<Snapshot>,
 }
 
-/// The controller's state: the store and what it decides from it.
-pub struct Controller<S: MetadataStore = AnyStore> {
+/// The admin side's state: the store and what it decides from it.
+pub struct AdminManager<S: MetadataStore = AnyStore> {
     store: S,
     broker_id: BrokerId,
     defaults: BrokerTopicDefaults,
@@ -65,16 +79,18 @@ pub struct Controller<S: MetadataStore = AnyStore> {
     zookeeper_mode: bool,
 }
 
-impl Controller<AnyStore> {
+impl AdminManager<AnyStore> {
     /// Open the embedded store under `log_dir`, register this broker (its
-    /// endpoint from `base`), finish interrupted deletions.
+    /// endpoint from `base`), finish interrupted deletions. `clock` dates
+    /// the registration and the znodes the store creates.
     pub async fn open_embedded(
         log_dir: &Path,
         config: Arc<ServerConfig>,
         base: Snapshot,
-        now_ms: i64,
+        clock: Rc<dyn Clock>,
     ) -> Result<Self, String> {
-        let store = EmbeddedStore::open(log_dir).map_err(|e| e.to_string())?;
+        let now_ms = clock.wall_ms();
+        let store = EmbeddedStore::open(log_dir, clock).map_err(|e| e.to_string())?;
         Self::open(AnyStore::Embedded(store), config, base, now_ms).await
     }
 
@@ -91,13 +107,13 @@ impl Controller<AnyStore> {
             .await
             .map_err(|e| e.to_string())?;
         check_cluster_id(&store, &base.cluster_id).await?;
-        let mut controller = Self::assemble(store, config, base, None);
-        controller.zookeeper_mode = true;
-        Ok(controller)
+        let mut admin = Self::assemble(store, config, base, None);
+        admin.zookeeper_mode = true;
+        Ok(admin)
     }
 }
 
-impl<S: MetadataStore> Controller<S> {
+impl<S: MetadataStore> AdminManager<S> {
     /// Take over `store`: Kafka's top-level znodes, the cluster id check,
     /// this broker's registration, interrupted deletions finished.
     pub async fn open(
@@ -435,12 +451,12 @@ mod tests {
     use crate::types::{ControllerEpoch, LeaderEpoch, PartitionEpoch};
     use std::cell::RefCell;
     use std::collections::BTreeMap;
-    use std::rc::Rc;
 
     use uuid::Uuid;
 
     use crate::controller::image::{auto_created_topic, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
     use crate::controller::topic_admin::PartitionState as ZkPartition;
+    use crate::io::clock::ManualClock;
     use crate::metadata::BrokerEndpoint;
 
     fn info(name: &str, leader: BrokerId) -> TopicInfo {
@@ -466,10 +482,10 @@ mod tests {
         }
     }
 
-    /// The controller and the snapshot it last published (what the
+    /// The admin manager and the snapshot it last published (what the
     /// control shard would have installed everywhere).
     struct Harness {
-        controller: Controller,
+        admin: AdminManager,
         published: RefCell<Snapshot>,
     }
 
@@ -479,7 +495,7 @@ mod tests {
         }
     }
 
-    /// Run `f` on a controller over a store in `dir`, on its own executor,
+    /// Run `f` on an admin manager over a store in `dir`, on its own executor,
     /// after the first publication (as the control shard does at start).
     fn on_control<T: Send + 'static>(
         dir: &Path,
@@ -503,12 +519,17 @@ mod tests {
                         rack: None,
                     },
                 );
-                let controller = Controller::open_embedded(&dir, Arc::new(config), base, 0)
-                    .await
-                    .expect("start");
-                let first = controller.next_snapshot().await.expect("first snapshot");
+                let admin = AdminManager::open_embedded(
+                    &dir,
+                    Arc::new(config),
+                    base,
+                    Rc::new(ManualClock::new(0)),
+                )
+                .await
+                .expect("start");
+                let first = admin.next_snapshot().await.expect("first snapshot");
                 let h = Rc::new(Harness {
-                    controller,
+                    admin,
                     published: RefCell::new(first),
                 });
                 f(h).await
@@ -519,7 +540,7 @@ mod tests {
     }
 
     async fn admin(h: &Harness, req: AdminRequest) -> AdminResponse {
-        let outcome = h.controller.run(req).await;
+        let outcome = h.admin.run(req).await;
         if let Some(s) = outcome.publish {
             *h.published.borrow_mut() = s;
         }
@@ -527,7 +548,7 @@ mod tests {
     }
 
     async fn auto_create(h: &Harness, topics: Vec<String>) -> Vec<(String, ErrorCode)> {
-        let outcome = h.controller.auto_create(topics).await;
+        let outcome = h.admin.auto_create(topics).await;
         if let Some(s) = outcome.publish {
             *h.published.borrow_mut() = s;
         }
@@ -703,7 +724,7 @@ mod tests {
     #[test]
     fn a_store_from_another_cluster_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let store = EmbeddedStore::open(dir.path(), Rc::new(ManualClock::new(0))).unwrap();
         futures_lite::future::block_on(async {
             let data = ClusterIdZNode::new("other").encode();
             create_recursive(&store, paths::CLUSTER_ID, &data, CreateMode::Persistent)

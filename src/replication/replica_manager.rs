@@ -174,8 +174,7 @@ impl ReplicaManager {
     ) -> Self {
         let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
         let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
-        let failures = log_dirs.failures().clone();
-        let storage = ShardStorage::for_shard(budget, buffer, n_shards, failures);
+        let storage = ShardStorage::for_shard(budget, buffer, n_shards, log_dirs.failures());
         Self {
             log_dirs,
             offline_seen: Cell::new(0),

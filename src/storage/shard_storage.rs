@@ -67,9 +67,9 @@ impl ShardStorage {
         budget: usize,
         buffer: usize,
         n_shards: usize,
-        failures: DirFailureChannel,
+        failures: &DirFailureChannel,
     ) -> Rc<Self> {
-        let storage = Self::new(BatchCache::shared(budget), failures);
+        let storage = Self::new(BatchCache::shared(budget), failures.clone());
         storage
             .buffers
             .borrow_mut()

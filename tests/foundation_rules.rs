@@ -536,3 +536,32 @@ fn only_the_clock_reads_time() {
         problems.join("\n")
     );
 }
+
+#[test]
+fn every_long_function_allowance_gives_its_reason() {
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = read(file);
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if !line.contains("clippy::too_many_lines") || line.trim_start().starts_with("//") {
+                continue;
+            }
+            // The attribute may span a few lines: `#[allow(\n clippy::…,\n reason = "…"\n)]`.
+            let from = i.saturating_sub(2);
+            let to = (i + 3).min(lines.len());
+            if !lines[from..to].iter().any(|l| l.contains("reason =")) {
+                problems.push(format!("{}:{}", file.display(), i + 1));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "a function over 100 lines carries #[allow(clippy::too_many_lines, reason = \"…\")]:\n{}",
+        problems.join("\n")
+    );
+}

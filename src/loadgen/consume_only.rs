@@ -32,6 +32,7 @@ use super::args::LoadgenArgs;
 use super::client::{self, SyncClient, FETCH_VERSIONS, MAX_FRAME_BYTES};
 use super::consumer::{self, scan_batches, split_batches};
 use super::wire;
+use crate::protocol::record_walk::InflateScratch;
 
 /// ListOffsets timestamps: earliest and latest (KIP-79 sentinels).
 const EARLIEST: i64 = -2;
@@ -289,7 +290,8 @@ fn consume_slots(
 }
 
 /// A fetch connection: a blocking socket, its Fetch version, a reused
-/// request buffer and a reused response buffer.
+/// request buffer, a reused response buffer and a reused LZ4 inflate
+/// scratch (`--verify-records`).
 struct FetchConn {
     leader: String,
     stream: TcpStream,
@@ -300,6 +302,7 @@ struct FetchConn {
     response: Vec<u8>,
     /// Bytes of `response` the last frame filled.
     frame_len: usize,
+    scratch: InflateScratch,
 }
 
 fn connect_leaders(slots: &[Slot], client_id: &str) -> Result<Vec<FetchConn>> {
@@ -329,6 +332,7 @@ fn connect_leaders(slots: &[Slot], client_id: &str) -> Result<Vec<FetchConn>> {
             request: BytesMut::with_capacity(4096),
             response: Vec::new(),
             frame_len: 0,
+            scratch: InflateScratch::default(),
         });
     }
     Ok(conns)
@@ -361,6 +365,7 @@ impl FetchConn {
         self.read_frame()?;
         totals.fetches += 1;
         let version = self.version;
+        let scratch = &mut self.scratch;
         let top = consumer::walk_fetch_response(&self.response[..self.frame_len], version, |p| {
             let Some(slot) = slots
                 .iter_mut()
@@ -379,7 +384,7 @@ impl FetchConn {
             }
             let scan = scan_batches(p.records, slot.position)?;
             if verify {
-                verify_records(p.records, slot.position, &scan)?;
+                verify_records(p.records, slot.position, &scan, scratch)?;
             }
             totals.records += scan.records;
             totals.value_bytes += scan.value_bytes;
@@ -457,7 +462,12 @@ fn fetch_request<'a>(slots: impl Iterator<Item = &'a Slot>) -> FetchRequest {
 
 /// `--verify-records`: decodes every record and checks that the decoded
 /// records agree with the header scan (count and dense offsets).
-fn verify_records(data: &[u8], position: i64, scan: &consumer::BatchScan) -> Result<()> {
+fn verify_records(
+    data: &[u8],
+    position: i64,
+    scan: &consumer::BatchScan,
+    scratch: &mut InflateScratch,
+) -> Result<()> {
     let mut expected = position;
     let mut count = 0u64;
     for batch in split_batches(bytes::Bytes::copy_from_slice(data)) {
@@ -468,7 +478,7 @@ fn verify_records(data: &[u8], position: i64, scan: &consumer::BatchScan) -> Res
             continue;
         }
         if !control {
-            let set = RecordBatchDecoder::decode(&mut wire::decodable_batch(batch)?)?;
+            let set = RecordBatchDecoder::decode(&mut wire::decodable_batch(batch, scratch)?)?;
             let from = expected;
             for r in set.records.iter().filter(|r| r.offset >= from) {
                 if r.offset != expected {

@@ -20,6 +20,7 @@ use super::client::{be_i32, connect_bootstrap, error_label, SyncClient, Timebase
 use super::producer::LiveStats;
 use super::wire::{self, read_payload_header};
 use crate::histogram::LatencyHistogram;
+use crate::protocol::record_walk::InflateScratch;
 use crate::protocol::varint::read_varint;
 
 /// `fetch.max.bytes` default.
@@ -285,6 +286,7 @@ fn consume(plan: &ConsumerPlan, live: &LiveStats, out: &mut ConsumerOutcome) -> 
     let mut leaders = connect_leaders(plan, &addrs)?;
     let starts: Vec<i64> = plan.partitions.iter().map(|p| p.start_offset).collect();
     let mut v = Verifier::new(&starts);
+    let mut scratch = InflateScratch::default();
     while !live.abort.load(Ordering::Relaxed) && !drained(plan, &v, out) {
         let mut stale = false;
         for (client, version, slots) in &mut leaders {
@@ -320,7 +322,7 @@ fn consume(plan: &ConsumerPlan, live: &LiveStats, out: &mut ConsumerOutcome) -> 
                         }
                     }
                     if let Some(records) = &pd.records {
-                        on_records(plan, live, &mut v, out, slot, records.clone())?;
+                        on_records(plan, live, &mut v, &mut scratch, out, slot, records.clone())?;
                     }
                 }
             }
@@ -339,10 +341,12 @@ fn consume(plan: &ConsumerPlan, live: &LiveStats, out: &mut ConsumerOutcome) -> 
     Ok(())
 }
 
+/// LZ4 batches are inflated in `scratch`.
 fn on_records(
     plan: &ConsumerPlan,
     live: &LiveStats,
     v: &mut Verifier,
+    scratch: &mut InflateScratch,
     out: &mut ConsumerOutcome,
     slot: usize,
     data: Bytes,
@@ -352,7 +356,7 @@ fn on_records(
             bail!("fetched a record batch that is not magic v2");
         };
         if !control {
-            let set = RecordBatchDecoder::decode(&mut wire::decodable_batch(batch)?)?;
+            let set = RecordBatchDecoder::decode(&mut wire::decodable_batch(batch, scratch)?)?;
             let now_wall = plan.timebase.wall_now_ns();
             let before = v.consumed;
             for r in &set.records {

@@ -18,6 +18,7 @@ use kafka_protocol::records::{
 };
 
 use super::accumulator::{record_body_size, varint_size, PendingRecord};
+use crate::protocol::record_walk::InflateScratch;
 use crate::protocol::varint::{put_unsigned_varint, put_varint};
 use crate::storage::cleaner::codec::{compress_batch, inflate_batch};
 
@@ -264,15 +265,16 @@ const LZ4_CODEC: i16 = 3;
 
 /// `batch` ready for kafka-protocol's `RecordBatchDecoder`, which reads
 /// every codec but LZ4 (its LZ4 reader is the C `lz4` crate, left out of
-/// the build): an LZ4 batch comes back inflated; any other as it is.
-pub fn decodable_batch(batch: Bytes) -> Result<Bytes> {
+/// the build): an LZ4 batch comes back inflated (in `scratch` on the way);
+/// any other as it is.
+pub fn decodable_batch(batch: Bytes, scratch: &mut InflateScratch) -> Result<Bytes> {
     let codec = batch
         .get(21..23)
         .map_or(0, |a| i16::from_be_bytes([a[0], a[1]]) & 0x7);
     if codec != LZ4_CODEC {
         return Ok(batch);
     }
-    let inflated = inflate_batch(&batch).map_err(|e| anyhow!("lz4 batch: {e}"))?;
+    let inflated = inflate_batch(&batch, scratch).map_err(|e| anyhow!("lz4 batch: {e}"))?;
     Ok(Bytes::from(inflated))
 }
 

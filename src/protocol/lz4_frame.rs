@@ -18,11 +18,13 @@
 //! that plus 64 KiB for linked blocks) for every frame, so a 40-byte frame
 //! costs a 4-8 MiB memset, about a millisecond of a shard per stored batch
 //! walked (and the fuzz target ran at a thousand inputs a second). Here the
-//! output buffer is borrowed from a per-thread scratch buffer that is
-//! zero-filled once, when it first grows, and blocks are inflated with
-//! `lz4_flex::block::decompress_into`.
+//! output buffer is the caller's scratch buffer, borrowed for the frame
+//! (Kafka's `KafkaLZ4BlockInputStream` takes its buffers from the caller's
+//! `BufferSupplier` for the same reason): it is zero-filled once, when it
+//! first grows, and blocks are inflated with
+//! `lz4_flex::block::decompress_into`. A frame overwrites every byte of it
+//! that it reads back, so what an earlier frame left there is never seen.
 
-use std::cell::RefCell;
 use std::hash::Hasher as _;
 use std::io::{self, Read};
 
@@ -43,31 +45,17 @@ const FLG_CONTENT_CHECKSUM: u8 = 1 << 2;
 const FLG_RESERVED: u8 = 1 << 1;
 const FLG_DICT_ID: u8 = 1;
 
-// Kept as a thread-local (ARCHITECTURE §1 asks for an owner): it is a pure
-// allocation cache with no observable state. A frame takes the buffer,
-// overwrites every byte it reads back, and returns it on drop; a nested
-// reader gets a fresh one. What it saves is the allocation and zeroing
-// of up to 4 MiB + 64 KiB per LZ4 batch walked (Kafka's
-// `KafkaLZ4BlockInputStream` borrows from a `BufferSupplier` for the same
-// reason). Passing it in would thread a scratch argument through
-// `record_walk`'s callers (produce on compacted topics, ListOffsets, the
-// cleaner) for no change in behaviour.
-thread_local! {
-    /// The output buffer frames on this thread borrow; taken by a reader
-    /// and given back when it drops (a nested reader gets a new one).
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
 /// One LZ4 frame's content, block by block.
-pub struct Lz4Frame<'a> {
+pub struct Lz4Frame<'a, 's> {
     input: &'a [u8],
     max_block: usize,
     linked: bool,
     block_checksum: bool,
     content_hash: Option<XxHash32>,
     /// `[dictionary region (WINDOW bytes) | current block]` for linked
-    /// frames; `[current block]` for independent ones.
-    buf: Vec<u8>,
+    /// frames; `[current block]` for independent ones: the caller's
+    /// scratch, grown to fit when smaller.
+    buf: &'s mut Vec<u8>,
     /// The current block's bytes in `buf` and how far they were read.
     block: std::ops::Range<usize>,
     /// Bytes of dictionary held just before `WINDOW`, and the length of
@@ -77,9 +65,11 @@ pub struct Lz4Frame<'a> {
     finished: bool,
 }
 
-impl<'a> Lz4Frame<'a> {
-    /// Reads the frame's header; the blocks are read as the content is.
-    pub fn new(input: &'a [u8]) -> io::Result<Self> {
+impl<'a, 's> Lz4Frame<'a, 's> {
+    /// Reads the frame's header; the blocks are read as the content is,
+    /// into `scratch` (grown when smaller than the frame needs, and kept
+    /// by the caller for the next frame).
+    pub fn new(input: &'a [u8], scratch: &'s mut Vec<u8>) -> io::Result<Self> {
         let magic = input.get(..4).ok_or_else(|| invalid("LZ4 frame cut off"))?;
         if u32::from_le_bytes([magic[0], magic[1], magic[2], magic[3]]) != MAGIC {
             return Err(invalid("not an LZ4 frame (bad magic)"));
@@ -114,7 +104,7 @@ impl<'a> Lz4Frame<'a> {
             return Err(invalid("LZ4 frame descriptor corrupted"));
         }
         let linked = flg & FLG_BLOCK_INDEPENDENCE == 0;
-        let mut buf = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        let buf = scratch;
         let needed = max_block + if linked { WINDOW } else { 0 };
         if buf.len() < needed {
             buf.resize(needed, 0);
@@ -207,7 +197,7 @@ impl<'a> Lz4Frame<'a> {
     }
 }
 
-impl Read for Lz4Frame<'_> {
+impl Read for Lz4Frame<'_, '_> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         while self.block.is_empty() {
             if self.finished || !self.next_block()? {
@@ -218,18 +208,6 @@ impl Read for Lz4Frame<'_> {
         out[..n].copy_from_slice(&self.buf[self.block.start..self.block.start + n]);
         self.block.start += n;
         Ok(n)
-    }
-}
-
-impl Drop for Lz4Frame<'_> {
-    fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.buf);
-        SCRATCH.with(|s| {
-            let mut s = s.borrow_mut();
-            if s.len() < buf.len() {
-                *s = buf;
-            }
-        });
     }
 }
 
@@ -250,8 +228,12 @@ mod tests {
     }
 
     fn inflate(frame: &[u8]) -> io::Result<Vec<u8>> {
+        inflate_with(frame, &mut Vec::new())
+    }
+
+    fn inflate_with(frame: &[u8], scratch: &mut Vec<u8>) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
-        Lz4Frame::new(frame)?.read_to_end(&mut out)?;
+        Lz4Frame::new(frame, scratch)?.read_to_end(&mut out)?;
         Ok(out)
     }
 
@@ -367,5 +349,46 @@ mod tests {
         let mut two = frame(b"first", FrameInfo::new());
         two.extend_from_slice(&frame(b"second", FrameInfo::new()));
         assert_eq!(inflate(&two).expect("first"), b"first");
+    }
+
+    #[test]
+    fn one_scratch_serves_frames_in_a_row() {
+        // A linked 4 MiB-block frame grows the scratch; an independent
+        // 64 KiB-block frame and a linked one of other content then reuse
+        // it without seeing what the earlier frames left in it.
+        let mut scratch = Vec::new();
+        let big = sample(300_000);
+        let linked = |data: &[u8], size| {
+            frame(
+                data,
+                FrameInfo::new()
+                    .block_mode(BlockMode::Linked)
+                    .block_size(size)
+                    .content_checksum(true),
+            )
+        };
+        let first = linked(&big, BlockSize::Max4MB);
+        assert_eq!(inflate_with(&first, &mut scratch).expect("first"), big);
+        let grown = scratch.len();
+        assert!(grown >= (4 << 20) + WINDOW);
+        let small: Vec<u8> = sample(90_000).iter().rev().copied().collect();
+        let second = frame(
+            &small,
+            FrameInfo::new()
+                .block_mode(BlockMode::Independent)
+                .block_size(BlockSize::Max64KB),
+        );
+        assert_eq!(inflate_with(&second, &mut scratch).expect("second"), small);
+        let third = linked(&small, BlockSize::Max64KB);
+        assert_eq!(inflate_with(&third, &mut scratch).expect("third"), small);
+        assert_eq!(scratch.len(), grown, "reused, not regrown");
+        // A reader inside another needs its own scratch.
+        let mut inner_scratch = Vec::new();
+        let mut outer = Lz4Frame::new(&first, &mut scratch).expect("outer");
+        let mut inner = Lz4Frame::new(&second, &mut inner_scratch).expect("inner");
+        let (mut a, mut b) = (vec![0; 1000], Vec::new());
+        outer.read_exact(&mut a).expect("outer read");
+        inner.read_to_end(&mut b).expect("inner read");
+        assert_eq!((&a[..], &b[..]), (&big[..1000], &small[..]));
     }
 }

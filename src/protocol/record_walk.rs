@@ -29,23 +29,35 @@ use super::varint::zigzag_decode;
 /// inflating a body (about a second of a shard).
 pub const MAX_WALKED_BYTES: u64 = 256 << 20;
 
+/// The buffer an LZ4 body is inflated in ([`Lz4Frame`]: up to 4 MiB plus a
+/// 64 KiB window), zero-filled only when it grows. Its owner keeps it
+/// across the batches it walks (the shard's storage, a load-generator
+/// consumer) instead of allocating and zeroing it per batch, as Kafka's
+/// `KafkaLZ4BlockInputStream` takes its buffers from the caller's
+/// `BufferSupplier`. No walk reads what an earlier one left in it.
+#[derive(Default)]
+pub struct InflateScratch(Vec<u8>);
+
 /// Calls `visit(offset, timestamp)` for each record of the batch at the
 /// start of `batch`, in order, until it returns `Break` or the records end.
 /// Timestamps are `baseTimestamp + timestampDelta`, or for a LogAppendTime
 /// batch its max timestamp (Kafka `DefaultRecordBatch` overrides every
 /// record's with it). The CRC is not checked here (stored batches were
 /// checked on append).
+/// An LZ4 body is inflated in `scratch`.
 pub fn for_each_record(
     batch: &[u8],
+    scratch: &mut InflateScratch,
     visit: impl FnMut(i64, i64) -> ControlFlow<()>,
 ) -> Result<(), BatchError> {
-    for_each_record_limited(batch, MAX_WALKED_BYTES, visit)
+    for_each_record_limited(batch, MAX_WALKED_BYTES, scratch, visit)
 }
 
 /// [`for_each_record`] with the byte limit as a parameter (tests).
 pub fn for_each_record_limited(
     batch: &[u8],
     max_bytes: u64,
+    scratch: &mut InflateScratch,
     visit: impl FnMut(i64, i64) -> ControlFlow<()>,
 ) -> Result<(), BatchError> {
     let view = RecordBatch::new_unchecked_crc(batch)?;
@@ -70,7 +82,11 @@ pub fn for_each_record_limited(
         ),
         Some(Compression::Snappy) => walk.run(BufReader::new(Snappy::new(body, cap)), visit),
         Some(Compression::Lz4) => walk.run(
-            BufReader::new(Lz4Frame::new(body).map_err(inflate_error)?.take(cap)),
+            BufReader::new(
+                Lz4Frame::new(body, &mut scratch.0)
+                    .map_err(inflate_error)?
+                    .take(cap),
+            ),
             visit,
         ),
         Some(Compression::Zstd) => {
@@ -86,8 +102,12 @@ pub fn for_each_record_limited(
 /// at the start of `batch` has a key (a key length of -1 is a null key).
 /// Produce runs it only for compacted topics. Streams like
 /// [`for_each_record`] and within the same limit; its own loop, so the
-/// timestamp lookups' walk stays as it was.
-pub fn every_record_has_a_key(batch: &[u8]) -> Result<bool, BatchError> {
+/// timestamp lookups' walk stays as it was. An LZ4 body is inflated in
+/// `scratch`.
+pub fn every_record_has_a_key(
+    batch: &[u8],
+    scratch: &mut InflateScratch,
+) -> Result<bool, BatchError> {
     let view = RecordBatch::new_unchecked_crc(batch)?;
     let body = &batch[HEADER_LEN..view.total_len()];
     let count = view.record_count().max(0) as u64;
@@ -101,7 +121,11 @@ pub fn every_record_has_a_key(batch: &[u8]) -> Result<bool, BatchError> {
         ),
         Some(Compression::Snappy) => all_keyed(BufReader::new(Snappy::new(body, cap)), count),
         Some(Compression::Lz4) => all_keyed(
-            BufReader::new(Lz4Frame::new(body).map_err(inflate_error)?.take(cap)),
+            BufReader::new(
+                Lz4Frame::new(body, &mut scratch.0)
+                    .map_err(inflate_error)?
+                    .take(cap),
+            ),
             count,
         ),
         Some(Compression::Zstd) => {
@@ -146,8 +170,12 @@ fn all_keyed<R: BufRead>(mut records: R, count: u64) -> Result<bool, BatchError>
 /// The records section of the batch at the start of `batch`, inflated
 /// when compressed (the log cleaner rewrites records; Kafka's
 /// `RecordBatch.streamingIterator`). At most [`MAX_WALKED_BYTES`]
-/// inflated; an uncompressed section is borrowed.
-pub fn records_section(batch: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, BatchError> {
+/// inflated; an uncompressed section is borrowed. An LZ4 body is inflated
+/// in `scratch` on its way to the returned buffer.
+pub fn records_section<'b>(
+    batch: &'b [u8],
+    scratch: &mut InflateScratch,
+) -> Result<std::borrow::Cow<'b, [u8]>, BatchError> {
     use std::borrow::Cow;
     let view = RecordBatch::new_unchecked_crc(batch)?;
     let body = &batch[HEADER_LEN..view.total_len()];
@@ -160,7 +188,7 @@ pub fn records_section(batch: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, Batch
             .take(cap)
             .read_to_end(&mut out),
         Some(Compression::Snappy) => Snappy::new(body, cap).read_to_end(&mut out),
-        Some(Compression::Lz4) => Lz4Frame::new(body)
+        Some(Compression::Lz4) => Lz4Frame::new(body, &mut scratch.0)
             .map_err(inflate_error)?
             .take(cap)
             .read_to_end(&mut out),
@@ -444,7 +472,7 @@ mod tests {
 
     fn walk(batch: &[u8], limit: u64) -> Result<Vec<(i64, i64)>, BatchError> {
         let mut out = Vec::new();
-        for_each_record_limited(batch, limit, |o, t| {
+        for_each_record_limited(batch, limit, &mut InflateScratch::default(), |o, t| {
             out.push((o, t));
             ControlFlow::Continue(())
         })?;
@@ -466,12 +494,14 @@ mod tests {
             Codec::Lz4,
             Codec::Zstd,
         ] {
-            assert!(every_record_has_a_key(&encode(&keyed, codec)).unwrap());
-            assert!(!every_record_has_a_key(&encode(&one_null, codec)).unwrap());
+            let scratch = &mut InflateScratch::default();
+            assert!(every_record_has_a_key(&encode(&keyed, codec), scratch).unwrap());
+            assert!(!every_record_has_a_key(&encode(&one_null, codec), scratch).unwrap());
         }
         // An empty key is a key (Kafka checks `hasKey`, i.e. not null).
         keyed[0].key = Some(Bytes::new());
-        assert!(every_record_has_a_key(&encode(&keyed, Codec::None)).unwrap());
+        let scratch = &mut InflateScratch::default();
+        assert!(every_record_has_a_key(&encode(&keyed, Codec::None), scratch).unwrap());
     }
 
     #[test]
@@ -511,7 +541,7 @@ mod tests {
     fn the_walk_stops_where_the_visitor_breaks() {
         let batch = encode(&records(50, 10), Codec::Lz4);
         let mut seen = 0;
-        for_each_record(&batch, |o, _| {
+        for_each_record(&batch, &mut InflateScratch::default(), |o, _| {
             seen += 1;
             if o == 104 {
                 ControlFlow::Break(())

@@ -49,6 +49,7 @@ use crate::storage::partition_log::{
     LogEnds, LogEndsView, PartitionLog, RecordPick, ValidatedRecords,
 };
 use crate::storage::producer_snapshot;
+use crate::storage::shard_storage::ShardStorage;
 use crate::storage::StorageError;
 use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 
@@ -99,6 +100,9 @@ pub struct Partition {
     /// Changed in place by [`Partition::update_config`].
     config: RefCell<Rc<TopicConfig>>,
     log: RwLock<PartitionLog>,
+    /// The log's shard storage, reached without the log's lock (the
+    /// compacted-topic key check inflates LZ4 batches in its scratch).
+    storage: Rc<ShardStorage>,
     /// The log's published offsets (read without the lock; the log writes them).
     ends: LogEndsView,
     /// The log's recovery point, read without its lock (checkpoints).
@@ -335,6 +339,7 @@ impl Partition {
             config: RefCell::new(Rc::new(spec.config)),
             ends: log.ends_view(),
             recovery_point: log.recovery_point_view(),
+            storage: log.storage().clone(),
             log: RwLock::new(log),
             append_order: Rc::new(FifoGate::default()),
             replica: RefCell::new(replica),
@@ -685,8 +690,9 @@ impl Partition {
         // Kafka's `LogValidator`: a compacted topic refuses records without
         // a key (INVALID_RECORD). Only compacted topics pay for the walk.
         if self.config().is_compacted() {
+            let mut scratch = self.storage.inflate_scratch();
             let keyed = records.summaries().iter().all(|s| {
-                record_walk::every_record_has_a_key(&records.bytes()[s.range.clone()])
+                record_walk::every_record_has_a_key(&records.bytes()[s.range.clone()], &mut scratch)
                     .unwrap_or(false)
             });
             if !keyed {

@@ -543,6 +543,12 @@ impl PartitionLog {
         LogEndsView(self.ends.clone())
     }
 
+    /// The shard's storage this log belongs to (kept by whoever needs it
+    /// without the log's lock).
+    pub fn storage(&self) -> &Rc<ShardStorage> {
+        &self.storage
+    }
+
     /// Publish the offsets after a change (append, truncation, retention,
     /// DeleteRecords, HW move, open).
     pub(super) fn publish_ends(&self) {

@@ -1,14 +1,15 @@
 //! `[io]` What one data shard's storage owns beside its logs
 //! (ARCHITECTURE.md §1: one owner per state): the batch cache, the pool
 //! of DMA write buffers, the helper threads, the handle on the broker's
-//! log-dir failure channel, the request for an early checkpoint write, and
-//! the parsed offset checkpoints every open reads.
+//! log-dir failure channel, the request for an early checkpoint write, the
+//! parsed offset checkpoints every open reads, and the scratch buffer
+//! stored LZ4 batches are inflated in.
 //! The shard's replica manager creates it; each [`PartitionLog`] the shard
 //! opens holds an `Rc` of it.
 //!
 //! [`PartitionLog`]: super::partition_log::PartitionLog
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, RefMut};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -19,6 +20,7 @@ use super::checkpoint;
 use super::dir_failure::DirFailureChannel;
 use super::helper_thread::HelperThreads;
 use super::StorageError;
+use crate::protocol::record_walk::InflateScratch;
 use crate::types::TopicPartition;
 
 /// Which version of a checkpoint file a parse is of: a rewrite renames a
@@ -41,6 +43,16 @@ pub struct ShardStorage {
     /// partition's open looks up its own entry: parsing the whole file for
     /// each made opening 10,000 partitions quadratic (34 s of a restart).
     parsed_checkpoints: RefCell<HashMap<PathBuf, (FileVersion, Entries)>>,
+    /// Where this shard's walks of stored LZ4 batches inflate them (the
+    /// compacted-topic key check on produce, ListOffsets by timestamp, the
+    /// cleaner): kept so a batch costs no 4 MiB allocation and zero-fill.
+    inflate_scratch: RefCell<InflateScratch>,
+}
+
+impl std::fmt::Debug for ShardStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardStorage").finish_non_exhaustive()
+    }
 }
 
 impl ShardStorage {
@@ -54,6 +66,7 @@ impl ShardStorage {
             failures,
             checkpoints_wanted: Cell::new(false),
             parsed_checkpoints: RefCell::default(),
+            inflate_scratch: RefCell::default(),
         })
     }
 
@@ -97,6 +110,12 @@ impl ShardStorage {
 
     pub fn failures(&self) -> &DirFailureChannel {
         &self.failures
+    }
+
+    /// The shard's LZ4 inflate scratch, for one synchronous walk: held
+    /// across no `.await` (another task's walk would find it borrowed).
+    pub fn inflate_scratch(&self) -> RefMut<'_, InflateScratch> {
+        self.inflate_scratch.borrow_mut()
     }
 
     /// Ask this shard's next housekeeping round for a checkpoint write.

@@ -121,7 +121,8 @@ pub fn decodable_batch(batch: &Bytes) -> Bytes {
         shardlog::protocol::record_batch::RecordBatch::new(batch).is_ok(),
         "LZ4 batch with a bad CRC or header"
     );
-    Bytes::from(inflate_batch(batch).expect("inflate LZ4 batch"))
+    let scratch = &mut shardlog::protocol::record_walk::InflateScratch::default();
+    Bytes::from(inflate_batch(batch, scratch).expect("inflate LZ4 batch"))
 }
 
 /// Every batch of `region` (a segment file or a produced records field),

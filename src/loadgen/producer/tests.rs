@@ -52,7 +52,11 @@ fn encoded_batch_is_one_v2_batch_for_every_codec() {
             let raw = encode_batch(&b.records, pid, epoch, seq0, codec).unwrap();
             // kafka-protocol reads LZ4 only once inflated (its LZ4 codec
             // is left out of the build); the codec bits are checked raw.
-            let mut bytes = crate::loadgen::wire::decodable_batch(raw.clone()).unwrap();
+            let mut bytes = crate::loadgen::wire::decodable_batch(
+                raw.clone(),
+                &mut crate::protocol::record_walk::InflateScratch::default(),
+            )
+            .unwrap();
             let sets = RecordBatchDecoder::decode_all(&mut bytes).unwrap();
             assert_eq!(sets.len(), 1, "{codec:?}: one batch");
             let recs = &sets[0].records;

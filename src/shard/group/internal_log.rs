@@ -182,10 +182,13 @@ pub async fn replay(
                 .map_err(|e| format!("batch at {next}: {e}"))?;
             // kafka-protocol reads no LZ4 (its C `lz4` codec is left out of
             // the build): an LZ4 batch (a log written with Kafka's
-            // `offsets.topic.compression.codec` 3) is inflated first.
+            // `offsets.topic.compression.codec` 3) is inflated first, in
+            // the shard storage's scratch.
             if one.get(22).is_some_and(|a| a & 0x7 == 3) {
-                one =
-                    Bytes::from(inflate_batch(&one).map_err(|e| format!("batch at {next}: {e}"))?);
+                one = Bytes::from(
+                    inflate_batch(&one, &mut data.replicas.storage().inflate_scratch())
+                        .map_err(|e| format!("batch at {next}: {e}"))?,
+                );
             }
             let set = RecordBatchDecoder::decode(&mut one)
                 .map_err(|e| format!("records at {next}: {e}"))?;

@@ -15,7 +15,7 @@
 use std::io::Write;
 
 use crate::protocol::record_batch::{BatchError, Compression, RecordBatch, CRC_START, HEADER_LEN};
-use crate::protocol::record_walk::records_section;
+use crate::protocol::record_walk::{records_section, InflateScratch};
 
 /// snappy-java's `SnappyOutputStream` block size.
 const SNAPPY_BLOCK: usize = 32 * 1024;
@@ -71,9 +71,9 @@ pub fn compress_batch(batch: &[u8], codec: i16) -> Result<Vec<u8>, BatchError> {
 
 /// `batch` with its records section inflated and codec bits cleared, for
 /// a decoder that reads only uncompressed batches; an uncompressed batch
-/// comes back as it is.
-pub fn inflate_batch(batch: &[u8]) -> Result<Vec<u8>, BatchError> {
-    let records = records_section(batch)?;
+/// comes back as it is. An LZ4 body is inflated in `scratch`.
+pub fn inflate_batch(batch: &[u8], scratch: &mut InflateScratch) -> Result<Vec<u8>, BatchError> {
+    let records = records_section(batch, scratch)?;
     Ok(with_records(batch, 0, &records))
 }
 
@@ -130,7 +130,9 @@ mod tests {
     #[test]
     fn every_codec_round_trips_through_the_broker_inflater() {
         let plain = batch(Compression::None);
-        let records = records_section(&plain).unwrap().into_owned();
+        let records = records_section(&plain, &mut InflateScratch::default())
+            .unwrap()
+            .into_owned();
         for codec in 0..=4i16 {
             let squeezed = compress(codec, &records).unwrap();
             let mut b = plain[..61].to_vec();
@@ -140,7 +142,7 @@ mod tests {
             let len = (b.len() - 12) as i32;
             b[8..12].copy_from_slice(&len.to_be_bytes());
             assert_eq!(
-                &*records_section(&b).unwrap(),
+                &*records_section(&b, &mut InflateScratch::default()).unwrap(),
                 &records[..],
                 "codec {codec}"
             );
@@ -149,17 +151,25 @@ mod tests {
 
     #[test]
     fn client_compressed_batches_inflate() {
-        let plain = records_section(&batch(Compression::None))
+        let plain = records_section(&batch(Compression::None), &mut InflateScratch::default())
             .unwrap()
             .into_owned();
         for c in [Compression::Gzip, Compression::Snappy, Compression::Zstd] {
-            assert_eq!(&*records_section(&batch(c)).unwrap(), &plain[..], "{c:?}");
+            assert_eq!(
+                &*records_section(&batch(c), &mut InflateScratch::default()).unwrap(),
+                &plain[..],
+                "{c:?}"
+            );
         }
         // LZ4: kafka-protocol's LZ4 codec is the C `lz4` crate, left out of
         // the build; the Java and librdkafka clients' LZ4 batches are read
         // back in tests/java_clients.rs and tests/datapath_kcat.rs.
         let lz4 = compress_batch(&batch(Compression::None), 3).unwrap();
-        assert_eq!(&*records_section(&lz4).unwrap(), &plain[..], "Lz4");
+        assert_eq!(
+            &*records_section(&lz4, &mut InflateScratch::default()).unwrap(),
+            &plain[..],
+            "Lz4"
+        );
     }
 
     #[test]
@@ -174,7 +184,7 @@ mod tests {
             let squeezed = compress_batch(&plain, codec).unwrap();
             assert_eq!(i16::from_be_bytes([squeezed[21], squeezed[22]]) & 7, codec);
             assert!(RecordBatch::new(&squeezed).is_ok(), "codec {codec}: CRC");
-            let inflated = inflate_batch(&squeezed).unwrap();
+            let inflated = inflate_batch(&squeezed, &mut InflateScratch::default()).unwrap();
             assert_eq!(inflated, plain, "codec {codec}");
             assert_eq!(records(&inflated), records(&plain));
         }

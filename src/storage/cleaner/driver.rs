@@ -41,6 +41,7 @@ use crate::storage::index::SegmentIndex;
 use crate::storage::log_dir::LogDirs;
 use crate::storage::partition_log::{CleanerSegment, CleanerView};
 use crate::storage::segment::Segment;
+use crate::storage::shard_storage::ShardStorage;
 use crate::storage::swap::{self, CLEANED_SUFFIX};
 use crate::storage::txn_index::AbortedTxn;
 use crate::storage::StorageError;
@@ -278,7 +279,8 @@ impl CleanJob {
                     !txns.on_batch_read(&facts)
                 };
                 if mapped {
-                    let body = records_section(batch).map_err(corrupt)?;
+                    let body = records_section(batch, &mut self.view.storage.inflate_scratch())
+                        .map_err(corrupt)?;
                     let records = filter::parse_records(
                         &body,
                         view.record_count(),
@@ -401,6 +403,7 @@ impl CleanJob {
             .get_or_insert_with(|| CleanedTxnMetadata::new(&self.aborted, group.base_offset));
         let result = copy_cleaned(
             &group.old,
+            &self.view.storage,
             &rules,
             txns,
             &mut index,
@@ -434,9 +437,12 @@ impl CleanJob {
 
 /// Copy the kept part of `old` into `file`, indexing it; returns bytes
 /// written. Each batch goes past `txns` first (Kafka's
-/// `shouldDiscardBatch` in `checkBatchRetention`).
+/// `shouldDiscardBatch` in `checkBatchRetention`). LZ4 batches are
+/// inflated in `storage`'s scratch, one batch at a time.
+#[allow(clippy::too_many_arguments)] // the clean's parts, lent apart by `CleanJob::write_into`
 async fn copy_cleaned(
     old: &[CleanerSegment],
+    storage: &ShardStorage,
     rules: &RetainRules<'_>,
     txns: &mut CleanedTxnMetadata,
     index: &mut SegmentIndex,
@@ -455,11 +461,11 @@ async fn copy_cleaned(
             let facts = batch_facts(&view, batch);
             let (bytes, max_ts) = if view.is_control() {
                 let can_discard = txns.on_control_batch_read(&facts);
-                clean_batch(batch, rules, Some(can_discard), stats)?
+                clean_batch(batch, rules, Some(can_discard), stats, storage)?
             } else if txns.on_batch_read(&facts) {
                 discard_aborted(batch, &view, rules, stats)
             } else {
-                clean_batch(batch, rules, None, stats)?
+                clean_batch(batch, rules, None, stats, storage)?
             };
             if let Some(bytes) = bytes {
                 let position = written + out.len() as u64;
@@ -523,9 +529,10 @@ fn clean_batch(
     rules: &RetainRules<'_>,
     marker: Option<bool>,
     stats: &mut CleanStats,
+    storage: &ShardStorage,
 ) -> Result<(Option<Vec<u8>>, i64), StorageError> {
     let view = RecordBatch::new_unchecked_crc(batch).map_err(corrupt)?;
-    let body = records_section(batch).map_err(corrupt)?;
+    let body = records_section(batch, &mut storage.inflate_scratch()).map_err(corrupt)?;
     let f = match marker {
         Some(can_discard) => filter::filter_marker(batch, &body, rules, can_discard),
         None => filter::filter_batch(batch, &body, rules),

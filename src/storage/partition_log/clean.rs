@@ -13,11 +13,13 @@
 
 use std::fs::File;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use super::{PartitionLog, UNSET_MS};
 use crate::storage::config::LogConfig;
 use crate::storage::segment::{self, Segment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+use crate::storage::shard_storage::ShardStorage;
 use crate::storage::swap::{self, CLEANED_SUFFIX, SWAP_SUFFIX};
 use crate::storage::txn_index::TXN_INDEX_SUFFIX;
 use crate::storage::StorageError;
@@ -60,6 +62,9 @@ pub struct CleanerView {
     /// Base of the first segment still being written (the active one, or
     /// one a roll is still closing).
     pub active_base_offset: i64,
+    /// The shard's storage the log belongs to (the cleaner inflates LZ4
+    /// batches in its scratch).
+    pub storage: Rc<ShardStorage>,
 }
 
 impl PartitionLog {
@@ -100,6 +105,7 @@ impl PartitionLog {
             high_watermark: self.high_watermark,
             segments,
             active_base_offset,
+            storage: self.storage.clone(),
         }
     }
 

@@ -12,7 +12,8 @@ use bytes::{Bytes, BytesMut};
 use super::{PartitionLog, ReadResult};
 use crate::protocol::out_part::OutPart;
 use crate::protocol::record_batch;
-use crate::protocol::{record_walk, ErrorCode};
+use crate::protocol::record_walk::{self, InflateScratch};
+use crate::protocol::ErrorCode;
 use crate::storage::segment::Segment;
 use crate::storage::StorageError;
 
@@ -245,7 +246,8 @@ fn find_record(
         };
         if wanted {
             let mut picker = RecordPicker::new(pick, log_start);
-            walk_batch(&batch, |o, t| picker.offer(o, t))?;
+            let scratch = &mut log.storage.inflate_scratch();
+            walk_batch(&batch, scratch, |o, t| picker.offer(o, t))?;
             if let Some(hit) = picker.best {
                 return Ok(Some(hit));
             }
@@ -299,12 +301,13 @@ fn batch_header(batch: &[u8]) -> Result<(i64, i64), ErrorCode> {
 /// Calls `visit(offset, timestamp)` for the records of the first batch in
 /// `batch`, in offset order, without decoding them whole (a stored batch's
 /// records are the client's bytes; LogAppendTime applied: see
-/// `record_walk`).
+/// `record_walk`). An LZ4 batch is inflated in `scratch`.
 fn walk_batch(
     batch: &[u8],
+    scratch: &mut InflateScratch,
     visit: impl FnMut(i64, i64) -> ControlFlow<()>,
 ) -> Result<(), ErrorCode> {
-    record_walk::for_each_record(batch, visit).map_err(|e| {
+    record_walk::for_each_record(batch, scratch, visit).map_err(|e| {
         tracing::error!(error = %e, "cannot read a stored batch's records for ListOffsets");
         ErrorCode::CORRUPT_MESSAGE
     })
@@ -332,7 +335,7 @@ mod tests {
 
     fn batch_record_timestamps(batch: &[u8]) -> Result<Vec<(i64, i64)>, ErrorCode> {
         let mut out = Vec::new();
-        walk_batch(batch, |o, t| {
+        walk_batch(batch, &mut InflateScratch::default(), |o, t| {
             out.push((o, t));
             ControlFlow::Continue(())
         })?;

@@ -15,7 +15,9 @@ use shardlog::protocol::record_batch::{
     validate_all_for_append, BatchIter, RecordBatch, TimestampType, CRC_START, HEADER_LEN,
     LOG_OVERHEAD,
 };
-use shardlog::protocol::record_walk::{every_record_has_a_key, for_each_record, records_section};
+use shardlog::protocol::record_walk::{
+    every_record_has_a_key, for_each_record, records_section, InflateScratch,
+};
 use shardlog_fuzz::{bound_for, check_bounded_by, peak_of};
 
 /// Byte offsets of the header fields the target rewrites.
@@ -27,10 +29,11 @@ const LZ4: i16 = 3;
 const LZ4_WINDOW: usize = (4 << 20) + (64 << 10);
 
 /// What decoding `batch` may reserve beyond the contract's bound: for an
-/// LZ4 batch (attributes' codec id), the frame reader's per-thread output
-/// buffer grows to the frame's declared maximum block size (up to 4 MiB,
-/// plus a 64 KiB dictionary for linked blocks) the first time a frame
-/// needs it, whatever the input's length, as Kafka's `Lz4BlockInputStream`
+/// LZ4 batch (attributes' codec id), the frame reader's scratch buffer
+/// (one per input here, as a shard keeps one) grows to the frame's
+/// declared maximum block size (up to 4 MiB, plus a 64 KiB dictionary for
+/// linked blocks) the first time a frame needs it, whatever the input's
+/// length, as Kafka's `Lz4BlockInputStream`
 /// allocates its block size too. Nothing for other codecs.
 fn lz4_window(batch: &[u8]) -> usize {
     match batch.get(ATTRIBUTES..ATTRIBUTES + 2) {
@@ -75,12 +78,17 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let first_bound = bound_for(first.len()) + lz4_window(first);
-    let walked = check_bounded_by(first_bound, || walk(first));
-    let _ = check_bounded_by(first_bound, || every_record_has_a_key(first));
+    let mut scratch = InflateScratch::default();
+    let walked = check_bounded_by(first_bound, || walk(first, &mut scratch));
+    let _ = check_bounded_by(first_bound, || {
+        every_record_has_a_key(first, &mut scratch)
+    });
     // Inflating may legitimately take up to the walk's limit (a zip bomb
     // is bounded by MAX_WALKED_BYTES, not by the input): bound what it
     // holds beyond the section it returns (and LZ4's window).
-    let (section, peak) = peak_of(|| records_section(first).map(|s| s.into_owned()));
+    let (section, peak) = peak_of(|| {
+        records_section(first, &mut scratch).map(|s| s.into_owned())
+    });
     if let Ok(section) = &section {
         let bound = bound_for(first.len()) + 3 * section.len() + lz4_window(first);
         assert!(
@@ -92,7 +100,7 @@ fuzz_target!(|data: &[u8]| {
     if let (Ok(records), Ok(section)) = (&walked, &section) {
         let plain = uncompressed(first, section);
         assert_eq!(
-            walk(&plain).as_ref(),
+            walk(&plain, &mut scratch).as_ref(),
             Ok(records),
             "inflated records walk differently"
         );
@@ -114,9 +122,9 @@ fn fix_crc(buf: &mut [u8]) {
 }
 
 /// Every (offset, timestamp) the walk visits.
-fn walk(batch: &[u8]) -> Result<Vec<(i64, i64)>, String> {
+fn walk(batch: &[u8], scratch: &mut InflateScratch) -> Result<Vec<(i64, i64)>, String> {
     let mut seen = Vec::new();
-    for_each_record(batch, |o, t| {
+    for_each_record(batch, scratch, |o, t| {
         seen.push((o, t));
         ControlFlow::Continue(())
     })

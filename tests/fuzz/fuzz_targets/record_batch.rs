@@ -80,15 +80,11 @@ fuzz_target!(|data: &[u8]| {
     let first_bound = bound_for(first.len()) + lz4_window(first);
     let mut scratch = InflateScratch::default();
     let walked = check_bounded_by(first_bound, || walk(first, &mut scratch));
-    let _ = check_bounded_by(first_bound, || {
-        every_record_has_a_key(first, &mut scratch)
-    });
+    let _ = check_bounded_by(first_bound, || every_record_has_a_key(first, &mut scratch));
     // Inflating may legitimately take up to the walk's limit (a zip bomb
     // is bounded by MAX_WALKED_BYTES, not by the input): bound what it
     // holds beyond the section it returns (and LZ4's window).
-    let (section, peak) = peak_of(|| {
-        records_section(first, &mut scratch).map(|s| s.into_owned())
-    });
+    let (section, peak) = peak_of(|| records_section(first, &mut scratch).map(|s| s.into_owned()));
     if let Ok(section) = &section {
         let bound = bound_for(first.len()) + 3 * section.len() + lz4_window(first);
         assert!(

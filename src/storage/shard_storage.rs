@@ -45,7 +45,8 @@ pub struct ShardStorage {
     parsed_checkpoints: RefCell<HashMap<PathBuf, (FileVersion, Entries)>>,
     /// Where this shard's walks of stored LZ4 batches inflate them (the
     /// compacted-topic key check on produce, ListOffsets by timestamp, the
-    /// cleaner): kept so a batch costs no 4 MiB allocation and zero-fill.
+    /// cleaner, the group coordinator's load): kept so a batch costs no
+    /// 4 MiB allocation and zero-fill.
     inflate_scratch: RefCell<InflateScratch>,
 }
 

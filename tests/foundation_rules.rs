@@ -73,7 +73,9 @@ fn non_test_lines(source: &str) -> Vec<&str> {
         if opens {
             // Up to the closing brace at the item's indentation.
             let mut k = j + 1;
-            while k < lines.len() && !(indent(lines[k]) == depth && lines[k].trim_start().starts_with('}')) {
+            while k < lines.len()
+                && !(indent(lines[k]) == depth && lines[k].trim_start().starts_with('}'))
+            {
                 k += 1;
             }
             j = k;
@@ -98,7 +100,10 @@ fn declared_modules(source: &str) -> Vec<(String, bool, Option<String>)> {
             cfg_test = true;
             continue;
         }
-        if let Some(p) = t.strip_prefix("#[path = \"").and_then(|r| r.strip_suffix("\"]")) {
+        if let Some(p) = t
+            .strip_prefix("#[path = \"")
+            .and_then(|r| r.strip_suffix("\"]"))
+        {
             path_attr = Some(p.to_string());
             continue;
         }
@@ -137,7 +142,9 @@ fn test_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
             }
             let child = match path {
                 Some(p) => dir.join(p),
-                None if own_dir.join(format!("{name}.rs")).exists() => own_dir.join(format!("{name}.rs")),
+                None if own_dir.join(format!("{name}.rs")).exists() => {
+                    own_dir.join(format!("{name}.rs"))
+                }
                 None => own_dir.join(&name).join("mod.rs"),
             };
             tests.insert(child.clone());
@@ -175,8 +182,15 @@ fn sources() -> Vec<Source> {
         .filter(|f| !tests.contains(f))
         .map(|file| {
             let text = read(&file);
-            let lines = non_test_lines(&text).into_iter().map(str::to_string).collect();
-            Source { rel: relative(&file), file, lines }
+            let lines = non_test_lines(&text)
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+            Source {
+                rel: relative(&file),
+                file,
+                lines,
+            }
         })
         .collect()
 }
@@ -194,7 +208,10 @@ fn declared_type(line: &str) -> Option<String> {
     }
     for kind in ["struct ", "enum ", "trait ", "union ", "type "] {
         if let Some(after) = rest.strip_prefix(kind) {
-            let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
             return (!name.is_empty()).then_some(name);
         }
     }
@@ -231,10 +248,14 @@ fn impl_self_type(line: &str) -> Option<String> {
     let head = rest.split(['{']).next().unwrap_or(rest);
     let head = head.split(" where").next().unwrap_or(head);
     let self_ty = head.rsplit(" for ").next().unwrap_or(head).trim();
-    let self_ty = self_ty.trim_start_matches('&').trim_start_matches("mut ").trim();
+    let self_ty = self_ty
+        .trim_start_matches('&')
+        .trim_start_matches("mut ")
+        .trim();
     let base = self_ty.split('<').next().unwrap_or(self_ty);
     let name = base.rsplit("::").next().unwrap_or(base).trim();
-    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then(|| name.to_string())
+    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .then(|| name.to_string())
 }
 
 /// May an `impl` in `impl_file` extend a type declared in `decl_file`?
@@ -262,11 +283,20 @@ fn impls_outside_their_type(sources: &[Source]) -> Vec<String> {
     let mut problems = Vec::new();
     for s in sources {
         for (i, line) in s.lines.iter().enumerate() {
-            let Some(name) = impl_self_type(line) else { continue };
-            let Some(decls) = declared.get(&name) else { continue };
+            let Some(name) = impl_self_type(line) else {
+                continue;
+            };
+            let Some(decls) = declared.get(&name) else {
+                continue;
+            };
             if !decls.iter().any(|d| impl_allowed(&s.file, d)) {
                 let at: Vec<String> = decls.iter().map(|d| relative(d)).collect();
-                problems.push(format!("{}:{}: impl of {name}, declared in {}", s.rel, i + 1, at.join(", ")));
+                problems.push(format!(
+                    "{}:{}: impl of {name}, declared in {}",
+                    s.rel,
+                    i + 1,
+                    at.join(", ")
+                ));
             }
         }
     }
@@ -275,22 +305,49 @@ fn impls_outside_their_type(sources: &[Source]) -> Vec<String> {
 
 #[test]
 fn the_impl_scan_reads_what_it_should() {
-    assert_eq!(impl_self_type("impl ShardContext {"), Some("ShardContext".into()));
-    assert_eq!(impl_self_type("impl<'a> Reader<'a> {"), Some("Reader".into()));
-    assert_eq!(impl_self_type("impl std::fmt::Display for ErrorCode {"), Some("ErrorCode".into()));
-    assert_eq!(impl_self_type("impl<T: Clone> From<T> for crate::x::Wrap<T> where T: Send {"), Some("Wrap".into()));
-    assert_eq!(impl_self_type("impl Drop for &mut Guard {"), Some("Guard".into()));
+    assert_eq!(
+        impl_self_type("impl ShardContext {"),
+        Some("ShardContext".into())
+    );
+    assert_eq!(
+        impl_self_type("impl<'a> Reader<'a> {"),
+        Some("Reader".into())
+    );
+    assert_eq!(
+        impl_self_type("impl std::fmt::Display for ErrorCode {"),
+        Some("ErrorCode".into())
+    );
+    assert_eq!(
+        impl_self_type("impl<T: Clone> From<T> for crate::x::Wrap<T> where T: Send {"),
+        Some("Wrap".into())
+    );
+    assert_eq!(
+        impl_self_type("impl Drop for &mut Guard {"),
+        Some("Guard".into())
+    );
     assert_eq!(impl_self_type("    impl Nested {"), None);
     assert_eq!(impl_self_type("implied = 3;"), None);
-    assert_eq!(declared_type("pub(crate) struct ShardContext {"), Some("ShardContext".into()));
-    assert_eq!(declared_type("enum Coordinator {"), Some("Coordinator".into()));
+    assert_eq!(
+        declared_type("pub(crate) struct ShardContext {"),
+        Some("ShardContext".into())
+    );
+    assert_eq!(
+        declared_type("enum Coordinator {"),
+        Some("Coordinator".into())
+    );
     assert_eq!(declared_type("    struct Local;"), None);
     let decl = Path::new("/s/shard/context.rs");
     assert!(impl_allowed(Path::new("/s/shard/context.rs"), decl));
     assert!(impl_allowed(Path::new("/s/shard/context/park.rs"), decl));
     assert!(!impl_allowed(Path::new("/s/shard/datapath.rs"), decl));
-    assert!(impl_allowed(Path::new("/s/group/state.rs"), Path::new("/s/group/mod.rs")));
-    assert!(!impl_allowed(Path::new("/s/txn/state.rs"), Path::new("/s/group/mod.rs")));
+    assert!(impl_allowed(
+        Path::new("/s/group/state.rs"),
+        Path::new("/s/group/mod.rs")
+    ));
+    assert!(!impl_allowed(
+        Path::new("/s/txn/state.rs"),
+        Path::new("/s/group/mod.rs")
+    ));
 }
 
 #[test]
@@ -303,10 +360,14 @@ fn test_code_is_told_apart_from_the_rest() {
     assert_eq!(lines[5], "fn live() {}");
     assert!(lines[6..10].iter().all(|l| l.is_empty()), "{lines:?}");
     assert_eq!(lines[10], "fn after() {}");
-    let decls = declared_modules("#[cfg(test)]\n#[path = \"x_tests.rs\"]\nmod tests;\npub mod live;\n");
+    let decls =
+        declared_modules("#[cfg(test)]\n#[path = \"x_tests.rs\"]\nmod tests;\npub mod live;\n");
     assert_eq!(
         decls,
-        vec![("tests".into(), true, Some("x_tests.rs".into())), ("live".into(), false, None)]
+        vec![
+            ("tests".into(), true, Some("x_tests.rs".into())),
+            ("live".into(), false, None)
+        ]
     );
 }
 
@@ -344,6 +405,8 @@ fn no_file_outside_test_code_imports_its_parent_wholesale() {
 fn no_test_file_is_over_the_size_limit() {
     let mut files = Vec::new();
     rust_files(&root().join("tests"), &mut files);
+    // Build output (the fuzz crate's `tests/fuzz/target/`) is not ours.
+    files.retain(|f| !f.components().any(|c| c.as_os_str() == "target"));
     assert!(files.len() > 30, "only {} test files found", files.len());
     let too_long: Vec<String> = files
         .iter()
@@ -352,7 +415,11 @@ fn no_test_file_is_over_the_size_limit() {
             (lines > MAX_FILE_LINES).then(|| format!("{}: {lines} lines", f.display()))
         })
         .collect();
-    assert!(too_long.is_empty(), "test files over {MAX_FILE_LINES} lines:\n{}", too_long.join("\n"));
+    assert!(
+        too_long.is_empty(),
+        "test files over {MAX_FILE_LINES} lines:\n{}",
+        too_long.join("\n")
+    );
 }
 
 #[test]
@@ -364,7 +431,11 @@ fn clippy_limits_functions_to_100_lines() {
         .find_map(|l| l.trim().strip_prefix("too-many-lines-threshold"))
         .and_then(|rest| rest.trim().strip_prefix('='))
         .map(|v| v.trim().parse::<u64>().expect("a number"));
-    assert_eq!(threshold, Some(100), "clippy.toml sets too-many-lines-threshold = 100");
+    assert_eq!(
+        threshold,
+        Some(100),
+        "clippy.toml sets too-many-lines-threshold = 100"
+    );
     let manifest = read(&root().join("Cargo.toml"));
     assert!(
         manifest.lines().any(|l| {
@@ -404,7 +475,9 @@ fn comment_of(line: &str) -> Option<&str> {
 /// "seed 000")?
 fn cites_tracker(comment: &str) -> bool {
     let lower = comment.to_ascii_lowercase();
-    let words: Vec<&str> = lower.split(|c: char| c.is_whitespace() || c == '(' || c == ',').collect();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ',')
+        .collect();
     words.windows(2).any(|w| {
         let word = w[0].trim_start_matches(['"', '\'', '`']);
         let number = w[1].trim_start_matches('#');
@@ -456,11 +529,15 @@ fn declares_global(line: &str) -> bool {
         .strip_prefix("pub(crate) ")
         .or_else(|| t.strip_prefix("pub "))
         .unwrap_or(t);
-    let Some(rest) = item.strip_prefix("static ") else { return false };
+    let Some(rest) = item.strip_prefix("static ") else {
+        return false;
+    };
     rest.starts_with("mut ")
-        || ["Mutex", "RwLock", "Atomic", "Cell", "OnceLock", "LazyLock", "OnceCell", "Lazy<"]
-            .iter()
-            .any(|m| rest.contains(m))
+        || [
+            "Mutex", "RwLock", "Atomic", "Cell", "OnceLock", "LazyLock", "OnceCell", "Lazy<",
+        ]
+        .iter()
+        .any(|m| rest.contains(m))
 }
 
 /// The comment lines right above line `at` (attributes skipped).
@@ -484,17 +561,25 @@ fn comment_above(lines: &[String], at: usize) -> String {
 
 #[test]
 fn the_global_scan_catches_what_it_should() {
-    assert!(declares_global("static FAILED_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());"));
-    assert!(declares_global("pub static NEXT: std::sync::atomic::AtomicU64 = AtomicU64::new(1);"));
+    assert!(declares_global(
+        "static FAILED_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());"
+    ));
+    assert!(declares_global(
+        "pub static NEXT: std::sync::atomic::AtomicU64 = AtomicU64::new(1);"
+    ));
     assert!(declares_global("thread_local! {"));
     assert!(declares_global("static mut COUNT: u64 = 0;"));
     assert!(!declares_global("static NAMES: &[&str] = &[\"a\"];"));
     assert!(!declares_global("let s: &'static str = \"x\";"));
-    let lines: Vec<String> =
-        ["/// Counters of the allocator:", "/// a global because the allocator has no owner.", "#[used]", "static X: AtomicU64"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let lines: Vec<String> = [
+        "/// Counters of the allocator:",
+        "/// a global because the allocator has no owner.",
+        "#[used]",
+        "static X: AtomicU64",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     assert!(comment_above(&lines, 3).contains("a global because"));
 }
 
@@ -503,7 +588,11 @@ fn every_global_says_why_it_is_one() {
     let mut problems = Vec::new();
     for s in sources() {
         for (i, line) in s.lines.iter().enumerate() {
-            if declares_global(line) && !comment_above(&s.lines, i).to_ascii_lowercase().contains("a global because") {
+            if declares_global(line)
+                && !comment_above(&s.lines, i)
+                    .to_ascii_lowercase()
+                    .contains("a global because")
+            {
                 problems.push(format!("{}:{}: {}", s.rel, i + 1, line.trim()));
             }
         }
@@ -549,7 +638,9 @@ fn every_long_function_allowance_gives_its_reason() {
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let t = line.trim_start();
-            let is_attribute = t.starts_with("#[allow(") || t.starts_with("#![allow(") || t.starts_with("clippy::");
+            let is_attribute = t.starts_with("#[allow(")
+                || t.starts_with("#![allow(")
+                || t.starts_with("clippy::");
             if !is_attribute || !line.contains("clippy::too_many_lines") {
                 continue;
             }

@@ -20,7 +20,7 @@
 //! | `cleaner`       | drv   | log compaction (`cleanup.policy=compact`), see its table |
 //! | `log_dir`       | io    | per log dir `meta.properties` and checkpoint files |
 //! | `dir_failure`   | io    | the broker's log-dir failure channel (Kafka's `LogDirFailureChannel`) |
-//! | `shard_storage` | io    | [`ShardStorage`]: what a shard's storage owns beside its logs (cache, buffer pool, helper threads, failure handle, checkpoint request) |
+//! | `shard_storage` | io    | [`ShardStorage`]: what a shard's storage owns beside its logs (cache, buffer pool, helper threads, failure handle, checkpoint request, LZ4 inflate scratch) |
 
 pub mod appender;
 pub mod batch_cache;

@@ -324,6 +324,9 @@ mod tests {
         assert!(block_on(poll_once(c.turn())).is_some());
     }
 
+    // Test code only, and a global because a `RawWaker`'s vtable functions
+    // get nothing but the data pointer: the wake's action has to be found
+    // from the thread, as glommio's own wakes find their executor.
     thread_local! {
         /// What the next wake of a [`reentrant_waker`] does.
         static ON_WAKE: RefCell<Option<Box<dyn FnOnce()>>> = RefCell::new(None);

@@ -192,7 +192,8 @@ impl ProducerIdManager {
 mod tests {
     use super::*;
 
-    fn block_json(broker: i32, start: i64, end: i64) -> Vec<u8> {
+    /// A `/latest_producer_id_block` payload (the store's tests use it too).
+    pub(super) fn block_json(broker: i32, start: i64, end: i64) -> Vec<u8> {
         ProducerIdBlockZNode {
             version: 1,
             broker: BrokerId(broker),

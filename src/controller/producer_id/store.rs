@@ -66,21 +66,11 @@ pub async fn generate_producer_id<S: MetadataStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::producer_id::tests::block_json;
     use crate::controller::producer_id::PRODUCER_ID_BLOCK_SIZE;
     use crate::types::BrokerId;
     use crate::zk::embedded::EmbeddedStore;
-    use crate::zk::paths::ProducerIdBlockZNode;
     use futures_lite::future::block_on;
-
-    fn block_json(broker: i32, start: i64, end: i64) -> Vec<u8> {
-        ProducerIdBlockZNode {
-            version: 1,
-            broker: BrokerId(broker),
-            block_start: start,
-            block_end: end,
-        }
-        .encode()
-    }
 
     #[test]
     fn two_brokers_sharing_a_store_get_disjoint_blocks() {

@@ -14,7 +14,8 @@
 
 use std::io::Write;
 
-use crate::protocol::record_batch::{BatchError, Compression, RecordBatch, CRC_START, HEADER_LEN};
+use super::filter::reseal;
+use crate::protocol::record_batch::{BatchError, Compression, RecordBatch, HEADER_LEN};
 use crate::protocol::record_walk::{records_section, InflateScratch};
 
 /// snappy-java's `SnappyOutputStream` block size.
@@ -79,16 +80,10 @@ pub fn inflate_batch(batch: &[u8], scratch: &mut InflateScratch) -> Result<Vec<u
 
 /// `batch`'s header over `records` with codec `codec`.
 fn with_records(batch: &[u8], codec: i16, records: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_LEN + records.len());
-    out.extend_from_slice(&batch[..HEADER_LEN]);
-    out.extend_from_slice(records);
-    let batch_length = (out.len() - 12) as i32;
-    out[8..12].copy_from_slice(&batch_length.to_be_bytes());
-    let attributes = (i16::from_be_bytes([batch[21], batch[22]]) & !0x7) | codec;
-    out[21..23].copy_from_slice(&attributes.to_be_bytes());
-    let crc = crc32c::crc32c(&out[CRC_START..]);
-    out[17..21].copy_from_slice(&crc.to_be_bytes());
-    out
+    reseal(batch, records, |header| {
+        let attributes = (i16::from_be_bytes([header[21], header[22]]) & !0x7) | codec;
+        header[21..23].copy_from_slice(&attributes.to_be_bytes());
+    })
 }
 
 #[cfg(test)]

@@ -365,19 +365,27 @@ fn finish_crc(buf: &mut [u8]) {
 /// and delete-horizon bit, then `records` (already compressed with the
 /// original's codec when it has one), with batchLength and CRC computed.
 pub fn encode_batch(original: &[u8], rewrite: &Rewrite, records: &[u8]) -> Vec<u8> {
+    reseal(original, records, |header| {
+        let mut attrs = i16::from_be_bytes([header[21], header[22]]) & !DELETE_HORIZON_BIT;
+        if rewrite.delete_horizon {
+            attrs |= DELETE_HORIZON_BIT;
+        }
+        put_at(header, 21, &attrs.to_be_bytes());
+        put_at(header, 27, &rewrite.base_timestamp.to_be_bytes());
+        put_at(header, 35, &rewrite.max_timestamp.to_be_bytes());
+        put_at(header, 57, &rewrite.count.to_be_bytes());
+    })
+}
+
+/// `original`'s header over `records`: `edit` changes the header's other
+/// fields, then batchLength and the CRC are computed for the new batch.
+pub fn reseal(original: &[u8], records: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + records.len());
     out.extend_from_slice(&original[..HEADER_LEN]);
     out.extend_from_slice(records);
     let batch_length = (out.len() - 12) as i32;
     put_at(&mut out, 8, &batch_length.to_be_bytes());
-    let mut attrs = i16::from_be_bytes([original[21], original[22]]) & !DELETE_HORIZON_BIT;
-    if rewrite.delete_horizon {
-        attrs |= DELETE_HORIZON_BIT;
-    }
-    put_at(&mut out, 21, &attrs.to_be_bytes());
-    put_at(&mut out, 27, &rewrite.base_timestamp.to_be_bytes());
-    put_at(&mut out, 35, &rewrite.max_timestamp.to_be_bytes());
-    put_at(&mut out, 57, &rewrite.count.to_be_bytes());
+    edit(&mut out[..HEADER_LEN]);
     finish_crc(&mut out);
     out
 }

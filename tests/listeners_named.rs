@@ -144,7 +144,8 @@ c.close()
 k = kafka.KafkaConsumer(topic, bootstrap_servers=bs, group_id=None,
                         auto_offset_reset="earliest", consumer_timeout_ms=10000)
 again = {r.value.decode() for r in k}
-kbrokers = sorted(f"{b.nodeId}@{b.host}:{b.port}" for b in k._client.cluster.brokers())
+kbrokers = sorted(f"{b.node_id if hasattr(b, 'node_id') else b.nodeId}@{b.host}:{b.port}"
+                  for b in k._client.cluster.brokers())
 k.close()
 print(json.dumps({"brokers": brokers, "kafka_python_brokers": kbrokers,
                   "consumed": len(got), "consumed_again": len(again),
@@ -281,7 +282,8 @@ fn cluster_case(control_plane: bool) {
         (children(&addr, "/brokers/ids").len() == 3).then_some(())
     });
     // Every endpoint in config order, with the protocol map (SECURITY.md
-    // §1.2): no PLAINTEXT-named endpoint, so host null and port -1.
+    // §1.2); host/port are those of the first endpoint whose protocol is
+    // PLAINTEXT (`BrokerIdZNode.encode`), CLIENT here.
     for (id, m) in members.iter().enumerate() {
         let path = format!("/brokers/ids/{id}");
         let (data, _) = read(&addr, &[&path])[&path].clone().expect("registration");
@@ -313,8 +315,8 @@ fn cluster_case(control_plane: bool) {
                 "{reg}"
             );
         }
-        assert_eq!(reg["host"], serde_json::Value::Null, "{reg}");
-        assert_eq!(reg["port"], -1, "{reg}");
+        assert_eq!(reg["host"], "127.0.0.1", "{reg}");
+        assert_eq!(reg["port"], m.ports["CLIENT"], "{reg}");
         assert_eq!(reg["version"], 5, "{reg}");
     }
     // Clients on CLIENT see the CLIENT endpoints of all three brokers.

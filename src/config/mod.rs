@@ -8,11 +8,13 @@
 
 pub mod dynamic;
 mod listeners;
+pub mod ssl;
 pub mod topic;
 mod value;
 
 pub use listeners::{ProtocolMap, SecurityProtocol};
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The sample `server.properties`, used when `shardlog broker` gets no `--config`.
@@ -69,11 +71,15 @@ macro_rules! server_config {
         #[derive(Debug, Clone, PartialEq)]
         pub struct ServerConfig {
             $( $(#[$doc])* pub $field: $ty, )*
+            /// Every `ssl.*` key, every `listener.name.<l>.ssl.*` key and
+            /// `security.providers`, as written: resolved per listener by
+            /// `tls::SslSettings` (see [`ssl`]).
+            pub ssl_keys: BTreeMap<String, String>,
         }
 
         impl Default for ServerConfig {
             fn default() -> Self {
-                Self { $( $field: $default, )* }
+                Self { $( $field: $default, )* ssl_keys: BTreeMap::new() }
             }
         }
 
@@ -417,6 +423,10 @@ impl ServerConfig {
         let mut warnings = Vec::new();
         let pairs = parse_properties(text)?;
         for (key, value) in pairs.iter().chain(overrides) {
+            if ssl::is_ssl_key(key) {
+                config.ssl_keys.insert(key.clone(), value.clone());
+                continue;
+            }
             let known = config
                 .set(key, value)
                 .map_err(|reason| ConfigError::InvalidValue {
@@ -497,6 +507,7 @@ impl ServerConfig {
         if self.shardlog_shards == Some(0) {
             return Err(invalid("shardlog.shards", "0".into(), "must be at least 1"));
         }
+        ssl::check_keys(&self.ssl_keys)?;
         Ok(())
     }
 

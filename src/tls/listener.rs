@@ -150,6 +150,11 @@ impl ListenerTls {
                 new.listener, old_settings.listener
             ));
         }
+        // A listener serving TLS always has a keystore
+        // (SslFactory.validateKeystoreCompatibility).
+        if !new.has_keystore() {
+            return Err(fail("Cannot remove the SSL keystore from an existing listener for which a keystore was configured.".into()));
+        }
         // DefaultSslEngineFactory.shouldBeRebuilt.
         if new == old_settings && stores::file_times(&new) == old_files {
             return Ok(());
@@ -221,5 +226,6 @@ fn cross_check(old: &State, new: &State) -> Result<(), String> {
     selfcheck::handshake(client(new)?, old.config.clone(), host)
         .map_err(|e| format!("the new client cannot handshake with the old server: {e}"))?;
     selfcheck::handshake(client(old)?, new.config.clone(), host)
+        .map(|_| ())
         .map_err(|e| format!("the old client cannot handshake with the new server: {e}"))
 }

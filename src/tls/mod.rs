@@ -20,6 +20,7 @@
 //! an in-memory handshake; [`principal`] `[pure]` DN rendering and mapping.
 
 pub mod build;
+pub mod eckey;
 pub mod listener;
 pub mod principal;
 pub mod selfcheck;

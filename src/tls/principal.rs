@@ -531,7 +531,7 @@ mod tests {
             "[b]/x"
         );
         // The regex must match the whole DN; the first matching rule wins.
-        assert_eq!(map("RULE:CN=a/x/,RULE:.*/y/", "CN=ab").unwrap(), "y");
+        assert_eq!(map("RULE:CN=a/x/,RULE:^.*$/y/", "CN=ab").unwrap(), "y");
         // No rule matches: an error, not the DN.
         assert!(map("RULE:^CN=admin$/admin/", "CN=other").is_err());
         // replaceAll over a pattern that can match empty: Java's "XX".

@@ -29,6 +29,15 @@ pub struct KeyMaterial {
     pub key: PrivateKeyDer<'static>,
 }
 
+impl KeyMaterial {
+    /// A key and its chain; an EC key as Java writes it (no public key
+    /// inside) gets the leaf's public key (see [`super::eckey`]).
+    pub fn new(chain: Vec<CertificateDer<'static>>, key: PrivateKeyDer<'static>) -> Self {
+        let key = super::eckey::with_public_key(key, chain.first().map(|c| c.as_ref()));
+        Self { chain, key }
+    }
+}
+
 impl Clone for KeyMaterial {
     fn clone(&self) -> Self {
         Self {
@@ -220,14 +229,14 @@ fn pkcs12_keystore(
             ))
         }
     };
-    Ok(KeyMaterial {
-        chain: chain
+    Ok(KeyMaterial::new(
+        chain
             .certs()
             .iter()
             .map(|c| CertificateDer::from(c.as_der().to_vec()))
             .collect(),
-        key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key().as_der().to_vec())),
-    })
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key().as_der().to_vec())),
+    ))
 }
 
 /// The truststore of `s`, if it has one.
@@ -459,8 +468,8 @@ fn pem_keystore(
             format!("Private key could not be loaded: {e}"),
         )
     })?;
-    Ok(KeyMaterial {
-        chain: pem_certificates(chain_text, chain_key)?,
-        key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der)),
-    })
+    Ok(KeyMaterial::new(
+        pem_certificates(chain_text, chain_key)?,
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der)),
+    ))
 }

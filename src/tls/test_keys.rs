@@ -3,7 +3,8 @@
 //! broker certificate with SANs (PEM, encrypted PKCS#8, PKCS12 from openssl
 //! and from keytool, JKS), a second broker certificate with the same
 //! identity (rotation), ones with another DN or SANs, a client certificate,
-//! an expired client certificate (keytool `-startdate`), truststores.
+//! an expired client certificate (keytool `-startdate`), an RSA broker
+//! keystore made entirely by keytool, truststores.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,6 +59,16 @@ $KT -gencert -alias ca -keystore ca.p12 -storetype PKCS12 -storepass storepass -
   -outfile expired.pem -rfc -startdate 2020/01/01 -validity 2 -ext EKU=clientAuth >/dev/null 2>&1
 $KT -importcert -alias ca -file ca.pem -keystore expired.p12 -storepass storepass >/dev/null 2>&1
 $KT -importcert -alias expired -file expired.pem -keystore expired.p12 -storepass storepass >/dev/null 2>&1
+# The broker keystore as a Java user makes it: an RSA key from keytool,
+# signed by the CA with SANs, the chain imported back.
+$KT -genkeypair -alias broker -keyalg RSA -keysize 2048 -dname 'CN=localhost,OU=Brokers,O=shardlog tests' \
+  -keystore rsa.p12 -storetype PKCS12 -storepass storepass >/dev/null 2>&1
+$KT -certreq -alias broker -keystore rsa.p12 -storepass storepass -file rsa.csr >/dev/null 2>&1
+$KT -gencert -alias ca -keystore ca.p12 -storetype PKCS12 -storepass storepass -infile rsa.csr \
+  -outfile rsa.pem -rfc -validity 3650 -ext SAN=dns:localhost,ip:127.0.0.1 \
+  -ext EKU=serverAuth,clientAuth >/dev/null 2>&1
+$KT -importcert -alias ca -file ca.pem -keystore rsa.p12 -storepass storepass >/dev/null 2>&1
+$KT -importcert -alias broker -file rsa.pem -keystore rsa.p12 -storepass storepass >/dev/null 2>&1
 echo done
 "#;
 

@@ -60,6 +60,16 @@ fn every_keystore_format_passes_the_self_check() {
             ("ssl.truststore.location", k.path("trust.p12")),
             ("ssl.truststore.password", "trustpass".into()),
         ],
+        // keytool's own RSA key and certificate chain.
+        vec![
+            ("ssl.keystore.type", "PKCS12".into()),
+            ("ssl.keystore.location", k.path("rsa.p12")),
+            ("ssl.keystore.password", "storepass".into()),
+            ("ssl.truststore.type", "PKCS12".into()),
+            ("ssl.truststore.location", k.path("trust.p12")),
+            ("ssl.truststore.password", "trustpass".into()),
+            ("ssl.client.auth", "required".into()),
+        ],
         // keytool's PKCS12, under Kafka's default type JKS (the JDK's JKS
         // keystore loads PKCS12 files), key password = store password.
         vec![
@@ -77,6 +87,21 @@ fn every_keystore_format_passes_the_self_check() {
     }
 }
 
+/// Settings pairs, the key the error must name, a text it must contain.
+type Case<'a> = (Vec<(&'a str, &'a str)>, &'a str, &'a str);
+
+fn check_cases(cases: Vec<Case<'_>>) {
+    for (pairs, key, text) in cases {
+        let e = store_error(&pairs);
+        assert_eq!(key_of(&e), key, "{pairs:?}: {e}");
+        assert!(e.to_string().contains(text), "{pairs:?}: {e}");
+        assert!(
+            !e.to_string().contains("storepass"),
+            "a password leaked: {e}"
+        );
+    }
+}
+
 #[test]
 fn store_errors_name_the_key_to_fix() {
     let k = keys();
@@ -86,7 +111,7 @@ fn store_errors_name_the_key_to_fix() {
         k.path("server.jks"),
     );
     let enc = k.path("server-enc-bundle.pem");
-    let cases: Vec<(Vec<(&str, &str)>, &str, &str)> = vec![
+    check_cases(vec![
         (
             vec![
                 ("ssl.keystore.type", "PKCS12"),
@@ -174,16 +199,13 @@ fn store_errors_name_the_key_to_fix() {
             "ssl.truststore.type",
             "keytool -importkeystore",
         ),
-    ];
-    for (pairs, key, text) in cases {
-        let e = store_error(&pairs);
-        assert_eq!(key_of(&e), key, "{pairs:?}: {e}");
-        assert!(e.to_string().contains(text), "{pairs:?}: {e}");
-        assert!(
-            !e.to_string().contains("storepass"),
-            "a password leaked: {e}"
-        );
-    }
+    ]);
+}
+
+#[test]
+fn truststores_without_trust_anchors_and_listeners_without_keystores_are_refused() {
+    let k = keys();
+    let pem = k.path("server-bundle.pem");
     // An openssl PKCS12 without Java's trusted-certificate attribute holds
     // no trust anchor for Java either.
     let trust = k.path("trust-openssl.p12");
@@ -224,7 +246,7 @@ fn protocols_and_cipher_suites_map_from_kafkas_names() {
         assert_eq!(key_of(&e), key, "{e}");
         assert!(
             e.to_string()
-                .contains(value.split(',').last().unwrap_or(value)),
+                .contains(value.split(',').next_back().unwrap_or(value)),
             "{e}"
         );
     }
@@ -265,6 +287,26 @@ fn protocols_and_cipher_suites_map_from_kafkas_names() {
     assert_eq!(
         agreed.suite,
         Some(CipherSuite::TLS13_CHACHA20_POLY1305_SHA256)
+    );
+    let rsa = broker(&[
+        ("ssl.keystore.type", "PKCS12".into()),
+        ("ssl.keystore.location", keys().path("rsa.p12")),
+        ("ssl.keystore.password", "storepass".into()),
+        ("ssl.enabled.protocols", "TLSv1.2".into()),
+        (
+            "ssl.cipher.suites",
+            "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".into(),
+        ),
+    ]);
+    let agreed = handshake(
+        client_config(&both).unwrap(),
+        server_config(&rsa).unwrap(),
+        "localhost",
+    )
+    .unwrap();
+    assert_eq!(
+        agreed.suite,
+        Some(CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)
     );
     let agreed = handshake(
         client_config(&tls12).unwrap(),

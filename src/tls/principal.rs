@@ -427,11 +427,11 @@ pub fn subject_alt_names(cert_der: &[u8]) -> Result<Vec<String>, String> {
 
 fn hex_or_ip(bytes: &[u8]) -> String {
     match bytes.len() {
-        4 => std::net::Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).to_string(),
+        4 => core::net::Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).to_string(),
         16 => {
             let mut a = [0u8; 16];
             a.copy_from_slice(bytes);
-            std::net::Ipv6Addr::from(a).to_string()
+            core::net::Ipv6Addr::from(a).to_string()
         }
         _ => bytes.iter().map(|b| format!("{b:02x}")).collect(),
     }

@@ -103,7 +103,7 @@ fn jks_refused(type_key: &str, location: &str) -> ConfigError {
         "JKS",
         format!(
             "{location} is a JKS keystore, which shardlog cannot read (no maintained Rust crate \
-             reads JKS); use PKCS12 or PEM: keytool -importkeystore -srckeystore {location} \
+             reads JKS); convert it to PKCS12 (or PEM): keytool -importkeystore -srckeystore {location} \
              -srcstoretype JKS -destkeystore {location}.p12 -deststoretype PKCS12, then set \
              {type_key}=PKCS12 and the location to the new file"
         ),

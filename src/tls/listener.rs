@@ -187,13 +187,15 @@ fn check_compatible(old: &State, new: &State) -> Result<(), String> {
         }
         (Some(o), Some(n)) => {
             // Principal.getName compared ignoring case.
-            if !new.settings.allow_dn_changes && !o.dn.eq_ignore_ascii_case(&n.dn) {
+            // The flags are the listener's static ones (equal in old and new:
+            // a change is refused before this point).
+            if !old.settings.allow_dn_changes && !o.dn.eq_ignore_ascii_case(&n.dn) {
                 return Err(format!(
                     "Keystore DistinguishedName does not match:  existing={{DN={}}}, new={{DN={}}}",
                     o.dn, n.dn
                 ));
             }
-            if !new.settings.allow_san_changes && !n.sans.is_superset(&o.sans) {
+            if !old.settings.allow_san_changes && !n.sans.is_superset(&o.sans) {
                 return Err(format!(
                     "Keystore SubjectAltNames do not match:  existing={{SAN={:?}}}, new={{SAN={:?}}}",
                     o.sans, n.sans

@@ -441,6 +441,16 @@ impl SslSettings {
             "ssl.principal.mapping.rules",
             self.principal_mapping_rules == other.principal_mapping_rules,
         );
+        // Not in RECONFIGURABLE_CONFIGS: SslFactory reads them from the
+        // listener's static config when it validates a new keystore.
+        check(
+            "ssl.allow.dn.changes",
+            self.allow_dn_changes == other.allow_dn_changes,
+        );
+        check(
+            "ssl.allow.san.changes",
+            self.allow_san_changes == other.allow_san_changes,
+        );
         changed
     }
 }

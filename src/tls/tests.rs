@@ -508,8 +508,20 @@ fn reloads_follow_kip_226() {
     assert!(Arc::ptr_eq(&before, &tls.server_config()));
     let mut allowed = at("otherdn-bundle.pem");
     allowed.allow_dn_changes = true;
-    tls.reload(allowed).unwrap();
-    assert_eq!(serial(&tls).as_ref(), k.cert_der("otherdn.pem").as_slice());
+    let e = tls.reload(allowed.clone()).unwrap_err();
+    assert!(
+        e.contains("Cannot update these configs dynamically: ssl.allow.dn.changes"),
+        "{e}"
+    );
+    // ssl.allow.dn.changes set statically lets the DN change.
+    let mut flexible = tls.settings();
+    flexible.allow_dn_changes = true;
+    let flexible = ListenerTls::new(flexible).unwrap();
+    flexible.reload(allowed).unwrap();
+    assert_eq!(
+        serial(&flexible).as_ref(),
+        k.cert_der("otherdn.pem").as_slice()
+    );
 
     // A broken keystore, a removed keystore, a changed non-reconfigurable
     // key: refused with Kafka's messages.
@@ -550,8 +562,7 @@ fn an_inter_broker_reload_must_handshake_both_ways() {
     let k = keys();
     let tls = ListenerTls::with_role(broker(&[]), true).unwrap();
     // A new keystore whose truststore no longer trusts the old certificate.
-    let mut next = broker(&[("ssl.truststore.location", k.path("other-ca.pem"))]);
-    next.allow_dn_changes = true;
+    let next = broker(&[("ssl.truststore.location", k.path("other-ca.pem"))]);
     let e = tls.reload(next).unwrap_err();
     assert!(e.contains("handshake"), "{e}");
     tls.reload(broker(&[(

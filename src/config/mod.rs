@@ -7,9 +7,12 @@
 //! does not parse stops the start with an error naming key and value.
 
 pub mod dynamic;
+mod listeners;
 pub mod ssl;
 pub mod topic;
 mod value;
+
+pub use listeners::{ProtocolMap, SecurityProtocol};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -30,7 +33,8 @@ pub enum ConfigError {
     Syntax { line: usize, text: String },
 }
 
-/// One `listeners` entry: `PLAINTEXT://host:port` (empty host = all interfaces).
+/// One `listeners` entry: `NAME://host:port` (empty host = all interfaces;
+/// the name upper-cased, see `listeners`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listener {
     pub name: String,
@@ -40,7 +44,12 @@ pub struct Listener {
 
 impl fmt::Display for Listener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}://{}:{}", self.name, self.host, self.port)
+        // IPv6 addresses in brackets, as Kafka's `EndPoint.connectionString`.
+        if self.host.contains(':') {
+            write!(f, "{}://[{}]:{}", self.name, self.host, self.port)
+        } else {
+            write!(f, "{}://{}:{}", self.name, self.host, self.port)
+        }
     }
 }
 
@@ -131,6 +140,12 @@ server_config! {
     inter_broker_listener_name: Option<String> = None;
     /// `security.inter.broker.protocol` (default PLAINTEXT).
     security_inter_broker_protocol: String = "PLAINTEXT".into();
+    /// `listener.security.protocol.map` (default: each protocol under its
+    /// own name).
+    listener_security_protocol_map: ProtocolMap = ProtocolMap::kafka_default();
+    /// `control.plane.listener.name` (KIP-291, default null): the listener
+    /// the controller and brokers exchange controller requests over.
+    control_plane_listener_name: Option<String> = None;
     /// `log.dirs` (default null = `log.dir`).
     log_dirs: Option<Vec<String>> = None;
     /// `log.dir` (default `/tmp/kafka-logs`).
@@ -423,6 +438,12 @@ impl ServerConfig {
                 warnings.push(format!("unknown config key {key} (ignored)"));
             }
         }
+        let explicit = |k: &str| pairs.iter().chain(overrides).any(|(key, _)| key == k);
+        listeners::refuse_both_inter_broker_keys(
+            config.inter_broker_listener_name.is_some(),
+            explicit("security.inter.broker.protocol"),
+        )?;
+        config.normalise_listener_names();
         config.validate()?;
         Ok(Loaded { config, warnings })
     }
@@ -433,9 +454,7 @@ impl ServerConfig {
             value,
             reason: reason.into(),
         };
-        if self.listeners.is_empty() {
-            return Err(invalid("listeners", String::new(), "at least one listener"));
-        }
+        self.validate_listeners()?;
         let positive: [(&str, i64); 9] = [
             (
                 "leader.imbalance.check.interval.seconds",

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::config::{ConfigError, ServerConfig};
+use crate::config::{ConfigError, SecurityProtocol, ServerConfig};
 
 /// A PASSWORD-type value (Kafka's `types.Password`): shown as `[hidden]`.
 #[derive(Clone, PartialEq, Eq)]
@@ -186,14 +186,12 @@ fn boolean(key: &str, text: &str) -> Result<bool, ConfigError> {
 
 impl SslSettings {
     /// The settings of `listener` from `server.properties`
-    /// ([`ServerConfig::ssl_keys`]). The listener's protocol (for the
-    /// SASL_SSL rule of `ssl.client.auth`) comes from
-    /// `listener.security.protocol.map` when the lookup has it, else from
-    /// Kafka's default map (the listener named SASL_SSL is SASL_SSL); use
-    /// [`SslSettings::for_listener_protocol`] when the protocol is known.
+    /// ([`ServerConfig::ssl_keys`]); its protocol (for the SASL_SSL rule of
+    /// `ssl.client.auth`) from `listener.security.protocol.map`.
     pub fn for_listener(config: &ServerConfig, listener: &str) -> Result<SslSettings, ConfigError> {
         let lookup = |key: &str| config.ssl_keys.get(key).cloned();
-        Self::resolve(listener, &lookup)
+        let sasl_ssl = config.listener_protocol(listener) == SecurityProtocol::SaslSsl;
+        Self::resolve_with_protocol(listener, sasl_ssl, &lookup)
     }
 
     /// As [`SslSettings::for_listener`], with the listener's security

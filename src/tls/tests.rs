@@ -604,4 +604,10 @@ fn server_properties_resolve_per_listener() {
         "CN=x",
         "DEFAULT rules keep the DN"
     );
+    // On a SASL_SSL listener the broker-wide ssl.client.auth does not apply.
+    let sasl =
+        format!("{text}listener.security.protocol.map=PLAINTEXT:PLAINTEXT,EXTERNAL:SASL_SSL\n");
+    let loaded = ServerConfig::from_properties(&sasl, &[]).unwrap();
+    let s = SslSettings::for_listener(&loaded.config, "EXTERNAL").unwrap();
+    assert_eq!(s.client_auth, super::ClientAuth::None);
 }

@@ -65,6 +65,11 @@ fn identity(keystore: Option<&KeyMaterial>) -> Result<Option<Identity>, String> 
 }
 
 fn load(settings: SslSettings) -> Result<State, ConfigError> {
+    let named = settings.clone();
+    load_inner(settings).map_err(|e| named.name_error(e))
+}
+
+fn load_inner(settings: SslSettings) -> Result<State, ConfigError> {
     let files = stores::file_times(&settings);
     let keystore = stores::load_keystore(&settings)?;
     let truststore = stores::load_truststore(&settings)?;
@@ -94,7 +99,10 @@ impl ListenerTls {
     /// As [`ListenerTls::new`]; `inter_broker` marks the listener brokers
     /// talk over, whose reloads must also handshake old ↔ new.
     pub fn with_role(settings: SslSettings, inter_broker: bool) -> Result<Self, ConfigError> {
-        let mapper = Arc::new(PrincipalMapper::parse(&settings.principal_mapping_rules)?);
+        let mapper = Arc::new(
+            PrincipalMapper::parse(&settings.principal_mapping_rules)
+                .map_err(|e| settings.name_error(e))?,
+        );
         Ok(Self {
             state: RwLock::new(load(settings)?),
             mapper,

@@ -21,6 +21,10 @@ use crate::config::ConfigError;
 /// Check that `s`'s client side can handshake with its server side;
 /// `host` is the name the client asks for (the advertised host).
 pub fn self_check(s: &SslSettings, host: &str) -> Result<(), ConfigError> {
+    check(s, host).map_err(|e| s.name_error(e))
+}
+
+fn check(s: &SslSettings, host: &str) -> Result<(), ConfigError> {
     let keystore = stores::load_keystore(s)?;
     let truststore = stores::load_truststore(s)?;
     let server = build::server_config_from(s, keystore.as_ref(), truststore.as_deref())?;

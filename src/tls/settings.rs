@@ -4,6 +4,7 @@
 //! Values are checked here; the stores they name are read by
 //! [`super::stores`].
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::config::{ConfigError, SecurityProtocol, ServerConfig};
@@ -136,6 +137,9 @@ pub struct SslSettings {
     pub allow_dn_changes: bool,
     /// `ssl.allow.san.changes` (default false).
     pub allow_san_changes: bool,
+    /// Each key that was set, as written: `ssl.x` → `ssl.x` or
+    /// `listener.name.<l>.ssl.x` (for errors naming the key to fix).
+    pub written: BTreeMap<String, String>,
 }
 
 /// The keys a dynamic update may change without restarting the listener
@@ -300,9 +304,41 @@ impl SslSettings {
                 .unwrap_or_else(|| "DEFAULT".into()),
             allow_dn_changes: flag("ssl.allow.dn.changes")?,
             allow_san_changes: flag("ssl.allow.san.changes")?,
+            written: crate::config::ssl::SUPPORTED
+                .iter()
+                .filter_map(|key| get(key).map(|(name, _)| ((*key).to_owned(), name)))
+                .collect(),
         };
-        settings.check_combinations()?;
+        settings
+            .check_combinations()
+            .map_err(|e| settings.name_error(e))?;
         Ok(settings)
+    }
+
+    /// `key` (`ssl.x`) as the configuration spells it: listener-prefixed
+    /// when that is where the value came from.
+    pub fn written_key(&self, key: &str) -> String {
+        self.written
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| key.to_owned())
+    }
+
+    /// An error about one of this listener's keys, naming the key as
+    /// written and the listener.
+    pub fn name_error(&self, e: ConfigError) -> ConfigError {
+        match e {
+            ConfigError::InvalidValue { key, value, reason } => ConfigError::InvalidValue {
+                key: self.written_key(&key),
+                value,
+                reason: if reason.contains(&format!("listener {}", self.listener)) {
+                    reason
+                } else {
+                    format!("listener {}: {reason}", self.listener)
+                },
+            },
+            other => other,
+        }
     }
 
     /// Does the listener have a keystore (file or inline PEM)?

@@ -271,7 +271,20 @@ pub fn load_truststore(
                 password,
                 "ssl.truststore.password",
                 "ssl.truststore.location",
-            )?;
+            )
+            .map_err(|e| match (&s.truststore_password, e) {
+                (None, ConfigError::InvalidValue { key, .. }) if key == "ssl.truststore.password" => {
+                    err(
+                        "ssl.truststore.password",
+                        "",
+                        format!(
+                            "{location} cannot be read without its password (Java skips the \
+                             integrity check; shardlog needs the password): set ssl.truststore.password"
+                        ),
+                    )
+                }
+                (_, e) => e,
+            })?;
             let certs: Vec<_> = store
                 .entries()
                 .filter_map(|(_, e)| match e {

@@ -217,6 +217,16 @@ fn truststores_without_trust_anchors_and_listeners_without_keystores_are_refused
         ("ssl.truststore.password", "trustpass"),
     ]);
     assert_eq!(key_of(&e), "ssl.truststore.location", "{e}");
+    // A PKCS12 truststore without its password.
+    let trust = k.path("trust.p12");
+    let e = store_error(&[
+        ("ssl.keystore.type", "PEM"),
+        ("ssl.keystore.location", &pem),
+        ("ssl.truststore.type", "PKCS12"),
+        ("ssl.truststore.location", &trust),
+    ]);
+    assert_eq!(key_of(&e), "ssl.truststore.password", "{e}");
+    assert!(e.to_string().contains("set ssl.truststore.password"), "{e}");
     // A listener without a keystore cannot serve TLS.
     let e = server_config(&settings(&[])).unwrap_err();
     assert_eq!(key_of(&e), "ssl.keystore.location", "{e}");

@@ -7,6 +7,7 @@
 //! does not parse stops the start with an error naming key and value.
 
 pub mod dynamic;
+pub mod password_encoder;
 pub mod topic;
 mod value;
 

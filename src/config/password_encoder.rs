@@ -29,7 +29,7 @@ use cbc::cipher::block_padding::Pkcs7;
 use cbc::cipher::{BlockModeDecrypt, BlockModeEncrypt, KeyIvInit};
 
 use super::topic::ConfigType;
-use super::ConfigValue;
+use super::{ConfigValue, ServerConfig};
 
 /// `PasswordEncoder.KEY_FACTORY_ALGORITHM` … the CSV map's keys.
 pub const KEY_FACTORY_ALGORITHM: &str = "keyFactoryAlgorithm";
@@ -42,6 +42,14 @@ pub const ENCRYPTED_PASSWORD: &str = "encryptedPassword";
 pub const PASSWORD_LENGTH: &str = "passwordLength";
 /// `GcmParamsEncoder.AUTHENTICATION_TAG_LENGTH`.
 pub const AUTHENTICATION_TAG_LENGTH: &str = "authenticationTagLength";
+
+/// `PasswordEncoderConfigs`' keys.
+pub const SECRET_CONFIG: &str = "password.encoder.secret";
+pub const OLD_SECRET_CONFIG: &str = "password.encoder.old.secret";
+pub const KEY_FACTORY_CONFIG: &str = "password.encoder.keyfactory.algorithm";
+pub const CIPHER_CONFIG: &str = "password.encoder.cipher.algorithm";
+pub const KEY_LENGTH_CONFIG: &str = "password.encoder.key.length";
+pub const ITERATIONS_CONFIG: &str = "password.encoder.iterations";
 
 /// `PasswordEncoderConfigs.PASSWORD_ENCODER_CIPHER_ALGORITHM_DEFAULT`.
 pub const DEFAULT_CIPHER: &str = "AES/CBC/PKCS5Padding";
@@ -297,12 +305,51 @@ impl PasswordEncoder {
         let password =
             String::from_utf8(plain).map_err(|_| "Password could not be decoded".to_owned())?;
         if i32::try_from(password.encode_utf16().count()) != Ok(length) {
-            return Err(
-                "Password could not be decoded, sanity check of length failed".to_owned(),
-            );
+            return Err("Password could not be decoded, sanity check of length failed".to_owned());
         }
         Ok(password)
     }
+}
+
+/// The encoder `password.encoder.*` configure with `secret` (the current
+/// or the old one).
+pub fn from_config(config: &ServerConfig, secret: &Password) -> Result<PasswordEncoder, String> {
+    PasswordEncoder::new(
+        &secret.0,
+        config.password_encoder_keyfactory_algorithm.as_deref(),
+        &config.password_encoder_cipher_algorithm,
+        config.password_encoder_key_length,
+        config.password_encoder_iterations,
+    )
+}
+
+/// The `password.encoder.*` keys checked at start (`PasswordEncoderConfigs`:
+/// key length at least 8, iterations at least 1024; and settings this
+/// encoder carries out): the key, value and reason of the first problem.
+pub fn validate_config(config: &ServerConfig) -> Result<(), (&'static str, String, String)> {
+    let key_length = config.password_encoder_key_length;
+    if key_length < 8 {
+        return Err((
+            KEY_LENGTH_CONFIG,
+            key_length.to_string(),
+            "Value must be at least 8".into(),
+        ));
+    }
+    aes_key_bytes(key_length).map_err(|e| (KEY_LENGTH_CONFIG, key_length.to_string(), e))?;
+    let iterations = config.password_encoder_iterations;
+    if iterations < 1024 {
+        return Err((
+            ITERATIONS_CONFIG,
+            iterations.to_string(),
+            "Value must be at least 1024".into(),
+        ));
+    }
+    let cipher = &config.password_encoder_cipher_algorithm;
+    Mode::parse(cipher).map_err(|e| (CIPHER_CONFIG, cipher.clone(), e))?;
+    if let Some(kf) = &config.password_encoder_keyfactory_algorithm {
+        KeyFactory::parse(kf).map_err(|e| (KEY_FACTORY_CONFIG, kf.clone(), e))?;
+    }
+    Ok(())
 }
 
 /// Kafka's `Csv.parseCsvMap`: entries split on `,` (spaces around it

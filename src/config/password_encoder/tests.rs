@@ -9,8 +9,14 @@ const JAVA_GCM: &str = "initializationVector:Fpy0OKR29qSTWxLZ,keyLength:256,salt
 const JAVA_SHA1: &str = "initializationVector:JhQdouJXm5eV0LK9VsFVnw==,keyLength:192,salt:Uc8EY6kSBKNUYYjgnR2F1HeMC74/hTrISgKAbtfR4qP6GjJxdbHeGnmShenAMI5D9PKxaU2ISa4qF22vaMf7rybc1FzQRUOwb4v6nuDZ3rANQV1KhBKIwYDXwHOEs+KLlhpSeDbK59Fj9ptsC/03noGUxKPcFH5Cw1Muq6rFQOa2aIx8CRkwlyQsdxi6uRmgESd98yPWuQ6bvyMIxR23HMKFNLSJPEO8LkjyAaQm1BsXBI1kK+19vwSVXr7gf3Blrc8ETCjMM3c6qPSfB6Qsvus9r2hglQLZBXuSEBYUw6wtM7mOnwUbs+16gO6i39zUiQ4MZzbp/HR0B5+DUQMYxw==,keyFactoryAlgorithm:PBKDF2WithHmacSHA1,cipherAlgorithm:AES/CBC/PKCS5Padding,iterations:1024,passwordLength:7,encryptedPassword:zOSgQLckf1Zxy0MkLhsBtw==";
 
 fn encoder() -> PasswordEncoder {
-    PasswordEncoder::new("s3cret", None, DEFAULT_CIPHER, DEFAULT_KEY_LENGTH, DEFAULT_ITERATIONS)
-        .unwrap()
+    PasswordEncoder::new(
+        "s3cret",
+        None,
+        DEFAULT_CIPHER,
+        DEFAULT_KEY_LENGTH,
+        DEFAULT_ITERATIONS,
+    )
+    .unwrap()
 }
 
 /// A deterministic byte source: 1, 2, 3, …
@@ -67,7 +73,10 @@ fn encode_writes_kafkas_fields_and_decodes() {
     // Java's String.length(): the emoji is two UTF-16 units.
     assert_eq!(map[PASSWORD_LENGTH], "11");
     assert_eq!(STANDARD.decode(&map[SALT]).unwrap().len(), 256);
-    assert_eq!(STANDARD.decode(&map[INITIALIZATION_VECTOR]).unwrap().len(), 16);
+    assert_eq!(
+        STANDARD.decode(&map[INITIALIZATION_VECTOR]).unwrap().len(),
+        16
+    );
     // 14 UTF-8 bytes + PKCS#5 padding = one 16-byte block.
     assert_eq!(STANDARD.decode(&map[ENCRYPTED_PASSWORD]).unwrap().len(), 16);
     assert_eq!(e.decode(&v).unwrap(), "pässwörd-😀");
@@ -93,7 +102,10 @@ fn gcm_and_other_key_lengths_round_trip() {
         let map = parse_csv_map(&v);
         if cipher.contains("GCM") {
             assert_eq!(map[AUTHENTICATION_TAG_LENGTH], "128");
-            assert_eq!(STANDARD.decode(&map[INITIALIZATION_VECTOR]).unwrap().len(), 12);
+            assert_eq!(
+                STANDARD.decode(&map[INITIALIZATION_VECTOR]).unwrap().len(),
+                12
+            );
         } else {
             assert!(!map.contains_key(AUTHENTICATION_TAG_LENGTH));
         }
@@ -103,8 +115,14 @@ fn gcm_and_other_key_lengths_round_trip() {
 #[test]
 fn decoding_uses_the_parameters_in_the_value() {
     // An encoder configured for GCM/256/SHA1 still decodes Kafka's CBC default.
-    let e = PasswordEncoder::new("s3cret", Some("PBKDF2WithHmacSHA1"), "AES/GCM/NoPadding", 256, 2000)
-        .unwrap();
+    let e = PasswordEncoder::new(
+        "s3cret",
+        Some("PBKDF2WithHmacSHA1"),
+        "AES/GCM/NoPadding",
+        256,
+        2000,
+    )
+    .unwrap();
     assert_eq!(e.decode(JAVA_CBC).unwrap(), "pässwörd-😀");
 }
 
@@ -116,7 +134,10 @@ fn a_tampered_value_is_refused() {
         e.decode(&length).unwrap_err(),
         "Password could not be decoded, sanity check of length failed"
     );
-    for (from, to) in [("keyLength:128", "keyLength:100"), ("iterations:4096", "iterations:x")] {
+    for (from, to) in [
+        ("keyLength:128", "keyLength:100"),
+        ("iterations:4096", "iterations:x"),
+    ] {
         assert!(e.decode(&JAVA_CBC.replace(from, to)).is_err(), "{to}");
     }
     // One bit of the GCM ciphertext flipped: the tag no longer matches.
@@ -156,4 +177,46 @@ fn a_password_is_hidden() {
     assert_eq!(format!("{:?}", Password("x".into())), "[hidden]");
     assert_eq!(Password("x".into()).show_value(), None);
     assert!(!format!("{:?}", encoder()).contains("s3cret"));
+}
+
+#[test]
+fn the_keys_are_server_config_keys() {
+    let props = "password.encoder.secret=s3cret\npassword.encoder.cipher.algorithm=AES/GCM/NoPadding\npassword.encoder.key.length=256\npassword.encoder.iterations=2048\npassword.encoder.keyfactory.algorithm=PBKDF2WithHmacSHA1\npassword.encoder.old.secret=old";
+    let loaded = ServerConfig::from_properties(props, &[]).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let c = loaded.config;
+    let secret = c.password_encoder_secret.clone().unwrap();
+    let e = from_config(&c, &secret).unwrap();
+    let v = e.encode("pw", &mut counter()).unwrap();
+    let map = parse_csv_map(&v);
+    assert_eq!(map[CIPHER_ALGORITHM], "AES/GCM/NoPadding");
+    assert_eq!(map[KEY_LENGTH], "256");
+    assert_eq!(map[ITERATIONS], "2048");
+    assert_eq!(map[KEY_FACTORY_ALGORITHM], "PBKDF2WithHmacSHA1");
+    // The secrets are PASSWORD-type: DescribeConfigs shows no value.
+    let kvs = c.key_values();
+    let kv = kvs.iter().find(|kv| kv.name == SECRET_CONFIG).unwrap();
+    assert_eq!(kv.value, None);
+    assert_eq!(kv.config_type, ConfigType::Password);
+    assert!(kv.is_set);
+}
+
+#[test]
+fn bad_encoder_settings_stop_the_start_naming_the_key() {
+    for (line, key) in [
+        ("password.encoder.key.length=4", KEY_LENGTH_CONFIG),
+        ("password.encoder.key.length=100", KEY_LENGTH_CONFIG),
+        ("password.encoder.iterations=1000", ITERATIONS_CONFIG),
+        (
+            "password.encoder.cipher.algorithm=DES/CBC/NoPadding",
+            CIPHER_CONFIG,
+        ),
+        (
+            "password.encoder.keyfactory.algorithm=PBKDF2WithHmacMD5",
+            KEY_FACTORY_CONFIG,
+        ),
+    ] {
+        let err = ServerConfig::from_properties(line, &[]).unwrap_err();
+        assert!(err.to_string().contains(key), "{line}: {err}");
+    }
 }

@@ -205,3 +205,31 @@ fn a_listener_is_reconfigured_when_its_ssl_keys_change() {
     );
     assert_eq!(look("ssl.keystore.location"), None);
 }
+
+#[test]
+fn dynamic_passwords_are_described_sensitive_without_value() {
+    use crate::config::topic::{ConfigSource, ConfigType};
+    let dynamic = crate::config::dynamic::DynamicBrokerConfigs {
+        cluster_default: map(&[("log.retention.ms", "5")]),
+        per_broker: map(&[
+            ("listener.name.ssl.ssl.keystore.password", "pw"),
+            ("listener.name.ssl.ssl.keystore.location", "/k"),
+        ]),
+    };
+    let entries = ServerConfig::default().describe_broker(&dynamic, None);
+    let pw = entries
+        .iter()
+        .find(|e| e.name == "listener.name.ssl.ssl.keystore.password")
+        .unwrap();
+    assert_eq!(pw.value, None);
+    assert!(pw.is_sensitive);
+    assert_eq!(pw.config_type, ConfigType::Password);
+    assert_eq!(pw.source, ConfigSource::DynamicBrokerConfig);
+    assert!(pw.synonyms.iter().all(|s| s.value.is_none()));
+    let loc = entries
+        .iter()
+        .find(|e| e.name == "listener.name.ssl.ssl.keystore.location")
+        .unwrap();
+    assert_eq!(loc.value.as_deref(), Some("/k"));
+    assert!(!loc.is_sensitive && !loc.read_only);
+}

@@ -281,8 +281,15 @@ fn passwords_are_stored_encoded_and_security_keys_refused_as_kafka_does() {
         (describe(&mut c, PW_KEY) == Some((None, DYNAMIC_BROKER, true))).then_some(())
     });
 
+    refused_over_the_protocol(&mut c);
+    secrets_change_across_restarts(&mut c);
+}
+
+/// IncrementalAlterConfigs refusals and validate_only, sent to broker 1
+/// (which holds `PW_KEY` under `SECRET`).
+fn refused_over_the_protocol(c: &mut ReplCluster) {
     let (code, message) = incremental_set(
-        &mut c,
+        c,
         "2",
         "listener.name.plaintext.ssl.keystore.location",
         "/x",
@@ -297,7 +304,7 @@ fn passwords_are_stored_encoded_and_security_keys_refused_as_kafka_does() {
     );
     // A listener without TLS has no keystore to reconfigure.
     let (code, message) = incremental_set(
-        &mut c,
+        c,
         "1",
         "listener.name.plaintext.ssl.keystore.location",
         "/x",
@@ -308,20 +315,24 @@ fn passwords_are_stored_encoded_and_security_keys_refused_as_kafka_does() {
         (INVALID_CONFIG, "Invalid config value for resource ConfigResource(type=BROKER, name='1'): Invalid dynamic configuration")
     );
     // A password at <default>: Kafka's message, nothing stored.
-    let (code, message) = incremental_set(&mut c, "", PW_KEY, "x", false);
+    let (code, message) = incremental_set(c, "", PW_KEY, "x", false);
     assert_eq!(
         (code, message.as_str()),
         (INVALID_CONFIG, "Invalid config value for resource ConfigResource(type=BROKER, name=''): Password config can be defined only at broker level")
     );
     // validate_only: accepted, nothing written.
-    let (code, _) = incremental_set(&mut c, "1", "other.ssl.key.password", "v", true);
+    let (code, _) = incremental_set(c, "1", "other.ssl.key.password", "v", true);
     assert_eq!(code, 0);
-    assert!(stored(&c)["config"].get("other.ssl.key.password").is_none());
+    assert!(stored(c)["config"].get("other.ssl.key.password").is_none());
     assert_eq!(
-        decode_stored(&c, PW_KEY, SECRET).as_deref(),
+        decode_stored(c, PW_KEY, SECRET).as_deref(),
         Ok("top-secret")
     );
+}
 
+/// A new secret with the old one given, a password written by
+/// `kafka-configs --zookeeper`, and a secret that decodes nothing.
+fn secrets_change_across_restarts(c: &mut ReplCluster) {
     // A new secret, the old one given: re-encoded at start.
     c.node(1).stop();
     c.node(1).add_setting("password.encoder.secret=new-secret");
@@ -329,14 +340,14 @@ fn passwords_are_stored_encoded_and_security_keys_refused_as_kafka_does() {
         .add_setting(&format!("password.encoder.old.secret={SECRET}"));
     c.restart(1);
     common::cluster::wait_for(30, "the password re-encoded", || {
-        decode_stored(&c, PW_KEY, "new-secret").ok()
+        decode_stored(c, PW_KEY, "new-secret").ok()
     });
     assert_eq!(
-        decode_stored(&c, PW_KEY, "new-secret").as_deref(),
+        decode_stored(c, PW_KEY, "new-secret").as_deref(),
         Ok("top-secret")
     );
-    assert!(decode_stored(&c, PW_KEY, SECRET).is_err());
-    assert_eq!(describe(&mut c, PW_KEY), Some((None, DYNAMIC_BROKER, true)));
+    assert!(decode_stored(c, PW_KEY, SECRET).is_err());
+    assert_eq!(describe(c, PW_KEY), Some((None, DYNAMIC_BROKER, true)));
 
     // Kafka's kafka-configs --zookeeper while the broker is down, encoding
     // with the secret given on its command line; read at the next start.
@@ -358,13 +369,13 @@ fn passwords_are_stored_encoded_and_security_keys_refused_as_kafka_does() {
     let out = common::java::run_ok(&mut cmd, "kafka-configs --zookeeper");
     assert!(String::from_utf8_lossy(&out.stdout).contains("Completed updating config"));
     assert_eq!(
-        decode_stored(&c, "zk.ssl.key.password", "new-secret").as_deref(),
+        decode_stored(c, "zk.ssl.key.password", "new-secret").as_deref(),
         Ok("from-zk")
     );
     c.restart(1);
     common::cluster::wait_for(30, "both passwords read", || {
-        (describe(&mut c, "zk.ssl.key.password") == Some((None, DYNAMIC_BROKER, true))
-            && describe(&mut c, PW_KEY) == Some((None, DYNAMIC_BROKER, true)))
+        (describe(c, "zk.ssl.key.password") == Some((None, DYNAMIC_BROKER, true))
+            && describe(c, PW_KEY) == Some((None, DYNAMIC_BROKER, true)))
         .then_some(())
     });
     // Under a secret that cannot decode them, they are ignored (Kafka logs
@@ -374,7 +385,7 @@ fn passwords_are_stored_encoded_and_security_keys_refused_as_kafka_does() {
         .add_setting("password.encoder.secret=a-third-secret");
     c.restart(1);
     common::cluster::wait_for(30, "undecodable passwords left out", || {
-        describe(&mut c, PW_KEY).is_none().then_some(())
+        describe(c, PW_KEY).is_none().then_some(())
     });
-    assert_eq!(describe(&mut c, "zk.ssl.key.password"), None);
+    assert_eq!(describe(c, "zk.ssl.key.password"), None);
 }

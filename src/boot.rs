@@ -296,13 +296,16 @@ fn shard_base(setup: &ShardSetup, clock: Rc<dyn Clock>) -> ShardBase {
 }
 
 /// The control shard's first snapshot, the stored client quotas and this
-/// broker's (`me`) dynamic configs loaded first so that it carries them.
+/// broker's dynamic configs loaded first so that it carries them (its
+/// stored passwords re-encoded first when `password.encoder.old.secret`
+/// is set).
 async fn first_snapshot(
     control: &crate::shard::control::control_shard::ControlShard,
-    me: i32,
+    config: &crate::config::ServerConfig,
 ) -> Result<crate::metadata::Snapshot, crate::controller::admin_error::AdminError> {
     control.reload_client_quotas().await;
-    control.reload_broker_configs(me).await;
+    control.reencode_passwords(config).await;
+    control.reload_broker_configs(config).await;
     control.admin.next_snapshot().await
 }
 
@@ -630,7 +633,7 @@ async fn control_shard_main(setup: ShardSetup) {
     // The first snapshot (stored topics) reaches every data shard before
     // readiness, so a restarted broker serves its topics at once.
     let started = match (started, ctx.control()) {
-        (Ok(()), Some(control)) => match first_snapshot(control, setup.config.broker_id).await {
+        (Ok(()), Some(control)) => match first_snapshot(control, &setup.config).await {
             Ok(snapshot) => {
                 router::publish(&ctx, snapshot).await;
                 Ok(())

@@ -17,13 +17,19 @@
 //!   `follower.replication.throttled.rate` (`DynamicConfig.Broker`,
 //!   bytes/s, default Long.MAX_VALUE = unthrottled): the replication
 //!   quotas, read from this broker's own entity only, as Kafka's
-//!   `BrokerConfigHandler` does.
+//!   `BrokerConfigHandler` does;
+//! - per broker only, a listener's keystore and truststore
+//!   (`listener.name.<l>.ssl.keystore.location`, …; passwords stored
+//!   encoded): `security`.
 //!
 //! Keys Kafka treats as dynamic but shardlog does not apply (thread pool
-//! sizes, listener and SSL settings, connection limits, cleaner threads)
+//! sizes, listener settings other than the keystore/truststore ones of
+//! `security`, connection limits, cleaner threads)
 //! are refused as static with Kafka's "Cannot update these configs
 //! dynamically" rather than stored without effect. Keys neither Kafka
 //! nor shardlog knows are stored as given, as Kafka stores them.
+
+pub mod security;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -115,18 +121,27 @@ impl DynamicBrokerConfigs {
     }
 }
 
-/// Kafka's `DynamicBrokerConfig.validate` for the new config of one
-/// entity (`/config/brokers/<id>` or `<default>`) over `base`: the
-/// message of the ConfigException Kafka answers with INVALID_REQUEST.
-/// (Kafka's per-broker-only keys are listener and SSL settings, which
-/// shardlog refuses at both levels.)
-pub fn validate(base: &ServerConfig, config: &BTreeMap<String, String>) -> Result<(), String> {
+/// Kafka's `DynamicBrokerConfig.validateConfigs` for the new config of
+/// one entity (`per_broker`: `/config/brokers/<id>`, else `<default>`)
+/// over `base`, before the listeners check theirs: the message of the
+/// ConfigException (`ZkAdminManager` answers INVALID_CONFIG with it).
+/// The listener SSL rules are `security`'s.
+pub fn validate(
+    base: &ServerConfig,
+    config: &BTreeMap<String, String>,
+    per_broker: bool,
+) -> Result<(), String> {
     let known = ServerConfig::keys();
-    let fixed: BTreeSet<&str> = config
+    let mut fixed: BTreeSet<&str> = config
         .keys()
         .map(String::as_str)
-        .filter(|k| known.iter().any(|n| n == k) && !is_dynamic(k))
+        .filter(|k| {
+            known.iter().any(|n| n == k)
+                && !is_dynamic(k)
+                && !security::RECONFIGURABLE_SSL.contains(k)
+        })
         .collect();
+    fixed.extend(security::fixed_listener_keys(config));
     if !fixed.is_empty() {
         let names: Vec<&str> = fixed.into_iter().collect();
         return Err(format!(
@@ -134,6 +149,7 @@ pub fn validate(base: &ServerConfig, config: &BTreeMap<String, String>) -> Resul
             names.join(", ")
         ));
     }
+    security::check_security_keys(config, per_broker)?;
     let mut probe = base.clone();
     for (key, value) in config {
         if QUOTA_KEYS.contains(&key.as_str()) {
@@ -229,6 +245,8 @@ impl ServerConfig {
             let value = synonyms.first().and_then(|s| s.value.clone());
             let kind = if QUOTA_KEYS.contains(&key.as_str()) {
                 ConfigType::Long
+            } else if security::is_password_config(key) {
+                ConfigType::Password
             } else {
                 ConfigType::String
             };
@@ -262,23 +280,25 @@ pub fn describe_default(
                 .copied()
                 .unwrap_or(if QUOTA_KEYS.contains(&k.as_str()) {
                     ConfigType::Long
+                } else if security::is_password_config(k) {
+                    ConfigType::Password
                 } else {
                     ConfigType::String
                 });
             let synonyms = vec![ConfigSynonym {
                 name: k.clone(),
-                value: Some(v.clone()),
+                value: shown(k, v),
                 source: ConfigSource::DynamicDefaultBrokerConfig,
             }];
-            entry(
-                k.clone(),
-                Some(v.clone()),
-                kind,
-                synonyms,
-                known.contains(k),
-            )
+            entry(k.clone(), shown(k, v), kind, synonyms, known.contains(k))
         })
         .collect()
+}
+
+/// A dynamic value as DescribeConfigs shows it: null for a password
+/// (Kafka's `ConfigHelper` hides sensitive values).
+fn shown(key: &str, value: &str) -> Option<String> {
+    (!security::is_password_config(key)).then(|| value.to_owned())
 }
 
 /// The dynamic layers holding `key`, most specific first.
@@ -287,14 +307,14 @@ fn dynamic_synonyms(dynamic: &DynamicBrokerConfigs, key: &str) -> Vec<ConfigSyno
     if let Some(v) = dynamic.per_broker.get(key) {
         out.push(ConfigSynonym {
             name: key.to_owned(),
-            value: Some(v.clone()),
+            value: shown(key, v),
             source: ConfigSource::DynamicBrokerConfig,
         });
     }
     if let Some(v) = dynamic.cluster_default.get(key) {
         out.push(ConfigSynonym {
             name: key.to_owned(),
-            value: Some(v.clone()),
+            value: shown(key, v),
             source: ConfigSource::DynamicDefaultBrokerConfig,
         });
     }

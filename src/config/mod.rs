@@ -8,6 +8,7 @@
 
 pub mod dynamic;
 mod listeners;
+pub mod password_encoder;
 pub mod ssl;
 pub mod topic;
 mod value;
@@ -348,6 +349,26 @@ server_config! {
     fetch_max_bytes: i32 = 57_671_680;
     /// `producer.id.expiration.ms` (default 86400000).
     producer_id_expiration_ms: i32 = 86_400_000;
+    /// `password.encoder.secret` (default null): encodes the dynamic
+    /// password configs stored in `/config/brokers/<id>` (KIP-226;
+    /// `config::password_encoder`). Without it, a dynamic password
+    /// config is refused.
+    password_encoder_secret: Option<password_encoder::Password> = None;
+    /// `password.encoder.old.secret` (default null): the secret the stored
+    /// passwords were encoded with; they are re-encoded with the current
+    /// one at start (`DynamicBrokerConfig.maybeReEncodePasswords`).
+    password_encoder_old_secret: Option<password_encoder::Password> = None;
+    /// `password.encoder.keyfactory.algorithm` (default null =
+    /// PBKDF2WithHmacSHA512).
+    password_encoder_keyfactory_algorithm: Option<String> = None;
+    /// `password.encoder.cipher.algorithm` (default AES/CBC/PKCS5Padding;
+    /// AES/GCM/NoPadding also).
+    password_encoder_cipher_algorithm: String = password_encoder::DEFAULT_CIPHER.into();
+    /// `password.encoder.key.length` (default 128, at least 8; AES takes
+    /// 128, 192, 256).
+    password_encoder_key_length: i32 = password_encoder::DEFAULT_KEY_LENGTH;
+    /// `password.encoder.iterations` (default 4096, at least 1024).
+    password_encoder_iterations: i32 = password_encoder::DEFAULT_ITERATIONS;
     /// `shardlog.shards`: data shards (pinned executors); default all cores.
     shardlog_shards: Option<usize> = None;
     /// `shardlog.cpus`: cores for the data shards; default `0..shards`.
@@ -504,6 +525,8 @@ impl ServerConfig {
                 "must be larger or equal to socket.request.max.bytes",
             ));
         }
+        password_encoder::validate_config(self)
+            .map_err(|(key, value, reason)| invalid(key, value, &reason))?;
         if self.shardlog_shards == Some(0) {
             return Err(invalid("shardlog.shards", "0".into(), "must be at least 1"));
         }

@@ -245,7 +245,7 @@ async fn serve_broker_configs(
     let _turn = control.serial.acquire_permit(1).await;
     let validate_only = call.validate_only;
     let result = control.alter_broker_configs(&ctx.config, call).await;
-    if !validate_only && control.reload_broker_configs(ctx.config.broker_id).await {
+    if !validate_only && control.reload_broker_configs(&ctx.config).await {
         publish(ctx, control.republish_base(&ctx.snapshot())).await;
     }
     result

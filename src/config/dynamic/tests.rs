@@ -18,19 +18,28 @@ fn entry_of<'a>(entries: &'a [ConfigEntry], name: &str) -> &'a ConfigEntry {
 fn static_keys_are_refused_with_kafkas_message_and_bad_values_named() {
     let base = ServerConfig::default();
     assert_eq!(
-        validate(&base, &map(&[("num.partitions", "3"), ("broker.id", "2")])),
+        validate(
+            &base,
+            &map(&[("num.partitions", "3"), ("broker.id", "2")]),
+            true
+        ),
         Err("Cannot update these configs dynamically: Set(broker.id, num.partitions)".into())
     );
-    let bad = validate(&base, &map(&[("log.retention.ms", "soon")])).unwrap_err();
+    let bad = validate(&base, &map(&[("log.retention.ms", "soon")]), true).unwrap_err();
     assert!(
         bad.starts_with("Invalid value soon for configuration log.retention.ms"),
         "{bad}"
     );
     assert_eq!(
-        validate(&base, &map(&[(LEADER_REPLICATION_THROTTLED_RATE, "-1")])),
+        validate(&base, &map(&[(LEADER_REPLICATION_THROTTLED_RATE, "-1")]), true),
         Err("Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0".into())
     );
-    assert!(validate(&base, &map(&[(FOLLOWER_REPLICATION_THROTTLED_RATE, "x")])).is_err());
+    assert!(validate(
+        &base,
+        &map(&[(FOLLOWER_REPLICATION_THROTTLED_RATE, "x")]),
+        true
+    )
+    .is_err());
     // Dynamic keys, and keys nobody knows (stored as Kafka stores them).
     assert_eq!(
         validate(
@@ -40,7 +49,8 @@ fn static_keys_are_refused_with_kafkas_message_and_bad_values_named() {
                 ("log.cleanup.policy", "compact,delete"),
                 (LEADER_REPLICATION_THROTTLED_RATE, "10000000"),
                 ("my.custom.key", "anything"),
-            ])
+            ]),
+            true
         ),
         Ok(())
     );

@@ -166,7 +166,7 @@ async fn reload_broker_configs(ctx: &ShardContext) {
         return;
     };
     let _turn = control.serial.acquire_permit(1).await;
-    if control.reload_broker_configs(ctx.config.broker_id).await {
+    if control.reload_broker_configs(&ctx.config).await {
         tracing::info!("dynamic broker configs reloaded from /config/changes");
         router::publish(ctx, control.republish_base(&ctx.snapshot())).await;
     }

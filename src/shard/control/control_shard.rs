@@ -185,6 +185,9 @@ pub struct ControlShard {
     pub quota_sensors: RefCell<Sensors>,
     /// This broker's dynamic configs, folded into every publication.
     pub broker_configs: RefCell<Arc<DynamicBrokerConfigs>>,
+    /// What reconfigures the SSL listeners' stores (KIP-226; set by
+    /// `set_ssl_listeners`, else none).
+    ssl_listeners: RefCell<Rc<dyn crate::config::dynamic::security::ListenerSslReconfigurable>>,
     /// The broker's log dirs (which are offline: LeaderAndIsr answers).
     log_dirs: Arc<LogDirs>,
 }
@@ -384,6 +387,7 @@ impl ControlShard {
             client_quotas: RefCell::new(Arc::new(QuotaConfigs::default())),
             quota_sensors: RefCell::new(Sensors::default()),
             broker_configs: RefCell::new(Arc::default()),
+            ssl_listeners: RefCell::new(Rc::new(crate::config::dynamic::security::NoSslListeners)),
             log_dirs,
         }
     }

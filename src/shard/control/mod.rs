@@ -15,6 +15,8 @@
 //! - [`controlled_shutdown`] `[drv]`: a stopping ZooKeeper-mode broker
 //!   asks the controller to move its leaders first.
 //! - [`config_changes`] `[drv]`: following `/config/changes`.
+//! - [`ssl_listeners`] `[drv]`: the SSL listeners' TLS, reconfigured by
+//!   dynamic keystore/truststore updates (KIP-226).
 //! - [`zk_broker`] `[drv]`: the control shard's ZooKeeper-mode session:
 //!   registration, the election, the controller queue, controlled
 //!   shutdown before the stop.
@@ -26,5 +28,6 @@ pub mod config_changes;
 pub mod control_client;
 pub mod control_shard;
 pub mod controlled_shutdown;
+pub mod ssl_listeners;
 pub mod zk_broker;
 pub mod zk_duties;

@@ -136,7 +136,7 @@ fn loadgen_command_line_parses_into_the_intended_loadgen_args() {
 fn broker_overrides_pin_shards_and_put_user_keys_last() {
     let addr: SocketAddr = "127.0.0.1:5555".parse().unwrap();
     let extra = vec!["shardlog.flush.every.append=true".to_string()];
-    let v = broker_overrides(&addr, Path::new("/d"), &[0, 2], &extra);
+    let v = broker_overrides("PLAINTEXT", &addr, Path::new("/d"), &[0, 2], &extra);
     assert_eq!(v[0], "listeners=PLAINTEXT://127.0.0.1:5555");
     assert!(v.contains(&"log.dirs=/d".to_string()));
     assert!(v.contains(&"shardlog.shards=2".to_string()));

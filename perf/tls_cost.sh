@@ -98,7 +98,7 @@ log "host: $(host_line); results in $OUT"
   echo "started_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)"
   echo "host=$(host_line) at start"
-  echo "rounds=$ROUNDS duration=$DUR consume_messages=$CONS_MSGS clients=$CLIENTS"
+  printf '%s\n' "rounds=$ROUNDS" "duration=$DUR" "consume_messages=$CONS_MSGS" "clients=$CLIENTS"
 } >"$OUT/run.env"
 if [[ ",$ONLY," == *",shardlog,"* ]]; then
   bash "$REPO/perf/tls_certs.sh" "$TMP/tls"

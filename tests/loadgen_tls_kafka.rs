@@ -35,38 +35,45 @@ fn keytool(dir: &Path, args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// A CA in `ca.p12` (exported as `ca.pem`); with `broker`, a broker key
-/// pair in `broker.p12` whose certificate the CA signed for 127.0.0.1.
-fn make_keys(dir: &Path, broker: bool) -> PathBuf {
+/// `keytool -genkeypair` of an RSA 2048 key pair valid two days into the
+/// PKCS12 store `store`.
+fn gen_key_pair(dir: &Path, alias: &str, dname: &str, store: &str, ext: &str) {
+    keytool(
+        dir,
+        &[
+            "-genkeypair",
+            "-alias",
+            alias,
+            "-keyalg",
+            "RSA",
+            "-keysize",
+            "2048",
+            "-validity",
+            "2",
+            "-dname",
+            dname,
+            "-ext",
+            ext,
+            "-keystore",
+            store,
+            "-storetype",
+            "PKCS12",
+            "-storepass",
+            STORE_PASSWORD,
+        ],
+    );
+}
+
+/// A CA in `ca.p12`, exported as `ca.pem` (returned).
+fn make_ca(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
-    let pw = STORE_PASSWORD;
-    let gen = |alias: &str, dname: &str, store: &str, ext: &str| {
-        keytool(
-            dir,
-            &[
-                "-genkeypair",
-                "-alias",
-                alias,
-                "-keyalg",
-                "RSA",
-                "-keysize",
-                "2048",
-                "-validity",
-                "2",
-                "-dname",
-                dname,
-                "-ext",
-                ext,
-                "-keystore",
-                store,
-                "-storetype",
-                "PKCS12",
-                "-storepass",
-                pw,
-            ],
-        )
-    };
-    gen("ca", "CN=loadgen-tls-test-ca", "ca.p12", "bc:c=ca:true");
+    gen_key_pair(
+        dir,
+        "ca",
+        "CN=loadgen-tls-test-ca",
+        "ca.p12",
+        "bc:c=ca:true",
+    );
     keytool(
         dir,
         &[
@@ -77,71 +84,75 @@ fn make_keys(dir: &Path, broker: bool) -> PathBuf {
             "-keystore",
             "ca.p12",
             "-storepass",
-            pw,
+            STORE_PASSWORD,
             "-file",
             "ca.pem",
         ],
     );
-    if broker {
-        let san = "SAN=IP:127.0.0.1,DNS:localhost";
-        gen("broker", "CN=localhost", "broker.p12", san);
-        let csr = keytool(
-            dir,
-            &[
-                "-certreq",
-                "-alias",
-                "broker",
-                "-keystore",
-                "broker.p12",
-                "-storepass",
-                pw,
-            ],
-        );
-        std::fs::write(dir.join("broker.csr"), csr).unwrap();
+    dir.join("ca.pem")
+}
+
+/// The broker's keystore `broker.p12`: a key pair whose certificate the CA
+/// of `dir` signed for 127.0.0.1 / localhost, with the CA's certificate.
+fn make_broker_keystore(dir: &Path) {
+    let pw = STORE_PASSWORD;
+    let san = "SAN=IP:127.0.0.1,DNS:localhost";
+    gen_key_pair(dir, "broker", "CN=localhost", "broker.p12", san);
+    let csr = keytool(
+        dir,
+        &[
+            "-certreq",
+            "-alias",
+            "broker",
+            "-keystore",
+            "broker.p12",
+            "-storepass",
+            pw,
+        ],
+    );
+    std::fs::write(dir.join("broker.csr"), csr).unwrap();
+    keytool(
+        dir,
+        &[
+            "-gencert",
+            "-alias",
+            "ca",
+            "-keystore",
+            "ca.p12",
+            "-storepass",
+            pw,
+            "-rfc",
+            "-validity",
+            "2",
+            "-ext",
+            san,
+            "-ext",
+            "EKU=serverAuth,clientAuth",
+            "-infile",
+            "broker.csr",
+            "-outfile",
+            "broker.pem",
+        ],
+    );
+    for (alias, file) in [("ca", "ca.pem"), ("broker", "broker.pem")] {
         keytool(
             dir,
             &[
-                "-gencert",
+                "-importcert",
+                "-noprompt",
                 "-alias",
-                "ca",
+                alias,
+                "-file",
+                file,
                 "-keystore",
-                "ca.p12",
+                "broker.p12",
+                "-storetype",
+                "PKCS12",
                 "-storepass",
                 pw,
-                "-rfc",
-                "-validity",
-                "2",
-                "-ext",
-                san,
-                "-ext",
-                "EKU=serverAuth,clientAuth",
-                "-infile",
-                "broker.csr",
-                "-outfile",
-                "broker.pem",
             ],
         );
-        for (alias, file) in [("ca", "ca.pem"), ("broker", "broker.pem")] {
-            keytool(
-                dir,
-                &[
-                    "-importcert",
-                    "-noprompt",
-                    "-alias",
-                    alias,
-                    "-file",
-                    file,
-                    "-keystore",
-                    "broker.p12",
-                    "-storetype",
-                    "PKCS12",
-                    "-storepass",
-                    pw,
-                ],
-            );
-        }
     }
-    dir.join("ca.pem")
 }
 
 /// One Kafka 3.9 broker: PLAINTEXT (inter-broker) and SSL listeners.
@@ -250,8 +261,9 @@ fn loadgen_fails(args: &[&str]) -> String {
 #[test]
 fn loadgen_produces_and_consumes_over_tls_with_kafka() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let ca = make_keys(&dir.path().join("keys"), true);
-    let other_ca = make_keys(&dir.path().join("other"), false);
+    let ca = make_ca(&dir.path().join("keys"));
+    make_broker_keystore(&dir.path().join("keys"));
+    let other_ca = make_ca(&dir.path().join("other"));
     std::fs::create_dir_all(dir.path().join("logs")).unwrap();
     let zk = ZkServer::standalone();
     let kafka = Kafka::start(dir.path(), &zk.address());

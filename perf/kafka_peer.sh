@@ -7,8 +7,9 @@
 # disk shardlog's log dir is on).
 #
 #   perf/kafka_peer.sh start [--dir DIR] [--cpus LIST] [--partitions N] [--set K=V ...]
-#                            [--kafka-sizes]
-#       prints "bootstrap=127.0.0.1:PORT pid=PID dir=DIR" (PID = the Kafka JVM)
+#                            [--kafka-sizes] [--ssl]
+#       prints "bootstrap=127.0.0.1:PORT pid=PID dir=DIR" (PID = the Kafka JVM);
+#       with --ssl also " ssl_bootstrap=127.0.0.1:PORT2 ca=DIR/tls/ca.pem"
 #   perf/kafka_peer.sh stop  [--dir DIR]     SIGTERM both (SIGKILL after 30 s)
 #   perf/kafka_peer.sh status [--dir DIR]    the start line again, or exit 1
 #
@@ -18,10 +19,16 @@
 # perf/results.sh gives shardlog (log.segment.bytes=134217728,
 # log.retention.bytes=536870912), so both keep the same data on disk;
 # --kafka-sizes keeps Kafka's own (the differential tests compare defaults).
+# --ssl adds a second listener, SSL://127.0.0.1:PORT2, beside the PLAINTEXT
+# one (same JVM, so a TLS cost run compares the two on one broker): a PKCS12
+# keystore (ssl.keystore.type=PKCS12) with a certificate for 127.0.0.1 from a
+# throwaway CA (perf/tls_certs.sh, openssl + keytool, in DIR/tls/); clients
+# trust DIR/tls/ca.pem. Kafka's other ssl.* defaults (TLSv1.2,TLSv1.3, JVM
+# cipher suites, ssl.client.auth=none); inter-broker stays PLAINTEXT.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CMD="${1:-}"; [ $# -gt 0 ] && shift
-DIR="${TMPDIR:-/tmp}/shardlog-kafka-peer" CPUS="" PARTITIONS=6 SETS=() PERF_SIZES=1
+DIR="${TMPDIR:-/tmp}/shardlog-kafka-peer" CPUS="" PARTITIONS=6 SETS=() PERF_SIZES=1 SSL=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR="$2"; shift 2 ;;
@@ -29,6 +36,7 @@ while [ $# -gt 0 ]; do
     --partitions) PARTITIONS="$2"; shift 2 ;;
     --set) SETS+=("$2"); shift 2 ;;
     --kafka-sizes) PERF_SIZES=0; shift ;;
+    --ssl) SSL=1; shift ;;
     *) echo "kafka_peer.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -42,7 +50,9 @@ status() {
   # shellcheck disable=SC1091
   . "$DIR/peer.env"
   alive "$KAFKA_PID" || return 1
-  echo "bootstrap=127.0.0.1:$KAFKA_PORT pid=$KAFKA_PID dir=$DIR"
+  local ssl=""
+  [ -n "${SSL_PORT:-}" ] && ssl=" ssl_bootstrap=127.0.0.1:$SSL_PORT ca=$DIR/tls/ca.pem"
+  echo "bootstrap=127.0.0.1:$KAFKA_PORT pid=$KAFKA_PID dir=$DIR$ssl"
 }
 
 stop() {
@@ -69,8 +79,13 @@ start() {
   fi
   local jars; jars="$(bash "$REPO/tests/java/fetch_jars.sh" | tail -1)"
   rm -rf "$DIR"; mkdir -p "$DIR/zk" "$DIR/kafka-logs"
-  local zk_port kafka_port
+  local zk_port kafka_port ssl_port=""
   zk_port="$(free_port)"; kafka_port="$(free_port)"
+  if [ "$SSL" = 1 ]; then
+    ssl_port="$(free_port)"
+    TLS_STORE_PASSWORD=kafka-peer bash "$REPO/perf/tls_certs.sh" "$DIR/tls" \
+      || { log "could not make the TLS keys (perf/tls_certs.sh)"; exit 2; }
+  fi
 
   # ZooKeeper as CLUSTER.md §4 starts it: standalone, no admin server.
   printf '%s\n' "tickTime=2000" "dataDir=$DIR/zk" "clientPort=$zk_port" "clientPortAddress=127.0.0.1" \
@@ -79,7 +94,7 @@ start() {
   java -Xmx256m -XX:+UseSerialGC -cp "$sj/zookeeper.jar:$sj/zookeeper-jute.jar:$sj/slf4j-api.jar:$sj/slf4j-simple.jar" \
     org.apache.zookeeper.server.ZooKeeperServerMain "$DIR/zoo.cfg" >"$DIR/zookeeper.log" 2>&1 &
   local zk_pid=$!
-  echo "ZK_PID=$zk_pid KAFKA_PID= KAFKA_PORT=$kafka_port ZK_PORT=$zk_port" >"$DIR/peer.env"
+  echo "ZK_PID=$zk_pid KAFKA_PID= KAFKA_PORT=$kafka_port ZK_PORT=$zk_port SSL_PORT=$ssl_port" >"$DIR/peer.env"
   local ok=""
   for _ in $(seq 1 100); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$zk_port" && printf srvr >&3 && timeout 1 cat <&3) 2>/dev/null | grep -q '^Mode:'; then ok=1; break; fi
@@ -90,7 +105,15 @@ start() {
 
   {
     echo "broker.id=0"
-    echo "listeners=PLAINTEXT://127.0.0.1:$kafka_port"
+    if [ "$SSL" = 1 ]; then
+      echo "listeners=PLAINTEXT://127.0.0.1:$kafka_port,SSL://127.0.0.1:$ssl_port"
+      echo "ssl.keystore.type=PKCS12"
+      echo "ssl.keystore.location=$DIR/tls/broker.p12"
+      echo "ssl.keystore.password=kafka-peer"
+      echo "ssl.key.password=kafka-peer"
+    else
+      echo "listeners=PLAINTEXT://127.0.0.1:$kafka_port"
+    fi
     echo "log.dirs=$DIR/kafka-logs"
     echo "zookeeper.connect=127.0.0.1:$zk_port"
     echo "num.partitions=$PARTITIONS"
@@ -120,7 +143,7 @@ EOL
     -Dlog4j.configuration="file:$DIR/log4j.properties" -Dkafka.logs.dir="$DIR" \
     -cp "$jars/*" kafka.Kafka "$DIR/server.properties" >"$DIR/kafka.out" 2>&1 &
   local kafka_pid=$!
-  echo "ZK_PID=$zk_pid KAFKA_PID=$kafka_pid KAFKA_PORT=$kafka_port ZK_PORT=$zk_port" >"$DIR/peer.env"
+  echo "ZK_PID=$zk_pid KAFKA_PID=$kafka_pid KAFKA_PORT=$kafka_port ZK_PORT=$zk_port SSL_PORT=$ssl_port" >"$DIR/peer.env"
   for _ in $(seq 1 600); do
     grep -q 'started (kafka.server.KafkaServer)' "$DIR/server.log" 2>/dev/null && { status; return 0; }
     alive "$kafka_pid" || break
@@ -135,5 +158,5 @@ case "$CMD" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: perf/kafka_peer.sh start|stop|status [--dir DIR] [--cpus LIST] [--partitions N] [--set K=V] [--kafka-sizes]" >&2; exit 2 ;;
+  *) echo "usage: perf/kafka_peer.sh start|stop|status [--dir DIR] [--cpus LIST] [--partitions N] [--set K=V] [--kafka-sizes] [--ssl]" >&2; exit 2 ;;
 esac

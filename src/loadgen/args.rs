@@ -19,6 +19,22 @@ pub struct LoadgenArgs {
     /// bootstrap.servers: comma-separated host:port list.
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub bootstrap: String,
+    /// security.protocol: PLAINTEXT or SSL (TLS 1.2/1.3; the broker's
+    /// certificate must name the host dialled, as librdkafka's default
+    /// ssl.endpoint.identification.algorithm=https checks).
+    #[arg(long, default_value = "PLAINTEXT")]
+    pub security_protocol: String,
+    /// ssl.ca.location: PEM file of the CA(s) the broker's certificate
+    /// chain must end in (SSL).
+    #[arg(long)]
+    pub ssl_ca_location: Option<PathBuf>,
+    /// ssl.certificate.location: the client's PEM certificate chain, for
+    /// brokers with ssl.client.auth=required/requested (SSL).
+    #[arg(long, requires = "ssl_key_location")]
+    pub ssl_certificate_location: Option<PathBuf>,
+    /// ssl.key.location: the client's unencrypted PEM private key (SSL).
+    #[arg(long, requires = "ssl_certificate_location")]
+    pub ssl_key_location: Option<PathBuf>,
     /// OpenMessaging Benchmark workload YAML describing the workload;
     /// other workload flags override its fields.
     #[arg(long)]

@@ -20,6 +20,7 @@
 //! shardlog bench --quick --flamegraph                 # + flamegraphs/ per run
 //! shardlog bench --bootstrap 10.0.0.5:9092            # an external broker
 //! shardlog bench --compare kafka=127.0.0.1:9093       # its curves beside shardlog's
+//! shardlog bench --security-protocol SSL              # the same sweep over TLS
 //! shardlog bench -- --compression lz4 --keys 1000     # more loadgen flags after `--`
 //! ```
 //!
@@ -82,6 +83,18 @@ pub struct BenchArgs {
     /// Bench an external broker at HOST:PORT instead of starting one.
     #[arg(long, value_name = "HOST:PORT")]
     pub bootstrap: Option<String>,
+    /// PLAINTEXT or SSL (librdkafka's security.protocol). SSL: bench makes
+    /// a throwaway CA and broker certificate with the `openssl` CLI, starts
+    /// the broker(s) with `listeners=SSL://...` and a PEM keystore (and
+    /// `security.inter.broker.protocol=SSL` with --brokers N), and the load
+    /// generator connects over TLS. With --bootstrap, give the external
+    /// broker's CA with --ssl-ca-location.
+    #[arg(long, default_value = "PLAINTEXT", value_name = "PROTOCOL")]
+    pub security_protocol: String,
+    /// With --bootstrap and --security-protocol SSL: the PEM file of the CA
+    /// that signed the external broker's certificate.
+    #[arg(long, requires = "bootstrap", value_name = "PEM")]
+    pub ssl_ca_location: Option<PathBuf>,
     /// CPUs of the broker's data shards (`shardlog.cpus`, one shard each).
     /// Default: the first half of the cores (core 0 on a 2-core host).
     #[arg(long, value_name = "LIST")]
@@ -192,6 +205,8 @@ pub struct BenchPlan {
     /// `None`: one flat-out run per setting; else the curve's fractions
     /// (`""` = loadgen's default).
     pub fractions: Option<String>,
+    /// `PLAINTEXT` or `SSL`.
+    pub security_protocol: String,
     pub warnings: Vec<String>,
 }
 
@@ -230,6 +245,25 @@ pub fn resolve_plan(args: &BenchArgs, available: &[usize]) -> Result<BenchPlan, 
         check_cpus(flag, &cpus, available)?;
         Ok(Some(cpus))
     };
+    let security_protocol = args.security_protocol.to_ascii_uppercase();
+    match security_protocol.as_str() {
+        "PLAINTEXT" if args.ssl_ca_location.is_some() => {
+            return Err("--ssl-ca-location needs --security-protocol SSL".into())
+        }
+        "PLAINTEXT" => {}
+        "SSL" if args.bootstrap.is_some() && args.ssl_ca_location.is_none() => {
+            return Err(
+                "--security-protocol SSL with --bootstrap needs --ssl-ca-location (the external broker's CA)"
+                    .into(),
+            )
+        }
+        "SSL" => {}
+        other => {
+            return Err(format!(
+                "--security-protocol {other}: bench speaks PLAINTEXT and SSL"
+            ))
+        }
+    }
     let broker = given("--broker-cpus", &args.broker_cpus)?;
     let client = given("--client-cpus", &args.client_cpus)?;
     let mut warnings = Vec::new();
@@ -294,6 +328,7 @@ pub fn resolve_plan(args: &BenchArgs, available: &[usize]) -> Result<BenchPlan, 
         duration: args.duration.unwrap_or(Duration::from_secs(d)),
         warmup: args.warmup.unwrap_or(Duration::from_secs(w)),
         fractions,
+        security_protocol,
         warnings,
     })
 }
@@ -338,6 +373,14 @@ pub fn loadgen_argv(
     v.push("--out".into());
     v.push(out.display().to_string());
     v.push("--no-results-line".into());
+    if plan.security_protocol != "PLAINTEXT" {
+        v.push("--security-protocol".into());
+        v.push(plan.security_protocol.clone());
+    }
+    if let Some(ca) = &args.ssl_ca_location {
+        v.push("--ssl-ca-location".into());
+        v.push(ca.display().to_string());
+    }
     if plan.brokers > 1 {
         v.push("--replication-factor".into());
         v.push(cluster::replication_factor(plan.brokers).to_string());
@@ -374,16 +417,18 @@ pub fn loadgen_argv(
     v
 }
 
-/// The broker's `--override` values: listener, log dir, pinned shards,
-/// topic auto-creation, then the user's overrides (which win, coming last).
+/// The broker's `--override` values: listener (`protocol` is PLAINTEXT or
+/// SSL, also the listener's name), log dir, pinned shards, topic
+/// auto-creation, then the user's overrides (which win, coming last).
 pub fn broker_overrides(
+    protocol: &str,
     addr: &SocketAddr,
     log_dir: &Path,
     cpus: &[usize],
     extra: &[String],
 ) -> Vec<String> {
     let mut v = vec![
-        format!("listeners=PLAINTEXT://{addr}"),
+        format!("listeners={protocol}://{addr}"),
         format!("log.dirs={}", log_dir.display()),
         format!("shardlog.shards={}", cpus.len().max(1)),
         format!("shardlog.cpus={}", format_cpu_list(cpus)),
@@ -528,6 +573,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
 /// overrides.
 fn start_broker(
     args: &BenchArgs,
+    plan: &BenchPlan,
     cpus: &[usize],
     work: &WorkDir,
     name: &str,
@@ -547,7 +593,7 @@ fn start_broker(
     for _ in 0..3 {
         let addr = free_loopback_addr()?;
         let mut cmd = vec!["broker".to_string()];
-        for o in broker_overrides(&addr, &log_dir, cpus, &extra) {
+        for o in broker_overrides(&plan.security_protocol, &addr, &log_dir, cpus, &extra) {
             cmd.push("--override".into());
             cmd.push(o);
         }
@@ -569,6 +615,8 @@ fn start_broker(
 struct Started {
     zookeeper: Option<cluster::ZooKeeper>,
     brokers: Vec<(BrokerChild, BrokerRecord)>,
+    /// SSL: the CA the load generator trusts.
+    ca: Option<PathBuf>,
 }
 
 /// Starts the one broker on embedded metadata, or ZooKeeper and
@@ -580,6 +628,15 @@ fn start_brokers(
     record: &mut BenchRecord,
 ) -> Result<Started> {
     let cpus = plan.broker_cpus.clone().unwrap_or_else(|| vec![0]);
+    let tls = match plan.security_protocol.as_str() {
+        "SSL" => Some(certs::BenchTls::create(&work.path)?),
+        _ => None,
+    };
+    let keystore = tls
+        .as_ref()
+        .map(|t| t.keystore_settings())
+        .unwrap_or_default();
+    let ca = tls.as_ref().map(|t| t.ca.clone());
     let entry = |id: Option<usize>, name: &str, addr: SocketAddr, command| BrokerRecord {
         id,
         address: addr.to_string(),
@@ -590,11 +647,12 @@ fn start_brokers(
         zerocopy: None,
     };
     if plan.brokers <= 1 {
-        let (child, addr, cmd) = start_broker(args, &cpus, work, "broker", &[])?;
+        let (child, addr, cmd) = start_broker(args, plan, &cpus, work, "broker", &keystore)?;
         let rec = entry(None, "broker", addr, cmd);
         return Ok(Started {
             zookeeper: None,
             brokers: vec![(child, rec)],
+            ca,
         });
     }
     let zk = cluster::ZooKeeper::start(&work.path, args.startup_timeout)?;
@@ -602,19 +660,29 @@ fn start_brokers(
     let mut started = Started {
         zookeeper: Some(zk),
         brokers: Vec::new(),
+        ca: ca.clone(),
     };
     let zk_addr = record.zookeeper.clone().unwrap_or_default();
     for id in 1..=plan.brokers {
         let cpu = [cpus[(id - 1) % cpus.len()]];
         let name = format!("broker-{id}");
-        let settings = cluster::cluster_overrides(id, plan.brokers, &zk_addr);
-        let (child, addr, cmd) = start_broker(args, &cpu, work, &name, &settings)?;
+        let mut settings = cluster::cluster_overrides(id, plan.brokers, &zk_addr);
+        settings.extend(keystore.iter().cloned());
+        settings.extend(tls.iter().flat_map(certs::BenchTls::inter_broker_settings));
+        let (child, addr, cmd) = start_broker(args, plan, &cpu, work, &name, &settings)?;
         started
             .brokers
             .push((child, entry(Some(id), &name, addr, cmd)));
     }
     let bootstrap = bootstrap_of(&started);
-    cluster::wait_for_brokers(&bootstrap, plan.brokers, args.startup_timeout)?;
+    let security = super::tls::Security::new(
+        &plan.security_protocol,
+        &super::tls::SslFiles {
+            ca,
+            ..Default::default()
+        },
+    )?;
+    cluster::wait_for_brokers(&bootstrap, &security, plan.brokers, args.startup_timeout)?;
     Ok(started)
 }
 
@@ -653,6 +721,10 @@ fn run_with_broker(
     );
     record.bootstrap = bootstrap.clone();
     record.loadgen_command = loadgen_argv(args, plan, &bootstrap, out);
+    if let Some(ca) = &started.ca {
+        record.loadgen_command.push("--ssl-ca-location".into());
+        record.loadgen_command.push(ca.display().to_string());
+    }
     if args.flamegraph {
         for (child, _) in &started.brokers {
             record.loadgen_command.push("--flamegraph-pid".into());
@@ -731,6 +803,7 @@ fn report_zerocopy(log: &str, record: &mut BrokerRecord) {
     }
 }
 
+pub(crate) mod certs;
 mod child;
 mod cluster;
 #[cfg(test)]

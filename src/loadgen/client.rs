@@ -3,11 +3,11 @@
 //! written before their responses arrive; one reader thread per connection
 //! forwards response frames to the owner's channel), ApiVersions
 //! negotiation, and the cold-path admin calls (Metadata, CreateTopics,
-//! ListOffsets, InitProducerId).
+//! ListOffsets, InitProducerId). The transport (PLAINTEXT or SSL) is
+//! [`tls::Stream`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -18,6 +18,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 
+use super::tls::{Security, Stream};
 use super::wire;
 
 /// Largest response frame accepted (Kafka's `socket.request.max.bytes`
@@ -119,7 +120,7 @@ pub struct Connection {
     pub id: usize,
     pub addr: String,
     pub versions: ApiVersionTable,
-    stream: TcpStream,
+    stream: Stream,
     client_id: StrBytes,
     next_correlation_id: i32,
     buf: BytesMut,
@@ -157,7 +158,7 @@ fn encode_frame<R: Request>(
     Ok(())
 }
 
-fn read_frame(stream: &mut TcpStream) -> std::io::Result<Bytes> {
+fn read_frame(stream: &mut impl Read) -> std::io::Result<Bytes> {
     let mut len = [0u8; 4];
     stream.read_exact(&mut len)?;
     let len = i32::from_be_bytes(len);
@@ -190,36 +191,19 @@ pub fn decode_response<R: Request>(mut frame: Bytes, version: i16) -> Result<R::
     })
 }
 
-/// Resolves `host:port` and connects with a timeout.
-fn dial(addr: &str, timeout: Duration) -> Result<TcpStream> {
-    let mut last = None;
-    for sa in addr
-        .to_socket_addrs()
-        .with_context(|| format!("resolving {addr}"))?
-    {
-        match TcpStream::connect_timeout(&sa, timeout) {
-            Ok(s) => return Ok(s),
-            Err(e) => last = Some(e),
-        }
-    }
-    match last {
-        Some(e) => Err(anyhow!("cannot connect to {addr}: {e}")),
-        None => Err(anyhow!("{addr} resolved to no address")),
-    }
-}
-
 impl Connection {
-    /// Connects, negotiates ApiVersions synchronously, then starts the
-    /// reader thread that sends frames to `events`.
+    /// Connects (and for SSL completes the handshake), negotiates
+    /// ApiVersions synchronously, then starts the reader thread that sends
+    /// frames to `events`.
     pub fn connect(
         addr: &str,
+        security: &Security,
         id: usize,
         client_id: &str,
         timeout: Duration,
         events: Sender<ConnEvent>,
     ) -> Result<Self> {
-        let stream = dial(addr, timeout)?;
-        stream.set_nodelay(true)?;
+        let stream = security.connect(addr, timeout)?;
         // Writes block on a full socket buffer (back-pressure), but never
         // forever: request.timeout.ms bounds them.
         stream.set_write_timeout(Some(timeout))?;
@@ -236,7 +220,7 @@ impl Connection {
         conn.versions = conn
             .negotiate_versions(timeout)
             .with_context(|| format!("ApiVersions with {addr}"))?;
-        let mut reader = conn.stream.try_clone()?;
+        let mut reader = conn.stream.split_reader()?;
         reader.set_read_timeout(None)?;
         std::thread::Builder::new()
             .name(format!("loadgen-rd-{id}"))
@@ -370,7 +354,7 @@ fn write_all_vectored(
 impl Drop for Connection {
     fn drop(&mut self) {
         // Unblocks the reader thread.
-        let _ = self.stream.shutdown(Shutdown::Both);
+        let _ = self.stream.shutdown();
     }
 }
 
@@ -396,9 +380,14 @@ pub struct SyncClient {
 }
 
 impl SyncClient {
-    pub fn connect(addr: &str, client_id: &str, timeout: Duration) -> Result<Self> {
+    pub fn connect(
+        addr: &str,
+        security: &Security,
+        client_id: &str,
+        timeout: Duration,
+    ) -> Result<Self> {
         let (tx, rx) = mpsc::channel();
-        let conn = Connection::connect(addr, 0, client_id, timeout, tx)?;
+        let conn = Connection::connect(addr, security, 0, client_id, timeout, tx)?;
         Ok(Self { conn, rx, timeout })
     }
 
@@ -432,6 +421,7 @@ impl SyncClient {
 /// Connects to the first reachable address of a `bootstrap.servers` list.
 pub fn connect_bootstrap(
     bootstrap: &str,
+    security: &Security,
     client_id: &str,
     timeout: Duration,
 ) -> Result<SyncClient> {
@@ -441,7 +431,7 @@ pub fn connect_bootstrap(
         .map(str::trim)
         .filter(|a| !a.is_empty())
     {
-        match SyncClient::connect(addr, client_id, timeout) {
+        match SyncClient::connect(addr, security, client_id, timeout) {
             Ok(c) => return Ok(c),
             Err(e) => errors.push(format!("{addr}: {e:#}")),
         }
@@ -689,6 +679,7 @@ pub fn ensure_topics(
     topics: &[String],
     num_partitions: i32,
     replication_factor: i16,
+    security: &Security,
     client_id: &str,
     timeout: Duration,
 ) -> Result<ClusterMeta> {
@@ -705,7 +696,7 @@ pub fn ensure_topics(
     } else if !missing.is_empty() {
         let mut controller = match meta.brokers.get(&meta.controller_id) {
             Some(addr) if *addr != boot.conn.addr => {
-                SyncClient::connect(addr, client_id, timeout).ok()
+                SyncClient::connect(addr, security, client_id, timeout).ok()
             }
             _ => None,
         };
@@ -759,6 +750,7 @@ pub fn list_offsets_all(
     meta: &ClusterMeta,
     partitions: &[(String, i32)],
     timestamp: i64,
+    security: &Security,
     client_id: &str,
     timeout: Duration,
 ) -> Result<HashMap<(String, i32), i64>> {
@@ -772,7 +764,7 @@ pub fn list_offsets_all(
     let mut out = HashMap::new();
     let give_up = Instant::now() + timeout;
     for (addr, parts) in by_leader {
-        let mut c = SyncClient::connect(addr, client_id, timeout)?;
+        let mut c = SyncClient::connect(addr, security, client_id, timeout)?;
         loop {
             match c.list_offsets(&parts, timestamp) {
                 Ok(offsets) => {

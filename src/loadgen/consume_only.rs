@@ -16,7 +16,6 @@
 //! consumers do).
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -31,6 +30,7 @@ use serde::Serialize;
 use super::args::LoadgenArgs;
 use super::client::{self, SyncClient, FETCH_VERSIONS, MAX_FRAME_BYTES};
 use super::consumer::{self, scan_batches, split_batches};
+use super::tls::{Security, Stream};
 use super::wire;
 use crate::protocol::record_walk::InflateScratch;
 
@@ -87,15 +87,16 @@ struct Totals {
 }
 
 /// Entry point of `shardlog loadgen --consume-only`.
-pub fn run(args: &LoadgenArgs, cpus: &[usize]) -> Result<()> {
+pub fn run(args: &LoadgenArgs, security: &Security, cpus: &[usize]) -> Result<()> {
     let topics = super::resolve_workload(args)?.topic_names();
     let timeout = Duration::from_millis(30_000);
-    let mut boot = client::connect_bootstrap(&args.bootstrap, &args.client_id, timeout)?;
+    let id = &args.client_id;
+    let mut boot = client::connect_bootstrap(&args.bootstrap, security, id, timeout)?;
     let meta = boot.metadata(&topics)?;
     let parts = super::point::partitions_of(&meta, &topics)?;
     let keys: Vec<(String, i32)> = parts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
-    let starts = client::list_offsets_all(&meta, &keys, EARLIEST, &args.client_id, timeout)?;
-    let ends = client::list_offsets_all(&meta, &keys, LATEST, &args.client_id, timeout)?;
+    let starts = client::list_offsets_all(&meta, &keys, EARLIEST, security, id, timeout)?;
+    let ends = client::list_offsets_all(&meta, &keys, LATEST, security, id, timeout)?;
     let slots: Vec<Slot> = parts
         .into_iter()
         .map(|(topic, partition, leader)| {
@@ -122,7 +123,7 @@ pub fn run(args: &LoadgenArgs, cpus: &[usize]) -> Result<()> {
         slots.len(),
         topics
     );
-    let report = consume_all(args, cpus, slots, consumers, &topics)?;
+    let report = consume_all(args, security, cpus, slots, consumers, &topics)?;
     println!(
         "consume: {} records, {} value bytes in {:.3} s: {:.0} msgs/s, {:.1} MB/s ({} fetches, {} CRC errors, {} offset gaps{})",
         report.records,
@@ -153,6 +154,7 @@ pub fn run(args: &LoadgenArgs, cpus: &[usize]) -> Result<()> {
 
 fn consume_all(
     args: &LoadgenArgs,
+    security: &Security,
     cpus: &[usize],
     slots: Vec<Slot>,
     consumers: usize,
@@ -176,11 +178,17 @@ fn consume_all(
             .collect();
         let cpu = cpus.get(c % cpus.len().max(1)).copied();
         let (client_id, verify) = (args.client_id.clone(), args.verify_records);
-        let (shared, ready) = (shared.clone(), ready.clone());
+        let (shared, ready, security) = (shared.clone(), ready.clone(), security.clone());
         handles.push(
             std::thread::Builder::new()
                 .name(format!("loadgen-cons-{c}"))
-                .spawn(move || consume_slots(mine, cpu, &client_id, verify, &shared, &ready))?,
+                .spawn(move || {
+                    let dial = Dial {
+                        security: &security,
+                        client_id: &client_id,
+                    };
+                    consume_slots(mine, cpu, dial, verify, &shared, &ready)
+                })?,
         );
     }
     ready.wait();
@@ -251,7 +259,7 @@ fn join_with_deadline(
 fn consume_slots(
     mut slots: Vec<Slot>,
     cpu: Option<usize>,
-    client_id: &str,
+    dial: Dial<'_>,
     verify: bool,
     shared: &Shared,
     ready: &Barrier,
@@ -261,7 +269,7 @@ fn consume_slots(
         // (`--client-cpus`); a failure here leaves the thread unpinned.
         let _ = crate::io::affinity::pin_current_thread(cpu);
     }
-    let conns = match connect_leaders(&slots, client_id) {
+    let conns = match connect_leaders(&slots, dial) {
         Ok(c) => {
             ready.wait();
             c
@@ -294,7 +302,7 @@ fn consume_slots(
 /// scratch (`--verify-records`).
 struct FetchConn {
     leader: String,
-    stream: TcpStream,
+    stream: Stream,
     version: i16,
     client_id: StrBytes,
     correlation_id: i32,
@@ -305,7 +313,18 @@ struct FetchConn {
     scratch: InflateScratch,
 }
 
-fn connect_leaders(slots: &[Slot], client_id: &str) -> Result<Vec<FetchConn>> {
+/// How a consumer thread connects: transport and client.id.
+#[derive(Clone, Copy)]
+struct Dial<'a> {
+    security: &'a Security,
+    client_id: &'a str,
+}
+
+fn connect_leaders(slots: &[Slot], dial: Dial<'_>) -> Result<Vec<FetchConn>> {
+    let Dial {
+        security,
+        client_id,
+    } = dial;
     let timeout = Duration::from_secs(30);
     let mut conns: Vec<FetchConn> = Vec::new();
     for s in slots {
@@ -314,13 +333,11 @@ fn connect_leaders(slots: &[Slot], client_id: &str) -> Result<Vec<FetchConn>> {
         }
         // ApiVersions on a throw-away connection picks the Fetch version.
         let version = {
-            let c = SyncClient::connect(&s.leader, client_id, timeout)?;
+            let c = SyncClient::connect(&s.leader, security, client_id, timeout)?;
             let (lo, hi) = FETCH_VERSIONS;
             c.conn.versions.pick(ApiKey::Fetch, lo, hi)?
         };
-        let stream =
-            TcpStream::connect(&s.leader).with_context(|| format!("connecting to {}", s.leader))?;
-        stream.set_nodelay(true)?;
+        let stream = security.connect(&s.leader, timeout)?;
         stream.set_read_timeout(Some(timeout))?;
         stream.set_write_timeout(Some(timeout))?;
         conns.push(FetchConn {
@@ -340,7 +357,7 @@ fn connect_leaders(slots: &[Slot], client_id: &str) -> Result<Vec<FetchConn>> {
 
 impl Drop for FetchConn {
     fn drop(&mut self) {
-        let _ = self.stream.shutdown(Shutdown::Both);
+        let _ = self.stream.shutdown();
     }
 }
 

@@ -18,6 +18,7 @@ use kafka_protocol::records::RecordBatchDecoder;
 
 use super::client::{be_i32, connect_bootstrap, error_label, SyncClient, Timebase, FETCH_VERSIONS};
 use super::producer::LiveStats;
+use super::tls::Security;
 use super::wire::{self, read_payload_header};
 use crate::histogram::LatencyHistogram;
 use crate::protocol::record_walk::InflateScratch;
@@ -48,6 +49,7 @@ pub struct ConsumerPlan {
     pub bootstrap: String,
     pub partitions: Vec<ConsumerPartition>,
     pub client_id: String,
+    pub security: Security,
     pub cpu: Option<usize>,
     pub timebase: Timebase,
     /// Payloads stamped before this wall-clock ns are warm-up.
@@ -239,7 +241,7 @@ fn connect_leaders(plan: &ConsumerPlan, addrs: &[String]) -> Result<Leaders> {
             l.2.push(slot);
             continue;
         }
-        let c = SyncClient::connect(addr, &plan.client_id, plan.request_timeout)?;
+        let c = SyncClient::connect(addr, &plan.security, &plan.client_id, plan.request_timeout)?;
         let (lo, hi) = FETCH_VERSIONS;
         let v = c.conn.versions.pick(ApiKey::Fetch, lo, hi)?;
         leaders.push((c, v, vec![slot]));
@@ -250,7 +252,12 @@ fn connect_leaders(plan: &ConsumerPlan, addrs: &[String]) -> Result<Leaders> {
 /// Re-reads partition leaders from the bootstrap servers after a leader
 /// error (Java's consumer does the same through its metadata updates).
 fn refresh_leaders(plan: &ConsumerPlan, addrs: &mut [String]) -> Result<()> {
-    let mut boot = connect_bootstrap(&plan.bootstrap, &plan.client_id, plan.request_timeout)?;
+    let mut boot = connect_bootstrap(
+        &plan.bootstrap,
+        &plan.security,
+        &plan.client_id,
+        plan.request_timeout,
+    )?;
     let mut topics: Vec<String> = plan.partitions.iter().map(|p| p.topic.clone()).collect();
     topics.dedup();
     let meta = boot.metadata(&topics)?;

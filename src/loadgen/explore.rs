@@ -18,6 +18,7 @@ use super::flame;
 use super::point::{run_point, RunContext};
 use super::report::{self, PointResult};
 use super::sweep::SweepPoint;
+use super::tls::Security;
 use crate::io::clock::{Clock, SystemClock};
 
 /// What every run of a sweep shares.
@@ -26,6 +27,8 @@ pub struct Sweep<'a> {
     pub workload: &'a Workload,
     pub cpus: Vec<usize>,
     pub admin_timeout: Duration,
+    /// `--security-protocol` and its TLS files.
+    pub security: &'a Security,
     /// `--flamegraph-pid`: one flamegraph per run.
     pub flame: Option<&'a flame::Recorder>,
 }
@@ -55,6 +58,7 @@ impl Sweep<'_> {
             workload: &workload,
             cpus: self.cpus.clone(),
             admin_timeout: self.admin_timeout,
+            security: self.security,
             label: label.clone(),
             eta: eta.clone(),
         };

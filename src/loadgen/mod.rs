@@ -51,6 +51,7 @@
 //! | [`point`] | io | one run: spawn, watch (progress line), drain, aggregate |
 //! | [`results_dir`] | io | default report folder `results/<kind>-<time>/` |
 //! | [`client`] | io | connections, framing, pipelining, admin requests |
+//! | [`tls`] | io | transport: PLAINTEXT or SSL (rustls over the blocking socket) |
 //! | [`producer`] | io | producer threads |
 //! | [`consumer`] | io | consumer threads, end-to-end latency, verification; batch-header scan and in-place FetchResponse walk |
 //! | [`consume_only`] | io | `--consume-only`: consume existing topics from the earliest offsets, throughput |
@@ -74,6 +75,7 @@ pub mod producer;
 pub mod report;
 pub mod results_dir;
 pub mod sweep;
+pub mod tls;
 pub mod wire;
 
 use std::path::Path;
@@ -143,15 +145,28 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
     if args.echo_rtt {
         return run_echo(&args, cpus.as_deref());
     }
+    let security = security(&args)?;
     if args.consume_only {
-        return consume_only::run(&args, cpus.as_deref().unwrap_or(&[]));
+        return consume_only::run(&args, &security, cpus.as_deref().unwrap_or(&[]));
     }
-    run_sweep(&args, cpus.unwrap_or_default())
+    run_sweep(&args, &security, cpus.unwrap_or_default())
+}
+
+/// `--security-protocol` with the `--ssl-*` files it needs.
+fn security(args: &LoadgenArgs) -> Result<tls::Security> {
+    tls::Security::new(
+        &args.security_protocol,
+        &tls::SslFiles {
+            ca: args.ssl_ca_location.clone(),
+            certificate: args.ssl_certificate_location.clone(),
+            key: args.ssl_key_location.clone(),
+        },
+    )
 }
 
 /// The produce sweep: curves, flat-out or fixed-rate runs per point,
 /// against one broker or each `--compare` target.
-fn run_sweep(args: &LoadgenArgs, cpus: Vec<usize>) -> Result<()> {
+fn run_sweep(args: &LoadgenArgs, security: &tls::Security, cpus: Vec<usize>) -> Result<()> {
     let workload = resolve_workload(args)?;
     let base = ProducerSettings::from_args(args).map_err(|e| anyhow!(e))?;
     let axes = args
@@ -186,6 +201,7 @@ fn run_sweep(args: &LoadgenArgs, cpus: Vec<usize>) -> Result<()> {
     for t in &targets {
         boots.push(connect_target(
             args,
+            security,
             &workload,
             &t.bootstrap,
             admin_timeout,
@@ -214,6 +230,7 @@ fn run_sweep(args: &LoadgenArgs, cpus: Vec<usize>) -> Result<()> {
                 workload: &workload,
                 cpus: cpus.clone(),
                 admin_timeout,
+                security,
                 flame: flame.as_ref(),
             },
             boot,
@@ -259,17 +276,19 @@ fn announce(points: usize, mode: &RunMode, targets: &[args::Target], workload: &
 /// Connects to `bootstrap` and creates the workload's topics if absent.
 fn connect_target(
     args: &LoadgenArgs,
+    security: &tls::Security,
     workload: &Workload,
     bootstrap: &str,
     admin_timeout: Duration,
 ) -> Result<SyncClient> {
-    let mut boot = client::connect_bootstrap(bootstrap, &args.client_id, admin_timeout)
+    let mut boot = client::connect_bootstrap(bootstrap, security, &args.client_id, admin_timeout)
         .context("nothing can be produced")?;
     client::ensure_topics(
         &mut boot,
         &workload.topic_names(),
         workload.partitions_per_topic,
         workload.replication_factor,
+        security,
         &args.client_id,
         admin_timeout,
     )?;

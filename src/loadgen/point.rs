@@ -20,6 +20,7 @@ use super::curve::{format_eta, Eta};
 use super::producer::{self, LiveStats, ProducerOutcome, ProducerPlan};
 use super::report::PointResult;
 use super::sweep::SweepPoint;
+use super::tls::Security;
 use crate::histogram::LatencyHistogram;
 
 /// What one run needs: the flags, the workload (its `producer_rate` is
@@ -29,6 +30,7 @@ pub struct RunContext<'a> {
     pub workload: &'a Workload,
     pub cpus: Vec<usize>,
     pub admin_timeout: Duration,
+    pub security: &'a Security,
     /// Shown on the progress line: the setting and, for a fixed-rate run,
     /// its fraction and target rate.
     pub label: String,
@@ -113,6 +115,7 @@ fn spawn_consumers(
                 bootstrap: ctx.args.bootstrap.clone(),
                 partitions: mine,
                 client_id: ctx.args.client_id.clone(),
+                security: ctx.security.clone(),
                 cpu: run.cpu(&ctx.cpus),
                 timebase: run.timebase,
                 warmup_end_wall_ns: if run.count_mode {
@@ -165,6 +168,7 @@ fn spawn_producers(
                 end_ns: run.end_ns,
                 max_messages: w.messages.map(|m| m / n + u64::from(i < m % n)),
                 client_id: ctx.args.client_id.clone(),
+                security: ctx.security.clone(),
                 cpu: run.cpu(&ctx.cpus),
                 timebase: run.timebase,
                 seed: 0x5eed ^ (i << 32) ^ point.index as u64,
@@ -191,7 +195,14 @@ pub fn run_point(
     let parts = partitions_of(&meta, &w.topic_names())?;
     let tp: Vec<(String, i32)> = parts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
     let id = &ctx.args.client_id;
-    let starts = client::list_offsets_all(&meta, &tp, LATEST_TIMESTAMP, id, ctx.admin_timeout)?;
+    let starts = client::list_offsets_all(
+        &meta,
+        &tp,
+        LATEST_TIMESTAMP,
+        ctx.security,
+        id,
+        ctx.admin_timeout,
+    )?;
     let timebase = Timebase::new();
     let t0 = timebase.now_ns();
     let count_mode = w.messages.is_some();
@@ -313,7 +324,14 @@ fn drain_targets(
     let give_up = std::time::Instant::now() + ctx.args.drain_timeout;
     loop {
         let id = &ctx.args.client_id;
-        let ends = client::list_offsets_all(meta, tp, LATEST_TIMESTAMP, id, ctx.admin_timeout)?;
+        let ends = client::list_offsets_all(
+            meta,
+            tp,
+            LATEST_TIMESTAMP,
+            ctx.security,
+            id,
+            ctx.admin_timeout,
+        )?;
         let appended: i64 = ends
             .iter()
             .map(|(k, end)| end - starts.get(k).copied().unwrap_or(0))

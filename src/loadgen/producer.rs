@@ -32,6 +32,7 @@ use super::client::{
 };
 use super::curve::{corrected_latency_ns, FixedRateSchedule};
 use super::partitioner::{partition_for_key, StickyPartitioner};
+use super::tls::Security;
 use super::wire::{self, encode_batch, write_payload_header};
 use crate::histogram::LatencyHistogram;
 
@@ -68,6 +69,7 @@ pub struct ProducerPlan {
     /// Count mode: stop after this many records (warm-up then not applied).
     pub max_messages: Option<u64>,
     pub client_id: String,
+    pub security: Security,
     pub cpu: Option<usize>,
     pub timebase: Timebase,
     pub seed: u64,
@@ -192,6 +194,7 @@ impl Producer {
         for (i, addr) in addrs.iter().enumerate() {
             conns.push(Connection::connect(
                 addr,
+                &plan.security,
                 i,
                 &plan.client_id,
                 timeout,
@@ -624,6 +627,7 @@ impl Producer {
                     let id = self.conns.len();
                     let c = Connection::connect(
                         addr,
+                        &self.plan.security,
                         id,
                         &self.plan.client_id,
                         self.timeout,
@@ -838,7 +842,7 @@ fn init_idempotence(
         }
         return Ok((-1, -1, false));
     }
-    let mut c = SyncClient::connect(&first.addr, &plan.client_id, timeout)?;
+    let mut c = SyncClient::connect(&first.addr, &plan.security, &plan.client_id, timeout)?;
     let (id, epoch) = c.init_producer_id(60_000, timeout)?;
     Ok((id, epoch, true))
 }

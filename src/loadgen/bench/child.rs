@@ -290,14 +290,15 @@ pub(super) fn free_loopback_addr() -> Result<SocketAddr> {
 }
 
 /// The bound address in the broker's readiness line
-/// (`shardlog: listening on 127.0.0.1:9092 with 1 shards ...`).
+/// (`shardlog: listening on 127.0.0.1:9092 with 1 shards ...`; a
+/// `PROTOCOL://` or listener-name prefix is dropped).
 pub fn parse_readiness_line(log: &str) -> Option<Option<SocketAddr>> {
     let line = log.lines().find(|l| l.contains("listening on "))?;
     let rest = line.split("listening on ").nth(1)?;
     let addr = rest
         .split_whitespace()
         .next()
-        .map(|a| a.trim_start_matches("PLAINTEXT://"));
+        .map(|a| a.rsplit("://").next().unwrap_or(a));
     Some(addr.and_then(|a| a.parse().ok()))
 }
 

@@ -16,6 +16,7 @@ use super::child::{free_loopback_addr, tail, BrokerChild, BrokerExit};
 use crate::io::clock::{Clock, SystemClock};
 use crate::io::host::find_on_path;
 use crate::loadgen::client::connect_bootstrap;
+use crate::loadgen::tls::Security;
 
 /// Debian's ZooKeeper jars (`zookeeper.jar`'s manifest names the rest) and
 /// the slf4j pair that makes it log to its output.
@@ -172,11 +173,17 @@ fn serves(addr: SocketAddr) -> bool {
 /// Waits until Metadata from `bootstrap` lists `brokers` brokers: every one
 /// registered and known to the controller, so a topic of RF = min(N, 3) can
 /// be created.
-pub(super) fn wait_for_brokers(bootstrap: &str, brokers: usize, timeout: Duration) -> Result<()> {
+pub(super) fn wait_for_brokers(
+    bootstrap: &str,
+    security: &Security,
+    brokers: usize,
+    timeout: Duration,
+) -> Result<()> {
     let clock = SystemClock::new();
     let start = clock.mono_ms();
     loop {
-        let last = match connect_bootstrap(bootstrap, "shardlog-bench", Duration::from_secs(5))
+        let wait = Duration::from_secs(5);
+        let last = match connect_bootstrap(bootstrap, security, "shardlog-bench", wait)
             .and_then(|mut c| c.metadata(&[]))
         {
             Ok(meta) if meta.brokers.len() >= brokers && meta.controller_id >= 0 => return Ok(()),

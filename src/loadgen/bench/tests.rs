@@ -136,7 +136,7 @@ fn loadgen_command_line_parses_into_the_intended_loadgen_args() {
 fn broker_overrides_pin_shards_and_put_user_keys_last() {
     let addr: SocketAddr = "127.0.0.1:5555".parse().unwrap();
     let extra = vec!["shardlog.flush.every.append=true".to_string()];
-    let v = broker_overrides(&addr, Path::new("/d"), &[0, 2], &extra);
+    let v = broker_overrides("PLAINTEXT", &addr, Path::new("/d"), &[0, 2], &extra);
     assert_eq!(v[0], "listeners=PLAINTEXT://127.0.0.1:5555");
     assert!(v.contains(&"log.dirs=/d".to_string()));
     assert!(v.contains(&"shardlog.shards=2".to_string()));
@@ -304,4 +304,52 @@ fn zookeeper_config_and_a_missing_jar_named_with_its_install_step() {
     }
     let cp = zookeeper_classpath(dir.path()).unwrap();
     assert_eq!(cp.split(':').count(), ZOOKEEPER_JARS.len());
+}
+
+#[test]
+fn ssl_reaches_the_listener_and_the_load_generator() {
+    let args = parse(&["--quick", "--security-protocol", "ssl"]);
+    let plan = resolve_plan(&args, &[0, 1]).unwrap();
+    assert_eq!(plan.security_protocol, "SSL");
+    let argv = loadgen_argv(&args, &plan, "127.0.0.1:1234", Path::new("/tmp/o"));
+    let lg = LoadgenCli::try_parse_from(&argv).unwrap().args;
+    assert_eq!(lg.security_protocol, "SSL");
+    // The CA of the brokers bench starts is added once it is made.
+    assert_eq!(lg.ssl_ca_location, None);
+    let addr: SocketAddr = "127.0.0.1:9093".parse().unwrap();
+    let v = broker_overrides("SSL", &addr, Path::new("/d"), &[0], &[]);
+    assert_eq!(v[0], "listeners=SSL://127.0.0.1:9093");
+    // An external broker: its CA is passed through.
+    let ext = parse(&[
+        "--bootstrap",
+        "h:1",
+        "--security-protocol",
+        "SSL",
+        "--ssl-ca-location",
+        "/ca.pem",
+    ]);
+    let plan = resolve_plan(&ext, &[0, 1]).unwrap();
+    let argv = loadgen_argv(&ext, &plan, "h:1", Path::new("/tmp/o"));
+    let lg = LoadgenCli::try_parse_from(&argv).unwrap().args;
+    assert_eq!(lg.ssl_ca_location, Some(PathBuf::from("/ca.pem")));
+    // PLAINTEXT (the default) adds no flag.
+    let plain = parse(&["--quick"]);
+    let plan = resolve_plan(&plain, &[0, 1]).unwrap();
+    let argv = loadgen_argv(&plain, &plan, "h:1", Path::new("/tmp/o"));
+    assert!(!argv
+        .iter()
+        .any(|a| a.starts_with("--security") || a.starts_with("--ssl")));
+}
+
+#[test]
+fn ssl_flags_that_cannot_work_are_refused() {
+    let err = |v: &[&str]| resolve_plan(&parse(v), &[0, 1]).unwrap_err();
+    assert!(
+        err(&["--bootstrap", "h:1", "--security-protocol", "SSL"]).contains("--ssl-ca-location")
+    );
+    assert!(err(&["--bootstrap", "h:1", "--ssl-ca-location", "/ca.pem"])
+        .contains("needs --security-protocol SSL"));
+    assert!(err(&["--security-protocol", "SASL_SSL"]).contains("PLAINTEXT and SSL"));
+    // The CA flag is for external brokers; bench makes its own.
+    assert!(Cli::try_parse_from(["bench", "--ssl-ca-location", "/ca.pem"]).is_err());
 }

@@ -118,7 +118,7 @@ def roundtrip_kafka_python(bootstrap, topic, partitions, count, tls):
     admin = KafkaAdminClient(**conf)
     admin.create_topics([NewTopic(topic, partitions, 1)], timeout_ms=30000)
     meta = admin.describe_cluster()
-    brokers = sorted([b["node_id"], b["host"], b["port"]] for b in meta["brokers"])
+    brokers = sorted([b["broker_id"], b["host"], b["port"]] for b in meta["brokers"])
     admin.close()
     p = kafka.KafkaProducer(acks="all", **conf)
     futures = [p.send(topic, value("kafka-python", i).encode(), partition=i % partitions)

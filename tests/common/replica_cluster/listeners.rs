@@ -11,8 +11,11 @@ pub struct Listeners {
     /// `("SSL", "SSL")` or `("EXTERNAL", "PLAINTEXT")`; listed first.
     pub client: (String, String),
     /// Name, protocol and port of the inter-broker listener (advertised
-    /// as `127.0.0.1:port`), which `inter.broker.listener.name` names; the
-    /// client listener is the inter-broker one when `None`.
+    /// as `127.0.0.1:port`), which `inter.broker.listener.name` names — or,
+    /// when its name is its protocol's (`SSL`), `security.inter.broker.protocol`
+    /// (KafkaConfig: without a name the listener named like the protocol is
+    /// the inter-broker one); the client listener is the inter-broker one
+    /// when `None`.
     pub internal: Option<(String, String, u16)>,
     /// Further settings (the SSL keys, `ssl.client.auth`, ...).
     pub settings: Vec<String>,
@@ -30,15 +33,19 @@ pub fn settings(l: &Listeners, client_port: u16, advertised: &str) -> Vec<String
             listeners.push_str(&format!(",{iname}://127.0.0.1:{port}"));
             adv.push_str(&format!(",{iname}://127.0.0.1:{port}"));
             map.push_str(&format!(",{iname}:{iproto}"));
-            iname.clone()
+            if iname == iproto {
+                format!("security.inter.broker.protocol={iproto}")
+            } else {
+                format!("inter.broker.listener.name={iname}")
+            }
         }
-        None => cname.clone(),
+        None => format!("inter.broker.listener.name={cname}"),
     };
     let mut out = vec![
         format!("listeners={listeners}"),
         format!("advertised.listeners={adv}"),
         format!("listener.security.protocol.map={map}"),
-        format!("inter.broker.listener.name={inter}"),
+        inter,
     ];
     out.extend(l.settings.iter().cloned());
     out

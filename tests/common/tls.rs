@@ -9,7 +9,8 @@
 //!   `openssl pkcs12 -export`, PKCS12 written by `keytool` (an RSA key made
 //!   by `keytool -genkeypair`, signed by the CA), PEM (encrypted PKCS#8 key
 //!   and the chain in one file; Kafka requires `ssl.key.password` for a
-//!   PEM keystore file) and JKS (`keytool -importkeystore`);
+//!   PEM keystore file; the key encrypted as Kafka on JDK 17 reads it,
+//!   PBE-SHA1-3DES) and JKS (`keytool -importkeystore`);
 //! - truststores holding the CA: PKCS12 and JKS (`keytool -importcert`)
 //!   and the PEM CA file;
 //! - client certificates: one signed by the CA, one signed by the other CA,
@@ -357,13 +358,15 @@ impl Tls {
         self.sign(name, "ca", true);
         self.export_p12(name, "ca");
         let enc_key = self.p_str(&format!("{name}-enc.key"));
+        // PKCS#12 PBE (pbeWithSHAAnd3-KeyTripleDES-CBC): the encrypted
+        // PKCS#8 form Kafka 3.9's PemStore.privateKey decrypts on JDK 17
+        // (SecretKeyFactory of EncryptedPrivateKeyInfo.getAlgName(): a
+        // PBES2 key fails there with "PBES2 SecretKeyFactory not available").
         openssl(&[
             "pkcs8",
             "-topk8",
-            "-v2",
-            "aes-256-cbc",
-            "-v2prf",
-            "hmacWithSHA256",
+            "-v1",
+            "PBE-SHA1-3DES",
             "-in",
             &self.p_str(&format!("{name}.key")),
             "-out",
@@ -394,8 +397,12 @@ impl Tls {
             PASSWORD,
             "-noprompt",
         ]);
-        // keytool: an RSA key pair, its CSR signed by the CA, the chain
-        // imported back (CA first, as a trusted entry).
+        self.make_keytool_broker(name);
+    }
+
+    /// keytool: an RSA key pair, its CSR signed by the CA, the chain
+    /// imported back (CA first, as a trusted entry).
+    fn make_keytool_broker(&self, name: &str) {
         let kt = format!("{name}-keytool");
         let store = self.p_str(&format!("{kt}.p12"));
         let san = "SAN=dns:localhost,ip:127.0.0.1";

@@ -22,6 +22,7 @@ use super::dispatch::{frame_response, route, Routing};
 use super::handlers::quota_common::{request_quota_applies, request_throttle_ms};
 use super::handlers::{Request, Response};
 use super::in_order::InOrder;
+use super::listener::ListenerInfo;
 use super::memory_pool::{Lease, MemoryPool};
 use super::out::{write_parts, ConnWriter, OutPart};
 use crate::io::clock::Clock;
@@ -69,6 +70,8 @@ struct Conn {
     ctx: Rc<ShardContext>,
     peer: String,
     client_host: Rc<str>,
+    /// The name of the listener this connection came in on.
+    listener: Rc<str>,
     in_order: RefCell<InOrder<Outcome>>,
     /// Reader → writer: an outcome finished, or the reader stopped.
     wake_writer: Notify,
@@ -97,7 +100,12 @@ struct Conn {
 
 /// Serve one connection until the client leaves, it must be closed, or
 /// the shard stops (then in-flight responses are finished first).
-pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream, pool: Arc<MemoryPool>) {
+pub async fn serve(
+    ctx: Rc<ShardContext>,
+    stream: TcpStream,
+    pool: Arc<MemoryPool>,
+    listener: Rc<ListenerInfo>,
+) {
     let peer_addr = stream.peer_addr().ok();
     let peer = peer_addr.map_or_else(|| "?".into(), |a| a.to_string());
     // Kafka's client host in group membership: "/" + the peer's address.
@@ -118,6 +126,7 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream, pool: Arc<MemoryPoo
         ctx,
         peer,
         client_host,
+        listener: Rc::from(&*listener.name),
         in_order: RefCell::new(InOrder::new()),
         wake_writer: Notify::default(),
         wake_reader: Notify::default(),
@@ -388,6 +397,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
             header: header.clone(),
             body,
             client_host: conn.client_host.clone(),
+            listener: conn.listener.clone(),
             produce_turn,
         };
         let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();

@@ -74,6 +74,10 @@ pub struct Request {
     pub body: Bytes,
     /// "/" + the client's address (what group membership reports).
     pub client_host: Rc<str>,
+    /// The name of the listener the connection came in on (Kafka's
+    /// `RequestContext.listenerName`): Metadata, FindCoordinator and
+    /// DescribeCluster answer with the endpoints of that name.
+    pub listener: Rc<str>,
     /// A Produce request's place in its connection's produce order, taken
     /// as the request was read (`produce::handle` says why); `None` for
     /// other requests.

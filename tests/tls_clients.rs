@@ -550,3 +550,73 @@ fn kafka_client_certificates_required() {
 fn kafka_keytool_pkcs12_keystore() {
     every_client_over_ssl(System::Kafka, Store::Pkcs12Keytool);
 }
+
+/// Every keystore and truststore form tests/common/tls.rs makes for the
+/// broker (the forms Kafka 3.9 loads in the `kafka_` tests above) loads in
+/// shardlog's `tls::stores` with the same config lines, the chain with the
+/// broker's certificate first; JKS, which shardlog does not read, stops
+/// with an error naming the key and the PKCS12/PEM way out.
+#[test]
+fn every_keystore_form_kafka_loads_loads_in_shardlog() {
+    use common::tls::openssl;
+    use shardlog::tls::stores::{load_keystore, load_truststore};
+    use shardlog::tls::SslSettings;
+    let tls = Tls::make(&["broker-1"]);
+    let settings = |store: Store| {
+        let lines = tls.broker_ssl("broker-1", store, "listener.name.ssl.", Some("required"));
+        let map: std::collections::BTreeMap<String, String> = lines
+            .iter()
+            .map(|l| {
+                let (k, v) = l.split_once('=').unwrap();
+                (k.to_owned(), v.to_owned())
+            })
+            .collect();
+        SslSettings::resolve("SSL", &|k| map.get(k).cloned())
+    };
+    // Every form is tried; the failures are reported together.
+    let mut problems = Vec::new();
+    for store in [Store::Pkcs12Openssl, Store::Pkcs12Keytool, Store::Pem] {
+        let s = settings(store).unwrap_or_else(|e| panic!("{store:?}: settings: {e}"));
+        let keys = match load_keystore(&s) {
+            Ok(Some(k)) => k,
+            Ok(None) => {
+                problems.push(format!("{store:?}: no keystore"));
+                continue;
+            }
+            Err(e) => {
+                problems.push(format!("{store:?}: keystore: {e}"));
+                continue;
+            }
+        };
+        let leaf_pem = match store {
+            Store::Pkcs12Keytool => tls.path("broker-1-keytool.pem"),
+            _ => tls.path("broker-1.pem"),
+        };
+        let der = tls.path(&format!("leaf-{store:?}.der"));
+        openssl(&[
+            "x509",
+            "-outform",
+            "DER",
+            "-in",
+            &leaf_pem.display().to_string(),
+            "-out",
+            &der.display().to_string(),
+        ]);
+        if keys.chain.first().map(|c| c.as_ref().to_vec()) != Some(std::fs::read(&der).unwrap()) {
+            problems.push(format!(
+                "{store:?}: the broker's certificate is not first in the chain"
+            ));
+        }
+        match load_truststore(&s) {
+            Ok(Some(t)) if t.len() == 1 => {}
+            other => problems.push(format!("{store:?}: truststore (the CA alone): {other:?}")),
+        }
+    }
+    let jks = settings(Store::Jks).and_then(|s| load_keystore(&s).map(|_| ()));
+    match jks {
+        Ok(()) => problems.push("a JKS keystore loaded".into()),
+        Err(e) if e.to_string().contains("JKS") => {}
+        Err(e) => problems.push(format!("the JKS refusal does not name JKS: {e}")),
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -12,8 +12,9 @@
 //! refused.
 //!
 //! Keys are made at test time by `openssl` and `keytool`
-//! (tests/common/tls.rs); each test uses another keystore form (PKCS12 by
-//! openssl, PKCS12 by keytool, PEM). The `kafka_` tests run the same
+//! (tests/common/tls.rs); the tests cover every keystore form (PKCS12 by
+//! openssl, PKCS12 by keytool, PEM) and check that each loads in
+//! shardlog's `tls::stores` as Kafka loads it. The `kafka_` tests run the same
 //! against Apache Kafka 3.9 (the reference the assertions were validated
 //! on): `cargo test --test tls_clients -- --ignored kafka_`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
@@ -525,7 +526,14 @@ fn every_client_produces_consumes_and_administers_over_ssl() {
 
 #[test]
 fn client_certificates_required_valid_works_missing_foreign_expired_refused() {
-    client_auth_required(System::Shardlog, Store::Pem);
+    client_auth_required(System::Shardlog, Store::Pkcs12Openssl);
+}
+
+/// A PEM keystore file (encrypted PKCS#8 key as Kafka 3.9 on JDK 17
+/// decrypts it, and the chain) and a PEM truststore file.
+#[test]
+fn pem_keystore_as_kafka_reads_it_serves_every_client() {
+    every_client_over_ssl(System::Shardlog, Store::Pem);
 }
 
 #[test]
@@ -542,7 +550,13 @@ fn kafka_every_client_over_ssl() {
 #[test]
 #[ignore = "Kafka 3.9 reference (a JVM broker): cargo test --test tls_clients -- --ignored kafka_"]
 fn kafka_client_certificates_required() {
-    client_auth_required(System::Kafka, Store::Pem);
+    client_auth_required(System::Kafka, Store::Pkcs12Openssl);
+}
+
+#[test]
+#[ignore = "Kafka 3.9 reference (a JVM broker): cargo test --test tls_clients -- --ignored kafka_"]
+fn kafka_pem_keystore() {
+    every_client_over_ssl(System::Kafka, Store::Pem);
 }
 
 #[test]

@@ -22,7 +22,7 @@
 //!     the brokers hold established connections to each other's INTERNAL
 //!     ports (the only ones no client uses).
 //! (b) The same with `security.inter.broker.protocol=SSL` (the listener
-//!     named SSL) and PEM keystores.
+//!     named SSL) and keytool-made PKCS12 keystores (RSA keys).
 //! (c) A mixed cluster (as tests/cluster_mixed.rs, on its harness): a Kafka
 //!     3.9 broker (JKS keystore, the controller) and two shardlog brokers
 //!     (PKCS12) in one ZooKeeper, SSL inter-broker listeners with client
@@ -295,8 +295,8 @@ fn ssl_inter_broker_listener_history_through_kill9_of_leaders() {
 }
 
 #[test]
-fn security_inter_broker_protocol_ssl_with_pem_keystores() {
-    kill_leaders_over_ssl(System::Shardlog, "SSL", Store::Pem);
+fn security_inter_broker_protocol_ssl_with_keytool_keystores() {
+    kill_leaders_over_ssl(System::Shardlog, "SSL", Store::Pkcs12Keytool);
 }
 
 #[test]
@@ -307,8 +307,8 @@ fn kafka_ssl_inter_broker_listener_history_through_kill9_of_leaders() {
 
 #[test]
 #[ignore = "Kafka 3.9 reference (three JVMs): cargo test --test tls_cluster -- --ignored kafka_"]
-fn kafka_security_inter_broker_protocol_ssl_with_pem_keystores() {
-    kill_leaders_over_ssl(System::Kafka, "SSL", Store::Pem);
+fn kafka_security_inter_broker_protocol_ssl_with_keytool_keystores() {
+    kill_leaders_over_ssl(System::Kafka, "SSL", Store::Pkcs12Keytool);
 }
 
 // ---------------------------------------------------------------------------

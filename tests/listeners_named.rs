@@ -187,10 +187,10 @@ fn each_listener_answers_with_its_own_endpoints_and_serves_clients() {
     let id = b.broker.broker_id;
     let internal = format!("{id}@{}", b.internal);
     let external = format!("{id}@{}", b.external);
-    assert_eq!(metadata_brokers(&b.internal), [internal.clone()]);
-    assert_eq!(metadata_brokers(&b.external), [external.clone()]);
-    assert_eq!(described_brokers(&b.internal), [internal.clone()]);
-    assert_eq!(described_brokers(&b.external), [external.clone()]);
+    assert_eq!(metadata_brokers(&b.internal), vec![internal.clone()]);
+    assert_eq!(metadata_brokers(&b.external), vec![external.clone()]);
+    assert_eq!(described_brokers(&b.internal), vec![internal.clone()]);
+    assert_eq!(described_brokers(&b.external), vec![external.clone()]);
     for (bootstrap, expected, name) in [
         (&b.internal, &internal, "internal"),
         (&b.external, &external, "external"),

@@ -12,17 +12,12 @@ use glommio::net::TcpListener;
 use super::connection;
 use super::connection_quotas::{Admit, ConnectionQuotas};
 use super::memory_pool::MemoryPool;
-use crate::config::SecurityProtocol;
 use crate::io::local_sync::Notify;
 use crate::shard::ShardContext;
 
-/// The listener a connection came in on (Kafka's `ListenerName` with its
-/// `SecurityProtocol` from `listener.security.protocol.map`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListenerInfo {
-    pub name: Arc<str>,
-    pub protocol: SecurityProtocol,
-}
+mod info;
+
+pub use info::ListenerInfo;
 
 /// How long a stopping shard waits for busy connections.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

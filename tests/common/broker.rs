@@ -109,11 +109,18 @@ impl Broker {
     }
 
     fn wait_ready(&mut self) {
+        // What the broker said before it stopped (a refused config, ...)
+        // goes into the failure message.
+        let mut said = Vec::new();
         loop {
             let line = match self.stderr.recv_timeout(STARTUP_LIMIT) {
                 Ok(line) => line,
-                Err(e) => panic!("broker did not print its readiness line: {e}"),
+                Err(e) => panic!(
+                    "broker did not print its readiness line: {e}; it printed:\n{}",
+                    said.join("\n")
+                ),
             };
+            said.push(plain_log_line(&line));
             // "shardlog: listening on 127.0.0.1:PORT with N shards (broker.id=B, cluster.id=C)"
             let Some(rest) = line.strip_prefix("shardlog: listening on ") else {
                 continue;

@@ -9,6 +9,8 @@
 //! - [`cluster`], [`zookeeper`], [`link`], [`replica_cluster`],
 //!   [`verifiable`]: ZooKeeper, cuttable links and replicated clusters of
 //!   shardlog or Kafka brokers;
+//! - [`tls`]: CA, broker and client certificates and keystores made with
+//!   `openssl` and `keytool`, and the SSL config lines that use them;
 //! - [`idempotence`], [`txn`], [`loadgen`], [`faultfs`], [`executor`]: the
 //!   helpers of one family of tests each.
 #![allow(dead_code)] // each test binary uses a part of it
@@ -27,6 +29,7 @@ pub mod loadgen;
 pub mod partition_log;
 pub mod records;
 pub mod replica_cluster;
+pub mod tls;
 pub mod txn;
 pub mod verifiable;
 pub mod zookeeper;

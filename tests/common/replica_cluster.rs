@@ -26,6 +26,7 @@ use crate::common::{run_py_script, venv_python_with, Broker};
 
 mod disk;
 mod history;
+pub mod listeners;
 pub mod scenario;
 
 #[allow(unused_imports)] // re-exports: each test binary uses a part
@@ -75,6 +76,11 @@ pub struct Node {
     taken_over_dir: Option<PathBuf>,
     kafka_port: u16,
     settings: Vec<String>,
+    /// Named listeners (SSL ones among them); `None`: PLAINTEXT only.
+    listeners: Option<listeners::Listeners>,
+    /// The shardlog broker's client listener port when `listeners` is set
+    /// (fixed, so the link's target stays across restarts).
+    shardlog_port: u16,
 }
 
 impl Node {
@@ -112,10 +118,17 @@ impl Node {
     fn spawn(&mut self) {
         assert!(self.proc.is_none(), "broker {} already running", self.id);
         let mut settings = self.settings.clone();
-        settings.push(format!(
-            "advertised.listeners=PLAINTEXT://{}",
-            self.link.address()
-        ));
+        let port = match self.system {
+            System::Shardlog => self.shardlog_port,
+            System::Kafka => self.kafka_port,
+        };
+        match &self.listeners {
+            Some(l) => settings.extend(listeners::settings(l, port, &self.link.address())),
+            None => settings.push(format!(
+                "advertised.listeners=PLAINTEXT://{}",
+                self.link.address()
+            )),
+        }
         match self.system {
             System::Shardlog => {
                 settings.push("shardlog.shards=1".into());
@@ -134,7 +147,11 @@ impl Node {
                     None => tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("log dir"),
                 };
                 let b = Broker::start_in(dir, &refs);
-                self.link.set_target(&b.bootstrap());
+                if self.listeners.is_some() {
+                    self.link.set_target(&format!("127.0.0.1:{port}"));
+                } else {
+                    self.link.set_target(&b.bootstrap());
+                }
                 self.proc = Some(Proc::Shardlog(b));
             }
             System::Kafka => {
@@ -153,6 +170,7 @@ impl Node {
             self.kafka_port,
             dir.join("logs").display()
         );
+        // (a later `listeners=` line from `settings` wins in a properties file)
         for s in settings {
             props.push_str(s);
             props.push('\n');
@@ -342,7 +360,22 @@ impl ReplCluster {
     /// systems read the same keys), all registered.
     pub fn start(system: System, n: i32, settings: &[&str]) -> ReplCluster {
         let systems: Vec<System> = (0..n).map(|_| system).collect();
-        Self::start_nodes(system, &systems, settings, false)
+        Self::start_nodes(system, &systems, settings, false, &|_| None)
+    }
+
+    /// Like [`ReplCluster::start_mixed`] (brokers started one by one), each
+    /// broker `id` with the named listeners `listeners(id)`.
+    pub fn start_with_listeners(
+        systems: &[System],
+        settings: &[&str],
+        listeners: &dyn Fn(i32) -> listeners::Listeners,
+    ) -> ReplCluster {
+        let system = if systems.contains(&System::Kafka) {
+            System::Kafka
+        } else {
+            System::Shardlog
+        };
+        Self::start_nodes(system, systems, settings, true, &|id| Some(listeners(id)))
     }
 
     /// The cluster shape the group, transaction and admin scenarios run
@@ -367,7 +400,7 @@ impl ReplCluster {
         } else {
             System::Shardlog
         };
-        Self::start_nodes(system, systems, settings, true)
+        Self::start_nodes(system, systems, settings, true, &|_| None)
     }
 
     fn start_nodes(
@@ -375,6 +408,7 @@ impl ReplCluster {
         systems: &[System],
         settings: &[&str],
         one_by_one: bool,
+        listeners: &dyn Fn(i32) -> Option<listeners::Listeners>,
     ) -> ReplCluster {
         let n = systems.len() as i32;
         let zk = ZkServer::standalone();
@@ -404,6 +438,8 @@ impl ReplCluster {
                 taken_over_dir: None,
                 kafka_port: free_port(),
                 settings: s,
+                listeners: listeners(id),
+                shardlog_port: free_port(),
             });
         }
         let mut c = ReplCluster {

@@ -43,6 +43,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *   subscribe BOOTSTRAP TOPIC PARTITIONS COUNT ASSIGNOR_CLASS GROUP
  *   transactional BOOTSTRAP TOPIC
  *   (admin: see AdminCheck)
+ *
+ * With SHARDLOG_CLIENT_CONFIG set to a properties file (e.g. security.protocol=SSL
+ * and the ssl.truststore.* / ssl.keystore.* keys), its settings go into every
+ * producer, consumer and admin client.
  */
 public final class ClientCheck {
     /** Guard against a broker that stops answering; never a speed check. */
@@ -72,8 +76,22 @@ public final class ClientCheck {
         return ("key-" + seq).getBytes(StandardCharsets.UTF_8);
     }
 
-    static Properties producerProps(String bootstrap) {
+    /** SHARDLOG_CLIENT_CONFIG's settings (empty without it). */
+    static Properties clientConfig() {
         Properties p = new Properties();
+        String file = System.getenv("SHARDLOG_CLIENT_CONFIG");
+        if (file != null && !file.isEmpty()) {
+            try (java.io.FileReader r = new java.io.FileReader(file, StandardCharsets.UTF_8)) {
+                p.load(r);
+            } catch (java.io.IOException e) {
+                throw new IllegalArgumentException("SHARDLOG_CLIENT_CONFIG " + file + ": " + e, e);
+            }
+        }
+        return p;
+    }
+
+    static Properties producerProps(String bootstrap) {
+        Properties p = clientConfig();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
@@ -82,7 +100,7 @@ public final class ClientCheck {
     }
 
     static Properties consumerProps(String bootstrap) {
-        Properties c = new Properties();
+        Properties c = clientConfig();
         c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
@@ -216,7 +234,7 @@ public final class ClientCheck {
      * its metadata does not list yet blocks up to max.block.ms per record.
      */
     static void createTopic(String bootstrap, String topic, int partitions) throws Exception {
-        Properties p = new Properties();
+        Properties p = clientConfig();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         try (Admin admin = Admin.create(p)) {
             admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all()

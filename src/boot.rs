@@ -545,6 +545,7 @@ async fn stop_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         z.bytes_sendfile += stats.bytes_sendfile;
         z.bytes_copied += stats.bytes_copied;
         z.bytes_glommio += stats.bytes_glommio;
+        z.bytes_tls += stats.bytes_tls;
     }
 }
 
@@ -566,8 +567,8 @@ fn finish_shutdown(report: &Mutex<ShutdownReport>, checkpoints: &CheckpointBoard
     }
     let z = report.zerocopy;
     eprintln!(
-        "zerocopy: sendmsg={} sendfile={} copied={} glommio={}",
-        z.bytes_sendmsg, z.bytes_sendfile, z.bytes_copied, z.bytes_glommio
+        "zerocopy: sendmsg={} sendfile={} copied={} glommio={} tls={}",
+        z.bytes_sendmsg, z.bytes_sendfile, z.bytes_copied, z.bytes_glommio, z.bytes_tls
     );
 }
 

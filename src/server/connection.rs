@@ -13,8 +13,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use futures_lite::io::{ReadHalf, WriteHalf};
-use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
+use futures_lite::FutureExt;
 use glommio::net::TcpStream;
 use kafka_protocol::messages::ApiKey;
 
@@ -23,7 +22,8 @@ use super::handlers::quota_common::{request_quota_applies, request_throttle_ms};
 use super::handlers::{Request, Response};
 use super::in_order::InOrder;
 use super::memory_pool::{Lease, MemoryPool};
-use super::out::{write_parts, ConnWriter, OutPart};
+use super::out::{ConnWriter, OutPart};
+use super::transport::{ConnRead, ConnWrite, PlainRead, PlainWrite};
 use crate::io::clock::Clock;
 use crate::io::local_sync::{FifoGate, Notify, Trigger};
 use crate::protocol::frame::{frame_len, take_frame};
@@ -69,6 +69,8 @@ struct Conn {
     ctx: Rc<ShardContext>,
     peer: String,
     client_host: Rc<str>,
+    /// Kafka's principal of the client (`handlers::Request::principal`).
+    principal: Rc<str>,
     in_order: RefCell<InOrder<Outcome>>,
     /// Reader → writer: an outcome finished, or the reader stopped.
     wake_writer: Notify,
@@ -95,14 +97,11 @@ struct Conn {
     produce_order: Rc<FifoGate>,
 }
 
-/// Serve one connection until the client leaves, it must be closed, or
-/// the shard stops (then in-flight responses are finished first).
+/// Serve one PLAINTEXT connection until the client leaves, it must be
+/// closed, or the shard stops (then in-flight responses are finished
+/// first).
 pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream, pool: Arc<MemoryPool>) {
-    let peer_addr = stream.peer_addr().ok();
-    let peer = peer_addr.map_or_else(|| "?".into(), |a| a.to_string());
-    // Kafka's client host in group membership: "/" + the peer's address.
-    let client_host: Rc<str> =
-        peer_addr.map_or_else(|| "/".into(), |a| format!("/{}", a.ip()).into());
+    let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
@@ -112,12 +111,55 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream, pool: Arc<MemoryPoo
         tracing::warn!(error = %e, "cannot make socket non-blocking; closing");
         return;
     }
-    let (mut reader, writer) = futures_lite::io::split(stream);
-    let writer = ConnWriter { stream: writer, fd };
-    let conn = Rc::new(Conn {
-        ctx,
+    let (reader, writer) = futures_lite::io::split(stream);
+    let reader = PlainRead {
+        fd,
+        reader,
+        scratch: Vec::new(),
+    };
+    let writer = PlainWrite(ConnWriter { stream: writer, fd });
+    let principal: Rc<str> = super::tls_conn::ANONYMOUS_PRINCIPAL.into();
+    let who = Peer {
         peer,
         client_host,
+        principal,
+    };
+    run(ctx, who, pool, reader, writer).await;
+}
+
+/// Who is on the other end of a connection.
+pub struct Peer {
+    /// The peer's address, for log lines.
+    pub peer: String,
+    /// Kafka's client host in group membership: "/" + the peer's address.
+    pub client_host: Rc<str>,
+    /// Kafka's principal (`User:ANONYMOUS` without a client certificate).
+    pub principal: Rc<str>,
+}
+
+/// The peer's address for log lines and Kafka's client host ("/" + IP).
+pub fn peer_names(stream: &TcpStream) -> (String, Rc<str>) {
+    let peer_addr = stream.peer_addr().ok();
+    let peer = peer_addr.map_or_else(|| "?".into(), |a| a.to_string());
+    let client_host: Rc<str> =
+        peer_addr.map_or_else(|| "/".into(), |a| format!("/{}", a.ip()).into());
+    (peer, client_host)
+}
+
+/// Run a connection's read and write loops over its transport until the
+/// client leaves, it must be closed, or the shard stops.
+pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
+    ctx: Rc<ShardContext>,
+    who: Peer,
+    pool: Arc<MemoryPool>,
+    mut reader: R,
+    writer: W,
+) {
+    let conn = Rc::new(Conn {
+        ctx,
+        peer: who.peer,
+        client_host: who.client_host,
+        principal: who.principal,
         in_order: RefCell::new(InOrder::new()),
         wake_writer: Notify::default(),
         wake_reader: Notify::default(),
@@ -129,10 +171,10 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream, pool: Arc<MemoryPoo
         pool,
         produce_order: Rc::default(),
     });
-    tracing::debug!(peer = %conn.peer, "connection accepted");
+    tracing::debug!(peer = %conn.peer, principal = %conn.principal, "connection accepted");
     let writer_task = glommio::spawn_local(write_loop(conn.clone(), writer));
     glommio::spawn_local(idle_watch(conn.clone())).detach();
-    read_loop(&conn, fd, &mut reader).await;
+    read_loop(&conn, &mut reader).await;
     conn.reader_done.set(true);
     conn.wake_writer.notify();
     writer_task.await;
@@ -172,7 +214,7 @@ async fn idle_watch(conn: Rc<Conn>) {
     }
 }
 
-async fn read_loop(conn: &Rc<Conn>, fd: std::os::fd::RawFd, reader: &mut ReadHalf<TcpStream>) {
+async fn read_loop<R: ConnRead>(conn: &Rc<Conn>, reader: &mut R) {
     let max = usize::try_from(conn.ctx.config.socket_request_max_bytes).unwrap_or(0);
     // `queued.max.requests`: requests read ahead of their responses; past
     // this the reader stops reading the socket (Kafka clients default to 5
@@ -180,7 +222,7 @@ async fn read_loop(conn: &Rc<Conn>, fd: std::os::fd::RawFd, reader: &mut ReadHal
     let max_in_flight = usize::try_from(conn.ctx.config.queued_max_requests)
         .unwrap_or(1)
         .max(1);
-    let mut rb = ReadBuf::default();
+    let mut buf = BytesMut::new();
     // The pool's lease for the frame at the front of the buffer, taken as
     // soon as its length is known; it moves into the request's task.
     let mut lease: Option<Lease> = None;
@@ -203,10 +245,10 @@ async fn read_loop(conn: &Rc<Conn>, fd: std::os::fd::RawFd, reader: &mut ReadHal
             if !wait_in_flight_below(conn, max_in_flight).await {
                 return;
             }
-            if !lease_front_frame(conn, &rb.buf, max, &mut lease).await {
+            if !lease_front_frame(conn, &buf, max, &mut lease).await {
                 return;
             }
-            match take_frame(&mut rb.buf, max) {
+            match take_frame(&mut buf, max) {
                 Ok(Some(frame)) => {
                     if !on_frame(conn, frame, lease.take()) {
                         return;
@@ -223,15 +265,21 @@ async fn read_loop(conn: &Rc<Conn>, fd: std::os::fd::RawFd, reader: &mut ReadHal
         }
         // Here fewer than max_in_flight requests are in flight: the inner
         // loop waited for that before finding no whole frame.
-        let buffered = rb.buf.len();
-        let want = match frame_len(&rb.buf, max) {
+        let buffered = buf.len();
+        let want = match frame_len(&buf, max) {
             Ok(Some(total)) => read_window(total, buffered),
             _ => READ_CHUNK,
         };
-        let read = wait_or_stop(conn, rb.fill(fd, reader, want)).await;
+        let read = wait_or_stop(conn, reader.fill(&mut buf, want)).await;
         match read {
             Some(Ok(n)) if n > 0 => {}
             Some(Ok(_)) => return, // client closed its side
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                // Bad TLS records (the only reads that judge the bytes).
+                tracing::warn!(peer = %conn.peer, error = %e, "closing connection: bad TLS input");
+                conn.closed.fire();
+                return;
+            }
             Some(Err(e)) => {
                 tracing::debug!(peer = %conn.peer, error = %e, "read failed");
                 return;
@@ -305,41 +353,6 @@ async fn wait_while_muted(conn: &Conn) -> bool {
     wait_or_stop(conn, pause).await.is_some()
 }
 
-/// The connection's read buffer. Reads go straight into its spare
-/// capacity (`io::recv`: no zeroing of each read window, which cost a
-/// memset the size of the read for every request once a frame had been
-/// split off); only when the socket has nothing yet does a read wait
-/// through glommio, into `scratch` (zeroed once per connection), and the
-/// bytes are appended.
-#[derive(Default)]
-struct ReadBuf {
-    buf: BytesMut,
-    scratch: Vec<u8>,
-}
-
-impl ReadBuf {
-    /// Read up to `want` more bytes after the buffered ones; `Ok(0)`: the
-    /// peer closed its side.
-    async fn fill(
-        &mut self,
-        fd: std::os::fd::RawFd,
-        reader: &mut ReadHalf<TcpStream>,
-        want: usize,
-    ) -> std::io::Result<usize> {
-        if let Some(n) = crate::io::recv::recv_into_spare(fd, &mut self.buf, want)? {
-            return Ok(n);
-        }
-        if self.scratch.is_empty() {
-            self.scratch = vec![0; READ_CHUNK];
-        }
-        let n = reader
-            .read(&mut self.scratch[..want.min(READ_CHUNK)])
-            .await?;
-        self.buf.extend_from_slice(&self.scratch[..n]);
-        Ok(n)
-    }
-}
-
 /// Run `fut` unless the shard stops or the connection closes first.
 async fn wait_or_stop<T>(conn: &Conn, fut: impl std::future::Future<Output = T>) -> Option<T> {
     let stop = async {
@@ -388,6 +401,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
             header: header.clone(),
             body,
             client_host: conn.client_host.clone(),
+            principal: conn.principal.clone(),
             produce_turn,
         };
         let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();
@@ -487,7 +501,7 @@ fn close_after_pending(conn: &Conn, reason: String) -> bool {
     false
 }
 
-async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>) {
+async fn write_loop<W: ConnWrite>(conn: Rc<Conn>, mut writer: W) {
     loop {
         let mut parts = Vec::new();
         let mut produced = Vec::new();
@@ -513,7 +527,7 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
             }
         }
         if !parts.is_empty() {
-            if let Err(e) = write_parts(&mut writer, parts, &conn.ctx.stats.zerocopy).await {
+            if let Err(e) = writer.write_parts(parts, &conn.ctx.stats.zerocopy).await {
                 tracing::debug!(peer = %conn.peer, error = %e, "write failed");
                 conn.closed.fire();
                 break;
@@ -548,7 +562,7 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
         }
         conn.wake_writer.notified().await;
     }
-    let _ = writer.stream.close().await;
+    writer.close().await;
 }
 
 #[cfg(test)]

@@ -74,6 +74,9 @@ pub struct Request {
     pub body: Bytes,
     /// "/" + the client's address (what group membership reports).
     pub client_host: Rc<str>,
+    /// Kafka's principal of the connection (`User:ANONYMOUS`, or from an
+    /// SSL client certificate via `ssl.principal.mapping.rules`).
+    pub principal: Rc<str>,
     /// A Produce request's place in its connection's produce order, taken
     /// as the request was read (`produce::handle` says why); `None` for
     /// other requests.

@@ -206,7 +206,13 @@ fn take_plaintext(s: &mut ServerConnection, buf: &mut BytesMut, want: usize) -> 
     let mut reader = s.reader();
     while taken < want {
         match reader.fill_buf() {
-            Ok([]) => return if taken > 0 { Taken::Some(taken) } else { Taken::Closed },
+            Ok([]) => {
+                return if taken > 0 {
+                    Taken::Some(taken)
+                } else {
+                    Taken::Closed
+                }
+            }
             Ok(chunk) => {
                 let n = chunk.len().min(want - taken);
                 buf.extend_from_slice(&chunk[..n]);
@@ -232,7 +238,14 @@ impl Read for FdRecv {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: `buf` is `buf.len()` writable, initialized bytes; the
         // kernel writes at most that many and reports how many.
-        let n = unsafe { libc::recv(self.0, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        let n = unsafe {
+            libc::recv(
+                self.0,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
         if n < 0 {
             let e = io::Error::last_os_error();
             return Err(if e.kind() == io::ErrorKind::Interrupted {
@@ -392,3 +405,6 @@ impl ConnWrite for TlsWrite {
         let _ = self.out.stream.close().await;
     }
 }
+
+#[cfg(test)]
+mod tests;

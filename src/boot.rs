@@ -125,6 +125,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
     let checkpoints = Arc::new(CheckpointBoard::new(dirs.clone()));
     let limits = BrokerLimits::from_config(&config)?;
+    let broker_tls = crate::io::broker_stream::BrokerTls::default();
     let io_memory = data_shard_io_memory(&config, n_shards);
     let (ends_tx, ends_rx) = mpsc::channel();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
@@ -145,6 +146,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             report: report.clone(),
             checkpoints: checkpoints.clone(),
             limits: limits.clone(),
+            broker_tls: broker_tls.clone(),
         };
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu)).io_memory(io_memory);
         // glommio's preempt timer stays at its 100 ms default: a 500 µs
@@ -175,6 +177,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         report: report.clone(),
         checkpoints: checkpoints.clone(),
         limits,
+        broker_tls,
     };
     // The control shard is off the data path; on small hosts it shares a core.
     shard_thread::spawn(
@@ -256,6 +259,8 @@ struct ShardSetup {
     /// offsets while running and once more at clean shutdown.
     checkpoints: Arc<CheckpointBoard>,
     limits: BrokerLimits,
+    /// TLS client configurations of the broker's outbound connections.
+    broker_tls: crate::io::broker_stream::BrokerTls,
 }
 
 /// The broker-wide limits every shard shares.
@@ -305,6 +310,7 @@ fn shard_base(setup: &ShardSetup, clock: Rc<dyn Clock>) -> ShardBase {
         api_table: server::dispatch::api_table(),
         clock,
         snapshot: setup.snapshot.clone(),
+        broker_tls: setup.broker_tls.clone(),
     }
 }
 
@@ -366,6 +372,7 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         setup.config.clone(),
         clock.clone(),
         setup.limits.replication_quotas.clone(),
+        setup.broker_tls.inter_broker.clone(),
     ));
     let purgatory = PurgatoryDriver::new(clock, PurgatoryConfig::default());
     let groups = Rc::new(GroupHost::new(
@@ -373,7 +380,10 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         setup.config.offsets_topic_num_partitions,
         i64::from(setup.config.offsets_commit_timeout_ms),
     ));
-    let txns = Rc::new(crate::shard::txn::txn_host::TxnHost::new(&setup.config));
+    let txns = Rc::new(crate::shard::txn::txn_host::TxnHost::new(
+        &setup.config,
+        setup.broker_tls.inter_broker.clone(),
+    ));
     DataShard::new(id, setup.n_shards, replicas, purgatory, groups, txns)
 }
 

@@ -8,6 +8,7 @@
 //! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
 
 pub mod affinity;
+pub mod broker_stream;
 pub mod clock;
 pub mod dma;
 pub mod host;

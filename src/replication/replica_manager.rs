@@ -171,6 +171,7 @@ impl ReplicaManager {
         server: Arc<ServerConfig>,
         clock: Rc<dyn Clock>,
         quotas: Arc<ReplicationQuotas>,
+        inter_broker_tls: Option<Arc<rustls::ClientConfig>>,
     ) -> Self {
         let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
         let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
@@ -191,6 +192,7 @@ impl ReplicaManager {
                 i64::from(server.replica_socket_timeout_ms),
                 clock.clone(),
                 quotas.clone(),
+                inter_broker_tls,
             ),
             clock,
             server,

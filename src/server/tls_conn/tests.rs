@@ -370,3 +370,49 @@ fn bad_handshakes_close_with_rustls_reason_while_a_good_connection_goes_on() {
         );
     }
 }
+
+/// The broker's own TLS client (`io::broker_stream`) against this server:
+/// the advertised host is the server name its certificate must carry.
+#[test]
+fn the_brokers_tls_client_checks_the_advertised_host_and_talks_through() {
+    use crate::io::broker_stream::BrokerStream;
+    let dir = tempfile::tempdir().expect("tempdir");
+    make_keys(dir.path());
+    let (addr, server) = serve(dir.path(), 2, 10_000, None);
+    let config = client_config(dir.path(), "client");
+    let port = addr.port();
+    let got = std::thread::spawn(move || {
+        LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                // A host name the certificate does not carry: refused.
+                let tcp = glommio::net::TcpStream::connect(addr)
+                    .await
+                    .expect("connect");
+                let wrong =
+                    BrokerStream::over(tcp, &format!("broker-9.example:{port}"), Some(&config))
+                        .await
+                        .err()
+                        .map(|e| e.to_string());
+                let mut s = BrokerStream::connect(&format!("localhost:{port}"), Some(&config))
+                    .await
+                    .expect("TLS to localhost");
+                assert!(s.is_tls());
+                s.write_all(&[0, 0, 0, 5]).await.expect("send");
+                s.write_all(b"hello").await.expect("send");
+                s.flush().await.expect("flush");
+                let mut answer = Vec::new();
+                s.read_to_end(&mut answer).await.expect("read");
+                (wrong, answer)
+            })
+            .expect("executor")
+            .join()
+            .expect("join")
+    })
+    .join()
+    .expect("client");
+    let (outcomes, _) = server.join().expect("server");
+    let wrong = got.0.expect("a wrong name must fail");
+    assert!(wrong.contains("not valid for name"), "{wrong}");
+    assert_eq!(got.1, b"hello");
+    assert_eq!(outcomes[1], "User:CN=client");
+}

@@ -54,6 +54,7 @@ pub async fn run(ctx: &ShardContext, broker_epoch: i64) -> bool {
                     me,
                     ChannelConfig {
                         socket_timeout: timeout,
+                        tls: ctx.broker_tls.control_plane.clone(),
                         ..ChannelConfig::default()
                     },
                 );

@@ -82,11 +82,11 @@ fn benches(c: &mut Criterion) {
     all.topics = None;
     c.bench_function("metadata_v12_100x10_build_and_encode", |b| {
         b.iter(|| {
-            let answer = metadata_response(black_box(&snap), &all, 12, true);
+            let answer = metadata_response(black_box(&snap), &all, 12, "PLAINTEXT", true);
             black_box(encode(&answer.response, 12).unwrap());
         })
     });
-    let answer = metadata_response(&snap, &all, 12, true);
+    let answer = metadata_response(&snap, &all, 12, "PLAINTEXT", true);
     c.bench_function("metadata_v12_100x10_encode_only", |b| {
         b.iter(|| black_box(encode(black_box(&answer.response), 12).unwrap()))
     });

@@ -2,11 +2,13 @@
 //! executor per data shard plus the control executor, join them into the
 //! mesh, announce readiness, and stop cleanly on SIGINT/SIGTERM.
 
+mod bind;
 mod log_dirs;
 mod shard_thread;
+mod tls;
 mod zk;
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::os::fd::{IntoRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -15,7 +17,6 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
 use glommio::{LocalExecutorBuilder, Placement};
-use socket2::{Domain, Protocol, Socket, Type};
 
 use std::rc::Rc;
 
@@ -23,13 +24,14 @@ use crate::config::ServerConfig;
 use crate::controller::AdminManager;
 use crate::io::affinity::allowed_cpus;
 use crate::io::clock::{Clock, SystemClock};
-use crate::metadata::{BrokerEndpoint, Snapshot};
+use crate::metadata::Snapshot;
 use crate::purgatory::delayed_operation::PurgatoryConfig;
 use crate::purgatory::driver::PurgatoryDriver;
 use crate::replication::quota::ReplicationQuotas;
 use crate::replication::replica_manager::ReplicaManager;
 use crate::server;
 use crate::server::connection_quotas::ConnectionQuotas;
+use crate::server::listener::ListenerInfo;
 use crate::server::memory_pool::MemoryPool;
 use crate::shard::context::{Role, RolePart, ShardBase, ShardContext, ShardRequest, ShardResponse};
 use crate::shard::control::control_shard::ControlShard;
@@ -44,8 +46,6 @@ use crate::types::ShardId;
 /// Registered io_uring buffer memory of the control shard (off the data
 /// path: it writes no segments).
 const CONTROL_IO_MEMORY_BYTES: usize = crate::storage::buffer_pool::REGISTER_FLOOR;
-/// Listen backlog per shard socket.
-const LISTEN_BACKLOG: i32 = 1024;
 /// Mesh queue length per peer pair.
 const MESH_QUEUE_LEN: usize = 1024;
 /// How often a data shard looks for the control shard's first snapshot.
@@ -95,7 +95,12 @@ fn data_shard_io_memory(config: &ServerConfig, n_shards: usize) -> usize {
 pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
     let allowed = allowed_cpus();
     let n_shards = config.data_shards(allowed.len().max(1));
-    let (fds, bound) = bind_first_listener(&config, n_shards)?;
+    let bind::BoundListeners { listeners, sockets } = bind::bind_listeners(&config, n_shards)?;
+    // The readiness line names the first listener's address.
+    let bound = listeners
+        .first()
+        .map(|l| l.addr)
+        .ok_or_else(|| anyhow!("no listeners"))?;
 
     let dirs = log_dirs::open(&config)?;
     let log_dir = dirs.first().to_path_buf();
@@ -107,7 +112,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         identity
     };
     config.broker_id = broker_id;
-    let snapshot = Snapshot::single_broker(&cluster_id, advertised_endpoint(&config, bound));
+    let snapshot = bind::boot_snapshot(&cluster_id, &config, &listeners);
     let config = Arc::new(config);
     let info = BootInfo {
         bound,
@@ -125,11 +130,15 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
     let checkpoints = Arc::new(CheckpointBoard::new(dirs.clone()));
     let limits = BrokerLimits::from_config(&config)?;
-    let broker_tls = crate::io::broker_stream::BrokerTls::default();
+    let broker_tls = tls::broker_tls(&config)?;
     let io_memory = data_shard_io_memory(&config, n_shards);
     let (ends_tx, ends_rx) = mpsc::channel();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
-    for (i, fd) in fds.into_iter().enumerate() {
+    for (i, fds) in sockets.into_iter().enumerate() {
+        let fds: Vec<(OwnedFd, ListenerInfo)> = fds
+            .into_iter()
+            .zip(listeners.iter().map(|l| l.info.clone()))
+            .collect();
         let cpu = config.cpu_for_shard(i, &allowed);
         let shard = ShardSetup {
             role: Role::Data(ShardId(i as u16)),
@@ -158,7 +167,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             })));
         }
         shard_thread::spawn(&format!("shard-{i}"), builder, ends_tx.clone(), move || {
-            data_shard_main(shard, fd)
+            data_shard_main(shard, fds)
         })
         .with_context(|| format!("starting shard {i} on cpu {cpu}"))?;
     }
@@ -179,14 +188,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         limits,
         broker_tls,
     };
-    // The control shard is off the data path; on small hosts it shares a core.
-    shard_thread::spawn(
-        "control",
-        LocalExecutorBuilder::new(Placement::Unbound).io_memory(CONTROL_IO_MEMORY_BYTES),
-        ends_tx,
-        move || control_shard_main(control),
-    )
-    .context("starting the control shard")?;
+    spawn_control(control, ends_tx)?;
 
     let startup = wait_ready(&ready_rx, n_shards + 1);
     match &startup {
@@ -202,18 +204,18 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     Ok(())
 }
 
-/// One SO_REUSEPORT socket per data shard on the first listener.
-fn bind_first_listener(
-    config: &ServerConfig,
-    n_shards: usize,
-) -> anyhow::Result<(Vec<OwnedFd>, SocketAddr)> {
-    let listener = config
-        .listeners
-        .first()
-        .cloned()
-        .ok_or_else(|| anyhow!("no listeners"))?;
-    let bind_addr = resolve(&listener.host, listener.port)?;
-    bind_shard_sockets(bind_addr, n_shards).with_context(|| format!("binding {}", listener))
+/// The control shard is off the data path; on small hosts it shares a core.
+fn spawn_control(
+    control: ShardSetup,
+    ends_tx: mpsc::Sender<shard_thread::ShardEnd>,
+) -> anyhow::Result<()> {
+    shard_thread::spawn(
+        "control",
+        LocalExecutorBuilder::new(Placement::Unbound).io_memory(CONTROL_IO_MEMORY_BYTES),
+        ends_tx,
+        move || control_shard_main(control),
+    )
+    .context("starting the control shard")
 }
 
 fn wait_ready(ready: &mpsc::Receiver<Result<(), String>>, expected: usize) -> Result<(), String> {
@@ -387,7 +389,7 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
     DataShard::new(id, setup.n_shards, replicas, purgatory, groups, txns)
 }
 
-async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
+async fn data_shard_main(setup: ShardSetup, fds: Vec<(OwnedFd, ListenerInfo)>) {
     let Role::Data(id) = setup.role else {
         return;
     };
@@ -411,19 +413,32 @@ async fn data_shard_main(setup: ShardSetup, fd: OwnedFd) {
         while ctx.snapshot().version == 0 && !setup.stop.load(Ordering::Relaxed) {
             glommio::timer::sleep(FIRST_SNAPSHOT_POLL).await;
         }
-        // SAFETY: `fd` is a bound, listening TCP socket we own; ownership
-        // moves into the glommio listener, which closes it on drop.
-        let listener = unsafe {
-            <glommio::net::TcpListener as std::os::fd::FromRawFd>::from_raw_fd(fd.into_raw_fd())
-        };
         let _ = setup.ready.send(Ok(()));
-        server::listener::serve(
-            ctx.clone(),
-            listener,
-            setup.limits.quotas.clone(),
-            setup.limits.request_pool.clone(),
-        )
-        .await;
+        // One accept loop per listener; each returns once the shard stops
+        // and its connections drained.
+        let loops: Vec<_> = fds
+            .into_iter()
+            .map(|(fd, info)| {
+                // SAFETY: `fd` is a bound, listening TCP socket we own;
+                // ownership moves into the glommio listener, which closes
+                // it on drop.
+                let listener = unsafe {
+                    <glommio::net::TcpListener as std::os::fd::FromRawFd>::from_raw_fd(
+                        fd.into_raw_fd(),
+                    )
+                };
+                glommio::spawn_local(server::listener::serve(
+                    ctx.clone(),
+                    listener,
+                    Rc::new(info),
+                    setup.limits.quotas.clone(),
+                    setup.limits.request_pool.clone(),
+                ))
+            })
+            .collect();
+        for accept_loop in loops {
+            accept_loop.await;
+        }
         stop_data_path(&ctx, &setup).await;
     }
     setup.data_running.fetch_sub(1, Ordering::AcqRel);
@@ -686,69 +701,6 @@ async fn control_shard_main(setup: ShardSetup) {
     if let Some(mesh) = ctx.mesh() {
         mesh.close();
     }
-}
-
-fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
-    // An empty host means all interfaces (Kafka's `PLAINTEXT://:9092`).
-    let host = if host.is_empty() { "0.0.0.0" } else { host };
-    (host, port)
-        .to_socket_addrs()
-        .with_context(|| format!("resolving {host}"))?
-        .next()
-        .ok_or_else(|| anyhow!("{host} resolves to nothing"))
-}
-
-/// One listening socket per shard on the same address (SO_REUSEPORT; the
-/// kernel spreads connections). SO_REUSEADDR lets a restart bind while old
-/// connections sit in TIME_WAIT. Port 0 picks a free port once, then every
-/// other shard binds that port.
-fn bind_shard_sockets(addr: SocketAddr, n: usize) -> anyhow::Result<(Vec<OwnedFd>, SocketAddr)> {
-    let mut addr = addr;
-    let mut fds = Vec::with_capacity(n);
-    for _ in 0..n {
-        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-        socket.set_reuse_address(true)?;
-        socket.set_reuse_port(true)?;
-        socket.bind(&addr.into())?;
-        socket.listen(LISTEN_BACKLOG)?;
-        if addr.port() == 0 {
-            addr = socket
-                .local_addr()?
-                .as_socket()
-                .ok_or_else(|| anyhow!("listener has no inet address"))?;
-        }
-        fds.push(OwnedFd::from(socket));
-    }
-    Ok((fds, addr))
-}
-
-fn advertised_endpoint(config: &ServerConfig, bound: SocketAddr) -> BrokerEndpoint {
-    let advertised = config.effective_advertised_listeners().first().cloned();
-    let (host, port) = match advertised {
-        Some(l) => (l.host, l.port),
-        None => (String::new(), 0),
-    };
-    // Like Kafka, an empty host advertises this machine's name; port 0
-    // (tests) advertises the port actually bound.
-    let host = if host.is_empty() || host == "0.0.0.0" {
-        hostname().unwrap_or_else(|| bound.ip().to_string())
-    } else {
-        host
-    };
-    let port = if port == 0 { bound.port() } else { port };
-    BrokerEndpoint {
-        broker_id: crate::types::BrokerId(config.broker_id),
-        host,
-        port,
-        rack: config.broker_rack.clone(),
-    }
-}
-
-fn hostname() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
 }
 
 /// Kafka's first generated broker id (`reserved.broker.max.id` 1000 + 1).

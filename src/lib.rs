@@ -27,6 +27,7 @@
 //! | [`metadata`]  | §2      | pure  | per-shard metadata snapshot and the answers built from it |
 //! | [`shard`]     | §1–2    | mixed | placement, mesh, context, data path; subsystem drivers (control, group, txn) |
 //! | [`server`]    | §2      | mixed | listener, connections, response sequencer, one handler per API |
+//! | [`tls`]       | —       | mixed | `ssl.*` keys per listener, keystores, rustls configs, principal mapping |
 //! | [`alloc`]     | —       | io    | the global allocator the binary installs (huge requests mapped lazily) |
 //! | [`boot`]      | §1      | io    | the composition root: listeners, shards, control shard, shutdown |
 //! | [`loadgen`]   | —       | mixed | the load generator (`shardlog loadgen`, `shardlog bench`) |
@@ -54,6 +55,7 @@ pub mod replication;
 pub mod server;
 pub mod shard;
 pub mod storage;
+pub mod tls;
 pub mod txn;
 pub mod types;
 pub mod zk;

@@ -7,9 +7,14 @@
 //! does not parse stops the start with an error naming key and value.
 
 pub mod dynamic;
+mod listeners;
+pub mod ssl;
 pub mod topic;
 mod value;
 
+pub use listeners::{ProtocolMap, SecurityProtocol};
+
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The sample `server.properties`, used when `shardlog broker` gets no `--config`.
@@ -28,7 +33,8 @@ pub enum ConfigError {
     Syntax { line: usize, text: String },
 }
 
-/// One `listeners` entry: `PLAINTEXT://host:port` (empty host = all interfaces).
+/// One `listeners` entry: `NAME://host:port` (empty host = all interfaces;
+/// the name upper-cased, see `listeners`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listener {
     pub name: String,
@@ -38,7 +44,12 @@ pub struct Listener {
 
 impl fmt::Display for Listener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}://{}:{}", self.name, self.host, self.port)
+        // IPv6 addresses in brackets, as Kafka's `EndPoint.connectionString`.
+        if self.host.contains(':') {
+            write!(f, "{}://[{}]:{}", self.name, self.host, self.port)
+        } else {
+            write!(f, "{}://{}:{}", self.name, self.host, self.port)
+        }
     }
 }
 
@@ -60,11 +71,15 @@ macro_rules! server_config {
         #[derive(Debug, Clone, PartialEq)]
         pub struct ServerConfig {
             $( $(#[$doc])* pub $field: $ty, )*
+            /// Every `ssl.*` key, every `listener.name.<l>.ssl.*` key and
+            /// `security.providers`, as written: resolved per listener by
+            /// `tls::SslSettings` (see [`ssl`]).
+            pub ssl_keys: BTreeMap<String, String>,
         }
 
         impl Default for ServerConfig {
             fn default() -> Self {
-                Self { $( $field: $default, )* }
+                Self { $( $field: $default, )* ssl_keys: BTreeMap::new() }
             }
         }
 
@@ -125,6 +140,12 @@ server_config! {
     inter_broker_listener_name: Option<String> = None;
     /// `security.inter.broker.protocol` (default PLAINTEXT).
     security_inter_broker_protocol: String = "PLAINTEXT".into();
+    /// `listener.security.protocol.map` (default: each protocol under its
+    /// own name).
+    listener_security_protocol_map: ProtocolMap = ProtocolMap::kafka_default();
+    /// `control.plane.listener.name` (KIP-291, default null): the listener
+    /// the controller and brokers exchange controller requests over.
+    control_plane_listener_name: Option<String> = None;
     /// `log.dirs` (default null = `log.dir`).
     log_dirs: Option<Vec<String>> = None;
     /// `log.dir` (default `/tmp/kafka-logs`).
@@ -402,6 +423,10 @@ impl ServerConfig {
         let mut warnings = Vec::new();
         let pairs = parse_properties(text)?;
         for (key, value) in pairs.iter().chain(overrides) {
+            if ssl::is_ssl_key(key) {
+                config.ssl_keys.insert(key.clone(), value.clone());
+                continue;
+            }
             let known = config
                 .set(key, value)
                 .map_err(|reason| ConfigError::InvalidValue {
@@ -413,6 +438,12 @@ impl ServerConfig {
                 warnings.push(format!("unknown config key {key} (ignored)"));
             }
         }
+        let explicit = |k: &str| pairs.iter().chain(overrides).any(|(key, _)| key == k);
+        listeners::refuse_both_inter_broker_keys(
+            config.inter_broker_listener_name.is_some(),
+            explicit("security.inter.broker.protocol"),
+        )?;
+        config.normalise_listener_names();
         config.validate()?;
         Ok(Loaded { config, warnings })
     }
@@ -423,9 +454,7 @@ impl ServerConfig {
             value,
             reason: reason.into(),
         };
-        if self.listeners.is_empty() {
-            return Err(invalid("listeners", String::new(), "at least one listener"));
-        }
+        self.validate_listeners()?;
         let positive: [(&str, i64); 9] = [
             (
                 "leader.imbalance.check.interval.seconds",
@@ -478,6 +507,7 @@ impl ServerConfig {
         if self.shardlog_shards == Some(0) {
             return Err(invalid("shardlog.shards", "0".into(), "must be at least 1"));
         }
+        ssl::check_keys(&self.ssl_keys)?;
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! How each `server.properties` value type parses and shows (Kafka's
 //! `ConfigDef.Type` rules).
 
+use super::listeners::parse_listener;
 use super::{topic, Listener};
 
 /// Parse one value from its text in `server.properties`.
@@ -158,25 +159,4 @@ impl ConfigValue for CpuList {
 
 fn split_list(text: &str) -> impl Iterator<Item = &str> {
     text.split(',').map(str::trim).filter(|s| !s.is_empty())
-}
-
-fn parse_listener(text: &str) -> Result<Listener, String> {
-    let (name, rest) = text
-        .split_once("://")
-        .ok_or_else(|| format!("{text:?} is not NAME://host:port"))?;
-    let (host, port) = rest
-        .rsplit_once(':')
-        .ok_or_else(|| format!("{text:?} has no port"))?;
-    let port: u16 = port.parse().map_err(|_| format!("bad port in {text:?}"))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    // Only plaintext is implemented; TLS/SASL listeners would silently
-    // accept clients that expect a handshake.
-    if name != "PLAINTEXT" {
-        return Err(format!("listener {name} not supported (only PLAINTEXT)"));
-    }
-    Ok(Listener {
-        name: name.to_owned(),
-        host: host.to_owned(),
-        port,
-    })
 }

@@ -152,36 +152,28 @@ pub(super) async fn controller_epoch<S: MetadataStore>(
 }
 
 /// This broker's `/brokers/ids/<id>` payload for its advertised listeners
-/// (Kafka's `BrokerIdZNode.encode`, version 5): every endpoint as
-/// `NAME://host:port`, the listener → security protocol map of those
-/// endpoints, `host`/`port` of the PLAINTEXT one (null / -1 without one),
-/// the rack when `broker.rack` is set. shardlog speaks PLAINTEXT only, so a
-/// listener's protocol is its name when that names a protocol, else
-/// PLAINTEXT (Kafka's `listener.security.protocol.map` default).
+/// (Kafka's `BrokerIdZNode.encode`, version 5, `KafkaServer.createBrokerInfo`):
+/// every endpoint as `NAME://host:port` in config order (IPv6 in
+/// brackets), the listener → security protocol map of those endpoints,
+/// `host`/`port` of the first PLAINTEXT one (null / -1 without one), the
+/// rack when `broker.rack` is set.
 pub fn registration_for(
-    listeners: &[crate::config::Listener],
+    listeners: &[(crate::config::Listener, crate::config::SecurityProtocol)],
     rack: Option<&str>,
     timestamp_ms: i64,
 ) -> BrokerIdZNode {
-    const PROTOCOLS: [&str; 4] = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"];
     let mut reg = BrokerIdZNode::plaintext("", -1, timestamp_ms);
     reg.listener_security_protocol_map.clear();
     reg.endpoints.clear();
     reg.host = None;
-    for l in listeners {
-        let protocol = if PROTOCOLS.contains(&l.name.as_str()) {
-            l.name.clone()
-        } else {
-            "PLAINTEXT".to_string()
-        };
-        if protocol == "PLAINTEXT" && reg.host.is_none() {
+    for (l, protocol) in listeners {
+        if *protocol == crate::config::SecurityProtocol::Plaintext && reg.host.is_none() {
             reg.host = Some(l.host.clone());
             reg.port = i32::from(l.port);
         }
         reg.listener_security_protocol_map
-            .insert(l.name.clone(), protocol);
-        reg.endpoints
-            .push(format!("{}://{}:{}", l.name, l.host, l.port));
+            .insert(l.name.clone(), protocol.name().to_owned());
+        reg.endpoints.push(l.to_string());
     }
     reg.rack = rack.map(str::to_string);
     reg
@@ -243,6 +235,9 @@ impl LiveBroker {
             .filter_map(|e| {
                 let (name, rest) = e.split_once("://")?;
                 let (host, port) = rest.rsplit_once(':')?;
+                // IPv6 hosts are written in brackets (`EndPoint.connectionString`).
+                let host = host.strip_prefix('[').unwrap_or(host);
+                let host = host.strip_suffix(']').unwrap_or(host);
                 let protocol = self
                     .registration
                     .listener_security_protocol_map
@@ -264,14 +259,10 @@ impl LiveBroker {
     }
 }
 
-/// Kafka's `SecurityProtocol` ids.
+/// Kafka's `SecurityProtocol` ids (PLAINTEXT for a name it does not know).
 fn security_protocol_id(name: &str) -> i16 {
-    match name {
-        "SSL" => 1,
-        "SASL_PLAINTEXT" => 2,
-        "SASL_SSL" => 3,
-        _ => 0,
-    }
+    name.parse::<crate::config::SecurityProtocol>()
+        .map_or(0, crate::config::SecurityProtocol::id)
 }
 
 /// Every registered broker with its epoch, ascending by id. A registration
@@ -305,23 +296,28 @@ pub async fn read_live_brokers<S: MetadataStore>(
 #[cfg(test)]
 mod registration_tests {
     use super::*;
-    use crate::config::Listener;
+    use crate::config::{Listener, SecurityProtocol};
     use crate::zk::embedded::EmbeddedStore;
     use futures_lite::future::block_on;
 
     #[test]
     fn the_registration_lists_every_advertised_listener_and_the_rack() {
+        let at = |name: &str, host: &str, port| Listener {
+            name: name.into(),
+            host: host.into(),
+            port,
+        };
         let listeners = [
-            Listener {
-                name: "PLAINTEXT".into(),
-                host: "10.0.0.1".into(),
-                port: 9092,
-            },
-            Listener {
-                name: "REPLICATION".into(),
-                host: "10.0.1.1".into(),
-                port: 9093,
-            },
+            (at("INTERNAL", "10.0.1.1", 9093), SecurityProtocol::SaslSsl),
+            (
+                at("PLAINTEXT", "10.0.0.1", 9092),
+                SecurityProtocol::Plaintext,
+            ),
+            (at("CONTROL", "::1", 9094), SecurityProtocol::Ssl),
+            (
+                at("EXTERNAL", "10.0.2.1", 9095),
+                SecurityProtocol::Plaintext,
+            ),
         ];
         let reg = registration_for(&listeners, Some("r1"), 1700000000000);
         let json: serde_json::Value = serde_json::from_slice(&reg.encode()).unwrap();
@@ -329,8 +325,14 @@ mod registration_tests {
             json,
             serde_json::json!({
                 "features": {},
-                "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT", "REPLICATION": "PLAINTEXT"},
-                "endpoints": ["PLAINTEXT://10.0.0.1:9092", "REPLICATION://10.0.1.1:9093"],
+                "listener_security_protocol_map": {
+                    "INTERNAL": "SASL_SSL", "PLAINTEXT": "PLAINTEXT", "CONTROL": "SSL",
+                    "EXTERNAL": "PLAINTEXT"
+                },
+                "endpoints": [
+                    "INTERNAL://10.0.1.1:9093", "PLAINTEXT://10.0.0.1:9092",
+                    "CONTROL://[::1]:9094", "EXTERNAL://10.0.2.1:9095"
+                ],
                 "rack": "r1",
                 "jmx_port": -1,
                 "port": 9092,
@@ -339,6 +341,11 @@ mod registration_tests {
                 "timestamp": "1700000000000"
             })
         );
+        // Without a PLAINTEXT endpoint: host null, port -1.
+        let reg = registration_for(&listeners[..1], None, 1);
+        let json: serde_json::Value = serde_json::from_slice(&reg.encode()).unwrap();
+        assert_eq!(json["host"], serde_json::Value::Null);
+        assert_eq!(json["port"], -1);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! `ControllerChannelManager` and `RequestSendThread` on glommio.
 //!
 //! One connection and one FIFO request queue per live broker, to its
-//! endpoint on the inter-broker listener (`inter.broker.listener.name`, else
-//! `security.inter.broker.protocol`; PLAINTEXT). A sender task per broker
+//! endpoint on `control.plane.listener.name` if set, else on the
+//! inter-broker listener (`inter.broker.listener.name`, else
+//! `security.inter.broker.protocol`): `ControllerChannelManager.addNewBroker`. A sender task per broker
 //! sends the queue's head, waits for its answer, hands it to the caller and
 //! only then sends the next (Kafka's one in-flight request per broker). A
 //! connection or send failure drops the connection and retries the same

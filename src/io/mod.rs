@@ -12,6 +12,7 @@ pub mod broker_stream;
 pub mod clock;
 pub mod dma;
 pub mod host;
+pub mod ktls;
 pub mod local_sync;
 pub mod recv;
 pub mod zerocopy;

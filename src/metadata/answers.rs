@@ -49,7 +49,19 @@ pub struct MetadataAnswer {
     pub auto_create_candidates: Vec<String>,
 }
 
-/// Build the Metadata response for `request` at `version`.
+/// Who a Metadata answer is for: the listener the request came in on
+/// (Kafka's `request.context.listenerName`), the request version, and
+/// whether topic operations were asked for.
+#[derive(Debug, Clone, Copy)]
+struct Client<'a> {
+    listener: &'a str,
+    version: i16,
+    include_topic_ops: bool,
+}
+
+/// Build the Metadata response for `request` at `version`, as a client
+/// connected to listener `listener` must see it: brokers at their
+/// endpoints of that name only (Kafka's `getAliveBrokerNodes(listenerName)`).
 ///
 /// Kafka's rules (KafkaApis.handleTopicMetadataRequest): a null topic list
 /// (v1+) or an empty one at v0 means "all topics"; names are deduplicated;
@@ -59,11 +71,12 @@ pub fn metadata_response(
     snapshot: &Snapshot,
     request: &MetadataRequest,
     version: i16,
+    listener: &str,
     auto_create_topics_enable: bool,
 ) -> MetadataAnswer {
     let mut response = MetadataResponse::default();
     response.brokers = snapshot
-        .brokers
+        .brokers_on(listener)
         .iter()
         .map(|b| {
             let mut broker = MetadataResponseBroker::default();
@@ -79,7 +92,11 @@ pub fn metadata_response(
     if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
         response.cluster_authorized_operations = ALL_CLUSTER_OPERATIONS;
     }
-    let include_topic_ops = version >= 8 && request.include_topic_authorized_operations;
+    let client = Client {
+        listener,
+        version,
+        include_topic_ops: version >= 8 && request.include_topic_authorized_operations,
+    };
 
     let mut auto_create_candidates = Vec::new();
     let all_topics = match &request.topics {
@@ -89,7 +106,7 @@ pub fn metadata_response(
     if all_topics {
         response.topics = snapshot
             .cluster_topics()
-            .map(|t| topic_answer(snapshot, t, include_topic_ops))
+            .map(|t| topic_answer(snapshot, t, client))
             .collect();
     } else {
         let allow_auto_create =
@@ -100,13 +117,13 @@ pub fn metadata_response(
                 Some(name) if seen_names.contains(&name) => continue,
                 Some(name) => {
                     seen_names.push(name);
-                    named_topic_answer(snapshot, name, include_topic_ops, |unknown| {
+                    named_topic_answer(snapshot, name, client, |unknown| {
                         if allow_auto_create {
                             auto_create_candidates.push(unknown.to_owned());
                         }
                     })
                 }
-                None => id_topic_answer(snapshot, requested.topic_id, include_topic_ops),
+                None => id_topic_answer(snapshot, requested.topic_id, client),
             };
             response.topics.push(answer);
         }
@@ -120,11 +137,11 @@ pub fn metadata_response(
 fn named_topic_answer(
     snapshot: &Snapshot,
     name: &str,
-    include_topic_ops: bool,
+    client: Client<'_>,
     mut on_unknown: impl FnMut(&str),
 ) -> MetadataResponseTopic {
     if let Some(topic) = snapshot.cluster_topic(name) {
-        return topic_answer(snapshot, topic, include_topic_ops);
+        return topic_answer(snapshot, topic, client);
     }
     let mut answer = MetadataResponseTopic::default();
     answer.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
@@ -140,10 +157,10 @@ fn named_topic_answer(
 fn id_topic_answer(
     snapshot: &Snapshot,
     topic_id: Uuid,
-    include_ops: bool,
+    client: Client<'_>,
 ) -> MetadataResponseTopic {
     match snapshot.cluster_topic_by_id(topic_id) {
-        Some(topic) => topic_answer(snapshot, topic, include_ops),
+        Some(topic) => topic_answer(snapshot, topic, client),
         None => {
             let mut answer = MetadataResponseTopic::default();
             answer.name = None;
@@ -157,13 +174,13 @@ fn id_topic_answer(
 fn topic_answer(
     snapshot: &Snapshot,
     topic: &TopicState,
-    include_topic_ops: bool,
+    client: Client<'_>,
 ) -> MetadataResponseTopic {
     let mut answer = MetadataResponseTopic::default();
     answer.name = Some(TopicName(StrBytes::from_string(topic.name.to_string())));
     answer.topic_id = topic.topic_id;
     answer.is_internal = topic.is_internal;
-    if include_topic_ops {
+    if client.include_topic_ops {
         answer.topic_authorized_operations = ALL_TOPIC_OPERATIONS;
     }
     answer.partitions = topic
@@ -174,11 +191,15 @@ fn topic_answer(
             // Kafka reports LEADER_NOT_AVAILABLE, leader -1, for a partition
             // without a live leader (none, or one not among the live
             // brokers: `ZkMetadataCache.getPartitionMetadata`), and the rest
-            // of the state as known.
-            let live_leader =
-                p.leader != crate::types::BrokerId::NONE && snapshot.broker(p.leader).is_some();
+            // of the state as known. A live leader without an endpoint on
+            // the client's listener is LISTENER_NOT_FOUND from v6 on
+            // (`errorUnavailableListeners`), LEADER_NOT_AVAILABLE before.
+            let alive = p.leader != crate::types::BrokerId::NONE && snapshot.broker_alive(p.leader);
+            let live_leader = alive && snapshot.broker_on(client.listener, p.leader).is_some();
             partition.error_code = if live_leader {
                 ErrorCode::NONE.0
+            } else if alive && client.version >= 6 {
+                ErrorCode::LISTENER_NOT_FOUND.0
             } else {
                 ErrorCode::LEADER_NOT_AVAILABLE.0
             };
@@ -205,11 +226,14 @@ const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
 /// (both INVALID_REQUEST at v0, which cannot name a type anyway); a
 /// controller id not among the brokers is reported as -1; authorized
 /// operations are the schema default (`Int.MinValue`) unless asked for,
-/// then every cluster operation (no authorizer).
+/// then every cluster operation (no authorizer). Brokers are listed at
+/// their endpoints on the client's `listener`
+/// (`getAliveBrokerNodes(request.context.listenerName)`).
 pub fn describe_cluster_response(
     snapshot: &Snapshot,
     request: &DescribeClusterRequest,
     version: i16,
+    listener: &str,
 ) -> DescribeClusterResponse {
     let mut response = DescribeClusterResponse::default();
     response.throttle_time_ms = 0;
@@ -244,7 +268,7 @@ pub fn describe_cluster_response(
     response.error_code = ErrorCode::NONE.0;
     response.cluster_id = StrBytes::from_string(snapshot.cluster_id.clone());
     response.brokers = snapshot
-        .brokers
+        .brokers_on(listener)
         .iter()
         .map(|b| {
             let mut broker = DescribeClusterBroker::default();
@@ -255,7 +279,7 @@ pub fn describe_cluster_response(
             broker
         })
         .collect();
-    response.controller_id = if snapshot.broker(snapshot.controller_id).is_some() {
+    response.controller_id = if snapshot.broker_alive(snapshot.controller_id) {
         BrokerId(snapshot.controller_id.0)
     } else {
         BrokerId(-1)

@@ -89,7 +89,17 @@ pub struct Snapshot {
     pub cluster_id: String,
     /// `-1` when no controller is known.
     pub controller_id: BrokerId,
+    /// Every live broker's endpoint on the inter-broker listener
+    /// (`inter.broker.listener.name`): what replica fetchers, the
+    /// transaction-marker sender and AddPartitionsToTxn verification
+    /// connect to. Client answers read [`Snapshot::brokers_on`] instead.
     pub brokers: Vec<BrokerEndpoint>,
+    /// Per listener name, every live broker that has an endpoint of that
+    /// name, at that endpoint (Kafka's `getAliveBrokerNodes(listenerName)`):
+    /// Metadata, FindCoordinator and DescribeCluster answer a client from
+    /// the view of the listener it connected to. Empty for a snapshot that
+    /// does not tell listeners apart (then every listener sees `brokers`).
+    pub listener_brokers: std::collections::BTreeMap<Arc<str>, Vec<BrokerEndpoint>>,
     /// The hosted view's topics, in order of creation; lookups by name are
     /// O(1). Embedded mode: every topic this broker's own controller
     /// stores, whole. Owner shards open logs for their partitions. Read
@@ -128,6 +138,7 @@ impl Snapshot {
             cluster_id: cluster_id.to_owned(),
             controller_id: broker.broker_id,
             brokers: vec![broker],
+            listener_brokers: std::collections::BTreeMap::new(),
             hosted_topics: IndexMap::new(),
             announced: IndexMap::new(),
             hosted_by_leader_and_isr: false,
@@ -232,8 +243,39 @@ impl Snapshot {
         self.hosted_topics.values().find(|t| t.topic_id == topic_id)
     }
 
+    /// `broker_id`'s inter-broker endpoint, if it is live.
     pub fn broker(&self, broker_id: BrokerId) -> Option<&BrokerEndpoint> {
         self.brokers.iter().find(|b| b.broker_id == broker_id)
+    }
+
+    /// The live brokers as clients of listener `listener` see them: those
+    /// with an endpoint of that name (Kafka's
+    /// `MetadataCache.getAliveBrokerNodes(listenerName)`).
+    pub fn brokers_on(&self, listener: &str) -> &[BrokerEndpoint] {
+        if self.listener_brokers.is_empty() {
+            return &self.brokers;
+        }
+        self.listener_brokers
+            .get(listener)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// `broker_id`'s endpoint on listener `listener` (Kafka's
+    /// `getAliveBrokerNode(brokerId, listenerName)`).
+    pub fn broker_on(&self, listener: &str, broker_id: BrokerId) -> Option<&BrokerEndpoint> {
+        self.brokers_on(listener)
+            .iter()
+            .find(|b| b.broker_id == broker_id)
+    }
+
+    /// Whether `broker_id` is live on any listener (Kafka's
+    /// `aliveBrokers.contains`).
+    pub fn broker_alive(&self, broker_id: BrokerId) -> bool {
+        self.broker(broker_id).is_some()
+            || self
+                .listener_brokers
+                .values()
+                .any(|v| v.iter().any(|b| b.broker_id == broker_id))
     }
 
     /// Add or replace a topic (used by the control shard and tests).

@@ -389,28 +389,41 @@ impl MetadataCache {
         self.topic_ids.get(topic).copied()
     }
 
-    /// `snapshot` as clients of listener `listener_name` must see it (see
-    /// the module header for who owns which part). A broker without an
-    /// endpoint on that listener is left out (Kafka's
-    /// `getAliveBrokerNodes(listenerName)`).
-    pub fn overlay(&self, mut snapshot: Snapshot, listener_name: &str) -> Snapshot {
+    /// `snapshot` as this broker must see it (see the module header for
+    /// who owns which part): `brokers` on the inter-broker listener
+    /// `inter_broker_listener`, and every listener name's own view in
+    /// `listener_brokers`. A broker without an endpoint of a name is left
+    /// out of that name's view (Kafka's `getAliveBrokerNodes(listenerName)`).
+    pub fn overlay(&self, mut snapshot: Snapshot, inter_broker_listener: &str) -> Snapshot {
         if !self.applied {
             return snapshot;
         }
         snapshot.controller_id = self.controller_id;
-        snapshot.brokers = self
-            .live_brokers
-            .iter()
-            .filter_map(|b| {
-                let e = b.endpoints.iter().find(|e| e.listener == listener_name)?;
-                Some(BrokerEndpoint {
+        let mut views: BTreeMap<Arc<str>, Vec<BrokerEndpoint>> = BTreeMap::new();
+        for b in &self.live_brokers {
+            for e in &b.endpoints {
+                let Ok(port) = u16::try_from(e.port) else {
+                    continue;
+                };
+                let view = views.entry(Arc::from(e.listener.as_str())).or_default();
+                // One endpoint per name and broker (the first, as Kafka's
+                // map from listener name keeps one).
+                if view.last().is_some_and(|last| last.broker_id == b.id) {
+                    continue;
+                }
+                view.push(BrokerEndpoint {
                     broker_id: b.id,
                     host: e.host.clone(),
-                    port: u16::try_from(e.port).ok()?,
+                    port,
                     rack: b.rack.clone(),
-                })
-            })
-            .collect();
+                });
+            }
+        }
+        snapshot.brokers = views
+            .get(inter_broker_listener)
+            .cloned()
+            .unwrap_or_default();
+        snapshot.listener_brokers = views;
         let mut announced: IndexMap<Arc<str>, TopicState> = IndexMap::new();
         // BTreeMap order: topics by name, partitions ascending.
         for ((topic, _), p) in &self.partitions {

@@ -21,6 +21,7 @@ use super::dispatch::{frame_response, route, Routing};
 use super::handlers::quota_common::{request_quota_applies, request_throttle_ms};
 use super::handlers::{Request, Response};
 use super::in_order::InOrder;
+use super::listener::ListenerInfo;
 use super::memory_pool::{Lease, MemoryPool};
 use super::out::{ConnWriter, OutPart};
 use super::transport::{ConnRead, ConnWrite, PlainRead, PlainWrite};
@@ -71,6 +72,8 @@ struct Conn {
     client_host: Rc<str>,
     /// Kafka's principal of the client (`handlers::Request::principal`).
     principal: Rc<str>,
+    /// The name of the listener this connection came in on.
+    listener: Rc<str>,
     in_order: RefCell<InOrder<Outcome>>,
     /// Reader → writer: an outcome finished, or the reader stopped.
     wake_writer: Notify,
@@ -97,10 +100,18 @@ struct Conn {
     produce_order: Rc<FifoGate>,
 }
 
-/// Serve one PLAINTEXT connection until the client leaves, it must be
-/// closed, or the shard stops (then in-flight responses are finished
-/// first).
-pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream, pool: Arc<MemoryPool>) {
+/// Serve one connection until the client leaves, it must be closed, or
+/// the shard stops (then in-flight responses are finished first). On an
+/// SSL listener the TLS handshake runs first (`server::tls_conn`).
+pub async fn serve(
+    ctx: Rc<ShardContext>,
+    stream: TcpStream,
+    pool: Arc<MemoryPool>,
+    listener: Rc<ListenerInfo>,
+) {
+    if let Some(tls) = &listener.tls {
+        return super::tls_conn::serve(ctx, stream, pool, tls.clone(), &listener.name).await;
+    }
     let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
@@ -123,6 +134,7 @@ pub async fn serve(ctx: Rc<ShardContext>, stream: TcpStream, pool: Arc<MemoryPoo
         peer,
         client_host,
         principal,
+        listener: Rc::from(&*listener.name),
     };
     run(ctx, who, pool, reader, writer).await;
 }
@@ -135,6 +147,8 @@ pub struct Peer {
     pub client_host: Rc<str>,
     /// Kafka's principal (`User:ANONYMOUS` without a client certificate).
     pub principal: Rc<str>,
+    /// The name of the listener the connection came in on.
+    pub listener: Rc<str>,
 }
 
 /// The peer's address for log lines and Kafka's client host ("/" + IP).
@@ -160,6 +174,7 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
         peer: who.peer,
         client_host: who.client_host,
         principal: who.principal,
+        listener: who.listener,
         in_order: RefCell::new(InOrder::new()),
         wake_writer: Notify::default(),
         wake_reader: Notify::default(),
@@ -402,6 +417,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
             body,
             client_host: conn.client_host.clone(),
             principal: conn.principal.clone(),
+            listener: conn.listener.clone(),
             produce_turn,
         };
         let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();

@@ -1,5 +1,6 @@
-//! `[io]` The per-shard accept loop. Every shard listens on the same port
-//! (SO_REUSEPORT, see `boot`); the kernel spreads connections.
+//! `[io]` The per-shard accept loops. Every shard listens on every
+//! listener's port (SO_REUSEPORT, see `boot`), one accept loop per
+//! listener; the kernel spreads connections.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -11,8 +12,22 @@ use glommio::net::TcpListener;
 use super::connection;
 use super::connection_quotas::{Admit, ConnectionQuotas};
 use super::memory_pool::MemoryPool;
+use crate::config::SecurityProtocol;
 use crate::io::local_sync::Notify;
 use crate::shard::ShardContext;
+use crate::tls::ListenerTls;
+
+/// The listener a connection came in on (Kafka's `ListenerName` with its
+/// `SecurityProtocol` from `listener.security.protocol.map`).
+#[derive(Debug, Clone)]
+pub struct ListenerInfo {
+    pub name: Arc<str>,
+    pub protocol: SecurityProtocol,
+    /// An SSL listener's TLS state (its server config for new connections
+    /// and its principal mapping), shared by every shard; `None` for
+    /// PLAINTEXT.
+    pub tls: Option<Arc<ListenerTls>>,
+}
 
 /// How long a stopping shard waits for busy connections.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -36,13 +51,15 @@ async fn wait_or_stop(ctx: &ShardContext) -> bool {
     .await
 }
 
-/// Accept until the shard stops, then wait for open connections to finish
-/// their in-flight requests. `quotas` are the broker-wide connection
-/// limits (Kafka's Acceptor with ConnectionQuotas), `pool` the broker's
-/// request memory pool (`queued.max.request.bytes`).
+/// Accept on `listener` (the socket of listener `info`) until the shard
+/// stops, then wait for open connections to finish their in-flight
+/// requests. `quotas` are the broker-wide connection limits (Kafka's
+/// Acceptor with ConnectionQuotas, shared by every listener), `pool` the
+/// broker's request memory pool (`queued.max.request.bytes`).
 pub async fn serve(
     ctx: Rc<ShardContext>,
     listener: TcpListener,
+    info: Rc<ListenerInfo>,
     quotas: Arc<ConnectionQuotas>,
     pool: Arc<MemoryPool>,
 ) {
@@ -91,9 +108,9 @@ pub async fn serve(
                 }
                 open.set(open.get() + 1);
                 let (ctx, open, drained) = (ctx.clone(), open.clone(), drained.clone());
-                let (quotas, pool) = (quotas.clone(), pool.clone());
+                let (quotas, pool, info) = (quotas.clone(), pool.clone(), info.clone());
                 glommio::spawn_local(async move {
-                    connection::serve(ctx, stream, pool).await;
+                    connection::serve(ctx, stream, pool, info).await;
                     quotas.release(ip);
                     open.set(open.get() - 1);
                     drained.notify();

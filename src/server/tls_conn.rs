@@ -37,9 +37,13 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 use rustls::ServerConnection;
 
+use super::connection::{peer_names, run, Peer};
+use super::memory_pool::MemoryPool;
 use super::out::OutPart;
 use super::transport::{ConnRead, ConnWrite, SCRATCH};
 use crate::io::zerocopy::ZeroCopyStats;
+use crate::shard::ShardContext;
+use crate::tls::ListenerTls;
 
 /// Kafka's principal of a connection without a client certificate
 /// (`KafkaPrincipal.ANONYMOUS`).
@@ -60,6 +64,71 @@ pub trait ServerTls {
     fn server_config(&self) -> Arc<rustls::ServerConfig>;
     /// Kafka's principal (`User:<name>`) for the DER client certificate.
     fn principal_for(&self, cert_der: &[u8]) -> Result<String, String>;
+}
+
+/// An SSL listener's [`ListenerTls`] as the handshake uses it: the
+/// principal is `User:` + the name `ssl.principal.mapping.rules` give the
+/// certificate's subject (Kafka's `DefaultKafkaPrincipalBuilder`).
+pub struct ListenerServerTls<'a>(pub &'a ListenerTls);
+
+impl ServerTls for ListenerServerTls<'_> {
+    fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        self.0.server_config()
+    }
+
+    fn principal_for(&self, cert_der: &[u8]) -> Result<String, String> {
+        let name = self.0.principal_mapper().principal_for(cert_der)?;
+        Ok(format!("User:{name}"))
+    }
+}
+
+/// Serve one connection of the SSL listener `listener` (its TLS state
+/// `tls`): the handshake, then the connection's loops over the session.
+/// A failed handshake closes the connection with a warning naming the
+/// peer and the reason; nothing else on the shard notices.
+pub async fn serve(
+    ctx: Rc<ShardContext>,
+    stream: TcpStream,
+    pool: Arc<MemoryPool>,
+    tls: Arc<ListenerTls>,
+    listener: &str,
+) {
+    let (peer, client_host) = peer_names(&stream);
+    // Responses are complete messages; do not let Nagle hold them back.
+    let _ = stream.set_nodelay(true);
+    let timeout_ms = ctx.config.connections_max_idle_ms;
+    let server = ListenerServerTls(&tls);
+    let shaken = futures_lite::future::or(
+        async { Some(handshake(stream, &server, timeout_ms).await) },
+        async {
+            ctx.stopping.wait().await;
+            None
+        },
+    )
+    .await;
+    let done = match shaken {
+        None => return, // the shard stops
+        Some(Err(reason)) => {
+            tracing::warn!(%peer, listener, %reason, "closing connection");
+            return;
+        }
+        Some(Ok(done)) => done,
+    };
+    let principal: Rc<str> = done.principal.as_str().into();
+    let (reader, writer) = match split(done) {
+        Ok(halves) => halves,
+        Err(e) => {
+            tracing::warn!(%peer, listener, error = %e, "cannot make socket non-blocking; closing");
+            return;
+        }
+    };
+    let who = Peer {
+        peer,
+        client_host,
+        principal,
+        listener: listener.into(),
+    };
+    run(ctx, who, pool, reader, writer).await;
 }
 
 /// A handshaken TLS connection, ready for the read and write loops.

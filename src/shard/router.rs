@@ -468,7 +468,7 @@ async fn delete_on_owners(ctx: &ShardContext, parts: Vec<(String, i32)>) {
 /// the publication number).
 pub async fn publish(ctx: &ShardContext, snapshot: Snapshot) {
     let snapshot = match ctx.control() {
-        Some(control) => control.prepare_publication(snapshot, client_listener_name(ctx)),
+        Some(control) => control.prepare_publication(snapshot, ctx.config.inter_broker_listener()),
         None => snapshot,
     };
     send_to_data_shards(ctx, "partitions not synced", || {
@@ -480,16 +480,6 @@ pub async fn publish(ctx: &ShardContext, snapshot: Snapshot) {
         DataRequest::SetSnapshot(Box::new(snapshot.clone()))
     })
     .await;
-}
-
-/// The listener name clients connect through (Kafka picks the endpoints
-/// of the request's listener; shardlog serves one listener, default
-/// PLAINTEXT).
-fn client_listener_name(ctx: &ShardContext) -> &str {
-    ctx.config
-        .listeners
-        .first()
-        .map_or("PLAINTEXT", |l| l.name.as_str())
 }
 
 /// One phase of a publication: `request()` to every data shard in turn,

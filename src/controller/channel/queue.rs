@@ -20,8 +20,8 @@ pub struct BrokerAddress {
     pub port: u16,
 }
 
-/// `broker`'s endpoint on the inter-broker listener `listener_name`
-/// (Kafka's `Broker.node(interBrokerListenerName)`).
+/// `broker`'s endpoint on listener `listener_name`, the inter-broker or
+/// the control-plane one (Kafka's `Broker.node(listenerName)`).
 pub fn inter_broker_address(broker: &LiveBroker, listener_name: &str) -> Option<BrokerAddress> {
     let e = broker
         .endpoints

@@ -61,7 +61,7 @@ fn every_metadata_version_encodes_brokers_and_cluster_identity() {
     let snap = snapshot();
     for version in 0..=13 {
         let req = request(if version == 0 { Some(&[]) } else { None });
-        let answer = metadata_response(&snap, &req, version, true);
+        let answer = metadata_response(&snap, &req, version, "PLAINTEXT", true);
         let decoded = round_trip(&answer.response, version);
         assert_eq!(decoded.brokers.len(), 1);
         assert_eq!(decoded.brokers[0].node_id, BrokerId(3));
@@ -101,7 +101,7 @@ fn requested_topics_get_kafka_error_codes() {
         ("..", ErrorCode::INVALID_TOPIC_EXCEPTION, false),
     ];
     let names: Vec<&str> = rows.iter().map(|r| r.0).collect();
-    let answer = metadata_response(&snapshot(), &request(Some(&names)), 12, true);
+    let answer = metadata_response(&snapshot(), &request(Some(&names)), 12, "PLAINTEXT", true);
     for (i, (name, error, candidate)) in rows.iter().enumerate() {
         let topic = &answer.response.topics[i];
         assert_eq!(topic.name.as_ref().unwrap().0.as_str(), *name);
@@ -116,16 +116,16 @@ fn requested_topics_get_kafka_error_codes() {
 #[test]
 fn auto_create_needs_both_the_broker_config_and_the_request_flag() {
     let mut req = request(Some(&["missing"]));
-    assert!(metadata_response(&snapshot(), &req, 12, false)
+    assert!(metadata_response(&snapshot(), &req, 12, "PLAINTEXT", false)
         .auto_create_candidates
         .is_empty());
     req.allow_auto_topic_creation = false;
-    assert!(metadata_response(&snapshot(), &req, 12, true)
+    assert!(metadata_response(&snapshot(), &req, 12, "PLAINTEXT", true)
         .auto_create_candidates
         .is_empty());
     // v0–v3 have no flag: the broker config alone decides.
     assert_eq!(
-        metadata_response(&snapshot(), &req, 3, true)
+        metadata_response(&snapshot(), &req, 3, "PLAINTEXT", true)
             .auto_create_candidates
             .len(),
         1
@@ -136,14 +136,14 @@ fn auto_create_needs_both_the_broker_config_and_the_request_flag() {
 fn empty_topic_list_means_none_from_v1_and_all_at_v0() {
     let req = request(Some(&[]));
     assert_eq!(
-        metadata_response(&snapshot(), &req, 1, true)
+        metadata_response(&snapshot(), &req, 1, "PLAINTEXT", true)
             .response
             .topics
             .len(),
         0
     );
     assert_eq!(
-        metadata_response(&snapshot(), &req, 0, true)
+        metadata_response(&snapshot(), &req, 0, "PLAINTEXT", true)
             .response
             .topics
             .len(),
@@ -155,7 +155,7 @@ fn empty_topic_list_means_none_from_v1_and_all_at_v0() {
 fn duplicate_names_are_answered_once() {
     let req = request(Some(&["orders", "orders"]));
     assert_eq!(
-        metadata_response(&snapshot(), &req, 9, true)
+        metadata_response(&snapshot(), &req, 9, "PLAINTEXT", true)
             .response
             .topics
             .len(),
@@ -172,7 +172,10 @@ fn topic_ids_are_resolved_and_unknown_ids_reported() {
     let mut unknown = known.clone();
     unknown.topic_id = Uuid::from_u128(1);
     req.topics = Some(vec![known, unknown]);
-    let resp = round_trip(&metadata_response(&snapshot(), &req, 12, true).response, 12);
+    let resp = round_trip(
+        &metadata_response(&snapshot(), &req, 12, "PLAINTEXT", true).response,
+        12,
+    );
     assert_eq!(resp.topics[0].name.as_ref().unwrap().0.as_str(), "orders");
     assert_eq!(
         ErrorCode(resp.topics[1].error_code),
@@ -188,7 +191,7 @@ fn authorized_operations_only_when_asked_and_supported() {
     req.include_topic_authorized_operations = true;
     for version in [7, 8, 10, 11, 12] {
         let resp = round_trip(
-            &metadata_response(&snapshot(), &req, version, true).response,
+            &metadata_response(&snapshot(), &req, version, "PLAINTEXT", true).response,
             version,
         );
         let cluster_ops = resp.cluster_authorized_operations;
@@ -233,7 +236,7 @@ fn describe(endpoint_type: i8, include_ops: bool, version: i16) -> DescribeClust
     let mut req = DescribeClusterRequest::default();
     req.endpoint_type = endpoint_type;
     req.include_cluster_authorized_operations = include_ops;
-    describe_cluster_response(&snapshot(), &req, version)
+    describe_cluster_response(&snapshot(), &req, version, "PLAINTEXT")
 }
 
 #[test]
@@ -280,7 +283,7 @@ fn describe_cluster_refuses_other_endpoint_types_as_a_zookeeper_broker() {
 fn describe_cluster_reports_an_unknown_controller_as_minus_one() {
     let mut s = snapshot();
     s.controller_id = crate::types::BrokerId(9);
-    let resp = describe_cluster_response(&s, &DescribeClusterRequest::default(), 1);
+    let resp = describe_cluster_response(&s, &DescribeClusterRequest::default(), 1, "PLAINTEXT");
     assert_eq!(resp.controller_id, -1);
 }
 
@@ -304,7 +307,7 @@ fn announced_topics_are_served_unless_a_stored_topic_shadows_them() {
     s.announced.insert("remote".into(), announced("remote", 7));
     s.announced.insert("orders".into(), announced("orders", 8));
     s.check_invariants().unwrap();
-    let all = metadata_response(&s, &request(None), 12, false).response;
+    let all = metadata_response(&s, &request(None), 12, "PLAINTEXT", false).response;
     let names: Vec<_> = all
         .topics
         .iter()
@@ -316,4 +319,62 @@ fn announced_topics_are_served_unless_a_stored_topic_shadows_them() {
     assert_eq!(remote.topic_id, Uuid::from_u128(7));
     assert!(s.cluster_topic_by_id(Uuid::from_u128(8)).is_none());
     assert_eq!(all.topics[0].partitions.len(), 2);
+}
+
+#[test]
+fn answers_list_the_endpoints_of_the_clients_listener() {
+    let at = |id: i32, host: &str, port: u16| BrokerEndpoint {
+        broker_id: crate::types::BrokerId(id),
+        host: host.into(),
+        port,
+        rack: None,
+    };
+    let mut s = snapshot();
+    // Broker 3 has both listeners; broker 4 (the leader of "orders"
+    // partition 1) only the internal one.
+    s.brokers = vec![at(3, "i3", 1), at(4, "i4", 2)];
+    s.listener_brokers
+        .insert("INTERNAL".into(), s.brokers.clone());
+    s.listener_brokers
+        .insert("EXTERNAL".into(), vec![at(3, "e3.example.com", 3)]);
+    let mut orders = s.hosted_topics["orders"].clone();
+    orders.partitions[1].leader = crate::types::BrokerId(4);
+    orders.partitions[1]
+        .replicas
+        .push(crate::types::BrokerId(4));
+    s = s.with_topic(orders);
+    let hosts = |listener: &str, version: i16| {
+        let r = metadata_response(&s, &request(None), version, listener, false).response;
+        let brokers: Vec<String> = r
+            .brokers
+            .iter()
+            .map(|b| format!("{}:{}", b.host.as_str(), b.port))
+            .collect();
+        let errors: Vec<i16> = r.topics[0]
+            .partitions
+            .iter()
+            .map(|p| p.error_code)
+            .collect();
+        (brokers, errors)
+    };
+    assert_eq!(
+        hosts("INTERNAL", 12),
+        (vec!["i3:1".into(), "i4:2".into()], vec![0, 0])
+    );
+    assert_eq!(
+        hosts("EXTERNAL", 12),
+        (
+            vec!["e3.example.com:3".into()],
+            vec![0, ErrorCode::LISTENER_NOT_FOUND.0]
+        )
+    );
+    assert_eq!(
+        hosts("EXTERNAL", 5).1,
+        vec![0, ErrorCode::LEADER_NOT_AVAILABLE.0]
+    );
+    assert!(hosts("OTHER", 12).0.is_empty());
+    let described =
+        describe_cluster_response(&s, &DescribeClusterRequest::default(), 1, "EXTERNAL");
+    assert_eq!(described.brokers.len(), 1);
+    assert_eq!(described.brokers[0].host.as_str(), "e3.example.com");
 }

@@ -102,9 +102,20 @@ fn an_accepted_request_replaces_brokers_and_controller_and_adds_partitions() {
         cache.partition("t", 1).unwrap().zk_version,
         PartitionEpoch(6)
     );
-    // The listener clients used picks the endpoint.
+    // The inter-broker listener picks the data path's endpoints; every
+    // listener name keeps its own view for the clients connected to it.
     let internal = cache.overlay(base(), "INTERNAL");
     assert_eq!(internal.brokers[0].host, "i0");
+    assert_eq!(
+        internal.broker_on("PLAINTEXT", BrokerId(1)).unwrap().host,
+        "h1"
+    );
+    assert_eq!(
+        internal.broker_on("INTERNAL", BrokerId(1)).unwrap().port,
+        9002
+    );
+    assert_eq!(internal.brokers_on("PLAINTEXT").len(), 3);
+    assert!(internal.brokers_on("OTHER").is_empty());
     assert!(cache.overlay(base(), "OTHER").brokers.is_empty());
 }
 

@@ -45,9 +45,9 @@ pub fn settings_of(server: &ServerConfig) -> FetchSettings {
 }
 
 /// The partitions of `parts` this broker (`me`) follows per `snapshot`,
-/// each with its leader's endpoint. The snapshot carries one endpoint per
-/// broker, the one its connections use; in a cluster that is the
-/// inter-broker listener's (CLUSTER.md: one PLAINTEXT listener per broker).
+/// each with its leader's endpoint on the inter-broker listener
+/// (`Snapshot::brokers`; Kafka's `ReplicaManager.makeFollowers` takes
+/// `getAliveBrokerNode(leader, interBrokerListenerName)`).
 pub fn targets_of(snapshot: &Snapshot, me: BrokerId, parts: &[Rc<Partition>]) -> Vec<FollowTarget> {
     let mut out = Vec::new();
     for p in parts {

@@ -38,7 +38,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request = decode_request(req.body, version)?;
-        let response = describe_cluster_response(&ctx.snapshot(), &request, version);
+        let response = describe_cluster_response(&ctx.snapshot(), &request, version, &req.listener);
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })

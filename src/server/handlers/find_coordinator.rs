@@ -103,7 +103,8 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             }
         }
         let snapshot = ctx.snapshot();
-        let lookup = |key: &str| coordinator_for(&snapshot, version, request.key_type, key);
+        let lookup =
+            |key: &str| coordinator_for(&snapshot, &req.listener, version, request.key_type, key);
         let mut response = FindCoordinatorResponse::default();
         if version >= FIRST_BATCHED {
             response.coordinators = request
@@ -163,13 +164,16 @@ pub fn creation_failure(
     format!("{code}: {key}={factor} but {live_brokers} live {brokers}; {advice}")
 }
 
-/// The broker coordinating `key` of `key_type` (asked at `version`), or
-/// why there is none.
+/// The broker coordinating `key` of `key_type` (asked at `version`), at
+/// its endpoint on the client's `listener` (Kafka's
+/// `getAliveBrokerNode(leader, request.context.listenerName)`), or why
+/// there is none.
 /// Kafka maps keys with the partition count of
 /// the existing `__consumer_offsets` (`offsets.topic.num.partitions` only
 /// sizes its creation).
 pub fn coordinator_for<'a>(
     snapshot: &'a Snapshot,
+    listener: &str,
     version: i16,
     key_type: i8,
     key: &str,
@@ -198,9 +202,10 @@ pub fn coordinator_for<'a>(
         // Not created (yet): Kafka's answer while it cannot be.
         None => return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
     };
-    // No leader (-1) or a leader not alive: Kafka's COORDINATOR_NOT_AVAILABLE.
+    // No leader (-1), a leader not alive or one without an endpoint on
+    // the client's listener: Kafka's COORDINATOR_NOT_AVAILABLE.
     snapshot
-        .broker(leader)
+        .broker_on(listener, leader)
         .ok_or(ErrorCode::COORDINATOR_NOT_AVAILABLE)
 }
 
@@ -326,7 +331,7 @@ mod tests {
     fn without_the_offsets_topic_no_broker_coordinates_a_group() {
         let s = snapshot();
         for group in ["", "g", "console-consumer-12345"] {
-            let got = coordinator_for(&s, 4, KEY_TYPE_GROUP, group).map(|b| b.port);
+            let got = coordinator_for(&s, "PLAINTEXT", 4, KEY_TYPE_GROUP, group).map(|b| b.port);
             assert_eq!(
                 got,
                 Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),
@@ -351,8 +356,8 @@ mod tests {
             (2, Err(ErrorCode::COORDINATOR_NOT_AVAILABLE)),
         ];
         for (partition, expected) in table {
-            let got =
-                coordinator_for(&s, 6, KEY_TYPE_GROUP, &group_on(partition)).map(|b| b.broker_id);
+            let got = coordinator_for(&s, "PLAINTEXT", 6, KEY_TYPE_GROUP, &group_on(partition))
+                .map(|b| b.broker_id);
             assert_eq!(got, expected, "partition {partition}");
         }
     }
@@ -381,7 +386,7 @@ mod tests {
         ];
         for (version, key_type, expected) in table {
             assert_eq!(
-                coordinator_for(&s, version, key_type, "k").map(|b| b.broker_id),
+                coordinator_for(&s, "PLAINTEXT", version, key_type, "k").map(|b| b.broker_id),
                 Err(expected),
                 "v{version} key type {key_type}"
             );

@@ -58,13 +58,20 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let version = req.header.api_version;
         let request = decode_request(req.body, version)?;
         let auto_create = ctx.config.auto_create_topics_enable;
-        let mut answer = metadata_response(&ctx.snapshot(), &request, version, auto_create);
+        let mut answer = metadata_response(
+            &ctx.snapshot(),
+            &request,
+            version,
+            &req.listener,
+            auto_create,
+        );
         if !answer.auto_create_candidates.is_empty() {
             let topics = std::mem::take(&mut answer.auto_create_candidates);
             // The control shard owns topic creation and answers once the
             // new topics are in our snapshot.
             if let Some(results) = request_auto_create(&ctx, topics).await {
-                answer = metadata_response(&ctx.snapshot(), &request, version, false);
+                answer =
+                    metadata_response(&ctx.snapshot(), &request, version, &req.listener, false);
                 mark_auto_created(&mut answer.response, &results);
             }
         }

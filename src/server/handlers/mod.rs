@@ -77,6 +77,10 @@ pub struct Request {
     /// Kafka's principal of the connection (`User:ANONYMOUS`, or from an
     /// SSL client certificate via `ssl.principal.mapping.rules`).
     pub principal: Rc<str>,
+    /// The name of the listener the connection came in on (Kafka's
+    /// `RequestContext.listenerName`): Metadata, FindCoordinator and
+    /// DescribeCluster answer with the endpoints of that name.
+    pub listener: Rc<str>,
     /// A Produce request's place in its connection's produce order, taken
     /// as the request was read (`produce::handle` says why); `None` for
     /// other requests.

@@ -230,7 +230,9 @@ fn controller_channel(
     ctx: &ShardContext,
     control: &ControlShard,
 ) -> Option<(BrokerId, ControllerChannel)> {
-    let listener = ctx.config.inter_broker_listener().to_owned();
+    // Kafka's `MetadataCacheControllerNodeProvider`: the control-plane
+    // listener if set, else the inter-broker one.
+    let listener = ctx.config.controller_listener().to_owned();
     let (id, addr) = {
         let cache = control.metadata_cache.borrow();
         let id = cache.controller_id();

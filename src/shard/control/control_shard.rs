@@ -389,14 +389,15 @@ impl ControlShard {
     }
 
     /// The snapshot to publish for the controller's `base`: the
-    /// UpdateMetadata overlay for clients of `listener_name`, numbered past
+    /// UpdateMetadata overlay (`brokers` on the inter-broker listener
+    /// `inter_broker_listener`, every listener's view), numbered past
     /// every earlier publication. `base` is kept for the next
     /// [`Self::apply_update_metadata`].
-    pub fn prepare_publication(&self, base: Snapshot, listener_name: &str) -> Snapshot {
+    pub fn prepare_publication(&self, base: Snapshot, inter_broker_listener: &str) -> Snapshot {
         let mut snapshot = self
             .metadata_cache
             .borrow()
-            .overlay(base.clone(), listener_name);
+            .overlay(base.clone(), inter_broker_listener);
         if self.zookeeper_mode {
             snapshot.hosted_topics = self.hosted.borrow().topic_states();
             snapshot.hosted_by_leader_and_isr = true;

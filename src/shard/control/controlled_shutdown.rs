@@ -35,6 +35,8 @@ pub async fn run(ctx: &ShardContext, broker_epoch: i64) -> bool {
     );
     let timeout =
         Duration::from_millis(u64::try_from(ctx.config.request_timeout_ms).unwrap_or(30_000));
+    // Kafka's `KafkaServer.controlledShutdown` reaches the controller on
+    // the inter-broker listener (not the control-plane one).
     let listener = ctx.config.inter_broker_listener().to_owned();
     for attempt in 1..=retries {
         let target = {
@@ -54,7 +56,7 @@ pub async fn run(ctx: &ShardContext, broker_epoch: i64) -> bool {
                     me,
                     ChannelConfig {
                         socket_timeout: timeout,
-                        tls: ctx.broker_tls.control_plane.clone(),
+                        tls: ctx.broker_tls.inter_broker.clone(),
                         ..ChannelConfig::default()
                     },
                 );

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use futures_lite::future::BoxedLocal;
 
-use crate::config::Listener;
+use crate::config::{Listener, SecurityProtocol};
 use crate::controller::brokers::registration_for;
 use crate::controller::rebalance::ElectionType;
 use crate::controller::zk_mode::{
@@ -35,24 +35,24 @@ pub async fn start_broker(
 ) -> Result<Rc<ZkBroker<AnyStore, ControlDuties>>, String> {
     let config = ctx.config.clone();
     let me = BrokerId(config.broker_id);
-    let endpoint = snapshot
-        .broker(me)
-        .cloned()
-        .ok_or_else(|| format!("broker {me} missing from the boot snapshot"))?;
-    // Every advertised listener, at the address the broker really serves.
-    let listeners: Vec<Listener> = config
-        .effective_advertised_listeners()
-        .iter()
-        .map(|l| Listener {
+    // Every advertised listener at the address the broker really serves
+    // (the boot snapshot resolved empty hosts and port 0 per listener),
+    // with its protocol from `listener.security.protocol.map`.
+    let mut listeners: Vec<(Listener, SecurityProtocol)> = Vec::new();
+    for l in config.effective_advertised_listeners() {
+        let endpoint = snapshot.broker_on(&l.name, me).ok_or_else(|| {
+            format!(
+                "broker {me} has no {} endpoint in the boot snapshot",
+                l.name
+            )
+        })?;
+        let listener = Listener {
             name: l.name.clone(),
-            host: if l.host.is_empty() || l.host == "0.0.0.0" {
-                endpoint.host.clone()
-            } else {
-                l.host.clone()
-            },
-            port: if l.port == 0 { endpoint.port } else { l.port },
-        })
-        .collect();
+            host: endpoint.host.clone(),
+            port: endpoint.port,
+        };
+        listeners.push((listener, config.listener_protocol(&l.name)));
+    }
     let registration = registration_for(&listeners, config.broker_rack.as_deref(), now_ms);
     // The new session goes to every holder (the admin manager too).
     let again = store.clone();
@@ -70,6 +70,8 @@ pub async fn start_broker(
         clock,
     );
     broker.configure(ControllerSettings {
+        // LeaderAndIsr names live leaders on the inter-broker listener
+        // (`ControllerChannelManager.sendLeaderAndIsrRequest`).
         listener: config.inter_broker_listener().to_owned(),
         unclean_leader_election: config.unclean_leader_election_enable,
         delete_topic_enable: config.delete_topic_enable,

@@ -37,7 +37,9 @@ impl ControlDuties {
         Self {
             ctx: Rc::downgrade(ctx),
             me,
-            listener: ctx.config.inter_broker_listener().to_owned(),
+            // Kafka's `ControllerChannelManager.addNewBroker`: the
+            // control-plane listener if set, else the inter-broker one.
+            listener: ctx.config.controller_listener().to_owned(),
             tls: ctx.broker_tls.control_plane.clone(),
             channel: RefCell::new(None),
         }
@@ -72,7 +74,7 @@ impl ControlDuties {
                 None => tracing::warn!(
                     broker = %b.id,
                     listener = %self.listener,
-                    "live broker has no endpoint on the inter-broker listener"
+                    "live broker has no endpoint on the controller's listener"
                 ),
             }
         }

@@ -1,0 +1,1 @@
+//! TLS tests over key material made at test time.

@@ -7,6 +7,8 @@
 //! finishes its handshake within `connections.max.idle.ms`) are closed
 //! with a warning naming the peer and rustls' reason, while a TLS client
 //! keeps producing and fetching. Keys are made by `openssl` at test time.
+//! Needs `bash tests/run.sh` (the venv with kafka-python).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 

@@ -74,6 +74,7 @@ pub use self::targets::{settings_of, targets_of, FollowTarget};
 use super::partition::Partition;
 use super::quota::{ReplicationQuotas, Side};
 use super::truncation::{self, OutOfRangeAction};
+use crate::config::ServerConfig;
 use crate::io::clock::Clock;
 use crate::io::local_sync::Notify;
 use crate::storage::StorageError;
@@ -121,15 +122,16 @@ pub struct FetcherManager {
 }
 
 impl FetcherManager {
+    /// The fetchers of `server`'s `replica.*` settings.
     pub fn new(
-        settings: FetchSettings,
-        socket_timeout_ms: i64,
+        server: &ServerConfig,
         clock: Rc<dyn Clock>,
         quotas: Arc<ReplicationQuotas>,
         tls: Option<Arc<rustls::ClientConfig>>,
     ) -> Self {
+        let socket_timeout_ms = i64::from(server.replica_socket_timeout_ms);
         Self {
-            settings,
+            settings: settings_of(server),
             tls,
             socket_timeout: Duration::from_millis(socket_timeout_ms.max(1) as u64),
             fetchers: RefCell::new(BTreeMap::new()),

@@ -163,8 +163,7 @@ struct Wanted {
 }
 
 impl ReplicaManager {
-    /// `n_shards` sizes this shard's share of the host's memory for the
-    /// batch cache's write buffers.
+    /// `n_shards` sizes this shard's share of memory for the batch cache's write buffers.
     pub fn new(
         n_shards: usize,
         log_dirs: Arc<LogDirs>,
@@ -188,8 +187,7 @@ impl ReplicaManager {
             durable_counts: DurableCounts::default(),
             verification_guards: VerificationGuards::default(),
             fetchers: super::fetcher::FetcherManager::new(
-                super::fetcher::settings_of(&server),
-                i64::from(server.replica_socket_timeout_ms),
+                &server,
                 clock.clone(),
                 quotas.clone(),
                 inter_broker_tls,

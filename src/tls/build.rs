@@ -186,9 +186,12 @@ fn keystore_key(s: &SslSettings) -> &'static str {
 
 /// The server side of `s`, the stores read from disk.
 pub fn server_config(s: &SslSettings) -> Result<Arc<ServerConfig>, ConfigError> {
-    let keystore = stores::load_keystore(s)?;
-    let truststore = stores::load_truststore(s)?;
-    server_config_from(s, keystore.as_ref(), truststore.as_deref())
+    let build = || {
+        let keystore = stores::load_keystore(s)?;
+        let truststore = stores::load_truststore(s)?;
+        server_config_from(s, keystore.as_ref(), truststore.as_deref())
+    };
+    build().map_err(|e| s.name_error(e))
 }
 
 /// The server side of `s` with its stores already loaded.
@@ -270,6 +273,10 @@ fn client_verifier(
 /// listener), the stores read from disk. The caller passes the advertised
 /// host of the peer as the `ServerName`.
 pub fn client_config(s: &SslSettings) -> Result<Arc<ClientConfig>, ConfigError> {
+    client_config_inner(s).map_err(|e| s.name_error(e))
+}
+
+fn client_config_inner(s: &SslSettings) -> Result<Arc<ClientConfig>, ConfigError> {
     let keystore = stores::load_keystore(s)?;
     let truststore = match stores::load_truststore(s)? {
         Some(certs) => certs,

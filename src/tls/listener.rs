@@ -65,6 +65,11 @@ fn identity(keystore: Option<&KeyMaterial>) -> Result<Option<Identity>, String> 
 }
 
 fn load(settings: SslSettings) -> Result<State, ConfigError> {
+    let named = settings.clone();
+    load_inner(settings).map_err(|e| named.name_error(e))
+}
+
+fn load_inner(settings: SslSettings) -> Result<State, ConfigError> {
     let files = stores::file_times(&settings);
     let keystore = stores::load_keystore(&settings)?;
     let truststore = stores::load_truststore(&settings)?;
@@ -94,7 +99,10 @@ impl ListenerTls {
     /// As [`ListenerTls::new`]; `inter_broker` marks the listener brokers
     /// talk over, whose reloads must also handshake old ↔ new.
     pub fn with_role(settings: SslSettings, inter_broker: bool) -> Result<Self, ConfigError> {
-        let mapper = Arc::new(PrincipalMapper::parse(&settings.principal_mapping_rules)?);
+        let mapper = Arc::new(
+            PrincipalMapper::parse(&settings.principal_mapping_rules)
+                .map_err(|e| settings.name_error(e))?,
+        );
         Ok(Self {
             state: RwLock::new(load(settings)?),
             mapper,
@@ -150,6 +158,11 @@ impl ListenerTls {
                 new.listener, old_settings.listener
             ));
         }
+        // A listener serving TLS always has a keystore
+        // (SslFactory.validateKeystoreCompatibility).
+        if !new.has_keystore() {
+            return Err(fail("Cannot remove the SSL keystore from an existing listener for which a keystore was configured.".into()));
+        }
         // DefaultSslEngineFactory.shouldBeRebuilt.
         if new == old_settings && stores::file_times(&new) == old_files {
             return Ok(());
@@ -182,13 +195,15 @@ fn check_compatible(old: &State, new: &State) -> Result<(), String> {
         }
         (Some(o), Some(n)) => {
             // Principal.getName compared ignoring case.
-            if !new.settings.allow_dn_changes && !o.dn.eq_ignore_ascii_case(&n.dn) {
+            // The flags are the listener's static ones (equal in old and new:
+            // a change is refused before this point).
+            if !old.settings.allow_dn_changes && !o.dn.eq_ignore_ascii_case(&n.dn) {
                 return Err(format!(
                     "Keystore DistinguishedName does not match:  existing={{DN={}}}, new={{DN={}}}",
                     o.dn, n.dn
                 ));
             }
-            if !new.settings.allow_san_changes && !n.sans.is_superset(&o.sans) {
+            if !old.settings.allow_san_changes && !n.sans.is_superset(&o.sans) {
                 return Err(format!(
                     "Keystore SubjectAltNames do not match:  existing={{SAN={:?}}}, new={{SAN={:?}}}",
                     o.sans, n.sans
@@ -221,5 +236,6 @@ fn cross_check(old: &State, new: &State) -> Result<(), String> {
     selfcheck::handshake(client(new)?, old.config.clone(), host)
         .map_err(|e| format!("the new client cannot handshake with the old server: {e}"))?;
     selfcheck::handshake(client(old)?, new.config.clone(), host)
+        .map(|_| ())
         .map_err(|e| format!("the old client cannot handshake with the new server: {e}"))
 }

@@ -15,11 +15,24 @@
 //! hand-off) is the connection layer's; this module only builds configs.
 //!
 //! Files: [`settings`] `[pure]` the keys → [`SslSettings`]; [`stores`] `[io]`
-//! reading keystores/truststores; [`build`] `[pure]` rustls configs;
-//! [`listener`] the per-listener state with reloads; [`selfcheck`] `[pure]`
-//! an in-memory handshake; [`principal`] `[pure]` DN rendering and mapping.
+//! reading keystores/truststores (files named by the settings, the system
+//! CA bundle); [`eckey`] `[pure]` Java-written EC keys made loadable;
+//! [`build`] rustls configs (loads the stores, then builds); [`listener`]
+//! the per-listener state with KIP-226 reloads; [`selfcheck`] the
+//! inter-broker self-check, an in-memory handshake; [`principal`] `[pure]`
+//! DN rendering and `ssl.principal.mapping.rules`.
+//!
+//! Use: at start, for each SSL/SASL_SSL listener,
+//! `SslSettings::for_listener_protocol(&config, name, protocol)` →
+//! `Arc::new(ListenerTls::with_role(settings, is_inter_broker)?)` (and
+//! `self_check(&settings, advertised_host)` for the inter-broker listener);
+//! each accept takes `listener_tls.server_config()`; a verified client
+//! certificate gives `User:` + `principal_mapper().principal_for(der)`.
+//! Outbound: `client_config(&settings)` with the peer's advertised host as
+//! the `ServerName`.
 
 pub mod build;
+pub mod eckey;
 pub mod listener;
 pub mod principal;
 pub mod selfcheck;

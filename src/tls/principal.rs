@@ -427,11 +427,11 @@ pub fn subject_alt_names(cert_der: &[u8]) -> Result<Vec<String>, String> {
 
 fn hex_or_ip(bytes: &[u8]) -> String {
     match bytes.len() {
-        4 => std::net::Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).to_string(),
+        4 => core::net::Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).to_string(),
         16 => {
             let mut a = [0u8; 16];
             a.copy_from_slice(bytes);
-            std::net::Ipv6Addr::from(a).to_string()
+            core::net::Ipv6Addr::from(a).to_string()
         }
         _ => bytes.iter().map(|b| format!("{b:02x}")).collect(),
     }
@@ -531,7 +531,7 @@ mod tests {
             "[b]/x"
         );
         // The regex must match the whole DN; the first matching rule wins.
-        assert_eq!(map("RULE:CN=a/x/,RULE:.*/y/", "CN=ab").unwrap(), "y");
+        assert_eq!(map("RULE:CN=a/x/,RULE:^.*$/y/", "CN=ab").unwrap(), "y");
         // No rule matches: an error, not the DN.
         assert!(map("RULE:^CN=admin$/admin/", "CN=other").is_err());
         // replaceAll over a pattern that can match empty: Java's "XX".

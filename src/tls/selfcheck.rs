@@ -9,8 +9,9 @@
 
 use std::sync::Arc;
 
-use rustls::{ClientConfig, ClientConnection, ServerConfig, ServerConnection};
-use rustls_pki_types::ServerName;
+use rustls::{CipherSuite, ClientConfig, ClientConnection, ProtocolVersion};
+use rustls::{ServerConfig, ServerConnection};
+use rustls_pki_types::{CertificateDer, ServerName};
 
 use super::build;
 use super::settings::SslSettings;
@@ -20,6 +21,10 @@ use crate::config::ConfigError;
 /// Check that `s`'s client side can handshake with its server side;
 /// `host` is the name the client asks for (the advertised host).
 pub fn self_check(s: &SslSettings, host: &str) -> Result<(), ConfigError> {
+    check(s, host).map_err(|e| s.name_error(e))
+}
+
+fn check(s: &SslSettings, host: &str) -> Result<(), ConfigError> {
     let keystore = stores::load_keystore(s)?;
     let truststore = stores::load_truststore(s)?;
     let server = build::server_config_from(s, keystore.as_ref(), truststore.as_deref())?;
@@ -28,19 +33,32 @@ pub fn self_check(s: &SslSettings, host: &str) -> Result<(), ConfigError> {
         None => stores::system_roots()?,
     };
     let client = build::client_config_from(s, keystore.as_ref(), &trust, false)?;
-    handshake(client, server, host).map_err(|reason| ConfigError::InvalidValue {
-        key: if s.truststore_certificates.is_some() {
-            "ssl.truststore.certificates".into()
-        } else {
-            "ssl.truststore.location".into()
-        },
-        value: s.truststore_location.clone().unwrap_or_default(),
-        reason: format!(
+    handshake(client, server, host)
+        .map(|_| ())
+        .map_err(|reason| ConfigError::InvalidValue {
+            key: if s.truststore_certificates.is_some() {
+                "ssl.truststore.certificates".into()
+            } else {
+                "ssl.truststore.location".into()
+            },
+            value: s.truststore_location.clone().unwrap_or_default(),
+            reason: format!(
             "listener {}: a client built from its SSL settings cannot complete a TLS handshake \
              with its server (the truststore must trust the broker's own certificate): {reason}",
             s.listener
         ),
-    })
+        })
+}
+
+/// What a finished in-memory handshake agreed on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Negotiated {
+    pub version: Option<ProtocolVersion>,
+    pub suite: Option<CipherSuite>,
+    /// The leaf certificate the server presented.
+    pub server_certificate: Option<CertificateDer<'static>>,
+    /// The leaf certificate the client presented (and the server verified).
+    pub client_certificate: Option<CertificateDer<'static>>,
 }
 
 /// Drive a client and a server connection against each other through
@@ -49,7 +67,7 @@ pub fn handshake(
     client: Arc<ClientConfig>,
     server: Arc<ServerConfig>,
     host: &str,
-) -> Result<(), String> {
+) -> Result<Negotiated, String> {
     let name = ServerName::try_from(host.to_owned())
         .map_err(|e| format!("{host:?} is not a valid server name: {e}"))?;
     let mut c = ClientConnection::new(client, name).map_err(|e| format!("client: {e}"))?;
@@ -58,7 +76,14 @@ pub fn handshake(
     // stops a stuck exchange.
     for _ in 0..16 {
         if !c.is_handshaking() && !s.is_handshaking() && !c.wants_write() && !s.wants_write() {
-            return Ok(());
+            let leaf =
+                |certs: Option<&[CertificateDer<'static>]>| certs.and_then(|c| c.first()).cloned();
+            return Ok(Negotiated {
+                version: c.protocol_version(),
+                suite: c.negotiated_cipher_suite().map(|s| s.suite()),
+                server_certificate: leaf(c.peer_certificates()),
+                client_certificate: leaf(s.peer_certificates()),
+            });
         }
         let mut buf = Vec::new();
         while c.wants_write() {

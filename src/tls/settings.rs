@@ -4,9 +4,10 @@
 //! Values are checked here; the stores they name are read by
 //! [`super::stores`].
 
+use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::config::{ConfigError, ServerConfig};
+use crate::config::{ConfigError, SecurityProtocol, ServerConfig};
 
 /// A PASSWORD-type value (Kafka's `types.Password`): shown as `[hidden]`.
 #[derive(Clone, PartialEq, Eq)]
@@ -136,6 +137,9 @@ pub struct SslSettings {
     pub allow_dn_changes: bool,
     /// `ssl.allow.san.changes` (default false).
     pub allow_san_changes: bool,
+    /// Each key that was set, as written: `ssl.x` → `ssl.x` or
+    /// `listener.name.<l>.ssl.x` (for errors naming the key to fix).
+    pub written: BTreeMap<String, String>,
 }
 
 /// The keys a dynamic update may change without restarting the listener
@@ -186,14 +190,12 @@ fn boolean(key: &str, text: &str) -> Result<bool, ConfigError> {
 
 impl SslSettings {
     /// The settings of `listener` from `server.properties`
-    /// ([`ServerConfig::ssl_keys`]). The listener's protocol (for the
-    /// SASL_SSL rule of `ssl.client.auth`) comes from
-    /// `listener.security.protocol.map` when the lookup has it, else from
-    /// Kafka's default map (the listener named SASL_SSL is SASL_SSL); use
-    /// [`SslSettings::for_listener_protocol`] when the protocol is known.
+    /// ([`ServerConfig::ssl_keys`]); its protocol (for the SASL_SSL rule of
+    /// `ssl.client.auth`) from `listener.security.protocol.map`.
     pub fn for_listener(config: &ServerConfig, listener: &str) -> Result<SslSettings, ConfigError> {
         let lookup = |key: &str| config.ssl_keys.get(key).cloned();
-        Self::resolve(listener, &lookup)
+        let sasl_ssl = config.listener_protocol(listener) == SecurityProtocol::SaslSsl;
+        Self::resolve_with_protocol(listener, sasl_ssl, &lookup)
     }
 
     /// As [`SslSettings::for_listener`], with the listener's security
@@ -302,9 +304,41 @@ impl SslSettings {
                 .unwrap_or_else(|| "DEFAULT".into()),
             allow_dn_changes: flag("ssl.allow.dn.changes")?,
             allow_san_changes: flag("ssl.allow.san.changes")?,
+            written: crate::config::ssl::SUPPORTED
+                .iter()
+                .filter_map(|key| get(key).map(|(name, _)| ((*key).to_owned(), name)))
+                .collect(),
         };
-        settings.check_combinations()?;
+        settings
+            .check_combinations()
+            .map_err(|e| settings.name_error(e))?;
         Ok(settings)
+    }
+
+    /// `key` (`ssl.x`) as the configuration spells it: listener-prefixed
+    /// when that is where the value came from.
+    pub fn written_key(&self, key: &str) -> String {
+        self.written
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| key.to_owned())
+    }
+
+    /// An error about one of this listener's keys, naming the key as
+    /// written and the listener.
+    pub fn name_error(&self, e: ConfigError) -> ConfigError {
+        match e {
+            ConfigError::InvalidValue { key, value, reason } => ConfigError::InvalidValue {
+                key: self.written_key(&key),
+                value,
+                reason: if reason.contains(&format!("listener {}", self.listener)) {
+                    reason
+                } else {
+                    format!("listener {}: {reason}", self.listener)
+                },
+            },
+            other => other,
+        }
     }
 
     /// Does the listener have a keystore (file or inline PEM)?
@@ -440,6 +474,16 @@ impl SslSettings {
         check(
             "ssl.principal.mapping.rules",
             self.principal_mapping_rules == other.principal_mapping_rules,
+        );
+        // Not in RECONFIGURABLE_CONFIGS: SslFactory reads them from the
+        // listener's static config when it validates a new keystore.
+        check(
+            "ssl.allow.dn.changes",
+            self.allow_dn_changes == other.allow_dn_changes,
+        );
+        check(
+            "ssl.allow.san.changes",
+            self.allow_san_changes == other.allow_san_changes,
         );
         changed
     }

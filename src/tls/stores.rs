@@ -29,6 +29,15 @@ pub struct KeyMaterial {
     pub key: PrivateKeyDer<'static>,
 }
 
+impl KeyMaterial {
+    /// A key and its chain; an EC key as Java writes it (no public key
+    /// inside) gets the leaf's public key (see [`super::eckey`]).
+    pub fn new(chain: Vec<CertificateDer<'static>>, key: PrivateKeyDer<'static>) -> Self {
+        let key = super::eckey::with_public_key(key, chain.first().map(|c| c.as_ref()));
+        Self { chain, key }
+    }
+}
+
 impl Clone for KeyMaterial {
     fn clone(&self) -> Self {
         Self {
@@ -94,7 +103,7 @@ fn jks_refused(type_key: &str, location: &str) -> ConfigError {
         "JKS",
         format!(
             "{location} is a JKS keystore, which shardlog cannot read (no maintained Rust crate \
-             reads JKS); use PKCS12 or PEM: keytool -importkeystore -srckeystore {location} \
+             reads JKS); convert it to PKCS12 (or PEM): keytool -importkeystore -srckeystore {location} \
              -srcstoretype JKS -destkeystore {location}.p12 -deststoretype PKCS12, then set \
              {type_key}=PKCS12 and the location to the new file"
         ),
@@ -220,14 +229,14 @@ fn pkcs12_keystore(
             ))
         }
     };
-    Ok(KeyMaterial {
-        chain: chain
+    Ok(KeyMaterial::new(
+        chain
             .certs()
             .iter()
             .map(|c| CertificateDer::from(c.as_der().to_vec()))
             .collect(),
-        key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key().as_der().to_vec())),
-    })
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key().as_der().to_vec())),
+    ))
 }
 
 /// The truststore of `s`, if it has one.
@@ -262,7 +271,20 @@ pub fn load_truststore(
                 password,
                 "ssl.truststore.password",
                 "ssl.truststore.location",
-            )?;
+            )
+            .map_err(|e| match (&s.truststore_password, e) {
+                (None, ConfigError::InvalidValue { key, .. }) if key == "ssl.truststore.password" => {
+                    err(
+                        "ssl.truststore.password",
+                        "",
+                        format!(
+                            "{location} cannot be read without its password (Java skips the \
+                             integrity check; shardlog needs the password): set ssl.truststore.password"
+                        ),
+                    )
+                }
+                (_, e) => e,
+            })?;
             let certs: Vec<_> = store
                 .entries()
                 .filter_map(|(_, e)| match e {
@@ -459,8 +481,8 @@ fn pem_keystore(
             format!("Private key could not be loaded: {e}"),
         )
     })?;
-    Ok(KeyMaterial {
-        chain: pem_certificates(chain_text, chain_key)?,
-        key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der)),
-    })
+    Ok(KeyMaterial::new(
+        pem_certificates(chain_text, chain_key)?,
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der)),
+    ))
 }

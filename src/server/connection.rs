@@ -21,7 +21,6 @@ use super::dispatch::{frame_response, route, Routing};
 use super::handlers::quota_common::{request_quota_applies, request_throttle_ms};
 use super::handlers::{Request, Response};
 use super::in_order::InOrder;
-use super::listener::ListenerInfo;
 use super::memory_pool::{Lease, MemoryPool};
 use super::out::{ConnWriter, OutPart};
 use super::transport::{ConnRead, ConnWrite, PlainRead, PlainWrite};
@@ -100,18 +99,20 @@ struct Conn {
     produce_order: Rc<FifoGate>,
 }
 
-/// Serve one connection until the client leaves, it must be closed, or
-/// the shard stops (then in-flight responses are finished first). On an
-/// SSL listener the TLS handshake runs first (`server::tls_conn`).
+/// Kafka's principal of a connection without a client certificate
+/// (`KafkaPrincipal.ANONYMOUS`).
+pub const ANONYMOUS_PRINCIPAL: &str = "User:ANONYMOUS";
+
+/// Serve one PLAINTEXT connection of the listener named `listener` until
+/// the client leaves, it must be closed, or the shard stops (then
+/// in-flight responses are finished first). SSL listeners' connections go
+/// through `server::tls_conn::serve`.
 pub async fn serve(
     ctx: Rc<ShardContext>,
     stream: TcpStream,
     pool: Arc<MemoryPool>,
-    listener: Rc<ListenerInfo>,
+    listener: &str,
 ) {
-    if let Some(tls) = &listener.tls {
-        return super::tls_conn::serve(ctx, stream, pool, tls.clone(), &listener.name).await;
-    }
     let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
@@ -129,12 +130,12 @@ pub async fn serve(
         scratch: Vec::new(),
     };
     let writer = PlainWrite(ConnWriter { stream: writer, fd });
-    let principal: Rc<str> = super::tls_conn::ANONYMOUS_PRINCIPAL.into();
+    let principal: Rc<str> = ANONYMOUS_PRINCIPAL.into();
     let who = Peer {
         peer,
         client_host,
         principal,
-        listener: Rc::from(&*listener.name),
+        listener: listener.into(),
     };
     run(ctx, who, pool, reader, writer).await;
 }

@@ -45,9 +45,7 @@ use crate::io::zerocopy::ZeroCopyStats;
 use crate::shard::ShardContext;
 use crate::tls::ListenerTls;
 
-/// Kafka's principal of a connection without a client certificate
-/// (`KafkaPrincipal.ANONYMOUS`).
-pub const ANONYMOUS_PRINCIPAL: &str = "User:ANONYMOUS";
+pub use super::connection::ANONYMOUS_PRINCIPAL;
 
 /// File-region bytes read per `pread` before they are encrypted.
 const FILE_CHUNK: usize = 64 * 1024;

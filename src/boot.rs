@@ -97,10 +97,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let n_shards = config.data_shards(allowed.len().max(1));
     let bind::BoundListeners { listeners, sockets } = bind::bind_listeners(&config, n_shards)?;
     // The readiness line names the first listener's address.
-    let bound = listeners
-        .first()
-        .map(|l| l.addr)
-        .ok_or_else(|| anyhow!("no listeners"))?;
+    let bound = listeners.first().map(|l| l.addr).context("no listeners")?;
 
     let dirs = log_dirs::open(&config)?;
     let log_dir = dirs.first().to_path_buf();
@@ -135,10 +132,6 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let (ends_tx, ends_rx) = mpsc::channel();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fds) in sockets.into_iter().enumerate() {
-        let fds: Vec<(OwnedFd, ListenerInfo)> = fds
-            .into_iter()
-            .zip(listeners.iter().map(|l| l.info.clone()))
-            .collect();
         let cpu = config.cpu_for_shard(i, &allowed);
         let shard = ShardSetup {
             role: Role::Data(ShardId(i as u16)),

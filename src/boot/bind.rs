@@ -27,29 +27,30 @@ pub struct Bound {
 }
 
 /// Every listener's sockets: `sockets[shard][i]` is shard `shard`'s socket
-/// of listener `listeners[i]`.
+/// of listener `listeners[i]`, with that listener.
 pub struct BoundListeners {
     pub listeners: Vec<Bound>,
-    pub sockets: Vec<Vec<OwnedFd>>,
+    pub sockets: Vec<Vec<(OwnedFd, ListenerInfo)>>,
 }
 
 /// Bind every listener of `listeners`, in order, `n_shards` times each.
 pub fn bind_listeners(config: &ServerConfig, n_shards: usize) -> anyhow::Result<BoundListeners> {
     let mut listeners = Vec::with_capacity(config.listeners.len());
-    let mut sockets: Vec<Vec<OwnedFd>> = (0..n_shards).map(|_| Vec::new()).collect();
+    let mut sockets: Vec<Vec<(OwnedFd, ListenerInfo)>> =
+        (0..n_shards).map(|_| Vec::new()).collect();
     for listener in &config.listeners {
         let bind_addr = resolve(&listener.host, listener.port)?;
         let (fds, addr) = bind_shard_sockets(bind_addr, n_shards)
             .with_context(|| format!("binding {listener}"))?;
-        for (shard, fd) in fds.into_iter().enumerate() {
-            sockets[shard].push(fd);
-        }
         let protocol = config.listener_protocol(&listener.name);
         let info = ListenerInfo {
             name: Arc::from(listener.name.as_str()),
             protocol,
             tls: super::tls::listener_tls(config, &listener.name, protocol)?,
         };
+        for (shard, fd) in fds.into_iter().enumerate() {
+            sockets[shard].push((fd, info.clone()));
+        }
         tracing::info!(listener = %info.name, protocol = %info.protocol, %addr, "listener bound");
         listeners.push(Bound { info, addr });
     }

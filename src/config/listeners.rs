@@ -14,6 +14,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::value::normalised;
 use super::{topic, ConfigError, ConfigValue, Listener, ServerConfig};
 
 /// Kafka's `SecurityProtocol` (`clients/.../security/auth/SecurityProtocol.java`).
@@ -138,48 +139,16 @@ impl ConfigValue for ProtocolMap {
     }
 }
 
-/// `ListenerName.normalised`: upper case (`Locale.ROOT`).
-pub fn normalised(name: &str) -> String {
-    name.to_uppercase()
-}
-
-/// One `NAME://host:port` entry of `listeners` / `advertised.listeners`,
-/// matched as Kafka matches `^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)`
-/// against the whole entry (`SocketServerConfigs.URI_PARSE_REGEXP`).
-pub fn parse_listener(text: &str) -> Result<Listener, String> {
-    let bad = || format!("Unable to parse {text} to a broker endpoint");
-    // `(.*)` is greedy: the name ends at the last "://".
-    let at = text.rfind("://").ok_or_else(bad)?;
-    let (name, rest) = (&text[..at], &text[at + 3..]);
-    // The port is after the last ':' (the host may hold ':' itself).
-    let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
-    let host = host.strip_prefix('[').unwrap_or(host);
-    let host = host.strip_suffix(']').unwrap_or(host);
-    let host_ok = host
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-%._:".contains(c));
-    let digits = port.strip_prefix('-').unwrap_or(port);
-    if !host_ok || digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
-        return Err(bad());
-    }
-    let port: u16 = port
-        .parse()
-        .map_err(|_| format!("bad port {port} in {text} (0 to 65535)"))?;
-    Ok(Listener {
-        name: normalised(name),
-        host: host.to_owned(),
-        port,
-    })
-}
-
 /// True when `a` and `b` are one IPv4 and one IPv6 address (Kafka's
 /// `CoreUtils.validateOneIsIpv4AndOtherIpv6`): they may share a port.
 fn one_ipv4_other_ipv6(a: &str, b: &str) -> bool {
-    use std::net::IpAddr;
-    match (a.parse::<IpAddr>(), b.parse::<IpAddr>()) {
-        (Ok(x), Ok(y)) => x.is_ipv4() != y.is_ipv4(),
-        _ => false,
-    }
+    let ipv4 = |h: &str| h.split('.').count() == 4 && h.split('.').all(|p| p.parse::<u8>().is_ok());
+    let ipv6 = |h: &str| {
+        h.contains(':')
+            && h.chars()
+                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.' || c == '%')
+    };
+    (ipv4(a) && ipv6(b)) || (ipv6(a) && ipv4(b))
 }
 
 fn invalid(key: &str, value: impl Into<String>, reason: impl Into<String>) -> ConfigError {
@@ -422,6 +391,9 @@ impl ServerConfig {
             .unwrap_or_else(|| self.inter_broker_listener())
     }
 }
+
+#[cfg(test)]
+use super::value::parse_listener;
 
 #[cfg(test)]
 mod tests;

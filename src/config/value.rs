@@ -1,7 +1,6 @@
 //! How each `server.properties` value type parses and shows (Kafka's
 //! `ConfigDef.Type` rules).
 
-use super::listeners::parse_listener;
 use super::{topic, Listener};
 
 /// Parse one value from its text in `server.properties`.
@@ -159,4 +158,39 @@ impl ConfigValue for CpuList {
 
 fn split_list(text: &str) -> impl Iterator<Item = &str> {
     text.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// `ListenerName.normalised`: upper case (`Locale.ROOT`).
+pub(super) fn normalised(name: &str) -> String {
+    name.to_uppercase()
+}
+
+/// One `NAME://host:port` entry of `listeners` / `advertised.listeners`,
+/// matched as Kafka's `SocketServerConfigs.listenerListToEndPoints` matches
+/// `^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)` (`URI_PARSE_REGEXP`)
+/// against the whole entry.
+pub(super) fn parse_listener(text: &str) -> Result<Listener, String> {
+    let bad = || format!("Unable to parse {text} to a broker endpoint");
+    // `(.*)` is greedy: the name ends at the last "://".
+    let at = text.rfind("://").ok_or_else(bad)?;
+    let (name, rest) = (&text[..at], &text[at + 3..]);
+    // The port is after the last ':' (the host may hold ':' itself).
+    let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
+    let host = host.strip_prefix('[').unwrap_or(host);
+    let host = host.strip_suffix(']').unwrap_or(host);
+    let host_ok = host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-%._:".contains(c));
+    let digits = port.strip_prefix('-').unwrap_or(port);
+    if !host_ok || digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("bad port {port} in {text} (0 to 65535)"))?;
+    Ok(Listener {
+        name: normalised(name),
+        host: host.to_owned(),
+        port,
+    })
 }

@@ -13,22 +13,12 @@ use super::connection;
 use super::connection_quotas::{Admit, ConnectionQuotas};
 use super::memory_pool::MemoryPool;
 use super::tls_conn;
-use crate::config::SecurityProtocol;
 use crate::io::local_sync::Notify;
 use crate::shard::ShardContext;
-use crate::tls::ListenerTls;
 
-/// The listener a connection came in on (Kafka's `ListenerName` with its
-/// `SecurityProtocol` from `listener.security.protocol.map`).
-#[derive(Debug, Clone)]
-pub struct ListenerInfo {
-    pub name: Arc<str>,
-    pub protocol: SecurityProtocol,
-    /// An SSL listener's TLS state (its server config for new connections
-    /// and its principal mapping), shared by every shard; `None` for
-    /// PLAINTEXT.
-    pub tls: Option<Arc<ListenerTls>>,
-}
+mod info;
+
+pub use info::ListenerInfo;
 
 /// How long a stopping shard waits for busy connections.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

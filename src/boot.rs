@@ -5,6 +5,7 @@
 mod bind;
 mod log_dirs;
 mod shard_thread;
+mod tls;
 mod zk;
 
 use std::net::SocketAddr;
@@ -126,6 +127,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let report = Arc::new(Mutex::new(ShutdownReport::default()));
     let checkpoints = Arc::new(CheckpointBoard::new(dirs.clone()));
     let limits = BrokerLimits::from_config(&config)?;
+    let broker_tls = tls::broker_tls(&config)?;
     let io_memory = data_shard_io_memory(&config, n_shards);
     let (ends_tx, ends_rx) = mpsc::channel();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
@@ -146,6 +148,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             report: report.clone(),
             checkpoints: checkpoints.clone(),
             limits: limits.clone(),
+            broker_tls: broker_tls.clone(),
         };
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu)).io_memory(io_memory);
         // glommio's preempt timer stays at its 100 ms default: a 500 µs
@@ -176,15 +179,9 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         report: report.clone(),
         checkpoints: checkpoints.clone(),
         limits,
+        broker_tls,
     };
-    // The control shard is off the data path; on small hosts it shares a core.
-    shard_thread::spawn(
-        "control",
-        LocalExecutorBuilder::new(Placement::Unbound).io_memory(CONTROL_IO_MEMORY_BYTES),
-        ends_tx,
-        move || control_shard_main(control),
-    )
-    .context("starting the control shard")?;
+    spawn_control(control, ends_tx)?;
 
     let startup = wait_ready(&ready_rx, n_shards + 1);
     match &startup {
@@ -198,6 +195,20 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     finish_shutdown(&report, &checkpoints);
     tracing::info!("shardlog stopped");
     Ok(())
+}
+
+/// The control shard is off the data path; on small hosts it shares a core.
+fn spawn_control(
+    control: ShardSetup,
+    ends_tx: mpsc::Sender<shard_thread::ShardEnd>,
+) -> anyhow::Result<()> {
+    shard_thread::spawn(
+        "control",
+        LocalExecutorBuilder::new(Placement::Unbound).io_memory(CONTROL_IO_MEMORY_BYTES),
+        ends_tx,
+        move || control_shard_main(control),
+    )
+    .context("starting the control shard")
 }
 
 fn wait_ready(ready: &mpsc::Receiver<Result<(), String>>, expected: usize) -> Result<(), String> {
@@ -243,6 +254,8 @@ struct ShardSetup {
     /// offsets while running and once more at clean shutdown.
     checkpoints: Arc<CheckpointBoard>,
     limits: BrokerLimits,
+    /// TLS client configurations of the broker's outbound connections.
+    broker_tls: crate::io::broker_stream::BrokerTls,
 }
 
 /// The broker-wide limits every shard shares.
@@ -292,6 +305,7 @@ fn shard_base(setup: &ShardSetup, clock: Rc<dyn Clock>) -> ShardBase {
         api_table: server::dispatch::api_table(),
         clock,
         snapshot: setup.snapshot.clone(),
+        broker_tls: setup.broker_tls.clone(),
     }
 }
 
@@ -356,6 +370,7 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         setup.config.clone(),
         clock.clone(),
         setup.limits.replication_quotas.clone(),
+        setup.broker_tls.inter_broker.clone(),
     ));
     let purgatory = PurgatoryDriver::new(clock, PurgatoryConfig::default());
     let groups = Rc::new(GroupHost::new(
@@ -363,7 +378,10 @@ fn data_part(setup: &ShardSetup, id: ShardId, clock: Rc<dyn Clock>) -> DataShard
         setup.config.offsets_topic_num_partitions,
         i64::from(setup.config.offsets_commit_timeout_ms),
     ));
-    let txns = Rc::new(crate::shard::txn::txn_host::TxnHost::new(&setup.config));
+    let txns = Rc::new(crate::shard::txn::txn_host::TxnHost::new(
+        &setup.config,
+        setup.broker_tls.inter_broker.clone(),
+    ));
     DataShard::new(id, setup.n_shards, replicas, purgatory, groups, txns)
 }
 
@@ -548,6 +566,7 @@ async fn stop_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         z.bytes_sendfile += stats.bytes_sendfile;
         z.bytes_copied += stats.bytes_copied;
         z.bytes_glommio += stats.bytes_glommio;
+        z.bytes_tls += stats.bytes_tls;
     }
 }
 
@@ -569,8 +588,8 @@ fn finish_shutdown(report: &Mutex<ShutdownReport>, checkpoints: &CheckpointBoard
     }
     let z = report.zerocopy;
     eprintln!(
-        "zerocopy: sendmsg={} sendfile={} copied={} glommio={}",
-        z.bytes_sendmsg, z.bytes_sendfile, z.bytes_copied, z.bytes_glommio
+        "zerocopy: sendmsg={} sendfile={} copied={} glommio={} tls={}",
+        z.bytes_sendmsg, z.bytes_sendfile, z.bytes_copied, z.bytes_glommio, z.bytes_tls
     );
 }
 

@@ -119,6 +119,7 @@ struct ZeroCopyLine {
     sendfile: u64,
     copied: u64,
     glommio: u64,
+    tls: u64,
 }
 
 fn parse_zerocopy_line(log_lines: &[String]) -> ZeroCopyLine {
@@ -141,6 +142,7 @@ fn parse_zerocopy_line(log_lines: &[String]) -> ZeroCopyLine {
             "sendfile" => stats.sendfile = value,
             "copied" => stats.copied = value,
             "glommio" => stats.glommio = value,
+            "tls" => stats.tls = value,
             _ => panic!("unknown field {field:?} in {line:?}"),
         }
     }
@@ -231,7 +233,7 @@ fn tail_fetches_leave_by_sendmsg_and_cold_fetches_by_sendfile() {
 fn zerocopy_line_parser_reads_every_field_behind_a_log_prefix() {
     let lines = vec![
         "shardlog: stopping".to_owned(),
-        "2026-11-30T00:00:00Z INFO shardlog: zerocopy: sendmsg=10 sendfile=20 copied=3 glommio=4"
+        "2026-11-30T00:00:00Z INFO shardlog: zerocopy: sendmsg=10 sendfile=20 copied=3 glommio=4 tls=5"
             .to_owned(),
     ];
     assert_eq!(
@@ -240,7 +242,8 @@ fn zerocopy_line_parser_reads_every_field_behind_a_log_prefix() {
             sendmsg: 10,
             sendfile: 20,
             copied: 3,
-            glommio: 4
+            glommio: 4,
+            tls: 5,
         }
     );
 }

@@ -42,9 +42,11 @@ pub fn bind_listeners(config: &ServerConfig, n_shards: usize) -> anyhow::Result<
         let bind_addr = resolve(&listener.host, listener.port)?;
         let (fds, addr) = bind_shard_sockets(bind_addr, n_shards)
             .with_context(|| format!("binding {listener}"))?;
+        let protocol = config.listener_protocol(&listener.name);
         let info = ListenerInfo {
             name: Arc::from(listener.name.as_str()),
-            protocol: config.listener_protocol(&listener.name),
+            protocol,
+            tls: super::tls::listener_tls(config, &listener.name, protocol)?,
         };
         for (shard, fd) in fds.into_iter().enumerate() {
             sockets[shard].push((fd, info.clone()));

@@ -232,7 +232,7 @@ pub(super) fn refuse_both_inter_broker_keys(
 /// serving them as PLAINTEXT would hand a TLS or SASL client bytes it does
 /// not expect, and accepting the key without effect would be a lie.
 fn refuse_unimplemented_protocols(config: &ServerConfig) -> Result<(), ConfigError> {
-    const IMPLEMENTED: &[SecurityProtocol] = &[SecurityProtocol::Plaintext];
+    const IMPLEMENTED: &[SecurityProtocol] = &[SecurityProtocol::Plaintext, SecurityProtocol::Ssl];
     for l in &config.listeners {
         let protocol = config.listener_protocol(&l.name);
         if !IMPLEMENTED.contains(&protocol) {

@@ -186,7 +186,11 @@ fn invalid_values_name_the_key_and_value() {
             "auto.create.topics.enable",
             "yes",
         ),
-        ("listeners=SSL://h:9093", "listeners", "SSL://h:9093"),
+        (
+            "listeners=SASL_SSL://h:9093",
+            "listeners",
+            "SASL_SSL://h:9093",
+        ),
         (
             "listeners=PLAINTEXT://h:99999",
             "listeners",

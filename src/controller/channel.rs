@@ -29,9 +29,9 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::io::broker_stream::BrokerStream;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::TcpStream;
 use kafka_protocol_39::messages::leader_and_isr_response::LeaderAndIsrResponse;
 use kafka_protocol_39::messages::stop_replica_response::StopReplicaResponse;
 use kafka_protocol_39::messages::update_metadata_response::UpdateMetadataResponse;
@@ -89,10 +89,13 @@ pub enum ChannelError {
 
 /// Timing of the channel (Kafka: `controller.socket.timeout.ms` 30000; the
 /// RequestSendThread backs off 100 ms after a failure).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ChannelConfig {
     pub retry_backoff: Duration,
     pub socket_timeout: Duration,
+    /// The TLS client configuration of the listener the channel connects
+    /// on (`None`: PLAINTEXT).
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl Default for ChannelConfig {
@@ -100,6 +103,7 @@ impl Default for ChannelConfig {
         Self {
             retry_backoff: Duration::from_millis(100),
             socket_timeout: Duration::from_millis(30_000),
+            tls: None,
         }
     }
 }
@@ -320,7 +324,7 @@ async fn send_loop(
     address: BrokerAddress,
     wake: Rc<Notify>,
 ) {
-    let mut conn: Option<TcpStream> = None;
+    let mut conn: Option<BrokerStream> = None;
     loop {
         if !inner.state.borrow().is_current(broker, generation) {
             return;
@@ -342,7 +346,12 @@ async fn send_loop(
         let answer = glommio::timer::timeout(inner.config.socket_timeout, async {
             if conn.is_none() {
                 let addr = format!("{}:{}", address.host, address.port);
-                conn = Some(TcpStream::connect(addr).await?);
+                let tls = inner.config.tls.as_ref();
+                conn = Some(
+                    BrokerStream::connect(&addr, tls)
+                        .await
+                        .map_err(glommio::GlommioError::IoError)?,
+                );
             }
             let stream = conn.as_mut().ok_or_else(|| {
                 glommio::GlommioError::<()>::IoError(std::io::ErrorKind::NotConnected.into())
@@ -416,7 +425,7 @@ fn request_frame(
 /// Write `frame`, read one response frame, check its correlation id and
 /// return the body after the response header.
 async fn round_trip(
-    stream: &mut TcpStream,
+    stream: &mut BrokerStream,
     frame: &[u8],
     correlation_id: i32,
     api: Api,

@@ -8,9 +8,11 @@
 //! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
 
 pub mod affinity;
+pub mod broker_stream;
 pub mod clock;
 pub mod dma;
 pub mod host;
+pub mod ktls;
 pub mod local_sync;
 pub mod recv;
 pub mod zerocopy;

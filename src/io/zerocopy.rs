@@ -51,6 +51,9 @@ pub struct ZeroCopyStats {
     pub bytes_copied: u64,
     /// Bytes written through glommio's write path without a copy of ours.
     pub bytes_glommio: u64,
+    /// Response bytes (plaintext) sent over TLS connections, encrypted in
+    /// user space (`server::tls_conn`).
+    pub bytes_tls: u64,
 }
 
 fn bump(stats: &Cell<ZeroCopyStats>, f: impl FnOnce(&mut ZeroCopyStats)) {

@@ -74,6 +74,7 @@ pub use self::targets::{settings_of, targets_of, FollowTarget};
 use super::partition::Partition;
 use super::quota::{ReplicationQuotas, Side};
 use super::truncation::{self, OutOfRangeAction};
+use crate::config::ServerConfig;
 use crate::io::clock::Clock;
 use crate::io::local_sync::Notify;
 use crate::storage::StorageError;
@@ -103,6 +104,9 @@ struct Fetcher {
     /// The partitions of this fetcher the follower quota throttles.
     throttled: RefCell<BTreeSet<TopicPartition>>,
     quotas: Arc<ReplicationQuotas>,
+    /// The inter-broker listener's TLS client configuration (`None`:
+    /// PLAINTEXT).
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// The fetchers of one data shard.
@@ -113,17 +117,22 @@ pub struct FetcherManager {
     fetchers: RefCell<BTreeMap<(BrokerId, i32), Rc<Fetcher>>>,
     clock: Rc<dyn Clock>,
     quotas: Arc<ReplicationQuotas>,
+    /// The inter-broker listener's TLS client configuration.
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl FetcherManager {
+    /// The fetchers of `server`'s `replica.*` settings.
     pub fn new(
-        settings: FetchSettings,
-        socket_timeout_ms: i64,
+        server: &ServerConfig,
         clock: Rc<dyn Clock>,
         quotas: Arc<ReplicationQuotas>,
+        tls: Option<Arc<rustls::ClientConfig>>,
     ) -> Self {
+        let socket_timeout_ms = i64::from(server.replica_socket_timeout_ms);
         Self {
-            settings,
+            settings: settings_of(server),
+            tls,
             socket_timeout: Duration::from_millis(socket_timeout_ms.max(1) as u64),
             fetchers: RefCell::new(BTreeMap::new()),
             clock,
@@ -265,6 +274,7 @@ impl FetcherManager {
             clock: self.clock.clone(),
             throttled: RefCell::new(BTreeSet::new()),
             quotas: self.quotas.clone(),
+            tls: self.tls.clone(),
         });
         tracing::info!(leader = %leader, fetcher_id, "replica fetcher started");
         glommio::spawn_local(run(f.clone())).detach();
@@ -296,6 +306,7 @@ async fn run(f: Rc<Fetcher>) {
                 client_id,
                 f.max_response_bytes,
                 f.settings.socket_receive_buffer_bytes,
+                f.tls.as_ref(),
             );
             match glommio::timer::timeout(f.socket_timeout, async {
                 connect.await.map_err(glommio::GlommioError::IoError)

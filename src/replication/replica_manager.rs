@@ -163,14 +163,14 @@ struct Wanted {
 }
 
 impl ReplicaManager {
-    /// `n_shards` sizes this shard's share of the host's memory for the
-    /// batch cache's write buffers.
+    /// `n_shards` sizes this shard's share of memory for the batch cache's write buffers.
     pub fn new(
         n_shards: usize,
         log_dirs: Arc<LogDirs>,
         server: Arc<ServerConfig>,
         clock: Rc<dyn Clock>,
         quotas: Arc<ReplicationQuotas>,
+        inter_broker_tls: Option<Arc<rustls::ClientConfig>>,
     ) -> Self {
         let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
         let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
@@ -187,10 +187,10 @@ impl ReplicaManager {
             durable_counts: DurableCounts::default(),
             verification_guards: VerificationGuards::default(),
             fetchers: super::fetcher::FetcherManager::new(
-                super::fetcher::settings_of(&server),
-                i64::from(server.replica_socket_timeout_ms),
+                &server,
                 clock.clone(),
                 quotas.clone(),
+                inter_broker_tls,
             ),
             clock,
             server,

@@ -13,8 +13,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use futures_lite::io::{ReadHalf, WriteHalf};
-use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
+use futures_lite::FutureExt;
 use glommio::net::TcpStream;
 use kafka_protocol::messages::ApiKey;
 
@@ -22,9 +21,9 @@ use super::dispatch::{frame_response, route, Routing};
 use super::handlers::quota_common::{request_quota_applies, request_throttle_ms};
 use super::handlers::{Request, Response};
 use super::in_order::InOrder;
-use super::listener::ListenerInfo;
 use super::memory_pool::{Lease, MemoryPool};
-use super::out::{write_parts, ConnWriter, OutPart};
+use super::out::{ConnWriter, OutPart};
+use super::transport::{ConnRead, ConnWrite, PlainRead, PlainWrite};
 use crate::io::clock::Clock;
 use crate::io::local_sync::{FifoGate, Notify, Trigger};
 use crate::protocol::frame::{frame_len, take_frame};
@@ -70,6 +69,8 @@ struct Conn {
     ctx: Rc<ShardContext>,
     peer: String,
     client_host: Rc<str>,
+    /// Kafka's principal of the client (`handlers::Request::principal`).
+    principal: Rc<str>,
     /// The name of the listener this connection came in on.
     listener: Rc<str>,
     in_order: RefCell<InOrder<Outcome>>,
@@ -98,19 +99,21 @@ struct Conn {
     produce_order: Rc<FifoGate>,
 }
 
-/// Serve one connection until the client leaves, it must be closed, or
-/// the shard stops (then in-flight responses are finished first).
+/// Kafka's principal of a connection without a client certificate
+/// (`KafkaPrincipal.ANONYMOUS`).
+pub const ANONYMOUS_PRINCIPAL: &str = "User:ANONYMOUS";
+
+/// Serve one PLAINTEXT connection of the listener named `listener` until
+/// the client leaves, it must be closed, or the shard stops (then
+/// in-flight responses are finished first). SSL listeners' connections go
+/// through `server::tls_conn::serve`.
 pub async fn serve(
     ctx: Rc<ShardContext>,
     stream: TcpStream,
     pool: Arc<MemoryPool>,
-    listener: Rc<ListenerInfo>,
+    listener: &str,
 ) {
-    let peer_addr = stream.peer_addr().ok();
-    let peer = peer_addr.map_or_else(|| "?".into(), |a| a.to_string());
-    // Kafka's client host in group membership: "/" + the peer's address.
-    let client_host: Rc<str> =
-        peer_addr.map_or_else(|| "/".into(), |a| format!("/{}", a.ip()).into());
+    let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
@@ -120,13 +123,59 @@ pub async fn serve(
         tracing::warn!(error = %e, "cannot make socket non-blocking; closing");
         return;
     }
-    let (mut reader, writer) = futures_lite::io::split(stream);
-    let writer = ConnWriter { stream: writer, fd };
-    let conn = Rc::new(Conn {
-        ctx,
+    let (reader, writer) = futures_lite::io::split(stream);
+    let reader = PlainRead {
+        fd,
+        reader,
+        scratch: Vec::new(),
+    };
+    let writer = PlainWrite(ConnWriter { stream: writer, fd });
+    let principal: Rc<str> = ANONYMOUS_PRINCIPAL.into();
+    let who = Peer {
         peer,
         client_host,
-        listener: Rc::from(&*listener.name),
+        principal,
+        listener: listener.into(),
+    };
+    run(ctx, who, pool, reader, writer).await;
+}
+
+/// Who is on the other end of a connection.
+pub struct Peer {
+    /// The peer's address, for log lines.
+    pub peer: String,
+    /// Kafka's client host in group membership: "/" + the peer's address.
+    pub client_host: Rc<str>,
+    /// Kafka's principal (`User:ANONYMOUS` without a client certificate).
+    pub principal: Rc<str>,
+    /// The name of the listener the connection came in on.
+    pub listener: Rc<str>,
+}
+
+/// The peer's address for log lines and Kafka's client host ("/" + IP).
+pub fn peer_names(stream: &TcpStream) -> (String, Rc<str>) {
+    let peer_addr = stream.peer_addr().ok();
+    let peer = peer_addr.map_or_else(|| "?".into(), |a| a.to_string());
+    let client_host: Rc<str> =
+        peer_addr.map_or_else(|| "/".into(), |a| format!("/{}", a.ip()).into());
+    (peer, client_host)
+}
+
+/// Run a connection's read and write loops over its transport until the
+/// client leaves, it must be closed, or the shard stops.
+pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
+    ctx: Rc<ShardContext>,
+    who: Peer,
+    pool: Arc<MemoryPool>,
+    mut reader: R,
+    writer: W,
+) {
+    let conn = Rc::new(Conn {
+        ctx,
+        peer: who.peer,
+        client_host: who.client_host,
+        principal: who.principal,
+        listener: who.listener,
         in_order: RefCell::new(InOrder::new()),
         wake_writer: Notify::default(),
         wake_reader: Notify::default(),
@@ -138,10 +187,10 @@ pub async fn serve(
         pool,
         produce_order: Rc::default(),
     });
-    tracing::debug!(peer = %conn.peer, "connection accepted");
+    tracing::debug!(peer = %conn.peer, principal = %conn.principal, "connection accepted");
     let writer_task = glommio::spawn_local(write_loop(conn.clone(), writer));
     glommio::spawn_local(idle_watch(conn.clone())).detach();
-    read_loop(&conn, fd, &mut reader).await;
+    read_loop(&conn, &mut reader).await;
     conn.reader_done.set(true);
     conn.wake_writer.notify();
     writer_task.await;
@@ -181,7 +230,7 @@ async fn idle_watch(conn: Rc<Conn>) {
     }
 }
 
-async fn read_loop(conn: &Rc<Conn>, fd: std::os::fd::RawFd, reader: &mut ReadHalf<TcpStream>) {
+async fn read_loop<R: ConnRead>(conn: &Rc<Conn>, reader: &mut R) {
     let max = usize::try_from(conn.ctx.config.socket_request_max_bytes).unwrap_or(0);
     // `queued.max.requests`: requests read ahead of their responses; past
     // this the reader stops reading the socket (Kafka clients default to 5
@@ -189,7 +238,7 @@ async fn read_loop(conn: &Rc<Conn>, fd: std::os::fd::RawFd, reader: &mut ReadHal
     let max_in_flight = usize::try_from(conn.ctx.config.queued_max_requests)
         .unwrap_or(1)
         .max(1);
-    let mut rb = ReadBuf::default();
+    let mut buf = BytesMut::new();
     // The pool's lease for the frame at the front of the buffer, taken as
     // soon as its length is known; it moves into the request's task.
     let mut lease: Option<Lease> = None;
@@ -212,10 +261,10 @@ async fn read_loop(conn: &Rc<Conn>, fd: std::os::fd::RawFd, reader: &mut ReadHal
             if !wait_in_flight_below(conn, max_in_flight).await {
                 return;
             }
-            if !lease_front_frame(conn, &rb.buf, max, &mut lease).await {
+            if !lease_front_frame(conn, &buf, max, &mut lease).await {
                 return;
             }
-            match take_frame(&mut rb.buf, max) {
+            match take_frame(&mut buf, max) {
                 Ok(Some(frame)) => {
                     if !on_frame(conn, frame, lease.take()) {
                         return;
@@ -232,15 +281,21 @@ async fn read_loop(conn: &Rc<Conn>, fd: std::os::fd::RawFd, reader: &mut ReadHal
         }
         // Here fewer than max_in_flight requests are in flight: the inner
         // loop waited for that before finding no whole frame.
-        let buffered = rb.buf.len();
-        let want = match frame_len(&rb.buf, max) {
+        let buffered = buf.len();
+        let want = match frame_len(&buf, max) {
             Ok(Some(total)) => read_window(total, buffered),
             _ => READ_CHUNK,
         };
-        let read = wait_or_stop(conn, rb.fill(fd, reader, want)).await;
+        let read = wait_or_stop(conn, reader.fill(&mut buf, want)).await;
         match read {
             Some(Ok(n)) if n > 0 => {}
             Some(Ok(_)) => return, // client closed its side
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                // Bad TLS records (the only reads that judge the bytes).
+                tracing::warn!(peer = %conn.peer, error = %e, "closing connection: bad TLS input");
+                conn.closed.fire();
+                return;
+            }
             Some(Err(e)) => {
                 tracing::debug!(peer = %conn.peer, error = %e, "read failed");
                 return;
@@ -314,41 +369,6 @@ async fn wait_while_muted(conn: &Conn) -> bool {
     wait_or_stop(conn, pause).await.is_some()
 }
 
-/// The connection's read buffer. Reads go straight into its spare
-/// capacity (`io::recv`: no zeroing of each read window, which cost a
-/// memset the size of the read for every request once a frame had been
-/// split off); only when the socket has nothing yet does a read wait
-/// through glommio, into `scratch` (zeroed once per connection), and the
-/// bytes are appended.
-#[derive(Default)]
-struct ReadBuf {
-    buf: BytesMut,
-    scratch: Vec<u8>,
-}
-
-impl ReadBuf {
-    /// Read up to `want` more bytes after the buffered ones; `Ok(0)`: the
-    /// peer closed its side.
-    async fn fill(
-        &mut self,
-        fd: std::os::fd::RawFd,
-        reader: &mut ReadHalf<TcpStream>,
-        want: usize,
-    ) -> std::io::Result<usize> {
-        if let Some(n) = crate::io::recv::recv_into_spare(fd, &mut self.buf, want)? {
-            return Ok(n);
-        }
-        if self.scratch.is_empty() {
-            self.scratch = vec![0; READ_CHUNK];
-        }
-        let n = reader
-            .read(&mut self.scratch[..want.min(READ_CHUNK)])
-            .await?;
-        self.buf.extend_from_slice(&self.scratch[..n]);
-        Ok(n)
-    }
-}
-
 /// Run `fut` unless the shard stops or the connection closes first.
 async fn wait_or_stop<T>(conn: &Conn, fut: impl std::future::Future<Output = T>) -> Option<T> {
     let stop = async {
@@ -397,6 +417,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
             header: header.clone(),
             body,
             client_host: conn.client_host.clone(),
+            principal: conn.principal.clone(),
             listener: conn.listener.clone(),
             produce_turn,
         };
@@ -497,7 +518,7 @@ fn close_after_pending(conn: &Conn, reason: String) -> bool {
     false
 }
 
-async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>) {
+async fn write_loop<W: ConnWrite>(conn: Rc<Conn>, mut writer: W) {
     loop {
         let mut parts = Vec::new();
         let mut produced = Vec::new();
@@ -523,7 +544,7 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
             }
         }
         if !parts.is_empty() {
-            if let Err(e) = write_parts(&mut writer, parts, &conn.ctx.stats.zerocopy).await {
+            if let Err(e) = writer.write_parts(parts, &conn.ctx.stats.zerocopy).await {
                 tracing::debug!(peer = %conn.peer, error = %e, "write failed");
                 conn.closed.fire();
                 break;
@@ -558,7 +579,7 @@ async fn write_loop(conn: Rc<Conn>, mut writer: ConnWriter<WriteHalf<TcpStream>>
         }
         conn.wake_writer.notified().await;
     }
-    let _ = writer.stream.close().await;
+    writer.close().await;
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use glommio::net::TcpListener;
 use super::connection;
 use super::connection_quotas::{Admit, ConnectionQuotas};
 use super::memory_pool::MemoryPool;
+use super::tls_conn;
 use crate::io::local_sync::Notify;
 use crate::shard::ShardContext;
 
@@ -100,7 +101,14 @@ pub async fn serve(
                 let (ctx, open, drained) = (ctx.clone(), open.clone(), drained.clone());
                 let (quotas, pool, info) = (quotas.clone(), pool.clone(), info.clone());
                 glommio::spawn_local(async move {
-                    connection::serve(ctx, stream, pool, info).await;
+                    // An SSL listener's connections handshake first.
+                    match &info.tls {
+                        Some(tls) => {
+                            let tls = tls.clone();
+                            tls_conn::serve(ctx, stream, pool, tls, &info.name).await;
+                        }
+                        None => connection::serve(ctx, stream, pool, &info.name).await,
+                    }
                     quotas.release(ip);
                     open.set(open.get() - 1);
                     drained.notify();

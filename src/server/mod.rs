@@ -16,6 +16,8 @@ pub mod listener;
 pub mod memory_pool;
 pub mod out;
 pub mod request_metrics;
+pub mod tls_conn;
+pub mod transport;
 
 pub use handlers::{HandlerError, Request, Response};
 pub use out::OutPart;

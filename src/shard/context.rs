@@ -23,6 +23,7 @@ use super::data_shard::{DataRequest, DataResponse, DataShard, ProduceAppends};
 use super::mesh::{Mesh, MeshError, Posted};
 use crate::config::ServerConfig;
 use crate::histogram::LatencyHistogram;
+use crate::io::broker_stream::BrokerTls;
 use crate::io::clock::Clock;
 use crate::io::local_sync::Trigger;
 use crate::io::zerocopy::ZeroCopyStats;
@@ -106,6 +107,9 @@ pub struct ShardContext {
     pub api_versions_cache: RefCell<Vec<Option<Bytes>>>,
     /// This shard's counters for the shutdown report.
     pub stats: ShardStats,
+    /// TLS client configurations of this broker's connections to other
+    /// brokers (`None` where the listener is PLAINTEXT), built at boot.
+    pub broker_tls: BrokerTls,
     part: RolePart,
 }
 
@@ -126,6 +130,7 @@ pub struct ShardBase {
     pub api_table: Vec<ApiRange>,
     pub clock: Rc<dyn Clock>,
     pub snapshot: Snapshot,
+    pub broker_tls: BrokerTls,
 }
 
 impl ShardContext {
@@ -141,6 +146,7 @@ impl ShardContext {
             stopping: Trigger::default(),
             api_versions_cache: RefCell::new(Vec::new()),
             stats: ShardStats::default(),
+            broker_tls: base.broker_tls,
             part,
         })
     }

@@ -8,6 +8,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use kafka_protocol_39::messages::ApiKey;
 use kafka_protocol_39::protocol::{Decodable, Encodable};
@@ -20,12 +21,21 @@ const IDLE_PER_PEER: usize = 4;
 /// Largest response read on these connections.
 const MAX_RESPONSE_BYTES: usize = 1 << 20;
 
-#[derive(Default)]
 pub struct PeerConns {
     idle: RefCell<HashMap<String, Vec<LeaderConn>>>,
+    /// The inter-broker listener's TLS client configuration (`None`:
+    /// PLAINTEXT).
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl PeerConns {
+    pub fn new(tls: Option<Arc<rustls::ClientConfig>>) -> Self {
+        Self {
+            idle: RefCell::default(),
+            tls,
+        }
+    }
+
     /// One request to `addr` (client id `client_id`) at the version
     /// `version` picks from the peer's ApiVersions; `Ok(None)` when the
     /// peer speaks no version of it.
@@ -45,7 +55,14 @@ impl PeerConns {
                 return Ok(answer);
             }
         }
-        let conn = LeaderConn::connect(addr, client_id.to_owned(), MAX_RESPONSE_BYTES, -1).await?;
+        let conn = LeaderConn::connect(
+            addr,
+            client_id.to_owned(),
+            MAX_RESPONSE_BYTES,
+            -1,
+            self.tls.as_ref(),
+        )
+        .await?;
         self.call_on(addr, conn, key, &version, request).await
     }
 

@@ -46,6 +46,7 @@ pub fn context(role: Role) -> Rc<ShardContext> {
         api_table: vec![],
         clock: Rc::new(ManualClock::new(0)),
         snapshot: snapshot(1, None),
+        broker_tls: crate::io::broker_stream::BrokerTls::default(),
     };
     ShardContext::new(base, RolePart::Bare(role))
 }

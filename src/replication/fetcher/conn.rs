@@ -14,10 +14,13 @@
 //! buffer `tcp_rmem` allows, so a larger value still gets its window).
 
 use std::os::fd::{AsRawFd, BorrowedFd};
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
+
+use crate::io::broker_stream::BrokerStream;
 use kafka_protocol_39::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol_39::messages::api_versions_response::ApiVersionsResponse;
 use kafka_protocol_39::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -61,7 +64,7 @@ fn invalid(m: impl Into<String>) -> std::io::Error {
 }
 
 pub struct LeaderConn {
-    stream: TcpStream,
+    stream: BrokerStream,
     client_id: String,
     correlation_id: i32,
     max_response_bytes: usize,
@@ -69,18 +72,21 @@ pub struct LeaderConn {
 }
 
 impl LeaderConn {
-    /// Connect and negotiate versions.
+    /// Connect (over TLS with `tls`: the listener is SSL) and negotiate
+    /// versions.
     pub async fn connect(
         addr: &str,
         client_id: String,
         max_response_bytes: usize,
         receive_buffer_bytes: i32,
+        tls: Option<&Arc<rustls::ClientConfig>>,
     ) -> std::io::Result<Self> {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(std::io::Error::from)?;
         let _ = stream.set_nodelay(true);
         set_receive_buffer(&stream, receive_buffer_bytes)?;
+        let stream = BrokerStream::over(stream, addr, tls).await?;
         let mut conn = LeaderConn {
             stream,
             client_id,

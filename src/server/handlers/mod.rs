@@ -74,6 +74,9 @@ pub struct Request {
     pub body: Bytes,
     /// "/" + the client's address (what group membership reports).
     pub client_host: Rc<str>,
+    /// Kafka's principal of the connection (`User:ANONYMOUS`, or from an
+    /// SSL client certificate via `ssl.principal.mapping.rules`).
+    pub principal: Rc<str>,
     /// The name of the listener the connection came in on (Kafka's
     /// `RequestContext.listenerName`): Metadata, FindCoordinator and
     /// DescribeCluster answer with the endpoints of that name.

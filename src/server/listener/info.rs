@@ -1,13 +1,18 @@
-//! `[pure]` What a connection knows of the listener it came in on.
+//! `[data]` What a connection knows of the listener it came in on.
 
 use std::sync::Arc;
 
 use crate::config::SecurityProtocol;
+use crate::tls::ListenerTls;
 
 /// The listener a connection came in on (Kafka's `ListenerName` with its
 /// `SecurityProtocol` from `listener.security.protocol.map`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ListenerInfo {
     pub name: Arc<str>,
     pub protocol: SecurityProtocol,
+    /// An SSL listener's TLS state (its server config for new connections
+    /// and its principal mapping), shared by every shard; `None` for
+    /// PLAINTEXT.
+    pub tls: Option<Arc<ListenerTls>>,
 }

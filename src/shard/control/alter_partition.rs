@@ -250,7 +250,11 @@ fn controller_channel(
         }
         channel.remove_broker(*current);
     }
-    let channel = ControllerChannel::new(BrokerId(ctx.config.broker_id), ChannelConfig::default());
+    let config = ChannelConfig {
+        tls: ctx.broker_tls.control_plane.clone(),
+        ..ChannelConfig::default()
+    };
+    let channel = ControllerChannel::new(BrokerId(ctx.config.broker_id), config);
     channel.add_broker(id, -1, addr);
     *link = Some((id, channel.clone()));
     Some((id, channel))

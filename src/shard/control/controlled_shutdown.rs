@@ -56,6 +56,7 @@ pub async fn run(ctx: &ShardContext, broker_epoch: i64) -> bool {
                     me,
                     ChannelConfig {
                         socket_timeout: timeout,
+                        tls: ctx.broker_tls.inter_broker.clone(),
                         ..ChannelConfig::default()
                     },
                 );

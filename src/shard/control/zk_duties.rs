@@ -26,6 +26,8 @@ pub struct ControlDuties {
     ctx: Weak<ShardContext>,
     me: BrokerId,
     listener: String,
+    /// The TLS client configuration of that listener (`None`: PLAINTEXT).
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     /// While controller: the channel and the epochs it was built for.
     channel: RefCell<Option<Channel>>,
 }
@@ -38,6 +40,7 @@ impl ControlDuties {
             // Kafka's `ControllerChannelManager.addNewBroker`: the
             // control-plane listener if set, else the inter-broker one.
             listener: ctx.config.controller_listener().to_owned(),
+            tls: ctx.broker_tls.control_plane.clone(),
             channel: RefCell::new(None),
         }
     }
@@ -48,7 +51,13 @@ impl ControlDuties {
         let mut slot = self.channel.borrow_mut();
         let (channel, known) = slot.get_or_insert_with(|| {
             (
-                ControllerChannel::new(self.me, ChannelConfig::default()),
+                ControllerChannel::new(
+                    self.me,
+                    ChannelConfig {
+                        tls: self.tls.clone(),
+                        ..ChannelConfig::default()
+                    },
+                ),
                 Vec::new(),
             )
         });

@@ -127,7 +127,13 @@ pub struct TxnHost {
 }
 
 impl TxnHost {
-    pub fn new(config: &crate::config::ServerConfig) -> Self {
+    /// `inter_broker_tls`: the TLS client configuration of the
+    /// inter-broker listener (`None`: PLAINTEXT), for the connections to
+    /// other brokers (markers, KIP-890 verification).
+    pub fn new(
+        config: &crate::config::ServerConfig,
+        inter_broker_tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    ) -> Self {
         Self {
             core: RefCell::new(
                 Coordinator::new(
@@ -146,7 +152,7 @@ impl TxnHost {
             started: Cell::new(false),
             loading: RefCell::new(BTreeSet::new()),
             append_timeout_ms: 30_000,
-            peers: crate::shard::peer_conns::PeerConns::default(),
+            peers: crate::shard::peer_conns::PeerConns::new(inter_broker_tls),
             verifications_started: Cell::new(0),
             abort_interval_ms: i64::from(
                 config

@@ -1,0 +1,52 @@
+//! The TLS state boot builds from the `ssl.*` keys (Kafka's
+//! `SocketServer` creates one `ChannelBuilder` per listener, and
+//! `NetworkClient`s for brokers use the inter-broker listener's): a
+//! [`ListenerTls`] per SSL listener, and the client configurations of the
+//! broker's own connections to other brokers. A keystore or truststore
+//! that cannot be loaded stops the start naming its key.
+
+use std::sync::Arc;
+
+use anyhow::anyhow;
+
+use crate::config::{SecurityProtocol, ServerConfig};
+use crate::io::broker_stream::BrokerTls;
+use crate::tls::{ListenerTls, SslSettings};
+
+/// The TLS state of listener `name` (`None` unless its protocol is SSL).
+pub fn listener_tls(
+    config: &ServerConfig,
+    name: &str,
+    protocol: SecurityProtocol,
+) -> anyhow::Result<Option<Arc<ListenerTls>>> {
+    if protocol != SecurityProtocol::Ssl {
+        return Ok(None);
+    }
+    let settings = SslSettings::for_listener(config, name).map_err(|e| anyhow!(e))?;
+    let inter_broker = name == config.inter_broker_listener();
+    let tls = ListenerTls::with_role(settings, inter_broker).map_err(|e| anyhow!(e))?;
+    tracing::info!(
+        listener = name,
+        path = crate::io::ktls::record_path(),
+        "TLS listener"
+    );
+    Ok(Some(Arc::new(tls)))
+}
+
+/// The client configurations of the inter-broker and control-plane
+/// listeners (each `None` unless that listener is SSL).
+pub fn broker_tls(config: &ServerConfig) -> anyhow::Result<BrokerTls> {
+    let client = |name: &str| -> anyhow::Result<Option<Arc<rustls::ClientConfig>>> {
+        if config.listener_protocol(name) != SecurityProtocol::Ssl {
+            return Ok(None);
+        }
+        let settings = SslSettings::for_listener(config, name).map_err(|e| anyhow!(e))?;
+        Ok(Some(
+            crate::tls::client_config(&settings).map_err(|e| anyhow!(e))?,
+        ))
+    };
+    Ok(BrokerTls {
+        inter_broker: client(config.inter_broker_listener())?,
+        control_plane: client(config.controller_listener())?,
+    })
+}

@@ -1,0 +1,144 @@
+//! `[io]` The broker's own connections to other brokers (replica
+//! fetchers, the controller channel, transaction markers, KIP-890
+//! verification, AlterPartition, ControlledShutdown, …): a TCP stream,
+//! wrapped in a TLS client session when the listener they use has
+//! protocol SSL (Kafka's `SslTransportLayer` on the client side of
+//! `NetworkClient`). The server name is the target's advertised host for
+//! that listener, so `ssl.endpoint.identification.algorithm=https` (the
+//! `ClientConfig`'s verifier) checks the peer's certificate against it.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_lite::{AsyncRead, AsyncWrite};
+use glommio::net::TcpStream;
+use rustls::pki_types::ServerName;
+
+/// The TLS client configurations of the broker's outbound connections,
+/// built once at boot (`None`: the listener is PLAINTEXT).
+#[derive(Clone, Default)]
+pub struct BrokerTls {
+    /// For connections on `inter.broker.listener.name` (replica fetchers,
+    /// transaction markers, verification, AlterPartition, …).
+    pub inter_broker: Option<Arc<rustls::ClientConfig>>,
+    /// For the controller's connections (`control.plane.listener.name`,
+    /// KIP-291; the inter-broker listener's when none is set).
+    pub control_plane: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// A connection to another broker.
+pub enum BrokerStream {
+    Plain(TcpStream),
+    Tls(Box<futures_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// `[pure]` The host part of `host:port` (`[v6]:port` too), for the TLS
+/// server name.
+pub fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
+}
+
+impl BrokerStream {
+    /// `tcp` (connected to `addr`) as is, or after a TLS handshake with
+    /// `tls`; a failed handshake is an error naming rustls' reason.
+    pub async fn over(
+        tcp: TcpStream,
+        addr: &str,
+        tls: Option<&Arc<rustls::ClientConfig>>,
+    ) -> io::Result<Self> {
+        let Some(config) = tls else {
+            return Ok(Self::Plain(tcp));
+        };
+        let name = ServerName::try_from(host_of(addr).to_owned()).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{addr}: not a TLS server name: {e}"),
+            )
+        })?;
+        let stream = futures_rustls::TlsConnector::from(config.clone())
+            .connect(name, tcp)
+            .await
+            .map_err(|e| io::Error::new(e.kind(), format!("TLS handshake with {addr}: {e}")))?;
+        Ok(Self::Tls(Box::new(stream)))
+    }
+
+    /// Connect to `addr` (`host:port`), over TLS when `tls` is given.
+    pub async fn connect(addr: &str, tls: Option<&Arc<rustls::ClientConfig>>) -> io::Result<Self> {
+        let tcp = TcpStream::connect(addr).await.map_err(io::Error::from)?;
+        let _ = tcp.set_nodelay(true);
+        Self::over(tcp, addr, tls).await
+    }
+
+    /// Whether the connection is encrypted.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Self::Tls(_))
+    }
+}
+
+impl AsRawFd for BrokerStream {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Self::Plain(s) => s.as_raw_fd(),
+            Self::Tls(s) => s.get_ref().0.as_raw_fd(),
+        }
+    }
+}
+
+impl AsyncRead for BrokerStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for BrokerStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_flush(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_close(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_close(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_name_is_the_host_of_the_address() {
+        assert_eq!(host_of("broker-1.internal:9093"), "broker-1.internal");
+        assert_eq!(host_of("127.0.0.1:9093"), "127.0.0.1");
+        assert_eq!(host_of("[::1]:9093"), "::1");
+        assert_eq!(host_of("localhost"), "localhost");
+    }
+}

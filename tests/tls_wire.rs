@@ -1,0 +1,355 @@
+//! TLS on the wire, against the real broker: kafka-python produces and
+//! fetches over an SSL listener with client certificates (from memory and,
+//! after a restart, from segment files encrypted through the connection's
+//! read buffer); bad clients on the SSL port (a PLAINTEXT Kafka client,
+//! garbage, a truncated handshake, an unknown-CA and an expired client
+//! certificate under `ssl.client.auth=required`, a client that never
+//! finishes its handshake within `connections.max.idle.ms`) are closed
+//! with a warning naming the peer and rustls' reason, while a TLS client
+//! keeps producing and fetching. Keys are made by `openssl` at test time.
+//! Needs `bash tests/run.sh` (the venv with kafka-python).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::broker::{new_log_dir, plain_log_line, Broker};
+use common::clients::venv_python;
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `ca`, a broker key+chain for 127.0.0.1/localhost (`broker.pem`, a PEM
+/// keystore), and client certificates: `client` (by `ca`), `stranger` (by
+/// an unknown CA) and `expired` (by `ca`, expired yesterday).
+fn make_keys(dir: &Path) {
+    for ca in ["ca", "rogue"] {
+        openssl(
+            dir,
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                &format!("{ca}.key"),
+                "-out",
+                &format!("{ca}.pem"),
+                "-subj",
+                &format!("/CN={ca}"),
+                "-days",
+                "30",
+            ],
+        );
+    }
+    std::fs::write(
+        dir.join("server.ext"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n\
+         subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .expect("ext");
+    std::fs::write(
+        dir.join("client.ext"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .expect("ext");
+    for (name, ca, ext, days) in [
+        ("broker", "ca", "server.ext", "30"),
+        ("client", "ca", "client.ext", "30"),
+        ("stranger", "rogue", "client.ext", "30"),
+        ("expired", "ca", "client.ext", "-1"),
+    ] {
+        openssl(
+            dir,
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                &format!("{name}.key"),
+                "-out",
+                &format!("{name}.csr"),
+                "-subj",
+                &format!("/O=shardlog/CN={name}"),
+            ],
+        );
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{name}.csr"),
+                "-CA",
+                &format!("{ca}.pem"),
+                "-CAkey",
+                &format!("{ca}.key"),
+                "-CAcreateserial",
+                "-out",
+                &format!("{name}.crt"),
+                "-days",
+                days,
+                "-extfile",
+                ext,
+            ],
+        );
+    }
+    let key = std::fs::read_to_string(dir.join("broker.key")).expect("key");
+    let crt = std::fs::read_to_string(dir.join("broker.crt")).expect("crt");
+    let ca = std::fs::read_to_string(dir.join("ca.pem")).expect("ca");
+    std::fs::write(dir.join("broker.pem"), format!("{key}{crt}{ca}")).expect("keystore");
+}
+
+/// The broker's settings: an SSL listener first (the readiness line's
+/// address), the inter-broker PLAINTEXT listener second.
+fn ssl_overrides(dir: &Path, extra: &[&str]) -> Vec<String> {
+    let d = dir.display();
+    let mut o = vec![
+        "listeners=SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0".to_string(),
+        "ssl.keystore.type=PEM".into(),
+        format!("ssl.keystore.location={d}/broker.pem"),
+        "ssl.truststore.type=PEM".into(),
+        format!("ssl.truststore.location={d}/ca.pem"),
+        "ssl.client.auth=required".into(),
+        "auto.create.topics.enable=true".into(),
+        "num.partitions=1".into(),
+    ];
+    o.extend(extra.iter().map(|s| (*s).to_string()));
+    o
+}
+
+fn start(dir: &Path, log_dir: tempfile::TempDir, extra: &[&str], rust_log: &str) -> Broker {
+    let o = ssl_overrides(dir, extra);
+    let refs: Vec<&str> = o.iter().map(String::as_str).collect();
+    Broker::start_logging(log_dir, &refs, Some(rust_log))
+}
+
+/// kafka-python over SSL with the `client` certificate: a snippet run with
+/// `produce(n)` / `consume(n)` helpers; prints what the snippet prints.
+fn python(broker: &Broker, keys: &Path, code: &str) -> String {
+    let prelude = r#"
+import os, sys, json, hashlib
+from kafka import KafkaProducer, KafkaConsumer
+K = os.environ["KEYS"]
+SSL = dict(bootstrap_servers=os.environ["BOOTSTRAP"], security_protocol="SSL",
+           ssl_cafile=K + "/ca.pem", ssl_certfile=K + "/client.crt", ssl_keyfile=K + "/client.key")
+def value(i):
+    head = ("%010d:" % i).encode()
+    return head + bytes([i % 251]) * (1024 - len(head))
+def produce(start, n, topic="tls"):
+    p = KafkaProducer(acks="all", linger_ms=5, batch_size=256 * 1024, **SSL)
+    for i in range(start, start + n):
+        p.send(topic, value(i))
+    p.flush(); p.close()
+def consume(n, topic="tls"):
+    c = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=20000,
+                      fetch_max_bytes=8 * 1024 * 1024, max_partition_fetch_bytes=8 * 1024 * 1024, **SSL)
+    got = []
+    for m in c:
+        got.append(m.value)
+        if len(got) == n:
+            break
+    c.close()
+    assert len(got) == n, "consumed %d of %d" % (len(got), n)
+    for i, v in enumerate(got):
+        assert v == value(i), "record %d differs" % i
+    return hashlib.sha256(b"".join(got)).hexdigest()
+"#;
+    let out = Command::new(venv_python())
+        .args(["-c", &format!("{prelude}\n{code}")])
+        .env("BOOTSTRAP", broker.bootstrap())
+        .env("KEYS", keys)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "python failed ({}): {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+/// The `tls=` counter of the broker's `zerocopy:` shutdown line, and its
+/// `sendfile=` one.
+fn tls_and_sendfile(lines: &[String]) -> (u64, u64) {
+    let line = lines
+        .iter()
+        .rev()
+        .find_map(|l| l.split_once("zerocopy: ").map(|(_, r)| r.to_owned()))
+        .unwrap_or_else(|| panic!("no zerocopy line in {lines:#?}"));
+    let field = |k: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|f| {
+                f.strip_prefix(&format!("{k}="))
+                    .map(|v| v.parse().expect("number"))
+            })
+            .unwrap_or_else(|| panic!("no {k}= in {line}"))
+    };
+    (field("tls"), field("sendfile"))
+}
+
+const RECORDS: usize = 4000;
+
+#[test]
+fn kafka_python_produces_and_fetches_over_tls_from_memory_and_from_segment_files() {
+    let keys = tempfile::tempdir().expect("keys");
+    make_keys(keys.path());
+    let log = "warn,shardlog::server::connection=debug";
+    let broker = start(keys.path(), new_log_dir(), &[], log);
+    let hot = python(
+        &broker,
+        keys.path(),
+        &format!("produce(0, {RECORDS}); print(consume({RECORDS}))"),
+    );
+    let stopped = broker.stop_with_logs();
+    assert_eq!(stopped.status.code(), Some(0));
+    let lines: &Vec<String> = &stopped
+        .log_lines
+        .iter()
+        .map(|l| plain_log_line(l))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("principal=User:CN=client,O=shardlog")),
+        "the client certificate names the principal: {lines:#?}"
+    );
+    let (tls_hot, _) = tls_and_sendfile(lines);
+    let payload = (RECORDS * 1024) as u64;
+    assert!(
+        tls_hot >= payload,
+        "tls={tls_hot} for {payload} bytes fetched"
+    );
+
+    // After a restart the batch cache is empty: the fetch reads segment
+    // files (file regions), encrypted through the connection's buffer.
+    let broker = start(keys.path(), stopped.log_dir, &[], log);
+    let cold = python(&broker, keys.path(), &format!("print(consume({RECORDS}))"));
+    assert_eq!(cold, hot, "the cold read returns the same records");
+    let (status, lines) = broker.stop_collect();
+    assert_eq!(status.code(), Some(0));
+    let (tls_cold, sendfile) = tls_and_sendfile(&lines);
+    assert!(
+        tls_cold >= payload,
+        "tls={tls_cold} for {payload} bytes fetched"
+    );
+    assert_eq!(sendfile, 0, "nothing leaves unencrypted by sendfile");
+}
+
+/// The bad clients, in Python's `ssl`/`socket`: each connects, misbehaves
+/// and waits until the broker closes the connection; a kafka-python
+/// producer and consumer work before and after.
+const BAD_CLIENTS: &str = r#"
+import socket, ssl, time
+ADDR = os.environ["BOOTSTRAP"].rsplit(":", 1); ADDR = (ADDR[0], int(ADDR[1]))
+def wait_closed(s):
+    s.settimeout(60)
+    try:
+        while s.recv(4096):
+            pass
+    except (ConnectionResetError, ssl.SSLError, OSError):
+        pass
+    s.close()
+def raw(data):
+    s = socket.create_connection(ADDR)
+    if data:
+        s.sendall(data)
+    wait_closed(s)
+def with_cert(name):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(K + "/ca.pem")
+    ctx.load_cert_chain(K + "/%s.crt" % name, K + "/%s.key" % name)
+    s = socket.create_connection(ADDR)
+    try:
+        t = ctx.wrap_socket(s, server_hostname="127.0.0.1")
+        t.sendall(b"\x00\x00\x00\x01\x07")
+        wait_closed(t)
+    except (ssl.SSLError, OSError):
+        s.close()
+produce(0, 100)
+# A PLAINTEXT Kafka client: ApiVersions v0, correlation 1, no client id.
+raw(b"\x00\x00\x00\x0a\x00\x12\x00\x00\x00\x00\x00\x01\xff\xff")
+raw(b"\xff" * 64)
+out = ssl.MemoryBIO()
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations(K + "/ca.pem")
+obj = ctx.wrap_bio(ssl.MemoryBIO(), out, server_hostname="127.0.0.1")
+try:
+    obj.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+hello = out.read()
+s = socket.create_connection(ADDR)
+s.sendall(hello[: len(hello) // 2])
+s.shutdown(socket.SHUT_WR)
+wait_closed(s)
+with_cert("stranger")
+with_cert("expired")
+raw(b"")  # never starts its handshake: closed after connections.max.idle.ms
+produce(100, 100)
+print(consume(200))
+"#;
+
+#[test]
+fn bad_clients_on_the_ssl_port_are_closed_with_rustls_reason_and_tls_clients_go_on() {
+    let keys = tempfile::tempdir().expect("keys");
+    make_keys(keys.path());
+    let broker = start(
+        keys.path(),
+        new_log_dir(),
+        &["connections.max.idle.ms=3000"],
+        "warn",
+    );
+    python(&broker, keys.path(), BAD_CLIENTS);
+    let (status, lines) = broker.stop_collect();
+    let lines: Vec<String> = lines.iter().map(|l| plain_log_line(l)).collect();
+    assert_eq!(status.code(), Some(0), "{lines:#?}");
+    let closes: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("WARN") && l.contains("closing connection"))
+        .collect();
+    for reason in [
+        "InvalidContentType",
+        "tls handshake eof",
+        "UnknownIssuer",
+        "Expired",
+        "not completed within connections.max.idle.ms",
+    ] {
+        assert!(
+            closes
+                .iter()
+                .any(|l| l.contains(reason) && l.contains("peer=127.0.0.1:")),
+            "no warning naming the peer and {reason:?} in {closes:#?}"
+        );
+    }
+    // The PLAINTEXT client and the garbage both fail as records of no TLS
+    // content type.
+    assert!(
+        closes
+            .iter()
+            .filter(|l| l.contains("InvalidContentType"))
+            .count()
+            >= 2,
+        "{closes:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("panicked")),
+        "nothing panics: {lines:#?}"
+    );
+}

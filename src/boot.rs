@@ -128,6 +128,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let checkpoints = Arc::new(CheckpointBoard::new(dirs.clone()));
     let limits = BrokerLimits::from_config(&config)?;
     let broker_tls = tls::broker_tls(&config)?;
+    let ssl_listeners = tls::ssl_listeners(&config, &listeners);
     let io_memory = data_shard_io_memory(&config, n_shards);
     let (ends_tx, ends_rx) = mpsc::channel();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
@@ -181,7 +182,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         limits,
         broker_tls,
     };
-    spawn_control(control, ends_tx)?;
+    spawn_control(control, ssl_listeners, ends_tx)?;
 
     let startup = wait_ready(&ready_rx, n_shards + 1);
     match &startup {
@@ -200,13 +201,14 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
 /// The control shard is off the data path; on small hosts it shares a core.
 fn spawn_control(
     control: ShardSetup,
+    ssl_listeners: crate::shard::control::ssl_listeners::SslListeners,
     ends_tx: mpsc::Sender<shard_thread::ShardEnd>,
 ) -> anyhow::Result<()> {
     shard_thread::spawn(
         "control",
         LocalExecutorBuilder::new(Placement::Unbound).io_memory(CONTROL_IO_MEMORY_BYTES),
         ends_tx,
-        move || control_shard_main(control),
+        move || control_shard_main(control, ssl_listeners),
     )
     .context("starting the control shard")
 }
@@ -593,7 +595,14 @@ fn finish_shutdown(report: &Mutex<ShutdownReport>, checkpoints: &CheckpointBoard
     );
 }
 
-async fn control_shard_main(setup: ShardSetup) {
+/// `ssl_listeners`: the SSL listeners' TLS, reconfigured by the dynamic
+/// broker configs (installed before the first snapshot, whose load
+/// applies the stored per-broker SSL keys, as Kafka's
+/// `DynamicBrokerConfig.initialize` does before `SocketServer` starts).
+async fn control_shard_main(
+    setup: ShardSetup,
+    ssl_listeners: crate::shard::control::ssl_listeners::SslListeners,
+) {
     let clock: Rc<dyn Clock> = Rc::new(SystemClock::new());
     // Every executor primes the probe before it could open a DMA file.
     let mut zk_session = None;
@@ -651,6 +660,9 @@ async fn control_shard_main(setup: ShardSetup) {
     );
     // The first snapshot (stored topics) reaches every data shard before
     // readiness, so a restarted broker serves its topics at once.
+    if let Some(control) = ctx.control() {
+        control.set_ssl_listeners(Rc::new(ssl_listeners));
+    }
     let started = match (started, ctx.control()) {
         (Ok(()), Some(control)) => match first_snapshot(control, &setup.config).await {
             Ok(snapshot) => {

@@ -49,12 +49,7 @@ fn start() -> Setup {
     let listeners = Listeners {
         client: ("SSL".into(), "SSL".into()),
         internal: Some(("PLAINTEXT".into(), "PLAINTEXT".into(), port)),
-        settings: tls.broker_ssl(
-            "broker-1",
-            Store::Pkcs12Openssl,
-            "listener.name.ssl.",
-            None,
-        ),
+        settings: tls.broker_ssl("broker-1", Store::Pkcs12Openssl, "listener.name.ssl.", None),
     };
     let secret = format!("password.encoder.secret={SECRET}");
     let c = ReplCluster::start_with_listeners(
@@ -108,7 +103,9 @@ impl Setup {
             "s_client:\n{text}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let begin = text.find("-----BEGIN CERTIFICATE-----").expect("a certificate");
+        let begin = text
+            .find("-----BEGIN CERTIFICATE-----")
+            .expect("a certificate");
         let end_tag = "-----END CERTIFICATE-----";
         let end = text[begin..].find(end_tag).expect("certificate end") + begin + end_tag.len();
         self.serial_of(&text[begin..end])

@@ -219,7 +219,7 @@ fn a_keystore_rotated_by_kafka_configs_serves_new_connections_and_old_ones_go_on
     assert_eq!(s.new_connection_serial(), serial_a);
 
     let topic = "rotation";
-    let mut create = kafka_tool("kafka.admin.TopicCommand");
+    let mut create = kafka_tool("org.apache.kafka.tools.TopicCommand");
     create.args(["--bootstrap-server", &s.plaintext]).args([
         "--create",
         "--topic",

@@ -474,10 +474,17 @@ fn listener_config_mistakes_stop_the_start_naming_the_key() {
         ),
         (
             vec![format!(
-                "listeners=PLAINTEXT://127.0.0.1:{p1},SSL://127.0.0.1:{p2}"
+                "listeners=PLAINTEXT://127.0.0.1:{p1},SASL_PLAINTEXT://127.0.0.1:{p2}"
             )],
             "listeners",
-            "listener SSL uses security protocol SSL, which shardlog does not implement yet",
+            "listener SASL_PLAINTEXT uses security protocol SASL_PLAINTEXT, which shardlog does not implement yet",
+        ),
+        (
+            vec![format!(
+                "listeners=PLAINTEXT://127.0.0.1:{p1},SSL://127.0.0.1:{p2}"
+            )],
+            "ssl.keystore.location",
+            "listener SSL serves TLS and needs a keystore",
         ),
     ];
     for (settings, key, reason) in rows {

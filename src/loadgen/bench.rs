@@ -85,8 +85,8 @@ pub struct BenchArgs {
     pub bootstrap: Option<String>,
     /// PLAINTEXT or SSL (librdkafka's security.protocol). SSL: bench makes
     /// a throwaway CA and broker certificate with the `openssl` CLI, starts
-    /// the broker(s) with `listeners=SSL://...` and a PEM keystore (and
-    /// `security.inter.broker.protocol=SSL` with --brokers N), and the load
+    /// the broker(s) with `listeners=SSL://...`, a PEM keystore, the CA as
+    /// truststore and `security.inter.broker.protocol=SSL`, and the load
     /// generator connects over TLS. With --bootstrap, give the external
     /// broker's CA with --ssl-ca-location.
     #[arg(long, default_value = "PLAINTEXT", value_name = "PROTOCOL")]
@@ -632,10 +632,17 @@ fn start_brokers(
         "SSL" => Some(certs::BenchTls::create(&work.path)?),
         _ => None,
     };
-    let keystore = tls
-        .as_ref()
-        .map(|t| t.keystore_settings())
-        .unwrap_or_default();
+    // The only listener is SSL, so the inter-broker listener is too, even
+    // for one broker (KafkaConfig: `inter.broker.listener.name` must name
+    // an advertised listener).
+    let keystore: Vec<String> = tls
+        .iter()
+        .flat_map(|t| {
+            let mut v = t.keystore_settings();
+            v.extend(t.inter_broker_settings());
+            v
+        })
+        .collect();
     let ca = tls.as_ref().map(|t| t.ca.clone());
     let entry = |id: Option<usize>, name: &str, addr: SocketAddr, command| BrokerRecord {
         id,
@@ -668,7 +675,6 @@ fn start_brokers(
         let name = format!("broker-{id}");
         let mut settings = cluster::cluster_overrides(id, plan.brokers, &zk_addr);
         settings.extend(keystore.iter().cloned());
-        settings.extend(tls.iter().flat_map(certs::BenchTls::inter_broker_settings));
         let (child, addr, cmd) = start_broker(args, plan, &cpu, work, &name, &settings)?;
         started
             .brokers

@@ -16,7 +16,8 @@
 //!
 //! Files: [`settings`] `[pure]` the keys → [`SslSettings`]; [`stores`] `[io]`
 //! reading keystores/truststores (files named by the settings, the system
-//! CA bundle); [`eckey`] `[pure]` Java-written EC keys made loadable;
+//! CA bundle); [`eckey`] `[pure]` Java-written EC keys made loadable; [`pbe`] `[pure]`
+//! encrypted PEM keys (PBES2 and the PKCS#12 PBE schemes);
 //! [`build`] rustls configs (loads the stores, then builds); [`listener`]
 //! the per-listener state with KIP-226 reloads; [`selfcheck`] the
 //! inter-broker self-check, an in-memory handshake; [`principal`] `[pure]`
@@ -34,6 +35,7 @@
 pub mod build;
 pub mod eckey;
 pub mod listener;
+pub mod pbe;
 pub mod principal;
 pub mod selfcheck;
 pub mod settings;

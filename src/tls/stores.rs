@@ -19,6 +19,7 @@ use base64ct::Encoding;
 use p12_keystore::{KeyStore, KeyStoreEntry, Pkcs12ImportPolicy};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
+use super::pbe::PbeError;
 use super::settings::{invalid_secret, Password, SslSettings, StoreType};
 use crate::config::ConfigError;
 
@@ -117,8 +118,8 @@ pub fn load_keystore(s: &SslSettings) -> Result<Option<KeyMaterial>, ConfigError
             key.value(),
             chain.value(),
             s.key_password.as_ref(),
-            "ssl.keystore.key",
-            "ssl.keystore.certificate.chain",
+            Source::inline("ssl.keystore.key"),
+            Source::inline("ssl.keystore.certificate.chain"),
         )
         .map(Some);
     }
@@ -134,8 +135,8 @@ pub fn load_keystore(s: &SslSettings) -> Result<Option<KeyMaterial>, ConfigError
                 &text,
                 &text,
                 s.key_password.as_ref(),
-                "ssl.keystore.location",
-                "ssl.keystore.location",
+                Source::file("ssl.keystore.location", location),
+                Source::file("ssl.keystore.location", location),
             )
             .map(Some)
         }
@@ -244,7 +245,8 @@ pub fn load_truststore(
     s: &SslSettings,
 ) -> Result<Option<Vec<CertificateDer<'static>>>, ConfigError> {
     if let Some(certs) = &s.truststore_certificates {
-        return pem_certificates(certs.value(), "ssl.truststore.certificates").map(Some);
+        return pem_certificates(certs.value(), Source::inline("ssl.truststore.certificates"))
+            .map(Some);
     }
     let Some(location) = &s.truststore_location else {
         return Ok(None);
@@ -252,9 +254,11 @@ pub fn load_truststore(
     let data = read_file("ssl.truststore.location", location)?;
     let type_key = "ssl.truststore.type";
     match (s.truststore_type, sniff(&data)) {
-        (StoreType::Pem, _) => {
-            pem_certificates(&String::from_utf8_lossy(&data), "ssl.truststore.location").map(Some)
-        }
+        (StoreType::Pem, _) => pem_certificates(
+            &String::from_utf8_lossy(&data),
+            Source::file("ssl.truststore.location", location),
+        )
+        .map(Some),
         (_, Sniffed::Jks) => Err(jks_refused(type_key, location)),
         (_, Sniffed::Pem) => Err(err(
             type_key,
@@ -321,7 +325,9 @@ pub fn system_roots() -> Result<Vec<CertificateDer<'static>>, ConfigError> {
     );
     for path in candidates {
         if let Ok(text) = std::fs::read_to_string(&path) {
-            if let Ok(certs) = pem_certificates(&text, "ssl.truststore.location") {
+            if let Ok(certs) =
+                pem_certificates(&text, Source::file("ssl.truststore.location", &path))
+            {
                 return Ok(certs);
             }
         }
@@ -333,6 +339,33 @@ pub fn system_roots() -> Result<Vec<CertificateDer<'static>>, ConfigError> {
     ))
 }
 
+/// Where PEM text came from, for errors: the key and the value to show —
+/// the file for a `*.location` key, `[hidden]` for an inline PEM value
+/// (`ssl.keystore.key` is a password type in Kafka's `SslConfigs`).
+#[derive(Clone, Copy)]
+struct Source<'a> {
+    key: &'a str,
+    shown: &'a str,
+}
+
+impl<'a> Source<'a> {
+    fn file(key: &'a str, location: &'a str) -> Self {
+        Self {
+            key,
+            shown: location,
+        }
+    }
+    fn inline(key: &'a str) -> Self {
+        Self {
+            key,
+            shown: "[hidden]",
+        }
+    }
+    fn err(self, reason: impl Into<String>) -> ConfigError {
+        err(self.key, self.shown, reason)
+    }
+}
+
 /// One PEM block: its label and decoded bytes.
 struct Block {
     label: String,
@@ -342,7 +375,7 @@ struct Block {
 /// Every `-----BEGIN X-----` … `-----END X-----` block of `text`: text
 /// before and between blocks and `Name: value` header lines are skipped
 /// (`PemParser`).
-fn pem_blocks(text: &str, key: &str) -> Result<Vec<Block>, ConfigError> {
+fn pem_blocks(text: &str, src: Source<'_>) -> Result<Vec<Block>, ConfigError> {
     let mut blocks = Vec::new();
     let mut rest = text;
     while let Some(at) = rest.find("-----BEGIN ") {
@@ -354,24 +387,15 @@ fn pem_blocks(text: &str, key: &str) -> Result<Vec<Block>, ConfigError> {
         let body_start = &after[end_label + 5..];
         let end_marker = format!("-----END {label}-----");
         let Some(end) = body_start.find(&end_marker) else {
-            return Err(err(
-                key,
-                "[hidden]",
-                format!("PEM block {label} has no END line"),
-            ));
+            return Err(src.err(format!("PEM block {label} has no END line")));
         };
         let body: String = body_start[..end]
             .lines()
             .filter(|line| !line.contains(':'))
             .flat_map(|line| line.chars().filter(|c| !c.is_whitespace()))
             .collect();
-        let der = base64ct::Base64::decode_vec(&body).map_err(|e| {
-            err(
-                key,
-                "[hidden]",
-                format!("PEM block {label} is not base64: {e}"),
-            )
-        })?;
+        let der = base64ct::Base64::decode_vec(&body)
+            .map_err(|e| src.err(format!("PEM block {label} is not base64: {e}")))?;
         blocks.push(Block { label, der });
         rest = &body_start[end + end_marker.len()..];
     }
@@ -379,18 +403,19 @@ fn pem_blocks(text: &str, key: &str) -> Result<Vec<Block>, ConfigError> {
 }
 
 /// The `CERTIFICATE` blocks of `text`, in order.
-fn pem_certificates(text: &str, key: &str) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
-    let certs: Vec<_> = pem_blocks(text, key)?
+fn pem_certificates(
+    text: &str,
+    src: Source<'_>,
+) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+    let certs: Vec<_> = pem_blocks(text, src)?
         .into_iter()
         .filter(|b| b.label == "CERTIFICATE")
         .map(|b| CertificateDer::from(b.der))
         .collect();
     if certs.is_empty() {
-        return Err(err(
-            key,
-            "[hidden]",
-            "At least one certificate expected, but none found (no CERTIFICATE PEM block)",
-        ));
+        return Err(
+            src.err("At least one certificate expected, but none found (no CERTIFICATE PEM block)")
+        );
     }
     Ok(certs)
 }
@@ -402,50 +427,37 @@ fn pem_keystore(
     key_text: &str,
     chain_text: &str,
     key_password: Option<&Password>,
-    key_key: &str,
-    chain_key: &str,
+    key_src: Source<'_>,
+    chain_src: Source<'_>,
 ) -> Result<KeyMaterial, ConfigError> {
-    let keys: Vec<Block> = pem_blocks(key_text, key_key)?
+    let keys: Vec<Block> = pem_blocks(key_text, key_src)?
         .into_iter()
         .filter(|b| b.label.ends_with("PRIVATE KEY"))
         .collect();
     let block = match keys.as_slice() {
         [one] => one,
-        [] => {
-            return Err(err(
-                key_key,
-                "[hidden]",
-                "Private key not provided (no PRIVATE KEY PEM block)",
-            ))
-        }
+        [] => return Err(key_src.err("Private key not provided (no PRIVATE KEY PEM block)")),
         more => {
-            return Err(err(
-                key_key,
-                "[hidden]",
-                format!("Expected one private key, but found {}", more.len()),
-            ))
+            return Err(key_src.err(format!(
+                "Expected one private key, but found {}",
+                more.len()
+            )))
         }
     };
     let der = match (block.label.as_str(), key_password) {
         ("PRIVATE KEY", None) => block.der.clone(),
         ("ENCRYPTED PRIVATE KEY", Some(password)) => {
-            let info =
-                pkcs8::EncryptedPrivateKeyInfoRef::try_from(block.der.as_slice()).map_err(|e| {
-                    err(
-                        key_key,
-                        "[hidden]",
-                        format!("not an encrypted PKCS#8 key: {e}"),
-                    )
-                })?;
-            info.decrypt(password.value())
-                .map_err(|e| {
-                    invalid_secret(
-                        "ssl.key.password",
-                        &format!("the encrypted private key did not decrypt: {e}"),
-                    )
-                })?
-                .as_bytes()
-                .to_vec()
+            super::pbe::decrypt(&block.der, password.value()).map_err(|e| match e {
+                PbeError::Unsupported(reason) => {
+                    key_src.err(format!("{reason} (decrypted with ssl.key.password)"))
+                }
+                PbeError::Decrypt(reason) => invalid_secret(
+                    "ssl.key.password",
+                    &format!(
+                        "the encrypted private key did not decrypt (wrong password?): {reason}"
+                    ),
+                ),
+            })?
         }
         ("ENCRYPTED PRIVATE KEY", None) => {
             return Err(err(
@@ -463,26 +475,17 @@ fn pem_keystore(
             ));
         }
         (label, _) => {
-            return Err(err(
-                key_key,
-                "[hidden]",
-                format!(
-                    "the key is {label}; Kafka reads PKCS#8 only (PRIVATE KEY or ENCRYPTED \
+            return Err(key_src.err(format!(
+                "the key is {label}; Kafka reads PKCS#8 only (PRIVATE KEY or ENCRYPTED \
                      PRIVATE KEY): convert with openssl pkcs8 -topk8"
-                ),
-            ))
+            )))
         }
     };
     // The key's algorithm is checked when the rustls config is built.
-    pkcs8::PrivateKeyInfoRef::try_from(der.as_slice()).map_err(|e| {
-        err(
-            key_key,
-            "[hidden]",
-            format!("Private key could not be loaded: {e}"),
-        )
-    })?;
+    pkcs8::PrivateKeyInfoRef::try_from(der.as_slice())
+        .map_err(|e| key_src.err(format!("Private key could not be loaded: {e}")))?;
     Ok(KeyMaterial::new(
-        pem_certificates(chain_text, chain_key)?,
+        pem_certificates(chain_text, chain_src)?,
         PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der)),
     ))
 }

@@ -621,3 +621,168 @@ fn server_properties_resolve_per_listener() {
     let s = SslSettings::for_listener(&loaded.config, "EXTERNAL").unwrap();
     assert_eq!(s.client_auth, super::ClientAuth::None);
 }
+
+/// `server.key` encrypted by `openssl pkcs8 -topk8 <args>` under
+/// `keypass`, with the chain, written to `dir/<name>.pem`; `None` when this
+/// openssl cannot write the scheme (RC2 and PBES1 need the legacy
+/// provider).
+fn encrypted_bundle(dir: &std::path::Path, name: &str, args: &[&str]) -> Option<String> {
+    let k = keys();
+    let key = dir.join(format!("{name}.key"));
+    let out = std::process::Command::new("openssl")
+        .args(["pkcs8", "-topk8", "-in", &k.path("server.key"), "-out"])
+        .arg(&key)
+        .args(["-passout", "pass:keypass"])
+        .args(args)
+        .output()
+        .expect("openssl runs");
+    if !out.status.success() {
+        eprintln!(
+            "openssl pkcs8 {args:?} failed, case skipped: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return None;
+    }
+    let text = std::fs::read_to_string(&key).expect("the key") + &k.text("server-chain.pem");
+    let path = dir.join(format!("{name}.pem"));
+    std::fs::write(&path, text).expect("write the bundle");
+    Some(path.to_string_lossy().into_owned())
+}
+
+/// Kafka 3.9 on JDK 17 reads a PEM keystore whose key is encrypted with a
+/// PKCS#12 PBE scheme (`PemStore.privateKey` → the JDK's
+/// `SecretKeyFactory`); shardlog reads those and PBES2.
+#[test]
+fn encrypted_pem_keys_load_in_every_scheme_kafka_or_openssl_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let legacy = ["-provider", "legacy", "-provider", "default"];
+    let cases: Vec<(&str, Vec<&str>, bool)> = vec![
+        ("pbes2-default", vec![], true),
+        ("pbes2-aes128", vec!["-v2", "aes-128-cbc"], true),
+        ("sha1-3des", vec!["-v1", "PBE-SHA1-3DES"], true),
+        ("sha1-2des", vec!["-v1", "PBE-SHA1-2DES"], true),
+        (
+            "sha1-rc2-40",
+            [&["-v1", "PBE-SHA1-RC2-40"][..], &legacy].concat(),
+            false,
+        ),
+        (
+            "sha1-rc2-128",
+            [&["-v1", "PBE-SHA1-RC2-128"][..], &legacy].concat(),
+            false,
+        ),
+        (
+            "pbes1-sha1-des",
+            [&["-v1", "PBE-SHA1-DES"][..], &legacy].concat(),
+            false,
+        ),
+    ];
+    let mut loaded = 0;
+    for (name, args, required) in cases {
+        let Some(path) = encrypted_bundle(dir.path(), name, &args) else {
+            assert!(!required, "{name}: openssl must write this scheme");
+            continue;
+        };
+        let base = [
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", path.as_str()),
+            ("ssl.truststore.type", "PEM"),
+        ];
+        let truststore = keys().path("ca.pem");
+        let mut good = base.to_vec();
+        good.extend([
+            ("ssl.truststore.location", truststore.as_str()),
+            ("ssl.key.password", "keypass"),
+        ]);
+        let s = settings(&good);
+        self_check(&s, "localhost").unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The same key inline (`ssl.keystore.key`).
+        let key_text =
+            std::fs::read_to_string(dir.path().join(format!("{name}.key"))).expect("the key");
+        let chain = keys().text("server-chain.pem");
+        let ca = keys().text("ca.pem");
+        let inline = settings(&[
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.key", key_text.as_str()),
+            ("ssl.keystore.certificate.chain", chain.as_str()),
+            ("ssl.key.password", "keypass"),
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.certificates", ca.as_str()),
+        ]);
+        self_check(&inline, "localhost").unwrap_or_else(|e| panic!("{name} inline: {e}"));
+        let mut wrong = base.to_vec();
+        wrong.extend([
+            ("ssl.truststore.location", truststore.as_str()),
+            ("ssl.key.password", "wrongpass"),
+        ]);
+        let e = store_error(&wrong);
+        assert_eq!(key_of(&e), "ssl.key.password", "{name}: {e}");
+        assert!(e.to_string().contains("did not decrypt"), "{name}: {e}");
+        assert!(!e.to_string().contains("keypass"), "{name}: {e}");
+        loaded += 1;
+    }
+    assert!(loaded >= 4, "only {loaded} schemes were exercised");
+}
+
+/// A scheme shardlog does not decrypt names the key and the scheme; a
+/// keystore file's errors show its location (only passwords and inline
+/// PEM values are hidden).
+#[test]
+fn unknown_pem_key_schemes_and_bad_files_name_the_key_and_show_the_location() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let k = keys();
+    let legacy = [
+        "-v1",
+        "PBE-MD5-DES",
+        "-provider",
+        "legacy",
+        "-provider",
+        "default",
+    ];
+    if let Some(path) = encrypted_bundle(dir.path(), "md5-des", &legacy) {
+        let e = store_error(&[
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", &path),
+            ("ssl.key.password", "keypass"),
+        ]);
+        assert_eq!(key_of(&e), "ssl.keystore.location", "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("does not decrypt") && text.contains("ssl.key.password"),
+            "{e}"
+        );
+        assert!(text.contains(&path) && !text.contains("[hidden]"), "{e}");
+        let key_text = std::fs::read_to_string(dir.path().join("md5-des.key")).expect("key");
+        let chain = k.text("server-chain.pem");
+        let e = store_error(&[
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.key", &key_text),
+            ("ssl.keystore.certificate.chain", &chain),
+            ("ssl.key.password", "keypass"),
+        ]);
+        assert_eq!(key_of(&e), "ssl.keystore.key", "{e}");
+        assert!(e.to_string().contains("[hidden]"), "{e}");
+        assert!(!e.to_string().contains("BEGIN"), "the key leaked: {e}");
+    }
+    let p12 = k.path("server.p12");
+    let e = store_error(&[
+        ("ssl.keystore.type", "PEM"),
+        ("ssl.keystore.location", &p12),
+    ]);
+    assert_eq!(key_of(&e), "ssl.keystore.location", "{e}");
+    assert!(e.to_string().contains(&p12), "the location is shown: {e}");
+    let garbage = dir.path().join("garbage.pem");
+    std::fs::write(
+        &garbage,
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMAMCAQA=\n-----END ENCRYPTED PRIVATE KEY-----\n",
+    )
+    .expect("write");
+    let garbage = garbage.to_string_lossy().into_owned();
+    let e = store_error(&[
+        ("ssl.keystore.type", "PEM"),
+        ("ssl.keystore.location", &garbage),
+        ("ssl.key.password", "keypass"),
+    ]);
+    assert_eq!(key_of(&e), "ssl.keystore.location", "{e}");
+    assert!(e.to_string().contains("not an encrypted PKCS#8 key"), "{e}");
+}

@@ -3,7 +3,7 @@
 //! the bench's work directory (removed with it). The broker reads them as a
 //! Kafka PEM keystore (`ssl.keystore.type=PEM`, one file with the PKCS#8
 //! key and the chain, as Kafka's `DefaultSslEngineFactory` reads PEM
-//! keystores) and, with `--brokers N`, a PEM truststore for its own
+//! keystores) and a PEM truststore for its own
 //! inter-broker connections; the load generator trusts the CA
 //! (`--ssl-ca-location`).
 //!

@@ -128,6 +128,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let checkpoints = Arc::new(CheckpointBoard::new(dirs.clone()));
     let limits = BrokerLimits::from_config(&config)?;
     let broker_tls = tls::broker_tls(&config)?;
+    let ssl_listeners = tls::ssl_listeners(&config, listeners.iter().map(|l| &l.info));
     let io_memory = data_shard_io_memory(&config, n_shards);
     let (ends_tx, ends_rx) = mpsc::channel();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
@@ -181,7 +182,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         limits,
         broker_tls,
     };
-    spawn_control(control, ends_tx)?;
+    spawn_control(control, ssl_listeners, ends_tx)?;
 
     let startup = wait_ready(&ready_rx, n_shards + 1);
     match &startup {
@@ -200,13 +201,14 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
 /// The control shard is off the data path; on small hosts it shares a core.
 fn spawn_control(
     control: ShardSetup,
+    ssl_listeners: crate::shard::control::ssl_listeners::SslListeners,
     ends_tx: mpsc::Sender<shard_thread::ShardEnd>,
 ) -> anyhow::Result<()> {
     shard_thread::spawn(
         "control",
         LocalExecutorBuilder::new(Placement::Unbound).io_memory(CONTROL_IO_MEMORY_BYTES),
         ends_tx,
-        move || control_shard_main(control),
+        move || control_shard_main(control, ssl_listeners),
     )
     .context("starting the control shard")
 }
@@ -313,10 +315,16 @@ fn shard_base(setup: &ShardSetup, clock: Rc<dyn Clock>) -> ShardBase {
 /// broker's dynamic configs loaded first so that it carries them (its
 /// stored passwords re-encoded first when `password.encoder.old.secret`
 /// is set).
+///
+/// The SSL listeners are installed first, so the stored per-broker SSL
+/// keys this load applies reach them (KIP-226: Kafka's
+/// `DynamicBrokerConfig.initialize` runs before `SocketServer` starts).
 async fn first_snapshot(
     control: &crate::shard::control::control_shard::ControlShard,
     config: &crate::config::ServerConfig,
+    ssl_listeners: crate::shard::control::ssl_listeners::SslListeners,
 ) -> Result<crate::metadata::Snapshot, crate::controller::admin_error::AdminError> {
+    control.set_ssl_listeners(Rc::new(ssl_listeners));
     control.reload_client_quotas().await;
     control.reencode_passwords(config).await;
     control.reload_broker_configs(config).await;
@@ -593,7 +601,14 @@ fn finish_shutdown(report: &Mutex<ShutdownReport>, checkpoints: &CheckpointBoard
     );
 }
 
-async fn control_shard_main(setup: ShardSetup) {
+/// `ssl_listeners`: the SSL listeners' TLS, reconfigured by the dynamic
+/// broker configs (installed before the first snapshot, whose load
+/// applies the stored per-broker SSL keys, as Kafka's
+/// `DynamicBrokerConfig.initialize` does before `SocketServer` starts).
+async fn control_shard_main(
+    setup: ShardSetup,
+    ssl_listeners: crate::shard::control::ssl_listeners::SslListeners,
+) {
     let clock: Rc<dyn Clock> = Rc::new(SystemClock::new());
     // Every executor primes the probe before it could open a DMA file.
     let mut zk_session = None;
@@ -652,13 +667,15 @@ async fn control_shard_main(setup: ShardSetup) {
     // The first snapshot (stored topics) reaches every data shard before
     // readiness, so a restarted broker serves its topics at once.
     let started = match (started, ctx.control()) {
-        (Ok(()), Some(control)) => match first_snapshot(control, &setup.config).await {
-            Ok(snapshot) => {
-                router::publish(&ctx, snapshot).await;
-                Ok(())
+        (Ok(()), Some(control)) => {
+            match first_snapshot(control, &setup.config, ssl_listeners).await {
+                Ok(snapshot) => {
+                    router::publish(&ctx, snapshot).await;
+                    Ok(())
+                }
+                Err(e) => Err(format!("metadata store: {e}")),
             }
-            Err(e) => Err(format!("metadata store: {e}")),
-        },
+        }
         (started, _) => started,
     };
     // ZooKeeper mode: register and join the election before serving.

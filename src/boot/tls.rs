@@ -50,3 +50,19 @@ pub fn broker_tls(config: &ServerConfig) -> anyhow::Result<BrokerTls> {
         control_plane: client(config.controller_listener())?,
     })
 }
+
+/// The SSL listeners dynamic broker configs reconfigure (KIP-226): every
+/// bound listener's shared [`ListenerTls`], the same `Arc`s the shards'
+/// accept loops hold, so a reload reaches new connections on every shard.
+pub fn ssl_listeners<'a>(
+    config: &ServerConfig,
+    listeners: impl IntoIterator<Item = &'a crate::server::listener::ListenerInfo>,
+) -> crate::shard::control::ssl_listeners::SslListeners {
+    let mut ssl = crate::shard::control::ssl_listeners::SslListeners::new(config);
+    for info in listeners {
+        if let Some(tls) = &info.tls {
+            ssl.add(config, &info.name, tls.clone());
+        }
+    }
+    ssl
+}

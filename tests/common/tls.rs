@@ -245,6 +245,19 @@ impl Tls {
         out.trim().trim_start_matches("serial=").to_owned()
     }
 
+    /// Another certificate for broker `name` (made by [`Tls::make`]): the
+    /// same subject DN and SANs, a new EC key and serial, signed by the CA,
+    /// as `<file>.p12` (PKCS12 by `openssl pkcs12 -export`, password
+    /// [`PASSWORD`]) and `<file>.pem` — what an operator rotating a
+    /// broker's certificate makes (KIP-226 accepts it: Kafka's
+    /// `SslFactory.CertificateEntries` compares DN and SANs).
+    pub fn reissue_broker(&self, name: &str, file: &str) -> PathBuf {
+        self.key_and_csr(file, &format!("/CN={name}/O=shardlog-tests"));
+        self.sign(file, "ca", true);
+        self.export_p12(file, "ca");
+        self.path(&format!("{file}.p12"))
+    }
+
     // -----------------------------------------------------------------
     // making the material
     // -----------------------------------------------------------------

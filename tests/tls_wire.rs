@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::broker::{new_log_dir, plain_log_line, Broker};
-use common::clients::venv_python;
+use common::clients::run_python_with_env;
 
 fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")
@@ -169,20 +169,11 @@ def consume(n, topic="tls"):
         assert v == value(i), "record %d differs" % i
     return hashlib.sha256(b"".join(got)).hexdigest()
 "#;
-    let out = Command::new(venv_python())
-        .args(["-c", &format!("{prelude}\n{code}")])
-        .env("BOOTSTRAP", broker.bootstrap())
-        .env("KEYS", keys)
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "python failed ({}): {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf8")
+    run_python_with_env(
+        broker,
+        &format!("{prelude}\n{code}"),
+        &[("KEYS", keys.as_os_str())],
+    )
 }
 
 /// The `tls=` counter of the broker's `zerocopy:` shutdown line, and its

@@ -80,8 +80,8 @@ use std::time::Duration;
 
 use common::cluster::wait_for;
 use common::replica_cluster::scenario::{
-    assert_refused_and_not_appended, assert_replicating, concat, isr_in_metadata, produce,
-    settings, sorted, start, start_with,
+    assert_refused_and_not_appended, assert_replicating, concat, isr_in_metadata,
+    kill_leaders_with_history, long, produce, settings, sorted, start, start_with,
 };
 use common::replica_cluster::{
     assert_history_ok, assert_replicas_identical, check, drain, hw_checkpoint, leader_epochs,
@@ -92,10 +92,6 @@ use common::run_py_script;
 /// replica.lag.time.max.ms: a stopped follower leaves the ISR within ~3 s.
 const LAG_MS: u64 = 3000;
 
-fn long() -> bool {
-    std::env::var_os("SHARDLOG_LONG").is_some()
-}
-
 // ---------------------------------------------------------------------------
 // (a) kill -9 of leaders in turn
 // ---------------------------------------------------------------------------
@@ -104,66 +100,7 @@ fn kill_leaders_in_turn(system: System) {
     let mut c = start(system, 2, false, LAG_MS);
     let (topic, partitions) = ("a", 3);
     c.create_topic(topic, partitions, 3, &["min.insync.replicas=2"]);
-    let kills = if long() { 20 } else { 3 };
-    let rate = if long() { "0" } else { "400" };
-    let mut producer = HistoryProducer::spawn(
-        &c.bootstrap(),
-        topic,
-        partitions,
-        c.dir.path(),
-        &["--acks=all", "--idempotence=1", &format!("--rate={rate}")],
-    );
-    producer.wait_acks(60, 100, "the first 100 acks");
-    for k in 0..kills {
-        let p = k % partitions;
-        let before = c.state(topic, p);
-        let victim = before.leader;
-        c.node(victim).kill9();
-        let after = c.wait_state(60, "a new leader", topic, p, |s| {
-            s.leader >= 0 && s.leader != victim && s.leader_epoch > before.leader_epoch
-        });
-        eprintln!("[{system:?} kill {k}: broker {victim} killed, {topic}-{p} now {after:?}]");
-        producer.wait_acks(60, 100, "100 acks after the kill");
-        c.restart(victim);
-        for q in 0..partitions {
-            c.wait_state(120, "the restarted broker back in the ISR", topic, q, |s| {
-                s.isr.contains(&victim)
-            });
-        }
-    }
-    if long() {
-        wait_for(3600, "1 M acks", || {
-            (producer.acked_so_far() >= 1_000_000).then_some(())
-        });
-    }
-    let acked_file = producer.acked_file.clone();
-    let report = producer.finish(180);
-    eprintln!("[{system:?} producer: {report}]");
-    assert_eq!(
-        report["failed"], 0,
-        "{system:?}: acks=all idempotent records failed: {report}"
-    );
-    let read_file = drain(&c.bootstrap(), topic, partitions, c.dir.path());
-    let h = check(&acked_file, &read_file);
-    eprintln!(
-        "[{system:?} history: acked {} read {}]",
-        h["acked"], h["read"]
-    );
-    assert_history_ok(system, "kill -9 of leaders", &h);
-    assert_eq!(
-        h["unacked_read_count"], 0,
-        "{system:?}: records read that were never acked (the producer saw every outcome): {h}"
-    );
-    let hws = assert_replicas_identical(&mut c, topic, partitions);
-    let per: BTreeMap<String, u64> =
-        serde_json::from_value(h["per_partition_read"].clone()).unwrap();
-    for (p, hw) in hws.iter().enumerate() {
-        assert_eq!(
-            per.get(&p.to_string()).copied().unwrap_or(0),
-            *hw as u64,
-            "{system:?}: {topic}-{p}: HW {hw} after the clean stop vs records read"
-        );
-    }
+    kill_leaders_with_history(&mut c, system, "kill -9 of leaders", topic, partitions);
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! The load generator over TLS against Apache Kafka 3.9 with an SSL
 //! listener (ZooKeeper mode, from the cached jars as the other Kafka-peer
-//! tests start it): keys made by the JDK's `keytool` at test time (a CA, a
-//! PKCS12 broker keystore signed by it, the CA exported as PEM for the
-//! client), `shardlog loadgen --security-protocol SSL --ssl-ca-location`
+//! tests start it): keys made at test time by tests/common/tls.rs (a CA,
+//! a PKCS12 broker keystore written by the JDK's `keytool`, the CA as PEM
+//! for the client, another CA), `shardlog loadgen --security-protocol SSL --ssl-ca-location`
 //! produces with acks=all while its consumer checks every record comes back
 //! once and in order, then `--consume-only --verify-records` reads the topic
 //! again over TLS. A client that trusts another CA, and a PLAINTEXT client
@@ -17,143 +17,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::loadgen::{check_point_verified, run_loadgen_with_context};
+use common::tls::{Store, Tls, PASSWORD};
 use common::zookeeper::{free_port, ZkServer};
-
-const STORE_PASSWORD: &str = "test-secret";
-
-fn keytool(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let out = Command::new("keytool")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("keytool (JDK): run `bash tests/run.sh`");
-    assert!(
-        out.status.success(),
-        "keytool {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-/// `keytool -genkeypair` of an RSA 2048 key pair valid two days into the
-/// PKCS12 store `store`.
-fn gen_key_pair(dir: &Path, alias: &str, dname: &str, store: &str, ext: &str) {
-    keytool(
-        dir,
-        &[
-            "-genkeypair",
-            "-alias",
-            alias,
-            "-keyalg",
-            "RSA",
-            "-keysize",
-            "2048",
-            "-validity",
-            "2",
-            "-dname",
-            dname,
-            "-ext",
-            ext,
-            "-keystore",
-            store,
-            "-storetype",
-            "PKCS12",
-            "-storepass",
-            STORE_PASSWORD,
-        ],
-    );
-}
-
-/// A CA in `ca.p12`, exported as `ca.pem` (returned).
-fn make_ca(dir: &Path) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    gen_key_pair(
-        dir,
-        "ca",
-        "CN=loadgen-tls-test-ca",
-        "ca.p12",
-        "bc:c=ca:true",
-    );
-    keytool(
-        dir,
-        &[
-            "-exportcert",
-            "-rfc",
-            "-alias",
-            "ca",
-            "-keystore",
-            "ca.p12",
-            "-storepass",
-            STORE_PASSWORD,
-            "-file",
-            "ca.pem",
-        ],
-    );
-    dir.join("ca.pem")
-}
-
-/// The broker's keystore `broker.p12`: a key pair whose certificate the CA
-/// of `dir` signed for 127.0.0.1 / localhost, with the CA's certificate.
-fn make_broker_keystore(dir: &Path) {
-    let pw = STORE_PASSWORD;
-    let san = "SAN=IP:127.0.0.1,DNS:localhost";
-    gen_key_pair(dir, "broker", "CN=localhost", "broker.p12", san);
-    let csr = keytool(
-        dir,
-        &[
-            "-certreq",
-            "-alias",
-            "broker",
-            "-keystore",
-            "broker.p12",
-            "-storepass",
-            pw,
-        ],
-    );
-    std::fs::write(dir.join("broker.csr"), csr).unwrap();
-    keytool(
-        dir,
-        &[
-            "-gencert",
-            "-alias",
-            "ca",
-            "-keystore",
-            "ca.p12",
-            "-storepass",
-            pw,
-            "-rfc",
-            "-validity",
-            "2",
-            "-ext",
-            san,
-            "-ext",
-            "EKU=serverAuth,clientAuth",
-            "-infile",
-            "broker.csr",
-            "-outfile",
-            "broker.pem",
-        ],
-    );
-    for (alias, file) in [("ca", "ca.pem"), ("broker", "broker.pem")] {
-        keytool(
-            dir,
-            &[
-                "-importcert",
-                "-noprompt",
-                "-alias",
-                alias,
-                "-file",
-                file,
-                "-keystore",
-                "broker.p12",
-                "-storetype",
-                "PKCS12",
-                "-storepass",
-                pw,
-            ],
-        );
-    }
-}
 
 /// One Kafka 3.9 broker: PLAINTEXT (inter-broker) and SSL listeners.
 struct Kafka {
@@ -163,7 +28,8 @@ struct Kafka {
 }
 
 impl Kafka {
-    fn start(dir: &Path, zk: &str) -> Kafka {
+    /// `ks`: the broker's PKCS12 keystore (password [`PASSWORD`]).
+    fn start(dir: &Path, zk: &str, ks: &Path) -> Kafka {
         let (plain, ssl) = (free_port(), free_port());
         let props = format!(
             "broker.id=0\nzookeeper.connect={zk}\nlog.dirs={logs}\n\
@@ -174,8 +40,8 @@ impl Kafka {
              transaction.state.log.min.isr=1\ngroup.initial.rebalance.delay.ms=0\n\
              num.network.threads=2\nnum.io.threads=2\nbackground.threads=2\n",
             logs = dir.join("logs").display(),
-            ks = dir.join("keys/broker.p12").display(),
-            pw = STORE_PASSWORD,
+            ks = ks.display(),
+            pw = PASSWORD,
         );
         std::fs::write(dir.join("server.properties"), props).unwrap();
         std::fs::write(
@@ -261,12 +127,12 @@ fn loadgen_fails(args: &[&str]) -> String {
 #[test]
 fn loadgen_produces_and_consumes_over_tls_with_kafka() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let ca = make_ca(&dir.path().join("keys"));
-    make_broker_keystore(&dir.path().join("keys"));
-    let other_ca = make_ca(&dir.path().join("other"));
+    let keys = Tls::make(&["broker-1"]);
+    let (_, ks) = keys.keystore("broker-1", Store::Pkcs12Keytool);
+    let (ca, other_ca) = (keys.ca_pem(), keys.other_ca_pem());
     std::fs::create_dir_all(dir.path().join("logs")).unwrap();
     let zk = ZkServer::standalone();
-    let kafka = Kafka::start(dir.path(), &zk.address());
+    let kafka = Kafka::start(dir.path(), &zk.address(), &ks);
     let ca = ca.to_str().unwrap();
     let out = dir.path().join("produce");
     let tls = [

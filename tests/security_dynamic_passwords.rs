@@ -101,6 +101,23 @@ fn kafka_configs(c: &ReplCluster, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// `kafka-configs --entity-type brokers --entity-name 1 --alter
+/// --add-config <config>`.
+fn alter_broker_1(c: &ReplCluster, config: &str) -> (bool, String) {
+    kafka_configs(
+        c,
+        &[
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1",
+            "--alter",
+            "--add-config",
+            config,
+        ],
+    )
+}
+
 /// Broker 1's `/config/brokers/1` config.
 fn stored(c: &ReplCluster) -> serde_json::Value {
     let path = "/config/brokers/1";
@@ -207,18 +224,7 @@ fn passwords_are_stored_encoded_and_security_keys_refused_as_kafka_does() {
     );
     // Refusals, each with Kafka's message (kafka-configs first: once a
     // sensitive key is stored, its legacy AlterConfigs needs it resent).
-    let (ok, out) = kafka_configs(
-        &c,
-        &[
-            "--entity-type",
-            "brokers",
-            "--entity-name",
-            "1",
-            "--alter",
-            "--add-config",
-            "ssl.keystore.location=/tmp/x.p12",
-        ],
-    );
+    let (ok, out) = alter_broker_1(&c, "ssl.keystore.location=/tmp/x.p12");
     assert!(
         !ok && out.contains("These security configs can be dynamically updated only per-listener using the listener prefix: Set(ssl.keystore.location)"),
         "{out}"
@@ -239,18 +245,7 @@ fn passwords_are_stored_encoded_and_security_keys_refused_as_kafka_does() {
         "{out}"
     );
     let before = children(&c.zk.address(), "/config/changes").len();
-    let (ok, out) = kafka_configs(
-        &c,
-        &[
-            "--entity-type",
-            "brokers",
-            "--entity-name",
-            "1",
-            "--alter",
-            "--add-config",
-            &format!("{PW_KEY}=top-secret"),
-        ],
-    );
+    let (ok, out) = alter_broker_1(&c, &format!("{PW_KEY}=top-secret"));
     assert!(
         ok && out.contains("Completed updating config for broker 1"),
         "{out}"

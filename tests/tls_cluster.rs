@@ -47,17 +47,14 @@ use std::process::{Command, Stdio};
 
 use common::cluster::{json, read, wait_for};
 use common::replica_cluster::listeners::Listeners;
-use common::replica_cluster::scenario::{concat, probe_replication, produce, settings, SESSION_MS};
+use common::replica_cluster::scenario::{
+    concat, kill_leaders_with_history, probe_replication, produce, settings, SESSION_MS,
+};
 use common::replica_cluster::{
-    assert_history_ok, assert_replicas_identical, check, drain, HistoryProducer, ReplCluster,
-    System,
+    assert_history_ok, assert_replicas_identical, check, drain, ReplCluster, System,
 };
 use common::tls::{ClientCert, Store, Tls};
 use common::zookeeper::free_port;
-
-fn long() -> bool {
-    std::env::var_os("SHARDLOG_LONG").is_some()
-}
 
 /// Brokers 1..=3 of `systems` with an SSL inter-broker listener named
 /// `internal` (`INTERNAL`, or `SSL` for `security.inter.broker.protocol`),
@@ -227,66 +224,13 @@ fn kill_leaders_over_ssl(system: System, internal: &str, store: Store) {
     }
     assert_brokers_connected_over_internal(&ports);
 
-    let kills = if long() { 20 } else { 3 };
-    let rate = if long() { "0" } else { "400" };
-    let mut producer = HistoryProducer::spawn(
-        &c.bootstrap(),
+    kill_leaders_with_history(
+        &mut c,
+        system,
+        "kill -9 of leaders, SSL inter-broker",
         topic,
         partitions,
-        c.dir.path(),
-        &["--acks=all", "--idempotence=1", &format!("--rate={rate}")],
     );
-    producer.wait_acks(60, 100, "the first 100 acks=all acks over SSL replication");
-    for k in 0..kills {
-        let p = k % partitions;
-        let before = c.state(topic, p);
-        let victim = before.leader;
-        c.node(victim).kill9();
-        let after = c.wait_state(60, "a new leader", topic, p, |s| {
-            s.leader >= 0 && s.leader != victim && s.leader_epoch > before.leader_epoch
-        });
-        eprintln!("[{system:?} SSL kill {k}: broker {victim} killed, {topic}-{p} now {after:?}]");
-        producer.wait_acks(60, 100, "100 acks after the kill");
-        c.restart(victim);
-        for q in 0..partitions {
-            c.wait_state(120, "the restarted broker back in the ISR", topic, q, |s| {
-                s.isr.contains(&victim)
-            });
-        }
-    }
-    if long() {
-        wait_for(3600, "1 M acks", || {
-            (producer.acked_so_far() >= 1_000_000).then_some(())
-        });
-    }
-    let acked_file = producer.acked_file.clone();
-    let report = producer.finish(180);
-    eprintln!("[{system:?} SSL producer: {report}]");
-    assert_eq!(
-        report["failed"], 0,
-        "{system:?}: acks=all idempotent records failed: {report}"
-    );
-    let read_file = drain(&c.bootstrap(), topic, partitions, c.dir.path());
-    let h = check(&acked_file, &read_file);
-    eprintln!(
-        "[{system:?} SSL history: acked {} read {}]",
-        h["acked"], h["read"]
-    );
-    assert_history_ok(system, "kill -9 of leaders, SSL inter-broker", &h);
-    assert_eq!(
-        h["unacked_read_count"], 0,
-        "{system:?}: records read that were never acked: {h}"
-    );
-    let hws = assert_replicas_identical(&mut c, topic, partitions);
-    let per: BTreeMap<String, u64> =
-        serde_json::from_value(h["per_partition_read"].clone()).unwrap();
-    for (p, hw) in hws.iter().enumerate() {
-        assert_eq!(
-            per.get(&p.to_string()).copied().unwrap_or(0),
-            *hw as u64,
-            "{system:?}: {topic}-{p}: HW {hw} after the clean stop vs records read"
-        );
-    }
 }
 
 #[test]

@@ -6,134 +6,32 @@
 //! certificate under `ssl.client.auth=required`, a client that never
 //! finishes its handshake within `connections.max.idle.ms`) are closed
 //! with a warning naming the peer and rustls' reason, while a TLS client
-//! keeps producing and fetching. Keys are made by `openssl` at test time.
+//! keeps producing and fetching. Keys are made at test time by
+//! tests/common/tls.rs (`openssl`, `keytool`).
 //! Needs `bash tests/run.sh` (the venv with kafka-python).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::broker::{new_log_dir, plain_log_line, Broker};
-use common::clients::venv_python;
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// `ca`, a broker key+chain for 127.0.0.1/localhost (`broker.pem`, a PEM
-/// keystore), and client certificates: `client` (by `ca`), `stranger` (by
-/// an unknown CA) and `expired` (by `ca`, expired yesterday).
-fn make_keys(dir: &Path) {
-    for ca in ["ca", "rogue"] {
-        openssl(
-            dir,
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-keyout",
-                &format!("{ca}.key"),
-                "-out",
-                &format!("{ca}.pem"),
-                "-subj",
-                &format!("/CN={ca}"),
-                "-days",
-                "30",
-            ],
-        );
-    }
-    std::fs::write(
-        dir.join("server.ext"),
-        "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n\
-         subjectAltName=DNS:localhost,IP:127.0.0.1\n",
-    )
-    .expect("ext");
-    std::fs::write(
-        dir.join("client.ext"),
-        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
-    )
-    .expect("ext");
-    for (name, ca, ext, days) in [
-        ("broker", "ca", "server.ext", "30"),
-        ("client", "ca", "client.ext", "30"),
-        ("stranger", "rogue", "client.ext", "30"),
-        ("expired", "ca", "client.ext", "-1"),
-    ] {
-        openssl(
-            dir,
-            &[
-                "req",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-keyout",
-                &format!("{name}.key"),
-                "-out",
-                &format!("{name}.csr"),
-                "-subj",
-                &format!("/O=shardlog/CN={name}"),
-            ],
-        );
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &format!("{name}.csr"),
-                "-CA",
-                &format!("{ca}.pem"),
-                "-CAkey",
-                &format!("{ca}.key"),
-                "-CAcreateserial",
-                "-out",
-                &format!("{name}.crt"),
-                "-days",
-                days,
-                "-extfile",
-                ext,
-            ],
-        );
-    }
-    let key = std::fs::read_to_string(dir.join("broker.key")).expect("key");
-    let crt = std::fs::read_to_string(dir.join("broker.crt")).expect("crt");
-    let ca = std::fs::read_to_string(dir.join("ca.pem")).expect("ca");
-    std::fs::write(dir.join("broker.pem"), format!("{key}{crt}{ca}")).expect("keystore");
-}
+use common::clients::run_python_with_env;
+use common::tls::{Store, Tls};
 
 /// The broker's settings: an SSL listener first (the readiness line's
 /// address), the inter-broker PLAINTEXT listener second.
-fn ssl_overrides(dir: &Path, extra: &[&str]) -> Vec<String> {
-    let d = dir.display();
-    let mut o = vec![
-        "listeners=SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0".to_string(),
-        "ssl.keystore.type=PEM".into(),
-        format!("ssl.keystore.location={d}/broker.pem"),
-        "ssl.truststore.type=PEM".into(),
-        format!("ssl.truststore.location={d}/ca.pem"),
-        "ssl.client.auth=required".into(),
-        "auto.create.topics.enable=true".into(),
-        "num.partitions=1".into(),
-    ];
+fn ssl_overrides(tls: &Tls, extra: &[&str]) -> Vec<String> {
+    let mut o = vec!["listeners=SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0".to_string()];
+    o.extend(tls.broker_ssl(BROKER, Store::Pem, "", Some("required")));
+    o.push("auto.create.topics.enable=true".into());
+    o.push("num.partitions=1".into());
     o.extend(extra.iter().map(|s| (*s).to_string()));
     o
 }
 
-fn start(dir: &Path, log_dir: tempfile::TempDir, extra: &[&str], rust_log: &str) -> Broker {
-    let o = ssl_overrides(dir, extra);
+fn start(tls: &Tls, log_dir: tempfile::TempDir, extra: &[&str], rust_log: &str) -> Broker {
+    let o = ssl_overrides(tls, extra);
     let refs: Vec<&str> = o.iter().map(String::as_str).collect();
     Broker::start_logging(log_dir, &refs, Some(rust_log))
 }
@@ -146,7 +44,7 @@ import os, sys, json, hashlib
 from kafka import KafkaProducer, KafkaConsumer
 K = os.environ["KEYS"]
 SSL = dict(bootstrap_servers=os.environ["BOOTSTRAP"], security_protocol="SSL",
-           ssl_cafile=K + "/ca.pem", ssl_certfile=K + "/client.crt", ssl_keyfile=K + "/client.key")
+           ssl_cafile=K + "/ca.pem", ssl_certfile=K + "/client.pem", ssl_keyfile=K + "/client.key")
 def value(i):
     head = ("%010d:" % i).encode()
     return head + bytes([i % 251]) * (1024 - len(head))
@@ -169,20 +67,11 @@ def consume(n, topic="tls"):
         assert v == value(i), "record %d differs" % i
     return hashlib.sha256(b"".join(got)).hexdigest()
 "#;
-    let out = Command::new(venv_python())
-        .args(["-c", &format!("{prelude}\n{code}")])
-        .env("BOOTSTRAP", broker.bootstrap())
-        .env("KEYS", keys)
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "python failed ({}): {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf8")
+    run_python_with_env(
+        broker,
+        &format!("{prelude}\n{code}"),
+        &[("KEYS", keys.as_os_str())],
+    )
 }
 
 /// The `tls=` counter of the broker's `zerocopy:` shutdown line, and its
@@ -206,15 +95,18 @@ fn tls_and_sendfile(lines: &[String]) -> (u64, u64) {
 
 const RECORDS: usize = 4000;
 
+/// The broker's certificate (CN; SANs localhost and 127.0.0.1).
+const BROKER: &str = "broker-1";
+
 #[test]
 fn kafka_python_produces_and_fetches_over_tls_from_memory_and_from_segment_files() {
-    let keys = tempfile::tempdir().expect("keys");
-    make_keys(keys.path());
+    let tls = Tls::make(&[BROKER]);
+    let keys = tls.dir.path();
     let log = "warn,shardlog::server::connection=debug";
-    let broker = start(keys.path(), new_log_dir(), &[], log);
+    let broker = start(&tls, new_log_dir(), &[], log);
     let hot = python(
         &broker,
-        keys.path(),
+        keys,
         &format!("produce(0, {RECORDS}); print(consume({RECORDS}))"),
     );
     let stopped = broker.stop_with_logs();
@@ -227,7 +119,7 @@ fn kafka_python_produces_and_fetches_over_tls_from_memory_and_from_segment_files
     assert!(
         lines
             .iter()
-            .any(|l| l.contains("principal=User:CN=client,O=shardlog")),
+            .any(|l| l.contains("principal=User:O=shardlog-tests,CN=client")),
         "the client certificate names the principal: {lines:#?}"
     );
     let (tls_hot, _) = tls_and_sendfile(lines);
@@ -239,8 +131,8 @@ fn kafka_python_produces_and_fetches_over_tls_from_memory_and_from_segment_files
 
     // After a restart the batch cache is empty: the fetch reads segment
     // files (file regions), encrypted through the connection's buffer.
-    let broker = start(keys.path(), stopped.log_dir, &[], log);
-    let cold = python(&broker, keys.path(), &format!("print(consume({RECORDS}))"));
+    let broker = start(&tls, stopped.log_dir, &[], log);
+    let cold = python(&broker, keys, &format!("print(consume({RECORDS}))"));
     assert_eq!(cold, hot, "the cold read returns the same records");
     let (status, lines) = broker.stop_collect();
     assert_eq!(status.code(), Some(0));
@@ -274,7 +166,7 @@ def raw(data):
 def with_cert(name):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.load_verify_locations(K + "/ca.pem")
-    ctx.load_cert_chain(K + "/%s.crt" % name, K + "/%s.key" % name)
+    ctx.load_cert_chain(K + "/%s.pem" % name, K + "/%s.key" % name)
     s = socket.create_connection(ADDR)
     try:
         t = ctx.wrap_socket(s, server_hostname="127.0.0.1")
@@ -299,8 +191,8 @@ s = socket.create_connection(ADDR)
 s.sendall(hello[: len(hello) // 2])
 s.shutdown(socket.SHUT_WR)
 wait_closed(s)
-with_cert("stranger")
-with_cert("expired")
+with_cert("client-other-ca")
+with_cert("client-expired")
 raw(b"")  # never starts its handshake: closed after connections.max.idle.ms
 produce(100, 100)
 print(consume(200))
@@ -308,15 +200,15 @@ print(consume(200))
 
 #[test]
 fn bad_clients_on_the_ssl_port_are_closed_with_rustls_reason_and_tls_clients_go_on() {
-    let keys = tempfile::tempdir().expect("keys");
-    make_keys(keys.path());
+    let tls = Tls::make(&[BROKER]);
+    let keys = tls.dir.path();
     let broker = start(
-        keys.path(),
+        &tls,
         new_log_dir(),
         &["connections.max.idle.ms=3000"],
         "warn",
     );
-    python(&broker, keys.path(), BAD_CLIENTS);
+    python(&broker, keys, BAD_CLIENTS);
     let (status, lines) = broker.stop_collect();
     let lines: Vec<String> = lines.iter().map(|l| plain_log_line(l)).collect();
     assert_eq!(status.code(), Some(0), "{lines:#?}");
@@ -328,7 +220,7 @@ fn bad_clients_on_the_ssl_port_are_closed_with_rustls_reason_and_tls_clients_go_
         "InvalidContentType",
         "tls handshake eof",
         "UnknownIssuer",
-        "Expired",
+        "certificate expired",
         "not completed within connections.max.idle.ms",
     ] {
         assert!(

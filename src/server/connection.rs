@@ -131,12 +131,7 @@ pub async fn serve(
     };
     let writer = PlainWrite(ConnWriter { stream: writer, fd });
     let principal: Rc<str> = ANONYMOUS_PRINCIPAL.into();
-    let who = Peer {
-        peer,
-        client_host,
-        principal,
-        listener: listener.into(),
-    };
+    let who = Peer::new(peer, client_host, principal, listener);
     run(ctx, who, pool, reader, writer).await;
 }
 
@@ -150,6 +145,19 @@ pub struct Peer {
     pub principal: Rc<str>,
     /// The name of the listener the connection came in on.
     pub listener: Rc<str>,
+}
+
+impl Peer {
+    /// The peer `peer` (Kafka's client host `client_host`) as `principal`
+    /// on the listener `listener`.
+    pub fn new(peer: String, client_host: Rc<str>, principal: Rc<str>, listener: &str) -> Self {
+        Self {
+            peer,
+            client_host,
+            principal,
+            listener: listener.into(),
+        }
+    }
 }
 
 /// The peer's address for log lines and Kafka's client host ("/" + IP).

@@ -120,12 +120,7 @@ pub async fn serve(
             return;
         }
     };
-    let who = Peer {
-        peer,
-        client_host,
-        principal,
-        listener: listener.into(),
-    };
+    let who = Peer::new(peer, client_host, principal, listener);
     run(ctx, who, pool, reader, writer).await;
 }
 

@@ -52,7 +52,14 @@ fn read(input: &[u8]) -> Option<(Tlv<'_>, &[u8])> {
 /// Encode one element.
 fn write(tag: u8, contents: &[u8]) -> Vec<u8> {
     let mut out = vec![tag];
-    let len = contents.len();
+    push_length(&mut out, contents.len());
+    out.extend_from_slice(contents);
+    out
+}
+
+/// Append a DER length: short form below 0x80, else 0x80 | the count of
+/// big-endian length bytes that follow (X.690 §8.1.3).
+pub fn push_length(out: &mut Vec<u8>, len: usize) {
     if len < 0x80 {
         out.push(len as u8);
     } else {
@@ -64,8 +71,6 @@ fn write(tag: u8, contents: &[u8]) -> Vec<u8> {
         out.push(0x80 | bytes.len() as u8);
         out.extend(bytes);
     }
-    out.extend_from_slice(contents);
-    out
 }
 
 /// `key` with the EC public key of `leaf` added when it is a PKCS#8 EC key

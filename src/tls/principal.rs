@@ -386,17 +386,7 @@ fn header_bytes(class: u8, constructed: bool, tag: u32, len: usize) -> Vec<u8> {
             out.push(if i + 1 < groups.len() { g | 0x80 } else { *g });
         }
     }
-    if len < 0x80 {
-        out.push(len as u8);
-    } else {
-        let bytes: Vec<u8> = len
-            .to_be_bytes()
-            .into_iter()
-            .skip_while(|b| *b == 0)
-            .collect();
-        out.push(0x80 | bytes.len() as u8);
-        out.extend(bytes);
-    }
+    super::eckey::push_length(&mut out, len);
     out
 }
 

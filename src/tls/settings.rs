@@ -142,21 +142,6 @@ pub struct SslSettings {
     pub written: BTreeMap<String, String>,
 }
 
-/// The keys a dynamic update may change without restarting the listener
-/// (`SslConfigs.RECONFIGURABLE_CONFIGS`).
-pub const RECONFIGURABLE: &[&str] = &[
-    "ssl.keystore.type",
-    "ssl.keystore.location",
-    "ssl.keystore.password",
-    "ssl.key.password",
-    "ssl.keystore.certificate.chain",
-    "ssl.keystore.key",
-    "ssl.truststore.type",
-    "ssl.truststore.location",
-    "ssl.truststore.password",
-    "ssl.truststore.certificates",
-];
-
 fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
     ConfigError::InvalidValue {
         key: key.into(),
@@ -449,7 +434,7 @@ impl SslSettings {
 
     /// The keys whose values differ between `self` and `other` and that a
     /// dynamic update may not change (everything outside
-    /// [`RECONFIGURABLE`]).
+    /// [`crate::config::dynamic::security::RECONFIGURABLE_SSL`]).
     pub fn non_reconfigurable_changes(&self, other: &SslSettings) -> Vec<&'static str> {
         let mut changed = Vec::new();
         let mut check = |key: &'static str, same: bool| {

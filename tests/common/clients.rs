@@ -2,6 +2,7 @@
 //! (confluent-kafka, kafka-python, aiokafka) running snippets or the
 //! tests/py/*.py scripts, and the checks of their round-trip reports.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -46,9 +47,15 @@ pub fn kcat() -> PathBuf {
 
 /// Run a Python snippet in the venv with `BOOTSTRAP` set; return stdout.
 pub fn run_python(broker: &Broker, code: &str) -> String {
+    run_python_with_env(broker, code, &[])
+}
+
+/// [`run_python`] with more environment variables (`name`, `value`).
+pub fn run_python_with_env(broker: &Broker, code: &str, env: &[(&str, &OsStr)]) -> String {
     let out = Command::new(venv_python())
         .args(["-c", code])
         .env("BOOTSTRAP", broker.bootstrap())
+        .envs(env.iter().copied())
         .output()
         .expect("run python");
     assert!(

@@ -2,12 +2,18 @@
 //! a 3-broker cluster with short timeouts through config, probed for
 //! replication before a scenario waits on acks=all; foreground
 //! `history.py produce`; the ISR as Metadata reports it; a refused acks=all
-//! write that must leave the leader's log alone.
+//! write that must leave the leader's log alone; the kill -9 of leaders in
+//! turn under an acks=all idempotent history producer.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{stored_batches, ReplCluster, System};
+use super::{
+    assert_history_ok, assert_replicas_identical, check, drain, stored_batches, HistoryProducer,
+    ReplCluster, System,
+};
+use crate::common::cluster::wait_for;
 use crate::common::run_py_script;
 
 /// ZooKeeper session: a dead or isolated broker is noticed within ~3 s.
@@ -187,4 +193,86 @@ pub fn assert_refused_and_not_appended(c: &ReplCluster, topic: &str, p: i32, lea
         after, before,
         "{system:?}: refused records were appended to the leader's log"
     );
+}
+
+/// `SHARDLOG_LONG=1`: the long forms (more records, more kills).
+pub fn long() -> bool {
+    std::env::var_os("SHARDLOG_LONG").is_some()
+}
+
+/// Leaders kill -9'd in turn (and restarted) while an acks=all idempotent
+/// producer writes `topic` (RF=3, min.insync.replicas=2, already created on
+/// `c`): every acked record read exactly once, in order, nothing read that
+/// was never acked, and every replica's batches identical up to the HW
+/// after a clean stop. `label` names the scenario in messages ("kill -9 of
+/// leaders", "kill -9 of leaders, SSL inter-broker").
+pub fn kill_leaders_with_history(
+    c: &mut ReplCluster,
+    system: System,
+    label: &str,
+    topic: &str,
+    partitions: i32,
+) {
+    let kills = if long() { 20 } else { 3 };
+    let rate = if long() { "0" } else { "400" };
+    let mut producer = HistoryProducer::spawn(
+        &c.bootstrap(),
+        topic,
+        partitions,
+        c.dir.path(),
+        &["--acks=all", "--idempotence=1", &format!("--rate={rate}")],
+    );
+    producer.wait_acks(60, 100, &format!("the first 100 acks ({label})"));
+    for k in 0..kills {
+        let p = k % partitions;
+        let before = c.state(topic, p);
+        let victim = before.leader;
+        c.node(victim).kill9();
+        let after = c.wait_state(60, "a new leader", topic, p, |s| {
+            s.leader >= 0 && s.leader != victim && s.leader_epoch > before.leader_epoch
+        });
+        eprintln!(
+            "[{system:?} {label}: kill {k}: broker {victim} killed, {topic}-{p} now {after:?}]"
+        );
+        producer.wait_acks(60, 100, "100 acks after the kill");
+        c.restart(victim);
+        for q in 0..partitions {
+            c.wait_state(120, "the restarted broker back in the ISR", topic, q, |s| {
+                s.isr.contains(&victim)
+            });
+        }
+    }
+    if long() {
+        wait_for(3600, "1 M acks", || {
+            (producer.acked_so_far() >= 1_000_000).then_some(())
+        });
+    }
+    let acked_file = producer.acked_file.clone();
+    let report = producer.finish(180);
+    eprintln!("[{system:?} {label}: producer: {report}]");
+    assert_eq!(
+        report["failed"], 0,
+        "{system:?} {label}: acks=all idempotent records failed: {report}"
+    );
+    let read_file = drain(&c.bootstrap(), topic, partitions, c.dir.path());
+    let h = check(&acked_file, &read_file);
+    eprintln!(
+        "[{system:?} {label}: history: acked {} read {}]",
+        h["acked"], h["read"]
+    );
+    assert_history_ok(system, label, &h);
+    assert_eq!(
+        h["unacked_read_count"], 0,
+        "{system:?} {label}: records read that were never acked (the producer saw every outcome): {h}"
+    );
+    let hws = assert_replicas_identical(c, topic, partitions);
+    let per: BTreeMap<String, u64> =
+        serde_json::from_value(h["per_partition_read"].clone()).unwrap();
+    for (p, hw) in hws.iter().enumerate() {
+        assert_eq!(
+            per.get(&p.to_string()).copied().unwrap_or(0),
+            *hw as u64,
+            "{system:?} {label}: {topic}-{p}: HW {hw} after the clean stop vs records read"
+        );
+    }
 }

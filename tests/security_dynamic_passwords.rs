@@ -193,8 +193,8 @@ const SECRET: &str = "broker-secret";
 const PW_KEY: &str = "custom.ssl.keystore.password";
 /// `DescribeConfigsResponse.ConfigSource.DYNAMIC_BROKER_CONFIG`.
 const DYNAMIC_BROKER: i8 = 2;
-/// Kafka's INVALID_CONFIG (InvalidConfigurationException) and INVALID_REQUEST.
-const INVALID_CONFIG: i16 = 40;
+/// Kafka's INVALID_REQUEST: ZkAdminManager wraps a broker config's
+/// ConfigException in an InvalidRequestException.
 const INVALID_REQUEST: i16 = 42;
 
 fn decode_stored(c: &ReplCluster, key: &str, secret: &str) -> Result<String, String> {
@@ -307,13 +307,13 @@ fn refused_over_the_protocol(c: &mut ReplCluster) {
     );
     assert_eq!(
         (code, message.as_str()),
-        (INVALID_CONFIG, "Invalid config value for resource ConfigResource(type=BROKER, name='1'): Invalid dynamic configuration")
+        (INVALID_REQUEST, "Invalid config value for resource ConfigResource(type=BROKER, name='1'): Invalid dynamic configuration")
     );
     // A password at <default>: Kafka's message, nothing stored.
     let (code, message) = incremental_set(c, "", PW_KEY, "x", false);
     assert_eq!(
         (code, message.as_str()),
-        (INVALID_CONFIG, "Invalid config value for resource ConfigResource(type=BROKER, name=''): Password config can be defined only at broker level")
+        (INVALID_REQUEST, "Invalid config value for resource ConfigResource(type=BROKER, name=''): Password config can be defined only at broker level")
     );
     // validate_only: accepted, nothing written.
     let (code, _) = incremental_set(c, "1", "other.ssl.key.password", "v", true);

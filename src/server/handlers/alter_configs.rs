@@ -5,10 +5,10 @@
 //! Topic resources go to the control shard (INVALID_CONFIG with Kafka's
 //! message when a value fails validation); a broker resource (this
 //! broker's id, or empty for `<default>`) replaces that entity's dynamic
-//! config (`shard::control::broker_configs`); a static key there is INVALID_CONFIG,
+//! config (`shard::control::broker_configs`); a static key there is INVALID_REQUEST,
 //! as Kafka answers a change to a config it cannot update dynamically
 //! (ZkAdminManager.alterConfigs maps the ConfigException to
-//! InvalidConfigurationException).
+//! InvalidRequestException).
 
 use std::collections::BTreeMap;
 use std::rc::Rc;

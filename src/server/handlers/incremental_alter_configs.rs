@@ -7,7 +7,7 @@
 //! the new overrides to every data shard. Broker resources (this broker's
 //! id, or an empty name for the cluster-wide `<default>`) change
 //! `/config/brokers/…` (`config::dynamic` says which keys are dynamic; a
-//! static key is INVALID_CONFIG "Cannot update these configs
+//! static key is INVALID_REQUEST "Cannot update these configs
 //! dynamically", as Kafka's ZkAdminManager.incrementalAlterConfigs answers).
 
 use std::rc::Rc;

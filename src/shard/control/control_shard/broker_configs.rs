@@ -176,13 +176,14 @@ impl ControlShard {
                     .map_err(AdminFailure::from)?
             }
         };
-        // ZkAdminManager.alterConfigs / incrementalAlterConfigs turn the
-        // ConfigException into InvalidConfigurationException (INVALID_CONFIG):
+        // ZkAdminManager.alterConfigs / incrementalAlterConfigs
+        // (handleValidateAlterConfigsError) wrap the ConfigException in an
+        // InvalidRequestException (INVALID_REQUEST):
         // "Invalid config value for resource ConfigResource(type=BROKER, name='1'): …"
         let name = call.broker.map_or_else(String::new, |b| b.to_string());
         let invalid = |e: &str| {
             failure(
-                ErrorCode::INVALID_CONFIG,
+                ErrorCode::INVALID_REQUEST,
                 format!("Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): {e}"),
             )
         };

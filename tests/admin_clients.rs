@@ -90,8 +90,25 @@ a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-orders", configs={
 out["retention_after"] = describe()["retention.ms"]
 a.create_partitions({"kp-orders": NewPartitions(5)})
 out["after_expand"] = sorted(a.list_topics())
+# Committed offsets of a deleted topic go with it (Kafka's
+# GroupCoordinator.onPartitionsDeleted): OffsetFetch answers none.
+import time
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+c = KafkaConsumer(bootstrap_servers=os.environ["BOOTSTRAP"], group_id="kp-g", enable_auto_commit=False)
+c.commit({TopicPartition("kp-orders", 0): OffsetAndMetadata(5, "", -1),
+          TopicPartition("kp-orders", 4): OffsetAndMetadata(7, "", -1)})
+c.close()
+def offsets():
+    return {f"{k.topic}-{k.partition}": v.offset for k, v in a.list_group_offsets({"kp-g": None})["kp-g"].items()}
+out["offsets_before_delete"] = offsets()
 a.delete_topics(["kp-orders"])
-out["after_delete"] = sorted(a.list_topics())
+out["after_delete"] = sorted(t for t in a.list_topics() if t != "__consumer_offsets")
+for _ in range(100):
+    out["offsets_after_delete"] = offsets()
+    if not out["offsets_after_delete"]:
+        break
+    time.sleep(0.1)
 print(json.dumps(out))
 "#;
 
@@ -105,6 +122,12 @@ fn kafka_python_admin_creates_describes_alters_expands_and_deletes() {
     assert_eq!(out["retention_after"], "999", "{out}");
     assert_eq!(out["after_expand"], serde_json::json!(["kp-orders"]));
     assert_eq!(out["after_delete"], serde_json::json!([]));
+    assert_eq!(
+        out["offsets_before_delete"],
+        serde_json::json!({"kp-orders-0": 5, "kp-orders-4": 7}),
+        "{out}"
+    );
+    assert_eq!(out["offsets_after_delete"], serde_json::json!({}), "{out}");
 }
 
 const CONFLUENT_ADMIN: &str = r#"

@@ -18,12 +18,14 @@
 //! - `offsets`: OffsetCommit, OffsetFetch, OffsetDelete, offset expiry and
 //!   loading a partition's records.
 //! - `admin`: DescribeGroups, ListGroups, DeleteGroups.
+//! - `deleted`: deleted topics lose their offsets (`onPartitionsDeleted`).
 //! - `txn_offsets`: the TxnOffsetCommit offsets held until their
 //!   transaction's marker (`PendingTxnOffsets`; the marker's and the
 //!   loader's entry points, [`Coordinator::on_txn_marker`] and
 //!   [`Coordinator::load_txn_offset`], are here).
 
 mod admin;
+mod deleted;
 mod membership;
 mod offsets;
 mod runtime;

@@ -839,5 +839,6 @@ fn unloading_a_partition_answers_parked_joins_with_not_coordinator() {
     assert_eq!(h.c.group_state("g"), None);
 }
 
+mod deleted;
 mod expiry;
 mod txn;

@@ -10,7 +10,7 @@
 //! (`Coordinator::on_txn_marker`, `load_txn_offset`, `finish_commit`)
 //! decides where the offsets go.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::group::records::OffsetCommitValue;
 
@@ -61,5 +61,15 @@ impl PendingTxnOffsets {
             .values()
             .flatten()
             .any(|(g, t, _)| g == group && t == tp)
+    }
+
+    /// Drop the held offsets of `topics` (deleted topics: Kafka's
+    /// `GroupMetadata.removeOffsets` clears the pending transactional
+    /// commits of the partitions too).
+    pub(super) fn drop_topics(&mut self, topics: &BTreeSet<String>) {
+        for held in self.0.values_mut() {
+            held.retain(|(_, (t, _), _)| !topics.contains(t));
+        }
+        self.0.retain(|_, held| !held.is_empty());
     }
 }

@@ -137,6 +137,7 @@ impl GroupDriver {
             }
             _ => BTreeSet::new(),
         };
+        self.forget_deleted_topics(&host, &snapshot);
         let owned: BTreeSet<i32> = host.core.borrow().owned_partitions().into_iter().collect();
         for p in owned.difference(&mine) {
             let actions = host.core.borrow_mut().unload(*p);
@@ -174,6 +175,43 @@ impl GroupDriver {
             })
             .detach();
         }
+    }
+
+    /// Topics of the previous snapshot's cluster view that this one no
+    /// longer has (or has with another topic id) were deleted: their
+    /// committed offsets go (Kafka's `GroupCoordinator.onPartitionsDeleted`,
+    /// which KafkaApis calls on a StopReplica with deletion in ZooKeeper
+    /// mode; here every broker sees the controller's UpdateMetadata drop
+    /// the topic). The first snapshot only records what exists.
+    fn forget_deleted_topics(&self, host: &Rc<GroupHost>, snapshot: &crate::metadata::Snapshot) {
+        let now: std::collections::HashMap<std::sync::Arc<str>, uuid::Uuid> = snapshot
+            .cluster_topics()
+            .map(|t| (t.name.clone(), t.topic_id))
+            .collect();
+        let before = std::mem::replace(&mut *host.known_topics.borrow_mut(), now);
+        let deleted: BTreeSet<String> = {
+            let known = host.known_topics.borrow();
+            before
+                .iter()
+                .filter(|(name, id)| match known.get(*name) {
+                    None => true,
+                    // Re-created under the same name. A nil id (an
+                    // UpdateMetadata before v7 carries none) is no sign.
+                    Some(now) => !now.is_nil() && !id.is_nil() && now != *id,
+                })
+                .map(|(name, _)| name.to_string())
+                .collect()
+        };
+        if deleted.is_empty() {
+            return;
+        }
+        tracing::debug!(topics = ?deleted, "deleted topics: removing their committed offsets");
+        let actions = host
+            .core
+            .borrow_mut()
+            .on_topics_deleted(&deleted, self.ctx.clock.wall_ms());
+        start_tasks(&self.ctx, host);
+        host.execute(actions);
     }
 
     /// Connection side: send `call` to the shard coordinating `group_id`

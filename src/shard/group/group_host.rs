@@ -88,6 +88,10 @@ pub struct GroupHost {
     /// Partitions whose load task runs.
     pub(super) loading: RefCell<BTreeSet<i32>>,
     pub(super) commit_timeout_ms: i64,
+    /// The cluster view's topics (name → topic id) of the last snapshot:
+    /// one gone from the next snapshot, or back with another id, was
+    /// deleted (`GroupDriver::on_group_snapshot`).
+    pub(super) known_topics: RefCell<HashMap<std::sync::Arc<str>, uuid::Uuid>>,
 }
 
 impl GroupHost {
@@ -102,6 +106,7 @@ impl GroupHost {
             started: Cell::new(false),
             loading: RefCell::new(BTreeSet::new()),
             commit_timeout_ms,
+            known_topics: RefCell::new(HashMap::new()),
         }
     }
 

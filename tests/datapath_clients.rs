@@ -8,8 +8,8 @@
 mod common;
 
 use common::{
-    assert_complete_round_trip, batch_compression, decode_records, run_py_script, Broker, Conn,
-    RoundTrip,
+    assert_complete_round_trip, batch_compression, decode_records, run_py_script, run_python,
+    Broker, Conn, RoundTrip,
 };
 
 fn round_trip(
@@ -158,4 +158,68 @@ fn confluent_kafka_round_trips_with_every_codec_and_the_batches_stay_compressed(
             );
         }
     }
+    timestamps_are_checked_and_log_append_time_is_applied(&broker, &mut conn);
+}
+
+/// Kafka's `LogValidator` with confluent-kafka: a record two days old
+/// against `message.timestamp.before.max.ms` = one day is INVALID_TIMESTAMP
+/// (a current one passes); a LogAppendTime topic gives the consumer the
+/// broker's time and timestamp type LogAppendTime, not the producer's
+/// timestamp. Runs on the codec test's broker.
+fn timestamps_are_checked_and_log_append_time_is_applied(broker: &Broker, conn: &mut Conn) {
+    conn.create_topic(
+        "ts-window",
+        1,
+        &[("message.timestamp.before.max.ms", "86400000")],
+    );
+    conn.create_topic(
+        "ts-append",
+        1,
+        &[("message.timestamp.type", "LogAppendTime")],
+    );
+    let out = run_python(
+        broker,
+        r#"
+import json, os, time
+from confluent_kafka import Producer, Consumer, TopicPartition, TIMESTAMP_LOG_APPEND_TIME
+boot = os.environ["BOOTSTRAP"]
+p = Producer({"bootstrap.servers": boot, "linger.ms": 0, "acks": "all"})
+out = {}
+def report(key):
+    def cb(err, msg):
+        out[key] = "OK" if err is None else err.name()
+    return cb
+now = int(time.time() * 1000)
+p.produce("ts-window", b"old", timestamp=now - 2 * 86400000, on_delivery=report("old"))
+p.flush(20)
+p.produce("ts-window", b"fresh", timestamp=now, on_delivery=report("fresh"))
+p.produce("ts-append", b"a", timestamp=1000, on_delivery=report("append"))
+p.flush(20)
+c = Consumer({"bootstrap.servers": boot, "group.id": "ts-check", "enable.auto.commit": False})
+c.assign([TopicPartition("ts-append", 0, 0)])
+m = None
+for _ in range(30):
+    m = c.poll(1)
+    if m is not None and not m.error():
+        break
+    m = None
+kind, ts = m.timestamp()
+out["append_type_is_log_append_time"] = kind == TIMESTAMP_LOG_APPEND_TIME
+out["append_ts"] = ts
+out["produced_at"] = now
+c.close()
+print(json.dumps(out))
+"#,
+    );
+    let line = out.lines().last().unwrap_or_default();
+    let out: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(out["old"], "INVALID_TIMESTAMP", "{out}");
+    assert_eq!(out["fresh"], "OK", "{out}");
+    assert_eq!(out["append"], "OK", "{out}");
+    assert_eq!(out["append_type_is_log_append_time"], true, "{out}");
+    // The broker's clock, not the producer's timestamp of 1000.
+    let ts = out["append_ts"].as_i64().unwrap();
+    let produced_at = out["produced_at"].as_i64().unwrap();
+    assert!(ts >= produced_at - 60_000, "{out}");
 }

@@ -57,7 +57,7 @@ const QUOTA_KEYS: [&str; 3] = [
 /// Kafka's `DynamicLogConfig.ReconfigurableConfigs` that are
 /// `server.properties` keys here: the primary broker synonym of each
 /// topic config shardlog has.
-const DYNAMIC_LOG_KEYS: [&str; 21] = [
+const DYNAMIC_LOG_KEYS: [&str; 24] = [
     "log.segment.bytes",
     "log.roll.ms",
     "log.retention.bytes",
@@ -73,6 +73,9 @@ const DYNAMIC_LOG_KEYS: [&str; 21] = [
     "log.index.size.max.bytes",
     "log.preallocate",
     "log.message.timestamp.type",
+    "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms",
+    "log.message.timestamp.difference.max.ms",
     "compression.type",
     "min.insync.replicas",
     "unclean.leader.election.enable",

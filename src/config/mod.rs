@@ -217,6 +217,13 @@ server_config! {
     log_preallocate: bool = false;
     /// `log.message.timestamp.type` (default CreateTime).
     log_message_timestamp_type: String = "CreateTime".into();
+    /// `log.message.timestamp.before.max.ms` (default Long.MAX_VALUE, KIP-937).
+    log_message_timestamp_before_max_ms: i64 = i64::MAX;
+    /// `log.message.timestamp.after.max.ms` (default Long.MAX_VALUE, KIP-937).
+    log_message_timestamp_after_max_ms: i64 = i64::MAX;
+    /// `log.message.timestamp.difference.max.ms` (default Long.MAX_VALUE;
+    /// deprecated by KIP-937).
+    log_message_timestamp_difference_max_ms: i64 = i64::MAX;
     /// `compression.type` (default producer).
     compression_type: String = "producer".into();
     /// `min.insync.replicas` (default 1).
@@ -548,6 +555,9 @@ impl ServerConfig {
             log_index_interval_bytes: self.log_index_interval_bytes,
             message_max_bytes: self.message_max_bytes,
             log_message_timestamp_type: self.log_message_timestamp_type.clone(),
+            log_message_timestamp_before_max_ms: self.log_message_timestamp_before_max_ms,
+            log_message_timestamp_after_max_ms: self.log_message_timestamp_after_max_ms,
+            log_message_timestamp_difference_max_ms: self.log_message_timestamp_difference_max_ms,
             min_insync_replicas: self.min_insync_replicas,
             log_preallocate: self.log_preallocate,
             log_retention_bytes: self.log_retention_bytes,
@@ -631,10 +641,32 @@ impl ServerConfig {
         d.static_keys = set
             .iter()
             .chain(self.cleaner_keys_set(&kafka).iter())
+            .chain(self.timestamp_keys_set(&kafka).iter())
             .filter(|(_, changed)| *changed)
             .map(|(k, _)| (*k).to_owned())
             .collect();
         d
+    }
+
+    /// The `log.message.timestamp.*` window keys (KIP-937), and whether
+    /// each differs from Kafka's default.
+    fn timestamp_keys_set(&self, kafka: &ServerConfig) -> [(&'static str, bool); 3] {
+        [
+            (
+                "log.message.timestamp.before.max.ms",
+                self.log_message_timestamp_before_max_ms
+                    != kafka.log_message_timestamp_before_max_ms,
+            ),
+            (
+                "log.message.timestamp.after.max.ms",
+                self.log_message_timestamp_after_max_ms != kafka.log_message_timestamp_after_max_ms,
+            ),
+            (
+                "log.message.timestamp.difference.max.ms",
+                self.log_message_timestamp_difference_max_ms
+                    != kafka.log_message_timestamp_difference_max_ms,
+            ),
+        ]
     }
 
     /// The `log.cleaner.*` topic-default keys, and whether each differs

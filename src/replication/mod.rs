@@ -13,6 +13,8 @@
 //!   a follower fetch's diverging epoch; `LeaderEpochFileCache.endOffsetFor`).
 //! - [`producer_state`] `[pure]`: per-partition idempotence state
 //!   (producer epoch, last sequences, duplicate detection, snapshots).
+//! - [`timestamps`] `[pure]`: record timestamp checks on append
+//!   (`LogValidator.validateTimestamp`, KIP-937).
 //! - [`truncation`] `[pure]`: follower truncation by leader epoch
 //!   (KIP-101/279, `getOffsetTruncationState`) and the out-of-range rule.
 //! - [`quota`] `[core]`: the broker's replication quotas (leader and
@@ -29,4 +31,5 @@ pub mod partition;
 pub mod producer_state;
 pub mod quota;
 pub mod replica_manager;
+pub mod timestamps;
 pub mod truncation;

@@ -59,6 +59,7 @@ mod delete_records;
 mod follower;
 mod group_commit;
 mod load;
+mod timestamps;
 mod txn;
 pub use delete_records::DeletedOnLeader;
 pub use follower::{FollowerAppend, FollowerLogState};
@@ -214,7 +215,7 @@ struct GroupCommit {
 }
 
 /// The answer to one partition's append.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProduceResult {
     pub error_code: ErrorCode,
     pub base_offset: i64,
@@ -222,6 +223,10 @@ pub struct ProduceResult {
     pub log_append_time_ms: i64,
     pub log_start_offset: i64,
     pub snapshot: Option<PartitionSnapshot>,
+    /// Produce v8+ (KIP-467): the records `LogValidator` refused, as
+    /// (batch index, message), and the partition's error message.
+    pub record_errors: Vec<(i32, String)>,
+    pub error_message: Option<String>,
 }
 
 impl ProduceResult {
@@ -233,6 +238,8 @@ impl ProduceResult {
             log_append_time_ms: -1,
             log_start_offset: -1,
             snapshot: None,
+            record_errors: Vec::new(),
+            error_message: None,
         }
     }
 }
@@ -564,6 +571,7 @@ impl Partition {
                     log_append_time_ms: -1,
                     log_start_offset: self.ends.get().log_start_offset,
                     snapshot: Some(self.snapshot()),
+                    ..ProduceResult::error(ErrorCode::NONE)
                 })
             }
             Err(e) => Some(ProduceResult::error(ErrorCode(e.error_code()))),
@@ -699,6 +707,9 @@ impl Partition {
                 return ProduceResult::error(ErrorCode::INVALID_RECORD);
             }
         }
+        if let Err(refused) = self.check_timestamps(&records, now_ms) {
+            return *refused;
+        }
         ticket.turn().await;
         let Ok(mut log) = self.log.write().await else {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
@@ -795,6 +806,7 @@ impl Partition {
             log_append_time_ms: info.log_append_time_ms,
             log_start_offset: info.log_start_offset,
             snapshot: Some(self.snapshot()),
+            ..ProduceResult::error(ErrorCode::NONE)
         }
     }
 

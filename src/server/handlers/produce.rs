@@ -23,7 +23,7 @@ use bytes::Bytes;
 use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::produce_request::ProduceRequest;
 use kafka_protocol::messages::produce_response::{
-    PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
@@ -325,7 +325,20 @@ fn to_responses(slots: Vec<Slot>) -> Vec<TopicProduceResponse> {
                 -1
             })
             .with_log_append_time_ms(s.result.log_append_time_ms)
-            .with_log_start_offset(s.result.log_start_offset);
+            .with_log_start_offset(s.result.log_start_offset)
+            // v8+ (KIP-467): the refused records and the message.
+            .with_record_errors(
+                s.result
+                    .record_errors
+                    .iter()
+                    .map(|(i, m)| {
+                        BatchIndexAndErrorMessage::default()
+                            .with_batch_index(*i)
+                            .with_batch_index_error_message(Some(m.clone().into()))
+                    })
+                    .collect(),
+            )
+            .with_error_message(s.result.error_message.clone().map(Into::into));
         match out.last_mut() {
             Some(t) if t.name == s.topic => t.partition_responses.push(p),
             _ => out.push(

@@ -90,6 +90,7 @@ pub async fn serve(
     pool: Arc<MemoryPool>,
     tls: Arc<ListenerTls>,
     listener: &str,
+    sasl: Option<Arc<crate::config::sasl::SaslSettings>>,
 ) {
     let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.
@@ -112,6 +113,7 @@ pub async fn serve(
         }
         Some(Ok(done)) => done,
     };
+    // SASL_SSL: the principal comes from SASL, never the certificate.
     let principal: Rc<str> = done.principal.as_str().into();
     let (reader, writer) = match split(done) {
         Ok(halves) => halves,
@@ -120,7 +122,7 @@ pub async fn serve(
             return;
         }
     };
-    let who = Peer::new(peer, client_host, principal, listener);
+    let who = Peer::new(peer, client_host, principal, listener).with_sasl(sasl);
     run(ctx, who, pool, reader, writer).await;
 }
 

@@ -69,9 +69,6 @@ fn start() -> SaslBroker {
         format!("listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config={SCRAM_JAAS}"),
         // A small pre-authentication limit, to check it with a small frame.
         "listener.name.sasl_plaintext.sasl.server.max.receive.size=4096".into(),
-        // Failures answer at once here (the delay is Kafka's, tested by
-        // the unit tests of its use being a plain sleep).
-        "connection.failed.authentication.delay.ms=0".into(),
     ];
     settings.extend(tls.broker_ssl(
         "broker-1",

@@ -71,6 +71,12 @@ def refused(conf):
     except Exception as e:  # noqa: BLE001 - any failure is the answer
         errors.append(str(e))
         ok = False
+    # error_cb runs from poll(): collect what librdkafka reported (the
+    # broker's SASL failure) before answering.
+    for _ in range(10):
+        admin.poll(0.3)
+        if any("SASL" in e or "uthentication" in e for e in errors):
+            break
     return {"ok": ok, "errors": errors}
 
 

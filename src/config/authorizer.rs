@@ -86,6 +86,15 @@ impl ServerConfig {
             .map(str::to_owned)
             .collect()
     }
+
+    /// The authorizer these keys configure (`AclAuthorizer.configure`).
+    pub fn authorizer_policy(&self) -> crate::acl::authorizer::Policy {
+        crate::acl::authorizer::Policy {
+            enabled: self.acl_authorizer_enabled(),
+            super_users: self.super_user_list(),
+            allow_everyone_if_no_acl_found: self.allow_everyone_if_no_acl_found,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ fn an_authorizer_shardlog_does_not_implement_stops_the_start() {
     }
     let c = load("authorizer.class.name=").unwrap();
     assert!(!c.acl_authorizer_enabled());
+    assert!(!c.authorizer_policy().enabled);
 }
 
 #[test]

@@ -127,6 +127,9 @@ pub struct Snapshot {
     /// `<default>`, `config::dynamic`): topic defaults and replication
     /// throttle rates every shard applies.
     pub broker_configs: Arc<crate::config::dynamic::DynamicBrokerConfigs>,
+    /// The ACLs (`AclAuthorizer`'s cache): each shard authorizes its
+    /// requests against this read-only copy (`acl::authorizer`).
+    pub acls: Arc<crate::acl::authorizer::AclCache>,
 }
 
 impl Snapshot {
@@ -144,6 +147,7 @@ impl Snapshot {
             hosted_by_leader_and_isr: false,
             client_quotas: Arc::default(),
             broker_configs: Arc::default(),
+            acls: Arc::default(),
         }
     }
 

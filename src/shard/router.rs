@@ -10,6 +10,7 @@ use std::rc::Rc;
 use futures_lite::future::BoxedLocal;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
+use super::control::control_shard::acls::{AclCall, AclReply};
 use super::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
 use super::data_shard::{DataRequest, DataResponse, ProduceAppends};
 use super::mesh::Handler;
@@ -116,9 +117,9 @@ async fn on_control_request(ctx: &Rc<ShardContext>, req: ControlRequest) -> Shar
             ControlRequest::Reassignments(call) => {
                 ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
             }
-            ControlRequest::ClientQuotas(_) | ControlRequest::BrokerConfigs(_) => {
-                ShardResponse::Unsupported
-            }
+            ControlRequest::ClientQuotas(_)
+            | ControlRequest::BrokerConfigs(_)
+            | ControlRequest::Acls(_) => ShardResponse::Unsupported,
             ControlRequest::AlterPartition(_) => {
                 ShardResponse::Control(ControlResponse::AlterPartition(
                     crate::replication::isr_change::IsrChangeAnswer::Failed(
@@ -251,6 +252,22 @@ async fn serve_broker_configs(
     result
 }
 
+/// CreateAcls / DeleteAcls, in turn with the other publications: the
+/// store written, then the new ACLs published so every shard of this
+/// broker enforces them before the answer.
+async fn serve_acls(ctx: &Rc<ShardContext>, control: &ControlShard, call: AclCall) -> AclReply {
+    let _turn = control.serial.acquire_permit(1).await;
+    let before = control.acls();
+    let reply = match call {
+        AclCall::Create(bindings) => AclReply::Created(control.create_acls(&bindings).await),
+        AclCall::Delete(filters) => AclReply::Deleted(control.delete_acls(&filters).await),
+    };
+    if !std::sync::Arc::ptr_eq(&control.acls(), &before) {
+        publish(ctx, control.republish_base(&ctx.snapshot())).await;
+    }
+    reply
+}
+
 /// Requests the controller's queue orders (ControlledShutdown,
 /// ElectLeaders, AllocateProducerIds, reassignments): not serialised with
 /// the rest, since the LeaderAndIsr they make the controller send this
@@ -302,6 +319,9 @@ async fn serve_control(
         ControlRequest::BrokerConfigs(call) => {
             return ControlResponse::BrokerConfigs(serve_broker_configs(ctx, control, call).await)
         }
+        ControlRequest::Acls(call) => {
+            return ControlResponse::Acls(serve_acls(ctx, control, call).await)
+        }
         ControlRequest::AlterPartition(change) => {
             return ControlResponse::AlterPartition(
                 super::control::alter_partition::send_to_controller(ctx, *change).await,
@@ -334,6 +354,7 @@ async fn serve_control(
         | ControlRequest::Reassignments(_)
         | ControlRequest::ClientQuotas(_)
         | ControlRequest::BrokerConfigs(_)
+        | ControlRequest::Acls(_)
         | ControlRequest::AlterPartition(_)
         | ControlRequest::AlterPartitionReceived(_)
         | ControlRequest::CommitOffsetsToStore { .. }

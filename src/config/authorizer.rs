@@ -68,7 +68,7 @@ pub fn validate(config: &ServerConfig) -> Result<(), ConfigError> {
 }
 
 /// The authorizers `authorizer.class.name` may name.
-const IMPLEMENTED: &[&str] = &[];
+const IMPLEMENTED: &[&str] = &[ACL_AUTHORIZER];
 
 impl ServerConfig {
     /// Whether Kafka's AclAuthorizer is on (`authorizer.class.name`).

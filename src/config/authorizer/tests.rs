@@ -30,6 +30,18 @@ fn an_authorizer_shardlog_does_not_implement_stops_the_start() {
 }
 
 #[test]
+fn kafkas_acl_authorizer_is_implemented() {
+    let c = load(&format!(
+        "authorizer.class.name={ACL_AUTHORIZER}\nsuper.users=User:admin\nallow.everyone.if.no.acl.found=true"
+    ))
+    .unwrap();
+    let p = c.authorizer_policy();
+    assert!(p.enabled && p.allow_everyone_if_no_acl_found);
+    assert!(p.is_super_user("User:admin"));
+    assert!(!p.is_super_user("User:Admin"));
+}
+
+#[test]
 fn only_kafkas_default_principal_builder_is_accepted() {
     assert_eq!(
         refused_key("principal.builder.class=com.example.Builder"),

@@ -125,6 +125,8 @@ pub struct ShardStats {
     pub produce_latency: RefCell<LatencyHistogram>,
     /// Bytes written per path (`io::zerocopy`).
     pub zerocopy: Cell<ZeroCopyStats>,
+    /// TLS handshakes on this shard (`server::tls_conn`).
+    pub tls_handshakes: RefCell<crate::server::tls_conn::stats::HandshakeStats>,
 }
 
 /// The common part of a shard, before its role's part is added.

@@ -14,6 +14,7 @@
 //! |---------------|---------|-------|------------------|
 //! | [`types`]     | —       | pure  | newtypes shared by every layer |
 //! | [`config`]    | —       | pure  | `server.properties` (Kafka key names) + overrides |
+//! | [`acl`]       | —       | pure  | ACLs, Kafka's AclAuthorizer rules, their znodes |
 //! | [`histogram`] | —       | pure  | latency histograms shared by the broker and the load generator |
 //! | [`protocol`]  | —       | pure  | frames, headers, API version table, error codes, record batch view |
 //! | [`io`]        | —       | io    | clock, DMA helpers, zero-copy socket writes |
@@ -28,6 +29,7 @@
 //! | [`shard`]     | §1–2    | mixed | placement, mesh, context, data path; subsystem drivers (control, group, txn) |
 //! | [`server`]    | §2      | mixed | listener, connections, response sequencer, one handler per API |
 //! | [`tls`]       | —       | mixed | `ssl.*` keys per listener, keystores, rustls configs, principal mapping |
+//! | [`sasl`]      | —       | pure  | SASL authentication before a connection serves: PLAIN, SCRAM-SHA-256/512 |
 //! | [`alloc`]     | —       | io    | the global allocator the binary installs (huge requests mapped lazily) |
 //! | [`boot`]      | §1      | io    | the composition root: listeners, shards, control shard, shutdown |
 //! | [`loadgen`]   | —       | mixed | the load generator (`shardlog loadgen`, `shardlog bench`) |
@@ -39,6 +41,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(rust_2018_idioms)]
 
+pub mod acl;
 pub mod alloc;
 pub mod boot;
 pub mod config;
@@ -52,6 +55,7 @@ pub mod metadata;
 pub mod protocol;
 pub mod purgatory;
 pub mod replication;
+pub mod sasl;
 pub mod server;
 pub mod shard;
 pub mod storage;

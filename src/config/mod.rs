@@ -6,9 +6,11 @@
 //! keys live under `shardlog.`. Unknown keys produce a warning; a value that
 //! does not parse stops the start with an error naming key and value.
 
+pub mod authorizer;
 pub mod dynamic;
 mod listeners;
 pub mod password_encoder;
+pub mod sasl;
 pub mod ssl;
 pub mod topic;
 mod value;
@@ -76,11 +78,15 @@ macro_rules! server_config {
             /// `security.providers`, as written: resolved per listener by
             /// `tls::SslSettings` (see [`ssl`]).
             pub ssl_keys: BTreeMap<String, String>,
+            /// Every `sasl.*` key and `connections.max.reauth.ms`, with
+            /// or without a listener (and mechanism) prefix, as written:
+            /// resolved per SASL listener by [`sasl::for_listener`].
+            pub sasl_keys: BTreeMap<String, String>,
         }
 
         impl Default for ServerConfig {
             fn default() -> Self {
-                Self { $( $field: $default, )* ssl_keys: BTreeMap::new() }
+                Self { $( $field: $default, )* ssl_keys: BTreeMap::new(), sasl_keys: BTreeMap::new() }
             }
         }
 
@@ -342,6 +348,11 @@ server_config! {
     max_connections_per_ip: i32 = i32::MAX;
     /// `max.connections.per.ip.overrides` (default ""): `host:count,...`.
     max_connections_per_ip_overrides: String = "".into();
+    /// `connection.failed.authentication.delay.ms` (default 100): a failed
+    /// SASL authentication's response is held this long before it is sent
+    /// and the connection closed (Kafka's `SocketServer` delays the close
+    /// so a client retrying a bad password cannot spin the broker).
+    connection_failed_authentication_delay_ms: i32 = 100;
     /// `connections.max.idle.ms` (default 600000): close idle connections.
     connections_max_idle_ms: i64 = 600_000;
     /// `queued.max.request.bytes` (default -1 = no bound): KIP-72's
@@ -376,6 +387,19 @@ server_config! {
     password_encoder_key_length: i32 = password_encoder::DEFAULT_KEY_LENGTH;
     /// `password.encoder.iterations` (default 4096, at least 1024).
     password_encoder_iterations: i32 = password_encoder::DEFAULT_ITERATIONS;
+    /// `authorizer.class.name` (default empty = no authorizer, every action
+    /// allowed): only `kafka.security.authorizer.AclAuthorizer` (see
+    /// [`authorizer`]); any other class stops the start.
+    authorizer_class_name: String = String::new();
+    /// `super.users` (AclAuthorizer, default none): `;`-separated
+    /// principals every action is allowed to.
+    super_users: String = String::new();
+    /// `allow.everyone.if.no.acl.found` (AclAuthorizer, default false): a
+    /// resource without any ACL is open to everyone.
+    allow_everyone_if_no_acl_found: bool = false;
+    /// `principal.builder.class` (default Kafka's
+    /// `DefaultKafkaPrincipalBuilder`, the only one accepted).
+    principal_builder_class: String = authorizer::DEFAULT_PRINCIPAL_BUILDER.into();
     /// `shardlog.shards`: data shards (pinned executors); default all cores.
     shardlog_shards: Option<usize> = None;
     /// `shardlog.cpus`: cores for the data shards; default `0..shards`.
@@ -453,6 +477,14 @@ impl ServerConfig {
         for (key, value) in pairs.iter().chain(overrides) {
             if ssl::is_ssl_key(key) {
                 config.ssl_keys.insert(key.clone(), value.clone());
+                continue;
+            }
+            if sasl::is_sasl_key(key) {
+                config.sasl_keys.insert(key.clone(), value.clone());
+                continue;
+            }
+            if authorizer::is_listener_principal_builder(key) {
+                authorizer::check_principal_builder(key, value)?;
                 continue;
             }
             let known = config
@@ -538,6 +570,8 @@ impl ServerConfig {
             return Err(invalid("shardlog.shards", "0".into(), "must be at least 1"));
         }
         ssl::check_keys(&self.ssl_keys)?;
+        sasl::validate(self)?;
+        authorizer::validate(self)?;
         Ok(())
     }
 

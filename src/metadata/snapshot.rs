@@ -123,10 +123,16 @@ pub struct Snapshot {
     /// The stored client quotas (`metadata::quotas`), which requests of
     /// which clients are measured against.
     pub client_quotas: Arc<super::quotas::QuotaConfigs>,
+    /// The stored SCRAM credentials (`/config/users/<u>`,
+    /// `metadata::scram_credentials`) SASL/SCRAM logins are checked against.
+    pub scram_credentials: Arc<super::scram_credentials::ScramCredentials>,
     /// This broker's dynamic config (`/config/brokers/<id>` and
     /// `<default>`, `config::dynamic`): topic defaults and replication
     /// throttle rates every shard applies.
     pub broker_configs: Arc<crate::config::dynamic::DynamicBrokerConfigs>,
+    /// The ACLs (`AclAuthorizer`'s cache): each shard authorizes its
+    /// requests against this read-only copy (`acl::authorizer`).
+    pub acls: Arc<crate::acl::authorizer::AclCache>,
 }
 
 impl Snapshot {
@@ -143,7 +149,9 @@ impl Snapshot {
             announced: IndexMap::new(),
             hosted_by_leader_and_isr: false,
             client_quotas: Arc::default(),
+            scram_credentials: Arc::default(),
             broker_configs: Arc::default(),
+            acls: Arc::default(),
         }
     }
 

@@ -16,6 +16,7 @@ pub mod listener;
 pub mod memory_pool;
 pub mod out;
 pub mod request_metrics;
+pub mod sasl_conn;
 pub mod tls_conn;
 pub mod transport;
 

@@ -10,6 +10,7 @@ use std::rc::Rc;
 use futures_lite::future::BoxedLocal;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
+use super::control::control_shard::acls::{AclCall, AclReply};
 use super::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
 use super::data_shard::{DataRequest, DataResponse, ProduceAppends};
 use super::mesh::Handler;
@@ -116,9 +117,10 @@ async fn on_control_request(ctx: &Rc<ShardContext>, req: ControlRequest) -> Shar
             ControlRequest::Reassignments(call) => {
                 ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
             }
-            ControlRequest::ClientQuotas(_) | ControlRequest::BrokerConfigs(_) => {
-                ShardResponse::Unsupported
-            }
+            ControlRequest::ClientQuotas(_)
+            | ControlRequest::BrokerConfigs(_)
+            | ControlRequest::ScramCredentials(_)
+            | ControlRequest::Acls(_) => ShardResponse::Unsupported,
             ControlRequest::AlterPartition(_) => {
                 ShardResponse::Control(ControlResponse::AlterPartition(
                     crate::replication::isr_change::IsrChangeAnswer::Failed(
@@ -234,6 +236,32 @@ async fn serve_quotas(
     }
 }
 
+/// Describe/AlterUserScramCredentials; an alteration takes its turn with
+/// the other publications and is republished before the answer, so new
+/// logins on every shard of this broker see it.
+async fn serve_scram(
+    ctx: &Rc<ShardContext>,
+    control: &ControlShard,
+    call: super::control::control_shard::scram_credentials::ScramCall,
+) -> super::control::control_shard::scram_credentials::ScramReply {
+    let alter = matches!(
+        call,
+        super::control::control_shard::scram_credentials::ScramCall::Alter(_)
+    );
+    let _turn = if alter {
+        Some(control.serial.acquire_permit(1).await)
+    } else {
+        None
+    };
+    let (reply, changed) = control
+        .serve_scram_call(call, ctx.snapshot().controller_id)
+        .await;
+    if changed {
+        publish(ctx, control.republish_base(&ctx.snapshot())).await;
+    }
+    reply
+}
+
 /// A broker resource's config change, in turn with the other
 /// publications: written, then read back and republished so this
 /// broker's shards apply it before the answer.
@@ -249,6 +277,22 @@ async fn serve_broker_configs(
         publish(ctx, control.republish_base(&ctx.snapshot())).await;
     }
     result
+}
+
+/// CreateAcls / DeleteAcls, in turn with the other publications: the
+/// store written, then the new ACLs published so every shard of this
+/// broker enforces them before the answer.
+async fn serve_acls(ctx: &Rc<ShardContext>, control: &ControlShard, call: AclCall) -> AclReply {
+    let _turn = control.serial.acquire_permit(1).await;
+    let before = control.acls();
+    let reply = match call {
+        AclCall::Create(bindings) => AclReply::Created(control.create_acls(&bindings).await),
+        AclCall::Delete(filters) => AclReply::Deleted(control.delete_acls(&filters).await),
+    };
+    if !std::sync::Arc::ptr_eq(&control.acls(), &before) {
+        publish(ctx, control.republish_base(&ctx.snapshot())).await;
+    }
+    reply
 }
 
 /// Requests the controller's queue orders (ControlledShutdown,
@@ -302,6 +346,12 @@ async fn serve_control(
         ControlRequest::BrokerConfigs(call) => {
             return ControlResponse::BrokerConfigs(serve_broker_configs(ctx, control, call).await)
         }
+        ControlRequest::ScramCredentials(call) => {
+            return ControlResponse::ScramCredentials(serve_scram(ctx, control, call).await)
+        }
+        ControlRequest::Acls(call) => {
+            return ControlResponse::Acls(serve_acls(ctx, control, call).await)
+        }
         ControlRequest::AlterPartition(change) => {
             return ControlResponse::AlterPartition(
                 super::control::alter_partition::send_to_controller(ctx, *change).await,
@@ -333,7 +383,9 @@ async fn serve_control(
         | ControlRequest::AllocateProducerIds { .. }
         | ControlRequest::Reassignments(_)
         | ControlRequest::ClientQuotas(_)
+        | ControlRequest::ScramCredentials(_)
         | ControlRequest::BrokerConfigs(_)
+        | ControlRequest::Acls(_)
         | ControlRequest::AlterPartition(_)
         | ControlRequest::AlterPartitionReceived(_)
         | ControlRequest::CommitOffsetsToStore { .. }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use super::control_shard::acls::{AclCall, AclReply};
 use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, ReassignmentReply};
 use crate::controller::admin_requests::{
     AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall,
@@ -157,6 +158,19 @@ impl<'a> ControlClient<'a> {
         }
     }
 
+    /// CreateAcls / DeleteAcls, to the control shard; answered once the
+    /// new ACLs reached every data shard.
+    pub async fn acls(&self, call: AclCall) -> Result<AclReply, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::Acls(call));
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::Acls(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected ACL answer");
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
+            }
+        }
+    }
+
     /// A client-quota call, to the control shard.
     pub async fn client_quotas(&self, call: QuotaCall) -> Result<QuotaReply, MeshError> {
         let req = ShardRequest::Control(ControlRequest::ClientQuotas(call));
@@ -164,6 +178,21 @@ impl<'a> ControlClient<'a> {
             ShardResponse::Control(ControlResponse::ClientQuotas(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected client quota answer");
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
+            }
+        }
+    }
+
+    /// Describe/AlterUserScramCredentials, to the control shard.
+    pub async fn scram_credentials(
+        &self,
+        call: super::control_shard::scram_credentials::ScramCall,
+    ) -> Result<super::control_shard::scram_credentials::ScramReply, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::ScramCredentials(call));
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::ScramCredentials(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected SCRAM credentials answer");
                 Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }

@@ -25,6 +25,7 @@
 
 mod admin;
 mod membership;
+mod metrics;
 mod offsets;
 mod runtime;
 mod session;

@@ -94,6 +94,8 @@ struct Slot {
     topic: TopicName,
     partition: i32,
     result: ProduceResult,
+    /// Its record bytes (`BytesInPerSec`).
+    bytes: u64,
 }
 
 /// `turn`: the request's place in its connection's produce order. A
@@ -159,6 +161,7 @@ async fn produce(
                 topic: name.clone(),
                 partition: p.index,
                 result,
+                bytes: p.records.as_ref().map_or(0, |r| r.len() as u64),
             });
         }
     }
@@ -197,6 +200,16 @@ async fn produce(
                 ..r
             };
         }
+    }
+    for s in &slots {
+        let r = &s.result;
+        ctx.stats.metrics.on_produce_result(
+            s.topic.as_str(),
+            s.bytes,
+            r.error_code,
+            r.base_offset,
+            r.last_offset,
+        );
     }
     to_responses(slots)
 }

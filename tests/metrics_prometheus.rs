@@ -299,12 +299,13 @@ fn records_in(c: &ReplCluster, prom: &Prometheus, topic: &str) -> u64 {
 
 /// The labels dashboards select on.
 fn labels(prom: &Prometheus, topic: &str) {
-    let sizes = prom.query(&format!("kafka_log_log_size{{topic=\"{topic}\"}}"));
-    assert_eq!(sizes.len(), 9, "3 partitions x 3 replicas: {sizes:?}");
+    // Every replica's log, once its followers wrote what they fetched.
+    let sizes = format!("kafka_log_log_size{{topic=\"{topic}\"}} > 0");
+    let sizes = wait_for(30, "3 partitions x 3 replicas with data", || {
+        Some(prom.query(&sizes)).filter(|s| s.len() == 9)
+    });
     assert!(
-        sizes
-            .iter()
-            .all(|(m, v)| m["partition"].is_string() && *v > 0.0),
+        sizes.iter().all(|(m, _)| m["partition"].is_string()),
         "{sizes:?}"
     );
     let replicas = prom.query(&format!(
@@ -367,7 +368,12 @@ fn under_replicated(c: &mut ReplCluster, prom: &Prometheus, topic: &str) {
         topic,
         3,
         c.dir.path(),
-        &["--acks=1", "--rate=50", "--producer=trickle"],
+        &[
+            "--acks=all",
+            "--rate=50",
+            "--timeout-ms=15000",
+            "--producer=trickle",
+        ],
     );
     trickle.wait_acks(30, 10, "the trickle's first acks");
     c.node(follower).pause();

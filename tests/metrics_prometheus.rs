@@ -326,6 +326,8 @@ fn labels(prom: &Prometheus, topic: &str) {
                 .all(|(m, _)| m["listener"].is_string() && m["networkProcessor"].is_string()),
         "{conns:?}"
     );
+    // Followers and consumers read the tail from the batch cache.
+    prom.wait_value(30, "sum(shardlog_batch_cache_hits_total)", |v| v > 0.0);
     assert_eq!(prom.query("process_open_fds").len(), 3);
     assert_eq!(prom.value("count(process_cpu_seconds_total)"), Some(3.0));
 }

@@ -621,6 +621,42 @@ fn shardlog_own(b: &mut Builder, r: &BrokerReport) {
             );
         }
     }
+    type Pick = fn(&super::report::BatchCacheStats) -> u64;
+    let cache: [(&str, &str, Kind, Pick); 4] = [
+        (
+            "shardlog_batch_cache_hits",
+            "Fetch reads each data shard's batch cache served",
+            Kind::Counter,
+            |c| c.hits,
+        ),
+        (
+            "shardlog_batch_cache_hit_bytes",
+            "Bytes of the reads the batch cache served",
+            Kind::Counter,
+            |c| c.hit_bytes,
+        ),
+        (
+            "shardlog_batch_cache_misses",
+            "Fetch reads the batch cache could not serve (read from the segment file)",
+            Kind::Counter,
+            |c| c.misses,
+        ),
+        (
+            "shardlog_batch_cache_used_bytes",
+            "Bytes the batch cache holds",
+            Kind::Gauge,
+            |c| c.used_bytes,
+        ),
+    ];
+    for (name, help, kind, pick) in cache {
+        let f = b.family(name, help, kind);
+        for sh in &r.shards {
+            f.push(
+                vec![("shard", sh.shard.to_string())],
+                Value::U(pick(&sh.batch_cache)),
+            );
+        }
+    }
     let f = b.family(
         "shardlog_consumergroup_current_offset",
         "Committed offset per group and partition, from the group coordinators on this broker",

@@ -77,6 +77,16 @@ pub struct SendPathBytes {
     pub tls: u64,
 }
 
+/// A data shard's batch cache (`storage::batch_cache`): reads it served
+/// (and their bytes), reads that went to the segment file, bytes held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchCacheStats {
+    pub hits: u64,
+    pub hit_bytes: u64,
+    pub misses: u64,
+    pub used_bytes: u64,
+}
+
 /// The process's figures (`/proc/self`), the series Prometheus clients
 /// call `process_*`, and Kafka's `linux-disk-*-bytes`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -106,6 +116,7 @@ pub struct ShardReport {
     /// Only from the first data shard (they all share the broker's view).
     pub controller: Option<ControllerGauges>,
     pub send_paths: SendPathBytes,
+    pub batch_cache: BatchCacheStats,
 }
 
 /// One scrape of the broker.

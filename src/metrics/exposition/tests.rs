@@ -74,6 +74,12 @@ pub(crate) fn sample_report() -> BrokerReport {
             sendmsg: 500,
             ..SendPathBytes::default()
         },
+        batch_cache: crate::metrics::report::BatchCacheStats {
+            hits: 3,
+            hit_bytes: 300,
+            misses: 1,
+            used_bytes: 4096,
+        },
     };
     let second = ShardReport {
         shard: 1,

@@ -8,7 +8,9 @@
 use std::rc::Rc;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
-use crate::metrics::report::{BrokerReport, ControllerGauges, SendPathBytes, ShardReport};
+use crate::metrics::report::{
+    BatchCacheStats, BrokerReport, ControllerGauges, SendPathBytes, ShardReport,
+};
 
 /// This data shard's part of a scrape (`None` on the control shard).
 pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
@@ -17,6 +19,16 @@ pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
     let partitions = data.replicas.partition_gauges().await;
     let (parked_produce, parked_fetch) = data.purgatory.parked();
     let z = ctx.stats.zerocopy.get();
+    let batch_cache = {
+        let cache = data.replicas.storage().cache().borrow();
+        let reads = cache.reads();
+        BatchCacheStats {
+            hits: reads.hits,
+            hit_bytes: reads.hit_bytes,
+            misses: reads.misses,
+            used_bytes: cache.used_bytes() as u64,
+        }
+    };
     Some(ShardReport {
         shard: data.shard.0,
         counters,
@@ -32,6 +44,7 @@ pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
             glommio: z.bytes_glommio,
             tls: z.bytes_tls,
         },
+        batch_cache,
     })
 }
 

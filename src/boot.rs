@@ -299,6 +299,7 @@ struct ShutdownReport {
     durable_syncs: u64,
     /// Broker-side Produce latency, all data shards merged.
     produce_latency: crate::histogram::LatencyHistogram,
+    tls_handshakes: crate::server::tls_conn::stats::HandshakeStats,
 }
 
 /// The parts every shard shares, as of boot.
@@ -577,6 +578,9 @@ async fn stop_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         z.bytes_copied += stats.bytes_copied;
         z.bytes_glommio += stats.bytes_glommio;
         z.bytes_tls += stats.bytes_tls;
+        report
+            .tls_handshakes
+            .merge(&ctx.stats.tls_handshakes.borrow());
     }
 }
 
@@ -594,6 +598,9 @@ fn finish_shutdown(report: &Mutex<ShutdownReport>, checkpoints: &CheckpointBoard
         );
     }
     if let Some(line) = crate::server::request_metrics::produce_line(&report.produce_latency) {
+        eprintln!("{line}");
+    }
+    if let Some(line) = report.tls_handshakes.line() {
         eprintln!("{line}");
     }
     let z = report.zerocopy;

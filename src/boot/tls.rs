@@ -27,7 +27,7 @@ pub fn listener_tls(
     let tls = ListenerTls::with_role(settings, inter_broker).map_err(|e| anyhow!(e))?;
     tracing::info!(
         listener = name,
-        path = crate::io::ktls::record_path(),
+        path = %crate::io::ktls::probe().describe(),
         "TLS listener"
     );
     Ok(Some(Arc::new(tls)))

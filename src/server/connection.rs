@@ -116,11 +116,27 @@ pub async fn serve(
     let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
+    let principal: Rc<str> = ANONYMOUS_PRINCIPAL.into();
+    let who = Peer::new(peer, client_host, principal, listener);
+    serve_socket(ctx, stream, pool, who, BytesMut::new()).await;
+}
+
+/// Run a connection's loops straight on its socket: a PLAINTEXT
+/// connection, or a TLS one whose record layer the kernel took over
+/// (`server::tls_conn::kernel`; `preread`: the plaintext rustls had
+/// already decrypted, the first bytes of the Kafka stream).
+pub async fn serve_socket(
+    ctx: Rc<ShardContext>,
+    stream: TcpStream,
+    pool: Arc<MemoryPool>,
+    who: Peer,
+    preread: BytesMut,
+) {
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
     // sendfile must never block the shard; glommio itself only uses
     // MSG_DONTWAIT calls plus readiness polls, so this changes nothing for it.
     if let Err(e) = crate::io::zerocopy::set_nonblocking(&stream) {
-        tracing::warn!(error = %e, "cannot make socket non-blocking; closing");
+        tracing::warn!(peer = %who.peer, error = %e, "cannot make socket non-blocking; closing");
         return;
     }
     let (reader, writer) = futures_lite::io::split(stream);
@@ -128,10 +144,9 @@ pub async fn serve(
         fd,
         reader,
         scratch: Vec::new(),
+        preread,
     };
     let writer = PlainWrite(ConnWriter { stream: writer, fd });
-    let principal: Rc<str> = ANONYMOUS_PRINCIPAL.into();
-    let who = Peer::new(peer, client_host, principal, listener);
     run(ctx, who, pool, reader, writer).await;
 }
 

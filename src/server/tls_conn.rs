@@ -37,10 +37,10 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 use rustls::ServerConnection;
 
-use super::connection::{peer_names, run, Peer};
+use super::connection::{peer_names, run, serve_socket, Peer};
 use super::memory_pool::MemoryPool;
 use super::out::OutPart;
-use super::transport::{ConnRead, ConnWrite, SCRATCH};
+use super::transport::{ConnRead, ConnWrite};
 use crate::io::zerocopy::ZeroCopyStats;
 use crate::shard::ShardContext;
 use crate::tls::ListenerTls;
@@ -49,6 +49,12 @@ pub use super::connection::ANONYMOUS_PRINCIPAL;
 
 /// File-region bytes read per `pread` before they are encrypted.
 const FILE_CHUNK: usize = 64 * 1024;
+/// Ciphertext read from the socket at a time (one buffer per connection,
+/// allocated at its first read).
+const TLS_READ: usize = 64 * 1024;
+/// What the read buffer of a streaming connection grows to (a PLAINTEXT
+/// connection's read takes up to a whole request, `message.max.bytes`).
+const TLS_READ_MAX: usize = 1024 * 1024;
 /// Ciphertext the session may hold before a write waits for the socket.
 const SEND_BUFFER: usize = 256 * 1024;
 /// Ciphertext handed to glommio at a time when the socket is full (its
@@ -94,23 +100,51 @@ pub async fn serve(
     let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
-    let timeout_ms = ctx.config.connections_max_idle_ms;
-    let server = ListenerServerTls(&tls);
+    let kernel = crate::io::ktls::probe();
+    // Read the handshake record by record only where the kernel may take
+    // the session over (it costs a read per record header).
+    let cork = matches!(kernel, crate::io::ktls::KernelTls::Available(_));
     let shaken = futures_lite::future::or(
-        async { Some(handshake(stream, &server, timeout_ms).await) },
+        async { Some(timed_handshake(&ctx, stream, &tls, cork).await) },
         async {
             ctx.stopping.wait().await;
             None
         },
     )
     .await;
+    let stats = &ctx.stats.tls_handshakes;
     let done = match shaken {
         None => return, // the shard stops
         Some(Err(reason)) => {
+            stats.borrow_mut().failed += 1;
             tracing::warn!(%peer, listener, %reason, "closing connection");
             return;
         }
-        Some(Ok(done)) => done,
+        Some(Ok(done)) => {
+            stats.borrow_mut().completed += 1;
+            done
+        }
+    };
+    let done = if cork && kernel::kernel_cipher(&done, kernel).is_some() {
+        match kernel::hand_off(done).await {
+            Ok(kernel::Handoff::Kernel(k)) => {
+                stats.borrow_mut().kernel += 1;
+                let principal: Rc<str> = k.principal.as_str().into();
+                let who = Peer::new(peer, client_host, principal, listener);
+                serve_socket(ctx, k.stream, pool, who, k.preread).await;
+                return;
+            }
+            Ok(kernel::Handoff::User(done, reason)) => {
+                tracing::debug!(%peer, listener, %reason, "kernel TLS refused; user-space TLS");
+                *done
+            }
+            Err(reason) => {
+                tracing::warn!(%peer, listener, %reason, "kernel TLS hand-off failed; closing");
+                return;
+            }
+        }
+    } else {
+        done
     };
     let principal: Rc<str> = done.principal.as_str().into();
     let (reader, writer) = match split(done) {
@@ -124,6 +158,32 @@ pub async fn serve(
     run(ctx, who, pool, reader, writer).await;
 }
 
+/// The handshake of one connection, bounded by `connections.max.idle.ms`,
+/// as a task of the shard's default queue: each poll is one step of it
+/// (rustls between two reads), timed into the shard's `tls_handshakes` —
+/// the longest is the longest the shard's other connections waited for
+/// one handshake step (`shardlog.stall.detect.ms` reports any over it).
+async fn timed_handshake(
+    ctx: &ShardContext,
+    stream: TcpStream,
+    tls: &ListenerTls,
+    cork: bool,
+) -> Result<Established, String> {
+    let server = ListenerServerTls(tls);
+    let timeout_ms = ctx.config.connections_max_idle_ms;
+    let stats = &ctx.stats.tls_handshakes;
+    let mut shaking = std::pin::pin!(handshake(stream, &server, timeout_ms, cork));
+    std::future::poll_fn(|cx| {
+        let t0 = ctx.clock.mono_ns();
+        let r = std::future::Future::poll(shaking.as_mut(), cx);
+        stats
+            .borrow_mut()
+            .step(ctx.clock.mono_ns().saturating_sub(t0));
+        r
+    })
+    .await
+}
+
 /// A handshaken TLS connection, ready for the read and write loops.
 pub struct Established {
     pub stream: TcpStream,
@@ -135,14 +195,45 @@ pub struct Established {
 /// Run the server handshake on `stream`; `Err`: the reason, for the
 /// caller's warning (rustls' error, a timeout, or a principal the
 /// certificate does not map to). `timeout_ms` < 0: no bound (Kafka's
-/// `connections.max.idle.ms` = -1).
+/// `connections.max.idle.ms` = -1). `cork`: read record by record, so the
+/// session can be handed to the kernel after it (`kernel::Corked`).
 pub async fn handshake(
     stream: TcpStream,
     tls: &dyn ServerTls,
     timeout_ms: i64,
+    cork: bool,
 ) -> Result<Established, String> {
-    let acceptor = futures_rustls::TlsAcceptor::from(tls.server_config());
-    let accept = async { Some(acceptor.accept(stream).await) };
+    let config = tls.server_config();
+    let (stream, session) = if cork {
+        let (corked, session) = accept(kernel::Corked::new(stream), config, timeout_ms).await?;
+        (corked.inner, session)
+    } else {
+        accept(stream, config, timeout_ms).await?
+    };
+    let principal = match session.peer_certificates().and_then(|c| c.first()) {
+        None => ANONYMOUS_PRINCIPAL.to_string(),
+        Some(cert) => tls
+            .principal_for(cert.as_ref())
+            .map_err(|e| format!("no principal for the client certificate: {e}"))?,
+    };
+    Ok(Established {
+        stream,
+        session,
+        principal,
+    })
+}
+
+/// rustls' server handshake on `io`, bounded by `timeout_ms`.
+async fn accept<IO>(
+    io: IO,
+    config: Arc<rustls::ServerConfig>,
+    timeout_ms: i64,
+) -> Result<(IO, ServerConnection), String>
+where
+    IO: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin,
+{
+    let acceptor = futures_rustls::TlsAcceptor::from(config);
+    let accept = async { Some(acceptor.accept(io).await) };
     let limit = async {
         match u64::try_from(timeout_ms) {
             Ok(ms) => glommio::timer::sleep(std::time::Duration::from_millis(ms)).await,
@@ -159,18 +250,7 @@ pub async fn handshake(
         Some(Err(e)) => return Err(format!("TLS handshake failed: {e}")),
         Some(Ok(s)) => s,
     };
-    let (stream, session) = tls_stream.into_inner();
-    let principal = match session.peer_certificates().and_then(|c| c.first()) {
-        None => ANONYMOUS_PRINCIPAL.to_string(),
-        Some(cert) => tls
-            .principal_for(cert.as_ref())
-            .map_err(|e| format!("no principal for the client certificate: {e}"))?,
-    };
-    Ok(Established {
-        stream,
-        session,
-        principal,
-    })
+    Ok(tls_stream.into_inner())
 }
 
 /// The two halves of an established connection.
@@ -233,16 +313,34 @@ impl ConnRead for TlsRead {
                     self.pending.start += n;
                     continue;
                 }
-                match s.read_tls(&mut FdRecv(self.fd)) {
-                    Ok(_) => continue, // 0: the peer closed; the session says how
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(e),
+            }
+            // rustls reads at most 4 KiB per `read_tls`; one `recv` takes
+            // what the socket has (up to TLS_READ) and rustls is fed from
+            // it in memory: a quarter of the syscalls of reading through
+            // `read_tls` for full 16 KiB records, far fewer for small ones.
+            if self.scratch.is_empty() {
+                self.scratch = vec![0; TLS_READ];
+            }
+            match FdRecv(self.fd).read(&mut self.scratch) {
+                Ok(0) => {
+                    // The peer closed; the session says how.
+                    self.session.borrow_mut().read_tls(&mut io::empty())?;
+                    continue;
                 }
+                Ok(n) => {
+                    // A full read: the peer streams (a producer); take more
+                    // per `recv` (each one contends for the socket lock with
+                    // the packets arriving on it).
+                    if n == self.scratch.len() && n < TLS_READ_MAX {
+                        self.scratch.resize(n * 2, 0);
+                    }
+                    self.pending = 0..n;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
             }
             // Nothing on the socket yet: wait through glommio.
-            if self.scratch.is_empty() {
-                self.scratch = vec![0; SCRATCH];
-            }
             let n = self.reader.read(&mut self.scratch).await?;
             if n == 0 {
                 // Tell the session the peer is gone (an empty read is EOF).
@@ -467,6 +565,9 @@ impl ConnWrite for TlsWrite {
         let _ = self.out.stream.close().await;
     }
 }
+
+pub mod kernel;
+pub mod stats;
 
 #[cfg(test)]
 mod tests;

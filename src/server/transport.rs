@@ -56,10 +56,18 @@ pub struct PlainRead {
     pub fd: RawFd,
     pub reader: ReadHalf<TcpStream>,
     pub scratch: Vec<u8>,
+    /// Bytes of the stream read before the socket was handed over (kernel
+    /// TLS: what rustls had decrypted); served first.
+    pub preread: BytesMut,
 }
 
 impl ConnRead for PlainRead {
     async fn fill(&mut self, buf: &mut BytesMut, want: usize) -> std::io::Result<usize> {
+        if !self.preread.is_empty() {
+            let n = want.min(self.preread.len());
+            buf.extend_from_slice(&self.preread.split_to(n));
+            return Ok(n);
+        }
         if let Some(n) = crate::io::recv::recv_into_spare(self.fd, buf, want)? {
             return Ok(n);
         }

@@ -29,7 +29,7 @@ fn openssl(dir: &Path, args: &[&str]) {
 
 /// A CA, a server certificate for localhost/127.0.0.1, a client
 /// certificate, one from an unknown CA and an expired one.
-fn make_keys(dir: &Path) {
+pub(super) fn make_keys(dir: &Path) {
     for ca in ["ca", "rogue"] {
         openssl(
             dir,
@@ -129,7 +129,7 @@ fn roots(dir: &Path, ca: &str) -> Arc<rustls::RootCertStore> {
 
 /// The server side of the tests: `ssl.client.auth=required` against `ca`;
 /// the principal is `User:` + the subject DN (Kafka's default rule).
-struct TestTls(Arc<rustls::ServerConfig>);
+pub(super) struct TestTls(pub(super) Arc<rustls::ServerConfig>);
 
 impl ServerTls for TestTls {
     fn server_config(&self) -> Arc<rustls::ServerConfig> {
@@ -142,7 +142,7 @@ impl ServerTls for TestTls {
     }
 }
 
-fn server_tls(dir: &Path) -> TestTls {
+pub(super) fn server_tls(dir: &Path) -> TestTls {
     let verifier = rustls::server::WebPkiClientVerifier::builder(roots(dir, "ca"))
         .build()
         .expect("verifier");
@@ -153,7 +153,7 @@ fn server_tls(dir: &Path) -> TestTls {
     TestTls(Arc::new(config))
 }
 
-fn client_config(dir: &Path, client: &str) -> Arc<rustls::ClientConfig> {
+pub(super) fn client_config(dir: &Path, client: &str) -> Arc<rustls::ClientConfig> {
     let config = rustls::ClientConfig::builder()
         .with_root_certificates(roots(dir, "ca"))
         .with_client_auth_cert(
@@ -210,7 +210,7 @@ fn serve(
                     let (tls, outcomes, stats) = (tls.clone(), outcomes.clone(), stats.clone());
                     let file = file.clone();
                     tasks.push(glommio::spawn_local(async move {
-                        let done = match handshake(stream, &*tls, timeout_ms).await {
+                        let done = match handshake(stream, &*tls, timeout_ms, false).await {
                             Ok(done) => done,
                             Err(reason) => {
                                 outcomes.borrow_mut()[i] = reason;

@@ -593,14 +593,14 @@ fn shardlog_own(b: &mut Builder, r: &BrokerReport) {
     let s = r.send_paths();
     let f = b.family(
         "shardlog_network_sent_bytes",
-        "Response bytes written to client sockets, by send path (io::zerocopy)",
+        "Response bytes written to client sockets, by send path",
         Kind::Counter,
     );
     for (path, v) in [
         ("sendmsg", s.sendmsg),
         ("sendfile", s.sendfile),
         ("copied", s.copied),
-        ("glommio", s.glommio),
+        ("uring", s.uring),
         ("tls", s.tls),
     ] {
         f.push(vec![("path", path.into())], Value::U(v));

@@ -73,7 +73,8 @@ pub struct SendPathBytes {
     pub sendmsg: u64,
     pub sendfile: u64,
     pub copied: u64,
-    pub glommio: u64,
+    /// Written by the executor's own io_uring write path.
+    pub uring: u64,
     pub tls: u64,
 }
 
@@ -199,7 +200,7 @@ impl BrokerReport {
             t.sendmsg += b.sendmsg;
             t.sendfile += b.sendfile;
             t.copied += b.copied;
-            t.glommio += b.glommio;
+            t.uring += b.uring;
             t.tls += b.tls;
         }
         t

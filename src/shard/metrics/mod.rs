@@ -41,7 +41,7 @@ pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
             sendmsg: z.bytes_sendmsg,
             sendfile: z.bytes_sendfile,
             copied: z.bytes_copied,
-            glommio: z.bytes_glommio,
+            uring: z.bytes_glommio,
             tls: z.bytes_tls,
         },
         batch_cache,

@@ -329,6 +329,7 @@ async fn first_snapshot(
 ) -> Result<crate::metadata::Snapshot, crate::controller::admin_error::AdminError> {
     control.set_ssl_listeners(Rc::new(ssl_listeners));
     control.reload_client_quotas().await;
+    control.reload_scram_credentials().await;
     control.reencode_passwords(config).await;
     control.reload_broker_configs(config).await;
     control.admin.next_snapshot().await

@@ -29,6 +29,7 @@
 //! | [`shard`]     | §1–2    | mixed | placement, mesh, context, data path; subsystem drivers (control, group, txn) |
 //! | [`server`]    | §2      | mixed | listener, connections, response sequencer, one handler per API |
 //! | [`tls`]       | —       | mixed | `ssl.*` keys per listener, keystores, rustls configs, principal mapping |
+//! | [`sasl`]      | —       | pure  | SASL authentication before a connection serves: PLAIN, SCRAM-SHA-256/512 |
 //! | [`alloc`]     | —       | io    | the global allocator the binary installs (huge requests mapped lazily) |
 //! | [`boot`]      | §1      | io    | the composition root: listeners, shards, control shard, shutdown |
 //! | [`loadgen`]   | —       | mixed | the load generator (`shardlog loadgen`, `shardlog bench`) |
@@ -54,6 +55,7 @@ pub mod metrics;
 pub mod protocol;
 pub mod purgatory;
 pub mod replication;
+pub mod sasl;
 pub mod server;
 pub mod shard;
 pub mod storage;

@@ -321,7 +321,7 @@ fn the_channel_sends_in_order_and_retries_until_the_broker_listens() {
             let config = ChannelConfig {
                 retry_backoff: Duration::from_millis(100),
                 socket_timeout: Duration::from_secs(10),
-                tls: None,
+                tls: shardlog::io::broker_stream::BrokerLink::default(),
             };
             let channel = ControllerChannel::new(BrokerId(1), config);
             channel.add_broker(

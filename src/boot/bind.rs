@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context as _};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::config::ServerConfig;
+use crate::config::{SecurityProtocol, ServerConfig};
 use crate::metadata::{BrokerEndpoint, Snapshot};
 use crate::server::listener::ListenerInfo;
 
@@ -47,6 +47,12 @@ pub fn bind_listeners(config: &ServerConfig, n_shards: usize) -> anyhow::Result<
             name: Arc::from(listener.name.as_str()),
             protocol,
             tls: super::tls::listener_tls(config, &listener.name, protocol)?,
+            sasl: match protocol {
+                SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => Some(Arc::new(
+                    crate::config::sasl::for_listener(config, &listener.name)?,
+                )),
+                SecurityProtocol::Plaintext | SecurityProtocol::Ssl => None,
+            },
         };
         for (shard, fd) in fds.into_iter().enumerate() {
             sockets[shard].push((fd, info.clone()));

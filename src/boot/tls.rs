@@ -10,16 +10,17 @@ use std::sync::Arc;
 use anyhow::anyhow;
 
 use crate::config::{SecurityProtocol, ServerConfig};
-use crate::io::broker_stream::BrokerTls;
+use crate::io::broker_stream::{BrokerLink, BrokerTls};
 use crate::tls::{ListenerTls, SslSettings};
 
-/// The TLS state of listener `name` (`None` unless its protocol is SSL).
+/// The TLS state of listener `name` (`None` unless its protocol is SSL
+/// or SASL_SSL).
 pub fn listener_tls(
     config: &ServerConfig,
     name: &str,
     protocol: SecurityProtocol,
 ) -> anyhow::Result<Option<Arc<ListenerTls>>> {
-    if protocol != SecurityProtocol::Ssl {
+    if !matches!(protocol, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl) {
         return Ok(None);
     }
     let settings = SslSettings::for_listener(config, name).map_err(|e| anyhow!(e))?;
@@ -37,7 +38,10 @@ pub fn listener_tls(
 /// listeners (each `None` unless that listener is SSL).
 pub fn broker_tls(config: &ServerConfig) -> anyhow::Result<BrokerTls> {
     let client = |name: &str| -> anyhow::Result<Option<Arc<rustls::ClientConfig>>> {
-        if config.listener_protocol(name) != SecurityProtocol::Ssl {
+        if !matches!(
+            config.listener_protocol(name),
+            SecurityProtocol::Ssl | SecurityProtocol::SaslSsl
+        ) {
             return Ok(None);
         }
         let settings = SslSettings::for_listener(config, name).map_err(|e| anyhow!(e))?;
@@ -45,9 +49,15 @@ pub fn broker_tls(config: &ServerConfig) -> anyhow::Result<BrokerTls> {
             crate::tls::client_config(&settings).map_err(|e| anyhow!(e))?,
         ))
     };
+    let link = |name: &str| -> anyhow::Result<BrokerLink> {
+        Ok(BrokerLink {
+            tls: client(name)?,
+            sasl: crate::config::sasl::broker_client(config, name)?.map(Arc::new),
+        })
+    };
     Ok(BrokerTls {
-        inter_broker: client(config.inter_broker_listener())?,
-        control_plane: client(config.controller_listener())?,
+        inter_broker: link(config.inter_broker_listener())?,
+        control_plane: link(config.controller_listener())?,
     })
 }
 

@@ -228,28 +228,6 @@ pub(super) fn refuse_both_inter_broker_keys(
     Ok(())
 }
 
-/// Listeners whose protocol shardlog does not serve yet stop the start:
-/// serving them as PLAINTEXT would hand a TLS or SASL client bytes it does
-/// not expect, and accepting the key without effect would be a lie.
-fn refuse_unimplemented_protocols(config: &ServerConfig) -> Result<(), ConfigError> {
-    const IMPLEMENTED: &[SecurityProtocol] = &[SecurityProtocol::Plaintext, SecurityProtocol::Ssl];
-    for l in &config.listeners {
-        let protocol = config.listener_protocol(&l.name);
-        if !IMPLEMENTED.contains(&protocol) {
-            return Err(invalid(
-                "listeners",
-                l.to_string(),
-                format!(
-                    "listener {} uses security protocol {protocol}, which shardlog does not \
-                     implement yet",
-                    l.name
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
 impl ServerConfig {
     /// Upper-case the listener names given by name
     /// (`inter.broker.listener.name`, `control.plane.listener.name`), as
@@ -274,7 +252,6 @@ impl ServerConfig {
             return Err(invalid("listeners", "", "at least one listener"));
         }
         check_endpoints("listeners", &self.listeners, map, true)?;
-        refuse_unimplemented_protocols(self)?;
         let advertised = self.effective_advertised_listeners();
         check_endpoints("advertised.listeners", advertised, map, false)?;
         if let Some(l) = advertised.iter().find(|l| l.host == "0.0.0.0") {

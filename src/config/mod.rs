@@ -9,6 +9,7 @@
 pub mod dynamic;
 mod listeners;
 pub mod password_encoder;
+pub mod sasl;
 pub mod ssl;
 pub mod topic;
 mod value;
@@ -76,11 +77,15 @@ macro_rules! server_config {
             /// `security.providers`, as written: resolved per listener by
             /// `tls::SslSettings` (see [`ssl`]).
             pub ssl_keys: BTreeMap<String, String>,
+            /// Every `sasl.*` key and `connections.max.reauth.ms`, with
+            /// or without a listener (and mechanism) prefix, as written:
+            /// resolved per SASL listener by [`sasl::for_listener`].
+            pub sasl_keys: BTreeMap<String, String>,
         }
 
         impl Default for ServerConfig {
             fn default() -> Self {
-                Self { $( $field: $default, )* ssl_keys: BTreeMap::new() }
+                Self { $( $field: $default, )* ssl_keys: BTreeMap::new(), sasl_keys: BTreeMap::new() }
             }
         }
 
@@ -335,6 +340,11 @@ server_config! {
     max_connections_per_ip: i32 = i32::MAX;
     /// `max.connections.per.ip.overrides` (default ""): `host:count,...`.
     max_connections_per_ip_overrides: String = "".into();
+    /// `connection.failed.authentication.delay.ms` (default 100): a failed
+    /// SASL authentication's response is held this long before it is sent
+    /// and the connection closed (Kafka's `SocketServer` delays the close
+    /// so a client retrying a bad password cannot spin the broker).
+    connection_failed_authentication_delay_ms: i32 = 100;
     /// `connections.max.idle.ms` (default 600000): close idle connections.
     connections_max_idle_ms: i64 = 600_000;
     /// `queued.max.request.bytes` (default -1 = no bound): KIP-72's
@@ -452,6 +462,10 @@ impl ServerConfig {
                 config.ssl_keys.insert(key.clone(), value.clone());
                 continue;
             }
+            if sasl::is_sasl_key(key) {
+                config.sasl_keys.insert(key.clone(), value.clone());
+                continue;
+            }
             let known = config
                 .set(key, value)
                 .map_err(|reason| ConfigError::InvalidValue {
@@ -544,6 +558,7 @@ impl ServerConfig {
             return Err(invalid("shardlog.shards", "0".into(), "must be at least 1"));
         }
         ssl::check_keys(&self.ssl_keys)?;
+        sasl::validate(self)?;
         Ok(())
     }
 

@@ -187,9 +187,9 @@ fn invalid_values_name_the_key_and_value() {
             "yes",
         ),
         (
-            "listeners=SASL_SSL://h:9093",
-            "listeners",
-            "SASL_SSL://h:9093",
+            "listeners=PLAINTEXT://h:9092,SASL_SSL://h:9093",
+            "sasl.enabled.mechanisms",
+            "GSSAPI",
         ),
         (
             "listeners=PLAINTEXT://h:99999",

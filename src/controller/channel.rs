@@ -95,7 +95,7 @@ pub struct ChannelConfig {
     pub socket_timeout: Duration,
     /// The TLS client configuration of the listener the channel connects
     /// on (`None`: PLAINTEXT).
-    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    pub tls: crate::io::broker_stream::BrokerLink,
 }
 
 impl Default for ChannelConfig {
@@ -103,7 +103,7 @@ impl Default for ChannelConfig {
         Self {
             retry_backoff: Duration::from_millis(100),
             socket_timeout: Duration::from_millis(30_000),
-            tls: None,
+            tls: crate::io::broker_stream::BrokerLink::default(),
         }
     }
 }
@@ -346,7 +346,7 @@ async fn send_loop(
         let answer = glommio::timer::timeout(inner.config.socket_timeout, async {
             if conn.is_none() {
                 let addr = format!("{}:{}", address.host, address.port);
-                let tls = inner.config.tls.as_ref();
+                let tls = &inner.config.tls;
                 conn = Some(
                     BrokerStream::connect(&addr, tls)
                         .await

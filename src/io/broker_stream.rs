@@ -6,6 +6,8 @@
 //! `NetworkClient`). The server name is the target's advertised host for
 //! that listener, so `ssl.endpoint.identification.algorithm=https` (the
 //! `ClientConfig`'s verifier) checks the peer's certificate against it.
+//! On a SASL_PLAINTEXT / SASL_SSL listener the broker then logs in
+//! (`sasl_login`) before the connection carries anything else.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -17,16 +19,29 @@ use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 use rustls::pki_types::ServerName;
 
-/// The TLS client configurations of the broker's outbound connections,
-/// built once at boot (`None`: the listener is PLAINTEXT).
+use crate::config::sasl::SaslClientSettings;
+
+mod sasl_login;
+
+/// How the broker's connections on one listener are secured: TLS (the
+/// listener is SSL or SASL_SSL) and a SASL login (SASL_PLAINTEXT or
+/// SASL_SSL); both `None` on PLAINTEXT.
+#[derive(Clone, Default, Debug)]
+pub struct BrokerLink {
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    pub sasl: Option<Arc<SaslClientSettings>>,
+}
+
+/// The client configurations of the broker's outbound connections,
+/// built once at boot.
 #[derive(Clone, Default)]
 pub struct BrokerTls {
     /// For connections on `inter.broker.listener.name` (replica fetchers,
     /// transaction markers, verification, AlterPartition, …).
-    pub inter_broker: Option<Arc<rustls::ClientConfig>>,
+    pub inter_broker: BrokerLink,
     /// For the controller's connections (`control.plane.listener.name`,
     /// KIP-291; the inter-broker listener's when none is set).
-    pub control_plane: Option<Arc<rustls::ClientConfig>>,
+    pub control_plane: BrokerLink,
 }
 
 /// A connection to another broker.
@@ -45,9 +60,20 @@ pub fn host_of(addr: &str) -> &str {
 }
 
 impl BrokerStream {
-    /// `tcp` (connected to `addr`) as is, or after a TLS handshake with
-    /// `tls`; a failed handshake is an error naming rustls' reason.
-    pub async fn over(
+    /// `tcp` (connected to `addr`) after a TLS handshake when `link` has
+    /// TLS, then a SASL login when it has SASL; a failed handshake is an
+    /// error naming rustls' reason, a refused login the broker's.
+    pub async fn over(tcp: TcpStream, addr: &str, link: &BrokerLink) -> io::Result<Self> {
+        let mut stream = Self::over_tls(tcp, addr, link.tls.as_ref()).await?;
+        if let Some(login) = &link.sasl {
+            sasl_login::login(&mut stream, login)
+                .await
+                .map_err(|e| io::Error::new(e.kind(), format!("SASL login to {addr}: {e}")))?;
+        }
+        Ok(stream)
+    }
+
+    async fn over_tls(
         tcp: TcpStream,
         addr: &str,
         tls: Option<&Arc<rustls::ClientConfig>>,
@@ -68,11 +94,11 @@ impl BrokerStream {
         Ok(Self::Tls(Box::new(stream)))
     }
 
-    /// Connect to `addr` (`host:port`), over TLS when `tls` is given.
-    pub async fn connect(addr: &str, tls: Option<&Arc<rustls::ClientConfig>>) -> io::Result<Self> {
+    /// Connect to `addr` (`host:port`) secured as `link` says.
+    pub async fn connect(addr: &str, link: &BrokerLink) -> io::Result<Self> {
         let tcp = TcpStream::connect(addr).await.map_err(io::Error::from)?;
         let _ = tcp.set_nodelay(true);
-        Self::over(tcp, addr, tls).await
+        Self::over(tcp, addr, link).await
     }
 
     /// Whether the connection is encrypted.

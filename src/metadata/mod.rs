@@ -11,6 +11,7 @@ pub mod config_changes;
 pub mod hosted;
 pub mod leader_and_isr;
 pub mod quotas;
+pub mod scram_credentials;
 pub mod snapshot;
 pub mod update_metadata;
 

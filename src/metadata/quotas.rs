@@ -167,11 +167,11 @@ impl QuotaConfigs {
 }
 
 /// Whether any quota (byte rates, request percentage) applies to
-/// `client_id` (user [`ANONYMOUS`]).
-pub fn applies_to(configs: &QuotaConfigs, client_id: &str) -> bool {
+/// `client_id` of quota user `user` (the principal's name).
+pub fn applies_to(configs: &QuotaConfigs, user: &str, client_id: &str) -> bool {
     [PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE]
         .iter()
-        .any(|k| configs.resolve(k, ANONYMOUS, client_id).is_some())
+        .any(|k| configs.resolve(k, user, client_id).is_some())
 }
 
 /// Why an AlterClientQuotas entry was refused: Kafka's code and message.

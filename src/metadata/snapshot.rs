@@ -123,6 +123,9 @@ pub struct Snapshot {
     /// The stored client quotas (`metadata::quotas`), which requests of
     /// which clients are measured against.
     pub client_quotas: Arc<super::quotas::QuotaConfigs>,
+    /// The stored SCRAM credentials (`/config/users/<u>`,
+    /// `metadata::scram_credentials`) SASL/SCRAM logins are checked against.
+    pub scram_credentials: Arc<super::scram_credentials::ScramCredentials>,
     /// This broker's dynamic config (`/config/brokers/<id>` and
     /// `<default>`, `config::dynamic`): topic defaults and replication
     /// throttle rates every shard applies.
@@ -143,6 +146,7 @@ impl Snapshot {
             announced: IndexMap::new(),
             hosted_by_leader_and_isr: false,
             client_quotas: Arc::default(),
+            scram_credentials: Arc::default(),
             broker_configs: Arc::default(),
         }
     }

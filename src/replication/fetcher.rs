@@ -106,7 +106,7 @@ struct Fetcher {
     quotas: Arc<ReplicationQuotas>,
     /// The inter-broker listener's TLS client configuration (`None`:
     /// PLAINTEXT).
-    tls: Option<Arc<rustls::ClientConfig>>,
+    tls: crate::io::broker_stream::BrokerLink,
 }
 
 /// The fetchers of one data shard.
@@ -118,7 +118,7 @@ pub struct FetcherManager {
     clock: Rc<dyn Clock>,
     quotas: Arc<ReplicationQuotas>,
     /// The inter-broker listener's TLS client configuration.
-    tls: Option<Arc<rustls::ClientConfig>>,
+    tls: crate::io::broker_stream::BrokerLink,
 }
 
 impl FetcherManager {
@@ -127,7 +127,7 @@ impl FetcherManager {
         server: &ServerConfig,
         clock: Rc<dyn Clock>,
         quotas: Arc<ReplicationQuotas>,
-        tls: Option<Arc<rustls::ClientConfig>>,
+        tls: crate::io::broker_stream::BrokerLink,
     ) -> Self {
         let socket_timeout_ms = i64::from(server.replica_socket_timeout_ms);
         Self {
@@ -306,7 +306,7 @@ async fn run(f: Rc<Fetcher>) {
                 client_id,
                 f.max_response_bytes,
                 f.settings.socket_receive_buffer_bytes,
-                f.tls.as_ref(),
+                &f.tls,
             );
             match glommio::timer::timeout(f.socket_timeout, async {
                 connect.await.map_err(glommio::GlommioError::IoError)

@@ -170,7 +170,7 @@ impl ReplicaManager {
         server: Arc<ServerConfig>,
         clock: Rc<dyn Clock>,
         quotas: Arc<ReplicationQuotas>,
-        inter_broker_tls: Option<Arc<rustls::ClientConfig>>,
+        inter_broker_tls: crate::io::broker_stream::BrokerLink,
     ) -> Self {
         let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
         let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);

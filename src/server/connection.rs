@@ -18,13 +18,15 @@ use glommio::net::TcpStream;
 use kafka_protocol::messages::ApiKey;
 
 use super::dispatch::{frame_response, route, Routing};
-use super::handlers::quota_common::{request_quota_applies, request_throttle_ms};
+use super::handlers::quota_common::{request_quota_applies, request_throttle_ms, QuotaId};
 use super::handlers::{Request, Response};
 use super::in_order::InOrder;
 use super::memory_pool::{Lease, MemoryPool};
 use super::out::{ConnWriter, OutPart};
 use super::request_metrics::{Scoped, Timing};
+use super::sasl_conn::{self, SaslPeer};
 use super::transport::{ConnRead, ConnWrite, PlainRead, PlainWrite};
+use crate::config::sasl::SaslSettings;
 use crate::io::clock::Clock;
 use crate::io::local_sync::{FifoGate, Notify, Trigger};
 use crate::protocol::frame::{frame_len, take_frame};
@@ -103,21 +105,22 @@ struct Conn {
 /// (`KafkaPrincipal.ANONYMOUS`).
 pub const ANONYMOUS_PRINCIPAL: &str = "User:ANONYMOUS";
 
-/// Serve one PLAINTEXT connection of the listener named `listener` until
-/// the client leaves, it must be closed, or the shard stops (then
-/// in-flight responses are finished first). SSL listeners' connections go
-/// through `server::tls_conn::serve`.
+/// Serve one PLAINTEXT (or SASL_PLAINTEXT, `sasl` set) connection of the
+/// listener named `listener` until the client leaves, it must be closed,
+/// or the shard stops (then in-flight responses are finished first). SSL
+/// listeners' connections go through `server::tls_conn::serve`.
 pub async fn serve(
     ctx: Rc<ShardContext>,
     stream: TcpStream,
     pool: Arc<MemoryPool>,
     listener: &str,
+    sasl: Option<Arc<SaslSettings>>,
 ) {
     let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.
     let _ = stream.set_nodelay(true);
     let principal: Rc<str> = ANONYMOUS_PRINCIPAL.into();
-    let who = Peer::new(peer, client_host, principal, listener);
+    let who = Peer::new(peer, client_host, principal, listener).with_sasl(sasl);
     serve_socket(ctx, stream, pool, who, BytesMut::new()).await;
 }
 
@@ -160,6 +163,9 @@ pub struct Peer {
     pub principal: Rc<str>,
     /// The name of the listener the connection came in on.
     pub listener: Rc<str>,
+    /// A SASL listener's settings: the client authenticates first
+    /// (`server::sasl_conn`) and `principal` is replaced by its own.
+    pub sasl: Option<Arc<SaslSettings>>,
 }
 
 impl Peer {
@@ -171,7 +177,14 @@ impl Peer {
             client_host,
             principal,
             listener: listener.into(),
+            sasl: None,
         }
+    }
+
+    /// The same peer on a SASL listener (`None`: no SASL).
+    pub fn with_sasl(mut self, sasl: Option<Arc<SaslSettings>>) -> Self {
+        self.sasl = sasl;
+        self
     }
 }
 
@@ -191,13 +204,34 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
     who: Peer,
     pool: Arc<MemoryPool>,
     mut reader: R,
-    writer: W,
+    mut writer: W,
 ) {
+    // A SASL listener: nothing but the authentication before it succeeded.
+    let (principal, buffered) = match who.sasl.clone() {
+        None => (who.principal, BytesMut::new()),
+        Some(settings) => {
+            let sasl_peer = SaslPeer {
+                peer: &who.peer,
+                client_host: &who.client_host,
+                listener: &who.listener,
+                principal: &who.principal,
+            };
+            match sasl_conn::authenticate(&ctx, &sasl_peer, settings, &mut reader, &mut writer)
+                .await
+            {
+                Some((principal, buffered)) => (principal.into(), buffered),
+                None => {
+                    writer.close().await;
+                    return;
+                }
+            }
+        }
+    };
     let conn = Rc::new(Conn {
         ctx,
         peer: who.peer,
         client_host: who.client_host,
-        principal: who.principal,
+        principal,
         listener: who.listener,
         in_order: RefCell::new(InOrder::new()),
         wake_writer: Notify::default(),
@@ -214,7 +248,7 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
     conn.ctx.stats.metrics.on_connection_opened(&conn.listener);
     let writer_task = glommio::spawn_local(write_loop(conn.clone(), writer));
     glommio::spawn_local(idle_watch(conn.clone())).detach();
-    read_loop(&conn, &mut reader).await;
+    read_loop(&conn, &mut reader, buffered).await;
     conn.reader_done.set(true);
     conn.wake_writer.notify();
     writer_task.await;
@@ -255,7 +289,7 @@ async fn idle_watch(conn: Rc<Conn>) {
     }
 }
 
-async fn read_loop<R: ConnRead>(conn: &Rc<Conn>, reader: &mut R) {
+async fn read_loop<R: ConnRead>(conn: &Rc<Conn>, reader: &mut R, mut buf: BytesMut) {
     let max = usize::try_from(conn.ctx.config.socket_request_max_bytes).unwrap_or(0);
     // `queued.max.requests`: requests read ahead of their responses; past
     // this the reader stops reading the socket (Kafka clients default to 5
@@ -263,7 +297,6 @@ async fn read_loop<R: ConnRead>(conn: &Rc<Conn>, reader: &mut R) {
     let max_in_flight = usize::try_from(conn.ctx.config.queued_max_requests)
         .unwrap_or(1)
         .max(1);
-    let mut buf = BytesMut::new();
     // The pool's lease for the frame at the front of the buffer, taken as
     // soon as its length is known; it moves into the request's task.
     let mut lease: Option<Lease> = None;
@@ -421,15 +454,21 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
     if !conn.one_at_a_time.get() {
         let quotas = conn.ctx.snapshot().client_quotas.clone();
         if !quotas.is_empty() {
-            let client = header.client_id.as_deref().unwrap_or("");
-            conn.one_at_a_time
-                .set(crate::metadata::quotas::applies_to(&quotas, client));
+            let id = QuotaId::new(&conn.principal, header.client_id.as_deref().unwrap_or(""));
+            conn.one_at_a_time.set(crate::metadata::quotas::applies_to(
+                &quotas,
+                id.user,
+                id.client_id,
+            ));
         }
     }
     // request_percentage: only quota'd clients' requests are timed.
     let request_quota = conn.one_at_a_time.get()
         && !exempt_from_request_quota(header.api_key)
-        && request_quota_applies(&conn.ctx, header.client_id.as_deref().unwrap_or(""));
+        && request_quota_applies(
+            &conn.ctx,
+            QuotaId::new(&conn.principal, header.client_id.as_deref().unwrap_or("")),
+        );
     let seq = conn.in_order.borrow_mut().on_request();
     let conn = conn.clone();
     let received_ns = conn.ctx.clock.mono_ns();
@@ -451,8 +490,8 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
         let run = Scoped::new(conn.ctx.clone(), Rc::clone(&scope), run);
         let (result, request_ms) = if request_quota {
             let (result, busy_ns) = busy_time(run, &*conn.ctx.clock).await;
-            let client = header.client_id.as_deref().unwrap_or("");
-            let ms = request_throttle_ms(&conn.ctx, client, busy_ns).await;
+            let id = QuotaId::new(&conn.principal, header.client_id.as_deref().unwrap_or(""));
+            let ms = request_throttle_ms(&conn.ctx, id, busy_ns).await;
             (result, ms)
         } else {
             (run.await, 0)

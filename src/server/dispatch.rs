@@ -24,6 +24,16 @@ pub const ROUTES: &[Route] = &[
         range: handlers::api_versions::VERSIONS,
         handle: handlers::api_versions::handle,
     },
+    // Served here only after authentication (ILLEGAL_SASL_STATE); before
+    // it on a SASL listener by `server::sasl_conn`.
+    Route {
+        range: handlers::sasl_handshake::VERSIONS,
+        handle: handlers::sasl_handshake::handle,
+    },
+    Route {
+        range: handlers::sasl_authenticate::VERSIONS,
+        handle: handlers::sasl_authenticate::handle,
+    },
     Route {
         range: handlers::metadata::VERSIONS,
         handle: handlers::metadata::handle,
@@ -59,6 +69,14 @@ pub const ROUTES: &[Route] = &[
     Route {
         range: handlers::alter_client_quotas::VERSIONS,
         handle: handlers::alter_client_quotas::handle,
+    },
+    Route {
+        range: handlers::describe_user_scram_credentials::VERSIONS,
+        handle: handlers::describe_user_scram_credentials::handle,
+    },
+    Route {
+        range: handlers::alter_user_scram_credentials::VERSIONS,
+        handle: handlers::alter_user_scram_credentials::handle,
     },
     Route {
         range: handlers::alter_partition_reassignments::VERSIONS,

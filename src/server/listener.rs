@@ -101,13 +101,18 @@ pub async fn serve(
                 let (ctx, open, drained) = (ctx.clone(), open.clone(), drained.clone());
                 let (quotas, pool, info) = (quotas.clone(), pool.clone(), info.clone());
                 glommio::spawn_local(async move {
-                    // An SSL listener's connections handshake first.
+                    // An SSL or SASL_SSL listener's connections handshake first;
+                    // SASL listeners' connections authenticate before serving.
                     match &info.tls {
                         Some(tls) => {
                             let tls = tls.clone();
-                            tls_conn::serve(ctx, stream, pool, tls, &info.name).await;
+                            let sasl = info.sasl.clone();
+                            tls_conn::serve(ctx, stream, pool, tls, &info.name, sasl).await;
                         }
-                        None => connection::serve(ctx, stream, pool, &info.name).await,
+                        None => {
+                            let sasl = info.sasl.clone();
+                            connection::serve(ctx, stream, pool, &info.name, sasl).await;
+                        }
                     }
                     quotas.release(ip);
                     open.set(open.get() - 1);

@@ -17,6 +17,7 @@ pub mod memory_pool;
 pub mod metrics_http;
 pub mod out;
 pub mod request_metrics;
+pub mod sasl_conn;
 pub mod tls_conn;
 pub mod transport;
 

@@ -96,6 +96,7 @@ pub async fn serve(
     pool: Arc<MemoryPool>,
     tls: Arc<ListenerTls>,
     listener: &str,
+    sasl: Option<Arc<crate::config::sasl::SaslSettings>>,
 ) {
     let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.
@@ -130,7 +131,7 @@ pub async fn serve(
             Ok(kernel::Handoff::Kernel(k)) => {
                 stats.borrow_mut().kernel += 1;
                 let principal: Rc<str> = k.principal.as_str().into();
-                let who = Peer::new(peer, client_host, principal, listener);
+                let who = Peer::new(peer, client_host, principal, listener).with_sasl(sasl);
                 serve_socket(ctx, k.stream, pool, who, k.preread).await;
                 return;
             }
@@ -146,6 +147,7 @@ pub async fn serve(
     } else {
         done
     };
+    // SASL_SSL: the principal comes from SASL, never the certificate.
     let principal: Rc<str> = done.principal.as_str().into();
     let (reader, writer) = match split(done) {
         Ok(halves) => halves,
@@ -154,7 +156,7 @@ pub async fn serve(
             return;
         }
     };
-    let who = Peer::new(peer, client_host, principal, listener);
+    let who = Peer::new(peer, client_host, principal, listener).with_sasl(sasl);
     run(ctx, who, pool, reader, writer).await;
 }
 

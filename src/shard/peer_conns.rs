@@ -8,7 +8,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use kafka_protocol_39::messages::ApiKey;
 use kafka_protocol_39::protocol::{Decodable, Encodable};
@@ -25,11 +24,11 @@ pub struct PeerConns {
     idle: RefCell<HashMap<String, Vec<LeaderConn>>>,
     /// The inter-broker listener's TLS client configuration (`None`:
     /// PLAINTEXT).
-    tls: Option<Arc<rustls::ClientConfig>>,
+    tls: crate::io::broker_stream::BrokerLink,
 }
 
 impl PeerConns {
-    pub fn new(tls: Option<Arc<rustls::ClientConfig>>) -> Self {
+    pub fn new(tls: crate::io::broker_stream::BrokerLink) -> Self {
         Self {
             idle: RefCell::default(),
             tls,
@@ -60,7 +59,7 @@ impl PeerConns {
             client_id.to_owned(),
             MAX_RESPONSE_BYTES,
             -1,
-            self.tls.as_ref(),
+            &self.tls,
         )
         .await?;
         self.call_on(addr, conn, key, &version, request).await

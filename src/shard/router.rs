@@ -122,9 +122,9 @@ async fn on_control_request(ctx: &Rc<ShardContext>, req: ControlRequest) -> Shar
             ControlRequest::Reassignments(call) => {
                 ShardResponse::Control(ControlResponse::Reassignments(call.not_controller()))
             }
-            ControlRequest::ClientQuotas(_) | ControlRequest::BrokerConfigs(_) => {
-                ShardResponse::Unsupported
-            }
+            ControlRequest::ClientQuotas(_)
+            | ControlRequest::BrokerConfigs(_)
+            | ControlRequest::ScramCredentials(_) => ShardResponse::Unsupported,
             ControlRequest::AlterPartition(_) => {
                 ShardResponse::Control(ControlResponse::AlterPartition(
                     crate::replication::isr_change::IsrChangeAnswer::Failed(
@@ -240,6 +240,32 @@ async fn serve_quotas(
     }
 }
 
+/// Describe/AlterUserScramCredentials; an alteration takes its turn with
+/// the other publications and is republished before the answer, so new
+/// logins on every shard of this broker see it.
+async fn serve_scram(
+    ctx: &Rc<ShardContext>,
+    control: &ControlShard,
+    call: super::control::control_shard::scram_credentials::ScramCall,
+) -> super::control::control_shard::scram_credentials::ScramReply {
+    let alter = matches!(
+        call,
+        super::control::control_shard::scram_credentials::ScramCall::Alter(_)
+    );
+    let _turn = if alter {
+        Some(control.serial.acquire_permit(1).await)
+    } else {
+        None
+    };
+    let (reply, changed) = control
+        .serve_scram_call(call, ctx.snapshot().controller_id)
+        .await;
+    if changed {
+        publish(ctx, control.republish_base(&ctx.snapshot())).await;
+    }
+    reply
+}
+
 /// A broker resource's config change, in turn with the other
 /// publications: written, then read back and republished so this
 /// broker's shards apply it before the answer.
@@ -308,6 +334,9 @@ async fn serve_control(
         ControlRequest::BrokerConfigs(call) => {
             return ControlResponse::BrokerConfigs(serve_broker_configs(ctx, control, call).await)
         }
+        ControlRequest::ScramCredentials(call) => {
+            return ControlResponse::ScramCredentials(serve_scram(ctx, control, call).await)
+        }
         ControlRequest::AlterPartition(change) => {
             return ControlResponse::AlterPartition(
                 super::control::alter_partition::send_to_controller(ctx, *change).await,
@@ -339,6 +368,7 @@ async fn serve_control(
         | ControlRequest::AllocateProducerIds { .. }
         | ControlRequest::Reassignments(_)
         | ControlRequest::ClientQuotas(_)
+        | ControlRequest::ScramCredentials(_)
         | ControlRequest::BrokerConfigs(_)
         | ControlRequest::AlterPartition(_)
         | ControlRequest::AlterPartitionReceived(_)

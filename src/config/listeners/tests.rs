@@ -143,8 +143,8 @@ fn listener_mistakes_stop_the_start_naming_the_key() {
         ),
         (
             "listeners=PLAINTEXT://h:1,SASL_SSL://h:2",
-            "listeners",
-            "listener SASL_SSL uses security protocol SASL_SSL, which shardlog does not implement yet",
+            "sasl.enabled.mechanisms",
+            "GSSAPI (Kerberos, Kafka's default) is not supported",
         ),
     ];
     for (text, key, reason) in rows {
@@ -169,15 +169,18 @@ fn ipv4_and_ipv6_may_share_a_port_and_port_zero_repeats() {
 }
 
 #[test]
-fn every_sasl_listener_is_refused_until_implemented() {
+fn a_sasl_listener_needs_mechanisms_shardlog_serves_and_their_jaas_entries() {
     for p in ["SASL_PLAINTEXT", "SASL_SSL"] {
         let (key, reason) = refused(&format!(
             "listeners=PLAINTEXT://h:1,X://h:2\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,X:{p}"
         ));
-        assert_eq!(key, "listeners");
-        assert!(
-            reason.contains(&format!("listener X uses security protocol {p}")),
-            "{reason}"
-        );
+        assert_eq!(key, "sasl.enabled.mechanisms");
+        assert!(reason.contains("listener X: GSSAPI"), "{reason}");
+        let (key, reason) = refused(&format!(
+            "listeners=PLAINTEXT://h:1,X://h:2\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,X:{p}\n\
+             sasl.enabled.mechanisms=PLAIN"
+        ));
+        assert_eq!(key, "listener.name.x.plain.sasl.jaas.config");
+        assert!(reason.contains("no JAAS entry"), "{reason}");
     }
 }

@@ -14,7 +14,6 @@
 //! buffer `tcp_rmem` allows, so a larger value still gets its window).
 
 use std::os::fd::{AsRawFd, BorrowedFd};
-use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
@@ -79,7 +78,7 @@ impl LeaderConn {
         client_id: String,
         max_response_bytes: usize,
         receive_buffer_bytes: i32,
-        tls: Option<&Arc<rustls::ClientConfig>>,
+        tls: &crate::io::broker_stream::BrokerLink,
     ) -> std::io::Result<Self> {
         let stream = TcpStream::connect(addr)
             .await

@@ -24,7 +24,7 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::ApiKey;
 
-use super::quota_common::{fetch_throttle_ms, throttled_response};
+use super::quota_common::{fetch_throttle_ms, throttled_response, QuotaId};
 use super::{HandlerError, Request, Response};
 use crate::protocol::fetch_response::{
     encode_fetch_body, FetchPartitionOut, FetchTop, FetchTopicOut,
@@ -120,8 +120,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request: FetchRequest = API.decode(req.body.clone(), version)?;
-        let client_id = req.header.client_id.as_deref().unwrap_or("");
-        let (parts, throttle_ms) = fetch(&ctx, &request, version, client_id).await;
+        let (parts, throttle_ms) = fetch(&ctx, &request, version, QuotaId::of(&req)).await;
         Ok(throttled_response(parts, throttle_ms, version >= 8).await)
     })
 }
@@ -132,7 +131,7 @@ async fn fetch(
     ctx: &Rc<ShardContext>,
     request: &FetchRequest,
     version: i16,
-    client_id: &str,
+    quota_id: QuotaId<'_>,
 ) -> (Vec<crate::server::out::OutPart>, u64) {
     let replica_id = if version >= 15 {
         request.replica_state.replica_id.0
@@ -214,7 +213,7 @@ async fn fetch(
     // counted.
     if follower.is_none() {
         let bytes: usize = reads.iter().flatten().map(|r| r.bytes).sum();
-        let throttle_ms = fetch_throttle_ms(ctx, client_id, bytes).await;
+        let throttle_ms = fetch_throttle_ms(ctx, quota_id, bytes).await;
         if throttle_ms > 0 {
             let top = FetchTop {
                 throttle_time_ms: i32::try_from(throttle_ms).unwrap_or(i32::MAX),

@@ -25,6 +25,7 @@ pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition;
 pub mod alter_partition_reassignments;
+pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod config_resources;
 pub mod controlled_shutdown;
@@ -38,6 +39,7 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_transactions;
+pub mod describe_user_scram_credentials;
 pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
@@ -60,6 +62,8 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod quota_common;
+pub mod sasl_authenticate;
+pub mod sasl_handshake;
 pub mod stop_replica;
 pub mod sync_group;
 pub mod txn_common;
@@ -74,8 +78,9 @@ pub struct Request {
     pub body: Bytes,
     /// "/" + the client's address (what group membership reports).
     pub client_host: Rc<str>,
-    /// Kafka's principal of the connection (`User:ANONYMOUS`, or from an
-    /// SSL client certificate via `ssl.principal.mapping.rules`).
+    /// Kafka's principal of the connection (`User:ANONYMOUS`, from an
+    /// SSL client certificate via `ssl.principal.mapping.rules`, or
+    /// `User:<authorization id>` after SASL).
     pub principal: Rc<str>,
     /// The name of the listener the connection came in on (Kafka's
     /// `RequestContext.listenerName`): Metadata, FindCoordinator and

@@ -27,7 +27,7 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
-use super::quota_common::{quota_throttle_ms, throttled_response};
+use super::quota_common::{quota_throttle_ms, throttled_response, QuotaId};
 use super::{HandlerError, Request, Response};
 use crate::io::local_sync::FifoTicket;
 use crate::metadata::quotas::PRODUCER_BYTE_RATE;
@@ -71,9 +71,8 @@ pub fn handle(
         let request: ProduceRequest = API.decode(req.body.clone(), version)?;
         let acks = request.acks;
         let responses = produce(&ctx, &request, turn).await;
-        let client_id = req.header.client_id.as_deref().unwrap_or("");
         let throttle_ms =
-            quota_throttle_ms(&ctx, PRODUCER_BYTE_RATE, client_id, req.body.len()).await;
+            quota_throttle_ms(&ctx, PRODUCER_BYTE_RATE, QuotaId::of(&req), req.body.len()).await;
         if acks == 0 {
             return Ok(match throttle_ms {
                 0 => Response::NoResponse,

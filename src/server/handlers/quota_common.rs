@@ -2,35 +2,61 @@
 //! bytes (Produce: `producer_byte_rate`; Fetch: `consumer_byte_rate`) and
 //! by the connection, which measures every request's time on the shard
 //! (`request_percentage`):
-//! whether a quota applies to the client (user `ANONYMOUS` on PLAINTEXT,
-//! its client id), the broker-wide account on the control shard, and how
-//! the throttle reaches the client (KIP-219).
+//! whether a quota applies to the client (its principal's name as the
+//! quota user — `ANONYMOUS` on PLAINTEXT, the SASL user or the mapped
+//! certificate name otherwise, as Kafka's `ClientQuotaManager` takes
+//! `KafkaPrincipal.getName` — and its client id), the broker-wide account
+//! on the control shard, and how the throttle reaches the client (KIP-219).
 
-use crate::metadata::quotas::ANONYMOUS;
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
-use super::Response;
+use super::{Request, Response};
+
+/// Whom a quota is resolved for: the quota user and the client id.
+#[derive(Debug, Clone, Copy)]
+pub struct QuotaId<'a> {
+    pub user: &'a str,
+    pub client_id: &'a str,
+}
+
+impl<'a> QuotaId<'a> {
+    /// The principal `User:<name>` → quota user `<name>`.
+    pub fn new(principal: &'a str, client_id: &'a str) -> Self {
+        let user = principal
+            .split_once(':')
+            .map_or(principal, |(_, name)| name);
+        Self { user, client_id }
+    }
+
+    /// The quota identity of a request.
+    pub fn of(req: &'a Request) -> Self {
+        Self::new(
+            &req.principal,
+            req.header.client_id.as_deref().unwrap_or(""),
+        )
+    }
+}
 
 /// The throttle time (ms) `bytes` more of `key` cost this client: 0 when
 /// no quota applies (no control-shard call then) or it is within it.
 pub async fn quota_throttle_ms(
     ctx: &ShardContext,
     key: &str,
-    client_id: &str,
+    id: QuotaId<'_>,
     bytes: usize,
 ) -> u64 {
-    record(ctx, key, client_id, bytes, false).await
+    record(ctx, key, id, bytes, false).await
 }
 
 /// Fetch's account: a throttled response goes out without data, so its
 /// bytes are taken back (Kafka's `unrecordQuotaSensor`).
-pub async fn fetch_throttle_ms(ctx: &ShardContext, client_id: &str, bytes: usize) -> u64 {
+pub async fn fetch_throttle_ms(ctx: &ShardContext, id: QuotaId<'_>, bytes: usize) -> u64 {
     record(
         ctx,
         crate::metadata::quotas::CONSUMER_BYTE_RATE,
-        client_id,
+        id,
         bytes,
         true,
     )
@@ -41,12 +67,12 @@ pub async fn fetch_throttle_ms(ctx: &ShardContext, client_id: &str, bytes: usize
 /// of this shard's time spent on one request, as percent-seconds of one
 /// thread (`nanosToPercentage`), against the client's bound; the
 /// throttle time (ms) it earns.
-pub async fn request_throttle_ms(ctx: &ShardContext, client_id: &str, busy_ns: u64) -> u64 {
+pub async fn request_throttle_ms(ctx: &ShardContext, id: QuotaId<'_>, busy_ns: u64) -> u64 {
     let percent_seconds = busy_ns as f64 * 100.0 / 1e9;
     record_value(
         ctx,
         crate::metadata::quotas::REQUEST_PERCENTAGE,
-        client_id,
+        id,
         percent_seconds,
         false,
     )
@@ -54,15 +80,15 @@ pub async fn request_throttle_ms(ctx: &ShardContext, client_id: &str, busy_ns: u
 }
 
 /// Whether `request_percentage` applies to this client.
-pub fn request_quota_applies(ctx: &ShardContext, client_id: &str) -> bool {
+pub fn request_quota_applies(ctx: &ShardContext, id: QuotaId<'_>) -> bool {
     let snapshot = ctx.snapshot();
     !snapshot.client_quotas.is_empty()
         && snapshot
             .client_quotas
             .resolve(
                 crate::metadata::quotas::REQUEST_PERCENTAGE,
-                ANONYMOUS,
-                client_id,
+                id.user,
+                id.client_id,
             )
             .is_some()
 }
@@ -70,17 +96,17 @@ pub fn request_quota_applies(ctx: &ShardContext, client_id: &str) -> bool {
 async fn record(
     ctx: &ShardContext,
     key: &str,
-    client_id: &str,
+    id: QuotaId<'_>,
     bytes: usize,
     refund_if_throttled: bool,
 ) -> u64 {
-    record_value(ctx, key, client_id, bytes as f64, refund_if_throttled).await
+    record_value(ctx, key, id, bytes as f64, refund_if_throttled).await
 }
 
 async fn record_value(
     ctx: &ShardContext,
     key: &str,
-    client_id: &str,
+    id: QuotaId<'_>,
     value: f64,
     refund_if_throttled: bool,
 ) -> u64 {
@@ -88,7 +114,7 @@ async fn record_value(
     if snapshot.client_quotas.is_empty() {
         return 0;
     }
-    let Some(applied) = snapshot.client_quotas.resolve(key, ANONYMOUS, client_id) else {
+    let Some(applied) = snapshot.client_quotas.resolve(key, id.user, id.client_id) else {
         return 0;
     };
     let call = QuotaCall::Record {

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::config::sasl::SaslSettings;
 use crate::config::SecurityProtocol;
 use crate::tls::ListenerTls;
 
@@ -13,6 +14,9 @@ pub struct ListenerInfo {
     pub protocol: SecurityProtocol,
     /// An SSL listener's TLS state (its server config for new connections
     /// and its principal mapping), shared by every shard; `None` for
-    /// PLAINTEXT.
+    /// PLAINTEXT and SASL_PLAINTEXT.
     pub tls: Option<Arc<ListenerTls>>,
+    /// A SASL_PLAINTEXT / SASL_SSL listener's SASL settings; `None` for
+    /// PLAINTEXT and SSL.
+    pub sasl: Option<Arc<SaslSettings>>,
 }

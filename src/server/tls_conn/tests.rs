@@ -379,7 +379,10 @@ fn the_brokers_tls_client_checks_the_advertised_host_and_talks_through() {
     let dir = tempfile::tempdir().expect("tempdir");
     make_keys(dir.path());
     let (addr, server) = serve(dir.path(), 2, 10_000, None);
-    let config = client_config(dir.path(), "client");
+    let link = crate::io::broker_stream::BrokerLink {
+        tls: Some(client_config(dir.path(), "client")),
+        sasl: None,
+    };
     let port = addr.port();
     let got = std::thread::spawn(move || {
         LocalExecutorBuilder::default()
@@ -388,12 +391,11 @@ fn the_brokers_tls_client_checks_the_advertised_host_and_talks_through() {
                 let tcp = glommio::net::TcpStream::connect(addr)
                     .await
                     .expect("connect");
-                let wrong =
-                    BrokerStream::over(tcp, &format!("broker-9.example:{port}"), Some(&config))
-                        .await
-                        .err()
-                        .map(|e| e.to_string());
-                let mut s = BrokerStream::connect(&format!("localhost:{port}"), Some(&config))
+                let wrong = BrokerStream::over(tcp, &format!("broker-9.example:{port}"), &link)
+                    .await
+                    .err()
+                    .map(|e| e.to_string());
+                let mut s = BrokerStream::connect(&format!("localhost:{port}"), &link)
                     .await
                     .expect("TLS to localhost");
                 assert!(s.is_tls());

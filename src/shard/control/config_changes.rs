@@ -77,6 +77,7 @@ async fn process<S: MetadataStore>(
 ) -> Option<u64> {
     let mut topics: BTreeSet<String> = BTreeSet::new();
     let mut quotas_changed = false;
+    let mut users_changed = false;
     let mut brokers_changed = false;
     let me = ctx.config.broker_id.to_string();
     let mut newest = None;
@@ -93,6 +94,9 @@ async fn process<S: MetadataStore>(
                         if entity_type == "clients" || entity_type == "users" =>
                     {
                         quotas_changed = true;
+                        // Kafka's UserConfigHandler: the user's SCRAM
+                        // credentials too (not for `users/<u>/clients/…`).
+                        users_changed |= entity_type == "users";
                     }
                     Ok(ConfigEntity::Other { entity_type, name }) if entity_type == "brokers" => {
                         // Kafka's BrokerConfigHandler: the default entity
@@ -126,6 +130,9 @@ async fn process<S: MetadataStore>(
     if quotas_changed {
         reload_quotas(ctx).await;
     }
+    if users_changed {
+        reload_scram_credentials(ctx).await;
+    }
     if brokers_changed {
         reload_broker_configs(ctx).await;
     }
@@ -155,6 +162,19 @@ async fn reload_quotas(ctx: &ShardContext) {
     let _turn = control.serial.acquire_permit(1).await;
     if control.reload_client_quotas().await {
         tracing::info!("client quotas reloaded from /config/changes");
+        router::publish(ctx, control.republish_base(&ctx.snapshot())).await;
+    }
+}
+
+/// A user's config changed (`users/…`): read the SCRAM credentials
+/// again and republish, so new logins on every shard see them.
+async fn reload_scram_credentials(ctx: &ShardContext) {
+    let Some(control) = ctx.control() else {
+        return;
+    };
+    let _turn = control.serial.acquire_permit(1).await;
+    if control.reload_scram_credentials().await {
+        tracing::info!("SCRAM credentials reloaded from /config/changes");
         router::publish(ctx, control.republish_base(&ctx.snapshot())).await;
     }
 }

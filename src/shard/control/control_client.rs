@@ -169,6 +169,21 @@ impl<'a> ControlClient<'a> {
         }
     }
 
+    /// Describe/AlterUserScramCredentials, to the control shard.
+    pub async fn scram_credentials(
+        &self,
+        call: super::control_shard::scram_credentials::ScramCall,
+    ) -> Result<super::control_shard::scram_credentials::ScramReply, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::ScramCredentials(call));
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::ScramCredentials(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected SCRAM credentials answer");
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
+            }
+        }
+    }
+
     /// An admin client's reassignment call, to this broker's controller part.
     pub async fn reassignments(
         &self,

@@ -7,6 +7,7 @@
 
 pub mod broker_configs;
 pub mod client_quotas;
+pub mod scram_credentials;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,6 +87,8 @@ pub enum ControlRequest {
     /// Client quotas: AlterClientQuotas, DescribeClientQuotas, and the
     /// bytes of a request a quota applies to.
     ClientQuotas(QuotaCall),
+    /// Describe/AlterUserScramCredentials (KIP-554).
+    ScramCredentials(scram_credentials::ScramCall),
     /// AlterConfigs / IncrementalAlterConfigs of a BROKER resource (this
     /// broker's entity or the cluster default).
     BrokerConfigs(BrokerConfigCall),
@@ -131,6 +134,7 @@ pub enum ControlResponse {
     ElectLeaders(ElectAnswer),
     Reassignments(ReassignmentReply),
     ClientQuotas(QuotaReply),
+    ScramCredentials(scram_credentials::ScramReply),
     AllocateProducerIds(AllocateAnswer),
     BrokerConfigs(Result<(), AdminFailure>),
     AlterPartition(IsrChangeAnswer),
@@ -181,6 +185,8 @@ pub struct ControlShard {
     pub controller_link: RefCell<Option<(BrokerId, ControllerChannel)>>,
     /// The stored client quotas, folded into every publication.
     pub client_quotas: RefCell<Arc<QuotaConfigs>>,
+    /// The stored SCRAM credentials, folded into every publication.
+    pub scram_credentials: RefCell<Arc<crate::metadata::scram_credentials::ScramCredentials>>,
     /// The broker's account of every quota entity's bytes.
     pub quota_sensors: RefCell<Sensors>,
     /// This broker's dynamic configs, folded into every publication.
@@ -385,6 +391,7 @@ impl ControlShard {
             isr_sending: Cell::new(false),
             controller_link: RefCell::new(None),
             client_quotas: RefCell::new(Arc::new(QuotaConfigs::default())),
+            scram_credentials: RefCell::new(Arc::default()),
             quota_sensors: RefCell::new(Sensors::default()),
             broker_configs: RefCell::new(Arc::default()),
             ssl_listeners: RefCell::new(Rc::new(crate::config::dynamic::security::NoSslListeners)),
@@ -407,6 +414,7 @@ impl ControlShard {
             snapshot.hosted_by_leader_and_isr = true;
         }
         snapshot.client_quotas = self.client_quotas();
+        snapshot.scram_credentials = self.scram_credentials();
         snapshot.broker_configs = self.broker_configs();
         let version = snapshot.version.max(self.published_version.get() + 1);
         self.published_version.set(version);

@@ -27,7 +27,7 @@ pub struct ControlDuties {
     me: BrokerId,
     listener: String,
     /// The TLS client configuration of that listener (`None`: PLAINTEXT).
-    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    tls: crate::io::broker_stream::BrokerLink,
     /// While controller: the channel and the epochs it was built for.
     channel: RefCell<Option<Channel>>,
 }

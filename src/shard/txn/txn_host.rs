@@ -132,7 +132,7 @@ impl TxnHost {
     /// other brokers (markers, KIP-890 verification).
     pub fn new(
         config: &crate::config::ServerConfig,
-        inter_broker_tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+        inter_broker_tls: crate::io::broker_stream::BrokerLink,
     ) -> Self {
         Self {
             core: RefCell::new(

@@ -1,0 +1,322 @@
+//! SASL authentication (SECURITY.md §3–4) with real clients against one
+//! broker with three listeners: PLAINTEXT (the admin's way in), a
+//! SASL_PLAINTEXT listener with PLAIN users from its JAAS entry, and a
+//! SASL_SSL listener with SCRAM-SHA-512 / SCRAM-SHA-256 credentials kept in
+//! the metadata store as Kafka keeps them in `/config/users/<u>`:
+//! - confluent-kafka produces and reads back over SASL_PLAINTEXT + PLAIN;
+//!   a wrong password gets the broker's SASL_AUTHENTICATION_FAILED message
+//!   and the broker goes on serving;
+//! - a request other than ApiVersions / SaslHandshake before authentication
+//!   closes the connection without an answer, and so does a frame over
+//!   `sasl.server.max.receive.size`;
+//! - `kafka-configs --alter --add-config 'SCRAM-SHA-512=[…]'` creates a
+//!   user (AlterUserScramCredentials), `--describe` shows it
+//!   (DescribeUserScramCredentials); the Java client (ClientCheck) and
+//!   confluent-kafka then log in with it over SASL_SSL and produce and
+//!   read back; the old password of a changed credential is refused.
+//!
+//! And a 3-broker ZooKeeper-mode cluster whose inter-broker listener is
+//! SASL_PLAINTEXT with PLAIN (`sasl.mechanism.inter.broker.protocol`, the
+//! broker's login from the listener's JAAS entry): topics are created
+//! through the controller's channel and followers replicate, every one of
+//! those connections logged in.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use std::collections::BTreeMap;
+
+use common::java::{kafka_tool, program, run_ok};
+use common::replica_cluster::listeners::Listeners;
+use common::replica_cluster::scenario::probe_replication;
+use common::replica_cluster::{ReplCluster, System};
+use common::tls::{Store, Tls, PASSWORD};
+use common::zookeeper::free_port;
+use common::{request_frame, run_py_script, unique_topic, Broker};
+use serde_json::json;
+
+const PLAIN_JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+     username=\"admin\" password=\"admin-secret\" user_admin=\"admin-secret\" \
+     user_alice=\"alice-secret\";";
+const SCRAM_JAAS: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required;";
+
+struct SaslBroker {
+    broker: Broker,
+    tls: Tls,
+    plaintext: String,
+    sasl_plaintext: String,
+    sasl_ssl: String,
+}
+
+fn start() -> SaslBroker {
+    let tls = Tls::make(&["broker-1"]);
+    let (p0, p1, p2) = (free_port(), free_port(), free_port());
+    let mut settings = vec![
+        format!(
+            "listeners=PLAINTEXT://127.0.0.1:{p0},SASL_PLAINTEXT://127.0.0.1:{p1},SASL_SSL://127.0.0.1:{p2}"
+        ),
+        "offsets.topic.replication.factor=1".into(),
+        "offsets.topic.num.partitions=2".into(),
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN".into(),
+        format!("listener.name.sasl_plaintext.plain.sasl.jaas.config={PLAIN_JAAS}"),
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256".into(),
+        format!("listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={SCRAM_JAAS}"),
+        format!("listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config={SCRAM_JAAS}"),
+        // A small pre-authentication limit, to check it with a small frame.
+        "listener.name.sasl_plaintext.sasl.server.max.receive.size=4096".into(),
+    ];
+    settings.extend(tls.broker_ssl(
+        "broker-1",
+        Store::Pkcs12Openssl,
+        "listener.name.sasl_ssl.",
+        None,
+    ));
+    let refs: Vec<&str> = settings.iter().map(String::as_str).collect();
+    let broker = Broker::start_with(&refs);
+    SaslBroker {
+        broker,
+        tls,
+        plaintext: format!("127.0.0.1:{p0}"),
+        sasl_plaintext: format!("127.0.0.1:{p1}"),
+        sasl_ssl: format!("127.0.0.1:{p2}"),
+    }
+}
+
+impl SaslBroker {
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.tls.path(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// librdkafka's settings for `user` on a listener, as a JSON file.
+    fn rdkafka_conf(
+        &self,
+        name: &str,
+        ssl: bool,
+        mechanism: &str,
+        user: &str,
+        password: &str,
+    ) -> String {
+        let mut conf = json!({
+            "bootstrap.servers": if ssl { &self.sasl_ssl } else { &self.sasl_plaintext },
+            "security.protocol": if ssl { "SASL_SSL" } else { "SASL_PLAINTEXT" },
+            "sasl.mechanism": mechanism,
+            "sasl.username": user,
+            "sasl.password": password,
+        });
+        if ssl {
+            conf["ssl.ca.location"] = json!(self.tls.ca_pem().display().to_string());
+        }
+        self.write(name, &conf.to_string()).display().to_string()
+    }
+
+    /// A Java client's properties for SCRAM-SHA-512 over SASL_SSL.
+    fn java_props(&self, user: &str, password: &str) -> PathBuf {
+        self.write(
+            &format!("java-{user}.properties"),
+            &format!(
+                "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n\
+                 sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
+                 username=\"{user}\" password=\"{password}\";\n\
+                 ssl.truststore.type=PKCS12\nssl.truststore.location={}\nssl.truststore.password={PASSWORD}\n",
+                self.tls.p_str("truststore.p12")
+            ),
+        )
+    }
+
+    fn kafka_configs(&self, args: &[&str]) -> String {
+        let out = run_ok(
+            kafka_tool("kafka.admin.ConfigCommand")
+                .args([
+                    "--bootstrap-server",
+                    &self.plaintext,
+                    "--entity-type",
+                    "users",
+                ])
+                .args(args),
+            "kafka-configs",
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+fn confluent_round_trip(conf: &str, what: &str) {
+    let topic = unique_topic("sasl");
+    let r = run_py_script(
+        &["confluent_kafka"],
+        "sasl_clients.py",
+        &["roundtrip".into(), conf.into(), topic, "50".into()],
+    );
+    let want: Vec<String> = (0..50).map(|i| format!("sasl-{i}")).collect();
+    assert_eq!(r["delivered"], 50, "{what}: {r}");
+    assert_eq!(r["errors"], json!([]), "{what}: {r}");
+    assert_eq!(r["values"], json!(want), "{what}: {r}");
+}
+
+fn confluent_refused(conf: &str, what: &str) -> String {
+    let r = run_py_script(
+        &["confluent_kafka"],
+        "sasl_clients.py",
+        &["refused".into(), conf.into()],
+    );
+    assert_eq!(r["ok"], false, "{what}: {r}");
+    r["errors"].to_string()
+}
+
+/// A frame the broker answers by closing the connection: true when the
+/// first read sees the end of the stream (or a reset: the broker closed
+/// with the rest of the frame unread), never a response.
+fn closed_without_answer(addr: &str, frame: &[u8]) -> bool {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(frame).unwrap();
+    let mut buf = [0u8; 64];
+    match s.read(&mut buf) {
+        Ok(0) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(_) => false,
+    }
+}
+
+#[test]
+fn plain_and_scram_logins_with_real_clients_and_refusals() {
+    let b = start();
+
+    // --- SASL_PLAINTEXT + PLAIN (users from the listener's JAAS entry).
+    let alice = b.rdkafka_conf("alice.json", false, "PLAIN", "alice", "alice-secret");
+    confluent_round_trip(&alice, "confluent-kafka, SASL_PLAINTEXT + PLAIN");
+    let wrong = b.rdkafka_conf("wrong.json", false, "PLAIN", "alice", "nope");
+    let errors = confluent_refused(&wrong, "a wrong PLAIN password");
+    assert!(
+        errors.contains("Invalid username or password"),
+        "the broker's SaslAuthenticate message reaches the client: {errors}"
+    );
+    // A mechanism the listener does not enable.
+    let scram_on_plain = b.rdkafka_conf(
+        "scram-on-plain.json",
+        false,
+        "SCRAM-SHA-256",
+        "alice",
+        "alice-secret",
+    );
+    let errors = confluent_refused(&scram_on_plain, "an unsupported mechanism");
+    assert!(
+        errors.contains("PLAIN"),
+        "the enabled list in the handshake answer: {errors}"
+    );
+
+    // --- Before authentication only ApiVersions and SaslHandshake.
+    let metadata = request_frame(
+        kafka_protocol::messages::ApiKey::Metadata,
+        1,
+        1,
+        &kafka_protocol::messages::MetadataRequest::default(),
+    );
+    assert!(
+        closed_without_answer(&b.sasl_plaintext, &metadata),
+        "Metadata before authentication"
+    );
+    // A frame over sasl.server.max.receive.size (4096 here).
+    let mut big = 5000u32.to_be_bytes().to_vec();
+    big.extend(std::iter::repeat_n(0u8, 100));
+    assert!(
+        closed_without_answer(&b.sasl_plaintext, &big),
+        "a frame over the pre-auth limit"
+    );
+    // The broker goes on serving after all of that.
+    confluent_round_trip(&alice, "confluent-kafka after the refusals");
+
+    // --- SCRAM users made with kafka-configs over PLAINTEXT.
+    let out = b.kafka_configs(&[
+        "--entity-name",
+        "bob",
+        "--alter",
+        "--add-config",
+        "SCRAM-SHA-512=[iterations=8192,password=bob-secret],SCRAM-SHA-256=[password=bob-256]",
+    ]);
+    assert!(
+        out.contains("Completed updating config for user bob."),
+        "{out}"
+    );
+    let described = b.kafka_configs(&["--entity-name", "bob", "--describe"]);
+    assert!(
+        described.contains("SCRAM-SHA-512=iterations=8192")
+            && described.contains("SCRAM-SHA-256=iterations=4096"),
+        "kafka-configs --describe: {described}"
+    );
+
+    // The Java client over SASL_SSL + SCRAM-SHA-512.
+    let topic = unique_topic("sasl-java");
+    let props = b.java_props("bob", "bob-secret");
+    let out = run_ok(
+        program("ClientCheck")
+            .args(["roundtrip", &b.sasl_ssl, &topic, "2", "100", "acks=all"])
+            .env("SHARDLOG_CLIENT_CONFIG", &props),
+        "ClientCheck roundtrip over SASL_SSL + SCRAM-SHA-512",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(r["produce"]["delivered"], 100, "{r}");
+    assert_eq!(r["consume"]["consumed"], 100, "{r}");
+    assert_eq!(r["consume"]["missing"], 0, "{r}");
+
+    // confluent-kafka with both SCRAM mechanisms over SASL_SSL.
+    let bob512 = b.rdkafka_conf("bob512.json", true, "SCRAM-SHA-512", "bob", "bob-secret");
+    confluent_round_trip(&bob512, "confluent-kafka, SASL_SSL + SCRAM-SHA-512");
+    let bob256 = b.rdkafka_conf("bob256.json", true, "SCRAM-SHA-256", "bob", "bob-256");
+    confluent_round_trip(&bob256, "confluent-kafka, SASL_SSL + SCRAM-SHA-256");
+
+    // A changed password: the old one is refused, the new one works.
+    b.kafka_configs(&[
+        "--entity-name",
+        "bob",
+        "--alter",
+        "--add-config",
+        "SCRAM-SHA-512=[password=bob-new]",
+    ]);
+    let errors = confluent_refused(&bob512, "the old SCRAM password");
+    assert!(errors.contains("Authentication failed"), "{errors}");
+    let bob_new = b.rdkafka_conf("bob-new.json", true, "SCRAM-SHA-512", "bob", "bob-new");
+    confluent_round_trip(&bob_new, "confluent-kafka with the new SCRAM password");
+    // An unknown user: the same generic failure.
+    let nobody = b.rdkafka_conf("nobody.json", true, "SCRAM-SHA-512", "nobody", "x");
+    let errors = confluent_refused(&nobody, "an unknown SCRAM user");
+    assert!(errors.contains("Authentication failed"), "{errors}");
+
+    let lines = b.broker.log_lines().join("\n");
+    assert!(
+        !lines.contains("alice-secret") && !lines.contains("bob-new"),
+        "no password in the log"
+    );
+    assert!(
+        lines.contains("SASL authentication failed"),
+        "failures are logged"
+    );
+}
+
+#[test]
+fn brokers_replicate_over_a_sasl_plaintext_inter_broker_listener() {
+    let jaas = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                username=\"broker\" password=\"broker-secret\" user_broker=\"broker-secret\";";
+    let ports: BTreeMap<i32, u16> = (1..=3).map(|id| (id, free_port())).collect();
+    let c = ReplCluster::start_with_listeners(
+        &[System::Shardlog; 3],
+        &["offsets.topic.num.partitions=2"],
+        &|id| Listeners {
+            client: ("PLAINTEXT".into(), "PLAINTEXT".into()),
+            internal: Some(("INTERNAL".into(), "SASL_PLAINTEXT".into(), ports[&id])),
+            settings: vec![
+                "listener.name.internal.sasl.enabled.mechanisms=PLAIN".into(),
+                format!("listener.name.internal.plain.sasl.jaas.config={jaas}"),
+                "sasl.mechanism.inter.broker.protocol=PLAIN".into(),
+            ],
+        },
+    );
+    probe_replication(&c);
+}

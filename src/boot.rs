@@ -314,8 +314,9 @@ fn shard_base(setup: &ShardSetup, clock: Rc<dyn Clock>) -> ShardBase {
     }
 }
 
-/// The control shard's first snapshot, the stored client quotas and this
-/// broker's dynamic configs loaded first so that it carries them (its
+/// The control shard's first snapshot, the stored client quotas, this
+/// broker's dynamic configs and (with the AclAuthorizer) the ACLs loaded
+/// first so that it carries them (its
 /// stored passwords re-encoded first when `password.encoder.old.secret`
 /// is set).
 ///
@@ -332,6 +333,11 @@ async fn first_snapshot(
     control.reload_scram_credentials().await;
     control.reencode_passwords(config).await;
     control.reload_broker_configs(config).await;
+    // AclAuthorizer.configure loads every ACL before the broker serves:
+    // a store that cannot be read stops the start (never fail open).
+    if config.acl_authorizer_enabled() {
+        control.load_acls().await?;
+    }
     control.admin.next_snapshot().await
 }
 
@@ -692,11 +698,7 @@ async fn control_shard_main(
             match zk_broker::start_broker(&ctx, store, &setup.snapshot, ctx.clock.wall_ms()).await {
                 Ok(b) => {
                     zk_broker::install_controller_queue(&ctx, &b);
-                    // Every ZooKeeper-mode broker follows /config/changes.
-                    glommio::spawn_local(crate::shard::control::config_changes::follow(
-                        ctx.clone(),
-                    ))
-                    .detach();
+                    spawn_change_followers(&ctx);
                     registered = Some(b);
                     Ok(())
                 }
@@ -736,6 +738,15 @@ fn serve_metrics(ctx: &Rc<ShardContext>, started: bool, fd: Option<OwnedFd>) {
         <glommio::net::TcpListener as std::os::fd::FromRawFd>::from_raw_fd(fd.into_raw_fd())
     };
     glommio::spawn_local(server::metrics_http::serve(ctx.clone(), listener)).detach();
+}
+
+/// Every ZooKeeper-mode broker follows /config/changes and, with the
+/// AclAuthorizer, the ACL change notifications.
+fn spawn_change_followers(ctx: &Rc<ShardContext>) {
+    glommio::spawn_local(crate::shard::control::config_changes::follow(ctx.clone())).detach();
+    if ctx.config.acl_authorizer_enabled() {
+        glommio::spawn_local(crate::shard::control::acl_changes::follow(ctx.clone())).detach();
+    }
 }
 
 /// Kafka's first generated broker id (`reserved.broker.max.id` 1000 + 1).

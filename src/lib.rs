@@ -14,6 +14,7 @@
 //! |---------------|---------|-------|------------------|
 //! | [`types`]     | —       | pure  | newtypes shared by every layer |
 //! | [`config`]    | —       | pure  | `server.properties` (Kafka key names) + overrides |
+//! | [`acl`]       | —       | pure  | ACLs, Kafka's AclAuthorizer rules, their znodes |
 //! | [`histogram`] | —       | pure  | latency histograms shared by the broker and the load generator |
 //! | [`protocol`]  | —       | pure  | frames, headers, API version table, error codes, record batch view |
 //! | [`io`]        | —       | io    | clock, DMA helpers, zero-copy socket writes |
@@ -41,6 +42,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![warn(rust_2018_idioms)]
 
+pub mod acl;
 pub mod alloc;
 pub mod boot;
 pub mod config;

@@ -6,6 +6,7 @@
 //! keys live under `shardlog.`. Unknown keys produce a warning; a value that
 //! does not parse stops the start with an error naming key and value.
 
+pub mod authorizer;
 pub mod dynamic;
 mod listeners;
 pub mod password_encoder;
@@ -379,6 +380,19 @@ server_config! {
     password_encoder_key_length: i32 = password_encoder::DEFAULT_KEY_LENGTH;
     /// `password.encoder.iterations` (default 4096, at least 1024).
     password_encoder_iterations: i32 = password_encoder::DEFAULT_ITERATIONS;
+    /// `authorizer.class.name` (default empty = no authorizer, every action
+    /// allowed): only `kafka.security.authorizer.AclAuthorizer` (see
+    /// [`authorizer`]); any other class stops the start.
+    authorizer_class_name: String = String::new();
+    /// `super.users` (AclAuthorizer, default none): `;`-separated
+    /// principals every action is allowed to.
+    super_users: String = String::new();
+    /// `allow.everyone.if.no.acl.found` (AclAuthorizer, default false): a
+    /// resource without any ACL is open to everyone.
+    allow_everyone_if_no_acl_found: bool = false;
+    /// `principal.builder.class` (default Kafka's
+    /// `DefaultKafkaPrincipalBuilder`, the only one accepted).
+    principal_builder_class: String = authorizer::DEFAULT_PRINCIPAL_BUILDER.into();
     /// `shardlog.shards`: data shards (pinned executors); default all cores.
     shardlog_shards: Option<usize> = None;
     /// `shardlog.cpus`: cores for the data shards; default `0..shards`.
@@ -464,6 +478,10 @@ impl ServerConfig {
             }
             if sasl::is_sasl_key(key) {
                 config.sasl_keys.insert(key.clone(), value.clone());
+                continue;
+            }
+            if authorizer::is_listener_principal_builder(key) {
+                authorizer::check_principal_builder(key, value)?;
                 continue;
             }
             let known = config
@@ -559,6 +577,7 @@ impl ServerConfig {
         }
         ssl::check_keys(&self.ssl_keys)?;
         sasl::validate(self)?;
+        authorizer::validate(self)?;
         Ok(())
     }
 

@@ -144,6 +144,7 @@ fn every_field_is_the_kafka_key_with_underscores() {
             || key.ends_with("append")
             || key == "log.preallocate"
             || key == "shardlog.segment.recycle"
+            || key == "allow.everyone.if.no.acl.found"
         {
             "true"
         } else {

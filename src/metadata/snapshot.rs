@@ -130,6 +130,9 @@ pub struct Snapshot {
     /// `<default>`, `config::dynamic`): topic defaults and replication
     /// throttle rates every shard applies.
     pub broker_configs: Arc<crate::config::dynamic::DynamicBrokerConfigs>,
+    /// The ACLs (`AclAuthorizer`'s cache): each shard authorizes its
+    /// requests against this read-only copy (`acl::authorizer`).
+    pub acls: Arc<crate::acl::authorizer::AclCache>,
 }
 
 impl Snapshot {
@@ -148,6 +151,7 @@ impl Snapshot {
             client_quotas: Arc::default(),
             scram_credentials: Arc::default(),
             broker_configs: Arc::default(),
+            acls: Arc::default(),
         }
     }
 

@@ -62,6 +62,10 @@ const SERVED_WITH_THE_39_CODEC: &[ApiKey] = &[
     ApiKey::TxnOffsetCommit,
     ApiKey::DescribeTransactions,
     ApiKey::ListTransactions,
+    // v0 (Kafka 3.9 serves it; the 0.18 codec starts at v1).
+    ApiKey::DescribeAcls,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
 ];
 
 /// The 3.9 codec's key for an API served with it.

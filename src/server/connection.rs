@@ -17,7 +17,7 @@ use futures_lite::FutureExt;
 use glommio::net::TcpStream;
 use kafka_protocol::messages::ApiKey;
 
-use super::dispatch::{frame_response, route, Routing};
+use super::dispatch::{authorization_gap, frame_response, route, Routing};
 use super::handlers::quota_common::{request_quota_applies, request_throttle_ms, QuotaId};
 use super::handlers::{Request, Response};
 use super::in_order::InOrder;
@@ -451,6 +451,10 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
         Routing::Run(handler) => handler,
         Routing::Close(reason) => return close_after_pending(conn, reason),
     };
+    if let Some(reason) = authorization_gap(&conn.ctx, &header, &conn.principal, &conn.client_host)
+    {
+        return close_after_pending(conn, reason);
+    }
     if !conn.one_at_a_time.get() {
         let quotas = conn.ctx.snapshot().client_quotas.clone();
         if !quotas.is_empty() {

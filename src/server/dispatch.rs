@@ -63,6 +63,18 @@ pub const ROUTES: &[Route] = &[
         handle: handlers::allocate_producer_ids::handle,
     },
     Route {
+        range: handlers::describe_acls::VERSIONS,
+        handle: handlers::describe_acls::handle,
+    },
+    Route {
+        range: handlers::create_acls::VERSIONS,
+        handle: handlers::create_acls::handle,
+    },
+    Route {
+        range: handlers::delete_acls::VERSIONS,
+        handle: handlers::delete_acls::handle,
+    },
+    Route {
         range: handlers::describe_client_quotas::VERSIONS,
         handle: handlers::describe_client_quotas::handle,
     },
@@ -254,6 +266,118 @@ pub fn route(header: &RequestHeader) -> Routing {
     ))
 }
 
+/// The APIs whose handlers authorize each request as Kafka 3.9's
+/// `KafkaApis` does (SECURITY.md §6). ApiVersions, SaslHandshake and
+/// SaslAuthenticate need no authorization.
+const AUTHORIZING: &[ApiKey] = &[
+    ApiKey::ApiVersions,
+    ApiKey::SaslHandshake,
+    ApiKey::SaslAuthenticate,
+    ApiKey::DescribeAcls,
+    ApiKey::CreateAcls,
+    ApiKey::DescribeUserScramCredentials,
+    ApiKey::AlterUserScramCredentials,
+    ApiKey::DeleteAcls,
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
+    ApiKey::Metadata,
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+    ApiKey::FindCoordinator,
+    ApiKey::JoinGroup,
+    ApiKey::Heartbeat,
+    ApiKey::LeaveGroup,
+    ApiKey::SyncGroup,
+    ApiKey::DescribeGroups,
+    ApiKey::ListGroups,
+    ApiKey::InitProducerId,
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::CreatePartitions,
+    ApiKey::DeleteGroups,
+    ApiKey::DeleteRecords,
+    ApiKey::OffsetDelete,
+    ApiKey::DescribeConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::ElectLeaders,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
+    ApiKey::AlterClientQuotas,
+    ApiKey::DescribeClientQuotas,
+    ApiKey::DescribeCluster,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::AddOffsetsToTxn,
+    ApiKey::EndTxn,
+    ApiKey::TxnOffsetCommit,
+    ApiKey::OffsetForLeaderEpoch,
+    ApiKey::ListTransactions,
+    ApiKey::DescribeTransactions,
+];
+
+/// The inter-broker APIs Kafka 3.9 allows with CLUSTER_ACTION on the
+/// cluster (`authorizeClusterOperation`, thrown); WriteTxnMarkers also
+/// with ALTER.
+fn cluster_action_api(header: &RequestHeader) -> bool {
+    use crate::protocol::api::{Api, ZkApi};
+    matches!(
+        header.api_key,
+        Api::Zk(
+            ZkApi::LeaderAndIsr
+                | ZkApi::StopReplica
+                | ZkApi::UpdateMetadata
+                | ZkApi::ControlledShutdown
+        )
+    ) || [
+        ApiKey::AlterPartition,
+        ApiKey::AllocateProducerIds,
+        ApiKey::WriteTxnMarkers,
+    ]
+    .iter()
+    .any(|k| header.api_key == *k)
+}
+
+/// Security never fails open: with the AclAuthorizer on, a request of an
+/// API whose handler does not authorize yet is served to `super.users`
+/// only, an inter-broker one to principals with CLUSTER_ACTION on the
+/// cluster (where Kafka answers CLUSTER_AUTHORIZATION_FAILED, the
+/// connection is closed); anyone else's closes the connection (the
+/// reason, for the warning). `None` when it may run.
+pub fn authorization_gap(
+    ctx: &crate::shard::ShardContext,
+    header: &RequestHeader,
+    principal: &str,
+    client_host: &str,
+) -> Option<String> {
+    use crate::acl::{authorizer::Session, Operation, ResourceType, CLUSTER_NAME};
+    let policy = &ctx.authorizer;
+    let authorizes = AUTHORIZING.iter().any(|k| header.api_key == *k);
+    if !policy.enabled || authorizes || policy.is_super_user(principal) {
+        return None;
+    }
+    if cluster_action_api(header) {
+        let session = Session {
+            principal: principal.to_owned(),
+            host: crate::acl::java_host_address(client_host),
+        };
+        let acls = ctx.snapshot().acls.clone();
+        let may = |op| policy.authorize(&acls, &session, op, ResourceType::Cluster, CLUSTER_NAME);
+        let write_txn_markers = header.api_key == ApiKey::WriteTxnMarkers;
+        if may(Operation::ClusterAction) || (write_txn_markers && may(Operation::Alter)) {
+            return None;
+        }
+        return Some(format!(
+            "{:?} from {principal}: CLUSTER_ACTION on the cluster denied (Kafka: CLUSTER_AUTHORIZATION_FAILED)",
+            header.api_key
+        ));
+    }
+    Some(format!(
+        "{:?} from {principal}: shardlog does not authorize this API yet, only super.users may send it",
+        header.api_key
+    ))
+}
+
 /// Prepend the size prefix and response header to a handler's body parts.
 pub fn frame_response(header: &RequestHeader, body: Vec<OutPart>) -> Vec<OutPart> {
     let body_len: usize = body.iter().map(OutPart::len).sum();
@@ -317,7 +441,7 @@ mod tests {
             Routing::Run(_)
         ));
         assert!(matches!(
-            route(&header(ApiKey::DescribeAcls, 0)),
+            route(&header(ApiKey::CreateDelegationToken, 0)),
             Routing::Close(_)
         ));
     }

@@ -113,6 +113,10 @@ pub struct ShardContext {
     /// TLS client configurations of this broker's connections to other
     /// brokers (`None` where the listener is PLAINTEXT), built at boot.
     pub broker_tls: BrokerTls,
+    /// `authorizer.class.name`, `super.users`,
+    /// `allow.everyone.if.no.acl.found`: how requests are authorized
+    /// against the snapshot's ACLs (`acl::authorizer`).
+    pub authorizer: crate::acl::authorizer::Policy,
     part: RolePart,
 }
 
@@ -142,6 +146,7 @@ pub struct ShardBase {
 
 impl ShardContext {
     pub fn new(base: ShardBase, part: RolePart) -> Rc<Self> {
+        let authorizer = base.config.authorizer_policy();
         Rc::new(Self {
             n_shards: base.n_shards,
             config: base.config,
@@ -153,6 +158,7 @@ impl ShardContext {
             stopping: Trigger::default(),
             api_versions_cache: RefCell::new(Vec::new()),
             stats: ShardStats::default(),
+            authorizer,
             broker_tls: base.broker_tls,
             part,
         })

@@ -10,6 +10,7 @@ use std::rc::Rc;
 use futures_lite::future::BoxedLocal;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
+use super::control::control_shard::acls::{AclCall, AclReply};
 use super::control::control_shard::{ControlRequest, ControlResponse, ControlShard};
 use super::data_shard::{DataRequest, DataResponse, ProduceAppends};
 use super::mesh::Handler;
@@ -124,7 +125,8 @@ async fn on_control_request(ctx: &Rc<ShardContext>, req: ControlRequest) -> Shar
             }
             ControlRequest::ClientQuotas(_)
             | ControlRequest::BrokerConfigs(_)
-            | ControlRequest::ScramCredentials(_) => ShardResponse::Unsupported,
+            | ControlRequest::ScramCredentials(_)
+            | ControlRequest::Acls(_) => ShardResponse::Unsupported,
             ControlRequest::AlterPartition(_) => {
                 ShardResponse::Control(ControlResponse::AlterPartition(
                     crate::replication::isr_change::IsrChangeAnswer::Failed(
@@ -283,6 +285,22 @@ async fn serve_broker_configs(
     result
 }
 
+/// CreateAcls / DeleteAcls, in turn with the other publications: the
+/// store written, then the new ACLs published so every shard of this
+/// broker enforces them before the answer.
+async fn serve_acls(ctx: &Rc<ShardContext>, control: &ControlShard, call: AclCall) -> AclReply {
+    let _turn = control.serial.acquire_permit(1).await;
+    let before = control.acls();
+    let reply = match call {
+        AclCall::Create(bindings) => AclReply::Created(control.create_acls(&bindings).await),
+        AclCall::Delete(filters) => AclReply::Deleted(control.delete_acls(&filters).await),
+    };
+    if !std::sync::Arc::ptr_eq(&control.acls(), &before) {
+        publish(ctx, control.republish_base(&ctx.snapshot())).await;
+    }
+    reply
+}
+
 /// Requests the controller's queue orders (ControlledShutdown,
 /// ElectLeaders, AllocateProducerIds, reassignments): not serialised with
 /// the rest, since the LeaderAndIsr they make the controller send this
@@ -337,6 +355,9 @@ async fn serve_control(
         ControlRequest::ScramCredentials(call) => {
             return ControlResponse::ScramCredentials(serve_scram(ctx, control, call).await)
         }
+        ControlRequest::Acls(call) => {
+            return ControlResponse::Acls(serve_acls(ctx, control, call).await)
+        }
         ControlRequest::AlterPartition(change) => {
             return ControlResponse::AlterPartition(
                 super::control::alter_partition::send_to_controller(ctx, *change).await,
@@ -370,6 +391,7 @@ async fn serve_control(
         | ControlRequest::ClientQuotas(_)
         | ControlRequest::ScramCredentials(_)
         | ControlRequest::BrokerConfigs(_)
+        | ControlRequest::Acls(_)
         | ControlRequest::AlterPartition(_)
         | ControlRequest::AlterPartitionReceived(_)
         | ControlRequest::CommitOffsetsToStore { .. }

@@ -620,3 +620,42 @@ fn run(tool: &str, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Named clients (one principal each, for the ACL tests).
+impl Tls {
+    /// Another client certificate signed by the CA, subject `dname` (e.g.
+    /// `CN=alice`): `<name>.pem`, `<name>.key`, `<name>.p12`. Kafka's
+    /// principal for it is `User:<dname>` (RFC 2253, default mapping rule).
+    pub fn add_client(&self, name: &str, dname: &str) {
+        self.make_client(name, "ca", dname);
+    }
+
+    /// A Java client's `client.properties` presenting client `name`'s
+    /// certificate (made by [`Tls::add_client`]), trusting the CA.
+    pub fn java_properties_of(&self, name: &str) -> PathBuf {
+        let file = self.path(&format!("client-{name}.properties"));
+        let text = format!(
+            "security.protocol=SSL\n\
+             ssl.truststore.type=PKCS12\nssl.truststore.location={}\n\
+             ssl.truststore.password={PASSWORD}\n\
+             ssl.keystore.type=PKCS12\nssl.keystore.location={}\n\
+             ssl.keystore.password={PASSWORD}\nssl.key.password={PASSWORD}\n",
+            self.p_str("truststore.p12"),
+            self.p_str(&format!("{name}.p12")),
+        );
+        std::fs::write(&file, text).expect("client.properties");
+        file
+    }
+
+    /// tests/py's tls.json for client `name`: the CA, its certificate and key.
+    pub fn py_tls_of(&self, name: &str) -> PathBuf {
+        let file = self.path(&format!("py-{name}.json"));
+        let body = serde_json::json!({
+            "cafile": self.ca_pem(),
+            "certfile": self.path(&format!("{name}.pem")),
+            "keyfile": self.path(&format!("{name}.key")),
+        });
+        std::fs::write(&file, body.to_string()).expect("tls.json");
+        file
+    }
+}

@@ -13,13 +13,16 @@ use kafka_protocol::messages::ApiKey;
 use kafka_protocol_39::messages::add_offsets_to_txn_request::AddOffsetsToTxnRequest;
 use kafka_protocol_39::messages::add_offsets_to_txn_response::AddOffsetsToTxnResponse;
 
+use super::authz::Authz;
 use super::group_common::offsets_partition;
 use super::txn_common::ask_code;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::image::OFFSETS_TOPIC;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, INT16, INT64};
 use crate::protocol::ApiRange;
+use crate::protocol::ErrorCode;
 use crate::server::out::OutPart;
 use crate::shard::txn::txn_host::TxnCall;
 use crate::shard::ShardContext;
@@ -37,6 +40,7 @@ pub fn decode_request(body: Bytes, version: i16) -> Result<AddOffsetsToTxnReques
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let r = decode_request(req.body, version)?;
         let txn_id = r.transactional_id.0.as_str().to_owned();
         let partition = offsets_partition(&ctx, r.group_id.0.as_str());
@@ -46,7 +50,15 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             epoch: r.producer_epoch,
             partitions: vec![(OFFSETS_TOPIC.to_owned(), partition)],
         };
-        let code = ask_code(&ctx, &txn_id, call).await;
+        // Kafka's handleAddOffsetsToTxnRequest: WRITE on the transactional
+        // id, then READ on the group.
+        let code = if !authz.transactional_id(Operation::Write, &txn_id) {
+            ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        } else if !authz.group(Operation::Read, r.group_id.0.as_str()) {
+            ErrorCode::GROUP_AUTHORIZATION_FAILED
+        } else {
+            ask_code(&ctx, &txn_id, call).await
+        };
         let response = AddOffsetsToTxnResponse::default().with_error_code(code.0);
         let body = encode_39(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))

@@ -27,8 +27,10 @@ use kafka_protocol_39::messages::add_partitions_to_txn_response::{
 };
 use kafka_protocol_39::messages::TransactionalId;
 
+use super::authz::Authz;
 use super::txn_common::ask_code;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, BOOL, INT16, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -66,7 +68,16 @@ struct Txn<'a> {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let r = decode_request(req.body, version)?;
+        // Kafka: v4+ (brokers' verification) needs CLUSTER_ACTION on the
+        // cluster (thrown: the top-level CLUSTER_AUTHORIZATION_FAILED).
+        if version >= 4 && !authz.cluster(Operation::ClusterAction) {
+            let response = AddPartitionsToTxnResponse::default()
+                .with_error_code(ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0);
+            let body = encode_39(&response, version).map_err(HandlerError::Encode)?;
+            return Ok(Response::Body(vec![OutPart::Bytes(body)]));
+        }
         let txns: Vec<Txn<'_>> = if version >= 4 {
             r.transactions
                 .iter()
@@ -89,7 +100,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         };
         let mut results = Vec::with_capacity(txns.len());
         for t in &txns {
-            results.push(one_transaction(&ctx, t, version).await);
+            results.push(one_transaction(&ctx, &authz, t, version).await);
         }
         let response = if version >= 4 {
             let by_txn = txns
@@ -114,6 +125,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 /// One transaction's per-topic results.
 async fn one_transaction(
     ctx: &Rc<ShardContext>,
+    authz: &Authz<'_>,
     t: &Txn<'_>,
     version: i16,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
@@ -129,11 +141,25 @@ async fn one_transaction(
         })
         .collect();
     let known = |(name, p): &(String, i32)| snapshot.cluster_has_partition(name, *p);
-    let codes: Vec<ErrorCode> = if !wanted.iter().all(known) {
+    // Kafka's handleAddPartitionsToTxnRequest (v0-3, from clients): WRITE
+    // on the transactional id (denied: every partition), then WRITE on
+    // each topic, internal topics never (denied: TOPIC_AUTHORIZATION_FAILED,
+    // the rest OPERATION_NOT_ATTEMPTED).
+    let client = version < 4 && authz.enabled();
+    let topic_denied = |(name, _): &(String, i32)| {
+        client
+            && (snapshot.cluster_topic(name).is_some_and(|s| s.is_internal)
+                || !authz.topic(Operation::Write, name))
+    };
+    let codes: Vec<ErrorCode> = if client && !authz.transactional_id(Operation::Write, &txn_id) {
+        vec![ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED; wanted.len()]
+    } else if wanted.iter().any(topic_denied) || !wanted.iter().all(known) {
         wanted
             .iter()
             .map(|tp| {
-                if known(tp) {
+                if topic_denied(tp) {
+                    ErrorCode::TOPIC_AUTHORIZATION_FAILED
+                } else if known(tp) {
                     ErrorCode::OPERATION_NOT_ATTEMPTED
                 } else {
                     ErrorCode::UNKNOWN_TOPIC_OR_PARTITION

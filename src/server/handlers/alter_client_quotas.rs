@@ -17,7 +17,9 @@ use kafka_protocol::messages::alter_client_quotas_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::str_bytes;
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::metadata::quotas::{AlterEntry, Refusal};
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
 use crate::protocol::encode::encode;
@@ -48,6 +50,7 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: AlterClientQuotasRequest = API.decode(req.body, version)?;
         let entries: Vec<AlterEntry> = request
             .entries
@@ -72,16 +75,28 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             })
             .collect();
         let n = entries.len();
-        let results: Vec<Result<(), Refusal>> = match ctx
-            .control_client()
-            .client_quotas(QuotaCall::Alter {
-                entries,
-                validate_only: request.validate_only,
-            })
-            .await
-        {
-            Ok(QuotaReply::Altered(r)) if r.len() == n => r,
-            _ => vec![Err((ErrorCode::UNKNOWN_SERVER_ERROR, String::new())); n],
+        // Kafka's handleAlterClientQuotasRequest: ALTER_CONFIGS on the
+        // cluster, else every entry CLUSTER_AUTHORIZATION_FAILED.
+        let results: Vec<Result<(), Refusal>> = if !authz.cluster(Operation::AlterConfigs) {
+            vec![
+                Err((
+                    ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+                    "Cluster authorization failed.".into()
+                ));
+                n
+            ]
+        } else {
+            match ctx
+                .control_client()
+                .client_quotas(QuotaCall::Alter {
+                    entries,
+                    validate_only: request.validate_only,
+                })
+                .await
+            {
+                Ok(QuotaReply::Altered(r)) if r.len() == n => r,
+                _ => vec![Err((ErrorCode::UNKNOWN_SERVER_ERROR, String::new())); n],
+            }
         };
         let response = AlterClientQuotasResponse::default().with_entries(
             request

@@ -21,8 +21,11 @@ use kafka_protocol::messages::alter_configs_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::{failure, str_bytes};
+use super::authz::Authz;
+use super::config_resources::config_access_denied;
 use super::config_resources::{alter_results, classify, sort_resources};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::admin_requests::{AdminFailure, AdminRequest, BrokerConfigChange};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
@@ -51,11 +54,22 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: AlterConfigsRequest = API.decode(req.body, version)?;
         let (outcomes, pending) = sort_resources(
             &request.resources,
             |r| (r.resource_type, r.resource_name.to_string()),
             |r| {
+                // Kafka: ALTER_CONFIGS on the topic, or on the cluster for
+                // a broker (logger) resource.
+                if let Some(denied) = config_access_denied(
+                    &authz,
+                    Operation::AlterConfigs,
+                    r.resource_type,
+                    r.resource_name.as_str(),
+                ) {
+                    return Err(denied);
+                }
                 classify(
                     r.resource_type,
                     || configs(r),

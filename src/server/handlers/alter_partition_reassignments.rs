@@ -20,7 +20,9 @@ use kafka_protocol::messages::alter_partition_reassignments_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::str_bytes;
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::reassignment::Refusal;
 use crate::controller::zk_mode::ReassignAsk;
 use crate::protocol::encode::encode;
@@ -52,6 +54,7 @@ const NOT_CONTROLLER_MESSAGE: &str = "This is not the correct controller for thi
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: AlterPartitionReassignmentsRequest = API.decode(req.body, version)?;
         let mut asked: ReassignAsk = BTreeMap::new();
         for t in &request.topics {
@@ -64,13 +67,19 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 asked.insert(tp, target);
             }
         }
-        let answer = match ctx
-            .control_client()
-            .reassignments(ReassignmentCall::Alter(asked))
-            .await
-        {
-            Ok(ReassignmentReply::Altered(a)) => a,
-            _ => Err(ErrorCode::NOT_CONTROLLER),
+        // Kafka: ALTER on the cluster (thrown: the whole request
+        // CLUSTER_AUTHORIZATION_FAILED).
+        let answer = if !authz.cluster(Operation::Alter) {
+            Err(ErrorCode::CLUSTER_AUTHORIZATION_FAILED)
+        } else {
+            match ctx
+                .control_client()
+                .reassignments(ReassignmentCall::Alter(asked))
+                .await
+            {
+                Ok(ReassignmentReply::Altered(a)) => a,
+                _ => Err(ErrorCode::NOT_CONTROLLER),
+            }
         };
         let body = encode_response(&answer, version)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))

@@ -19,7 +19,9 @@ use kafka_protocol::messages::alter_user_scram_credentials_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::str_bytes;
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -45,7 +47,7 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: AlterUserScramCredentialsRequest = API.decode(req.body, version)?;
+        let request: AlterUserScramCredentialsRequest = API.decode(req.body.clone(), version)?;
         let mut alterations: Vec<ScramAlteration> = request
             .deletions
             .iter()
@@ -61,22 +63,18 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             upsert: Some((u.iterations, u.salt.to_vec(), u.salted_password.to_vec())),
         }));
         let users: Vec<String> = alterations.iter().map(|a| a.user.clone()).collect();
-        let results = match ctx
-            .control_client()
-            .scram_credentials(ScramCall::Alter(alterations))
-            .await
-        {
-            Ok(ScramReply::Altered(results)) => results,
-            _ => {
-                let mut seen: Vec<String> = Vec::new();
-                for u in users {
-                    if !seen.contains(&u) {
-                        seen.push(u);
-                    }
-                }
-                seen.into_iter()
-                    .map(|u| (u, ErrorCode::UNKNOWN_SERVER_ERROR, None))
-                    .collect()
+        // KafkaApis.handleAlterUserScramCredentialsRequest: ALTER on the
+        // cluster, else every user's result is CLUSTER_AUTHORIZATION_FAILED.
+        let results = if !Authz::new(&ctx, &req).cluster(Operation::Alter) {
+            each_user(users, ErrorCode::CLUSTER_AUTHORIZATION_FAILED)
+        } else {
+            match ctx
+                .control_client()
+                .scram_credentials(ScramCall::Alter(alterations))
+                .await
+            {
+                Ok(ScramReply::Altered(results)) => results,
+                _ => each_user(users, ErrorCode::UNKNOWN_SERVER_ERROR),
             }
         };
         let response = AlterUserScramCredentialsResponse::default().with_results(
@@ -93,6 +91,17 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// One result per distinct user, in request order, all with `code`.
+fn each_user(users: Vec<String>, code: ErrorCode) -> Vec<(String, ErrorCode, Option<String>)> {
+    let mut seen: Vec<String> = Vec::new();
+    for u in users {
+        if !seen.contains(&u) {
+            seen.push(u);
+        }
+    }
+    seen.into_iter().map(|u| (u, code, None)).collect()
 }
 
 #[cfg(test)]

@@ -24,6 +24,36 @@ use crate::shard::ShardContext;
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 
+/// `ConfigResource.Type.BROKER_LOGGER`.
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+
+/// Kafka's `ConfigHelper` / `handleAlterConfigsRequest` authorization of
+/// one config resource: `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the
+/// topic, or on the cluster for a broker (logger). Denied: the failure
+/// the resource answers (TOPIC_ / CLUSTER_AUTHORIZATION_FAILED).
+pub fn config_access_denied(
+    authz: &super::authz::Authz<'_>,
+    op: crate::acl::Operation,
+    resource_type: i8,
+    name: &str,
+) -> Option<AdminFailure> {
+    // The messages are `Errors`' defaults.
+    let (allowed, code, message) = match resource_type {
+        RESOURCE_TOPIC => (
+            authz.topic(op, name),
+            ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+            "Topic authorization failed.",
+        ),
+        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => (
+            authz.cluster(op),
+            ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+            "Cluster authorization failed.",
+        ),
+        _ => (true, ErrorCode::NONE, ""),
+    };
+    (!allowed).then(|| failure(code, message))
+}
+
 /// What an alter's resource targets: a topic (the control shard's topic
 /// admin) or a broker entity (`shard::control::broker_configs`).
 pub enum Target<T> {

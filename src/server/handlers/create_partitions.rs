@@ -15,7 +15,9 @@ use kafka_protocol::messages::create_partitions_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::{call_control_into, failure, str_bytes};
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::admin_requests::{AdminRequest, AdminResponse, AdminResult, NewPartitions};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT32};
@@ -45,6 +47,7 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: CreatePartitionsRequest = API.decode(req.body, version)?;
         let mut listed: HashMap<&str, usize> = HashMap::new();
         for t in &request.topics {
@@ -59,6 +62,14 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 results[i] = Some(Err(failure(
                     ErrorCode::INVALID_REQUEST,
                     "Duplicate topic in request.",
+                )));
+                continue;
+            }
+            // Kafka's handleCreatePartitionsRequest: ALTER on the topic.
+            if !authz.topic(Operation::Alter, t.name.0.as_str()) {
+                results[i] = Some(Err(failure(
+                    ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+                    "The topic authorization is failed.",
                 )));
                 continue;
             }

@@ -17,7 +17,9 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::{call_control_into, failure, str_bytes};
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
 use crate::controller::admin_requests::{AdminRequest, AdminResponse, AdminResult};
 use crate::controller::topic_admin::{NewTopic, TopicInfo};
@@ -56,9 +58,23 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: CreateTopicsRequest = API.decode(req.body, version)?;
         let defaults = ctx.config.topic_defaults(&ctx.snapshot().broker_configs);
-        let (mut results, to_create) = prepare(&request);
+        let (mut results, mut to_create) = prepare(&request);
+        // Kafka's handleCreateTopicsRequest: CREATE on the cluster, else
+        // CREATE on each topic (denied: TOPIC_AUTHORIZATION_FAILED).
+        let create_any = authz.cluster(Operation::Create);
+        to_create.retain(|(i, t)| {
+            let allowed = create_any || authz.topic(Operation::Create, &t.name);
+            if !allowed {
+                results[*i] = Some(Err(failure(
+                    ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+                    "Authorization failed.",
+                )));
+            }
+            allowed
+        });
         if !to_create.is_empty() {
             let slots: Vec<usize> = to_create.iter().map(|(i, _)| *i).collect();
             let topics = to_create.into_iter().map(|(_, t)| t).collect();
@@ -80,7 +96,18 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             .topics
             .iter()
             .zip(results)
-            .map(|(t, r)| topic_result(&t.name.0, r, version, &defaults))
+            .map(|(t, r)| {
+                let mut result = topic_result(&t.name.0, r, version, &defaults);
+                // Without DESCRIBE_CONFIGS on the topic its configs are
+                // not shown (`topic_config_error_code`, v5+).
+                if !authz.topic(Operation::DescribeConfigs, t.name.0.as_str()) {
+                    result.topic_config_error_code = ErrorCode::TOPIC_AUTHORIZATION_FAILED.0;
+                    result.configs = None;
+                    result.num_partitions = -1;
+                    result.replication_factor = -1;
+                }
+                result
+            })
             .collect();
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))

@@ -12,8 +12,10 @@ use kafka_protocol::messages::delete_groups_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
+use super::authz::Authz;
 use super::group_common::text;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::group::coordinator::Answer;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema};
@@ -36,11 +38,17 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let r: DeleteGroupsRequest = API.decode(req.body, version)?;
         let mut by_shard: BTreeMap<usize, Vec<String>> = BTreeMap::new();
         let mut errors: BTreeMap<String, ErrorCode> = BTreeMap::new();
         for g in &r.groups_names {
             let id = text(&g.0);
+            // Kafka's handleDeleteGroupsRequest: DELETE on each group.
+            if !authz.group(Operation::Delete, &id) {
+                errors.insert(id, ErrorCode::GROUP_AUTHORIZATION_FAILED);
+                continue;
+            }
             match ctx.group_driver().group_shard(&id) {
                 Some(shard) => by_shard.entry(shard).or_default().push(id),
                 None => {

@@ -18,7 +18,9 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -55,13 +57,21 @@ fn refused(ctx: &ShardContext, topic: &str, partition: i32) -> Option<ErrorCode>
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: DeleteRecordsRequest = API.decode(req.body, version)?;
         // Per partition: (topic index, partition, slot in `asks` or error).
         let mut layout: Vec<(usize, i32, Result<usize, ErrorCode>)> = Vec::new();
         let mut asks = Vec::new();
         for (ti, t) in request.topics.iter().enumerate() {
+            // Kafka's handleDeleteRecordsRequest: DELETE on the topic.
+            let allowed = authz.topic(Operation::Delete, t.name.0.as_str());
             for p in &t.partitions {
-                let slot = match refused(&ctx, t.name.0.as_str(), p.partition_index) {
+                let error = if allowed {
+                    refused(&ctx, t.name.0.as_str(), p.partition_index)
+                } else {
+                    Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED)
+                };
+                let slot = match error {
                     Some(e) => Err(e),
                     None => {
                         asks.push((

@@ -15,7 +15,9 @@ use kafka_protocol::messages::{ApiKey, TopicName};
 use uuid::Uuid;
 
 use super::admin_common::{call_control_each, failure, str_bytes};
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::admin_requests::{AdminFailure, AdminRequest, AdminResponse, TopicRef};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, UUID};
@@ -51,10 +53,12 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: DeleteTopicsRequest = API.decode(req.body, version)?;
         let refs = topic_refs(&request, version);
+        let checked = authorize(&ctx, &authz, &refs);
         let mut results: Vec<Result<(String, Uuid), AdminFailure>> = Vec::new();
-        let valid: Vec<TopicRef> = refs.iter().filter_map(|r| r.clone().ok()).collect();
+        let valid: Vec<TopicRef> = checked.iter().filter_map(|r| r.clone().ok()).collect();
         let mut deleted = if valid.is_empty() {
             Vec::new()
         } else {
@@ -66,7 +70,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             .await
         }
         .into_iter();
-        for r in &refs {
+        for r in &checked {
             results.push(match r {
                 Ok(_) => deleted
                     .next()
@@ -127,6 +131,39 @@ async fn await_gone(
 
 /// The topics asked for; an entry naming both or neither name and id is
 /// INVALID_REQUEST (Kafka's DeleteTopics validation).
+/// Kafka's handleDeleteTopicsRequest: a topic named by id needs DESCRIBE
+/// (denied: TOPIC_AUTHORIZATION_FAILED, the name not shown), then DELETE
+/// on each topic (denied: TOPIC_AUTHORIZATION_FAILED). An unknown id is
+/// left to the controller (UNKNOWN_TOPIC_ID).
+fn authorize(
+    ctx: &ShardContext,
+    authz: &Authz<'_>,
+    refs: &[Result<TopicRef, AdminFailure>],
+) -> Vec<Result<TopicRef, AdminFailure>> {
+    let snapshot = ctx.snapshot();
+    let denied = || {
+        Err(failure(
+            ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+            "Topic authorization failed.",
+        ))
+    };
+    refs.iter()
+        .map(|r| match r {
+            Ok(TopicRef::Name(n)) if !authz.topic(Operation::Delete, n) => denied(),
+            Ok(TopicRef::Id(id)) => match snapshot.cluster_topic_by_id(*id) {
+                Some(t)
+                    if !authz.topic(Operation::Describe, &t.name)
+                        || !authz.topic(Operation::Delete, &t.name) =>
+                {
+                    denied()
+                }
+                _ => r.clone(),
+            },
+            other => other.clone(),
+        })
+        .collect()
+}
+
 fn topic_refs(request: &DeleteTopicsRequest, version: i16) -> Vec<Result<TopicRef, AdminFailure>> {
     if version < FIRST_WITH_IDS {
         return request

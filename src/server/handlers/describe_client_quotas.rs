@@ -17,7 +17,9 @@ use kafka_protocol::messages::describe_client_quotas_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::str_bytes;
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::metadata::quotas::{DescribeAnswer, QuotaCall, QuotaReply};
 use crate::metadata::quotas::{Match, QuotaEntity, CLIENT_ID, USER};
 use crate::protocol::encode::encode;
@@ -41,6 +43,7 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: DescribeClientQuotasRequest = API.decode(req.body, version)?;
         let mut components = Vec::with_capacity(request.components.len());
         let mut refused = None;
@@ -61,6 +64,14 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 }
             };
             components.push((c.entity_type.to_string(), m));
+        }
+        // Kafka's handleDescribeClientQuotasRequest: DESCRIBE_CONFIGS on
+        // the cluster first.
+        if !authz.cluster(Operation::DescribeConfigs) {
+            refused = Some((
+                ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+                "Cluster authorization failed.".into(),
+            ));
         }
         let answer: DescribeAnswer = match refused {
             Some(r) => Err(r),

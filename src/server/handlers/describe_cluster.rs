@@ -9,7 +9,9 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
 use kafka_protocol::messages::ApiKey;
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::metadata::answers::describe_cluster_response;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
@@ -37,8 +39,22 @@ pub fn decode_request(body: Bytes, version: i16) -> Result<DescribeClusterReques
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request = decode_request(req.body, version)?;
-        let response = describe_cluster_response(&ctx.snapshot(), &request, version, &req.listener);
+        let request = decode_request(req.body.clone(), version)?;
+        let mut response =
+            describe_cluster_response(&ctx.snapshot(), &request, version, &req.listener);
+        // Kafka's handleDescribeCluster: no authorization; the cluster's
+        // authorized operations (if asked) are 0 without DESCRIBE on it.
+        let authz = Authz::new(&ctx, &req);
+        if authz.enabled() && request.include_cluster_authorized_operations {
+            response.cluster_authorized_operations = if authz.cluster(Operation::Describe) {
+                authz.authorized_operations(
+                    crate::acl::ResourceType::Cluster,
+                    crate::acl::CLUSTER_NAME,
+                )
+            } else {
+                0
+            };
+        }
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })

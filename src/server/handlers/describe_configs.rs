@@ -31,8 +31,11 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::str_bytes;
+use super::authz::Authz;
+use super::config_resources::config_access_denied;
 use super::config_resources::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::config::topic::{validate_one, ConfigEntry, TopicConfig};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
@@ -63,9 +66,26 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: DescribeConfigsRequest = API.decode(req.body, version)?;
         let mut response = DescribeConfigsResponse::default();
         for r in &request.resources {
+            // Kafka's ConfigHelper: DESCRIBE_CONFIGS on the topic, or on
+            // the cluster for a broker (logger) resource.
+            if let Some(denied) = config_access_denied(
+                &authz,
+                Operation::DescribeConfigs,
+                r.resource_type,
+                r.resource_name.as_str(),
+            ) {
+                let mut result = DescribeConfigsResult::default();
+                result.resource_type = r.resource_type;
+                result.resource_name = r.resource_name.clone();
+                result.error_code = denied.code.0;
+                result.error_message = Some(str_bytes(denied.message));
+                response.results.push(result);
+                continue;
+            }
             let result = describe(&ctx, r, request.include_synonyms, version).await;
             response.results.push(result);
         }

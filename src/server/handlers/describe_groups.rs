@@ -12,8 +12,10 @@ use kafka_protocol::messages::describe_groups_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
+use super::authz::Authz;
 use super::group_common::{ask, str_bytes, text};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::group::coordinator::Answer;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL};
@@ -34,21 +36,25 @@ pub const API: CheckedApi = CheckedApi {
     schema: Schema::Fixed(SCHEMA),
 };
 
-/// Kafka's group operations without an authorizer (AclOperation codes:
-/// READ 3, DELETE 6, DESCRIBE 8), reported when asked for.
-const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
-
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let r: DescribeGroupsRequest = API.decode(req.body, version)?;
         let mut response = DescribeGroupsResponse::default();
         for g in &r.groups {
             let group_id = text(&g.0);
             let mut out = DescribedGroup::default();
             out.group_id = g.clone();
+            // Kafka's handleDescribeGroupsRequest: DESCRIBE on each group.
+            if !authz.group(Operation::Describe, &group_id) {
+                out.error_code = ErrorCode::GROUP_AUTHORIZATION_FAILED.0;
+                out.authorized_operations = i32::MIN;
+                response.groups.push(out);
+                continue;
+            }
             out.authorized_operations = if r.include_authorized_operations && version >= 3 {
-                GROUP_OPERATIONS
+                authz.authorized_operations(crate::acl::ResourceType::Group, &group_id)
             } else {
                 i32::MIN
             };

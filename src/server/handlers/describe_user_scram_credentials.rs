@@ -15,7 +15,9 @@ use kafka_protocol::messages::describe_user_scram_credentials_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::str_bytes;
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -35,7 +37,15 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: DescribeUserScramCredentialsRequest = API.decode(req.body, version)?;
+        let request: DescribeUserScramCredentialsRequest = API.decode(req.body.clone(), version)?;
+        // KafkaApis.handleDescribeUserScramCredentialsRequest: DESCRIBE on
+        // the cluster, else the whole request fails.
+        if !Authz::new(&ctx, &req).cluster(Operation::Describe) {
+            let response = DescribeUserScramCredentialsResponse::default()
+                .with_error_code(ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0);
+            let body = encode(&response, version).map_err(HandlerError::Encode)?;
+            return Ok(Response::Body(vec![OutPart::Bytes(body)]));
+        }
         let users = request
             .users
             .filter(|u| !u.is_empty())

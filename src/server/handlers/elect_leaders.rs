@@ -23,7 +23,9 @@ use kafka_protocol::messages::elect_leaders_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::str_bytes;
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::rebalance::{ElectionResult, ElectionType};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, INT8};
@@ -51,7 +53,7 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: ElectLeadersRequest = API.decode(req.body, version)?;
+        let request: ElectLeadersRequest = API.decode(req.body.clone(), version)?;
         let kind = if version == 0 {
             Some(ElectionType::Preferred)
         } else {
@@ -80,6 +82,17 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 .collect();
             return respond(ErrorCode::INVALID_REQUEST, &results, version);
         };
+        // Kafka's handleElectLeaders: ALTER on the cluster, else the
+        // top-level and every asked partition CLUSTER_AUTHORIZATION_FAILED.
+        if !Authz::new(&ctx, &req).cluster(Operation::Alter) {
+            let code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED;
+            let results = asked
+                .unwrap_or_default()
+                .into_iter()
+                .map(|tp| (tp, Err((code, String::new()))))
+                .collect();
+            return respond(code, &results, version);
+        }
         let every_partition = asked.is_none();
         let mut results: BTreeMap<TopicPartition, ElectionResult> = match ctx
             .control_client()

@@ -24,8 +24,10 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::fetch_request::FetchRequest;
 use kafka_protocol::messages::ApiKey;
 
+use super::authz::Authz;
 use super::quota_common::{fetch_throttle_ms, throttled_response, QuotaId};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::fetch_response::{
     encode_fetch_body, FetchPartitionOut, FetchTop, FetchTopicOut,
 };
@@ -120,7 +122,8 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let request: FetchRequest = API.decode(req.body.clone(), version)?;
-        let (parts, throttle_ms) = fetch(&ctx, &request, version, QuotaId::of(&req)).await;
+        let authz = Authz::new(&ctx, &req);
+        let (parts, throttle_ms) = fetch(&ctx, &authz, &request, version, QuotaId::of(&req)).await;
         Ok(throttled_response(parts, throttle_ms, version >= 8).await)
     })
 }
@@ -129,6 +132,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 /// `consumer_byte_rate` costs it (0 for followers and unquoted clients).
 async fn fetch(
     ctx: &Rc<ShardContext>,
+    authz: &Authz<'_>,
     request: &FetchRequest,
     version: i16,
     quota_id: QuotaId<'_>,
@@ -189,8 +193,9 @@ async fn fetch(
             (session_id, true, all)
         }
     };
-    let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0);
     let follower = (replica_id >= 0).then_some(BrokerId(replica_id));
+    authorize(authz, follower.is_some(), &mut wanted);
+    let max_bytes = usize::try_from(request.max_bytes).unwrap_or(0);
     let mut reads = read_all(ctx, &wanted, isolation, max_bytes, follower).await;
     let total: usize = reads.iter().flatten().map(|r| r.bytes).sum();
     let any_error = reads
@@ -230,6 +235,38 @@ async fn fetch(
         session_id: response_session,
     };
     (encode_fetch_body(version, top, topics), 0)
+}
+
+/// Kafka's `handleFetchRequest` over the fetch context's partitions: a
+/// follower needs CLUSTER_ACTION on the cluster, else every partition is
+/// TOPIC_AUTHORIZATION_FAILED; a consumer needs READ on each topic (an
+/// unknown topic id is reported first). A denied partition is not read.
+fn authorize(authz: &Authz<'_>, follower: bool, wanted: &mut [Wanted]) {
+    if !authz.enabled() {
+        return;
+    }
+    let cluster_action = follower && authz.cluster(Operation::ClusterAction);
+    let mut last: Option<(String, bool)> = None;
+    for w in wanted.iter_mut() {
+        if w.error == Some(ErrorCode::UNKNOWN_TOPIC_ID.0) {
+            continue;
+        }
+        let allowed = if follower {
+            cluster_action
+        } else {
+            match &last {
+                Some((topic, allowed)) if *topic == w.topic => *allowed,
+                _ => {
+                    let allowed = authz.topic(Operation::Read, &w.topic);
+                    last = Some((w.topic.clone(), allowed));
+                    allowed
+                }
+            }
+        };
+        if !allowed {
+            w.error = Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED.0);
+        }
+    }
 }
 
 /// The leader-side replication quota (`leader.replication.throttled.rate`,

@@ -35,7 +35,9 @@ use kafka_protocol::messages::find_coordinator_response::{Coordinator, FindCoord
 use kafka_protocol::messages::{ApiKey, BrokerId};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::image::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::metadata::{BrokerEndpoint, Snapshot};
 use crate::protocol::decode::DecodeError;
@@ -86,6 +88,7 @@ pub fn decode_request(body: Bytes, version: i16) -> Result<FindCoordinatorReques
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request = decode_request(req.body, version)?;
         let internal = match request.key_type {
             KEY_TYPE_GROUP => Some(OFFSETS_TOPIC),
@@ -103,8 +106,17 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             }
         }
         let snapshot = ctx.snapshot();
-        let lookup =
-            |key: &str| coordinator_for(&snapshot, &req.listener, version, request.key_type, key);
+        // Kafka's `getCoordinator`: DESCRIBE on the group or the
+        // transactional id first.
+        let lookup = |key: &str| match request.key_type {
+            KEY_TYPE_GROUP if !authz.group(Operation::Describe, key) => {
+                Err(ErrorCode::GROUP_AUTHORIZATION_FAILED)
+            }
+            KEY_TYPE_TRANSACTION if !authz.transactional_id(Operation::Describe, key) => {
+                Err(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            }
+            _ => coordinator_for(&snapshot, &req.listener, version, request.key_type, key),
+        };
         let mut response = FindCoordinatorResponse::default();
         if version >= FIRST_BATCHED {
             response.coordinators = request

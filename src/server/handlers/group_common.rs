@@ -28,6 +28,22 @@ pub async fn ask(
     }
 }
 
+/// [`ask`], once the request may do `op` on the group (Kafka's
+/// `authHelper.authorize(..., GROUP, groupId)`), else
+/// GROUP_AUTHORIZATION_FAILED without asking.
+pub async fn ask_authorized(
+    ctx: &Rc<ShardContext>,
+    authz: &super::authz::Authz<'_>,
+    op: crate::acl::Operation,
+    group_id: &str,
+    call: GroupCall,
+) -> Result<Answer, ErrorCode> {
+    if !authz.group(op, group_id) {
+        return Err(ErrorCode::GROUP_AUTHORIZATION_FAILED);
+    }
+    ask(ctx, group_id, call).await
+}
+
 /// The `__consumer_offsets` partition of `group_id`: by the topic's
 /// partition count when it exists, else the count it will be created with.
 pub fn offsets_partition(ctx: &ShardContext, group_id: &str) -> i32 {

@@ -7,8 +7,10 @@ use kafka_protocol::messages::heartbeat_request::HeartbeatRequest;
 use kafka_protocol::messages::heartbeat_response::HeartbeatResponse;
 use kafka_protocol::messages::ApiKey;
 
-use super::group_common::{ask, opt_text, text};
+use super::authz::Authz;
+use super::group_common::{ask_authorized, opt_text, text};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::group::coordinator::{self, Answer};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32};
@@ -32,6 +34,8 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // Kafka's KafkaApis: READ on the group.
+        let authz = Authz::new(&ctx, &req);
         let r: HeartbeatRequest = API.decode(req.body, version)?;
         let beat = coordinator::HeartbeatRequest {
             group_id: text(&r.group_id.0),
@@ -40,7 +44,15 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             group_instance_id: opt_text(&r.group_instance_id),
         };
         let group_id = beat.group_id.clone();
-        let error = match ask(&ctx, &group_id, GroupCall::Heartbeat(beat)).await {
+        let error = match ask_authorized(
+            &ctx,
+            &authz,
+            Operation::Read,
+            &group_id,
+            GroupCall::Heartbeat(beat),
+        )
+        .await
+        {
             Ok(Answer::Heartbeat(e)) => e,
             Ok(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
             Err(e) => e,

@@ -20,8 +20,11 @@ use kafka_protocol::messages::incremental_alter_configs_response::{
 use kafka_protocol::messages::ApiKey;
 
 use super::admin_common::{failure, str_bytes};
+use super::authz::Authz;
+use super::config_resources::config_access_denied;
 use super::config_resources::{alter_results, classify, sort_resources};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::admin_requests::{AdminRequest, BrokerConfigChange};
 use crate::controller::topic_admin::{AlterConfigOp, AlterConfigOpType};
 use crate::protocol::encode::encode;
@@ -55,11 +58,22 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: IncrementalAlterConfigsRequest = API.decode(req.body, version)?;
         let (outcomes, pending) = sort_resources(
             &request.resources,
             |r| (r.resource_type, r.resource_name.to_string()),
             |r| {
+                // Kafka: ALTER_CONFIGS on the topic, or on the cluster for
+                // a broker (logger) resource.
+                if let Some(denied) = config_access_denied(
+                    &authz,
+                    Operation::AlterConfigs,
+                    r.resource_type,
+                    r.resource_name.as_str(),
+                ) {
+                    return Err(denied);
+                }
                 classify(
                     r.resource_type,
                     || ops(r),

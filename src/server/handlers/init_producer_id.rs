@@ -25,7 +25,9 @@ use kafka_protocol::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_protocol::messages::{ApiKey, ProducerId};
 
 use super::admin_common::call_control;
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::{Operation, ResourceType};
 use crate::controller::admin_requests::{AdminRequest, AdminResponse};
 use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
@@ -61,11 +63,27 @@ pub fn decode_request(body: Bytes, version: i16) -> Result<InitProducerIdRequest
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request = decode_request(req.body, version)?;
-        let outcome = match request.transactional_id.as_deref() {
+        // Kafka's handleInitProducerIdRequest: WRITE on the transactional
+        // id; without one IDEMPOTENT_WRITE on the cluster or (KIP-679)
+        // WRITE on any topic.
+        let refused = match request.transactional_id.as_deref() {
+            Some(txn_id) if !authz.transactional_id(Operation::Write, txn_id) => {
+                Some(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            }
+            None if !authz.cluster(Operation::IdempotentWrite)
+                && !authz.any_of_type(Operation::Write, ResourceType::Topic) =>
+            {
+                Some(ErrorCode::CLUSTER_AUTHORIZATION_FAILED)
+            }
+            _ => None,
+        };
+        let outcome = match (refused, request.transactional_id.as_deref()) {
+            (Some(code), _) => Err(code),
             // Kafka: a transactional id goes to its transaction coordinator.
-            Some(txn_id) => transactional(&ctx, txn_id, &request).await,
-            None => match call_control(&ctx, AdminRequest::InitProducerId).await {
+            (None, Some(txn_id)) => transactional(&ctx, txn_id, &request).await,
+            (None, None) => match call_control(&ctx, AdminRequest::InitProducerId).await {
                 Ok(AdminResponse::ProducerId(r)) => r,
                 Ok(_) => Err(ErrorCode::UNKNOWN_SERVER_ERROR),
                 Err(_) => Err(ErrorCode::COORDINATOR_NOT_AVAILABLE),

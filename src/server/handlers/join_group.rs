@@ -10,8 +10,10 @@ use kafka_protocol::messages::join_group_request::JoinGroupRequest;
 use kafka_protocol::messages::join_group_response::{JoinGroupResponse, JoinGroupResponseMember};
 use kafka_protocol::messages::ApiKey;
 
-use super::group_common::{ask, new_member_id, opt_text, str_bytes, text};
+use super::authz::Authz;
+use super::group_common::{ask_authorized, new_member_id, opt_text, str_bytes, text};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::group::coordinator::{Answer, JoinAnswer, JoinRequest};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32};
@@ -51,6 +53,8 @@ const FIRST_SKIP_ASSIGNMENT: i16 = 9;
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // Kafka's KafkaApis: READ on the group.
+        let authz = Authz::new(&ctx, &req);
         let r: JoinGroupRequest = API.decode(req.body, version)?;
         let client_id = req.header.client_id.clone().unwrap_or_default();
         let instance = opt_text(&r.group_instance_id);
@@ -79,10 +83,22 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         };
         let group_id = join.group_id.clone();
         let member_id = join.member_id.clone();
-        let answer = match ask(&ctx, &group_id, GroupCall::Join(join)).await {
+        let answer = match ask_authorized(
+            &ctx,
+            &authz,
+            Operation::Read,
+            &group_id,
+            GroupCall::Join(join),
+        )
+        .await
+        {
             Ok(Answer::Join(a)) => a,
             Ok(_) => {
                 JoinAnswer::error(&member_id, crate::protocol::ErrorCode::UNKNOWN_SERVER_ERROR)
+            }
+            // JoinGroupRequest.getErrorResponse: the unknown member id.
+            Err(e) if e == crate::protocol::ErrorCode::GROUP_AUTHORIZATION_FAILED => {
+                JoinAnswer::error("", e)
             }
             Err(e) => JoinAnswer::error(&member_id, e),
         };

@@ -8,8 +8,10 @@ use kafka_protocol::messages::leave_group_request::LeaveGroupRequest;
 use kafka_protocol::messages::leave_group_response::{LeaveGroupResponse, MemberResponse};
 use kafka_protocol::messages::ApiKey;
 
-use super::group_common::{ask, opt_text, str_bytes, text};
+use super::authz::Authz;
+use super::group_common::{ask_authorized, opt_text, str_bytes, text};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::group::coordinator::{Answer, LeaveRequest};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema};
@@ -47,6 +49,8 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // Kafka's KafkaApis: READ on the group.
+        let authz = Authz::new(&ctx, &req);
         let r: LeaveGroupRequest = API.decode(req.body, version)?;
         let members = if version >= FIRST_BATCH {
             r.members
@@ -62,7 +66,15 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         };
         let group_id = leave.group_id.clone();
         let mut response = LeaveGroupResponse::default();
-        match ask(&ctx, &group_id, GroupCall::Leave(leave)).await {
+        match ask_authorized(
+            &ctx,
+            &authz,
+            Operation::Read,
+            &group_id,
+            GroupCall::Leave(leave),
+        )
+        .await
+        {
             Ok(Answer::Leave(a)) => {
                 response.error_code = a.error.0;
                 if version >= FIRST_BATCH {

@@ -10,8 +10,10 @@ use kafka_protocol::messages::list_groups_request::ListGroupsRequest;
 use kafka_protocol::messages::list_groups_response::{ListGroupsResponse, ListedGroup};
 use kafka_protocol::messages::{ApiKey, GroupId};
 
+use super::authz::Authz;
 use super::group_common::{str_bytes, text};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -37,6 +39,10 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // Kafka's handleListGroupsRequest: DESCRIBE on the cluster lists
+        // every group, else only those the principal may DESCRIBE.
+        let authz = Authz::new(&ctx, &req);
+        let every_group = authz.cluster(Operation::Describe);
         let r: ListGroupsRequest = API.decode(req.body, version)?;
         let states: Vec<String> = r.states_filter.iter().map(text).collect();
         let classic = r.types_filter.is_empty()
@@ -56,6 +62,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                             response.error_code = error.0;
                         }
                         for g in groups {
+                            if !every_group && !authz.group(Operation::Describe, &g.group_id) {
+                                continue;
+                            }
                             let mut out = ListedGroup::default();
                             out.group_id = GroupId(str_bytes(g.group_id));
                             out.protocol_type = str_bytes(g.protocol_type);

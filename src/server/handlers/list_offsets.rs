@@ -15,7 +15,9 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, INT64, INT8};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -62,13 +64,22 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             FetchIsolation::HighWatermark
         };
         let snapshot = ctx.snapshot();
+        let authz = Authz::new(&ctx, &req);
         let mut lookups = Vec::new();
         let mut layout: Vec<(TopicName, Vec<Planned>)> = Vec::new();
         for topic in &request.topics {
             let name = topic.name.as_str();
+            // Kafka's `handleListOffsetRequest`: DESCRIBE on the topic.
+            let described = authz.topic(Operation::Describe, name);
             let mut parts = Vec::new();
             for p in &topic.partitions {
-                if !snapshot.hosts_partition(name, p.partition_index) {
+                if !described {
+                    parts.push((
+                        p.partition_index,
+                        None,
+                        ErrorCode::TOPIC_AUTHORIZATION_FAILED.0,
+                    ));
+                } else if !snapshot.hosts_partition(name, p.partition_index) {
                     let error = snapshot.not_hosted_error(name, p.partition_index);
                     parts.push((p.partition_index, None, error.0));
                 } else if p.timestamp == MAX_TIMESTAMP && version < 7 {

@@ -18,7 +18,9 @@ use kafka_protocol::messages::list_partition_reassignments_response::{
 use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::admin_common::str_bytes;
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::reassignment::ReplicaAssignment;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32};
@@ -43,6 +45,7 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let request: ListPartitionReassignmentsRequest = API.decode(req.body, version)?;
         let asked: Option<BTreeSet<TopicPartition>> = request.topics.as_ref().map(|ts| {
             ts.iter()
@@ -53,13 +56,19 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 })
                 .collect()
         });
-        let answer = match ctx
-            .control_client()
-            .reassignments(ReassignmentCall::List(asked))
-            .await
-        {
-            Ok(ReassignmentReply::Listed(a)) => a,
-            _ => Err(ErrorCode::NOT_CONTROLLER),
+        // Kafka: DESCRIBE on the cluster (thrown: the whole request
+        // CLUSTER_AUTHORIZATION_FAILED).
+        let answer = if !authz.cluster(Operation::Describe) {
+            Err(ErrorCode::CLUSTER_AUTHORIZATION_FAILED)
+        } else {
+            match ctx
+                .control_client()
+                .reassignments(ReassignmentCall::List(asked))
+                .await
+            {
+                Ok(ReassignmentReply::Listed(a)) => a,
+                _ => Err(ErrorCode::NOT_CONTROLLER),
+            }
         };
         let body = encode_response(&answer, version)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))

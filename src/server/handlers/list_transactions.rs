@@ -16,7 +16,9 @@ use kafka_protocol_39::messages::list_transactions_response::{
 use kafka_protocol_39::messages::{ProducerId, TransactionalId};
 use kafka_protocol_39::protocol::StrBytes;
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, INT64};
 use crate::protocol::ApiRange;
@@ -42,6 +44,9 @@ pub fn decode_request(body: Bytes, version: i16) -> Result<ListTransactionsReque
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // Kafka's handleListTransactionsRequest: only the transactional
+        // ids the principal may DESCRIBE are listed.
+        let authz = Authz::new(&ctx, &req);
         let r = decode_request(req.body, version)?;
         let (known, unknown): (Vec<String>, Vec<String>) = r
             .state_filters
@@ -65,14 +70,18 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             if let TxnReply::Listed(list) =
                 ctx.txn_driver().ask_shard_txn(shard, call.clone()).await
             {
-                response
-                    .transaction_states
-                    .extend(list.into_iter().map(|t| {
-                        TransactionState::default()
-                            .with_transactional_id(TransactionalId(StrBytes::from_string(t.txn_id)))
-                            .with_producer_id(ProducerId(t.producer_id))
-                            .with_transaction_state(StrBytes::from_string(t.state))
-                    }));
+                response.transaction_states.extend(
+                    list.into_iter()
+                        .filter(|t| authz.transactional_id(Operation::Describe, &t.txn_id))
+                        .map(|t| {
+                            TransactionState::default()
+                                .with_transactional_id(TransactionalId(StrBytes::from_string(
+                                    t.txn_id,
+                                )))
+                                .with_producer_id(ProducerId(t.producer_id))
+                                .with_transaction_state(StrBytes::from_string(t.state))
+                        }),
+                );
             }
         }
         let body = encode_39(&response, version).map_err(HandlerError::Encode)?;

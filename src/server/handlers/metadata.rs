@@ -11,10 +11,13 @@ use std::rc::Rc;
 
 use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::metadata_request::MetadataRequest;
-use kafka_protocol::messages::metadata_response::MetadataResponse;
-use kafka_protocol::messages::ApiKey;
+use kafka_protocol::messages::metadata_response::{MetadataResponse, MetadataResponseTopic};
+use kafka_protocol::messages::{ApiKey, TopicName};
+use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::{Operation, ResourceType};
 use crate::metadata::answers::metadata_response;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, UUID};
@@ -56,8 +59,10 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request = decode_request(req.body, version)?;
+        let request = decode_request(req.body.clone(), version)?;
         let auto_create = ctx.config.auto_create_topics_enable;
+        let authz = Authz::new(&ctx, &req);
+        let (request, denied) = authorize_request(&ctx, &authz, request, version);
         let mut answer = metadata_response(
             &ctx.snapshot(),
             &request,
@@ -75,9 +80,131 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 mark_auto_created(&mut answer.response, &results);
             }
         }
+        authorize_answer(&authz, &mut answer.response, &request, version, denied);
         let body = encode(&answer.response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// Whether a request asks for every topic (null topics, or none at v0).
+fn asks_all_topics(request: &MetadataRequest, version: i16) -> bool {
+    match &request.topics {
+        None => true,
+        Some(t) => t.is_empty() && version == 0,
+    }
+}
+
+/// The topics this request is denied, as Kafka 3.9's `getTopicMetadata`
+/// answers them, and whether every named topic was denied.
+struct Denied {
+    topics: Vec<MetadataResponseTopic>,
+    none_left: bool,
+}
+
+/// Kafka's `handleTopicMetadataRequest`: DESCRIBE on each named topic
+/// (denied: TOPIC_AUTHORIZATION_FAILED with the name and the zero id, or
+/// by id with a null name and the id); a topic to auto-create also needs
+/// CREATE on the cluster or the topic (denied: TOPIC_AUTHORIZATION_FAILED).
+/// The request keeps the other topics.
+fn authorize_request(
+    ctx: &ShardContext,
+    authz: &Authz<'_>,
+    mut request: MetadataRequest,
+    version: i16,
+) -> (MetadataRequest, Denied) {
+    let mut denied = Denied {
+        topics: Vec::new(),
+        none_left: false,
+    };
+    if !authz.enabled() || asks_all_topics(&request, version) {
+        return (request, denied);
+    }
+    let snapshot = ctx.snapshot();
+    let auto_create =
+        ctx.config.auto_create_topics_enable && (version < 4 || request.allow_auto_topic_creation);
+    let may_create_any = authz.cluster(Operation::Create);
+    let mut kept = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for t in request.topics.take().into_iter().flatten() {
+        let by_name = t.name.as_ref().map(|n| n.0.to_string());
+        let name = by_name.clone().or_else(|| {
+            snapshot
+                .cluster_topic_by_id(t.topic_id)
+                .map(|s| s.name.to_string())
+        });
+        let Some(name) = name else {
+            kept.push(t);
+            continue;
+        };
+        let refused = if !authz.topic(Operation::Describe, &name) {
+            true
+        } else {
+            auto_create
+                && by_name.is_some()
+                && snapshot.cluster_topic(&name).is_none()
+                && !may_create_any
+                && !authz.topic(Operation::Create, &name)
+        };
+        if !refused {
+            kept.push(t);
+        } else if !seen.contains(&name) {
+            seen.push(name.clone());
+            let mut answer = MetadataResponseTopic::default();
+            answer.error_code = ErrorCode::TOPIC_AUTHORIZATION_FAILED.0;
+            answer.name = by_name.map(|n| TopicName(StrBytes::from_string(n)));
+            answer.topic_id = if t.name.is_none() {
+                t.topic_id
+            } else {
+                uuid::Uuid::nil()
+            };
+            answer.topic_authorized_operations = i32::MIN;
+            denied.topics.push(answer);
+        }
+    }
+    denied.none_left = kept.is_empty();
+    request.topics = Some(kept);
+    (request, denied)
+}
+
+/// The answer as the principal may see it: for all topics only those it
+/// may DESCRIBE; the denied named topics first; the KIP-430 fields
+/// from the authorizer (the cluster's 0 without DESCRIBE on it).
+fn authorize_answer(
+    authz: &Authz<'_>,
+    response: &mut MetadataResponse,
+    request: &MetadataRequest,
+    version: i16,
+    denied: Denied,
+) {
+    if !authz.enabled() {
+        return;
+    }
+    let name_of = |t: &MetadataResponseTopic| t.name.as_ref().map(|n| n.0.to_string());
+    if denied.none_left {
+        response.topics.clear();
+    } else if asks_all_topics(request, version) {
+        response
+            .topics
+            .retain(|t| name_of(t).is_some_and(|n| authz.topic(Operation::Describe, &n)));
+    }
+    if version >= 8 && request.include_topic_authorized_operations {
+        for t in &mut response.topics {
+            if let Some(n) = name_of(t) {
+                t.topic_authorized_operations =
+                    authz.authorized_operations(ResourceType::Topic, &n);
+            }
+        }
+    }
+    if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = if authz.cluster(Operation::Describe) {
+            authz.authorized_operations(ResourceType::Cluster, crate::acl::CLUSTER_NAME)
+        } else {
+            0
+        };
+    }
+    let mut topics = denied.topics;
+    topics.append(&mut response.topics);
+    response.topics = topics;
 }
 
 /// Decode a Metadata request, refusing topic counts larger than the body
@@ -112,8 +239,6 @@ mod tests {
     use super::*;
     use crate::protocol::schema::schema_fuzz_test;
     use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-    use kafka_protocol::messages::TopicName;
-    use kafka_protocol::protocol::StrBytes;
 
     #[test]
     fn the_schema_covers_every_version_exactly() {

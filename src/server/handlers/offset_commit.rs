@@ -25,8 +25,10 @@ use kafka_protocol_39::messages::offset_commit_request::OffsetCommitRequest as O
 use kafka_protocol_39::messages::offset_commit_response as response_39;
 use kafka_protocol_39::protocol::{Decodable as _, Encodable as _};
 
+use super::authz::Authz;
 use super::group_common::{ask, opt_text, partition_exists, text};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::group::coordinator::{Answer, CommitPartition, CommitRequest};
 use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
@@ -252,13 +254,27 @@ fn encode_response(
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let r = decode_request(req.body, version)?;
+        // Kafka's handleOffsetCommitRequest: READ on the group (denied:
+        // every partition GROUP_AUTHORIZATION_FAILED), then READ on each
+        // topic (TOPIC_AUTHORIZATION_FAILED), before existence.
+        let group_allowed = authz.group(Operation::Read, &r.group_id);
         // (topic, partition) in request order, with an error decided here.
         let mut order: Vec<(String, i32, Option<ErrorCode>)> = Vec::new();
         let mut partitions = Vec::new();
         for (topic, parts) in &r.topics {
+            let refused = if !group_allowed {
+                Some(ErrorCode::GROUP_AUTHORIZATION_FAILED)
+            } else if !authz.topic(Operation::Read, topic) {
+                Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                None
+            };
             for p in parts {
-                if partition_exists(&ctx, topic, p.index) {
+                if let Some(e) = refused {
+                    order.push((topic.clone(), p.index, Some(e)));
+                } else if partition_exists(&ctx, topic, p.index) {
                     order.push((topic.clone(), p.index, None));
                     partitions.push(CommitPartition {
                         topic: topic.clone(),

@@ -10,8 +10,10 @@ use kafka_protocol::messages::offset_delete_response::{
 };
 use kafka_protocol::messages::ApiKey;
 
+use super::authz::Authz;
 use super::group_common::{ask, partition_exists, text};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::group::coordinator::Answer;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema};
@@ -37,17 +39,38 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let r: OffsetDeleteRequest = API.decode(req.body, version)?;
         let group_id = text(&r.group_id.0);
+        // Kafka's handleOffsetDeleteRequest: DELETE on the group (denied:
+        // the top-level GROUP_AUTHORIZATION_FAILED), then READ on each
+        // topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
+        if !authz.group(Operation::Delete, &group_id) {
+            let mut response = OffsetDeleteResponse::default();
+            response.error_code = ErrorCode::GROUP_AUTHORIZATION_FAILED.0;
+            let body = encode(&response, version).map_err(HandlerError::Encode)?;
+            return Ok(Response::Body(vec![OutPart::Bytes(body)]));
+        }
         let mut asked = Vec::new();
         let mut unknown = Vec::new();
         for t in &r.topics {
             let topic = text(&t.name.0);
+            let readable = authz.topic(Operation::Read, &topic);
             for p in &t.partitions {
-                if partition_exists(&ctx, &topic, p.partition_index) {
+                if !readable {
+                    unknown.push((
+                        topic.clone(),
+                        p.partition_index,
+                        ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+                    ));
+                } else if partition_exists(&ctx, &topic, p.partition_index) {
                     asked.push((topic.clone(), p.partition_index));
                 } else {
-                    unknown.push((topic.clone(), p.partition_index));
+                    unknown.push((
+                        topic.clone(),
+                        p.partition_index,
+                        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                    ));
                 }
             }
         }
@@ -68,11 +91,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             }
         };
         if response.error_code == 0 {
-            let all = results.into_iter().chain(
-                unknown
-                    .into_iter()
-                    .map(|(t, p)| (t, p, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)),
-            );
+            let all = results.into_iter().chain(unknown);
             for (topic, p, e) in all {
                 let mut part = OffsetDeleteResponsePartition::default();
                 part.partition_index = p;

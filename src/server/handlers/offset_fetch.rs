@@ -25,8 +25,10 @@ use kafka_protocol_39::messages::offset_fetch_request::OffsetFetchRequest as Off
 use kafka_protocol_39::messages::offset_fetch_response as response_39;
 use kafka_protocol_39::protocol::{Decodable as _, Encodable as _, StrBytes as StrBytes39};
 
+use super::authz::Authz;
 use super::group_common::{ask, partition_exists, str_bytes, text};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::group::coordinator::{Answer, FetchAnswer, FetchRequest};
 use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
@@ -71,7 +73,61 @@ pub const API: CheckedApi = CheckedApi {
     schema: Schema::PerVersion(schema),
 };
 
-async fn fetch(ctx: &Rc<ShardContext>, req: FetchRequest) -> FetchAnswer {
+/// Kafka's handleOffsetFetchRequest: DESCRIBE on the group (denied:
+/// GROUP_AUTHORIZATION_FAILED for the group), then DESCRIBE on each
+/// topic: a requested partition of a denied topic answers
+/// TOPIC_AUTHORIZATION_FAILED (offset -1, after the others); with all
+/// partitions asked, denied topics are silently left out.
+async fn fetch(ctx: &Rc<ShardContext>, authz: &Authz<'_>, mut req: FetchRequest) -> FetchAnswer {
+    if !authz.group(Operation::Describe, &req.group_id) {
+        return FetchAnswer {
+            error: ErrorCode::GROUP_AUTHORIZATION_FAILED,
+            partitions: Vec::new(),
+        };
+    }
+    let mut denied = Vec::new();
+    if let Some(asked) = req.partitions.take() {
+        let (allowed, refused): (Vec<_>, Vec<_>) = asked
+            .into_iter()
+            .partition(|(t, _)| authz.topic(Operation::Describe, t));
+        denied = refused;
+        req.partitions = Some(allowed);
+        if req.partitions.as_ref().is_some_and(Vec::is_empty) && !denied.is_empty() {
+            return FetchAnswer {
+                error: ErrorCode::NONE,
+                partitions: denied_offsets(denied),
+            };
+        }
+    }
+    let mut answer = fetch_authorized(ctx, req).await;
+    if authz.enabled() {
+        answer
+            .partitions
+            .retain(|p| authz.topic(Operation::Describe, &p.topic));
+    }
+    if answer.error == ErrorCode::NONE {
+        answer.partitions.extend(denied_offsets(denied));
+    }
+    answer
+}
+
+fn denied_offsets(denied: Vec<(String, i32)>) -> Vec<crate::group::coordinator::FetchedOffset> {
+    denied
+        .into_iter()
+        .map(
+            |(topic, partition)| crate::group::coordinator::FetchedOffset {
+                topic,
+                partition,
+                offset: -1,
+                leader_epoch: -1,
+                metadata: String::new(),
+                error: ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+            },
+        )
+        .collect()
+}
+
+async fn fetch_authorized(ctx: &Rc<ShardContext>, req: FetchRequest) -> FetchAnswer {
     let group_id = req.group_id.clone();
     match ask(ctx, &group_id, GroupCall::Fetch(req)).await {
         Ok(Answer::Fetch(a)) => a,
@@ -89,8 +145,9 @@ async fn fetch(ctx: &Rc<ShardContext>, req: FetchRequest) -> FetchAnswer {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         if version == STORED_IN_ZOOKEEPER {
-            let body = fetch_from_store(&ctx, req.body).await?;
+            let body = fetch_from_store(&ctx, &authz, req.body).await?;
             return Ok(Response::Body(vec![OutPart::Bytes(body)]));
         }
         let r: OffsetFetchRequest = API.decode(req.body, version)?;
@@ -104,6 +161,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 });
                 let a = fetch(
                     &ctx,
+                    &authz,
                     FetchRequest {
                         group_id: text(&g.group_id.0),
                         partitions: asked,
@@ -134,7 +192,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 response.groups.push(out);
             }
         } else {
-            answer_single_group(&ctx, &r, version, &mut response).await;
+            answer_single_group(&ctx, &authz, &r, version, &mut response).await;
         }
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
@@ -144,6 +202,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
 /// v1–v7: one group, its partitions at the top level.
 async fn answer_single_group(
     ctx: &Rc<ShardContext>,
+    authz: &Authz<'_>,
     r: &OffsetFetchRequest,
     version: i16,
     response: &mut OffsetFetchResponse,
@@ -155,6 +214,7 @@ async fn answer_single_group(
     });
     let a = fetch(
         ctx,
+        authz,
         FetchRequest {
             group_id: text(&r.group_id.0),
             partitions: asked,
@@ -257,15 +317,30 @@ fn encode_v0(answers: Vec<((String, i32), (i64, ErrorCode))>) -> Result<Bytes, H
 }
 
 /// v0: the offsets OffsetCommit v0 stored, read on the control shard.
-async fn fetch_from_store(ctx: &Rc<ShardContext>, body: Bytes) -> Result<Bytes, HandlerError> {
+async fn fetch_from_store(
+    ctx: &Rc<ShardContext>,
+    authz: &Authz<'_>,
+    body: Bytes,
+) -> Result<Bytes, HandlerError> {
     let (group_id, asked) = decode_v0(body)?;
     let unknown = (-1, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+    let mut found = std::collections::HashMap::new();
+    // As v1+: DESCRIBE on the group, copied to every partition at v0;
+    // DESCRIBE on each topic.
+    let group_allowed = authz.group(Operation::Describe, &group_id);
+    for (t, p) in &asked {
+        if !group_allowed {
+            found.insert((t.clone(), *p), (-1, ErrorCode::GROUP_AUTHORIZATION_FAILED));
+        } else if !authz.topic(Operation::Describe, t) {
+            found.insert((t.clone(), *p), (-1, ErrorCode::TOPIC_AUTHORIZATION_FAILED));
+        }
+    }
     let known: Vec<(String, i32)> = asked
         .iter()
+        .filter(|key| !found.contains_key(*key))
         .filter(|(t, p)| partition_exists(ctx, t, *p))
         .cloned()
         .collect();
-    let mut found = std::collections::HashMap::new();
     if !known.is_empty() {
         let answers = match ctx
             .control_client()

@@ -22,7 +22,9 @@ use kafka_protocol_39::messages::offset_for_leader_epoch_response::{
 };
 use kafka_protocol_39::protocol::{Decodable, Encodable};
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{check_arrays, Field, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -70,14 +72,21 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         };
         let fetch_only_from_leader = replica_id != DEBUGGING_REPLICA_ID;
         let snapshot = ctx.snapshot();
+        // Kafka's handleOffsetForLeaderEpochRequest: CLUSTER_ACTION on the
+        // cluster, else DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
+        let authz = Authz::new(&ctx, &req);
+        let cluster_action = authz.cluster(Operation::ClusterAction);
         // Each partition: its lookup slot, or the error it answers with.
         let mut lookups = Vec::new();
         let mut layout = Vec::new();
         for topic in &request.topics {
             let name = topic.topic.as_str();
+            let described = cluster_action || authz.topic(Operation::Describe, name);
             let mut parts = Vec::new();
             for p in &topic.partitions {
-                if snapshot.hosts_partition(name, p.partition) {
+                if !described {
+                    parts.push((p.partition, Err(ErrorCode::TOPIC_AUTHORIZATION_FAILED)));
+                } else if snapshot.hosts_partition(name, p.partition) {
                     parts.push((p.partition, Ok(lookups.len())));
                     lookups.push((
                         TopicPartition::new(name, p.partition),

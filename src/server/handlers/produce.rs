@@ -27,8 +27,10 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ApiKey, TopicName};
 
+use super::authz::Authz;
 use super::quota_common::{quota_throttle_ms, throttled_response, QuotaId};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::io::local_sync::FifoTicket;
 use crate::metadata::quotas::PRODUCER_BYTE_RATE;
 use crate::protocol::encode::encode;
@@ -70,7 +72,8 @@ pub fn handle(
         let turn = req.produce_turn.take();
         let request: ProduceRequest = API.decode(req.body.clone(), version)?;
         let acks = request.acks;
-        let responses = produce(&ctx, &request, turn).await;
+        let authz = Authz::new(&ctx, &req);
+        let responses = produce(&ctx, &authz, &request, turn).await;
         let throttle_ms =
             quota_throttle_ms(&ctx, PRODUCER_BYTE_RATE, QuotaId::of(&req), req.body.len()).await;
         if acks == 0 {
@@ -111,6 +114,7 @@ struct Slot {
 /// requests still overlap.
 async fn produce(
     ctx: &Rc<ShardContext>,
+    authz: &Authz<'_>,
     request: &ProduceRequest,
     turn: Option<FifoTicket>,
 ) -> Vec<TopicProduceResponse> {
@@ -122,23 +126,39 @@ async fn produce(
     for topic in &request.topic_data {
         let snapshot = ctx.snapshot();
         let name = topic.name.as_str();
-        if snapshot.hosted_topic(name).is_none() && snapshot.cluster_topic(name).is_none() {
+        // Only for a producer that may write it and create it (Kafka's
+        // Metadata auto-creation: CREATE on the cluster or the topic).
+        let may_create = authz.topic(Operation::Write, name)
+            && (authz.cluster(Operation::Create) || authz.topic(Operation::Create, name));
+        if may_create
+            && snapshot.hosted_topic(name).is_none()
+            && snapshot.cluster_topic(name).is_none()
+        {
             let _ = ensure_topic_auto_created(ctx, topic.name.as_str()).await;
         }
     }
     // Kafka's `handleProduceRequest`: transactional records need the
-    // request's transactional id (authorized for it); without one the
-    // whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
-    let refused_txn = request.transactional_id.is_none() && has_transactional_records(request);
+    // request's transactional id with WRITE on it; without either the
+    // whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Then WRITE
+    // on each topic (`filterByAuthorized`): a denied topic's partitions
+    // are TOPIC_AUTHORIZATION_FAILED and nothing of them is appended.
+    let refused_txn = has_transactional_records(request)
+        && !request
+            .transactional_id
+            .as_ref()
+            .is_some_and(|id| authz.transactional_id(Operation::Write, id.as_str()));
     let snapshot = ctx.snapshot();
     let mut slots: Vec<Slot> = Vec::new();
     let mut to_append: Vec<(usize, TopicPartition, Bytes)> = Vec::new();
     for topic in &request.topic_data {
         let name = topic.name.clone();
+        let write_allowed = authz.topic(Operation::Write, name.as_str());
         for p in &topic.partition_data {
             let idx = slots.len();
             let error = if refused_txn {
                 Some(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            } else if !write_allowed {
+                Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED)
             } else if !matches!(acks, -1..=1) {
                 // Kafka: acks must be -1, 0 or 1.
                 Some(ErrorCode::INVALID_REQUIRED_ACKS)

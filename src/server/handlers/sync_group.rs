@@ -9,8 +9,10 @@ use kafka_protocol::messages::sync_group_request::SyncGroupRequest;
 use kafka_protocol::messages::sync_group_response::SyncGroupResponse;
 use kafka_protocol::messages::ApiKey;
 
-use super::group_common::{ask, opt_text, str_bytes, text};
+use super::authz::Authz;
+use super::group_common::{ask_authorized, opt_text, str_bytes, text};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::group::coordinator::{Answer, SyncAnswer, SyncRequest};
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32};
@@ -43,6 +45,8 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // Kafka's KafkaApis: READ on the group.
+        let authz = Authz::new(&ctx, &req);
         let r: SyncGroupRequest = API.decode(req.body, version)?;
         let sync = SyncRequest {
             group_id: text(&r.group_id.0),
@@ -58,7 +62,15 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 .collect(),
         };
         let group_id = sync.group_id.clone();
-        let answer = match ask(&ctx, &group_id, GroupCall::Sync(sync)).await {
+        let answer = match ask_authorized(
+            &ctx,
+            &authz,
+            Operation::Read,
+            &group_id,
+            GroupCall::Sync(sync),
+        )
+        .await
+        {
             Ok(Answer::Sync(a)) => a,
             Ok(_) => SyncAnswer::error(ErrorCode::UNKNOWN_SERVER_ERROR),
             Err(e) => SyncAnswer::error(e),

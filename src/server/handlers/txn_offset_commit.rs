@@ -18,8 +18,10 @@ use kafka_protocol_39::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 
+use super::authz::Authz;
 use super::group_common::{ask, offsets_partition, partition_exists};
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::group::coordinator::{Answer, CommitPartition, CommitRequest};
 use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, INT16, INT32, INT64};
@@ -76,13 +78,25 @@ pub fn decode_request(body: Bytes, version: i16) -> Result<TxnOffsetCommitReques
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        let authz = Authz::new(&ctx, &req);
         let r = decode_request(req.body, version)?;
         let group_id = r.group_id.0.as_str().to_owned();
+        // Kafka's handleTxnOffsetCommitRequest: WRITE on the transactional
+        // id, then READ on the group (denied: every partition), then READ
+        // on each topic (denied: TOPIC_AUTHORIZATION_FAILED).
+        let refused_all = refused_all(&authz, r.transactional_id.0.as_str(), &group_id);
+        let mut refused: Vec<(String, i32, ErrorCode)> = Vec::new();
         let mut partitions = Vec::new();
         for t in &r.topics {
+            let topic_refused = refused_all.or_else(|| {
+                (!authz.topic(Operation::Read, t.name.0.as_str()))
+                    .then_some(ErrorCode::TOPIC_AUTHORIZATION_FAILED)
+            });
             for p in &t.partitions {
                 let topic = t.name.0.as_str();
-                if partition_exists(&ctx, topic, p.partition_index) {
+                if let Some(code) = topic_refused {
+                    refused.push((topic.to_owned(), p.partition_index, code));
+                } else if partition_exists(&ctx, topic, p.partition_index) {
                     partitions.push(CommitPartition {
                         topic: topic.to_owned(),
                         partition: p.partition_index,
@@ -142,8 +156,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                     .partitions
                     .iter()
                     .map(|p| {
-                        let e = decided
+                        let e = refused
                             .iter()
+                            .chain(decided.iter())
                             .find(|(tn, pn, _)| tn == name && *pn == p.partition_index)
                             .map_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, |d| d.2);
                         TxnOffsetCommitResponsePartition::default()
@@ -160,6 +175,18 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let body = encode_39(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// What every partition answers when the transactional id (WRITE) or
+/// the group (READ) is denied.
+fn refused_all(authz: &Authz<'_>, txn_id: &str, group_id: &str) -> Option<ErrorCode> {
+    if !authz.transactional_id(Operation::Write, txn_id) {
+        Some(ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if !authz.group(Operation::Read, group_id) {
+        Some(ErrorCode::GROUP_AUTHORIZATION_FAILED)
+    } else {
+        None
+    }
 }
 
 /// KIP-890 for the offsets' transactional batch (Kafka 3.9's

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use super::control_shard::acls::{AclCall, AclReply};
 use super::control_shard::{ControlRequest, ControlResponse, ReassignmentCall, ReassignmentReply};
 use crate::controller::admin_requests::{
     AdminFailure, AdminRequest, AdminResponse, BrokerConfigCall,
@@ -152,6 +153,19 @@ impl<'a> ControlClient<'a> {
             ShardResponse::Control(ControlResponse::AllocateProducerIds(answer)) => Ok(answer),
             other => {
                 tracing::warn!(?other, "unexpected AllocateProducerIds answer");
+                Err(MeshError::PeerGone(self.ctx.control_peer()))
+            }
+        }
+    }
+
+    /// CreateAcls / DeleteAcls, to the control shard; answered once the
+    /// new ACLs reached every data shard.
+    pub async fn acls(&self, call: AclCall) -> Result<AclReply, MeshError> {
+        let req = ShardRequest::Control(ControlRequest::Acls(call));
+        match self.ctx.call(self.ctx.control_peer(), req).await? {
+            ShardResponse::Control(ControlResponse::Acls(answer)) => Ok(answer),
+            other => {
+                tracing::warn!(?other, "unexpected ACL answer");
                 Err(MeshError::PeerGone(self.ctx.control_peer()))
             }
         }

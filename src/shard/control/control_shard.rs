@@ -3,8 +3,10 @@
 //! [`ControlRequest`]. Every change the admin manager makes is followed by a
 //! fresh snapshot published to every data shard (`router::publish`) before
 //! the answer goes back. The client quotas and dynamic broker configs it
-//! keeps in the metadata store are [`client_quotas`] and [`broker_configs`].
+//! keeps in the metadata store are [`client_quotas`] and [`broker_configs`];
+//! the ACLs (`AclAuthorizer`'s znodes) are [`acls`].
 
+pub mod acls;
 pub mod broker_configs;
 pub mod client_quotas;
 pub mod scram_credentials;
@@ -115,6 +117,8 @@ pub enum ControlRequest {
     /// DescribeConfigs of a topic in ZooKeeper mode: its stored overrides
     /// (`/config/topics/<t>`), whether or not this broker hosts it.
     TopicConfigs { topic: String },
+    /// CreateAcls / DeleteAcls: written to the store, then republished.
+    Acls(acls::AclCall),
 }
 
 /// Answers to [`ControlRequest`]s.
@@ -146,6 +150,7 @@ pub enum ControlResponse {
     OffsetsFromStore(Vec<Result<Option<i64>, ErrorCode>>),
     /// A topic's stored overrides; `None` when the store could not be read.
     TopicConfigs(Option<std::collections::BTreeMap<String, String>>),
+    Acls(acls::AclReply),
 }
 
 /// The control shard's part of its context.
@@ -191,6 +196,8 @@ pub struct ControlShard {
     pub quota_sensors: RefCell<Sensors>,
     /// This broker's dynamic configs, folded into every publication.
     pub broker_configs: RefCell<Arc<DynamicBrokerConfigs>>,
+    /// The ACLs (`AclAuthorizer.aclCache`), folded into every publication.
+    acls: RefCell<Arc<crate::acl::authorizer::AclCache>>,
     /// What reconfigures the SSL listeners' stores (KIP-226; set by
     /// `set_ssl_listeners`, else none).
     ssl_listeners: RefCell<Rc<dyn crate::config::dynamic::security::ListenerSslReconfigurable>>,
@@ -394,6 +401,7 @@ impl ControlShard {
             scram_credentials: RefCell::new(Arc::default()),
             quota_sensors: RefCell::new(Sensors::default()),
             broker_configs: RefCell::new(Arc::default()),
+            acls: RefCell::new(Arc::default()),
             ssl_listeners: RefCell::new(Rc::new(crate::config::dynamic::security::NoSslListeners)),
             log_dirs,
         }
@@ -416,6 +424,7 @@ impl ControlShard {
         snapshot.client_quotas = self.client_quotas();
         snapshot.scram_credentials = self.scram_credentials();
         snapshot.broker_configs = self.broker_configs();
+        snapshot.acls = self.acls();
         let version = snapshot.version.max(self.published_version.get() + 1);
         self.published_version.set(version);
         snapshot.version = version;

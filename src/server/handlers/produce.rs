@@ -220,7 +220,14 @@ async fn produce(
             };
         }
     }
-    for s in &slots {
+    count_slots(ctx, &slots);
+    to_responses(slots)
+}
+
+/// `BrokerTopicMetrics` of the request's partitions (Kafka's
+/// `appendToLocalLog`).
+fn count_slots(ctx: &ShardContext, slots: &[Slot]) {
+    for s in slots {
         let r = &s.result;
         ctx.stats.metrics.on_produce_result(
             s.topic.as_str(),
@@ -230,7 +237,6 @@ async fn produce(
             r.last_offset,
         );
     }
-    to_responses(slots)
 }
 
 /// KIP-890 (Kafka's `ReplicaManager.handleProduceAppend`): the

@@ -130,6 +130,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     let broker_tls = tls::broker_tls(&config)?;
     let ssl_listeners = tls::ssl_listeners(&config, listeners.iter().map(|l| &l.info));
     let io_memory = data_shard_io_memory(&config, n_shards);
+    let metrics_listener = bind::bind_metrics(&config)?.map(|(fd, _)| fd);
     let (ends_tx, ends_rx) = mpsc::channel();
     // Spawn order defines mesh peer ids: data shards 0..n, control = n.
     for (i, fds) in sockets.into_iter().enumerate() {
@@ -182,7 +183,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         limits,
         broker_tls,
     };
-    spawn_control(control, ssl_listeners, ends_tx)?;
+    spawn_control(control, ssl_listeners, metrics_listener, ends_tx)?;
 
     let startup = wait_ready(&ready_rx, n_shards + 1);
     match &startup {
@@ -202,13 +203,14 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
 fn spawn_control(
     control: ShardSetup,
     ssl_listeners: crate::shard::control::ssl_listeners::SslListeners,
+    metrics_listener: Option<OwnedFd>,
     ends_tx: mpsc::Sender<shard_thread::ShardEnd>,
 ) -> anyhow::Result<()> {
     shard_thread::spawn(
         "control",
         LocalExecutorBuilder::new(Placement::Unbound).io_memory(CONTROL_IO_MEMORY_BYTES),
         ends_tx,
-        move || control_shard_main(control, ssl_listeners),
+        move || control_shard_main(control, ssl_listeners, metrics_listener),
     )
     .context("starting the control shard")
 }
@@ -622,6 +624,7 @@ fn finish_shutdown(report: &Mutex<ShutdownReport>, checkpoints: &CheckpointBoard
 async fn control_shard_main(
     setup: ShardSetup,
     ssl_listeners: crate::shard::control::ssl_listeners::SslListeners,
+    metrics_listener: Option<OwnedFd>,
 ) {
     let clock: Rc<dyn Clock> = Rc::new(SystemClock::new());
     // Every executor primes the probe before it could open a DMA file.
@@ -667,11 +670,7 @@ async fn control_shard_main(
         Err(e) => (RolePart::Bare(Role::Control), Err(e)),
     };
     let ctx = join_shard(&setup, shard_base(&setup, clock), part).await;
-    if setup.config.shardlog_memory_report_ms > 0 {
-        spawn_memory_report(Duration::from_millis(
-            setup.config.shardlog_memory_report_ms,
-        ));
-    }
+    spawn_memory_report(setup.config.shardlog_memory_report_ms);
     log_dirs::spawn_failure_watch(
         setup.log_dirs.clone(),
         zk_session.clone(),
@@ -708,6 +707,7 @@ async fn control_shard_main(
         }
         (started, _) => started,
     };
+    serve_metrics(&ctx, started.is_ok(), metrics_listener);
     let _ = setup.ready.send(started);
     ctx.stopping.wait().await;
     if registered.is_some() && setup.config.controlled_shutdown_enable {
@@ -724,6 +724,20 @@ async fn control_shard_main(
     if let Some(mesh) = ctx.mesh() {
         mesh.close();
     }
+}
+
+/// `shardlog.metrics.listener`: the control shard serves `/metrics` on
+/// `fd` once the broker started.
+fn serve_metrics(ctx: &Rc<ShardContext>, started: bool, fd: Option<OwnedFd>) {
+    let (true, Some(fd)) = (started, fd) else {
+        return;
+    };
+    // SAFETY: `fd` is a bound, listening TCP socket we own; the glommio
+    // listener takes it over and closes it on drop.
+    let listener = unsafe {
+        <glommio::net::TcpListener as std::os::fd::FromRawFd>::from_raw_fd(fd.into_raw_fd())
+    };
+    glommio::spawn_local(server::metrics_http::serve(ctx.clone(), listener)).detach();
 }
 
 /// Every ZooKeeper-mode broker follows /config/changes and, with the
@@ -818,7 +832,11 @@ mod tests {
 /// RssAnon, for leak hunts. RssAnon keeps the heap's high-water mark, since
 /// freed memory stays mapped ([`crate::io::host::keep_freed_memory_mapped`]): a burst of
 /// requests leaves a step in it that is no leak; the live heap falls back.
-fn spawn_memory_report(every: Duration) {
+fn spawn_memory_report(every_ms: u64) {
+    if every_ms == 0 {
+        return;
+    }
+    let every = Duration::from_millis(every_ms);
     glommio::spawn_local(async move {
         loop {
             glommio::timer::sleep(every).await;

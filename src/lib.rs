@@ -26,6 +26,7 @@
 //! | [`controller`] | §7     | mixed | the controller and the admin side over the store, assignment, elections |
 //! | [`zk`]        | §7      | mixed | `MetadataStore` over Kafka's znode layout (embedded or ZooKeeper) |
 //! | [`metadata`]  | §2      | pure  | per-shard metadata snapshot and the answers built from it |
+//! | [`metrics`]   | —       | pure  | per-shard counters, the scrape's report, Prometheus exposition (Kafka's names) |
 //! | [`shard`]     | §1–2    | mixed | placement, mesh, context, data path; subsystem drivers (control, group, txn) |
 //! | [`server`]    | §2      | mixed | listener, connections, response sequencer, one handler per API |
 //! | [`tls`]       | —       | mixed | `ssl.*` keys per listener, keystores, rustls configs, principal mapping |
@@ -52,6 +53,7 @@ pub mod histogram;
 pub mod io;
 pub mod loadgen;
 pub mod metadata;
+pub mod metrics;
 pub mod protocol;
 pub mod purgatory;
 pub mod replication;

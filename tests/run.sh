@@ -11,6 +11,7 @@
 #     tests/differential_kafka.rs) from Debian (skipped when present), and the Apache Kafka
 #     3.9 jars from Maven Central via tests/java/fetch_jars.sh (skipped when
 #     its cache folder is complete), for tests/java_*.rs
+#   - prometheus from Debian (skipped when present) for tests/metrics_prometheus.rs
 #   - gcc, pkg-config, libfuse3-dev and fuse3 from Debian (skipped when
 #     present) to build tests/support/faultfs.c, the fault-injecting FUSE
 #     mount of the log-dir failure tests
@@ -34,6 +35,8 @@ command -v npm >/dev/null || need_apt+=(nodejs npm)
 { command -v java >/dev/null && command -v javac >/dev/null; } || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need_apt+=(maven)
 [ -f /usr/share/java/zookeeper.jar ] || need_apt+=(zookeeper)
+# tests/metrics_prometheus.rs scrapes the brokers with a real Prometheus.
+command -v prometheus >/dev/null || need_apt+=(prometheus)
 # tests/support/faultfs.c (the log-dir failure tests of tests/storage_log_dir_failure.rs).
 command -v gcc >/dev/null || need_apt+=(gcc)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)

@@ -66,6 +66,22 @@ pub fn bind_listeners(config: &ServerConfig, n_shards: usize) -> anyhow::Result<
     Ok(BoundListeners { listeners, sockets })
 }
 
+/// The `/metrics` listener's socket (`shardlog.metrics.listener`), if
+/// configured: one socket, served by the control shard.
+pub fn bind_metrics(config: &ServerConfig) -> anyhow::Result<Option<(OwnedFd, SocketAddr)>> {
+    let Some(text) = &config.shardlog_metrics_listener else {
+        return Ok(None);
+    };
+    let addr: SocketAddr = text
+        .parse()
+        .with_context(|| format!("shardlog.metrics.listener={text}"))?;
+    let (mut fds, addr) = bind_shard_sockets(addr, 1)
+        .with_context(|| format!("binding shardlog.metrics.listener={text}"))?;
+    let fd = fds.pop().context("no metrics socket")?;
+    tracing::info!(%addr, "metrics listener bound (GET /metrics)");
+    Ok(Some((fd, addr)))
+}
+
 fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
     // An empty host means all interfaces (Kafka's `PLAINTEXT://:9092`).
     let host = if host.is_empty() { "0.0.0.0" } else { host };

@@ -444,6 +444,10 @@ server_config! {
     /// `shardlog.memory.report.ms`: log the live heap (glibc `mallinfo2`)
     /// and RssAnon at INFO this often; 0 = never (default).
     shardlog_memory_report_ms: u64 = 0;
+    /// `shardlog.metrics.listener`: `host:port` of the Prometheus `/metrics`
+    /// endpoint (`server::metrics_http`; the place of Kafka's JMX exporter
+    /// agent, port 9404 under Strimzi); unset = no endpoint (default).
+    shardlog_metrics_listener: Option<String> = None;
 }
 
 /// Kafka keys that configure machinery shardlog replaces (network/IO thread
@@ -515,6 +519,15 @@ impl ServerConfig {
             reason: reason.into(),
         };
         self.validate_listeners()?;
+        if let Some(addr) = &self.shardlog_metrics_listener {
+            if addr.parse::<core::net::SocketAddr>().is_err() {
+                return Err(invalid(
+                    "shardlog.metrics.listener",
+                    addr.clone(),
+                    "expected host:port with a numeric IP, e.g. 127.0.0.1:9404",
+                ));
+            }
+        }
         let positive: [(&str, i64); 9] = [
             (
                 "leader.imbalance.check.interval.seconds",

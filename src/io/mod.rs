@@ -14,5 +14,6 @@ pub mod dma;
 pub mod host;
 pub mod ktls;
 pub mod local_sync;
+pub mod process;
 pub mod recv;
 pub mod zerocopy;

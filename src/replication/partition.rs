@@ -59,6 +59,7 @@ mod delete_records;
 mod follower;
 mod group_commit;
 mod load;
+mod metrics;
 mod timestamps;
 mod txn;
 pub use delete_records::DeletedOnLeader;

@@ -39,9 +39,9 @@ use crate::storage::producer_snapshot;
 use crate::storage::shard_storage::ShardStorage;
 use crate::storage::StorageError;
 use crate::types::TopicPartition;
+mod metrics;
 
-/// How long (x 10 ms) a close waits for an operation in progress to let
-/// go of the partition.
+/// How long (x 10 ms) a close waits for an operation in progress to let go of the partition.
 const CLOSE_WAIT_ROUNDS: u32 = 300;
 
 /// Partition logs opened (or closed) at once by one sync: enough to keep

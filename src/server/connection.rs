@@ -23,6 +23,7 @@ use super::handlers::{Request, Response};
 use super::in_order::InOrder;
 use super::memory_pool::{Lease, MemoryPool};
 use super::out::{ConnWriter, OutPart};
+use super::request_metrics::{Scoped, Timing};
 use super::sasl_conn::{self, SaslPeer};
 use super::transport::{ConnRead, ConnWrite, PlainRead, PlainWrite};
 use crate::config::sasl::SaslSettings;
@@ -58,10 +59,9 @@ const WHOLE_FRAME_MAX: usize = (1 << 20) + 4096;
 const POOL_RETRY: std::time::Duration = std::time::Duration::from_millis(5);
 
 enum Outcome {
-    /// The response, when a Produce request was read (for
-    /// `request_metrics`), and how long to mute the connection after it
-    /// (quota throttling; 0 = not).
-    Respond(Vec<OutPart>, Option<u64>, u64),
+    /// The response, the request's timing (`request_metrics`), and how
+    /// long to mute the connection after it (quota throttling; 0 = not).
+    Respond(Vec<OutPart>, Timing, u64),
     /// No response; mute this long (0 = not).
     Nothing(u64),
     Close(String),
@@ -245,6 +245,7 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
         produce_order: Rc::default(),
     });
     tracing::debug!(peer = %conn.peer, principal = %conn.principal, "connection accepted");
+    conn.ctx.stats.metrics.on_connection_opened(&conn.listener);
     let writer_task = glommio::spawn_local(write_loop(conn.clone(), writer));
     glommio::spawn_local(idle_watch(conn.clone())).detach();
     read_loop(&conn, &mut reader, buffered).await;
@@ -253,6 +254,7 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
     writer_task.await;
     // Ends the idle watch.
     conn.closed.fire();
+    conn.ctx.stats.metrics.on_connection_closed(&conn.listener);
     tracing::debug!(peer = %conn.peer, "connection closed");
 }
 
@@ -473,7 +475,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
         );
     let seq = conn.in_order.borrow_mut().on_request();
     let conn = conn.clone();
-    let received = (header.api_key == ApiKey::Produce).then(|| conn.ctx.clock.mono_ns());
+    let received_ns = conn.ctx.clock.mono_ns();
     // Taken here, in the order the requests arrived, before the request's
     // task exists.
     let produce_turn = (header.api_key == ApiKey::Produce).then(|| conn.produce_order.ticket());
@@ -487,7 +489,9 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
             listener: conn.listener.clone(),
             produce_turn,
         };
+        let scope = Rc::default();
         let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();
+        let run = Scoped::new(conn.ctx.clone(), Rc::clone(&scope), run);
         let (result, request_ms) = if request_quota {
             let (result, busy_ns) = busy_time(run, &*conn.ctx.clock).await;
             let id = QuotaId::new(&conn.principal, header.client_id.as_deref().unwrap_or(""));
@@ -496,13 +500,26 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
         } else {
             (run.await, 0)
         };
+        let timing = |throttle_ms: u64| {
+            Timing::new(
+                &header,
+                received_ns,
+                scope,
+                conn.ctx.clock.mono_ns(),
+                throttle_ms,
+            )
+        };
         let outcome = match result {
-            Ok(Ok(Response::Body(parts))) => respond(&header, parts, received, 0, request_ms),
+            Ok(Ok(Response::Body(parts))) => respond(&header, parts, timing(0), 0, request_ms),
             Ok(Ok(Response::Throttled { parts, throttle_ms })) => {
-                respond(&header, parts, received, throttle_ms, request_ms)
+                respond(&header, parts, timing(throttle_ms), throttle_ms, request_ms)
             }
-            Ok(Ok(Response::NoResponse)) => Outcome::Nothing(request_ms),
+            Ok(Ok(Response::NoResponse)) => {
+                timing(0).record_unanswered(&conn.ctx);
+                Outcome::Nothing(request_ms)
+            }
             Ok(Ok(Response::MuteOnly { throttle_ms })) => {
+                timing(throttle_ms).record_unanswered(&conn.ctx);
                 Outcome::Nothing(throttle_ms.max(request_ms))
             }
             Ok(Err(e)) => {
@@ -530,7 +547,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
 fn respond(
     header: &RequestHeader,
     mut parts: Vec<OutPart>,
-    received: Option<u64>,
+    timing: Timing,
     throttle_ms: u64,
     request_ms: u64,
 ) -> Outcome {
@@ -544,7 +561,7 @@ fn respond(
     }
     Outcome::Respond(
         frame_response(header, parts),
-        received,
+        timing,
         throttle_ms.max(request_ms),
     )
 }
@@ -587,7 +604,7 @@ fn close_after_pending(conn: &Conn, reason: String) -> bool {
 async fn write_loop<W: ConnWrite>(conn: Rc<Conn>, mut writer: W) {
     loop {
         let mut parts = Vec::new();
-        let mut produced = Vec::new();
+        let mut timings = Vec::new();
         let mut close = None;
         let mut mute_ms = 0;
         let mut released = false;
@@ -596,9 +613,9 @@ async fn write_loop<W: ConnWrite>(conn: Rc<Conn>, mut writer: W) {
             while let Some(outcome) = in_order.pop_ready() {
                 released = true;
                 match outcome {
-                    Outcome::Respond(p, received, throttle_ms) => {
+                    Outcome::Respond(p, timing, throttle_ms) => {
                         parts.extend(p);
-                        produced.extend(received);
+                        timings.push(timing);
                         mute_ms = mute_ms.max(throttle_ms);
                     }
                     Outcome::Nothing(throttle_ms) => mute_ms = mute_ms.max(throttle_ms),
@@ -610,18 +627,15 @@ async fn write_loop<W: ConnWrite>(conn: Rc<Conn>, mut writer: W) {
             }
         }
         if !parts.is_empty() {
+            let write_start_ns = conn.ctx.clock.mono_ns();
             if let Err(e) = writer.write_parts(parts, &conn.ctx.stats.zerocopy).await {
                 tracing::debug!(peer = %conn.peer, error = %e, "write failed");
                 conn.closed.fire();
                 break;
             }
             let now = conn.ctx.clock.mono_ns();
-            for received in produced {
-                super::request_metrics::record_produce(
-                    &conn.ctx.stats.produce_latency,
-                    received,
-                    now,
-                );
+            for timing in timings {
+                timing.record_sent(&conn.ctx, write_start_ns, now);
             }
         }
         // Fewer requests in flight (answered, or acks=0 with no answer):

@@ -14,6 +14,7 @@ pub mod handlers;
 pub mod in_order;
 pub mod listener;
 pub mod memory_pool;
+pub mod metrics_http;
 pub mod out;
 pub mod request_metrics;
 pub mod sasl_conn;

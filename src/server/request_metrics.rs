@@ -1,22 +1,158 @@
-//! `[io]` Broker-side produce latency, per shard: from the moment a
-//! Produce request has been read off the socket to the moment its response
-//! is in the kernel's socket buffer — Kafka's `TotalTimeMs` request metric
-//! without the network receive (kafka.network:type=RequestMetrics).
+//! `[io]` Broker-side request metrics, per shard: Kafka's `RequestMetrics`
+//! (kafka.network:type=RequestMetrics) time split of every request, and
+//! the Produce latency line printed at shutdown.
 //!
-//! Clients measure the round trip, which also holds their own queueing and
-//! the host's scheduling; this figure says what the broker added. Each data
-//! shard's histogram is its context's (`ShardStats::produce_latency`); the
-//! data shards merge theirs at shutdown into one line on stderr:
+//! A request is timed from the moment its frame was read off the socket
+//! (`received`) to the moment its response is in the kernel's socket
+//! buffer, split as Kafka's `RequestChannel.updateRequestMetrics` splits
+//! it: request queue (read → its handler first runs), local (the handler,
+//! less its purgatory wait), remote (parked in the purgatory: acks=all,
+//! fetch long polls), response queue (ready → the connection's writer
+//! takes it; responses leave in request order) and response send (the
+//! socket write). While a request's future is polled its [`RequestScope`]
+//! is the shard's current one ([`Scoped`]), so the purgatory adds its
+//! wait and the Fetch handler marks a follower's fetch without a
+//! parameter. The numbers go to the shard's `ShardMetrics`
+//! (`/metrics`) and, for Produce, to `ShardStats::produce_latency`,
+//! merged at shutdown into one line on stderr:
 //! `request latency: produce n=N p50=Xus p99=Xus p99.9=Xus max=Xus`.
 
 use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use kafka_protocol::messages::ApiKey;
 
 use crate::histogram::LatencyHistogram;
+use crate::metrics::shard::{RequestScope, RequestTimes, RequestVariant};
+use crate::protocol::header::RequestHeader;
+use crate::shard::ShardContext;
+
+/// A request's handler future, polled with its scope installed as the
+/// shard's current request; notes when it first ran.
+pub struct Scoped<F> {
+    ctx: Rc<ShardContext>,
+    scope: Rc<RequestScope>,
+    fut: F,
+}
+
+impl<F> Scoped<F> {
+    pub fn new(ctx: Rc<ShardContext>, scope: Rc<RequestScope>, fut: F) -> Self {
+        Self { ctx, scope, fut }
+    }
+}
+
+impl<F: Future + Unpin> Future for Scoped<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = &mut *self;
+        this.scope.on_poll(this.ctx.clock.mono_ns());
+        this.ctx.stats.metrics.enter(this.scope.clone());
+        let out = Pin::new(&mut this.fut).poll(cx);
+        this.ctx.stats.metrics.leave();
+        out
+    }
+}
+
+/// The request being handled on this shard marks itself a follower's
+/// fetch (Kafka's `FetchRequest.isFromFollower`): its times are recorded
+/// under `FetchFollower`, else under `FetchConsumer`.
+pub fn mark_follower_fetch(ctx: &ShardContext) {
+    if let Some(scope) = ctx.stats.metrics.current() {
+        scope.mark_follower();
+    }
+}
+
+/// A handled request's timing, until its response is written.
+pub struct Timing {
+    api_key: i16,
+    api_version: i16,
+    received_ns: u64,
+    scope: Rc<RequestScope>,
+    done_ns: u64,
+    throttle_ms: u64,
+}
+
+impl Timing {
+    /// `header`'s request, read at `received_ns`, handled by `done_ns`.
+    pub fn new(
+        header: &RequestHeader,
+        received_ns: u64,
+        scope: Rc<RequestScope>,
+        done_ns: u64,
+        throttle_ms: u64,
+    ) -> Self {
+        Self {
+            api_key: header.api_key.code(),
+            api_version: header.api_version,
+            received_ns,
+            scope,
+            done_ns,
+            throttle_ms,
+        }
+    }
+
+    /// Its response was written between `write_start_ns` and `sent_ns`.
+    pub fn record_sent(self, ctx: &ShardContext, write_start_ns: u64, sent_ns: u64) {
+        if self.api_key == ApiKey::Produce as i16 {
+            record_produce(&ctx.stats.produce_latency, self.received_ns, sent_ns);
+        }
+        self.record(ctx, write_start_ns, sent_ns);
+    }
+
+    /// It has no response (acks=0 Produce): done when handled.
+    pub fn record_unanswered(self, ctx: &ShardContext) {
+        let done = self.done_ns;
+        self.record(ctx, done, done);
+    }
+
+    fn record(&self, ctx: &ShardContext, write_start_ns: u64, sent_ns: u64) {
+        let times = self.times(write_start_ns, sent_ns);
+        let variant = if self.api_key != ApiKey::Fetch as i16 {
+            RequestVariant::Plain
+        } else if self.scope.is_follower() {
+            RequestVariant::FetchFollower
+        } else {
+            RequestVariant::FetchConsumer
+        };
+        ctx.stats.metrics.on_request(
+            self.api_key,
+            self.api_version,
+            variant,
+            &times,
+            ctx.clock.mono_ms(),
+        );
+    }
+
+    /// `[pure]` The split of the request's time, in microseconds.
+    fn times(&self, write_start_ns: u64, sent_ns: u64) -> RequestTimes {
+        let us = |from: u64, to: u64| to.saturating_sub(from) / 1_000;
+        let started = self
+            .scope
+            .started_ns()
+            .unwrap_or(self.received_ns)
+            .max(self.received_ns);
+        let handler_ns = self.done_ns.saturating_sub(started);
+        let remote_ns = self.scope.remote_ns().min(handler_ns);
+        RequestTimes {
+            total_us: us(self.received_ns, sent_ns),
+            request_queue_us: us(self.received_ns, started),
+            local_us: (handler_ns - remote_ns) / 1_000,
+            remote_us: remote_ns / 1_000,
+            throttle_us: self.throttle_ms.saturating_mul(1_000),
+            response_queue_us: us(self.done_ns, write_start_ns),
+            response_send_us: us(write_start_ns, sent_ns),
+        }
+    }
+}
 
 /// A Produce response read off the socket at `received_ns` (the shard
 /// clock's `mono_ns`) has just been written, at `now_ns`: into the shard's
 /// histogram `produce`.
-pub fn record_produce(produce: &RefCell<LatencyHistogram>, received_ns: u64, now_ns: u64) {
+fn record_produce(produce: &RefCell<LatencyHistogram>, received_ns: u64, now_ns: u64) {
     let ns = now_ns.saturating_sub(received_ns);
     produce.borrow_mut().record_ns(ns);
 }
@@ -61,6 +197,28 @@ mod tests {
         })
         .join()
         .expect("thread");
+    }
+
+    #[test]
+    fn a_request_time_splits_into_kafkas_parts() {
+        let scope = Rc::new(RequestScope::default());
+        scope.on_poll(1_100_000);
+        scope.add_remote_ns(3_000_000);
+        let t = Timing {
+            api_key: 0,
+            api_version: 9,
+            received_ns: 1_000_000,
+            scope,
+            done_ns: 5_100_000,
+            throttle_ms: 0,
+        };
+        let times = t.times(5_200_000, 5_300_000);
+        assert_eq!(times.total_us, 4_300);
+        assert_eq!(times.request_queue_us, 100);
+        assert_eq!(times.remote_us, 3_000);
+        assert_eq!(times.local_us, 1_000);
+        assert_eq!(times.response_queue_us, 100);
+        assert_eq!(times.response_send_us, 100);
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub enum ShardRequest {
     Data(DataRequest),
     /// To the control shard: topic admin, auto-creation.
     Control(ControlRequest),
+    /// To a data shard: its part of a `/metrics` scrape.
+    Metrics,
 }
 
 /// Answers to [`ShardRequest`]s.
@@ -54,6 +56,7 @@ pub enum ShardResponse {
     },
     Data(DataResponse),
     Control(ControlResponse),
+    Metrics(Box<crate::metrics::report::ShardReport>),
     /// The receiving shard does not serve this request.
     Unsupported,
 }
@@ -125,6 +128,8 @@ pub struct ShardStats {
     pub produce_latency: RefCell<LatencyHistogram>,
     /// Bytes written per path (`io::zerocopy`).
     pub zerocopy: Cell<ZeroCopyStats>,
+    /// Counters and request histograms for `/metrics` (`shard::metrics`).
+    pub metrics: crate::metrics::shard::ShardMetrics,
     /// TLS handshakes on this shard (`server::tls_conn`).
     pub tls_handshakes: RefCell<crate::server::tls_conn::stats::HandshakeStats>,
 }

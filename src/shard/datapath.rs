@@ -371,7 +371,13 @@ impl Datapath {
             ctx.sync_watches().await;
         })
         .detach();
+        // The wait is the request's remote time (Kafka's RemoteTimeMs).
+        let scope = self.ctx.stats.metrics.current();
+        let parked_ns = self.ctx.clock.mono_ns();
         let outcome = driver.wait(op, keys).await;
+        if let Some(scope) = scope {
+            scope.add_remote_ns(self.ctx.clock.mono_ns().saturating_sub(parked_ns));
+        }
         // Let owners forget this watch if nothing else waits on it.
         let ctx = self.clone();
         glommio::spawn_local(async move { ctx.sync_watches().await }).detach();

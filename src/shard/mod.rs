@@ -12,6 +12,8 @@
 //!   out to owners, park in the purgatory).
 //! - [`fetch_session`] `[pure]`: KIP-227 fetch sessions of a shard's
 //!   connections.
+//! - [`metrics`] `[drv]`: a shard's part of a `/metrics` scrape, and the
+//!   scrape gathering every data shard's over the mesh.
 //! - [`peer_conns`] `[io]`: the kept connections to other brokers
 //!   (KIP-890 verification, transaction markers).
 //!
@@ -30,6 +32,7 @@ pub mod datapath;
 pub mod fetch_session;
 pub mod group;
 pub mod mesh;
+pub mod metrics;
 pub mod peer_conns;
 pub mod placement;
 pub mod router;

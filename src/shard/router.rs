@@ -62,6 +62,12 @@ pub fn mesh_handler(ctx: &Rc<ShardContext>) -> Handler<ShardRequest, ShardRespon
             ShardRequest::Control(req) => {
                 Box::pin(async move { on_control_request(&ctx, req).await })
             }
+            ShardRequest::Metrics => Box::pin(async move {
+                match super::metrics::collect(&ctx).await {
+                    Some(report) => ShardResponse::Metrics(Box::new(report)),
+                    None => ShardResponse::Unsupported,
+                }
+            }),
         }
     })
 }
@@ -586,7 +592,23 @@ pub fn maybe_send_isr_changes(ctx: &Rc<ShardContext>) {
 
 async fn send_isr_change(ctx: &Rc<ShardContext>, change: IsrChange) {
     tracing::info!(tp = %change.tp, isr = ?change.new_isr, "proposing ISR change");
+    let before = ctx
+        .data()
+        .and_then(|d| d.replicas.get(&change.tp))
+        .map_or(0, |p| p.leadership().isr.len());
     let answer = super::control::alter_partition::propose(ctx, change.clone()).await;
+    // Kafka's IsrShrinksPerSec / IsrExpandsPerSec, marked once the
+    // controller wrote the change.
+    if let crate::replication::isr_change::IsrChangeAnswer::Committed { isr, .. } = &answer {
+        let after = isr.len();
+        ctx.stats.metrics.on_broker(|b| {
+            if after < before {
+                b.isr_shrinks += 1;
+            } else if after > before {
+                b.isr_expands += 1;
+            }
+        });
+    }
     let Some(data) = ctx.data() else { return };
     let Some(partition) = data.replicas.get(&change.tp) else {
         return;

@@ -18,7 +18,7 @@
 //! again in bookkeeping (the soak test, heaptrack: 5.6 MB of queues for
 //! 8 MiB of budget).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
@@ -106,6 +106,19 @@ pub struct BatchCache {
     /// Insertion order across partitions: (partition id, base offset).
     /// Entries whose batch was already dropped (truncation) are skipped.
     fifo: VecDeque<(u64, i64)>,
+    /// Reads served (`/metrics`), with their bytes, and reads it could
+    /// not serve (the caller read the segment file).
+    hits: Cell<u64>,
+    hit_bytes: Cell<u64>,
+    misses: Cell<u64>,
+}
+
+/// A cache's read counts since start (`/metrics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheReads {
+    pub hits: u64,
+    pub hit_bytes: u64,
+    pub misses: u64,
 }
 
 /// What a cache read returns: whole batches, in offset order, as the
@@ -245,6 +258,34 @@ impl BatchCache {
         upper_bound: i64,
         min_one_batch: bool,
     ) -> Option<CacheHit> {
+        let hit = self.read_cached(id, start_offset, max_bytes, upper_bound, min_one_batch);
+        match &hit {
+            Some(h) => {
+                self.hits.set(self.hits.get() + 1);
+                self.hit_bytes.set(self.hit_bytes.get() + h.bytes as u64);
+            }
+            None => self.misses.set(self.misses.get() + 1),
+        }
+        hit
+    }
+
+    /// Reads served and not served since start.
+    pub fn reads(&self) -> CacheReads {
+        CacheReads {
+            hits: self.hits.get(),
+            hit_bytes: self.hit_bytes.get(),
+            misses: self.misses.get(),
+        }
+    }
+
+    fn read_cached(
+        &self,
+        id: u64,
+        start_offset: i64,
+        max_bytes: usize,
+        upper_bound: i64,
+        min_one_batch: bool,
+    ) -> Option<CacheHit> {
         let q = self.partitions.get(&id)?;
         let front = q.front()?;
         if start_offset < front.base_offset || q.back()?.last_offset < start_offset {
@@ -342,6 +383,10 @@ mod tests {
         assert_eq!(c.read(p, 15, 10, 1000, true).unwrap().pieces.len(), 1);
         assert_eq!(c.read(p, 15, 10, 1000, false).unwrap().pieces.len(), 0);
         assert!(c.read(p, 50, 1000, 1000, true).is_none());
+        // Served and not served reads are counted (`/metrics`).
+        let reads = c.reads();
+        assert_eq!((reads.hits, reads.misses), (5, 1));
+        assert_eq!(reads.hit_bytes, 200 + 50 + 100 + 50);
     }
 
     #[test]

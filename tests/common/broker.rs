@@ -65,6 +65,9 @@ impl Broker {
             format!("log.dirs={}", log_dir.path().display()),
             "shardlog.shards=2".into(),
             "broker.id=0".into(),
+            // The sample config's metrics endpoint stays off unless a
+            // test asks for one on its own port.
+            "shardlog.metrics.listener=".into(),
         ];
         for o in base
             .iter()

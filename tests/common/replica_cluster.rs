@@ -426,7 +426,9 @@ impl ReplCluster {
                 "replica.fetch.wait.max.ms=100".into(),
                 "replica.high.watermark.checkpoint.interval.ms=1000".into(),
             ];
-            s.extend(settings.iter().map(|x| x.to_string()));
+            // `{id}` in a setting is the broker's id (per-broker values,
+            // e.g. an address of its own).
+            s.extend(settings.iter().map(|x| x.replace("{id}", &id.to_string())));
             nodes.push(Node {
                 id,
                 system: systems[id as usize - 1],

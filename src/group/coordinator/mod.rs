@@ -27,6 +27,7 @@
 mod admin;
 mod deleted;
 mod membership;
+mod metrics;
 mod offsets;
 mod runtime;
 mod session;

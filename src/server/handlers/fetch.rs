@@ -142,6 +142,9 @@ async fn fetch(
     } else {
         request.replica_id.0
     };
+    if replica_id >= 0 {
+        crate::server::request_metrics::mark_follower_fetch(ctx);
+    }
     let isolation = if replica_id >= 0 {
         FetchIsolation::LogEnd
     } else if request.isolation_level == 1 {
@@ -207,6 +210,7 @@ async fn fetch(
     if let Some(replica) = follower {
         throttle_leader(ctx, &wanted, &mut reads, replica, request.max_wait_ms).await;
     }
+    count_reads(ctx, &wanted, &reads, follower.is_some());
     // consumer_byte_rate (Kafka's `handleFetchRequest`): the bytes this
     // answer would carry are measured; over the quota the answer carries
     // no data, only the throttle time (`getThrottledResponse`: the
@@ -545,6 +549,26 @@ async fn long_poll(
         specs,
     );
     let _ = ctx.datapath().park(op, &keys, seen).await;
+}
+
+/// `BrokerTopicMetrics` of a fetch's partitions (Kafka's `fetchMessages`:
+/// every partition read counts once, followers' included).
+fn count_reads(
+    ctx: &ShardContext,
+    wanted: &[Wanted],
+    reads: &[Option<ReadAnswer>],
+    follower: bool,
+) {
+    for (w, r) in wanted.iter().zip(reads) {
+        let (bytes, code) = match (w.error, r) {
+            (Some(code), _) => (0, ErrorCode(code)),
+            (None, Some(r)) => (r.bytes as u64, r.error_code),
+            (None, None) => (0, ErrorCode::NOT_LEADER_OR_FOLLOWER),
+        };
+        ctx.stats
+            .metrics
+            .on_fetch_result(&w.topic, bytes, follower, code);
+    }
 }
 
 fn build_topics(

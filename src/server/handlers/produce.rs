@@ -96,6 +96,8 @@ struct Slot {
     topic: TopicName,
     partition: i32,
     result: ProduceResult,
+    /// Its record bytes (`BytesInPerSec`).
+    bytes: u64,
 }
 
 /// `turn`: the request's place in its connection's produce order. A
@@ -178,6 +180,7 @@ async fn produce(
                 topic: name.clone(),
                 partition: p.index,
                 result,
+                bytes: p.records.as_ref().map_or(0, |r| r.len() as u64),
             });
         }
     }
@@ -217,7 +220,23 @@ async fn produce(
             };
         }
     }
+    count_slots(ctx, &slots);
     to_responses(slots)
+}
+
+/// `BrokerTopicMetrics` of the request's partitions (Kafka's
+/// `appendToLocalLog`).
+fn count_slots(ctx: &ShardContext, slots: &[Slot]) {
+    for s in slots {
+        let r = &s.result;
+        ctx.stats.metrics.on_produce_result(
+            s.topic.as_str(),
+            s.bytes,
+            r.error_code,
+            r.base_offset,
+            r.last_offset,
+        );
+    }
 }
 
 /// KIP-890 (Kafka's `ReplicaManager.handleProduceAppend`): the

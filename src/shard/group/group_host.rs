@@ -124,6 +124,12 @@ impl GroupHost {
         }
     }
 
+    /// The offsets committed in the groups this shard coordinates
+    /// (`/metrics`: consumer lag).
+    pub fn committed_offsets(&self) -> Vec<crate::metrics::report::CommittedOffset> {
+        self.core.borrow().committed_offsets()
+    }
+
     /// Run `actions`: answers to their waiters, appends to the appender.
     pub(super) fn execute(&self, actions: Vec<Action>) {
         let mut any_append = false;

@@ -1,0 +1,177 @@
+//! The exposition's golden text: every family's name, type, HELP and
+//! labels for a fixed report. A rename changes
+//! `tests/golden/metrics_exposition.txt`, which is then a deliberate
+//! change (`SHARDLOG_UPDATE_GOLDEN=1 cargo test --lib exposition` writes
+//! it anew).
+
+use super::*;
+use crate::metrics::report::{CommittedOffset, ProcessStats, SendPathBytes, ShardReport};
+use crate::metrics::shard::{RequestTimes, ShardMetrics};
+
+const GOLDEN: &str = "tests/golden/metrics_exposition.txt";
+
+fn gauges(topic: &str, partition: i32, leader: bool, isr: u32) -> PartitionGauges {
+    PartitionGauges {
+        topic: topic.into(),
+        partition,
+        leader,
+        offline: false,
+        replicas: 3,
+        isr,
+        min_isr: 2,
+        size_bytes: 4096,
+        segments: 1,
+        log_start_offset: 0,
+        log_end_offset: 100,
+        high_watermark: 90,
+    }
+}
+
+/// A broker with two shards, one topic led here and one followed, a
+/// group, Produce and Fetch requests and a connection.
+pub(crate) fn sample_report() -> BrokerReport {
+    let m = ShardMetrics::default();
+    m.on_produce_partition("orders", Some((10, 1_000)), false);
+    m.on_produce_partition("orders", None, true);
+    m.on_fetch_partition("orders", 500, false, false);
+    m.on_fetch_partition("orders", 700, true, false);
+    m.on_broker(|b| {
+        b.isr_shrinks = 1;
+        b.isr_expands = 2;
+    });
+    let t = RequestTimes {
+        total_us: 5_000,
+        request_queue_us: 10,
+        local_us: 1_000,
+        remote_us: 3_900,
+        throttle_us: 0,
+        response_queue_us: 40,
+        response_send_us: 50,
+    };
+    m.on_request(0, 9, RequestVariant::Plain, &t, 0);
+    m.on_request(1, 12, RequestVariant::FetchFollower, &t, 0);
+    m.on_connection_opened("PLAINTEXT");
+    let first = ShardReport {
+        shard: 0,
+        counters: m.counters(0),
+        partitions: vec![gauges("orders", 0, true, 2)],
+        parked_produce: 1,
+        parked_fetch: 2,
+        committed: vec![CommittedOffset {
+            group: "billing".into(),
+            topic: "orders".into(),
+            partition: 0,
+            offset: 40,
+        }],
+        controller: Some(ControllerGauges {
+            active: true,
+            offline_partitions: 0,
+            global_partitions: 2,
+            global_topics: 1,
+            active_brokers: 3,
+        }),
+        send_paths: SendPathBytes {
+            sendmsg: 500,
+            ..SendPathBytes::default()
+        },
+        batch_cache: crate::metrics::report::BatchCacheStats {
+            hits: 3,
+            hit_bytes: 300,
+            misses: 1,
+            used_bytes: 4096,
+        },
+    };
+    let second = ShardReport {
+        shard: 1,
+        partitions: vec![gauges("orders", 1, false, 0)],
+        ..ShardReport::default()
+    };
+    let process = ProcessStats {
+        cpu_seconds: 1.5,
+        resident_memory_bytes: 1 << 20,
+        virtual_memory_bytes: 1 << 30,
+        open_fds: 12,
+        max_fds: 1024,
+        start_time_seconds: 1_700_000_000.0,
+        threads: 4,
+        disk_read_bytes: 0,
+        disk_write_bytes: 8192,
+    };
+    BrokerReport::new(vec![first, second], Some(process))
+}
+
+#[test]
+fn the_exposition_text_matches_the_golden_file() {
+    let text = render(&sample_report(), Format::Text);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(GOLDEN);
+    if std::env::var_os("SHARDLOG_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let golden = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        text, golden,
+        "the /metrics text changed; if the rename is deliberate, \
+         SHARDLOG_UPDATE_GOLDEN=1 cargo test --lib exposition rewrites {GOLDEN}"
+    );
+}
+
+#[test]
+fn the_kafka_series_strimzi_reads_are_there_with_their_labels() {
+    let text = render(&sample_report(), Format::Text);
+    for line in [
+        "# TYPE kafka_server_brokertopicmetrics_messagesin_total counter",
+        "kafka_server_brokertopicmetrics_messagesin_total 10",
+        "kafka_server_brokertopicmetrics_messagesin_total{topic=\"orders\"} 10",
+        "kafka_server_replicamanager_underreplicatedpartitions 1",
+        "kafka_server_replicamanager_leadercount 1",
+        "kafka_server_replicamanager_partitioncount 2",
+        "kafka_controller_kafkacontroller_activecontrollercount 1",
+        "kafka_cluster_partition_replicascount{topic=\"orders\",partition=\"0\"} 3",
+        "kafka_log_log_size{topic=\"orders\",partition=\"1\"} 4096",
+        "kafka_network_requestmetrics_requests_total{request=\"Produce\",version=\"9\"} 1",
+        "kafka_network_requestmetrics_requests_total{request=\"FetchFollower\",version=\"12\"} 1",
+        "kafka_network_requestmetrics_totaltimems_count_total{request=\"Fetch\"} 1",
+        "kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation=\"Produce\"} 1",
+        "kafka_server_socket_server_metrics_connection_count{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 1",
+        "shardlog_consumergroup_lag{consumergroup=\"billing\",topic=\"orders\",partition=\"0\"} 50",
+        "process_open_fds 12",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+    assert!(text.lines().any(|l| l.starts_with(
+        "kafka_network_requestmetrics_remotetimems{request=\"Produce\",quantile=\"0.99\"} 3.9"
+    )));
+}
+
+#[test]
+fn openmetrics_ends_with_eof_and_names_counter_families_without_total() {
+    let text = render(&sample_report(), Format::OpenMetrics);
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    assert!(text
+        .lines()
+        .any(|l| l == "# TYPE kafka_server_brokertopicmetrics_messagesin counter"));
+    assert!(text
+        .lines()
+        .any(|l| l == "kafka_server_brokertopicmetrics_messagesin_total 10"));
+}
+
+#[test]
+fn content_negotiation_prefers_openmetrics_only_when_asked() {
+    // What Prometheus 2.42 sends.
+    let prom = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    assert_eq!(negotiate(Some(prom)), Format::OpenMetrics);
+    assert_eq!(negotiate(None), Format::Text);
+    assert_eq!(negotiate(Some("*/*")), Format::Text);
+    assert_eq!(negotiate(Some("text/plain;version=0.0.4")), Format::Text);
+    assert_eq!(
+        negotiate(Some("application/openmetrics-text;q=0.2,text/plain;q=0.9")),
+        Format::Text
+    );
+    assert_eq!(
+        negotiate(Some("application/openmetrics-text; version=1.0.0")),
+        Format::OpenMetrics
+    );
+}

@@ -1,0 +1,309 @@
+//! `[pure]` What one scrape gathers: each data shard's [`ShardReport`]
+//! (its counters and the gauges read from its partitions, purgatory and
+//! group coordinator at that moment), merged into one [`BrokerReport`]
+//! with the process's own figures; `exposition` renders it.
+
+use std::collections::BTreeMap;
+
+use super::shard::{RequestSnapshot, ShardCounters};
+
+/// One hosted partition as its owner shard sees it (Kafka's `Partition`
+/// and `UnifiedLog` gauges).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionGauges {
+    pub topic: String,
+    pub partition: i32,
+    /// This broker leads it (and its log is not offline).
+    pub leader: bool,
+    /// Its log dir failed.
+    pub offline: bool,
+    pub replicas: u32,
+    /// The ISR as the leader sees it (0 on a follower).
+    pub isr: u32,
+    /// `min.insync.replicas` of the topic.
+    pub min_isr: u32,
+    pub size_bytes: u64,
+    pub segments: u32,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub high_watermark: i64,
+}
+
+impl PartitionGauges {
+    /// Kafka's `Partition.isUnderReplicated` (leader only).
+    pub fn under_replicated(&self) -> bool {
+        self.leader && self.isr < self.replicas
+    }
+    /// The ISR size `UnderMinIsr` / `AtMinIsr` compare with:
+    /// `min(min.insync.replicas, replicas)`.
+    fn effective_min_isr(&self) -> u32 {
+        self.min_isr.min(self.replicas)
+    }
+    pub fn under_min_isr(&self) -> bool {
+        self.leader && self.isr < self.effective_min_isr()
+    }
+    pub fn at_min_isr(&self) -> bool {
+        self.leader && self.isr == self.effective_min_isr()
+    }
+}
+
+/// A committed offset held by a group coordinator on this broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// Kafka's `KafkaController` gauges. Every broker reports them; only the
+/// active controller's counts are non-zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ControllerGauges {
+    pub active: bool,
+    pub offline_partitions: u64,
+    pub global_partitions: u64,
+    pub global_topics: u64,
+    pub active_brokers: u64,
+}
+
+/// Bytes written to client sockets per path (`io::zerocopy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendPathBytes {
+    pub sendmsg: u64,
+    pub sendfile: u64,
+    pub copied: u64,
+    /// Written by the executor's own io_uring write path.
+    pub uring: u64,
+    pub tls: u64,
+}
+
+/// A data shard's batch cache (`storage::batch_cache`): reads it served
+/// (and their bytes), reads that went to the segment file, bytes held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchCacheStats {
+    pub hits: u64,
+    pub hit_bytes: u64,
+    pub misses: u64,
+    pub used_bytes: u64,
+}
+
+/// The process's figures (`/proc/self`), the series Prometheus clients
+/// call `process_*`, and Kafka's `linux-disk-*-bytes`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProcessStats {
+    pub cpu_seconds: f64,
+    pub resident_memory_bytes: u64,
+    pub virtual_memory_bytes: u64,
+    pub open_fds: u64,
+    pub max_fds: u64,
+    pub start_time_seconds: f64,
+    pub threads: u64,
+    pub disk_read_bytes: u64,
+    pub disk_write_bytes: u64,
+}
+
+/// What one data shard answers a scrape with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShardReport {
+    pub shard: u16,
+    pub counters: ShardCounters,
+    pub partitions: Vec<PartitionGauges>,
+    /// Operations parked in the shard's purgatory (DelayedProduce,
+    /// DelayedFetch).
+    pub parked_produce: u64,
+    pub parked_fetch: u64,
+    pub committed: Vec<CommittedOffset>,
+    /// Only from the first data shard (they all share the broker's view).
+    pub controller: Option<ControllerGauges>,
+    pub send_paths: SendPathBytes,
+    pub batch_cache: BatchCacheStats,
+}
+
+/// One scrape of the broker.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BrokerReport {
+    pub shards: Vec<ShardReport>,
+    /// All shards' counters added up.
+    pub counters: ShardCounters,
+    pub controller: ControllerGauges,
+    pub process: Option<ProcessStats>,
+}
+
+impl BrokerReport {
+    pub fn new(shards: Vec<ShardReport>, process: Option<ProcessStats>) -> Self {
+        let mut counters = ShardCounters::default();
+        let mut controller = ControllerGauges::default();
+        for s in &shards {
+            merge_counters(&mut counters, &s.counters);
+            if let Some(c) = s.controller {
+                controller = c;
+            }
+        }
+        Self {
+            shards,
+            counters,
+            controller,
+            process,
+        }
+    }
+
+    /// Every hosted partition, by topic and partition.
+    pub fn partitions(&self) -> Vec<&PartitionGauges> {
+        let mut all: Vec<&PartitionGauges> =
+            self.shards.iter().flat_map(|s| &s.partitions).collect();
+        all.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        all
+    }
+
+    /// Consumer lag per (group, topic, partition) where this broker leads
+    /// the partition: its high watermark (what a consumer can read, the
+    /// offset kafka-exporter's ListOffsets returns) minus the committed
+    /// offset, never below 0.
+    pub fn lags(&self) -> Vec<(&CommittedOffset, i64)> {
+        let led: BTreeMap<(&str, i32), i64> = self
+            .partitions()
+            .into_iter()
+            .filter(|p| p.leader)
+            .map(|p| ((p.topic.as_str(), p.partition), p.high_watermark))
+            .collect();
+        let mut out: Vec<(&CommittedOffset, i64)> = self
+            .committed()
+            .into_iter()
+            .filter_map(|c| {
+                let hw = led.get(&(c.topic.as_str(), c.partition))?;
+                Some((c, (hw - c.offset).max(0)))
+            })
+            .collect();
+        out.sort_by(|a, b| key(a.0).cmp(&key(b.0)));
+        out
+    }
+
+    /// Every committed offset held here, by group, topic and partition.
+    pub fn committed(&self) -> Vec<&CommittedOffset> {
+        let mut all: Vec<&CommittedOffset> =
+            self.shards.iter().flat_map(|s| &s.committed).collect();
+        all.sort_by(|a, b| key(a).cmp(&key(b)));
+        all
+    }
+
+    pub fn parked(&self) -> (u64, u64) {
+        self.shards.iter().fold((0, 0), |(p, f), s| {
+            (p + s.parked_produce, f + s.parked_fetch)
+        })
+    }
+
+    pub fn send_paths(&self) -> SendPathBytes {
+        let mut t = SendPathBytes::default();
+        for s in &self.shards {
+            let b = s.send_paths;
+            t.sendmsg += b.sendmsg;
+            t.sendfile += b.sendfile;
+            t.copied += b.copied;
+            t.uring += b.uring;
+            t.tls += b.tls;
+        }
+        t
+    }
+}
+
+fn key(c: &CommittedOffset) -> (&str, &str, i32) {
+    (&c.group, &c.topic, c.partition)
+}
+
+/// Add `from` into `into`; request histograms are merged.
+pub fn merge_counters(into: &mut ShardCounters, from: &ShardCounters) {
+    into.all_topics.add(&from.all_topics);
+    for (t, c) in &from.topics {
+        into.topics.entry(t.clone()).or_default().add(c);
+    }
+    into.broker.add(&from.broker);
+    for (k, r) in &from.requests {
+        let mine = into.requests.entry(*k).or_default();
+        merge_request(mine, r);
+    }
+    for (l, c) in &from.connections {
+        let mine = into.connections.entry(l.clone()).or_default();
+        mine.open += c.open;
+        mine.created += c.created;
+        mine.closed += c.closed;
+    }
+}
+
+fn merge_request(into: &mut RequestSnapshot, from: &RequestSnapshot) {
+    for (v, n) in &from.by_version {
+        *into.by_version.entry(*v).or_default() += n;
+    }
+    into.count += from.count;
+    if into.recent.len() < from.recent.len() {
+        into.recent.resize(from.recent.len(), None);
+    }
+    for (mine, theirs) in into.recent.iter_mut().zip(&from.recent) {
+        match (mine.as_mut(), theirs) {
+            // Same bounds on both sides (`recent::empty`): cannot fail.
+            (Some(m), Some(t)) => {
+                let _ = m.add(t);
+            }
+            (None, Some(t)) => *mine = Some(t.clone()),
+            (_, None) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gauges(topic: &str, p: i32, leader: bool, isr: u32) -> PartitionGauges {
+        PartitionGauges {
+            topic: topic.into(),
+            partition: p,
+            leader,
+            offline: false,
+            replicas: 3,
+            isr,
+            min_isr: 2,
+            size_bytes: 0,
+            segments: 1,
+            log_start_offset: 0,
+            log_end_offset: 10,
+            high_watermark: 8,
+        }
+    }
+
+    #[test]
+    fn replica_states_follow_kafkas_partition_gauges() {
+        let g = gauges("t", 0, true, 2);
+        assert!(g.under_replicated() && g.at_min_isr() && !g.under_min_isr());
+        let g = gauges("t", 0, true, 1);
+        assert!(g.under_min_isr() && !g.at_min_isr());
+        let g = gauges("t", 0, false, 0);
+        assert!(!g.under_replicated() && !g.under_min_isr() && !g.at_min_isr());
+    }
+
+    #[test]
+    fn lag_is_the_led_partitions_high_watermark_minus_the_commit() {
+        let shard = ShardReport {
+            partitions: vec![gauges("t", 0, true, 3), gauges("t", 1, false, 0)],
+            committed: vec![
+                CommittedOffset {
+                    group: "g".into(),
+                    topic: "t".into(),
+                    partition: 0,
+                    offset: 5,
+                },
+                CommittedOffset {
+                    group: "g".into(),
+                    topic: "t".into(),
+                    partition: 1,
+                    offset: 5,
+                },
+            ],
+            ..ShardReport::default()
+        };
+        let r = BrokerReport::new(vec![shard], None);
+        let lags = r.lags();
+        assert_eq!(lags.len(), 1);
+        assert_eq!(lags[0].1, 3);
+    }
+}

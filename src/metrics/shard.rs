@@ -1,0 +1,451 @@
+//! `[pure]` One shard's live metrics: plain counters and histograms in
+//! `Cell`s and `RefCell`s, owned by the shard's context
+//! (`ShardStats::metrics`) and touched only by its own tasks: no atomics,
+//! no locks on the produce and fetch paths (ARCHITECTURE §1). A scrape
+//! asks each shard for a [`ShardCounters`] copy over the mesh and adds
+//! them up (`report`).
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use super::recent::RecentHistogram;
+use crate::protocol::ErrorCode;
+
+/// Produce errors Kafka's `ReplicaManager.appendToLocalLog` does not mark
+/// as `FailedProduceRequestsPerSec`.
+const PRODUCE_NOT_FAILED: [ErrorCode; 6] = [
+    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode::NOT_LEADER_OR_FOLLOWER,
+    ErrorCode::MESSAGE_TOO_LARGE,
+    ErrorCode::RECORD_LIST_TOO_LARGE,
+    ErrorCode::CORRUPT_MESSAGE,
+    ErrorCode::KAFKA_STORAGE_ERROR,
+];
+
+/// Fetch errors Kafka's `ReplicaManager.readFromLog` does not mark as
+/// `FailedFetchRequestsPerSec`.
+const FETCH_NOT_FAILED: [ErrorCode; 9] = [
+    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode::UNKNOWN_TOPIC_ID,
+    ErrorCode::NOT_LEADER_OR_FOLLOWER,
+    ErrorCode::UNKNOWN_LEADER_EPOCH,
+    ErrorCode::FENCED_LEADER_EPOCH,
+    ErrorCode::REPLICA_NOT_AVAILABLE,
+    ErrorCode::KAFKA_STORAGE_ERROR,
+    ErrorCode::OFFSET_OUT_OF_RANGE,
+    ErrorCode::INCONSISTENT_TOPIC_ID,
+];
+
+/// Kafka's `BrokerTopicMetrics` meters of one topic (or of all topics),
+/// as counts since start (the JMX exporter exposes a meter's `Count`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TopicCounters {
+    pub messages_in: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub total_produce_requests: u64,
+    pub total_fetch_requests: u64,
+    pub failed_produce_requests: u64,
+    pub failed_fetch_requests: u64,
+    pub bytes_rejected: u64,
+}
+
+impl TopicCounters {
+    pub fn add(&mut self, o: &TopicCounters) {
+        self.messages_in += o.messages_in;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.total_produce_requests += o.total_produce_requests;
+        self.total_fetch_requests += o.total_fetch_requests;
+        self.failed_produce_requests += o.failed_produce_requests;
+        self.failed_fetch_requests += o.failed_fetch_requests;
+        self.bytes_rejected += o.bytes_rejected;
+    }
+}
+
+/// Broker-wide counters without a topic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BrokerCounters {
+    /// `ReplicationBytesOutPerSec`: bytes read for follower fetches.
+    pub replication_bytes_out: u64,
+    /// `IsrShrinksPerSec` / `IsrExpandsPerSec`: ISR changes this broker's
+    /// leaders proposed.
+    pub isr_shrinks: u64,
+    pub isr_expands: u64,
+}
+
+impl BrokerCounters {
+    pub fn add(&mut self, o: &BrokerCounters) {
+        self.replication_bytes_out += o.replication_bytes_out;
+        self.isr_shrinks += o.isr_shrinks;
+        self.isr_expands += o.isr_expands;
+    }
+}
+
+/// Kafka's `request` label for a Fetch: recorded under `Fetch` and under
+/// one of these as well (`RequestChannel.Request.metricNames`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RequestVariant {
+    /// The API's own name only.
+    Plain,
+    FetchConsumer,
+    FetchFollower,
+}
+
+/// The time split of one request (Kafka's `RequestChannel.updateRequestMetrics`),
+/// in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestTimes {
+    /// Read off the socket → response written.
+    pub total_us: u64,
+    /// Read → its handler first ran.
+    pub request_queue_us: u64,
+    /// Handler time outside the purgatory (this shard, owner shards, disk).
+    pub local_us: u64,
+    /// Parked in the purgatory (acks=all, fetch long polls).
+    pub remote_us: u64,
+    /// The quota throttle the response carries.
+    pub throttle_us: u64,
+    /// Response ready → the writer took it (responses go out in request
+    /// order).
+    pub response_queue_us: u64,
+    /// Writing it to the socket.
+    pub response_send_us: u64,
+}
+
+/// The time histograms of [`RequestTimes`], in its field order.
+pub const TIME_NAMES: [&str; 7] = [
+    "totaltimems",
+    "requestqueuetimems",
+    "localtimems",
+    "remotetimems",
+    "throttletimems",
+    "responsequeuetimems",
+    "responsesendtimems",
+];
+
+/// One API's (or Fetch variant's) request metrics on one shard.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RequestStats {
+    /// `RequestsPerSec` per API version.
+    pub by_version: BTreeMap<i16, u64>,
+    /// In [`TIME_NAMES`] order.
+    pub times: [RecentHistogram; 7],
+}
+
+impl RequestStats {
+    fn record(&mut self, version: i16, t: &RequestTimes, now_ms: i64) {
+        *self.by_version.entry(version).or_default() += 1;
+        let values = [
+            t.total_us,
+            t.request_queue_us,
+            t.local_us,
+            t.remote_us,
+            t.throttle_us,
+            t.response_queue_us,
+            t.response_send_us,
+        ];
+        for (h, v) in self.times.iter_mut().zip(values) {
+            h.record_us(now_ms, v);
+        }
+    }
+}
+
+/// A listener's connections on one shard (Kafka's `socket-server-metrics`
+/// of one network processor).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListenerConnections {
+    pub open: u64,
+    pub created: u64,
+    pub closed: u64,
+}
+
+/// What a request's handler reports while it runs: its purgatory time and
+/// whether it is a follower's fetch. Installed on the shard's
+/// [`ShardMetrics`] while the request's future is polled (`enter`/`leave`),
+/// so the purgatory and the fetch handler reach it without a parameter.
+#[derive(Debug, Default)]
+pub struct RequestScope {
+    remote_ns: Cell<u64>,
+    follower: Cell<bool>,
+    started_ns: Cell<Option<u64>>,
+}
+
+impl RequestScope {
+    pub fn add_remote_ns(&self, ns: u64) {
+        self.remote_ns.set(self.remote_ns.get().saturating_add(ns));
+    }
+    pub fn remote_ns(&self) -> u64 {
+        self.remote_ns.get()
+    }
+    pub fn mark_follower(&self) {
+        self.follower.set(true);
+    }
+    pub fn is_follower(&self) -> bool {
+        self.follower.get()
+    }
+    /// The first time the handler ran (kept from the first call).
+    pub fn on_poll(&self, now_ns: u64) {
+        if self.started_ns.get().is_none() {
+            self.started_ns.set(Some(now_ns));
+        }
+    }
+    pub fn started_ns(&self) -> Option<u64> {
+        self.started_ns.get()
+    }
+}
+
+/// A shard's live metrics (see the module header).
+#[derive(Debug, Default)]
+pub struct ShardMetrics {
+    all_topics: Cell<TopicCounters>,
+    topics: RefCell<HashMap<String, TopicCounters>>,
+    broker: Cell<BrokerCounters>,
+    requests: RefCell<BTreeMap<(i16, RequestVariant), RequestStats>>,
+    connections: RefCell<BTreeMap<String, ListenerConnections>>,
+    current: RefCell<Option<Rc<RequestScope>>>,
+}
+
+/// A copy of a shard's counters, sent to the scraping shard.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShardCounters {
+    pub all_topics: TopicCounters,
+    pub topics: BTreeMap<String, TopicCounters>,
+    pub broker: BrokerCounters,
+    /// Per (API key, variant): versions seen, observations since start per
+    /// time, and the recent observations (µs) per time.
+    pub requests: BTreeMap<(i16, RequestVariant), RequestSnapshot>,
+    pub connections: BTreeMap<String, ListenerConnections>,
+}
+
+/// One API's request metrics as of a scrape.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RequestSnapshot {
+    pub by_version: BTreeMap<i16, u64>,
+    pub count: u64,
+    /// In [`TIME_NAMES`] order; `None` when nothing is recent.
+    pub recent: Vec<Option<hdrhistogram::Histogram<u64>>>,
+}
+
+impl ShardMetrics {
+    /// Add `f`'s changes to `topic`'s counters and to the all-topics ones.
+    fn on_topic(&self, topic: &str, f: impl Fn(&mut TopicCounters)) {
+        let mut all = self.all_topics.get();
+        f(&mut all);
+        self.all_topics.set(all);
+        // A topic named by an unknown id has no name: all topics only.
+        if topic.is_empty() {
+            return;
+        }
+        let mut topics = self.topics.borrow_mut();
+        match topics.get_mut(topic) {
+            Some(c) => f(c),
+            None => {
+                let mut c = TopicCounters::default();
+                f(&mut c);
+                topics.insert(topic.to_owned(), c);
+            }
+        }
+    }
+
+    /// One partition of a Produce request (Kafka's `appendToLocalLog`):
+    /// `appended` = (records, bytes) when it was appended, else whether
+    /// the failure counts as one (`failed`).
+    pub fn on_produce_partition(&self, topic: &str, appended: Option<(u64, u64)>, failed: bool) {
+        self.on_topic(topic, |c| {
+            c.total_produce_requests += 1;
+            match appended {
+                Some((records, bytes)) => {
+                    c.messages_in += records;
+                    c.bytes_in += bytes;
+                }
+                None if failed => c.failed_produce_requests += 1,
+                None => {}
+            }
+        });
+    }
+
+    /// One partition's answer to a Produce request of `bytes` record
+    /// bytes: appended when it has offsets (a later acks=all timeout does
+    /// not undo the append, as in Kafka), else a failure unless Kafka
+    /// leaves its code out; too large records are `BytesRejected`.
+    pub fn on_produce_result(
+        &self,
+        topic: &str,
+        bytes: u64,
+        code: ErrorCode,
+        base_offset: i64,
+        last_offset: i64,
+    ) {
+        if base_offset >= 0 && last_offset >= base_offset {
+            let records = u64::try_from(last_offset - base_offset + 1).unwrap_or(0);
+            self.on_produce_partition(topic, Some((records, bytes)), false);
+            return;
+        }
+        if code == ErrorCode::MESSAGE_TOO_LARGE || code == ErrorCode::RECORD_LIST_TOO_LARGE {
+            self.on_bytes_rejected(topic, bytes);
+        }
+        let failed = code != ErrorCode::NONE && !PRODUCE_NOT_FAILED.contains(&code);
+        self.on_produce_partition(topic, None, failed);
+    }
+
+    /// One partition of a Fetch read with `code` (`bytes` read).
+    pub fn on_fetch_result(&self, topic: &str, bytes: u64, follower: bool, code: ErrorCode) {
+        let failed = code != ErrorCode::NONE && !FETCH_NOT_FAILED.contains(&code);
+        self.on_fetch_partition(topic, bytes, follower, failed);
+    }
+
+    /// A Produce partition refused for its size (`BytesRejectedPerSec`).
+    pub fn on_bytes_rejected(&self, topic: &str, bytes: u64) {
+        self.on_topic(topic, |c| c.bytes_rejected += bytes);
+    }
+
+    /// One partition of a Fetch read (Kafka's `fetchMessages`): consumer
+    /// bytes go to `BytesOut`, a follower's to `ReplicationBytesOut`.
+    pub fn on_fetch_partition(&self, topic: &str, bytes: u64, follower: bool, failed: bool) {
+        self.on_topic(topic, |c| {
+            c.total_fetch_requests += 1;
+            if failed {
+                c.failed_fetch_requests += 1;
+            } else if !follower {
+                c.bytes_out += bytes;
+            }
+        });
+        if follower && !failed {
+            self.on_broker(|b| b.replication_bytes_out += bytes);
+        }
+    }
+
+    /// Broker-wide counters.
+    pub fn on_broker(&self, f: impl FnOnce(&mut BrokerCounters)) {
+        let mut b = self.broker.get();
+        f(&mut b);
+        self.broker.set(b);
+    }
+
+    /// A request answered (or finished without an answer) at `now_ms`.
+    pub fn on_request(
+        &self,
+        api_key: i16,
+        version: i16,
+        variant: RequestVariant,
+        times: &RequestTimes,
+        now_ms: i64,
+    ) {
+        let mut requests = self.requests.borrow_mut();
+        requests
+            .entry((api_key, RequestVariant::Plain))
+            .or_default()
+            .record(version, times, now_ms);
+        if variant != RequestVariant::Plain {
+            requests
+                .entry((api_key, variant))
+                .or_default()
+                .record(version, times, now_ms);
+        }
+    }
+
+    pub fn on_connection_opened(&self, listener: &str) {
+        let mut conns = self.connections.borrow_mut();
+        let c = match conns.get_mut(listener) {
+            Some(c) => c,
+            None => conns.entry(listener.to_owned()).or_default(),
+        };
+        c.open += 1;
+        c.created += 1;
+    }
+
+    pub fn on_connection_closed(&self, listener: &str) {
+        if let Some(c) = self.connections.borrow_mut().get_mut(listener) {
+            c.open = c.open.saturating_sub(1);
+            c.closed += 1;
+        }
+    }
+
+    /// The scope of the request whose future is being polled now.
+    pub fn enter(&self, scope: Rc<RequestScope>) {
+        *self.current.borrow_mut() = Some(scope);
+    }
+
+    pub fn leave(&self) {
+        *self.current.borrow_mut() = None;
+    }
+
+    pub fn current(&self) -> Option<Rc<RequestScope>> {
+        self.current.borrow().clone()
+    }
+
+    /// A copy of the counters as of `now_ms`.
+    pub fn counters(&self, now_ms: i64) -> ShardCounters {
+        let requests = self
+            .requests
+            .borrow_mut()
+            .iter_mut()
+            .map(|(k, s)| {
+                let count = s.times[0].count();
+                let recent = s.times.iter_mut().map(|h| h.recent(now_ms)).collect();
+                let snap = RequestSnapshot {
+                    by_version: s.by_version.clone(),
+                    count,
+                    recent,
+                };
+                (*k, snap)
+            })
+            .collect();
+        ShardCounters {
+            all_topics: self.all_topics.get(),
+            topics: self
+                .topics
+                .borrow()
+                .iter()
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
+            broker: self.broker.get(),
+            requests,
+            connections: self.connections.borrow().clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_counters_add_up_per_topic_and_for_all_topics() {
+        let m = ShardMetrics::default();
+        m.on_produce_partition("a", Some((3, 300)), false);
+        m.on_produce_partition("a", None, true);
+        m.on_produce_partition("b", None, false);
+        m.on_fetch_partition("a", 100, false, false);
+        m.on_fetch_partition("a", 50, true, false);
+        let c = m.counters(0);
+        assert_eq!(c.all_topics.total_produce_requests, 3);
+        assert_eq!(c.all_topics.failed_produce_requests, 1);
+        assert_eq!(c.topics["a"].messages_in, 3);
+        assert_eq!(c.topics["a"].bytes_in, 300);
+        assert_eq!(c.topics["a"].bytes_out, 100);
+        assert_eq!(c.topics["a"].total_fetch_requests, 2);
+        assert_eq!(c.broker.replication_bytes_out, 50);
+        assert_eq!(c.topics["b"].total_produce_requests, 1);
+    }
+
+    #[test]
+    fn a_fetch_is_recorded_under_fetch_and_its_variant() {
+        let m = ShardMetrics::default();
+        let t = RequestTimes {
+            total_us: 2_000,
+            ..RequestTimes::default()
+        };
+        m.on_request(1, 12, RequestVariant::FetchFollower, &t, 0);
+        m.on_request(0, 9, RequestVariant::Plain, &t, 0);
+        let c = m.counters(0);
+        assert_eq!(c.requests.len(), 3);
+        assert_eq!(c.requests[&(1, RequestVariant::Plain)].count, 1);
+        assert_eq!(
+            c.requests[&(1, RequestVariant::FetchFollower)].by_version[&12],
+            1
+        );
+    }
+}

@@ -48,6 +48,17 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// `n` free loopback ports, no two the same (all held until all are
+/// picked).
+pub fn distinct_free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("bound address").port())
+        .collect()
+}
+
 /// The `srvr` four-letter word's answer, if the server answers.
 pub fn srvr(port: u16) -> Option<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
@@ -173,9 +184,11 @@ pub struct Ensemble {
 
 impl Ensemble {
     pub fn start(n: usize) -> Ensemble {
-        let ports: Vec<(u16, u16, u16)> = (0..n)
-            .map(|_| (free_port(), free_port(), free_port()))
-            .collect();
+        // Client, quorum and election ports, all different: ports picked one
+        // at a time can repeat (a freed port is handed out again), and
+        // ZooKeeper refuses a server whose client and election ports match.
+        let distinct = distinct_free_ports(3 * n);
+        let ports: Vec<(u16, u16, u16)> = distinct.chunks(3).map(|p| (p[0], p[1], p[2])).collect();
         let peers: String = ports
             .iter()
             .enumerate()

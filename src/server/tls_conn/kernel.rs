@@ -37,11 +37,6 @@ impl<S> Corked<S> {
             cursor: RecordCursor::default(),
         }
     }
-
-    /// Whether the last read ended a record.
-    pub fn at_boundary(&self) -> bool {
-        self.cursor.at_boundary()
-    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Corked<S> {

@@ -13,7 +13,10 @@
 //!   user (AlterUserScramCredentials), `--describe` shows it
 //!   (DescribeUserScramCredentials); the Java client (ClientCheck) and
 //!   confluent-kafka then log in with it over SASL_SSL and produce and
-//!   read back; the old password of a changed credential is refused.
+//!   read back; the old password of a changed credential is refused;
+//! - kcat and kafkajs produce and read back with SCRAM-SHA-512 over
+//!   SASL_SSL and PLAIN over SASL_PLAINTEXT; kafkajs with a wrong password
+//!   gets its SASL authentication error.
 //!
 //! And a 3-broker ZooKeeper-mode cluster whose inter-broker listener is
 //! SASL_PLAINTEXT with PLAIN (`sasl.mechanism.inter.broker.protocol`, the
@@ -27,6 +30,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use std::collections::BTreeMap;
@@ -37,7 +41,7 @@ use common::replica_cluster::scenario::probe_replication;
 use common::replica_cluster::{ReplCluster, System};
 use common::tls::{Store, Tls, PASSWORD};
 use common::zookeeper::free_port;
-use common::{request_frame, run_py_script, unique_topic, Broker};
+use common::{kcat, request_frame, run_py_script, unique_topic, Broker};
 use serde_json::json;
 
 const PLAIN_JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
@@ -184,6 +188,136 @@ fn closed_without_answer(addr: &str, frame: &[u8]) -> bool {
     }
 }
 
+/// librdkafka's `-X` settings for `user` on the SASL_PLAINTEXT (PLAIN) or
+/// SASL_SSL listener, as kcat takes them.
+fn kcat_sasl_args(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw: &str) -> Vec<String> {
+    let mut kv = vec![
+        format!(
+            "security.protocol={}",
+            if ssl { "SASL_SSL" } else { "SASL_PLAINTEXT" }
+        ),
+        format!("sasl.mechanisms={mechanism}"),
+        format!("sasl.username={user}"),
+        format!("sasl.password={pw}"),
+    ];
+    if ssl {
+        kv.push(format!("ssl.ca.location={}", b.tls.ca_pem().display()));
+    }
+    let bootstrap = if ssl { &b.sasl_ssl } else { &b.sasl_plaintext };
+    let mut args = vec!["-b".to_string(), bootstrap.clone()];
+    for x in kv {
+        args.push("-X".into());
+        args.push(x);
+    }
+    args
+}
+
+/// kcat (Debian's, librdkafka 2.0): produce lines to partition 0 with
+/// acks=all, read them back.
+fn kcat_round_trip(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw: &str) {
+    let base = kcat_sasl_args(b, ssl, mechanism, user, pw);
+    let topic = unique_topic("sasl-kcat");
+    let lines: Vec<String> = (0..50).map(|i| format!("kcat-sasl-{i}")).collect();
+    let mut p = Command::new(kcat())
+        .args(&base)
+        .args([
+            "-P",
+            "-t",
+            &topic,
+            "-p",
+            "0",
+            "-X",
+            "topic.request.required.acks=-1",
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    p.stdin
+        .take()
+        .unwrap()
+        .write_all(lines.join("\n").as_bytes())
+        .unwrap();
+    let st = p.wait().unwrap();
+    assert!(st.success(), "kcat -P with {mechanism}: {st}");
+    let out = Command::new(kcat())
+        .args(&base)
+        .args([
+            "-C",
+            "-t",
+            &topic,
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%s\n",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "kcat -C with {mechanism}: {out:?}");
+    let got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(got, lines, "kcat read back with {mechanism}");
+}
+
+/// kafkajs (tests/js/sasl_roundtrip.js): its JSON line.
+fn kafkajs(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw: &str) -> serde_json::Value {
+    let modules = std::env::var("SHARDLOG_TEST_NODE_MODULES").unwrap_or_else(|_| {
+        panic!("kafkajs missing: run `bash tests/run.sh` (npm install kafkajs into the test cache)")
+    });
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js/sasl_roundtrip.js");
+    let ca = if ssl {
+        b.tls.ca_pem().display().to_string()
+    } else {
+        "-".into()
+    };
+    let bootstrap = if ssl { &b.sasl_ssl } else { &b.sasl_plaintext };
+    let out = Command::new("node")
+        .arg(script)
+        .args([
+            bootstrap,
+            mechanism,
+            user,
+            pw,
+            &ca,
+            &unique_topic("sasl-js"),
+            "30",
+        ])
+        .env("NODE_PATH", modules)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "node sasl_roundtrip.js: {out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("kafkajs printed no JSON ({e}): {out:?}"))
+}
+
+fn kafkajs_round_trip(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw: &str) {
+    let r = kafkajs(b, ssl, mechanism, user, pw);
+    let want: Vec<String> = (0..30).map(|i| format!("kafkajs-sasl-{i}")).collect();
+    assert_eq!(r["ok"], true, "kafkajs with {mechanism}: {r}");
+    assert_eq!(r["acks"][0]["error"], 0, "kafkajs with {mechanism}: {r}");
+    assert_eq!(r["values"], json!(want), "kafkajs with {mechanism}: {r}");
+}
+
+/// kcat and kafkajs with SCRAM-SHA-512 over SASL_SSL (bob) and PLAIN over
+/// SASL_PLAINTEXT (alice); kafkajs with a wrong password is refused.
+fn kcat_and_kafkajs(b: &SaslBroker) {
+    kcat_round_trip(b, true, "SCRAM-SHA-512", "bob", "bob-secret");
+    kcat_round_trip(b, false, "PLAIN", "alice", "alice-secret");
+    kafkajs_round_trip(b, true, "scram-sha-512", "bob", "bob-secret");
+    kafkajs_round_trip(b, false, "plain", "alice", "alice-secret");
+    let r = kafkajs(b, true, "scram-sha-512", "bob", "not-bobs");
+    assert_eq!(r["ok"], false, "kafkajs with a wrong password: {r}");
+    assert!(
+        r["error"].as_str().unwrap_or_default().contains("SASL"),
+        "kafkajs names the SASL failure: {r}"
+    );
+}
+
 #[test]
 fn plain_and_scram_logins_with_real_clients_and_refusals() {
     let b = start();
@@ -271,6 +405,7 @@ fn plain_and_scram_logins_with_real_clients_and_refusals() {
     confluent_round_trip(&bob512, "confluent-kafka, SASL_SSL + SCRAM-SHA-512");
     let bob256 = b.rdkafka_conf("bob256.json", true, "SCRAM-SHA-256", "bob", "bob-256");
     confluent_round_trip(&bob256, "confluent-kafka, SASL_SSL + SCRAM-SHA-256");
+    kcat_and_kafkajs(&b);
 
     // A changed password: the old one is refused, the new one works.
     b.kafka_configs(&[

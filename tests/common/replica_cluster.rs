@@ -185,7 +185,8 @@ impl Node {
                  log4j.appender.file.layout=org.apache.log4j.PatternLayout\n\
                  log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n\
                  log4j.logger.kafka.server.KafkaServer=INFO\n\
-                 log4j.logger.state.change.logger=INFO\n",
+                 log4j.logger.state.change.logger=INFO\n\
+                 log4j.logger.kafka.controller=INFO\n",
                 dir.join("server.log").display()
             ),
         )
@@ -307,7 +308,7 @@ impl Node {
                 let mut s = String::new();
                 for f in ["kafka.out", "server.log"] {
                     let t = std::fs::read_to_string(self.kafka_dir.join(f)).unwrap_or_default();
-                    let tail: Vec<&str> = t.lines().rev().take(30).collect();
+                    let tail: Vec<&str> = t.lines().rev().take(60).collect();
                     s.push_str(&format!("--- {f}\n"));
                     for l in tail.into_iter().rev() {
                         s.push_str(l);
@@ -329,6 +330,11 @@ impl Drop for Node {
         if let Some(Proc::Kafka(c)) = self.proc.as_mut() {
             let _ = c.kill();
             let _ = c.wait();
+        }
+        // A failing test shows what a Kafka broker said (its controller and
+        // state-change lines), as `Broker`'s drop does for shardlog's.
+        if std::thread::panicking() && self.system == System::Kafka {
+            eprintln!("[Kafka broker {} output]\n{}", self.id, self.output_tail());
         }
     }
 }

@@ -359,6 +359,20 @@ def produce(bootstrap, topic, partitions, acked_file, opts):
 # ---------------------------------------------------------------------------
 
 
+def describe_metadata(client, topic):
+    """The brokers and the topic's partitions as the client's metadata has
+    them (for a failure message)."""
+    try:
+        md = client.list_topics(topic, timeout=10)
+    except Exception as e:  # the reason is what the message needs
+        return "list_topics failed: %s" % e
+    t = md.topics.get(topic)
+    parts = "no topic" if t is None else "error=%s partitions=%s" % (
+        t.error, {p: (m.leader, m.isrs, str(m.error)) for p, m in sorted(t.partitions.items())})
+    return "controller=%s brokers=%s %s" % (
+        md.controller_id, sorted(md.brokers), parts)
+
+
 def drain(bootstrap, topic, partitions, read_file, opts):
     from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
 
@@ -387,7 +401,8 @@ def drain(bootstrap, topic, partitions, read_file, opts):
         except Exception as e:  # leaders not yet known: retry until the deadline
             why = str(e)
         if time.monotonic() > deadline:
-            raise SystemExit("drain: no watermarks: %s" % why)
+            raise SystemExit("drain: no watermarks: %s; the metadata the client has: %s"
+                             % (why, describe_metadata(c, topic)))
         time.sleep(0.2)
     todo = {p for p, hi in high.items() if hi > 0}
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(todo)])

@@ -366,7 +366,7 @@ impl ReplCluster {
     /// systems read the same keys), all registered.
     pub fn start(system: System, n: i32, settings: &[&str]) -> ReplCluster {
         let systems: Vec<System> = (0..n).map(|_| system).collect();
-        Self::start_nodes(system, &systems, settings, false, &|_| None)
+        Self::start_nodes(system, &systems, settings, false, &|_| None, &|_| {})
     }
 
     /// Like [`ReplCluster::start_mixed`] (brokers started one by one), each
@@ -381,7 +381,39 @@ impl ReplCluster {
         } else {
             System::Shardlog
         };
-        Self::start_nodes(system, systems, settings, true, &|id| Some(listeners(id)))
+        Self::start_nodes(
+            system,
+            systems,
+            settings,
+            true,
+            &|id| Some(listeners(id)),
+            &|_| {},
+        )
+    }
+
+    /// [`ReplCluster::start_with_listeners`], with `prepare` run on
+    /// ZooKeeper before the first broker starts (inter-broker SCRAM
+    /// credentials, as Kafka's docs have them written with
+    /// `kafka-configs --zookeeper` before the brokers start).
+    pub fn start_with_listeners_prepared(
+        systems: &[System],
+        settings: &[&str],
+        listeners: &dyn Fn(i32) -> listeners::Listeners,
+        prepare: &dyn Fn(&ZkServer),
+    ) -> ReplCluster {
+        let system = if systems.contains(&System::Kafka) {
+            System::Kafka
+        } else {
+            System::Shardlog
+        };
+        Self::start_nodes(
+            system,
+            systems,
+            settings,
+            true,
+            &|id| Some(listeners(id)),
+            prepare,
+        )
     }
 
     /// The cluster shape the group, transaction and admin scenarios run
@@ -406,7 +438,7 @@ impl ReplCluster {
         } else {
             System::Shardlog
         };
-        Self::start_nodes(system, systems, settings, true, &|_| None)
+        Self::start_nodes(system, systems, settings, true, &|_| None, &|_| {})
     }
 
     fn start_nodes(
@@ -415,9 +447,11 @@ impl ReplCluster {
         settings: &[&str],
         one_by_one: bool,
         listeners: &dyn Fn(i32) -> Option<listeners::Listeners>,
+        prepare: &dyn Fn(&ZkServer),
     ) -> ReplCluster {
         let n = systems.len() as i32;
         let zk = ZkServer::standalone();
+        prepare(&zk);
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("cluster dir");
         let mut nodes = Vec::new();
         for id in 1..=n {

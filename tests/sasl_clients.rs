@@ -19,10 +19,11 @@
 //!   gets its SASL authentication error.
 //!
 //! And a 3-broker ZooKeeper-mode cluster whose inter-broker listener is
-//! SASL_PLAINTEXT with PLAIN (`sasl.mechanism.inter.broker.protocol`, the
+//! SASL_SSL with PLAIN (`sasl.mechanism.inter.broker.protocol`, the
 //! broker's login from the listener's JAAS entry): topics are created
 //! through the controller's channel and followers replicate, every one of
-//! those connections logged in.
+//! those connections logged in; and a mixed cluster with Kafka 3.9 on
+//! SASL_SSL + SCRAM-SHA-512 sharing SCRAM users and ACLs both ways.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
@@ -435,22 +436,37 @@ fn plain_and_scram_logins_with_real_clients_and_refusals() {
     );
 }
 
+/// Three shardlog brokers whose inter-broker listener is SASL_SSL with
+/// PLAIN (the brokers' user in the listener's JAAS entry): topics are
+/// created through the controller's channel and followers replicate, every
+/// one of those connections logged in over TLS. (SCRAM between brokers:
+/// the mixed cluster below.)
 #[test]
-fn brokers_replicate_over_a_sasl_plaintext_inter_broker_listener() {
+fn brokers_replicate_over_a_sasl_ssl_inter_broker_listener() {
+    let tls = Tls::make(&["broker-1", "broker-2", "broker-3"]);
     let jaas = "org.apache.kafka.common.security.plain.PlainLoginModule required \
                 username=\"broker\" password=\"broker-secret\" user_broker=\"broker-secret\";";
     let ports: BTreeMap<i32, u16> = (1..=3).map(|id| (id, free_port())).collect();
     let c = ReplCluster::start_with_listeners(
         &[System::Shardlog; 3],
         &["offsets.topic.num.partitions=2"],
-        &|id| Listeners {
-            client: ("PLAINTEXT".into(), "PLAINTEXT".into()),
-            internal: Some(("INTERNAL".into(), "SASL_PLAINTEXT".into(), ports[&id])),
-            settings: vec![
-                "listener.name.internal.sasl.enabled.mechanisms=PLAIN".into(),
+        &|id| {
+            let mut settings = tls.broker_ssl(
+                &format!("broker-{id}"),
+                Store::Pkcs12Openssl,
+                "listener.name.internal.",
+                None,
+            );
+            settings.extend([
+                "listener.name.internal.sasl.enabled.mechanisms=PLAIN".to_string(),
                 format!("listener.name.internal.plain.sasl.jaas.config={jaas}"),
                 "sasl.mechanism.inter.broker.protocol=PLAIN".into(),
-            ],
+            ]);
+            Listeners {
+                client: ("PLAINTEXT".into(), "PLAINTEXT".into()),
+                internal: Some(("INTERNAL".into(), "SASL_SSL".into(), ports[&id])),
+                settings,
+            }
         },
     );
     probe_replication(&c);

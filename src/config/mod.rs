@@ -9,13 +9,16 @@
 pub mod authorizer;
 pub mod dynamic;
 mod listeners;
+mod log_keys;
 pub mod password_encoder;
+mod properties;
 pub mod sasl;
 pub mod ssl;
 pub mod topic;
 mod value;
 
 pub use listeners::{ProtocolMap, SecurityProtocol};
+pub use properties::{parse_override, parse_properties};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -175,6 +178,12 @@ server_config! {
     log_roll_hours: i32 = 168;
     /// `log.roll.ms` (default null = `log.roll.hours`).
     log_roll_ms: Option<i64> = None;
+    /// `log.roll.jitter.hours` (default 0).
+    log_roll_jitter_hours: i32 = 0;
+    /// `log.roll.jitter.ms` (default null = `log.roll.jitter.hours`).
+    log_roll_jitter_ms: Option<i64> = None;
+    /// `log.segment.delete.delay.ms` (default 60000).
+    log_segment_delete_delay_ms: i64 = 60_000;
     /// `log.retention.hours` (default 168).
     log_retention_hours: i32 = 168;
     /// `log.retention.minutes` (default null = hours).
@@ -230,8 +239,16 @@ server_config! {
     /// `log.message.timestamp.difference.max.ms` (default Long.MAX_VALUE;
     /// deprecated by KIP-937).
     log_message_timestamp_difference_max_ms: i64 = i64::MAX;
-    /// `compression.type` (default producer).
+    /// `compression.type` (default producer): the codec a leader stores
+    /// batches with (`replication::recompress`).
     compression_type: String = "producer".into();
+    /// `compression.gzip.level` (default -1 = `Deflater`'s default, KIP-390).
+    compression_gzip_level: i32 = -1;
+    /// `compression.lz4.level` (default 9, the only level accepted: see
+    /// `storage::cleaner::codec::compress_at_level`).
+    compression_lz4_level: i32 = 9;
+    /// `compression.zstd.level` (default 3, KIP-390).
+    compression_zstd_level: i32 = 3;
     /// `min.insync.replicas` (default 1).
     min_insync_replicas: i32 = 1;
     /// `unclean.leader.election.enable` (default false).
@@ -577,6 +594,7 @@ impl ServerConfig {
                 "must be larger or equal to socket.request.max.bytes",
             ));
         }
+        self.validate_log_keys()?;
         password_encoder::validate_config(self)
             .map_err(|(key, value, reason)| invalid(key, value, &reason))?;
         if self.shardlog_shards == Some(0) {
@@ -597,6 +615,9 @@ impl ServerConfig {
         let mut d = topic::BrokerTopicDefaults {
             log_cleanup_policy: self.log_cleanup_policy.clone(),
             compression_type: self.compression_type.clone(),
+            compression_gzip_level: self.compression_gzip_level,
+            compression_lz4_level: self.compression_lz4_level,
+            compression_zstd_level: self.compression_zstd_level,
             log_flush_interval_messages: self.log_flush_interval_messages,
             log_flush_interval_ms: self.effective_log_flush_interval_ms(),
             log_index_interval_bytes: self.log_index_interval_bytes,
@@ -612,6 +633,10 @@ impl ServerConfig {
             log_segment_bytes: self.log_segment_bytes,
             log_index_size_max_bytes: self.log_index_size_max_bytes,
             log_roll_ms: self.effective_log_roll_ms(),
+            log_roll_jitter_ms: self
+                .log_roll_jitter_ms
+                .unwrap_or(i64::from(self.log_roll_jitter_hours) * 3_600_000),
+            log_segment_delete_delay_ms: self.log_segment_delete_delay_ms,
             log_cleaner_delete_retention_ms: self.log_cleaner_delete_retention_ms,
             log_cleaner_min_cleanable_ratio: self.log_cleaner_min_cleanable_ratio,
             log_cleaner_min_compaction_lag_ms: self.log_cleaner_min_compaction_lag_ms,
@@ -621,7 +646,16 @@ impl ServerConfig {
             default_replication_factor: self.default_replication_factor,
             ..Default::default()
         };
-        let set: [(&str, bool); 17] = [
+        let set: [(&str, bool); 23] = [
+            ("log.roll.jitter.ms", self.log_roll_jitter_ms.is_some()),
+            (
+                "log.roll.jitter.hours",
+                self.log_roll_jitter_hours != kafka.log_roll_jitter_hours,
+            ),
+            (
+                "log.segment.delete.delay.ms",
+                self.log_segment_delete_delay_ms != kafka.log_segment_delete_delay_ms,
+            ),
             (
                 "log.cleanup.policy",
                 self.log_cleanup_policy != kafka.log_cleanup_policy,
@@ -629,6 +663,18 @@ impl ServerConfig {
             (
                 "compression.type",
                 self.compression_type != kafka.compression_type,
+            ),
+            (
+                "compression.gzip.level",
+                self.compression_gzip_level != kafka.compression_gzip_level,
+            ),
+            (
+                "compression.lz4.level",
+                self.compression_lz4_level != kafka.compression_lz4_level,
+            ),
+            (
+                "compression.zstd.level",
+                self.compression_zstd_level != kafka.compression_zstd_level,
             ),
             (
                 "log.flush.interval.messages",
@@ -804,74 +850,6 @@ impl ServerConfig {
             (_, allowed) => allowed[shard % allowed.len()],
         }
     }
-}
-
-/// Parse `--override key=value`.
-pub fn parse_override(text: &str) -> Result<(String, String), ConfigError> {
-    match text.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
-        _ => Err(ConfigError::Syntax {
-            line: 0,
-            text: text.to_owned(),
-        }),
-    }
-}
-
-/// Java `Properties` syntax: `#`/`!` comments, `key=value`, `key: value` or
-/// `key value`, surrounding whitespace trimmed, `\` continues a line.
-pub fn parse_properties(text: &str) -> Result<Vec<(String, String)>, ConfigError> {
-    let mut pairs = Vec::new();
-    let mut logical = String::new();
-    let mut start_line = 0;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim_start();
-        if logical.is_empty() {
-            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-                continue;
-            }
-            start_line = i + 1;
-        }
-        match line.strip_suffix('\\') {
-            Some(head) if !head.ends_with('\\') => logical.push_str(head),
-            _ => {
-                logical.push_str(line);
-                pairs.push(split_pair(&logical, start_line)?);
-                logical.clear();
-            }
-        }
-    }
-    if !logical.is_empty() {
-        pairs.push(split_pair(&logical, start_line)?);
-    }
-    Ok(pairs)
-}
-
-fn split_pair(line: &str, line_no: usize) -> Result<(String, String), ConfigError> {
-    let line = line.trim();
-    // The key ends at the first unescaped '=', ':' or whitespace; whitespace
-    // may be followed by one '=' or ':' (java.util.Properties.load).
-    let (key, value) = match line.find(|c: char| c == '=' || c == ':' || c.is_whitespace()) {
-        Some(at) => {
-            let after = &line[at..];
-            let value = if after.starts_with(char::is_whitespace) {
-                let after = after.trim_start();
-                after.strip_prefix(['=', ':']).unwrap_or(after)
-            } else {
-                // '=' and ':' are one byte long.
-                &after[1..]
-            };
-            (&line[..at], value)
-        }
-        None => (line, ""),
-    };
-    let key = key.trim();
-    if key.is_empty() {
-        return Err(ConfigError::Syntax {
-            line: line_no,
-            text: line.to_owned(),
-        });
-    }
-    Ok((key.to_owned(), value.trim().to_owned()))
 }
 
 #[cfg(test)]

@@ -5,9 +5,10 @@ use super::{topic, ConfigError, ServerConfig};
 
 impl ServerConfig {
     /// The broker synonyms of topic keys, checked with the topic key's
-    /// validator (Kafka's `ConfigDef` for `compression.type`, the levels
-    /// and `log.message.timestamp.type`): a value shardlog would read as
-    /// something else stops the start.
+    /// validator (Kafka's `ConfigDef` for `compression.type`, the levels,
+    /// `log.message.timestamp.type`, `log.segment.delete.delay.ms` and the
+    /// roll jitter): a value shardlog would read as something else stops
+    /// the start.
     pub(super) fn validate_log_keys(&self) -> Result<(), ConfigError> {
         let checks = [
             (
@@ -34,6 +35,21 @@ impl ServerConfig {
                 "log.message.timestamp.type",
                 "message.timestamp.type",
                 self.log_message_timestamp_type.clone(),
+            ),
+            (
+                "log.segment.delete.delay.ms",
+                "file.delete.delay.ms",
+                self.log_segment_delete_delay_ms.to_string(),
+            ),
+            (
+                "log.roll.jitter.ms",
+                "segment.jitter.ms",
+                self.log_roll_jitter_ms.unwrap_or(0).to_string(),
+            ),
+            (
+                "log.roll.jitter.hours",
+                "segment.jitter.ms",
+                self.log_roll_jitter_hours.to_string(),
             ),
         ];
         for (broker_key, topic_key, value) in checks {

@@ -15,6 +15,7 @@ mod properties;
 pub mod sasl;
 pub mod ssl;
 pub mod topic;
+pub mod unsupported;
 mod value;
 
 pub use listeners::{ProtocolMap, SecurityProtocol};
@@ -515,8 +516,19 @@ impl ServerConfig {
                     value: value.clone(),
                     reason,
                 })?;
-            if !known && !ACCEPTED_WITHOUT_EFFECT.contains(&key.as_str()) {
-                warnings.push(format!("unknown config key {key} (ignored)"));
+            if known || ACCEPTED_WITHOUT_EFFECT.contains(&key.as_str()) {
+                continue;
+            }
+            match unsupported::check(key, value) {
+                Err(reason) => {
+                    return Err(ConfigError::InvalidValue {
+                        key: key.clone(),
+                        value: value.clone(),
+                        reason,
+                    })
+                }
+                Ok(Some(warning)) => warnings.push(warning),
+                Ok(None) => warnings.push(format!("unknown config key {key} (ignored)")),
             }
         }
         let explicit = |k: &str| pairs.iter().chain(overrides).any(|(key, _)| key == k);

@@ -59,9 +59,11 @@ for f in a.incremental_alter_configs([r]).values():
 print(json.dumps({"altered": True}))
 "#;
 
-/// (key, value, headers, timestamp, offset) of each record: what a
-/// consumer sees, whatever the codec.
-fn seen(records: &[Record]) -> Vec<(Option<Bytes>, Option<Bytes>, String, i64, i64)> {
+/// (key, value, headers, timestamp, offset) of a record: what a consumer
+/// sees, whatever the codec.
+type Seen = (Option<Bytes>, Option<Bytes>, String, i64, i64);
+
+fn seen(records: &[Record]) -> Vec<Seen> {
     records
         .iter()
         .map(|r| {

@@ -61,4 +61,47 @@ impl ServerConfig {
         }
         Ok(())
     }
+
+    /// Whether each broker key of this file differs from Kafka's default
+    /// (shown as STATIC_BROKER_CONFIG in a topic's DescribeConfigs).
+    pub(super) fn log_keys_set(&self, kafka: &ServerConfig) -> [(&'static str, bool); 7] {
+        [
+            (
+                "compression.type",
+                self.compression_type != kafka.compression_type,
+            ),
+            (
+                "compression.gzip.level",
+                self.compression_gzip_level != kafka.compression_gzip_level,
+            ),
+            (
+                "compression.lz4.level",
+                self.compression_lz4_level != kafka.compression_lz4_level,
+            ),
+            (
+                "compression.zstd.level",
+                self.compression_zstd_level != kafka.compression_zstd_level,
+            ),
+            ("log.roll.jitter.ms", self.log_roll_jitter_ms.is_some()),
+            (
+                "log.roll.jitter.hours",
+                self.log_roll_jitter_hours != kafka.log_roll_jitter_hours,
+            ),
+            (
+                "log.segment.delete.delay.ms",
+                self.log_segment_delete_delay_ms != kafka.log_segment_delete_delay_ms,
+            ),
+        ]
+    }
+
+    /// This file's keys into the topic defaults.
+    pub(super) fn fill_log_key_defaults(&self, d: &mut topic::BrokerTopicDefaults) {
+        d.compression_gzip_level = self.compression_gzip_level;
+        d.compression_lz4_level = self.compression_lz4_level;
+        d.compression_zstd_level = self.compression_zstd_level;
+        d.log_roll_jitter_ms = self
+            .log_roll_jitter_ms
+            .unwrap_or(i64::from(self.log_roll_jitter_hours) * 3_600_000);
+        d.log_segment_delete_delay_ms = self.log_segment_delete_delay_ms;
+    }
 }

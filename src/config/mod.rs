@@ -627,9 +627,6 @@ impl ServerConfig {
         let mut d = topic::BrokerTopicDefaults {
             log_cleanup_policy: self.log_cleanup_policy.clone(),
             compression_type: self.compression_type.clone(),
-            compression_gzip_level: self.compression_gzip_level,
-            compression_lz4_level: self.compression_lz4_level,
-            compression_zstd_level: self.compression_zstd_level,
             log_flush_interval_messages: self.log_flush_interval_messages,
             log_flush_interval_ms: self.effective_log_flush_interval_ms(),
             log_index_interval_bytes: self.log_index_interval_bytes,
@@ -645,10 +642,6 @@ impl ServerConfig {
             log_segment_bytes: self.log_segment_bytes,
             log_index_size_max_bytes: self.log_index_size_max_bytes,
             log_roll_ms: self.effective_log_roll_ms(),
-            log_roll_jitter_ms: self
-                .log_roll_jitter_ms
-                .unwrap_or(i64::from(self.log_roll_jitter_hours) * 3_600_000),
-            log_segment_delete_delay_ms: self.log_segment_delete_delay_ms,
             log_cleaner_delete_retention_ms: self.log_cleaner_delete_retention_ms,
             log_cleaner_min_cleanable_ratio: self.log_cleaner_min_cleanable_ratio,
             log_cleaner_min_compaction_lag_ms: self.log_cleaner_min_compaction_lag_ms,
@@ -658,35 +651,10 @@ impl ServerConfig {
             default_replication_factor: self.default_replication_factor,
             ..Default::default()
         };
-        let set: [(&str, bool); 23] = [
-            ("log.roll.jitter.ms", self.log_roll_jitter_ms.is_some()),
-            (
-                "log.roll.jitter.hours",
-                self.log_roll_jitter_hours != kafka.log_roll_jitter_hours,
-            ),
-            (
-                "log.segment.delete.delay.ms",
-                self.log_segment_delete_delay_ms != kafka.log_segment_delete_delay_ms,
-            ),
+        let set: [(&str, bool); 16] = [
             (
                 "log.cleanup.policy",
                 self.log_cleanup_policy != kafka.log_cleanup_policy,
-            ),
-            (
-                "compression.type",
-                self.compression_type != kafka.compression_type,
-            ),
-            (
-                "compression.gzip.level",
-                self.compression_gzip_level != kafka.compression_gzip_level,
-            ),
-            (
-                "compression.lz4.level",
-                self.compression_lz4_level != kafka.compression_lz4_level,
-            ),
-            (
-                "compression.zstd.level",
-                self.compression_zstd_level != kafka.compression_zstd_level,
             ),
             (
                 "log.flush.interval.messages",
@@ -743,10 +711,12 @@ impl ServerConfig {
                 self.log_roll_hours != kafka.log_roll_hours,
             ),
         ];
+        self.fill_log_key_defaults(&mut d);
         d.static_keys = set
             .iter()
             .chain(self.cleaner_keys_set(&kafka).iter())
             .chain(self.timestamp_keys_set(&kafka).iter())
+            .chain(self.log_keys_set(&kafka).iter())
             .filter(|(_, changed)| *changed)
             .map(|(k, _)| (*k).to_owned())
             .collect();

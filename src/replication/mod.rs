@@ -30,6 +30,7 @@ pub mod leader_epoch;
 pub mod partition;
 pub mod producer_state;
 pub mod quota;
+pub mod recompress;
 pub mod replica_manager;
 pub mod timestamps;
 pub mod truncation;

@@ -60,6 +60,7 @@ mod follower;
 mod group_commit;
 mod load;
 mod metrics;
+mod recompress;
 mod timestamps;
 mod txn;
 pub use delete_records::DeletedOnLeader;
@@ -711,6 +712,10 @@ impl Partition {
         if let Err(refused) = self.check_timestamps(&records, now_ms) {
             return *refused;
         }
+        let records = match self.maybe_recompress(records) {
+            Ok(records) => records,
+            Err(code) => return ProduceResult::error(code),
+        };
         ticket.turn().await;
         let Ok(mut log) = self.log.write().await else {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);

@@ -6,7 +6,9 @@
 //!   `listener.name.oauth.oauthbearer.connections.max.reauth.ms=1500`;
 //! - JWKS (SASL_PLAINTEXT) with KIP-768's `OAuthBearerValidatorCallbackHandler`,
 //!   a JWKS file holding an RSA key made by `openssl` at test time, an
-//!   expected audience and issuer.
+//!   expected audience and issuer;
+//! - JWKSHTTP (SASL_PLAINTEXT), the same validator with its JWKS fetched
+//!   from `python3 -m http.server` and re-read every 300 ms.
 //!
 //! Checks:
 //! - the Java client with an unsecured token (`unsecuredLoginStringClaim_sub`)
@@ -18,6 +20,8 @@
 //!   `AccessTokenRetrieverFactory` → `FileTokenRetriever`) and
 //!   confluent-kafka with an `oauth_cb` handing it the same kind of token
 //!   produce and read back over the JWKS listener;
+//! - over JWKSHTTP a token of a key added to the served JWKS is accepted
+//!   once a refresh fetched it, and the removed key's token refused;
 //! - tokens signed by another key, expired, for another audience, and an
 //!   unsecured (`alg: none`) token on the JWKS listener are answered with
 //!   the challenge `{"status":"invalid_token"}`, then, after the client's
@@ -131,8 +135,54 @@ fn claims(sub: &str, aud: &str, exp: i64) -> Value {
            "scope": "kafka"})
 }
 
+/// `python3 -m http.server` serving a folder (killed on drop).
+struct HttpServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpServer {
+    fn start(dir: &Path) -> HttpServer {
+        let port = free_port();
+        let child = Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                "--bind",
+                "127.0.0.1",
+                &port.to_string(),
+            ])
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 -m http.server");
+        // Ready when it accepts a connection (bounded).
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return HttpServer { child, port };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("http.server did not listen on {port}");
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 struct OAuthBroker {
     broker: Broker,
+    http: HttpServer,
+    served: PathBuf,
+    jwks_http: String,
     dir: tempfile::TempDir,
     unsecured: String,
     jwks: String,
@@ -144,10 +194,24 @@ fn start() -> OAuthBroker {
     let key = rsa_key(dir.path(), "k1");
     let jwks = dir.path().join("jwks.json");
     std::fs::write(&jwks, json!({"keys": [key.jwk]}).to_string()).unwrap();
-    let (p0, p1, p2) = (free_port(), free_port(), free_port());
+    // The JWKS of the JWKSHTTP listener, served over HTTP from its own
+    // folder (rotated by the test).
+    let served = dir.path().join("served");
+    std::fs::create_dir(&served).unwrap();
+    std::fs::write(
+        served.join("jwks.json"),
+        json!({"keys": [key.jwk]}).to_string(),
+    )
+    .unwrap();
+    let http = HttpServer::start(&served);
+    let (p0, p1, p2, p3) = (free_port(), free_port(), free_port(), free_port());
     let settings = [
-        format!("listeners=PLAINTEXT://127.0.0.1:{p0},OAUTH://127.0.0.1:{p1},JWKS://127.0.0.1:{p2}"),
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OAUTH:SASL_PLAINTEXT,JWKS:SASL_PLAINTEXT"
+        format!(
+            "listeners=PLAINTEXT://127.0.0.1:{p0},OAUTH://127.0.0.1:{p1},JWKS://127.0.0.1:{p2},\
+             JWKSHTTP://127.0.0.1:{p3}"
+        ),
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OAUTH:SASL_PLAINTEXT,\
+         JWKS:SASL_PLAINTEXT,JWKSHTTP:SASL_PLAINTEXT"
             .into(),
         "inter.broker.listener.name=PLAINTEXT".into(),
         "offsets.topic.replication.factor=1".into(),
@@ -168,6 +232,16 @@ fn start() -> OAuthBroker {
         ),
         "listener.name.jwks.sasl.oauthbearer.expected.audience=kafka".into(),
         format!("listener.name.jwks.sasl.oauthbearer.expected.issuer={ISSUER}"),
+        format!("listener.name.jwkshttp.oauthbearer.sasl.jaas.config={LOGIN} required;"),
+        "listener.name.jwkshttp.oauthbearer.sasl.server.callback.handler.class=\
+         org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+            .into(),
+        format!(
+            "listener.name.jwkshttp.sasl.oauthbearer.jwks.endpoint.url=http://127.0.0.1:{}/jwks.json",
+            http.port
+        ),
+        // Re-read every 300 ms: the rotation below is seen quickly.
+        "listener.name.jwkshttp.sasl.oauthbearer.jwks.endpoint.refresh.ms=300".into(),
     ];
     let refs: Vec<&str> = settings.iter().map(String::as_str).collect();
     // Re-authentications are logged at info by server::sasl_conn.
@@ -181,6 +255,9 @@ fn start() -> OAuthBroker {
         dir,
         unsecured: format!("127.0.0.1:{p1}"),
         jwks: format!("127.0.0.1:{p2}"),
+        jwks_http: format!("127.0.0.1:{p3}"),
+        http,
+        served,
         key,
     }
 }
@@ -318,7 +395,47 @@ fn oauthbearer_unsecured_and_jwks_logins_reauthentication_and_principals() {
     assert_eq!(r["errors"], json!([]), "{r}");
     assert_eq!(r["values"].as_array().map(Vec::len), Some(20), "{r}");
 
-    // --- Bad tokens: the JSON error, then SASL_AUTHENTICATION_FAILED.
+    jwks_over_http_and_its_rotation(&b, &good, exp);
+
+    bad_tokens_are_refused(&b, &good, exp);
+    let lines = b.broker.log_lines().join("\n");
+    assert!(
+        lines.contains("SASL authentication failed") && lines.contains("signature is invalid"),
+        "refusals are logged with their reason:\n{lines}"
+    );
+}
+
+/// Over JWKSHTTP: the JWKS fetched over HTTP, and its rotation seen by a
+/// refresh (`sasl.oauthbearer.jwks.endpoint.refresh.ms=300`).
+fn jwks_over_http_and_its_rotation(b: &OAuthBroker, good: &str, exp: i64) {
+    assert_eq!(raw_login(&b.jwks_http, good), (0, String::new()));
+    let rotated = rsa_key(b.dir.path(), "k2");
+    let token2 = jwt(b.dir.path(), &rotated, "k2", &claims("alice", "kafka", exp));
+    assert_eq!(
+        raw_login(&b.jwks_http, &token2).0,
+        58,
+        "k2 is not served yet"
+    );
+    std::fs::write(
+        b.served.join("jwks.json"),
+        json!({"keys": [rotated.jwk]}).to_string(),
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while raw_login(&b.jwks_http, &token2).0 != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rotated JWKS was never fetched (http.server on {})",
+            b.http.port
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(raw_login(&b.jwks_http, good).0, 58, "k1 left the JWKS");
+}
+
+/// Bad tokens on the JWKS listener: the JSON error, then
+/// SASL_AUTHENTICATION_FAILED; the Java client sees it too.
+fn bad_tokens_are_refused(b: &OAuthBroker, good: &str, exp: i64) {
     let other = rsa_key(b.dir.path(), "other");
     let unsecured_token = format!(
         "{}.{}.",
@@ -348,18 +465,13 @@ fn oauthbearer_unsecured_and_jwks_logins_reauthentication_and_principals() {
         assert_eq!(message, r#"{"status":"invalid_token"}"#, "{name}");
     }
     // The good token passes the same raw exchange.
-    assert_eq!(raw_login(&b.jwks, &good), (0, String::new()));
+    assert_eq!(raw_login(&b.jwks, good), (0, String::new()));
     // The Java client with the forged token from a file.
     let props = b.java_token_file("forged", &forged);
     let err = java_roundtrip(&b.jwks, &props, 1, &[]).unwrap_err();
     assert!(
         err.contains("SaslAuthenticationException") && err.contains("invalid_token"),
         "the broker's OAuth error reaches the Java client: {err}"
-    );
-    let lines = b.broker.log_lines().join("\n");
-    assert!(
-        lines.contains("SASL authentication failed") && lines.contains("signature is invalid"),
-        "refusals are logged with their reason:\n{lines}"
     );
 }
 

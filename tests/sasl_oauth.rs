@@ -28,7 +28,11 @@
 //!   `\x01`, SASL_AUTHENTICATION_FAILED with that message (raw
 //!   SaslHandshake / SaslAuthenticate frames); the Java client sees it too;
 //! - the principal is `User:<sub>`: `alice` is a super user, `mallory`
-//!   has no ACL and is refused (TopicAuthorizationException).
+//!   has no ACL and is refused (TopicAuthorizationException);
+//! - on raw frames: SaslAuthenticate v1 announces `session_lifetime_ms`,
+//!   re-authenticating as another principal is refused with Kafka's
+//!   message, and after the session's 1.5 s a Metadata request closes
+//!   the connection without an answer ("Disconnecting expired channel").
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
@@ -398,11 +402,13 @@ fn oauthbearer_unsecured_and_jwks_logins_reauthentication_and_principals() {
     jwks_over_http_and_its_rotation(&b, &good, exp);
 
     bad_tokens_are_refused(&b, &good, exp);
+    // (log_lines hands over the lines logged since the last call.)
     let lines = b.broker.log_lines().join("\n");
     assert!(
         lines.contains("SASL authentication failed") && lines.contains("signature is invalid"),
         "refusals are logged with their reason:\n{lines}"
     );
+    session_expiry_and_principal_change(&b);
 }
 
 /// Over JWKSHTTP: the JWKS fetched over HTTP, and its rotation seen by a
@@ -473,6 +479,95 @@ fn bad_tokens_are_refused(b: &OAuthBroker, good: &str, exp: i64) {
         err.contains("SaslAuthenticationException") && err.contains("invalid_token"),
         "the broker's OAuth error reaches the Java client: {err}"
     );
+}
+
+/// KIP-368 on raw frames over OAUTH (sessions of 1.5 s): the lifetime is
+/// announced in SaslAuthenticate v1; re-authenticating as another
+/// principal is refused; after the session ended, a request other than
+/// SaslHandshake closes the connection without an answer.
+fn session_expiry_and_principal_change(b: &OAuthBroker) {
+    use kafka_protocol::messages::{ApiKey, MetadataRequest};
+    let unsecured = |sub: &str| {
+        format!(
+            "{}.{}.",
+            URL_SAFE_NO_PAD.encode(json!({"alg": "none"}).to_string()),
+            URL_SAFE_NO_PAD.encode(json!({"sub": sub, "exp": now_s() + 600}).to_string())
+        )
+    };
+    let metadata = request_frame(ApiKey::Metadata, 4, 9, &MetadataRequest::default());
+
+    let mut s = std::net::TcpStream::connect(&b.unsecured).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let done = sasl_exchange(&mut s, &unsecured("alice"), 1);
+    assert_eq!(done.error_code, 0);
+    assert_eq!(done.session_lifetime_ms, 1500, "connections.max.reauth.ms");
+    // Re-authenticating as mallory on the same connection.
+    let refused = sasl_exchange(&mut s, &unsecured("mallory"), 10);
+    assert_eq!(refused.error_code, 58);
+    assert_eq!(
+        refused.error_message.map(|m| m.to_string()).as_deref(),
+        Some("Cannot change principals during re-authentication from User.alice: User.mallory")
+    );
+
+    let mut s = std::net::TcpStream::connect(&b.unsecured).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let done = sasl_exchange(&mut s, &unsecured("alice"), 1);
+    assert_eq!(done.error_code, 0);
+    assert!(
+        read_frame_after(&mut s, &metadata).is_some(),
+        "served in session"
+    );
+    // The session's own length, then a request: closed, no answer.
+    std::thread::sleep(std::time::Duration::from_millis(1600));
+    assert!(
+        read_frame_after(&mut s, &metadata).is_none(),
+        "a request after the session ended closes the connection"
+    );
+    // The close is logged (the line may trail the close a little).
+    let mut lines = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !lines
+        .iter()
+        .any(|l: &String| l.contains("Disconnecting expired channel"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the close is logged:\n{}",
+            lines.join("\n")
+        );
+        lines.extend(b.broker.log_lines());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Send `frame`; the answer, or `None` when the broker closed instead.
+fn read_frame_after(s: &mut std::net::TcpStream, frame: &[u8]) -> Option<bytes::Bytes> {
+    use std::io::Write;
+    s.write_all(frame).ok()?;
+    common::read_frame(s)
+}
+
+/// SaslHandshake v1 then SaslAuthenticate v1 with an OAUTHBEARER first
+/// message for `token`: the final SaslAuthenticate answer.
+fn sasl_exchange(
+    s: &mut std::net::TcpStream,
+    token: &str,
+    id: i32,
+) -> kafka_protocol::messages::SaslAuthenticateResponse {
+    use kafka_protocol::messages::{
+        ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+    };
+    use kafka_protocol::protocol::{Decodable, StrBytes};
+    let hs =
+        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("OAUTHBEARER"));
+    let _ = round_trip(s, &request_frame(ApiKey::SaslHandshake, 1, id, &hs));
+    let first = format!("n,,\u{1}auth=Bearer {token}\u{1}\u{1}").into_bytes();
+    let req = SaslAuthenticateRequest::default().with_auth_bytes(first.into());
+    let mut r = round_trip(s, &request_frame(ApiKey::SaslAuthenticate, 1, id + 1, &req));
+    r.advance(4);
+    SaslAuthenticateResponse::decode(&mut r, 1).unwrap()
 }
 
 /// Log in with `token` over raw SaslHandshake v1 / SaslAuthenticate v1

@@ -558,3 +558,6 @@ impl SaslAuthenticator {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod seed_tests;

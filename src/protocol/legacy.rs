@@ -30,6 +30,7 @@
 //! zstd has no legacy form.
 
 mod compress;
+pub mod down;
 #[cfg(test)]
 mod tests;
 

@@ -451,8 +451,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
         Routing::Run(handler) => handler,
         Routing::Close(reason) => return close_after_pending(conn, reason),
     };
-    if let Some(reason) = authorization_gap(&conn.ctx, &header, &conn.principal, &conn.client_host)
-    {
+    if let Some(reason) = authorization_gap(&conn.ctx, &header, &conn.principal) {
         return close_after_pending(conn, reason);
     }
     if !conn.one_at_a_time.get() {

@@ -31,7 +31,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use std::collections::BTreeMap;
@@ -42,7 +42,7 @@ use common::replica_cluster::scenario::probe_replication;
 use common::replica_cluster::{ReplCluster, System};
 use common::tls::{Store, Tls, PASSWORD};
 use common::zookeeper::free_port;
-use common::{kcat, request_frame, run_py_script, unique_topic, Broker};
+use common::{kcat_produce_and_read, request_frame, run_py_script, unique_topic, Broker};
 use serde_json::json;
 
 const PLAIN_JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
@@ -219,48 +219,7 @@ fn kcat_round_trip(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw: &
     let base = kcat_sasl_args(b, ssl, mechanism, user, pw);
     let topic = unique_topic("sasl-kcat");
     let lines: Vec<String> = (0..50).map(|i| format!("kcat-sasl-{i}")).collect();
-    let mut p = Command::new(kcat())
-        .args(&base)
-        .args([
-            "-P",
-            "-t",
-            &topic,
-            "-p",
-            "0",
-            "-X",
-            "topic.request.required.acks=-1",
-        ])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    p.stdin
-        .take()
-        .unwrap()
-        .write_all(lines.join("\n").as_bytes())
-        .unwrap();
-    let st = p.wait().unwrap();
-    assert!(st.success(), "kcat -P with {mechanism}: {st}");
-    let out = Command::new(kcat())
-        .args(&base)
-        .args([
-            "-C",
-            "-t",
-            &topic,
-            "-p",
-            "0",
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%s\n",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "kcat -C with {mechanism}: {out:?}");
-    let got: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let got = kcat_produce_and_read(&base, &topic, &lines, &format!("with {mechanism}"));
     assert_eq!(got, lines, "kcat read back with {mechanism}");
 }
 

@@ -376,19 +376,7 @@ impl ReplCluster {
         settings: &[&str],
         listeners: &dyn Fn(i32) -> listeners::Listeners,
     ) -> ReplCluster {
-        let system = if systems.contains(&System::Kafka) {
-            System::Kafka
-        } else {
-            System::Shardlog
-        };
-        Self::start_nodes(
-            system,
-            systems,
-            settings,
-            true,
-            &|id| Some(listeners(id)),
-            &|_| {},
-        )
+        Self::start_with_listeners_prepared(systems, settings, listeners, &|_| {})
     }
 
     /// [`ReplCluster::start_with_listeners`], with `prepare` run on

@@ -26,7 +26,7 @@ import time
 
 
 def roundtrip(conf, topic, count):
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     errors = []
@@ -50,20 +50,8 @@ def roundtrip(conf, topic, count):
     for i in range(count):
         p.produce(topic, value=("sasl-%d" % i).encode(), partition=0, on_delivery=on_delivery)
     p.flush(60)
-    c = Consumer(dict(conf, **{"group.id": "sasl-" + topic, "enable.auto.commit": False}))
-    c.assign([TopicPartition(topic, 0, 0)])
-    values = []
-    deadline = time.time() + 60
-    while len(values) < count and time.time() < deadline:
-        m = c.poll(1.0)
-        if m is None:
-            continue
-        if m.error() is not None:
-            errors.append(str(m.error()))
-            continue
-        values.append(m.value().decode())
-    c.close()
-    return {"delivered": delivered[0], "errors": errors, "values": values}
+    got = read(conf, topic, count, seconds=60)
+    return {"delivered": delivered[0], "errors": errors + got["errors"], "values": got["values"]}
 
 
 def refused(conf):
@@ -108,13 +96,13 @@ def produce(conf, topic, count, prefix):
     return {"delivered": delivered[0], "errors": errors}
 
 
-def read(conf, topic, count):
+def read(conf, topic, count, seconds=30):
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer(dict(conf, **{"group.id": "unused", "enable.auto.commit": False}))
+    c = Consumer(dict(conf, **{"group.id": "sasl-" + topic, "enable.auto.commit": False}))
     c.assign([TopicPartition(topic, 0, 0)])
     values, errors = [], []
-    deadline = time.time() + 30
+    deadline = time.time() + seconds
     while len(values) < count and time.time() < deadline:
         m = c.poll(0.5)
         if m is None:

@@ -27,6 +27,7 @@ pub mod fetcher;
 pub mod isr;
 pub mod isr_change;
 pub mod leader_epoch;
+pub mod legacy_validator;
 pub mod partition;
 pub mod producer_state;
 pub mod quota;

@@ -58,6 +58,7 @@ mod config;
 mod delete_records;
 mod follower;
 mod group_commit;
+mod legacy;
 mod load;
 mod metrics;
 mod recompress;
@@ -693,6 +694,10 @@ impl Partition {
         if self.role() != PartitionRole::Leader {
             return ProduceResult::error(self.not_serving());
         }
+        let records = match self.up_convert_legacy(records, now_ms) {
+            Ok(r) => r,
+            Err(refused) => return *refused,
+        };
         let (records, batch, max_timestamp) = match Self::validate_produce(records) {
             Ok(v) => v,
             Err(code) => return ProduceResult::error(code),

@@ -233,6 +233,9 @@ server_config! {
     log_preallocate: bool = false;
     /// `log.message.timestamp.type` (default CreateTime).
     log_message_timestamp_type: String = "CreateTime".into();
+    /// `log.message.downconversion.enable` (default true): Fetch v0–3
+    /// consumers get down-converted data, or UNSUPPORTED_VERSION.
+    log_message_downconversion_enable: bool = true;
     /// `log.message.timestamp.before.max.ms` (default Long.MAX_VALUE, KIP-937).
     log_message_timestamp_before_max_ms: i64 = i64::MAX;
     /// `log.message.timestamp.after.max.ms` (default Long.MAX_VALUE, KIP-937).
@@ -632,6 +635,7 @@ impl ServerConfig {
             log_index_interval_bytes: self.log_index_interval_bytes,
             message_max_bytes: self.message_max_bytes,
             log_message_timestamp_type: self.log_message_timestamp_type.clone(),
+            log_message_downconversion_enable: self.log_message_downconversion_enable,
             log_message_timestamp_before_max_ms: self.log_message_timestamp_before_max_ms,
             log_message_timestamp_after_max_ms: self.log_message_timestamp_after_max_ms,
             log_message_timestamp_difference_max_ms: self.log_message_timestamp_difference_max_ms,
@@ -651,7 +655,11 @@ impl ServerConfig {
             default_replication_factor: self.default_replication_factor,
             ..Default::default()
         };
-        let set: [(&str, bool); 16] = [
+        let set: [(&str, bool); 17] = [
+            (
+                "log.message.downconversion.enable",
+                self.log_message_downconversion_enable != kafka.log_message_downconversion_enable,
+            ),
             (
                 "log.cleanup.policy",
                 self.log_cleanup_policy != kafka.log_cleanup_policy,

@@ -103,7 +103,6 @@ pub static UNSUPPORTED: &[(&str, Unsupported)] = {
         ("log.dir.failure.timeout.ms", NotApplicable(KRAFT)),
         ("log.local.retention.bytes", NotApplicable(TIERED)),
         ("log.local.retention.ms", NotApplicable(TIERED)),
-        ("log.message.downconversion.enable", Refused("down-conversion for Fetch v0-3 is not implemented yet")),
         ("log.message.format.version", NotApplicable("Kafka 3.9 ignores it too at inter.broker.protocol.version 3.0 and later (KIP-724): batches are stored in format v2")),
         ("max.connection.creation.rate", OnlyValues(&["2147483647"], "connection creation rate limits (KIP-612) are not implemented")),
         ("max.incremental.fetch.session.cache.slots", OnlyValues(&["1000"], "the fetch session cache's size is fixed at Kafka's default")),

@@ -64,8 +64,12 @@ impl ServerConfig {
 
     /// Whether each broker key of this file differs from Kafka's default
     /// (shown as STATIC_BROKER_CONFIG in a topic's DescribeConfigs).
-    pub(super) fn log_keys_set(&self, kafka: &ServerConfig) -> [(&'static str, bool); 7] {
+    pub(super) fn log_keys_set(&self, kafka: &ServerConfig) -> [(&'static str, bool); 8] {
         [
+            (
+                "log.message.downconversion.enable",
+                self.log_message_downconversion_enable != kafka.log_message_downconversion_enable,
+            ),
             (
                 "compression.type",
                 self.compression_type != kafka.compression_type,

@@ -655,11 +655,7 @@ impl ServerConfig {
             default_replication_factor: self.default_replication_factor,
             ..Default::default()
         };
-        let set: [(&str, bool); 17] = [
-            (
-                "log.message.downconversion.enable",
-                self.log_message_downconversion_enable != kafka.log_message_downconversion_enable,
-            ),
+        let set: [(&str, bool); 16] = [
             (
                 "log.cleanup.policy",
                 self.log_cleanup_policy != kafka.log_cleanup_policy,

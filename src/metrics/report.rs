@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::control::ControlReport;
 use super::shard::{RequestSnapshot, ShardCounters};
 
 /// One hosted partition as its owner shard sees it (Kafka's `Partition`
@@ -103,6 +104,72 @@ pub struct ProcessStats {
     pub disk_write_bytes: u64,
 }
 
+/// One partition this shard follows (Kafka's `FetcherLagMetrics` of its
+/// `ReplicaFetcherThread-<fetcherId>-<leaderId>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowerLag {
+    pub topic: String,
+    pub partition: i32,
+    pub leader: i32,
+    pub fetcher_id: i32,
+    /// The leader's high watermark minus this follower's fetch offset, as
+    /// of the last fetch answer (-1 before the first).
+    pub lag: i64,
+}
+
+/// Kafka's `GroupMetadataManager` gauges of the groups one shard
+/// coordinates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupCounts {
+    pub groups: u64,
+    pub preparing_rebalance: u64,
+    pub completing_rebalance: u64,
+    pub stable: u64,
+    pub empty: u64,
+    pub dead: u64,
+    /// `NumOffsets`: committed offsets held.
+    pub offsets: u64,
+}
+
+impl GroupCounts {
+    pub fn add(&mut self, o: &GroupCounts) {
+        self.groups += o.groups;
+        self.preparing_rebalance += o.preparing_rebalance;
+        self.completing_rebalance += o.completing_rebalance;
+        self.stable += o.stable;
+        self.empty += o.empty;
+        self.dead += o.dead;
+        self.offsets += o.offsets;
+    }
+}
+
+/// A shard executor's own figures since start (glommio's
+/// `ExecutorStats` and the io_uring rings' `IoStats`, accumulated by the
+/// shard because glommio hands them out as deltas).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExecutorTotals {
+    /// Time running tasks and polling I/O (`total_runtime`).
+    pub busy_ns: u64,
+    pub tasks_executed: u64,
+    /// Times the scheduler picked a task queue to run.
+    pub scheduler_runs: u64,
+    /// File reads and writes submitted to the io_uring rings (DMA).
+    pub uring_file_reads: u64,
+    pub uring_file_writes: u64,
+    pub uring_file_write_bytes: u64,
+}
+
+impl ExecutorTotals {
+    pub fn add(&mut self, o: &ExecutorTotals) {
+        self.busy_ns += o.busy_ns;
+        self.tasks_executed += o.tasks_executed;
+        self.scheduler_runs += o.scheduler_runs;
+        self.uring_file_reads += o.uring_file_reads;
+        self.uring_file_writes += o.uring_file_writes;
+        self.uring_file_write_bytes += o.uring_file_write_bytes;
+    }
+}
+
 /// What one data shard answers a scrape with.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ShardReport {
@@ -118,6 +185,9 @@ pub struct ShardReport {
     pub controller: Option<ControllerGauges>,
     pub send_paths: SendPathBytes,
     pub batch_cache: BatchCacheStats,
+    pub follower_lags: Vec<FollowerLag>,
+    pub groups: GroupCounts,
+    pub executor: ExecutorTotals,
 }
 
 /// One scrape of the broker.
@@ -128,6 +198,8 @@ pub struct BrokerReport {
     pub counters: ShardCounters,
     pub controller: ControllerGauges,
     pub process: Option<ProcessStats>,
+    /// The control shard's controller and ZooKeeper client figures.
+    pub control: ControlReport,
 }
 
 impl BrokerReport {
@@ -145,7 +217,35 @@ impl BrokerReport {
             counters,
             controller,
             process,
+            control: ControlReport::default(),
         }
+    }
+
+    /// Every followed partition's lag, by topic and partition.
+    pub fn follower_lags(&self) -> Vec<&FollowerLag> {
+        let mut all: Vec<&FollowerLag> =
+            self.shards.iter().flat_map(|s| &s.follower_lags).collect();
+        all.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        all
+    }
+
+    /// `ReplicaFetcherManager` `MaxLag`: the largest follower lag (0 when
+    /// nothing is followed).
+    pub fn max_follower_lag(&self) -> i64 {
+        self.follower_lags()
+            .iter()
+            .map(|l| l.lag)
+            .max()
+            .unwrap_or(0)
+            .max(0)
+    }
+
+    pub fn groups(&self) -> GroupCounts {
+        let mut g = GroupCounts::default();
+        for s in &self.shards {
+            g.add(&s.groups);
+        }
+        g
     }
 
     /// Every hosted partition, by topic and partition.
@@ -227,6 +327,9 @@ pub fn merge_counters(into: &mut ShardCounters, from: &ShardCounters) {
         mine.open += c.open;
         mine.created += c.created;
         mine.closed += c.closed;
+    }
+    for (k, n) in &from.errors {
+        *into.errors.entry(*k).or_default() += n;
     }
 }
 

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use super::recent::RecentHistogram;
+use super::report::ExecutorTotals;
 use crate::protocol::ErrorCode;
 
 /// Produce errors Kafka's `ReplicaManager.appendToLocalLog` does not mark
@@ -170,6 +171,9 @@ pub struct RequestScope {
     remote_ns: Cell<u64>,
     follower: Cell<bool>,
     started_ns: Cell<Option<u64>>,
+    /// The response's error codes, one per partition answered (Kafka's
+    /// `AbstractResponse.errorCounts`), as the handler reports them.
+    errors: RefCell<BTreeMap<i16, u64>>,
 }
 
 impl RequestScope {
@@ -194,6 +198,13 @@ impl RequestScope {
     pub fn started_ns(&self) -> Option<u64> {
         self.started_ns.get()
     }
+    pub fn add_error(&self, code: ErrorCode) {
+        *self.errors.borrow_mut().entry(code.0).or_default() += 1;
+    }
+    /// The error counts reported so far (left empty).
+    pub fn take_errors(&self) -> BTreeMap<i16, u64> {
+        std::mem::take(&mut *self.errors.borrow_mut())
+    }
 }
 
 /// A shard's live metrics (see the module header).
@@ -205,6 +216,10 @@ pub struct ShardMetrics {
     requests: RefCell<BTreeMap<(i16, RequestVariant), RequestStats>>,
     connections: RefCell<BTreeMap<String, ListenerConnections>>,
     current: RefCell<Option<Rc<RequestScope>>>,
+    /// `ErrorsPerSec` per (API key, error code).
+    errors: RefCell<BTreeMap<(i16, i16), u64>>,
+    /// The executor's figures, added up at each scrape.
+    executor: Cell<ExecutorTotals>,
 }
 
 /// A copy of a shard's counters, sent to the scraping shard.
@@ -217,6 +232,8 @@ pub struct ShardCounters {
     /// time, and the recent observations (µs) per time.
     pub requests: BTreeMap<(i16, RequestVariant), RequestSnapshot>,
     pub connections: BTreeMap<String, ListenerConnections>,
+    /// `RequestMetrics` `ErrorsPerSec` per (API key, error code).
+    pub errors: BTreeMap<(i16, i16), u64>,
 }
 
 /// One API's request metrics as of a scrape.
@@ -278,6 +295,7 @@ impl ShardMetrics {
         base_offset: i64,
         last_offset: i64,
     ) {
+        self.note_error(code);
         if base_offset >= 0 && last_offset >= base_offset {
             let records = u64::try_from(last_offset - base_offset + 1).unwrap_or(0);
             self.on_produce_partition(topic, Some((records, bytes)), false);
@@ -292,8 +310,37 @@ impl ShardMetrics {
 
     /// One partition of a Fetch read with `code` (`bytes` read).
     pub fn on_fetch_result(&self, topic: &str, bytes: u64, follower: bool, code: ErrorCode) {
+        self.note_error(code);
         let failed = code != ErrorCode::NONE && !FETCH_NOT_FAILED.contains(&code);
         self.on_fetch_partition(topic, bytes, follower, failed);
+    }
+
+    /// A partition's error code in the current request's response.
+    fn note_error(&self, code: ErrorCode) {
+        if let Some(scope) = self.current.borrow().as_ref() {
+            scope.add_error(code);
+        }
+    }
+
+    /// A response's error counts (Kafka's `RequestChannel` marks
+    /// `ErrorsPerSec` per code of `response.errorCounts`, under the API's
+    /// own name: Fetch, not FetchConsumer).
+    pub fn on_request_errors(&self, api_key: i16, errors: &BTreeMap<i16, u64>) {
+        let mut all = self.errors.borrow_mut();
+        for (code, n) in errors {
+            *all.entry((api_key, *code)).or_default() += n;
+        }
+    }
+
+    /// Add glommio's executor figures handed out since the last call.
+    pub fn on_executor(&self, delta: &ExecutorTotals) {
+        let mut t = self.executor.get();
+        t.add(delta);
+        self.executor.set(t);
+    }
+
+    pub fn executor(&self) -> ExecutorTotals {
+        self.executor.get()
     }
 
     /// A Produce partition refused for its size (`BytesRejectedPerSec`).
@@ -404,6 +451,7 @@ impl ShardMetrics {
             broker: self.broker.get(),
             requests,
             connections: self.connections.borrow().clone(),
+            errors: self.errors.borrow().clone(),
         }
     }
 }

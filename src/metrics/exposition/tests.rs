@@ -5,7 +5,11 @@
 //! it anew).
 
 use super::*;
-use crate::metrics::report::{CommittedOffset, ProcessStats, SendPathBytes, ShardReport};
+use crate::metrics::control::{ControlReport, ControllerStats, ZkClientStats, ZkSessionState};
+use crate::metrics::report::{
+    CommittedOffset, ExecutorTotals, FollowerLag, GroupCounts, ProcessStats, SendPathBytes,
+    ShardReport,
+};
 use crate::metrics::shard::{RequestTimes, ShardMetrics};
 
 const GOLDEN: &str = "tests/golden/metrics_exposition.txt";
@@ -51,6 +55,15 @@ pub(crate) fn sample_report() -> BrokerReport {
     m.on_request(0, 9, RequestVariant::Plain, &t, 0);
     m.on_request(1, 12, RequestVariant::FetchFollower, &t, 0);
     m.on_connection_opened("PLAINTEXT");
+    m.on_request_errors(0, &[(0, 1), (10, 1)].into_iter().collect());
+    m.on_executor(&ExecutorTotals {
+        busy_ns: 1_500_000_000,
+        tasks_executed: 100,
+        scheduler_runs: 40,
+        uring_file_reads: 3,
+        uring_file_writes: 5,
+        uring_file_write_bytes: 20_480,
+    });
     let first = ShardReport {
         shard: 0,
         counters: m.counters(0),
@@ -80,10 +93,25 @@ pub(crate) fn sample_report() -> BrokerReport {
             misses: 1,
             used_bytes: 4096,
         },
+        groups: GroupCounts {
+            groups: 1,
+            empty: 1,
+            offsets: 1,
+            ..GroupCounts::default()
+        },
+        executor: m.executor(),
+        ..ShardReport::default()
     };
     let second = ShardReport {
         shard: 1,
         partitions: vec![gauges("orders", 1, false, 0)],
+        follower_lags: vec![FollowerLag {
+            topic: "orders".into(),
+            partition: 1,
+            leader: 2,
+            fetcher_id: 0,
+            lag: 7,
+        }],
         ..ShardReport::default()
     };
     let process = ProcessStats {
@@ -97,7 +125,19 @@ pub(crate) fn sample_report() -> BrokerReport {
         disk_read_bytes: 0,
         disk_write_bytes: 8192,
     };
-    BrokerReport::new(vec![first, second], Some(process))
+    let mut report = BrokerReport::new(vec![first, second], Some(process));
+    let controller = ControllerStats::default();
+    controller.on_leader_election(0, 12_000);
+    controller.on_unclean_elections(1);
+    let zk = ZkClientStats::default();
+    zk.on_request(0, 800);
+    zk.on_session_event(|e| e.sync_connects += 1);
+    zk.on_state(ZkSessionState::Connected);
+    report.control = ControlReport {
+        controller: controller.report(0),
+        zk: Some(zk.report(0)),
+    };
+    report
 }
 
 #[test]
@@ -135,6 +175,18 @@ fn the_kafka_series_strimzi_reads_are_there_with_their_labels() {
         "kafka_server_socket_server_metrics_connection_count{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 1",
         "shardlog_consumergroup_lag{consumergroup=\"billing\",topic=\"orders\",partition=\"0\"} 50",
         "process_open_fds 12",
+        "kafka_controller_controllerstats_uncleanleaderelections_total 1",
+        "kafka_controller_controllerstats_leaderelectionrateandtimems_count_total 1",
+        "kafka_network_requestmetrics_errors_total{request=\"Produce\",error=\"NONE\"} 1",
+        "kafka_network_requestmetrics_errors_total{request=\"Produce\",error=\"MESSAGE_TOO_LARGE\"} 1",
+        "kafka_server_replicafetchermanager_maxlag{clientId=\"Replica\"} 7",
+        "kafka_server_fetcherlagmetrics_consumerlag{clientId=\"ReplicaFetcherThread-0-2\",topic=\"orders\",partition=\"1\"} 7",
+        "kafka_coordinator_group_groupmetadatamanager_numgroupsempty 1",
+        "kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count_total 1",
+        "kafka_server_sessionexpirelistener_zookeepersyncconnects_total 1",
+        "shardlog_zookeeper_session_state{state=\"CONNECTED\"} 1",
+        "shardlog_shard_busy_seconds_total{shard=\"0\"} 1.5",
+        "shardlog_uring_file_writes_total{shard=\"0\"} 5",
     ] {
         assert!(
             text.lines().any(|l| l == line),
@@ -143,6 +195,9 @@ fn the_kafka_series_strimzi_reads_are_there_with_their_labels() {
     }
     assert!(text.lines().any(|l| l.starts_with(
         "kafka_network_requestmetrics_remotetimems{request=\"Produce\",quantile=\"0.99\"} 3.9"
+    )));
+    assert!(text.lines().any(|l| l.starts_with(
+        "kafka_controller_controllerstats_leaderelectionrateandtimems{quantile=\"0.50\"} 12"
     )));
 }
 

@@ -157,6 +157,14 @@ pub struct ExecutorTotals {
     pub uring_file_reads: u64,
     pub uring_file_writes: u64,
     pub uring_file_write_bytes: u64,
+    /// Wall time and busy time since the shard's first scrape (the idle
+    /// fraction "since startup" Kafka's `RequestHandlerAvgIdlePercent`
+    /// mean rate reports), and between its last two scrapes (the recent
+    /// one of `NetworkProcessorAvgIdlePercent`). Not added by [`Self::add`].
+    pub tracked_ns: u64,
+    pub tracked_busy_ns: u64,
+    pub window_ns: u64,
+    pub window_busy_ns: u64,
 }
 
 impl ExecutorTotals {
@@ -240,6 +248,27 @@ impl BrokerReport {
             .max(0)
     }
 
+    /// Kafka's `NetworkProcessorAvgIdlePercent` (0..1): the mean over the
+    /// data shards of the idle fraction between their last two scrapes;
+    /// NaN before a shard has two.
+    pub fn recent_idle(&self) -> f64 {
+        mean_idle(
+            self.shards
+                .iter()
+                .map(|s| (s.executor.window_busy_ns, s.executor.window_ns)),
+        )
+    }
+
+    /// Kafka's `RequestHandlerAvgIdlePercent` (0..1): the mean over the
+    /// data shards of the idle fraction since their first scrape.
+    pub fn idle_since_start(&self) -> f64 {
+        mean_idle(
+            self.shards
+                .iter()
+                .map(|s| (s.executor.tracked_busy_ns, s.executor.tracked_ns)),
+        )
+    }
+
     pub fn groups(&self) -> GroupCounts {
         let mut g = GroupCounts::default();
         for s in &self.shards {
@@ -305,6 +334,18 @@ impl BrokerReport {
         }
         t
     }
+}
+
+/// The mean idle fraction of (busy, elapsed) pairs with time elapsed.
+fn mean_idle(pairs: impl Iterator<Item = (u64, u64)>) -> f64 {
+    let idle: Vec<f64> = pairs
+        .filter(|(_, elapsed)| *elapsed > 0)
+        .map(|(busy, elapsed)| (1.0 - busy as f64 / elapsed as f64).clamp(0.0, 1.0))
+        .collect();
+    if idle.is_empty() {
+        return f64::NAN;
+    }
+    idle.iter().sum::<f64>() / idle.len() as f64
 }
 
 fn key(c: &CommittedOffset) -> (&str, &str, i32) {

@@ -218,8 +218,10 @@ pub struct ShardMetrics {
     current: RefCell<Option<Rc<RequestScope>>>,
     /// `ErrorsPerSec` per (API key, error code).
     errors: RefCell<BTreeMap<(i16, i16), u64>>,
-    /// The executor's figures, added up at each scrape.
+    /// The executor's figures, added up at each scrape, and when the last
+    /// scrape took them (ms).
     executor: Cell<ExecutorTotals>,
+    executor_seen_ms: Cell<Option<i64>>,
 }
 
 /// A copy of a shard's counters, sent to the scraping shard.
@@ -332,10 +334,19 @@ impl ShardMetrics {
         }
     }
 
-    /// Add glommio's executor figures handed out since the last call.
-    pub fn on_executor(&self, delta: &ExecutorTotals) {
+    /// Add glommio's executor figures handed out since the last call, at
+    /// `now_ms`; the idle windows start at the first call.
+    pub fn on_executor(&self, delta: &ExecutorTotals, now_ms: i64) {
         let mut t = self.executor.get();
         t.add(delta);
+        if let Some(last) = self.executor_seen_ms.get() {
+            let window_ns = u64::try_from(now_ms - last).unwrap_or(0) * 1_000_000;
+            t.window_ns = window_ns;
+            t.window_busy_ns = delta.busy_ns;
+            t.tracked_ns += window_ns;
+            t.tracked_busy_ns += delta.busy_ns;
+        }
+        self.executor_seen_ms.set(Some(now_ms));
         self.executor.set(t);
     }
 

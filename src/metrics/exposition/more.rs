@@ -70,6 +70,29 @@ pub(super) fn kafka(b: &mut Builder, r: &BrokerReport) {
     fetchers(b, r);
     groups(b, r);
     zookeeper(b, r);
+    idle(b, r);
+}
+
+/// The two idle percents: no separate network and handler threads here,
+/// so both are the data shards' executors' idle fractions, recent
+/// (`SocketServer` `NetworkProcessorAvgIdlePercent`) and since the first
+/// scrape (`KafkaRequestHandlerPool` `RequestHandlerAvgIdlePercent`, a
+/// meter's mean rate in Kafka).
+fn idle(b: &mut Builder, r: &BrokerReport) {
+    b.one(
+        "kafka_network_socketserver_networkprocessoravgidle_percent",
+        "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent (Value): \
+         mean idle fraction of the data shards between the last two scrapes",
+        Kind::Gauge,
+        Value::F(r.recent_idle()),
+    );
+    b.one(
+        "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent",
+        "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent (MeanRate): \
+         mean idle fraction of the data shards since their first scrape",
+        Kind::Gauge,
+        Value::F(r.idle_since_start()),
+    );
 }
 
 /// `kafka.server:type=ReplicaFetcherManager` and `FetcherLagMetrics`.

@@ -56,14 +56,25 @@ pub(crate) fn sample_report() -> BrokerReport {
     m.on_request(1, 12, RequestVariant::FetchFollower, &t, 0);
     m.on_connection_opened("PLAINTEXT");
     m.on_request_errors(0, &[(0, 1), (10, 1)].into_iter().collect());
-    m.on_executor(&ExecutorTotals {
-        busy_ns: 1_500_000_000,
-        tasks_executed: 100,
-        scheduler_runs: 40,
-        uring_file_reads: 3,
-        uring_file_writes: 5,
-        uring_file_write_bytes: 20_480,
-    });
+    m.on_executor(
+        &ExecutorTotals {
+            busy_ns: 1_500_000_000,
+            tasks_executed: 100,
+            scheduler_runs: 40,
+            uring_file_reads: 3,
+            uring_file_writes: 5,
+            uring_file_write_bytes: 20_480,
+            ..ExecutorTotals::default()
+        },
+        0,
+    );
+    m.on_executor(
+        &ExecutorTotals {
+            busy_ns: 250_000_000,
+            ..ExecutorTotals::default()
+        },
+        1_000,
+    );
     let first = ShardReport {
         shard: 0,
         counters: m.counters(0),
@@ -185,7 +196,9 @@ fn the_kafka_series_strimzi_reads_are_there_with_their_labels() {
         "kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count_total 1",
         "kafka_server_sessionexpirelistener_zookeepersyncconnects_total 1",
         "shardlog_zookeeper_session_state{state=\"CONNECTED\"} 1",
-        "shardlog_shard_busy_seconds_total{shard=\"0\"} 1.5",
+        "shardlog_shard_busy_seconds_total{shard=\"0\"} 1.75",
+        "kafka_network_socketserver_networkprocessoravgidle_percent 0.75",
+        "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent 0.75",
         "shardlog_uring_file_writes_total{shard=\"0\"} 5",
     ] {
         assert!(
@@ -228,5 +241,43 @@ fn content_negotiation_prefers_openmetrics_only_when_asked() {
     assert_eq!(
         negotiate(Some("application/openmetrics-text; version=1.0.0")),
         Format::OpenMetrics
+    );
+}
+
+/// Scrape size with 1,000 partitions on one broker, every one a leader
+/// with three replicas, a follower lag and a group's committed offset:
+/// 1,027,268 bytes in 12,178 lines of text 0.0.4 (12 series per
+/// partition, about 1 KB), printed and checked below 1.25 MiB.
+#[test]
+fn a_thousand_partitions_render_under_one_and_a_quarter_mib() {
+    let mut shard = ShardReport::default();
+    for p in 0..1_000 {
+        shard.partitions.push(gauges("wide-topic-name", p, true, 3));
+        shard.follower_lags.push(FollowerLag {
+            topic: "wide-topic-name".into(),
+            partition: p,
+            leader: 2,
+            fetcher_id: 0,
+            lag: 0,
+        });
+        shard.committed.push(CommittedOffset {
+            group: "consumers".into(),
+            topic: "wide-topic-name".into(),
+            partition: p,
+            offset: 10,
+        });
+    }
+    let report = BrokerReport::new(vec![shard], None);
+    let text = render(&report, Format::Text);
+    eprintln!(
+        "1,000 partitions: {} bytes, {} lines",
+        text.len(),
+        text.lines().count()
+    );
+    assert!(text.len() < 5 << 18, "{} bytes", text.len());
+    assert!(
+        text.len() > 500_000,
+        "every partition's series: {}",
+        text.len()
     );
 }

@@ -15,7 +15,9 @@ use crate::metrics::report::{
 /// This data shard's part of a scrape (`None` on the control shard).
 pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
     let data = ctx.data()?;
-    ctx.stats.metrics.on_executor(&executor_delta());
+    ctx.stats
+        .metrics
+        .on_executor(&executor_delta(), ctx.clock.mono_ms());
     let counters = ctx.stats.metrics.counters(ctx.clock.mono_ms());
     let partitions = data.replicas.partition_gauges().await;
     let (parked_produce, parked_fetch) = data.purgatory.parked();
@@ -69,6 +71,7 @@ fn executor_delta() -> ExecutorTotals {
         uring_file_reads: reads + buffered_reads,
         uring_file_writes: writes + buffered_writes,
         uring_file_write_bytes: write_bytes + buffered_write_bytes,
+        ..ExecutorTotals::default()
     }
 }
 

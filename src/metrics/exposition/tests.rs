@@ -56,25 +56,7 @@ pub(crate) fn sample_report() -> BrokerReport {
     m.on_request(1, 12, RequestVariant::FetchFollower, &t, 0);
     m.on_connection_opened("PLAINTEXT");
     m.on_request_errors(0, &[(0, 1), (10, 1)].into_iter().collect());
-    m.on_executor(
-        &ExecutorTotals {
-            busy_ns: 1_500_000_000,
-            tasks_executed: 100,
-            scheduler_runs: 40,
-            uring_file_reads: 3,
-            uring_file_writes: 5,
-            uring_file_write_bytes: 20_480,
-            ..ExecutorTotals::default()
-        },
-        0,
-    );
-    m.on_executor(
-        &ExecutorTotals {
-            busy_ns: 250_000_000,
-            ..ExecutorTotals::default()
-        },
-        1_000,
-    );
+    sample_executor(&m);
     let first = ShardReport {
         shard: 0,
         counters: m.counters(0),
@@ -137,6 +119,35 @@ pub(crate) fn sample_report() -> BrokerReport {
         disk_write_bytes: 8192,
     };
     let mut report = BrokerReport::new(vec![first, second], Some(process));
+    report.control = sample_control();
+    report
+}
+
+/// Two scrapes' executor figures: 1 s apart, busy a quarter of it.
+fn sample_executor(m: &ShardMetrics) {
+    m.on_executor(
+        &ExecutorTotals {
+            busy_ns: 1_500_000_000,
+            tasks_executed: 100,
+            scheduler_runs: 40,
+            uring_file_reads: 3,
+            uring_file_writes: 5,
+            uring_file_write_bytes: 20_480,
+            ..ExecutorTotals::default()
+        },
+        0,
+    );
+    m.on_executor(
+        &ExecutorTotals {
+            busy_ns: 250_000_000,
+            ..ExecutorTotals::default()
+        },
+        1_000,
+    );
+}
+
+/// The controller's and ZooKeeper client's part of the sample.
+fn sample_control() -> ControlReport {
     let controller = ControllerStats::default();
     controller.on_leader_election(0, 12_000);
     controller.on_unclean_elections(1);
@@ -144,11 +155,10 @@ pub(crate) fn sample_report() -> BrokerReport {
     zk.on_request(0, 800);
     zk.on_session_event(|e| e.sync_connects += 1);
     zk.on_state(ZkSessionState::Connected);
-    report.control = ControlReport {
+    ControlReport {
         controller: controller.report(0),
         zk: Some(zk.report(0)),
-    };
-    report
+    }
 }
 
 #[test]

@@ -296,7 +296,20 @@ fn assert_steady(samples: &[Sample]) -> String {
     );
     let measured = Duration::from_secs_f64(last.at - first.at);
     let limit = rss_slope_limit_kib_per_min(measured);
-    assert!(heap_slope <= limit, "the live heap grows: {summary}");
+    if measured < Duration::from_secs(300) {
+        // The short form: a leak grows the live heap in both halves of the
+        // tail; one step (a burst of backed-up requests on a loaded host
+        // kept a buffer's capacity: CI 2026-12-06, +14 MB in one sample,
+        // then flat) lies in one half only.
+        let (early, late) = heap.split_at(heap.len() / 2);
+        let (early, late) = (slope(early), slope(late));
+        assert!(
+            early <= limit || late <= limit,
+            "the live heap grows in both halves ({early:.0} and {late:.0} KiB/min): {summary}"
+        );
+    } else {
+        assert!(heap_slope <= limit, "the live heap grows: {summary}");
+    }
     assert!(
         measured < Duration::from_secs(300) || anon_slope <= limit,
         "anonymous memory grows: {summary}"

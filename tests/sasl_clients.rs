@@ -13,13 +13,17 @@
 //!   user (AlterUserScramCredentials), `--describe` shows it
 //!   (DescribeUserScramCredentials); the Java client (ClientCheck) and
 //!   confluent-kafka then log in with it over SASL_SSL and produce and
-//!   read back; the old password of a changed credential is refused.
+//!   read back; the old password of a changed credential is refused;
+//! - kcat and kafkajs produce and read back with SCRAM-SHA-512 over
+//!   SASL_SSL and PLAIN over SASL_PLAINTEXT; kafkajs with a wrong password
+//!   gets its SASL authentication error.
 //!
 //! And a 3-broker ZooKeeper-mode cluster whose inter-broker listener is
-//! SASL_PLAINTEXT with PLAIN (`sasl.mechanism.inter.broker.protocol`, the
+//! SASL_SSL with PLAIN (`sasl.mechanism.inter.broker.protocol`, the
 //! broker's login from the listener's JAAS entry): topics are created
 //! through the controller's channel and followers replicate, every one of
-//! those connections logged in.
+//! those connections logged in; and a mixed cluster with Kafka 3.9 on
+//! SASL_SSL + SCRAM-SHA-512 sharing SCRAM users and ACLs both ways.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
@@ -27,6 +31,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
 use std::collections::BTreeMap;
@@ -37,7 +42,7 @@ use common::replica_cluster::scenario::probe_replication;
 use common::replica_cluster::{ReplCluster, System};
 use common::tls::{Store, Tls, PASSWORD};
 use common::zookeeper::free_port;
-use common::{request_frame, run_py_script, unique_topic, Broker};
+use common::{kcat_produce_and_read, request_frame, run_py_script, unique_topic, Broker};
 use serde_json::json;
 
 const PLAIN_JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
@@ -184,6 +189,95 @@ fn closed_without_answer(addr: &str, frame: &[u8]) -> bool {
     }
 }
 
+/// librdkafka's `-X` settings for `user` on the SASL_PLAINTEXT (PLAIN) or
+/// SASL_SSL listener, as kcat takes them.
+fn kcat_sasl_args(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw: &str) -> Vec<String> {
+    let mut kv = vec![
+        format!(
+            "security.protocol={}",
+            if ssl { "SASL_SSL" } else { "SASL_PLAINTEXT" }
+        ),
+        format!("sasl.mechanisms={mechanism}"),
+        format!("sasl.username={user}"),
+        format!("sasl.password={pw}"),
+    ];
+    if ssl {
+        kv.push(format!("ssl.ca.location={}", b.tls.ca_pem().display()));
+    }
+    let bootstrap = if ssl { &b.sasl_ssl } else { &b.sasl_plaintext };
+    let mut args = vec!["-b".to_string(), bootstrap.clone()];
+    for x in kv {
+        args.push("-X".into());
+        args.push(x);
+    }
+    args
+}
+
+/// kcat (Debian's, librdkafka 2.0): produce lines to partition 0 with
+/// acks=all, read them back.
+fn kcat_round_trip(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw: &str) {
+    let base = kcat_sasl_args(b, ssl, mechanism, user, pw);
+    let topic = unique_topic("sasl-kcat");
+    let lines: Vec<String> = (0..50).map(|i| format!("kcat-sasl-{i}")).collect();
+    let got = kcat_produce_and_read(&base, &topic, &lines, &format!("with {mechanism}"));
+    assert_eq!(got, lines, "kcat read back with {mechanism}");
+}
+
+/// kafkajs (tests/js/sasl_roundtrip.js): its JSON line.
+fn kafkajs(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw: &str) -> serde_json::Value {
+    let modules = std::env::var("SHARDLOG_TEST_NODE_MODULES").unwrap_or_else(|_| {
+        panic!("kafkajs missing: run `bash tests/run.sh` (npm install kafkajs into the test cache)")
+    });
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js/sasl_roundtrip.js");
+    let ca = if ssl {
+        b.tls.ca_pem().display().to_string()
+    } else {
+        "-".into()
+    };
+    let bootstrap = if ssl { &b.sasl_ssl } else { &b.sasl_plaintext };
+    let out = Command::new("node")
+        .arg(script)
+        .args([
+            bootstrap,
+            mechanism,
+            user,
+            pw,
+            &ca,
+            &unique_topic("sasl-js"),
+            "30",
+        ])
+        .env("NODE_PATH", modules)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "node sasl_roundtrip.js: {out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("kafkajs printed no JSON ({e}): {out:?}"))
+}
+
+fn kafkajs_round_trip(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw: &str) {
+    let r = kafkajs(b, ssl, mechanism, user, pw);
+    let want: Vec<String> = (0..30).map(|i| format!("kafkajs-sasl-{i}")).collect();
+    assert_eq!(r["ok"], true, "kafkajs with {mechanism}: {r}");
+    assert_eq!(r["acks"][0]["error"], 0, "kafkajs with {mechanism}: {r}");
+    assert_eq!(r["values"], json!(want), "kafkajs with {mechanism}: {r}");
+}
+
+/// kcat and kafkajs with SCRAM-SHA-512 over SASL_SSL (bob) and PLAIN over
+/// SASL_PLAINTEXT (alice); kafkajs with a wrong password is refused.
+fn kcat_and_kafkajs(b: &SaslBroker) {
+    kcat_round_trip(b, true, "SCRAM-SHA-512", "bob", "bob-secret");
+    kcat_round_trip(b, false, "PLAIN", "alice", "alice-secret");
+    kafkajs_round_trip(b, true, "scram-sha-512", "bob", "bob-secret");
+    kafkajs_round_trip(b, false, "plain", "alice", "alice-secret");
+    let r = kafkajs(b, true, "scram-sha-512", "bob", "not-bobs");
+    assert_eq!(r["ok"], false, "kafkajs with a wrong password: {r}");
+    assert!(
+        r["error"].as_str().unwrap_or_default().contains("SASL"),
+        "kafkajs names the SASL failure: {r}"
+    );
+}
+
 #[test]
 fn plain_and_scram_logins_with_real_clients_and_refusals() {
     let b = start();
@@ -271,6 +365,7 @@ fn plain_and_scram_logins_with_real_clients_and_refusals() {
     confluent_round_trip(&bob512, "confluent-kafka, SASL_SSL + SCRAM-SHA-512");
     let bob256 = b.rdkafka_conf("bob256.json", true, "SCRAM-SHA-256", "bob", "bob-256");
     confluent_round_trip(&bob256, "confluent-kafka, SASL_SSL + SCRAM-SHA-256");
+    kcat_and_kafkajs(&b);
 
     // A changed password: the old one is refused, the new one works.
     b.kafka_configs(&[
@@ -300,23 +395,302 @@ fn plain_and_scram_logins_with_real_clients_and_refusals() {
     );
 }
 
+/// Three shardlog brokers whose inter-broker listener is SASL_SSL with
+/// PLAIN (the brokers' user in the listener's JAAS entry): topics are
+/// created through the controller's channel and followers replicate, every
+/// one of those connections logged in over TLS. (SCRAM between brokers:
+/// the mixed cluster below.)
 #[test]
-fn brokers_replicate_over_a_sasl_plaintext_inter_broker_listener() {
+fn brokers_replicate_over_a_sasl_ssl_inter_broker_listener() {
+    let tls = Tls::make(&["broker-1", "broker-2", "broker-3"]);
     let jaas = "org.apache.kafka.common.security.plain.PlainLoginModule required \
                 username=\"broker\" password=\"broker-secret\" user_broker=\"broker-secret\";";
     let ports: BTreeMap<i32, u16> = (1..=3).map(|id| (id, free_port())).collect();
     let c = ReplCluster::start_with_listeners(
         &[System::Shardlog; 3],
         &["offsets.topic.num.partitions=2"],
-        &|id| Listeners {
-            client: ("PLAINTEXT".into(), "PLAINTEXT".into()),
-            internal: Some(("INTERNAL".into(), "SASL_PLAINTEXT".into(), ports[&id])),
-            settings: vec![
-                "listener.name.internal.sasl.enabled.mechanisms=PLAIN".into(),
+        &|id| {
+            let mut settings = tls.broker_ssl(
+                &format!("broker-{id}"),
+                Store::Pkcs12Openssl,
+                "listener.name.internal.",
+                None,
+            );
+            settings.extend([
+                "listener.name.internal.sasl.enabled.mechanisms=PLAIN".to_string(),
                 format!("listener.name.internal.plain.sasl.jaas.config={jaas}"),
                 "sasl.mechanism.inter.broker.protocol=PLAIN".into(),
-            ],
+            ]);
+            Listeners {
+                client: ("PLAINTEXT".into(), "PLAINTEXT".into()),
+                internal: Some(("INTERNAL".into(), "SASL_SSL".into(), ports[&id])),
+                settings,
+            }
         },
     );
     probe_replication(&c);
+}
+
+/// The mixed cluster's SASL_SSL inter-broker settings: SCRAM-SHA-512 as
+/// user `broker` (a super user), Kafka's AclAuthorizer on every broker.
+fn mixed_listeners(tls: &Tls, id: i32, kafka: bool, port: u16) -> Listeners {
+    let store = if kafka {
+        Store::Jks
+    } else {
+        Store::Pkcs12Openssl
+    };
+    let mut settings = tls.broker_ssl(
+        &format!("broker-{id}"),
+        store,
+        "listener.name.internal.",
+        None,
+    );
+    settings.extend([
+        "listener.name.internal.sasl.enabled.mechanisms=SCRAM-SHA-512".to_string(),
+        "listener.name.internal.scram-sha-512.sasl.jaas.config=\
+         org.apache.kafka.common.security.scram.ScramLoginModule required \
+         username=\"broker\" password=\"broker-secret\";"
+            .to_string(),
+        "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512".to_string(),
+    ]);
+    Listeners {
+        client: ("PLAINTEXT".into(), "PLAINTEXT".into()),
+        internal: Some(("INTERNAL".into(), "SASL_SSL".into(), port)),
+        settings,
+    }
+}
+
+/// librdkafka's settings for `user` (SCRAM-SHA-512) on one broker's
+/// SASL_SSL listener.
+fn mixed_conf(c: &ReplCluster, tls: &Tls, port: u16, user: &str, pw: &str) -> String {
+    let conf = json!({
+        "bootstrap.servers": format!("127.0.0.1:{port}"),
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": user,
+        "sasl.password": pw,
+        "ssl.ca.location": tls.ca_pem().display().to_string(),
+    });
+    let path = c.path(&format!("{user}-{port}.json"));
+    std::fs::write(&path, conf.to_string()).unwrap();
+    path.display().to_string()
+}
+
+/// `tool` (ConfigCommand / AclCommand) against the PLAINTEXT listener of
+/// node `id` (`User:ANONYMOUS`, a super user there).
+fn mixed_admin(c: &mut ReplCluster, id: i32, class: &str, args: &[&str]) -> String {
+    let bootstrap = c.node(id).link.address();
+    let out = run_ok(
+        kafka_tool(class)
+            .args(["--bootstrap-server", &bootstrap])
+            .args(args),
+        &format!("{class} through broker {id} {args:?}"),
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Produce 20 records through `conf` until the answer is `want_ok` (ACLs
+/// and SCRAM users reach each broker through ZooKeeper's change
+/// notifications, within a bounded time); how many times all 20 were
+/// delivered. An attempt delivers all or none.
+fn produce_until(conf: &str, topic: &str, want_ok: bool, what: &str) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut delivered_rounds = 0;
+    loop {
+        let r = run_py_script(
+            &["confluent_kafka"],
+            "sasl_clients.py",
+            &[
+                "produce".into(),
+                conf.into(),
+                topic.into(),
+                "20".into(),
+                topic.into(),
+            ],
+        );
+        assert!(r["delivered"] == 0 || r["delivered"] == 20, "{what}: {r}");
+        if r["delivered"] == 20 {
+            delivered_rounds += 1;
+        }
+        let denied = r["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "TOPIC_AUTHORIZATION_FAILED");
+        if (want_ok && r["delivered"] == 20) || (!want_ok && denied) {
+            return delivered_rounds;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: {r}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Kafka 3.9 as broker 1 (the controller), shardlog as 2 and 3, with the
+/// inter-broker user written to ZooKeeper before they start.
+fn start_mixed_sasl(tls: &Tls, ports: &BTreeMap<i32, u16>) -> ReplCluster {
+    let systems = [System::Kafka, System::Shardlog, System::Shardlog];
+    ReplCluster::start_with_listeners_prepared(
+        &systems,
+        &[
+            "authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
+            "super.users=User:broker;User:ANONYMOUS",
+            "offsets.topic.num.partitions=2",
+        ],
+        &|id| mixed_listeners(tls, id, id == 1, ports[&id]),
+        &|zk| {
+            // The inter-broker user, before any broker starts (Kafka's docs:
+            // `kafka-configs --zookeeper` for the brokers' own SCRAM users).
+            run_ok(
+                kafka_tool("kafka.admin.ConfigCommand").args([
+                    "--zookeeper",
+                    &zk.address(),
+                    "--alter",
+                    "--add-config",
+                    "SCRAM-SHA-512=[password=broker-secret]",
+                    "--entity-type",
+                    "users",
+                    "--entity-name",
+                    "broker",
+                ]),
+                "kafka-configs --zookeeper (the inter-broker SCRAM user)",
+            );
+        },
+    )
+}
+
+/// Every acked record, read back from the partition leaders over
+/// PLAINTEXT: each topic holds its 20 records once per delivered round.
+fn assert_read_back(c: &ReplCluster, rounds: &BTreeMap<&str, usize>) {
+    let plain = c.path("plain.json");
+    for (&topic, &rounds) in rounds {
+        let want: Vec<String> = (0..rounds)
+            .flat_map(|_| (0..20).map(move |i| format!("{topic}-{i}")))
+            .collect();
+        let bootstrap = c.bootstrap();
+        std::fs::write(
+            &plain,
+            json!({ "bootstrap.servers": bootstrap }).to_string(),
+        )
+        .unwrap();
+        let r = run_py_script(
+            &["confluent_kafka"],
+            "sasl_clients.py",
+            &[
+                "read".into(),
+                plain.display().to_string(),
+                topic.into(),
+                want.len().to_string(),
+            ],
+        );
+        assert_eq!(r["values"], json!(want), "{topic}: {r}");
+    }
+}
+
+/// Kafka 3.9 (broker 1, the controller) and two shardlog brokers on a
+/// SASL_SSL inter-broker listener with SCRAM-SHA-512 and the AclAuthorizer:
+/// they replicate both ways (acks=all with min.insync.replicas=2), share
+/// SCRAM users and ACLs through ZooKeeper — a user and an ALLOW made
+/// through Kafka let alice write through shardlog, a DENY and a user made
+/// through shardlog are enforced by Kafka.
+#[test]
+fn mixed_kafka_and_shardlog_share_scram_users_and_acls_over_sasl_ssl() {
+    let tls = Tls::make(&["broker-1", "broker-2", "broker-3"]);
+    let ports: BTreeMap<i32, u16> = (1..=3).map(|id| (id, free_port())).collect();
+    let mut c = start_mixed_sasl(&tls, &ports);
+    assert_eq!(c.controller(), 1, "Kafka started first");
+    for (topic, assignment) in [("kafka-led", "1:2:3"), ("shardlog-led", "2:1:3")] {
+        let out = mixed_admin(
+            &mut c,
+            1,
+            "org.apache.kafka.tools.TopicCommand",
+            &[
+                "--create",
+                "--topic",
+                topic,
+                "--replica-assignment",
+                assignment,
+                "--config",
+                "min.insync.replicas=2",
+            ],
+        );
+        assert!(out.contains(&format!("Created topic {topic}.")), "{out}");
+        c.wait_state(60, "a leader", topic, 0, |s| {
+            s.leader >= 0 && s.isr.len() == 3
+        });
+    }
+
+    // Through Kafka: alice's SCRAM credential and her ALLOWs.
+    let scram = "SCRAM-SHA-512=[password=alice-secret]";
+    let users = ["--entity-type", "users", "--alter", "--add-config", scram];
+    mixed_admin(
+        &mut c,
+        1,
+        "kafka.admin.ConfigCommand",
+        &[&users[..], &["--entity-name", "alice"]].concat(),
+    );
+    let allow = [
+        "--add",
+        "--allow-principal",
+        "User:alice",
+        "--operation",
+        "Write",
+        "--operation",
+        "Describe",
+        "--operation",
+        "Read",
+        "--topic",
+        "kafka-led",
+        "--topic",
+        "shardlog-led",
+    ];
+    mixed_admin(&mut c, 1, "kafka.admin.AclCommand", &allow);
+
+    // alice logs in at shardlog broker 2 and writes to both leaders: the
+    // followers' acks=all over SASL_SSL, either way.
+    let alice_at_2 = mixed_conf(&c, &tls, ports[&2], "alice", "alice-secret");
+    let mut rounds: BTreeMap<&str, usize> = BTreeMap::new();
+    for topic in ["shardlog-led", "kafka-led"] {
+        let what = format!("alice writes {topic} through shardlog");
+        *rounds.entry(topic).or_default() += produce_until(&alice_at_2, topic, true, &what);
+    }
+
+    // Through shardlog: a DENY for alice on kafka-led, and user bob.
+    let deny = [
+        "--add",
+        "--deny-principal",
+        "User:alice",
+        "--operation",
+        "Write",
+        "--topic",
+        "kafka-led",
+    ];
+    mixed_admin(&mut c, 2, "kafka.admin.AclCommand", &deny);
+    mixed_admin(
+        &mut c,
+        2,
+        "kafka.admin.ConfigCommand",
+        &[&users[..], &["--entity-name", "bob"]].concat(),
+    );
+    let alice_at_1 = mixed_conf(&c, &tls, ports[&1], "alice", "alice-secret");
+    let what = "Kafka enforces a DENY made through shardlog";
+    *rounds.entry("kafka-led").or_default() += produce_until(&alice_at_1, "kafka-led", false, what);
+    let what = "alice still writes shardlog-led through Kafka";
+    *rounds.entry("shardlog-led").or_default() +=
+        produce_until(&alice_at_1, "shardlog-led", true, what);
+    let bob_at_1 = mixed_conf(&c, &tls, ports[&1], "bob", "alice-secret");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = run_py_script(
+            &["confluent_kafka"],
+            "sasl_clients.py",
+            &["refused".into(), bob_at_1.clone()],
+        );
+        if r["ok"] == true {
+            break;
+        }
+        let late = std::time::Instant::now() > deadline;
+        assert!(!late, "bob, made through shardlog, logs in at Kafka: {r}");
+    }
+
+    assert_read_back(&c, &rounds);
 }

@@ -14,6 +14,8 @@
 //! - `CN=mallory`, without ACLs, gets GROUP_AUTHORIZATION_FAILED and
 //!   TOPIC_AUTHORIZATION_FAILED, does not see the topic in Metadata, and
 //!   its produce appends nothing (the admin reads the end offset back);
+//!   its inter-broker requests (AllocateProducerIds, UpdateMetadata,
+//!   WriteTxnMarkers) are answered CLUSTER_AUTHORIZATION_FAILED;
 //! - an ACL written straight to ZooKeeper by `kafka-acls
 //!   --authorizer-properties zookeeper.connect=…` (Kafka's own
 //!   AclAuthorizer: the `/kafka-acl` znode and `/kafka-acl-changes`
@@ -249,6 +251,96 @@ fn mallory_may_nothing(s: &Secured, n: &Names) {
     );
     // Neither denied produce (alice's, mallory's) appended anything.
     assert_eq!(s.py("admin", "watermarks", &[topic]), json!({"high": 10}));
+    inter_broker_apis_answer_cluster_authorization_failed(s, topic);
+}
+
+/// A Kafka 3.9 codec request frame (size prefix, header, body).
+fn frame39<T: kafka_protocol_39::protocol::Encodable>(key: i16, version: i16, body: &T) -> String {
+    use kafka_protocol_39::protocol::Encodable;
+    let api = kafka_protocol_39::messages::ApiKey::try_from(key).unwrap();
+    let mut header = kafka_protocol_39::messages::RequestHeader::default();
+    header.request_api_key = key;
+    header.request_api_version = version;
+    header.correlation_id = i32::from(key);
+    header.client_id = Some(kafka_protocol_39::protocol::StrBytes::from_static_str(
+        "mallory",
+    ));
+    let mut buf = bytes::BytesMut::new();
+    header
+        .encode(&mut buf, api.request_header_version(version))
+        .unwrap();
+    body.encode(&mut buf, version).unwrap();
+    let mut frame = (buf.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&buf);
+    frame.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The body of a response frame with a flexible (v1) header.
+fn flexible_body(hex: &Value) -> bytes::Bytes {
+    let hex = hex.as_str().expect("an answer, not a close");
+    let raw: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    // correlation id, then no tagged fields.
+    assert_eq!(raw[4], 0, "response header tags");
+    bytes::Bytes::from(raw[5..].to_vec())
+}
+
+/// Kafka's `authorizeClusterOperation`: inter-broker requests from a
+/// principal without CLUSTER_ACTION are answered CLUSTER_AUTHORIZATION_FAILED
+/// (each API's `getErrorResponse`) on a connection that stays open.
+fn inter_broker_apis_answer_cluster_authorization_failed(s: &Secured, topic: &str) {
+    use kafka_protocol_39::messages::{
+        allocate_producer_ids_request::AllocateProducerIdsRequest as Allocate,
+        allocate_producer_ids_response::AllocateProducerIdsResponse,
+        update_metadata_request::UpdateMetadataRequest,
+        update_metadata_response::UpdateMetadataResponse,
+        write_txn_markers_request::{
+            WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest,
+        },
+        write_txn_markers_response::WriteTxnMarkersResponse,
+        BrokerId, ProducerId, TopicName,
+    };
+    use kafka_protocol_39::protocol::{Decodable, StrBytes};
+    const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+    let allocate = frame39(67, 0, &Allocate::default().with_broker_id(BrokerId(1)));
+    let update = frame39(
+        6,
+        7,
+        &UpdateMetadataRequest::default().with_controller_id(BrokerId(1)),
+    );
+    let markers =
+        WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
+            .with_producer_id(ProducerId(1))
+            .with_topics(vec![WritableTxnMarkerTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+                .with_partition_indexes(vec![0])])]);
+    let markers = frame39(27, 1, &markers);
+    let r = s.py("mallory", "raw", &[&allocate, &update, &markers]);
+    let answers = r["responses"].as_array().unwrap();
+    assert_eq!(answers.len(), 3, "{r}");
+    let a = AllocateProducerIdsResponse::decode(&mut flexible_body(&answers[0]), 0).unwrap();
+    assert_eq!(
+        a.error_code, CLUSTER_AUTHORIZATION_FAILED,
+        "AllocateProducerIds: {a:?}"
+    );
+    let u = UpdateMetadataResponse::decode(&mut flexible_body(&answers[1]), 7).unwrap();
+    assert_eq!(
+        u.error_code, CLUSTER_AUTHORIZATION_FAILED,
+        "UpdateMetadata: {u:?}"
+    );
+    let w = WriteTxnMarkersResponse::decode(&mut flexible_body(&answers[2]), 1).unwrap();
+    let codes: Vec<i16> = w.markers[0].topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.error_code)
+        .collect();
+    assert_eq!(
+        codes,
+        [CLUSTER_AUTHORIZATION_FAILED],
+        "WriteTxnMarkers: {w:?}"
+    );
 }
 
 /// An ACL written to ZooKeeper by Kafka's own AclAuthorizer (the tool)

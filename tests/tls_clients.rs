@@ -30,7 +30,7 @@ use common::replica_cluster::listeners::Listeners;
 use common::replica_cluster::{ReplCluster, System};
 use common::tls::{ClientCert, Store, Tls};
 use common::zookeeper::free_port;
-use common::{kcat, run_py_script, unique_topic};
+use common::{kcat, kcat_produce_and_read, run_py_script, unique_topic};
 use serde_json::json;
 
 /// One broker (id 1) with an SSL client listener behind its link.
@@ -172,48 +172,7 @@ fn kcat_round_trip(b: &SslBroker, cert: Option<ClientCert>) {
         "kcat -L over SSL: {meta}"
     );
     let lines: Vec<String> = (0..100).map(|i| format!("kcat-tls-{i}")).collect();
-    let mut p = Command::new(kcat())
-        .args(&base)
-        .args([
-            "-P",
-            "-t",
-            &topic,
-            "-p",
-            "0",
-            "-X",
-            "topic.request.required.acks=-1",
-        ])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    p.stdin
-        .take()
-        .unwrap()
-        .write_all(lines.join("\n").as_bytes())
-        .unwrap();
-    let st = p.wait().unwrap();
-    assert!(st.success(), "kcat -P over SSL: {st}");
-    let out = Command::new(kcat())
-        .args(&base)
-        .args([
-            "-C",
-            "-t",
-            &topic,
-            "-p",
-            "0",
-            "-o",
-            "beginning",
-            "-e",
-            "-f",
-            "%s\n",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "kcat -C over SSL: {out:?}");
-    let got: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let got = kcat_produce_and_read(&base, &topic, &lines, "over SSL");
     assert_eq!(got, lines, "kcat read back over SSL");
 }
 

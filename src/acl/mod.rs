@@ -15,6 +15,7 @@
 //!   `core/src/main/scala/kafka/zk/ZkData.scala`).
 
 pub mod authorizer;
+pub mod decisions;
 pub mod filter;
 pub mod znode;
 

@@ -383,3 +383,6 @@ impl SaslAuthenticator {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod seed_tests;

@@ -75,6 +75,8 @@ struct Conn {
     principal: Rc<str>,
     /// The name of the listener this connection came in on.
     listener: Rc<str>,
+    /// Its authorization decisions (`acl::decisions`).
+    decisions: Rc<RefCell<crate::acl::decisions::Decisions>>,
     in_order: RefCell<InOrder<Outcome>>,
     /// Reader → writer: an outcome finished, or the reader stopped.
     wake_writer: Notify,
@@ -233,6 +235,7 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
         client_host: who.client_host,
         principal,
         listener: who.listener,
+        decisions: Rc::default(),
         in_order: RefCell::new(InOrder::new()),
         wake_writer: Notify::default(),
         wake_reader: Notify::default(),
@@ -451,8 +454,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
         Routing::Run(handler) => handler,
         Routing::Close(reason) => return close_after_pending(conn, reason),
     };
-    if let Some(reason) = authorization_gap(&conn.ctx, &header, &conn.principal, &conn.client_host)
-    {
+    if let Some(reason) = authorization_gap(&conn.ctx, &header, &conn.principal) {
         return close_after_pending(conn, reason);
     }
     if !conn.one_at_a_time.get() {
@@ -488,6 +490,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
             principal: conn.principal.clone(),
             listener: conn.listener.clone(),
             produce_turn,
+            decisions: conn.decisions.clone(),
         };
         let scope = Rc::default();
         let run = AssertUnwindSafe(handler(conn.ctx.clone(), request)).catch_unwind();

@@ -314,63 +314,36 @@ const AUTHORIZING: &[ApiKey] = &[
     ApiKey::OffsetForLeaderEpoch,
     ApiKey::ListTransactions,
     ApiKey::DescribeTransactions,
+    ApiKey::AlterPartition,
+    ApiKey::AllocateProducerIds,
+    ApiKey::WriteTxnMarkers,
 ];
 
-/// The inter-broker APIs Kafka 3.9 allows with CLUSTER_ACTION on the
-/// cluster (`authorizeClusterOperation`, thrown); WriteTxnMarkers also
-/// with ALTER.
-fn cluster_action_api(header: &RequestHeader) -> bool {
-    use crate::protocol::api::{Api, ZkApi};
-    matches!(
-        header.api_key,
-        Api::Zk(
-            ZkApi::LeaderAndIsr
-                | ZkApi::StopReplica
-                | ZkApi::UpdateMetadata
-                | ZkApi::ControlledShutdown
-        )
-    ) || [
-        ApiKey::AlterPartition,
-        ApiKey::AllocateProducerIds,
-        ApiKey::WriteTxnMarkers,
-    ]
-    .iter()
-    .any(|k| header.api_key == *k)
-}
+/// The ZooKeeper-mode inter-broker APIs whose handlers authorize
+/// CLUSTER_ACTION themselves (answering CLUSTER_AUTHORIZATION_FAILED as
+/// Kafka's `authorizeClusterOperation` does).
+const AUTHORIZING_ZK: &[crate::protocol::api::ZkApi] = &[
+    crate::protocol::api::ZkApi::LeaderAndIsr,
+    crate::protocol::api::ZkApi::StopReplica,
+    crate::protocol::api::ZkApi::UpdateMetadata,
+    crate::protocol::api::ZkApi::ControlledShutdown,
+];
 
 /// Security never fails open: with the AclAuthorizer on, a request of an
 /// API whose handler does not authorize yet is served to `super.users`
-/// only, an inter-broker one to principals with CLUSTER_ACTION on the
-/// cluster (where Kafka answers CLUSTER_AUTHORIZATION_FAILED, the
-/// connection is closed); anyone else's closes the connection (the
-/// reason, for the warning). `None` when it may run.
+/// only; anyone else's closes the connection (the reason, for the
+/// warning). `None` when it may run.
 pub fn authorization_gap(
     ctx: &crate::shard::ShardContext,
     header: &RequestHeader,
     principal: &str,
-    client_host: &str,
 ) -> Option<String> {
-    use crate::acl::{authorizer::Session, Operation, ResourceType, CLUSTER_NAME};
+    use crate::protocol::api::Api;
     let policy = &ctx.authorizer;
-    let authorizes = AUTHORIZING.iter().any(|k| header.api_key == *k);
+    let authorizes = AUTHORIZING.iter().any(|k| header.api_key == *k)
+        || AUTHORIZING_ZK.iter().any(|k| header.api_key == Api::Zk(*k));
     if !policy.enabled || authorizes || policy.is_super_user(principal) {
         return None;
-    }
-    if cluster_action_api(header) {
-        let session = Session {
-            principal: principal.to_owned(),
-            host: crate::acl::java_host_address(client_host),
-        };
-        let acls = ctx.snapshot().acls.clone();
-        let may = |op| policy.authorize(&acls, &session, op, ResourceType::Cluster, CLUSTER_NAME);
-        let write_txn_markers = header.api_key == ApiKey::WriteTxnMarkers;
-        if may(Operation::ClusterAction) || (write_txn_markers && may(Operation::Alter)) {
-            return None;
-        }
-        return Some(format!(
-            "{:?} from {principal}: CLUSTER_ACTION on the cluster denied (Kafka: CLUSTER_AUTHORIZATION_FAILED)",
-            header.api_key
-        ));
     }
     Some(format!(
         "{:?} from {principal}: shardlog does not authorize this API yet, only super.users may send it",

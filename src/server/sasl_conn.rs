@@ -182,6 +182,7 @@ async fn api_versions(
         principal: who.principal.clone(),
         listener: who.listener.clone(),
         produce_turn: None,
+        decisions: Rc::default(),
     };
     match handler(ctx.clone(), request).await {
         Ok(Response::Body(parts)) => Some(frame_response(&header, parts)),

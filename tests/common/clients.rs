@@ -45,6 +45,60 @@ pub fn kcat() -> PathBuf {
     PathBuf::from("kcat")
 }
 
+/// kcat with `base` (`-b` and `-X` settings): produce `lines` to partition
+/// 0 of `topic` with acks=all, then read the partition from the beginning;
+/// the lines read back. `what` names the case in a failure.
+pub fn kcat_produce_and_read(
+    base: &[String],
+    topic: &str,
+    lines: &[String],
+    what: &str,
+) -> Vec<String> {
+    use std::io::Write;
+    let mut p = Command::new(kcat())
+        .args(base)
+        .args([
+            "-P",
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-X",
+            "topic.request.required.acks=-1",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn kcat -P");
+    p.stdin
+        .take()
+        .expect("kcat's stdin")
+        .write_all(lines.join("\n").as_bytes())
+        .expect("write to kcat");
+    let st = p.wait().expect("kcat -P");
+    assert!(st.success(), "kcat -P {what}: {st}");
+    let out = Command::new(kcat())
+        .args(base)
+        .args([
+            "-C",
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%s\n",
+        ])
+        .output()
+        .expect("kcat -C");
+    assert!(out.status.success(), "kcat -C {what}: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Run a Python snippet in the venv with `BOOTSTRAP` set; return stdout.
 pub fn run_python(broker: &Broker, code: &str) -> String {
     run_python_with_env(broker, code, &[])

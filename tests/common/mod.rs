@@ -41,7 +41,7 @@ pub use broker::{
 #[allow(unused_imports)] // re-exports: each test binary uses a part
 pub use clients::{
     assert_all_consumed, assert_all_delivered, assert_complete_round_trip, cluster_admin, kcat,
-    run_py_script, run_python, venv_python, venv_python_with, RoundTrip,
+    kcat_produce_and_read, run_py_script, run_python, venv_python, venv_python_with, RoundTrip,
 };
 #[allow(unused_imports)] // re-exports: each test binary uses a part
 pub use conn::{

@@ -185,7 +185,8 @@ impl Node {
                  log4j.appender.file.layout=org.apache.log4j.PatternLayout\n\
                  log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n\
                  log4j.logger.kafka.server.KafkaServer=INFO\n\
-                 log4j.logger.state.change.logger=INFO\n",
+                 log4j.logger.state.change.logger=INFO\n\
+                 log4j.logger.kafka.controller=INFO\n",
                 dir.join("server.log").display()
             ),
         )
@@ -307,7 +308,7 @@ impl Node {
                 let mut s = String::new();
                 for f in ["kafka.out", "server.log"] {
                     let t = std::fs::read_to_string(self.kafka_dir.join(f)).unwrap_or_default();
-                    let tail: Vec<&str> = t.lines().rev().take(30).collect();
+                    let tail: Vec<&str> = t.lines().rev().take(60).collect();
                     s.push_str(&format!("--- {f}\n"));
                     for l in tail.into_iter().rev() {
                         s.push_str(l);
@@ -329,6 +330,11 @@ impl Drop for Node {
         if let Some(Proc::Kafka(c)) = self.proc.as_mut() {
             let _ = c.kill();
             let _ = c.wait();
+        }
+        // A failing test shows what a Kafka broker said (its controller and
+        // state-change lines), as `Broker`'s drop does for shardlog's.
+        if std::thread::panicking() && self.system == System::Kafka {
+            eprintln!("[Kafka broker {} output]\n{}", self.id, self.output_tail());
         }
     }
 }
@@ -360,7 +366,7 @@ impl ReplCluster {
     /// systems read the same keys), all registered.
     pub fn start(system: System, n: i32, settings: &[&str]) -> ReplCluster {
         let systems: Vec<System> = (0..n).map(|_| system).collect();
-        Self::start_nodes(system, &systems, settings, false, &|_| None)
+        Self::start_nodes(system, &systems, settings, false, &|_| None, &|_| {})
     }
 
     /// Like [`ReplCluster::start_mixed`] (brokers started one by one), each
@@ -370,12 +376,32 @@ impl ReplCluster {
         settings: &[&str],
         listeners: &dyn Fn(i32) -> listeners::Listeners,
     ) -> ReplCluster {
+        Self::start_with_listeners_prepared(systems, settings, listeners, &|_| {})
+    }
+
+    /// [`ReplCluster::start_with_listeners`], with `prepare` run on
+    /// ZooKeeper before the first broker starts (inter-broker SCRAM
+    /// credentials, as Kafka's docs have them written with
+    /// `kafka-configs --zookeeper` before the brokers start).
+    pub fn start_with_listeners_prepared(
+        systems: &[System],
+        settings: &[&str],
+        listeners: &dyn Fn(i32) -> listeners::Listeners,
+        prepare: &dyn Fn(&ZkServer),
+    ) -> ReplCluster {
         let system = if systems.contains(&System::Kafka) {
             System::Kafka
         } else {
             System::Shardlog
         };
-        Self::start_nodes(system, systems, settings, true, &|id| Some(listeners(id)))
+        Self::start_nodes(
+            system,
+            systems,
+            settings,
+            true,
+            &|id| Some(listeners(id)),
+            prepare,
+        )
     }
 
     /// The cluster shape the group, transaction and admin scenarios run
@@ -400,7 +426,7 @@ impl ReplCluster {
         } else {
             System::Shardlog
         };
-        Self::start_nodes(system, systems, settings, true, &|_| None)
+        Self::start_nodes(system, systems, settings, true, &|_| None, &|_| {})
     }
 
     fn start_nodes(
@@ -409,9 +435,11 @@ impl ReplCluster {
         settings: &[&str],
         one_by_one: bool,
         listeners: &dyn Fn(i32) -> Option<listeners::Listeners>,
+        prepare: &dyn Fn(&ZkServer),
     ) -> ReplCluster {
         let n = systems.len() as i32;
         let zk = ZkServer::standalone();
+        prepare(&zk);
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("cluster dir");
         let mut nodes = Vec::new();
         for id in 1..=n {

@@ -18,6 +18,11 @@ certificate's DN.
       Prints {"high": n} of partition 0 (the admin reads back what was
       appended).
 
+  raw <bootstrap> <tls.json> <hex frame>...
+      Sends each size-prefixed request frame on one mTLS connection and
+      prints {"responses": [hex of each response frame, without its size
+      prefix, or null when the broker closed]}.
+
 tls.json: {"cafile": PATH, "certfile": PATH, "keyfile": PATH}.
 """
 
@@ -122,6 +127,39 @@ def watermarks(bootstrap, tls, topic):
     return {"high": high}
 
 
+def raw(bootstrap, tls_file, frames):
+    import socket
+    import ssl
+    import struct
+
+    with open(tls_file) as f:
+        tls = json.load(f)
+    ctx = ssl.create_default_context(cafile=tls["cafile"])
+    ctx.check_hostname = False
+    ctx.load_cert_chain(tls["certfile"], tls["keyfile"])
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    out = []
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        with ctx.wrap_socket(sock) as s:
+            for frame in frames:
+                s.sendall(bytes.fromhex(frame))
+
+                def read(n):
+                    buf = b""
+                    while len(buf) < n:
+                        chunk = s.recv(n - len(buf))
+                        if not chunk:
+                            return None
+                        buf += chunk
+                    return buf
+                head = read(4)
+                body = None if head is None else read(struct.unpack(">i", head)[0])
+                out.append(None if body is None else body.hex())
+                if body is None:
+                    break
+    return {"responses": out}
+
+
 def main():
     mode, bootstrap, tls = sys.argv[1], sys.argv[2], sys.argv[3]
     rest = sys.argv[4:]
@@ -135,6 +173,8 @@ def main():
         out = create(bootstrap, tls, rest[0])
     elif mode == "watermarks":
         out = watermarks(bootstrap, tls, rest[0])
+    elif mode == "raw":
+        out = raw(bootstrap, tls, rest)
     else:
         raise SystemExit("unknown mode " + mode)
     print(json.dumps(out))

@@ -359,17 +359,35 @@ def produce(bootstrap, topic, partitions, acked_file, opts):
 # ---------------------------------------------------------------------------
 
 
+def describe_metadata(client, topic):
+    """The brokers and the topic's partitions as the client's metadata has
+    them (for a failure message)."""
+    try:
+        md = client.list_topics(topic, timeout=10)
+    except Exception as e:  # the reason is what the message needs
+        return "list_topics failed: %s" % e
+    t = md.topics.get(topic)
+    parts = "no topic" if t is None else "error=%s partitions=%s" % (
+        t.error, {p: (m.leader, m.isrs, str(m.error)) for p, m in sorted(t.partitions.items())})
+    return "controller=%s brokers=%s %s" % (
+        md.controller_id, sorted(md.brokers), parts)
+
+
 def drain(bootstrap, topic, partitions, read_file, opts):
     from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
 
-    c = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": "history-drain",
-        "enable.auto.commit": False,
-        "isolation.level": "read_uncommitted",
-        "fetch.wait.max.ms": 100,
-    })
-    deadline = time.monotonic() + float(opts.get("timeout-s", "120"))
+    def consumer():
+        return Consumer({
+            "bootstrap.servers": bootstrap,
+            "group.id": "history-drain",
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",
+            "fetch.wait.max.ms": 100,
+        })
+
+    c = consumer()
+    since = time.monotonic()
+    deadline = since + float(opts.get("timeout-s", "120"))
     # Every partition's high watermark in one ListOffsets per leader
     # (timestamp -1 = latest; a read_uncommitted consumer gets the HW), not
     # one round trip per partition: with 1,000 partitions on a loaded host
@@ -387,7 +405,21 @@ def drain(bootstrap, topic, partitions, read_file, opts):
         except Exception as e:  # leaders not yet known: retry until the deadline
             why = str(e)
         if time.monotonic() > deadline:
-            raise SystemExit("drain: no watermarks: %s" % why)
+            raise SystemExit("drain: no watermarks: %s; the metadata the client has: %s"
+                             % (why, describe_metadata(c, topic)))
+        if time.monotonic() - since > 10:
+            # librdkafka takes a partition missing from a topic's metadata
+            # for a permanent error (_UNKNOWN_PARTITION) and does not ask
+            # again before topic.metadata.refresh.interval.ms (5 min): a
+            # broker whose metadata cache lagged ZooKeeper by a moment when
+            # it was first asked would fail the drain for good. A new
+            # client asks again; a broker that still lacks it fails at the
+            # deadline, naming what it answers.
+            sys.stderr.write("drain: %s after 10 s (%s); a new consumer asks again\n"
+                             % (why, describe_metadata(c, topic)))
+            c.close()
+            c = consumer()
+            since = time.monotonic()
         time.sleep(0.2)
     todo = {p for p, hi in high.items() if hi > 0}
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(todo)])

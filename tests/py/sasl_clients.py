@@ -9,6 +9,13 @@
       "errors": [...]} (the errors librdkafka reported, e.g. the broker's
       SASL_AUTHENTICATION_FAILED message).
 
+  produce <conf.json> <topic> <count> <prefix>
+      Produces COUNT records ("<prefix>-<i>") to partition 0 of an existing
+      topic with acks=all and prints {"delivered", "errors"}.
+  read <conf.json> <topic> <count>
+      Reads partition 0 from offset 0 (no group) until COUNT records or
+      30 s and prints {"values": [...], "errors": [...]}.
+
 conf.json: the librdkafka settings (bootstrap.servers, security.protocol,
 sasl.*, ssl.*). Exit status 0 unless the arguments are bad.
 """
@@ -19,7 +26,7 @@ import time
 
 
 def roundtrip(conf, topic, count):
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     errors = []
@@ -43,20 +50,8 @@ def roundtrip(conf, topic, count):
     for i in range(count):
         p.produce(topic, value=("sasl-%d" % i).encode(), partition=0, on_delivery=on_delivery)
     p.flush(60)
-    c = Consumer(dict(conf, **{"group.id": "sasl-" + topic, "enable.auto.commit": False}))
-    c.assign([TopicPartition(topic, 0, 0)])
-    values = []
-    deadline = time.time() + 60
-    while len(values) < count and time.time() < deadline:
-        m = c.poll(1.0)
-        if m is None:
-            continue
-        if m.error() is not None:
-            errors.append(str(m.error()))
-            continue
-        values.append(m.value().decode())
-    c.close()
-    return {"delivered": delivered[0], "errors": errors, "values": values}
+    got = read(conf, topic, count, seconds=60)
+    return {"delivered": delivered[0], "errors": errors + got["errors"], "values": got["values"]}
 
 
 def refused(conf):
@@ -80,6 +75,46 @@ def refused(conf):
     return {"ok": ok, "errors": errors}
 
 
+def produce(conf, topic, count, prefix):
+    from confluent_kafka import Producer
+
+    errors = []
+    delivered = [0]
+
+    def on_delivery(err, _msg):
+        if err is not None:
+            errors.append(err.name())
+        else:
+            delivered[0] += 1
+
+    p = Producer(dict(conf, **{"acks": "all", "message.timeout.ms": 20000,
+                               "error_cb": lambda e: errors.append(e.name())}))
+    for i in range(count):
+        p.produce(topic, value=("%s-%d" % (prefix, i)).encode(), partition=0,
+                  on_delivery=on_delivery)
+    p.flush(30)
+    return {"delivered": delivered[0], "errors": errors}
+
+
+def read(conf, topic, count, seconds=30):
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(dict(conf, **{"group.id": "sasl-" + topic, "enable.auto.commit": False}))
+    c.assign([TopicPartition(topic, 0, 0)])
+    values, errors = [], []
+    deadline = time.time() + seconds
+    while len(values) < count and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error() is not None:
+            errors.append(str(m.error()))
+            continue
+        values.append(m.value().decode())
+    c.close()
+    return {"values": values, "errors": errors}
+
+
 def main():
     mode, conf_file = sys.argv[1], sys.argv[2]
     with open(conf_file) as f:
@@ -88,6 +123,10 @@ def main():
         out = roundtrip(conf, sys.argv[3], int(sys.argv[4]))
     elif mode == "refused":
         out = refused(conf)
+    elif mode == "produce":
+        out = produce(conf, sys.argv[3], int(sys.argv[4]), sys.argv[5])
+    elif mode == "read":
+        out = read(conf, sys.argv[3], int(sys.argv[4]))
     else:
         raise SystemExit("unknown mode " + mode)
     print(json.dumps(out))

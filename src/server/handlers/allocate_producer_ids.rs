@@ -13,7 +13,9 @@ use kafka_protocol::messages::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse, ApiKey, ProducerId,
 };
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, INT64};
 use crate::protocol::{ApiRange, ErrorCode};
@@ -35,12 +37,18 @@ pub const API: CheckedApi = CheckedApi {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // KafkaApis.handleAllocateProducerIdsRequest: CLUSTER_ACTION on the
+        // cluster first (AllocateProducerIdsRequest.getErrorResponse).
+        let allowed = Authz::new(&ctx, &req).cluster(Operation::ClusterAction);
         let request: AllocateProducerIdsRequest = API.decode(req.body, version)?;
-        let answer = ctx
-            .control_client()
-            .allocate_producer_ids(BrokerId(request.broker_id.0), request.broker_epoch)
-            .await
-            .unwrap_or(Err(ErrorCode::NOT_CONTROLLER));
+        let answer = if allowed {
+            ctx.control_client()
+                .allocate_producer_ids(BrokerId(request.broker_id.0), request.broker_epoch)
+                .await
+                .unwrap_or(Err(ErrorCode::NOT_CONTROLLER))
+        } else {
+            Err(ErrorCode::CLUSTER_AUTHORIZATION_FAILED)
+        };
         let mut response = AllocateProducerIdsResponse::default();
         match answer {
             Ok((start, len)) => {

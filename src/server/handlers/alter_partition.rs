@@ -24,7 +24,9 @@ use kafka_protocol_39::messages::alter_partition_response::{
 use kafka_protocol_39::messages::{BrokerId as WireBrokerId, TopicName};
 use kafka_protocol_39::protocol::{Decodable, Encodable, StrBytes};
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::alter_partition::Proposal;
 use crate::controller::leader_election::LeaderRecoveryState;
 use crate::controller::zk_mode::{AlterAnswer, AlterAsk, AlterItem};
@@ -253,6 +255,10 @@ pub fn encode_response(
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // KafkaApis.handleAlterPartitionRequest: CLUSTER_ACTION on the
+        // cluster first (AlterPartitionRequest.getErrorResponse: the
+        // top-level code).
+        let allowed = Authz::new(&ctx, &req).cluster(Operation::ClusterAction);
         let snapshot = ctx.snapshot();
         let decoded = decode_request(req.body, version, |name| {
             snapshot.cluster_topic(name).map(|t| t.topic_id)
@@ -263,6 +269,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             unknown,
         } = decoded;
         let broker = ask.broker;
+        if !allowed {
+            let answer = Err(ErrorCode::CLUSTER_AUTHORIZATION_FAILED);
+            let body = encode_response(&answer, version, &names, &unknown)?;
+            return Ok(Response::Body(vec![OutPart::Bytes(body)]));
+        }
         let answer = match ctx.control_client().alter_partition_received(ask).await {
             Ok(answer) => answer,
             Err(e) => {

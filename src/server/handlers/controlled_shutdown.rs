@@ -18,7 +18,9 @@ use kafka_protocol_39::messages::controlled_shutdown_response::{
 use kafka_protocol_39::messages::TopicName as TopicName39;
 use kafka_protocol_39::protocol::{Decodable, Encodable, StrBytes as StrBytes39};
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::protocol::api::ZkApi;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{check_arrays, Field, INT32, INT64};
@@ -74,7 +76,15 @@ pub fn encode_response(
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // KafkaApis.handleControlledShutdownRequest: CLUSTER_ACTION on the
+        // cluster first (ControlledShutdownRequest.getErrorResponse: the
+        // code, no remaining partitions).
+        let allowed = Authz::new(&ctx, &req).cluster(Operation::ClusterAction);
         let (broker, epoch) = decode_request(req.body, version)?;
+        if !allowed {
+            let body = encode_response(ErrorCode::CLUSTER_AUTHORIZATION_FAILED, &[], version)?;
+            return Ok(Response::Body(vec![OutPart::Bytes(body)]));
+        }
         let (error, remaining) = match ctx
             .control_client()
             .controlled_shutdown(broker, epoch)

@@ -47,11 +47,19 @@ fn str_bytes(s: impl Into<String>) -> StrBytes {
 
 type Results = Vec<Result<(), (ErrorCode, String)>>;
 
+/// The request, its arrays bounded by the bytes left (the schema walk)
+/// before the codec allocates them.
+pub fn decode_request(
+    body: bytes::Bytes,
+    version: i16,
+) -> Result<CreateAclsRequest, crate::protocol::decode::DecodeError> {
+    decode_checked_39(body, SCHEMA, version, version >= FIRST_FLEXIBLE)
+}
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let r: CreateAclsRequest =
-            decode_checked_39(req.body.clone(), SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let r = decode_request(req.body.clone(), version)?;
         let mut bindings = Vec::with_capacity(r.creations.len());
         for c in &r.creations {
             let wire = WireCreation {

@@ -49,11 +49,19 @@ fn str_bytes(s: impl Into<String>) -> StrBytes {
 /// Per filter: its error, or the bindings it removed.
 type Results = Vec<Result<Removed, (ErrorCode, String)>>;
 
+/// The request, its arrays bounded by the bytes left (the schema walk)
+/// before the codec allocates them.
+pub fn decode_request(
+    body: bytes::Bytes,
+    version: i16,
+) -> Result<DeleteAclsRequest, crate::protocol::decode::DecodeError> {
+    decode_checked_39(body, SCHEMA, version, version >= FIRST_FLEXIBLE)
+}
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let r: DeleteAclsRequest =
-            decode_checked_39(req.body.clone(), SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let r = decode_request(req.body.clone(), version)?;
         let mut filters = Vec::with_capacity(r.filters.len());
         for f in &r.filters {
             let wire = WireFilter {

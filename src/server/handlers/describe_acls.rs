@@ -49,11 +49,19 @@ fn str_bytes(s: impl Into<String>) -> StrBytes {
 
 type Answer = Result<Vec<(ResourcePattern, Vec<AccessControlEntry>)>, (ErrorCode, String)>;
 
+/// The request, its arrays bounded by the bytes left (the schema walk)
+/// before the codec allocates them.
+pub fn decode_request(
+    body: bytes::Bytes,
+    version: i16,
+) -> Result<DescribeAclsRequest, crate::protocol::decode::DecodeError> {
+    decode_checked_39(body, SCHEMA, version, version >= FIRST_FLEXIBLE)
+}
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let r: DescribeAclsRequest =
-            decode_checked_39(req.body.clone(), SCHEMA, version, version >= FIRST_FLEXIBLE)?;
+        let r = decode_request(req.body.clone(), version)?;
         let wire = WireFilter {
             resource_type: r.resource_type_filter,
             resource_name: r.resource_name_filter.as_ref().map(|s| s.as_str()),

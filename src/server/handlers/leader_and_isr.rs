@@ -20,7 +20,9 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol_39::messages::leader_and_isr_request::LeaderAndIsrRequest;
 use kafka_protocol_39::protocol::{Decodable, Encodable};
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::metadata::leader_and_isr::{LeaderAndIsr, PartitionErrors};
 use crate::protocol::api::ZkApi;
 use crate::protocol::decode::DecodeError;
@@ -129,7 +131,16 @@ pub fn encode_response(
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // KafkaApis.handleLeaderAndIsrRequest: CLUSTER_ACTION on the
+        // cluster first; denied, every partition answers
+        // CLUSTER_AUTHORIZATION_FAILED (LeaderAndIsrRequest.getErrorResponse).
+        let allowed = Authz::new(&ctx, &req).cluster(Operation::ClusterAction);
         let request = decode_request(req.body, version)?;
+        if !allowed {
+            let errors = request.error_response(ErrorCode::CLUSTER_AUTHORIZATION_FAILED);
+            let body = encode_response(&request, &errors, version)?;
+            return Ok(Response::Body(vec![OutPart::Bytes(body)]));
+        }
         let errors = match ctx.control_client().leader_and_isr(request.clone()).await {
             Ok(errors) => errors,
             Err(e) => {

@@ -6,6 +6,7 @@
 //! the shared pieces it needs (`admin_common`, `config_resources`,
 //! `server::auto_create`), never `dispatch` and never another handler.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -95,6 +96,9 @@ pub struct Request {
     /// as the request was read (`produce::handle` says why); `None` for
     /// other requests.
     pub produce_turn: Option<FifoTicket>,
+    /// The connection's authorization decisions under the shard's current
+    /// ACLs ([`crate::acl::decisions`]).
+    pub decisions: Rc<RefCell<crate::acl::decisions::Decisions>>,
 }
 
 /// What a handler produces.

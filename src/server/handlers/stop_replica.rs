@@ -17,7 +17,9 @@ use futures_lite::future::BoxedLocal;
 use kafka_protocol_39::messages::stop_replica_request::StopReplicaRequest;
 use kafka_protocol_39::protocol::{Decodable, Encodable};
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::metadata::leader_and_isr::{stop_replica_response, PartitionErrors, StopReplica};
 use crate::protocol::api::ZkApi;
 use crate::protocol::decode::DecodeError;
@@ -69,7 +71,24 @@ pub fn encode_response(errors: &PartitionErrors, version: i16) -> Result<Bytes, 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // KafkaApis.handleStopReplicaRequest: CLUSTER_ACTION on the cluster
+        // first; denied, the top level and every partition answer
+        // CLUSTER_AUTHORIZATION_FAILED (StopReplicaRequest.getErrorResponse).
+        let allowed = Authz::new(&ctx, &req).cluster(Operation::ClusterAction);
         let request = decode_request(req.body, version)?;
+        if !allowed {
+            let error = ErrorCode::CLUSTER_AUTHORIZATION_FAILED;
+            let errors = PartitionErrors {
+                error,
+                partitions: request
+                    .partitions
+                    .iter()
+                    .map(|p| (p.topic.clone(), p.partition, error))
+                    .collect(),
+            };
+            let body = encode_response(&errors, version)?;
+            return Ok(Response::Body(vec![OutPart::Bytes(body)]));
+        }
         let errors = match ctx.control_client().stop_replica(request).await {
             Ok(errors) => errors,
             Err(e) => {

@@ -18,7 +18,9 @@ use kafka_protocol_39::messages::update_metadata_request::UpdateMetadataRequest;
 use kafka_protocol_39::messages::update_metadata_response::UpdateMetadataResponse;
 use kafka_protocol_39::protocol::{Decodable, Encodable};
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::metadata::update_metadata::UpdateMetadata;
 use crate::protocol::api::ZkApi;
 use crate::protocol::decode::DecodeError;
@@ -134,7 +136,14 @@ pub fn encode_response(error: ErrorCode, version: i16) -> Result<Bytes, HandlerE
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // KafkaApis.handleUpdateMetadataRequest: CLUSTER_ACTION on the
+        // cluster first (UpdateMetadataRequest.getErrorResponse: the code).
+        let allowed = Authz::new(&ctx, &req).cluster(Operation::ClusterAction);
         let request = decode_request(req.body, version)?;
+        if !allowed {
+            let body = encode_response(ErrorCode::CLUSTER_AUTHORIZATION_FAILED, version)?;
+            return Ok(Response::Body(vec![OutPart::Bytes(body)]));
+        }
         let error = match ctx.control_client().update_metadata(request).await {
             Ok(error) => error,
             Err(e) => {

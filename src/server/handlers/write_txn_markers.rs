@@ -21,7 +21,9 @@ use kafka_protocol_39::messages::write_txn_markers_response::{
     WriteTxnMarkersResponse,
 };
 
+use super::authz::Authz;
 use super::{HandlerError, Request, Response};
+use crate::acl::Operation;
 use crate::controller::image::OFFSETS_TOPIC;
 use crate::protocol::decode::DecodeError;
 use crate::protocol::schema::{decode_checked_39, encode_39, Field, BOOL, INT16, INT32, INT64};
@@ -58,8 +60,17 @@ pub fn decode_request(
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
+        // KafkaApis.handleWriteTxnMarkersRequest: ALTER on the cluster, else
+        // CLUSTER_ACTION; denied, every partition answers
+        // CLUSTER_AUTHORIZATION_FAILED (WriteTxnMarkersRequest.getErrorResponse).
+        let authz = Authz::new(&ctx, &req);
+        let allowed = authz.cluster(Operation::Alter) || authz.cluster(Operation::ClusterAction);
         let request = decode_request(req.body, version)?;
-        let response = write_markers(&ctx, &request).await;
+        let response = if allowed {
+            write_markers(&ctx, &request).await
+        } else {
+            denied(&request)
+        };
         let body = encode_39(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
@@ -146,6 +157,24 @@ async fn complete_txn_offsets(
         let owner = ctx.owner_of(OFFSETS_TOPIC, s.partition);
         let _ = ctx.group_driver().ask_shard_group(owner, call).await;
     }
+}
+
+/// Every partition of the request CLUSTER_AUTHORIZATION_FAILED.
+fn denied(request: &WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
+    let mut slots = Vec::new();
+    for (marker, m) in request.markers.iter().enumerate() {
+        for t in &m.topics {
+            for &partition in &t.partition_indexes {
+                slots.push(Slot {
+                    marker,
+                    topic: t.name.0.to_string(),
+                    partition,
+                    error: ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+                });
+            }
+        }
+    }
+    to_response(request, slots)
 }
 
 fn to_response(request: &WriteTxnMarkersRequest, slots: Vec<Slot>) -> WriteTxnMarkersResponse {

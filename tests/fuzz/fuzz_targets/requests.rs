@@ -15,6 +15,7 @@ use kafka_protocol::messages::{self as m, ApiKey};
 use kafka_protocol_39::messages as m39;
 use libfuzzer_sys::fuzz_target;
 use shardlog::protocol::api::{Api, ZkApi};
+use shardlog::protocol::decode::decode_body as decode_wire;
 use shardlog::protocol::frame::take_frame;
 use shardlog::protocol::header::{decode_request_header, RequestHeader};
 use shardlog::server::dispatch::{route, Routing};
@@ -262,18 +263,39 @@ fn decode_body(header: &RequestHeader, body: Bytes) {
                 round_trip_39::<m39::ListTransactionsRequest>(&body, v);
             }
         }
-        // Routed since the SASL and ACL handlers landed; their request
-        // decoders are not driven by this target yet (each handler decodes
-        // with its checked schema and answers an error on bad input).
-        Api::Kafka(
-            ApiKey::SaslHandshake
-            | ApiKey::SaslAuthenticate
-            | ApiKey::DescribeUserScramCredentials
-            | ApiKey::AlterUserScramCredentials
-            | ApiKey::DescribeAcls
-            | ApiKey::CreateAcls
-            | ApiKey::DeleteAcls,
-        ) => {}
+        Api::Kafka(ApiKey::SaslHandshake) => {
+            if let Ok(r) = decode_wire::<m::SaslHandshakeRequest>(&mut body.clone(), v) {
+                round_trip(&r, v);
+            }
+        }
+        Api::Kafka(ApiKey::SaslAuthenticate) => {
+            if let Ok(r) = decode_wire::<m::SaslAuthenticateRequest>(&mut body.clone(), v) {
+                round_trip(&r, v);
+            }
+        }
+        Api::Kafka(ApiKey::DescribeUserScramCredentials) => checked!(
+            describe_user_scram_credentials,
+            m::DescribeUserScramCredentialsRequest
+        ),
+        Api::Kafka(ApiKey::AlterUserScramCredentials) => checked!(
+            alter_user_scram_credentials,
+            m::AlterUserScramCredentialsRequest
+        ),
+        Api::Kafka(ApiKey::DescribeAcls) => {
+            if h::describe_acls::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::DescribeAclsRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::CreateAcls) => {
+            if h::create_acls::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::CreateAclsRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::DeleteAcls) => {
+            if h::delete_acls::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::DeleteAclsRequest>(&body, v);
+            }
+        }
         Api::Kafka(other) => panic!("{other:?} is routed but the fuzz target does not decode it"),
     }
 }

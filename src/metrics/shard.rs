@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use super::recent::RecentHistogram;
-use super::report::ExecutorTotals;
 use crate::protocol::ErrorCode;
 
 /// Produce errors Kafka's `ReplicaManager.appendToLocalLog` does not mark
@@ -81,6 +80,41 @@ impl BrokerCounters {
         self.replication_bytes_out += o.replication_bytes_out;
         self.isr_shrinks += o.isr_shrinks;
         self.isr_expands += o.isr_expands;
+    }
+}
+
+/// A shard executor's own figures since start (glommio's
+/// `ExecutorStats` and the io_uring rings' `IoStats`, accumulated by the
+/// shard because glommio hands them out as deltas).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExecutorTotals {
+    /// Time running tasks and polling I/O (`total_runtime`).
+    pub busy_ns: u64,
+    pub tasks_executed: u64,
+    /// Times the scheduler picked a task queue to run.
+    pub scheduler_runs: u64,
+    /// File reads and writes submitted to the io_uring rings (DMA).
+    pub uring_file_reads: u64,
+    pub uring_file_writes: u64,
+    pub uring_file_write_bytes: u64,
+    /// Wall time and busy time since the shard's first scrape (the idle
+    /// fraction "since startup" Kafka's `RequestHandlerAvgIdlePercent`
+    /// mean rate reports), and between its last two scrapes (the recent
+    /// one of `NetworkProcessorAvgIdlePercent`). Not added by [`Self::add`].
+    pub tracked_ns: u64,
+    pub tracked_busy_ns: u64,
+    pub window_ns: u64,
+    pub window_busy_ns: u64,
+}
+
+impl ExecutorTotals {
+    pub fn add(&mut self, o: &ExecutorTotals) {
+        self.busy_ns += o.busy_ns;
+        self.tasks_executed += o.tasks_executed;
+        self.scheduler_runs += o.scheduler_runs;
+        self.uring_file_reads += o.uring_file_reads;
+        self.uring_file_writes += o.uring_file_writes;
+        self.uring_file_write_bytes += o.uring_file_write_bytes;
     }
 }
 

@@ -205,7 +205,7 @@ fn zookeeper(b: &mut Builder, r: &BrokerReport) {
 
 /// shardlog's own executor series, per data shard.
 pub(super) fn own(b: &mut Builder, r: &BrokerReport) {
-    type Pick = fn(&crate::metrics::report::ExecutorTotals) -> Value;
+    type Pick = fn(&crate::metrics::shard::ExecutorTotals) -> Value;
     let series: [(&str, &str, Pick); 5] = [
         (
             "shardlog_shard_busy_seconds",

@@ -7,10 +7,9 @@
 use super::*;
 use crate::metrics::control::{ControlReport, ControllerStats, ZkClientStats, ZkSessionState};
 use crate::metrics::report::{
-    CommittedOffset, ExecutorTotals, FollowerLag, GroupCounts, ProcessStats, SendPathBytes,
-    ShardReport,
+    CommittedOffset, FollowerLag, GroupCounts, ProcessStats, SendPathBytes, ShardReport,
 };
-use crate::metrics::shard::{RequestTimes, ShardMetrics};
+use crate::metrics::shard::{ExecutorTotals, RequestTimes, ShardMetrics};
 
 const GOLDEN: &str = "tests/golden/metrics_exposition.txt";
 

@@ -9,8 +9,9 @@ use std::rc::Rc;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use crate::metrics::report::{
-    BatchCacheStats, BrokerReport, ControllerGauges, ExecutorTotals, SendPathBytes, ShardReport,
+    BatchCacheStats, BrokerReport, ControllerGauges, SendPathBytes, ShardReport,
 };
+use crate::metrics::shard::ExecutorTotals;
 
 /// This data shard's part of a scrape (`None` on the control shard).
 pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {

@@ -4,7 +4,8 @@
 #   - kcat, python3-venv, linux-perf, fio, iperf3 and iproute2 (ss) from Debian (skipped
 #     when present; one `apt-get update` first)
 #   - inferno (flamegraph SVGs) with `cargo install` (skipped when present)
-#   - a Python venv with confluent-kafka, kafka-python and aiokafka (each
+#   - a Python venv with confluent-kafka, kafka-python (with python-snappy, lz4
+#     and xxhash for its codecs) and aiokafka (each
 #     installed only when missing)
 #   - kafkajs with npm into a cache folder (nodejs/npm from Debian if missing)
 #   - a JDK, Maven and ZooKeeper (for the Kafka 3.9 peer of
@@ -62,7 +63,10 @@ VENV="${SHARDLOG_TEST_VENV:-$HOME/.cache/shardlog/test-venv}"
 }
 # PyPI name -> import name; install only the ones the venv lacks.
 need_pip=()
-for pair in confluent-kafka:confluent_kafka kafka-python:kafka aiokafka:aiokafka; do
+# python-snappy, lz4 and xxhash: kafka-python's snappy and LZ4 codecs (xxhash
+# for the magic-0 LZ4 header checksum) in tests/formats_legacy.rs.
+for pair in confluent-kafka:confluent_kafka kafka-python:kafka aiokafka:aiokafka \
+    python-snappy:snappy lz4:lz4.frame xxhash:xxhash; do
     "$VENV/bin/python" -c "import ${pair#*:}" 2>/dev/null || need_pip+=("${pair%%:*}")
 done
 if [ ${#need_pip[@]} -gt 0 ]; then

@@ -339,6 +339,51 @@ fn with_recycling_off_retired_segments_are_deleted() {
     });
 }
 
+/// `file.delete.delay.ms`: a deleted segment's files are renamed
+/// `.deleted` at once and removed only after the delay (Kafka's
+/// `asyncDeleteSegment`). Segment 0 is deleted with a delay of an hour,
+/// then segment 1 with none: once the delete thread (first in, first out)
+/// removed segment 1's files, segment 0's are still there.
+#[test]
+fn file_delete_delay_ms_keeps_deleted_files_until_it_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    run(move || async move {
+        let config = LogConfig {
+            recycle_segments: false,
+            file_delete_delay_ms: 3_600_000,
+            ..small_config()
+        };
+        let mut log = open(&dir, config.clone(), 1 << 20).await;
+        let mut bases = Vec::new();
+        for k in 0..3u64 {
+            bases.push(log.log_end_offset());
+            append_range(&mut log, k * 50, k * 50 + 50).await;
+            log.roll(0).await.unwrap();
+        }
+        log.set_high_watermark(log.log_end_offset());
+        let partition_dir = log.dir().to_path_buf();
+        let deleted = |base: i64| partition_dir.join(format!("{base:020}.log.deleted"));
+        assert_eq!(log.delete_records_before(bases[1]).unwrap(), bases[1]);
+        assert!(!seg_path(log.dir(), bases[0]).exists());
+        assert!(deleted(bases[0]).exists(), "renamed to .deleted at once");
+        log.set_config(LogConfig {
+            file_delete_delay_ms: 0,
+            ..config
+        });
+        assert_eq!(log.delete_records_before(bases[2]).unwrap(), bases[2]);
+        assert!(
+            eventually(10, || !deleted(bases[1]).exists()).await,
+            "segment 1's files were never removed"
+        );
+        assert!(
+            deleted(bases[0]).exists(),
+            "segment 0's files went before file.delete.delay.ms passed"
+        );
+        log.close().await.unwrap();
+    });
+}
+
 #[test]
 fn a_rolled_segment_reads_its_tail_from_memory_until_the_background_close_wrote_it() {
     use shardlog::storage::segment::{PendingTail, Segment};

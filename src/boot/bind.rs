@@ -49,7 +49,7 @@ pub fn bind_listeners(config: &ServerConfig, n_shards: usize) -> anyhow::Result<
             tls: super::tls::listener_tls(config, &listener.name, protocol)?,
             sasl: match protocol {
                 SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => Some(Arc::new(
-                    crate::config::sasl::for_listener(config, &listener.name)?,
+                    crate::server::sasl_conn::SaslListener::start(config, &listener.name)?,
                 )),
                 SecurityProtocol::Plaintext | SecurityProtocol::Ssl => None,
             },

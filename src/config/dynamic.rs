@@ -57,9 +57,10 @@ const QUOTA_KEYS: [&str; 3] = [
 /// Kafka's `DynamicLogConfig.ReconfigurableConfigs` that are
 /// `server.properties` keys here: the primary broker synonym of each
 /// topic config shardlog has.
-const DYNAMIC_LOG_KEYS: [&str; 24] = [
+const DYNAMIC_LOG_KEYS: [&str; 28] = [
     "log.segment.bytes",
     "log.roll.ms",
+    "log.roll.jitter.ms",
     "log.retention.bytes",
     "log.retention.ms",
     "log.cleanup.policy",
@@ -77,6 +78,9 @@ const DYNAMIC_LOG_KEYS: [&str; 24] = [
     "log.message.timestamp.after.max.ms",
     "log.message.timestamp.difference.max.ms",
     "compression.type",
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.zstd.level",
     "min.insync.replicas",
     "unclean.leader.election.enable",
     "message.max.bytes",

@@ -9,13 +9,17 @@
 pub mod authorizer;
 pub mod dynamic;
 mod listeners;
+mod log_keys;
 pub mod password_encoder;
+mod properties;
 pub mod sasl;
 pub mod ssl;
 pub mod topic;
+pub mod unsupported;
 mod value;
 
 pub use listeners::{ProtocolMap, SecurityProtocol};
+pub use properties::{parse_override, parse_properties};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -175,6 +179,12 @@ server_config! {
     log_roll_hours: i32 = 168;
     /// `log.roll.ms` (default null = `log.roll.hours`).
     log_roll_ms: Option<i64> = None;
+    /// `log.roll.jitter.hours` (default 0).
+    log_roll_jitter_hours: i32 = 0;
+    /// `log.roll.jitter.ms` (default null = `log.roll.jitter.hours`).
+    log_roll_jitter_ms: Option<i64> = None;
+    /// `log.segment.delete.delay.ms` (default 60000).
+    log_segment_delete_delay_ms: i64 = 60_000;
     /// `log.retention.hours` (default 168).
     log_retention_hours: i32 = 168;
     /// `log.retention.minutes` (default null = hours).
@@ -230,8 +240,16 @@ server_config! {
     /// `log.message.timestamp.difference.max.ms` (default Long.MAX_VALUE;
     /// deprecated by KIP-937).
     log_message_timestamp_difference_max_ms: i64 = i64::MAX;
-    /// `compression.type` (default producer).
+    /// `compression.type` (default producer): the codec a leader stores
+    /// batches with (`replication::recompress`).
     compression_type: String = "producer".into();
+    /// `compression.gzip.level` (default -1 = `Deflater`'s default, KIP-390).
+    compression_gzip_level: i32 = -1;
+    /// `compression.lz4.level` (default 9, the only level accepted: see
+    /// `storage::cleaner::codec::compress_at_level`).
+    compression_lz4_level: i32 = 9;
+    /// `compression.zstd.level` (default 3, KIP-390).
+    compression_zstd_level: i32 = 3;
     /// `min.insync.replicas` (default 1).
     min_insync_replicas: i32 = 1;
     /// `unclean.leader.election.enable` (default false).
@@ -498,8 +516,19 @@ impl ServerConfig {
                     value: value.clone(),
                     reason,
                 })?;
-            if !known && !ACCEPTED_WITHOUT_EFFECT.contains(&key.as_str()) {
-                warnings.push(format!("unknown config key {key} (ignored)"));
+            if known || ACCEPTED_WITHOUT_EFFECT.contains(&key.as_str()) {
+                continue;
+            }
+            match unsupported::check(key, value) {
+                Err(reason) => {
+                    return Err(ConfigError::InvalidValue {
+                        key: key.clone(),
+                        value: value.clone(),
+                        reason,
+                    })
+                }
+                Ok(Some(warning)) => warnings.push(warning),
+                Ok(None) => warnings.push(format!("unknown config key {key} (ignored)")),
             }
         }
         let explicit = |k: &str| pairs.iter().chain(overrides).any(|(key, _)| key == k);
@@ -577,6 +606,7 @@ impl ServerConfig {
                 "must be larger or equal to socket.request.max.bytes",
             ));
         }
+        self.validate_log_keys()?;
         password_encoder::validate_config(self)
             .map_err(|(key, value, reason)| invalid(key, value, &reason))?;
         if self.shardlog_shards == Some(0) {
@@ -621,14 +651,10 @@ impl ServerConfig {
             default_replication_factor: self.default_replication_factor,
             ..Default::default()
         };
-        let set: [(&str, bool); 17] = [
+        let set: [(&str, bool); 16] = [
             (
                 "log.cleanup.policy",
                 self.log_cleanup_policy != kafka.log_cleanup_policy,
-            ),
-            (
-                "compression.type",
-                self.compression_type != kafka.compression_type,
             ),
             (
                 "log.flush.interval.messages",
@@ -685,10 +711,12 @@ impl ServerConfig {
                 self.log_roll_hours != kafka.log_roll_hours,
             ),
         ];
+        self.fill_log_key_defaults(&mut d);
         d.static_keys = set
             .iter()
             .chain(self.cleaner_keys_set(&kafka).iter())
             .chain(self.timestamp_keys_set(&kafka).iter())
+            .chain(self.log_keys_set(&kafka).iter())
             .filter(|(_, changed)| *changed)
             .map(|(k, _)| (*k).to_owned())
             .collect();
@@ -804,74 +832,6 @@ impl ServerConfig {
             (_, allowed) => allowed[shard % allowed.len()],
         }
     }
-}
-
-/// Parse `--override key=value`.
-pub fn parse_override(text: &str) -> Result<(String, String), ConfigError> {
-    match text.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
-        _ => Err(ConfigError::Syntax {
-            line: 0,
-            text: text.to_owned(),
-        }),
-    }
-}
-
-/// Java `Properties` syntax: `#`/`!` comments, `key=value`, `key: value` or
-/// `key value`, surrounding whitespace trimmed, `\` continues a line.
-pub fn parse_properties(text: &str) -> Result<Vec<(String, String)>, ConfigError> {
-    let mut pairs = Vec::new();
-    let mut logical = String::new();
-    let mut start_line = 0;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim_start();
-        if logical.is_empty() {
-            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-                continue;
-            }
-            start_line = i + 1;
-        }
-        match line.strip_suffix('\\') {
-            Some(head) if !head.ends_with('\\') => logical.push_str(head),
-            _ => {
-                logical.push_str(line);
-                pairs.push(split_pair(&logical, start_line)?);
-                logical.clear();
-            }
-        }
-    }
-    if !logical.is_empty() {
-        pairs.push(split_pair(&logical, start_line)?);
-    }
-    Ok(pairs)
-}
-
-fn split_pair(line: &str, line_no: usize) -> Result<(String, String), ConfigError> {
-    let line = line.trim();
-    // The key ends at the first unescaped '=', ':' or whitespace; whitespace
-    // may be followed by one '=' or ':' (java.util.Properties.load).
-    let (key, value) = match line.find(|c: char| c == '=' || c == ':' || c.is_whitespace()) {
-        Some(at) => {
-            let after = &line[at..];
-            let value = if after.starts_with(char::is_whitespace) {
-                let after = after.trim_start();
-                after.strip_prefix(['=', ':']).unwrap_or(after)
-            } else {
-                // '=' and ':' are one byte long.
-                &after[1..]
-            };
-            (&line[..at], value)
-        }
-        None => (line, ""),
-    };
-    let key = key.trim();
-    if key.is_empty() {
-        return Err(ConfigError::Syntax {
-            line: line_no,
-            text: line.to_owned(),
-        });
-    }
-    Ok((key.to_owned(), value.trim().to_owned()))
 }
 
 #[cfg(test)]

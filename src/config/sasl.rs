@@ -18,6 +18,9 @@ use std::collections::BTreeMap;
 use super::{ConfigError, SecurityProtocol, ServerConfig};
 
 pub mod jaas;
+pub mod oauth;
+
+use oauth::{OAuthValidator, OAUTHBEARER_LOGIN_MODULE};
 
 /// `sasl.server.max.receive.size` default (`BrokerSecurityConfigs`): the
 /// largest request read before authentication.
@@ -34,13 +37,15 @@ pub enum SaslMechanism {
     Plain,
     ScramSha256,
     ScramSha512,
+    OAuthBearer,
 }
 
 impl SaslMechanism {
-    pub const ALL: [SaslMechanism; 3] = [
+    pub const ALL: [SaslMechanism; 4] = [
         SaslMechanism::Plain,
         SaslMechanism::ScramSha256,
         SaslMechanism::ScramSha512,
+        SaslMechanism::OAuthBearer,
     ];
 
     /// The mechanism's IANA name, as clients send it in SaslHandshake.
@@ -49,6 +54,7 @@ impl SaslMechanism {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 
@@ -63,6 +69,7 @@ impl SaslMechanism {
         match self {
             SaslMechanism::Plain => PLAIN_LOGIN_MODULE,
             SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => SCRAM_LOGIN_MODULE,
+            SaslMechanism::OAuthBearer => OAUTHBEARER_LOGIN_MODULE,
         }
     }
 }
@@ -80,6 +87,12 @@ pub struct SaslSettings {
     pub plain_users: BTreeMap<String, String>,
     /// `sasl.server.max.receive.size`.
     pub max_receive_size: i32,
+    /// OAUTHBEARER's validator, when the listener enables it.
+    pub oauth: Option<OAuthValidator>,
+    /// `connections.max.reauth.ms` per enabled mechanism (KIP-368; 0 =
+    /// no session limit from it): `listener.name.<l>.<mech>.` prefix, then
+    /// `listener.name.<l>.`, then the broker-wide key.
+    pub reauth_ms: BTreeMap<SaslMechanism, i64>,
 }
 
 /// Keys (without prefix) whose value names a Java class: nothing of the
@@ -139,17 +152,24 @@ pub fn check_keys(keys: &BTreeMap<String, String>) -> Result<(), ConfigError> {
                     "GSSAPI (Kerberos) is not supported by shardlog".into(),
                 ));
             }
-            if upper == "OAUTHBEARER" {
-                return Err(refuse(
-                    "SASL/OAUTHBEARER is not implemented by shardlog yet".into(),
-                ));
-            }
             if SaslMechanism::from_name(&upper).is_none() {
                 return Err(refuse(format!(
                     "unknown SASL mechanism {upper:?} in the key (shardlog serves PLAIN, \
-                     SCRAM-SHA-256 and SCRAM-SHA-512)"
+                     SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER)"
                 )));
             }
+        }
+        let oauth_mech = mech.is_some_and(|m| m.eq_ignore_ascii_case("OAUTHBEARER"));
+        if base == "sasl.server.callback.handler.class" && oauth_mech && listener.is_some() {
+            // KIP-768: Kafka's own validators are built in.
+            if oauth::known_validator_class(value) {
+                continue;
+            }
+            return Err(refuse(
+                "a Java class cannot be loaded into shardlog; OAUTHBEARER serves Kafka's \
+                 OAuthBearerValidatorCallbackHandler and the default unsecured validator"
+                    .into(),
+            ));
         }
         if JAVA_CLASS_KEYS.contains(&base) {
             return Err(refuse(
@@ -164,14 +184,20 @@ pub fn check_keys(keys: &BTreeMap<String, String>) -> Result<(), ConfigError> {
             ));
         }
         if base.starts_with("sasl.oauthbearer.") {
+            if (mech.is_none() || oauth_mech) && oauth::SERVER_KEYS.contains(&base) {
+                continue;
+            }
             return Err(refuse(
-                "SASL/OAUTHBEARER is not implemented by shardlog yet".into(),
+                "not a key of the broker's OAUTHBEARER validator (the token endpoint and other \
+                 client keys serve OAUTHBEARER logins, which shardlog's own connections do not \
+                 make)"
+                    .into(),
             ));
         }
         if base.starts_with("sasl.login.") {
             return Err(refuse(
-                "the sasl.login.* keys drive OAUTHBEARER token logins, which shardlog does \
-                 not implement yet"
+                "the sasl.login.* keys drive OAUTHBEARER token logins, which shardlog's own \
+                 connections do not make"
                     .into(),
             ));
         }
@@ -186,12 +212,8 @@ pub fn check_keys(keys: &BTreeMap<String, String>) -> Result<(), ConfigError> {
                 ))
             }
             ("connections.max.reauth.ms", _, _) => {
-                if value.trim().parse::<i64>() != Ok(0) {
-                    return Err(refuse(
-                        "re-authentication (KIP-368) is not implemented by shardlog yet; only 0 \
-                         (off, Kafka's default) is accepted"
-                            .into(),
-                    ));
+                if value.trim().parse::<i64>().is_err() {
+                    return Err(refuse("must be a long".into()));
                 }
             }
             ("sasl.enabled.mechanisms", _, false) => {
@@ -215,7 +237,7 @@ pub fn check_keys(keys: &BTreeMap<String, String>) -> Result<(), ConfigError> {
 }
 
 /// `sasl.enabled.mechanisms`: a comma-separated list of mechanisms
-/// shardlog serves; GSSAPI, OAUTHBEARER and unknown names are refused.
+/// shardlog serves; GSSAPI and unknown names are refused.
 pub fn parse_mechanisms(text: &str) -> Result<Vec<SaslMechanism>, String> {
     let mut out = Vec::new();
     for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
@@ -223,17 +245,14 @@ pub fn parse_mechanisms(text: &str) -> Result<Vec<SaslMechanism>, String> {
             "GSSAPI" => {
                 return Err(
                     "GSSAPI (Kerberos, Kafka's default) is not supported by shardlog; enable \
-                     PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+                     PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
                         .into(),
                 )
             }
-            "OAUTHBEARER" => {
-                return Err("SASL/OAUTHBEARER is not implemented by shardlog yet".into())
-            }
             other => SaslMechanism::from_name(other).ok_or_else(|| {
                 format!(
-                    "unknown SASL mechanism {other:?} (shardlog serves PLAIN, SCRAM-SHA-256 \
-                     and SCRAM-SHA-512)"
+                    "unknown SASL mechanism {other:?} (shardlog serves PLAIN, SCRAM-SHA-256, \
+                     SCRAM-SHA-512 and OAUTHBEARER)"
                 )
             })?,
         };
@@ -287,6 +306,7 @@ pub fn for_listener(config: &ServerConfig, listener: &str) -> Result<SaslSetting
         None => DEFAULT_MAX_RECEIVE_SIZE,
     };
     let mut plain_users = BTreeMap::new();
+    let mut oauth = None;
     for m in &mechanisms {
         let key = format!(
             "listener.name.{lower}.{}.sasl.jaas.config",
@@ -324,13 +344,92 @@ pub fn for_listener(config: &ServerConfig, listener: &str) -> Result<SaslSetting
                 }
             }
         }
+        if *m == SaslMechanism::OAuthBearer {
+            oauth = Some(oauth_validator(config, &lower, &entry)?);
+        }
+    }
+    let mut reauth_ms = BTreeMap::new();
+    for m in &mechanisms {
+        let mech_key = format!(
+            "listener.name.{lower}.{}.connections.max.reauth.ms",
+            m.name().to_ascii_lowercase()
+        );
+        let found = config
+            .sasl_keys
+            .get(&mech_key)
+            .map(|v| (mech_key.clone(), v.clone()))
+            .or_else(|| lookup("connections.max.reauth.ms"));
+        if let Some((k, v)) = found {
+            let ms = v
+                .trim()
+                .parse::<i64>()
+                .map_err(|e| invalid(&k, &v, e.to_string()))?;
+            reauth_ms.insert(*m, ms);
+        }
     }
     Ok(SaslSettings {
         listener: listener.to_owned(),
         mechanisms,
         plain_users,
         max_receive_size,
+        oauth,
+        reauth_ms,
     })
+}
+
+/// OAUTHBEARER's validator on a listener: the default unsecured one with
+/// the JAAS entry's options, or KIP-768's when
+/// `listener.name.<l>.oauthbearer.sasl.server.callback.handler.class`
+/// names it (`SaslChannelBuilder.createServerCallbackHandlers`).
+fn oauth_validator(
+    config: &ServerConfig,
+    lower: &str,
+    entry: &jaas::JaasEntry,
+) -> Result<OAuthValidator, ConfigError> {
+    let class_key = format!("listener.name.{lower}.oauthbearer.sasl.server.callback.handler.class");
+    let secured = config
+        .sasl_keys
+        .get(&class_key)
+        .is_some_and(|c| c.trim() != oauth::UNSECURED_VALIDATOR_CLASS);
+    if secured {
+        let get = |k: &str| oauth::lookup(&config.sasl_keys, lower, k);
+        return oauth::jwks_options(&get)
+            .map(OAuthValidator::Jwks)
+            .map_err(|(k, why)| invalid(&k, "", why));
+    }
+    // Only the secured validator reads the sasl.oauthbearer.* keys: set
+    // for this listener without it they would be a lie (a broker-wide one
+    // may serve another listener, `check_oauth_keys_used`).
+    let prefixed = |k: &&str| {
+        config
+            .sasl_keys
+            .keys()
+            .find(|full| {
+                *full == &format!("listener.name.{lower}.{k}")
+                    || *full == &format!("listener.name.{lower}.oauthbearer.{k}")
+            })
+            .cloned()
+    };
+    if let Some(k) = oauth::SERVER_KEYS.iter().find_map(prefixed) {
+        return Err(invalid(
+            &k,
+            "",
+            format!(
+                "only OAuthBearerValidatorCallbackHandler reads this key; set {class_key}={} \
+                 or remove it",
+                oauth::SECURED_VALIDATOR_CLASS
+            ),
+        ));
+    }
+    oauth::unsecured_options(entry)
+        .map(OAuthValidator::Unsecured)
+        .map_err(|e| {
+            invalid(
+                &format!("listener.name.{lower}.oauthbearer.sasl.jaas.config"),
+                "[hidden]",
+                e,
+            )
+        })
 }
 
 /// What a broker logs in with on its own connections to another broker's
@@ -378,6 +477,14 @@ pub fn broker_client(
         Ok(_) => return Err(invalid(key, name, "exactly one mechanism")),
         Err(e) => return Err(invalid(key, name, e)),
     };
+    if mechanism == SaslMechanism::OAuthBearer {
+        return Err(invalid(
+            key,
+            name,
+            "shardlog's own connections cannot log in with OAUTHBEARER (no token login); use \
+             PLAIN or SCRAM between brokers",
+        ));
+    }
     let settings = for_listener(config, listener)?;
     if !settings.mechanisms.contains(&mechanism) {
         return Err(invalid(
@@ -434,6 +541,51 @@ pub fn validate(config: &ServerConfig) -> Result<(), ConfigError> {
     }
     broker_client(config, config.inter_broker_listener())?;
     broker_client(config, config.controller_listener())?;
+    check_oauth_keys_used(config)
+}
+
+/// A `sasl.oauthbearer.*` key or OAUTHBEARER callback class must reach a
+/// listener that validates tokens with KIP-768's handler; one that reaches
+/// none would be ignored ("no config key is a lie").
+fn check_oauth_keys_used(config: &ServerConfig) -> Result<(), ConfigError> {
+    let mut secured: Vec<String> = Vec::new();
+    for l in &config.listeners {
+        if matches!(
+            config.listener_protocol(&l.name),
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        ) {
+            let s = for_listener(config, &l.name)?;
+            if matches!(s.oauth, Some(OAuthValidator::Jwks(_))) {
+                secured.push(l.name.to_ascii_lowercase());
+            }
+        }
+    }
+    for (key, value) in &config.sasl_keys {
+        let (listener, _, base) = split(key);
+        let oauth_key = base.starts_with("sasl.oauthbearer.")
+            || (base == "sasl.server.callback.handler.class"
+                && oauth::known_validator_class(value));
+        let reached = match listener {
+            Some(l) => secured.iter().any(|s| s == l),
+            None => !secured.is_empty(),
+        };
+        if oauth_key && !reached && oauth::known_validator_class(value) {
+            // The unsecured validator named explicitly: Kafka's default.
+            if value.trim() == oauth::UNSECURED_VALIDATOR_CLASS {
+                continue;
+            }
+        }
+        if oauth_key && !reached {
+            return Err(invalid(
+                key,
+                value,
+                "no listener validates OAUTHBEARER tokens with \
+                 OAuthBearerValidatorCallbackHandler, which alone reads this key (enable \
+                 OAUTHBEARER on the listener and set \
+                 listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class)",
+            ));
+        }
+    }
     Ok(())
 }
 

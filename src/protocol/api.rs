@@ -49,8 +49,14 @@ impl ZkApi {
 /// v0–v1, OffsetCommit v0–v1, OffsetFetch v0, AlterPartition v0–v1);
 /// their ranges and header versions are the 3.9 codec's.
 /// The transaction APIs too: Kafka 4's KIP-890 part 2 versions and its
-/// dropped WriteTxnMarkers v0 are not Kafka 3.9's.
+/// dropped WriteTxnMarkers v0 are not Kafka 3.9's. Produce, Fetch and
+/// ListOffsets for their header versions and ranges: their old versions
+/// (Produce v0–v2, Fetch v0–v3, ListOffsets v0: message formats 0 and 1)
+/// exist only in the 3.9 codec; the newer versions' headers agree.
 const SERVED_WITH_THE_39_CODEC: &[ApiKey] = &[
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
     ApiKey::OffsetForLeaderEpoch,
     ApiKey::AlterPartition,
     ApiKey::OffsetCommit,

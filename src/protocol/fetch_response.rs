@@ -1,4 +1,4 @@
-//! `[pure]` Hand-written FetchResponse framing (v4–v17) for zero-copy fetches.
+//! `[pure]` Hand-written FetchResponse framing (v0–v17) for zero-copy fetches.
 //!
 //! The `kafka-protocol` crate would encode record bytes into one response
 //! buffer (a 160 KiB copy for 10×16 KiB; PLATFORM.md). Here the response is a
@@ -6,7 +6,8 @@
 //! regions themselves (cached `Bytes` or file regions for `sendfile`), so no
 //! record byte is copied. The layout follows Kafka's FetchResponse.json:
 //! flexible from v12 (compact arrays/bytes, tagged fields), topic ids instead
-//! of names from v13, response header v1 when flexible.
+//! of names from v13, response header v1 when flexible; v0 has no
+//! throttle time, and v0–v3 no last stable offset or aborted transactions.
 
 use crate::protocol::out_part::OutPart;
 use crate::protocol::varint::put_unsigned_varint;
@@ -86,7 +87,9 @@ pub fn encode_fetch_body(version: i16, top: FetchTop, topics: Vec<FetchTopicOut>
     let mut cuts: Vec<(usize, Vec<OutPart>)> = Vec::new();
     let mut records_total = 0usize;
 
-    head.put_i32(top.throttle_time_ms);
+    if version >= 1 {
+        head.put_i32(top.throttle_time_ms);
+    }
     if version >= 7 {
         head.put_i16(top.error_code);
         head.put_i32(top.session_id);
@@ -107,13 +110,16 @@ pub fn encode_fetch_body(version: i16, top: FetchTop, topics: Vec<FetchTopicOut>
             head.put_i32(p.partition_index);
             head.put_i16(p.error_code);
             head.put_i64(p.high_watermark);
-            head.put_i64(p.last_stable_offset);
+            if version >= 4 {
+                head.put_i64(p.last_stable_offset);
+            }
             if version >= 5 {
                 head.put_i64(p.log_start_offset);
             }
             // AbortedTransactions (v4+): nullable array of
             // [producer_id int64, first_offset int64 (+ tags when flexible)].
             match &p.aborted_transactions {
+                _ if version < 4 => {}
                 None if flexible => put_unsigned_varint(&mut head, 0),
                 None => head.put_i32(-1),
                 Some(list) => {
@@ -287,6 +293,32 @@ mod tests {
                 assert_eq!((d.epoch, d.end_offset), (3, 42), "v{version}");
                 assert_eq!(p0.diverging_epoch.epoch, -1, "not set: default");
             }
+        }
+    }
+
+    /// v0–v3 (Kafka 3.9's codec): no throttle time in v0, no LSO or
+    /// aborted transactions before v4.
+    #[test]
+    fn old_versions_re_decode_with_the_3_9_codec() {
+        use kafka_protocol_39::messages::FetchResponse as FetchResponse39;
+        use kafka_protocol_39::protocol::Decodable as _;
+        for version in 0..=3i16 {
+            let top = FetchTop {
+                throttle_time_ms: 9,
+                error_code: 0,
+                session_id: 0,
+            };
+            let mut buf = Bytes::from(flatten(&encode_fetch_body(version, top, sample())));
+            let resp = FetchResponse39::decode(&mut buf, version).expect("body");
+            assert!(buf.is_empty(), "v{version}: trailing bytes");
+            assert_eq!(resp.throttle_time_ms, if version >= 1 { 9 } else { 0 });
+            let t0 = &resp.responses[0];
+            assert_eq!(t0.topic.as_str(), "alpha");
+            let p0 = &t0.partitions[0];
+            assert_eq!(p0.high_watermark, 10);
+            assert_eq!(p0.records.as_deref(), Some(&b"batch-one|batch-two"[..]));
+            let p5 = &resp.responses[1].partitions[0];
+            assert_eq!(p5.records.as_deref(), Some(&b"xyz"[..]));
         }
     }
 

@@ -70,6 +70,25 @@ impl<'a, 's> Lz4Frame<'a, 's> {
     /// into `scratch` (grown when smaller than the frame needs, and kept
     /// by the caller for the next frame).
     pub fn new(input: &'a [u8], scratch: &'s mut Vec<u8>) -> io::Result<Self> {
+        Self::with_descriptor_check(input, scratch, true)
+    }
+
+    /// [`Self::new`] for a magic-0 message's value: Kafka wrote those
+    /// frames with the header checksum computed over the frame magic as
+    /// well as the descriptor (KAFKA-3160) and reads them without checking
+    /// it (`Lz4BlockInputStream` with `ignoreFlagDescriptorChecksum`, KIP-57).
+    pub fn ignoring_descriptor_checksum(
+        input: &'a [u8],
+        scratch: &'s mut Vec<u8>,
+    ) -> io::Result<Self> {
+        Self::with_descriptor_check(input, scratch, false)
+    }
+
+    fn with_descriptor_check(
+        input: &'a [u8],
+        scratch: &'s mut Vec<u8>,
+        check_hc: bool,
+    ) -> io::Result<Self> {
         let magic = input.get(..4).ok_or_else(|| invalid("LZ4 frame cut off"))?;
         if u32::from_le_bytes([magic[0], magic[1], magic[2], magic[3]]) != MAGIC {
             return Err(invalid("not an LZ4 frame (bad magic)"));
@@ -100,7 +119,7 @@ impl<'a, 's> Lz4Frame<'a, 's> {
         let &hc = input
             .get(4 + descriptor_len)
             .ok_or_else(|| invalid("LZ4 frame cut off"))?;
-        if (XxHash32::oneshot(0, descriptor) >> 8) as u8 != hc {
+        if check_hc && (XxHash32::oneshot(0, descriptor) >> 8) as u8 != hc {
             return Err(invalid("LZ4 frame descriptor corrupted"));
         }
         let linked = flg & FLG_BLOCK_INDEPENDENCE == 0;

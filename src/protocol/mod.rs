@@ -16,6 +16,7 @@ pub mod error;
 pub mod fetch_response;
 pub mod frame;
 pub mod header;
+pub mod legacy;
 pub mod lz4_frame;
 pub mod out_part;
 pub mod record_batch;

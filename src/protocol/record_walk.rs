@@ -179,30 +179,71 @@ pub fn records_section<'b>(
     use std::borrow::Cow;
     let view = RecordBatch::new_unchecked_crc(batch)?;
     let body = &batch[HEADER_LEN..view.total_len()];
+    match view.compression() {
+        Some(Compression::None) => Ok(Cow::Borrowed(body)),
+        Some(c) => inflate(c, body, true, scratch).map(Cow::Owned),
+        None => Err(BatchError::InvalidRecord("unknown compression codec")),
+    }
+}
+
+/// The value of a compressed legacy (magic 0/1) wrapper message inflated,
+/// at most [`MAX_WALKED_BYTES`] (Kafka's `AbstractLegacyRecordBatch`
+/// deep iterator). LZ4 values of magic-0 messages are read without their
+/// frame's header checksum, which Kafka wrote wrongly for that magic
+/// (`Lz4BlockInputStream`'s `ignoreFlagDescriptorChecksum`, KIP-57); zstd
+/// has no legacy form ("Invalid wrapper compressionType").
+pub fn inflate_legacy_value(
+    compression: Compression,
+    magic: i8,
+    value: &[u8],
+    scratch: &mut InflateScratch,
+) -> Result<Vec<u8>, BatchError> {
+    match compression {
+        Compression::None => Ok(value.to_vec()),
+        Compression::Zstd => Err(BatchError::InvalidRecord(
+            "Invalid wrapper compressionType found in legacy deep record iterator",
+        )),
+        c => inflate(c, value, magic != 0, scratch),
+    }
+}
+
+/// `body` inflated with `compression`, at most [`MAX_WALKED_BYTES`].
+fn inflate(
+    compression: Compression,
+    body: &[u8],
+    check_lz4_hc: bool,
+    scratch: &mut InflateScratch,
+) -> Result<Vec<u8>, BatchError> {
     let cap = MAX_WALKED_BYTES.saturating_add(1);
     let mut out = Vec::new();
     let inflate_error = |_| BatchError::Corrupt("cannot decompress the records");
-    let read = match view.compression() {
-        Some(Compression::None) => return Ok(Cow::Borrowed(body)),
-        Some(Compression::Gzip) => flate2::read::GzDecoder::new(body)
+    let read = match compression {
+        Compression::None => {
+            out.extend_from_slice(body);
+            Ok(body.len())
+        }
+        Compression::Gzip => flate2::read::GzDecoder::new(body)
             .take(cap)
             .read_to_end(&mut out),
-        Some(Compression::Snappy) => Snappy::new(body, cap).read_to_end(&mut out),
-        Some(Compression::Lz4) => Lz4Frame::new(body, &mut scratch.0)
+        Compression::Snappy => Snappy::new(body, cap).read_to_end(&mut out),
+        Compression::Lz4 if check_lz4_hc => Lz4Frame::new(body, &mut scratch.0)
             .map_err(inflate_error)?
             .take(cap)
             .read_to_end(&mut out),
-        Some(Compression::Zstd) => zstd::stream::read::Decoder::with_buffer(body)
+        Compression::Lz4 => Lz4Frame::ignoring_descriptor_checksum(body, &mut scratch.0)
             .map_err(inflate_error)?
             .take(cap)
             .read_to_end(&mut out),
-        None => return Err(BatchError::InvalidRecord("unknown compression codec")),
+        Compression::Zstd => zstd::stream::read::Decoder::with_buffer(body)
+            .map_err(inflate_error)?
+            .take(cap)
+            .read_to_end(&mut out),
     };
     read.map_err(|e| io_error(e, &BatchError::Corrupt("cannot decompress the records")))?;
     if out.len() as u64 > MAX_WALKED_BYTES {
         return Err(too_large());
     }
-    Ok(Cow::Owned(out))
+    Ok(out)
 }
 
 struct Walk {

@@ -58,8 +58,10 @@ mod config;
 mod delete_records;
 mod follower;
 mod group_commit;
+mod legacy;
 mod load;
 mod metrics;
+mod recompress;
 mod timestamps;
 mod txn;
 pub use delete_records::DeletedOnLeader;
@@ -692,6 +694,10 @@ impl Partition {
         if self.role() != PartitionRole::Leader {
             return ProduceResult::error(self.not_serving());
         }
+        let records = match self.up_convert_legacy(records, now_ms) {
+            Ok(r) => r,
+            Err(refused) => return *refused,
+        };
         let (records, batch, max_timestamp) = match Self::validate_produce(records) {
             Ok(v) => v,
             Err(code) => return ProduceResult::error(code),
@@ -711,6 +717,10 @@ impl Partition {
         if let Err(refused) = self.check_timestamps(&records, now_ms) {
             return *refused;
         }
+        let records = match self.maybe_recompress(records) {
+            Ok(records) => records,
+            Err(code) => return ProduceResult::error(code),
+        };
         ticket.turn().await;
         let Ok(mut log) = self.log.write().await else {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);

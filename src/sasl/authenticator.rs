@@ -9,6 +9,15 @@
 //! `connection.failed.authentication.delay.ms`, the driver's part). Any
 //! other request before authentication closes at once.
 //!
+//! Re-authentication (KIP-368): on an authenticated connection whose
+//! session expires, the client's SaslHandshake starts a new machine
+//! ([`SaslAuthenticator::reauthenticate`], Kafka's REAUTH_PROCESS_HANDSHAKE):
+//! no ApiVersions, the same mechanism (else REAUTH_BAD_MECHANISM: the next
+//! token fails with Kafka's message) and the same principal ("Cannot
+//! change principals during re-authentication ..."). A completed exchange
+//! carries the session lifetime `SaslServerAuthenticator.ReauthInfo
+//! .calcCompletionTimesAndReturnSessionLifetimeMs` computes.
+//!
 //! Input: the frames the client sent (size prefix removed); output:
 //! [`SaslAction`]s with the framed responses. ApiVersions is answered by
 //! the broker's own handler (the driver), so its answer is the one every
@@ -24,6 +33,8 @@ use kafka_protocol::messages::sasl_handshake_response::SaslHandshakeResponse;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::StrBytes;
 
+use super::oauthbearer::jwks::JwkSet;
+use super::oauthbearer::OAuthServer;
 use super::scram::{ScramCredential, ScramServer};
 use super::{plain, MechStep};
 use crate::config::sasl::{SaslMechanism, SaslSettings};
@@ -53,6 +64,10 @@ pub enum SaslAction {
         respond: Bytes,
         principal: String,
         mechanism: SaslMechanism,
+        /// KIP-368: the session ends this many ms after completion
+        /// (`None`: no limit, neither `connections.max.reauth.ms` nor a
+        /// credential that expires).
+        session_lifetime_ms: Option<i64>,
     },
     /// Authentication failed: after the failure delay send `respond` (if
     /// any), then close. `reason` is for the broker's warning.
@@ -72,12 +87,17 @@ pub struct AuthEnv<'a> {
     pub scram: &'a dyn Fn(&str, SaslMechanism) -> Option<ScramCredential>,
     /// A fresh server nonce for SCRAM (printable, no `,`).
     pub server_nonce: &'a str,
+    /// Wall-clock time (epoch ms) for token expiry and session lifetimes.
+    pub now_ms: i64,
+    /// The JWKS of the listener's KIP-768 validator (`None`: not loaded).
+    pub jwks: Option<&'a JwkSet>,
 }
 
 #[derive(Debug)]
 enum MechServer {
     Plain,
     Scram(ScramServer),
+    OAuth(OAuthServer),
 }
 
 #[derive(Debug)]
@@ -92,8 +112,17 @@ enum AuthState {
         handshake_version: i16,
         server: MechServer,
     },
+    /// REAUTH_BAD_MECHANISM: the next token fails with this message.
+    BadMechanism(String),
     /// COMPLETE or FAILED: nothing more is read through this machine.
     Done,
+}
+
+/// What a re-authentication must keep (`ReauthInfo`).
+#[derive(Debug, Clone)]
+struct Previous {
+    mechanism: SaslMechanism,
+    principal: String,
 }
 
 /// One connection's authentication.
@@ -101,6 +130,8 @@ enum AuthState {
 pub struct SaslAuthenticator {
     settings: Arc<SaslSettings>,
     state: AuthState,
+    /// Set when this machine re-authenticates a connection.
+    previous: Option<Previous>,
 }
 
 /// A response frame: size prefix, response header, body.
@@ -129,7 +160,64 @@ impl SaslAuthenticator {
         Self {
             settings,
             state: AuthState::HandshakeOrVersions,
+            previous: None,
         }
+    }
+
+    /// A re-authentication of a connection authenticated as `principal`
+    /// with `mechanism`; its first frame is the client's SaslHandshake
+    /// (`KafkaChannel.maybeBeginServerReauthentication`).
+    pub fn reauthenticate(
+        settings: Arc<SaslSettings>,
+        mechanism: SaslMechanism,
+        principal: &str,
+    ) -> Self {
+        Self {
+            settings,
+            state: AuthState::Handshake,
+            previous: Some(Previous {
+                mechanism,
+                principal: principal.to_owned(),
+            }),
+        }
+    }
+
+    /// "authentication" or "re-authentication", for messages.
+    fn what(&self) -> &'static str {
+        if self.previous.is_some() {
+            "re-authentication"
+        } else {
+            "authentication"
+        }
+    }
+
+    /// The session lifetime at completion (`ReauthInfo
+    /// .calcCompletionTimesAndReturnSessionLifetimeMs`): the mechanism's
+    /// `connections.max.reauth.ms` when > 0, the credential's remaining
+    /// life, or the smaller of both, floored at 0.
+    fn session_lifetime_ms(
+        &self,
+        mechanism: SaslMechanism,
+        server: &MechServer,
+        now_ms: i64,
+    ) -> Option<i64> {
+        let max_reauth = self
+            .settings
+            .reauth_ms
+            .get(&mechanism)
+            .copied()
+            .filter(|ms| *ms > 0);
+        let credential = match server {
+            MechServer::OAuth(o) => o.credential_expiry_ms().map(|exp| exp - now_ms),
+            MechServer::Plain | MechServer::Scram(_) => None,
+        };
+        let ms = match (credential, max_reauth) {
+            (None, None) => return None,
+            (None, Some(m)) => m,
+            (Some(c), None) => c,
+            (Some(c), Some(m)) => c.min(m),
+        };
+        Some(ms.max(0))
     }
 
     /// Whether authentication succeeded or failed (no more frames).
@@ -186,6 +274,9 @@ impl SaslAuthenticator {
             } if header.api_key == ApiKey::SaslAuthenticate => {
                 self.on_authenticate(mechanism, handshake_version, server, &header, body, env)
             }
+            AuthState::BadMechanism(message) if header.api_key == ApiKey::SaslAuthenticate => {
+                self.on_bad_mechanism(message, &header)
+            }
             _ => SaslAction::Close(format!(
                 "Unexpected Kafka request of type {:?} v{} during SASL authentication \
                  (ILLEGAL_SASL_STATE)",
@@ -227,9 +318,24 @@ impl SaslAuthenticator {
             }
         };
         match chosen {
+            Some(mechanism)
+                if self
+                    .previous
+                    .as_ref()
+                    .is_some_and(|p| p.mechanism != mechanism) =>
+            {
+                let old = self.previous.as_ref().map_or("", |p| p.mechanism.name());
+                self.state = AuthState::BadMechanism(format!(
+                    "SASL mechanism '{}' requested by client is not supported for \
+                     re-authentication of mechanism '{old}'",
+                    mechanism.name()
+                ));
+                SaslAction::Respond(bytes)
+            }
             Some(mechanism) => {
                 let server = match mechanism {
                     SaslMechanism::Plain => MechServer::Plain,
+                    SaslMechanism::OAuthBearer => MechServer::OAuth(OAuthServer::new()),
                     m => MechServer::Scram(ScramServer::new(m)),
                 };
                 self.state = AuthState::Authenticate {
@@ -271,6 +377,51 @@ impl SaslAuthenticator {
                 let lookup = |user: &str| (env.scram)(user, mechanism);
                 s.on_token(token, &lookup, env.server_nonce)
             }
+            MechServer::OAuth(o) => match &self.settings.oauth {
+                Some(validator) => o.on_token(token, validator, env.jwks, env.now_ms),
+                None => MechStep::Failed {
+                    client_message: None,
+                    log: "OAUTHBEARER has no validator on this listener".into(),
+                },
+            },
+        }
+    }
+
+    /// A completed exchange's principal, or the refusal of a
+    /// re-authentication that changed it (`ReauthInfo.ensurePrincipalUnchanged`).
+    fn principal_of(&self, authorization_id: &str) -> Result<String, String> {
+        let principal = format!("User:{authorization_id}");
+        match &self.previous {
+            Some(p) if p.principal != principal => {
+                let dotted = |s: &str| s.replacen(':', ".", 1);
+                Err(format!(
+                    "Cannot change principals during re-authentication from {}: {}",
+                    dotted(&p.principal),
+                    dotted(&principal)
+                ))
+            }
+            _ => Ok(principal),
+        }
+    }
+
+    /// REAUTH_BAD_MECHANISM: the SaslAuthenticate after a handshake that
+    /// asked for another mechanism fails with the held message.
+    fn on_bad_mechanism(&mut self, message: String, header: &RequestHeader) -> SaslAction {
+        let version = header.api_version;
+        let response = SaslAuthenticateResponse::default()
+            .with_error_code(ErrorCode::SASL_AUTHENTICATION_FAILED.into())
+            .with_error_message(Some(StrBytes::from_string(message.clone())));
+        match encode(&response, version) {
+            Ok(b) => SaslAction::Fail {
+                respond: Some(framed(
+                    header.correlation_id,
+                    ApiKey::SaslAuthenticate,
+                    version,
+                    &b,
+                )),
+                reason: message,
+            },
+            Err(e) => SaslAction::Close(format!("cannot encode SaslAuthenticate response: {e}")),
         }
     }
 
@@ -295,10 +446,17 @@ impl SaslAuthenticator {
             MechStep::Complete {
                 response,
                 authorization_id,
-            } => SaslAction::Complete {
-                respond: raw_frame(&response),
-                principal: format!("User:{authorization_id}"),
-                mechanism,
+            } => match self.principal_of(&authorization_id) {
+                Ok(principal) => SaslAction::Complete {
+                    respond: raw_frame(&response),
+                    principal,
+                    mechanism,
+                    session_lifetime_ms: self.session_lifetime_ms(mechanism, &server, env.now_ms),
+                },
+                Err(reason) => SaslAction::Fail {
+                    respond: None,
+                    reason,
+                },
             },
             MechStep::Failed { log, .. } => SaslAction::Fail {
                 respond: None,
@@ -324,13 +482,28 @@ impl SaslAuthenticator {
             Ok(r) => r,
             Err(e) => return SaslAction::Close(format!("invalid SaslAuthenticate request: {e}")),
         };
-        let step = self.step(mechanism, &mut server, &request.auth_bytes, env);
+        let mut step = self.step(mechanism, &mut server, &request.auth_bytes, env);
+        let mut lifetime = None;
+        if let MechStep::Complete {
+            authorization_id, ..
+        } = &step
+        {
+            match self.principal_of(authorization_id) {
+                Ok(_) => lifetime = self.session_lifetime_ms(mechanism, &server, env.now_ms),
+                Err(message) => {
+                    step = MechStep::Failed {
+                        client_message: Some(message.clone()),
+                        log: message,
+                    }
+                }
+            }
+        }
         let respond = |error: ErrorCode, message: Option<String>, token: Vec<u8>| {
             let response = SaslAuthenticateResponse::default()
                 .with_error_code(error.into())
                 .with_error_message(message.map(StrBytes::from_string))
                 .with_auth_bytes(Bytes::from(token))
-                .with_session_lifetime_ms(0);
+                .with_session_lifetime_ms(lifetime.unwrap_or(0));
             encode(&response, version)
                 .map(|b| framed(header.correlation_id, ApiKey::SaslAuthenticate, version, &b))
         };
@@ -350,6 +523,7 @@ impl SaslAuthenticator {
                 respond: b,
                 principal: format!("User:{authorization_id}"),
                 mechanism,
+                session_lifetime_ms: lifetime,
             }),
             MechStep::Failed {
                 client_message,
@@ -357,10 +531,11 @@ impl SaslAuthenticator {
             } => {
                 // SaslServerAuthenticator.handleSaslToken: a plain
                 // SaslException gets the generic text.
+                let what = self.what();
                 let message = client_message.unwrap_or_else(|| {
                     format!(
-                        "Authentication failed during authentication due to invalid credentials \
-                         with SASL mechanism {}",
+                        "Authentication failed during {what} due to invalid credentials with \
+                         SASL mechanism {}",
                         mechanism.name()
                     )
                 });

@@ -2,8 +2,8 @@
 //! (Kafka 3.9's `SaslServerAuthenticator`, KIP-152): the per-connection
 //! state machine that reads the requests allowed before authentication
 //! ([`authenticator`]), and the mechanisms it runs: PLAIN ([`plain`]) and
-//! SCRAM-SHA-256 / SCRAM-SHA-512 ([`scram`]), and their client side
-//! ([`client`]). Bytes in, bytes and an
+//! SCRAM-SHA-256 / SCRAM-SHA-512 ([`scram`]), OAUTHBEARER ([`oauthbearer`]),
+//! and the client side of PLAIN and SCRAM ([`client`]). Bytes in, bytes and an
 //! outcome out; the connection code (`server::sasl_conn`) only moves them
 //! and supplies randomness and the stored SCRAM credentials.
 //!
@@ -12,6 +12,7 @@
 
 pub mod authenticator;
 pub mod client;
+pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 

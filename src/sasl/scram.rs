@@ -38,7 +38,7 @@ pub fn mechanism_type(m: SaslMechanism) -> Option<i8> {
     match m {
         SaslMechanism::ScramSha256 => Some(1),
         SaslMechanism::ScramSha512 => Some(2),
-        SaslMechanism::Plain => None,
+        SaslMechanism::Plain | SaslMechanism::OAuthBearer => None,
     }
 }
 
@@ -64,8 +64,8 @@ fn algorithms(
             &digest::SHA512,
             pbkdf2::PBKDF2_HMAC_SHA512,
         ),
-        // PLAIN never reaches here; SHA-256 is the other SCRAM.
-        SaslMechanism::ScramSha256 | SaslMechanism::Plain => (
+        // PLAIN and OAUTHBEARER never reach here; SHA-256 is the other SCRAM.
+        SaslMechanism::ScramSha256 | SaslMechanism::Plain | SaslMechanism::OAuthBearer => (
             hmac::HMAC_SHA256,
             &digest::SHA256,
             pbkdf2::PBKDF2_HMAC_SHA256,

@@ -24,9 +24,8 @@ use super::in_order::InOrder;
 use super::memory_pool::{Lease, MemoryPool};
 use super::out::{ConnWriter, OutPart};
 use super::request_metrics::{Scoped, Timing};
-use super::sasl_conn::{self, SaslPeer};
+use super::sasl_conn::{self, SaslListener, SaslPeer, SaslSession, SessionStep};
 use super::transport::{ConnRead, ConnWrite, PlainRead, PlainWrite};
-use crate::config::sasl::SaslSettings;
 use crate::io::clock::Clock;
 use crate::io::local_sync::{FifoGate, Notify, Trigger};
 use crate::protocol::frame::{frame_len, take_frame};
@@ -64,6 +63,8 @@ enum Outcome {
     Respond(Vec<OutPart>, Timing, u64),
     /// No response; mute this long (0 = not).
     Nothing(u64),
+    /// Already framed bytes (a re-authentication's answers, KIP-368).
+    Raw(bytes::Bytes),
     Close(String),
 }
 
@@ -101,6 +102,9 @@ struct Conn {
     /// its ticket as it is read and hands its appends to the partitions
     /// in that order (`handlers::produce`).
     produce_order: Rc<FifoGate>,
+    /// A SASL connection's session: its expiry and re-authentication
+    /// (KIP-368, `server::sasl_conn::SaslSession`).
+    sasl: RefCell<Option<SaslSession>>,
 }
 
 /// Kafka's principal of a connection without a client certificate
@@ -116,7 +120,7 @@ pub async fn serve(
     stream: TcpStream,
     pool: Arc<MemoryPool>,
     listener: &str,
-    sasl: Option<Arc<SaslSettings>>,
+    sasl: Option<Arc<SaslListener>>,
 ) {
     let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.
@@ -167,7 +171,7 @@ pub struct Peer {
     pub listener: Rc<str>,
     /// A SASL listener's settings: the client authenticates first
     /// (`server::sasl_conn`) and `principal` is replaced by its own.
-    pub sasl: Option<Arc<SaslSettings>>,
+    pub sasl: Option<Arc<SaslListener>>,
 }
 
 impl Peer {
@@ -184,7 +188,7 @@ impl Peer {
     }
 
     /// The same peer on a SASL listener (`None`: no SASL).
-    pub fn with_sasl(mut self, sasl: Option<Arc<SaslSettings>>) -> Self {
+    pub fn with_sasl(mut self, sasl: Option<Arc<SaslListener>>) -> Self {
         self.sasl = sasl;
         self
     }
@@ -209,19 +213,28 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
     mut writer: W,
 ) {
     // A SASL listener: nothing but the authentication before it succeeded.
-    let (principal, buffered) = match who.sasl.clone() {
-        None => (who.principal, BytesMut::new()),
-        Some(settings) => {
+    let (principal, buffered, session) = match who.sasl.clone() {
+        None => (who.principal, BytesMut::new(), None),
+        Some(listener) => {
             let sasl_peer = SaslPeer {
                 peer: &who.peer,
                 client_host: &who.client_host,
                 listener: &who.listener,
                 principal: &who.principal,
             };
-            match sasl_conn::authenticate(&ctx, &sasl_peer, settings, &mut reader, &mut writer)
-                .await
+            match sasl_conn::authenticate(
+                &ctx,
+                &sasl_peer,
+                listener.clone(),
+                &mut reader,
+                &mut writer,
+            )
+            .await
             {
-                Some((principal, buffered)) => (principal.into(), buffered),
+                Some((done, buffered)) => {
+                    let session = SaslSession::new(listener, &done, ctx.clock.mono_ns());
+                    (done.principal.into(), buffered, Some(session))
+                }
                 None => {
                     writer.close().await;
                     return;
@@ -246,6 +259,7 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
         one_at_a_time: Cell::new(false),
         pool,
         produce_order: Rc::default(),
+        sasl: RefCell::new(session),
     });
     tracing::debug!(peer = %conn.peer, principal = %conn.principal, "connection accepted");
     conn.ctx.stats.metrics.on_connection_opened(&conn.listener);
@@ -444,8 +458,11 @@ async fn wait_or_stop<T>(conn: &Conn, fut: impl std::future::Future<Output = T>)
 /// once the request was handled.
 fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool {
     conn.frames.set(conn.frames.get() + 1);
+    let fixed = peek_fixed(&frame);
+    if let Some(go_on) = on_session_frame(conn, &frame, fixed) {
+        return go_on;
+    }
     let mut body = frame;
-    let fixed = peek_fixed(&body);
     let header = match decode_request_header(&mut body) {
         Ok(h) => h,
         Err(e) => return close_after_pending(conn, format!("{e} {fixed:?}")),
@@ -544,6 +561,48 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
     true
 }
 
+/// A SASL connection's frame as its session sees it (KIP-368): `None` to
+/// serve it as a request, else whether to read on after the session
+/// answered it (a re-authentication step) or closed the connection.
+fn on_session_frame(
+    conn: &Conn,
+    frame: &bytes::Bytes,
+    fixed: Option<(i16, i16, i32)>,
+) -> Option<bool> {
+    let mut session = conn.sasl.borrow_mut();
+    let session = session.as_mut()?;
+    let api_key = fixed.map_or(-1, |(key, _, _)| key);
+    let step = session.on_frame(&conn.ctx, &conn.peer, api_key, frame);
+    let mut in_order = conn.in_order.borrow_mut();
+    let mut queue = |outcome: Outcome| {
+        let seq = in_order.on_request();
+        in_order.on_complete(seq, outcome);
+    };
+    let go_on = match step {
+        SessionStep::Serve => return None,
+        SessionStep::Answer(bytes) => {
+            queue(Outcome::Raw(bytes));
+            true
+        }
+        SessionStep::Fail(answer, reason) => {
+            if let Some(bytes) = answer {
+                queue(Outcome::Raw(bytes));
+            }
+            queue(Outcome::Close(reason));
+            false
+        }
+        SessionStep::Close(reason) => {
+            // SocketServer closes an expired channel at once: the answers
+            // still in flight are dropped, as Kafka drops them.
+            tracing::warn!(peer = %conn.peer, %reason, "closing connection");
+            conn.closed.fire();
+            false
+        }
+    };
+    conn.wake_writer.notify();
+    Some(go_on)
+}
+
 /// The framed answer; a request-quota throttle (`request_ms`) goes into
 /// the body's `throttle_time_ms` where the response opens with it (the
 /// larger of the two), and the connection is muted for the larger.
@@ -622,6 +681,7 @@ async fn write_loop<W: ConnWrite>(conn: Rc<Conn>, mut writer: W) {
                         mute_ms = mute_ms.max(throttle_ms);
                     }
                     Outcome::Nothing(throttle_ms) => mute_ms = mute_ms.max(throttle_ms),
+                    Outcome::Raw(bytes) => parts.push(OutPart::Bytes(bytes)),
                     Outcome::Close(reason) => {
                         close = Some(reason);
                         break;

@@ -78,7 +78,7 @@ pub async fn write_parts<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-fn read_file_region(file: &File, position: u64, len: usize) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_file_region(file: &File, position: u64, len: usize) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     let mut data = vec![0u8; len];
     file.read_exact_at(&mut data, position)?;

@@ -96,7 +96,7 @@ pub async fn serve(
     pool: Arc<MemoryPool>,
     tls: Arc<ListenerTls>,
     listener: &str,
-    sasl: Option<Arc<crate::config::sasl::SaslSettings>>,
+    sasl: Option<Arc<super::sasl_conn::SaslListener>>,
 ) {
     let (peer, client_host) = peer_names(&stream);
     // Responses are complete messages; do not let Nagle hold them back.

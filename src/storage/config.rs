@@ -11,6 +11,10 @@ pub struct LogConfig {
     pub segment_bytes: u64,
     /// `segment.ms` (broker `log.roll.ms` / `log.roll.hours` = 168), default 7 days.
     pub segment_ms: i64,
+    /// `segment.jitter.ms` (broker `log.roll.jitter.ms` / `hours`), default
+    /// 0: each segment rolls up to this much before `segment.ms`
+    /// (`policy::roll_jitter_ms`).
+    pub segment_jitter_ms: i64,
     /// `segment.index.bytes` (broker `log.index.size.max.bytes`), default 10 MiB.
     pub segment_index_bytes: u64,
     /// `index.interval.bytes` (broker `log.index.interval.bytes`), default 4096.
@@ -63,6 +67,10 @@ pub struct LogConfig {
     pub min_compaction_lag_ms: i64,
     /// `max.compaction.lag.ms` (broker `log.cleaner.max.compaction.lag.ms`), default Long.MAX_VALUE.
     pub max_compaction_lag_ms: i64,
+    /// `file.delete.delay.ms` (broker `log.segment.delete.delay.ms`),
+    /// default 60 s: a deleted segment's `.deleted` files are removed this
+    /// long after the delete (`Segment::delete_files_in_background`).
+    pub file_delete_delay_ms: u64,
     /// `delete.retention.ms` (broker `log.cleaner.delete.retention.ms`), default 1 day.
     pub delete_retention_ms: i64,
 }
@@ -72,6 +80,7 @@ impl Default for LogConfig {
         LogConfig {
             segment_bytes: 1 << 30,
             segment_ms: 7 * 24 * 3600 * 1000,
+            segment_jitter_ms: 0,
             segment_index_bytes: 10 * 1024 * 1024,
             index_interval_bytes: 4096,
             flush_messages: i64::MAX,
@@ -93,6 +102,7 @@ impl Default for LogConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             delete_retention_ms: 86_400_000,
+            file_delete_delay_ms: 60_000,
         }
     }
 }
@@ -123,6 +133,7 @@ impl LogConfig {
         LogConfig {
             segment_bytes: topic.segment_bytes.max(1) as u64,
             segment_ms,
+            segment_jitter_ms: topic.segment_jitter_ms,
             segment_index_bytes: topic.segment_index_bytes.max(8) as u64,
             index_interval_bytes: topic.index_interval_bytes.max(0) as u64,
             flush_messages: topic.flush_messages,
@@ -147,6 +158,7 @@ impl LogConfig {
             min_compaction_lag_ms: topic.min_compaction_lag_ms,
             max_compaction_lag_ms: topic.max_compaction_lag_ms,
             delete_retention_ms: topic.delete_retention_ms,
+            file_delete_delay_ms: topic.file_delete_delay_ms.max(0) as u64,
             ..LogConfig::default()
         }
     }

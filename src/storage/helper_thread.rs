@@ -53,6 +53,13 @@ impl Helper {
 }
 
 impl Helper {
+    /// A handle that queues jobs on this helper's thread from a task that
+    /// outlives the borrow (a delayed delete); None when the thread cannot
+    /// run.
+    pub fn sender(&self) -> Option<Sender<Job>> {
+        self.tx.get_or_init(|| self.start()).clone()
+    }
+
     /// Queues `job` on this helper's thread; gives the job back when the
     /// thread cannot run (could not start, or died).
     pub fn submit(&self, job: Job) -> Result<(), Job> {

@@ -18,6 +18,9 @@ pub struct RollInput {
     pub append_max_timestamp: i64,
     pub append_last_offset: i64,
     pub now_ms: i64,
+    /// This segment's share of `segment.jitter.ms` ([`roll_jitter_ms`]):
+    /// it rolls that much before `segment.ms`.
+    pub roll_jitter_ms: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,13 +53,37 @@ pub fn should_roll(config: &LogConfig, s: &RollInput) -> Option<RollReason> {
         Some(t) if t >= 0 => s.append_max_timestamp.saturating_sub(t),
         _ => s.now_ms.saturating_sub(s.segment_created_ms),
     };
-    if waited > config.segment_ms {
+    if waited > config.segment_ms.saturating_sub(s.roll_jitter_ms) {
         return Some(RollReason::Time);
     }
     if s.offset_index_full || s.time_index_full {
         return Some(RollReason::IndexFull);
     }
     None
+}
+
+/// A segment's roll jitter (Kafka's `LogConfig.randomSegmentJitter`, drawn
+/// when the segment is created: a number in [0, min(`segment.jitter.ms`,
+/// `segment.ms`)), 0 without jitter). Kafka draws it at random; here it is
+/// a hash of the partition and the segment's base offset, fixed for the
+/// segment's life and spread over the same range, so partitions created
+/// together do not all roll at once, and no random source is needed.
+pub fn roll_jitter_ms(config: &LogConfig, topic: &str, partition: i32, base_offset: i64) -> i64 {
+    let bound = config.segment_jitter_ms.min(config.segment_ms);
+    if bound <= 0 {
+        return 0;
+    }
+    // FNV-1a over the name, the partition and the base offset.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = topic
+        .bytes()
+        .chain(partition.to_be_bytes())
+        .chain(base_offset.to_be_bytes());
+    for b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // Kafka's draw is `abs(nextInt) % bound`: below 2^31.
+    ((h >> 33) % bound as u64) as i64
 }
 
 #[cfg(test)]
@@ -75,7 +102,41 @@ mod tests {
             append_max_timestamp: 1_050,
             append_last_offset: 10,
             now_ms: 2_000,
+            roll_jitter_ms: 0,
         }
+    }
+
+    #[test]
+    fn segment_jitter_ms_rolls_a_segment_early_by_its_own_share() {
+        let cfg = LogConfig {
+            segment_ms: 100,
+            segment_jitter_ms: 60,
+            ..LogConfig::default()
+        };
+        // Waited 80 ms of segment.ms 100: rolls with a jitter over 20.
+        let input = |jitter| RollInput {
+            append_max_timestamp: 1_080,
+            roll_jitter_ms: jitter,
+            ..base()
+        };
+        assert_eq!(should_roll(&cfg, &input(0)), None);
+        assert_eq!(should_roll(&cfg, &input(20)), None);
+        assert_eq!(should_roll(&cfg, &input(21)), Some(RollReason::Time));
+        // Each segment's share lies in [0, min(jitter, segment.ms)) and
+        // they differ across partitions and segments.
+        let shares: std::collections::BTreeSet<i64> = (0..200)
+            .map(|i| roll_jitter_ms(&cfg, "t", i % 7, i64::from(i) * 1000))
+            .collect();
+        assert!(shares.iter().all(|j| (0..60).contains(j)), "{shares:?}");
+        assert!(shares.len() > 30, "{shares:?}");
+        let capped = LogConfig {
+            segment_ms: 10,
+            ..cfg.clone()
+        };
+        assert!((0..200).all(|i| roll_jitter_ms(&capped, "t", 0, i) < 10));
+        let none = LogConfig::default();
+        assert_eq!(none.segment_jitter_ms, 0);
+        assert_eq!(roll_jitter_ms(&none, "t", 0, 5), 0);
     }
 
     #[test]

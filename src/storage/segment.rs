@@ -622,11 +622,19 @@ impl Segment {
     /// stalling every connection it serves, and freeing it in one call
     /// stalled the disk's writes: files shrink in [`FREE_STEP`] steps. A
     /// crash in between leaves `.deleted` names, which open removes.
-    pub fn delete_files_in_background(&self, helpers: &HelperThreads) -> Result<(), StorageError> {
+    /// The `.deleted` files stay for `delay_ms` first (`file.delete.delay.ms`,
+    /// Kafka's `LogConfig.fileDeleteDelayMs`, which `asyncDeleteSegment`
+    /// schedules the removal after); a broker stopping meanwhile leaves
+    /// them to the next open, as Kafka's do.
+    pub fn delete_files_in_background(
+        &self,
+        helpers: &HelperThreads,
+        delay_ms: u64,
+    ) -> Result<(), StorageError> {
         // A fetch holding the file (its `OutPart::File`) must keep reading it.
         let shrink = Arc::strong_count(&self.read_file) == 1;
         let renamed = rename_to_deleted(&self.dir, self.base_offset, &ALL_SUFFIXES)?;
-        free_in_background(helpers, renamed, shrink);
+        free_after(helpers, renamed, shrink, delay_ms);
         Ok(())
     }
 }
@@ -634,11 +642,18 @@ impl Segment {
 impl Segment {
     /// Retention's delete into the partition's [`recycle`] pool: the log
     /// file is renamed to the pool's name for this segment's next offset,
-    /// the index files are deleted as in [`Self::delete_files_in_background`].
+    /// the index files are deleted as in [`Self::delete_files_in_background`]
+    /// after `delay_ms`. The log file is not deleted, so
+    /// `file.delete.delay.ms` does not hold it: it is reused only when no
+    /// fetch holds it, the readers Kafka's delay is there for.
     /// Returns the pooled file's path; `None` when a fetch still holds the
     /// file (its `sendfile` must keep reading the old bytes), and then the
     /// caller deletes the segment instead.
-    pub fn retire_to_pool(&self, helpers: &HelperThreads) -> Result<Option<PathBuf>, StorageError> {
+    pub fn retire_to_pool(
+        &self,
+        helpers: &HelperThreads,
+        delay_ms: u64,
+    ) -> Result<Option<PathBuf>, StorageError> {
         if Arc::strong_count(&self.read_file) > 1 || self.appender.is_some() {
             return Ok(None);
         }
@@ -654,11 +669,38 @@ impl Segment {
             &[INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX],
         )?;
         std::fs::rename(self.log_path(), &to)?;
-        if !renamed.is_empty() {
-            free_in_background(helpers, renamed, true);
-        }
+        free_after(helpers, renamed, true, delay_ms);
         Ok(Some(to))
     }
+}
+
+/// [`free_in_background`] once `delay_ms` has passed (at once for 0).
+fn free_after(helpers: &HelperThreads, paths: Vec<PathBuf>, shrink: bool, delay_ms: u64) {
+    if paths.is_empty() {
+        return;
+    }
+    if delay_ms == 0 {
+        free_in_background(helpers, paths, shrink);
+        return;
+    }
+    let deleter = helpers.deleter.sender();
+    glommio::spawn_local(async move {
+        glommio::timer::sleep(std::time::Duration::from_millis(delay_ms)).await;
+        let job: helper_thread::Job = Box::new(move || {
+            for p in paths {
+                free_and_remove(&p, shrink);
+            }
+        });
+        let job = match deleter {
+            Some(tx) => match tx.send(job) {
+                Ok(()) => return,
+                Err(e) => e.0,
+            },
+            None => job,
+        };
+        glommio::executor().spawn_blocking(job).await;
+    })
+    .detach();
 }
 
 /// Frees (in steps, when `shrink`) and removes files on the shard's delete

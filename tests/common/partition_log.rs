@@ -82,6 +82,8 @@ pub fn small_config() -> LogConfig {
         write_buffer_bytes: 64 << 10,
         preallocate_step_bytes: 1 << 20,
         retention_ms: -1,
+        // Deleted files go at once (tests wait for the delete thread).
+        file_delete_delay_ms: 0,
         ..LogConfig::default()
     }
 }

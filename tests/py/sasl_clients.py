@@ -17,7 +17,10 @@
       30 s and prints {"values": [...], "errors": [...]}.
 
 conf.json: the librdkafka settings (bootstrap.servers, security.protocol,
-sasl.*, ssl.*). Exit status 0 unless the arguments are bad.
+sasl.*, ssl.*). With "sasl.mechanism": "OAUTHBEARER", the extra key
+"shardlog.oauth.token" is the token an `oauth_cb` hands librdkafka (with
+the principal "shardlog.oauth.principal" and expiry "shardlog.oauth.expiry"
+in epoch seconds). Exit status 0 unless the arguments are bad.
 """
 
 import json
@@ -31,6 +34,8 @@ def roundtrip(conf, topic, count):
 
     errors = []
     admin = AdminClient(dict(conf))
+    if "oauth_cb" in conf:
+        admin.poll(0.5)  # librdkafka serves oauth_cb from poll()
     admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=30)[topic].result(timeout=60)
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -47,6 +52,8 @@ def roundtrip(conf, topic, count):
             delivered[0] += 1
 
     p = Producer(dict(conf, **{"acks": "all"}))
+    if "oauth_cb" in conf:
+        p.poll(0.5)
     for i in range(count):
         p.produce(topic, value=("sasl-%d" % i).encode(), partition=0, on_delivery=on_delivery)
     p.flush(60)
@@ -60,6 +67,8 @@ def refused(conf):
     errors = []
     conf = dict(conf, **{"error_cb": lambda e: errors.append(str(e))})
     admin = AdminClient(conf)
+    if "oauth_cb" in conf:
+        admin.poll(0.5)
     try:
         admin.list_topics(timeout=5)
         ok = True
@@ -119,6 +128,12 @@ def main():
     mode, conf_file = sys.argv[1], sys.argv[2]
     with open(conf_file) as f:
         conf = json.load(f)
+    token = conf.pop("shardlog.oauth.token", None)
+    principal = conf.pop("shardlog.oauth.principal", None)
+    expiry = conf.pop("shardlog.oauth.expiry", None)
+    if token is not None:
+        # confluent-kafka's oauth_cb: (token, expiry in seconds, principal).
+        conf["oauth_cb"] = lambda _config: (token, float(expiry), principal)
     if mode == "roundtrip":
         out = roundtrip(conf, sys.argv[3], int(sys.argv[4]))
     elif mode == "refused":

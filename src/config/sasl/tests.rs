@@ -1,6 +1,7 @@
 //! `[pure]` Unit tests of `config::sasl`.
 
 use super::*;
+use crate::config::sasl::oauth::OAuthValidator;
 
 const JAAS_PLAIN: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
                           username=\"admin\" password=\"admin-secret\" user_admin=\"admin-secret\" \
@@ -88,7 +89,6 @@ fn every_sasl_key_shardlog_does_not_implement_stops_the_start_naming_it() {
     load(&ok).unwrap();
     for (line, reason) in [
         ("sasl.enabled.mechanisms=GSSAPI", "GSSAPI"),
-        ("sasl.enabled.mechanisms=PLAIN,OAUTHBEARER", "OAUTHBEARER"),
         (
             "sasl.enabled.mechanisms=DIGEST-MD5",
             "unknown SASL mechanism",
@@ -115,20 +115,24 @@ fn every_sasl_key_shardlog_does_not_implement_stops_the_start_naming_it() {
         ("sasl.kerberos.principal.to.local.rules=DEFAULT", "GSSAPI"),
         (
             "sasl.oauthbearer.jwks.endpoint.url=file:///x",
-            "OAUTHBEARER",
+            "no listener validates OAUTHBEARER tokens with",
         ),
         (
-            "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=x required;",
-            "OAUTHBEARER",
+            "sasl.oauthbearer.token.endpoint.url=http://idp/token",
+            "not a key of the broker's OAUTHBEARER validator",
+        ),
+        (
+            "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=com.example.H",
+            "Java class",
         ),
         (
             "listener.name.sasl_ssl.gssapi.sasl.jaas.config=x required;",
             "GSSAPI",
         ),
-        ("connections.max.reauth.ms=3600000", "KIP-368"),
+        ("connections.max.reauth.ms=soon", "long"),
         (
-            "listener.name.sasl_ssl.plain.connections.max.reauth.ms=1000",
-            "KIP-368",
+            "listener.name.sasl_ssl.plain.connections.max.reauth.ms=x",
+            "long",
         ),
         ("sasl.mechanism=PLAIN", "unknown SASL config key"),
         ("sasl.server.max.receive.size=0", "positive"),
@@ -191,4 +195,86 @@ fn a_sasl_listener_between_brokers_needs_a_mechanism_it_enables_and_the_brokers_
         let err = load_inter(extra).unwrap_err();
         assert!(err.to_string().contains(want), "{extra}: {err}");
     }
+}
+
+const JAAS_OAUTH: &str = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+                          required unsecuredValidatorRequiredScope=\"kafka\";";
+const SECURED: &str =
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler";
+
+#[test]
+fn oauthbearer_listeners_resolve_their_validator_and_reauth_limits() {
+    let c = load(&format!(
+        "sasl.enabled.mechanisms=OAUTHBEARER,PLAIN\n\
+         listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config={JAAS_OAUTH}\n\
+         listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS_PLAIN}\n\
+         listener.name.sasl_ssl.oauthbearer.sasl.jaas.config={JAAS_OAUTH}\n\
+         listener.name.sasl_ssl.plain.sasl.jaas.config={JAAS_PLAIN}\n\
+         listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class={SECURED}\n\
+         listener.name.sasl_ssl.sasl.oauthbearer.jwks.endpoint.url=file:/etc/jwks.json\n\
+         sasl.oauthbearer.expected.audience=kafka\n\
+         connections.max.reauth.ms=60000\n\
+         listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms=5000\n"
+    ))
+    .unwrap();
+    let plain = for_listener(&c, "SASL_PLAINTEXT").unwrap();
+    match plain.oauth {
+        Some(OAuthValidator::Unsecured(o)) => assert_eq!(o.required_scope, vec!["kafka"]),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(plain.reauth_ms[&SaslMechanism::OAuthBearer], 60_000);
+    let ssl = for_listener(&c, "SASL_SSL").unwrap();
+    match ssl.oauth {
+        Some(OAuthValidator::Jwks(o)) => {
+            assert_eq!(o.expected_audience, vec!["kafka"]);
+            assert_eq!(o.url, oauth::JwksUrl::File("/etc/jwks.json".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(ssl.reauth_ms[&SaslMechanism::OAuthBearer], 5_000);
+    assert_eq!(ssl.reauth_ms[&SaslMechanism::Plain], 60_000);
+
+    // The secured validator without its JWKS URL, or with https, stops the start.
+    let base = format!(
+        "sasl.enabled.mechanisms=OAUTHBEARER\n\
+         listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config={JAAS_OAUTH}\n\
+         listener.name.sasl_ssl.oauthbearer.sasl.jaas.config={JAAS_OAUTH}\n"
+    );
+    let (key, why) = refused_key(&format!(
+        "{base}listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class={SECURED}\n"
+    ));
+    assert_eq!(key, "sasl.oauthbearer.jwks.endpoint.url");
+    assert!(why.contains("required"), "{why}");
+    let (_, why) = refused_key(&format!(
+        "{base}listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class={SECURED}\n\
+         sasl.oauthbearer.jwks.endpoint.url=https://idp/jwks\n"
+    ));
+    assert!(why.contains("not implemented"), "{why}");
+    // sasl.oauthbearer.* keys on a listener with the unsecured validator
+    // would be ignored: refused.
+    let (key, why) = refused_key(&format!(
+        "{base}listener.name.sasl_plaintext.sasl.oauthbearer.expected.issuer=https://idp\n"
+    ));
+    assert_eq!(
+        key,
+        "listener.name.sasl_plaintext.sasl.oauthbearer.expected.issuer"
+    );
+    assert!(
+        why.contains("only OAuthBearerValidatorCallbackHandler"),
+        "{why}"
+    );
+    // OAUTHBEARER between brokers: shardlog cannot log in with it.
+    let err = ServerConfig::from_properties(
+        &format!(
+            "listeners=SASL_PLAINTEXT://h:2\nsecurity.inter.broker.protocol=SASL_PLAINTEXT\n\
+             sasl.enabled.mechanisms=OAUTHBEARER\nsasl.mechanism.inter.broker.protocol=OAUTHBEARER\n\
+             listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config={JAAS_OAUTH}\n"
+        ),
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("cannot log in with OAUTHBEARER"),
+        "{err}"
+    );
 }

@@ -12,6 +12,11 @@ enum Check {
     Between(i64, i64),
     /// `GzipCompression.LEVEL_VALIDATOR`: -1 (default) or 1..=9.
     GzipLevel,
+    /// `Lz4Compression.LEVEL_VALIDATOR` (1..=17), narrowed to Kafka's
+    /// default 9: shardlog's LZ4 encoder has only LZ4's fast mode, which
+    /// is what Kafka writes at 9 (`KafkaLZ4BlockOutputStream`); the other
+    /// levels need lz4-java's high-compression mode.
+    Lz4Level,
     DoubleBetween(f64, f64),
     OneOf(&'static [&'static str]),
     ListOf(&'static [&'static str]),
@@ -73,7 +78,7 @@ pub(super) static KEYS: &[KeyDef] = &[
     key(
         "compression.lz4.level",
         T::Int,
-        Between(1, 17),
+        Lz4Level,
         Some("compression.lz4.level"),
         &[],
     ),
@@ -352,6 +357,16 @@ fn check_value(def: &KeyDef, value: &ConfigValue) -> Result<(), String> {
         (Between(lo, hi), _) => match number {
             Some(n) if n < lo || n > hi => Err(format!(
                 "Value must be no less than {lo} and no more than {hi}"
+            )),
+            _ => Ok(()),
+        },
+        (Lz4Level, _) => match number {
+            Some(n) if !(1..=17).contains(&n) => {
+                Err("Value must be no less than 1 and no more than 17".into())
+            }
+            Some(n) if n != 9 => Err(format!(
+                "shardlog writes LZ4 in its fast mode only, which is Kafka's level 9; \
+                 level {n} needs LZ4's high-compression mode, which shardlog does not have"
             )),
             _ => Ok(()),
         },

@@ -28,12 +28,16 @@ fn run(seed: &[u8]) -> Vec<SaslAction> {
     let env = AuthEnv {
         scram: &lookup,
         server_nonce: "fuzzservernonce",
+        now_ms: 0,
+        jwks: None,
     };
     let mut auth = SaslAuthenticator::new(Arc::new(SaslSettings {
         listener: "SASL_PLAINTEXT".into(),
         mechanisms: SaslMechanism::ALL.to_vec(),
         plain_users: BTreeMap::from([("alice".to_string(), "secret".to_string())]),
         max_receive_size: 524_288,
+        oauth: None,
+        reauth_ms: BTreeMap::new(),
     }));
     let mut buf = BytesMut::from(seed);
     let mut actions = Vec::new();

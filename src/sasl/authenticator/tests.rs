@@ -7,6 +7,7 @@ use base64::Engine;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use super::*;
+use crate::config::sasl::oauth::{OAuthValidator, UnsecuredOptions};
 use crate::sasl::scram;
 
 fn settings(mechanisms: Vec<SaslMechanism>) -> Arc<SaslSettings> {
@@ -17,6 +18,18 @@ fn settings(mechanisms: Vec<SaslMechanism>) -> Arc<SaslSettings> {
             .into_iter()
             .collect::<BTreeMap<_, _>>(),
         max_receive_size: 524_288,
+        oauth: Some(OAuthValidator::Unsecured(UnsecuredOptions {
+            principal_claim: "sub".into(),
+            scope_claim: "scope".into(),
+            required_scope: Vec::new(),
+            clock_skew_ms: 0,
+        })),
+        reauth_ms: [
+            (SaslMechanism::Plain, 60_000),
+            (SaslMechanism::OAuthBearer, 60_000),
+        ]
+        .into_iter()
+        .collect(),
     })
 }
 
@@ -66,8 +79,12 @@ fn env<'a>(
     AuthEnv {
         scram,
         server_nonce: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
+        now_ms: NOW_MS,
+        jwks: None,
     }
 }
+
+const NOW_MS: i64 = 1_800_000_000_000;
 
 #[test]
 fn plain_over_sasl_authenticate_after_api_versions_authenticates_the_user() {
@@ -262,4 +279,127 @@ proptest::proptest! {
             let _ = a.on_frame(Bytes::from(f), &e);
         }
     }
+}
+
+fn unsecured_first_message(sub: &str, exp_s: i64) -> Vec<u8> {
+    let enc = |v: serde_json::Value| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+    };
+    let token = format!(
+        "{}.{}.",
+        enc(serde_json::json!({"alg": "none"})),
+        enc(serde_json::json!({"sub": sub, "exp": exp_s}))
+    );
+    format!("n,,\u{1}auth=Bearer {token}\u{1}\u{1}").into_bytes()
+}
+
+fn lifetime_of(action: &SaslAction) -> Option<i64> {
+    match action {
+        SaslAction::Complete {
+            session_lifetime_ms,
+            ..
+        } => *session_lifetime_ms,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_session_lifetime_is_the_smaller_of_max_reauth_and_the_tokens_life() {
+    let e = env(&no_scram);
+    // A token living 30 s < connections.max.reauth.ms (60 s).
+    let mut a = SaslAuthenticator::new(settings(vec![SaslMechanism::OAuthBearer]));
+    assert!(matches!(
+        a.on_frame(handshake("OAUTHBEARER", 1), &e),
+        SaslAction::Respond(_)
+    ));
+    let done = a.on_frame(
+        authenticate(&unsecured_first_message("alice", NOW_MS / 1000 + 30), 1),
+        &e,
+    );
+    assert_eq!(lifetime_of(&done), Some(30_000));
+    let SaslAction::Complete {
+        respond, principal, ..
+    } = done
+    else {
+        unreachable!()
+    };
+    assert_eq!(principal, "User:alice");
+    let resp = SaslAuthenticateResponse::decode(&mut body_of(&respond, 4), 1).unwrap();
+    assert_eq!(resp.session_lifetime_ms, 30_000);
+    // A token living an hour: connections.max.reauth.ms wins.
+    let mut a = SaslAuthenticator::new(settings(vec![SaslMechanism::OAuthBearer]));
+    a.on_frame(handshake("OAUTHBEARER", 1), &e);
+    let done = a.on_frame(
+        authenticate(&unsecured_first_message("alice", NOW_MS / 1000 + 3600), 1),
+        &e,
+    );
+    assert_eq!(lifetime_of(&done), Some(60_000));
+    // SCRAM without connections.max.reauth.ms: no session limit.
+    let mut a = SaslAuthenticator::new(settings(vec![SaslMechanism::Plain]));
+    let mut s = (*a.settings).clone();
+    s.reauth_ms.clear();
+    a.settings = Arc::new(s);
+    a.on_frame(handshake("PLAIN", 1), &e);
+    let done = a.on_frame(authenticate(b"\0alice\0alice-secret", 1), &e);
+    assert_eq!(lifetime_of(&done), None);
+}
+
+#[test]
+fn reauthentication_keeps_the_mechanism_and_the_principal() {
+    let e = env(&no_scram);
+    let s = settings(vec![SaslMechanism::Plain, SaslMechanism::OAuthBearer]);
+    // Same principal: a new lifetime, no ApiVersions needed.
+    let mut a =
+        SaslAuthenticator::reauthenticate(s.clone(), SaslMechanism::OAuthBearer, "User:alice");
+    assert!(matches!(
+        a.on_frame(handshake("OAUTHBEARER", 1), &e),
+        SaslAction::Respond(_)
+    ));
+    let done = a.on_frame(
+        authenticate(&unsecured_first_message("alice", NOW_MS / 1000 + 3600), 2),
+        &e,
+    );
+    assert_eq!(lifetime_of(&done), Some(60_000));
+    // Another principal is refused with Kafka's message.
+    let mut a =
+        SaslAuthenticator::reauthenticate(s.clone(), SaslMechanism::OAuthBearer, "User:alice");
+    a.on_frame(handshake("OAUTHBEARER", 1), &e);
+    match a.on_frame(
+        authenticate(&unsecured_first_message("mallory", NOW_MS / 1000 + 3600), 1),
+        &e,
+    ) {
+        SaslAction::Fail {
+            respond: Some(r), ..
+        } => {
+            let resp = SaslAuthenticateResponse::decode(&mut body_of(&r, 4), 1).unwrap();
+            assert_eq!(resp.error_code, ErrorCode::SASL_AUTHENTICATION_FAILED.0);
+            assert_eq!(
+                resp.error_message.unwrap().to_string(),
+                "Cannot change principals during re-authentication from User.alice: User.mallory"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Another mechanism: the handshake is answered, the token refused.
+    let mut a =
+        SaslAuthenticator::reauthenticate(s.clone(), SaslMechanism::OAuthBearer, "User:alice");
+    assert!(matches!(
+        a.on_frame(handshake("PLAIN", 1), &e),
+        SaslAction::Respond(_)
+    ));
+    match a.on_frame(authenticate(b"\0alice\0alice-secret", 1), &e) {
+        SaslAction::Fail { reason, .. } => assert!(
+            reason.contains("not supported for re-authentication of mechanism 'OAUTHBEARER'"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // No ApiVersions during re-authentication.
+    let mut a = SaslAuthenticator::reauthenticate(s, SaslMechanism::Plain, "User:alice");
+    let versions = request(
+        ApiKey::ApiVersions,
+        0,
+        &kafka_protocol::messages::ApiVersionsRequest::default(),
+    );
+    assert!(matches!(a.on_frame(versions, &e), SaslAction::Close(_)));
 }

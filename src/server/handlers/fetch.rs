@@ -1,4 +1,4 @@
-//! `[drv]` Fetch (key 1), v4–v17: topic names (≤ v12) and topic ids (v13+),
+//! `[drv]` Fetch (key 1), v0–v17: topic names (≤ v12) and topic ids (v13+),
 //! incremental fetch sessions (KIP-227), `max_bytes` / partition
 //! `max_bytes`, at least one whole batch (KIP-74), isolation levels
 //! (read_committed reads up to the LSO, the first offset of the oldest
@@ -17,6 +17,14 @@
 //! Record bytes are never copied: owners return cached `Bytes` or segment
 //! file regions; the response is header chunks interleaved with those
 //! regions (`protocol::fetch_response`), written with sendmsg/sendfile.
+//!
+//! v0–v3 (decoded with the Kafka 3.9 codec) can read only magic 0 (v0–v1)
+//! or magic ≤ 1 (v2–v3): their records are down-converted
+//! (`protocol::legacy::down`, Kafka's `KafkaApis.maybeConvertFetchedData`
+//! with `LazyDownConversionRecords`), or refused with UNSUPPORTED_VERSION
+//! where `message.downconversion.enable` (topic) /
+//! `log.message.downconversion.enable` (broker) is false, for consumers
+//! (followers are never refused). v4+ fetches never reach that code.
 
 use std::rc::Rc;
 
@@ -28,10 +36,13 @@ use super::authz::Authz;
 use super::quota_common::{fetch_throttle_ms, throttled_response, QuotaId};
 use super::{HandlerError, Request, Response};
 use crate::acl::Operation;
+use crate::protocol::decode::DecodeError;
 use crate::protocol::fetch_response::{
     encode_fetch_body, FetchPartitionOut, FetchTop, FetchTopicOut,
 };
-use crate::protocol::schema::{CheckedApi, Field, Schema, INT32, INT64, INT8, UUID};
+use crate::protocol::schema::{
+    decode_checked_39, CheckedApi, Field, Schema, INT32, INT64, INT8, UUID,
+};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::purgatory::delayed_fetch::{DelayedFetch, FetchIsolation, FetchPartitionSpec};
 use crate::purgatory::view::LogOffsetMetadata;
@@ -41,8 +52,14 @@ use crate::shard::data_shard::ReadSpec;
 use crate::shard::fetch_session::{PartitionFetch, SentState, SessionDecision};
 use crate::shard::ShardContext;
 use crate::types::{BrokerId, TopicPartition};
+use bytes::Bytes;
 
-pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Fetch, 4, 17);
+mod down_convert;
+
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Fetch, 0, 17);
+
+/// The last version only the 3.9 codec has (Kafka 4 dropped v0–v3).
+pub const LAST_OF_THE_39_CODEC: i16 = 3;
 
 const FIRST_FLEXIBLE: i16 = 12;
 const FIRST_TOPIC_IDS: i16 = 13;
@@ -96,8 +113,20 @@ fn schema_for(version: i16) -> &'static [Field] {
     }
 }
 
+/// FetchRequest.json v0–v3: replica_id, max_wait_ms, min_bytes,
+/// max_bytes (v3+), topics [topic, partitions [partition, fetch_offset,
+/// partition_max_bytes]].
+const SCHEMA_OLD: &[Field] = &[
+    INT32,
+    INT32,
+    INT32,
+    Field::Since(3, &INT32),
+    Field::Structs(&[Field::Str, Field::Structs(&[INT32, INT64, INT32])]),
+];
+
+/// The versions the current codec decodes (v4–v17).
 pub const API: CheckedApi = CheckedApi {
-    versions: VERSIONS,
+    versions: ApiRange::new(ApiKey::Fetch, LAST_OF_THE_39_CODEC + 1, 17),
     first_flexible: FIRST_FLEXIBLE,
     schema: Schema::PerVersion(schema_for),
 };
@@ -121,11 +150,51 @@ struct Wanted {
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
-        let request: FetchRequest = API.decode(req.body.clone(), version)?;
+        let request = decode_request(req.body.clone(), version)?;
         let authz = Authz::new(&ctx, &req);
         let (parts, throttle_ms) = fetch(&ctx, &authz, &request, version, QuotaId::of(&req)).await;
         Ok(throttled_response(parts, throttle_ms, version >= 8).await)
     })
+}
+
+/// The request at `version`: v0–v3 with the Kafka 3.9 codec, carried over
+/// into the current codec's type (read_uncommitted, no session, no
+/// epochs; `max_bytes` Int32.MAX before v3).
+pub fn decode_request(body: Bytes, version: i16) -> Result<FetchRequest, DecodeError> {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{BrokerId as WireBrokerId, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    use kafka_protocol_39::messages::fetch_request::FetchRequest as FetchRequest39;
+    if version > LAST_OF_THE_39_CODEC {
+        return API.decode(body, version);
+    }
+    let old: FetchRequest39 = decode_checked_39(body, SCHEMA_OLD, version, false)?;
+    let topics = old
+        .topics
+        .into_iter()
+        .map(|t| {
+            FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(t.topic.0.to_string())))
+                .with_partitions(
+                    t.partitions
+                        .into_iter()
+                        .map(|p| {
+                            FetchPartition::default()
+                                .with_partition(p.partition)
+                                .with_fetch_offset(p.fetch_offset)
+                                .with_partition_max_bytes(p.partition_max_bytes)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    Ok(FetchRequest::default()
+        .with_replica_id(WireBrokerId(old.replica_id.0))
+        .with_max_wait_ms(old.max_wait_ms)
+        .with_min_bytes(old.min_bytes)
+        .with_max_bytes(old.max_bytes)
+        .with_isolation_level(0)
+        .with_topics(topics))
 }
 
 /// The response's parts and the throttle time (ms) the client's
@@ -209,6 +278,9 @@ async fn fetch(
     }
     if let Some(replica) = follower {
         throttle_leader(ctx, &wanted, &mut reads, replica, request.max_wait_ms).await;
+    }
+    if version <= LAST_OF_THE_39_CODEC {
+        down_convert::down_convert_reads(ctx, &wanted, &mut reads, version, follower.is_some());
     }
     count_reads(ctx, &wanted, &reads, follower.is_some());
     // consumer_byte_rate (Kafka's `handleFetchRequest`): the bytes this
@@ -724,6 +796,49 @@ mod tests {
             .decode::<FetchRequest>(Bytes::from(body), 7)
             .map_err(HandlerError::from);
         assert!(matches!(r, Err(HandlerError::Malformed(_))), "{r:?}");
+    }
+
+    /// v0–v3 (the Kafka 3.9 codec's) decode into the same request.
+    #[test]
+    fn old_versions_decode_through_the_3_9_codec() {
+        use crate::protocol::schema::encode_39;
+        use kafka_protocol_39::messages::fetch_request as old;
+        use kafka_protocol_39::protocol::StrBytes;
+        let request = old::FetchRequest::default()
+            .with_replica_id(kafka_protocol_39::messages::BrokerId(-1))
+            .with_max_wait_ms(100)
+            .with_min_bytes(1)
+            .with_max_bytes(5000)
+            .with_topics(vec![old::FetchTopic::default()
+                .with_topic(kafka_protocol_39::messages::TopicName(
+                    StrBytes::from_static_str("t"),
+                ))
+                .with_partitions(vec![old::FetchPartition::default()
+                    .with_partition(2)
+                    .with_fetch_offset(42)
+                    .with_partition_max_bytes(1 << 20)])]);
+        for v in 0..=LAST_OF_THE_39_CODEC {
+            let r = decode_request(encode_39(&request, v).unwrap(), v).unwrap();
+            assert_eq!((r.replica_id.0, r.max_wait_ms, r.min_bytes), (-1, 100, 1));
+            assert_eq!(r.max_bytes, if v >= 3 { 5000 } else { i32::MAX }, "v{v}");
+            assert_eq!(r.isolation_level, 0);
+            let p = &r.topics[0].partitions[0];
+            assert_eq!(r.topics[0].topic.as_str(), "t");
+            assert_eq!(
+                (p.partition, p.fetch_offset, p.partition_max_bytes),
+                (2, 42, 1 << 20)
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_old_bodies_never_panic(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
+            v in 0..=LAST_OF_THE_39_CODEC,
+        ) {
+            let _ = decode_request(Bytes::from(body), v);
+        }
     }
 
     schema_fuzz_test!(API, FetchRequest);

@@ -1,4 +1,9 @@
-//! `[drv]` Produce (key 0), v3–v10 (record batch v2 only).
+//! `[drv]` Produce (key 0), v0–v10. v3+ carries one record batch (magic
+//! 2) per partition; v0–v2 (decoded with the Kafka 3.9 codec) carry
+//! message sets of any magic, which Kafka checks nothing of at request
+//! level: legacy messages are validated and up-converted to a v2 batch by
+//! the partition (`replication::legacy_validator`, Kafka's `LogValidator`).
+//! v0 answers without throttle time, v1 adds it, v2 the log append time.
 //!
 //! Partitions are grouped by owner shard and appended there (§2); the
 //! response is assembled here. `acks`:
@@ -33,9 +38,13 @@ use super::{HandlerError, Request, Response};
 use crate::acl::Operation;
 use crate::io::local_sync::FifoTicket;
 use crate::metadata::quotas::PRODUCER_BYTE_RATE;
+use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
-use crate::protocol::schema::{CheckedApi, Field, Schema, INT16, INT32};
+use crate::protocol::schema::{
+    decode_checked_39, encode_39, CheckedApi, Field, Schema, INT16, INT32,
+};
 use crate::protocol::{ApiRange, ErrorCode};
+use crate::replication::legacy_validator;
 use crate::replication::partition::{AppendOrigin, ProduceResult};
 use crate::replication::replica_manager::ProduceAppend;
 use crate::server::auto_create::ensure_topic_auto_created;
@@ -43,22 +52,26 @@ use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;
 
-pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Produce, 3, 10);
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Produce, 0, 10);
+
+/// The last version only the 3.9 codec has (Kafka 4 dropped v0–v2).
+pub const LAST_OF_THE_39_CODEC: i16 = 2;
 
 const FIRST_FLEXIBLE: i16 = 9;
 
-/// ProduceRequest.json (v3–v10): transactional_id, acks, timeout_ms,
+/// ProduceRequest.json: transactional_id (v3+), acks, timeout_ms,
 /// topic_data [name, partition_data [index, records]]. Every nested array
 /// is checked before the crate pre-sizes it from the wire.
 const SCHEMA: &[Field] = &[
-    Field::Str,
+    Field::Since(3, &Field::Str),
     INT16,
     INT32,
     Field::Structs(&[Field::Str, Field::Structs(&[INT32, Field::Bytes])]),
 ];
 
+/// The versions the current codec decodes (v3–v10).
 pub const API: CheckedApi = CheckedApi {
-    versions: VERSIONS,
+    versions: ApiRange::new(ApiKey::Produce, LAST_OF_THE_39_CODEC + 1, 10),
     first_flexible: FIRST_FLEXIBLE,
     schema: Schema::Fixed(SCHEMA),
 };
@@ -70,10 +83,10 @@ pub fn handle(
     Box::pin(async move {
         let version = req.header.api_version;
         let turn = req.produce_turn.take();
-        let request: ProduceRequest = API.decode(req.body.clone(), version)?;
+        let request = decode_request(req.body.clone(), version)?;
         let acks = request.acks;
         let authz = Authz::new(&ctx, &req);
-        let responses = produce(&ctx, &authz, &request, turn).await;
+        let responses = produce(&ctx, &authz, &request, version, turn).await;
         let throttle_ms =
             quota_throttle_ms(&ctx, PRODUCER_BYTE_RATE, QuotaId::of(&req), req.body.len()).await;
         if acks == 0 {
@@ -82,13 +95,89 @@ pub fn handle(
                 t => Response::MuteOnly { throttle_ms: t },
             });
         }
-        let response = ProduceResponse::default()
-            .with_responses(responses)
-            .with_throttle_time_ms(i32::try_from(throttle_ms).unwrap_or(i32::MAX));
-        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        let throttle_time_ms = i32::try_from(throttle_ms).unwrap_or(i32::MAX);
+        let body = if version <= LAST_OF_THE_39_CODEC {
+            encode_39(&old_response(responses, throttle_time_ms), version)
+        } else {
+            let response = ProduceResponse::default()
+                .with_responses(responses)
+                .with_throttle_time_ms(throttle_time_ms);
+            encode(&response, version)
+        }
+        .map_err(HandlerError::Encode)?;
         let parts = vec![OutPart::Bytes(body)];
         Ok(throttled_response(parts, throttle_ms, version >= 6).await)
     })
+}
+
+/// The request at `version`: v0–v2 with the Kafka 3.9 codec, carried
+/// over into the current codec's type (the same fields, no transactional
+/// id).
+pub fn decode_request(body: Bytes, version: i16) -> Result<ProduceRequest, DecodeError> {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::protocol::StrBytes;
+    use kafka_protocol_39::messages::produce_request::ProduceRequest as ProduceRequest39;
+    if version > LAST_OF_THE_39_CODEC {
+        return API.decode(body, version);
+    }
+    let old: ProduceRequest39 = decode_checked_39(body, SCHEMA, version, false)?;
+    let topic_data = old
+        .topic_data
+        .into_iter()
+        .map(|t| {
+            TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(t.name.0.to_string())))
+                .with_partition_data(
+                    t.partition_data
+                        .into_iter()
+                        .map(|p| {
+                            PartitionProduceData::default()
+                                .with_index(p.index)
+                                .with_records(p.records)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    Ok(ProduceRequest::default()
+        .with_acks(old.acks)
+        .with_timeout_ms(old.timeout_ms)
+        .with_topic_data(topic_data))
+}
+
+/// The answer of a v0–v2 request in the Kafka 3.9 codec's type: the
+/// partition's error, base offset and (v2) log append time; v1+ adds the
+/// throttle time.
+fn old_response(
+    responses: Vec<TopicProduceResponse>,
+    throttle_time_ms: i32,
+) -> kafka_protocol_39::messages::ProduceResponse {
+    use kafka_protocol_39::messages::produce_response as old;
+    use kafka_protocol_39::protocol::StrBytes;
+    let responses = responses
+        .into_iter()
+        .map(|t| {
+            old::TopicProduceResponse::default()
+                .with_name(kafka_protocol_39::messages::TopicName(
+                    StrBytes::from_string(t.name.0.to_string()),
+                ))
+                .with_partition_responses(
+                    t.partition_responses
+                        .into_iter()
+                        .map(|p| {
+                            old::PartitionProduceResponse::default()
+                                .with_index(p.index)
+                                .with_error_code(p.error_code)
+                                .with_base_offset(p.base_offset)
+                                .with_log_append_time_ms(p.log_append_time_ms)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    old::ProduceResponse::default()
+        .with_responses(responses)
+        .with_throttle_time_ms(throttle_time_ms)
 }
 
 /// One partition of the request, in request order.
@@ -116,6 +205,7 @@ async fn produce(
     ctx: &Rc<ShardContext>,
     authz: &Authz<'_>,
     request: &ProduceRequest,
+    version: i16,
     turn: Option<FifoTicket>,
 ) -> Vec<TopicProduceResponse> {
     let acks = request.acks;
@@ -170,6 +260,14 @@ async fn produce(
             let result = match (error, &p.records) {
                 (Some(e), _) => ProduceResult::error(e),
                 (None, None) => ProduceResult::error(ErrorCode::CORRUPT_MESSAGE),
+                // Kafka's `ProduceRequest.validateRecords`, v3+ only: magic
+                // 2 batches ("are only allowed to contain record batches
+                // with magic version 2"). Older versions may carry any.
+                (None, Some(records))
+                    if version > LAST_OF_THE_39_CODEC && legacy_validator::is_legacy(records) =>
+                {
+                    ProduceResult::error(ErrorCode::INVALID_RECORD)
+                }
                 (None, Some(records)) => {
                     let tp = TopicPartition::new(name.as_str(), p.index);
                     to_append.push((idx, tp, records.clone()));
@@ -429,6 +527,63 @@ mod tests {
             .decode::<ProduceRequest>(Bytes::from(body), 3)
             .map_err(HandlerError::from);
         assert!(matches!(r, Err(HandlerError::Malformed(_))), "{r:?}");
+    }
+
+    /// v0–v2 (the Kafka 3.9 codec's) decode into the same request.
+    #[test]
+    fn old_versions_decode_through_the_3_9_codec() {
+        use kafka_protocol_39::messages::produce_request as old;
+        use kafka_protocol_39::protocol::StrBytes;
+        let request = old::ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(1500)
+            .with_topic_data(vec![old::TopicProduceData::default()
+                .with_name(kafka_protocol_39::messages::TopicName(
+                    StrBytes::from_static_str("t"),
+                ))
+                .with_partition_data(vec![
+                    old::PartitionProduceData::default()
+                        .with_index(2)
+                        .with_records(Some(Bytes::from_static(b"0123456789abcdefgh"))),
+                    old::PartitionProduceData::default().with_index(3),
+                ])]);
+        for v in 0..=LAST_OF_THE_39_CODEC {
+            let body = encode_39(&request, v).unwrap();
+            let r = decode_request(body, v).unwrap();
+            assert_eq!(
+                (r.acks, r.timeout_ms, r.transactional_id.clone()),
+                (1, 1500, None)
+            );
+            let p = &r.topic_data[0].partition_data;
+            assert_eq!(r.topic_data[0].name.as_str(), "t");
+            assert_eq!((p[0].index, p[1].index), (2, 3));
+            assert_eq!(p[0].records.as_deref(), Some(&b"0123456789abcdefgh"[..]));
+            // Null records: the 3.9 codec reads them back as empty ones,
+            // which the append refuses the same way (CORRUPT_MESSAGE).
+            assert!(p[1].records.as_deref().is_none_or(<[u8]>::is_empty));
+        }
+        let topics = vec![TopicProduceResponse::default()
+            .with_name(TopicName(str_bytes("t")))
+            .with_partition_responses(vec![PartitionProduceResponse::default()
+                .with_index(2)
+                .with_base_offset(7)
+                .with_log_append_time_ms(99)])];
+        let v0 = encode_39(&old_response(topics.clone(), 5), 0).unwrap();
+        let v2 = encode_39(&old_response(topics, 5), 2).unwrap();
+        // v0: topics[name, partitions[index, error, base_offset]]; v1 adds
+        // throttle_time_ms, v2 log_append_time_ms.
+        assert_eq!(v0.len(), 4 + 2 + 1 + 4 + 4 + 2 + 8);
+        assert_eq!(v2.len(), v0.len() + 4 + 8);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_old_bodies_never_panic(
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..128),
+            v in 0..=LAST_OF_THE_39_CODEC,
+        ) {
+            let _ = decode_request(Bytes::from(body), v);
+        }
     }
 
     schema_fuzz_test!(API, ProduceRequest);

@@ -1,8 +1,10 @@
 //! `[drv]` SaslHandshake (key 17), v0–v1, on a connection that needs no
 //! (more) authentication: Kafka's `KafkaApis.handleSaslHandshakeRequest`
-//! answers ILLEGAL_SASL_STATE (re-authentication, KIP-368, is not served).
-//! Before authentication on a SASL listener the request never gets here:
-//! `server::sasl_conn` runs it through `sasl::authenticator`.
+//! answers ILLEGAL_SASL_STATE. Before authentication on a SASL listener the
+//! request never gets here: `server::sasl_conn` runs it through
+//! `sasl::authenticator`; nor does one that starts a re-authentication
+//! (KIP-368: a session that expires, the previous one begun ≥ 1 s before,
+//! `server::sasl_conn::SaslSession`).
 
 use std::rc::Rc;
 

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::config::sasl::SaslSettings;
 use crate::config::SecurityProtocol;
+use crate::server::sasl_conn::SaslListener;
 use crate::tls::ListenerTls;
 
 /// The listener a connection came in on (Kafka's `ListenerName` with its
@@ -18,5 +18,5 @@ pub struct ListenerInfo {
     pub tls: Option<Arc<ListenerTls>>,
     /// A SASL_PLAINTEXT / SASL_SSL listener's SASL settings; `None` for
     /// PLAINTEXT and SSL.
-    pub sasl: Option<Arc<SaslSettings>>,
+    pub sasl: Option<Arc<SaslListener>>,
 }

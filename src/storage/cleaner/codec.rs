@@ -24,15 +24,35 @@ const SNAPPY_HEADER: &[u8] = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01";
 const ZSTD_LEVEL: i32 = 3;
 
 fn failed(_: impl std::fmt::Debug) -> BatchError {
-    BatchError::Corrupt("cannot compress the cleaned records")
+    BatchError::Corrupt("cannot compress the records")
 }
 
-/// `records` compressed with codec id `codec` (attributes bits 0-2).
+/// `records` compressed with codec id `codec` (attributes bits 0-2) at
+/// the codec's default level.
 pub fn compress(codec: i16, records: &[u8]) -> Result<Vec<u8>, BatchError> {
+    compress_at_level(codec, None, records)
+}
+
+/// `records` compressed with codec id `codec` at `level` (KIP-390's
+/// `compression.gzip.level` / `compression.zstd.level`; None or gzip's -1
+/// = the codec's default: gzip 6 as `Deflater.DEFAULT_COMPRESSION`, zstd
+/// 3). Snappy has no level. LZ4 is written in LZ4's fast mode only, which
+/// is Kafka's default level 9 (`KafkaLZ4BlockOutputStream` uses
+/// lz4-java's `fastCompressor` for level 9 and `highCompressor` for the
+/// others); the topic config refuses other `compression.lz4.level`s.
+pub fn compress_at_level(
+    codec: i16,
+    level: Option<i32>,
+    records: &[u8],
+) -> Result<Vec<u8>, BatchError> {
     match codec {
         0 => Ok(records.to_vec()),
         1 => {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            let gzip_level = match level {
+                Some(l @ 1..=9) => flate2::Compression::new(l as u32),
+                _ => flate2::Compression::default(),
+            };
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), gzip_level);
             e.write_all(records).map_err(failed)?;
             e.finish().map_err(failed)
         }
@@ -51,7 +71,7 @@ pub fn compress(codec: i16, records: &[u8]) -> Result<Vec<u8>, BatchError> {
             e.write_all(records).map_err(failed)?;
             e.finish().map_err(failed)
         }
-        4 => zstd::bulk::compress(records, ZSTD_LEVEL).map_err(failed),
+        4 => zstd::bulk::compress(records, level.unwrap_or(ZSTD_LEVEL)).map_err(failed),
         _ => Err(BatchError::InvalidRecord("unknown compression codec")),
     }
 }

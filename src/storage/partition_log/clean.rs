@@ -157,7 +157,10 @@ impl PartitionLog {
         }
         for o in old {
             if let Some(seg) = self.segments.remove(&o.base_offset) {
-                seg.delete_files_in_background(self.storage.helpers())?;
+                seg.delete_files_in_background(
+                    self.storage.helpers(),
+                    self.config.file_delete_delay_ms,
+                )?;
             }
         }
         // The log file last: until it is renamed a crash leaves `.swap`,

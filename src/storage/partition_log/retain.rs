@@ -33,7 +33,10 @@ impl PartitionLog {
         let doomed: Vec<i64> = self.segments.range(offset..).map(|(b, _)| *b).collect();
         for base in doomed {
             if let Some(seg) = self.segments.remove(&base) {
-                seg.delete_files_in_background(self.storage.helpers())?;
+                seg.delete_files_in_background(
+                    self.storage.helpers(),
+                    self.config.file_delete_delay_ms,
+                )?;
             }
         }
         let Some((&base, seg)) = self.segments.iter().next_back() else {
@@ -109,12 +112,14 @@ impl PartitionLog {
     /// when it is on and has room, else deleted in the background.
     fn retire(&mut self, seg: Segment) -> Result<(), StorageError> {
         if self.config.recycle_segments && self.recycle.has_room() {
-            if let Some(path) = seg.retire_to_pool(self.storage.helpers())? {
+            if let Some(path) =
+                seg.retire_to_pool(self.storage.helpers(), self.config.file_delete_delay_ms)?
+            {
                 self.recycle.add(seg.next_offset, path);
                 return Ok(());
             }
         }
-        seg.delete_files_in_background(self.storage.helpers())
+        seg.delete_files_in_background(self.storage.helpers(), self.config.file_delete_delay_ms)
     }
 
     /// Delete the oldest non-active segments while `pred(segment, next

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use super::{PartitionLog, RolledSegment, UNSET_MS};
-use crate::storage::policy::{should_roll, RollInput};
+use crate::storage::policy::{roll_jitter_ms, should_roll, RollInput};
 use crate::storage::segment::{self, Segment};
 use crate::storage::StorageError;
 
@@ -18,6 +18,12 @@ impl PartitionLog {
         now_ms: i64,
     ) -> Result<(), StorageError> {
         let config = self.config.clone();
+        let roll_jitter_ms = roll_jitter_ms(
+            &config,
+            &self.tp.topic,
+            self.tp.partition,
+            self.active_segment_base_offset(),
+        );
         let seg = self.active()?;
         if seg.created_ms == UNSET_MS {
             seg.created_ms = now_ms;
@@ -33,6 +39,7 @@ impl PartitionLog {
             append_max_timestamp: append_max_ts,
             append_last_offset,
             now_ms,
+            roll_jitter_ms,
         };
         if let Some(reason) = should_roll(&config, &input) {
             tracing::debug!(tp = %self.tp, ?reason, "rolling segment");

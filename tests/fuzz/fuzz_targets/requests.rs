@@ -122,8 +122,20 @@ fn decode_body(header: &RequestHeader, body: Bytes) {
                 round_trip(&r, v);
             }
         }
-        Api::Kafka(ApiKey::Produce) => checked!(produce, m::ProduceRequest),
-        Api::Kafka(ApiKey::Fetch) => checked!(fetch, m::FetchRequest),
+        Api::Kafka(ApiKey::Produce) => {
+            if v > h::produce::LAST_OF_THE_39_CODEC {
+                checked!(produce, m::ProduceRequest);
+            } else if h::produce::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::ProduceRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::Fetch) => {
+            if v > h::fetch::LAST_OF_THE_39_CODEC {
+                checked!(fetch, m::FetchRequest);
+            } else if h::fetch::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::FetchRequest>(&body, v);
+            }
+        }
         Api::Kafka(ApiKey::ListOffsets) => checked!(list_offsets, m::ListOffsetsRequest),
         Api::Kafka(ApiKey::DeleteRecords) => checked!(delete_records, m::DeleteRecordsRequest),
         Api::Kafka(ApiKey::ElectLeaders) => checked!(elect_leaders, m::ElectLeadersRequest),

@@ -48,6 +48,8 @@ fn settings() -> Arc<SaslSettings> {
         ],
         plain_users: BTreeMap::from([("alice".to_string(), "secret".to_string())]),
         max_receive_size: MAX_RECEIVE,
+        oauth: None,
+        reauth_ms: BTreeMap::new(),
     })
 }
 
@@ -66,6 +68,8 @@ fuzz_target!(|data: &[u8]| {
         let env = AuthEnv {
             scram: &lookup,
             server_nonce: SERVER_NONCE,
+            now_ms: 0,
+            jwks: None,
         };
         let mut auth = SaslAuthenticator::new(settings());
         let mut buf = BytesMut::from(data);

@@ -40,6 +40,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * run at all (bad arguments): what went wrong inside is in the report.
  *
  *   roundtrip BOOTSTRAP TOPIC PARTITIONS COUNT [producer.key=value ...]
+ *     (producer key shardlog.pace.ms=N: one record at a time, N ms apart)
  *   subscribe BOOTSTRAP TOPIC PARTITIONS COUNT ASSIGNOR_CLASS GROUP
  *   transactional BOOTSTRAP TOPIC
  *   (admin: see AdminCheck)
@@ -111,6 +112,12 @@ public final class ClientCheck {
     /** Produce COUNT records (seq i to partition i % PARTITIONS) and report what the callbacks said. */
     static Map<String, Object> produce(Properties props, String topic, int partitions, int count) throws Exception {
         Map<String, Object> out = new LinkedHashMap<>();
+        // shardlog.pace.ms (not a Kafka key): send one record at a time,
+        // waiting for its ack and then this long, so the producer lives
+        // across a broker-side session limit (re-authentication tests).
+        props = (Properties) props.clone();
+        long paceMs = Long.parseLong((String) props.getOrDefault("shardlog.pace.ms", "0"));
+        props.remove("shardlog.pace.ms");
         // The settings the client will really use, defaults and its own
         // adjustments applied (Kafka 3.x: idempotence on, acks=all).
         ProducerConfig effective = new ProducerConfig(props);
@@ -135,6 +142,10 @@ public final class ClientCheck {
                                 offsets[seq] = meta.offset();
                             }
                         });
+                if (paceMs > 0) {
+                    producer.flush();
+                    Thread.sleep(paceMs);
+                }
             }
             producer.flush();
         }

@@ -1,0 +1,365 @@
+//! Down-conversion of stored batches for Fetch v0–v3 (Kafka's
+//! `RecordsUtil.downConvert` and `convertRecordBatch`, run in chunks as
+//! `LazyDownConversionRecords` does, KIP-283):
+//! - entries whose magic is at most the target are copied as they are;
+//! - control batches are dropped;
+//! - a v2 batch is rebuilt at the target magic with its own codec, its
+//!   records' offsets and its timestamp type (LogAppendTime takes the
+//!   batch's max timestamp); headers, producer ids and epochs are lost,
+//!   and timestamps for magic 0. A compressed batch becomes one wrapper,
+//!   an uncompressed one a message per record, leaving out records below
+//!   the fetch offset (some librdkafka versions rely on that);
+//! - zstd has no legacy form: a zstd batch first answers
+//!   UNSUPPORTED_COMPRESSION_TYPE, one later ends the data there (the next
+//!   fetch, starting at it, gets the error).
+
+use bytes::Bytes;
+
+use super::{shallow_entries, write_message_set, LegacyFormat, OutRecord};
+use crate::protocol::record_batch::{BatchError, Compression, RecordBatch, TimestampType};
+use crate::protocol::record_walk::{records_section, InflateScratch};
+use crate::protocol::varint::read_varint;
+
+/// Source bytes converted per chunk (`LazyDownConversionRecords`' 128 KiB).
+pub const CHUNK_SOURCE_BYTES: usize = 128 << 10;
+
+/// One record of a v2 batch, as the conversion needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct V2Record {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+}
+
+/// The records of the v2 `batch` (inflated when compressed; the CRC is
+/// not checked: stored batches were checked on append). Timestamps of a
+/// LogAppendTime batch are its max timestamp (`DefaultRecordBatch`).
+pub fn v2_records(batch: &[u8], scratch: &mut InflateScratch) -> Result<Vec<V2Record>, BatchError> {
+    let view = RecordBatch::new_unchecked_crc(batch)?;
+    let section = Bytes::from(records_section(batch, scratch)?.into_owned());
+    let log_append_time =
+        (view.timestamp_type() == TimestampType::LogAppendTime).then(|| view.max_timestamp());
+    let short = || BatchError::Corrupt("records end before the record count");
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    for _ in 0..view.record_count().max(0) {
+        let (len, n) = read_varint(&section[pos..]).ok_or_else(short)?;
+        let len = usize::try_from(len).map_err(|_| short())?;
+        let start = pos + n;
+        let end = start
+            .checked_add(len)
+            .filter(|e| *e <= section.len())
+            .ok_or_else(short)?;
+        let r = &section[start..end];
+        let mut at = 1usize; // attributes
+        let varint = |at: &mut usize| -> Result<i64, BatchError> {
+            let (v, n) = read_varint(r.get(*at..).ok_or_else(short)?).ok_or_else(short)?;
+            *at += n;
+            Ok(v)
+        };
+        let timestamp_delta = varint(&mut at)?;
+        let offset_delta = varint(&mut at)?;
+        let field = |at: &mut usize| -> Result<Option<Bytes>, BatchError> {
+            let len = varint(at)?;
+            if len < 0 {
+                return Ok(None);
+            }
+            let from = start + *at;
+            let to = from
+                .checked_add(len as usize)
+                .filter(|t| *t <= end)
+                .ok_or_else(short)?;
+            *at += len as usize;
+            Ok(Some(section.slice(from..to)))
+        };
+        let key = field(&mut at)?;
+        let value = field(&mut at)?;
+        out.push(V2Record {
+            offset: view.base_offset().wrapping_add(offset_delta),
+            timestamp: log_append_time
+                .unwrap_or(view.base_timestamp().wrapping_add(timestamp_delta)),
+            key,
+            value,
+        });
+        pos = end;
+    }
+    Ok(out)
+}
+
+/// Why nothing could be converted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DownConvertError {
+    /// The first batch is zstd-compressed: UNSUPPORTED_COMPRESSION_TYPE.
+    Zstd,
+    /// The first batch could not be read.
+    Batch(BatchError),
+}
+
+/// `src` (whole stored entries; a trailing partial one is ignored)
+/// converted to `to_magic` in chunks of about [`CHUNK_SOURCE_BYTES`] of
+/// source each, so no one buffer holds the whole answer. Conversion stops
+/// before an entry that would take the output past `max_bytes` (never
+/// before the first), as Kafka's declared size cuts the converted stream.
+pub fn down_convert(
+    src: &Bytes,
+    to_magic: i8,
+    fetch_offset: i64,
+    max_bytes: usize,
+    scratch: &mut InflateScratch,
+) -> Result<Vec<Bytes>, DownConvertError> {
+    let entries = shallow_entries(src).map_err(DownConvertError::Batch)?;
+    let mut chunks = Vec::new();
+    let mut chunk: Vec<u8> = Vec::new();
+    let mut chunk_source = 0usize;
+    let mut total = 0usize;
+    for (i, e) in entries.iter().enumerate() {
+        let converted = match convert_entry(e, to_magic, fetch_offset, scratch) {
+            Ok(c) => c,
+            Err(err) if i == 0 => return Err(err),
+            Err(_) => break,
+        };
+        if total > 0 && total + converted.len() > max_bytes {
+            break;
+        }
+        total += converted.len();
+        chunk.extend_from_slice(&converted);
+        chunk_source += e.bytes.len();
+        if chunk_source >= CHUNK_SOURCE_BYTES {
+            chunks.push(Bytes::from(std::mem::take(&mut chunk)));
+            chunk_source = 0;
+        }
+    }
+    if !chunk.is_empty() {
+        chunks.push(Bytes::from(chunk));
+    }
+    Ok(chunks)
+}
+
+/// One stored entry at `to_magic` (empty when nothing of it is kept).
+fn convert_entry(
+    e: &super::Entry,
+    to_magic: i8,
+    fetch_offset: i64,
+    scratch: &mut InflateScratch,
+) -> Result<Vec<u8>, DownConvertError> {
+    if e.magic <= to_magic {
+        return Ok(e.bytes.to_vec());
+    }
+    if e.magic < 2 {
+        // A legacy entry above the target: a magic-1 message for a v0
+        // fetch. shardlog stores v2 batches only (Produce up-converts).
+        return Err(DownConvertError::Batch(
+            BatchError::UnsupportedForMessageFormat(e.magic),
+        ));
+    }
+    let view = RecordBatch::new_unchecked_crc(&e.bytes).map_err(DownConvertError::Batch)?;
+    if view.is_control() {
+        return Ok(Vec::new());
+    }
+    let compression =
+        view.compression()
+            .ok_or(DownConvertError::Batch(BatchError::InvalidRecord(
+                "unknown compression codec",
+            )))?;
+    if compression == Compression::Zstd {
+        return Err(DownConvertError::Zstd);
+    }
+    let records = v2_records(&e.bytes, scratch).map_err(DownConvertError::Batch)?;
+    let kept: Vec<OutRecord<'_>> = records
+        .iter()
+        .filter(|r| compression != Compression::None || r.offset >= fetch_offset)
+        .map(|r| OutRecord {
+            offset: r.offset,
+            timestamp: r.timestamp,
+            key: r.key.as_deref(),
+            value: r.value.as_deref(),
+        })
+        .collect();
+    let Some(first) = kept.first() else {
+        return Ok(Vec::new());
+    };
+    let timestamp_type = view.timestamp_type();
+    let format = LegacyFormat {
+        magic: to_magic,
+        compression,
+        timestamp_type,
+        log_append_time: view.max_timestamp(),
+        base_offset: first.offset,
+    };
+    let mut out = Vec::new();
+    write_message_set(&mut out, format, &kept).map_err(DownConvertError::Batch)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::legacy::{build_v2_batch, Message};
+    use crate::protocol::record_batch::{set_base_offset, set_log_append_time};
+
+    fn batch(base: i64, c: Compression) -> Vec<u8> {
+        let records = [
+            OutRecord {
+                offset: 0,
+                timestamp: 10,
+                key: Some(b"a"),
+                value: Some(b"one"),
+            },
+            OutRecord {
+                offset: 1,
+                timestamp: 30,
+                key: None,
+                value: Some(b"two"),
+            },
+            OutRecord {
+                offset: 2,
+                timestamp: 20,
+                key: Some(b"c"),
+                value: None,
+            },
+        ];
+        let mut b = build_v2_batch(&records, c).unwrap();
+        set_base_offset(&mut b, base);
+        b
+    }
+
+    /// Every record of converted `chunks`: (offset, timestamp, key, value).
+    fn read(chunks: &[Bytes]) -> Vec<(i64, i64, Option<Bytes>, Option<Bytes>)> {
+        let all = Bytes::from(chunks.concat());
+        let mut out = Vec::new();
+        for e in shallow_entries(&all).unwrap() {
+            let m = Message::parse(e.offset, &e.body()).unwrap();
+            assert!(m.is_valid());
+            let inner = if m.is_compressed() {
+                m.inner_messages(&mut InflateScratch::default()).unwrap()
+            } else {
+                vec![m]
+            };
+            out.extend(
+                inner
+                    .into_iter()
+                    .map(|m| (m.offset, m.timestamp, m.key, m.value)),
+            );
+        }
+        out
+    }
+
+    fn convert(src: Vec<u8>, magic: i8, fetch_offset: i64) -> Result<Vec<Bytes>, DownConvertError> {
+        down_convert(
+            &Bytes::from(src),
+            magic,
+            fetch_offset,
+            usize::MAX,
+            &mut InflateScratch::default(),
+        )
+    }
+
+    #[test]
+    fn v2_batches_become_messages_with_their_offsets_codec_and_timestamps() {
+        let b = |x: &'static [u8]| Some(Bytes::from_static(x));
+        for magic in [0i8, 1] {
+            for c in [
+                Compression::None,
+                Compression::Gzip,
+                Compression::Snappy,
+                Compression::Lz4,
+            ] {
+                let chunks = convert(batch(100, c), magic, 100).unwrap();
+                let ts = |t: i64| if magic == 0 { -1 } else { t };
+                assert_eq!(
+                    read(&chunks),
+                    vec![
+                        (100, ts(10), b(b"a"), b(b"one")),
+                        (101, ts(30), None, b(b"two")),
+                        (102, ts(20), b(b"c"), None),
+                    ],
+                    "{magic} {c:?}"
+                );
+                let first = shallow_entries(&chunks[0]).unwrap();
+                assert!(first.iter().all(|e| e.magic == magic));
+                let m = Message::parse(first[0].offset, &first[0].body()).unwrap();
+                assert_eq!(m.compression(), Some(c), "{magic}: the batch's own codec");
+            }
+        }
+    }
+
+    #[test]
+    fn uncompressed_records_below_the_fetch_offset_are_left_out() {
+        let got = read(&convert(batch(100, Compression::None), 1, 102).unwrap());
+        assert_eq!(got.iter().map(|r| r.0).collect::<Vec<_>>(), [102]);
+        // A compressed batch is kept whole (clients skip what they did not ask for).
+        let got = read(&convert(batch(100, Compression::Gzip), 1, 102).unwrap());
+        assert_eq!(got.len(), 3);
+    }
+
+    #[test]
+    fn log_append_time_batches_give_every_message_the_max_timestamp() {
+        let mut b = batch(0, Compression::None);
+        set_log_append_time(&mut b, 777);
+        let chunks = convert(b, 1, 0).unwrap();
+        assert!(read(&chunks).iter().all(|r| r.1 == 777));
+        let e = &shallow_entries(&chunks[0]).unwrap()[0];
+        let m = Message::parse(e.offset, &e.body()).unwrap();
+        assert_eq!(m.timestamp_type, Some(TimestampType::LogAppendTime));
+    }
+
+    #[test]
+    fn control_batches_are_dropped_and_zstd_refused_or_cut() {
+        let mut control = batch(3, Compression::None);
+        control[22] |= 0x20;
+        let mut src = batch(0, Compression::None);
+        src.extend_from_slice(&control);
+        src.extend_from_slice(&batch(6, Compression::None));
+        let got = read(&convert(src, 1, 0).unwrap());
+        assert_eq!(
+            got.iter().map(|r| r.0).collect::<Vec<_>>(),
+            [0, 1, 2, 6, 7, 8]
+        );
+        assert_eq!(
+            convert(batch(0, Compression::Zstd), 1, 0),
+            Err(DownConvertError::Zstd)
+        );
+        let mut src = batch(0, Compression::Gzip);
+        src.extend_from_slice(&batch(3, Compression::Zstd));
+        assert_eq!(read(&convert(src, 0, 0).unwrap()).len(), 3);
+    }
+
+    #[test]
+    fn conversion_is_chunked_and_cut_at_max_bytes() {
+        let mut src = Vec::new();
+        for i in 0..4000 {
+            src.extend_from_slice(&batch(i * 3, Compression::None));
+        }
+        let chunks = convert(src.clone(), 1, 0).unwrap();
+        assert!(chunks.len() > 2, "{} chunks", chunks.len());
+        assert_eq!(read(&chunks).len(), 12_000);
+        let one = convert(batch(0, Compression::None), 1, 0).unwrap()[0].len();
+        let cut = down_convert(
+            &Bytes::from(src),
+            1,
+            0,
+            one * 2 + 1,
+            &mut InflateScratch::default(),
+        )
+        .unwrap();
+        assert_eq!(read(&cut).len(), 6);
+        let tiny = down_convert(
+            &Bytes::from(batch(0, Compression::None)),
+            1,
+            0,
+            1,
+            &mut InflateScratch::default(),
+        )
+        .unwrap();
+        assert_eq!(read(&tiny).len(), 3, "the first entry always goes");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300), magic in 0i8..2) {
+            let _ = down_convert(&Bytes::from(bytes.clone()), magic, 0, 1 << 20, &mut InflateScratch::default());
+            let _ = v2_records(&bytes, &mut InflateScratch::default());
+        }
+    }
+}

@@ -27,7 +27,8 @@
 #   perf/compare.sh --rounds 4 --match 'MB/s' \
 #     --a 'perf/ab_point.sh /tmp/shardlog-before p1' --b 'perf/ab_point.sh target/release/shardlog p1'
 # Env: AB_DURATION (default 10s), AB_MESSAGES (p4hot records, default 2000000),
-#      AB_CACHE_BYTES (p4hot batch cache, default 3 GiB).
+#      AB_CACHE_BYTES (p4hot batch cache, default 3 GiB),
+#      AB_OVERRIDES (more broker keys, space-separated key=value).
 set -euo pipefail
 . "$(dirname "$0")/pinned_broker.sh"
 BIN="${1:?usage: ab_point.sh BIN p1|ppt|p4hot|spread}"
@@ -42,6 +43,8 @@ cleanup() {
 trap cleanup EXIT
 extra=()
 [ "$CASE" = p4hot ] && extra=(--override "shardlog.batch.cache.bytes=${AB_CACHE_BYTES:-3221225472}" --override log.retention.bytes=-1)
+# AB_OVERRIDES: more broker keys, space-separated key=value (perf/metrics_cost.sh).
+for o in ${AB_OVERRIDES:-}; do extra+=(--override "$o"); done
 start_pinned_broker "$TMP" "${extra[@]}" || exit 1
 # The broker's user + system CPU time so far, in microseconds.
 cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1e6 / hz }' "/proc/$BROKER_PID/stat"; }

@@ -629,6 +629,7 @@ async fn control_shard_main(
     let clock: Rc<dyn Clock> = Rc::new(SystemClock::new());
     // Every executor primes the probe before it could open a DMA file.
     let mut zk_session = None;
+    let mut control_metrics = crate::metrics::control::ControlMetrics::default();
     let opened = match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
         Ok(()) => match &setup.config.zookeeper_connect {
             None => AdminManager::open_embedded(
@@ -641,6 +642,9 @@ async fn control_shard_main(
             .map_err(|e| format!("metadata store: {e}")),
             Some(connect) => match zk::connect(&setup.config, connect).await {
                 Ok(store) => {
+                    let stats = Rc::new(crate::metrics::control::ZkClientStats::default());
+                    control_metrics.zk = Some(stats.clone());
+                    let store = store.with_metrics(stats, clock.clone());
                     let store = crate::zk::any::AnyStore::zookeeper(store);
                     zk_session = Some(store.clone());
                     AdminManager::open_zookeeper(
@@ -658,15 +662,16 @@ async fn control_shard_main(
     };
     // Join the mesh either way: data shards wait for every peer.
     let (part, started) = match opened {
-        Ok(admin) => (
-            RolePart::Control(Box::new(ControlShard::new(
+        Ok(admin) => {
+            let mut control = ControlShard::new(
                 admin,
                 crate::types::BrokerId(setup.config.broker_id),
                 setup.config.zookeeper_connect.is_some(),
                 setup.log_dirs.clone(),
-            ))),
-            Ok(()),
-        ),
+            );
+            control.metrics = Rc::new(control_metrics);
+            (RolePart::Control(Box::new(control)), Ok(()))
+        }
         Err(e) => (RolePart::Bare(Role::Control), Err(e)),
     };
     let ctx = join_shard(&setup, shard_base(&setup, clock), part).await;

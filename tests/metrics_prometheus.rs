@@ -41,6 +41,9 @@ use common::zookeeper::free_port;
 const LAG_MS: u64 = 2_000;
 /// A ZooKeeper session well past the lag: the ISR shrinks by the lag rule.
 const SESSION_MS: u64 = 10_000;
+/// The Kubernetes namespace and Strimzi cluster the scrape labels name.
+const NAMESPACE: &str = "kafka";
+const CLUSTER: &str = "my-cluster";
 
 /// A Prometheus server scraping `targets` every second.
 struct Prometheus {
@@ -62,12 +65,23 @@ impl Prometheus {
              (apt-get install -y --no-install-recommends prometheus)"
         );
         let dir = tempfile::tempdir().unwrap();
-        let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+        // The labels Strimzi's PodMonitor and Prometheus Operator add, so
+        // the dashboard's expressions select on them verbatim.
+        let groups: String = targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                format!(
+                    "      - targets: ['{t}']\n        labels: {{namespace: {NAMESPACE}, \
+                     strimzi_io_cluster: {CLUSTER}, strimzi_io_name: {CLUSTER}-kafka, \
+                     kubernetes_pod_name: {CLUSTER}-kafka-{i}, container: kafka}}\n"
+                )
+            })
+            .collect();
         let config = format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
              scrape_configs:\n  - job_name: shardlog\n    metrics_path: /metrics\n    \
-             static_configs:\n      - targets: [{}]\n",
-            list.join(", ")
+             static_configs:\n{groups}"
         );
         let config_path = dir.path().join("prometheus.yml");
         std::fs::write(&config_path, config).unwrap();
@@ -103,8 +117,17 @@ impl Prometheus {
         let Some(response) = http(&format!("127.0.0.1:{}", self.port), "GET", &path, "") else {
             return Vec::new();
         };
-        let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
-        let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or(("", ""));
+        // Larger answers (the scrape labels make them so) come chunked.
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            dechunk(body)
+        } else {
+            body.to_owned()
+        };
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
         v["data"]["result"]
             .as_array()
             .cloned()
@@ -138,6 +161,20 @@ impl Drop for Prometheus {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// An HTTP/1.1 chunked body, joined.
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].strip_prefix("\r\n").unwrap_or(&after[n..]);
+    }
+    out
 }
 
 fn url_encode(s: &str) -> String {
@@ -266,8 +303,192 @@ fn prometheus_scrapes_kafkas_series_from_a_three_broker_cluster() {
     c.create_topic(topic, 3, 3, &["min.insync.replicas=2"]);
     let produced = records_in(&c, &prom, topic);
     labels(&prom, topic);
+    request_errors_and_fetchers(&prom, topic);
     consumer_lag(&c, &prom, topic, produced);
+    group_counts(&prom);
+    zookeeper_and_executors(&prom);
     under_replicated(&mut c, &prom, topic);
+    strimzi_dashboard(&prom);
+    controller_stats(&mut c, &prom);
+}
+
+/// `ErrorsPerSec`: one code per Produce partition answered, so the
+/// Produce errors add up to TotalProduceRequests; followers fetch without
+/// errors. The followers' lag: one series per followed partition (3
+/// partitions x 2 followers), 0 once they caught up.
+fn request_errors_and_fetchers(prom: &Prometheus, topic: &str) {
+    let errors = "sum(kafka_network_requestmetrics_errors_total{request=\"Produce\"})";
+    let total = "sum(kafka_server_brokertopicmetrics_totalproducerequests_total{topic=\"\"})";
+    wait_for(30, "Produce errors = produce partitions", || {
+        let (e, t) = (prom.value(errors)?, prom.value(total)?);
+        (e == t && t > 0.0).then_some(())
+    });
+    assert_eq!(
+        prom.value(
+            "sum(kafka_network_requestmetrics_errors_total{request=\"Produce\",error!=\"NONE\"})"
+        )
+        .unwrap_or(0.0),
+        0.0,
+        "every record was acked"
+    );
+    prom.wait_value(
+        30,
+        "sum(kafka_network_requestmetrics_errors_total{request=\"Fetch\",error=\"NONE\"})",
+        |v| v > 0.0,
+    );
+    let lags = format!("kafka_server_fetcherlagmetrics_consumerlag{{topic=\"{topic}\"}}");
+    let lags = wait_for(30, "6 caught-up followers", || {
+        Some(prom.query(&lags)).filter(|l| l.len() == 6 && l.iter().all(|(_, v)| *v == 0.0))
+    });
+    assert!(
+        lags.iter().all(|(m, _)| m["clientId"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("ReplicaFetcherThread-"))),
+        "{lags:?}"
+    );
+    assert_eq!(
+        prom.value("count(kafka_server_replicafetchermanager_maxlag{clientId=\"Replica\"})"),
+        Some(3.0)
+    );
+}
+
+/// `GroupMetadataManager`: the one group, empty once its consumer left,
+/// with an offset per partition.
+fn group_counts(prom: &Prometheus) {
+    let g = "kafka_coordinator_group_groupmetadatamanager";
+    prom.wait_value(30, &format!("sum({g}_numgroupsempty)"), |v| v == 1.0);
+    assert_eq!(prom.value(&format!("sum({g}_numgroups)")), Some(1.0));
+    assert_eq!(prom.value(&format!("sum({g}_numoffsets)")), Some(3.0));
+    assert_eq!(prom.value(&format!("sum({g}_numgroupsstable)")), Some(0.0));
+}
+
+/// The ZooKeeper client: requests timed, one SyncConnected per broker's
+/// session, CONNECTED; every data shard busy some of the time and its
+/// appends submitted as io_uring file writes.
+fn zookeeper_and_executors(prom: &Prometheus) {
+    assert_eq!(
+        prom.value(
+            "count(kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count_total > 0)"
+        ),
+        Some(3.0)
+    );
+    assert!(!prom
+        .query("kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms{quantile=\"0.99\"}")
+        .is_empty());
+    assert_eq!(
+        prom.value("min(kafka_server_sessionexpirelistener_zookeepersyncconnects_total)"),
+        Some(1.0)
+    );
+    assert_eq!(
+        prom.value("sum(kafka_server_sessionexpirelistener_zookeeperexpires_total)"),
+        Some(0.0)
+    );
+    assert_eq!(
+        prom.value("count(shardlog_zookeeper_session_state{state=\"CONNECTED\"})"),
+        Some(3.0)
+    );
+    prom.wait_value(30, "min(shardlog_shard_busy_seconds_total)", |v| v > 0.0);
+    prom.wait_value(30, "sum(shardlog_uring_file_writes_total)", |v| v > 0.0);
+    let idle = prom.wait_value(
+        30,
+        "max(kafka_network_socketserver_networkprocessoravgidle_percent)",
+        |v| (0.0..=1.0).contains(&v),
+    );
+    assert!(idle > 0.0, "an idle-most-of-the-time broker: {idle}");
+}
+
+/// Every expression of Strimzi's Kafka dashboard (0.45.2) that needs no
+/// JVM or Kubernetes metric, with its template variables filled in as
+/// Grafana would ("All" brokers, topics and partitions), returns data.
+fn strimzi_dashboard(prom: &Prometheus) {
+    let ns = format!("namespace=\"{NAMESPACE}\"");
+    let cl = format!("strimzi_io_cluster=\"{CLUSTER}\"");
+    let pn = format!("kubernetes_pod_name=~\"{CLUSTER}-kafka-.*\"");
+    let sn = format!("strimzi_io_name=\"{CLUSTER}-kafka\"");
+    let tp = "topic=~\".*\",topic!=\"\"";
+    let rate = |name: &str| format!("sum(irate({name}{{{ns},{cl},{tp},{pn}}}[5m]))");
+    let by_pod = |expr: String| format!("sum({expr}) by (kubernetes_pod_name)");
+    let mut exprs = vec![
+        format!("count(kafka_server_replicamanager_leadercount{{{ns},{cl}}})"),
+        format!("sum(kafka_controller_kafkacontroller_activecontrollercount{{{ns},{cl}}})"),
+        format!(
+            "sum(irate(kafka_controller_controllerstats_uncleanleaderelections_total{{{ns},{cl}}}[5m]))"
+        ),
+        format!("sum(kafka_server_replicamanager_partitioncount{{{ns},{cl}}})"),
+        format!("sum(kafka_server_replicamanager_underreplicatedpartitions{{{ns},{cl}}})"),
+        format!("sum(kafka_cluster_partition_atminisr{{{ns},{cl}}})"),
+        format!("sum(kafka_cluster_partition_underminisr{{{ns},{cl}}})"),
+        format!("sum(kafka_controller_kafkacontroller_offlinepartitionscount{{{ns},{cl}}})"),
+        by_pod(format!("process_open_fds{{{ns},{pn},container=\"kafka\"}}")),
+        by_pod(format!(
+            "kafka_network_socketserver_networkprocessoravgidle_percent{{{ns},{cl},{pn}}}*100"
+        )),
+        by_pod(format!(
+            "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent{{{ns},{cl},{pn}}}*100"
+        )),
+        by_pod(format!(
+            "irate(kafka_server_kafkaserver_linux_disk_write_bytes{{{ns},{cl},{pn}}}[5m])"
+        )),
+        by_pod(format!(
+            "irate(kafka_server_kafkaserver_linux_disk_read_bytes{{{ns},{cl},{pn}}}[5m])"
+        )),
+        format!(
+            "sum(kafka_server_socket_server_metrics_connection_count{{{ns},{cl},{pn}}}) \
+             by (kubernetes_pod_name, listener)"
+        ),
+        format!(
+            "kafka_log_log_size{{{ns},{cl},{pn},topic=~\".*\",partition=~\".*\"}}"
+        ),
+        by_pod(format!(
+            "kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms{{{ns},{pn},{sn}}}"
+        )),
+    ];
+    for name in [
+        "kafka_server_brokertopicmetrics_bytesin_total",
+        "kafka_server_brokertopicmetrics_bytesout_total",
+        "kafka_server_brokertopicmetrics_messagesin_total",
+        "kafka_server_brokertopicmetrics_totalproducerequests_total",
+        "kafka_server_brokertopicmetrics_failedproducerequests_total",
+        "kafka_server_brokertopicmetrics_totalfetchrequests_total",
+        "kafka_server_brokertopicmetrics_failedfetchrequests_total",
+    ] {
+        exprs.push(rate(name));
+    }
+    let empty: Vec<&String> = exprs.iter().filter(|e| prom.query(e).is_empty()).collect();
+    assert!(
+        empty.is_empty(),
+        "dashboard expressions without data: {empty:#?}"
+    );
+}
+
+/// A broker's clean stop: the controller handles the BrokerChange
+/// (`LeaderElectionRateAndTimeMs` counts it) and a partition whose only
+/// replica was there is offline; no unclean election (it is off).
+fn controller_stats(c: &mut ReplCluster, prom: &Prometheus) {
+    let controller = c.controller();
+    let single = "alone";
+    c.create_topic(single, 3, 1, &[]);
+    let victim = c.state(single, 0).leader;
+    let victim = if victim == controller {
+        // Another partition of the topic lives on another broker.
+        (1..3)
+            .map(|p| c.state(single, p).leader)
+            .find(|&l| l != controller)
+            .expect("a partition led outside the controller")
+    } else {
+        victim
+    };
+    let elections = "sum(kafka_controller_controllerstats_leaderelectionrateandtimems_count_total)";
+    let before = prom.value(elections).unwrap_or(0.0);
+    let offline = "sum(kafka_controller_kafkacontroller_offlinepartitionscount)";
+    assert_eq!(prom.value(offline), Some(0.0));
+    c.node(victim).stop();
+    prom.wait_value(60, offline, |v| v > 0.0);
+    prom.wait_value(30, elections, |v| v > before);
+    assert_eq!(
+        prom.value("sum(kafka_controller_controllerstats_uncleanleaderelections_total)"),
+        Some(0.0)
+    );
 }
 
 /// Records in: one topic, three partitions led by three brokers; the

@@ -28,6 +28,7 @@ use super::topic_admin::{self, TopicInfo};
 use crate::io::clock::Clock;
 use crate::io::local_sync::{join_all, Local};
 use crate::metadata::leader_and_isr::PartitionErrors;
+use crate::metrics::control::ControllerStats;
 use crate::protocol::ErrorCode;
 use crate::types::BrokerId;
 use crate::types::TopicPartition;
@@ -251,6 +252,8 @@ pub struct ZkBroker<S: MetadataStore, D: Duties> {
     /// Wall-clock time for the znodes written (`/controller`'s timestamp).
     clock: Rc<dyn Clock>,
     settings: RefCell<ControllerSettings>,
+    /// Kafka's `ControllerStats` (the control shard's, see [`Self::report_to`]).
+    stats: RefCell<Rc<ControllerStats>>,
 }
 
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
@@ -277,12 +280,18 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             term: Cell::new(0),
             clock,
             settings: RefCell::new(ControllerSettings::default()),
+            stats: RefCell::default(),
         })
     }
 
     /// The config the controller's duties use (before [`Self::start`]).
     pub fn configure(&self, settings: ControllerSettings) {
         *self.settings.borrow_mut() = settings;
+    }
+
+    /// Record `ControllerStats` into `stats` (the control shard's).
+    pub fn report_to(&self, stats: Rc<ControllerStats>) {
+        *self.stats.borrow_mut() = stats;
     }
 
     pub fn duties(&self) -> &D {
@@ -477,7 +486,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                     self.on_controller_change().await;
                 }
                 Event::ControllerChange => self.on_controller_change().await,
-                Event::BrokerChange => self.on_broker_change().await,
+                Event::BrokerChange => self.timed_broker_change().await,
                 Event::TopicChange => self.on_topic_change().await,
                 Event::AdminChange(path) => self.on_admin_change(path).await,
                 Event::SessionExpired => self.on_session_expired().await,
@@ -856,6 +865,7 @@ mod producer_ids;
 mod reassign;
 mod replicas;
 mod shutdown;
+mod stats;
 pub use isr::{AlterAnswer, AlterAsk, AlterItem};
 pub use preferred::ElectAnswer;
 pub use producer_ids::AllocateAnswer;

@@ -190,8 +190,10 @@ fn families(r: &BrokerReport) -> Vec<Family> {
     controller(&mut b, &r.controller);
     request_metrics(&mut b, r);
     purgatory_and_network(&mut b, r);
+    more::kafka(&mut b, r);
     process(&mut b, r);
     shardlog_own(&mut b, r);
+    more::own(&mut b, r);
     b.0
 }
 
@@ -686,5 +688,6 @@ fn group_labels(group: &str, topic: &str, partition: i32) -> Labels {
     ]
 }
 
+mod more;
 #[cfg(test)]
 mod tests;

@@ -6,12 +6,15 @@
 //! - [`recent`]: the windowed HdrHistogram behind Kafka's request
 //!   percentiles.
 //! - [`report`]: what a scrape gathers from the shards, merged.
+//! - [`control`]: the control shard's controller and ZooKeeper client
+//!   figures.
 //! - [`exposition`]: the report as OpenMetrics or text 0.0.4.
 //!
 //! The I/O around it: the shards answer a scrape over the mesh
 //! (`shard::metrics`), `/proc/self` is read by `io::process`, and the
 //! HTTP listener is `server::metrics_http`.
 
+pub mod control;
 pub mod exposition;
 pub mod recent;
 pub mod report;

@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use super::shard::{RequestSnapshot, ShardCounters};
+use super::control::ControlReport;
+use super::shard::{ExecutorTotals, RequestSnapshot, ShardCounters};
 
 /// One hosted partition as its owner shard sees it (Kafka's `Partition`
 /// and `UnifiedLog` gauges).
@@ -103,6 +104,45 @@ pub struct ProcessStats {
     pub disk_write_bytes: u64,
 }
 
+/// One partition this shard follows (Kafka's `FetcherLagMetrics` of its
+/// `ReplicaFetcherThread-<fetcherId>-<leaderId>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowerLag {
+    pub topic: String,
+    pub partition: i32,
+    pub leader: i32,
+    pub fetcher_id: i32,
+    /// The leader's high watermark minus this follower's fetch offset, as
+    /// of the last fetch answer (-1 before the first).
+    pub lag: i64,
+}
+
+/// Kafka's `GroupMetadataManager` gauges of the groups one shard
+/// coordinates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupCounts {
+    pub groups: u64,
+    pub preparing_rebalance: u64,
+    pub completing_rebalance: u64,
+    pub stable: u64,
+    pub empty: u64,
+    pub dead: u64,
+    /// `NumOffsets`: committed offsets held.
+    pub offsets: u64,
+}
+
+impl GroupCounts {
+    pub fn add(&mut self, o: &GroupCounts) {
+        self.groups += o.groups;
+        self.preparing_rebalance += o.preparing_rebalance;
+        self.completing_rebalance += o.completing_rebalance;
+        self.stable += o.stable;
+        self.empty += o.empty;
+        self.dead += o.dead;
+        self.offsets += o.offsets;
+    }
+}
+
 /// What one data shard answers a scrape with.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ShardReport {
@@ -118,6 +158,9 @@ pub struct ShardReport {
     pub controller: Option<ControllerGauges>,
     pub send_paths: SendPathBytes,
     pub batch_cache: BatchCacheStats,
+    pub follower_lags: Vec<FollowerLag>,
+    pub groups: GroupCounts,
+    pub executor: ExecutorTotals,
 }
 
 /// One scrape of the broker.
@@ -128,6 +171,8 @@ pub struct BrokerReport {
     pub counters: ShardCounters,
     pub controller: ControllerGauges,
     pub process: Option<ProcessStats>,
+    /// The control shard's controller and ZooKeeper client figures.
+    pub control: ControlReport,
 }
 
 impl BrokerReport {
@@ -145,7 +190,56 @@ impl BrokerReport {
             counters,
             controller,
             process,
+            control: ControlReport::default(),
         }
+    }
+
+    /// Every followed partition's lag, by topic and partition.
+    pub fn follower_lags(&self) -> Vec<&FollowerLag> {
+        let mut all: Vec<&FollowerLag> =
+            self.shards.iter().flat_map(|s| &s.follower_lags).collect();
+        all.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        all
+    }
+
+    /// `ReplicaFetcherManager` `MaxLag`: the largest follower lag (0 when
+    /// nothing is followed).
+    pub fn max_follower_lag(&self) -> i64 {
+        self.follower_lags()
+            .iter()
+            .map(|l| l.lag)
+            .max()
+            .unwrap_or(0)
+            .max(0)
+    }
+
+    /// Kafka's `NetworkProcessorAvgIdlePercent` (0..1): the mean over the
+    /// data shards of the idle fraction between their last two scrapes;
+    /// NaN before a shard has two.
+    pub fn recent_idle(&self) -> f64 {
+        mean_idle(
+            self.shards
+                .iter()
+                .map(|s| (s.executor.window_busy_ns, s.executor.window_ns)),
+        )
+    }
+
+    /// Kafka's `RequestHandlerAvgIdlePercent` (0..1): the mean over the
+    /// data shards of the idle fraction since their first scrape.
+    pub fn idle_since_start(&self) -> f64 {
+        mean_idle(
+            self.shards
+                .iter()
+                .map(|s| (s.executor.tracked_busy_ns, s.executor.tracked_ns)),
+        )
+    }
+
+    pub fn groups(&self) -> GroupCounts {
+        let mut g = GroupCounts::default();
+        for s in &self.shards {
+            g.add(&s.groups);
+        }
+        g
     }
 
     /// Every hosted partition, by topic and partition.
@@ -207,6 +301,18 @@ impl BrokerReport {
     }
 }
 
+/// The mean idle fraction of (busy, elapsed) pairs with time elapsed.
+fn mean_idle(pairs: impl Iterator<Item = (u64, u64)>) -> f64 {
+    let idle: Vec<f64> = pairs
+        .filter(|(_, elapsed)| *elapsed > 0)
+        .map(|(busy, elapsed)| (1.0 - busy as f64 / elapsed as f64).clamp(0.0, 1.0))
+        .collect();
+    if idle.is_empty() {
+        return f64::NAN;
+    }
+    idle.iter().sum::<f64>() / idle.len() as f64
+}
+
 fn key(c: &CommittedOffset) -> (&str, &str, i32) {
     (&c.group, &c.topic, c.partition)
 }
@@ -227,6 +333,9 @@ pub fn merge_counters(into: &mut ShardCounters, from: &ShardCounters) {
         mine.open += c.open;
         mine.created += c.created;
         mine.closed += c.closed;
+    }
+    for (k, n) in &from.errors {
+        *into.errors.entry(*k).or_default() += n;
     }
 }
 

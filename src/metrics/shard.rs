@@ -83,6 +83,41 @@ impl BrokerCounters {
     }
 }
 
+/// A shard executor's own figures since start (glommio's
+/// `ExecutorStats` and the io_uring rings' `IoStats`, accumulated by the
+/// shard because glommio hands them out as deltas).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExecutorTotals {
+    /// Time running tasks and polling I/O (`total_runtime`).
+    pub busy_ns: u64,
+    pub tasks_executed: u64,
+    /// Times the scheduler picked a task queue to run.
+    pub scheduler_runs: u64,
+    /// File reads and writes submitted to the io_uring rings (DMA).
+    pub uring_file_reads: u64,
+    pub uring_file_writes: u64,
+    pub uring_file_write_bytes: u64,
+    /// Wall time and busy time since the shard's first scrape (the idle
+    /// fraction "since startup" Kafka's `RequestHandlerAvgIdlePercent`
+    /// mean rate reports), and between its last two scrapes (the recent
+    /// one of `NetworkProcessorAvgIdlePercent`). Not added by [`Self::add`].
+    pub tracked_ns: u64,
+    pub tracked_busy_ns: u64,
+    pub window_ns: u64,
+    pub window_busy_ns: u64,
+}
+
+impl ExecutorTotals {
+    pub fn add(&mut self, o: &ExecutorTotals) {
+        self.busy_ns += o.busy_ns;
+        self.tasks_executed += o.tasks_executed;
+        self.scheduler_runs += o.scheduler_runs;
+        self.uring_file_reads += o.uring_file_reads;
+        self.uring_file_writes += o.uring_file_writes;
+        self.uring_file_write_bytes += o.uring_file_write_bytes;
+    }
+}
+
 /// Kafka's `request` label for a Fetch: recorded under `Fetch` and under
 /// one of these as well (`RequestChannel.Request.metricNames`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -170,6 +205,9 @@ pub struct RequestScope {
     remote_ns: Cell<u64>,
     follower: Cell<bool>,
     started_ns: Cell<Option<u64>>,
+    /// The response's error codes, one per partition answered (Kafka's
+    /// `AbstractResponse.errorCounts`), as the handler reports them.
+    errors: RefCell<BTreeMap<i16, u64>>,
 }
 
 impl RequestScope {
@@ -194,6 +232,13 @@ impl RequestScope {
     pub fn started_ns(&self) -> Option<u64> {
         self.started_ns.get()
     }
+    pub fn add_error(&self, code: ErrorCode) {
+        *self.errors.borrow_mut().entry(code.0).or_default() += 1;
+    }
+    /// The error counts reported so far (left empty).
+    pub fn take_errors(&self) -> BTreeMap<i16, u64> {
+        std::mem::take(&mut *self.errors.borrow_mut())
+    }
 }
 
 /// A shard's live metrics (see the module header).
@@ -205,6 +250,12 @@ pub struct ShardMetrics {
     requests: RefCell<BTreeMap<(i16, RequestVariant), RequestStats>>,
     connections: RefCell<BTreeMap<String, ListenerConnections>>,
     current: RefCell<Option<Rc<RequestScope>>>,
+    /// `ErrorsPerSec` per (API key, error code).
+    errors: RefCell<BTreeMap<(i16, i16), u64>>,
+    /// The executor's figures, added up at each scrape, and when the last
+    /// scrape took them (ms).
+    executor: Cell<ExecutorTotals>,
+    executor_seen_ms: Cell<Option<i64>>,
 }
 
 /// A copy of a shard's counters, sent to the scraping shard.
@@ -217,6 +268,8 @@ pub struct ShardCounters {
     /// time, and the recent observations (µs) per time.
     pub requests: BTreeMap<(i16, RequestVariant), RequestSnapshot>,
     pub connections: BTreeMap<String, ListenerConnections>,
+    /// `RequestMetrics` `ErrorsPerSec` per (API key, error code).
+    pub errors: BTreeMap<(i16, i16), u64>,
 }
 
 /// One API's request metrics as of a scrape.
@@ -278,6 +331,7 @@ impl ShardMetrics {
         base_offset: i64,
         last_offset: i64,
     ) {
+        self.note_error(code);
         if base_offset >= 0 && last_offset >= base_offset {
             let records = u64::try_from(last_offset - base_offset + 1).unwrap_or(0);
             self.on_produce_partition(topic, Some((records, bytes)), false);
@@ -292,8 +346,46 @@ impl ShardMetrics {
 
     /// One partition of a Fetch read with `code` (`bytes` read).
     pub fn on_fetch_result(&self, topic: &str, bytes: u64, follower: bool, code: ErrorCode) {
+        self.note_error(code);
         let failed = code != ErrorCode::NONE && !FETCH_NOT_FAILED.contains(&code);
         self.on_fetch_partition(topic, bytes, follower, failed);
+    }
+
+    /// A partition's error code in the current request's response.
+    fn note_error(&self, code: ErrorCode) {
+        if let Some(scope) = self.current.borrow().as_ref() {
+            scope.add_error(code);
+        }
+    }
+
+    /// A response's error counts (Kafka's `RequestChannel` marks
+    /// `ErrorsPerSec` per code of `response.errorCounts`, under the API's
+    /// own name: Fetch, not FetchConsumer).
+    pub fn on_request_errors(&self, api_key: i16, errors: &BTreeMap<i16, u64>) {
+        let mut all = self.errors.borrow_mut();
+        for (code, n) in errors {
+            *all.entry((api_key, *code)).or_default() += n;
+        }
+    }
+
+    /// Add glommio's executor figures handed out since the last call, at
+    /// `now_ms`; the idle windows start at the first call.
+    pub fn on_executor(&self, delta: &ExecutorTotals, now_ms: i64) {
+        let mut t = self.executor.get();
+        t.add(delta);
+        if let Some(last) = self.executor_seen_ms.get() {
+            let window_ns = u64::try_from(now_ms - last).unwrap_or(0) * 1_000_000;
+            t.window_ns = window_ns;
+            t.window_busy_ns = delta.busy_ns;
+            t.tracked_ns += window_ns;
+            t.tracked_busy_ns += delta.busy_ns;
+        }
+        self.executor_seen_ms.set(Some(now_ms));
+        self.executor.set(t);
+    }
+
+    pub fn executor(&self) -> ExecutorTotals {
+        self.executor.get()
     }
 
     /// A Produce partition refused for its size (`BytesRejectedPerSec`).
@@ -404,6 +496,7 @@ impl ShardMetrics {
             broker: self.broker.get(),
             requests,
             connections: self.connections.borrow().clone(),
+            errors: self.errors.borrow().clone(),
         }
     }
 }

@@ -38,10 +38,14 @@
 //! `replication::quota`): over the bound, throttled partitions out of the
 //! ISR are left out of fetches; their bytes are counted as they arrive.
 //!
-//! Not yet: lag metrics, and a broker epoch in `ReplicaState` (-1, which
+//! Lag (`FetcherLagMetrics`) is kept per partition in the fetch state and
+//! read by a `/metrics` scrape ([`metrics`]).
+//!
+//! Not yet: a broker epoch in `ReplicaState` (-1, which
 //! a 3.9 leader accepts).
 
 pub mod conn;
+pub mod metrics;
 pub mod session;
 pub mod state;
 pub mod targets;
@@ -753,6 +757,7 @@ async fn on_partition_data(
     ) {
         FetchOutcome::Append => {
             let now = f.clock.wall_ms();
+            let high_watermark = part.high_watermark;
             // Kafka's `processPartitionData`: a throttled partition's
             // bytes count against the follower quota.
             if f.throttled.borrow().contains(tp) {
@@ -773,12 +778,9 @@ async fn on_partition_data(
                         .follower_log_state()
                         .await
                         .map_or(-1, |l| l.log_start_offset);
-                    f.state.borrow_mut().on_fetch_from(
-                        tp,
-                        a.log_end_offset,
-                        a.latest_epoch,
-                        log_start,
-                    );
+                    let mut state = f.state.borrow_mut();
+                    state.on_fetch_from(tp, a.log_end_offset, a.latest_epoch, log_start);
+                    state.on_lag(tp, high_watermark);
                 }
                 Err(StorageError::Follower(e)) => {
                     tracing::warn!(%tp, error = %e, "leader batches out of order; refetching from the LEO");

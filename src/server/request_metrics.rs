@@ -125,6 +125,9 @@ impl Timing {
             &times,
             ctx.clock.mono_ms(),
         );
+        ctx.stats
+            .metrics
+            .on_request_errors(self.api_key, &self.scope.take_errors());
     }
 
     /// `[pure]` The split of the request's time, in microseconds.

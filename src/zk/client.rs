@@ -27,6 +27,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -34,6 +35,8 @@ use zookeeper_client as zk;
 
 use super::store::{validate_path, CreateMode, MetadataStore, Op, OpResult, Stat, StoreError};
 use super::watch::{SessionEvent, SessionWatch, Watch, WatchEvent, WatchKind};
+use crate::io::clock::Clock;
+use crate::metrics::control::{ZkClientStats, ZkSessionState};
 
 /// Settings of one ZooKeeper session (Kafka's `zookeeper.*` keys).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +100,26 @@ pub struct ZkStore {
     client: zk::Client,
     options: ZkOptions,
     in_flight: std::rc::Rc<glommio::sync::Semaphore>,
+    /// Where request latencies and session events go (`/metrics`), with
+    /// the clock that times them; kept by [`ZkStore::reconnect`].
+    metrics: Option<(Rc<ZkClientStats>, Rc<dyn Clock>)>,
+}
+
+/// A request's slot; its latency is recorded when it is given back
+/// (Kafka's `ZooKeeperClient` times send to answer, after the in-flight
+/// semaphore).
+struct Slot<'a> {
+    _permit: glommio::sync::Permit<'a>,
+    timing: Option<(&'a ZkClientStats, &'a dyn Clock, u64)>,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if let Some((stats, clock, started_ns)) = self.timing {
+            let us = clock.mono_ns().saturating_sub(started_ns) / 1_000;
+            stats.on_request(clock.mono_ms(), us);
+        }
+    }
 }
 
 impl ZkStore {
@@ -158,20 +181,43 @@ impl ZkStore {
             client,
             options,
             in_flight,
+            metrics: None,
         })
     }
 
+    /// Record this session's (and every renewed one's) request latencies
+    /// and session events into `stats` (Kafka's `ZooKeeperClientMetrics`
+    /// and `SessionExpireListener`).
+    pub fn with_metrics(mut self, stats: Rc<ZkClientStats>, clock: Rc<dyn Clock>) -> Self {
+        follow_session(&self.client, stats.clone());
+        self.metrics = Some((stats, clock));
+        self
+    }
+
     /// A slot among `zookeeper.max.in.flight.requests`, held for one request.
-    async fn slot(&self) -> Result<glommio::sync::Permit<'_>, StoreError> {
-        self.in_flight
+    async fn slot(&self) -> Result<Slot<'_>, StoreError> {
+        let permit = self
+            .in_flight
             .acquire_permit(1)
             .await
-            .map_err(|e| StoreError::Io(format!("ZooKeeper request slots closed: {e}")))
+            .map_err(|e| StoreError::Io(format!("ZooKeeper request slots closed: {e}")))?;
+        let timing = self
+            .metrics
+            .as_ref()
+            .map(|(stats, clock)| (&**stats, &**clock, clock.mono_ns()));
+        Ok(Slot {
+            _permit: permit,
+            timing,
+        })
     }
 
     /// A new session with the same settings (after `Expired`).
     pub async fn reconnect(&self) -> Result<Self, StoreError> {
-        Self::connect_with(self.options.clone()).await
+        let new = Self::connect_with(self.options.clone()).await?;
+        Ok(match &self.metrics {
+            Some((stats, clock)) => new.with_metrics(stats.clone(), clock.clone()),
+            None => new,
+        })
     }
 
     pub fn options(&self) -> &ZkOptions {
@@ -203,6 +249,47 @@ impl ZkStore {
             }
         }
     }
+}
+
+/// Counts the session's state changes until it ends, as Kafka's
+/// `SessionExpireListener` marks its meters per watcher event.
+fn follow_session(client: &zk::Client, stats: Rc<ZkClientStats>) {
+    let mut states = client.state_watcher();
+    on_session_state(&stats, states.peek_state());
+    glommio::spawn_local(async move {
+        while !states.peek_state().is_terminated() {
+            let state = states.changed().await;
+            on_session_state(&stats, state);
+        }
+    })
+    .detach();
+}
+
+fn on_session_state(stats: &ZkClientStats, state: zk::SessionState) {
+    let now = match state {
+        zk::SessionState::SyncConnected => {
+            stats.on_session_event(|e| e.sync_connects += 1);
+            ZkSessionState::Connected
+        }
+        zk::SessionState::ConnectedReadOnly => {
+            stats.on_session_event(|e| e.read_only_connects += 1);
+            ZkSessionState::ConnectedReadOnly
+        }
+        zk::SessionState::Disconnected => {
+            stats.on_session_event(|e| e.disconnects += 1);
+            ZkSessionState::Connecting
+        }
+        zk::SessionState::Expired => {
+            stats.on_session_event(|e| e.expires += 1);
+            ZkSessionState::Closed
+        }
+        zk::SessionState::AuthFailed => {
+            stats.on_session_event(|e| e.auth_failures += 1);
+            ZkSessionState::AuthFailed
+        }
+        zk::SessionState::Closed => ZkSessionState::Closed,
+    };
+    stats.on_state(now);
 }
 
 /// Creates `chroot` (and its ancestors) with the chroot-less session, then

@@ -360,14 +360,16 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                     .await;
             }
             let Some(plans) = self.with_ctx(|ctx| {
-                plan_elections(
+                let plans = plan_elections(
                     ctx,
                     &pending,
                     kind,
                     &unclean_by_topic,
                     default_unclean,
                     failed,
-                )
+                );
+                self.count_unclean(ctx, &plans);
+                plans
             }) else {
                 return elected;
             };

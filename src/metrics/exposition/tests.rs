@@ -5,8 +5,11 @@
 //! it anew).
 
 use super::*;
-use crate::metrics::report::{CommittedOffset, ProcessStats, SendPathBytes, ShardReport};
-use crate::metrics::shard::{RequestTimes, ShardMetrics};
+use crate::metrics::control::{ControlReport, ControllerStats, ZkClientStats, ZkSessionState};
+use crate::metrics::report::{
+    CommittedOffset, FollowerLag, GroupCounts, ProcessStats, SendPathBytes, ShardReport,
+};
+use crate::metrics::shard::{ExecutorTotals, RequestTimes, ShardMetrics};
 
 const GOLDEN: &str = "tests/golden/metrics_exposition.txt";
 
@@ -51,6 +54,8 @@ pub(crate) fn sample_report() -> BrokerReport {
     m.on_request(0, 9, RequestVariant::Plain, &t, 0);
     m.on_request(1, 12, RequestVariant::FetchFollower, &t, 0);
     m.on_connection_opened("PLAINTEXT");
+    m.on_request_errors(0, &[(0, 1), (10, 1)].into_iter().collect());
+    sample_executor(&m);
     let first = ShardReport {
         shard: 0,
         counters: m.counters(0),
@@ -80,10 +85,25 @@ pub(crate) fn sample_report() -> BrokerReport {
             misses: 1,
             used_bytes: 4096,
         },
+        groups: GroupCounts {
+            groups: 1,
+            empty: 1,
+            offsets: 1,
+            ..GroupCounts::default()
+        },
+        executor: m.executor(),
+        ..ShardReport::default()
     };
     let second = ShardReport {
         shard: 1,
         partitions: vec![gauges("orders", 1, false, 0)],
+        follower_lags: vec![FollowerLag {
+            topic: "orders".into(),
+            partition: 1,
+            leader: 2,
+            fetcher_id: 0,
+            lag: 7,
+        }],
         ..ShardReport::default()
     };
     let process = ProcessStats {
@@ -97,7 +117,47 @@ pub(crate) fn sample_report() -> BrokerReport {
         disk_read_bytes: 0,
         disk_write_bytes: 8192,
     };
-    BrokerReport::new(vec![first, second], Some(process))
+    let mut report = BrokerReport::new(vec![first, second], Some(process));
+    report.control = sample_control();
+    report
+}
+
+/// Two scrapes' executor figures: 1 s apart, busy a quarter of it.
+fn sample_executor(m: &ShardMetrics) {
+    m.on_executor(
+        &ExecutorTotals {
+            busy_ns: 1_500_000_000,
+            tasks_executed: 100,
+            scheduler_runs: 40,
+            uring_file_reads: 3,
+            uring_file_writes: 5,
+            uring_file_write_bytes: 20_480,
+            ..ExecutorTotals::default()
+        },
+        0,
+    );
+    m.on_executor(
+        &ExecutorTotals {
+            busy_ns: 250_000_000,
+            ..ExecutorTotals::default()
+        },
+        1_000,
+    );
+}
+
+/// The controller's and ZooKeeper client's part of the sample.
+fn sample_control() -> ControlReport {
+    let controller = ControllerStats::default();
+    controller.on_leader_election(0, 12_000);
+    controller.on_unclean_elections(1);
+    let zk = ZkClientStats::default();
+    zk.on_request(0, 800);
+    zk.on_session_event(|e| e.sync_connects += 1);
+    zk.on_state(ZkSessionState::Connected);
+    ControlReport {
+        controller: controller.report(0),
+        zk: Some(zk.report(0)),
+    }
 }
 
 #[test]
@@ -135,6 +195,20 @@ fn the_kafka_series_strimzi_reads_are_there_with_their_labels() {
         "kafka_server_socket_server_metrics_connection_count{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 1",
         "shardlog_consumergroup_lag{consumergroup=\"billing\",topic=\"orders\",partition=\"0\"} 50",
         "process_open_fds 12",
+        "kafka_controller_controllerstats_uncleanleaderelections_total 1",
+        "kafka_controller_controllerstats_leaderelectionrateandtimems_count_total 1",
+        "kafka_network_requestmetrics_errors_total{request=\"Produce\",error=\"NONE\"} 1",
+        "kafka_network_requestmetrics_errors_total{request=\"Produce\",error=\"MESSAGE_TOO_LARGE\"} 1",
+        "kafka_server_replicafetchermanager_maxlag{clientId=\"Replica\"} 7",
+        "kafka_server_fetcherlagmetrics_consumerlag{clientId=\"ReplicaFetcherThread-0-2\",topic=\"orders\",partition=\"1\"} 7",
+        "kafka_coordinator_group_groupmetadatamanager_numgroupsempty 1",
+        "kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count_total 1",
+        "kafka_server_sessionexpirelistener_zookeepersyncconnects_total 1",
+        "shardlog_zookeeper_session_state{state=\"CONNECTED\"} 1",
+        "shardlog_shard_busy_seconds_total{shard=\"0\"} 1.75",
+        "kafka_network_socketserver_networkprocessoravgidle_percent 0.75",
+        "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent 0.75",
+        "shardlog_uring_file_writes_total{shard=\"0\"} 5",
     ] {
         assert!(
             text.lines().any(|l| l == line),
@@ -143,6 +217,9 @@ fn the_kafka_series_strimzi_reads_are_there_with_their_labels() {
     }
     assert!(text.lines().any(|l| l.starts_with(
         "kafka_network_requestmetrics_remotetimems{request=\"Produce\",quantile=\"0.99\"} 3.9"
+    )));
+    assert!(text.lines().any(|l| l.starts_with(
+        "kafka_controller_controllerstats_leaderelectionrateandtimems{quantile=\"0.50\"} 12"
     )));
 }
 
@@ -173,5 +250,43 @@ fn content_negotiation_prefers_openmetrics_only_when_asked() {
     assert_eq!(
         negotiate(Some("application/openmetrics-text; version=1.0.0")),
         Format::OpenMetrics
+    );
+}
+
+/// Scrape size with 1,000 partitions on one broker, every one a leader
+/// with three replicas, a follower lag and a group's committed offset:
+/// 1,027,268 bytes in 12,178 lines of text 0.0.4 (12 series per
+/// partition, about 1 KB), printed and checked below 1.25 MiB.
+#[test]
+fn a_thousand_partitions_render_under_one_and_a_quarter_mib() {
+    let mut shard = ShardReport::default();
+    for p in 0..1_000 {
+        shard.partitions.push(gauges("wide-topic-name", p, true, 3));
+        shard.follower_lags.push(FollowerLag {
+            topic: "wide-topic-name".into(),
+            partition: p,
+            leader: 2,
+            fetcher_id: 0,
+            lag: 0,
+        });
+        shard.committed.push(CommittedOffset {
+            group: "consumers".into(),
+            topic: "wide-topic-name".into(),
+            partition: p,
+            offset: 10,
+        });
+    }
+    let report = BrokerReport::new(vec![shard], None);
+    let text = render(&report, Format::Text);
+    eprintln!(
+        "1,000 partitions: {} bytes, {} lines",
+        text.len(),
+        text.lines().count()
+    );
+    assert!(text.len() < 5 << 18, "{} bytes", text.len());
+    assert!(
+        text.len() > 500_000,
+        "every partition's series: {}",
+        text.len()
     );
 }

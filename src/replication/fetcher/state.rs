@@ -38,6 +38,10 @@ pub struct PartitionFetchState {
     pub phase: FetchPhase,
     /// Not fetched before this time (ms, monotonic); 0 = not delayed.
     pub delayed_until_ms: i64,
+    /// Kafka's `FetcherLagMetrics` `ConsumerLag`: the leader's high
+    /// watermark minus the fetch offset after the last answer (-1 before
+    /// the first, as Kafka's gauge starts).
+    pub lag: i64,
 }
 
 /// The fetch settings (Kafka's `replica.fetch.*` keys).
@@ -148,6 +152,7 @@ impl FetcherState {
                 log_start_offset: -1,
                 phase: FetchPhase::Truncating { ask_epoch: None },
                 delayed_until_ms: 0,
+                lag: -1,
             },
         );
         self.check_invariants();
@@ -184,6 +189,15 @@ impl FetcherState {
             s.log_start_offset = log_start;
         }
         self.check_invariants();
+    }
+
+    /// A fetch answer named the leader's `high_watermark`
+    /// (`AbstractFetcherThread.processFetchRequest`: lag = max(0, HW -
+    /// next fetch offset)).
+    pub fn on_lag(&mut self, tp: &TopicPartition, high_watermark: i64) {
+        if let Some(s) = self.partitions.get_mut(tp) {
+            s.lag = (high_watermark - s.fetch_offset).max(0);
+        }
     }
 
     /// KIP-279: ask again about `epoch`.

@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use super::ReplicaManager;
-use crate::metrics::report::PartitionGauges;
+use crate::metrics::report::{FollowerLag, PartitionGauges};
 use crate::replication::partition::Partition;
 
 impl ReplicaManager {
@@ -17,5 +17,10 @@ impl ReplicaManager {
             out.push(p.gauges().await);
         }
         out
+    }
+
+    /// The lag of every partition this shard follows.
+    pub fn follower_lags(&self) -> Vec<FollowerLag> {
+        self.fetchers.lags()
     }
 }

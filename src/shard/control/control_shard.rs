@@ -198,6 +198,9 @@ pub struct ControlShard {
     pub broker_configs: RefCell<Arc<DynamicBrokerConfigs>>,
     /// The ACLs (`AclAuthorizer.aclCache`), folded into every publication.
     acls: RefCell<Arc<crate::acl::authorizer::AclCache>>,
+    /// The controller's and ZooKeeper client's metrics (`/metrics`),
+    /// given at boot.
+    pub metrics: Rc<crate::metrics::control::ControlMetrics>,
     /// What reconfigures the SSL listeners' stores (KIP-226; set by
     /// `set_ssl_listeners`, else none).
     ssl_listeners: RefCell<Rc<dyn crate::config::dynamic::security::ListenerSslReconfigurable>>,
@@ -404,6 +407,7 @@ impl ControlShard {
             acls: RefCell::new(Arc::default()),
             ssl_listeners: RefCell::new(Rc::new(crate::config::dynamic::security::NoSslListeners)),
             log_dirs,
+            metrics: Rc::default(),
         }
     }
 

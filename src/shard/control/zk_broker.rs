@@ -85,6 +85,9 @@ pub async fn start_broker(
         )
         .unwrap_or(10),
     });
+    if let Some(control) = ctx.control() {
+        broker.report_to(control.metrics.controller.clone());
+    }
     broker.start().await?;
     Ok(broker)
 }

@@ -130,6 +130,12 @@ impl GroupHost {
         self.core.borrow().committed_offsets()
     }
 
+    /// `GroupMetadataManager`'s gauges of the groups this shard
+    /// coordinates (`/metrics`).
+    pub fn group_counts(&self) -> crate::metrics::report::GroupCounts {
+        self.core.borrow().group_counts()
+    }
+
     /// Run `actions`: answers to their waiters, appends to the appender.
     pub(super) fn execute(&self, actions: Vec<Action>) {
         let mut any_append = false;

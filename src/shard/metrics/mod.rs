@@ -11,10 +11,14 @@ use super::context::{ShardContext, ShardRequest, ShardResponse};
 use crate::metrics::report::{
     BatchCacheStats, BrokerReport, ControllerGauges, SendPathBytes, ShardReport,
 };
+use crate::metrics::shard::ExecutorTotals;
 
 /// This data shard's part of a scrape (`None` on the control shard).
 pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
     let data = ctx.data()?;
+    ctx.stats
+        .metrics
+        .on_executor(&executor_delta(), ctx.clock.mono_ms());
     let counters = ctx.stats.metrics.counters(ctx.clock.mono_ms());
     let partitions = data.replicas.partition_gauges().await;
     let (parked_produce, parked_fetch) = data.purgatory.parked();
@@ -45,7 +49,31 @@ pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
             tls: z.bytes_tls,
         },
         batch_cache,
+        follower_lags: data.replicas.follower_lags(),
+        groups: data.groups.group_counts(),
+        executor: ctx.stats.metrics.executor(),
     })
+}
+
+/// glommio's executor and io_uring figures since the last call (it hands
+/// them out and resets them; nothing else on this executor asks).
+fn executor_delta() -> ExecutorTotals {
+    let ex = glommio::executor();
+    let stats = ex.executor_stats();
+    let rings = ex.io_stats().all_rings();
+    let (reads, _) = rings.file_reads();
+    let (buffered_reads, _) = rings.file_buffered_reads();
+    let (writes, write_bytes) = rings.file_writes();
+    let (buffered_writes, buffered_write_bytes) = rings.file_buffered_writes();
+    ExecutorTotals {
+        busy_ns: u64::try_from(stats.total_runtime().as_nanos()).unwrap_or(u64::MAX),
+        tasks_executed: stats.tasks_executed(),
+        scheduler_runs: stats.scheduler_runs(),
+        uring_file_reads: reads + buffered_reads,
+        uring_file_writes: writes + buffered_writes,
+        uring_file_write_bytes: write_bytes + buffered_write_bytes,
+        ..ExecutorTotals::default()
+    }
 }
 
 /// Kafka's `KafkaController` gauges from the metadata this broker holds:
@@ -88,5 +116,9 @@ pub async fn scrape(ctx: &Rc<ShardContext>) -> BrokerReport {
             Err(e) => tracing::debug!(shard, error = %e, "metrics: a shard did not answer"),
         }
     }
-    BrokerReport::new(shards, crate::io::process::read())
+    let mut report = BrokerReport::new(shards, crate::io::process::read());
+    if let Some(control) = ctx.control() {
+        report.control = control.metrics.report(ctx.clock.mono_ms());
+    }
+    report
 }

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The cost of /metrics: P1 produce and P4 consume (from memory) with the
+# metrics listener on and scraped every second by a real Prometheus (B)
+# against the listener off (A), interleaved A/B in one run by
+# perf/compare.sh over perf/ab_point.sh (broker pinned to core 0, client to
+# core 1, Prometheus to core 2 when there is one). The target is B/A >= 0.98
+# for both points. Each B run also prints the scrapes Prometheus made and
+# their mean duration (its `scrape_duration_seconds`).
+#
+#   perf/metrics_cost.sh [BIN] [ROUNDS]        both points, ROUNDS A/B pairs (default 4)
+#   perf/metrics_cost.sh --one on|off BIN p1|p4hot   one measurement (compare.sh runs these)
+#
+# Needs a release build (cargo build --release) and Debian's `prometheus`.
+# Not run by the tests (benchmarks are for the lead's runs).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(cd "$HERE/.." && pwd)"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+one() {
+  local side="$1" bin="$2" case="$3"
+  if [ "$side" = off ]; then
+    exec "$HERE/ab_point.sh" "$bin" "$case"
+  fi
+  command -v prometheus >/dev/null || { echo "metrics_cost.sh: prometheus missing (apt-get install -y --no-install-recommends prometheus)" >&2; exit 2; }
+  local tmp mport pport prom_pid cpu=()
+  tmp="$(mktemp -d /tmp/metrics-cost.XXXXXX)"
+  mport="$(free_port)"
+  pport="$(free_port)"
+  cat >"$tmp/prom.yml" <<YML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: shardlog
+    metrics_path: /metrics
+    static_configs:
+      - targets: ['127.0.0.1:$mport']
+YML
+  [ "$(nproc)" -gt 2 ] && cpu=(taskset -c 2)
+  "${cpu[@]}" prometheus --config.file="$tmp/prom.yml" --storage.tsdb.path="$tmp/tsdb" \
+    --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$tmp/prom.log" 2>&1 &
+  prom_pid=$!
+  trap 'kill "$prom_pid" 2>/dev/null || true; wait "$prom_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+  AB_OVERRIDES="shardlog.metrics.listener=127.0.0.1:$mport" "$HERE/ab_point.sh" "$bin" "$case"
+  # What the scrapes were: their count and mean duration over the run.
+  for q in 'count_over_time(scrape_duration_seconds{job="shardlog"}[10m])' \
+           'avg_over_time(scrape_duration_seconds{job="shardlog"}[10m])' \
+           'max_over_time(scrape_samples_scraped{job="shardlog"}[10m])'; do
+    v="$(curl -s "http://127.0.0.1:$pport/api/v1/query" --data-urlencode "query=$q" \
+      | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "none")')"
+    echo "prometheus: $q = $v" >&2
+  done
+}
+
+if [ "${1:-}" = --one ]; then
+  one "${2:?on|off}" "${3:?BIN}" "${4:?p1|p4hot}"
+  exit
+fi
+BIN="${1:-$REPO/target/release/shardlog}"
+ROUNDS="${2:-4}"
+[ -x "$BIN" ] || { echo "metrics_cost.sh: $BIN missing: cargo build --release" >&2; exit 2; }
+for case in p1 p4hot; do
+  echo "== $case: A = metrics off, B = metrics on, scraped every second"
+  "$HERE/compare.sh" --rounds "$ROUNDS" --match 'MB/s' \
+    --a "'$HERE/metrics_cost.sh' --one off '$BIN' $case" \
+    --b "'$HERE/metrics_cost.sh' --one on '$BIN' $case"
+done

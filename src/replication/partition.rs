@@ -58,6 +58,8 @@ mod config;
 mod delete_records;
 mod follower;
 mod group_commit;
+pub use group_commit::DurableCounts;
+use group_commit::GroupCommit;
 mod legacy;
 mod load;
 mod metrics;
@@ -180,41 +182,6 @@ pub struct PartitionSpec {
     pub verification_guards: VerificationGuards,
     /// Wall-clock time of the open (the replica state's "caught up" times).
     pub now_ms: i64,
-}
-
-/// A shard's group-commit counters: (durable appends acknowledged,
-/// fdatasync rounds); their ratio is the batching factor. Shared by the
-/// shard's partitions, read at shutdown.
-#[derive(Debug, Clone, Default)]
-pub struct DurableCounts(Rc<Cell<(u64, u64)>>);
-
-impl DurableCounts {
-    pub fn get(&self) -> (u64, u64) {
-        self.0.get()
-    }
-
-    fn add(&self, appends: u64, syncs: u64) {
-        let (a, s) = self.0.get();
-        self.0.set((a + appends, s + syncs));
-    }
-}
-
-/// Group-commit state of a leader's appends: appends buffer under the log
-/// lock and then wait for one write-out (and, when durable, one
-/// fdatasync) that covers them all, instead of holding the lock through
-/// a write each (see `group_commit`).
-#[derive(Default)]
-struct GroupCommit {
-    /// Every offset below this is in the kernel (written out; fdatasynced
-    /// too when durable).
-    committed_end: Cell<i64>,
-    /// A round's leader is writing out now.
-    running: Cell<bool>,
-    /// The last round failed: the log is poisoned (no retry of an fsync).
-    failed: Cell<bool>,
-    /// Fired when the current round ends; replaced for the next one.
-    round: RefCell<Rc<Trigger>>,
-    counts: DurableCounts,
 }
 
 /// The answer to one partition's append.

@@ -54,12 +54,13 @@ use crate::storage::StorageError;
 use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 
 mod cleanable;
+mod commit_state;
 mod config;
 mod delete_records;
 mod follower;
 mod group_commit;
-pub use group_commit::DurableCounts;
-use group_commit::GroupCommit;
+pub use commit_state::DurableCounts;
+use commit_state::GroupCommit;
 mod legacy;
 mod load;
 mod metrics;

@@ -1,4 +1,4 @@
-//! `[pure]` The state a partition's group commit keeps (`group_commit`
+//! `[drv]` The state a partition's group commit keeps (`group_commit`
 //! runs it): the shard's counters and one partition's round.
 
 use std::cell::{Cell, RefCell};

@@ -26,7 +26,6 @@ pub struct Decisions {
     session: Option<Session>,
     acls: Option<Arc<AclCache>>,
     by_kind: HashMap<(Operation, ResourceType), HashMap<Box<str>, bool>>,
-    len: usize,
 }
 
 impl Decisions {
@@ -46,7 +45,7 @@ impl Decisions {
         decide: impl FnOnce(&Session) -> bool,
     ) -> bool {
         if !self.acls.as_ref().is_some_and(|a| Arc::ptr_eq(a, acls)) {
-            self.clear();
+            self.by_kind.clear();
             self.acls = Some(Arc::clone(acls));
         }
         if let Some(&d) = self
@@ -57,29 +56,23 @@ impl Decisions {
             return d;
         }
         let d = decide(self.session.get_or_insert_with(make));
-        if self.len >= MAX_DECISIONS {
-            self.clear();
+        if self.len() >= MAX_DECISIONS {
+            self.by_kind.clear();
         }
         self.by_kind
             .entry((op, resource_type))
             .or_default()
             .insert(name.into(), d);
-        self.len += 1;
         d
     }
 
     /// How many decisions are kept.
     pub fn len(&self) -> usize {
-        self.len
+        self.by_kind.values().map(HashMap::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    fn clear(&mut self) {
-        self.by_kind.clear();
-        self.len = 0;
+        self.by_kind.values().all(HashMap::is_empty)
     }
 }
 

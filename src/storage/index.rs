@@ -116,9 +116,12 @@ impl TimeIndex {
     pub fn entries(&self) -> &[(i64, u32)] {
         &self.entries
     }
-    /// Append only when the timestamp grows (Kafka's `maybeAppend`).
+    /// Append only when the timestamp grows (Kafka's `maybeAppend`; an
+    /// empty index's last entry reads as NO_TIMESTAMP, -1, so a log of
+    /// magic-0 messages, which have none, gains no entry).
     pub fn maybe_append(&mut self, timestamp: i64, relative_offset: u32) {
         match self.entries.last() {
+            None if timestamp <= -1 => {}
             Some(&(t, o)) if timestamp <= t || relative_offset < o => {}
             _ if self.is_full() => {}
             _ => self.entries.push((timestamp, relative_offset)),

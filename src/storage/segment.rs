@@ -18,7 +18,7 @@ use super::config::LogConfig;
 use super::helper_thread::{self, HelperThreads};
 use super::index::{OffsetIndex, SegmentIndex, TimeIndex};
 use super::readahead::ReadAhead;
-use super::recovery::{scan, ScanStop, ScannedBatch};
+use super::recovery::{entry_header, scan, ScanStop, ScannedBatch, ENTRY_HEADER};
 use super::recycle;
 use super::txn_index::TXN_INDEX_SUFFIX;
 use super::{segment_file_name, StorageError};
@@ -45,8 +45,6 @@ const RECOVERY_FIRST_CHUNK: usize = 64 << 10;
 /// Largest `posix_fadvise(WILLNEED)` call of a read-ahead (below the
 /// kernel's per-call cap, the block device's `read_ahead_kb`).
 const READAHEAD_STEP: u64 = 2 << 20;
-/// Bytes of a batch header needed to walk a segment (through maxTimestamp).
-const WALK_HEADER: usize = 43;
 
 /// Deleted segment files shrink by this much per `ftruncate` before the
 /// unlink (as RocksDB's `DeleteScheduler` deletes large files in chunks).
@@ -261,28 +259,18 @@ impl Segment {
         Ok(())
     }
 
-    /// Header of the batch at `pos` (already validated when appended).
+    /// Header of the entry at `pos` (already validated when appended or
+    /// recovered): a v2 batch or a legacy magic 0/1 message
+    /// ([`entry_header`]).
     pub fn header_at(&self, pos: u64) -> Result<ScannedBatch, StorageError> {
-        let mut h = [0u8; WALK_HEADER];
-        self.read_exact_at(pos, &mut h)?;
-        let i64_at = |at: usize| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&h[at..at + 8]);
-            i64::from_be_bytes(a)
-        };
-        let i32_at = |at: usize| i32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-        let len = 12 + i64::from(i32_at(8));
-        if len < 61 || pos + len as u64 > self.size() {
-            return Err(invalid("batch header inconsistent with segment"));
+        let mut h = [0u8; ENTRY_HEADER];
+        // A legacy message may be shorter than a v2 header (26 bytes at least).
+        let n = self.size().saturating_sub(pos).min(ENTRY_HEADER as u64) as usize;
+        self.read_exact_at(pos, &mut h[..n])?;
+        match entry_header(&h[..n], pos) {
+            Some(b) if pos + b.len <= self.size() => Ok(b),
+            _ => Err(invalid("batch header inconsistent with segment")),
         }
-        let base = i64_at(0);
-        Ok(ScannedBatch {
-            position: pos,
-            base_offset: base,
-            last_offset: base + i64::from(i32_at(23)),
-            max_timestamp: i64_at(35),
-            len: len as u64,
-        })
     }
 
     /// The batch holding `offset` (or the first after it), via the sparse

@@ -15,7 +15,7 @@
 
 use bytes::Bytes;
 
-use super::{shallow_entries, write_message_set, LegacyFormat, OutRecord};
+use super::{shallow_entries, write_message_set, LegacyFormat, Message, OutRecord};
 use crate::protocol::record_batch::{BatchError, Compression, RecordBatch, TimestampType};
 use crate::protocol::record_walk::{records_section, InflateScratch};
 use crate::protocol::varint::read_varint;
@@ -147,11 +147,7 @@ fn convert_entry(
         return Ok(e.bytes.to_vec());
     }
     if e.magic < 2 {
-        // A legacy entry above the target: a magic-1 message for a v0
-        // fetch. shardlog stores v2 batches only (Produce up-converts).
-        return Err(DownConvertError::Batch(
-            BatchError::UnsupportedForMessageFormat(e.magic),
-        ));
+        return convert_legacy(e, to_magic, fetch_offset, scratch);
     }
     let view = RecordBatch::new_unchecked_crc(&e.bytes).map_err(DownConvertError::Batch)?;
     if view.is_control() {
@@ -185,6 +181,60 @@ fn convert_entry(
         compression,
         timestamp_type,
         log_append_time: view.max_timestamp(),
+        base_offset: first.offset,
+    };
+    let mut out = Vec::new();
+    write_message_set(&mut out, format, &kept).map_err(DownConvertError::Batch)?;
+    Ok(out)
+}
+
+/// A stored magic-1 message (a log dir Kafka wrote with
+/// `log.message.format.version` 0.10.x) for a magic-0 fetch, as
+/// `convertRecordBatch` rebuilds it: the same codec, the original offsets,
+/// timestamps dropped; a wrapper's inner messages become one v0 wrapper
+/// (absolute inner offsets), a plain message is left out when below the
+/// fetch offset.
+fn convert_legacy(
+    e: &super::Entry,
+    to_magic: i8,
+    fetch_offset: i64,
+    scratch: &mut InflateScratch,
+) -> Result<Vec<u8>, DownConvertError> {
+    let message = Message::parse(e.offset, &e.body()).map_err(DownConvertError::Batch)?;
+    let compression =
+        message
+            .compression()
+            .ok_or(DownConvertError::Batch(BatchError::InvalidRecord(
+                "unknown compression codec",
+            )))?;
+    if compression == Compression::Zstd {
+        return Err(DownConvertError::Zstd);
+    }
+    let messages = if message.is_compressed() {
+        message
+            .inner_messages(scratch)
+            .map_err(DownConvertError::Batch)?
+    } else {
+        vec![message]
+    };
+    let kept: Vec<OutRecord<'_>> = messages
+        .iter()
+        .filter(|m| compression != Compression::None || m.offset >= fetch_offset)
+        .map(|m| OutRecord {
+            offset: m.offset,
+            timestamp: m.timestamp,
+            key: m.key.as_deref(),
+            value: m.value.as_deref(),
+        })
+        .collect();
+    let Some(first) = kept.first() else {
+        return Ok(Vec::new());
+    };
+    let format = LegacyFormat {
+        magic: to_magic,
+        compression,
+        timestamp_type: TimestampType::CreateTime,
+        log_append_time: -1,
         base_offset: first.offset,
     };
     let mut out = Vec::new();
@@ -282,6 +332,44 @@ mod tests {
                 assert_eq!(m.compression(), Some(c), "{magic}: the batch's own codec");
             }
         }
+    }
+
+    #[test]
+    fn stored_magic_1_messages_go_to_magic_0_and_are_copied_for_magic_1() {
+        let b = |x: &'static [u8]| Some(Bytes::from_static(x));
+        for c in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+        ] {
+            // A log dir Kafka wrote at `log.message.format.version=0.10.2`.
+            let v1 = convert(batch(100, c), 1, 100).unwrap().concat();
+            assert_eq!(
+                convert(v1.clone(), 1, 100).unwrap().concat(),
+                v1,
+                "{c:?}: as stored"
+            );
+            let chunks = convert(v1, 0, 100).unwrap();
+            assert_eq!(
+                read(&chunks),
+                vec![
+                    (100, -1, b(b"a"), b(b"one")),
+                    (101, -1, None, b(b"two")),
+                    (102, -1, b(b"c"), None),
+                ],
+                "{c:?}"
+            );
+            let first = shallow_entries(&chunks[0]).unwrap();
+            assert!(first.iter().all(|e| e.magic == 0));
+            let m = Message::parse(first[0].offset, &first[0].body()).unwrap();
+            assert_eq!(m.compression(), Some(c), "the message's own codec");
+        }
+        let v1 = convert(batch(100, Compression::None), 1, 100)
+            .unwrap()
+            .concat();
+        let got = read(&convert(v1, 0, 101).unwrap());
+        assert_eq!(got.iter().map(|r| r.0).collect::<Vec<_>>(), [101, 102]);
     }
 
     #[test]

@@ -28,13 +28,15 @@ use std::sync::Arc;
 use super::codec;
 use super::filter::{self, LastRecord, Outcome, RetainRules};
 use super::group::{group_segments_by_size, GroupInput};
+use super::legacy;
 use super::offset_map::OffsetMap;
 use super::select::LogToClean;
 use super::throttle::Throttler;
 use super::txn::{BatchFacts, BatchKind, CleanedTxnMetadata};
 use crate::io::clock::Clock;
 use crate::protocol::control_record;
-use crate::protocol::record_batch::{BatchError, RecordBatch, HEADER_LEN};
+use crate::protocol::legacy::{MAGIC_OFFSET, RECORD_OVERHEAD_V0};
+use crate::protocol::record_batch::{BatchError, RecordBatch};
 use crate::protocol::record_walk::records_section;
 use crate::storage::checkpoint::{self, CLEANER_OFFSET_CHECKPOINT};
 use crate::storage::index::SegmentIndex;
@@ -143,8 +145,11 @@ impl BatchReader {
             if avail >= 12 {
                 let h = &self.buf[self.at..];
                 let len = i32::from_be_bytes([h[8], h[9], h[10], h[11]]);
-                if len < (HEADER_LEN - 12) as i32 {
-                    return Err(invalid("batch length below the v2 header in a segment"));
+                // A legacy (magic 0/1) message may be as short as 14 bytes.
+                if len < RECORD_OVERHEAD_V0 as i32 {
+                    return Err(invalid(
+                        "entry length below the legacy minimum in a segment",
+                    ));
                 }
                 needed = 12 + len as usize;
                 if avail >= needed {
@@ -263,6 +268,19 @@ impl CleanJob {
             while let Some(range) = reader.next(io).await? {
                 self.stats.bytes_read += range.len() as u64;
                 let batch = &reader.buf[range];
+                if is_legacy(batch) {
+                    let last = i64::from_be_bytes(batch[..8].try_into().map_err(corrupt_len)?);
+                    if last < start {
+                        continue;
+                    }
+                    let scratch = &mut self.view.storage.inflate_scratch();
+                    if !legacy::map_entry(batch, start, &mut self.map, scratch).map_err(corrupt)? {
+                        self.end_offset = self.map.latest_offset() + 1;
+                        break 'segments;
+                    }
+                    self.map.update_latest_offset(last);
+                    continue;
+                }
                 let view = RecordBatch::new_unchecked_crc(batch).map_err(corrupt)?;
                 if view.last_offset() < start {
                     continue;
@@ -456,6 +474,24 @@ async fn copy_cleaned(
         while let Some(range) = reader.next(io).await? {
             stats.bytes_read += range.len() as u64;
             let batch = &reader.buf[range];
+            if is_legacy(batch) {
+                let c = legacy::clean_entry(batch, rules, &mut storage.inflate_scratch())
+                    .map_err(corrupt)?;
+                stats.records_read += c.records_read;
+                stats.records_kept += c.records_kept;
+                if let Some(bytes) = c.bytes {
+                    // Indexed by its offset field, as recovery does.
+                    let offset = i64::from_be_bytes(bytes[..8].try_into().map_err(corrupt_len)?);
+                    let position = written + out.len() as u64;
+                    index.on_batch(offset, position, bytes.len() as u64, c.max_timestamp);
+                    out.extend_from_slice(&bytes);
+                }
+                if out.len() >= CHUNK_BYTES {
+                    written += flush_out(file, written, &mut out, io).await?;
+                }
+                glommio::yield_if_needed().await;
+                continue;
+            }
             let view = RecordBatch::new_unchecked_crc(batch).map_err(corrupt)?;
             let base_offset = view.base_offset();
             let facts = batch_facts(&view, batch);
@@ -481,6 +517,16 @@ async fn copy_cleaned(
     }
     written += flush_out(file, written, &mut out, io).await?;
     Ok(written)
+}
+
+/// A legacy (magic 0/1) message of a log Kafka wrote with an old
+/// `log.message.format.version` (the magic sits at byte 16 in every format).
+fn is_legacy(entry: &[u8]) -> bool {
+    entry.get(MAGIC_OFFSET).is_some_and(|&m| m < 2)
+}
+
+fn corrupt_len(_: std::array::TryFromSliceError) -> StorageError {
+    invalid("legacy entry shorter than its offset")
 }
 
 /// What the transaction tracker needs of a batch.

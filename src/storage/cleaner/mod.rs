@@ -15,6 +15,7 @@
 //! | `select`     | pure | which log to clean, its first dirty and first uncleanable offsets |
 //! | `offset_map` | pure | key → latest offset over the dirty section |
 //! | `filter`     | pure | keep/drop per record and per batch (markers: delete horizon, then gone); the rewritten v2 batch |
+//! | `legacy`     | pure | keep/drop of legacy magic 0/1 messages; the rebuilt wrapper |
 //! | `txn`        | pure | transactions as a clean reads them: aborted data, markers that may go, the cleaned `.txnindex` entries |
 //! | `group`      | pure | segments cleaned into one (`groupSegmentsBySize`) |
 //! | `throttle`   | pure | `log.cleaner.io.max.bytes.per.second` |
@@ -30,6 +31,7 @@ pub mod codec;
 pub mod driver;
 pub mod filter;
 pub mod group;
+pub mod legacy;
 pub mod offset_map;
 pub mod select;
 pub mod task;

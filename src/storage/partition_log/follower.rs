@@ -12,7 +12,9 @@
 use bytes::Bytes;
 
 use super::{AppendInfo, PartitionLog, ValidatedRecords};
+use crate::protocol::legacy;
 use crate::protocol::record_batch::{peek_total_len, BatchError, BatchSummary, RecordBatch};
+use crate::storage::recovery;
 use crate::storage::StorageError;
 
 /// Why the leader's records were not appended.
@@ -41,6 +43,18 @@ impl ValidatedRecords {
         let mut pos = 0usize;
         while pos < bytes.len() {
             let rest = &bytes[pos..];
+            if rest.get(legacy::MAGIC_OFFSET).is_some_and(|&m| m < 2) {
+                // A legacy (magic 0/1) message of a log Kafka wrote with an
+                // old `log.message.format.version`, copied as it is.
+                match legacy_summary(rest, pos)? {
+                    Some(s) => {
+                        pos = s.range.end;
+                        summaries.push(s);
+                        continue;
+                    }
+                    None => break, // partial tail
+                }
+            }
             let total = match peek_total_len(rest)? {
                 Some(t) if t <= rest.len() => t,
                 _ => break, // partial tail
@@ -61,16 +75,54 @@ impl ValidatedRecords {
         Ok(Some(ValidatedRecords { bytes, summaries }))
     }
 
-    /// (base offset, partition leader epoch, last offset) of each batch.
+    /// (base offset, partition leader epoch, last offset) of each batch; a
+    /// legacy message has no leader epoch (-1) and stands for its offset
+    /// field (`recovery::ScannedBatch`).
     pub fn batch_offsets(&self) -> Vec<(i64, i32, i64)> {
         self.summaries
             .iter()
             .filter_map(|s| {
-                let b = RecordBatch::new_unchecked_crc(&self.bytes[s.range.clone()]).ok()?;
+                let bytes = &self.bytes[s.range.clone()];
+                if bytes.get(legacy::MAGIC_OFFSET).is_some_and(|&m| m < 2) {
+                    let h = recovery::entry_header(bytes, 0)?;
+                    return Some((h.base_offset, -1, h.last_offset));
+                }
+                let b = RecordBatch::new_unchecked_crc(bytes).ok()?;
                 Some((b.base_offset(), b.partition_leader_epoch(), b.last_offset()))
             })
             .collect()
     }
+}
+
+/// The legacy message at the start of `rest` (found at `pos` of the
+/// leader's records), checked as Kafka's follower checks one
+/// (`LegacyRecord.ensureValid`: size and CRC32; sizes of its key and
+/// value too). `Ok(None)`: a partial tail. It counts as one entry
+/// (`last_offset_delta` 0): a wrapper's inner count needs decompression.
+fn legacy_summary(rest: &[u8], pos: usize) -> Result<Option<BatchSummary>, BatchError> {
+    if rest.len() < legacy::LOG_OVERHEAD + legacy::RECORD_OVERHEAD_V0 {
+        return Ok(None);
+    }
+    let h = recovery::entry_header(rest, 0).ok_or(BatchError::Corrupt(
+        "legacy message shorter than its format's overhead",
+    ))?;
+    let Ok(total) = usize::try_from(h.len) else {
+        return Ok(None);
+    };
+    if total > rest.len() {
+        return Ok(None);
+    }
+    if !recovery::legacy_entry_ok(&rest[..total], true) {
+        return Err(BatchError::Corrupt(
+            "legacy message CRC32 or sizes mismatch",
+        ));
+    }
+    Ok(Some(BatchSummary {
+        range: pos..pos + total,
+        record_count: 1,
+        last_offset_delta: 0,
+        max_timestamp: h.max_timestamp,
+    }))
 }
 
 impl PartitionLog {

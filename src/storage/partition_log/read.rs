@@ -10,10 +10,12 @@ use std::ops::ControlFlow;
 use bytes::{Bytes, BytesMut};
 
 use super::{PartitionLog, ReadResult};
+use crate::protocol::legacy;
 use crate::protocol::out_part::OutPart;
 use crate::protocol::record_batch;
 use crate::protocol::record_walk::{self, InflateScratch};
 use crate::protocol::ErrorCode;
+use crate::storage::recovery;
 use crate::storage::segment::Segment;
 use crate::storage::StorageError;
 
@@ -291,8 +293,13 @@ fn read_one_batch(log: &PartitionLog, offset: i64, leo: i64) -> Result<Option<By
     Ok(Some(out.freeze()))
 }
 
-/// `(last offset, max timestamp)` from a stored batch's header.
+/// `(last offset, max timestamp)` from a stored batch's header (a v2
+/// batch or a legacy magic 0/1 message, see `recovery::entry_header`).
 fn batch_header(batch: &[u8]) -> Result<(i64, i64), ErrorCode> {
+    if batch.get(LEGACY_MAGIC_AT).is_some_and(|&m| m < 2) {
+        let h = recovery::entry_header(batch, 0).ok_or(ErrorCode::CORRUPT_MESSAGE)?;
+        return Ok((h.last_offset, h.max_timestamp));
+    }
     let view = record_batch::RecordBatch::new_unchecked_crc(batch)
         .map_err(|e| ErrorCode(e.kafka_error_code()))?;
     Ok((view.last_offset(), view.max_timestamp()))
@@ -301,17 +308,44 @@ fn batch_header(batch: &[u8]) -> Result<(i64, i64), ErrorCode> {
 /// Calls `visit(offset, timestamp)` for the records of the first batch in
 /// `batch`, in offset order, without decoding them whole (a stored batch's
 /// records are the client's bytes; LogAppendTime applied: see
-/// `record_walk`). An LZ4 batch is inflated in `scratch`.
+/// `record_walk`). An LZ4 batch is inflated in `scratch`. A legacy entry
+/// is read as Kafka's `FileRecords.searchForTimestamp` iterates it: a
+/// wrapper's inner messages with absolute offsets (a v0 one's timestamps
+/// are -1 and never match).
 fn walk_batch(
     batch: &[u8],
     scratch: &mut InflateScratch,
-    visit: impl FnMut(i64, i64) -> ControlFlow<()>,
+    mut visit: impl FnMut(i64, i64) -> ControlFlow<()>,
 ) -> Result<(), ErrorCode> {
+    if batch.get(LEGACY_MAGIC_AT).is_some_and(|&m| m < 2) {
+        let corrupt = |e: record_batch::BatchError| {
+            tracing::error!(error = %e, "cannot read a stored legacy message for ListOffsets");
+            ErrorCode::CORRUPT_MESSAGE
+        };
+        let h = recovery::entry_header(batch, 0).ok_or(ErrorCode::CORRUPT_MESSAGE)?;
+        let end = usize::try_from(h.len).map_err(|_| ErrorCode::CORRUPT_MESSAGE)?;
+        let body = Bytes::copy_from_slice(batch.get(12..end).ok_or(ErrorCode::CORRUPT_MESSAGE)?);
+        let message = legacy::Message::parse(h.last_offset, &body).map_err(corrupt)?;
+        let messages = if message.is_compressed() {
+            message.inner_messages(scratch).map_err(corrupt)?
+        } else {
+            vec![message]
+        };
+        for m in messages {
+            if visit(m.offset, m.timestamp).is_break() {
+                break;
+            }
+        }
+        return Ok(());
+    }
     record_walk::for_each_record(batch, scratch, visit).map_err(|e| {
         tracing::error!(error = %e, "cannot read a stored batch's records for ListOffsets");
         ErrorCode::CORRUPT_MESSAGE
     })
 }
+
+/// Where every entry format keeps its magic byte (`Records.MAGIC_OFFSET`).
+const LEGACY_MAGIC_AT: usize = legacy::MAGIC_OFFSET;
 
 #[cfg(test)]
 mod tests {

@@ -84,7 +84,16 @@ impl PartitionLog {
             let (mut pos, size) = (first.position, seg.size());
             while pos < size {
                 let mut h = [0u8; PRODUCER_HEADER];
-                seg.read_exact_at(pos, &mut h)?;
+                // A legacy message may be shorter than a v2 header.
+                let n = (size - pos).min(PRODUCER_HEADER as u64) as usize;
+                seg.read_exact_at(pos, &mut h[..n])?;
+                if h[16] != record_batch::MAGIC_V2 as u8 {
+                    // A legacy (magic 0/1) message of a log Kafka wrote
+                    // with an old `log.message.format.version`: no producer
+                    // state (Kafka's `ProducerStateManager` reads v2 only).
+                    pos += seg.header_at(pos)?.len;
+                    continue;
+                }
                 let len = 12 + i64::from(i32::from_be_bytes([h[8], h[9], h[10], h[11]]));
                 if len < record_batch::HEADER_LEN as i64 {
                     return Err(StorageError::Io(std::io::Error::new(

@@ -37,16 +37,6 @@ fn patched_header(
     Ok(head)
 }
 
-/// The header of a batch appended as it is (a follower's copy).
-fn unpatched_header(batch: &[u8]) -> Result<[u8; HEADER_LEN], StorageError> {
-    let src = batch
-        .get(..HEADER_LEN)
-        .ok_or(BatchError::Corrupt("batch shorter than its header"))?;
-    let mut head = [0u8; HEADER_LEN];
-    head.copy_from_slice(src);
-    Ok(head)
-}
-
 impl PartitionLog {
     /// Append one produce request's `records` (1+ v2 batches). Every batch is
     /// validated before anything is written; on error nothing is appended.
@@ -137,11 +127,11 @@ impl PartitionLog {
         assign: Option<(i64, i32)>,
         append_time: Option<i64>,
     ) -> Result<(), StorageError> {
-        let base_of = |bytes: &[u8], next: i64| match assign {
-            Some(_) => next,
-            None => record_batch::RecordBatch::new_unchecked_crc(bytes)
-                .map(|b| b.base_offset())
-                .unwrap_or(next),
+        // A follower keeps each entry's own offset field: a v2 batch's base
+        // offset, a legacy message's offset (see `recovery::ScannedBatch`).
+        let base_of = |bytes: &[u8], next: i64| match (assign, bytes.get(..8)) {
+            (None, Some(b)) => i64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+            _ => next,
         };
         let first_offset = match (assign, records.summaries().first()) {
             (Some((first, _)), _) => first,
@@ -169,15 +159,18 @@ impl PartitionLog {
         for s in records.summaries() {
             let batch = &records.bytes()[s.range.clone()];
             base = base_of(batch, base);
-            let head = match assign {
-                Some((_, leader_epoch)) => patched_header(batch, base, leader_epoch, append_time)?,
-                None => unpatched_header(batch)?,
+            let patched;
+            // A follower's copy goes in as it is (a legacy message may be
+            // shorter than a v2 header).
+            let (head, body): (&[u8], &[u8]) = match assign {
+                Some((_, leader_epoch)) => {
+                    patched = patched_header(batch, base, leader_epoch, append_time)?;
+                    (&patched, &batch[HEADER_LEN..])
+                }
+                None => (&[], batch),
             };
             let lend = cache.borrow().accepts(batch.len());
-            match appender
-                .append_batch(&head, &batch[HEADER_LEN..], lend)
-                .await
-            {
+            match appender.append_batch(head, body, lend).await {
                 Ok(bytes) => lent.push(bytes),
                 Err(e) => {
                     failed = Some(e);

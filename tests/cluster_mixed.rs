@@ -43,6 +43,17 @@
 //!     the crash left it (no clean-shutdown marker, Kafka's index files at
 //!     their pre-allocated size). At the end the cluster is all shardlog,
 //!     with the checks above.
+//! (d) A log dir holding legacy messages: one Kafka broker at
+//!     `inter.broker.protocol.version=2.8` and
+//!     `log.message.format.version=0.10.2` stores magic-1 messages (plain,
+//!     gzip, lz4 and snappy wrappers; a keyed compacted topic, its cleaner
+//!     off), then shardlog takes its log dir over: every record is read
+//!     back once through Fetch v4+ (confluent-kafka) and Fetch v1/v2
+//!     (kafka-python pinned to 0.9 and 0.10.0: down-converted to magic 0,
+//!     and as stored), ListOffsets by time finds records inside wrappers,
+//!     the same holds after a kill -9 and the recovery over the legacy
+//!     segments, and shardlog's cleaner compacts the legacy topic to the
+//!     latest value per key, still in magic 1.
 //!
 //! Every wait has a deadline; timeouts are shortened through config.
 
@@ -464,4 +475,120 @@ fn assert_coordinator_moved_both_ways(coordinators: &[(i32, System)]) {
         "the group's coordinator should move both ways: {coordinators:?}"
     );
     assert_eq!(coordinators.last().map(|c| c.1), Some(System::Shardlog));
+}
+
+/// Every entry's `(magic, codec)` in a partition folder's segments (the
+/// magic at byte 16 of every entry, the codec in the attributes after it).
+fn stored_formats(dir: &std::path::Path) -> std::collections::BTreeSet<(u8, u8)> {
+    let mut out = std::collections::BTreeSet::new();
+    for f in std::fs::read_dir(dir).unwrap() {
+        let path = f.unwrap().path();
+        if path.extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let mut at = 0;
+        while at + 18 <= bytes.len() {
+            let size = i32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap());
+            if size <= 0 {
+                break;
+            }
+            out.insert((bytes[at + 16], bytes[at + 17] & 0x07));
+            at += 12 + size as usize;
+        }
+    }
+    out
+}
+
+#[test]
+fn a_kafka_log_dir_of_magic_1_messages_taken_over_by_shardlog() {
+    let script = |c: &ReplCluster, mode: &str| {
+        common::clients::run_py_script(
+            &["confluent_kafka", "kafka", "snappy", "lz4.frame"],
+            "legacy_log.py",
+            &[c.bootstrap(), mode.to_owned()],
+        )
+    };
+    let mut c = ReplCluster::start(
+        System::Kafka,
+        1,
+        &[
+            "zookeeper.session.timeout.ms=6000",
+            "offsets.topic.replication.factor=1",
+            "inter.broker.protocol.version=2.8",
+            "log.message.format.version=0.10.2",
+            "log.cleaner.enable=false",
+        ],
+    );
+    script(&c, "produce");
+    let formats = stored_formats(&c.node(1).log_dir().join("legacy-0"));
+    assert_eq!(
+        formats,
+        [(1, 0), (1, 1), (1, 2), (1, 3)].into_iter().collect(),
+        "Kafka stored magic-1 messages, plain and gzip/snappy/lz4 wrappers"
+    );
+    assert!(
+        stored_formats(&c.node(1).log_dir().join("legacy-compact-0"))
+            .iter()
+            .all(|&(magic, _)| magic == 1)
+    );
+
+    c.node(1).stop();
+    for key in [
+        "inter.broker.protocol.version",
+        "log.message.format.version",
+        "log.cleaner.enable",
+    ] {
+        c.node(1).remove_setting(key);
+    }
+    c.node(1).add_setting("log.cleaner.backoff.ms=200");
+    c.node(1).take_over_with_shardlog();
+    c.wait_registered(1);
+    assert_eq!(script(&c, "check")["checked"], 260, "legacy log read back");
+
+    c.node(1).kill9();
+    common::cluster::wait_for(60, "the killed broker's session to expire", || {
+        let ids = common::cluster::children(&c.zk.address(), "/brokers/ids");
+        (!ids.contains(&"1".to_owned())).then_some(())
+    });
+    c.restart(1);
+    assert_eq!(
+        script(&c, "check")["checked"],
+        260,
+        "legacy log after kill -9"
+    );
+
+    // The cleaner (its first round after the restart) compacts the
+    // legacy topic: each key's older values go, its latest stays.
+    common::cluster::wait_for(60, "the legacy topic compacted", || {
+        let records = script(&c, "compacted")["records"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let mut latest: BTreeMap<String, (i64, String)> = BTreeMap::new();
+        for r in &records {
+            let (o, k, v) = (
+                r[0].as_i64().unwrap(),
+                r[1].as_str().unwrap(),
+                r[2].as_str().unwrap(),
+            );
+            latest.insert(k.to_owned(), (o, v.to_owned()));
+        }
+        let want: BTreeMap<String, (i64, String)> = (390..400)
+            .map(|j| (format!("k{}", j % 10), (j, format!("v{j}"))))
+            .collect();
+        assert_eq!(latest, want, "every key's latest value, at its offset");
+        // The gzip half (offsets below 200) lies in the first, closed
+        // segment and every key has a later value: nothing of it may stay.
+        records
+            .iter()
+            .all(|r| r[0].as_i64().unwrap() >= 200)
+            .then_some(())
+    });
+    assert!(
+        stored_formats(&c.node(1).log_dir().join("legacy-compact-0"))
+            .iter()
+            .all(|&(magic, _)| magic == 1),
+        "the cleaned segments keep magic 1"
+    );
 }

@@ -251,6 +251,13 @@ impl Node {
         self.settings.push(setting.to_owned());
     }
 
+    /// Drop every setting for `key` from the broker's next start (a key
+    /// only the other system accepts, before a take-over).
+    pub fn remove_setting(&mut self, key: &str) {
+        let prefix = format!("{key}=");
+        self.settings.retain(|s| !s.starts_with(&prefix));
+    }
+
     /// SIGTERM (controlled shutdown) and wait; the log dir stays.
     pub fn stop(&mut self) {
         match self.proc.take() {

@@ -157,11 +157,12 @@ mod tests {
     use crate::storage::recovery::{scan, ScanStop};
     use std::collections::BTreeMap;
 
-    fn entry(
-        magic: i8,
-        c: Compression,
-        recs: &[(i64, &'static [u8], Option<&'static [u8]>)],
-    ) -> Vec<u8> {
+    /// (offset, key, value) of a record to write.
+    type In = (i64, &'static [u8], Option<&'static [u8]>);
+    /// (offset, key, value, magic) of a record read back.
+    type Out = (i64, Vec<u8>, Option<Vec<u8>>, i8);
+
+    fn entry(magic: i8, c: Compression, recs: &[In]) -> Vec<u8> {
         let records: Vec<OutRecord<'_>> = recs
             .iter()
             .map(|&(offset, key, value)| OutRecord {
@@ -183,7 +184,7 @@ mod tests {
         out
     }
 
-    fn read_back(log: &[u8]) -> Vec<(i64, Vec<u8>, Option<Vec<u8>>, i8)> {
+    fn read_back(log: &[u8]) -> Vec<Out> {
         let (mut next, mut found) = (0, Vec::new());
         let r = scan(log, 0, &mut next, 1 << 20, true, &mut found);
         assert_eq!(

@@ -45,6 +45,7 @@ fn pure_loadgen_modules_do_no_io_and_read_no_clock() {
         "omb.rs",
         "partitioner.rs",
         "report.rs",
+        "sasl_login.rs",
         "sweep.rs",
         "wire.rs",
     ];

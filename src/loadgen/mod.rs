@@ -76,6 +76,7 @@ pub mod producer;
 pub mod report;
 pub mod results_dir;
 pub mod sasl;
+pub mod sasl_login;
 pub mod sweep;
 pub mod tls;
 pub mod wire;
@@ -166,7 +167,7 @@ fn security(args: &LoadgenArgs) -> Result<tls::Security> {
         bail!("--sasl-* flags need --security-protocol SASL_PLAINTEXT or SASL_SSL");
     }
     let login = match sasl {
-        true => Some(sasl::SaslLogin::new(
+        true => Some(sasl_login::SaslLogin::new(
             args.sasl_mechanism.as_deref(),
             args.sasl_username.as_deref(),
             args.sasl_password.as_deref(),

@@ -33,7 +33,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
-use super::sasl::SaslLogin;
+use super::sasl_login::SaslLogin;
 
 /// Ciphertext bytes received per `recv` (several 16 KiB TLS records).
 const RECV_BUFFER_BYTES: usize = 256 * 1024;

@@ -206,7 +206,7 @@ fn protocol_and_files_are_checked() {
     let e = Security::new("SASL_SSL", &SslFiles::default(), None).unwrap_err();
     assert!(e.to_string().contains("SASL needs --sasl-mechanism"), "{e}");
     let login =
-        || crate::loadgen::sasl::SaslLogin::new(Some("plain"), Some("u"), Some("p")).unwrap();
+        || crate::loadgen::sasl_login::SaslLogin::new(Some("plain"), Some("u"), Some("p")).unwrap();
     let e = Security::new("SSL", &with_ca, Some(login())).unwrap_err();
     assert!(
         e.to_string().contains("needs --security-protocol SASL_"),
@@ -217,7 +217,7 @@ fn protocol_and_files_are_checked() {
     assert_eq!(format!("{:?}", sp.sasl().unwrap()), "PLAIN as \"u\"");
     let e = Security::new("GSSAPI", &SslFiles::default(), None).unwrap_err();
     assert!(e.to_string().contains("SASL_PLAINTEXT and SASL_SSL"), "{e}");
-    let e = crate::loadgen::sasl::SaslLogin::new(Some("OAUTHBEARER"), Some("u"), Some("p"))
+    let e = crate::loadgen::sasl_login::SaslLogin::new(Some("OAUTHBEARER"), Some("u"), Some("p"))
         .unwrap_err();
     assert!(
         e.to_string()

@@ -74,6 +74,7 @@ pub mod stop_replica;
 pub mod sync_group;
 pub mod txn_common;
 pub mod txn_offset_commit;
+pub mod update_features;
 pub mod update_metadata;
 pub mod write_txn_markers;
 

@@ -64,6 +64,7 @@ use commit_state::GroupCommit;
 mod legacy;
 mod load;
 mod metrics;
+mod producers;
 mod recompress;
 mod timestamps;
 mod txn;

@@ -214,6 +214,10 @@ pub const ROUTES: &[Route] = &[
         range: handlers::update_features::VERSIONS,
         handle: handlers::update_features::handle,
     },
+    Route {
+        range: handlers::describe_producers::VERSIONS,
+        handle: handlers::describe_producers::handle,
+    },
     // --- ZooKeeper mode: controller → broker. A Kafka 3.9 ZK broker lists
     // these in ApiVersions too (`ApiKeys.zkBrokerApis`, ListenerType.ZK_BROKER).
     Route {
@@ -323,6 +327,7 @@ const AUTHORIZING: &[ApiKey] = &[
     ApiKey::AllocateProducerIds,
     ApiKey::WriteTxnMarkers,
     ApiKey::UpdateFeatures,
+    ApiKey::DescribeProducers,
 ];
 
 /// The ZooKeeper-mode inter-broker APIs whose handlers authorize

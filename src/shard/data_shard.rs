@@ -32,6 +32,7 @@ use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::partition::{
     AppendOrigin, FollowerFetch, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
+use crate::replication::producer_state::ActiveProducer;
 use crate::replication::replica_manager::{ProduceAppend, QueuedAppends, ReplicaManager};
 use crate::types::{ShardId, TopicPartition};
 
@@ -90,6 +91,8 @@ pub enum DataRequest {
         parts: Vec<(TopicPartition, i64)>,
         isolation: FetchIsolation,
     },
+    /// DescribeProducers (KIP-664): each partition's active producers.
+    DescribeProducers { parts: Vec<TopicPartition> },
     /// The sender's purgatory started (true) / stopped (false) watching.
     Watch {
         changes: Vec<(TopicPartition, bool)>,
@@ -148,6 +151,8 @@ pub enum DataResponse {
     Read(Vec<ReadAnswer>),
     Offsets(Vec<OffsetAnswer>),
     EpochEndOffsets(Vec<(ErrorCode, EpochEndOffset)>),
+    /// DescribeProducers: per partition its producers, or the error.
+    Producers(Vec<Result<Vec<ActiveProducer>, ErrorCode>>),
     /// DeleteRecords: per partition its error and low watermark.
     DeletedRecords(Vec<(ErrorCode, i64)>),
     Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
@@ -353,6 +358,17 @@ impl DataShard {
                 }
                 DataResponse::Offsets(out)
             }
+            DataRequest::DescribeProducers { parts } => DataResponse::Producers(
+                parts
+                    .iter()
+                    .map(|tp| {
+                        registry
+                            .get(tp)
+                            .map(|p| p.active_producers())
+                            .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+                    })
+                    .collect(),
+            ),
             DataRequest::Watch { changes } => {
                 let from = ShardId(from as u16);
                 let mut current = Vec::new();

@@ -163,7 +163,12 @@ mod tests {
         let got: Vec<(i16, String)> = r
             .results
             .iter()
-            .map(|x| (x.error_code, x.error_message.as_deref().unwrap_or("").to_owned()))
+            .map(|x| {
+                (
+                    x.error_code,
+                    x.error_message.as_deref().unwrap_or("").to_owned(),
+                )
+            })
             .collect();
         assert!(got.iter().all(|(c, _)| *c == ErrorCode::INVALID_REQUEST.0));
         assert!(got[0].1.contains("not supported"));
@@ -173,7 +178,11 @@ mod tests {
         assert!(got[4].1.contains("not supported"));
         // v0: allow_downgrade with level 0 is a deletion.
         let v0 = answer(&request, 0, None);
-        assert!(v0.results[1].error_message.as_deref().unwrap_or("").contains("non-existing"));
+        assert!(v0.results[1]
+            .error_message
+            .as_deref()
+            .unwrap_or("")
+            .contains("non-existing"));
         let denied = answer(&request, 1, Some(ErrorCode::CLUSTER_AUTHORIZATION_FAILED));
         assert_eq!(denied.error_code, 31);
         assert!(denied.results.is_empty());

@@ -62,6 +62,8 @@ mod group_commit;
 pub use commit_state::DurableCounts;
 use commit_state::GroupCommit;
 mod legacy;
+mod legacy_offsets;
+pub use legacy_offsets::LegacyOffsetsQuery;
 mod load;
 mod metrics;
 mod producers;

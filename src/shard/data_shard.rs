@@ -32,6 +32,7 @@ use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::partition::{
     AppendOrigin, FollowerFetch, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
+use crate::replication::partition::LegacyOffsetsQuery;
 use crate::replication::producer_state::ActiveProducer;
 use crate::replication::replica_manager::{ProduceAppend, QueuedAppends, ReplicaManager};
 use crate::types::{ShardId, TopicPartition};
@@ -90,6 +91,11 @@ pub enum DataRequest {
     ListOffsets {
         parts: Vec<(TopicPartition, i64)>,
         isolation: FetchIsolation,
+    },
+    /// ListOffsets v0 lookups (offsets by segment time).
+    LegacyListOffsets {
+        parts: Vec<(TopicPartition, LegacyOffsetsQuery)>,
+        now_ms: i64,
     },
     /// DescribeProducers (KIP-664): each partition's active producers.
     DescribeProducers { parts: Vec<TopicPartition> },
@@ -151,6 +157,8 @@ pub enum DataResponse {
     Read(Vec<ReadAnswer>),
     Offsets(Vec<OffsetAnswer>),
     EpochEndOffsets(Vec<(ErrorCode, EpochEndOffset)>),
+    /// ListOffsets v0: per partition its offsets, or the error.
+    LegacyOffsets(Vec<Result<Vec<i64>, ErrorCode>>),
     /// DescribeProducers: per partition its producers, or the error.
     Producers(Vec<Result<Vec<ActiveProducer>, ErrorCode>>),
     /// DeleteRecords: per partition its error and low watermark.
@@ -357,6 +365,16 @@ impl DataShard {
                     out.push(registry.list_offset(&tp, ts, isolation).await);
                 }
                 DataResponse::Offsets(out)
+            }
+            DataRequest::LegacyListOffsets { parts, now_ms } => {
+                let mut out = Vec::with_capacity(parts.len());
+                for (tp, query) in parts {
+                    out.push(match registry.get(&tp) {
+                        Some(p) => p.legacy_offsets_before(query, now_ms).await,
+                        None => Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+                    });
+                }
+                DataResponse::LegacyOffsets(out)
             }
             DataRequest::DescribeProducers { parts } => DataResponse::Producers(
                 parts

@@ -29,10 +29,10 @@ use crate::purgatory::notes::{AdvanceCoalescer, AdvanceNotes, RemoteWatchRegistr
 use crate::purgatory::view::PartitionSnapshot;
 use crate::replication::isr_change::IsrChange;
 use crate::replication::leader_epoch::EpochEndOffset;
+use crate::replication::partition::LegacyOffsetsQuery;
 use crate::replication::partition::{
     AppendOrigin, FollowerFetch, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
-use crate::replication::partition::LegacyOffsetsQuery;
 use crate::replication::producer_state::ActiveProducer;
 use crate::replication::replica_manager::{ProduceAppend, QueuedAppends, ReplicaManager};
 use crate::types::{ShardId, TopicPartition};

@@ -19,10 +19,10 @@ use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::purgatory::driver::Parkable;
 use crate::purgatory::view::PartitionSnapshot;
 use crate::replication::leader_epoch::EpochEndOffset;
+use crate::replication::partition::LegacyOffsetsQuery;
 use crate::replication::partition::{
     AppendOrigin, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
-use crate::replication::partition::LegacyOffsetsQuery;
 use crate::replication::producer_state::ActiveProducer;
 use crate::replication::replica_manager::ProduceAppend;
 use crate::types::TopicPartition;

@@ -49,7 +49,11 @@ impl Partition {
             query,
             now_ms,
         );
-        Ok(hide_above_high_watermark(offsets, query, ends.high_watermark))
+        Ok(hide_above_high_watermark(
+            offsets,
+            query,
+            ends.high_watermark,
+        ))
     }
 }
 
@@ -130,12 +134,21 @@ mod tests {
         let segs = [seg(0, 100, 10), seg(5, 200, 10), seg(9, 300, 10)];
         let ends = (0, 12);
         assert_eq!(offsets_before(&segs, ends, q(-1, 1), 1000), vec![12]);
-        assert_eq!(offsets_before(&segs, ends, q(-1, 10), 1000), vec![12, 9, 5, 0]);
+        assert_eq!(
+            offsets_before(&segs, ends, q(-1, 10), 1000),
+            vec![12, 9, 5, 0]
+        );
         assert_eq!(offsets_before(&segs, ends, q(-2, 1), 1000), vec![0]);
         assert_eq!(offsets_before(&segs, ends, q(-2, 5), 1000), vec![0]);
         assert_eq!(offsets_before(&segs, ends, q(250, 5), 1000), vec![5, 0]);
-        assert_eq!(offsets_before(&segs, ends, q(50, 5), 1000), Vec::<i64>::new());
-        assert_eq!(offsets_before(&segs, ends, q(-1, 0), 1000), Vec::<i64>::new());
+        assert_eq!(
+            offsets_before(&segs, ends, q(50, 5), 1000),
+            Vec::<i64>::new()
+        );
+        assert_eq!(
+            offsets_before(&segs, ends, q(-1, 0), 1000),
+            Vec::<i64>::new()
+        );
         // The log start raises the first segment's offset.
         assert_eq!(offsets_before(&segs, (3, 12), q(-2, 1), 1000), vec![3]);
         // An empty active segment adds no (log end, now) pair.
@@ -145,12 +158,21 @@ mod tests {
 
     #[test]
     fn a_consumer_sees_the_high_watermark_instead_of_what_lies_above() {
-        assert_eq!(hide_above_high_watermark(vec![12, 9, 5], q(-1, 3), 10), vec![10, 9, 5]);
-        assert_eq!(hide_above_high_watermark(vec![9, 5], q(-1, 3), 10), vec![9, 5]);
+        assert_eq!(
+            hide_above_high_watermark(vec![12, 9, 5], q(-1, 3), 10),
+            vec![10, 9, 5]
+        );
+        assert_eq!(
+            hide_above_high_watermark(vec![9, 5], q(-1, 3), 10),
+            vec![9, 5]
+        );
         let replica = LegacyOffsetsQuery {
             from_consumer: false,
             ..q(-1, 3)
         };
-        assert_eq!(hide_above_high_watermark(vec![12, 9], replica, 10), vec![12, 9]);
+        assert_eq!(
+            hide_above_high_watermark(vec![12, 9], replica, 10),
+            vec![12, 9]
+        );
     }
 }

@@ -157,8 +157,7 @@ fn encode_response(response: &CreateTopicsResponse, version: i16) -> Result<Byte
             Ok(out.freeze())
         }
         1 => {
-            let body =
-                encode(response, CODEC_VERSIONS.min).map_err(HandlerError::Encode)?;
+            let body = encode(response, CODEC_VERSIONS.min).map_err(HandlerError::Encode)?;
             // v2 leads with throttle_time_ms, which v1 lacks.
             Ok(body.slice(4..))
         }

@@ -60,8 +60,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let authz = Authz::new(&ctx, &req);
-        // v0's request is v1's.
-        let request: DeleteTopicsRequest = API.decode(req.body, version.max(1))?;
+        let request = decode_request(req.body, version)?;
         let refs = topic_refs(&request, version);
         let checked = authorize(&ctx, &authz, &refs);
         let mut results: Vec<Result<(String, Uuid), AdminFailure>> = Vec::new();
@@ -101,6 +100,14 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         }
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// The request at any version (v0's is v1's).
+pub fn decode_request(
+    body: bytes::Bytes,
+    version: i16,
+) -> Result<DeleteTopicsRequest, crate::protocol::decode::DecodeError> {
+    API.decode(body, version.max(1))
 }
 
 /// ZooKeeper mode: the markers are written, the controller deletes; answer

@@ -157,13 +157,19 @@ const SCHEMA_V0: &[Field] = &[
 /// Kafka's `ListOffsetsRequest.DEBUGGING_REPLICA_ID`: may ask a follower.
 const DEBUGGING_REPLICA_ID: i32 = -2;
 
+/// A v0 request, with the Kafka 3.9 codec.
+pub fn decode_v0(
+    body: bytes::Bytes,
+) -> Result<kafka_protocol_39::messages::ListOffsetsRequest, crate::protocol::decode::DecodeError> {
+    decode_checked_39(body, SCHEMA_V0, 0, false)
+}
+
 /// Kafka 3.9's `handleListOffsetRequestV0`: DESCRIBE on each topic (the
 /// denied topics answered after the others, TOPIC_AUTHORIZATION_FAILED),
 /// a timestamp below -2 UNSUPPORTED_VERSION, else the partition's offsets.
 async fn handle_v0(ctx: &Rc<ShardContext>, req: &Request) -> Result<bytes::Bytes, HandlerError> {
-    use kafka_protocol_39::messages::list_offsets_request::ListOffsetsRequest as Request39;
     use kafka_protocol_39::messages::list_offsets_response as old;
-    let request: Request39 = decode_checked_39(req.body.clone(), SCHEMA_V0, 0, false)?;
+    let request = decode_v0(req.body.clone())?;
     let snapshot = ctx.snapshot();
     let authz = Authz::new(ctx, req);
     let replica_id = request.replica_id.0;
@@ -176,7 +182,12 @@ async fn handle_v0(ctx: &Rc<ShardContext>, req: &Request) -> Result<bytes::Bytes
             let parts: Vec<(i32, Result<usize, i16>)> = topic
                 .partitions
                 .iter()
-                .map(|p| (p.partition_index, Err(ErrorCode::TOPIC_AUTHORIZATION_FAILED.0)))
+                .map(|p| {
+                    (
+                        p.partition_index,
+                        Err(ErrorCode::TOPIC_AUTHORIZATION_FAILED.0),
+                    )
+                })
                 .collect();
             denied.push((topic.name.clone(), parts));
             continue;
@@ -213,7 +224,8 @@ async fn handle_v0(ctx: &Rc<ShardContext>, req: &Request) -> Result<bytes::Bytes
             let partitions = parts
                 .into_iter()
                 .map(|(index, plan)| {
-                    let r = old::ListOffsetsPartitionResponse::default().with_partition_index(index);
+                    let r =
+                        old::ListOffsetsPartitionResponse::default().with_partition_index(index);
                     let answer = match plan {
                         Ok(i) => answers
                             .get(i)

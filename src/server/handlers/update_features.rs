@@ -141,11 +141,19 @@ mod tests {
 
     #[test]
     fn the_schema_covers_every_version_exactly() {
-        API.assert_schema_covers_every_version(|_| {
+        API.assert_schema_covers_every_version(|v| {
+            let key = FeatureUpdateKey::default()
+                .with_feature(StrBytes::from_static_str("group.version"))
+                .with_max_version_level(1);
+            let (key, validate_only) = if v == 0 {
+                (key.with_allow_downgrade(true), false)
+            } else {
+                (key.with_upgrade_type(2), true)
+            };
             UpdateFeaturesRequest::default()
                 .with_timeout_ms(60_000)
-                .with_feature_updates(vec![update("group.version", 1, 1)])
-                .with_validate_only(true)
+                .with_feature_updates(vec![key])
+                .with_validate_only(validate_only)
         });
     }
 

@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
+#[path = "differential_kafka/old_apis.rs"]
+mod old_apis;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -578,9 +580,11 @@ fn shardlog_answers_as_kafka_3_9_does() {
     check_fetch(&mut p, &mut d, "fetch_unknown_partition", &unknown);
 
     check_describe_configs(&mut p, &mut d, "diff");
+    let old = old_apis::check_old_apis(&mut p);
 
     drop(p);
     broker.stop();
     drop(kafka);
     d.assert_only_known();
+    old_apis::assert_only_known(&old);
 }

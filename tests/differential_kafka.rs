@@ -43,11 +43,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
          (see describe_configs.message.format.version and describe_configs.remote.log.*)",
     ),
     (
-        "create_topics.error_message",
-        "on success shardlog answers error_message \"\" where Kafka sends null \
-         (server/handlers/create_topics.rs; clients treat both as no message)",
-    ),
-    (
         "create_topics_duplicate.configs",
         "a refused topic: Kafka sends an empty configs array (v5+), shardlog null",
     ),

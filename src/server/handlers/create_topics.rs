@@ -279,6 +279,8 @@ fn topic_result(
 ) -> CreatableTopicResult {
     let mut r = CreatableTopicResult::default();
     r.name = TopicName(str_bytes(name));
+    // Kafka sends null on success (the codec's default is "").
+    r.error_message = None;
     let info = match outcome {
         Some(Ok(info)) => info,
         Some(Err(e)) => {

@@ -117,8 +117,10 @@ pub fn decode_request(body: Bytes, version: i16) -> Result<DescribeConfigsReques
     API.decode(with_flag.freeze(), CODEC_VERSIONS.min)
 }
 
-/// The v0 answer with the Kafka 3.9 codec: per config `is_default` (its
-/// source is DEFAULT_CONFIG), no source, no synonyms.
+/// The v0 answer with the Kafka 3.9 codec: no source, no synonyms, and
+/// `is_default` false whatever the source, as Kafka 3.9 answers it
+/// (`ConfigHelper` never sets the v0-only field; tests/differential_kafka.rs
+/// compares).
 fn encode_v0(response: &DescribeConfigsResponse) -> Result<Bytes, String> {
     use kafka_protocol_39::messages::describe_configs_response as old;
     use kafka_protocol_39::protocol::StrBytes as OldStr;
@@ -140,7 +142,6 @@ fn encode_v0(response: &DescribeConfigsResponse) -> Result<Bytes, String> {
                                 .with_name(text(&c.name))
                                 .with_value(c.value.as_ref().map(text))
                                 .with_read_only(c.read_only)
-                                .with_is_default(c.config_source == DEFAULT_CONFIG)
                                 .with_is_sensitive(c.is_sensitive)
                         })
                         .collect(),
@@ -152,9 +153,6 @@ fn encode_v0(response: &DescribeConfigsResponse) -> Result<Bytes, String> {
         .with_results(results);
     encode_39(&v0, 0)
 }
-
-/// `DescribeConfigsResponse.ConfigSource.DEFAULT_CONFIG`.
-const DEFAULT_CONFIG: i8 = 5;
 
 async fn describe(
     ctx: &ShardContext,

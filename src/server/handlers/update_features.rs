@@ -81,7 +81,9 @@ pub fn answer(
     version: i16,
     top: Option<ErrorCode>,
 ) -> UpdateFeaturesResponse {
-    let mut response = UpdateFeaturesResponse::default();
+    // Kafka's `UpdateFeaturesResponse.createWithErrors`: the top-level
+    // message is null unless there is a top-level error.
+    let mut response = UpdateFeaturesResponse::default().with_error_message(None);
     if let Some(code) = top {
         response.error_code = code.0;
         return response;
@@ -93,14 +95,15 @@ pub fn answer(
             UpdatableFeatureResult::default()
                 .with_feature(u.feature.clone())
                 .with_error_code(ErrorCode::INVALID_REQUEST.0)
-                .with_error_message(Some(StrBytes::from_static_str(refusal(u, version))))
+                .with_error_message(Some(StrBytes::from_string(refusal(u, version))))
         })
         .collect();
     response
 }
 
-/// Why Kafka 3.9's ZooKeeper controller refuses `update`.
-fn refusal(update: &FeatureUpdateKey, version: i16) -> &'static str {
+/// Why Kafka 3.9's ZooKeeper controller refuses `update`
+/// (`KafkaController.validateFeatureUpdate`, in its order).
+fn refusal(update: &FeatureUpdateKey, version: i16) -> String {
     // UpdateFeaturesRequest.FeatureUpdateItem: v0's allow_downgrade maps
     // to SAFE_DOWNGRADE, else UPGRADE.
     let upgrade_type = if version == 0 {
@@ -112,17 +115,24 @@ fn refusal(update: &FeatureUpdateKey, version: i16) -> &'static str {
     } else {
         update.upgrade_type
     };
+    let level = update.max_version_level;
     if update.feature.is_empty() {
-        "Feature name can not be empty."
+        "Feature name can not be empty.".to_owned()
     } else if !(UPGRADE..=UNSAFE_DOWNGRADE).contains(&upgrade_type) {
-        "Received unknown upgrade type."
-    } else if update.max_version_level < 1 && upgrade_type != UPGRADE {
+        "Received unknown upgrade type.".to_owned()
+    } else if level < 1 && upgrade_type != UPGRADE {
         // `isDeleteRequest`: nothing is finalized, so nothing to delete.
-        "Can not delete non-existing finalized feature."
+        "Can not delete non-existing finalized feature.".to_owned()
+    } else if level < 1 {
+        format!(
+            "Can not provide versionLevel: {level} less than 1 without setting the SAFE \
+             downgradeType in the request."
+        )
     } else {
         // `newFinalizedVersionRangeOrIncompatibilityError`: the broker's
         // supported features are empty.
         "Could not apply finalized feature update because the provided feature is not supported."
+            .to_owned()
     }
 }
 
@@ -183,7 +193,11 @@ mod tests {
         assert!(got[1].1.contains("non-existing"));
         assert!(got[2].1.contains("can not be empty"));
         assert!(got[3].1.contains("unknown upgrade type"));
-        assert!(got[4].1.contains("not supported"));
+        assert_eq!(
+            got[4].1,
+            "Can not provide versionLevel: 0 less than 1 without setting the SAFE downgradeType \
+             in the request."
+        );
         // v0: allow_downgrade with level 0 is a deletion.
         let v0 = answer(&request, 0, None);
         assert!(v0.results[1]

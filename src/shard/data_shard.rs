@@ -315,6 +315,38 @@ impl DataShard {
         )
     }
 
+    /// ListOffsets v0 on owned partitions.
+    async fn legacy_offsets(
+        &self,
+        parts: Vec<(TopicPartition, LegacyOffsetsQuery)>,
+        now_ms: i64,
+    ) -> Vec<Result<Vec<i64>, ErrorCode>> {
+        let mut out = Vec::with_capacity(parts.len());
+        for (tp, query) in parts {
+            out.push(match self.replicas.get(&tp) {
+                Some(p) => p.legacy_offsets_before(query, now_ms).await,
+                None => Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+            });
+        }
+        out
+    }
+
+    /// DescribeProducers on owned partitions.
+    fn active_producers(
+        &self,
+        parts: &[TopicPartition],
+    ) -> Vec<Result<Vec<ActiveProducer>, ErrorCode>> {
+        parts
+            .iter()
+            .map(|tp| {
+                self.replicas
+                    .get(tp)
+                    .map(|p| p.active_producers())
+                    .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+            })
+            .collect()
+    }
+
     pub async fn on_request(&self, from: usize, req: DataRequest) -> DataResponse {
         let registry = &self.replicas;
         match req {
@@ -367,26 +399,11 @@ impl DataShard {
                 DataResponse::Offsets(out)
             }
             DataRequest::LegacyListOffsets { parts, now_ms } => {
-                let mut out = Vec::with_capacity(parts.len());
-                for (tp, query) in parts {
-                    out.push(match registry.get(&tp) {
-                        Some(p) => p.legacy_offsets_before(query, now_ms).await,
-                        None => Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
-                    });
-                }
-                DataResponse::LegacyOffsets(out)
+                DataResponse::LegacyOffsets(self.legacy_offsets(parts, now_ms).await)
             }
-            DataRequest::DescribeProducers { parts } => DataResponse::Producers(
-                parts
-                    .iter()
-                    .map(|tp| {
-                        registry
-                            .get(tp)
-                            .map(|p| p.active_producers())
-                            .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
-                    })
-                    .collect(),
-            ),
+            DataRequest::DescribeProducers { parts } => {
+                DataResponse::Producers(self.active_producers(&parts))
+            }
             DataRequest::Watch { changes } => {
                 let from = ShardId(from as u16);
                 let mut current = Vec::new();

@@ -284,10 +284,7 @@ async fn produce(
         }
     }
     let to_append = match request.transactional_id.as_ref() {
-        Some(txn_id) => {
-            let txn = (txn_id.as_str(), version);
-            verify_transactional(ctx, txn, to_append, &mut slots).await
-        }
+        Some(id) => verify_transactional(ctx, (id.as_str(), version), to_append, &mut slots).await,
         None => to_append
             .into_iter()
             .map(|(i, tp, b)| (i, tp, (b, None)))

@@ -72,6 +72,11 @@ const SERVED_WITH_THE_39_CODEC: &[ApiKey] = &[
     ApiKey::DescribeAcls,
     ApiKey::CreateAcls,
     ApiKey::DeleteAcls,
+    // CreateTopics v0–v1, DeleteTopics v0, DescribeConfigs v0 (KIP-896
+    // dropped them from the 0.18 codec).
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::DescribeConfigs,
 ];
 
 /// The 3.9 codec's key for an API served with it.

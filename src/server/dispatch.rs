@@ -209,6 +209,15 @@ pub const ROUTES: &[Route] = &[
         range: handlers::describe_cluster::VERSIONS,
         handle: handlers::describe_cluster::handle,
     },
+    // --- features (KIP-584) and producer state (KIP-664) ---
+    Route {
+        range: handlers::update_features::VERSIONS,
+        handle: handlers::update_features::handle,
+    },
+    Route {
+        range: handlers::describe_producers::VERSIONS,
+        handle: handlers::describe_producers::handle,
+    },
     // --- ZooKeeper mode: controller → broker. A Kafka 3.9 ZK broker lists
     // these in ApiVersions too (`ApiKeys.zkBrokerApis`, ListenerType.ZK_BROKER).
     Route {
@@ -317,6 +326,8 @@ const AUTHORIZING: &[ApiKey] = &[
     ApiKey::AlterPartition,
     ApiKey::AllocateProducerIds,
     ApiKey::WriteTxnMarkers,
+    ApiKey::UpdateFeatures,
+    ApiKey::DescribeProducers,
 ];
 
 /// The ZooKeeper-mode inter-broker APIs whose handlers authorize

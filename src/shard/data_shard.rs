@@ -29,9 +29,11 @@ use crate::purgatory::notes::{AdvanceCoalescer, AdvanceNotes, RemoteWatchRegistr
 use crate::purgatory::view::PartitionSnapshot;
 use crate::replication::isr_change::IsrChange;
 use crate::replication::leader_epoch::EpochEndOffset;
+use crate::replication::partition::LegacyOffsetsQuery;
 use crate::replication::partition::{
     AppendOrigin, FollowerFetch, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
+use crate::replication::producer_state::ActiveProducer;
 use crate::replication::replica_manager::{ProduceAppend, QueuedAppends, ReplicaManager};
 use crate::types::{ShardId, TopicPartition};
 
@@ -90,6 +92,13 @@ pub enum DataRequest {
         parts: Vec<(TopicPartition, i64)>,
         isolation: FetchIsolation,
     },
+    /// ListOffsets v0 lookups (offsets by segment time).
+    LegacyListOffsets {
+        parts: Vec<(TopicPartition, LegacyOffsetsQuery)>,
+        now_ms: i64,
+    },
+    /// DescribeProducers (KIP-664): each partition's active producers.
+    DescribeProducers { parts: Vec<TopicPartition> },
     /// The sender's purgatory started (true) / stopped (false) watching.
     Watch {
         changes: Vec<(TopicPartition, bool)>,
@@ -148,6 +157,10 @@ pub enum DataResponse {
     Read(Vec<ReadAnswer>),
     Offsets(Vec<OffsetAnswer>),
     EpochEndOffsets(Vec<(ErrorCode, EpochEndOffset)>),
+    /// ListOffsets v0: per partition its offsets, or the error.
+    LegacyOffsets(Vec<Result<Vec<i64>, ErrorCode>>),
+    /// DescribeProducers: per partition its producers, or the error.
+    Producers(Vec<Result<Vec<ActiveProducer>, ErrorCode>>),
     /// DeleteRecords: per partition its error and low watermark.
     DeletedRecords(Vec<(ErrorCode, i64)>),
     Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
@@ -302,6 +315,38 @@ impl DataShard {
         )
     }
 
+    /// ListOffsets v0 on owned partitions.
+    async fn legacy_offsets(
+        &self,
+        parts: Vec<(TopicPartition, LegacyOffsetsQuery)>,
+        now_ms: i64,
+    ) -> Vec<Result<Vec<i64>, ErrorCode>> {
+        let mut out = Vec::with_capacity(parts.len());
+        for (tp, query) in parts {
+            out.push(match self.replicas.get(&tp) {
+                Some(p) => p.legacy_offsets_before(query, now_ms).await,
+                None => Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+            });
+        }
+        out
+    }
+
+    /// DescribeProducers on owned partitions.
+    fn active_producers(
+        &self,
+        parts: &[TopicPartition],
+    ) -> Vec<Result<Vec<ActiveProducer>, ErrorCode>> {
+        parts
+            .iter()
+            .map(|tp| {
+                self.replicas
+                    .get(tp)
+                    .map(|p| p.active_producers())
+                    .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+            })
+            .collect()
+    }
+
     pub async fn on_request(&self, from: usize, req: DataRequest) -> DataResponse {
         let registry = &self.replicas;
         match req {
@@ -352,6 +397,12 @@ impl DataShard {
                     out.push(registry.list_offset(&tp, ts, isolation).await);
                 }
                 DataResponse::Offsets(out)
+            }
+            DataRequest::LegacyListOffsets { parts, now_ms } => {
+                DataResponse::LegacyOffsets(self.legacy_offsets(parts, now_ms).await)
+            }
+            DataRequest::DescribeProducers { parts } => {
+                DataResponse::Producers(self.active_producers(&parts))
             }
             DataRequest::Watch { changes } => {
                 let from = ShardId(from as u16);

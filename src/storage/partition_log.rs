@@ -606,6 +606,8 @@ pub use scan::BatchHeaderInfo;
 mod close;
 mod retain;
 mod roll;
+mod segment_times;
+pub use segment_times::SegmentTime;
 mod write;
 
 /// A just-rolled segment's file and its background fdatasync.

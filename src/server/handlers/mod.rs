@@ -44,6 +44,7 @@ pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_producers;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
 pub mod elect_leaders;
@@ -74,6 +75,7 @@ pub mod stop_replica;
 pub mod sync_group;
 pub mod txn_common;
 pub mod txn_offset_commit;
+pub mod update_features;
 pub mod update_metadata;
 pub mod write_txn_markers;
 

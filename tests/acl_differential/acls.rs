@@ -80,8 +80,13 @@ pub fn sort_described(r: &mut DescribeAclsResponse) {
             )
         });
     }
-    r.resources
-        .sort_by_key(|res| (res.resource_type, res.resource_name.to_string(), res.pattern_type));
+    r.resources.sort_by_key(|res| {
+        (
+            res.resource_type,
+            res.resource_name.to_string(),
+            res.pattern_type,
+        )
+    });
 }
 
 pub fn sort_deleted(r: &mut DeleteAclsResponse) {
@@ -152,7 +157,13 @@ pub fn replace(admin: &mut Pair, d: &mut Diffs, case: &str, principal: &str, acl
             })
             .collect();
         let req = CreateAclsRequest::default().with_creations(creations);
-        super::check(admin, d, &format!("{case}.admin_create_acls"), ACL_VERSION, &req);
+        super::check(
+            admin,
+            d,
+            &format!("{case}.admin_create_acls"),
+            ACL_VERSION,
+            &req,
+        );
     }
     let mut want: Vec<(i8, String, i8, i8, i8)> = acls
         .iter()

@@ -59,7 +59,11 @@ pub fn mask(text: &str) -> (String, String) {
         let opens = trimmed.ends_with('(') || trimmed.ends_with('{') || trimmed.ends_with('[');
         if MASKED.contains(&key) || PROSE.contains(&key) {
             if PROSE.contains(&key) {
-                let set = if trimmed.contains("Some(") { "set" } else { "null" };
+                let set = if trimmed.contains("Some(") {
+                    "set"
+                } else {
+                    "null"
+                };
                 prose += &format!("{indent}{key}: {set}\n");
             } else {
                 out += &format!("{indent}{key}: <masked>\n");
@@ -122,9 +126,10 @@ impl Diffs {
         }
         for name in known.keys() {
             let happens = match name.strip_prefix("*.") {
-                Some(rest) => self.0.keys().any(|n| {
-                    n.split_once('.').is_some_and(|(_, r)| r == rest)
-                }),
+                Some(rest) => self
+                    .0
+                    .keys()
+                    .any(|n| n.split_once('.').is_some_and(|(_, r)| r == rest)),
                 None => self.0.contains_key(*name),
             };
             if !happens {
@@ -200,7 +205,8 @@ fn advertised(conn: &mut Conn) -> Vec<(i16, i16, i16)> {
 /// RFC 4616's `\0user\0password`.
 pub fn login(addr: &str, user: &str, password: &str) -> Conn {
     let mut conn = Conn::open_addr(addr);
-    let handshake = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
+    let handshake =
+        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
     let r = conn.call(1, &handshake);
     assert_eq!(r.error_code, 0, "SaslHandshake PLAIN at {addr}: {r:?}");
     let auth = SaslAuthenticateRequest::default()
@@ -228,7 +234,11 @@ where
     if serves != [true, true] {
         // Recorded once per API, not per case.
         let api = ApiKey::try_from(Q::KEY).map_or(format!("{}", Q::KEY), |k| format!("{k:?}"));
-        d.check(&format!("unsupported.{api}.v{version}"), &serves[0], &serves[1]);
+        d.check(
+            &format!("unsupported.{api}.v{version}"),
+            &serves[0],
+            &serves[1],
+        );
         return (Q::Response::default(), Q::Response::default());
     }
     let mut ra = p.shardlog.call(version, a);

@@ -11,7 +11,9 @@ use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnT
 use kafka_protocol::messages::alter_configs_request::{self, AlterableConfig};
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
@@ -27,7 +29,9 @@ use kafka_protocol::messages::offset_commit_request::{
 use kafka_protocol::messages::offset_delete_request::{
     OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
 };
-use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
@@ -85,7 +89,14 @@ fn metadata(p: &mut Pair, d: &mut Diffs, case: &str) {
         .with_allow_auto_topic_creation(false)
         .with_include_cluster_authorized_operations(true)
         .with_include_topic_authorized_operations(true);
-    check2(p, d, &format!("{case}.metadata_all"), 10, (&all, &all), sort_topics);
+    check2(
+        p,
+        d,
+        &format!("{case}.metadata_all"),
+        10,
+        (&all, &all),
+        sort_topics,
+    );
     // Named: an unauthorized one answered TOPIC_AUTHORIZATION_FAILED; an
     // unknown one UNKNOWN_TOPIC_OR_PARTITION only when DESCRIBE is allowed.
     let named = MetadataRequest::default()
@@ -97,7 +108,14 @@ fn metadata(p: &mut Pair, d: &mut Diffs, case: &str) {
         ))
         .with_allow_auto_topic_creation(false)
         .with_include_topic_authorized_operations(true);
-    check2(p, d, &format!("{case}.metadata_named"), 12, (&named, &named), sort_topics);
+    check2(
+        p,
+        d,
+        &format!("{case}.metadata_named"),
+        12,
+        (&named, &named),
+        sort_topics,
+    );
 }
 
 fn data_path(p: &mut Pair, d: &mut Diffs, case: &str) {
@@ -108,7 +126,13 @@ fn data_path(p: &mut Pair, d: &mut Diffs, case: &str) {
     }
     let mut spec = FetchSpec::new("acl-t", 0, 0);
     spec.max_wait_ms = 0;
-    check(p, d, &format!("{case}.fetch"), FETCH_VERSION, &spec.request());
+    check(
+        p,
+        d,
+        &format!("{case}.fetch"),
+        FETCH_VERSION,
+        &spec.request(),
+    );
     let list = ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
         .with_topics(vec![ListOffsetsTopic::default()
@@ -221,7 +245,9 @@ fn groups(p: &mut Pair, d: &mut Diffs, case: &str) {
         .with_group_id(group("acl-g"))
         .with_topics(vec![OffsetDeleteRequestTopic::default()
             .with_name(topic_name("acl-t"))
-            .with_partitions(vec![OffsetDeleteRequestPartition::default().with_partition_index(0)])]);
+            .with_partitions(vec![
+                OffsetDeleteRequestPartition::default().with_partition_index(0)
+            ])]);
     check(p, d, &format!("{case}.offset_delete"), 0, &offset_delete);
     check(p, d, &format!("{case}.offset_commit_again"), 8, &commit);
 }
@@ -232,9 +258,19 @@ fn transactions(p: &mut Pair, d: &mut Diffs, case: &str) {
         .with_transaction_timeout_ms(60_000)
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
-    let (a, b) = check2(p, d, &format!("{case}.init_producer_id.acl-tx"), 4, (&init, &init), |_| {});
+    let (a, b) = check2(
+        p,
+        d,
+        &format!("{case}.init_producer_id.acl-tx"),
+        4,
+        (&init, &init),
+        |_| {},
+    );
     // Each broker's own producer id and epoch from here on.
-    let ids = [(a.producer_id, a.producer_epoch), (b.producer_id, b.producer_epoch)];
+    let ids = [
+        (a.producer_id, a.producer_epoch),
+        (b.producer_id, b.producer_epoch),
+    ];
     // v3: the client's form (v4+ is broker-only, CLUSTER_ACTION).
     let add = ids.map(|(pid, epoch)| {
         AddPartitionsToTxnRequest::default()
@@ -250,7 +286,14 @@ fn transactions(p: &mut Pair, d: &mut Diffs, case: &str) {
                     .with_partitions(vec![0]),
             ])
     });
-    check2(p, d, &format!("{case}.add_partitions_to_txn"), 3, (&add[0], &add[1]), |_| {});
+    check2(
+        p,
+        d,
+        &format!("{case}.add_partitions_to_txn"),
+        3,
+        (&add[0], &add[1]),
+        |_| {},
+    );
     let offsets = ids.map(|(pid, epoch)| {
         AddOffsetsToTxnRequest::default()
             .with_transactional_id(txn("acl-tx"))
@@ -258,7 +301,14 @@ fn transactions(p: &mut Pair, d: &mut Diffs, case: &str) {
             .with_producer_epoch(epoch)
             .with_group_id(group("acl-g"))
     });
-    check2(p, d, &format!("{case}.add_offsets_to_txn"), 3, (&offsets[0], &offsets[1]), |_| {});
+    check2(
+        p,
+        d,
+        &format!("{case}.add_offsets_to_txn"),
+        3,
+        (&offsets[0], &offsets[1]),
+        |_| {},
+    );
     let commit = ids.map(|(pid, epoch)| {
         TxnOffsetCommitRequest::default()
             .with_transactional_id(txn("acl-tx"))
@@ -274,17 +324,15 @@ fn transactions(p: &mut Pair, d: &mut Diffs, case: &str) {
                     .with_committed_offset(1)
                     .with_committed_leader_epoch(-1)])])
     });
-    check2(p, d, &format!("{case}.txn_offset_commit"), 3, (&commit[0], &commit[1]), |_| {});
-    let describe = DescribeTransactionsRequest::default().with_transactional_ids(vec![txn("acl-tx")]);
-    check(p, d, &format!("{case}.describe_transactions"), 0, &describe);
     check2(
         p,
         d,
-        &format!("{case}.list_transactions"),
-        0,
-        (&ListTransactionsRequest::default(), &ListTransactionsRequest::default()),
-        |r| r.transaction_states.sort_by_key(|t| t.transactional_id.0.to_string()),
+        &format!("{case}.txn_offset_commit"),
+        3,
+        (&commit[0], &commit[1]),
+        |_| {},
     );
+    describe_transactions(p, d, case);
     let end = ids.map(|(pid, epoch)| {
         EndTxnRequest::default()
             .with_transactional_id(txn("acl-tx"))
@@ -292,7 +340,35 @@ fn transactions(p: &mut Pair, d: &mut Diffs, case: &str) {
             .with_producer_epoch(epoch)
             .with_committed(false)
     });
-    check2(p, d, &format!("{case}.end_txn"), 3, (&end[0], &end[1]), |_| {});
+    check2(
+        p,
+        d,
+        &format!("{case}.end_txn"),
+        3,
+        (&end[0], &end[1]),
+        |_| {},
+    );
+}
+
+/// DescribeTransactions / ListTransactions while `acl-tx` is ongoing.
+fn describe_transactions(p: &mut Pair, d: &mut Diffs, case: &str) {
+    let describe =
+        DescribeTransactionsRequest::default().with_transactional_ids(vec![txn("acl-tx")]);
+    check(p, d, &format!("{case}.describe_transactions"), 0, &describe);
+    check2(
+        p,
+        d,
+        &format!("{case}.list_transactions"),
+        0,
+        (
+            &ListTransactionsRequest::default(),
+            &ListTransactionsRequest::default(),
+        ),
+        |r| {
+            r.transaction_states
+                .sort_by_key(|t| t.transactional_id.0.to_string())
+        },
+    );
 }
 
 fn topic_admin(p: &mut Pair, d: &mut Diffs, case: &str) {
@@ -312,14 +388,23 @@ fn topic_admin(p: &mut Pair, d: &mut Diffs, case: &str) {
         );
     // The configs a topic would get are compared in
     // tests/differential_kafka.rs (the config tables differ in size).
-    check2(p, d, &format!("{case}.create_topics"), 7, (&create, &create), |r| {
-        for t in &mut r.topics {
-            t.configs = None;
-        }
-    });
+    check2(
+        p,
+        d,
+        &format!("{case}.create_topics"),
+        7,
+        (&create, &create),
+        |r| {
+            for t in &mut r.topics {
+                t.configs = None;
+            }
+        },
+    );
     let delete = DeleteTopicsRequest::default()
         .with_timeout_ms(30_000)
-        .with_topics(vec![DeleteTopicState::default().with_name(Some(topic_name("acl-gone")))]);
+        .with_topics(vec![
+            DeleteTopicState::default().with_name(Some(topic_name("acl-gone")))
+        ]);
     check(p, d, &format!("{case}.delete_topics"), 6, &delete);
     let partitions = CreatePartitionsRequest::default()
         .with_timeout_ms(30_000)
@@ -370,23 +455,34 @@ fn configs(p: &mut Pair, d: &mut Diffs, case: &str) {
             incremental_alter_configs_request::AlterConfigsResource::default()
                 .with_resource_type(2)
                 .with_resource_name(s("acl-t"))
-                .with_configs(vec![incremental_alter_configs_request::AlterableConfig::default()
-                    .with_name(s("retention.ms"))
-                    .with_config_operation(0)
-                    .with_value(Some(s("86400000")))]),
+                .with_configs(vec![
+                    incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name(s("retention.ms"))
+                        .with_config_operation(0)
+                        .with_value(Some(s("86400000"))),
+                ]),
             incremental_alter_configs_request::AlterConfigsResource::default()
                 .with_resource_type(4)
                 .with_resource_name(s("0"))
-                .with_configs(vec![incremental_alter_configs_request::AlterableConfig::default()
-                    .with_name(s("log.cleaner.threads"))
-                    .with_config_operation(0)
-                    .with_value(Some(s("1")))]),
+                .with_configs(vec![
+                    incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name(s("log.cleaner.threads"))
+                        .with_config_operation(0)
+                        .with_value(Some(s("1"))),
+                ]),
         ]);
-    check(p, d, &format!("{case}.incremental_alter_configs"), 1, &incremental);
+    check(
+        p,
+        d,
+        &format!("{case}.incremental_alter_configs"),
+        1,
+        &incremental,
+    );
 }
 
 fn cluster_admin(p: &mut Pair, d: &mut Diffs, case: &str) {
-    let cluster = DescribeClusterRequest::default().with_include_cluster_authorized_operations(true);
+    let cluster =
+        DescribeClusterRequest::default().with_include_cluster_authorized_operations(true);
     check(p, d, &format!("{case}.describe_cluster"), 1, &cluster);
     // Named users (a null list makes Kafka 3.9's ZK broker close the
     // connection): neither has SCRAM credentials, RESOURCE_NOT_FOUND each.
@@ -396,5 +492,11 @@ fn cluster_admin(p: &mut Pair, d: &mut Diffs, case: &str) {
             .map(|u| UserName::default().with_name(s(u)))
             .collect(),
     ));
-    check(p, d, &format!("{case}.describe_user_scram_credentials"), 0, &scram);
+    check(
+        p,
+        d,
+        &format!("{case}.describe_user_scram_credentials"),
+        0,
+        &scram,
+    );
 }

@@ -164,7 +164,7 @@ if [[ ",$ONLY," == *",kafka,"* ]]; then
     || die "Kafka did not start"
   ADDR[kafka,SASL_SSL]="$(sed -n 's/.*\bsasl_ssl_bootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
   ADDR[kafka,PLAINTEXT]="$(sed -n 's/.*\bbootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
-  ADDR[kafka,SSL]="$(sed -n 's/.*ssl_bootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
+  ADDR[kafka,SSL]="$(sed -n 's/.*\bssl_bootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
   CA[kafka]="$(sed -n 's/.* ca=\([^ ]*\).*/\1/p' <<<"$line")"
   PID[kafka]="$(sed -n 's/.* pid=\([0-9]*\).*/\1/p' <<<"$line")"
   log "Kafka: $line"

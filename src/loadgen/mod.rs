@@ -68,6 +68,7 @@ pub mod curve_report;
 pub mod echo;
 pub mod explore;
 pub mod flame;
+pub mod frame;
 pub mod omb;
 pub mod partitioner;
 pub mod point;

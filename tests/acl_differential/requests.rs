@@ -484,8 +484,9 @@ fn cluster_admin(p: &mut Pair, d: &mut Diffs, case: &str) {
     let cluster =
         DescribeClusterRequest::default().with_include_cluster_authorized_operations(true);
     check(p, d, &format!("{case}.describe_cluster"), 1, &cluster);
-    // Named users (a null list makes Kafka 3.9's ZK broker close the
-    // connection): neither has SCRAM credentials, RESOURCE_NOT_FOUND each.
+    // Named users: a denied request with a null list makes Kafka 3.9 close
+    // the connection (DescribeUserScramCredentialsRequest.getErrorResponse
+    // iterates the null list). Neither user has SCRAM credentials.
     let scram = DescribeUserScramCredentialsRequest::default().with_users(Some(
         ["alice", "nobody"]
             .iter()

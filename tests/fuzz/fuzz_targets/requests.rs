@@ -139,6 +139,12 @@ fn decode_body(header: &RequestHeader, body: Bytes) {
         Api::Kafka(ApiKey::ListOffsets) => checked!(list_offsets, m::ListOffsetsRequest),
         Api::Kafka(ApiKey::DeleteRecords) => checked!(delete_records, m::DeleteRecordsRequest),
         Api::Kafka(ApiKey::ElectLeaders) => checked!(elect_leaders, m::ElectLeadersRequest),
+        Api::Kafka(ApiKey::DescribeLogDirs) => {
+            checked!(describe_log_dirs, m::DescribeLogDirsRequest)
+        }
+        Api::Kafka(ApiKey::AlterReplicaLogDirs) => {
+            checked!(alter_replica_log_dirs, m::AlterReplicaLogDirsRequest)
+        }
         Api::Kafka(ApiKey::AllocateProducerIds) => {
             checked!(allocate_producer_ids, m::AllocateProducerIdsRequest)
         }

@@ -140,10 +140,14 @@ fn decode_body(header: &RequestHeader, body: Bytes) {
         Api::Kafka(ApiKey::DeleteRecords) => checked!(delete_records, m::DeleteRecordsRequest),
         Api::Kafka(ApiKey::ElectLeaders) => checked!(elect_leaders, m::ElectLeadersRequest),
         Api::Kafka(ApiKey::DescribeLogDirs) => {
-            checked!(describe_log_dirs, m::DescribeLogDirsRequest)
+            if h::describe_log_dirs::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::DescribeLogDirsRequest>(&body, v);
+            }
         }
         Api::Kafka(ApiKey::AlterReplicaLogDirs) => {
-            checked!(alter_replica_log_dirs, m::AlterReplicaLogDirsRequest)
+            if h::alter_replica_log_dirs::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::AlterReplicaLogDirsRequest>(&body, v);
+            }
         }
         Api::Kafka(ApiKey::AllocateProducerIds) => {
             checked!(allocate_producer_ids, m::AllocateProducerIdsRequest)

@@ -77,6 +77,9 @@ const SERVED_WITH_THE_39_CODEC: &[ApiKey] = &[
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::DescribeConfigs,
+    // v0 (Kafka 3.9 serves it; the 0.18 codec starts at v1).
+    ApiKey::DescribeLogDirs,
+    ApiKey::AlterReplicaLogDirs,
 ];
 
 /// The 3.9 codec's key for an API served with it.

@@ -98,6 +98,15 @@ pub const ROUTES: &[Route] = &[
         range: handlers::list_partition_reassignments::VERSIONS,
         handle: handlers::list_partition_reassignments::handle,
     },
+    // --- log dirs (KIP-113) ---
+    Route {
+        range: handlers::describe_log_dirs::VERSIONS,
+        handle: handlers::describe_log_dirs::handle,
+    },
+    Route {
+        range: handlers::alter_replica_log_dirs::VERSIONS,
+        handle: handlers::alter_replica_log_dirs::handle,
+    },
     Route {
         range: handlers::offset_for_leader_epoch::VERSIONS,
         handle: handlers::offset_for_leader_epoch::handle,
@@ -313,6 +322,8 @@ const AUTHORIZING: &[ApiKey] = &[
     ApiKey::ElectLeaders,
     ApiKey::AlterPartitionReassignments,
     ApiKey::ListPartitionReassignments,
+    ApiKey::DescribeLogDirs,
+    ApiKey::AlterReplicaLogDirs,
     ApiKey::AlterClientQuotas,
     ApiKey::DescribeClientQuotas,
     ApiKey::DescribeCluster,

@@ -27,6 +27,8 @@ use crate::replication::producer_state::ActiveProducer;
 use crate::replication::replica_manager::ProduceAppend;
 use crate::types::TopicPartition;
 
+mod log_dirs;
+
 /// The connection side of partition work on one shard: what a request
 /// handler asks of the partitions' owners ([`ShardContext::datapath`]).
 #[derive(Clone)]

@@ -144,6 +144,16 @@ fn decode_body(header: &RequestHeader, body: Bytes) {
         Api::Kafka(ApiKey::ListOffsets) => checked!(list_offsets, m::ListOffsetsRequest),
         Api::Kafka(ApiKey::DeleteRecords) => checked!(delete_records, m::DeleteRecordsRequest),
         Api::Kafka(ApiKey::ElectLeaders) => checked!(elect_leaders, m::ElectLeadersRequest),
+        Api::Kafka(ApiKey::DescribeLogDirs) => {
+            if h::describe_log_dirs::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::DescribeLogDirsRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::AlterReplicaLogDirs) => {
+            if h::alter_replica_log_dirs::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::AlterReplicaLogDirsRequest>(&body, v);
+            }
+        }
         Api::Kafka(ApiKey::AllocateProducerIds) => {
             checked!(allocate_producer_ids, m::AllocateProducerIdsRequest)
         }

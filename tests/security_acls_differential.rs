@@ -86,11 +86,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "broker resource, num.partitions given with --override: shardlog reports config_source \
          DEFAULT_CONFIG (5), Kafka STATIC_BROKER_CONFIG (4); the authorization outcome is the same",
     ),
-    (
-        "unsupported.DescribeProducers.v0",
-        "shardlog does not implement DescribeProducers (KIP-664), so its READ-on-topic check is \
-         not compared; the request is skipped on both brokers",
-    ),
 ];
 
 const PLAIN_JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \

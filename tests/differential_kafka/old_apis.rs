@@ -34,14 +34,6 @@ const KNOWN: &[(&str, &str)] = &[
          storage, which shardlog does not have",
     ),
     (
-        "api_versions.api_34",
-        "AlterReplicaLogDirs: built apart (log dirs), not in this branch",
-    ),
-    (
-        "api_versions.api_35",
-        "DescribeLogDirs: built apart (log dirs), not in this branch",
-    ),
-    (
         "api_versions.api_38",
         "CreateDelegationToken: shardlog has no delegation tokens",
     ),

@@ -16,13 +16,16 @@
 //! series are under `shardlog_`. The names are fixed by a golden test
 //! (`tests/golden/metrics_exposition.txt`): a rename is deliberate.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
+use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use super::buckets::Buckets;
 use super::recent::quantiles_ms;
 use super::report::{BrokerReport, ControllerGauges, PartitionGauges};
 use super::shard::{RequestVariant, TopicCounters, TIME_NAMES};
@@ -93,6 +96,8 @@ pub fn render(report: &BrokerReport, format: Format) -> String {
 enum Kind {
     Counter,
     Gauge,
+    /// A Prometheus histogram of seconds (`_bucket`, `_sum`, `_count`).
+    Histogram,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -100,6 +105,8 @@ enum Value {
     U(u64),
     I(i64),
     F(f64),
+    /// Only in a [`Kind::Histogram`] family.
+    H(Buckets),
 }
 
 type Labels = Vec<(&'static str, String)>;
@@ -125,6 +132,7 @@ impl Collector for Families {
             let kind = match f.kind {
                 Kind::Counter => MetricType::Counter,
                 Kind::Gauge => MetricType::Gauge,
+                Kind::Histogram => MetricType::Histogram,
             };
             let mut m = encoder.encode_descriptor(&f.name, &f.help, None, kind)?;
             for (labels, value) in &f.samples {
@@ -146,6 +154,17 @@ impl Collector for Families {
                     }
                     (Kind::Gauge, Value::I(v)) => s.encode_gauge(&v)?,
                     (Kind::Gauge, Value::F(v)) => s.encode_gauge(&v)?,
+                    (Kind::Histogram, Value::H(h)) => {
+                        type NoExemplars = HashMap<usize, Exemplar<Vec<(String, String)>, f64>>;
+                        s.encode_histogram(
+                            h.sum_seconds(),
+                            h.count(),
+                            &h.seconds(),
+                            None::<&NoExemplars>,
+                        )?
+                    }
+                    // A family's samples are pushed with its kind's values.
+                    (Kind::Histogram, _) | (_, Value::H(_)) => {}
                 }
             }
         }
@@ -194,6 +213,9 @@ fn families(r: &BrokerReport) -> Vec<Family> {
     process(&mut b, r);
     shardlog_own(&mut b, r);
     more::own(&mut b, r);
+    more::storage(&mut b, r);
+    more::quotas(&mut b, r);
+    more::request_histograms(&mut b, r);
     b.0
 }
 

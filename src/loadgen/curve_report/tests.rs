@@ -22,6 +22,7 @@ fn curve(acks: &str, linger_ms: i64, batch_size: usize, max_rate: f64, p99s_ms: 
                 ..LatencySummary::default()
             },
             errors: 0,
+            broker: None,
         })
         .collect();
     Curve {

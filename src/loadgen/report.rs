@@ -621,7 +621,11 @@ mod tests {
             points: pts,
         };
         let html = render_html(&report, &render_svg(&report.points));
-        assert_eq!(html.matches("<tr>").count(), 2 * 6, "two tables");
+        // Two tables of a header and a row per point; the broker side's
+        // header (its rows carry a class).
+        assert_eq!(html.matches("<tr>").count(), 2 * 6 + 1, "three tables");
+        assert_eq!(html.matches("<tr class=\"broker-side\">").count(), 5);
+        assert!(html.contains("no --broker-metrics given") && html.contains("n/a"));
         assert!(html.contains("6 NotLeaderOrFollower: 2"));
         assert!(html.contains("<svg") && html.contains("h&lt;1&gt;"));
     }

@@ -211,12 +211,12 @@ fn counter_delta(before: Option<f64>, after: f64) -> f64 {
     }
 }
 
+/// A broker's scrape, or why it gave none.
+pub type Scraped = Result<Scrape, String>;
+
 /// The broker side of a run that lasted `secs`, from each broker's scrape
-/// before and after it (`Err`: why that broker gave none).
-pub fn point_split(
-    scrapes: &[(Result<Scrape, String>, Result<Scrape, String>)],
-    secs: f64,
-) -> BrokerSide {
+/// before and after it.
+pub fn point_split(scrapes: &[(Scraped, Scraped)], secs: f64) -> BrokerSide {
     let mut side = BrokerSide {
         brokers: scrapes.len(),
         ..BrokerSide::default()

@@ -100,13 +100,13 @@ enum Kind {
     Histogram,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Value {
     U(u64),
     I(i64),
     F(f64),
     /// Only in a [`Kind::Histogram`] family.
-    H(Buckets),
+    H(Box<Buckets>),
 }
 
 type Labels = Vec<(&'static str, String)>;
@@ -137,23 +137,23 @@ impl Collector for Families {
             let mut m = encoder.encode_descriptor(&f.name, &f.help, None, kind)?;
             for (labels, value) in &f.samples {
                 let mut s = m.encode_family(labels)?;
-                match (f.kind, *value) {
+                match (f.kind, value) {
                     (Kind::Counter, Value::U(v)) => {
-                        prometheus_client::metrics::counter::ConstCounter::new(v).encode(s)?
+                        prometheus_client::metrics::counter::ConstCounter::new(*v).encode(s)?
                     }
                     (Kind::Counter, Value::I(v)) => {
-                        let v = u64::try_from(v).unwrap_or(0);
+                        let v = u64::try_from(*v).unwrap_or(0);
                         prometheus_client::metrics::counter::ConstCounter::new(v).encode(s)?
                     }
                     (Kind::Counter, Value::F(v)) => {
-                        prometheus_client::metrics::counter::ConstCounter::new(v).encode(s)?
+                        prometheus_client::metrics::counter::ConstCounter::new(*v).encode(s)?
                     }
                     (Kind::Gauge, Value::U(v)) => {
-                        let v = i64::try_from(v).unwrap_or(i64::MAX);
+                        let v = i64::try_from(*v).unwrap_or(i64::MAX);
                         s.encode_gauge(&v)?
                     }
-                    (Kind::Gauge, Value::I(v)) => s.encode_gauge(&v)?,
-                    (Kind::Gauge, Value::F(v)) => s.encode_gauge(&v)?,
+                    (Kind::Gauge, Value::I(v)) => s.encode_gauge(v)?,
+                    (Kind::Gauge, Value::F(v)) => s.encode_gauge(v)?,
                     (Kind::Histogram, Value::H(h)) => {
                         type NoExemplars = HashMap<usize, Exemplar<Vec<(String, String)>, f64>>;
                         s.encode_histogram(

@@ -264,7 +264,7 @@ pub(super) fn storage(b: &mut Builder, r: &BrokerReport) {
     for sh in &r.shards {
         f.push(
             vec![("shard", sh.shard.to_string())],
-            Value::H(sh.storage.dma_writes),
+            Value::H(Box::new(sh.storage.dma_writes)),
         );
     }
     let f = b.family(
@@ -275,7 +275,7 @@ pub(super) fn storage(b: &mut Builder, r: &BrokerReport) {
     for sh in &r.shards {
         f.push(
             vec![("shard", sh.shard.to_string())],
-            Value::H(sh.storage.fsyncs),
+            Value::H(Box::new(sh.storage.fsyncs)),
         );
     }
     let f = b.family(
@@ -351,7 +351,7 @@ pub(super) fn request_histograms(b: &mut Builder, r: &BrokerReport) {
                     ("request", api_name(*key, *variant)),
                     ("part", part.to_owned()),
                 ],
-                Value::H(*h),
+                Value::H(Box::new(*h)),
             );
         }
     }

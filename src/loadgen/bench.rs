@@ -5,7 +5,10 @@
 //! and the load generator pinned to the others; runs a load generator sweep
 //! against it (by default the trade-off explorer: per setting its max rate,
 //! then fixed-rate runs at fractions of it, see `loadgen::explore`); writes
-//! the report folder; then stops the broker with SIGTERM
+//! the report folder (each broker runs with a `/metrics` listener,
+//! `shardlog.metrics.listener` on a free loopback port, which the load
+//! generator scrapes around every run for the report's broker side:
+//! `loadgen --broker-metrics`); then stops the broker with SIGTERM
 //! and checks its exit status (SIGKILL only after `--stop-timeout`, with a
 //! warning).
 //!

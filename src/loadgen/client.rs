@@ -220,6 +220,10 @@ impl Connection {
         conn.versions = conn
             .negotiate_versions(timeout)
             .with_context(|| format!("ApiVersions with {addr}"))?;
+        if let Some(login) = security.sasl() {
+            super::sasl::authenticate(&mut conn, login, timeout)
+                .with_context(|| format!("SASL login ({login:?}) with {addr}"))?;
+        }
         let mut reader = conn.stream.split_reader()?;
         reader.set_read_timeout(None)?;
         std::thread::Builder::new()
@@ -276,6 +280,23 @@ impl Connection {
             return Ok(ApiVersionTable::from_response(&resp));
         }
         bail!("ApiVersions negotiation did not converge")
+    }
+
+    /// Sends `req` and reads its response on this thread, before the reader
+    /// thread starts (the SASL login).
+    pub(super) fn call_sync<R: Request>(
+        &mut self,
+        req: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response> {
+        self.stream.set_read_timeout(Some(timeout))?;
+        let corr = self.send(req, version)?;
+        let frame = read_frame(&mut self.stream)?;
+        if correlation_id(&frame) != Some(corr) {
+            bail!("response has the wrong correlation id");
+        }
+        decode_response::<R>(frame, version)
     }
 
     /// The next request's correlation id (non-negative, wrapping).

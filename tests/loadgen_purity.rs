@@ -40,6 +40,7 @@ fn pure_loadgen_modules_do_no_io_and_read_no_clock() {
     let expected = [
         "accumulator.rs",
         "args.rs",
+        "broker_metrics.rs",
         "curve.rs",
         "curve_report.rs",
         "omb.rs",

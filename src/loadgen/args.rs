@@ -152,6 +152,15 @@ pub struct LoadgenArgs {
     /// the brokers it starts).
     #[arg(long, value_name = "PID")]
     pub flamegraph_pid: Vec<u32>,
+    /// A broker's metrics listener HOST:PORT (`shardlog.metrics.listener`;
+    /// repeatable, one per broker): scraped before and after every run,
+    /// whose report then carries the broker side (Produce time split
+    /// p50/p99, purgatory size, broker CPU) over that run; without it, or
+    /// when a listener does not answer, those columns read n/a. With
+    /// --compare it applies to the target named `shardlog` (or the only
+    /// one). `shardlog bench` passes its brokers'.
+    #[arg(long = "broker-metrics", value_name = "HOST:PORT")]
+    pub broker_metrics: Vec<String>,
     /// Do not print the closing `results: DIR` line (`bench` prints its own).
     #[arg(long, hide = true)]
     pub no_results_line: bool,

@@ -60,6 +60,7 @@
 pub mod accumulator;
 pub mod args;
 pub mod bench;
+pub mod broker_metrics;
 pub mod client;
 pub mod consume_only;
 pub mod consumer;
@@ -77,6 +78,7 @@ pub mod report;
 pub mod results_dir;
 pub mod sasl;
 pub mod sasl_login;
+pub mod scrape;
 pub mod sweep;
 pub mod tls;
 pub mod wire;
@@ -253,6 +255,11 @@ fn run_sweep(args: &LoadgenArgs, security: &tls::Security, cpus: Vec<usize>) -> 
                 admin_timeout,
                 security,
                 flame: flame.as_ref(),
+                broker_metrics: if targets.len() == 1 || t.name.as_deref() == Some("shardlog") {
+                    &args.broker_metrics
+                } else {
+                    &[]
+                },
             },
             boot,
         })

@@ -661,15 +661,18 @@ pub struct PendingSync {
     files: Vec<Rc<glommio::io::DmaFile>>,
     /// Every offset below this was written out.
     pub log_end_offset: i64,
+    /// The shard's, for the fdatasyncs' latency.
+    pub(crate) timings: super::io_timings::SharedIoTimings,
 }
 
 impl PendingSync {
     /// fdatasync every file the written-out bytes went to.
     pub async fn sync(&self) -> Result<(), StorageError> {
         for f in &self.files {
-            f.fdatasync()
-                .await
-                .map_err(|e| StorageError::Io(e.into()))?;
+            let start = self.timings.start();
+            let r = f.fdatasync().await;
+            self.timings.on_fsync(start);
+            r.map_err(|e| StorageError::Io(e.into()))?;
         }
         Ok(())
     }

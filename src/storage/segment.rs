@@ -17,6 +17,7 @@ use super::buffer_pool::SharedBufferPool;
 use super::config::LogConfig;
 use super::helper_thread::{self, HelperThreads};
 use super::index::{OffsetIndex, SegmentIndex, TimeIndex};
+use super::io_timings::SharedIoTimings;
 use super::readahead::ReadAhead;
 use super::recovery::{scan, ScanStop, ScannedBatch};
 use super::recycle;
@@ -577,6 +578,7 @@ impl Segment {
         &mut self,
         config: &LogConfig,
         pool: &SharedBufferPool,
+        timings: &SharedIoTimings,
     ) -> Result<(), StorageError> {
         let size = self.closed_size;
         let page_start = size / super::appender::PAGE * super::appender::PAGE;
@@ -596,6 +598,7 @@ impl Segment {
             WriteBuffers {
                 pool: pool.clone(),
                 cap: config.write_buffer_bytes,
+                timings: timings.clone(),
             },
             step,
             config.segment_bytes,

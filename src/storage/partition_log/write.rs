@@ -299,6 +299,7 @@ impl PartitionLog {
         Ok(PendingSync {
             files,
             log_end_offset,
+            timings: self.storage.timings().clone(),
         })
     }
 

@@ -133,6 +133,72 @@ pub fn split(key: &str) -> (Option<&str>, Option<&str>, &str) {
     }
 }
 
+/// The OAUTHBEARER, Java-class and Kerberos keys of [`check_keys`]:
+/// `Some(Ok)` applied, `Some(Err(reason))` refused, `None` not one of them.
+fn check_class_and_oauth_key(
+    listener: Option<&str>,
+    mech: Option<&str>,
+    base: &str,
+    value: &str,
+) -> Option<Result<(), String>> {
+    let oauth_mech = mech.is_some_and(|m| m.eq_ignore_ascii_case("OAUTHBEARER"));
+    if base == "sasl.server.callback.handler.class" && oauth_mech && listener.is_some() {
+        // KIP-768: Kafka's own validators are built in.
+        if oauth::known_validator_class(value) {
+            return Some(Ok(()));
+        }
+        return Some(Err(
+            "a Java class cannot be loaded into shardlog; OAUTHBEARER serves Kafka's \
+             OAuthBearerValidatorCallbackHandler and the default unsecured validator"
+                .into(),
+        ));
+    }
+    if base == "sasl.login.callback.handler.class" && oauth_mech && listener.is_some() {
+        // KIP-768: Kafka's own login handlers are built in.
+        if oauth_login::known_login_handler(value) {
+            return Some(Ok(()));
+        }
+        return Some(Err(
+            "a Java class cannot be loaded into shardlog; the broker's OAUTHBEARER login \
+             serves Kafka's OAuthBearerLoginCallbackHandler and the default unsecured one"
+                .into(),
+        ));
+    }
+    if JAVA_CLASS_KEYS.contains(&base) {
+        return Some(Err(
+            "a Java class cannot be loaded into shardlog; its PLAIN and SCRAM servers \
+             are built in (Kafka's default callback handlers)"
+                .into(),
+        ));
+    }
+    if base.starts_with("sasl.kerberos.") {
+        return Some(Err("GSSAPI (Kerberos) is not supported by shardlog".into()));
+    }
+    let login_key = oauth_login::LOGIN_KEYS.contains(&base)
+        && (mech.is_none() || (oauth_mech && !oauth_login::REFRESH_KEYS.contains(&base)));
+    if base.starts_with("sasl.oauthbearer.") {
+        if (mech.is_none() || oauth_mech) && oauth::SERVER_KEYS.contains(&base) || login_key {
+            return Some(Ok(()));
+        }
+        return Some(Err(
+            "not a key of the broker's OAUTHBEARER validator or of its OAUTHBEARER login \
+             (Kafka 3.9's SaslConfigs, with this prefix)"
+                .into(),
+        ));
+    }
+    if base.starts_with("sasl.login.") {
+        if login_key {
+            return Some(Ok(()));
+        }
+        return Some(Err(
+            "not a sasl.login.* key of the broker's OAUTHBEARER login (the refresh keys \
+             take no mechanism prefix)"
+                .into(),
+        ));
+    }
+    None
+}
+
 /// Every SASL key must be one shardlog applies with the value given; any
 /// other stops the start naming it.
 pub fn check_keys(keys: &BTreeMap<String, String>) -> Result<(), ConfigError> {
@@ -161,62 +227,10 @@ pub fn check_keys(keys: &BTreeMap<String, String>) -> Result<(), ConfigError> {
                 )));
             }
         }
-        let oauth_mech = mech.is_some_and(|m| m.eq_ignore_ascii_case("OAUTHBEARER"));
-        if base == "sasl.server.callback.handler.class" && oauth_mech && listener.is_some() {
-            // KIP-768: Kafka's own validators are built in.
-            if oauth::known_validator_class(value) {
-                continue;
-            }
-            return Err(refuse(
-                "a Java class cannot be loaded into shardlog; OAUTHBEARER serves Kafka's \
-                 OAuthBearerValidatorCallbackHandler and the default unsecured validator"
-                    .into(),
-            ));
-        }
-        if base == "sasl.login.callback.handler.class" && oauth_mech && listener.is_some() {
-            // KIP-768: Kafka's own login handlers are built in.
-            if oauth_login::known_login_handler(value) {
-                continue;
-            }
-            return Err(refuse(
-                "a Java class cannot be loaded into shardlog; the broker's OAUTHBEARER login \
-                 serves Kafka's OAuthBearerLoginCallbackHandler and the default unsecured one"
-                    .into(),
-            ));
-        }
-        if JAVA_CLASS_KEYS.contains(&base) {
-            return Err(refuse(
-                "a Java class cannot be loaded into shardlog; its PLAIN and SCRAM servers \
-                 are built in (Kafka's default callback handlers)"
-                    .into(),
-            ));
-        }
-        if base.starts_with("sasl.kerberos.") {
-            return Err(refuse(
-                "GSSAPI (Kerberos) is not supported by shardlog".into(),
-            ));
-        }
-        let login_key = oauth_login::LOGIN_KEYS.contains(&base)
-            && (mech.is_none() || (oauth_mech && !oauth_login::REFRESH_KEYS.contains(&base)));
-        if base.starts_with("sasl.oauthbearer.") {
-            if (mech.is_none() || oauth_mech) && oauth::SERVER_KEYS.contains(&base) || login_key {
-                continue;
-            }
-            return Err(refuse(
-                "not a key of the broker's OAUTHBEARER validator or of its OAUTHBEARER login \
-                 (Kafka 3.9's SaslConfigs, with this prefix)"
-                    .into(),
-            ));
-        }
-        if base.starts_with("sasl.login.") {
-            if login_key {
-                continue;
-            }
-            return Err(refuse(
-                "not a sasl.login.* key of the broker's OAUTHBEARER login (the refresh keys \
-                 take no mechanism prefix)"
-                    .into(),
-            ));
+        match check_class_and_oauth_key(listener, mech, base, value) {
+            Some(Ok(())) => continue,
+            Some(Err(reason)) => return Err(refuse(reason)),
+            None => {}
         }
         match (base, listener.is_some(), mech.is_some()) {
             ("sasl.jaas.config", true, true) => {}

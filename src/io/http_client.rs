@@ -86,12 +86,22 @@ pub struct Answer {
 pub fn send(target: &Target, req: &Request<'_>) -> Result<Answer, String> {
     let url = target.url();
     let at = |e: &dyn std::fmt::Display| format!("{url}: {e}");
-    let addr = (target.host.as_str(), target.port)
+    let addrs: Vec<_> = (target.host.as_str(), target.port)
         .to_socket_addrs()
         .map_err(|e| at(&e))?
-        .next()
-        .ok_or_else(|| at(&"no address"))?;
-    let tcp = TcpStream::connect_timeout(&addr, req.connect_timeout).map_err(|e| at(&e))?;
+        .collect();
+    let mut last = at(&"no address");
+    let mut connected = None;
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, req.connect_timeout) {
+            Ok(s) => {
+                connected = Some(s);
+                break;
+            }
+            Err(e) => last = at(&e),
+        }
+    }
+    let tcp = connected.ok_or(last)?;
     tcp.set_read_timeout(Some(req.read_timeout))
         .and_then(|()| tcp.set_write_timeout(Some(req.read_timeout)))
         .map_err(|e| at(&e))?;

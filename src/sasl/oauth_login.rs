@@ -254,6 +254,29 @@ mod tests {
     }
 
     #[test]
+    fn the_brokers_own_server_accepts_the_unsecured_login() {
+        use crate::config::sasl::oauth::UnsecuredOptions;
+        use crate::sasl::oauthbearer::{jwt::validate_unsecured, parse_client_initial_response};
+        let now = 1_700_000_000_123;
+        let t = unsecured_token(&login(60), now);
+        let first = initial_response(&t.value, &[("traceId".into(), "x".into())]);
+        let parsed = parse_client_initial_response(&first).unwrap();
+        assert_eq!(
+            parsed.extensions,
+            vec![("traceId".to_owned(), "x".to_owned())]
+        );
+        let opts = UnsecuredOptions {
+            principal_claim: "sub".into(),
+            scope_claim: "scope".into(),
+            required_scope: vec!["a".into()],
+            clock_skew_ms: 0,
+        };
+        let valid = validate_unsecured(&parsed.token, &opts, now + 1000).unwrap();
+        assert_eq!(valid.principal, "broker");
+        assert_eq!(valid.expiry_ms, t.expires_ms);
+    }
+
+    #[test]
     fn a_retrieved_token_needs_exp_and_sub() {
         let enc = |v: &str| URL_SAFE_NO_PAD.encode(v);
         let tok = |claims: &str| format!("{}.{}.sig", enc(r#"{"alg":"RS256"}"#), enc(claims));

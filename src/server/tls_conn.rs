@@ -180,7 +180,7 @@ pub struct Established {
 pub enum TlsSession {
     /// rustls' buffered connection, read record by record (`kernel::Corked`)
     /// so the kernel can take it over.
-    Rustls(ServerConnection),
+    Rustls(Box<ServerConnection>),
     /// shardlog's record layer with rustls' key schedule; `pending`: the
     /// ciphertext received after the handshake.
     Own {
@@ -232,7 +232,7 @@ pub async fn handshake(
     let principal = principal(tls, session.peer_certificates())?;
     Ok(Established {
         stream: corked.inner,
-        session: TlsSession::Rustls(session),
+        session: TlsSession::Rustls(Box::new(session)),
         principal,
     })
 }
@@ -297,7 +297,7 @@ pub fn split(done: Established) -> io::Result<(TlsRead, TlsWrite)> {
             records::halves(done.stream, *session, pending, Vec::new())
         }
         TlsSession::Rustls(session) => {
-            let (session, queued) = from_rustls(session).map_err(io::Error::other)?;
+            let (session, queued) = from_rustls(*session).map_err(io::Error::other)?;
             records::halves(done.stream, session, Vec::new(), queued)
         }
     }

@@ -119,9 +119,10 @@ pub async fn extract(done: Established) -> Result<Extracted, String> {
         session,
         principal,
     } = done;
-    let TlsSession::Rustls(mut session) = session else {
+    let TlsSession::Rustls(session) = session else {
         return Err("not a session prepared for kernel TLS".into());
     };
+    let mut session = *session;
     // TLS 1.3's NewSessionTicket messages, or anything else queued.
     let mut pending = Vec::new();
     while session.wants_write() {

@@ -263,9 +263,97 @@ fn kafkajs_round_trip(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw
     assert_eq!(r["values"], json!(want), "kafkajs with {mechanism}: {r}");
 }
 
-/// kcat and kafkajs with SCRAM-SHA-512 over SASL_SSL (bob) and PLAIN over
-/// SASL_PLAINTEXT (alice); kafkajs with a wrong password is refused.
+/// `shardlog loadgen` over SASL: `--messages` produced, then read back
+/// with `--consume-only` (whose fetch connections log in too); the
+/// results' counts are checked. Returns loadgen's stderr when `ok` is
+/// false (the run must fail).
+fn loadgen_sasl(
+    b: &SaslBroker,
+    ssl: bool,
+    mechanism: &str,
+    user: &str,
+    pw: &str,
+    ok: bool,
+) -> String {
+    let topic = unique_topic("sasl-loadgen");
+    let out_dir = tempfile::tempdir().unwrap();
+    let ca = b.tls.ca_pem().display().to_string();
+    let mut base: Vec<String> = vec![
+        "loadgen".into(),
+        "--bootstrap".into(),
+        if ssl {
+            b.sasl_ssl.clone()
+        } else {
+            b.sasl_plaintext.clone()
+        },
+        "--security-protocol".into(),
+        if ssl { "SASL_SSL" } else { "SASL_PLAINTEXT" }.into(),
+        "--sasl-mechanism".into(),
+        mechanism.into(),
+        "--sasl-username".into(),
+        user.into(),
+        "--sasl-password".into(),
+        pw.into(),
+        "--topic".into(),
+        topic,
+        "--partitions".into(),
+        "2".into(),
+    ];
+    if ssl {
+        base.extend(["--ssl-ca-location".into(), ca]);
+    }
+    let run = |extra: &[&str], dir: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+            .args(&base)
+            .args(extra)
+            .args(["--out", &out_dir.path().join(dir).display().to_string()])
+            .output()
+            .unwrap()
+    };
+    let produced = run(
+        &["--messages", "2000", "--consumers", "0", "--warmup", "0s"],
+        "p",
+    );
+    let stderr = String::from_utf8_lossy(&produced.stderr).to_string();
+    if !ok {
+        assert!(
+            !produced.status.success(),
+            "loadgen as {user} with a wrong password succeeded"
+        );
+        return stderr;
+    }
+    assert!(
+        produced.status.success(),
+        "loadgen produce with {mechanism}: {stderr}"
+    );
+    let consumed = run(&["--consume-only", "--consumers", "1"], "c");
+    let cerr = String::from_utf8_lossy(&consumed.stderr);
+    assert!(
+        consumed.status.success(),
+        "loadgen consume with {mechanism}: {cerr}"
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.path().join("c/consume.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        json["records"], 2000,
+        "loadgen read back over {mechanism}: {json}"
+    );
+    stderr
+}
+
+/// kcat, kafkajs and loadgen with SCRAM-SHA-512 over SASL_SSL (bob) and
+/// PLAIN over SASL_PLAINTEXT (alice); kafkajs and loadgen with a wrong
+/// password are refused.
 fn kcat_and_kafkajs(b: &SaslBroker) {
+    loadgen_sasl(b, true, "SCRAM-SHA-512", "bob", "bob-secret", true);
+    loadgen_sasl(b, false, "PLAIN", "alice", "alice-secret", true);
+    let refused = loadgen_sasl(b, true, "SCRAM-SHA-512", "bob", "not-bobs", false);
+    assert!(
+        refused.contains("SASL"),
+        "loadgen names the SASL failure: {refused}"
+    );
     kcat_round_trip(b, true, "SCRAM-SHA-512", "bob", "bob-secret");
     kcat_round_trip(b, false, "PLAIN", "alice", "alice-secret");
     kafkajs_round_trip(b, true, "scram-sha-512", "bob", "bob-secret");

@@ -687,6 +687,7 @@ fn start_brokers(
             ca,
             ..Default::default()
         },
+        None,
     )?;
     cluster::wait_for_brokers(&bootstrap, &security, plan.brokers, args.startup_timeout)?;
     Ok(started)

@@ -68,12 +68,14 @@ pub mod curve_report;
 pub mod echo;
 pub mod explore;
 pub mod flame;
+pub mod frame;
 pub mod omb;
 pub mod partitioner;
 pub mod point;
 pub mod producer;
 pub mod report;
 pub mod results_dir;
+pub mod sasl;
 pub mod sweep;
 pub mod tls;
 pub mod wire;
@@ -152,8 +154,25 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
     run_sweep(&args, &security, cpus.unwrap_or_default())
 }
 
-/// `--security-protocol` with the `--ssl-*` files it needs.
+/// `--security-protocol` with the `--ssl-*` files and `--sasl-*` login it
+/// needs.
 fn security(args: &LoadgenArgs) -> Result<tls::Security> {
+    let sasl = args
+        .security_protocol
+        .to_ascii_uppercase()
+        .starts_with("SASL_");
+    let given = args.sasl_mechanism.is_some() || args.sasl_username.is_some();
+    if given && !sasl {
+        bail!("--sasl-* flags need --security-protocol SASL_PLAINTEXT or SASL_SSL");
+    }
+    let login = match sasl {
+        true => Some(sasl::SaslLogin::new(
+            args.sasl_mechanism.as_deref(),
+            args.sasl_username.as_deref(),
+            args.sasl_password.as_deref(),
+        )?),
+        false => None,
+    };
     tls::Security::new(
         &args.security_protocol,
         &tls::SslFiles {
@@ -161,6 +180,7 @@ fn security(args: &LoadgenArgs) -> Result<tls::Security> {
             certificate: args.ssl_certificate_location.clone(),
             key: args.ssl_key_location.clone(),
         },
+        login,
     )
 }
 

@@ -7,7 +7,7 @@
 # disk shardlog's log dir is on).
 #
 #   perf/kafka_peer.sh start [--dir DIR] [--cpus LIST] [--partitions N] [--set K=V ...]
-#                            [--kafka-sizes] [--ssl] [--sasl]
+#                            [--kafka-sizes] [--ssl] [--sasl] [--sasl-ssl-plain USER:PASSWORD]
 #       prints "bootstrap=127.0.0.1:PORT pid=PID dir=DIR" (PID = the Kafka JVM);
 #       with --ssl also " ssl_bootstrap=127.0.0.1:PORT2 ca=DIR/tls/ca.pem"
 #   perf/kafka_peer.sh stop  [--dir DIR]     SIGTERM both (SIGKILL after 30 s)
@@ -27,10 +27,13 @@
 # cipher suites, ssl.client.auth=none); inter-broker stays PLAINTEXT.
 # --sasl adds SASL_PLAINTEXT://127.0.0.1:PORT3 with SCRAM-SHA-512 (the
 # start line then names sasl_bootstrap=; users are made with kafka-configs).
+# --sasl-ssl-plain USER:PASSWORD (with --ssl) adds SASL_SSL://127.0.0.1:PORT4
+# with PLAIN and that one user in the listener's JAAS config (PlainLoginModule
+# user_USER="PASSWORD"); the start line then names sasl_ssl_bootstrap=.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CMD="${1:-}"; [ $# -gt 0 ] && shift
-DIR="${TMPDIR:-/tmp}/shardlog-kafka-peer" CPUS="" PARTITIONS=6 SETS=() PERF_SIZES=1 SSL=0 SASL=0
+DIR="${TMPDIR:-/tmp}/shardlog-kafka-peer" CPUS="" PARTITIONS=6 SETS=() PERF_SIZES=1 SSL=0 SASL=0 SASL_SSL_PLAIN=
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR="$2"; shift 2 ;;
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
     --kafka-sizes) PERF_SIZES=0; shift ;;
     --ssl) SSL=1; shift ;;
     --sasl) SASL=1; shift ;;
+    --sasl-ssl-plain) SASL_SSL_PLAIN="$2"; shift 2 ;;
     *) echo "kafka_peer.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -53,10 +57,11 @@ status() {
   # shellcheck disable=SC1091
   . "$DIR/peer.env"
   alive "$KAFKA_PID" || return 1
-  local ssl="" sasl=""
+  local ssl="" sasl="" sasl_ssl=""
   [ -n "${SSL_PORT:-}" ] && ssl=" ssl_bootstrap=127.0.0.1:$SSL_PORT ca=$DIR/tls/ca.pem"
   [ -n "${SASL_PORT:-}" ] && sasl=" sasl_bootstrap=127.0.0.1:$SASL_PORT"
-  echo "bootstrap=127.0.0.1:$KAFKA_PORT pid=$KAFKA_PID dir=$DIR$ssl$sasl"
+  [ -n "${SASL_SSL_PORT:-}" ] && sasl_ssl=" sasl_ssl_bootstrap=127.0.0.1:$SASL_SSL_PORT"
+  echo "bootstrap=127.0.0.1:$KAFKA_PORT pid=$KAFKA_PID dir=$DIR$ssl$sasl$sasl_ssl"
 }
 
 stop() {
@@ -83,9 +88,14 @@ start() {
   fi
   local jars; jars="$(bash "$REPO/tests/java/fetch_jars.sh" | tail -1)"
   rm -rf "$DIR"; mkdir -p "$DIR/zk" "$DIR/kafka-logs"
-  local zk_port kafka_port ssl_port="" sasl_port=""
+  local zk_port kafka_port ssl_port="" sasl_port="" sasl_ssl_port=""
   zk_port="$(free_port)"; kafka_port="$(free_port)"
   [ "$SASL" = 1 ] && sasl_port="$(free_port)"
+  if [ -n "$SASL_SSL_PLAIN" ]; then
+    [ "$SSL" = 1 ] || { log "--sasl-ssl-plain needs --ssl (the keystore)"; exit 2; }
+    [[ "$SASL_SSL_PLAIN" == *:* ]] || { log "--sasl-ssl-plain takes USER:PASSWORD"; exit 2; }
+    sasl_ssl_port="$(free_port)"
+  fi
   if [ "$SSL" = 1 ]; then
     ssl_port="$(free_port)"
     TLS_STORE_PASSWORD=kafka-peer bash "$REPO/perf/tls_certs.sh" "$DIR/tls" \
@@ -99,7 +109,7 @@ start() {
   java -Xmx256m -XX:+UseSerialGC -cp "$sj/zookeeper.jar:$sj/zookeeper-jute.jar:$sj/slf4j-api.jar:$sj/slf4j-simple.jar" \
     org.apache.zookeeper.server.ZooKeeperServerMain "$DIR/zoo.cfg" >"$DIR/zookeeper.log" 2>&1 &
   local zk_pid=$!
-  echo "ZK_PID=$zk_pid KAFKA_PID= KAFKA_PORT=$kafka_port ZK_PORT=$zk_port SSL_PORT=$ssl_port SASL_PORT=$sasl_port" >"$DIR/peer.env"
+  echo "ZK_PID=$zk_pid KAFKA_PID= KAFKA_PORT=$kafka_port ZK_PORT=$zk_port SSL_PORT=$ssl_port SASL_PORT=$sasl_port SASL_SSL_PORT=$sasl_ssl_port" >"$DIR/peer.env"
   local ok=""
   for _ in $(seq 1 100); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$zk_port" && printf srvr >&3 && timeout 1 cat <&3) 2>/dev/null | grep -q '^Mode:'; then ok=1; break; fi
@@ -124,6 +134,11 @@ start() {
       listeners+=",SASL_PLAINTEXT://127.0.0.1:$sasl_port"
       echo "listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-512"
       echo "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    fi
+    if [ -n "$SASL_SSL_PLAIN" ]; then
+      listeners+=",SASL_SSL://127.0.0.1:$sasl_ssl_port"
+      echo "listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN"
+      echo "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_${SASL_SSL_PLAIN%%:*}=\"${SASL_SSL_PLAIN#*:}\";"
     fi
     echo "listeners=$listeners"
     echo "log.dirs=$DIR/kafka-logs"
@@ -155,7 +170,7 @@ EOL
     -Dlog4j.configuration="file:$DIR/log4j.properties" -Dkafka.logs.dir="$DIR" \
     -cp "$jars/*" kafka.Kafka "$DIR/server.properties" >"$DIR/kafka.out" 2>&1 &
   local kafka_pid=$!
-  echo "ZK_PID=$zk_pid KAFKA_PID=$kafka_pid KAFKA_PORT=$kafka_port ZK_PORT=$zk_port SSL_PORT=$ssl_port SASL_PORT=$sasl_port" >"$DIR/peer.env"
+  echo "ZK_PID=$zk_pid KAFKA_PID=$kafka_pid KAFKA_PORT=$kafka_port ZK_PORT=$zk_port SSL_PORT=$ssl_port SASL_PORT=$sasl_port SASL_SSL_PORT=$sasl_ssl_port" >"$DIR/peer.env"
   for _ in $(seq 1 600); do
     grep -q 'started (kafka.server.KafkaServer)' "$DIR/server.log" 2>/dev/null && { status; return 0; }
     alive "$kafka_pid" || break

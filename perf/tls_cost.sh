@@ -8,7 +8,17 @@
 #
 #   perf/tls_cost.sh [--bin PATH] [--rounds N] [--duration SECS]
 #                    [--consume-messages N] [--only shardlog|kafka]
-#                    [--clients lg,rdk] [--out DIR] [--keep]
+#                    [--clients lg,rdk] [--protocols LIST] [--out DIR] [--keep]
+#
+# --protocols (default PLAINTEXT,SSL) may add SASL_SSL: what authentication
+# and authorization cost. Both brokers then also serve SASL_SSL with PLAIN
+# (user `bench`, from the listener's JAAS config) and run Kafka's
+# AclAuthorizer (authorizer.class.name=kafka.security.authorizer.AclAuthorizer,
+# allow.everyone.if.no.acl.found=false); User:ANONYMOUS (the PLAINTEXT and
+# SSL clients) is a super user, so those runs skip ACL evaluation, while
+# `bench` is authorized by ACLs made with Kafka's kafka-acls
+# (kafka.admin.AclCommand): ALL on topics prefixed `tls-`, READ on every
+# group. The SASL_SSL ÷ SSL ratio is then the price of SASL plus ACLs.
 #
 # Rounds are interleaved as perf/compare.sh does: per round, for each
 # broker, PLAINTEXT then SSL (SSL first on even rounds), each case run
@@ -37,7 +47,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$REPO/target/release/shardlog" ROUNDS=3 DUR=10 CONS_MSGS=500000 ONLY="shardlog,kafka"
-CLIENTS="lg,rdk" OUT="" KEEP=0
+CLIENTS="lg,rdk" OUT="" KEEP=0 PROTOCOLS="PLAINTEXT,SSL"
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -46,15 +56,30 @@ while [ $# -gt 0 ]; do
     --consume-messages) CONS_MSGS="$2"; shift 2 ;;
     --only) ONLY="$2"; shift 2 ;;
     --clients) CLIENTS="$2"; shift 2 ;;
+    --protocols) PROTOCOLS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "tls_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 log() { echo "tls_cost.sh: $(date -u +%H:%M:%S) $*" >&2; }
 die() { log "$*"; exit 1; }
 [ -x "$BIN" ] || die "$BIN missing: cargo build --release (or --bin)"
+IFS=, read -r -a PROTOS <<<"$PROTOCOLS"
+SASL_SSL=0
+for pr in "${PROTOS[@]}"; do
+  case "$pr" in
+    PLAINTEXT|SSL) ;;
+    SASL_SSL) SASL_SSL=1 ;;
+    *) die "--protocols: $pr is not PLAINTEXT, SSL or SASL_SSL" ;;
+  esac
+done
+# SASL_SSL: both brokers' PLAIN user and Kafka's authorizer settings.
+SASL_USER=bench SASL_PASSWORD=bench-secret
+PLAIN_JAAS="org.apache.kafka.common.security.plain.PlainLoginModule required user_$SASL_USER=\"$SASL_PASSWORD\";"
+AUTHZ=(authorizer.class.name=kafka.security.authorizer.AclAuthorizer super.users=User:ANONYMOUS
+  allow.everyone.if.no.acl.found=false)
 [ -n "$OUT" ] || OUT="$REPO/results/tls-cost-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$OUT"
 RDK="" TMP_PROBE="$(mktemp)"
@@ -98,12 +123,21 @@ log "host: $(host_line); results in $OUT"
   echo "started_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null)"
   echo "host=$(host_line) at start"
-  printf '%s\n' "rounds=$ROUNDS" "duration=$DUR" "consume_messages=$CONS_MSGS" "clients=$CLIENTS"
+  printf '%s\n' "rounds=$ROUNDS" "duration=$DUR" "consume_messages=$CONS_MSGS" "clients=$CLIENTS" \
+    "protocols=$PROTOCOLS"
 } >"$OUT/run.env"
 if [[ ",$ONLY," == *",shardlog,"* ]]; then
   bash "$REPO/perf/tls_certs.sh" "$TMP/tls"
-  p="$(free_port)"; s="$(free_port)"
-  "$BIN" broker --override "listeners=PLAINTEXT://127.0.0.1:$p,SSL://127.0.0.1:$s" \
+  p="$(free_port)"; s="$(free_port)"; q=""
+  sasl_args=()
+  if [ "$SASL_SSL" = 1 ]; then
+    q="$(free_port)"
+    sasl_args=(--override listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN
+      --override "listener.name.sasl_ssl.plain.sasl.jaas.config=$PLAIN_JAAS")
+    for a in "${AUTHZ[@]}"; do sasl_args+=(--override "$a"); done
+  fi
+  "$BIN" broker --override "listeners=PLAINTEXT://127.0.0.1:$p,SSL://127.0.0.1:$s${q:+,SASL_SSL://127.0.0.1:$q}" \
+    "${sasl_args[@]}" \
     --override ssl.keystore.type=PEM --override "ssl.keystore.location=$TMP/tls/broker-keystore.pem" \
     --override "log.dirs=$TMP/shardlog-data" --override shardlog.shards=1 --override shardlog.cpus=0 \
     --override auto.create.topics.enable=true --override num.partitions=6 \
@@ -116,14 +150,21 @@ if [[ ",$ONLY," == *",shardlog,"* ]]; then
     kill -0 "$SL_PID" 2>/dev/null || { cat "$TMP/shardlog.log" >&2; SL_PID=""; die "shardlog did not start"; }
     sleep 0.1
   done
-  ADDR[shardlog,PLAINTEXT]="127.0.0.1:$p" ADDR[shardlog,SSL]="127.0.0.1:$s"
+  ADDR[shardlog,PLAINTEXT]="127.0.0.1:$p" ADDR[shardlog,SSL]="127.0.0.1:$s" ADDR[shardlog,SASL_SSL]="127.0.0.1:$q"
   CA[shardlog]="$TMP/tls/ca.pem" PID[shardlog]="$SL_PID"
   log "shardlog pid $SL_PID: PLAINTEXT 127.0.0.1:$p, SSL 127.0.0.1:$s"
 fi
 if [[ ",$ONLY," == *",kafka,"* ]]; then
-  line="$(bash "$REPO/perf/kafka_peer.sh" start --dir "$KAFKA_DIR" --cpus 0 --ssl)" || die "Kafka did not start"
+  peer_args=()
+  if [ "$SASL_SSL" = 1 ]; then
+    peer_args=(--sasl-ssl-plain "$SASL_USER:$SASL_PASSWORD")
+    for a in "${AUTHZ[@]}"; do peer_args+=(--set "$a"); done
+  fi
+  line="$(bash "$REPO/perf/kafka_peer.sh" start --dir "$KAFKA_DIR" --cpus 0 --ssl "${peer_args[@]}")" \
+    || die "Kafka did not start"
+  ADDR[kafka,SASL_SSL]="$(sed -n 's/.*\bsasl_ssl_bootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
   ADDR[kafka,PLAINTEXT]="$(sed -n 's/.*\bbootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
-  ADDR[kafka,SSL]="$(sed -n 's/.*ssl_bootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
+  ADDR[kafka,SSL]="$(sed -n 's/.*\bssl_bootstrap=\([^ ]*\).*/\1/p' <<<"$line")"
   CA[kafka]="$(sed -n 's/.* ca=\([^ ]*\).*/\1/p' <<<"$line")"
   PID[kafka]="$(sed -n 's/.* pid=\([0-9]*\).*/\1/p' <<<"$line")"
   log "Kafka: $line"
@@ -131,8 +172,20 @@ fi
 
 # ------------------------------------------------------------- clients
 # sec_lg BROKER PROTO / sec_rdk BROKER PROTO: the clients' security flags.
-sec_lg() { [ "$2" = SSL ] && echo "--security-protocol SSL --ssl-ca-location ${CA[$1]}" || true; }
-sec_rdk() { [ "$2" = SSL ] && echo "-X security.protocol=ssl -X ssl.ca.location=${CA[$1]}" || true; }
+sec_lg() {
+  case "$2" in
+    SSL) echo "--security-protocol SSL --ssl-ca-location ${CA[$1]}" ;;
+    SASL_SSL) echo "--security-protocol SASL_SSL --ssl-ca-location ${CA[$1]} --sasl-mechanism PLAIN" \
+      "--sasl-username $SASL_USER --sasl-password $SASL_PASSWORD" ;;
+  esac
+}
+sec_rdk() {
+  case "$2" in
+    SSL) echo "-X security.protocol=ssl -X ssl.ca.location=${CA[$1]}" ;;
+    SASL_SSL) echo "-X security.protocol=sasl_ssl -X ssl.ca.location=${CA[$1]} -X sasl.mechanism=PLAIN" \
+      "-X sasl.username=$SASL_USER -X sasl.password=$SASL_PASSWORD" ;;
+  esac
+}
 # LG / RDKC: the client command lines for BROKER PROTO (timed runs them).
 lg_cmd() {
   # shellcheck disable=SC2046,SC2207
@@ -219,14 +272,29 @@ one_protocol() { # ROUND BROKER PROTO
 brokers=()
 [[ ",$ONLY," == *",shardlog,"* ]] && brokers+=(shardlog)
 [[ ",$ONLY," == *",kafka,"* ]] && brokers+=(kafka)
+# SASL_SSL: bench's ACLs on each broker, made over PLAINTEXT (ANONYMOUS is
+# a super user) with Kafka's kafka-acls.
+if [ "$SASL_SSL" = 1 ]; then
+  JARS="$(bash "$REPO/tests/java/fetch_jars.sh" | tail -1)"
+  for b in "${brokers[@]}"; do
+    acl() {
+      java -cp "$JARS/*" kafka.admin.AclCommand --bootstrap-server "${ADDR[$b,PLAINTEXT]}" --add --force \
+        --allow-principal "User:$SASL_USER" "$@" >"$TMP/acls-$b.log" 2>&1 \
+        || die "kafka-acls on $b: $(tail -3 "$TMP/acls-$b.log")"
+    }
+    acl --operation All --topic tls- --resource-pattern-type prefixed
+    acl --operation Read --group '*'
+  done
+fi
 # Pre-create rdkafka_performance's topic with 6 partitions.
 for b in "${brokers[@]}"; do
   lg "$b" PLAINTEXT --topic tls-rdk --messages 10 --consumers 0 --acks 1 --out "$TMP/pre-$b" >"$TMP/pre-$b.log" 2>&1 \
     || die "pre-creating tls-rdk on $b: $(tail -3 "$TMP/pre-$b.log")"
 done
 for ((r = 1; r <= ROUNDS; r++)); do
-  order=(PLAINTEXT SSL)
-  [ $((r % 2)) = 0 ] && order=(SSL PLAINTEXT)
+  # The protocols in turn, starting one further each round.
+  order=()
+  for ((i = 0; i < ${#PROTOS[@]}; i++)); do order+=("${PROTOS[$(((i + r - 1) % ${#PROTOS[@]}))]}"); done
   for b in "${brokers[@]}"; do
     for pr in "${order[@]}"; do
       log "round $r: $b $pr"

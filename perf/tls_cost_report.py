@@ -152,6 +152,48 @@ for client in ("loadgen", "rdkafka_performance"):
     for case in ("produce", "consume"):
         goal(f"broker CPU s/GB over SSL, {case}: shardlog ÷ Kafka ≤ 0.5", client,
              ratio(k("shardlog", "SSL", case), k("kafka", "SSL", case), "cpu_gb"), lambda x: x <= 0.5)
+if any(k[1] == "SASL_SSL" for k in list(cell) + list(failed)):
+    print()
+    print("SASL_SSL (PLAIN, user `bench` authorized by prefixed ACLs under AclAuthorizer) against SSL "
+          "(User:ANONYMOUS, a super user) on the same broker; MB/s and broker CPU s/GB medians.")
+    print()
+    print("| case | client | shardlog SSL | shardlog SASL_SSL | shardlog SASL_SSL ÷ SSL | Kafka SSL | "
+          "Kafka SASL_SSL | Kafka SASL_SSL ÷ SSL | SASL_SSL: shardlog ÷ Kafka | "
+          "CPU s/GB shardlog SASL_SSL ÷ SSL | CPU s/GB SASL_SSL: shardlog ÷ Kafka |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for case, client in cases:
+        k = lambda b, p: (b, p, case, client)  # noqa: E731
+        print(f"| {label[case]} | {client} | {fmt(med(k('shardlog', 'SSL'), 'mb_per_sec'))} | "
+              f"{fmt(med(k('shardlog', 'SASL_SSL'), 'mb_per_sec'))} | "
+              f"{fmt_ratio(ratio(k('shardlog', 'SASL_SSL'), k('shardlog', 'SSL'), 'mb_per_sec'))} | "
+              f"{fmt(med(k('kafka', 'SSL'), 'mb_per_sec'))} | {fmt(med(k('kafka', 'SASL_SSL'), 'mb_per_sec'))} | "
+              f"{fmt_ratio(ratio(k('kafka', 'SASL_SSL'), k('kafka', 'SSL'), 'mb_per_sec'))} | "
+              f"{fmt_ratio(ratio(k('shardlog', 'SASL_SSL'), k('kafka', 'SASL_SSL'), 'mb_per_sec'))} | "
+              f"{fmt_ratio(ratio(k('shardlog', 'SASL_SSL'), k('shardlog', 'SSL'), 'cpu_gb'))} | "
+              f"{fmt_ratio(ratio(k('shardlog', 'SASL_SSL'), k('kafka', 'SASL_SSL'), 'cpu_gb'))} |")
+    print()
+    print("| case | client | busy shardlog SASL_SSL | busy Kafka SASL_SSL |")
+    print("|---|---|---|---|")
+    for case, client in cases:
+        k = lambda b, p: (b, p, case, client)  # noqa: E731
+        print(f"| {label[case]} | {client} | {busy(k('shardlog', 'SASL_SSL'))} | {busy(k('kafka', 'SASL_SSL'))} |")
+    print()
+    print("Goals (issue: Authentication and authorization):")
+    print()
+    print("| goal | client | figure | met |")
+    print("|---|---|---|---|")
+    for client in ("loadgen", "rdkafka_performance"):
+        k = lambda b, p, c: (b, p, c, client)  # noqa: E731
+        for case in ("produce", "consume"):
+            goal(f"shardlog {case} SASL_SSL + ACLs ÷ SSL ≥ 0.95 (authorization ≤ 5 %)", client,
+                 ratio(k("shardlog", "SASL_SSL", case), k("shardlog", "SSL", case), "mb_per_sec"),
+                 lambda x: x >= 0.95)
+        goal("shardlog SASL_SSL produce ÷ Kafka SASL_SSL produce ≥ 3", client,
+             ratio(k("shardlog", "SASL_SSL", "produce"), k("kafka", "SASL_SSL", "produce"), "mb_per_sec"),
+             lambda x: x >= 3)
+        goal("shardlog SASL_SSL consume ÷ Kafka SASL_SSL consume ≥ 2", client,
+             ratio(k("shardlog", "SASL_SSL", "consume"), k("kafka", "SASL_SSL", "consume"), "mb_per_sec"),
+             lambda x: x >= 2)
 if failed:
     print()
     print("Failed runs: " + "; ".join(f"{' '.join(k)} ×{n}" for k, n in sorted(failed.items())))

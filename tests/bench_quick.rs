@@ -245,6 +245,72 @@ fn check_curves(out: &Path, n: usize) -> Vec<String> {
     settings
 }
 
+/// The Produce time parts a run's broker side carries.
+const PARTS: [&str; 5] = [
+    "requestqueue",
+    "local",
+    "remote",
+    "responsequeue",
+    "responsesend",
+];
+
+/// Every fixed-rate point of results.json carries its broker side, scraped
+/// from all `brokers` metrics listeners bench started: produce requests
+/// timed, each part's p50/p99 no more than the total's (a part of a
+/// request never exceeds its total), the brokers' CPU; report.html shows
+/// it with no n/a. Returns the mean remote time (ms) per point, by setting.
+fn check_broker_side(out: &Path, brokers: u64) -> std::collections::BTreeMap<String, Vec<f64>> {
+    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("results.json parses");
+    let mut remote = std::collections::BTreeMap::new();
+    for c in v["curves"].as_array().expect("curves") {
+        let setting = c["setting"].as_str().unwrap_or("?").to_string();
+        for p in c["points"].as_array().expect("points") {
+            let b = &p["broker"];
+            assert_eq!(b["brokers"].as_u64(), Some(brokers), "{setting}: {b}");
+            assert_eq!(b["scraped"].as_u64(), Some(brokers), "{setting}: {b}");
+            assert!(
+                b["produce_requests"].as_u64().unwrap_or(0) > 0,
+                "{setting}: {b}"
+            );
+            assert!(
+                b["cpu_cores"].as_f64().unwrap_or(0.0) > 0.0,
+                "{setting}: {b}"
+            );
+            assert!(
+                b["purgatory_produce_mean"].as_f64().unwrap_or(-1.0) >= 0.0,
+                "{b}"
+            );
+            let split = &b["produce_ms"];
+            let total = &split["total"];
+            let (t50, t99) = (
+                total["p50_ms"].as_f64().unwrap(),
+                total["p99_ms"].as_f64().unwrap(),
+            );
+            assert!(0.0 < t50 && t50 <= t99, "{setting}: {split}");
+            for part in PARTS {
+                let x = &split[part];
+                let (p50, p99) = (x["p50_ms"].as_f64().unwrap(), x["p99_ms"].as_f64().unwrap());
+                assert!(
+                    (0.0..=t50 + 1e-9).contains(&p50) && (0.0..=t99 + 1e-9).contains(&p99),
+                    "{setting}: {part} {x} vs total {total}"
+                );
+            }
+            remote
+                .entry(setting.clone())
+                .or_insert_with(Vec::new)
+                .push(split["remote"]["mean_ms"].as_f64().unwrap());
+        }
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert!(html.contains("<table class=\"broker-side\">"));
+    assert!(
+        !html.contains("data-part=\"total\">n/a"),
+        "every run has its split"
+    );
+    remote
+}
+
 #[test]
 fn quick_bench_writes_a_curve_per_setting_with_corrected_percentiles() {
     let tmp = tempfile::tempdir().unwrap();
@@ -281,6 +347,7 @@ fn quick_bench_writes_a_curve_per_setting_with_corrected_percentiles() {
         assert!(rate > 0.0, "CSV run {} has zero throughput", r["label"]);
     }
     let settings = check_curves_json(&out);
+    check_broker_side(&out, 1);
 
     let svg = std::fs::read_to_string(out.join("latency.svg")).expect("latency.svg");
     check_curve_svg(&svg, &settings);
@@ -505,6 +572,11 @@ fn quick_bench_on_three_brokers_replicates_and_draws_acks_1_and_all_apart() {
         o.status
     );
     let settings = check_curves(&out, 2);
+    // acks=all's extra time is remote: parked for the followers; acks=1
+    // never parks a produce request.
+    let remote = check_broker_side(&out, 3);
+    assert!(remote["acks=1"].iter().all(|r| *r == 0.0), "{remote:?}");
+    assert!(remote["acks=all"].iter().all(|r| *r > 0.0), "{remote:?}");
     assert!(settings.iter().any(|s| s == "acks=1"), "{settings:?}");
     assert!(settings.iter().any(|s| s == "acks=all"), "{settings:?}");
     let svg = std::fs::read_to_string(out.join("latency.svg")).expect("latency.svg");

@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
+#[path = "differential_kafka/old_apis.rs"]
+mod old_apis;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -39,11 +41,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "create_topics.configs",
         "the created topic's configs (v5+): shardlog's topic config table has 33 keys, Kafka 3.9's 36 \
          (see describe_configs.message.format.version and describe_configs.remote.log.*)",
-    ),
-    (
-        "create_topics.error_message",
-        "on success shardlog answers error_message \"\" where Kafka sends null \
-         (server/handlers/create_topics.rs; clients treat both as no message)",
     ),
     (
         "create_topics_duplicate.configs",
@@ -578,9 +575,11 @@ fn shardlog_answers_as_kafka_3_9_does() {
     check_fetch(&mut p, &mut d, "fetch_unknown_partition", &unknown);
 
     check_describe_configs(&mut p, &mut d, "diff");
+    let old = old_apis::check_old_apis(&mut p);
 
     drop(p);
     broker.stop();
     drop(kafka);
     d.assert_only_known();
+    old_apis::assert_only_known(&old);
 }

@@ -668,6 +668,7 @@ fn transactional_perf_test_then_kafka_transactions_list_and_describe() {
     assert_eq!(lines[1][1], "tool-txn-id", "{describe}");
     assert_eq!(lines[1][2], row[2], "same producer id: {describe}");
     assert_eq!(lines[1][4], "CompleteCommit", "{describe}");
+    producers_hanging_and_features(&broker, &topic, row[2]);
     // read_committed: every record, and nothing past the LSO (= HW).
     let mut c = Conn::open(&broker);
     let mut spec = common::FetchSpec::new(&topic, 0, 0);
@@ -692,4 +693,87 @@ fn transactional_perf_test_then_kafka_transactions_list_and_describe() {
     }
     assert_eq!(read, 5000);
     broker.stop();
+}
+
+/// On the transactional test's broker: `kafka-transactions
+/// describe-producers` (DescribeProducers, KIP-664) lists the perf test's
+/// producer with its last sequence and no open transaction, `find-hanging`
+/// finds none; `kafka-features describe` (ApiVersions' feature tags) lists
+/// no feature, as against a Kafka 3.9 ZooKeeper-mode broker, and
+/// `kafka-features upgrade` is refused per feature as Kafka 3.9 refuses it.
+fn producers_hanging_and_features(broker: &Broker, topic: &str, producer_id: &str) {
+    let bootstrap = broker.bootstrap();
+    let command = "org.apache.kafka.tools.TransactionsCommand";
+    let producers = tool(
+        command,
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "describe-producers",
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+        ],
+    );
+    let rows: Vec<Vec<&str>> = producers
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        [
+            "ProducerId",
+            "ProducerEpoch",
+            "LatestCoordinatorEpoch",
+            "LastSequence",
+            "LastTimestamp",
+            "CurrentTransactionStartOffset"
+        ],
+        "{producers}"
+    );
+    assert_eq!(rows.len(), 2, "one producer: {producers}");
+    assert_eq!(rows[1][0], producer_id, "{producers}");
+    assert!(
+        rows[1][3].parse::<i32>().expect("last sequence") >= 0,
+        "{producers}"
+    );
+    assert_eq!(rows[1][5], "None", "no open transaction: {producers}");
+    let id = broker.broker_id.to_string();
+    let hanging = tool(
+        command,
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "find-hanging",
+            "--broker-id",
+            &id,
+        ],
+    );
+    assert_eq!(hanging.lines().count(), 1, "only the header: {hanging}");
+    assert!(
+        hanging.starts_with("Topic\tPartition\tProducerId"),
+        "{hanging}"
+    );
+    let features = "org.apache.kafka.tools.FeatureCommand";
+    let described = tool(features, &["--bootstrap-server", &bootstrap, "describe"]);
+    assert_eq!(described.trim(), "", "no supported or finalized feature");
+    let (code, refused) = tool_failing(
+        features,
+        &[
+            "--bootstrap-server",
+            &bootstrap,
+            "upgrade",
+            "--feature",
+            "group.version=1",
+        ],
+    );
+    assert_eq!(code, Some(1), "{refused}");
+    assert!(
+        refused.contains(
+            "Could not upgrade group.version to 1. Could not apply finalized feature \
+             update because the provided feature is not supported."
+        ),
+        "{refused}"
+    );
 }

@@ -40,11 +40,13 @@ fn pure_loadgen_modules_do_no_io_and_read_no_clock() {
     let expected = [
         "accumulator.rs",
         "args.rs",
+        "broker_metrics.rs",
         "curve.rs",
         "curve_report.rs",
         "omb.rs",
         "partitioner.rs",
         "report.rs",
+        "sasl_login.rs",
         "sweep.rs",
         "wire.rs",
     ];

@@ -17,6 +17,13 @@
 //! - `UnderReplicatedPartitions` goes above 0 while a follower is stopped
 //!   (SIGSTOP past `replica.lag.time.max.ms`) and back to 0 once it
 //!   returns, with `IsrShrinks`/`IsrExpands` counted;
+//! - shardlog's own series: the Produce time parts as cumulative
+//!   histograms (as many as Kafka's TotalTimeMs count; acks=all with RF 3
+//!   spends remote time), per-shard DMA write and fdatasync histograms
+//!   (the fdatasync count grows with a `flush.messages=1` topic's
+//!   appends), segment recycles, and a client id over a tiny
+//!   `producer_byte_rate` (kafka-configs) gets throttle time under its
+//!   `client_id` label;
 //! - bad input on the listener: 404 for another path, 405 for another
 //!   method, 431 for an oversized head.
 //!
@@ -32,10 +39,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::cluster::wait_for;
+use common::java::{kafka_tool, run_ok};
 use common::replica_cluster::scenario::{produce, settings};
 use common::replica_cluster::{HistoryProducer, ReplCluster, System};
-use common::venv_python_with;
 use common::zookeeper::free_port;
+use common::{run_py_script, venv_python_with};
 
 /// `replica.lag.time.max.ms`: a stopped follower leaves the ISR soon.
 const LAG_MS: u64 = 2_000;
@@ -307,6 +315,9 @@ fn prometheus_scrapes_kafkas_series_from_a_three_broker_cluster() {
     consumer_lag(&c, &prom, topic, produced);
     group_counts(&prom);
     zookeeper_and_executors(&prom);
+    request_histograms(&prom);
+    storage_series(&c, &prom);
+    quota_throttles(&c, &prom);
     under_replicated(&mut c, &prom, topic);
     strimzi_dashboard(&prom);
     controller_stats(&mut c, &prom);
@@ -610,4 +621,133 @@ fn under_replicated(c: &mut ReplCluster, prom: &Prometheus, topic: &str) {
         "sum(kafka_server_replicamanager_isrexpands_total)",
         |v| v > 0.0,
     );
+}
+
+/// The Produce time split as cumulative histograms: every part of every
+/// Produce request counted (as many as Kafka's TotalTimeMs count),
+/// with a `shard`-free `request`/`part`/`le` label set, and acks=all at
+/// RF 3 waited for followers (remote time > 0).
+fn request_histograms(prom: &Prometheus) {
+    let h = "shardlog_request_time_seconds";
+    let parts = prom.query(&format!("{h}_count{{request=\"Produce\"}}"));
+    let names: std::collections::BTreeSet<&str> = parts
+        .iter()
+        .filter_map(|(m, _)| m["part"].as_str())
+        .collect();
+    for part in [
+        "total",
+        "requestqueue",
+        "local",
+        "remote",
+        "responsequeue",
+        "responsesend",
+    ] {
+        assert!(names.contains(part), "{part} in {names:?}");
+    }
+    wait_for(30, "histogram count = TotalTimeMs count", || {
+        let ours = prom.value(&format!(
+            "sum({h}_count{{request=\"Produce\",part=\"total\"}})"
+        ))?;
+        let kafka = prom.value(
+            "sum(kafka_network_requestmetrics_totaltimems_count_total{request=\"Produce\"})",
+        )?;
+        (ours == kafka && ours > 0.0).then_some(())
+    });
+    let inf = prom.query(&format!(
+        "{h}_bucket{{request=\"Produce\",part=\"total\",le=\"+Inf\"}}"
+    ));
+    assert_eq!(inf.len(), 3, "one +Inf bucket per broker: {inf:?}");
+    let remote = prom
+        .value(&format!(
+            "sum({h}_sum{{request=\"Produce\",part=\"remote\"}})"
+        ))
+        .unwrap_or(0.0);
+    assert!(remote > 0.0, "acks=all waited for followers: {remote}");
+    assert!(!prom
+        .query(&format!(
+            "{h}_count{{request=\"FetchFollower\",part=\"remote\"}}"
+        ))
+        .is_empty());
+}
+
+/// Per-shard storage series: DMA writes timed, fdatasyncs timed (their
+/// count grows while a `flush.messages=1` topic takes records), segment
+/// recycles exported.
+fn storage_series(c: &ReplCluster, prom: &Prometheus) {
+    let shards = prom.query("shardlog_storage_dma_write_seconds_count");
+    assert!(
+        shards.len() >= 3 && shards.iter().all(|(m, _)| m["shard"].is_string()),
+        "{shards:?}"
+    );
+    assert!(
+        prom.value("sum(shardlog_storage_dma_write_seconds_count)")
+            .unwrap_or(0.0)
+            > 0.0
+    );
+    assert_eq!(
+        prom.query("shardlog_storage_segment_recycles_total").len(),
+        shards.len()
+    );
+    let fsyncs = "sum(shardlog_storage_fsync_seconds_count)";
+    let before = prom.wait_value(30, fsyncs, |_| true);
+    let topic = "flushed";
+    c.create_topic(topic, 1, 3, &["flush.messages=1"]);
+    let (r, _) = produce(c, topic, 0, "f", 20, &["--acks=all"]);
+    assert_eq!(r["acked"], 20, "{r}");
+    let after = prom.wait_value(30, fsyncs, |v| v > before);
+    assert!(
+        !prom
+            .query("shardlog_storage_fsync_seconds_bucket{le=\"+Inf\"} > 0")
+            .is_empty(),
+        "fsyncs {before} -> {after}"
+    );
+}
+
+/// A client id over a tiny `producer_byte_rate` (set by Kafka 3.9's
+/// kafka-configs) is throttled, and its throttle time is exported under
+/// its client id (the quota names no user: no `user` label).
+fn quota_throttles(c: &ReplCluster, prom: &Prometheus) {
+    let client = "tiny-quota";
+    let mut cmd = kafka_tool("kafka.admin.ConfigCommand");
+    cmd.args(["--bootstrap-server", &c.bootstrap()]).args([
+        "--alter",
+        "--add-config",
+        "producer_byte_rate=20000",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        client,
+    ]);
+    run_ok(&mut cmd, "kafka-configs");
+    let topic = "quota-held";
+    c.create_topic(topic, 1, 1, &[]);
+    let r = run_py_script(
+        &["confluent_kafka"],
+        "quota_producer.py",
+        &[
+            c.bootstrap(),
+            topic.into(),
+            client.into(),
+            "3".into(),
+            "1024".into(),
+        ],
+    );
+    assert!(r["throttle_events"].as_u64().unwrap_or(0) > 0, "{r}");
+    let q = format!(
+        "shardlog_quota_throttle_time_seconds_total{{quota=\"Produce\",client_id=\"{client}\"}}"
+    );
+    let series = wait_for(30, "the client's throttle time", || {
+        Some(prom.query(&q)).filter(|s| s.len() == 1 && s[0].1 > 0.0)
+    });
+    assert!(series[0].0.get("user").is_none(), "{series:?}");
+    assert!(
+        prom.value(&format!(
+            "sum(shardlog_quota_throttled_responses_total{{client_id=\"{client}\"}})"
+        ))
+        .unwrap_or(0.0)
+            > 0.0
+    );
+    assert!(prom
+        .query("shardlog_quota_throttle_time_seconds_total{client_id!=\"tiny-quota\"}")
+        .is_empty());
 }

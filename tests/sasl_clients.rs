@@ -24,6 +24,12 @@
 //! through the controller's channel and followers replicate, every one of
 //! those connections logged in; and a mixed cluster with Kafka 3.9 on
 //! SASL_SSL + SCRAM-SHA-512 sharing SCRAM users and ACLs both ways.
+//!
+//! And two shardlog brokers with OAUTHBEARER between them (Kafka's
+//! unsecured login options, 6 s tokens): acks=all records over ~10 s,
+//! longer than a token, are all read back, and no broker connection is
+//! closed for an expired session (the token is refreshed and the sessions
+//! re-authenticated, KIP-368).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
@@ -38,8 +44,8 @@ use std::collections::BTreeMap;
 
 use common::java::{kafka_tool, program, run_ok};
 use common::replica_cluster::listeners::Listeners;
-use common::replica_cluster::scenario::probe_replication;
-use common::replica_cluster::{ReplCluster, System};
+use common::replica_cluster::scenario::{probe_replication, produce};
+use common::replica_cluster::{assert_history_ok, check, drain, ReplCluster, System};
 use common::tls::{Store, Tls, PASSWORD};
 use common::zookeeper::free_port;
 use common::{kcat_produce_and_read, request_frame, run_py_script, unique_topic, Broker};
@@ -263,9 +269,97 @@ fn kafkajs_round_trip(b: &SaslBroker, ssl: bool, mechanism: &str, user: &str, pw
     assert_eq!(r["values"], json!(want), "kafkajs with {mechanism}: {r}");
 }
 
-/// kcat and kafkajs with SCRAM-SHA-512 over SASL_SSL (bob) and PLAIN over
-/// SASL_PLAINTEXT (alice); kafkajs with a wrong password is refused.
+/// `shardlog loadgen` over SASL: `--messages` produced, then read back
+/// with `--consume-only` (whose fetch connections log in too); the
+/// results' counts are checked. Returns loadgen's stderr when `ok` is
+/// false (the run must fail).
+fn loadgen_sasl(
+    b: &SaslBroker,
+    ssl: bool,
+    mechanism: &str,
+    user: &str,
+    pw: &str,
+    ok: bool,
+) -> String {
+    let topic = unique_topic("sasl-loadgen");
+    let out_dir = tempfile::tempdir().unwrap();
+    let ca = b.tls.ca_pem().display().to_string();
+    let mut base: Vec<String> = vec![
+        "loadgen".into(),
+        "--bootstrap".into(),
+        if ssl {
+            b.sasl_ssl.clone()
+        } else {
+            b.sasl_plaintext.clone()
+        },
+        "--security-protocol".into(),
+        if ssl { "SASL_SSL" } else { "SASL_PLAINTEXT" }.into(),
+        "--sasl-mechanism".into(),
+        mechanism.into(),
+        "--sasl-username".into(),
+        user.into(),
+        "--sasl-password".into(),
+        pw.into(),
+        "--topic".into(),
+        topic,
+        "--partitions".into(),
+        "2".into(),
+    ];
+    if ssl {
+        base.extend(["--ssl-ca-location".into(), ca]);
+    }
+    let run = |extra: &[&str], dir: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_shardlog"))
+            .args(&base)
+            .args(extra)
+            .args(["--out", &out_dir.path().join(dir).display().to_string()])
+            .output()
+            .unwrap()
+    };
+    let produced = run(
+        &["--messages", "2000", "--consumers", "0", "--warmup", "0s"],
+        "p",
+    );
+    let stderr = String::from_utf8_lossy(&produced.stderr).to_string();
+    if !ok {
+        assert!(
+            !produced.status.success(),
+            "loadgen as {user} with a wrong password succeeded"
+        );
+        return stderr;
+    }
+    assert!(
+        produced.status.success(),
+        "loadgen produce with {mechanism}: {stderr}"
+    );
+    let consumed = run(&["--consume-only", "--consumers", "1"], "c");
+    let cerr = String::from_utf8_lossy(&consumed.stderr);
+    assert!(
+        consumed.status.success(),
+        "loadgen consume with {mechanism}: {cerr}"
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.path().join("c/consume.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        json["records"], 2000,
+        "loadgen read back over {mechanism}: {json}"
+    );
+    stderr
+}
+
+/// kcat, kafkajs and loadgen with SCRAM-SHA-512 over SASL_SSL (bob) and
+/// PLAIN over SASL_PLAINTEXT (alice); kafkajs and loadgen with a wrong
+/// password are refused.
 fn kcat_and_kafkajs(b: &SaslBroker) {
+    loadgen_sasl(b, true, "SCRAM-SHA-512", "bob", "bob-secret", true);
+    loadgen_sasl(b, false, "PLAIN", "alice", "alice-secret", true);
+    let refused = loadgen_sasl(b, true, "SCRAM-SHA-512", "bob", "not-bobs", false);
+    assert!(
+        refused.contains("SASL"),
+        "loadgen names the SASL failure: {refused}"
+    );
     kcat_round_trip(b, true, "SCRAM-SHA-512", "bob", "bob-secret");
     kcat_round_trip(b, false, "PLAIN", "alice", "alice-secret");
     kafkajs_round_trip(b, true, "scram-sha-512", "bob", "bob-secret");
@@ -693,4 +787,59 @@ fn mixed_kafka_and_shardlog_share_scram_users_and_acls_over_sasl_ssl() {
     }
 
     assert_read_back(&c, &rounds);
+}
+
+/// Two shardlog brokers whose inter-broker listener is SASL_PLAINTEXT with
+/// OAUTHBEARER: the controller's channel and the follower log in with the
+/// broker's unsecured token (6 s), refresh it and re-authenticate their
+/// connections before each session ends.
+#[test]
+fn brokers_replicate_with_oauthbearer_between_them() {
+    let jaas = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
+                unsecuredLoginStringClaim_sub=\"broker\" unsecuredLoginLifetimeSeconds=\"6\";";
+    let ports: BTreeMap<i32, u16> = (1..=2).map(|id| (id, free_port())).collect();
+    let c = ReplCluster::start_with_listeners(
+        &[System::Shardlog; 2],
+        &["offsets.topic.num.partitions=2"],
+        &|id| Listeners {
+            client: ("PLAINTEXT".into(), "PLAINTEXT".into()),
+            internal: Some(("INTERNAL".into(), "SASL_PLAINTEXT".into(), ports[&id])),
+            settings: vec![
+                "listener.name.internal.sasl.enabled.mechanisms=OAUTHBEARER".into(),
+                format!("listener.name.internal.oauthbearer.sasl.jaas.config={jaas}"),
+                "sasl.mechanism.inter.broker.protocol=OAUTHBEARER".into(),
+            ],
+        },
+    );
+    let topic = "oauth-between-brokers";
+    c.create_topic(topic, 1, 2, &["min.insync.replicas=2"]);
+    let (r, acked) = produce(
+        &c,
+        topic,
+        0,
+        "oauth",
+        300,
+        &[
+            "--acks=all",
+            "--idempotence=1",
+            "--rate=30",
+            "--timeout-ms=60000",
+        ],
+    );
+    assert_eq!(
+        r["acked"], 300,
+        "acks=all over OAUTHBEARER replication: {r}"
+    );
+    let read = drain(&c.bootstrap(), topic, 1, c.dir.path());
+    let h = check(&acked, &read);
+    assert_history_ok(c.system, "acks=all, OAUTHBEARER between brokers", &h);
+    for n in &c.nodes {
+        let out = n.output_tail();
+        assert!(
+            !out.contains("Disconnecting expired channel")
+                && !out.contains("SASL re-authentication to"),
+            "broker {}: every session was renewed in time:\n{out}",
+            n.id
+        );
+    }
 }

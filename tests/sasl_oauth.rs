@@ -8,7 +8,11 @@
 //!   a JWKS file holding an RSA key made by `openssl` at test time, an
 //!   expected audience and issuer;
 //! - JWKSHTTP (SASL_PLAINTEXT), the same validator with its JWKS fetched
-//!   from `python3 -m http.server` and re-read every 300 ms.
+//!   from `python3 -m http.server` and re-read every 300 ms;
+//! - JWKSHTTPS (SASL_PLAINTEXT), the same over https: Python's
+//!   `http.server` in an `ssl` context with a certificate of a CA made by
+//!   `openssl` at test time, trusted through the `ssl.truststore.*`
+//!   options of the listener's JAAS entry (Kafka's `JaasOptionsUtils`).
 //!
 //! Checks:
 //! - the Java client with an unsecured token (`unsecuredLoginStringClaim_sub`)
@@ -22,6 +26,11 @@
 //!   produce and read back over the JWKS listener;
 //! - over JWKSHTTP a token of a key added to the served JWKS is accepted
 //!   once a refresh fetched it, and the removed key's token refused;
+//! - over JWKSHTTPS the Java client with a signed token produces and reads
+//!   back, a token of a key the JWKS lacks is refused; once the https
+//!   server is gone the refresh failure is logged and the last keys kept;
+//!   a broker whose https JWKS endpoint is not trusted does not start
+//!   (Kafka's `RefreshingHttpsJwks.init` fails the configure);
 //! - tokens signed by another key, expired, for another audience, and an
 //!   unsecured (`alg: none`) token on the JWKS listener are answered with
 //!   the challenge `{"status":"invalid_token"}`, then, after the client's
@@ -33,6 +42,7 @@
 //!   re-authenticating as another principal is refused with Kafka's
 //!   message, and after the session's 1.5 s a Metadata request closes
 //!   the connection without an answer ("Disconnecting expired channel").
+
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
@@ -175,6 +185,83 @@ impl HttpServer {
     }
 }
 
+impl HttpServer {
+    /// Python's `http.server` over TLS with `cert` / `key` (PEM).
+    fn start_https(dir: &Path, cert: &Path, key: &Path) -> HttpServer {
+        let port = free_port();
+        let script = "import http.server, ssl, sys, os\n\
+                      os.chdir(sys.argv[1])\n\
+                      srv = http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[2])), \
+                      http.server.SimpleHTTPRequestHandler)\n\
+                      ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n\
+                      ctx.load_cert_chain(sys.argv[3], sys.argv[4])\n\
+                      srv.socket = ctx.wrap_socket(srv.socket, server_side=True)\n\
+                      srv.serve_forever()\n";
+        let child = Command::new("python3")
+            .args(["-c", script])
+            .arg(dir)
+            .arg(port.to_string())
+            .arg(cert)
+            .arg(key)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 https server");
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return HttpServer { child, port };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the https server did not listen on {port}");
+    }
+}
+
+/// A CA and a certificate for 127.0.0.1 signed by it (EC P-256, openssl):
+/// `(ca.pem, cert.pem, key.pem)`.
+fn https_keys(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509", "-days", "2", "-subj", "/CN=test-idp-ca"];
+    ca.extend(ec);
+    ca.extend(["-keyout", "ca.key", "-out", "ca.pem"]);
+    openssl(dir, &ca);
+    let mut csr = vec!["req", "-subj", "/CN=127.0.0.1"];
+    csr.extend(ec);
+    csr.extend(["-keyout", "idp.key", "-out", "idp.csr"]);
+    openssl(dir, &csr);
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "idp.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+            "-out",
+            "idp.pem",
+        ],
+    );
+    (dir.join("ca.pem"), dir.join("idp.pem"), dir.join("idp.key"))
+}
+
 impl Drop for HttpServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -185,6 +272,8 @@ impl Drop for HttpServer {
 struct OAuthBroker {
     broker: Broker,
     http: HttpServer,
+    https: Option<HttpServer>,
+    jwks_https: String,
     served: PathBuf,
     jwks_http: String,
     dir: tempfile::TempDir,
@@ -208,14 +297,22 @@ fn start() -> OAuthBroker {
     )
     .unwrap();
     let http = HttpServer::start(&served);
-    let (p0, p1, p2, p3) = (free_port(), free_port(), free_port(), free_port());
+    let (ca, cert, cert_key) = https_keys(dir.path());
+    let https = HttpServer::start_https(dir.path(), &cert, &cert_key);
+    let (p0, p1, p2, p3, p4) = (
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+        free_port(),
+    );
     let settings = [
         format!(
             "listeners=PLAINTEXT://127.0.0.1:{p0},OAUTH://127.0.0.1:{p1},JWKS://127.0.0.1:{p2},\
-             JWKSHTTP://127.0.0.1:{p3}"
+             JWKSHTTP://127.0.0.1:{p3},JWKSHTTPS://127.0.0.1:{p4}"
         ),
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OAUTH:SASL_PLAINTEXT,\
-         JWKS:SASL_PLAINTEXT,JWKSHTTP:SASL_PLAINTEXT"
+         JWKS:SASL_PLAINTEXT,JWKSHTTP:SASL_PLAINTEXT,JWKSHTTPS:SASL_PLAINTEXT"
             .into(),
         "inter.broker.listener.name=PLAINTEXT".into(),
         "offsets.topic.replication.factor=1".into(),
@@ -246,6 +343,22 @@ fn start() -> OAuthBroker {
         ),
         // Re-read every 300 ms: the rotation below is seen quickly.
         "listener.name.jwkshttp.sasl.oauthbearer.jwks.endpoint.refresh.ms=300".into(),
+        // The https JWKS (the test's folder, jwks.json holds k1), trusted
+        // through the JAAS entry's ssl.* options.
+        format!(
+            "listener.name.jwkshttps.oauthbearer.sasl.jaas.config={LOGIN} required \
+             ssl.truststore.type=\"PEM\" ssl.truststore.location=\"{}\";",
+            ca.display()
+        ),
+        "listener.name.jwkshttps.oauthbearer.sasl.server.callback.handler.class=\
+         org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+            .into(),
+        format!(
+            "listener.name.jwkshttps.sasl.oauthbearer.jwks.endpoint.url=https://127.0.0.1:{}/jwks.json",
+            https.port
+        ),
+        "listener.name.jwkshttps.sasl.oauthbearer.jwks.endpoint.refresh.ms=300".into(),
+        "listener.name.jwkshttps.sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms=300".into(),
     ];
     let refs: Vec<&str> = settings.iter().map(String::as_str).collect();
     // Re-authentications are logged at info by server::sasl_conn.
@@ -260,7 +373,9 @@ fn start() -> OAuthBroker {
         unsecured: format!("127.0.0.1:{p1}"),
         jwks: format!("127.0.0.1:{p2}"),
         jwks_http: format!("127.0.0.1:{p3}"),
+        jwks_https: format!("127.0.0.1:{p4}"),
         http,
+        https: Some(https),
         served,
         key,
     }
@@ -400,6 +515,8 @@ fn oauthbearer_unsecured_and_jwks_logins_reauthentication_and_principals() {
     assert_eq!(r["values"].as_array().map(Vec::len), Some(20), "{r}");
 
     jwks_over_http_and_its_rotation(&b, &good, exp);
+    let mut b = b;
+    jwks_over_https(&mut b, &good, exp);
 
     bad_tokens_are_refused(&b, &good, exp);
     // (log_lines hands over the lines logged since the last call.)
@@ -437,6 +554,108 @@ fn jwks_over_http_and_its_rotation(b: &OAuthBroker, good: &str, exp: i64) {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(raw_login(&b.jwks_http, good).0, 58, "k1 left the JWKS");
+}
+
+/// Over JWKSHTTPS: the Java client with a signed token, a token of an
+/// unknown key refused; with the https server gone the refresh failure is
+/// logged and the last keys kept; an untrusted endpoint stops a start.
+fn jwks_over_https(b: &mut OAuthBroker, good: &str, exp: i64) {
+    let props = b.java_token_file("good-https", good);
+    let r = java_roundtrip(&b.jwks_https, &props, 5, &[])
+        .unwrap_or_else(|e| panic!("JWT alice over the https JWKS: {e}"));
+    assert_round_trip(&r, 5, "Java client, JWKS fetched over https");
+    let stranger = rsa_key(b.dir.path(), "k3");
+    let token = jwt(
+        b.dir.path(),
+        &stranger,
+        "k3",
+        &claims("alice", "kafka", exp),
+    );
+    assert_eq!(
+        raw_login(&b.jwks_https, &token).0,
+        58,
+        "k3 is not in the JWKS"
+    );
+    drop(b.https.take());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut lines = Vec::new();
+    while !lines
+        .iter()
+        .any(|l: &String| l.contains("JWKS refresh failed") && l.contains("JWKSHTTPS"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failed https refresh is logged:\n{}",
+            lines.join("\n")
+        );
+        lines.extend(b.broker.log_lines());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        raw_login(&b.jwks_https, good).0,
+        0,
+        "the last keys are kept"
+    );
+    // Not trusted (no truststore option: the system's CAs): no start.
+    let url = "listener.name.jwkshttps.sasl.oauthbearer.jwks.endpoint.url";
+    let https = HttpServer::start_https(
+        b.dir.path(),
+        &b.dir.path().join("idp.pem"),
+        &b.dir.path().join("idp.key"),
+    );
+    let port = free_port();
+    let err = refused_start(&[
+        &format!("listeners=JWKSHTTPS://127.0.0.1:{port}"),
+        "listener.security.protocol.map=JWKSHTTPS:SASL_PLAINTEXT",
+        "inter.broker.listener.name=JWKSHTTPS",
+        "sasl.enabled.mechanisms=OAUTHBEARER",
+        "sasl.mechanism.inter.broker.protocol=OAUTHBEARER",
+        &format!(
+            "listener.name.jwkshttps.oauthbearer.sasl.jaas.config={LOGIN} required \
+             unsecuredLoginStringClaim_sub=\"broker\";"
+        ),
+        "listener.name.jwkshttps.oauthbearer.sasl.server.callback.handler.class=\
+         org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        &format!("{url}=https://127.0.0.1:{}/jwks.json", https.port),
+    ]);
+    assert!(
+        err.contains(url.trim_start_matches("listener.name.jwkshttps."))
+            && (err.contains("certificate") || err.contains("truststore")),
+        "an untrusted https JWKS stops the start: {err}"
+    );
+}
+
+/// Start a broker with `settings`; it must exit non-zero. Its stderr.
+fn refused_start(settings: &[&str]) -> String {
+    let dir = new_log_dir();
+    let mut cmd = Command::new(common::broker::broker_bin());
+    cmd.arg("broker");
+    let log_dirs = format!("log.dirs={}", dir.path().display());
+    for s in ["shardlog.shards=1", "broker.id=0", log_dirs.as_str()]
+        .iter()
+        .chain(settings)
+    {
+        cmd.args(["--override", s]);
+    }
+    let mut child = cmd
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn shardlog");
+    let deadline = std::time::Instant::now() + common::broker::STARTUP_LIMIT;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the broker started with {settings:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{settings:?}: {stderr}");
+    stderr
 }
 
 /// Bad tokens on the JWKS listener: the JSON error, then

@@ -398,7 +398,8 @@ fn a_rolled_segment_reads_its_tail_from_memory_until_the_background_close_wrote_
             .await
             .unwrap();
         let buffers = shardlog::storage::buffer_pool::BufferPool::shared();
-        seg.activate(&config, &buffers).await.unwrap();
+        let timings = shardlog::storage::io_timings::IoTimings::shared();
+        seg.activate(&config, &buffers, &timings).await.unwrap();
         // 40 pages: full buffers in flight or written, a partial one filling.
         let mut want = Vec::new();
         for i in 0..40u64 {

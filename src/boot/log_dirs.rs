@@ -35,7 +35,38 @@ pub fn open(config: &ServerConfig) -> anyhow::Result<Arc<LogDirs>> {
         std::fs::create_dir_all(&d).with_context(|| format!("creating log dir {}", d.display()))?;
         dirs.push(d);
     }
+    finish_log_dir_moves(&dirs);
     Ok(Arc::new(LogDirs::new(dirs)))
+}
+
+/// Before any log opens: complete the swap of a log-dir move a crash
+/// interrupted, and remove replaced logs (`-delete` folders), as Kafka's
+/// `LogManager.loadLogs` does with them (`replication::log_dir_move`).
+/// A dir that cannot be listed is left to the log opens to report.
+fn finish_log_dir_moves(dirs: &[PathBuf]) {
+    use crate::replication::log_dir_move::{startup_actions, StartupAction};
+    let mut entries = Vec::new();
+    for (i, d) in dirs.iter().enumerate() {
+        let Ok(list) = std::fs::read_dir(d) else {
+            continue;
+        };
+        for e in list.flatten() {
+            entries.push((i, e.file_name().to_string_lossy().into_owned()));
+        }
+    }
+    for action in startup_actions(&entries) {
+        let done = match &action {
+            StartupAction::CompleteSwap { dir, from, to } => {
+                tracing::info!(dir = %dirs[*dir].display(), from, to, "completing an interrupted log dir move");
+                std::fs::rename(dirs[*dir].join(from), dirs[*dir].join(to))
+                    .and_then(|()| std::fs::File::open(&dirs[*dir])?.sync_all())
+            }
+            StartupAction::Remove { dir, name } => std::fs::remove_dir_all(dirs[*dir].join(name)),
+        };
+        if let Err(e) = done {
+            tracing::warn!(?action, error = %e, "log dir move clean-up at start failed");
+        }
+    }
 }
 
 /// Embedded mode: the identity read from (or written to) the first dir is

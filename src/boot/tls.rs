@@ -50,14 +50,31 @@ pub fn broker_tls(config: &ServerConfig) -> anyhow::Result<BrokerTls> {
         ))
     };
     let link = |name: &str| -> anyhow::Result<BrokerLink> {
+        let sasl = crate::config::sasl::broker_client(config, name)?.map(Arc::new);
+        // OAUTHBEARER: log in now (a failure stops the start) and keep
+        // the token fresh.
+        let oauth = match sasl.as_ref().and_then(|s| s.oauth.as_ref()) {
+            Some(login) => Some(
+                crate::io::broker_stream::oauth_token::start(name, login)
+                    .map_err(anyhow::Error::msg)?,
+            ),
+            None => None,
+        };
         Ok(BrokerLink {
             tls: client(name)?,
-            sasl: crate::config::sasl::broker_client(config, name)?.map(Arc::new),
+            sasl,
+            oauth,
         })
     };
+    let inter_broker = link(config.inter_broker_listener())?;
+    let control_plane = if config.controller_listener() == config.inter_broker_listener() {
+        inter_broker.clone()
+    } else {
+        link(config.controller_listener())?
+    };
     Ok(BrokerTls {
-        inter_broker: link(config.inter_broker_listener())?,
-        control_plane: link(config.controller_listener())?,
+        inter_broker,
+        control_plane,
     })
 }
 

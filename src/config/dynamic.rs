@@ -41,7 +41,7 @@ pub const LEADER_REPLICATION_THROTTLED_RATE: &str = "leader.replication.throttle
 /// `DynamicConfig.Broker.FollowerReplicationThrottledRateProp`.
 pub const FOLLOWER_REPLICATION_THROTTLED_RATE: &str = "follower.replication.throttled.rate";
 /// `DynamicConfig.Broker.ReplicaAlterLogDirsIoMaxBytesPerSecondProp`:
-/// stored and shown; shardlog has one log dir per broker, nothing to move.
+/// the bound of log-dir moves' copying (`replication::quota`).
 pub const REPLICA_ALTER_LOG_DIRS_IO_MAX: &str = "replica.alter.log.dirs.io.max.bytes.per.second";
 
 /// The entity name of the cluster-wide default (`ZooKeeperInternals.DEFAULT_STRING`).

@@ -19,8 +19,10 @@ use super::{ConfigError, SecurityProtocol, ServerConfig};
 
 pub mod jaas;
 pub mod oauth;
+pub mod oauth_login;
 
 use oauth::{OAuthValidator, OAUTHBEARER_LOGIN_MODULE};
+use oauth_login::OAuthLogin;
 
 /// `sasl.server.max.receive.size` default (`BrokerSecurityConfigs`): the
 /// largest request read before authentication.
@@ -131,6 +133,72 @@ pub fn split(key: &str) -> (Option<&str>, Option<&str>, &str) {
     }
 }
 
+/// The OAUTHBEARER, Java-class and Kerberos keys of [`check_keys`]:
+/// `Some(Ok)` applied, `Some(Err(reason))` refused, `None` not one of them.
+fn check_class_and_oauth_key(
+    listener: Option<&str>,
+    mech: Option<&str>,
+    base: &str,
+    value: &str,
+) -> Option<Result<(), String>> {
+    let oauth_mech = mech.is_some_and(|m| m.eq_ignore_ascii_case("OAUTHBEARER"));
+    if base == "sasl.server.callback.handler.class" && oauth_mech && listener.is_some() {
+        // KIP-768: Kafka's own validators are built in.
+        if oauth::known_validator_class(value) {
+            return Some(Ok(()));
+        }
+        return Some(Err(
+            "a Java class cannot be loaded into shardlog; OAUTHBEARER serves Kafka's \
+             OAuthBearerValidatorCallbackHandler and the default unsecured validator"
+                .into(),
+        ));
+    }
+    if base == "sasl.login.callback.handler.class" && oauth_mech && listener.is_some() {
+        // KIP-768: Kafka's own login handlers are built in.
+        if oauth_login::known_login_handler(value) {
+            return Some(Ok(()));
+        }
+        return Some(Err(
+            "a Java class cannot be loaded into shardlog; the broker's OAUTHBEARER login \
+             serves Kafka's OAuthBearerLoginCallbackHandler and the default unsecured one"
+                .into(),
+        ));
+    }
+    if JAVA_CLASS_KEYS.contains(&base) {
+        return Some(Err(
+            "a Java class cannot be loaded into shardlog; its PLAIN and SCRAM servers \
+             are built in (Kafka's default callback handlers)"
+                .into(),
+        ));
+    }
+    if base.starts_with("sasl.kerberos.") {
+        return Some(Err("GSSAPI (Kerberos) is not supported by shardlog".into()));
+    }
+    let login_key = oauth_login::LOGIN_KEYS.contains(&base)
+        && (mech.is_none() || (oauth_mech && !oauth_login::REFRESH_KEYS.contains(&base)));
+    if base.starts_with("sasl.oauthbearer.") {
+        if (mech.is_none() || oauth_mech) && oauth::SERVER_KEYS.contains(&base) || login_key {
+            return Some(Ok(()));
+        }
+        return Some(Err(
+            "not a key of the broker's OAUTHBEARER validator or of its OAUTHBEARER login \
+             (Kafka 3.9's SaslConfigs, with this prefix)"
+                .into(),
+        ));
+    }
+    if base.starts_with("sasl.login.") {
+        if login_key {
+            return Some(Ok(()));
+        }
+        return Some(Err(
+            "not a sasl.login.* key of the broker's OAUTHBEARER login (the refresh keys \
+             take no mechanism prefix)"
+                .into(),
+        ));
+    }
+    None
+}
+
 /// Every SASL key must be one shardlog applies with the value given; any
 /// other stops the start naming it.
 pub fn check_keys(keys: &BTreeMap<String, String>) -> Result<(), ConfigError> {
@@ -159,47 +227,10 @@ pub fn check_keys(keys: &BTreeMap<String, String>) -> Result<(), ConfigError> {
                 )));
             }
         }
-        let oauth_mech = mech.is_some_and(|m| m.eq_ignore_ascii_case("OAUTHBEARER"));
-        if base == "sasl.server.callback.handler.class" && oauth_mech && listener.is_some() {
-            // KIP-768: Kafka's own validators are built in.
-            if oauth::known_validator_class(value) {
-                continue;
-            }
-            return Err(refuse(
-                "a Java class cannot be loaded into shardlog; OAUTHBEARER serves Kafka's \
-                 OAuthBearerValidatorCallbackHandler and the default unsecured validator"
-                    .into(),
-            ));
-        }
-        if JAVA_CLASS_KEYS.contains(&base) {
-            return Err(refuse(
-                "a Java class cannot be loaded into shardlog; its PLAIN and SCRAM servers \
-                 are built in (Kafka's default callback handlers)"
-                    .into(),
-            ));
-        }
-        if base.starts_with("sasl.kerberos.") {
-            return Err(refuse(
-                "GSSAPI (Kerberos) is not supported by shardlog".into(),
-            ));
-        }
-        if base.starts_with("sasl.oauthbearer.") {
-            if (mech.is_none() || oauth_mech) && oauth::SERVER_KEYS.contains(&base) {
-                continue;
-            }
-            return Err(refuse(
-                "not a key of the broker's OAUTHBEARER validator (the token endpoint and other \
-                 client keys serve OAUTHBEARER logins, which shardlog's own connections do not \
-                 make)"
-                    .into(),
-            ));
-        }
-        if base.starts_with("sasl.login.") {
-            return Err(refuse(
-                "the sasl.login.* keys drive OAUTHBEARER token logins, which shardlog's own \
-                 connections do not make"
-                    .into(),
-            ));
+        match check_class_and_oauth_key(listener, mech, base, value) {
+            Some(Ok(())) => continue,
+            Some(Err(reason)) => return Err(refuse(reason)),
+            None => {}
         }
         match (base, listener.is_some(), mech.is_some()) {
             ("sasl.jaas.config", true, true) => {}
@@ -393,7 +424,7 @@ fn oauth_validator(
         .is_some_and(|c| c.trim() != oauth::UNSECURED_VALIDATOR_CLASS);
     if secured {
         let get = |k: &str| oauth::lookup(&config.sasl_keys, lower, k);
-        return oauth::jwks_options(&get)
+        return oauth::jwks_options(&get, entry)
             .map(OAuthValidator::Jwks)
             .map_err(|(k, why)| invalid(&k, "", why));
     }
@@ -435,14 +466,16 @@ fn oauth_validator(
 /// What a broker logs in with on its own connections to another broker's
 /// SASL listener (Kafka's `SaslClientAuthenticator` with the *server*
 /// JAAS entry of that listener, SECURITY.md §3.9).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq)]
 pub struct SaslClientSettings {
     /// `sasl.mechanism.inter.broker.protocol`.
     pub mechanism: SaslMechanism,
     /// The `username` / `password` options of the listener's JAAS entry
-    /// for that mechanism.
+    /// for that mechanism (PLAIN, SCRAM; empty for OAUTHBEARER).
     pub username: String,
     pub password: String,
+    /// OAUTHBEARER: how the broker gets its token.
+    pub oauth: Option<OAuthLogin>,
 }
 
 /// Never the password in a log line.
@@ -451,6 +484,7 @@ impl std::fmt::Debug for SaslClientSettings {
         f.debug_struct("SaslClientSettings")
             .field("mechanism", &self.mechanism)
             .field("username", &self.username)
+            .field("oauth", &self.oauth)
             .finish_non_exhaustive()
     }
 }
@@ -477,14 +511,6 @@ pub fn broker_client(
         Ok(_) => return Err(invalid(key, name, "exactly one mechanism")),
         Err(e) => return Err(invalid(key, name, e)),
     };
-    if mechanism == SaslMechanism::OAuthBearer {
-        return Err(invalid(
-            key,
-            name,
-            "shardlog's own connections cannot log in with OAUTHBEARER (no token login); use \
-             PLAIN or SCRAM between brokers",
-        ));
-    }
     let settings = for_listener(config, listener)?;
     if !settings.mechanisms.contains(&mechanism) {
         return Err(invalid(
@@ -507,12 +533,43 @@ pub fn broker_client(
         .map(|t| jaas::parse_single(t))
         .transpose()
         .map_err(|e| invalid(&jaas_key, "[hidden]", e))?;
+    if mechanism == SaslMechanism::OAuthBearer {
+        let Some(entry) = entry else {
+            return Err(invalid(
+                &jaas_key,
+                "",
+                "the broker's OAUTHBEARER login needs it",
+            ));
+        };
+        let lower = listener.to_ascii_lowercase();
+        let handler = config.sasl_keys.get(&format!(
+            "listener.name.{lower}.oauthbearer.sasl.login.callback.handler.class"
+        ));
+        let login = oauth_login::login_options(
+            &|k| oauth::lookup(&config.sasl_keys, &lower, k),
+            &|k| oauth_login::refresh_lookup(&config.sasl_keys, &lower, k),
+            handler.map(String::as_str),
+            &entry,
+            &jaas_key,
+        )
+        .map_err(|(k, why)| {
+            let value = if k == jaas_key { "[hidden]" } else { "" };
+            invalid(&k, value, format!("listener {listener}: {why}"))
+        })?;
+        return Ok(Some(SaslClientSettings {
+            mechanism,
+            username: String::new(),
+            password: String::new(),
+            oauth: Some(login),
+        }));
+    }
     let option = |k: &str| entry.as_ref().and_then(|e| e.option(k)).map(str::to_owned);
     match (option("username"), option("password")) {
         (Some(username), Some(password)) => Ok(Some(SaslClientSettings {
             mechanism,
             username,
             password,
+            oauth: None,
         })),
         _ => Err(invalid(
             &jaas_key,
@@ -560,8 +617,56 @@ fn check_oauth_keys_used(config: &ServerConfig) -> Result<(), ConfigError> {
             }
         }
     }
+    // The listeners the broker logs in to with OAUTHBEARER, and whether
+    // with KIP-768's handler (the token endpoint and its sasl.login.*
+    // keys) or the unsecured one (only the refresh keys apply).
+    let mut logins: Vec<(String, bool)> = Vec::new();
+    for name in [config.inter_broker_listener(), config.controller_listener()] {
+        if let Some(SaslClientSettings {
+            oauth: Some(login), ..
+        }) = broker_client(config, name)?
+        {
+            let secured = !matches!(login.source, oauth_login::TokenSource::Unsecured(_));
+            logins.push((name.to_ascii_lowercase(), secured));
+        }
+    }
     for (key, value) in &config.sasl_keys {
         let (listener, _, base) = split(key);
+        let login_reached = |secured_only: bool| {
+            logins
+                .iter()
+                .any(|(l, secured)| (!secured_only || *secured) && listener.is_none_or(|x| x == l))
+        };
+        let reaches_login = if oauth_login::REFRESH_KEYS.contains(&base) {
+            login_reached(false)
+        } else if oauth_login::LOGIN_KEYS.contains(&base)
+            || base == "sasl.login.callback.handler.class"
+        {
+            login_reached(true) || value.trim() == oauth_login::UNSECURED_LOGIN_HANDLER
+        } else {
+            false
+        };
+        if oauth_login::LOGIN_KEYS.contains(&base) || base == "sasl.login.callback.handler.class" {
+            if reaches_login {
+                continue;
+            }
+            return Err(invalid(
+                key,
+                value,
+                "no OAUTHBEARER login of the broker reads this key (it applies where \
+                 sasl.mechanism.inter.broker.protocol=OAUTHBEARER logs in; the token endpoint \
+                 and its keys need listener.name.<listener>.oauthbearer.sasl.login.callback.\
+                 handler.class=org.apache.kafka.common.security.oauthbearer.\
+                 OAuthBearerLoginCallbackHandler)",
+            ));
+        }
+        let claim_key = matches!(
+            base,
+            "sasl.oauthbearer.scope.claim.name" | "sasl.oauthbearer.sub.claim.name"
+        );
+        if claim_key && login_reached(true) {
+            continue;
+        }
         let oauth_key = base.starts_with("sasl.oauthbearer.")
             || (base == "sasl.server.callback.handler.class"
                 && oauth::known_validator_class(value));

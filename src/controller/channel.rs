@@ -432,6 +432,8 @@ async fn round_trip(
     version: i16,
 ) -> std::io::Result<Bytes> {
     let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
+    // KIP-368: renew the SASL session first when it is due.
+    stream.reauthenticate_if_due().await?;
     stream.write_all(frame).await?;
     stream.flush().await?;
     let mut size = [0u8; 4];

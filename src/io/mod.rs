@@ -3,7 +3,8 @@
 //! parts ([`zerocopy::write_parts`]; the part type, a read result travels
 //! in from the log to the socket, is `protocol::out_part::OutPart`, which
 //! [`zerocopy`] re-exports for its callers), host facts, thread CPU
-//! affinity ([`affinity`]), plus the
+//! affinity ([`affinity`]), the blocking HTTP(S) client of the OAUTHBEARER
+//! endpoints ([`http_client`]), plus the
 //! executor-local synchronisation primitives every layer shares.
 //! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
 
@@ -12,6 +13,7 @@ pub mod broker_stream;
 pub mod clock;
 pub mod dma;
 pub mod host;
+pub mod http_client;
 pub mod ktls;
 pub mod local_sync;
 pub mod process;

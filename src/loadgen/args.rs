@@ -19,9 +19,10 @@ pub struct LoadgenArgs {
     /// bootstrap.servers: comma-separated host:port list.
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub bootstrap: String,
-    /// security.protocol: PLAINTEXT or SSL (TLS 1.2/1.3; the broker's
-    /// certificate must name the host dialled, as librdkafka's default
-    /// ssl.endpoint.identification.algorithm=https checks).
+    /// security.protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (TLS
+    /// 1.2/1.3; the broker's certificate must name the host dialled, as
+    /// librdkafka's default ssl.endpoint.identification.algorithm=https
+    /// checks).
     #[arg(long, default_value = "PLAINTEXT")]
     pub security_protocol: String,
     /// ssl.ca.location: PEM file of the CA(s) the broker's certificate
@@ -35,6 +36,15 @@ pub struct LoadgenArgs {
     /// ssl.key.location: the client's unencrypted PEM private key (SSL).
     #[arg(long, requires = "ssl_certificate_location")]
     pub ssl_key_location: Option<PathBuf>,
+    /// sasl.mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (SASL_*).
+    #[arg(long)]
+    pub sasl_mechanism: Option<String>,
+    /// sasl.username (SASL_*).
+    #[arg(long, requires = "sasl_password")]
+    pub sasl_username: Option<String>,
+    /// sasl.password (SASL_*).
+    #[arg(long, requires = "sasl_username")]
+    pub sasl_password: Option<String>,
     /// OpenMessaging Benchmark workload YAML describing the workload;
     /// other workload flags override its fields.
     #[arg(long)]
@@ -142,6 +152,15 @@ pub struct LoadgenArgs {
     /// the brokers it starts).
     #[arg(long, value_name = "PID")]
     pub flamegraph_pid: Vec<u32>,
+    /// A broker's metrics listener HOST:PORT (`shardlog.metrics.listener`;
+    /// repeatable, one per broker): scraped before and after every run,
+    /// whose report then carries the broker side (Produce time split
+    /// p50/p99, purgatory size, broker CPU) over that run; without it, or
+    /// when a listener does not answer, those columns read n/a. With
+    /// --compare it applies to the target named `shardlog` (or the only
+    /// one). `shardlog bench` passes its brokers'.
+    #[arg(long = "broker-metrics", value_name = "HOST:PORT")]
+    pub broker_metrics: Vec<String>,
     /// Do not print the closing `results: DIR` line (`bench` prints its own).
     #[arg(long, hide = true)]
     pub no_results_line: bool,

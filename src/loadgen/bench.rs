@@ -5,7 +5,10 @@
 //! and the load generator pinned to the others; runs a load generator sweep
 //! against it (by default the trade-off explorer: per setting its max rate,
 //! then fixed-rate runs at fractions of it, see `loadgen::explore`); writes
-//! the report folder; then stops the broker with SIGTERM
+//! the report folder (each broker runs with a `/metrics` listener,
+//! `shardlog.metrics.listener` on a free loopback port, which the load
+//! generator scrapes around every run for the report's broker side:
+//! `loadgen --broker-metrics`); then stops the broker with SIGTERM
 //! and checks its exit status (SIGKILL only after `--stop-timeout`, with a
 //! warning).
 //!
@@ -484,6 +487,9 @@ struct BrokerRecord {
     /// `broker.id` (`None`: the one broker on embedded metadata).
     id: Option<usize>,
     address: String,
+    /// Its `shardlog.metrics.listener` (the load generator's
+    /// `--broker-metrics`).
+    metrics: String,
     command: Vec<String>,
     log: String,
     exit: Option<String>,
@@ -568,9 +574,19 @@ pub fn run(args: BenchArgs) -> Result<()> {
     result
 }
 
-/// Starts one broker (`name` names its log and data dirs), retrying on a
-/// new port when the chosen one was taken. `settings` go before the user's
-/// overrides.
+/// One broker `start_broker` started: the child, its Kafka listener's
+/// address, its metrics listener's, and its command line.
+struct StartedBroker {
+    child: BrokerChild,
+    addr: SocketAddr,
+    metrics: SocketAddr,
+    command: Vec<String>,
+}
+
+/// Starts one broker (`name` names its log and data dirs) with its
+/// `/metrics` listener on a loopback port (scraped around each run for the
+/// report's broker side), retrying on new ports when a chosen one was
+/// taken. `settings` go before the user's overrides.
 fn start_broker(
     args: &BenchArgs,
     plan: &BenchPlan,
@@ -578,20 +594,20 @@ fn start_broker(
     work: &WorkDir,
     name: &str,
     settings: &[String],
-) -> Result<(BrokerChild, SocketAddr, Vec<String>)> {
+) -> Result<StartedBroker> {
     let exe = match &args.broker_bin {
         Some(p) => p.clone(),
         None => std::env::current_exe().context("locating the shardlog executable")?,
     };
     let log_dir = work.path.join(format!("{name}-data"));
-    let extra: Vec<String> = settings
-        .iter()
-        .chain(&args.broker_overrides)
-        .cloned()
-        .collect();
     let mut last_err = None;
     for _ in 0..3 {
         let addr = free_loopback_addr()?;
+        let metrics = free_loopback_addr()?;
+        let extra: Vec<String> = std::iter::once(format!("shardlog.metrics.listener={metrics}"))
+            .chain(settings.iter().cloned())
+            .chain(args.broker_overrides.iter().cloned())
+            .collect();
         let mut cmd = vec!["broker".to_string()];
         for o in broker_overrides(&plan.security_protocol, &addr, &log_dir, cpus, &extra) {
             cmd.push("--override".into());
@@ -601,7 +617,14 @@ fn start_broker(
         let log = work.path.join(format!("{name}.log"));
         let mut broker = BrokerChild::spawn(&exe, &cmd, &log, addr)?;
         match broker.wait_ready(args.startup_timeout) {
-            Ok(bound) => return Ok((broker, bound, cmd)),
+            Ok(bound) => {
+                return Ok(StartedBroker {
+                    child: broker,
+                    addr: bound,
+                    metrics,
+                    command: cmd,
+                })
+            }
             Err(e) if broker.log().contains("in use") => last_err = Some(e),
             Err(e) => return Err(e.context(format!("{name} did not start"))),
         }
@@ -644,21 +667,22 @@ fn start_brokers(
         })
         .collect();
     let ca = tls.as_ref().map(|t| t.ca.clone());
-    let entry = |id: Option<usize>, name: &str, addr: SocketAddr, command| BrokerRecord {
+    let entry = |id: Option<usize>, name: &str, b: &StartedBroker| BrokerRecord {
         id,
-        address: addr.to_string(),
-        command,
+        address: b.addr.to_string(),
+        metrics: b.metrics.to_string(),
+        command: b.command.clone(),
         log: format!("{name}.log"),
         exit: None,
         zerocopy_line: None,
         zerocopy: None,
     };
     if plan.brokers <= 1 {
-        let (child, addr, cmd) = start_broker(args, plan, &cpus, work, "broker", &keystore)?;
-        let rec = entry(None, "broker", addr, cmd);
+        let b = start_broker(args, plan, &cpus, work, "broker", &keystore)?;
+        let rec = entry(None, "broker", &b);
         return Ok(Started {
             zookeeper: None,
-            brokers: vec![(child, rec)],
+            brokers: vec![(b.child, rec)],
             ca,
         });
     }
@@ -675,10 +699,9 @@ fn start_brokers(
         let name = format!("broker-{id}");
         let mut settings = cluster::cluster_overrides(id, plan.brokers, &zk_addr);
         settings.extend(keystore.iter().cloned());
-        let (child, addr, cmd) = start_broker(args, plan, &cpu, work, &name, &settings)?;
-        started
-            .brokers
-            .push((child, entry(Some(id), &name, addr, cmd)));
+        let b = start_broker(args, plan, &cpu, work, &name, &settings)?;
+        let rec = entry(Some(id), &name, &b);
+        started.brokers.push((b.child, rec));
     }
     let bootstrap = bootstrap_of(&started);
     let security = super::tls::Security::new(
@@ -687,6 +710,7 @@ fn start_brokers(
             ca,
             ..Default::default()
         },
+        None,
     )?;
     cluster::wait_for_brokers(&bootstrap, &security, plan.brokers, args.startup_timeout)?;
     Ok(started)
@@ -730,6 +754,10 @@ fn run_with_broker(
     if let Some(ca) = &started.ca {
         record.loadgen_command.push("--ssl-ca-location".into());
         record.loadgen_command.push(ca.display().to_string());
+    }
+    for (_, rec) in &started.brokers {
+        record.loadgen_command.push("--broker-metrics".into());
+        record.loadgen_command.push(rec.metrics.clone());
     }
     if args.flamegraph {
         for (child, _) in &started.brokers {

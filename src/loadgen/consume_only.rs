@@ -337,7 +337,7 @@ fn connect_leaders(slots: &[Slot], dial: Dial<'_>) -> Result<Vec<FetchConn>> {
             let (lo, hi) = FETCH_VERSIONS;
             c.conn.versions.pick(ApiKey::Fetch, lo, hi)?
         };
-        let stream = security.connect(&s.leader, timeout)?;
+        let stream = super::sasl::connect(security, &s.leader, timeout)?;
         stream.set_read_timeout(Some(timeout))?;
         stream.set_write_timeout(Some(timeout))?;
         conns.push(FetchConn {

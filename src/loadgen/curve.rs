@@ -16,6 +16,7 @@
 use serde::Serialize;
 
 use super::args::{acks_label, ProducerSettings};
+use super::broker_metrics::BrokerSide;
 use super::report::PointResult;
 use crate::histogram::LatencySummary;
 
@@ -142,6 +143,9 @@ pub struct CurvePoint {
     /// p999_us, ...).
     pub latency: LatencySummary,
     pub errors: u64,
+    /// The brokers' side of the run (`broker_metrics`), if scraped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broker: Option<BrokerSide>,
 }
 
 /// One setting's curve.
@@ -197,6 +201,7 @@ impl Curve {
             sustained: achieved >= target_rate as f64 * SUSTAINED_SHARE,
             latency: run.ack_latency_intended.unwrap_or(run.ack_latency),
             errors: run.errors,
+            broker: run.broker.clone(),
         });
         self.points.sort_by_key(|p| p.fraction_pct);
         self.check_invariants();

@@ -17,7 +17,9 @@ use serde::Serialize;
 
 use super::args::Workload;
 use super::curve::Curve;
-use super::report::{escape_xml, nice_max, render_table, tick_label, PointResult};
+use super::report::{
+    escape_xml, nice_max, render_broker_table, render_table, tick_label, PointResult,
+};
 use crate::histogram::LatencySummary;
 
 /// The latency percentile a plot shows (`--plot-percentile`).
@@ -486,6 +488,7 @@ pub fn render_curve_html(
         .iter()
         .map(|(a, svg)| format!("<h3>acks={}</h3>\n{svg}", escape_xml(a)))
         .collect();
+    let broker = render_broker_table(&report.points);
     let w = &report.workload;
     format!(
         r#"<!DOCTYPE html>
@@ -501,6 +504,8 @@ pub fn render_curve_html(
 {per_acks}
 <h2>Max rate and latency at each fraction</h2>
 {table}
+<h2>Broker side of each run (ms)</h2>
+{broker}
 <h2>Every run</h2>
 <pre>{}</pre>
 </body></html>

@@ -11,12 +11,14 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::args::{LoadgenArgs, Workload};
+use super::broker_metrics::point_split;
 use super::client::SyncClient;
 use super::curve::{fixed_rate, Curve, Eta};
 use super::curve_report::{self, CurveReport, Percentile};
 use super::flame;
 use super::point::{run_point, RunContext};
 use super::report::{self, PointResult};
+use super::scrape::scrape;
 use super::sweep::SweepPoint;
 use super::tls::Security;
 use crate::io::clock::{Clock, SystemClock};
@@ -31,6 +33,8 @@ pub struct Sweep<'a> {
     pub security: &'a Security,
     /// `--flamegraph-pid`: one flamegraph per run.
     pub flame: Option<&'a flame::Recorder>,
+    /// `--broker-metrics`: the metrics listeners scraped around each run.
+    pub broker_metrics: &'a [String],
 }
 
 impl Sweep<'_> {
@@ -63,6 +67,7 @@ impl Sweep<'_> {
             eta: eta.clone(),
         };
         let clock = SystemClock::new();
+        let before: Vec<_> = self.broker_metrics.iter().map(|a| scrape(a)).collect();
         let start = clock.mono_ms();
         let recording = match self.flame {
             Some(f) => Some(f.start(&label, workload.warmup, workload.duration)?),
@@ -75,7 +80,13 @@ impl Sweep<'_> {
             eprintln!("loadgen: flamegraph {}", svg.display());
         }
         let mut r = r?;
-        eta.on_run_done((clock.mono_ms() - start) as f64 / 1e3);
+        let secs = (clock.mono_ms() - start) as f64 / 1e3;
+        if !self.broker_metrics.is_empty() {
+            let after = self.broker_metrics.iter().map(|a| scrape(a));
+            let pairs: Vec<_> = before.into_iter().zip(after).collect();
+            r.broker = Some(point_split(&pairs, secs));
+        }
+        eta.on_run_done(secs);
         r.label = label;
         r.target_rate = rate;
         Ok(r)

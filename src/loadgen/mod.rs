@@ -60,6 +60,7 @@
 pub mod accumulator;
 pub mod args;
 pub mod bench;
+pub mod broker_metrics;
 pub mod client;
 pub mod consume_only;
 pub mod consumer;
@@ -68,12 +69,16 @@ pub mod curve_report;
 pub mod echo;
 pub mod explore;
 pub mod flame;
+pub mod frame;
 pub mod omb;
 pub mod partitioner;
 pub mod point;
 pub mod producer;
 pub mod report;
 pub mod results_dir;
+pub mod sasl;
+pub mod sasl_login;
+pub mod scrape;
 pub mod sweep;
 pub mod tls;
 pub mod wire;
@@ -152,8 +157,25 @@ pub fn run(args: LoadgenArgs) -> Result<()> {
     run_sweep(&args, &security, cpus.unwrap_or_default())
 }
 
-/// `--security-protocol` with the `--ssl-*` files it needs.
+/// `--security-protocol` with the `--ssl-*` files and `--sasl-*` login it
+/// needs.
 fn security(args: &LoadgenArgs) -> Result<tls::Security> {
+    let sasl = args
+        .security_protocol
+        .to_ascii_uppercase()
+        .starts_with("SASL_");
+    let given = args.sasl_mechanism.is_some() || args.sasl_username.is_some();
+    if given && !sasl {
+        bail!("--sasl-* flags need --security-protocol SASL_PLAINTEXT or SASL_SSL");
+    }
+    let login = match sasl {
+        true => Some(sasl_login::SaslLogin::new(
+            args.sasl_mechanism.as_deref(),
+            args.sasl_username.as_deref(),
+            args.sasl_password.as_deref(),
+        )?),
+        false => None,
+    };
     tls::Security::new(
         &args.security_protocol,
         &tls::SslFiles {
@@ -161,6 +183,7 @@ fn security(args: &LoadgenArgs) -> Result<tls::Security> {
             certificate: args.ssl_certificate_location.clone(),
             key: args.ssl_key_location.clone(),
         },
+        login,
     )
 }
 
@@ -232,6 +255,11 @@ fn run_sweep(args: &LoadgenArgs, security: &tls::Security, cpus: Vec<usize>) -> 
                 admin_timeout,
                 security,
                 flame: flame.as_ref(),
+                broker_metrics: if targets.len() == 1 || t.name.as_deref() == Some("shardlog") {
+                    &args.broker_metrics
+                } else {
+                    &[]
+                },
             },
             boot,
         })

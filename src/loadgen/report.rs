@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::args::{ProducerSettings, Workload};
+use super::broker_metrics::{cell, BrokerSide, PARTS};
 use crate::histogram::LatencySummary;
 
 /// Measured results of one sweep point.
@@ -47,6 +48,9 @@ pub struct PointResult {
     pub offset_gaps: u64,
     pub out_of_order: u64,
     pub missing: u64,
+    /// The brokers' side of the run from their `/metrics` (`None`: no
+    /// `--broker-metrics` given).
+    pub broker: Option<BrokerSide>,
 }
 
 /// A whole run.
@@ -394,6 +398,61 @@ pub fn render_svg(points: &[PointResult]) -> String {
     s
 }
 
+/// The HTML table of each run's broker side (`broker_metrics`) beside its
+/// client-side latency: where a produce request's time went on the
+/// brokers (acks=all's extra time shows as `remote`, the wait for the
+/// followers), how many produce requests were parked on average, and the
+/// brokers' CPU. Cells without figures read `n/a`, with the reason.
+pub fn render_broker_table(points: &[PointResult]) -> String {
+    let mut rows = String::new();
+    let mut any = false;
+    for p in points {
+        let client = p.ack_latency_intended.unwrap_or(p.ack_latency);
+        let b = p.broker.as_ref();
+        any |= b.is_some_and(|b| b.scraped > 0);
+        let parts: String = PARTS
+            .iter()
+            .map(|part| format!("<td data-part=\"{part}\">{}</td>", cell(b, part)))
+            .collect();
+        let opt = |v: Option<f64>, digits: usize| {
+            v.map_or("n/a".to_string(), |v| format!("{v:.digits$}"))
+        };
+        let note = match b {
+            None => "no --broker-metrics given".to_string(),
+            Some(b) if b.notes.is_empty() => String::new(),
+            Some(b) => escape_xml(&b.notes.join("; ")),
+        };
+        let _ = writeln!(
+            rows,
+            "<tr class=\"broker-side\"><td>{}</td><td>{}/{}</td><td>{}</td>{parts}<td>{}</td><td>{}</td><td>{note}</td></tr>",
+            escape_xml(&p.label),
+            ms(client.p50_us),
+            ms(client.p99_us),
+            b.map_or("n/a".into(), |b| b.produce_requests.to_string()),
+            opt(b.and_then(|b| b.purgatory_produce_mean), 2),
+            opt(b.and_then(|b| b.cpu_cores), 2),
+        );
+    }
+    let intro = if any {
+        "Broker-side figures are differences of the brokers' <code>/metrics</code> scraped \
+         before and after each run (warm-up included), merged over the brokers. Produce time \
+         parts: p50/p99 ms of <code>shardlog_request_time_seconds{request=\"Produce\"}</code> \
+         (Kafka's RequestMetrics split: request queue, local append, remote = waiting in the \
+         purgatory for the followers (acks=all), response queue, response send; total = \
+         read to written). Purgatory: mean produce requests parked (remote time / run \
+         length). CPU: cores' worth of process_cpu_seconds_total."
+    } else {
+        "n/a: no broker metrics listener answered (give <code>--broker-metrics HOST:PORT</code> \
+         per broker, its <code>shardlog.metrics.listener</code>; <code>shardlog bench</code> \
+         passes its brokers')."
+    };
+    format!(
+        "<p>{intro}</p>\n<table class=\"broker-side\"><tr><th>run</th><th>client p50/p99</th><th>produce requests</th>\
+         <th>request queue</th><th>local</th><th>remote</th><th>response queue</th><th>response send</th>\
+         <th>total (broker)</th><th>purgatory (mean)</th><th>broker CPU (cores)</th><th>note</th></tr>\n{rows}</table>\n"
+    )
+}
+
 /// A self-contained HTML report: workload, the table and the SVG inline.
 /// HTML rows of the delivery and verification counters per point.
 fn html_delivery_rows(points: &[PointResult]) -> String {
@@ -444,6 +503,7 @@ pub fn render_html(report: &RunReport, svg: &str) -> String {
     }
     let w = &report.workload;
     let delivery = html_delivery_rows(&report.points);
+    let broker = render_broker_table(&report.points);
     format!(
         r#"<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>shardlog loadgen report</title>
@@ -456,6 +516,8 @@ pub fn render_html(report: &RunReport, svg: &str) -> String {
 <h2>Results (latency in ms)</h2>
 <table><tr><th>point</th><th>msgs/s</th><th>MB/s</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>e2e p99</th><th>errors</th></tr>
 {rows}</table>
+<h2>Broker side of each run (ms)</h2>
+{broker}
 <h2>Delivery and verification</h2>
 <table><tr><th>point</th><th>produced</th><th>consumed</th><th>missing</th><th>duplicates</th><th>offset gaps</th><th>out of order</th><th>retries</th><th>errors by code</th></tr>
 {delivery}</table>
@@ -559,7 +621,11 @@ mod tests {
             points: pts,
         };
         let html = render_html(&report, &render_svg(&report.points));
-        assert_eq!(html.matches("<tr>").count(), 2 * 6, "two tables");
+        // Two tables of a header and a row per point; the broker side's
+        // header (its rows carry a class).
+        assert_eq!(html.matches("<tr>").count(), 2 * 6 + 1, "three tables");
+        assert_eq!(html.matches("<tr class=\"broker-side\">").count(), 5);
+        assert!(html.contains("no --broker-metrics given") && html.contains("n/a"));
         assert!(html.contains("6 NotLeaderOrFollower: 2"));
         assert!(html.contains("<svg") && html.contains("h&lt;1&gt;"));
     }

@@ -1,4 +1,5 @@
-//! `[io]` The load generator's transport: PLAINTEXT or SSL, as librdkafka's
+//! `[io]` The load generator's transport: PLAINTEXT or SSL (each with or
+//! without a SASL login, `super::sasl`), as librdkafka's
 //! `security.protocol` names them (`--security-protocol`, with
 //! `--ssl-ca-location`, `--ssl-certificate-location`, `--ssl-key-location`
 //! after librdkafka's `ssl.ca.location`, `ssl.certificate.location`,
@@ -32,6 +33,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
+use super::sasl_login::SaslLogin;
+
 /// Ciphertext bytes received per `recv` (several 16 KiB TLS records).
 const RECV_BUFFER_BYTES: usize = 256 * 1024;
 
@@ -43,6 +46,10 @@ pub enum Security {
     /// TLS with this client configuration (trust anchors, optional client
     /// certificate).
     Ssl(Arc<ClientConfig>),
+    /// SASL over TCP: a login after ApiVersions (`super::sasl`).
+    SaslPlaintext(Arc<SaslLogin>),
+    /// SASL over TLS.
+    SaslSsl(Arc<ClientConfig>, Arc<SaslLogin>),
 }
 
 impl std::fmt::Debug for Security {
@@ -63,29 +70,49 @@ pub struct SslFiles {
 }
 
 impl Security {
-    /// `--security-protocol` (case-insensitive, as librdkafka reads it) and
-    /// the SSL files. A file given with PLAINTEXT is refused rather than
-    /// ignored, and so are the SASL protocols this client does not speak.
-    pub fn new(protocol: &str, files: &SslFiles) -> Result<Self> {
-        match protocol.to_ascii_lowercase().as_str() {
-            "plaintext" => {
-                if files.ca.is_some() || files.certificate.is_some() || files.key.is_some() {
-                    bail!("--ssl-* files need --security-protocol SSL (the protocol is PLAINTEXT)");
-                }
-                Ok(Self::Plaintext)
-            }
-            "ssl" => Ok(Self::Ssl(Arc::new(client_config(files)?))),
-            other => bail!(
-                "--security-protocol {other:?}: the load generator speaks PLAINTEXT and SSL (SASL_* are not implemented)"
+    /// `--security-protocol` (case-insensitive, as librdkafka reads it),
+    /// the SSL files and, for SASL_*, the login. A file given without TLS is
+    /// refused rather than ignored, and so is a SASL protocol without a
+    /// login.
+    pub fn new(protocol: &str, files: &SslFiles, sasl: Option<SaslLogin>) -> Result<Self> {
+        let lower = protocol.to_ascii_lowercase();
+        let tls = matches!(lower.as_str(), "ssl" | "sasl_ssl");
+        if !tls && (files.ca.is_some() || files.certificate.is_some() || files.key.is_some()) {
+            bail!("--ssl-* files need --security-protocol SSL or SASL_SSL (the protocol is {protocol})");
+        }
+        let wants_sasl = lower.starts_with("sasl_");
+        let login = match (wants_sasl, sasl) {
+            (true, Some(login)) => Some(Arc::new(login)),
+            (true, None) => bail!("--security-protocol {protocol}: SASL needs --sasl-mechanism, --sasl-username and --sasl-password"),
+            (false, Some(_)) => bail!("a SASL login needs --security-protocol SASL_PLAINTEXT or SASL_SSL"),
+            (false, None) => None,
+        };
+        match (lower.as_str(), login) {
+            ("plaintext", None) => Ok(Self::Plaintext),
+            ("ssl", None) => Ok(Self::Ssl(Arc::new(client_config(files)?))),
+            ("sasl_plaintext", Some(login)) => Ok(Self::SaslPlaintext(login)),
+            ("sasl_ssl", Some(login)) => Ok(Self::SaslSsl(Arc::new(client_config(files)?), login)),
+            (other, _) => bail!(
+                "--security-protocol {other:?}: the load generator speaks PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL"
             ),
         }
     }
 
-    /// `PLAINTEXT` or `SSL`.
+    /// `PLAINTEXT`, `SSL`, `SASL_PLAINTEXT` or `SASL_SSL`.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Plaintext => "PLAINTEXT",
             Self::Ssl(_) => "SSL",
+            Self::SaslPlaintext(_) => "SASL_PLAINTEXT",
+            Self::SaslSsl(..) => "SASL_SSL",
+        }
+    }
+
+    /// The SASL login a new connection makes after ApiVersions, if any.
+    pub fn sasl(&self) -> Option<&SaslLogin> {
+        match self {
+            Self::SaslPlaintext(login) | Self::SaslSsl(_, login) => Some(login),
+            Self::Plaintext | Self::Ssl(_) => None,
         }
     }
 
@@ -97,8 +124,8 @@ impl Security {
         let sock = dial(addr, timeout)?;
         sock.set_nodelay(true)?;
         match self {
-            Self::Plaintext => Ok(Stream::Plain(sock)),
-            Self::Ssl(config) => handshake(config, addr, sock, timeout)
+            Self::Plaintext | Self::SaslPlaintext(_) => Ok(Stream::Plain(sock)),
+            Self::Ssl(config) | Self::SaslSsl(config, _) => handshake(config, addr, sock, timeout)
                 .map(Stream::Tls)
                 .map_err(|e| {
                     // A PLAINTEXT listener closes on the ClientHello.

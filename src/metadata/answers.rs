@@ -23,9 +23,14 @@ use crate::protocol::{ApiRange, ErrorCode};
 /// ApiVersions answer listing `table`, with `error` (NONE, or
 /// UNSUPPORTED_VERSION for the v0 fallback of KIP-511).
 ///
-/// Features and `zk_migration_ready` stay at their defaults so that the
-/// encoder leaves the tagged fields out: librdkafka < 2.2 fails with
-/// "Read underflow" when default-valued tagged fields are present.
+/// The feature tags (v3+, KIP-584) are what a Kafka 3.9 broker in
+/// ZooKeeper mode sends: no SupportedFeatures (`KafkaServer` builds
+/// `BrokerFeatures.createEmpty()`), no FinalizedFeatures and
+/// FinalizedFeaturesEpoch 0 (the `/feature` znode the controller creates
+/// finalizes nothing and is never rewritten, `FeatureZNode`), and
+/// ZkMigrationReady false. Only the epoch differs from its default, so it
+/// is the one tagged field on the wire (other default-valued tagged
+/// fields stay out: librdkafka < 2.2 fails with "Read underflow" on them).
 pub fn api_versions_response(table: &[ApiRange], error: ErrorCode) -> ApiVersionsResponse {
     let api_keys = table
         .iter()
@@ -39,7 +44,14 @@ pub fn api_versions_response(table: &[ApiRange], error: ErrorCode) -> ApiVersion
     ApiVersionsResponse::default()
         .with_error_code(error.0)
         .with_api_keys(api_keys)
+        .with_finalized_features_epoch(FINALIZED_FEATURES_EPOCH)
 }
+
+/// The epoch of a ZooKeeper-mode Kafka 3.9 cluster's finalized features:
+/// the `/feature` znode's version, 0 as the controller created it
+/// (`KafkaController.enableFeatureVersioning`; UpdateFeatures never
+/// rewrites it, every update being refused).
+pub const FINALIZED_FEATURES_EPOCH: i64 = 0;
 
 /// A Metadata answer plus the topics the caller may try to auto-create
 /// (`auto.create.topics.enable` and the request's `allow_auto_topic_creation`).

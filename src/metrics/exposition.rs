@@ -16,13 +16,16 @@
 //! series are under `shardlog_`. The names are fixed by a golden test
 //! (`tests/golden/metrics_exposition.txt`): a rename is deliberate.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
+use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use super::buckets::Buckets;
 use super::recent::quantiles_ms;
 use super::report::{BrokerReport, ControllerGauges, PartitionGauges};
 use super::shard::{RequestVariant, TopicCounters, TIME_NAMES};
@@ -93,13 +96,17 @@ pub fn render(report: &BrokerReport, format: Format) -> String {
 enum Kind {
     Counter,
     Gauge,
+    /// A Prometheus histogram of seconds (`_bucket`, `_sum`, `_count`).
+    Histogram,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Value {
     U(u64),
     I(i64),
     F(f64),
+    /// Only in a [`Kind::Histogram`] family.
+    H(Box<Buckets>),
 }
 
 type Labels = Vec<(&'static str, String)>;
@@ -125,27 +132,39 @@ impl Collector for Families {
             let kind = match f.kind {
                 Kind::Counter => MetricType::Counter,
                 Kind::Gauge => MetricType::Gauge,
+                Kind::Histogram => MetricType::Histogram,
             };
             let mut m = encoder.encode_descriptor(&f.name, &f.help, None, kind)?;
             for (labels, value) in &f.samples {
                 let mut s = m.encode_family(labels)?;
-                match (f.kind, *value) {
+                match (f.kind, value) {
                     (Kind::Counter, Value::U(v)) => {
-                        prometheus_client::metrics::counter::ConstCounter::new(v).encode(s)?
+                        prometheus_client::metrics::counter::ConstCounter::new(*v).encode(s)?
                     }
                     (Kind::Counter, Value::I(v)) => {
-                        let v = u64::try_from(v).unwrap_or(0);
+                        let v = u64::try_from(*v).unwrap_or(0);
                         prometheus_client::metrics::counter::ConstCounter::new(v).encode(s)?
                     }
                     (Kind::Counter, Value::F(v)) => {
-                        prometheus_client::metrics::counter::ConstCounter::new(v).encode(s)?
+                        prometheus_client::metrics::counter::ConstCounter::new(*v).encode(s)?
                     }
                     (Kind::Gauge, Value::U(v)) => {
-                        let v = i64::try_from(v).unwrap_or(i64::MAX);
+                        let v = i64::try_from(*v).unwrap_or(i64::MAX);
                         s.encode_gauge(&v)?
                     }
-                    (Kind::Gauge, Value::I(v)) => s.encode_gauge(&v)?,
-                    (Kind::Gauge, Value::F(v)) => s.encode_gauge(&v)?,
+                    (Kind::Gauge, Value::I(v)) => s.encode_gauge(v)?,
+                    (Kind::Gauge, Value::F(v)) => s.encode_gauge(v)?,
+                    (Kind::Histogram, Value::H(h)) => {
+                        type NoExemplars = HashMap<usize, Exemplar<Vec<(String, String)>, f64>>;
+                        s.encode_histogram(
+                            h.sum_seconds(),
+                            h.count(),
+                            &h.seconds(),
+                            None::<&NoExemplars>,
+                        )?
+                    }
+                    // A family's samples are pushed with its kind's values.
+                    (Kind::Histogram, _) | (_, Value::H(_)) => {}
                 }
             }
         }
@@ -194,6 +213,9 @@ fn families(r: &BrokerReport) -> Vec<Family> {
     process(&mut b, r);
     shardlog_own(&mut b, r);
     more::own(&mut b, r);
+    more::storage(&mut b, r);
+    more::quotas(&mut b, r);
+    more::request_histograms(&mut b, r);
     b.0
 }
 

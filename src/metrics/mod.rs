@@ -3,6 +3,8 @@
 //!
 //! - [`shard`]: one shard's live counters and request histograms, plain
 //!   `Cell`s owned by its context; no atomics, no locks.
+//! - [`buckets`]: the cumulative fixed-bucket histograms behind
+//!   shardlog's own Prometheus histograms.
 //! - [`recent`]: the windowed HdrHistogram behind Kafka's request
 //!   percentiles.
 //! - [`report`]: what a scrape gathers from the shards, merged.
@@ -14,6 +16,7 @@
 //! (`shard::metrics`), `/proc/self` is read by `io::process`, and the
 //! HTTP listener is `server::metrics_http`.
 
+pub mod buckets;
 pub mod control;
 pub mod exposition;
 pub mod recent;

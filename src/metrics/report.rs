@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::buckets::Buckets;
 use super::control::ControlReport;
 use super::shard::{ExecutorTotals, RequestSnapshot, ShardCounters};
 
@@ -89,6 +90,16 @@ pub struct BatchCacheStats {
     pub used_bytes: u64,
 }
 
+/// A data shard's storage timings (`storage::io_timings`): DMA (O_DIRECT)
+/// writes and fdatasyncs as they took, and segment files reused from the
+/// recycle pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StorageTimings {
+    pub dma_writes: Buckets,
+    pub fsyncs: Buckets,
+    pub segment_recycles: u64,
+}
+
 /// The process's figures (`/proc/self`), the series Prometheus clients
 /// call `process_*`, and Kafka's `linux-disk-*-bytes`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -158,6 +169,7 @@ pub struct ShardReport {
     pub controller: Option<ControllerGauges>,
     pub send_paths: SendPathBytes,
     pub batch_cache: BatchCacheStats,
+    pub storage: StorageTimings,
     pub follower_lags: Vec<FollowerLag>,
     pub groups: GroupCounts,
     pub executor: ExecutorTotals,
@@ -337,6 +349,11 @@ pub fn merge_counters(into: &mut ShardCounters, from: &ShardCounters) {
     for (k, n) in &from.errors {
         *into.errors.entry(*k).or_default() += n;
     }
+    for (k, t) in &from.quota_throttles {
+        let mine = into.quota_throttles.entry(k.clone()).or_default();
+        mine.throttled += t.throttled;
+        mine.throttle_ms += t.throttle_ms;
+    }
 }
 
 fn merge_request(into: &mut RequestSnapshot, from: &RequestSnapshot) {
@@ -344,6 +361,9 @@ fn merge_request(into: &mut RequestSnapshot, from: &RequestSnapshot) {
         *into.by_version.entry(*v).or_default() += n;
     }
     into.count += from.count;
+    for (m, t) in into.lifetime.iter_mut().zip(&from.lifetime) {
+        m.add(t);
+    }
     if into.recent.len() < from.recent.len() {
         into.recent.resize(from.recent.len(), None);
     }

@@ -9,6 +9,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use super::buckets::Buckets;
 use super::recent::RecentHistogram;
 use crate::protocol::ErrorCode;
 
@@ -167,6 +168,9 @@ pub struct RequestStats {
     pub by_version: BTreeMap<i16, u64>,
     /// In [`TIME_NAMES`] order.
     pub times: [RecentHistogram; 7],
+    /// The same times since start, in fixed buckets (what a reader can
+    /// difference between two scrapes, unlike the recent quantiles).
+    pub lifetime: [Buckets; 7],
 }
 
 impl RequestStats {
@@ -181,8 +185,9 @@ impl RequestStats {
             t.response_queue_us,
             t.response_send_us,
         ];
-        for (h, v) in self.times.iter_mut().zip(values) {
+        for ((h, b), v) in self.times.iter_mut().zip(&mut self.lifetime).zip(values) {
             h.record_us(now_ms, v);
+            b.record_us(v);
         }
     }
 }
@@ -241,6 +246,43 @@ impl RequestScope {
     }
 }
 
+/// The client-quota kinds Kafka's `ClientQuotaManager`s are named after
+/// (their sensors' metric group: `Produce`, `Fetch`, `Request`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum QuotaKind {
+    Produce,
+    Fetch,
+    Request,
+}
+
+impl QuotaKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            QuotaKind::Produce => "Produce",
+            QuotaKind::Fetch => "Fetch",
+            QuotaKind::Request => "Request",
+        }
+    }
+}
+
+/// Whose throttles one quota counter holds: Kafka's `throttle-time`
+/// sensor tags (`ClientQuotaManager.quotaMetricTags`): the user and the
+/// client id as far as the quota entity that applied names them (`""`
+/// where it has no such part, e.g. `user` of a `/clients/<id>` quota).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QuotaTags {
+    pub kind: QuotaKind,
+    pub user: String,
+    pub client_id: String,
+}
+
+/// Throttled responses of one quota and their throttle time since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QuotaThrottle {
+    pub throttled: u64,
+    pub throttle_ms: u64,
+}
+
 /// A shard's live metrics (see the module header).
 #[derive(Debug, Default)]
 pub struct ShardMetrics {
@@ -256,6 +298,8 @@ pub struct ShardMetrics {
     /// scrape took them (ms).
     executor: Cell<ExecutorTotals>,
     executor_seen_ms: Cell<Option<i64>>,
+    /// Client-quota throttles per quota (only clients a quota applies to).
+    quota_throttles: RefCell<BTreeMap<QuotaTags, QuotaThrottle>>,
 }
 
 /// A copy of a shard's counters, sent to the scraping shard.
@@ -270,6 +314,7 @@ pub struct ShardCounters {
     pub connections: BTreeMap<String, ListenerConnections>,
     /// `RequestMetrics` `ErrorsPerSec` per (API key, error code).
     pub errors: BTreeMap<(i16, i16), u64>,
+    pub quota_throttles: BTreeMap<QuotaTags, QuotaThrottle>,
 }
 
 /// One API's request metrics as of a scrape.
@@ -279,6 +324,8 @@ pub struct RequestSnapshot {
     pub count: u64,
     /// In [`TIME_NAMES`] order; `None` when nothing is recent.
     pub recent: Vec<Option<hdrhistogram::Histogram<u64>>>,
+    /// In [`TIME_NAMES`] order, since start.
+    pub lifetime: [Buckets; 7],
 }
 
 impl ShardMetrics {
@@ -481,6 +528,7 @@ impl ShardMetrics {
                     by_version: s.by_version.clone(),
                     count,
                     recent,
+                    lifetime: s.lifetime,
                 };
                 (*k, snap)
             })
@@ -497,7 +545,18 @@ impl ShardMetrics {
             requests,
             connections: self.connections.borrow().clone(),
             errors: self.errors.borrow().clone(),
+            quota_throttles: self.quota_throttles.borrow().clone(),
         }
+    }
+
+    /// A response throttled `ms` by the quota `tags` name (Kafka's
+    /// `ClientQuotaManager.recordAndGetThrottleTimeMs` records it in the
+    /// entity's `throttle-time` sensor).
+    pub fn on_quota_throttle(&self, tags: QuotaTags, ms: u64) {
+        let mut all = self.quota_throttles.borrow_mut();
+        let t = all.entry(tags).or_default();
+        t.throttled += 1;
+        t.throttle_ms += ms;
     }
 }
 

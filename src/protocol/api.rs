@@ -72,6 +72,14 @@ const SERVED_WITH_THE_39_CODEC: &[ApiKey] = &[
     ApiKey::DescribeAcls,
     ApiKey::CreateAcls,
     ApiKey::DeleteAcls,
+    // CreateTopics v0–v1, DeleteTopics v0, DescribeConfigs v0 (KIP-896
+    // dropped them from the 0.18 codec).
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::DescribeConfigs,
+    // v0 (Kafka 3.9 serves it; the 0.18 codec starts at v1).
+    ApiKey::DescribeLogDirs,
+    ApiKey::AlterReplicaLogDirs,
 ];
 
 /// The 3.9 codec's key for an API served with it.

@@ -45,6 +45,8 @@ const LEADS_WITH_THROTTLE: &[(ApiKey, i16)] = &[
     (ApiKey::DescribeClientQuotas, 0),
     (ApiKey::AlterClientQuotas, 0),
     (ApiKey::DescribeCluster, 0),
+    (ApiKey::AlterReplicaLogDirs, 0),
+    (ApiKey::DescribeLogDirs, 0),
 ];
 
 /// Whether the response body of `api` at `version` opens with

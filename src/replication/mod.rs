@@ -20,14 +20,19 @@
 //! - [`quota`] `[core]`: the broker's replication quotas (leader and
 //!   follower `*.replication.throttled.rate`, Kafka's
 //!   `ReplicationQuotaManager`), shared by its shards.
+//! - [`log_dir_move`] `[pure]`: moving a replica between log dirs
+//!   (KIP-113): the copy's rounds, the swap's order, what a start finds.
+//! - [`alter_log_dirs`] `[drv]`: the tasks of those moves.
 //! - [`fetcher`] `[drv]`: replica fetcher tasks (one per leader broker on
 //!   each data shard) and their pure request/response parts.
 
+pub mod alter_log_dirs;
 pub mod fetcher;
 pub mod isr;
 pub mod isr_change;
 pub mod leader_epoch;
 pub mod legacy_validator;
+pub mod log_dir_move;
 pub mod partition;
 pub mod producer_state;
 pub mod quota;

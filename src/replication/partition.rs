@@ -58,17 +58,22 @@ mod commit_state;
 mod config;
 mod delete_records;
 mod follower;
+mod future_replica;
 mod group_commit;
 pub use commit_state::DurableCounts;
 use commit_state::GroupCommit;
 mod legacy;
+mod legacy_offsets;
+pub use legacy_offsets::LegacyOffsetsQuery;
 mod load;
 mod metrics;
+mod producers;
 mod recompress;
 mod timestamps;
 mod txn;
 pub use delete_records::DeletedOnLeader;
 pub use follower::{FollowerAppend, FollowerLogState};
+pub use future_replica::SwapPlan;
 pub use load::{load_producer_state, ProducerStateLoad};
 pub use txn::{MarkerSpec, VerificationGuards};
 mod leader;
@@ -134,7 +139,7 @@ pub struct Partition {
     /// DeleteRecords requests waiting for it check again.
     delete_waiters: RefCell<Rc<Trigger>>,
     /// The log dir holding the log (`LogDirs` index; 0 unless placed).
-    log_dir: usize,
+    log_dir: Cell<usize>,
     /// Its log dir went offline (Kafka's `HostedPartition.Offline`): every
     /// request answers KAFKA_STORAGE_ERROR, whatever the role, until the
     /// broker restarts.
@@ -332,7 +337,7 @@ impl Partition {
                 ..GroupCommit::default()
             },
             delete_waiters: RefCell::new(Rc::new(Trigger::default())),
-            log_dir: 0,
+            log_dir: Cell::new(0),
             offline: Cell::new(false),
         })
     }
@@ -340,11 +345,12 @@ impl Partition {
     /// The same partition, its log in log dir `i` (`LogDirs` index).
     #[must_use]
     pub fn in_log_dir(self, i: usize) -> Self {
-        Partition { log_dir: i, ..self }
+        self.log_dir.set(i);
+        self
     }
 
     pub fn log_dir(&self) -> usize {
-        self.log_dir
+        self.log_dir.get()
     }
 
     /// Its log dir went offline: serve nothing more (see the field). The
@@ -487,7 +493,7 @@ impl Partition {
             recovery_point: self.recovery_point.get(),
             high_watermark: ends.high_watermark,
             log_start_offset: ends.log_start_offset,
-            log_dir: self.log_dir,
+            log_dir: self.log_dir.get(),
         }
     }
 

@@ -82,6 +82,17 @@ pub struct BatchMetadata {
     pub max_timestamp: i64,
 }
 
+/// One producer of DescribeProducers' `active_producers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub last_sequence: i32,
+    pub last_timestamp: i64,
+    pub coordinator_epoch: i32,
+    pub current_txn_start_offset: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerEntry {
     pub epoch: ProducerEpoch,
@@ -208,6 +219,29 @@ impl ProducerStateManager {
 
     pub fn is_empty(&self) -> bool {
         self.producers.is_empty()
+    }
+
+    /// Every producer with state here, as Kafka's
+    /// `UnifiedLog.activeProducers` lists them for DescribeProducers
+    /// (KIP-664): last sequence -1 and last timestamp -1 before any data
+    /// batch of the current epoch, current transaction start -1 outside a
+    /// transaction. The last timestamp is the last batch's max timestamp
+    /// (Kafka's `ProducerStateEntry.lastTimestamp`).
+    pub fn active_producers(&self) -> Vec<ActiveProducer> {
+        self.producers
+            .iter()
+            .map(|(pid, e)| ActiveProducer {
+                producer_id: *pid,
+                producer_epoch: e.epoch,
+                last_sequence: e.last_seq().unwrap_or(-1),
+                last_timestamp: e
+                    .batches
+                    .back()
+                    .map_or(e.last_timestamp_ms, |b| b.max_timestamp),
+                coordinator_epoch: e.coordinator_epoch,
+                current_txn_start_offset: e.current_txn_first_offset.unwrap_or(-1),
+            })
+            .collect()
     }
 
     /// Checks `batch` without changing state.

@@ -12,6 +12,11 @@
 //!   (`ReplicaFetcherThread.shouldFollowerThrottle`); the records it
 //!   gets for them are recorded.
 //!
+//! - Log-dir moves (`replica.alter.log.dirs.io.max.bytes.per.second`):
+//!   the copy into a future replica waits while the broker's rate of
+//!   copied bytes is over the bound (Kafka's `ReplicaAlterLogDirsThread`
+//!   with `QuotaType.AlterLogDirsReplication`); every move is throttled.
+//!
 //! Which partitions are throttled is the topic config
 //! `leader.replication.throttled.replicas` /
 //! `follower.replication.throttled.replicas`: `*`, or `partition:broker`
@@ -40,6 +45,8 @@ pub const FOLLOWER_THROTTLED_REPLICAS: &str = "follower.replication.throttled.re
 pub enum Side {
     Leader,
     Follower,
+    /// Log-dir moves (AlterReplicaLogDirs).
+    AlterLogDirs,
 }
 
 #[derive(Debug, Default)]
@@ -54,11 +61,13 @@ struct Account {
 pub struct ReplicationQuotas {
     leader: Mutex<Account>,
     follower: Mutex<Account>,
+    alter_log_dirs: Mutex<Account>,
     /// Whether each account has a bound, readable without its lock: every
     /// follower fetch and fetch round asks, and almost always the answer
     /// is no.
     leader_bounded: AtomicBool,
     follower_bounded: AtomicBool,
+    alter_log_dirs_bounded: AtomicBool,
 }
 
 impl ReplicationQuotas {
@@ -75,8 +84,10 @@ impl ReplicationQuotas {
         Self {
             leader: account(),
             follower: account(),
+            alter_log_dirs: account(),
             leader_bounded: AtomicBool::new(false),
             follower_bounded: AtomicBool::new(false),
+            alter_log_dirs_bounded: AtomicBool::new(false),
         }
     }
 
@@ -84,6 +95,7 @@ impl ReplicationQuotas {
         let m = match side {
             Side::Leader => &self.leader,
             Side::Follower => &self.follower,
+            Side::AlterLogDirs => &self.alter_log_dirs,
         };
         // A poisoned account only held numbers: keep using them.
         m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -99,11 +111,19 @@ impl ReplicationQuotas {
             .store(follower.is_some(), Ordering::Relaxed);
     }
 
+    /// The log-dir moves' bound from the broker's dynamic config.
+    pub fn set_alter_log_dirs_bound(&self, bound: Option<f64>) {
+        self.account(Side::AlterLogDirs).bound = bound;
+        self.alter_log_dirs_bounded
+            .store(bound.is_some(), Ordering::Relaxed);
+    }
+
     /// Whether `side` has a bound at all (no bound: nothing to check).
     pub fn is_bounded(&self, side: Side) -> bool {
         match side {
             Side::Leader => &self.leader_bounded,
             Side::Follower => &self.follower_bounded,
+            Side::AlterLogDirs => &self.alter_log_dirs_bounded,
         }
         .load(Ordering::Relaxed)
     }

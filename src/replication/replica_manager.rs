@@ -39,13 +39,13 @@ use crate::storage::producer_snapshot;
 use crate::storage::shard_storage::ShardStorage;
 use crate::storage::StorageError;
 use crate::types::TopicPartition;
+mod listing;
 mod metrics;
 
 /// How long (x 10 ms) a close waits for an operation in progress to let go of the partition.
 const CLOSE_WAIT_ROUNDS: u32 = 300;
 
-/// Partition logs opened (or closed) at once by one sync: enough to keep
-/// the ring busy, few enough to bound the memory of half-open logs.
+/// Partition logs opened (or closed) at once by one sync: keeps the ring busy, bounds half-open logs.
 const CONCURRENT_OPENS: usize = 64;
 
 /// The partitions of one data shard.

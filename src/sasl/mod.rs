@@ -3,7 +3,8 @@
 //! state machine that reads the requests allowed before authentication
 //! ([`authenticator`]), and the mechanisms it runs: PLAIN ([`plain`]) and
 //! SCRAM-SHA-256 / SCRAM-SHA-512 ([`scram`]), OAUTHBEARER ([`oauthbearer`]),
-//! and the client side of PLAIN and SCRAM ([`client`]). Bytes in, bytes and an
+//! and the client side of PLAIN and SCRAM ([`client`]) and of OAUTHBEARER
+//! ([`oauth_login`]: the broker's token and its refresh). Bytes in, bytes and an
 //! outcome out; the connection code (`server::sasl_conn`) only moves them
 //! and supplies randomness and the stored SCRAM credentials.
 //!
@@ -12,6 +13,7 @@
 
 pub mod authenticator;
 pub mod client;
+pub mod oauth_login;
 pub mod oauthbearer;
 pub mod plain;
 pub mod scram;

@@ -98,6 +98,15 @@ pub const ROUTES: &[Route] = &[
         range: handlers::list_partition_reassignments::VERSIONS,
         handle: handlers::list_partition_reassignments::handle,
     },
+    // --- log dirs (KIP-113) ---
+    Route {
+        range: handlers::describe_log_dirs::VERSIONS,
+        handle: handlers::describe_log_dirs::handle,
+    },
+    Route {
+        range: handlers::alter_replica_log_dirs::VERSIONS,
+        handle: handlers::alter_replica_log_dirs::handle,
+    },
     Route {
         range: handlers::offset_for_leader_epoch::VERSIONS,
         handle: handlers::offset_for_leader_epoch::handle,
@@ -209,6 +218,15 @@ pub const ROUTES: &[Route] = &[
         range: handlers::describe_cluster::VERSIONS,
         handle: handlers::describe_cluster::handle,
     },
+    // --- features (KIP-584) and producer state (KIP-664) ---
+    Route {
+        range: handlers::update_features::VERSIONS,
+        handle: handlers::update_features::handle,
+    },
+    Route {
+        range: handlers::describe_producers::VERSIONS,
+        handle: handlers::describe_producers::handle,
+    },
     // --- ZooKeeper mode: controller → broker. A Kafka 3.9 ZK broker lists
     // these in ApiVersions too (`ApiKeys.zkBrokerApis`, ListenerType.ZK_BROKER).
     Route {
@@ -304,6 +322,8 @@ const AUTHORIZING: &[ApiKey] = &[
     ApiKey::ElectLeaders,
     ApiKey::AlterPartitionReassignments,
     ApiKey::ListPartitionReassignments,
+    ApiKey::DescribeLogDirs,
+    ApiKey::AlterReplicaLogDirs,
     ApiKey::AlterClientQuotas,
     ApiKey::DescribeClientQuotas,
     ApiKey::DescribeCluster,
@@ -317,6 +337,8 @@ const AUTHORIZING: &[ApiKey] = &[
     ApiKey::AlterPartition,
     ApiKey::AllocateProducerIds,
     ApiKey::WriteTxnMarkers,
+    ApiKey::UpdateFeatures,
+    ApiKey::DescribeProducers,
 ];
 
 /// The ZooKeeper-mode inter-broker APIs whose handlers authorize

@@ -2,64 +2,46 @@
 //! accepting shard, then the connection's read and write loops over the
 //! TLS session (Kafka's `SslTransportLayer`).
 //!
-//! The handshake is async (futures-rustls over glommio's stream), so the
-//! shard serves its other connections meanwhile; it is bounded by
-//! `connections.max.idle.ms` (a client that opens TCP and never finishes
-//! it is closed then; rustls buffers at most one handshake flight of
-//! 64 KiB). A failed handshake closes the connection with a warning naming
-//! the peer and rustls' reason.
+//! The handshake is async (rustls' unbuffered API driven over glommio's
+//! stream, `records::accept`), so the shard serves its other connections
+//! meanwhile; it is bounded by `connections.max.idle.ms` (a client that
+//! opens TCP and never finishes it is closed then; at most 128 KiB of a
+//! handshake flight is held). A failed handshake closes the connection
+//! with a warning naming the peer and rustls' reason.
 //!
-//! After it, rustls is driven by hand on the raw socket:
-//! - reads: ciphertext is received straight into the session's own buffer
-//!   (a non-blocking `recv`; only when nothing is there does the read wait
-//!   through glommio into a scratch buffer), decrypted in place, and the
-//!   plaintext copied once into the connection's read buffer;
-//! - writes: `OutPart::Bytes` are encrypted straight from the `Bytes`,
-//!   `OutPart::File` regions are read with `pread` into one buffer the
-//!   connection reuses, then encrypted; records leave with `sendmsg`.
-//!   Nothing is copied beyond what the cipher needs (and the file read a
-//!   user-space cipher cannot avoid). The plaintext bytes sent count in
-//!   `ZeroCopyStats::bytes_tls`.
-//!
-//! The reader never writes to the socket: whatever the session queues
-//! while reading (a KeyUpdate answer, an alert) goes out with the writer's
-//! next flush, so records never interleave.
+//! After it, the traffic keys leave rustls (`tls::session`) and the
+//! records are shardlog's own (`tls::record`, `records`): decrypted in
+//! place in the connection's read buffer, sealed into one reused buffer
+//! from the responses' `Bytes` and file pages. Where the kernel may take
+//! the session (`kernel`), the handshake runs through rustls' buffered
+//! API read record by record instead, and the keys go to the kernel.
 
-use std::cell::{Cell, RefCell};
-use std::io::{self, IoSlice, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::io::{self, Read};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use futures_lite::io::{ReadHalf, WriteHalf};
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 use rustls::ServerConnection;
 
 use super::connection::{peer_names, run, serve_socket, Peer};
 use super::memory_pool::MemoryPool;
-use super::out::OutPart;
-use super::transport::{ConnRead, ConnWrite};
-use crate::io::zerocopy::ZeroCopyStats;
 use crate::shard::ShardContext;
+use crate::tls::record::Version;
+use crate::tls::session::Session;
 use crate::tls::ListenerTls;
 
-pub use super::connection::ANONYMOUS_PRINCIPAL;
+// What this file's tests name through `use super::*` (the read and write
+// loops they drive moved to `records`).
+#[cfg(test)]
+use {
+    super::out::OutPart,
+    crate::io::zerocopy::ZeroCopyStats,
+    bytes::BytesMut,
+    futures_lite::{AsyncReadExt, AsyncWriteExt},
+    std::cell::{Cell, RefCell},
+};
 
-/// File-region bytes read per `pread` before they are encrypted.
-const FILE_CHUNK: usize = 64 * 1024;
-/// Ciphertext read from the socket at a time (one buffer per connection,
-/// allocated at its first read).
-const TLS_READ: usize = 64 * 1024;
-/// What the read buffer of a streaming connection grows to (a PLAINTEXT
-/// connection's read takes up to a whole request, `message.max.bytes`).
-const TLS_READ_MAX: usize = 1024 * 1024;
-/// Ciphertext the session may hold before a write waits for the socket.
-const SEND_BUFFER: usize = 256 * 1024;
-/// Ciphertext handed to glommio at a time when the socket is full (its
-/// write waits for writability in io_uring).
-const SPILL_CHUNK: usize = 16 * 1024;
+pub use super::connection::ANONYMOUS_PRINCIPAL;
 
 /// What a TLS listener's connections need: the server configuration to
 /// handshake with (taken per connection, so a reloaded keystore applies
@@ -189,16 +171,31 @@ async fn timed_handshake(
 /// A handshaken TLS connection, ready for the read and write loops.
 pub struct Established {
     pub stream: TcpStream,
-    pub session: ServerConnection,
+    pub session: TlsSession,
     /// From the client certificate, or [`ANONYMOUS_PRINCIPAL`].
     pub principal: String,
+}
+
+/// Who holds a handshaken session.
+pub enum TlsSession {
+    /// rustls' buffered connection, read record by record (`kernel::Corked`)
+    /// so the kernel can take it over.
+    Rustls(Box<ServerConnection>),
+    /// shardlog's record layer with rustls' key schedule; `pending`: the
+    /// ciphertext received after the handshake.
+    Own {
+        session: Box<Session>,
+        pending: Vec<u8>,
+    },
 }
 
 /// Run the server handshake on `stream`; `Err`: the reason, for the
 /// caller's warning (rustls' error, a timeout, or a principal the
 /// certificate does not map to). `timeout_ms` < 0: no bound (Kafka's
 /// `connections.max.idle.ms` = -1). `cork`: read record by record, so the
-/// session can be handed to the kernel after it (`kernel::Corked`).
+/// session can be handed to the kernel after it (`kernel::Corked`);
+/// otherwise the handshake runs through rustls' unbuffered API and the
+/// session continues on shardlog's record layer (`records`).
 pub async fn handshake(
     stream: TcpStream,
     tls: &dyn ServerTls,
@@ -206,23 +203,68 @@ pub async fn handshake(
     cork: bool,
 ) -> Result<Established, String> {
     let config = tls.server_config();
-    let (stream, session) = if cork {
-        let (corked, session) = accept(kernel::Corked::new(stream), config, timeout_ms).await?;
-        (corked.inner, session)
-    } else {
-        accept(stream, config, timeout_ms).await?
-    };
-    let principal = match session.peer_certificates().and_then(|c| c.first()) {
-        None => ANONYMOUS_PRINCIPAL.to_string(),
-        Some(cert) => tls
-            .principal_for(cert.as_ref())
-            .map_err(|e| format!("no principal for the client certificate: {e}"))?,
-    };
+    if !cork {
+        // The keys must leave rustls for the record layer; the listeners'
+        // configs allow it (`tls::build`), any other is copied to.
+        let config = if config.enable_secret_extraction {
+            config
+        } else {
+            let mut copy = (*config).clone();
+            copy.enable_secret_extraction = true;
+            Arc::new(copy)
+        };
+        let mut stream = stream;
+        let (hs, pending) = bounded(records::accept(&mut stream, config), timeout_ms)
+            .await
+            .ok_or_else(|| timed_out(timeout_ms))??;
+        let principal = principal(tls, hs.peer_certificates())?;
+        let session = hs.finish()?;
+        return Ok(Established {
+            stream,
+            session: TlsSession::Own {
+                session: Box::new(session),
+                pending,
+            },
+            principal,
+        });
+    }
+    let (corked, session) = accept(kernel::Corked::new(stream), config, timeout_ms).await?;
+    let principal = principal(tls, session.peer_certificates())?;
     Ok(Established {
-        stream,
-        session,
+        stream: corked.inner,
+        session: TlsSession::Rustls(Box::new(session)),
         principal,
     })
+}
+
+/// Kafka's principal for the client's certificate chain.
+fn principal(
+    tls: &dyn ServerTls,
+    chain: Option<&[rustls_pki_types::CertificateDer<'static>]>,
+) -> Result<String, String> {
+    match chain.and_then(|c| c.first()) {
+        None => Ok(ANONYMOUS_PRINCIPAL.to_string()),
+        Some(cert) => tls
+            .principal_for(cert.as_ref())
+            .map_err(|e| format!("no principal for the client certificate: {e}")),
+    }
+}
+
+fn timed_out(timeout_ms: i64) -> String {
+    format!("TLS handshake not completed within connections.max.idle.ms ({timeout_ms} ms)")
+}
+
+/// `fut`, or `None` once `timeout_ms` passed (< 0: no bound).
+async fn bounded<T>(fut: impl std::future::Future<Output = T>, timeout_ms: i64) -> Option<T> {
+    let run = async { Some(fut.await) };
+    let limit = async {
+        match u64::try_from(timeout_ms) {
+            Ok(ms) => glommio::timer::sleep(std::time::Duration::from_millis(ms)).await,
+            Err(_) => std::future::pending::<()>().await,
+        }
+        None
+    };
+    futures_lite::future::or(run, limit).await
 }
 
 /// rustls' server handshake on `io`, bounded by `timeout_ms`.
@@ -235,341 +277,70 @@ where
     IO: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin,
 {
     let acceptor = futures_rustls::TlsAcceptor::from(config);
-    let accept = async { Some(acceptor.accept(io).await) };
-    let limit = async {
-        match u64::try_from(timeout_ms) {
-            Ok(ms) => glommio::timer::sleep(std::time::Duration::from_millis(ms)).await,
-            Err(_) => std::future::pending::<()>().await,
-        }
-        None
-    };
-    let tls_stream = match futures_lite::future::or(accept, limit).await {
-        None => {
-            return Err(format!(
-                "TLS handshake not completed within connections.max.idle.ms ({timeout_ms} ms)"
-            ))
-        }
+    let tls_stream = match bounded(acceptor.accept(io), timeout_ms).await {
+        None => return Err(timed_out(timeout_ms)),
         Some(Err(e)) => return Err(format!("TLS handshake failed: {e}")),
         Some(Ok(s)) => s,
     };
     Ok(tls_stream.into_inner())
 }
 
-/// The two halves of an established connection.
+/// The two halves of an established connection, on shardlog's record
+/// layer. A rustls session the kernel did not take is taken apart first:
+/// the records it still has to send go out with the first write, the
+/// plaintext it decrypted is read first, its keys continue here (without
+/// rustls' key schedule: a KeyUpdate closes such a connection, as it
+/// would under kernel TLS).
 pub fn split(done: Established) -> io::Result<(TlsRead, TlsWrite)> {
-    crate::io::zerocopy::set_nonblocking(&done.stream)?;
-    let fd = done.stream.as_raw_fd();
-    let mut session = done.session;
-    session.set_buffer_limit(Some(SEND_BUFFER));
-    let session = Rc::new(RefCell::new(session));
-    let (reader, writer) = futures_lite::io::split(done.stream);
-    Ok((
-        TlsRead {
-            session: session.clone(),
-            fd,
-            reader,
-            scratch: Vec::new(),
-            pending: 0..0,
-        },
-        TlsWrite {
-            out: TlsOut {
-                session,
-                fd,
-                stream: writer,
-                spill: Vec::new(),
-            },
-            file_buf: Vec::new(),
-        },
-    ))
-}
-
-/// The read side: plaintext of the session into the connection's buffer.
-pub struct TlsRead {
-    session: Rc<RefCell<ServerConnection>>,
-    fd: RawFd,
-    reader: ReadHalf<TcpStream>,
-    /// Where a read that had to wait lands (allocated at the first wait).
-    scratch: Vec<u8>,
-    /// Ciphertext in `scratch` not yet taken by the session.
-    pending: std::ops::Range<usize>,
-}
-
-/// A TLS protocol error: bad input the read loop reports as a warning.
-fn tls_error(e: rustls::Error) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, e)
-}
-
-impl ConnRead for TlsRead {
-    async fn fill(&mut self, buf: &mut BytesMut, want: usize) -> io::Result<usize> {
-        loop {
-            {
-                let mut s = self.session.borrow_mut();
-                s.process_new_packets().map_err(tls_error)?;
-                match take_plaintext(&mut s, buf, want) {
-                    Taken::Some(n) => return Ok(n),
-                    Taken::Closed => return Ok(0),
-                    Taken::Nothing => {}
-                }
-                if !self.pending.is_empty() {
-                    let n = s.read_tls(&mut &self.scratch[self.pending.clone()])?;
-                    self.pending.start += n;
-                    continue;
-                }
-            }
-            // rustls reads at most 4 KiB per `read_tls`; one `recv` takes
-            // what the socket has (up to TLS_READ) and rustls is fed from
-            // it in memory: a quarter of the syscalls of reading through
-            // `read_tls` for full 16 KiB records, far fewer for small ones.
-            if self.scratch.is_empty() {
-                self.scratch = vec![0; TLS_READ];
-            }
-            match FdRecv(self.fd).read(&mut self.scratch) {
-                Ok(0) => {
-                    // The peer closed; the session says how.
-                    self.session.borrow_mut().read_tls(&mut io::empty())?;
-                    continue;
-                }
-                Ok(n) => {
-                    // A full read: the peer streams (a producer); take more
-                    // per `recv` (each one contends for the socket lock with
-                    // the packets arriving on it).
-                    if n == self.scratch.len() && n < TLS_READ_MAX {
-                        self.scratch.resize(n * 2, 0);
-                    }
-                    self.pending = 0..n;
-                    continue;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e),
-            }
-            // Nothing on the socket yet: wait through glommio.
-            let n = self.reader.read(&mut self.scratch).await?;
-            if n == 0 {
-                // Tell the session the peer is gone (an empty read is EOF).
-                self.session.borrow_mut().read_tls(&mut io::empty())?;
-            }
-            self.pending = 0..n;
+    match done.session {
+        TlsSession::Own { session, pending } => {
+            records::halves(done.stream, *session, pending, Vec::new())
+        }
+        TlsSession::Rustls(session) => {
+            let (session, queued) = from_rustls(*session).map_err(io::Error::other)?;
+            records::halves(done.stream, session, Vec::new(), queued)
         }
     }
 }
 
-enum Taken {
-    Some(usize),
-    /// The peer closed (close_notify, or TCP EOF without it: Kafka's
-    /// clients close either way).
-    Closed,
-    Nothing,
-}
-
-/// Copy up to `want` bytes of the session's decrypted plaintext to `buf`.
-fn take_plaintext(s: &mut ServerConnection, buf: &mut BytesMut, want: usize) -> Taken {
-    use std::io::BufRead;
-    let mut taken = 0;
-    let mut reader = s.reader();
-    while taken < want {
-        match reader.fill_buf() {
-            Ok([]) => {
-                return if taken > 0 {
-                    Taken::Some(taken)
-                } else {
-                    Taken::Closed
-                }
-            }
-            Ok(chunk) => {
-                let n = chunk.len().min(want - taken);
-                buf.extend_from_slice(&chunk[..n]);
-                reader.consume(n);
-                taken += n;
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(_) if taken == 0 => return Taken::Closed,
-            Err(_) => break,
-        }
+/// A buffered rustls session's keys, plaintext and queued records.
+fn from_rustls(mut conn: ServerConnection) -> Result<(Session, Vec<u8>), String> {
+    let mut queued = Vec::new();
+    while conn.wants_write() {
+        conn.write_tls(&mut queued)
+            .map_err(|e| format!("TLS records to flush: {e}"))?;
     }
-    if taken > 0 {
-        Taken::Some(taken)
-    } else {
-        Taken::Nothing
+    conn.process_new_packets()
+        .map_err(|e| format!("TLS: {e}"))?;
+    let mut preread = Vec::new();
+    match conn.reader().read_to_end(&mut preread) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(e) => return Err(format!("TLS: {e}")),
     }
-}
-
-/// Non-blocking `recv` on the socket, for `read_tls`.
-struct FdRecv(RawFd);
-
-impl Read for FdRecv {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: `buf` is `buf.len()` writable, initialized bytes; the
-        // kernel writes at most that many and reports how many.
-        let n = unsafe {
-            libc::recv(
-                self.0,
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return Err(if e.kind() == io::ErrorKind::Interrupted {
-                io::ErrorKind::WouldBlock.into()
-            } else {
-                e
-            });
-        }
-        Ok(usize::try_from(n).unwrap_or(0))
-    }
-}
-
-/// Non-blocking `sendmsg` on the socket, for `write_tls`.
-struct FdSend(RawFd);
-
-impl Write for FdSend {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.write_vectored(&[IoSlice::new(buf)])
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        use nix::sys::socket::{sendmsg, MsgFlags};
-        let n = bufs.len().min(crate::io::zerocopy::IOV_MAX_PER_CALL);
-        let flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL;
-        match sendmsg::<()>(self.0, &bufs[..n], &[], flags, None) {
-            Ok(sent) => Ok(sent),
-            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => {
-                Err(io::ErrorKind::WouldBlock.into())
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Takes at most `room` bytes of ciphertext (what waits for the socket).
-struct Spill<'a> {
-    buf: &'a mut Vec<u8>,
-    room: usize,
-}
-
-impl Write for Spill<'_> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let n = data.len().min(self.room - self.buf.len());
-        self.buf.extend_from_slice(&data[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The session's sending side and the socket.
-struct TlsOut {
-    session: Rc<RefCell<ServerConnection>>,
-    fd: RawFd,
-    stream: WriteHalf<TcpStream>,
-    spill: Vec<u8>,
-}
-
-impl TlsOut {
-    /// Encrypt `data` into the session, flushing whenever its buffer is
-    /// full.
-    async fn send(&mut self, mut data: &[u8]) -> io::Result<()> {
-        while !data.is_empty() {
-            let n = self.session.borrow_mut().writer().write(data)?;
-            data = &data[n..];
-            if !data.is_empty() {
-                self.flush().await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Send every record the session holds.
-    async fn flush(&mut self) -> io::Result<()> {
-        loop {
-            let sent = {
-                let mut s = self.session.borrow_mut();
-                if !s.wants_write() {
-                    return Ok(());
-                }
-                s.write_tls(&mut FdSend(self.fd))
-            };
-            match sent {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    // The socket is full: hand a piece of the records to
-                    // glommio, whose write waits for room in io_uring.
-                    self.spill.clear();
-                    self.session.borrow_mut().write_tls(&mut Spill {
-                        buf: &mut self.spill,
-                        room: SPILL_CHUNK,
-                    })?;
-                    self.stream.write_all(&self.spill).await?;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-/// The write side: responses encrypted into the session.
-pub struct TlsWrite {
-    out: TlsOut,
-    /// File regions are read into this one buffer, then encrypted from
-    /// it (allocated at the first file region).
-    file_buf: Vec<u8>,
-}
-
-impl ConnWrite for TlsWrite {
-    async fn write_parts(
-        &mut self,
-        parts: Vec<OutPart>,
-        stats: &Cell<ZeroCopyStats>,
-    ) -> io::Result<()> {
-        use std::os::unix::fs::FileExt;
-        let mut plain = 0u64;
-        for part in &parts {
-            match part {
-                OutPart::Bytes(b) => self.out.send(b).await?,
-                OutPart::File {
-                    file,
-                    position,
-                    len,
-                } => {
-                    if self.file_buf.is_empty() {
-                        self.file_buf = vec![0; FILE_CHUNK];
-                    }
-                    let mut done = 0usize;
-                    while done < *len {
-                        let n = (len - done).min(FILE_CHUNK);
-                        let chunk = &mut self.file_buf[..n];
-                        file.read_exact_at(chunk, position + done as u64)?;
-                        self.out.send(chunk).await?;
-                        done += n;
-                    }
-                }
-            }
-            plain += part.len() as u64;
-        }
-        self.out.flush().await?;
-        let mut s = stats.get();
-        s.bytes_tls += plain;
-        stats.set(s);
-        Ok(())
-    }
-
-    async fn close(&mut self) {
-        self.out.session.borrow_mut().send_close_notify();
-        let _ = self.out.flush().await;
-        let _ = self.out.stream.close().await;
-    }
+    let version = conn
+        .protocol_version()
+        .and_then(Version::of)
+        .ok_or("no negotiated TLS version")?;
+    let suite = conn
+        .negotiated_cipher_suite()
+        .ok_or("no negotiated cipher suite")?;
+    #[allow(
+        deprecated,
+        reason = "a buffered ServerConnection has no dangerous_into_kernel_connection; this session was prepared for kernel TLS, which has no key schedule either"
+    )]
+    let secrets = conn
+        .dangerous_extract_secrets()
+        .map_err(|e| format!("extracting TLS secrets: {e}"))?;
+    let session = Session::new(version, suite, secrets, None, preread)?;
+    Ok((session, queued))
 }
 
 pub mod kernel;
+pub mod records;
 pub mod stats;
+
+pub use records::{TlsRead, TlsWrite};
 
 #[cfg(test)]
 mod tests;

@@ -27,11 +27,14 @@ use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::driver::PurgatoryDriver;
 use crate::purgatory::notes::{AdvanceCoalescer, AdvanceNotes, RemoteWatchRegistry};
 use crate::purgatory::view::PartitionSnapshot;
+use crate::replication::alter_log_dirs::LogDirMoves;
 use crate::replication::isr_change::IsrChange;
 use crate::replication::leader_epoch::EpochEndOffset;
+use crate::replication::partition::LegacyOffsetsQuery;
 use crate::replication::partition::{
     AppendOrigin, FollowerFetch, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
+use crate::replication::producer_state::ActiveProducer;
 use crate::replication::replica_manager::{ProduceAppend, QueuedAppends, ReplicaManager};
 use crate::types::{ShardId, TopicPartition};
 
@@ -90,6 +93,13 @@ pub enum DataRequest {
         parts: Vec<(TopicPartition, i64)>,
         isolation: FetchIsolation,
     },
+    /// ListOffsets v0 lookups (offsets by segment time).
+    LegacyListOffsets {
+        parts: Vec<(TopicPartition, LegacyOffsetsQuery)>,
+        now_ms: i64,
+    },
+    /// DescribeProducers (KIP-664): each partition's active producers.
+    DescribeProducers { parts: Vec<TopicPartition> },
     /// The sender's purgatory started (true) / stopped (false) watching.
     Watch {
         changes: Vec<(TopicPartition, bool)>,
@@ -106,6 +116,12 @@ pub enum DataRequest {
     /// StopReplica with delete (ZooKeeper mode): delete these partitions'
     /// logs (closing any still open).
     DeletePartitions { parts: Vec<TopicPartition> },
+    /// DescribeLogDirs: every replica of the shard, current and future
+    /// (served by `router`).
+    DescribeLogDirs,
+    /// AlterReplicaLogDirs: move each partition to a log dir (`LogDirs`
+    /// index, online); served by `router` (the moves need its clock).
+    AlterLogDirs { parts: Vec<(TopicPartition, usize)> },
     /// To the shard coordinating a group (it owns the group's
     /// `__consumer_offsets` partition).
     Group(GroupCall),
@@ -148,12 +164,32 @@ pub enum DataResponse {
     Read(Vec<ReadAnswer>),
     Offsets(Vec<OffsetAnswer>),
     EpochEndOffsets(Vec<(ErrorCode, EpochEndOffset)>),
+    /// ListOffsets v0: per partition its offsets, or the error.
+    LegacyOffsets(Vec<Result<Vec<i64>, ErrorCode>>),
+    /// DescribeProducers: per partition its producers, or the error.
+    Producers(Vec<Result<Vec<ActiveProducer>, ErrorCode>>),
     /// DeleteRecords: per partition its error and low watermark.
     DeletedRecords(Vec<(ErrorCode, i64)>),
     Snapshots(Vec<(TopicPartition, PartitionSnapshot)>),
+    /// DescribeLogDirs: the shard's replicas.
+    LogDirReplicas(Vec<LogDirReplica>),
+    /// AlterReplicaLogDirs: per partition, in order.
+    LogDirsAltered(Vec<ErrorCode>),
     Ack,
     Group(GroupReply),
     Txn(TxnReply),
+}
+
+/// One replica as DescribeLogDirs reports it (Kafka's
+/// `DescribeLogDirsPartition`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDirReplica {
+    pub tp: TopicPartition,
+    /// `LogDirs` index.
+    pub dir: usize,
+    pub size: u64,
+    pub offset_lag: i64,
+    pub is_future: bool,
 }
 
 /// A data shard's part of its context.
@@ -167,6 +203,8 @@ pub struct DataShard {
     /// The transaction coordinator of the `__transaction_state`
     /// partitions this shard leads.
     pub txns: Rc<TxnHost>,
+    /// Log-dir moves of its partitions (AlterReplicaLogDirs).
+    pub moves: Rc<LogDirMoves>,
     /// KIP-227 sessions of connections on this shard.
     pub fetch_sessions: RefCell<FetchSessionCache>,
     /// Which remote shards watch which of our partitions.
@@ -194,6 +232,7 @@ impl DataShard {
             purgatory,
             groups,
             txns,
+            moves: Rc::default(),
             fetch_sessions: RefCell::new(FetchSessionCache::new(shard.0, DEFAULT_CACHE_SLOTS)),
             remote_watchers: RefCell::new(RemoteWatchRegistry::new()),
             coalescer: RefCell::new(AdvanceCoalescer::new()),
@@ -212,6 +251,14 @@ impl DataShard {
             })
             .await;
         self.look_again(changed);
+        self.replicas.replication_quotas().set_alter_log_dirs_bound(
+            snapshot
+                .broker_configs
+                .replication_rate(crate::config::dynamic::REPLICA_ALTER_LOG_DIRS_IO_MAX),
+        );
+        self.moves.resume(&self.replicas, |tp| {
+            super::placement::shard_of(&tp.topic, tp.partition, n) == me
+        });
     }
 
     /// Take the partitions of newly failed log dirs offline
@@ -302,6 +349,38 @@ impl DataShard {
         )
     }
 
+    /// ListOffsets v0 on owned partitions.
+    async fn legacy_offsets(
+        &self,
+        parts: Vec<(TopicPartition, LegacyOffsetsQuery)>,
+        now_ms: i64,
+    ) -> Vec<Result<Vec<i64>, ErrorCode>> {
+        let mut out = Vec::with_capacity(parts.len());
+        for (tp, query) in parts {
+            out.push(match self.replicas.get(&tp) {
+                Some(p) => p.legacy_offsets_before(query, now_ms).await,
+                None => Err(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION),
+            });
+        }
+        out
+    }
+
+    /// DescribeProducers on owned partitions.
+    fn active_producers(
+        &self,
+        parts: &[TopicPartition],
+    ) -> Vec<Result<Vec<ActiveProducer>, ErrorCode>> {
+        parts
+            .iter()
+            .map(|tp| {
+                self.replicas
+                    .get(tp)
+                    .map(|p| p.active_producers())
+                    .ok_or(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+            })
+            .collect()
+    }
+
     pub async fn on_request(&self, from: usize, req: DataRequest) -> DataResponse {
         let registry = &self.replicas;
         match req {
@@ -353,6 +432,12 @@ impl DataShard {
                 }
                 DataResponse::Offsets(out)
             }
+            DataRequest::LegacyListOffsets { parts, now_ms } => {
+                DataResponse::LegacyOffsets(self.legacy_offsets(parts, now_ms).await)
+            }
+            DataRequest::DescribeProducers { parts } => {
+                DataResponse::Producers(self.active_producers(&parts))
+            }
             DataRequest::Watch { changes } => {
                 let from = ShardId(from as u16);
                 let mut current = Vec::new();
@@ -368,6 +453,7 @@ impl DataShard {
                 DataResponse::Snapshots(current)
             }
             DataRequest::DeletePartitions { parts } => {
+                self.moves.remove_futures(registry, &parts);
                 registry.delete_partitions(&parts).await;
                 DataResponse::Ack
             }
@@ -378,6 +464,15 @@ impl DataShard {
             // Served by `router` (they need the shard's context).
             DataRequest::Group(_) => DataResponse::Group(GroupReply::NotCoordinator),
             DataRequest::Txn(_) => DataResponse::Txn(TxnReply::NotCoordinator),
+            DataRequest::DescribeLogDirs => {
+                DataResponse::LogDirReplicas(self.describe_log_dirs().await)
+            }
+            DataRequest::AlterLogDirs { parts } => DataResponse::LogDirsAltered(
+                parts
+                    .iter()
+                    .map(|(tp, dir)| self.moves.alter(registry, tp, *dir))
+                    .collect(),
+            ),
             DataRequest::DeleteRecords { parts, .. } => {
                 DataResponse::DeletedRecords(vec![
                     (ErrorCode::NOT_LEADER_OR_FOLLOWER, -1);
@@ -385,6 +480,43 @@ impl DataShard {
                 ])
             }
         }
+    }
+
+    /// DescribeLogDirs on this shard (`ReplicaManager.describeLogDirs`):
+    /// its online replicas, current ones with an offset lag of
+    /// `max(hw - leo, 0)` and future ones with the current LEO minus theirs
+    /// (`getLogEndOffsetLag`).
+    pub async fn describe_log_dirs(&self) -> Vec<LogDirReplica> {
+        let mut out = Vec::new();
+        for p in self.replicas.hosted() {
+            if p.is_offline() {
+                continue;
+            }
+            let Ok(size) = p.log_size().await else {
+                continue;
+            };
+            let (leo, hw) = p.current_ends();
+            out.push(LogDirReplica {
+                tp: p.tp.clone(),
+                dir: p.log_dir(),
+                size,
+                offset_lag: (hw - leo).max(0),
+                is_future: false,
+            });
+        }
+        for f in self.moves.futures() {
+            let Some(p) = self.replicas.get(&f.tp) else {
+                continue;
+            };
+            out.push(LogDirReplica {
+                offset_lag: p.current_ends().0 - f.log_end_offset,
+                tp: f.tp,
+                dir: f.dir,
+                size: f.size,
+                is_future: true,
+            });
+        }
+        out
     }
 
     /// Reads owned partitions in order within a shared `max_bytes` budget

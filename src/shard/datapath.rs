@@ -19,11 +19,15 @@ use crate::purgatory::delayed_produce::{AppendResult, DelayedProduce};
 use crate::purgatory::driver::Parkable;
 use crate::purgatory::view::PartitionSnapshot;
 use crate::replication::leader_epoch::EpochEndOffset;
+use crate::replication::partition::LegacyOffsetsQuery;
 use crate::replication::partition::{
     AppendOrigin, MarkerSpec, OffsetAnswer, ProduceResult, ReadAnswer,
 };
+use crate::replication::producer_state::ActiveProducer;
 use crate::replication::replica_manager::ProduceAppend;
 use crate::types::TopicPartition;
+
+mod log_dirs;
 
 /// The connection side of partition work on one shard: what a request
 /// handler asks of the partitions' owners ([`ShardContext::datapath`]).
@@ -284,6 +288,57 @@ impl Datapath {
         results
             .into_iter()
             .map(|r| r.unwrap_or(OffsetAnswer::error(ErrorCode::NOT_LEADER_OR_FOLLOWER)))
+            .collect()
+    }
+
+    /// Connection side: ListOffsets v0 lookups on the owners, per
+    /// partition in order its offsets or error.
+    pub async fn legacy_list_offsets_on_owners(
+        &self,
+        parts: Vec<(TopicPartition, LegacyOffsetsQuery)>,
+        now_ms: i64,
+    ) -> Vec<Result<Vec<i64>, ErrorCode>> {
+        let n = parts.len();
+        let groups = self.group_by_owner(parts.into_iter().map(|p| (p.0.clone(), p)));
+        let mut results: Vec<Option<Result<Vec<i64>, ErrorCode>>> = vec![None; n];
+        for (owner, items) in groups.by_owner {
+            let (idx, parts): (Vec<usize>, Vec<(TopicPartition, LegacyOffsetsQuery)>) =
+                items.into_iter().unzip();
+            let req = DataRequest::LegacyListOffsets { parts, now_ms };
+            if let Some(DataResponse::LegacyOffsets(list)) = self.ask_owner(owner, req).await {
+                for (i, a) in idx.into_iter().zip(list) {
+                    results[i] = Some(a);
+                }
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(ErrorCode::NOT_LEADER_OR_FOLLOWER)))
+            .collect()
+    }
+
+    /// Connection side: DescribeProducers on the owners, per partition in
+    /// order its producers or error (NOT_LEADER_OR_FOLLOWER when no owner
+    /// answered).
+    pub async fn describe_producers_on_owners(
+        &self,
+        parts: Vec<TopicPartition>,
+    ) -> Vec<Result<Vec<ActiveProducer>, ErrorCode>> {
+        let n = parts.len();
+        let groups = self.group_by_owner(parts.into_iter().map(|tp| (tp.clone(), tp)));
+        let mut results: Vec<Option<Result<Vec<ActiveProducer>, ErrorCode>>> = vec![None; n];
+        for (owner, items) in groups.by_owner {
+            let (idx, parts): (Vec<usize>, Vec<TopicPartition>) = items.into_iter().unzip();
+            let req = DataRequest::DescribeProducers { parts };
+            if let Some(DataResponse::Producers(list)) = self.ask_owner(owner, req).await {
+                for (i, a) in idx.into_iter().zip(list) {
+                    results[i] = Some(a);
+                }
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(ErrorCode::NOT_LEADER_OR_FOLLOWER)))
             .collect()
     }
 

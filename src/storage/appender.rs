@@ -31,6 +31,7 @@ use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
 
 use super::batch_cache::BatchBytes;
 use super::buffer_pool::{self, FillBuffer, SharedBufferPool};
+use super::io_timings::SharedIoTimings;
 use super::StorageError;
 
 /// O_DIRECT page size used for buffer layout (PLATFORM.md: 512 is the
@@ -92,6 +93,8 @@ fn take_buffer(pool: &SharedBufferPool, file: &DmaFile, cap: usize) -> FillBuffe
 pub struct WriteBuffers {
     pub pool: SharedBufferPool,
     pub cap: usize,
+    /// Where the writes' and fdatasyncs' latencies go (the shard's).
+    pub timings: SharedIoTimings,
 }
 
 /// Bytes of a segment not yet in its file, kept for reads while a
@@ -154,6 +157,7 @@ pub struct DmaAppender {
     /// Full-buffer writes allowed in flight (from [`WRITE_BEHIND_BYTES`]).
     max_in_flight: usize,
     poisoned: bool,
+    timings: SharedIoTimings,
 }
 
 impl DmaAppender {
@@ -192,7 +196,7 @@ impl DmaAppender {
         } else if !cut_in_open {
             file.truncate(logical_end).await?;
         }
-        let WriteBuffers { pool, cap } = buffers;
+        let WriteBuffers { pool, cap, timings } = buffers;
         let buf_cap = (round_up(cap.max(PAGE as usize) as u64)) as usize;
         let buf_file_pos = round_down(logical_end);
         let fill = (logical_end - buf_file_pos) as usize;
@@ -221,6 +225,7 @@ impl DmaAppender {
             prealloc_limit: round_up(prealloc_limit),
             max_in_flight: (WRITE_BEHIND_BYTES / buf_cap).max(MIN_WRITES_IN_FLIGHT),
             poisoned: false,
+            timings,
         };
         // The first step is awaited: the records a produce request appends
         // to this segment are acknowledged before any buffer is written, so
@@ -460,7 +465,13 @@ impl DmaAppender {
         };
         let buf = buf.into_shared();
         let (file, shared, pos) = (self.file.clone(), buf.clone(), self.buf_file_pos);
-        let task = glommio::spawn_local(async move { file.write_rc_at(shared, pos).await });
+        let timings = self.timings.clone();
+        let task = glommio::spawn_local(async move {
+            let start = timings.start();
+            let r = file.write_rc_at(shared, pos).await;
+            timings.on_dma_write(start);
+            r
+        });
         self.inflight.push_back(InFlight { task, buf, pos });
         self.buf = Some(take_buffer(&self.pool, &self.file, self.buf_cap));
         // The write reaches the kernel when the shard next polls its
@@ -542,7 +553,10 @@ impl DmaAppender {
         pos: u64,
         len: usize,
     ) -> Result<(), StorageError> {
-        match self.file.write_rc_at(buf, pos).await {
+        let start = self.timings.start();
+        let r = self.file.write_rc_at(buf, pos).await;
+        self.timings.on_dma_write(start);
+        match r {
             Ok(n) if n == len => Ok(()),
             Ok(_) => self.poison(std::io::Error::other("short O_DIRECT write")),
             Err(e) => self.poison(e),
@@ -566,7 +580,10 @@ impl DmaAppender {
             self.written_end = end;
         }
         if sync && self.synced_end < end {
-            if let Err(e) = self.file.fdatasync().await {
+            let start = self.timings.start();
+            let r = self.file.fdatasync().await;
+            self.timings.on_fsync(start);
+            if let Err(e) = r {
                 return self.poison(e);
             }
             self.synced_end = end;
@@ -583,7 +600,10 @@ impl DmaAppender {
         if let Err(e) = self.file.truncate(end).await {
             return self.poison(e);
         }
-        if let Err(e) = self.file.fdatasync().await {
+        let start = self.timings.start();
+        let r = self.file.fdatasync().await;
+        self.timings.on_fsync(start);
+        if let Err(e) = r {
             return self.poison(e);
         }
         // If a group-commit fdatasync still holds the file (it was synced

@@ -119,6 +119,32 @@ impl LogDirs {
         self.dirs.iter().position(|d| d == dir)
     }
 
+    /// Dir `i`'s path as Kafka reports and matches it in DescribeLogDirs
+    /// and AlterReplicaLogDirs (`File.getAbsolutePath`).
+    pub fn absolute(&self, i: usize) -> String {
+        let p = &self.dirs[i];
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.clone())
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// The dir whose [`Self::absolute`] path is `path`.
+    pub fn index_of_absolute(&self, path: &str) -> Option<usize> {
+        (0..self.dirs.len()).find(|&i| self.absolute(i) == path)
+    }
+
+    /// Dir `i`'s file system: total and usable bytes (Kafka's
+    /// `FileStore.getTotalSpace` / `getUsableSpace`, DescribeLogDirs v4).
+    pub fn space(&self, i: usize) -> std::io::Result<(u64, u64)> {
+        let s = nix::sys::statvfs::statvfs(&self.dirs[i]).map_err(std::io::Error::from)?;
+        let unit = s.fragment_size();
+        Ok((
+            s.blocks().saturating_mul(unit),
+            s.blocks_available().saturating_mul(unit),
+        ))
+    }
+
     pub fn is_online(&self, i: usize) -> bool {
         self.offline
             .get(i)

@@ -32,6 +32,7 @@ pub mod config;
 pub mod dir_failure;
 pub mod helper_thread;
 pub mod index;
+pub mod io_timings;
 pub mod log_dir;
 pub mod partition_log;
 pub mod policy;

@@ -267,7 +267,25 @@ impl PartitionLog {
         config: LogConfig,
         storage: Rc<ShardStorage>,
     ) -> Result<Self, StorageError> {
-        let dir = log_dir.join(tp.dir_name());
+        Self::open_folder(log_dir, None, tp, topic_id, config, storage).await
+    }
+
+    /// [`Self::open`] of the log in `log_dir`'s folder `folder` (a future
+    /// replica's `<topic>-<p>.<id>-future`), or of `tp`'s own folder when
+    /// `None`. A named folder is not in the dir's checkpoint files (they
+    /// record current logs): it recovers from its start and its log start
+    /// offset is its first segment's, as Kafka opens a future log
+    /// the checkpoints do not cover.
+    pub async fn open_folder(
+        log_dir: &Path,
+        folder: Option<&str>,
+        tp: &TopicPartition,
+        topic_id: Option<uuid::Uuid>,
+        config: LogConfig,
+        storage: Rc<ShardStorage>,
+    ) -> Result<Self, StorageError> {
+        let dir = log_dir.join(folder.map_or_else(|| tp.dir_name(), str::to_string));
+        let checkpointed = folder.is_none();
         std::fs::create_dir_all(&dir)?;
         // Files this open creates are made durable lazily, before the
         // first flush counts anything appended (`await_dir_sync`), as
@@ -296,11 +314,16 @@ impl PartitionLog {
             names = list_names(&dir)?;
         }
         let clean = names.iter().any(|n| n == CLEAN_SHUTDOWN_MARKER);
-        let recovery_point = storage
-            .checkpoint_entry(log_dir, RECOVERY_POINT_CHECKPOINT, tp)?
-            .unwrap_or(0);
-        let start_cp = storage.checkpoint_entry(log_dir, LOG_START_OFFSET_CHECKPOINT, tp)?;
-        let hw_cp = storage.checkpoint_entry(log_dir, REPLICATION_CHECKPOINT, tp)?;
+        let entry = |name: &str| -> Result<Option<i64>, StorageError> {
+            if checkpointed {
+                storage.checkpoint_entry(log_dir, name, tp)
+            } else {
+                Ok(None)
+            }
+        };
+        let recovery_point = entry(RECOVERY_POINT_CHECKPOINT)?.unwrap_or(0);
+        let start_cp = entry(LOG_START_OFFSET_CHECKPOINT)?;
+        let hw_cp = entry(REPLICATION_CHECKPOINT)?;
         let mut stats = RecoveryStats {
             clean_shutdown: clean,
             ..RecoveryStats::default()
@@ -598,6 +621,7 @@ impl Drop for PartitionLog {
 mod clean;
 pub use clean::{CleanerSegment, CleanerView, SegmentStat};
 mod follower;
+mod future;
 pub use follower::FollowerAppendError;
 mod read;
 pub use read::RecordPick;
@@ -606,6 +630,8 @@ pub use scan::BatchHeaderInfo;
 mod close;
 mod retain;
 mod roll;
+mod segment_times;
+pub use segment_times::SegmentTime;
 mod write;
 
 /// A just-rolled segment's file and its background fdatasync.
@@ -635,15 +661,18 @@ pub struct PendingSync {
     files: Vec<Rc<glommio::io::DmaFile>>,
     /// Every offset below this was written out.
     pub log_end_offset: i64,
+    /// The shard's, for the fdatasyncs' latency.
+    pub(crate) timings: super::io_timings::SharedIoTimings,
 }
 
 impl PendingSync {
     /// fdatasync every file the written-out bytes went to.
     pub async fn sync(&self) -> Result<(), StorageError> {
         for f in &self.files {
-            f.fdatasync()
-                .await
-                .map_err(|e| StorageError::Io(e.into()))?;
+            let start = self.timings.start();
+            let r = f.fdatasync().await;
+            self.timings.on_fsync(start);
+            r.map_err(|e| StorageError::Io(e.into()))?;
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ use super::buffer_pool::SharedBufferPool;
 use super::config::LogConfig;
 use super::helper_thread::{self, HelperThreads};
 use super::index::{OffsetIndex, SegmentIndex, TimeIndex};
+use super::io_timings::SharedIoTimings;
 use super::readahead::ReadAhead;
 use super::recovery::{entry_header, scan, ScanStop, ScannedBatch, ENTRY_HEADER};
 use super::recycle;
@@ -565,6 +566,7 @@ impl Segment {
         &mut self,
         config: &LogConfig,
         pool: &SharedBufferPool,
+        timings: &SharedIoTimings,
     ) -> Result<(), StorageError> {
         let size = self.closed_size;
         let page_start = size / super::appender::PAGE * super::appender::PAGE;
@@ -584,6 +586,7 @@ impl Segment {
             WriteBuffers {
                 pool: pool.clone(),
                 cap: config.write_buffer_bytes,
+                timings: timings.clone(),
             },
             step,
             config.segment_bytes,

@@ -19,6 +19,7 @@ use super::buffer_pool::{BufferPool, SharedBufferPool};
 use super::checkpoint;
 use super::dir_failure::DirFailureChannel;
 use super::helper_thread::HelperThreads;
+use super::io_timings::{IoTimings, SharedIoTimings};
 use super::StorageError;
 use crate::protocol::record_walk::InflateScratch;
 use crate::types::TopicPartition;
@@ -48,6 +49,8 @@ pub struct ShardStorage {
     /// cleaner, the group coordinator's load): kept so a batch costs no
     /// 4 MiB allocation and zero-fill.
     inflate_scratch: RefCell<InflateScratch>,
+    /// DMA write and fdatasync latencies, segment recycles.
+    timings: SharedIoTimings,
 }
 
 impl std::fmt::Debug for ShardStorage {
@@ -68,6 +71,7 @@ impl ShardStorage {
             checkpoints_wanted: Cell::new(false),
             parsed_checkpoints: RefCell::default(),
             inflate_scratch: RefCell::default(),
+            timings: IoTimings::shared(),
         })
     }
 
@@ -103,6 +107,10 @@ impl ShardStorage {
 
     pub fn buffers(&self) -> &SharedBufferPool {
         &self.buffers
+    }
+
+    pub fn timings(&self) -> &SharedIoTimings {
+        &self.timings
     }
 
     pub fn helpers(&self) -> &HelperThreads {

@@ -21,7 +21,10 @@
 //! [`build`] rustls configs (loads the stores, then builds); [`listener`]
 //! the per-listener state with KIP-226 reloads; [`selfcheck`] the
 //! inter-broker self-check, an in-memory handshake; [`principal`] `[pure]`
-//! DN rendering and `ssl.principal.mapping.rules`.
+//! DN rendering and `ssl.principal.mapping.rules`; [`record`] `[pure]` the
+//! TLS record layer after the handshake (ring's AEAD, in place);
+//! [`session`] `[pure]` rustls' unbuffered handshake, its keys handed to
+//! [`record`] and its key schedule for TLS 1.3 KeyUpdate.
 //!
 //! Use: at start, for each SSL/SASL_SSL listener,
 //! `SslSettings::for_listener_protocol(&config, name, protocol)` →
@@ -37,7 +40,9 @@ pub mod eckey;
 pub mod listener;
 pub mod pbe;
 pub mod principal;
+pub mod record;
 pub mod selfcheck;
+pub mod session;
 pub mod settings;
 pub mod stores;
 

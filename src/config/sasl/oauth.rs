@@ -12,7 +12,12 @@
 //!   (the mechanism-prefixed key first, then the plain one; the listener
 //!   prefix overrides the broker-wide key as `valuesWithPrefixOverride`
 //!   does) and `VerificationKeyResolverFactory.java` (a `file:` JWKS or an
-//!   HTTP endpoint refreshed every `sasl.oauthbearer.jwks.endpoint.refresh.ms`).
+//!   HTTP(S) endpoint refreshed every `sasl.oauthbearer.jwks.endpoint.refresh.ms`);
+//!   an `https:` endpoint is verified as `JaasOptionsUtils.createSSLSocketFactory`
+//!   does: with the client `ssl.*` settings found among the *JAAS options*
+//!   of the listener's OAUTHBEARER entry (`ssl.truststore.location`, …;
+//!   none: the default trust store), kept here as written and resolved
+//!   when the endpoint is first read.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -75,23 +80,56 @@ pub struct UnsecuredOptions {
     pub clock_skew_ms: i64,
 }
 
-/// Where the JWKS comes from (`sasl.oauthbearer.jwks.endpoint.url`).
+/// Where the JWKS comes from (`sasl.oauthbearer.jwks.endpoint.url`), or
+/// the broker's own token (`sasl.oauthbearer.token.endpoint.url`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JwksUrl {
     /// `file:<path>`.
     File(PathBuf),
-    /// `http://host[:port]/path`.
+    /// `http://host[:port]/path`, or `https:` when `tls`.
     Http {
+        tls: bool,
         host: String,
         port: u16,
         path: String,
     },
 }
 
+impl std::fmt::Display for JwksUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JwksUrl::File(p) => write!(f, "file:{}", p.display()),
+            JwksUrl::Http {
+                tls,
+                host,
+                port,
+                path,
+            } => {
+                let scheme = if *tls { "https" } else { "http" };
+                write!(f, "{scheme}://{host}:{port}{path}")
+            }
+        }
+    }
+}
+
+/// The `ssl.*` options of a JAAS entry, as `JaasOptionsUtils.getSslClientConfig`
+/// hands them to `SslFactory` (an https endpoint's trust store).
+pub fn jaas_ssl_options(entry: &JaasEntry) -> Vec<(String, String)> {
+    entry
+        .options
+        .iter()
+        .filter(|(k, _)| k.starts_with("ssl."))
+        .cloned()
+        .collect()
+}
+
 /// KIP-768's secured validator settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JwksOptions {
     pub url: JwksUrl,
+    /// For an `https:` URL: the `ssl.*` options of the listener's JAAS
+    /// entry (see the module header).
+    pub ssl_options: Vec<(String, String)>,
     /// `sasl.oauthbearer.jwks.endpoint.refresh.ms` (3600000).
     pub refresh_ms: i64,
     /// `sasl.oauthbearer.jwks.endpoint.retry.backoff.ms` (100).
@@ -149,10 +187,14 @@ pub fn unsecured_options(entry: &JaasEntry) -> Result<UnsecuredOptions, String> 
     })
 }
 
-/// `ConfigurationUtils.validateUrl` for the JWKS endpoint: `file:` and
-/// `http:` URLs (`https:` is refused until shardlog has a trust store for
-/// it; never fail open).
+/// `ConfigurationUtils.validateUrl` for the JWKS endpoint: `file:`,
+/// `http:` and `https:` URLs.
 pub fn parse_jwks_url(text: &str) -> Result<JwksUrl, String> {
+    parse_url("sasl.oauthbearer.jwks.endpoint.url", text)
+}
+
+/// `ConfigurationUtils.validateUrl` for the value of `key`.
+pub fn parse_url(key: &str, text: &str) -> Result<JwksUrl, String> {
     let t = text.trim();
     if let Some(path) = t.strip_prefix("file:") {
         let path = path.trim_start_matches("//");
@@ -161,45 +203,47 @@ pub fn parse_jwks_url(text: &str) -> Result<JwksUrl, String> {
         }
         return Ok(JwksUrl::File(PathBuf::from(path)));
     }
-    if let Some(rest) = t.strip_prefix("http://") {
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|_| format!("the URL {t:?} has an invalid port"))?,
-            ),
-            None => (authority, 80),
-        };
-        if host.is_empty() {
-            return Err(format!("the URL {t:?} has no host"));
-        }
-        return Ok(JwksUrl::Http {
-            host: host.trim_matches(['[', ']']).to_owned(),
-            port,
-            path: path.to_owned(),
-        });
+    let (tls, rest, default_port) = if let Some(rest) = t.strip_prefix("http://") {
+        (false, rest, 80)
+    } else if let Some(rest) = t.strip_prefix("https://") {
+        (true, rest, 443)
+    } else {
+        return Err(format!(
+            "The OAuth configuration option {key} contains a URL ({t}) that contains an \
+             invalid protocol; only \"http\", \"https\", and \"file\" protocol are supported"
+        ));
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !authority.ends_with(']') => (
+            h,
+            p.parse::<u16>()
+                .map_err(|_| format!("the URL {t:?} has an invalid port"))?,
+        ),
+        _ => (authority, default_port),
+    };
+    if host.is_empty() {
+        return Err(format!("the URL {t:?} has no host"));
     }
-    if t.starts_with("https:") {
-        return Err(
-            "https JWKS endpoints are not implemented by shardlog yet (it has no trust store \
-             for them); use a file: or http: URL"
-                .into(),
-        );
-    }
-    Err(format!(
-        "The OAuth configuration option sasl.oauthbearer.jwks.endpoint.url contains a URL \
-         ({t}) that contains an invalid protocol; only \"http\", \"https\", and \"file\" \
-         protocol are supported"
-    ))
+    Ok(JwksUrl::Http {
+        tls,
+        host: host.trim_matches(['[', ']']).to_owned(),
+        port,
+        path: path.to_owned(),
+    })
 }
 
 /// The secured validator's settings; `get` looks a key up as
 /// `ConfigurationUtils.get` does (see the module header).
-pub fn jwks_options(get: &dyn Fn(&str) -> Option<String>) -> Result<JwksOptions, (String, String)> {
+/// `entry` is the listener's OAUTHBEARER JAAS entry (an https endpoint's
+/// `ssl.*` options).
+pub fn jwks_options(
+    get: &dyn Fn(&str) -> Option<String>,
+    entry: &JaasEntry,
+) -> Result<JwksOptions, (String, String)> {
     let key = |k: &str| format!("sasl.oauthbearer.{k}");
     let long = |k: &str, default: i64| -> Result<i64, (String, String)> {
         match get(&key(k)) {
@@ -227,8 +271,13 @@ pub fn jwks_options(get: &dyn Fn(&str) -> Option<String>) -> Result<JwksOptions,
             Some(v) => Ok(v.trim().to_owned()),
         }
     };
+    let ssl_options = match url {
+        JwksUrl::Http { tls: true, .. } => jaas_ssl_options(entry),
+        _ => Vec::new(),
+    };
     Ok(JwksOptions {
         url,
+        ssl_options,
         refresh_ms: long("jwks.endpoint.refresh.ms", 3_600_000)?.max(1),
         retry_backoff_ms: long("jwks.endpoint.retry.backoff.ms", 100)?,
         retry_backoff_max_ms: long("jwks.endpoint.retry.backoff.max.ms", 10_000)?,
@@ -303,14 +352,23 @@ mod tests {
         assert_eq!(
             parse_jwks_url("http://127.0.0.1:8080/keys").unwrap(),
             JwksUrl::Http {
+                tls: false,
                 host: "127.0.0.1".into(),
                 port: 8080,
                 path: "/keys".into()
             }
         );
-        assert!(parse_jwks_url("https://idp/keys")
-            .unwrap_err()
-            .contains("not implemented"));
+        let https = parse_jwks_url("https://idp.example/keys").unwrap();
+        assert_eq!(
+            https,
+            JwksUrl::Http {
+                tls: true,
+                host: "idp.example".into(),
+                port: 443,
+                path: "/keys".into()
+            }
+        );
+        assert_eq!(https.to_string(), "https://idp.example:443/keys");
         assert!(parse_jwks_url("ftp://x/y")
             .unwrap_err()
             .contains("invalid protocol"));
@@ -335,14 +393,19 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let o = jwks_options(&|k| lookup(&keys, "l", k)).unwrap();
+        let entry = parse_single(&format!(
+            "{OAUTHBEARER_LOGIN_MODULE} required ssl.truststore.type=\"PEM\";"
+        ))
+        .unwrap();
+        let o = jwks_options(&|k| lookup(&keys, "l", k), &entry).unwrap();
+        assert!(o.ssl_options.is_empty(), "only an https URL reads them");
         assert_eq!(o.url, JwksUrl::File("/k.json".into()));
         assert_eq!(o.expected_audience, vec!["a", "b"]);
         assert_eq!(o.sub_claim, "uid");
         assert_eq!(o.scope_claim, "scope");
         assert_eq!(o.clock_skew_s, 30);
         assert_eq!(o.refresh_ms, 3_600_000);
-        let (key, why) = jwks_options(&|k| lookup(&keys, "other", k)).unwrap_err();
+        let (key, why) = jwks_options(&|k| lookup(&keys, "other", k), &entry).unwrap_err();
         assert_eq!(key, "sasl.oauthbearer.jwks.endpoint.url");
         assert!(why.contains("required"));
     }

@@ -119,7 +119,15 @@ fn every_sasl_key_shardlog_does_not_implement_stops_the_start_naming_it() {
         ),
         (
             "sasl.oauthbearer.token.endpoint.url=http://idp/token",
-            "not a key of the broker's OAUTHBEARER validator",
+            "no OAUTHBEARER login of the broker reads this key",
+        ),
+        (
+            "listener.name.sasl_ssl.oauthbearer.sasl.login.refresh.buffer.seconds=1",
+            "take no mechanism prefix",
+        ),
+        (
+            "listener.name.sasl_ssl.oauthbearer.sasl.login.callback.handler.class=com.example.L",
+            "Java class",
         ),
         (
             "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=com.example.H",
@@ -245,11 +253,33 @@ fn oauthbearer_listeners_resolve_their_validator_and_reauth_limits() {
     ));
     assert_eq!(key, "sasl.oauthbearer.jwks.endpoint.url");
     assert!(why.contains("required"), "{why}");
-    let (_, why) = refused_key(&format!(
-        "{base}listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class={SECURED}\n\
-         sasl.oauthbearer.jwks.endpoint.url=https://idp/jwks\n"
-    ));
-    assert!(why.contains("not implemented"), "{why}");
+    // An https JWKS takes the ssl.* options of the JAAS entry
+    // (JaasOptionsUtils), read when the endpoint is first fetched.
+    let c = load(&format!(
+        "sasl.enabled.mechanisms=OAUTHBEARER\n\
+         listener.name.sasl_ssl.oauthbearer.sasl.jaas.config={LOGIN} required \
+         ssl.truststore.type=\"PEM\" ssl.truststore.location=\"/etc/idp-ca.pem\";\n\
+         listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config={JAAS_OAUTH}\n\
+         listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class={SECURED}\n\
+         sasl.oauthbearer.jwks.endpoint.url=https://idp:8443/jwks\n"
+    ))
+    .unwrap();
+    match for_listener(&c, "SASL_SSL").unwrap().oauth {
+        Some(OAuthValidator::Jwks(o)) => {
+            assert_eq!(o.url.to_string(), "https://idp:8443/jwks");
+            assert_eq!(
+                o.ssl_options,
+                vec![
+                    ("ssl.truststore.type".to_owned(), "PEM".to_owned()),
+                    (
+                        "ssl.truststore.location".to_owned(),
+                        "/etc/idp-ca.pem".to_owned()
+                    )
+                ]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
     // sasl.oauthbearer.* keys on a listener with the unsecured validator
     // would be ignored: refused.
     let (key, why) = refused_key(&format!(
@@ -263,18 +293,66 @@ fn oauthbearer_listeners_resolve_their_validator_and_reauth_limits() {
         why.contains("only OAuthBearerValidatorCallbackHandler"),
         "{why}"
     );
-    // OAUTHBEARER between brokers: shardlog cannot log in with it.
-    let err = ServerConfig::from_properties(
-        &format!(
-            "listeners=SASL_PLAINTEXT://h:2\nsecurity.inter.broker.protocol=SASL_PLAINTEXT\n\
-             sasl.enabled.mechanisms=OAUTHBEARER\nsasl.mechanism.inter.broker.protocol=OAUTHBEARER\n\
-             listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config={JAAS_OAUTH}\n"
-        ),
-        &[],
-    )
-    .unwrap_err();
+    oauthbearer_between_brokers();
+}
+
+const LOGIN: &str = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule";
+
+/// OAUTHBEARER between brokers: the unsecured login module's options, or
+/// KIP-768's login handler with its token endpoint; keys no login reads
+/// are refused.
+fn oauthbearer_between_brokers() {
+    let inter = |extra: &str| {
+        ServerConfig::from_properties(
+            &format!(
+                "listeners=SASL_PLAINTEXT://h:2\nsecurity.inter.broker.protocol=SASL_PLAINTEXT\n\
+                 sasl.enabled.mechanisms=OAUTHBEARER\nsasl.mechanism.inter.broker.protocol=OAUTHBEARER\n{extra}"
+            ),
+            &[],
+        )
+    };
+    let jaas = "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config";
+    let err = inter(&format!("{jaas}={JAAS_OAUTH}\n")).unwrap_err();
     assert!(
-        err.to_string().contains("cannot log in with OAUTHBEARER"),
+        err.to_string().contains("unsecuredLoginStringClaim_sub"),
         "{err}"
     );
+    let c = inter(&format!(
+        "{jaas}={LOGIN} required unsecuredLoginStringClaim_sub=\"broker\";\n\
+         listener.name.sasl_plaintext.sasl.login.refresh.window.factor=0.9\n"
+    ))
+    .unwrap()
+    .config;
+    let login = broker_client(&c, "SASL_PLAINTEXT").unwrap().unwrap();
+    let oauth = login.oauth.unwrap();
+    assert!(matches!(
+        oauth.source,
+        oauth_login::TokenSource::Unsecured(_)
+    ));
+    assert_eq!(oauth.refresh.window_factor, 0.9);
+    // The token endpoint is read only by KIP-768's login handler.
+    let endpoint = "sasl.oauthbearer.token.endpoint.url=https://idp/token\n\
+                    sasl.login.retry.backoff.ms=10\n";
+    let err = inter(&format!(
+        "{jaas}={LOGIN} required unsecuredLoginStringClaim_sub=\"broker\";\n{endpoint}"
+    ))
+    .unwrap_err();
+    assert!(err.to_string().contains("no OAUTHBEARER login"), "{err}");
+    let c = inter(&format!(
+        "{jaas}={LOGIN} required clientId=\"broker\" clientSecret=\"s\";\n{endpoint}\
+         listener.name.sasl_plaintext.oauthbearer.sasl.login.callback.handler.class=\
+         {}\n",
+        oauth_login::SECURED_LOGIN_HANDLER
+    ))
+    .unwrap()
+    .config;
+    let oauth = broker_client(&c, "SASL_PLAINTEXT")
+        .unwrap()
+        .unwrap()
+        .oauth
+        .unwrap();
+    match oauth.source {
+        oauth_login::TokenSource::Endpoint(e) => assert_eq!(e.retry_backoff_ms, 10),
+        other => panic!("{other:?}"),
+    }
 }

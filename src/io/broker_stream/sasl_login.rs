@@ -2,7 +2,11 @@
 //! broker's SASL listener, as Kafka 3.9's `SaslClientAuthenticator` does
 //! it (SECURITY.md §3.1, §8.1): ApiVersions v0, SaslHandshake v1 with
 //! `sasl.mechanism.inter.broker.protocol`, then the mechanism's tokens in
-//! SaslAuthenticate v1 requests. The tokens are `sasl::client`'s.
+//! SaslAuthenticate v1 requests. The tokens are `sasl::client`'s and, for
+//! OAUTHBEARER, `sasl::oauth_login`'s with the listener's current token.
+//! A re-authentication (KIP-368, when the other broker announced a
+//! `session_lifetime_ms`) skips ApiVersions as `SaslClientAuthenticator`
+//! does (`REAUTH_PROCESS_ORIG_APIVERSIONS_RESPONSE`).
 
 use std::io;
 
@@ -16,8 +20,10 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use ring::rand::SecureRandom;
 
+use super::oauth_token::TokenStore;
 use crate::config::sasl::{SaslClientSettings, SaslMechanism};
 use crate::sasl::client::{plain_token, ScramClient};
+use crate::sasl::oauth_login::initial_response;
 
 /// The largest answer read during the login.
 const MAX_RESPONSE: usize = 1 << 20;
@@ -86,7 +92,7 @@ async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     correlation_id: i32,
     token: Vec<u8>,
-) -> io::Result<Bytes> {
+) -> io::Result<SaslAuthenticateResponse> {
     let req = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
     let mut body = call(s, ApiKey::SaslAuthenticate, 1, correlation_id, &req).await?;
     let resp =
@@ -98,7 +104,7 @@ async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
             resp.error_message.as_deref().unwrap_or("")
         )));
     }
-    Ok(resp.auth_bytes)
+    Ok(resp)
 }
 
 /// A fresh client nonce (printable, no `,`).
@@ -114,12 +120,18 @@ fn nonce() -> io::Result<String> {
         .collect())
 }
 
-/// Log in on `s` with `login`; an error names the other broker's refusal.
+/// Log in on `s` with `login` (`token`: the listener's OAUTHBEARER
+/// token); `reauth` skips ApiVersions. The session lifetime the other
+/// broker announced (0: none); an error names its refusal.
 pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     login: &SaslClientSettings,
-) -> io::Result<()> {
-    call(s, ApiKey::ApiVersions, 0, 1, &ApiVersionsRequest::default()).await?;
+    token: Option<&TokenStore>,
+    reauth: bool,
+) -> io::Result<i64> {
+    if !reauth {
+        call(s, ApiKey::ApiVersions, 0, 1, &ApiVersionsRequest::default()).await?;
+    }
     let req = SaslHandshakeRequest::default()
         .with_mechanism(StrBytes::from_static_str(login.mechanism.name()));
     let mut body = call(s, ApiKey::SaslHandshake, 1, 2, &req).await?;
@@ -132,17 +144,34 @@ pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(
             resp.error_code
         )));
     }
-    match login.mechanism {
+    let last = match login.mechanism {
         SaslMechanism::Plain => {
-            authenticate(s, 3, plain_token(&login.username, &login.password)).await?;
+            authenticate(s, 3, plain_token(&login.username, &login.password)).await?
+        }
+        SaslMechanism::OAuthBearer => {
+            let store = token.ok_or_else(|| refused("no OAUTHBEARER token for this listener"))?;
+            let current = store.current();
+            let resp =
+                authenticate(s, 3, initial_response(&current.value, &store.extensions)).await?;
+            if !resp.auth_bytes.is_empty() {
+                // RFC 7628: the server's error challenge is answered with
+                // a single %x01, and the server then fails the exchange.
+                let why = String::from_utf8_lossy(&resp.auth_bytes).into_owned();
+                return match authenticate(s, 4, vec![1]).await {
+                    Err(e) => Err(e),
+                    Ok(_) => Err(refused(format!("the broker refused the token: {why}"))),
+                };
+            }
+            resp
         }
         m => {
             let mut client = ScramClient::new(m, &login.username, &login.password, &nonce()?);
             let first = authenticate(s, 3, client.first()).await?;
-            let fin = client.on_server_first(&first).map_err(refused)?;
+            let fin = client.on_server_first(&first.auth_bytes).map_err(refused)?;
             let last = authenticate(s, 4, fin).await?;
-            client.on_server_final(&last).map_err(refused)?;
+            client.on_server_final(&last.auth_bytes).map_err(refused)?;
+            last
         }
-    }
-    Ok(())
+    };
+    Ok(last.session_lifetime_ms)
 }

@@ -22,6 +22,7 @@ fn curve(acks: &str, linger_ms: i64, batch_size: usize, max_rate: f64, p99s_ms: 
                 ..LatencySummary::default()
             },
             errors: 0,
+            broker: None,
         })
         .collect();
     Curve {
@@ -166,7 +167,8 @@ fn json_and_html_carry_every_curve() {
     let acks = render_acks_svgs(&report.curves, Percentile::P99);
     let html = render_curve_html(&report, &main, &acks);
     assert_eq!(html.matches("<svg").count(), 3);
-    assert_eq!(html.matches("<tr>").count(), 1 + 4);
+    // The curve table (header + 4 curves) and the broker side's header.
+    assert_eq!(html.matches("<tr>").count(), 1 + 4 + 1);
     assert!(html.contains("h&lt;1&gt;"));
 }
 

@@ -22,6 +22,7 @@ fn ssl(ca: &std::path::Path) -> Security {
             ca: Some(ca.to_path_buf()),
             ..SslFiles::default()
         },
+        None,
     )
     .unwrap()
 }
@@ -190,25 +191,44 @@ fn protocol_and_files_are_checked() {
         ..SslFiles::default()
     };
     assert!(matches!(
-        Security::new("plaintext", &SslFiles::default()).unwrap(),
+        Security::new("plaintext", &SslFiles::default(), None).unwrap(),
         Security::Plaintext
     ));
-    let e = Security::new("PLAINTEXT", &with_ca).unwrap_err();
+    let e = Security::new("PLAINTEXT", &with_ca, None).unwrap_err();
     assert!(
         e.to_string().contains("need --security-protocol SSL"),
         "{e}"
     );
-    let e = Security::new("SSL", &SslFiles::default()).unwrap_err();
+    let e = Security::new("SSL", &SslFiles::default(), None).unwrap_err();
     assert!(e.to_string().contains("--ssl-ca-location"), "{e}");
-    let e = Security::new("SSL", &with_ca).unwrap_err();
+    let e = Security::new("SSL", &with_ca, None).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
-    let e = Security::new("SASL_SSL", &SslFiles::default()).unwrap_err();
-    assert!(e.to_string().contains("PLAINTEXT and SSL"), "{e}");
+    let e = Security::new("SASL_SSL", &SslFiles::default(), None).unwrap_err();
+    assert!(e.to_string().contains("SASL needs --sasl-mechanism"), "{e}");
+    let login =
+        || crate::loadgen::sasl_login::SaslLogin::new(Some("plain"), Some("u"), Some("p")).unwrap();
+    let e = Security::new("SSL", &with_ca, Some(login())).unwrap_err();
+    assert!(
+        e.to_string().contains("needs --security-protocol SASL_"),
+        "{e}"
+    );
+    let sp = Security::new("sasl_plaintext", &SslFiles::default(), Some(login())).unwrap();
+    assert_eq!(sp.name(), "SASL_PLAINTEXT");
+    assert_eq!(format!("{:?}", sp.sasl().unwrap()), "PLAIN as \"u\"");
+    let e = Security::new("GSSAPI", &SslFiles::default(), None).unwrap_err();
+    assert!(e.to_string().contains("SASL_PLAINTEXT and SASL_SSL"), "{e}");
+    let e = crate::loadgen::sasl_login::SaslLogin::new(Some("OAUTHBEARER"), Some("u"), Some("p"))
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512"),
+        "{e}"
+    );
     let half = SslFiles {
         ca,
         certificate: Some("/c.pem".into()),
         key: None,
     };
-    let e = Security::new("SSL", &half).unwrap_err();
+    let e = Security::new("SSL", &half, None).unwrap_err();
     assert!(e.to_string().contains("go together"), "{e}");
 }

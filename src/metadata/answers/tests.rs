@@ -206,7 +206,7 @@ fn authorized_operations_only_when_asked_and_supported() {
 }
 
 #[test]
-fn api_versions_v3_carries_no_default_tagged_fields() {
+fn api_versions_v3_carries_only_the_finalized_features_epoch_tag() {
     let table = [
         ApiRange::new(ApiKey::Metadata, 0, 12),
         ApiRange::new(ApiKey::ApiVersions, 0, 4),
@@ -214,9 +214,12 @@ fn api_versions_v3_carries_no_default_tagged_fields() {
     let resp = api_versions_response(&table, ErrorCode::NONE);
     let bytes = encode(&resp, 3).unwrap();
     // error_code(2) + compact array len(1) + 2 × (key, min, max, tags)(7)
-    // + throttle_time_ms(4) + empty tagged-field section(1).
-    assert_eq!(bytes.len(), 2 + 1 + 2 * 7 + 4 + 1);
-    assert_eq!(bytes.last(), Some(&0u8));
+    // + throttle_time_ms(4) + the tagged-field section a Kafka 3.9
+    // ZooKeeper-mode broker sends: one field, tag 1
+    // (FinalizedFeaturesEpoch), 8 bytes, 0.
+    let tags = [1u8, 1, 8, 0, 0, 0, 0, 0, 0, 0, 0];
+    assert_eq!(bytes.len(), 2 + 1 + 2 * 7 + 4 + tags.len());
+    assert_eq!(&bytes[bytes.len() - tags.len()..], &tags);
     let decoded = ApiVersionsResponse::decode(&mut bytes.clone(), 3).unwrap();
     assert_eq!(decoded.api_keys.len(), 2);
     assert_eq!(decoded.api_keys[0].max_version, 12);

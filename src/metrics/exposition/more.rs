@@ -1,12 +1,13 @@
 //! `[pure]` The families of the controller's `ControllerStats`, the
 //! `RequestMetrics` error counts, the replica fetchers' lag, the group
 //! coordinator's counts and the ZooKeeper client (Kafka's names under
-//! Strimzi's rules, as in the parent module), and shardlog's own executor
-//! series.
+//! Strimzi's rules, as in the parent module), and shardlog's own executor,
+//! storage, quota and request-time-histogram series.
 
-use super::{Builder, Kind, Labels, Value};
+use super::{api_name, Builder, Kind, Labels, Value};
 use crate::metrics::recent::quantiles_ms;
 use crate::metrics::report::BrokerReport;
+use crate::metrics::shard::TIME_NAMES;
 
 /// A Yammer timer or histogram: a gauge per quantile and `<name>_count`.
 fn timer(
@@ -249,5 +250,109 @@ pub(super) fn own(b: &mut Builder, r: &BrokerReport) {
             vec![("shard", sh.shard.to_string())],
             Value::U(sh.executor.uring_file_write_bytes),
         );
+    }
+}
+
+/// shardlog's own storage series, per data shard: DMA write and fdatasync
+/// latency histograms and segment recycles.
+pub(super) fn storage(b: &mut Builder, r: &BrokerReport) {
+    let f = b.family(
+        "shardlog_storage_dma_write_seconds",
+        "Time each O_DIRECT segment write took on each data shard's io_uring rings",
+        Kind::Histogram,
+    );
+    for sh in &r.shards {
+        f.push(
+            vec![("shard", sh.shard.to_string())],
+            Value::H(Box::new(sh.storage.dma_writes)),
+        );
+    }
+    let f = b.family(
+        "shardlog_storage_fsync_seconds",
+        "Time each fdatasync of a segment file took (flush policy, group commit, segment close)",
+        Kind::Histogram,
+    );
+    for sh in &r.shards {
+        f.push(
+            vec![("shard", sh.shard.to_string())],
+            Value::H(Box::new(sh.storage.fsyncs)),
+        );
+    }
+    let f = b.family(
+        "shardlog_storage_segment_recycles",
+        "New segments that reused a file of the recycle pool (shardlog.segment.recycle)",
+        Kind::Counter,
+    );
+    for sh in &r.shards {
+        f.push(
+            vec![("shard", sh.shard.to_string())],
+            Value::U(sh.storage.segment_recycles),
+        );
+    }
+}
+
+/// Client-quota throttles (Kafka's `ClientQuotaManager` `throttle-time`
+/// sensors of the `Produce`, `Fetch` and `Request` groups, which
+/// Strimzi's rules do not export): per quota kind and the sensor's `user`
+/// and `client-id` tags (empty, so absent, where the applied quota entity
+/// has no such part).
+pub(super) fn quotas(b: &mut Builder, r: &BrokerReport) {
+    let throttles = &r.counters.quota_throttles;
+    let labels = |t: &crate::metrics::shard::QuotaTags| -> Labels {
+        vec![
+            ("quota", t.kind.name().to_owned()),
+            ("user", t.user.clone()),
+            ("client_id", t.client_id.clone()),
+        ]
+    };
+    let f = b.family(
+        "shardlog_quota_throttle_time_seconds",
+        "Throttle time given to responses of clients over a client quota (Kafka's throttle-time sensor)",
+        Kind::Counter,
+    );
+    for (t, v) in throttles {
+        f.push(labels(t), Value::F(v.throttle_ms as f64 / 1e3));
+    }
+    let f = b.family(
+        "shardlog_quota_throttled_responses",
+        "Responses throttled by a client quota",
+        Kind::Counter,
+    );
+    for (t, v) in throttles {
+        f.push(labels(t), Value::U(v.throttled));
+    }
+}
+
+/// The request types whose time split is also a histogram.
+/// Kafka's `ApiKeys` PRODUCE (0) and FETCH (1).
+fn with_histograms(api_key: i16) -> bool {
+    api_key == 0 || api_key == 1
+}
+
+/// `RequestMetrics`' time split of Produce and Fetch (and FetchConsumer,
+/// FetchFollower) as cumulative histograms: the quantile gauges are of a
+/// recent window and cannot be subtracted between two scrapes, these can
+/// (`shardlog bench` reports each point's split from them).
+pub(super) fn request_histograms(b: &mut Builder, r: &BrokerReport) {
+    let f = b.family(
+        "shardlog_request_time_seconds",
+        "Produce and Fetch request time by part (RequestMetrics' TotalTimeMs, RequestQueueTimeMs, \
+         LocalTimeMs, RemoteTimeMs, ThrottleTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs), since start",
+        Kind::Histogram,
+    );
+    for ((key, variant), s) in &r.counters.requests {
+        if !with_histograms(*key) {
+            continue;
+        }
+        for (time, h) in TIME_NAMES.iter().zip(&s.lifetime) {
+            let part = time.trim_end_matches("timems");
+            f.push(
+                vec![
+                    ("request", api_name(*key, *variant)),
+                    ("part", part.to_owned()),
+                ],
+                Value::H(Box::new(*h)),
+            );
+        }
     }
 }

@@ -6,10 +6,11 @@
 
 use super::*;
 use crate::metrics::control::{ControlReport, ControllerStats, ZkClientStats, ZkSessionState};
+use crate::metrics::report::StorageTimings;
 use crate::metrics::report::{
     CommittedOffset, FollowerLag, GroupCounts, ProcessStats, SendPathBytes, ShardReport,
 };
-use crate::metrics::shard::{ExecutorTotals, RequestTimes, ShardMetrics};
+use crate::metrics::shard::{ExecutorTotals, QuotaKind, QuotaTags, RequestTimes, ShardMetrics};
 
 const GOLDEN: &str = "tests/golden/metrics_exposition.txt";
 
@@ -54,6 +55,14 @@ pub(crate) fn sample_report() -> BrokerReport {
     m.on_request(0, 9, RequestVariant::Plain, &t, 0);
     m.on_request(1, 12, RequestVariant::FetchFollower, &t, 0);
     m.on_connection_opened("PLAINTEXT");
+    m.on_quota_throttle(
+        QuotaTags {
+            kind: QuotaKind::Produce,
+            user: String::new(),
+            client_id: "batch-app".into(),
+        },
+        250,
+    );
     m.on_request_errors(0, &[(0, 1), (10, 1)].into_iter().collect());
     sample_executor(&m);
     let first = ShardReport {
@@ -92,6 +101,7 @@ pub(crate) fn sample_report() -> BrokerReport {
             ..GroupCounts::default()
         },
         executor: m.executor(),
+        storage: sample_storage(),
         ..ShardReport::default()
     };
     let second = ShardReport {
@@ -120,6 +130,17 @@ pub(crate) fn sample_report() -> BrokerReport {
     let mut report = BrokerReport::new(vec![first, second], Some(process));
     report.control = sample_control();
     report
+}
+
+/// One DMA write of 120 µs, one fdatasync of 800 µs, two recycles.
+fn sample_storage() -> StorageTimings {
+    let mut t = StorageTimings {
+        segment_recycles: 2,
+        ..StorageTimings::default()
+    };
+    t.dma_writes.record_us(120);
+    t.fsyncs.record_us(800);
+    t
 }
 
 /// Two scrapes' executor figures: 1 s apart, busy a quarter of it.
@@ -209,6 +230,17 @@ fn the_kafka_series_strimzi_reads_are_there_with_their_labels() {
         "kafka_network_socketserver_networkprocessoravgidle_percent 0.75",
         "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent 0.75",
         "shardlog_uring_file_writes_total{shard=\"0\"} 5",
+        "# TYPE shardlog_storage_fsync_seconds histogram",
+        "shardlog_storage_fsync_seconds_count{shard=\"0\"} 1",
+        "shardlog_storage_fsync_seconds_bucket{shard=\"0\",le=\"0.001\"} 1",
+        "shardlog_storage_fsync_seconds_bucket{shard=\"0\",le=\"0.00075\"} 0",
+        "shardlog_storage_dma_write_seconds_bucket{shard=\"0\",le=\"+Inf\"} 1",
+        "shardlog_storage_segment_recycles_total{shard=\"0\"} 2",
+        "shardlog_quota_throttle_time_seconds_total{quota=\"Produce\",user=\"\",client_id=\"batch-app\"} 0.25",
+        "shardlog_quota_throttled_responses_total{quota=\"Produce\",user=\"\",client_id=\"batch-app\"} 1",
+        "shardlog_request_time_seconds_count{request=\"Produce\",part=\"remote\"} 1",
+        "shardlog_request_time_seconds_bucket{request=\"Produce\",part=\"remote\",le=\"0.005\"} 1",
+        "shardlog_request_time_seconds_bucket{request=\"FetchFollower\",part=\"total\",le=\"+Inf\"} 1",
     ] {
         assert!(
             text.lines().any(|l| l == line),

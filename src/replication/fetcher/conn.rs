@@ -126,6 +126,8 @@ impl LeaderConn {
         version: i16,
         request: &Req,
     ) -> std::io::Result<Resp> {
+        // KIP-368: renew the SASL session first when it is due.
+        self.stream.reauthenticate_if_due().await?;
         self.correlation_id = self.correlation_id.wrapping_add(1);
         let correlation_id = self.correlation_id;
         let header = RequestHeader::default()

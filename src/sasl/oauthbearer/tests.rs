@@ -72,6 +72,7 @@ impl Signer {
 fn secured_opts() -> JwksOptions {
     JwksOptions {
         url: JwksUrl::File("/unused".into()),
+        ssl_options: Vec::new(),
         refresh_ms: 3_600_000,
         retry_backoff_ms: 100,
         retry_backoff_max_ms: 10_000,

@@ -1,4 +1,8 @@
-//! `[drv]` CreateTopics (key 19), v2–v7 (every version the codec knows).
+//! `[drv]` CreateTopics (key 19), v0–v7 (Kafka 3.9's range). The current
+//! codec starts at v2; v0 and v1 are older shapes of it
+//! (CreateTopicsRequest.json / CreateTopicsResponse.json): v1's request is
+//! v2's, v0's lacks the trailing `validate_only`; v1's answer is v2's
+//! without the leading throttle time, v0's also without `error_message`.
 //!
 //! Forwarded to the control shard, which writes the topics to the metadata
 //! store and publishes the new snapshot to every data shard before it
@@ -9,6 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use bytes::{BufMut, Bytes, BytesMut};
 use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::create_topics_request::CreateTopicsRequest;
 use kafka_protocol::messages::create_topics_response::{
@@ -23,13 +28,17 @@ use crate::acl::Operation;
 use crate::config::topic::{validate_one, BrokerTopicDefaults, TopicConfig};
 use crate::controller::admin_requests::{AdminRequest, AdminResponse, AdminResult};
 use crate::controller::topic_admin::{NewTopic, TopicInfo};
+use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
 use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT16, INT32};
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
-pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::CreateTopics, 2, 7);
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::CreateTopics, 0, 7);
+
+/// The versions the current codec has (v2–v7).
+const CODEC_VERSIONS: ApiRange = ApiRange::new(ApiKey::CreateTopics, 2, 7);
 
 const FIRST_FLEXIBLE: i16 = 5;
 
@@ -50,7 +59,7 @@ const SCHEMA: &[Field] = &[
 
 /// What the shared admin preamble needs to decode this API.
 pub const API: CheckedApi = CheckedApi {
-    versions: VERSIONS,
+    versions: CODEC_VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
     schema: Schema::Fixed(SCHEMA),
 };
@@ -59,7 +68,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let authz = Authz::new(&ctx, &req);
-        let request: CreateTopicsRequest = API.decode(req.body, version)?;
+        let request = decode_request(req.body, version)?;
         let defaults = ctx.config.topic_defaults(&ctx.snapshot().broker_configs);
         let (mut results, mut to_create) = prepare(&request);
         // Kafka's handleCreateTopicsRequest: CREATE on the cluster, else
@@ -109,9 +118,51 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 result
             })
             .collect();
-        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        let body = encode_response(&response, version)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// The request at any version: v0 with `validate_only` false appended,
+/// v0 and v1 decoded as v2 (the same fields).
+pub fn decode_request(body: Bytes, version: i16) -> Result<CreateTopicsRequest, DecodeError> {
+    match version {
+        0 => {
+            let mut with_flag = BytesMut::from(&body[..]);
+            with_flag.put_u8(0);
+            API.decode(with_flag.freeze(), CODEC_VERSIONS.min)
+        }
+        1 => API.decode(body, CODEC_VERSIONS.min),
+        v => API.decode(body, v),
+    }
+}
+
+/// The answer at any version (see the module comment for v0 and v1).
+fn encode_response(response: &CreateTopicsResponse, version: i16) -> Result<Bytes, HandlerError> {
+    match version {
+        0 => {
+            // topics [name, error_code]
+            let mut out = BytesMut::new();
+            let count = i32::try_from(response.topics.len())
+                .map_err(|_| HandlerError::Encode("too many topics".into()))?;
+            out.put_i32(count);
+            for t in &response.topics {
+                let name = t.name.0.as_bytes();
+                let len = i16::try_from(name.len())
+                    .map_err(|_| HandlerError::Encode("topic name too long".into()))?;
+                out.put_i16(len);
+                out.put_slice(name);
+                out.put_i16(t.error_code);
+            }
+            Ok(out.freeze())
+        }
+        1 => {
+            let body = encode(response, CODEC_VERSIONS.min).map_err(HandlerError::Encode)?;
+            // v2 leads with throttle_time_ms, which v1 lacks.
+            Ok(body.slice(4..))
+        }
+        v => encode(response, v).map_err(HandlerError::Encode),
+    }
 }
 
 /// ZooKeeper mode: the topics are written, the controller elects their
@@ -228,6 +279,8 @@ fn topic_result(
 ) -> CreatableTopicResult {
     let mut r = CreatableTopicResult::default();
     r.name = TopicName(str_bytes(name));
+    // Kafka sends null on success (the codec's default is "").
+    r.error_message = None;
     let info = match outcome {
         Some(Ok(info)) => info,
         Some(Err(e)) => {

@@ -1,5 +1,8 @@
-//! `[drv]` DeleteTopics (key 20), v1–v6 (every version the codec knows):
-//! by name, and from v6 by topic id (KIP-516).
+//! `[drv]` DeleteTopics (key 20), v0–v6 (Kafka 3.9's range): by name, and
+//! from v6 by topic id (KIP-516). v0 is v1 without the response's
+//! throttle time (DeleteTopicsRequest.json): the current codec, which
+//! starts at v1, decodes its request as v1 and its answer is v1's without
+//! that first field.
 //!
 //! Forwarded to the control shard; it answers after the snapshot without
 //! the topics reached every data shard (their owners then drop the logs).
@@ -25,7 +28,10 @@ use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
-pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DeleteTopics, 1, 6);
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DeleteTopics, 0, 6);
+
+/// The versions the current codec has (v1–v6).
+const CODEC_VERSIONS: ApiRange = ApiRange::new(ApiKey::DeleteTopics, 1, 6);
 
 const FIRST_FLEXIBLE: i16 = 4;
 const FIRST_WITH_IDS: i16 = 6;
@@ -45,7 +51,7 @@ fn schema_for(version: i16) -> &'static [Field] {
 
 /// What the shared admin preamble needs to decode this API.
 pub const API: CheckedApi = CheckedApi {
-    versions: VERSIONS,
+    versions: CODEC_VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
     schema: Schema::PerVersion(schema_for),
 };
@@ -54,7 +60,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let authz = Authz::new(&ctx, &req);
-        let request: DeleteTopicsRequest = API.decode(req.body, version)?;
+        let request = decode_request(req.body, version)?;
         let refs = topic_refs(&request, version);
         let checked = authorize(&ctx, &authz, &refs);
         let mut results: Vec<Result<(String, Uuid), AdminFailure>> = Vec::new();
@@ -87,9 +93,21 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             .zip(results)
             .map(|(asked, r)| topic_result(asked, r, version))
             .collect();
-        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        let mut body = encode(&response, version.max(1)).map_err(HandlerError::Encode)?;
+        if version == 0 {
+            // v1's answer leads with throttle_time_ms, which v0 lacks.
+            body = body.slice(4..);
+        }
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// The request at any version (v0's is v1's).
+pub fn decode_request(
+    body: bytes::Bytes,
+    version: i16,
+) -> Result<DeleteTopicsRequest, crate::protocol::decode::DecodeError> {
+    API.decode(body, version.max(1))
 }
 
 /// ZooKeeper mode: the markers are written, the controller deletes; answer
@@ -205,7 +223,13 @@ fn topic_result(
         Err(e) => {
             r.name = name.map(|n| TopicName(str_bytes(n)));
             r.topic_id = id;
-            r.error_code = e.code.0;
+            // Kafka's handleDeleteTopicsRequest with delete.topic.enable
+            // false: INVALID_REQUEST below v3 (TOPIC_DELETION_DISABLED is v3+).
+            r.error_code = if version < 3 && e.code == ErrorCode::TOPIC_DELETION_DISABLED {
+                ErrorCode::INVALID_REQUEST.0
+            } else {
+                e.code.0
+            };
             if version >= 5 && !e.message.is_empty() {
                 r.error_message = Some(str_bytes(e.message));
             }

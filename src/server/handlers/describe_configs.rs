@@ -1,5 +1,5 @@
-//! `[drv]` DescribeConfigs (key 32), v1–v4 (every version the codec knows),
-//! answered by this broker: topic overrides from the snapshot or the
+//! `[drv]` DescribeConfigs (key 32), v0–v4 (Kafka 3.9's range), answered
+//! by this broker: topic overrides from the snapshot or the
 //! metadata store, broker keys from this process's `server.properties`.
 //!
 //! - TOPIC (2): every topic config with value, source and synonyms
@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use bytes::{BufMut, Bytes, BytesMut};
 use futures_lite::future::BoxedLocal;
 use kafka_protocol::messages::describe_configs_request::{
     DescribeConfigsRequest, DescribeConfigsResource,
@@ -37,14 +38,20 @@ use super::config_resources::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{HandlerError, Request, Response};
 use crate::acl::Operation;
 use crate::config::topic::{validate_one, ConfigEntry, TopicConfig};
+use crate::protocol::decode::DecodeError;
 use crate::protocol::encode::encode;
-use crate::protocol::schema::{CheckedApi, Field, Schema, BOOL, INT8};
+use crate::protocol::schema::{encode_39, CheckedApi, Field, Schema, BOOL, INT8};
 use crate::protocol::topic_name::is_valid_topic_name;
 use crate::protocol::{ApiRange, ErrorCode};
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
-pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeConfigs, 1, 4);
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeConfigs, 0, 4);
+
+/// The versions the current codec has (v1–v4); v0 (no `include_synonyms`
+/// in the request, `is_default` instead of `config_source` and synonyms
+/// in the answer) goes through the Kafka 3.9 codec.
+const CODEC_VERSIONS: ApiRange = ApiRange::new(ApiKey::DescribeConfigs, 1, 4);
 
 const FIRST_FLEXIBLE: i16 = 4;
 
@@ -58,7 +65,7 @@ const SCHEMA: &[Field] = &[
 
 /// What the shared admin preamble needs to decode this API.
 pub const API: CheckedApi = CheckedApi {
-    versions: VERSIONS,
+    versions: CODEC_VERSIONS,
     first_flexible: FIRST_FLEXIBLE,
     schema: Schema::Fixed(SCHEMA),
 };
@@ -67,7 +74,7 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     Box::pin(async move {
         let version = req.header.api_version;
         let authz = Authz::new(&ctx, &req);
-        let request: DescribeConfigsRequest = API.decode(req.body, version)?;
+        let request = decode_request(req.body, version)?;
         let mut response = DescribeConfigsResponse::default();
         for r in &request.resources {
             // Kafka's ConfigHelper: DESCRIBE_CONFIGS on the topic, or on
@@ -89,9 +96,62 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             let result = describe(&ctx, r, request.include_synonyms, version).await;
             response.results.push(result);
         }
-        let body = encode(&response, version).map_err(HandlerError::Encode)?;
+        let body = if version == 0 {
+            encode_v0(&response)
+        } else {
+            encode(&response, version)
+        }
+        .map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// The request at any version: v0 is v1 without the trailing
+/// `include_synonyms` (false).
+pub fn decode_request(body: Bytes, version: i16) -> Result<DescribeConfigsRequest, DecodeError> {
+    if version > 0 {
+        return API.decode(body, version);
+    }
+    let mut with_flag = BytesMut::from(&body[..]);
+    with_flag.put_u8(0);
+    API.decode(with_flag.freeze(), CODEC_VERSIONS.min)
+}
+
+/// The v0 answer with the Kafka 3.9 codec: no source, no synonyms, and
+/// `is_default` false whatever the source, as Kafka 3.9 answers it
+/// (`ConfigHelper` never sets the v0-only field; tests/differential_kafka.rs
+/// compares).
+fn encode_v0(response: &DescribeConfigsResponse) -> Result<Bytes, String> {
+    use kafka_protocol_39::messages::describe_configs_response as old;
+    use kafka_protocol_39::protocol::StrBytes as OldStr;
+    let text = |s: &kafka_protocol::protocol::StrBytes| OldStr::from_string(s.to_string());
+    let results = response
+        .results
+        .iter()
+        .map(|r| {
+            old::DescribeConfigsResult::default()
+                .with_error_code(r.error_code)
+                .with_error_message(r.error_message.as_ref().map(text))
+                .with_resource_type(r.resource_type)
+                .with_resource_name(text(&r.resource_name))
+                .with_configs(
+                    r.configs
+                        .iter()
+                        .map(|c| {
+                            old::DescribeConfigsResourceResult::default()
+                                .with_name(text(&c.name))
+                                .with_value(c.value.as_ref().map(text))
+                                .with_read_only(c.read_only)
+                                .with_is_sensitive(c.is_sensitive)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    let v0 = old::DescribeConfigsResponse::default()
+        .with_throttle_time_ms(response.throttle_time_ms)
+        .with_results(results);
+    encode_39(&v0, 0)
 }
 
 async fn describe(

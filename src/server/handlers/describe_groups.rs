@@ -42,6 +42,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let authz = Authz::new(&ctx, &req);
         let r: DescribeGroupsRequest = API.decode(req.body, version)?;
         let mut response = DescribeGroupsResponse::default();
+        // Kafka 3.9's handleDescribeGroupsRequest (KafkaApis.scala) answers
+        // the unauthorized groups first, then the coordinator's results.
+        let mut described = Vec::new();
         for g in &r.groups {
             let group_id = text(&g.0);
             let mut out = DescribedGroup::default();
@@ -84,8 +87,9 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 Ok(_) => out.error_code = ErrorCode::UNKNOWN_SERVER_ERROR.0,
                 Err(e) => out.error_code = e.0,
             }
-            response.groups.push(out);
+            described.push(out);
         }
+        response.groups.extend(described);
         let body = encode(&response, version).map_err(HandlerError::Encode)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })

@@ -41,8 +41,18 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         // KafkaApis.handleDescribeUserScramCredentialsRequest: DESCRIBE on
         // the cluster, else the whole request fails.
         if !Authz::new(&ctx, &req).cluster(Operation::Describe) {
+            // DescribeUserScramCredentialsRequest.getErrorResponse (Kafka
+            // 3.9): the error also in one result per named user, its name
+            // left empty; no error message (null, as Kafka 3.9 answers).
+            let denied = || {
+                DescribeUserScramCredentialsResult::default()
+                    .with_error_code(ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0)
+                    .with_error_message(None)
+            };
             let response = DescribeUserScramCredentialsResponse::default()
-                .with_error_code(ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0);
+                .with_error_code(ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0)
+                .with_error_message(None)
+                .with_results(request.users.iter().flatten().map(|_| denied()).collect());
             let body = encode(&response, version).map_err(HandlerError::Encode)?;
             return Ok(Response::Body(vec![OutPart::Bytes(body)]));
         }

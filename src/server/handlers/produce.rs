@@ -1,4 +1,5 @@
-//! `[drv]` Produce (key 0), v0–v10. v3+ carries one record batch (magic
+//! `[drv]` Produce (key 0), v0–v11 (v11 only adds TRANSACTION_ABORTABLE,
+//! KIP-890). v3+ carries one record batch (magic
 //! 2) per partition; v0–v2 (decoded with the Kafka 3.9 codec) carry
 //! message sets of any magic, which Kafka checks nothing of at request
 //! level: legacy messages are validated and up-converted to a v2 batch by
@@ -52,7 +53,7 @@ use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 use crate::types::TopicPartition;
 
-pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Produce, 0, 10);
+pub const VERSIONS: ApiRange = ApiRange::new(ApiKey::Produce, 0, 11);
 
 /// The last version only the 3.9 codec has (Kafka 4 dropped v0–v2).
 pub const LAST_OF_THE_39_CODEC: i16 = 2;
@@ -69,9 +70,9 @@ const SCHEMA: &[Field] = &[
     Field::Structs(&[Field::Str, Field::Structs(&[INT32, Field::Bytes])]),
 ];
 
-/// The versions the current codec decodes (v3–v10).
+/// The versions the current codec decodes (v3–v11).
 pub const API: CheckedApi = CheckedApi {
-    versions: ApiRange::new(ApiKey::Produce, LAST_OF_THE_39_CODEC + 1, 10),
+    versions: ApiRange::new(ApiKey::Produce, LAST_OF_THE_39_CODEC + 1, 11),
     first_flexible: FIRST_FLEXIBLE,
     schema: Schema::Fixed(SCHEMA),
 };
@@ -283,7 +284,7 @@ async fn produce(
         }
     }
     let to_append = match request.transactional_id.as_ref() {
-        Some(txn_id) => verify_transactional(ctx, txn_id.as_str(), to_append, &mut slots).await,
+        Some(id) => verify_transactional(ctx, (id.as_str(), version), to_append, &mut slots).await,
         None => to_append
             .into_iter()
             .map(|(i, tp, b)| (i, tp, (b, None)))
@@ -345,7 +346,7 @@ fn count_slots(ctx: &ShardContext, slots: &[Slot]) {
 /// `InvalidPidMappingException`).
 async fn verify_transactional(
     ctx: &Rc<ShardContext>,
-    txn_id: &str,
+    (txn_id, version): (&str, i16),
     to_append: Vec<(usize, TopicPartition, Bytes)>,
     slots: &mut [Slot],
 ) -> Vec<(usize, TopicPartition, ProduceAppend)> {
@@ -377,7 +378,9 @@ async fn verify_transactional(
             for ((i, _, _), r) in asked.iter().zip(verified) {
                 match r {
                     Ok(guard) => guards.push((*i, guard)),
-                    Err(code) => slots[*i].result = ProduceResult::error(produce_code(code)),
+                    Err(code) => {
+                        slots[*i].result = ProduceResult::error(produce_code(code, version));
+                    }
                 }
             }
         }
@@ -398,14 +401,14 @@ async fn verify_transactional(
         .collect()
 }
 
-/// A verification's failure as Produce v3–v10 answers it (Kafka's
+/// A verification's failure as Produce answers it (Kafka's
 /// `postVerificationCallback` with `defaultError`): retriable coordinator
 /// errors older clients would not retry become NOT_ENOUGH_REPLICAS (no
-/// metadata refresh), TRANSACTION_ABORTABLE (Produce v11+ only) becomes
-/// INVALID_TXN_STATE.
-fn produce_code(code: ErrorCode) -> ErrorCode {
+/// metadata refresh), TRANSACTION_ABORTABLE becomes INVALID_TXN_STATE
+/// below v11 (KIP-890: v11 clients know it, `genericErrorSupported`).
+fn produce_code(code: ErrorCode, version: i16) -> ErrorCode {
     match code {
-        ErrorCode::TRANSACTION_ABORTABLE => ErrorCode::INVALID_TXN_STATE,
+        ErrorCode::TRANSACTION_ABORTABLE if version < 11 => ErrorCode::INVALID_TXN_STATE,
         ErrorCode::CONCURRENT_TRANSACTIONS
         | ErrorCode::NETWORK_EXCEPTION
         | ErrorCode::COORDINATOR_LOAD_IN_PROGRESS

@@ -9,6 +9,7 @@
 //! on the control shard, and how the throttle reaches the client (KIP-219).
 
 use crate::metadata::quotas::{QuotaCall, QuotaReply};
+use crate::metrics::shard::{QuotaKind, QuotaTags};
 use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
@@ -117,6 +118,25 @@ async fn record_value(
     let Some(applied) = snapshot.client_quotas.resolve(key, id.user, id.client_id) else {
         return 0;
     };
+    // Kafka's `quotaMetricTags`: the user and client id as far as the
+    // applied entity names them (a default entity names them too).
+    let tags = QuotaTags {
+        kind: match key {
+            crate::metadata::quotas::PRODUCER_BYTE_RATE => QuotaKind::Produce,
+            crate::metadata::quotas::CONSUMER_BYTE_RATE => QuotaKind::Fetch,
+            _ => QuotaKind::Request,
+        },
+        user: applied
+            .entity
+            .user
+            .as_ref()
+            .map_or_else(String::new, |_| id.user.to_owned()),
+        client_id: applied
+            .entity
+            .client_id
+            .as_ref()
+            .map_or_else(String::new, |_| id.client_id.to_owned()),
+    };
     let call = QuotaCall::Record {
         key: key.to_owned(),
         applied,
@@ -124,10 +144,14 @@ async fn record_value(
         now_ms: ctx.clock.wall_ms(),
         refund_if_throttled,
     };
-    match ctx.control_client().client_quotas(call).await {
+    let ms = match ctx.control_client().client_quotas(call).await {
         Ok(QuotaReply::Throttle(ms)) => u64::try_from(ms).unwrap_or(0),
         _ => 0,
+    };
+    if ms > 0 {
+        ctx.stats.metrics.on_quota_throttle(tags, ms);
     }
+    ms
 }
 
 /// KIP-219: a client that understands throttling (`muted`: Produce v6+,

@@ -9,14 +9,21 @@
 //! `…retry.backoff.max.ms`. Shards read the current set through
 //! [`JwksStore::current`] when a token arrives.
 //!
-//! `file:` URLs are read from disk, `http:` URLs with one HTTP/1.0 GET.
+//! `file:` URLs are read from disk, `http:` and `https:` URLs with one
+//! GET ([`crate::io::http_client`]); an https endpoint is trusted as the
+//! `ssl.*` JAAS options say (`JaasOptionsUtils.createSSLSocketFactory`,
+//! `VerificationKeyResolverFactory`). An unreachable or untrusted endpoint
+//! fails the start when it is first read (`RefreshingHttpsJwks.init`
+//! throws, and `OAuthBearerValidatorCallbackHandler.init` fails the
+//! configure); later it is logged and the last good key set kept
+//! (`RefreshingHttpsJwks.refresh`).
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::io::Read;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
 use crate::config::sasl::oauth::{JwksOptions, JwksUrl};
+use crate::io::http_client::{self, Target};
 use crate::sasl::oauthbearer::jwks::JwkSet;
 
 /// The largest JWKS document read (a few keys are a few KiB).
@@ -51,7 +58,10 @@ impl JwksStore {
 /// Load the JWKS of `opts` and start its refresh thread; `Err` names why
 /// the start must stop.
 pub fn start(listener: &str, opts: &JwksOptions) -> Result<Arc<JwksStore>, String> {
-    let keys = load(&opts.url).map_err(|e| {
+    let source = Source::new(listener, opts).map_err(|e| {
+        format!("listener {listener}: cannot use sasl.oauthbearer.jwks.endpoint.url: {e}")
+    })?;
+    let keys = source.load().map_err(|e| {
         format!("listener {listener}: cannot load sasl.oauthbearer.jwks.endpoint.url: {e}")
     })?;
     tracing::info!(listener, keys = keys.keys.len(), "OAUTHBEARER JWKS loaded");
@@ -62,7 +72,7 @@ pub fn start(listener: &str, opts: &JwksOptions) -> Result<Arc<JwksStore>, Strin
     let name = listener.to_owned();
     std::thread::Builder::new()
         .name(format!("jwks-{}", listener.to_ascii_lowercase()))
-        .spawn(move || refresh_loop(&name, &weak, &opts))
+        .spawn(move || refresh_loop(&name, &weak, &opts, &source))
         .map_err(|e| format!("cannot start the JWKS refresh thread: {e}"))?;
     Ok(store)
 }
@@ -72,7 +82,7 @@ fn millis(ms: i64) -> Duration {
 }
 
 /// Re-read the JWKS every refresh period until the store is dropped.
-fn refresh_loop(listener: &str, store: &Weak<JwksStore>, opts: &JwksOptions) {
+fn refresh_loop(listener: &str, store: &Weak<JwksStore>, opts: &JwksOptions, source: &Source) {
     loop {
         std::thread::sleep(millis(opts.refresh_ms));
         let mut backoff = opts.retry_backoff_ms.max(1);
@@ -80,7 +90,7 @@ fn refresh_loop(listener: &str, store: &Weak<JwksStore>, opts: &JwksOptions) {
             let Some(target) = store.upgrade() else {
                 return;
             };
-            match load(&opts.url) {
+            match source.load() {
                 Ok(keys) => {
                     tracing::debug!(
                         listener,
@@ -101,54 +111,61 @@ fn refresh_loop(listener: &str, store: &Weak<JwksStore>, opts: &JwksOptions) {
     }
 }
 
-fn load(url: &JwksUrl) -> Result<JwkSet, String> {
-    let bytes = match url {
-        JwksUrl::File(path) => {
-            let mut out = Vec::new();
-            std::fs::File::open(path)
-                .and_then(|f| f.take(MAX_DOCUMENT).read_to_end(&mut out))
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            out
-        }
-        JwksUrl::Http { host, port, path } => http_get(host, *port, path)?,
-    };
-    JwkSet::parse(&bytes)
+/// Where the keys are read from: a file, or an HTTP(S) endpoint with its
+/// TLS client built once.
+enum Source {
+    File(std::path::PathBuf),
+    Http(Target),
 }
 
-/// One HTTP/1.0 GET (no chunked answers, the server closes when done).
-fn http_get(host: &str, port: u16, path: &str) -> Result<Vec<u8>, String> {
-    let where_ = format!("http://{host}:{port}{path}");
-    let addr = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("{where_}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{where_}: no address"))?;
-    let mut s =
-        TcpStream::connect_timeout(&addr, HTTP_TIMEOUT).map_err(|e| format!("{where_}: {e}"))?;
-    s.set_read_timeout(Some(HTTP_TIMEOUT))
-        .and_then(|()| s.set_write_timeout(Some(HTTP_TIMEOUT)))
-        .map_err(|e| format!("{where_}: {e}"))?;
-    let request = format!(
-        "GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nAccept: application/json\r\n\
-         User-Agent: shardlog\r\nConnection: close\r\n\r\n"
-    );
-    s.write_all(request.as_bytes())
-        .map_err(|e| format!("{where_}: {e}"))?;
-    let mut answer = Vec::new();
-    s.take(MAX_DOCUMENT)
-        .read_to_end(&mut answer)
-        .map_err(|e| format!("{where_}: {e}"))?;
-    let split = answer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| format!("{where_}: no complete HTTP answer"))?;
-    let head = String::from_utf8_lossy(&answer[..split]);
-    let status = head.split_whitespace().nth(1).unwrap_or("");
-    if status != "200" {
-        return Err(format!(
-            "{where_}: HTTP {}",
-            head.lines().next().unwrap_or("")
-        ));
+impl Source {
+    fn new(listener: &str, opts: &JwksOptions) -> Result<Source, String> {
+        Ok(match &opts.url {
+            JwksUrl::File(path) => Source::File(path.clone()),
+            JwksUrl::Http {
+                tls,
+                host,
+                port,
+                path,
+            } => Source::Http(Target {
+                host: host.clone(),
+                port: *port,
+                path: path.clone(),
+                tls: if *tls {
+                    Some(http_client::tls_from_jaas(listener, &opts.ssl_options)?)
+                } else {
+                    None
+                },
+            }),
+        })
     }
-    Ok(answer[split + 4..].to_vec())
+
+    fn load(&self) -> Result<JwkSet, String> {
+        let bytes = match self {
+            Source::File(path) => {
+                let mut out = Vec::new();
+                std::fs::File::open(path)
+                    .and_then(|f| f.take(MAX_DOCUMENT).read_to_end(&mut out))
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                out
+            }
+            Source::Http(target) => {
+                let answer = http_client::send(
+                    target,
+                    &http_client::Request {
+                        method: "GET",
+                        headers: Vec::new(),
+                        body: None,
+                        connect_timeout: HTTP_TIMEOUT,
+                        read_timeout: HTTP_TIMEOUT,
+                    },
+                )?;
+                if answer.status != 200 {
+                    return Err(format!("{}: HTTP status {}", target.url(), answer.status));
+                }
+                answer.body
+            }
+        };
+        JwkSet::parse(&bytes)
+    }
 }

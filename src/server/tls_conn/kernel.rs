@@ -21,7 +21,7 @@ use futures_lite::io::{AsyncRead, AsyncWrite};
 use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
 
-use super::Established;
+use super::{Established, TlsSession};
 use crate::io::ktls::{self, Cipher, Direction, KernelTls, RecordCursor};
 
 /// A stream whose reads never cross a TLS record boundary.
@@ -86,8 +86,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Corked<S> {
 /// The cipher a session would hand to the kernel, if this host's kernel
 /// takes it and the session's TLS version is one kernel TLS has.
 pub fn kernel_cipher(done: &Established, kernel: &KernelTls) -> Option<Cipher> {
-    let cipher = Cipher::of_suite(done.session.negotiated_cipher_suite()?)?;
-    let version = done.session.protocol_version()?;
+    let TlsSession::Rustls(session) = &done.session else {
+        return None;
+    };
+    let cipher = Cipher::of_suite(session.negotiated_cipher_suite()?)?;
+    let version = session.protocol_version()?;
     let known = matches!(
         version,
         rustls::ProtocolVersion::TLSv1_2 | rustls::ProtocolVersion::TLSv1_3
@@ -113,9 +116,13 @@ pub struct Extracted {
 pub async fn extract(done: Established) -> Result<Extracted, String> {
     let Established {
         mut stream,
-        mut session,
+        session,
         principal,
     } = done;
+    let TlsSession::Rustls(session) = session else {
+        return Err("not a session prepared for kernel TLS".into());
+    };
+    let mut session = *session;
     // TLS 1.3's NewSessionTicket messages, or anything else queued.
     let mut pending = Vec::new();
     while session.wants_write() {

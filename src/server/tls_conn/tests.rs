@@ -382,6 +382,7 @@ fn the_brokers_tls_client_checks_the_advertised_host_and_talks_through() {
     let link = crate::io::broker_stream::BrokerLink {
         tls: Some(client_config(dir.path(), "client")),
         sasl: None,
+        oauth: None,
     };
     let port = addr.port();
     let got = std::thread::spawn(move || {

@@ -49,6 +49,7 @@ pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
             tls: z.bytes_tls,
         },
         batch_cache,
+        storage: data.replicas.storage().timings().snapshot(),
         follower_lags: data.replicas.follower_lags(),
         groups: data.groups.group_counts(),
         executor: ctx.stats.metrics.executor(),

@@ -50,7 +50,8 @@ impl PartitionLog {
         }
         // Rescan the cut segment: rebuilds indexes and max timestamp exactly.
         let (mut seg, _) = Segment::recover(&self.dir, base, &self.config, UNSET_MS).await?;
-        seg.activate(&self.config, self.storage.buffers()).await?;
+        seg.activate(&self.config, self.storage.buffers(), self.storage.timings())
+            .await?;
         self.segments.insert(base, seg);
         self.after_truncation();
         Ok(())
@@ -68,7 +69,8 @@ impl PartitionLog {
         segment::free_in_background(self.storage.helpers(), self.recycle.drain(), true);
         let mut seg =
             Segment::create_empty(&self.dir, offset, &self.config, UNSET_MS, None).await?;
-        seg.activate(&self.config, self.storage.buffers()).await?;
+        seg.activate(&self.config, self.storage.buffers(), self.storage.timings())
+            .await?;
         self.segments.insert(offset, seg);
         self.log_start_offset = offset;
         self.after_truncation();

@@ -65,7 +65,8 @@ impl PartitionLog {
         let config = &self.config;
         let buffers = self.storage.buffers();
         if let Some(seg) = self.segments.values_mut().next_back() {
-            seg.activate(config, buffers).await?;
+            seg.activate(config, buffers, self.storage.timings())
+                .await?;
         }
         Ok(())
     }
@@ -215,6 +216,9 @@ impl PartitionLog {
         } else {
             None
         };
+        if reuse.is_some() {
+            self.storage.timings().on_recycle();
+        }
         // The new file's name becomes durable in the background, as
         // Kafka's roll leaves the directory flush to the flush it
         // schedules: waiting here held this partition's appends (and every

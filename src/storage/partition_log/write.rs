@@ -292,6 +292,7 @@ impl PartitionLog {
         Ok(PendingSync {
             files,
             log_end_offset,
+            timings: self.storage.timings().clone(),
         })
     }
 

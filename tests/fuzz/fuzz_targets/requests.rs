@@ -136,9 +136,24 @@ fn decode_body(header: &RequestHeader, body: Bytes) {
                 round_trip_39::<m39::FetchRequest>(&body, v);
             }
         }
+        Api::Kafka(ApiKey::ListOffsets) if v == 0 => {
+            if h::list_offsets::decode_v0(body.clone()).is_ok() {
+                round_trip_39::<m39::ListOffsetsRequest>(&body, v);
+            }
+        }
         Api::Kafka(ApiKey::ListOffsets) => checked!(list_offsets, m::ListOffsetsRequest),
         Api::Kafka(ApiKey::DeleteRecords) => checked!(delete_records, m::DeleteRecordsRequest),
         Api::Kafka(ApiKey::ElectLeaders) => checked!(elect_leaders, m::ElectLeadersRequest),
+        Api::Kafka(ApiKey::DescribeLogDirs) => {
+            if h::describe_log_dirs::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::DescribeLogDirsRequest>(&body, v);
+            }
+        }
+        Api::Kafka(ApiKey::AlterReplicaLogDirs) => {
+            if h::alter_replica_log_dirs::decode_request(body.clone(), v).is_ok() {
+                round_trip_39::<m39::AlterReplicaLogDirsRequest>(&body, v);
+            }
+        }
         Api::Kafka(ApiKey::AllocateProducerIds) => {
             checked!(allocate_producer_ids, m::AllocateProducerIdsRequest)
         }
@@ -192,13 +207,32 @@ fn decode_body(header: &RequestHeader, body: Bytes) {
         Api::Kafka(ApiKey::ListGroups) => checked!(list_groups, m::ListGroupsRequest),
         Api::Kafka(ApiKey::DeleteGroups) => checked!(delete_groups, m::DeleteGroupsRequest),
         Api::Kafka(ApiKey::OffsetDelete) => checked!(offset_delete, m::OffsetDeleteRequest),
-        Api::Kafka(ApiKey::CreateTopics) => checked!(create_topics, m::CreateTopicsRequest),
-        Api::Kafka(ApiKey::DeleteTopics) => checked!(delete_topics, m::DeleteTopicsRequest),
+        // v0 and v1 are decoded as v2 (v0 with validate_only appended).
+        Api::Kafka(ApiKey::CreateTopics) => {
+            if let Ok(r) = h::create_topics::decode_request(body, v) {
+                round_trip(&r, v.max(2));
+            }
+        }
+        // v0 is decoded as v1.
+        Api::Kafka(ApiKey::DeleteTopics) => {
+            if let Ok(r) = h::delete_topics::decode_request(body, v) {
+                round_trip(&r, v.max(1));
+            }
+        }
         Api::Kafka(ApiKey::CreatePartitions) => {
             checked!(create_partitions, m::CreatePartitionsRequest)
         }
+        // v0 is decoded as v1 (include_synonyms appended).
         Api::Kafka(ApiKey::DescribeConfigs) => {
-            checked!(describe_configs, m::DescribeConfigsRequest)
+            if let Ok(r) = h::describe_configs::decode_request(body, v) {
+                round_trip(&r, v.max(1));
+            }
+        }
+        Api::Kafka(ApiKey::UpdateFeatures) => {
+            checked!(update_features, m::UpdateFeaturesRequest)
+        }
+        Api::Kafka(ApiKey::DescribeProducers) => {
+            checked!(describe_producers, m::DescribeProducersRequest)
         }
         Api::Kafka(ApiKey::AlterConfigs) => checked!(alter_configs, m::AlterConfigsRequest),
         Api::Kafka(ApiKey::IncrementalAlterConfigs) => {

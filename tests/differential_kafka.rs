@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
+#[path = "differential_kafka/legacy_formats.rs"]
+mod legacy_formats;
 #[path = "differential_kafka/old_apis.rs"]
 mod old_apis;
 

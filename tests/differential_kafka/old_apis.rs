@@ -85,6 +85,7 @@ pub fn check_old_apis(p: &mut Pair) -> Diffs {
     create_and_delete_old_versions(p, &mut d);
     describe_producers(p, &mut d);
     update_features(p, &mut d);
+    super::legacy_formats::check_legacy_formats(p, &mut d);
     d
 }
 

@@ -5,7 +5,8 @@
 reads every partition of TOPIC (0..PARTITIONS-1) from offset 0 up to the
 high watermark of its first answer with raw Fetch requests of VERSION
 (v0/v1 get magic 0 message sets, v2/v3 magic 1: a broker holding v2 batches
-down-converts them, as Kafka's `message.downconversion.enable` allows), one
+down-converts them, as Kafka's `message.downconversion.enable` allows; v4,
+the baseline, gets the v2 batches as stored), one
 request for all partitions at a time, as an old client does. Each
 partition's next offset comes from the last whole entry of its message set
 (a trailing partial entry is skipped, as old clients do). It prints
@@ -50,6 +51,8 @@ def fetch_body(version, topic, offsets, max_bytes):
     body = struct.pack(">iii", -1, 500, 1)  # replica_id, max_wait_ms, min_bytes
     if version >= 3:
         body += struct.pack(">i", 64 * 1024 * 1024)  # max_bytes (KIP-74)
+    if version >= 4:
+        body += struct.pack(">b", 0)  # isolation_level READ_UNCOMMITTED
     body += struct.pack(">ih", 1, len(t)) + t + struct.pack(">i", len(offsets))
     for p, off in sorted(offsets.items()):
         body += struct.pack(">iqi", p, off, max_bytes)
@@ -68,22 +71,34 @@ def parse(version, resp):
         (nparts,) = struct.unpack_from(">i", resp, pos)
         pos += 4
         for _ in range(nparts):
-            p, err, hw, size = struct.unpack_from(">ihqi", resp, pos)
-            pos += 18
+            p, err, hw = struct.unpack_from(">ihq", resp, pos)
+            pos += 14
+            if version >= 4:
+                pos += 8  # last_stable_offset
+                (naborted,) = struct.unpack_from(">i", resp, pos)
+                pos += 4 + max(naborted, 0) * 16
+            (size,) = struct.unpack_from(">i", resp, pos)
+            pos += 4
             out[p] = (err, hw, resp[pos:pos + size])
             pos += size
     return out
 
 
 def next_offset(ms, current):
-    """The offset after the last whole entry of a magic 0/1 message set, and
-    the number of entries (records: the data is uncompressed)."""
+    """The offset after the last whole entry of a message set, and the
+    number of records (the data is uncompressed): a magic 0/1 entry is one
+    message; a v2 batch (Fetch v4+) holds last_offset_delta + 1 records."""
     pos, n, last = 0, 0, None
     while pos + 12 <= len(ms):
         off, size = struct.unpack_from(">qi", ms, pos)
         if pos + 12 + size > len(ms):
             break
-        last, pos, n = off, pos + 12 + size, n + 1
+        if size >= 11 and ms[pos + 16] == 2:
+            (delta,) = struct.unpack_from(">i", ms, pos + 23)
+            off, k = off + delta, delta + 1
+        else:
+            k = 1
+        last, pos, n = off, pos + 12 + size, n + k
     return (current if last is None else last + 1), n, pos
 
 

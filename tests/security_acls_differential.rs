@@ -72,11 +72,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "DeleteTopics: per-topic error_message \"\" where Kafka sends null",
     ),
     (
-        "*.create_topics.nullness",
-        "CreateTopics: error_message \"\" on success where Kafka sends null, as \
-         tests/differential_kafka.rs lists (create_topics.error_message)",
-    ),
-    (
         "*.describe_configs.nullness",
         "DescribeConfigs v4 without include_documentation: shardlog sends documentation \"\", \
          Kafka null",

@@ -67,8 +67,13 @@ pub fn check_outputs(dir: &Path, acks_levels: &[&str]) -> Vec<serde_json::Value>
 
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
     assert!(html.contains("<svg") && html.contains("<table"));
-    // Results table and delivery table: header + one row per point each.
-    assert_eq!(html.matches("<tr>").count(), 2 * (points.len() + 1));
+    // Results table and delivery table: header + one row per point each;
+    // the broker-side table's header (its rows are `<tr class="broker-side">`).
+    assert_eq!(html.matches("<tr>").count(), 2 * (points.len() + 1) + 1);
+    assert_eq!(
+        html.matches("<tr class=\"broker-side\">").count(),
+        points.len()
+    );
     points
 }
 

@@ -29,6 +29,7 @@ use crate::io::clock::{Clock, SystemClock};
 
 pub mod oauth_token;
 mod sasl_login;
+pub use sasl_login::nonce as scram_nonce;
 
 /// How the broker's connections on one listener are secured: TLS (the
 /// listener is SSL or SASL_SSL) and a SASL login (SASL_PLAINTEXT or

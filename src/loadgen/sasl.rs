@@ -20,6 +20,7 @@ use super::frame::{correlation_id, decode_response, encode_frame, read_frame};
 use super::sasl_login::SaslLogin;
 use super::tls::{Security, Stream};
 use crate::config::sasl::SaslMechanism;
+use crate::io::broker_stream::scram_nonce;
 use crate::sasl::client::{plain_token, ScramClient};
 
 /// Connects to `addr` with `security`'s transport and, for SASL_*, logs in
@@ -87,7 +88,7 @@ fn authenticate(conn: &mut Exchange<'_>, login: &SaslLogin) -> Result<()> {
             round(conn, plain_token(&login.username, &login.password))?;
         }
         m @ (SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512) => {
-            let mut scram = ScramClient::new(m, &login.username, &login.password, &nonce()?);
+            let mut scram = ScramClient::new(m, &login.username, &login.password, &scram_nonce()?);
             let server_first = round(conn, scram.first())?;
             let client_final = scram
                 .on_server_first(&server_first)
@@ -118,17 +119,4 @@ fn round(conn: &mut Exchange<'_>, token: Vec<u8>) -> Result<Vec<u8>> {
         );
     }
     Ok(resp.auth_bytes.to_vec())
-}
-
-/// A SCRAM client nonce: 26 printable characters from the system's
-/// randomness (no `,`, as RFC 5802 requires).
-fn nonce() -> Result<String> {
-    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut bytes = [0u8; 26];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
-        .map_err(|_| anyhow!("no randomness for the SCRAM nonce"))?;
-    Ok(bytes
-        .iter()
-        .map(|b| DIGITS[usize::from(*b) % 36] as char)
-        .collect())
 }

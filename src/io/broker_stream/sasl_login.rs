@@ -107,8 +107,9 @@ async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     Ok(resp)
 }
 
-/// A fresh client nonce (printable, no `,`).
-fn nonce() -> io::Result<String> {
+/// A fresh SCRAM client nonce (printable, no `,`; RFC 5802), from the
+/// system's randomness. The load generator's login uses it too.
+pub fn nonce() -> io::Result<String> {
     const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
     let mut bytes = [0u8; 26];
     ring::rand::SystemRandom::new()

@@ -70,9 +70,10 @@ def log(msg):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port outside the ephemeral range (see free_port.py)."""
+    out = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "free_port.py")],
+                         check=True, capture_output=True, text=True).stdout
+    return int(out.split()[0])
 
 
 def wait_until(what, limit_s, probe, every_s=0.1):

@@ -16,7 +16,10 @@ BIN = sys.argv[1]; N = int(sys.argv[2]); TOPICS = max(1, N // 1000)
 per_topic = N // TOPICS
 d = tempfile.mkdtemp(dir=os.environ.get("DENSITY_DIR", "/tmp"))
 def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+    """A port outside the ephemeral range (see free_port.py)."""
+    out = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "free_port.py")],
+                         check=True, capture_output=True, text=True).stdout
+    return int(out.split()[0])
 port = free_port()
 def start():
     t0 = time.monotonic()

@@ -39,7 +39,7 @@ cleanup() {
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/free_port.py"; }
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 log "host: load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores; commit $(git -C "$REPO" rev-parse --short HEAD)"
 

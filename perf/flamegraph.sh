@@ -114,12 +114,7 @@ port_listening() {
 }
 
 free_port() {
-  local p
-  for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 40000))
-    port_listening "$p" || { echo "$p"; return; }
-  done
-  die "no free port found"
+  python3 "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/free_port.py" || die "no free port found"
 }
 
 start_broker() {

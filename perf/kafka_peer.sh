@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 log() { echo "kafka_peer.sh: $*" >&2; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/free_port.py"; }
 alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
 pin() { if [ -n "$CPUS" ]; then echo taskset -c "$CPUS"; fi; }
 

@@ -11,7 +11,7 @@
 start_pinned_broker() {
   local dir="$1"
   shift
-  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  port="$(python3 "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/free_port.py")"
   "$BIN" broker --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$dir/data" \
     --override shardlog.shards=1 --override shardlog.cpus=0 --override auto.create.topics.enable=true \
     --override num.partitions=6 --override log.segment.bytes=134217728 \

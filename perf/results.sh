@@ -145,7 +145,7 @@ pyjson() { # file expression(j)
 tail_of() { tail -n "${2:-8}" "$1" 2>/dev/null | tr '\n' ' ' | cut -c1-160; }
 
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/free_port.py"
 }
 HZ="$(getconf CLK_TCK)"
 proc_cpu() { # user+system CPU seconds of a live process

@@ -47,7 +47,7 @@ cleanup() {
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/free_port.py"; }
 JARS="$(bash "$REPO/tests/java/fetch_jars.sh" | tail -1)"
 # add_user PLAINTEXT_ADDR: alice's SCRAM-SHA-512 credential (AlterUserScramCredentials).
 add_user() {

@@ -37,7 +37,7 @@ mkdir -p "$OUT"
 TMP="$(mktemp -d)" PID=""
 cleanup() { [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null || true; rm -rf "$TMP"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/free_port.py"; }
 bash "$REPO/perf/tls_certs.sh" "$TMP/tls" >/dev/null
 P="$(free_port)" S="$(free_port)"
 "$BIN" broker --override "listeners=PLAINTEXT://127.0.0.1:$P,SSL://127.0.0.1:$S" \

@@ -265,11 +265,7 @@ fn update_metadata_reaches_metadata_describe_cluster_and_kcat() {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    common::ports::reserved_port()
 }
 
 #[test]

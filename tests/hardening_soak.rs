@@ -72,8 +72,7 @@ fn env_secs(key: &str, default: u64) -> Duration {
 }
 
 fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
+    common::ports::reserved_port()
 }
 
 /// One sample of the broker process.

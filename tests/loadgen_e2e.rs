@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -44,10 +44,7 @@ impl Drop for Broker {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("finding a free port")
+    common::ports::reserved_port()
 }
 
 /// Starts `shardlog broker` on a free port and waits until it is ready.

@@ -50,8 +50,7 @@ fn topic_of((acks, idem, partitions): (&str, bool, i32)) -> String {
 }
 
 fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
+    common::ports::reserved_port()
 }
 
 fn lines_in(path: &Path) -> usize {

@@ -7,7 +7,7 @@
 //! - [`clients`]: kcat and the Python venv's clients and scripts;
 //! - [`java`]: Apache Kafka 3.9's Java client and tools;
 //! - [`cluster`], [`zookeeper`], [`link`], [`replica_cluster`],
-//!   [`verifiable`]: ZooKeeper, cuttable links and replicated clusters of
+//!   [`verifiable`], [`ports`]: ZooKeeper, cuttable links and replicated clusters of
 //!   shardlog or Kafka brokers;
 //! - [`tls`]: CA, broker and client certificates and keystores made with
 //!   `openssl` and `keytool`, and the SSL config lines that use them;
@@ -27,6 +27,7 @@ pub mod java;
 pub mod link;
 pub mod loadgen;
 pub mod partition_log;
+pub mod ports;
 pub mod records;
 pub mod replica_cluster;
 pub mod tls;

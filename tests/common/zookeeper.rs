@@ -40,23 +40,15 @@ fn dpkg_file(package: &str, suffix: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A free loopback port (bound, then released).
+/// A free loopback port, reserved for this test process and outside the
+/// kernel's ephemeral range (see [`super::ports`]).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind a free port")
-        .port()
+    super::ports::reserved_port()
 }
 
-/// `n` free loopback ports, no two the same (all held until all are
-/// picked).
+/// `n` free loopback ports, no two the same.
 pub fn distinct_free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().expect("bound address").port())
-        .collect()
+    (0..n).map(|_| super::ports::reserved_port()).collect()
 }
 
 /// The `srvr` four-letter word's answer, if the server answers.

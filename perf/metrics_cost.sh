@@ -9,6 +9,12 @@
 #
 #   perf/metrics_cost.sh [BIN] [ROUNDS]        both points, ROUNDS A/B pairs (default 4)
 #   perf/metrics_cost.sh --one on|off BIN p1|p4hot   one measurement (compare.sh runs these)
+#   perf/metrics_cost.sh --scrape BIN [PARTITIONS] [SCRAPES]
+#       the scrape's own cost: a broker on core 0 with PARTITIONS partitions
+#       (default 1000) holding records, SCRAPES (default 200) GETs of
+#       /metrics one after another from core 1; prints the exposition's
+#       size, the wall time per scrape and the broker's CPU time per scrape
+#       (user + system, /proc/PID/stat), for text and for OpenMetrics
 #
 # Needs a release build (cargo build --release) and Debian's `prometheus`.
 # Not run by the tests (benchmarks are for the lead's runs).
@@ -46,7 +52,15 @@ YML
   # gone (under `set -u` a deferred "$prom_pid" would fail and leave
   # Prometheus running).
   trap "kill $prom_pid 2>/dev/null || true; wait $prom_pid 2>/dev/null || true; rm -rf '$tmp'" EXIT
+  # Prometheus's own CPU over the measurement (on a 2-core host it shares
+  # the broker's and the client's cores: what it takes, they lose).
+  local pc0 pc1 t0 t1
+  pc0="$(awk '{ print $14 + $15 }' "/proc/$prom_pid/stat")"; t0="$(date +%s.%N)"
   AB_OVERRIDES="shardlog.metrics.listener=127.0.0.1:$mport" "$HERE/ab_point.sh" "$bin" "$case"
+  pc1="$(awk '{ print $14 + $15 }' "/proc/$prom_pid/stat")"; t1="$(date +%s.%N)"
+  python3 -c 'import sys; a, b, hz, t0, t1 = sys.argv[1:]
+print("prometheus: %.3f of a core over the run (%.1f s)" % ((int(b) - int(a)) / int(hz) / (float(t1) - float(t0)), float(t1) - float(t0)))' \
+    "$pc0" "$pc1" "$(getconf CLK_TCK)" "$t0" "$t1" >&2
   # What the scrapes were: their count and mean duration over the run.
   for q in 'count_over_time(scrape_duration_seconds{job="shardlog"}[10m])' \
            'avg_over_time(scrape_duration_seconds{job="shardlog"}[10m])' \
@@ -57,6 +71,42 @@ YML
   done
 }
 
+scrape_cost() {
+  local bin="$1" parts="${2:-1000}" n="${3:-200}" tmp mport
+  BIN="$bin"
+  . "$HERE/pinned_broker.sh"
+  tmp="$(mktemp -d /tmp/metrics-scrape.XXXXXX)"
+  mport="$(free_port)"
+  start_pinned_broker "$tmp" --override "shardlog.metrics.listener=127.0.0.1:$mport" \
+    --override "num.partitions=$parts" || exit 1
+  trap "kill $BROKER_PID 2>/dev/null || true; wait $BROKER_PID 2>/dev/null || true; rm -rf '$tmp'" EXIT
+  # Records in every partition, so each one has its per-partition series.
+  taskset -c 1 "$bin" loadgen --bootstrap "127.0.0.1:$port" --client-cpus 1 --message-size 100 \
+    --partitions "$parts" --out "$tmp/fill" --topic scrape --acks 1 --linger-ms 5 --consumers 0 \
+    --flat-out --duration 3s --warmup 0s >"$tmp/fill.log" 2>&1 || { tail -5 "$tmp/fill.log" >&2; exit 1; }
+  cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$BROKER_PID/stat"; }
+  local hz accept
+  hz="$(getconf CLK_TCK)"
+  for accept in 'text/plain' 'application/openmetrics-text; version=1.0.0'; do
+    curl -s -H "Accept: $accept" "http://127.0.0.1:$mport/metrics" >/dev/null  # warm
+    local c0 c1 t0 t1 bytes
+    bytes="$(curl -s -H "Accept: $accept" "http://127.0.0.1:$mport/metrics" | wc -c)"
+    c0="$(cpu_ticks)"; t0="$(date +%s.%N)"
+    for _ in $(seq 1 "$n"); do
+      taskset -c 1 curl -s -o /dev/null -H "Accept: $accept" "http://127.0.0.1:$mport/metrics"
+    done
+    t1="$(date +%s.%N)"; c1="$(cpu_ticks)"
+    python3 -c 'import sys; a, b, n, hz, t0, t1, size, kind, parts = sys.argv[1:]; n = int(n)
+print("scrape %s, %s partitions: %d bytes, %.2f ms wall per scrape, broker CPU %.2f ms per scrape (%d scrapes)"
+      % (kind, parts, int(size), (float(t1) - float(t0)) * 1e3 / n, (int(b) - int(a)) * 1e3 / int(hz) / n, n))' \
+      "$c0" "$c1" "$n" "$hz" "$t0" "$t1" "$bytes" "${accept%%;*}" "$parts"
+  done
+}
+
+if [ "${1:-}" = --scrape ]; then
+  scrape_cost "${2:?BIN}" "${3:-1000}" "${4:-200}"
+  exit
+fi
 if [ "${1:-}" = --one ]; then
   one "${2:?on|off}" "${3:?BIN}" "${4:?p1|p4hot}"
   exit

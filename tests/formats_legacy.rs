@@ -8,7 +8,8 @@
 //! pinned kafka-python consumers (Fetch v2 gets magic 1, Fetch v1 magic 0,
 //! down-converted as Kafka 3.9 does), and a topic with
 //! `message.downconversion.enable=false` answers old fetches
-//! UNSUPPORTED_VERSION.
+//! UNSUPPORTED_VERSION. librdkafka without ApiVersions on its 0.9.0 table
+//! (magic 0, every codec) produces and reads back its own records.
 //! Needs `bash tests/run.sh` (kafka-python with python-snappy, lz4 and
 //! xxhash in the test venv).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
@@ -244,4 +245,123 @@ fn fetch(
                 .with_partition_max_bytes(1 << 20)])]);
     let r: FetchResponse = call39(stream, 1, version, &req);
     r.responses[0].partitions[0].clone()
+}
+
+/// librdkafka (confluent-kafka) without ApiVersions, on its built-in table
+/// for `broker.version.fallback=0.9.0` (librdkafka's `rdkafka_feature.c`):
+/// Produce v0–1 with magic 0 messages, Fetch v0–1, Metadata v0. Each codec
+/// it offers for magic 0 (gzip, snappy, lz4 with the 0.8/0.9 framing whose
+/// header checksum covers the magic byte too) is produced, then read back
+/// by the same pinned client; what a pinned producer wrote must be
+/// stored as v2 batches with its codec, as Kafka 3.9's `LogValidator`
+/// up-converts with `compression.type=producer`.
+const RDKAFKA_PINNED: &str = r#"
+import os, time
+from confluent_kafka import Consumer, Producer, TopicPartition
+pinned = {"bootstrap.servers": os.environ["BOOTSTRAP"], "api.version.request": False,
+          "broker.version.fallback": "0.9.0"}
+topics = os.environ["TOPICS"].split(",")
+for topic in topics:
+    codec = topic.rsplit("-", 1)[1]
+    p = Producer(dict(pinned, **{"compression.type": codec, "linger.ms": 200, "acks": 1}))
+    acked = []
+    def done(err, msg, acked=acked):
+        assert err is None, err
+        acked.append(msg.offset())
+    for i in range(40):
+        p.produce(topic, partition=0, key=None if i % 3 == 0 else f"k{i}".encode(),
+                  value=f"{topic}-v{i}-".encode() + b"x" * 50, on_delivery=done)
+    assert p.flush(30) == 0
+    assert sorted(acked) == list(range(40)), (topic, acked)
+c = Consumer(dict(pinned, **{"group.id": "rdk-pinned", "enable.auto.commit": False}))
+c.assign([TopicPartition(t, 0, 0) for t in topics])
+got = []
+deadline = time.time() + 60
+while len(got) < 40 * len(topics) and time.time() < deadline:
+    m = c.poll(1)
+    if m is None:
+        continue
+    assert m.error() is None, m.error()
+    key = "None" if m.key() is None else m.key().decode()
+    got.append(f"{m.topic()} {key} {m.value().decode()} {m.offset()}")
+c.close()
+print("\n".join(got))
+"#;
+
+#[test]
+fn librdkafka_pinned_to_0_9_produces_magic_0_with_every_codec_and_reads_it_back() {
+    venv_python_with(&["confluent_kafka"]);
+    let metrics_port = common::ports::reserved_port();
+    let listener = format!("shardlog.metrics.listener=127.0.0.1:{metrics_port}");
+    let broker = Broker::start_with(&[&listener]);
+    let mut conn = Conn::open(&broker);
+    let topics: Vec<String> = CODECS
+        .iter()
+        .map(|(codec, _)| format!("rdk-m0-{codec}"))
+        .collect();
+    for t in &topics {
+        conn.create_topic(t, 1, &[]);
+    }
+    let before = request_counts(metrics_port);
+    let out = run_python_with_env(
+        &broker,
+        RDKAFKA_PINNED,
+        &[("TOPICS", OsStr::new(&topics.join(",")))],
+    );
+    // The client really was pinned: the Produce and Fetch requests the
+    // broker counted while it ran (RequestMetrics' RequestsPerSec by
+    // version) are of versions 0–1 only.
+    let after = request_counts(metrics_port);
+    let used: Vec<(String, i16)> = after
+        .iter()
+        .filter(|(k, n)| before.get(*k).is_none_or(|b| b < n))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for api in ["Produce", "Fetch"] {
+        let seen: Vec<i16> = used
+            .iter()
+            .filter(|(a, _)| a == api)
+            .map(|(_, v)| *v)
+            .collect();
+        assert!(
+            !seen.is_empty() && seen.iter().all(|v| *v <= 1),
+            "{api} versions the pinned client used: {seen:?} (all: {used:?})"
+        );
+    }
+    for (t, (_, id)) in topics.iter().zip(CODECS) {
+        let batches = conn.fetch_to_high_watermark(t, 0, 0);
+        assert!(!batches.is_empty(), "{t}: nothing stored");
+        for b in &batches {
+            assert_eq!(b[16], 2, "{t}: stored as a v2 batch");
+            assert_eq!(batch_compression(b), id, "{t}: stored with the codec");
+        }
+        let prefix = format!("{t} ");
+        let got: Vec<&str> = out.lines().filter(|l| l.starts_with(&prefix)).collect();
+        let want: Vec<String> = (0..RECORDS)
+            .map(|i| format!("{} {i}", expected(t, i)))
+            .collect();
+        assert_eq!(got, want, "{t}: read back by the pinned consumer");
+    }
+}
+
+/// `RequestsPerSec` counts by `(request, version)` on the broker's
+/// `/metrics`.
+fn request_counts(port: u16) -> std::collections::BTreeMap<(String, i16), f64> {
+    use std::io::{Read, Write};
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    let prefix = "kafka_network_requestmetrics_requests_total{request=\"";
+    body.lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .filter_map(|rest| {
+            let (request, rest) = rest.split_once('"')?;
+            let (_, rest) = rest.split_once("version=\"")?;
+            let (version, rest) = rest.split_once('"')?;
+            let count: f64 = rest.rsplit(' ').next()?.parse().ok()?;
+            Some(((request.to_owned(), version.parse().ok()?), count))
+        })
+        .collect()
 }

@@ -165,7 +165,8 @@ fn confluent_kafka_round_trips_with_every_codec_and_the_batches_stay_compressed(
 /// against `message.timestamp.before.max.ms` = one day is INVALID_TIMESTAMP
 /// (a current one passes); a LogAppendTime topic gives the consumer the
 /// broker's time and timestamp type LogAppendTime, not the producer's
-/// timestamp. Runs on the codec test's broker.
+/// timestamp; on the wire, `record_errors` names the bad record of a
+/// batch. Runs on the codec test's broker.
 fn timestamps_are_checked_and_log_append_time_is_applied(broker: &Broker, conn: &mut Conn) {
     conn.create_topic(
         "ts-window",
@@ -222,4 +223,34 @@ print(json.dumps(out))
     let ts = out["append_ts"].as_i64().unwrap();
     let produced_at = out["produced_at"].as_i64().unwrap();
     assert!(ts >= produced_at - 60_000, "{out}");
+
+    // The wire (Produce v9, KIP-467): one batch of three records whose
+    // second is two days old is refused whole with INVALID_TIMESTAMP, and
+    // `record_errors` names that record by its index in the batch, with a
+    // message, so a client can fail only it (Kafka's `LogValidator`
+    // collects an `ApiRecordError` per bad record).
+    let now = common::records::now_ms();
+    let batch = common::records::encode_batch(
+        &[
+            (None, b"a", now),
+            (None, b"b", now - 2 * 86_400_000),
+            (None, b"c", now),
+        ],
+        kafka_protocol::records::Compression::None,
+    );
+    let resp = conn.produce("ts-window", 0, batch, -1);
+    assert_eq!(resp.error_code, 32, "INVALID_TIMESTAMP: {resp:?}");
+    let errors: Vec<(i32, bool)> = resp
+        .record_errors
+        .iter()
+        .map(|e| {
+            let message = e.batch_index_error_message.as_deref().unwrap_or("");
+            (e.batch_index, !message.is_empty())
+        })
+        .collect();
+    assert_eq!(errors, [(1, true)], "record_errors: {resp:?}");
+    assert!(
+        resp.error_message.as_deref().is_some_and(|m| !m.is_empty()),
+        "error_message: {resp:?}"
+    );
 }

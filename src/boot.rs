@@ -299,7 +299,7 @@ struct ShutdownReport {
     durable_syncs: u64,
     /// Broker-side Produce latency, all data shards merged.
     produce_latency: crate::histogram::LatencyHistogram,
-    tls_handshakes: crate::server::tls_conn::stats::HandshakeStats,
+    tls_handshakes: crate::tls::handshake_stats::HandshakeStats,
 }
 
 /// The parts every shard shares, as of boot.

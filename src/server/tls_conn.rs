@@ -338,7 +338,6 @@ fn from_rustls(mut conn: ServerConnection) -> Result<(Session, Vec<u8>), String>
 
 pub mod kernel;
 pub mod records;
-pub mod stats;
 
 pub use records::{TlsRead, TlsWrite};
 

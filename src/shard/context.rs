@@ -131,7 +131,7 @@ pub struct ShardStats {
     /// Counters and request histograms for `/metrics` (`shard::metrics`).
     pub metrics: crate::metrics::shard::ShardMetrics,
     /// TLS handshakes on this shard (`server::tls_conn`).
-    pub tls_handshakes: RefCell<crate::server::tls_conn::stats::HandshakeStats>,
+    pub tls_handshakes: RefCell<crate::tls::handshake_stats::HandshakeStats>,
 }
 
 /// The common part of a shard, before its role's part is added.

@@ -24,7 +24,8 @@
 //! DN rendering and `ssl.principal.mapping.rules`; [`record`] `[pure]` the
 //! TLS record layer after the handshake (ring's AEAD, in place);
 //! [`session`] `[pure]` rustls' unbuffered handshake, its keys handed to
-//! [`record`] and its key schedule for TLS 1.3 KeyUpdate.
+//! [`record`] and its key schedule for TLS 1.3 KeyUpdate; [`handshake_stats`]
+//! `[pure]` what the shards' handshakes cost, for the exit report.
 //!
 //! Use: at start, for each SSL/SASL_SSL listener,
 //! `SslSettings::for_listener_protocol(&config, name, protocol)` →
@@ -37,6 +38,7 @@
 
 pub mod build;
 pub mod eckey;
+pub mod handshake_stats;
 pub mod listener;
 pub mod pbe;
 pub mod principal;

@@ -3,7 +3,7 @@
 //! their logs turned into offline dirs (Kafka's `LogDirFailureChannel` and
 //! `ReplicaManager.handleLogDirFailure`, 3.9): the dir is marked offline
 //! for every shard (each takes its partitions there offline at its next
-//! housekeeping round), the controller is told through
+//! housekeeping round), once they all did the controller is told through
 //! `/log_dir_event_notification` in ZooKeeper mode, and when no dir is
 //! left the broker halts, as Kafka's `LogManager.handleLogDirFailure` does.
 
@@ -23,6 +23,12 @@ use crate::zk::store::{create_recursive, CreateMode};
 
 /// How often the control shard takes the reported failures.
 const FAILURE_POLL: Duration = Duration::from_millis(100);
+
+/// How long the controller's notification waits for the shards to take a
+/// failed dir's partitions offline (each does at its next housekeeping
+/// round, every 100 ms), and how often it looks.
+const OFFLINE_APPLY_WAIT: Duration = Duration::from_secs(10);
+const OFFLINE_APPLY_POLL: Duration = Duration::from_millis(10);
 
 /// Every configured dir, created if missing, in `log.dirs` order.
 pub fn open(config: &ServerConfig) -> anyhow::Result<Arc<LogDirs>> {
@@ -112,6 +118,20 @@ pub fn spawn_failure_watch(
                     std::process::exit(1);
                 }
                 if let Some(store) = &zk {
+                    // Kafka's order in `handleLogDirFailure`: the dir's
+                    // partitions offline on every shard (their fetchers
+                    // gone), then the controller told.
+                    let changes = dirs.changes();
+                    let started = std::time::Instant::now();
+                    while !dirs.applied_by_all(changes) {
+                        if started.elapsed() >= OFFLINE_APPLY_WAIT {
+                            tracing::warn!(
+                                "not every shard took the failed dir's partitions offline in {OFFLINE_APPLY_WAIT:?}; telling the controller anyway"
+                            );
+                            break;
+                        }
+                        glommio::timer::sleep(OFFLINE_APPLY_POLL).await;
+                    }
                     notify_controller(store, broker_id).await;
                 }
             }

@@ -54,6 +54,8 @@ pub struct ReplicaManager {
     log_dirs: Arc<LogDirs>,
     /// `log_dirs.changes()` last acted on ([`Self::apply_offline_dirs`]).
     offline_seen: Cell<u64>,
+    /// This shard's slot in `log_dirs` (what it applied is reported there).
+    offline_slot: usize,
     server: Arc<ServerConfig>,
     /// The shard's storage state, shared with every log it opens.
     storage: Rc<ShardStorage>,
@@ -175,9 +177,11 @@ impl ReplicaManager {
         let budget = usize::try_from(server.shardlog_batch_cache_bytes).unwrap_or(usize::MAX);
         let buffer = write_buffer_bytes(server.shardlog_write_buffer_bytes);
         let storage = ShardStorage::for_shard(budget, buffer, n_shards, log_dirs.failures());
+        let offline_slot = log_dirs.register_shard();
         Self {
             log_dirs,
             offline_seen: Cell::new(0),
+            offline_slot,
             storage,
             partitions: RefCell::new(HashMap::new()),
             closed_offsets: RefCell::new(BTreeMap::new()),
@@ -246,6 +250,7 @@ impl ReplicaManager {
             })
             .collect();
         self.fetchers.on_removed(&gone);
+        self.log_dirs.set_applied(self.offline_slot, changes);
         gone
     }
 

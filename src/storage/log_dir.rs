@@ -65,6 +65,11 @@ pub struct LogDirs {
     /// Bumped by every dir that goes offline: a shard compares it with
     /// the value it last acted on.
     changes: AtomicU64,
+    /// What each shard that holds partitions (a slot from
+    /// [`Self::register_shard`]) last applied of `changes`: the
+    /// controller is told of a failed dir only once every shard took its
+    /// partitions there offline ([`Self::applied_by_all`]).
+    applied: Mutex<Vec<u64>>,
     /// Where logs report a failed write or fsync (Kafka's
     /// `LogDirFailureChannel`): each shard's storage holds a handle, the
     /// control shard takes the reports.
@@ -86,6 +91,7 @@ impl LogDirs {
             offline,
             logs,
             changes: AtomicU64::new(0),
+            applied: Mutex::new(Vec::new()),
             failures: DirFailureChannel::new(),
             cleaner_checkpoint,
         }
@@ -175,6 +181,34 @@ impl LogDirs {
     /// How many dirs went offline so far (see the field).
     pub fn changes(&self) -> u64 {
         self.changes.load(Ordering::Acquire)
+    }
+
+    /// A shard holding partitions registers once; its slot reports what
+    /// it applied ([`Self::set_applied`]).
+    pub fn register_shard(&self) -> usize {
+        let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+        applied.push(0);
+        applied.len() - 1
+    }
+
+    /// Shard `slot` took every partition of the dirs offline up to
+    /// `changes` offline (fetchers removed, requests refused).
+    pub fn set_applied(&self, slot: usize, changes: u64) {
+        let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = applied.get_mut(slot) {
+            *a = (*a).max(changes);
+        }
+    }
+
+    /// Every registered shard applied at least `changes`. Kafka's
+    /// `ReplicaManager.handleLogDirFailure` removes the fetchers and marks
+    /// the partitions offline before `propagateLogDirEvent` tells the
+    /// controller: a follower still fetching would show the leader a
+    /// replica that looks caught up, taken back into the ISR after the
+    /// controller took it out.
+    pub fn applied_by_all(&self, changes: u64) -> bool {
+        let applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+        applied.iter().all(|a| *a >= changes)
     }
 
     /// Choose the dir of a partition log new to the broker
@@ -490,6 +524,30 @@ impl CheckpointBoard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_dir_is_applied_by_all_only_when_every_registered_shard_applied_it() {
+        let dirs = LogDirs::new(vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        let (s0, s1) = (dirs.register_shard(), dirs.register_shard());
+        assert!(dirs.applied_by_all(dirs.changes()), "nothing failed yet");
+        assert!(dirs.mark_offline(1));
+        assert!(
+            !dirs.mark_offline(1),
+            "the second report of one dir is no change"
+        );
+        let changes = dirs.changes();
+        assert_eq!(changes, 1);
+        assert!(!dirs.applied_by_all(changes));
+        dirs.set_applied(s1, changes);
+        assert!(!dirs.applied_by_all(changes), "shard 0 has not applied it");
+        dirs.set_applied(s0, changes);
+        assert!(dirs.applied_by_all(changes));
+        dirs.set_applied(s0, 0);
+        assert!(
+            dirs.applied_by_all(changes),
+            "what a shard applied never goes back"
+        );
+    }
 
     #[test]
     fn each_checkpoint_is_due_once_per_its_own_interval() {

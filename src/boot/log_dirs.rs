@@ -24,11 +24,11 @@ use crate::zk::store::{create_recursive, CreateMode};
 /// How often the control shard takes the reported failures.
 const FAILURE_POLL: Duration = Duration::from_millis(100);
 
-/// How long the controller's notification waits for the shards to take a
-/// failed dir's partitions offline (each does at its next housekeeping
-/// round, every 100 ms), and how often it looks.
-const OFFLINE_APPLY_WAIT: Duration = Duration::from_secs(10);
+/// How often the controller's notification looks whether the shards took
+/// a failed dir's partitions offline (each does at its next housekeeping
+/// round, every 100 ms), and how many times before it goes anyway (10 s).
 const OFFLINE_APPLY_POLL: Duration = Duration::from_millis(10);
+const OFFLINE_APPLY_POLLS: u32 = 1_000;
 
 /// Every configured dir, created if missing, in `log.dirs` order.
 pub fn open(config: &ServerConfig) -> anyhow::Result<Arc<LogDirs>> {
@@ -122,11 +122,13 @@ pub fn spawn_failure_watch(
                     // partitions offline on every shard (their fetchers
                     // gone), then the controller told.
                     let changes = dirs.changes();
-                    let started = std::time::Instant::now();
+                    let mut polls = 0u32;
                     while !dirs.applied_by_all(changes) {
-                        if started.elapsed() >= OFFLINE_APPLY_WAIT {
+                        polls += 1;
+                        if polls > OFFLINE_APPLY_POLLS {
                             tracing::warn!(
-                                "not every shard took the failed dir's partitions offline in {OFFLINE_APPLY_WAIT:?}; telling the controller anyway"
+                                "not every shard took the failed dir's partitions offline in {:?}; telling the controller anyway",
+                                OFFLINE_APPLY_POLL * OFFLINE_APPLY_POLLS
                             );
                             break;
                         }

@@ -64,7 +64,9 @@ pub async fn send_to_controller(ctx: &Rc<ShardContext>, change: IsrChange) -> Is
                 if batch.is_empty() {
                     break;
                 }
-                send_batch(&ctx, control, batch).await;
+                if send_batch(&ctx, control, batch).await {
+                    glommio::timer::sleep(RETRY_BACKOFF).await;
+                }
             }
             control.isr_sending.set(false);
         })
@@ -73,12 +75,26 @@ pub async fn send_to_controller(ctx: &Rc<ShardContext>, change: IsrChange) -> Is
     reply.take().await
 }
 
-/// One AlterPartition with `batch`; every item answered.
+/// How long a change whose AlterPartition got no per-partition answer
+/// waits before it is sent again (Kafka's `AlterPartitionManager`
+/// schedules the retry in 50 ms).
+const RETRY_BACKOFF: Duration = Duration::from_millis(50);
+
+/// One AlterPartition with `batch`. Every item is answered, except after a
+/// failed send or a request-level error (no controller known, the
+/// connection lost, NOT_CONTROLLER, STALE_BROKER_EPOCH): then the items go
+/// back to the queue and true is returned. Kafka's `AlterPartitionManager`
+/// keeps such items until a controller answers them: the controller may
+/// have written the change before the answer was lost, and a leader that
+/// forgot its proposal would keep an ISR that differs from the one in
+/// ZooKeeper, proposing nothing more (its rule sees no change to make).
+/// The resent item is answered with the state in force (an equal ISR is
+/// `Unchanged`), or fenced once the leader epoch moved on.
 async fn send_batch(
     ctx: &ShardContext,
     control: &ControlShard,
     batch: Vec<(IsrChange, Reply<IsrChangeAnswer>)>,
-) {
+) -> bool {
     let me = BrokerId(ctx.config.broker_id);
     let broker_epoch = control.admin.broker_epoch().unwrap_or(-1);
     // The partition epoch this broker last accepted from LeaderAndIsr; a
@@ -99,7 +115,7 @@ async fn send_batch(
         }
     }
     if asked.is_empty() {
-        return;
+        return false;
     }
     let request = AlterPartitionRequest::default()
         .with_broker_id(WireBrokerId(me.0))
@@ -129,7 +145,24 @@ async fn send_batch(
             }
         }
     };
-    deliver(control, asked, answer);
+    let resp = match answer {
+        Ok(r) if r.error_code != 0 => Err(ErrorCode(r.error_code)),
+        other => other,
+    };
+    match resp {
+        Ok(resp) => {
+            deliver(control, asked, &resp);
+            false
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, changes = asked.len(), "AlterPartition to be sent again");
+            let mut queue = control.isr_changes.borrow_mut();
+            for (change, reply, _) in asked {
+                queue.push((change, reply));
+            }
+            true
+        }
+    }
 }
 
 /// The request's topics: per topic id its partitions, ISR members with
@@ -173,31 +206,25 @@ fn request_topics(
     topics
 }
 
-/// Answer every asked change from the controller's `answer`; committed
-/// ISRs replace the hosted ones (so later publications carry them).
+/// Answer every asked change from the controller's answer `resp`;
+/// committed ISRs replace the hosted ones (so later publications carry
+/// them).
 fn deliver(
     control: &ControlShard,
     asked: Vec<(IsrChange, Reply<IsrChangeAnswer>, i32)>,
-    answer: Result<AlterPartitionResponse, ErrorCode>,
+    resp: &AlterPartitionResponse,
 ) {
-    let resp = match answer {
-        Ok(r) if r.error_code != 0 => Err(ErrorCode(r.error_code)),
-        other => other,
-    };
     for (change, reply, _) in asked {
-        let r = match &resp {
-            Err(e) => IsrChangeAnswer::Failed(*e),
-            Ok(resp) => resp
-                .topics
-                .iter()
-                .filter(|t| t.topic_id == change.topic_id)
-                .flat_map(|t| t.partitions.iter())
-                .find(|p| p.partition_index == change.tp.partition)
-                .map_or(
-                    IsrChangeAnswer::Failed(ErrorCode::UNKNOWN_SERVER_ERROR),
-                    |p| committed(control, &change, p),
-                ),
-        };
+        let r = resp
+            .topics
+            .iter()
+            .filter(|t| t.topic_id == change.topic_id)
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == change.tp.partition)
+            .map_or(
+                IsrChangeAnswer::Failed(ErrorCode::UNKNOWN_SERVER_ERROR),
+                |p| committed(control, &change, p),
+            );
         reply.put(r);
     }
 }

@@ -631,3 +631,135 @@ fn the_controller_channel_sends_leader_and_isr_v7_and_stop_replica_v4() {
     assert!(!p0.exists());
     broker.stop();
 }
+
+/// ListOffsets and OffsetForLeaderEpoch from a client across leader
+/// changes (Kafka's `Partition.fetchOffsetForTimestamp` and
+/// `lastOffsetForLeaderEpoch`, both `fetchOnlyFromLeader` for a client):
+/// - a new leader epoch before its first append is its own epoch, ending
+///   at the LEO (`makeLeader` assigns it in the epoch cache at once);
+///   before, a consumer validating its position under it (KIP-320) got
+///   UNDEFINED and took it for a truncation;
+/// - a leader whose HW lags the start of its epoch (KIP-207) answers
+///   "latest" and a lookup past the HW with OFFSET_NOT_AVAILABLE, and
+///   "earliest" and a lookup below the HW as usual;
+/// - a follower answers a client NOT_LEADER_OR_FOLLOWER, never its own HW.
+#[test]
+fn client_offset_lookups_follow_the_leader_epoch_and_the_hw() {
+    let zk = ZkServer::standalone();
+    let (broker, _) = start(&zk);
+    let lead = |epoch: i32, isr: &[i32]| {
+        let mut p = partition(0, ME, epoch, &[0, 1]);
+        p.isr = ids(isr);
+        let errors = send_leader_and_isr(&broker, &leader_and_isr(EPOCH, vec![p]), 7);
+        assert!(ok_for_all(&errors), "epoch {epoch}: {errors:?}");
+    };
+    let produce_at = |value: &[u8], ts: i64| {
+        let batch = common::encode_batch(&[(None, value, ts)], Compression::None);
+        let r = Conn::open(&broker).produce(TOPIC, 0, batch, 1);
+        assert_eq!(r.error_code, 0, "{r:?}");
+        r.base_offset
+    };
+    let mut conn = Conn::open(&broker);
+    let lookup = |conn: &mut Conn, ts: i64| {
+        let p = conn.list_offset(TOPIC, 0, ts);
+        (ErrorCode(p.error_code), p.offset)
+    };
+
+    // Epoch 1, the leader alone in the ISR: offsets 0-2, HW 3.
+    lead(1, &[0]);
+    for (i, v) in [b"a", b"b", b"c"].iter().enumerate() {
+        assert_eq!(produce_at(*v, 1_000 + i as i64), i as i64);
+    }
+    assert_eq!(
+        lookup(&mut conn, common::LATEST_TIMESTAMP),
+        (ErrorCode::NONE, 3)
+    );
+
+    // Epoch 2, nothing appended in it yet.
+    lead(2, &[0]);
+    let e = epoch_lookup(&mut conn, 2, 2);
+    assert_eq!(
+        (e.error_code, e.leader_epoch, e.end_offset),
+        (0, 2, 3),
+        "the current epoch ends at the LEO: {e:?}"
+    );
+    let e = epoch_lookup(&mut conn, 2, 1);
+    assert_eq!((e.error_code, e.leader_epoch, e.end_offset), (0, 1, 3));
+    assert_eq!(
+        lookup(&mut conn, common::LATEST_TIMESTAMP),
+        (ErrorCode::NONE, 3)
+    );
+
+    // Epoch 3 with broker 1 (which never fetches) in the ISR: acks=1
+    // records at 3 and 4 stay above the HW.
+    lead(3, &[0, 1]);
+    assert_eq!(produce_at(b"d", 2_000), 3);
+    assert_eq!(produce_at(b"e", 2_001), 4);
+    assert_eq!(
+        lookup(&mut conn, common::LATEST_TIMESTAMP),
+        (ErrorCode::NONE, 3),
+        "epoch 3 started at 3, the HW: not lagging"
+    );
+    // Epoch 4 starts at the LEO, 5, above the HW.
+    lead(4, &[0, 1]);
+    assert_eq!(
+        lookup(&mut conn, common::LATEST_TIMESTAMP),
+        (ErrorCode::OFFSET_NOT_AVAILABLE, -1)
+    );
+    assert_eq!(
+        lookup(&mut conn, common::EARLIEST_TIMESTAMP),
+        (ErrorCode::NONE, 0)
+    );
+    assert_eq!(
+        lookup(&mut conn, 1_001),
+        (ErrorCode::NONE, 1),
+        "below the HW"
+    );
+    assert_eq!(
+        lookup(&mut conn, 2_000),
+        (ErrorCode::OFFSET_NOT_AVAILABLE, -1),
+        "the record found lies past the HW"
+    );
+    let e = epoch_lookup(&mut conn, 4, 4);
+    assert_eq!((e.error_code, e.leader_epoch, e.end_offset), (0, 4, 5));
+    // Epoch 5, the leader alone again: the HW reaches the LEO.
+    lead(5, &[0]);
+    assert_eq!(
+        lookup(&mut conn, common::LATEST_TIMESTAMP),
+        (ErrorCode::NONE, 5)
+    );
+    assert_eq!(lookup(&mut conn, 2_000), (ErrorCode::NONE, 3));
+
+    // Follower of broker 1 at epoch 6: a client is sent to the leader.
+    let follow = leader_and_isr(EPOCH, vec![partition(0, 1, 6, &[0, 1])]);
+    assert!(ok_for_all(&send_leader_and_isr(&broker, &follow, 7)));
+    for ts in [common::LATEST_TIMESTAMP, common::EARLIEST_TIMESTAMP, 1_000] {
+        assert_eq!(
+            lookup(&mut conn, ts).0,
+            ErrorCode::NOT_LEADER_OR_FOLLOWER,
+            "timestamp {ts}"
+        );
+    }
+    broker.stop();
+}
+
+/// OffsetForLeaderEpoch v4 as a consumer sends it (replica id -1).
+fn epoch_lookup(
+    conn: &mut Conn,
+    current: i32,
+    epoch: i32,
+) -> kafka_protocol::messages::offset_for_leader_epoch_response::EpochEndOffset {
+    use kafka_protocol::messages::offset_for_leader_epoch_request::{
+        OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
+    };
+    let req = OffsetForLeaderEpochRequest::default()
+        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+        .with_topics(vec![OffsetForLeaderTopic::default()
+            .with_topic(common::topic_name(TOPIC))
+            .with_partitions(vec![OffsetForLeaderPartition::default()
+                .with_partition(0)
+                .with_current_leader_epoch(current)
+                .with_leader_epoch(epoch)])]);
+    let resp = conn.call(4, &req);
+    resp.topics[0].partitions[0].clone()
+}

@@ -11,7 +11,6 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -46,28 +45,22 @@ fn keyed_messages() -> Vec<(String, String)> {
 }
 
 fn kcat_produce(kcat: &Path, broker: &Broker, topic: &str, codec: &str, input: &[u8]) {
-    let mut child = Command::new(kcat)
-        .args([
-            "-P",
-            "-b",
-            &broker.bootstrap(),
-            "-t",
-            topic,
-            "-K:",
-            "-z",
-            codec,
-        ])
-        .args(["-X", "linger.ms=5"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn kcat -P");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().expect("kcat -P");
-    writer.join().unwrap().expect("write kcat stdin");
+    let out = common::output_with_stdin(
+        Command::new(kcat)
+            .args([
+                "-P",
+                "-b",
+                &broker.bootstrap(),
+                "-t",
+                topic,
+                "-K:",
+                "-z",
+                codec,
+            ])
+            .args(["-X", "linger.ms=5"]),
+        input,
+        "kcat -P",
+    );
     assert!(
         out.status.success(),
         "kcat -P -z {codec} failed ({}): {}",

@@ -260,7 +260,7 @@ fn high_watermark(broker: &Broker) -> i64 {
 }
 
 fn high_watermark_of(broker: &Broker, partition: i32) -> i64 {
-    Conn::open(broker).list_offset(TOPIC, partition, -1).offset
+    Conn::open(broker).high_watermark(TOPIC, partition)
 }
 
 /// Every batch of p0 up to the HW, as the broker serves them.

@@ -194,8 +194,7 @@ fn produce_to(addr: &str, values: std::ops::Range<u32>) {
 
 fn wait_for_high_watermark(addr: &str, hw: i64) {
     wait_for(60, &format!("shardlog's HW to reach {hw}"), || {
-        let r = Conn::open_addr(addr).list_offset(TOPIC, 0, -1);
-        (r.error_code == 0 && r.offset == hw).then_some(())
+        (Conn::open_addr(addr).high_watermark(TOPIC, 0) == hw).then_some(())
     });
 }
 

@@ -16,6 +16,8 @@
 #   - gcc, pkg-config, libfuse3-dev and fuse3 from Debian (skipped when
 #     present) to build tests/support/faultfs.c, the fault-injecting FUSE
 #     mount of the log-dir failure tests
+#   - nftables from Debian (skipped when present): tests/cluster_netns.rs
+#     drops packets between network namespaces with `nft` rules
 #   - cargo-fuzz (`cargo install --locked`, skipped when present) for the
 #     fuzz step after the cargo tests (tests/fuzz/ci.sh; SHARDLOG_FUZZ_RUNS=0
 #     skips it)
@@ -43,6 +45,8 @@ command -v gcc >/dev/null || need_apt+=(gcc)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 pkg-config --exists fuse3 2>/dev/null || need_apt+=(libfuse3-dev)
 command -v fusermount3 >/dev/null || need_apt+=(fuse3)
+# tests/cluster_netns.rs: partitions and loss between network namespaces.
+command -v nft >/dev/null || need_apt+=(nftables)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "tests/run.sh: installing ${need_apt[*]}" >&2
     $SUDO apt-get update

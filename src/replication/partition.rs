@@ -45,9 +45,7 @@ use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::producer_state::{
     BatchMetadata, ProducerBatch, ProducerStateManager, SeqCheck,
 };
-use crate::storage::partition_log::{
-    LogEnds, LogEndsView, PartitionLog, RecordPick, ValidatedRecords,
-};
+use crate::storage::partition_log::{LogEnds, LogEndsView, PartitionLog, ValidatedRecords};
 use crate::storage::producer_snapshot;
 use crate::storage::shard_storage::ShardStorage;
 use crate::storage::StorageError;
@@ -64,6 +62,7 @@ pub use commit_state::DurableCounts;
 use commit_state::GroupCommit;
 mod legacy;
 mod legacy_offsets;
+mod list_offset;
 pub use legacy_offsets::LegacyOffsetsQuery;
 mod load;
 mod metrics;
@@ -836,43 +835,6 @@ impl Partition {
             bytes,
             snapshot: Some(self.snapshot()),
             diverging_epoch: None,
-        }
-    }
-
-    /// ListOffsets for one partition, answered at record level like Kafka
-    /// (`UnifiedLog.fetchOffsetByTimestamp`; the search is the log's).
-    pub async fn list_offset(&self, timestamp: i64, isolation: FetchIsolation) -> OffsetAnswer {
-        if self.is_offline() {
-            return OffsetAnswer::error(ErrorCode::KAFKA_STORAGE_ERROR);
-        }
-        let Ok(log) = self.log.read().await else {
-            return OffsetAnswer::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
-        };
-        let ends = log.ends();
-        // Kafka (Partition.fetchOffsetForTimestamp): answers at or past the
-        // last fetchable offset (HW, or LEO for replicas) are "not found".
-        let fetchable = match isolation {
-            FetchIsolation::LogEnd => ends.log_end_offset,
-            FetchIsolation::HighWatermark => ends.high_watermark,
-            FetchIsolation::TxnCommitted => self.last_stable_offset(ends.high_watermark),
-        };
-        let found = |offset: i64, ts: i64| OffsetAnswer {
-            error_code: ErrorCode::NONE,
-            timestamp: ts,
-            offset,
-            leader_epoch: self.leader_epoch.get(),
-        };
-        let pick = match timestamp {
-            LATEST_TIMESTAMP => return found(fetchable, -1),
-            EARLIEST_TIMESTAMP => return found(ends.log_start_offset, -1),
-            MAX_TIMESTAMP => RecordPick::MaxTimestamp,
-            ts if ts < 0 => return OffsetAnswer::error(ErrorCode::INVALID_REQUEST),
-            ts => RecordPick::AtOrAfter(ts),
-        };
-        match log.find_record_by_timestamp(pick, fetchable) {
-            Ok(Some((offset, ts))) => found(offset, ts),
-            Ok(None) => found(-1, -1),
-            Err(code) => OffsetAnswer::error(code),
         }
     }
 }

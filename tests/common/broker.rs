@@ -55,6 +55,18 @@ impl Broker {
         overrides: &[&str],
         rust_log: Option<&str>,
     ) -> Broker {
+        Broker::start_wrapped(log_dir, overrides, rust_log, &[])
+    }
+
+    /// Like [`Broker::start_logging`], the binary run through the command
+    /// `prefix` (e.g. `ip netns exec <ns>`: a broker in a network namespace
+    /// of its own; `ip netns exec` execs the broker, so the pid is its own).
+    pub fn start_wrapped(
+        log_dir: tempfile::TempDir,
+        overrides: &[&str],
+        rust_log: Option<&str>,
+        prefix: &[String],
+    ) -> Broker {
         let rust_log = rust_log.map_or_else(
             || std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
             str::to_owned,
@@ -77,7 +89,15 @@ impl Broker {
             args.push("--override".into());
             args.push(o.to_owned());
         }
-        let mut child = Command::new(broker_bin())
+        let mut command = match prefix.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(broker_bin());
+                c
+            }
+            None => Command::new(broker_bin()),
+        };
+        let mut child = command
             .args(&args)
             .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())

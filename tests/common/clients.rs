@@ -8,6 +8,30 @@ use std::process::{Command, Stdio};
 
 use super::broker::Broker;
 
+/// Run `command` with `input` on its stdin (written from a thread, so a
+/// child filling its stdout or stderr meanwhile cannot deadlock it); its
+/// stdout and stderr are captured. `what` names it in a failed spawn.
+pub fn output_with_stdin(command: &mut Command, input: &[u8], what: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {what}: {e}"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    writer
+        .join()
+        .expect("stdin writer")
+        .unwrap_or_else(|e| panic!("writing {what}'s stdin: {e}"));
+    out
+}
+
 /// The test venv's python (tests/run.sh creates it).
 pub fn venv_python() -> PathBuf {
     let venv = std::env::var_os("SHARDLOG_TEST_VENV")

@@ -41,6 +41,7 @@ pub mod error_code {
     pub const NONE: i16 = 0;
     pub const OFFSET_OUT_OF_RANGE: i16 = 1;
     pub const CORRUPT_MESSAGE: i16 = 2;
+    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
     pub const MESSAGE_TOO_LARGE: i16 = 10;
     pub const RECORD_LIST_TOO_LARGE: i16 = 18;
     pub const TOPIC_ALREADY_EXISTS: i16 = 36;
@@ -242,6 +243,22 @@ impl Conn {
                 spec.fetch_offset = next;
                 batches.push(batch);
             }
+        }
+    }
+
+    /// The replica's HW, leader or follower, as a consumer's Fetch
+    /// reports it (a follower serves consumer fetches, KIP-392; ListOffsets
+    /// answers clients only on the leader, as Kafka's); -1 while the
+    /// broker answers the fetch with an error (not hosted yet).
+    pub fn high_watermark(&mut self, topic: &str, partition: i32) -> i64 {
+        let mut spec = FetchSpec::new(topic, partition, 0);
+        spec.max_wait_ms = 0;
+        spec.partition_max_bytes = 1;
+        let p = self.fetch(&spec);
+        if p.error_code == 0 {
+            p.high_watermark
+        } else {
+            -1
         }
     }
 

@@ -9,6 +9,8 @@
 //! - [`cluster`], [`zookeeper`], [`link`], [`replica_cluster`],
 //!   [`verifiable`], [`ports`]: ZooKeeper, cuttable links and replicated clusters of
 //!   shardlog or Kafka brokers;
+//! - [`netns`]: brokers in network namespaces of their own, partitioned
+//!   and healed in the kernel (veth down, nftables drop rules);
 //! - [`tls`]: CA, broker and client certificates and keystores made with
 //!   `openssl` and `keytool`, and the SSL config lines that use them;
 //! - [`idempotence`], [`txn`], [`loadgen`], [`faultfs`], [`executor`]: the
@@ -26,6 +28,7 @@ pub mod idempotence;
 pub mod java;
 pub mod link;
 pub mod loadgen;
+pub mod netns;
 pub mod partition_log;
 pub mod ports;
 pub mod records;
@@ -42,7 +45,8 @@ pub use broker::{
 #[allow(unused_imports)] // re-exports: each test binary uses a part
 pub use clients::{
     assert_all_consumed, assert_all_delivered, assert_complete_round_trip, cluster_admin, kcat,
-    kcat_produce_and_read, run_py_script, run_python, venv_python, venv_python_with, RoundTrip,
+    kcat_produce_and_read, output_with_stdin, run_py_script, run_python, venv_python,
+    venv_python_with, RoundTrip,
 };
 #[allow(unused_imports)] // re-exports: each test binary uses a part
 pub use conn::{

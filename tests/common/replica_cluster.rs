@@ -9,6 +9,11 @@
 //! replication-offset-checkpoint, leader-epoch-checkpoint), which have
 //! Kafka's formats in both systems.
 //!
+//! Or, with [`ReplCluster::start_in_netns`], each shardlog broker in a
+//! network namespace of its own ([`NetnsSet`]): clients and brokers reach
+//! it directly on its namespace's address, ZooKeeper listens on the
+//! bridge's, and partitions are made in the kernel instead of the links.
+//!
 //! Every wait polls with a deadline; timeouts are shortened through the
 //! brokers' config, never by sleeping.
 #![allow(dead_code)] // each test binary uses a part of it
@@ -21,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::cluster::{children, json, read, wait_for};
 use crate::common::link::Link;
+use crate::common::netns::NetnsSet;
 use crate::common::zookeeper::{free_port, TcpProxy, ZkServer};
 use crate::common::{run_py_script, venv_python_with, Broker};
 
@@ -34,7 +40,9 @@ pub use disk::{
     assert_replicas_identical, hw_checkpoint, leader_epochs, stored_batches, StoredBatch,
 };
 #[allow(unused_imports)]
-pub use history::{assert_history_ok, check, drain, HistoryProducer};
+pub use history::{
+    assert_history_ok, assert_history_ok_but_loss, check, drain, try_drain, HistoryProducer,
+};
 
 /// Which broker implementation the cluster runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,11 +89,24 @@ pub struct Node {
     /// The shardlog broker's client listener port when `listeners` is set
     /// (fixed, so the link's target stays across restarts).
     shardlog_port: u16,
+    /// In a network namespace: the command prefix that enters it and the
+    /// broker's address there (listened on and advertised; the link is
+    /// unused).
+    netns: Option<(Vec<String>, String)>,
 }
 
 impl Node {
     pub fn is_running(&self) -> bool {
         self.proc.is_some()
+    }
+
+    /// The address clients and brokers reach it on: its link's, or its
+    /// own in its network namespace.
+    pub fn address(&self) -> String {
+        match &self.netns {
+            Some((_, address)) => address.clone(),
+            None => self.link.address(),
+        }
     }
 
     pub fn pid(&self) -> i32 {
@@ -122,9 +143,13 @@ impl Node {
             System::Shardlog => self.shardlog_port,
             System::Kafka => self.kafka_port,
         };
-        match &self.listeners {
-            Some(l) => settings.extend(listeners::settings(l, port, &self.link.address())),
-            None => settings.push(format!(
+        match (&self.listeners, &self.netns) {
+            (Some(l), _) => settings.extend(listeners::settings(l, port, &self.link.address())),
+            (None, Some((_, address))) => {
+                settings.push(format!("listeners=PLAINTEXT://{address}"));
+                settings.push(format!("advertised.listeners=PLAINTEXT://{address}"));
+            }
+            (None, None) => settings.push(format!(
                 "advertised.listeners=PLAINTEXT://{}",
                 self.link.address()
             )),
@@ -146,7 +171,8 @@ impl Node {
                     Some(d) => d,
                     None => tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("log dir"),
                 };
-                let b = Broker::start_in(dir, &refs);
+                let prefix = self.netns.as_ref().map(|(p, _)| p.clone());
+                let b = Broker::start_wrapped(dir, &refs, None, &prefix.unwrap_or_default());
                 if self.listeners.is_some() {
                     self.link.set_target(&format!("127.0.0.1:{port}"));
                 } else {
@@ -366,6 +392,9 @@ pub struct ReplCluster {
     pub nodes: Vec<Node>,
     /// History files and Kafka node folders; removed on drop.
     pub dir: tempfile::TempDir,
+    /// The brokers' network namespaces ([`ReplCluster::start_in_netns`]);
+    /// last, so they are removed after the brokers stopped.
+    pub netns: Option<NetnsSet>,
 }
 
 impl ReplCluster {
@@ -373,7 +402,33 @@ impl ReplCluster {
     /// systems read the same keys), all registered.
     pub fn start(system: System, n: i32, settings: &[&str]) -> ReplCluster {
         let systems: Vec<System> = (0..n).map(|_| system).collect();
-        Self::start_nodes(system, &systems, settings, false, &|_| None, &|_| {})
+        Self::start_nodes(system, &systems, settings, false, &|_| None, &|_| {}, None)
+    }
+
+    /// Shardlog brokers 1..=n, each in a network namespace of its own
+    /// (`ip netns exec`), listening on its namespace's address; ZooKeeper on
+    /// the bridge's address in the root namespace. Partitions through
+    /// [`ReplCluster::net`].
+    pub fn start_in_netns(n: i32, settings: &[&str]) -> ReplCluster {
+        let ids: Vec<i32> = (1..=n).collect();
+        let set = NetnsSet::new(&ids);
+        let systems: Vec<System> = ids.iter().map(|_| System::Shardlog).collect();
+        Self::start_nodes(
+            System::Shardlog,
+            &systems,
+            settings,
+            false,
+            &|_| None,
+            &|_| {},
+            Some(set),
+        )
+    }
+
+    /// The network namespaces of a [`ReplCluster::start_in_netns`] cluster.
+    pub fn net(&self) -> &NetnsSet {
+        self.netns
+            .as_ref()
+            .expect("a cluster in network namespaces")
     }
 
     /// Like [`ReplCluster::start_mixed`] (brokers started one by one), each
@@ -408,6 +463,7 @@ impl ReplCluster {
             true,
             &|id| Some(listeners(id)),
             prepare,
+            None,
         )
     }
 
@@ -433,7 +489,7 @@ impl ReplCluster {
         } else {
             System::Shardlog
         };
-        Self::start_nodes(system, systems, settings, true, &|_| None, &|_| {})
+        Self::start_nodes(system, systems, settings, true, &|_| None, &|_| {}, None)
     }
 
     fn start_nodes(
@@ -443,17 +499,25 @@ impl ReplCluster {
         one_by_one: bool,
         listeners: &dyn Fn(i32) -> Option<listeners::Listeners>,
         prepare: &dyn Fn(&ZkServer),
+        netns: Option<NetnsSet>,
     ) -> ReplCluster {
         let n = systems.len() as i32;
-        let zk = ZkServer::standalone();
+        let zk = match &netns {
+            Some(_) => ZkServer::standalone_on("0.0.0.0"),
+            None => ZkServer::standalone(),
+        };
         prepare(&zk);
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("cluster dir");
         let mut nodes = Vec::new();
         for id in 1..=n {
             let zk_link = TcpProxy::start(zk.address());
+            let zk_connect = match &netns {
+                Some(set) => format!("{}:{}", set.bridge_ip(), zk.client_port),
+                None => zk_link.address(),
+            };
             let mut s = vec![
                 format!("broker.id={id}"),
-                format!("zookeeper.connect={}", zk_link.address()),
+                format!("zookeeper.connect={zk_connect}"),
                 "zookeeper.connection.timeout.ms=10000".into(),
                 "auto.leader.rebalance.enable=false".into(),
                 "group.initial.rebalance.delay.ms=0".into(),
@@ -477,6 +541,9 @@ impl ReplCluster {
                 settings: s,
                 listeners: listeners(id),
                 shardlog_port: free_port(),
+                netns: netns
+                    .as_ref()
+                    .map(|set| (set.exec_prefix(id), set.broker_address(id))),
             });
         }
         let mut c = ReplCluster {
@@ -484,6 +551,7 @@ impl ReplCluster {
             zk,
             nodes,
             dir,
+            netns,
         };
         for node in &mut c.nodes {
             if node.system == System::Kafka {
@@ -511,7 +579,7 @@ impl ReplCluster {
     pub fn bootstrap(&self) -> String {
         self.nodes
             .iter()
-            .map(|n| n.link.address())
+            .map(Node::address)
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -522,7 +590,7 @@ impl ReplCluster {
         let start = Instant::now();
         loop {
             let ids = children(&self.zk.address(), "/brokers/ids");
-            let port_up = TcpStream::connect(node.link.address()).is_ok();
+            let port_up = TcpStream::connect(node.address()).is_ok();
             if ids.contains(&id.to_string()) && port_up {
                 eprintln!(
                     "[{:?} broker {id} registered after {:.1} s]",

@@ -79,9 +79,19 @@ pub struct ZkServer {
 impl ZkServer {
     /// A standalone server on a free port, ready to serve.
     pub fn standalone() -> ZkServer {
+        Self::standalone_on("127.0.0.1")
+    }
+
+    /// A standalone server whose client port listens on `address`
+    /// (`0.0.0.0`: also on a bridge that brokers in network namespaces
+    /// reach; [`ZkServer::address`] stays the loopback one).
+    pub fn standalone_on(address: &str) -> ZkServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let client_port = free_port();
-        let cfg = base_config(dir.path(), client_port);
+        let cfg = base_config(dir.path(), client_port).replace(
+            "clientPortAddress=127.0.0.1",
+            &format!("clientPortAddress={address}"),
+        );
         let server = Self::spawn(dir, client_port, &cfg, "ZooKeeperServerMain");
         server.wait_ready();
         server

@@ -21,10 +21,13 @@ call it the same way (`run_py_script(.., "history.py", ..)`).
     one producer's values grow in each partition. Writes one line
     "<partition> <offset> <value>" per acknowledged record to acked_file;
     prints {"sent","acked","failed","errors":{name:count}} last.
-  drain <bootstrap> <topic> <partitions> <read_file> [--timeout-s=N]
+  drain <bootstrap> <topic> <partitions> <read_file> [--timeout-s=N] [--strict-offsets=1]
       Reads every partition from the beginning up to its high watermark
       (as the brokers answer it after the faults healed); one line
       "<partition> <offset> <value> <leader_epoch>" per record.
+      --strict-offsets=1: a fetch answered OFFSET_OUT_OF_RANGE fails the
+      drain naming the partition and the broker's message (auto.offset.reset
+      =error), instead of the client's default jump to the partition's end.
   check <acked_file> <read_file>
       Prints the report (see check()); exit status 0 either way: the
       caller asserts on the fields it needs.
@@ -374,16 +377,21 @@ def describe_metadata(client, topic):
 
 
 def drain(bootstrap, topic, partitions, read_file, opts):
-    from confluent_kafka import Consumer, TopicPartition, OFFSET_BEGINNING
+    from confluent_kafka import Consumer, KafkaError, TopicPartition, OFFSET_BEGINNING
+
+    strict = opts.get("strict-offsets") == "1"
 
     def consumer():
-        return Consumer({
+        conf = {
             "bootstrap.servers": bootstrap,
             "group.id": "history-drain",
             "enable.auto.commit": False,
             "isolation.level": "read_uncommitted",
             "fetch.wait.max.ms": 100,
-        })
+        }
+        if strict:
+            conf["auto.offset.reset"] = "error"
+        return Consumer(conf)
 
     c = consumer()
     since = time.monotonic()
@@ -396,7 +404,10 @@ def drain(bootstrap, topic, partitions, read_file, opts):
     while True:
         try:
             asked = [TopicPartition(topic, p, -1) for p in range(partitions)]
-            got = c.offsets_for_times(asked, timeout=30)
+            # Within the drain's deadline (an unreachable broker holds a
+            # lookup until its connection times out).
+            wait = max(1.0, min(30.0, deadline - time.monotonic()))
+            got = c.offsets_for_times(asked, timeout=wait)
             bad = [tp for tp in got if tp.error is not None or tp.offset < 0]
             if not bad:
                 high = {tp.partition: tp.offset for tp in got}
@@ -433,6 +444,9 @@ def drain(bootstrap, topic, partitions, read_file, opts):
             if msg is None:
                 continue
             if msg.error():
+                if strict and msg.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                    raise SystemExit("drain: offset out of range on partition %d after %d "
+                                     "records read: %s" % (msg.partition(), count, msg.error()))
                 continue
             p = msg.partition()
             epoch = msg.leader_epoch() if hasattr(msg, "leader_epoch") else None

@@ -203,7 +203,19 @@ impl Partition {
         let Ok(log) = self.log.read().await else {
             return (ErrorCode::NOT_LEADER_OR_FOLLOWER, EpochEndOffset::UNDEFINED);
         };
-        let found = end_offset_for(log.leader_epochs(), leader_epoch, log.ends().log_end_offset);
+        // Kafka's `Partition.makeLeader` assigns the new epoch in the cache at
+        // once (`maybeAssignEpochStartOffset` at the LEO); ours gets its entry
+        // with the epoch's first append. Until then the current epoch starts
+        // at the LEO: without it a consumer validating its position under
+        // the current epoch (KIP-320) got UNDEFINED and took it for a log
+        // truncation, resetting its position.
+        let log_end_offset = log.ends().log_end_offset;
+        let current = self.leader_epoch.get().0;
+        let mut epochs = log.leader_epochs().to_vec();
+        if self.role() == PartitionRole::Leader && epochs.last().is_none_or(|(e, _)| *e < current) {
+            epochs.push((current, log_end_offset));
+        }
+        let found = end_offset_for(&epochs, leader_epoch, log_end_offset);
         if found.end_offset < 0 {
             return (ErrorCode::NONE, EpochEndOffset::UNDEFINED);
         }

@@ -164,6 +164,55 @@ impl fmt::Display for TopicPartition {
     }
 }
 
+/// Deliberately broken rules for the deterministic simulator's mutation
+/// check (`tests/sim`): each switch turns one replication rule wrong, and
+/// the simulator must then report an invariant violation. Every switch is
+/// off unless [`mutation::enable_for_simulation`] turns one on; nothing in
+/// the broker calls it. A check costs one relaxed atomic load.
+pub mod mutation {
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    static ACTIVE: AtomicU8 = AtomicU8::new(0);
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(u8)]
+    pub enum Mutation {
+        /// The leader's HW follows its own LEO, past lagging ISR members
+        /// (`replication::isr`, Kafka's `maybeIncrementLeaderHW`).
+        HwPastLaggingIsr = 1,
+        /// A follower keeps its whole log at a leader change instead of
+        /// truncating by leader epoch (`replication::truncation`, KIP-101).
+        TruncationSkipped = 2,
+        /// A follower joins the ISR before it reached the HW
+        /// (`replication::isr`, Kafka's `isFollowerInSync`).
+        IsrJoinBehindHw = 3,
+        /// The controller elects a live replica outside the ISR with
+        /// unclean election off (`controller::leader_election`, Kafka's
+        /// `offlinePartitionLeaderElection`).
+        ElectionOutsideIsr = 4,
+    }
+
+    /// Every mutation by the name `SHARDLOG_SIM_MUTATION` takes.
+    pub const ALL: &[(&str, Mutation)] = &[
+        ("hw-past-lagging-isr", Mutation::HwPastLaggingIsr),
+        ("truncation-skipped", Mutation::TruncationSkipped),
+        ("isr-join-behind-hw", Mutation::IsrJoinBehindHw),
+        ("election-outside-isr", Mutation::ElectionOutsideIsr),
+    ];
+
+    /// Whether `m` is on.
+    pub fn active(m: Mutation) -> bool {
+        ACTIVE.load(Ordering::Relaxed) == m as u8
+    }
+
+    /// The simulator's switch: `Some(m)` breaks that rule for the whole
+    /// process until called again with `None`.
+    #[doc(hidden)]
+    pub fn enable_for_simulation(m: Option<Mutation>) {
+        ACTIVE.store(m.map_or(0, |m| m as u8), Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

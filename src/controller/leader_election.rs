@@ -32,6 +32,7 @@
 use std::collections::BTreeSet;
 
 use crate::protocol::ErrorCode;
+use crate::types::mutation::{self, Mutation};
 use crate::types::{BrokerId, LeaderEpoch, PartitionEpoch};
 
 /// Kafka's LeaderRecoveryState (KIP-704): 0 RECOVERED, 1 RECOVERING.
@@ -83,9 +84,8 @@ pub fn offline_partition_leader(
     live: &BTreeSet<BrokerId>,
     unclean_enabled: bool,
 ) -> Option<(BrokerId, bool /* unclean */)> {
-    let clean = assignment
-        .iter()
-        .find(|r| live.contains(r) && isr.contains(r));
+    let in_isr = |r: &BrokerId| isr.contains(r) || mutation::active(Mutation::ElectionOutsideIsr);
+    let clean = assignment.iter().find(|r| live.contains(r) && in_isr(r));
     match clean {
         Some(&leader) => Some((leader, false)),
         None if unclean_enabled => assignment
@@ -225,12 +225,15 @@ pub fn elect(
                     LeaderRecoveryState::Recovering,
                 )
             } else {
-                let isr = current
+                let mut isr: Vec<BrokerId> = current
                     .isr
                     .iter()
                     .copied()
                     .filter(|r| online.contains(r))
                     .collect();
+                if mutation::active(Mutation::ElectionOutsideIsr) && !isr.contains(&leader) {
+                    isr.push(leader);
+                }
                 next(current, leader, isr, current.leader_recovery_state)
             }
         }

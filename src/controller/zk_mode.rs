@@ -770,7 +770,15 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 .map(|(b, _)| *b)
                 .collect();
             ctx.live_brokers = live.clone();
-            (new, dead, bounced, ctx.clone())
+            let all = ctx.clone();
+            // Kafka's `processBrokerChange` takes a bounced broker out of
+            // the live set for its `onBrokerFailure` (the partitions it led
+            // go offline and elect) and back for its `onBrokerStartup`
+            // (offline partitions elect again, now with it): a partition
+            // whose ISR is that broker alone is led by it again, instead
+            // of keeping a leader of -1 that nothing re-elects.
+            ctx.live_brokers.retain(|b| !bounced.contains(&b.id));
+            (new, dead, bounced, all)
         }) else {
             return;
         };
@@ -781,6 +789,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         }
         if !bounced.is_empty() {
             self.on_broker_failure(&bounced).await;
+            self.with_ctx(|c| c.live_brokers = ctx.live_brokers.clone());
             self.on_broker_startup(&bounced).await;
         }
         if !dead.is_empty() {

@@ -20,6 +20,7 @@
 //! holds the HW back, a shrinking one still does), and no new change is
 //! proposed until the controller answers.
 
+use crate::types::mutation::{self, Mutation};
 use crate::types::{BrokerId, Offset};
 use std::collections::BTreeMap;
 
@@ -253,8 +254,9 @@ impl LeaderReplicaState {
         f.last_fetch_time_ms = now_ms;
         let joins = self.pending_isr.is_none()
             && !self.isr.contains(&follower)
-            && fetch_offset >= log.high_watermark
-            && fetch_offset >= leader_epoch_start_offset;
+            && (mutation::active(Mutation::IsrJoinBehindHw)
+                || (fetch_offset >= log.high_watermark
+                    && fetch_offset >= leader_epoch_start_offset));
         let propose_isr = if joins {
             let mut isr = self.isr.clone();
             isr.push(follower);
@@ -342,7 +344,11 @@ impl LeaderReplicaState {
             .map(|(_, f)| f.log_end_offset)
             .min();
         let leo = log.log_end_offset;
-        let candidate = min_follower.map_or(leo, |m| m.min(leo));
+        let candidate = if mutation::active(Mutation::HwPastLaggingIsr) {
+            leo
+        } else {
+            min_follower.map_or(leo, |m| m.min(leo))
+        };
         (candidate > log.high_watermark).then_some(candidate)
     }
 

@@ -12,6 +12,7 @@
 //! `LeaderEpochFileCache.endOffsetFor`; HW-only truncation is never used.
 
 pub use super::leader_epoch::{UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
+use crate::types::mutation::{self, Mutation};
 
 /// The end offset of `requested` in an epoch cache `epochs` ((epoch,
 /// start offset), ascending) of a log ending at `leo`, as Kafka's
@@ -56,6 +57,9 @@ pub fn offset_truncation_state(
         completed: true,
         next_epoch: None,
     };
+    if mutation::active(Mutation::TruncationSkipped) {
+        return done(leo);
+    }
     if leader_end_offset == UNDEFINED_EPOCH_OFFSET {
         return done(initial_fetch_offset);
     }

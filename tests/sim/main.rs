@@ -4,7 +4,8 @@
 //! the invariants are checked after every step. A failing seed prints its
 //! trace and the command that replays it.
 //!
-//! - `SHARDLOG_SIM_SEEDS=N`: how many seeds (CI's default below);
+//! - `SHARDLOG_SIM_SEEDS=N`: how many seeds (CI's default below), from
+//!   `SHARDLOG_SIM_FIRST_SEED` (1): a long run goes in chunks;
 //! - `SHARDLOG_SIM_SEED=S`: replay seed S alone;
 //! - `SHARDLOG_SIM_TRACE=1`: print every run's trace;
 //! - `SHARDLOG_SIM_LOG=<filter>`: the brokers' log lines too;
@@ -137,8 +138,9 @@ fn simulated_seeds_keep_every_invariant() {
         Some(s) => vec![s],
         None => {
             let n = env_u64("SHARDLOG_SIM_SEEDS").unwrap_or(CI_SEEDS);
+            let first = env_u64("SHARDLOG_SIM_FIRST_SEED").unwrap_or(1);
             let mut seeds: Vec<u64> = REGRESSION_SEEDS.to_vec();
-            seeds.extend((1..=n).filter(|s| !REGRESSION_SEEDS.contains(s)));
+            seeds.extend((first..first + n).filter(|s| !REGRESSION_SEEDS.contains(s)));
             seeds
         }
     };

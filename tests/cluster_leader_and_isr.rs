@@ -677,13 +677,13 @@ fn client_offset_lookups_follow_the_leader_epoch_and_the_hw() {
 
     // Epoch 2, nothing appended in it yet.
     lead(2, &[0]);
-    let e = epoch_lookup(&mut conn, 2, 2);
+    let e = conn.epoch_end_offset(TOPIC, 0, -1, 2, 2);
     assert_eq!(
         (e.error_code, e.leader_epoch, e.end_offset),
         (0, 2, 3),
         "the current epoch ends at the LEO: {e:?}"
     );
-    let e = epoch_lookup(&mut conn, 2, 1);
+    let e = conn.epoch_end_offset(TOPIC, 0, -1, 2, 1);
     assert_eq!((e.error_code, e.leader_epoch, e.end_offset), (0, 1, 3));
     assert_eq!(
         lookup(&mut conn, common::LATEST_TIMESTAMP),
@@ -720,7 +720,7 @@ fn client_offset_lookups_follow_the_leader_epoch_and_the_hw() {
         (ErrorCode::OFFSET_NOT_AVAILABLE, -1),
         "the record found lies past the HW"
     );
-    let e = epoch_lookup(&mut conn, 4, 4);
+    let e = conn.epoch_end_offset(TOPIC, 0, -1, 4, 4);
     assert_eq!((e.error_code, e.leader_epoch, e.end_offset), (0, 4, 5));
     // Epoch 5, the leader alone again: the HW reaches the LEO.
     lead(5, &[0]);
@@ -741,25 +741,4 @@ fn client_offset_lookups_follow_the_leader_epoch_and_the_hw() {
         );
     }
     broker.stop();
-}
-
-/// OffsetForLeaderEpoch v4 as a consumer sends it (replica id -1).
-fn epoch_lookup(
-    conn: &mut Conn,
-    current: i32,
-    epoch: i32,
-) -> kafka_protocol::messages::offset_for_leader_epoch_response::EpochEndOffset {
-    use kafka_protocol::messages::offset_for_leader_epoch_request::{
-        OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
-    };
-    let req = OffsetForLeaderEpochRequest::default()
-        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
-        .with_topics(vec![OffsetForLeaderTopic::default()
-            .with_topic(common::topic_name(TOPIC))
-            .with_partitions(vec![OffsetForLeaderPartition::default()
-                .with_partition(0)
-                .with_current_leader_epoch(current)
-                .with_leader_epoch(epoch)])]);
-    let resp = conn.call(4, &req);
-    resp.topics[0].partitions[0].clone()
 }

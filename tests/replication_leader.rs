@@ -25,9 +25,6 @@ use kafka_protocol::messages::fetch_request::{
     FetchPartition, FetchRequest, FetchTopic, ReplicaState,
 };
 use kafka_protocol::messages::fetch_response::PartitionData;
-use kafka_protocol::messages::offset_for_leader_epoch_request::{
-    OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
-};
 use kafka_protocol::messages::offset_for_leader_epoch_response::EpochEndOffset;
 use kafka_protocol::messages::{ApiVersionsRequest, BrokerId as WireBrokerId};
 use kafka_protocol::protocol::StrBytes;
@@ -274,16 +271,7 @@ fn batch(value: &[u8]) -> bytes::Bytes {
 }
 
 fn epoch_lookup(conn: &mut Conn, current: i32, epoch: i32) -> EpochEndOffset {
-    let req = OffsetForLeaderEpochRequest::default()
-        .with_replica_id(WireBrokerId(FOLLOWER))
-        .with_topics(vec![OffsetForLeaderTopic::default()
-            .with_topic(common::topic_name(TOPIC))
-            .with_partitions(vec![OffsetForLeaderPartition::default()
-                .with_partition(0)
-                .with_current_leader_epoch(current)
-                .with_leader_epoch(epoch)])]);
-    let resp = conn.call(4, &req);
-    resp.topics[0].partitions[0].clone()
+    conn.epoch_end_offset(TOPIC, 0, FOLLOWER, current, epoch)
 }
 
 #[test]

@@ -246,6 +246,31 @@ impl Conn {
         }
     }
 
+    /// OffsetForLeaderEpoch v4 for one partition, asked by `replica_id`
+    /// (-1: a consumer, KIP-320; a broker id: a follower).
+    pub fn epoch_end_offset(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        replica_id: i32,
+        current_leader_epoch: i32,
+        leader_epoch: i32,
+    ) -> kafka_protocol::messages::offset_for_leader_epoch_response::EpochEndOffset {
+        use kafka_protocol::messages::offset_for_leader_epoch_request::{
+            OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic,
+        };
+        let req = OffsetForLeaderEpochRequest::default()
+            .with_replica_id(BrokerId(replica_id))
+            .with_topics(vec![OffsetForLeaderTopic::default()
+                .with_topic(topic_name(topic))
+                .with_partitions(vec![OffsetForLeaderPartition::default()
+                    .with_partition(partition)
+                    .with_current_leader_epoch(current_leader_epoch)
+                    .with_leader_epoch(leader_epoch)])]);
+        let resp = self.call(4, &req);
+        resp.topics[0].partitions[0].clone()
+    }
+
     /// The replica's HW, leader or follower, as a consumer's Fetch
     /// reports it (a follower serves consumer fetches, KIP-392; ListOffsets
     /// answers clients only on the leader, as Kafka's); -1 while the

@@ -172,6 +172,9 @@ impl fmt::Display for TopicPartition {
 pub mod mutation {
     use std::sync::atomic::{AtomicU8, Ordering};
 
+    // Kept as a global because the switches sit in pure rules that take no
+    // context (the HW rule, truncation, elections), and the simulator
+    // must reach them without a parameter threaded through the broker.
     static ACTIVE: AtomicU8 = AtomicU8::new(0);
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]

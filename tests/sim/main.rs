@@ -17,6 +17,7 @@
 
 mod check;
 mod replica;
+mod replication;
 mod world;
 
 use shardlog::types::mutation::{self, Mutation};

@@ -138,10 +138,15 @@ impl Broker {
         loop {
             let line = match self.stderr.recv_timeout(STARTUP_LIMIT) {
                 Ok(line) => line,
-                Err(e) => panic!(
-                    "broker did not print its readiness line: {e}; it printed:\n{}",
-                    said.join("\n")
-                ),
+                Err(e) => {
+                    let pid = self.child.as_ref().map_or(0, Child::id);
+                    panic!(
+                        "broker did not print its readiness line: {e}; it printed:\n{}\n\
+                         where its threads were:\n{}",
+                        said.join("\n"),
+                        threads_of(pid)
+                    )
+                }
             };
             said.push(plain_log_line(&line));
             // "shardlog: listening on 127.0.0.1:PORT with N shards (broker.id=B, cluster.id=C)"
@@ -289,6 +294,53 @@ impl Drop for Broker {
 
 /// A broker's log line without its ANSI colours (tracing's fmt layer
 /// colours field names even into a pipe).
+/// Where each thread of process `pid` is: its name, state and kernel
+/// wait channel from /proc, and its stack from gdb when gdb is installed
+/// (a broker that hangs at start says nothing else).
+fn threads_of(pid: u32) -> String {
+    let mut out = String::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            let dir = t.path();
+            let read = |f: &str| {
+                std::fs::read_to_string(dir.join(f))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned()
+            };
+            let stat = read("stat");
+            let state = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split(' ').next())
+                .unwrap_or("?")
+                .to_owned();
+            out.push_str(&format!(
+                "  tid {} {} state {state} wchan {}\n",
+                t.file_name().to_string_lossy(),
+                read("comm"),
+                read("wchan")
+            ));
+        }
+    }
+    let gdb = Command::new("timeout")
+        .args([
+            "60",
+            "gdb",
+            "-p",
+            &pid.to_string(),
+            "-batch",
+            "-ex",
+            "thread apply all bt 20",
+        ])
+        .stdin(Stdio::null())
+        .output();
+    match gdb {
+        Ok(o) => out.push_str(&String::from_utf8_lossy(&o.stdout)),
+        Err(e) => out.push_str(&format!("  (no gdb stack: {e})\n")),
+    }
+    out
+}
+
 pub fn plain_log_line(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars();

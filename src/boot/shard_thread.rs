@@ -108,7 +108,6 @@ where
             // end of its thread, before the main thread hears the shard
             // stopped), to look for the heap corruption under ASan.
             if std::env::var_os("SHARDLOG_EXPERIMENT_DROP_EXECUTORS").is_some() {
-                experiment_log_rings(&report.name);
                 drop(executor);
                 report.stopped();
                 return;
@@ -126,52 +125,6 @@ where
         Ok(Err(e)) => Err(anyhow!("building the executor of {name}: {e}")),
         Err(_) => Err(anyhow!("thread {name} ended before building its executor")),
     }
-}
-
-/// EXPERIMENT (branch h-asan): what the process's io_uring rings still
-/// have in flight (SqHead - CqTail, from /proc/self/fdinfo) just before
-/// `name` drops its executor. Every live executor's rings are listed (the
-/// fdinfo does not say which thread owns a ring).
-fn experiment_log_rings(name: &str) {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return;
-    };
-    let mut rings = Vec::new();
-    for entry in dir.flatten() {
-        let is_ring = std::fs::read_link(entry.path())
-            .is_ok_and(|t| t.to_string_lossy() == "anon_inode:[io_uring]");
-        if !is_ring {
-            continue;
-        }
-        let fd = entry.file_name().to_string_lossy().into_owned();
-        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap_or_default();
-        let field = |key: &str| {
-            info.lines()
-                .find_map(|l| l.strip_prefix(key)?.trim().parse::<u32>().ok())
-                .unwrap_or(0)
-        };
-        let polls: Vec<&str> = info
-            .lines()
-            .skip_while(|l| !l.starts_with("PollList:"))
-            .skip(1)
-            .take_while(|l| l.starts_with(' '))
-            .map(str::trim)
-            .collect();
-        let bufs = info
-            .lines()
-            .skip_while(|l| !l.starts_with("UserBufs:"))
-            .nth(1)
-            .map(str::trim)
-            .unwrap_or("");
-        rings.push(format!(
-            "fd{fd}: in_flight={} polls={polls:?} buf={bufs}",
-            field("SqHead:").wrapping_sub(field("CqTail:"))
-        ));
-    }
-    eprintln!(
-        "experiment: {name} drops its executor; rings: {}",
-        rings.join("; ")
-    );
 }
 
 /// Wait until `expected` shards ended; the first failure, if any.

@@ -103,15 +103,6 @@ where
                 }
             };
             executor.run(main());
-            // EXPERIMENT (branch h-asan): with SHARDLOG_EXPERIMENT_DROP_EXECUTORS
-            // set, tear the executor down as before 8ea5a97d (dropped at the
-            // end of its thread, before the main thread hears the shard
-            // stopped), to look for the heap corruption under ASan.
-            if std::env::var_os("SHARDLOG_EXPERIMENT_DROP_EXECUTORS").is_some() {
-                drop(executor);
-                report.stopped();
-                return;
-            }
             report.stopped();
             // Hold `executor` (never dropped) until the main thread exits
             // the process. park() may wake spuriously, hence the loop.

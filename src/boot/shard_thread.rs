@@ -12,12 +12,11 @@
 //! in flight then lands in freed memory; so would glommio's armed 8-byte
 //! read of its wake-up eventfd on a kernel without the 2025 fix that
 //! cancels a closed ring's task_work (6.18 has it: platform.md, "Executor
-//! teardown"). A broker exited once with "malloc_consolidate(): unaligned
-//! fastbin chunk detected" right after its shards were joined (CI,
-//! 2026-12-05); the cause was not found (branch h-asan: clean stops with
-//! the executors dropped ran clean under ASan and glibc's malloc checks).
-//! Exiting the process with the executors held ends them all at once,
-//! with nothing freed.
+//! teardown"). Exiting the process with the executors held ends them all
+//! at once, with nothing freed. (The heap corruption this was first blamed
+//! for, "malloc_consolidate(): unaligned fastbin chunk detected" after a
+//! clean stop in CI on 2026-12-05, came from glommio's mesh builder sharing
+//! a non-atomic `Rc` between threads: see `shard::mesh::Builder`.)
 
 use std::future::Future;
 use std::sync::mpsc;

@@ -7,15 +7,16 @@
 //! process exits from the main thread once every shard said so.
 //!
 //! Why the executor is never dropped on a clean stop: dropping it closes
-//! its io_uring rings and frees the reactor's memory while the kernel
-//! tears those rings down asynchronously. A request still armed there
-//! (glommio keeps an 8-byte read of its wake-up eventfd armed in the
-//! latency ring, into the reactor's own heap memory) can complete after
-//! that free when another thread writes the eventfd (a blocking-pool
-//! thread finishing, a waker from another shard). A broker exited once
-//! with "malloc_consolidate(): unaligned fastbin chunk detected" right
-//! after its shards were joined (CI, 2026-12-05). Exiting the process
-//! with the executors held ends them all at once, with nothing freed.
+//! its io_uring rings and frees the reactor's memory (the buffers of
+//! requests still in flight) without waiting for the kernel. A file read
+//! in flight then lands in freed memory; so would glommio's armed 8-byte
+//! read of its wake-up eventfd on a kernel without the 2025 fix that
+//! cancels a closed ring's task_work (6.18 has it: platform.md, "Executor
+//! teardown"). Exiting the process with the executors held ends them all
+//! at once, with nothing freed. (The heap corruption this was first blamed
+//! for, "malloc_consolidate(): unaligned fastbin chunk detected" after a
+//! clean stop in CI on 2026-12-05, came from glommio's mesh builder sharing
+//! a non-atomic `Rc` between threads: see `shard::mesh::Builder`.)
 
 use std::future::Future;
 use std::sync::mpsc;

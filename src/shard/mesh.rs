@@ -8,7 +8,11 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 
 use std::panic::AssertUnwindSafe;
 
@@ -35,14 +39,93 @@ pub enum Envelope<Req, Resp> {
 }
 
 /// The builder every peer joins (create one, clone it into each executor).
-pub type Builder<Req, Resp> = MeshBuilder<Envelope<Req, Resp>, Full>;
+///
+/// Why a wrapper: glommio's `MeshBuilder` (0.9.0, and its master) keeps its
+/// peer list in an `Rc` and declares itself `Send`, so its clones share one
+/// non-atomic reference count across executor threads. Two threads
+/// dropping their clones at once (the shards' ends of `join`, or their
+/// setups at a clean stop) can both see the count reach zero and free the
+/// block twice, or write it after the free: the heap corruption a broker
+/// aborted with at a clean stop ("malloc_consolidate(): unaligned fastbin
+/// chunk detected", CI 2026-12-05; ASan found the use after free on branch
+/// h-asan). Here every clone, drop and poll of glommio's join, the only
+/// places that touch that count, holds one lock shared by all clones.
+pub struct Builder<Req: Send + 'static, Resp: Send + 'static> {
+    /// `None` only once [`Mesh::join`] took it.
+    inner: Option<MeshBuilder<Envelope<Req, Resp>, Full>>,
+    refcount_lock: Arc<Mutex<()>>,
+}
+
+/// The lock, whatever a panic while it was held left behind (it guards no
+/// data, only the order of reference-count updates).
+fn hold(lock: &Mutex<()>) -> MutexGuard<'_, ()> {
+    lock.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<Req: Send + 'static, Resp: Send + 'static> Clone for Builder<Req, Resp> {
+    fn clone(&self) -> Self {
+        let _held = hold(&self.refcount_lock);
+        Builder {
+            inner: self.inner.clone(),
+            refcount_lock: self.refcount_lock.clone(),
+        }
+    }
+}
+
+impl<Req: Send + 'static, Resp: Send + 'static> Drop for Builder<Req, Resp> {
+    fn drop(&mut self) {
+        let _held = hold(&self.refcount_lock);
+        drop(self.inner.take());
+    }
+}
+
+impl<Req: Send + 'static, Resp: Send + 'static> Builder<Req, Resp> {
+    pub fn nr_peers(&self) -> usize {
+        self.inner.as_ref().map_or(0, MeshBuilder::nr_peers)
+    }
+}
 
 /// Create a builder for `peers` executors with `queue_len` slots per pair.
 pub fn builder<Req: Send + 'static, Resp: Send + 'static>(
     peers: usize,
     queue_len: usize,
 ) -> Builder<Req, Resp> {
-    MeshBuilder::full(peers, queue_len)
+    Builder {
+        inner: Some(MeshBuilder::full(peers, queue_len)),
+        refcount_lock: Arc::new(Mutex::new(())),
+    }
+}
+
+/// A future polled (and dropped) only while holding `lock`: glommio's
+/// join drops its builder inside a poll, or with the future.
+struct Serialized<F> {
+    inner: Option<Pin<Box<F>>>,
+    lock: Arc<Mutex<()>>,
+}
+
+impl<F: Future> Future for Serialized<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let _held = hold(&this.lock);
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let out = inner.as_mut().poll(cx);
+        if out.is_ready() {
+            this.inner = None;
+        }
+        out.map(Some)
+    }
+}
+
+impl<F> Drop for Serialized<F> {
+    fn drop(&mut self) {
+        let _held = hold(&self.lock);
+        drop(self.inner.take());
+    }
 }
 
 /// The handler a peer runs for requests it receives: `(from, req) -> resp`.
@@ -82,11 +165,19 @@ impl<Req: Send + 'static, Resp: Send + 'static> Mesh<Req, Resp> {
         builder: Builder<Req, Resp>,
         handler: Handler<Req, Resp>,
     ) -> Result<Rc<Self>, MeshError> {
+        let mut builder = builder;
         let peers = builder.nr_peers();
-        let (senders, mut receivers) = builder
-            .join()
-            .await
-            .map_err(|e| MeshError::Join(e.to_string()))?;
+        let inner = builder
+            .inner
+            .take()
+            .ok_or_else(|| MeshError::Join("the builder was already joined".into()))?;
+        let joined = Serialized {
+            inner: Some(Box::pin(inner.join())),
+            lock: builder.refcount_lock.clone(),
+        }
+        .await
+        .ok_or_else(|| MeshError::Join("the join was polled after it finished".into()))?;
+        let (senders, mut receivers) = joined.map_err(|e| MeshError::Join(e.to_string()))?;
         let mesh = Rc::new(Self {
             me: senders.peer_id(),
             peers,
@@ -410,5 +501,49 @@ mod tests {
         let quitter = spawn(false);
         assert_eq!(quitter.join().unwrap(), None);
         assert_eq!(asker.join().unwrap(), Some(Err(MeshError::PeerGone(1))));
+    }
+
+    /// glommio's `MeshBuilder` clones share one non-atomic `Rc` count; the
+    /// wrapper serializes every update. Without it, threads cloning and
+    /// dropping clones at once lose updates, the count reaches zero early
+    /// and the join below reads freed memory (ASan: heap-use-after-free in
+    /// `Rc::drop` of the peer list, branch h-asan).
+    #[test]
+    fn clones_made_and_dropped_on_many_threads_at_once_leave_the_builder_joinable() {
+        let builder: Builder<Req, Resp> = builder(2, 4);
+        for _round in 0..4 {
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let builder = builder.clone();
+                    std::thread::spawn(move || {
+                        for _ in 0..20_000 {
+                            drop(builder.clone());
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let builder = builder.clone();
+                LocalExecutorBuilder::new(Placement::Unbound)
+                    .io_memory(512 << 10)
+                    .spawn(move || async move {
+                        let handler: Handler<Req, Resp> =
+                            Rc::new(|_, _| Box::pin(async { Resp::Ack }));
+                        let mesh = Mesh::join(builder, handler).await.unwrap();
+                        let me = mesh.me();
+                        mesh.close();
+                        me
+                    })
+                    .unwrap()
+            })
+            .collect();
+        let mut ids: Vec<usize> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, vec![0, 1]);
     }
 }

@@ -40,8 +40,25 @@ const CI_SEEDS: u64 = 150;
 ///   until a controller answers it, as Kafka's `AlterPartitionManager`.
 const REGRESSION_SEEDS: &[u64] = &[7, 38, 66, 92];
 
-/// One seed: faults, then healed, then the liveness check.
+/// How long one seed may take on the wall clock (a debug build runs one
+/// in about 0.2 s): past it the seed is reported as hung instead of
+/// holding the test (and CI) forever.
+const SEED_WATCHDOG: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// One seed under the watchdog.
 async fn run_seed(seed: u64, cfg: &Config) -> Result<usize, String> {
+    let run = run_seed_unguarded(seed, cfg);
+    let watchdog = async {
+        glommio::timer::sleep(SEED_WATCHDOG).await;
+        Err(format!(
+            "seed {seed}: not finished after {SEED_WATCHDOG:?} of wall-clock time: a step awaits something nothing will wake"
+        ))
+    };
+    futures_lite::future::or(run, watchdog).await
+}
+
+/// One seed: faults, then healed, then the liveness check.
+async fn run_seed_unguarded(seed: u64, cfg: &Config) -> Result<usize, String> {
     let full = std::env::var_os("SHARDLOG_SIM_TRACE").is_some();
     let tail = if full { usize::MAX } else { 60 };
     let mut w = World::new(seed, cfg.clone()).await;
@@ -61,7 +78,9 @@ async fn run_seed(seed: u64, cfg: &Config) -> Result<usize, String> {
             println!("{line}");
         }
     }
-    match w.check_healed().await {
+    let healed = w.check_healed().await;
+    w.stop_all();
+    match healed {
         Ok(()) => Ok(w.acked.len()),
         Err(v) => Err(w.report(&v, tail)),
     }

@@ -468,6 +468,16 @@ impl World {
         self.start_broker(id).await;
     }
 
+    /// The end of a run: every broker's event queue stops, so a process
+    /// running many seeds does not keep earlier runs' tasks.
+    pub fn stop_all(&mut self) {
+        for n in &mut self.nodes {
+            if let Some(zk) = n.zk.take() {
+                zk.enqueue(shardlog::controller::zk_mode::Event::Stop);
+            }
+        }
+    }
+
     /// Heal every link and start every broker again.
     pub async fn heal(&mut self) {
         self.cut.clear();

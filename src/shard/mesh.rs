@@ -47,9 +47,10 @@ pub enum Envelope<Req, Resp> {
 /// setups at a clean stop) can both see the count reach zero and free the
 /// block twice, or write it after the free: the heap corruption a broker
 /// aborted with at a clean stop ("malloc_consolidate(): unaligned fastbin
-/// chunk detected", CI 2026-12-05; ASan found the use after free on branch
-/// h-asan). Here every clone, drop and poll of glommio's join, the only
-/// places that touch that count, holds one lock shared by all clones.
+/// chunk detected"; AddressSanitizer showed the use after free in
+/// `Rc::drop` of the peer list). Here every clone, drop and poll of
+/// glommio's join, the only places that touch that count, holds one lock
+/// shared by all clones.
 pub struct Builder<Req: Send + 'static, Resp: Send + 'static> {
     /// `None` only once [`Mesh::join`] took it.
     inner: Option<MeshBuilder<Envelope<Req, Resp>, Full>>,
@@ -507,7 +508,7 @@ mod tests {
     /// wrapper serializes every update. Without it, threads cloning and
     /// dropping clones at once lose updates, the count reaches zero early
     /// and the join below reads freed memory (ASan: heap-use-after-free in
-    /// `Rc::drop` of the peer list, branch h-asan).
+    /// `Rc::drop` of the peer list).
     #[test]
     fn clones_made_and_dropped_on_many_threads_at_once_leave_the_builder_joinable() {
         let builder: Builder<Req, Resp> = builder(2, 4);

@@ -38,8 +38,6 @@ pub struct Replica {
     pub flushed: usize,
     pub leader_epoch: i32,
     pub role: Role,
-    /// An AlterPartition is in flight for this replica (as leader).
-    pub alter_in_flight: bool,
 }
 
 impl Replica {
@@ -52,7 +50,6 @@ impl Replica {
             flushed: 0,
             leader_epoch: -1,
             role: Role::Stopped,
-            alter_in_flight: false,
         }
     }
 
@@ -131,7 +128,6 @@ impl Replica {
         self.hw = self.hw_checkpoint.min(leo);
         self.role = Role::Stopped;
         self.leader_epoch = -1;
-        self.alter_in_flight = false;
     }
 
     pub fn flush(&mut self) {

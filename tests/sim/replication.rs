@@ -185,7 +185,6 @@ impl World {
             state.on_isr_change_failed();
             return;
         }
-        r.alter_in_flight = true;
         let ask = AlterAsk {
             broker: BrokerId(l),
             broker_epoch,
@@ -289,7 +288,6 @@ impl World {
         let Some(r) = node.replicas.get_mut(&p) else {
             return;
         };
-        r.alter_in_flight = false;
         let log = r.leader_log();
         let leader_epoch = r.leader_epoch;
         let Role::Leader(state) = &mut r.role else {

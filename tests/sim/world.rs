@@ -608,7 +608,6 @@ impl World {
                         match &mut r.role {
                             Role::Leader(state) if same_epoch => {
                                 let a = state.on_assignment_updated(now, log, &st.replicas, &isr);
-                                r.alter_in_flight = false;
                                 r.apply(a);
                             }
                             _ => {
@@ -622,7 +621,6 @@ impl World {
                                 let a = state.on_leader_append(now, r.leader_log());
                                 r.role = Role::Leader(Box::new(state));
                                 r.leader_epoch = st.leader_epoch.0;
-                                r.alter_in_flight = false;
                                 r.apply(a);
                                 lines.push(format!(
                                     "broker {to} leads {TOPIC}-{} at epoch {} isr {:?} (leo {} hw {})",
@@ -643,7 +641,6 @@ impl World {
                                 truncating: true,
                             };
                             r.leader_epoch = st.leader_epoch.0;
-                            r.alter_in_flight = false;
                         }
                     }
                 }

@@ -44,7 +44,7 @@ EOF
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PID="" START=0 DURATION=20 WARMUP="" WORKLOAD="" OUT="" DWARF=1 FREQ="" BIN="" NO_INLINE="" TITLE="" KEEP=0 INSTALL=1
-DEFAULT_BROKER_ARGS='broker --override listeners=PLAINTEXT://127.0.0.1:{port} --override log.dirs={dir} --override log.retention.bytes=536870912 --override log.retention.check.interval.ms=1000'
+DEFAULT_BROKER_ARGS='broker --override listeners=PLAINTEXT://127.0.0.1:{port} --override log.dirs={dir} --override log.retention.bytes=536870912 --override log.retention.check.interval.ms=1000 --override log.segment.delete.delay.ms=1000'
 BROKER_ARGS="${SHARDLOG_BROKER_ARGS:-$DEFAULT_BROKER_ARGS}"
 while [ $# -gt 0 ]; do
   case "$1" in

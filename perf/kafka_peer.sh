@@ -17,7 +17,8 @@
 # (replication factors 1 for the internal topics, no initial rebalance
 # delay), num.partitions (default 6), and the segment/retention sizes
 # perf/results.sh gives shardlog (log.segment.bytes=134217728,
-# log.retention.bytes=536870912), so both keep the same data on disk;
+# log.retention.bytes=536870912, log.segment.delete.delay.ms=1000), so both
+# keep the same data on disk;
 # --kafka-sizes keeps Kafka's own (the differential tests compare defaults).
 # --ssl adds a second listener, SSL://127.0.0.1:PORT2, beside the PLAINTEXT
 # one (same JVM, so a TLS cost run compares the two on one broker): a PKCS12
@@ -152,6 +153,7 @@ start() {
       echo "log.segment.bytes=134217728"
       echo "log.retention.bytes=536870912"
       echo "log.retention.check.interval.ms=1000"
+      echo "log.segment.delete.delay.ms=1000"
     fi
     local s; for s in "${SETS[@]}"; do echo "$s"; done
   } >"$DIR/server.properties"

@@ -15,7 +15,7 @@ start_pinned_broker() {
   "$BIN" broker --override "listeners=PLAINTEXT://127.0.0.1:$port" --override "log.dirs=$dir/data" \
     --override shardlog.shards=1 --override shardlog.cpus=0 --override auto.create.topics.enable=true \
     --override num.partitions=6 --override log.segment.bytes=134217728 \
-    --override log.retention.check.interval.ms=1000 "$@" >"$dir/broker.log" 2>&1 &
+    --override log.retention.check.interval.ms=1000 --override log.segment.delete.delay.ms=1000 "$@" >"$dir/broker.log" 2>&1 &
   BROKER_PID=$!
   for _ in $(seq 1 300); do
     grep -aq 'listening on' "$dir/broker.log" && return 0

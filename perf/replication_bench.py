@@ -157,6 +157,8 @@ def retention(args):
     return {
         "log.retention.bytes": str(args.retention_bytes),
         "log.retention.check.interval.ms": "1000",
+        # Kafka's default keeps a deleted segment's file a minute.
+        "log.segment.delete.delay.ms": "1000",
     }
 
 

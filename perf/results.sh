@@ -179,7 +179,7 @@ start_broker() { # name extra-override...
     --override "shardlog.shards=$NSHARDS" --override "shardlog.cpus=$BROKER_CPUS"
     --override auto.create.topics.enable=true --override "num.partitions=$PARTITIONS"
     --override log.segment.bytes=134217728 --override log.retention.bytes=536870912
-    --override log.retention.check.interval.ms=1000)
+    --override log.retention.check.interval.ms=1000 --override log.segment.delete.delay.ms=1000)
   local o; for o in "${EXTRA_OVERRIDES[@]}" "$@"; do args+=(--override "$o"); done
   BROKER_CMD="$(printf '%q ' "$BIN" "${args[@]}")"
   CMDS+=("${BROKER_CMD% }")

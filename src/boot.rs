@@ -233,7 +233,7 @@ fn announce(info: &BootInfo) {
         info.bound, info.shards, info.broker_id, info.cluster_id
     );
     // Plain stderr, whatever RUST_LOG says: tests and scripts wait for it.
-    eprintln!("{line}");
+    crate::io::console::line(&line);
 }
 
 struct ShardSetup {
@@ -599,22 +599,22 @@ fn finish_shutdown(report: &Mutex<ShutdownReport>, checkpoints: &CheckpointBoard
         tracing::error!(error = %e, "writing offset checkpoints");
     }
     if report.durable_appends > 0 {
-        eprintln!(
+        crate::io::console::line(&format!(
             "durable: appends={} syncs={}",
             report.durable_appends, report.durable_syncs
-        );
+        ));
     }
     if let Some(line) = crate::server::request_metrics::produce_line(&report.produce_latency) {
-        eprintln!("{line}");
+        crate::io::console::line(&line);
     }
     if let Some(line) = report.tls_handshakes.line() {
-        eprintln!("{line}");
+        crate::io::console::line(&line);
     }
     let z = report.zerocopy;
-    eprintln!(
+    crate::io::console::line(&format!(
         "zerocopy: sendmsg={} sendfile={} copied={} glommio={} tls={}",
         z.bytes_sendmsg, z.bytes_sendfile, z.bytes_copied, z.bytes_glommio, z.bytes_tls
-    );
+    ));
 }
 
 /// `ssl_listeners`: the SSL listeners' TLS, reconfigured by the dynamic

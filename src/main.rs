@@ -55,6 +55,11 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // A log line stderr cannot take (a full disk under a redirected
+        // log) is dropped, as log4j's appenders drop it: tracing's report
+        // of the failed write goes through `eprintln!`, which panics, and
+        // the panic report logs again, which aborts the broker.
+        .log_internal_errors(false)
         .init();
     install_panic_report();
     let cli = Cli::parse();

@@ -7,6 +7,9 @@
 //! every acknowledged record is there and appends go on from the same
 //! offset.
 //!
+//! A broker whose stderr (its log) is on a full disk drops the lines and
+//! goes on serving.
+//!
 //! The log dir is a size-limited tmpfs mounted by the test (tmpfs takes
 //! O_DIRECT on Linux ≥ 6.6), so the test needs root, as CI runs it.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
@@ -186,4 +189,60 @@ fn a_full_log_dir_refuses_produce_with_kafka_storage_error_and_a_retry_appends_o
     assert_log_holds(&mut conn, topic, acked + RECORDS_PER_BATCH as u64);
     drop(conn);
     assert!(broker.stop().success());
+}
+
+/// The broker's log is its stderr; when that is redirected to a file on a
+/// full disk (here `/dev/full`, whose every write fails with ENOSPC) the
+/// broker drops the lines and goes on serving, as Kafka's log4j appenders
+/// do. It used to abort: tracing reported the failed write with
+/// `eprintln!`, which panics, and the panic report logged again.
+#[test]
+fn a_broker_whose_stderr_is_on_a_full_disk_keeps_serving_and_stops_cleanly() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let log_dir = tempfile::tempdir().expect("log dir");
+    let port = common::zookeeper::free_port();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let mut child = Command::new(common::broker_bin())
+        .args(["broker", "--override"])
+        .arg(format!("listeners=PLAINTEXT://127.0.0.1:{port}"))
+        .arg("--override")
+        .arg(format!("log.dirs={}", log_dir.path().display()))
+        .args(["--override", "shardlog.shards=1"])
+        .args(["--override", "shardlog.metrics.listener="])
+        // Every line the broker has is written (and fails).
+        .env("RUST_LOG", "debug")
+        .stdin(std::process::Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(full)
+        .spawn()
+        .expect("spawn shardlog");
+    let addr = format!("127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            panic!("the broker exited before listening: {status}");
+        }
+        assert!(Instant::now() < deadline, "the broker never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut conn = Conn::open_addr(&addr);
+    let topic = "stderr-full";
+    conn.create_topic(topic, 1, &[]);
+    for i in 0..20u64 {
+        let resp = conn.produce(topic, 0, batch_from(i * RECORDS_PER_BATCH as u64), 1);
+        assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+    }
+    assert_log_holds(&mut conn, topic, 20 * RECORDS_PER_BATCH as u64);
+    drop(conn);
+    assert_eq!(child.try_wait().expect("try_wait"), None, "still running");
+    // SIGTERM: a clean shutdown, whose closing lines fail to print too.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "a clean stop, not an abort: {status}");
 }

@@ -3,7 +3,7 @@
 //! parts ([`zerocopy::write_parts`]; the part type, a read result travels
 //! in from the log to the socket, is `protocol::out_part::OutPart`, which
 //! [`zerocopy`] re-exports for its callers), host facts, thread CPU
-//! affinity ([`affinity`]), the blocking HTTP(S) client of the OAUTHBEARER
+//! affinity ([`affinity`]), the broker's own stderr lines ([`console`]), the blocking HTTP(S) client of the OAUTHBEARER
 //! endpoints ([`http_client`]), plus the
 //! executor-local synchronisation primitives every layer shares.
 //! Only [`clock`] reads time; pure cores receive `now_ms` as an argument.
@@ -11,6 +11,7 @@
 pub mod affinity;
 pub mod broker_stream;
 pub mod clock;
+pub mod console;
 pub mod dma;
 pub mod host;
 pub mod http_client;

@@ -422,12 +422,14 @@ pub fn loadgen_argv(
 
 /// The broker's `--override` values: listener (`protocol` is PLAINTEXT or
 /// SSL, also the listener's name), log dir, pinned shards, topic
-/// auto-creation, then the user's overrides (which win, coming last).
+/// auto-creation, log limits, then the user's overrides (which win, coming
+/// last).
 pub fn broker_overrides(
     protocol: &str,
     addr: &SocketAddr,
     log_dir: &Path,
     cpus: &[usize],
+    budget: &disk::LogBudget,
     extra: &[String],
 ) -> Vec<String> {
     let mut v = vec![
@@ -438,13 +440,16 @@ pub fn broker_overrides(
         // Kafka's default is true; stated so a config file cannot turn it
         // off under the bench, whose topic may need creating.
         "auto.create.topics.enable=true".into(),
-        // A sweep writes hundreds of MB/s for minutes: keep at most
-        // ~512 MiB per partition (Kafka's log.retention.bytes, checked every
-        // second) so a benchmark never fills the disk.
-        "log.segment.bytes=134217728".into(),
-        "log.retention.bytes=536870912".into(),
+        // A sweep writes hundreds of MB/s for minutes: retention checked
+        // every second, within limits sized from the free space
+        // (`disk::log_budget`), and a deleted segment's file removed a
+        // second later (Kafka's default log.segment.delete.delay.ms is a
+        // minute: at 300 MB/s that is 18 GB of `.deleted` files), so a
+        // benchmark never fills the disk.
         "log.retention.check.interval.ms=1000".into(),
+        "log.segment.delete.delay.ms=1000".into(),
     ];
+    v.extend(budget.overrides());
     v.extend(extra.iter().cloned());
     v
 }
@@ -593,6 +598,7 @@ fn start_broker(
     cpus: &[usize],
     work: &WorkDir,
     name: &str,
+    budget: &disk::LogBudget,
     settings: &[String],
 ) -> Result<StartedBroker> {
     let exe = match &args.broker_bin {
@@ -609,7 +615,14 @@ fn start_broker(
             .chain(args.broker_overrides.iter().cloned())
             .collect();
         let mut cmd = vec!["broker".to_string()];
-        for o in broker_overrides(&plan.security_protocol, &addr, &log_dir, cpus, &extra) {
+        for o in broker_overrides(
+            &plan.security_protocol,
+            &addr,
+            &log_dir,
+            cpus,
+            budget,
+            &extra,
+        ) {
             cmd.push("--override".into());
             cmd.push(o);
         }
@@ -651,6 +664,18 @@ fn start_brokers(
     record: &mut BenchRecord,
 ) -> Result<Started> {
     let cpus = plan.broker_cpus.clone().unwrap_or_else(|| vec![0]);
+    // Every broker's replicas of the bench topic share the work dir's disk.
+    let replicas = u64::try_from(args.partitions.max(1)).unwrap_or(1)
+        * u64::try_from(cluster::replication_factor(plan.brokers)).unwrap_or(1);
+    let free = disk::free_bytes(&work.path)?;
+    let budget = disk::log_budget(free, replicas);
+    eprintln!(
+        "bench: {} MiB free under {}: each of {replicas} partition replica(s) keeps at most {} MiB (log.retention.bytes), in {} MiB segments",
+        free >> 20,
+        work.path.display(),
+        budget.retention_bytes >> 20,
+        budget.segment_bytes >> 20
+    );
     let tls = match plan.security_protocol.as_str() {
         "SSL" => Some(certs::BenchTls::create(&work.path)?),
         _ => None,
@@ -678,7 +703,7 @@ fn start_brokers(
         zerocopy: None,
     };
     if plan.brokers <= 1 {
-        let b = start_broker(args, plan, &cpus, work, "broker", &keystore)?;
+        let b = start_broker(args, plan, &cpus, work, "broker", &budget, &keystore)?;
         let rec = entry(None, "broker", &b);
         return Ok(Started {
             zookeeper: None,
@@ -699,7 +724,7 @@ fn start_brokers(
         let name = format!("broker-{id}");
         let mut settings = cluster::cluster_overrides(id, plan.brokers, &zk_addr);
         settings.extend(keystore.iter().cloned());
-        let b = start_broker(args, plan, &cpu, work, &name, &settings)?;
+        let b = start_broker(args, plan, &cpu, work, &name, &budget, &settings)?;
         let rec = entry(Some(id), &name, &b);
         started.brokers.push((b.child, rec));
     }
@@ -840,5 +865,6 @@ fn report_zerocopy(log: &str, record: &mut BrokerRecord) {
 pub(crate) mod certs;
 mod child;
 mod cluster;
+mod disk;
 #[cfg(test)]
 mod tests;

@@ -136,11 +136,21 @@ fn loadgen_command_line_parses_into_the_intended_loadgen_args() {
 fn broker_overrides_pin_shards_and_put_user_keys_last() {
     let addr: SocketAddr = "127.0.0.1:5555".parse().unwrap();
     let extra = vec!["shardlog.flush.every.append=true".to_string()];
-    let v = broker_overrides("PLAINTEXT", &addr, Path::new("/d"), &[0, 2], &extra);
+    let budget = disk::log_budget(1 << 40, 6);
+    let v = broker_overrides(
+        "PLAINTEXT",
+        &addr,
+        Path::new("/d"),
+        &[0, 2],
+        &budget,
+        &extra,
+    );
     assert_eq!(v[0], "listeners=PLAINTEXT://127.0.0.1:5555");
     assert!(v.contains(&"log.dirs=/d".to_string()));
     assert!(v.contains(&"shardlog.shards=2".to_string()));
     assert!(v.contains(&"shardlog.cpus=0,2".to_string()));
+    assert!(v.contains(&"log.retention.bytes=536870912".to_string()));
+    assert!(v.contains(&"log.segment.bytes=134217728".to_string()));
     assert_eq!(v.last(), extra.last());
 }
 
@@ -317,7 +327,8 @@ fn ssl_reaches_the_listener_and_the_load_generator() {
     // The CA of the brokers bench starts is added once it is made.
     assert_eq!(lg.ssl_ca_location, None);
     let addr: SocketAddr = "127.0.0.1:9093".parse().unwrap();
-    let v = broker_overrides("SSL", &addr, Path::new("/d"), &[0], &[]);
+    let budget = disk::log_budget(1 << 40, 6);
+    let v = broker_overrides("SSL", &addr, Path::new("/d"), &[0], &budget, &[]);
     assert_eq!(v[0], "listeners=SSL://127.0.0.1:9093");
     // An external broker: its CA is passed through.
     let ext = parse(&[

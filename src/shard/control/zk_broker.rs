@@ -183,8 +183,8 @@ pub async fn controlled_shutdown(ctx: &ShardContext) {
         .and_then(|c| c.admin.broker_epoch())
         .unwrap_or(-1);
     let moved = crate::shard::control::controlled_shutdown::run(ctx, epoch).await;
-    eprintln!(
+    crate::io::console::line(&format!(
         "controlled shutdown: {}",
         if moved { "succeeded" } else { "failed" }
-    );
+    ));
 }

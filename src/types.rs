@@ -173,7 +173,7 @@ pub mod mutation {
     use std::sync::atomic::{AtomicU8, Ordering};
 
     // Kept as a global because the switches sit in pure rules that take no
-    // context (the HW rule, truncation, elections), and the simulator
+    // context (the HW rule, truncation, elections, producer state), and the simulator
     // must reach them without a parameter threaded through the broker.
     static ACTIVE: AtomicU8 = AtomicU8::new(0);
 
@@ -193,6 +193,11 @@ pub mod mutation {
         /// unclean election off (`controller::leader_election`, Kafka's
         /// `offlinePartitionLeaderElection`).
         ElectionOutsideIsr = 4,
+        /// An idempotent producer's retry of a batch already in the log is
+        /// appended again instead of answered with its offset
+        /// (`replication::producer_state`, Kafka's
+        /// `ProducerStateEntry.findDuplicateBatch`).
+        RetryAppendedAgain = 5,
     }
 
     /// Every mutation by the name `SHARDLOG_SIM_MUTATION` takes.
@@ -201,6 +206,7 @@ pub mod mutation {
         ("truncation-skipped", Mutation::TruncationSkipped),
         ("isr-join-behind-hw", Mutation::IsrJoinBehindHw),
         ("election-outside-isr", Mutation::ElectionOutsideIsr),
+        ("retry-appended-again", Mutation::RetryAppendedAgain),
     ];
 
     /// Whether `m` is on.

@@ -26,6 +26,7 @@
 //! and `replication::partition` joins the two.
 
 use crate::storage::cleaner::filter::LastRecord;
+use crate::types::mutation::{self, Mutation};
 use crate::types::{Offset, ProducerEpoch, ProducerId};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -259,7 +260,10 @@ impl ProducerStateManager {
                 && b.first_seq == batch.first_seq
                 && b.last_seq == batch.last_seq
         }) {
-            return Ok(SeqCheck::Duplicate(*dup));
+            if !mutation::active(Mutation::RetryAppendedAgain) {
+                return Ok(SeqCheck::Duplicate(*dup));
+            }
+            return Ok(SeqCheck::Append);
         }
         if batch.epoch < entry.epoch {
             return Err(ProducerError::InvalidProducerEpoch);

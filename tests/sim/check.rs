@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::replica::Role;
+use super::replica::{producer_of, Role};
 use super::world::{Violation, World, TOPIC};
 
 impl World {
@@ -13,7 +13,30 @@ impl World {
         self.check_leader_epochs()?;
         self.check_leaders_in_isr().await?;
         self.check_high_watermarks()?;
-        self.check_acknowledged()
+        self.check_acknowledged()?;
+        self.check_no_duplicates()
+    }
+
+    /// No log holds one idempotent producer's sequence twice (the leader
+    /// answered every retry of a batch in its log with the batch's offset).
+    fn check_no_duplicates(&self) -> Result<(), Violation> {
+        for n in self.nodes.iter().filter(|n| n.up) {
+            for (p, r) in &n.replicas {
+                let mut seen = std::collections::BTreeMap::new();
+                for (offset, (_, id)) in r.log.iter().enumerate() {
+                    let Some(key) = producer_of(*id) else {
+                        continue;
+                    };
+                    if let Some(first) = seen.insert(key, offset) {
+                        return Err(Violation(format!(
+                            "{TOPIC}-{p}: producer {} sequence {} twice in broker {}'s log, at offsets {first} and {offset}",
+                            key.0, key.1, n.id
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// At most one controller per controller epoch.

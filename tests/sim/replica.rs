@@ -3,11 +3,46 @@
 //! already flushed, and the role the last LeaderAndIsr gave it. The rules
 //! are the broker's own pure cores: the leader's HW and ISR rule
 //! (`replication::isr::LeaderReplicaState`), truncation by leader epoch
-//! (`replication::truncation`); what is simulated is only the log's bytes.
+//! (`replication::truncation`), the idempotent producers' state
+//! (`replication::producer_state`, kept with the log as the broker keeps
+//! it: every append recorded, rebuilt from the log after a truncation or a
+//! crash); what is simulated is only the log's bytes.
 
 use shardlog::replication::isr::{IsrActions, LeaderLog, LeaderReplicaState};
+use shardlog::replication::producer_state::{LoggedBatch, ProducerStateManager};
 use shardlog::replication::truncation::end_offset_for;
 use shardlog::types::BrokerId;
+
+/// Record ids with this bit come from an idempotent producer: the
+/// producer id and the sequence are in the id (a retry sends the same id).
+pub const IDEMPOTENT: u64 = 1 << 62;
+
+/// The idempotent id of `(producer id, sequence)`.
+pub fn idempotent_id(pid: i64, seq: i32) -> u64 {
+    IDEMPOTENT | ((pid as u64) << 32) | seq as u32 as u64
+}
+
+/// `(producer id, sequence)` of an idempotent record id.
+pub fn producer_of(id: u64) -> Option<(i64, i32)> {
+    (id & IDEMPOTENT != 0).then_some((((id & !IDEMPOTENT) >> 32) as i64, id as u32 as i32))
+}
+
+/// The batch header the log holds for record `id` at `offset` (one record
+/// per batch; producer epoch 0).
+pub fn logged(offset: i64, id: u64) -> Option<LoggedBatch> {
+    let (pid, seq) = producer_of(id)?;
+    Some(LoggedBatch {
+        base_offset: offset,
+        last_offset_delta: 0,
+        max_timestamp: 0,
+        producer_id: pid,
+        producer_epoch: 0,
+        base_sequence: seq,
+        is_control: false,
+        is_transactional: false,
+        marker: None,
+    })
+}
 
 /// `replica.lag.time.max.ms` in the simulation.
 pub const LAG_MS: i64 = 3_000;
@@ -38,6 +73,8 @@ pub struct Replica {
     pub flushed: usize,
     pub leader_epoch: i32,
     pub role: Role,
+    /// The idempotent producers' state for this log.
+    pub producers: ProducerStateManager,
 }
 
 impl Replica {
@@ -50,6 +87,7 @@ impl Replica {
             flushed: 0,
             leader_epoch: -1,
             role: Role::Stopped,
+            producers: ProducerStateManager::new(),
         }
     }
 
@@ -73,7 +111,21 @@ impl Replica {
         if self.epochs.last().is_none_or(|(e, _)| *e < epoch) {
             self.epochs.push((epoch, self.leo()));
         }
+        if let Some(batch) = logged(self.leo(), id) {
+            self.producers.on_replay(&batch);
+        }
         self.log.push((epoch, id));
+    }
+
+    /// The producer state rebuilt by replaying the whole log (the broker's
+    /// `load_producer_state` with no snapshot to start from).
+    fn reload_producers(&mut self) {
+        self.producers = ProducerStateManager::new();
+        for (offset, (_, id)) in self.log.iter().enumerate() {
+            if let Some(batch) = logged(offset as i64, *id) {
+                self.producers.on_replay(&batch);
+            }
+        }
     }
 
     /// Cut the log at `offset` (Kafka's `truncateTo`: the epoch cache
@@ -85,6 +137,7 @@ impl Replica {
         self.epochs.retain(|(_, start)| *start < offset);
         self.flushed = self.flushed.min(self.log.len());
         self.hw = self.hw.min(offset);
+        self.reload_producers();
     }
 
     /// The leader's epoch cache as OffsetForLeaderEpoch answers from it:
@@ -128,6 +181,7 @@ impl Replica {
         self.hw = self.hw_checkpoint.min(leo);
         self.role = Role::Stopped;
         self.leader_epoch = -1;
+        self.reload_producers();
     }
 
     pub fn flush(&mut self) {

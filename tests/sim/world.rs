@@ -5,7 +5,8 @@
 //! controller duty) on a session of its own, a data plane per broker made
 //! of the broker's pure cores ([`super::replica`], `metadata::hosted`), a
 //! network of per-link FIFO queues that can be cut, simulated time, and
-//! acks=all producers. One seed decides every choice.
+//! acks=all producers, plain and idempotent ([`super::idempotence`]). One
+//! seed decides every choice.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -46,6 +47,19 @@ pub struct Config {
     /// Steps with faults, then steps healed.
     pub fault_steps: usize,
     pub heal_steps: usize,
+    /// Idempotent producers beside the plain ones (off: the shape the
+    /// regression seeds were found in, whose random stream it keeps).
+    pub idempotent_producers: bool,
+}
+
+impl Config {
+    /// The shape of the runs that found the regression seeds.
+    pub fn regression() -> Self {
+        Self {
+            idempotent_producers: false,
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for Config {
@@ -56,6 +70,7 @@ impl Default for Config {
             replication: 3,
             fault_steps: 400,
             heal_steps: 600,
+            idempotent_producers: true,
         }
     }
 }
@@ -83,7 +98,7 @@ pub(super) enum Msg {
 }
 
 /// The client's node id on the network.
-const CLIENT: i32 = 0;
+pub(super) const CLIENT: i32 = 0;
 
 /// What every broker's duties and the world share.
 #[derive(Default)]
@@ -184,6 +199,8 @@ pub struct World {
     next_id: u64,
     pending: Vec<Pending>,
     pub acked: Vec<Acked>,
+    /// The idempotent producers, one per partition.
+    pub(super) idempotent: Vec<super::idempotence::IdempotentProducer>,
     /// Every controller epoch and who held it.
     pub(super) controllers: BTreeMap<i32, i32>,
     /// Per (broker, partition): its incarnation and the highest leader
@@ -218,6 +235,11 @@ impl World {
             next_id: 1,
             pending: Vec::new(),
             acked: Vec::new(),
+            idempotent: if cfg.idempotent_producers {
+                super::idempotence::producers(cfg.partitions)
+            } else {
+                Vec::new()
+            },
             controllers: BTreeMap::new(),
             epochs_seen: BTreeMap::new(),
             leaders_seen: BTreeMap::new(),
@@ -414,6 +436,9 @@ impl World {
         if self.rng.gen_bool(0.5) {
             self.produce();
         }
+        if self.cfg.idempotent_producers && self.rng.gen_bool(0.3) {
+            self.idempotent_produce();
+        }
         for _ in 0..self.rng.gen_range(0..=4) {
             self.deliver_one();
             settle().await;
@@ -501,17 +526,9 @@ impl World {
     /// A producer sends one record to the leader its metadata names.
     fn produce(&mut self) {
         let partition = self.rng.gen_range(0..self.cfg.partitions);
-        // The client's metadata: what a live broker last heard as leader.
-        let holders: Vec<i32> = (1..=self.cfg.brokers)
-            .filter(|b| self.up(*b))
-            .filter(|b| {
-                self.nodes[(*b - 1) as usize]
-                    .hosted
-                    .partition(TOPIC, partition)
-                    .is_some_and(|h| h.state.leader.0 == *b)
-            })
-            .collect();
-        let Some(&to) = holders.last() else { return };
+        let Some(to) = self.leader_in_metadata(partition) else {
+            return;
+        };
         let id = self.next_id;
         self.next_id += 1;
         self.send(
@@ -522,6 +539,20 @@ impl World {
                 id,
             },
         );
+    }
+
+    /// The client's metadata: what a live broker last heard as leader.
+    pub(super) fn leader_in_metadata(&self, partition: i32) -> Option<i32> {
+        let holders: Vec<i32> = (1..=self.cfg.brokers)
+            .filter(|b| self.up(*b))
+            .filter(|b| {
+                self.nodes[(*b - 1) as usize]
+                    .hosted
+                    .partition(TOPIC, partition)
+                    .is_some_and(|h| h.state.leader.0 == *b)
+            })
+            .collect();
+        holders.last().copied()
     }
 
     /// Deliver the head of one link's queue, chosen at random among the
@@ -686,6 +717,7 @@ impl World {
     }
 
     fn on_produce(&mut self, to: i32, partition: i32, id: u64) {
+        use super::idempotence::{judge, Verdict};
         let (now, deadline) = (self.now, self.now + PRODUCE_TIMEOUT_MS);
         let node = self.node(to);
         let incarnation = node.incarnation;
@@ -699,15 +731,31 @@ impl World {
         if state.isr().len() < MIN_ISR {
             return;
         }
-        let epoch = r.leader_epoch;
-        let offset = r.leo();
-        r.append(epoch, id);
-        let log = r.leader_log();
-        let Role::Leader(state) = &mut r.role else {
-            return;
+        let offset = match judge(r, id) {
+            Verdict::Append => {
+                let offset = r.leo();
+                r.append(r.leader_epoch, id);
+                let log = r.leader_log();
+                let Role::Leader(state) = &mut r.role else {
+                    return;
+                };
+                let a = state.on_leader_append(now, log);
+                r.apply(a);
+                offset
+            }
+            Verdict::Duplicate(offset) => {
+                self.log(format!(
+                    "broker {to}: record {id:#x} of {TOPIC}-{partition} is a retry of offset {offset}"
+                ));
+                offset
+            }
+            Verdict::Refused(why) => {
+                self.log(format!(
+                    "broker {to} refuses record {id:#x} of {TOPIC}-{partition}: {why}"
+                ));
+                return;
+            }
         };
-        let a = state.on_leader_append(now, log);
-        r.apply(a);
         self.pending.push(Pending {
             broker: to,
             incarnation,
@@ -745,6 +793,9 @@ impl World {
             }
             true
         });
+        for a in &acked {
+            self.on_idempotent_acked(a.id);
+        }
         self.acked.extend(acked);
         for l in lines {
             self.log(l);

@@ -435,6 +435,20 @@ pub struct EmbeddedStore {
     inner: Rc<RefCell<Inner>>,
     /// This handle's session (see [`EmbeddedStore::new_session`]).
     session: Rc<std::cell::Cell<i64>>,
+    /// Whether this handle is cut from the server (see
+    /// [`EmbeddedStore::cut_from_server`]).
+    link: Rc<Link>,
+}
+
+/// A handle's connection to the tree, shared by its clones.
+#[derive(Default)]
+struct Link {
+    cut: std::cell::Cell<bool>,
+    /// Operations waiting for the connection to come back.
+    blocked: RefCell<Vec<Fire<()>>>,
+    /// The session's watches, taken off the tree when the server expired
+    /// it: they fire `SessionClosed` once the client learns it.
+    held: RefCell<Vec<Armed>>,
 }
 
 impl EmbeddedStore {
@@ -475,6 +489,7 @@ impl EmbeddedStore {
                 session_waiters: Vec::new(),
             })),
             session: Rc::new(std::cell::Cell::new(session_id)),
+            link: Rc::default(),
         }
     }
 
@@ -497,20 +512,66 @@ impl EmbeddedStore {
         Ok(Self {
             inner: self.inner.clone(),
             session: Rc::new(std::cell::Cell::new(id)),
+            link: Rc::default(),
         })
     }
 
-    /// Ends the session (its ephemeral nodes are deleted) and starts a new
-    /// one, like a ZooKeeper session expiry followed by a reconnect.
-    /// The session's watches end unfired (`SessionClosed`) and session
-    /// waiters see `Expired`.
-    pub fn close_session(&self) -> Result<(), StoreError> {
+    /// A network partition between this client and the server (the
+    /// simulator's fault): the server expires the session at once (its
+    /// ephemeral nodes go; other sessions' watches fire), while the client
+    /// does not know: its operations wait for the connection, as a
+    /// ZooKeeper client's requests queue while it is disconnected, and its
+    /// watches and session waiters stay silent. [`EmbeddedStore::close_session`]
+    /// is the reconnection: the client learns the session expired.
+    pub fn cut_from_server(&self) -> Result<(), StoreError> {
+        if self.link.cut.replace(true) {
+            return Ok(());
+        }
         let mut inner = self.inner.borrow_mut();
         let old = self.session.get();
         let (mine, others): (Vec<Armed>, Vec<Armed>) = std::mem::take(&mut inner.watches)
             .into_iter()
             .partition(|w| w.session == old);
         inner.watches = others;
+        self.link.held.borrow_mut().extend(mine);
+        inner.mutate(old, |tree, _| {
+            tree.drop_session(old);
+            Ok(())
+        })
+    }
+
+    /// Whether this handle is cut from the server.
+    pub fn is_cut(&self) -> bool {
+        self.link.cut.get()
+    }
+
+    /// Ok while connected; while cut, waits for the reconnection and
+    /// fails with the expiry the client then learns.
+    async fn connected(&self) -> Result<(), StoreError> {
+        if !self.link.cut.get() {
+            return Ok(());
+        }
+        let (fire, fired) = oneshot();
+        self.link.blocked.borrow_mut().push(fire);
+        fired.await;
+        Err(StoreError::SessionExpired)
+    }
+
+    /// Ends the session (its ephemeral nodes are deleted) and starts a new
+    /// one, like a ZooKeeper session expiry followed by a reconnect.
+    /// The session's watches end unfired (`SessionClosed`) and session
+    /// waiters see `Expired`. After [`EmbeddedStore::cut_from_server`] it
+    /// is the reconnection: the operations waiting fail with
+    /// `SessionExpired`, as they would on a reconnected ZooKeeper client.
+    pub fn close_session(&self) -> Result<(), StoreError> {
+        let mut inner = self.inner.borrow_mut();
+        let old = self.session.get();
+        let (mut mine, others): (Vec<Armed>, Vec<Armed>) = std::mem::take(&mut inner.watches)
+            .into_iter()
+            .partition(|w| w.session == old);
+        inner.watches = others;
+        let was_cut = self.link.cut.replace(false);
+        mine.append(&mut self.link.held.borrow_mut());
         for w in mine {
             w.fire.fire(WatchEvent {
                 kind: WatchKind::SessionClosed,
@@ -530,6 +591,12 @@ impl EmbeddedStore {
             Ok(tree.last_session_id)
         })?;
         self.session.set(new);
+        drop(inner);
+        if was_cut {
+            for op in self.link.blocked.take() {
+                op.fire(());
+            }
+        }
         Ok(())
     }
 
@@ -546,6 +613,7 @@ impl MetadataStore for EmbeddedStore {
         data: &[u8],
         mode: CreateMode,
     ) -> Result<String, StoreError> {
+        self.connected().await?;
         let mut inner = self.inner.borrow_mut();
         let now_ms = inner.clock.wall_ms();
         inner.mutate(self.session.get(), |tree, session| {
@@ -554,6 +622,7 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn get(&self, path: &str) -> Result<(Vec<u8>, Stat), StoreError> {
+        self.connected().await?;
         validate_path(path)?;
         let inner = self.inner.borrow();
         let node = inner
@@ -571,6 +640,7 @@ impl MetadataStore for EmbeddedStore {
         data: &[u8],
         expected_version: Option<i32>,
     ) -> Result<Stat, StoreError> {
+        self.connected().await?;
         self.inner
             .borrow_mut()
             .mutate(self.session.get(), |tree, _| {
@@ -579,6 +649,7 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn delete(&self, path: &str, expected_version: Option<i32>) -> Result<(), StoreError> {
+        self.connected().await?;
         self.inner
             .borrow_mut()
             .mutate(self.session.get(), |tree, _| {
@@ -587,11 +658,13 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn exists(&self, path: &str) -> Result<Option<Stat>, StoreError> {
+        self.connected().await?;
         validate_path(path)?;
         Ok(self.inner.borrow().tree.stat(path))
     }
 
     async fn children(&self, path: &str) -> Result<Vec<String>, StoreError> {
+        self.connected().await?;
         validate_path(path)?;
         let inner = self.inner.borrow();
         if !inner.tree.nodes.contains_key(path) {
@@ -601,6 +674,7 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, StoreError> {
+        self.connected().await?;
         let mut inner = self.inner.borrow_mut();
         let now_ms = inner.clock.wall_ms();
         inner.mutate(self.session.get(), |tree, session| {
@@ -611,6 +685,7 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn get_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), StoreError> {
+        self.connected().await?;
         let (data, stat) = self.get(path).await?;
         Ok((
             data,
@@ -622,6 +697,7 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), StoreError> {
+        self.connected().await?;
         let stat = self.exists(path).await?;
         Ok((
             stat,
@@ -632,6 +708,7 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), StoreError> {
+        self.connected().await?;
         let kids = self.children(path).await?;
         Ok((
             kids,

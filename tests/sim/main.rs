@@ -1,8 +1,8 @@
 //! The cluster in a deterministic simulator (see `world`): every run is
 //! one seed; plain and idempotent acks=all producers write, faults (kill
-//! -9 with the unflushed tail lost, cut links, ZooKeeper session expiry)
-//! come from the seed, time is simulated, and
-//! the invariants are checked after every step. A failing seed prints its
+//! -9 with the unflushed tail lost, cut links, ZooKeeper session expiry,
+//! a broker cut from ZooKeeper while still serving) come from the seed,
+//! time is simulated, and the invariants are checked after every step. A failing seed prints its
 //! trace and the command that replays it.
 //!
 //! - `SHARDLOG_SIM_SEEDS=N`: how many seeds (CI's default below), from

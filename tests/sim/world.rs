@@ -4,7 +4,8 @@
 //! ZooKeeper-mode controller (`ZkBroker`: registration, election, every
 //! controller duty) on a session of its own, a data plane per broker made
 //! of the broker's pure cores ([`super::replica`], `metadata::hosted`), a
-//! network of per-link FIFO queues that can be cut, simulated time, and
+//! network of per-link FIFO queues that can be cut (and brokers cut from
+//! ZooKeeper: `EmbeddedStore::cut_from_server`), simulated time, and
 //! acks=all producers, plain and idempotent ([`super::idempotence`]). One
 //! seed decides every choice.
 
@@ -50,6 +51,8 @@ pub struct Config {
     /// Idempotent producers beside the plain ones (off: the shape the
     /// regression seeds were found in, whose random stream it keeps).
     pub idempotent_producers: bool,
+    /// Brokers cut from ZooKeeper while still up (off: as above).
+    pub zookeeper_cuts: bool,
 }
 
 impl Config {
@@ -57,6 +60,7 @@ impl Config {
     pub fn regression() -> Self {
         Self {
             idempotent_producers: false,
+            zookeeper_cuts: false,
             ..Self::default()
         }
     }
@@ -71,6 +75,7 @@ impl Default for Config {
             fault_steps: 400,
             heal_steps: 600,
             idempotent_producers: true,
+            zookeeper_cuts: true,
         }
     }
 }
@@ -484,7 +489,36 @@ impl World {
                 let _ = self.node(id).store.close_session();
                 self.log(format!("broker {id}'s ZooKeeper session expired"));
             }
+        } else if self.cfg.zookeeper_cuts && roll < 0.07 {
+            // Jepsen's 2013 Kafka scenario: a broker (the controller, a
+            // leader) cut from ZooKeeper but not from the other brokers or
+            // the clients; ZooKeeper expires its session, it does not know
+            // until it reconnects.
+            let id = self.rng.gen_range(1..=n);
+            if self.up(id) && !self.node(id).store.is_cut() {
+                let _ = self.node(id).store.cut_from_server();
+                self.log(format!(
+                    "broker {id} cut from ZooKeeper (its session expired there)"
+                ));
+            }
+        } else if self.cfg.zookeeper_cuts && roll < 0.08 {
+            let cut: Vec<i32> = (1..=n)
+                .filter(|i| self.up(*i) && self.nodes[(*i - 1) as usize].store.is_cut())
+                .collect();
+            if !cut.is_empty() {
+                let id = cut[self.rng.gen_range(0..cut.len())];
+                self.reconnect_to_zookeeper(id);
+            }
         }
+    }
+
+    /// A broker cut from ZooKeeper reconnects and learns its session
+    /// expired.
+    fn reconnect_to_zookeeper(&mut self, id: i32) {
+        let _ = self.node(id).store.close_session();
+        self.log(format!(
+            "broker {id} reconnected to ZooKeeper: its session had expired"
+        ));
     }
 
     async fn restart(&mut self, id: i32) {
@@ -509,6 +543,8 @@ impl World {
         for id in 1..=self.cfg.brokers {
             if !self.up(id) {
                 self.restart(id).await;
+            } else if self.nodes[(id - 1) as usize].store.is_cut() {
+                self.reconnect_to_zookeeper(id);
             }
         }
         self.log("healed".into());

@@ -539,3 +539,47 @@ fn sessions_of_one_tree_own_their_ephemerals_and_see_each_others_changes() {
         assert_eq!(a.get("/c").await.unwrap().0, b"b");
     });
 }
+
+#[test]
+fn a_client_cut_from_the_server_loses_its_session_there_and_learns_it_on_reconnecting() {
+    block_on(async {
+        let a = EmbeddedStore::in_memory();
+        let b = a.new_session().unwrap();
+        a.create("/controller", b"a", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        let (_, _, mut b_watch) = b.get_watch("/controller").await.unwrap();
+        let (_, _, mut a_watch) = a.get_watch("/controller").await.unwrap();
+        let mut a_session = a.session_event();
+        let owner = a.session_id();
+
+        a.cut_from_server().unwrap();
+        assert!(a.is_cut());
+        // The server expired the session: its ephemeral node is gone and
+        // the other client's watch fired; the cut client heard nothing.
+        assert_eq!(b.exists("/controller").await.unwrap(), None);
+        assert_eq!(fired(&mut b_watch).unwrap().kind, WatchKind::Deleted);
+        assert!(fired(&mut a_watch).is_none());
+        assert!(futures_lite::future::poll_once(&mut a_session)
+            .await
+            .is_none());
+        // Its operations wait for the connection.
+        let mut op = Box::pin(a.get("/controller"));
+        assert!(futures_lite::future::poll_once(&mut op).await.is_none());
+        b.create("/controller", b"b", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+
+        // Reconnected: the waiting operation fails with the expiry, the
+        // watches and the session waiter learn it, a new session serves.
+        a.close_session().unwrap();
+        assert!(!a.is_cut());
+        assert_eq!(op.await, Err(StoreError::SessionExpired));
+        assert_eq!(fired(&mut a_watch).unwrap().kind, WatchKind::SessionClosed);
+        assert_eq!(a_session.await, SessionEvent::Expired);
+        assert_ne!(a.session_id(), owner);
+        assert_eq!(a.get("/controller").await.unwrap().0, b"b".to_vec());
+        // The other client's node survived the reconnection.
+        assert!(b.exists("/controller").await.unwrap().is_some());
+    });
+}

@@ -3,6 +3,9 @@
 
 use std::fmt::Write as _;
 
+use shardlog::zk::paths;
+use shardlog::zk::store::MetadataStore;
+
 use super::replica::{producer_of, Role};
 use super::world::{Violation, World, TOPIC};
 
@@ -170,6 +173,19 @@ impl World {
     /// After the heal: every partition led, its ISR full, every
     /// acknowledged record on the leader below its HW (liveness).
     pub async fn check_healed(&mut self) -> Result<(), Violation> {
+        // Every admin operation started is carried out (the controller
+        // deletes its znode when done).
+        for path in [
+            paths::REASSIGN_PARTITIONS,
+            paths::PREFERRED_REPLICA_ELECTION,
+        ] {
+            if let Ok((data, _)) = self.root.get(path).await {
+                return Err(Violation(format!(
+                    "{path} still there after the heal: {}",
+                    String::from_utf8_lossy(&data)
+                )));
+            }
+        }
         let states = self.states().await;
         for p in 0..self.cfg.partitions {
             let Some(s) = states.get(&p) else {

@@ -1,5 +1,6 @@
 //! The cluster in a deterministic simulator (see `world`): every run is
-//! one seed; plain and idempotent acks=all producers write, faults (kill
+//! one seed; plain and idempotent acks=all producers write, admin
+//! operations (reassignments, preferred leader elections) run, faults (kill
 //! -9 with the unflushed tail lost, cut links, ZooKeeper session expiry,
 //! a broker cut from ZooKeeper while still serving) come from the seed,
 //! time is simulated, and the invariants are checked after every step. A failing seed prints its
@@ -16,6 +17,7 @@
 //! It ends with a line `simulated N seeds, V violations`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
+mod admin;
 mod check;
 mod idempotence;
 mod replica;

@@ -53,6 +53,8 @@ pub struct Config {
     pub idempotent_producers: bool,
     /// Brokers cut from ZooKeeper while still up (off: as above).
     pub zookeeper_cuts: bool,
+    /// Reassignments and preferred leader elections (off: as above).
+    pub admin_operations: bool,
 }
 
 impl Config {
@@ -61,6 +63,7 @@ impl Config {
         Self {
             idempotent_producers: false,
             zookeeper_cuts: false,
+            admin_operations: false,
             ..Self::default()
         }
     }
@@ -76,6 +79,7 @@ impl Default for Config {
             heal_steps: 600,
             idempotent_producers: true,
             zookeeper_cuts: true,
+            admin_operations: true,
         }
     }
 }
@@ -437,6 +441,10 @@ impl World {
         self.clock.set(self.now);
         if faults {
             self.maybe_fault().await;
+            if self.cfg.admin_operations {
+                self.maybe_admin().await;
+                settle().await;
+            }
         }
         if self.rng.gen_bool(0.5) {
             self.produce();

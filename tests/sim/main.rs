@@ -3,8 +3,8 @@
 //! operations (reassignments, preferred leader elections) run, faults (kill
 //! -9 with the unflushed tail lost, cut links, ZooKeeper session expiry,
 //! a broker cut from ZooKeeper while still serving) come from the seed,
-//! time is simulated, and the invariants are checked after every step. A failing seed prints its
-//! trace and the command that replays it.
+//! time is simulated, and the invariants are checked after every step. A
+//! failing seed prints its trace and the command that replays it.
 //!
 //! - `SHARDLOG_SIM_SEEDS=N`: how many seeds (CI's default below), from
 //!   `SHARDLOG_SIM_FIRST_SEED` (1): a long run goes in chunks;

@@ -3,8 +3,10 @@
 //! mesh, announce readiness, and stop cleanly on SIGINT/SIGTERM.
 
 mod bind;
+mod control_store;
 mod log_dirs;
 mod shard_thread;
+mod startup;
 mod tls;
 mod zk;
 
@@ -21,7 +23,6 @@ use glommio::{LocalExecutorBuilder, Placement};
 use std::rc::Rc;
 
 use crate::config::ServerConfig;
-use crate::controller::AdminManager;
 use crate::io::affinity::allowed_cpus;
 use crate::io::clock::{Clock, SystemClock};
 use crate::metadata::Snapshot;
@@ -42,6 +43,7 @@ use crate::shard::mesh::{self, Mesh};
 use crate::shard::router;
 use crate::storage::log_dir::{CheckpointBoard, CheckpointSchedule, Due, LogDirs};
 use crate::types::ShardId;
+use startup::Phase;
 
 /// Registered io_uring buffer memory of the control shard (off the data
 /// path: it writes no segments).
@@ -52,6 +54,8 @@ const MESH_QUEUE_LEN: usize = 1024;
 const FIRST_SNAPSHOT_POLL: Duration = Duration::from_millis(1);
 /// How often shards look at the signal flag.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
+/// How often a start that is not done names each shard's phase.
+const STARTUP_REPORT_EVERY: Duration = Duration::from_secs(10);
 
 /// What the broker resolved at start (printed in the readiness line).
 #[derive(Debug, Clone)]
@@ -120,6 +124,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
 
     let mesh_builder = mesh::builder::<ShardRequest, ShardResponse>(n_shards + 1, MESH_QUEUE_LEN);
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    let phases = Arc::new(startup::StartupPhases::new(n_shards + 1));
     let data_running = Arc::new(AtomicUsize::new(n_shards));
     let released = Arc::new(AtomicBool::new(
         config.zookeeper_connect.is_none() || !config.controlled_shutdown_enable,
@@ -147,6 +152,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
             released: released.clone(),
             data_running: data_running.clone(),
             ready: ready_tx.clone(),
+            phases: phases.clone(),
             report: report.clone(),
             checkpoints: checkpoints.clone(),
             limits: limits.clone(),
@@ -178,6 +184,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
         released,
         data_running,
         ready: ready_tx,
+        phases: phases.clone(),
         report: report.clone(),
         checkpoints: checkpoints.clone(),
         limits,
@@ -185,7 +192,7 @@ pub fn run_broker_until(mut config: ServerConfig, stop: Arc<AtomicBool>) -> anyh
     };
     spawn_control(control, ssl_listeners, metrics_listener, ends_tx)?;
 
-    let startup = wait_ready(&ready_rx, n_shards + 1);
+    let startup = startup::wait_ready(&ready_rx, n_shards + 1, &phases, STARTUP_REPORT_EVERY);
     match &startup {
         Ok(()) => announce(&info),
         Err(_) => stop.store(true, Ordering::Relaxed),
@@ -215,17 +222,6 @@ fn spawn_control(
     .context("starting the control shard")
 }
 
-fn wait_ready(ready: &mpsc::Receiver<Result<(), String>>, expected: usize) -> Result<(), String> {
-    for _ in 0..expected {
-        match ready.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(e),
-            Err(_) => return Err("a shard exited during startup".into()),
-        }
-    }
-    Ok(())
-}
-
 /// The readiness line tests and operators wait for.
 fn announce(info: &BootInfo) {
     let line = format!(
@@ -253,6 +249,8 @@ struct ShardSetup {
     released: Arc<AtomicBool>,
     data_running: Arc<AtomicUsize>,
     ready: mpsc::Sender<Result<(), String>>,
+    /// Where each shard is in its start (`startup`).
+    phases: Arc<startup::StartupPhases>,
     report: Arc<Mutex<ShutdownReport>>,
     /// The log dir's checkpoint files, written from every data shard's
     /// offsets while running and once more at clean shutdown.
@@ -408,6 +406,8 @@ async fn data_shard_main(setup: ShardSetup, fds: Vec<(OwnedFd, ListenerInfo)>) {
         return;
     };
     let clock: Rc<dyn Clock> = Rc::new(SystemClock::new());
+    let me = usize::from(id.0);
+    setup.phases.set(me, Phase::Probing);
     // Before any DMA file is opened on this thread (PLATFORM.md), and so
     // before joining the mesh: once joined, the router task applies the
     // control shard's snapshot and opens segments, and a segment opened
@@ -415,18 +415,22 @@ async fn data_shard_main(setup: ShardSetup, fds: Vec<(OwnedFd, ListenerInfo)>) {
     // turn every later read on this thread into EOPNOTSUPP.
     let primed = crate::io::dma::prime_iopoll_probe(&setup.log_dir).await;
     let part = RolePart::Data(data_part(&setup, id, clock.clone()));
+    setup.phases.set(me, Phase::JoiningMesh);
     let ctx = join_shard(&setup, shard_base(&setup, clock), part).await;
     if let Err(e) = primed {
         let _ = setup
             .ready
             .send(Err(format!("log dir {}: {e}", setup.log_dir.display())));
     } else {
+        setup.phases.set(me, Phase::StartingDataPath);
         start_data_path(&ctx, &setup).await;
+        setup.phases.set(me, Phase::FirstSnapshot);
         // Serve only with the control shard's first snapshot (the stored
         // topics), so a restarted broker never answers from an empty one.
         while ctx.snapshot().version == 0 && !setup.stop.load(Ordering::Relaxed) {
             glommio::timer::sleep(FIRST_SNAPSHOT_POLL).await;
         }
+        setup.phases.set(me, Phase::Ready);
         let _ = setup.ready.send(Ok(()));
         // One accept loop per listener; each returns once the shard stops
         // and its connections drained.
@@ -627,39 +631,9 @@ async fn control_shard_main(
     metrics_listener: Option<OwnedFd>,
 ) {
     let clock: Rc<dyn Clock> = Rc::new(SystemClock::new());
-    // Every executor primes the probe before it could open a DMA file.
-    let mut zk_session = None;
+    let me = setup.n_shards;
     let mut control_metrics = crate::metrics::control::ControlMetrics::default();
-    let opened = match crate::io::dma::prime_iopoll_probe(&setup.log_dir).await {
-        Ok(()) => match &setup.config.zookeeper_connect {
-            None => AdminManager::open_embedded(
-                &setup.log_dir,
-                setup.config.clone(),
-                setup.snapshot.clone(),
-                clock.clone(),
-            )
-            .await
-            .map_err(|e| format!("metadata store: {e}")),
-            Some(connect) => match zk::connect(&setup.config, connect).await {
-                Ok(store) => {
-                    let stats = Rc::new(crate::metrics::control::ZkClientStats::default());
-                    control_metrics.zk = Some(stats.clone());
-                    let store = store.with_metrics(stats, clock.clone());
-                    let store = crate::zk::any::AnyStore::zookeeper(store);
-                    zk_session = Some(store.clone());
-                    AdminManager::open_zookeeper(
-                        store,
-                        setup.config.clone(),
-                        setup.snapshot.clone(),
-                    )
-                    .await
-                    .map_err(|e| format!("metadata store: {e}"))
-                }
-                Err(e) => Err(e),
-            },
-        },
-        Err(e) => Err(format!("log dir {}: {e}", setup.log_dir.display())),
-    };
+    let (opened, zk_session) = control_store::open(&setup, &clock, &mut control_metrics).await;
     // Join the mesh either way: data shards wait for every peer.
     let (part, started) = match opened {
         Ok(admin) => {
@@ -674,7 +648,9 @@ async fn control_shard_main(
         }
         Err(e) => (RolePart::Bare(Role::Control), Err(e)),
     };
+    setup.phases.set(me, Phase::JoiningMesh);
     let ctx = join_shard(&setup, shard_base(&setup, clock), part).await;
+    setup.phases.set(me, Phase::FirstSnapshot);
     spawn_memory_report(setup.config.shardlog_memory_report_ms);
     log_dirs::spawn_failure_watch(
         setup.log_dirs.clone(),
@@ -697,6 +673,7 @@ async fn control_shard_main(
         (started, _) => started,
     };
     // ZooKeeper mode: register and join the election before serving.
+    setup.phases.set(me, Phase::Registering);
     let mut registered = None;
     let started = match (started, zk_session) {
         (Ok(()), Some(store)) => {
@@ -713,6 +690,7 @@ async fn control_shard_main(
         (started, _) => started,
     };
     serve_metrics(&ctx, started.is_ok(), metrics_listener);
+    setup.phases.set(me, Phase::Ready);
     let _ = setup.ready.send(started);
     ctx.stopping.wait().await;
     if registered.is_some() && setup.config.controlled_shutdown_enable {

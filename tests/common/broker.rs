@@ -135,8 +135,12 @@ impl Broker {
         // What the broker said before it stopped (a refused config, ...)
         // goes into the failure message.
         let mut said = Vec::new();
+        // One limit for the whole start: a broker that is not ready logs a
+        // line (each shard's phase) every 10 s, which must not extend it.
+        let deadline = std::time::Instant::now() + STARTUP_LIMIT;
         loop {
-            let line = match self.stderr.recv_timeout(STARTUP_LIMIT) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = match self.stderr.recv_timeout(left) {
                 Ok(line) => line,
                 Err(e) => {
                     let pid = self.child.as_ref().map_or(0, Child::id);

@@ -263,6 +263,24 @@ impl World {
             return;
         }
         let p = ask.items[0].partition;
+        // An answer to a change proposed under an earlier leader epoch is
+        // ignored (a LeaderAndIsr replaced that state, and maybe a newer
+        // change is pending): the broker's `Partition::on_isr_change_answer`
+        // returns at once when the change's epoch is not the current one,
+        // as Kafka's `Partition.sendAlterPartitionRequest` callback ignores
+        // a response to a proposed state no longer in force.
+        let asked_epoch = ask.items[0].proposal.leader_epoch.0;
+        if node
+            .replicas
+            .get(&p)
+            .is_none_or(|r| r.leader_epoch != asked_epoch)
+        {
+            let line = format!(
+                "broker {to}: answer to an AlterPartition of {TOPIC}-{p} at leader epoch {asked_epoch} ignored (stale)"
+            );
+            self.log(line);
+            return;
+        }
         if let Err(e) = answer {
             // No per-partition answer: sent again to the controller known
             // now, as the broker's AlterPartition sender does (the change

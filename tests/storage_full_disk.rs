@@ -8,7 +8,7 @@
 //! offset.
 //!
 //! A broker whose stderr (its log) is on a full disk drops the lines and
-//! goes on serving.
+//! goes on serving; `log.retention.bytes` bounds a partition's files.
 //!
 //! The log dir is a size-limited tmpfs mounted by the test (tmpfs takes
 //! O_DIRECT on Linux ≥ 6.6), so the test needs root, as CI runs it.
@@ -245,4 +245,57 @@ fn a_broker_whose_stderr_is_on_a_full_disk_keeps_serving_and_stops_cleanly() {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
     let status = child.wait().expect("wait");
     assert!(status.success(), "a clean stop, not an abort: {status}");
+}
+
+/// `log.retention.bytes` (the broker default of the topic's
+/// `retention.bytes`) bounds a partition's log on disk: with 1 MiB
+/// segments, 2 MiB of retention, a check every 200 ms and deleted files
+/// removed at once (`log.segment.delete.delay.ms=0`), 8 MB produced leave
+/// at most retention + the active segment, and the log start moves up.
+/// What the bench relies on to keep a sweep off a full disk.
+#[test]
+fn log_retention_bytes_bounds_the_partitions_files_on_disk() {
+    const MIB: u64 = 1 << 20;
+    let overrides = [
+        "shardlog.shards=1",
+        "log.segment.bytes=1048576",
+        "log.retention.bytes=2097152",
+        "log.retention.check.interval.ms=200",
+        "log.segment.delete.delay.ms=0",
+    ];
+    let broker = Broker::start_with(&overrides);
+    let mut conn = Conn::open(&broker);
+    let topic = common::unique_topic("retained");
+    conn.create_topic(&topic, 1, &[]);
+    let batches = 80u64; // ~8 MB of 1 KiB records
+    for b in 0..batches {
+        let resp = conn.produce(&topic, 0, batch_from(b * RECORDS_PER_BATCH as u64), 1);
+        assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
+    }
+    let dir = broker.log_dir.path().join(format!("{topic}-0"));
+    let on_disk = || -> u64 {
+        std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    common::cluster::wait_for(30, "retention deleting the oldest segments", || {
+        (on_disk() <= 3 * MIB).then_some(())
+    });
+    let earliest = conn.list_offset(&topic, 0, common::EARLIEST_TIMESTAMP);
+    assert_eq!(earliest.error_code, error_code::NONE, "{earliest:?}");
+    assert!(
+        earliest.offset > 0,
+        "the log start moved past the deleted segments: {earliest:?}"
+    );
+    let latest = conn.list_offset(&topic, 0, LATEST_TIMESTAMP);
+    assert_eq!(latest.offset, (batches * RECORDS_PER_BATCH as u64) as i64);
+    drop(conn);
+    assert!(broker.stop().success());
 }

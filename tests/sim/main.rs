@@ -22,6 +22,7 @@ mod check;
 mod idempotence;
 mod replica;
 mod replication;
+mod shape;
 mod world;
 
 use shardlog::types::mutation::{self, Mutation};

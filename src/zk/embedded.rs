@@ -369,6 +369,15 @@ impl Inner {
         Ok(out)
     }
 
+    /// Removes and returns the watches `session` set.
+    fn take_watches_of(&mut self, session: i64) -> Vec<Armed> {
+        let (mine, others): (Vec<Armed>, Vec<Armed>) = std::mem::take(&mut self.watches)
+            .into_iter()
+            .partition(|w| w.session == session);
+        self.watches = others;
+        mine
+    }
+
     fn arm(&mut self, session: i64, path: &str, on: WatchOn) -> Watch {
         let (fire, fired) = oneshot();
         self.watches.push(Armed {
@@ -529,10 +538,7 @@ impl EmbeddedStore {
         }
         let mut inner = self.inner.borrow_mut();
         let old = self.session.get();
-        let (mine, others): (Vec<Armed>, Vec<Armed>) = std::mem::take(&mut inner.watches)
-            .into_iter()
-            .partition(|w| w.session == old);
-        inner.watches = others;
+        let mine = inner.take_watches_of(old);
         self.link.held.borrow_mut().extend(mine);
         inner.mutate(old, |tree, _| {
             tree.drop_session(old);
@@ -566,10 +572,7 @@ impl EmbeddedStore {
     pub fn close_session(&self) -> Result<(), StoreError> {
         let mut inner = self.inner.borrow_mut();
         let old = self.session.get();
-        let (mut mine, others): (Vec<Armed>, Vec<Armed>) = std::mem::take(&mut inner.watches)
-            .into_iter()
-            .partition(|w| w.session == old);
-        inner.watches = others;
+        let mut mine = inner.take_watches_of(old);
         let was_cut = self.link.cut.replace(false);
         mine.append(&mut self.link.held.borrow_mut());
         for w in mine {
@@ -685,7 +688,6 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn get_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), StoreError> {
-        self.connected().await?;
         let (data, stat) = self.get(path).await?;
         Ok((
             data,
@@ -697,7 +699,6 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), StoreError> {
-        self.connected().await?;
         let stat = self.exists(path).await?;
         Ok((
             stat,
@@ -708,7 +709,6 @@ impl MetadataStore for EmbeddedStore {
     }
 
     async fn children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), StoreError> {
-        self.connected().await?;
         let kids = self.children(path).await?;
         Ok((
             kids,

@@ -36,17 +36,9 @@ impl World {
                     replicas: brokers.iter().map(|b| BrokerId(*b)).collect(),
                 }],
             };
-            let created = self
-                .root
-                .create(
-                    paths::REASSIGN_PARTITIONS,
-                    &z.encode(),
-                    CreateMode::Persistent,
-                )
+            let what = format!("reassign {TOPIC}-{p} to {brokers:?}");
+            self.start_admin(paths::REASSIGN_PARTITIONS, &z.encode(), what)
                 .await;
-            if created.is_ok() {
-                self.log(format!("admin: reassign {TOPIC}-{p} to {brokers:?}"));
-            }
         } else if roll < 0.008 {
             let z = PreferredReplicaElectionZNode {
                 version: 1,
@@ -57,17 +49,18 @@ impl World {
                     })
                     .collect(),
             };
-            let created = self
-                .root
-                .create(
-                    paths::PREFERRED_REPLICA_ELECTION,
-                    &z.encode(),
-                    CreateMode::Persistent,
-                )
+            let what = "preferred leader election of every partition".to_string();
+            self.start_admin(paths::PREFERRED_REPLICA_ELECTION, &z.encode(), what)
                 .await;
-            if created.is_ok() {
-                self.log("admin: preferred leader election of every partition".into());
-            }
+        }
+    }
+
+    /// Creates the admin znode at `path`; one already there (the same
+    /// kind of operation in progress) is left as it is, unlogged.
+    async fn start_admin(&mut self, path: &str, data: &[u8], what: String) {
+        let created = self.root.create(path, data, CreateMode::Persistent).await;
+        if created.is_ok() {
+            self.log(format!("admin: {what}"));
         }
     }
 }

@@ -20,6 +20,8 @@
 //! holds the HW back, a shrinking one still does), and no new change is
 //! proposed until the controller answers.
 
+use crate::protocol::ErrorCode;
+use crate::replication::isr_change::{after_refusal, AfterRefusal};
 use crate::types::mutation::{self, Mutation};
 use crate::types::{BrokerId, Offset};
 use std::collections::BTreeMap;
@@ -204,6 +206,26 @@ impl LeaderReplicaState {
     pub fn on_isr_change_failed(&mut self) {
         self.pending_isr = None;
         self.check_invariants();
+    }
+
+    /// The controller refused `proposed` with `error` (Kafka's
+    /// `Partition.handleAlterPartitionError`). An answer to a change that
+    /// is no longer the pending one is ignored (a LeaderAndIsr replaced
+    /// the state meanwhile, as Kafka's callback ignores a response when
+    /// `partitionState != proposedIsrState`). True when `proposed` is to
+    /// be sent again.
+    pub fn on_isr_change_refused(&mut self, proposed: &[BrokerId], error: ErrorCode) -> bool {
+        if self.pending_isr.as_deref() != Some(proposed) {
+            return false;
+        }
+        match after_refusal(error) {
+            AfterRefusal::Reset => {
+                self.on_isr_change_failed();
+                false
+            }
+            AfterRefusal::AwaitLeaderAndIsr => false,
+            AfterRefusal::Resend => true,
+        }
     }
 
     /// Record `isr` as in flight; it is what the caller sends.
@@ -667,6 +689,62 @@ mod tests {
         assert_eq!(s.high_watermark(), 0, "2 still in the committed ISR");
         s.on_isr_committed(LAG + 3, &[1]);
         assert_eq!(s.high_watermark(), 20);
+    }
+
+    #[test]
+    fn a_fenced_expansion_stays_pending_and_holds_the_hw() {
+        // The controller wrote the expansion but its answer was lost; the
+        // resend is fenced (a new leader epoch this leader has not heard
+        // of). The joining replica may be in ZooKeeper's ISR: until a
+        // LeaderAndIsr comes, the HW keeps counting it, or a record only
+        // the old ISR holds would count as committed.
+        let mut s = Leader::new(1, &[1, 2, 3], &[1, 3], 0, 10, LAG, 0);
+        s.on_follower_fetch(1, 3, 10);
+        let proposed = s.on_follower_fetch(2, 2, 10).propose_isr.unwrap();
+        assert_eq!(proposed, ids(&[1, 2, 3]));
+        let resend = s
+            .state
+            .on_isr_change_refused(&proposed, ErrorCode::FENCED_LEADER_EPOCH);
+        assert!(!resend);
+        assert_eq!(s.state.pending_isr(), Some(&proposed[..]));
+        // 2 stops fetching (it follows the new leader); 3 keeps up.
+        s.on_leader_append(LAG * 3, 20);
+        s.on_follower_fetch(LAG * 3, 3, 20);
+        assert_eq!(s.high_watermark(), 10, "2 is in the maximal ISR at 10");
+        assert_eq!(
+            s.maybe_shrink_isr(LAG * 4).propose_isr,
+            None,
+            "nothing while pending"
+        );
+        // A refusal of another change than the pending one changes nothing.
+        assert!(!s
+            .state
+            .on_isr_change_refused(&ids(&[1]), ErrorCode::OPERATION_NOT_ATTEMPTED));
+        assert_eq!(s.state.pending_isr(), Some(&proposed[..]));
+        // The controller's LeaderAndIsr replaces it.
+        let log = s.log;
+        s.state
+            .on_assignment_updated(LAG * 4, log, &ids(&[1, 2, 3]), &ids(&[1, 3]));
+        assert_eq!(s.state.pending_isr(), None);
+    }
+
+    #[test]
+    fn a_change_not_attempted_is_dropped_other_errors_resend_it() {
+        let mut s = Leader::new(1, &[1, 2], &[1, 2], 0, 10, LAG, 0);
+        let shrink = s.maybe_shrink_isr(LAG + 1).propose_isr.unwrap();
+        assert!(s
+            .state
+            .on_isr_change_refused(&shrink, ErrorCode::REQUEST_TIMED_OUT));
+        assert_eq!(
+            s.state.pending_isr(),
+            Some(&shrink[..]),
+            "kept for the resend"
+        );
+        assert!(!s
+            .state
+            .on_isr_change_refused(&shrink, ErrorCode::OPERATION_NOT_ATTEMPTED));
+        assert_eq!(s.state.pending_isr(), None);
+        assert_eq!(s.maybe_shrink_isr(LAG + 2).propose_isr, Some(shrink));
     }
 
     #[test]

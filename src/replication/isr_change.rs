@@ -32,25 +32,36 @@ pub enum IsrChangeAnswer {
         leader_epoch: LeaderEpoch,
         isr: Vec<BrokerId>,
     },
-    /// Refused or not sent. The leader drops its pending change; with
-    /// [`retriable`] errors it may propose again at its next check, with
-    /// the others it waits for the controller's next LeaderAndIsr.
+    /// Refused or not sent; [`after_refusal`] says what the leader does.
     Failed(ErrorCode),
 }
 
-/// Errors after which the leader proposes again (Kafka retries
-/// OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC_OR_PARTITION and a lost
-/// controller; FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION wait for the
-/// controller's LeaderAndIsr).
-pub fn retriable(error: ErrorCode) -> bool {
-    matches!(
-        error,
-        ErrorCode::OPERATION_NOT_ATTEMPTED
-            | ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
-            | ErrorCode::NOT_CONTROLLER
-            | ErrorCode::REQUEST_TIMED_OUT
-            | ErrorCode::UNKNOWN_SERVER_ERROR
-    )
+/// What a leader does with its pending change after the controller
+/// refused it (Kafka 3.9's `Partition.handleAlterPartitionError`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterRefusal {
+    /// The controller surely did not apply it (OPERATION_NOT_ATTEMPTED,
+    /// INELIGIBLE_REPLICA): back to the committed ISR; the next check may
+    /// propose again.
+    Reset,
+    /// The leader's state is out of date (FENCED_LEADER_EPOCH,
+    /// INVALID_UPDATE_VERSION, UNKNOWN_TOPIC_OR_PARTITION): the change may
+    /// have been written before an earlier answer was lost, so it stays
+    /// pending (the HW keeps counting the maximal ISR) until the
+    /// controller's next LeaderAndIsr replaces the state.
+    AwaitLeaderAndIsr,
+    /// Anything else: the same change is sent again.
+    Resend,
+}
+
+pub fn after_refusal(error: ErrorCode) -> AfterRefusal {
+    match error {
+        ErrorCode::OPERATION_NOT_ATTEMPTED | ErrorCode::INELIGIBLE_REPLICA => AfterRefusal::Reset,
+        ErrorCode::FENCED_LEADER_EPOCH
+        | ErrorCode::INVALID_UPDATE_VERSION
+        | ErrorCode::UNKNOWN_TOPIC_OR_PARTITION => AfterRefusal::AwaitLeaderAndIsr,
+        _ => AfterRefusal::Resend,
+    }
 }
 
 #[cfg(test)]
@@ -58,11 +69,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fencing_errors_wait_for_leader_and_isr_others_retry() {
-        assert!(retriable(ErrorCode::OPERATION_NOT_ATTEMPTED));
-        assert!(retriable(ErrorCode::NOT_CONTROLLER));
-        assert!(!retriable(ErrorCode::FENCED_LEADER_EPOCH));
-        assert!(!retriable(ErrorCode::INVALID_UPDATE_VERSION));
-        assert!(!retriable(ErrorCode::NONE));
+    fn fencing_errors_keep_the_change_until_leader_and_isr_others_resend_it() {
+        use AfterRefusal::*;
+        let rows = [
+            (ErrorCode::OPERATION_NOT_ATTEMPTED, Reset),
+            (ErrorCode::INELIGIBLE_REPLICA, Reset),
+            (ErrorCode::FENCED_LEADER_EPOCH, AwaitLeaderAndIsr),
+            (ErrorCode::INVALID_UPDATE_VERSION, AwaitLeaderAndIsr),
+            (ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, AwaitLeaderAndIsr),
+            (ErrorCode::NOT_CONTROLLER, Resend),
+            (ErrorCode::REQUEST_TIMED_OUT, Resend),
+            (ErrorCode::UNKNOWN_SERVER_ERROR, Resend),
+            (ErrorCode::INVALID_REQUEST, Resend),
+        ];
+        for (error, expected) in rows {
+            assert_eq!(after_refusal(error), expected, "{error:?}");
+        }
     }
 }

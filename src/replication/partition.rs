@@ -76,7 +76,7 @@ pub use future_replica::SwapPlan;
 pub use load::{load_producer_state, ProducerStateLoad};
 pub use txn::{MarkerSpec, VerificationGuards};
 mod leader;
-pub use leader::{FollowerFetch, FollowerFetchEffects};
+pub use leader::{FollowerFetch, FollowerFetchEffects, IsrAnswerEffect};
 
 /// Kafka's `ListOffsetsRequest` special timestamps.
 pub const LATEST_TIMESTAMP: i64 = -1;

@@ -592,6 +592,19 @@ pub fn maybe_send_isr_changes(ctx: &Rc<ShardContext>) {
 
 async fn send_isr_change(ctx: &Rc<ShardContext>, change: IsrChange) {
     tracing::info!(tp = %change.tp, isr = ?change.new_isr, "proposing ISR change");
+    loop {
+        if !send_isr_change_once(ctx, &change).await {
+            return;
+        }
+        // Kafka's `Partition` resubmits a change refused with an error it
+        // does not know (`handleAlterPartitionError`'s default case); the
+        // control shard's sender backs off 50 ms between AlterPartitions.
+        glommio::timer::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// One round of `change`; true when it is to be sent again.
+async fn send_isr_change_once(ctx: &Rc<ShardContext>, change: &IsrChange) -> bool {
     let before = ctx
         .data()
         .and_then(|d| d.replicas.get(&change.tp))
@@ -609,18 +622,17 @@ async fn send_isr_change(ctx: &Rc<ShardContext>, change: IsrChange) {
             }
         });
     }
-    let Some(data) = ctx.data() else { return };
+    let Some(data) = ctx.data() else { return false };
     let Some(partition) = data.replicas.get(&change.tp) else {
-        return;
+        return false;
     };
     let now_ms = ctx.clock.wall_ms();
-    if partition
-        .on_isr_change_answer(&change, answer, now_ms)
-        .await
-    {
+    let effect = partition.on_isr_change_answer(change, answer, now_ms).await;
+    if effect.high_watermark_moved {
         data.on_local_advance(&change.tp, partition.snapshot());
         maybe_send_notes(ctx);
     }
+    effect.resend
 }
 
 #[cfg(test)]

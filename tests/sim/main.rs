@@ -48,10 +48,18 @@ const CI_SEEDS: u64 = 150;
 ///   epoch as the answer to the pending one and cleared it, so the HW
 ///   moved past a replica whose expansion then committed (the broker's
 ///   `Partition::on_isr_change_answer` ignores such an answer; the model
-///   now does too).
+///   now does too);
+/// - 53537 (shape 3): a leader cut from ZooKeeper whose expansion the
+///   controller wrote (answer lost) had its resend fenced by a newer
+///   leader epoch; it cleared the pending change, the joining replica left
+///   its lag window, and the HW moved over the old ISR alone: a record
+///   acknowledged with acks=all was lost under the new leader. Kafka's
+///   `Partition.handleAlterPartitionError` keeps the change pending after
+///   FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION (the HW keeps counting
+///   the maximal ISR) until LeaderAndIsr; the broker now does too.
 ///
 /// Each with the shape ([`world::Config::shape`]) it was found in.
-const REGRESSION_SEEDS: &[(u64, u8)] = &[(7, 1), (38, 1), (66, 1), (92, 1), (16331, 2)];
+const REGRESSION_SEEDS: &[(u64, u8)] = &[(7, 1), (38, 1), (66, 1), (92, 1), (16331, 2), (53537, 3)];
 
 /// How long one seed may take on the wall clock (a debug build runs one
 /// in about 0.2 s): past it the seed is reported as hung instead of

@@ -177,12 +177,17 @@ impl World {
         let Role::Leader(state) = &mut r.role else {
             return;
         };
+        // The broker's control shard answers these itself
+        // (`alter_partition::send_batch`).
         let Some((leader, leader_epoch, partition_epoch)) = hosted else {
-            state.on_isr_change_failed();
+            state.on_isr_change_refused(&isr, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
             return;
         };
-        if leader.0 != l || leader_epoch.0 != current || state.pending_isr() != Some(&isr[..]) {
-            state.on_isr_change_failed();
+        if state.pending_isr() != Some(&isr[..]) {
+            return;
+        }
+        if leader.0 != l || leader_epoch.0 != current {
+            state.on_isr_change_refused(&isr, ErrorCode::FENCED_LEADER_EPOCH);
             return;
         }
         let ask = AlterAsk {
@@ -311,16 +316,43 @@ impl World {
         let Role::Leader(state) = &mut r.role else {
             return;
         };
-        match committed {
-            Some(s) if applied && s.leader_epoch.0 == leader_epoch => {
+        let proposed = ask.items[0].proposal.isr.clone();
+        if state.pending_isr() != Some(&proposed[..]) {
+            let line =
+                format!("broker {to}: answer for {TOPIC}-{p} {proposed:?}, no longer pending");
+            self.log(line);
+            return;
+        }
+        let refused = match &answer {
+            Ok(items) => match items.first() {
+                Some((_, _, Err(e))) => Some(*e),
+                Some(_) => None,
+                None => Some(ErrorCode::UNKNOWN_SERVER_ERROR),
+            },
+            Err(e) => Some(*e),
+        };
+        match (committed, refused) {
+            (Some(s), _) if applied && s.leader_epoch.0 == leader_epoch => {
                 let a = state.on_isr_committed(now, log, &s.isr);
                 r.apply(a);
                 let line = format!("broker {to}: isr of {TOPIC}-{p} now {:?}", s.isr);
                 self.log(line);
             }
-            _ => {
-                state.on_isr_change_failed();
-                let line = format!("broker {to}: isr change of {TOPIC}-{p} refused: {answer:?}");
+            (_, Some(e)) => {
+                let resend = state.on_isr_change_refused(&proposed, e);
+                let line = format!(
+                    "broker {to}: isr change of {TOPIC}-{p} refused: {e:?} (sent again: {resend})"
+                );
+                self.log(line);
+                if resend {
+                    self.resend_isr(to, p, proposed);
+                }
+            }
+            (_, None) => {
+                // Committed under another leader epoch (or a stale
+                // partition epoch): ignored, the change stays pending.
+                let line =
+                    format!("broker {to}: isr change of {TOPIC}-{p} answered stale: {answer:?}");
                 self.log(line);
             }
         }

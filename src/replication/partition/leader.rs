@@ -38,6 +38,15 @@ pub struct FollowerFetchEffects {
     pub propose: Option<IsrChange>,
 }
 
+/// What the controller's answer to an ISR change did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct IsrAnswerEffect {
+    /// The HW moved: acks=all produces and consumer fetches may complete.
+    pub high_watermark_moved: bool,
+    /// The same change is to be sent again.
+    pub resend: bool,
+}
+
 impl Partition {
     /// The leader's checks before serving a replica (Kafka's
     /// `localLogWithEpochOrThrow` with `fetchOnlyFromLeader`): the epoch
@@ -236,24 +245,31 @@ impl Partition {
         proposed.map(|isr| self.isr_change(self.leader_epoch.get(), isr))
     }
 
-    /// The controller's answer to `change`: a commit under our current
-    /// epoch becomes the ISR (and may move the HW); anything else clears
-    /// the pending change (Kafka's `handleAlterPartitionError`; a retriable
-    /// error proposes again at the next check). True when the HW moved.
+    /// The controller's answer to `change` (Kafka's
+    /// `Partition.sendAlterPartitionRequest` callback): a commit under our
+    /// current epoch becomes the ISR (and may move the HW); a refusal goes
+    /// by `handleAlterPartitionError`
+    /// ([`crate::replication::isr_change::after_refusal`]); an answer to a
+    /// change no longer pending, or committed under another leader epoch,
+    /// is ignored.
     pub async fn on_isr_change_answer(
         &self,
         change: &IsrChange,
         answer: IsrChangeAnswer,
         now_ms: i64,
-    ) -> bool {
+    ) -> IsrAnswerEffect {
         let Ok(mut log) = self.log.write().await else {
-            return false;
+            return IsrAnswerEffect::default();
         };
         let current = self.leader_epoch.get();
         let mut replica = self.replica.borrow_mut();
         // A LeaderAndIsr with a new epoch already replaced the state.
         if change.leader_epoch != current || self.role() != PartitionRole::Leader {
-            return false;
+            return IsrAnswerEffect::default();
+        }
+        if replica.pending_isr() != Some(&change.new_isr[..]) {
+            tracing::debug!(tp = %self.tp, ?answer, "answer to an ISR change no longer pending");
+            return IsrAnswerEffect::default();
         }
         match answer {
             IsrChangeAnswer::Committed { leader_epoch, isr } if leader_epoch == current => {
@@ -264,16 +280,28 @@ impl Partition {
                 };
                 tracing::info!(tp = %self.tp, ?isr, "ISR change committed");
                 let actions = replica.on_isr_committed(now_ms, at, &isr);
-                if let Some(hw) = actions.high_watermark_advanced {
-                    log.set_high_watermark(hw);
-                    return true;
+                let Some(hw) = actions.high_watermark_advanced else {
+                    return IsrAnswerEffect::default();
+                };
+                log.set_high_watermark(hw);
+                IsrAnswerEffect {
+                    high_watermark_moved: true,
+                    resend: false,
                 }
-                false
             }
-            other => {
-                tracing::info!(tp = %self.tp, answer = ?other, "ISR change not committed");
-                replica.on_isr_change_failed();
-                false
+            IsrChangeAnswer::Committed { leader_epoch, .. } => {
+                // Kafka: "Ignoring new ISR … since we have a stale leader
+                // epoch"; the change stays pending until LeaderAndIsr.
+                tracing::info!(tp = %self.tp, ?leader_epoch, "ISR change committed under another leader epoch");
+                IsrAnswerEffect::default()
+            }
+            IsrChangeAnswer::Failed(error) => {
+                let resend = replica.on_isr_change_refused(&change.new_isr, error);
+                tracing::info!(tp = %self.tp, ?error, resend, "ISR change not committed");
+                IsrAnswerEffect {
+                    high_watermark_moved: false,
+                    resend,
+                }
             }
         }
     }

@@ -198,6 +198,9 @@ pub mod mutation {
         /// (`replication::producer_state`, Kafka's
         /// `ProducerStateEntry.findDuplicateBatch`).
         RetryAppendedAgain = 5,
+        /// The LSO passes a transaction still open
+        /// (`replication::producer_state`, Kafka's `firstUnstableOffset`).
+        LsoPastOpenTxn = 6,
     }
 
     /// Every mutation by the name `SHARDLOG_SIM_MUTATION` takes.
@@ -207,6 +210,7 @@ pub mod mutation {
         ("isr-join-behind-hw", Mutation::IsrJoinBehindHw),
         ("election-outside-isr", Mutation::ElectionOutsideIsr),
         ("retry-appended-again", Mutation::RetryAppendedAgain),
+        ("lso-past-open-txn", Mutation::LsoPastOpenTxn),
     ];
 
     /// Whether `m` is on.

@@ -142,6 +142,9 @@ pub struct Coordinator {
     appends: HashMap<u64, PendingAppend>,
     inits: HashMap<WaiterId, PendingInit>,
     markers: HashMap<u64, PendingMarkers>,
+    /// CompleteCommit / CompleteAbort appends that failed, to be written
+    /// again ([`Coordinator::retry_failed_appends`]).
+    retries: Vec<(i32, String, TxnTransit)>,
     next_token: u64,
 }
 
@@ -242,6 +245,7 @@ impl Coordinator {
         self.loading.remove(&p);
         self.partitions.remove(&p);
         self.markers.retain(|_, m| m.partition != p);
+        self.retries.retain(|(q, _, _)| *q != p);
         let mut out = Vec::new();
         let tokens: Vec<u64> = self
             .appends

@@ -101,6 +101,11 @@ impl TxnState {
         next.valid_previous_states().contains(&self)
     }
 
+    /// CompleteCommit or CompleteAbort: a transaction's last step.
+    pub fn is_complete(self) -> bool {
+        matches!(self, TxnState::CompleteCommit | TxnState::CompleteAbort)
+    }
+
     /// Whether a transactional id idle in this state may expire
     /// (`transactional.id.expiration.ms`; Kafka's `isExpirationAllowed`).
     pub fn is_expiration_allowed(self) -> bool {

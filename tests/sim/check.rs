@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use shardlog::zk::paths;
 use shardlog::zk::store::MetadataStore;
 
-use super::replica::{producer_of, Role};
+use super::replica::{sequenced, Role};
 use super::world::{Violation, World, TOPIC};
 
 impl World {
@@ -17,7 +17,8 @@ impl World {
         self.check_leaders_in_isr().await?;
         self.check_high_watermarks()?;
         self.check_acknowledged()?;
-        self.check_no_duplicates()
+        self.check_no_duplicates()?;
+        self.check_transactions()
     }
 
     /// No log holds one idempotent producer's sequence twice (the leader
@@ -27,13 +28,13 @@ impl World {
             for (p, r) in &n.replicas {
                 let mut seen = std::collections::BTreeMap::new();
                 for (offset, (_, id)) in r.log.iter().enumerate() {
-                    let Some(key) = producer_of(*id) else {
+                    let Some(key) = sequenced(*id) else {
                         continue;
                     };
                     if let Some(first) = seen.insert(key, offset) {
                         return Err(Violation(format!(
-                            "{TOPIC}-{p}: producer {} sequence {} twice in broker {}'s log, at offsets {first} and {offset}",
-                            key.0, key.1, n.id
+                            "{TOPIC}-{p}: producer {} epoch {} sequence {} twice in broker {}'s log, at offsets {first} and {offset}",
+                            key.0, key.1, key.2, n.id
                         )));
                     }
                 }
@@ -239,7 +240,7 @@ impl World {
                 }
             }
         }
-        Ok(())
+        self.check_transactions_healed()
     }
 
     /// The last `n` trace lines and the replay command.

@@ -14,7 +14,7 @@ use rand::Rng as _;
 use shardlog::replication::producer_state::{ProducerBatch, SeqCheck};
 use shardlog::types::TopicPartition;
 
-use super::replica::{idempotent_id, producer_of, Role};
+use super::replica::{idempotent_id, producer_of, sequenced, Role, TXN_DATA};
 use super::world::{Msg, World, CLIENT, TOPIC};
 
 /// A request not acknowledged within this (simulated ms) is sent again
@@ -107,16 +107,16 @@ impl World {
 
 /// The leader's check of record `id` against its producer state.
 pub fn judge(r: &super::replica::Replica, id: u64) -> Verdict {
-    let Some((pid, seq)) = producer_of(id) else {
+    let Some((pid, epoch, seq)) = sequenced(id) else {
         return Verdict::Append;
     };
     debug_assert!(matches!(r.role, Role::Leader(_)));
     let batch = ProducerBatch {
         producer_id: pid,
-        epoch: 0,
+        epoch,
         first_seq: seq,
         last_seq: seq,
-        is_transactional: false,
+        is_transactional: id & TXN_DATA != 0,
     };
     match r.producers.check(&batch) {
         Ok(SeqCheck::Append) => Verdict::Append,

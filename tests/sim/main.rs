@@ -23,6 +23,9 @@ mod idempotence;
 mod replica;
 mod replication;
 mod shape;
+mod txn;
+mod txn_check;
+mod txn_client;
 mod world;
 
 use shardlog::types::mutation::{self, Mutation};
@@ -56,10 +59,24 @@ const CI_SEEDS: u64 = 150;
 ///   acknowledged with acks=all was lost under the new leader. Kafka's
 ///   `Partition.handleAlterPartitionError` keeps the change pending after
 ///   FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION (the HW keeps counting
-///   the maximal ISR) until LeaderAndIsr; the broker now does too.
+///   the maximal ISR) until LeaderAndIsr; the broker now does too;
+/// - 39 (shape 4; 43 and 112 too): a CompleteCommit append that failed
+///   (the log partition's ISR below min.insync.replicas) was dropped by
+///   the transaction coordinator's core: the id stayed in PrepareCommit,
+///   its producer answered CONCURRENT_TRANSACTIONS for good. Kafka's
+///   `TransactionMarkerChannelManager` appends it again until written;
+///   the core now keeps it for `retry_failed_appends`.
 ///
 /// Each with the shape ([`world::Config::shape`]) it was found in.
-const REGRESSION_SEEDS: &[(u64, u8)] = &[(7, 1), (38, 1), (66, 1), (92, 1), (16331, 2), (53537, 3)];
+const REGRESSION_SEEDS: &[(u64, u8)] = &[
+    (7, 1),
+    (38, 1),
+    (66, 1),
+    (92, 1),
+    (16331, 2),
+    (53537, 3),
+    (39, 4),
+];
 
 /// How long one seed may take on the wall clock (a debug build runs one
 /// in about 0.2 s): past it the seed is reported as hung instead of

@@ -9,7 +9,7 @@
 //! crash); what is simulated is only the log's bytes.
 
 use shardlog::replication::isr::{IsrActions, LeaderLog, LeaderReplicaState};
-use shardlog::replication::producer_state::{LoggedBatch, ProducerStateManager};
+use shardlog::replication::producer_state::{LoggedBatch, ProducerStateManager, TxnMarker};
 use shardlog::replication::truncation::end_offset_for;
 use shardlog::types::BrokerId;
 
@@ -27,20 +27,117 @@ pub fn producer_of(id: u64) -> Option<(i64, i32)> {
     (id & IDEMPOTENT != 0).then_some((((id & !IDEMPOTENT) >> 32) as i64, id as u32 as i32))
 }
 
+/// Record ids with this bit are a transactional producer's record:
+/// producer id (bits 45..58), epoch (36..45), transaction number (16..36,
+/// the simulation's own label, for the checks) and sequence (0..16).
+pub const TXN_DATA: u64 = 1 << 60;
+/// Record ids with this bit are an end-transaction marker: producer id
+/// (bits 45..58), epoch (36..45), coordinator epoch (1..36), commit (0).
+/// (The tags' bits stay clear of the fields.)
+pub const TXN_MARKER: u64 = 1 << 59;
+/// Record ids with this bit are a `__transaction_state` record: the rest
+/// indexes [`super::txn::TxnSim::entries`] (the key and value bytes).
+pub const TXN_LOG: u64 = 1 << 58;
+
+/// A transactional record of the simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnRecord {
+    pub pid: i64,
+    pub epoch: i16,
+    pub txn: u32,
+    pub seq: i32,
+}
+
+pub fn txn_data_id(r: TxnRecord) -> u64 {
+    let id = TXN_DATA
+        | ((r.pid as u64 & 0x1fff) << 45)
+        | ((r.epoch as u64 & 0x1ff) << 36)
+        | ((u64::from(r.txn) & 0xf_ffff) << 16)
+        | (r.seq as u64 & 0xffff);
+    assert_eq!(txn_data_of(id), Some(r), "a field outgrew its bits");
+    id
+}
+
+pub fn txn_data_of(id: u64) -> Option<TxnRecord> {
+    (id & TXN_DATA != 0).then_some(TxnRecord {
+        pid: ((id >> 45) & 0x1fff) as i64,
+        epoch: ((id >> 36) & 0x1ff) as i16,
+        txn: ((id >> 16) & 0xf_ffff) as u32,
+        seq: (id & 0xffff) as i32,
+    })
+}
+
+/// An end-transaction marker of the simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarkerRecord {
+    pub pid: i64,
+    pub epoch: i16,
+    pub coordinator_epoch: i32,
+    pub commit: bool,
+}
+
+pub fn marker_id(m: MarkerRecord) -> u64 {
+    let id = TXN_MARKER
+        | ((m.pid as u64 & 0x1fff) << 45)
+        | ((m.epoch as u64 & 0x1ff) << 36)
+        | ((m.coordinator_epoch as u64 & 0x7_ffff_ffff) << 1)
+        | u64::from(m.commit);
+    assert_eq!(marker_of(id), Some(m), "a field outgrew its bits");
+    id
+}
+
+pub fn marker_of(id: u64) -> Option<MarkerRecord> {
+    (id & TXN_MARKER != 0).then_some(MarkerRecord {
+        pid: ((id >> 45) & 0x1fff) as i64,
+        epoch: ((id >> 36) & 0x1ff) as i16,
+        coordinator_epoch: ((id >> 1) & 0x7_ffff_ffff) as i32,
+        commit: id & 1 == 1,
+    })
+}
+
+/// The producer identity of a record: `(producer id, epoch, sequence)`
+/// of an idempotent or transactional one.
+pub fn sequenced(id: u64) -> Option<(i64, i16, i32)> {
+    if let Some((pid, seq)) = producer_of(id) {
+        return Some((pid, 0, seq));
+    }
+    txn_data_of(id).map(|t| (t.pid, t.epoch, t.seq))
+}
+
 /// The batch header the log holds for record `id` at `offset` (one record
-/// per batch; producer epoch 0).
+/// per batch; an idempotent producer's epoch is 0).
 pub fn logged(offset: i64, id: u64) -> Option<LoggedBatch> {
-    let (pid, seq) = producer_of(id)?;
-    Some(LoggedBatch {
+    let base = LoggedBatch {
         base_offset: offset,
         last_offset_delta: 0,
         max_timestamp: 0,
-        producer_id: pid,
-        producer_epoch: 0,
-        base_sequence: seq,
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: -1,
         is_control: false,
         is_transactional: false,
         marker: None,
+    };
+    if let Some(m) = marker_of(id) {
+        return Some(LoggedBatch {
+            producer_id: m.pid,
+            producer_epoch: m.epoch,
+            is_control: true,
+            is_transactional: true,
+            marker: Some(TxnMarker {
+                commit: m.commit,
+                coordinator_epoch: m.coordinator_epoch,
+            }),
+            ..base
+        });
+    }
+    let (pid, epoch, seq) = sequenced(id)?;
+    Some(LoggedBatch {
+        producer_id: pid,
+        producer_epoch: epoch,
+        base_sequence: seq,
+        is_transactional: id & TXN_DATA != 0,
+        ..base
     })
 }
 
@@ -182,6 +279,14 @@ impl Replica {
         self.role = Role::Stopped;
         self.leader_epoch = -1;
         self.reload_producers();
+    }
+
+    /// The last stable offset (Kafka's `UnifiedLog.lastStableOffset`):
+    /// the first offset that may not be stable yet, or the HW.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.producers
+            .first_unstable_offset(self.hw)
+            .map_or(self.hw, |(o, _)| o.min(self.hw))
     }
 
     pub fn flush(&mut self) {

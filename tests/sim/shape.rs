@@ -17,6 +17,8 @@ pub struct Config {
     pub zookeeper_cuts: bool,
     /// Reassignments and preferred leader elections.
     pub admin_operations: bool,
+    /// Transactional producers and the transaction coordinator.
+    pub transactions: bool,
     /// Which of the simulator's shapes this is ([`Config::shape`]).
     pub generation: u8,
 }
@@ -24,12 +26,12 @@ pub struct Config {
 /// The simulator's shapes, oldest first: each added something that draws
 /// from the random stream, so a seed replays the same run only in the
 /// shape it was found in (the regression seeds keep theirs).
-pub const SHAPES: u8 = 3;
+pub const SHAPES: u8 = 4;
 
 impl Config {
     /// Shape 1: plain producers, kill -9, power loss, cut links, session
     /// expiry; 2: and idempotent producers, brokers cut from ZooKeeper;
-    /// 3 (the default): and admin operations.
+    /// 3: and admin operations; 4 (the default): and transactions.
     pub fn shape(generation: u8) -> Self {
         let d = Self::default();
         match generation {
@@ -37,11 +39,18 @@ impl Config {
                 idempotent_producers: false,
                 zookeeper_cuts: false,
                 admin_operations: false,
+                transactions: false,
                 generation,
                 ..d
             },
             2 => Self {
                 admin_operations: false,
+                transactions: false,
+                generation,
+                ..d
+            },
+            3 => Self {
+                transactions: false,
                 generation,
                 ..d
             },
@@ -61,6 +70,7 @@ impl Default for Config {
             idempotent_producers: true,
             zookeeper_cuts: true,
             admin_operations: true,
+            transactions: true,
             generation: SHAPES,
         }
     }

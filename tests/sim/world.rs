@@ -61,6 +61,7 @@ pub(super) enum Msg {
         tp: TopicPartition,
         id: u64,
     },
+    Txn(super::txn::TxnMsg),
 }
 
 /// The client's node id on the network.
@@ -167,6 +168,8 @@ pub struct World {
     pub acked: Vec<Acked>,
     /// The idempotent producers, one per partition.
     pub(super) idempotent: Vec<super::idempotence::IdempotentProducer>,
+    /// Transactional producers and coordinators.
+    pub(super) txn: super::txn::TxnSim,
     /// Every controller epoch and who held it.
     pub(super) controllers: BTreeMap<i32, i32>,
     /// Per (broker, partition): its incarnation and the highest leader
@@ -206,6 +209,7 @@ impl World {
             } else {
                 Vec::new()
             },
+            txn: super::txn::TxnSim::new(cfg.transactions),
             controllers: BTreeMap::new(),
             epochs_seen: BTreeMap::new(),
             leaders_seen: BTreeMap::new(),
@@ -323,6 +327,7 @@ impl World {
             self.log(l);
         }
         self.drop_messages_of(id);
+        self.txn_crash(id);
         let how = if power_loss {
             "lost power"
         } else {
@@ -408,6 +413,9 @@ impl World {
         }
         if self.cfg.idempotent_producers && self.rng.gen_bool(0.3) {
             self.idempotent_produce();
+        }
+        if self.cfg.transactions {
+            self.txn_step(faults);
         }
         for _ in 0..self.rng.gen_range(0..=4) {
             self.deliver_one();
@@ -604,6 +612,7 @@ impl World {
                 reply.put(Ok(answer));
             }
             Msg::Produce { tp, id } => self.on_produce(to, tp.partition, id),
+            Msg::Txn(m) => self.on_txn_msg(from, to, m),
             Msg::Alter { ask, incarnation } => self.on_alter(from, to, ask, incarnation),
             Msg::AlterAnswer {
                 answer,
@@ -796,6 +805,7 @@ impl World {
         });
         for a in &acked {
             self.on_idempotent_acked(a.id);
+            self.on_txn_acked(*a);
         }
         self.acked.extend(acked);
         for l in lines {

@@ -12,6 +12,7 @@
 use super::{
     CompletedTxn, ProducerBatch, ProducerEntry, ProducerError, ProducerStateManager, TxnMarker,
 };
+use crate::types::mutation::{self, Mutation};
 use crate::types::{Offset, ProducerEpoch, ProducerId};
 
 /// A started KIP-890 verification of a producer's next transaction here
@@ -112,7 +113,12 @@ impl ProducerStateManager {
     /// `None` when every transaction has ended and its marker is below
     /// `hw`. The LSO is `min(this, hw)`.
     pub fn first_unstable_offset(&self, hw: Offset) -> Option<(Offset, Option<i64>)> {
-        let open = self.ongoing.iter().next().map(|(o, (_, p))| (*o, *p));
+        let open = self
+            .ongoing
+            .iter()
+            .next()
+            .map(|(o, (_, p))| (*o, *p))
+            .filter(|_| !mutation::active(Mutation::LsoPastOpenTxn));
         let ended = self
             .unreplicated
             .iter()

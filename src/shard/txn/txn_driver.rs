@@ -325,6 +325,19 @@ async fn appender(weak: std::rc::Weak<ShardContext>, wake: Rc<crate::io::local_s
             .borrow_mut()
             .on_appended(token, code == ErrorCode::NONE, now);
         host.execute(actions);
+        if host.core.borrow().has_retries() {
+            // A completion to append again, after a back-off (Kafka's
+            // marker sender drains its retry queue at its next turn).
+            let weak = weak.clone();
+            glommio::spawn_local(async move {
+                glommio::timer::sleep(RETRY).await;
+                let Some(ctx) = weak.upgrade() else { return };
+                let Some(host) = host_of(&ctx) else { return };
+                let actions = host.core.borrow_mut().retry_failed_appends();
+                host.execute(actions);
+            })
+            .detach();
+        }
     }
 }
 

@@ -312,6 +312,17 @@ impl Coordinator {
         let Some(meta) = self.txn_mut(a.partition, &a.txn_id) else {
             return Vec::new();
         };
+        if !ok && matches!(a.then, Then::Nothing) && a.transit.state.is_complete() {
+            // The markers are written; only the completion is missing.
+            // Kafka's `TransactionMarkerChannelManager.tryAppendToLog`
+            // keeps the pending state and appends it again (its
+            // `txnLogAppendRetryQueue`) until written or the partition
+            // moves: dropping it left the id in PrepareCommit /
+            // PrepareAbort for good, every EndTxn and InitProducerId
+            // answered CONCURRENT_TRANSACTIONS.
+            self.retries.push((a.partition, a.txn_id, a.transit));
+            return Vec::new();
+        }
         if !ok {
             let fenced = a.transit.state == TxnState::PrepareAbort && meta.has_failed_epoch_fence();
             meta.clear_pending_state();
@@ -385,6 +396,27 @@ impl Coordinator {
             commit,
             partitions,
         })
+    }
+
+    /// Whether a failed completion waits to be appended again.
+    pub fn has_retries(&self) -> bool {
+        !self.retries.is_empty()
+    }
+
+    /// Append again every completion whose append failed (the driver
+    /// calls this after a back-off); one no longer pending is dropped.
+    pub fn retry_failed_appends(&mut self) -> Vec<Action> {
+        let retries = std::mem::take(&mut self.retries);
+        let mut out = Vec::new();
+        for (p, txn_id, transit) in retries {
+            let pending = self
+                .txn_mut(p, &txn_id)
+                .is_some_and(|m| m.pending_state() == Some(transit.state));
+            if pending {
+                out.push(self.append(p, &txn_id, transit, Then::Nothing));
+            }
+        }
+        out
     }
 
     /// Every marker of `token` is written: CompleteCommit / CompleteAbort.

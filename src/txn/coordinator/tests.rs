@@ -381,3 +381,68 @@ fn the_partition_count_follows_the_topic_only_while_nothing_is_loaded() {
     c.set_partition_count(7);
     assert_eq!(c.partition_count(), 3, "ids already mapped with 3");
 }
+
+#[test]
+fn a_failed_completion_is_appended_again_until_written() {
+    let mut h = Harness::new();
+    assert_eq!(h.init(1, 60_000), ok(1000, 0));
+    assert_eq!(h.add(1000, 0, &[("t", 0)]), ErrorCode::NONE);
+    // EndTxn: PrepareCommit written, the client answered, markers out.
+    let actions = h.c.on_end_txn(2, T, 1000, 0, true, 0);
+    let Some(Action::Append { token, .. }) = actions.first().cloned() else {
+        panic!("{actions:?}");
+    };
+    let after_prepare = h.c.on_appended(token, true, 1);
+    let Some(Action::SendMarkers { token, .. }) = after_prepare.last().cloned() else {
+        panic!("{after_prepare:?}");
+    };
+    // The markers are written; the CompleteCommit append fails (the
+    // partition's ISR fell below min.insync.replicas).
+    let complete = h.c.on_markers_written(token, 2);
+    let Some(Action::Append { token, .. }) = complete.first().cloned() else {
+        panic!("{complete:?}");
+    };
+    assert!(h.c.on_appended(token, false, 3).is_empty());
+    assert_eq!(h.state(), TxnState::PrepareCommit);
+    assert!(h.c.has_retries());
+    assert_eq!(
+        h.c.on_end_txn(3, T, 1000, 0, true, 4),
+        vec![Action::Reply(
+            3,
+            Answer::Done(ErrorCode::CONCURRENT_TRANSACTIONS)
+        )],
+        "still completing"
+    );
+    // Appended again: it fails once more, then is written.
+    let again = h.c.retry_failed_appends();
+    let Some(Action::Append { token, .. }) = again.first().cloned() else {
+        panic!("{again:?}");
+    };
+    assert!(h.c.on_appended(token, false, 5).is_empty());
+    let again = h.c.retry_failed_appends();
+    let Some(Action::Append { token, .. }) = again.first().cloned() else {
+        panic!("{again:?}");
+    };
+    assert!(h.c.on_appended(token, true, 6).is_empty());
+    assert_eq!(h.state(), TxnState::CompleteCommit);
+    assert!(!h.c.has_retries());
+    assert_eq!(h.end(1000, 0, true).0, ErrorCode::NONE);
+    // A retry whose partition moved away is dropped.
+    assert_eq!(h.add(1000, 0, &[("t", 1)]), ErrorCode::NONE);
+    let actions = h.c.on_end_txn(4, T, 1000, 0, false, 7);
+    let Some(Action::Append { token, .. }) = actions.first().cloned() else {
+        panic!("{actions:?}");
+    };
+    let markers = h.c.on_appended(token, true, 8);
+    let Some(Action::SendMarkers { token, .. }) = markers.last().cloned() else {
+        panic!("{markers:?}");
+    };
+    let Some(Action::Append { token, .. }) = h.c.on_markers_written(token, 9).first().cloned()
+    else {
+        panic!("no completion");
+    };
+    assert!(h.c.on_appended(token, false, 10).is_empty());
+    h.c.unload(h.c.partition_of(T));
+    assert!(!h.c.has_retries());
+    assert!(h.c.retry_failed_appends().is_empty());
+}

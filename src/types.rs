@@ -201,6 +201,10 @@ pub mod mutation {
         /// The LSO passes a transaction still open
         /// (`replication::producer_state`, Kafka's `firstUnstableOffset`).
         LsoPastOpenTxn = 6,
+        /// A group coordinator loading its partition skips the offset
+        /// commits (`group::coordinator`, Kafka's
+        /// `GroupMetadataManager.loadGroupsAndOffsets`).
+        CommitsNotLoaded = 7,
     }
 
     /// Every mutation by the name `SHARDLOG_SIM_MUTATION` takes.
@@ -211,6 +215,7 @@ pub mod mutation {
         ("election-outside-isr", Mutation::ElectionOutsideIsr),
         ("retry-appended-again", Mutation::RetryAppendedAgain),
         ("lso-past-open-txn", Mutation::LsoPastOpenTxn),
+        ("commits-not-loaded", Mutation::CommitsNotLoaded),
     ];
 
     /// Whether `m` is on.

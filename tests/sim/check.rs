@@ -18,7 +18,8 @@ impl World {
         self.check_high_watermarks()?;
         self.check_acknowledged()?;
         self.check_no_duplicates()?;
-        self.check_transactions()
+        self.check_transactions()?;
+        self.check_groups()
     }
 
     /// No log holds one idempotent producer's sequence twice (the leader
@@ -240,7 +241,8 @@ impl World {
                 }
             }
         }
-        self.check_transactions_healed()
+        self.check_transactions_healed()?;
+        self.check_groups_healed()
     }
 
     /// The last `n` trace lines and the replay command.

@@ -19,6 +19,7 @@
 
 mod admin;
 mod check;
+mod groups;
 mod idempotence;
 mod replica;
 mod replication;

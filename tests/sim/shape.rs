@@ -19,6 +19,8 @@ pub struct Config {
     pub admin_operations: bool,
     /// Transactional producers and the transaction coordinator.
     pub transactions: bool,
+    /// Consumers in a group and the group coordinator.
+    pub groups: bool,
     /// Which of the simulator's shapes this is ([`Config::shape`]).
     pub generation: u8,
 }
@@ -26,12 +28,13 @@ pub struct Config {
 /// The simulator's shapes, oldest first: each added something that draws
 /// from the random stream, so a seed replays the same run only in the
 /// shape it was found in (the regression seeds keep theirs).
-pub const SHAPES: u8 = 4;
+pub const SHAPES: u8 = 5;
 
 impl Config {
     /// Shape 1: plain producers, kill -9, power loss, cut links, session
     /// expiry; 2: and idempotent producers, brokers cut from ZooKeeper;
-    /// 3: and admin operations; 4 (the default): and transactions.
+    /// 3: and admin operations; 4: and transactions; 5 (the default): and
+    /// consumer groups.
     pub fn shape(generation: u8) -> Self {
         let d = Self::default();
         match generation {
@@ -40,17 +43,25 @@ impl Config {
                 zookeeper_cuts: false,
                 admin_operations: false,
                 transactions: false,
+                groups: false,
                 generation,
                 ..d
             },
             2 => Self {
                 admin_operations: false,
                 transactions: false,
+                groups: false,
                 generation,
                 ..d
             },
             3 => Self {
                 transactions: false,
+                groups: false,
+                generation,
+                ..d
+            },
+            4 => Self {
+                groups: false,
                 generation,
                 ..d
             },
@@ -71,6 +82,7 @@ impl Default for Config {
             zookeeper_cuts: true,
             admin_operations: true,
             transactions: true,
+            groups: true,
             generation: SHAPES,
         }
     }

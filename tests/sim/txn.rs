@@ -38,6 +38,8 @@ use super::world::{Acked, Msg, World, CLIENT, MIN_ISR, TOPIC};
 pub const TXN_LOG_PARTITION: i32 = 0;
 /// A request or record unanswered this long (simulated ms) is sent again.
 pub(super) const RETRY_MS: i64 = 1_000;
+/// The back-off of a marker refused with a retriable error.
+const MARKER_RETRY_MS: i64 = 200;
 /// Sends of one record before the producer gives the transaction up.
 pub(super) const MAX_ATTEMPTS: u32 = 6;
 /// The producers' `transaction.timeout.ms`.
@@ -156,7 +158,12 @@ struct MarkerJob {
     coordinator_epoch: i32,
     marker: MarkerRecord,
     remaining: BTreeSet<i32>,
-    sent_at: BTreeMap<i32, i64>,
+    /// Partitions whose WriteTxnMarkers is on its way or unanswered: not
+    /// sent again until answered or lost (the broker's driver waits for
+    /// each leader's answer, as Kafka's `TransactionMarkerChannelManager`).
+    in_flight: BTreeSet<i32>,
+    /// When a refused partition may go again (the driver's 200 ms).
+    retry_at: BTreeMap<i32, i64>,
 }
 
 /// One broker's coordinator.
@@ -165,6 +172,8 @@ struct Host {
     incarnation: u32,
     /// The leader epoch of the log partition it loaded (coordinator epoch).
     loaded: Option<i32>,
+    /// The leader epoch it waits to load in (its HW short of the epoch's start).
+    loading: Option<i32>,
     jobs: BTreeMap<u64, MarkerJob>,
 }
 
@@ -266,9 +275,26 @@ impl World {
     pub(super) fn txn_crash(&mut self, id: i32) {
         self.txn.hosts.remove(&id);
         self.txn.appends.retain(|a| a.broker != id);
-        self.txn.markers.retain(|m| m.leader != id);
+        let (lost, kept) = std::mem::take(&mut self.txn.markers)
+            .into_iter()
+            .partition(|m| m.leader == id);
+        self.txn.markers = kept;
+        let lost: Vec<MarkerWrite> = lost;
+        for m in lost {
+            // The coordinator's connection to the dead leader fails.
+            self.marker_lost(
+                m.coordinator,
+                m.coordinator_incarnation,
+                m.token,
+                m.partition,
+            );
+        }
     }
 
+    /// Coordinators follow the log partition's leadership. A new leader
+    /// loads once its HW reached the start of its leader epoch (the
+    /// broker's `internal_log::replay`): until then requests are answered
+    /// COORDINATOR_LOAD_IN_PROGRESS.
     fn sync_coordinators(&mut self) {
         for b in 1..=self.cfg.brokers {
             let incarnation = self.nodes[(b - 1) as usize].incarnation;
@@ -276,23 +302,36 @@ impl World {
                 .replicas
                 .get(&TXN_LOG_PARTITION)
                 .filter(|r| self.up(b) && r.is_leader())
-                .map(|r| r.leader_epoch);
+                .map(|r| (r.leader_epoch, r.hw >= r.epoch_start()));
             let host = self.txn.hosts.entry(b).or_insert_with(|| Host {
                 core: Coordinator::new(1, DEFAULT_MAX_TIMEOUT_MS),
                 incarnation,
                 loaded: None,
+                loading: None,
                 jobs: BTreeMap::new(),
             });
-            if host.loaded == leads {
+            let epoch = leads.map(|(e, _)| e);
+            if host.loaded.is_some() && host.loaded == epoch {
                 continue;
             }
             let mut actions = Vec::new();
-            if host.loaded.is_some() {
+            if host.loaded.is_some() || (host.loading.is_some() && host.loading != epoch) {
                 actions.extend(host.core.unload(TXN_LOG_PARTITION));
                 host.jobs.clear();
-                host.loaded = None;
+                host.loading = None;
+                if host.loaded.take().is_some() {
+                    self.log(format!("broker {b} no longer coordinates transactions"));
+                }
             }
-            if let Some(epoch) = leads {
+            let host = self.txn.hosts.get_mut(&b).expect("host");
+            match leads {
+                Some((epoch, _)) if host.loading.is_none() => {
+                    host.core.begin_load(TXN_LOG_PARTITION);
+                    host.loading = Some(epoch);
+                }
+                _ => {}
+            }
+            if let Some((epoch, true)) = leads {
                 let log = &self.nodes[(b - 1) as usize].replicas[&TXN_LOG_PARTITION].log;
                 let records: Vec<(Vec<u8>, Option<Vec<u8>>)> = log
                     .iter()
@@ -300,16 +339,14 @@ impl World {
                     .map(|(_, id)| self.txn.entries[(id & !TXN_LOG) as usize].clone())
                     .collect();
                 let host = self.txn.hosts.get_mut(&b).expect("host");
-                host.core.begin_load(TXN_LOG_PARTITION);
                 actions.extend(host.core.on_loaded(TXN_LOG_PARTITION, epoch, &records));
                 host.loaded = Some(epoch);
+                host.loading = None;
                 let line = format!(
                     "broker {b} coordinates transactions at epoch {epoch} ({} records loaded)",
                     records.len()
                 );
                 self.log(line);
-            } else {
-                self.log(format!("broker {b} no longer coordinates transactions"));
             }
             self.execute(b, actions);
         }
@@ -357,7 +394,8 @@ impl World {
                                 coordinator_epoch,
                                 marker,
                                 remaining: partitions.iter().map(|(_, p)| *p).collect(),
-                                sent_at: BTreeMap::new(),
+                                in_flight: BTreeSet::new(),
+                                retry_at: BTreeMap::new(),
                             },
                         );
                     }
@@ -443,6 +481,12 @@ impl World {
             true
         });
         for (b, token, acked) in done {
+            self.log(format!(
+                "broker {b}: transaction state append {token} {}",
+                acked.map_or("failed".to_string(), |(o, _)| format!(
+                    "written at offset {o}"
+                ))
+            ));
             if let Some((offset, id)) = acked {
                 self.acked.push(Acked {
                     partition: TXN_LOG_PARTITION,
@@ -465,16 +509,23 @@ impl World {
         for (b, h) in self.txn.hosts.iter_mut() {
             for (token, job) in h.jobs.iter_mut() {
                 for p in &job.remaining {
-                    if job.sent_at.get(p).is_some_and(|t| now - t < RETRY_MS) {
+                    if job.in_flight.contains(p) || job.retry_at.get(p).is_some_and(|t| now < *t) {
                         continue;
                     }
-                    job.sent_at.insert(*p, now);
                     sends.push((*b, h.incarnation, *token, *p, job.marker));
                 }
             }
         }
         for (b, incarnation, token, partition, marker) in sends {
             if let Some(to) = self.leader_in_metadata(partition) {
+                if let Some(job) = self
+                    .txn
+                    .hosts
+                    .get_mut(&b)
+                    .and_then(|h| h.jobs.get_mut(&token))
+                {
+                    job.in_flight.insert(partition);
+                }
                 let msg = TxnMsg::WriteMarker {
                     coordinator: b,
                     incarnation,
@@ -495,9 +546,23 @@ impl World {
         self.txn.markers.retain(|m| {
             let n = &nodes[(m.leader - 1) as usize];
             let r = n.replicas.get(&m.partition);
-            if !n.up || n.incarnation != m.incarnation || !r.is_some_and(|r| r.is_leader()) {
+            if !r.is_some_and(|r| r.is_leader()) {
+                // Kafka's purgatory completes the produce with
+                // NOT_LEADER_OR_FOLLOWER when the leader steps down.
+                answers.push((
+                    m.leader,
+                    m.coordinator,
+                    m.coordinator_incarnation,
+                    m.token,
+                    m.partition,
+                    ErrorCode::NOT_LEADER_OR_FOLLOWER,
+                ));
                 return false;
             }
+            debug_assert!(
+                n.up && n.incarnation == m.incarnation,
+                "dropped at the crash"
+            );
             if r.is_some_and(|r| r.hw > m.offset) {
                 acked.push(Acked {
                     partition: m.partition,
@@ -537,6 +602,51 @@ impl World {
             };
             self.send(l, c, Msg::Txn(msg));
         }
+    }
+
+    /// A transactional or group message to `to` was lost.
+    pub(super) fn on_lost(&mut self, to: i32, msg: Msg) {
+        match msg {
+            Msg::Txn(m) => self.on_txn_lost(to, m),
+            Msg::Group(m) => self.on_group_lost(m),
+            _ => {}
+        }
+    }
+
+    /// A message `from → to` was lost (an end crashed, or `to` was down):
+    /// a marker request or its answer lost is a failed request for the
+    /// coordinator, which sends it again.
+    pub(super) fn on_txn_lost(&mut self, to: i32, msg: TxnMsg) {
+        let (coordinator, incarnation, token, partition) = match msg {
+            TxnMsg::WriteMarker {
+                coordinator,
+                incarnation,
+                token,
+                partition,
+                ..
+            } => (coordinator, incarnation, token, partition),
+            TxnMsg::MarkerWritten {
+                incarnation,
+                token,
+                partition,
+                ..
+            } => (to, incarnation, token, partition),
+            _ => return,
+        };
+        self.marker_lost(coordinator, incarnation, token, partition);
+    }
+
+    fn marker_lost(&mut self, coordinator: i32, incarnation: u32, token: u64, partition: i32) {
+        if !self.up(coordinator) {
+            return;
+        }
+        let msg = TxnMsg::MarkerWritten {
+            incarnation,
+            token,
+            partition,
+            error: ErrorCode::REQUEST_TIMED_OUT,
+        };
+        self.send(coordinator, coordinator, Msg::Txn(msg));
     }
 
     /// A transactional message arrives at `to` (a broker, or the client).
@@ -594,14 +704,33 @@ impl World {
                 let Some(job) = h.jobs.get_mut(&token) else {
                     return;
                 };
-                if error != ErrorCode::NONE {
-                    // Sent again at its next turn (Kafka retries a
-                    // marker until written, or the coordinator moved).
-                    job.sent_at.remove(&partition);
-                    let line = format!("broker {to}: marker of {TOPIC}-{partition} not written by {from}: {error:?}");
-                    self.log(line);
-                    return;
+                job.in_flight.remove(&partition);
+                // The broker's driver (`txn_driver::written`): a marker
+                // refused for an older producer or coordinator epoch is
+                // not retried; other errors go again after 200 ms.
+                let refused = matches!(
+                    error,
+                    ErrorCode::INVALID_PRODUCER_EPOCH | ErrorCode::TRANSACTION_COORDINATOR_FENCED
+                );
+                if error != ErrorCode::NONE && !refused {
+                    job.retry_at.insert(partition, now + MARKER_RETRY_MS);
                 }
+                if error != ErrorCode::NONE {
+                    let line = format!(
+                        "broker {to}: marker of {TOPIC}-{partition} not written by {from}: {error:?}{}",
+                        if refused { " (not retried)" } else { "" }
+                    );
+                    self.log(line);
+                    if !refused {
+                        return;
+                    }
+                }
+                let Some(h) = self.txn.hosts.get_mut(&to) else {
+                    return;
+                };
+                let Some(job) = h.jobs.get_mut(&token) else {
+                    return;
+                };
                 job.remaining.remove(&partition);
                 if !job.remaining.is_empty() || h.loaded != Some(job.coordinator_epoch) {
                     return;

@@ -62,6 +62,7 @@ pub(super) enum Msg {
         id: u64,
     },
     Txn(super::txn::TxnMsg),
+    Group(super::groups::GroupMsg),
 }
 
 /// The client's node id on the network.
@@ -170,6 +171,8 @@ pub struct World {
     pub(super) idempotent: Vec<super::idempotence::IdempotentProducer>,
     /// Transactional producers and coordinators.
     pub(super) txn: super::txn::TxnSim,
+    /// Consumers in a group and group coordinators.
+    pub(super) groups: super::groups::GroupSim,
     /// Every controller epoch and who held it.
     pub(super) controllers: BTreeMap<i32, i32>,
     /// Per (broker, partition): its incarnation and the highest leader
@@ -210,6 +213,7 @@ impl World {
                 Vec::new()
             },
             txn: super::txn::TxnSim::new(cfg.transactions),
+            groups: super::groups::GroupSim::new(cfg.groups),
             controllers: BTreeMap::new(),
             epochs_seen: BTreeMap::new(),
             leaders_seen: BTreeMap::new(),
@@ -328,6 +332,7 @@ impl World {
         }
         self.drop_messages_of(id);
         self.txn_crash(id);
+        self.group_crash(id);
         let how = if power_loss {
             "lost power"
         } else {
@@ -345,10 +350,13 @@ impl World {
     fn drop_messages_of(&mut self, id: i32) {
         let mut shared = self.shared.borrow_mut();
         let mut failed = Vec::new();
+        let mut lost = Vec::new();
         for ((from, to), q) in shared.queues.iter_mut() {
             if *from == id || *to == id {
                 for m in q.drain(..) {
                     match m {
+                        Msg::Txn(m) => lost.push((*to, Msg::Txn(m))),
+                        Msg::Group(m) => lost.push((*to, Msg::Group(m))),
                         Msg::Controller { reply, .. } => reply.put(Err("connection lost".into())),
                         Msg::Alter { ask, incarnation } if *to == id => {
                             failed.push((*from, ask, incarnation));
@@ -386,6 +394,10 @@ impl World {
                     incarnation,
                 });
         }
+        drop(shared);
+        for (to, m) in lost {
+            self.on_lost(to, m);
+        }
     }
 
     pub(super) fn linked(&self, a: i32, b: i32) -> bool {
@@ -416,6 +428,9 @@ impl World {
         }
         if self.cfg.transactions {
             self.txn_step(faults);
+        }
+        if self.cfg.groups {
+            self.group_step();
         }
         for _ in 0..self.rng.gen_range(0..=4) {
             self.deliver_one();
@@ -602,6 +617,7 @@ impl World {
                         incarnation,
                     },
                 ),
+                m @ (Msg::Txn(_) | Msg::Group(_)) => self.on_lost(to, m),
                 _ => {}
             }
             return;
@@ -613,6 +629,7 @@ impl World {
             }
             Msg::Produce { tp, id } => self.on_produce(to, tp.partition, id),
             Msg::Txn(m) => self.on_txn_msg(from, to, m),
+            Msg::Group(m) => self.on_group_msg(to, m),
             Msg::Alter { ask, incarnation } => self.on_alter(from, to, ask, incarnation),
             Msg::AlterAnswer {
                 answer,

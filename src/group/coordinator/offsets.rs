@@ -5,6 +5,7 @@
 //! `GroupMetadataManager.storeOffsets` / `getOffsets` /
 //! `cleanupGroupMetadata` / `loadGroupsAndOffsets`).
 
+use crate::types::mutation::{self, Mutation};
 use std::collections::BTreeSet;
 
 use super::{
@@ -347,6 +348,7 @@ impl Coordinator {
     /// last value of a key wins; a tombstone removes it.
     pub fn load_record(&mut self, partition: i32, key: RecordKey, value: Option<&[u8]>) {
         match key {
+            RecordKey::OffsetCommit(_) if mutation::active(Mutation::CommitsNotLoaded) => {}
             RecordKey::OffsetCommit(k) => {
                 let decoded = value.map(OffsetCommitValue::decode);
                 match decoded {

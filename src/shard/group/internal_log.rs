@@ -141,6 +141,17 @@ pub enum Replayed<'a> {
 /// HW from its followers' fetches, so right after an election its own HW
 /// can lag records the previous leader acknowledged (acks=all), such as
 /// a PrepareCommit; stopping at the HW loses them.
+///
+/// But only once the HW reached the start of this leader's epoch (the
+/// log end it was elected with; KIP-207's check, `list_offset` answering
+/// OFFSET_NOT_AVAILABLE until then): the tail past the old HW may be
+/// records no one acknowledged, which the next leader can lack. Loaded,
+/// they would be acted on (a coordinator answering AddPartitionsToTxn from
+/// an Ongoing state, or sending the markers of a PrepareCommit, that a
+/// later coordinator never sees: a transaction committed in one partition
+/// and aborted in another). Waiting makes every loaded record committed.
+/// Not found in the time a follower has to fetch before it leaves the
+/// ISR (`replica.lag.time.max.ms`): an error, and the driver retries.
 pub async fn replay(
     ctx: &Rc<ShardContext>,
     tp: &TopicPartition,
@@ -155,6 +166,22 @@ pub async fn replay(
         .await;
     if start.error_code != ErrorCode::NONE {
         return Err(format!("log start: {:?}", start.error_code));
+    }
+    let patience = u64::try_from(ctx.config.replica_lag_time_max_ms).unwrap_or(30_000);
+    let mut waited = 0u64;
+    loop {
+        let end = data
+            .replicas
+            .list_offset(tp, -1, FetchIsolation::HighWatermark)
+            .await;
+        match end.error_code {
+            ErrorCode::NONE => break,
+            ErrorCode::OFFSET_NOT_AVAILABLE if waited < patience => {
+                glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+                waited += 10;
+            }
+            e => return Err(format!("HW short of the leader epoch's start: {e:?}")),
+        }
     }
     let mut offset = start.offset;
     let mut replayed = 0u64;

@@ -1,5 +1,8 @@
 //! The cluster in a deterministic simulator (see `world`): every run is
-//! one seed; plain and idempotent acks=all producers write, admin
+//! one seed; plain, idempotent and transactional acks=all producers write
+//! (`idempotence`, `txn`, `txn_client`), consumers in a group commit
+//! offsets (`groups`), the broker's transaction and group coordinator
+//! cores serve them from replicated logs, admin
 //! operations (reassignments, preferred leader elections) run, faults (kill
 //! -9 with the unflushed tail lost, cut links, ZooKeeper session expiry,
 //! a broker cut from ZooKeeper while still serving) come from the seed,
@@ -61,12 +64,19 @@ const CI_SEEDS: u64 = 150;
 ///   `Partition.handleAlterPartitionError` keeps the change pending after
 ///   FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION (the HW keeps counting
 ///   the maximal ISR) until LeaderAndIsr; the broker now does too;
-/// - 39 (shape 4; 43 and 112 too): a CompleteCommit append that failed
+/// - 43 (shape 4): a CompleteCommit append that failed
 ///   (the log partition's ISR below min.insync.replicas) was dropped by
 ///   the transaction coordinator's core: the id stayed in PrepareCommit,
 ///   its producer answered CONCURRENT_TRANSACTIONS for good. Kafka's
 ///   `TransactionMarkerChannelManager` appends it again until written;
-///   the core now keeps it for `retry_failed_appends`.
+///   the core now keeps it for `retry_failed_appends`;
+/// - 2843 (shape 4; 2150 too): a new coordinator loaded its log past the
+///   HW, answered AddPartitionsToTxn from an Ongoing record no one had
+///   acknowledged, and that tail was lost with the next leader: the next
+///   coordinator answered the producer's EndTxn(commit) NONE from the
+///   previous transaction's CompleteCommit, and the transaction was
+///   aborted. Coordinators now load once the HW reached their leader
+///   epoch's start (`internal_log::replay`).
 ///
 /// Each with the shape ([`world::Config::shape`]) it was found in.
 const REGRESSION_SEEDS: &[(u64, u8)] = &[

@@ -650,13 +650,7 @@ impl World {
         if let Some(v) = &self.groups.backwards {
             return Err(Violation(v.clone()));
         }
-        // The newest leader epoch of the offsets partition any broker led in.
-        let newest_epoch = self
-            .leaders_seen
-            .keys()
-            .filter(|(p, _)| *p == GROUP_LOG_PARTITION)
-            .map(|(_, e)| *e)
-            .max();
+        let newest_epoch = self.newest_leader_epoch(GROUP_LOG_PARTITION);
         let current = self.groups.hosts.iter().find(|(b, h)| {
             self.up(**b)
                 && h.core.is_loaded(OFFSETS_PARTITION)
@@ -690,11 +684,12 @@ impl World {
         if self.groups.consumers.is_empty() {
             return Ok(());
         }
+        let newest_epoch = self.newest_leader_epoch(GROUP_LOG_PARTITION);
         let loaded: Vec<(&i32, &Host)> = self
             .groups
             .hosts
             .iter()
-            .filter(|(_, h)| h.loaded.is_some())
+            .filter(|(_, h)| h.loaded.is_some() && h.loaded == newest_epoch)
             .collect();
         let Some((b, h)) = loaded.last() else {
             return Err(Violation(format!(

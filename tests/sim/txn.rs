@@ -220,10 +220,14 @@ impl TxnSim {
     }
 
     /// The loaded coordinators (for the heal check).
-    pub fn coordinators(&self) -> impl Iterator<Item = (i32, &Coordinator)> {
+    /// The coordinators loaded in leader epoch `epoch` of the log
+    /// partition (the current one; a zombie, still leading an older epoch
+    /// because no one told it otherwise, is left out: clients find the
+    /// current leader).
+    pub fn coordinators_at(&self, epoch: i32) -> impl Iterator<Item = (i32, &Coordinator)> {
         self.hosts
             .iter()
-            .filter(|(_, h)| h.loaded.is_some())
+            .filter(move |(_, h)| h.loaded == Some(epoch))
             .map(|(b, h)| (*b, &h.core))
     }
 }

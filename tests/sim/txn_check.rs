@@ -65,6 +65,15 @@ impl World {
             .max_by_key(|r| r.leader_epoch)
     }
 
+    /// The newest leader epoch any broker led partition `p` in.
+    pub(super) fn newest_leader_epoch(&self, p: i32) -> Option<i32> {
+        self.leaders_seen
+            .keys()
+            .filter(|(q, _)| *q == p)
+            .map(|(_, e)| *e)
+            .max()
+    }
+
     pub(super) fn check_transactions(&self) -> Result<(), Violation> {
         if !self.cfg.transactions {
             return Ok(());
@@ -125,7 +134,11 @@ impl World {
         if !self.cfg.transactions {
             return Ok(());
         }
-        for (b, core) in self.txn.coordinators() {
+        let current = self.newest_leader_epoch(super::txn::TXN_LOG_PARTITION);
+        for (b, core) in current
+            .into_iter()
+            .flat_map(|e| self.txn.coordinators_at(e))
+        {
             for m in core.all() {
                 if matches!(
                     m.state(),

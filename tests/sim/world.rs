@@ -565,18 +565,24 @@ impl World {
         );
     }
 
-    /// The client's metadata: what a live broker last heard as leader.
+    /// The client's metadata: what a live broker last heard as leader;
+    /// from shape 5 on, the one in the newest leader epoch (a client
+    /// ignores metadata older than what it has, KIP-320; a zombie leader
+    /// no longer in the assignment is never told otherwise).
     pub(super) fn leader_in_metadata(&self, partition: i32) -> Option<i32> {
-        let holders: Vec<i32> = (1..=self.cfg.brokers)
+        let holders: Vec<(i32, i32)> = (1..=self.cfg.brokers)
             .filter(|b| self.up(*b))
-            .filter(|b| {
-                self.nodes[(*b - 1) as usize]
+            .filter_map(|b| {
+                let h = self.nodes[(b - 1) as usize]
                     .hosted
-                    .partition(TOPIC, partition)
-                    .is_some_and(|h| h.state.leader.0 == *b)
+                    .partition(TOPIC, partition)?;
+                (h.state.leader.0 == b).then_some((h.state.leader_epoch.0, b))
             })
             .collect();
-        holders.last().copied()
+        if self.cfg.generation >= 5 {
+            return holders.iter().max().map(|(_, b)| *b);
+        }
+        holders.last().map(|(_, b)| *b)
     }
 
     /// Deliver the head of one link's queue, chosen at random among the

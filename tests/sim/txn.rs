@@ -550,51 +550,35 @@ impl World {
         self.txn.markers.retain(|m| {
             let n = &nodes[(m.leader - 1) as usize];
             let r = n.replicas.get(&m.partition);
-            if !r.is_some_and(|r| r.is_leader()) {
+            let error = if !r.is_some_and(|r| r.is_leader()) {
                 // Kafka's purgatory completes the produce with
                 // NOT_LEADER_OR_FOLLOWER when the leader steps down.
-                answers.push((
-                    m.leader,
-                    m.coordinator,
-                    m.coordinator_incarnation,
-                    m.token,
-                    m.partition,
-                    ErrorCode::NOT_LEADER_OR_FOLLOWER,
-                ));
-                return false;
-            }
-            debug_assert!(
-                n.up && n.incarnation == m.incarnation,
-                "dropped at the crash"
-            );
-            if r.is_some_and(|r| r.hw > m.offset) {
+                ErrorCode::NOT_LEADER_OR_FOLLOWER
+            } else if r.is_some_and(|r| r.hw > m.offset) {
                 acked.push(Acked {
                     partition: m.partition,
                     offset: m.offset,
                     id: m.id,
                 });
-                answers.push((
-                    m.leader,
-                    m.coordinator,
-                    m.coordinator_incarnation,
-                    m.token,
-                    m.partition,
-                    ErrorCode::NONE,
-                ));
-                return false;
-            }
-            if now > m.deadline {
-                answers.push((
-                    m.leader,
-                    m.coordinator,
-                    m.coordinator_incarnation,
-                    m.token,
-                    m.partition,
-                    ErrorCode::REQUEST_TIMED_OUT,
-                ));
-                return false;
-            }
-            true
+                ErrorCode::NONE
+            } else if now > m.deadline {
+                ErrorCode::REQUEST_TIMED_OUT
+            } else {
+                return true;
+            };
+            debug_assert!(
+                n.up && n.incarnation == m.incarnation,
+                "dropped at the crash"
+            );
+            answers.push((
+                m.leader,
+                m.coordinator,
+                m.coordinator_incarnation,
+                m.token,
+                m.partition,
+                error,
+            ));
+            false
         });
         self.acked.extend(acked);
         for (l, c, incarnation, token, partition, error) in answers {

@@ -230,10 +230,16 @@ impl World {
                     }
                 }
                 host.core.finish_load(OFFSETS_PARTITION, self.now);
+                let held: Vec<(i32, i64)> = host
+                    .core
+                    .committed_offsets()
+                    .iter()
+                    .map(|o| (o.partition, o.offset))
+                    .collect();
                 host.loaded = Some(epoch);
                 host.loading = None;
                 self.log(format!(
-                    "broker {b} coordinates groups at epoch {epoch} ({n} records loaded)"
+                    "broker {b} coordinates groups at epoch {epoch} ({n} records loaded, offsets {held:?})"
                 ));
             }
             self.group_execute(b, actions);
@@ -286,6 +292,9 @@ impl World {
             .unwrap_or(Err(ErrorCode::NOT_LEADER_OR_FOLLOWER));
         match written {
             Ok((offset, leader_epoch)) => {
+                self.log(format!(
+                    "broker {b}: offsets append {token} at {TOPIC}-{GROUP_LOG_PARTITION} offset {offset}"
+                ));
                 self.groups.entries.push(records);
                 self.groups.appends.push(GroupAppend {
                     broker: b,
@@ -327,6 +336,7 @@ impl World {
             false
         });
         for (b, token, result) in done {
+            self.log(format!("broker {b}: offsets append {token}: {result:?}"));
             let actions = match self.groups.hosts.get_mut(&b) {
                 Some(h) => h.core.on_appended(token, result, now),
                 None => continue,
@@ -347,7 +357,19 @@ impl World {
                     Call::Sync(r) => h.core.on_sync(waiter, r, now),
                     Call::Heartbeat(r) => h.core.on_heartbeat(waiter, r, now),
                     Call::Fetch(r) => h.core.on_fetch(waiter, r),
-                    Call::Commit(r) => h.core.on_commit(waiter, r, now),
+                    Call::Commit(r) => {
+                        let offsets: Vec<(i32, i64)> = r
+                            .partitions
+                            .iter()
+                            .map(|c| (c.partition, c.offset))
+                            .collect();
+                        let line = format!(
+                            "[{} t={now}] broker {to} takes OffsetCommit {waiter} of {} generation {}: {offsets:?}",
+                            self.step, r.member_id, r.generation
+                        );
+                        self.trace.push(line);
+                        h.core.on_commit(waiter, r, now)
+                    }
                 };
                 self.group_execute(to, actions);
             }
@@ -613,6 +635,8 @@ impl World {
             }
             Answer::Heartbeat(_) => {}
             Answer::Commit(rows) => {
+                let line = format!("consumer {i}: commit acknowledged: {:?}", c.positions);
+                self.log(line);
                 for (_, p, _) in rows {
                     let offset = c.positions.get(&p).copied().unwrap_or(0);
                     let e = self

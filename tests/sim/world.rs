@@ -566,9 +566,9 @@ impl World {
     }
 
     /// The client's metadata: what a live broker last heard as leader;
-    /// from shape 5 on, the one in the newest leader epoch (a client
-    /// ignores metadata older than what it has, KIP-320; a zombie leader
-    /// no longer in the assignment is never told otherwise).
+    /// from shape 5 on, only the leader of the newest leader epoch (a
+    /// client ignores metadata older than what it has, KIP-320; a zombie
+    /// leader no longer in the assignment is never told otherwise).
     pub(super) fn leader_in_metadata(&self, partition: i32) -> Option<i32> {
         let holders: Vec<(i32, i32)> = (1..=self.cfg.brokers)
             .filter(|b| self.up(*b))
@@ -580,7 +580,14 @@ impl World {
             })
             .collect();
         if self.cfg.generation >= 5 {
-            return holders.iter().max().map(|(_, b)| *b);
+            // Only the leader of the newest epoch any broker led in: a
+            // client that saw it never goes back (KIP-320).
+            let newest = self.newest_leader_epoch(partition);
+            return holders
+                .iter()
+                .filter(|(e, _)| Some(*e) >= newest)
+                .max()
+                .map(|(_, b)| *b);
         }
         holders.last().map(|(_, b)| *b)
     }

@@ -183,6 +183,15 @@ impl World {
     pub(super) fn group_crash(&mut self, id: i32) {
         self.groups.hosts.remove(&id);
         self.groups.appends.retain(|a| a.broker != id);
+        // Requests the dead broker held (a parked JoinGroup / SyncGroup)
+        // fail with its connections: their consumers ask again.
+        let now = self.now;
+        for c in &mut self.groups.consumers {
+            if c.call.is_some() && c.sent_to == Some(id) {
+                c.sent_to = None;
+                c.sent_at = now - RETRY_MS;
+            }
+        }
     }
 
     /// Coordinators follow the offsets partition's leadership, loading
@@ -349,9 +358,13 @@ impl World {
         let now = self.now;
         match msg {
             GroupMsg::Call { waiter, call } => {
-                let Some(h) = self.groups.hosts.get_mut(&to) else {
-                    return;
-                };
+                // A broker without a coordinator yet (just restarted)
+                // answers NOT_COORDINATOR, as any broker does.
+                let h = self.groups.hosts.entry(to).or_insert_with(|| Host {
+                    core: Coordinator::new(config(), 1),
+                    loaded: None,
+                    loading: None,
+                });
                 let actions = match call {
                     Call::Join(r) => h.core.on_join(waiter, r, now),
                     Call::Sync(r) => h.core.on_sync(waiter, r, now),
@@ -402,6 +415,14 @@ impl World {
         c.sent_at = self.now;
         c.sent_to = to;
         c.call = Some(call.clone());
+        if matches!(call, Call::Join(_) | Call::Sync(_) | Call::Fetch(_)) {
+            let what = match &call {
+                Call::Join(_) => "JoinGroup",
+                Call::Sync(_) => "SyncGroup",
+                _ => "OffsetFetch",
+            };
+            self.log(format!("consumer {i} sends {what} {waiter} to {to:?}"));
+        }
         if let Some(to) = to {
             self.send(CLIENT, to, Msg::Group(GroupMsg::Call { waiter, call }));
         }

@@ -642,9 +642,16 @@ impl World {
         let now = self.now;
         match msg {
             TxnMsg::Call { waiter, call } => {
-                let Some(h) = self.txn.hosts.get_mut(&to) else {
-                    return;
-                };
+                // A broker without a coordinator yet (just restarted)
+                // answers NOT_COORDINATOR, as any broker does.
+                let incarnation = self.nodes[(to - 1) as usize].incarnation;
+                let h = self.txn.hosts.entry(to).or_insert_with(|| Host {
+                    core: Coordinator::new(1, DEFAULT_MAX_TIMEOUT_MS),
+                    incarnation,
+                    loaded: None,
+                    loading: None,
+                    jobs: BTreeMap::new(),
+                });
                 let actions = match call {
                     Call::Init { txn_id } => {
                         h.core

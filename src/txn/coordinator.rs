@@ -23,7 +23,7 @@
 //! sends its markers again (Kafka's `TransactionMarkerChannelManager`
 //! after a coordinator failover).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::records;
 use super::state::{TxnMetadata, TxnState, TxnStateError, TxnTransit};
@@ -93,7 +93,7 @@ impl Answer {
 struct TxnPartition {
     /// The partition's leader epoch when loaded (Kafka's coordinator epoch).
     coordinator_epoch: i32,
-    txns: HashMap<String, TxnMetadata>,
+    txns: BTreeMap<String, TxnMetadata>,
 }
 
 /// What happens once an append is written.
@@ -139,9 +139,9 @@ pub struct Coordinator {
     partitions: BTreeMap<i32, TxnPartition>,
     /// Partitions being loaded: requests get COORDINATOR_LOAD_IN_PROGRESS.
     loading: std::collections::BTreeSet<i32>,
-    appends: HashMap<u64, PendingAppend>,
-    inits: HashMap<WaiterId, PendingInit>,
-    markers: HashMap<u64, PendingMarkers>,
+    appends: BTreeMap<u64, PendingAppend>,
+    inits: BTreeMap<WaiterId, PendingInit>,
+    markers: BTreeMap<u64, PendingMarkers>,
     /// CompleteCommit / CompleteAbort appends that failed, to be written
     /// again ([`Coordinator::retry_failed_appends`]).
     retries: Vec<(i32, String, TxnTransit)>,
@@ -209,7 +209,7 @@ impl Coordinator {
         self.loading.remove(&p);
         let mut part = TxnPartition {
             coordinator_epoch,
-            txns: HashMap::new(),
+            txns: BTreeMap::new(),
         };
         for (key, value) in records {
             // Keys of an unknown version are skipped, as Kafka's loader does.

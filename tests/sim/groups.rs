@@ -34,8 +34,8 @@ use shardlog::group::records::RecordKey;
 use shardlog::group::state::GroupState;
 use shardlog::protocol::ErrorCode;
 
-use super::replica::Role;
-use super::world::{Msg, Violation, World, CLIENT, MIN_ISR, TOPIC};
+use super::coordinator_log::{Leadership, LogWrite};
+use super::world::{Msg, Violation, World, CLIENT, TOPIC};
 
 /// The partition of the simulated topic that holds `__consumer_offsets`.
 pub const GROUP_LOG_PARTITION: i32 = 1;
@@ -97,17 +97,16 @@ struct Consumer {
 
 struct Host {
     core: Coordinator,
-    loaded: Option<i32>,
-    loading: Option<i32>,
+    leadership: Leadership,
 }
 
-struct GroupAppend {
-    broker: i32,
-    incarnation: u32,
-    leader_epoch: i32,
-    offset: i64,
-    token: u64,
-    deadline: i64,
+impl Host {
+    fn new() -> Self {
+        Host {
+            core: Coordinator::new(config(), 1),
+            leadership: Leadership::default(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -115,7 +114,7 @@ pub struct GroupSim {
     pub entries: Vec<Records>,
     hosts: BTreeMap<i32, Host>,
     consumers: Vec<Consumer>,
-    appends: Vec<GroupAppend>,
+    appends: Vec<LogWrite>,
     next_waiter: u64,
     next_member: u64,
     /// The highest offset an acknowledged commit gave each partition.
@@ -198,34 +197,17 @@ impl World {
     /// once the HW reached the leader epoch's start (as for transactions).
     fn sync_group_coordinators(&mut self) {
         for b in 1..=self.cfg.brokers {
-            let leads = self.nodes[(b - 1) as usize]
-                .replicas
-                .get(&GROUP_LOG_PARTITION)
-                .filter(|r| self.up(b) && r.is_leader())
-                .map(|r| (r.leader_epoch, r.hw >= r.epoch_start()));
-            let host = self.groups.hosts.entry(b).or_insert_with(|| Host {
-                core: Coordinator::new(config(), 1),
-                loaded: None,
-                loading: None,
-            });
-            let epoch = leads.map(|(e, _)| e);
-            if host.loaded.is_some() && host.loaded == epoch {
-                continue;
-            }
+            let leads = self.leads(b, GROUP_LOG_PARTITION);
+            let host = self.groups.hosts.entry(b).or_insert_with(Host::new);
+            let follow = host.leadership.follow(leads);
             let mut actions = Vec::new();
-            if host.loaded.is_some() || (host.loading.is_some() && host.loading != epoch) {
+            if follow.unload {
                 actions.extend(host.core.unload(OFFSETS_PARTITION));
-                host.loaded = None;
-                host.loading = None;
             }
-            match leads {
-                Some((epoch, _)) if host.loading.is_none() => {
-                    host.core.begin_load(OFFSETS_PARTITION);
-                    host.loading = Some(epoch);
-                }
-                _ => {}
+            if follow.begin {
+                host.core.begin_load(OFFSETS_PARTITION);
             }
-            if let Some((epoch, true)) = leads {
+            if let Some(epoch) = follow.load {
                 let log = &self.nodes[(b - 1) as usize].replicas[&GROUP_LOG_PARTITION].log;
                 let host = self.groups.hosts.get_mut(&b).expect("host");
                 let mut n = 0;
@@ -245,8 +227,6 @@ impl World {
                     .iter()
                     .map(|o| (o.partition, o.offset))
                     .collect();
-                host.loaded = Some(epoch);
-                host.loading = None;
                 self.log(format!(
                     "broker {b} coordinates groups at epoch {epoch} ({n} records loaded, offsets {held:?})"
                 ));
@@ -272,47 +252,23 @@ impl World {
 
     fn group_append(&mut self, b: i32, records: Records, token: u64) -> Vec<Action> {
         let now = self.now;
-        let loaded = self.groups.hosts.get(&b).and_then(|h| h.loaded);
-        let index = self.groups.entries.len() as u64;
-        let incarnation = self.nodes[(b - 1) as usize].incarnation;
-        let written = self
-            .node(b)
-            .replicas
-            .get_mut(&GROUP_LOG_PARTITION)
-            .map(|r| {
-                let Role::Leader(state) = &r.role else {
-                    return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
-                };
-                if Some(r.leader_epoch) != loaded {
-                    return Err(ErrorCode::NOT_LEADER_OR_FOLLOWER);
-                }
-                if state.isr().len() < MIN_ISR {
-                    return Err(ErrorCode::NOT_ENOUGH_REPLICAS);
-                }
-                let offset = r.leo();
-                r.append(r.leader_epoch, GROUP_LOG | index);
-                let log = r.leader_log();
-                if let Role::Leader(state) = &mut r.role {
-                    let a = state.on_leader_append(now, log);
-                    r.apply(a);
-                }
-                Ok((offset, r.leader_epoch))
-            })
-            .unwrap_or(Err(ErrorCode::NOT_LEADER_OR_FOLLOWER));
-        match written {
-            Ok((offset, leader_epoch)) => {
+        let loaded = self.groups.hosts.get(&b).and_then(|h| h.leadership.loaded);
+        let id = GROUP_LOG | self.groups.entries.len() as u64;
+        match self.coordinator_log_append(
+            b,
+            GROUP_LOG_PARTITION,
+            loaded,
+            id,
+            token,
+            APPEND_TIMEOUT_MS,
+        ) {
+            Ok(write) => {
                 self.log(format!(
-                    "broker {b}: offsets append {token} at {TOPIC}-{GROUP_LOG_PARTITION} offset {offset}"
+                    "broker {b}: offsets append {token} at {TOPIC}-{GROUP_LOG_PARTITION} offset {}",
+                    write.offset
                 ));
                 self.groups.entries.push(records);
-                self.groups.appends.push(GroupAppend {
-                    broker: b,
-                    incarnation,
-                    leader_epoch,
-                    offset,
-                    token,
-                    deadline: now + APPEND_TIMEOUT_MS,
-                });
+                self.groups.appends.push(write);
                 Vec::new()
             }
             Err(e) => match self.groups.hosts.get_mut(&b) {
@@ -324,26 +280,14 @@ impl World {
 
     fn complete_group_appends(&mut self) {
         let now = self.now;
-        let nodes = &self.nodes;
+        let appends = std::mem::take(&mut self.groups.appends);
         let mut done = Vec::new();
-        self.groups.appends.retain(|a| {
-            let n = &nodes[(a.broker - 1) as usize];
-            let r = n.replicas.get(&GROUP_LOG_PARTITION);
-            let leading = n.up
-                && n.incarnation == a.incarnation
-                && r.is_some_and(|r| r.is_leader() && r.leader_epoch == a.leader_epoch);
-            let result = if !leading {
-                ErrorCode::NOT_LEADER_OR_FOLLOWER
-            } else if r.is_some_and(|r| r.hw > a.offset) {
-                ErrorCode::NONE
-            } else if now > a.deadline {
-                ErrorCode::REQUEST_TIMED_OUT
-            } else {
-                return true;
-            };
-            done.push((a.broker, a.token, result));
-            false
-        });
+        for a in appends {
+            match self.log_write_outcome(GROUP_LOG_PARTITION, &a) {
+                None => self.groups.appends.push(a),
+                Some(result) => done.push((a.broker, a.token, result)),
+            }
+        }
         for (b, token, result) in done {
             self.log(format!("broker {b}: offsets append {token}: {result:?}"));
             let actions = match self.groups.hosts.get_mut(&b) {
@@ -360,11 +304,7 @@ impl World {
             GroupMsg::Call { waiter, call } => {
                 // A broker without a coordinator yet (just restarted)
                 // answers NOT_COORDINATOR, as any broker does.
-                let h = self.groups.hosts.entry(to).or_insert_with(|| Host {
-                    core: Coordinator::new(config(), 1),
-                    loaded: None,
-                    loading: None,
-                });
+                let h = self.groups.hosts.entry(to).or_insert_with(Host::new);
                 let actions = match call {
                     Call::Join(r) => h.core.on_join(waiter, r, now),
                     Call::Sync(r) => h.core.on_sync(waiter, r, now),
@@ -699,8 +639,8 @@ impl World {
         let current = self.groups.hosts.iter().find(|(b, h)| {
             self.up(**b)
                 && h.core.is_loaded(OFFSETS_PARTITION)
-                && h.loaded.is_some()
-                && h.loaded == newest_epoch
+                && h.leadership.loaded.is_some()
+                && h.leadership.loaded == newest_epoch
         });
         let Some((b, h)) = current else {
             return Ok(());
@@ -734,7 +674,7 @@ impl World {
             .groups
             .hosts
             .iter()
-            .filter(|(_, h)| h.loaded.is_some() && h.loaded == newest_epoch)
+            .filter(|(_, h)| h.leadership.loaded.is_some() && h.leadership.loaded == newest_epoch)
             .collect();
         let Some((b, h)) = loaded.last() else {
             return Err(Violation(format!(

@@ -22,6 +22,7 @@
 
 mod admin;
 mod check;
+mod coordinator_log;
 mod groups;
 mod idempotence;
 mod replica;

@@ -261,6 +261,19 @@ impl Replica {
         end_offset_for(&self.epochs_for_answer(), epoch, self.leo())
     }
 
+    /// The leader appends `id` in its epoch and runs its HW rule
+    /// (`LeaderReplicaState::on_leader_append`); the record's offset.
+    pub fn leader_append(&mut self, now_ms: i64, id: u64) -> i64 {
+        let offset = self.leo();
+        self.append(self.leader_epoch, id);
+        let log = self.leader_log();
+        if let Role::Leader(state) = &mut self.role {
+            let a = state.on_leader_append(now_ms, log);
+            self.apply(a);
+        }
+        offset
+    }
+
     /// Apply what the leader's rule decided; the proposed ISR, if any.
     pub fn apply(&mut self, actions: IsrActions) -> Option<Vec<BrokerId>> {
         if let Some(hw) = actions.high_watermark_advanced {

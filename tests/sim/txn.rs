@@ -31,6 +31,7 @@ use rand::Rng as _;
 use shardlog::protocol::ErrorCode;
 use shardlog::txn::coordinator::{Action, Answer, Coordinator, DEFAULT_MAX_TIMEOUT_MS};
 
+use super::coordinator_log::{Leadership, LogWrite};
 use super::replica::{MarkerRecord, Role, TXN_LOG};
 use super::world::{Acked, Msg, World, CLIENT, MIN_ISR, TOPIC};
 
@@ -130,16 +131,6 @@ pub(super) struct Producer {
 }
 
 /// A coordinator's append waiting for the HW of the log partition.
-struct LogAppend {
-    broker: i32,
-    incarnation: u32,
-    leader_epoch: i32,
-    offset: i64,
-    id: u64,
-    token: u64,
-    deadline: i64,
-}
-
 /// A marker appended by a leader, waiting for the HW.
 struct MarkerWrite {
     leader: i32,
@@ -170,11 +161,19 @@ struct MarkerJob {
 struct Host {
     core: Coordinator,
     incarnation: u32,
-    /// The leader epoch of the log partition it loaded (coordinator epoch).
-    loaded: Option<i32>,
-    /// The leader epoch it waits to load in (its HW short of the epoch's start).
-    loading: Option<i32>,
+    leadership: Leadership,
     jobs: BTreeMap<u64, MarkerJob>,
+}
+
+impl Host {
+    fn new(incarnation: u32) -> Self {
+        Host {
+            core: Coordinator::new(1, DEFAULT_MAX_TIMEOUT_MS),
+            incarnation,
+            leadership: Leadership::default(),
+            jobs: BTreeMap::new(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -186,7 +185,7 @@ pub struct TxnSim {
     next_pid: i64,
     pub(super) next_waiter: u64,
     pub(super) next_txn: u32,
-    appends: Vec<LogAppend>,
+    appends: Vec<LogWrite>,
     markers: Vec<MarkerWrite>,
     last_timer: i64,
     heal_steps: usize,
@@ -227,7 +226,7 @@ impl TxnSim {
     pub fn coordinators_at(&self, epoch: i32) -> impl Iterator<Item = (i32, &Coordinator)> {
         self.hosts
             .iter()
-            .filter(move |(_, h)| h.loaded == Some(epoch))
+            .filter(move |(_, h)| h.leadership.loaded == Some(epoch))
             .map(|(b, h)| (*b, &h.core))
     }
 }
@@ -254,7 +253,7 @@ impl World {
             for b in brokers {
                 let now = self.now;
                 let actions = match self.txn.hosts.get_mut(&b) {
-                    Some(h) if h.loaded.is_some() => {
+                    Some(h) if h.leadership.loaded.is_some() => {
                         let mut a = h.core.on_timer(now);
                         a.extend(h.core.retry_failed_appends());
                         a
@@ -302,40 +301,25 @@ impl World {
     fn sync_coordinators(&mut self) {
         for b in 1..=self.cfg.brokers {
             let incarnation = self.nodes[(b - 1) as usize].incarnation;
-            let leads = self.nodes[(b - 1) as usize]
-                .replicas
-                .get(&TXN_LOG_PARTITION)
-                .filter(|r| self.up(b) && r.is_leader())
-                .map(|r| (r.leader_epoch, r.hw >= r.epoch_start()));
-            let host = self.txn.hosts.entry(b).or_insert_with(|| Host {
-                core: Coordinator::new(1, DEFAULT_MAX_TIMEOUT_MS),
-                incarnation,
-                loaded: None,
-                loading: None,
-                jobs: BTreeMap::new(),
-            });
-            let epoch = leads.map(|(e, _)| e);
-            if host.loaded.is_some() && host.loaded == epoch {
-                continue;
-            }
+            let leads = self.leads(b, TXN_LOG_PARTITION);
+            let host = self
+                .txn
+                .hosts
+                .entry(b)
+                .or_insert_with(|| Host::new(incarnation));
+            let follow = host.leadership.follow(leads);
             let mut actions = Vec::new();
-            if host.loaded.is_some() || (host.loading.is_some() && host.loading != epoch) {
+            if follow.unload {
                 actions.extend(host.core.unload(TXN_LOG_PARTITION));
                 host.jobs.clear();
-                host.loading = None;
-                if host.loaded.take().is_some() {
-                    self.log(format!("broker {b} no longer coordinates transactions"));
-                }
             }
-            let host = self.txn.hosts.get_mut(&b).expect("host");
-            match leads {
-                Some((epoch, _)) if host.loading.is_none() => {
-                    host.core.begin_load(TXN_LOG_PARTITION);
-                    host.loading = Some(epoch);
-                }
-                _ => {}
+            if follow.begin {
+                host.core.begin_load(TXN_LOG_PARTITION);
             }
-            if let Some((epoch, true)) = leads {
+            if follow.was_loaded {
+                self.log(format!("broker {b} no longer coordinates transactions"));
+            }
+            if let Some(epoch) = follow.load {
                 let log = &self.nodes[(b - 1) as usize].replicas[&TXN_LOG_PARTITION].log;
                 let records: Vec<(Vec<u8>, Option<Vec<u8>>)> = log
                     .iter()
@@ -344,8 +328,6 @@ impl World {
                     .collect();
                 let host = self.txn.hosts.get_mut(&b).expect("host");
                 actions.extend(host.core.on_loaded(TXN_LOG_PARTITION, epoch, &records));
-                host.loaded = Some(epoch);
-                host.loading = None;
                 let line = format!(
                     "broker {b} coordinates transactions at epoch {epoch} ({} records loaded)",
                     records.len()
@@ -424,85 +406,61 @@ impl World {
         token: u64,
     ) -> Vec<Action> {
         let now = self.now;
-        let loaded = self.txn.hosts.get(&b).and_then(|h| h.loaded);
-        let index = self.txn.entries.len() as u64;
-        let incarnation = self.nodes[(b - 1) as usize].incarnation;
-        let node = self.node(b);
-        let written = node.replicas.get_mut(&TXN_LOG_PARTITION).and_then(|r| {
-            let Role::Leader(state) = &r.role else {
-                return None;
-            };
-            if Some(r.leader_epoch) != loaded || state.isr().len() < MIN_ISR {
-                return None;
+        let loaded = self.txn.hosts.get(&b).and_then(|h| h.leadership.loaded);
+        let id = TXN_LOG | self.txn.entries.len() as u64;
+        match self.coordinator_log_append(
+            b,
+            TXN_LOG_PARTITION,
+            loaded,
+            id,
+            token,
+            APPEND_TIMEOUT_MS,
+        ) {
+            Ok(write) => {
+                self.txn.entries.push((key, value));
+                self.txn.appends.push(write);
+                Vec::new()
             }
-            let offset = r.leo();
-            r.append(r.leader_epoch, TXN_LOG | index);
-            let log = r.leader_log();
-            let Role::Leader(state) = &mut r.role else {
-                return None;
-            };
-            let a = state.on_leader_append(now, log);
-            r.apply(a);
-            Some((offset, r.leader_epoch))
-        });
-        let Some((offset, leader_epoch)) = written else {
-            return match self.txn.hosts.get_mut(&b) {
+            Err(_) => match self.txn.hosts.get_mut(&b) {
                 Some(h) => h.core.on_appended(token, false, now),
                 None => Vec::new(),
-            };
-        };
-        self.txn.entries.push((key, value));
-        self.txn.appends.push(LogAppend {
-            broker: b,
-            incarnation,
-            leader_epoch,
-            offset,
-            id: TXN_LOG | index,
-            token,
-            deadline: now + APPEND_TIMEOUT_MS,
-        });
-        Vec::new()
+            },
+        }
     }
 
     fn complete_log_appends(&mut self) {
         let now = self.now;
+        let appends = std::mem::take(&mut self.txn.appends);
         let mut done = Vec::new();
-        let nodes = &self.nodes;
-        self.txn.appends.retain(|a| {
-            let n = &nodes[(a.broker - 1) as usize];
-            let r = n.replicas.get(&TXN_LOG_PARTITION);
-            let leading = n.up
-                && n.incarnation == a.incarnation
-                && r.is_some_and(|r| r.is_leader() && r.leader_epoch == a.leader_epoch);
-            if leading && r.is_some_and(|r| r.hw > a.offset) {
-                done.push((a.broker, a.token, Some((a.offset, a.id))));
-                return false;
+        for a in appends {
+            match self.log_write_outcome(TXN_LOG_PARTITION, &a) {
+                None => self.txn.appends.push(a),
+                Some(e) => done.push((a, e == ErrorCode::NONE)),
             }
-            if !leading || now > a.deadline {
-                done.push((a.broker, a.token, None));
-                return false;
-            }
-            true
-        });
-        for (b, token, acked) in done {
+        }
+        for (a, written) in done {
             self.log(format!(
-                "broker {b}: transaction state append {token} {}",
-                acked.map_or("failed".to_string(), |(o, _)| format!(
-                    "written at offset {o}"
-                ))
+                "broker {}: transaction state append {} {}",
+                a.broker,
+                a.token,
+                if written {
+                    format!("written at offset {}", a.offset)
+                } else {
+                    "failed".to_string()
+                }
             ));
-            if let Some((offset, id)) = acked {
+            if written {
                 self.acked.push(Acked {
                     partition: TXN_LOG_PARTITION,
-                    offset,
-                    id,
+                    offset: a.offset,
+                    id: a.id,
                 });
             }
-            let actions = match self.txn.hosts.get_mut(&b) {
-                Some(h) => h.core.on_appended(token, acked.is_some(), now),
+            let actions = match self.txn.hosts.get_mut(&a.broker) {
+                Some(h) => h.core.on_appended(a.token, written, now),
                 None => continue,
             };
-            self.execute(b, actions);
+            self.execute(a.broker, actions);
         }
     }
 
@@ -645,13 +603,11 @@ impl World {
                 // A broker without a coordinator yet (just restarted)
                 // answers NOT_COORDINATOR, as any broker does.
                 let incarnation = self.nodes[(to - 1) as usize].incarnation;
-                let h = self.txn.hosts.entry(to).or_insert_with(|| Host {
-                    core: Coordinator::new(1, DEFAULT_MAX_TIMEOUT_MS),
-                    incarnation,
-                    loaded: None,
-                    loading: None,
-                    jobs: BTreeMap::new(),
-                });
+                let h = self
+                    .txn
+                    .hosts
+                    .entry(to)
+                    .or_insert_with(|| Host::new(incarnation));
                 let actions = match call {
                     Call::Init { txn_id } => {
                         h.core
@@ -727,7 +683,7 @@ impl World {
                     return;
                 };
                 job.remaining.remove(&partition);
-                if !job.remaining.is_empty() || h.loaded != Some(job.coordinator_epoch) {
+                if !job.remaining.is_empty() || h.leadership.loaded != Some(job.coordinator_epoch) {
                     return;
                 }
                 h.jobs.remove(&token);
@@ -776,14 +732,8 @@ impl World {
             return;
         }
         let r = node.replicas.get_mut(&partition).expect("leader replica");
-        let offset = r.leo();
         let id = super::replica::marker_id(marker);
-        r.append(r.leader_epoch, id);
-        let log = r.leader_log();
-        if let Role::Leader(state) = &mut r.role {
-            let a = state.on_leader_append(now, log);
-            r.apply(a);
-        }
+        let offset = r.leader_append(now, id);
         self.txn.markers.push(MarkerWrite {
             leader: to,
             incarnation,

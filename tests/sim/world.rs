@@ -772,17 +772,7 @@ impl World {
             return;
         }
         let offset = match judge(r, id) {
-            Verdict::Append => {
-                let offset = r.leo();
-                r.append(r.leader_epoch, id);
-                let log = r.leader_log();
-                let Role::Leader(state) = &mut r.role else {
-                    return;
-                };
-                let a = state.on_leader_append(now, log);
-                r.apply(a);
-                offset
-            }
+            Verdict::Append => r.leader_append(now, id),
             Verdict::Duplicate(offset) => {
                 self.log(format!(
                     "broker {to}: record {id:#x} of {TOPIC}-{partition} is a retry of offset {offset}"

@@ -154,6 +154,9 @@ async fn on_control_request(ctx: &Rc<ShardContext>, req: ControlRequest) -> Shar
             ControlRequest::TopicConfigs { .. } => {
                 ShardResponse::Control(ControlResponse::TopicConfigs(None))
             }
+            ControlRequest::ConfirmLeadership { .. } => ShardResponse::Control(
+                ControlResponse::LeadershipConfirmed(Err("no control shard".into())),
+            ),
             ControlRequest::Admin(_)
             | ControlRequest::UpdateMetadata(_)
             | ControlRequest::LeaderAndIsr(_)
@@ -335,6 +338,36 @@ async fn serve_by_controller_queue(
     })
 }
 
+/// Plain store reads and writes, no publication, so not serialised with
+/// admin: v0 offsets, a topic's stored configs, a coordinator's leadership
+/// check. `Err` gives back any other request.
+async fn serve_store_access(
+    control: &ControlShard,
+    req: ControlRequest,
+) -> Result<ControlResponse, ControlRequest> {
+    Ok(match req {
+        ControlRequest::CommitOffsetsToStore { group, offsets } => {
+            ControlResponse::OffsetsCommittedToStore(
+                control.commit_offsets_to_store(&group, offsets).await,
+            )
+        }
+        ControlRequest::FetchOffsetsFromStore { group, partitions } => {
+            ControlResponse::OffsetsFromStore(
+                control.fetch_offsets_from_store(&group, partitions).await,
+            )
+        }
+        ControlRequest::TopicConfigs { topic } => {
+            ControlResponse::TopicConfigs(control.read_topic_configs(&topic).await)
+        }
+        ControlRequest::ConfirmLeadership { tp, leader_epoch } => {
+            ControlResponse::LeadershipConfirmed(
+                control.confirm_leadership(&tp, leader_epoch).await,
+            )
+        }
+        other => return Err(other),
+    })
+}
+
 async fn serve_control(
     ctx: &Rc<ShardContext>,
     control: &ControlShard,
@@ -366,21 +399,10 @@ async fn serve_control(
         ControlRequest::AlterPartitionReceived(ask) => {
             return ControlResponse::AlterPartitionReceived(control.alter_partition(*ask).await);
         }
-        // Nor are v0 offsets: plain store reads and writes, no publication.
-        ControlRequest::CommitOffsetsToStore { group, offsets } => {
-            return ControlResponse::OffsetsCommittedToStore(
-                control.commit_offsets_to_store(&group, offsets).await,
-            );
-        }
-        ControlRequest::FetchOffsetsFromStore { group, partitions } => {
-            return ControlResponse::OffsetsFromStore(
-                control.fetch_offsets_from_store(&group, partitions).await,
-            );
-        }
-        ControlRequest::TopicConfigs { topic } => {
-            return ControlResponse::TopicConfigs(control.read_topic_configs(&topic).await);
-        }
-        other => other,
+        other => match serve_store_access(control, other).await {
+            Ok(answer) => return answer,
+            Err(req) => req,
+        },
     };
     let _turn = control.serial.acquire_permit(1).await;
     match req {
@@ -396,7 +418,8 @@ async fn serve_control(
         | ControlRequest::AlterPartitionReceived(_)
         | ControlRequest::CommitOffsetsToStore { .. }
         | ControlRequest::FetchOffsetsFromStore { .. }
-        | ControlRequest::TopicConfigs { .. } => unreachable!("answered above"),
+        | ControlRequest::TopicConfigs { .. }
+        | ControlRequest::ConfirmLeadership { .. } => unreachable!("answered above"),
         ControlRequest::AutoCreateTopics { topics } => {
             let outcome = control.admin.auto_create(topics).await;
             if let Some(snapshot) = outcome.publish {

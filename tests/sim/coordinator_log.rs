@@ -70,14 +70,23 @@ pub struct LogWrite {
 }
 
 impl World {
-    /// The leader epoch broker `b` leads `partition` in, and whether its
-    /// HW reached that epoch's start.
+    /// The leader epoch broker `b` leads `partition` in, and whether it
+    /// may load in it: its HW reached that epoch's start and ZooKeeper's
+    /// partition state, which `b` can read, names it leader in that epoch
+    /// (the broker's `internal_log::replay`).
     pub(super) fn leads(&self, b: i32, partition: i32) -> Option<(i32, bool)> {
-        self.nodes[(b - 1) as usize]
-            .replicas
+        let node = &self.nodes[(b - 1) as usize];
+        node.replicas
             .get(&partition)
             .filter(|r| self.up(b) && r.is_leader())
-            .map(|r| (r.leader_epoch, r.hw >= r.epoch_start()))
+            .map(|r| {
+                let confirmed = !node.store.is_cut()
+                    && self
+                        .zk_states
+                        .get(&partition)
+                        .is_some_and(|s| s.leader.0 == b && s.leader_epoch.0 == r.leader_epoch);
+                (r.leader_epoch, r.hw >= r.epoch_start() && confirmed)
+            })
     }
 
     /// Append record `id` to `partition` on `b`, whose coordinator loaded

@@ -77,7 +77,16 @@ const CI_SEEDS: u64 = 150;
 ///   coordinator answered the producer's EndTxn(commit) NONE from the
 ///   previous transaction's CompleteCommit, and the transaction was
 ///   aborted. Coordinators now load once the HW reached their leader
-///   epoch's start (`internal_log::replay`).
+///   epoch's start (`internal_log::replay`);
+/// - 12182 (shape 5): a broker cut off from the controller got the
+///   LeaderAndIsr of leader epochs 4–6 of `__transaction_state` after the
+///   link healed, when epoch 7 led elsewhere; its HW already covered epoch
+///   5's start, so it loaded an old log and re-sent the ABORT markers of a
+///   transaction completed since, with a coordinator epoch (5) above the
+///   one the partition had seen: a later transaction of the same producer
+///   epoch, then committed, was aborted in that partition. Coordinators
+///   now load only once ZooKeeper's partition state names them leader in
+///   that epoch (`ControlShard::confirm_leadership`).
 ///
 /// Each with the shape ([`world::Config::shape`]) it was found in.
 const REGRESSION_SEEDS: &[(u64, u8)] = &[
@@ -88,6 +97,9 @@ const REGRESSION_SEEDS: &[(u64, u8)] = &[
     (16331, 2),
     (53537, 3),
     (39, 4),
+    (43, 4),
+    (2843, 4),
+    (12182, 5),
 ];
 
 /// How long one seed may take on the wall clock (a debug build runs one

@@ -128,7 +128,7 @@ pub(super) struct Node {
     pub(super) up: bool,
     /// Bumped by every crash: messages and waits of an earlier life are void.
     pub(super) incarnation: u32,
-    store: EmbeddedStore,
+    pub(super) store: EmbeddedStore,
     pub(super) zk: Option<Rc<ZkBroker<EmbeddedStore, SimDuties>>>,
     pub(super) hosted: HostedPartitions,
     /// Logs survive crashes (their unflushed tail does not).
@@ -180,6 +180,8 @@ pub struct World {
     pub(super) epochs_seen: BTreeMap<(i32, i32), (u32, i32)>,
     /// Per (partition, leader epoch): the broker that led in it.
     pub(super) leaders_seen: BTreeMap<(i32, i32), i32>,
+    /// The partition states in ZooKeeper, read at this step's start.
+    pub(super) zk_states: BTreeMap<i32, PartitionStateZNode>,
     pub trace: Vec<String>,
     pub step: usize,
 }
@@ -217,6 +219,7 @@ impl World {
             controllers: BTreeMap::new(),
             epochs_seen: BTreeMap::new(),
             leaders_seen: BTreeMap::new(),
+            zk_states: BTreeMap::new(),
             trace: Vec::new(),
             step: 0,
             cfg,
@@ -425,6 +428,9 @@ impl World {
         }
         if self.cfg.idempotent_producers && self.rng.gen_bool(0.3) {
             self.idempotent_produce();
+        }
+        if self.cfg.transactions || self.cfg.groups {
+            self.zk_states = self.states().await;
         }
         if self.cfg.transactions {
             self.txn_step(faults);

@@ -291,4 +291,20 @@ impl<'a> ControlClient<'a> {
             }
         }
     }
+
+    /// Whether the controller's partition state names this broker leader
+    /// of `tp` in `leader_epoch` ([`ControlShard::confirm_leadership`]).
+    ///
+    /// [`ControlShard::confirm_leadership`]: super::control_shard::ControlShard::confirm_leadership
+    pub async fn confirm_leadership(
+        &self,
+        tp: TopicPartition,
+        leader_epoch: i32,
+    ) -> Result<(), String> {
+        let req = ShardRequest::Control(ControlRequest::ConfirmLeadership { tp, leader_epoch });
+        match self.ctx.call(self.ctx.control_peer(), req).await {
+            Ok(ShardResponse::Control(ControlResponse::LeadershipConfirmed(answer))) => answer,
+            other => Err(format!("unexpected leadership answer: {other:?}")),
+        }
+    }
 }

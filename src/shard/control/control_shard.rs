@@ -117,6 +117,13 @@ pub enum ControlRequest {
     /// DescribeConfigs of a topic in ZooKeeper mode: its stored overrides
     /// (`/config/topics/<t>`), whether or not this broker hosts it.
     TopicConfigs { topic: String },
+    /// A coordinator about to load `__consumer_offsets` or
+    /// `__transaction_state` partition `tp` as its leader in
+    /// `leader_epoch`: checked against the partition-state znode.
+    ConfirmLeadership {
+        tp: TopicPartition,
+        leader_epoch: i32,
+    },
     /// CreateAcls / DeleteAcls: written to the store, then republished.
     Acls(acls::AclCall),
 }
@@ -150,6 +157,9 @@ pub enum ControlResponse {
     OffsetsFromStore(Vec<Result<Option<i64>, ErrorCode>>),
     /// A topic's stored overrides; `None` when the store could not be read.
     TopicConfigs(Option<std::collections::BTreeMap<String, String>>),
+    /// `Err` says why the store does not name this broker leader in that
+    /// epoch, or why it could not be read.
+    LeadershipConfirmed(Result<(), String>),
     Acls(acls::AclReply),
 }
 
@@ -660,6 +670,44 @@ impl ControlShard {
                 tracing::warn!(%topic, error = %e, "cannot read topic configs; using defaults");
                 None
             }
+        }
+    }
+
+    /// Whether the partition-state znode
+    /// (`/brokers/topics/<t>/partitions/<p>/state`) names this broker
+    /// leader of `tp` in `leader_epoch`. Kafka 3.9's coordinators load on
+    /// LeaderAndIsr alone (`TransactionStateManager.loadTransactionsForTxnTopicPartition`,
+    /// `GroupMetadataManager.scheduleLoadGroupAndOffsets`), but a
+    /// LeaderAndIsr can arrive late, over a link that was cut, after the
+    /// controller (`PartitionStateMachine`, which writes this znode before
+    /// it sends anything) elected a newer leader elsewhere: that stale
+    /// leader's HW already covers its epoch's start, so it would load an
+    /// old state and re-send markers of transactions completed since. The
+    /// znode is the controller's word. Embedded mode has no other broker.
+    pub async fn confirm_leadership(
+        &self,
+        tp: &TopicPartition,
+        leader_epoch: i32,
+    ) -> Result<(), String> {
+        if !self.zookeeper_mode {
+            return Ok(());
+        }
+        let path = paths::partition_state(&tp.topic, tp.partition);
+        let (data, _) = self
+            .admin
+            .store()
+            .get(&path)
+            .await
+            .map_err(|e| format!("{path}: {e}"))?;
+        let state =
+            paths::PartitionStateZNode::decode(&data).map_err(|e| format!("{path}: {e}"))?;
+        if state.leader == self.me && state.leader_epoch.0 == leader_epoch {
+            Ok(())
+        } else {
+            Err(format!(
+                "the controller has leader {} in epoch {}, not this broker in {leader_epoch}",
+                state.leader.0, state.leader_epoch.0
+            ))
         }
     }
 }

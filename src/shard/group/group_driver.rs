@@ -3,7 +3,7 @@
 //! `__consumer_offsets` partitions on every snapshot, and the connection
 //! side that sends a group's call to its coordinator's shard.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -121,7 +121,7 @@ impl GroupDriver {
         let me = crate::types::BrokerId(self.ctx.config.broker_id);
         let count = snapshot.cluster_partition_count(OFFSETS_TOPIC);
         let hosted = snapshot.hosted_topic(OFFSETS_TOPIC);
-        let mine: BTreeSet<i32> = match (hosted, count) {
+        let mine: BTreeMap<i32, i32> = match (hosted, count) {
             (Some(t), Some(n)) => {
                 if host.core.borrow().owned_partitions().is_empty() {
                     host.core.borrow_mut().set_num_partitions(n);
@@ -132,18 +132,18 @@ impl GroupDriver {
                         p.leader == me
                             && self.ctx.owner_of(OFFSETS_TOPIC, p.partition) == self.ctx.peer_id()
                     })
-                    .map(|p| p.partition)
+                    .map(|p| (p.partition, p.leader_epoch.0))
                     .collect()
             }
-            _ => BTreeSet::new(),
+            _ => BTreeMap::new(),
         };
         self.forget_deleted_topics(&host, &snapshot);
         let owned: BTreeSet<i32> = host.core.borrow().owned_partitions().into_iter().collect();
-        for p in owned.difference(&mine) {
+        for p in owned.iter().filter(|p| !mine.contains_key(p)) {
             let actions = host.core.borrow_mut().unload(*p);
             host.execute(actions);
         }
-        for p in mine.difference(&owned) {
+        for (p, &epoch) in mine.iter().filter(|(p, _)| !owned.contains(p)) {
             if !host.loading.borrow_mut().insert(*p) {
                 continue;
             }
@@ -153,7 +153,7 @@ impl GroupDriver {
             let host = host.clone();
             let p = *p;
             glommio::spawn_local(async move {
-                let loaded = load_partition(&ctx, &host, p).await;
+                let loaded = load_partition(&ctx, &host, p, epoch).await;
                 host.loading.borrow_mut().remove(&p);
                 let now = ctx.clock.wall_ms();
                 match loaded {
@@ -364,10 +364,16 @@ async fn append_acks_all(
 }
 
 /// Replay partition `p` of `__consumer_offsets` from its log start to its
-/// HW into the coordinator; returns the records replayed.
-async fn load_partition(ctx: &Rc<ShardContext>, host: &GroupHost, p: i32) -> Result<u64, String> {
+/// HW into the coordinator, as its leader in `leader_epoch`; returns the
+/// records replayed.
+async fn load_partition(
+    ctx: &Rc<ShardContext>,
+    host: &GroupHost,
+    p: i32,
+    leader_epoch: i32,
+) -> Result<u64, String> {
     let tp = TopicPartition::new(OFFSETS_TOPIC, p);
-    internal_log::replay(ctx, &tp, |item| {
+    internal_log::replay(ctx, &tp, leader_epoch, |item| {
         let (offset, key, value, txn_producer) = match item {
             Replayed::Marker {
                 producer_id,

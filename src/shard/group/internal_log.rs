@@ -152,9 +152,15 @@ pub enum Replayed<'a> {
 /// and aborted in another). Waiting makes every loaded record committed.
 /// Not found in the time a follower has to fetch before it leaves the
 /// ISR (`replica.lag.time.max.ms`): an error, and the driver retries.
+///
+/// And only once the controller's partition state still names this broker
+/// leader in `leader_epoch` (`ControlShard::confirm_leadership`): a
+/// LeaderAndIsr that arrived late makes a leader whose HW already covers
+/// its epoch's start, with none of what the real leader committed since.
 pub async fn replay(
     ctx: &Rc<ShardContext>,
     tp: &TopicPartition,
+    leader_epoch: i32,
     mut f: impl FnMut(Replayed<'_>) -> bool,
 ) -> Result<u64, String> {
     let Some(data) = ctx.data() else {
@@ -183,6 +189,10 @@ pub async fn replay(
             e => return Err(format!("HW short of the leader epoch's start: {e:?}")),
         }
     }
+    ctx.control_client()
+        .confirm_leadership(tp.clone(), leader_epoch)
+        .await
+        .map_err(|e| format!("leadership not confirmed: {e}"))?;
     let mut offset = start.offset;
     let mut replayed = 0u64;
     loop {

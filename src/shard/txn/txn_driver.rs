@@ -154,7 +154,7 @@ impl TxnDriver {
             glommio::spawn_local(async move {
                 let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, p);
                 let mut records = Vec::new();
-                let loaded = internal_log::replay(&ctx, &tp, |item| match item {
+                let loaded = internal_log::replay(&ctx, &tp, epoch, |item| match item {
                     Replayed::Record { key, value, .. } => {
                         records.push((key.to_vec(), value.map(<[u8]>::to_vec)));
                         true

@@ -51,6 +51,7 @@ pub mod assignment;
 pub mod brokers;
 pub mod channel;
 pub mod context;
+pub mod core;
 pub mod election;
 pub mod identity;
 pub mod image;

@@ -1,0 +1,299 @@
+//! `[pure]` The ZooKeeper-mode controller's decisions as events in, actions
+//! out: [`ControllerCore::on_event`] takes what happened (a request, the
+//! result of a znode write) with the [`ControllerContext`] and answers what
+//! to do next (write these states conditioned on their partition epochs,
+//! send these requests, answer that caller). The driver (`zk_mode`)
+//! performs each action and feeds its result back as the next event; the
+//! core does no I/O and reads no clock, so a test drives it step by step.
+//!
+//! It serves AlterPartition (Kafka 3.9 `KafkaController.processAlterPartition`
+//! / `tryProcessAlterPartition`): the request is judged per partition
+//! (`alter_partition::judge`), the accepted states are written with the
+//! partition epoch as the znode version, the context takes what was
+//! written, moving partitions are checked for completion, every registered
+//! broker gets an UpdateMetadata for them and the leader its answer.
+//! The controller's other duties are still in `zk_mode`'s async handlers.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::alter_partition::{judge, Proposal, Verdict};
+use super::context::{ControllerContext, Leadership};
+use super::leader_election::LeaderIsr;
+use crate::protocol::ErrorCode;
+use crate::types::{BrokerId, ControllerEpoch, PartitionEpoch, TopicPartition};
+
+#[cfg(test)]
+mod tests;
+
+/// One partition of an AlterPartition (v2+ names topics by id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterItem {
+    pub topic_id: Uuid,
+    pub partition: i32,
+    pub proposal: Proposal,
+}
+
+/// An AlterPartition as the controller reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterAsk {
+    pub broker: BrokerId,
+    pub broker_epoch: i64,
+    pub items: Vec<AlterItem>,
+}
+
+/// Per partition (in the request's order) the state now in force or why
+/// not; or a request-level error (NOT_CONTROLLER, STALE_BROKER_EPOCH).
+pub type AlterAnswer = Result<Vec<(Uuid, i32, Result<LeaderIsr, ErrorCode>)>, ErrorCode>;
+
+/// Why a conditional state write failed, as the core needs to know it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteFailure {
+    /// The znode's version moved (another writer, or a retry that lost).
+    BadVersion,
+    /// This broker is no longer controller, or `/controller_epoch` moved.
+    NotController,
+    Other(String),
+}
+
+/// What happened, for the core.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControllerEvent {
+    /// A leader's AlterPartition; `token` names its answer.
+    AlterPartition { token: u64, ask: AlterAsk },
+    /// The [`ControllerAction::WriteLeaderships`] of `token` done: per
+    /// write, in its order, the new partition epoch or why not.
+    LeadershipsWritten {
+        token: u64,
+        results: Vec<Result<PartitionEpoch, WriteFailure>>,
+    },
+}
+
+/// What the driver is to do, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControllerAction {
+    /// Write each state to its partition-state znode with the controller
+    /// epoch check, expecting `partition_epoch` as the znode version;
+    /// answer with [`ControllerEvent::LeadershipsWritten`].
+    WriteLeaderships {
+        token: u64,
+        writes: Vec<(TopicPartition, LeaderIsr)>,
+    },
+    /// Queue the reassignment completion check of a moving partition
+    /// (`processAlterPartition` does it after the answer is built).
+    CheckReassignment(TopicPartition),
+    /// UpdateMetadata with `partitions` to `brokers`.
+    UpdateMetadata {
+        brokers: Vec<BrokerId>,
+        partitions: Vec<TopicPartition>,
+    },
+    AnswerAlterPartition {
+        token: u64,
+        answer: AlterAnswer,
+    },
+}
+
+/// One judged partition of an AlterPartition waiting for its writes.
+#[derive(Debug, Clone)]
+struct Judged {
+    topic_id: Uuid,
+    partition: i32,
+    name: Option<String>,
+    verdict: Verdict,
+}
+
+/// The core's own state: the AlterPartitions waiting for their writes.
+#[derive(Debug, Default)]
+pub struct ControllerCore {
+    alters: BTreeMap<u64, Vec<Judged>>,
+    next_token: u64,
+}
+
+impl ControllerCore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A token for an event that will be answered.
+    pub fn token(&mut self) -> u64 {
+        self.next_token += 1;
+        self.next_token
+    }
+
+    /// AlterPartitions still waiting for their writes.
+    pub fn waiting(&self) -> usize {
+        self.alters.len()
+    }
+
+    /// `ctx` is `None` when this broker is not controller. No event here
+    /// depends on time yet; `now_ms` is for the timed duties to come.
+    pub fn on_event(
+        &mut self,
+        ctx: Option<&mut ControllerContext>,
+        _now_ms: i64,
+        event: ControllerEvent,
+    ) -> Vec<ControllerAction> {
+        match event {
+            ControllerEvent::AlterPartition { token, ask } => self.on_alter(ctx, token, ask),
+            ControllerEvent::LeadershipsWritten { token, results } => {
+                self.on_alter_written(ctx, token, results)
+            }
+        }
+    }
+
+    /// `tryProcessAlterPartition`: judge every partition; write those
+    /// that change, or answer at once when none does.
+    fn on_alter(
+        &mut self,
+        ctx: Option<&mut ControllerContext>,
+        token: u64,
+        ask: AlterAsk,
+    ) -> Vec<ControllerAction> {
+        let answer = |answer| vec![ControllerAction::AnswerAlterPartition { token, answer }];
+        let Some(ctx) = ctx else {
+            return answer(Err(ErrorCode::NOT_CONTROLLER));
+        };
+        // Kafka: an unknown broker or another epoch is STALE_BROKER_EPOCH.
+        if ctx.broker(ask.broker).map(|b| b.epoch) != Some(ask.broker_epoch) {
+            return answer(Err(ErrorCode::STALE_BROKER_EPOCH));
+        }
+        let live = ctx.live();
+        let judged: Vec<Judged> = ask
+            .items
+            .into_iter()
+            .map(|item| {
+                let name = ctx
+                    .topic_ids
+                    .iter()
+                    .find(|(_, id)| **id == item.topic_id)
+                    .map(|(n, _)| n.clone());
+                let verdict = match &name {
+                    None => Verdict::Refused(ErrorCode::UNKNOWN_TOPIC_ID),
+                    Some(n) => {
+                        let tp = TopicPartition::new(n.as_str(), item.partition);
+                        judge(
+                            ctx.leadership.get(&tp).map(|l| &l.leader_isr),
+                            &live,
+                            &item.proposal,
+                        )
+                    }
+                };
+                Judged {
+                    topic_id: item.topic_id,
+                    partition: item.partition,
+                    name,
+                    verdict,
+                }
+            })
+            .collect();
+        let writes = writes_of(&judged);
+        self.alters.insert(token, judged);
+        if writes.is_empty() {
+            return self.on_alter_written(Some(ctx), token, Vec::new());
+        }
+        vec![ControllerAction::WriteLeaderships { token, writes }]
+    }
+
+    /// The accepted states written (or not): the context takes those
+    /// written, the moving ones are checked, every registered broker hears
+    /// of them, and the leader gets its answer.
+    fn on_alter_written(
+        &mut self,
+        mut ctx: Option<&mut ControllerContext>,
+        token: u64,
+        results: Vec<Result<PartitionEpoch, WriteFailure>>,
+    ) -> Vec<ControllerAction> {
+        let Some(judged) = self.alters.remove(&token) else {
+            return Vec::new();
+        };
+        let writes = writes_of(&judged);
+        let controller_epoch = ctx.as_ref().map_or(-1, |c| c.epoch);
+        let mut outcome: BTreeMap<TopicPartition, Result<LeaderIsr, ErrorCode>> = BTreeMap::new();
+        let mut changed = Vec::new();
+        let mut results = results.into_iter();
+        for (tp, l) in writes {
+            let r = match results.next() {
+                Some(Ok(epoch)) => {
+                    let l = LeaderIsr {
+                        partition_epoch: epoch,
+                        ..l
+                    };
+                    if let Some(ctx) = ctx.as_deref_mut() {
+                        ctx.leadership.insert(
+                            tp.clone(),
+                            Leadership {
+                                leader_isr: l.clone(),
+                                controller_epoch: ControllerEpoch(controller_epoch),
+                            },
+                        );
+                    }
+                    changed.push(tp.clone());
+                    tracing::info!(%tp, isr = ?l.isr, partition_epoch = %l.partition_epoch.0, "ISR changed");
+                    Ok(l)
+                }
+                Some(Err(WriteFailure::BadVersion)) => Err(ErrorCode::INVALID_UPDATE_VERSION),
+                Some(Err(WriteFailure::NotController)) => Err(ErrorCode::NOT_CONTROLLER),
+                Some(Err(WriteFailure::Other(e))) => {
+                    tracing::warn!(%tp, error = %e, "writing an ISR change");
+                    Err(ErrorCode::UNKNOWN_SERVER_ERROR)
+                }
+                None => Err(ErrorCode::UNKNOWN_SERVER_ERROR),
+            };
+            outcome.insert(tp, r);
+        }
+        let mut actions = Vec::new();
+        if let Some(ctx) = ctx.as_deref() {
+            // Moving partitions are checked for completion after the
+            // answer is built (`processAlterPartition`): queued.
+            actions.extend(
+                changed
+                    .iter()
+                    .filter(|tp| ctx.reassignments.contains_key(*tp))
+                    .cloned()
+                    .map(ControllerAction::CheckReassignment),
+            );
+            if !changed.is_empty() {
+                // `sendUpdateMetadataRequest(liveOrShuttingDownBrokerIds, partitions)`.
+                actions.push(ControllerAction::UpdateMetadata {
+                    brokers: ctx.live_or_shutting_down().into_iter().collect(),
+                    partitions: changed,
+                });
+            }
+        }
+        let answers = judged
+            .into_iter()
+            .map(|j| {
+                let r = match j.verdict {
+                    Verdict::Refused(e) => Err(e),
+                    Verdict::Unchanged(l) => Ok(l),
+                    Verdict::Write(_) => {
+                        let tp = TopicPartition::new(j.name.unwrap_or_default(), j.partition);
+                        outcome
+                            .remove(&tp)
+                            .unwrap_or(Err(ErrorCode::UNKNOWN_SERVER_ERROR))
+                    }
+                };
+                (j.topic_id, j.partition, r)
+            })
+            .collect();
+        actions.push(ControllerAction::AnswerAlterPartition {
+            token,
+            answer: Ok(answers),
+        });
+        actions
+    }
+}
+
+/// The states an AlterPartition's verdicts ask to write, in request order.
+fn writes_of(judged: &[Judged]) -> Vec<(TopicPartition, LeaderIsr)> {
+    judged
+        .iter()
+        .filter_map(|j| match (&j.name, &j.verdict) {
+            (Some(n), Verdict::Write(l)) => {
+                Some((TopicPartition::new(n.as_str(), j.partition), l.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}

@@ -12,7 +12,14 @@
 //! partition epoch as the znode version, the context takes what was
 //! written, moving partitions are checked for completion, every registered
 //! broker gets an UpdateMetadata for them and the leader its answer.
-//! The controller's other duties are still in `zk_mode`'s async handlers.
+//!
+//! And the two state machines every duty drives: the partition state
+//! machine (`partitions`: first leaders of new partitions, elections of the
+//! others, `elect`) and the replica state machine (`replicas`: replicas
+//! told, stopped, taken out of their ISRs). Which changes each event asks
+//! for (broker join and failure, topic creation and deletion, reassignment
+//! steps, preferred and controlled-shutdown elections) is still sequenced
+//! by `zk_mode`'s async handlers.
 
 use std::collections::BTreeMap;
 
@@ -21,11 +28,18 @@ use uuid::Uuid;
 use super::alter_partition::{judge, Proposal, Verdict};
 use super::context::{ControllerContext, Leadership};
 use super::leader_election::LeaderIsr;
+use super::state_machine::{PartitionState, ReplicaState};
 use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, ControllerEpoch, PartitionEpoch, TopicPartition};
 
+mod elect;
+mod partitions;
+mod replicas;
 #[cfg(test)]
 mod tests;
+
+pub use elect::{plan_elections, ElectionFailures, ElectionKind};
+pub use partitions::CreateFailure;
 
 /// One partition of an AlterPartition (v2+ names topics by id).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,13 +61,14 @@ pub struct AlterAsk {
 /// not; or a request-level error (NOT_CONTROLLER, STALE_BROKER_EPOCH).
 pub type AlterAnswer = Result<Vec<(Uuid, i32, Result<LeaderIsr, ErrorCode>)>, ErrorCode>;
 
-/// Why a conditional state write failed, as the core needs to know it.
+/// Why a conditional state write failed, as the core needs to know it,
+/// with the store's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteFailure {
     /// The znode's version moved (another writer, or a retry that lost).
-    BadVersion,
+    BadVersion(String),
     /// This broker is no longer controller, or `/controller_epoch` moved.
-    NotController,
+    NotController(String),
     Other(String),
 }
 
@@ -67,6 +82,49 @@ pub enum ControllerEvent {
     LeadershipsWritten {
         token: u64,
         results: Vec<Result<PartitionEpoch, WriteFailure>>,
+    },
+    /// Elect leaders for `parts` (`electLeaderForPartitions`); `job` names
+    /// its [`ControllerAction::Elected`]. `default_unclean` is the
+    /// broker's `unclean.leader.election.enable`.
+    Elect {
+        job: u64,
+        parts: Vec<TopicPartition>,
+        kind: ElectionKind,
+        default_unclean: bool,
+    },
+    /// The [`ControllerAction::ReadUncleanSettings`] of `job` done.
+    UncleanRead {
+        job: u64,
+        settings: BTreeMap<String, bool>,
+    },
+    /// The [`ControllerAction::ReloadLeaderships`] of `job` done: the
+    /// states read (unreadable ones left out).
+    LeadershipsReloaded {
+        job: u64,
+        states: Vec<(TopicPartition, Leadership)>,
+    },
+    /// The partition state machine: `parts` to `target`
+    /// (`PartitionStateMachine.handleStateChanges`), elections by `kind`;
+    /// ends with [`ControllerAction::PartitionsDone`].
+    PartitionsTo {
+        job: u64,
+        parts: Vec<TopicPartition>,
+        target: PartitionState,
+        kind: ElectionKind,
+        default_unclean: bool,
+    },
+    /// The [`ControllerAction::CreateStates`] of `token` done, per state.
+    StatesCreated {
+        token: u64,
+        results: Vec<Result<(), CreateFailure>>,
+    },
+    /// The replica state machine: `replicas` to `target`
+    /// (`ReplicaStateMachine.handleStateChanges`); ends with
+    /// [`ControllerAction::ReplicasDone`].
+    ReplicasTo {
+        job: u64,
+        replicas: Vec<(TopicPartition, BrokerId)>,
+        target: ReplicaState,
     },
 }
 
@@ -83,7 +141,8 @@ pub enum ControllerAction {
     /// Queue the reassignment completion check of a moving partition
     /// (`processAlterPartition` does it after the answer is built).
     CheckReassignment(TopicPartition),
-    /// UpdateMetadata with `partitions` to `brokers`.
+    /// UpdateMetadata with `partitions` to `brokers`, in the caller's
+    /// batch.
     UpdateMetadata {
         brokers: Vec<BrokerId>,
         partitions: Vec<TopicPartition>,
@@ -91,6 +150,58 @@ pub enum ControllerAction {
     AnswerAlterPartition {
         token: u64,
         answer: AlterAnswer,
+    },
+    /// Read each topic's `unclean.leader.election.enable` (its override in
+    /// `/config/topics/<t>`, else the broker's); answer with
+    /// [`ControllerEvent::UncleanRead`].
+    ReadUncleanSettings {
+        job: u64,
+        topics: Vec<String>,
+    },
+    /// Re-read these state znodes; answer with
+    /// [`ControllerEvent::LeadershipsReloaded`].
+    ReloadLeaderships {
+        job: u64,
+        parts: Vec<TopicPartition>,
+    },
+    /// LeaderAndIsr for `partition` (its state now in the context) to
+    /// `recipients`, in the caller's batch (`is_new`: replicas just
+    /// created).
+    LeaderAndIsr {
+        recipients: Vec<BrokerId>,
+        partition: TopicPartition,
+        is_new: bool,
+    },
+    /// StopReplica for `partition` to `replica`, in the caller's batch.
+    StopReplica {
+        replica: BrokerId,
+        partition: TopicPartition,
+        delete: bool,
+    },
+    /// Create the `partitions/<p>` and `partitions/<p>/state` znodes of
+    /// new partitions with these first states, behind the controller-epoch
+    /// check; answer with [`ControllerEvent::StatesCreated`].
+    CreateStates {
+        token: u64,
+        states: Vec<(TopicPartition, LeaderIsr)>,
+    },
+    /// Kafka's `UncleanLeaderElectionsPerSec` grows by this many.
+    UncleanElections(u64),
+    /// The election `job` is over: the partitions that got a leader, and
+    /// why the others did not.
+    Elected {
+        job: u64,
+        elected: Vec<TopicPartition>,
+        failed: ElectionFailures,
+    },
+    /// The partition state change `job` is over: the partitions now Online.
+    PartitionsDone {
+        job: u64,
+        online: Vec<TopicPartition>,
+    },
+    /// The replica state change `job` is over.
+    ReplicasDone {
+        job: u64,
     },
 }
 
@@ -103,10 +214,15 @@ struct Judged {
     verdict: Verdict,
 }
 
-/// The core's own state: the AlterPartitions waiting for their writes.
+/// The core's own state: the work waiting on the driver, by token.
 #[derive(Debug, Default)]
 pub struct ControllerCore {
     alters: BTreeMap<u64, Vec<Judged>>,
+    elections: BTreeMap<u64, elect::ElectionJob>,
+    partitions: BTreeMap<u64, partitions::PartitionsJob>,
+    /// Elections run by a partition state change: election → change.
+    parents: BTreeMap<u64, u64>,
+    offline: BTreeMap<u64, replicas::OfflineJob>,
     next_token: u64,
 }
 
@@ -121,9 +237,9 @@ impl ControllerCore {
         self.next_token
     }
 
-    /// AlterPartitions still waiting for their writes.
+    /// AlterPartitions and elections still waiting on the driver.
     pub fn waiting(&self) -> usize {
-        self.alters.len()
+        self.alters.len() + self.elections.len() + self.partitions.len() + self.offline.len()
     }
 
     /// `ctx` is `None` when this broker is not controller. No event here
@@ -137,8 +253,41 @@ impl ControllerCore {
         match event {
             ControllerEvent::AlterPartition { token, ask } => self.on_alter(ctx, token, ask),
             ControllerEvent::LeadershipsWritten { token, results } => {
-                self.on_alter_written(ctx, token, results)
+                if self.alters.contains_key(&token) {
+                    self.on_alter_written(ctx, token, results)
+                } else if self.offline.contains_key(&token) {
+                    self.on_removal_written(ctx, token, results)
+                } else {
+                    self.on_election_written(ctx, token, results)
+                }
             }
+            ControllerEvent::Elect {
+                job,
+                parts,
+                kind,
+                default_unclean,
+            } => self.on_elect(ctx, job, parts, kind, default_unclean),
+            ControllerEvent::UncleanRead { job, settings } => {
+                self.on_unclean_read(ctx, job, settings)
+            }
+            ControllerEvent::LeadershipsReloaded { job, states } => {
+                self.on_leaderships_reloaded(ctx, job, states)
+            }
+            ControllerEvent::PartitionsTo {
+                job,
+                parts,
+                target,
+                kind,
+                default_unclean,
+            } => self.on_partitions_to(ctx, job, parts, target, kind, default_unclean),
+            ControllerEvent::StatesCreated { token, results } => {
+                self.on_states_created(ctx, token, results)
+            }
+            ControllerEvent::ReplicasTo {
+                job,
+                replicas,
+                target,
+            } => self.on_replicas_to(ctx, job, replicas, target),
         }
     }
 
@@ -232,8 +381,8 @@ impl ControllerCore {
                     tracing::info!(%tp, isr = ?l.isr, partition_epoch = %l.partition_epoch.0, "ISR changed");
                     Ok(l)
                 }
-                Some(Err(WriteFailure::BadVersion)) => Err(ErrorCode::INVALID_UPDATE_VERSION),
-                Some(Err(WriteFailure::NotController)) => Err(ErrorCode::NOT_CONTROLLER),
+                Some(Err(WriteFailure::BadVersion(_))) => Err(ErrorCode::INVALID_UPDATE_VERSION),
+                Some(Err(WriteFailure::NotController(_))) => Err(ErrorCode::NOT_CONTROLLER),
                 Some(Err(WriteFailure::Other(e))) => {
                     tracing::warn!(%tp, error = %e, "writing an ISR change");
                     Err(ErrorCode::UNKNOWN_SERVER_ERROR)

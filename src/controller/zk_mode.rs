@@ -866,6 +866,7 @@ async fn load_topics_concurrently<S: MetadataStore>(
     Ok(topics)
 }
 
+mod core_driver;
 mod deletion;
 mod events;
 mod isr;

@@ -211,7 +211,10 @@ fn failed_writes_keep_the_old_state_and_map_to_kafka_errors() {
         0,
         ControllerEvent::LeadershipsWritten {
             token: 1,
-            results: vec![Err(WriteFailure::BadVersion), Ok(PartitionEpoch(7))],
+            results: vec![
+                Err(WriteFailure::BadVersion("moved".into())),
+                Ok(PartitionEpoch(7)),
+            ],
         },
     );
     assert_eq!(
@@ -246,7 +249,7 @@ fn failed_writes_keep_the_old_state_and_map_to_kafka_errors() {
         0,
         ControllerEvent::LeadershipsWritten {
             token: 2,
-            results: vec![Err(WriteFailure::NotController)],
+            results: vec![Err(WriteFailure::NotController("resigned".into()))],
         },
     );
     assert_eq!(

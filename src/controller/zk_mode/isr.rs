@@ -8,11 +8,9 @@
 //! `/isr_change_notification`; the controller re-reads those partitions,
 //! sends UpdateMetadata for them and deletes the notifications.
 
-use std::collections::VecDeque;
-
-use super::{Duties, Event, Tagged, WriteError, ZkBroker};
+use super::{Duties, ZkBroker};
 pub use crate::controller::core::{AlterAnswer, AlterAsk, AlterItem};
-use crate::controller::core::{ControllerAction, ControllerEvent, WriteFailure};
+use crate::controller::core::{ControllerAction, ControllerEvent};
 use crate::controller::request_batch::RequestBatch;
 use crate::protocol::ErrorCode;
 use crate::types::TopicPartition;
@@ -21,56 +19,25 @@ use crate::zk::store::{MetadataStore, StoreError};
 
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     /// `tryProcessAlterPartition`, decided by the controller core
-    /// (`controller::core`): this performs its actions and feeds their
-    /// results back until it answers.
+    /// (`controller::core`), its actions performed by
+    /// [`ZkBroker::drive_core`].
     pub(super) async fn alter_partition(&self, ask: AlterAsk) -> AlterAnswer {
         if !self.election.borrow().is_controller() {
             return Err(ErrorCode::NOT_CONTROLLER);
         }
-        let token = self.core.borrow_mut().token();
-        let mut queue: VecDeque<ControllerAction> = self
-            .core_event(ControllerEvent::AlterPartition { token, ask })
-            .into();
-        let mut answer = Err(ErrorCode::NOT_CONTROLLER);
-        while let Some(action) = queue.pop_front() {
-            match action {
-                ControllerAction::WriteLeaderships { token, writes } => {
-                    let results = self
-                        .write_leaderships(&writes)
-                        .await
-                        .into_iter()
-                        .map(|r| r.map_err(write_failure))
-                        .collect();
-                    queue.extend(
-                        self.core_event(ControllerEvent::LeadershipsWritten { token, results }),
-                    );
-                }
-                ControllerAction::CheckReassignment(tp) => {
-                    let _ = self.tx.try_send(Tagged {
-                        session: self.session.get(),
-                        term: self.term.get(),
-                        event: Event::ReassignmentIsrChange(tp),
-                    });
-                }
-                ControllerAction::UpdateMetadata {
-                    brokers,
-                    partitions,
-                } => {
-                    let mut batch = RequestBatch::new();
-                    batch.add_update_metadata(brokers, partitions);
-                    self.send_batch(batch);
-                }
-                ControllerAction::AnswerAlterPartition { answer: a, .. } => answer = a,
-            }
-        }
-        answer
-    }
-
-    /// One event through the controller core, with the context.
-    fn core_event(&self, event: ControllerEvent) -> Vec<ControllerAction> {
-        let now_ms = self.clock.wall_ms();
-        let mut ctx = self.context.borrow_mut();
-        self.core.borrow_mut().on_event(ctx.as_mut(), now_ms, event)
+        let token = self.core_token();
+        let mut batch = RequestBatch::new();
+        let verdicts = self
+            .drive_core(ControllerEvent::AlterPartition { token, ask }, &mut batch)
+            .await;
+        self.send_batch(batch);
+        verdicts
+            .into_iter()
+            .find_map(|v| match v {
+                ControllerAction::AnswerAlterPartition { answer, .. } => Some(answer),
+                _ => None,
+            })
+            .unwrap_or(Err(ErrorCode::NOT_CONTROLLER))
     }
 
     /// UpdateMetadata with `parts` to every registered broker
@@ -129,14 +96,5 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 }
             }
         }
-    }
-}
-
-/// A state write's failure as the core reads it.
-fn write_failure(e: WriteError) -> WriteFailure {
-    match e {
-        WriteError::Store(StoreError::BadVersion(_)) => WriteFailure::BadVersion,
-        WriteError::NotController | WriteError::Moved => WriteFailure::NotController,
-        e => WriteFailure::Other(e.to_string()),
     }
 }

@@ -9,40 +9,22 @@
 //! that drive both `events`, topic deletion `deletion`, controlled shutdown
 //! `shutdown`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use super::{ControllerContext, Duties, Event, Tagged, WriteError, ZkBroker};
 use crate::controller::context::Leadership;
-use crate::controller::leader_election::{self, LeaderIsr, LeaderRecoveryState, Strategy};
+use crate::controller::core::{ControllerAction, ControllerEvent, CreateFailure};
+use crate::controller::leader_election::{LeaderIsr, LeaderRecoveryState};
 use crate::controller::request_batch::{ControllerRequest, RequestBatch};
 use crate::controller::state_machine::PartitionState;
 use crate::controller::topic_admin;
 use crate::io::local_sync::{join_all, Local};
 use crate::protocol::ErrorCode;
-use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, PartitionEpoch, TopicPartition};
+use crate::types::{ControllerEpoch, PartitionEpoch, TopicPartition};
 use crate::zk::paths::{self, ConfigZNode, PartitionStateZNode};
 use crate::zk::store::{MetadataStore, Op, OpResult, StoreError};
 
-/// Which election an Offline/Online → Online change runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ElectionKind {
-    /// `OfflinePartitionLeaderElectionStrategy`; unclean per topic config.
-    Offline,
-    ControlledShutdown,
-    /// `PreferredReplicaPartitionLeaderElectionStrategy` (ElectLeaders
-    /// PREFERRED, `/admin/preferred_replica_election`, auto rebalance).
-    Preferred,
-    /// ElectLeaders UNCLEAN: the offline strategy with unclean allowed
-    /// whatever the topic says (Kafka ORs the request's flag in).
-    Unclean,
-    /// `ReassignPartitionLeaderElectionStrategy`: the first target replica
-    /// live and in the ISR (the assignment is the target by then).
-    Reassign,
-}
-
-/// Partitions an election could not give a leader, with Kafka's error
-/// and message for ElectLeaders.
-pub(super) type ElectionFailures = BTreeMap<TopicPartition, (ErrorCode, String)>;
+pub use crate::controller::core::{ElectionFailures, ElectionKind};
 
 /// New partitions whose state znodes one `multi` creates (two creates
 /// each, ~200 bytes: far below ZooKeeper's 1 MiB `jute.maxbuffer`).
@@ -158,112 +140,17 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         election: ElectionKind,
         batch: &mut RequestBatch,
     ) -> Vec<TopicPartition> {
-        let Some((to_init, to_elect)) = self.with_ctx(|ctx| {
-            let mut to_init = Vec::new();
-            let mut to_elect = Vec::new();
-            for tp in parts {
-                let from = ctx.partition_states.get(tp);
-                if !target.can_follow(from) {
-                    tracing::warn!(partition = %tp, ?from, to = ?target, "illegal partition state change refused");
-                    continue;
-                }
-                match target {
-                    PartitionState::Online if from == PartitionState::New => to_init.push(tp.clone()),
-                    PartitionState::Online => to_elect.push(tp.clone()),
-                    _ => {
-                        let _ = ctx.partition_states.transition(tp, target);
-                    }
-                }
-            }
-            (to_init, to_elect)
-        }) else {
-            return Vec::new();
+        let event = ControllerEvent::PartitionsTo {
+            job: self.core_token(),
+            parts: parts.to_vec(),
+            target,
+            kind: election,
+            default_unclean: self.settings.borrow().unclean_leader_election,
         };
-        let mut online = self.initialize_leaders(&to_init, batch).await;
-        let mut failed = ElectionFailures::new();
-        online.extend(
-            self.elect_leaders(&to_elect, election, batch, &mut failed)
-                .await,
-        );
-        self.with_ctx(|ctx| {
-            for tp in &online {
-                let _ = ctx.partition_states.transition(tp, PartitionState::Online);
-            }
-        });
-        online
-    }
-
-    /// `initializeLeaderAndIsrForPartitions`: leader = first live replica
-    /// in AR order, ISR = the live replicas, leader epoch 0; the state
-    /// znodes are created (conditioned on the controller epoch) and the
-    /// live replicas told with `isNew`.
-    async fn initialize_leaders(
-        &self,
-        parts: &[TopicPartition],
-        batch: &mut RequestBatch,
-    ) -> Vec<TopicPartition> {
-        let Some(plans) = self.with_ctx(|ctx| {
-            let mut plans = Vec::new();
-            for tp in parts {
-                let live = ctx.live_for(tp);
-                let live_replicas: Vec<BrokerId> = ctx
-                    .replicas(tp)
-                    .iter()
-                    .copied()
-                    .filter(|r| live.contains(r))
-                    .collect();
-                let Some(&leader) = live_replicas.first() else {
-                    tracing::warn!(partition = %tp, replicas = ?ctx.replicas(tp), "no replica of a new partition is online; it stays New");
-                    continue;
-                };
-                let znode = PartitionStateZNode::new(
-                    leader,
-                    LeaderEpoch(0),
-                    live_replicas.clone(),
-                    ControllerEpoch(ctx.epoch),
-                );
-                plans.push((tp.clone(), znode, live_replicas));
-            }
-            plans
-        }) else {
-            return Vec::new();
-        };
-        let store = self.store();
-        // The `partitions/<p>` parents (Kafka's `createTopicPartitions`:
-        // plain creates, an existing node is fine).
-        let topics: BTreeSet<&str> = plans.iter().map(|(tp, _, _)| &*tp.topic).collect();
-        for t in topics {
-            ensure(&*store, &paths::topic_partitions(t)).await;
-        }
-        let results = self.create_states(&plans).await;
         let mut online = Vec::new();
-        for ((tp, znode, live_replicas), r) in plans.into_iter().zip(results) {
-            match r {
-                Ok(_) => {
-                    self.with_ctx(|ctx| {
-                        ctx.leadership.insert(
-                            tp.clone(),
-                            Leadership {
-                                leader_isr: LeaderIsr {
-                                    leader: znode.leader,
-                                    leader_epoch: znode.leader_epoch,
-                                    isr: znode.isr.clone(),
-                                    leader_recovery_state: LeaderRecoveryState::Recovered,
-                                    partition_epoch: PartitionEpoch(0),
-                                },
-                                controller_epoch: znode.controller_epoch,
-                            },
-                        );
-                        batch.add_leader_and_isr(ctx, live_replicas.iter().copied(), &tp, true);
-                    });
-                    online.push(tp);
-                }
-                Err(WriteError::Store(StoreError::NodeExists(_))) => {
-                    tracing::warn!(partition = %tp, "state znode already exists; partition stays New")
-                }
-                Err(e) => {
-                    tracing::warn!(partition = %tp, error = %e, "initialising the partition's leader")
-                }
+        for verdict in self.drive_core(event, batch).await {
+            if let ControllerAction::PartitionsDone { online: o, .. } = verdict {
+                online.extend(o);
             }
         }
         online
@@ -277,23 +164,43 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     /// already there: a creation interrupted by a failover) is redone one
     /// partition at a time, an existing parent being fine, so only the
     /// partitions really initialised already are refused.
-    async fn create_states(
+    pub(super) async fn create_states(
         &self,
-        plans: &[(TopicPartition, PartitionStateZNode, Vec<BrokerId>)],
-    ) -> Vec<Result<(), WriteError>> {
+        states: &[(TopicPartition, LeaderIsr)],
+    ) -> Vec<Result<(), CreateFailure>> {
+        let controller_epoch = ControllerEpoch(self.with_ctx(|ctx| ctx.epoch).unwrap_or(-1));
+        let plans: Vec<(TopicPartition, PartitionStateZNode)> = states
+            .iter()
+            .map(|(tp, l)| {
+                let znode = PartitionStateZNode::new(
+                    l.leader,
+                    l.leader_epoch,
+                    l.isr.clone(),
+                    controller_epoch,
+                );
+                (tp.clone(), znode)
+            })
+            .collect();
+        // The `partitions/<p>` parents (Kafka's `createTopicPartitions`:
+        // plain creates, an existing node is fine).
+        let store = self.store();
+        let topics: BTreeSet<&str> = plans.iter().map(|(tp, _)| &*tp.topic).collect();
+        for t in topics {
+            ensure(&*store, &paths::topic_partitions(t)).await;
+        }
         let create = |path: String, data: Vec<u8>| Op::Create {
             path,
             data,
             mode: crate::zk::store::CreateMode::Persistent,
         };
-        let chunks: Vec<&[(TopicPartition, PartitionStateZNode, Vec<BrokerId>)]> =
+        let chunks: Vec<&[(TopicPartition, PartitionStateZNode)]> =
             plans.chunks(STATES_PER_MULTI).collect();
         let multis: Vec<Local<'_, Result<Vec<OpResult>, WriteError>>> = chunks
             .iter()
             .map(|chunk| -> Local<'_, _> {
                 let ops = chunk
                     .iter()
-                    .flat_map(|(tp, znode, _)| {
+                    .flat_map(|(tp, znode)| {
                         [
                             create(paths::topic_partition(&tp.topic, tp.partition), Vec::new()),
                             create(
@@ -307,7 +214,6 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             })
             .collect();
         let outcomes = join_all(multis).await;
-        let store = self.store();
         let mut results = Vec::with_capacity(plans.len());
         for (chunk, outcome) in chunks.iter().zip(outcomes) {
             match outcome {
@@ -316,7 +222,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                     results.extend(chunk.iter().map(|_| Err(e.clone())))
                 }
                 Err(_) => {
-                    for (tp, znode, _) in chunk.iter() {
+                    for (tp, znode) in chunk.iter() {
                         ensure(&*store, &paths::topic_partition(&tp.topic, tp.partition)).await;
                         let r = self
                             .write_as_controller(vec![create(
@@ -330,6 +236,14 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             }
         }
         results
+            .into_iter()
+            .map(|r| {
+                r.map_err(|e| match e {
+                    WriteError::Store(StoreError::NodeExists(_)) => CreateFailure::Exists,
+                    e => CreateFailure::Other(e.to_string()),
+                })
+            })
+            .collect()
     }
 
     /// `electLeaderForPartitions`: the election `kind` on each partition's
@@ -347,116 +261,27 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         if parts.is_empty() {
             return Vec::new();
         }
+        let job = self.core_token();
         let default_unclean = self.settings.borrow().unclean_leader_election;
-        let mut unclean_by_topic: BTreeMap<String, bool> = BTreeMap::new();
-        let mut pending: Vec<TopicPartition> = parts.to_vec();
+        let event = ControllerEvent::Elect {
+            job,
+            parts: parts.to_vec(),
+            kind,
+            default_unclean,
+        };
         let mut elected = Vec::new();
-        for attempt in 0..2 {
-            if pending.is_empty() {
-                break;
+        for verdict in self.drive_core(event, batch).await {
+            if let ControllerAction::Elected {
+                elected: e,
+                failed: f,
+                ..
+            } = verdict
+            {
+                elected.extend(e);
+                failed.extend(f);
             }
-            if kind == ElectionKind::Offline {
-                self.read_unclean_settings(&pending, default_unclean, &mut unclean_by_topic)
-                    .await;
-            }
-            let Some(plans) = self.with_ctx(|ctx| {
-                let plans = plan_elections(
-                    ctx,
-                    &pending,
-                    kind,
-                    &unclean_by_topic,
-                    default_unclean,
-                    failed,
-                );
-                self.count_unclean(ctx, &plans);
-                plans
-            }) else {
-                return elected;
-            };
-            let outcomes = self.write_leaderships(&plans).await;
-            let mut retry = Vec::new();
-            for ((tp, new), outcome) in plans.into_iter().zip(outcomes) {
-                match outcome {
-                    Ok(version) => {
-                        self.with_ctx(|ctx| {
-                            let mut leader_isr = new;
-                            leader_isr.partition_epoch = version;
-                            ctx.leadership.insert(
-                                tp.clone(),
-                                Leadership {
-                                    leader_isr,
-                                    controller_epoch: ControllerEpoch(ctx.epoch),
-                                },
-                            );
-                            // Controlled shutdown tells the shutting-down
-                            // replica too (it becomes a follower).
-                            let registered = ctx.live_or_shutting_down();
-                            let live = ctx.live();
-                            let recipients: Vec<BrokerId> = ctx
-                                .replicas(&tp)
-                                .iter()
-                                .copied()
-                                .filter(|r| match kind {
-                                    ElectionKind::ControlledShutdown => registered.contains(r),
-                                    _ => live.contains(r),
-                                })
-                                .collect();
-                            batch.add_leader_and_isr(ctx, recipients, &tp, false);
-                        });
-                        elected.push(tp);
-                    }
-                    Err(WriteError::Store(StoreError::BadVersion(_))) if attempt == 0 => {
-                        retry.push(tp)
-                    }
-                    Err(e) => {
-                        tracing::warn!(partition = %tp, error = %e, "writing the elected leader");
-                        let code = match e {
-                            WriteError::NotController | WriteError::Moved => {
-                                ErrorCode::NOT_CONTROLLER
-                            }
-                            WriteError::Store(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
-                        };
-                        failed.insert(tp, (code, e.to_string()));
-                    }
-                }
-            }
-            if !retry.is_empty() {
-                self.reload_leaderships(&retry).await;
-            }
-            pending = retry;
         }
         elected
-    }
-
-    /// The `unclean.leader.election.enable` of each topic among `pending`
-    /// whose ISR has no live member (only those can need it), read once.
-    async fn read_unclean_settings(
-        &self,
-        pending: &[TopicPartition],
-        default: bool,
-        known: &mut BTreeMap<String, bool>,
-    ) {
-        let needs: BTreeSet<String> = self
-            .with_ctx(|ctx| {
-                pending
-                    .iter()
-                    .filter(|tp| {
-                        ctx.leadership.get(*tp).is_some_and(|l| {
-                            !l.leader_isr
-                                .isr
-                                .iter()
-                                .any(|r| ctx.is_replica_online(*r, tp))
-                        })
-                    })
-                    .map(|tp| tp.topic.to_string())
-                    .filter(|t| !known.contains_key(t))
-                    .collect()
-            })
-            .unwrap_or_default();
-        for t in needs {
-            let v = self.topic_unclean(&t, default).await;
-            known.insert(t, v);
-        }
     }
 
     /// Write each `(partition, leadership)` to its state znode, conditioned
@@ -498,28 +323,14 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     /// Re-read the state znodes of `parts` into the context (after a
     /// conditional write found them moved).
     pub(super) async fn reload_leaderships(&self, parts: &[TopicPartition]) {
-        let store = self.store();
-        for tp in parts {
-            let path = paths::partition_state(&tp.topic, tp.partition);
-            match store.get(&path).await {
-                Ok((data, stat)) => match PartitionStateZNode::decode(&data) {
-                    Ok(z) => {
-                        self.with_ctx(|ctx| {
-                            ctx.leadership
-                                .insert(tp.clone(), leadership_of(&z, stat.version));
-                        });
-                    }
-                    Err(e) => tracing::warn!(%path, error = %e.0, "malformed partition state"),
-                },
-                Err(e) => tracing::warn!(%path, error = %e, "re-reading partition state"),
-            }
-        }
+        let states = self.read_leaderships(parts).await;
+        self.with_ctx(|ctx| ctx.leadership.extend(states));
     }
 
     /// The topic's `unclean.leader.election.enable` (its override, else
     /// the broker's), read from `/config/topics/<t>` as Kafka's controller
     /// does at election time.
-    async fn topic_unclean(&self, topic: &str, default: bool) -> bool {
+    pub(super) async fn topic_unclean(&self, topic: &str, default: bool) -> bool {
         match self.store().get(&paths::topic_config(topic)).await {
             Ok((data, _)) => ConfigZNode::decode(&data)
                 .ok()
@@ -544,63 +355,6 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         self.partitions_to(&parts, PartitionState::Online, ElectionKind::Offline, batch)
             .await;
     }
-}
-
-/// The new leadership of each of `pending` under `kind` (unclean per
-/// topic from `unclean_by_topic`, else `default_unclean`); partitions
-/// without one go to `failed` with why.
-fn plan_elections(
-    ctx: &ControllerContext,
-    pending: &[TopicPartition],
-    kind: ElectionKind,
-    unclean_by_topic: &BTreeMap<String, bool>,
-    default_unclean: bool,
-    failed: &mut ElectionFailures,
-) -> Vec<(TopicPartition, LeaderIsr)> {
-    let mut plans = Vec::new();
-    for tp in pending {
-        // Kafka's `isReplicaOnline`: a replica in a failed log dir is out.
-        let live = ctx.live_for(tp);
-        let Some(current) = ctx.leadership.get(tp) else {
-            tracing::warn!(partition = %tp, "no leadership to elect from");
-            failed.insert(
-                tp.clone(),
-                (
-                    ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                    format!("Partition {tp} has no leadership to elect from"),
-                ),
-            );
-            continue;
-        };
-        let strategy = match kind {
-            ElectionKind::Offline => Strategy::Offline {
-                allow_unclean: unclean_by_topic
-                    .get(&*tp.topic)
-                    .copied()
-                    .unwrap_or(default_unclean),
-            },
-            ElectionKind::ControlledShutdown => Strategy::ControlledShutdown,
-            ElectionKind::Preferred => Strategy::Preferred,
-            ElectionKind::Unclean => Strategy::Offline {
-                allow_unclean: true,
-            },
-            ElectionKind::Reassign => Strategy::Reassign,
-        };
-        match leader_election::elect(
-            strategy,
-            &current.leader_isr,
-            ctx.replicas(tp),
-            &live,
-            &ctx.shutting_down,
-        ) {
-            Ok(new) => plans.push((tp.clone(), new)),
-            Err(e) => {
-                tracing::warn!(partition = %tp, reason = %e, "no leader elected");
-                failed.insert(tp.clone(), (e.code(), e.to_string()));
-            }
-        }
-    }
-    plans
 }
 
 /// The leadership a loaded partition state holds.

@@ -4,12 +4,10 @@
 //! `ControllerEventManager` around the event), and
 //! `UncleanLeaderElectionsPerSec`, marked by
 //! `PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection` for
-//! every leader it picks outside the ISR.
+//! every leader it picks outside the ISR (counted by the controller core,
+//! `ControllerAction::UncleanElections`, recorded by `drive_core`).
 
 use super::{Duties, ZkBroker};
-use crate::controller::context::ControllerContext;
-use crate::controller::leader_election::LeaderIsr;
-use crate::types::TopicPartition;
 use crate::zk::store::MetadataStore;
 
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
@@ -23,26 +21,6 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             self.stats
                 .borrow()
                 .on_leader_election(self.clock.mono_ms(), us);
-        }
-    }
-
-    /// Planned elections whose leader is outside the partition's ISR
-    /// (only an unclean offline election picks one).
-    pub(super) fn count_unclean(
-        &self,
-        ctx: &ControllerContext,
-        plans: &[(TopicPartition, LeaderIsr)],
-    ) {
-        let unclean = plans
-            .iter()
-            .filter(|(tp, new)| {
-                ctx.leadership
-                    .get(tp)
-                    .is_some_and(|old| !old.leader_isr.isr.contains(&new.leader))
-            })
-            .count();
-        if unclean > 0 {
-            self.stats.borrow().on_unclean_elections(unclean as u64);
         }
     }
 }

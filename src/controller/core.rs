@@ -18,14 +18,16 @@
 //! others, `elect`) and the replica state machine (`replicas`: replicas
 //! told, stopped, taken out of their ISRs). Which changes each event asks
 //! for (broker join and failure, topic creation and deletion, reassignment
-//! steps, preferred and controlled-shutdown elections) is still sequenced
-//! by `zk_mode`'s async handlers.
+//! steps, preferred elections) is still sequenced by `zk_mode`'s async
+//! handlers, but for controlled shutdown, brokers joining and leaving and
+//! replicas in failed log dirs (`flows`).
 
 use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
 use super::alter_partition::{judge, Proposal, Verdict};
+use super::brokers::LiveBroker;
 use super::context::{ControllerContext, Leadership};
 use super::leader_election::LeaderIsr;
 use super::state_machine::{PartitionState, ReplicaState};
@@ -33,12 +35,14 @@ use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, ControllerEpoch, PartitionEpoch, TopicPartition};
 
 mod elect;
+mod flows;
 mod partitions;
 mod replicas;
 #[cfg(test)]
 mod tests;
 
 pub use elect::{plan_elections, ElectionFailures, ElectionKind};
+pub use flows::{ShutdownAnswer, ShutdownRefusal};
 pub use partitions::CreateFailure;
 
 /// One partition of an AlterPartition (v2+ names topics by id).
@@ -126,6 +130,29 @@ pub enum ControllerEvent {
         replicas: Vec<(TopicPartition, BrokerId)>,
         target: ReplicaState,
     },
+    /// A broker's ControlledShutdown (`doControlledShutdown`); `token`
+    /// names its answer.
+    ControlledShutdown {
+        token: u64,
+        broker: BrokerId,
+        broker_epoch: i64,
+    },
+    /// `/brokers/ids` changed (`processBrokerChange`): the registered
+    /// brokers as read; ends with [`ControllerAction::FlowDone`].
+    BrokerChange {
+        token: u64,
+        live: Vec<LiveBroker>,
+        default_unclean: bool,
+    },
+    /// Replicas in a failed log dir (`onReplicasBecomeOffline`); ends with
+    /// [`ControllerAction::FlowDone`].
+    ReplicasOffline {
+        token: u64,
+        replicas: Vec<(TopicPartition, BrokerId)>,
+        default_unclean: bool,
+    },
+    /// The driver did what flow `token` asked (a send, a duty).
+    Performed { token: u64 },
 }
 
 /// What the driver is to do, in order.
@@ -203,6 +230,44 @@ pub enum ControllerAction {
     ReplicasDone {
         job: u64,
     },
+    /// Send the requests gathered so far, before the next step's; answer
+    /// with [`ControllerEvent::Performed`].
+    SendBatch {
+        token: u64,
+    },
+    /// UpdateMetadata with every partition to `brokers`, in the batch.
+    UpdateMetadataAll {
+        brokers: Vec<BrokerId>,
+    },
+    /// The registered brokers as read: the driver's hook for its own
+    /// bookkeeping (the controller channel's brokers).
+    BrokersChanged {
+        live: Vec<LiveBroker>,
+    },
+    /// Duties the core does not decide yet, run by the driver for flow
+    /// `token`, each answered with [`ControllerEvent::Performed`]: moves
+    /// waiting for one of `brokers` resumed (`maybeResumeReassignments`),
+    /// topic deletions resumed (`resumeDeletions`), deletions of dead
+    /// replicas failed (`failReplicaDeletion`).
+    ResumeReassignments {
+        token: u64,
+        brokers: std::collections::BTreeSet<BrokerId>,
+    },
+    ResumeDeletions {
+        token: u64,
+    },
+    FailReplicaDeletion {
+        token: u64,
+        replicas: Vec<(TopicPartition, BrokerId)>,
+    },
+    /// The flow `token` is over.
+    FlowDone {
+        token: u64,
+    },
+    AnswerControlledShutdown {
+        token: u64,
+        answer: ShutdownAnswer,
+    },
 }
 
 /// One judged partition of an AlterPartition waiting for its writes.
@@ -220,8 +285,9 @@ pub struct ControllerCore {
     alters: BTreeMap<u64, Vec<Judged>>,
     elections: BTreeMap<u64, elect::ElectionJob>,
     partitions: BTreeMap<u64, partitions::PartitionsJob>,
-    /// Elections run by a partition state change: election → change.
-    parents: BTreeMap<u64, u64>,
+    /// Sub-jobs and who waits for them.
+    parents: BTreeMap<u64, flows::Parent>,
+    flows: BTreeMap<u64, flows::Flow>,
     offline: BTreeMap<u64, replicas::OfflineJob>,
     next_token: u64,
 }
@@ -239,7 +305,11 @@ impl ControllerCore {
 
     /// AlterPartitions and elections still waiting on the driver.
     pub fn waiting(&self) -> usize {
-        self.alters.len() + self.elections.len() + self.partitions.len() + self.offline.len()
+        self.alters.len()
+            + self.elections.len()
+            + self.partitions.len()
+            + self.offline.len()
+            + self.flows.len()
     }
 
     /// `ctx` is `None` when this broker is not controller. No event here
@@ -288,6 +358,22 @@ impl ControllerCore {
                 replicas,
                 target,
             } => self.on_replicas_to(ctx, job, replicas, target),
+            ControllerEvent::ControlledShutdown {
+                token,
+                broker,
+                broker_epoch,
+            } => self.on_controlled_shutdown(ctx, token, broker, broker_epoch),
+            ControllerEvent::BrokerChange {
+                token,
+                live,
+                default_unclean,
+            } => self.on_broker_change(ctx, token, live, default_unclean),
+            ControllerEvent::ReplicasOffline {
+                token,
+                replicas,
+                default_unclean,
+            } => self.on_replicas_offline(ctx, token, replicas, default_unclean),
+            ControllerEvent::Performed { token } => self.resume_flow(ctx, token, None),
         }
     }
 

@@ -14,7 +14,7 @@
 //! [`Duties`] implementation's: this module decides, the control shard acts.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -752,51 +752,18 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 return;
             }
         };
-        let Some((new, dead, bounced, ctx)) = self.with_ctx(|ctx| {
-            let before: BTreeMap<BrokerId, i64> =
-                ctx.live_brokers.iter().map(|b| (b.id, b.epoch)).collect();
-            let now: BTreeMap<BrokerId, i64> = live.iter().map(|b| (b.id, b.epoch)).collect();
-            let new: BTreeSet<BrokerId> = now
-                .keys()
-                .filter(|b| !before.contains_key(b))
-                .copied()
-                .collect();
-            let dead: BTreeSet<BrokerId> = before
-                .keys()
-                .filter(|b| !now.contains_key(b))
-                .copied()
-                .collect();
-            let bounced: BTreeSet<BrokerId> = now
-                .iter()
-                .filter(|(b, e)| before.get(b).is_some_and(|old| *e > old))
-                .map(|(b, _)| *b)
-                .collect();
-            ctx.live_brokers = live.clone();
-            let all = ctx.clone();
-            // Kafka's `processBrokerChange` takes a bounced broker out of
-            // the live set for its `onBrokerFailure` (the partitions it led
-            // go offline and elect) and back for its `onBrokerStartup`
-            // (offline partitions elect again, now with it): a partition
-            // whose ISR is that broker alone is led by it again, instead
-            // of keeping a leader of -1 that nothing re-elects.
-            ctx.live_brokers.retain(|b| !bounced.contains(&b.id));
-            (new, dead, bounced, all)
-        }) else {
+        // `processBrokerChange`, decided by the controller core.
+        if self.context.borrow().is_none() {
             return;
+        }
+        let event = crate::controller::core::ControllerEvent::BrokerChange {
+            token: self.core_token(),
+            live,
+            default_unclean: self.settings.borrow().unclean_leader_election,
         };
-        tracing::info!(new = ?new, dead = ?dead, bounced = ?bounced, "brokers changed");
-        self.duties.brokers_changed(&ctx).await;
-        if !new.is_empty() {
-            self.on_broker_startup(&new).await;
-        }
-        if !bounced.is_empty() {
-            self.on_broker_failure(&bounced).await;
-            self.with_ctx(|c| c.live_brokers = ctx.live_brokers.clone());
-            self.on_broker_startup(&bounced).await;
-        }
-        if !dead.is_empty() {
-            self.on_broker_failure(&dead).await;
-        }
+        let mut batch = crate::controller::request_batch::RequestBatch::new();
+        self.drive_core(event, &mut batch).await;
+        self.send_batch(batch);
     }
 
     async fn on_topic_change(&self) {

@@ -572,9 +572,10 @@ impl World {
     }
 
     /// The client's metadata: what a live broker last heard as leader;
-    /// from shape 5 on, only the leader of the newest leader epoch (a
+    /// from shape 4 on, only the leader of the newest leader epoch (a
     /// client ignores metadata older than what it has, KIP-320; a zombie
-    /// leader no longer in the assignment is never told otherwise).
+    /// leader no longer in the assignment is never told otherwise, and a
+    /// transaction's markers sent to it never complete).
     pub(super) fn leader_in_metadata(&self, partition: i32) -> Option<i32> {
         let holders: Vec<(i32, i32)> = (1..=self.cfg.brokers)
             .filter(|b| self.up(*b))
@@ -585,7 +586,7 @@ impl World {
                 (h.state.leader.0 == b).then_some((h.state.leader_epoch.0, b))
             })
             .collect();
-        if self.cfg.generation >= 5 {
+        if self.cfg.generation >= 4 {
             // Only the leader of the newest epoch any broker led in: a
             // client that saw it never goes back (KIP-320).
             let newest = self.newest_leader_epoch(partition);

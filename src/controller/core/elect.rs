@@ -260,14 +260,16 @@ impl ControllerCore {
         let Some(j) = self.elections.remove(&job) else {
             return Vec::new();
         };
-        if let Some(parent) = self.parents.remove(&job) {
+        if let Some(super::flows::Parent::Partitions(parent)) = self.parents.get(&job).copied() {
+            self.parents.remove(&job);
             return self.finish_partitions(ctx, parent, j.elected);
         }
-        vec![ControllerAction::Elected {
+        let verdict = ControllerAction::Elected {
             job,
             elected: j.elected,
             failed: j.failed,
-        }]
+        };
+        self.sub_job_done(ctx, job, verdict)
     }
 }
 

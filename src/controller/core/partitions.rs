@@ -50,10 +50,11 @@ impl ControllerCore {
         default_unclean: bool,
     ) -> Vec<ControllerAction> {
         let Some(ctx) = ctx else {
-            return vec![ControllerAction::PartitionsDone {
+            let done = ControllerAction::PartitionsDone {
                 job,
                 online: Vec::new(),
-            }];
+            };
+            return self.sub_job_done(None, job, done);
         };
         let mut to_init = Vec::new();
         let mut to_elect = Vec::new();
@@ -152,14 +153,15 @@ impl ControllerCore {
             return self.finish_partitions(ctx, job, Vec::new());
         }
         let election = self.token();
-        self.parents.insert(election, job);
+        self.parents
+            .insert(election, super::flows::Parent::Partitions(job));
         self.on_elect(ctx, election, parts, kind, default_unclean)
     }
 
     /// Every partition that got a leader goes Online.
     pub(super) fn finish_partitions(
         &mut self,
-        ctx: Option<&mut ControllerContext>,
+        mut ctx: Option<&mut ControllerContext>,
         job: u64,
         elected: Vec<TopicPartition>,
     ) -> Vec<ControllerAction> {
@@ -168,12 +170,12 @@ impl ControllerCore {
         };
         let mut online = j.online;
         online.extend(elected);
-        if let Some(ctx) = ctx {
+        if let Some(ctx) = ctx.as_deref_mut() {
             for tp in &online {
                 let _ = ctx.partition_states.transition(tp, PartitionState::Online);
             }
         }
-        vec![ControllerAction::PartitionsDone { job, online }]
+        self.sub_job_done(ctx, job, ControllerAction::PartitionsDone { job, online })
     }
 }
 

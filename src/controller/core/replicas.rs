@@ -44,9 +44,9 @@ impl ControllerCore {
         replicas: Vec<(TopicPartition, BrokerId)>,
         target: ReplicaState,
     ) -> Vec<ControllerAction> {
-        let done = vec![ControllerAction::ReplicasDone { job }];
+        let done = ControllerAction::ReplicasDone { job };
         let Some(ctx) = ctx else {
-            return done;
+            return self.sub_job_done(None, job, done);
         };
         let valid: Vec<(TopicPartition, BrokerId)> = replicas
             .into_iter()
@@ -110,7 +110,7 @@ impl ControllerCore {
                 }
             }
         }
-        actions.extend(done);
+        actions.extend(self.sub_job_done(Some(ctx), job, done));
         actions
     }
 
@@ -151,7 +151,8 @@ impl ControllerCore {
             };
             let Some((replica, parts)) = j.queue.pop_front() else {
                 self.offline.remove(&job);
-                actions.push(ControllerAction::ReplicasDone { job });
+                let done = ControllerAction::ReplicasDone { job };
+                actions.extend(self.sub_job_done(Some(ctx), job, done));
                 return actions;
             };
             let (with, without): (Vec<_>, Vec<_>) = parts
@@ -190,7 +191,7 @@ impl ControllerCore {
         };
         let Some(ctx) = ctx else {
             self.offline.remove(&job);
-            return vec![ControllerAction::ReplicasDone { job }];
+            return self.sub_job_done(None, job, ControllerAction::ReplicasDone { job });
         };
         let mut actions = take_removal(ctx, removal, results);
         actions.extend(self.next_removal(ctx, job));

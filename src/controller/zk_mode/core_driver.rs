@@ -11,6 +11,7 @@ use super::partitions::leadership_of;
 use super::{Duties, Event, Tagged, WriteError, ZkBroker};
 use crate::controller::context::Leadership;
 use crate::controller::core::{ControllerAction, ControllerEvent, WriteFailure};
+use crate::controller::reassignment::ReplicaAssignment;
 use crate::controller::request_batch::RequestBatch;
 use crate::types::TopicPartition;
 use crate::zk::paths::{self, PartitionStateZNode};
@@ -35,83 +36,128 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         let mut queue: VecDeque<ControllerAction> = self.core_event(event).into();
         let mut verdicts = Vec::new();
         while let Some(action) = queue.pop_front() {
-            let next = match action {
-                ControllerAction::WriteLeaderships { token, writes } => {
-                    let results = self
-                        .write_leaderships(&writes)
-                        .await
-                        .into_iter()
-                        .map(|r| r.map_err(write_failure))
-                        .collect();
-                    Some(ControllerEvent::LeadershipsWritten { token, results })
-                }
-                ControllerAction::ReadUncleanSettings { job, topics } => {
-                    let default = self.settings.borrow().unclean_leader_election;
-                    let mut settings = BTreeMap::new();
-                    for t in topics {
-                        let v = self.topic_unclean(&t, default).await;
-                        settings.insert(t, v);
-                    }
-                    Some(ControllerEvent::UncleanRead { job, settings })
-                }
-                ControllerAction::ReloadLeaderships { job, parts } => {
-                    let states = self.read_leaderships(&parts).await;
-                    Some(ControllerEvent::LeadershipsReloaded { job, states })
-                }
-                ControllerAction::LeaderAndIsr {
-                    recipients,
-                    partition,
-                    is_new,
-                } => {
-                    self.with_ctx(|ctx| {
-                        batch.add_leader_and_isr(ctx, recipients, &partition, is_new)
-                    });
-                    None
-                }
-                ControllerAction::StopReplica {
-                    replica,
-                    partition,
-                    delete,
-                } => {
-                    batch.add_stop_replica([replica], &partition, delete);
-                    None
-                }
-                ControllerAction::CreateStates { token, states } => {
-                    let results = self.create_states(&states).await;
-                    Some(ControllerEvent::StatesCreated { token, results })
-                }
-                ControllerAction::UncleanElections(n) => {
-                    self.stats.borrow().on_unclean_elections(n);
-                    None
-                }
-                ControllerAction::CheckReassignment(tp) => {
-                    let _ = self.tx.try_send(Tagged {
-                        session: self.session.get(),
-                        term: self.term.get(),
-                        event: Event::ReassignmentIsrChange(tp),
-                    });
-                    None
-                }
-                ControllerAction::UpdateMetadata {
-                    brokers,
-                    partitions,
-                } => {
-                    batch.add_update_metadata(brokers, partitions);
-                    None
-                }
-                verdict @ (ControllerAction::AnswerAlterPartition { .. }
-                | ControllerAction::Elected { .. }
-                | ControllerAction::PartitionsDone { .. }
-                | ControllerAction::ReplicasDone { .. }) => {
-                    verdicts.push(verdict);
-                    None
-                }
-            };
-            if let Some(event) = next {
-                queue.extend(self.core_event(event));
+            match self.perform(action, batch).await {
+                Performed::Next(event) => queue.extend(self.core_event(event)),
+                Performed::Verdict(v) => verdicts.push(v),
+                Performed::Done => {}
             }
         }
         verdicts
+    }
+
+    /// One action of the core: its result as the next event, a verdict
+    /// for the caller, or nothing more.
+    async fn perform(&self, action: ControllerAction, batch: &mut RequestBatch) -> Performed {
+        let next = match action {
+            ControllerAction::WriteLeaderships { token, writes } => {
+                let results = self
+                    .write_leaderships(&writes)
+                    .await
+                    .into_iter()
+                    .map(|r| r.map_err(write_failure))
+                    .collect();
+                Some(ControllerEvent::LeadershipsWritten { token, results })
+            }
+            ControllerAction::ReadUncleanSettings { job, topics } => {
+                let default = self.settings.borrow().unclean_leader_election;
+                let mut settings = BTreeMap::new();
+                for t in topics {
+                    let v = self.topic_unclean(&t, default).await;
+                    settings.insert(t, v);
+                }
+                Some(ControllerEvent::UncleanRead { job, settings })
+            }
+            ControllerAction::ReloadLeaderships { job, parts } => {
+                let states = self.read_leaderships(&parts).await;
+                Some(ControllerEvent::LeadershipsReloaded { job, states })
+            }
+            ControllerAction::LeaderAndIsr {
+                recipients,
+                partition,
+                is_new,
+            } => {
+                self.with_ctx(|ctx| batch.add_leader_and_isr(ctx, recipients, &partition, is_new));
+                None
+            }
+            ControllerAction::StopReplica {
+                replica,
+                partition,
+                delete,
+            } => {
+                batch.add_stop_replica([replica], &partition, delete);
+                None
+            }
+            ControllerAction::CreateStates { token, states } => {
+                let results = self.create_states(&states).await;
+                Some(ControllerEvent::StatesCreated { token, results })
+            }
+            ControllerAction::UncleanElections(n) => {
+                self.stats.borrow().on_unclean_elections(n);
+                None
+            }
+            ControllerAction::CheckReassignment(tp) => {
+                let _ = self.tx.try_send(Tagged {
+                    session: self.session.get(),
+                    term: self.term.get(),
+                    event: Event::ReassignmentIsrChange(tp),
+                });
+                None
+            }
+            ControllerAction::UpdateMetadata {
+                brokers,
+                partitions,
+            } => {
+                batch.add_update_metadata(brokers, partitions);
+                None
+            }
+            ControllerAction::UpdateMetadataAll { brokers } => {
+                batch.add_update_metadata_all(brokers);
+                None
+            }
+            ControllerAction::BrokersChanged { live } => {
+                let mut read = self.context.borrow().clone().unwrap_or_default();
+                read.live_brokers = live;
+                self.duties.brokers_changed(&read).await;
+                None
+            }
+            duty @ (ControllerAction::ResumeReassignments { .. }
+            | ControllerAction::ResumeDeletions { .. }
+            | ControllerAction::FailReplicaDeletion { .. }) => self.run_duty(duty).await,
+            ControllerAction::SendBatch { token } => {
+                self.send_batch(std::mem::replace(batch, RequestBatch::new()));
+                Some(ControllerEvent::Performed { token })
+            }
+            verdict @ (ControllerAction::AnswerAlterPartition { .. }
+            | ControllerAction::AnswerControlledShutdown { .. }
+            | ControllerAction::FlowDone { .. }
+            | ControllerAction::Elected { .. }
+            | ControllerAction::PartitionsDone { .. }
+            | ControllerAction::ReplicasDone { .. }) => return Performed::Verdict(verdict),
+        };
+        next.map_or(Performed::Done, Performed::Next)
+    }
+
+    /// A duty the core does not decide yet, run for a flow; boxed, since
+    /// these duties drive the core again.
+    async fn run_duty(&self, duty: ControllerAction) -> Option<ControllerEvent> {
+        match duty {
+            ControllerAction::ResumeReassignments { token, brokers } => {
+                let resume = |_: &TopicPartition, a: &ReplicaAssignment| {
+                    a.target().iter().any(|r| brokers.contains(r))
+                };
+                Box::pin(self.resume_reassignments(resume)).await;
+                Some(ControllerEvent::Performed { token })
+            }
+            ControllerAction::ResumeDeletions { token } => {
+                Box::pin(self.resume_deletions()).await;
+                Some(ControllerEvent::Performed { token })
+            }
+            ControllerAction::FailReplicaDeletion { token, replicas } => {
+                Box::pin(self.fail_replica_deletion(&replicas)).await;
+                Some(ControllerEvent::Performed { token })
+            }
+            _ => None,
+        }
     }
 
     /// One event through the controller core, with the context.
@@ -141,6 +187,13 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         }
         out
     }
+}
+
+/// What performing one action gave.
+enum Performed {
+    Next(ControllerEvent),
+    Verdict(ControllerAction),
+    Done,
 }
 
 /// A state write's failure as the core reads it.

@@ -9,7 +9,7 @@ use super::partitions::ElectionKind;
 use super::{Duties, Event, ZkBroker};
 use crate::controller::request_batch::RequestBatch;
 use crate::controller::state_machine::{PartitionState, ReplicaState};
-use crate::types::{BrokerId, TopicPartition};
+use crate::types::TopicPartition;
 use crate::zk::paths::{self, TopicZNode};
 use crate::zk::store::{MetadataStore, StoreError};
 
@@ -140,114 +140,6 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         self.replicas_to(&replicas, ReplicaState::Online, &mut batch)
             .await;
         self.send_batch(batch);
-    }
-
-    /// `onBrokerStartup`: the others learn of the new brokers, the new ones
-    /// learn everything and get their replicas, leaderless partitions are
-    /// elected, deletions waiting for them resume.
-    pub(super) async fn on_broker_startup(&self, new: &BTreeSet<BrokerId>) {
-        let mut batch = RequestBatch::new();
-        self.with_ctx(|ctx| {
-            // A restarted broker's log dirs are back (Kafka clears
-            // `replicasOnOfflineDirs` for it).
-            ctx.replicas_on_offline_dirs.retain(|b, _| !new.contains(b));
-            let existing: Vec<BrokerId> = ctx
-                .live_or_shutting_down()
-                .into_iter()
-                .filter(|b| !new.contains(b))
-                .collect();
-            batch.add_update_metadata_all(existing);
-        });
-        self.send_batch(batch);
-        let mut batch = RequestBatch::new();
-        batch.add_update_metadata_all(new.iter().copied());
-        self.send_batch(batch);
-        let on_new = self
-            .with_ctx(|ctx| ctx.replicas_on(new))
-            .unwrap_or_default();
-        let mut batch = RequestBatch::new();
-        self.replicas_to(&on_new, ReplicaState::Online, &mut batch)
-            .await;
-        self.send_batch(batch);
-        let mut batch = RequestBatch::new();
-        self.trigger_online_partitions(&mut batch).await;
-        self.send_batch(batch);
-        // Moves waiting for one of these brokers go on.
-        self.resume_reassignments(|_, a| a.target().iter().any(|r| new.contains(r)))
-            .await;
-        let resumed: BTreeSet<String> = self
-            .with_ctx(|ctx| {
-                on_new
-                    .iter()
-                    .map(|(tp, _)| tp.topic.to_string())
-                    .filter(|t| ctx.topics_to_delete.contains(t))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !resumed.is_empty() {
-            self.with_ctx(|ctx| {
-                for t in &resumed {
-                    ctx.ineligible_for_deletion.remove(t);
-                }
-            });
-            self.resume_deletions().await;
-        }
-    }
-
-    /// `onBrokerFailure` → `onReplicasBecomeOffline`.
-    pub(super) async fn on_broker_failure(&self, dead: &BTreeSet<BrokerId>) {
-        let Some(replicas) = self.with_ctx(|ctx| {
-            for b in dead {
-                ctx.shutting_down.remove(b);
-                ctx.replicas_on_offline_dirs.remove(b);
-            }
-            ctx.replicas_on(dead)
-        }) else {
-            return;
-        };
-        self.on_replicas_become_offline(replicas).await;
-    }
-
-    /// `onReplicasBecomeOffline`: partitions led by one of `replicas`
-    /// elect a new leader, the replicas go Offline (out of their ISRs),
-    /// deletions waiting on them fail; UpdateMetadata when nothing else
-    /// told the brokers.
-    pub(super) async fn on_replicas_become_offline(
-        &self,
-        replicas: Vec<(TopicPartition, BrokerId)>,
-    ) {
-        let Some((for_deletion, not_for_deletion, offline_leaders)) = self.with_ctx(|ctx| {
-            let (del, keep): (Vec<_>, Vec<_>) = replicas
-                .into_iter()
-                .partition(|(tp, _)| ctx.topics_to_delete.contains(&*tp.topic));
-            (del, keep, ctx.partitions_with_offline_leader())
-        }) else {
-            return;
-        };
-        let mut batch = RequestBatch::new();
-        self.partitions_to(
-            &offline_leaders,
-            PartitionState::Offline,
-            ElectionKind::Offline,
-            &mut batch,
-        )
-        .await;
-        let before = batch.is_empty();
-        self.trigger_online_partitions(&mut batch).await;
-        let elected_any = !before || !batch.is_empty();
-        self.send_batch(batch);
-        let mut batch = RequestBatch::new();
-        self.replicas_to(&not_for_deletion, ReplicaState::Offline, &mut batch)
-            .await;
-        self.send_batch(batch);
-        if !for_deletion.is_empty() {
-            self.fail_replica_deletion(&for_deletion).await;
-        }
-        if not_for_deletion.is_empty() && !elected_any {
-            let mut batch = RequestBatch::new();
-            self.with_ctx(|ctx| batch.add_update_metadata_all(ctx.live_or_shutting_down()));
-            self.send_batch(batch);
-        }
     }
 
     /// `processTopicChange` after the topic list was re-read: topics gone

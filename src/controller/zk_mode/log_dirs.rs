@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 
 use super::{Duties, ZkBroker};
+use crate::controller::core::ControllerEvent;
 use crate::controller::request_batch::RequestBatch;
 use crate::controller::state_machine::ReplicaState;
 use crate::protocol::ErrorCode;
@@ -96,7 +97,14 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             .unwrap_or_default();
         if !newly.is_empty() {
             tracing::info!(%broker, replicas = newly.len(), "replicas in a failed log dir marked offline");
-            self.on_replicas_become_offline(newly).await;
+            let event = ControllerEvent::ReplicasOffline {
+                token: self.core_token(),
+                replicas: newly,
+                default_unclean: self.settings.borrow().unclean_leader_election,
+            };
+            let mut batch = RequestBatch::new();
+            self.drive_core(event, &mut batch).await;
+            self.send_batch(batch);
         }
     }
 }

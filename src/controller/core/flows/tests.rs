@@ -1,0 +1,421 @@
+use super::super::ControllerEvent;
+use super::*;
+use crate::controller::brokers::LiveBroker;
+use crate::controller::context::Leadership;
+use crate::controller::leader_election::{LeaderIsr, LeaderRecoveryState};
+use crate::types::{ControllerEpoch, LeaderEpoch, PartitionEpoch};
+use crate::zk::paths::BrokerIdZNode;
+
+/// Brokers 1–3 registered (epoch 10), every replica Online; `t-0` led by
+/// 1 (ISR [1, 2, 3]), `t-1` led by 2 (ISR [2, 1, 3]), `t-2` led by 1 with
+/// one replica; all at leader epoch 4, partition epoch 6.
+fn ctx() -> ControllerContext {
+    let mut ctx = ControllerContext {
+        epoch: 3,
+        live_brokers: [1, 2, 3]
+            .iter()
+            .map(|&id| LiveBroker {
+                id: BrokerId(id),
+                epoch: 10,
+                registration: BrokerIdZNode::plaintext("127.0.0.1", 9090 + id, 1),
+            })
+            .collect(),
+        ..Default::default()
+    };
+    for (p, ar, leader, isr) in [
+        (0, &[1, 2, 3][..], 1, &[1, 2, 3][..]),
+        (1, &[2, 1, 3][..], 2, &[2, 1, 3][..]),
+        (2, &[1][..], 1, &[1][..]),
+    ] {
+        let tp = tp(p);
+        ctx.assignments.insert(tp.clone(), ids(ar));
+        let _ = ctx.partition_states.transition(&tp, PartitionState::New);
+        let _ = ctx.partition_states.transition(&tp, PartitionState::Online);
+        for r in ids(ar) {
+            let _ = ctx.replica_states.transition(&tp, r, ReplicaState::New);
+            let _ = ctx.replica_states.transition(&tp, r, ReplicaState::Online);
+        }
+        ctx.leadership.insert(
+            tp,
+            Leadership {
+                leader_isr: LeaderIsr {
+                    leader: BrokerId(leader),
+                    leader_epoch: LeaderEpoch(4),
+                    isr: ids(isr),
+                    leader_recovery_state: LeaderRecoveryState::Recovered,
+                    partition_epoch: PartitionEpoch(6),
+                },
+                controller_epoch: ControllerEpoch(2),
+            },
+        );
+    }
+    ctx
+}
+
+fn tp(p: i32) -> TopicPartition {
+    TopicPartition::new("t", p)
+}
+
+fn ids(v: &[i32]) -> Vec<BrokerId> {
+    v.iter().map(|&b| BrokerId(b)).collect()
+}
+
+fn shutdown(
+    core: &mut ControllerCore,
+    c: Option<&mut ControllerContext>,
+    broker: i32,
+    epoch: i64,
+) -> Vec<ControllerAction> {
+    core.on_event(
+        c,
+        0,
+        ControllerEvent::ControlledShutdown {
+            token: 50,
+            broker: BrokerId(broker),
+            broker_epoch: epoch,
+        },
+    )
+}
+
+/// The one write in `actions`: its token and state.
+fn write_in(actions: &[ControllerAction]) -> (u64, TopicPartition, LeaderIsr) {
+    let found: Vec<_> = actions
+        .iter()
+        .filter_map(|a| match a {
+            ControllerAction::WriteLeaderships { token, writes } => Some((*token, writes.clone())),
+            _ => None,
+        })
+        .collect();
+    match &found[..] {
+        [(token, writes)] if writes.len() == 1 => {
+            (*token, writes[0].0.clone(), writes[0].1.clone())
+        }
+        other => panic!("{other:?} in {actions:?}"),
+    }
+}
+
+fn written(token: u64, epoch: i32) -> ControllerEvent {
+    ControllerEvent::LeadershipsWritten {
+        token,
+        results: vec![Ok(PartitionEpoch(epoch))],
+    }
+}
+
+#[test]
+fn a_shutting_down_leader_hands_its_partitions_over_step_by_step() {
+    let mut core = ControllerCore::new();
+    let mut c = ctx();
+    // Step 1: t-0 elects without broker 1 (t-2 has one replica: kept).
+    let actions = shutdown(&mut core, Some(&mut c), 1, 10);
+    let (election, part, new) = write_in(&actions);
+    assert_eq!(part, tp(0));
+    assert_eq!((new.leader, new.isr.clone()), (BrokerId(2), ids(&[2, 3])));
+    assert!(c.shutting_down.contains(&BrokerId(1)));
+
+    // Once written: t-0's replicas told (the shutting-down one too), and
+    // the core stops until that batch is sent.
+    let actions = core.on_event(Some(&mut c), 0, written(election, 7));
+    assert_eq!(
+        actions,
+        vec![
+            ControllerAction::LeaderAndIsr {
+                recipients: ids(&[1, 2, 3]),
+                partition: tp(0),
+                is_new: false,
+            },
+            ControllerAction::SendBatch { token: 50 },
+        ]
+    );
+    // Broker 1 stops following t-1; sent.
+    let stop_t1 = ControllerAction::StopReplica {
+        replica: BrokerId(1),
+        partition: tp(1),
+        delete: false,
+    };
+    let sent = ControllerEvent::Performed { token: 50 };
+    let actions = core.on_event(Some(&mut c), 0, sent.clone());
+    assert_eq!(
+        actions,
+        vec![stop_t1.clone(), ControllerAction::SendBatch { token: 50 }]
+    );
+    // It goes OfflineReplica there (stopped again, as Kafka's replica
+    // state machine does) and leaves t-1's ISR.
+    let actions = core.on_event(Some(&mut c), 0, sent.clone());
+    let (removal, part, shrunk) = write_in(&actions);
+    assert_eq!(actions[0], stop_t1);
+    assert_eq!(part, tp(1));
+    assert_eq!(
+        (shrunk.leader, shrunk.isr.clone()),
+        (BrokerId(2), ids(&[2, 3]))
+    );
+
+    // t-1's other replicas told, sent, and the answer: broker 1 still
+    // leads t-2 only, which has no other replica (not counted).
+    let actions = core.on_event(Some(&mut c), 0, written(removal, 8));
+    assert_eq!(
+        actions,
+        vec![
+            ControllerAction::LeaderAndIsr {
+                recipients: ids(&[2, 3]),
+                partition: tp(1),
+                is_new: false,
+            },
+            ControllerAction::SendBatch { token: 50 },
+        ]
+    );
+    let actions = core.on_event(Some(&mut c), 0, sent);
+    assert_eq!(
+        actions,
+        vec![ControllerAction::AnswerControlledShutdown {
+            token: 50,
+            answer: Ok(vec![]),
+        }]
+    );
+    assert_eq!(
+        c.replica_states.get(&tp(1), BrokerId(1)),
+        ReplicaState::Offline
+    );
+    assert_eq!(core.waiting(), 0);
+}
+
+#[test]
+fn a_leader_that_could_not_move_is_answered_so_the_broker_retries() {
+    let mut core = ControllerCore::new();
+    let mut c = ctx();
+    // Brokers 2 and 3 are shutting down too: no one can take t-0.
+    c.shutting_down.extend(ids(&[2, 3]));
+    let actions = run_flow(
+        &mut core,
+        &mut c,
+        ControllerEvent::ControlledShutdown {
+            token: 50,
+            broker: BrokerId(1),
+            broker_epoch: -1,
+        },
+    );
+    assert_eq!(
+        actions.last(),
+        Some(&ControllerAction::AnswerControlledShutdown {
+            token: 50,
+            answer: Ok(vec![tp(0)]),
+        })
+    );
+    // Broker 1 still left t-1's ISR.
+    assert_eq!(leader(&c, 1), (BrokerId(2), ids(&[2, 3])));
+}
+
+#[test]
+fn refusals_name_kafkas_errors() {
+    let mut core = ControllerCore::new();
+    let mut c = ctx();
+    let refused = |r| {
+        vec![ControllerAction::AnswerControlledShutdown {
+            token: 50,
+            answer: Err(r),
+        }]
+    };
+    assert_eq!(
+        shutdown(&mut core, Some(&mut c), 9, 10),
+        refused(ShutdownRefusal::BrokerNotAvailable)
+    );
+    assert_eq!(
+        shutdown(&mut core, Some(&mut c), 1, 9),
+        refused(ShutdownRefusal::StaleBrokerEpoch)
+    );
+    assert_eq!(
+        shutdown(&mut core, None, 1, 10),
+        refused(ShutdownRefusal::NotController)
+    );
+    assert!(c.shutting_down.is_empty());
+    assert_eq!(
+        ShutdownRefusal::StaleBrokerEpoch.code(),
+        ErrorCode::STALE_BROKER_EPOCH
+    );
+}
+
+/// Runs `event` and answers every write with success (versions from 20)
+/// and every unclean read with `false`, until the flow ends; returns
+/// every action, the answered ones included.
+fn run_flow(
+    core: &mut ControllerCore,
+    c: &mut ControllerContext,
+    event: ControllerEvent,
+) -> Vec<ControllerAction> {
+    let mut all = Vec::new();
+    let mut pending = core.on_event(Some(c), 0, event);
+    let mut version = 20;
+    while !pending.is_empty() {
+        let mut next = Vec::new();
+        for a in pending {
+            let answer = match &a {
+                ControllerAction::WriteLeaderships { token, writes } => {
+                    let results = writes
+                        .iter()
+                        .map(|_| {
+                            version += 1;
+                            Ok(PartitionEpoch(version))
+                        })
+                        .collect();
+                    Some(ControllerEvent::LeadershipsWritten {
+                        token: *token,
+                        results,
+                    })
+                }
+                ControllerAction::ReadUncleanSettings { job, topics } => {
+                    Some(ControllerEvent::UncleanRead {
+                        job: *job,
+                        settings: topics.iter().map(|t| (t.clone(), false)).collect(),
+                    })
+                }
+                ControllerAction::ResumeReassignments { token, .. }
+                | ControllerAction::ResumeDeletions { token }
+                | ControllerAction::FailReplicaDeletion { token, .. }
+                | ControllerAction::SendBatch { token } => {
+                    Some(ControllerEvent::Performed { token: *token })
+                }
+                _ => None,
+            };
+            all.push(a);
+            if let Some(e) = answer {
+                next.extend(core.on_event(Some(c), 0, e));
+            }
+        }
+        pending = next;
+    }
+    all
+}
+
+fn leader(c: &ControllerContext, p: i32) -> (BrokerId, Vec<BrokerId>) {
+    let l = &c.leadership[&tp(p)].leader_isr;
+    (l.leader, l.isr.clone())
+}
+
+#[test]
+fn a_broker_that_dies_then_returns_is_failed_over_and_taken_back() {
+    let mut core = ControllerCore::new();
+    let mut c = ctx();
+    let registered = c.live_brokers.clone();
+    let survivors: Vec<LiveBroker> = registered.iter().filter(|b| b.id.0 != 1).cloned().collect();
+    // Broker 1 dies: t-0 moves to 2; t-2 (its only replica) has no leader;
+    // broker 1 leaves t-1's ISR; its replicas go Offline.
+    let actions = run_flow(
+        &mut core,
+        &mut c,
+        ControllerEvent::BrokerChange {
+            token: 60,
+            live: survivors.clone(),
+            default_unclean: false,
+        },
+    );
+    assert_eq!(
+        actions[0],
+        ControllerAction::BrokersChanged { live: survivors }
+    );
+    assert_eq!(
+        actions.last(),
+        Some(&ControllerAction::FlowDone { token: 60 })
+    );
+    assert_eq!(leader(&c, 0), (BrokerId(2), ids(&[2, 3])));
+    assert_eq!(leader(&c, 1), (BrokerId(2), ids(&[2, 3])));
+    assert_eq!(leader(&c, 2), (BrokerId::NONE, ids(&[1])));
+    assert_eq!(c.partition_states.get(&tp(0)), PartitionState::Online);
+    assert_eq!(c.partition_states.get(&tp(2)), PartitionState::Offline);
+    for p in 0..3 {
+        assert_eq!(
+            c.replica_states.get(&tp(p), BrokerId(1)),
+            ReplicaState::Offline
+        );
+    }
+    // The election went out before the replicas were stopped.
+    let first_send = actions
+        .iter()
+        .position(|a| matches!(a, ControllerAction::SendBatch { .. }));
+    let first_stop = actions
+        .iter()
+        .position(|a| matches!(a, ControllerAction::StopReplica { .. }));
+    assert!(first_send < first_stop, "{actions:?}");
+    assert_eq!(core.waiting(), 0);
+
+    // It returns: everyone learns of it, its replicas go Online, t-2 is
+    // led by it again, the moves waiting for it resume.
+    let actions = run_flow(
+        &mut core,
+        &mut c,
+        ControllerEvent::BrokerChange {
+            token: 61,
+            live: registered.clone(),
+            default_unclean: false,
+        },
+    );
+    assert_eq!(
+        actions[..5],
+        [
+            ControllerAction::BrokersChanged { live: registered },
+            ControllerAction::UpdateMetadataAll {
+                brokers: ids(&[2, 3]),
+            },
+            ControllerAction::SendBatch { token: 61 },
+            ControllerAction::UpdateMetadataAll { brokers: ids(&[1]) },
+            ControllerAction::SendBatch { token: 61 },
+        ]
+    );
+    assert!(actions.contains(&ControllerAction::ResumeReassignments {
+        token: 61,
+        brokers: [BrokerId(1)].into(),
+    }));
+    assert_eq!(leader(&c, 2), (BrokerId(1), ids(&[1])));
+    for p in 0..3 {
+        assert_eq!(
+            c.replica_states.get(&tp(p), BrokerId(1)),
+            ReplicaState::Online
+        );
+    }
+    assert_eq!(
+        actions.last(),
+        Some(&ControllerAction::FlowDone { token: 61 })
+    );
+    assert_eq!(core.waiting(), 0);
+}
+
+#[test]
+fn a_bounced_broker_fails_over_and_comes_back_in_one_change() {
+    let mut core = ControllerCore::new();
+    let mut c = ctx();
+    let mut bounced = c.live_brokers.clone();
+    bounced[0].epoch = 11;
+    let actions = run_flow(
+        &mut core,
+        &mut c,
+        ControllerEvent::BrokerChange {
+            token: 62,
+            live: bounced.clone(),
+            default_unclean: false,
+        },
+    );
+    // Its single-replica partition was offline for a moment and is led
+    // by it again; the context has its new registration.
+    assert_eq!(leader(&c, 2).0, BrokerId(1));
+    assert_eq!(c.live_brokers, bounced);
+    assert_eq!(c.partition_states.get(&tp(2)), PartitionState::Online);
+    assert_eq!(
+        actions.last(),
+        Some(&ControllerAction::FlowDone { token: 62 })
+    );
+    // Nothing changed: nothing happens but the hook.
+    let actions = run_flow(
+        &mut core,
+        &mut c,
+        ControllerEvent::BrokerChange {
+            token: 63,
+            live: bounced.clone(),
+            default_unclean: false,
+        },
+    );
+    assert_eq!(
+        actions,
+        vec![
+            ControllerAction::BrokersChanged { live: bounced },
+            ControllerAction::FlowDone { token: 63 },
+        ]
+    );
+}

@@ -18,9 +18,11 @@
 //! others, `elect`) and the replica state machine (`replicas`: replicas
 //! told, stopped, taken out of their ISRs). Which changes each event asks
 //! for (broker join and failure, topic creation and deletion, reassignment
-//! steps, preferred elections) is still sequenced by `zk_mode`'s async
-//! handlers, but for controlled shutdown, brokers joining and leaving and
-//! replicas in failed log dirs (`flows`).
+//! steps, preferred elections) is decided here for a new controller's
+//! start, new partitions, controlled shutdown, brokers joining and leaving
+//! and replicas in failed log dirs (`flows`); topic deletion, reassignment
+//! steps and preferred-leader elections are still sequenced by `zk_mode`'s
+//! async handlers on top of the core's state machines.
 
 use std::collections::BTreeMap;
 
@@ -149,6 +151,16 @@ pub enum ControllerEvent {
     ReplicasOffline {
         token: u64,
         replicas: Vec<(TopicPartition, BrokerId)>,
+        default_unclean: bool,
+    },
+    /// A new controller's state machines start from its loaded context
+    /// (`onControllerFailover`); ends with [`ControllerAction::FlowDone`].
+    Failover { token: u64, default_unclean: bool },
+    /// New partitions in the context's assignment
+    /// (`onNewPartitionCreation`); ends with [`ControllerAction::FlowDone`].
+    NewPartitions {
+        token: u64,
+        parts: Vec<TopicPartition>,
         default_unclean: bool,
     },
     /// The driver did what flow `token` asked (a send, a duty).
@@ -374,6 +386,15 @@ impl ControllerCore {
                 default_unclean,
             } => self.on_replicas_offline(ctx, token, replicas, default_unclean),
             ControllerEvent::Performed { token } => self.resume_flow(ctx, token, None),
+            ControllerEvent::Failover {
+                token,
+                default_unclean,
+            } => self.on_failover(ctx, token, default_unclean),
+            ControllerEvent::NewPartitions {
+                token,
+                parts,
+                default_unclean,
+            } => self.on_new_partitions(ctx, token, parts, default_unclean),
         }
     }
 

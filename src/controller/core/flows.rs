@@ -17,6 +17,7 @@
 //!   the replicated partitions it still leads (none when every leader
 //!   could move); the broker retries until that is empty.
 //! - Brokers joining and leaving (`brokers`).
+//! - A new controller's start and new partitions (`startup`).
 
 use super::{ControllerAction, ControllerCore};
 use crate::controller::context::ControllerContext;
@@ -27,6 +28,7 @@ use crate::types::{BrokerId, TopicPartition};
 use super::ElectionKind;
 
 mod brokers;
+mod startup;
 #[cfg(test)]
 mod tests;
 
@@ -71,6 +73,12 @@ pub(super) enum Flow {
         step: ShutdownStep,
     },
     Brokers(brokers::BrokersFlow),
+    /// A failover's start or a partition creation.
+    Start {
+        default_unclean: bool,
+        parts: Vec<TopicPartition>,
+        at: startup::StartAt,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,6 +166,9 @@ impl ControllerCore {
         token: u64,
         verdict: Option<&ControllerAction>,
     ) -> Vec<ControllerAction> {
+        if let Some(Flow::Start { .. }) = self.flows.get(&token) {
+            return self.resume_start(ctx, token);
+        }
         if let Some(Flow::Brokers(_)) = self.flows.get(&token) {
             let online = match verdict {
                 Some(ControllerAction::PartitionsDone { online, .. }) => online.as_slice(),

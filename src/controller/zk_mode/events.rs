@@ -5,10 +5,9 @@
 
 use std::collections::BTreeSet;
 
-use super::partitions::ElectionKind;
 use super::{Duties, Event, ZkBroker};
+use crate::controller::core::ControllerEvent;
 use crate::controller::request_batch::RequestBatch;
-use crate::controller::state_machine::{PartitionState, ReplicaState};
 use crate::types::TopicPartition;
 use crate::zk::paths::{self, TopicZNode};
 use crate::zk::store::{MetadataStore, StoreError};
@@ -16,129 +15,30 @@ use crate::zk::store::{MetadataStore, StoreError};
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     // ----- the controller's events -----
 
-    /// `onControllerFailover` once the context is loaded: both state
-    /// machines initialised from it, every broker told everything
-    /// (UpdateMetadata, then LeaderAndIsr for each live replica), New and
-    /// Offline partitions elected, deletions resumed.
+    /// `onControllerFailover` once the context is loaded, decided by the
+    /// controller core (`controller::core`, its `flows::startup`).
     pub(super) async fn start_state_machines(&self) {
-        self.with_ctx(|ctx| {
-            let live = ctx.live();
-            let registered = ctx.live_or_shutting_down();
-            let deleting = ctx.topics_to_delete.clone();
-            let parts: Vec<TopicPartition> = ctx.assignments.keys().cloned().collect();
-            for tp in &parts {
-                let state = match ctx.leadership.get(tp) {
-                    Some(l) if live.contains(&l.leader_isr.leader) => PartitionState::Online,
-                    Some(_) => PartitionState::Offline,
-                    None => PartitionState::New,
-                };
-                // From NonExistent only New is legal: go through it.
-                let _ = ctx.partition_states.transition(tp, PartitionState::New);
-                if state != PartitionState::New {
-                    let _ = ctx.partition_states.transition(tp, state);
-                }
-                for r in ctx.replicas(tp).to_vec() {
-                    let _ = ctx.replica_states.transition(tp, r, ReplicaState::New);
-                    let to = if registered.contains(&r) {
-                        ReplicaState::Online
-                    } else if deleting.contains(&*tp.topic) {
-                        ReplicaState::DeletionIneligible
-                    } else {
-                        ReplicaState::Offline
-                    };
-                    if to != ReplicaState::DeletionIneligible {
-                        let _ = ctx.replica_states.transition(tp, r, to);
-                    } else {
-                        let _ = ctx.replica_states.transition(tp, r, ReplicaState::Offline);
-                        let _ = ctx.replica_states.transition(tp, r, to);
-                    }
-                }
-            }
-            let ineligible: BTreeSet<String> = deleting
-                .iter()
-                .filter(|t| {
-                    ctx.partitions_of(t)
-                        .iter()
-                        .any(|tp| ctx.replicas(tp).iter().any(|r| !registered.contains(r)))
-                })
-                .cloned()
-                .collect();
-            ctx.ineligible_for_deletion = ineligible;
-        });
+        let event = ControllerEvent::Failover {
+            token: self.core_token(),
+            default_unclean: self.settings.borrow().unclean_leader_election,
+        };
         let mut batch = RequestBatch::new();
-        self.with_ctx(|ctx| batch.add_update_metadata_all(ctx.live_or_shutting_down()));
+        self.drive_core(event, &mut batch).await;
         self.send_batch(batch);
-        let online = self
-            .with_ctx(|ctx| {
-                let registered = ctx.live_or_shutting_down();
-                ctx.assignments
-                    .iter()
-                    .flat_map(|(tp, rs)| rs.iter().map(move |r| (tp.clone(), *r)))
-                    .filter(|(_, r)| registered.contains(r))
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
-        let mut batch = RequestBatch::new();
-        self.replicas_to(&online, ReplicaState::Online, &mut batch)
-            .await;
-        self.send_batch(batch);
-        // Kafka's ReplicaStateMachine.startup: then every replica on a dead
-        // broker goes OfflineReplica, which takes it out of the ISRs (also
-        // of partitions whose leader lives) before the partition state
-        // machine elects. Replicas of topics being deleted keep their
-        // deletion state.
-        let offline = self
-            .with_ctx(|ctx| {
-                let registered = ctx.live_or_shutting_down();
-                ctx.assignments
-                    .iter()
-                    .filter(|(tp, _)| !ctx.topics_to_delete.contains(&*tp.topic))
-                    .flat_map(|(tp, rs)| rs.iter().map(move |r| (tp.clone(), *r)))
-                    .filter(|(_, r)| !registered.contains(r))
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
-        if !offline.is_empty() {
-            let mut batch = RequestBatch::new();
-            self.replicas_to(&offline, ReplicaState::Offline, &mut batch)
-                .await;
-            self.send_batch(batch);
-        }
-        let mut batch = RequestBatch::new();
-        self.trigger_online_partitions(&mut batch).await;
-        self.send_batch(batch);
-        self.resume_deletions().await;
     }
 
-    /// `onNewPartitionCreation`.
+    /// `onNewPartitionCreation`, decided by the controller core.
     pub(super) async fn on_new_partitions(&self, parts: Vec<TopicPartition>) {
         if parts.is_empty() {
             return;
         }
-        let replicas = self
-            .with_ctx(|ctx| ctx.replicas_of(&parts))
-            .unwrap_or_default();
+        let event = ControllerEvent::NewPartitions {
+            token: self.core_token(),
+            parts,
+            default_unclean: self.settings.borrow().unclean_leader_election,
+        };
         let mut batch = RequestBatch::new();
-        self.partitions_to(
-            &parts,
-            PartitionState::New,
-            ElectionKind::Offline,
-            &mut batch,
-        )
-        .await;
-        self.replicas_to(&replicas, ReplicaState::New, &mut batch)
-            .await;
-        self.send_batch(batch);
-        let mut batch = RequestBatch::new();
-        self.partitions_to(
-            &parts,
-            PartitionState::Online,
-            ElectionKind::Offline,
-            &mut batch,
-        )
-        .await;
-        self.replicas_to(&replicas, ReplicaState::Online, &mut batch)
-            .await;
+        self.drive_core(event, &mut batch).await;
         self.send_batch(batch);
     }
 

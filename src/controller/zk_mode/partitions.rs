@@ -339,22 +339,6 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             Err(_) => default,
         }
     }
-
-    /// `triggerOnlinePartitionStateChange`: every New or Offline partition
-    /// (topics being deleted left out) to Online with the offline election.
-    pub(super) async fn trigger_online_partitions(&self, batch: &mut RequestBatch) {
-        let parts = self
-            .with_ctx(|ctx| {
-                let mut v = ctx.partition_states.in_state(PartitionState::New);
-                v.extend(ctx.partition_states.in_state(PartitionState::Offline));
-                v.retain(|tp| !ctx.topics_to_delete.contains(&*tp.topic));
-                v.sort();
-                v
-            })
-            .unwrap_or_default();
-        self.partitions_to(&parts, PartitionState::Online, ElectionKind::Offline, batch)
-            .await;
-    }
 }
 
 /// The leadership a loaded partition state holds.

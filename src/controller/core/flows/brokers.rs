@@ -380,7 +380,7 @@ impl ControllerCore {
 
     /// `triggerOnlinePartitionStateChange`: every New or Offline partition
     /// (topics being deleted left out) to Online with the offline election.
-    fn trigger_online(
+    pub(in crate::controller::core) fn trigger_online(
         &mut self,
         ctx: &mut ControllerContext,
         token: u64,

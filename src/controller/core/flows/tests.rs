@@ -267,6 +267,12 @@ fn run_flow(
                         settings: topics.iter().map(|t| (t.clone(), false)).collect(),
                     })
                 }
+                ControllerAction::CreateStates { token, states } => {
+                    Some(ControllerEvent::StatesCreated {
+                        token: *token,
+                        results: states.iter().map(|_| Ok(())).collect(),
+                    })
+                }
                 ControllerAction::ResumeReassignments { token, .. }
                 | ControllerAction::ResumeDeletions { token }
                 | ControllerAction::FailReplicaDeletion { token, .. }
@@ -417,5 +423,110 @@ fn a_bounced_broker_fails_over_and_comes_back_in_one_change() {
             ControllerAction::BrokersChanged { live: bounced },
             ControllerAction::FlowDone { token: 63 },
         ]
+    );
+}
+
+#[test]
+fn a_new_controller_tells_everyone_then_fails_over_dead_replicas_then_elects() {
+    let mut core = ControllerCore::new();
+    let mut c = ctx();
+    // A fresh controller's context: states not started; broker 3 gone;
+    // t-3 assigned [2, 3] with no state znode yet.
+    c.partition_states = Default::default();
+    c.replica_states = Default::default();
+    c.live_brokers.retain(|b| b.id.0 != 3);
+    c.assignments.insert(tp(3), ids(&[2, 3]));
+    let actions = run_flow(
+        &mut core,
+        &mut c,
+        ControllerEvent::Failover {
+            token: 70,
+            default_unclean: false,
+        },
+    );
+    assert_eq!(
+        actions[..2],
+        [
+            ControllerAction::UpdateMetadataAll {
+                brokers: ids(&[1, 2]),
+            },
+            ControllerAction::SendBatch { token: 70 },
+        ]
+    );
+    // Broker 3 left every ISR; t-3 got its first leader among the live.
+    assert_eq!(leader(&c, 0), (BrokerId(1), ids(&[1, 2])));
+    assert_eq!(leader(&c, 1), (BrokerId(2), ids(&[2, 1])));
+    assert_eq!(leader(&c, 3), (BrokerId(2), ids(&[2])));
+    for p in [0, 1, 2, 3] {
+        assert_eq!(
+            c.partition_states.get(&tp(p)),
+            PartitionState::Online,
+            "t-{p}"
+        );
+    }
+    assert_eq!(
+        c.replica_states.get(&tp(0), BrokerId(3)),
+        ReplicaState::Offline
+    );
+    assert_eq!(
+        c.replica_states.get(&tp(0), BrokerId(2)),
+        ReplicaState::Online
+    );
+    // Deletions resume last, then the flow ends.
+    let n = actions.len();
+    assert_eq!(
+        actions[n - 2..],
+        [
+            ControllerAction::ResumeDeletions { token: 70 },
+            ControllerAction::FlowDone { token: 70 },
+        ]
+    );
+    assert_eq!(core.waiting(), 0);
+}
+
+#[test]
+fn new_partitions_are_created_with_their_first_leaders_and_replicas_online() {
+    let mut core = ControllerCore::new();
+    let mut c = ctx();
+    c.assignments.insert(tp(5), ids(&[3, 1]));
+    let actions = run_flow(
+        &mut core,
+        &mut c,
+        ControllerEvent::NewPartitions {
+            token: 80,
+            parts: vec![tp(5)],
+            default_unclean: false,
+        },
+    );
+    assert!(actions.contains(&ControllerAction::LeaderAndIsr {
+        recipients: ids(&[3, 1]),
+        partition: tp(5),
+        is_new: true,
+    }));
+    assert_eq!(leader(&c, 5), (BrokerId(3), ids(&[3, 1])));
+    assert_eq!(
+        c.leadership[&tp(5)].leader_isr.partition_epoch,
+        PartitionEpoch(0)
+    );
+    assert_eq!(c.partition_states.get(&tp(5)), PartitionState::Online);
+    for r in [1, 3] {
+        assert_eq!(
+            c.replica_states.get(&tp(5), BrokerId(r)),
+            ReplicaState::Online
+        );
+    }
+    assert_eq!(
+        actions.last(),
+        Some(&ControllerAction::FlowDone { token: 80 })
+    );
+    // Nothing to create: done at once.
+    let none = ControllerEvent::NewPartitions {
+        token: 81,
+        parts: vec![],
+        default_unclean: false,
+    };
+    assert_eq!(
+        core.on_event(Some(&mut c), 0, none),
+        vec![ControllerAction::FlowDone { token: 81 }]
     );
 }

@@ -37,6 +37,8 @@ use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, ControllerEpoch, PartitionEpoch, TopicPartition};
 
 mod elect;
+#[cfg(test)]
+mod fixtures;
 mod flows;
 mod partitions;
 mod replicas;

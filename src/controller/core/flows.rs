@@ -146,8 +146,7 @@ impl ControllerCore {
                 step: ShutdownStep::Electing,
             },
         );
-        let sub = self.token();
-        self.parents.insert(sub, Parent::Flow(token));
+        let sub = self.sub_for(token);
         self.on_partitions_to(
             Some(ctx),
             sub,
@@ -215,8 +214,7 @@ impl ControllerCore {
             ShutdownStep::Offline => {
                 let replicas = followed.iter().map(|tp| (tp.clone(), broker)).collect();
                 next(self, ShutdownStep::Stopping, Vec::new());
-                let sub = self.token();
-                self.parents.insert(sub, Parent::Flow(token));
+                let sub = self.sub_for(token);
                 self.on_replicas_to(ctx, sub, replicas, ReplicaState::Offline)
             }
             ShutdownStep::Stopping => {
@@ -238,6 +236,13 @@ impl ControllerCore {
                 }]
             }
         }
+    }
+
+    /// A token for a sub-job whose end resumes flow `token`.
+    pub(super) fn sub_for(&mut self, token: u64) -> u64 {
+        let sub = self.token();
+        self.parents.insert(sub, Parent::Flow(token));
+        sub
     }
 
     /// A sub-job ended with `verdict`: handed to whoever waits for it, or

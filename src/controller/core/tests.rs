@@ -1,51 +1,25 @@
+use super::fixtures::{ids, leadership, registered, tp};
 use super::*;
-use crate::controller::brokers::LiveBroker;
 use crate::controller::context::Moving;
 use crate::controller::leader_election::LeaderRecoveryState;
 use crate::types::LeaderEpoch;
-use crate::zk::paths::BrokerIdZNode;
 
 const TOPIC_ID: Uuid = Uuid::from_u128(7);
 
 /// Brokers 1–3 live (epoch 10); `t-0` and `t-1` led by 1 at leader epoch
 /// 4, ISR [1, 2], partition epoch 6; controller epoch 3.
 fn ctx() -> ControllerContext {
-    let mut ctx = ControllerContext {
-        epoch: 3,
-        live_brokers: [1, 2, 3]
-            .iter()
-            .map(|&id| LiveBroker {
-                id: BrokerId(id),
-                epoch: 10,
-                registration: BrokerIdZNode::plaintext("127.0.0.1", 9090 + id, 1),
-            })
-            .collect(),
-        ..Default::default()
-    };
+    let mut ctx = registered(&[1, 2, 3]);
     ctx.add_topic("t", TOPIC_ID);
     for p in 0..2 {
-        let tp = TopicPartition::new("t", p);
-        ctx.assignments
-            .insert(tp.clone(), vec![BrokerId(1), BrokerId(2), BrokerId(3)]);
-        ctx.leadership.insert(
-            tp,
-            Leadership {
-                leader_isr: state(&[1, 2], 6),
-                controller_epoch: ControllerEpoch(2),
-            },
-        );
+        ctx.assignments.insert(tp(p), ids(&[1, 2, 3]));
+        ctx.leadership.insert(tp(p), leadership(1, 4, &[1, 2], 6));
     }
     ctx
 }
 
 fn state(isr: &[i32], partition_epoch: i32) -> LeaderIsr {
-    LeaderIsr {
-        leader: BrokerId(1),
-        leader_epoch: LeaderEpoch(4),
-        isr: isr.iter().map(|&b| BrokerId(b)).collect(),
-        leader_recovery_state: LeaderRecoveryState::Recovered,
-        partition_epoch: PartitionEpoch(partition_epoch),
-    }
+    leadership(1, 4, isr, partition_epoch).leader_isr
 }
 
 /// Broker 1 asks for `isr` on each partition, at partition epoch 6.
@@ -68,10 +42,6 @@ fn ask(broker_epoch: i64, items: &[(i32, &[i32])]) -> AlterAsk {
             })
             .collect(),
     }
-}
-
-fn tp(p: i32) -> TopicPartition {
-    TopicPartition::new("t", p)
 }
 
 #[test]

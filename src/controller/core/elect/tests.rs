@@ -1,51 +1,22 @@
+use super::super::fixtures::{ids, leadership, registered};
 use super::super::ControllerEvent;
 use super::*;
-use crate::controller::brokers::LiveBroker;
 use crate::controller::leader_election::LeaderRecoveryState;
 use crate::types::LeaderEpoch;
-use crate::zk::paths::BrokerIdZNode;
 
 /// Brokers `live` registered; `t-0` assigned [1, 2, 3], led by 1 at
 /// leader epoch 4 with ISR `isr`, partition epoch 6; controller epoch 3.
 fn ctx(live: &[i32], isr: &[i32]) -> ControllerContext {
-    let mut ctx = ControllerContext {
-        epoch: 3,
-        live_brokers: live
-            .iter()
-            .map(|&id| LiveBroker {
-                id: BrokerId(id),
-                epoch: 10,
-                registration: BrokerIdZNode::plaintext("127.0.0.1", 9090 + id, 1),
-            })
-            .collect(),
-        ..Default::default()
-    };
+    let mut ctx = registered(live);
     ctx.add_topic("t", uuid::Uuid::from_u128(7));
-    ctx.assignments
-        .insert(tp(), vec![BrokerId(1), BrokerId(2), BrokerId(3)]);
+    ctx.assignments.insert(tp(), ids(&[1, 2, 3]));
     ctx.leadership.insert(tp(), leadership(1, 4, isr, 6));
     ctx
 }
 
-fn leadership(leader: i32, epoch: i32, isr: &[i32], version: i32) -> Leadership {
-    Leadership {
-        leader_isr: LeaderIsr {
-            leader: BrokerId(leader),
-            leader_epoch: LeaderEpoch(epoch),
-            isr: isr.iter().map(|&b| BrokerId(b)).collect(),
-            leader_recovery_state: LeaderRecoveryState::Recovered,
-            partition_epoch: PartitionEpoch(version),
-        },
-        controller_epoch: ControllerEpoch(2),
-    }
-}
-
+/// `t-0`, the partition these elections are about.
 fn tp() -> TopicPartition {
-    TopicPartition::new("t", 0)
-}
-
-fn ids(v: &[i32]) -> Vec<BrokerId> {
-    v.iter().map(|&b| BrokerId(b)).collect()
+    super::super::fixtures::tp(0)
 }
 
 fn elect(

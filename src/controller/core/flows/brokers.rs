@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::super::{ControllerAction, ControllerCore, ElectionKind};
-use super::{Flow, Parent};
+use super::Flow;
 use crate::controller::brokers::LiveBroker;
 use crate::controller::context::ControllerContext;
 use crate::controller::state_machine::{PartitionState, ReplicaState};
@@ -262,7 +262,7 @@ impl ControllerCore {
                 elected_any: false,
             }),
         );
-        let sub = self.sub_of(token);
+        let sub = self.sub_for(token);
         let default_unclean = self.flow_unclean(token);
         self.on_partitions_to(
             Some(ctx),
@@ -302,7 +302,7 @@ impl ControllerCore {
                 let on_new = ctx.replicas_on(&new);
                 let replicas = on_new.clone();
                 self.set_at(token, At::StartupReplicas(Startup { new, on_new }));
-                let sub = self.sub_of(token);
+                let sub = self.sub_for(token);
                 self.on_replicas_to(Some(ctx), sub, replicas, ReplicaState::Online)
             }
             At::StartupReplicas(st) => self.send_then(token, At::StartupTrigger(st), Vec::new()),
@@ -345,7 +345,7 @@ impl ControllerCore {
             At::FailureStop(o) => {
                 let replicas = o.not_for_deletion.clone();
                 self.set_at(token, At::FailureReplicas(o));
-                let sub = self.sub_of(token);
+                let sub = self.sub_for(token);
                 self.on_replicas_to(Some(ctx), sub, replicas, ReplicaState::Offline)
             }
             At::FailureReplicas(o) => self.send_then(token, At::FailureSent(o), Vec::new()),
@@ -390,7 +390,7 @@ impl ControllerCore {
         parts.extend(ctx.partition_states.in_state(PartitionState::Offline));
         parts.retain(|tp| !ctx.topics_to_delete.contains(&*tp.topic));
         parts.sort();
-        let sub = self.sub_of(token);
+        let sub = self.sub_for(token);
         self.on_partitions_to(
             Some(ctx),
             sub,
@@ -424,12 +424,5 @@ impl ControllerCore {
 
     fn flow_unclean(&self, token: u64) -> bool {
         matches!(self.flows.get(&token), Some(Flow::Brokers(f)) if f.default_unclean)
-    }
-
-    /// A token for a sub-job whose end resumes flow `token`.
-    fn sub_of(&mut self, token: u64) -> u64 {
-        let sub = self.token();
-        self.parents.insert(sub, Parent::Flow(token));
-        sub
     }
 }

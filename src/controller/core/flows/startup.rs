@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 use super::super::{ControllerAction, ControllerCore, ElectionKind};
-use super::{Flow, Parent};
+use super::Flow;
 use crate::controller::context::ControllerContext;
 use crate::controller::state_machine::{PartitionState, ReplicaState};
 use crate::types::{BrokerId, TopicPartition};
@@ -206,13 +206,6 @@ impl ControllerCore {
                 send
             }
         }
-    }
-
-    /// A token for a sub-job whose end resumes flow `token`.
-    fn sub_for(&mut self, token: u64) -> u64 {
-        let sub = self.token();
-        self.parents.insert(sub, Parent::Flow(token));
-        sub
     }
 }
 

@@ -1,63 +1,25 @@
+use super::super::fixtures::{assign_online, ids, leadership, partition_in, registered, tp};
 use super::super::ControllerEvent;
 use super::*;
 use crate::controller::brokers::LiveBroker;
-use crate::controller::context::Leadership;
-use crate::controller::leader_election::{LeaderIsr, LeaderRecoveryState};
-use crate::types::{ControllerEpoch, LeaderEpoch, PartitionEpoch};
-use crate::zk::paths::BrokerIdZNode;
+use crate::controller::leader_election::LeaderIsr;
+use crate::types::PartitionEpoch;
 
 /// Brokers 1–3 registered (epoch 10), every replica Online; `t-0` led by
 /// 1 (ISR [1, 2, 3]), `t-1` led by 2 (ISR [2, 1, 3]), `t-2` led by 1 with
 /// one replica; all at leader epoch 4, partition epoch 6.
 fn ctx() -> ControllerContext {
-    let mut ctx = ControllerContext {
-        epoch: 3,
-        live_brokers: [1, 2, 3]
-            .iter()
-            .map(|&id| LiveBroker {
-                id: BrokerId(id),
-                epoch: 10,
-                registration: BrokerIdZNode::plaintext("127.0.0.1", 9090 + id, 1),
-            })
-            .collect(),
-        ..Default::default()
-    };
+    let mut ctx = registered(&[1, 2, 3]);
     for (p, ar, leader, isr) in [
         (0, &[1, 2, 3][..], 1, &[1, 2, 3][..]),
         (1, &[2, 1, 3][..], 2, &[2, 1, 3][..]),
         (2, &[1][..], 1, &[1][..]),
     ] {
-        let tp = tp(p);
-        ctx.assignments.insert(tp.clone(), ids(ar));
-        let _ = ctx.partition_states.transition(&tp, PartitionState::New);
-        let _ = ctx.partition_states.transition(&tp, PartitionState::Online);
-        for r in ids(ar) {
-            let _ = ctx.replica_states.transition(&tp, r, ReplicaState::New);
-            let _ = ctx.replica_states.transition(&tp, r, ReplicaState::Online);
-        }
-        ctx.leadership.insert(
-            tp,
-            Leadership {
-                leader_isr: LeaderIsr {
-                    leader: BrokerId(leader),
-                    leader_epoch: LeaderEpoch(4),
-                    isr: ids(isr),
-                    leader_recovery_state: LeaderRecoveryState::Recovered,
-                    partition_epoch: PartitionEpoch(6),
-                },
-                controller_epoch: ControllerEpoch(2),
-            },
-        );
+        assign_online(&mut ctx, &tp(p), ar);
+        partition_in(&mut ctx, &tp(p), PartitionState::Online);
+        ctx.leadership.insert(tp(p), leadership(leader, 4, isr, 6));
     }
     ctx
-}
-
-fn tp(p: i32) -> TopicPartition {
-    TopicPartition::new("t", p)
-}
-
-fn ids(v: &[i32]) -> Vec<BrokerId> {
-    v.iter().map(|&b| BrokerId(b)).collect()
 }
 
 fn shutdown(

@@ -1,52 +1,18 @@
+use super::super::fixtures::{ids, leadership, partition_in, registered, tp};
 use super::super::{ControllerEvent, WriteFailure};
 use super::*;
-use crate::controller::brokers::LiveBroker;
-use crate::zk::paths::BrokerIdZNode;
 
 /// Brokers `live` registered; `t-0` and `t-1` assigned [1, 2, 3]; `t-0`
 /// New, `t-1` Offline (led by 3 at leader epoch 4 with ISR [3, 2]).
 fn ctx(live: &[i32]) -> ControllerContext {
-    let mut ctx = ControllerContext {
-        epoch: 3,
-        live_brokers: live
-            .iter()
-            .map(|&id| LiveBroker {
-                id: BrokerId(id),
-                epoch: 10,
-                registration: BrokerIdZNode::plaintext("127.0.0.1", 9090 + id, 1),
-            })
-            .collect(),
-        ..Default::default()
-    };
+    let mut ctx = registered(live);
     for p in 0..2 {
         ctx.assignments.insert(tp(p), ids(&[1, 2, 3]));
-        let _ = ctx.partition_states.transition(&tp(p), PartitionState::New);
     }
-    let _ = ctx
-        .partition_states
-        .transition(&tp(1), PartitionState::Offline);
-    ctx.leadership.insert(
-        tp(1),
-        Leadership {
-            leader_isr: LeaderIsr {
-                leader: BrokerId(3),
-                leader_epoch: LeaderEpoch(4),
-                isr: ids(&[3, 2]),
-                leader_recovery_state: LeaderRecoveryState::Recovered,
-                partition_epoch: PartitionEpoch(6),
-            },
-            controller_epoch: ControllerEpoch(2),
-        },
-    );
+    partition_in(&mut ctx, &tp(0), PartitionState::New);
+    partition_in(&mut ctx, &tp(1), PartitionState::Offline);
+    ctx.leadership.insert(tp(1), leadership(3, 4, &[3, 2], 6));
     ctx
-}
-
-fn tp(p: i32) -> TopicPartition {
-    TopicPartition::new("t", p)
-}
-
-fn ids(v: &[i32]) -> Vec<BrokerId> {
-    v.iter().map(|&b| BrokerId(b)).collect()
 }
 
 fn to_online(

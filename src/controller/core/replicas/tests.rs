@@ -1,59 +1,22 @@
+use super::super::fixtures::{assign_online, ids, leadership, registered, tp};
 use super::super::ControllerEvent;
 use super::*;
-use crate::controller::brokers::LiveBroker;
-use crate::controller::leader_election::LeaderRecoveryState;
-use crate::zk::paths::BrokerIdZNode;
 
 /// Brokers 1–3 registered; `t-p` assigned [1, 2, 3] for each of `isrs`
 /// (led by 1 at leader epoch 4, partition epoch 6), every replica Online;
 /// `t-9` assigned [1, 2, 3] with no state znode. Controller epoch 3.
 fn ctx(isrs: &[&[i32]]) -> ControllerContext {
-    let mut ctx = ControllerContext {
-        epoch: 3,
-        live_brokers: [1, 2, 3]
-            .iter()
-            .map(|&id| LiveBroker {
-                id: BrokerId(id),
-                epoch: 10,
-                registration: BrokerIdZNode::plaintext("127.0.0.1", 9090 + id, 1),
-            })
-            .collect(),
-        ..Default::default()
-    };
+    let mut ctx = registered(&[1, 2, 3]);
     let mut parts: Vec<i32> = (0..isrs.len() as i32).collect();
     parts.push(9);
     for p in parts {
-        let tp = tp(p);
-        ctx.assignments.insert(tp.clone(), ids(&[1, 2, 3]));
-        for r in ids(&[1, 2, 3]) {
-            let _ = ctx.replica_states.transition(&tp, r, ReplicaState::New);
-            let _ = ctx.replica_states.transition(&tp, r, ReplicaState::Online);
-        }
+        assign_online(&mut ctx, &tp(p), &[1, 2, 3]);
     }
     for (p, isr) in isrs.iter().enumerate() {
-        ctx.leadership.insert(
-            tp(p as i32),
-            Leadership {
-                leader_isr: LeaderIsr {
-                    leader: BrokerId(1),
-                    leader_epoch: LeaderEpoch(4),
-                    isr: ids(isr),
-                    leader_recovery_state: LeaderRecoveryState::Recovered,
-                    partition_epoch: PartitionEpoch(6),
-                },
-                controller_epoch: ControllerEpoch(2),
-            },
-        );
+        ctx.leadership
+            .insert(tp(p as i32), leadership(1, 4, isr, 6));
     }
     ctx
-}
-
-fn tp(p: i32) -> TopicPartition {
-    TopicPartition::new("t", p)
-}
-
-fn ids(v: &[i32]) -> Vec<BrokerId> {
-    v.iter().map(|&b| BrokerId(b)).collect()
 }
 
 fn offline(

@@ -19,10 +19,10 @@
 //! told, stopped, taken out of their ISRs). Which changes each event asks
 //! for (broker join and failure, topic creation and deletion, reassignment
 //! steps, preferred elections) is decided here for a new controller's
-//! start, new partitions, controlled shutdown, brokers joining and leaving
-//! and replicas in failed log dirs (`flows`); topic deletion, reassignment
-//! steps and preferred-leader elections are still sequenced by `zk_mode`'s
-//! async handlers on top of the core's state machines.
+//! start, new partitions, controlled shutdown, brokers joining and leaving,
+//! replicas in failed log dirs, ElectLeaders and the auto leader rebalance
+//! (`flows`); topic deletion and reassignment steps are still sequenced by
+//! `zk_mode`'s async handlers on top of the core's state machines.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +32,7 @@ use super::alter_partition::{judge, Proposal, Verdict};
 use super::brokers::LiveBroker;
 use super::context::{ControllerContext, Leadership};
 use super::leader_election::LeaderIsr;
+use super::rebalance::ElectionType;
 use super::state_machine::{PartitionState, ReplicaState};
 use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, ControllerEpoch, PartitionEpoch, TopicPartition};
@@ -46,7 +47,7 @@ mod replicas;
 mod tests;
 
 pub use elect::{plan_elections, ElectionFailures, ElectionKind};
-pub use flows::{ShutdownAnswer, ShutdownRefusal};
+pub use flows::{ElectAnswer, ShutdownAnswer, ShutdownRefusal};
 pub use partitions::CreateFailure;
 
 /// One partition of an AlterPartition (v2+ names topics by id).
@@ -165,6 +166,22 @@ pub enum ControllerEvent {
         parts: Vec<TopicPartition>,
         default_unclean: bool,
     },
+    /// ElectLeaders (`processReplicaLeaderElection`; `None`: every
+    /// partition); ends with [`ControllerAction::AnswerElectLeaders`].
+    ElectLeaders {
+        token: u64,
+        kind: ElectionType,
+        partitions: Option<std::collections::BTreeSet<TopicPartition>>,
+        default_unclean: bool,
+    },
+    /// The auto leader rebalance's check at `percent`
+    /// (`leader.imbalance.per.broker.percentage`); ends with
+    /// [`ControllerAction::FlowDone`].
+    AutoRebalance {
+        token: u64,
+        percent: u32,
+        default_unclean: bool,
+    },
     /// The driver did what flow `token` asked (a send, a duty).
     Performed { token: u64 },
 }
@@ -273,6 +290,10 @@ pub enum ControllerAction {
     FailReplicaDeletion {
         token: u64,
         replicas: Vec<(TopicPartition, BrokerId)>,
+    },
+    AnswerElectLeaders {
+        token: u64,
+        answer: ElectAnswer,
     },
     /// The flow `token` is over.
     FlowDone {
@@ -392,6 +413,17 @@ impl ControllerCore {
                 token,
                 default_unclean,
             } => self.on_failover(ctx, token, default_unclean),
+            ControllerEvent::ElectLeaders {
+                token,
+                kind,
+                partitions,
+                default_unclean,
+            } => self.on_elect_leaders(ctx, token, kind, partitions, default_unclean),
+            ControllerEvent::AutoRebalance {
+                token,
+                percent,
+                default_unclean,
+            } => self.on_auto_rebalance(ctx, token, percent, default_unclean),
             ControllerEvent::NewPartitions {
                 token,
                 parts,

@@ -18,6 +18,7 @@
 //!   could move); the broker retries until that is empty.
 //! - Brokers joining and leaving (`brokers`).
 //! - A new controller's start and new partitions (`startup`).
+//! - ElectLeaders and the auto leader rebalance (`elections`).
 
 use super::{ControllerAction, ControllerCore};
 use crate::controller::context::ControllerContext;
@@ -28,7 +29,10 @@ use crate::types::{BrokerId, TopicPartition};
 use super::ElectionKind;
 
 mod brokers;
+mod elections;
 mod startup;
+
+pub use elections::ElectAnswer;
 #[cfg(test)]
 mod tests;
 
@@ -73,6 +77,8 @@ pub(super) enum Flow {
         step: ShutdownStep,
     },
     Brokers(brokers::BrokersFlow),
+    /// ElectLeaders or an auto rebalance check.
+    Elections(elections::ElectionsFlow),
     /// A failover's start or a partition creation.
     Start {
         default_unclean: bool,
@@ -165,6 +171,9 @@ impl ControllerCore {
         token: u64,
         verdict: Option<&ControllerAction>,
     ) -> Vec<ControllerAction> {
+        if let Some(Flow::Elections(_)) = self.flows.get(&token) {
+            return self.resume_elections(ctx, token, verdict);
+        }
         if let Some(Flow::Start { .. }) = self.flows.get(&token) {
             return self.resume_start(ctx, token);
         }

@@ -129,6 +129,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             }
             verdict @ (ControllerAction::AnswerAlterPartition { .. }
             | ControllerAction::AnswerControlledShutdown { .. }
+            | ControllerAction::AnswerElectLeaders { .. }
             | ControllerAction::FlowDone { .. }
             | ControllerAction::Elected { .. }
             | ControllerAction::PartitionsDone { .. }

@@ -4,20 +4,19 @@
 //! `/admin/preferred_replica_election` znode, and the auto leader
 //! rebalance on the controller's timer (`auto.leader.rebalance.enable`,
 //! `leader.imbalance.check.interval.seconds`,
-//! `leader.imbalance.per.broker.percentage`). What to elect is decided by
-//! `controller::rebalance`; the elections are the partition state
-//! machine's (`partitions`).
+//! `leader.imbalance.per.broker.percentage`), decided by the controller
+//! core (`controller::core`, its `flows::elections`); this reads the
+//! znode, arms the rebalance timer and performs the core's actions.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::partitions::{ElectionFailures, ElectionKind};
 use super::{Duties, Event, Reply, Tagged, ZkBroker};
-use crate::controller::rebalance::{self, ElectionResult, ElectionType};
+use crate::controller::core::{ControllerAction, ControllerEvent};
+use crate::controller::rebalance::ElectionType;
 use crate::controller::request_batch::RequestBatch;
-use crate::controller::state_machine::PartitionState;
 use crate::protocol::ErrorCode;
-use crate::types::{BrokerId, TopicPartition};
+use crate::types::TopicPartition;
 use crate::zk::paths::{self, PreferredReplicaElectionZNode};
 use crate::zk::store::{MetadataStore, Op, StoreError};
 
@@ -26,10 +25,7 @@ use crate::zk::store::{MetadataStore, Op, StoreError};
 /// check interval when that is shorter.
 const FIRST_REBALANCE_CHECK: Duration = Duration::from_secs(5);
 
-/// Per partition asked (all partitions when the request named none), its
-/// outcome; NOT_CONTROLLER for every partition when this broker is not
-/// the controller.
-pub type ElectAnswer = Result<BTreeMap<TopicPartition, ElectionResult>, ErrorCode>;
+pub use crate::controller::core::ElectAnswer;
 
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     /// An ElectLeaders request, run in turn with every other event.
@@ -47,60 +43,30 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         reply.take().await
     }
 
-    /// `processReplicaLeaderElection` for an admin client: unknown,
-    /// deleting and already-led partitions answered at once, the others
-    /// elected; `None` = every partition.
+    /// `processReplicaLeaderElection` for an admin client, decided by the
+    /// controller core (`controller::core`, its `flows::elections`);
+    /// `None` = every partition.
     pub(super) async fn elect_on_request(
         &self,
         kind: ElectionType,
         partitions: Option<BTreeSet<TopicPartition>>,
     ) -> ElectAnswer {
-        let Some((elect, mut answered)) = self.with_ctx(|ctx| {
-            let asked = partitions.unwrap_or_else(|| ctx.assignments.keys().cloned().collect());
-            rebalance::plan_election(ctx, &asked, kind)
-        }) else {
-            return Err(ErrorCode::NOT_CONTROLLER);
+        let event = ControllerEvent::ElectLeaders {
+            token: self.core_token(),
+            kind,
+            partitions,
+            default_unclean: self.settings.borrow().unclean_leader_election,
         };
-        let election = match kind {
-            ElectionType::Preferred => ElectionKind::Preferred,
-            ElectionType::Unclean => ElectionKind::Unclean,
-        };
-        let (elected, failed) = self.run_elections(&elect, election).await;
-        tracing::info!(
-            ?kind,
-            asked = elect.len() + answered.len(),
-            elected = elected.len(),
-            failed = failed.len(),
-            "ElectLeaders"
-        );
-        let leaders: Vec<(TopicPartition, ElectionResult)> = self
-            .with_ctx(|ctx| {
-                elected
-                    .into_iter()
-                    .map(|tp| {
-                        let leader = ctx
-                            .leadership
-                            .get(&tp)
-                            .map_or(BrokerId::NONE, |l| l.leader_isr.leader);
-                        (tp, Ok(leader))
-                    })
-                    .collect()
+        let mut batch = RequestBatch::new();
+        let verdicts = self.drive_core(event, &mut batch).await;
+        self.send_batch(batch);
+        verdicts
+            .into_iter()
+            .find_map(|v| match v {
+                ControllerAction::AnswerElectLeaders { answer, .. } => Some(answer),
+                _ => None,
             })
-            .unwrap_or_default();
-        answered.extend(leaders);
-        for (tp, (code, message)) in failed {
-            // Kafka: a state change that found no leader is
-            // PREFERRED_LEADER_NOT_AVAILABLE for a preferred election and
-            // ELIGIBLE_LEADERS_NOT_AVAILABLE for an unclean one.
-            let code = match (kind, code) {
-                (ElectionType::Preferred, ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE) => {
-                    ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE
-                }
-                (_, c) => c,
-            };
-            answered.insert(tp, Err((code, message)));
-        }
-        Ok(answered)
+            .unwrap_or(Err(ErrorCode::NOT_CONTROLLER))
     }
 
     /// `/admin/preferred_replica_election` exists (created, or found on
@@ -188,65 +154,17 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         if !self.election.borrow().is_controller() {
             return;
         }
-        let percent = self
-            .settings
-            .borrow()
-            .leader_imbalance_per_broker_percentage;
-        let parts = self
-            .with_ctx(|ctx| rebalance::imbalanced_partitions(ctx, percent))
-            .unwrap_or_default();
-        if !parts.is_empty() {
-            let (elected, failed) = self.run_elections(&parts, ElectionKind::Preferred).await;
-            tracing::info!(
-                candidates = parts.len(),
-                elected = elected.len(),
-                failed = failed.len(),
-                "auto leader rebalance"
-            );
-        }
-        self.schedule_auto_rebalance(false);
-    }
-
-    /// `onReplicaElection`: `parts` (Online or Offline; others are
-    /// refused as illegal changes) to Online with `kind`'s election, the
-    /// requests sent. The partitions elected, and why the others were not.
-    async fn run_elections(
-        &self,
-        parts: &[TopicPartition],
-        kind: ElectionKind,
-    ) -> (Vec<TopicPartition>, ElectionFailures) {
-        let mut failed = ElectionFailures::new();
-        let legal = self
-            .with_ctx(|ctx| {
-                let mut legal = Vec::new();
-                for tp in parts {
-                    let from = ctx.partition_states.get(tp);
-                    if matches!(from, PartitionState::Online | PartitionState::Offline) {
-                        legal.push(tp.clone());
-                    } else {
-                        tracing::warn!(partition = %tp, ?from, "illegal partition state change refused");
-                        failed.insert(
-                            tp.clone(),
-                            (
-                                ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                                format!("Partition {tp} is in state {from:?}, not online or offline"),
-                            ),
-                        );
-                    }
-                }
-                legal
-            })
-            .unwrap_or_default();
+        let event = ControllerEvent::AutoRebalance {
+            token: self.core_token(),
+            percent: self
+                .settings
+                .borrow()
+                .leader_imbalance_per_broker_percentage,
+            default_unclean: self.settings.borrow().unclean_leader_election,
+        };
         let mut batch = RequestBatch::new();
-        let elected = self
-            .elect_leaders(&legal, kind, &mut batch, &mut failed)
-            .await;
-        self.with_ctx(|ctx| {
-            for tp in &elected {
-                let _ = ctx.partition_states.transition(tp, PartitionState::Online);
-            }
-        });
+        self.drive_core(event, &mut batch).await;
         self.send_batch(batch);
-        (elected, failed)
+        self.schedule_auto_rebalance(false);
     }
 }

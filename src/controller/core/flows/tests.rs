@@ -3,6 +3,7 @@ use super::super::ControllerEvent;
 use super::*;
 use crate::controller::brokers::LiveBroker;
 use crate::controller::leader_election::LeaderIsr;
+use crate::controller::rebalance::ElectionType;
 use crate::types::PartitionEpoch;
 
 /// Brokers 1–3 registered (epoch 10), every replica Online; `t-0` led by
@@ -491,4 +492,85 @@ fn new_partitions_are_created_with_their_first_leaders_and_replicas_online() {
         core.on_event(Some(&mut c), 0, none),
         vec![ControllerAction::FlowDone { token: 81 }]
     );
+}
+
+fn elect_leaders(partitions: &[i32]) -> ControllerEvent {
+    ControllerEvent::ElectLeaders {
+        token: 90,
+        kind: ElectionType::Preferred,
+        partitions: Some(partitions.iter().map(|p| tp(*p)).collect()),
+        default_unclean: false,
+    }
+}
+
+/// The answer at the end of an ElectLeaders flow.
+fn elect_answer(actions: &[ControllerAction]) -> ElectAnswer {
+    match actions.last() {
+        Some(ControllerAction::AnswerElectLeaders { answer, .. }) => answer.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_preferred_election_moves_leaders_back_and_answers_each_partition() {
+    let mut core = ControllerCore::new();
+    let mut c = ctx();
+    // t-0's preferred replica (1) is in its ISR but 2 leads; t-1 is led by
+    // its preferred replica; t-9 does not exist.
+    c.leadership.insert(tp(0), leadership(2, 5, &[2, 1, 3], 7));
+    let actions = run_flow(&mut core, &mut c, elect_leaders(&[0, 1, 9]));
+    let answer = elect_answer(&actions).expect("controller");
+    assert_eq!(answer[&tp(0)], Ok(BrokerId(1)));
+    assert_eq!(
+        answer[&tp(1)].clone().unwrap_err().0,
+        ErrorCode::ELECTION_NOT_NEEDED
+    );
+    assert_eq!(
+        answer[&tp(9)].clone().unwrap_err().0,
+        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+    );
+    assert_eq!(leader(&c, 0).0, BrokerId(1));
+    // The LeaderAndIsr went out before the answer.
+    let send = actions
+        .iter()
+        .position(|a| matches!(a, ControllerAction::SendBatch { .. }));
+    assert!(send.is_some_and(|s| s < actions.len() - 1), "{actions:?}");
+    assert_eq!(core.waiting(), 0);
+}
+
+#[test]
+fn a_preferred_replica_out_of_the_isr_is_not_available_and_no_controller_refuses() {
+    let mut core = ControllerCore::new();
+    let mut c = ctx();
+    c.leadership.insert(tp(0), leadership(2, 5, &[2, 3], 7));
+    let answer = elect_answer(&run_flow(&mut core, &mut c, elect_leaders(&[0])));
+    let refused = answer.expect("controller")[&tp(0)].clone().unwrap_err();
+    assert_eq!(refused.0, ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE);
+    assert_eq!(leader(&c, 0).0, BrokerId(2));
+    let actions = core.on_event(None, 0, elect_leaders(&[0]));
+    assert_eq!(elect_answer(&actions), Err(ErrorCode::NOT_CONTROLLER));
+}
+
+#[test]
+fn the_auto_rebalance_elects_preferred_leaders_of_an_imbalanced_broker() {
+    let mut core = ControllerCore::new();
+    let mut c = ctx();
+    // Broker 1 is preferred for t-0 and t-2 and leads only t-2: 50% off.
+    c.leadership.insert(tp(0), leadership(2, 5, &[2, 1, 3], 7));
+    let check = |percent| ControllerEvent::AutoRebalance {
+        token: 91,
+        percent,
+        default_unclean: false,
+    };
+    // Above the threshold asked: nothing moves.
+    let actions = run_flow(&mut core, &mut c, check(60));
+    assert_eq!(actions, vec![ControllerAction::FlowDone { token: 91 }]);
+    assert_eq!(leader(&c, 0).0, BrokerId(2));
+    let actions = run_flow(&mut core, &mut c, check(10));
+    assert_eq!(
+        actions.last(),
+        Some(&ControllerAction::FlowDone { token: 91 })
+    );
+    assert_eq!(leader(&c, 0).0, BrokerId(1));
+    assert_eq!(core.waiting(), 0);
 }

@@ -363,7 +363,11 @@ fn with_every_isr_member_dead_a_partition_stays_offline_unless_unclean_election_
     assert_eq!(c.leader, -1, "unclean election is off for c: {c:?}");
     let md = leaders_seen(&b1, "c");
     assert_eq!(md[&0].0, -1, "clients see c-0 without a leader");
-    assert_eq!(leaders_seen(&b3, "u")[&0].0, 1, "and u-0 led by broker 1");
+    // Broker 3 (the controller) hears of u-0's leader by UpdateMetadata,
+    // which it sends after writing the state znode read above.
+    wait_for(30, "broker 3's metadata: u-0 led by broker 1", || {
+        (leaders_seen(&b3, "u")[&0].0 == 1).then_some(())
+    });
     drop(dir2);
 }
 

@@ -761,9 +761,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             live,
             default_unclean: self.settings.borrow().unclean_leader_election,
         };
-        let mut batch = crate::controller::request_batch::RequestBatch::new();
-        self.drive_core(event, &mut batch).await;
-        self.send_batch(batch);
+        self.run_core(event, |_| None::<()>).await;
     }
 
     async fn on_topic_change(&self) {

@@ -45,6 +45,19 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         verdicts
     }
 
+    /// Run `event` through the core in a batch of its own, send what is
+    /// left of it, and give back the first verdict `pick` takes.
+    pub(super) async fn run_core<T>(
+        &self,
+        event: ControllerEvent,
+        pick: impl Fn(ControllerAction) -> Option<T>,
+    ) -> Option<T> {
+        let mut batch = RequestBatch::new();
+        let verdicts = self.drive_core(event, &mut batch).await;
+        self.send_batch(batch);
+        verdicts.into_iter().find_map(pick)
+    }
+
     /// One action of the core: its result as the next event, a verdict
     /// for the caller, or nothing more.
     async fn perform(&self, action: ControllerAction, batch: &mut RequestBatch) -> Performed {

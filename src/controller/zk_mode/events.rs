@@ -7,7 +7,6 @@ use std::collections::BTreeSet;
 
 use super::{Duties, Event, ZkBroker};
 use crate::controller::core::ControllerEvent;
-use crate::controller::request_batch::RequestBatch;
 use crate::types::TopicPartition;
 use crate::zk::paths::{self, TopicZNode};
 use crate::zk::store::{MetadataStore, StoreError};
@@ -22,9 +21,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             token: self.core_token(),
             default_unclean: self.settings.borrow().unclean_leader_election,
         };
-        let mut batch = RequestBatch::new();
-        self.drive_core(event, &mut batch).await;
-        self.send_batch(batch);
+        self.run_core(event, |_| None::<()>).await;
     }
 
     /// `onNewPartitionCreation`, decided by the controller core.
@@ -37,9 +34,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             parts,
             default_unclean: self.settings.borrow().unclean_leader_election,
         };
-        let mut batch = RequestBatch::new();
-        self.drive_core(event, &mut batch).await;
-        self.send_batch(batch);
+        self.run_core(event, |_| None::<()>).await;
     }
 
     /// `processTopicChange` after the topic list was re-read: topics gone

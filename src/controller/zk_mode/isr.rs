@@ -25,19 +25,16 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         if !self.election.borrow().is_controller() {
             return Err(ErrorCode::NOT_CONTROLLER);
         }
-        let token = self.core_token();
-        let mut batch = RequestBatch::new();
-        let verdicts = self
-            .drive_core(ControllerEvent::AlterPartition { token, ask }, &mut batch)
-            .await;
-        self.send_batch(batch);
-        verdicts
-            .into_iter()
-            .find_map(|v| match v {
-                ControllerAction::AnswerAlterPartition { answer, .. } => Some(answer),
-                _ => None,
-            })
-            .unwrap_or(Err(ErrorCode::NOT_CONTROLLER))
+        let event = ControllerEvent::AlterPartition {
+            token: self.core_token(),
+            ask,
+        };
+        self.run_core(event, |v| match v {
+            ControllerAction::AnswerAlterPartition { answer, .. } => Some(answer),
+            _ => None,
+        })
+        .await
+        .unwrap_or(Err(ErrorCode::NOT_CONTROLLER))
     }
 
     /// UpdateMetadata with `parts` to every registered broker

@@ -102,9 +102,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 replicas: newly,
                 default_unclean: self.settings.borrow().unclean_leader_election,
             };
-            let mut batch = RequestBatch::new();
-            self.drive_core(event, &mut batch).await;
-            self.send_batch(batch);
+            self.run_core(event, |_| None::<()>).await;
         }
     }
 }

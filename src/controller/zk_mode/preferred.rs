@@ -14,7 +14,6 @@ use std::time::Duration;
 use super::{Duties, Event, Reply, Tagged, ZkBroker};
 use crate::controller::core::{ControllerAction, ControllerEvent};
 use crate::controller::rebalance::ElectionType;
-use crate::controller::request_batch::RequestBatch;
 use crate::protocol::ErrorCode;
 use crate::types::TopicPartition;
 use crate::zk::paths::{self, PreferredReplicaElectionZNode};
@@ -57,16 +56,12 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             partitions,
             default_unclean: self.settings.borrow().unclean_leader_election,
         };
-        let mut batch = RequestBatch::new();
-        let verdicts = self.drive_core(event, &mut batch).await;
-        self.send_batch(batch);
-        verdicts
-            .into_iter()
-            .find_map(|v| match v {
-                ControllerAction::AnswerElectLeaders { answer, .. } => Some(answer),
-                _ => None,
-            })
-            .unwrap_or(Err(ErrorCode::NOT_CONTROLLER))
+        self.run_core(event, |v| match v {
+            ControllerAction::AnswerElectLeaders { answer, .. } => Some(answer),
+            _ => None,
+        })
+        .await
+        .unwrap_or(Err(ErrorCode::NOT_CONTROLLER))
     }
 
     /// `/admin/preferred_replica_election` exists (created, or found on
@@ -162,9 +157,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 .leader_imbalance_per_broker_percentage,
             default_unclean: self.settings.borrow().unclean_leader_election,
         };
-        let mut batch = RequestBatch::new();
-        self.drive_core(event, &mut batch).await;
-        self.send_batch(batch);
+        self.run_core(event, |_| None::<()>).await;
         self.schedule_auto_rebalance(false);
     }
 }

@@ -5,7 +5,6 @@
 use super::{Duties, ShutdownAnswer, ZkBroker};
 pub use crate::controller::core::ShutdownRefusal;
 use crate::controller::core::{ControllerAction, ControllerEvent};
-use crate::controller::request_batch::RequestBatch;
 use crate::types::BrokerId;
 use crate::zk::store::MetadataStore;
 
@@ -26,15 +25,11 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             broker,
             broker_epoch,
         };
-        let mut batch = RequestBatch::new();
-        let verdicts = self.drive_core(event, &mut batch).await;
-        self.send_batch(batch);
-        verdicts
-            .into_iter()
-            .find_map(|v| match v {
-                ControllerAction::AnswerControlledShutdown { answer, .. } => Some(answer),
-                _ => None,
-            })
-            .unwrap_or(Err(ShutdownRefusal::NotController))
+        self.run_core(event, |v| match v {
+            ControllerAction::AnswerControlledShutdown { answer, .. } => Some(answer),
+            _ => None,
+        })
+        .await
+        .unwrap_or(Err(ShutdownRefusal::NotController))
     }
 }

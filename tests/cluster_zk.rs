@@ -409,7 +409,7 @@ impl shardlog::controller::zk_mode::Duties for BenchDuties {
         self.partitions.set(ctx.partition_count());
         self.awaited.set(ctx.live_brokers.len());
     }
-    async fn brokers_changed(&self, _: &shardlog::controller::zk_mode::ControllerContext) {}
+    async fn brokers_changed(&self, _: &[shardlog::controller::brokers::LiveBroker]) {}
     fn send(
         &self,
         broker: shardlog::types::BrokerId,

@@ -176,6 +176,20 @@ impl ControllerContext {
             .collect()
     }
 
+    /// `tp`'s state as this controller just wrote it (its partition epoch
+    /// the znode's new version), stamped with this controller's epoch
+    /// (Kafka's `putPartitionLeadershipInfo` after a successful write).
+    pub fn put_leadership(&mut self, tp: TopicPartition, leader_isr: LeaderIsr) {
+        let controller_epoch = ControllerEpoch(self.epoch);
+        self.leadership.insert(
+            tp,
+            Leadership {
+                leader_isr,
+                controller_epoch,
+            },
+        );
+    }
+
     pub fn add_topic(&mut self, name: &str, id: Uuid) {
         self.topic_ids.insert(name.to_owned(), id);
     }

@@ -35,7 +35,7 @@ use super::leader_election::LeaderIsr;
 use super::rebalance::ElectionType;
 use super::state_machine::{PartitionState, ReplicaState};
 use crate::protocol::ErrorCode;
-use crate::types::{BrokerId, ControllerEpoch, PartitionEpoch, TopicPartition};
+use crate::types::{BrokerId, PartitionEpoch, TopicPartition};
 
 mod elect;
 #[cfg(test)]
@@ -46,7 +46,7 @@ mod replicas;
 #[cfg(test)]
 mod tests;
 
-pub use elect::{plan_elections, ElectionFailures, ElectionKind};
+pub use elect::{ElectionFailures, ElectionKind};
 pub use flows::{ElectAnswer, ShutdownAnswer, ShutdownRefusal};
 pub use partitions::CreateFailure;
 
@@ -338,7 +338,8 @@ impl ControllerCore {
         self.next_token
     }
 
-    /// AlterPartitions and elections still waiting on the driver.
+    /// Jobs (AlterPartitions, elections, state changes, flows) still
+    /// waiting on the driver.
     pub fn waiting(&self) -> usize {
         self.alters.len()
             + self.elections.len()
@@ -498,7 +499,6 @@ impl ControllerCore {
             return Vec::new();
         };
         let writes = writes_of(&judged);
-        let controller_epoch = ctx.as_ref().map_or(-1, |c| c.epoch);
         let mut outcome: BTreeMap<TopicPartition, Result<LeaderIsr, ErrorCode>> = BTreeMap::new();
         let mut changed = Vec::new();
         let mut results = results.into_iter();
@@ -510,13 +510,7 @@ impl ControllerCore {
                         ..l
                     };
                     if let Some(ctx) = ctx.as_deref_mut() {
-                        ctx.leadership.insert(
-                            tp.clone(),
-                            Leadership {
-                                leader_isr: l.clone(),
-                                controller_epoch: ControllerEpoch(controller_epoch),
-                            },
-                        );
+                        ctx.put_leadership(tp.clone(), l.clone());
                     }
                     changed.push(tp.clone());
                     tracing::info!(%tp, isr = ?l.isr, partition_epoch = %l.partition_epoch.0, "ISR changed");

@@ -78,8 +78,9 @@ pub trait Duties {
     /// This broker became controller with `ctx` loaded: open a channel to
     /// every live broker (`ControllerChannelManager.startup`).
     async fn failover(&self, ctx: &ControllerContext);
-    /// While controller: the live brokers changed (channels follow).
-    async fn brokers_changed(&self, ctx: &ControllerContext);
+    /// While controller: the registered brokers changed, as read
+    /// (channels follow).
+    async fn brokers_changed(&self, live: &[LiveBroker]);
     /// Send one controller request to `broker` over its channel; its
     /// answer (or why there is none).
     fn send(

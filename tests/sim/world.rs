@@ -102,7 +102,7 @@ impl Duties for SimDuties {
             .insert(self.me, controller);
     }
     async fn failover(&self, _ctx: &ControllerContext) {}
-    async fn brokers_changed(&self, _ctx: &ControllerContext) {}
+    async fn brokers_changed(&self, _live: &[shardlog::controller::brokers::LiveBroker]) {}
     fn send(
         &self,
         broker: BrokerId,

@@ -14,7 +14,7 @@ use super::{ControllerAction, ControllerCore, WriteFailure};
 use crate::controller::context::{ControllerContext, Leadership};
 use crate::controller::leader_election::{self, LeaderIsr, Strategy};
 use crate::protocol::ErrorCode;
-use crate::types::{BrokerId, ControllerEpoch, PartitionEpoch, TopicPartition};
+use crate::types::{BrokerId, PartitionEpoch, TopicPartition};
 
 #[cfg(test)]
 mod tests;
@@ -284,13 +284,7 @@ fn take_elected(
     version: PartitionEpoch,
 ) -> Vec<BrokerId> {
     leader_isr.partition_epoch = version;
-    ctx.leadership.insert(
-        tp.clone(),
-        Leadership {
-            leader_isr,
-            controller_epoch: ControllerEpoch(ctx.epoch),
-        },
-    );
+    ctx.put_leadership(tp.clone(), leader_isr);
     let registered = ctx.live_or_shutting_down();
     let live = ctx.live();
     ctx.replicas(tp)
@@ -306,7 +300,7 @@ fn take_elected(
 /// The new leadership of each of `pending` under `kind` (unclean per
 /// topic from `unclean_by_topic`, else `default_unclean`); partitions
 /// without one go to `failed` with why.
-pub fn plan_elections(
+fn plan_elections(
     ctx: &ControllerContext,
     pending: &[TopicPartition],
     kind: ElectionKind,

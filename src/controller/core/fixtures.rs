@@ -4,7 +4,7 @@
 use super::*;
 use crate::controller::leader_election::LeaderRecoveryState;
 use crate::controller::state_machine::{PartitionState, ReplicaState};
-use crate::types::LeaderEpoch;
+use crate::types::{ControllerEpoch, LeaderEpoch};
 use crate::zk::paths::BrokerIdZNode;
 
 pub fn ids(v: &[i32]) -> Vec<BrokerId> {

@@ -7,10 +7,10 @@
 //! are logged and skipped.
 
 use super::{ControllerAction, ControllerCore, ElectionKind};
-use crate::controller::context::{ControllerContext, Leadership};
+use crate::controller::context::ControllerContext;
 use crate::controller::leader_election::{LeaderIsr, LeaderRecoveryState};
 use crate::controller::state_machine::PartitionState;
-use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, PartitionEpoch, TopicPartition};
+use crate::types::{BrokerId, LeaderEpoch, PartitionEpoch, TopicPartition};
 
 #[cfg(test)]
 mod tests;
@@ -110,13 +110,7 @@ impl ControllerCore {
             match results.next() {
                 Some(Ok(())) => {
                     if let Some(ctx) = ctx.as_deref_mut() {
-                        ctx.leadership.insert(
-                            tp.clone(),
-                            Leadership {
-                                leader_isr,
-                                controller_epoch: ControllerEpoch(ctx.epoch),
-                            },
-                        );
+                        ctx.put_leadership(tp.clone(), leader_isr);
                         actions.push(ControllerAction::LeaderAndIsr {
                             recipients: live_replicas,
                             partition: tp.clone(),

@@ -8,10 +8,10 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{ControllerAction, ControllerCore, WriteFailure};
-use crate::controller::context::{ControllerContext, Leadership};
+use crate::controller::context::ControllerContext;
 use crate::controller::leader_election::LeaderIsr;
 use crate::controller::state_machine::ReplicaState;
-use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, PartitionEpoch, TopicPartition};
+use crate::types::{BrokerId, LeaderEpoch, PartitionEpoch, TopicPartition};
 
 #[cfg(test)]
 mod tests;
@@ -259,13 +259,7 @@ fn take_removal(
         match outcome {
             Ok(version) => {
                 new.partition_epoch = version;
-                ctx.leadership.insert(
-                    tp.clone(),
-                    Leadership {
-                        leader_isr: new,
-                        controller_epoch: ControllerEpoch(ctx.epoch),
-                    },
-                );
+                ctx.put_leadership(tp.clone(), new);
                 changed.push(tp);
             }
             Err(e) => {

@@ -2,7 +2,7 @@ use super::fixtures::{ids, leadership, registered, tp};
 use super::*;
 use crate::controller::context::Moving;
 use crate::controller::leader_election::LeaderRecoveryState;
-use crate::types::LeaderEpoch;
+use crate::types::{ControllerEpoch, LeaderEpoch};
 
 const TOPIC_ID: Uuid = Uuid::from_u128(7);
 

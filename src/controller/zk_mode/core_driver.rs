@@ -2,8 +2,7 @@
 //! znode writes behind the controller-epoch check, znode reads, requests
 //! queued in the caller's batch or sent, follow-up events queued; each
 //! result goes back to the core as the next event, until the core gives
-//! its verdict (an AlterPartition answer, an election's outcome), which
-//! the caller gets.
+//! its verdict (an answer, the end of a job), which the caller gets.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -24,10 +23,8 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     }
 
     /// Run `event` through the core and perform what it asks until it
-    /// settles; the requests go into `batch`. Returns the verdicts
-    /// ([`ControllerAction::AnswerAlterPartition`],
-    /// [`ControllerAction::Elected`], [`ControllerAction::PartitionsDone`],
-    /// [`ControllerAction::ReplicasDone`]).
+    /// settles; the requests go into `batch`. Returns the verdicts (the
+    /// answers, and the ends of elections, state changes and flows).
     pub(super) async fn drive_core(
         &self,
         event: ControllerEvent,
@@ -128,9 +125,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 None
             }
             ControllerAction::BrokersChanged { live } => {
-                let mut read = self.context.borrow().clone().unwrap_or_default();
-                read.live_brokers = live;
-                self.duties.brokers_changed(&read).await;
+                self.duties.brokers_changed(&live).await;
                 None
             }
             duty @ (ControllerAction::ResumeReassignments { .. }

@@ -23,13 +23,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::partitions::{ElectionFailures, ElectionKind};
 use super::{Duties, Event, Reply, WriteError, ZkBroker};
-use crate::controller::context::Leadership;
 use crate::controller::leader_election::LeaderIsr;
 use crate::controller::reassignment::{self, Refusal, ReplicaAssignment};
 use crate::controller::request_batch::RequestBatch;
 use crate::controller::state_machine::ReplicaState;
 use crate::protocol::ErrorCode;
-use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch, TopicPartition};
+use crate::types::{BrokerId, LeaderEpoch, TopicPartition};
 use crate::zk::paths::{self, ReassignPartitionsZNode};
 use crate::zk::store::{MetadataStore, Op, StoreError};
 
@@ -261,16 +260,11 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 Some(Ok(version)) => {
                     let mut batch = RequestBatch::new();
                     self.with_ctx(|ctx| {
-                        ctx.leadership.insert(
-                            tp.clone(),
-                            Leadership {
-                                leader_isr: LeaderIsr {
-                                    partition_epoch: version,
-                                    ..next
-                                },
-                                controller_epoch: ControllerEpoch(ctx.epoch),
-                            },
-                        );
+                        let written = LeaderIsr {
+                            partition_epoch: version,
+                            ..next
+                        };
+                        ctx.put_leadership(tp.clone(), written);
                         let replicas = ctx.replicas(tp).to_vec();
                         batch.add_leader_and_isr(ctx, replicas, tp, false);
                     });

@@ -31,8 +31,8 @@ impl Duties for Record {
         let ids = ctx.live_brokers.iter().map(|b| b.id).collect();
         self.0.borrow_mut().failovers.push((ctx.epoch, ids));
     }
-    async fn brokers_changed(&self, ctx: &ControllerContext) {
-        let ids = ctx.live_brokers.iter().map(|b| b.id).collect();
+    async fn brokers_changed(&self, live: &[LiveBroker]) {
+        let ids = live.iter().map(|b| b.id).collect();
         self.0.borrow_mut().broker_changes.push(ids);
     }
     fn resigned(&self) {

@@ -11,6 +11,7 @@ use std::rc::{Rc, Weak};
 
 use futures_lite::future::BoxedLocal;
 
+use crate::controller::brokers::LiveBroker;
 use crate::controller::channel::{inter_broker_address, ChannelConfig, ControllerChannel};
 use crate::controller::request_batch::ControllerRequest;
 use crate::controller::zk_mode::{ControllerContext, Duties};
@@ -45,9 +46,10 @@ impl ControlDuties {
         }
     }
 
-    /// Bring the channel's brokers in line with `ctx` (one queue and
-    /// connection per live broker; a bounced broker's old queue goes).
-    fn sync_channel(&self, ctx: &ControllerContext) {
+    /// Bring the channel's brokers in line with `live` (one queue and
+    /// connection per registered broker; a bounced broker's old queue
+    /// goes).
+    fn sync_channel(&self, live: &[LiveBroker]) {
         let mut slot = self.channel.borrow_mut();
         let (channel, known) = slot.get_or_insert_with(|| {
             (
@@ -61,11 +63,11 @@ impl ControlDuties {
                 Vec::new(),
             )
         });
-        let now: Vec<(BrokerId, i64)> = ctx.live_brokers.iter().map(|b| (b.id, b.epoch)).collect();
+        let now: Vec<(BrokerId, i64)> = live.iter().map(|b| (b.id, b.epoch)).collect();
         for (id, _) in known.iter().filter(|k| !now.contains(k)) {
             channel.remove_broker(*id);
         }
-        for b in &ctx.live_brokers {
+        for b in live {
             if known.contains(&(b.id, b.epoch)) {
                 continue;
             }
@@ -96,11 +98,11 @@ impl Duties for ControlDuties {
     }
 
     async fn failover(&self, ctx: &ControllerContext) {
-        self.sync_channel(ctx);
+        self.sync_channel(&ctx.live_brokers);
     }
 
-    async fn brokers_changed(&self, ctx: &ControllerContext) {
-        self.sync_channel(ctx);
+    async fn brokers_changed(&self, live: &[LiveBroker]) {
+        self.sync_channel(live);
     }
 
     fn send(

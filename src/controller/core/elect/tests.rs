@@ -2,7 +2,7 @@ use super::super::fixtures::{ids, leadership, registered};
 use super::super::ControllerEvent;
 use super::*;
 use crate::controller::leader_election::LeaderRecoveryState;
-use crate::types::LeaderEpoch;
+use crate::types::{ControllerEpoch, LeaderEpoch};
 
 /// Brokers `live` registered; `t-0` assigned [1, 2, 3], led by 1 at
 /// leader epoch 4 with ISR `isr`, partition epoch 6; controller epoch 3.

@@ -1,6 +1,7 @@
 use super::super::fixtures::{ids, leadership, partition_in, registered, tp};
 use super::super::{ControllerEvent, WriteFailure};
 use super::*;
+use crate::types::ControllerEpoch;
 
 /// Brokers `live` registered; `t-0` and `t-1` assigned [1, 2, 3]; `t-0`
 /// New, `t-1` Offline (led by 3 at leader epoch 4 with ISR [3, 2]).

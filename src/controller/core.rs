@@ -20,9 +20,9 @@
 //! for (broker join and failure, topic creation and deletion, reassignment
 //! steps, preferred elections) is decided here for a new controller's
 //! start, new partitions, controlled shutdown, brokers joining and leaving,
-//! replicas in failed log dirs, ElectLeaders and the auto leader rebalance
-//! (`flows`); topic deletion and reassignment steps are still sequenced by
-//! `zk_mode`'s async handlers on top of the core's state machines.
+//! replicas in failed log dirs, ElectLeaders and the auto leader
+//! rebalance, topic deletion (`TopicDeletionManager`) and partition
+//! reassignment (KIP-455) (`flows`).
 
 use std::collections::BTreeMap;
 
@@ -42,13 +42,18 @@ mod elect;
 mod fixtures;
 mod flows;
 mod partitions;
+mod producer_ids;
 mod replicas;
 #[cfg(test)]
 mod tests;
 
 pub use elect::{ElectionFailures, ElectionKind};
-pub use flows::{ElectAnswer, ShutdownAnswer, ShutdownRefusal};
+pub use flows::{
+    ElectAnswer, ReassignAnswer, ReassignAsk, ResumeWhich, ShutdownAnswer, ShutdownRefusal,
+    ZkRemoval,
+};
 pub use partitions::CreateFailure;
+pub use producer_ids::AllocateAnswer;
 
 /// One partition of an AlterPartition (v2+ names topics by id).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,8 +187,63 @@ pub enum ControllerEvent {
         percent: u32,
         default_unclean: bool,
     },
-    /// The driver did what flow `token` asked (a send, a duty).
+    /// The driver did what flow `token` asked (a send, a znode removal).
     Performed { token: u64 },
+    /// `/admin/delete_topics` listed (`enabled`: `delete.topic.enable`);
+    /// ends with [`ControllerAction::FlowDone`].
+    DeleteTopicsListed {
+        token: u64,
+        marked: Vec<String>,
+        enabled: bool,
+    },
+    /// `resumeDeletions`; ends with [`ControllerAction::FlowDone`].
+    ResumeDeletions { token: u64 },
+    /// A broker's answers to a deleting StopReplica, per partition; ends
+    /// with [`ControllerAction::FlowDone`].
+    DeletionAnswer {
+        token: u64,
+        broker: BrokerId,
+        errors: Vec<(TopicPartition, ErrorCode)>,
+    },
+    /// The [`ControllerAction::RemoveTopicZnodes`] of `token` done.
+    TopicZnodesRemoved {
+        token: u64,
+        topic: String,
+        removed: bool,
+    },
+    /// AlterPartitionReassignments; ends with
+    /// [`ControllerAction::AnswerAlterReassignments`].
+    AlterReassignments { token: u64, asked: ReassignAsk },
+    /// `/admin/reassign_partitions` as read; ends with
+    /// [`ControllerAction::ZkReassigned`].
+    ZkReassignment {
+        token: u64,
+        asked: Vec<(TopicPartition, Vec<BrokerId>)>,
+    },
+    /// A moving partition's ISR changed; ends with
+    /// [`ControllerAction::FlowDone`].
+    ReassignmentIsrChange { token: u64, tp: TopicPartition },
+    /// `maybeResumeReassignments`; ends with [`ControllerAction::FlowDone`].
+    ResumeReassignments { token: u64, which: ResumeWhich },
+    /// The [`ControllerAction::WriteTopicAssignment`] of `token` done.
+    TopicAssignmentWritten {
+        token: u64,
+        result: Result<(), WriteFailure>,
+    },
+    /// AllocateProducerIds (KIP-730); ends with
+    /// [`ControllerAction::AnswerAllocateProducerIds`].
+    AllocateProducerIds {
+        token: u64,
+        broker: BrokerId,
+        broker_epoch: i64,
+    },
+    /// The [`ControllerAction::ReserveProducerIds`] of `token` done: the
+    /// block (first id, length), or why not.
+    ProducerIdsReserved {
+        token: u64,
+        broker: BrokerId,
+        block: Result<(i64, i32), String>,
+    },
 }
 
 /// What the driver is to do, in order.
@@ -275,21 +335,58 @@ pub enum ControllerAction {
     BrokersChanged {
         live: Vec<LiveBroker>,
     },
-    /// Duties the core does not decide yet, run by the driver for flow
-    /// `token`, each answered with [`ControllerEvent::Performed`]: moves
-    /// waiting for one of `brokers` resumed (`maybeResumeReassignments`),
-    /// topic deletions resumed (`resumeDeletions`), deletions of dead
-    /// replicas failed (`failReplicaDeletion`).
-    ResumeReassignments {
+    /// Remove these topics' `/admin/delete_topics` markers behind the
+    /// controller-epoch check (a failure is logged); answer with
+    /// [`ControllerEvent::Performed`].
+    RemoveDeleteMarkers {
         token: u64,
-        brokers: std::collections::BTreeSet<BrokerId>,
+        topics: Vec<String>,
     },
-    ResumeDeletions {
+    /// `completeDeleteTopic`'s writes: the topic's znodes, its config and
+    /// its marker removed in one `multi` behind the controller-epoch
+    /// check; answer with [`ControllerEvent::TopicZnodesRemoved`].
+    RemoveTopicZnodes {
         token: u64,
+        topic: String,
     },
-    FailReplicaDeletion {
+    /// `/brokers/topics/<topic>` set to `znode` behind the
+    /// controller-epoch check; answer with
+    /// [`ControllerEvent::TopicAssignmentWritten`].
+    WriteTopicAssignment {
         token: u64,
-        replicas: Vec<(TopicPartition, BrokerId)>,
+        topic: String,
+        znode: crate::zk::paths::TopicZNode,
+    },
+    /// The partitions `remove` picks leave `/admin/reassign_partitions`
+    /// (deleted when none is left; absent: nothing to do); answer with
+    /// [`ControllerEvent::Performed`].
+    RemoveFromZkReassignment {
+        token: u64,
+        remove: ZkRemoval,
+    },
+    AnswerAlterReassignments {
+        token: u64,
+        answer: ReassignAnswer,
+    },
+    /// The ZooKeeper reassignment `token` is over: the partitions started.
+    ZkReassigned {
+        token: u64,
+        started: std::collections::BTreeSet<TopicPartition>,
+    },
+    /// Reserve the next producer-id block of `/latest_producer_id_block`
+    /// for `broker`; answer with [`ControllerEvent::ProducerIdsReserved`].
+    ReserveProducerIds {
+        token: u64,
+        broker: BrokerId,
+    },
+    AnswerAllocateProducerIds {
+        token: u64,
+        answer: AllocateAnswer,
+    },
+    /// One partition's reassignment (a sub-flow) is over.
+    Reassigned {
+        token: u64,
+        result: Result<(), super::reassignment::Refusal>,
     },
     AnswerElectLeaders {
         token: u64,
@@ -359,7 +456,9 @@ impl ControllerCore {
         match event {
             ControllerEvent::AlterPartition { token, ask } => self.on_alter(ctx, token, ask),
             ControllerEvent::LeadershipsWritten { token, results } => {
-                if self.alters.contains_key(&token) {
+                if self.flows.contains_key(&token) {
+                    self.on_steps_written(ctx, token, results)
+                } else if self.alters.contains_key(&token) {
                     self.on_alter_written(ctx, token, results)
                 } else if self.offline.contains_key(&token) {
                     self.on_removal_written(ctx, token, results)
@@ -377,7 +476,11 @@ impl ControllerCore {
                 self.on_unclean_read(ctx, job, settings)
             }
             ControllerEvent::LeadershipsReloaded { job, states } => {
-                self.on_leaderships_reloaded(ctx, job, states)
+                if self.flows.contains_key(&job) {
+                    self.on_steps_reloaded(ctx, job, states)
+                } else {
+                    self.on_leaderships_reloaded(ctx, job, states)
+                }
             }
             ControllerEvent::PartitionsTo {
                 job,
@@ -430,6 +533,60 @@ impl ControllerCore {
                 parts,
                 default_unclean,
             } => self.on_new_partitions(ctx, token, parts, default_unclean),
+            other => self.on_steps_event(ctx, other),
+        }
+    }
+
+    /// The events of topic deletion and reassignment (`flows::deletion`,
+    /// `flows::reassign`) and of AllocateProducerIds (`producer_ids`).
+    fn on_steps_event(
+        &mut self,
+        ctx: Option<&mut ControllerContext>,
+        event: ControllerEvent,
+    ) -> Vec<ControllerAction> {
+        match event {
+            ControllerEvent::DeleteTopicsListed {
+                token,
+                marked,
+                enabled,
+            } => self.on_delete_topics_listed(ctx, token, marked, enabled),
+            ControllerEvent::ResumeDeletions { token } => self.on_resume_deletions(ctx, token),
+            ControllerEvent::DeletionAnswer {
+                token,
+                broker,
+                errors,
+            } => self.on_deletion_answer(ctx, token, broker, errors),
+            ControllerEvent::TopicZnodesRemoved {
+                token,
+                topic,
+                removed,
+            } => self.on_topic_znodes_removed(ctx, token, topic, removed),
+            ControllerEvent::AlterReassignments { token, asked } => {
+                self.on_alter_reassignments(ctx, token, asked)
+            }
+            ControllerEvent::ZkReassignment { token, asked } => {
+                self.on_zk_reassignment(ctx, token, asked)
+            }
+            ControllerEvent::ReassignmentIsrChange { token, tp } => {
+                self.on_reassignment_isr_change(ctx, token, tp)
+            }
+            ControllerEvent::ResumeReassignments { token, which } => {
+                self.on_resume_reassignments(ctx, token, which)
+            }
+            ControllerEvent::TopicAssignmentWritten { token, result } => {
+                self.on_assignment_written(ctx, token, result)
+            }
+            ControllerEvent::AllocateProducerIds {
+                token,
+                broker,
+                broker_epoch,
+            } => self.on_allocate_producer_ids(ctx, token, broker, broker_epoch),
+            ControllerEvent::ProducerIdsReserved {
+                token,
+                broker,
+                block,
+            } => self.on_producer_ids_reserved(token, broker, block),
+            _ => Vec::new(),
         }
     }
 

@@ -4,7 +4,7 @@
 use super::*;
 use crate::controller::leader_election::LeaderRecoveryState;
 use crate::controller::state_machine::{PartitionState, ReplicaState};
-use crate::types::{ControllerEpoch, LeaderEpoch};
+use crate::types::{ControllerEpoch, LeaderEpoch, PartitionEpoch};
 use crate::zk::paths::BrokerIdZNode;
 
 pub fn ids(v: &[i32]) -> Vec<BrokerId> {
@@ -63,4 +63,74 @@ pub fn partition_in(ctx: &mut ControllerContext, tp: &TopicPartition, to: Partit
     if to != PartitionState::New {
         let _ = ctx.partition_states.transition(tp, to);
     }
+}
+
+/// Runs `event` and answers every write with success (versions from 20),
+/// every unclean read with `false` and every send or removal as done, until the flow ends; returns
+/// every action, the answered ones included.
+pub fn run_flow(
+    core: &mut ControllerCore,
+    c: &mut ControllerContext,
+    event: ControllerEvent,
+) -> Vec<ControllerAction> {
+    let mut all = Vec::new();
+    let mut pending = core.on_event(Some(c), 0, event);
+    let mut version = 20;
+    while !pending.is_empty() {
+        let mut next = Vec::new();
+        for a in pending {
+            let answer = match &a {
+                ControllerAction::WriteLeaderships { token, writes } => {
+                    let results = writes
+                        .iter()
+                        .map(|_| {
+                            version += 1;
+                            Ok(PartitionEpoch(version))
+                        })
+                        .collect();
+                    Some(ControllerEvent::LeadershipsWritten {
+                        token: *token,
+                        results,
+                    })
+                }
+                ControllerAction::ReadUncleanSettings { job, topics } => {
+                    Some(ControllerEvent::UncleanRead {
+                        job: *job,
+                        settings: topics.iter().map(|t| (t.clone(), false)).collect(),
+                    })
+                }
+                ControllerAction::CreateStates { token, states } => {
+                    Some(ControllerEvent::StatesCreated {
+                        token: *token,
+                        results: states.iter().map(|_| Ok(())).collect(),
+                    })
+                }
+                ControllerAction::RemoveDeleteMarkers { token, .. }
+                | ControllerAction::RemoveFromZkReassignment { token, .. }
+                | ControllerAction::SendBatch { token } => {
+                    Some(ControllerEvent::Performed { token: *token })
+                }
+                ControllerAction::RemoveTopicZnodes { token, topic } => {
+                    Some(ControllerEvent::TopicZnodesRemoved {
+                        token: *token,
+                        topic: topic.clone(),
+                        removed: true,
+                    })
+                }
+                ControllerAction::WriteTopicAssignment { token, .. } => {
+                    Some(ControllerEvent::TopicAssignmentWritten {
+                        token: *token,
+                        result: Ok(()),
+                    })
+                }
+                _ => None,
+            };
+            all.push(a);
+            if let Some(e) = answer {
+                next.extend(core.on_event(Some(c), 0, e));
+            }
+        }
+        pending = next;
+    }
+    all
 }

@@ -19,6 +19,8 @@
 //! - Brokers joining and leaving (`brokers`).
 //! - A new controller's start and new partitions (`startup`).
 //! - ElectLeaders and the auto leader rebalance (`elections`).
+//! - Topic deletion (`deletion`) and partition reassignment (`reassign`),
+//!   written as queues of steps (`steps`).
 
 use super::{ControllerAction, ControllerCore};
 use crate::controller::context::ControllerContext;
@@ -29,10 +31,15 @@ use crate::types::{BrokerId, TopicPartition};
 use super::ElectionKind;
 
 mod brokers;
+mod deletion;
 mod elections;
+mod reassign;
 mod startup;
+mod steps;
 
 pub use elections::ElectAnswer;
+pub use reassign::{ReassignAnswer, ReassignAsk, ResumeWhich};
+pub use steps::ZkRemoval;
 #[cfg(test)]
 mod tests;
 
@@ -79,6 +86,8 @@ pub(super) enum Flow {
     Brokers(brokers::BrokersFlow),
     /// ElectLeaders or an auto rebalance check.
     Elections(elections::ElectionsFlow),
+    /// Topic deletion and reassignment, as queues of steps.
+    Steps(steps::Steps),
     /// A failover's start or a partition creation.
     Start {
         default_unclean: bool,
@@ -171,6 +180,9 @@ impl ControllerCore {
         token: u64,
         verdict: Option<&ControllerAction>,
     ) -> Vec<ControllerAction> {
+        if let Some(Flow::Steps(_)) = self.flows.get(&token) {
+            return self.resume_steps(ctx, token, verdict);
+        }
         if let Some(Flow::Elections(_)) = self.flows.get(&token) {
             return self.resume_elections(ctx, token, verdict);
         }

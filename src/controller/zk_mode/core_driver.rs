@@ -10,7 +10,6 @@ use super::partitions::leadership_of;
 use super::{Duties, Event, Tagged, WriteError, ZkBroker};
 use crate::controller::context::Leadership;
 use crate::controller::core::{ControllerAction, ControllerEvent, WriteFailure};
-use crate::controller::reassignment::ReplicaAssignment;
 use crate::controller::request_batch::RequestBatch;
 use crate::types::TopicPartition;
 use crate::zk::paths::{self, PartitionStateZNode};
@@ -128,9 +127,13 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 self.duties.brokers_changed(&live).await;
                 None
             }
-            duty @ (ControllerAction::ResumeReassignments { .. }
-            | ControllerAction::ResumeDeletions { .. }
-            | ControllerAction::FailReplicaDeletion { .. }) => self.run_duty(duty).await,
+            znodes @ (ControllerAction::RemoveDeleteMarkers { .. }
+            | ControllerAction::RemoveTopicZnodes { .. }
+            | ControllerAction::WriteTopicAssignment { .. }
+            | ControllerAction::RemoveFromZkReassignment { .. }
+            | ControllerAction::ReserveProducerIds { .. }) => {
+                self.perform_znode_writes(znodes).await
+            }
             ControllerAction::SendBatch { token } => {
                 self.send_batch(std::mem::replace(batch, RequestBatch::new()));
                 Some(ControllerEvent::Performed { token })
@@ -138,6 +141,10 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             verdict @ (ControllerAction::AnswerAlterPartition { .. }
             | ControllerAction::AnswerControlledShutdown { .. }
             | ControllerAction::AnswerElectLeaders { .. }
+            | ControllerAction::AnswerAlterReassignments { .. }
+            | ControllerAction::AnswerAllocateProducerIds { .. }
+            | ControllerAction::ZkReassigned { .. }
+            | ControllerAction::Reassigned { .. }
             | ControllerAction::FlowDone { .. }
             | ControllerAction::Elected { .. }
             | ControllerAction::PartitionsDone { .. }
@@ -146,24 +153,44 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         next.map_or(Performed::Done, Performed::Next)
     }
 
-    /// A duty the core does not decide yet, run for a flow; boxed, since
-    /// these duties drive the core again.
-    async fn run_duty(&self, duty: ControllerAction) -> Option<ControllerEvent> {
-        match duty {
-            ControllerAction::ResumeReassignments { token, brokers } => {
-                let resume = |_: &TopicPartition, a: &ReplicaAssignment| {
-                    a.target().iter().any(|r| brokers.contains(r))
-                };
-                Box::pin(self.resume_reassignments(resume)).await;
+    /// The znode writes of topic deletion, reassignment and producer-id
+    /// blocks, their results as the next event.
+    async fn perform_znode_writes(&self, action: ControllerAction) -> Option<ControllerEvent> {
+        match action {
+            ControllerAction::RemoveDeleteMarkers { token, topics } => {
+                self.remove_delete_markers(&topics).await;
                 Some(ControllerEvent::Performed { token })
             }
-            ControllerAction::ResumeDeletions { token } => {
-                Box::pin(self.resume_deletions()).await;
+            ControllerAction::RemoveTopicZnodes { token, topic } => {
+                let removed = self.remove_topic_znodes(&topic).await;
+                Some(ControllerEvent::TopicZnodesRemoved {
+                    token,
+                    topic,
+                    removed,
+                })
+            }
+            ControllerAction::WriteTopicAssignment {
+                token,
+                topic,
+                znode,
+            } => {
+                let result = self
+                    .write_topic_assignment(&topic, &znode)
+                    .await
+                    .map_err(write_failure);
+                Some(ControllerEvent::TopicAssignmentWritten { token, result })
+            }
+            ControllerAction::RemoveFromZkReassignment { token, remove } => {
+                self.maybe_remove_from_zk_reassignment(&remove).await;
                 Some(ControllerEvent::Performed { token })
             }
-            ControllerAction::FailReplicaDeletion { token, replicas } => {
-                Box::pin(self.fail_replica_deletion(&replicas)).await;
-                Some(ControllerEvent::Performed { token })
+            ControllerAction::ReserveProducerIds { token, broker } => {
+                let block = self.reserve_producer_ids(broker).await;
+                Some(ControllerEvent::ProducerIdsReserved {
+                    token,
+                    broker,
+                    block,
+                })
             }
             _ => None,
         }

@@ -13,18 +13,15 @@ use std::collections::BTreeSet;
 
 use super::{ControllerContext, Duties, Event, Tagged, WriteError, ZkBroker};
 use crate::controller::context::Leadership;
-use crate::controller::core::{ControllerAction, ControllerEvent, CreateFailure};
+use crate::controller::core::CreateFailure;
 use crate::controller::leader_election::{LeaderIsr, LeaderRecoveryState};
 use crate::controller::request_batch::{ControllerRequest, RequestBatch};
-use crate::controller::state_machine::PartitionState;
 use crate::controller::topic_admin;
 use crate::io::local_sync::{join_all, Local};
 use crate::protocol::ErrorCode;
 use crate::types::{ControllerEpoch, PartitionEpoch, TopicPartition};
 use crate::zk::paths::{self, ConfigZNode, PartitionStateZNode};
 use crate::zk::store::{MetadataStore, Op, OpResult, StoreError};
-
-pub use crate::controller::core::{ElectionFailures, ElectionKind};
 
 /// New partitions whose state znodes one `multi` creates (two creates
 /// each, ~200 bytes: far below ZooKeeper's 1 MiB `jute.maxbuffer`).
@@ -126,36 +123,6 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         }
     }
 
-    // ----- the partition state machine -----
-
-    /// `PartitionStateMachine.handleStateChanges`: moves `parts` to
-    /// `target`, initialising (New → Online) or electing (Offline/Online →
-    /// Online) leaders, writing their state znodes and queueing the
-    /// LeaderAndIsr / UpdateMetadata that announce them. Illegal changes
-    /// are logged and skipped. Returns the partitions now Online.
-    pub(super) async fn partitions_to(
-        &self,
-        parts: &[TopicPartition],
-        target: PartitionState,
-        election: ElectionKind,
-        batch: &mut RequestBatch,
-    ) -> Vec<TopicPartition> {
-        let event = ControllerEvent::PartitionsTo {
-            job: self.core_token(),
-            parts: parts.to_vec(),
-            target,
-            kind: election,
-            default_unclean: self.settings.borrow().unclean_leader_election,
-        };
-        let mut online = Vec::new();
-        for verdict in self.drive_core(event, batch).await {
-            if let ControllerAction::PartitionsDone { online: o, .. } = verdict {
-                online.extend(o);
-            }
-        }
-        online
-    }
-
     /// Create the `partitions/<p>` and `partitions/<p>/state` znodes of
     /// `plans`, [`STATES_PER_MULTI`] partitions per `multi` behind the
     /// controller-epoch check: ZooKeeper syncs its log once per request, so
@@ -244,44 +211,6 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 })
             })
             .collect()
-    }
-
-    /// `electLeaderForPartitions`: the election `kind` on each partition's
-    /// current leadership, written conditioned on its partition epoch (a
-    /// partition whose znode moved is re-read and tried once more), the
-    /// replicas told. Returns the partitions that got a leader; the others
-    /// are in `failed` with why.
-    pub(super) async fn elect_leaders(
-        &self,
-        parts: &[TopicPartition],
-        kind: ElectionKind,
-        batch: &mut RequestBatch,
-        failed: &mut ElectionFailures,
-    ) -> Vec<TopicPartition> {
-        if parts.is_empty() {
-            return Vec::new();
-        }
-        let job = self.core_token();
-        let default_unclean = self.settings.borrow().unclean_leader_election;
-        let event = ControllerEvent::Elect {
-            job,
-            parts: parts.to_vec(),
-            kind,
-            default_unclean,
-        };
-        let mut elected = Vec::new();
-        for verdict in self.drive_core(event, batch).await {
-            if let ControllerAction::Elected {
-                elected: e,
-                failed: f,
-                ..
-            } = verdict
-            {
-                elected.extend(e);
-                failed.extend(f);
-            }
-        }
-        elected
     }
 
     /// Write each `(partition, leadership)` to its state znode, conditioned

@@ -61,9 +61,9 @@ enum At {
     StartupPartitions(Startup),
     /// Startup: those sent; next the moves waiting for them resume.
     StartupResume(Startup),
-    /// Startup: the driver resuming the moves waiting for these brokers.
+    /// Startup: the moves waiting for these brokers resuming.
     StartupReassignments(Startup),
-    /// Startup: the driver resuming deletions.
+    /// Startup: deletions resuming.
     StartupDeletions,
     /// Failure: partitions led by a dead replica going Offline.
     FailureOffline(Offline),
@@ -75,7 +75,7 @@ enum At {
     FailureReplicas(Offline),
     /// Failure: those sent; next the deletions of dead replicas fail.
     FailureSent(Offline),
-    /// Failure: the driver failing the deletions of dead replicas.
+    /// Failure: the deletions of dead replicas failing.
     FailureDeletion(Offline),
     /// Failure: the last UpdateMetadata sent.
     FailureDone,
@@ -313,9 +313,9 @@ impl ControllerCore {
             At::StartupPartitions(st) => self.send_then(token, At::StartupResume(st), Vec::new()),
             At::StartupResume(st) => {
                 // Moves waiting for one of these brokers go on.
-                let brokers = st.new.clone();
+                let which = super::ResumeWhich::TargetOn(st.new.clone());
                 self.set_at(token, At::StartupReassignments(st));
-                vec![ControllerAction::ResumeReassignments { token, brokers }]
+                self.resume_reassignments_of(ctx, token, which)
             }
             At::StartupReassignments(st) => {
                 let resumed: BTreeSet<String> = st
@@ -331,7 +331,7 @@ impl ControllerCore {
                     ctx.ineligible_for_deletion.remove(t);
                 }
                 self.set_at(token, At::StartupDeletions);
-                vec![ControllerAction::ResumeDeletions { token }]
+                self.resume_deletions_of(ctx, token)
             }
             At::StartupDeletions | At::FailureDone => self.next_broker_step(Some(ctx), token),
             At::FailureOffline(o) => {
@@ -355,7 +355,7 @@ impl ControllerCore {
                 }
                 let replicas = o.for_deletion.clone();
                 self.set_at(token, At::FailureDeletion(o));
-                vec![ControllerAction::FailReplicaDeletion { token, replicas }]
+                self.fail_replica_deletion(ctx, token, replicas)
             }
             At::FailureDeletion(o) => self.after_failure(ctx, token, &o),
         }

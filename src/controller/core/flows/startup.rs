@@ -170,7 +170,7 @@ impl ControllerCore {
             }
             StartAt::FailoverResume => {
                 next(self, StartAt::Finished);
-                vec![ControllerAction::ResumeDeletions { token }]
+                self.resume_deletions_of(ctx, token)
             }
             StartAt::Finished => vec![ControllerAction::FlowDone { token }],
             StartAt::NewReplicas => {

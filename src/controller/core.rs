@@ -237,6 +237,47 @@ pub enum ControllerEvent {
         broker: BrokerId,
         broker_epoch: i64,
     },
+    /// `/brokers/topics` listed (`processTopicChange`); ends with
+    /// [`ControllerAction::FlowDone`].
+    TopicsListed { token: u64, names: Vec<String> },
+    /// The [`ControllerAction::ReadTopics`] of `token` done (unreadable
+    /// topics left out).
+    TopicsRead {
+        token: u64,
+        read: Vec<(String, crate::zk::paths::TopicZNode)>,
+        default_unclean: bool,
+    },
+    /// A topic's assignment as read after its watch fired
+    /// (`processPartitionModifications`); ends with
+    /// [`ControllerAction::FlowDone`].
+    PartitionsModified {
+        token: u64,
+        topic: String,
+        znode: crate::zk::paths::TopicZNode,
+        default_unclean: bool,
+    },
+    /// ISR change notifications name these partitions
+    /// (`processIsrChangeNotification`); ends with
+    /// [`ControllerAction::FlowDone`].
+    IsrChangeNotified {
+        token: u64,
+        parts: Vec<TopicPartition>,
+    },
+    /// Log dir event notifications name these brokers
+    /// (`onBrokerLogDirFailure`); ends with [`ControllerAction::FlowDone`].
+    LogDirFailure {
+        token: u64,
+        brokers: std::collections::BTreeSet<BrokerId>,
+    },
+    /// A broker's LeaderAndIsr answers per partition
+    /// (`processLeaderAndIsrResponseReceived`); ends with
+    /// [`ControllerAction::FlowDone`].
+    LeaderAndIsrAnswer {
+        token: u64,
+        broker: BrokerId,
+        answers: Vec<(TopicPartition, ErrorCode)>,
+        default_unclean: bool,
+    },
     /// The [`ControllerAction::ReserveProducerIds`] of `token` done: the
     /// block (first id, length), or why not.
     ProducerIdsReserved {
@@ -372,6 +413,12 @@ pub enum ControllerAction {
     ZkReassigned {
         token: u64,
         started: std::collections::BTreeSet<TopicPartition>,
+    },
+    /// Read these topics' `/brokers/topics/<t>` with a watch on each;
+    /// answer with [`ControllerEvent::TopicsRead`].
+    ReadTopics {
+        token: u64,
+        topics: Vec<String>,
     },
     /// Reserve the next producer-id block of `/latest_producer_id_block`
     /// for `broker`; answer with [`ControllerEvent::ProducerIdsReserved`].
@@ -586,6 +633,43 @@ impl ControllerCore {
                 broker,
                 block,
             } => self.on_producer_ids_reserved(token, broker, block),
+            other => self.on_watch_event(ctx, other),
+        }
+    }
+
+    /// The events of watches and notifications (`flows::watches`).
+    fn on_watch_event(
+        &mut self,
+        ctx: Option<&mut ControllerContext>,
+        event: ControllerEvent,
+    ) -> Vec<ControllerAction> {
+        match event {
+            ControllerEvent::TopicsListed { token, names } => {
+                self.on_topics_listed(ctx, token, names)
+            }
+            ControllerEvent::TopicsRead {
+                token,
+                read,
+                default_unclean,
+            } => self.on_topics_read(ctx, token, read, default_unclean),
+            ControllerEvent::PartitionsModified {
+                token,
+                topic,
+                znode,
+                default_unclean,
+            } => self.on_partitions_modified(ctx, token, topic, znode, default_unclean),
+            ControllerEvent::IsrChangeNotified { token, parts } => {
+                self.on_isr_change_notified(ctx, token, parts)
+            }
+            ControllerEvent::LogDirFailure { token, brokers } => {
+                self.on_log_dir_failure(ctx, token, brokers)
+            }
+            ControllerEvent::LeaderAndIsrAnswer {
+                token,
+                broker,
+                answers,
+                default_unclean,
+            } => self.on_leader_and_isr_answer(ctx, token, broker, answers, default_unclean),
             _ => Vec::new(),
         }
     }

@@ -773,7 +773,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         match self.store().children_watch(paths::TOPICS).await {
             Ok((names, w)) => {
                 self.arm(w, Event::TopicChange, term);
-                self.on_topics_listed(names, term).await;
+                self.on_topics_listed(names).await;
             }
             Err(e) => tracing::warn!(error = %e, "re-reading the topics"),
         }
@@ -841,7 +841,6 @@ mod partitions;
 mod preferred;
 mod producer_ids;
 mod reassign;
-mod replicas;
 mod shutdown;
 mod stats;
 pub use isr::{AlterAnswer, AlterAsk, AlterItem};

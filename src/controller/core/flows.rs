@@ -21,6 +21,8 @@
 //! - ElectLeaders and the auto leader rebalance (`elections`).
 //! - Topic deletion (`deletion`) and partition reassignment (`reassign`),
 //!   written as queues of steps (`steps`).
+//! - What the watches and notifications report (`watches`): topics and
+//!   partitions added, ISR change notifications, failed log dirs.
 
 use super::{ControllerAction, ControllerCore};
 use crate::controller::context::ControllerContext;
@@ -36,6 +38,7 @@ mod elections;
 mod reassign;
 mod startup;
 mod steps;
+mod watches;
 
 pub use elections::ElectAnswer;
 pub use reassign::{ReassignAnswer, ReassignAsk, ResumeWhich};

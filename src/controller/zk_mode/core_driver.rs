@@ -131,9 +131,8 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             | ControllerAction::RemoveTopicZnodes { .. }
             | ControllerAction::WriteTopicAssignment { .. }
             | ControllerAction::RemoveFromZkReassignment { .. }
-            | ControllerAction::ReserveProducerIds { .. }) => {
-                self.perform_znode_writes(znodes).await
-            }
+            | ControllerAction::ReserveProducerIds { .. }
+            | ControllerAction::ReadTopics { .. }) => self.perform_znodes(znodes).await,
             ControllerAction::SendBatch { token } => {
                 self.send_batch(std::mem::replace(batch, RequestBatch::new()));
                 Some(ControllerEvent::Performed { token })
@@ -153,9 +152,10 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         next.map_or(Performed::Done, Performed::Next)
     }
 
-    /// The znode writes of topic deletion, reassignment and producer-id
-    /// blocks, their results as the next event.
-    async fn perform_znode_writes(&self, action: ControllerAction) -> Option<ControllerEvent> {
+    /// The znode reads and writes of new topics, topic deletion,
+    /// reassignment and producer-id blocks, their results as the next
+    /// event.
+    async fn perform_znodes(&self, action: ControllerAction) -> Option<ControllerEvent> {
         match action {
             ControllerAction::RemoveDeleteMarkers { token, topics } => {
                 self.remove_delete_markers(&topics).await;
@@ -183,6 +183,20 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             ControllerAction::RemoveFromZkReassignment { token, remove } => {
                 self.maybe_remove_from_zk_reassignment(&remove).await;
                 Some(ControllerEvent::Performed { token })
+            }
+            ControllerAction::ReadTopics { token, topics } => {
+                let term = self.term.get();
+                let mut read = Vec::with_capacity(topics.len());
+                for t in topics {
+                    if let Some(z) = self.watch_topic(&t, term).await {
+                        read.push((t, z));
+                    }
+                }
+                Some(ControllerEvent::TopicsRead {
+                    token,
+                    read,
+                    default_unclean: self.settings.borrow().unclean_leader_election,
+                })
             }
             ControllerAction::ReserveProducerIds { token, broker } => {
                 let block = self.reserve_producer_ids(broker).await;

@@ -1,13 +1,11 @@
-//! `[drv]` The controller's events (Kafka 3.9 `KafkaController`):
-//! failover's state-machine start-up, new partitions, brokers starting and
-//! failing, replicas going offline, the topic list and a topic's
-//! assignment changing, the admin znodes.
-
-use std::collections::BTreeSet;
+//! `[drv]` The controller's events (Kafka 3.9 `KafkaController`), read
+//! from ZooKeeper and handed to the controller core: failover's
+//! state-machine start-up, the topic list and a topic's assignment
+//! changing (read and watched here), the admin znodes and notification
+//! paths (re-listed and watched again here).
 
 use super::{Duties, Event, ZkBroker};
 use crate::controller::core::ControllerEvent;
-use crate::types::TopicPartition;
 use crate::zk::paths::{self, TopicZNode};
 use crate::zk::store::{MetadataStore, StoreError};
 
@@ -24,55 +22,15 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         self.run_core(event, |_| None::<()>).await;
     }
 
-    /// `onNewPartitionCreation`, decided by the controller core.
-    pub(super) async fn on_new_partitions(&self, parts: Vec<TopicPartition>) {
-        if parts.is_empty() {
-            return;
-        }
-        let event = ControllerEvent::NewPartitions {
+    /// `processTopicChange` after the topic list was re-read, decided by
+    /// the controller core (the new topics read and watched by the
+    /// driver).
+    pub(super) async fn on_topics_listed(&self, names: Vec<String>) {
+        let event = ControllerEvent::TopicsListed {
             token: self.core_token(),
-            parts,
-            default_unclean: self.settings.borrow().unclean_leader_election,
+            names,
         };
         self.run_core(event, |_| None::<()>).await;
-    }
-
-    /// `processTopicChange` after the topic list was re-read: topics gone
-    /// are forgotten; new ones get their assignment read, a watch on it,
-    /// and their partitions created.
-    pub(super) async fn on_topics_listed(&self, names: Vec<String>, term: u64) {
-        let Some((added, removed)) = self.with_ctx(|ctx| {
-            let known = ctx.topics();
-            let now: BTreeSet<String> = names.iter().cloned().collect();
-            (
-                now.difference(&known).cloned().collect::<Vec<_>>(),
-                known.difference(&now).cloned().collect::<Vec<_>>(),
-            )
-        }) else {
-            return;
-        };
-        self.with_ctx(|ctx| {
-            for t in &removed {
-                ctx.remove_topic(t);
-            }
-        });
-        let mut new_parts = Vec::new();
-        for t in &added {
-            match self.watch_topic(t, term).await {
-                Some(z) => {
-                    self.with_ctx(|ctx| {
-                        ctx.add_topic(t, z.topic_id.unwrap_or(uuid::Uuid::nil()));
-                        for (p, replicas) in &z.partitions {
-                            let tp = TopicPartition::new(t.as_str(), *p);
-                            ctx.assignments.insert(tp.clone(), replicas.clone());
-                            new_parts.push(tp);
-                        }
-                    });
-                }
-                None => continue,
-            }
-        }
-        self.on_new_partitions(new_parts).await;
     }
 
     /// Read `/brokers/topics/<t>` and watch it (Kafka's
@@ -98,37 +56,19 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         }
     }
 
-    /// `processPartitionModifications`: partitions added to a topic's
-    /// assignment (CreatePartitions) are created.
+    /// `processPartitionModifications`: the topic's assignment re-read
+    /// (and watched again); the core creates the partitions it adds.
     pub(super) async fn on_partition_modifications(&self, topic: &str, term: u64) {
-        let Some(z) = self.watch_topic(topic, term).await else {
+        let Some(znode) = self.watch_topic(topic, term).await else {
             return;
         };
-        let added = self
-            .with_ctx(|ctx| {
-                if !ctx.topic_ids.contains_key(topic) {
-                    return Vec::new();
-                }
-                let mut added = Vec::new();
-                for (p, replicas) in &z.partitions {
-                    let tp = TopicPartition::new(topic, *p);
-                    if !ctx.assignments.contains_key(&tp) {
-                        added.push((tp, replicas.clone()));
-                    }
-                }
-                if ctx.topics_to_delete.contains(topic) {
-                    if !added.is_empty() {
-                        tracing::warn!(%topic, "partitions added to a topic being deleted are ignored");
-                    }
-                    return Vec::new();
-                }
-                for (tp, replicas) in &added {
-                    ctx.assignments.insert(tp.clone(), replicas.clone());
-                }
-                added.into_iter().map(|(tp, _)| tp).collect()
-            })
-            .unwrap_or_default();
-        self.on_new_partitions(added).await;
+        let event = ControllerEvent::PartitionsModified {
+            token: self.core_token(),
+            topic: topic.to_owned(),
+            znode,
+            default_unclean: self.settings.borrow().unclean_leader_election,
+        };
+        self.run_core(event, |_| None::<()>).await;
     }
 
     /// An admin znode or a notification path changed (controller only):

@@ -11,7 +11,6 @@
 use super::{Duties, ZkBroker};
 pub use crate::controller::core::{AlterAnswer, AlterAsk, AlterItem};
 use crate::controller::core::{ControllerAction, ControllerEvent};
-use crate::controller::request_batch::RequestBatch;
 use crate::protocol::ErrorCode;
 use crate::types::TopicPartition;
 use crate::zk::paths;
@@ -37,22 +36,9 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         .unwrap_or(Err(ErrorCode::NOT_CONTROLLER))
     }
 
-    /// UpdateMetadata with `parts` to every registered broker
-    /// (`sendUpdateMetadataRequest(liveOrShuttingDownBrokerIds, partitions)`).
-    fn announce_isr_changes(&self, parts: Vec<TopicPartition>) {
-        if parts.is_empty() {
-            return;
-        }
-        let Some(brokers) = self.with_ctx(|ctx| ctx.live_or_shutting_down()) else {
-            return;
-        };
-        let mut batch = RequestBatch::new();
-        batch.add_update_metadata(brokers, parts);
-        self.send_batch(batch);
-    }
-
-    /// `processIsrChangeNotification`: re-read the partitions each
-    /// notification names, announce them, delete the notifications.
+    /// `processIsrChangeNotification`: the partitions each notification
+    /// names go to the core (re-read and announced), then the
+    /// notifications are deleted.
     pub(super) async fn on_isr_change_notifications(&self, names: Vec<String>) {
         let store = self.store();
         let mut parts: Vec<TopicPartition> = Vec::new();
@@ -73,18 +59,11 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 Err(e) => tracing::warn!(%path, error = %e, "reading an ISR change notification"),
             }
         }
-        parts.sort();
-        parts.dedup();
-        let known: Vec<TopicPartition> = self
-            .with_ctx(|ctx| {
-                parts
-                    .into_iter()
-                    .filter(|tp| ctx.assignments.contains_key(tp))
-                    .collect()
-            })
-            .unwrap_or_default();
-        self.reload_leaderships(&known).await;
-        self.announce_isr_changes(known);
+        let event = ControllerEvent::IsrChangeNotified {
+            token: self.core_token(),
+            parts,
+        };
+        self.run_core(event, |_| None::<()>).await;
         for name in names {
             let path = format!("{}/{name}", paths::ISR_CHANGE_NOTIFICATION);
             if let Err(e) = store.delete(&path, None).await {

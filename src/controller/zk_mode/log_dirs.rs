@@ -11,8 +11,6 @@ use std::collections::BTreeSet;
 
 use super::{Duties, ZkBroker};
 use crate::controller::core::ControllerEvent;
-use crate::controller::request_batch::RequestBatch;
-use crate::controller::state_machine::ReplicaState;
 use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, TopicPartition};
 use crate::zk::log_dir_event::LogDirEventZNode;
@@ -21,8 +19,8 @@ use crate::zk::store::{MetadataStore, StoreError};
 
 impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
     /// The notifications `names` (children of the notification path): the
-    /// brokers they name are asked which replicas they still serve; the
-    /// notifications are deleted.
+    /// core asks the brokers they name which replicas they still serve
+    /// (`onBrokerLogDirFailure`); the notifications are deleted.
     pub(super) async fn on_log_dir_events(&self, names: Vec<String>) {
         let store = self.store();
         let mut brokers = BTreeSet::new();
@@ -40,7 +38,11 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
             }
         }
         if !brokers.is_empty() {
-            self.on_broker_log_dir_failure(&brokers).await;
+            let event = ControllerEvent::LogDirFailure {
+                token: self.core_token(),
+                brokers,
+            };
+            self.run_core(event, |_| None::<()>).await;
         }
         for name in names {
             let path = format!("{}/{name}", paths::LOG_DIR_EVENT_NOTIFICATION);
@@ -52,22 +54,9 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         }
     }
 
-    /// `onBrokerLogDirFailure`: every replica on `brokers` to Online again,
-    /// i.e. a LeaderAndIsr to each, whose answers name the failed ones.
-    async fn on_broker_log_dir_failure(&self, brokers: &BTreeSet<BrokerId>) {
-        tracing::info!(?brokers, "handling a log directory failure");
-        let replicas = self
-            .with_ctx(|ctx| ctx.replicas_on(brokers))
-            .unwrap_or_default();
-        let mut batch = RequestBatch::new();
-        self.replicas_to(&replicas, ReplicaState::Online, &mut batch)
-            .await;
-        self.send_batch(batch);
-    }
-
-    /// `processLeaderAndIsrResponseReceived`: KAFKA_STORAGE_ERROR marks a
-    /// replica as in a failed dir, NONE as online again; the newly failed
-    /// ones go offline (`onReplicasBecomeOffline`).
+    /// `processLeaderAndIsrResponseReceived`, decided by the core: the
+    /// replicas answered KAFKA_STORAGE_ERROR are in a failed dir and go
+    /// offline (`onReplicasBecomeOffline`).
     pub(super) async fn on_leader_and_isr_answer(
         &self,
         broker: BrokerId,
@@ -76,33 +65,12 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         if !self.election.borrow().is_controller() {
             return;
         }
-        let newly = self
-            .with_ctx(|ctx| {
-                let offline = ctx.replicas_on_offline_dirs.entry(broker).or_default();
-                let mut newly = Vec::new();
-                for (tp, e) in answers {
-                    if e == ErrorCode::KAFKA_STORAGE_ERROR {
-                        if offline.insert(tp.clone()) {
-                            newly.push((tp, broker));
-                        }
-                    } else if e == ErrorCode::NONE {
-                        offline.remove(&tp);
-                    }
-                }
-                if offline.is_empty() {
-                    ctx.replicas_on_offline_dirs.remove(&broker);
-                }
-                newly
-            })
-            .unwrap_or_default();
-        if !newly.is_empty() {
-            tracing::info!(%broker, replicas = newly.len(), "replicas in a failed log dir marked offline");
-            let event = ControllerEvent::ReplicasOffline {
-                token: self.core_token(),
-                replicas: newly,
-                default_unclean: self.settings.borrow().unclean_leader_election,
-            };
-            self.run_core(event, |_| None::<()>).await;
-        }
+        let event = ControllerEvent::LeaderAndIsrAnswer {
+            token: self.core_token(),
+            broker,
+            answers,
+            default_unclean: self.settings.borrow().unclean_leader_election,
+        };
+        self.run_core(event, |_| None::<()>).await;
     }
 }

@@ -1,13 +1,10 @@
-//! `[drv]` The controller's duties, partition side (Kafka 3.9
-//! `ZkPartitionStateMachine`): partitions moved between states, new ones
-//! given their first leader and ISR, offline ones elected, the state znodes
-//! written. Every decision is made on the context (`controller::context`)
-//! with the pure state machines and election strategies; the state znodes
-//! are written with [`ZkBroker::write_as_controller`]; the requests for
-//! brokers are gathered in a [`RequestBatch`] and sent when the step ends
-//! ([`ZkBroker::send_batch`]). The replica side is `replicas`, the events
-//! that drive both `events`, topic deletion `deletion`, controlled shutdown
-//! `shutdown`.
+//! `[drv]` The znode side of the controller core's partition and replica
+//! state machines (Kafka 3.9 `ZkPartitionStateMachine`,
+//! `ZkReplicaStateMachine`): the state znodes of new partitions created,
+//! leaderships written conditioned on their partition epochs and re-read,
+//! topics' unclean-election settings read; the requests the core asks for
+//! are gathered in a [`RequestBatch`] and sent at each step
+//! ([`ZkBroker::send_batch`]), their answers fed back as events.
 
 use std::collections::BTreeSet;
 
@@ -247,13 +244,6 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 ))),
             })
             .collect()
-    }
-
-    /// Re-read the state znodes of `parts` into the context (after a
-    /// conditional write found them moved).
-    pub(super) async fn reload_leaderships(&self, parts: &[TopicPartition]) {
-        let states = self.read_leaderships(parts).await;
-        self.with_ctx(|ctx| ctx.leadership.extend(states));
     }
 
     /// The topic's `unclean.leader.election.enable` (its override, else

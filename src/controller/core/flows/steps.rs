@@ -1,5 +1,5 @@
-//! `[pure]` Flows written as a queue of steps: topic deletion (`deletion`)
-//! and partition reassignment (`reassign`). A step either acts at once on
+//! `[pure]` Flows written as a queue of steps: topic deletion (`deletion`),
+//! partition reassignment (`reassign`) and some notifications (`watches`). A step either acts at once on
 //! the context, expands into the steps it stands for (computed from the
 //! context as it is when its turn comes, as Kafka computes each stage of
 //! `TopicDeletionManager.onTopicDeletion` or
@@ -31,8 +31,11 @@ pub(in crate::controller::core) enum Step {
     /// UpdateMetadata for every partition of these topics (as the
     /// context has them then) to the registered brokers.
     TellTopics(Vec<String>),
-    /// UpdateMetadata for these partitions to the registered brokers.
+    /// UpdateMetadata for these partitions (if any) to the registered
+    /// brokers.
     Tell(Vec<TopicPartition>),
+    /// These state znodes re-read into the context.
+    Reread(Vec<TopicPartition>),
     // ----- topic deletion (`deletion`) -----
     /// Remove these topics' `/admin/delete_topics` markers.
     DropMarkers(Vec<String>),
@@ -136,6 +139,8 @@ pub(super) enum Waiting {
     ),
     /// The bump's partition re-read, then the next attempt.
     Reload(TopicPartition),
+    /// State znodes re-read ([`Step::Reread`]).
+    Reread,
     /// An assignment write, with what to put back if it failed.
     Assignment(Option<(TopicPartition, ReplicaAssignment)>),
 }
@@ -264,7 +269,16 @@ impl ControllerCore {
                 let parts = topics.iter().flat_map(|t| ctx.partitions_of(t)).collect();
                 Next::Act(vec![tell(ctx, parts)])
             }
+            Step::Tell(parts) if parts.is_empty() => Next::Go(Vec::new()),
             Step::Tell(parts) => Next::Act(vec![tell(ctx, parts)]),
+            Step::Reread(parts) if parts.is_empty() => Next::Go(Vec::new()),
+            Step::Reread(parts) => {
+                self.wait_for(token, Waiting::Reread);
+                Next::Wait(vec![ControllerAction::ReloadLeaderships {
+                    job: token,
+                    parts,
+                }])
+            }
             Step::Ineligible(topics) => {
                 ctx.ineligible_for_deletion.extend(topics);
                 Next::Go(Vec::new())
@@ -398,20 +412,25 @@ impl ControllerCore {
         }
     }
 
-    /// The bump's partition re-read: the next attempt.
+    /// The bump's partition re-read (the next attempt), or the znodes of
+    /// a [`Step::Reread`].
     pub(in crate::controller::core) fn on_steps_reloaded(
         &mut self,
         mut ctx: Option<&mut ControllerContext>,
         token: u64,
         states: Vec<(TopicPartition, Leadership)>,
     ) -> Vec<ControllerAction> {
-        let Waiting::Reload(tp) = self.take_waiting(token) else {
-            return Vec::new();
+        let retry = match self.take_waiting(token) {
+            Waiting::Reload(tp) => Some(tp),
+            Waiting::Reread => None,
+            _ => return Vec::new(),
         };
         if let Some(ctx) = ctx.as_deref_mut() {
             ctx.leadership.extend(states);
         }
-        self.push_front(token, [Step::BumpEpoch(tp, 1)]);
+        if let Some(tp) = retry {
+            self.push_front(token, [Step::BumpEpoch(tp, 1)]);
+        }
         self.run_steps(ctx, token)
     }
 

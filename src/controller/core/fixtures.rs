@@ -48,6 +48,22 @@ pub fn leadership(leader: i32, epoch: i32, isr: &[i32], version: i32) -> Leaders
     }
 }
 
+/// Brokers `live` registered; topic `t` (id 7) with partitions `parts`
+/// (partition, replicas), each Online, led by its first replica with
+/// every replica in the ISR (leader epoch 4, partition epoch 6), every
+/// replica Online.
+pub fn topic_t(live: &[i32], parts: &[(i32, &[i32])]) -> ControllerContext {
+    let mut c = registered(live);
+    c.topic_ids.insert("t".into(), uuid::Uuid::from_u128(7));
+    for (p, replicas) in parts {
+        assign_online(&mut c, &tp(*p), replicas);
+        partition_in(&mut c, &tp(*p), PartitionState::Online);
+        c.leadership
+            .insert(tp(*p), leadership(replicas[0], 4, replicas, 6));
+    }
+    c
+}
+
 /// `tp` assigned `replicas`, every one of them Online.
 pub fn assign_online(ctx: &mut ControllerContext, tp: &TopicPartition, replicas: &[i32]) {
     ctx.assignments.insert(tp.clone(), ids(replicas));

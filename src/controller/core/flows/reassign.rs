@@ -63,12 +63,7 @@ impl ControllerCore {
         let starting: BTreeSet<TopicPartition> = plan.start.keys().cloned().collect();
         let mut steps = vec![Step::DropFromZk(ZkRemoval::Partitions(starting))];
         steps.extend(plan.start.into_iter().map(|(tp, a)| Step::Reassign(tp, a)));
-        let mut s = Steps::new(steps, End::AnswerAlter);
-        s.results = plan
-            .refused
-            .into_iter()
-            .map(|(tp, e)| (tp, Err(e)))
-            .collect();
+        let s = with_refused(steps, End::AnswerAlter, plan.refused);
         self.start_steps(Some(ctx), token, s)
     }
 
@@ -94,12 +89,7 @@ impl ControllerCore {
             .map(|(tp, a)| Step::Reassign(tp, a))
             .collect();
         steps.push(Step::DropFailedFromZk);
-        let mut s = Steps::new(steps, End::Zk);
-        s.results = plan
-            .refused
-            .into_iter()
-            .map(|(tp, e)| (tp, Err(e)))
-            .collect();
+        let s = with_refused(steps, End::Zk, plan.refused);
         self.start_steps(Some(ctx), token, s)
     }
 
@@ -212,6 +202,13 @@ impl ControllerCore {
             }
         }
     }
+}
+
+/// A request's steps, its refused partitions already answered.
+fn with_refused(steps: Vec<Step>, end: End, refused: BTreeMap<TopicPartition, Refusal>) -> Steps {
+    let mut s = Steps::new(steps, end);
+    s.results = refused.into_iter().map(|(tp, e)| (tp, Err(e))).collect();
+    s
 }
 
 /// The moves `which` picks, each as a [`Step::Reassign`].

@@ -1,22 +1,12 @@
-use super::super::super::fixtures::{
-    assign_online, ids, leadership, partition_in, registered, run_flow, tp,
-};
+use super::super::super::fixtures::{ids, registered, run_flow, topic_t, tp};
 use super::super::super::ControllerEvent;
 use super::*;
 use crate::types::BrokerId;
-use uuid::Uuid;
 
 /// Brokers `live` registered; topic `t` with `t-0` and `t-1` on brokers
 /// 1 and 2 (led by 1, ISR [1, 2]), every replica Online.
 fn ctx(live: &[i32]) -> ControllerContext {
-    let mut c = registered(live);
-    c.topic_ids.insert("t".into(), Uuid::from_u128(7));
-    for p in 0..2 {
-        assign_online(&mut c, &tp(p), &[1, 2]);
-        partition_in(&mut c, &tp(p), PartitionState::Online);
-        c.leadership.insert(tp(p), leadership(1, 4, &[1, 2], 6));
-    }
-    c
+    topic_t(live, &[(0, &[1, 2]), (1, &[1, 2])])
 }
 
 fn listed(token: u64, marked: &[&str], enabled: bool) -> ControllerEvent {

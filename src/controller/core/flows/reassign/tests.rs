@@ -1,22 +1,13 @@
-use super::super::super::fixtures::{
-    assign_online, ids, leadership, partition_in, registered, run_flow, tp,
-};
+use super::super::super::fixtures::{ids, leadership, run_flow, topic_t, tp};
 use super::super::super::{ControllerEvent, WriteFailure};
 use super::*;
 use crate::controller::context::Moving;
-use crate::controller::state_machine::PartitionState;
 use crate::types::{LeaderEpoch, PartitionEpoch};
-use uuid::Uuid;
 
 /// Brokers 1–3 registered; `t-0` on [1, 2] led by 1 (ISR [1, 2], leader
 /// epoch 4, partition epoch 6), its replicas Online.
 fn ctx() -> ControllerContext {
-    let mut c = registered(&[1, 2, 3]);
-    c.topic_ids.insert("t".into(), Uuid::from_u128(7));
-    assign_online(&mut c, &tp(0), &[1, 2]);
-    partition_in(&mut c, &tp(0), PartitionState::Online);
-    c.leadership.insert(tp(0), leadership(1, 4, &[1, 2], 6));
-    c
+    topic_t(&[1, 2, 3], &[(0, &[1, 2])])
 }
 
 fn alter(token: u64, target: &[i32]) -> ControllerEvent {

@@ -1,8 +1,6 @@
 use std::collections::BTreeMap;
 
-use super::super::super::fixtures::{
-    assign_online, ids, leadership, partition_in, registered, run_flow, tp,
-};
+use super::super::super::fixtures::{ids, leadership, run_flow, topic_t, tp};
 use super::super::super::ControllerEvent;
 use super::*;
 use crate::controller::state_machine::PartitionState;
@@ -10,12 +8,7 @@ use uuid::Uuid;
 
 /// Brokers 1–3 registered; topic `t` with `t-0` on [1, 2] led by 1.
 fn ctx() -> ControllerContext {
-    let mut c = registered(&[1, 2, 3]);
-    c.topic_ids.insert("t".into(), Uuid::from_u128(7));
-    assign_online(&mut c, &tp(0), &[1, 2]);
-    partition_in(&mut c, &tp(0), PartitionState::Online);
-    c.leadership.insert(tp(0), leadership(1, 4, &[1, 2], 6));
-    c
+    topic_t(&[1, 2, 3], &[(0, &[1, 2])])
 }
 
 fn znode(id: u128, partitions: &[(i32, &[i32])]) -> TopicZNode {

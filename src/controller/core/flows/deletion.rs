@@ -143,8 +143,19 @@ impl ControllerCore {
     }
 }
 
-/// A deletion step.
-pub(super) fn deletion_step(ctx: &mut ControllerContext, token: u64, step: Step) -> Next {
+impl ControllerCore {
+    /// A deletion step.
+    pub(super) fn deletion_step(
+        &mut self,
+        ctx: &mut ControllerContext,
+        token: u64,
+        step: Step,
+    ) -> Next {
+        deletion_step(ctx, token, step)
+    }
+}
+
+fn deletion_step(ctx: &mut ControllerContext, token: u64, step: Step) -> Next {
     match step {
         Step::DropMarkers(topics) => Next::Wait(vec![ControllerAction::RemoveDeleteMarkers {
             token,

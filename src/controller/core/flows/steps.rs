@@ -316,7 +316,7 @@ impl ControllerCore {
             | Step::RemoveTopicZnodes(_)
             | Step::RetryDeletion(_)
             | Step::DeleteTopics(_)
-            | Step::StartReplicaDeletion(_)) => deletion_step(ctx, token, deletion),
+            | Step::StartReplicaDeletion(_)) => self.deletion_step(ctx, token, deletion),
             other => self.reassign_step(ctx, token, other),
         }
     }
@@ -570,5 +570,3 @@ fn not_controller() -> Refusal {
         "this broker is no longer the controller".into(),
     )
 }
-
-use super::deletion::deletion_step;

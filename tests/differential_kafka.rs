@@ -250,6 +250,53 @@ fn batch(records: &[(i64, &[u8])], producer: (i64, i16), first_sequence: i32) ->
     buf.freeze()
 }
 
+/// One magic-v2 batch of a plain producer, a record per key (`None`: no
+/// key), timestamp 1000.
+fn keyed_batch(keys: &[Option<&str>]) -> Bytes {
+    let records: Vec<Record> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: -1,
+            timestamp: 1000,
+            key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
+            value: Some(Bytes::from_static(b"v")),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode batch");
+    buf.freeze()
+}
+
+/// A compacted topic refuses a batch with records without a key
+/// (INVALID_RECORD), each named in `record_errors` with Kafka's
+/// `validateKey` message and the whole in `processRecordErrors`' (KIP-467).
+fn keyless_to_compacted(p: &mut Pair, d: &mut Diffs) {
+    for conn in [&mut p.shardlog, &mut p.kafka] {
+        conn.create_topic("diff-compacted", 1, &[("cleanup.policy", "compact")]);
+    }
+    let keys = [Some("a"), None, Some("c"), None];
+    check_produce(
+        p,
+        d,
+        "produce_keyless_to_compacted",
+        &common::produce_request("diff-compacted", 0, keyed_batch(&keys), -1),
+    );
+}
+
 struct Pair {
     shardlog: Conn,
     kafka: Conn,
@@ -552,6 +599,7 @@ fn shardlog_answers_as_kafka_3_9_does() {
         &common::produce_request("diff", 7, good.clone(), -1),
     );
     idempotent_produce(&mut p, &mut d);
+    keyless_to_compacted(&mut p, &mut d);
 
     for (name, ts) in [
         ("list_offsets_earliest", -2),

@@ -436,10 +436,33 @@ fn a_null_key_record_to_a_compacted_topic_is_refused_with_invalid_record() {
         (Some("k".to_string()), Some("v".to_string())),
         (None, Some("v".to_string())),
     ];
+    // Kafka's `LogValidator.validateKey` message per keyless record, by
+    // its index in the batch (Produce v8+ `record_errors`, KIP-467), and
+    // `processRecordErrors`' message listing the first three.
+    let key_error =
+        "Compacted topic cannot accept message without key in topic partition compacted-keys-0";
     for codec in [Compression::None, Compression::Gzip] {
-        for records in [&keyless, &mixed] {
+        for (records, index) in [(&keyless, 0), (&mixed, 1)] {
             let resp = conn.produce("compacted-keys", 0, batch(records, codec), -1);
             assert_eq!(resp.error_code, INVALID_RECORD, "{codec:?}: {resp:?}");
+            let errors: Vec<(i32, Option<&str>)> = resp
+                .record_errors
+                .iter()
+                .map(|e| (e.batch_index, e.batch_index_error_message.as_deref()))
+                .collect();
+            assert_eq!(errors, [(index, Some(key_error))], "{codec:?}: {resp:?}");
+            assert_eq!(
+                resp.error_message.as_deref(),
+                Some(
+                    format!(
+                        "One or more records have been rejected due to 1 record errors in \
+                         total, and only showing the first three errors at most: \
+                         [RecordError(batchIndex={index}, message='{key_error}')]"
+                    )
+                    .as_str()
+                ),
+                "{codec:?}"
+            );
         }
     }
     assert_eq!(

@@ -98,29 +98,26 @@ pub fn for_each_record_limited(
 }
 
 /// Kafka's `LogValidator` check for a compacted topic ("Compacted topic
-/// cannot accept message without key"): whether every record of the batch
-/// at the start of `batch` has a key (a key length of -1 is a null key).
-/// Produce runs it only for compacted topics. Streams like
-/// [`for_each_record`] and within the same limit; its own loop, so the
-/// timestamp lookups' walk stays as it was. An LZ4 body is inflated in
-/// `scratch`.
-pub fn every_record_has_a_key(
-    batch: &[u8],
-    scratch: &mut InflateScratch,
-) -> Result<bool, BatchError> {
+/// cannot accept message without key", `validateKey`): the index in the
+/// batch of each record at the start of `batch` without a key (a key
+/// length of -1 is a null key; an empty key is a key). Produce runs it
+/// only for compacted topics. Streams like [`for_each_record`] and within
+/// the same limit; its own loop, so the timestamp lookups' walk stays as
+/// it was. An LZ4 body is inflated in `scratch`.
+pub fn keyless_records(batch: &[u8], scratch: &mut InflateScratch) -> Result<Vec<i32>, BatchError> {
     let view = RecordBatch::new_unchecked_crc(batch)?;
     let body = &batch[HEADER_LEN..view.total_len()];
     let count = view.record_count().max(0) as u64;
     let cap = MAX_WALKED_BYTES.saturating_add(1);
     let inflate_error = |_| BatchError::Corrupt("cannot decompress the records");
     match view.compression() {
-        Some(Compression::None) => all_keyed(body, count),
-        Some(Compression::Gzip) => all_keyed(
+        Some(Compression::None) => keyless(body, count),
+        Some(Compression::Gzip) => keyless(
             BufReader::new(flate2::read::GzDecoder::new(body).take(cap)),
             count,
         ),
-        Some(Compression::Snappy) => all_keyed(BufReader::new(Snappy::new(body, cap)), count),
-        Some(Compression::Lz4) => all_keyed(
+        Some(Compression::Snappy) => keyless(BufReader::new(Snappy::new(body, cap)), count),
+        Some(Compression::Lz4) => keyless(
             BufReader::new(
                 Lz4Frame::new(body, &mut scratch.0)
                     .map_err(inflate_error)?
@@ -130,17 +127,19 @@ pub fn every_record_has_a_key(
         ),
         Some(Compression::Zstd) => {
             let decoder = zstd::stream::read::Decoder::with_buffer(body).map_err(inflate_error)?;
-            all_keyed(BufReader::new(decoder.take(cap)), count)
+            keyless(BufReader::new(decoder.take(cap)), count)
         }
         None => Err(BatchError::InvalidRecord("unknown compression codec")),
     }
 }
 
-/// Reads each record's key length, skipping the rest; false at a null key.
-fn all_keyed<R: BufRead>(mut records: R, count: u64) -> Result<bool, BatchError> {
+/// Reads each record's key length, skipping the rest; the indexes of the
+/// null keys.
+fn keyless<R: BufRead>(mut records: R, count: u64) -> Result<Vec<i32>, BatchError> {
     let short = BatchError::Corrupt("records end before the record count");
     let mut walked: u64 = 0;
-    for _ in 0..count {
+    let mut found = Vec::new();
+    for index in 0..count {
         let (len, prefix) = read_varint(&mut records, 5)?.ok_or(short.clone())?;
         let len = u64::try_from(len).map_err(|_| BatchError::Corrupt("negative record length"))?;
         walked = walked.saturating_add(prefix).saturating_add(len);
@@ -156,7 +155,7 @@ fn all_keyed<R: BufRead>(mut records: R, count: u64) -> Result<bool, BatchError>
         read_varint(&mut record, 5)?.ok_or(short.clone())?;
         let (key_len, _) = read_varint(&mut record, 5)?.ok_or(short.clone())?;
         if key_len < 0 {
-            return Ok(false);
+            found.push(i32::try_from(index).unwrap_or(i32::MAX));
         }
         let rest = record.limit();
         let skipped = io::copy(&mut record, &mut io::sink()).map_err(|e| io_error(e, &short))?;
@@ -164,7 +163,7 @@ fn all_keyed<R: BufRead>(mut records: R, count: u64) -> Result<bool, BatchError>
             return Err(short);
         }
     }
-    Ok(true)
+    Ok(found)
 }
 
 /// The records section of the batch at the start of `batch`, inflated
@@ -521,7 +520,7 @@ mod tests {
     }
 
     #[test]
-    fn a_null_key_anywhere_in_the_batch_is_found_for_every_codec() {
+    fn every_null_key_in_the_batch_is_found_by_its_index_for_every_codec() {
         let mut keyed = records(40, 10);
         for r in &mut keyed {
             r.key = Some(Bytes::from_static(b"k"));
@@ -536,13 +535,31 @@ mod tests {
             Codec::Zstd,
         ] {
             let scratch = &mut InflateScratch::default();
-            assert!(every_record_has_a_key(&encode(&keyed, codec), scratch).unwrap());
-            assert!(!every_record_has_a_key(&encode(&one_null, codec), scratch).unwrap());
+            assert_eq!(
+                keyless_records(&encode(&keyed, codec), scratch).unwrap(),
+                Vec::<i32>::new()
+            );
+            assert_eq!(
+                keyless_records(&encode(&one_null, codec), scratch).unwrap(),
+                [37]
+            );
         }
+        // Every null key is named, in order.
+        let mut three_null = keyed.clone();
+        for i in [0, 5, 39] {
+            three_null[i].key = None;
+        }
+        let scratch = &mut InflateScratch::default();
+        assert_eq!(
+            keyless_records(&encode(&three_null, Codec::Gzip), scratch).unwrap(),
+            [0, 5, 39]
+        );
         // An empty key is a key (Kafka checks `hasKey`, i.e. not null).
         keyed[0].key = Some(Bytes::new());
-        let scratch = &mut InflateScratch::default();
-        assert!(every_record_has_a_key(&encode(&keyed, Codec::None), scratch).unwrap());
+        assert_eq!(
+            keyless_records(&encode(&keyed, Codec::None), scratch).unwrap(),
+            Vec::<i32>::new()
+        );
     }
 
     #[test]

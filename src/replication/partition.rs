@@ -36,8 +36,8 @@ use glommio::sync::RwLock;
 use crate::config::topic::{TimestampType, TopicConfig};
 use crate::io::local_sync::{FifoGate, FifoTicket, Trigger};
 use crate::io::zerocopy::OutPart;
+use crate::protocol::record_batch;
 use crate::protocol::ErrorCode;
-use crate::protocol::{record_batch, record_walk};
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot};
 use crate::replication::isr::{LeaderLog, LeaderReplicaState};
@@ -675,19 +675,7 @@ impl Partition {
             Ok(v) => v,
             Err(code) => return ProduceResult::error(code),
         };
-        // Kafka's `LogValidator`: a compacted topic refuses records without
-        // a key (INVALID_RECORD). Only compacted topics pay for the walk.
-        if self.config().is_compacted() {
-            let mut scratch = self.storage.inflate_scratch();
-            let keyed = records.summaries().iter().all(|s| {
-                record_walk::every_record_has_a_key(&records.bytes()[s.range.clone()], &mut scratch)
-                    .unwrap_or(false)
-            });
-            if !keyed {
-                return ProduceResult::error(ErrorCode::INVALID_RECORD);
-            }
-        }
-        if let Err(refused) = self.check_timestamps(&records, now_ms) {
+        if let Err(refused) = self.check_records(&records, now_ms) {
             return *refused;
         }
         let records = match self.maybe_recompress(records) {

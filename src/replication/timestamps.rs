@@ -107,6 +107,49 @@ pub fn invalid_timestamps(
     Ok(errors)
 }
 
+/// One batch's refused records (Kafka's `LogValidator.validateRecord`):
+/// each record gets one error, its missing key's (`keyless`, the indexes
+/// of a compacted topic's records without a key, `key_error` their
+/// message) before its timestamp's (`timestamps`), in index order. Whether
+/// any is a timestamp error (the request's code is INVALID_TIMESTAMP then,
+/// else INVALID_RECORD), and the errors.
+pub fn refused_records(
+    keyless: &[i32],
+    timestamps: Vec<(i32, String)>,
+    key_error: &str,
+) -> (bool, Vec<(i32, String)>) {
+    let mut errors: Vec<(i32, String)> = keyless
+        .iter()
+        .map(|index| (*index, key_error.to_owned()))
+        .collect();
+    let mut any_timestamp = false;
+    for (index, message) in timestamps {
+        if !keyless.contains(&index) {
+            any_timestamp = true;
+            errors.push((index, message));
+        }
+    }
+    errors.sort_by_key(|(index, _)| *index);
+    (any_timestamp, errors)
+}
+
+/// Kafka's `LogValidator.processRecordErrors` message when no record has
+/// an invalid timestamp: the count and the first three errors, as Java
+/// prints a list of `ProduceResponse.RecordError`.
+pub fn invalid_record_message(errors: &[(i32, String)]) -> String {
+    let shown: Vec<String> = errors
+        .iter()
+        .take(3)
+        .map(|(index, message)| format!("RecordError(batchIndex={index}, message='{message}')"))
+        .collect();
+    format!(
+        "One or more records have been rejected due to {} record errors in total, \
+         and only showing the first three errors at most: [{}]",
+        errors.len(),
+        shown.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +251,31 @@ mod tests {
             ..policy(1, 1)
         };
         assert_eq!(check(&batch, lat), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn a_record_gets_one_error_its_keys_before_its_timestamps() {
+        let ts = |i: i32| (i, format!("Timestamp of {i} is out of range"));
+        let key = "Compacted topic cannot accept message without key in topic partition t-0";
+        // Record 1 lacks a key and is old: its key's error only.
+        let (any_ts, errors) = refused_records(&[1, 4], vec![ts(1), ts(2)], key);
+        assert!(
+            any_ts,
+            "record 2's timestamp error makes it INVALID_TIMESTAMP"
+        );
+        assert_eq!(errors, [(1, key.to_owned()), ts(2), (4, key.to_owned())]);
+        let (any_ts, errors) = refused_records(&[0, 1, 2, 3], vec![ts(3)], key);
+        assert!(!any_ts);
+        assert_eq!(errors.len(), 4);
+        assert_eq!(
+            invalid_record_message(&errors),
+            format!(
+                "One or more records have been rejected due to 4 record errors in total, and \
+                 only showing the first three errors at most: [RecordError(batchIndex=0, \
+                 message='{key}'), RecordError(batchIndex=1, message='{key}'), \
+                 RecordError(batchIndex=2, message='{key}')]"
+            )
+        );
+        assert_eq!(refused_records(&[], Vec::new(), key), (false, Vec::new()));
     }
 }

@@ -16,7 +16,7 @@ use shardlog::protocol::record_batch::{
     LOG_OVERHEAD,
 };
 use shardlog::protocol::record_walk::{
-    every_record_has_a_key, for_each_record, records_section, InflateScratch,
+    keyless_records, for_each_record, records_section, InflateScratch,
 };
 use shardlog_fuzz::{bound_for, check_bounded_by, peak_of};
 
@@ -80,7 +80,7 @@ fuzz_target!(|data: &[u8]| {
     let first_bound = bound_for(first.len()) + lz4_window(first);
     let mut scratch = InflateScratch::default();
     let walked = check_bounded_by(first_bound, || walk(first, &mut scratch));
-    let _ = check_bounded_by(first_bound, || every_record_has_a_key(first, &mut scratch));
+    let _ = check_bounded_by(first_bound, || keyless_records(first, &mut scratch));
     // Inflating may legitimately take up to the walk's limit (a zip bomb
     // is bounded by MAX_WALKED_BYTES, not by the input): bound what it
     // holds beyond the section it returns (and LZ4's window).

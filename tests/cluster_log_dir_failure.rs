@@ -6,8 +6,9 @@
 //! it LeaderAndIsr, takes the replicas it answers KAFKA_STORAGE_ERROR for
 //! offline (new leaders on broker 2, broker 1 out of their ISRs) and
 //! deletes the notification, while broker 1 keeps its other dir's
-//! replicas in sync. Restarted with the dir healthy, broker 1 catches up
-//! and rejoins every ISR. The history: every acknowledged record read back
+//! replicas in sync; its `/metrics` shows the dir offline (Kafka's
+//! `LogManager` gauges). Restarted with the dir healthy, broker 1 catches
+//! up and rejoins every ISR. The history: every acknowledged record read back
 //! once, in order per partition.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
@@ -47,7 +48,16 @@ fn a_failed_log_dir_moves_its_replicas_to_the_other_broker_and_the_rest_stays_in
     c.node(1).stop();
     c.node(1)
         .add_setting(&format!("log.dirs={},{}", own.display(), faulty.display()));
+    let metrics = format!("127.0.0.1:{}", common::ports::reserved_port());
+    c.node(1)
+        .add_setting(&format!("shardlog.metrics.listener={metrics}"));
     c.restart(1);
+    let faulty_label = faulty.display().to_string();
+    assert_eq!(
+        offline_dirs(&metrics, &faulty_label),
+        Some((0, 0)),
+        "no dir offline at the start"
+    );
     let (topic, partitions) = ("dirs", 8);
     c.create_topic(topic, partitions, 2, &[]);
     let bad = partitions_in(&faulty, topic);
@@ -78,6 +88,12 @@ fn a_failed_log_dir_moves_its_replicas_to_the_other_broker_and_the_rest_stays_in
             .is_empty()
             .then_some(())
     });
+    // Kafka's LogManager gauges (Strimzi's offline-log-directory alert).
+    wait_for(
+        30,
+        "OfflineLogDirectoryCount 1, the failed dir's gauge 1",
+        || (offline_dirs(&metrics, &faulty_label) == Some((1, 1))).then_some(()),
+    );
     producer.wait_acks(60, 400, "400 acks after the failure");
     assert!(
         c.node(1).is_running(),
@@ -102,6 +118,11 @@ fn a_failed_log_dir_moves_its_replicas_to_the_other_broker_and_the_rest_stays_in
         });
     }
     producer.wait_acks(60, 200, "200 acks after the restart");
+    assert_eq!(
+        offline_dirs(&metrics, &faulty_label),
+        Some((0, 0)),
+        "the dir is online again after the restart"
+    );
     let acked_file = producer.acked_file.clone();
     let report = producer.finish(180);
     eprintln!("[producer: {report}]");
@@ -113,4 +134,31 @@ fn a_failed_log_dir_moves_its_replicas_to_the_other_broker_and_the_rest_stays_in
     let h = check(&acked_file, &read_file);
     eprintln!("[history: acked {} read {}]", h["acked"], h["read"]);
     assert_history_ok(System::Shardlog, "a failed log dir", &h);
+}
+
+/// From the broker's `/metrics` at `addr`: `OfflineLogDirectoryCount` and
+/// the `LogDirectoryOffline` gauge of the dir whose label ends in `dir`
+/// (`None`: no answer, or either series missing).
+fn offline_dirs(addr: &str, dir: &str) -> Option<(u64, u64)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .ok()?;
+    let req = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let value = |prefix: &str| -> Option<u64> {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    };
+    let count = value("kafka_log_logmanager_offlinelogdirectorycount ")?;
+    let labelled = text
+        .lines()
+        .filter(|l| l.starts_with("kafka_log_logmanager_logdirectoryoffline{"))
+        .find(|l| l.contains(&format!("{dir}\"}}")))?;
+    let one = labelled.rsplit(' ').next()?.parse().ok()?;
+    Some((count, one))
 }

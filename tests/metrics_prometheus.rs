@@ -470,6 +470,26 @@ fn strimzi_dashboard(prom: &Prometheus) {
         empty.is_empty(),
         "dashboard expressions without data: {empty:#?}"
     );
+    // The series of Strimzi's alert rules (METRICS.md §3), on every
+    // broker; no log dir is offline here.
+    for series in [
+        "kafka_server_replicamanager_underreplicatedpartitions",
+        "kafka_controller_kafkacontroller_activecontrollercount",
+        "kafka_controller_kafkacontroller_offlinepartitionscount",
+        "kafka_server_replicamanager_underminisrpartitioncount",
+        "kafka_log_logmanager_offlinelogdirectorycount",
+    ] {
+        prom.wait_value(30, &format!("count({series})"), |v| v == 3.0);
+    }
+    assert_eq!(
+        prom.value("sum(kafka_log_logmanager_offlinelogdirectorycount)"),
+        Some(0.0)
+    );
+    prom.wait_value(
+        30,
+        "count(kafka_log_logmanager_logdirectoryoffline == 0)",
+        |v| v >= 3.0,
+    );
 }
 
 /// A broker's clean stop: the controller handles the BrokerChange

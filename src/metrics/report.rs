@@ -173,6 +173,17 @@ pub struct ShardReport {
     pub follower_lags: Vec<FollowerLag>,
     pub groups: GroupCounts,
     pub executor: ExecutorTotals,
+    /// The broker's log dirs, only from the first data shard (they all
+    /// share them).
+    pub log_dirs: Vec<LogDirState>,
+}
+
+/// A log dir as Kafka's `LogManager` reports it: its absolute path, and
+/// whether it is online (a dir goes offline at a failed write or fsync).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogDirState {
+    pub path: String,
+    pub online: bool,
 }
 
 /// One scrape of the broker.
@@ -185,16 +196,21 @@ pub struct BrokerReport {
     pub process: Option<ProcessStats>,
     /// The control shard's controller and ZooKeeper client figures.
     pub control: ControlReport,
+    pub log_dirs: Vec<LogDirState>,
 }
 
 impl BrokerReport {
     pub fn new(shards: Vec<ShardReport>, process: Option<ProcessStats>) -> Self {
         let mut counters = ShardCounters::default();
         let mut controller = ControllerGauges::default();
+        let mut log_dirs = Vec::new();
         for s in &shards {
             merge_counters(&mut counters, &s.counters);
             if let Some(c) = s.controller {
                 controller = c;
+            }
+            if log_dirs.is_empty() {
+                log_dirs.clone_from(&s.log_dirs);
             }
         }
         Self {
@@ -203,6 +219,7 @@ impl BrokerReport {
             controller,
             process,
             control: ControlReport::default(),
+            log_dirs,
         }
     }
 

@@ -72,6 +72,32 @@ pub(super) fn kafka(b: &mut Builder, r: &BrokerReport) {
     groups(b, r);
     zookeeper(b, r);
     idle(b, r);
+    log_manager(b, r);
+}
+
+/// `kafka.log:type=LogManager`: how many log dirs are offline (Strimzi's
+/// offline-log-directory alert fires on it) and, per dir, 1 when offline
+/// (Kafka's `LogManager` `OfflineLogDirectoryCount` and
+/// `LogDirectoryOffline` gauges).
+fn log_manager(b: &mut Builder, r: &BrokerReport) {
+    let offline = r.log_dirs.iter().filter(|d| !d.online).count() as u64;
+    b.one(
+        "kafka_log_logmanager_offlinelogdirectorycount",
+        "kafka.log:type=LogManager,name=OfflineLogDirectoryCount (Value)",
+        Kind::Gauge,
+        Value::U(offline),
+    );
+    let f = b.family(
+        "kafka_log_logmanager_logdirectoryoffline",
+        "kafka.log:type=LogManager,name=LogDirectoryOffline,logDirectory=* (Value): 1 when the dir is offline",
+        Kind::Gauge,
+    );
+    for d in &r.log_dirs {
+        f.push(
+            vec![("logDirectory", d.path.clone())],
+            Value::U(u64::from(!d.online)),
+        );
+    }
 }
 
 /// The two idle percents: no separate network and handler threads here,

@@ -6,10 +6,10 @@
 
 use super::*;
 use crate::metrics::control::{ControlReport, ControllerStats, ZkClientStats, ZkSessionState};
-use crate::metrics::report::StorageTimings;
 use crate::metrics::report::{
     CommittedOffset, FollowerLag, GroupCounts, ProcessStats, SendPathBytes, ShardReport,
 };
+use crate::metrics::report::{LogDirState, StorageTimings};
 use crate::metrics::shard::{ExecutorTotals, QuotaKind, QuotaTags, RequestTimes, ShardMetrics};
 
 const GOLDEN: &str = "tests/golden/metrics_exposition.txt";
@@ -102,6 +102,7 @@ pub(crate) fn sample_report() -> BrokerReport {
         },
         executor: m.executor(),
         storage: sample_storage(),
+        log_dirs: sample_log_dirs(),
         ..ShardReport::default()
     };
     let second = ShardReport {
@@ -130,6 +131,20 @@ pub(crate) fn sample_report() -> BrokerReport {
     let mut report = BrokerReport::new(vec![first, second], Some(process));
     report.control = sample_control();
     report
+}
+
+/// Two log dirs, the second offline.
+fn sample_log_dirs() -> Vec<LogDirState> {
+    vec![
+        LogDirState {
+            path: "/data/kafka-1".into(),
+            online: true,
+        },
+        LogDirState {
+            path: "/data/kafka-2".into(),
+            online: false,
+        },
+    ]
 }
 
 /// One DMA write of 120 µs, one fdatasync of 800 µs, two recycles.
@@ -228,6 +243,9 @@ fn the_kafka_series_strimzi_reads_are_there_with_their_labels() {
         "shardlog_zookeeper_session_state{state=\"CONNECTED\"} 1",
         "shardlog_shard_busy_seconds_total{shard=\"0\"} 1.75",
         "kafka_network_socketserver_networkprocessoravgidle_percent 0.75",
+        "kafka_log_logmanager_offlinelogdirectorycount 1",
+        "kafka_log_logmanager_logdirectoryoffline{logDirectory=\"/data/kafka-1\"} 0",
+        "kafka_log_logmanager_logdirectoryoffline{logDirectory=\"/data/kafka-2\"} 1",
         "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent 0.75",
         "shardlog_uring_file_writes_total{shard=\"0\"} 5",
         "# TYPE shardlog_storage_fsync_seconds histogram",

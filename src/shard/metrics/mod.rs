@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use super::context::{ShardContext, ShardRequest, ShardResponse};
 use crate::metrics::report::{
-    BatchCacheStats, BrokerReport, ControllerGauges, SendPathBytes, ShardReport,
+    BatchCacheStats, BrokerReport, ControllerGauges, LogDirState, SendPathBytes, ShardReport,
 };
 use crate::metrics::shard::ExecutorTotals;
 
@@ -53,6 +53,17 @@ pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
         follower_lags: data.replicas.follower_lags(),
         groups: data.groups.group_counts(),
         executor: ctx.stats.metrics.executor(),
+        log_dirs: if data.shard.0 == 0 {
+            let dirs = data.replicas.log_dirs();
+            (0..dirs.all().len())
+                .map(|i| LogDirState {
+                    path: dirs.absolute(i),
+                    online: dirs.is_online(i),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
     })
 }
 

@@ -39,7 +39,7 @@ pub const UNSECURED_VALIDATOR_CLASS: &str = "org.apache.kafka.common.security.oa
 
 /// The `sasl.oauthbearer.*` keys the secured validator applies on a broker
 /// (`SaslConfigs`); `token.endpoint.url` and the `sasl.login.*` keys are
-/// the client's (not implemented for the broker's own logins).
+/// the broker's own login's (`oauth_login::LOGIN_KEYS`).
 pub const SERVER_KEYS: &[&str] = &[
     "sasl.oauthbearer.jwks.endpoint.url",
     "sasl.oauthbearer.jwks.endpoint.refresh.ms",

@@ -601,6 +601,14 @@ fn consumer_lag(c: &ReplCluster, prom: &Prometheus, topic: &str, produced: u64) 
     prom.wait_value(30, &lag, |v| v > 0.0);
     assert_eq!(consume_all(&c.bootstrap(), topic, group), 30);
     prom.wait_value(30, &lag, |v| v == 0.0);
+    // A consumer's fetches are RequestMetrics' FetchConsumer (a
+    // follower's FetchFollower), with their times.
+    for series in [
+        "sum(kafka_network_requestmetrics_requests_total{request=\"FetchConsumer\"})",
+        "sum(kafka_network_requestmetrics_totaltimems_count_total{request=\"FetchConsumer\"})",
+    ] {
+        prom.wait_value(30, series, |v| v > 0.0);
+    }
 }
 
 /// A stopped follower: under-replicated partitions, then none once it

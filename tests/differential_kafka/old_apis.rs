@@ -1,8 +1,8 @@
 //! The differential checks of Kafka 3.9's old request versions and the
 //! APIs added with them (FORMATS.md §9–§10, KIP-584, KIP-664): the whole
 //! ApiVersions table and its feature tags, ListOffsets v0, CreateTopics
-//! v0–v1, DeleteTopics v0, DescribeConfigs v0, DescribeProducers and
-//! UpdateFeatures, on the main test's brokers and topics (`diff` holds
+//! v0–v1, DeleteTopics v0, DescribeConfigs v0, DescribeProducers,
+//! DescribeLogDirs v0–v4 and UpdateFeatures, on the main test's brokers and topics (`diff` holds
 //! three records, `diff-idem` one idempotent batch). They keep their own
 //! list of known differences so the main list stays the main checks'.
 
@@ -108,6 +108,7 @@ pub fn check_old_apis(p: &mut Pair) -> Diffs {
     describe_configs_v0(p, &mut d);
     create_and_delete_old_versions(p, &mut d);
     describe_producers(p, &mut d);
+    describe_log_dirs(p, &mut d);
     update_features(p, &mut d);
     super::legacy_formats::check_legacy_formats(p, &mut d);
     d
@@ -316,6 +317,43 @@ fn describe_producers(p: &mut Pair, d: &mut Diffs) {
         }
     }
     d.check("describe_producers", &a, &b);
+}
+
+/// DescribeLogDirs v0–v4 (KIP-113; v4 adds the disk's total and usable
+/// bytes) of `diff` and `diff-idem` with a partition neither broker has,
+/// and of an unknown topic: per dir its error and each replica's size,
+/// offset lag and future flag. Masked: the dir's path and the disk's byte
+/// counts (each broker's own disk); topics and partitions sorted (Kafka
+/// groups them through hash maps).
+fn describe_log_dirs(p: &mut Pair, d: &mut Diffs) {
+    use m39::describe_log_dirs_request::DescribableLogDirTopic;
+    let ask = |name: &'static str, partitions: Vec<i32>| {
+        DescribableLogDirTopic::default()
+            .with_topic(m39::TopicName(Str39::from_static_str(name)))
+            .with_partitions(partitions)
+    };
+    let req = m39::DescribeLogDirsRequest::default().with_topics(Some(vec![
+        ask("diff", vec![0]),
+        ask("diff-idem", vec![0, 7]),
+        ask("no-such-topic", vec![0]),
+    ]));
+    for version in 0..=4 {
+        let (mut a, mut b): (m39::DescribeLogDirsResponse, m39::DescribeLogDirsResponse) =
+            call_both(p, 35, version, &req);
+        for r in [&mut a, &mut b] {
+            r.throttle_time_ms = 0;
+            for dir in &mut r.results {
+                dir.log_dir = Default::default();
+                dir.total_bytes = 0;
+                dir.usable_bytes = 0;
+                dir.topics.sort_by(|x, y| x.name.cmp(&y.name));
+                for t in &mut dir.topics {
+                    t.partitions.sort_by_key(|x| x.partition_index);
+                }
+            }
+        }
+        d.check(&format!("describe_log_dirs_v{version}"), &a, &b);
+    }
 }
 
 /// UpdateFeatures v0 and v1: every update refused per feature.

@@ -84,12 +84,15 @@ fn dir_result(
         r.total_bytes = as_i64(total);
         r.usable_bytes = as_i64(usable);
     }
+    // A topic none of whose partitions is asked for is left out, as
+    // Kafka 3.9's `ReplicaManager.describeLogDirs` drops topics left
+    // without partitions (`filterNot(_.partitions().isEmpty)`).
     let mut by_topic: BTreeMap<&str, Vec<DescribeLogDirsPartition>> = BTreeMap::new();
     for rep in replicas.iter().filter(|rep| rep.dir == i) {
-        let list = by_topic.entry(&rep.tp.topic).or_default();
         if asked.is_some_and(|a| !a.contains(&(rep.tp.topic.to_string(), rep.tp.partition))) {
             continue;
         }
+        let list = by_topic.entry(&rep.tp.topic).or_default();
         let mut p = DescribeLogDirsPartition::default();
         p.partition_index = rep.tp.partition;
         p.partition_size = as_i64(rep.size);
@@ -163,6 +166,47 @@ mod tests {
                 assert_eq!(decode_request(buf.freeze(), v).expect("decode"), m, "v{v}");
             }
         }
+    }
+
+    #[test]
+    fn only_topics_with_an_asked_partition_are_listed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log_dirs = LogDirs::new(vec![dir.path().to_path_buf()]);
+        let replica = |topic: &str, partition: i32, size: u64| LogDirReplica {
+            tp: crate::types::TopicPartition::new(topic, partition),
+            dir: 0,
+            size,
+            offset_lag: 0,
+            is_future: false,
+        };
+        let replicas = [
+            replica("a", 0, 93),
+            replica("a", 1, 10),
+            replica("b", 0, 71),
+        ];
+        let listed = |asked: Option<&BTreeSet<(String, i32)>>| -> Vec<(String, Vec<(i32, i64)>)> {
+            dir_result(&log_dirs, 0, &replicas, asked, 4)
+                .topics
+                .iter()
+                .map(|t| {
+                    let parts = t
+                        .partitions
+                        .iter()
+                        .map(|p| (p.partition_index, p.partition_size))
+                        .collect();
+                    (t.name.0.to_string(), parts)
+                })
+                .collect()
+        };
+        let asked: BTreeSet<(String, i32)> = [("a".to_string(), 1), ("c".to_string(), 0)].into();
+        assert_eq!(listed(Some(&asked)), [("a".to_string(), vec![(1, 10)])]);
+        assert_eq!(
+            listed(None),
+            [
+                ("a".to_string(), vec![(0, 93), (1, 10)]),
+                ("b".to_string(), vec![(0, 71)])
+            ]
+        );
     }
 
     #[test]

@@ -277,6 +277,48 @@ fn bad_input_is_refused(addr: &str) {
         "{}",
         &r[..r.len().min(400)]
     );
+    slow_and_surplus_connections_are_closed(addr);
+}
+
+/// A request head that never ends is closed by the broker (its read
+/// timeout, 5 s), not held; past the 16 connections served at once, one
+/// more is closed without an answer; once they are gone a scrape is
+/// served again.
+fn slow_and_surplus_connections_are_closed(addr: &str) {
+    // Closed: end of stream (or a reset); still open: the read times out.
+    let closed_by_broker = |s: &mut TcpStream| -> bool {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut buf = [0u8; 256];
+        match s.read(&mut buf) {
+            Ok(n) => n == 0,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        }
+    };
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.write_all(b"GET /metr").unwrap();
+    assert!(
+        closed_by_broker(&mut slow),
+        "a head that never ends is closed by the broker"
+    );
+    let idle: Vec<TcpStream> = (0..16).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    let mut surplus = TcpStream::connect(addr).unwrap();
+    let mut answer = String::new();
+    let _ = surplus.write_all(b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+    surplus
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let _ = surplus.read_to_string(&mut answer);
+    assert!(
+        answer.is_empty(),
+        "the 17th connection is closed without an answer: {}",
+        &answer[..answer.len().min(200)]
+    );
+    drop(idle);
+    wait_for(
+        30,
+        "a scrape served once the idle connections are gone",
+        || http(addr, "GET", "/metrics", "").filter(|r| r.starts_with("HTTP/1.1 200")),
+    );
 }
 
 #[test]

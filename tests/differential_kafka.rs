@@ -250,37 +250,6 @@ fn batch(records: &[(i64, &[u8])], producer: (i64, i16), first_sequence: i32) ->
     buf.freeze()
 }
 
-/// One magic-v2 batch of a plain producer, a record per key (`None`: no
-/// key), timestamp 1000.
-fn keyed_batch(keys: &[Option<&str>]) -> Bytes {
-    let records: Vec<Record> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, key)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
-            timestamp: 1000,
-            key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
-            value: Some(Bytes::from_static(b"v")),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode batch");
-    buf.freeze()
-}
-
 /// A compacted topic refuses a batch with records without a key
 /// (INVALID_RECORD), each named in `record_errors` with Kafka's
 /// `validateKey` message and the whole in `processRecordErrors`' (KIP-467).
@@ -288,13 +257,25 @@ fn keyless_to_compacted(p: &mut Pair, d: &mut Diffs) {
     for conn in [&mut p.shardlog, &mut p.kafka] {
         conn.create_topic("diff-compacted", 1, &[("cleanup.policy", "compact")]);
     }
-    let keys = [Some("a"), None, Some("c"), None];
-    check_produce(
-        p,
-        d,
-        "produce_keyless_to_compacted",
-        &common::produce_request("diff-compacted", 0, keyed_batch(&keys), -1),
+    // One batch (`encode_batch`): records 1 and 3 have no key.
+    let batch = common::records::encode_batch(
+        &[
+            (Some(&b"a"[..]), b"v", 1000),
+            (None, b"v", 1000),
+            (Some(&b"c"[..]), b"v", 1000),
+            (None, b"v", 1000),
+        ],
+        Compression::None,
     );
+    let req = common::produce_request("diff-compacted", 0, batch, -1);
+    let (ours, _): (ProduceResponse, ProduceResponse) = p.call(PRODUCE_VERSION, &req);
+    let errors: Vec<i32> = ours.responses[0].partition_responses[0]
+        .record_errors
+        .iter()
+        .map(|e| e.batch_index)
+        .collect();
+    assert_eq!(errors, [1, 3], "the keyless records named: {ours:?}");
+    check_produce(p, d, "produce_keyless_to_compacted", &req);
 }
 
 struct Pair {

@@ -68,9 +68,12 @@ impl Partition {
                 invalid_record_message(&record_errors),
             )
         };
+        // Kafka's `ReplicaManager` answers a `RecordValidationException`
+        // with the partition's log start offset (`processFailedRecord`).
         Err(Box::new(ProduceResult {
             record_errors,
             error_message: Some(message),
+            log_start_offset: self.ends.get().log_start_offset,
             ..ProduceResult::error(code)
         }))
     }

@@ -100,8 +100,9 @@ impl ControllerCore {
         let failed: Vec<(TopicPartition, BrokerId)> = failed.into_iter().map(|(r, _)| r).collect();
         let mut steps = Vec::new();
         if !failed.is_empty() {
-            steps.push(Step::Ineligible(topics_of(&failed)));
-            steps.insert(0, Step::Replicas(failed, ReplicaState::DeletionIneligible));
+            let topics = topics_of(&failed);
+            steps.push(Step::Replicas(failed, ReplicaState::DeletionIneligible));
+            steps.push(Step::Ineligible(topics));
         }
         steps.extend([
             Step::Replicas(ok, ReplicaState::DeletionSuccessful),
@@ -144,65 +145,62 @@ impl ControllerCore {
 }
 
 impl ControllerCore {
-    /// A deletion step.
+    /// A deletion step (a method, as the reassignment steps are, so the
+    /// step interpreter needs no import from here).
     pub(super) fn deletion_step(
         &mut self,
         ctx: &mut ControllerContext,
         token: u64,
         step: Step,
     ) -> Next {
-        deletion_step(ctx, token, step)
-    }
-}
-
-fn deletion_step(ctx: &mut ControllerContext, token: u64, step: Step) -> Next {
-    match step {
-        Step::DropMarkers(topics) => Next::Wait(vec![ControllerAction::RemoveDeleteMarkers {
-            token,
-            topics,
-        }]),
-        Step::ResumeDeletions => Next::Go(resume(ctx)),
-        Step::CompleteDeletion(topic) => {
-            let replicas = ctx
-                .replica_states
-                .replicas_in_state(&topic, ReplicaState::DeletionSuccessful);
-            Next::Go(vec![
-                Step::Replicas(replicas, ReplicaState::NonExistent),
-                Step::RemoveTopicZnodes(topic),
-            ])
+        match step {
+            Step::DropMarkers(topics) => Next::Wait(vec![ControllerAction::RemoveDeleteMarkers {
+                token,
+                topics,
+            }]),
+            Step::ResumeDeletions => Next::Go(resume(ctx)),
+            Step::CompleteDeletion(topic) => {
+                let replicas = ctx
+                    .replica_states
+                    .replicas_in_state(&topic, ReplicaState::DeletionSuccessful);
+                Next::Go(vec![
+                    Step::Replicas(replicas, ReplicaState::NonExistent),
+                    Step::RemoveTopicZnodes(topic),
+                ])
+            }
+            Step::RemoveTopicZnodes(topic) => {
+                Next::Wait(vec![ControllerAction::RemoveTopicZnodes { token, topic }])
+            }
+            Step::RetryDeletion(topics) => {
+                let replicas: Vec<(TopicPartition, BrokerId)> = topics
+                    .iter()
+                    .flat_map(|t| {
+                        ctx.replica_states
+                            .replicas_in_state(t, ReplicaState::DeletionIneligible)
+                    })
+                    .collect();
+                Next::Go(vec![
+                    Step::Replicas(replicas, ReplicaState::Offline),
+                    Step::Send,
+                ])
+            }
+            Step::DeleteTopics(topics) => {
+                let unseen: Vec<TopicPartition> = topics
+                    .iter()
+                    .flat_map(|t| ctx.partitions_of(t))
+                    .filter(|tp| ctx.partition_states.get(tp) != PartitionState::NonExistent)
+                    .collect();
+                Next::Go(vec![
+                    Step::Partitions(unseen.clone(), PartitionState::Offline),
+                    Step::Partitions(unseen, PartitionState::NonExistent),
+                    Step::TellTopics(topics.clone()),
+                    Step::Send,
+                    Step::StartReplicaDeletion(topics),
+                ])
+            }
+            Step::StartReplicaDeletion(topics) => Next::Go(start_replica_deletion(ctx, topics)),
+            _ => Next::Go(Vec::new()),
         }
-        Step::RemoveTopicZnodes(topic) => {
-            Next::Wait(vec![ControllerAction::RemoveTopicZnodes { token, topic }])
-        }
-        Step::RetryDeletion(topics) => {
-            let replicas: Vec<(TopicPartition, BrokerId)> = topics
-                .iter()
-                .flat_map(|t| {
-                    ctx.replica_states
-                        .replicas_in_state(t, ReplicaState::DeletionIneligible)
-                })
-                .collect();
-            Next::Go(vec![
-                Step::Replicas(replicas, ReplicaState::Offline),
-                Step::Send,
-            ])
-        }
-        Step::DeleteTopics(topics) => {
-            let unseen: Vec<TopicPartition> = topics
-                .iter()
-                .flat_map(|t| ctx.partitions_of(t))
-                .filter(|tp| ctx.partition_states.get(tp) != PartitionState::NonExistent)
-                .collect();
-            Next::Go(vec![
-                Step::Partitions(unseen.clone(), PartitionState::Offline),
-                Step::Partitions(unseen, PartitionState::NonExistent),
-                Step::TellTopics(topics.clone()),
-                Step::Send,
-                Step::StartReplicaDeletion(topics),
-            ])
-        }
-        Step::StartReplicaDeletion(topics) => Next::Go(start_replica_deletion(ctx, topics)),
-        _ => Next::Go(Vec::new()),
     }
 }
 

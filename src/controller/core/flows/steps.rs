@@ -119,8 +119,6 @@ pub(in crate::controller::core) enum End {
 pub(in crate::controller::core) struct Steps {
     pub(super) steps: VecDeque<Step>,
     pub(super) end: End,
-    /// Its own failure (a reassignment's write).
-    pub(super) failed: Option<Refusal>,
     /// The partition a sub-flow is reassigning, and each one's outcome.
     pub(super) moving: Option<TopicPartition>,
     pub(super) results: BTreeMap<TopicPartition, Result<(), Refusal>>,
@@ -150,7 +148,6 @@ impl Steps {
         Self {
             steps: steps.into_iter().collect(),
             end,
-            failed: None,
             moving: None,
             results: BTreeMap::new(),
             waiting: Waiting::Nothing,
@@ -513,7 +510,7 @@ impl ControllerCore {
             End::Flow => ControllerAction::FlowDone { token },
             End::Reassigned => ControllerAction::Reassigned {
                 token,
-                result: failed.or(s.failed).map_or(Ok(()), Err),
+                result: failed.map_or(Ok(()), Err),
             },
             End::AnswerAlter => ControllerAction::AnswerAlterReassignments {
                 token,

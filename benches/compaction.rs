@@ -236,6 +236,7 @@ fn read_all(log: &PartitionLog, buf: &mut Vec<u8>) {
                     buf
                 }
                 OutPart::Bytes(b) => b,
+                OutPart::Lazy(_) => unreachable!("a log read gives no lazy parts"),
             };
             // Whole batches: the next fetch starts after the last one.
             let mut at = 0;

@@ -104,11 +104,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
          synonym in Kafka (LogConfig), which lists none",
     ),
     (
-        "fetch_beyond_log_end",
-        "OFFSET_OUT_OF_RANGE: Kafka answers high_watermark, last_stable_offset and log_start_offset -1 \
-         (FetchResponse.partitionResponse of an error), shardlog the partition's real values",
-    ),
-    (
         "list_offsets_by_timestamp_after_all",
         "no record at or after the timestamp: Kafka answers leader_epoch -1 (no TimestampAndOffset), \
          shardlog 0",

@@ -91,22 +91,7 @@ fn fold(log: &PartitionLog) -> (BTreeMap<String, String>, usize) {
         if r.bytes == 0 {
             break;
         }
-        let mut bytes = Vec::new();
-        for part in &r.regions {
-            match part {
-                OutPart::Bytes(b) => bytes.extend_from_slice(b),
-                OutPart::File {
-                    file,
-                    position,
-                    len,
-                } => {
-                    let mut b = vec![0u8; *len];
-                    std::os::unix::fs::FileExt::read_exact_at(&**file, &mut b, *position).unwrap();
-                    bytes.extend_from_slice(&b);
-                }
-            }
-        }
-        let mut buf = Bytes::from(bytes);
+        let mut buf = shardlog::io::parts::gather(&r.regions).unwrap();
         for set in RecordBatchDecoder::decode_all(&mut buf).unwrap() {
             for r in set.records {
                 records += 1;
@@ -122,21 +107,7 @@ fn fold(log: &PartitionLog) -> (BTreeMap<String, String>, usize) {
 
 /// The offset after the last whole batch of a read.
 fn last_offset_in(regions: &[OutPart]) -> i64 {
-    let mut bytes = Vec::new();
-    for part in regions {
-        match part {
-            OutPart::Bytes(b) => bytes.extend_from_slice(b),
-            OutPart::File {
-                file,
-                position,
-                len,
-            } => {
-                let mut b = vec![0u8; *len];
-                std::os::unix::fs::FileExt::read_exact_at(&**file, &mut b, *position).unwrap();
-                bytes.extend_from_slice(&b);
-            }
-        }
-    }
+    let bytes = shardlog::io::parts::gather(regions).unwrap();
     let (mut at, mut next) = (0usize, 0i64);
     while at + 27 <= bytes.len() {
         let base = i64::from_be_bytes(bytes[at..at + 8].try_into().unwrap());

@@ -10,7 +10,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -175,22 +174,7 @@ fn crash_round_of_topic(dir: &Path, topic_id: Option<uuid::Uuid>, rng: &mut impl
 }
 
 fn region_bytes(regions: &[OutPart]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for r in regions {
-        match r {
-            OutPart::Bytes(b) => out.extend_from_slice(b),
-            OutPart::File {
-                file,
-                position,
-                len,
-            } => {
-                let mut v = vec![0u8; *len];
-                file.read_exact_at(&mut v, *position).unwrap();
-                out.extend_from_slice(&v);
-            }
-        }
-    }
-    out
+    shardlog::io::parts::gather(regions).unwrap().to_vec()
 }
 
 /// Whether a `.log` segment file exists anywhere under `dir`.

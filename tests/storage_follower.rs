@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use bytes::{Bytes, BytesMut};
@@ -56,22 +55,9 @@ fn batch(i: u64) -> Vec<u8> {
 }
 
 fn bytes_of(regions: &[OutPart]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for r in regions {
-        match r {
-            OutPart::Bytes(b) => out.extend_from_slice(b),
-            OutPart::File {
-                file,
-                position,
-                len,
-            } => {
-                let mut v = vec![0u8; *len];
-                file.read_exact_at(&mut v, *position).expect("pread");
-                out.extend_from_slice(&v);
-            }
-        }
-    }
-    out
+    shardlog::io::parts::gather(regions)
+        .expect("pread")
+        .to_vec()
 }
 
 /// Every batch from the log start to the LEO (a read stops at a segment's

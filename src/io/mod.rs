@@ -17,6 +17,7 @@ pub mod host;
 pub mod http_client;
 pub mod ktls;
 pub mod local_sync;
+pub mod parts;
 pub mod process;
 pub mod recv;
 pub mod zerocopy;

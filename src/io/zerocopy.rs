@@ -168,7 +168,7 @@ where
                     .take(IOV_MAX_PER_CALL)
                     .map_while(|p| match p {
                         OutPart::Bytes(b) => Some(b),
-                        OutPart::File { .. } => None,
+                        OutPart::File { .. } | OutPart::Lazy(_) => None,
                     })
                     .collect();
                 match sendmsg_run(fd, &run, skip)? {
@@ -221,6 +221,16 @@ where
                         skip += chunk.len();
                     }
                 }
+            }
+            OutPart::Lazy(lazy) => {
+                // Bytes made as they go (down-conversion): each chunk is
+                // new memory, written through glommio.
+                while let Some(chunk) = lazy.next_chunk()? {
+                    stream.write_all(&chunk).await?;
+                    bump(stats, |s| s.bytes_copied += chunk.len() as u64);
+                }
+                i += 1;
+                skip = 0;
             }
         }
     }

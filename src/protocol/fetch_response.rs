@@ -30,6 +30,9 @@ pub struct FetchPartitionOut {
     /// transactions in the range; `None` (null) for read_uncommitted, as
     /// Kafka sends.
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
+    /// Refused before any read (Kafka's `FetchResponse.partitionResponse`):
+    /// the records field is null rather than empty.
+    pub null_records: bool,
 }
 
 impl FetchPartitionOut {
@@ -44,8 +47,10 @@ impl FetchPartitionOut {
             records: Vec::new(),
             diverging_epoch: None,
             // Kafka's `FetchResponse.partitionResponse(tp, error)` for a
-            // partition refused before any read: an empty list, not null.
+            // partition refused before any read: an empty list, not null
+            // (its records become empty in `recordsOrFail`).
             aborted_transactions: Some(Vec::new()),
+            null_records: false,
         }
     }
 
@@ -137,10 +142,11 @@ pub fn encode_fetch_body(version: i16, top: FetchTop, topics: Vec<FetchTopicOut>
                 head.put_i32(-1); // preferred_read_replica (KIP-392): none
             }
             let len = p.records_len();
-            if flexible {
-                put_unsigned_varint(&mut head, len as u64 + 1);
-            } else {
-                head.put_i32(len as i32);
+            match (flexible, p.null_records && len == 0) {
+                (true, true) => put_unsigned_varint(&mut head, 0),
+                (true, false) => put_unsigned_varint(&mut head, len as u64 + 1),
+                (false, true) => head.put_i32(-1),
+                (false, false) => head.put_i32(len as i32),
             }
             records_total += len;
             if len > 0 {
@@ -192,7 +198,7 @@ mod tests {
         for p in parts {
             match p {
                 OutPart::Bytes(b) => out.extend_from_slice(b),
-                OutPart::File { .. } => panic!("test uses memory parts only"),
+                OutPart::File { .. } | OutPart::Lazy(_) => panic!("test uses memory parts only"),
             }
         }
         out
@@ -216,6 +222,7 @@ mod tests {
                         ],
                         diverging_epoch: None,
                         aborted_transactions: None,
+                        null_records: false,
                     },
                     FetchPartitionOut::error(3, 1),
                 ],
@@ -232,6 +239,7 @@ mod tests {
                     records: vec![OutPart::Bytes(Bytes::from_static(b"xyz"))],
                     diverging_epoch: Some((3, 42)),
                     aborted_transactions: Some(vec![(5, 90), (6, 95)]),
+                    null_records: false,
                 }],
             },
         ]
@@ -341,12 +349,13 @@ mod tests {
                     records: vec![OutPart::Bytes(rec)],
                     diverging_epoch: None,
                     aborted_transactions: None,
+                    null_records: false,
                 }],
             }],
         );
         let same = parts.iter().any(|p| match p {
             OutPart::Bytes(b) => b.as_ptr() == ptr && b.len() == 4096,
-            OutPart::File { .. } => false,
+            OutPart::File { .. } | OutPart::Lazy(_) => false,
         });
         assert!(same, "the cached buffer itself must be a part");
     }

@@ -31,6 +31,7 @@
 
 mod compress;
 pub mod down;
+pub mod lazy;
 #[cfg(test)]
 mod tests;
 

@@ -805,7 +805,14 @@ impl Partition {
         };
         let (error_code, records, bytes) = match log.read(offset, max_bytes, upper, min_one_batch) {
             Ok(r) => (ErrorCode::NONE, r.regions, r.bytes),
-            Err(e) => (ErrorCode(e.kafka_error_code()), Vec::new(), 0),
+            Err(e) => {
+                // Kafka's `ReplicaManager.createLogReadResult(e)`: a read
+                // that failed (OFFSET_OUT_OF_RANGE, …) reports no offsets.
+                return ReadAnswer {
+                    snapshot: Some(self.snapshot()),
+                    ..ReadAnswer::error(ErrorCode(e.kafka_error_code()))
+                };
+            }
         };
         // read_committed: the aborted transactions the records may hold
         // (the client drops their records; Kafka's `FetchResponse`

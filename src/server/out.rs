@@ -70,6 +70,15 @@ pub async fn write_parts<W: AsyncWrite + Unpin>(
                 let data = read_file_region(&file, position, len)?;
                 stream.write_all(&data).await?;
             }
+            OutPart::Lazy(lazy) => {
+                if !gather.is_empty() {
+                    stream.write_all(&gather).await?;
+                    gather.clear();
+                }
+                while let Some(chunk) = lazy.next_chunk()? {
+                    stream.write_all(&chunk).await?;
+                }
+            }
         }
     }
     if !gather.is_empty() {

@@ -56,6 +56,7 @@ pub fn region_bytes(regions: &[OutPart]) -> (Vec<u8>, usize, usize) {
                 f.read_exact_at(&mut v, *position).expect("pread");
                 out.extend_from_slice(&v);
             }
+            OutPart::Lazy(_) => panic!("a log read gives no lazy parts"),
         }
     }
     (out, cached, file)

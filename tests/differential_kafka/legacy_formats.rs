@@ -2,9 +2,13 @@
 //! `LogValidator` and `LazyDownConversionRecords`): Produce v0/v1 (magic 0)
 //! and v2 (magic 1) with good and bad message sets into a fresh topic,
 //! then Fetch v0–v3 of the main test's v2 topic `diff` (down-converted)
-//! and Fetch v0/v2/v4 of the produced topic (up-converted on append). The
-//! answers are compared whole (record bytes included), throttle times
-//! masked. Differences go through `old_apis::KNOWN`.
+//! and Fetch v0/v2/v4 of the produced topic (up-converted on append),
+//! around the data (an empty read, offsets out of range, a 10-byte
+//! partition max), of a conversion that outgrows the declared size, and
+//! of a zstd topic before v10. The answers are compared whole (record
+//! bytes included: the converted messages, the cut and the overflow
+//! padding), throttle times masked. Differences go through
+//! `old_apis::KNOWN`.
 
 use bytes::Bytes;
 use kafka_protocol_39::messages as m39;
@@ -69,6 +73,10 @@ fn produce(topic: &str, records: Vec<u8>) -> m39::ProduceRequest {
 }
 
 fn fetch(topic: &str, offset: i64) -> m39::FetchRequest {
+    fetch_at_most(topic, offset, 1 << 20)
+}
+
+fn fetch_at_most(topic: &str, offset: i64, partition_max_bytes: i32) -> m39::FetchRequest {
     use m39::fetch_request::{FetchPartition, FetchTopic};
     m39::FetchRequest::default()
         .with_replica_id(m39::BrokerId(-1))
@@ -80,7 +88,7 @@ fn fetch(topic: &str, offset: i64) -> m39::FetchRequest {
             .with_partitions(vec![FetchPartition::default()
                 .with_partition(0)
                 .with_fetch_offset(offset)
-                .with_partition_max_bytes(1 << 20)])])
+                .with_partition_max_bytes(partition_max_bytes)])])
 }
 
 fn call_both<Q, R>(p: &mut Pair, api_key: i16, version: i16, req: &Q) -> (R, R)
@@ -102,8 +110,17 @@ fn check_produce(p: &mut Pair, d: &mut Diffs, name: &str, version: i16, req: &m3
 }
 
 fn check_fetch(p: &mut Pair, d: &mut Diffs, name: &str, version: i16, topic: &str, offset: i64) {
-    let (mut a, mut b): (m39::FetchResponse, m39::FetchResponse) =
-        call_both(p, 1, version, &fetch(topic, offset));
+    check_fetch_request(p, d, name, version, &fetch(topic, offset));
+}
+
+fn check_fetch_request(
+    p: &mut Pair,
+    d: &mut Diffs,
+    name: &str,
+    version: i16,
+    req: &m39::FetchRequest,
+) {
+    let (mut a, mut b): (m39::FetchResponse, m39::FetchResponse) = call_both(p, 1, version, req);
     a.throttle_time_ms = 0;
     b.throttle_time_ms = 0;
     d.check(name, &a, &b);
@@ -180,6 +197,25 @@ pub fn check_legacy_formats(p: &mut Pair, d: &mut Diffs) {
         );
     }
     check_fetch(p, d, "fetch_v1_from_offset_1", 1, "diff", 1);
+    // What LazyDownConversionRecords sends around the data: an empty read
+    // (at the log end, or an error) is one overflow header; a partition
+    // max_bytes below the first batch still gets that batch whole.
+    let (a, b): (m39::FetchResponse, m39::FetchResponse) = call_both(p, 1, 4, &fetch("diff", 0));
+    let end = a.responses[0].partitions[0].high_watermark;
+    assert_eq!(
+        end, b.responses[0].partitions[0].high_watermark,
+        "diff's HW"
+    );
+    check_fetch(p, d, "fetch_v0_at_the_log_end", 0, "diff", end);
+    check_fetch(p, d, "fetch_v1_past_the_log_end", 1, "diff", 1 << 40);
+    check_fetch(p, d, "fetch_v2_below_the_log_start", 2, "diff", -5);
+    check_fetch_request(
+        p,
+        d,
+        "fetch_v3_of_v2_data_10_bytes_at_most",
+        3,
+        &fetch_at_most("diff", 0, 10),
+    );
     for version in [0, 2, 4] {
         check_fetch(
             p,
@@ -187,6 +223,86 @@ pub fn check_legacy_formats(p: &mut Pair, d: &mut Diffs) {
             &format!("fetch_v{version}_of_legacy_produce"),
             version,
             topic,
+            0,
+        );
+    }
+    zstd_topic(p, d);
+    growing_conversion(p, d);
+}
+
+/// v2 batches of many small records grow when converted (a message
+/// header per record): the first batch's messages set the declared size,
+/// and the stream is cut there, the last message partial.
+fn growing_conversion(p: &mut Pair, d: &mut Diffs) {
+    use m39::create_topics_request::CreatableTopic;
+    let topic = "diff-grow";
+    let req = m39::CreateTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(m39::TopicName(Str39::from_static_str("diff-grow")))
+            .with_num_partitions(1)
+            .with_replication_factor(1)]);
+    let (a, b): (m39::CreateTopicsResponse, m39::CreateTopicsResponse) = call_both(p, 19, 2, &req);
+    assert_eq!(
+        (a.topics[0].error_code, b.topics[0].error_code),
+        (0, 0),
+        "creating {topic}"
+    );
+    let values: Vec<Vec<u8>> = (0..40).map(|i| format!("g{i}").into_bytes()).collect();
+    for round in 0..3 {
+        let records: Vec<(i64, &[u8])> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (5000 + round * 100 + i as i64, v.as_slice()))
+            .collect();
+        let v2 = batch(&records, (-1, -1), -1).to_vec();
+        check_produce(
+            p,
+            d,
+            &format!("produce_v3_growing_{round}"),
+            3,
+            &produce(topic, v2),
+        );
+    }
+    for version in [0, 1, 3] {
+        check_fetch(
+            p,
+            d,
+            &format!("fetch_v{version}_growing"),
+            version,
+            topic,
+            0,
+        );
+    }
+}
+
+/// A topic whose `compression.type` is zstd: Fetch before v10 answers
+/// UNSUPPORTED_COMPRESSION_TYPE (KafkaApis' `maybeConvertFetchedData`),
+/// v10 reads it.
+fn zstd_topic(p: &mut Pair, d: &mut Diffs) {
+    use m39::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    let req = m39::CreateTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(m39::TopicName(Str39::from_static_str("diff-zstd")))
+            .with_num_partitions(1)
+            .with_replication_factor(1)
+            .with_configs(vec![CreatableTopicConfig::default()
+                .with_name(Str39::from_static_str("compression.type"))
+                .with_value(Some(Str39::from_static_str("zstd")))])]);
+    let (a, b): (m39::CreateTopicsResponse, m39::CreateTopicsResponse) = call_both(p, 19, 2, &req);
+    assert_eq!(
+        (a.topics[0].error_code, b.topics[0].error_code),
+        (0, 0),
+        "creating diff-zstd"
+    );
+    for version in [1, 3, 4, 9, 10] {
+        check_fetch(
+            p,
+            d,
+            &format!("fetch_v{version}_of_a_zstd_topic"),
+            version,
+            "diff-zstd",
             0,
         );
     }

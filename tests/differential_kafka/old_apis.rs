@@ -75,26 +75,6 @@ const KNOWN: &[(&str, &str)] = &[
         "not in shardlog's topic config table: tiered storage (KIP-405/950)",
     ),
     (
-        "fetch_v0_of_v2_data",
-        "Kafka's LazyDownConversionRecordsSend keeps the size of the stored v2 data and fills what conversion saved with a partial message (offset -1), which old clients drop as truncated; shardlog sends the converted messages at their own size. The converted messages are byte for byte the same",
-    ),
-    (
-        "fetch_v1_of_v2_data",
-        "Kafka's LazyDownConversionRecordsSend keeps the size of the stored v2 data and fills what conversion saved with a partial message (offset -1), which old clients drop as truncated; shardlog sends the converted messages at their own size. The converted messages are byte for byte the same",
-    ),
-    (
-        "fetch_v1_from_offset_1",
-        "Kafka's LazyDownConversionRecordsSend keeps the size of the stored v2 data and fills what conversion saved with a partial message (offset -1), which old clients drop as truncated; shardlog sends the converted messages at their own size. The converted messages are byte for byte the same",
-    ),
-    (
-        "fetch_v0_of_legacy_produce",
-        "Kafka's LazyDownConversionRecordsSend keeps the size of the stored v2 data and fills what conversion saved with a partial message (offset -1), which old clients drop as truncated; shardlog sends the converted messages at their own size. The converted messages are byte for byte the same",
-    ),
-    (
-        "fetch_v2_of_legacy_produce",
-        "Kafka's LazyDownConversionRecordsSend keeps the size of the stored v2 data and fills what conversion saved with a partial message (offset -1), which old clients drop as truncated; shardlog sends the converted messages at their own size. The converted messages are byte for byte the same",
-    ),
-    (
         "produce_v2_value_past_end",
         "a magic 1 message whose value length runs past its end under a right CRC: Kafka 3.9 answers UNKNOWN_SERVER_ERROR (-1, an uncaught buffer underflow in LegacyRecord), shardlog CORRUPT_MESSAGE (2) as for every other corrupt message (LogValidator's answer to a record that fails ensureValid)",
     ),

@@ -1,6 +1,6 @@
 //! Down-conversion of stored batches for Fetch v0–v3 (Kafka's
-//! `RecordsUtil.downConvert` and `convertRecordBatch`, run in chunks as
-//! `LazyDownConversionRecords` does, KIP-283):
+//! `RecordsUtil.downConvert` and `convertRecordBatch`; `super::lazy` runs
+//! it in chunks as `LazyDownConversionRecords` does, KIP-283):
 //! - entries whose magic is at most the target are copied as they are;
 //! - control batches are dropped;
 //! - a v2 batch is rebuilt at the target magic with its own codec, its
@@ -9,9 +9,7 @@
 //!   and timestamps for magic 0. A compressed batch becomes one wrapper,
 //!   an uncompressed one a message per record, leaving out records below
 //!   the fetch offset (some librdkafka versions rely on that);
-//! - zstd has no legacy form: a zstd batch first answers
-//!   UNSUPPORTED_COMPRESSION_TYPE, one later ends the data there (the next
-//!   fetch, starting at it, gets the error).
+//! - zstd has no legacy form: converting a zstd batch fails.
 
 use bytes::Bytes;
 
@@ -19,9 +17,6 @@ use super::{shallow_entries, write_message_set, LegacyFormat, Message, OutRecord
 use crate::protocol::record_batch::{BatchError, Compression, RecordBatch, TimestampType};
 use crate::protocol::record_walk::{records_section, InflateScratch};
 use crate::protocol::varint::read_varint;
-
-/// Source bytes converted per chunk (`LazyDownConversionRecords`' 128 KiB).
-pub const CHUNK_SOURCE_BYTES: usize = 128 << 10;
 
 /// One record of a v2 batch, as the conversion needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,53 +82,29 @@ pub fn v2_records(batch: &[u8], scratch: &mut InflateScratch) -> Result<Vec<V2Re
     Ok(out)
 }
 
-/// Why nothing could be converted.
+/// Why an entry could not be converted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DownConvertError {
-    /// The first batch is zstd-compressed: UNSUPPORTED_COMPRESSION_TYPE.
+    /// It is zstd-compressed (Kafka's UnsupportedCompressionTypeException).
     Zstd,
-    /// The first batch could not be read.
+    /// It could not be read.
     Batch(BatchError),
 }
 
-/// `src` (whole stored entries; a trailing partial one is ignored)
-/// converted to `to_magic` in chunks of about [`CHUNK_SOURCE_BYTES`] of
-/// source each, so no one buffer holds the whole answer. Conversion stops
-/// before an entry that would take the output past `max_bytes` (never
-/// before the first), as Kafka's declared size cuts the converted stream.
-pub fn down_convert(
-    src: &Bytes,
+/// The whole stored entries of `group` converted to `to_magic`, one after
+/// the other (`RecordsUtil.downConvert`: an entry that cannot be
+/// converted fails the group).
+pub fn convert_group(
+    group: &Bytes,
     to_magic: i8,
     fetch_offset: i64,
-    max_bytes: usize,
     scratch: &mut InflateScratch,
-) -> Result<Vec<Bytes>, DownConvertError> {
-    let entries = shallow_entries(src).map_err(DownConvertError::Batch)?;
-    let mut chunks = Vec::new();
-    let mut chunk: Vec<u8> = Vec::new();
-    let mut chunk_source = 0usize;
-    let mut total = 0usize;
-    for (i, e) in entries.iter().enumerate() {
-        let converted = match convert_entry(e, to_magic, fetch_offset, scratch) {
-            Ok(c) => c,
-            Err(err) if i == 0 => return Err(err),
-            Err(_) => break,
-        };
-        if total > 0 && total + converted.len() > max_bytes {
-            break;
-        }
-        total += converted.len();
-        chunk.extend_from_slice(&converted);
-        chunk_source += e.bytes.len();
-        if chunk_source >= CHUNK_SOURCE_BYTES {
-            chunks.push(Bytes::from(std::mem::take(&mut chunk)));
-            chunk_source = 0;
-        }
+) -> Result<Vec<u8>, DownConvertError> {
+    let mut out = Vec::new();
+    for e in shallow_entries(group).map_err(DownConvertError::Batch)? {
+        out.extend_from_slice(&convert_entry(&e, to_magic, fetch_offset, scratch)?);
     }
-    if !chunk.is_empty() {
-        chunks.push(Bytes::from(chunk));
-    }
-    Ok(chunks)
+    Ok(out)
 }
 
 /// One stored entry at `to_magic` (empty when nothing of it is kept).
@@ -296,13 +267,13 @@ mod tests {
     }
 
     fn convert(src: Vec<u8>, magic: i8, fetch_offset: i64) -> Result<Vec<Bytes>, DownConvertError> {
-        down_convert(
+        convert_group(
             &Bytes::from(src),
             magic,
             fetch_offset,
-            usize::MAX,
             &mut InflateScratch::default(),
         )
+        .map(|out| vec![Bytes::from(out)])
     }
 
     #[test]
@@ -393,7 +364,7 @@ mod tests {
     }
 
     #[test]
-    fn control_batches_are_dropped_and_zstd_refused_or_cut() {
+    fn control_batches_are_dropped_and_zstd_refused() {
         let mut control = batch(3, Compression::None);
         control[22] |= 0x20;
         let mut src = batch(0, Compression::None);
@@ -410,43 +381,17 @@ mod tests {
         );
         let mut src = batch(0, Compression::Gzip);
         src.extend_from_slice(&batch(3, Compression::Zstd));
-        assert_eq!(read(&convert(src, 0, 0).unwrap()).len(), 3);
-    }
-
-    #[test]
-    fn conversion_is_chunked_and_cut_at_max_bytes() {
-        let mut src = Vec::new();
-        for i in 0..4000 {
-            src.extend_from_slice(&batch(i * 3, Compression::None));
-        }
-        let chunks = convert(src.clone(), 1, 0).unwrap();
-        assert!(chunks.len() > 2, "{} chunks", chunks.len());
-        assert_eq!(read(&chunks).len(), 12_000);
-        let one = convert(batch(0, Compression::None), 1, 0).unwrap()[0].len();
-        let cut = down_convert(
-            &Bytes::from(src),
-            1,
-            0,
-            one * 2 + 1,
-            &mut InflateScratch::default(),
-        )
-        .unwrap();
-        assert_eq!(read(&cut).len(), 6);
-        let tiny = down_convert(
-            &Bytes::from(batch(0, Compression::None)),
-            1,
-            0,
-            1,
-            &mut InflateScratch::default(),
-        )
-        .unwrap();
-        assert_eq!(read(&tiny).len(), 3, "the first entry always goes");
+        assert_eq!(
+            convert(src, 0, 0),
+            Err(DownConvertError::Zstd),
+            "the group fails"
+        );
     }
 
     proptest::proptest! {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300), magic in 0i8..2) {
-            let _ = down_convert(&Bytes::from(bytes.clone()), magic, 0, 1 << 20, &mut InflateScratch::default());
+            let _ = convert_group(&Bytes::from(bytes.clone()), magic, 0, &mut InflateScratch::default());
             let _ = v2_records(&bytes, &mut InflateScratch::default());
         }
     }

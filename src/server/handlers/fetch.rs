@@ -19,12 +19,13 @@
 //! regions (`protocol::fetch_response`), written with sendmsg/sendfile.
 //!
 //! v0–v3 (decoded with the Kafka 3.9 codec) can read only magic 0 (v0–v1)
-//! or magic ≤ 1 (v2–v3): their records are down-converted
-//! (`protocol::legacy::down`, Kafka's `KafkaApis.maybeConvertFetchedData`
-//! with `LazyDownConversionRecords`), or refused with UNSUPPORTED_VERSION
-//! where `message.downconversion.enable` (topic) /
-//! `log.message.downconversion.enable` (broker) is false, for consumers
-//! (followers are never refused). v4+ fetches never reach that code.
+//! or magic ≤ 1 (v2–v3): their records are down-converted while the
+//! answer is written (`protocol::legacy::lazy`, Kafka's
+//! `KafkaApis.maybeConvertFetchedData` with `LazyDownConversionRecords`),
+//! or refused with UNSUPPORTED_VERSION where `message.downconversion.enable`
+//! (topic) / `log.message.downconversion.enable` (broker) is false, for
+//! consumers (followers are never refused). Before v10 a zstd topic
+//! (`compression.type=zstd`) answers UNSUPPORTED_COMPRESSION_TYPE.
 
 use std::rc::Rc;
 
@@ -145,6 +146,10 @@ struct Wanted {
     log_start_offset: i64,
     /// Set when the partition cannot be read (unknown topic / id).
     error: Option<i16>,
+    /// The error is a refusal of `KafkaApis.maybeConvertFetchedData`
+    /// (`FetchResponse.partitionResponse` after `recordsOrFail`): null
+    /// records where every other answer has empty ones.
+    null_records: bool,
 }
 
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
@@ -279,8 +284,8 @@ async fn fetch(
     if let Some(replica) = follower {
         throttle_leader(ctx, &wanted, &mut reads, replica, request.max_wait_ms).await;
     }
-    if version <= LAST_OF_THE_39_CODEC {
-        down_convert::down_convert_reads(ctx, &wanted, &mut reads, version, follower.is_some());
+    if version < down_convert::FIRST_ZSTD_FETCH {
+        down_convert::convert_reads(ctx, &mut wanted, &mut reads, version, follower.is_some());
     }
     count_reads(ctx, &wanted, &reads, follower.is_some());
     // consumer_byte_rate (Kafka's `handleFetchRequest`): the bytes this
@@ -472,6 +477,7 @@ fn resolve(
                 last_fetched_epoch: fetch.last_fetched_epoch,
                 log_start_offset: fetch.log_start_offset,
                 error,
+                null_records: false,
             });
         }
     }
@@ -530,6 +536,7 @@ fn session_wanted(ctx: &ShardContext, session_id: i32) -> Vec<Wanted> {
                 // diverging-epoch check and log start offset tracked.
                 last_fetched_epoch: fetch.last_fetched_epoch,
                 log_start_offset: fetch.log_start_offset,
+                null_records: false,
             }
         })
         .collect()
@@ -657,7 +664,10 @@ fn build_topics(
     let mut sessions = data.fetch_sessions.borrow_mut();
     for (w, r) in wanted.iter_mut().zip(reads) {
         let out = match (w.error, r) {
-            (Some(code), _) => FetchPartitionOut::error(w.partition, code),
+            (Some(code), _) => FetchPartitionOut {
+                null_records: w.null_records,
+                ..FetchPartitionOut::error(w.partition, code)
+            },
             (None, None) => {
                 FetchPartitionOut::error(w.partition, ErrorCode::NOT_LEADER_OR_FOLLOWER.0)
             }
@@ -670,6 +680,7 @@ fn build_topics(
                 records: r.records,
                 diverging_epoch: r.diverging_epoch.map(|d| (d.leader_epoch, d.end_offset)),
                 aborted_transactions: r.aborted_transactions,
+                null_records: false,
             },
         };
         if session_id != 0 {

@@ -428,6 +428,11 @@ impl ConnWrite for TlsWrite {
                     position,
                     len,
                 } => self.put_file(file, *position, *len).await?,
+                OutPart::Lazy(lazy) => {
+                    while let Some(chunk) = lazy.next_chunk()? {
+                        self.put(&chunk).await?;
+                    }
+                }
             }
             plain += part.len() as u64;
         }

@@ -3,7 +3,6 @@
 //! acks=all and replaying a partition from its log start to its HW when
 //! this shard starts leading it.
 
-use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
@@ -206,7 +205,7 @@ pub async fn replay(
         if a.bytes == 0 {
             return Ok(replayed);
         }
-        let mut bytes = gather(&a.records, a.bytes)?;
+        let mut bytes = gather(&a.records)?;
         let mut next = offset;
         while !bytes.is_empty() {
             let len = match record_batch::peek_total_len(&bytes) {
@@ -270,22 +269,6 @@ pub async fn replay(
 }
 
 /// A read's parts as one buffer.
-fn gather(parts: &[OutPart], bytes: usize) -> Result<Bytes, String> {
-    let mut buf = BytesMut::with_capacity(bytes);
-    for part in parts {
-        match part {
-            OutPart::Bytes(b) => buf.extend_from_slice(b),
-            OutPart::File {
-                file,
-                position,
-                len,
-            } => {
-                let mut v = vec![0u8; *len];
-                file.read_exact_at(&mut v, *position)
-                    .map_err(|e| format!("read segment: {e}"))?;
-                buf.extend_from_slice(&v);
-            }
-        }
-    }
-    Ok(buf.freeze())
+fn gather(parts: &[OutPart]) -> Result<Bytes, String> {
+    crate::io::parts::gather(parts).map_err(|e| format!("read segment: {e}"))
 }

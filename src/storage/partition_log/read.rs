@@ -7,7 +7,7 @@
 
 use std::ops::ControlFlow;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::{PartitionLog, ReadResult};
 use crate::protocol::legacy;
@@ -265,32 +265,17 @@ fn find_record(
 /// The bytes of the batch holding `offset` (cold path: file regions are
 /// copied out with pread).
 fn read_one_batch(log: &PartitionLog, offset: i64, leo: i64) -> Result<Option<Bytes>, ErrorCode> {
-    use std::os::unix::fs::FileExt;
     let read = log
         .read(offset, 1, leo, true)
         .map_err(|e| ErrorCode(e.kafka_error_code()))?;
     if read.regions.is_empty() {
         return Ok(None);
     }
-    let mut out = BytesMut::with_capacity(read.bytes);
-    for region in read.regions {
-        match region {
-            OutPart::Bytes(b) => out.extend_from_slice(&b),
-            OutPart::File {
-                file,
-                position,
-                len,
-            } => {
-                let mut buf = vec![0u8; len];
-                file.read_exact_at(&mut buf, position).map_err(|e| {
-                    tracing::error!(error = %e, "reading a batch for ListOffsets");
-                    ErrorCode::KAFKA_STORAGE_ERROR
-                })?;
-                out.extend_from_slice(&buf);
-            }
-        }
-    }
-    Ok(Some(out.freeze()))
+    let bytes = crate::io::parts::gather(&read.regions).map_err(|e| {
+        tracing::error!(error = %e, "reading a batch for ListOffsets");
+        ErrorCode::KAFKA_STORAGE_ERROR
+    })?;
+    Ok(Some(bytes))
 }
 
 /// `(last offset, max timestamp)` from a stored batch's header (a v2
@@ -351,6 +336,7 @@ const LEGACY_MAGIC_AT: usize = legacy::MAGIC_OFFSET;
 mod tests {
     use super::*;
     use crate::protocol::record_batch;
+    use bytes::BytesMut;
     use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 
     fn pick_record(

@@ -1,95 +1,138 @@
-//! `[drv]` Fetch v0–v3's records down-converted to the magic those
-//! versions read (`protocol::legacy::down`), on the connection's shard
-//! after the owners' reads; v4+ fetches never call it.
+//! `[drv]` Fetch v0–v9's answers as Kafka's `KafkaApis.maybeConvertFetchedData`
+//! shapes them, on the connection's shard after the owners' reads: a zstd
+//! topic refused before v10, and v0–v3's records down-converted to the
+//! magic those versions read (`protocol::legacy::lazy`, converted while
+//! the answer is written). Fetch v10+ never calls it.
 
 use bytes::Bytes;
 
 use super::Wanted;
-use crate::protocol::legacy::down::{down_convert, DownConvertError};
-use crate::protocol::record_walk::InflateScratch;
+use crate::protocol::legacy::lazy::{LazyDownConversion, Source, StartError};
+use crate::protocol::out_part::{ChunkSource, LazyPart};
 use crate::protocol::ErrorCode;
 use crate::replication::partition::ReadAnswer;
-use crate::server::out::{read_file_region, OutPart};
+use crate::server::out::OutPart;
 use crate::shard::ShardContext;
 
-/// Fetch v0–v3 (Kafka's `maybeConvertFetchedData`): every hosted
-/// partition's records down-converted to magic 0 (v0–v1) or 1 (v2–v3),
-/// which under Kafka 3.9's record version V2 every such fetch needs; a
-/// consumer's partition whose `message.downconversion.enable` is false
-/// answers UNSUPPORTED_VERSION instead. The converted records are capped at
-/// what was read or the partition's `max_bytes`, whichever is larger.
-pub(super) fn down_convert_reads(
+/// The first Fetch version that may read zstd (KIP-110).
+pub(super) const FIRST_ZSTD_FETCH: i16 = 10;
+
+/// For every partition this broker hosts (Kafka's `getLogConfig` finds
+/// its log): before v10, a topic whose `compression.type` is zstd answers
+/// UNSUPPORTED_COMPRESSION_TYPE; v0–v3 records are down-converted to magic
+/// 0 (v0–v1) or 1 (v2–v3), which under Kafka 3.9's record version V2
+/// every such fetch needs, errors and empty reads included (their records
+/// become one overflow header, as `LazyDownConversionRecords` of nothing
+/// does); a consumer's partition whose `message.downconversion.enable` is
+/// false answers UNSUPPORTED_VERSION instead.
+pub(super) fn convert_reads(
     ctx: &ShardContext,
-    wanted: &[Wanted],
+    wanted: &mut [Wanted],
     reads: &mut [Option<ReadAnswer>],
     version: i16,
     follower: bool,
 ) {
-    let to_magic = if version <= 1 { 0 } else { 1 };
     let snapshot = ctx.snapshot();
-    let default_enabled = ctx
-        .config
-        .topic_defaults(&snapshot.broker_configs)
-        .log_message_downconversion_enable;
-    let mut scratch = InflateScratch::default();
-    for (w, r) in wanted.iter().zip(reads.iter_mut()) {
-        let Some(r) = r else { continue };
-        let enabled = snapshot
+    let defaults = ctx.config.topic_defaults(&snapshot.broker_configs);
+    for (w, slot) in wanted.iter_mut().zip(reads.iter_mut()) {
+        let Some(r) = slot else { continue };
+        let Some(topic) = snapshot
             .hosted_topic(&w.topic)
-            .and_then(|t| t.configs.get("message.downconversion.enable"))
-            .map_or(default_enabled, |v| v.eq_ignore_ascii_case("true"));
-        if !follower && !enabled {
-            *r = ReadAnswer::error(ErrorCode::UNSUPPORTED_VERSION);
+            .filter(|_| snapshot.hosts_partition(&w.topic, w.partition))
+        else {
             continue;
-        }
-        if r.records.is_empty() {
-            continue;
-        }
-        let src = match gather(&r.records, r.bytes) {
-            Ok(src) => src,
-            Err(e) => {
-                tracing::warn!(topic = %w.topic, partition = w.partition, error = %e,
-                    "down-conversion could not read the log");
-                *r = ReadAnswer::error(ErrorCode::KAFKA_STORAGE_ERROR);
-                continue;
-            }
         };
-        let max_bytes = usize::try_from(w.fetch.partition_max_bytes)
-            .unwrap_or(0)
-            .max(r.bytes);
-        let converted = down_convert(
-            &src,
-            to_magic,
-            w.fetch.fetch_offset,
-            max_bytes,
-            &mut scratch,
-        );
-        r.records.clear();
-        r.bytes = 0;
-        match converted {
-            Ok(chunks) => {
-                r.bytes = chunks.iter().map(Bytes::len).sum();
-                r.records = chunks.into_iter().map(OutPart::Bytes).collect();
+        let is = |key: &str, default: &str, value: &str| {
+            topic
+                .configs
+                .get(key)
+                .map_or(default, String::as_str)
+                .eq_ignore_ascii_case(value)
+        };
+        // Refusals are Kafka's `FetchResponse.partitionResponse` (null
+        // records), so they go where the handler's own refusals go.
+        if is("compression.type", &defaults.compression_type, "zstd") {
+            refuse(w, slot, ErrorCode::UNSUPPORTED_COMPRESSION_TYPE);
+            continue;
+        }
+        if version > 3 {
+            continue;
+        }
+        let enabled = if defaults.log_message_downconversion_enable {
+            "true"
+        } else {
+            "false"
+        };
+        if !follower && !is("message.downconversion.enable", enabled, "true") {
+            refuse(w, slot, ErrorCode::UNSUPPORTED_VERSION);
+            continue;
+        }
+        if r.bytes > 0 {
+            if let Err(code) = down_convert(w, r, if version <= 1 { 0 } else { 1 }) {
+                refuse(w, slot, code);
             }
-            Err(DownConvertError::Zstd) => r.error_code = ErrorCode::UNSUPPORTED_COMPRESSION_TYPE,
-            Err(DownConvertError::Batch(_)) => {}
         }
     }
 }
 
-/// The bytes of a read's record parts, file regions read from the page
-/// cache (what `LazyDownConversionRecords` reads before converting).
-fn gather(parts: &[OutPart], len: usize) -> std::io::Result<Bytes> {
-    let mut src = Vec::with_capacity(len);
-    for part in parts {
-        match part {
-            OutPart::Bytes(b) => src.extend_from_slice(b),
-            OutPart::File {
-                file,
-                position,
-                len,
-            } => src.extend_from_slice(&read_file_region(file, *position, *len)?),
+/// Kafka's `FetchResponse.partitionResponse(tp, error)` in place of the
+/// read: no offsets, null records.
+fn refuse(w: &mut Wanted, slot: &mut Option<ReadAnswer>, code: ErrorCode) {
+    w.error = Some(code.0);
+    w.null_records = true;
+    *slot = None;
+}
+
+/// `r`'s records replaced by their lazy down-conversion; the refusal
+/// when the first entry to convert is zstd (or the log cannot be read).
+fn down_convert(w: &Wanted, r: &mut ReadAnswer, to_magic: i8) -> Result<(), ErrorCode> {
+    let source = ReadSource {
+        len: r.bytes,
+        parts: std::mem::take(&mut r.records),
+    };
+    r.bytes = 0;
+    match LazyDownConversion::start(source, to_magic, w.fetch.fetch_offset) {
+        Ok(conversion) => {
+            r.bytes = conversion.declared_len();
+            r.records = vec![OutPart::Lazy(LazyPart::new(
+                r.bytes,
+                Box::new(Converting(conversion)),
+            ))];
+            Ok(())
+        }
+        Err(StartError::Zstd) => Err(ErrorCode::UNSUPPORTED_COMPRESSION_TYPE),
+        Err(StartError::Read(e)) => {
+            tracing::warn!(topic = %w.topic, partition = w.partition, error = %e,
+                "down-conversion could not read the log");
+            Err(ErrorCode::KAFKA_STORAGE_ERROR)
         }
     }
-    Ok(Bytes::from(src))
+}
+
+/// A read's parts (cached batches, segment regions) as the conversion's
+/// source: each group's bytes are read when its turn comes.
+struct ReadSource {
+    parts: Vec<OutPart>,
+    len: usize,
+}
+
+impl Source for ReadSource {
+    type Error = std::io::Error;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn read(&mut self, from: usize, len: usize) -> std::io::Result<Bytes> {
+        crate::io::parts::read_range(&self.parts, from, len)
+    }
+}
+
+/// The conversion as the part the connection's writer pulls from.
+struct Converting(LazyDownConversion<ReadSource>);
+
+impl ChunkSource for Converting {
+    fn next_chunk(&mut self) -> std::io::Result<Option<Bytes>> {
+        self.0.next_chunk()
+    }
 }

@@ -10,6 +10,10 @@
 //!   idempotent producer; the broker is killed with SIGKILL while the
 //!   future replica is half copied, restarts, and the move resumes from
 //!   the `-future` folder and completes (`--verify` reports it);
+//! - while the move runs (before the kill, and from the restart until
+//!   `--verify` reports it done, across the swap), a reader reads the
+//!   moving partition from its start to its HW over and over: every read
+//!   answers without error, with contiguous whole batches;
 //! - afterwards the partition's folder is in the new dir only, nothing
 //!   `-future` or `-delete` is left, and the history check reads every
 //!   acknowledged record back once, in order.
@@ -18,12 +22,16 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use kafka_protocol::records::Compression;
 
 use common::cluster::wait_for;
+use common::records::{batch_base_offset, batch_last_offset, whole_batches};
 use common::replica_cluster::{assert_history_ok, check, drain, HistoryProducer, System};
-use common::{encode_batch, now_ms, Broker, Conn, RawRecord};
+use common::{encode_batch, now_ms, Broker, Conn, FetchSpec, RawRecord};
 
 const LOG_DIRS_COMMAND: &str = "org.apache.kafka.tools.LogDirsCommand";
 const REASSIGN_COMMAND: &str = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand";
@@ -143,6 +151,111 @@ fn bulk_load(conn: &mut Conn, p: i32) {
     }
 }
 
+/// A reader of partition 0 while it moves: whole passes from offset 0 to
+/// the HW, each fetch answered without error and its batches contiguous.
+/// A failed check panics the thread, which [`ReadAlong::finish`] reports.
+struct ReadAlong {
+    stop: Arc<AtomicBool>,
+    /// Whole passes done, and those begun while a `-future` folder existed.
+    passes: Arc<AtomicU64>,
+    during_copy: Arc<AtomicU64>,
+    thread: JoinHandle<()>,
+}
+
+impl ReadAlong {
+    fn start(boot: &str, dirs: &[PathBuf]) -> ReadAlong {
+        let stop = Arc::new(AtomicBool::new(false));
+        let passes = Arc::new(AtomicU64::new(0));
+        let during_copy = Arc::new(AtomicU64::new(0));
+        let (s, p, d) = (stop.clone(), passes.clone(), during_copy.clone());
+        let (boot, dirs) = (boot.to_owned(), dirs.to_vec());
+        let thread = std::thread::spawn(move || {
+            let mut conn = Conn::open_addr(&boot);
+            while !s.load(Ordering::SeqCst) {
+                let copying = !leftovers(&dirs, "-future").is_empty();
+                read_pass(&mut conn);
+                p.fetch_add(1, Ordering::SeqCst);
+                if copying {
+                    d.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        ReadAlong {
+            stop,
+            passes,
+            during_copy,
+            thread,
+        }
+    }
+
+    /// Stops after the pass under way; (passes, passes during the copy).
+    fn finish(self, what: &str) -> (u64, u64) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Err(e) = self.thread.join() {
+            std::panic::resume_unwind(Box::new(format!("reading during {what}: {e:?}")));
+        }
+        (
+            self.passes.load(Ordering::SeqCst),
+            self.during_copy.load(Ordering::SeqCst),
+        )
+    }
+}
+
+/// Partition 0 from offset 0 to its HW.
+fn read_pass(conn: &mut Conn) {
+    let mut spec = FetchSpec::new(TOPIC, 0, 0);
+    spec.max_wait_ms = 0;
+    loop {
+        let part = conn.fetch(&spec);
+        assert_eq!(
+            part.error_code, 0,
+            "fetch at {}: {part:?}",
+            spec.fetch_offset
+        );
+        if spec.fetch_offset >= part.high_watermark {
+            return;
+        }
+        let batches = whole_batches(part.records.as_ref());
+        assert!(
+            !batches.is_empty(),
+            "nothing at {} below HW {}",
+            spec.fetch_offset,
+            part.high_watermark
+        );
+        for (i, b) in batches.iter().enumerate() {
+            let base = batch_base_offset(b);
+            let ok = if i == 0 {
+                base <= spec.fetch_offset
+            } else {
+                base == spec.fetch_offset
+            };
+            assert!(ok, "batch at {base} where {} was next", spec.fetch_offset);
+            spec.fetch_offset = batch_last_offset(b) + 1;
+        }
+    }
+}
+
+/// `kafka-log-dirs --describe` lists both dirs without error and each
+/// partition in the dir holding its folder, with its batches' size.
+fn describe_matches_the_files(boot: &str, dirs: &[PathBuf], list: &[String]) {
+    let (replicas, described_dirs) = describe(boot);
+    assert_eq!(described_dirs.len(), 2, "{described_dirs:?}");
+    for (dir, error) in &described_dirs {
+        assert!(list.contains(dir), "{dir} is not one of {list:?}");
+        assert!(error.is_null(), "{dir}: {error}");
+    }
+    assert_eq!(replicas.len(), 2, "{replicas:?}");
+    for (dir, p, size, future) in &replicas {
+        let name = format!("{TOPIC}-{p}");
+        let on_disk = holding(dirs, &name);
+        assert_eq!(on_disk.len(), 1, "{name} in {on_disk:?}");
+        assert_eq!(dir, &list[on_disk[0]], "{name}");
+        assert!(!future);
+        assert_eq!(*size, logical_size(&dirs[on_disk[0]].join(&name)), "{name}");
+    }
+    assert!(replicas[0].2 > 3_000_000, "{replicas:?}");
+}
+
 #[test]
 fn kafka_log_dirs_describes_and_a_killed_move_resumes_and_loses_nothing() {
     let base = common::new_log_dir();
@@ -164,22 +277,7 @@ fn kafka_log_dirs_describes_and_a_killed_move_resumes_and_loses_nothing() {
     bulk_load(&mut conn, 0);
 
     // (1) kafka-log-dirs --describe against the files.
-    let (replicas, described_dirs) = describe(&boot);
-    assert_eq!(described_dirs.len(), 2, "{described_dirs:?}");
-    for (dir, error) in &described_dirs {
-        assert!(list.contains(dir), "{dir} is not one of {list:?}");
-        assert!(error.is_null(), "{dir}: {error}");
-    }
-    assert_eq!(replicas.len(), 2, "{replicas:?}");
-    for (dir, p, size, future) in &replicas {
-        let name = format!("{TOPIC}-{p}");
-        let on_disk = holding(&dirs, &name);
-        assert_eq!(on_disk.len(), 1, "{name} in {on_disk:?}");
-        assert_eq!(dir, &list[on_disk[0]], "{name}");
-        assert!(!future);
-        assert_eq!(*size, logical_size(&dirs[on_disk[0]].join(&name)), "{name}");
-    }
-    assert!(replicas[0].2 > 3_000_000, "{replicas:?}");
+    describe_matches_the_files(&boot, &dirs, &list);
 
     // (2) Move partition 0 to the other dir under a running producer.
     let work = tempfile::tempdir().unwrap();
@@ -207,6 +305,7 @@ fn kafka_log_dirs_describes_and_a_killed_move_resumes_and_loses_nothing() {
         out.contains("Successfully started moving log directory"),
         "{out}"
     );
+    let reader = ReadAlong::start(&boot, &dirs);
 
     // (3) SIGKILL once the future replica holds a first round (read from
     // the files: a JVM tool's start may take longer than the move).
@@ -215,6 +314,11 @@ fn kafka_log_dirs_describes_and_a_killed_move_resumes_and_loses_nothing() {
         let f = future.first()?;
         (logical_size(&dirs[to].join(f)) > 0).then_some(())
     });
+    wait_for(60, "a whole read during the copy", || {
+        (reader.during_copy.load(Ordering::SeqCst) > 0).then_some(())
+    });
+    let (passes, _) = reader.finish("the copy");
+    assert!(!leftovers(&dirs, "-future").is_empty(), "still copying");
     // The restart listens on the same port: the producer reconnects.
     let same_port = format!("listeners=PLAINTEXT://127.0.0.1:{}", broker.port);
     let base = broker.kill_keeping_dir();
@@ -222,11 +326,17 @@ fn kafka_log_dirs_describes_and_a_killed_move_resumes_and_loses_nothing() {
     again.push(&same_port);
     let broker = Broker::start_in(base, &again);
     producer.wait_acks(120, 500, "acks after the restart");
+    let reader = ReadAlong::start(&boot, &dirs);
     wait_for(120, "kafka-reassign-partitions --verify: completed", || {
         reassign(&boot, &plan, "--verify", &[])
             .contains("Reassignment of replica moves-0-0 completed successfully")
             .then_some(())
     });
+    let (after, during_copy) = reader.finish("the resumed copy and the swap");
+    assert!(
+        passes >= 1 && after >= 2 && during_copy >= 1,
+        "whole reads: {passes} before the kill, {after} after the restart ({during_copy} while copying)"
+    );
     producer.wait_acks(60, 300, "acks after the move");
     let acked = producer.acked_file.clone();
     producer.finish(120);

@@ -190,3 +190,108 @@ fn compression_type_altered_applies_to_the_next_batches(broker: &Broker, conn: &
         values(decode_records(&[sent]))
     );
 }
+
+/// The broker-level defaults of the topic keys (`server.properties`, as
+/// Kafka's `LogConfig` takes them for a topic without overrides):
+/// `compression.type=gzip` recompresses a plain batch,
+/// `log.message.timestamp.type=LogAppendTime` stamps it with the broker's
+/// time, `log.message.timestamp.before.max.ms` / `after.max.ms` refuse
+/// CreateTime batches outside the window (INVALID_TIMESTAMP) on a topic
+/// that overrides only the type, and `log.message.downconversion.enable=false`
+/// refuses an old consumer (Fetch v3: UNSUPPORTED_VERSION) unless the
+/// topic turns it back on.
+#[test]
+fn broker_level_topic_defaults_apply_to_topics_without_overrides() {
+    let broker = Broker::start_with(&[
+        "compression.type=gzip",
+        "log.message.timestamp.type=LogAppendTime",
+        "log.message.timestamp.before.max.ms=3600000",
+        "log.message.timestamp.after.max.ms=60000",
+        "log.message.downconversion.enable=false",
+    ]);
+    let mut conn = Conn::open(&broker);
+    conn.create_topic("defaults", 1, &[]);
+    conn.create_topic(
+        "create-time",
+        1,
+        &[("message.timestamp.type", "CreateTime")],
+    );
+    conn.create_topic(
+        "old-readers",
+        1,
+        &[("message.downconversion.enable", "true")],
+    );
+    let value = vec![b'v'; 500];
+    let batch = |ts: i64| {
+        let records: Vec<common::RawRecord> = (0..10).map(|_| (None, &value[..], ts)).collect();
+        encode_batch(&records, Compression::None)
+    };
+
+    let before = now_ms();
+    let resp = conn.produce("defaults", 0, batch(1_000), -1);
+    assert_eq!(resp.error_code, 0, "{resp:?}");
+    assert!(resp.log_append_time_ms >= before, "{resp:?}");
+    let stored = conn.fetch_to_high_watermark("defaults", 0, 0);
+    assert_eq!(stored.len(), 1);
+    let b = &stored[0];
+    assert_eq!(batch_compression(b), 1, "compression.type=gzip");
+    assert_eq!(
+        i16::from_be_bytes([b[21], b[22]]) & 0x08,
+        0x08,
+        "LogAppendTime bit"
+    );
+    let max_ts = i64::from_be_bytes(b[35..43].try_into().unwrap());
+    assert_eq!(
+        max_ts, resp.log_append_time_ms,
+        "the broker's time, not 1000"
+    );
+    assert_eq!(decode_records(&stored).len(), 10);
+
+    // CreateTime on the topic; the window is the broker's.
+    const INVALID_TIMESTAMP: i16 = 32;
+    for (ts, want) in [
+        (now_ms() - 2 * 3_600_000, INVALID_TIMESTAMP),
+        (now_ms() + 600_000, INVALID_TIMESTAMP),
+        (now_ms() - 60_000, 0),
+    ] {
+        let resp = conn.produce("create-time", 0, batch(ts), -1);
+        assert_eq!(resp.error_code, want, "timestamp {ts}: {resp:?}");
+    }
+    let stored = conn.fetch_to_high_watermark("create-time", 0, 0);
+    assert_eq!(stored.len(), 1, "only the batch inside the window");
+    assert_eq!(batch_compression(&stored[0]), 1);
+    assert_eq!(i16::from_be_bytes([stored[0][21], stored[0][22]]) & 0x08, 0);
+
+    // An old consumer: refused by the broker default, served by the override.
+    for topic in ["defaults", "old-readers"] {
+        let resp = conn.produce(topic, 0, batch(now_ms()), -1);
+        assert_eq!(resp.error_code, 0, "{resp:?}");
+    }
+    let mut stream = broker.connect();
+    let v3 = |stream: &mut std::net::TcpStream, topic: &str| {
+        use kafka_protocol_39::messages::fetch_request::{FetchPartition, FetchTopic};
+        use kafka_protocol_39::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
+        use kafka_protocol_39::protocol::StrBytes;
+        let req = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_owned())))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(0)
+                    .with_partition_max_bytes(1 << 20)])]);
+        let r: FetchResponse = common::call39(stream, 1, 3, &req);
+        r.responses[0].partitions[0].clone()
+    };
+    let refused = v3(&mut stream, "defaults");
+    assert_eq!(refused.error_code, 35, "UNSUPPORTED_VERSION: {refused:?}");
+    assert_eq!(refused.records, None);
+    let served = v3(&mut stream, "old-readers");
+    assert_eq!(served.error_code, 0, "{served:?}");
+    let records = served.records.unwrap_or_default();
+    assert!(records.len() > 26, "{} bytes", records.len());
+    assert_eq!(records[16], 1, "magic 1 for Fetch v3");
+    assert_eq!(records[17] & 7, 1, "one gzip wrapper, the stored batch's codec");
+    broker.stop();
+}

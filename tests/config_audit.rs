@@ -3,12 +3,15 @@
 //! shardlog, checked here against the real config parser:
 //!
 //! - applied: shardlog reads the key (a `server.properties` field, a key of
-//!   the TLS or SASL settings, a topic key), and a test names it — the
-//!   files naming each key are printed with `--nocapture` — or sets its
-//!   config field (`tested-in` in tests/data/config-audit.txt); keys read
-//!   but not yet named by any test are listed there as `untested`;
+//!   the TLS or SASL settings, a topic key), and a test names it (a test
+//!   file, or a source file's inline `#[cfg(test)] mod tests`; the files
+//!   naming each key are printed with `--nocapture`) or sets its config
+//!   field (`tested-in` in tests/data/config-audit.txt); keys read but not
+//!   yet named by any test are listed there as `untested`;
 //! - refused: `server.properties` or CreateTopics/AlterConfigs with the key
-//!   fails, naming it (`config::unsupported` for broker keys);
+//!   fails, naming it (`config::unsupported` for broker keys; `refused` in
+//!   tests/data/config-audit.txt for keys the TLS or SASL settings own,
+//!   checked with two values);
 //! - accepted only at the values that describe what shardlog does, any
 //!   other value refused (`config::unsupported`);
 //! - not applicable: accepted with the reason (`config::unsupported`, or
@@ -72,8 +75,15 @@ fn test_sources() -> Vec<(String, String)> {
             let src_test = name.ends_with("tests.rs") || name.contains("/tests/");
             let wanted = (in_tests && (name.ends_with(".rs") || name.ends_with(".py")))
                 || (name.starts_with("src/") && src_test);
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
             if wanted && !name.ends_with("config_audit.rs") {
-                out.push((name, std::fs::read_to_string(&p).unwrap_or_default()));
+                out.push((name, text));
+            } else if name.starts_with("src/") && name.ends_with(".rs") {
+                // A source file's own unit tests: its inline
+                // `#[cfg(test)] mod tests { … }`, the file's last item.
+                if let Some(at) = text.find("#[cfg(test)]\nmod tests {") {
+                    out.push((name, text[at..].to_owned()));
+                }
             }
         }
     }
@@ -92,7 +102,9 @@ fn load(key: &str, value: &str) -> Result<Vec<String>, (String, String)> {
 #[test]
 fn every_kafka_broker_key_is_applied_refused_or_not_applicable() {
     let known: BTreeSet<String> = ServerConfig::keys().into_iter().collect();
-    let untested = audit_entries().remove("untested").unwrap_or_default();
+    let mut audit = audit_entries();
+    let untested = audit.remove("untested").unwrap_or_default();
+    let refused = audit.remove("refused").unwrap_or_default();
     let sources = test_sources();
     let mut problems = Vec::new();
     let mut named_nowhere = BTreeSet::new();
@@ -108,7 +120,14 @@ fn every_kafka_broker_key_is_applied_refused_or_not_applicable() {
                     .filter(|(_, text)| text.contains(key.as_str()))
                     .map(|(f, _)| f.as_str())
                     .collect();
-                if files.is_empty() {
+                if refused.contains_key(key.as_str()) {
+                    match (load(key, "x"), load(key, "1")) {
+                        (Err((a, _)), Err((b, _))) if a == *key && b == *key => {
+                            println!("refused by the TLS/SASL settings {key}")
+                        }
+                        other => problems.push(format!("{key}: listed refused, got {other:?}")),
+                    }
+                } else if files.is_empty() {
                     named_nowhere.insert(key.clone());
                 } else {
                     println!("applied {key}: {}", files.join(", "));

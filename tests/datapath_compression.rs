@@ -292,6 +292,10 @@ fn broker_level_topic_defaults_apply_to_topics_without_overrides() {
     let records = served.records.unwrap_or_default();
     assert!(records.len() > 26, "{} bytes", records.len());
     assert_eq!(records[16], 1, "magic 1 for Fetch v3");
-    assert_eq!(records[17] & 7, 1, "one gzip wrapper, the stored batch's codec");
+    assert_eq!(
+        records[17] & 7,
+        1,
+        "one gzip wrapper, the stored batch's codec"
+    );
     broker.stop();
 }

@@ -171,6 +171,13 @@ fn check_class_and_oauth_key(
                 .into(),
         ));
     }
+    if base == "sasl.mechanism.controller.protocol" {
+        return Some(Err(
+            "the SASL mechanism of a KRaft controller's listener (KIP-631); shardlog runs \
+             Kafka's ZooKeeper mode, with no controller quorum"
+                .into(),
+        ));
+    }
     if base.starts_with("sasl.kerberos.") {
         return Some(Err("GSSAPI (Kerberos) is not supported by shardlog".into()));
     }

@@ -481,7 +481,10 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         let replicas = data.replicas.clone();
         crate::storage::cleaner::task::spawn(
             move || replicas.compacted_partitions(),
-            data.replicas.log_dirs().clone(),
+            (
+                data.replicas.log_dirs().clone(),
+                data.replicas.storage().max_dirty_ratio().clone(),
+            ),
             setup.config.clone(),
             setup.n_shards,
             ctx.clock.clone(),
@@ -497,6 +500,10 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
         config.log_flush_offset_checkpoint_interval_ms,
         config.replica_high_watermark_checkpoint_interval_ms,
         config.log_flush_start_offset_checkpoint_interval_ms,
+        ctx.clock.wall_ms(),
+    );
+    let mut flusher = crate::storage::flusher::FlusherSchedule::new(
+        config.log_flush_scheduler_interval_ms,
         ctx.clock.wall_ms(),
     );
     let checkpoints = setup.checkpoints.clone();
@@ -519,7 +526,9 @@ async fn start_data_path(ctx: &Rc<ShardContext>, setup: &ShardSetup) {
                 if data.apply_offline_dirs() {
                     crate::shard::router::maybe_send_notes(&ctx);
                 }
-                data.replicas.housekeeping(now, retention).await;
+                data.replicas
+                    .housekeeping(now, retention, flusher.due(now))
+                    .await;
                 if now - last_isr_check >= isr_check_every_ms {
                     last_isr_check = now;
                     data.maybe_shrink_isrs(now);

@@ -2,9 +2,13 @@
 //! started by the tests) and several shardlog broker processes: broker
 //! registration and the znodes Kafka 3.9 writes, controller election and
 //! failover under kill -9 and SIGSTOP, a ZooKeeper ensemble losing its
-//! leader, broker id generation, a ZooKeeper that is not there, and a
-//! malformed registration. Timeouts are shortened through config
-//! (`zookeeper.session.timeout.ms`), never by sleeping.
+//! leader, broker id generation (`broker.id.generation.enable`,
+//! `reserved.broker.max.id`), racks (`broker.rack`) in the registrations,
+//! Metadata and replica placement, controlled shutdown turned off and out
+//! of retries, `delete.topic.enable=false`, a ZooKeeper that is not there,
+//! and a malformed registration. Timeouts are shortened through config
+//! (`zookeeper.session.timeout.ms`, `request.timeout.ms`), never by
+//! sleeping.
 //!
 //! `SHARDLOG_FAILOVER_ROUNDS` sets the kill -9 rounds (CI: 4; the issue's
 //! long form: 20).
@@ -13,12 +17,15 @@
 
 mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::cluster::{children, json, read, wait_for, with_zk};
+use common::cluster::{assignment, children, json, read, states, wait_for, with_zk};
 use common::zookeeper::{Ensemble, ZkServer};
-use common::{Broker, Conn};
+use common::{plain_log_line, Broker, Conn};
 use shardlog::io::clock::ManualClock;
+use shardlog::protocol::ErrorCode;
 use shardlog::zk::client::ZkStore;
 use shardlog::zk::store::{CreateMode, MetadataStore};
 
@@ -39,8 +46,16 @@ fn overrides(zk: &str, id: i32) -> Vec<String> {
 }
 
 fn start(zk: &str, id: i32) -> Broker {
-    let o = overrides(zk, id);
-    Broker::start_with(&o.iter().map(String::as_str).collect::<Vec<_>>())
+    start_extra(zk, id, &[], None)
+}
+
+/// [`start`] with `extra` settings (later ones win) and `RUST_LOG` set to
+/// `rust_log` (see [`Broker::start_logging`]).
+fn start_extra(zk: &str, id: i32, extra: &[&str], rust_log: Option<&str>) -> Broker {
+    let mut o = overrides(zk, id);
+    o.extend(extra.iter().map(|s| s.to_string()));
+    let o: Vec<&str> = o.iter().map(String::as_str).collect();
+    Broker::start_logging(common::new_log_dir(), &o, rust_log)
 }
 
 fn restart(zk: &str, id: i32, dir: tempfile::TempDir) -> Broker {
@@ -72,7 +87,12 @@ fn metadata_view(b: &Broker) -> (i32, Vec<i32>) {
 fn three_brokers_register_as_kafka_does_and_elect_one_controller() {
     let zk = ZkServer::standalone();
     let addr = zk.address();
-    let brokers: Vec<Broker> = (0..3).map(|i| start(&addr, i)).collect();
+    let brokers: Vec<Broker> = (0..3)
+        .map(|i| {
+            let rack = format!("broker.rack={}", RACKS[i as usize]);
+            start_extra(&addr, i, &[&rack], None)
+        })
+        .collect();
     let ids = wait_for(20, "three registrations", || {
         let ids = children(&addr, "/brokers/ids");
         (ids.len() == 3).then_some(ids)
@@ -107,12 +127,14 @@ fn three_brokers_register_as_kafka_does_and_elect_one_controller() {
                 "jmx_port",
                 "listener_security_protocol_map",
                 "port",
+                "rack",
                 "timestamp",
                 "version"
             ],
             "{data}"
         );
         assert_eq!(reg["version"], 5);
+        assert_eq!(reg["rack"], RACKS[i]);
         assert_eq!(reg["jmx_port"], -1);
         assert_eq!(reg["host"], b.host.as_str());
         assert_eq!(reg["port"], i64::from(b.port));
@@ -149,6 +171,49 @@ fn three_brokers_register_as_kafka_does_and_elect_one_controller() {
         wait_for(20, "every broker's Metadata listing the cluster", || {
             (metadata_view(b) == (controller_id, vec![0, 1, 2])).then_some(())
         });
+    }
+    assert_racks_seen_and_replicas_placed_across_them(&addr, &brokers);
+}
+
+/// `broker.rack` of brokers 0, 1 and 2.
+const RACKS: [&str; 3] = ["ra", "ra", "rb"];
+
+/// `broker.rack` after registration: every broker's Metadata names each
+/// broker's rack (the controller's UpdateMetadata carries the racks of the
+/// registrations), and CreateTopics places replicas rack-aware (Kafka's
+/// `AdminUtils.assignReplicasToBrokersRackAware`): with brokers 0 and 1 in
+/// rack ra and 2 in rb, every partition of RF 2 has a replica in each rack.
+/// A rack-unaware assignment of 6 partitions over 3 brokers cannot: for
+/// either replica shift, one of its partitions is on brokers 0 and 1 only.
+fn assert_racks_seen_and_replicas_placed_across_them(zk: &str, brokers: &[Broker]) {
+    let want: BTreeMap<i32, Option<String>> = (0..3)
+        .map(|i| (i, Some(RACKS[i as usize].to_owned())))
+        .collect();
+    for b in brokers {
+        let m = Conn::open(b).metadata(Some(&[]));
+        let racks: BTreeMap<i32, Option<String>> = m
+            .brokers
+            .iter()
+            .map(|x| (x.node_id.0, x.rack.as_ref().map(|r| r.as_str().to_owned())))
+            .collect();
+        assert_eq!(racks, want, "broker {}'s Metadata", b.broker_id);
+    }
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::CreateTopicsRequest;
+    let req = CreateTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(common::topic_name("racked"))
+            .with_num_partitions(6)
+            .with_replication_factor(2)]);
+    let resp = Conn::open(&brokers[0]).call(5, &req);
+    assert_eq!(resp.topics[0].error_code, 0, "{:?}", resp.topics[0]);
+    let placed = assignment(zk, "racked");
+    assert_eq!(placed.len(), 6, "{placed:?}");
+    for (p, replicas) in &placed {
+        let racks: BTreeSet<&str> = replicas.iter().map(|r| RACKS[*r as usize]).collect();
+        assert_eq!(replicas.len(), 2, "racked-{p}: {replicas:?}");
+        assert_eq!(racks.len(), 2, "racked-{p} on {replicas:?}: one rack only");
     }
 }
 
@@ -293,7 +358,7 @@ fn sessions_survive_the_loss_of_the_zookeeper_leader() {
 }
 
 #[test]
-fn generated_broker_ids_are_1001_and_1002_and_survive_restarts() {
+fn generated_broker_ids_count_above_reserved_broker_max_id_and_survive_restarts() {
     let zk = ZkServer::standalone();
     let addr = zk.address();
     let a = start(&addr, -1);
@@ -315,6 +380,228 @@ fn generated_broker_ids_are_1001_and_1002_and_survive_restarts() {
     );
     let reg = children(&addr, "/brokers/ids");
     assert_eq!(reg, vec!["1001", "1002"]);
+    // `reserved.broker.max.id`: an id is /brokers/seqid's version (3 at
+    // the third generation) above it (Kafka's `generateBrokerSequenceId`).
+    let c = start_extra(&addr, -1, &["reserved.broker.max.id=2000"], None);
+    assert_eq!(c.broker_id, 2003);
+    assert_eq!(seqid_version(&addr), 3);
+    // `broker.id.generation.enable=false` without a broker.id: the start
+    // is refused (Kafka's KafkaConfig: "broker.id must be greater than or
+    // equal to 0") and no id is taken.
+    let dir = common::new_log_dir();
+    let mut args = overrides(&addr, -1);
+    args.push(format!("log.dirs={}", dir.path().display()));
+    args.push("listeners=PLAINTEXT://127.0.0.1:0".into());
+    args.push("shardlog.metrics.listener=".into());
+    args.push("broker.id.generation.enable=false".into());
+    let (status, stderr) = run_until_exit(&args);
+    assert!(
+        !status.success(),
+        "exit status {status}; it printed:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("broker.id.generation.enable"),
+        "the refusal names the key: {stderr}"
+    );
+    assert_eq!(seqid_version(&addr), 3, "no id generated");
+    assert_eq!(children(&addr, "/brokers/ids").len(), 3);
+}
+
+/// `/brokers/seqid`'s version: how many broker ids were generated.
+fn seqid_version(zk: &str) -> i32 {
+    read(zk, &["/brokers/seqid"])["/brokers/seqid"]
+        .clone()
+        .expect("/brokers/seqid")
+        .1
+        .version
+}
+
+/// Run the broker with `overrides` until it exits by itself: its exit
+/// status and what it printed. Panics (killing it) if it is still running
+/// after 60 s, i.e. it started instead of refusing to.
+fn run_until_exit(overrides: &[String]) -> (ExitStatus, String) {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let mut child = Command::new(common::broker_bin())
+        .arg("broker")
+        .args(overrides.iter().flat_map(|o| ["--override", o.as_str()]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(out.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "still running after 60 s:\n{}",
+                std::fs::read_to_string(out.path()).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status, std::fs::read_to_string(out.path()).unwrap())
+}
+
+/// Kafka's `KafkaServer.controlledShutdown` as `controlled.shutdown.enable`
+/// and `controlled.shutdown.max.retries` shape it. Broker 0 is the
+/// controller; broker 1 (`controlled.shutdown.enable=false`) leads cs-0,
+/// broker 2 (`controlled.shutdown.max.retries=2`) leads cs-1. SIGTERM of 1
+/// sends no ControlledShutdown (it prints no outcome of one, which every
+/// attempted controlled shutdown does) and its leadership moves only as
+/// the controller handles its departure (`onBrokerFailure`). SIGTERM of 2
+/// while the controller is stopped (SIGSTOP): exactly two attempts, each
+/// cut at `request.timeout.ms`, then the unclean shutdown with cs-1 still
+/// led by 2.
+#[test]
+fn controlled_shutdown_is_skipped_when_disabled_and_tried_max_retries_times() {
+    let zk = ZkServer::standalone();
+    let addr = zk.address();
+    // Long sessions: the controller's outlives its SIGSTOP below.
+    let session = "zookeeper.session.timeout.ms=10000";
+    let first = start_extra(&addr, 0, &[session], None);
+    wait_for(20, "broker 0 the controller", || {
+        controller(&addr).filter(|(c, _)| *c == 0)
+    });
+    let disabled = start_extra(
+        &addr,
+        1,
+        &[session, "controlled.shutdown.enable=false"],
+        None,
+    );
+    let retrying = start_extra(
+        &addr,
+        2,
+        &[
+            session,
+            "controlled.shutdown.max.retries=2",
+            "controlled.shutdown.retry.backoff.ms=200",
+            "request.timeout.ms=1000",
+        ],
+        Some("warn"),
+    );
+    create_assigned(&first, "cs", &[&[1, 0], &[2, 0]]);
+    wait_for(30, "cs-0 led by 1 and cs-1 by 2, both ISRs full", || {
+        let s = states(&addr, "cs", 2);
+        (s.len() == 2
+            && (s[&0].leader, s[&1].leader) == (1, 2)
+            && s.values().all(|st| st.isr.len() == 2))
+        .then_some(())
+    });
+    wait_for(20, "broker 2 knowing its controller", || {
+        (metadata_view(&retrying).0 == 0).then_some(())
+    });
+    let stopped = disabled.stop_with_logs();
+    assert!(stopped.status.success(), "{:?}", stopped.status);
+    let said: Vec<String> = stopped
+        .log_lines
+        .iter()
+        .map(|l| plain_log_line(l))
+        .collect();
+    assert!(
+        !said.iter().any(|l| l.contains("controlled shutdown")),
+        "no controlled shutdown with controlled.shutdown.enable=false:\n{}",
+        said.join("\n")
+    );
+    wait_for(30, "cs-0 moved to broker 0 by the controller", || {
+        let s = states(&addr, "cs", 2);
+        (s[&0].leader == 0 && s[&0].isr == vec![0]).then_some(())
+    });
+    let pid = first.pid().unwrap();
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let stopped = retrying.stop_with_logs();
+    let cs1 = states(&addr, "cs", 2)[&1].clone();
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert!(stopped.status.success(), "{:?}", stopped.status);
+    let said: Vec<String> = stopped
+        .log_lines
+        .iter()
+        .map(|l| plain_log_line(l))
+        .collect();
+    let attempts: Vec<&String> = said
+        .iter()
+        .filter(|l| l.contains("controlled shutdown: no answer"))
+        .collect();
+    assert_eq!(attempts.len(), 2, "two attempts:\n{}", said.join("\n"));
+    assert!(attempts[0].contains("attempt=1") && attempts[1].contains("attempt=2"));
+    assert!(
+        said.iter()
+            .any(|l| l.contains("controlled shutdown: failed")),
+        "{}",
+        said.join("\n")
+    );
+    assert_eq!((cs1.leader, cs1.isr), (2, vec![2, 0]), "nothing moved cs-1");
+    drop(first);
+}
+
+/// CreateTopics (v5) to `via` of `topic` with one partition per entry of
+/// `replicas`, placed there.
+fn create_assigned(via: &Broker, topic: &str, replicas: &[&[i32]]) {
+    use kafka_protocol::messages::create_topics_request::*;
+    let assignments = replicas
+        .iter()
+        .enumerate()
+        .map(|(p, rs)| {
+            CreatableReplicaAssignment::default()
+                .with_partition_index(p as i32)
+                .with_broker_ids(rs.iter().map(|&r| r.into()).collect())
+        })
+        .collect();
+    let req = CreateTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(common::topic_name(topic))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+            .with_assignments(assignments)]);
+    let resp = Conn::open(via).call(5, &req);
+    assert_eq!(resp.topics[0].error_code, 0, "{resp:?}");
+}
+
+/// `delete.topic.enable=false`: DeleteTopics is refused (Kafka's
+/// `KafkaApis.handleDeleteTopicsRequest`: TOPIC_DELETION_DISABLED, v3+;
+/// INVALID_REQUEST below), and a deletion marker written to ZooKeeper
+/// directly (the old `kafka-topics.sh --zookeeper --delete`) is removed
+/// by the controller without deleting anything (`TopicDeletionManager`).
+#[test]
+fn with_delete_topic_enable_false_no_topic_is_deleted() {
+    let zk = ZkServer::standalone();
+    let addr = zk.address();
+    let b = start_extra(&addr, 0, &["delete.topic.enable=false"], None);
+    wait_for(20, "broker 0 the controller", || {
+        controller(&addr).filter(|(c, _)| *c == 0)
+    });
+    let mut conn = Conn::open(&b);
+    conn.create_topic("kept", 2, &[]);
+    use kafka_protocol::messages::DeleteTopicsRequest;
+    for (version, code) in [
+        (4, ErrorCode::TOPIC_DELETION_DISABLED),
+        (2, ErrorCode::INVALID_REQUEST),
+    ] {
+        let req = DeleteTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topic_names(vec![common::topic_name("kept")]);
+        let resp = conn.call(version, &req);
+        assert_eq!(resp.responses.len(), 1, "v{version}: {resp:?}");
+        assert_eq!(resp.responses[0].error_code, code.0, "v{version}: {resp:?}");
+    }
+    let marker = "/admin/delete_topics/kept";
+    with_zk(&addr, move |s| async move {
+        s.create(marker, b"", CreateMode::Persistent).await.unwrap();
+    });
+    wait_for(30, "the controller removing the marker", || {
+        read(&addr, &[marker])[marker].is_none().then_some(())
+    });
+    assert!(read(&addr, &["/brokers/topics/kept"])["/brokers/topics/kept"].is_some());
+    assert_eq!(states(&addr, "kept", 2).len(), 2);
+    conn.wait_for_leaders("kept", 2);
+    assert_eq!(common::partitions_in(b.log_dir.path(), "kept"), vec![0, 1]);
 }
 
 #[test]

@@ -300,6 +300,40 @@ fn a_connection_over_max_connections_per_ip_is_closed_and_its_slot_comes_back() 
     assert!(broker.is_running());
 }
 
+/// `max.connections.per.ip.overrides` (Kafka's `ConnectionQuotas`): the
+/// override for 127.0.0.1 replaces `max.connections.per.ip` for it, here
+/// raising 1 to 2; the connection beyond the override is closed unanswered.
+#[test]
+fn the_per_ip_override_for_127_0_0_1_caps_its_connections() {
+    let broker = Broker::start_with(&[
+        "max.connections.per.ip=1",
+        "max.connections.per.ip.overrides=127.0.0.1:2",
+    ]);
+    let mut first = broker.connect();
+    let mut second = broker.connect();
+    assert_eq!(api_versions(&mut first, 1), Some(1));
+    assert_eq!(
+        api_versions(&mut second, 2),
+        Some(2),
+        "the override's second connection (over max.connections.per.ip=1)"
+    );
+    let mut third = broker.connect();
+    let _ = third.write_all(&request_frame(
+        ApiKey::ApiVersions,
+        3,
+        3,
+        &ApiVersionsRequest::default(),
+    ));
+    let mut rest = Vec::new();
+    let _ = third.read_to_end(&mut rest);
+    assert!(
+        rest.is_empty(),
+        "the connection over the override was answered"
+    );
+    assert_eq!(api_versions(&mut first, 4), Some(4));
+    assert_eq!(api_versions(&mut second, 5), Some(5));
+}
+
 #[test]
 fn at_max_connections_a_new_client_waits_until_a_connection_closes() {
     let broker = Broker::start_with(&["max.connections=1"]);

@@ -24,6 +24,11 @@
 //!   appends), segment recycles, and a client id over a tiny
 //!   `producer_byte_rate` (kafka-configs) gets throttle time under its
 //!   `client_id` label;
+//! - METRICS.md §2's other series: followers' replication bytes in, a
+//!   ZooKeeper-mode controller's constants, controller events timed,
+//!   fdatasyncs as `LogFlushRateAndTimeMs`, request sizes, and a legacy
+//!   client's records (kafka-python speaking Produce v2 and Fetch v2)
+//!   counted as produce and fetch conversions;
 //! - bad input on the listener: 404 for another path, 405 for another
 //!   method, 431 for an oversized head.
 //!
@@ -359,6 +364,7 @@ fn prometheus_scrapes_kafkas_series_from_a_three_broker_cluster() {
     zookeeper_and_executors(&prom);
     request_histograms(&prom);
     storage_series(&c, &prom);
+    section_2_series(&c, &prom);
     quota_throttles(&c, &prom);
     under_replicated(&mut c, &prom, topic);
     strimzi_dashboard(&prom);
@@ -771,6 +777,77 @@ fn storage_series(c: &ReplCluster, prom: &Prometheus) {
             .is_empty(),
         "fsyncs {before} -> {after}"
     );
+}
+
+/// METRICS.md §2's series beyond the dashboard's: followers appended
+/// their leaders' bytes, every broker reports the ZooKeeper controller's
+/// constants and its event queue's waits, the `flush.messages=1` topic's
+/// fdatasyncs are `LogFlushRateAndTimeMs`, and a legacy client's 10
+/// records (Produce v2, magic 1, acks=1 to a one-replica topic) are
+/// up-converted on produce and down-converted again when it fetches them
+/// (Fetch v2).
+fn section_2_series(c: &ReplCluster, prom: &Prometheus) {
+    let btm = "kafka_server_brokertopicmetrics";
+    prom.wait_value(30, &format!("sum({btm}_replicationbytesin_total)"), |v| {
+        v > 0.0
+    });
+    for (expr, want) in [
+        (
+            "count(kafka_controller_kafkacontroller_zkmigrationstate == 4)",
+            3.0,
+        ),
+        (
+            "sum(kafka_controller_kafkacontroller_fencedbrokercount)",
+            0.0,
+        ),
+        (
+            "count(kafka_server_kafkaserver_yammer_metrics_count > 100)",
+            3.0,
+        ),
+        (
+            "count(kafka_network_acceptor_acceptorblockedpercent_count_total)",
+            3.0,
+        ),
+    ] {
+        assert_eq!(prom.value(expr), Some(want), "{expr}");
+    }
+    let queue_time = "sum(kafka_controller_controllereventmanager_eventqueuetimems_count_total)";
+    prom.wait_value(30, queue_time, |v| v > 0.0);
+    let flushes = "sum(kafka_log_logflushstats_logflushrateandtimems_count_total)";
+    prom.wait_value(30, flushes, |v| v > 0.0);
+    let sizes =
+        "kafka_network_requestmetrics_requestbytes{request=\"Produce\",quantile=\"0.99\"} > 0";
+    assert!(!prom.query(sizes).is_empty());
+    let topic = "legacy-client";
+    c.create_topic(topic, 1, 1, &[]);
+    let code = r#"
+import sys, json
+from kafka import KafkaConsumer, KafkaProducer
+bootstrap, topic = sys.argv[1:3]
+p = KafkaProducer(bootstrap_servers=bootstrap, api_version=(0, 10, 0), acks=1)
+for i in range(10):
+    p.send(topic, b"v%d" % i, partition=0).get(30)
+p.close()
+c = KafkaConsumer(topic, bootstrap_servers=bootstrap, api_version=(0, 10, 0),
+                  auto_offset_reset="earliest", consumer_timeout_ms=5000)
+print(json.dumps({"read": sum(1 for _ in c)}))
+"#;
+    let out = Command::new(venv_python_with(&["kafka"]))
+        .args(["-c", code, &c.bootstrap(), topic])
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("\"read\": 10"),
+        "{stdout}\n{stderr}"
+    );
+    let of_topic = |meter: &str| format!("sum({btm}_{meter}_total{{topic=\"{topic}\"}})");
+    prom.wait_value(30, &of_topic("producemessageconversions"), |v| v == 10.0);
+    prom.wait_value(30, &of_topic("fetchmessageconversions"), |v| v >= 10.0);
+    let fetch_conversions =
+        "sum(kafka_network_requestmetrics_messageconversionstimems_count_total{request=\"Fetch\"})";
+    assert!(prom.value(fetch_conversions).unwrap_or(0.0) > 0.0);
 }
 
 /// A client id over a tiny `producer_byte_rate` (set by Kafka 3.9's

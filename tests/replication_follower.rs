@@ -9,10 +9,18 @@
 //! session the leader granted (full fetch, then incremental ones); a
 //! follower with an unreplicated tail at an older epoch truncates by
 //! epoch; and with `num.replica.fetchers=2` two fetchers share a
-//! four-partition topic and replicate every partition.
+//! four-partition topic and replicate every partition. Against a stand-in
+//! leader that never answers a Fetch: the follower's Fetch carries
+//! `replica.fetch.max.bytes` and `replica.fetch.min.bytes`, and it drops
+//! the connection after `replica.socket.timeout.ms`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
 mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use common::cluster::{wait_for, with_zk};
@@ -56,7 +64,21 @@ fn start_cluster(zk: &ZkServer) -> (Broker, Broker) {
 /// and `extra` config for both brokers.
 fn start_cluster_with(zk: &ZkServer, partitions: i32, extra: &[&str]) -> (Broker, Broker) {
     let addr = zk.address();
-    with_zk(&addr, move |s| async move {
+    prepare_zk(&addr, partitions);
+    let (a, b) = (start_broker(&addr, 0, extra), start_broker(&addr, 1, extra));
+    for id in [0, 1] {
+        wait_for(20, "the registrations", || {
+            let path = paths::broker_id(BrokerId(id));
+            with_zk(&addr, move |s| async move { s.get(&path).await.ok() })
+        });
+    }
+    (a, b)
+}
+
+/// The topic's assignment (`partitions` partitions on brokers 0 and 1)
+/// and a `/controller` naming broker 99.
+fn prepare_zk(addr: &str, partitions: i32) {
+    with_zk(addr, move |s| async move {
         shardlog::controller::brokers::create_top_level_paths(&s)
             .await
             .unwrap();
@@ -78,34 +100,28 @@ fn start_cluster_with(zk: &ZkServer, partitions: i32, extra: &[&str]) -> (Broker
         .await
         .unwrap();
     });
-    let start = |id: i32| {
-        let zk = format!("zookeeper.connect={addr}");
-        let broker_id = format!("broker.id={id}");
-        let mut config = vec![
-            zk.as_str(),
-            "zookeeper.session.timeout.ms=6000",
-            broker_id.as_str(),
-            // Leaders stay where the scenarios put them.
-            "auto.leader.rebalance.enable=false",
-            // Fast retries so a test waiting on a backoff stays short.
-            "replica.fetch.backoff.ms=200",
-            "replica.fetch.wait.max.ms=100",
-            // KIP-227 sessions with the leader (the default, stated: the
-            // session assertions below depend on it; `extra` may turn
-            // them off).
-            "shardlog.replica.fetch.session.enable=true",
-        ];
-        config.extend_from_slice(extra);
-        Broker::start_logging(common::new_log_dir(), &config, Some(FETCHER_LOG))
-    };
-    let (a, b) = (start(0), start(1));
-    for id in [0, 1] {
-        wait_for(20, "the registrations", || {
-            let path = paths::broker_id(BrokerId(id));
-            with_zk(&addr, move |s| async move { s.get(&path).await.ok() })
-        });
-    }
-    (a, b)
+}
+
+/// Broker `id` on ZooKeeper `addr`, with `extra` config.
+fn start_broker(addr: &str, id: i32, extra: &[&str]) -> Broker {
+    let zk = format!("zookeeper.connect={addr}");
+    let broker_id = format!("broker.id={id}");
+    let mut config = vec![
+        zk.as_str(),
+        "zookeeper.session.timeout.ms=6000",
+        broker_id.as_str(),
+        // Leaders stay where the scenarios put them.
+        "auto.leader.rebalance.enable=false",
+        // Fast retries so a test waiting on a backoff stays short.
+        "replica.fetch.backoff.ms=200",
+        "replica.fetch.wait.max.ms=100",
+        // KIP-227 sessions with the leader (the default, stated: the
+        // session assertions below depend on it; `extra` may turn
+        // them off).
+        "shardlog.replica.fetch.session.enable=true",
+    ];
+    config.extend_from_slice(extra);
+    Broker::start_logging(common::new_log_dir(), &config, Some(FETCHER_LOG))
 }
 
 fn frame(api: ZkApi, version: i16, body: &[u8]) -> Vec<u8> {
@@ -140,16 +156,34 @@ fn announce(to: &Broker, brokers: [&Broker; 2], leader: i32, leader_epoch: i32) 
     announce_n(to, brokers, 1, leader, leader_epoch);
 }
 
+/// A broker's id and PLAINTEXT endpoint (host, port).
+type Endpoint = (i32, String, u16);
+
+fn endpoint(b: &Broker) -> Endpoint {
+    (b.broker_id, b.host.clone(), b.port)
+}
+
 /// [`announce`] for partitions `0..partitions`.
 fn announce_n(to: &Broker, brokers: [&Broker; 2], partitions: i32, leader: i32, leader_epoch: i32) {
+    announce_endpoints(to, &brokers.map(endpoint), partitions, leader, leader_epoch);
+}
+
+/// [`announce_n`] with the live brokers as endpoints.
+fn announce_endpoints(
+    to: &Broker,
+    brokers: &[Endpoint],
+    partitions: i32,
+    leader: i32,
+    leader_epoch: i32,
+) {
     let live: Vec<LiveBroker> = brokers
         .iter()
-        .map(|b| LiveBroker {
-            id: BrokerId(b.broker_id),
+        .map(|(id, host, port)| LiveBroker {
+            id: BrokerId(*id),
             endpoints: vec![BrokerListener {
                 listener: "PLAINTEXT".into(),
-                host: b.host.clone(),
-                port: i32::from(b.port),
+                host: host.clone(),
+                port: i32::from(*port),
                 security_protocol: PLAINTEXT,
             }],
             rack: None,
@@ -196,6 +230,12 @@ fn leader_and_isr(to: &Broker, leader: &Broker, leader_epoch: i32) {
 
 /// [`leader_and_isr`] for partitions `0..partitions`.
 fn leader_and_isr_n(to: &Broker, leader: &Broker, partitions: i32, leader_epoch: i32) {
+    leader_and_isr_endpoint(to, &endpoint(leader), partitions, leader_epoch);
+}
+
+/// [`leader_and_isr_n`] with the leader as an endpoint.
+fn leader_and_isr_endpoint(to: &Broker, leader: &Endpoint, partitions: i32, leader_epoch: i32) {
+    let (leader_id, leader_host, leader_port) = leader;
     let req = LeaderAndIsr {
         controller_id: BrokerId(99),
         controller_epoch: ControllerEpoch(CONTROLLER_EPOCH),
@@ -205,9 +245,9 @@ fn leader_and_isr_n(to: &Broker, leader: &Broker, partitions: i32, leader_epoch:
                 topic: TOPIC.into(),
                 partition,
                 controller_epoch: ControllerEpoch(CONTROLLER_EPOCH),
-                leader: BrokerId(leader.broker_id),
+                leader: BrokerId(*leader_id),
                 leader_epoch: LeaderEpoch(leader_epoch),
-                isr: ids(&[leader.broker_id]),
+                isr: ids(&[*leader_id]),
                 partition_epoch: PartitionEpoch(leader_epoch),
                 replicas: ids(&[0, 1]),
                 adding_replicas: vec![],
@@ -218,9 +258,9 @@ fn leader_and_isr_n(to: &Broker, leader: &Broker, partitions: i32, leader_epoch:
             .collect(),
         topic_ids: vec![(TOPIC.into(), uuid::Uuid::from_u128(TOPIC_ID))],
         live_leaders: vec![(
-            BrokerId(leader.broker_id),
-            leader.host.clone(),
-            i32::from(leader.port),
+            BrokerId(*leader_id),
+            leader_host.clone(),
+            i32::from(*leader_port),
         )],
     };
     let mut body = BytesMut::new();
@@ -467,4 +507,146 @@ fn two_replica_fetchers_share_the_partitions_and_replicate_them_all() {
     }
     a.stop();
     b.stop();
+}
+
+/// What the stand-in leader saw on its connection number `.0`.
+enum Seen {
+    Fetch(usize, Instant, Box<kafka_protocol::messages::FetchRequest>),
+    Closed(usize, Instant),
+}
+
+/// A leader that answers ApiVersions (Fetch v4–v12, nothing else: no
+/// OffsetForLeaderEpoch, so an empty follower fetches straight away) and
+/// never a Fetch, recording each Fetch as it arrives and each connection
+/// the follower closes.
+struct SilentLeader {
+    port: u16,
+    seen: mpsc::Receiver<Seen>,
+}
+
+impl SilentLeader {
+    fn start() -> SilentLeader {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, seen) = mpsc::channel();
+        std::thread::spawn(move || {
+            for (n, stream) in listener.incoming().enumerate() {
+                let Ok(stream) = stream else { return };
+                let tx = tx.clone();
+                std::thread::spawn(move || serve_silently(stream, n, &tx));
+            }
+        });
+        SilentLeader { port, seen }
+    }
+
+    fn next(&self, what: &str) -> Seen {
+        self.seen
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{what}: {e}"))
+    }
+}
+
+fn serve_silently(mut s: TcpStream, conn: usize, tx: &mpsc::Sender<Seen>) {
+    use kafka_protocol::messages::api_versions_response::ApiVersion;
+    use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, FetchRequest};
+    use kafka_protocol::protocol::{
+        decode_request_header_from_buffer, Decodable as _, Encodable as _,
+    };
+    loop {
+        let mut len = [0u8; 4];
+        if s.read_exact(&mut len).is_err() {
+            let _ = tx.send(Seen::Closed(conn, Instant::now()));
+            return;
+        }
+        let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
+        s.read_exact(&mut body).unwrap();
+        let mut buf = Bytes::from(body);
+        let header = decode_request_header_from_buffer(&mut buf).unwrap();
+        let version = header.request_api_version;
+        match ApiKey::try_from(header.request_api_key) {
+            Ok(ApiKey::ApiVersions) => {
+                let fetch = ApiVersion::default()
+                    .with_api_key(ApiKey::Fetch as i16)
+                    .with_min_version(4)
+                    .with_max_version(12);
+                let mut out = BytesMut::new();
+                out.put_i32(0);
+                out.put_i32(header.correlation_id);
+                ApiVersionsResponse::default()
+                    .with_api_keys(vec![fetch])
+                    .encode(&mut out, version)
+                    .unwrap();
+                let size = (out.len() - 4) as i32;
+                out[..4].copy_from_slice(&size.to_be_bytes());
+                s.write_all(&out).unwrap();
+            }
+            Ok(ApiKey::Fetch) => {
+                let req = FetchRequest::decode(&mut buf, version).unwrap();
+                let _ = tx.send(Seen::Fetch(conn, Instant::now(), Box::new(req)));
+            }
+            // Anything else is left unanswered too.
+            _ => {}
+        }
+    }
+}
+
+/// The follower's Fetch as the `replica.*` keys shape it (Kafka's
+/// `ReplicaFetcherThread`): `replica.fetch.max.bytes` is each partition's
+/// `partition_max_bytes`, `replica.fetch.min.bytes` the request's
+/// `min_bytes`; a leader that does not answer is dropped after
+/// `replica.socket.timeout.ms` (Kafka's `NetworkClient` request timeout
+/// of the fetcher) and fetched from again on a new connection.
+#[test]
+fn the_followers_fetch_carries_the_replica_fetch_keys_and_a_silent_leader_times_out() {
+    let zk = ZkServer::standalone();
+    let addr = zk.address();
+    prepare_zk(&addr, 1);
+    let follower = start_broker(
+        &addr,
+        1,
+        &[
+            "replica.fetch.max.bytes=65432",
+            "replica.fetch.min.bytes=7",
+            "replica.socket.timeout.ms=1500",
+        ],
+    );
+    let leader = SilentLeader::start();
+    let at: Endpoint = (0, "127.0.0.1".into(), leader.port);
+    announce_endpoints(&follower, &[at.clone(), endpoint(&follower)], 1, 0, 3);
+    leader_and_isr_endpoint(&follower, &at, 1, 3);
+    for round in 0..2 {
+        let (conn, when, fetch) = match leader.next("a Fetch") {
+            Seen::Fetch(conn, when, fetch) => (conn, when, fetch),
+            Seen::Closed(conn, _) => panic!("connection {conn} closed before a Fetch"),
+        };
+        assert_eq!(conn, round, "one connection per round");
+        assert_eq!(
+            (fetch.replica_id.0, fetch.min_bytes, fetch.max_wait_ms),
+            (1, 7, 100)
+        );
+        let parts: Vec<(&str, i32, i32)> = fetch
+            .topics
+            .iter()
+            .flat_map(|t| {
+                let name = t.topic.0.as_str();
+                t.partitions
+                    .iter()
+                    .map(move |p| (name, p.partition, p.partition_max_bytes))
+            })
+            .collect();
+        assert_eq!(parts, vec![(TOPIC, 0, 65432)]);
+        // Unanswered, the connection goes after the socket timeout (well
+        // before Kafka's default 30 s).
+        let closed = match leader.next("the connection closed") {
+            Seen::Closed(c, closed) if c == conn => closed,
+            Seen::Closed(c, _) => panic!("connection {c} closed, not {conn}"),
+            Seen::Fetch(c, ..) => panic!("a second Fetch on connection {c} before an answer"),
+        };
+        let waited = closed - when;
+        assert!(
+            waited >= Duration::from_millis(1400) && waited < Duration::from_secs(10),
+            "closed {waited:?} after the Fetch"
+        );
+    }
+    follower.stop();
 }

@@ -277,6 +277,9 @@ server_config! {
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`
     /// (default 10000): how often timed-out transactions are aborted.
     transaction_abort_timed_out_transaction_cleanup_interval_ms: i32 = 10_000;
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`
+    /// (default 3600000): how often expired transactional ids are removed.
+    transaction_remove_expired_transaction_cleanup_interval_ms: i32 = 3_600_000;
     /// `transactional.id.expiration.ms` (default 604800000): an idle
     /// transactional id's state is removed after it.
     transactional_id_expiration_ms: i32 = 604_800_000;
@@ -598,6 +601,27 @@ impl ServerConfig {
                 "must be >= -1",
             ));
         }
+        // KafkaConfig.validateValues in ZooKeeper mode: with
+        // `broker.id.generation.enable`, a configured id must not reach into
+        // the generated range above `reserved.broker.max.id`; without it, an
+        // id must be configured.
+        if self.zookeeper_connect.is_some() {
+            if self.broker_id_generation_enable && self.broker_id > self.reserved_broker_max_id {
+                return Err(invalid(
+                    "broker.id",
+                    self.broker_id.to_string(),
+                    "must be greater than or equal to -1 and not greater than \
+                     reserved.broker.max.id",
+                ));
+            }
+            if !self.broker_id_generation_enable && self.broker_id < 0 {
+                return Err(invalid(
+                    "broker.id",
+                    self.broker_id.to_string(),
+                    "must be greater than or equal to 0 (broker.id.generation.enable=false)",
+                ));
+            }
+        }
         // KafkaConfig: "queued.max.request.bytes must be larger or equal to
         // socket.request.max.bytes" (a request of any allowed size must fit).
         if self.queued_max_request_bytes > 0
@@ -607,6 +631,16 @@ impl ServerConfig {
                 "queued.max.request.bytes",
                 self.queued_max_request_bytes.to_string(),
                 "must be larger or equal to socket.request.max.bytes",
+            ));
+        }
+        // KafkaConfig.validateValues: `logCleanerDedupeBufferSize /
+        // logCleanerThreads > 1024 * 1024` (`log.cleaner.threads` is not
+        // applicable here, so Kafka's default of one thread).
+        if self.log_cleaner_dedupe_buffer_size <= 1024 * 1024 {
+            return Err(invalid(
+                "log.cleaner.dedupe.buffer.size",
+                self.log_cleaner_dedupe_buffer_size.to_string(),
+                "must be at least 1MB per cleaner thread",
             ));
         }
         self.validate_log_keys()?;

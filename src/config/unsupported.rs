@@ -161,7 +161,6 @@ pub static UNSUPPORTED: &[(&str, Unsupported)] = {
         ("socket.receive.buffer.bytes", NotApplicable("socket buffers are left to the kernel's autotuning")),
         ("socket.send.buffer.bytes", NotApplicable("socket buffers are left to the kernel's autotuning")),
         ("telemetry.max.bytes", NotApplicable("client telemetry (KIP-714) is not implemented")),
-        ("transaction.remove.expired.transaction.cleanup.interval.ms", OnlyValues(&["3600000"], "the expired transactional-id sweep runs at Kafka's default interval")),
         ("transaction.state.log.load.buffer.size", NotApplicable("the transaction state partitions are read batch by batch, without Kafka's load buffer")),
         ("transaction.state.log.segment.bytes", OnlyValues(&["104857600"], "the transaction state topic is created with Kafka's default segment.bytes")),
         ("zookeeper.clientCnxnSocket", NotApplicable(ZK_TLS)),

@@ -10,7 +10,8 @@ use uuid::Uuid;
 
 use super::brokers::LiveBroker;
 use super::leader_election::LeaderIsr;
-use super::state_machine::{PartitionStates, ReplicaStates};
+use super::state_machine::{PartitionStates, ReplicaState, ReplicaStates};
+use crate::metrics::control::ControllerCounts;
 use crate::types::{BrokerId, ControllerEpoch, TopicPartition};
 
 /// A partition's leadership as its state znode holds it, with the epoch of
@@ -59,6 +60,41 @@ pub struct Moving {
 }
 
 impl ControllerContext {
+    /// The counts `KafkaController.updateMetrics` takes of the context:
+    /// partitions of topics not queued for deletion led by other than
+    /// their preferred (first assigned) replica, or by none
+    /// (`ControllerContext.preferredReplicaImbalanceCount`); the topics
+    /// queued for deletion and their replicas not yet
+    /// `ReplicaDeletionSuccessful`; the topics whose deletion waits and
+    /// the deleting replicas in `ReplicaDeletionIneligible`.
+    pub fn metric_counts(&self) -> ControllerCounts {
+        let mut c = ControllerCounts::default();
+        for (tp, replicas) in &self.assignments {
+            if self.topics_to_delete.contains(&*tp.topic) {
+                for r in replicas {
+                    match self.replica_states.get(tp, *r) {
+                        ReplicaState::DeletionSuccessful => {}
+                        ReplicaState::DeletionIneligible => {
+                            c.replicas_to_delete += 1;
+                            c.replicas_ineligible_to_delete += 1;
+                        }
+                        _ => c.replicas_to_delete += 1,
+                    }
+                }
+                continue;
+            }
+            let Some(l) = self.leadership.get(tp) else {
+                continue;
+            };
+            if replicas.first() != Some(&l.leader_isr.leader) {
+                c.preferred_replica_imbalance += 1;
+            }
+        }
+        c.topics_to_delete = self.topics_to_delete.len() as u64;
+        c.topics_ineligible_to_delete = self.ineligible_for_deletion.len() as u64;
+        c
+    }
+
     /// Registered brokers, shutting-down ones included
     /// (`liveOrShuttingDownBrokerIds`).
     pub fn live_or_shutting_down(&self) -> BTreeSet<BrokerId> {
@@ -270,6 +306,58 @@ mod tests {
         ctx.remove_topic("t");
         assert_eq!(ctx.partition_count(), 0);
         assert!(ctx.leadership.is_empty() && ctx.topics_to_delete.is_empty());
+    }
+
+    #[test]
+    fn the_metric_counts_follow_kafkas_update_metrics() {
+        let mut ctx = ControllerContext {
+            live_brokers: vec![broker(1), broker(2)],
+            ..Default::default()
+        };
+        let (a0, a1, d0) = (
+            TopicPartition::new("a", 0),
+            TopicPartition::new("a", 1),
+            TopicPartition::new("d", 0),
+        );
+        for (topic, id) in [("a", 1), ("d", 2)] {
+            ctx.add_topic(topic, Uuid::from_u128(id));
+        }
+        for tp in [&a0, &a1, &d0] {
+            ctx.assignments
+                .insert(tp.clone(), vec![BrokerId(1), BrokerId(2)]);
+        }
+        // a-0 led by its preferred replica, a-1 not; d's is deleting.
+        ctx.leadership.insert(a0.clone(), led(1, &[1, 2]));
+        ctx.leadership.insert(a1.clone(), led(2, &[2]));
+        ctx.leadership.insert(d0.clone(), led(2, &[2]));
+        ctx.topics_to_delete.insert("d".into());
+        ctx.ineligible_for_deletion.insert("d".into());
+        let path = |to: ReplicaState| {
+            use ReplicaState::*;
+            let mut p = vec![New, Online, Offline, DeletionStarted];
+            p.push(to);
+            p
+        };
+        for (replica, to) in [
+            (1, ReplicaState::DeletionSuccessful),
+            (2, ReplicaState::DeletionIneligible),
+        ] {
+            for state in path(to) {
+                ctx.replica_states
+                    .transition(&d0, BrokerId(replica), state)
+                    .unwrap();
+            }
+        }
+        let c = ctx.metric_counts();
+        assert_eq!(c.preferred_replica_imbalance, 1);
+        assert_eq!((c.topics_to_delete, c.replicas_to_delete), (1, 1));
+        assert_eq!(
+            (
+                c.topics_ineligible_to_delete,
+                c.replicas_ineligible_to_delete
+            ),
+            (1, 1)
+        );
     }
 
     #[test]

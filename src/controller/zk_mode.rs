@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_lite::future::BoxedLocal;
-use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+use glommio::channels::local_channel::{self, LocalReceiver};
 
 use super::brokers::{self, LiveBroker};
 use super::election::{self, Election, Step, Won};
@@ -28,7 +28,7 @@ use super::topic_admin::{self, TopicInfo};
 use crate::io::clock::Clock;
 use crate::io::local_sync::{join_all, Local};
 use crate::metadata::leader_and_isr::PartitionErrors;
-use crate::metrics::control::ControllerStats;
+use crate::metrics::control::{ControllerState, ControllerStats};
 use crate::protocol::ErrorCode;
 use crate::types::BrokerId;
 use crate::types::TopicPartition;
@@ -247,8 +247,8 @@ pub struct ZkBroker<S: MetadataStore, D: Duties> {
     election: RefCell<Election>,
     context: RefCell<Option<ControllerContext>>,
     core: RefCell<crate::controller::core::ControllerCore>,
-    tx: Rc<LocalSender<Tagged>>,
-    rx: RefCell<Option<LocalReceiver<Tagged>>>,
+    tx: Rc<stats::EventTx>,
+    rx: RefCell<Option<LocalReceiver<stats::Queued>>>,
     session: Cell<u64>,
     term: Cell<u64>,
     /// Wall-clock time for the znodes written (`/controller`'s timestamp).
@@ -268,6 +268,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         clock: Rc<dyn Clock>,
     ) -> Rc<Self> {
         let (tx, rx) = local_channel::new_unbounded();
+        let tx = stats::EventTx::new(tx, clock.clone());
         Rc::new(Self {
             me,
             registration,
@@ -292,8 +293,10 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         *self.settings.borrow_mut() = settings;
     }
 
-    /// Record `ControllerStats` into `stats` (the control shard's).
-    pub fn report_to(&self, stats: Rc<ControllerStats>) {
+    /// Record `ControllerStats` into `stats` (the control shard's), and
+    /// let its scrapes read the event queue and the context.
+    pub fn report_to(self: &Rc<Self>, stats: Rc<ControllerStats>) {
+        self.install_probe(&stats);
         *self.stats.borrow_mut() = stats;
     }
 
@@ -417,7 +420,8 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
         let Some(rx) = self.rx.borrow_mut().take() else {
             return;
         };
-        while let Some(t) = rx.recv().await {
+        while let Some(queued) = rx.recv().await {
+            let t = self.dequeued(queued);
             if t.session != self.session.get() || (t.term != 0 && t.term != self.term.get()) {
                 match &t.event {
                     Event::ControlledShutdown { reply, .. } => {
@@ -440,6 +444,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 }
                 continue;
             }
+            self.stats.borrow().on_state(stats::state_of(&t.event));
             match t.event {
                 Event::Stop => break,
                 Event::PartitionModifications(topic) => {
@@ -494,6 +499,7 @@ impl<S: MetadataStore + 'static, D: Duties + 'static> ZkBroker<S, D> {
                 Event::AdminChange(path) => self.on_admin_change(path).await,
                 Event::SessionExpired => self.on_session_expired().await,
             }
+            self.stats.borrow().on_state(ControllerState::Idle);
         }
         if self.election.borrow_mut().lost() == Step::Resign {
             self.duties.resigned();

@@ -42,7 +42,7 @@ use super::leader_and_isr::{
     LeaderAndIsr, LeaderAndIsrPartition, PartitionErrors, StopReplica, EPOCH_DURING_DELETE,
     NO_EPOCH,
 };
-use super::snapshot::{PartitionState, TopicState};
+use super::snapshot::{PartitionState, Reassigning, ReassigningPartitions, TopicState};
 use super::update_metadata::UNKNOWN_BROKER_EPOCH;
 use crate::protocol::ErrorCode;
 use crate::types::{BrokerId, ControllerEpoch, LeaderEpoch};
@@ -313,6 +313,27 @@ impl HostedPartitions {
             });
         }
         topics
+    }
+
+    /// The hosted partitions being reassigned: those whose last
+    /// LeaderAndIsr named adding or removing replicas (Kafka's
+    /// `Partition.assignmentState` is then `OngoingReassignmentState`).
+    pub fn reassigning(&self) -> ReassigningPartitions {
+        let mut out = ReassigningPartitions::new();
+        for ((topic, partition), h) in &self.partitions {
+            let s = &h.state;
+            if s.adding_replicas.is_empty() && s.removing_replicas.is_empty() {
+                continue;
+            }
+            out.entry(Arc::from(topic.as_str())).or_default().insert(
+                *partition,
+                Reassigning {
+                    adding: s.adding_replicas.clone(),
+                    removing: s.removing_replicas.clone(),
+                },
+            );
+        }
+        out
     }
 
     /// Every hosted partition has a leader epoch of at least 0 (a new one

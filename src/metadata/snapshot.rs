@@ -133,6 +133,22 @@ pub struct Snapshot {
     /// The ACLs (`AclAuthorizer`'s cache): each shard authorizes its
     /// requests against this read-only copy (`acl::authorizer`).
     pub acls: Arc<crate::acl::authorizer::AclCache>,
+    /// ZooKeeper mode: the hosted partitions being reassigned, as their
+    /// last LeaderAndIsr names them (v3+ adding and removing replicas;
+    /// Kafka's `Partition.assignmentState`). Empty otherwise.
+    /// By topic, then partition.
+    pub reassigning: Arc<ReassigningPartitions>,
+}
+
+/// [`Snapshot::reassigning`]: by topic, then partition.
+pub type ReassigningPartitions =
+    std::collections::BTreeMap<Arc<str>, std::collections::BTreeMap<i32, Reassigning>>;
+
+/// A partition's replicas being added and removed by a reassignment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reassigning {
+    pub adding: Vec<BrokerId>,
+    pub removing: Vec<BrokerId>,
 }
 
 impl Snapshot {
@@ -152,6 +168,7 @@ impl Snapshot {
             scram_credentials: Arc::default(),
             broker_configs: Arc::default(),
             acls: Arc::default(),
+            reassigning: Arc::default(),
         }
     }
 
@@ -226,6 +243,23 @@ impl Snapshot {
     pub fn hosts_partition(&self, topic: &str, partition: i32) -> bool {
         self.hosted_topic(topic)
             .is_some_and(|t| t.partitions.iter().any(|p| p.partition == partition))
+    }
+
+    /// Whether a hosted partition is being reassigned (Kafka's
+    /// `Partition.isReassigning`).
+    pub fn is_reassigning(&self, topic: &str, partition: i32) -> bool {
+        self.reassigning
+            .get(topic)
+            .is_some_and(|t| t.contains_key(&partition))
+    }
+
+    /// Whether `replica` is an adding replica of a hosted partition being
+    /// reassigned (Kafka's `Partition.isAddingReplica`).
+    pub fn is_adding_replica(&self, topic: &str, partition: i32, replica: BrokerId) -> bool {
+        self.reassigning
+            .get(topic)
+            .and_then(|t| t.get(&partition))
+            .is_some_and(|r| r.adding.contains(&replica))
     }
 
     /// The error for a partition this broker does not host (see

@@ -11,14 +11,98 @@ use std::rc::Rc;
 
 use super::recent::RecentHistogram;
 
-/// Kafka's `ControllerStats` of this broker's controller.
-#[derive(Debug, Default)]
+/// Kafka's `ControllerState` (`controller/ControllerState.scala`): what
+/// the controller's event thread is processing, the value of the
+/// `KafkaController` `ControllerState` gauge.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ControllerState {
+    #[default]
+    Idle,
+    ControllerChange,
+    BrokerChange,
+    TopicChange,
+    TopicDeletion,
+    AlterPartitionReassignment,
+    AutoLeaderBalance,
+    ManualLeaderBalance,
+    ControlledShutdown,
+    IsrChange,
+    LeaderAndIsrResponseReceived,
+    LogDirChange,
+    ListPartitionReassignment,
+}
+
+impl ControllerState {
+    /// The gauge's value (`ControllerState.value`).
+    pub fn value(self) -> u8 {
+        match self {
+            Self::Idle => 0,
+            Self::ControllerChange => 1,
+            Self::BrokerChange => 2,
+            Self::TopicChange => 3,
+            Self::TopicDeletion => 4,
+            Self::AlterPartitionReassignment => 5,
+            Self::AutoLeaderBalance => 6,
+            Self::ManualLeaderBalance => 7,
+            Self::ControlledShutdown => 8,
+            Self::IsrChange => 9,
+            Self::LeaderAndIsrResponseReceived => 10,
+            Self::LogDirChange => 11,
+            Self::ListPartitionReassignment => 15,
+        }
+    }
+}
+
+/// The active controller's counts of its context (Kafka's
+/// `KafkaController.updateMetrics`, 0 on the other brokers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ControllerCounts {
+    /// Partitions of topics not being deleted whose leader is not their
+    /// preferred (first assigned) replica.
+    pub preferred_replica_imbalance: u64,
+    /// Topics queued for deletion, and their replicas not yet deleted.
+    pub topics_to_delete: u64,
+    pub replicas_to_delete: u64,
+    /// Topics whose deletion waits (`topicsIneligibleForDeletion`), and
+    /// the replicas of deleting topics in `ReplicaDeletionIneligible`.
+    pub topics_ineligible_to_delete: u64,
+    pub replicas_ineligible_to_delete: u64,
+}
+
+/// What the controller's event queue reports when a scrape asks: its
+/// length, and the counts while this broker is the active controller.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ControllerProbe {
+    pub queue_size: u64,
+    pub counts: Option<ControllerCounts>,
+}
+
+/// The controller's answer to a scrape (installed by the controller).
+type Probe = Rc<dyn Fn() -> ControllerProbe>;
+
+/// Kafka's `ControllerStats` of this broker's controller, and its
+/// `ControllerEventManager`'s metrics.
+#[derive(Default)]
 pub struct ControllerStats {
     /// `LeaderElectionRateAndTimeMs`: the timer of the `BrokerChange`
     /// controller state (its events' processing time).
     leader_election: RefCell<RecentHistogram>,
     /// `UncleanLeaderElectionsPerSec`: leaders picked outside the ISR.
     unclean: Cell<u64>,
+    /// `ControllerEventManager` `EventQueueTimeMs`: how long each event
+    /// waited in the queue.
+    event_queue_time: RefCell<RecentHistogram>,
+    state: Cell<ControllerState>,
+    probe: RefCell<Option<Probe>>,
+}
+
+impl std::fmt::Debug for ControllerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerStats")
+            .field("unclean", &self.unclean.get())
+            .field("state", &self.state.get())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A copy of [`ControllerStats`] for a scrape.
@@ -28,9 +112,31 @@ pub struct ControllerStatsReport {
     /// Recent `LeaderElectionRateAndTimeMs` observations (µs).
     pub leader_election_recent: Option<hdrhistogram::Histogram<u64>>,
     pub unclean_leader_elections: u64,
+    pub event_queue_time_count: u64,
+    /// Recent `EventQueueTimeMs` observations (µs).
+    pub event_queue_time_recent: Option<hdrhistogram::Histogram<u64>>,
+    pub event_queue_size: u64,
+    pub state: ControllerState,
+    /// `None` unless this broker is the active controller.
+    pub counts: Option<ControllerCounts>,
 }
 
 impl ControllerStats {
+    /// An event waited `us` in the queue before it was taken, at `now_ms`.
+    pub fn on_event_dequeued(&self, now_ms: i64, us: u64) {
+        self.event_queue_time.borrow_mut().record_us(now_ms, us);
+    }
+
+    /// The event thread moved to `state` (`Idle` once an event is done).
+    pub fn on_state(&self, state: ControllerState) {
+        self.state.set(state);
+    }
+
+    /// Where a scrape reads the queue's length and the context's counts.
+    pub fn install_probe(&self, probe: Probe) {
+        *self.probe.borrow_mut() = Some(probe);
+    }
+
     /// A `BrokerChange` event took `us` to process.
     pub fn on_leader_election(&self, now_ms: i64, us: u64) {
         self.leader_election.borrow_mut().record_us(now_ms, us);
@@ -43,10 +149,22 @@ impl ControllerStats {
 
     pub fn report(&self, now_ms: i64) -> ControllerStatsReport {
         let mut h = self.leader_election.borrow_mut();
+        let mut queue = self.event_queue_time.borrow_mut();
+        let probe = self
+            .probe
+            .borrow()
+            .as_ref()
+            .map(|p| p())
+            .unwrap_or_default();
         ControllerStatsReport {
             leader_election_count: h.count(),
             leader_election_recent: h.recent(now_ms),
             unclean_leader_elections: self.unclean.get(),
+            event_queue_time_count: queue.count(),
+            event_queue_time_recent: queue.recent(now_ms),
+            event_queue_size: probe.queue_size,
+            state: self.state.get(),
+            counts: probe.counts,
         }
     }
 }
@@ -166,10 +284,22 @@ mod tests {
         let c = ControllerStats::default();
         c.on_leader_election(0, 2_000);
         c.on_unclean_elections(2);
+        c.on_event_dequeued(0, 3_000);
+        c.on_state(ControllerState::TopicDeletion);
+        c.install_probe(Rc::new(|| ControllerProbe {
+            queue_size: 4,
+            counts: Some(ControllerCounts {
+                topics_to_delete: 1,
+                ..ControllerCounts::default()
+            }),
+        }));
         let r = c.report(0);
         assert_eq!(r.leader_election_count, 1);
         assert_eq!(r.unclean_leader_elections, 2);
         assert!(r.leader_election_recent.is_some());
+        assert_eq!((r.event_queue_time_count, r.event_queue_size), (1, 4));
+        assert_eq!(r.state.value(), 4);
+        assert_eq!(r.counts.map(|c| c.topics_to_delete), Some(1));
         let z = ZkClientStats::default();
         z.on_request(0, 500);
         z.on_session_event(|e| e.sync_connects += 1);

@@ -27,7 +27,7 @@ use prometheus_client::registry::Registry;
 
 use super::buckets::Buckets;
 use super::recent::quantiles_ms;
-use super::report::{BrokerReport, ControllerGauges, PartitionGauges};
+use super::report::{BrokerReport, PartitionGauges};
 use super::shard::{RequestVariant, TopicCounters, TIME_NAMES};
 
 /// The two exposition formats.
@@ -206,9 +206,11 @@ fn families(r: &BrokerReport) -> Vec<Family> {
     broker_topic_metrics(&mut b, r);
     replica_manager(&mut b, r);
     partition_and_log(&mut b, r);
-    controller(&mut b, &r.controller);
+    controller::kafka_controller(&mut b, r);
     request_metrics(&mut b, r);
+    network::request_extras(&mut b, r);
     purgatory_and_network(&mut b, r);
+    network::kafka(&mut b, r);
     more::kafka(&mut b, r);
     process(&mut b, r);
     shardlog_own(&mut b, r);
@@ -216,14 +218,53 @@ fn families(r: &BrokerReport) -> Vec<Family> {
     more::storage(&mut b, r);
     more::quotas(&mut b, r);
     more::request_histograms(&mut b, r);
-    b.0
+    let mut families = b.0;
+    let count = yammer_metrics(&families);
+    let at = families
+        .iter()
+        .position(|f| f.name == "kafka_server_kafkaserver_brokerstate")
+        .map_or(families.len(), |i| i + 1);
+    families.insert(
+        at,
+        Family {
+            name: "kafka_server_kafkaserver_yammer_metrics_count".into(),
+            help: "kafka.server:type=KafkaServer,name=yammer-metrics-count (Value): \
+                   the Yammer metrics among these series"
+                .into(),
+            kind: Kind::Gauge,
+            samples: vec![(Vec::new(), Value::U(count))],
+        },
+    );
+    families
+}
+
+/// Kafka's `yammer-metrics-count` gauge counts the Yammer metrics
+/// registered (`KafkaYammerMetrics.defaultRegistry.allMetrics.size`,
+/// `KafkaBroker`): here those the exposition holds, itself included. One
+/// metric per series of a gauge or meter, and per `_count` series of a
+/// histogram or timer (its quantile series are the same metric); the
+/// `socket-server-metrics` are client metrics, not Yammer ones, and
+/// shardlog's own and the process series are no Kafka metrics at all.
+fn yammer_metrics(families: &[Family]) -> u64 {
+    let names: std::collections::HashSet<&str> = families.iter().map(|f| f.name.as_str()).collect();
+    let mut n = 1u64;
+    for f in families {
+        let yammer = f.name.starts_with("kafka_")
+            && !f.name.starts_with("kafka_server_socket_server_metrics_")
+            // The same meter as `requesthandleravgidlepercent_count`.
+            && f.name != "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent";
+        if yammer && !names.contains(format!("{}_count", f.name).as_str()) {
+            n += f.samples.len() as u64;
+        }
+    }
+    n
 }
 
 /// `kafka.server:type=BrokerTopicMetrics`: all topics (no label) and
 /// per topic.
 fn broker_topic_metrics(b: &mut Builder, r: &BrokerReport) {
     type Pick = fn(&TopicCounters) -> u64;
-    let meters: [(&str, &str, Pick); 8] = [
+    let meters: [(&str, &str, Pick); 10] = [
         ("messagesin", "MessagesInPerSec", |c| c.messages_in),
         ("bytesin", "BytesInPerSec", |c| c.bytes_in),
         ("bytesout", "BytesOutPerSec", |c| c.bytes_out),
@@ -242,6 +283,16 @@ fn broker_topic_metrics(b: &mut Builder, r: &BrokerReport) {
             c.failed_fetch_requests
         }),
         ("bytesrejected", "BytesRejectedPerSec", |c| c.bytes_rejected),
+        (
+            "producemessageconversions",
+            "ProduceMessageConversionsPerSec",
+            |c| c.produce_message_conversions,
+        ),
+        (
+            "fetchmessageconversions",
+            "FetchMessageConversionsPerSec",
+            |c| c.fetch_message_conversions,
+        ),
     ];
     let c = &r.counters;
     for (name, mbean, pick) in meters {
@@ -255,19 +306,61 @@ fn broker_topic_metrics(b: &mut Builder, r: &BrokerReport) {
             f.push(vec![("topic", topic.clone())], Value::U(pick(t)));
         }
     }
-    b.one(
-        "kafka_server_brokertopicmetrics_replicationbytesout",
-        "kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesOutPerSec (Count)",
-        Kind::Counter,
-        Value::U(c.broker.replication_bytes_out),
-    );
+    // All topics only: the replication meters exist only without a topic
+    // (`BrokerTopicMetrics` registers them when `name` is empty), and the
+    // validator's marks go to `brokerTopicStats.allTopicsStats`
+    // (`UnifiedLog.newValidatorMetricsRecorder`, `analyzeAndValidateRecords`),
+    // so a topic's own meters of them are never created.
+    type BrokerPick = fn(&super::shard::BrokerCounters) -> u64;
+    let broker: [(&str, &str, BrokerPick); 8] = [
+        ("replicationbytesin", "ReplicationBytesInPerSec", |b| {
+            b.replication_bytes_in
+        }),
+        ("replicationbytesout", "ReplicationBytesOutPerSec", |b| {
+            b.replication_bytes_out
+        }),
+        ("reassignmentbytesin", "ReassignmentBytesInPerSec", |b| {
+            b.reassignment_bytes_in
+        }),
+        ("reassignmentbytesout", "ReassignmentBytesOutPerSec", |b| {
+            b.reassignment_bytes_out
+        }),
+        (
+            "nokeycompactedtopicrecords",
+            "NoKeyCompactedTopicRecordsPerSec",
+            |b| b.no_key_compacted_topic,
+        ),
+        (
+            "invalidmagicnumberrecords",
+            "InvalidMagicNumberRecordsPerSec",
+            |b| b.invalid_magic_number,
+        ),
+        (
+            "invalidmessagecrcrecords",
+            "InvalidMessageCrcRecordsPerSec",
+            |b| b.invalid_message_crc,
+        ),
+        (
+            "invalidoffsetorsequencerecords",
+            "InvalidOffsetOrSequenceRecordsPerSec",
+            |b| b.invalid_offset_or_sequence,
+        ),
+    ];
+    for (name, mbean, pick) in broker {
+        b.one(
+            &format!("kafka_server_brokertopicmetrics_{name}"),
+            &format!("kafka.server:type=BrokerTopicMetrics,name={mbean} (Count)"),
+            Kind::Counter,
+            Value::U(pick(&c.broker)),
+        );
+    }
 }
 
 /// `kafka.server:type=ReplicaManager`.
 fn replica_manager(b: &mut Builder, r: &BrokerReport) {
     let parts = r.partitions();
     let count = |f: &dyn Fn(&PartitionGauges) -> bool| parts.iter().filter(|p| f(p)).count() as u64;
-    let gauges: [(&str, &str, u64); 6] = [
+    let gauges: [(&str, &str, u64); 9] = [
         ("leadercount", "LeaderCount", count(&|p| p.leader)),
         ("partitioncount", "PartitionCount", parts.len() as u64),
         (
@@ -290,6 +383,27 @@ fn replica_manager(b: &mut Builder, r: &BrokerReport) {
             "OfflineReplicaCount",
             count(&|p| p.offline),
         ),
+        // Leaders only (`leaderPartitionsIterator`), as Kafka counts them.
+        (
+            "reassigningpartitions",
+            "ReassigningPartitions",
+            count(&|p| p.leader && p.reassigning),
+        ),
+        (
+            "partitionswithlatetransactionscount",
+            "PartitionsWithLateTransactionsCount",
+            count(&|p| p.leader && p.late_transaction),
+        ),
+        // Every online replica (`onlinePartitionsIterator`).
+        (
+            "produceridcount",
+            "ProducerIdCount",
+            parts
+                .iter()
+                .filter(|p| !p.offline)
+                .map(|p| p.producer_ids)
+                .sum(),
+        ),
     ];
     for (name, mbean, v) in gauges {
         b.one(
@@ -303,6 +417,11 @@ fn replica_manager(b: &mut Builder, r: &BrokerReport) {
     for (name, mbean, v) in [
         ("isrshrinks", "IsrShrinksPerSec", broker.isr_shrinks),
         ("isrexpands", "IsrExpandsPerSec", broker.isr_expands),
+        (
+            "failedisrupdates",
+            "FailedIsrUpdatesPerSec",
+            broker.failed_isr_updates,
+        ),
     ] {
         b.one(
             &format!("kafka_server_replicamanager_{name}"),
@@ -324,7 +443,7 @@ fn tp_labels(p: &PartitionGauges) -> Labels {
 fn partition_and_log(b: &mut Builder, r: &BrokerReport) {
     let parts = r.partitions();
     type Pick = fn(&PartitionGauges) -> i64;
-    let partition: [(&str, &str, Pick); 5] = [
+    let partition: [(&str, &str, Pick); 6] = [
         ("underreplicated", "UnderReplicated", |p| {
             i64::from(p.under_replicated())
         }),
@@ -345,6 +464,11 @@ fn partition_and_log(b: &mut Builder, r: &BrokerReport) {
             } else {
                 0
             }
+        }),
+        // Of the local log, leader or follower (`Partition` registers it
+        // as `log.map(_.lastStableOffsetLag)`).
+        ("laststableoffsetlag", "LastStableOffsetLag", |p| {
+            p.last_stable_offset_lag()
         }),
     ];
     for (name, mbean, pick) in partition {
@@ -376,41 +500,6 @@ fn partition_and_log(b: &mut Builder, r: &BrokerReport) {
         for p in &parts {
             f.push(tp_labels(p), Value::I(pick(p)));
         }
-    }
-}
-
-/// `kafka.controller:type=KafkaController` (0 except on the controller).
-fn controller(b: &mut Builder, c: &ControllerGauges) {
-    let on = |v: u64| if c.active { v } else { 0 };
-    for (name, mbean, v) in [
-        (
-            "activecontrollercount",
-            "ActiveControllerCount",
-            u64::from(c.active),
-        ),
-        (
-            "offlinepartitionscount",
-            "OfflinePartitionsCount",
-            on(c.offline_partitions),
-        ),
-        (
-            "globalpartitioncount",
-            "GlobalPartitionCount",
-            on(c.global_partitions),
-        ),
-        ("globaltopiccount", "GlobalTopicCount", on(c.global_topics)),
-        (
-            "activebrokercount",
-            "ActiveBrokerCount",
-            on(c.active_brokers),
-        ),
-    ] {
-        b.one(
-            &format!("kafka_controller_kafkacontroller_{name}"),
-            &format!("kafka.controller:type=KafkaController,name={mbean} (Value)"),
-            Kind::Gauge,
-            Value::U(v),
-        );
     }
 }
 
@@ -710,6 +799,8 @@ fn group_labels(group: &str, topic: &str, partition: i32) -> Labels {
     ]
 }
 
+mod controller;
 mod more;
+mod network;
 #[cfg(test)]
 mod tests;

@@ -131,6 +131,11 @@ pub fn quantiles_ms(h: &Histogram<u64>) -> [(&'static str, f64); 6] {
     KAFKA_QUANTILES.map(|(name, q)| (name, h.value_at_quantile(q) as f64 / 1_000.0))
 }
 
+/// Kafka's quantiles of `h` as recorded (a histogram of sizes in bytes).
+pub fn quantiles_raw(h: &Histogram<u64>) -> [(&'static str, f64); 6] {
+    KAFKA_QUANTILES.map(|(name, q)| (name, h.value_at_quantile(q) as f64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

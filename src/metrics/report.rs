@@ -29,6 +29,18 @@ pub struct PartitionGauges {
     pub log_start_offset: i64,
     pub log_end_offset: i64,
     pub high_watermark: i64,
+    /// Below the first open transaction, else the HW (Kafka's
+    /// `UnifiedLog.lastStableOffset`).
+    pub last_stable_offset: i64,
+    /// Its assignment has adding or removing replicas (Kafka's
+    /// `Partition.isReassigning`).
+    pub reassigning: bool,
+    /// Its oldest open transaction's producer last appended longer ago
+    /// than `transaction.max.timeout.ms` plus 5 minutes (Kafka's
+    /// `ProducerStateManager.hasLateTransaction`).
+    pub late_transaction: bool,
+    /// Producers with state in its log (`ProducerStateManager.producerIdCount`).
+    pub producer_ids: u64,
 }
 
 impl PartitionGauges {
@@ -46,6 +58,10 @@ impl PartitionGauges {
     }
     pub fn at_min_isr(&self) -> bool {
         self.leader && self.isr == self.effective_min_isr()
+    }
+    /// Kafka's `UnifiedLog.lastStableOffsetLag`: HW minus LSO.
+    pub fn last_stable_offset_lag(&self) -> i64 {
+        (self.high_watermark - self.last_stable_offset).max(0)
     }
 }
 
@@ -93,11 +109,15 @@ pub struct BatchCacheStats {
 /// A data shard's storage timings (`storage::io_timings`): DMA (O_DIRECT)
 /// writes and fdatasyncs as they took, and segment files reused from the
 /// recycle pool.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct StorageTimings {
     pub dma_writes: Buckets,
     pub fsyncs: Buckets,
     pub segment_recycles: u64,
+    /// Kafka's `LogFlushRateAndTimeMs`: the fdatasyncs since start and
+    /// the recent ones (µs).
+    pub flush_count: u64,
+    pub flush_recent: Option<hdrhistogram::Histogram<u64>>,
 }
 
 /// The process's figures (`/proc/self`), the series Prometheus clients
@@ -176,6 +196,10 @@ pub struct ShardReport {
     /// The broker's log dirs, only from the first data shard (they all
     /// share them).
     pub log_dirs: Vec<LogDirState>,
+    /// The largest cleanable ratio (0..1) among this shard's compacted
+    /// logs at its cleaner's last look (Kafka's `LogCleanerManager`
+    /// `dirtiestLogCleanableRatio`).
+    pub max_dirty_ratio: f64,
 }
 
 /// A log dir as Kafka's `LogManager` reports it: its absolute path, and
@@ -197,6 +221,9 @@ pub struct BrokerReport {
     /// The control shard's controller and ZooKeeper client figures.
     pub control: ControlReport,
     pub log_dirs: Vec<LogDirState>,
+    /// The broker's listener names (`listeners`), for the per-listener
+    /// acceptor series.
+    pub listeners: Vec<String>,
 }
 
 impl BrokerReport {
@@ -220,6 +247,7 @@ impl BrokerReport {
             process,
             control: ControlReport::default(),
             log_dirs,
+            listeners: Vec::new(),
         }
     }
 
@@ -261,6 +289,51 @@ impl BrokerReport {
                 .iter()
                 .map(|s| (s.executor.tracked_busy_ns, s.executor.tracked_ns)),
         )
+    }
+
+    /// The count of Kafka's `RequestHandlerAvgIdlePercent` meter: every
+    /// handler thread marks its idle nanoseconds divided by the number
+    /// of threads (`KafkaRequestHandler.run`), so the count is the mean
+    /// idle time of a data shard since its first scrape, in ns (over the
+    /// shards scraped twice, as [`Self::idle_since_start`]).
+    pub fn idle_ns_since_start(&self) -> f64 {
+        let idle: Vec<f64> = self
+            .shards
+            .iter()
+            .filter(|s| s.executor.tracked_ns > 0)
+            .map(|s| {
+                s.executor
+                    .tracked_ns
+                    .saturating_sub(s.executor.tracked_busy_ns) as f64
+            })
+            .collect();
+        if idle.is_empty() {
+            return 0.0;
+        }
+        idle.iter().sum::<f64>() / idle.len() as f64
+    }
+
+    /// `LogCleanerManager` `max-dirty-percent`: 100 times the largest
+    /// cleanable ratio of the compacted logs, truncated to an integer.
+    pub fn max_dirty_percent(&self) -> u64 {
+        let ratio = self
+            .shards
+            .iter()
+            .map(|s| s.max_dirty_ratio)
+            .fold(0.0f64, f64::max);
+        (100.0 * ratio.clamp(0.0, 1.0)) as u64
+    }
+
+    /// `LogFlushRateAndTimeMs` of every data shard: the fdatasyncs since
+    /// start and the recent ones (µs), merged.
+    pub fn log_flushes(&self) -> (u64, Option<hdrhistogram::Histogram<u64>>) {
+        let mut count = 0;
+        let mut recent: Option<hdrhistogram::Histogram<u64>> = None;
+        for s in &self.shards {
+            count += s.storage.flush_count;
+            merge_recent(&mut recent, s.storage.flush_recent.as_ref());
+        }
+        (count, recent)
     }
 
     pub fn groups(&self) -> GroupCounts {
@@ -371,6 +444,11 @@ pub fn merge_counters(into: &mut ShardCounters, from: &ShardCounters) {
         mine.throttled += t.throttled;
         mine.throttle_ms += t.throttle_ms;
     }
+    for (k, n) in &from.produce_expirations {
+        *into.produce_expirations.entry(k.clone()).or_default() += n;
+    }
+    into.request_queue += from.request_queue;
+    into.response_queue += from.response_queue;
 }
 
 fn merge_request(into: &mut RequestSnapshot, from: &RequestSnapshot) {
@@ -385,14 +463,22 @@ fn merge_request(into: &mut RequestSnapshot, from: &RequestSnapshot) {
         into.recent.resize(from.recent.len(), None);
     }
     for (mine, theirs) in into.recent.iter_mut().zip(&from.recent) {
-        match (mine.as_mut(), theirs) {
-            // Same bounds on both sides (`recent::empty`): cannot fail.
-            (Some(m), Some(t)) => {
-                let _ = m.add(t);
-            }
-            (None, Some(t)) => *mine = Some(t.clone()),
-            (_, None) => {}
+        merge_recent(mine, theirs.as_ref());
+    }
+}
+
+/// Add the recent observations `theirs` into `mine`.
+fn merge_recent(
+    mine: &mut Option<hdrhistogram::Histogram<u64>>,
+    theirs: Option<&hdrhistogram::Histogram<u64>>,
+) {
+    match (mine.as_mut(), theirs) {
+        // Same bounds on both sides (`recent::empty`): cannot fail.
+        (Some(m), Some(t)) => {
+            let _ = m.add(t);
         }
+        (None, Some(t)) => *mine = Some(t.clone()),
+        (_, None) => {}
     }
 }
 
@@ -414,6 +500,10 @@ mod tests {
             log_start_offset: 0,
             log_end_offset: 10,
             high_watermark: 8,
+            last_stable_offset: 8,
+            reassigning: false,
+            late_transaction: false,
+            producer_ids: 0,
         }
     }
 

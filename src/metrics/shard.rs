@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use super::buckets::Buckets;
 use super::recent::RecentHistogram;
+use crate::protocol::out_part::ChunkStats;
 use crate::protocol::ErrorCode;
 
 /// Produce errors Kafka's `ReplicaManager.appendToLocalLog` does not mark
@@ -50,6 +51,11 @@ pub struct TopicCounters {
     pub failed_produce_requests: u64,
     pub failed_fetch_requests: u64,
     pub bytes_rejected: u64,
+    /// `ProduceMessageConversionsPerSec` / `FetchMessageConversionsPerSec`:
+    /// records converted (Kafka's `RecordConversionStats.numRecordsConverted`,
+    /// marked by `KafkaApis.updateRecordConversionStats`).
+    pub produce_message_conversions: u64,
+    pub fetch_message_conversions: u64,
 }
 
 impl TopicCounters {
@@ -62,6 +68,8 @@ impl TopicCounters {
         self.failed_produce_requests += o.failed_produce_requests;
         self.failed_fetch_requests += o.failed_fetch_requests;
         self.bytes_rejected += o.bytes_rejected;
+        self.produce_message_conversions += o.produce_message_conversions;
+        self.fetch_message_conversions += o.fetch_message_conversions;
     }
 }
 
@@ -70,17 +78,92 @@ impl TopicCounters {
 pub struct BrokerCounters {
     /// `ReplicationBytesOutPerSec`: bytes read for follower fetches.
     pub replication_bytes_out: u64,
+    /// `ReplicationBytesInPerSec`: bytes a follower appended from its
+    /// leaders (`ReplicaFetcherThread.processPartitionData`).
+    pub replication_bytes_in: u64,
+    /// `ReassignmentBytesInPerSec` / `ReassignmentBytesOutPerSec`: the
+    /// part of those of partitions being reassigned (in: this broker is
+    /// an adding replica; out: the fetching follower is one).
+    pub reassignment_bytes_in: u64,
+    pub reassignment_bytes_out: u64,
     /// `IsrShrinksPerSec` / `IsrExpandsPerSec`: ISR changes this broker's
     /// leaders proposed.
     pub isr_shrinks: u64,
     pub isr_expands: u64,
+    /// `FailedIsrUpdatesPerSec`: ISR changes the controller refused or
+    /// that were not delivered (`Partition.handleAlterPartitionError`).
+    pub failed_isr_updates: u64,
+    /// `LogValidator.MetricsRecorder`'s marks (all topics only, as
+    /// `UnifiedLog.newValidatorMetricsRecorder` marks them).
+    pub invalid_message_crc: u64,
+    pub invalid_magic_number: u64,
+    pub invalid_offset_or_sequence: u64,
+    pub no_key_compacted_topic: u64,
+    /// `DelayedProduceMetrics` `ExpiresPerSec` of all partitions: acks=all
+    /// partitions still pending when their DelayedProduce expired.
+    pub produce_expirations: u64,
+    /// `DelayedFetchMetrics` `ExpiresPerSec` by `fetcherType`.
+    pub follower_fetch_expirations: u64,
+    pub consumer_fetch_expirations: u64,
 }
 
 impl BrokerCounters {
     pub fn add(&mut self, o: &BrokerCounters) {
         self.replication_bytes_out += o.replication_bytes_out;
+        self.replication_bytes_in += o.replication_bytes_in;
+        self.reassignment_bytes_in += o.reassignment_bytes_in;
+        self.reassignment_bytes_out += o.reassignment_bytes_out;
         self.isr_shrinks += o.isr_shrinks;
         self.isr_expands += o.isr_expands;
+        self.failed_isr_updates += o.failed_isr_updates;
+        self.invalid_message_crc += o.invalid_message_crc;
+        self.invalid_magic_number += o.invalid_magic_number;
+        self.invalid_offset_or_sequence += o.invalid_offset_or_sequence;
+        self.no_key_compacted_topic += o.no_key_compacted_topic;
+        self.produce_expirations += o.produce_expirations;
+        self.follower_fetch_expirations += o.follower_fetch_expirations;
+        self.consumer_fetch_expirations += o.consumer_fetch_expirations;
+    }
+}
+
+/// What validating one partition's produced records found: Kafka's
+/// `RecordConversionStats` of the append (records converted, the time it
+/// took, the memory it used beyond the request) and the marks of
+/// `LogValidator.MetricsRecorder` and `UnifiedLog.analyzeAndValidateRecords`
+/// for records refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ValidationStats {
+    /// `numRecordsConverted`: records rebuilt into a new batch (a legacy
+    /// message set up-converted to v2, or a batch recompressed to the
+    /// topic's `compression.type`: `buildRecordsAndAssignOffsets`).
+    pub converted_records: u64,
+    pub conversion_ns: u64,
+    /// `temporaryMemoryBytes`.
+    pub temporary_memory_bytes: u64,
+    /// `InvalidMessageCrcRecordsPerSec`: a batch's (or a compressed
+    /// legacy wrapper's inner message's) checksum did not match.
+    pub invalid_message_crc: u64,
+    /// `InvalidMagicNumberRecordsPerSec`: a batch or record whose magic
+    /// differs from the first batch's.
+    pub invalid_magic_number: u64,
+    /// `InvalidOffsetOrSequenceRecordsPerSec`: a v2 batch whose offset
+    /// range and record count disagree, a control batch from a client,
+    /// or a producer id without a base sequence.
+    pub invalid_offset_or_sequence: u64,
+    /// `NoKeyCompactedTopicRecordsPerSec`: records without a key for a
+    /// compacted topic.
+    pub no_key_compacted_topic: u64,
+}
+
+impl ValidationStats {
+    pub fn add(&mut self, o: &ValidationStats) {
+        self.converted_records += o.converted_records;
+        self.conversion_ns += o.conversion_ns;
+        self.temporary_memory_bytes += o.temporary_memory_bytes;
+        self.invalid_message_crc += o.invalid_message_crc;
+        self.invalid_magic_number += o.invalid_magic_number;
+        self.invalid_offset_or_sequence += o.invalid_offset_or_sequence;
+        self.no_key_compacted_topic += o.no_key_compacted_topic;
     }
 }
 
@@ -148,6 +231,13 @@ pub struct RequestTimes {
     pub response_queue_us: u64,
     /// Writing it to the socket.
     pub response_send_us: u64,
+    /// The request's body size (Kafka's `sizeOfBodyInBytes`).
+    pub request_bytes: u64,
+    /// Records converted for it (`messageConversionsTimeNanos`), and the
+    /// memory the conversions and decompression took beyond the request
+    /// (`temporaryMemoryBytes`); Produce and Fetch only.
+    pub conversion_us: u64,
+    pub temporary_memory_bytes: u64,
 }
 
 /// The time histograms of [`RequestTimes`], in its field order.
@@ -161,6 +251,18 @@ pub const TIME_NAMES: [&str; 7] = [
     "responsesendtimems",
 ];
 
+/// `RequestMetrics`' histograms besides the times, after them in a
+/// [`RequestSnapshot`]'s `recent`: `RequestBytes` (every request, in
+/// bytes), `MessageConversionsTimeMs` (µs recorded, ms shown) and
+/// `TemporaryMemoryBytes` (bytes), the last two only under the names
+/// `Produce` and `Fetch` (`RequestMetrics.messageConversionsTimeHist`,
+/// `tempMemoryBytesHist`).
+pub const EXTRA_NAMES: [&str; 3] = [
+    "requestbytes",
+    "messageconversionstimems",
+    "temporarymemorybytes",
+];
+
 /// One API's (or Fetch variant's) request metrics on one shard.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RequestStats {
@@ -171,11 +273,18 @@ pub struct RequestStats {
     /// The same times since start, in fixed buckets (what a reader can
     /// difference between two scrapes, unlike the recent quantiles).
     pub lifetime: [Buckets; 7],
+    /// In [`EXTRA_NAMES`] order.
+    pub extra: [RecentHistogram; 3],
 }
 
 impl RequestStats {
-    fn record(&mut self, version: i16, t: &RequestTimes, now_ms: i64) {
+    fn record(&mut self, version: i16, t: &RequestTimes, now_ms: i64, conversions: bool) {
         *self.by_version.entry(version).or_default() += 1;
+        self.extra[0].record_us(now_ms, t.request_bytes);
+        if conversions {
+            self.extra[1].record_us(now_ms, t.conversion_us);
+            self.extra[2].record_us(now_ms, t.temporary_memory_bytes);
+        }
         let values = [
             t.total_us,
             t.request_queue_us,
@@ -201,11 +310,15 @@ pub struct ListenerConnections {
     pub closed: u64,
 }
 
+/// Reads what a Fetch's down-conversion took once its response was
+/// written (the conversion runs while the response is written).
+pub type ConversionProbe = Box<dyn Fn() -> ChunkStats>;
+
 /// What a request's handler reports while it runs: its purgatory time and
 /// whether it is a follower's fetch. Installed on the shard's
 /// [`ShardMetrics`] while the request's future is polled (`enter`/`leave`),
 /// so the purgatory and the fetch handler reach it without a parameter.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct RequestScope {
     remote_ns: Cell<u64>,
     follower: Cell<bool>,
@@ -213,6 +326,24 @@ pub struct RequestScope {
     /// The response's error codes, one per partition answered (Kafka's
     /// `AbstractResponse.errorCounts`), as the handler reports them.
     errors: RefCell<BTreeMap<i16, u64>>,
+    /// A Fetch's down-conversions per topic (they run while the response
+    /// is written), and the conversions' time and memory
+    /// (`RequestChannel.Request.messageConversionsTimeNanos`,
+    /// `temporaryMemoryBytes`).
+    fetch_conversions: RefCell<Vec<(String, ConversionProbe)>>,
+    conversion_ns: Cell<u64>,
+    temporary_memory_bytes: Cell<u64>,
+}
+
+impl std::fmt::Debug for RequestScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestScope")
+            .field("remote_ns", &self.remote_ns.get())
+            .field("follower", &self.follower.get())
+            .field("started_ns", &self.started_ns.get())
+            .field("conversion_ns", &self.conversion_ns.get())
+            .finish_non_exhaustive()
+    }
 }
 
 impl RequestScope {
@@ -243,6 +374,47 @@ impl RequestScope {
     /// The error counts reported so far (left empty).
     pub fn take_errors(&self) -> BTreeMap<i16, u64> {
         std::mem::take(&mut *self.errors.borrow_mut())
+    }
+    /// Converting records for this request took `ns` and `temporary_bytes`.
+    pub fn add_conversion(&self, ns: u64, temporary_bytes: u64) {
+        self.conversion_ns
+            .set(self.conversion_ns.get().saturating_add(ns));
+        self.temporary_memory_bytes.set(
+            self.temporary_memory_bytes
+                .get()
+                .saturating_add(temporary_bytes),
+        );
+    }
+    /// A partition of `topic` is down-converted for this Fetch; `probe`
+    /// reads what it took once the response was written.
+    pub fn add_fetch_conversion(&self, topic: &str, probe: ConversionProbe) {
+        self.fetch_conversions
+            .borrow_mut()
+            .push((topic.to_owned(), probe));
+    }
+    /// The Fetch's conversions, read now that the response was written:
+    /// their time and memory join the request's, and the records
+    /// converted per topic are returned (left empty).
+    pub fn settle_fetch_conversions(&self) -> Vec<(String, u64)> {
+        let probes = std::mem::take(&mut *self.fetch_conversions.borrow_mut());
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for (topic, probe) in probes {
+            let done = probe();
+            self.add_conversion(done.ns, done.temporary_bytes);
+            match out.iter_mut().find(|(t, _)| *t == topic) {
+                Some((_, n)) => *n += done.records,
+                None => out.push((topic, done.records)),
+            }
+        }
+        out.retain(|(_, n)| *n > 0);
+        out
+    }
+    /// The conversions' time (µs) and memory so far.
+    pub fn conversion_cost(&self) -> (u64, u64) {
+        (
+            self.conversion_ns.get() / 1_000,
+            self.temporary_memory_bytes.get(),
+        )
     }
 }
 
@@ -300,6 +472,13 @@ pub struct ShardMetrics {
     executor_seen_ms: Cell<Option<i64>>,
     /// Client-quota throttles per quota (only clients a quota applies to).
     quota_throttles: RefCell<BTreeMap<QuotaTags, QuotaThrottle>>,
+    /// `DelayedProduceMetrics` `ExpiresPerSec` per (topic, partition).
+    produce_expired: RefCell<BTreeMap<(String, i32), u64>>,
+    /// Requests read and not yet taken by their handler, and responses
+    /// ready and not yet taken by their connection's writer (Kafka's
+    /// `RequestChannel` request queue and processors' response queues).
+    request_queue: Cell<u64>,
+    response_queue: Cell<u64>,
 }
 
 /// A copy of a shard's counters, sent to the scraping shard.
@@ -315,6 +494,11 @@ pub struct ShardCounters {
     /// `RequestMetrics` `ErrorsPerSec` per (API key, error code).
     pub errors: BTreeMap<(i16, i16), u64>,
     pub quota_throttles: BTreeMap<QuotaTags, QuotaThrottle>,
+    /// `DelayedProduceMetrics` `ExpiresPerSec` per (topic, partition).
+    pub produce_expirations: BTreeMap<(String, i32), u64>,
+    /// Gauges: the request and response queues' lengths as of the scrape.
+    pub request_queue: u64,
+    pub response_queue: u64,
 }
 
 /// One API's request metrics as of a scrape.
@@ -322,7 +506,8 @@ pub struct ShardCounters {
 pub struct RequestSnapshot {
     pub by_version: BTreeMap<i16, u64>,
     pub count: u64,
-    /// In [`TIME_NAMES`] order; `None` when nothing is recent.
+    /// In [`TIME_NAMES`] then [`EXTRA_NAMES`] order; `None` when nothing
+    /// is recent.
     pub recent: Vec<Option<hdrhistogram::Histogram<u64>>>,
     /// In [`TIME_NAMES`] order, since start.
     pub lifetime: [Buckets; 7],
@@ -370,15 +555,17 @@ impl ShardMetrics {
     /// bytes: appended when it has offsets (a later acks=all timeout does
     /// not undo the append, as in Kafka), else a failure unless Kafka
     /// leaves its code out; too large records are `BytesRejected`.
+    /// `validation`: what validating its records found.
     pub fn on_produce_result(
         &self,
         topic: &str,
         bytes: u64,
         code: ErrorCode,
-        base_offset: i64,
-        last_offset: i64,
+        (base_offset, last_offset): (i64, i64),
+        validation: &ValidationStats,
     ) {
         self.note_error(code);
+        self.on_validation(topic, validation);
         if base_offset >= 0 && last_offset >= base_offset {
             let records = u64::try_from(last_offset - base_offset + 1).unwrap_or(0);
             self.on_produce_partition(topic, Some((records, bytes)), false);
@@ -389,6 +576,77 @@ impl ShardMetrics {
         }
         let failed = code != ErrorCode::NONE && !PRODUCE_NOT_FAILED.contains(&code);
         self.on_produce_partition(topic, None, failed);
+    }
+
+    /// A partition's validation (Kafka's `KafkaApis.processingStatsCallback`
+    /// for the conversions, per topic and for all topics; the
+    /// `LogValidator` marks, for all topics only): the conversions' cost
+    /// goes to the current request.
+    fn on_validation(&self, topic: &str, v: &ValidationStats) {
+        if *v == ValidationStats::default() {
+            return;
+        }
+        if v.converted_records > 0 {
+            self.on_topic(topic, |c| {
+                c.produce_message_conversions += v.converted_records;
+            });
+        }
+        self.on_broker(|b| {
+            b.invalid_message_crc += v.invalid_message_crc;
+            b.invalid_magic_number += v.invalid_magic_number;
+            b.invalid_offset_or_sequence += v.invalid_offset_or_sequence;
+            b.no_key_compacted_topic += v.no_key_compacted_topic;
+        });
+        if let Some(scope) = self.current.borrow().as_ref() {
+            scope.add_conversion(v.conversion_ns, v.temporary_memory_bytes);
+        }
+    }
+
+    /// A Fetch response's down-conversions, per topic (Kafka marks them
+    /// once the response is sent: `KafkaApis.updateConversionStats`).
+    pub fn on_fetch_conversions(&self, conversions: &[(String, u64)]) {
+        for (topic, records) in conversions {
+            self.on_topic(topic, |c| c.fetch_message_conversions += records);
+        }
+    }
+
+    /// A DelayedProduce expired with `tp`'s acks still pending
+    /// (`DelayedProduceMetrics.recordExpiration`).
+    pub fn on_produce_expired(&self, topic: &str, partition: i32) {
+        self.on_broker(|b| b.produce_expirations += 1);
+        let mut all = self.produce_expired.borrow_mut();
+        match all.get_mut(&(topic.to_owned(), partition)) {
+            Some(n) => *n += 1,
+            None => {
+                all.insert((topic.to_owned(), partition), 1);
+            }
+        }
+    }
+
+    /// A DelayedFetch expired (`DelayedFetch.onExpiration`).
+    pub fn on_fetch_expired(&self, follower: bool) {
+        self.on_broker(|b| {
+            if follower {
+                b.follower_fetch_expirations += 1;
+            } else {
+                b.consumer_fetch_expirations += 1;
+            }
+        });
+    }
+
+    /// A request was read (`true`) or its handler took it (`false`).
+    pub fn on_request_queue(&self, queued: bool) {
+        let n = self.request_queue.get();
+        self.request_queue
+            .set(if queued { n + 1 } else { n.saturating_sub(1) });
+    }
+
+    /// A response is ready for its writer (`true`) or the writer took it,
+    /// or its connection closed (`false`).
+    pub fn on_response_queue(&self, queued: bool) {
+        let n = self.response_queue.get();
+        self.response_queue
+            .set(if queued { n + 1 } else { n.saturating_sub(1) });
     }
 
     /// One partition of a Fetch read with `code` (`bytes` read).
@@ -473,15 +731,18 @@ impl ShardMetrics {
         now_ms: i64,
     ) {
         let mut requests = self.requests.borrow_mut();
+        // Kafka's ApiKeys PRODUCE (0) and FETCH (1) keep the conversion
+        // histograms, under their own names only.
+        let conversions = api_key == 0 || api_key == 1;
         requests
             .entry((api_key, RequestVariant::Plain))
             .or_default()
-            .record(version, times, now_ms);
+            .record(version, times, now_ms, conversions);
         if variant != RequestVariant::Plain {
             requests
                 .entry((api_key, variant))
                 .or_default()
-                .record(version, times, now_ms);
+                .record(version, times, now_ms, false);
         }
     }
 
@@ -523,7 +784,12 @@ impl ShardMetrics {
             .iter_mut()
             .map(|(k, s)| {
                 let count = s.times[0].count();
-                let recent = s.times.iter_mut().map(|h| h.recent(now_ms)).collect();
+                let recent = s
+                    .times
+                    .iter_mut()
+                    .chain(s.extra.iter_mut())
+                    .map(|h| h.recent(now_ms))
+                    .collect();
                 let snap = RequestSnapshot {
                     by_version: s.by_version.clone(),
                     count,
@@ -546,6 +812,9 @@ impl ShardMetrics {
             connections: self.connections.borrow().clone(),
             errors: self.errors.borrow().clone(),
             quota_throttles: self.quota_throttles.borrow().clone(),
+            produce_expirations: self.produce_expired.borrow().clone(),
+            request_queue: self.request_queue.get(),
+            response_queue: self.response_queue.get(),
         }
     }
 
@@ -561,43 +830,4 @@ impl ShardMetrics {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn topic_counters_add_up_per_topic_and_for_all_topics() {
-        let m = ShardMetrics::default();
-        m.on_produce_partition("a", Some((3, 300)), false);
-        m.on_produce_partition("a", None, true);
-        m.on_produce_partition("b", None, false);
-        m.on_fetch_partition("a", 100, false, false);
-        m.on_fetch_partition("a", 50, true, false);
-        let c = m.counters(0);
-        assert_eq!(c.all_topics.total_produce_requests, 3);
-        assert_eq!(c.all_topics.failed_produce_requests, 1);
-        assert_eq!(c.topics["a"].messages_in, 3);
-        assert_eq!(c.topics["a"].bytes_in, 300);
-        assert_eq!(c.topics["a"].bytes_out, 100);
-        assert_eq!(c.topics["a"].total_fetch_requests, 2);
-        assert_eq!(c.broker.replication_bytes_out, 50);
-        assert_eq!(c.topics["b"].total_produce_requests, 1);
-    }
-
-    #[test]
-    fn a_fetch_is_recorded_under_fetch_and_its_variant() {
-        let m = ShardMetrics::default();
-        let t = RequestTimes {
-            total_us: 2_000,
-            ..RequestTimes::default()
-        };
-        m.on_request(1, 12, RequestVariant::FetchFollower, &t, 0);
-        m.on_request(0, 9, RequestVariant::Plain, &t, 0);
-        let c = m.counters(0);
-        assert_eq!(c.requests.len(), 3);
-        assert_eq!(c.requests[&(1, RequestVariant::Plain)].count, 1);
-        assert_eq!(
-            c.requests[&(1, RequestVariant::FetchFollower)].by_version[&12],
-            1
-        );
-    }
-}
+mod tests;

@@ -35,6 +35,20 @@ pub enum OutPart {
 pub trait ChunkSource: Send {
     /// The next chunk (never empty), `None` once every byte was given.
     fn next_chunk(&mut self) -> std::io::Result<Option<Bytes>>;
+    /// What making the chunks took so far, for a conversion (Kafka's
+    /// `RecordConversionStats`): nothing by default.
+    fn stats(&self) -> ChunkStats {
+        ChunkStats::default()
+    }
+}
+
+/// [`ChunkSource::stats`]: records converted, the time it took (ns) and
+/// the memory it used beyond the records read (bytes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChunkStats {
+    pub records: u64,
+    pub ns: u64,
+    pub temporary_bytes: u64,
 }
 
 /// A part whose `len` bytes are made as they are sent, so that no buffer
@@ -65,6 +79,15 @@ impl LazyPart {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Its source's [`ChunkSource::stats`] (nothing if a write panicked
+    /// while it made a chunk).
+    pub fn stats(&self) -> ChunkStats {
+        self.source
+            .lock()
+            .map(|state| state.source.stats())
+            .unwrap_or_default()
     }
 
     /// The next chunk, cut to the bytes still owed; `None` once `len` were

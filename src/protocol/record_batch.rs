@@ -386,6 +386,51 @@ pub fn validate_all_for_append(buf: &[u8]) -> Result<Vec<BatchSummary>, BatchErr
     Ok(out)
 }
 
+/// Which of Kafka's `BrokerTopicMetrics` meters a refusal of produced
+/// records marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalMeter {
+    /// `InvalidMessageCrcRecordsPerSec` (`UnifiedLog.analyzeAndValidateRecords`
+    /// checks every batch's CRC first).
+    InvalidMessageCrc,
+    /// `InvalidOffsetOrSequenceRecordsPerSec` (`LogValidator.validateBatch`:
+    /// an offset range of no records, a record count of none, or the two
+    /// disagreeing).
+    InvalidOffsetOrSequence,
+}
+
+/// The meter `buf`'s refusal by [`validate_all_for_append`] marks, if any:
+/// a whole v2 batch whose CRC-32C does not match, else one whose record
+/// count and offset range disagree. Bytes that are no whole batches
+/// (Kafka's `CorruptRecordException` from reading them) and unknown codecs
+/// mark nothing.
+pub fn refusal_meter(buf: &[u8]) -> Option<RefusalMeter> {
+    let mut batches = Vec::new();
+    let mut pos = 0;
+    while pos < buf.len() {
+        let rest = &buf[pos..];
+        let total = match peek_total_len(rest) {
+            Ok(Some(t)) if t <= rest.len() => t,
+            _ => break,
+        };
+        let Ok(batch) = RecordBatch::new_unchecked_crc(&rest[..total]) else {
+            break;
+        };
+        if crc32c::crc32c(&rest[CRC_START..total]) != batch.crc() {
+            return Some(RefusalMeter::InvalidMessageCrc);
+        }
+        batches.push(batch);
+        pos += total;
+    }
+    batches
+        .iter()
+        .any(|b| {
+            b.record_count() <= 0
+                || i64::from(b.last_offset_delta()) + 1 != i64::from(b.record_count())
+        })
+        .then_some(RefusalMeter::InvalidOffsetOrSequence)
+}
+
 /// Build a valid v2 batch with `record_count` opaque records payload (test
 /// and benchmark helper: records are not parsed by the broker, so the payload
 /// is `payload_len` filler bytes).
@@ -422,6 +467,34 @@ pub fn build_test_batch(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_refusal_marks_the_crc_meter_before_the_offsets_one() {
+        let good = build_test_batch(0, 3, 1000, 1002, 40, 7);
+        assert_eq!(refusal_meter(&good), None);
+        let mut bad_crc = good.clone();
+        bad_crc[HEADER_LEN + 1] ^= 1;
+        assert_eq!(
+            refusal_meter(&bad_crc),
+            Some(RefusalMeter::InvalidMessageCrc)
+        );
+        // recordCount 4 with lastOffsetDelta 2, its CRC recomputed.
+        let mut count = good.clone();
+        count[RECORD_COUNT..RECORD_COUNT + 4].copy_from_slice(&4i32.to_be_bytes());
+        let crc = crc32c::crc32c(&count[CRC_START..]);
+        count[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+        assert!(validate_all_for_append(&count).is_err());
+        assert_eq!(
+            refusal_meter(&count),
+            Some(RefusalMeter::InvalidOffsetOrSequence)
+        );
+        // A second batch with a bad CRC wins over the first one's count.
+        let mut both = count.clone();
+        both.extend_from_slice(&bad_crc);
+        assert_eq!(refusal_meter(&both), Some(RefusalMeter::InvalidMessageCrc));
+        // Bytes that are no batch mark nothing.
+        assert_eq!(refusal_meter(&good[..20]), None);
+    }
 
     #[test]
     fn built_batch_validates_and_exposes_header_fields() {

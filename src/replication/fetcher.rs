@@ -107,6 +107,10 @@ struct Fetcher {
     clock: Rc<dyn Clock>,
     /// The partitions of this fetcher the follower quota throttles.
     throttled: RefCell<BTreeSet<TopicPartition>>,
+    /// Those being reassigned with this broker as an adding replica.
+    adding: RefCell<BTreeSet<TopicPartition>>,
+    /// The shard's [`metrics::BytesIn`], shared by its fetchers.
+    bytes_in: Rc<Cell<metrics::BytesIn>>,
     quotas: Arc<ReplicationQuotas>,
     /// The inter-broker listener's TLS client configuration (`None`:
     /// PLAINTEXT).
@@ -120,6 +124,7 @@ pub struct FetcherManager {
     /// Per (leader, fetcher id): Kafka's `BrokerIdAndFetcherId`.
     fetchers: RefCell<BTreeMap<(BrokerId, i32), Rc<Fetcher>>>,
     clock: Rc<dyn Clock>,
+    bytes_in: Rc<Cell<metrics::BytesIn>>,
     quotas: Arc<ReplicationQuotas>,
     /// The inter-broker listener's TLS client configuration.
     tls: crate::io::broker_stream::BrokerLink,
@@ -140,6 +145,7 @@ impl FetcherManager {
             socket_timeout: Duration::from_millis(socket_timeout_ms.max(1) as u64),
             fetchers: RefCell::new(BTreeMap::new()),
             clock,
+            bytes_in: Rc::default(),
             quotas,
         }
     }
@@ -187,6 +193,7 @@ impl FetcherManager {
             for tp in gone {
                 f.parts.borrow_mut().remove(&tp);
                 f.throttled.borrow_mut().remove(&tp);
+                f.adding.borrow_mut().remove(&tp);
                 f.state.borrow_mut().on_remove(&tp);
             }
         }
@@ -207,10 +214,12 @@ impl FetcherManager {
                 f.state
                     .borrow_mut()
                     .on_add(tp.clone(), t.partition.topic_id, t.leader_epoch);
-            if t.throttled {
-                f.throttled.borrow_mut().insert(tp.clone());
-            } else {
-                f.throttled.borrow_mut().remove(&tp);
+            for (set, on) in [(&f.throttled, t.throttled), (&f.adding, t.adding_me)] {
+                if on {
+                    set.borrow_mut().insert(tp.clone());
+                } else {
+                    set.borrow_mut().remove(&tp);
+                }
             }
             f.parts.borrow_mut().insert(tp, t.partition.clone());
             if added {
@@ -277,6 +286,8 @@ impl FetcherManager {
                 .saturating_add(1 << 20),
             clock: self.clock.clone(),
             throttled: RefCell::new(BTreeSet::new()),
+            adding: RefCell::new(BTreeSet::new()),
+            bytes_in: self.bytes_in.clone(),
             quotas: self.quotas.clone(),
             tls: self.tls.clone(),
         });
@@ -758,10 +769,10 @@ async fn on_partition_data(
         FetchOutcome::Append => {
             let now = f.clock.wall_ms();
             let high_watermark = part.high_watermark;
+            let bytes = part.records.as_ref().map_or(0, |r| r.len());
             // Kafka's `processPartitionData`: a throttled partition's
             // bytes count against the follower quota.
             if f.throttled.borrow().contains(tp) {
-                let bytes = part.records.as_ref().map_or(0, |r| r.len());
                 f.quotas.record(Side::Follower, bytes, now);
             }
             match p
@@ -774,6 +785,7 @@ async fn on_partition_data(
                 .await
             {
                 Ok(a) => {
+                    metrics::count_bytes_in(&f.bytes_in, f.adding.borrow().contains(tp), bytes);
                     let log_start = p
                         .follower_log_state()
                         .await

@@ -40,8 +40,11 @@
 
 use bytes::Bytes;
 
+use crate::metrics::shard::ValidationStats;
 use crate::protocol::legacy::{self, shallow_entries, Message, OutRecord, NO_TIMESTAMP};
-use crate::protocol::record_batch::{BatchError, Compression, RecordBatch, TimestampType};
+use crate::protocol::record_batch::{
+    refusal_meter, BatchError, Compression, RecordBatch, RefusalMeter, TimestampType,
+};
 use crate::protocol::record_walk::InflateScratch;
 use crate::protocol::ErrorCode;
 use crate::replication::timestamps::TimestampPolicy;
@@ -67,12 +70,17 @@ pub fn is_legacy(records: &[u8]) -> bool {
 }
 
 /// The v2 batch Kafka's validator turns the legacy `records` into, or the
-/// error that refuses them. `now_ms` is the broker's time.
+/// error that refuses them. `now_ms` is the broker's time. `marks` gets
+/// what Kafka's `RecordConversionStats` and `LogValidator.MetricsRecorder`
+/// record of it: the records converted and the memory it took (the
+/// inflated source of a compressed wrapper, and the batch built), or the
+/// meters a refusal marks (a checksum, a magic, a missing key).
 pub fn up_convert(
     records: &Bytes,
     rules: &LegacyRules,
     now_ms: i64,
     scratch: &mut InflateScratch,
+    marks: &mut ValidationStats,
 ) -> Result<Vec<u8>, ErrorCode> {
     let entries = shallow_entries(records).map_err(|e| code(&e))?;
     let Some(first) = entries.first() else {
@@ -88,11 +96,17 @@ pub fn up_convert(
         if e.magic >= 2 {
             // A v2 batch among legacy messages: its own CRC first, then
             // the magic rule refuses it.
-            RecordBatch::new(&e.bytes).map_err(|e| code(&e))?;
+            if let Err(err) = RecordBatch::new(&e.bytes) {
+                if refusal_meter(&e.bytes) == Some(RefusalMeter::InvalidMessageCrc) {
+                    marks.invalid_message_crc += 1;
+                }
+                return Err(code(&err));
+            }
             continue;
         }
         let m = Message::parse(e.offset, &e.body()).map_err(|e| code(&e))?;
         if !m.is_valid() {
+            marks.invalid_message_crc += 1;
             return Err(ErrorCode::CORRUPT_MESSAGE);
         }
         match m.compression() {
@@ -106,12 +120,14 @@ pub fn up_convert(
         return Err(ErrorCode::INVALID_RECORD);
     }
     if entries.iter().any(|e| e.magic != first_magic) {
+        marks.invalid_magic_number += 1;
         return Err(ErrorCode::INVALID_RECORD);
     }
     let check = Check { rules, now_ms };
+    let mut inflated = 0u64;
     let records: Vec<Message> = if source == Compression::None {
         for m in &messages {
-            check.finish(check.record(m, m)?.into_iter().collect())?;
+            check.finish(check.record(m, m, marks)?.into_iter().collect())?;
         }
         messages
     } else {
@@ -122,7 +138,8 @@ pub fn up_convert(
             if m.is_compressed() {
                 return Err(ErrorCode::INVALID_RECORD);
             }
-            errors.extend(check.record(wrapper, m)?);
+            errors.extend(check.record(wrapper, m, marks)?);
+            inflated += (legacy::LOG_OVERHEAD + m.size) as u64;
         }
         check.finish(errors)?;
         inner
@@ -140,7 +157,10 @@ pub fn up_convert(
             value: m.value.as_deref(),
         })
         .collect();
-    legacy::build_v2_batch(&out, source).map_err(|e| code(&e))
+    let batch = legacy::build_v2_batch(&out, source).map_err(|e| code(&e))?;
+    marks.converted_records += out.len() as u64;
+    marks.temporary_memory_bytes += inflated + batch.len() as u64;
+    Ok(batch)
 }
 
 struct Check<'a> {
@@ -150,15 +170,24 @@ struct Check<'a> {
 
 impl Check<'_> {
     /// `validateRecord` of `m` in `batch` (itself when uncompressed): an
-    /// error collected for the partition, or one that refuses it at once.
-    fn record(&self, batch: &Message, m: &Message) -> Result<Option<ErrorCode>, ErrorCode> {
+    /// error collected for the partition, or one that refuses it at once;
+    /// the meter Kafka marks for it goes to `marks`.
+    fn record(
+        &self,
+        batch: &Message,
+        m: &Message,
+        marks: &mut ValidationStats,
+    ) -> Result<Option<ErrorCode>, ErrorCode> {
         if m.magic != batch.magic {
+            marks.invalid_magic_number += 1;
             return Ok(Some(ErrorCode::INVALID_RECORD));
         }
         if batch.is_compressed() && !m.is_valid() {
+            marks.invalid_message_crc += 1;
             return Err(ErrorCode::CORRUPT_MESSAGE);
         }
         if self.rules.compacted && m.key.is_none() {
+            marks.no_key_compacted_topic += 1;
             return Ok(Some(ErrorCode::INVALID_RECORD));
         }
         let policy = self.rules.timestamps;
@@ -249,12 +278,51 @@ mod tests {
     }
 
     fn convert(bytes: Vec<u8>, rules: &LegacyRules) -> Result<Vec<u8>, ErrorCode> {
-        up_convert(
+        marked(bytes, rules).0
+    }
+
+    fn marked(
+        bytes: Vec<u8>,
+        rules: &LegacyRules,
+    ) -> (Result<Vec<u8>, ErrorCode>, ValidationStats) {
+        let mut marks = ValidationStats::default();
+        let r = up_convert(
             &Bytes::from(bytes),
             rules,
             NOW,
             &mut InflateScratch::default(),
-        )
+            &mut marks,
+        );
+        (r, marks)
+    }
+
+    #[test]
+    fn conversions_and_refusals_are_marked_as_kafkas_meters() {
+        let plain = set(1, Compression::None, TimestampType::CreateTime, &three());
+        let (r, m) = marked(plain.clone(), &rules());
+        assert!(r.is_ok());
+        assert_eq!(m.converted_records, 3);
+        assert!(m.temporary_memory_bytes > 0);
+        let gz = set(1, Compression::Gzip, TimestampType::CreateTime, &three());
+        assert_eq!(marked(gz, &rules()).1.converted_records, 3);
+        let mut bad_crc = plain.clone();
+        bad_crc[30] ^= 1;
+        let crc = ValidationStats {
+            invalid_message_crc: 1,
+            ..ValidationStats::default()
+        };
+        assert_eq!(marked(bad_crc, &rules()).1, crc);
+        let mut magics = set(0, Compression::None, TimestampType::CreateTime, &three());
+        magics.extend_from_slice(&plain);
+        assert_eq!(marked(magics, &rules()).1.invalid_magic_number, 1);
+        // One record of three has no key; nothing is converted.
+        let compacted = LegacyRules {
+            compacted: true,
+            ..rules()
+        };
+        let (r, m) = marked(plain, &compacted);
+        assert_eq!(r, Err(ErrorCode::INVALID_RECORD));
+        assert_eq!((m.no_key_compacted_topic, m.converted_records), (1, 0));
     }
 
     fn decoded(batch: &[u8]) -> Vec<(i64, i64, Option<Bytes>, Option<Bytes>)> {

@@ -36,7 +36,7 @@ use glommio::sync::RwLock;
 use crate::config::topic::{TimestampType, TopicConfig};
 use crate::io::local_sync::{FifoGate, FifoTicket, Trigger};
 use crate::io::zerocopy::OutPart;
-use crate::protocol::record_batch;
+use crate::metrics::shard::ValidationStats;
 use crate::protocol::ErrorCode;
 use crate::purgatory::delayed_fetch::FetchIsolation;
 use crate::purgatory::view::{LogOffsetMetadata, PartitionRole, PartitionSnapshot};
@@ -45,7 +45,7 @@ use crate::replication::leader_epoch::EpochEndOffset;
 use crate::replication::producer_state::{
     BatchMetadata, ProducerBatch, ProducerStateManager, SeqCheck,
 };
-use crate::storage::partition_log::{LogEnds, LogEndsView, PartitionLog, ValidatedRecords};
+use crate::storage::partition_log::{LogEnds, LogEndsView, PartitionLog};
 use crate::storage::producer_snapshot;
 use crate::storage::shard_storage::ShardStorage;
 use crate::storage::StorageError;
@@ -70,6 +70,7 @@ mod producers;
 mod recompress;
 mod timestamps;
 mod txn;
+mod validate;
 pub use delete_records::DeletedOnLeader;
 pub use follower::{FollowerAppend, FollowerLogState};
 pub use future_replica::SwapPlan;
@@ -202,6 +203,9 @@ pub struct ProduceResult {
     /// (batch index, message), and the partition's error message.
     pub record_errors: Vec<(i32, String)>,
     pub error_message: Option<String>,
+    /// What validating the records found (conversions, refusals), for
+    /// the produce handler's `BrokerTopicMetrics`.
+    pub validation: ValidationStats,
 }
 
 impl ProduceResult {
@@ -215,7 +219,14 @@ impl ProduceResult {
             snapshot: None,
             record_errors: Vec::new(),
             error_message: None,
+            validation: ValidationStats::default(),
         }
+    }
+
+    /// The same answer with `validation`'s findings.
+    #[must_use]
+    pub fn with_validation(self, validation: ValidationStats) -> Self {
+        Self { validation, ..self }
     }
 }
 
@@ -591,38 +602,6 @@ impl Partition {
         }
     }
 
-    /// The one v2 batch of a v3+ produce request for this partition,
-    /// validated once here (CRC included; the log appends these bytes
-    /// without checking them again), and its producer fields.
-    fn validate_produce(
-        records: Bytes,
-    ) -> Result<(ValidatedRecords, ProducerBatch, i64), ErrorCode> {
-        let records =
-            ValidatedRecords::new(records).map_err(|e| ErrorCode(e.kafka_error_code()))?;
-        // Kafka: v3+ produce requests carry exactly one v2 batch per partition.
-        let summary = match records.summaries() {
-            [one] => one.clone(),
-            _ => return Err(ErrorCode::INVALID_RECORD),
-        };
-        let view =
-            record_batch::RecordBatch::new_unchecked_crc(&records.bytes()[summary.range.clone()])
-                .map_err(|e| ErrorCode(e.kafka_error_code()))?;
-        // Kafka's `LogValidator.validateBatch` for client appends: no
-        // control batches ("Clients are not allowed to write control
-        // records"), and a transactional batch needs a producer id.
-        if view.is_control() || (view.is_transactional() && view.producer_id() < 0) {
-            return Err(ErrorCode::INVALID_RECORD);
-        }
-        let batch = ProducerBatch {
-            producer_id: view.producer_id(),
-            epoch: view.producer_epoch(),
-            first_seq: view.base_sequence(),
-            last_seq: view.base_sequence().wrapping_add(view.last_offset_delta()),
-            is_transactional: view.is_transactional(),
-        };
-        Ok((records, batch, summary.max_timestamp))
-    }
-
     /// This append's place in the partition's append order, taken now
     /// (synchronously): appends run in the order their places were taken,
     /// whatever each waits for before its turn. A produce request takes
@@ -667,21 +646,11 @@ impl Partition {
         if self.role() != PartitionRole::Leader {
             return ProduceResult::error(self.not_serving());
         }
-        let records = match self.up_convert_legacy(records, now_ms) {
-            Ok(r) => r,
-            Err(refused) => return *refused,
-        };
-        let (records, batch, max_timestamp) = match Self::validate_produce(records) {
-            Ok(v) => v,
-            Err(code) => return ProduceResult::error(code),
-        };
-        if let Err(refused) = self.check_records(&records, now_ms) {
-            return *refused;
-        }
-        let records = match self.maybe_recompress(records) {
-            Ok(records) => records,
-            Err(code) => return ProduceResult::error(code),
-        };
+        let (records, batch, max_timestamp, validation) =
+            match self.validate_for_leader(records, now_ms, origin) {
+                Ok(v) => v,
+                Err(refused) => return *refused,
+            };
         ticket.turn().await;
         let Ok(mut log) = self.log.write().await else {
             return ProduceResult::error(ErrorCode::NOT_LEADER_OR_FOLLOWER);
@@ -715,7 +684,12 @@ impl Partition {
                 .map(|e| ProduceResult::error(ErrorCode(e.error_code()))),
         };
         if let Some(answer) = refused.or_else(|| self.check_verified(&batch, guard)) {
-            return answer;
+            // A retried duplicate was validated (and converted) again.
+            return if answer.error_code == ErrorCode::NONE {
+                answer.with_validation(validation)
+            } else {
+                answer
+            };
         }
         let log_append_time = self.config().message_timestamp_type == TimestampType::LogAppendTime;
         let active_before = log.active_segment_base_offset();
@@ -752,7 +726,14 @@ impl Partition {
             .borrow_mut()
             .on_append(&batch, meta, now_ms, Some(position));
         drop(ticket);
-        self.finish_leader_append(log, info, now_ms).await
+        let answer = self.finish_leader_append(log, info, now_ms).await;
+        // Kafka counts the conversions of appended records only (a failed
+        // append's `LogAppendInfo` has empty stats).
+        if answer.error_code == ErrorCode::NONE {
+            answer.with_validation(validation)
+        } else {
+            answer
+        }
     }
 
     /// After a leader append: the acknowledgement and the HW wait for the

@@ -222,6 +222,24 @@ impl ProducerStateManager {
         self.producers.is_empty()
     }
 
+    /// Kafka's `ProducerStateManager.hasLateTransaction`: the producer of
+    /// the oldest open transaction last appended more than
+    /// `max_timeout_ms` (`transaction.max.timeout.ms`) plus
+    /// `LATE_TRANSACTION_BUFFER_MS` (5 minutes) before `now_ms`; such a
+    /// transaction holds the LSO back and the coordinator should have
+    /// aborted it.
+    pub fn has_late_transaction(&self, now_ms: i64, max_timeout_ms: i64) -> bool {
+        const LATE_TRANSACTION_BUFFER_MS: i64 = 5 * 60 * 1000;
+        let Some((_, (producer_id, _))) = self.ongoing.first_key_value() else {
+            return false;
+        };
+        let last = self
+            .producers
+            .get(producer_id)
+            .map_or(-1, |e| e.last_timestamp_ms);
+        last > 0 && now_ms - last > max_timeout_ms + LATE_TRANSACTION_BUFFER_MS
+    }
+
     /// Every producer with state here, as Kafka's
     /// `UnifiedLog.activeProducers` lists them for DescribeProducers
     /// (KIP-664): last sequence -1 and last timestamp -1 before any data

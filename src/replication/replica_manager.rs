@@ -735,13 +735,13 @@ impl ReplicaManager {
         Some(PartitionOffsets::of(&log, p.log_dir()))
     }
 
-    /// `flush.ms` / `flush.messages` timers, idle appenders
+    /// `flush.ms` when the log flusher looks (`flush`), idle appenders
     /// (`shardlog.segment.idle.close.ms`), time/size retention
     /// (`log.retention.check.interval.ms`) and, at the same cadence,
     /// producer expiration (`producer.id.expiration.ms`; Kafka checks it
     /// every `producer.id.expiration.check.interval.ms`, which shardlog
     /// folds into the retention check).
-    pub async fn housekeeping(&self, now_ms: i64, retention: bool) {
+    pub async fn housekeeping(&self, now_ms: i64, retention: bool, flush: bool) {
         let all: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
         let expiration_ms = i64::from(self.server.producer_id_expiration_ms);
         for p in all {
@@ -757,8 +757,10 @@ impl ReplicaManager {
             let Ok(mut log) = p.log().write().await else {
                 continue;
             };
-            if let Err(e) = log.maybe_flush(now_ms).await {
-                tracing::error!(tp = %p.tp, error = %e, "flush failed");
+            if flush {
+                if let Err(e) = log.maybe_flush(now_ms).await {
+                    tracing::error!(tp = %p.tp, error = %e, "flush failed");
+                }
             }
             if let Err(e) = log.close_if_idle(now_ms).await {
                 tracing::error!(tp = %p.tp, error = %e, "closing an idle segment's appender failed");

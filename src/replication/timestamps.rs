@@ -226,6 +226,34 @@ mod tests {
         assert!(TimestampPolicy::of(&config).log_append_time);
     }
 
+    /// The policy of a topic without overrides on a broker started with
+    /// `properties` (the topic defaults the broker hands CreateTopics).
+    fn broker_policy(properties: &str) -> TimestampPolicy {
+        let server = crate::config::ServerConfig::from_properties(properties, &[])
+            .expect("server.properties")
+            .config;
+        TimestampPolicy::of(&TopicConfig::from_broker_defaults(
+            &server.broker_topic_defaults(),
+        ))
+    }
+
+    #[test]
+    fn the_broker_difference_key_bounds_topics_without_overrides() {
+        // KIP-937: `log.message.timestamp.difference.max.ms` (deprecated)
+        // fills both bounds a topic leaves at Long.MAX_VALUE.
+        let batch = batch_with_timestamps(&[NOW, NOW - 2 * DAY, NOW + 2 * DAY, NOW - DAY + 1]);
+        assert_eq!(check(&batch, broker_policy("")), Vec::<i32>::new());
+        let p = broker_policy("log.message.timestamp.difference.max.ms=86400000\n");
+        assert_eq!((p.before_max_ms, p.after_max_ms), (DAY, DAY));
+        assert_eq!(check(&batch, p), vec![1, 2]);
+        // A bound set by its own broker key wins over the difference.
+        let p = broker_policy(
+            "log.message.timestamp.difference.max.ms=86400000\n\
+             log.message.timestamp.after.max.ms=172800000\n",
+        );
+        assert_eq!(check(&batch, p), vec![1]);
+    }
+
     #[test]
     fn a_producer_batch_claiming_log_append_time_is_refused_where_kafka_refuses_it() {
         let mut batch = batch_with_timestamps(&[NOW, NOW]);

@@ -23,7 +23,7 @@ use super::handlers::{Request, Response};
 use super::in_order::InOrder;
 use super::memory_pool::{Lease, MemoryPool};
 use super::out::{ConnWriter, OutPart};
-use super::request_metrics::{Scoped, Timing};
+use super::request_metrics::{Queued, Scoped, Timing};
 use super::sasl_conn::{self, SaslListener, SaslPeer, SaslSession, SessionStep};
 use super::transport::{ConnRead, ConnWrite, PlainRead, PlainWrite};
 use crate::io::clock::Clock;
@@ -78,7 +78,9 @@ struct Conn {
     listener: Rc<str>,
     /// Its authorization decisions (`acl::decisions`).
     decisions: Rc<RefCell<crate::acl::decisions::Decisions>>,
-    in_order: RefCell<InOrder<Outcome>>,
+    /// Outcomes in request order, each counted in the shard's response
+    /// queue until the writer takes it.
+    in_order: RefCell<InOrder<(Outcome, Queued)>>,
     /// Reader → writer: an outcome finished, or the reader stopped.
     wake_writer: Notify,
     /// Writer → reader: in-flight count dropped.
@@ -495,10 +497,13 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
     let seq = conn.in_order.borrow_mut().on_request();
     let conn = conn.clone();
     let received_ns = conn.ctx.clock.mono_ns();
+    let (body_bytes, queued) = (body.len() as u64, Queued::request(&conn.ctx));
     // Taken here, in the order the requests arrived, before the request's
     // task exists.
     let produce_turn = (header.api_key == ApiKey::Produce).then(|| conn.produce_order.ticket());
     glommio::spawn_local(async move {
+        // Its handler takes it now.
+        drop(queued);
         let _lease = lease;
         let request = Request {
             header: header.clone(),
@@ -522,7 +527,7 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
         };
         let timing = |throttle_ms: u64| {
             Timing::new(
-                &header,
+                (&header, body_bytes),
                 received_ns,
                 scope,
                 conn.ctx.clock.mono_ns(),
@@ -554,7 +559,10 @@ fn on_frame(conn: &Rc<Conn>, frame: bytes::Bytes, lease: Option<Lease>) -> bool 
         if let Outcome::Respond(_, _, ms) | Outcome::Nothing(ms) = &outcome {
             mute(&conn, *ms);
         }
-        conn.in_order.borrow_mut().on_complete(seq, outcome);
+        let queued = Queued::response(&conn.ctx);
+        conn.in_order
+            .borrow_mut()
+            .on_complete(seq, (outcome, queued));
         conn.wake_writer.notify();
     })
     .detach();
@@ -576,7 +584,7 @@ fn on_session_frame(
     let mut in_order = conn.in_order.borrow_mut();
     let mut queue = |outcome: Outcome| {
         let seq = in_order.on_request();
-        in_order.on_complete(seq, outcome);
+        in_order.on_complete(seq, (outcome, Queued::response(&conn.ctx)));
     };
     let go_on = match step {
         SessionStep::Serve => return None,
@@ -658,7 +666,7 @@ fn mute(conn: &Conn, ms: u64) {
 fn close_after_pending(conn: &Conn, reason: String) -> bool {
     let mut in_order = conn.in_order.borrow_mut();
     let seq = in_order.on_request();
-    in_order.on_complete(seq, Outcome::Close(reason));
+    in_order.on_complete(seq, (Outcome::Close(reason), Queued::response(&conn.ctx)));
     conn.wake_writer.notify();
     false
 }
@@ -672,7 +680,7 @@ async fn write_loop<W: ConnWrite>(conn: Rc<Conn>, mut writer: W) {
         let mut released = false;
         {
             let mut in_order = conn.in_order.borrow_mut();
-            while let Some(outcome) = in_order.pop_ready() {
+            while let Some((outcome, _taken)) = in_order.pop_ready() {
                 released = true;
                 match outcome {
                     Outcome::Respond(p, timing, throttle_ms) => {

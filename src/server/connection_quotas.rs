@@ -185,6 +185,32 @@ mod tests {
         }
     }
 
+    /// `max.connections.per.ip.overrides` from `server.properties` text, as
+    /// Kafka's `ConnectionQuotas.maxConnectionsPerIpOverrides` applies it: a
+    /// listed address gets its own cap, above or below
+    /// `max.connections.per.ip`; other addresses keep the default.
+    #[test]
+    fn the_per_ip_overrides_of_server_properties_cap_their_addresses() {
+        let loaded = crate::config::ServerConfig::from_properties(
+            "max.connections.per.ip=1\nmax.connections.per.ip.overrides=127.0.0.1:2,[::1]:0\n",
+            &[],
+        )
+        .unwrap();
+        let q = ConnectionQuotas::from_config(&loaded.config).unwrap();
+        let local = ip("127.0.0.1");
+        // Above the default of 1: two connections, the third is refused.
+        assert_eq!(q.admit(local), Admit::Yes);
+        assert_eq!(q.admit(local), Admit::Yes);
+        assert_eq!(q.admit(local), Admit::OverIpLimit { limit: 2 });
+        // Below it: none at all.
+        assert_eq!(q.admit(ip("::1")), Admit::OverIpLimit { limit: 0 });
+        // An address not listed: the default.
+        assert_eq!(q.admit(ip("10.0.0.1")), Admit::Yes);
+        assert_eq!(q.admit(ip("10.0.0.1")), Admit::OverIpLimit { limit: 1 });
+        q.release(local);
+        assert_eq!(q.admit(local), Admit::Yes);
+    }
+
     #[test]
     fn the_broker_is_full_at_max_connections_and_frees_a_slot_on_close() {
         let q = ConnectionQuotas::new(2, i32::MAX, "").unwrap();

@@ -66,6 +66,43 @@ pub fn mark_follower_fetch(ctx: &ShardContext) {
     }
 }
 
+/// A request read and not yet taken by its handler, or a response ready
+/// and not yet taken by its connection's writer: counted on the shard
+/// while it lives (Kafka's `RequestChannel` `RequestQueueSize` and
+/// `ResponseQueueSize`).
+pub struct Queued {
+    ctx: Rc<ShardContext>,
+    response: bool,
+}
+
+impl Queued {
+    pub fn request(ctx: &Rc<ShardContext>) -> Self {
+        ctx.stats.metrics.on_request_queue(true);
+        Self {
+            ctx: ctx.clone(),
+            response: false,
+        }
+    }
+
+    pub fn response(ctx: &Rc<ShardContext>) -> Self {
+        ctx.stats.metrics.on_response_queue(true);
+        Self {
+            ctx: ctx.clone(),
+            response: true,
+        }
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        if self.response {
+            self.ctx.stats.metrics.on_response_queue(false);
+        } else {
+            self.ctx.stats.metrics.on_request_queue(false);
+        }
+    }
+}
+
 /// A handled request's timing, until its response is written.
 pub struct Timing {
     api_key: i16,
@@ -74,12 +111,15 @@ pub struct Timing {
     scope: Rc<RequestScope>,
     done_ns: u64,
     throttle_ms: u64,
+    /// The request's body size (Kafka's `RequestBytes`).
+    body_bytes: u64,
 }
 
 impl Timing {
-    /// `header`'s request, read at `received_ns`, handled by `done_ns`.
+    /// `header`'s request of `body_bytes`, read at `received_ns`, handled
+    /// by `done_ns`.
     pub fn new(
-        header: &RequestHeader,
+        (header, body_bytes): (&RequestHeader, u64),
         received_ns: u64,
         scope: Rc<RequestScope>,
         done_ns: u64,
@@ -92,6 +132,7 @@ impl Timing {
             scope,
             done_ns,
             throttle_ms,
+            body_bytes,
         }
     }
 
@@ -110,6 +151,10 @@ impl Timing {
     }
 
     fn record(&self, ctx: &ShardContext, write_start_ns: u64, sent_ns: u64) {
+        // Down-converted while the response was written (Kafka marks
+        // `FetchMessageConversionsPerSec` and adds the conversion time
+        // once the send completed: `KafkaApis.updateConversionStats`).
+        let conversions = self.scope.settle_fetch_conversions();
         let times = self.times(write_start_ns, sent_ns);
         let variant = if self.api_key != ApiKey::Fetch as i16 {
             RequestVariant::Plain
@@ -128,6 +173,7 @@ impl Timing {
         ctx.stats
             .metrics
             .on_request_errors(self.api_key, &self.scope.take_errors());
+        ctx.stats.metrics.on_fetch_conversions(&conversions);
     }
 
     /// `[pure]` The split of the request's time, in microseconds.
@@ -140,6 +186,7 @@ impl Timing {
             .max(self.received_ns);
         let handler_ns = self.done_ns.saturating_sub(started);
         let remote_ns = self.scope.remote_ns().min(handler_ns);
+        let (conversion_us, temporary_memory_bytes) = self.scope.conversion_cost();
         RequestTimes {
             total_us: us(self.received_ns, sent_ns),
             request_queue_us: us(self.received_ns, started),
@@ -148,6 +195,9 @@ impl Timing {
             throttle_us: self.throttle_ms.saturating_mul(1_000),
             response_queue_us: us(self.done_ns, write_start_ns),
             response_send_us: us(write_start_ns, sent_ns),
+            request_bytes: self.body_bytes,
+            conversion_us,
+            temporary_memory_bytes,
         }
     }
 }
@@ -214,6 +264,7 @@ mod tests {
             scope,
             done_ns: 5_100_000,
             throttle_ms: 0,
+            body_bytes: 120,
         };
         let times = t.times(5_200_000, 5_300_000);
         assert_eq!(times.total_us, 4_300);
@@ -222,6 +273,7 @@ mod tests {
         assert_eq!(times.local_us, 1_000);
         assert_eq!(times.response_queue_us, 100);
         assert_eq!(times.response_send_us, 100);
+        assert_eq!(times.request_bytes, 120);
     }
 
     #[test]

@@ -473,6 +473,18 @@ impl Datapath {
             .zip(results)
             .filter_map(|(tp, r)| r.snapshot.map(|s| (tp.clone(), s)));
         let outcome = self.park(op, keys, seen).await?;
+        // `DelayedProduce.onExpiration`: each partition still waiting for
+        // its acks when the op expired (they answer REQUEST_TIMED_OUT).
+        if outcome.expired {
+            for (tp, code) in &outcome.partitions {
+                if *code == ErrorCode::REQUEST_TIMED_OUT {
+                    self.ctx
+                        .stats
+                        .metrics
+                        .on_produce_expired(&tp.topic, tp.partition);
+                }
+            }
+        }
         Some(
             outcome
                 .partitions

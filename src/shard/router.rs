@@ -651,6 +651,9 @@ async fn send_isr_change_once(ctx: &Rc<ShardContext>, change: &IsrChange) -> boo
     };
     let now_ms = ctx.clock.wall_ms();
     let effect = partition.on_isr_change_answer(change, answer, now_ms).await;
+    if effect.failed {
+        ctx.stats.metrics.on_broker(|b| b.failed_isr_updates += 1);
+    }
     if effect.high_watermark_moved {
         data.on_local_advance(&change.tp, partition.snapshot());
         maybe_send_notes(ctx);

@@ -30,6 +30,7 @@ pub mod cleaner;
 pub mod close_batch;
 pub mod config;
 pub mod dir_failure;
+pub mod flusher;
 pub mod helper_thread;
 pub mod index;
 pub mod io_timings;

@@ -71,6 +71,13 @@ impl ValidatedRecords {
         let summaries = validate_all_for_append(&bytes)?;
         Ok(ValidatedRecords { bytes, summaries })
     }
+    /// [`Self::new`], giving the bytes back with the refusal.
+    pub fn try_new(bytes: Bytes) -> Result<Self, (BatchError, Bytes)> {
+        match validate_all_for_append(&bytes) {
+            Ok(summaries) => Ok(ValidatedRecords { bytes, summaries }),
+            Err(e) => Err((e, bytes)),
+        }
+    }
     pub fn bytes(&self) -> &Bytes {
         &self.bytes
     }

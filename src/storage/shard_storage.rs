@@ -51,6 +51,10 @@ pub struct ShardStorage {
     inflate_scratch: RefCell<InflateScratch>,
     /// DMA write and fdatasync latencies, segment recycles.
     timings: SharedIoTimings,
+    /// The largest cleanable ratio among the shard's compacted logs at
+    /// its cleaner's last look (Kafka's `LogCleanerManager`
+    /// `dirtiestLogCleanableRatio`), 0 before it looked.
+    max_dirty_ratio: Rc<Cell<f64>>,
 }
 
 impl std::fmt::Debug for ShardStorage {
@@ -72,6 +76,7 @@ impl ShardStorage {
             parsed_checkpoints: RefCell::default(),
             inflate_scratch: RefCell::default(),
             timings: IoTimings::shared(),
+            max_dirty_ratio: Rc::default(),
         })
     }
 
@@ -111,6 +116,11 @@ impl ShardStorage {
 
     pub fn timings(&self) -> &SharedIoTimings {
         &self.timings
+    }
+
+    /// Where the shard's cleaner leaves its dirtiest log's ratio.
+    pub fn max_dirty_ratio(&self) -> &Rc<Cell<f64>> {
+        &self.max_dirty_ratio
     }
 
     pub fn helpers(&self) -> &HelperThreads {

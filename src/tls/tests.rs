@@ -567,6 +567,46 @@ fn reloads_follow_kip_226() {
     assert!(e.contains("Cannot add SSL truststore"), "{e}");
 }
 
+/// `ssl.allow.san.changes` (KIP-226, `SslFactory.CertificateEntries.ensureCompatible`):
+/// a new keystore whose certificate lacks a SubjectAltName of the one in
+/// force is refused unless the listener was configured with the key true;
+/// the key itself is not dynamic.
+#[test]
+fn ssl_allow_san_changes_lets_a_reload_change_the_subject_alt_names() {
+    let k = keys();
+    let other_san = |allow: &str| {
+        broker(&[
+            ("ssl.allow.san.changes", allow.into()),
+            ("ssl.keystore.location", k.path("othersan-bundle.pem")),
+        ])
+    };
+    let strict = ListenerTls::new(broker(&[("ssl.allow.san.changes", "false".into())])).unwrap();
+    let before = strict.server_config();
+    let e = strict.reload(other_san("false")).unwrap_err();
+    assert!(e.contains("Keystore SubjectAltNames do not match"), "{e}");
+    assert!(Arc::ptr_eq(&before, &strict.server_config()));
+    let e = strict.reload(other_san("true")).unwrap_err();
+    assert!(
+        e.contains("Cannot update these configs dynamically: ssl.allow.san.changes"),
+        "{e}"
+    );
+    assert!(Arc::ptr_eq(&before, &strict.server_config()));
+
+    let flexible = ListenerTls::new(broker(&[("ssl.allow.san.changes", "true".into())])).unwrap();
+    flexible.reload(other_san("true")).unwrap();
+    // The new certificate (SAN DNS:other.example only) is served.
+    let agreed = handshake(
+        client_config(&broker(&[])).unwrap(),
+        flexible.server_config(),
+        "other.example",
+    )
+    .unwrap();
+    assert_eq!(
+        agreed.server_certificate.unwrap().as_ref(),
+        k.cert_der("othersan.pem").as_slice()
+    );
+}
+
 #[test]
 fn an_inter_broker_reload_must_handshake_both_ways() {
     let k = keys();

@@ -136,6 +136,10 @@ pub struct Coordinator {
     max_timeout_ms: i32,
     /// `transactional.id.expiration.ms` (`i64::MAX`: never).
     id_expiration_ms: i64,
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`, and
+    /// when the next sweep of expired ids is due (set at the first timer).
+    id_expiry_interval_ms: i64,
+    next_id_expiry_ms: Option<i64>,
     partitions: BTreeMap<i32, TxnPartition>,
     /// Partitions being loaded: requests get COORDINATOR_LOAD_IN_PROGRESS.
     loading: std::collections::BTreeSet<i32>,
@@ -160,8 +164,19 @@ impl Coordinator {
             partition_count,
             max_timeout_ms,
             id_expiration_ms: i64::MAX,
+            id_expiry_interval_ms: 3_600_000,
             ..Self::default()
         }
+    }
+
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`: how
+    /// often expired ids are looked for (Kafka's
+    /// `TransactionStateManager` schedules `removeExpiredTransactionalIds`
+    /// at this period, first after one period).
+    #[must_use]
+    pub fn with_id_expiry_interval(mut self, ms: i64) -> Self {
+        self.id_expiry_interval_ms = ms.max(1);
+        self
     }
 
     /// `transactional.id.expiration.ms`: an id whose transactions are all

@@ -95,10 +95,20 @@ fn unclean_elections_run_only_where_the_leader_is_gone_and_deleting_topics_are_r
     assert_eq!(ElectionType::from_wire(2), None);
 }
 
+/// The limit is `leader.imbalance.per.broker.percentage` (the controller's
+/// settings take it from the broker config; Kafka's
+/// `checkAndTriggerAutoLeaderRebalance` compares each broker's share of
+/// preferred partitions led elsewhere against it).
+fn imbalance_limit(properties: &str) -> u32 {
+    let loaded = crate::config::ServerConfig::from_properties(properties, &[]).unwrap();
+    u32::try_from(loaded.config.leader_imbalance_per_broker_percentage).unwrap()
+}
+
 #[test]
 fn the_rebalance_moves_leaders_of_brokers_above_the_imbalance_ratio_only() {
-    // Broker 1 prefers 0–3 and leads none of them: 100% > 10%. Broker 2
-    // prefers 4–13 and leads 9 of the 10: 10% is not above 10%.
+    // Broker 1 prefers 0–3 and leads none of them: 100% > 10% (Kafka's
+    // default leader.imbalance.per.broker.percentage). Broker 2 prefers
+    // 4–13 and leads 9 of the 10: 10% is not above 10%.
     let mut parts: Vec<(&[i32], i32, &[i32])> = vec![
         (&[1, 2, 3], 2, &[1, 2, 3]),
         (&[1, 2, 3], 3, &[1, 2, 3]),
@@ -109,14 +119,24 @@ fn the_rebalance_moves_leaders_of_brokers_above_the_imbalance_ratio_only() {
     parts.extend(std::iter::repeat_n((&[2, 3, 1][..], 2, &[1, 2, 3][..]), 9));
     parts.push((&[2, 3, 1], 3, &[1, 2, 3]));
     let c = ctx(&parts);
-    assert_eq!(imbalanced_partitions(&c, 10), vec![tp(0), tp(1), tp(3)]);
+    assert_eq!(
+        imbalanced_partitions(&c, imbalance_limit("")),
+        vec![tp(0), tp(1), tp(3)]
+    );
     // Broker 2 at 10% is above a 9% limit: its partition moves too.
     assert_eq!(
-        imbalanced_partitions(&c, 9),
+        imbalanced_partitions(
+            &c,
+            imbalance_limit("leader.imbalance.per.broker.percentage=9")
+        ),
         vec![tp(0), tp(1), tp(3), tp(13)]
     );
     // At 100% nothing is ever imbalanced enough.
-    assert!(imbalanced_partitions(&c, 100).is_empty());
+    assert!(imbalanced_partitions(
+        &c,
+        imbalance_limit("leader.imbalance.per.broker.percentage=100")
+    )
+    .is_empty());
 }
 
 #[test]

@@ -52,12 +52,7 @@ impl Coordinator {
         }
         let max_size = usize::try_from(self.config.max_size).unwrap_or(usize::MAX);
         let entry = self.entry_or_new(&req.group_id, partition, now_ms);
-        // Kafka's acceptJoiningMember: a new member only while the group
-        // has room (members + pending < group.max.size); a known one
-        // always.
-        let known =
-            entry.group.has_member(&req.member_id) || entry.pending.contains_key(&req.member_id);
-        if !known && entry.group.len() + entry.pending.len() >= max_size {
+        if !accepts_joining(entry, &req.member_id, max_size) {
             reply(&mut out, ErrorCode::GROUP_MAX_SIZE_REACHED);
             self.drop_if_unused(&req.group_id);
             return out;
@@ -628,4 +623,34 @@ fn set_join_waiter(entry: &mut Entry, member_id: &str, waiter: WaiterId) -> Opti
         .or_default()
         .join_waiter
         .replace(waiter)
+}
+
+/// Kafka's `GroupCoordinator.acceptJoiningMember` (`group.max.size`,
+/// KIP-389): an Empty or Dead group takes anyone; while it prepares a
+/// rebalance, a member already waiting in it, or anyone while fewer than
+/// the maximum wait; otherwise a member of it, or anyone while it has
+/// fewer members than the maximum. Members still to learn their id
+/// (KIP-394) are not members yet and do not count.
+fn accepts_joining(entry: &Entry, member_id: &str, max_size: usize) -> bool {
+    let awaiting = |id: &str| {
+        entry
+            .runtime
+            .get(id)
+            .is_some_and(|r| r.join_waiter.is_some())
+    };
+    match entry.group.state() {
+        GroupState::Empty | GroupState::Dead => true,
+        GroupState::PreparingRebalance => {
+            (entry.group.has_member(member_id) && awaiting(member_id))
+                || entry
+                    .group
+                    .members()
+                    .filter(|m| awaiting(&m.member_id))
+                    .count()
+                    < max_size
+        }
+        GroupState::CompletingRebalance | GroupState::Stable => {
+            entry.group.has_member(member_id) || entry.group.len() < max_size
+        }
+    }
 }

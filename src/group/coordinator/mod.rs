@@ -536,9 +536,10 @@ impl Coordinator {
 }
 
 /// Kafka's mapping of a failed `__consumer_offsets` append to the error a
-/// group client gets: `GroupMetadataManager.storeOffsets` for offsets,
-/// `storeGroup` for a group's metadata (which reports a timeout as a
-/// rebalance and an oversize group as UNKNOWN_SERVER_ERROR).
+/// group client gets: `GroupMetadataManager.storeOffsets` for offsets
+/// (which passes a timeout past `offsets.commit.timeout.ms` on as
+/// REQUEST_TIMED_OUT), `storeGroup` for a group's metadata (which reports
+/// a timeout as a rebalance and an oversize group as UNKNOWN_SERVER_ERROR).
 fn map_append_error(e: ErrorCode, offsets: bool) -> ErrorCode {
     match e {
         ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
@@ -547,8 +548,7 @@ fn map_append_error(e: ErrorCode, offsets: bool) -> ErrorCode {
         ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::KAFKA_STORAGE_ERROR => {
             ErrorCode::NOT_COORDINATOR
         }
-        ErrorCode::REQUEST_TIMED_OUT if offsets => ErrorCode::COORDINATOR_NOT_AVAILABLE,
-        ErrorCode::REQUEST_TIMED_OUT => ErrorCode::REBALANCE_IN_PROGRESS,
+        ErrorCode::REQUEST_TIMED_OUT if !offsets => ErrorCode::REBALANCE_IN_PROGRESS,
         ErrorCode::MESSAGE_TOO_LARGE
         | ErrorCode::RECORD_LIST_TOO_LARGE
         | ErrorCode::INVALID_FETCH_SIZE

@@ -631,6 +631,8 @@ fn oversize_metadata_and_failed_appends_get_kafkas_errors() {
         )]))
     );
     assert!(h.appends.is_empty());
+    // A timed-out append (`offsets.commit.timeout.ms`) is answered as it
+    // is: `storeOffsets` does not map REQUEST_TIMED_OUT.
     h.auto_ack = Some(ErrorCode::REQUEST_TIMED_OUT);
     let w = h.commit("g", -1, "", &[("t", 0, 1)]);
     assert_eq!(
@@ -638,7 +640,7 @@ fn oversize_metadata_and_failed_appends_get_kafkas_errors() {
         Some(&Answer::Commit(vec![(
             "t".into(),
             0,
-            ErrorCode::COORDINATOR_NOT_AVAILABLE
+            ErrorCode::REQUEST_TIMED_OUT
         )]))
     );
     assert_eq!(
@@ -795,6 +797,23 @@ fn group_max_size_refuses_a_member_beyond_it() {
     }
     h.new_member("g", &[("range", b"")]);
     let req = h.join_req("g", "", None, &[("range", b"")]);
+    let w = h.join(req);
+    assert_eq!(h.join_answer(w).error, ErrorCode::GROUP_MAX_SIZE_REACHED);
+    // acceptJoiningMember: an Empty group takes anyone (both learn their
+    // ids, KIP-394); once the first is waiting in the rebalance, the
+    // second is one too many.
+    let ids: Vec<String> = (0..2)
+        .map(|_| {
+            let req = h.join_req("e", "", None, &[("range", b"")]);
+            let w = h.join(req);
+            let a = h.join_answer(w);
+            assert_eq!(a.error, ErrorCode::MEMBER_ID_REQUIRED);
+            a.member_id
+        })
+        .collect();
+    let req = h.join_req("e", &ids[0], None, &[("range", b"")]);
+    h.join(req);
+    let req = h.join_req("e", &ids[1], None, &[("range", b"")]);
     let w = h.join(req);
     assert_eq!(h.join_answer(w).error, ErrorCode::GROUP_MAX_SIZE_REACHED);
 }

@@ -257,3 +257,190 @@ fn refresh_loop(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Instant;
+
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+
+    use super::*;
+    use crate::config::sasl::broker_client;
+    use crate::config::sasl::oauth_login::SECURED_LOGIN_HANDLER;
+    use crate::config::ServerConfig;
+
+    /// The broker's KIP-768 login on its SASL_PLAINTEXT inter-broker
+    /// listener from `server.properties` text: the client_credentials
+    /// grant at `http://127.0.0.1:<port>/token`, plus `extra` lines.
+    fn login(port: u16, extra: &str) -> OAuthLogin {
+        let text = format!(
+            "listeners=SASL_PLAINTEXT://127.0.0.1:9092\n\
+             security.inter.broker.protocol=SASL_PLAINTEXT\n\
+             sasl.enabled.mechanisms=OAUTHBEARER\n\
+             sasl.mechanism.inter.broker.protocol=OAUTHBEARER\n\
+             listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=\
+             org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
+             clientId=\"broker\" clientSecret=\"secret\";\n\
+             listener.name.sasl_plaintext.oauthbearer.sasl.login.callback.handler.class=\
+             {SECURED_LOGIN_HANDLER}\n\
+             sasl.oauthbearer.token.endpoint.url=http://127.0.0.1:{port}/token\n{extra}"
+        );
+        let config = ServerConfig::from_properties(&text, &[]).unwrap().config;
+        let client = broker_client(&config, "SASL_PLAINTEXT").unwrap().unwrap();
+        client.oauth.unwrap()
+    }
+
+    /// Read one request (head and Content-Length body); false at EOF.
+    fn read_request(s: &mut TcpStream) -> bool {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if s.read(&mut byte).unwrap_or(0) == 0 {
+                return false;
+            }
+            head.push(byte[0]);
+        }
+        let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+        let length = text
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        s.read_exact(&mut vec![0u8; length]).is_ok()
+    }
+
+    /// Answer the POSTs accepted on `listener`, counted in `posts`: 503
+    /// to the first `failures`, then an access token for `broker`.
+    fn serve(listener: &TcpListener, failures: usize, posts: &AtomicUsize) {
+        let b64 = |v: &str| URL_SAFE_NO_PAD.encode(v);
+        let jwt = format!(
+            "{}.{}.{}",
+            b64(r#"{"alg":"none"}"#),
+            b64(r#"{"sub":"broker","iat":1,"exp":4000000000}"#),
+            b64("signature")
+        );
+        let token = format!(r#"{{"access_token":"{jwt}","token_type":"bearer"}}"#);
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            if !read_request(&mut s) {
+                continue;
+            }
+            let (status, body) = if posts.fetch_add(1, Ordering::SeqCst) < failures {
+                ("503 Service Unavailable", "")
+            } else {
+                ("200 OK", token.as_str())
+            };
+            let _ = write!(
+                s,
+                "HTTP/1.0 {status}\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    }
+
+    /// A token endpoint answering 503 to its first `failures` POSTs.
+    fn endpoint(failures: usize) -> (u16, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let posts = Arc::new(AtomicUsize::new(0));
+        let counted = posts.clone();
+        std::thread::spawn(move || serve(&listener, failures, &counted));
+        (port, posts)
+    }
+
+    /// A token endpoint whose accept queue stays full for `hold` (a listen
+    /// backlog of 0 holding one connection): the kernel drops a client's
+    /// SYN until then, so a connect waits. Then it serves tokens.
+    fn busy_endpoint(hold: Duration) -> (u16, Arc<AtomicUsize>) {
+        use socket2::{Domain, Socket, Type};
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        socket
+            .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .unwrap();
+        socket.listen(0).unwrap();
+        let listener = TcpListener::from(socket);
+        let port = listener.local_addr().unwrap().port();
+        let filler = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let posts = Arc::new(AtomicUsize::new(0));
+        let counted = posts.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(hold);
+            drop(filler);
+            serve(&listener, 0, &counted);
+        });
+        (port, posts)
+    }
+
+    /// `sasl.login.retry.backoff.max.ms` (`HttpAccessTokenRetriever`'s
+    /// `Retry.execute`): the whole time the token POST is retried. At 0 a
+    /// failing endpoint is asked once; at 1500 it is asked again (after
+    /// `sasl.login.retry.backoff.ms`, doubling) until 1.5 s are spent, and
+    /// an endpoint that recovers meanwhile logs the broker in.
+    #[test]
+    fn the_retry_backoff_max_bounds_how_long_the_token_endpoint_is_retried() {
+        let (port, posts) = endpoint(usize::MAX);
+        let once = login(
+            port,
+            "sasl.login.retry.backoff.ms=100\nsasl.login.retry.backoff.max.ms=0\n",
+        );
+        let e = start("SASL_PLAINTEXT", &once).unwrap_err();
+        assert!(e.contains("unexpected response code 503"), "{e}");
+        assert_eq!(posts.load(Ordering::SeqCst), 1, "no retry at 0");
+
+        let budget = "sasl.login.retry.backoff.ms=100\nsasl.login.retry.backoff.max.ms=1500\n";
+        let t = Instant::now();
+        let e = start("SASL_PLAINTEXT", &login(port, budget)).unwrap_err();
+        let took = t.elapsed();
+        assert!(e.contains("unexpected response code 503"), "{e}");
+        assert!(
+            took >= Duration::from_millis(1500),
+            "gave up after {took:?}"
+        );
+        assert!(
+            took < Duration::from_secs(10),
+            "the default budget: {took:?}"
+        );
+        let retried = posts.load(Ordering::SeqCst) - 1;
+        assert!(retried >= 3, "{retried} POSTs within the budget");
+
+        let (port, posts) = endpoint(2);
+        let store = start("SASL_PLAINTEXT", &login(port, budget)).unwrap();
+        assert_eq!(store.current().principal, "broker");
+        assert_eq!(posts.load(Ordering::SeqCst), 3);
+    }
+
+    /// `sasl.login.connect.timeout.ms` (`HttpAccessTokenRetriever`'s
+    /// `HttpURLConnection.setConnectTimeout`): while the endpoint's accept
+    /// queue is full for 2 s, a 300 ms connect timeout fails the login
+    /// with no retry left; 8 s waits until the endpoint accepts (the SYN
+    /// is sent again after 1 s and 3 s) and logs in.
+    #[test]
+    fn the_connect_timeout_bounds_the_wait_for_the_token_endpoint() {
+        let (port, posts) = busy_endpoint(Duration::from_secs(2));
+        let short = login(
+            port,
+            "sasl.login.connect.timeout.ms=300\nsasl.login.retry.backoff.max.ms=0\n",
+        );
+        let t = Instant::now();
+        let e = start("SASL_PLAINTEXT", &short).unwrap_err();
+        assert!(
+            t.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(e.contains("timed out"), "{e}");
+        assert_eq!(posts.load(Ordering::SeqCst), 0);
+
+        let long = login(
+            port,
+            "sasl.login.connect.timeout.ms=8000\nsasl.login.retry.backoff.max.ms=0\n",
+        );
+        let store = start("SASL_PLAINTEXT", &long).unwrap();
+        assert_eq!(store.current().principal, "broker");
+        assert_eq!(posts.load(Ordering::SeqCst), 1);
+    }
+}

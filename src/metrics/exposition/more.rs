@@ -10,7 +10,7 @@ use crate::metrics::report::BrokerReport;
 use crate::metrics::shard::TIME_NAMES;
 
 /// A Yammer timer or histogram: a gauge per quantile and `<name>_count`.
-fn timer(
+pub(super) fn timer(
     b: &mut Builder,
     name: &str,
     mbean: &str,
@@ -98,6 +98,21 @@ fn log_manager(b: &mut Builder, r: &BrokerReport) {
             Value::U(u64::from(!d.online)),
         );
     }
+    let (count, recent) = r.log_flushes();
+    timer(
+        b,
+        "kafka_log_logflushstats_logflushrateandtimems",
+        "kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs (each fdatasync of a segment file)",
+        count,
+        recent.as_ref(),
+    );
+    b.one(
+        "kafka_log_logcleanermanager_max_dirty_percent",
+        "kafka.log:type=LogCleanerManager,name=max-dirty-percent (Value): \
+         100 x the largest cleanable ratio at the cleaners' last look",
+        Kind::Gauge,
+        Value::U(r.max_dirty_percent()),
+    );
 }
 
 /// The two idle percents: no separate network and handler threads here,
@@ -113,6 +128,26 @@ fn idle(b: &mut Builder, r: &BrokerReport) {
         Kind::Gauge,
         Value::F(r.recent_idle()),
     );
+    // `Processor` `IdlePercent`: each processor's `io-wait-ratio`; a
+    // shard is a processor here.
+    let f = b.family(
+        "kafka_network_processor_idle_percent",
+        "kafka.network:type=Processor,name=IdlePercent,networkProcessor=* (Value): \
+         idle fraction of the data shard between its last two scrapes",
+        Kind::Gauge,
+    );
+    for sh in &r.shards {
+        let e = &sh.executor;
+        let idle = if e.window_ns > 0 {
+            (1.0 - e.window_busy_ns as f64 / e.window_ns as f64).clamp(0.0, 1.0)
+        } else {
+            f64::NAN
+        };
+        f.push(
+            vec![("networkProcessor", sh.shard.to_string())],
+            Value::F(idle),
+        );
+    }
     b.one(
         "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent",
         "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent (MeanRate): \
@@ -214,6 +249,14 @@ fn zookeeper(b: &mut Builder, r: &BrokerReport) {
             e.read_only_connects,
         ),
         ("expires", "ZooKeeperExpiresPerSec", e.expires),
+        // `ZooKeeperClient`'s `stateToMeterMap` marks it on
+        // `KeeperState.SaslAuthenticated`, which a session without SASL
+        // (shardlog's ZooKeeper client has none) never reaches.
+        (
+            "saslauthentications",
+            "ZooKeeperSaslAuthenticationsPerSec",
+            0,
+        ),
     ] {
         b.one(
             &format!("kafka_server_sessionexpirelistener_zookeeper{name}"),

@@ -91,6 +91,16 @@ pub enum DownConvertError {
     Batch(BatchError),
 }
 
+/// What converting took (Kafka's `RecordsUtil.downConvert` stats): the
+/// records rebuilt at the older magic (`numRecordsConverted`), and the
+/// memory used (`temporaryMemoryBytes`: every source entry's size, plus
+/// the converted bytes of those rebuilt).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Converted {
+    pub records: u64,
+    pub temporary_bytes: u64,
+}
+
 /// The whole stored entries of `group` converted to `to_magic`, one after
 /// the other (`RecordsUtil.downConvert`: an entry that cannot be
 /// converted fails the group).
@@ -100,29 +110,52 @@ pub fn convert_group(
     fetch_offset: i64,
     scratch: &mut InflateScratch,
 ) -> Result<Vec<u8>, DownConvertError> {
+    convert_group_counted(
+        group,
+        (to_magic, fetch_offset),
+        scratch,
+        &mut Converted::default(),
+    )
+}
+
+/// [`convert_group`] of `group` at (`to_magic`, `fetch_offset`), adding
+/// what it took to `stats`.
+pub fn convert_group_counted(
+    group: &Bytes,
+    (to_magic, fetch_offset): (i8, i64),
+    scratch: &mut InflateScratch,
+    stats: &mut Converted,
+) -> Result<Vec<u8>, DownConvertError> {
     let mut out = Vec::new();
     for e in shallow_entries(group).map_err(DownConvertError::Batch)? {
-        out.extend_from_slice(&convert_entry(&e, to_magic, fetch_offset, scratch)?);
+        let (converted, records) = convert_entry(&e, to_magic, fetch_offset, scratch)?;
+        stats.temporary_bytes += e.bytes.len() as u64;
+        if records > 0 {
+            stats.records += records;
+            stats.temporary_bytes += converted.len() as u64;
+        }
+        out.extend_from_slice(&converted);
     }
     Ok(out)
 }
 
-/// One stored entry at `to_magic` (empty when nothing of it is kept).
+/// One stored entry at `to_magic` (empty when nothing of it is kept), and
+/// how many of its records were rebuilt (0 when copied as it is).
 fn convert_entry(
     e: &super::Entry,
     to_magic: i8,
     fetch_offset: i64,
     scratch: &mut InflateScratch,
-) -> Result<Vec<u8>, DownConvertError> {
+) -> Result<(Vec<u8>, u64), DownConvertError> {
     if e.magic <= to_magic {
-        return Ok(e.bytes.to_vec());
+        return Ok((e.bytes.to_vec(), 0));
     }
     if e.magic < 2 {
         return convert_legacy(e, to_magic, fetch_offset, scratch);
     }
     let view = RecordBatch::new_unchecked_crc(&e.bytes).map_err(DownConvertError::Batch)?;
     if view.is_control() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), 0));
     }
     let compression =
         view.compression()
@@ -144,7 +177,7 @@ fn convert_entry(
         })
         .collect();
     let Some(first) = kept.first() else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), 0));
     };
     let timestamp_type = view.timestamp_type();
     let format = LegacyFormat {
@@ -156,7 +189,7 @@ fn convert_entry(
     };
     let mut out = Vec::new();
     write_message_set(&mut out, format, &kept).map_err(DownConvertError::Batch)?;
-    Ok(out)
+    Ok((out, kept.len() as u64))
 }
 
 /// A stored magic-1 message (a log dir Kafka wrote with
@@ -170,7 +203,7 @@ fn convert_legacy(
     to_magic: i8,
     fetch_offset: i64,
     scratch: &mut InflateScratch,
-) -> Result<Vec<u8>, DownConvertError> {
+) -> Result<(Vec<u8>, u64), DownConvertError> {
     let message = Message::parse(e.offset, &e.body()).map_err(DownConvertError::Batch)?;
     let compression =
         message
@@ -199,7 +232,7 @@ fn convert_legacy(
         })
         .collect();
     let Some(first) = kept.first() else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), 0));
     };
     let format = LegacyFormat {
         magic: to_magic,
@@ -210,7 +243,7 @@ fn convert_legacy(
     };
     let mut out = Vec::new();
     write_message_set(&mut out, format, &kept).map_err(DownConvertError::Batch)?;
-    Ok(out)
+    Ok((out, kept.len() as u64))
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::down::{convert_group, DownConvertError};
+use super::down::{convert_group_counted, Converted, DownConvertError};
 use super::{LOG_OVERHEAD, RECORD_OVERHEAD_V0};
 use crate::protocol::record_walk::InflateScratch;
 
@@ -69,6 +69,8 @@ pub struct LazyDownConversion<S> {
     declared: usize,
     remaining: usize,
     scratch: InflateScratch,
+    /// What the conversions so far took.
+    converted: Converted,
 }
 
 impl<S: Source> LazyDownConversion<S> {
@@ -86,9 +88,11 @@ impl<S: Source> LazyDownConversion<S> {
             declared: 0,
             remaining: 0,
             scratch: InflateScratch::default(),
+            converted: Converted::default(),
         };
         while let Some(entry) = me.next_group(0).map_err(StartError::Read)? {
-            match convert_group(&entry, to_magic, fetch_offset, &mut me.scratch) {
+            let at = (to_magic, fetch_offset);
+            match convert_group_counted(&entry, at, &mut me.scratch, &mut me.converted) {
                 Ok(converted) if converted.is_empty() => {}
                 Ok(converted) => {
                     me.first = Some(Bytes::from(converted));
@@ -116,6 +120,11 @@ impl<S: Source> LazyDownConversion<S> {
         self.declared
     }
 
+    /// What the conversions so far took (records rebuilt, memory used).
+    pub fn converted(&self) -> Converted {
+        self.converted
+    }
+
     /// The next bytes to send (never empty), `None` once the declared size
     /// was given.
     pub fn next_chunk(&mut self) -> Result<Option<Bytes>, S::Error> {
@@ -140,7 +149,8 @@ impl<S: Source> LazyDownConversion<S> {
     /// the failed entry, gets its error).
     fn next_converted(&mut self) -> Result<Option<Bytes>, S::Error> {
         while let Some(group) = self.next_group(MAX_READ_SIZE)? {
-            match convert_group(&group, self.to_magic, self.fetch_offset, &mut self.scratch) {
+            let at = (self.to_magic, self.fetch_offset);
+            match convert_group_counted(&group, at, &mut self.scratch, &mut self.converted) {
                 Ok(converted) if converted.is_empty() => {}
                 Ok(converted) => return Ok(Some(Bytes::from(converted))),
                 Err(_) => {

@@ -24,6 +24,9 @@ pub struct FollowTarget {
     /// Throttled by the follower replication quota: named for this broker
     /// in `follower.replication.throttled.replicas` while out of the ISR.
     pub throttled: bool,
+    /// Being reassigned, with this broker among its adding replicas
+    /// (Kafka's `Partition.isReassigning && isAddingLocalReplica`).
+    pub adding_me: bool,
 }
 
 /// The fetch settings from the broker config (`replica.fetch.*`). The
@@ -90,6 +93,7 @@ pub fn targets_of(snapshot: &Snapshot, me: BrokerId, parts: &[Rc<Partition>]) ->
             leader_epoch: state.leader_epoch.0,
             leader_address,
             throttled,
+            adding_me: snapshot.is_adding_replica(&p.tp.topic, p.tp.partition, me),
         });
     }
     out

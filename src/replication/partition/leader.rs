@@ -45,6 +45,10 @@ pub struct IsrAnswerEffect {
     pub high_watermark_moved: bool,
     /// The same change is to be sent again.
     pub resend: bool,
+    /// The controller refused the pending change, or it was not
+    /// delivered (Kafka's `handleAlterPartitionError` marks
+    /// `FailedIsrUpdatesPerSec`).
+    pub failed: bool,
 }
 
 impl Partition {
@@ -287,6 +291,7 @@ impl Partition {
                 IsrAnswerEffect {
                     high_watermark_moved: true,
                     resend: false,
+                    failed: false,
                 }
             }
             IsrChangeAnswer::Committed { leader_epoch, .. } => {
@@ -301,6 +306,7 @@ impl Partition {
                 IsrAnswerEffect {
                     high_watermark_moved: false,
                     resend,
+                    failed: true,
                 }
             }
         }

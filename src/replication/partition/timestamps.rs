@@ -6,6 +6,7 @@
 //! refused records go back in Produce v8+ `record_errors` (KIP-467).
 
 use super::{Partition, ProduceResult};
+use crate::metrics::shard::ValidationStats;
 use crate::protocol::record_walk;
 use crate::protocol::ErrorCode;
 use crate::replication::timestamps::{
@@ -19,10 +20,13 @@ impl Partition {
     /// INVALID_TIMESTAMP (a timestamp outside the topic's window, or a
     /// batch claiming LogAppendTime) with the refused records; nothing is
     /// appended then. Walks the records only when a check needs them.
+    /// Records without a key count in `validation` (Kafka's
+    /// `recordNoKeyCompactedTopic`, one mark per record).
     pub(super) fn check_records(
         &self,
         records: &ValidatedRecords,
         now_ms: i64,
+        validation: &mut ValidationStats,
     ) -> Result<(), Box<ProduceResult>> {
         let config = self.config();
         let policy = TimestampPolicy::of(&config);
@@ -39,6 +43,7 @@ impl Partition {
             } else {
                 Vec::new()
             };
+            validation.no_key_compacted_topic += keyless.len() as u64;
             let timestamps = invalid_timestamps(batch, policy, now_ms, &mut scratch)
                 .map_err(|e| failed(e.kafka_error_code()))?;
             if keyless.is_empty() && timestamps.is_empty() {

@@ -251,3 +251,18 @@ fn lingering_verifications_expire_with_producer_ids() {
     assert!(s.verification(1).is_none());
     assert!(s.verification(2).is_some());
 }
+
+#[test]
+fn a_transaction_whose_producer_went_quiet_past_the_max_timeout_and_five_minutes_is_late() {
+    let mut s = ProducerStateManager::new();
+    assert!(!s.has_late_transaction(10_000_000, 900_000));
+    let a = txn_batch(1, 0, 0, 5);
+    s.on_append(&a, at(&a, 10), 1_000, None);
+    let due = 1_000 + 900_000 + 300_000;
+    assert!(!s.has_late_transaction(due, 900_000));
+    assert!(s.has_late_transaction(due + 1, 900_000));
+    // Its producer appending again is on time again.
+    let b = txn_batch(1, 0, 5, 1);
+    s.on_append(&b, at(&b, 15), due, None);
+    assert!(!s.has_late_transaction(due + 1, 900_000));
+}

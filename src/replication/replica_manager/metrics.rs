@@ -9,12 +9,17 @@ use crate::metrics::report::{FollowerLag, PartitionGauges};
 use crate::replication::partition::Partition;
 
 impl ReplicaManager {
-    /// Every partition this shard hosts, as of now.
-    pub async fn partition_gauges(&self) -> Vec<PartitionGauges> {
+    /// Every partition this shard hosts, as of `now_ms` (wall clock;
+    /// `max_txn_timeout_ms`: `transaction.max.timeout.ms`).
+    pub async fn partition_gauges(
+        &self,
+        now_ms: i64,
+        max_txn_timeout_ms: i64,
+    ) -> Vec<PartitionGauges> {
         let parts: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
         let mut out = Vec::with_capacity(parts.len());
         for p in parts {
-            out.push(p.gauges().await);
+            out.push(p.gauges(now_ms, max_txn_timeout_ms).await);
         }
         out
     }
@@ -22,5 +27,12 @@ impl ReplicaManager {
     /// The lag of every partition this shard follows.
     pub fn follower_lags(&self) -> Vec<FollowerLag> {
         self.fetchers.lags()
+    }
+
+    /// Bytes this shard's fetchers appended from leaders since start, and
+    /// the part of them for partitions being reassigned to this broker
+    /// (Kafka's `ReplicationBytesInPerSec`, `ReassignmentBytesInPerSec`).
+    pub fn replication_bytes_in(&self) -> (u64, u64) {
+        self.fetchers.bytes_in()
     }
 }

@@ -12,7 +12,10 @@ use serde_json::{json, Value};
 use super::jwks::JwkSet;
 use super::jwt::{validate_secured, validate_unsecured};
 use super::*;
-use crate::config::sasl::oauth::{JwksOptions, JwksUrl, UnsecuredOptions};
+use crate::config::sasl::jaas::parse_single;
+use crate::config::sasl::oauth::{
+    jwks_options, lookup, JwksOptions, JwksUrl, UnsecuredOptions, OAUTHBEARER_LOGIN_MODULE,
+};
 
 const NOW_MS: i64 = 1_800_000_000_000;
 const NOW_S: i64 = NOW_MS / 1000;
@@ -312,4 +315,92 @@ fn a_refused_token_is_answered_with_the_json_error_then_fails_on_the_clients_ctr
         OAuthServer::new().on_token(first.as_bytes(), &jwks, None, NOW_MS),
         MechStep::Challenge(_)
     ));
+}
+
+/// KIP-768's validator options of listener `l` as `ConfigurationUtils`
+/// reads them from the broker's keys: a `file:` JWKS plus `keys`.
+fn secured_from_keys(keys: &[(&str, &str)]) -> JwksOptions {
+    let mut all: std::collections::BTreeMap<String, String> = keys
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    all.insert(
+        "sasl.oauthbearer.jwks.endpoint.url".into(),
+        "file:/unused".into(),
+    );
+    let entry = parse_single(&format!("{OAUTHBEARER_LOGIN_MODULE} required;")).unwrap();
+    jwks_options(&|k| lookup(&all, "l", k), &entry).unwrap()
+}
+
+/// `sasl.oauthbearer.clock.skew.seconds` (`ValidatorAccessTokenValidator`:
+/// jose4j's `setAllowedClockSkewInSeconds`): a token expired 10 s ago, or
+/// valid only 10 s from now (nbf), is accepted with 30 s of skew and
+/// refused with 0; the listener's value overrides the broker-wide one.
+#[test]
+fn the_clock_skew_key_widens_the_exp_and_nbf_checks() {
+    let signer = Signer::new("key-1");
+    let keys = JwkSet::parse(json!({"keys": [signer.jwk()]}).to_string().as_bytes()).unwrap();
+    let expired = json!({"sub": "alice", "iat": NOW_S - 600, "exp": NOW_S - 10});
+    let early = json!({"sub": "alice", "iat": NOW_S, "nbf": NOW_S + 10, "exp": NOW_S + 600});
+    let lenient = secured_from_keys(&[("sasl.oauthbearer.clock.skew.seconds", "30")]);
+    let strict = secured_from_keys(&[("sasl.oauthbearer.clock.skew.seconds", "0")]);
+    let listener_strict = secured_from_keys(&[
+        ("sasl.oauthbearer.clock.skew.seconds", "30"),
+        ("listener.name.l.sasl.oauthbearer.clock.skew.seconds", "0"),
+    ]);
+    for claims in [&expired, &early] {
+        let token = signer.token(claims);
+        let v = validate_secured(&token, &lenient, &keys, NOW_MS).unwrap();
+        assert_eq!(v.principal, "alice");
+        for opts in [&strict, &listener_strict] {
+            let r = validate_secured(&token, opts, &keys, NOW_MS).unwrap_err();
+            assert_eq!(r.status, "invalid_token");
+            assert!(
+                r.reason.contains("no longer valid") || r.reason.contains("not yet valid"),
+                "{}",
+                r.reason
+            );
+        }
+    }
+    // 30 s is the whole allowance: 31 s late is refused even so.
+    let later = json!({"sub": "alice", "iat": NOW_S - 600, "exp": NOW_S - 31});
+    let r = validate_secured(&signer.token(&later), &lenient, &keys, NOW_MS).unwrap_err();
+    assert!(r.reason.contains("30 seconds of leeway"), "{}", r.reason);
+}
+
+/// `sasl.oauthbearer.scope.claim.name` (`ValidatorAccessTokenValidator`,
+/// `ClaimValidationUtils.validateScopes`): the scope is read from the
+/// claim it names, the default `scope` claim then ignored, and an empty
+/// value in the named claim refuses the token.
+#[test]
+fn the_scope_claim_name_key_picks_the_claim_the_scope_is_read_from() {
+    let signer = Signer::new("key-1");
+    let keys = JwkSet::parse(json!({"keys": [signer.jwk()]}).to_string().as_bytes()).unwrap();
+    let claims = |scp: Value| {
+        json!({"sub": "alice", "iat": NOW_S, "exp": NOW_S + 600,
+               "scp": scp, "scope": "from-the-default-claim"})
+    };
+    let named = secured_from_keys(&[("sasl.oauthbearer.scope.claim.name", "scp")]);
+    let default = secured_from_keys(&[]);
+    let token = signer.token(&claims(json!(["kafka.read", "kafka.write"])));
+    let v = validate_secured(&token, &named, &keys, NOW_MS).unwrap();
+    assert_eq!(v.scope, vec!["kafka.read", "kafka.write"]);
+    let v = validate_secured(&token, &default, &keys, NOW_MS).unwrap();
+    assert_eq!(v.scope, vec!["from-the-default-claim"]);
+    // An empty value in the named claim; the default name never reads it.
+    let token = signer.token(&claims(json!(["kafka.read", " "])));
+    let r = validate_secured(&token, &named, &keys, NOW_MS).unwrap_err();
+    assert_eq!(r.status, "invalid_token");
+    assert!(
+        r.reason.contains("scp value must not contain empty values"),
+        "{}",
+        r.reason
+    );
+    assert!(validate_secured(&token, &default, &keys, NOW_MS).is_ok());
+    // The mechanism-prefixed listener key names it too.
+    let prefixed = secured_from_keys(&[(
+        "listener.name.l.oauthbearer.sasl.oauthbearer.scope.claim.name",
+        "scp",
+    )]);
+    assert!(validate_secured(&token, &prefixed, &keys, NOW_MS).is_err());
 }

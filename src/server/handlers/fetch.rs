@@ -45,7 +45,9 @@ use crate::protocol::schema::{
     decode_checked_39, CheckedApi, Field, Schema, INT32, INT64, INT8, UUID,
 };
 use crate::protocol::{ApiRange, ErrorCode};
-use crate::purgatory::delayed_fetch::{DelayedFetch, FetchIsolation, FetchPartitionSpec};
+use crate::purgatory::delayed_fetch::{
+    DelayedFetch, FetchCompletion, FetchIsolation, FetchPartitionSpec,
+};
 use crate::purgatory::view::LogOffsetMetadata;
 use crate::replication::partition::{FollowerFetch, ReadAnswer};
 use crate::replication::quota::{self, Side};
@@ -287,7 +289,7 @@ async fn fetch(
     if version < down_convert::FIRST_ZSTD_FETCH {
         down_convert::convert_reads(ctx, &mut wanted, &mut reads, version, follower.is_some());
     }
-    count_reads(ctx, &wanted, &reads, follower.is_some());
+    count_reads(ctx, &wanted, &reads, follower);
     // consumer_byte_rate (Kafka's `handleFetchRequest`): the bytes this
     // answer would carry are measured; over the quota the answer carries
     // no data, only the throttle time (`getThrottledResponse`: the
@@ -627,17 +629,28 @@ async fn long_poll(
         isolation,
         specs,
     );
-    let _ = ctx.datapath().park(op, &keys, seen).await;
+    let outcome = ctx.datapath().park(op, &keys, seen).await;
+    // `DelayedFetch.onExpiration`: a follower's fetch (read to the log
+    // end) or a consumer's.
+    if outcome.is_some_and(|o| o.reason == FetchCompletion::Expired) {
+        ctx.stats
+            .metrics
+            .on_fetch_expired(isolation == FetchIsolation::LogEnd);
+    }
 }
 
 /// `BrokerTopicMetrics` of a fetch's partitions (Kafka's `fetchMessages`:
-/// every partition read counts once, followers' included).
+/// every partition read counts once, followers' included). A follower's
+/// bytes of a partition it is being reassigned to also count as
+/// `ReassignmentBytesOutPerSec` (`BrokerTopicStats.updateBytesOut` with
+/// `ReplicaManager.isAddingReplica`).
 fn count_reads(
     ctx: &ShardContext,
     wanted: &[Wanted],
     reads: &[Option<ReadAnswer>],
-    follower: bool,
+    follower: Option<BrokerId>,
 ) {
+    let snapshot = ctx.snapshot();
     for (w, r) in wanted.iter().zip(reads) {
         let (bytes, code) = match (w.error, r) {
             (Some(code), _) => (0, ErrorCode(code)),
@@ -646,7 +659,15 @@ fn count_reads(
         };
         ctx.stats
             .metrics
-            .on_fetch_result(&w.topic, bytes, follower, code);
+            .on_fetch_result(&w.topic, bytes, follower.is_some(), code);
+        if let Some(replica) = follower {
+            if code == ErrorCode::NONE && snapshot.is_adding_replica(&w.topic, w.partition, replica)
+            {
+                ctx.stats
+                    .metrics
+                    .on_broker(|b| b.reassignment_bytes_out += bytes);
+            }
+        }
     }
 }
 

@@ -332,8 +332,8 @@ fn count_slots(ctx: &ShardContext, slots: &[Slot]) {
             s.topic.as_str(),
             s.bytes,
             r.error_code,
-            r.base_offset,
-            r.last_offset,
+            (r.base_offset, r.last_offset),
+            &r.validation,
         );
     }
 }

@@ -169,3 +169,91 @@ impl Source {
         JwkSet::parse(&bytes)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::io::Write;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::config::sasl::jaas::parse_single;
+    use crate::config::sasl::oauth::{jwks_options, lookup, OAUTHBEARER_LOGIN_MODULE};
+
+    /// A JWKS endpoint that serves one RSA key to its first GET and
+    /// answers 503 to the next `failures`; each request's arrival is sent
+    /// on the channel. It stops listening after that (refused connects).
+    fn flaky_endpoint(failures: usize) -> (u16, mpsc::Receiver<Instant>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for n in 0..=failures {
+                let (mut s, _) = listener.accept().unwrap();
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let _ = tx.send(Instant::now());
+                let (status, body) = if n == 0 {
+                    (
+                        "200 OK",
+                        r#"{"keys":[{"kty":"RSA","kid":"k1","n":"AQAB","e":"AQAB"}]}"#,
+                    )
+                } else {
+                    ("503 Service Unavailable", "")
+                };
+                let _ = write!(
+                    s,
+                    "HTTP/1.0 {status}\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (port, rx)
+    }
+
+    /// `sasl.oauthbearer.jwks.endpoint.retry.backoff.ms` (Kafka's
+    /// `RefreshingHttpsJwks` retry with `…retry.backoff.max.ms`): after a
+    /// failed refresh the next GET comes no sooner than the backoff, then
+    /// twice it, and the keys loaded before are kept meanwhile.
+    #[test]
+    fn a_failed_refresh_is_retried_after_the_configured_backoff_doubling() {
+        let (port, requests) = flaky_endpoint(3);
+        let keys: BTreeMap<String, String> = [
+            (
+                "sasl.oauthbearer.jwks.endpoint.url",
+                format!("http://127.0.0.1:{port}/jwks"),
+            ),
+            ("sasl.oauthbearer.jwks.endpoint.refresh.ms", "50".into()),
+            (
+                "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+                "400".into(),
+            ),
+            (
+                "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+                "800".into(),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let entry = parse_single(&format!("{OAUTHBEARER_LOGIN_MODULE} required;")).unwrap();
+        let opts = jwks_options(&|k| lookup(&keys, "l", k), &entry).unwrap();
+        assert_eq!(opts.retry_backoff_ms, 400);
+        let store = start("l", &opts).unwrap();
+        let wait = Duration::from_secs(20);
+        let at: Vec<Instant> = (0..4)
+            .map(|_| requests.recv_timeout(wait).unwrap())
+            .collect();
+        let gap = |i: usize| at[i] - at[i - 1];
+        // The first refresh after refresh.ms fails; its retries wait the
+        // backoff (400 ms, the default would be 100), then 800 ms.
+        assert!(gap(2) >= Duration::from_millis(400), "{:?}", gap(2));
+        assert!(gap(3) >= Duration::from_millis(800), "{:?}", gap(3));
+        assert_eq!(store.current().keys.len(), 1, "the loaded keys are kept");
+    }
+}

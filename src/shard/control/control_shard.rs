@@ -433,6 +433,7 @@ impl ControlShard {
             .overlay(base.clone(), inter_broker_listener);
         if self.zookeeper_mode {
             snapshot.hosted_topics = self.hosted.borrow().topic_states();
+            snapshot.reassigning = Arc::new(self.hosted.borrow().reassigning());
             snapshot.hosted_by_leader_and_isr = true;
         }
         snapshot.client_quotas = self.client_quotas();

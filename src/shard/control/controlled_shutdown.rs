@@ -29,7 +29,9 @@ pub async fn run(ctx: &ShardContext, broker_epoch: i64) -> bool {
         return false;
     };
     let me = BrokerId(ctx.config.broker_id);
-    let retries = ctx.config.controlled_shutdown_max_retries.max(1);
+    // `KafkaServer.controlledShutdown` tries while retries remain above 0:
+    // `controlled.shutdown.max.retries=0` makes no attempt.
+    let retries = ctx.config.controlled_shutdown_max_retries.max(0);
     let backoff = Duration::from_millis(
         u64::try_from(ctx.config.controlled_shutdown_retry_backoff_ms).unwrap_or(5000),
     );

@@ -19,8 +19,21 @@ pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
     ctx.stats
         .metrics
         .on_executor(&executor_delta(), ctx.clock.mono_ms());
-    let counters = ctx.stats.metrics.counters(ctx.clock.mono_ms());
-    let partitions = data.replicas.partition_gauges().await;
+    let mut counters = ctx.stats.metrics.counters(ctx.clock.mono_ms());
+    let (bytes_in, reassignment_in) = data.replicas.replication_bytes_in();
+    counters.broker.replication_bytes_in += bytes_in;
+    counters.broker.reassignment_bytes_in += reassignment_in;
+    let snapshot = ctx.snapshot();
+    let mut partitions = data
+        .replicas
+        .partition_gauges(
+            ctx.clock.wall_ms(),
+            i64::from(ctx.config.transaction_max_timeout_ms),
+        )
+        .await;
+    for p in &mut partitions {
+        p.reassigning = snapshot.is_reassigning(&p.topic, p.partition);
+    }
     let (parked_produce, parked_fetch) = data.purgatory.parked();
     let z = ctx.stats.zerocopy.get();
     let batch_cache = {
@@ -64,6 +77,7 @@ pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
         } else {
             Vec::new()
         },
+        max_dirty_ratio: data.replicas.storage().max_dirty_ratio().get(),
     })
 }
 
@@ -129,6 +143,12 @@ pub async fn scrape(ctx: &Rc<ShardContext>) -> BrokerReport {
         }
     }
     let mut report = BrokerReport::new(shards, crate::io::process::read());
+    report.listeners = ctx
+        .config
+        .listeners
+        .iter()
+        .map(|l| l.name.clone())
+        .collect();
     if let Some(control) = ctx.control() {
         report.control = control.metrics.report(ctx.clock.mono_ms());
     }

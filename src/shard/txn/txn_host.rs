@@ -140,7 +140,10 @@ impl TxnHost {
                     config.transaction_state_log_num_partitions,
                     config.transaction_max_timeout_ms,
                 )
-                .with_id_expiration(i64::from(config.transactional_id_expiration_ms)),
+                .with_id_expiration(i64::from(config.transactional_id_expiration_ms))
+                .with_id_expiry_interval(i64::from(
+                    config.transaction_remove_expired_transaction_cleanup_interval_ms,
+                )),
             ),
             waiters: RefCell::new(HashMap::new()),
             next_waiter: Cell::new(0),

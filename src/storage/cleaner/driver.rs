@@ -33,6 +33,7 @@ use super::offset_map::OffsetMap;
 use super::select::LogToClean;
 use super::throttle::Throttler;
 use super::txn::{BatchFacts, BatchKind, CleanedTxnMetadata};
+use crate::config::ServerConfig;
 use crate::io::clock::Clock;
 use crate::protocol::control_record;
 use crate::protocol::legacy::{MAGIC_OFFSET, RECORD_OVERHEAD_V0};
@@ -61,6 +62,21 @@ pub struct CleanerConfig {
     pub io_max_bytes_per_second: f64,
     /// `shardlog.cleaner.swap.delay.ms` (fault injection).
     pub swap_delay_ms: u64,
+}
+
+impl CleanerConfig {
+    /// One data shard's cleaner config: the shards share the broker's
+    /// buffer and I/O budget as Kafka's cleaner threads do (`LogCleaner`
+    /// gives each `CleanerThread` `dedupeBufferSize / numThreads`).
+    pub fn for_shard(server: &ServerConfig, n_shards: usize) -> Self {
+        let shards = n_shards.max(1) as u64;
+        CleanerConfig {
+            dedupe_buffer_bytes: u64::try_from(server.log_cleaner_dedupe_buffer_size).unwrap_or(0)
+                / shards,
+            io_max_bytes_per_second: server.log_cleaner_io_max_bytes_per_second / shards as f64,
+            swap_delay_ms: server.shardlog_cleaner_swap_delay_ms,
+        }
+    }
 }
 
 /// What one clean did.

@@ -22,6 +22,7 @@
 //!   topic's tombstones do go away after `delete.retention.ms` (Kafka drops
 //!   them only when the log next qualifies by ratio or lag).
 
+use crate::storage::config::LogConfig;
 pub use crate::storage::partition_log::SegmentStat;
 
 /// The topic keys the selection reads.
@@ -30,6 +31,19 @@ pub struct CompactionConfig {
     pub min_cleanable_dirty_ratio: f64,
     pub min_compaction_lag_ms: i64,
     pub max_compaction_lag_ms: i64,
+}
+
+impl CompactionConfig {
+    /// The keys of a log's config (a topic's overrides over the broker's
+    /// `log.cleaner.min.cleanable.ratio`, `log.cleaner.min.compaction.lag.ms`
+    /// and `log.cleaner.max.compaction.lag.ms`).
+    pub fn of(config: &LogConfig) -> Self {
+        CompactionConfig {
+            min_cleanable_dirty_ratio: config.min_cleanable_dirty_ratio,
+            min_compaction_lag_ms: config.min_compaction_lag_ms,
+            max_compaction_lag_ms: config.max_compaction_lag_ms,
+        }
+    }
 }
 
 /// One compacted log as the selection sees it.
@@ -176,9 +190,20 @@ impl LogStat {
 /// The dirtiest cleanable log among `logs` (in the caller's order; the
 /// first of equally dirty logs wins), with what to clean of it.
 pub fn grab_filthiest(logs: &[LogStat], now_ms: i64) -> Option<(usize, LogToClean)> {
+    survey(logs, now_ms).0
+}
+
+/// [`grab_filthiest`], and the largest cleanable ratio among the logs
+/// holding any bytes, cleanable or not (Kafka's `dirtiestLogCleanableRatio`,
+/// the `max-dirty-percent` gauge; 0 without such a log).
+pub fn survey(logs: &[LogStat], now_ms: i64) -> (Option<(usize, LogToClean)>, f64) {
     let mut best: Option<(usize, LogToClean)> = None;
+    let mut dirtiest = 0.0f64;
     for (i, log) in logs.iter().enumerate() {
         let ltc = log.to_clean(now_ms);
+        if ltc.total_bytes() > 0 {
+            dirtiest = dirtiest.max(ltc.cleanable_ratio());
+        }
         if !log.is_cleanable(&ltc) {
             continue;
         }
@@ -186,7 +211,7 @@ pub fn grab_filthiest(logs: &[LogStat], now_ms: i64) -> Option<(usize, LogToClea
             best = Some((i, ltc));
         }
     }
-    best
+    (best, dirtiest)
 }
 
 #[cfg(test)]
@@ -227,6 +252,19 @@ mod tests {
         assert_eq!((t.first_dirty_offset, t.first_uncleanable_offset), (0, 20));
         assert_eq!((t.clean_bytes, t.cleanable_bytes), (0, 200));
         assert!(l.is_cleanable(&t));
+    }
+
+    #[test]
+    fn the_survey_reports_the_dirtiest_ratio_even_below_the_minimum() {
+        // 100 clean, 100 dirty: ratio 0.5, not cleanable at 0.5.
+        let half = log(
+            vec![seg(0, 100, 1), seg(10, 100, 2), seg(20, 5, 3)],
+            Some(10),
+        );
+        let (picked, dirtiest) = survey(std::slice::from_ref(&half), 1000);
+        assert!(picked.is_none());
+        assert!((dirtiest - 0.5).abs() < 1e-9, "{dirtiest}");
+        assert_eq!(survey(&[], 0).1, 0.0);
     }
 
     #[test]
@@ -290,6 +328,61 @@ mod tests {
         // Oldest dirty batch at 50 < 100 - 30.
         assert_eq!(l.max_compaction_delay(10, 100), 20);
         assert!(l.is_cleanable(&l.to_clean(100)));
+    }
+
+    /// The log config of a compacted topic without other overrides on a
+    /// broker started with `properties`.
+    fn compacted_on_broker(properties: &str) -> LogConfig {
+        use crate::config::topic::TopicConfig;
+        let server = crate::config::ServerConfig::from_properties(properties, &[])
+            .expect("server.properties")
+            .config;
+        let overrides = [("cleanup.policy".to_owned(), "compact".to_owned())].into();
+        let topic = TopicConfig::resolve(&overrides, &server.broker_topic_defaults())
+            .expect("topic config");
+        LogConfig::for_topic(&topic, &server)
+    }
+
+    #[test]
+    fn the_broker_min_compaction_lag_holds_back_recent_segments_of_topics_without_override() {
+        let segments = vec![seg(0, 100, 100), seg(10, 100, 900), seg(20, 5, 950)];
+        let mut l = log(segments, None);
+        l.config = CompactionConfig::of(&compacted_on_broker(""));
+        assert_eq!(l.to_clean(1000).first_uncleanable_offset, 20);
+        // `log.cleaner.min.compaction.lag.ms` is `min.compaction.lag.ms`'s
+        // default: at 1000, segment 10 (largest timestamp 900 > 800) waits.
+        let config = compacted_on_broker("log.cleaner.min.compaction.lag.ms=200\n");
+        assert_eq!(config.min_compaction_lag_ms, 200);
+        l.config = CompactionConfig::of(&config);
+        let t = l.to_clean(1000);
+        assert_eq!((t.first_uncleanable_offset, t.cleanable_bytes), (10, 100));
+        // ... until the lag has passed.
+        assert_eq!(l.to_clean(1101).first_uncleanable_offset, 20);
+    }
+
+    #[test]
+    fn the_broker_max_compaction_lag_forces_a_clean_and_a_roll_of_topics_without_override() {
+        // 1000 clean bytes, 10 dirty: far below min.cleanable.dirty.ratio.
+        let segments = vec![seg(0, 1000, 1), seg(10, 10, 50), seg(20, 5, 60)];
+        let mut l = log(segments, Some(10));
+        let default = compacted_on_broker("");
+        l.config = CompactionConfig::of(&default);
+        assert!(!l.is_cleanable(&l.to_clean(100)));
+        assert!(grab_filthiest(std::slice::from_ref(&l), 100).is_none());
+        // `log.cleaner.max.compaction.lag.ms` (KIP-354) is
+        // `max.compaction.lag.ms`'s default: the dirty batch at 50 is past
+        // it at 100, so the log is cleaned now.
+        let config = compacted_on_broker("log.cleaner.max.compaction.lag.ms=30\n");
+        l.config = CompactionConfig::of(&config);
+        let (_, t) = grab_filthiest(std::slice::from_ref(&l), 100).expect("cleaned now");
+        assert!(t.needs_compaction_now);
+        assert!(l.to_clean(80).cleanable_bytes > 0 && !l.is_cleanable(&l.to_clean(80)));
+        // Kafka's `LogConfig.maxSegmentMs`: the compacted log also rolls its
+        // active segment by then, so that segment becomes cleanable.
+        assert_eq!(
+            (default.segment_ms, config.segment_ms),
+            (7 * 86_400_000, 30)
+        );
     }
 
     #[test]

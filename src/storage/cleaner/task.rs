@@ -13,6 +13,7 @@
 //! [`CleanableLog`] (the replication layer's `Partition` implements it), so
 //! storage names nothing above it.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use glommio::sync::RwLock;
 
 use super::driver::{self, CleanJob, CleanStats, CleanerConfig, IoBudget};
 use super::filter::LastRecord;
-use super::select::{grab_filthiest, CompactionConfig, LogStat};
+use super::select::{survey, CompactionConfig, LogStat};
 use crate::config::ServerConfig;
 use crate::io::clock::Clock;
 use crate::storage::log_dir::LogDirs;
@@ -64,26 +65,24 @@ struct CleanerState {
     /// Logs whose clean failed (Kafka's `markPartitionUncleanable`): left
     /// alone until the broker restarts.
     uncleanable: HashSet<TopicPartition>,
+    /// Where each look leaves the dirtiest log's cleanable ratio (Kafka's
+    /// `LogCleanerManager` `max-dirty-percent`).
+    max_dirty_ratio: Rc<Cell<f64>>,
 }
 
 /// Start the cleaner of this shard (`log.cleaner.enable`) over the
 /// compacted logs `compacted` lists (sorted by partition) in the dirs
-/// `log_dirs`. `stopped` says when the shard shuts down.
+/// `log_dirs`, leaving the dirtiest log's ratio in `max_dirty_ratio`.
+/// `stopped` says when the shard shuts down.
 pub fn spawn<P: CleanableLog + 'static>(
     compacted: impl Fn() -> Vec<Rc<P>> + 'static,
-    log_dirs: Arc<LogDirs>,
+    (log_dirs, max_dirty_ratio): (Arc<LogDirs>, Rc<Cell<f64>>),
     server: Arc<ServerConfig>,
     n_shards: usize,
     clock: Rc<dyn Clock>,
     stopped: impl Fn() -> bool + 'static,
 ) {
-    let shards = n_shards.max(1) as u64;
-    let config = CleanerConfig {
-        dedupe_buffer_bytes: u64::try_from(server.log_cleaner_dedupe_buffer_size).unwrap_or(0)
-            / shards,
-        io_max_bytes_per_second: server.log_cleaner_io_max_bytes_per_second / shards as f64,
-        swap_delay_ms: server.shardlog_cleaner_swap_delay_ms,
-    };
+    let config = CleanerConfig::for_shard(&server, n_shards);
     let backoff = Duration::from_millis(u64::try_from(server.log_cleaner_backoff_ms).unwrap_or(0));
     glommio::spawn_local(async move {
         let mut checkpoints = HashMap::new();
@@ -100,6 +99,7 @@ pub fn spawn<P: CleanableLog + 'static>(
             checkpoints,
             pending_horizons: HashMap::new(),
             uncleanable: HashSet::new(),
+            max_dirty_ratio,
         };
         let mut io = IoBudget::new(clock.clone(), config.io_max_bytes_per_second);
         while !stopped() {
@@ -131,11 +131,7 @@ fn log_stat(view: &CleanerView, state: &CleanerState, tp: &TopicPartition, lso: 
         active_base_offset: view.active_base_offset,
         checkpoint: state.checkpoints.get(tp).copied(),
         pending_delete_horizon_ms: state.pending_horizons.get(tp).copied(),
-        config: CompactionConfig {
-            min_cleanable_dirty_ratio: view.config.min_cleanable_dirty_ratio,
-            min_compaction_lag_ms: view.config.min_compaction_lag_ms,
-            max_compaction_lag_ms: view.config.max_compaction_lag_ms,
-        },
+        config: CompactionConfig::of(&view.config),
     }
 }
 
@@ -175,7 +171,9 @@ async fn clean_filthiest<P: CleanableLog>(
         .zip(&tps)
         .map(|((_, v, lso), tp)| log_stat(v, state, tp, *lso))
         .collect();
-    let Some((i, to_clean)) = grab_filthiest(&stats, now) else {
+    let (filthiest, dirtiest) = survey(&stats, now);
+    state.max_dirty_ratio.set(dirtiest);
+    let Some((i, to_clean)) = filthiest else {
         return Ok(false);
     };
     let (weak, view, _) = candidates.swap_remove(i);

@@ -213,11 +213,11 @@ impl PartitionLog {
         if self.last_flush_ms == UNSET_MS {
             self.last_flush_ms = now_ms;
         }
-        // log.flush.interval.messages / log.flush.interval.ms; Kafka's
-        // defaults (Long.MAX) never force an fsync.
+        // `flush.messages` (`UnifiedLog.append`; Kafka's default Long.MAX
+        // never forces an fsync); `flush.ms` is the flusher's
+        // (`storage::flusher`, [`Self::maybe_flush`]).
         let due = self.config.flush_every_append
-            || self.messages_since_flush >= self.config.flush_messages
-            || now_ms.saturating_sub(self.last_flush_ms) >= self.config.flush_ms;
+            || self.messages_since_flush >= self.config.flush_messages;
         if due {
             self.flush().await?;
             self.last_flush_ms = now_ms;
@@ -225,8 +225,9 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Periodic check for `flush.ms` (the shard's timer calls it; Kafka's
-    /// log flusher does the same). Returns whether it flushed.
+    /// The log flusher's check for `flush.ms` (the shard's timer calls it
+    /// when `storage::flusher` says, as Kafka's `flushDirtyLogs`). Returns
+    /// whether it flushed.
     pub async fn maybe_flush(&mut self, now_ms: i64) -> Result<bool, StorageError> {
         let due = self.messages_since_flush > 0
             && self.last_flush_ms != UNSET_MS

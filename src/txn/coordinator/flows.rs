@@ -434,7 +434,8 @@ impl Coordinator {
     }
 
     /// Abort every transaction running past its timeout (Kafka's
-    /// `abortTimedOutTransactions`): fence its producer, then abort.
+    /// `abortTimedOutTransactions`): fence its producer, then abort; and,
+    /// when due, remove the expired ids (`removeExpiredTransactionalIds`).
     pub fn on_timer(&mut self, now_ms: i64) -> Vec<Action> {
         let expired: Vec<(i32, String)> = self
             .partitions
@@ -452,7 +453,17 @@ impl Coordinator {
             .into_iter()
             .flat_map(|(p, id)| self.fence_and_abort(p, &id, now_ms))
             .collect();
-        out.extend(self.expire_ids(now_ms));
+        // The id sweep has its own period; the timer calling this one runs
+        // every `transaction.abort.timed.out.transaction.cleanup.interval.ms`,
+        // so the sweep starts at the first tick at or after it is due.
+        match self.next_id_expiry_ms {
+            None => self.next_id_expiry_ms = Some(now_ms + self.id_expiry_interval_ms),
+            Some(due) if now_ms >= due => {
+                self.next_id_expiry_ms = Some(now_ms + self.id_expiry_interval_ms);
+                out.extend(self.expire_ids(now_ms));
+            }
+            Some(_) => {}
+        }
         out
     }
 

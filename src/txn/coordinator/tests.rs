@@ -292,10 +292,13 @@ fn a_new_coordinator_finishes_a_commit_found_in_the_log() {
 #[test]
 fn an_idle_id_expires_into_a_tombstone() {
     let mut h = Harness::new();
-    h.c = Coordinator::new(50, DEFAULT_MAX_TIMEOUT_MS).with_id_expiration(1_000);
+    h.c = Coordinator::new(50, DEFAULT_MAX_TIMEOUT_MS)
+        .with_id_expiration(1_000)
+        .with_id_expiry_interval(1);
     for p in 0..50 {
         h.c.on_loaded(p, 5, &[]);
     }
+    assert!(h.c.on_timer(0).is_empty(), "the first tick arms the sweep");
     assert_eq!(h.init(1, 60_000), ok(1000, 0));
     assert_eq!(h.add(1000, 0, &[("t", 0)]), ErrorCode::NONE);
     // A running transaction is not expired (it times out instead).
@@ -313,6 +316,40 @@ fn an_idle_id_expires_into_a_tombstone() {
     // The id starts over: epoch 0 of a freshly allocated producer id, not
     // the epoch bump (1) an existing id gets.
     assert_eq!(h.init(2, 60_000), ok(1000, 0));
+}
+
+/// `transactional.id.expiration.ms`, read from `server.properties` and
+/// handed to the coordinator as the broker's `TxnHost::new` does
+/// (`with_id_expiration`): Kafka's
+/// `TransactionStateManager.removeExpiredTransactionalIds` removes an id
+/// idle for that long, and keeps one idle for less.
+#[test]
+fn transactional_id_expiration_ms_removes_an_id_idle_that_long() {
+    let server =
+        crate::config::ServerConfig::from_properties("transactional.id.expiration.ms=60000\n", &[])
+            .expect("valid properties")
+            .config;
+    let mut h = Harness::new();
+    h.c = Coordinator::new(50, DEFAULT_MAX_TIMEOUT_MS)
+        .with_id_expiration(i64::from(server.transactional_id_expiration_ms))
+        .with_id_expiry_interval(1);
+    for p in 0..50 {
+        h.c.on_loaded(p, 5, &[]);
+    }
+    assert!(h.c.on_timer(0).is_empty(), "the first tick arms the sweep");
+    // Empty after InitProducerId, last updated when its append settled
+    // (10 ms).
+    assert_eq!(h.init(1, 60_000), ok(1000, 0));
+    assert_eq!(h.state(), TxnState::Empty);
+    let actions = h.c.on_timer(60_009);
+    assert!(actions.is_empty(), "idle 59999 ms: kept, {actions:?}");
+    assert!(h.c.metadata(T).is_some());
+    // The default (604800000) would keep it for a week.
+    let before = h.log.len();
+    let actions = h.c.on_timer(60_010);
+    h.settle(actions);
+    assert!(h.c.metadata(T).is_none(), "idle 60000 ms: removed");
+    assert_eq!(h.log[before..], [(records::encode_key(T), None)]);
 }
 
 /// KIP-890's verify-only AddPartitionsToTxn (Kafka's
@@ -445,4 +482,39 @@ fn a_failed_completion_is_appended_again_until_written() {
     h.c.unload(h.c.partition_of(T));
     assert!(!h.c.has_retries());
     assert!(h.c.retry_failed_appends().is_empty());
+}
+
+/// `transaction.remove.expired.transaction.cleanup.interval.ms`, read from
+/// `server.properties`: expired ids are looked for once per that period
+/// (Kafka's `TransactionStateManager` schedule), first one period after
+/// the first timer tick, whatever the ticks in between see.
+#[test]
+fn transaction_remove_expired_transaction_cleanup_interval_ms_paces_the_id_sweep() {
+    let server = crate::config::ServerConfig::from_properties(
+        "transaction.remove.expired.transaction.cleanup.interval.ms=30000\n\
+         transactional.id.expiration.ms=1000\n",
+        &[],
+    )
+    .expect("valid properties")
+    .config;
+    let mut h = Harness::new();
+    h.c = Coordinator::new(50, DEFAULT_MAX_TIMEOUT_MS)
+        .with_id_expiration(i64::from(server.transactional_id_expiration_ms))
+        .with_id_expiry_interval(i64::from(
+            server.transaction_remove_expired_transaction_cleanup_interval_ms,
+        ));
+    for p in 0..50 {
+        h.c.on_loaded(p, 5, &[]);
+    }
+    assert!(h.c.on_timer(0).is_empty());
+    assert_eq!(h.init(1, 60_000), ok(1000, 0));
+    // Idle past its 1 s expiry from 1_010 on, but the sweep is due at 30 s.
+    for now in [5_000, 20_000, 29_999] {
+        let actions = h.c.on_timer(now);
+        assert!(actions.is_empty(), "at {now}: {actions:?}");
+        assert!(h.c.metadata(T).is_some(), "kept at {now}");
+    }
+    let actions = h.c.on_timer(30_000);
+    h.settle(actions);
+    assert!(h.c.metadata(T).is_none(), "removed by the sweep at 30 s");
 }

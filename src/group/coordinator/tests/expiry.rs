@@ -99,3 +99,38 @@ fn a_v1_commit_keeps_its_own_timestamp_and_expires_from_it() {
         -1
     );
 }
+
+/// `offsets.retention.check.interval.ms` is the period of the expiry
+/// check (Kafka's `GroupMetadataManager` schedules `cleanupGroupMetadata`
+/// at that rate): an offset past `offsets.retention.minutes` stays until
+/// the next check. Both keys are read from `server.properties` and mapped
+/// as the broker maps them (`GroupHost::config_of`).
+#[test]
+fn offsets_retention_check_interval_ms_paces_the_expiry_check() {
+    let props = "offsets.retention.minutes=1\noffsets.retention.check.interval.ms=45000\n";
+    let server = crate::config::ServerConfig::from_properties(props, &[])
+        .expect("valid properties")
+        .config;
+    let mut h = Harness::new();
+    h.c = Coordinator::new(
+        crate::shard::group::group_host::GroupHost::config_of(&server),
+        4,
+    );
+    for p in 0..4 {
+        h.c.begin_load(p);
+        h.c.finish_load(p, 0);
+    }
+    assert_eq!(h.c.next_deadline(), Some(45_000), "the first check");
+    h.commit("g", -1, "", &[("t", 0, 5)]);
+    let offset = |h: &mut Harness| h.fetch("g", Some(vec![("t".into(), 0)])).partitions[0].offset;
+    // The check at 45 s: 45 s old, within the minute.
+    h.advance(45_000);
+    assert_eq!(offset(&mut h), 5);
+    assert_eq!(h.c.next_deadline(), Some(90_000), "the next check");
+    // Past its retention at 60 s, but no check runs before 90 s.
+    h.advance(44_999);
+    assert_eq!(offset(&mut h), 5, "kept until the check");
+    h.advance(1);
+    assert_eq!(offset(&mut h), -1, "removed by the check at 90 s");
+    assert_eq!(h.c.group_state("g"), None);
+}

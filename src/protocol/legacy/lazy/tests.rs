@@ -3,6 +3,7 @@ use std::convert::Infallible;
 use bytes::Bytes;
 
 use super::*;
+use crate::protocol::legacy::down::convert_group;
 use crate::protocol::legacy::{build_v2_batch, shallow_entries, Message, OutRecord};
 use crate::protocol::record_batch::{set_base_offset, Compression};
 
@@ -70,6 +71,23 @@ fn offsets(sent: &[u8]) -> Vec<i64> {
         out.push(m.offset);
     }
     out
+}
+
+#[test]
+fn the_records_converted_and_the_memory_used_are_counted() {
+    // Two batches of 3 and 2 records, each converted once.
+    let mut src = batch(0, 3, Compression::None);
+    src.extend_from_slice(&batch(3, 2, Compression::Gzip));
+    let mut c = LazyDownConversion::start(mem(src.clone()), 1, 0).unwrap();
+    assert_eq!(
+        c.converted().records,
+        3,
+        "the start converts the first entry"
+    );
+    drain(&mut c);
+    let done = c.converted();
+    assert_eq!(done.records, 5);
+    assert!(done.temporary_bytes > src.len() as u64, "{done:?}");
 }
 
 #[test]

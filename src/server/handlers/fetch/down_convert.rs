@@ -7,8 +7,9 @@
 use bytes::Bytes;
 
 use super::Wanted;
+use crate::io::clock::{Clock, SystemClock};
 use crate::protocol::legacy::lazy::{LazyDownConversion, Source, StartError};
-use crate::protocol::out_part::{ChunkSource, LazyPart};
+use crate::protocol::out_part::{ChunkSource, ChunkStats, LazyPart};
 use crate::protocol::ErrorCode;
 use crate::replication::partition::ReadAnswer;
 use crate::server::out::OutPart;
@@ -68,7 +69,7 @@ pub(super) fn convert_reads(
             continue;
         }
         if r.bytes > 0 {
-            if let Err(code) = down_convert(w, r, if version <= 1 { 0 } else { 1 }) {
+            if let Err(code) = down_convert(ctx, w, r, if version <= 1 { 0 } else { 1 }) {
                 refuse(w, slot, code);
             }
         }
@@ -85,19 +86,36 @@ fn refuse(w: &mut Wanted, slot: &mut Option<ReadAnswer>, code: ErrorCode) {
 
 /// `r`'s records replaced by their lazy down-conversion; the refusal
 /// when the first entry to convert is zstd (or the log cannot be read).
-fn down_convert(w: &Wanted, r: &mut ReadAnswer, to_magic: i8) -> Result<(), ErrorCode> {
+/// The request's metrics scope reads what the conversion took once the
+/// response was written ([`Converting`]).
+fn down_convert(
+    ctx: &ShardContext,
+    w: &Wanted,
+    r: &mut ReadAnswer,
+    to_magic: i8,
+) -> Result<(), ErrorCode> {
     let source = ReadSource {
         len: r.bytes,
         parts: std::mem::take(&mut r.records),
     };
     r.bytes = 0;
+    let started_ns = ctx.clock.mono_ns();
     match LazyDownConversion::start(source, to_magic, w.fetch.fetch_offset) {
         Ok(conversion) => {
             r.bytes = conversion.declared_len();
-            r.records = vec![OutPart::Lazy(LazyPart::new(
-                r.bytes,
-                Box::new(Converting(conversion)),
-            ))];
+            let converting = Converting {
+                conversion,
+                clock: SystemClock::new(),
+                ns: ctx.clock.mono_ns().saturating_sub(started_ns),
+            };
+            let part = LazyPart::new(r.bytes, Box::new(converting));
+            // Read once the response was written (Kafka's
+            // `updateConversionStats` after the send).
+            if let Some(scope) = ctx.stats.metrics.current() {
+                let read = part.clone();
+                scope.add_fetch_conversion(&w.topic, Box::new(move || read.stats()));
+            }
+            r.records = vec![OutPart::Lazy(part)];
             Ok(())
         }
         Err(StartError::Zstd) => Err(ErrorCode::UNSUPPORTED_COMPRESSION_TYPE),
@@ -128,11 +146,32 @@ impl Source for ReadSource {
     }
 }
 
-/// The conversion as the part the connection's writer pulls from.
-struct Converting(LazyDownConversion<ReadSource>);
+/// The conversion as the part the connection's writer pulls from, with
+/// the time its conversions took (Kafka's `RecordConversionStats` of the
+/// `LazyDownConversionRecordsSend`: the request's
+/// `FetchMessageConversionsPerSec`, `MessageConversionsTimeMs` and
+/// `TemporaryMemoryBytes`).
+struct Converting {
+    conversion: LazyDownConversion<ReadSource>,
+    /// A chunk source is `Send`; the shard's clock (an `Rc`) is not.
+    clock: SystemClock,
+    ns: u64,
+}
 
 impl ChunkSource for Converting {
     fn next_chunk(&mut self) -> std::io::Result<Option<Bytes>> {
-        self.0.next_chunk()
+        let started_ns = self.clock.mono_ns();
+        let chunk = self.conversion.next_chunk();
+        self.ns += self.clock.mono_ns().saturating_sub(started_ns);
+        chunk
+    }
+
+    fn stats(&self) -> ChunkStats {
+        let done = self.conversion.converted();
+        ChunkStats {
+            records: done.records,
+            ns: self.ns,
+            temporary_bytes: done.temporary_bytes,
+        }
     }
 }

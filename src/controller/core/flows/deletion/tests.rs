@@ -207,6 +207,9 @@ fn a_failed_deletion_makes_the_topic_ineligible() {
     );
 }
 
+/// `delete.topic.enable=false` (the listing's `enabled`, from the
+/// controller's settings): Kafka's `TopicDeletionManager` removes the
+/// markers and deletes nothing.
 #[test]
 fn with_delete_topic_enable_false_the_markers_are_removed_and_nothing_is_deleted() {
     let mut core = ControllerCore::new();

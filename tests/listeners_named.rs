@@ -2,11 +2,14 @@
 //! (`listeners`, `advertised.listeners`, `listener.security.protocol.map`,
 //! `inter.broker.listener.name`, `control.plane.listener.name` — KIP-291;
 //! Kafka's `KafkaConfig.scala`, `SocketServerConfigs.java`):
-//! - one broker with an INTERNAL and an EXTERNAL listener advertising
-//!   different host names: a client bootstrapped on either gets that
-//!   listener's endpoints in Metadata, FindCoordinator and DescribeCluster
-//!   (raw requests, exact endpoints) and produces and consumes in a group
-//!   with confluent-kafka (librdkafka) and kafka-python;
+//! - one broker with a PLAINTEXT INTERNAL (inter-broker) listener and an
+//!   SSL EXTERNAL one (SECURITY.md §2; PEM keys by tests/common/tls.rs)
+//!   advertising different host names: a client bootstrapped on either
+//!   gets that listener's endpoints in Metadata, FindCoordinator and
+//!   DescribeCluster (raw requests, over TLS on EXTERNAL; exact endpoints)
+//!   and produces and consumes in a group with confluent-kafka (librdkafka)
+//!   and kafka-python, over SSL on EXTERNAL (verifying the advertised host
+//!   name against the broker certificate's SAN);
 //! - a ZooKeeper-mode 3-broker cluster whose inter-broker listener is a
 //!   custom name (and, in a second case, with a control-plane listener):
 //!   replication with acks=all, the broker znodes listing every endpoint
@@ -19,34 +22,49 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{children, json, read, states, wait_for};
+use common::tls::{Store, Tls};
 use common::zookeeper::{free_port, ZkServer};
-use common::{broker_bin, new_log_dir, venv_python, Broker, Conn};
-use kafka_protocol::messages::{
-    DescribeClusterRequest, FindCoordinatorRequest, FindCoordinatorResponse,
+use common::{
+    broker_bin, new_log_dir, read_frame, request_frame_as, venv_python, Broker, TEST_CLIENT_ID,
 };
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::{
+    ApiKey, DescribeClusterRequest, FindCoordinatorRequest, FindCoordinatorResponse,
+    MetadataRequest, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Request, StrBytes};
 
-/// One broker on two listeners: INTERNAL (inter-broker) on 127.0.0.1 and
-/// EXTERNAL advertised as `localhost`.
+/// One broker on two listeners: INTERNAL (PLAINTEXT, inter-broker) on
+/// 127.0.0.1 and EXTERNAL (SSL, the broker certificate's SANs are
+/// `localhost` and 127.0.0.1) advertised as `localhost`.
 struct TwoListeners {
     broker: Broker,
     internal: String,
     external: String,
+    /// The CA EXTERNAL's clients trust.
+    ca: PathBuf,
+    _tls: Tls,
 }
 
 fn start_two_listeners() -> TwoListeners {
+    let tls = Tls::make_pem(&["broker-1"]);
     let (p1, p2) = (free_port(), free_port());
-    let settings = [
+    let mut settings = vec![
         format!("listeners=INTERNAL://127.0.0.1:{p1},EXTERNAL://127.0.0.1:{p2}"),
         format!("advertised.listeners=INTERNAL://127.0.0.1:{p1},EXTERNAL://localhost:{p2}"),
-        "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT".into(),
+        "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SSL".into(),
         "inter.broker.listener.name=INTERNAL".into(),
         "offsets.topic.replication.factor=1".into(),
     ];
+    // The SSL keys for EXTERNAL alone (`listener.name.<listener>.` prefix).
+    settings.extend(tls.broker_ssl("broker-1", Store::Pem, "listener.name.external.", None));
     let refs: Vec<&str> = settings.iter().map(String::as_str).collect();
     let broker = Broker::start_with(&refs);
     assert_eq!(
@@ -57,13 +75,56 @@ fn start_two_listeners() -> TwoListeners {
         broker,
         internal: format!("127.0.0.1:{p1}"),
         external: format!("localhost:{p2}"),
+        ca: tls.ca_pem(),
+        _tls: tls,
     }
 }
 
-/// The brokers a Metadata answer on `addr` lists, as `id@host:port`.
-fn metadata_brokers(addr: &str) -> Vec<String> {
-    let mut conn = Conn::open_addr(addr);
-    let md = conn.metadata(Some(&[]));
+/// A connection to `addr`: plaintext, or TLS trusting `ca` and verifying
+/// `addr`'s host name against the broker's certificate (rustls, as a
+/// Kafka client with `ssl.endpoint.identification.algorithm=https`).
+fn dial(addr: &str, ca: Option<&Path>) -> Box<dyn ReadWrite> {
+    let tcp = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let Some(ca) = ca else {
+        return Box::new(tcp);
+    };
+    use rustls_pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pki_types::CertificateDer::pem_file_iter(ca).unwrap() {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    // rustls' provider from its crate features (ring, as the broker's).
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let host = addr.rsplit_once(':').unwrap().0.to_owned();
+    let name = rustls_pki_types::ServerName::try_from(host).unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    Box::new(rustls::StreamOwned::new(conn, tcp))
+}
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+/// One request on a new connection to `addr` (see [`dial`]); its answer.
+fn call<Q: Request>(addr: &str, ca: Option<&Path>, version: i16, req: &Q) -> Q::Response {
+    let key = ApiKey::try_from(Q::KEY).unwrap();
+    let mut stream = dial(addr, ca);
+    let frame = request_frame_as(TEST_CLIENT_ID, key, version, 7, req);
+    stream.write_all(&frame).unwrap();
+    let mut body = read_frame(&mut stream).expect("an answer, not a close");
+    let header = ResponseHeader::decode(&mut body, key.response_header_version(version)).unwrap();
+    assert_eq!(header.correlation_id, 7);
+    Q::Response::decode(&mut body, version).unwrap()
+}
+
+/// The brokers a Metadata (v12) answer on `addr` lists, as `id@host:port`.
+fn metadata_brokers(addr: &str, ca: Option<&Path>) -> Vec<String> {
+    let req = MetadataRequest::default()
+        .with_allow_auto_topic_creation(false)
+        .with_topics(Some(vec![]));
+    let md = call(addr, ca, 12, &req);
     let mut out: Vec<String> = md
         .brokers
         .iter()
@@ -75,21 +136,19 @@ fn metadata_brokers(addr: &str) -> Vec<String> {
 
 /// The group coordinator FindCoordinator (v3) names on `addr`, once
 /// `__consumer_offsets` exists.
-fn coordinator(addr: &str, group: &str) -> String {
-    let mut conn = Conn::open_addr(addr);
+fn coordinator(addr: &str, ca: Option<&Path>, group: &str) -> String {
     let req = FindCoordinatorRequest::default()
         .with_key(StrBytes::from_string(group.to_owned()))
         .with_key_type(0);
     wait_for(60, "a group coordinator", || {
-        let r: FindCoordinatorResponse = conn.call(3, &req);
+        let r: FindCoordinatorResponse = call(addr, ca, 3, &req);
         (r.error_code == 0).then(|| format!("{}@{}:{}", r.node_id.0, r.host.as_str(), r.port))
     })
 }
 
 /// The brokers DescribeCluster (v0) lists on `addr`.
-fn described_brokers(addr: &str) -> Vec<String> {
-    let mut conn = Conn::open_addr(addr);
-    let r = conn.call(0, &DescribeClusterRequest::default());
+fn described_brokers(addr: &str, ca: Option<&Path>) -> Vec<String> {
+    let r = call(addr, ca, 0, &DescribeClusterRequest::default());
     assert_eq!(r.error_code, 0, "{r:?}");
     let mut out: Vec<String> = r
         .brokers
@@ -101,8 +160,9 @@ fn described_brokers(addr: &str) -> Vec<String> {
 }
 
 /// Produces `COUNT` messages with acks=all and consumes them in group
-/// `GROUP` with confluent-kafka, then reads them again with kafka-python;
-/// prints what each client saw of the cluster.
+/// `GROUP` with confluent-kafka, then reads them again with kafka-python
+/// (each over SSL trusting `CAFILE` when it is set); prints what each
+/// client saw of the cluster.
 const ROUND_TRIP_PY: &str = r#"
 import json, os, time
 from confluent_kafka import Producer, Consumer
@@ -111,7 +171,10 @@ import kafka
 
 bs, topic, n = os.environ["BOOTSTRAP"], os.environ["TOPIC"], int(os.environ["COUNT"])
 rf = int(os.environ.get("RF", "0"))
-admin = AdminClient({"bootstrap.servers": bs})
+ca = os.environ.get("CAFILE")
+ssl = {"security.protocol": "SSL", "ssl.ca.location": ca} if ca else {}
+kssl = {"security_protocol": "SSL", "ssl_cafile": ca} if ca else {}
+admin = AdminClient({"bootstrap.servers": bs, **ssl})
 if rf:
     fs = admin.create_topics([NewTopic(topic, 3, rf, config={"min.insync.replicas": "2"})])
     for f in fs.values():
@@ -122,12 +185,12 @@ errors = []
 def delivered(err, msg):
     if err is not None:
         errors.append(str(err))
-p = Producer({"bootstrap.servers": bs, "acks": "all", "message.timeout.ms": 60000})
+p = Producer({"bootstrap.servers": bs, "acks": "all", "message.timeout.ms": 60000, **ssl})
 for i in range(n):
     p.produce(topic, value=f"m{i}".encode(), on_delivery=delivered)
 undelivered = p.flush(90)
 c = Consumer({"bootstrap.servers": bs, "group.id": os.environ["GROUP"],
-              "auto.offset.reset": "earliest", "enable.auto.commit": False})
+              "auto.offset.reset": "earliest", "enable.auto.commit": False, **ssl})
 c.subscribe([topic])
 got, deadline = set(), time.time() + 90
 while len(got) < n and time.time() < deadline:
@@ -142,8 +205,12 @@ if got:
     c.commit(asynchronous=False)
 c.close()
 k = kafka.KafkaConsumer(topic, bootstrap_servers=bs, group_id=None,
-                        auto_offset_reset="earliest", consumer_timeout_ms=10000)
-again = {r.value.decode() for r in k}
+                        auto_offset_reset="earliest", consumer_timeout_ms=10000, **kssl)
+again = set()
+for r in k:  # stops at COUNT, or after 10 s without a record
+    again.add(r.value.decode())
+    if len(again) == n:
+        break
 kbrokers = sorted(f"{b.node_id if hasattr(b, 'node_id') else b.nodeId}@{b.host}:{b.port}"
                   for b in k._client.cluster.brokers())
 k.close()
@@ -152,8 +219,20 @@ print(json.dumps({"brokers": brokers, "kafka_python_brokers": kbrokers,
                   "undelivered": undelivered, "errors": errors}))
 "#;
 
-fn round_trip(bootstrap: &str, topic: &str, group: &str, count: u64, rf: i32) -> serde_json::Value {
-    let out = Command::new(venv_python())
+/// [`ROUND_TRIP_PY`] on `bootstrap`, over SSL trusting `ca` when given.
+fn round_trip(
+    bootstrap: &str,
+    ca: Option<&Path>,
+    topic: &str,
+    group: &str,
+    count: u64,
+    rf: i32,
+) -> serde_json::Value {
+    let mut cmd = Command::new(venv_python());
+    if let Some(ca) = ca {
+        cmd.env("CAFILE", ca);
+    }
+    let out = cmd
         .args(["-c", ROUND_TRIP_PY])
         .env("BOOTSTRAP", bootstrap)
         .env("TOPIC", topic)
@@ -187,16 +266,17 @@ fn each_listener_answers_with_its_own_endpoints_and_serves_clients() {
     let id = b.broker.broker_id;
     let internal = format!("{id}@{}", b.internal);
     let external = format!("{id}@{}", b.external);
-    assert_eq!(metadata_brokers(&b.internal), vec![internal.clone()]);
-    assert_eq!(metadata_brokers(&b.external), vec![external.clone()]);
-    assert_eq!(described_brokers(&b.internal), vec![internal.clone()]);
-    assert_eq!(described_brokers(&b.external), vec![external.clone()]);
-    for (bootstrap, expected, name) in [
-        (&b.internal, &internal, "internal"),
-        (&b.external, &external, "external"),
+    let ca = Some(b.ca.as_path());
+    assert_eq!(metadata_brokers(&b.internal, None), vec![internal.clone()]);
+    assert_eq!(metadata_brokers(&b.external, ca), vec![external.clone()]);
+    assert_eq!(described_brokers(&b.internal, None), vec![internal.clone()]);
+    assert_eq!(described_brokers(&b.external, ca), vec![external.clone()]);
+    for (bootstrap, ca, expected, name) in [
+        (&b.internal, None, &internal, "internal"),
+        (&b.external, ca, &external, "external"),
     ] {
         let topic = format!("named-listeners-{name}");
-        let report = round_trip(bootstrap, &topic, &format!("g-{name}"), 200, 0);
+        let report = round_trip(bootstrap, ca, &topic, &format!("g-{name}"), 200, 0);
         assert_round_trip(&report, 200);
         assert_eq!(report["brokers"], serde_json::json!([expected]), "{report}");
         assert_eq!(
@@ -204,7 +284,7 @@ fn each_listener_answers_with_its_own_endpoints_and_serves_clients() {
             serde_json::json!([expected]),
             "{report}"
         );
-        assert_eq!(&coordinator(bootstrap, &format!("g-{name}")), expected);
+        assert_eq!(&coordinator(bootstrap, ca, &format!("g-{name}")), expected);
     }
     b.broker.stop();
 }
@@ -327,14 +407,14 @@ fn cluster_case(control_plane: bool) {
         .map(|(id, m)| format!("{id}@127.0.0.1:{}", m.ports["CLIENT"]))
         .collect();
     wait_for(60, "every broker in Metadata", || {
-        (metadata_brokers(&bootstrap) == client_view).then_some(())
+        (metadata_brokers(&bootstrap, None) == client_view).then_some(())
     });
     let topic = if control_plane {
         "cp-replicated"
     } else {
         "replicated"
     };
-    let report = round_trip(&bootstrap, topic, "g-cluster", 300, 3);
+    let report = round_trip(&bootstrap, None, topic, "g-cluster", 300, 3);
     assert_round_trip(&report, 300);
     assert_eq!(
         report["brokers"],

@@ -20,9 +20,19 @@
 //!   --authorizer-properties zookeeper.connect=…` (Kafka's own
 //!   AclAuthorizer: the `/kafka-acl` znode and `/kafka-acl-changes`
 //!   notification) is enforced by the running broker within a bounded
-//!   wait, and listed by DescribeAcls.
+//!   wait, and listed by DescribeAcls;
+//! - `ssl.principal.mapping.rules` (KIP-371, Kafka's `SslPrincipalMapper`)
+//!   `RULE:^CN=(.*?),OU=.*$/$1/,DEFAULT` on the SSL listener: a certificate
+//!   `CN=alice,OU=eng,O=Acme` is `User:alice` — it produces where an ACL
+//!   names `User:alice` and gets TOPIC_AUTHORIZATION_FAILED where only its
+//!   unmapped DN has one; the other certificates (no `OU`) keep their DN
+//!   (`DEFAULT`);
+//! - `kafka-acls --remove` of alice's PREFIXED ALLOW on `app-` deletes its
+//!   `/kafka-acl-extended/prefixed/Topic/app-` znode and her produce there
+//!   is refused afterwards (tests/acl_prefixed_removal/mod.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
+mod acl_prefixed_removal;
 mod common;
 
 use std::path::PathBuf;
@@ -48,15 +58,22 @@ fn start() -> Secured {
     for name in ["admin", "alice", "mallory"] {
         tls.add_client(name, &format!("CN={name}"));
     }
+    // openssl's `-subj /O=Acme/OU=eng/CN=alice`: RFC 2253 (Java's
+    // `X500Principal.getName()`) lists it last RDN first.
+    tls.add_client(MAPPED_CERT, "O=Acme,OU=eng,CN=alice");
+    let mut settings = tls.broker_ssl(
+        "broker-1",
+        Store::Pkcs12Openssl,
+        "listener.name.ssl.",
+        Some("required"),
+    );
+    settings.push(format!(
+        "listener.name.ssl.ssl.principal.mapping.rules={MAPPING_RULES}"
+    ));
     let listeners = Listeners {
         client: ("SSL".into(), "SSL".into()),
         internal: Some(("PLAINTEXT".into(), "PLAINTEXT".into(), free_port())),
-        settings: tls.broker_ssl(
-            "broker-1",
-            Store::Pkcs12Openssl,
-            "listener.name.ssl.",
-            Some("required"),
-        ),
+        settings,
     };
     let c = ReplCluster::start_with_listeners(
         &[System::Shardlog],
@@ -127,12 +144,18 @@ fn errors(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// KIP-371's example: the CN of a DN that has an OU, else the DN.
+const MAPPING_RULES: &str = "RULE:^CN=(.*?),OU=.*$/$1/,DEFAULT";
+/// The client certificate `CN=alice,OU=eng,O=Acme`.
+const MAPPED_CERT: &str = "alice-eng";
+
 /// The names one run uses.
 struct Names {
     topic: String,
     group: String,
     app_topic: String,
     group_m: String,
+    mapped_topic: String,
 }
 
 #[test]
@@ -143,9 +166,10 @@ fn acls_from_kafka_tools_decide_what_each_certificate_principal_may_do() {
         group: unique_topic("acl-group"),
         app_topic: format!("app-{}", unique_topic("p")),
         group_m: unique_topic("acl-mallory"),
+        mapped_topic: unique_topic("acl-mapped"),
     };
     // The admin (a super user) creates the topics and produces.
-    for t in [&n.topic, &n.app_topic] {
+    for t in [&n.topic, &n.app_topic, &n.mapped_topic] {
         assert_eq!(s.py("admin", "create", &[t]), json!({"error": null}));
     }
     let produced = s.py("admin", "produce", &[&n.topic, "10"]);
@@ -154,6 +178,8 @@ fn acls_from_kafka_tools_decide_what_each_certificate_principal_may_do() {
     alice_may_what_her_acls_say(&s, &n);
     mallory_may_nothing(&s, &n);
     changes_apply_to_the_running_broker(&s, &n);
+    mapped_principal_is_what_acls_name(&s, &n);
+    acl_prefixed_removal::leaves_zookeeper_and_denies(&s, &n);
 }
 
 /// Literal ACLs (a consumer's) and a prefixed one, then the list.
@@ -400,5 +426,54 @@ fn changes_apply_to_the_running_broker(s: &Secured, n: &Names) {
     assert_eq!(
         named["topics"][topic], "TOPIC_AUTHORIZATION_FAILED",
         "{named}"
+    );
+}
+
+/// The certificate `CN=alice,OU=eng,O=Acme` through [`MAPPING_RULES`]:
+/// the authorizer sees `User:alice` (Kafka's `DefaultKafkaPrincipalBuilder`
+/// applies `SslPrincipalMapper` to the RFC 2253 subject), so an ACL for
+/// `User:alice` lets it write and one for its unmapped DN does not.
+fn mapped_principal_is_what_acls_name(s: &Secured, n: &Names) {
+    s.acls(&[
+        "--add",
+        "--allow-principal",
+        "User:alice",
+        "--operation",
+        "Write",
+        "--topic",
+        &n.mapped_topic,
+    ]);
+    s.acls(&[
+        "--add",
+        "--allow-principal",
+        "User:CN=alice,OU=eng,O=Acme",
+        "--operation",
+        "Write",
+        "--topic",
+        &n.topic,
+    ]);
+    let allowed = s.py(MAPPED_CERT, "produce", &[&n.mapped_topic, "5"]);
+    assert_eq!(allowed, json!({"delivered": 5, "errors": []}));
+    let denied = s.py(MAPPED_CERT, "produce", &[&n.topic, "3"]);
+    assert_eq!(denied["delivered"], 0, "{denied}");
+    assert!(
+        errors(&denied).contains(&"TOPIC_AUTHORIZATION_FAILED".into()),
+        "{denied}"
+    );
+    // Nor may it write where `User:CN=alice` (the certificate with the same
+    // CN and no OU, which DEFAULT leaves as its DN) may: under `app-`.
+    let prefixed = s.py(MAPPED_CERT, "produce", &[&n.app_topic, "2"]);
+    assert_eq!(prefixed["delivered"], 0, "{prefixed}");
+    assert!(
+        errors(&prefixed).contains(&"TOPIC_AUTHORIZATION_FAILED".into()),
+        "{prefixed}"
+    );
+    assert_eq!(
+        s.py("admin", "watermarks", &[&n.mapped_topic]),
+        json!({"high": 5})
+    );
+    assert_eq!(
+        s.py("admin", "watermarks", &[&n.topic]),
+        json!({"high": 10})
     );
 }

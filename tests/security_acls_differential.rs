@@ -7,15 +7,20 @@
 //!
 //! For each case — no ACL, literal ALLOW, DENY beside those ALLOWs (DENY
 //! wins; a DENY of READ does not deny the DESCRIBE a READ ALLOW implies),
-//! prefixed ALLOW, super user — the admin sets `User:alice`'s ACLs on
-//! both brokers through CreateAcls / DeleteAcls and polls DescribeAcls
-//! until both list them; then one connection per broker, logged in as the
-//! user, sends the same requests of every client API of SECURITY.md §6
-//! (tests/acl_differential/requests.rs) and the answers are compared field
-//! by field, ids, ports, hosts and throttle times masked
-//! (tests/acl_differential/mod.rs). Every difference is fixed in shardlog
+//! prefixed ALLOW, ALTER and ALTER_CONFIGS on the cluster, super user —
+//! the admin sets `User:alice`'s ACLs on both brokers through CreateAcls /
+//! DeleteAcls and polls DescribeAcls until both list them; then one
+//! connection per broker, logged in as the user, sends the same requests
+//! of every client and admin API of SECURITY.md §6
+//! (tests/acl_differential/requests.rs, cluster_ops.rs) and the answers
+//! are compared field by field, ids, ports, hosts and throttle times
+//! masked (tests/acl_differential/mod.rs). Every difference is fixed in shardlog
 //! or listed in [`KNOWN_DIFFERENCES`] with its reason; the test fails on a
 //! difference not listed and on a listed one that no longer happens.
+//!
+//! And a second pair of brokers without `authorizer.class.name`: the ACL
+//! APIs answer SECURITY_DISABLED as Kafka 3.9's do, and `kafka-acls --list`
+//! fails the same way against both.
 //! Needs `bash tests/run.sh` (JDK, Kafka jars, Debian's zookeeper).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
 
@@ -31,6 +36,7 @@ use acl_differential::acls::{
     IDEMPOTENT_WRITE, LITERAL, PREFIXED, READ, TOPIC, TXN, WRITE,
 };
 use acl_differential::{requests, Diffs, Pair};
+use common::java::kafka_tool;
 use common::zookeeper::free_port;
 use common::{topic_name, Broker, Conn};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -81,7 +87,16 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "broker resource, num.partitions given with --override: shardlog reports config_source \
          DEFAULT_CONFIG (5), Kafka STATIC_BROKER_CONFIG (4); the authorization outcome is the same",
     ),
+    (
+        "cluster.describe_configs",
+        "as super.describe_configs (ALTER_CONFIGS on the cluster implies DESCRIBE_CONFIGS, so \
+         the broker resource is described)",
+    ),
 ];
+
+/// The same for the brokers without an authorizer (check names
+/// `disabled.*`).
+const KNOWN_DIFFERENCES_DISABLED: &[(&str, &str)] = &[];
 
 const PLAIN_JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
      username=\"admin\" password=\"admin-secret\" user_admin=\"admin-secret\" \
@@ -110,6 +125,8 @@ fn settings() -> Vec<String> {
 /// listener, here with PLAIN) in a temp dir; stopped on drop.
 struct KafkaPeer {
     dir: tempfile::TempDir,
+    /// The PLAINTEXT listener (`User:ANONYMOUS`).
+    bootstrap: String,
     sasl_bootstrap: String,
 }
 
@@ -118,7 +135,7 @@ fn peer_script() -> PathBuf {
 }
 
 impl KafkaPeer {
-    fn start() -> KafkaPeer {
+    fn start(settings: &[String]) -> KafkaPeer {
         common::java::kafka_jars();
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("peer dir");
         let mut cmd = Command::new("bash");
@@ -126,8 +143,8 @@ impl KafkaPeer {
             .args(["start", "--dir"])
             .arg(dir.path())
             .args(["--partitions", "1", "--kafka-sizes", "--sasl"]);
-        for s in settings() {
-            cmd.args(["--set", &s]);
+        for s in settings {
+            cmd.args(["--set", s]);
         }
         let out = cmd.output().expect("run perf/kafka_peer.sh");
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -136,14 +153,17 @@ impl KafkaPeer {
             "perf/kafka_peer.sh start failed:\n{stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let sasl_bootstrap = stdout
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("sasl_bootstrap="))
-            .expect("sasl_bootstrap=")
-            .to_owned();
+        let named = |key: &str| {
+            stdout
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .unwrap_or_else(|| panic!("{key} in {stdout}"))
+                .to_owned()
+        };
         KafkaPeer {
             dir,
-            sasl_bootstrap,
+            bootstrap: named("bootstrap="),
+            sasl_bootstrap: named("sasl_bootstrap="),
         }
     }
 }
@@ -158,14 +178,14 @@ impl Drop for KafkaPeer {
     }
 }
 
-/// shardlog with a PLAINTEXT and a SASL_PLAINTEXT listener; the latter's
-/// address.
-fn start_shardlog() -> (Broker, String) {
+/// shardlog with a PLAINTEXT listener (the one [`Broker::bootstrap`]
+/// names) and a SASL_PLAINTEXT listener, whose address is returned.
+fn start_shardlog(settings: &[String]) -> (Broker, String) {
     let (p0, p1) = (free_port(), free_port());
     let mut all = vec![format!(
         "listeners=PLAINTEXT://127.0.0.1:{p0},SASL_PLAINTEXT://127.0.0.1:{p1}"
     )];
-    all.extend(settings());
+    all.extend_from_slice(settings);
     let refs: Vec<&str> = all.iter().map(String::as_str).collect();
     (Broker::start_with(&refs), format!("127.0.0.1:{p1}"))
 }
@@ -272,18 +292,26 @@ fn cases() -> Vec<(&'static str, Vec<Acl>)> {
         (TXN, "acl-", PREFIXED, ALL, ALLOW),
         (CLUSTER, "kafka-cluster", LITERAL, IDEMPOTENT_WRITE, ALLOW),
     ];
+    // The cluster-level admin operations (tests/acl_differential/
+    // cluster_ops.rs), with the DESCRIBE and DESCRIBE_CONFIGS that
+    // AclAuthorizer's implied operations add to them.
+    let cluster: Vec<Acl> = vec![
+        (CLUSTER, "kafka-cluster", LITERAL, ALTER, ALLOW),
+        (CLUSTER, "kafka-cluster", LITERAL, ALTER_CONFIGS, ALLOW),
+    ];
     vec![
         ("none", vec![]),
         ("allow", allow),
         ("deny", deny),
         ("prefixed", prefixed),
+        ("cluster", cluster),
     ]
 }
 
 #[test]
 fn every_client_api_is_authorized_as_kafka_3_9_authorizes_it() {
-    let kafka = KafkaPeer::start();
-    let (broker, shardlog_sasl) = start_shardlog();
+    let kafka = KafkaPeer::start(&settings());
+    let (broker, shardlog_sasl) = start_shardlog(&settings());
     let mut admin = Pair::login(
         &shardlog_sasl,
         &kafka.sasl_bootstrap,
@@ -310,4 +338,57 @@ fn every_client_api_is_authorized_as_kafka_3_9_authorizes_it() {
     broker.stop();
     drop(kafka);
     d.assert_only(KNOWN_DIFFERENCES);
+}
+
+/// `kafka-acls --bootstrap-server <bootstrap> --list` (Kafka 3.9's
+/// `kafka.admin.AclCommand`): its exit code and first output line (the
+/// rest is the client-side stack trace of a failure).
+fn kafka_acls_list(bootstrap: &str) -> (Option<i32>, String) {
+    let out = kafka_tool("kafka.admin.AclCommand")
+        .args(["--bootstrap-server", bootstrap, "--list"])
+        .output()
+        .expect("run kafka.admin.AclCommand");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or_default().to_owned();
+    (out.status.code(), first)
+}
+
+/// Without `authorizer.class.name` (Kafka's default: no authorizer) the
+/// ACL APIs answer SECURITY_DISABLED — Kafka's `AclApis`: every creation,
+/// the DescribeAcls answer, every deletion filter — compared with Kafka
+/// 3.9's answers; `kafka-acls --list` fails on both with AclCommand's
+/// "Error while executing ACL command: …SecurityDisabledException…" and
+/// exit code 1.
+#[test]
+fn acl_apis_without_an_authorizer_answer_security_disabled_as_kafka_3_9() {
+    let open: Vec<String> = settings()
+        .into_iter()
+        .filter(|s| !s.starts_with("authorizer.class.name="))
+        .collect();
+    let kafka = KafkaPeer::start(&open);
+    let (broker, shardlog_sasl) = start_shardlog(&open);
+    let mut admin = Pair::login(
+        &shardlog_sasl,
+        &kafka.sasl_bootstrap,
+        "admin",
+        "admin-secret",
+    );
+    let mut d = Diffs::default();
+    let [shardlog, kafka_codes] = acls::without_authorizer(&mut admin, &mut d);
+    assert_eq!(shardlog, [acls::SECURITY_DISABLED; 3], "shardlog");
+    assert_eq!(kafka_codes, [acls::SECURITY_DISABLED; 3], "Kafka 3.9");
+
+    let listed = kafka_acls_list(&broker.bootstrap());
+    let theirs = kafka_acls_list(&kafka.bootstrap);
+    d.check("disabled.kafka_acls_list", &listed, &theirs);
+    assert_eq!(listed.0, Some(1), "{listed:?}");
+    assert!(
+        listed.1.starts_with("Error while executing ACL command: ")
+            && listed.1.contains("SecurityDisabledException"),
+        "{listed:?}"
+    );
+    drop(admin);
+    broker.stop();
+    drop(kafka);
+    d.assert_only(KNOWN_DIFFERENCES_DISABLED);
 }

@@ -4,9 +4,10 @@
 //! read buffer); bad clients on the SSL port (a PLAINTEXT Kafka client,
 //! garbage, a truncated handshake, an unknown-CA and an expired client
 //! certificate under `ssl.client.auth=required`, a client that never
-//! finishes its handshake within `connections.max.idle.ms`) are closed
-//! with a warning naming the peer and rustls' reason, while a TLS client
-//! keeps producing and fetching. Keys are made at test time by
+//! finishes its handshake within `connections.max.idle.ms`, one whose
+//! ClientHello comes a byte per record past the 128 KiB a handshake may
+//! hold) are closed with a warning naming the peer and the reason, while
+//! a TLS client keeps producing and fetching. Keys are made at test time by
 //! tests/common/tls.rs (`openssl`, `keytool`).
 //! Needs `bash tests/run.sh` (the venv with kafka-python).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed unwrap is a failed check
@@ -193,7 +194,26 @@ s.shutdown(socket.SHUT_WR)
 wait_closed(s)
 with_cert("client-other-ca")
 with_cert("client-expired")
+# A ClientHello announcing 65535 bytes (rustls' largest handshake message)
+# whose body comes one byte per record: 6 bytes on the wire per byte of
+# handshake, held until the message is whole.
+def flood(total):
+    head = b"\x16\x03\x01\x00\x04\x01\x00\xff\xff"
+    frag = b"\x16\x03\x01\x00\x01\x00"
+    s = socket.create_connection(ADDR)
+    try:
+        s.sendall(head + frag * ((total - len(head)) // len(frag) + 1))
+    except OSError:
+        pass  # closed (reset) before all of it was read
+    wait_closed(s)
+flood(FLOOD_OVER)
+# Under the cap, never finishing: only the idle bound closes it (at the
+# same time as the client that never starts its handshake).
+import threading
+under = threading.Thread(target=flood, args=(FLOOD_UNDER,))
+under.start()
 raw(b"")  # never starts its handshake: closed after connections.max.idle.ms
+under.join()
 produce(100, 100)
 print(consume(200))
 "#;
@@ -202,13 +222,15 @@ print(consume(200))
 fn bad_clients_on_the_ssl_port_are_closed_with_rustls_reason_and_tls_clients_go_on() {
     let tls = Tls::make(&[BROKER]);
     let keys = tls.dir.path();
+    // boot::tls logs (info) which record path the host gives a listener.
     let broker = start(
         &tls,
         new_log_dir(),
         &["connections.max.idle.ms=3000"],
-        "warn",
+        "warn,shardlog::boot::tls=info",
     );
-    python(&broker, keys, BAD_CLIENTS);
+    let sizes = format!("FLOOD_OVER = {FLOOD_OVER}\nFLOOD_UNDER = {FLOOD_UNDER}\n");
+    python(&broker, keys, &format!("{sizes}{BAD_CLIENTS}"));
     let (status, lines) = broker.stop_collect();
     let lines: Vec<String> = lines.iter().map(|l| plain_log_line(l)).collect();
     assert_eq!(status.code(), Some(0), "{lines:#?}");
@@ -216,6 +238,7 @@ fn bad_clients_on_the_ssl_port_are_closed_with_rustls_reason_and_tls_clients_go_
         .iter()
         .filter(|l| l.contains("WARN") && l.contains("closing connection"))
         .collect();
+    handshake_floods_are_bounded(&lines, &closes);
     for reason in [
         "InvalidContentType",
         "tls handshake eof",
@@ -244,4 +267,42 @@ fn bad_clients_on_the_ssl_port_are_closed_with_rustls_reason_and_tls_clients_go_
         !lines.iter().any(|l| l.contains("panicked")),
         "nothing panics: {lines:#?}"
     );
+}
+
+/// Wire bytes of the handshake flood past the cap, and of the one under it
+/// (`HANDSHAKE_INPUT_MAX` in src/server/tls_conn/records.rs is 128 KiB).
+const FLOOD_OVER: usize = 136 * 1024;
+const FLOOD_UNDER: usize = 112 * 1024;
+
+/// The two handshake floods of [`BAD_CLIENTS`]. In user space
+/// (`records::accept`) the one past 128 KiB is closed for it at once and
+/// the one under it only by `connections.max.idle.ms`. Where the kernel may
+/// take the session, the handshake runs in rustls' buffered connection,
+/// whose own bound is 64 KiB of a handshake message being joined
+/// (`DeframerVecBuffer::prepare_read`): both are closed for that.
+fn handshake_floods_are_bounded(lines: &[String], closes: &[&String]) {
+    let kernel = lines
+        .iter()
+        .any(|l| l.contains("TLS listener") && l.contains("kernel TLS for"));
+    let with = |reason: &str| {
+        closes
+            .iter()
+            .filter(|l| l.contains(reason) && l.contains("peer=127.0.0.1:"))
+            .count()
+    };
+    let idle = with("not completed within connections.max.idle.ms");
+    if kernel {
+        assert_eq!(with("message buffer full"), 2, "{closes:#?}");
+        assert_eq!(idle, 1, "only the silent client idles out: {closes:#?}");
+    } else {
+        assert_eq!(
+            with("TLS handshake failed: handshake flight over 128 KiB"),
+            1,
+            "the flood past 128 KiB, alone: {closes:#?}"
+        );
+        assert_eq!(
+            idle, 2,
+            "the silent client and the flood under 128 KiB idle out: {closes:#?}"
+        );
+    }
 }

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::{
-    CreateAclsRequest, DeleteAclsRequest, DeleteAclsResponse, DescribeAclsRequest,
-    DescribeAclsResponse,
+    CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
+    DescribeAclsRequest, DescribeAclsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -220,4 +220,55 @@ pub fn create_and_delete(p: &mut Pair, d: &mut Diffs, case: &str) {
         (&describe_all(), &describe_all()),
         sort_described,
     );
+}
+
+/// SECURITY_DISABLED (54), Kafka's `Errors.SECURITY_DISABLED`.
+pub const SECURITY_DISABLED: i16 = 54;
+
+/// CreateAcls, DescribeAcls and DeleteAcls to brokers without an
+/// authorizer (Kafka's `AclApis` answers SECURITY_DISABLED: per creation,
+/// top-level, per filter), compared as `disabled.*`; each broker's codes
+/// (creation, describe, filter), shardlog's first.
+pub fn without_authorizer(p: &mut Pair, d: &mut Diffs) -> [[i16; 3]; 2] {
+    let create = CreateAclsRequest::default().with_creations(vec![AclCreation::default()
+        .with_resource_type(TOPIC)
+        .with_resource_name(s("acl-t"))
+        .with_resource_pattern_type(PREFIXED)
+        .with_principal(s("User:alice"))
+        .with_host(s("*"))
+        .with_operation(READ)
+        .with_permission_type(ALLOW)]);
+    let (ca, cb) = super::check2(
+        p,
+        d,
+        "disabled.create_acls",
+        ACL_VERSION,
+        (&create, &create),
+        |_| {},
+    );
+    let (da, db) = super::check2(
+        p,
+        d,
+        "disabled.describe_acls",
+        ACL_VERSION,
+        (&describe_all(), &describe_all()),
+        sort_described,
+    );
+    let delete = delete_all_of("User:alice");
+    let (xa, xb) = super::check2(
+        p,
+        d,
+        "disabled.delete_acls",
+        ACL_VERSION,
+        (&delete, &delete),
+        sort_deleted,
+    );
+    let codes = |c: &CreateAclsResponse, d: &DescribeAclsResponse, x: &DeleteAclsResponse| {
+        [
+            c.results.first().map_or(-1, |r| r.error_code),
+            d.error_code,
+            x.filter_results.first().map_or(-1, |r| r.error_code),
+        ]
+    };
+    [codes(&ca, &da, &xa), codes(&cb, &db, &xb)]
 }

@@ -4,6 +4,7 @@
 //! after masking what must differ (ports, hosts, ids, throttle times).
 
 pub mod acls;
+pub mod cluster_ops;
 pub mod requests;
 
 use std::collections::BTreeMap;

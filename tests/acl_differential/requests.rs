@@ -73,6 +73,7 @@ pub fn battery(p: &mut Pair, d: &mut Diffs, case: &str) {
     topic_admin(p, d, case);
     configs(p, d, case);
     cluster_admin(p, d, case);
+    super::cluster_ops::battery(p, d, case);
     super::acls::create_and_delete(p, d, case);
 }
 

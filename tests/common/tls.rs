@@ -94,6 +94,21 @@ impl Tls {
         tls
     }
 
+    /// Only the CA and, for each of `brokers`, the openssl-made forms
+    /// ([`Store::Pkcs12Openssl`], [`Store::Pem`]): no JVM runs, for tests
+    /// that need one SSL listener and clients trusting the CA, nothing else
+    /// (no truststore files, client certificates or other CA).
+    pub fn make_pem(brokers: &[&str]) -> Tls {
+        assert_openssl();
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tls dir");
+        let tls = Tls { dir };
+        tls.make_ca("ca", "shardlog-test-ca");
+        for b in brokers {
+            tls.make_broker_openssl(b);
+        }
+        tls
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
@@ -366,7 +381,12 @@ impl Tls {
     }
 
     fn make_broker(&self, name: &str) {
-        // openssl: EC key, PKCS12 and PEM forms.
+        self.make_broker_openssl(name);
+        self.make_broker_keytool(name);
+    }
+
+    /// openssl: EC key, PKCS12 and PEM forms.
+    fn make_broker_openssl(&self, name: &str) {
         self.key_and_csr(name, &format!("/CN={name}/O=shardlog-tests"));
         self.sign(name, "ca", true);
         self.export_p12(name, "ca");
@@ -391,7 +411,10 @@ impl Tls {
         pem.push_str(&std::fs::read_to_string(self.path(&format!("{name}.pem"))).expect("cert"));
         pem.push_str(&std::fs::read_to_string(self.ca_pem()).expect("ca"));
         std::fs::write(self.path(&format!("{name}-keystore.pem")), pem).expect("pem keystore");
-        // JKS from the openssl PKCS12.
+    }
+
+    /// keytool: JKS from the openssl PKCS12, and a keytool-made PKCS12.
+    fn make_broker_keytool(&self, name: &str) {
         keytool(&[
             "-importkeystore",
             "-srckeystore",
@@ -572,22 +595,27 @@ fn getrandom_bytes(buf: &mut [u8]) {
     buf[0] |= 0x01;
 }
 
-fn assert_tools() {
-    let ok = |tool: &str, arg: &str| {
-        Command::new(tool)
-            .arg(arg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
-    };
+fn tool_runs(tool: &str, arg: &str) -> bool {
+    Command::new(tool)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+fn assert_openssl() {
     assert!(
-        ok("openssl", "version"),
+        tool_runs("openssl", "version"),
         "openssl missing: run `apt-get install -y --no-install-recommends openssl`"
     );
+}
+
+fn assert_tools() {
+    assert_openssl();
     assert!(
-        ok("keytool", "-help"),
+        tool_runs("keytool", "-help"),
         "keytool missing: run `bash tests/run.sh` \
          (apt-get install -y --no-install-recommends openjdk-17-jdk-headless)"
     );

@@ -6,7 +6,9 @@
 //! `KafkaController.alterPartitionReassignments`): the controller answers
 //! per partition once each move has started (`timeout_ms` is not used);
 //! on a broker that is not the controller the whole request answers
-//! NOT_CONTROLLER, and the client retries on the controller. v1 (KIP-860's
+//! NOT_CONTROLLER, and the client retries on the controller. Without
+//! ALTER on the cluster the top level and every asked partition answer
+//! CLUSTER_AUTHORIZATION_FAILED, with a message. v1 (KIP-860's
 //! `allow_replication_factor_change`) is Kafka 4.1's, not offered.
 
 use std::collections::BTreeMap;
@@ -51,6 +53,10 @@ pub const API: CheckedApi = CheckedApi {
 /// Errors.NOT_CONTROLLER's message, which Kafka puts beside the code.
 const NOT_CONTROLLER_MESSAGE: &str = "This is not the correct controller for this cluster.";
 
+/// The message of `AuthHelper.authorizeClusterOperation`'s exception
+/// (Kafka adds the request's description).
+const DENIED_MESSAGE: &str = "Request AlterPartitionReassignments is not authorized.";
+
 pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response, HandlerError>> {
     Box::pin(async move {
         let version = req.header.api_version;
@@ -67,23 +73,55 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 asked.insert(tp, target);
             }
         }
-        // Kafka: ALTER on the cluster (thrown: the whole request
-        // CLUSTER_AUTHORIZATION_FAILED).
-        let answer = if !authz.cluster(Operation::Alter) {
-            Err(ErrorCode::CLUSTER_AUTHORIZATION_FAILED)
-        } else {
-            match ctx
-                .control_client()
-                .reassignments(ReassignmentCall::Alter(asked))
-                .await
-            {
-                Ok(ReassignmentReply::Altered(a)) => a,
-                _ => Err(ErrorCode::NOT_CONTROLLER),
-            }
+        // Kafka: ALTER on the cluster, thrown (`authorizeClusterOperation`).
+        if !authz.cluster(Operation::Alter) {
+            let body = encode(&refused(&request), version).map_err(HandlerError::Encode)?;
+            return Ok(Response::Body(vec![OutPart::Bytes(body)]));
+        }
+        let answer = match ctx
+            .control_client()
+            .reassignments(ReassignmentCall::Alter(asked))
+            .await
+        {
+            Ok(ReassignmentReply::Altered(a)) => a,
+            _ => Err(ErrorCode::NOT_CONTROLLER),
         };
         let body = encode_response(&answer, version)?;
         Ok(Response::Body(vec![OutPart::Bytes(body)]))
     })
+}
+
+/// The answer to a principal without ALTER on the cluster: the thrown
+/// `ClusterAuthorizationException` through
+/// `AlterPartitionReassignmentsRequest.getErrorResponse`, its code and
+/// message at the top level and on every asked partition, in request order.
+fn refused(request: &AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse {
+    let code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0;
+    let message = || Some(str_bytes(DENIED_MESSAGE));
+    AlterPartitionReassignmentsResponse::default()
+        .with_error_code(code)
+        .with_error_message(message())
+        .with_responses(
+            request
+                .topics
+                .iter()
+                .map(|t| {
+                    ReassignableTopicResponse::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(
+                            t.partitions
+                                .iter()
+                                .map(|p| {
+                                    ReassignablePartitionResponse::default()
+                                        .with_partition_index(p.partition_index)
+                                        .with_error_code(code)
+                                        .with_error_message(message())
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        )
 }
 
 /// Per topic (name order) its partitions' codes and messages; or only the
@@ -192,6 +230,49 @@ mod tests {
         let r = AlterPartitionReassignmentsResponse::decode(&mut body, 0).unwrap();
         assert_eq!(r.error_code, ErrorCode::NOT_CONTROLLER.0);
         assert!(r.responses.is_empty());
+    }
+
+    #[test]
+    fn a_refusal_names_every_asked_partition_in_request_order() {
+        let request = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+            ReassignableTopic::default()
+                .with_name(TopicName(str_bytes("b")))
+                .with_partitions(vec![
+                    ReassignablePartition::default().with_partition_index(1),
+                    ReassignablePartition::default().with_partition_index(0),
+                ]),
+            ReassignableTopic::default()
+                .with_name(TopicName(str_bytes("a")))
+                .with_partitions(vec![
+                    ReassignablePartition::default().with_partition_index(0)
+                ]),
+        ]);
+        let r = refused(&request);
+        let denied = ErrorCode::CLUSTER_AUTHORIZATION_FAILED.0;
+        assert_eq!(r.error_code, denied);
+        assert!(r.error_message.is_some());
+        let got: Vec<(&str, i32, i16, bool)> = r
+            .responses
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(move |p| {
+                    (
+                        t.name.0.as_str(),
+                        p.partition_index,
+                        p.error_code,
+                        p.error_message.is_some(),
+                    )
+                })
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("b", 1, denied, true),
+                ("b", 0, denied, true),
+                ("a", 0, denied, true)
+            ]
+        );
     }
 
     schema_fuzz_test!(API, AlterPartitionReassignmentsRequest);

@@ -93,14 +93,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
     })
 }
 
-/// One result per distinct user, in request order, all with `code`.
+/// One result per distinct user, all with `code`, in name order, as
+/// `AlterUserScramCredentialsRequest.getErrorResponse` answers (a set of
+/// the deleted and upserted names, sorted).
 fn each_user(users: Vec<String>, code: ErrorCode) -> Vec<(String, ErrorCode, Option<String>)> {
-    let mut seen: Vec<String> = Vec::new();
-    for u in users {
-        if !seen.contains(&u) {
-            seen.push(u);
-        }
-    }
+    let seen: std::collections::BTreeSet<String> = users.into_iter().collect();
     seen.into_iter().map(|u| (u, code, None)).collect()
 }
 
@@ -126,6 +123,20 @@ mod tests {
                     .with_salt(bytes::Bytes::from_static(b"salt"))
                     .with_salted_password(bytes::Bytes::from_static(b"pw"))])
         });
+    }
+
+    #[test]
+    fn a_refusal_lists_each_user_once_in_name_order() {
+        let users = ["zz", "bob", "alice", "bob"].map(String::from).to_vec();
+        let code = ErrorCode::CLUSTER_AUTHORIZATION_FAILED;
+        let got: Vec<String> = each_user(users, code)
+            .into_iter()
+            .map(|(u, c, m)| {
+                assert_eq!((c, m), (code, None));
+                u
+            })
+            .collect();
+        assert_eq!(got, ["alice", "bob", "zz"]);
     }
 
     schema_fuzz_test!(API, AlterUserScramCredentialsRequest);

@@ -66,12 +66,11 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
             components.push((c.entity_type.to_string(), m));
         }
         // Kafka's handleDescribeClientQuotasRequest: DESCRIBE_CONFIGS on
-        // the cluster first.
+        // the cluster first; `getErrorResponse` of the error's own
+        // exception, whose generic message `ApiError.fromThrowable` drops
+        // (null).
         if !authz.cluster(Operation::DescribeConfigs) {
-            refused = Some((
-                ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
-                "Cluster authorization failed.".into(),
-            ));
+            refused = Some((ErrorCode::CLUSTER_AUTHORIZATION_FAILED, String::new()));
         }
         let answer: DescribeAnswer = match refused {
             Some(r) => Err(r),
@@ -110,7 +109,7 @@ fn encode_response(answer: &DescribeAnswer, version: i16) -> Result<bytes::Bytes
     let response = match answer {
         Err((code, message)) => DescribeClientQuotasResponse::default()
             .with_error_code(code.0)
-            .with_error_message(Some(str_bytes(message.clone())))
+            .with_error_message((!message.is_empty()).then(|| str_bytes(message.clone())))
             .with_entries(None),
         Ok(entries) => DescribeClientQuotasResponse::default().with_entries(Some(
             entries

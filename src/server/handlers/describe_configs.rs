@@ -76,6 +76,10 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
         let authz = Authz::new(&ctx, &req);
         let request = decode_request(req.body, version)?;
         let mut response = DescribeConfigsResponse::default();
+        // Kafka's `ConfigHelper.handleDescribeConfigsRequest` answers the
+        // authorized resources first, then the refused ones (each in
+        // request order).
+        let mut refused = Vec::new();
         for r in &request.resources {
             // Kafka's ConfigHelper: DESCRIBE_CONFIGS on the topic, or on
             // the cluster for a broker (logger) resource.
@@ -90,12 +94,13 @@ pub fn handle(ctx: Rc<ShardContext>, req: Request) -> BoxedLocal<Result<Response
                 result.resource_name = r.resource_name.clone();
                 result.error_code = denied.code.0;
                 result.error_message = Some(str_bytes(denied.message));
-                response.results.push(result);
+                refused.push(result);
                 continue;
             }
             let result = describe(&ctx, r, request.include_synonyms, version).await;
             response.results.push(result);
         }
+        response.results.append(&mut refused);
         let body = if version == 0 {
             encode_v0(&response)
         } else {

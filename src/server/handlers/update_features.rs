@@ -82,10 +82,18 @@ pub fn answer(
     top: Option<ErrorCode>,
 ) -> UpdateFeaturesResponse {
     // Kafka's `UpdateFeaturesResponse.createWithErrors`: the top-level
-    // message is null unless there is a top-level error.
+    // message is null unless there is a top-level error, which
+    // `handleUpdateFeatures` builds as `new ApiError(error)`: the error's
+    // default message.
     let mut response = UpdateFeaturesResponse::default().with_error_message(None);
     if let Some(code) = top {
+        let message = if code == ErrorCode::NOT_CONTROLLER {
+            "This is not the correct controller for this cluster."
+        } else {
+            "Cluster authorization failed."
+        };
         response.error_code = code.0;
+        response.error_message = Some(StrBytes::from_static_str(message));
         return response;
     }
     response.results = request
@@ -207,7 +215,9 @@ mod tests {
             .contains("non-existing"));
         let denied = answer(&request, 1, Some(ErrorCode::CLUSTER_AUTHORIZATION_FAILED));
         assert_eq!(denied.error_code, 31);
+        assert!(denied.error_message.is_some());
         assert!(denied.results.is_empty());
+        assert!(r.error_message.is_none());
     }
 
     schema_fuzz_test!(API, UpdateFeaturesRequest);

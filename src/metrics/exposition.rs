@@ -603,33 +603,7 @@ fn purgatory_and_network(b: &mut Builder, r: &BrokerReport) {
             Value::U(produce),
         );
     }
-    type Pick = fn(&super::shard::ListenerConnections) -> u64;
-    let conns: [(&str, Kind, Pick); 3] = [
-        ("connection_count", Kind::Gauge, |c| c.open),
-        ("connection_creation", Kind::Counter, |c| c.created),
-        ("connection_close", Kind::Counter, |c| c.closed),
-    ];
-    for (name, kind, pick) in conns {
-        let f = b.family(
-            &format!("kafka_server_socket_server_metrics_{name}"),
-            &format!(
-                "kafka.server:type=socket-server-metrics,listener=*,networkProcessor=* ({})",
-                name.replace('_', "-")
-            ),
-            kind,
-        );
-        for s in &r.shards {
-            for (listener, c) in &s.counters.connections {
-                f.push(
-                    vec![
-                        ("listener", listener.clone()),
-                        ("networkProcessor", s.shard.to_string()),
-                    ],
-                    Value::U(pick(c)),
-                );
-            }
-        }
-    }
+    network::socket_server(b, r);
     // Kafka's BrokerState RUNNING: a broker answers scrapes once serving.
     b.one(
         "kafka_server_kafkaserver_brokerstate",

@@ -191,6 +191,9 @@ pub struct ShardReport {
     pub batch_cache: BatchCacheStats,
     pub storage: StorageTimings,
     pub follower_lags: Vec<FollowerLag>,
+    /// The least Fetch request rate (per second) over the shard's replica
+    /// fetchers since the last scrape; `None` without fetchers.
+    pub min_fetch_rate: Option<f64>,
     pub groups: GroupCounts,
     pub executor: ExecutorTotals,
     /// The broker's log dirs, only from the first data shard (they all
@@ -257,6 +260,17 @@ impl BrokerReport {
             self.shards.iter().flat_map(|s| &s.follower_lags).collect();
         all.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
         all
+    }
+
+    /// `ReplicaFetcherManager` `MinFetchRate`: the least Fetch request
+    /// rate over all fetchers of all shards, 0 without fetchers
+    /// (`AbstractFetcherManager`).
+    pub fn min_fetch_rate(&self) -> f64 {
+        self.shards
+            .iter()
+            .filter_map(|s| s.min_fetch_rate)
+            .reduce(f64::min)
+            .unwrap_or(0.0)
     }
 
     /// `ReplicaFetcherManager` `MaxLag`: the largest follower lag (0 when
@@ -431,10 +445,7 @@ pub fn merge_counters(into: &mut ShardCounters, from: &ShardCounters) {
         merge_request(mine, r);
     }
     for (l, c) in &from.connections {
-        let mine = into.connections.entry(l.clone()).or_default();
-        mine.open += c.open;
-        mine.created += c.created;
-        mine.closed += c.closed;
+        into.connections.entry(l.clone()).or_default().add(c);
     }
     for (k, n) in &from.errors {
         *into.errors.entry(*k).or_default() += n;

@@ -302,12 +302,35 @@ impl RequestStats {
 }
 
 /// A listener's connections on one shard (Kafka's `socket-server-metrics`
-/// of one network processor).
+/// of one network processor, [`SocketCounters`] as of a scrape).
+/// `requests` and `responses` are named as Kafka's `Selector` names its
+/// meters, from a client's side: `request` counts the sends (on a broker,
+/// the responses written) and `response` the receives (the requests read).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ListenerConnections {
     pub open: u64,
     pub created: u64,
     pub closed: u64,
+    pub requests: u64,
+    pub responses: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub auth_ok: u64,
+    pub auth_failed: u64,
+}
+
+impl ListenerConnections {
+    pub fn add(&mut self, o: &ListenerConnections) {
+        self.open += o.open;
+        self.created += o.created;
+        self.closed += o.closed;
+        self.requests += o.requests;
+        self.responses += o.responses;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.auth_ok += o.auth_ok;
+        self.auth_failed += o.auth_failed;
+    }
 }
 
 /// Reads what a Fetch's down-conversion took once its response was
@@ -462,7 +485,7 @@ pub struct ShardMetrics {
     topics: RefCell<HashMap<String, TopicCounters>>,
     broker: Cell<BrokerCounters>,
     requests: RefCell<BTreeMap<(i16, RequestVariant), RequestStats>>,
-    connections: RefCell<BTreeMap<String, ListenerConnections>>,
+    connections: RefCell<BTreeMap<String, Rc<SocketCounters>>>,
     current: RefCell<Option<Rc<RequestScope>>>,
     /// `ErrorsPerSec` per (API key, error code).
     errors: RefCell<BTreeMap<(i16, i16), u64>>,
@@ -746,21 +769,22 @@ impl ShardMetrics {
         }
     }
 
-    pub fn on_connection_opened(&self, listener: &str) {
+    /// The `socket-server-metrics` of `listener` on this shard, for a
+    /// connection to count in.
+    pub fn socket(&self, listener: &str) -> Rc<SocketCounters> {
         let mut conns = self.connections.borrow_mut();
-        let c = match conns.get_mut(listener) {
-            Some(c) => c,
-            None => conns.entry(listener.to_owned()).or_default(),
-        };
-        c.open += 1;
-        c.created += 1;
+        if let Some(c) = conns.get(listener) {
+            return c.clone();
+        }
+        conns.entry(listener.to_owned()).or_default().clone()
+    }
+
+    pub fn on_connection_opened(&self, listener: &str) {
+        self.socket(listener).on_opened();
     }
 
     pub fn on_connection_closed(&self, listener: &str) {
-        if let Some(c) = self.connections.borrow_mut().get_mut(listener) {
-            c.open = c.open.saturating_sub(1);
-            c.closed += 1;
-        }
+        self.socket(listener).on_closed();
     }
 
     /// The scope of the request whose future is being polled now.
@@ -809,7 +833,12 @@ impl ShardMetrics {
                 .collect(),
             broker: self.broker.get(),
             requests,
-            connections: self.connections.borrow().clone(),
+            connections: self
+                .connections
+                .borrow()
+                .iter()
+                .map(|(k, c)| (k.clone(), c.snapshot()))
+                .collect(),
             errors: self.errors.borrow().clone(),
             quota_throttles: self.quota_throttles.borrow().clone(),
             produce_expirations: self.produce_expired.borrow().clone(),
@@ -828,6 +857,9 @@ impl ShardMetrics {
         t.throttle_ms += ms;
     }
 }
+
+mod socket;
+pub use socket::SocketCounters;
 
 #[cfg(test)]
 mod tests;

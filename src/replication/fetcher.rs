@@ -111,6 +111,8 @@ struct Fetcher {
     adding: RefCell<BTreeSet<TopicPartition>>,
     /// The shard's [`metrics::BytesIn`], shared by its fetchers.
     bytes_in: Rc<Cell<metrics::BytesIn>>,
+    /// Its Fetch requests (Kafka's `FetcherStats` `RequestsPerSec`).
+    requests: metrics::RequestRate,
     quotas: Arc<ReplicationQuotas>,
     /// The inter-broker listener's TLS client configuration (`None`:
     /// PLAINTEXT).
@@ -288,6 +290,7 @@ impl FetcherManager {
             throttled: RefCell::new(BTreeSet::new()),
             adding: RefCell::new(BTreeSet::new()),
             bytes_in: self.bytes_in.clone(),
+            requests: metrics::RequestRate::new(self.clock.mono_ms()),
             quotas: self.quotas.clone(),
             tls: self.tls.clone(),
         });
@@ -680,6 +683,7 @@ async fn fetch_once(
         }
     };
     let request = build_fetch(f, version, &plan);
+    f.requests.mark();
     let resp: FetchResponse = match timed(f, c.call(ApiKey::Fetch, version, &request)).await {
         Ok(r) => r,
         Err(e) => {

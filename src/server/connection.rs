@@ -28,6 +28,7 @@ use super::sasl_conn::{self, SaslListener, SaslPeer, SaslSession, SessionStep};
 use super::transport::{ConnRead, ConnWrite, PlainRead, PlainWrite};
 use crate::io::clock::Clock;
 use crate::io::local_sync::{FifoGate, Notify, Trigger};
+use crate::metrics::shard::SocketCounters;
 use crate::protocol::frame::{frame_len, take_frame};
 use crate::protocol::header::{decode_request_header, peek_fixed, RequestHeader};
 use crate::protocol::throttle_field::{
@@ -107,6 +108,8 @@ struct Conn {
     /// A SASL connection's session: its expiry and re-authentication
     /// (KIP-368, `server::sasl_conn::SaslSession`).
     sasl: RefCell<Option<SaslSession>>,
+    /// Its listener's `socket-server-metrics` on this shard.
+    sock: Rc<SocketCounters>,
 }
 
 /// Kafka's principal of a connection without a client certificate
@@ -214,9 +217,16 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
     mut reader: R,
     mut writer: W,
 ) {
+    let sock = ctx.stats.metrics.socket(&who.listener);
     // A SASL listener: nothing but the authentication before it succeeded.
     let (principal, buffered, session) = match who.sasl.clone() {
-        None => (who.principal, BytesMut::new(), None),
+        None => {
+            // Kafka's `Selector` counts a `successful-authentication` for
+            // every channel that becomes ready, PLAINTEXT and SSL too (their
+            // authenticators complete at once; `sasl_conn` counts SASL's).
+            sock.on_authentication(true);
+            (who.principal, BytesMut::new(), None)
+        }
         Some(listener) => {
             let sasl_peer = SaslPeer {
                 peer: &who.peer,
@@ -262,9 +272,10 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
         pool,
         produce_order: Rc::default(),
         sasl: RefCell::new(session),
+        sock,
     });
     tracing::debug!(peer = %conn.peer, principal = %conn.principal, "connection accepted");
-    conn.ctx.stats.metrics.on_connection_opened(&conn.listener);
+    conn.sock.on_opened();
     let writer_task = glommio::spawn_local(write_loop(conn.clone(), writer));
     glommio::spawn_local(idle_watch(conn.clone())).detach();
     read_loop(&conn, &mut reader, buffered).await;
@@ -273,7 +284,7 @@ pub async fn run<R: ConnRead, W: ConnWrite + 'static>(
     writer_task.await;
     // Ends the idle watch.
     conn.closed.fire();
-    conn.ctx.stats.metrics.on_connection_closed(&conn.listener);
+    conn.sock.on_closed();
     tracing::debug!(peer = %conn.peer, "connection closed");
 }
 
@@ -343,6 +354,7 @@ async fn read_loop<R: ConnRead>(conn: &Rc<Conn>, reader: &mut R, mut buf: BytesM
             }
             match take_frame(&mut buf, max) {
                 Ok(Some(frame)) => {
+                    conn.sock.on_receive();
                     if !on_frame(conn, frame, lease.take()) {
                         return;
                     }
@@ -365,7 +377,7 @@ async fn read_loop<R: ConnRead>(conn: &Rc<Conn>, reader: &mut R, mut buf: BytesM
         };
         let read = wait_or_stop(conn, reader.fill(&mut buf, want)).await;
         match read {
-            Some(Ok(n)) if n > 0 => {}
+            Some(Ok(n)) if n > 0 => conn.sock.on_bytes_in(n as u64),
             Some(Ok(_)) => return, // client closed its side
             Some(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
                 // Bad TLS records (the only reads that judge the bytes).
@@ -678,18 +690,23 @@ async fn write_loop<W: ConnWrite>(conn: Rc<Conn>, mut writer: W) {
         let mut close = None;
         let mut mute_ms = 0;
         let mut released = false;
+        let mut sends = 0u64;
         {
             let mut in_order = conn.in_order.borrow_mut();
             while let Some((outcome, _taken)) = in_order.pop_ready() {
                 released = true;
                 match outcome {
                     Outcome::Respond(p, timing, throttle_ms) => {
+                        sends += 1;
                         parts.extend(p);
                         timings.push(timing);
                         mute_ms = mute_ms.max(throttle_ms);
                     }
                     Outcome::Nothing(throttle_ms) => mute_ms = mute_ms.max(throttle_ms),
-                    Outcome::Raw(bytes) => parts.push(OutPart::Bytes(bytes)),
+                    Outcome::Raw(bytes) => {
+                        sends += 1;
+                        parts.push(OutPart::Bytes(bytes));
+                    }
                     Outcome::Close(reason) => {
                         close = Some(reason);
                         break;
@@ -698,6 +715,7 @@ async fn write_loop<W: ConnWrite>(conn: Rc<Conn>, mut writer: W) {
             }
         }
         if !parts.is_empty() {
+            let bytes: usize = parts.iter().map(OutPart::len).sum();
             let write_start_ns = conn.ctx.clock.mono_ns();
             if let Err(e) = writer.write_parts(parts, &conn.ctx.stats.zerocopy).await {
                 tracing::debug!(peer = %conn.peer, error = %e, "write failed");
@@ -705,6 +723,8 @@ async fn write_loop<W: ConnWrite>(conn: Rc<Conn>, mut writer: W) {
                 break;
             }
             let now = conn.ctx.clock.mono_ns();
+            // Raw parts are a re-authentication's answers: sends too.
+            conn.sock.on_sent(sends, bytes as u64);
             for timing in timings {
                 timing.record_sent(&conn.ctx, write_start_ns, now);
             }

@@ -189,6 +189,12 @@ async fn exchange<R: ConnRead, W: ConnWrite>(
                 session_lifetime_ms,
             } => {
                 write(writer, ctx, vec![OutPart::Bytes(respond)]).await?;
+                // `Selector`: `successful-authentication` once the channel
+                // is ready (its first authentication, not a KIP-368 one).
+                ctx.stats
+                    .metrics
+                    .socket(who.listener)
+                    .on_authentication(true);
                 tracing::debug!(peer = who.peer, listener = %who.listener, %principal, mechanism = mechanism.name(), ?session_lifetime_ms, "SASL authentication succeeded");
                 let done = Authenticated {
                     principal,
@@ -199,6 +205,12 @@ async fn exchange<R: ConnRead, W: ConnWrite>(
             }
             SaslAction::Fail { respond, reason } => {
                 tracing::warn!(peer = who.peer, listener = %who.listener, %reason, "closing connection: SASL authentication failed");
+                // `Selector`: `failed-authentication` (an
+                // `AuthenticationException` from `SaslServerAuthenticator`).
+                ctx.stats
+                    .metrics
+                    .socket(who.listener)
+                    .on_authentication(false);
                 let delay = u64::try_from(ctx.config.connection_failed_authentication_delay_ms)
                     .unwrap_or(0);
                 if delay > 0 {

@@ -100,6 +100,9 @@ pub async fn serve(
         None => return, // the shard stops
         Some(Err(reason)) => {
             stats.borrow_mut().failed += 1;
+            // Kafka's `Selector` records a failed handshake
+            // (`SslAuthenticationException`) as a failed authentication.
+            ctx.stats.metrics.socket(listener).on_authentication(false);
             tracing::warn!(%peer, listener, %reason, "closing connection");
             return;
         }

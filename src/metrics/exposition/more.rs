@@ -168,6 +168,34 @@ fn fetchers(b: &mut Builder, r: &BrokerReport) {
         vec![("clientId", "Replica".into())],
         Value::I(r.max_follower_lag()),
     );
+    // `AbstractFetcherManager`'s other gauges. `MinFetchRate`: the least
+    // request rate over the fetchers (here over the last scrape window,
+    // Kafka's is the meter's one-minute rate), 0 without fetchers.
+    // `FailedPartitionsCount`: partitions `AbstractFetcherThread` marked
+    // failed (a storage or unexpected error) and stopped fetching; a
+    // shardlog fetcher never does, it backs such a partition off and
+    // retries. `DeadThreadCount`: fetcher threads that died
+    // (`ShutdownableThread.isThreadFailed`); a fetcher here is a task whose
+    // loop only ends when it is stopped, so none is ever dead.
+    let gauges = [
+        ("minfetchrate", "MinFetchRate", Value::F(r.min_fetch_rate())),
+        (
+            "failedpartitionscount",
+            "FailedPartitionsCount",
+            Value::U(0),
+        ),
+        ("deadthreadcount", "DeadThreadCount", Value::U(0)),
+    ];
+    for (name, mbean, value) in gauges {
+        let f = b.family(
+            &format!("kafka_server_replicafetchermanager_{name}"),
+            &format!(
+                "kafka.server:type=ReplicaFetcherManager,name={mbean},clientId=Replica (Value)"
+            ),
+            Kind::Gauge,
+        );
+        f.push(vec![("clientId", "Replica".into())], value);
+    }
     let f = b.family(
         "kafka_server_fetcherlagmetrics_consumerlag",
         "kafka.server:type=FetcherLagMetrics,name=ConsumerLag,clientId=*,topic=*,partition=* (Value)",

@@ -10,7 +10,7 @@
 use super::{api_name, Builder, Kind, Labels, Value};
 use crate::metrics::recent::{quantiles_ms, quantiles_raw};
 use crate::metrics::report::BrokerReport;
-use crate::metrics::shard::{RequestVariant, EXTRA_NAMES, TIME_NAMES};
+use crate::metrics::shard::{ListenerConnections, RequestVariant, EXTRA_NAMES, TIME_NAMES};
 
 /// `kafka.network:type=RequestMetrics` `RequestBytes` for every request
 /// name, `MessageConversionsTimeMs` and `TemporaryMemoryBytes` for
@@ -163,5 +163,50 @@ fn expirations(b: &mut Builder, r: &BrokerReport) {
         ("consumer", c.broker.consumer_fetch_expirations),
     ] {
         f.push(vec![("fetcherType", kind.into())], Value::U(n));
+    }
+}
+
+/// `kafka.server:type=socket-server-metrics,listener=*,networkProcessor=*`:
+/// Kafka's `Selector.SelectorMetrics` of each network processor (here a
+/// shard) per listener. Its `request` meter counts the sends (on a broker,
+/// the responses written) and `response` the receives (the requests read):
+/// the `Selector` names them from a client's side. Bytes are the Kafka
+/// stream's (after TLS), as `Selector` counts the channel's reads and
+/// writes; a SASL exchange's bytes are not counted. Every channel that
+/// becomes ready counts a successful authentication (PLAINTEXT and SSL
+/// too), a failed TLS handshake or SASL exchange a failed one.
+pub(super) fn socket_server(b: &mut Builder, r: &BrokerReport) {
+    type Pick = fn(&ListenerConnections) -> u64;
+    let conns: [(&str, Kind, Pick); 9] = [
+        ("connection_count", Kind::Gauge, |c| c.open),
+        ("connection_creation", Kind::Counter, |c| c.created),
+        ("connection_close", Kind::Counter, |c| c.closed),
+        ("request", Kind::Counter, |c| c.requests),
+        ("response", Kind::Counter, |c| c.responses),
+        ("incoming_byte", Kind::Counter, |c| c.bytes_in),
+        ("outgoing_byte", Kind::Counter, |c| c.bytes_out),
+        ("successful_authentication", Kind::Counter, |c| c.auth_ok),
+        ("failed_authentication", Kind::Counter, |c| c.auth_failed),
+    ];
+    for (name, kind, pick) in conns {
+        let f = b.family(
+            &format!("kafka_server_socket_server_metrics_{name}"),
+            &format!(
+                "kafka.server:type=socket-server-metrics,listener=*,networkProcessor=* ({})",
+                name.replace('_', "-")
+            ),
+            kind,
+        );
+        for s in &r.shards {
+            for (listener, c) in &s.counters.connections {
+                f.push(
+                    vec![
+                        ("listener", listener.clone()),
+                        ("networkProcessor", s.shard.to_string()),
+                    ],
+                    Value::U(pick(c)),
+                );
+            }
+        }
     }
 }

@@ -73,6 +73,13 @@ pub(crate) fn sample_report() -> BrokerReport {
     m.on_request(0, 9, RequestVariant::Plain, &t, 0);
     m.on_request(1, 12, RequestVariant::FetchFollower, &t, 0);
     m.on_connection_opened("PLAINTEXT");
+    let sock = m.socket("PLAINTEXT");
+    sock.on_authentication(true);
+    sock.on_authentication(false);
+    sock.on_bytes_in(1_200);
+    sock.on_receive();
+    sock.on_receive();
+    sock.on_sent(2, 300);
     m.on_quota_throttle(
         QuotaTags {
             kind: QuotaKind::Produce,
@@ -136,6 +143,7 @@ fn sample_follower_shard() -> ShardReport {
     ShardReport {
         shard: 1,
         partitions: vec![gauges("orders", 1, false, 0)],
+        min_fetch_rate: Some(2.5),
         follower_lags: vec![FollowerLag {
             topic: "orders".into(),
             partition: 1,
@@ -306,6 +314,14 @@ fn the_kafka_series_strimzi_reads_are_there_with_their_labels() {
         "kafka_network_requestmetrics_totaltimems_count_total{request=\"Fetch\"} 1",
         "kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation=\"Produce\"} 1",
         "kafka_server_socket_server_metrics_connection_count{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 1",
+        "kafka_server_socket_server_metrics_request_total{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 2",
+        "kafka_server_socket_server_metrics_response_total{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 2",
+        "kafka_server_socket_server_metrics_incoming_byte_total{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 1200",
+        "kafka_server_socket_server_metrics_outgoing_byte_total{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 300",
+        "kafka_server_socket_server_metrics_successful_authentication_total{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 1",
+        "kafka_server_socket_server_metrics_failed_authentication_total{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 1",
+        "kafka_server_socket_server_metrics_connection_creation_total{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 1",
+        "kafka_server_socket_server_metrics_connection_close_total{listener=\"PLAINTEXT\",networkProcessor=\"0\"} 0",
         "shardlog_consumergroup_lag{consumergroup=\"billing\",topic=\"orders\",partition=\"0\"} 50",
         "process_open_fds 12",
         "kafka_controller_controllerstats_uncleanleaderelections_total 1",
@@ -313,6 +329,9 @@ fn the_kafka_series_strimzi_reads_are_there_with_their_labels() {
         "kafka_network_requestmetrics_errors_total{request=\"Produce\",error=\"NONE\"} 1",
         "kafka_network_requestmetrics_errors_total{request=\"Produce\",error=\"MESSAGE_TOO_LARGE\"} 1",
         "kafka_server_replicafetchermanager_maxlag{clientId=\"Replica\"} 7",
+        "kafka_server_replicafetchermanager_minfetchrate{clientId=\"Replica\"} 2.5",
+        "kafka_server_replicafetchermanager_failedpartitionscount{clientId=\"Replica\"} 0",
+        "kafka_server_replicafetchermanager_deadthreadcount{clientId=\"Replica\"} 0",
         "kafka_server_fetcherlagmetrics_consumerlag{clientId=\"ReplicaFetcherThread-0-2\",topic=\"orders\",partition=\"1\"} 7",
         "kafka_coordinator_group_groupmetadatamanager_numgroupsempty 1",
         "kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count_total 1",

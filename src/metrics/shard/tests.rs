@@ -134,3 +134,33 @@ fn request_bytes_are_recorded_for_every_name_conversions_for_produce_and_fetch_o
     assert!(!recent(1, RequestVariant::FetchConsumer, 1));
     assert!(recent(3, RequestVariant::Plain, 0) && !recent(3, RequestVariant::Plain, 1));
 }
+
+#[test]
+fn socket_counters_count_per_listener_and_survive_the_snapshot() {
+    let m = ShardMetrics::default();
+    let sock = m.socket("PLAINTEXT");
+    sock.on_authentication(true);
+    m.on_connection_opened("PLAINTEXT");
+    sock.on_bytes_in(100);
+    sock.on_receive();
+    sock.on_sent(1, 40);
+    m.on_connection_closed("PLAINTEXT");
+    m.socket("SASL").on_authentication(false);
+    let c = m.counters(0).connections;
+    let plain = ListenerConnections {
+        open: 0,
+        created: 1,
+        closed: 1,
+        requests: 1,
+        responses: 1,
+        bytes_in: 100,
+        bytes_out: 40,
+        auth_ok: 1,
+        auth_failed: 0,
+    };
+    assert_eq!(c["PLAINTEXT"], plain);
+    assert_eq!(c["SASL"].auth_failed, 1);
+    let mut sum = plain;
+    sum.add(&c["SASL"]);
+    assert_eq!((sum.auth_ok, sum.auth_failed, sum.bytes_in), (1, 1, 100));
+}

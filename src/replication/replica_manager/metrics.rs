@@ -29,6 +29,12 @@ impl ReplicaManager {
         self.fetchers.lags()
     }
 
+    /// The least Fetch request rate over this shard's fetchers (`None`:
+    /// none), for `ReplicaFetcherManager` `MinFetchRate`.
+    pub fn min_fetch_rate(&self) -> Option<f64> {
+        self.fetchers.min_fetch_rate()
+    }
+
     /// Bytes this shard's fetchers appended from leaders since start, and
     /// the part of them for partitions being reassigned to this broker
     /// (Kafka's `ReplicationBytesInPerSec`, `ReassignmentBytesInPerSec`).

@@ -64,6 +64,7 @@ pub async fn collect(ctx: &Rc<ShardContext>) -> Option<ShardReport> {
         batch_cache,
         storage: data.replicas.storage().timings().snapshot(),
         follower_lags: data.replicas.follower_lags(),
+        min_fetch_rate: data.replicas.min_fetch_rate(),
         groups: data.groups.group_counts(),
         executor: ctx.stats.metrics.executor(),
         log_dirs: if data.shard.0 == 0 {

@@ -10,7 +10,10 @@
 //! data, as Kafka's); a `request_percentage` of 1% of a thread throttles
 //! a client sending Metadata requests flat out (throttle_time_ms > 0 in
 //! its Metadata answers, the connection muted that long), while another
-//! client id sending the same is never throttled. Needs `bash
+//! client id sending the same is never throttled; a `producer_byte_rate`
+//! set for a SASL/PLAIN user (`--entity-type users`, the quota user being
+//! `KafkaPrincipal.getName`) throttles that user's produce responses and
+//! not another user's sending with the same client id. Needs `bash
 //! tests/run.sh` (JDK, Kafka jars, the venv).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -19,6 +22,7 @@ mod common;
 use std::process::Command;
 
 use common::java::{kafka_tool, run_ok};
+use common::zookeeper::free_port;
 use common::{run_py_script, unique_topic, Broker, Conn};
 
 const CONFIG_COMMAND: &str = "kafka.admin.ConfigCommand";
@@ -41,13 +45,26 @@ fn producer(
     client_id: &str,
     secs: u32,
 ) -> std::thread::JoinHandle<serde_json::Value> {
-    let args = vec![
-        broker.bootstrap(),
+    producer_at(&broker.bootstrap(), topic, client_id, secs, None)
+}
+
+/// tests/py/quota_producer.py against `bootstrap`, with more librdkafka
+/// settings from the JSON file `settings` (a SASL login) if given.
+fn producer_at(
+    bootstrap: &str,
+    topic: &str,
+    client_id: &str,
+    secs: u32,
+    settings: Option<&std::path::Path>,
+) -> std::thread::JoinHandle<serde_json::Value> {
+    let mut args = vec![
+        bootstrap.to_owned(),
         topic.to_owned(),
         client_id.to_owned(),
         secs.to_string(),
         "1024".to_owned(),
     ];
+    args.extend(settings.map(|p| p.display().to_string()));
     std::thread::spawn(move || run_py_script(&["confluent_kafka"], "quota_producer.py", &args))
 }
 
@@ -274,4 +291,80 @@ fn requests_in(conn: &mut Conn, span: std::time::Duration) -> (usize, usize) {
         throttled += usize::from(r.throttle_time_ms > 0);
     }
     (n, throttled)
+}
+
+/// PLAIN users of the SASL_PLAINTEXT listener (`PlainServerCallbackHandler`:
+/// the JAAS options `user_<name>`).
+const PLAIN_USERS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+     user_alice=\"alice-secret\" user_bob=\"bob-secret\";";
+
+/// librdkafka's SASL_PLAINTEXT + PLAIN login for `user`, as a JSON file in
+/// `dir`.
+fn plain_login(dir: &std::path::Path, user: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("{user}.json"));
+    let conf = serde_json::json!({
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": format!("{user}-secret"),
+    });
+    std::fs::write(&path, conf.to_string()).unwrap();
+    path
+}
+
+/// Kafka's `ClientQuotaManager` resolves a quota for the principal's name
+/// (`User:alice` → `alice`) and the client id: a `producer_byte_rate` of
+/// `--entity-type users --entity-name alice` holds alice and no one else,
+/// even a client of bob's with the very same client id.
+#[test]
+fn a_producer_byte_rate_for_a_sasl_user_throttles_that_user_only() {
+    let (plain, sasl) = (free_port(), free_port());
+    let broker = Broker::start_with(&[
+        &format!("listeners=PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}"),
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN",
+        &format!("listener.name.sasl_plaintext.plain.sasl.jaas.config={PLAIN_USERS}"),
+    ]);
+    assert_eq!(broker.bootstrap(), format!("127.0.0.1:{plain}"));
+    let topic = unique_topic("quota-user");
+    Conn::open(&broker).create_topic(&topic, 3, &[]);
+    let user = ["--entity-type", "users", "--entity-name", "alice"];
+    let add = ["--alter", "--add-config", "producer_byte_rate=2000000"];
+    let out = configs(&broker, &[&user[..], &add[..]].concat());
+    assert!(
+        out.contains("Completed updating config for user alice."),
+        "{out}"
+    );
+    let described = configs(&broker, &[&user[..], &["--describe"]].concat());
+    assert!(
+        described
+            .contains("Quota configs for user-principal 'alice' are producer_byte_rate=2000000.0"),
+        "DescribeClientQuotas: {described}"
+    );
+
+    // Both with one client id: only the authenticated user tells them apart.
+    let sasl = format!("127.0.0.1:{sasl}");
+    let dir = broker.log_dir.path().to_owned();
+    let (alice, bob) = (plain_login(&dir, "alice"), plain_login(&dir, "bob"));
+    let a = producer_at(&sasl, &topic, "same-app", 12, Some(&alice));
+    let b = producer_at(&sasl, &topic, "same-app", 12, Some(&bob));
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    eprintln!("[alice {a}]\n[bob {b}]");
+    assert_eq!(a["errors"], 0, "{a}");
+    assert_eq!(b["errors"], 0, "{b}");
+    assert!(a["acked"].as_u64().unwrap() > 0, "alice logged in: {a}");
+    assert!(b["acked"].as_u64().unwrap() > 0, "bob logged in: {b}");
+    assert!(
+        a["throttle_events"].as_u64().unwrap() > 0,
+        "alice's produce responses carried no throttle_time_ms: {a}"
+    );
+    assert_eq!(b["throttle_events"], 0, "bob was throttled: {b}");
+    // Within the quota: `Rate` measures over at least `quota.window.num` − 1
+    // full windows (10 s), so up to QUOTA × (elapsed + 11 s) may pass.
+    let allowed = QUOTA * (a["elapsed_s"].as_f64().unwrap() + 11.0);
+    assert!(
+        a["acked_bytes"].as_f64().unwrap() <= 1.2 * allowed,
+        "alice sent {} bytes, {allowed} allowed: {a}",
+        a["acked_bytes"]
+    );
+    broker.stop();
 }

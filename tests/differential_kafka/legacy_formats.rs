@@ -128,20 +128,8 @@ fn check_fetch_request(
 
 /// Every check of this module (the main test's `diff` holds v2 data).
 pub fn check_legacy_formats(p: &mut Pair, d: &mut Diffs) {
-    use m39::create_topics_request::CreatableTopic;
     let topic = "diff-legacy";
-    let req = m39::CreateTopicsRequest::default()
-        .with_timeout_ms(30_000)
-        .with_topics(vec![CreatableTopic::default()
-            .with_name(m39::TopicName(Str39::from_static_str("diff-legacy")))
-            .with_num_partitions(1)
-            .with_replication_factor(1)]);
-    let (a, b): (m39::CreateTopicsResponse, m39::CreateTopicsResponse) = call_both(p, 19, 2, &req);
-    assert_eq!(
-        (a.topics[0].error_code, b.topics[0].error_code),
-        (0, 0),
-        "creating {topic}"
-    );
+    create_on_both(p, topic, &[]);
     // Good message sets: magic 0 by v0 and v1, magic 1 by v2.
     check_produce(
         p,
@@ -234,20 +222,8 @@ pub fn check_legacy_formats(p: &mut Pair, d: &mut Diffs) {
 /// header per record): the first batch's messages set the declared size,
 /// and the stream is cut there, the last message partial.
 fn growing_conversion(p: &mut Pair, d: &mut Diffs) {
-    use m39::create_topics_request::CreatableTopic;
     let topic = "diff-grow";
-    let req = m39::CreateTopicsRequest::default()
-        .with_timeout_ms(30_000)
-        .with_topics(vec![CreatableTopic::default()
-            .with_name(m39::TopicName(Str39::from_static_str("diff-grow")))
-            .with_num_partitions(1)
-            .with_replication_factor(1)]);
-    let (a, b): (m39::CreateTopicsResponse, m39::CreateTopicsResponse) = call_both(p, 19, 2, &req);
-    assert_eq!(
-        (a.topics[0].error_code, b.topics[0].error_code),
-        (0, 0),
-        "creating {topic}"
-    );
+    create_on_both(p, topic, &[]);
     let values: Vec<Vec<u8>> = (0..40).map(|i| format!("g{i}").into_bytes()).collect();
     for round in 0..3 {
         let records: Vec<(i64, &[u8])> = values
@@ -280,22 +256,7 @@ fn growing_conversion(p: &mut Pair, d: &mut Diffs) {
 /// UNSUPPORTED_COMPRESSION_TYPE (KafkaApis' `maybeConvertFetchedData`),
 /// v10 reads it.
 fn zstd_topic(p: &mut Pair, d: &mut Diffs) {
-    use m39::create_topics_request::{CreatableTopic, CreatableTopicConfig};
-    let req = m39::CreateTopicsRequest::default()
-        .with_timeout_ms(30_000)
-        .with_topics(vec![CreatableTopic::default()
-            .with_name(m39::TopicName(Str39::from_static_str("diff-zstd")))
-            .with_num_partitions(1)
-            .with_replication_factor(1)
-            .with_configs(vec![CreatableTopicConfig::default()
-                .with_name(Str39::from_static_str("compression.type"))
-                .with_value(Some(Str39::from_static_str("zstd")))])]);
-    let (a, b): (m39::CreateTopicsResponse, m39::CreateTopicsResponse) = call_both(p, 19, 2, &req);
-    assert_eq!(
-        (a.topics[0].error_code, b.topics[0].error_code),
-        (0, 0),
-        "creating diff-zstd"
-    );
+    create_on_both(p, "diff-zstd", &[("compression.type", "zstd")]);
     for version in [1, 3, 4, 9, 10] {
         check_fetch(
             p,
@@ -306,4 +267,30 @@ fn zstd_topic(p: &mut Pair, d: &mut Diffs) {
             0,
         );
     }
+}
+
+/// One single-partition topic with `configs`, created on both brokers.
+fn create_on_both(p: &mut Pair, topic: &str, configs: &[(&str, &str)]) {
+    use m39::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    let configs = configs
+        .iter()
+        .map(|(k, v)| {
+            CreatableTopicConfig::default()
+                .with_name(Str39::from_string((*k).to_owned()))
+                .with_value(Some(Str39::from_string((*v).to_owned())))
+        })
+        .collect();
+    let req = m39::CreateTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(m39::TopicName(Str39::from_string(topic.to_owned())))
+            .with_num_partitions(1)
+            .with_replication_factor(1)
+            .with_configs(configs)]);
+    let (a, b): (m39::CreateTopicsResponse, m39::CreateTopicsResponse) = call_both(p, 19, 2, &req);
+    assert_eq!(
+        (a.topics[0].error_code, b.topics[0].error_code),
+        (0, 0),
+        "creating {topic}"
+    );
 }

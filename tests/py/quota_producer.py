@@ -3,7 +3,10 @@
 {"acked_bytes", "acked", "errors", "elapsed_s", "throttle_events",
  "max_throttle_ms"}.
 
-  quota_producer.py <bootstrap> <topic> <client_id> <duration_s> <size>
+  quota_producer.py <bootstrap> <topic> <client_id> <duration_s> <size> [settings.json]
+
+settings.json: more librdkafka settings (security.protocol, sasl.*), so the
+quota can be a SASL user's (`--entity-type users`).
 """
 
 import json
@@ -24,17 +27,19 @@ def main():
             stats["throttle_events"] += 1
             stats["max_throttle_ms"] = max(stats["max_throttle_ms"], int(event.throttle_time * 1000))
 
-    p = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "client.id": client_id,
-            "acks": "1",
-            "linger.ms": 5,
-            "batch.size": 65536,
-            "queue.buffering.max.kbytes": 4096,
-            "throttle_cb": on_throttle,
-        }
-    )
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "acks": "1",
+        "linger.ms": 5,
+        "batch.size": 65536,
+        "queue.buffering.max.kbytes": 4096,
+        "throttle_cb": on_throttle,
+    }
+    if len(sys.argv) > 6:
+        with open(sys.argv[6]) as f:
+            conf.update(json.load(f))
+    p = Producer(conf)
 
     def on_delivery(err, msg):
         if err is not None:
